@@ -1,0 +1,77 @@
+# outcore — every entry point. `make help` lists them.
+#   make            build outcore-plan
+#   make test       build and run every test (unit, CLI, PyTorch shape comparison)
+#   make test SANITIZE=1   the same under ASan + UBSan (build dir build-san/)
+#   make demo       inspect the bundled ResNet-50 at batch 640
+#   make deps       install the Debian packages the build and tests need
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+CC ?= cc
+SANITIZE ?= 0
+BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,build)
+PY := /usr/bin/python3
+
+DEB_PACKAGES := build-essential protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
+  libjansson-dev python3-onnx python3-torch python3-torchvision python3-numpy
+
+comma := ,
+SAN_FLAGS := -fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined
+OPT := $(if $(filter 1,$(SANITIZE)),-O1 -g -fno-omit-frame-pointer $(SAN_FLAGS),-O2 -g)
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -I$(BUILD)/proto -Iplanner
+WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-prototypes \
+  -Wno-sign-conversion -Wno-format-truncation -Werror
+CFLAGS := $(BASE_CFLAGS) $(WARN) $(EXTRA_CFLAGS)
+LDFLAGS := $(if $(filter 1,$(SANITIZE)),$(SAN_FLAGS))
+LIBS := -lprotobuf-c -ljansson -lm
+
+include proto/proto.mk
+
+PLANNER_SRC := $(filter-out planner/cli/%,$(wildcard planner/*.c planner/*/*.c))
+PLANNER_OBJ := $(PLANNER_SRC:%.c=$(BUILD)/%.o) $(PROTO_OUT)/onnx.pb-c.o
+CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard planner/cli/*.c))
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+PLAN_BIN := $(BUILD)/outcore-plan
+
+.PHONY: all test unit-tests demo deps help clean bench
+all: $(PLAN_BIN)
+
+$(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libplanner.a: $(PLANNER_OBJ)
+	ar rcs $@ $^
+
+$(PLAN_BIN): $(CLI_OBJ) $(BUILD)/libplanner.a
+	$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libplanner.a $(PROTO_OUT)/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests $< $(BUILD)/libplanner.a $(LDFLAGS) $(LIBS) -lcmocka -o $@
+
+unit-tests: $(UNIT_BIN)
+
+# Runs every suite; the last line is "N passed, M failed".
+test: $(PLAN_BIN) $(UNIT_BIN)
+	@BUILD=$(BUILD) PY=$(PY) bash tests/run_all.sh
+
+demo: $(PLAN_BIN)
+	$(PLAN_BIN) inspect graphs/resnet50_op13.onnx --batch 640 | tail -n 12
+
+deps:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_PACKAGES); \
+	else \
+	  echo "run as root, or: sudo apt-get install -y $(DEB_PACKAGES)"; \
+	fi
+
+help:
+	@sed -n '1,/^\.DEFAULT_GOAL/p' Makefile | grep '^#' | sed 's/^# \{0,1\}//'
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,30 @@
+/* cli.h — shared pieces of the outcore-plan subcommands. */
+#ifndef OC_CLI_H
+#define OC_CLI_H
+
+#include "../shape_infer.h"
+
+#define OC_VERSION "0.1.0"
+
+/* Options every model-reading command takes: MODEL --batch N --dim NAME=V. */
+typedef struct cli_model_opts {
+    const char *model;
+    int64_t batch;
+    ir_dim_binding *dims; /* owned (names point into argv) */
+    int n_dims;
+} cli_model_opts;
+
+/* Tries to consume argv[*i] (and its value) as a model option. Returns 1 if
+ * consumed, 0 if the argument is not a model option, OC_ERR on a bad value. */
+int cli_model_opt(cli_model_opts *o, int argc, char **argv, int *i, oc_err *err);
+/* The value after option argv[*i]; OC_ERR if missing. */
+int cli_value(int argc, char **argv, int *i, const char **val, oc_err *err);
+/* Loads, binds and infers the model named by o. */
+int cli_load(const cli_model_opts *o, ir_graph **g, oc_err *err);
+void cli_model_opts_free(cli_model_opts *o);
+/* Prints "outcore-plan: error: msg" and returns the exit status for errors. */
+int cli_report(const char *cmd, const oc_err *err);
+
+int cmd_inspect(int argc, char **argv);
+
+#endif

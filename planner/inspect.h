@@ -1,0 +1,23 @@
+/* inspect.h — `outcore-plan inspect`: the tensors of a model with shapes, sizes,
+ * kinds and producers, and byte totals per kind. The JSON keys (tensors[].name,
+ * shape, dtype, bytes, kind, producer; totals.parameter_bytes, activation_bytes,
+ * ...) are a stable interface that build pipelines parse. */
+#ifndef OC_INSPECT_H
+#define OC_INSPECT_H
+
+#include <stdio.h>
+
+#include "ir.h"
+
+typedef struct inspect_totals {
+    int64_t bytes[IR_KIND__COUNT]; /* per kind */
+    int64_t parameter_count;       /* elements of trainable parameters */
+    int n_tensors, n_nodes;
+} inspect_totals;
+
+void inspect_totals_compute(const ir_graph *g, inspect_totals *t);
+/* batch: the bound batch (for the header). Writes to out; returns OC_ERR on I/O error. */
+int inspect_print_text(const ir_graph *g, int64_t batch, FILE *out);
+int inspect_print_json(const ir_graph *g, int64_t batch, FILE *out);
+
+#endif

@@ -2,7 +2,6 @@
 #include "inspect.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <string.h>
 
 void inspect_totals_compute(const ir_graph *g, inspect_totals *t) {
@@ -59,7 +58,7 @@ int inspect_print_text(const ir_graph *g, int64_t batch, FILE *out) {
     return ferror(out) ? OC_ERR : OC_OK;
 }
 
-int inspect_print_json(const ir_graph *g, int64_t batch, FILE *out) {
+int inspect_print_json(const ir_graph *g, int64_t batch, json_t *extra, FILE *out) {
     json_t *root = json_object(), *tensors = json_array(), *totals = json_object();
     json_object_set_new(root, "model", json_string(g->model_path ? g->model_path : ""));
     json_object_set_new(root, "opset", json_integer(g->opset));
@@ -91,6 +90,10 @@ int inspect_print_json(const ir_graph *g, int64_t batch, FILE *out) {
     json_object_set_new(totals, "tensors", json_integer(t.n_tensors));
     json_object_set_new(root, "tensors", tensors);
     json_object_set_new(root, "totals", totals);
+    if (extra) {
+        json_object_update(root, extra);
+        json_decref(extra);
+    }
     int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(root);
     fputc('\n', out);

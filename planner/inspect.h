@@ -5,6 +5,7 @@
 #ifndef OC_INSPECT_H
 #define OC_INSPECT_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "ir.h"
@@ -18,6 +19,7 @@ typedef struct inspect_totals {
 void inspect_totals_compute(const ir_graph *g, inspect_totals *t);
 /* batch: the bound batch (for the header). Writes to out; returns OC_ERR on I/O error. */
 int inspect_print_text(const ir_graph *g, int64_t batch, FILE *out);
-int inspect_print_json(const ir_graph *g, int64_t batch, FILE *out);
+/* extra: optional object merged into the root (its reference is stolen). */
+int inspect_print_json(const ir_graph *g, int64_t batch, json_t *extra, FILE *out);
 
 #endif

@@ -42,7 +42,8 @@ const char *ir_kind_name(ir_kind k) {
         [IR_KIND_LABEL] = "label",           [IR_KIND_PARAMETER] = "parameter",
         [IR_KIND_STATE] = "state",           [IR_KIND_CONSTANT] = "constant",
         [IR_KIND_GRADIENT] = "gradient",     [IR_KIND_ACT_GRADIENT] = "activation_gradient",
-        [IR_KIND_WORKSPACE] = "workspace",
+        [IR_KIND_WORKSPACE] = "workspace",   [IR_KIND_SAVED] = "saved_activation",
+        [IR_KIND_OPT_STATE] = "optimizer_state",
     };
     OC_ASSERT(k >= 0 && k < IR_KIND__COUNT);
     return names[k];
@@ -343,4 +344,71 @@ int64_t ir_graph_bytes_of_kind(const ir_graph *g, ir_kind k) {
     for (int i = 0; i < g->n_tensors; i++)
         if (g->tensors[i].kind == k && ir_tensor_bytes(&g->tensors[i], &b)) total += b;
     return total;
+}
+
+void ir_graph_remove_nodes(ir_graph *g, const bool *remove) {
+    int *node_map = oc_malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof(int));
+    int kept_nodes = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        if (!remove[i]) {
+            node_map[i] = kept_nodes;
+            g->nodes[kept_nodes++] = *n;
+            continue;
+        }
+        node_map[i] = -1;
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) g->tensors[n->outputs[o]].producer = -1;
+        oc_free(n->name);
+        oc_free(n->op_type);
+        oc_free(n->domain);
+        for (int a = 0; a < n->n_attrs; a++) ir_attr_free(&n->attrs[a]);
+        oc_free(n->attrs);
+        oc_free(n->inputs);
+        oc_free(n->outputs);
+    }
+    g->n_nodes = kept_nodes;
+    /* Which tensors are still referenced. */
+    bool *used = oc_calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(bool));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
+        for (int k = 0; k < n->n_outputs; k++) if (n->outputs[k] >= 0) used[n->outputs[k]] = true;
+    }
+    for (int i = 0; i < g->n_inputs; i++) used[g->inputs[i]] = true;
+    for (int i = 0; i < g->n_outputs; i++) used[g->outputs[i]] = true;
+    int *tmap = oc_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(int));
+    int kept_t = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_tensor *x = &g->tensors[t];
+        if (!used[t]) {
+            tmap[t] = -1;
+            ir_tensor_free_fields(x);
+            continue;
+        }
+        tmap[t] = kept_t;
+        /* Consumers: keep those that survive, renumbered. */
+        int nc = 0;
+        for (int c = 0; c < x->n_consumers; c++)
+            if (node_map[x->consumers[c]] >= 0) x->consumers[nc++] = node_map[x->consumers[c]];
+        x->n_consumers = nc;
+        if (x->producer >= 0) x->producer = node_map[x->producer];
+        if (x->producer < 0 && !x->is_graph_input && !x->is_initializer) {
+            OC_ASSERT(x->data_src == IR_DATA_INLINE); /* a folded value */
+            x->is_initializer = true;
+        }
+        g->tensors[kept_t++] = *x;
+    }
+    g->n_tensors = kept_t;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) if (n->inputs[k] >= 0) n->inputs[k] = tmap[n->inputs[k]];
+        for (int k = 0; k < n->n_outputs; k++) if (n->outputs[k] >= 0) n->outputs[k] = tmap[n->outputs[k]];
+    }
+    for (int i = 0; i < g->n_inputs; i++) g->inputs[i] = tmap[g->inputs[i]];
+    for (int i = 0; i < g->n_outputs; i++) g->outputs[i] = tmap[g->outputs[i]];
+    index_rebuild(g, g->index_cap ? g->index_cap : 64);
+    oc_free(used);
+    oc_free(tmap);
+    oc_free(node_map);
 }

@@ -44,7 +44,7 @@ const char *ir_dtype_name(ir_dtype t);
 /* What a tensor is, for memory accounting. Import assigns INPUT, PARAMETER,
  * STATE, CONSTANT and ACTIVATION; the training graph adds the other classes. */
 typedef enum ir_kind {
-    IR_KIND_ACTIVATION = 0, /* produced by a forward node */
+    IR_KIND_ACTIVATION = 0, /* produced by a forward node; in a training graph: transient */
     IR_KIND_INPUT,          /* graph input fed with data (images) */
     IR_KIND_LABEL,          /* graph input fed with labels */
     IR_KIND_PARAMETER,      /* trainable initializer */
@@ -53,6 +53,8 @@ typedef enum ir_kind {
     IR_KIND_GRADIENT,       /* gradient of a parameter */
     IR_KIND_ACT_GRADIENT,   /* gradient of an activation */
     IR_KIND_WORKSPACE,      /* scratch of one node */
+    IR_KIND_SAVED,          /* forward activation that a backward node reads */
+    IR_KIND_OPT_STATE,      /* optimizer state (momentum buffers) */
     IR_KIND__COUNT
 } ir_kind;
 const char *ir_kind_name(ir_kind k);
@@ -192,6 +194,12 @@ void ir_tensor_free_fields(ir_tensor *t);
 /* Input/output tensor of a node, or NULL when absent/omitted. */
 ir_tensor *ir_node_in(ir_graph *g, const ir_node *n, int i);
 ir_tensor *ir_node_out(ir_graph *g, const ir_node *n, int i);
+
+/* Removes the nodes with remove[i] set and every tensor no longer referenced
+ * (by a node, or as graph input/output).
+ * Outputs of removed nodes that are still used must hold data: they become
+ * initializers. Node and tensor indices change; the name index is rebuilt. */
+void ir_graph_remove_nodes(ir_graph *g, const bool *remove);
 
 /* Sum of bytes over tensors of one kind with known shapes. */
 int64_t ir_graph_bytes_of_kind(const ir_graph *g, ir_kind k);

@@ -373,7 +373,7 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0, help="torch.manual_seed (default 0)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--structure-only", action="store_true",
-                   help="drop weight data (see the rule below); files are a few KB")
+                   help="drop weight data (see the rule below): 5-220 KB files")
     g.add_argument("--external-data", action="store_true",
                    help="store weights as ONNX external data in <model>_op<opset>.onnx.data")
     args = p.parse_args(argv)

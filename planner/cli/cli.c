@@ -1,7 +1,10 @@
 /* cli.c — see cli.h. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 int cli_value(int argc, char **argv, int *i, const char **val, oc_err *err) {
@@ -51,4 +54,75 @@ void cli_model_opts_free(cli_model_opts *o) {
 int cli_report(const char *cmd, const oc_err *err) {
     fprintf(stderr, "outcore-plan %s: error: %s\n", cmd, err->msg);
     return 1;
+}
+
+int cli_train_opt(train_opts *o, int argc, char **argv, int *i, oc_err *err) {
+    const char *a = argv[*i], *v = NULL;
+    float *target = NULL;
+    if (strcmp(a, "--lr") == 0) target = &o->lr;
+    else if (strcmp(a, "--momentum") == 0) target = &o->momentum;
+    else if (strcmp(a, "--weight-decay") == 0) target = &o->weight_decay;
+    if (target) {
+        if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
+        char *end;
+        double d = strtod(v, &end);
+        if (end == v || *end || !(d >= 0) || d > 1e6)
+            return oc_fail(err, "%s: '%s' is not a non-negative number", a, v);
+        *target = (float)d;
+        return 1;
+    }
+    if (strcmp(a, "--loss") == 0) {
+        if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
+        if (strcmp(v, "softmax-ce") == 0) o->loss = TRAIN_LOSS_SOFTMAX_CE;
+        else if (strcmp(v, "model") == 0) o->loss = TRAIN_LOSS_MODEL;
+        else return oc_fail(err, "--loss: '%s' is not one of softmax-ce, model", v);
+        return 1;
+    }
+    return 0;
+}
+
+int cli_load_training(const cli_model_opts *mo, const train_opts *to, train_graph **tg,
+                      oc_err *err) {
+    ir_graph *g;
+    if (cli_load(mo, &g, err)) return OC_ERR;
+    return train_build(g, to, tg, err);
+}
+
+int cli_open_output(cli_output *o, const char *path, oc_err *err) {
+    memset(o, 0, sizeof *o);
+    if (strcmp(path, "-") == 0) {
+        o->f = stdout;
+        return OC_OK;
+    }
+    o->path = oc_strdup(path);
+    o->tmp = oc_sprintf("%s.tmp.%d", path, (int)getpid());
+    o->f = fopen(o->tmp, "wb");
+    if (!o->f) {
+        int rc = oc_fail(err, "%s: cannot write: %s", path, strerror(errno));
+        oc_free(o->path);
+        oc_free(o->tmp);
+        return rc;
+    }
+    return OC_OK;
+}
+
+int cli_close_output(cli_output *o, bool ok, oc_err *err) {
+    int rc = OC_OK;
+    if (o->f && o->f != stdout) {
+        if (fclose(o->f) != 0 && ok) {
+            ok = false;
+            rc = oc_fail(err, "%s: write error: %s", o->path, strerror(errno));
+        }
+        if (ok && rename(o->tmp, o->path) != 0) {
+            ok = false;
+            rc = oc_fail(err, "%s: cannot rename: %s", o->path, strerror(errno));
+        }
+        if (!ok) remove(o->tmp);
+    } else if (o->f == stdout && fflush(stdout) != 0) {
+        rc = oc_fail(err, "write error on standard output");
+    }
+    oc_free(o->path);
+    oc_free(o->tmp);
+    memset(o, 0, sizeof *o);
+    return rc;
 }

@@ -1,33 +1,47 @@
-/* cmd_inspect.c — `outcore-plan inspect MODEL --batch N [--json]`. */
+/* cmd_inspect.c — `outcore-plan inspect MODEL --batch N [--training] [--json]`. */
 #include <stdio.h>
 #include <string.h>
 
 #include "../inspect.h"
+#include "../train_report.h"
 #include "cli.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: outcore-plan inspect MODEL.onnx [--batch N] [--dim NAME=V ...] [--json]\n"
+            "usage: outcore-plan inspect MODEL.onnx [--batch N] [--dim NAME=V ...] [--training]\n"
+            "                            [--json] [--loss softmax-ce|model]\n"
             "\n"
             "Imports MODEL, binds its dynamic dims and infers every tensor's shape; prints a\n"
             "table of tensors (name, shape, dtype, bytes, kind, producer node) and totals.\n"
             "\n"
             "  --batch N       leading dim of the data input (1..%lld)\n"
             "  --dim NAME=V    bind another symbolic input dim\n"
+            "  --training      build the training step (forward, loss, backward, SGD update) and\n"
+            "                  report bytes per tensor class, the in-core peak, and the saved\n"
+            "                  tensors with the backward nodes that read them\n"
+            "  --loss L        softmax-ce (default: appended on the [N, C] output, int64\n"
+            "                  labels) or model (the model's scalar output is the loss)\n"
             "  --json          one JSON object: {model, opset, batch, tensors: [{name, shape,\n"
             "                  dtype, bytes, kind, producer}], totals: {parameter_bytes,\n"
             "                  parameter_count, state_bytes, input_bytes, constant_bytes,\n"
-            "                  activation_bytes, nodes, tensors}}\n"
-            "Kinds: input, parameter, state (BN running statistics), constant, activation.\n",
+            "                  activation_bytes, nodes, tensors}}; with --training also\n"
+            "                  training: {saved_activation_bytes, incore_peak_bytes,\n"
+            "                  incore_peak_node, bytes_by_class, saved: [{name, bytes, kind,\n"
+            "                  readers}]}\n"
+            "Kinds: input, label, parameter, state (BN running statistics), constant,\n"
+            "activation (transient), saved_activation, gradient, activation_gradient,\n"
+            "optimizer_state.\n",
             (long long)OC_MAX_BATCH);
 }
 
 int cmd_inspect(int argc, char **argv) {
     cli_model_opts mo = {0};
-    bool json = false;
+    train_opts to = train_opts_default();
+    bool json = false, training = false;
     oc_err err;
     int rc = 1;
     ir_graph *g = NULL;
+    train_graph *tg = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
@@ -38,18 +52,43 @@ int cmd_inspect(int argc, char **argv) {
             json = true;
             continue;
         }
+        if (strcmp(argv[i], "--training") == 0) {
+            training = true;
+            continue;
+        }
         int used = cli_model_opt(&mo, argc, argv, &i, &err);
+        if (used == 0) used = cli_train_opt(&to, argc, argv, &i, &err);
         if (used < 0) goto fail;
         if (used == 0) {
             oc_fail(&err, "unknown argument '%s' (see --help)", argv[i]);
             goto fail;
         }
     }
-    if (cli_load(&mo, &g, &err)) goto fail;
-    int64_t batch = g->n_inputs && g->tensors[g->inputs[0]].rank > 0
-                        ? g->tensors[g->inputs[0]].dims[0]
+    if (training) {
+        if (cli_load_training(&mo, &to, &tg, &err)) goto fail;
+    } else if (cli_load(&mo, &g, &err)) {
+        goto fail;
+    }
+    const ir_graph *shown = tg ? tg->g : g;
+    int64_t batch = shown->n_inputs && shown->tensors[shown->inputs[0]].rank > 0
+                        ? shown->tensors[shown->inputs[0]].dims[0]
                         : 0;
-    if ((json ? inspect_print_json(g, batch, stdout) : inspect_print_text(g, batch, stdout))) {
+    int werr;
+    if (json) {
+        json_t *extra = NULL;
+        if (tg) {
+            extra = json_object();
+            json_object_set_new(extra, "training", train_report_json(tg));
+        }
+        werr = inspect_print_json(shown, batch, extra, stdout);
+    } else {
+        werr = inspect_print_text(shown, batch, stdout);
+        if (!werr && tg) {
+            fputc('\n', stdout);
+            werr = train_report_text(tg, stdout);
+        }
+    }
+    if (werr) {
         oc_fail(&err, "write error on standard output");
         goto fail;
     }
@@ -59,6 +98,7 @@ fail:
     rc = cli_report("inspect", &err);
 done:
     ir_graph_free(g);
+    train_graph_free(tg);
     cli_model_opts_free(&mo);
     return rc;
 }

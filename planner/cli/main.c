@@ -11,7 +11,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"inspect", cmd_inspect, "tensors, shapes, sizes and kinds of a model at a batch size"},
+    {"inspect", cmd_inspect, "tensors, shapes, sizes and kinds; --training: the training step"},
+    {"dot", cmd_dot, "Graphviz of the forward graph or (--training) the training step"},
 };
 
 static void usage(FILE *f) {

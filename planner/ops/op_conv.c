@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "grad_rules.h"
 #include "op_util.h"
 
 /* X (N, C, D1..Dk), W (M, C/group, k1..kk), B (M) -> Y (N, M, O1..Ok) */
@@ -66,15 +67,28 @@ static int conv_transpose_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
     return OC_OK;
 }
 
+static void conv_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = op_conv_flops(&g->tensors[n->inputs[0]], &g->tensors[n->outputs[0]], n);
+}
+
+/* A transposed conv does the work of the conv from its output to its input. */
+static void conv_transpose_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = op_conv_flops(&g->tensors[n->outputs[0]], &g->tensors[n->inputs[0]], n);
+}
+
 static const op_role conv_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
 
 const op_def op_def_conv = {
     .op_type = "Conv", .domain = "", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 1, .roles = conv_roles, .n_roles = 3, .infer = conv_infer,
+    .cost = conv_cost, .grad = op_grad_conv, .saved_inputs = 0x3,
 };
 
 const op_def op_def_conv_transpose = {
     .op_type = "ConvTranspose", .domain = "", .min_inputs = 2, .max_inputs = 3,
     .min_outputs = 1, .max_outputs = 1, .roles = conv_roles, .n_roles = 3,
     .infer = conv_transpose_infer,
+    .cost = conv_transpose_cost, .grad = op_grad_conv_transpose, .saved_inputs = 0x3,
 };

@@ -1,6 +1,7 @@
 /* op_gemm.c — Gemm: Y = alpha * A' B' + beta * C, shapes. */
 #include <inttypes.h>
 
+#include "grad_rules.h"
 #include "op_util.h"
 
 /* A (M, K) [or (K, M) with transA], B (K, N) [or (N, K) with transB], C broadcast to (M, N). */
@@ -32,9 +33,17 @@ static int gemm_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
+static void gemm_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    const ir_tensor *a = &g->tensors[n->inputs[0]], *y = &g->tensors[n->outputs[0]];
+    int64_t k = a->dims[ir_attr_int(n, "transA", 0) ? 0 : 1];
+    c->flops = 2.0 * (double)y->dims[0] * (double)y->dims[1] * (double)k;
+}
+
 static const op_role gemm_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
 
 const op_def op_def_gemm = {
     .op_type = "Gemm", .domain = "", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 1, .roles = gemm_roles, .n_roles = 3, .infer = gemm_infer,
+    .cost = gemm_cost, .grad = op_grad_gemm, .saved_inputs = 0x3,
 };

@@ -4,6 +4,7 @@
  * three outputs (Y, running_mean, running_var). Statistics are all (C). */
 #include <inttypes.h>
 
+#include "grad_rules.h"
 #include "op_util.h"
 
 static int bn_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
@@ -28,9 +29,22 @@ static int bn_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
+/* Mean, variance, normalise, scale: about 8 flops per element. */
+static void bn_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    int64_t numel = 0;
+    ir_tensor_numel(&g->tensors[n->inputs[0]], &numel);
+    c->flops = 8.0 * (double)numel;
+}
+
+/* Running mean/var outputs update the state inputs in place. */
+static const int8_t bn_aliases[] = {-1, 3, 4};
+
 static const op_role bn_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM, OP_IN_STATE, OP_IN_STATE};
 
 const op_def op_def_batch_norm = {
     .op_type = "BatchNormalization", .domain = "", .min_inputs = 5, .max_inputs = 5,
     .min_outputs = 1, .max_outputs = 5, .roles = bn_roles, .n_roles = 5, .infer = bn_infer,
+    .cost = bn_cost, .grad = op_grad_batch_norm, .saved_inputs = 0x3,
+    .aliases = bn_aliases, .n_aliases = 3,
 };

@@ -1,6 +1,7 @@
 /* op_pool.c — MaxPool, AveragePool, GlobalAveragePool: shapes. */
 #include <inttypes.h>
 
+#include "grad_rules.h"
 #include "op_util.h"
 
 /* X (N, C, D..) -> Y (N, C, O..); MaxPool's optional Indices has Y's shape. */
@@ -37,15 +38,18 @@ static const op_role data_role[] = {OP_IN_DATA};
 const op_def op_def_max_pool = {
     .op_type = "MaxPool", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 2, .roles = data_role, .n_roles = 1, .infer = pool_infer,
+    .grad = op_grad_max_pool, .saved_inputs = 0x1,
 };
 
 const op_def op_def_average_pool = {
     .op_type = "AveragePool", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = pool_infer,
+    .grad = op_grad_average_pool,
 };
 
 const op_def op_def_global_average_pool = {
     .op_type = "GlobalAveragePool", .domain = "", .min_inputs = 1, .max_inputs = 1,
     .min_outputs = 1, .max_outputs = 1, .roles = data_role, .n_roles = 1,
     .infer = global_pool_infer,
+    .grad = op_grad_global_average_pool,
 };

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "grad_rules.h"
 #include "op_util.h"
 
 /* True when input i has inline data (a plan-time value). */
@@ -301,16 +302,20 @@ const op_def op_def_unsqueeze = {
 const op_def op_def_concat = {
     .op_type = "Concat", .domain = "", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = concat_infer,
+    .grad = op_grad_concat,
 };
 const op_def op_def_reshape = {
     .op_type = "Reshape", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = reshape_infer,
+    .grad = op_grad_reshape,
 };
 const op_def op_def_flatten = {
     .op_type = "Flatten", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = flatten_infer,
+    .grad = op_grad_reshape,
 };
 const op_def op_def_pad = {
     .op_type = "Pad", .domain = "", .min_inputs = 1, .max_inputs = 4, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = pad_infer,
+    .grad = op_grad_pad,
 };

@@ -15,6 +15,18 @@
 #define OP_MIN_OPSET 9
 #define OP_MAX_OPSET 18
 
+/* The project's domain: backward, loss-gradient, update and swap ops. */
+#define OC_DOMAIN "ai.outcore"
+#define OC_DOMAIN_VERSION 1
+
+struct grad_ctx; /* autodiff.h */
+
+/* Work of one node, for the analytic profile (roofline). */
+typedef struct op_cost {
+    double flops;
+    double bytes_read, bytes_written;
+} op_cost;
+
 /* How an input slot is used; decides the kind of an initializer there. */
 typedef enum op_role {
     OP_IN_DATA = 0, /* activation (a float initializer here is a parameter) */
@@ -35,7 +47,25 @@ typedef struct op_def {
      * folded at plan time. Returns OC_ERR with a message on bad input (the
      * caller prefixes node name and op). */
     int (*infer)(ir_graph *g, ir_node *n, int64_t opset, oc_err *err);
+    /* Cost of the node (shapes known). NULL: op_cost_default. */
+    void (*cost)(const ir_graph *g, const ir_node *n, op_cost *c);
+    /* Gradient rule: emits the backward nodes of one forward node through the
+     * grad_ctx (autodiff.h). NULL: the op has no gradient (training a model
+     * that needs one fails naming the node). */
+    int (*grad)(struct grad_ctx *c);
+    /* The forward tensors the gradient reads ("saved tensors"): bit i of
+     * saved_inputs = input i, of saved_outputs = output i. Checked by tests
+     * against what the rule really emits. */
+    uint32_t saved_inputs, saved_outputs;
+    /* In-place outputs: output o reuses the storage of input aliases[o] (-1: none). */
+    const int8_t *aliases;
+    int n_aliases;
 } op_def;
+
+/* Default cost: flops = elements written; bytes = inputs read + outputs written. */
+void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c);
+/* Cost through the node's entry (or the default). */
+void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c);
 
 /* Entry for (domain, op_type); domain "" or "ai.onnx" is the default. NULL if unsupported. */
 const op_def *op_find(const char *domain, const char *op_type);

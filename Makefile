@@ -2,7 +2,7 @@
 #   make            build outcore-plan
 #   make test       build and run every test (unit, CLI, PyTorch shape comparison)
 #   make test SANITIZE=1   the same under ASan + UBSan (build dir build-san/)
-#   make demo       inspect the bundled ResNet-50 at batch 640
+#   make demo       the training step of the bundled ResNet-50 at batch 640: memory by class, in-core peak
 #   make deps       install the Debian packages the build and tests need
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -12,7 +12,7 @@ SANITIZE ?= 0
 BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,build)
 PY := /usr/bin/python3
 
-DEB_PACKAGES := build-essential protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
+DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
   libjansson-dev python3-onnx python3-torch python3-torchvision python3-numpy
 
 comma := ,
@@ -59,7 +59,8 @@ test: $(PLAN_BIN) $(UNIT_BIN)
 	@BUILD=$(BUILD) PY=$(PY) bash tests/run_all.sh
 
 demo: $(PLAN_BIN)
-	$(PLAN_BIN) inspect graphs/resnet50_op13.onnx --batch 640 | tail -n 12
+	$(PLAN_BIN) inspect graphs/resnet50_op13.onnx --batch 640 --training | \
+	  sed -n '/^totals:/,/^saved tensors/p'
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \

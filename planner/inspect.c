@@ -4,14 +4,14 @@
 #include <inttypes.h>
 #include <string.h>
 
-void inspect_totals_compute(const ir_graph *g, inspect_totals *t) {
+void inspect_totals_compute(const ir_graph *g, const int *alias_of, inspect_totals *t) {
     memset(t, 0, sizeof *t);
     t->n_tensors = g->n_tensors;
     t->n_nodes = g->n_nodes;
     for (int i = 0; i < g->n_tensors; i++) {
         const ir_tensor *x = &g->tensors[i];
         int64_t b, n;
-        if (!ir_tensor_bytes(x, &b)) continue;
+        if ((alias_of && alias_of[i] >= 0) || !ir_tensor_bytes(x, &b)) continue;
         t->bytes[x->kind] += b;
         if (x->kind == IR_KIND_PARAMETER && ir_tensor_numel(x, &n)) t->parameter_count += n;
     }
@@ -21,7 +21,7 @@ static const char *producer_name(const ir_graph *g, const ir_tensor *x) {
     return x->producer >= 0 ? g->nodes[x->producer].name : NULL;
 }
 
-int inspect_print_text(const ir_graph *g, int64_t batch, FILE *out) {
+int inspect_print_text(const ir_graph *g, const int *alias_of, int64_t batch, FILE *out) {
     size_t wname = 4, wshape = 5;
     char shape[256], hb[32];
     for (int i = 0; i < g->n_tensors; i++) {
@@ -45,7 +45,7 @@ int inspect_print_text(const ir_graph *g, int64_t batch, FILE *out) {
                 ir_kind_name(x->kind), p ? p : "-");
     }
     inspect_totals t;
-    inspect_totals_compute(g, &t);
+    inspect_totals_compute(g, alias_of, &t);
     fprintf(out, "\ntotals:\n");
     fprintf(out, "  parameters   %14" PRId64 " bytes  (%s, %" PRId64 " elements)\n",
             t.bytes[IR_KIND_PARAMETER], oc_fmt_bytes(t.bytes[IR_KIND_PARAMETER], hb, sizeof hb),
@@ -58,7 +58,8 @@ int inspect_print_text(const ir_graph *g, int64_t batch, FILE *out) {
     return ferror(out) ? OC_ERR : OC_OK;
 }
 
-int inspect_print_json(const ir_graph *g, int64_t batch, json_t *extra, FILE *out) {
+int inspect_print_json(const ir_graph *g, const int *alias_of, int64_t batch, json_t *extra,
+                       FILE *out) {
     json_t *root = json_object(), *tensors = json_array(), *totals = json_object();
     json_object_set_new(root, "model", json_string(g->model_path ? g->model_path : ""));
     json_object_set_new(root, "opset", json_integer(g->opset));
@@ -79,7 +80,7 @@ int inspect_print_json(const ir_graph *g, int64_t batch, json_t *extra, FILE *ou
         json_array_append_new(tensors, o);
     }
     inspect_totals t;
-    inspect_totals_compute(g, &t);
+    inspect_totals_compute(g, alias_of, &t);
     json_object_set_new(totals, "parameter_bytes", json_integer(t.bytes[IR_KIND_PARAMETER]));
     json_object_set_new(totals, "parameter_count", json_integer(t.parameter_count));
     json_object_set_new(totals, "state_bytes", json_integer(t.bytes[IR_KIND_STATE]));

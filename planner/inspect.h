@@ -16,10 +16,12 @@ typedef struct inspect_totals {
     int n_tensors, n_nodes;
 } inspect_totals;
 
-void inspect_totals_compute(const ir_graph *g, inspect_totals *t);
+/* alias_of (optional, per tensor): in-place outputs that own no storage are skipped. */
+void inspect_totals_compute(const ir_graph *g, const int *alias_of, inspect_totals *t);
 /* batch: the bound batch (for the header). Writes to out; returns OC_ERR on I/O error. */
-int inspect_print_text(const ir_graph *g, int64_t batch, FILE *out);
+int inspect_print_text(const ir_graph *g, const int *alias_of, int64_t batch, FILE *out);
 /* extra: optional object merged into the root (its reference is stolen). */
-int inspect_print_json(const ir_graph *g, int64_t batch, json_t *extra, FILE *out);
+int inspect_print_json(const ir_graph *g, const int *alias_of, int64_t batch, json_t *extra,
+                       FILE *out);
 
 #endif

@@ -80,9 +80,9 @@ int cmd_inspect(int argc, char **argv) {
             extra = json_object();
             json_object_set_new(extra, "training", train_report_json(tg));
         }
-        werr = inspect_print_json(shown, batch, extra, stdout);
+        werr = inspect_print_json(shown, tg ? tg->alias_of : NULL, batch, extra, stdout);
     } else {
-        werr = inspect_print_text(shown, batch, stdout);
+        werr = inspect_print_text(shown, tg ? tg->alias_of : NULL, batch, stdout);
         if (!werr && tg) {
             fputc('\n', stdout);
             werr = train_report_text(tg, stdout);

@@ -1,0 +1,510 @@
+/* test_train.c — the training graph: per gradient rule, the saved tensors it
+ * reads equal what the op's table entry declares, every gradient has its
+ * forward tensor's shape, parameters get exactly one SGD update right after
+ * their gradient is final, multi-consumer gradients are summed, BN running
+ * statistics are updated in place once, names are deterministic, and the
+ * in-core peak equals an independent brute-force liveness count. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ops/op_table.h"
+#include "shape_infer.h"
+#include "train_graph.h"
+
+/* ---- a tiny graph builder over the IR ---- */
+
+static int tensor(ir_graph *g, const char *name, ir_kind kind, int rank, const int64_t *dims) {
+    int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
+    ir_tensor_set_shape(&g->tensors[t], rank, dims);
+    g->tensors[t].kind = kind;
+    if (kind == IR_KIND_PARAMETER || kind == IR_KIND_STATE) g->tensors[t].is_initializer = true;
+    return t;
+}
+
+static int param(ir_graph *g, const char *name, int rank, const int64_t *dims) {
+    return tensor(g, name, IR_KIND_PARAMETER, rank, dims);
+}
+
+static int const_scalar_f(ir_graph *g, const char *name, float v) {
+    int t = tensor(g, name, IR_KIND_CONSTANT, 0, NULL);
+    g->tensors[t].is_initializer = true;
+    ir_tensor_set_data(&g->tensors[t], &v, sizeof v);
+    return t;
+}
+
+static int const_i64(ir_graph *g, const char *name, int n, const int64_t *v) {
+    int64_t len = n;
+    int t = ir_tensor_add(g, name, IR_DTYPE_INT64);
+    ir_tensor_set_shape(&g->tensors[t], 1, &len);
+    ir_tensor_set_data(&g->tensors[t], v, (size_t)n * sizeof *v);
+    g->tensors[t].is_initializer = true;
+    g->tensors[t].kind = IR_KIND_CONSTANT;
+    return t;
+}
+
+/* Node with inputs (a -1-terminated list) and n_out fresh outputs named "<name>_y<k>". */
+static int node(ir_graph *g, const char *name, const char *op, int n_out, ...) {
+    int n = ir_node_add(g, name, op, "");
+    va_list ap;
+    va_start(ap, n_out);
+    for (int t; (t = va_arg(ap, int)) != -2;) ir_node_add_input(g, n, t);
+    va_end(ap);
+    for (int k = 0; k < n_out; k++) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s_y%d", name, k);
+        ir_node_add_output(g, n, ir_tensor_add(g, buf, IR_DTYPE_UNDEFINED));
+    }
+    return n;
+}
+#define END (-2)
+
+static void attr_ints(ir_graph *g, int n, const char *name, int k, const int64_t *v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INTS, .ints = (int64_t *)v, .n = k};
+    ir_node_add_attr(g, n, &a);
+}
+static void attr_int(ir_graph *g, int n, const char *name, int64_t v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
+    ir_node_add_attr(g, n, &a);
+}
+
+static int out0(ir_graph *g, int n) { return g->nodes[n].outputs[0]; }
+
+/* X (2, 3, 8, 8) -> Conv 1x1 (3 -> 4) = A, so A needs a gradient. */
+static ir_graph *graph_with_stem(int64_t opset, int *a) {
+    ir_graph *g = ir_graph_new();
+    g->opset = opset;
+    g->model_path = oc_strdup("test");
+    int64_t xd[] = {2, 3, 8, 8}, wd[] = {4, 3, 1, 1};
+    int x = tensor(g, "x", IR_KIND_INPUT, 4, xd);
+    ir_graph_add_input(g, x);
+    int stem = node(g, "stem", "Conv", 1, x, param(g, "stem.w", 4, wd), END);
+    *a = out0(g, stem);
+    return g;
+}
+
+/* Appends GlobalAveragePool + Flatten (unless y is already [N, C]), marks the
+ * graph output, infers shapes and builds the training graph. */
+static train_graph *finish_head(ir_graph *g, int y, bool head) {
+    if (head) {
+        int gap = node(g, "head_gap", "GlobalAveragePool", 1, y, END);
+        y = out0(g, node(g, "head_flatten", "Flatten", 1, out0(g, gap), END));
+    }
+    ir_graph_add_output(g, y);
+    oc_err err;
+    if (ir_infer_shapes(g, &err)) fail_msg("infer: %s", err.msg);
+    train_opts o = train_opts_default();
+    train_graph *tg;
+    if (train_build(g, &o, &tg, &err)) fail_msg("train_build: %s", err.msg);
+    return tg;
+}
+
+static train_graph *finish(ir_graph *g, int y) { return finish_head(g, y, true); }
+
+static int node_named(const ir_graph *g, const char *name) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* The rule's reads of forward node f's own tensors equal the declared masks;
+ * every input that needs a gradient has one of its shape. */
+static void check_rule(const train_graph *tg, const char *fwd_name) {
+    const ir_graph *g = tg->g;
+    int f = node_named(g, fwd_name);
+    assert_true(f >= 0);
+    const ir_node *fn = &g->nodes[f];
+    const op_def *d = op_find(fn->domain, fn->op_type);
+    uint32_t in_read = 0, out_read = 0;
+    int emitted = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (tg->fwd_of[i] != f) continue;
+        emitted++;
+        const ir_node *b = &g->nodes[i];
+        for (int k = 0; k < b->n_inputs; k++) {
+            for (int j = 0; j < fn->n_inputs; j++)
+                if (b->inputs[k] >= 0 && b->inputs[k] == fn->inputs[j]) in_read |= 1u << j;
+            for (int j = 0; j < fn->n_outputs; j++)
+                if (b->inputs[k] >= 0 && b->inputs[k] == fn->outputs[j]) out_read |= 1u << j;
+        }
+    }
+    /* Reads never exceed the declaration; they equal it when every input
+     * needs a gradient (the stem conv, whose image needs none, reads less). */
+    bool all_wanted = true;
+    for (int j = 0; j < fn->n_inputs; j++) {
+        int t = fn->inputs[j];
+        if (t >= 0 && g->tensors[t].kind != IR_KIND_CONSTANT && tg->grad_of[t] < 0)
+            all_wanted = false;
+    }
+    bool ok = all_wanted ? in_read == d->saved_inputs && out_read == d->saved_outputs
+                         : (in_read & ~d->saved_inputs) == 0 && (out_read & ~d->saved_outputs) == 0;
+    if (!ok)
+        fail_msg("%s (%s): reads inputs 0x%x outputs 0x%x, declares 0x%x 0x%x", fwd_name,
+                 fn->op_type, in_read, out_read, d->saved_inputs, d->saved_outputs);
+    for (int j = 0; j < fn->n_inputs; j++) {
+        int t = fn->inputs[j];
+        if (t < 0) continue;
+        const ir_tensor *x = &g->tensors[t];
+        bool needs = x->kind == IR_KIND_PARAMETER || x->kind == IR_KIND_SAVED ||
+                     x->kind == IR_KIND_ACTIVATION;
+        if (!needs || x->kind == IR_KIND_CONSTANT) continue;
+        int dx = tg->grad_of[t];
+        if (dx < 0) fail_msg("%s: input '%s' has no gradient", fwd_name, x->name);
+        const ir_tensor *gx = &g->tensors[dx];
+        assert_int_equal(gx->rank, x->rank);
+        for (int r = 0; r < x->rank; r++) assert_int_equal(gx->dims[r], x->dims[r]);
+    }
+    (void)emitted;
+}
+
+/* Every parameter is updated by exactly one SGDMomentum node, placed after
+ * the node producing its final gradient with only that rule's nodes between. */
+static void check_updates(const train_graph *tg) {
+    const ir_graph *g = tg->g;
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (g->tensors[t].kind != IR_KIND_PARAMETER || tg->alias_of[t] >= 0) continue;
+        int updates = 0, at = -1;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (strcmp(g->nodes[i].op_type, "SGDMomentum") == 0 && g->nodes[i].inputs[0] == t) {
+                updates++;
+                at = i;
+            }
+        if (updates != 1) fail_msg("parameter '%s' has %d updates", g->tensors[t].name, updates);
+        int dw = tg->grad_of[t];
+        assert_int_equal(g->nodes[at].inputs[1], dw);
+        int prod = g->tensors[dw].producer;
+        assert_true(prod < at);
+        for (int i = prod + 1; i < at; i++)
+            if (tg->phase[i] == TRAIN_PHASE_BACKWARD && tg->fwd_of[i] != tg->fwd_of[prod])
+                fail_msg("update of '%s' is late: '%s' runs between", g->tensors[t].name,
+                         g->nodes[i].name);
+    }
+}
+
+static void test_conv(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t wd[] = {5, 4, 3, 3}, bd[] = {5}, pads[] = {1, 1, 1, 1}, st[] = {2, 2};
+    int c = node(g, "conv", "Conv", 1, a, param(g, "w", 4, wd), param(g, "b", 1, bd), END);
+    attr_ints(g, c, "pads", 4, pads);
+    attr_ints(g, c, "strides", 2, st);
+    train_graph *tg = finish(g, out0(g, c));
+    check_rule(tg, "conv");
+    check_rule(tg, "stem"); /* first conv: no dX, still dW from X */
+    check_updates(tg);
+    /* The stem's input needs no gradient: no ConvBackwardData for it. */
+    assert_int_equal(node_named(tg->g, "stem/grad_data"), -1);
+    assert_true(node_named(tg->g, "conv/grad_data") >= 0);
+    train_graph_free(tg);
+}
+
+static void test_conv_transpose(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t wd[] = {4, 6, 2, 2}, st[] = {2, 2}, ks[] = {2, 2};
+    int c = node(g, "up", "ConvTranspose", 1, a, param(g, "w", 4, wd), END);
+    attr_ints(g, c, "strides", 2, st);
+    attr_ints(g, c, "kernel_shape", 2, ks);
+    train_graph *tg = finish(g, out0(g, c));
+    assert_int_equal(tg->g->tensors[out0(tg->g, node_named(tg->g, "up"))].dims[2], 16);
+    check_rule(tg, "up");
+    check_updates(tg);
+    train_graph_free(tg);
+}
+
+static int bn(ir_graph *g, const char *name, int x, int64_t c, int n_out) {
+    int64_t d[] = {c};
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s.scale", name);
+    int s = param(g, buf, 1, d);
+    snprintf(buf, sizeof buf, "%s.bias", name);
+    int b = param(g, buf, 1, d);
+    snprintf(buf, sizeof buf, "%s.mean", name);
+    int m = tensor(g, buf, IR_KIND_STATE, 1, d);
+    snprintf(buf, sizeof buf, "%s.var", name);
+    int v = tensor(g, buf, IR_KIND_STATE, 1, d);
+    return node(g, name, "BatchNormalization", n_out, x, s, b, m, v, END);
+}
+
+static void check_bn_state_in_place(const train_graph *tg, const char *name) {
+    const ir_graph *g = tg->g;
+    const ir_node *n = &g->nodes[node_named(g, name)];
+    /* Outputs 1 and 2 are the running statistics, updated in place. */
+    assert_int_equal(tg->alias_of[n->outputs[1]], n->inputs[3]);
+    assert_int_equal(tg->alias_of[n->outputs[2]], n->inputs[4]);
+    /* Exactly one node in the whole step writes each running statistic. */
+    int writers = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int o = 0; o < g->nodes[i].n_outputs; o++)
+            if (g->nodes[i].outputs[o] >= 0 && tg->alias_of[g->nodes[i].outputs[o]] == n->inputs[3])
+                writers++;
+    assert_int_equal(writers, 1);
+}
+
+static void test_batch_norm_opset13(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int n = bn(g, "bn", a, 4, 5);
+    train_graph *tg = finish(g, out0(g, n));
+    check_rule(tg, "bn");
+    check_updates(tg);
+    check_bn_state_in_place(tg, "bn");
+    train_graph_free(tg);
+}
+
+static void test_batch_norm_opset15(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(15, &a);
+    int n = bn(g, "bn", a, 4, 3);
+    attr_int(g, n, "training_mode", 1);
+    train_graph *tg = finish(g, out0(g, n));
+    check_rule(tg, "bn");
+    check_bn_state_in_place(tg, "bn");
+    train_graph_free(tg);
+}
+
+static void test_batch_norm_inference_mode_fails(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(15, &a);
+    int n = bn(g, "bn_eval", a, 4, 1);
+    int gap = node(g, "gap", "GlobalAveragePool", 1, out0(g, n), END);
+    int y = out0(g, node(g, "flat", "Flatten", 1, out0(g, gap), END));
+    ir_graph_add_output(g, y);
+    oc_err err;
+    assert_int_equal(ir_infer_shapes(g, &err), OC_OK);
+    train_opts o = train_opts_default();
+    train_graph *tg;
+    assert_int_equal(train_build(g, &o, &tg, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "bn_eval"));
+    assert_non_null(strstr(err.msg, "inference-mode"));
+}
+
+static void test_relu_clip(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int r = node(g, "relu", "Relu", 1, a, END);
+    int c = node(g, "clip", "Clip", 1, out0(g, r), const_scalar_f(g, "lo", 0.0f),
+                 const_scalar_f(g, "hi", 6.0f), END);
+    train_graph *tg = finish(g, out0(g, c));
+    check_rule(tg, "relu");
+    check_rule(tg, "clip");
+    train_graph_free(tg);
+}
+
+static void test_dropout_mask(void **state) {
+    (void)state;
+    for (int with_mask = 0; with_mask < 2; with_mask++) {
+        int a;
+        ir_graph *g = graph_with_stem(13, &a);
+        int tm = ir_tensor_add(g, "train_mode", IR_DTYPE_BOOL);
+        uint8_t one = 1;
+        ir_tensor_set_shape(&g->tensors[tm], 0, NULL);
+        ir_tensor_set_data(&g->tensors[tm], &one, 1);
+        g->tensors[tm].is_initializer = true;
+        g->tensors[tm].kind = IR_KIND_CONSTANT;
+        int d = node(g, "drop", "Dropout", 1 + with_mask, a, const_scalar_f(g, "ratio", 0.25f),
+                     tm, END);
+        train_graph *tg = finish(g, out0(g, d));
+        const ir_node *dn = &tg->g->nodes[node_named(tg->g, "drop")];
+        assert_int_equal(dn->n_outputs, 2); /* mask added when the model had none */
+        assert_int_equal(tg->g->tensors[dn->outputs[1]].kind, IR_KIND_SAVED);
+        assert_int_equal(tg->g->tensors[dn->outputs[1]].dtype, IR_DTYPE_BOOL);
+        check_rule(tg, "drop");
+        const ir_node *gn = &tg->g->nodes[node_named(tg->g, "drop/grad")];
+        assert_float_equal(ir_attr_float(gn, "ratio", 0), 0.25f, 1e-7);
+        train_graph_free(tg);
+    }
+}
+
+static void test_add_same_and_broadcast(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t bd[] = {1, 4, 1, 1};
+    int r = node(g, "relu", "Relu", 1, a, END);
+    int s = node(g, "add", "Add", 1, a, out0(g, r), END); /* a has two consumers */
+    int b = node(g, "bias", "Add", 1, out0(g, s), param(g, "bias.p", 4, bd), END);
+    train_graph *tg = finish(g, out0(g, b));
+    check_rule(tg, "add");
+    check_rule(tg, "bias");
+    check_updates(tg);
+    /* a is read by relu and add: its two partial gradients are summed. */
+    int sum = node_named(tg->g, "stem_y0/grad_sum");
+    assert_true(sum >= 0);
+    assert_string_equal(tg->g->nodes[sum].op_type, "Sum");
+    assert_int_equal(tg->g->nodes[sum].n_inputs, 2);
+    assert_true(node_named(tg->g, "bias/grad_b") >= 0); /* ReduceSumTo to (1, 4, 1, 1) */
+    train_graph_free(tg);
+}
+
+static void test_pools(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t k[] = {2, 2}, s[] = {2, 2}, k3[] = {3, 3}, p1[] = {1, 1, 1, 1};
+    int m = node(g, "maxpool", "MaxPool", 1, a, END);
+    attr_ints(g, m, "kernel_shape", 2, k3);
+    attr_ints(g, m, "strides", 2, s);
+    attr_ints(g, m, "pads", 4, p1);
+    attr_int(g, m, "ceil_mode", 1);
+    int av = node(g, "avgpool", "AveragePool", 1, out0(g, m), END);
+    attr_ints(g, av, "kernel_shape", 2, k);
+    attr_ints(g, av, "strides", 2, s);
+    train_graph *tg = finish(g, out0(g, av));
+    check_rule(tg, "maxpool");
+    check_rule(tg, "avgpool");
+    check_rule(tg, "head_gap");
+    train_graph_free(tg);
+}
+
+static void test_gemm_flatten_reshape(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t shape[] = {2, 256}, wd[] = {10, 256}, bd[] = {10};
+    int f = node(g, "flatten", "Flatten", 1, a, END);
+    int r = node(g, "reshape", "Reshape", 1, out0(g, f), const_i64(g, "shape", 2, shape), END);
+    int gm = node(g, "fc", "Gemm", 1, out0(g, r), param(g, "fc.w", 2, wd), param(g, "fc.b", 1, bd),
+                  END);
+    attr_int(g, gm, "transB", 1);
+    train_graph *tg = finish_head(g, out0(g, gm), false);
+    check_rule(tg, "fc");
+    check_rule(tg, "flatten");
+    check_rule(tg, "reshape");
+    check_updates(tg);
+    train_graph_free(tg);
+}
+
+static void test_concat_pad(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t pads[] = {0, 0, 1, 1, 0, 0, 1, 1};
+    int r = node(g, "relu", "Relu", 1, a, END);
+    int c = node(g, "cat", "Concat", 1, a, out0(g, r), END);
+    attr_int(g, c, "axis", 1);
+    int p = node(g, "pad", "Pad", 1, out0(g, c), const_i64(g, "pads", 8, pads), END);
+    train_graph *tg = finish(g, out0(g, p));
+    check_rule(tg, "cat");
+    check_rule(tg, "pad");
+    train_graph_free(tg);
+}
+
+static void test_loss_saved(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    train_graph *tg = finish(g, a);
+    check_rule(tg, "outcore/loss");
+    assert_int_equal(tg->g->tensors[tg->label_tensor].kind, IR_KIND_LABEL);
+    assert_int_equal(tg->g->tensors[tg->loss_tensor].rank, 0);
+    train_graph_free(tg);
+}
+
+static void test_missing_rule_names_node(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t idx[] = {0, 1};
+    int ga = node(g, "pick", "Gather", 1, a, const_i64(g, "idx", 2, idx), END);
+    attr_int(g, ga, "axis", 1);
+    int gap = node(g, "gap", "GlobalAveragePool", 1, out0(g, ga), END);
+    ir_graph_add_output(g, out0(g, node(g, "flat", "Flatten", 1, out0(g, gap), END)));
+    oc_err err;
+    assert_int_equal(ir_infer_shapes(g, &err), OC_OK);
+    train_opts o = train_opts_default();
+    train_graph *tg;
+    assert_int_equal(train_build(g, &o, &tg, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "'pick'"));
+    assert_non_null(strstr(err.msg, "Gather"));
+    assert_non_null(strstr(err.msg, "no gradient rule"));
+}
+
+/* A deeper model, built twice: same node names in the same order. */
+static train_graph *small_resnet_block(void) {
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t wd[] = {4, 4, 3, 3}, pads[] = {1, 1, 1, 1};
+    int b1 = bn(g, "bn1", a, 4, 5);
+    int r1 = node(g, "relu1", "Relu", 1, out0(g, b1), END);
+    int c2 = node(g, "conv2", "Conv", 1, out0(g, r1), param(g, "conv2.w", 4, wd), END);
+    attr_ints(g, c2, "pads", 4, pads);
+    int b2 = bn(g, "bn2", out0(g, c2), 4, 5);
+    int s = node(g, "add", "Add", 1, out0(g, b2), out0(g, r1), END);
+    int r2 = node(g, "relu2", "Relu", 1, out0(g, s), END);
+    return finish(g, out0(g, r2));
+}
+
+static void test_deterministic_names(void **state) {
+    (void)state;
+    train_graph *x = small_resnet_block(), *y = small_resnet_block();
+    assert_int_equal(x->g->n_nodes, y->g->n_nodes);
+    for (int i = 0; i < x->g->n_nodes; i++)
+        assert_string_equal(x->g->nodes[i].name, y->g->nodes[i].name);
+    check_updates(x);
+    train_graph_free(x);
+    train_graph_free(y);
+}
+
+/* Independent count: at node i, live = persistent + every non-persistent tensor
+ * whose lifetime [first def, last use] contains i. */
+static void test_incore_peak_brute_force(void **state) {
+    (void)state;
+    train_graph *tg = small_resnet_block();
+    const ir_graph *g = tg->g;
+    int64_t persistent = 0, best = 0, b;
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_kind k = g->tensors[t].kind;
+        bool pers = tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
+                    k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
+        if (pers && tg->alias_of[t] < 0 && ir_tensor_bytes(&g->tensors[t], &b)) persistent += b;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        int64_t live = 0;
+        for (int t = 0; t < g->n_tensors; t++) {
+            const ir_tensor *x = &g->tensors[t];
+            ir_kind k = x->kind;
+            if (tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
+                k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT)
+                continue;
+            int first = x->is_graph_input ? -1 : x->producer, last = x->producer;
+            for (int c = 0; c < x->n_consumers; c++)
+                if (x->consumers[c] > last) last = x->consumers[c];
+            if (x->is_graph_output) last = g->n_nodes - 1;
+            if (first <= i && i <= last && ir_tensor_bytes(x, &b)) live += b;
+        }
+        if (live > best) best = live;
+    }
+    assert_int_equal(tg->incore_peak_bytes, persistent + best);
+    train_graph_free(tg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_batch_norm_opset13),
+        cmocka_unit_test(test_batch_norm_opset15),
+        cmocka_unit_test(test_batch_norm_inference_mode_fails),
+        cmocka_unit_test(test_relu_clip),
+        cmocka_unit_test(test_dropout_mask),
+        cmocka_unit_test(test_add_same_and_broadcast),
+        cmocka_unit_test(test_pools),
+        cmocka_unit_test(test_gemm_flatten_reshape),
+        cmocka_unit_test(test_concat_pad),
+        cmocka_unit_test(test_loss_saved),
+        cmocka_unit_test(test_missing_rule_names_node),
+        cmocka_unit_test(test_deterministic_names),
+        cmocka_unit_test(test_incore_peak_brute_force),
+    };
+    return cmocka_run_group_tests_name("training graph", tests, NULL, NULL);
+}

@@ -3,6 +3,7 @@
 #   make test       build and run every test (unit, CLI, PyTorch shape comparison)
 #   make test SANITIZE=1   the same under ASan + UBSan (build dir build-san/)
 #   make demo       the training step of the bundled ResNet-50 at batch 640: memory by class, in-core peak
+#   make bench      import time of ResNet-50 with weights; simulator throughput (sims/s)
 #   make deps       install the Debian packages the build and tests need
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -13,7 +14,7 @@ BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,build)
 PY := /usr/bin/python3
 
 DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
-  libjansson-dev python3-onnx python3-torch python3-torchvision python3-numpy
+  libjansson-dev librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy
 
 comma := ,
 SAN_FLAGS := -fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined
@@ -57,6 +58,14 @@ unit-tests: $(UNIT_BIN)
 # Runs every suite; the last line is "N passed, M failed".
 test: $(PLAN_BIN) $(UNIT_BIN)
 	@BUILD=$(BUILD) PY=$(PY) bash tests/run_all.sh
+
+# Simulator throughput (sims/s) on ResNet-50 @ 640, all-swap, v100 analytic profile.
+$(BUILD)/bench_sim: bench/bench_sim.c $(BUILD)/libplanner.a
+	$(CC) $(CFLAGS) $< $(BUILD)/libplanner.a $(LDFLAGS) $(LIBS) -o $@
+
+bench: $(BUILD)/bench_sim $(PLAN_BIN)
+	@BUILD=$(BUILD) PY=$(PY) bash bench/bench_import.sh
+	$(BUILD)/bench_sim graphs/resnet50_op13.onnx 640
 
 demo: $(PLAN_BIN)
 	$(PLAN_BIN) inspect graphs/resnet50_op13.onnx --batch 640 --training | \

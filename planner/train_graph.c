@@ -306,6 +306,7 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
         for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
             int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
             if (t < 0 || last[t] != i || is_persistent(tg, t)) continue;
+            if (g->tensors[t].producer < 0 && !g->tensors[t].is_graph_input) continue;
             last[t] = -2; /* freed once even if listed twice */
             if (ir_tensor_bytes(&g->tensors[t], &b)) live -= b;
         }

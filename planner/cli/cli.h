@@ -46,5 +46,7 @@ int cli_report(const char *cmd, const oc_err *err);
 
 int cmd_inspect(int argc, char **argv);
 int cmd_dot(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 
 #endif

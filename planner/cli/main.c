@@ -13,6 +13,8 @@ typedef struct command {
 static const command commands[] = {
     {"inspect", cmd_inspect, "tensors, shapes, sizes and kinds; --training: the training step"},
     {"dot", cmd_dot, "Graphviz of the forward graph or (--training) the training step"},
+    {"profile", cmd_profile, "analytic per-node profile of the training step on a device"},
+    {"simulate", cmd_simulate, "simulated iteration time, peak and stalls of a plan"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,177 @@
+/* test_profile.c — profile.json round trip, validation errors that name the
+ * problem, mapping onto a training graph, batch scaling, analytic roofline. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "profile.h"
+
+/* A two-node "training graph": names are all the profile needs. */
+static train_graph *tiny_graph(void) {
+    train_graph *tg = oc_calloc(1, sizeof *tg);
+    ir_graph *g = tg->g = ir_graph_new();
+    int x = ir_tensor_add(g, "x", IR_DTYPE_FLOAT), y = ir_tensor_add(g, "y", IR_DTYPE_FLOAT);
+    int z = ir_tensor_add(g, "z", IR_DTYPE_FLOAT);
+    int64_t n = 1000;
+    for (int t = 0; t < 3; t++) ir_tensor_set_shape(&g->tensors[t], 1, &n);
+    int a = ir_node_add(g, "relu", "Relu", "");
+    ir_node_add_input(g, a, x);
+    ir_node_add_output(g, a, y);
+    int b = ir_node_add(g, "relu/grad", "ReluGrad", "ai.outcore");
+    ir_node_add_input(g, b, y);
+    ir_node_add_output(g, b, z);
+    return tg;
+}
+
+static profile *tiny_profile(int64_t batch) {
+    profile_device d;
+    oc_err err;
+    if (device_preset_find("h100", &d, &err)) fail_msg("%s", err.msg);
+    profile *p = profile_new(&d, batch, PROFILE_SOURCE_MEASURED, 2);
+    profile_node_set(p, 0, "relu", 0.25, 0);
+    profile_node_set(p, 1, "relu/grad", 0.5, 4096);
+    return p;
+}
+
+static void test_round_trip(void **state) {
+    (void)state;
+    profile *p = tiny_profile(32), *q = NULL;
+    char path[] = "/tmp/outcore-profile-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    oc_err err;
+    assert_int_equal(profile_write_file(p, f, &err), OC_OK);
+    fclose(f);
+    int rc = profile_read(path, &q, &err);
+    unlink(path);
+    if (rc) fail_msg("%s", err.msg);
+    assert_string_equal(q->device.name, "h100");
+    assert_int_equal(q->device.memory_bytes, p->device.memory_bytes);
+    assert_true(q->device.h2d_bytes_per_s == p->device.h2d_bytes_per_s);
+    assert_true(q->device.peak_flops == p->device.peak_flops);
+    assert_true(q->device.duplex == p->device.duplex);
+    assert_true(q->device.launch_overhead_s == p->device.launch_overhead_s);
+    assert_int_equal(q->batch, 32);
+    assert_int_equal(q->source, PROFILE_SOURCE_MEASURED);
+    assert_int_equal(q->n_nodes, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_string_equal(q->nodes[i].name, p->nodes[i].name);
+        assert_true(q->nodes[i].time_s == p->nodes[i].time_s);
+        assert_int_equal(q->nodes[i].workspace_bytes, p->nodes[i].workspace_bytes);
+    }
+    profile_free(p);
+    profile_free(q);
+}
+
+#define DEV "\"device\": {\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, " \
+            "\"d2h_bytes_per_s\": 1e9, \"duplex\": true, \"copy_latency_s\": 0, "          \
+            "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, "                   \
+            "\"launch_overhead_s\": 0}"
+
+static void expect_parse_error(const char *text, const char *part1, const char *part2) {
+    profile *p = NULL;
+    oc_err err = {{0}};
+    assert_int_equal(profile_parse(text, "bad.json", &p, &err), OC_ERR);
+    assert_null(p);
+    if (!strstr(err.msg, "bad.json") || !strstr(err.msg, part1) || !strstr(err.msg, part2))
+        fail_msg("error should name bad.json, '%s', '%s': %s", part1, part2, err.msg);
+}
+
+static void test_parse_errors(void **state) {
+    (void)state;
+    expect_parse_error("{\"device\": ", "bad JSON", "");
+    expect_parse_error("{" DEV ", \"batch\": 4, \"source\": \"analytic\", \"nodes\": "
+                       "[{\"name\": \"relu\", \"time_s\": -1, \"workspace_bytes\": 0}]}",
+                       "relu", "time_s");
+    expect_parse_error("{" DEV ", \"batch\": 4, \"source\": \"analytic\", \"nodes\": "
+                       "[{\"name\": \"relu\", \"time_s\": 1}]}",
+                       "relu", "workspace_bytes");
+    expect_parse_error("{\"device\": {\"name\": \"d\", \"duplex\": true}, \"batch\": 4, "
+                       "\"source\": \"analytic\", \"nodes\": []}",
+                       "device", "memory_bytes");
+    expect_parse_error("{" DEV ", \"source\": \"analytic\", \"nodes\": []}", "batch", "");
+}
+
+static void test_node_mapping_errors(void **state) {
+    (void)state;
+    train_graph *tg = tiny_graph();
+    double t[2];
+    int64_t ws[2];
+    oc_err err;
+    profile *p = tiny_profile(4);
+    assert_int_equal(profile_node_costs(p, tg, "p.json", t, ws, &err), OC_OK);
+    assert_true(t[1] == 0.5 && ws[1] == 4096);
+    /* A graph node without a record. */
+    p->n_nodes = 1;
+    assert_int_equal(profile_node_costs(p, tg, "p.json", t, ws, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "relu/grad"));
+    assert_non_null(strstr(err.msg, "p.json"));
+    p->n_nodes = 2;
+    /* A record for a node the graph does not have. */
+    profile_node_set(p, 1, "conv9", 1, 0);
+    assert_int_equal(profile_node_costs(p, tg, "p.json", t, ws, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "conv9"));
+    profile_free(p);
+    train_graph_free(tg);
+}
+
+static void test_batch_scaling_warns(void **state) {
+    (void)state;
+    profile *p = tiny_profile(32);
+    FILE *warn = tmpfile();
+    assert_non_null(warn);
+    profile_scale_to_batch(p, 64, warn);
+    assert_true(p->nodes[0].time_s == 0.5 && p->nodes[1].time_s == 1.0);
+    assert_int_equal(p->batch, 64);
+    assert_int_equal(p->nodes[1].workspace_bytes, 4096);
+    char buf[512] = {0};
+    rewind(warn);
+    size_t n = fread(buf, 1, sizeof buf - 1, warn);
+    assert_true(n > 0);
+    assert_non_null(strstr(buf, "warning"));
+    assert_non_null(strstr(buf, "32"));
+    assert_non_null(strstr(buf, "64"));
+    /* Same batch: no warning, no change. */
+    rewind(warn);
+    profile_scale_to_batch(p, 64, warn);
+    assert_int_equal(ftell(warn), 0);
+    fclose(warn);
+    profile_free(p);
+}
+
+/* Relu over 1000 floats: 1000 flops, 8000 bytes; memory bound on every preset. */
+static void test_analytic_roofline(void **state) {
+    (void)state;
+    train_graph *tg = tiny_graph();
+    profile_device d;
+    oc_err err;
+    assert_int_equal(device_preset_find("v100", &d, &err), OC_OK);
+    assert_int_equal(device_preset_find("tpu", &d, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "tpu"));
+    device_preset_find("v100", &d, &err);
+    profile *p = profile_analytic(tg, &d, 1);
+    assert_int_equal(p->n_nodes, 2);
+    assert_string_equal(p->nodes[0].name, "relu");
+    double want = 8000.0 / d.mem_bandwidth_bytes_per_s + d.launch_overhead_s;
+    assert_float_equal(p->nodes[0].time_s, want, 1e-15);
+    profile_free(p);
+    train_graph_free(tg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_node_mapping_errors),
+        cmocka_unit_test(test_batch_scaling_warns),
+        cmocka_unit_test(test_analytic_roofline),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

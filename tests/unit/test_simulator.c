@@ -1,0 +1,278 @@
+/* test_simulator.c — the simulator on hand-built training graphs whose
+ * timelines are worked out by hand, and the in-core equivalence on ResNet-18.
+ *
+ * The hand graph (bytes in brackets; every node takes 1 s; copies 1000 B/s):
+ *   x[4] -F1-> a[1000] -F2-> b[40] -F3-> c[100] -L-> l[100]
+ *   backward: B3(l) -> gc[100]; B2(gc, b) -> gb[100]; B1(gb, a) -> ga[100]
+ * saved = {a, b}: a is read by B1, b by B2. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shape_infer.h"
+#include "simulator.h"
+
+enum { F1, F2, F3, L, B3, B2, B1, N_NODES };
+
+typedef struct hand {
+    train_graph *tg;
+    profile *prof;
+    sim_context *ctx;
+    sim_plan *plan;
+    sim_timeline *tl;
+    int a, b;
+} hand;
+
+static int tensor(ir_graph *g, const char *name, int64_t bytes, ir_kind k) {
+    int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
+    int64_t n = bytes / 4;
+    ir_tensor_set_shape(&g->tensors[t], 1, &n);
+    g->tensors[t].kind = k;
+    return t;
+}
+
+static void node(ir_graph *g, const char *name, int in0, int in1, int out) {
+    int n = ir_node_add(g, name, "Relu", "");
+    ir_node_add_input(g, n, in0);
+    if (in1 >= 0) ir_node_add_input(g, n, in1);
+    ir_node_add_output(g, n, out);
+}
+
+/* The hand graph, with a profile of 1 s per node and copy bandwidth bw. */
+static hand *hand_new(double bw) {
+    hand *h = calloc(1, sizeof *h);
+    train_graph *tg = h->tg = oc_calloc(1, sizeof *tg);
+    ir_graph *g = tg->g = ir_graph_new();
+    int x = tensor(g, "x", 4, IR_KIND_INPUT);
+    ir_graph_add_input(g, x);
+    int a = h->a = tensor(g, "a", 1000, IR_KIND_SAVED);
+    int b = h->b = tensor(g, "b", 40, IR_KIND_SAVED);
+    int c = tensor(g, "c", 100, IR_KIND_ACTIVATION);
+    int l = tensor(g, "l", 100, IR_KIND_ACTIVATION);
+    int gc = tensor(g, "gc", 100, IR_KIND_ACT_GRADIENT);
+    int gb = tensor(g, "gb", 100, IR_KIND_ACT_GRADIENT);
+    int ga = tensor(g, "ga", 100, IR_KIND_ACT_GRADIENT);
+    ir_graph_add_output(g, ga);
+    node(g, "F1", x, -1, a);
+    node(g, "F2", a, -1, b);
+    node(g, "F3", b, -1, c);
+    node(g, "L", c, -1, l);
+    node(g, "B3", l, -1, gc);
+    node(g, "B2", gc, b, gb);
+    node(g, "B1", gb, a, ga);
+    tg->n_forward = 4;
+    tg->phase = oc_calloc(N_NODES, sizeof *tg->phase);
+    tg->phase[L] = TRAIN_PHASE_LOSS;
+    for (int i = B3; i < N_NODES; i++) tg->phase[i] = TRAIN_PHASE_BACKWARD;
+    tg->fwd_of = oc_malloc(N_NODES * sizeof(int));
+    for (int i = 0; i < N_NODES; i++) tg->fwd_of[i] = -1;
+    tg->alias_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    tg->grad_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = tg->grad_of[t] = -1;
+    tg->saved = oc_malloc(2 * sizeof(int));
+    tg->saved[0] = a;
+    tg->saved[1] = b;
+    tg->n_saved = 2;
+    tg->loss_tensor = l;
+    tg->label_tensor = -1;
+    profile_device d = {"hand", 1 << 20, bw, bw, true, 0, 1e12, 1e12, 0};
+    h->prof = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, N_NODES);
+    for (int i = 0; i < N_NODES; i++) profile_node_set(h->prof, i, g->nodes[i].name, 1.0, 0);
+    oc_err err;
+    if (sim_context_new(tg, h->prof, "hand", &h->ctx, &err)) fail_msg("%s", err.msg);
+    h->plan = sim_plan_new(tg);
+    h->tl = sim_timeline_new();
+    return h;
+}
+
+static void hand_free(hand *h) {
+    sim_timeline_free(h->tl);
+    sim_plan_free(h->plan);
+    sim_context_free(h->ctx);
+    profile_free(h->prof);
+    train_graph_free(h->tg);
+    free(h);
+}
+
+static int teardown(void **state) {
+    if (*state) hand_free(*state);
+    return 0;
+}
+
+static sim_result run(hand *h, int64_t budget) {
+    sim_options o = {.budget_bytes = budget};
+    sim_result r;
+    oc_err err;
+    if (sim_run(h->ctx, h->plan, &o, &r, h->tl, &err)) fail_msg("%s", err.msg);
+    return r;
+}
+
+#define EPS 1e-9
+
+/* SwapIn(a) issued at B3 (t=4) takes 1 s, done at 5; B1 starts at 6: no stall. */
+static void test_swap_hidden(void **state) {
+    hand *h = *state = hand_new(1000);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B3);
+    sim_result r = run(h, 0);
+    assert_true(r.feasible);
+    assert_float_equal(r.swap_out_start[h->a], 1.0, EPS);
+    assert_float_equal(r.swap_out_end[h->a], 2.0, EPS);
+    assert_float_equal(r.swap_in_start[h->a], 4.0, EPS);
+    assert_float_equal(r.swap_in_end[h->a], 5.0, EPS);
+    assert_float_equal(r.node_start[B1], 6.0, EPS);
+    assert_float_equal(r.stall_s, 0.0, EPS);
+    assert_float_equal(r.time_s, 7.0, EPS);
+    assert_float_equal(r.ideal_s, 7.0, EPS);
+    assert_int_equal(r.d2h_bytes, 1000);
+    assert_int_equal(r.h2d_bytes, 1000);
+    /* a leaves the device after F2 (its copy is done at 2); the peak is during B3,
+     * with a back: b + l + gc + a = 1240 (in forward at most a + b = 1040). */
+    assert_int_equal(r.peak_bytes, 1240);
+}
+
+/* Copies take 2.5 s. SwapIn(a) issued at B2 (t=5), done at 7.5; B2 overlaps
+ * 1 s of it, so B1 stalls 2.5 - 1 = 1.5 s. Default issue point: all 2.5 s exposed. */
+static void test_swap_exposed(void **state) {
+    hand *h = *state = hand_new(400);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B2);
+    sim_result r = run(h, 0);
+    assert_true(r.feasible);
+    assert_float_equal(r.swap_in_start[h->a], 5.0, EPS);
+    assert_float_equal(r.swap_in_end[h->a], 7.5, EPS);
+    assert_float_equal(r.node_start[B1], 7.5, EPS);
+    assert_float_equal(r.stall_s, 1.5, EPS);
+    assert_float_equal(r.time_s, 8.5, EPS);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, -1);
+    r = run(h, 0);
+    assert_float_equal(r.swap_in_start[h->a], 6.0, EPS);
+    assert_float_equal(r.stall_s, 2.5, EPS);
+    assert_float_equal(r.time_s, 9.5, EPS);
+}
+
+/* Budget 1200: at t=4 b+l+gc (240) are live, a (1000) does not fit; at t=5 B2
+ * allocates gb first (compute has priority), so the swap-in starts at 6, when
+ * B2 has freed gc and b: live 100 + 1000 <= 1200. B1 waits 6..7: stall 1. */
+static void test_swap_waits_for_memory(void **state) {
+    hand *h = *state = hand_new(1000);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B3);
+    sim_result r = run(h, 1200);
+    assert_true(r.feasible);
+    assert_float_equal(r.swap_in_start[h->a], 6.0, EPS);
+    assert_float_equal(r.node_start[B1], 7.0, EPS);
+    assert_float_equal(r.stall_s, 1.0, EPS);
+    assert_float_equal(r.time_s, 8.0, EPS);
+    assert_int_equal(r.peak_bytes, 1200);
+    /* The timeline has every op and copy, and memory samples within budget. */
+    assert_int_equal(h->tl->n_events, N_NODES + 2);
+    for (int i = 0; i < h->tl->n_samples; i++) assert_true(h->tl->samples[i].bytes <= 1200);
+}
+
+/* Budget 1050: forward fits (at most a + b = 1040), but B1 needs a back, which
+ * needs 1000 bytes besides gb (100): never. */
+static void test_deadlock_infeasible(void **state) {
+    hand *h = *state = hand_new(1000);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, -1);
+    sim_result r = run(h, 1050);
+    assert_false(r.feasible);
+    if (!strstr(r.reason, "deadlock") || !strstr(r.reason, "'B1'") || !strstr(r.reason, "'a'"))
+        fail_msg("reason should name the deadlock, node B1 and tensor a: %s", r.reason);
+    /* Keeping everything does not fit either: F3 needs a + b + c = 1140. */
+    sim_plan_keep_all(h->plan);
+    r = run(h, 1050);
+    assert_false(r.feasible);
+    assert_non_null(strstr(r.reason, "'F3'"));
+}
+
+/* b recomputed from a, which is swapped: the recompute of F2 (before B2) waits
+ * for SwapIn(a) issued at the recompute (t=5, done 6); F2 re-runs 6..7, B2 7..8,
+ * B1 8..9. */
+static void test_recompute_from_swapped_input(void **state) {
+    hand *h = *state = hand_new(1000);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, -1);
+    sim_plan_set(h->plan, h->b, SIM_DECISION_RECOMPUTE, -1);
+    sim_result r = run(h, 0);
+    assert_true(r.feasible);
+    assert_int_equal(r.n_recompute, 1);
+    assert_float_equal(r.swap_in_start[h->a], 5.0, EPS);
+    assert_float_equal(r.recompute_start[F2], 6.0, EPS);
+    assert_float_equal(r.recompute_end[F2], 7.0, EPS);
+    assert_float_equal(r.node_start[B2], 7.0, EPS);
+    assert_float_equal(r.node_start[B1], 8.0, EPS);
+    assert_float_equal(r.recompute_s, 1.0, EPS);
+    assert_float_equal(r.stall_s, 1.0, EPS);
+    assert_float_equal(r.time_s, 9.0, EPS);
+    /* A swap-in issued after the recompute that needs it is a malformed plan. */
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B1);
+    sim_options o = {0};
+    oc_err err;
+    assert_int_equal(sim_run(h->ctx, h->plan, &o, &r, NULL, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "'a'"));
+}
+
+/* Only saved tensors can be swapped or recomputed. */
+static void test_plan_rejects_unsaved(void **state) {
+    hand *h = *state = hand_new(1000);
+    int c = ir_tensor_find(h->tg->g, "c");
+    sim_plan_set(h->plan, c, SIM_DECISION_SWAP, -1);
+    sim_result r;
+    sim_options o = {0};
+    oc_err err;
+    assert_int_equal(sim_run(h->ctx, h->plan, &o, &r, NULL, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "'c'"));
+}
+
+/* All-keep with no budget on ResNet-18: peak = train_liveness_peak, time = sum of nodes. */
+static void test_keep_equals_liveness(void **state) {
+    (void)state;
+    ir_graph *g;
+    train_graph *tg;
+    oc_err err;
+    ir_bind_opts bo = {.batch = 8};
+    train_opts to = train_opts_default();
+    if (ir_load_model("graphs/resnet18_op13.onnx", &bo, &g, &err) ||
+        train_build(g, &to, &tg, &err))
+        fail_msg("%s", err.msg);
+    profile_device d;
+    assert_int_equal(device_preset_find("a100", &d, &err), OC_OK);
+    profile *p = profile_analytic(tg, &d, 8);
+    sim_context *ctx;
+    assert_int_equal(sim_context_new(tg, p, "a100", &ctx, &err), OC_OK);
+    sim_plan *plan = sim_plan_new(tg);
+    sim_options o = {0};
+    sim_result r;
+    assert_int_equal(sim_run(ctx, plan, &o, &r, NULL, &err), OC_OK);
+    double sum = 0;
+    for (int i = 0; i < p->n_nodes; i++) sum += p->nodes[i].time_s;
+    assert_true(r.feasible);
+    assert_int_equal(r.peak_bytes, train_liveness_peak(tg, NULL));
+    assert_float_equal(r.time_s, sum, 1e-12);
+    assert_float_equal(r.stall_s, 0, 1e-12);
+    /* All-swap with no budget still finishes, moving every saved byte both ways. */
+    sim_plan_swap_all(plan);
+    assert_int_equal(sim_run(ctx, plan, &o, &r, NULL, &err), OC_OK);
+    assert_true(r.feasible);
+    assert_int_equal(r.d2h_bytes, r.h2d_bytes);
+    assert_true(r.d2h_bytes > 0);
+    assert_true(r.time_s >= sum);
+    sim_plan_free(plan);
+    sim_context_free(ctx);
+    profile_free(p);
+    train_graph_free(tg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_swap_hidden, teardown),
+        cmocka_unit_test_teardown(test_swap_exposed, teardown),
+        cmocka_unit_test_teardown(test_swap_waits_for_memory, teardown),
+        cmocka_unit_test_teardown(test_deadlock_infeasible, teardown),
+        cmocka_unit_test_teardown(test_recompute_from_swapped_input, teardown),
+        cmocka_unit_test_teardown(test_plan_rejects_unsaved, teardown),
+        cmocka_unit_test(test_keep_equals_liveness),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

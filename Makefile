@@ -14,30 +14,36 @@ BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,build)
 PY := /usr/bin/python3
 
 DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
-  libjansson-dev librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy
+  libjansson-dev libopenblas-dev libonnx-testdata librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy
 
 comma := ,
 SAN_FLAGS := -fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined
 OPT := $(if $(filter 1,$(SANITIZE)),-O1 -g -fno-omit-frame-pointer $(SAN_FLAGS),-O2 -g)
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -I$(BUILD)/proto -Iplanner
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -I$(BUILD)/proto -Iplanner -Iruntime
 WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-prototypes \
   -Wno-sign-conversion -Wno-format-truncation -Werror
 CFLAGS := $(BASE_CFLAGS) $(WARN) $(EXTRA_CFLAGS)
 LDFLAGS := $(if $(filter 1,$(SANITIZE)),$(SAN_FLAGS))
 LIBS := -lprotobuf-c -ljansson -lm
+RT_LIBS := -lopenblas -lpthread
 
 include proto/proto.mk
 
 PLANNER_SRC := $(filter-out planner/cli/%,$(wildcard planner/*.c planner/*/*.c))
 PLANNER_OBJ := $(PLANNER_SRC:%.c=$(BUILD)/%.o) $(PROTO_OUT)/onnx.pb-c.o
 CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard planner/cli/*.c))
+RUNTIME_SRC := $(filter-out runtime/cli/%,$(wildcard runtime/*.c runtime/*/*.c))
+RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
+RUN_CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard runtime/cli/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 PLAN_BIN := $(BUILD)/outcore-plan
+RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
+LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a
 
 .PHONY: all test unit-tests demo deps help clean bench
-all: $(PLAN_BIN)
+all: $(PLAN_BIN) $(RUN_BIN)
 
 $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
 	@mkdir -p $(dir $@)
@@ -46,22 +52,30 @@ $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
 $(BUILD)/libplanner.a: $(PLANNER_OBJ)
 	ar rcs $@ $^
 
+# The runtime library (loader, executor, backends); empty until runtime/ has sources.
+$(BUILD)/libruntime.a: $(RUNTIME_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(PLAN_BIN): $(CLI_OBJ) $(BUILD)/libplanner.a
 	$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libplanner.a $(PROTO_OUT)/onnx.pb-c.h
+$(BUILD)/outcore-run: $(RUN_CLI_OBJ) $(LINK_LIBS)
+	$(CC) $(LDFLAGS) $^ $(LIBS) $(RT_LIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(LINK_LIBS) $(PROTO_OUT)/onnx.pb-c.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests $< $(BUILD)/libplanner.a $(LDFLAGS) $(LIBS) -lcmocka -o $@
+	$(CC) $(CFLAGS) -Itests $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -lcmocka -o $@
 
 unit-tests: $(UNIT_BIN)
 
 # Runs every suite; the last line is "N passed, M failed".
-test: $(PLAN_BIN) $(UNIT_BIN)
+test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN)
 	@BUILD=$(BUILD) PY=$(PY) bash tests/run_all.sh
 
 # Simulator throughput (sims/s) on ResNet-50 @ 640, all-swap, v100 analytic profile.
-$(BUILD)/bench_sim: bench/bench_sim.c $(BUILD)/libplanner.a
-	$(CC) $(CFLAGS) $< $(BUILD)/libplanner.a $(LDFLAGS) $(LIBS) -o $@
+$(BUILD)/bench_sim: bench/bench_sim.c $(LINK_LIBS)
+	$(CC) $(CFLAGS) $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -o $@
 
 bench: $(BUILD)/bench_sim $(PLAN_BIN)
 	@BUILD=$(BUILD) PY=$(PY) bash bench/bench_import.sh

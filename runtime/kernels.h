@@ -1,0 +1,50 @@
+/* kernels.h — the contract between the executor and a backend's kernels.
+ *
+ * A kernel runs one node of a (training) graph. Shapes, dtypes and attributes
+ * come from the IR (g->tensors[n->inputs[i]], ir_attr_*); data pointers come
+ * from the executor, which owns all memory (arena offsets or host buffers).
+ *
+ *   kernel_args a = {.g = g, .n = &g->nodes[i], .in = in_ptrs, .out = out_ptrs,
+ *                    .seed = 42, .step = 3, .scratch = ws, .scratch_bytes = ws_len};
+ *   if (cpu_kernel_run(&a, &err)) { fprintf(stderr, "%s\n", err.msg); ... }
+ *
+ * Rules every kernel follows:
+ *   - in[i] / out[i] are NULL exactly when the node's input/output i is omitted;
+ *   - outputs never alias inputs, except the in-place outputs an op declares in
+ *     its table entry (op_def.aliases: BN running statistics, SGDMomentum), where
+ *     out[o] == in[aliases[o]] and the kernel updates in place;
+ *   - a kernel writes every byte of every present output (no reliance on zeroed
+ *     memory) and never touches memory outside its inputs, outputs and scratch;
+ *   - randomness (Dropout) is a pure function of (seed, step, node name, element
+ *     index): a recomputation reproduces the same mask bit for bit;
+ *   - results are deterministic: same inputs, same bits (no data races, fixed
+ *     reduction order), so plans that swap or recompute match in-core bitwise.
+ * Unsupported attribute values are reported as errors naming node and attribute,
+ * never skipped silently. */
+#ifndef OC_KERNELS_H
+#define OC_KERNELS_H
+
+#include "ir.h"
+
+typedef struct kernel_args {
+    const ir_graph *g;
+    const ir_node *n;
+    void *const *in;      /* n->n_inputs pointers */
+    void *const *out;     /* n->n_outputs pointers */
+    uint64_t seed;        /* run seed (Dropout) */
+    int64_t step;         /* training step, from 0 (Dropout) */
+    void *scratch;        /* cpu_kernel_scratch_bytes(g, n) bytes, or NULL if 0 */
+    size_t scratch_bytes;
+} kernel_args;
+
+/* Runs the node on the CPU. OC_ERR with a message naming the node on an
+ * unsupported op or attribute value. Thread-safe for distinct outputs. */
+int cpu_kernel_run(const kernel_args *a, oc_err *err);
+
+/* Scratch the CPU kernel of this node needs (e.g. im2col buffers). */
+size_t cpu_kernel_scratch_bytes(const ir_graph *g, const ir_node *n);
+
+/* True when the CPU backend has a kernel for (domain, op_type). */
+bool cpu_kernel_supported(const char *domain, const char *op_type);
+
+#endif

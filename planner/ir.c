@@ -76,19 +76,20 @@ void ir_attr_free(ir_attr *a) {
     }
 }
 
+static void node_free_fields(ir_node *n) {
+    oc_free(n->name);
+    oc_free(n->op_type);
+    oc_free(n->domain);
+    for (int a = 0; a < n->n_attrs; a++) ir_attr_free(&n->attrs[a]);
+    oc_free(n->attrs);
+    oc_free(n->inputs);
+    oc_free(n->outputs);
+}
+
 void ir_graph_free(ir_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n_tensors; i++) ir_tensor_free_fields(&g->tensors[i]);
-    for (int i = 0; i < g->n_nodes; i++) {
-        ir_node *n = &g->nodes[i];
-        oc_free(n->name);
-        oc_free(n->op_type);
-        oc_free(n->domain);
-        for (int a = 0; a < n->n_attrs; a++) ir_attr_free(&n->attrs[a]);
-        oc_free(n->attrs);
-        oc_free(n->inputs);
-        oc_free(n->outputs);
-    }
+    for (int i = 0; i < g->n_nodes; i++) node_free_fields(&g->nodes[i]);
     oc_free(g->tensors);
     oc_free(g->nodes);
     oc_free(g->inputs);
@@ -359,13 +360,7 @@ void ir_graph_remove_nodes(ir_graph *g, const bool *remove) {
         node_map[i] = -1;
         for (int o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0) g->tensors[n->outputs[o]].producer = -1;
-        oc_free(n->name);
-        oc_free(n->op_type);
-        oc_free(n->domain);
-        for (int a = 0; a < n->n_attrs; a++) ir_attr_free(&n->attrs[a]);
-        oc_free(n->attrs);
-        oc_free(n->inputs);
-        oc_free(n->outputs);
+        node_free_fields(n);
     }
     g->n_nodes = kept_nodes;
     /* Which tensors are still referenced. */

@@ -28,36 +28,31 @@ static int backward_data_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *e
     return shape_from_attr(g, n, 0, "input_shape", dtype_in(g, n, 0), err);
 }
 
-/* dY (N, M, O..), X (N, C, D..) -> dW (M, C/group, k..), dB (M) */
-static int conv_filter_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
+/* Filter gradient shapes from dY (N, M, O..) and X (N, C, D..): a Conv's dW is
+ * (M, C/group, k..), a ConvTranspose's (C, M/group, k..); dB is (M) for both. */
+static int filter_grad_infer(ir_graph *g, ir_node *n, bool transposed, oc_err *err) {
     ir_tensor *dy, *x;
     if (op_in_shaped(g, n, 0, &dy, err) || op_in_shaped(g, n, 1, &x, err)) return OC_ERR;
     const int64_t *k;
     int nk = ir_attr_ints(n, "kernel_shape", &k);
     if (nk != x->rank - 2) return oc_fail(err, "attribute 'kernel_shape' is required");
     int64_t group = ir_attr_int(n, "group", 1);
-    int64_t w[IR_MAX_RANK] = {dy->dims[1], x->dims[1] / group};
+    int64_t w[IR_MAX_RANK] = {transposed ? x->dims[1] : dy->dims[1],
+                              transposed ? dy->dims[1] / group : x->dims[1] / group};
     memcpy(w + 2, k, (size_t)nk * sizeof *k);
     op_set_out(g, n, 0, x->dtype, x->rank, w);
     op_set_out(g, n, 1, x->dtype, 1, &dy->dims[1]);
     return OC_OK;
 }
 
-/* dY (N, M, O..), X (N, C, D..) -> dW (C, M/group, k..), dB (M) */
+static int conv_filter_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    return filter_grad_infer(g, n, false, err);
+}
+
 static int conv_transpose_filter_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    ir_tensor *dy, *x;
-    if (op_in_shaped(g, n, 0, &dy, err) || op_in_shaped(g, n, 1, &x, err)) return OC_ERR;
-    const int64_t *k;
-    int nk = ir_attr_ints(n, "kernel_shape", &k);
-    if (nk != x->rank - 2) return oc_fail(err, "attribute 'kernel_shape' is required");
-    int64_t group = ir_attr_int(n, "group", 1);
-    int64_t w[IR_MAX_RANK] = {x->dims[1], dy->dims[1] / group};
-    memcpy(w + 2, k, (size_t)nk * sizeof *k);
-    op_set_out(g, n, 0, x->dtype, x->rank, w);
-    op_set_out(g, n, 1, x->dtype, 1, &dy->dims[1]);
-    return OC_OK;
+    return filter_grad_infer(g, n, true, err);
 }
 
 /* Output i like input j, for the (out, in) pairs the entry lists via the first

@@ -13,7 +13,7 @@ SANITIZE ?= 0
 BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,build)
 PY := /usr/bin/python3
 
-DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev \
+DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libglpk-dev \
   libjansson-dev libopenblas-dev libonnx-testdata librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy
 
 comma := ,
@@ -24,7 +24,7 @@ WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-protot
   -Wno-sign-conversion -Wno-format-truncation -Werror
 CFLAGS := $(BASE_CFLAGS) $(WARN) $(EXTRA_CFLAGS)
 LDFLAGS := $(if $(filter 1,$(SANITIZE)),$(SAN_FLAGS))
-LIBS := -lprotobuf-c -ljansson -lm
+LIBS := -lprotobuf-c -ljansson -lglpk -lm
 RT_LIBS := -lopenblas -lpthread
 
 include proto/proto.mk
@@ -65,7 +65,7 @@ $(BUILD)/outcore-run: $(RUN_CLI_OBJ) $(LINK_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LINK_LIBS) $(PROTO_OUT)/onnx.pb-c.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -lcmocka -o $@
+	$(CC) $(CFLAGS) -MMD -MP -Itests $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -lcmocka -o $@
 
 unit-tests: $(UNIT_BIN)
 

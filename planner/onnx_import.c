@@ -103,10 +103,14 @@ static int external_info(importer *im, ir_tensor *t, const Onnx__TensorProto *tp
         return oc_fail(im->err, "%s: initializer '%s': external data length %" PRId64
                        " does not match its dims (%" PRId64 " bytes)", im->path, t->name, len,
                        bytes);
+    int64_t end;
+    if (!oc_add_i64(off, len, &end))
+        return oc_fail(im->err, "%s: initializer '%s': external data offset %" PRId64
+                       " is out of range", im->path, t->name, off);
     char *full = oc_sprintf("%s/%s", im->g->model_dir, loc);
     struct stat st;
     int rc = stat(full, &st);
-    if (rc != 0 || (int64_t)st.st_size < off + len) {
+    if (rc != 0 || (int64_t)st.st_size < end) {
         rc = oc_fail(im->err, "%s: initializer '%s': external data file '%s' %s", im->path,
                      t->name, full, rc != 0 ? strerror(errno) : "is too short");
         oc_free(full);
@@ -427,5 +431,37 @@ int onnx_load_external(const ir_graph *g, ir_tensor *t, oc_err *err) {
         fclose(f);
     }
     oc_free(full);
+    return rc;
+}
+
+int onnx_read_tensor_file(const char *path, ir_tensor *out, oc_err *err) {
+    memset(out, 0, sizeof *out);
+    out->producer = -1;
+    uint8_t *buf;
+    size_t len;
+    if (oc_read_file(path, &buf, &len, err)) return OC_ERR;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    oc_free(buf);
+    if (!tp) return oc_fail(err, "%s: not a serialized ONNX TensorProto (protobuf parse failed)", path);
+    out->name = oc_strdup(tp->name ? tp->name : "");
+    importer im = {.g = NULL, .path = path, .err = err};
+    int rc = OC_OK;
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        rc = oc_fail(err, "%s: tensor '%s' has external data (not supported here)", path, out->name);
+    else
+        rc = tensor_from_proto(&im, out, tp);
+    int64_t bytes = 0;
+    if (rc == OC_OK && out->data_src != IR_DATA_INLINE && ir_tensor_bytes(out, &bytes) && bytes > 0)
+        rc = oc_fail(err, "%s: tensor '%s' has no data", path, out->name);
+    if (rc == OC_OK && out->data_src != IR_DATA_INLINE) {
+        /* empty tensor: no bytes to hold */
+        out->data_src = IR_DATA_INLINE;
+    }
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (rc) {
+        ir_tensor_free_fields(out);
+        memset(out, 0, sizeof *out);
+        out->producer = -1;
+    }
     return rc;
 }

@@ -26,4 +26,12 @@ int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_grap
  * into IR_DATA_INLINE). */
 int onnx_load_external(const ir_graph *g, ir_tensor *t, oc_err *err);
 
+/* Reads a serialized TensorProto (a .pb file, as in the ONNX backend test
+ * data) into *out: a detached tensor (name, dtype, static shape, inline data;
+ * producer -1). *out is overwritten; on success the caller releases it with
+ * ir_tensor_free_fields. Fails (naming the file) on I/O errors, a parse
+ * failure, an unsupported dtype (strings), external data, or data that does
+ * not match the dims; *out then owns nothing. */
+int onnx_read_tensor_file(const char *path, ir_tensor *out, oc_err *err);
+
 #endif

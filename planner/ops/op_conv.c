@@ -59,8 +59,11 @@ static int conv_transpose_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
         return OC_ERR;
     int64_t y[IR_MAX_RANK] = {x->dims[0], w->dims[1] * group};
     for (int i = 0; i < nsp; i++) {
-        y[2 + i] = win.stride[i] * (x->dims[2 + i] - 1) + opad[i] +
-                   (win.kernel[i] - 1) * win.dilation[i] + 1 - win.pad_begin[i] - win.pad_end[i];
+        int64_t span = (win.kernel[i] - 1) * win.dilation[i] + 1; /* bounded by op_window_read */
+        if (!oc_mul_i64(win.stride[i], x->dims[2 + i] - 1, &y[2 + i]) ||
+            !oc_add_i64(y[2 + i], opad[i], &y[2 + i]) ||
+            !oc_add_i64(y[2 + i], span - win.pad_begin[i] - win.pad_end[i], &y[2 + i]))
+            return oc_fail(err, "output extent %d overflows", i);
         if (y[2 + i] <= 0) return oc_fail(err, "output extent %d is not positive", i);
     }
     op_set_out(g, n, 0, x->dtype, x->rank, y);

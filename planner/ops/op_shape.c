@@ -59,6 +59,7 @@ static int shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (start < 0) start += x->rank;
     if (end < 0) end += x->rank;
     if (start < 0) start = 0;
+    if (start > x->rank) start = x->rank;
     if (end > x->rank) end = x->rank;
     int64_t len = end > start ? end - start : 0;
     op_set_out(g, n, 0, IR_DTYPE_INT64, 1, &len);
@@ -272,7 +273,8 @@ static int pad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     for (int64_t i = 0; i < naxes; i++) {
         int64_t a = i;
         if (axes && op_axis(axes[i], x->rank, "axis", &a, err)) return OC_ERR;
-        y[a] += pads[i] + pads[i + naxes];
+        if (!oc_add_i64(y[a], pads[i], &y[a]) || !oc_add_i64(y[a], pads[i + naxes], &y[a]))
+            return oc_fail(err, "padding of dim %" PRId64 " overflows", a);
         if (y[a] < 0) return oc_fail(err, "padding makes dim %" PRId64 " negative", a);
     }
     op_set_out(g, n, 0, x->dtype, x->rank, y);

@@ -73,6 +73,8 @@ int op_attr_ints_n(const ir_node *n, const char *name, int count, int64_t dflt, 
     return OC_OK;
 }
 
+#define OP_WINDOW_MAX ((int64_t)1 << 31)
+
 int op_window_read(const ir_node *n, int nsp, const int64_t *in, const int64_t *kernel_dims,
                    op_window *w, oc_err *err) {
     memset(w, 0, sizeof *w);
@@ -97,6 +99,12 @@ int op_window_read(const ir_node *n, int nsp, const int64_t *in, const int64_t *
         if (w->kernel[i] <= 0 || w->stride[i] <= 0 || w->dilation[i] <= 0)
             return oc_fail(err, "kernel, strides and dilations must be positive");
         if (pads[i] < 0 || pads[i + nsp] < 0) return oc_fail(err, "pads must be non-negative");
+        /* Bounded so that window arithmetic on int64 extents cannot overflow. */
+        if (w->kernel[i] > OP_WINDOW_MAX || w->stride[i] > OP_WINDOW_MAX ||
+            w->dilation[i] > OP_WINDOW_MAX || pads[i] > OP_WINDOW_MAX ||
+            pads[i + nsp] > OP_WINDOW_MAX)
+            return oc_fail(err, "kernel, strides, dilations and pads must be at most %" PRId64,
+                           OP_WINDOW_MAX);
         w->pad_begin[i] = pads[i];
         w->pad_end[i] = pads[i + nsp];
     }

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# test_bad_input.sh — outcore-plan on bad input: every case must exit non-zero
+# with exactly one line on stderr that names the problem, print nothing on
+# stdout, and trip no sanitizer. Also: --help exits 0, and inspect --json is
+# well-formed with the keys build pipelines read.
+# Run from the repository root; BUILD names the build dir (build or build-san).
+set -u
+BUILD=${BUILD:-build}
+PY=${PY:-/usr/bin/python3}
+PLAN="$BUILD/outcore-plan"
+MODEL=graphs/resnet50_op13.onnx
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
+
+# expect_error CASE PATTERN... -- ARGS...: runs outcore-plan ARGS and checks the
+# error contract; each PATTERN must occur (fixed string) in the stderr line.
+expect_error() {
+    local name=$1; shift
+    local patterns=()
+    while [ "$1" != "--" ]; do patterns+=("$1"); shift; done
+    shift
+    "$PLAN" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    local lines; lines=$(wc -l <"$tmp/err")
+    local err; err=$(cat "$tmp/err")
+    if [ "$rc" -eq 0 ]; then not_ok "$name" "exit status 0"; return; fi
+    if [ "$rc" -ge 128 ]; then not_ok "$name" "killed by signal (status $rc): $err"; return; fi
+    if grep -qE 'runtime error|AddressSanitizer|LeakSanitizer' "$tmp/err"; then
+        not_ok "$name" "sanitizer report: $err"; return
+    fi
+    if [ "$lines" -ne 1 ]; then not_ok "$name" "stderr has $lines lines: $err"; return; fi
+    if [ -s "$tmp/out" ]; then
+        not_ok "$name" "stdout not empty: $(head -c 200 "$tmp/out")"; return
+    fi
+    for p in "${patterns[@]}"; do
+        if ! grep -qF -- "$p" "$tmp/err"; then not_ok "$name" "'$p' not in: $err"; return; fi
+    done
+    ok "$name"
+}
+
+# ---- inputs ----
+head -c $(( $(stat -c %s "$MODEL") / 2 )) "$MODEL" >"$tmp/truncated.onnx"
+"$PY" -c 'import random, sys
+random.seed(7)  # the same 4 KiB every run
+sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(4096)))' >"$tmp/random.onnx"
+"$PY" - "$tmp" <<'EOF' || { echo "not ok - making ONNX inputs with $PY"; exit 1; }
+import sys
+from onnx import TensorProto, helper, save
+out = sys.argv[1]
+def model(node, dims):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([node], "g", [x], [y])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+save(model(helper.make_node("Softsign", ["x"], ["y"], name="my_softsign"), ["batch", 4]),
+     out + "/softsign.onnx")
+save(model(helper.make_node("Relu", ["x"], ["y"], name="relu"), ["batch", 3, "height", 8]),
+     out + "/height.onnx")
+EOF
+
+# ---- bad input ----
+expect_error "missing file" "$tmp/missing.onnx" -- inspect "$tmp/missing.onnx" --batch 2
+expect_error "truncated model" "$tmp/truncated.onnx" -- inspect "$tmp/truncated.onnx" --batch 2
+expect_error "random bytes" "$tmp/random.onnx" -- inspect "$tmp/random.onnx" --batch 2
+expect_error "unsupported op" "$tmp/softsign.onnx" "my_softsign" "Softsign" "opset 13" "Conv" \
+    -- inspect "$tmp/softsign.onnx" --batch 2
+expect_error "unbound dim" "$tmp/height.onnx" "'height'" "dim 2" "'x'" \
+    -- inspect "$tmp/height.onnx" --batch 2
+expect_error "--batch 0" "--batch" "0" -- inspect "$MODEL" --batch 0
+expect_error "--batch -3" "--batch" "-3" -- inspect "$MODEL" --batch -3
+expect_error "--batch 99999999999" "--batch" "99999999999" -- inspect "$MODEL" --batch 99999999999
+expect_error "--batch abc" "--batch" "abc" -- inspect "$MODEL" --batch abc
+expect_error "--batch without value" "--batch" -- inspect "$MODEL" --batch
+expect_error "unknown option" "--frobnicate" -- inspect "$MODEL" --frobnicate
+expect_error "--dim without =" "--dim" "height" "NAME=VALUE" -- inspect "$MODEL" --dim height
+expect_error "--dim unknown name" "'depth'" -- inspect "$MODEL" --batch 2 --dim depth=3
+expect_error "unknown command" "frobnicate" -- frobnicate
+
+# ---- help ----
+for args in "--help" "inspect --help"; do
+    # shellcheck disable=SC2086
+    if "$PLAN" $args >"$tmp/out" 2>"$tmp/err" && [ -s "$tmp/out" ] && [ ! -s "$tmp/err" ]; then
+        ok "$args"
+    else
+        not_ok "$args" "non-zero exit, empty stdout or stderr output"
+    fi
+done
+
+# ---- inspect --json ----
+check_json() {
+    local model=$1 want_params=$2
+    if ! "$PLAN" inspect "$model" --batch 640 --json >"$tmp/json" 2>"$tmp/err"; then
+        not_ok "inspect --json $model" "$(cat "$tmp/err")"; return
+    fi
+    if "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+want_params = int(sys.argv[1])
+assert d["batch"] == 640, d["batch"]
+ts = d["tensors"]
+assert len(ts) > 100, len(ts)
+for t in ts:
+    assert isinstance(t["name"], str) and t["name"], t
+    assert all(isinstance(v, int) and v > 0 for v in t["shape"]), t
+    assert isinstance(t["bytes"], int) and t["bytes"] >= 0, t
+    assert t["kind"] in ("input", "parameter", "state", "constant", "activation"), t
+out = [t for t in ts if t["name"] == "output"]
+assert out and out[0]["shape"] == [640, 1000], out
+assert out[0]["bytes"] == 640 * 1000 * 4, out
+tot = d["totals"]
+assert tot["parameter_bytes"] == 4 * want_params, tot
+assert tot["parameter_count"] == want_params, tot
+assert tot["activation_bytes"] > 0, tot
+assert tot["activation_bytes"] == sum(t["bytes"] for t in ts if t["kind"] == "activation")
+' "$want_params" <"$tmp/json" 2>"$tmp/err"; then
+        ok "inspect --json $model"
+    else
+        not_ok "inspect --json $model" "$(tail -n 3 "$tmp/err")"
+    fi
+}
+check_json graphs/resnet50_op13.onnx 25557032 # torchvision resnet50 parameter count
+check_json graphs/resnet50_op15.onnx 25557032
+
+[ "$failures" -eq 0 ] || { echo "$failures case(s) failed"; exit 1; }

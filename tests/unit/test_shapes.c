@@ -1,0 +1,721 @@
+/* test_shapes.c — every op's shape function against hand-computed shapes
+ * (window sizes checked against PyTorch's nn modules), plus folding of the
+ * int64 shape subgraphs exporters emit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "ops/op_util.h"
+#include "unit/fixture.h"
+
+/* Infers f->m with its own dims; fails the test (with the message) on error. */
+static ir_graph *infer_ok(fixture *f) {
+    if (fx_infer(f, 0)) fail_msg("inference failed: %s", f->err.msg);
+    return f->g;
+}
+
+/* Fails unless inferring f->m errors with a message containing part. */
+static void infer_fails(fixture *f, const char *part) {
+    if (fx_infer(f, 0) == OC_OK) fail_msg("inference succeeded; expected \"%s\"", part);
+    assert_contains(f->err.msg, part);
+}
+
+/* Fails unless tensor name holds the plan-time int64 values want[0..n). */
+static void assert_values(ir_graph *g, const char *name, size_t n, const int64_t *want) {
+    const int64_t *v;
+    int64_t count;
+    if (!ir_tensor_int64_values(fx_tensor(g, name), &v, &count))
+        fail_msg("tensor '%s' has no plan-time int64 values", name);
+    assert_int_equal(count, n);
+    for (size_t i = 0; i < n; i++)
+        if (v[i] != want[i])
+            fail_msg("tensor '%s'[%zu] = %lld, expected %lld", name, i, (long long)v[i],
+                     (long long)want[i]);
+}
+
+/* ---- Conv ---- */
+
+static void test_conv_pads_strides(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,3,224,224");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(64, 3, 7, 7));
+    Onnx__NodeProto *n = mb_node(m, "Conv", "conv", "x,w", "y");
+    mb_attr_ints(m, n, "strides", MB_INTS(2, 2));
+    mb_attr_ints(m, n, "pads", MB_INTS(3, 3, 3, 3));
+    mb_output(m, "y");
+    assert_shape(infer_ok(f), "y", "[1, 64, 112, 112]"); /* (224 + 6 - 7) / 2 + 1 */
+}
+
+static void test_conv_dilations(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,4,10,10");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(8, 4, 3, 3));
+    mb_init(m, "b", MB_FLOAT, MB_DIMS(8));
+    Onnx__NodeProto *n = mb_node(m, "Conv", "conv", "x,w,b", "y");
+    mb_attr_ints(m, n, "dilations", MB_INTS(2, 2));
+    mb_output(m, "y");
+    assert_shape(infer_ok(f), "y", "[1, 8, 6, 6]"); /* span 5: 10 - 5 + 1 */
+}
+
+static void test_conv_group(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,8,9,10");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(16, 4, 3, 3));
+    Onnx__NodeProto *n = mb_node(m, "Conv", "grouped", "x,w", "y");
+    mb_attr_int(m, n, "group", 2);
+    mb_attr_ints(m, n, "strides", MB_INTS(2, 1));
+    mb_attr_ints(m, n, "pads", MB_INTS(1, 0, 1, 0));
+    mb_init(m, "dw", MB_FLOAT, MB_DIMS(16, 1, 3, 3));
+    n = mb_node(m, "Conv", "depthwise", "y,dw", "z");
+    mb_attr_int(m, n, "group", 16);
+    mb_attr_ints(m, n, "pads", MB_INTS(1, 1, 1, 1));
+    mb_output(m, "z");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[1, 16, 5, 8]"); /* (9 + 2 - 3) / 2 + 1, 10 - 3 + 1 */
+    assert_shape(g, "z", "[1, 16, 5, 8]");
+}
+
+static void test_conv_auto_pad(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x7", MB_FLOAT, "1,2,7,7");
+    mb_input(m, "x8", MB_FLOAT, "1,2,8,8");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(4, 2, 3, 3));
+    static const struct { const char *name, *in, *out, *mode; } convs[] = {
+        {"same7", "x7,w", "s7", "SAME_UPPER"}, {"same8", "x8,w", "s8", "SAME_UPPER"},
+        {"lower8", "x8,w", "l8", "SAME_LOWER"}, {"valid7", "x7,w", "v7", "VALID"},
+    };
+    for (int i = 0; i < 4; i++) {
+        Onnx__NodeProto *n = mb_node(m, "Conv", convs[i].name, convs[i].in, convs[i].out);
+        mb_attr_ints(m, n, "strides", MB_INTS(2, 2));
+        mb_attr_string(m, n, "auto_pad", convs[i].mode);
+        mb_output(m, convs[i].out);
+    }
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "s7", "[1, 4, 4, 4]"); /* SAME: ceil(7 / 2) */
+    assert_shape(g, "s8", "[1, 4, 4, 4]");
+    assert_shape(g, "l8", "[1, 4, 4, 4]");
+    assert_shape(g, "v7", "[1, 4, 3, 3]"); /* VALID: (7 - 3) / 2 + 1 */
+
+    /* 8 with k3 s2 needs one pad: SAME_UPPER puts it at the end, SAME_LOWER at the start. */
+    const int64_t in[2] = {8, 8}, k[2] = {3, 3};
+    op_window w;
+    assert_int_equal(op_window_read(&g->nodes[1], 2, in, k, &w, &f->err), OC_OK);
+    assert_int_equal(w.pad_begin[0], 0);
+    assert_int_equal(w.pad_end[0], 1);
+    assert_int_equal(op_window_read(&g->nodes[2], 2, in, k, &w, &f->err), OC_OK);
+    assert_int_equal(w.pad_begin[0], 1);
+    assert_int_equal(w.pad_end[0], 0);
+}
+
+static void test_conv_channel_mismatch(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,3,8,8");
+    mb_init(m, "w4", MB_FLOAT, MB_DIMS(8, 4, 3, 3));
+    mb_node(m, "Conv", "bad_conv", "x,w4", "y");
+    mb_output(m, "y");
+    infer_fails(f, "channels do not match");
+    assert_contains(f->err.msg, "'bad_conv'");
+    assert_contains(f->err.msg, "'w4'");
+}
+
+/* ---- ConvTranspose: O = s (D - 1) + output_padding + (k - 1) d + 1 - pads ---- */
+
+static void test_conv_transpose(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,16,8,8");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(16, 8, 2, 2));
+    Onnx__NodeProto *n = mb_node(m, "ConvTranspose", "up", "x,w", "y");
+    mb_attr_ints(m, n, "strides", MB_INTS(2, 2));
+    mb_init(m, "wg", MB_FLOAT, MB_DIMS(16, 4, 3, 3));
+    n = mb_node(m, "ConvTranspose", "up_grouped", "x,wg", "yg");
+    mb_attr_ints(m, n, "strides", MB_INTS(2, 2));
+    mb_attr_int(m, n, "group", 2);
+    mb_output(m, "y");
+    mb_output(m, "yg");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[1, 8, 16, 16]");   /* 2 * 7 + 1 + 1 */
+    assert_shape(g, "yg", "[1, 8, 17, 17]");  /* 2 * 7 + 2 + 1, channels 4 * 2 */
+}
+
+static void test_conv_transpose_output_padding(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,4,5,5");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(4, 2, 3, 3));
+    Onnx__NodeProto *n = mb_node(m, "ConvTranspose", "up", "x,w", "y");
+    mb_attr_ints(m, n, "strides", MB_INTS(2, 2));
+    mb_attr_ints(m, n, "pads", MB_INTS(1, 1, 1, 1));
+    mb_attr_ints(m, n, "output_padding", MB_INTS(1, 1));
+    mb_output(m, "y");
+    assert_shape(infer_ok(f), "y", "[1, 2, 10, 10]"); /* 2 * 4 + 1 + 3 - 2 */
+}
+
+/* ---- BatchNormalization ---- */
+
+static void add_bn_params(mb_model *m) {
+    mb_input(m, "x", MB_FLOAT, "2,4,3,3");
+    mb_init(m, "scale", MB_FLOAT, MB_DIMS(4));
+    mb_init(m, "bias", MB_FLOAT, MB_DIMS(4));
+    mb_init(m, "mean", MB_FLOAT, MB_DIMS(4));
+    mb_init(m, "var", MB_FLOAT, MB_DIMS(4));
+}
+
+static void test_bn_opset13_five_outputs(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    add_bn_params(m);
+    mb_node(m, "BatchNormalization", "bn", "x,scale,bias,mean,var", "y,rm,rv,sm,sv");
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[2, 4, 3, 3]");
+    static const char *stats[] = {"rm", "rv", "sm", "sv"};
+    for (int i = 0; i < 4; i++) {
+        assert_shape(g, stats[i], "[4]");
+        assert_int_equal(fx_tensor(g, stats[i])->dtype, IR_DTYPE_FLOAT);
+    }
+    assert_int_equal(fx_tensor(g, "mean")->kind, IR_KIND_STATE);
+    assert_int_equal(fx_tensor(g, "scale")->kind, IR_KIND_PARAMETER);
+}
+
+static void test_bn_opset15_training_mode(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(15);
+    add_bn_params(m);
+    Onnx__NodeProto *n = mb_node(m, "BatchNormalization", "bn", "x,scale,bias,mean,var", "y,rm,rv");
+    mb_attr_int(m, n, "training_mode", 1);
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[2, 4, 3, 3]");
+    assert_shape(g, "rm", "[4]");
+    assert_shape(g, "rv", "[4]");
+}
+
+static void test_bn_opset15_five_outputs_error(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(15);
+    add_bn_params(m);
+    Onnx__NodeProto *n =
+        mb_node(m, "BatchNormalization", "bn15", "x,scale,bias,mean,var", "y,rm,rv,sm,sv");
+    mb_attr_int(m, n, "training_mode", 1);
+    mb_output(m, "y");
+    infer_fails(f, "5 outputs");
+    assert_contains(f->err.msg, "opset 15");
+    assert_contains(f->err.msg, "'bn15'");
+}
+
+static void test_bn_opset15_stats_without_training_mode(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(15);
+    add_bn_params(m);
+    mb_node(m, "BatchNormalization", "bn", "x,scale,bias,mean,var", "y,rm,rv");
+    mb_output(m, "y");
+    infer_fails(f, "training_mode");
+}
+
+/* ---- pooling ---- */
+
+/* One MaxPool (or AveragePool) per case on an input of extent in x in. */
+typedef struct pool_case {
+    const char *op;
+    int64_t in, k, s, p;
+    int ceil;
+    const char *want; /* output shape */
+} pool_case;
+
+static void check_pool(fixture *f, const pool_case *c) {
+    char dims[64];
+    mb_free(f->m);
+    ir_graph_free(f->g);
+    f->g = NULL;
+    mb_model *m = f->m = mb_new(13);
+    snprintf(dims, sizeof dims, "1,2,%lld,%lld", (long long)c->in, (long long)c->in);
+    mb_input(m, "x", MB_FLOAT, dims);
+    Onnx__NodeProto *n = mb_node(m, c->op, "pool", "x", "y");
+    mb_attr_ints(m, n, "kernel_shape", MB_INTS(c->k, c->k));
+    mb_attr_ints(m, n, "strides", MB_INTS(c->s, c->s));
+    mb_attr_ints(m, n, "pads", MB_INTS(c->p, c->p, c->p, c->p));
+    if (c->ceil) mb_attr_int(m, n, "ceil_mode", 1);
+    mb_output(m, "y");
+    assert_shape(infer_ok(f), "y", c->want);
+}
+
+/* Expected extents are PyTorch's nn.MaxPool2d / nn.AvgPool2d outputs. */
+static void test_max_pool(void **state) {
+    static const pool_case cases[] = {
+        {"MaxPool", 112, 3, 2, 1, 0, "[1, 2, 56, 56]"}, /* ResNet stem: floor(111/2)+1 */
+        {"MaxPool", 112, 3, 2, 0, 1, "[1, 2, 56, 56]"}, /* GoogLeNet: ceil(109/2)+1 */
+        {"MaxPool", 112, 3, 2, 1, 1, "[1, 2, 57, 57]"}, /* ceil(111/2)+1 */
+        {"MaxPool", 6, 3, 2, 0, 1, "[1, 2, 3, 3]"},     /* ceil 3, floor 2 */
+        {"MaxPool", 6, 3, 2, 0, 0, "[1, 2, 2, 2]"},
+        {"MaxPool", 55, 3, 2, 0, 1, "[1, 2, 27, 27]"},
+        /* ceil gives 4 windows, but the 4th would start at 6 >= 5 + 1 (outside
+         * input + left pad): PyTorch drops it. */
+        {"MaxPool", 5, 2, 2, 1, 1, "[1, 2, 3, 3]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_pool(*state, &cases[i]);
+}
+
+static void test_max_pool_indices(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,3,8,8");
+    Onnx__NodeProto *n = mb_node(m, "MaxPool", "pool", "x", "y,idx");
+    mb_attr_ints(m, n, "kernel_shape", MB_INTS(2, 2));
+    mb_attr_ints(m, n, "strides", MB_INTS(2, 2));
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[2, 3, 4, 4]");
+    assert_shape(g, "idx", "[2, 3, 4, 4]");
+    assert_int_equal(fx_tensor(g, "idx")->dtype, IR_DTYPE_INT64);
+}
+
+static void test_average_pool(void **state) {
+    static const pool_case cases[] = {
+        {"AveragePool", 9, 3, 2, 1, 0, "[1, 2, 5, 5]"},
+        {"AveragePool", 8, 2, 2, 0, 0, "[1, 2, 4, 4]"},
+        {"AveragePool", 6, 3, 2, 0, 1, "[1, 2, 3, 3]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_pool(*state, &cases[i]);
+}
+
+static void test_pool_window_too_large(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,2,2,2");
+    Onnx__NodeProto *n = mb_node(m, "MaxPool", "big_pool", "x", "y");
+    mb_attr_ints(m, n, "kernel_shape", MB_INTS(3, 3));
+    mb_output(m, "y");
+    infer_fails(f, "does not fit");
+    assert_contains(f->err.msg, "'big_pool'");
+}
+
+static void test_global_average_pool(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,512,7,5");
+    mb_node(m, "GlobalAveragePool", "gap", "x", "y");
+    mb_output(m, "y");
+    assert_shape(infer_ok(f), "y", "[2, 512, 1, 1]");
+}
+
+/* ---- Gemm ---- */
+
+static void test_gemm_trans_b_bias(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "a", MB_FLOAT, "2,512");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(1000, 512));
+    mb_init(m, "b", MB_FLOAT, MB_DIMS(1000));
+    Onnx__NodeProto *n = mb_node(m, "Gemm", "fc", "a,w,b", "y");
+    mb_attr_int(m, n, "transB", 1);
+    /* transA: (512, 3)' x (512, 7) + (1, 7) -> (3, 7) */
+    mb_input(m, "at", MB_FLOAT, "512,3");
+    mb_init(m, "w2", MB_FLOAT, MB_DIMS(512, 7));
+    mb_init(m, "b2", MB_FLOAT, MB_DIMS(1, 7));
+    n = mb_node(m, "Gemm", "fc2", "at,w2,b2", "y2");
+    mb_attr_int(m, n, "transA", 1);
+    mb_output(m, "y");
+    mb_output(m, "y2");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[2, 1000]");
+    assert_shape(g, "y2", "[3, 7]");
+}
+
+static void test_gemm_errors(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "a", MB_FLOAT, "2,512");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(1000, 512));
+    mb_init(m, "bad_bias", MB_FLOAT, MB_DIMS(999));
+    Onnx__NodeProto *n = mb_node(m, "Gemm", "fc", "a,w,bad_bias", "y");
+    mb_attr_int(m, n, "transB", 1);
+    mb_output(m, "y");
+    infer_fails(f, "'bad_bias'");
+
+    mb_free(f->m);
+    ir_graph_free(f->g);
+    f->g = NULL;
+    m = f->m = mb_new(13);
+    mb_input(m, "a", MB_FLOAT, "2,512");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(1000, 512)); /* needs transB */
+    mb_node(m, "Gemm", "fc", "a,w", "y");
+    mb_output(m, "y");
+    infer_fails(f, "inner dims differ");
+}
+
+/* ---- Flatten ---- */
+
+static void test_flatten(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,3,4,5");
+    static const struct { const char *name, *out; int64_t axis; } cases[] = {
+        {"flat1", "f1", 1}, {"flat0", "f0", 0}, {"flat_last", "fl", -1}, {"flat4", "f4", 4},
+    };
+    for (int i = 0; i < 4; i++) {
+        Onnx__NodeProto *n = mb_node(m, "Flatten", cases[i].name, "x", cases[i].out);
+        mb_attr_int(m, n, "axis", cases[i].axis);
+        mb_output(m, cases[i].out);
+    }
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "f1", "[2, 60]");
+    assert_shape(g, "f0", "[1, 120]");
+    assert_shape(g, "fl", "[24, 5]");
+    assert_shape(g, "f4", "[120, 1]");
+}
+
+/* ---- elementwise ---- */
+
+static void test_add_broadcast(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "a", MB_FLOAT, "2,3,4,5");
+    mb_init(m, "b", MB_FLOAT, MB_DIMS(4, 1));
+    mb_input(m, "col", MB_FLOAT, "3,1");
+    mb_input(m, "row", MB_FLOAT, "1,4");
+    mb_init_floats(m, "one", MB_SCALAR, MB_FLOATS(1.0f));
+    mb_node(m, "Add", "add1", "a,b", "y1");
+    mb_node(m, "Add", "add2", "col,row", "y2");
+    mb_node(m, "Add", "add3", "one,col", "y3");
+    mb_output(m, "y1");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y1", "[2, 3, 4, 5]");
+    assert_shape(g, "y2", "[3, 4]");
+    assert_shape(g, "y3", "[3, 1]");
+}
+
+static void test_add_broadcast_error(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "lhs", MB_FLOAT, "2,3");
+    mb_input(m, "rhs", MB_FLOAT, "4");
+    mb_node(m, "Add", "bad_add", "lhs,rhs", "y");
+    mb_output(m, "y");
+    infer_fails(f, "do not broadcast");
+    assert_contains(f->err.msg, "'lhs'");
+    assert_contains(f->err.msg, "'rhs'");
+    assert_contains(f->err.msg, "'bad_add'");
+}
+
+static void test_dropout_mask(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,8");
+    mb_init_floats(m, "ratio", MB_SCALAR, MB_FLOATS(0.5f));
+    mb_node(m, "Dropout", "drop", "x,ratio", "y,mask");
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[2, 8]");
+    assert_int_equal(fx_tensor(g, "y")->dtype, IR_DTYPE_FLOAT);
+    assert_shape(g, "mask", "[2, 8]");
+    assert_int_equal(fx_tensor(g, "mask")->dtype, IR_DTYPE_BOOL);
+    assert_int_equal(fx_tensor(g, "ratio")->kind, IR_KIND_CONSTANT);
+}
+
+static void test_dropout_ratio_not_constant(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,8");
+    mb_input(m, "r", MB_FLOAT, "");
+    mb_node(m, "Dropout", "drop", "x,r", "y");
+    mb_output(m, "y");
+    infer_fails(f, "ratio");
+}
+
+static void test_clip_min_max_inputs(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,8,3");
+    mb_init_floats(m, "lo", MB_SCALAR, MB_FLOATS(0.0f));
+    mb_init_floats(m, "hi", MB_SCALAR, MB_FLOATS(6.0f));
+    mb_node(m, "Clip", "relu6", "x,lo,hi", "y");
+    mb_node(m, "Clip", "max_only", "y,,hi", "z"); /* min omitted */
+    mb_output(m, "z");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[2, 8, 3]");
+    assert_shape(g, "z", "[2, 8, 3]");
+    assert_int_equal(g->nodes[1].inputs[1], -1);
+    assert_int_equal(fx_tensor(g, "lo")->kind, IR_KIND_CONSTANT);
+    assert_int_equal(fx_tensor(g, "hi")->kind, IR_KIND_CONSTANT);
+}
+
+/* ---- Pad ---- */
+
+static void test_pad_input(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,2,5,5");
+    /* begins (0, 0, 1, 2), ends (0, 0, 3, 4); negative pads crop */
+    mb_init_int64s(m, "pads", MB_DIMS(8), MB_INTS(0, 0, 1, 2, 0, 0, 3, 4));
+    mb_init_int64s(m, "crop", MB_DIMS(8), MB_INTS(0, 0, -1, 0, 0, 0, -1, -2));
+    mb_init_floats(m, "value", MB_SCALAR, MB_FLOATS(0.25f));
+    Onnx__NodeProto *n = mb_node(m, "Pad", "pad", "x,pads,value", "y");
+    mb_attr_string(m, n, "mode", "constant");
+    mb_node(m, "Pad", "crop", "x,crop", "z");
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[1, 2, 9, 11]");
+    assert_shape(g, "z", "[1, 2, 3, 3]");
+    assert_int_equal(fx_tensor(g, "pads")->kind, IR_KIND_CONSTANT);
+}
+
+static void test_pad_attribute_opset9(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(9);
+    mb_input(m, "x", MB_FLOAT, "1,2,5,5");
+    Onnx__NodeProto *n = mb_node(m, "Pad", "pad", "x", "y");
+    mb_attr_ints(m, n, "pads", MB_INTS(0, 0, 2, 2, 0, 0, 2, 2));
+    mb_attr_string(m, n, "mode", "reflect");
+    mb_output(m, "y");
+    assert_shape(infer_ok(f), "y", "[1, 2, 9, 9]");
+}
+
+static void test_pad_wrong_count(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,2,5,5");
+    mb_init_int64s(m, "pads", MB_DIMS(4), MB_INTS(1, 1, 1, 1));
+    mb_node(m, "Pad", "pad", "x,pads", "y");
+    mb_output(m, "y");
+    infer_fails(f, "pads has 4 values, expected 8");
+}
+
+/* ---- Constant and shape folding ---- */
+
+static void test_constant(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    Onnx__NodeProto *n = mb_node(m, "Constant", "k_tensor", "", "kt");
+    mb_attr_tensor(m, n, "value", mb_tensor_int64s(m, "v", MB_DIMS(3), MB_INTS(2, -1, 7)));
+    n = mb_node(m, "Constant", "k_ints", "", "ki");
+    mb_attr_ints(m, n, "value_ints", MB_INTS(4, 5));
+    n = mb_node(m, "Constant", "k_float", "", "kf");
+    mb_attr_float(m, n, "value_float", 2.5f);
+    mb_output(m, "kt");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "kt", "[3]");
+    assert_values(g, "kt", MB_INTS(2, -1, 7));
+    assert_shape(g, "ki", "[2]");
+    assert_values(g, "ki", MB_INTS(4, 5));
+    assert_shape(g, "kf", "[]");
+    assert_int_equal(fx_tensor(g, "kf")->dtype, IR_DTYPE_FLOAT);
+    assert_true(*(const float *)fx_tensor(g, "kf")->data == 2.5f);
+    assert_int_equal(fx_tensor(g, "kt")->kind, IR_KIND_CONSTANT);
+}
+
+/* x (N,3,4,4) -> Shape -> Gather(0) -> Unsqueeze -> Concat([-1]) -> Reshape:
+ * the flatten exporters emit, folded to a static (N, 48) once N is bound. */
+static void test_shape_subgraph_folds(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "N,3,4,4");
+    mb_init_int64s(m, "zero", MB_SCALAR, MB_INTS(0));
+    mb_init_int64s(m, "axes", MB_DIMS(1), MB_INTS(0));
+    mb_node(m, "Shape", "shape", "x", "s");
+    mb_node(m, "Gather", "gather", "s,zero", "n");
+    mb_node(m, "Unsqueeze", "unsq", "n,axes", "n1");
+    Onnx__NodeProto *k = mb_node(m, "Constant", "minus1", "", "m1");
+    mb_attr_ints(m, k, "value_ints", MB_INTS(-1));
+    Onnx__NodeProto *c = mb_node(m, "Concat", "cat", "n1,m1", "target");
+    mb_attr_int(m, c, "axis", 0);
+    mb_node(m, "Reshape", "reshape", "x,target", "y");
+    mb_output(m, "y");
+    assert_int_equal(fx_infer(f, 6), OC_OK);
+    ir_graph *g = f->g;
+    assert_values(g, "s", MB_INTS(6, 3, 4, 4));
+    assert_shape(g, "n", "[]");
+    assert_values(g, "n", MB_INTS(6));
+    assert_shape(g, "n1", "[1]");
+    assert_values(g, "n1", MB_INTS(6));
+    assert_values(g, "target", MB_INTS(6, -1));
+    assert_shape(g, "y", "[6, 48]");
+    static const char *consts[] = {"s", "n", "n1", "m1", "target"};
+    for (int i = 0; i < 5; i++) assert_int_equal(fx_tensor(g, consts[i])->kind, IR_KIND_CONSTANT);
+    assert_int_equal(fx_tensor(g, "y")->kind, IR_KIND_ACTIVATION);
+}
+
+static void test_unsqueeze_opset11_attribute(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(11);
+    mb_input(m, "x", MB_FLOAT, "3,4");
+    Onnx__NodeProto *n = mb_node(m, "Unsqueeze", "unsq", "x", "y");
+    mb_attr_ints(m, n, "axes", MB_INTS(0, 3));
+    n = mb_node(m, "Unsqueeze", "unsq_neg", "x", "z");
+    mb_attr_ints(m, n, "axes", MB_INTS(-1));
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[1, 3, 4, 1]");
+    assert_shape(g, "z", "[3, 4, 1]");
+}
+
+static void test_unsqueeze_opset13_input(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "3,4");
+    mb_init_int64s(m, "axes", MB_DIMS(2), MB_INTS(1, -1));
+    mb_node(m, "Unsqueeze", "unsq", "x,axes", "y");
+    mb_output(m, "y");
+    assert_shape(infer_ok(f), "y", "[3, 1, 4, 1]");
+}
+
+/* At opset 13 the axes are an input: an attribute alone is not enough. */
+static void test_unsqueeze_opset13_needs_input(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "3,4");
+    Onnx__NodeProto *n = mb_node(m, "Unsqueeze", "unsq", "x", "y");
+    mb_attr_ints(m, n, "axes", MB_INTS(0));
+    mb_output(m, "y");
+    infer_fails(f, "'unsq'");
+}
+
+static void test_reshape_zero_and_minus_one(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,3,4");
+    mb_init_int64s(m, "s1", MB_DIMS(2), MB_INTS(0, -1));
+    mb_init_int64s(m, "s2", MB_DIMS(2), MB_INTS(-1, 4));
+    mb_init_int64s(m, "s3", MB_DIMS(4), MB_INTS(0, 0, 2, 2));
+    mb_node(m, "Reshape", "r1", "x,s1", "y1");
+    mb_node(m, "Reshape", "r2", "x,s2", "y2");
+    mb_node(m, "Reshape", "r3", "x,s3", "y3");
+    mb_output(m, "y1");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y1", "[2, 12]");
+    assert_shape(g, "y2", "[6, 4]");
+    assert_shape(g, "y3", "[2, 3, 2, 2]");
+}
+
+static void test_reshape_bad_count(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,3,4");
+    mb_init_int64s(m, "s", MB_DIMS(2), MB_INTS(5, 5));
+    mb_node(m, "Reshape", "bad_reshape", "x,s", "y");
+    mb_output(m, "y");
+    infer_fails(f, "cannot reshape");
+    assert_contains(f->err.msg, "'x'");
+    assert_contains(f->err.msg, "24 elements");
+    assert_contains(f->err.msg, "25 elements");
+    assert_contains(f->err.msg, "'bad_reshape'");
+}
+
+static void test_gather_negative_index(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    Onnx__NodeProto *k = mb_node(m, "Constant", "k", "", "data");
+    mb_attr_ints(m, k, "value_ints", MB_INTS(10, 20, 30));
+    mb_init_int64s(m, "last", MB_SCALAR, MB_INTS(-1));
+    mb_node(m, "Gather", "g_last", "data,last", "v");
+    /* on an activation: indices (1) along axis 1 */
+    mb_input(m, "x", MB_FLOAT, "2,3,4");
+    mb_init_int64s(m, "idx", MB_DIMS(1), MB_INTS(-2));
+    Onnx__NodeProto *n = mb_node(m, "Gather", "g_axis1", "x,idx", "y");
+    mb_attr_int(m, n, "axis", 1);
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "v", "[]");
+    assert_values(g, "v", MB_INTS(30));
+    assert_shape(g, "y", "[2, 1, 4]");
+}
+
+static void test_gather_index_out_of_range(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    Onnx__NodeProto *k = mb_node(m, "Constant", "k", "", "data");
+    mb_attr_ints(m, k, "value_ints", MB_INTS(10, 20, 30));
+    mb_init_int64s(m, "far", MB_SCALAR, MB_INTS(-4));
+    mb_node(m, "Gather", "g_far", "data,far", "v");
+    mb_output(m, "v");
+    infer_fails(f, "index -4 out of range");
+}
+
+/* ---- hostile attribute values: an error naming the node, never an overflow ---- */
+
+static void test_pad_overflow(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,2,5,5");
+    mb_init_int64s(m, "pads", MB_DIMS(8), MB_INTS(0, 0, INT64_MAX, 0, 0, 0, 5, 0));
+    mb_node(m, "Pad", "huge_pad", "x,pads", "y");
+    mb_output(m, "y");
+    infer_fails(f, "'huge_pad'");
+}
+
+static void test_window_overflow(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,2,5,5");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(4, 2, 3, 3));
+    Onnx__NodeProto *n = mb_node(m, "Conv", "huge_dilation", "x,w", "y");
+    mb_attr_ints(m, n, "dilations", MB_INTS(INT64_MAX, 1));
+    mb_output(m, "y");
+    infer_fails(f, "'huge_dilation'");
+}
+
+static void test_conv_transpose_overflow(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,2,5,5");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(2, 2, 3, 3));
+    Onnx__NodeProto *n = mb_node(m, "ConvTranspose", "huge_opad", "x,w", "y");
+    mb_attr_ints(m, n, "output_padding", MB_INTS(INT64_MAX, 0));
+    mb_output(m, "y");
+    infer_fails(f, "'huge_opad'");
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_conv_pads_strides),
+        T(test_conv_dilations),
+        T(test_conv_group),
+        T(test_conv_auto_pad),
+        T(test_conv_channel_mismatch),
+        T(test_conv_transpose),
+        T(test_conv_transpose_output_padding),
+        T(test_bn_opset13_five_outputs),
+        T(test_bn_opset15_training_mode),
+        T(test_bn_opset15_five_outputs_error),
+        T(test_bn_opset15_stats_without_training_mode),
+        T(test_max_pool),
+        T(test_max_pool_indices),
+        T(test_average_pool),
+        T(test_pool_window_too_large),
+        T(test_global_average_pool),
+        T(test_gemm_trans_b_bias),
+        T(test_gemm_errors),
+        T(test_flatten),
+        T(test_add_broadcast),
+        T(test_add_broadcast_error),
+        T(test_dropout_mask),
+        T(test_dropout_ratio_not_constant),
+        T(test_clip_min_max_inputs),
+        T(test_pad_input),
+        T(test_pad_attribute_opset9),
+        T(test_pad_wrong_count),
+        T(test_constant),
+        T(test_shape_subgraph_folds),
+        T(test_unsqueeze_opset11_attribute),
+        T(test_unsqueeze_opset13_input),
+        T(test_unsqueeze_opset13_needs_input),
+        T(test_reshape_zero_and_minus_one),
+        T(test_reshape_bad_count),
+        T(test_gather_negative_index),
+        T(test_gather_index_out_of_range),
+        T(test_pad_overflow),
+        T(test_window_overflow),
+        T(test_conv_transpose_overflow),
+    };
+    return cmocka_run_group_tests_name("shapes", tests, NULL, NULL);
+}

@@ -20,7 +20,12 @@
  *   - results are deterministic: same inputs, same bits (no data races, fixed
  *     reduction order), so plans that swap or recompute match in-core bitwise.
  * Unsupported attribute values are reported as errors naming node and attribute,
- * never skipped silently. */
+ * never skipped silently.
+ *
+ * cpu backend (runtime/cpu/): kernels per file, one dispatch table in
+ * cpu_kernels.c; OpenBLAS is set to one thread on the first sgemm (cpu_gemm.c)
+ * so results are bitwise repeatable and kernels may run on several executor
+ * threads; Dropout's RNG is runtime/cpu/cpu_rng.h. */
 #ifndef OC_KERNELS_H
 #define OC_KERNELS_H
 

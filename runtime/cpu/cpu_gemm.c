@@ -1,0 +1,51 @@
+/* cpu_gemm.c — Gemm (Y = alpha * op(A) op(B) + beta * C) and the sgemm wrapper
+ * the convolutions use.
+ *
+ * Determinism: OpenBLAS is set to one thread (once, on the first sgemm of the
+ * process), so each product is computed by the same code path in the same
+ * order every run: results are bitwise repeatable, and kernels may run on
+ * several executor threads at once without OpenBLAS's thread pool in between. */
+#include <cblas.h>
+#include <pthread.h>
+
+#include "cpu_internal.h"
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_init(void) { openblas_set_num_threads(1); }
+
+void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
+               int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    pthread_once(&blas_once, blas_init);
+    OC_ASSERT(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX);
+    if (m == 0 || n == 0) return;
+    if (k == 0) { /* BLAS would leave C untouched when beta == 1, scale otherwise */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+/* A (M, K) or (K, M) with transA, B (K, N) or (N, K), C broadcast to (M, N). */
+int cpu_gemm(const kernel_args *a, oc_err *err) {
+    const ir_tensor *ta_ = cpu_in(a, 0), *tb_ = cpu_in(a, 1), *tc = cpu_in(a, 2), *ty = cpu_out(a, 0);
+    if (cpu_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || cpu_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
+        (tc && cpu_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
+        return OC_ERR;
+    bool ta = ir_attr_int(a->n, "transA", 0) != 0, tb = ir_attr_int(a->n, "transB", 0) != 0;
+    float alpha = ir_attr_float(a->n, "alpha", 1.0f), beta = ir_attr_float(a->n, "beta", 1.0f);
+    int64_t M = ty->dims[0], N = ty->dims[1];
+    int64_t K = ta ? ta_->dims[0] : ta_->dims[1];
+    float *y = a->out[0];
+    const float *c = tc ? a->in[2] : NULL;
+    if (c && beta != 0.0f) {
+        int64_t s[2];
+        cpu_bcast_strides(tc->rank, tc->dims, 2, ty->dims, s);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) y[i * N + j] = beta * c[i * s[0] + j * s[1]];
+    }
+    cpu_sgemm(ta, tb, M, N, K, alpha, a->in[0], ta_->dims[1], a->in[1], tb_->dims[1],
+              (c && beta != 0.0f) ? 1.0f : 0.0f, y, N);
+    return OC_OK;
+}

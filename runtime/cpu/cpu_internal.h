@@ -1,0 +1,112 @@
+/* cpu_internal.h — helpers shared by the cpu backend's kernel files
+ * (runtime/cpu/cpu_*.c). Not an interface for other modules: the executor
+ * calls kernels only through runtime/kernels.h.
+ *
+ * Every kernel has the signature cpu_kernel_fn and is registered once in the
+ * dispatch table of cpu_kernels.c. A kernel reads shapes, dtypes and attributes
+ * from the IR (a->g, a->n) and data from a->in / a->out; it reports bad input
+ * (unsupported attribute values, dtypes) with cpu_fail, whose message names the
+ * node and op. Shapes were checked by shape inference before a kernel runs. */
+#ifndef OC_CPU_INTERNAL_H
+#define OC_CPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+typedef int (*cpu_kernel_fn)(const kernel_args *a, oc_err *err);
+typedef size_t (*cpu_scratch_fn)(const ir_graph *g, const ir_node *n);
+
+/* Tensor of input / output i, or NULL when omitted. */
+const ir_tensor *cpu_in(const kernel_args *a, int i);
+const ir_tensor *cpu_out(const kernel_args *a, int i);
+/* Element count of a tensor with a static shape (bug if unknown). */
+int64_t cpu_numel(const ir_tensor *t);
+/* OC_ERR with "node '<name>' (<op>): <message>". */
+int cpu_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Fails naming the tensor unless its dtype is dt. */
+int cpu_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
+/* Reads element i of a float/double/int tensor's data as double. */
+double cpu_load_f(const void *p, ir_dtype dt, int64_t i);
+
+/* Row-major strides of dims (rank r) into s. */
+void cpu_strides(int r, const int64_t *dims, int64_t *s);
+/* Strides that broadcast a tensor (rank tr, dims td) to an output of rank r,
+ * dims od: 0 where td's dim is 1 (or missing), row-major otherwise. */
+void cpu_bcast_strides(int tr, const int64_t *td, int r, const int64_t *od, int64_t *s);
+
+/* Window geometry of convolution and pooling, resolved against tensor
+ * shapes: for each of nsp spatial dims the "image" extent (im2col reads it,
+ * col2im writes it) and the "column" extent (output positions). */
+typedef struct cpu_window {
+    int nsp;
+    int64_t img[IR_MAX_RANK], col[IR_MAX_RANK];
+    int64_t kernel[IR_MAX_RANK], stride[IR_MAX_RANK], dilation[IR_MAX_RANK];
+    int64_t pad[IR_MAX_RANK], pad_end[IR_MAX_RANK]; /* begin / end padding */
+    int64_t img_size, col_size, k_size; /* products */
+} cpu_window;
+/* Reads kernel_shape/strides/dilations/pads/auto_pad of n with image dims img
+ * and column dims col (both nsp long); kernel from kdims when no kernel_shape. */
+int cpu_window_read(const kernel_args *a, int nsp, const int64_t *img, const int64_t *col,
+                    const int64_t *kdims, cpu_window *w, oc_err *err);
+
+/* im2col: img (C, img..) -> col (C * k_size, col_size); padding reads 0. */
+void cpu_im2col(const float *img, int64_t channels, const cpu_window *w, float *col);
+/* col2im: adds col (C * k_size, col_size) into img (C, img..), which the
+ * caller zeroes first. Fixed order: deterministic. */
+void cpu_col2im(const float *col, int64_t channels, const cpu_window *w, float *img);
+
+/* C (m, n) = alpha * op(A) op(B) + beta * C, row-major, via OpenBLAS
+ * (single-threaded, see cpu_gemm.c: bitwise repeatable). */
+void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
+               int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* Kernels, by file. */
+int cpu_conv(const kernel_args *a, oc_err *err);
+int cpu_conv_backward_data(const kernel_args *a, oc_err *err);
+int cpu_conv_backward_filter(const kernel_args *a, oc_err *err);
+int cpu_conv_transpose(const kernel_args *a, oc_err *err);
+int cpu_conv_transpose_backward_data(const kernel_args *a, oc_err *err);
+int cpu_conv_transpose_backward_filter(const kernel_args *a, oc_err *err);
+size_t cpu_conv_scratch(const ir_graph *g, const ir_node *n);
+size_t cpu_conv_transpose_scratch(const ir_graph *g, const ir_node *n);
+
+int cpu_batch_norm(const kernel_args *a, oc_err *err);
+int cpu_batch_norm_grad(const kernel_args *a, oc_err *err);
+
+int cpu_max_pool(const kernel_args *a, oc_err *err);
+int cpu_max_pool_grad(const kernel_args *a, oc_err *err);
+int cpu_average_pool(const kernel_args *a, oc_err *err);
+int cpu_average_pool_grad(const kernel_args *a, oc_err *err);
+int cpu_global_average_pool(const kernel_args *a, oc_err *err);
+int cpu_global_average_pool_grad(const kernel_args *a, oc_err *err);
+
+int cpu_relu(const kernel_args *a, oc_err *err);
+int cpu_relu_grad(const kernel_args *a, oc_err *err);
+int cpu_clip(const kernel_args *a, oc_err *err);
+int cpu_clip_grad(const kernel_args *a, oc_err *err);
+int cpu_dropout(const kernel_args *a, oc_err *err);
+int cpu_dropout_grad(const kernel_args *a, oc_err *err);
+int cpu_add(const kernel_args *a, oc_err *err);
+int cpu_sum(const kernel_args *a, oc_err *err);
+int cpu_reduce_sum_to(const kernel_args *a, oc_err *err);
+
+int cpu_gemm(const kernel_args *a, oc_err *err);
+
+int cpu_concat(const kernel_args *a, oc_err *err);
+int cpu_concat_grad(const kernel_args *a, oc_err *err);
+int cpu_copy(const kernel_args *a, oc_err *err); /* Flatten, Reshape, Unsqueeze */
+int cpu_pad(const kernel_args *a, oc_err *err);
+int cpu_pad_grad(const kernel_args *a, oc_err *err);
+int cpu_constant(const kernel_args *a, oc_err *err);
+int cpu_shape(const kernel_args *a, oc_err *err);
+int cpu_gather(const kernel_args *a, oc_err *err);
+
+int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err);
+int cpu_softmax_cross_entropy_grad(const kernel_args *a, oc_err *err);
+
+int cpu_sgd_momentum(const kernel_args *a, oc_err *err);
+
+#endif

@@ -1,0 +1,99 @@
+/* cpu_loss.c — SoftmaxCrossEntropyLoss and its gradient, for scores (N, C)
+ * and labels (N) (int64 or int32), without class weights:
+ *   log_prob = scores - logsumexp(scores)           (per row, in double)
+ *   loss_i   = -log_prob[i, label_i]  (0 where label_i == ignore_index)
+ *   mean: sum loss_i / #rows not ignored; sum: sum loss_i; none: loss (N). */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+typedef enum sce_reduction { SCE_MEAN, SCE_SUM, SCE_NONE } sce_reduction;
+
+static int sce_setup(const kernel_args *a, const ir_tensor *scores, const ir_tensor *labels,
+                     sce_reduction *red, oc_err *err) {
+    if (cpu_want_dtype(a, scores, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (labels->dtype != IR_DTYPE_INT64 && labels->dtype != IR_DTYPE_INT32)
+        return cpu_fail(a, err, "labels '%s' must be int64 or int32", labels->name);
+    if (scores->rank != 2 || labels->rank != 1)
+        return cpu_fail(a, err, "needs scores (N, C) and labels (N)");
+    const char *r = ir_attr_string(a->n, "reduction", "mean");
+    if (strcmp(r, "mean") == 0) *red = SCE_MEAN;
+    else if (strcmp(r, "sum") == 0) *red = SCE_SUM;
+    else if (strcmp(r, "none") == 0) *red = SCE_NONE;
+    else return cpu_fail(a, err, "reduction '%s' is not one of mean, sum, none", r);
+    return OC_OK;
+}
+
+static int64_t label_at(const ir_tensor *t, const void *p, int64_t i) {
+    return t->dtype == IR_DTYPE_INT64 ? ((const int64_t *)p)[i] : ((const int32_t *)p)[i];
+}
+
+/* Label of row i, -1 when ignored; OC_ERR (as -2) when out of range. */
+static int64_t row_label(const kernel_args *a, const ir_tensor *tl, const void *labels, int64_t i,
+                         int64_t C, oc_err *err) {
+    int64_t l = label_at(tl, labels, i);
+    const ir_attr *ig = ir_attr_find(a->n, "ignore_index");
+    if (ig && l == ig->i) return -1;
+    if (l < 0 || l >= C) {
+        cpu_fail(a, err, "label %" PRId64 " of row %" PRId64 " is outside [0, %" PRId64 ")", l, i, C);
+        return -2;
+    }
+    return l;
+}
+
+/* scores (N, C), labels (N) -> loss (scalar, or (N) for none) [, log_prob (N, C)] */
+int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err) {
+    const ir_tensor *ts = cpu_in(a, 0), *tl = cpu_in(a, 1);
+    sce_reduction red;
+    if (a->n->n_inputs > 2 && a->in[2]) return cpu_fail(a, err, "class weights are not supported");
+    if (sce_setup(a, ts, tl, &red, err)) return OC_ERR;
+    int64_t N = ts->dims[0], C = ts->dims[1];
+    const float *s = a->in[0];
+    float *loss = a->out[0];
+    float *lp = a->n->n_outputs > 1 ? a->out[1] : NULL;
+    double total = 0;
+    int64_t count = 0;
+    for (int64_t i = 0; i < N; i++) {
+        const float *row = s + i * C;
+        double mx = -INFINITY, se = 0;
+        for (int64_t c = 0; c < C; c++) mx = row[c] > mx ? row[c] : mx;
+        for (int64_t c = 0; c < C; c++) se += exp((double)row[c] - mx);
+        double lse = mx + log(se);
+        if (lp)
+            for (int64_t c = 0; c < C; c++) lp[i * C + c] = (float)((double)row[c] - lse);
+        int64_t l = row_label(a, tl, a->in[1], i, C, err);
+        if (l == -2) return OC_ERR;
+        double li = l >= 0 ? lse - (double)row[l] : 0.0;
+        if (red == SCE_NONE) loss[i] = (float)li;
+        total += li;
+        count += l >= 0;
+    }
+    if (red == SCE_MEAN) loss[0] = (float)(total / (double)count);
+    else if (red == SCE_SUM) loss[0] = (float)total;
+    return OC_OK;
+}
+
+/* log_prob (N, C), labels (N) -> dScores (N, C) = (exp(log_prob) - onehot) / k,
+ * k = #rows not ignored for mean, 1 for sum and none; ignored rows get 0. */
+int cpu_softmax_cross_entropy_grad(const kernel_args *a, oc_err *err) {
+    const ir_tensor *tp = cpu_in(a, 0), *tl = cpu_in(a, 1);
+    sce_reduction red;
+    if (sce_setup(a, tp, tl, &red, err)) return OC_ERR;
+    int64_t N = tp->dims[0], C = tp->dims[1], count = 0;
+    for (int64_t i = 0; i < N; i++) {
+        int64_t l = row_label(a, tl, a->in[1], i, C, err);
+        if (l == -2) return OC_ERR;
+        count += l >= 0;
+    }
+    double k = red == SCE_MEAN ? (double)count : 1.0;
+    const float *lp = a->in[0];
+    float *d = a->out[0];
+    for (int64_t i = 0; i < N; i++) {
+        int64_t l = row_label(a, tl, a->in[1], i, C, err);
+        for (int64_t c = 0; c < C; c++)
+            d[i * C + c] = l < 0 ? 0.0f : (float)((exp((double)lp[i * C + c]) - (c == l)) / k);
+    }
+    return OC_OK;
+}

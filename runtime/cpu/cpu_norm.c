@@ -1,0 +1,139 @@
+/* cpu_norm.c — BatchNormalization (training and inference) and its gradient.
+ *
+ * Training numerics follow PyTorch (the gradients are compared with its
+ * autograd): batch mean and *biased* variance normalise; the running
+ * statistics use ONNX momentum semantics
+ *     running = momentum * running + (1 - momentum) * batch
+ * (PyTorch's momentum m exports as ONNX momentum 1 - m) with the *unbiased*
+ * batch variance for running_var, as torch.nn.BatchNorm does. (ONNX's own
+ * reference implementation uses the biased variance there; see
+ * docs/conformance.md.) Sums are accumulated in double in a fixed order. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+/* (N, C, S..) -> per-channel count, and the batch mean / biased variance. */
+static void batch_stats(const float *x, int64_t N, int64_t C, int64_t S, double *mean,
+                        double *var) {
+    double cnt = (double)(N * S);
+    for (int64_t c = 0; c < C; c++) {
+        double s = 0;
+        for (int64_t n = 0; n < N; n++) {
+            const float *p = x + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) s += p[i];
+        }
+        double m = s / cnt, q = 0;
+        for (int64_t n = 0; n < N; n++) {
+            const float *p = x + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) q += ((double)p[i] - m) * ((double)p[i] - m);
+        }
+        mean[c] = m;
+        var[c] = q / cnt;
+    }
+}
+
+static void bn_dims(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
+    *N = x->dims[0];
+    *C = x->dims[1];
+    *S = 1;
+    for (int i = 2; i < x->rank; i++) *S *= x->dims[i];
+}
+
+static bool bn_training(const kernel_args *a) {
+    if (a->g->opset >= 14) return ir_attr_int(a->n, "training_mode", 0) != 0;
+    return a->n->n_outputs > 1;
+}
+
+/* X (N, C, ..), scale, B, input_mean, input_var (C) -> Y (N, C, ..)
+ * [, running_mean, running_var (C), in place on inputs 3, 4]
+ * [, saved_mean, saved_var (C): batch mean and biased variance (opset <= 13)] */
+int cpu_batch_norm(const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 5; i++)
+        if (cpu_want_dtype(a, cpu_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t N, C, S;
+    bn_dims(cpu_in(a, 0), &N, &C, &S);
+    const float *x = a->in[0], *scale = a->in[1], *bias = a->in[2];
+    const float *rm = a->in[3], *rv = a->in[4];
+    float eps = ir_attr_float(a->n, "epsilon", 1e-5f);
+    float momentum = ir_attr_float(a->n, "momentum", 0.9f);
+    float *y = a->out[0];
+    bool train = bn_training(a);
+    if (!train && a->n->n_outputs > 1)
+        return cpu_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
+    double *mean = oc_malloc((size_t)C * 2 * sizeof(double)), *var = mean + C;
+    if (train) {
+        batch_stats(x, N, C, S, mean, var);
+    } else {
+        for (int64_t c = 0; c < C; c++) mean[c] = rm[c], var[c] = rv[c];
+    }
+    for (int64_t c = 0; c < C; c++) {
+        double invstd = 1.0 / sqrt(var[c] + (double)eps);
+        float alpha = (float)(invstd * scale[c]);
+        float beta = (float)(bias[c] - mean[c] * invstd * scale[c]);
+        for (int64_t n = 0; n < N; n++) {
+            const float *p = x + (n * C + c) * S;
+            float *q = y + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) q[i] = p[i] * alpha + beta;
+        }
+    }
+    if (train) {
+        double cnt = (double)(N * S);
+        double unbias = cnt > 1 ? cnt / (cnt - 1) : 1.0;
+        float *om = a->n->n_outputs > 1 ? a->out[1] : NULL;
+        float *ov = a->n->n_outputs > 2 ? a->out[2] : NULL;
+        float *sm = a->n->n_outputs > 3 ? a->out[3] : NULL;
+        float *sv = a->n->n_outputs > 4 ? a->out[4] : NULL;
+        for (int64_t c = 0; c < C; c++) { /* reads in[c] before writing out[c]: in place is fine */
+            if (om) om[c] = momentum * rm[c] + (1.0f - momentum) * (float)mean[c];
+            if (ov) ov[c] = momentum * rv[c] + (1.0f - momentum) * (float)(var[c] * unbias);
+            if (sm) sm[c] = (float)mean[c];
+            if (sv) sv[c] = (float)var[c];
+        }
+    }
+    oc_free(mean);
+    return OC_OK;
+}
+
+/* dY, X (N, C, ..), scale (C) -> dX (N, C, ..), dScale (C), dBias (C).
+ * Batch statistics are recomputed from X:
+ *   xhat = (x - mean) * invstd
+ *   dBias = sum dy;  dScale = sum dy * xhat
+ *   dX = scale * invstd / M * (M * dy - dBias - xhat * dScale),  M = N * S */
+int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 3; i++)
+        if (cpu_want_dtype(a, cpu_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t N, C, S;
+    bn_dims(cpu_in(a, 1), &N, &C, &S);
+    const float *dy = a->in[0], *x = a->in[1], *scale = a->in[2];
+    float eps = ir_attr_float(a->n, "epsilon", 1e-5f);
+    float *dx = a->out[0];
+    float *dscale = a->n->n_outputs > 1 ? a->out[1] : NULL;
+    float *dbias = a->n->n_outputs > 2 ? a->out[2] : NULL;
+    double *mean = oc_malloc((size_t)C * 2 * sizeof(double)), *var = mean + C;
+    batch_stats(x, N, C, S, mean, var);
+    double M = (double)(N * S);
+    for (int64_t c = 0; c < C; c++) {
+        double invstd = 1.0 / sqrt(var[c] + (double)eps), sdy = 0, sdyx = 0;
+        for (int64_t n = 0; n < N; n++) {
+            const float *p = x + (n * C + c) * S, *d = dy + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) {
+                sdy += d[i];
+                sdyx += d[i] * ((double)p[i] - mean[c]) * invstd;
+            }
+        }
+        if (dscale) dscale[c] = (float)sdyx;
+        if (dbias) dbias[c] = (float)sdy;
+        double k = scale[c] * invstd / M;
+        for (int64_t n = 0; n < N; n++) {
+            const float *p = x + (n * C + c) * S, *d = dy + (n * C + c) * S;
+            float *o = dx + (n * C + c) * S;
+            for (int64_t i = 0; i < S; i++) {
+                double xhat = ((double)p[i] - mean[c]) * invstd;
+                o[i] = (float)(k * (M * d[i] - sdy - xhat * sdyx));
+            }
+        }
+    }
+    oc_free(mean);
+    return OC_OK;
+}

@@ -1,0 +1,663 @@
+/* test_kernels.c — cpu kernels checked against their definitions:
+ *   - every backward op against its forward op by central finite differences
+ *     of L = sum(Y * R) (R random; dY = R), in double from the float forward;
+ *   - SGDMomentum and BatchNormalization's running statistics against hand
+ *     computations (PyTorch's formulas);
+ *   - Dropout: same (seed, step, node) -> same mask, another step -> another
+ *     mask, the ratio honoured, DropoutGrad applies the forward's mask;
+ *   - bitwise repeatability of a convolution.
+ * Graphs are built in memory; output shapes come from the planner's shape
+ * functions (op_table), so kernels and planner agree on shapes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "ops/op_table.h"
+
+/* |a - b| <= tol, in double, with both values in the message. */
+#define assert_near(a, b, tol)                                                              \
+    do {                                                                                    \
+        double a_ = (double)(a), b_ = (double)(b);                                          \
+        if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.9g, want %.9g", #a, a_, b_);        \
+    } while (0)
+
+/* ---- a tiny graph + buffers harness ---- */
+
+typedef struct kt {
+    ir_graph *g;
+    void *buf[64];
+    uint64_t rng;
+} kt;
+
+static kt *kt_new(int64_t opset) {
+    kt *k = calloc(1, sizeof *k);
+    k->g = ir_graph_new();
+    k->g->opset = opset;
+    k->rng = 12345;
+    return k;
+}
+
+static void kt_free(kt *k) {
+    for (int i = 0; i < k->g->n_tensors; i++) free(k->buf[i]);
+    ir_graph_free(k->g);
+    free(k);
+}
+
+static double kt_rand(kt *k) { /* uniform [-1, 1) */
+    k->rng = k->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(k->rng >> 11) / (double)(1ULL << 53) * 2.0 - 1.0;
+}
+
+static int64_t numel(kt *k, int t) {
+    int64_t n = 0;
+    assert_true(ir_tensor_numel(&k->g->tensors[t], &n));
+    return n;
+}
+
+/* Tensor with a shape (rank dims), float unless dt given, buffer allocated. */
+static int kt_tensor(kt *k, const char *name, ir_dtype dt, int rank, const int64_t *dims) {
+    int t = ir_tensor_add(k->g, name, dt);
+    assert_true(t < 64);
+    if (rank >= 0) {
+        ir_tensor_set_shape(&k->g->tensors[t], rank, dims);
+        int64_t b = 0;
+        ir_tensor_bytes(&k->g->tensors[t], &b);
+        k->buf[t] = calloc(1, (size_t)b + 8);
+    }
+    return t;
+}
+
+static int kt_randn(kt *k, const char *name, int rank, const int64_t *dims) {
+    int t = kt_tensor(k, name, IR_DTYPE_FLOAT, rank, dims);
+    float *p = k->buf[t];
+    for (int64_t i = 0; i < numel(k, t); i++) p[i] = (float)kt_rand(k);
+    return t;
+}
+
+/* Output tensor (shape set by the node's shape function). */
+static int kt_out(kt *k, const char *name) { return ir_tensor_add(k->g, name, IR_DTYPE_FLOAT); }
+
+static void attr_i(kt *k, int n, const char *name, int64_t v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
+    ir_node_add_attr(k->g, n, &a);
+}
+static void attr_f(kt *k, int n, const char *name, float v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_FLOAT, .f = v};
+    ir_node_add_attr(k->g, n, &a);
+}
+static void attr_s(kt *k, int n, const char *name, const char *v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_STRING, .s = (char *)v};
+    ir_node_add_attr(k->g, n, &a);
+}
+static void attr_is(kt *k, int n, const char *name, int cnt, const int64_t *v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INTS, .ints = (int64_t *)v, .n = cnt};
+    ir_node_add_attr(k->g, n, &a);
+}
+/* Copies every attribute of node from onto node to (a backward node gets the forward's). */
+static void attr_copy(kt *k, int to, int from) {
+    for (int i = 0; i < k->g->nodes[from].n_attrs; i++) {
+        ir_attr a = k->g->nodes[from].attrs[i];
+        ir_node_add_attr(k->g, to, &a);
+    }
+}
+static void attr_shape_of(kt *k, int n, const char *name, int t) {
+    attr_is(k, n, name, k->g->tensors[t].rank, k->g->tensors[t].dims);
+}
+
+/* Node with inputs/outputs (-1 ends each list); runs its shape function and
+ * allocates its outputs. */
+static int kt_node(kt *k, const char *name, const char *op, const char *dom, const int *ins,
+                   const int *outs) {
+    int n = ir_node_add(k->g, name, op, dom);
+    for (int i = 0; ins[i] != -2; i++) ir_node_add_input(k->g, n, ins[i]);
+    for (int i = 0; outs[i] >= 0; i++) ir_node_add_output(k->g, n, outs[i]);
+    return n;
+}
+
+static void kt_infer(kt *k, int n) {
+    oc_err err;
+    const op_def *d = op_find(k->g->nodes[n].domain, k->g->nodes[n].op_type);
+    assert_non_null(d);
+    if (d->infer(k->g, &k->g->nodes[n], k->g->opset, &err)) fail_msg("%s", err.msg);
+    for (int i = 0; i < k->g->nodes[n].n_outputs; i++) {
+        int t = k->g->nodes[n].outputs[i];
+        if (k->buf[t]) continue;
+        int64_t b = 0;
+        assert_true(ir_tensor_bytes(&k->g->tensors[t], &b));
+        k->buf[t] = calloc(1, (size_t)b + 8);
+    }
+}
+
+static void kt_run_seed(kt *k, int n, uint64_t seed, int64_t step) {
+    const ir_node *node = &k->g->nodes[n];
+    void *in[16], *out[16];
+    for (int i = 0; i < node->n_inputs; i++) in[i] = node->inputs[i] >= 0 ? k->buf[node->inputs[i]] : NULL;
+    for (int i = 0; i < node->n_outputs; i++) out[i] = k->buf[node->outputs[i]];
+    size_t sb = cpu_kernel_scratch_bytes(k->g, node);
+    void *scratch = sb ? malloc(sb) : NULL;
+    kernel_args a = {.g = k->g, .n = node, .in = in, .out = out, .seed = seed, .step = step,
+                     .scratch = scratch, .scratch_bytes = sb};
+    oc_err err;
+    int rc = cpu_kernel_run(&a, &err);
+    free(scratch);
+    if (rc) fail_msg("%s", err.msg);
+}
+static void kt_run(kt *k, int n) { kt_run_seed(k, n, 7, 0); }
+
+/* L = sum(Y * R) after running fwd. */
+static double loss_of(kt *k, int fwd, int y, int r) {
+    kt_run(k, fwd);
+    const float *yp = k->buf[y], *rp = k->buf[r];
+    double L = 0;
+    for (int64_t i = 0; i < numel(k, y); i++) L += (double)yp[i] * rp[i];
+    return L;
+}
+
+/* Central differences of L over every element of x (at most 400) against the
+ * analytic gradient dx (already computed). */
+static void check_grad(kt *k, const char *what, int fwd, int y, int r, int x, int dx, double h) {
+    float *xp = k->buf[x];
+    const float *g = k->buf[dx];
+    int64_t n = numel(k, x);
+    assert_int_equal(n, numel(k, dx));
+    double worst = 0;
+    for (int64_t i = 0; i < n && i < 400; i++) {
+        float save = xp[i];
+        xp[i] = save + (float)h;
+        double lp = loss_of(k, fwd, y, r);
+        xp[i] = save - (float)h;
+        double lm = loss_of(k, fwd, y, r);
+        xp[i] = save;
+        double num = (lp - lm) / (2 * h), e = fabs(num - g[i]) / (1.0 + fabs(num));
+        if (e > worst) worst = e;
+        if (e > 5e-3)
+            fail_msg("%s: d/d%s[%lld] numeric %.6g analytic %.6g", what, k->g->tensors[x].name,
+                     (long long)i, num, (double)g[i]);
+    }
+    loss_of(k, fwd, y, r); /* leave the forward state as it was */
+    printf("ok - %s: d%s matches finite differences (worst rel err %.2g)\n", what,
+           k->g->tensors[x].name, worst);
+}
+
+#define IN(...) ((const int[]){__VA_ARGS__, -2})
+#define OUT(...) ((const int[]){__VA_ARGS__, -1})
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+
+/* ---- convolution ---- */
+
+static void conv_case(bool transpose) {
+    kt *k = kt_new(13);
+    int x = transpose ? kt_randn(k, "X", 4, DIMS(2, 4, 4, 3)) : kt_randn(k, "X", 4, DIMS(2, 4, 7, 6));
+    int w = transpose ? kt_randn(k, "W", 4, DIMS(4, 3, 3, 2)) : kt_randn(k, "W", 4, DIMS(6, 2, 3, 2));
+    int b = kt_randn(k, "B", 1, DIMS(6));
+    int y = kt_out(k, "Y");
+    int f = kt_node(k, "conv", transpose ? "ConvTranspose" : "Conv", "", IN(x, w, b), OUT(y));
+    attr_i(k, f, "group", 2);
+    attr_is(k, f, "strides", 2, DIMS(2, 1));
+    attr_is(k, f, "pads", 4, DIMS(1, 0, 0, 1));
+    attr_is(k, f, "dilations", 2, DIMS(1, 2));
+    attr_is(k, f, "kernel_shape", 2, transpose ? DIMS(3, 2) : DIMS(3, 2));
+    if (transpose) attr_is(k, f, "output_padding", 2, DIMS(1, 0));
+    kt_infer(k, f);
+    int r = kt_randn(k, "R", k->g->tensors[y].rank, k->g->tensors[y].dims);
+    int dx = kt_out(k, "dX"), dw = kt_out(k, "dW"), db = kt_out(k, "dB");
+    int bd = kt_node(k, "conv/grad_data", transpose ? "ConvTransposeBackwardData" : "ConvBackwardData",
+                     OC_DOMAIN, IN(r, w), OUT(dx));
+    attr_copy(k, bd, f);
+    attr_shape_of(k, bd, "input_shape", x);
+    kt_infer(k, bd);
+    int bf = kt_node(k, "conv/grad_filter",
+                     transpose ? "ConvTransposeBackwardFilter" : "ConvBackwardFilter", OC_DOMAIN,
+                     IN(r, x), OUT(dw, db));
+    attr_copy(k, bf, f);
+    kt_infer(k, bf);
+    kt_run(k, f);
+    kt_run(k, bd);
+    kt_run(k, bf);
+    const char *name = transpose ? "ConvTranspose" : "Conv";
+    check_grad(k, name, f, y, r, x, dx, 1e-2);
+    check_grad(k, name, f, y, r, w, dw, 1e-2);
+    check_grad(k, name, f, y, r, b, db, 1e-2);
+    kt_free(k);
+}
+
+static void test_conv_grad(void **s) { (void)s; conv_case(false); }
+static void test_conv_transpose_grad(void **s) { (void)s; conv_case(true); }
+
+/* Conv against a direct loop, and twice the same bits. */
+static void test_conv_direct_and_repeatable(void **s) {
+    (void)s;
+    kt *k = kt_new(13);
+    int x = kt_randn(k, "X", 4, DIMS(2, 3, 9, 8)), w = kt_randn(k, "W", 4, DIMS(5, 3, 3, 3));
+    int y = kt_out(k, "Y");
+    int f = kt_node(k, "c", "Conv", "", IN(x, w), OUT(y));
+    attr_is(k, f, "pads", 4, DIMS(1, 1, 1, 1));
+    attr_is(k, f, "strides", 2, DIMS(2, 2));
+    kt_infer(k, f);
+    kt_run(k, f);
+    const ir_tensor *ty = &k->g->tensors[y];
+    const float *xp = k->buf[x], *wp = k->buf[w], *yp = k->buf[y];
+    for (int n = 0; n < 2; n++)
+        for (int m = 0; m < 5; m++)
+            for (int oh = 0; oh < ty->dims[2]; oh++)
+                for (int ow = 0; ow < ty->dims[3]; ow++) {
+                    double acc = 0;
+                    for (int c = 0; c < 3; c++)
+                        for (int i = 0; i < 3; i++)
+                            for (int j = 0; j < 3; j++) {
+                                int ih = oh * 2 - 1 + i, iw = ow * 2 - 1 + j;
+                                if (ih < 0 || ih >= 9 || iw < 0 || iw >= 8) continue;
+                                acc += (double)xp[((n * 3 + c) * 9 + ih) * 8 + iw] *
+                                       wp[((m * 3 + c) * 3 + i) * 3 + j];
+                            }
+                    double got = yp[((n * 5 + m) * ty->dims[2] + oh) * ty->dims[3] + ow];
+                    assert_true(fabs(got - acc) < 1e-5 * (1 + fabs(acc)));
+                }
+    int64_t ny = numel(k, y);
+    float *first = malloc((size_t)ny * sizeof(float));
+    memcpy(first, yp, (size_t)ny * sizeof(float));
+    kt_run(k, f);
+    assert_memory_equal(first, k->buf[y], (size_t)ny * sizeof(float));
+    free(first);
+    printf("ok - Conv equals a direct loop; a second run gives the same bits\n");
+    kt_free(k);
+}
+
+/* ---- normalisation ---- */
+
+static void test_batch_norm_grad(void **s) {
+    (void)s;
+    kt *k = kt_new(15);
+    int x = kt_randn(k, "X", 4, DIMS(3, 2, 3, 2));
+    int sc = kt_randn(k, "scale", 1, DIMS(2)), bi = kt_randn(k, "bias", 1, DIMS(2));
+    int rm = kt_randn(k, "rm", 1, DIMS(2)), rv = kt_tensor(k, "rv", IR_DTYPE_FLOAT, 1, DIMS(2));
+    ((float *)k->buf[rv])[0] = 1, ((float *)k->buf[rv])[1] = 2;
+    int y = kt_out(k, "Y"), om = kt_out(k, "om"), ov = kt_out(k, "ov");
+    int f = kt_node(k, "bn", "BatchNormalization", "", IN(x, sc, bi, rm, rv), OUT(y, om, ov));
+    attr_i(k, f, "training_mode", 1);
+    kt_infer(k, f);
+    int r = kt_randn(k, "R", 4, DIMS(3, 2, 3, 2));
+    int dx = kt_out(k, "dX"), ds = kt_out(k, "dScale"), db = kt_out(k, "dBias");
+    int b = kt_node(k, "bn/grad", "BatchNormalizationGrad", OC_DOMAIN, IN(r, x, sc), OUT(dx, ds, db));
+    attr_f(k, b, "epsilon", 1e-5f);
+    kt_infer(k, b);
+    kt_run(k, f);
+    kt_run(k, b);
+    check_grad(k, "BatchNormalization", f, y, r, x, dx, 1e-2);
+    check_grad(k, "BatchNormalization", f, y, r, sc, ds, 1e-2);
+    check_grad(k, "BatchNormalization", f, y, r, bi, db, 1e-2);
+    kt_free(k);
+}
+
+/* Running statistics by hand: X (2, 1, 2) = [[1, 2]], [[3, 6]] -> mean 3,
+ * biased var 3.5, unbiased 14/3; momentum 0.9 (PyTorch momentum 0.1):
+ * rm = 0.9 * 1 + 0.1 * 3 = 1.2; rv = 0.9 * 2 + 0.1 * 14/3 = 2.2666667.
+ * Y = (x - 3) / sqrt(3.5 + 1e-5) * 2 + 0.5. Also in place (out == in). */
+static void test_batch_norm_running_stats(void **s) {
+    (void)s;
+    kt *k = kt_new(15);
+    int x = kt_tensor(k, "X", IR_DTYPE_FLOAT, 3, DIMS(2, 1, 2));
+    memcpy(k->buf[x], (float[]){1, 2, 3, 6}, 16);
+    int sc = kt_tensor(k, "s", IR_DTYPE_FLOAT, 1, DIMS(1)), bi = kt_tensor(k, "b", IR_DTYPE_FLOAT, 1, DIMS(1));
+    int rm = kt_tensor(k, "rm", IR_DTYPE_FLOAT, 1, DIMS(1)), rv = kt_tensor(k, "rv", IR_DTYPE_FLOAT, 1, DIMS(1));
+    *(float *)k->buf[sc] = 2, *(float *)k->buf[bi] = 0.5f, *(float *)k->buf[rm] = 1, *(float *)k->buf[rv] = 2;
+    int y = kt_out(k, "Y"), om = kt_out(k, "om"), ov = kt_out(k, "ov");
+    int f = kt_node(k, "bn", "BatchNormalization", "", IN(x, sc, bi, rm, rv), OUT(y, om, ov));
+    attr_i(k, f, "training_mode", 1);
+    attr_f(k, f, "momentum", 0.9f);
+    kt_infer(k, f);
+    /* in place, as the executor runs it */
+    free(k->buf[om]), free(k->buf[ov]);
+    k->buf[om] = k->buf[rm], k->buf[ov] = k->buf[rv];
+    kt_run(k, f);
+    assert_near(*(float *)k->buf[rm], 1.2, 1e-6);
+    assert_near(*(float *)k->buf[rv], 0.9 * 2 + 0.1 * 14.0 / 3.0, 1e-6);
+    const float xs[] = {1, 2, 3, 6};
+    for (int i = 0; i < 4; i++)
+        assert_near(((float *)k->buf[y])[i], (xs[i] - 3) / sqrt(3.5 + 1e-5) * 2 + 0.5, 1e-5);
+    /* a second step updates once more from the new values */
+    kt_run(k, f);
+    assert_near(*(float *)k->buf[rm], 0.9 * 1.2 + 0.1 * 3, 1e-6);
+    k->buf[om] = k->buf[ov] = NULL; /* aliases: freed once via rm/rv */
+    printf("ok - BN running mean/var follow PyTorch (unbiased var, momentum 0.1), in place\n");
+    kt_free(k);
+}
+
+/* ---- elementwise ---- */
+
+static void unary_case(const char *op, const char *grad_op, bool grad_reads_y, float lo, float hi) {
+    kt *k = kt_new(13);
+    int x = kt_randn(k, "X", 2, DIMS(4, 5));
+    float *xp = k->buf[x];
+    for (int i = 0; i < 20; i++) /* keep away from the kinks */
+        xp[i] = (xp[i] >= 0 ? 0.1f : -0.1f) + xp[i] * 2;
+    int y = kt_out(k, "Y");
+    int f = kt_node(k, op, op, "", IN(x), OUT(y));
+    if (strcmp(op, "Clip") == 0) {
+        ((void)0);
+        k->g->opset = 10; /* bounds as attributes */
+        attr_f(k, f, "min", lo);
+        attr_f(k, f, "max", hi);
+    }
+    kt_infer(k, f);
+    int r = kt_randn(k, "R", 2, DIMS(4, 5)), dx = kt_out(k, "dX");
+    int b = grad_reads_y ? kt_node(k, "g", grad_op, OC_DOMAIN, IN(r, y), OUT(dx))
+                         : kt_node(k, "g", grad_op, OC_DOMAIN, IN(r, x), OUT(dx));
+    if (strcmp(op, "Clip") == 0) {
+        attr_f(k, b, "min", lo);
+        attr_f(k, b, "max", hi);
+    }
+    kt_infer(k, b);
+    kt_run(k, f);
+    kt_run(k, b);
+    check_grad(k, op, f, y, r, x, dx, 1e-3);
+    kt_free(k);
+}
+
+static void test_relu_clip_grad(void **s) {
+    (void)s;
+    unary_case("Relu", "ReluGrad", true, 0, 0);
+    unary_case("Clip", "ClipGrad", false, -0.55f, 0.65f);
+}
+
+static void test_add_reduce_sum_to(void **s) {
+    (void)s;
+    kt *k = kt_new(13);
+    int a = kt_randn(k, "A", 3, DIMS(2, 3, 4)), b = kt_randn(k, "B", 2, DIMS(3, 1));
+    int y = kt_out(k, "Y");
+    int f = kt_node(k, "add", "Add", "", IN(a, b), OUT(y));
+    kt_infer(k, f);
+    int r = kt_randn(k, "R", 3, DIMS(2, 3, 4)), db = kt_out(k, "dB");
+    int g = kt_node(k, "add/grad_b", "ReduceSumTo", OC_DOMAIN, IN(r), OUT(db));
+    attr_shape_of(k, g, "input_shape", b);
+    kt_infer(k, g);
+    kt_run(k, f);
+    kt_run(k, g);
+    check_grad(k, "Add", f, y, r, b, db, 1e-2);
+    kt_free(k);
+}
+
+static void test_gemm(void **s) {
+    (void)s;
+    kt *k = kt_new(13);
+    int a = kt_randn(k, "A", 2, DIMS(4, 3)), b = kt_randn(k, "B", 2, DIMS(5, 4)), c = kt_randn(k, "C", 1, DIMS(5));
+    int y = kt_out(k, "Y");
+    int f = kt_node(k, "gemm", "Gemm", "", IN(a, b, c), OUT(y));
+    attr_i(k, f, "transA", 1);
+    attr_i(k, f, "transB", 1);
+    attr_f(k, f, "alpha", 0.5f);
+    attr_f(k, f, "beta", 2.0f);
+    kt_infer(k, f);
+    kt_run(k, f);
+    const float *A = k->buf[a], *B = k->buf[b], *C = k->buf[c], *Y = k->buf[y];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++) {
+            double acc = 0;
+            for (int p = 0; p < 4; p++) acc += (double)A[p * 3 + i] * B[j * 4 + p];
+            assert_near(Y[i * 5 + j], 0.5 * acc + 2.0 * C[j], 1e-5);
+        }
+    printf("ok - Gemm (transA, transB, alpha, beta, bias broadcast) equals a direct loop\n");
+    kt_free(k);
+}
+
+/* ---- pooling ---- */
+
+static void pool_case(const char *op, const char *grad_op, bool include_pad) {
+    kt *k = kt_new(13);
+    int x = kt_tensor(k, "X", IR_DTYPE_FLOAT, 4, DIMS(2, 2, 5, 6));
+    float *xp = k->buf[x];
+    for (int i = 0; i < 120; i++) xp[i] = (float)((i * 37) % 120) * 0.05f; /* distinct values */
+    int y = kt_out(k, "Y");
+    int f = kt_node(k, op, op, "", IN(x), OUT(y));
+    if (strcmp(op, "GlobalAveragePool") != 0) {
+        attr_is(k, f, "kernel_shape", 2, DIMS(3, 2));
+        attr_is(k, f, "strides", 2, DIMS(2, 2));
+        attr_is(k, f, "pads", 4, DIMS(1, 0, 1, 1));
+        attr_i(k, f, "ceil_mode", 1);
+        if (include_pad) attr_i(k, f, "count_include_pad", 1);
+    }
+    kt_infer(k, f);
+    int r = kt_randn(k, "R", k->g->tensors[y].rank, k->g->tensors[y].dims), dx = kt_out(k, "dX");
+    int b = strcmp(op, "MaxPool") == 0 ? kt_node(k, "g", grad_op, OC_DOMAIN, IN(r, x), OUT(dx))
+                                       : kt_node(k, "g", grad_op, OC_DOMAIN, IN(r), OUT(dx));
+    attr_copy(k, b, f);
+    attr_shape_of(k, b, "input_shape", x);
+    kt_infer(k, b);
+    kt_run(k, f);
+    kt_run(k, b);
+    check_grad(k, op, f, y, r, x, dx, 1e-3);
+    kt_free(k);
+}
+
+static void test_pool_grads(void **s) {
+    (void)s;
+    pool_case("MaxPool", "MaxPoolGrad", false);
+    pool_case("AveragePool", "AveragePoolGrad", false);
+    pool_case("AveragePool", "AveragePoolGrad", true);
+    pool_case("GlobalAveragePool", "GlobalAveragePoolGrad", false);
+}
+
+/* MaxPool ties: the first maximum in window order gets the gradient (PyTorch). */
+static void test_max_pool_ties(void **s) {
+    (void)s;
+    kt *k = kt_new(13);
+    int x = kt_tensor(k, "X", IR_DTYPE_FLOAT, 4, DIMS(1, 1, 2, 2));
+    memcpy(k->buf[x], (float[]){1, 3, 3, 0}, 16);
+    int y = kt_out(k, "Y");
+    int f = kt_node(k, "mp", "MaxPool", "", IN(x), OUT(y));
+    attr_is(k, f, "kernel_shape", 2, DIMS(2, 2));
+    kt_infer(k, f);
+    int r = kt_tensor(k, "R", IR_DTYPE_FLOAT, 4, DIMS(1, 1, 1, 1)), dx = kt_out(k, "dX");
+    *(float *)k->buf[r] = 5;
+    int b = kt_node(k, "g", "MaxPoolGrad", OC_DOMAIN, IN(r, x), OUT(dx));
+    attr_copy(k, b, f);
+    attr_shape_of(k, b, "input_shape", x);
+    kt_infer(k, b);
+    kt_run(k, b);
+    const float *d = k->buf[dx];
+    assert_true(d[0] == 0 && d[1] == 5 && d[2] == 0 && d[3] == 0);
+    kt_free(k);
+}
+
+/* ---- shape ops ---- */
+
+static void test_pad_concat_grads(void **s) {
+    (void)s;
+    kt *k = kt_new(13);
+    int x = kt_randn(k, "X", 3, DIMS(2, 3, 4));
+    int pads = kt_tensor(k, "pads", IR_DTYPE_INT64, 1, DIMS(6));
+    memcpy(k->buf[pads], (int64_t[]){0, 1, 2, 1, 0, 1}, 48);
+    ir_tensor_set_data(&k->g->tensors[pads], k->buf[pads], 48);
+    int y = kt_out(k, "Y");
+    int f = kt_node(k, "pad", "Pad", "", IN(x, pads), OUT(y));
+    kt_infer(k, f);
+    int r = kt_randn(k, "R", 3, k->g->tensors[y].dims), dx = kt_out(k, "dX");
+    int b = kt_node(k, "pad/grad", "PadGrad", OC_DOMAIN, IN(r), OUT(dx));
+    attr_is(k, b, "pads", 6, (int64_t[]){0, 1, 2, 1, 0, 1});
+    attr_shape_of(k, b, "input_shape", x);
+    kt_infer(k, b);
+    kt_run(k, f);
+    kt_run(k, b);
+    check_grad(k, "Pad", f, y, r, x, dx, 1e-2);
+    kt_free(k);
+
+    k = kt_new(13);
+    int a = kt_randn(k, "A", 2, DIMS(2, 3)), c = kt_randn(k, "C", 2, DIMS(2, 2));
+    y = kt_out(k, "Y");
+    f = kt_node(k, "cat", "Concat", "", IN(a, c), OUT(y));
+    attr_i(k, f, "axis", -1);
+    kt_infer(k, f);
+    r = kt_randn(k, "R", 2, DIMS(2, 5));
+    int da = kt_out(k, "dA"), dc = kt_out(k, "dC");
+    b = kt_node(k, "cat/grad", "ConcatGrad", OC_DOMAIN, IN(r), OUT(da, dc));
+    attr_i(k, b, "axis", 1);
+    attr_is(k, b, "split", 2, DIMS(3, 2));
+    kt_infer(k, b);
+    kt_run(k, f);
+    kt_run(k, b);
+    check_grad(k, "Concat", f, y, r, a, da, 1e-2);
+    check_grad(k, "Concat", f, y, r, c, dc, 1e-2);
+    kt_free(k);
+}
+
+/* ---- loss ---- */
+
+static void test_softmax_cross_entropy_grad(void **s) {
+    (void)s;
+    const char *reds[] = {"mean", "sum"};
+    for (int ri = 0; ri < 2; ri++) {
+        kt *k = kt_new(13);
+        int x = kt_randn(k, "scores", 2, DIMS(4, 5));
+        int l = kt_tensor(k, "labels", IR_DTYPE_INT64, 1, DIMS(4));
+        memcpy(k->buf[l], (int64_t[]){1, 4, 2, 0}, 32);
+        int loss = kt_out(k, "loss"), lp = kt_out(k, "log_prob");
+        int f = kt_node(k, "sce", "SoftmaxCrossEntropyLoss", "", IN(x, l), OUT(loss, lp));
+        attr_s(k, f, "reduction", reds[ri]);
+        attr_i(k, f, "ignore_index", 2);
+        kt_infer(k, f);
+        int one = kt_tensor(k, "one", IR_DTYPE_FLOAT, 0, NULL);
+        *(float *)k->buf[one] = 1;
+        int dx = kt_out(k, "dScores");
+        int b = kt_node(k, "sce/grad", "SoftmaxCrossEntropyLossGrad", OC_DOMAIN, IN(lp, l), OUT(dx));
+        attr_s(k, b, "reduction", reds[ri]);
+        attr_i(k, b, "ignore_index", 2);
+        kt_infer(k, b);
+        kt_run(k, f);
+        kt_run(k, b);
+        check_grad(k, reds[ri][0] == 'm' ? "SoftmaxCrossEntropyLoss mean" : "SoftmaxCrossEntropyLoss sum",
+                   f, loss, one, x, dx, 1e-2);
+        kt_free(k);
+    }
+}
+
+/* ---- update ---- */
+
+/* PyTorch SGD(lr=0.1, momentum=0.9, weight_decay=0.01), two steps by hand:
+ * w=1, m=0, dw=0.5: g = 0.5 + 0.01 = 0.51, m = 0.51, w = 1 - 0.051 = 0.949;
+ * dw=0.5 again: g = 0.5 + 0.00949 = 0.50949, m = 0.459 + 0.50949 = 0.96849,
+ * w = 0.949 - 0.096849 = 0.852151. In place. */
+static void test_sgd_momentum(void **s) {
+    (void)s;
+    kt *k = kt_new(13);
+    int w = kt_tensor(k, "W", IR_DTYPE_FLOAT, 1, DIMS(2)), dw = kt_tensor(k, "dW", IR_DTYPE_FLOAT, 1, DIMS(2));
+    int m = kt_tensor(k, "M", IR_DTYPE_FLOAT, 1, DIMS(2));
+    memcpy(k->buf[w], (float[]){1, -2}, 8);
+    memcpy(k->buf[dw], (float[]){0.5f, 0}, 8);
+    int wo = kt_out(k, "W2"), mo = kt_out(k, "M2");
+    int n = kt_node(k, "W/sgd", "SGDMomentum", OC_DOMAIN, IN(w, dw, m), OUT(wo, mo));
+    attr_f(k, n, "lr", 0.1f);
+    attr_f(k, n, "momentum", 0.9f);
+    attr_f(k, n, "weight_decay", 0.01f);
+    kt_infer(k, n);
+    free(k->buf[wo]), free(k->buf[mo]);
+    k->buf[wo] = k->buf[w], k->buf[mo] = k->buf[m];
+    kt_run(k, n);
+    float *W = k->buf[w], *M = k->buf[m];
+    assert_near(W[0], 0.949, 1e-6);
+    assert_near(M[0], 0.51, 1e-6);
+    assert_near(W[1], -2 - 0.1 * (0.01 * -2), 1e-6);
+    kt_run(k, n);
+    assert_near(M[0], 0.96849, 1e-6);
+    assert_near(W[0], 0.852151, 1e-6);
+    k->buf[wo] = k->buf[mo] = NULL;
+    printf("ok - SGDMomentum equals PyTorch's SGD by hand over two steps, in place\n");
+    kt_free(k);
+}
+
+/* ---- dropout ---- */
+
+static void test_dropout_mask(void **s) {
+    (void)s;
+    kt *k = kt_new(13);
+    int64_t N = 20000;
+    int x = kt_tensor(k, "X", IR_DTYPE_FLOAT, 1, &N);
+    for (int64_t i = 0; i < N; i++) ((float *)k->buf[x])[i] = 1.0f + (float)(i % 7);
+    int ratio = kt_tensor(k, "ratio", IR_DTYPE_FLOAT, 0, NULL), tm = kt_tensor(k, "training", IR_DTYPE_BOOL, 0, NULL);
+    *(float *)k->buf[ratio] = 0.3f;
+    ir_tensor_set_data(&k->g->tensors[ratio], k->buf[ratio], 4);
+    *(uint8_t *)k->buf[tm] = 1;
+    int y = kt_out(k, "Y"), mask = kt_out(k, "mask");
+    int f = kt_node(k, "drop1", "Dropout", "", IN(x, ratio, tm), OUT(y, mask));
+    kt_infer(k, f);
+    uint8_t *m1 = malloc((size_t)N), *m2 = malloc((size_t)N);
+    kt_run_seed(k, f, 42, 3);
+    memcpy(m1, k->buf[mask], (size_t)N);
+    kt_run_seed(k, f, 42, 3); /* a recomputation */
+    assert_memory_equal(m1, k->buf[mask], (size_t)N);
+    int64_t kept = 0, same = 0;
+    const float *xp = k->buf[x], *yp = k->buf[y];
+    for (int64_t i = 0; i < N; i++) {
+        kept += m1[i];
+        assert_true(yp[i] == (m1[i] ? xp[i] * (1.0f / 0.7f) : 0.0f));
+    }
+    /* binomial(20000, 0.7): sd ~65; 6 sd */
+    assert_true(llabs(kept - 14000) < 400);
+    kt_run_seed(k, f, 42, 4); /* next step */
+    memcpy(m2, k->buf[mask], (size_t)N);
+    for (int64_t i = 0; i < N; i++) same += m1[i] == m2[i];
+    assert_true(same < N - 1000); /* independent masks agree on ~58% */
+    kt_run_seed(k, f, 43, 3); /* another seed */
+    assert_true(memcmp(m1, k->buf[mask], (size_t)N) != 0);
+    /* DropoutGrad applies the forward's mask */
+    kt_run_seed(k, f, 42, 3);
+    int r = kt_randn(k, "R", 1, &N), dx = kt_out(k, "dX");
+    int b = kt_node(k, "drop1/grad", "DropoutGrad", OC_DOMAIN, IN(r, mask), OUT(dx));
+    attr_f(k, b, "ratio", 0.3f);
+    kt_infer(k, b);
+    kt_run(k, b);
+    const float *rp = k->buf[r], *d = k->buf[dx];
+    for (int64_t i = 0; i < N; i++) assert_true(d[i] == (m1[i] ? rp[i] * (1.0f / 0.7f) : 0.0f));
+    printf("ok - Dropout: mask repeatable per (seed, step, node), new per step and seed, "
+           "kept %lld of %lld at ratio 0.3, DropoutGrad uses it\n", (long long)kept, (long long)N);
+    /* inference: identity, mask all true */
+    *(uint8_t *)k->buf[tm] = 0;
+    kt_run(k, f);
+    assert_memory_equal(k->buf[y], k->buf[x], (size_t)N * sizeof(float));
+    for (int64_t i = 0; i < N; i++) assert_int_equal(((uint8_t *)k->buf[mask])[i], 1);
+    free(m1), free(m2);
+    kt_free(k);
+}
+
+static void test_unsupported_is_reported(void **s) {
+    (void)s;
+    kt *k = kt_new(13);
+    int x = kt_randn(k, "X", 2, DIMS(2, 2)), y = kt_out(k, "Y");
+    int n = kt_node(k, "weird", "Softsign", "", IN(x), OUT(y));
+    void *in[1] = {k->buf[x]}, *out[1] = {k->buf[x]};
+    kernel_args a = {.g = k->g, .n = &k->g->nodes[n], .in = in, .out = out};
+    oc_err err;
+    assert_int_equal(cpu_kernel_run(&a, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "weird"));
+    assert_false(cpu_kernel_supported("", "Softsign"));
+    assert_true(cpu_kernel_supported(OC_DOMAIN, "SGDMomentum"));
+    assert_true(cpu_kernel_supported("ai.onnx", "Conv"));
+    kt_free(k);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_grad),
+        cmocka_unit_test(test_conv_transpose_grad),
+        cmocka_unit_test(test_conv_direct_and_repeatable),
+        cmocka_unit_test(test_batch_norm_grad),
+        cmocka_unit_test(test_batch_norm_running_stats),
+        cmocka_unit_test(test_relu_clip_grad),
+        cmocka_unit_test(test_add_reduce_sum_to),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_pool_grads),
+        cmocka_unit_test(test_max_pool_ties),
+        cmocka_unit_test(test_pad_concat_grads),
+        cmocka_unit_test(test_softmax_cross_entropy_grad),
+        cmocka_unit_test(test_sgd_momentum),
+        cmocka_unit_test(test_dropout_mask),
+        cmocka_unit_test(test_unsupported_is_reported),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -2,6 +2,7 @@
 #   make            build outcore-plan
 #   make test       build and run every test (unit, CLI, PyTorch shape comparison)
 #   make test SANITIZE=1   the same under ASan + UBSan (build dir build-san/)
+#   make test-threads SANITIZE=thread   runtime stream threads under ThreadSanitizer (build-tsan/)
 #   make demo       the training step of the bundled ResNet-50 at batch 640: memory by class, in-core peak
 #   make bench      import time of ResNet-50 with weights; simulator throughput (sims/s)
 #   make deps       install the Debian packages the build and tests need
@@ -10,20 +11,20 @@ SHELL := /bin/bash
 
 CC ?= cc
 SANITIZE ?= 0
-BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,build)
+BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,$(if $(filter thread,$(SANITIZE)),build-tsan,build))
 PY := /usr/bin/python3
 
 DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libglpk-dev \
   libjansson-dev libopenblas-dev libonnx-testdata librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy
 
 comma := ,
-SAN_FLAGS := -fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined
-OPT := $(if $(filter 1,$(SANITIZE)),-O1 -g -fno-omit-frame-pointer $(SAN_FLAGS),-O2 -g)
+SAN_FLAGS := $(if $(filter thread,$(SANITIZE)),-fsanitize=thread,-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined)
+OPT := $(if $(filter 1 thread,$(SANITIZE)),-O1 -g -fno-omit-frame-pointer $(SAN_FLAGS),-O2 -g)
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -I$(BUILD)/proto -Iplanner -Iruntime
 WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-prototypes \
   -Wno-sign-conversion -Wno-format-truncation -Werror
 CFLAGS := $(BASE_CFLAGS) $(WARN) $(EXTRA_CFLAGS)
-LDFLAGS := $(if $(filter 1,$(SANITIZE)),$(SAN_FLAGS))
+LDFLAGS := $(if $(filter 1 thread,$(SANITIZE)),$(SAN_FLAGS))
 LIBS := -lprotobuf-c -ljansson -lglpk -lm
 RT_LIBS := -lopenblas -lpthread
 
@@ -42,7 +43,7 @@ PLAN_BIN := $(BUILD)/outcore-plan
 RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
 LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a
 
-.PHONY: all test unit-tests demo deps help clean bench
+.PHONY: all test unit-tests test-threads demo deps help clean bench
 all: $(PLAN_BIN) $(RUN_BIN)
 
 $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
@@ -68,6 +69,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(LINK_LIBS) $(PROTO_OUT)/onnx.pb-c.h
 	$(CC) $(CFLAGS) -MMD -MP -Itests $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -lcmocka -o $@
 
 unit-tests: $(UNIT_BIN)
+
+# The runtime's threaded code (three stream threads, events) under ThreadSanitizer:
+# `make test-threads SANITIZE=thread`; any report fails (halt_on_error).
+TSAN_ENV := TSAN_OPTIONS=halt_on_error=1 OPENBLAS_NUM_THREADS=1
+test-threads: $(BUILD)/tests/test_streams $(BUILD)/outcore-run
+	$(TSAN_ENV) $(BUILD)/tests/test_streams
+	$(TSAN_ENV) $(BUILD)/outcore-run graphs/resnet18_op13.onnx --batch 2 --steps 2
 
 # Runs every suite; the last line is "N passed, M failed".
 test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN)
@@ -96,6 +104,6 @@ help:
 	@sed -n '1,/^\.DEFAULT_GOAL/p' Makefile | grep '^#' | sed 's/^# \{0,1\}//'
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -298,7 +298,9 @@ static int plan_build(run_state *s, oc_err *err) {
                 return oc_fail(err, "plan: tensor '%s': swap-in issued at node '%s', which is "
                                     "not after its last forward reader '%s' and at or before "
                                     "its first backward reader '%s'", g->tensors[t].name,
-                               g->nodes[at].name, g->nodes[c->op_node[c->fwd_last[t]]].name,
+                               g->nodes[at].name,
+                               c->fwd_last[t] >= 0 ? g->nodes[c->op_node[c->fwd_last[t]]].name
+                                                   : "(none)",
                                g->nodes[c->op_node[c->first_bwd[t]]].name);
             c->so_list[n_so++] = t;
             c->op_free[c->eff_last[t]] += b; /* the swapped-in copy */

@@ -109,6 +109,108 @@ class UNet(nn.Module):
         return self.flatten(self.gap(self.head(x)))
 
 
+class SmallInception(nn.Module):
+    """GoogLeNet-like inception block: 1x1 | 1x1->3x3 | 1x1->3x3 | maxpool->1x1, concatenated."""
+
+    def __init__(self, cin, c1, c3r, c3, c5r, c5, cp):
+        super().__init__()
+        def conv(i, o, k):
+            return nn.Sequential(nn.Conv2d(i, o, k, padding=k // 2, bias=False),
+                                 nn.BatchNorm2d(o, eps=0.001), nn.ReLU(inplace=True))
+        self.b1 = conv(cin, c1, 1)
+        self.b2 = nn.Sequential(conv(cin, c3r, 1), conv(c3r, c3, 3))
+        self.b3 = nn.Sequential(conv(cin, c5r, 1), conv(c5r, c5, 3))
+        self.b4 = nn.Sequential(nn.MaxPool2d(3, stride=1, padding=1, ceil_mode=True), conv(cin, cp, 1))
+
+    def forward(self, x):
+        return torch.cat([self.b1(x), self.b2(x), self.b3(x), self.b4(x)], 1)
+
+
+class GoogLeNetSmall(nn.Module):
+    """A small GoogLeNet-like model (no Dropout, no aux heads): stem, 2 inception blocks."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(16, eps=0.001), nn.ReLU(inplace=True),
+                                  nn.MaxPool2d(3, stride=2, ceil_mode=True))
+        self.inc1 = SmallInception(16, 8, 8, 12, 4, 6, 6)       # -> 32
+        self.inc2 = SmallInception(32, 12, 8, 16, 4, 8, 8)      # -> 44
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(44, num_classes)
+
+    def forward(self, x):
+        x = self.inc2(self.inc1(self.stem(x)))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+class DenseLayer(nn.Module):
+    def __init__(self, cin, growth):
+        super().__init__()
+        self.body = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(inplace=True),
+                                  nn.Conv2d(cin, 4 * growth, 1, bias=False),
+                                  nn.BatchNorm2d(4 * growth), nn.ReLU(inplace=True),
+                                  nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False))
+
+    def forward(self, feats):
+        return self.body(torch.cat(feats, 1))
+
+
+class DenseNetSmall(nn.Module):
+    """A small DenseNet-like model: 2 dense blocks of 3 layers (growth 8) with a
+    BN-ReLU-Conv1x1-AvgPool transition, no Dropout."""
+
+    def __init__(self, num_classes=10, growth=8):
+        super().__init__()
+        # Stem without BN: the gradient of a stem BN's scale cancels almost exactly here
+        # (PyTorch's own fp32 and fp64 gradients differ by 2e-2), useless for a 1e-4 check.
+        self.conv0 = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.ReLU(inplace=True))
+        c = 16
+        self.block1 = nn.ModuleList()
+        for _ in range(3):
+            self.block1.append(DenseLayer(c, growth))
+            c += growth
+        self.trans = nn.Sequential(nn.BatchNorm2d(c), nn.ReLU(inplace=True),
+                                   nn.Conv2d(c, c // 2, 1, bias=False), nn.AvgPool2d(2, 2))
+        c //= 2
+        self.block2 = nn.ModuleList()
+        for _ in range(3):
+            self.block2.append(DenseLayer(c, growth))
+            c += growth
+        self.norm = nn.BatchNorm2d(c)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(c, num_classes)
+
+    @staticmethod
+    def dense(block, x):
+        feats = [x]
+        for layer in block:
+            feats.append(layer(feats))
+        return torch.cat(feats, 1)
+
+    def forward(self, x):
+        x = self.dense(self.block1, self.conv0(x))
+        x = self.dense(self.block2, self.trans(x))
+        x = torch.relu(self.norm(x))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+class AlexNetSmall(nn.Module):
+    """A small AlexNet-like model with two Dropout(0.5) layers (Dropout mask tests)."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(inplace=True),
+                                      nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                                      nn.ReLU(inplace=True), nn.MaxPool2d(2))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.5), nn.Linear(32, 64), nn.ReLU(inplace=True),
+                                        nn.Dropout(0.5), nn.Linear(64, num_classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+
+
 def build_model(name, image_size):
     """A freshly initialised model (never downloaded weights)."""
     builders = {
@@ -122,6 +224,9 @@ def build_model(name, image_size):
         "densenet121": lambda: tvm.densenet121(weights=None),
         "mobilenet_v2": lambda: tvm.mobilenet_v2(weights=None),
         "unet": UNet,
+        "googlenet_small": GoogLeNetSmall,
+        "densenet_small": DenseNetSmall,
+        "alexnet_small": AlexNetSmall,
     }
     if name not in builders:
         sys.exit(f"export_models: unknown model '{name}' (known: {', '.join(builders)})")

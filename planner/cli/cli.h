@@ -48,5 +48,39 @@ int cmd_inspect(int argc, char **argv);
 int cmd_dot(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_emit(int argc, char **argv);
+
+/* Shared by plan and compare (defined in cmd_plan.c): the model, its training
+ * graph, profile (--profile P | --device D | --device-file F), simulator
+ * context and budget (--budget, --reserve; default the device's memory). */
+typedef struct cli_plan_env {
+    cli_model_opts mo;
+    train_opts to;
+    const char *profile, *device, *device_file, *budget, *reserve;
+    long max_leaves;
+    double max_seconds;
+    train_graph *tg;
+    struct profile *prof;
+    struct sim_context *ctx;
+    int64_t budget_bytes, reserve_bytes;
+} cli_plan_env;
+/* Consumes argv[*i] if it is a model, training, profile or budget option
+ * (1), 0 if not, OC_ERR on a bad value. */
+int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err);
+/* Loads model, training graph, profile and simulator context. */
+int cli_plan_env_load(cli_plan_env *e, oc_err *err);
+void cli_plan_env_free(cli_plan_env *e);
+/* Writes the Chrome trace / SVG memory plot (either may be NULL) of plan p. */
+struct sim_plan;
+int cli_plan_write_outputs(const cli_plan_env *e, const char *trace, const char *svg,
+                           const struct sim_plan *p, const char *strategy_name, oc_err *err);
+/* One strategy's figures as a JSON object (jansson json_t *, new reference). */
+struct json_t;
+struct strategy;
+struct strategy_stats;
+struct json_t *cli_strategy_stats_json(const struct strategy *s, const struct strategy_stats *st,
+                                       int64_t batch);
 
 #endif

@@ -15,6 +15,9 @@ static const command commands[] = {
     {"dot", cmd_dot, "Graphviz of the forward graph or (--training) the training step"},
     {"profile", cmd_profile, "analytic per-node profile of the training step on a device"},
     {"simulate", cmd_simulate, "simulated iteration time, peak and stalls of a plan"},
+    {"plan", cmd_plan, "plans keep/swap/recompute per saved tensor with one strategy"},
+    {"emit", cmd_emit, "writes the in-core training step as ONNX for outcore-run"},
+    {"compare", cmd_compare, "runs every strategy: time, slowdown, images/s, peak, swaps"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,137 @@
+/* cmd_compare.c — `outcore-plan compare MODEL --batch N --budget B
+ * (--profile P | --device D) [--json] [--trace F --svg F [--of S]]`: every
+ * registered strategy (but auto) on the same graph, profile and budget, one
+ * row each; the fastest feasible one is what `auto` would choose. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../strategy.h"
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: outcore-plan compare MODEL.onnx --batch N (--profile P.json | --device D |\n"
+            "                            --device-file F) [--budget B] [--reserve B] [--json]\n"
+            "                            [--max-leaves N] [--max-seconds S]\n"
+            "                            [--trace FILE] [--svg FILE] [--of STRATEGY]\n"
+            "\n"
+            "Runs every strategy and prints one row each: feasible, predicted iteration\n"
+            "time, slowdown vs the ideal (in-core, infinite memory) time, images/s, peak,\n"
+            "bytes swapped out / in, recompute time, planning time, search leaves.\n"
+            "  --json          {\"strategies\": [{strategy, feasible, iteration_time_s, ...}],\n"
+            "                   \"best\": NAME|null, \"ideal_time_s\": T}\n"
+            "  --trace/--svg   timeline / memory plot of one strategy's plan (--of, default\n"
+            "                  hybrid)\n");
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    cli_plan_env e = {.to = train_opts_default()};
+    const char *trace = NULL, *svg = NULL, *of = "hybrid";
+    bool json = false;
+    oc_err err;
+    int rc = 1;
+    sim_plan *p = NULL, *chosen = NULL;
+    json_t *rows = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            usage(stdout);
+            rc = 0;
+            goto done;
+        }
+        if (strcmp(s, "--json") == 0) {
+            json = true;
+            continue;
+        }
+        if (strcmp(s, "--trace") == 0 || strcmp(s, "--svg") == 0 || strcmp(s, "--of") == 0) {
+            const char **dst = s[2] == 't' ? &trace : s[2] == 's' ? &svg : &of;
+            if (cli_value(argc, argv, &i, dst, &err)) goto fail;
+            continue;
+        }
+        int used = cli_plan_env_opt(&e, argc, argv, &i, &err);
+        if (used < 0) goto fail;
+        if (used == 0) {
+            oc_fail(&err, "unknown argument '%s' (see --help)", s);
+            goto fail;
+        }
+    }
+    const strategy *of_s = strategy_find(of);
+    if (!of_s) {
+        oc_fail(&err, "--of: unknown strategy '%s'", of);
+        goto fail;
+    }
+    if (cli_plan_env_load(&e, &err)) goto fail;
+    strategy_input in = {.tg = e.tg, .prof = e.prof, .ctx = e.ctx,
+                         .sim = {.budget_bytes = e.budget_bytes, .reserve_bytes = e.reserve_bytes},
+                         .opts = strategy_options_default()};
+    in.opts.max_leaves = e.max_leaves;
+    in.opts.max_seconds = e.max_seconds;
+    p = sim_plan_new(e.tg);
+    chosen = sim_plan_new(e.tg);
+    rows = json_array();
+    const char *best = NULL;
+    double best_t = 0, ideal = 0;
+    char b1[32], b2[32], b3[32];
+    if (!json) {
+        printf("%s, batch %lld, budget %s, %s\n", e.mo.model, (long long)e.mo.batch,
+               e.budget_bytes > 0 ? oc_fmt_bytes(e.budget_bytes, b1, sizeof b1) : "unlimited",
+               e.prof->device.name);
+        printf("%-18s %-4s %11s %8s %9s %10s %10s %10s %9s %8s %7s\n", "strategy", "fits",
+               "iter ms", "slowdown", "images/s", "peak", "swap out", "swap in", "recomp ms",
+               "plan s", "leaves");
+    }
+    for (int i = 0; i < strategy_count(); i++) {
+        const strategy *s = strategy_at(i);
+        if (s == &strategy_auto) continue;
+        strategy_stats st;
+        if (strategy_run(s, &in, p, &st, &err)) goto fail;
+        const sim_result *r = &st.result;
+        ideal = r->ideal_s;
+        if (s == of_s) sim_plan_copy(chosen, p);
+        if (st.feasible && (!best || r->time_s < best_t)) {
+            best = s->name;
+            best_t = r->time_s;
+        }
+        json_array_append_new(rows, cli_strategy_stats_json(s, &st, e.mo.batch));
+        if (json) continue;
+        if (st.feasible)
+            printf("%-18s %-4s %11.2f %8.3f %9.1f %10s %10s %10s %9.2f %8.3f %6ld%s\n", s->name,
+                   "yes", r->time_s * 1e3, r->time_s / r->ideal_s,
+                   (double)e.mo.batch / r->time_s, oc_fmt_bytes(r->peak_bytes, b1, sizeof b1),
+                   oc_fmt_bytes(r->d2h_bytes, b2, sizeof b2),
+                   oc_fmt_bytes(r->h2d_bytes, b3, sizeof b3), r->recompute_s * 1e3,
+                   st.plan_seconds, st.leaves_explored, st.bound_hit ? "*" : "");
+        else
+            printf("%-18s %-4s %11s %8s %9s %10s %10s %10s %9s %8.3f %6ld%s\n", s->name, "no",
+                   "-", "-", "-", "-", "-", "-", "-", st.plan_seconds, st.leaves_explored,
+                   st.bound_hit ? "*" : "");
+    }
+    if (json) {
+        json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:I}", "strategies", rows, "best", best,
+                              "ideal_time_s", ideal, "batch", (json_int_t)e.mo.batch,
+                              "budget_bytes", (json_int_t)e.budget_bytes);
+        json_dumpf(o, stdout, JSON_INDENT(1));
+        printf("\n");
+        json_decref(o);
+    } else {
+        printf("ideal (in-core, infinite memory): %.2f ms = %.1f images/s\n", ideal * 1e3,
+               ideal > 0 ? (double)e.mo.batch / ideal : 0);
+        printf("best feasible (what auto chooses): %s\n", best ? best : "none");
+        printf("(* = a search bound was hit; the best plan found so far is reported)\n");
+    }
+    if ((trace || svg) && cli_plan_write_outputs(&e, trace, svg, chosen, of_s->name, &err))
+        goto fail;
+    rc = best ? 0 : 3;
+    goto done;
+fail:
+    rc = cli_report("compare", &err);
+done:
+    json_decref(rows);
+    sim_plan_free(p);
+    sim_plan_free(chosen);
+    cli_plan_env_free(&e);
+    return rc;
+}

@@ -1,0 +1,287 @@
+/* cmd_plan.c — `outcore-plan plan MODEL --batch N --budget B (--profile P |
+ * --device D) --strategy S [--json] [--trace F] [--svg F]`: one strategy's
+ * decision per saved tensor and its predicted figures. Also the option
+ * handling shared with `compare` (cli_plan_env). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim_svg.h"
+#include "../sim_trace.h"
+#include "../strategy.h"
+#include "cli.h"
+
+int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err)
+{
+    static const char *names[] = {"--profile", "--device", "--device-file", "--budget",
+                                  "--reserve"};
+    const char **dst[] = {&e->profile, &e->device, &e->device_file, &e->budget, &e->reserve};
+    for (int k = 0; k < 5; k++)
+        if (strcmp(argv[*i], names[k]) == 0) return cli_value(argc, argv, i, dst[k], err) ? OC_ERR : 1;
+    if (strcmp(argv[*i], "--max-leaves") == 0) {
+        const char *v;
+        int64_t n;
+        if (cli_value(argc, argv, i, &v, err) || oc_parse_int(v, 1, 1L << 40, "--max-leaves", &n, err))
+            return OC_ERR;
+        e->max_leaves = (long)n;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--max-seconds") == 0) {
+        const char *v;
+        char *end;
+        if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
+        e->max_seconds = strtod(v, &end);
+        if (*end || e->max_seconds <= 0)
+            return oc_fail(err, "--max-seconds: '%s' is not a positive number", v);
+        return 1;
+    }
+    int used = cli_model_opt(&e->mo, argc, argv, i, err);
+    if (used == 0) used = cli_train_opt(&e->to, argc, argv, i, err);
+    return used;
+}
+
+int cli_plan_env_load(cli_plan_env *e, oc_err *err)
+{
+    if (!e->mo.model) return oc_fail(err, "no MODEL given (see --help)");
+    if ((e->profile != NULL) + (e->device != NULL) + (e->device_file != NULL) != 1)
+        return oc_fail(err, "give exactly one of --profile FILE, --device NAME (%s), "
+                            "--device-file FILE", device_preset_names());
+    if ((e->budget && oc_parse_bytes(e->budget, &e->budget_bytes, err)) ||
+        (e->reserve && oc_parse_bytes(e->reserve, &e->reserve_bytes, err)))
+        return OC_ERR;
+    if (cli_load_training(&e->mo, &e->to, &e->tg, err)) return OC_ERR;
+    if (e->profile) {
+        if (profile_read(e->profile, &e->prof, err)) return OC_ERR;
+        if (e->mo.batch > 0) profile_scale_to_batch(e->prof, e->mo.batch, stderr);
+    } else {
+        profile_device dev;
+        if (e->device ? device_preset_find(e->device, &dev, err)
+                      : device_read_file(e->device_file, &dev, err))
+            return OC_ERR;
+        e->prof = profile_analytic(e->tg, &dev, e->mo.batch);
+    }
+    if (!e->budget) e->budget_bytes = e->prof->device.memory_bytes;
+    return sim_context_new(e->tg, e->prof, e->profile ? e->profile : e->prof->device.name,
+                           &e->ctx, err);
+}
+
+void cli_plan_env_free(cli_plan_env *e)
+{
+    sim_context_free(e->ctx);
+    profile_free(e->prof);
+    train_graph_free(e->tg);
+    cli_model_opts_free(&e->mo);
+}
+
+static void usage(FILE *f)
+{
+    char names[256];
+    strategy_list(names, sizeof names);
+    fprintf(f,
+            "usage: outcore-plan plan MODEL.onnx --batch N (--profile P.json | --device D |\n"
+            "                         --device-file F) [--budget B] [--reserve B]\n"
+            "                         [--strategy S] [--json] [--trace FILE] [--svg FILE]\n"
+            "                         [--max-leaves N] [--max-seconds S]\n"
+            "\n"
+            "Plans keep / swap / recompute for every saved tensor of the training step\n"
+            "with one strategy, scores the plan with the simulator and prints each\n"
+            "decision (with the swap-in issue node) and the predicted figures.\n"
+            "\n"
+            "  --strategy S    one of: %s (default hybrid)\n"
+            "  --budget B      device memory for the plan, e.g. 16GiB (default: the device's)\n"
+            "  --max-leaves N  cap on leaves of exhaustive searches (hybrid default 4096)\n"
+            "  --max-seconds S wall-clock cap per strategy (best plan so far is kept)\n"
+            "  --json          machine-readable output\n"
+            "  --trace FILE    Chrome trace-event JSON of the plan's timeline\n"
+            "  --svg FILE      memory-over-time plot of the plan\n"
+            "Exit status: 0 feasible plan, 3 no feasible plan, 1 error.\n",
+            names);
+}
+
+static json_t *stats_json(const strategy *s, const strategy_stats *st, int64_t batch)
+{
+    const sim_result *r = &st->result;
+    double ideal = r->ideal_s;
+    json_t *o = json_object();
+    json_object_set_new(o, "strategy", json_string(s->name));
+    json_object_set_new(o, "feasible", json_boolean(st->feasible));
+    json_object_set_new(o, "iteration_time_s", st->feasible ? json_real(r->time_s) : json_null());
+    json_object_set_new(o, "ideal_time_s", json_real(ideal));
+    json_object_set_new(o, "slowdown",
+                        st->feasible && ideal > 0 ? json_real(r->time_s / ideal) : json_null());
+    json_object_set_new(o, "images_per_s", st->feasible && r->time_s > 0
+                                               ? json_real((double)batch / r->time_s)
+                                               : json_null());
+    json_object_set_new(o, "peak_bytes", json_integer(r->peak_bytes));
+    json_object_set_new(o, "swap_out_bytes", json_integer(r->d2h_bytes));
+    json_object_set_new(o, "swap_in_bytes", json_integer(r->h2d_bytes));
+    json_object_set_new(o, "recompute_time_s", json_real(r->recompute_s));
+    json_object_set_new(o, "stall_s", json_real(r->stall_s));
+    json_object_set_new(o, "plan_seconds", json_real(st->plan_seconds));
+    json_object_set_new(o, "leaves_explored", json_integer(st->leaves_explored));
+    json_object_set_new(o, "bound_hit", json_boolean(st->bound_hit));
+    json_object_set_new(o, "sims", json_integer(st->sims));
+    json_object_set_new(o, "notes", json_string(st->notes));
+    return o;
+}
+
+json_t *cli_strategy_stats_json(const strategy *s, const strategy_stats *st, int64_t batch)
+{
+    return stats_json(s, st, batch);
+}
+
+static void print_text(const cli_plan_env *e, const strategy *s, const sim_plan *p,
+                       const strategy_stats *st)
+{
+    const ir_graph *g = e->tg->g;
+    const sim_result *r = &st->result;
+    char b1[32], b2[32], b3[32];
+    printf("strategy        %s\n", s->name);
+    printf("%-48s %12s  %-9s %s\n", "saved tensor", "bytes", "decision", "swap-in issued at");
+    for (int i = 0; i < e->tg->n_saved; i++) {
+        int t = e->tg->saved[i];
+        int64_t b = 0;
+        ir_tensor_bytes(&g->tensors[t], &b);
+        int d = p->decision[t], at = p->swap_in_at[t];
+        printf("%-48s %12s  %-9s %s\n", g->tensors[t].name, oc_fmt_bytes(b, b1, sizeof b1),
+               sim_decision_name((sim_decision)d),
+               d == SIM_DECISION_SWAP ? (at >= 0 ? g->nodes[at].name : "(first reader)") : "");
+    }
+    int nk, ns, nr;
+    sim_plan_counts(p, &nk, &ns, &nr);
+    printf("decisions       %d keep, %d swap, %d recompute\n", nk, ns, nr);
+    printf("feasible        %s%s%s\n", st->feasible ? "yes" : "no", st->feasible ? "" : ": ",
+           st->feasible ? "" : r->reason);
+    if (st->feasible) {
+        printf("iteration time  %.3f ms\n", r->time_s * 1e3);
+        printf("ideal time      %.3f ms (slowdown %.3fx)\n", r->ideal_s * 1e3,
+               r->ideal_s > 0 ? r->time_s / r->ideal_s : 0);
+        printf("images/s        %.1f\n", (double)e->mo.batch / r->time_s);
+    }
+    printf("peak            %s of budget %s\n", oc_fmt_bytes(r->peak_bytes, b1, sizeof b1),
+           e->budget_bytes > 0 ? oc_fmt_bytes(e->budget_bytes, b2, sizeof b2) : "unlimited");
+    printf("swapped         %s out, %s in\n", oc_fmt_bytes(r->d2h_bytes, b2, sizeof b2),
+           oc_fmt_bytes(r->h2d_bytes, b3, sizeof b3));
+    printf("recompute       %.3f ms (%d ops)\n", r->recompute_s * 1e3, r->n_recompute);
+    printf("stall           %.3f ms\n", r->stall_s * 1e3);
+    printf("planning        %.3f s, %ld simulations, %ld leaves%s\n", st->plan_seconds, st->sims,
+           st->leaves_explored, st->bound_hit ? " (bound hit)" : "");
+    if (st->notes[0]) printf("notes           %s\n", st->notes);
+}
+
+static int write_outputs(const cli_plan_env *e, const char *trace, const char *svg,
+                         const sim_plan *p, const char *title, oc_err *err)
+{
+    sim_timeline *tl = sim_timeline_new();
+    sim_options so = {.budget_bytes = e->budget_bytes, .reserve_bytes = e->reserve_bytes};
+    sim_result r;
+    int rc = sim_run(e->ctx, p, &so, &r, tl, err);
+    cli_output out;
+    if (rc == OC_OK && trace) {
+        if ((rc = cli_open_output(&out, trace, err)) == OC_OK) {
+            int w = sim_trace_write(e->tg, tl, out.f, err);
+            rc = cli_close_output(&out, w == OC_OK, err) || w ? OC_ERR : OC_OK;
+        }
+    }
+    if (rc == OC_OK && svg) {
+        if ((rc = cli_open_output(&out, svg, err)) == OC_OK) {
+            int w = sim_svg_write(tl, &r, e->budget_bytes, title, out.f, err);
+            rc = cli_close_output(&out, w == OC_OK, err) || w ? OC_ERR : OC_OK;
+        }
+    }
+    sim_timeline_free(tl);
+    return rc;
+}
+
+int cli_plan_write_outputs(const cli_plan_env *e, const char *trace, const char *svg,
+                           const sim_plan *p, const char *strategy_name, oc_err *err)
+{
+    char title[512];
+    const char *base = strrchr(e->mo.model, '/');
+    snprintf(title, sizeof title, "%s, batch %lld, strategy %s, %s", base ? base + 1 : e->mo.model,
+             (long long)e->mo.batch, strategy_name, e->prof->device.name);
+    return write_outputs(e, trace, svg, p, title, err);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    cli_plan_env e = {.to = train_opts_default()};
+    const char *sname = "hybrid", *trace = NULL, *svg = NULL;
+    bool json = false;
+    oc_err err;
+    int rc = 1;
+    sim_plan *p = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            usage(stdout);
+            rc = 0;
+            goto done;
+        }
+        if (strcmp(s, "--json") == 0) {
+            json = true;
+            continue;
+        }
+        if (strcmp(s, "--strategy") == 0 || strcmp(s, "--trace") == 0 || strcmp(s, "--svg") == 0) {
+            const char **dst = s[2] == 's' && s[3] == 't' ? &sname : s[2] == 't' ? &trace : &svg;
+            if (cli_value(argc, argv, &i, dst, &err)) goto fail;
+            continue;
+        }
+        int used = cli_plan_env_opt(&e, argc, argv, &i, &err);
+        if (used < 0) goto fail;
+        if (used == 0) {
+            oc_fail(&err, "unknown argument '%s' (see --help)", s);
+            goto fail;
+        }
+    }
+    const strategy *st = strategy_find(sname);
+    if (!st) {
+        char names[256];
+        strategy_list(names, sizeof names);
+        oc_fail(&err, "--strategy: '%s' is not one of %s", sname, names);
+        goto fail;
+    }
+    if (cli_plan_env_load(&e, &err)) goto fail;
+    strategy_input in = {.tg = e.tg, .prof = e.prof, .ctx = e.ctx,
+                         .sim = {.budget_bytes = e.budget_bytes, .reserve_bytes = e.reserve_bytes},
+                         .opts = strategy_options_default()};
+    in.opts.max_leaves = e.max_leaves;
+    in.opts.max_seconds = e.max_seconds;
+    p = sim_plan_new(e.tg);
+    strategy_stats stats;
+    if (strategy_run(st, &in, p, &stats, &err)) goto fail;
+    if (json) {
+        json_t *o = stats_json(st, &stats, e.mo.batch);
+        json_t *dec = json_array();
+        for (int i = 0; i < e.tg->n_saved; i++) {
+            int t = e.tg->saved[i], at = p->swap_in_at[t];
+            int64_t b = 0;
+            ir_tensor_bytes(&e.tg->g->tensors[t], &b);
+            json_array_append_new(
+                dec, json_pack("{s:s, s:I, s:s, s:o}", "tensor", e.tg->g->tensors[t].name,
+                               "bytes", (json_int_t)b, "decision",
+                               sim_decision_name((sim_decision)p->decision[t]), "swap_in_at",
+                               p->decision[t] == SIM_DECISION_SWAP && at >= 0
+                                   ? json_string(e.tg->g->nodes[at].name)
+                                   : json_null()));
+        }
+        json_object_set_new(o, "decisions", dec);
+        json_dumpf(o, stdout, JSON_INDENT(1));
+        printf("\n");
+        json_decref(o);
+    } else {
+        print_text(&e, st, p, &stats);
+    }
+    if ((trace || svg) && cli_plan_write_outputs(&e, trace, svg, p, st->name, &err)) goto fail;
+    rc = stats.feasible ? 0 : 3;
+    if (!stats.feasible)
+        fprintf(stderr, "outcore-plan plan: no feasible plan: %s\n", stats.notes);
+    goto done;
+fail:
+    rc = cli_report("plan", &err);
+done:
+    sim_plan_free(p);
+    cli_plan_env_free(&e);
+    return rc;
+}

@@ -1,0 +1,91 @@
+/* init.c — see init.h. */
+#include "init.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "onnx_import.h"
+#include "ops/op_table.h"
+
+static uint64_t mix64(uint64_t z) { /* splitmix64 finaliser */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+double rt_init_uniform(uint64_t seed, uint64_t stream, uint64_t counter) {
+    uint64_t z = mix64(seed + 0x9e3779b97f4a7c15ULL * (stream + 1));
+    z = mix64(z ^ (counter + 0x632be59bd9b4e019ULL));
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    return h;
+}
+
+typedef enum fill { FILL_NONE = 0, FILL_UNIFORM, FILL_CONST } fill;
+
+/* How to fill tensor t, from the first consumer that explains it. */
+static fill rule_for(const ir_graph *g, int t, double *a) {
+    const ir_tensor *x = &g->tensors[t];
+    for (int c = 0; c < x->n_consumers; c++) {
+        const ir_node *n = &g->nodes[x->consumers[c]];
+        int slot = -1;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] == t) slot = k;
+        bool oc = strcmp(n->domain, OC_DOMAIN) == 0;
+        if (!*n->domain && (strcmp(n->op_type, "Conv") == 0 ||
+                            strcmp(n->op_type, "ConvTranspose") == 0 ||
+                            strcmp(n->op_type, "Gemm") == 0) && (slot == 1 || slot == 2)) {
+            const ir_tensor *w = ir_node_in((ir_graph *)g, n, 1);
+            if (!w || w->rank < 2) continue;
+            double fan_in = (double)w->dims[1];
+            for (int d = 2; d < w->rank; d++) fan_in *= (double)w->dims[d];
+            *a = fan_in > 0 ? 1.0 / sqrt(fan_in) : 0;
+            return FILL_UNIFORM;
+        }
+        if (!*n->domain && strcmp(n->op_type, "BatchNormalization") == 0 && slot >= 1) {
+            *a = (slot == 1 || slot == 4) ? 1.0 : 0.0; /* scale, var: 1; bias, mean: 0 */
+            return FILL_CONST;
+        }
+        if (oc && strcmp(n->op_type, "SGDMomentum") == 0 && slot == 2) {
+            *a = 0;
+            return FILL_CONST;
+        }
+    }
+    return FILL_NONE;
+}
+
+int rt_init_missing(train_graph *tg, uint64_t seed, int *n_init, oc_err *err) {
+    ir_graph *g = tg->g;
+    *n_init = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_tensor *x = &g->tensors[t];
+        if (!x->is_initializer || x->data_src == IR_DATA_INLINE) continue;
+        if (x->data_src == IR_DATA_EXTERNAL) {
+            if (onnx_load_external(g, x, err)) return OC_ERR;
+            continue;
+        }
+        int64_t numel;
+        if (!ir_tensor_numel(x, &numel))
+            return oc_fail(err, "initializer '%s' has no static shape", x->name);
+        double a = 0;
+        fill f = x->dtype == IR_DTYPE_FLOAT ? rule_for(g, t, &a) : FILL_NONE;
+        if (f == FILL_NONE)
+            return oc_fail(err, "%s: initializer '%s' has no data and no initialisation rule "
+                           "(only Conv/ConvTranspose/Gemm weights and biases, BN parameters "
+                           "and statistics, momentum buffers)",
+                           g->model_path ? g->model_path : "model", x->name);
+        float *v = oc_malloc((size_t)(numel ? numel : 1) * sizeof(float));
+        uint64_t stream = name_hash(x->name);
+        for (int64_t i = 0; i < numel; i++)
+            v[i] = f == FILL_CONST ? (float)a
+                                   : (float)((2.0 * rt_init_uniform(seed, stream, (uint64_t)i) - 1.0) * a);
+        ir_tensor_set_data(x, v, (size_t)numel * sizeof(float));
+        oc_free(v);
+        (*n_init)++;
+    }
+    return OC_OK;
+}

@@ -1,0 +1,47 @@
+/* loader.h — reads what outcore-run executes: a training graph written by
+ * `outcore-plan emit` (onnx_export.h), or a plain forward model whose in-core
+ * training graph is then built in-process (train_build).
+ *
+ *   rt_load_opts o = {.batch = 2, .train = train_opts_default()};
+ *   train_graph *tg; rt_model_info info;
+ *   if (rt_load("train.onnx", &o, &tg, &info, &err)) { puts(err.msg); ... }
+ *   ... info.is_training_graph, tg->phase[i], tg->alias_of[t] ...
+ *   train_graph_free(tg);
+ *
+ * A training graph is recognised by metadata_props outcore.kind =
+ * "incore-training-graph". From it the loader recovers: the phases (nodes before
+ * the loss node are forward; the loss node produces the first graph output;
+ * after it, SGDMomentum nodes are updates and the rest backward), in-place
+ * aliases from each op's table entry (op_def.aliases), the label input, the
+ * gradient of each parameter (SGDMomentum's input 1), tensor kinds (momentum
+ * buffers are optimizer state), and the optimizer settings from the SGD nodes.
+ * Typed graph inputs past outcore.data_inputs are data-less initializers
+ * (onnx_export.h explains why) and become initializers again.
+ * Errors (file missing, not ONNX, batch differs from the emitted one, bad
+ * structure) name the file; nothing is left allocated. */
+#ifndef OC_LOADER_H
+#define OC_LOADER_H
+
+#include "train_graph.h"
+
+typedef struct rt_load_opts {
+    int64_t batch;    /* 0: the emitted graph's batch (required for forward models) */
+    train_opts train; /* forward models: how to build the step */
+    bool lr_set, momentum_set, weight_decay_set; /* training graphs: override the file's */
+} rt_load_opts;
+
+typedef struct rt_model_info {
+    bool is_training_graph;
+    int64_t batch;
+    char source_model[512]; /* forward model the step was built from */
+} rt_model_info;
+
+int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model_info *info,
+            oc_err *err);
+
+/* Reads metadata_props value of key from an ONNX file's bytes into buf ("" if
+ * absent). OC_ERR when the bytes are not a ModelProto. */
+int rt_model_metadata(const uint8_t *buf, size_t len, const char *path, const char *key,
+                      char *val, size_t cap, oc_err *err);
+
+#endif

@@ -1,0 +1,223 @@
+/* test_dp.c — the recomputation DP against brute force over every chain of
+ * lower sets ∅ ⊊ L1 ⊊ … ⊊ V, on seeded random DAGs of up to 8 nodes with
+ * integer times and sizes (so sums compare exactly); the approximate family
+ * never beats the exact one; memory-centric DP <= Chen's √n chain on paths;
+ * the strategies on a real model give plans the simulator accepts. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dp_solve.h"
+
+static uint64_t rng_state;
+static uint32_t rnd(void) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+
+/* Random DAG: n nodes, edge u->v (u<v) with probability p/100. */
+static dp_graph *random_dag(int n, int p) {
+    dp_graph *g = dp_graph_new(n);
+    for (int v = 0; v < n; v++) {
+        g->time[v] = (double)(1 + rnd() % 9);
+        g->mem[v] = 1 + rnd() % 20;
+        for (int u = 0; u < v; u++)
+            if ((int)(rnd() % 100) < p) dp_graph_edge_add(g, u, v);
+    }
+    return g;
+}
+
+/* Every chain's (overhead, peak), by plain recursion with the reference step cost. */
+typedef struct chains {
+    double *t;
+    int64_t *peak;
+    int n;
+    size_t cap;
+} chains;
+
+static void enumerate(const dp_graph *g, const dp_lowersets *ls, int at, double t, int64_t kept,
+                      int64_t peak, chains *out) {
+    if (at == ls->count - 1) {
+        oc_grow((void **)&out->t, &out->cap, (size_t)out->n + 1, sizeof(double));
+        size_t c2 = out->cap;
+        out->peak = oc_realloc(out->peak, c2 * sizeof(int64_t));
+        out->t[out->n] = t;
+        out->peak[out->n++] = peak;
+        return;
+    }
+    const uint64_t *L = dp_lowersets_set(ls, at);
+    for (int j = 0; j < ls->count; j++) {
+        const uint64_t *L2 = dp_lowersets_set(ls, j);
+        if (!dp_set_subset(L, L2, ls->words, true)) continue;
+        dp_step st;
+        dp_step_cost(g, L, L2, &st);
+        int64_t p = kept + st.peak;
+        enumerate(g, ls, j, t + st.dt, kept + st.dk, p > peak ? p : peak, out);
+    }
+}
+
+/* Overhead and peak of a given chain (indices into ls), by the reference cost. */
+static void chain_cost(const dp_graph *g, const dp_lowersets *ls, const int *chain, int n,
+                       double *t, int64_t *peak) {
+    *t = 0;
+    *peak = 0;
+    int64_t kept = 0;
+    for (int i = 0; i < n; i++) {
+        dp_step st;
+        dp_step_cost(g, dp_lowersets_set(ls, i ? chain[i - 1] : 0), dp_lowersets_set(ls, chain[i]),
+                     &st);
+        if (kept + st.peak > *peak) *peak = kept + st.peak;
+        *t += st.dt;
+        kept += st.dk;
+    }
+}
+
+static void test_dp_equals_brute_force(void **state) {
+    (void)state;
+    rng_state = 20190904;
+    int checked = 0, time_queries = 0;
+    for (int iter = 0; iter < 240; iter++) {
+        int n = 1 + (int)(rnd() % 8);
+        int p = 15 + (int)(rnd() % 60);
+        dp_graph *g = random_dag(n, p);
+        dp_lowersets *ex = dp_lowersets_exact(g, 1 << 12);
+        assert_non_null(ex);
+        assert_int_equal(ex->family, DP_FAMILY_EXACT);
+        for (int i = 1; i < ex->count; i++) assert_true(ex->size[i - 1] <= ex->size[i]);
+        chains all = {0};
+        enumerate(g, ex, 0, 0, 0, 0, &all);
+        assert_true(all.n > 0);
+        /* memory-centric */
+        int64_t best_peak = INT64_MAX;
+        for (int c = 0; c < all.n; c++)
+            if (all.peak[c] < best_peak) best_peak = all.peak[c];
+        double best_t_at_peak = INFINITY;
+        for (int c = 0; c < all.n; c++)
+            if (all.peak[c] == best_peak && all.t[c] < best_t_at_peak) best_t_at_peak = all.t[c];
+        dp_options om = {.mode = DP_MODE_MEMORY};
+        dp_solution s;
+        dp_solve(g, ex, &om, &s);
+        assert_true(s.feasible);
+        assert_false(s.thinned);
+        assert_int_equal(s.peak, best_peak);
+        assert_true(s.overhead == best_t_at_peak);
+        /* the returned chain really has those costs */
+        double ct;
+        int64_t cp;
+        chain_cost(g, ex, s.chain, s.n_chain, &ct, &cp);
+        assert_int_equal(cp, s.peak);
+        assert_true(ct == s.overhead);
+        assert_int_equal(s.chain[s.n_chain - 1], ex->count - 1);
+        /* approximate family never better */
+        dp_lowersets *ap = dp_lowersets_approx(g);
+        assert_int_equal(ap->family, DP_FAMILY_APPROX);
+        dp_solution sa;
+        dp_solve(g, ap, &om, &sa);
+        assert_true(sa.feasible);
+        assert_true(sa.peak >= s.peak);
+        dp_solution_free(&sa);
+        /* time-centric at several budgets between the least peak and in-core */
+        int64_t top = 0;
+        for (int c = 0; c < all.n; c++)
+            if (all.peak[c] > top) top = all.peak[c];
+        for (int q = 0; q < 6; q++) {
+            int64_t B = best_peak - 1 + (top - best_peak + 2) * q / 5;
+            double bt = INFINITY;
+            for (int c = 0; c < all.n; c++)
+                if (all.peak[c] <= B && all.t[c] < bt) bt = all.t[c];
+            dp_options ot = {.mode = DP_MODE_TIME, .budget = B};
+            dp_solution st;
+            dp_solve(g, ex, &ot, &st);
+            assert_int_equal(st.feasible, isfinite(bt));
+            if (st.feasible) {
+                assert_true(st.overhead == bt);
+                assert_true(st.peak <= B);
+                chain_cost(g, ex, st.chain, st.n_chain, &ct, &cp);
+                assert_true(ct == st.overhead);
+                assert_true(cp <= B);
+            }
+            dp_solution sat;
+            dp_solve(g, ap, &ot, &sat);
+            if (sat.feasible) {
+                assert_true(st.feasible);
+                assert_true(sat.overhead >= st.overhead);
+            }
+            dp_solution_free(&sat);
+            dp_solution_free(&st);
+            time_queries++;
+        }
+        dp_solution_free(&s);
+        dp_lowersets_free(ap);
+        dp_lowersets_free(ex);
+        dp_graph_free(g);
+        oc_free(all.t);
+        oc_free(all.peak);
+        checked++;
+    }
+    assert_true(checked >= 200);
+    printf("# DP == brute force on %d random DAGs (<= 8 nodes), %d time-centric budgets\n",
+           checked, time_queries);
+}
+
+/* On a path of n nodes, Chen's √n chain (prefixes ending every ⌈√n⌉ nodes)
+ * is one chain of the family; the memory-centric DP is never above it. */
+static void test_dp_le_chen_on_chains(void **state) {
+    (void)state;
+    rng_state = 7;
+    for (int n = 2; n <= 40; n++) {
+        dp_graph *g = dp_graph_new(n);
+        for (int v = 0; v < n; v++) {
+            g->time[v] = 1 + rnd() % 5;
+            g->mem[v] = 1 + rnd() % 100;
+            if (v) dp_graph_edge_add(g, v - 1, v);
+        }
+        dp_lowersets *ls = dp_lowersets_exact(g, 1000);
+        assert_non_null(ls);
+        assert_int_equal(ls->count, n + 1); /* prefixes of a path */
+        int seg = (int)ceil(sqrt((double)n));
+        int chain[64], k = 0;
+        for (int end = seg; end < n; end += seg) chain[k++] = end; /* prefix of size end */
+        chain[k++] = n;
+        double ct;
+        int64_t cp;
+        chain_cost(g, ls, chain, k, &ct, &cp); /* sorted by size: index == size */
+        dp_options om = {.mode = DP_MODE_MEMORY};
+        dp_solution s;
+        dp_solve(g, ls, &om, &s);
+        assert_true(s.peak <= cp);
+        dp_solution_free(&s);
+        dp_lowersets_free(ls);
+        dp_graph_free(g);
+    }
+}
+
+/* The exact family falls back to NULL past its bound; approximate has n+2 at most. */
+static void test_family_bound(void **state) {
+    (void)state;
+    dp_graph *g = dp_graph_new(12); /* antichain: 2^12 lower sets */
+    assert_null(dp_lowersets_exact(g, 4095));
+    dp_lowersets *ls = dp_lowersets_exact(g, 4096);
+    assert_non_null(ls);
+    assert_int_equal(ls->count, 4096);
+    dp_lowersets_free(ls);
+    ls = dp_lowersets_build(g, 100);
+    assert_int_equal(ls->family, DP_FAMILY_APPROX);
+    assert_int_equal(ls->count, 14);
+    dp_lowersets_free(ls);
+    dp_graph_free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dp_equals_brute_force),
+        cmocka_unit_test(test_dp_le_chen_on_chains),
+        cmocka_unit_test(test_family_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -3,8 +3,10 @@
 #   make test       build and run every test (unit, CLI, PyTorch shape comparison)
 #   make test SANITIZE=1   the same under ASan + UBSan (build dir build-san/)
 #   make test-threads SANITIZE=thread   runtime stream threads under ThreadSanitizer (build-tsan/)
-#   make demo       the training step of the bundled ResNet-50 at batch 640: memory by class, in-core peak
-#   make bench      import time of ResNet-50 with weights; simulator throughput (sims/s)
+#   make CUDA=0     build without the cuda backend (default: with it when /usr/local/cuda exists)
+#   make gpu-tests  GPU-only suites (tests/gpu/); tools/gpu-check runs them on a GPU machine
+#   make demo       ResNet-50 at batch 640: memory by class, in-core peak; every strategy at 16 GiB on v100, hybrid trace + memory plot in out/
+#   make bench      import time of ResNet-50 with weights; simulator throughput (sims/s); planning time
 #   make deps       install the Debian packages the build and tests need
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -33,8 +35,26 @@ include proto/proto.mk
 PLANNER_SRC := $(filter-out planner/cli/%,$(wildcard planner/*.c planner/*/*.c))
 PLANNER_OBJ := $(PLANNER_SRC:%.c=$(BUILD)/%.o) $(PROTO_OUT)/onnx.pb-c.o
 CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard planner/cli/*.c))
-RUNTIME_SRC := $(filter-out runtime/cli/%,$(wildcard runtime/*.c runtime/*/*.c))
-RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o)
+# The cuda backend (runtime/cuda/): built with nvcc when the toolkit is found
+# (CUDA ?= auto; `make CUDA=0` disables). Sanitizer builds (SANITIZE=1/thread)
+# leave it out — the CUDA libraries are not ASan/TSan-instrumented, LSan reports
+# their internal allocations, and without a GPU nothing of it runs — and use
+# runtime/cuda/cuda_none.c, whose entry points fail with "not built".
+CUDA_HOME ?= /usr/local/cuda
+CUDA ?= $(if $(filter 1 thread,$(SANITIZE)),0,$(if $(wildcard $(CUDA_HOME)/bin/nvcc),1,0))
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ONLY_SRC := $(filter-out runtime/cuda/cuda_table.c runtime/cuda/cuda_none.c,$(wildcard runtime/cuda/*.c))
+RUNTIME_SRC := $(filter-out runtime/cli/% $(if $(filter 1,$(CUDA)),runtime/cuda/cuda_none.c,$(CUDA_ONLY_SRC)),\
+  $(wildcard runtime/*.c runtime/*/*.c))
+RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) \
+  $(if $(filter 1,$(CUDA)),$(patsubst %.cu,$(BUILD)/%.o,$(wildcard runtime/cuda/*.cu)))
+ifeq ($(CUDA),1)
+CFLAGS += -isystem $(CUDA_HOME)/include -DOC_HAVE_CUDA=1
+RT_LIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
+endif
+# sm_90 (H100/H200) machine code + PTX for newer GPUs.
+NVCCFLAGS := -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+  -Xcompiler -Wall,-Wextra -Werror all-warnings -Iruntime -Iruntime/cuda
 RUN_CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard runtime/cli/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -43,12 +63,16 @@ PLAN_BIN := $(BUILD)/outcore-plan
 RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
 LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a
 
-.PHONY: all test unit-tests test-threads demo deps help clean bench
+.PHONY: all test unit-tests gpu-tests test-threads demo deps help clean bench
 all: $(PLAN_BIN) $(RUN_BIN)
 
 $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/runtime/cuda/%.o: runtime/cuda/%.cu runtime/cuda/cuda_launch.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(BUILD)/libplanner.a: $(PLANNER_OBJ)
 	ar rcs $@ $^
@@ -70,6 +94,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(LINK_LIBS) $(PROTO_OUT)/onnx.pb-c.h
 
 unit-tests: $(UNIT_BIN)
 
+# GPU-only suites (tests/gpu/, run by tools/gpu-check on a machine with a GPU).
+GPU_TEST_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/gpu-tests/%,$(wildcard tests/gpu/test_*.c))
+$(BUILD)/gpu-tests/%: tests/gpu/%.c $(LINK_LIBS) $(PROTO_OUT)/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Itests/unit $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -lcmocka -o $@
+gpu-tests: $(GPU_TEST_BIN)
+
 # The runtime's threaded code (three stream threads, events) under ThreadSanitizer:
 # `make test-threads SANITIZE=thread`; any report fails (halt_on_error).
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1 OPENBLAS_NUM_THREADS=1
@@ -85,13 +116,28 @@ test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN)
 $(BUILD)/bench_sim: bench/bench_sim.c $(LINK_LIBS)
 	$(CC) $(CFLAGS) $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -o $@
 
-bench: $(BUILD)/bench_sim $(PLAN_BIN)
+# DP planning time on DenseNet-121 @ 640; dp/hybrid/auto vs the ILP optimum on small graphs.
+$(BUILD)/bench_dp: bench/bench_dp.c $(LINK_LIBS)
+	$(CC) $(CFLAGS) $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -o $@
+
+# Hybrid planning time on ResNet-50 @ 640, 16 GiB, v100 (leaves explored, bound hit).
+$(BUILD)/bench_plan: bench/bench_plan.c $(LINK_LIBS)
+	$(CC) $(CFLAGS) $< $(LINK_LIBS) $(LDFLAGS) $(LIBS) $(RT_LIBS) -o $@
+
+bench: $(BUILD)/bench_sim $(BUILD)/bench_dp $(BUILD)/bench_plan $(PLAN_BIN)
 	@BUILD=$(BUILD) PY=$(PY) bash bench/bench_import.sh
 	$(BUILD)/bench_sim graphs/resnet50_op13.onnx 640
+	$(BUILD)/bench_dp graphs/densenet121_op13.onnx 640
+	$(BUILD)/bench_plan graphs/resnet50_op13.onnx 640 hybrid 16
 
 demo: $(PLAN_BIN)
 	$(PLAN_BIN) inspect graphs/resnet50_op13.onnx --batch 640 --training | \
 	  sed -n '/^totals:/,/^saved tensors/p'
+	@mkdir -p out
+	$(PLAN_BIN) compare graphs/resnet50_op13.onnx --batch 640 --budget 16GiB --device v100 \
+	  --of hybrid --trace out/resnet50_b640_hybrid.trace.json --svg out/resnet50_b640_hybrid.svg
+	@echo "hybrid plan: timeline out/resnet50_b640_hybrid.trace.json (Perfetto / chrome://tracing)," \
+	  "memory plot out/resnet50_b640_hybrid.svg"
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \

@@ -29,6 +29,8 @@ void dp_graph_free(dp_graph *g) {
     if (!g) return;
     oc_free(g->time);
     oc_free(g->mem);
+    oc_free(g->mem_saved);
+    oc_free(g->bwd_extra);
     oc_free(g->node_of);
     oc_free(g->keepable);
     oc_free(g->succ);
@@ -58,6 +60,7 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
         }
     }
     dp_graph *g = dp_graph_new(n);
+    g->mem_saved = oc_calloc((size_t)n + 1, sizeof *g->mem_saved);
     bool *saved = oc_calloc((size_t)ig->n_tensors + 1, sizeof *saved);
     for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
     for (int i = 0; i < tg->n_forward; i++) {
@@ -81,6 +84,7 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
                                ig->tensors[t].name, nd->name);
             }
             g->mem[v] += b;
+            if (saved[t]) g->mem_saved[v] += b;
         }
         for (int k = 0; k < nd->n_inputs; k++) {
             int t = nd->inputs[k];
@@ -91,6 +95,21 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
                 dp_graph_edge_add(g, dp_of[p], v);
         }
     }
+    g->bwd_extra = oc_calloc((size_t)n + 1, sizeof *g->bwd_extra);
+    for (int b = tg->n_forward; b < ig->n_nodes; b++) {
+        int f = tg->fwd_of[b];
+        int v = f >= 0 && f < tg->n_forward ? dp_of[f] : -1;
+        if (v < 0) continue;
+        const ir_node *nd = &ig->nodes[b];
+        int64_t e = 0, bytes;
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int t = nd->outputs[o];
+            if (t >= 0 && ig->tensors[t].kind == IR_KIND_GRADIENT &&
+                ir_tensor_bytes(&ig->tensors[t], &bytes))
+                e += bytes;
+        }
+        if (e > g->bwd_extra[v]) g->bwd_extra[v] = e;
+    }
     oc_free(dp_of);
     oc_free(saved);
     *out = g;
@@ -98,7 +117,7 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
 }
 
 const char *dp_peak_model_name(dp_peak_model m) {
-    return m == DP_PEAK_LAZY ? "lazy" : "paper";
+    return m == DP_PEAK_LAZY ? "lazy" : m == DP_PEAK_BLOCK ? "block" : "paper";
 }
 
 const char *dp_family_name(dp_family f) {
@@ -278,7 +297,7 @@ void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_s
     int W = g->words;
     uint64_t *A = oc_calloc((size_t)W * 2, sizeof *A), *Bs = A + W;
     *out = (dp_step){0};
-    int64_t mv = 0, mmax = 0;
+    int64_t mv = 0;
     for (int v = 0; v < g->n; v++) {
         if (!dp_set_has(L2, v)) continue;
         const uint64_t *s = g->succ + (size_t)v * (size_t)W;
@@ -289,10 +308,9 @@ void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_s
             A[w] |= outside;
         }
         if (dp_set_has(L, v)) continue;
-        mv += g->mem[v];
-        if (g->mem[v] > mmax) mmax = g->mem[v];
+        mv += dp_mem_resident(g, v);
         if (boundary)
-            out->dk += g->mem[v];
+            out->dk += dp_mem_resident(g, v);
         else
             out->dt += g->time[v];
     }
@@ -304,7 +322,38 @@ void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_s
         if (dp_set_has(A, v)) extra += g->mem[v];
         if (dp_set_has(Bs, v)) extra += g->mem[v];
     }
-    out->peak = g->peak_model == DP_PEAK_LAZY ? mv + out->dk + 2 * mmax : 2 * mv + extra;
+    out->peak = g->peak_model != DP_PEAK_PAPER ? dp_lazy_block_peak(g, L, L2) : 2 * mv + extra;
     if (set_size(L2, W) == g->n) out->dt = 0; /* the last block is not dropped */
     oc_free(A);
+}
+
+int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t *L2) {
+    int64_t prefix = 0, peak = 0;
+    if (g->peak_model == DP_PEAK_BLOCK) { /* R(V') + R(K) + max frontier */
+        int64_t fmax = 0, rk = 0;
+        int W = g->words;
+        for (int v = 0; v < g->n; v++) {
+            if (!dp_set_has(L2, v) || dp_set_has(L, v)) continue;
+            prefix += dp_mem_resident(g, v);
+            if (dp_mem_frontier(g, v) > fmax) fmax = dp_mem_frontier(g, v);
+            const uint64_t *sc = g->succ + (size_t)v * (size_t)W;
+            for (int w = 0; w < W; w++)
+                if (sc[w] & ~L2[w]) {
+                    rk += dp_mem_resident(g, v);
+                    break;
+                }
+        }
+        return prefix + rk + fmax;
+    }
+    for (int w = 0; w < g->words; w++) {
+        uint64_t x = L2[w] & ~L[w];
+        while (x) {
+            int v = w * 64 + __builtin_ctzll(x);
+            x &= x - 1;
+            prefix += dp_mem_resident(g, v);
+            int64_t at = prefix + dp_mem_frontier(g, v);
+            if (at > peak) peak = at;
+        }
+    }
+    return peak;
 }

@@ -23,13 +23,24 @@
  * Two step-peak models (g->peak_model):
  *  - DP_PEAK_PAPER: P = 2·M(V') + M(A) + M(Bs), the paper's: the whole block
  *    recomputed at once plus a gradient for every node of it.
- *  - DP_PEAK_LAZY: P = M(V') + M(K) + 2·max_{v∈V'} M(v), what the simulator
- *    does (sim_plan.h): a dropped tensor is recomputed right before its first
- *    backward reader and freed after its last, gradients are freed as soon as
- *    they are consumed. During block i's backward the live set is the kept
- *    checkpoints of earlier blocks (ΣΔK), the block's recomputed part and its
- *    kept boundary (M(V')), the gradients flowing in through the boundary
- *    (≈ M(K)) and the gradient frontier inside the block (≈ two nodes' worth).
+ *  - DP_PEAK_LAZY: P = max_{v∈V'} (R(V' ∩ [0, v]) + 2·M(v) + E(v)), what the
+ *    simulator does (sim_plan.h): a dropped tensor is recomputed right before
+ *    its first backward reader and freed after its last, gradients are freed
+ *    as soon as they are consumed. Backward walks the block from its last
+ *    node down; at node v the live set is the kept checkpoints of earlier
+ *    blocks (ΣΔK), the block's recomputed or kept tensors not yet consumed
+ *    (≈ those of nodes up to v, R(V' ∩ [0, v])), and the gradient frontier at
+ *    v (its output's and its inputs' gradients ≈ 2·M(v), plus E(v)).
+ *    E(v) = parameter-gradient bytes v's backward writes (g->bwd_extra).
+ *  - DP_PEAK_BLOCK: P = R(V') + R(K) + max_{v∈V'} (2·M(v) + E(v)): as LAZY,
+ *    but the whole block's tensors live at once (a chain is recomputed in one
+ *    go at the block's first backward reader) plus the gradients flowing in
+ *    through its boundary (≈ R(K)). LAZY under-counts blocks whose early nodes
+ *    are recomputed late, BLOCK over-counts blocks whose large tensors come
+ *    first; strategy_dp.c solves under each and the simulator picks.
+ *    R(v) = bytes of v's saved outputs (g->mem_saved): unsaved outputs (Add,
+ *    BatchNormalization's Y) are transient in forward and in recompute, and
+ *    the kept memory ΔK counts R too under this model.
  *    It is still an estimate (branches are recomputed lazily, so a block's F
  *    need not be live all at once); strategies score the chains it gives with
  *    the simulator. */
@@ -40,7 +51,8 @@
 
 typedef enum dp_peak_model {
     DP_PEAK_PAPER = 0, /* P = 2·M(V') + M(A) + M(Bs) */
-    DP_PEAK_LAZY,      /* P = M(V') + M(K) + 2·max_{v∈V'} M(v) */
+    DP_PEAK_LAZY,      /* P = max_{v∈V'} (R(V'∩[0,v]) + 2·M(v) + E(v)), ΔK = R(K) */
+    DP_PEAK_BLOCK,     /* P = R(V') + R(K) + max_{v∈V'} (2·M(v) + E(v)), ΔK = R(K) */
 } dp_peak_model;
 
 const char *dp_peak_model_name(dp_peak_model m); /* "paper" | "lazy" */
@@ -51,6 +63,10 @@ typedef struct dp_graph {
     int words;       /* uint64 words per node set */
     double *time;    /* T(v), seconds */
     int64_t *mem;    /* M(v), bytes */
+    int64_t *mem_saved; /* bytes of v's saved outputs (what stays resident when v is kept or
+                           recomputed; the rest is transient); NULL = mem (dp_graph_new) */
+    int64_t *bwd_extra; /* max over v's backward nodes of the parameter-gradient bytes they
+                           write (live while v's backward runs); NULL = 0 (dp_graph_new) */
     int *node_of;    /* training-graph node per DP node (-1 for test graphs) */
     uint8_t *keepable; /* 1 when v can be kept (has a saved output); all 1 from dp_graph_new.
                           Lower sets with an unkeepable boundary node are left out of
@@ -58,6 +74,17 @@ typedef struct dp_graph {
     uint64_t *succ;  /* n * words: successor set of v */
     uint64_t *pred;  /* n * words: predecessor set of v */
 } dp_graph;
+
+/* Bytes of v that the step-peak model counts as resident: mem_saved under
+ * DP_PEAK_LAZY (transient outputs are freed by their readers), else M(v). */
+static inline int64_t dp_mem_resident(const dp_graph *g, int v) {
+    return g->peak_model != DP_PEAK_PAPER && g->mem_saved ? g->mem_saved[v] : g->mem[v];
+}
+
+/* The gradient-frontier term of DP_PEAK_LAZY for node v: 2·M(v) + E(v). */
+static inline int64_t dp_mem_frontier(const dp_graph *g, int v) {
+    return 2 * g->mem[v] + (g->bwd_extra ? g->bwd_extra[v] : 0);
+}
 
 /* n nodes, no edges, T = M = 0 (tests fill them). */
 dp_graph *dp_graph_new(int n);
@@ -107,6 +134,8 @@ typedef struct dp_step {
     int64_t peak; /* P: the step's peak term */
 } dp_step;
 void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_step *out);
+/* The step peak of L -> L2 under DP_PEAK_LAZY or DP_PEAK_BLOCK (see above). */
+int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t *L2);
 /* True when a ⊆ b; strict when also a != b. */
 bool dp_set_subset(const uint64_t *a, const uint64_t *b, int words, bool strict);
 

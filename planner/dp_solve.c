@@ -42,7 +42,7 @@ static void set_info(const dp_graph *g, const uint64_t *L2, uint64_t *bnd, int64
     for (int v = 0; v < g->n; v++) {
         if (!dp_set_has(L2, v)) continue;
         cnt++;
-        mv += g->mem[v];
+        mv += dp_mem_resident(g, v);
         const uint64_t *s = g->succ + (size_t)v * (size_t)W;
         bool b = false;
         for (int w = 0; w < W; w++) {
@@ -79,7 +79,7 @@ static void table_build(const dp_graph *g, const dp_lowersets *ls, dp_table *t) 
         mbnd[i] = 0;
         for (int v = 0; v < g->n; v++)
             if (dp_set_has(L, v)) {
-                if (dp_set_has(b, v)) mbnd[i] += g->mem[v];
+                if (dp_set_has(b, v)) mbnd[i] += dp_mem_resident(g, v);
                 else tint[i] += g->time[v];
             }
     }
@@ -103,25 +103,18 @@ static void table_build(const dp_graph *g, const dp_lowersets *ls, dp_table *t) 
                 while (x) {
                     int v = w * 64 + __builtin_ctzll(x);
                     x &= x - 1;
-                    if ((bj[w] >> (v & 63)) & 1u) dk -= g->mem[v];
+                    if ((bj[w] >> (v & 63)) & 1u) dk -= dp_mem_resident(g, v);
                     else dt -= g->time[v];
                 }
             }
-            if (g->peak_model == DP_PEAK_LAZY)
-                for (int w = 0; w < W; w++) { /* max M over V' = Lj ∖ Li */
-                    uint64_t x = Lj[w] & ~Li[w];
-                    while (x) {
-                        int v = w * 64 + __builtin_ctzll(x);
-                        x &= x - 1;
-                        if (g->mem[v] > mmax) mmax = g->mem[v];
-                    }
-                }
+            if (g->peak_model != DP_PEAK_PAPER) /* over V' = Lj ∖ Li */
+                mmax = dp_lazy_block_peak(g, Li, Lj);
             oc_grow((void **)&t->edges, &cap, (size_t)t->n_edges + 1, sizeof *t->edges);
             dp_edge *e = &t->edges[t->n_edges++];
             e->from = i;
             e->dt = full[j] ? 0 : (dt < 0 ? 0 : dt);
             e->dk = dk;
-            e->peak = g->peak_model == DP_PEAK_LAZY ? (mem[j] - mem[i]) + dk + 2 * mmax
+            e->peak = g->peak_model != DP_PEAK_PAPER ? mmax
                                                     : 2 * (mem[j] - mem[i]) + extra[j];
         }
     }

@@ -1,151 +1,284 @@
-/* ilp_oracle.c — the keep/swap/recompute MILP (ilp_oracle.h) on GLPK. */
+/* ilp_oracle.c — the keep/swap/recompute MILP (ilp_oracle.h) on GLPK.
+ *
+ * Units inside the LP: milliseconds and megabytes (keeps GLPK's tolerances
+ * meaningful). The model's tables are built once (ilp_model_new); ilp_solve
+ * writes the MILP from them and ilp_model_eval evaluates one plan under the
+ * same equations, so tests can compare the two. */
 #include "ilp_oracle.h"
 
 #include <glpk.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "strategy_sched.h"
 
+typedef struct ilp_triple { /* r_a and r_b → a live from position pos on */
+    int a, b, pos;
+} ilp_triple;
+
+typedef struct ilp_pair { /* r_k → swap-in of j issued at or before pos */
+    int j, k, pos;
+} ilp_pair;
+
 struct ilp_model {
     const train_graph *tg;
     strategy_tinfo *ti;
-    int n_nodes;
-    double ideal;        /* Σ node times */
-    double cap;          /* budget - reserve, bytes (INFINITY when unlimited) */
-    double *base;        /* per position: bytes live that are not decisions */
-    double *bwd_before;  /* per position: backward compute time before it */
-    int n_dec;
+    int N, nf;           /* positions; forward side [0, nf) as the simulator's */
+    double *tm;          /* per node, ms */
+    double *P;           /* per position: ideal start, ms (N + 1 entries) */
+    double ideal;        /* ms */
+    double cap;          /* MB (INFINITY when unlimited) */
+    double *keep_mem;    /* per position: all-keep memory, MB */
+    double *pre_mem;     /* per position: keep_mem less the node's outputs and workspace */
+    double *rc_mb;       /* per decision: recompute transients (re-run intermediates), MB */
+    int D;
     int *dec;            /* decision tensors */
-    double *bytes;       /* per decision */
-    int *def, *flast, *fbr, *last; /* per decision: positions */
-    double *rc_cost;     /* per decision: recompute time */
-    double *copy;        /* per decision: H2D copy time (0 when not swappable) */
+    double *mb;          /* per decision: MB */
+    int *flast, *fbr;    /* per decision: last forward reader (or producer), first bwd reader */
+    double *c_in, *c_out; /* per decision: H2D / D2H copy time, ms */
+    double *g_ub;        /* per decision: latest possible D2H end, ms */
     bool *can_rc, *can_sw;
+    int *h2d_order, *d2h_order; /* decisions in H2D / D2H queue order */
+    int *chain_off, *chain_idx; /* per decision: forward nodes re-run (CSR) */
+    ilp_triple *tri;
+    int n_tri;
+    ilp_pair *pairs;
+    int n_pairs;
+    int *dec_of;         /* per tensor: decision index or -1 */
 };
 
+int ilp_model_decisions(const ilp_model *m) { return m->D; }
+
 static bool tensor_persistent(const train_graph *tg, int t) {
-    const ir_tensor *x = &tg->g->tensors[t];
-    ir_kind k = x->kind;
-    return x->is_initializer || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
-           k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT || k == IR_KIND_INPUT ||
-           k == IR_KIND_LABEL;
+    ir_kind k = tg->g->tensors[t].kind;
+    return tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
+           k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
 }
 
-/* Recompute time of node n: itself plus non-saved forward activations it reads
- * (they are not resident in backward and re-run with it). */
-static double rc_time(const train_graph *tg, const bool *saved, const double *tm, int n,
-                      int depth) {
-    double c = tm[n];
-    if (depth > 64) return c;
+static bool gap(const ilp_model *m, int k, int p) { return p > m->flast[k] && p < m->fbr[k]; }
+
+static const ilp_model *g_sort_m; /* qsort context (single-threaded) */
+static int cmp_h2d(const void *a, const void *b) {
+    int ka = *(const int *)a, kb = *(const int *)b;
+    const ilp_model *m = g_sort_m;
+    int pa = m->tg->g->tensors[m->dec[ka]].producer, pb = m->tg->g->tensors[m->dec[kb]].producer;
+    if (m->fbr[ka] != m->fbr[kb]) return m->fbr[ka] < m->fbr[kb] ? -1 : 1;
+    if (pa != pb) return pa < pb ? -1 : 1;
+    return m->dec[ka] < m->dec[kb] ? -1 : m->dec[ka] > m->dec[kb];
+}
+static int cmp_d2h(const void *a, const void *b) {
+    int ka = *(const int *)a, kb = *(const int *)b;
+    const ilp_model *m = g_sort_m;
+    int pa = m->tg->g->tensors[m->dec[ka]].producer, pb = m->tg->g->tensors[m->dec[kb]].producer;
+    if (pa != pb) return pa < pb ? -1 : 1;
+    return m->dec[ka] < m->dec[kb] ? -1 : m->dec[ka] > m->dec[kb];
+}
+
+/* Forward nodes re-run to recompute through node n (n itself, then producers
+ * of the non-saved forward activations it reads); saved decision inputs met on
+ * the way go to ins. mark: per node, visited. */
+static void chain_walk(const ilp_model *m, const bool *saved, int n, char *mark, int *nodes,
+                       int *n_nodes, int *ins, int *n_ins) {
+    const train_graph *tg = m->tg;
+    if (mark[n]) return;
+    mark[n] = 1;
+    nodes[(*n_nodes)++] = n;
     const ir_node *nd = &tg->g->nodes[n];
     for (int i = 0; i < nd->n_inputs; i++) {
-        int t = nd->inputs[i];
-        if (t < 0 || saved[t] || tensor_persistent(tg, t) || tg->alias_of[t] >= 0) continue;
-        int p = tg->g->tensors[t].producer;
-        if (p >= 0 && p < tg->n_forward) c += rc_time(tg, saved, tm, p, depth + 1);
+        int u = nd->inputs[i];
+        if (u < 0 || tensor_persistent(tg, u)) continue;
+        int p = tg->g->tensors[u].producer;
+        if (p < 0 || p >= tg->n_forward) continue;
+        if (!saved[u]) chain_walk(m, saved, p, mark, nodes, n_nodes, ins, n_ins);
+        else if (m->dec_of[u] >= 0) ins[(*n_ins)++] = m->dec_of[u];
     }
-    return c;
 }
 
 int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     const train_graph *tg = in->tg;
     const ir_graph *g = tg->g;
-    int N = g->n_nodes;
+    int N = g->n_nodes, NT = g->n_tensors;
     if (in->opts.max_nodes_exact > 0 && N > in->opts.max_nodes_exact)
         return oc_fail(err, "ilp: the training graph has %d nodes, more than the oracle's "
                             "limit of %d", N, in->opts.max_nodes_exact);
-    double *tm = oc_calloc((size_t)N + 1, sizeof *tm);
+    double *tm_s = oc_calloc((size_t)N + 1, sizeof *tm_s);
     int64_t *ws = oc_calloc((size_t)N + 1, sizeof *ws);
     if (in->prof) {
-        if (profile_node_costs(in->prof, tg, "ilp profile", tm, ws, err)) {
-            oc_free(tm);
+        if (profile_node_costs(in->prof, tg, "ilp profile", tm_s, ws, err)) {
+            oc_free(tm_s);
             oc_free(ws);
             return OC_ERR;
         }
     } else {
-        memcpy(tm, sim_context_node_times(in->ctx), (size_t)N * sizeof *tm);
+        memcpy(tm_s, sim_context_node_times(in->ctx), (size_t)N * sizeof *tm_s);
     }
     ilp_model *m = oc_calloc(1, sizeof *m);
     m->tg = tg;
-    m->n_nodes = N;
+    m->N = N;
     m->ti = strategy_tinfo_new(tg);
-    int64_t cap = in->sim.budget_bytes > 0 ? in->sim.budget_bytes - in->sim.reserve_bytes : 0;
-    m->cap = in->sim.budget_bytes > 0 ? (double)cap : INFINITY;
-    bool *saved = oc_calloc((size_t)g->n_tensors + 1, sizeof *saved);
+    m->nf = m->ti->n_fwd;
+    m->tm = oc_calloc((size_t)N + 1, sizeof *m->tm);
+    m->P = oc_calloc((size_t)N + 2, sizeof *m->P);
+    for (int p = 0; p < N; p++) {
+        m->tm[p] = tm_s[p] * 1e3;
+        m->P[p + 1] = m->P[p] + m->tm[p];
+    }
+    m->ideal = m->P[N];
+    m->cap = in->sim.budget_bytes > 0
+                 ? (double)(in->sim.budget_bytes - in->sim.reserve_bytes) / 1e6
+                 : INFINITY;
+    bool *saved = oc_calloc((size_t)NT + 1, sizeof *saved);
     for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
+    /* Decisions. */
+    m->dec_of = oc_malloc(((size_t)NT + 1) * sizeof *m->dec_of);
+    for (int t = 0; t < NT; t++) m->dec_of[t] = -1;
     m->dec = oc_malloc(((size_t)tg->n_saved + 1) * sizeof *m->dec);
-    bool *is_dec = oc_calloc((size_t)g->n_tensors + 1, sizeof *is_dec);
     for (int i = 0; i < tg->n_saved; i++) {
         int t = tg->saved[i];
         int p = g->tensors[t].producer;
-        if (p >= 0 && p < tg->n_forward && m->ti->first_bwd[t] >= 0 &&
+        if (tensor_persistent(tg, t) || m->ti->bytes[t] <= 0) continue;
+        /* graph inputs (no producer) can be swapped, as the simulator does */
+        if (p < tg->n_forward && m->ti->first_bwd[t] >= 0 &&
             (m->ti->can_rc[t] || m->ti->swappable[t])) {
-            m->dec[m->n_dec++] = t;
-            is_dec[t] = true;
+            m->dec_of[t] = m->D;
+            m->dec[m->D++] = t;
         }
     }
-    int D = m->n_dec;
-    m->bytes = oc_calloc((size_t)D + 1, sizeof *m->bytes);
-    m->def = oc_calloc((size_t)D + 1, sizeof *m->def);
+    int D = m->D;
+    m->mb = oc_calloc((size_t)D + 1, sizeof *m->mb);
     m->flast = oc_calloc((size_t)D + 1, sizeof *m->flast);
     m->fbr = oc_calloc((size_t)D + 1, sizeof *m->fbr);
-    m->last = oc_calloc((size_t)D + 1, sizeof *m->last);
-    m->rc_cost = oc_calloc((size_t)D + 1, sizeof *m->rc_cost);
-    m->copy = oc_calloc((size_t)D + 1, sizeof *m->copy);
+    m->c_in = oc_calloc((size_t)D + 1, sizeof *m->c_in);
+    m->c_out = oc_calloc((size_t)D + 1, sizeof *m->c_out);
+    m->g_ub = oc_calloc((size_t)D + 1, sizeof *m->g_ub);
     m->can_rc = oc_calloc((size_t)D + 1, sizeof *m->can_rc);
     m->can_sw = oc_calloc((size_t)D + 1, sizeof *m->can_sw);
-    m->base = oc_calloc((size_t)N + 1, sizeof *m->base);
-    m->bwd_before = oc_calloc((size_t)N + 1, sizeof *m->bwd_before);
-    /* liveness of every tensor over the default schedule */
+    m->h2d_order = oc_calloc((size_t)D + 1, sizeof(int));
+    m->d2h_order = oc_calloc((size_t)D + 1, sizeof(int));
+    /* All-keep memory per position, as simulator.c counts it. */
+    m->keep_mem = oc_calloc((size_t)N + 1, sizeof *m->keep_mem);
+    m->pre_mem = oc_calloc((size_t)N + 1, sizeof *m->pre_mem);
+    m->rc_mb = oc_calloc((size_t)D + 1, sizeof *m->rc_mb);
     double persistent = 0;
-    for (int t = 0; t < g->n_tensors; t++) {
+    double *delta = oc_calloc((size_t)N + 2, sizeof *delta);
+    for (int t = 0; t < NT; t++) {
         const ir_tensor *x = &g->tensors[t];
         int64_t b;
-        if (tg->alias_of[t] >= 0 || !ir_tensor_bytes(x, &b) || b == 0) continue;
+        if (!ir_tensor_bytes(x, &b) || b == 0) continue;
         if (tensor_persistent(tg, t)) {
-            persistent += (double)b;
+            if (tg->alias_of[t] < 0) persistent += (double)b;
             continue;
         }
+        if (x->producer < 0 && !x->is_graph_input) continue; /* never allocated */
         int def = x->producer >= 0 ? x->producer : 0, last = def;
         for (int c = 0; c < x->n_consumers; c++)
             if (x->consumers[c] > last) last = x->consumers[c];
         if (x->is_graph_output) last = N - 1;
-        if (is_dec[t]) continue;
-        for (int p = def; p <= last; p++) m->base[p] += (double)b;
-    }
-    for (int p = 0; p < N; p++) {
-        m->base[p] += persistent + (double)ws[p];
-        m->ideal += tm[p];
+        if (x->producer >= 0) m->pre_mem[x->producer] -= (double)b / 1e6;
+        delta[def] += (double)b;
+        delta[last + 1] -= (double)b;
     }
     double acc = 0;
-    for (int p = tg->n_forward; p < N; p++) {
-        m->bwd_before[p] = acc;
-        acc += tm[p];
+    for (int p = 0; p < N; p++) {
+        acc += delta[p];
+        m->keep_mem[p] = (acc + persistent + (double)ws[p]) / 1e6;
+        m->pre_mem[p] += (acc + persistent) / 1e6;
     }
-    double bw = in->prof ? in->prof->device.h2d_bytes_per_s : 0;
-    double lat = in->prof ? in->prof->device.copy_latency_s : 0;
+    oc_free(delta);
+    /* Per decision. */
+    const profile_device *dev = in->prof ? &in->prof->device : NULL;
+    double bw_in = dev ? dev->h2d_bytes_per_s : 0, bw_out = dev ? dev->d2h_bytes_per_s : 0;
+    double lat = dev ? dev->copy_latency_s : 0;
     for (int k = 0; k < D; k++) {
         int t = m->dec[k];
-        const ir_tensor *x = &g->tensors[t];
-        int64_t b = 0;
-        ir_tensor_bytes(x, &b);
-        m->bytes[k] = (double)b;
-        m->def[k] = x->producer;
-        m->flast[k] = m->ti->fwd_last[t] >= 0 ? m->ti->fwd_last[t] : x->producer;
+        double b = (double)m->ti->bytes[t];
+        m->mb[k] = b / 1e6;
+        m->flast[k] = m->ti->fwd_last[t];
         m->fbr[k] = m->ti->first_bwd[t];
-        int last = m->fbr[k];
-        for (int c = 0; c < x->n_consumers; c++)
-            if (x->consumers[c] > last) last = x->consumers[c];
-        m->last[k] = last;
         m->can_rc[k] = m->ti->can_rc[t];
-        m->can_sw[k] = m->ti->swappable[t] && bw > 0;
-        m->rc_cost[k] = rc_time(tg, saved, tm, x->producer, 0);
-        m->copy[k] = bw > 0 ? lat + (double)b / bw : 0;
+        m->can_sw[k] = m->ti->swappable[t] && bw_in > 0 && bw_out > 0;
+        m->c_in[k] = bw_in > 0 ? (lat + b / bw_in) * 1e3 : 0;
+        m->c_out[k] = bw_out > 0 ? (lat + b / bw_out) * 1e3 : 0;
+        m->h2d_order[k] = m->d2h_order[k] = k;
     }
+    g_sort_m = m;
+    qsort(m->h2d_order, (size_t)D, sizeof(int), cmp_h2d);
+    qsort(m->d2h_order, (size_t)D, sizeof(int), cmp_d2h);
+    g_sort_m = NULL;
+    double gu = 0;
+    for (int i = 0; i < D; i++) {
+        int k = m->d2h_order[i];
+        if (!m->can_sw[k]) continue;
+        int def = g->tensors[m->dec[k]].producer;
+        gu = fmax(gu, m->P[def + 1]) + m->c_out[k];
+        m->g_ub[k] = gu;
+    }
+    /* Recompute chains, early materialization. */
+    m->chain_off = oc_calloc((size_t)D + 1, sizeof(int));
+    int cap_idx = 16;
+    m->chain_idx = oc_malloc((size_t)cap_idx * sizeof(int));
+    char *mark = oc_calloc((size_t)N + 1, 1);
+    int *nodes = oc_malloc(((size_t)N + 1) * sizeof(int));
+    size_t n_io = 1;
+    for (int n = 0; n < N; n++) n_io += (size_t)g->nodes[n].n_inputs + (size_t)g->nodes[n].n_outputs;
+    int *ins = oc_malloc(n_io * sizeof(int));
+    size_t cap_tri = 8, cap_pairs = 8;
+    m->tri = oc_malloc(cap_tri * sizeof *m->tri);
+    m->pairs = oc_malloc(cap_pairs * sizeof *m->pairs);
+    int n_idx = 0;
+    for (int k = 0; k < D; k++) {
+        m->chain_off[k] = n_idx;
+        if (!m->can_rc[k]) continue;
+        int nn = 0, ni = 0;
+        memset(mark, 0, (size_t)N + 1);
+        chain_walk(m, saved, g->tensors[m->dec[k]].producer, mark, nodes, &nn, ins, &ni);
+        /* Saved decision outputs of re-run nodes are materialized with them. */
+        for (int i = 0; i < nn; i++) {
+            const ir_node *nd = &g->nodes[nodes[i]];
+            for (int o = 0; o < nd->n_outputs; o++) {
+                int y = nd->outputs[o];
+                if (y >= 0 && m->dec_of[y] >= 0 && m->dec_of[y] != k) ins[ni++] = -1 - m->dec_of[y];
+            }
+        }
+        while (n_idx + nn > cap_idx) {
+            cap_idx *= 2;
+            m->chain_idx = oc_realloc(m->chain_idx, (size_t)cap_idx * sizeof(int));
+        }
+        for (int i = 0; i < nn; i++) m->chain_idx[n_idx++] = nodes[i];
+        /* Transients of the recompute ops: re-run intermediates, all at once. */
+        double inter = 0, wmax = 0;
+        for (int i = 0; i < nn; i++) {
+            wmax = fmax(wmax, (double)ws[nodes[i]]);
+            if (i == 0) continue; /* the producer of x itself */
+            const ir_node *nd = &g->nodes[nodes[i]];
+            for (int o = 0; o < nd->n_outputs; o++) {
+                int y = nd->outputs[o];
+                if (y >= 0 && !saved[y] && !tensor_persistent(tg, y)) inter += (double)m->ti->bytes[y];
+            }
+        }
+        m->rc_mb[k] = (inter + wmax) / 1e6;
+        for (int i = 0; i < ni; i++) {
+            bool sibling = ins[i] < 0;
+            int j = sibling ? -1 - ins[i] : ins[i];
+            if (m->fbr[j] <= m->fbr[k]) continue; /* already needed by then */
+            if (m->can_rc[j]) {
+                oc_grow((void **)&m->tri, &cap_tri, (size_t)m->n_tri + 1, sizeof *m->tri);
+                m->tri[m->n_tri++] = (ilp_triple){j, k, m->fbr[k]};
+            }
+            if (!sibling && m->can_sw[j]) {
+                oc_grow((void **)&m->pairs, &cap_pairs, (size_t)m->n_pairs + 1, sizeof *m->pairs);
+                m->pairs[m->n_pairs++] = (ilp_pair){j, k, m->fbr[k]};
+            }
+        }
+    }
+    m->chain_off[D] = n_idx;
+    oc_free(mark);
+    oc_free(nodes);
+    oc_free(ins);
     oc_free(saved);
-    oc_free(is_dec);
-    oc_free(tm);
+    oc_free(tm_s);
     oc_free(ws);
     *out = m;
     return OC_OK;
@@ -154,176 +287,459 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
 void ilp_model_free(ilp_model *m) {
     if (!m) return;
     strategy_tinfo_free(m->ti);
-    oc_free(m->base);
-    oc_free(m->bwd_before);
-    oc_free(m->dec);
-    oc_free(m->bytes);
-    oc_free(m->def);
-    oc_free(m->flast);
-    oc_free(m->fbr);
-    oc_free(m->last);
-    oc_free(m->rc_cost);
-    oc_free(m->copy);
-    oc_free(m->can_rc);
-    oc_free(m->can_sw);
+    void *p[] = {m->tm, m->P, m->keep_mem, m->pre_mem, m->rc_mb, m->dec, m->mb, m->flast, m->fbr, m->c_in,
+                 m->c_out, m->g_ub, m->can_rc, m->can_sw, m->h2d_order, m->d2h_order,
+                 m->chain_off, m->chain_idx, m->tri, m->pairs, m->dec_of};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     oc_free(m);
 }
 
-/* Bytes of decision k live at position p when kept (full) or not (gap freed). */
-static bool in_gap(const ilp_model *m, int k, int p) { return p > m->flast[k] && p < m->fbr[k]; }
-static bool live_full(const ilp_model *m, int k, int p) { return p >= m->def[k] && p <= m->last[k]; }
+/* ---- evaluation of one plan ------------------------------------------- */
+
+/* Issue position of decision k's swap-in under plan (in [flast+1, fbr]). */
+static int plan_issue(const ilp_model *m, const sim_plan *plan, int k) {
+    int at = plan->swap_in_at[m->dec[k]];
+    if (at < 0 || at > m->fbr[k]) at = m->fbr[k];
+    if (at <= m->flast[k]) at = m->flast[k] + 1;
+    return at;
+}
+
+void ilp_model_eval(const ilp_model *m, const sim_plan *plan, ilp_eval *ev, double *mem) {
+    int D = m->D, N = m->N, nf = m->nf;
+    const train_graph *tg = m->tg;
+    memset(ev, 0, sizeof *ev);
+    char *r = oc_calloc((size_t)D + 1, 1), *s = oc_calloc((size_t)D + 1, 1);
+    for (int k = 0; k < D; k++) {
+        sim_decision d = (sim_decision)plan->decision[m->dec[k]];
+        r[k] = d == SIM_DECISION_RECOMPUTE && m->can_rc[k];
+        s[k] = d == SIM_DECISION_SWAP && m->can_sw[k];
+    }
+    /* Recompute time: each chain node once. */
+    char *x = oc_calloc((size_t)N + 1, 1);
+    double rc = 0;
+    for (int k = 0; k < D; k++)
+        if (r[k])
+            for (int i = m->chain_off[k]; i < m->chain_off[k + 1]; i++) x[m->chain_idx[i]] = 1;
+    for (int n = 0; n < N; n++)
+        if (x[n]) rc += m->tm[n];
+    double *G = oc_calloc((size_t)D + 1, sizeof *G), *E = oc_calloc((size_t)D + 1, sizeof *E);
+    double g = 0;
+    int gi = 0; /* next decision in D2H order whose end is not known yet */
+    /* One walk over positions with the least stalls: H2D copies in queue order
+     * (a node waits for its swap-ins), then memory at the node's start; in
+     * backward a node that does not fit waits for pending D2H copies (the
+     * fewest, in order of their ends) as the simulator's allocation does. */
+    double *Q = oc_calloc((size_t)N + 1, sizeof *Q); /* Q[p]: stall before node p */
+    double *ends = oc_calloc((size_t)D + 1, sizeof *ends);
+    int hi = 0;
+    double e = 0, q = 0;
+    ev->fits = true;
+    ev->worst_node = -1;
+    for (int p = 0; p < N; p++) {
+        /* D2H ends of copies whose producer ran before p (producer end = ideal
+         * end + its stall). */
+        while (gi < D && tg->g->tensors[m->dec[m->d2h_order[gi]]].producer < p) {
+            int k = m->d2h_order[gi++], def = tg->g->tensors[m->dec[k]].producer;
+            if (s[k]) g = fmax(g, m->P[def + 1] + (def >= 0 ? Q[def] : 0)) + m->c_out[k];
+            G[k] = g;
+        }
+        if (p >= nf)
+            while (hi < D && m->fbr[m->h2d_order[hi]] <= p) {
+                int k = m->h2d_order[hi++];
+                if (s[k]) {
+                    int i = plan_issue(m, plan, k);
+                    double issue_t = m->P[i] + (i > 0 ? Q[i - 1] : 0);
+                    e = fmax(fmax(e, issue_t), G[k]) + m->c_in[k];
+                    if (e - m->P[p] > q) q = e - m->P[p];
+                }
+                E[k] = e;
+            }
+        double T = m->P[p] + q, mm = m->keep_mem[p];
+        int n_ends = 0;
+        for (int k = 0; k < D; k++) {
+            if (!gap(m, k, p) || !(r[k] || s[k])) continue;
+            mm -= m->mb[k];
+            if (s[k]) {
+                if (plan_issue(m, plan, k) <= p) mm += m->mb[k];
+                if (G[k] > T) {
+                    mm += m->mb[k];
+                    ends[n_ends++] = G[k];
+                }
+            } else {
+                bool live = false;
+                for (int j = 0; j < m->n_tri && !live; j++)
+                    live = m->tri[j].a == k && r[m->tri[j].b] && m->tri[j].pos <= p;
+                if (live) mm += m->mb[k];
+            }
+        }
+        if (mm > m->cap * (1 + 1e-9) + 1e-9) {
+            /* wait for D2H ends, earliest first, until it fits */
+            for (int a = 0; a < n_ends && mm > m->cap * (1 + 1e-9) + 1e-9; a++) {
+                int best = a;
+                for (int b2 = a + 1; b2 < n_ends; b2++)
+                    if (ends[b2] < ends[best]) best = b2;
+                double tmp = ends[a];
+                ends[a] = ends[best];
+                ends[best] = tmp;
+                double t_new = ends[a];
+                for (int k = 0; k < D; k++) /* every copy ending by then frees */
+                    if (gap(m, k, p) && s[k] && G[k] > T && G[k] <= t_new) mm -= m->mb[k];
+                T = t_new;
+                if (T - m->P[p] > q) q = T - m->P[p];
+            }
+        }
+        Q[p] = q;
+        for (int k = 0; k < D; k++) /* recompute transients before node p */
+            if (r[k] && m->fbr[k] == p) {
+                double rm = mm - (m->keep_mem[p] - m->pre_mem[p]) + m->rc_mb[k];
+                if (rm > m->cap * (1 + 1e-9) + 1e-9) ev->fits = false;
+                if (rm > ev->worst_bytes / 1e6) {
+                    ev->worst_node = p;
+                    ev->worst_bytes = rm * 1e6;
+                }
+            }
+        if (mem) mem[p] = mm * 1e6;
+        if (ev->worst_node < 0 || mm > ev->worst_bytes / 1e6) {
+            ev->worst_node = p;
+            ev->worst_bytes = mm * 1e6;
+        }
+        if (mm > m->cap * (1 + 1e-9) + 1e-9) ev->fits = false;
+    }
+    ev->recompute_s = rc / 1e3;
+    ev->stall_s = (N > 0 ? Q[N - 1] : 0) / 1e3;
+    ev->time_s = (m->ideal + rc) / 1e3 + ev->stall_s;
+    oc_free(ends);
+    oc_free(r);
+    oc_free(s);
+    oc_free(x);
+    oc_free(G);
+    oc_free(E);
+    oc_free(Q);
+}
 
 bool ilp_model_cost(const ilp_model *m, const sim_plan *plan, double *time_s) {
-    double t = m->ideal, stall = 0;
-    bool ok = true;
-    for (int p = 0; p < m->n_nodes; p++) {
-        double mem = m->base[p], need = 0;
-        for (int k = 0; k < m->n_dec; k++) {
-            sim_decision d = (sim_decision)plan->decision[m->dec[k]];
-            if (live_full(m, k, p) && !(d != SIM_DECISION_KEEP && in_gap(m, k, p)))
-                mem += m->bytes[k];
-            if (p >= m->tg->n_forward && d == SIM_DECISION_SWAP && m->fbr[k] <= p)
-                need += m->copy[k];
-        }
-        if (mem > m->cap * (1 + 1e-12)) ok = false;
-        if (p >= m->tg->n_forward && need - m->bwd_before[p] > stall)
-            stall = need - m->bwd_before[p];
+    ilp_eval ev;
+    ilp_model_eval(m, plan, &ev, NULL);
+    *time_s = ev.time_s;
+    return ev.fits;
+}
+
+/* ---- the MILP ------------------------------------------------------------ */
+
+typedef struct lp_builder {
+    glp_prob *lp;
+    int *ia, *ja;
+    double *ar;
+    size_t ne, cap;
+} lp_builder;
+
+static void lp_push(lp_builder *b, int i, int j, double v) {
+    if (v == 0) return;
+    if (b->ne + 2 > b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 1024;
+        b->ia = oc_realloc(b->ia, b->cap * sizeof *b->ia);
+        b->ja = oc_realloc(b->ja, b->cap * sizeof *b->ja);
+        b->ar = oc_realloc(b->ar, b->cap * sizeof *b->ar);
     }
-    for (int k = 0; k < m->n_dec; k++)
-        if (plan->decision[m->dec[k]] == SIM_DECISION_RECOMPUTE) t += m->rc_cost[k];
-    *time_s = t + stall;
-    return ok;
+    b->ne++;
+    b->ia[b->ne] = i, b->ja[b->ne] = j, b->ar[b->ne] = v;
+}
+
+static int lp_row(lp_builder *b, int type, double lo, double up) {
+    int r = glp_add_rows(b->lp, 1);
+    glp_set_row_bnds(b->lp, r, type, lo, up);
+    return r;
+}
+
+static int lp_col(lp_builder *b, int kind, int type, double lo, double up, double obj) {
+    int c = glp_add_cols(b->lp, 1);
+    glp_set_col_kind(b->lp, c, kind);
+    if (kind != GLP_BV) glp_set_col_bnds(b->lp, c, type, lo, up);
+    glp_set_obj_coef(b->lp, c, obj);
+    return c;
+}
+
+/* Pushes the decision terms of position p's memory row. */
+static void mem_terms(const ilp_model *m, lp_builder *b, int row, int p, const int *cr,
+                      const int *cs, const int *cy, const int *cz, const int *cw) {
+    int N = m->N;
+    for (int k = 0; k < m->D; k++) {
+        if (!gap(m, k, p)) continue;
+        if (cr[k]) lp_push(b, row, cr[k], -m->mb[k]);
+        if (cw[k * N + p]) lp_push(b, row, cw[k * N + p], m->mb[k]);
+        if (!cs[k]) continue;
+        lp_push(b, row, cs[k], -m->mb[k]);
+        for (int i = m->flast[k] + 1; i <= p; i++)
+            lp_push(b, row, cy[k] + i - (m->flast[k] + 1), m->mb[k]);
+        if (cz[k * N + p]) lp_push(b, row, cz[k * N + p], m->mb[k]);
+    }
 }
 
 int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
     memset(r, 0, sizeof *r);
-    int D = m->n_dec, N = m->n_nodes, nf = m->tg->n_forward;
+    int D = m->D, N = m->N;
+    const train_graph *tg = m->tg;
+    r->decision = oc_calloc((size_t)tg->g->n_tensors + 1, 1);
+    r->issue = oc_malloc(((size_t)tg->g->n_tensors + 1) * sizeof(int));
+    for (int t = 0; t < tg->g->n_tensors; t++) r->issue[t] = -1;
+    double M = 2 * m->ideal + 1;
+    for (int k = 0; k < D; k++) M += m->c_in[k] + m->c_out[k];
     glp_term_out(GLP_OFF);
-    glp_prob *lp = glp_create_prob();
-    glp_set_obj_dir(lp, GLP_MIN);
-    /* columns: r_k (1..D), s_k (D+1..2D), stall (2D+1) */
-    glp_add_cols(lp, 2 * D + 1);
+    lp_builder b = {.lp = glp_create_prob()};
+    glp_set_obj_dir(b.lp, GLP_MIN);
+    glp_set_obj_coef(b.lp, 0, m->ideal);
+    /* Columns. */
+    int *cr = oc_calloc((size_t)D + 1, sizeof(int)), *cs = oc_calloc((size_t)D + 1, sizeof(int));
+    int *cy = oc_calloc((size_t)D + 1, sizeof(int)); /* first y col; y_{k,i}: cy + i - (flast+1) */
+    int *cG = oc_calloc((size_t)D + 1, sizeof(int)), *cE = oc_calloc((size_t)D + 1, sizeof(int));
+    int *cz = oc_calloc((size_t)D * (size_t)N + 1, sizeof(int)); /* [k*N + p], 0: none */
+    int *cw = oc_calloc((size_t)D * (size_t)N + 1, sizeof(int));
+    int *cQ = oc_calloc((size_t)N + 1, sizeof(int));
+    int *cx = oc_calloc((size_t)N + 1, sizeof(int));
     for (int k = 0; k < D; k++) {
-        glp_set_col_kind(lp, k + 1, GLP_BV);
-        glp_set_col_kind(lp, D + k + 1, GLP_BV);
-        if (!m->can_rc[k]) glp_set_col_bnds(lp, k + 1, GLP_FX, 0, 0);
-        if (!m->can_sw[k]) glp_set_col_bnds(lp, D + k + 1, GLP_FX, 0, 0);
-        glp_set_obj_coef(lp, k + 1, m->rc_cost[k]);
-    }
-    glp_set_col_bnds(lp, 2 * D + 1, GLP_LO, 0, 0);
-    glp_set_obj_coef(lp, 2 * D + 1, 1.0);
-    glp_set_obj_coef(lp, 0, m->ideal);
-    size_t cap = 16, ne = 0;
-    int *ia = oc_malloc(cap * sizeof *ia), *ja = oc_malloc(cap * sizeof *ja);
-    double *ar = oc_malloc(cap * sizeof *ar);
-#define ILP_PUSH(i, j, v)                                                                  \
-    do {                                                                                   \
-        if (ne + 2 > cap) {                                                                \
-            cap *= 2;                                                                      \
-            ia = oc_realloc(ia, cap * sizeof *ia);                                         \
-            ja = oc_realloc(ja, cap * sizeof *ja);                                         \
-            ar = oc_realloc(ar, cap * sizeof *ar);                                         \
-        }                                                                                  \
-        ne++;                                                                              \
-        ia[ne] = (i), ja[ne] = (j), ar[ne] = (v);                                          \
-    } while (0)
-    int row = 0;
-    /* one decision per tensor: r + s <= 1 */
-    for (int k = 0; k < D; k++) {
-        row = glp_add_rows(lp, 1);
-        glp_set_row_bnds(lp, row, GLP_UP, 0, 1);
-        ILP_PUSH(row, k + 1, 1.0);
-        ILP_PUSH(row, D + k + 1, 1.0);
-    }
-    /* memory at each position, in MB: Σ_gap bytes·(r+s) >= keep-all - cap */
-    bool mem_infeasible = false;
-    if (isfinite(m->cap)) {
-        for (int p = 0; p < N; p++) {
-            double full = m->base[p], freeable = 0;
-            for (int k = 0; k < D; k++) {
-                if (live_full(m, k, p)) full += m->bytes[k];
-                if (live_full(m, k, p) && in_gap(m, k, p)) freeable += m->bytes[k];
-            }
-            double need = full - m->cap;
-            if (need <= 0) continue;
-            if (need > freeable) mem_infeasible = true;
-            row = glp_add_rows(lp, 1);
-            glp_set_row_bnds(lp, row, GLP_LO, need / 1e6, 0);
-            for (int k = 0; k < D; k++)
-                if (live_full(m, k, p) && in_gap(m, k, p)) {
-                    ILP_PUSH(row, k + 1, m->bytes[k] / 1e6);
-                    ILP_PUSH(row, D + k + 1, m->bytes[k] / 1e6);
-                }
+        if (m->can_rc[k]) cr[k] = lp_col(&b, GLP_BV, 0, 0, 1, 0);
+        if (!m->can_sw[k]) continue;
+        cs[k] = lp_col(&b, GLP_BV, 0, 0, 1, 0);
+        cy[k] = lp_col(&b, GLP_BV, 0, 0, 1, 0);
+        for (int i = m->flast[k] + 2; i <= m->fbr[k]; i++) lp_col(&b, GLP_BV, 0, 0, 1, 0);
+        cG[k] = lp_col(&b, GLP_CV, GLP_LO, 0, 0, 0);
+        cE[k] = lp_col(&b, GLP_CV, GLP_LO, 0, 0, 0);
+        for (int p = m->flast[k] + 1; p < m->fbr[k]; p++) {
+            double T_lo = m->P[p];
+            if (m->g_ub[k] > T_lo) cz[k * N + p] = lp_col(&b, GLP_BV, 0, 0, 1, 0);
         }
     }
-    /* H2D stream: stall - Σ_{fbr <= p} copy·s >= -compute before p */
-    for (int p = nf; p < N; p++) {
-        int any = 0;
-        for (int k = 0; k < D; k++) any += m->can_sw[k] && m->fbr[k] <= p;
-        if (!any) continue;
-        row = glp_add_rows(lp, 1);
-        glp_set_row_bnds(lp, row, GLP_LO, -m->bwd_before[p], 0);
-        ILP_PUSH(row, 2 * D + 1, 1.0);
-        for (int k = 0; k < D; k++)
-            if (m->can_sw[k] && m->fbr[k] <= p) ILP_PUSH(row, D + k + 1, -m->copy[k]);
+    for (int p = 0; p < N; p++) cQ[p] = lp_col(&b, GLP_CV, GLP_LO, 0, 0, p == N - 1 ? 1 : 0);
+    for (int k = 0; k < D; k++)
+        for (int i = m->chain_off[k]; i < m->chain_off[k + 1]; i++) {
+            int n = m->chain_idx[i];
+            if (!cx[n]) cx[n] = lp_col(&b, GLP_CV, GLP_DB, 0, 1, m->tm[n]);
+        }
+    for (int j = 0; j < m->n_tri; j++) {
+        ilp_triple t = m->tri[j];
+        for (int p = t.pos; p < m->fbr[t.a]; p++)
+            if (gap(m, t.a, p) && !cw[t.a * N + p])
+                cw[t.a * N + p] = lp_col(&b, GLP_CV, GLP_DB, 0, 1, 0);
     }
-#undef ILP_PUSH
-    r->n_vars = 2 * D + 1;
-    r->n_rows = glp_get_num_rows(lp);
-    if (ne > 0) glp_load_matrix(lp, (int)ne, ia, ja, ar);
-    oc_free(ia);
-    oc_free(ja);
-    oc_free(ar);
-    r->decision = oc_calloc((size_t)m->tg->g->n_tensors + 1, 1);
-    if (mem_infeasible) { /* some position cannot fit even with every gap freed */
-        glp_delete_prob(lp);
-        return OC_OK;
+    int row;
+    /* r + s <= 1; Σ_i y = s. */
+    for (int k = 0; k < D; k++) {
+        if (cr[k] && cs[k]) {
+            row = lp_row(&b, GLP_UP, 0, 1);
+            lp_push(&b, row, cr[k], 1);
+            lp_push(&b, row, cs[k], 1);
+        }
+        if (!cs[k]) continue;
+        row = lp_row(&b, GLP_FX, 0, 0);
+        lp_push(&b, row, cs[k], -1);
+        for (int i = m->flast[k] + 1; i <= m->fbr[k]; i++)
+            lp_push(&b, row, cy[k] + i - (m->flast[k] + 1), 1);
     }
-    glp_iocp parm;
-    glp_init_iocp(&parm);
-    parm.presolve = GLP_ON;
-    parm.msg_lev = GLP_MSG_OFF;
-    if (time_limit_s > 0) parm.tm_lim = (int)(time_limit_s * 1000);
-    int rc = glp_intopt(lp, &parm);
-    if (rc != 0 && rc != GLP_ETMLIM && rc != GLP_ENOPFS && rc != GLP_ENODFS) {
-        glp_delete_prob(lp);
-        return oc_fail(err, "ilp: GLPK glp_intopt failed with code %d", rc);
+    /* Recompute chains: x_n >= r_k. Early materialization: w >= r_a + r_b - 1. */
+    for (int k = 0; k < D; k++)
+        for (int i = m->chain_off[k]; i < m->chain_off[k + 1]; i++) {
+            row = lp_row(&b, GLP_LO, 0, 0);
+            lp_push(&b, row, cx[m->chain_idx[i]], 1);
+            lp_push(&b, row, cr[k], -1);
+        }
+    for (int j = 0; j < m->n_tri; j++) {
+        ilp_triple t = m->tri[j];
+        for (int p = t.pos; p < m->fbr[t.a]; p++) {
+            if (!cw[t.a * N + p]) continue;
+            row = lp_row(&b, GLP_LO, -1, 0);
+            lp_push(&b, row, cw[t.a * N + p], 1);
+            lp_push(&b, row, cr[t.a], -1);
+            lp_push(&b, row, cr[t.b], -1);
+        }
     }
-    int st = glp_mip_status(lp);
-    r->feasible = st == GLP_OPT || st == GLP_FEAS;
-    r->optimal = st == GLP_OPT && rc == 0;
+    /* A recompute reading a swapped tensor: its swap-in issued by then. */
+    for (int j = 0; j < m->n_pairs; j++) {
+        ilp_pair pr = m->pairs[j];
+        if (!cr[pr.k] || !cs[pr.j]) continue;
+        row = lp_row(&b, GLP_UP, 0, 1);
+        lp_push(&b, row, cr[pr.k], 1);
+        for (int i = pr.pos + 1; i <= m->fbr[pr.j]; i++)
+            lp_push(&b, row, cy[pr.j] + i - (m->flast[pr.j] + 1), 1);
+    }
+    /* D2H queue: G_k >= G_prev + c s; G_k >= end(producer) + c s. */
+    int prev = -1;
+    for (int o = 0; o < D; o++) {
+        int k = m->d2h_order[o];
+        if (!cs[k]) continue;
+        int def = tg->g->tensors[m->dec[k]].producer;
+        row = lp_row(&b, GLP_LO, m->P[def + 1], 0); /* G - Q_def - c s >= P_{def+1} */
+        lp_push(&b, row, cG[k], 1);
+        if (def >= 0) lp_push(&b, row, cQ[def], -1);
+        lp_push(&b, row, cs[k], -m->c_out[k]);
+        if (prev >= 0) {
+            row = lp_row(&b, GLP_LO, 0, 0);
+            lp_push(&b, row, cG[k], 1);
+            lp_push(&b, row, cG[prev], -1);
+            lp_push(&b, row, cs[k], -m->c_out[k]);
+        }
+        prev = k;
+    }
+    /* H2D queue: E_k >= E_prev + c s; E_k >= issue time + c (if y); E_k >= G_k + c (if s);
+     * node fbr_k starts after E_k. */
+    prev = -1;
+    for (int o = 0; o < D; o++) {
+        int k = m->h2d_order[o];
+        if (!cs[k]) continue;
+        if (prev >= 0) {
+            row = lp_row(&b, GLP_LO, 0, 0);
+            lp_push(&b, row, cE[k], 1);
+            lp_push(&b, row, cE[prev], -1);
+            lp_push(&b, row, cs[k], -m->c_in[k]);
+        }
+        for (int i = m->flast[k] + 1; i <= m->fbr[k]; i++) {
+            /* E - Q_{i-1} - M y >= P_i + c - M */
+            row = lp_row(&b, GLP_LO, m->P[i] + m->c_in[k] - M, 0);
+            lp_push(&b, row, cE[k], 1);
+            if (i >= 1) lp_push(&b, row, cQ[i - 1], -1);
+            lp_push(&b, row, cy[k] + i - (m->flast[k] + 1), -M);
+        }
+        row = lp_row(&b, GLP_LO, m->c_in[k] - M, 0);
+        lp_push(&b, row, cE[k], 1);
+        lp_push(&b, row, cG[k], -1);
+        lp_push(&b, row, cs[k], -M);
+        row = lp_row(&b, GLP_LO, -m->P[m->fbr[k]], 0); /* Q_fbr - E >= -P_fbr */
+        lp_push(&b, row, cQ[m->fbr[k]], 1);
+        lp_push(&b, row, cE[k], -1);
+        prev = k;
+    }
+    for (int p = 1; p < N; p++) {
+        row = lp_row(&b, GLP_LO, 0, 0);
+        lp_push(&b, row, cQ[p], 1);
+        lp_push(&b, row, cQ[p - 1], -1);
+    }
+    /* Device copy resident until its D2H ends: G - M z - Q_p + M s <= P_p + M. */
+    for (int k = 0; k < D; k++)
+        for (int p = m->flast[k] + 1; p < m->fbr[k]; p++) {
+            int z = cz[k * N + p];
+            if (!z) continue;
+            row = lp_row(&b, GLP_UP, 0, m->P[p] + M);
+            lp_push(&b, row, cG[k], 1);
+            lp_push(&b, row, z, -M);
+            lp_push(&b, row, cQ[p], -1);
+            lp_push(&b, row, cs[k], M);
+            if (p + 1 < m->fbr[k] && cz[k * N + p + 1]) { /* z non-increasing (valid cut) */
+                row = lp_row(&b, GLP_LO, 0, 0);
+                lp_push(&b, row, z, 1);
+                lp_push(&b, row, cz[k * N + p + 1], -1);
+            }
+        }
+    /* Memory: Σ_gap mb (-r - s + u + z + w) <= cap - keep_mem at every position;
+     * before each recompute's node also with its transients (rows relaxed by
+     * big-M when x is not recomputed). */
+    bool hopeless = false;
+    if (isfinite(m->cap)) {
+        double all_mb = 0;
+        for (int k = 0; k < D; k++) all_mb += m->mb[k];
+        for (int p = 0; p < N; p++) {
+            double freeable = 0;
+            for (int k = 0; k < D; k++)
+                if (gap(m, k, p) && (cr[k] || cs[k])) freeable += m->mb[k];
+            double slack = m->cap - m->keep_mem[p];
+            if (slack < -freeable - 1e-9) hopeless = true;
+            if (slack < freeable) { /* else it can never bind */
+                row = lp_row(&b, GLP_UP, 0, slack);
+                mem_terms(m, &b, row, p, cr, cs, cy, cz, cw);
+            }
+            for (int k = 0; k < D; k++) {
+                if (!cr[k] || m->fbr[k] != p) continue;
+                double rslack = slack + (m->keep_mem[p] - m->pre_mem[p]);
+                double big = fmax(0, all_mb - rslack) + 1;
+                if (rslack >= freeable + m->rc_mb[k]) continue;
+                row = lp_row(&b, GLP_UP, 0, rslack + big);
+                mem_terms(m, &b, row, p, cr, cs, cy, cz, cw);
+                lp_push(&b, row, cr[k], m->rc_mb[k] + big);
+            }
+        }
+    }
+    r->n_vars = glp_get_num_cols(b.lp);
+    r->n_int_vars = glp_get_num_int(b.lp);
+    r->n_rows = glp_get_num_rows(b.lp);
+    if (b.ne > 0) glp_load_matrix(b.lp, (int)b.ne, b.ia, b.ja, b.ar);
+    oc_free(b.ia);
+    oc_free(b.ja);
+    oc_free(b.ar);
+    int rc = 0;
+    if (!hopeless) {
+        glp_iocp parm;
+        glp_init_iocp(&parm);
+        parm.presolve = GLP_ON;
+        parm.msg_lev = GLP_MSG_OFF;
+        parm.mir_cuts = GLP_ON;
+        parm.cov_cuts = GLP_ON;
+        if (time_limit_s > 0) parm.tm_lim = (int)(time_limit_s * 1000);
+        double t0 = strategy_now();
+        rc = glp_intopt(b.lp, &parm);
+        r->solve_s = strategy_now() - t0;
+        if (rc != 0 && rc != GLP_ETMLIM && rc != GLP_ENOPFS && rc != GLP_ENODFS) {
+            glp_delete_prob(b.lp);
+            oc_free(cr), oc_free(cs), oc_free(cy), oc_free(cG), oc_free(cE);
+            oc_free(cz), oc_free(cw), oc_free(cQ), oc_free(cx);
+            return oc_fail(err, "ilp: GLPK glp_intopt failed with code %d", rc);
+        }
+        int st = glp_mip_status(b.lp);
+        r->feasible = st == GLP_OPT || st == GLP_FEAS;
+        r->optimal = st == GLP_OPT && rc == 0;
+    }
+    if (r->feasible && getenv("ILP_DEBUG")) {
+        for (int k = 0; k < D; k++) {
+            fprintf(stderr, "k %d %s flast %d fbr %d r %g s %g G %g E %g\n", k,
+                    tg->g->tensors[m->dec[k]].name, m->flast[k], m->fbr[k],
+                    cr[k] ? glp_mip_col_val(b.lp, cr[k]) : -1, cs[k] ? glp_mip_col_val(b.lp, cs[k]) : -1,
+                    cG[k] ? glp_mip_col_val(b.lp, cG[k]) : -1, cE[k] ? glp_mip_col_val(b.lp, cE[k]) : -1);
+            for (int p = 0; p < N; p++)
+                if (cw[k * N + p]) fprintf(stderr, "   w p%d %g\n", p, glp_mip_col_val(b.lp, cw[k * N + p]));
+        }
+        for (int p = 0; p < N; p++) fprintf(stderr, "Q%d %g\n", p, glp_mip_col_val(b.lp, cQ[p]));
+    }
     if (r->feasible) {
-        r->objective_s = glp_mip_obj_val(lp);
+        r->objective_s = glp_mip_obj_val(b.lp) / 1e3;
         for (int k = 0; k < D; k++) {
             int t = m->dec[k];
-            if (glp_mip_col_val(lp, k + 1) > 0.5) r->decision[t] = SIM_DECISION_RECOMPUTE;
-            else if (glp_mip_col_val(lp, D + k + 1) > 0.5) r->decision[t] = SIM_DECISION_SWAP;
+            if (cr[k] && glp_mip_col_val(b.lp, cr[k]) > 0.5) {
+                r->decision[t] = SIM_DECISION_RECOMPUTE;
+            } else if (cs[k] && glp_mip_col_val(b.lp, cs[k]) > 0.5) {
+                r->decision[t] = SIM_DECISION_SWAP;
+                r->issue[t] = m->fbr[k];
+                for (int i = m->flast[k] + 1; i <= m->fbr[k]; i++)
+                    if (glp_mip_col_val(b.lp, cy[k] + i - (m->flast[k] + 1)) > 0.5) r->issue[t] = i;
+            }
         }
     }
-    glp_delete_prob(lp);
+    glp_delete_prob(b.lp);
+    oc_free(cr), oc_free(cs), oc_free(cy), oc_free(cG), oc_free(cE);
+    oc_free(cz), oc_free(cw), oc_free(cQ), oc_free(cx);
     return OC_OK;
 }
 
 void ilp_result_free(ilp_result *r) {
     oc_free(r->decision);
+    oc_free(r->issue);
     r->decision = NULL;
+    r->issue = NULL;
 }
 
 void ilp_plan(const ilp_model *m, const ilp_result *r, sim_plan *plan) {
     sim_plan_keep_all(plan);
     if (!r->feasible) return;
-    for (int k = 0; k < m->n_dec; k++) {
-        int t = m->dec[k];
+    int latest = -1; /* running max of issue points in H2D order */
+    for (int o = 0; o < m->D; o++) {
+        int k = m->h2d_order[o], t = m->dec[k];
         sim_decision d = (sim_decision)r->decision[t];
         if (d == SIM_DECISION_KEEP) continue;
         int at = -1;
         if (d == SIM_DECISION_SWAP) {
-            int lo = strategy_tinfo_issue_lo(m->ti, t);
-            at = m->fbr[k] - 1 > lo ? m->fbr[k] - 1 : lo;
+            at = r->issue[t] > latest ? r->issue[t] : latest;
             if (at > m->fbr[k]) at = m->fbr[k];
+            latest = at;
         }
         sim_plan_set(plan, t, d, at);
     }
+    strategy_tinfo_clamp_issue(m->ti, plan);
 }
 
 static int ilp_strategy_plan(const strategy_input *in, sim_plan *out, strategy_stats *st,
@@ -331,17 +747,20 @@ static int ilp_strategy_plan(const strategy_input *in, sim_plan *out, strategy_s
     ilp_model *m;
     if (ilp_model_new(in, &m, err)) return OC_ERR;
     ilp_result r;
-    if (ilp_solve(m, 60.0, &r, err)) {
+    double lim = in->opts.max_seconds > 0 ? in->opts.max_seconds : 60.0;
+    if (ilp_solve(m, lim, &r, err)) {
         ilp_model_free(m);
         return OC_ERR;
     }
     ilp_plan(m, &r, out);
     if (r.feasible)
-        strategy_note(st, "MILP %s: model time %.6g s (%d vars, %d rows)",
-                      r.optimal ? "optimal" : "time limit, best found", r.objective_s, r.n_vars,
-                      r.n_rows);
+        strategy_note(st, "MILP %s: model time %.6g ms (%d vars, %d integer, %d rows, %.2f s)",
+                      r.optimal ? "optimal" : "time limit, best found", r.objective_s * 1e3,
+                      r.n_vars, r.n_int_vars, r.n_rows, r.solve_s);
     else
-        strategy_note(st, "MILP infeasible under the budget");
+        strategy_note(st, "MILP infeasible under the budget%s", r.solve_s > 0 ? "" : " (no "
+                      "position can fit even with every decision freed)");
+    if (!r.optimal) st->bound_hit = r.feasible;
     ilp_result_free(&r);
     ilp_model_free(m);
     return OC_OK;

@@ -42,8 +42,9 @@ typedef struct strategy_options {
     /* Cap on simulator calls for one plan() (<= 0: unlimited). */
     long max_sims;
     /* Wall-clock cap for one plan() in seconds (<= 0: unlimited). Strategies
-     * that hit it return their best plan so far and set bound_hit. Tests
-     * should cap by leaves/sims, not seconds, to stay deterministic. */
+     * that hit it return their best plan so far and set bound_hit. A seconds
+     * cap makes the result depend on machine speed: tests may use it only
+     * where what they assert holds for whatever plan comes back. */
     double max_seconds;
     /* ILP and other external solvers: node limit for applicability. */
     int max_nodes_exact;

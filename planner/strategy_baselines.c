@@ -1,5 +1,7 @@
 /* strategy_baselines.c — the baselines of seed 000 §5 and seed 004 (vDNN):
  * incore, swap-all-nosched, swap-all, vdnn-conv, superneurons. */
+#include <string.h>
+
 #include "strategy_sched.h"
 
 /* ---- incore: everything kept (also the ideal time) ---- */
@@ -104,7 +106,39 @@ const strategy strategy_vdnn_conv = {
 /* ---- SuperNeurons-static as seed 000 §5.2 defines it: feature maps kept from
  * the output layer backwards while they fit; of the rest, Conv outputs swap
  * (swap-in issued with the previous Conv's backward) and cheaper layers'
- * outputs are recomputed. ---- */
+ * outputs are recomputed. Recomputation in SuperNeurons runs segments that
+ * start at checkpoints (the swapped / kept maps); a cheap-layer output whose
+ * recomputation would start from another recomputed map (the ReLU after a
+ * residual Add reads the previous block's output) would chain back to the
+ * start of the stage and hold every block output of the stage at once in
+ * backward — at ResNet-50 batch 640 that needs > 20 GiB. Such maps are
+ * swapped instead (they are checkpoints, as in SuperNeurons). ---- */
+
+/* True when recomputing t's producer needs no saved map decided RECOMPUTE:
+ * its inputs are kept, swapped, persistent, or unsaved forward activations
+ * that (recursively) satisfy the same. memo: per tensor 0 unknown, 1 ok, 2 not. */
+static bool sn_segment_ok(const strategy_tinfo *ti, const sim_plan *out, int t, uint8_t *memo)
+{
+    const ir_graph *g = ti->tg->g;
+    int p = g->tensors[t].producer;
+    if (p < 0 || p >= ti->tg->n_forward) return true;
+    const ir_node *n = &g->nodes[p];
+    for (int k = 0; k < n->n_inputs; k++) {
+        int u = n->inputs[k];
+        if (u < 0 || u == t) continue;
+        bool saved_u = ti->swappable[u] || ti->can_rc[u];
+        if (saved_u) {
+            if (out->decision[u] == SIM_DECISION_RECOMPUTE) return false;
+            continue;
+        }
+        int pu = g->tensors[u].producer;
+        if (pu < 0 || pu >= ti->tg->n_forward || ti->tg->alias_of[u] >= 0) continue;
+        if (memo[u] == 0) memo[u] = sn_segment_ok(ti, out, u, memo) ? 1 : 2;
+        if (memo[u] == 2) return false;
+    }
+    return true;
+}
+
 static void superneurons_fill(const strategy_tinfo *ti, sim_plan *out, int n_keep, bool prefetch)
 {
     sim_plan_keep_all(out);
@@ -119,6 +153,16 @@ static void superneurons_fill(const strategy_tinfo *ti, sim_plan *out, int n_kee
         else
             sim_plan_set(out, t, SIM_DECISION_SWAP, -1);
     }
+    /* Segments start at checkpoints: in production order, a recompute that
+     * would start from another recomputed map becomes a swap. */
+    uint8_t *memo = oc_calloc((size_t)ti->n_tensors + 1, 1);
+    for (int i = 0; i < ti->n_saved; i++) {
+        int t = ti->saved_by_prod[i];
+        if (out->decision[t] != SIM_DECISION_RECOMPUTE) continue;
+        memset(memo, 0, (size_t)ti->n_tensors);
+        if (!sn_segment_ok(ti, out, t, memo)) sim_plan_set(out, t, SIM_DECISION_SWAP, -1);
+    }
+    oc_free(memo);
     /* Issue points once the recomputes (which may need swapped maps earlier) are known. */
     int *need = oc_malloc(((size_t)ti->n_tensors + 1) * sizeof(int));
     int *scratch = oc_malloc(((size_t)ti->tg->g->n_nodes + 1) * sizeof(int));

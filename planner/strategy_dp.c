@@ -23,8 +23,9 @@
 #define DP_DEFAULT_MAX_EXACT 2000
 #define DP_SWEEP 12
 #define DP_MAX_FRONT 512
+#define DP_MIN_SWEEP 3 /* dp-min: swept budgets tried besides the least-peak chain */
 /* Step-peak models tried, in order (dp_lowersets.h); the simulator picks. */
-static const dp_peak_model DP_MODELS[] = {DP_PEAK_LAZY, DP_PEAK_PAPER};
+static const dp_peak_model DP_MODELS[] = {DP_PEAK_LAZY, DP_PEAK_BLOCK, DP_PEAK_PAPER};
 #define DP_N_MODELS ((int)(sizeof DP_MODELS / sizeof DP_MODELS[0]))
 
 typedef struct dp_setup {
@@ -210,6 +211,7 @@ static int dp_min_plan(const strategy_input *in, sim_plan *out, strategy_stats *
                       dp_peak_model_name(DP_MODELS[mo]), (long long)memsol.peak,
                       memsol.overhead, memsol.n_chain,
                       memsol.thinned ? ", fronts thinned" : "");
+        if (nb > DP_MIN_SWEEP) nb = DP_MIN_SWEEP; /* the low end: memory is the goal */
         for (int k = -1; k < nb && rc == OC_OK; k++) { /* -1: the least-peak chain itself */
             dp_solution sol;
             if (k >= 0) {

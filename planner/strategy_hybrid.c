@@ -12,8 +12,10 @@
  *     every unhidden swap-out KEEP, memory unlimited) is simulated; when it is
  *     not faster than the best leaf so far, the subtree is cut (the simulator is
  *     monotone enough in practice for this to be a bound; it is a heuristic one);
- *   - a leaf cap (opts.max_leaves, default 4096) and opts.max_sims/max_seconds:
- *     when hit, the best plan so far is returned and bound_hit is set.
+ *   - a leaf cap (opts.max_leaves, default 1024) and opts.max_sims/max_seconds:
+ *     when hit, the best plan so far is returned and bound_hit is set. Stage 1
+ *     gets 60% of the sims/seconds caps, stage 2 the rest (a capped search
+ *     still moves maps to recompute).
  * At each leaf the maps whose swap-out is not hidden (U_out, all contiguous at
  * the end of forward) are switched to KEEP greedily from the output layer
  * backwards while memory fits (the longest feasible prefix, by bisection).
@@ -29,7 +31,8 @@
 #include "strategy_sched.h"
 
 #define HY_EPS 1e-9
-#define HY_DEFAULT_LEAVES 4096
+#define HY_DEFAULT_LEAVES 1024
+#define HY_STAGE1_SHARE 0.6
 
 typedef struct hybrid {
     const strategy_input *in;
@@ -49,6 +52,10 @@ typedef struct hybrid {
 static int hy_eval(hybrid *h, sim_plan *p, bool *feasible, double *t, oc_err *err)
 {
     sim_result r;
+    /* Every evaluation starts from just-in-time issue points, so a plan's
+     * score depends on its decisions only, not on the order of the search. */
+    for (int x = 0; x < p->n_tensors; x++)
+        if (p->decision[x] == SIM_DECISION_SWAP) p->swap_in_at[x] = -1;
     if (strategy_sched_early(h->in, h->ti, p, h->st, &r, err)) return OC_ERR;
     *feasible = r.feasible;
     *t = r.feasible ? r.time_s : INFINITY;
@@ -248,7 +255,12 @@ done:
 
 static int hybrid_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err)
 {
-    hybrid h = {.in = in, .st = st, .t0 = strategy_now()};
+    /* Stage 1 may spend HY_STAGE1_SHARE of the sims / seconds caps, so that a
+     * capped search still runs stage 2 (where recomputation pays off). */
+    strategy_input in1 = *in;
+    if (in1.opts.max_seconds > 0) in1.opts.max_seconds *= HY_STAGE1_SHARE;
+    if (in1.opts.max_sims > 0) in1.opts.max_sims = (long)((double)in1.opts.max_sims * HY_STAGE1_SHARE);
+    hybrid h = {.in = &in1, .st = st, .t0 = strategy_now()};
     h.max_leaves = in->opts.max_leaves > 0 ? in->opts.max_leaves : HY_DEFAULT_LEAVES;
     sim_result r;
     /* Nothing to do when everything fits. */
@@ -287,7 +299,8 @@ static int hybrid_plan(const strategy_input *in, sim_plan *out, strategy_stats *
     if ((rc = hy_eval(&h, h.best, &f, &t, err))) goto done;
     OC_ASSERT(f);
     h.best_t = t;
-    h.stop = false; /* the leaf cap bounds stage 1 only; sims/seconds caps still apply */
+    h.stop = false; /* the leaf cap bounds stage 1 only; the full sims/seconds caps apply */
+    h.in = in;
     if ((rc = hy_stage2(&h, err))) goto done;
     sim_plan_copy(out, h.best);
 done:

@@ -1,11 +1,13 @@
 /* strategy_sched.c — per-tensor tables and swap-in scheduling (seed 000 §4.3). */
 #include "strategy_sched.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 bool strategy_tinfo_is_conv(const strategy_tinfo *ti, int node)
 {
+    if (node < 0 || node >= ti->tg->n_forward) return false;
     const ir_node *n = &ti->tg->g->nodes[node];
     return node < ti->tg->n_forward && strcmp(n->op_type, "Conv") == 0 &&
            (n->domain == NULL || n->domain[0] == '\0');
@@ -216,55 +218,78 @@ int strategy_sched_early(const strategy_input *in, const strategy_tinfo *ti, sim
     int n = 0;
     for (int i = 0; i < ti->n_saved; i++) {
         int t = ti->saved_by_prod[i];
-        if (plan->decision[t] == SIM_DECISION_SWAP) {
-            order[n++] = t;
-            plan->swap_in_at[t] = -1;
-        }
+        if (plan->decision[t] == SIM_DECISION_SWAP) order[n++] = t;
     }
     int rc = OC_OK;
     sim_timeline *tl = NULL;
     int64_t *mem = NULL, *base = NULL;
-    int *best_at = NULL, *need = NULL, *scratch = NULL;
+    int *best_at = NULL, *in_at = NULL, *need = NULL, *scratch = NULL;
     if (n == 0) {
         rc = strategy_sim(in, plan, r, stats, err);
         goto done;
     }
+    /* Candidates: the incoming issue points (clamped legal), just in time
+     * (-1: each swap-in issued at its first reader; its timeline gives the
+     * memory left free per node), and the early placements. The fastest
+     * feasible one wins. */
+    strategy_tinfo_clamp_issue(ti, plan);
+    in_at = oc_malloc((size_t)n * sizeof *in_at);
+    best_at = oc_malloc((size_t)n * sizeof *best_at);
+    for (int i = 0; i < n; i++) best_at[i] = in_at[i] = plan->swap_in_at[order[i]];
+    double best_t = INFINITY;
+    bool jit_in = true; /* incoming points are all just in time: no extra run */
+    for (int i = 0; i < n && jit_in; i++) jit_in = in_at[i] < 0;
+    if (!jit_in) {
+        if ((rc = strategy_sim(in, plan, r, stats, err)) != OC_OK) goto done;
+        if (r->feasible) best_t = r->time_s;
+    }
+    for (int i = 0; i < n; i++) plan->swap_in_at[order[i]] = -1;
     tl = sim_timeline_new();
     if (stats) stats->sims++;
-    if ((rc = sim_run(in->ctx, plan, &in->sim, r, tl, err)) != OC_OK || !r->feasible) goto done;
+    if ((rc = sim_run(in->ctx, plan, &in->sim, r, tl, err)) != OC_OK) goto done;
+    if (!r->feasible) goto finish; /* no free-memory profile to place by */
+    if (r->time_s < best_t) {
+        best_t = r->time_s;
+        for (int i = 0; i < n; i++) best_at[i] = -1;
+    }
     need = oc_malloc((size_t)ti->n_tensors * sizeof *need);
     scratch = oc_malloc((size_t)nn * sizeof *scratch);
     strategy_tinfo_need(ti, plan, need, scratch);
     g_need = need;
-    qsort(order, (size_t)n, sizeof(int), cmp_first_need);
+    /* order and in_at/best_at stay paired: sort indices, not tensors. */
+    int *idx = oc_malloc((size_t)n * sizeof *idx);
+    for (int i = 0; i < n; i++) idx[i] = order[i];
+    qsort(idx, (size_t)n, sizeof(int), cmp_first_need);
     g_need = NULL;
     mem = oc_malloc((size_t)nn * sizeof *mem);
     base = oc_malloc((size_t)nn * sizeof *base);
-    best_at = oc_malloc((size_t)n * sizeof *best_at);
     node_mem_from_timeline(tl, nn, base);
     int64_t cap = in->sim.budget_bytes > 0 ? in->sim.budget_bytes - in->sim.reserve_bytes
                                            : INT64_MAX / 4;
-    double best_t = r->time_s;
-    for (int i = 0; i < n; i++) best_at[i] = -1;
     static const double margins[] = {1.0, 0.95, 0.85, 0.7};
     for (size_t m = 0; m < sizeof margins / sizeof margins[0]; m++) {
         memcpy(mem, base, (size_t)nn * sizeof *mem);
-        place_issue_points(ti, plan, order, n, need, mem, (int64_t)((double)cap * margins[m]));
+        place_issue_points(ti, plan, idx, n, need, mem, (int64_t)((double)cap * margins[m]));
         sim_result cr;
-        if ((rc = strategy_sim(in, plan, &cr, stats, err)) != OC_OK) goto done;
+        if ((rc = strategy_sim(in, plan, &cr, stats, err)) != OC_OK) break;
         if (cr.feasible && cr.time_s < best_t) {
             best_t = cr.time_s;
             for (int i = 0; i < n; i++) best_at[i] = plan->swap_in_at[order[i]];
             break; /* the first margin that works is as early as memory allows */
         }
     }
-    for (int i = 0; i < n; i++) plan->swap_in_at[order[i]] = best_at[i];
+    oc_free(idx);
+    if (rc != OC_OK) goto done;
+finish:
+    /* Nothing feasible: the incoming points are the best attempt. */
+    for (int i = 0; i < n; i++) plan->swap_in_at[order[i]] = isinf(best_t) ? in_at[i] : best_at[i];
     rc = strategy_sim(in, plan, r, stats, err);
 done:
     sim_timeline_free(tl);
     oc_free(mem);
     oc_free(base);
     oc_free(best_at);
+    oc_free(in_at);
     oc_free(need);
     oc_free(scratch);
     oc_free(order);

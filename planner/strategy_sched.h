@@ -50,16 +50,19 @@ int strategy_tinfo_issue_lo(const strategy_tinfo *ti, int t);
  * reader, when it is a legal issue point; else the first backward reader
  * (the "prefetch with the previous Conv" rule of vDNN / SuperNeurons). */
 int strategy_tinfo_prev_conv_issue(const strategy_tinfo *ti, int t, int need);
-/* True when node n of tg is a forward Conv. */
+/* True when node n of tg is a forward Conv (false for n < 0: no producer). */
 bool strategy_tinfo_is_conv(const strategy_tinfo *ti, int node);
 
 /* Swap-in scheduling (seed 000 §4.3): every SWAP tensor's issue point is moved
  * as early as the memory left free by the rest of the backward pass allows.
- * Free memory per node comes from a simulation with default issue points;
- * tensors are placed in order of first need, each taking the earliest node
- * from which it fits until its reader. The result is verified by simulation;
- * when it deadlocks or is slower, tighter safety margins are tried and finally
- * the default points kept. *r: the simulator's verdict on the final plan. */
+ * Free memory per node comes from a simulation with every swap-in issued just
+ * in time (at its first reader); tensors are placed in order of first need,
+ * each taking the earliest node from which it fits until its reader. The
+ * placement is verified by simulation (tighter safety margins are tried when
+ * it deadlocks or is slower). The fastest feasible of {incoming issue points
+ * (clamped legal), just in time, the placement} is kept, so the result is
+ * never slower than the plan passed in; when none is feasible the incoming
+ * points stay. *r: the simulator's verdict on the final plan. */
 int strategy_sched_early(const strategy_input *in, const strategy_tinfo *ti, sim_plan *plan,
                          strategy_stats *stats, sim_result *r, oc_err *err);
 

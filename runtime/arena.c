@@ -3,6 +3,7 @@
 #include "arena.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct block {
@@ -96,10 +97,14 @@ int arena_plan(const arena_item *items, int n, int64_t capacity, int64_t *offset
         }
         int64_t off = fl_alloc(&f, len);
         offsets[evs[k].item] = off;
-        if (capacity > 0 && off + len > capacity)
-            rc = oc_fail(err, "arena: tensor '%s' (%" PRId64 " bytes, live from op %d) does not fit: "
-                         "it would end at byte %" PRId64 " of an arena of %" PRId64 " bytes",
-                         it->name, it->bytes, it->first, off + len, capacity);
+        if (capacity > 0 && off + len > capacity) {
+            char when[48];
+            if (it->first == ARENA_FOREVER) snprintf(when, sizeof when, "persistent");
+            else snprintf(when, sizeof when, "live from op %d", it->first);
+            rc = oc_fail(err, "arena: tensor '%s' (%" PRId64 " bytes, %s) does not fit: it would "
+                         "end at byte %" PRId64 " of an arena of %" PRId64 " bytes", it->name,
+                         it->bytes, when, off + len, capacity);
+        }
     }
     *high_water = f.top;
     oc_free(f.b);

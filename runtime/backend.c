@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "cuda/backend_cuda.h"
+
 const char *rt_stream_id_name(rt_stream_id s) {
     switch (s) {
     case RT_STREAM_COMPUTE: return "compute";
@@ -19,9 +21,8 @@ int rt_backend_new(const char *name, rt_backend **out, oc_err *err) {
         *out = rt_backend_cpu_new();
         return OC_OK;
     }
-    if (strcmp(name, "cuda") == 0)
-        return oc_fail(err, "backend 'cuda' is not built into this outcore-run (known: cpu)");
-    return oc_fail(err, "unknown backend '%s' (known: cpu)", name);
+    if (strcmp(name, "cuda") == 0) return rt_backend_cuda_new(out, err); /* cuda/backend_cuda.h */
+    return oc_fail(err, "unknown backend '%s' (known: cpu, cuda)", name);
 }
 
 void rt_backend_free(rt_backend *b) {

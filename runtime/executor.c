@@ -96,6 +96,7 @@ struct rt_exec {
     void **ptrs;          /* in/out pointer arrays of every node */
     void **events;
     void *scratch;
+    void *scratch_own;    /* plans: the workspace outside the planned arena */
     size_t scratch_bytes;
     int n_deps;
 };
@@ -136,6 +137,33 @@ static int check_supported(const train_graph *tg, rt_backend *b, oc_err *err) {
                            g->model_path ? g->model_path : "model", n->name, n->domain,
                            *n->domain ? "." : "", n->op_type, b->name);
     }
+    return OC_OK;
+}
+
+/* The plan's offsets (o->offsets, per tensor) for every device tensor some op
+ * touches; the high-water mark is the end of the highest one, which must not
+ * pass the planned arena (o->planned_bytes), nor that the budget (o->capacity). */
+static int planned_layout(rt_exec *x, const rt_exec_opts *o, const arena_item *items, int nt,
+                          int64_t *offs, oc_err *err) {
+    const ir_graph *g = x->tg->g;
+    x->high_water = 0;
+    offs[nt] = 0;
+    for (int t = 0; t < nt; t++) {
+        offs[t] = 0;
+        if (items[t].bytes <= 0) continue;
+        if (o->offsets[t] < 0 || o->offsets[t] % ARENA_ALIGN)
+            return oc_fail(err, "plan: tensor '%s' has no valid arena offset (%" PRId64 ")",
+                           g->tensors[t].name, o->offsets[t]);
+        offs[t] = o->offsets[t];
+        int64_t end = offs[t] + (items[t].bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+        if (end > x->high_water) x->high_water = end;
+    }
+    if (x->high_water > o->planned_bytes)
+        return oc_fail(err, "plan: the layout ends at byte %" PRId64 ", past the planned arena "
+                       "of %" PRId64 " bytes", x->high_water, o->planned_bytes);
+    if (o->capacity > 0 && o->planned_bytes > o->capacity)
+        return oc_fail(err, "the plan's arena needs %" PRId64 " bytes, more than the budget of "
+                       "%" PRId64 " bytes", o->planned_bytes, o->capacity);
     return OC_OK;
 }
 
@@ -222,14 +250,17 @@ static int plan_layout(rt_exec *x, const rt_exec_opts *o, oc_err *err) {
         size_t s = x->b->scratch_bytes(x->b, g, &g->nodes[i]);
         if (s > x->scratch_bytes) x->scratch_bytes = s;
     }
-    items[nt] = (arena_item){"(kernel workspace)", (int64_t)x->scratch_bytes, ARENA_FOREVER,
-                             ARENA_FOREVER};
+    /* A plan brings its layout; its kernel workspace is a separate buffer. */
+    bool planned = o->offsets != NULL;
+    items[nt] = (arena_item){"(kernel workspace)", planned ? 0 : (int64_t)x->scratch_bytes,
+                             ARENA_FOREVER, ARENA_FOREVER};
     int64_t *offs = oc_malloc(((size_t)nt + 1) * sizeof(int64_t));
-    int rc = arena_plan(items, nt + 1, o->capacity, offs, &x->high_water, err);
+    int rc = planned ? planned_layout(x, o, items, nt, offs, err)
+                     : arena_plan(items, nt + 1, o->capacity, offs, &x->high_water, err);
     if (rc == OC_OK) {
         for (int t = 0; t < nt; t++)
             if (x->space[t] == RT_SPACE_DEVICE) x->off[t] = offs[t];
-        x->capacity = o->capacity > 0 ? o->capacity : x->high_water;
+        x->capacity = planned ? o->planned_bytes : o->capacity > 0 ? o->capacity : x->high_water;
         OC_ASSERT(x->high_water <= x->capacity);
     }
     int64_t scratch_off = offs[nt];
@@ -242,6 +273,10 @@ static int plan_layout(rt_exec *x, const rt_exec_opts *o, oc_err *err) {
         return OC_ERR;
     x->host = host;
     x->scratch = x->scratch_bytes ? (uint8_t *)x->arena + scratch_off : NULL;
+    if (planned && x->scratch_bytes) {
+        if (x->b->dev_alloc(x->b, x->scratch_bytes, &x->scratch_own, err)) return OC_ERR;
+        x->scratch = x->scratch_own;
+    }
     return OC_OK;
 }
 
@@ -334,6 +369,7 @@ void rt_exec_free(rt_exec *x) {
     if (!x) return;
     if (x->events) rt_program_events_free(x->b, x->events, x->n_ops);
     if (x->arena) x->b->dev_free(x->b, x->arena);
+    if (x->scratch_own) x->b->dev_free(x->b, x->scratch_own);
     if (x->host) x->b->host_free(x->b, x->host);
     oc_free(x->events);
     oc_free(x->root);

@@ -69,6 +69,12 @@ typedef struct rt_exec_opts {
     int64_t capacity;  /* arena bytes; 0: exactly what the layout needs */
     uint64_t seed;     /* Dropout */
     const bool *keep;  /* per tensor or NULL: keep live to the end of the step (dumps) */
+    /* A plan's static layout (plan_file.h): per tensor arena offset (-1 none),
+     * and the planned arena size. NULL: the executor lays out itself. With a
+     * plan, capacity is the budget the planned arena must fit, the arena is
+     * exactly planned_bytes, and the kernels' workspace is a separate buffer. */
+    const int64_t *offsets;
+    int64_t planned_bytes;
 } rt_exec_opts;
 
 typedef struct rt_exec rt_exec;

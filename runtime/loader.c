@@ -8,6 +8,8 @@
 
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
+#include "plan_file.h"
+#include "plan_verify.h"
 #include "ops/op_table.h"
 #include "shape_infer.h"
 
@@ -58,7 +60,7 @@ static int recover_structure(train_graph *tg, oc_err *err) {
         tg->fwd_of[i] = -1;
         bool oc = strcmp(n->domain, OC_DOMAIN) == 0;
         if (i < loss_node) {
-            if (oc)
+            if (oc && strcmp(n->op_type, "SwapOut") != 0 && strcmp(n->op_type, "SwapIn") != 0)
                 return oc_fail(err, "%s: node '%s' (%s.%s) comes before the loss node '%s'; a "
                                "training graph has its forward nodes first", path, n->name,
                                n->domain, n->op_type, g->nodes[loss_node].name);
@@ -178,6 +180,25 @@ static int load_training_graph(const uint8_t *buf, size_t len, const char *path,
     return OC_OK;
 }
 
+/* A plan: annotations and offsets back (plan_file_restore), then the verifier
+ * (plan_verify.h) before anything runs. */
+static int load_plan_layout(train_graph *tg, const uint8_t *buf, size_t len, const char *path,
+                            rt_model_info *info, oc_err *err) {
+    if (plan_file_restore(tg->g, buf, len, path, &info->plan_offsets, &info->plan_arena_bytes, err))
+        return OC_ERR;
+    char *st = plan_file_meta_get(buf, len, "outcore.strategy");
+    snprintf(info->plan_strategy, sizeof info->plan_strategy, "%s", st ? st : "");
+    oc_free(st);
+    if (plan_verify(tg, info->plan_offsets, info->plan_arena_bytes, 0, err))
+        return oc_fail_prefix(err, "%s: rejected", path);
+    return OC_OK;
+}
+
+void rt_model_info_free(rt_model_info *info) {
+    oc_free(info->plan_offsets);
+    info->plan_offsets = NULL;
+}
+
 int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model_info *info,
             oc_err *err) {
     *out = NULL;
@@ -190,9 +211,17 @@ int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model
     if (rc == OC_OK && strcmp(kind, "incore-training-graph") == 0) {
         info->is_training_graph = true;
         rc = load_training_graph(buf, len, path, o, out, info, err);
+    } else if (rc == OC_OK && strcmp(kind, PLAN_KIND) == 0) {
+        info->is_training_graph = info->is_plan = true;
+        rc = load_training_graph(buf, len, path, o, out, info, err);
+        if (rc == OC_OK) rc = load_plan_layout(*out, buf, len, path, info, err);
+        if (rc) {
+            train_graph_free(*out);
+            *out = NULL;
+        }
     } else if (rc == OC_OK && *kind) {
         rc = oc_fail(err, "%s: outcore.kind '%s' is not something outcore-run executes "
-                     "(expected a forward model or an incore-training-graph)", path, kind);
+                     "(expected a forward model, an incore-training-graph or a plan)", path, kind);
     } else if (rc == OC_OK) {
         snprintf(info->source_model, sizeof info->source_model, "%s", path);
         ir_graph *g;

@@ -17,6 +17,11 @@
  * buffers are optimizer state), and the optimizer settings from the SGD nodes.
  * Typed graph inputs past outcore.data_inputs are data-less initializers
  * (onnx_export.h explains why) and become initializers again.
+ * A plan (outcore.kind = "plan", written by `outcore-plan plan -o`) loads the
+ * same way, then its node annotations and arena offsets are restored and the
+ * plan verifier runs (plan_verify.h): a corrupted plan, one whose metadata
+ * belongs to another graph, or one whose layout overlaps fails here, naming
+ * the file and the node.
  * Errors (file missing, not ONNX, batch differs from the emitted one, bad
  * structure) name the file; nothing is left allocated. */
 #ifndef OC_LOADER_H
@@ -34,7 +39,13 @@ typedef struct rt_model_info {
     bool is_training_graph;
     int64_t batch;
     char source_model[512]; /* forward model the step was built from */
+    /* A plan (outcore.kind "plan", plan_file.h): verified on load; its layout. */
+    bool is_plan;
+    int64_t *plan_offsets;     /* per tensor arena offset, -1 none; owned: rt_model_info_free */
+    int64_t plan_arena_bytes;
+    char plan_strategy[64];
 } rt_model_info;
+void rt_model_info_free(rt_model_info *info);
 
 int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model_info *info,
             oc_err *err);

@@ -10,7 +10,7 @@ PLAN="$BUILD/outcore-plan"
 declare -A PAPER=([resnet50]="-62%" [densenet121]="-81%" [unet]="-45%" [googlenet]="-39%" [vgg16]="-36%")
 peak() { # model strategy -> peak bytes (GiB figure from the plan report)
     "$PLAN" plan "graphs/$1_op13.onnx" --batch "$BATCH" --device v100 --budget 100000GiB \
-        --strategy "$2" | awk '/^peak/ && !d {print $2; d = 1}'
+        --strategy "$2" | awk '/^peak/ && !d {v = $2; u = $3; f = u == "TiB" ? 1024 : u == "GiB" ? 1 : u == "MiB" ? 1 / 1024 : u == "KiB" ? 1 / 1048576 : 1 / 1073741824; print v * f; d = 1}'
 }
 slow() {
     "$PLAN" plan "graphs/$1_op13.onnx" --batch "$BATCH" --device v100 --budget 100000GiB \

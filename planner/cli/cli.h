@@ -51,6 +51,7 @@ int cmd_simulate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
+int cmd_show(int argc, char **argv);
 
 /* Shared by plan and compare (defined in cmd_plan.c): the model, its training
  * graph, profile (--profile P | --device D | --device-file F), simulator
@@ -76,6 +77,13 @@ void cli_plan_env_free(cli_plan_env *e);
 struct sim_plan;
 int cli_plan_write_outputs(const cli_plan_env *e, const char *trace, const char *svg,
                            const struct sim_plan *p, const char *strategy_name, oc_err *err);
+/* plan -o (cmd_show.c): plans with s (re-planning tighter when the layout
+ * exceeds the budget), rewrites, lays out, verifies and writes plan.onnx;
+ * prints one summary line. OC_ERR when no plan fits or on I/O errors. */
+struct strategy;
+struct strategy_input;
+int cli_plan_write_plan(const cli_plan_env *e, const struct strategy *s,
+                        const struct strategy_input *in, const char *path, oc_err *err);
 /* One strategy's figures as a JSON object (jansson json_t *, new reference). */
 struct json_t;
 struct strategy;

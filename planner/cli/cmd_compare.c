@@ -8,6 +8,7 @@
 
 #include "../strategy.h"
 #include "cli.h"
+#include "compare_oracle.h"
 
 static void usage(FILE *f)
 {
@@ -15,7 +16,7 @@ static void usage(FILE *f)
             "usage: outcore-plan compare MODEL.onnx --batch N (--profile P.json | --device D |\n"
             "                            --device-file F) [--budget B] [--reserve B] [--json]\n"
             "                            [--max-leaves N] [--max-seconds S]\n"
-            "                            [--trace FILE] [--svg FILE] [--of STRATEGY]\n"
+            "                            [--trace FILE] [--svg FILE] [--of STRATEGY] [--oracle]\n"
             "\n"
             "Runs every strategy and prints one row each: feasible, predicted iteration\n"
             "time, slowdown vs the ideal (in-core, infinite memory) time, images/s, peak,\n"
@@ -23,7 +24,10 @@ static void usage(FILE *f)
             "  --json          {\"strategies\": [{strategy, feasible, iteration_time_s, ...}],\n"
             "                   \"best\": NAME|null, \"ideal_time_s\": T}\n"
             "  --trace/--svg   timeline / memory plot of one strategy's plan (--of, default\n"
-            "                  hybrid)\n");
+            "                  hybrid; written only when that plan is feasible)\n"
+            "  --oracle        add the ILP optimality oracle's row (graphs <= 100 nodes) and\n"
+            "                  every strategy's gap to it (JSON: \"oracle\")\n"
+            "Exit status: 0 some strategy is feasible, 3 none is, 1 error.\n");
 }
 
 int cmd_compare(int argc, char **argv)
@@ -35,6 +39,8 @@ int cmd_compare(int argc, char **argv)
     int rc = 1;
     sim_plan *p = NULL, *chosen = NULL;
     json_t *rows = NULL;
+    bool oracle = false;
+    compare_oracle *orc = NULL;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
@@ -42,8 +48,8 @@ int cmd_compare(int argc, char **argv)
             rc = 0;
             goto done;
         }
-        if (strcmp(s, "--json") == 0) {
-            json = true;
+        if (strcmp(s, "--json") == 0 || strcmp(s, "--oracle") == 0) {
+            *(s[2] == 'j' ? &json : &oracle) = true;
             continue;
         }
         if (strcmp(s, "--trace") == 0 || strcmp(s, "--svg") == 0 || strcmp(s, "--of") == 0) {
@@ -60,7 +66,9 @@ int cmd_compare(int argc, char **argv)
     }
     const strategy *of_s = strategy_find(of);
     if (!of_s) {
-        oc_fail(&err, "--of: unknown strategy '%s'", of);
+        char names[256];
+        strategy_list(names, sizeof names);
+        oc_fail(&err, "--of: '%s' is not one of %s", of, names);
         goto fail;
     }
     if (cli_plan_env_load(&e, &err)) goto fail;
@@ -69,11 +77,13 @@ int cmd_compare(int argc, char **argv)
                          .opts = strategy_options_default()};
     in.opts.max_leaves = e.max_leaves;
     in.opts.max_seconds = e.max_seconds;
+    if (oracle && compare_oracle_new(&in, &orc, &err)) goto fail;
     p = sim_plan_new(e.tg);
     chosen = sim_plan_new(e.tg);
     rows = json_array();
     const char *best = NULL;
     double best_t = 0, ideal = 0;
+    bool of_feasible = false;
     char b1[32], b2[32], b3[32];
     if (!json) {
         printf("%s, batch %lld, budget %s, %s\n", e.mo.model, (long long)e.mo.batch,
@@ -90,12 +100,16 @@ int cmd_compare(int argc, char **argv)
         if (strategy_run(s, &in, p, &st, &err)) goto fail;
         const sim_result *r = &st.result;
         ideal = r->ideal_s;
-        if (s == of_s) sim_plan_copy(chosen, p);
+        if (s == of_s) {
+            sim_plan_copy(chosen, p);
+            of_feasible = st.feasible;
+        }
         if (st.feasible && (!best || r->time_s < best_t)) {
             best = s->name;
             best_t = r->time_s;
         }
         json_array_append_new(rows, cli_strategy_stats_json(s, &st, e.mo.batch));
+        if (orc) compare_oracle_add(orc, s->name, p, &st);
         if (json) continue;
         if (st.feasible)
             printf("%-18s %-4s %11.2f %8.3f %9.1f %10s %10s %10s %9.2f %8.3f %6ld%s\n", s->name,
@@ -113,23 +127,34 @@ int cmd_compare(int argc, char **argv)
         json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:I}", "strategies", rows, "best", best,
                               "ideal_time_s", ideal, "batch", (json_int_t)e.mo.batch,
                               "budget_bytes", (json_int_t)e.budget_bytes);
+        if (orc) json_object_set_new(o, "oracle", compare_oracle_json(orc));
         json_dumpf(o, stdout, JSON_INDENT(1));
         printf("\n");
         json_decref(o);
     } else {
         printf("ideal (in-core, infinite memory): %.2f ms = %.1f images/s\n", ideal * 1e3,
                ideal > 0 ? (double)e.mo.batch / ideal : 0);
+        if (orc) compare_oracle_print(orc, stdout);
         printf("best feasible (what auto chooses): %s\n", best ? best : "none");
         printf("(* = a search bound was hit; the best plan found so far is reported)\n");
     }
-    if ((trace || svg) && cli_plan_write_outputs(&e, trace, svg, chosen, of_s->name, &err))
+    /* Trace / plot only of a feasible plan (an infeasible one stops at its deadlock). */
+    if ((trace || svg) && of_feasible &&
+        cli_plan_write_outputs(&e, trace, svg, chosen, of_s->name, &err))
         goto fail;
+    if (!best)
+        fprintf(stderr, "outcore-plan compare: no strategy found a feasible plan under the "
+                        "budget%s\n", trace || svg ? " (no trace/plot written)" : "");
+    else if ((trace || svg) && !of_feasible)
+        fprintf(stderr, "outcore-plan compare: %s found no feasible plan: no trace/plot written\n",
+                of_s->name);
     rc = best ? 0 : 3;
     goto done;
 fail:
     rc = cli_report("compare", &err);
 done:
     json_decref(rows);
+    compare_oracle_free(orc);
     sim_plan_free(p);
     sim_plan_free(chosen);
     cli_plan_env_free(&e);

@@ -47,9 +47,10 @@ int cli_plan_env_load(cli_plan_env *e, oc_err *err)
     if ((e->profile != NULL) + (e->device != NULL) + (e->device_file != NULL) != 1)
         return oc_fail(err, "give exactly one of --profile FILE, --device NAME (%s), "
                             "--device-file FILE", device_preset_names());
-    if ((e->budget && oc_parse_bytes(e->budget, &e->budget_bytes, err)) ||
-        (e->reserve && oc_parse_bytes(e->reserve, &e->reserve_bytes, err)))
-        return OC_ERR;
+    if (e->budget && oc_parse_bytes(e->budget, &e->budget_bytes, err))
+        return oc_fail_prefix(err, "--budget");
+    if (e->reserve && oc_parse_bytes(e->reserve, &e->reserve_bytes, err))
+        return oc_fail_prefix(err, "--reserve");
     if (cli_load_training(&e->mo, &e->to, &e->tg, err)) return OC_ERR;
     if (e->profile) {
         if (profile_read(e->profile, &e->prof, err)) return OC_ERR;
@@ -90,12 +91,14 @@ static void usage(FILE *f)
             "\n"
             "  --strategy S    one of: %s (default hybrid)\n"
             "  --budget B      device memory for the plan, e.g. 16GiB (default: the device's)\n"
-            "  --max-leaves N  cap on leaves of exhaustive searches (hybrid default 4096)\n"
+            "  --max-leaves N  cap on leaves of exhaustive searches (hybrid default 1024)\n"
             "  --max-seconds S wall-clock cap per strategy (best plan so far is kept)\n"
             "  --json          machine-readable output\n"
             "  --trace FILE    Chrome trace-event JSON of the plan's timeline\n"
             "  --svg FILE      memory-over-time plot of the plan\n"
-            "Exit status: 0 feasible plan, 3 no feasible plan, 1 error.\n",
+            "  -o PLAN.onnx    the rewritten step (SwapOut/SwapIn, recomputes, static layout)\n"
+            "                  for outcore-run; see `outcore-plan show`\n"
+            "Exit status: 0 feasible plan, 3 no feasible plan (nothing written), 1 error.\n",
             names);
 }
 
@@ -208,6 +211,7 @@ int cmd_plan(int argc, char **argv)
 {
     cli_plan_env e = {.to = train_opts_default()};
     const char *sname = "hybrid", *trace = NULL, *svg = NULL;
+    const char *plan_out = NULL; /* -o: cmd_show.c writes it */
     bool json = false;
     oc_err err;
     int rc = 1;
@@ -221,6 +225,10 @@ int cmd_plan(int argc, char **argv)
         }
         if (strcmp(s, "--json") == 0) {
             json = true;
+            continue;
+        }
+        if (strcmp(s, "-o") == 0) {
+            if (cli_value(argc, argv, &i, &plan_out, &err)) goto fail;
             continue;
         }
         if (strcmp(s, "--strategy") == 0 || strcmp(s, "--trace") == 0 || strcmp(s, "--svg") == 0) {
@@ -273,10 +281,16 @@ int cmd_plan(int argc, char **argv)
     } else {
         print_text(&e, st, p, &stats);
     }
-    if ((trace || svg) && cli_plan_write_outputs(&e, trace, svg, p, st->name, &err)) goto fail;
+    /* Trace / plot only of a feasible plan: an infeasible timeline stops at the
+     * deadlock, and a file left behind would look like a result. */
+    if (stats.feasible && (trace || svg) &&
+        cli_plan_write_outputs(&e, trace, svg, p, st->name, &err))
+        goto fail;
+    if (stats.feasible && plan_out && cli_plan_write_plan(&e, st, &in, plan_out, &err)) goto fail;
     rc = stats.feasible ? 0 : 3;
     if (!stats.feasible)
-        fprintf(stderr, "outcore-plan plan: no feasible plan: %s\n", stats.notes);
+        fprintf(stderr, "outcore-plan plan: no feasible plan%s: %s (%s)\n",
+                trace || svg ? " (no trace/plot written)" : "", stats.result.reason, stats.notes);
     goto done;
 fail:
     rc = cli_report("plan", &err);

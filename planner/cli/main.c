@@ -17,6 +17,7 @@ static const command commands[] = {
     {"simulate", cmd_simulate, "simulated iteration time, peak and stalls of a plan"},
     {"plan", cmd_plan, "plans keep/swap/recompute per saved tensor with one strategy"},
     {"emit", cmd_emit, "writes the in-core training step as ONNX for outcore-run"},
+    {"show", cmd_show, "prints a plan.onnx's schedule; --trace/--svg of its predicted timeline"},
     {"compare", cmd_compare, "runs every strategy: time, slowdown, images/s, peak, swaps"},
 };
 

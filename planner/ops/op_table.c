@@ -14,6 +14,7 @@ extern const op_def op_def_conv, op_def_conv_transpose, op_def_batch_norm, op_de
     op_def_dropout_grad, op_def_max_pool_grad, op_def_average_pool_grad,
     op_def_global_average_pool_grad, op_def_reduce_sum_to, op_def_pad_grad, op_def_concat_grad,
     op_def_sce_grad, op_def_sgd_momentum;
+extern const op_def op_def_swap_out, op_def_swap_in; /* op_swap.c */
 
 static const op_def *const op_registry[] = {
     &op_def_conv,        &op_def_conv_transpose, &op_def_batch_norm,
@@ -32,6 +33,7 @@ static const op_def *const op_registry[] = {
     &op_def_global_average_pool_grad,            &op_def_reduce_sum_to,
     &op_def_pad_grad,    &op_def_concat_grad,    &op_def_sce_grad,
     &op_def_sgd_momentum,
+    &op_def_swap_out,    &op_def_swap_in,
 };
 
 #define N_OPS (sizeof op_registry / sizeof op_registry[0])

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cuda/backend_cuda.h"
 #include "executor.h"
 #include "init.h"
 #include "loader.h"
@@ -24,7 +25,7 @@
 #include "tensor_io.h"
 
 typedef struct run_opts {
-    const char *model, *backend, *input, *labels, *save, *dump;
+    const char *model, *backend, *input, *labels, *save, *dump, *profile_out;
     int64_t batch, steps, budget;
     uint64_t seed;
     rt_load_opts lo;
@@ -35,7 +36,7 @@ static void usage(FILE *f) {
             "usage: outcore-run MODEL.onnx [--backend cpu] [--batch N] [--steps K] [--lr X]\n"
             "                   [--momentum X] [--weight-decay X] [--seed S]\n"
             "                   [--input X.pb --labels Y.pb] [--save OUT.onnx]\n"
-            "                   [--dump-grads DIR] [--budget BYTES]\n\n"
+            "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n\n"
             "Trains MODEL (a training graph from `outcore-plan emit`, or a forward model) for K\n"
             "steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform in\n"
             "[0, C)), or the same batch every step from ONNX TensorProto files. Prints the loss\n"
@@ -43,7 +44,11 @@ static void usage(FILE *f) {
             "capacity; a layout that needs more is an error).\n"
             "--save: the forward model with the trained weights and BN statistics.\n"
             "--dump-grads: after step 0, DIR/loss.pb, DIR/grads/<i>.pb (TensorProto named after\n"
-            "the parameter) and DIR/tensors/<i>.pb (inputs/outputs of Dropout and DropoutGrad).\n");
+            "the parameter) and DIR/tensors/<i>.pb (inputs/outputs of Dropout and DropoutGrad).\n"
+            "--backend cuda: cuDNN/cuBLAS on GPU 0 (fails with one line when no GPU is found).\n"
+            "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
+            "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
+            "outcore-plan (needs --steps >= 4).\n");
 }
 
 static int parse_float(const char *opt, const char *v, float *out, oc_err *err) {
@@ -75,6 +80,7 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         else if (strcmp(a, "--labels") == 0) o->labels = v;
         else if (strcmp(a, "--save") == 0) o->save = v;
         else if (strcmp(a, "--dump-grads") == 0) o->dump = v;
+        else if (strcmp(a, "--profile-out") == 0) o->profile_out = v;
         else if (strcmp(a, "--batch") == 0) {
             if (oc_parse_int(v, 1, (int64_t)1 << 24, "--batch", &o->batch, err)) return OC_ERR;
         } else if (strcmp(a, "--steps") == 0) {
@@ -100,6 +106,10 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
     }
     if (!o->model) return oc_fail(err, "no MODEL given (see --help)");
     if (!o->input != !o->labels) return oc_fail(err, "--input and --labels go together");
+    if (o->profile_out && strcmp(o->backend, "cuda") != 0)
+        return oc_fail(err, "--profile-out needs --backend cuda");
+    if (o->profile_out && o->steps < 4)
+        return oc_fail(err, "--profile-out needs --steps >= 4 (step 0 warms up, the rest are timed)");
     o->lo.batch = o->batch;
     return OC_OK;
 }
@@ -246,7 +256,7 @@ static int run(const run_opts *o, oc_err *err) {
     rt_backend *b = NULL;
     rt_exec *x = NULL;
     bool *keep = NULL;
-    rt_model_info info;
+    rt_model_info info = {0};
     int rc = OC_ERR, n_init = 0;
     if (rt_backend_new(o->backend, &b, err)) goto out;
     if (rt_load(o->model, &o->lo, &tg, &info, err)) goto out;
@@ -255,8 +265,18 @@ static int run(const run_opts *o, oc_err *err) {
         goto out;
     }
     if (rt_init_missing(tg, o->seed, &n_init, err)) goto out;
+    if (info.is_plan && o->dump) { /* a plan's layout frees what a dump would read */
+        oc_fail(err, "%s: --dump-grads needs the in-core step, not a plan", o->model);
+        goto out;
+    }
+    if (info.is_plan && o->budget && info.plan_arena_bytes > o->budget) {
+        oc_fail(err, "--budget %" PRId64 ": the plan %s needs an arena of %" PRId64 " bytes",
+                o->budget, o->model, info.plan_arena_bytes);
+        goto out;
+    }
     if (o->dump) keep = dump_keep(tg);
-    rt_exec_opts eo = {.backend = b, .capacity = o->budget, .seed = o->seed, .keep = keep};
+    rt_exec_opts eo = {.backend = b, .capacity = o->budget, .seed = o->seed, .keep = keep,
+                       .offsets = info.plan_offsets, .planned_bytes = info.plan_arena_bytes};
     if (rt_exec_new(tg, &eo, &x, err)) {
         if (o->budget) oc_fail_prefix(err, "--budget %" PRId64, o->budget);
         goto out;
@@ -278,6 +298,9 @@ static int run(const run_opts *o, oc_err *err) {
     }
     if (rt_exec_upload_initializers(x, err)) goto out;
     char hw[32], cap[32];
+    if (info.is_plan)
+        printf("plan: strategy %s, planned arena %" PRId64 " bytes, verified\n",
+               info.plan_strategy, info.plan_arena_bytes);
     printf("model %s (%s), batch %" PRId64 ", %d nodes, backend %s, %d initializers initialised "
            "from seed %" PRIu64 "\n", o->model, info.is_training_graph ? "training graph" :
            "forward model", info.batch, g->n_nodes, b->name, n_init, o->seed);
@@ -295,6 +318,7 @@ static int run(const run_opts *o, oc_err *err) {
             goto out;
         }
         if (step == 0 && o->dump && dump_grads(x, tg, o->dump, err)) goto out;
+        if (step == 0 && o->profile_out && rt_cuda_profile_start(b, tg->g, err)) goto out;
     }
     double t1 = now_s();
     double secs = o->steps > 1 ? t1 - t_first : t1 - t0;
@@ -304,6 +328,13 @@ static int run(const run_opts *o, oc_err *err) {
     printf("arena high-water %s (%" PRId64 " bytes), capacity %s (%" PRId64 " bytes)\n",
            oc_fmt_bytes(rt_exec_high_water(x), hw, sizeof hw), rt_exec_high_water(x),
            oc_fmt_bytes(rt_exec_capacity(x), cap, sizeof cap), rt_exec_capacity(x));
+    if (rt_cuda_device_used(b) >= 0)
+        printf("device memory in use %s (%" PRId64 " bytes: context, handles, arena, workspace)\n",
+               oc_fmt_bytes(rt_cuda_device_used(b), hw, sizeof hw), rt_cuda_device_used(b));
+    if (o->profile_out) {
+        if (rt_cuda_profile_write(b, tg, info.batch, o->profile_out, err)) goto out;
+        printf("profile %s\n", o->profile_out);
+    }
     if (o->save) {
         if (save_model(x, tg, o->save, err)) goto out;
         printf("saved %s\n", o->save);
@@ -313,6 +344,7 @@ out:
     rt_exec_free(x);
     rt_backend_free(b);
     train_graph_free(tg);
+    rt_model_info_free(&info);
     oc_free(keep);
     return rc;
 }

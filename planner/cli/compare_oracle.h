@@ -1,0 +1,34 @@
+/* compare_oracle.h — the "ilp-oracle" row of `outcore-plan compare --oracle`:
+ * solves the MILP (ilp_oracle.h) once, simulates its plan, and reports every
+ * heuristic's gap to it, both under the oracle's model and in simulated time.
+ *
+ *   compare_oracle *o;
+ *   if (compare_oracle_new(&in, &o, &err)) ...        // refuses graphs > 100 nodes
+ *   for each strategy: compare_oracle_add(o, name, plan, &stats);
+ *   compare_oracle_print(o, stdout);  or  json_object_set_new(doc, "oracle", compare_oracle_json(o));
+ *   compare_oracle_free(o);
+ */
+#ifndef OC_COMPARE_ORACLE_H
+#define OC_COMPARE_ORACLE_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "../strategy.h"
+
+#define COMPARE_ORACLE_MAX_NODES 100
+
+typedef struct compare_oracle compare_oracle;
+
+/* OC_ERR (message says why) when the training graph has more than
+ * COMPARE_ORACLE_MAX_NODES nodes or GLPK fails. */
+int compare_oracle_new(const strategy_input *in, compare_oracle **out, oc_err *err);
+void compare_oracle_free(compare_oracle *o);
+/* Records one heuristic: its plan's cost under the oracle's model and its
+ * simulated time (st: the simulator's verdict on plan). */
+void compare_oracle_add(compare_oracle *o, const char *name, const sim_plan *plan,
+                        const strategy_stats *st);
+void compare_oracle_print(const compare_oracle *o, FILE *f);
+json_t *compare_oracle_json(const compare_oracle *o);
+
+#endif

@@ -1,0 +1,101 @@
+/* plan_verify.c — see plan_verify.h. */
+#include "plan_verify.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "rewrite.h"
+
+static const char *writer_of(const ir_graph *g, int t) {
+    int p = g->tensors[t].producer;
+    if (p >= 0) return g->nodes[p].name;
+    return g->tensors[t].is_initializer ? "(initializer)" : "(graph input)";
+}
+
+static int check_order(const ir_graph *g, oc_err *err) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0) continue;
+            const ir_tensor *x = &g->tensors[t];
+            int p = x->producer;
+            if (p < 0 && !x->is_initializer && !x->is_graph_input)
+                return oc_fail(err, "plan: node '%s': input '%s' is never produced", n->name,
+                               x->name);
+            if (p >= i)
+                return oc_fail(err, "plan: node '%s' (position %d): input '%s' is produced "
+                               "later, by node '%s' (position %d)", n->name, i, x->name,
+                               g->nodes[p].name, p);
+            bool host = p >= 0 && rewrite_is_swap_out(&g->nodes[p]);
+            if (rewrite_is_swap_in(n) && !host)
+                return oc_fail(err, "plan: node '%s': SwapIn reads '%s', which no earlier "
+                               "SwapOut produced", n->name, x->name);
+            if (!rewrite_is_swap_in(n) && host)
+                return oc_fail(err, "plan: node '%s' reads host tensor '%s' (a SwapOut "
+                               "output); only a SwapIn may", n->name, x->name);
+        }
+    }
+    return OC_OK;
+}
+
+static const int64_t *g_off; /* qsort context */
+
+static int by_offset(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (g_off[x] != g_off[y]) return g_off[x] < g_off[y] ? -1 : 1;
+    return x - y;
+}
+
+int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, int64_t budget,
+                oc_err *err) {
+    const ir_graph *g = tg->g;
+    if (check_order(g, err)) return OC_ERR;
+    layout_lifetimes lt;
+    layout_lifetimes_compute(tg, &lt);
+    int *items = oc_malloc(((size_t)g->n_tensors + 1) * sizeof(int)), n = 0;
+    int rc = OC_OK;
+    for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
+        if (!layout_lifetimes_device(&lt, t)) continue;
+        const char *w = writer_of(g, t);
+        if (off[t] < 0)
+            rc = oc_fail(err, "plan: node '%s': tensor '%s' has no arena offset", w,
+                         g->tensors[t].name);
+        else if (off[t] % LAYOUT_ALIGN)
+            rc = oc_fail(err, "plan: node '%s': tensor '%s' at offset %" PRId64 " is not a "
+                         "multiple of %d", w, g->tensors[t].name, off[t], LAYOUT_ALIGN);
+        else if (off[t] + lt.bytes[t] > arena_bytes)
+            rc = oc_fail(err, "plan: node '%s': tensor '%s' ends at byte %" PRId64 ", past "
+                         "the arena of %" PRId64 " bytes", w, g->tensors[t].name,
+                         off[t] + lt.bytes[t], arena_bytes);
+        items[n++] = t;
+    }
+    if (rc == OC_OK) {
+        g_off = off;
+        qsort(items, (size_t)n, sizeof(int), by_offset);
+        for (int i = 0; i < n && rc == OC_OK; i++) {
+            int a = items[i];
+            for (int j = i + 1; j < n && off[items[j]] < off[a] + lt.bytes[a] && rc == OC_OK; j++) {
+                int b = items[j];
+                if (lt.first[a] > lt.last[b] || lt.first[b] > lt.last[a]) continue;
+                int later = lt.first[a] >= lt.first[b] ? a : b, other = later == a ? b : a;
+                int64_t lo = off[b], hi = off[a] + lt.bytes[a] < off[b] + lt.bytes[b]
+                                              ? off[a] + lt.bytes[a] : off[b] + lt.bytes[b];
+                rc = oc_fail(err, "plan: node '%s': its tensor '%s' overlaps '%s' (written by "
+                             "'%s') at arena bytes [%" PRId64 ", %" PRId64 ") while both are "
+                             "live (positions %d..%d and %d..%d)", writer_of(g, later),
+                             g->tensors[later].name, g->tensors[other].name,
+                             writer_of(g, other), lo, hi, lt.first[later], lt.last[later],
+                             lt.first[other], lt.last[other]);
+            }
+        }
+    }
+    if (rc == OC_OK && budget > 0 && arena_bytes > budget)
+        rc = oc_fail(err, "plan: the arena needs %" PRId64 " bytes, over the budget of %" PRId64,
+                     arena_bytes, budget);
+    oc_free(items);
+    layout_lifetimes_free(&lt);
+    return rc;
+}

@@ -1,0 +1,457 @@
+/* cuda_dnn.c — the cuDNN and cuBLAS kernels of the cuda backend:
+ *   convolution family (cuDNN): each op is one cuDNN operation on a "conv
+ *   input" cin, a "conv output" cout and a filter w:
+ *     Conv                          forward        cin = X,  cout = Y   (+ bias)
+ *     ConvBackwardData              backward data  cin = dX, cout = dY
+ *     ConvBackwardFilter            backward filter cin = X, cout = dY  (+ dB)
+ *     ConvTranspose                 backward data  cin = Y,  cout = X   (+ bias)
+ *     ConvTransposeBackwardData     forward        cin = dY, cout = dX
+ *     ConvTransposeBackwardFilter   backward filter cin = dY, cout = X  (+ dB from dY)
+ *   The algorithm is chosen once per shape (cudnnGet*Algorithm_v7: the
+ *   heuristics' fastest DETERMINISTIC algorithm whose workspace fits
+ *   OC_CUDNN_WORKSPACE_LIMIT, default 1 GiB, never one that down-converts to
+ *   fp16) when the executor asks scratch_bytes — before the arena exists, so
+ *   cudnnFind (which runs on real buffers) is not used — and cached with its
+ *   descriptors; the workspace is the executor's scratch, so the plan counts it.
+ *   Math type: the algorithm's (CUDNN_DEFAULT_MATH or tensor-op), i.e. TF32 on
+ *   Hopper, as PyTorch's default allow_tf32 for cuDNN.
+ *   BatchNormalization (cuDNN, SPATIAL): running statistics with factor
+ *   1 - momentum (ONNX momentum) and cuDNN's unbiased running variance, the
+ *   cpu backend's semantics; saved_var converted from cuDNN's inverse std.
+ *   Relu (cuDNN activation, NaN propagated). Gemm (cuBLAS, fp32 math). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "cuda_table.h"
+#include "ops/op_util.h"
+
+enum { CONV_FWD = 0, CONV_BWD_DATA, CONV_BWD_FILTER };
+
+typedef struct algo_entry {
+    char *key;
+    int kind;
+    cudnnTensorDescriptor_t in_d, out_d;
+    cudnnFilterDescriptor_t w_d;
+    cudnnConvolutionDescriptor_t conv_d;
+    int algo;            /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+    size_t ws;
+    struct algo_entry *next;
+} algo_entry;
+
+struct cuda_algo_cache {
+    algo_entry *head;
+};
+
+void cuda_algo_cache_free(cuda_algo_cache *ac) {
+    if (!ac) return;
+    for (algo_entry *e = ac->head, *nx; e; e = nx) {
+        nx = e->next;
+        if (e->in_d) (void)cudnnDestroyTensorDescriptor(e->in_d);
+        if (e->out_d) (void)cudnnDestroyTensorDescriptor(e->out_d);
+        if (e->w_d) (void)cudnnDestroyFilterDescriptor(e->w_d);
+        if (e->conv_d) (void)cudnnDestroyConvolutionDescriptor(e->conv_d);
+        oc_free(e->key);
+        oc_free(e);
+    }
+    oc_free(ac);
+}
+
+static size_t ws_limit(void) {
+    const char *s = getenv("OC_CUDNN_WORKSPACE_LIMIT");
+    if (s && *s) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (!*end) return (size_t)v;
+    }
+    return (size_t)1 << 30;
+}
+
+/* The tensors of a conv-family node (see the table above). */
+typedef struct conv_geo {
+    int kind;
+    bool transpose;
+    const ir_tensor *cin, *cout, *w;
+    int cin_slot, cout_slot, w_slot; /* >= 0 input i, < 0 output -(i + 1) */
+    int64_t groups;
+    op_window win;
+    int nsp;
+} conv_geo;
+
+static const ir_tensor *slot_t(const ir_graph *g, const ir_node *n, int s) {
+    return &g->tensors[s >= 0 ? n->inputs[s] : n->outputs[-s - 1]];
+}
+
+static int geo_of(const ir_graph *g, const ir_node *n, int op, conv_geo *q, oc_err *err) {
+    memset(q, 0, sizeof *q);
+    switch (op) {
+    case CUDA_OP_CONV: q->kind = CONV_FWD; q->cin_slot = 0; q->cout_slot = -1; q->w_slot = 1; break;
+    case CUDA_OP_CONV_BWD_DATA: q->kind = CONV_BWD_DATA; q->cin_slot = -1; q->cout_slot = 0; q->w_slot = 1; break;
+    case CUDA_OP_CONV_BWD_FILTER: q->kind = CONV_BWD_FILTER; q->cin_slot = 1; q->cout_slot = 0; q->w_slot = -1; break;
+    case CUDA_OP_CONV_TRANSPOSE: q->kind = CONV_BWD_DATA; q->cin_slot = -1; q->cout_slot = 0; q->w_slot = 1; q->transpose = true; break;
+    case CUDA_OP_CONVT_BWD_DATA: q->kind = CONV_FWD; q->cin_slot = 0; q->cout_slot = -1; q->w_slot = 1; q->transpose = true; break;
+    case CUDA_OP_CONVT_BWD_FILTER: q->kind = CONV_BWD_FILTER; q->cin_slot = 0; q->cout_slot = 1; q->w_slot = -1; q->transpose = true; break;
+    default: OC_ASSERT(!"geo_of: not a conv op");
+    }
+    q->cin = slot_t(g, n, q->cin_slot);
+    q->cout = slot_t(g, n, q->cout_slot);
+    q->w = slot_t(g, n, q->w_slot);
+    q->groups = ir_attr_int(n, "group", 1);
+    q->nsp = q->cin->rank - 2;
+    if (q->nsp < 1 || q->nsp > 3)
+        return oc_fail(err, "node '%s' (%s): %d spatial dims (1 to 3 supported)", n->name, n->op_type, q->nsp);
+    if (q->cin->dtype != IR_DTYPE_FLOAT || q->cout->dtype != IR_DTYPE_FLOAT || q->w->dtype != IR_DTYPE_FLOAT)
+        return oc_fail(err, "node '%s' (%s): the cuda kernel supports float tensors only", n->name, n->op_type);
+    if (op_window_read(n, q->nsp, q->cin->dims + 2, q->w->dims + 2, &q->win, err))
+        return oc_fail_prefix(err, "node '%s' (%s)", n->name, n->op_type);
+    for (int i = 0; i < q->nsp; i++)
+        if (q->win.pad_begin[i] != q->win.pad_end[i])
+            return oc_fail(err, "node '%s' (%s): asymmetric padding (%lld, %lld) is not supported "
+                           "by cuDNN", n->name, n->op_type, (long long)q->win.pad_begin[i],
+                           (long long)q->win.pad_end[i]);
+    for (int i = 0; i < q->cin->rank; i++)
+        if (q->cin->dims[i] > INT_MAX || q->cout->dims[i] > INT_MAX)
+            return oc_fail(err, "node '%s' (%s): a dim exceeds cuDNN's int range", n->name, n->op_type);
+    return OC_OK;
+}
+
+/* Dims of t as cuDNN wants them: rank >= 4 (a 1-d conv gets a trailing 1). */
+static int nd_dims(const ir_tensor *t, int *d, int *s) {
+    int r = t->rank < 4 ? 4 : t->rank;
+    for (int i = 0; i < r; i++) d[i] = i < t->rank ? (int)t->dims[i] : 1;
+    int acc = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        s[i] = acc;
+        acc *= d[i];
+    }
+    return r;
+}
+
+static char *geo_key(const conv_geo *q) {
+    char buf[512];
+    int o = snprintf(buf, sizeof buf, "%d|%lld|", q->kind, (long long)q->groups);
+    const ir_tensor *ts[3] = {q->cin, q->cout, q->w};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < ts[k]->rank; i++)
+            o += snprintf(buf + o, sizeof buf - (size_t)o, "%lld,", (long long)ts[k]->dims[i]);
+    for (int i = 0; i < q->nsp; i++)
+        o += snprintf(buf + o, sizeof buf - (size_t)o, "|%lld,%lld,%lld", (long long)q->win.pad_begin[i],
+                      (long long)q->win.stride[i], (long long)q->win.dilation[i]);
+    return oc_sprintf("%s", buf);
+}
+
+/* Builds the descriptors and picks the algorithm (see the file comment). */
+static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, algo_entry *e, oc_err *err) {
+    int d[8], s[8], r;
+    CUDNN_CHECK_N(cudnnCreateTensorDescriptor(&e->in_d), n);
+    CUDNN_CHECK_N(cudnnCreateTensorDescriptor(&e->out_d), n);
+    CUDNN_CHECK_N(cudnnCreateFilterDescriptor(&e->w_d), n);
+    CUDNN_CHECK_N(cudnnCreateConvolutionDescriptor(&e->conv_d), n);
+    r = nd_dims(q->cin, d, s);
+    CUDNN_CHECK_N(cudnnSetTensorNdDescriptor(e->in_d, CUDNN_DATA_FLOAT, r, d, s), n);
+    r = nd_dims(q->cout, d, s);
+    CUDNN_CHECK_N(cudnnSetTensorNdDescriptor(e->out_d, CUDNN_DATA_FLOAT, r, d, s), n);
+    r = nd_dims(q->w, d, s);
+    CUDNN_CHECK_N(cudnnSetFilterNdDescriptor(e->w_d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, r, d), n);
+    int pad[3] = {0, 0, 0}, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
+    int nsp = q->nsp < 2 ? 2 : q->nsp;
+    for (int i = 0; i < q->nsp; i++) {
+        pad[i] = (int)q->win.pad_begin[i];
+        str[i] = (int)q->win.stride[i];
+        dil[i] = (int)q->win.dilation[i];
+    }
+    CUDNN_CHECK_N(cudnnSetConvolutionNdDescriptor(e->conv_d, nsp, pad, str, dil,
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), n);
+    CUDNN_CHECK_N(cudnnSetConvolutionGroupCount(e->conv_d, (int)q->groups), n);
+    CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, CUDNN_DEFAULT_MATH), n);
+    size_t limit = ws_limit();
+    int got = 0;
+    bool found = false;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    e->kind = q->kind;
+#define PICK(perf_t, getter, ...)                                                             \
+    do {                                                                                      \
+        perf_t perf[16];                                                                      \
+        CUDNN_CHECK_N(getter(im->dnn, __VA_ARGS__, 16, &got, perf), n);                       \
+        for (int i = 0; i < got && !found; i++) {                                             \
+            if (perf[i].status != CUDNN_STATUS_SUCCESS ||                                     \
+                perf[i].determinism != CUDNN_DETERMINISTIC || perf[i].memory > limit ||       \
+                perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)                    \
+                continue;                                                                     \
+            e->algo = (int)perf[i].algo;                                                      \
+            e->ws = perf[i].memory;                                                           \
+            math = perf[i].mathType;                                                          \
+            found = true;                                                                     \
+        }                                                                                     \
+    } while (0)
+    if (q->kind == CONV_FWD)
+        PICK(cudnnConvolutionFwdAlgoPerf_t, cudnnGetConvolutionForwardAlgorithm_v7, e->in_d,
+             e->w_d, e->conv_d, e->out_d);
+    else if (q->kind == CONV_BWD_DATA)
+        PICK(cudnnConvolutionBwdDataAlgoPerf_t, cudnnGetConvolutionBackwardDataAlgorithm_v7,
+             e->w_d, e->out_d, e->conv_d, e->in_d);
+    else
+        PICK(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+             e->in_d, e->out_d, e->conv_d, e->w_d);
+#undef PICK
+    if (!found)
+        return oc_fail(err, "node '%s' (%s): cuDNN offers no deterministic algorithm within a "
+                       "workspace of %zu bytes (OC_CUDNN_WORKSPACE_LIMIT)", n->name, n->op_type, limit);
+    CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, math), n);
+    return OC_OK;
+}
+
+/* Cached entry for the node's shape; built on first use. NULL + err on failure. */
+static algo_entry *entry_get(cuda_impl *im, const ir_node *n, const conv_geo *q, oc_err *err) {
+    if (!im->algos) im->algos = oc_calloc(1, sizeof *im->algos);
+    char *key = geo_key(q);
+    for (algo_entry *e = im->algos->head; e; e = e->next)
+        if (strcmp(e->key, key) == 0) {
+            oc_free(key);
+            return e;
+        }
+    algo_entry *e = oc_calloc(1, sizeof *e);
+    e->key = key;
+    e->next = im->algos->head;
+    im->algos->head = e; /* freed with the cache even if the build fails */
+    if (entry_build(im, n, q, e, err)) {
+        e->key[0] = '\0'; /* never matched again */
+        return NULL;
+    }
+    return e;
+}
+
+size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op) {
+    conv_geo q;
+    oc_err err;
+    if (geo_of(g, n, op, &q, &err)) return 0; /* reported when the node runs */
+    algo_entry *e = entry_get(im, n, &q, &err);
+    if (!e) {
+        fprintf(stderr, "cuda: %s\n", err.msg);
+        return 0;
+    }
+    return e->ws;
+}
+
+static void *slot_p(const kernel_args *a, int s) { return s >= 0 ? a->in[s] : a->out[-s - 1]; }
+
+int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *err) {
+    conv_geo q;
+    if (geo_of(a->g, a->n, op, &q, err)) return OC_ERR;
+    cuda_impl *im = c->im;
+    algo_entry *e = entry_get(im, a->n, &q, err);
+    if (!e) return OC_ERR;
+    if (e->ws > a->scratch_bytes)
+        return cuda_fail(a, err, "workspace %zu bytes exceeds the scratch of %zu bytes", e->ws,
+                         a->scratch_bytes);
+    CUDNN_CHECK(cudnnSetStream(im->dnn, c->stream));
+    const float one = 1.0f, zero = 0.0f;
+    void *cin = slot_p(a, q.cin_slot), *cout = slot_p(a, q.cout_slot), *w = slot_p(a, q.w_slot);
+    if (q.kind == CONV_FWD)
+        CUDNN_CHECK(cudnnConvolutionForward(im->dnn, &one, e->in_d, cin, e->w_d, w, e->conv_d,
+                                            (cudnnConvolutionFwdAlgo_t)e->algo, a->scratch, e->ws,
+                                            &zero, e->out_d, cout));
+    else if (q.kind == CONV_BWD_DATA)
+        CUDNN_CHECK(cudnnConvolutionBackwardData(im->dnn, &one, e->w_d, w, e->out_d, cout, e->conv_d,
+                                                 (cudnnConvolutionBwdDataAlgo_t)e->algo, a->scratch,
+                                                 e->ws, &zero, e->in_d, cin));
+    else
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(im->dnn, &one, e->in_d, cin, e->out_d, cout,
+                                                   e->conv_d, (cudnnConvolutionBwdFilterAlgo_t)e->algo,
+                                                   a->scratch, e->ws, &zero, e->w_d, w));
+    /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
+    bool fwd_op = op == CUDA_OP_CONV || op == CUDA_OP_CONV_TRANSPOSE;
+    bool filt_op = op == CUDA_OP_CONV_BWD_FILTER || op == CUDA_OP_CONVT_BWD_FILTER;
+    const ir_tensor *yt = fwd_op ? cuda_out(a, 0) : cuda_in(a, 0);
+    void *bias = fwd_op ? (a->n->n_inputs > 2 ? a->in[2] : NULL)
+                        : filt_op && a->n->n_outputs > 1 ? a->out[1] : NULL;
+    if (bias) {
+        cudnnTensorDescriptor_t yd, bd;
+        int d[8], s[8], r = nd_dims(yt, d, s);
+        int bdim[8], bs[8];
+        for (int i = 0; i < r; i++) bdim[i] = i == 1 ? d[1] : 1;
+        bs[r - 1] = 1;
+        for (int i = r - 2; i >= 0; i--) bs[i] = bs[i + 1] * bdim[i + 1];
+        CUDNN_CHECK(cudnnCreateTensorDescriptor(&yd));
+        CUDNN_CHECK(cudnnCreateTensorDescriptor(&bd));
+        cudnnStatus_t st = cudnnSetTensorNdDescriptor(yd, CUDNN_DATA_FLOAT, r, d, s);
+        if (st == CUDNN_STATUS_SUCCESS) st = cudnnSetTensorNdDescriptor(bd, CUDNN_DATA_FLOAT, r, bdim, bs);
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = fwd_op ? cudnnAddTensor(im->dnn, &one, bd, bias, &one, yd, slot_p(a, -1))
+                        : cudnnConvolutionBackwardBias(im->dnn, &one, yd, a->in[0], &zero, bd, bias);
+        (void)cudnnDestroyTensorDescriptor(yd);
+        (void)cudnnDestroyTensorDescriptor(bd);
+        CUDNN_CHECK(st);
+    }
+    return OC_OK;
+}
+
+/* ---- BatchNormalization ---- */
+
+typedef struct bn_descs {
+    cudnnTensorDescriptor_t x, p;
+} bn_descs;
+
+static void bn_free(bn_descs *d) {
+    if (d->x) (void)cudnnDestroyTensorDescriptor(d->x);
+    if (d->p) (void)cudnnDestroyTensorDescriptor(d->p);
+}
+
+/* (N, C, S..) as NCHW (N, C, S, 1) and the derived (1, C, 1, 1). */
+static int bn_make(const kernel_args *a, const ir_tensor *x, bn_descs *d, oc_err *err) {
+    memset(d, 0, sizeof *d);
+    int64_t S = 1;
+    for (int i = 2; i < x->rank; i++) S *= x->dims[i];
+    if (x->rank < 2 || x->dims[0] > INT_MAX || x->dims[1] > INT_MAX || S > INT_MAX)
+        return cuda_fail(a, err, "input '%s' has a shape cuDNN cannot take", x->name);
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&d->x));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&d->p));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)x->dims[0],
+                                           (int)x->dims[1], (int)S, 1));
+    CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(d->p, d->x, CUDNN_BATCHNORM_SPATIAL));
+    return OC_OK;
+}
+
+static bool bn_training(const kernel_args *a) {
+    if (a->g->opset >= 14) return ir_attr_int(a->n, "training_mode", 0) != 0;
+    return a->n->n_outputs > 1;
+}
+
+static void *out_or_null(const kernel_args *a, int i) {
+    return i < a->n->n_outputs && a->n->outputs[i] >= 0 ? a->out[i] : NULL;
+}
+
+static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d, oc_err *err) {
+    const ir_tensor *x = cuda_in(a, 0);
+    double eps = ir_attr_float(a->n, "epsilon", 1e-5f);
+    float momentum = ir_attr_float(a->n, "momentum", 0.9f);
+    if (eps < CUDNN_BN_MIN_EPSILON)
+        return cuda_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
+    const float one = 1.0f, zero = 0.0f;
+    bool train = bn_training(a);
+    if (!train) {
+        if (a->n->n_outputs > 1) return cuda_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
+        CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+            c->im->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d->x, a->in[0], d->x, a->out[0], d->p,
+            a->in[1], a->in[2], a->in[3], a->in[4], eps));
+        return OC_OK;
+    }
+    float *rm = out_or_null(a, 1), *rv = out_or_null(a, 2), *sm = out_or_null(a, 3), *sv = out_or_null(a, 4);
+    if (!rm != !rv) return cuda_fail(a, err, "running_mean and running_var must both be present or absent");
+    if (!sm != !sv) return cuda_fail(a, err, "saved_mean and saved_var must both be present or absent");
+    size_t cb = (size_t)x->dims[1] * sizeof(float);
+    if (rm && rm != a->in[3]) CU_CHECK(cudaMemcpyAsync(rm, a->in[3], cb, cudaMemcpyDeviceToDevice, c->stream));
+    if (rv && rv != a->in[4]) CU_CHECK(cudaMemcpyAsync(rv, a->in[4], cb, cudaMemcpyDeviceToDevice, c->stream));
+    CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+        c->im->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d->x, a->in[0], d->x, a->out[0], d->p,
+        a->in[1], a->in[2], 1.0 - (double)momentum, rm, rv, eps, sm, sv));
+    if (sv) CU_LAUNCH(cu_invstd_to_var(c->stream, sv, x->dims[1], (float)eps));
+    return OC_OK;
+}
+
+int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 5; i++)
+        if (cuda_want_dtype(a, cuda_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
+    bn_descs d;
+    int rc = bn_make(a, cuda_in(a, 0), &d, err);
+    if (rc == OC_OK) rc = bn_forward(c, a, &d, err);
+    bn_free(&d);
+    return rc;
+}
+
+/* dY, X, scale -> dX, dScale, dBias; statistics recomputed by cuDNN from X
+ * (no saved mean / inverse variance passed), as the cpu kernel does. */
+int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 3; i++)
+        if (cuda_want_dtype(a, cuda_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const ir_tensor *x = cuda_in(a, 1);
+    double eps = ir_attr_float(a->n, "epsilon", 1e-5f);
+    if (eps < CUDNN_BN_MIN_EPSILON)
+        return cuda_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
+    float *ds = out_or_null(a, 1), *db = out_or_null(a, 2);
+    float *tmp = a->scratch;
+    OC_ASSERT(a->scratch_bytes >= 2 * (size_t)x->dims[1] * sizeof(float));
+    if (!ds) ds = tmp;
+    if (!db) db = tmp + x->dims[1];
+    CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
+    bn_descs d;
+    int rc = bn_make(a, x, &d, err);
+    const float one = 1.0f, zero = 0.0f;
+    if (rc == OC_OK) {
+        cudnnStatus_t st = cudnnBatchNormalizationBackward(
+            c->im->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, d.x, a->in[1], d.x,
+            a->in[0], d.x, a->out[0], d.p, a->in[2], ds, db, eps, NULL, NULL);
+        if (st != CUDNN_STATUS_SUCCESS)
+            rc = cuda_fail_call(err, "cudnnBatchNormalizationBackward", cudnnGetErrorString(st),
+                                __FILE__, __LINE__, a->n->name);
+    }
+    bn_free(&d);
+    return rc;
+}
+
+/* ---- Relu (cuDNN activation) ---- */
+
+int cuda_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = cuda_in(a, 0);
+    if (cuda_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t n = cuda_numel(x);
+    if (n == 0) return OC_OK;
+    if (n > INT_MAX) return cuda_fail(a, err, "%lld elements exceed cuDNN's int range", (long long)n);
+    CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
+    cudnnTensorDescriptor_t td;
+    cudnnActivationDescriptor_t ad;
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&td));
+    CUDNN_CHECK(cudnnCreateActivationDescriptor(&ad));
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t st = cudnnSetTensor4dDescriptor(td, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1, (int)n);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnActivationForward(c->im->dnn, ad, &one, td, a->in[0], &zero, td, a->out[0]);
+    (void)cudnnDestroyTensorDescriptor(td);
+    (void)cudnnDestroyActivationDescriptor(ad);
+    CUDNN_CHECK(st);
+    return OC_OK;
+}
+
+/* ---- Gemm (cuBLAS) ---- */
+
+/* Y (M, N) = alpha op(A) op(B) + beta C, row-major, as the column-major
+ * product Y^T = op(B)^T op(A)^T. C broadcast into Y first (cu_gemm_bias). */
+int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *ta_ = cuda_in(a, 0), *tb_ = cuda_in(a, 1), *tc = cuda_in(a, 2), *ty = cuda_out(a, 0);
+    if (cuda_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || cuda_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
+        (tc && cuda_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
+        return OC_ERR;
+    bool ta = ir_attr_int(a->n, "transA", 0) != 0, tb = ir_attr_int(a->n, "transB", 0) != 0;
+    float alpha = ir_attr_float(a->n, "alpha", 1.0f), beta = ir_attr_float(a->n, "beta", 1.0f);
+    int64_t M = ty->dims[0], N = ty->dims[1], K = ta ? ta_->dims[0] : ta_->dims[1];
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || ta_->dims[1] > INT_MAX || tb_->dims[1] > INT_MAX)
+        return cuda_fail(a, err, "dims exceed cuBLAS's int range");
+    bool bias = tc && a->in[2] && beta != 0.0f;
+    if (bias) {
+        int64_t s[2] = {0, 0}, own1 = tc->rank == 2 ? tc->dims[1] : tc->rank == 1 ? tc->dims[0] : 1;
+        /* numpy broadcast of C (rank <= 2) to (M, N) */
+        if (tc->rank == 2) {
+            s[0] = tc->dims[0] == 1 ? 0 : own1;
+            s[1] = tc->dims[1] == 1 ? 0 : 1;
+        } else if (tc->rank == 1) {
+            s[1] = tc->dims[0] == 1 ? 0 : 1;
+        }
+        CU_LAUNCH(cu_gemm_bias(c->stream, a->in[2], s[0], s[1], beta, a->out[0], M, N));
+    }
+    if (M == 0 || N == 0) return OC_OK;
+    float b2 = bias ? 1.0f : 0.0f;
+    CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
+    if (K == 0) {
+        if (!bias) CU_CHECK(cudaMemsetAsync(a->out[0], 0, (size_t)(M * N) * sizeof(float), c->stream));
+        return OC_OK;
+    }
+    CUBLAS_CHECK(cublasSgemm(c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             (int)N, (int)M, (int)K, &alpha, a->in[1], (int)tb_->dims[1], a->in[0],
+                             (int)ta_->dims[1], &b2, a->out[0], (int)N));
+    return OC_OK;
+}

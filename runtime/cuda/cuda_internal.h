@@ -1,0 +1,114 @@
+/* cuda_internal.h — shared by the cuda backend's files (backend_cuda.c,
+ * cuda_kernels.c, cuda_dnn.c, cuda_profile.c) and the launchers of
+ * cuda_ops.cu. Not an interface for other modules (see backend_cuda.h).
+ *
+ * Errors: every CUDA / cuDNN / cuBLAS call goes through CU_CHECK, CUDNN_CHECK
+ * or CUBLAS_CHECK, which turn a failure into an oc_err naming the call, the
+ * file:line and the node (ctx->node, NULL outside kernels) and return OC_ERR
+ * from the enclosing function. Kernel launches are followed by
+ * CU_CHECK(cudaGetLastError()). */
+#ifndef OC_CUDA_INTERNAL_H
+#define OC_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <pthread.h>
+
+#include "backend_cuda.h"
+#include "cuda_launch.h"
+#include "kernels.h"
+
+typedef struct cuda_prof_pair {
+    int node;                 /* index in the profiled graph */
+    cudaEvent_t start, end;
+} cuda_prof_pair;
+
+typedef struct cuda_algo_cache cuda_algo_cache; /* cuda_dnn.c */
+
+typedef struct cuda_impl {
+    int device;
+    cudaStream_t s[RT_STREAM__COUNT];
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    cuda_algo_cache *algos;
+    pthread_mutex_t mu;       /* guards err_set/err (host functions run on CUDA's thread) */
+    bool err_set;
+    oc_err err;               /* first asynchronous error */
+    size_t pinned_bytes, device_bytes;
+    /* profiler */
+    const ir_graph *prof_g;
+    cuda_prof_pair *pending;
+    int n_pending, cap_pending;
+    double **samples;         /* per node of prof_g: times in s */
+    int *n_samples, *cap_samples;
+} cuda_impl;
+
+/* Records err as the backend's first asynchronous error (thread-safe). */
+void cuda_error_record(cuda_impl *im, const oc_err *err);
+
+int cuda_fail_call(oc_err *err, const char *call, const char *what, const char *file, int line,
+                   const char *node);
+
+#define CU_NODE_NAME(node) ((node) ? (node)->name : "(no node)")
+#define CU_CHECK_N(call, node)                                                              \
+    do {                                                                                    \
+        cudaError_t cu_rc_ = (call);                                                        \
+        if (cu_rc_ != cudaSuccess)                                                          \
+            return cuda_fail_call(err, #call, cudaGetErrorString(cu_rc_), __FILE__, __LINE__, \
+                                  CU_NODE_NAME(node));                                      \
+    } while (0)
+#define CUDNN_CHECK_N(call, node)                                                           \
+    do {                                                                                    \
+        cudnnStatus_t dnn_rc_ = (call);                                                     \
+        if (dnn_rc_ != CUDNN_STATUS_SUCCESS)                                                \
+            return cuda_fail_call(err, #call, cudnnGetErrorString(dnn_rc_), __FILE__, __LINE__, \
+                                  CU_NODE_NAME(node));                                      \
+    } while (0)
+#define CUBLAS_CHECK_N(call, node)                                                          \
+    do {                                                                                    \
+        cublasStatus_t blas_rc_ = (call);                                                   \
+        if (blas_rc_ != CUBLAS_STATUS_SUCCESS)                                              \
+            return cuda_fail_call(err, #call, cublasGetStatusString(blas_rc_), __FILE__,    \
+                                  __LINE__, CU_NODE_NAME(node));                            \
+    } while (0)
+/* Inside a kernel function with `const kernel_args *a` and `oc_err *err` in scope. */
+#define CU_CHECK(call) CU_CHECK_N(call, a->n)
+#define CUDNN_CHECK(call) CUDNN_CHECK_N(call, a->n)
+#define CUBLAS_CHECK(call) CUBLAS_CHECK_N(call, a->n)
+/* After a launcher from cuda_launch.h (they return cudaGetLastError()). */
+#define CU_LAUNCH(call) CU_CHECK(call)
+
+/* The context a kernel function gets: args, the stream to enqueue on, handles. */
+typedef struct cuda_ctx {
+    cuda_impl *im;
+    cudaStream_t stream;
+} cuda_ctx;
+
+typedef int (*cuda_kernel_fn)(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+
+/* Enqueues node a->n on c->stream. OC_ERR (naming the node) on unsupported
+ * attributes/dtypes and failed calls. cuda_kernels.c. */
+int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+/* Workspace of the node's kernel (cuDNN convolution algorithm workspace; a few
+ * bytes for losses). Chooses and caches the algorithm (cuda_dnn.c). */
+size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n);
+
+/* cuda_dnn.c: cuDNN / cuBLAS kernels. */
+int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *err);
+size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op);
+int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+int cuda_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+void cuda_algo_cache_free(cuda_algo_cache *ac);
+
+/* Helpers shared by the kernel files (cuda_kernels.c). */
+const ir_tensor *cuda_in(const kernel_args *a, int i);
+const ir_tensor *cuda_out(const kernel_args *a, int i);
+int64_t cuda_numel(const ir_tensor *t);
+int cuda_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int cuda_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
+
+#endif

@@ -1,0 +1,97 @@
+/* cuda_launch.h — the small kernels of cuda_ops.cu, as C-callable launchers.
+ * Each enqueues on `stream` (a cudaStream_t passed as void *) and returns
+ * cudaGetLastError() as an int (0 = cudaSuccess); the caller checks it with
+ * CU_LAUNCH. Element types: CU_DT_* (float, double, int64, int32, int8, uint8,
+ * bool as uint8). Shapes are passed by value in cu_shape (rank <= 8).
+ * Semantics are the cpu kernels' (runtime/cpu/ files), named beside each. */
+#ifndef OC_CUDA_LAUNCH_H
+#define OC_CUDA_LAUNCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CU_MAX_RANK 8
+
+typedef enum cu_dtype { CU_DT_F32 = 0, CU_DT_F64, CU_DT_I64, CU_DT_I32, CU_DT_I8, CU_DT_U8 } cu_dtype;
+
+typedef struct cu_shape {
+    int rank;
+    int64_t d[CU_MAX_RANK];
+} cu_shape;
+
+/* Pooling window (cpu_window's fields), nsp <= 3. */
+typedef struct cu_window {
+    int nsp;
+    int64_t img[3], col[3], kernel[3], stride[3], dilation[3], pad[3], pad_end[3];
+    int64_t img_size, col_size, k_size;
+} cu_window;
+
+/* The Dropout RNG of runtime/cpu/cpu_rng.c, on the host (for tests: must equal
+ * cpu_rng_u64 bit for bit; the device uses the same inline function). */
+uint64_t cu_rng_u64_host(uint64_t key, uint64_t index);
+
+/* out (+)= in broadcast to out's shape (cpu_add / cpu_sum). */
+int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
+                        cu_shape out_shape, int first);
+/* dX = scale * sum of dY over broadcast dims (cpu_reduce_sum_to; double, dY order). */
+int cu_reduce_sum_to(void *stream, const float *dy, cu_shape dy_shape, float *dx,
+                     cu_shape dx_shape, float scale);
+/* Clip with bounds from device scalars (lo_p/hi_p, may be NULL) or values. */
+int cu_clip(void *stream, cu_dtype dt, const void *x, void *y, int64_t n, const void *lo_p,
+            const void *hi_p, int has_lo_attr, double lo_attr, int has_hi_attr, double hi_attr);
+/* dX = dY where lo < X < hi (float; bounds as in cu_clip, read as float). */
+int cu_clip_grad(void *stream, const float *dy, const float *x, float *dx, int64_t n,
+                 const void *lo_p, cu_dtype lo_dt, const void *hi_p, cu_dtype hi_dt,
+                 int has_lo_attr, double lo_attr, int has_hi_attr, double hi_attr);
+int cu_relu_grad(void *stream, const float *dy, const float *y, float *dx, int64_t n);
+/* Dropout: ratio from *ratio_p (float or double by ratio_is_double; NULL: ratio_val),
+ * training from *train_p (bool; NULL: train_val). Invalid ratio in training: NaN output. */
+int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
+               const void *ratio_p, int ratio_is_double, float ratio_val, const uint8_t *train_p,
+               int train_val);
+int cu_dropout_grad(void *stream, const float *dy, const uint8_t *mask, float *dx, int64_t n,
+                    float scale);
+/* Pad / PadGrad: out (od) from in (id), out coord o reads in coord o - begin
+ * (mode 0 constant, 1 reflect, 2 edge), fill of es bytes otherwise. */
+int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int64_t *begin, int mode,
+           const void *in, void *out, uint64_t fill);
+/* Strided row copy (Concat / ConcatGrad): rows of `chunk` bytes. */
+int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const void *src, int64_t src_pitch,
+                 int64_t chunk, int64_t rows);
+int cu_max_pool(void *stream, const float *x, float *y, int64_t *indices, int64_t planes,
+                cu_window w, int storage_col_major);
+int cu_max_pool_grad(void *stream, const float *dy, const float *x, float *dx, int64_t planes,
+                     cu_window w);
+int cu_average_pool(void *stream, const float *x, float *y, int64_t planes, cu_window w,
+                    int include_pad);
+int cu_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes, cu_window w,
+                         int include_pad);
+int cu_global_average_pool(void *stream, const float *x, float *y, int64_t planes, int64_t S);
+int cu_global_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes,
+                                int64_t S);
+/* SoftmaxCrossEntropyLoss (cpu_loss.c); reduction 0 mean, 1 sum, 2 none;
+ * per-row losses in ws (N doubles). Out-of-range labels give NaN. */
+int cu_sce(void *stream, const float *s, const void *labels, int labels64, int64_t N, int64_t C,
+           int has_ignore, int64_t ignore, int reduction, float *loss, float *log_prob, double *ws);
+/* ws: 1 double (the count). */
+int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64, int64_t N,
+                int64_t C, int has_ignore, int64_t ignore, int reduction, float *d, double *ws);
+int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m, float *wo,
+                    float *mo, int64_t n, float lr, float mom, float wd);
+/* Y[i, j] = beta * C broadcast (strides s0, s1), the Gemm bias. */
+int cu_gemm_bias(void *stream, const float *c, int64_t s0, int64_t s1, float beta, float *y,
+                 int64_t M, int64_t N);
+/* saved_var = 1 / inv_std^2 - eps (cuDNN's saved inverse std to ONNX's variance). */
+int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
+/* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
+int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,
+              int64_t outer, int64_t extent, int64_t ni, int64_t inner);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

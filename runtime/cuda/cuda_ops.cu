@@ -1,0 +1,618 @@
+// cuda_ops.cu — the cuda backend's small kernels (see cuda_launch.h for the
+// contract; each mirrors a cpu kernel of runtime/cpu/, named beside it).
+// Grid-stride loops, one thread per output element; reductions run in a fixed
+// order per thread (no atomics), so results are deterministic, and where the
+// cpu kernel accumulates in double in element order so does this one (bitwise
+// the same result for ReduceSumTo, GlobalAveragePool, AveragePool, pool grads).
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_launch.h"
+
+#define THREADS 256
+
+static unsigned blocks_for(int64_t n) {
+    int64_t b = (n + THREADS - 1) / THREADS;
+    if (b < 1) b = 1;
+    if (b > 65535LL * 16) b = 65535LL * 16;
+    return (unsigned)b;
+}
+
+#define GRID_LOOP(i, n) \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+static int last_error(void) { return (int)cudaGetLastError(); }
+
+// ---- Dropout RNG: runtime/cpu/cpu_rng.c, same constants ----
+__host__ __device__ static inline uint64_t rng_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+__host__ __device__ static inline uint64_t rng_u64(uint64_t key, uint64_t index) {
+    return rng_mix64(key + 0x9e3779b97f4a7c15ULL * (index + 1));
+}
+__host__ __device__ static inline float rng_uniform(uint64_t key, uint64_t index) {
+    return (float)(rng_u64(key, index) >> 40) * (1.0f / 16777216.0f);
+}
+extern "C" uint64_t cu_rng_u64_host(uint64_t key, uint64_t index) { return rng_u64(key, index); }
+
+// ---- Add / Sum with broadcast (cpu_add, cpu_sum) ----
+template <typename T>
+__global__ void k_bcast(const T *in, cu_shape is, T *out, cu_shape os, int64_t n, int first) {
+    int64_t st[CU_MAX_RANK], acc = 1;
+    for (int d = is.rank - 1; d >= 0; d--) { st[d] = acc; acc *= is.d[d]; }
+    GRID_LOOP(i, n) {
+        int64_t rem = i, off = 0;
+        for (int d = os.rank - 1; d >= 0; d--) {
+            int64_t c = rem % os.d[d];
+            rem /= os.d[d];
+            int j = d - (os.rank - is.rank);
+            if (j >= 0 && is.d[j] != 1) off += c * st[j];
+        }
+        out[i] = first ? in[off] : (T)(out[i] + in[off]);
+    }
+}
+
+static int64_t numel(cu_shape s) {
+    int64_t n = 1;
+    for (int i = 0; i < s.rank; i++) n *= s.d[i];
+    return n;
+}
+
+extern "C" int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape is,
+                                   void *out, cu_shape os, int first) {
+    cudaStream_t s = (cudaStream_t)stream;
+    int64_t n = numel(os);
+    if (n == 0) return 0;
+    unsigned b = blocks_for(n);
+    switch (dt) {
+    case CU_DT_F32: k_bcast<<<b, THREADS, 0, s>>>((const float *)in, is, (float *)out, os, n, first); break;
+    case CU_DT_F64: k_bcast<<<b, THREADS, 0, s>>>((const double *)in, is, (double *)out, os, n, first); break;
+    case CU_DT_I64: k_bcast<<<b, THREADS, 0, s>>>((const int64_t *)in, is, (int64_t *)out, os, n, first); break;
+    case CU_DT_I32: k_bcast<<<b, THREADS, 0, s>>>((const int32_t *)in, is, (int32_t *)out, os, n, first); break;
+    case CU_DT_I8: k_bcast<<<b, THREADS, 0, s>>>((const int8_t *)in, is, (int8_t *)out, os, n, first); break;
+    case CU_DT_U8: k_bcast<<<b, THREADS, 0, s>>>((const uint8_t *)in, is, (uint8_t *)out, os, n, first); break;
+    }
+    return last_error();
+}
+
+// ---- ReduceSumTo (cpu_reduce_sum_to): one thread per dX element, loops the
+// reduced dims in dY order, double accumulation. ----
+__global__ void k_reduce_sum_to(const float *dy, cu_shape ys, cu_shape xs, float *dx, int64_t m,
+                                float scale) {
+    int r = ys.rank;
+    int64_t st[CU_MAX_RANK], acc = 1;
+    bool red[CU_MAX_RANK];
+    int64_t nred = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= ys.d[d];
+        int j = d - (r - xs.rank);
+        red[d] = (j < 0 || xs.d[j] == 1) && ys.d[d] != 1;
+        if (red[d]) nred *= ys.d[d];
+    }
+    GRID_LOOP(i, m) {
+        int64_t rem = i, base = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            if (red[d]) continue;
+            int j = d - (r - xs.rank);
+            int64_t ext = j >= 0 ? xs.d[j] : 1;
+            base += (rem % ext) * st[d];
+            rem /= ext;
+        }
+        double s = 0;
+        for (int64_t k = 0; k < nred; k++) {
+            int64_t kr = k, off = base;
+            for (int d = r - 1; d >= 0; d--) {
+                if (!red[d]) continue;
+                off += (kr % ys.d[d]) * st[d];
+                kr /= ys.d[d];
+            }
+            s += dy[off];
+        }
+        dx[i] = (float)(s * scale);
+    }
+}
+
+extern "C" int cu_reduce_sum_to(void *stream, const float *dy, cu_shape ys, float *dx,
+                                cu_shape xs, float scale) {
+    int64_t m = numel(xs);
+    if (m == 0) return 0;
+    k_reduce_sum_to<<<blocks_for(m), THREADS, 0, (cudaStream_t)stream>>>(dy, ys, xs, dx, m, scale);
+    return last_error();
+}
+
+// ---- Clip / ClipGrad / ReluGrad (cpu_elementwise.c) ----
+__device__ static double load_scalar(const void *p, cu_dtype dt) {
+    switch (dt) {
+    case CU_DT_F32: return *(const float *)p;
+    case CU_DT_F64: return *(const double *)p;
+    case CU_DT_I64: return (double)*(const int64_t *)p;
+    case CU_DT_I32: return *(const int32_t *)p;
+    case CU_DT_I8: return *(const int8_t *)p;
+    case CU_DT_U8: return *(const uint8_t *)p;
+    }
+    return 0;
+}
+
+template <typename T>
+__global__ void k_clip(const T *x, T *y, int64_t n, const void *lo_p, const void *hi_p, cu_dtype dt,
+                       int has_lo_a, double lo_a, int has_hi_a, double hi_a) {
+    bool has_lo = has_lo_a || lo_p, has_hi = has_hi_a || hi_p;
+    double lo = has_lo_a ? lo_a : lo_p ? load_scalar(lo_p, dt) : 0.0;
+    double hi = has_hi_a ? hi_a : hi_p ? load_scalar(hi_p, dt) : 0.0;
+    GRID_LOOP(i, n) {
+        T v = x[i];
+        if (has_lo && (double)v < lo) v = (T)lo;
+        if (has_hi && (double)v > hi) v = (T)hi;
+        y[i] = v;
+    }
+}
+
+extern "C" int cu_clip(void *stream, cu_dtype dt, const void *x, void *y, int64_t n,
+                       const void *lo_p, const void *hi_p, int has_lo_a, double lo_a,
+                       int has_hi_a, double hi_a) {
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+#define CLIP_CASE(E, T) \
+    case E: k_clip<T><<<b, THREADS, 0, s>>>((const T *)x, (T *)y, n, lo_p, hi_p, dt, has_lo_a, lo_a, has_hi_a, hi_a); break;
+    switch (dt) {
+        CLIP_CASE(CU_DT_F32, float)
+        CLIP_CASE(CU_DT_F64, double)
+        CLIP_CASE(CU_DT_I64, int64_t)
+        CLIP_CASE(CU_DT_I32, int32_t)
+        CLIP_CASE(CU_DT_I8, int8_t)
+        CLIP_CASE(CU_DT_U8, uint8_t)
+    }
+#undef CLIP_CASE
+    return last_error();
+}
+
+__global__ void k_clip_grad(const float *dy, const float *x, float *dx, int64_t n, const void *lo_p,
+                            cu_dtype lo_dt, const void *hi_p, cu_dtype hi_dt, int has_lo_a,
+                            double lo_a, int has_hi_a, double hi_a) {
+    bool has_lo = has_lo_a || lo_p, has_hi = has_hi_a || hi_p;
+    double lo = has_lo_a ? lo_a : lo_p ? load_scalar(lo_p, lo_dt) : 0.0;
+    double hi = has_hi_a ? hi_a : hi_p ? load_scalar(hi_p, hi_dt) : 0.0;
+    GRID_LOOP(i, n) {
+        bool pass = (!has_lo || (double)x[i] > lo) && (!has_hi || (double)x[i] < hi);
+        dx[i] = pass ? dy[i] : 0.0f;
+    }
+}
+
+extern "C" int cu_clip_grad(void *stream, const float *dy, const float *x, float *dx, int64_t n,
+                            const void *lo_p, cu_dtype lo_dt, const void *hi_p, cu_dtype hi_dt,
+                            int has_lo_a, double lo_a, int has_hi_a, double hi_a) {
+    if (n == 0) return 0;
+    k_clip_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
+        dy, x, dx, n, lo_p, lo_dt, hi_p, hi_dt, has_lo_a, lo_a, has_hi_a, hi_a);
+    return last_error();
+}
+
+__global__ void k_relu_grad(const float *dy, const float *y, float *dx, int64_t n) {
+    GRID_LOOP(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+extern "C" int cu_relu_grad(void *stream, const float *dy, const float *y, float *dx, int64_t n) {
+    if (n == 0) return 0;
+    k_relu_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, y, dx, n);
+    return last_error();
+}
+
+// ---- Dropout / DropoutGrad ----
+__global__ void k_dropout(const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
+                          const void *ratio_p, int ratio_is_double, float ratio_val,
+                          const uint8_t *train_p, int train_val) {
+    float ratio = ratio_p ? (ratio_is_double ? (float)*(const double *)ratio_p
+                                             : *(const float *)ratio_p)
+                          : ratio_val;
+    bool train = train_p ? *train_p != 0 : train_val != 0;
+    bool bad = train && !(ratio >= 0.0f && ratio < 1.0f);
+    float scale = 1.0f / (1.0f - ratio);
+    GRID_LOOP(i, n) {
+        if (bad) {
+            y[i] = NAN;
+            if (mask) mask[i] = 0;
+        } else if (!train || ratio == 0.0f) {
+            y[i] = x[i];
+            if (mask) mask[i] = 1;
+        } else {
+            bool keep = rng_uniform(key, (uint64_t)i) >= ratio;
+            y[i] = keep ? x[i] * scale : 0.0f;
+            if (mask) mask[i] = keep;
+        }
+    }
+}
+
+extern "C" int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n,
+                          uint64_t key, const void *ratio_p, int ratio_is_double, float ratio_val,
+                          const uint8_t *train_p, int train_val) {
+    if (n == 0) return 0;
+    k_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
+        x, y, mask, n, key, ratio_p, ratio_is_double, ratio_val, train_p, train_val);
+    return last_error();
+}
+
+__global__ void k_dropout_grad(const float *dy, const uint8_t *mask, float *dx, int64_t n,
+                               float scale) {
+    GRID_LOOP(i, n) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+}
+
+extern "C" int cu_dropout_grad(void *stream, const float *dy, const uint8_t *mask, float *dx,
+                               int64_t n, float scale) {
+    if (n == 0) return 0;
+    k_dropout_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, mask, dx, n, scale);
+    return last_error();
+}
+
+// ---- Pad / PadGrad (cpu_shape.c: pad_copy) ----
+struct pad_begin { int64_t b[CU_MAX_RANK]; };
+
+__device__ static int64_t pad_source(int64_t i, int64_t n, int m) {
+    if (i >= 0 && i < n) return i;
+    if (m == 0 || n == 0) return -1;
+    if (m == 2) return i < 0 ? 0 : n - 1;
+    if (n == 1) return 0;
+    int64_t period = 2 * (n - 1);
+    i %= period;
+    if (i < 0) i += period;
+    return i < n ? i : period - i;
+}
+
+template <typename T>
+__global__ void k_pad(cu_shape od, cu_shape id, pad_begin pb, int mode, const T *in, T *out,
+                      T fill, int64_t n) {
+    int64_t is[CU_MAX_RANK], acc = 1;
+    for (int d = id.rank - 1; d >= 0; d--) { is[d] = acc; acc *= id.d[d]; }
+    GRID_LOOP(k, n) {
+        int64_t rem = k, off = 0;
+        bool inside = true;
+        for (int d = od.rank - 1; d >= 0; d--) {
+            int64_t o = rem % od.d[d];
+            rem /= od.d[d];
+            int64_t s = pad_source(o - pb.b[d], id.d[d], mode);
+            if (s < 0) inside = false;
+            else off += s * is[d];
+        }
+        out[k] = inside ? in[off] : fill;
+    }
+}
+
+extern "C" int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int64_t *begin,
+                      int mode, const void *in, void *out, uint64_t fill) {
+    int64_t n = numel(od);
+    if (n == 0) return 0;
+    pad_begin pb;
+    for (int i = 0; i < CU_MAX_RANK; i++) pb.b[i] = i < od.rank ? begin[i] : 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+    switch (es) {
+    case 1: k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint8_t *)in, (uint8_t *)out, (uint8_t)fill, n); break;
+    case 2: k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint16_t *)in, (uint16_t *)out, (uint16_t)fill, n); break;
+    case 4: k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint32_t *)in, (uint32_t *)out, (uint32_t)fill, n); break;
+    case 8: k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint64_t *)in, (uint64_t *)out, (uint64_t)fill, n); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return last_error();
+}
+
+extern "C" int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const void *src,
+                            int64_t src_pitch, int64_t chunk, int64_t rows) {
+    if (chunk == 0 || rows == 0) return 0;
+    return (int)cudaMemcpy2DAsync(dst, (size_t)dst_pitch, src, (size_t)src_pitch, (size_t)chunk,
+                                  (size_t)rows, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
+}
+
+// ---- pooling (cpu_pool.c) ----
+// Flat image index of kernel cell kk at output position o (decoded from oi),
+// -1 in padding; *in_padded: inside the padded extent.
+__device__ static int64_t win_cell(const cu_window &w, const int64_t *o, int64_t kk,
+                                   bool *in_padded) {
+    int64_t k[3], off = 0;
+    for (int d = w.nsp - 1; d >= 0; d--) { k[d] = kk % w.kernel[d]; kk /= w.kernel[d]; }
+    bool inside = true;
+    *in_padded = true;
+    for (int d = 0; d < w.nsp; d++) {
+        int64_t ix = o[d] * w.stride[d] - w.pad[d] + k[d] * w.dilation[d];
+        if (ix < 0 || ix >= w.img[d]) inside = false;
+        if (ix < -w.pad[d] || ix >= w.img[d] + w.pad_end[d]) *in_padded = false;
+        off = off * w.img[d] + ix;
+    }
+    return inside ? off : -1;
+}
+
+__device__ static void decode_pos(const cu_window &w, int64_t oi, int64_t *o) {
+    for (int d = w.nsp - 1; d >= 0; d--) { o[d] = oi % w.col[d]; oi /= w.col[d]; }
+}
+
+__device__ static int64_t win_argmax(const cu_window &w, const float *x, const int64_t *o) {
+    int64_t best = -1;
+    bool ip;
+    for (int64_t kk = 0; kk < w.k_size; kk++) {
+        int64_t i = win_cell(w, o, kk, &ip);
+        if (i < 0) continue;
+        if (best < 0 || x[i] > x[best] || (isnan(x[i]) && !isnan(x[best]))) best = i;
+    }
+    return best;
+}
+
+__global__ void k_max_pool(const float *x, float *y, int64_t *ind, int64_t planes, cu_window w,
+                           int col_major) {
+    GRID_LOOP(t, planes * w.col_size) {
+        int64_t p = t / w.col_size, oi = t % w.col_size, o[3];
+        decode_pos(w, oi, o);
+        const float *xs = x + p * w.img_size;
+        int64_t b = win_argmax(w, xs, o);
+        y[t] = b >= 0 ? xs[b] : -INFINITY;
+        if (ind) {
+            int64_t si = b;
+            if (col_major && b >= 0) {
+                int64_t c[3], bb = b;
+                for (int d = w.nsp - 1; d >= 0; d--) { c[d] = bb % w.img[d]; bb /= w.img[d]; }
+                si = 0;
+                for (int d = w.nsp - 1; d >= 0; d--) si = si * w.img[d] + c[d];
+            }
+            ind[t] = p * w.img_size + (si >= 0 ? si : 0);
+        }
+    }
+}
+
+extern "C" int cu_max_pool(void *stream, const float *x, float *y, int64_t *indices,
+                           int64_t planes, cu_window w, int col_major) {
+    int64_t n = planes * w.col_size;
+    if (n == 0) return 0;
+    k_max_pool<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, indices, planes, w, col_major);
+    return last_error();
+}
+
+// Gradients gather: one thread per input cell visits the output windows that
+// cover it in ascending output order (kernel offsets descending), as the cpu
+// kernel's scatter does, so the float sums match it bit for bit.
+template <bool MAX>
+__global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t planes,
+                            cu_window w, int include_pad) {
+    GRID_LOOP(t, planes * w.img_size) {
+        int64_t p = t / w.img_size, ii = t % w.img_size, ic[3], rem = ii;
+        for (int d = w.nsp - 1; d >= 0; d--) { ic[d] = rem % w.img[d]; rem /= w.img[d]; }
+        float acc = 0.0f;
+        for (int64_t kk = w.k_size - 1; kk >= 0; kk--) {
+            int64_t k[3], kr = kk, o[3];
+            for (int d = w.nsp - 1; d >= 0; d--) { k[d] = kr % w.kernel[d]; kr /= w.kernel[d]; }
+            bool ok = true;
+            int64_t oi = 0;
+            for (int d = 0; d < w.nsp && ok; d++) {
+                int64_t v = ic[d] + w.pad[d] - k[d] * w.dilation[d];
+                if (v < 0 || v % w.stride[d]) { ok = false; break; }
+                o[d] = v / w.stride[d];
+                if (o[d] >= w.col[d]) ok = false;
+                oi = oi * w.col[d] + o[d];
+            }
+            if (!ok) continue;
+            float g = dy[p * w.col_size + oi];
+            if (MAX) {
+                if (win_argmax(w, x + p * w.img_size, o) == ii) acc += g;
+            } else {
+                int64_t padded = 0, inside = 0;
+                bool ip;
+                for (int64_t c = 0; c < w.k_size; c++) {
+                    inside += win_cell(w, o, c, &ip) >= 0;
+                    padded += ip;
+                }
+                int64_t div = include_pad ? padded : inside;
+                if (div > 0) acc += g / (float)div;
+            }
+        }
+        dx[t] = acc;
+    }
+}
+
+extern "C" int cu_max_pool_grad(void *stream, const float *dy, const float *x, float *dx,
+                                int64_t planes, cu_window w) {
+    int64_t n = planes * w.img_size;
+    if (n == 0) return 0;
+    k_pool_grad<true><<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, x, dx, planes, w, 0);
+    return last_error();
+}
+
+extern "C" int cu_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes,
+                                    cu_window w, int include_pad) {
+    int64_t n = planes * w.img_size;
+    if (n == 0) return 0;
+    k_pool_grad<false><<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, NULL, dx, planes, w,
+                                                                            include_pad);
+    return last_error();
+}
+
+__global__ void k_avg_pool(const float *x, float *y, int64_t planes, cu_window w, int include) {
+    GRID_LOOP(t, planes * w.col_size) {
+        int64_t p = t / w.col_size, oi = t % w.col_size, o[3], padded = 0, inside = 0;
+        decode_pos(w, oi, o);
+        const float *xs = x + p * w.img_size;
+        double s = 0;
+        bool ip;
+        for (int64_t kk = 0; kk < w.k_size; kk++) {
+            int64_t i = win_cell(w, o, kk, &ip);
+            padded += ip;
+            if (i >= 0) { s += xs[i]; inside++; }
+        }
+        int64_t div = include ? padded : inside;
+        y[t] = div > 0 ? (float)(s / (double)div) : 0.0f;
+    }
+}
+
+extern "C" int cu_average_pool(void *stream, const float *x, float *y, int64_t planes,
+                               cu_window w, int include_pad) {
+    int64_t n = planes * w.col_size;
+    if (n == 0) return 0;
+    k_avg_pool<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, planes, w, include_pad);
+    return last_error();
+}
+
+__global__ void k_gap(const float *x, float *y, int64_t planes, int64_t S) {
+    GRID_LOOP(p, planes) {
+        double s = 0;
+        for (int64_t i = 0; i < S; i++) s += x[p * S + i];
+        y[p] = (float)(s / (double)S);
+    }
+}
+
+extern "C" int cu_global_average_pool(void *stream, const float *x, float *y, int64_t planes,
+                                      int64_t S) {
+    if (planes == 0) return 0;
+    k_gap<<<blocks_for(planes), THREADS, 0, (cudaStream_t)stream>>>(x, y, planes, S);
+    return last_error();
+}
+
+__global__ void k_gap_grad(const float *dy, float *dx, int64_t planes, int64_t S) {
+    GRID_LOOP(i, planes * S) dx[i] = dy[i / S] / (float)S;
+}
+
+extern "C" int cu_global_average_pool_grad(void *stream, const float *dy, float *dx,
+                                           int64_t planes, int64_t S) {
+    if (planes * S == 0) return 0;
+    k_gap_grad<<<blocks_for(planes * S), THREADS, 0, (cudaStream_t)stream>>>(dy, dx, planes, S);
+    return last_error();
+}
+
+// ---- SoftmaxCrossEntropyLoss (cpu_loss.c) ----
+__device__ static int64_t sce_label(const void *labels, int l64, int64_t i, int has_ig,
+                                    int64_t ig, int64_t C) {
+    int64_t l = l64 ? ((const int64_t *)labels)[i] : ((const int32_t *)labels)[i];
+    if (has_ig && l == ig) return -1;
+    if (l < 0 || l >= C) return -2;
+    return l;
+}
+
+__global__ void k_sce_rows(const float *s, const void *labels, int l64, int64_t N, int64_t C,
+                           int has_ig, int64_t ig, int red, float *loss, float *lp, double *ws) {
+    GRID_LOOP(i, N) {
+        const float *row = s + i * C;
+        double mx = -INFINITY, se = 0;
+        for (int64_t c = 0; c < C; c++) mx = row[c] > mx ? row[c] : mx;
+        for (int64_t c = 0; c < C; c++) se += exp((double)row[c] - mx);
+        double lse = mx + log(se);
+        if (lp)
+            for (int64_t c = 0; c < C; c++) lp[i * C + c] = (float)((double)row[c] - lse);
+        int64_t l = sce_label(labels, l64, i, has_ig, ig, C);
+        double li = l >= 0 ? lse - (double)row[l] : l == -2 ? NAN : 0.0;
+        if (red == 2) loss[i] = (float)li;
+        ws[i] = li;
+    }
+}
+
+__global__ void k_sce_total(const void *labels, int l64, int64_t N, int64_t C, int has_ig,
+                            int64_t ig, int red, float *loss, const double *ws) {
+    double total = 0;
+    int64_t count = 0;
+    for (int64_t i = 0; i < N; i++) {
+        total += ws[i];
+        count += sce_label(labels, l64, i, has_ig, ig, C) != -1;
+    }
+    if (red == 0) loss[0] = (float)(total / (double)count);
+    else if (red == 1) loss[0] = (float)total;
+}
+
+extern "C" int cu_sce(void *stream, const float *s, const void *labels, int labels64, int64_t N,
+                      int64_t C, int has_ignore, int64_t ignore, int reduction, float *loss,
+                      float *log_prob, double *ws) {
+    cudaStream_t st = (cudaStream_t)stream;
+    if (N > 0)
+        k_sce_rows<<<blocks_for(N), THREADS, 0, st>>>(s, labels, labels64, N, C, has_ignore, ignore,
+                                                      reduction, loss, log_prob, ws);
+    if (reduction != 2)
+        k_sce_total<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, reduction, loss, ws);
+    return last_error();
+}
+
+__global__ void k_sce_count(const void *labels, int l64, int64_t N, int64_t C, int has_ig,
+                            int64_t ig, double *ws) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < N; i++) count += sce_label(labels, l64, i, has_ig, ig, C) != -1;
+    ws[0] = (double)count;
+}
+
+__global__ void k_sce_grad(const float *lp, const void *labels, int l64, int64_t N, int64_t C,
+                           int has_ig, int64_t ig, int red, float *d, const double *ws) {
+    double k = red == 0 ? ws[0] : 1.0;
+    GRID_LOOP(t, N * C) {
+        int64_t i = t / C, c = t % C;
+        int64_t l = sce_label(labels, l64, i, has_ig, ig, C);
+        d[t] = l == -2 ? NAN : l < 0 ? 0.0f : (float)((exp((double)lp[t]) - (c == l)) / k);
+    }
+}
+
+extern "C" int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64,
+                           int64_t N, int64_t C, int has_ignore, int64_t ignore, int reduction,
+                           float *d, double *ws) {
+    cudaStream_t st = (cudaStream_t)stream;
+    k_sce_count<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, ws);
+    if (N * C > 0)
+        k_sce_grad<<<blocks_for(N * C), THREADS, 0, st>>>(lp, labels, labels64, N, C, has_ignore,
+                                                           ignore, reduction, d, ws);
+    return last_error();
+}
+
+// ---- SGDMomentum (cpu_update.c) ----
+__global__ void k_sgd(const float *w, const float *dw, const float *m, float *wo, float *mo,
+                      int64_t n, float lr, float mom, float wd) {
+    GRID_LOOP(i, n) {
+        float g = dw[i] + wd * w[i];
+        float mi = mom * m[i] + g;
+        mo[i] = mi;
+        wo[i] = w[i] - lr * mi;
+    }
+}
+
+extern "C" int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m,
+                               float *wo, float *mo, int64_t n, float lr, float mom, float wd) {
+    if (n == 0) return 0;
+    k_sgd<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, dw, m, wo, mo, n, lr, mom, wd);
+    return last_error();
+}
+
+// ---- Gemm bias, BN saved variance, Gather ----
+__global__ void k_gemm_bias(const float *c, int64_t s0, int64_t s1, float beta, float *y,
+                            int64_t M, int64_t N) {
+    GRID_LOOP(t, M * N) y[t] = beta * c[(t / N) * s0 + (t % N) * s1];
+}
+
+extern "C" int cu_gemm_bias(void *stream, const float *c, int64_t s0, int64_t s1, float beta,
+                            float *y, int64_t M, int64_t N) {
+    if (M * N == 0) return 0;
+    k_gemm_bias<<<blocks_for(M * N), THREADS, 0, (cudaStream_t)stream>>>(c, s0, s1, beta, y, M, N);
+    return last_error();
+}
+
+__global__ void k_invstd_to_var(float *v, int64_t n, float eps) {
+    GRID_LOOP(i, n) v[i] = (float)(1.0 / ((double)v[i] * (double)v[i]) - (double)eps);
+}
+
+extern "C" int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps) {
+    if (n == 0) return 0;
+    k_invstd_to_var<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(v, n, eps);
+    return last_error();
+}
+
+__global__ void k_gather(int es, const uint8_t *in, const void *idx, int idx64, uint8_t *out,
+                         int64_t outer, int64_t extent, int64_t ni, int64_t inner) {
+    GRID_LOOP(t, outer * ni * inner * es) {
+        int64_t b = t % es, e = t / es;
+        int64_t in_i = e % inner, j = (e / inner) % ni, o = e / (inner * ni);
+        int64_t k = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+        if (k < 0) k += extent;
+        out[t] = (k < 0 || k >= extent) ? 0 : in[((o * extent + k) * inner + in_i) * es + b];
+    }
+}
+
+extern "C" int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64,
+                         void *out, int64_t outer, int64_t extent, int64_t ni, int64_t inner) {
+    int64_t n = outer * ni * inner * es;
+    if (n == 0) return 0;
+    k_gather<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
+        es, (const uint8_t *)in, idx, idx64, (uint8_t *)out, outer, extent, ni, inner);
+    return last_error();
+}

@@ -1,0 +1,125 @@
+/* cuda_profile.c — writes the measured profile (see backend_cuda.h:
+ * rt_cuda_profile_write): per-node medians of the CUDA-event samples gathered
+ * by backend_cuda.c, copy bandwidth on pinned buffers, workspaces. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "profile.h"
+
+static int cmp_d(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define COPY_BYTES ((size_t)256 << 20)
+#define COPY_REPS 5
+
+/* Seconds of one timed region (events on stream s0), median over COPY_REPS. */
+static int time_copies(cuda_impl *im, int dirs, void *dev, void *host, size_t bytes, double *secs,
+                       oc_err *err) {
+    const ir_node *no_node = NULL;
+    double t[COPY_REPS];
+    cudaStream_t h2d = im->s[RT_STREAM_H2D], d2h = im->s[RT_STREAM_D2H];
+    cudaEvent_t e0, e1, e2;
+    CU_CHECK_N(cudaEventCreate(&e0), no_node);
+    CU_CHECK_N(cudaEventCreate(&e1), no_node);
+    CU_CHECK_N(cudaEventCreate(&e2), no_node);
+    for (int r = 0; r < COPY_REPS; r++) {
+        CU_CHECK_N(cudaDeviceSynchronize(), no_node);
+        CU_CHECK_N(cudaEventRecord(e0, h2d), no_node);
+        CU_CHECK_N(cudaStreamWaitEvent(d2h, e0, 0), no_node);
+        if (dirs & 1) CU_CHECK_N(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, h2d), no_node);
+        if (dirs & 2)
+            CU_CHECK_N(cudaMemcpyAsync((char *)host + bytes, (char *)dev + bytes, bytes,
+                                       cudaMemcpyDeviceToHost, d2h), no_node);
+        CU_CHECK_N(cudaEventRecord(e2, d2h), no_node);
+        CU_CHECK_N(cudaStreamWaitEvent(h2d, e2, 0), no_node);
+        CU_CHECK_N(cudaEventRecord(e1, h2d), no_node);
+        CU_CHECK_N(cudaEventSynchronize(e1), no_node);
+        float ms = 0;
+        CU_CHECK_N(cudaEventElapsedTime(&ms, e0, e1), no_node);
+        t[r] = (double)ms * 1e-3;
+    }
+    (void)cudaEventDestroy(e0);
+    (void)cudaEventDestroy(e1);
+    (void)cudaEventDestroy(e2);
+    *secs = median(t, COPY_REPS);
+    return OC_OK;
+}
+
+/* Fills the copy fields of d from measurements (temporary buffers of 2 x 256 MiB
+ * on each side, freed before returning). */
+static int measure_copies(cuda_impl *im, profile_device *d, oc_err *err) {
+    const ir_node *no_node = NULL;
+    void *dev = NULL, *host = NULL;
+    CU_CHECK_N(cudaMalloc(&dev, 2 * COPY_BYTES), no_node);
+    cudaError_t rc = cudaHostAlloc(&host, 2 * COPY_BYTES, cudaHostAllocDefault);
+    if (rc != cudaSuccess) {
+        (void)cudaFree(dev);
+        CU_CHECK_N(rc, no_node);
+    }
+    memset(host, 1, 2 * COPY_BYTES);
+    double h2d = 0, d2h = 0, both = 0, lat = 0;
+    int r = time_copies(im, 1, dev, host, COPY_BYTES, &h2d, err);
+    if (!r) r = time_copies(im, 2, dev, host, COPY_BYTES, &d2h, err);
+    if (!r) r = time_copies(im, 3, dev, host, COPY_BYTES, &both, err);
+    if (!r) r = time_copies(im, 1, dev, host, 4, &lat, err);
+    (void)cudaFreeHost(host);
+    (void)cudaFree(dev);
+    if (r) return OC_ERR;
+    double b = (double)COPY_BYTES;
+    d->h2d_bytes_per_s = b / h2d;
+    d->d2h_bytes_per_s = b / d2h;
+    /* Full duplex when both directions at once take clearly less than in turn. */
+    d->duplex = both < 0.75 * (h2d + d2h);
+    d->copy_latency_s = lat;
+    printf("copy bandwidth (pinned, %zu MiB): H2D %.2f GB/s, D2H %.2f GB/s, both at once %.2f GB/s "
+           "total (%s), latency %.1f us\n", COPY_BYTES >> 20, d->h2d_bytes_per_s / 1e9,
+           d->d2h_bytes_per_s / 1e9, 2 * b / both / 1e9, d->duplex ? "duplex" : "not duplex",
+           lat * 1e6);
+    return OC_OK;
+}
+
+int rt_cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, const char *path,
+                          oc_err *err) {
+    if (!b || strcmp(b->name, "cuda") != 0) return oc_fail(err, "--profile-out needs --backend cuda");
+    cuda_impl *im = b->impl;
+    const ir_graph *g = tg->g;
+    if (im->prof_g != g) return oc_fail(err, "profile: rt_cuda_profile_start was not called for this graph");
+    profile_device d;
+    if (device_preset_find("h100", &d, err)) return OC_ERR; /* peak FLOP/s, bandwidth, launch cost */
+    struct cudaDeviceProp prop;
+    const ir_node *no_node = NULL;
+    CU_CHECK_N(cudaGetDeviceProperties(&prop, im->device), no_node);
+    snprintf(d.name, sizeof d.name, "%s (measured)", prop.name);
+    d.memory_bytes = (int64_t)prop.totalGlobalMem;
+    if (measure_copies(im, &d, err)) return OC_ERR;
+    profile *p = profile_new(&d, batch, PROFILE_SOURCE_MEASURED, g->n_nodes);
+    int missing = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        double t = im->n_samples[i] ? median(im->samples[i], im->n_samples[i]) : 0.0;
+        missing += im->n_samples[i] == 0;
+        profile_node_set(p, i, g->nodes[i].name, t,
+                         (int64_t)cuda_kernel_scratch(im, g, &g->nodes[i]));
+    }
+    if (missing)
+        fprintf(stderr, "cuda: profile: %d of %d nodes were never run as kernels (time 0)\n",
+                missing, g->n_nodes);
+    FILE *f = fopen(path, "w");
+    int rc = OC_ERR;
+    if (!f) {
+        oc_fail(err, "%s: cannot write", path);
+    } else {
+        rc = profile_write_file(p, f, err);
+        if (fclose(f) != 0 && rc == OC_OK) rc = oc_fail(err, "%s: write error", path);
+    }
+    profile_free(p);
+    return rc;
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# test_plan_cli.sh — `outcore-plan plan` and `compare`: the --json contract
+# (strategies[].strategy, feasible, iteration_time_s, peak_bytes, images_per_s,
+# plan_seconds), feasible => peak <= budget, trace/plot written for a feasible
+# plan, and bad input (impossible budget, unknown strategy, missing profile
+# file): one line on stderr, non-zero exit, no output file left behind.
+# Run from the repository root; BUILD names the build dir.
+set -u
+BUILD=${BUILD:-build}
+PY=${PY:-/usr/bin/python3}
+PLAN="$BUILD/outcore-plan"
+MODEL=graphs/resnet18_op13.onnx
+BATCH=4
+# Small caps: the contract, not the search quality, is under test.
+CAPS=(--max-leaves 8 --max-seconds 5)
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1: $2"; failures=$((failures + 1)); }
+
+no_sanitizer_report() { ! grep -qE 'runtime error|AddressSanitizer|LeakSanitizer' "$1"; }
+
+# The in-core and all-swap peaks bracket the interesting budgets.
+"$PLAN" plan "$MODEL" --batch $BATCH --device v100 --budget 1TiB --strategy incore --json \
+    >"$tmp/incore.json" 2>"$tmp/err"
+rc=$?
+hi=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_bytes"])' "$tmp/incore.json" 2>/dev/null)
+if [ $rc -eq 0 ] && [ -n "$hi" ] && no_sanitizer_report "$tmp/err"; then
+    ok "plan --strategy incore --json (in-core peak $hi bytes)"
+else
+    not_ok "plan incore" "exit $rc: $(head -c 300 "$tmp/err")"
+    echo "1..0"; exit 1
+fi
+budget=$((hi * 3 / 4))
+
+# compare --json: keys and types of every row; feasible => peak <= budget.
+"$PLAN" compare "$MODEL" --batch $BATCH --device v100 --budget "$budget" "${CAPS[@]}" --json \
+    >"$tmp/cmp.json" 2>"$tmp/err"
+rc=$?
+if [ $rc -ne 0 ]; then
+    not_ok "compare --json" "exit $rc: $(head -c 300 "$tmp/err")"
+elif ! no_sanitizer_report "$tmp/err"; then
+    not_ok "compare --json" "sanitizer report: $(head -c 300 "$tmp/err")"
+elif msg=$("$PY" - "$tmp/cmp.json" "$budget" "$BATCH" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); budget = int(sys.argv[2]); batch = int(sys.argv[3])
+rows = d["strategies"]
+names = [r["strategy"] for r in rows]
+need = {"incore", "swap-all-nosched", "swap-all", "vdnn-conv", "superneurons", "hybrid"}
+assert need <= set(names), f"missing strategies: {need - set(names)}"
+assert len(set(names)) == len(names), "duplicate rows"
+assert "auto" not in names, "compare lists auto (it is the best row)"
+feas = 0
+for r in rows:
+    for k in ("strategy", "feasible", "iteration_time_s", "peak_bytes", "images_per_s", "plan_seconds"):
+        assert k in r, f"{r.get('strategy')}: no key {k}"
+    assert isinstance(r["feasible"], bool) and isinstance(r["peak_bytes"], int)
+    assert isinstance(r["plan_seconds"], float) and r["plan_seconds"] >= 0
+    if r["feasible"]:
+        feas += 1
+        assert r["peak_bytes"] <= budget, f"{r['strategy']}: peak {r['peak_bytes']} > budget {budget}"
+        t = r["iteration_time_s"]
+        assert t > 0 and abs(r["images_per_s"] - batch / t) <= 1e-6 * batch / t, r["strategy"]
+        assert t >= d["ideal_time_s"] * (1 - 1e-9), f"{r['strategy']} faster than ideal"
+    else:
+        assert r["iteration_time_s"] is None and r["images_per_s"] is None, r["strategy"]
+assert feas > 0, "nothing feasible at 3/4 of the in-core peak"
+best = min((r for r in rows if r["feasible"]), key=lambda r: r["iteration_time_s"])
+assert d["best"] == best["strategy"], f"best {d['best']} != fastest {best['strategy']}"
+assert not next(r for r in rows if r["strategy"] == "incore")["feasible"], "incore fits 3/4 of its peak"
+print(f"{feas}/{len(rows)} feasible, best {d['best']}")
+EOF
+); then
+    ok "compare --json keys, feasible => peak <= budget ($msg)"
+else
+    not_ok "compare --json contract" "$msg"
+fi
+
+# plan --json: decisions listed, trace + plot written for a feasible plan.
+"$PLAN" plan "$MODEL" --batch $BATCH --device v100 --budget "$budget" --strategy hybrid \
+    "${CAPS[@]}" --json --trace "$tmp/t.json" --svg "$tmp/m.svg" >"$tmp/plan.json" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && "$PY" - "$tmp/plan.json" "$tmp/t.json" "$budget" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1])); budget = int(sys.argv[3])
+assert p["strategy"] == "hybrid" and p["feasible"] and p["peak_bytes"] <= budget
+assert p["decisions"] and all(d["decision"] in ("keep", "swap", "recompute") for d in p["decisions"])
+assert "leaves_explored" in p and "bound_hit" in p
+t = json.load(open(sys.argv[2]))
+ev = t["traceEvents"] if isinstance(t, dict) else t
+assert len(ev) > 0
+EOF
+then
+    if grep -q '<svg' "$tmp/m.svg"; then ok "plan --json --trace --svg (feasible hybrid plan)"
+    else not_ok "plan --svg" "no <svg> in $tmp/m.svg"; fi
+else
+    not_ok "plan --json --trace --svg" "exit $rc: $(head -c 300 "$tmp/err")"
+fi
+
+# expect_fail NAME STATUS PATTERN -- ARGS: exit STATUS, one stderr line holding
+# PATTERN, no file at $tmp/out.json / $tmp/out.svg afterwards.
+expect_fail() {
+    local name=$1 want=$2 pat=$3; shift 4
+    rm -f "$tmp/out.json" "$tmp/out.svg"
+    "$PLAN" "$@" >"$tmp/stdout" 2>"$tmp/err"
+    local rc=$? lines; lines=$(wc -l <"$tmp/err")
+    if [ $rc -ne "$want" ]; then not_ok "$name" "exit $rc, want $want: $(head -c 300 "$tmp/err")"
+    elif ! no_sanitizer_report "$tmp/err"; then not_ok "$name" "sanitizer report"
+    elif [ "$lines" -ne 1 ]; then not_ok "$name" "stderr has $lines lines: $(head -c 300 "$tmp/err")"
+    elif ! grep -qF -- "$pat" "$tmp/err"; then not_ok "$name" "stderr lacks '$pat': $(cat "$tmp/err")"
+    elif [ -e "$tmp/out.json" ] || [ -e "$tmp/out.svg" ] || ls "$tmp"/out.*.tmp* >/dev/null 2>&1; then
+        not_ok "$name" "output file left behind"
+    else ok "$name"; fi
+}
+
+expect_fail "plan: impossible budget -> exit 3, no trace written" 3 "no feasible plan" -- \
+    plan "$MODEL" --batch $BATCH --device v100 --budget 1MB "${CAPS[@]}" \
+    --trace "$tmp/out.json" --svg "$tmp/out.svg"
+expect_fail "compare: impossible budget -> exit 3, no trace written" 3 "no strategy found a feasible plan" -- \
+    compare "$MODEL" --batch $BATCH --device v100 --budget 1MB "${CAPS[@]}" --json \
+    --trace "$tmp/out.json"
+expect_fail "plan: unknown strategy names the list" 1 "is not one of incore, swap-all-nosched" -- \
+    plan "$MODEL" --batch $BATCH --device v100 --strategy no-such --trace "$tmp/out.json"
+expect_fail "compare: unknown --of names the list" 1 "hybrid" -- \
+    compare "$MODEL" --batch $BATCH --device v100 --of no-such --svg "$tmp/out.svg"
+expect_fail "plan: missing profile file" 1 "$tmp/missing.json" -- \
+    plan "$MODEL" --batch $BATCH --profile "$tmp/missing.json" --trace "$tmp/out.json"
+expect_fail "compare: missing profile file" 1 "$tmp/missing.json" -- \
+    compare "$MODEL" --batch $BATCH --profile "$tmp/missing.json" --json --svg "$tmp/out.svg"
+expect_fail "plan: bad budget" 1 "--budget" -- \
+    plan "$MODEL" --batch $BATCH --device v100 --budget lots --trace "$tmp/out.json"
+
+[ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }

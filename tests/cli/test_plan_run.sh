@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# test_plan_run.sh — plan.onnx end to end on the bundled models (issue 8):
+# `plan -o` writes a plan, `show` prints it and writes its trace/SVG, and
+# outcore-run rejects bad plans with one line before any step runs: a plan
+# whose metadata comes from another model, a truncated file, a hand-edited
+# overlapping layout, a budget smaller than the plan's arena.
+set -u
+BUILD=${BUILD:-build}
+PY=${PY:-/usr/bin/python3}
+PLAN="$BUILD/outcore-plan"
+RUN="$BUILD/outcore-run"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+ok() { echo "ok - $1"; }
+bad() { echo "not ok - $1"; fail=1; }
+
+# A plan that swaps: resnet18 @ batch 1 (224x224), 2% under its in-core peak.
+peak=$("$PLAN" plan graphs/resnet18_op13.onnx --batch 1 --device v100 --budget 1TB \
+       --strategy incore --json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p')
+budget=$((peak * 98 / 100))
+if "$PLAN" plan graphs/resnet18_op13.onnx --batch 1 --device v100 --budget "$budget" \
+     --strategy swap-all -o "$T/r18.onnx" >/dev/null 2>"$T/plan.err" && [ -s "$T/r18.onnx" ]; then
+    ok "plan -o writes a plan ($(cat "$T/plan.err"))"
+else
+    bad "plan -o: $(cat "$T/plan.err")"
+fi
+"$PLAN" plan graphs/alexnet_op13.onnx --batch 2 --device v100 --strategy incore -o "$T/alex.onnx" \
+    >/dev/null 2>&1 || bad "plan -o alexnet"
+
+# show: header, one row per node, SwapOut/SwapIn on their streams, trace + svg.
+if "$PLAN" show "$T/r18.onnx" --trace "$T/r18.trace.json" --svg "$T/r18.svg" >"$T/show.txt" 2>&1 &&
+   grep -q "strategy swap-all" "$T/show.txt" &&
+   grep -Eq "^ +[0-9]+  d2h +ai.outcore.SwapOut" "$T/show.txt" &&
+   grep -Eq "^ +[0-9]+  h2d +ai.outcore.SwapIn" "$T/show.txt" &&
+   "$PY" -c "import json,sys; e=json.load(open(sys.argv[1]))['traceEvents']; \
+assert any(x.get('cat')=='swap_in' for x in e)" "$T/r18.trace.json" &&
+   grep -q "<svg" "$T/r18.svg"; then
+    ok "show prints the schedule and writes trace + svg"
+else
+    bad "show: $(head -5 "$T/show.txt")"
+fi
+
+# expect_reject NAME PATTERN ARGS...: exit 1, one error line matching PATTERN, no step run.
+expect_reject() {
+    local name=$1 pat=$2; shift 2
+    "$RUN" "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    if [ $rc -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q -- "$pat" "$T/err" &&
+       ! grep -q "^step " "$T/out"; then
+        ok "$name: $(cat "$T/err")"
+    else
+        bad "$name (rc $rc): $(cat "$T/err") $(head -3 "$T/out")"
+    fi
+}
+
+# Another model's plan metadata on this graph (the layout belongs to resnet18).
+"$PY" - "$T/alex.onnx" "$T/r18.onnx" "$T/mixed.onnx" <<'PYEOF'
+import sys, onnx
+a, b = onnx.load(sys.argv[1]), onnx.load(sys.argv[2])
+del a.metadata_props[:]
+a.metadata_props.extend(b.metadata_props)
+onnx.save(a, sys.argv[3])
+PYEOF
+expect_reject "a plan from another model" "belongs to another graph" "$T/mixed.onnx"
+
+# Truncated file.
+head -c 3000 "$T/r18.onnx" >"$T/trunc.onnx"
+expect_reject "a truncated plan" "not a valid ONNX model" "$T/trunc.onnx"
+
+# Hand-edited layout: the second standard node's first output moved onto the first's bytes.
+"$PY" - "$T/r18.onnx" "$T/overlap.onnx" <<'PYEOF'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+p = next(p for p in m.metadata_props if p.key == "outcore.node_annotations")
+lines = p.value.split("\n")
+f0, f1 = lines[0].split("\t"), lines[1].split("\t")
+offs = f1[2].split(",")
+offs[0] = f0[2].split(",")[0]
+f1[2] = ",".join(offs)
+lines[1] = "\t".join(f1)
+p.value = "\n".join(lines)
+onnx.save(m, sys.argv[2])
+PYEOF
+expect_reject "an overlapping layout" "overlaps" "$T/overlap.onnx"
+
+# Budget below the plan's arena.
+arena=$("$PY" -c "import onnx,sys; print({p.key:p.value for p in onnx.load(sys.argv[1]).metadata_props}['outcore.arena_bytes'])" "$T/r18.onnx")
+expect_reject "a budget below the arena" "needs an arena of $arena bytes" "$T/r18.onnx" --budget $((arena - 4096))
+
+# --dump-grads needs the in-core step.
+expect_reject "--dump-grads with a plan" "dump-grads" "$T/r18.onnx" --dump-grads "$T/d"
+
+# The plan runs under a budget equal to its arena; high-water = arena.
+if "$RUN" "$T/r18.onnx" --steps 1 --budget "$arena" >"$T/run.txt" 2>&1 &&
+   grep -q "arena high-water .*($arena bytes), capacity .*($arena bytes)" "$T/run.txt"; then
+    ok "runs under --budget = its arena ($arena bytes); high-water = planned"
+else
+    bad "run under its arena: $(tail -3 "$T/run.txt")"
+fi
+exit $fail

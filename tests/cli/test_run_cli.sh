@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# test_run_cli.sh — outcore-run end to end on the cpu backend: an emitted training
+# graph and the forward model it came from train identically; --save writes a model
+# onnx.checker accepts; bad input gives one error line and a non-zero exit before
+# any step runs.
+set -u
+BUILD=${BUILD:-build}
+PY=${PY:-/usr/bin/python3}
+RUN="$BUILD/outcore-run"
+PLAN="$BUILD/outcore-plan"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+ok() { echo "ok - $1"; }
+bad() { echo "not ok - $1"; fails=$((fails + 1)); }
+
+M=graphs/googlenet_op13.onnx
+"$PLAN" emit "$M" --batch 2 --lr 0.05 -o "$T/train.onnx" >/dev/null || bad "emit"
+"$PY" -c "import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]))" "$T/train.onnx" \
+  && ok "emitted training graph passes onnx.checker" || bad "emitted graph fails onnx.checker"
+"$RUN" "$T/train.onnx" --steps 2 --seed 3 --save "$T/trained.onnx" >"$T/a.out" 2>&1 || bad "run training graph"
+"$RUN" "$M" --batch 2 --lr 0.05 --steps 2 --seed 3 >"$T/b.out" 2>&1 || bad "run forward model"
+if diff <(grep '^step' "$T/a.out") <(grep '^step' "$T/b.out") >/dev/null && grep -q '^step 1' "$T/a.out"; then
+    ok "training graph and forward model give identical losses"
+else
+    bad "losses differ: $(grep '^step' "$T/a.out" | tr '\n' ' ') vs $(grep '^step' "$T/b.out" | tr '\n' ' ')"
+fi
+grep -q '^arena high-water .* capacity' "$T/a.out" && grep -q '^images/s' "$T/a.out" \
+  && ok "prints images/s, high-water and capacity" || bad "missing report lines"
+"$PY" -c "import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m); \
+assert all(t.raw_data for t in m.graph.initializer if t.data_type == 1)" "$T/trained.onnx" \
+  && ok "--save writes a checker-valid model with every weight" || bad "--save output invalid"
+
+# expect_error NAME CMD...: exit != 0, exactly one stderr line, no step ran.
+expect_error() {
+    local name=$1; shift
+    "$@" >"$T/o" 2>"$T/e"
+    local rc=$?
+    if [ $rc -ne 0 ] && [ "$(wc -l <"$T/e")" -eq 1 ] && ! grep -q '^step' "$T/o"; then
+        ok "$name: $(cat "$T/e")"
+    else
+        bad "$name (rc $rc): $(cat "$T/e")"
+    fi
+}
+expect_error "missing file" "$RUN" "$T/nope.onnx" --batch 2
+head -c 1000 /dev/urandom >"$T/junk.onnx"
+expect_error "not an ONNX model" "$RUN" "$T/junk.onnx" --batch 2
+"$PY" -c "import onnx,sys; m=onnx.load(sys.argv[1]); onnx.helper.set_model_props(m, {'outcore.kind': 'plan-v9'}); onnx.save(m, sys.argv[2])" "$M" "$T/kind.onnx"
+expect_error "not a training graph" "$RUN" "$T/kind.onnx" --batch 2
+expect_error "budget smaller than the layout" "$RUN" "$T/train.onnx" --budget 1MiB
+expect_error "batch differs from the emitted one" "$RUN" "$T/train.onnx" --batch 4
+expect_error "unknown backend" "$RUN" "$T/train.onnx" --backend tpu
+grep -q "does not fit" <("$RUN" "$T/train.onnx" --budget 1MiB 2>&1) \
+  && ok "budget error names the tensor that does not fit" || bad "budget error message"
+[ $fails -eq 0 ]

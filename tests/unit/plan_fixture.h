@@ -1,0 +1,38 @@
+/* plan_fixture.h — shared by test_rewrite.c and test_verify.c: the training
+ * step of a bundled model (structure-only) and a rewritten plan of it. */
+#ifndef OC_TEST_PLAN_FIXTURE_H
+#define OC_TEST_PLAN_FIXTURE_H
+
+#include <string.h>
+
+#include "layout.h"
+#include "plan_verify.h"
+#include "rewrite.h"
+#include "shape_infer.h"
+
+/* resnet18 at batch 2 (planner only: nothing runs, so 224x224 is cheap). */
+static train_graph *pf_resnet18(void) {
+    ir_graph *g;
+    oc_err err;
+    ir_bind_opts b = {.batch = 2};
+    if (ir_load_model("graphs/resnet18_op13.onnx", &b, &g, &err)) fail_msg("%s", err.msg);
+    train_opts o = train_opts_default();
+    train_graph *tg;
+    if (train_build(g, &o, &tg, &err)) fail_msg("%s", err.msg);
+    return tg;
+}
+
+static int pf_tensor(const ir_graph *g, const char *name) {
+    int t = ir_tensor_find(g, name);
+    if (t < 0) fail_msg("no tensor '%s'", name);
+    return t;
+}
+
+static int pf_node(const ir_graph *g, const char *name) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0) return i;
+    fail_msg("no node '%s'", name);
+    return -1;
+}
+
+#endif

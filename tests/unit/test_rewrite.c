@@ -1,0 +1,171 @@
+/* test_rewrite.c — planner/rewrite.c: recompute clones, rewiring, BN state,
+ * Dropout masks of clones (runtime/cpu kernel keyed by outcore_recompute_of). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "ops/op_table.h"
+#include "unit/plan_fixture.h"
+
+/* relu output RECOMPUTE (chain: bn1 output is not saved, so bn1 re-runs too),
+ * conv1 output (bn1's input) SWAP: the recompute starts from a swapped-in tensor. */
+static void test_recompute_from_swapped(void **state) {
+    (void)state;
+    train_graph *tg = pf_resnet18();
+    const ir_graph *g = tg->g;
+    int relu = pf_tensor(g, "/relu/Relu_output_0"), conv = pf_tensor(g, "/conv1/Conv_output_0");
+    sim_plan *p = sim_plan_new(tg);
+    sim_plan_set(p, relu, SIM_DECISION_RECOMPUTE, -1);
+    sim_plan_set(p, conv, SIM_DECISION_SWAP, -1);
+    rewrite_result rw;
+    oc_err err;
+    if (rewrite_plan(tg, p, NULL, &rw, &err)) fail_msg("%s", err.msg);
+    const ir_graph *ng = rw.tg->g;
+    assert_int_equal(rw.n_swap_out, 1);
+    assert_int_equal(rw.n_swap_in, 1);
+    assert_int_equal(rw.n_recompute, 2); /* bn1, relu */
+    /* BN clone: reads the swapped-in conv1 output, no running-stat outputs. */
+    int bn = pf_node(ng, "/bn1/BatchNormalization/recompute1");
+    const ir_node *b = &ng->nodes[bn];
+    assert_string_equal(ir_attr_string(b, REWRITE_ATTR_RECOMPUTE_OF, ""), "/bn1/BatchNormalization");
+    assert_string_equal(ng->tensors[b->inputs[0]].name, "/conv1/Conv_output_0/swapin");
+    assert_true(b->n_outputs >= 1);
+    for (int k = 1; k < 3 && k < b->n_outputs; k++) assert_int_equal(b->outputs[k], -1);
+    for (int k = 0; k < b->n_outputs; k++)
+        if (b->outputs[k] >= 0) assert_int_equal(rw.tg->alias_of[b->outputs[k]], -1);
+    /* The original BN still updates the running statistics, exactly once. */
+    int n_writers = 0;
+    for (int i = 0; i < ng->n_nodes; i++)
+        for (int k = 0; k < ng->nodes[i].n_outputs; k++) {
+            int o = ng->nodes[i].outputs[k];
+            if (o >= 0 && rw.tg->alias_of[o] >= 0 &&
+                strcmp(ng->tensors[rw.tg->alias_of[o]].name, "bn1.running_mean") == 0)
+                n_writers++;
+        }
+    assert_int_equal(n_writers, 1);
+    /* The SwapIn precedes the clone, which precedes the relu clone. */
+    int si = pf_node(ng, "/conv1/Conv_output_0/swap_in");
+    int rc = pf_node(ng, "/relu/Relu/recompute1");
+    assert_true(si < bn && bn < rc);
+    assert_int_equal(ng->nodes[rc].inputs[0], b->outputs[0]);
+    /* Every backward reader reads the rewired names, never the originals. */
+    int rc_out = ng->nodes[rc].outputs[0], si_out = ng->nodes[si].outputs[0], n_readers = 0;
+    for (int i = rw.tg->n_forward - 1; i < ng->n_nodes; i++) {
+        const ir_node *n = &ng->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            assert_int_not_equal(n->inputs[k], relu);
+            if (!rewrite_is_swap_out(n)) assert_int_not_equal(n->inputs[k], conv);
+            n_readers += n->inputs[k] == rc_out || n->inputs[k] == si_out;
+        }
+    }
+    /* relu: MaxPool grad + Relu grad; conv1 output: BN grad + the BN clone. */
+    assert_int_equal(n_readers, 4);
+    /* Readers in the source graph map one to one. */
+    int src_readers = train_saved_readers(tg, relu, NULL, 0) + train_saved_readers(tg, conv, NULL, 0);
+    assert_int_equal(src_readers + 1, n_readers);
+    /* The whole plan lays out and verifies. */
+    layout_result l;
+    layout_plan(rw.tg, &l);
+    layout_apply(rw.tg, &l);
+    if (plan_verify(rw.tg, l.offset, l.arena_bytes, 0, &err)) fail_msg("%s", err.msg);
+    assert_true(l.arena_bytes >= l.peak_bytes);
+    layout_result_free(&l);
+    rewrite_result_free(&rw);
+    sim_plan_free(p);
+    train_graph_free(tg);
+}
+
+/* Every saved tensor swapped: each backward reader of a saved tensor reads its
+ * "/swapin" name; forward readers keep the originals. */
+static void test_swap_all_rewired(void **state) {
+    (void)state;
+    train_graph *tg = pf_resnet18();
+    sim_plan *p = sim_plan_new(tg);
+    sim_plan_swap_all(p);
+    rewrite_result rw;
+    oc_err err;
+    if (rewrite_plan(tg, p, NULL, &rw, &err)) fail_msg("%s", err.msg);
+    const ir_graph *ng = rw.tg->g;
+    assert_int_equal(rw.n_swap_in, tg->n_saved);
+    bool *saved = calloc((size_t)ng->n_tensors, 1);
+    for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
+    int rewired = 0;
+    for (int i = rw.tg->n_forward - 1; i < ng->n_nodes; i++) {
+        const ir_node *n = &ng->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0) continue;
+            if (t < tg->g->n_tensors && !rewrite_is_swap_out(n)) assert_false(saved[t]);
+            rewired += strstr(ng->tensors[t].name, "/swapin") != NULL;
+        }
+    }
+    assert_true(rewired >= tg->n_saved);
+    free(saved);
+    rewrite_result_free(&rw);
+    sim_plan_free(p);
+    train_graph_free(tg);
+}
+
+/* The cpu Dropout kernel: a clone naming its original draws the same mask. */
+static void test_dropout_clone_same_mask(void **state) {
+    (void)state;
+    ir_graph *g = ir_graph_new();
+    g->opset = 13;
+    int64_t n = 4096;
+    int x = ir_tensor_add(g, "x", IR_DTYPE_FLOAT), r = ir_tensor_add(g, "ratio", IR_DTYPE_FLOAT);
+    int tm = ir_tensor_add(g, "tm", IR_DTYPE_BOOL);
+    ir_tensor_set_shape(&g->tensors[x], 1, &n);
+    ir_tensor_set_shape(&g->tensors[r], 0, NULL);
+    ir_tensor_set_shape(&g->tensors[tm], 0, NULL);
+    int ys[3], ms[3], nodes[3];
+    const char *names[3] = {"drop", "drop/recompute1", "other"};
+    for (int i = 0; i < 3; i++) {
+        char b[32];
+        snprintf(b, sizeof b, "y%d", i);
+        ys[i] = ir_tensor_add(g, b, IR_DTYPE_FLOAT);
+        snprintf(b, sizeof b, "m%d", i);
+        ms[i] = ir_tensor_add(g, b, IR_DTYPE_BOOL);
+        ir_tensor_set_shape(&g->tensors[ys[i]], 1, &n);
+        ir_tensor_set_shape(&g->tensors[ms[i]], 1, &n);
+        nodes[i] = ir_node_add(g, names[i], "Dropout", "");
+        ir_node_add_input(g, nodes[i], x);
+        ir_node_add_input(g, nodes[i], r);
+        ir_node_add_input(g, nodes[i], tm);
+        ir_node_add_output(g, nodes[i], ys[i]);
+        ir_node_add_output(g, nodes[i], ms[i]);
+    }
+    ir_attr a = {.name = REWRITE_ATTR_RECOMPUTE_OF, .type = IR_ATTR_STRING, .s = "drop"};
+    ir_node_add_attr(g, nodes[1], &a);
+    float *xv = malloc((size_t)n * sizeof(float)), ratio = 0.5f;
+    uint8_t train = 1;
+    float *y[3];
+    uint8_t *m[3];
+    for (int64_t k = 0; k < n; k++) xv[k] = (float)k * 0.25f - 3.0f;
+    for (int i = 0; i < 3; i++) {
+        y[i] = malloc((size_t)n * sizeof(float));
+        m[i] = malloc((size_t)n);
+        void *in[3] = {xv, &ratio, &train}, *out[2] = {y[i], m[i]};
+        kernel_args ka = {.g = g, .n = &g->nodes[nodes[i]], .in = in, .out = out, .seed = 7, .step = 3};
+        oc_err err;
+        if (cpu_kernel_run(&ka, &err)) fail_msg("%s", err.msg);
+    }
+    assert_memory_equal(y[0], y[1], (size_t)n * sizeof(float));
+    assert_memory_equal(m[0], m[1], (size_t)n);
+    assert_memory_not_equal(m[0], m[2], (size_t)n); /* another node: another mask */
+    for (int i = 0; i < 3; i++) free(y[i]), free(m[i]);
+    free(xv);
+    ir_graph_free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_recompute_from_swapped),
+        cmocka_unit_test(test_swap_all_rewired),
+        cmocka_unit_test(test_dropout_clone_same_mask),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Gradients of outcore-run's cuda backend against its cpu backend (tools/gpu-check).
+
+For each model (exported with weights at batch 2, tools/export_models.py), the same input and
+labels go to `outcore-run --backend cpu` and `--backend cuda` (--dump-grads after step 0, then
+--save after 3 SGD steps). Asserts ||cuda - cpu|| / ||cpu|| <= 1e-3 (TF32 convolutions) for the
+loss, every parameter gradient, and every trained weight / BN statistic; Dropout masks bitwise
+equal (same counter-based RNG). Prints one line per model and class; exit 1 on any failure.
+Models come from $OC_MODELS_DIR/NAME_SIZE_op13.onnx when present (exported with Debian torch by
+`tools/gpu-check --prepare`), else are exported here.
+Usage: gpu_grad_compare.py BUILD_DIR model:image_size ...   (e.g. resnet18:32 alexnet_small:32)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import export_models  # noqa: E402
+
+TOL = 1e-3
+failures = []
+
+
+def rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    nb = np.linalg.norm(b)
+    return float(np.linalg.norm(a - b) / (nb if nb > 0 else 1.0))
+
+
+def read_dir(d):
+    return {onnx.load_tensor(os.path.join(d, f)).name: numpy_helper.to_array(onnx.load_tensor(os.path.join(d, f)))
+            for f in sorted(os.listdir(d))} if os.path.isdir(d) else {}
+
+
+def run(build, backend, model, tmp, xp, yp):
+    d = os.path.join(tmp, backend)
+    cmd = [os.path.join(build, "outcore-run"), model, "--backend", backend, "--batch", "2", "--steps", "3",
+           "--lr", "0.001", "--seed", "1", "--input", xp, "--labels", yp, "--dump-grads", d,
+           "--save", os.path.join(tmp, backend + ".onnx")]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}:\n{r.stdout}{r.stderr}")
+    return d
+
+
+def compare(build, name, size, tmp):
+    model = os.path.join(os.environ.get("OC_MODELS_DIR", "/nonexistent"), f"{name}_{size}_op13.onnx")
+    if not os.path.exists(model):  # not pre-exported (tools/gpu-check --prepare): export here
+        args = export_models.parse_args(["--models", name, "--opset", "13", "--image-size", str(size),
+                                         "--batch", "2", "--out", tmp])
+        export_models.export_one(name, 13, args)
+        model = os.path.join(tmp, f"{name}_op13.onnx")
+    g = onnx.load(model).graph
+    classes = None
+    rng = np.random.default_rng(123)
+    x = rng.standard_normal((2, 3, size, size)).astype(np.float32)
+    for init in g.initializer:  # the last 2-D initializer is the classifier (out, in)
+        if len(init.dims) == 2:
+            classes = init.dims[0]
+    y = rng.integers(0, classes or 10, size=(2,)).astype(np.int64)
+    xp, yp = os.path.join(tmp, "x.pb"), os.path.join(tmp, "y.pb")
+    onnx.save_tensor(numpy_helper.from_array(x, "input"), xp)
+    onnx.save_tensor(numpy_helper.from_array(y, "labels"), yp)
+    other = os.environ.get("OC_GRAD_OTHER", "cuda")  # "cpu": a smoke test of this script without a GPU
+    dc, dg = run(build, "cpu", model, tmp, xp, yp), run(build, other, model, tmp, xp, yp)
+    for cls, sub in (("loss", ""), ("gradients", "grads"), ("dropout tensors", "tensors")):
+        a = read_dir(os.path.join(dc, sub)) if sub else {"loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(dc, "loss.pb")))}
+        b = read_dir(os.path.join(dg, sub)) if sub else {"loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(dg, "loss.pb")))}
+        if not a:
+            continue
+        errs = [(k, rel(b[k], a[k]) if a[k].dtype != np.bool_ else float((a[k] != b[k]).any())) for k in a]
+        worst = max(errs, key=lambda e: e[1])
+        bad = [e for e in errs if not e[1] <= TOL]
+        print(f"{'ok  ' if not bad else 'FAIL'} {name:16s} {cls:16s} {len(errs):4d} tensors, worst rel err {worst[1]:.2e} ({worst[0]})")
+        failures.extend(f"{name}: {cls} {k} {e:.3e}" for k, e in bad)
+    wa = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(tmp, "cpu.onnx")).graph.initializer}
+    wb = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(tmp, other + ".onnx")).graph.initializer}
+    errs = [(k, rel(wb[k], wa[k])) for k in wa if wa[k].dtype == np.float32]
+    worst = max(errs, key=lambda e: e[1])
+    bad = [e for e in errs if not e[1] <= TOL]
+    print(f"{'ok  ' if not bad else 'FAIL'} {name:16s} {'after 3 steps':16s} {len(errs):4d} tensors, worst rel err {worst[1]:.2e} ({worst[0]})")
+    failures.extend(f"{name}: weights {k} {e:.3e}" for k, e in bad)
+
+
+def main():
+    build = sys.argv[1]
+    for spec in sys.argv[2:]:
+        name, size = spec.split(":")
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                compare(build, name, int(size), tmp)
+            except Exception as e:  # one model's failure does not hide the others
+                failures.append(f"{name}: {e}")
+                print(f"FAIL {name}: {e}")
+    print(f"gradients cuda vs cpu: {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

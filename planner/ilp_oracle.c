@@ -8,19 +8,23 @@
 
 #include <glpk.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "strategy_sched.h"
 
-typedef struct ilp_triple { /* r_a and r_b → a live from position pos on */
-    int a, b, pos;
-} ilp_triple;
+/* "Early need": when every decision on a path k = a0 → a1 → … (each a_{i+1}
+ * read by a_i's recompute chain) is RECOMPUTE, the recompute of k at
+ * pos = fbr(k) needs target: recomputed there too (rc: target live from pos)
+ * or swapped in by then (swap: issue point <= pos). */
+typedef struct ilp_cond {
+    int target, pos;
+    bool swap;
+    int path_off, path_len; /* into path_idx */
+} ilp_cond;
 
-typedef struct ilp_pair { /* r_k → swap-in of j issued at or before pos */
-    int j, k, pos;
-} ilp_pair;
+#define ILP_MAX_PATH 8       /* deeper recompute chains are clamped (documented) */
+#define ILP_MAX_CONDS 20000
 
 struct ilp_model {
     const train_graph *tg;
@@ -42,10 +46,11 @@ struct ilp_model {
     bool *can_rc, *can_sw;
     int *h2d_order, *d2h_order; /* decisions in H2D / D2H queue order */
     int *chain_off, *chain_idx; /* per decision: forward nodes re-run (CSR) */
-    ilp_triple *tri;
-    int n_tri;
-    ilp_pair *pairs;
-    int n_pairs;
+    ilp_cond *conds;
+    int n_conds;
+    int *path_idx;
+    int *din_off, *din_idx; /* per decision: decisions its chain reads (>= 0) or
+                               materializes as a sibling output (-1 - j) */
     int *dec_of;         /* per tensor: decision index or -1 */
 };
 
@@ -94,6 +99,59 @@ static void chain_walk(const ilp_model *m, const bool *saved, int n, char *mark,
         if (!saved[u]) chain_walk(m, saved, p, mark, nodes, n_nodes, ins, n_ins);
         else if (m->dec_of[u] >= 0) ins[(*n_ins)++] = m->dec_of[u];
     }
+}
+
+typedef struct cond_builder {
+    ilp_model *m;
+    size_t cap_conds, cap_path;
+    int n_path;
+    int path[ILP_MAX_PATH];
+} cond_builder;
+
+static void cond_add(cond_builder *cb, int target, int pos, bool swap, int len) {
+    ilp_model *m = cb->m;
+    if (m->n_conds >= ILP_MAX_CONDS) return;
+    oc_grow((void **)&m->conds, &cb->cap_conds, (size_t)m->n_conds + 1, sizeof *m->conds);
+    oc_grow((void **)&m->path_idx, &cb->cap_path, (size_t)cb->n_path + (size_t)len + 1,
+            sizeof(int));
+    m->conds[m->n_conds++] = (ilp_cond){target, pos, swap, cb->n_path, len};
+    for (int i = 0; i < len; i++) m->path_idx[cb->n_path++] = cb->path[i];
+}
+
+/* Paths of recomputed decisions from path[0] (length len); see ilp_cond. */
+static void cond_walk(cond_builder *cb, int len) {
+    ilp_model *m = cb->m;
+    int k = cb->path[0], a = cb->path[len - 1], pos = m->fbr[k];
+    for (int i = m->din_off[a]; i < m->din_off[a + 1]; i++) {
+        bool sibling = m->din_idx[i] < 0;
+        int j = sibling ? -1 - m->din_idx[i] : m->din_idx[i];
+        if (m->fbr[j] <= pos) continue; /* needed by then anyway */
+        if (!sibling && m->can_sw[j]) cond_add(cb, j, pos, true, len);
+        if (!m->can_rc[j]) continue;
+        cond_add(cb, j, pos, false, len);
+        if (!sibling && len < ILP_MAX_PATH) {
+            cb->path[len] = j;
+            cond_walk(cb, len + 1);
+        }
+    }
+}
+
+static void conds_build(ilp_model *m) {
+    cond_builder cb = {.m = m, .cap_conds = 8, .cap_path = 8};
+    m->conds = oc_malloc(cb.cap_conds * sizeof *m->conds);
+    m->path_idx = oc_malloc(cb.cap_path * sizeof(int));
+    for (int k = 0; k < m->D; k++) {
+        if (!m->can_rc[k]) continue;
+        cb.path[0] = k;
+        cond_walk(&cb, 1);
+    }
+}
+
+/* True when every decision on c's path is RECOMPUTE (r: per decision). */
+static bool cond_active(const ilp_model *m, const ilp_cond *c, const char *r) {
+    for (int i = 0; i < c->path_len; i++)
+        if (!r[m->path_idx[c->path_off + i]]) return false;
+    return true;
 }
 
 int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
@@ -224,12 +282,14 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     size_t n_io = 1;
     for (int n = 0; n < N; n++) n_io += (size_t)g->nodes[n].n_inputs + (size_t)g->nodes[n].n_outputs;
     int *ins = oc_malloc(n_io * sizeof(int));
-    size_t cap_tri = 8, cap_pairs = 8;
-    m->tri = oc_malloc(cap_tri * sizeof *m->tri);
-    m->pairs = oc_malloc(cap_pairs * sizeof *m->pairs);
+    m->din_off = oc_calloc((size_t)D + 1, sizeof(int));
+    size_t cap_din = 16;
+    m->din_idx = oc_malloc(cap_din * sizeof(int));
+    int n_din = 0;
     int n_idx = 0;
     for (int k = 0; k < D; k++) {
         m->chain_off[k] = n_idx;
+        m->din_off[k] = n_din;
         if (!m->can_rc[k]) continue;
         int nn = 0, ni = 0;
         memset(mark, 0, (size_t)N + 1);
@@ -260,20 +320,13 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
         }
         m->rc_mb[k] = (inter + wmax) / 1e6;
         for (int i = 0; i < ni; i++) {
-            bool sibling = ins[i] < 0;
-            int j = sibling ? -1 - ins[i] : ins[i];
-            if (m->fbr[j] <= m->fbr[k]) continue; /* already needed by then */
-            if (m->can_rc[j]) {
-                oc_grow((void **)&m->tri, &cap_tri, (size_t)m->n_tri + 1, sizeof *m->tri);
-                m->tri[m->n_tri++] = (ilp_triple){j, k, m->fbr[k]};
-            }
-            if (!sibling && m->can_sw[j]) {
-                oc_grow((void **)&m->pairs, &cap_pairs, (size_t)m->n_pairs + 1, sizeof *m->pairs);
-                m->pairs[m->n_pairs++] = (ilp_pair){j, k, m->fbr[k]};
-            }
+            oc_grow((void **)&m->din_idx, &cap_din, (size_t)n_din + 1, sizeof(int));
+            m->din_idx[n_din++] = ins[i];
         }
     }
     m->chain_off[D] = n_idx;
+    m->din_off[D] = n_din;
+    conds_build(m);
     oc_free(mark);
     oc_free(nodes);
     oc_free(ins);
@@ -289,17 +342,23 @@ void ilp_model_free(ilp_model *m) {
     strategy_tinfo_free(m->ti);
     void *p[] = {m->tm, m->P, m->keep_mem, m->pre_mem, m->rc_mb, m->dec, m->mb, m->flast, m->fbr, m->c_in,
                  m->c_out, m->g_ub, m->can_rc, m->can_sw, m->h2d_order, m->d2h_order,
-                 m->chain_off, m->chain_idx, m->tri, m->pairs, m->dec_of};
+                 m->chain_off, m->chain_idx, m->conds, m->path_idx, m->din_off,
+                 m->din_idx, m->dec_of};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     oc_free(m);
 }
 
 /* ---- evaluation of one plan ------------------------------------------- */
 
-/* Issue position of decision k's swap-in under plan (in [flast+1, fbr]). */
-static int plan_issue(const ilp_model *m, const sim_plan *plan, int k) {
+/* Issue position of decision k's swap-in under plan (in [flast+1, fbr]),
+ * moved to an earlier need by a recompute chain (as strategy_tinfo_clamp_issue). */
+static int plan_issue(const ilp_model *m, const sim_plan *plan, const char *r, int k) {
     int at = plan->swap_in_at[m->dec[k]];
     if (at < 0 || at > m->fbr[k]) at = m->fbr[k];
+    for (int i = 0; i < m->n_conds; i++) {
+        const ilp_cond *c = &m->conds[i];
+        if (c->target == k && c->swap && c->pos < at && cond_active(m, c, r)) at = c->pos;
+    }
     if (at <= m->flast[k]) at = m->flast[k] + 1;
     return at;
 }
@@ -347,7 +406,7 @@ void ilp_model_eval(const ilp_model *m, const sim_plan *plan, ilp_eval *ev, doub
             while (hi < D && m->fbr[m->h2d_order[hi]] <= p) {
                 int k = m->h2d_order[hi++];
                 if (s[k]) {
-                    int i = plan_issue(m, plan, k);
+                    int i = plan_issue(m, plan, r, k);
                     double issue_t = m->P[i] + (i > 0 ? Q[i - 1] : 0);
                     e = fmax(fmax(e, issue_t), G[k]) + m->c_in[k];
                     if (e - m->P[p] > q) q = e - m->P[p];
@@ -360,21 +419,29 @@ void ilp_model_eval(const ilp_model *m, const sim_plan *plan, ilp_eval *ev, doub
             if (!gap(m, k, p) || !(r[k] || s[k])) continue;
             mm -= m->mb[k];
             if (s[k]) {
-                if (plan_issue(m, plan, k) <= p) mm += m->mb[k];
+                if (plan_issue(m, plan, r, k) <= p) mm += m->mb[k];
                 if (G[k] > T) {
                     mm += m->mb[k];
                     ends[n_ends++] = G[k];
                 }
             } else {
                 bool live = false;
-                for (int j = 0; j < m->n_tri && !live; j++)
-                    live = m->tri[j].a == k && r[m->tri[j].b] && m->tri[j].pos <= p;
+                for (int j = 0; j < m->n_conds && !live; j++) {
+                    const ilp_cond *c = &m->conds[j];
+                    live = c->target == k && !c->swap && c->pos <= p && cond_active(m, c, r);
+                }
                 if (live) mm += m->mb[k];
             }
         }
-        if (mm > m->cap * (1 + 1e-9) + 1e-9) {
+        /* the recompute ops before node p peak at mm + their transients - the
+         * node's own outputs and workspace */
+        double rc_extra = 0;
+        for (int k = 0; k < D; k++)
+            if (r[k] && m->fbr[k] == p)
+                rc_extra = fmax(rc_extra, m->rc_mb[k] - (m->keep_mem[p] - m->pre_mem[p]));
+        if (mm + rc_extra > m->cap * (1 + 1e-9) + 1e-9) {
             /* wait for D2H ends, earliest first, until it fits */
-            for (int a = 0; a < n_ends && mm > m->cap * (1 + 1e-9) + 1e-9; a++) {
+            for (int a = 0; a < n_ends && mm + rc_extra > m->cap * (1 + 1e-9) + 1e-9; a++) {
                 int best = a;
                 for (int b2 = a + 1; b2 < n_ends; b2++)
                     if (ends[b2] < ends[best]) best = b2;
@@ -515,11 +582,12 @@ int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
             int n = m->chain_idx[i];
             if (!cx[n]) cx[n] = lp_col(&b, GLP_CV, GLP_DB, 0, 1, m->tm[n]);
         }
-    for (int j = 0; j < m->n_tri; j++) {
-        ilp_triple t = m->tri[j];
-        for (int p = t.pos; p < m->fbr[t.a]; p++)
-            if (gap(m, t.a, p) && !cw[t.a * N + p])
-                cw[t.a * N + p] = lp_col(&b, GLP_CV, GLP_DB, 0, 1, 0);
+    for (int j = 0; j < m->n_conds; j++) {
+        const ilp_cond *t = &m->conds[j];
+        if (t->swap) continue;
+        for (int p = t->pos; p < m->fbr[t->target]; p++)
+            if (gap(m, t->target, p) && !cw[t->target * N + p])
+                cw[t->target * N + p] = lp_col(&b, GLP_CV, GLP_DB, 0, 1, 0);
     }
     int row;
     /* r + s <= 1; Σ_i y = s. */
@@ -542,24 +610,27 @@ int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
             lp_push(&b, row, cx[m->chain_idx[i]], 1);
             lp_push(&b, row, cr[k], -1);
         }
-    for (int j = 0; j < m->n_tri; j++) {
-        ilp_triple t = m->tri[j];
-        for (int p = t.pos; p < m->fbr[t.a]; p++) {
-            if (!cw[t.a * N + p]) continue;
-            row = lp_row(&b, GLP_LO, -1, 0);
-            lp_push(&b, row, cw[t.a * N + p], 1);
-            lp_push(&b, row, cr[t.a], -1);
-            lp_push(&b, row, cr[t.b], -1);
+    /* Early needs (ilp_cond): w >= r_target + Σ_path r - |path|;
+     * Σ_{i > pos} y_target,i + Σ_path r <= |path|. */
+    for (int j = 0; j < m->n_conds; j++) {
+        const ilp_cond *t = &m->conds[j];
+        int a = t->target;
+        if (t->swap) {
+            if (!cs[a]) continue;
+            row = lp_row(&b, GLP_UP, 0, t->path_len);
+            for (int i = t->pos + 1; i <= m->fbr[a]; i++)
+                lp_push(&b, row, cy[a] + i - (m->flast[a] + 1), 1);
+            for (int i = 0; i < t->path_len; i++) lp_push(&b, row, cr[m->path_idx[t->path_off + i]], 1);
+            continue;
         }
-    }
-    /* A recompute reading a swapped tensor: its swap-in issued by then. */
-    for (int j = 0; j < m->n_pairs; j++) {
-        ilp_pair pr = m->pairs[j];
-        if (!cr[pr.k] || !cs[pr.j]) continue;
-        row = lp_row(&b, GLP_UP, 0, 1);
-        lp_push(&b, row, cr[pr.k], 1);
-        for (int i = pr.pos + 1; i <= m->fbr[pr.j]; i++)
-            lp_push(&b, row, cy[pr.j] + i - (m->flast[pr.j] + 1), 1);
+        for (int p = t->pos; p < m->fbr[a]; p++) {
+            if (!cw[a * N + p]) continue;
+            row = lp_row(&b, GLP_LO, -t->path_len, 0);
+            lp_push(&b, row, cw[a * N + p], 1);
+            lp_push(&b, row, cr[a], -1);
+            for (int i = 0; i < t->path_len; i++)
+                lp_push(&b, row, cr[m->path_idx[t->path_off + i]], -1);
+        }
     }
     /* D2H queue: G_k >= G_prev + c s; G_k >= end(producer) + c s. */
     int prev = -1;
@@ -684,17 +755,6 @@ int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
         int st = glp_mip_status(b.lp);
         r->feasible = st == GLP_OPT || st == GLP_FEAS;
         r->optimal = st == GLP_OPT && rc == 0;
-    }
-    if (r->feasible && getenv("ILP_DEBUG")) {
-        for (int k = 0; k < D; k++) {
-            fprintf(stderr, "k %d %s flast %d fbr %d r %g s %g G %g E %g\n", k,
-                    tg->g->tensors[m->dec[k]].name, m->flast[k], m->fbr[k],
-                    cr[k] ? glp_mip_col_val(b.lp, cr[k]) : -1, cs[k] ? glp_mip_col_val(b.lp, cs[k]) : -1,
-                    cG[k] ? glp_mip_col_val(b.lp, cG[k]) : -1, cE[k] ? glp_mip_col_val(b.lp, cE[k]) : -1);
-            for (int p = 0; p < N; p++)
-                if (cw[k * N + p]) fprintf(stderr, "   w p%d %g\n", p, glp_mip_col_val(b.lp, cw[k * N + p]));
-        }
-        for (int p = 0; p < N; p++) fprintf(stderr, "Q%d %g\n", p, glp_mip_col_val(b.lp, cQ[p]));
     }
     if (r->feasible) {
         r->objective_s = glp_mip_obj_val(b.lp) / 1e3;

@@ -21,7 +21,8 @@
  * in-place aliases own nothing) throughout, graph inputs from the start to
  * their last reader, every other tensor from its producer to its last reader
  * (graph outputs to the end), the node's workspace.
- * Per decision tensor x (a saved activation with a forward producer):
+ * Per decision tensor x (a saved activation with a forward producer, or a
+ * saved graph input, which can only be swapped, as in the simulator):
  *  - r_x (RECOMPUTE): x is freed after its last forward reader and live again
  *    from its first backward reader. Time: every forward node of x's
  *    recompute chain (its producer plus, recursively, the producers of the
@@ -45,10 +46,15 @@
  *  - the peak inside a recompute op (its inputs and re-run intermediates) and
  *    the workspaces of re-run nodes are not charged; a non-saved intermediate
  *    shared by two recompute chains is charged once in time, never in memory;
+ *  - a swapped-in copy is charged from its issue point (the simulator
+ *    allocates it when the H2D copy starts, which may be later);
  *  - a recompute that reads a saved decision tensor y materializes y early
- *    (the simulator re-runs or swaps it in before the recompute): charged for
- *    y's direct readers (swap-in issued by then, or y's recompute moved there),
- *    not through deeper chains; the early need does not enter the H2D timing;
+ *    (the simulator re-runs or swaps it in before the recompute): modelled
+ *    through chains of up to 8 recomputed tensors (swap-in issued by then, or
+ *    y live from then), but the early need does not enter the H2D timing;
+ *  - the recompute ops before a node are charged at once: every re-run
+ *    intermediate of one chain plus its largest workspace, on top of the
+ *    memory before the node;
  *  - a non-duplex device is modelled as duplex.
  * The guarantee: no plan costs less than r.objective_s under ilp_model_cost
  * (which evaluates exactly this model with the least stalls; it may reject a

@@ -149,9 +149,13 @@ static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const ir_node *n
     np->output = palloc(po, np->n_output, sizeof(char *));
     for (int i = 0; i < nout; i++)
         np->output[i] = n->outputs[i] >= 0 ? g->tensors[n->outputs[i]].name : "";
-    np->n_attribute = (size_t)n->n_attrs;
-    np->attribute = palloc(po, np->n_attribute, sizeof *np->attribute);
-    for (int i = 0; i < n->n_attrs; i++) np->attribute[i] = attr_proto(po, &n->attrs[i]);
+    /* Standard ops reject unknown attributes (onnx.checker): a plan's outcore_*
+     * annotations on them travel in metadata (plan_file.c), never as attributes. */
+    bool standard = strcmp(n->domain, OC_DOMAIN) != 0;
+    np->attribute = palloc(po, (size_t)n->n_attrs, sizeof *np->attribute);
+    for (int i = 0; i < n->n_attrs; i++)
+        if (!standard || strncmp(n->attrs[i].name, "outcore_", 8) != 0)
+            np->attribute[np->n_attribute++] = attr_proto(po, &n->attrs[i]);
     return np;
 }
 
@@ -183,8 +187,11 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
     /* Initializers the written nodes read; data-less ones become typed inputs. */
     bool *used = palloc(&po, (size_t)g->n_tensors, sizeof(bool));
     bool uses_oc = false;
+    int n_written = 0;
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
+        if (s->skip && s->skip[i]) continue;
+        n_written++;
         uses_oc = uses_oc || strcmp(n->domain, OC_DOMAIN) == 0;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
@@ -205,10 +212,9 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
         else
             gp->input[gp->n_input++] = value_info(&po, x);
     }
-    gp->n_node = (size_t)(s->node_end - s->node_begin);
-    gp->node = palloc(&po, gp->n_node, sizeof *gp->node);
+    gp->node = palloc(&po, (size_t)n_written, sizeof *gp->node);
     for (int i = s->node_begin; i < s->node_end; i++)
-        gp->node[i - s->node_begin] = node_proto(&po, g, &g->nodes[i]);
+        if (!s->skip || !s->skip[i]) gp->node[gp->n_node++] = node_proto(&po, g, &g->nodes[i]);
     gp->n_output = (size_t)s->n_outputs;
     gp->output = palloc(&po, gp->n_output, sizeof *gp->output);
     for (int i = 0; i < s->n_outputs; i++) gp->output[i] = value_info(&po, &g->tensors[s->outputs[i]]);

@@ -37,6 +37,7 @@ typedef struct onnx_export_spec {
     int n_inputs;
     const int *outputs;         /* typed graph outputs */
     int n_outputs;
+    const bool *skip;           /* per node of g: leave it out (NULL: keep all) */
     const char *const *meta;    /* key, value, key, value, ... (2 * n_meta strings) */
     int n_meta;
 } onnx_export_spec;

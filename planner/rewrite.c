@@ -284,6 +284,7 @@ static int emit_node(rw *s, int q, bool backward, oc_err *err) {
 static void copy_tensors(rw *s) {
     const ir_graph *g = s->g;
     ir_graph *ng = s->ng;
+    oc_free(ng->name); /* ir_graph_new's "" */
     ng->name = oc_strdup(g->name ? g->name : "outcore");
     ng->model_dir = g->model_dir ? oc_strdup(g->model_dir) : NULL;
     ng->model_path = g->model_path ? oc_strdup(g->model_path) : NULL;

@@ -240,9 +240,14 @@ static int save_model(rt_exec *x, train_graph *tg, const char *path, oc_err *err
     }
     int loss_node = tg->n_forward - 1;
     int out = g->nodes[loss_node].inputs[0];
+    /* The forward model only: a plan's SwapOut/SwapIn nodes (project domain) stay out. */
+    bool *skip = oc_calloc((size_t)g->n_nodes, sizeof(bool));
+    for (int i = 0; i < loss_node; i++) skip[i] = strcmp(g->nodes[i].domain, OC_DOMAIN) == 0;
     onnx_export_spec s = {.node_begin = 0, .node_end = loss_node, .inputs = g->inputs,
-                          .n_inputs = 1, .outputs = &out, .n_outputs = 1};
-    return onnx_export_graph(g, &s, path, err);
+                          .n_inputs = 1, .outputs = &out, .n_outputs = 1, .skip = skip};
+    int rc = onnx_export_graph(g, &s, path, err);
+    oc_free(skip);
+    return rc;
 }
 
 static double now_s(void) {

@@ -98,4 +98,18 @@ if "$RUN" "$T/r18.onnx" --steps 1 --budget "$arena" >"$T/run.txt" 2>&1 &&
 else
     bad "run under its arena: $(tail -3 "$T/run.txt")"
 fi
+
+# --save from a plan writes the forward model only: no SwapOut/SwapIn, no
+# outcore_* annotations on standard ops, accepted by onnx.checker.
+if "$RUN" "$T/r18.onnx" --steps 1 --save "$T/trained.onnx" >"$T/save.txt" 2>&1 &&
+   "$PY" -c "
+import onnx, sys
+m = onnx.load(sys.argv[1]); onnx.checker.check_model(m)
+assert not {'SwapOut', 'SwapIn'} & {n.op_type for n in m.graph.node}
+assert not any(a.name.startswith('outcore_') for n in m.graph.node for a in n.attribute)
+" "$T/trained.onnx"; then
+    ok "--save from a plan writes a clean forward model"
+else
+    bad "--save from a plan: $(tail -3 "$T/save.txt")"
+fi
 exit $fail

@@ -43,6 +43,9 @@ def main():
                     if p.returncode == 0:
                         written = True
                         break
+                    if "no feasible plan" not in p.stderr:
+                        failures.append(f"{base}/{s}: exit {p.returncode}: {p.stderr.strip()}")
+                        break
                 if not written:
                     print(f"skip {base:22s} {s:13s} no feasible plan at 97%/99% of the peak")
                     continue

@@ -148,19 +148,6 @@ static void check_oracle(case_ctx *c, const char *what, const double *frac, int 
             ta->solved++;
             if (r.objective_s > ideal * (1 + 1e-6)) ta->binding++;
             ilp_plan(m, &r, p);
-            if (getenv("ILP_DEBUG")) {
-                double *mm = calloc((size_t)c->tg->g->n_nodes, sizeof *mm);
-                ilp_eval e0;
-                ilp_model_eval(m, p, &e0, mm);
-                for (int q = 0; q < c->tg->g->n_nodes; q++)
-                    printf("#  pos %d %s mem %.0f cap %lld\n", q, c->tg->g->nodes[q].name, mm[q],
-                           (long long)in.sim.budget_bytes);
-                for (int t = 0; t < c->tg->g->n_tensors; t++)
-                    if (r.decision[t])
-                        printf("#  dec %s %d issue %d plan %d\n", c->tg->g->tensors[t].name,
-                               r.decision[t], r.issue[t], p->swap_in_at[t]);
-                free(mm);
-            }
             ilp_eval ev;
             ilp_model_eval(m, p, &ev, NULL);
             if (!ev.fits || ev.time_s > r.objective_s * (1 + 1e-6) + 1e-12)
@@ -187,14 +174,6 @@ static void check_oracle(case_ctx *c, const char *what, const double *frac, int 
                 best_name = strategy_at(i)->name;
             }
             double t;
-            if (getenv("ILP_DEBUG2") && st.feasible) {
-                ilp_eval e2;
-                ilp_model_eval(m, p, &e2, NULL);
-                printf("#   %s sim %.4f peak %lld | model %s %.4f worst node %d %.0f cap %lld\n",
-                       strategy_at(i)->name, st.result.time_s * 1e3,
-                       (long long)st.result.peak_bytes, e2.fits ? "fits" : "NO", e2.time_s * 1e3,
-                       e2.worst_node, e2.worst_bytes, (long long)in.sim.budget_bytes);
-            }
             if (!ilp_model_cost(m, p, &t)) continue;
             if (!r.feasible)
                 fail_msg("%s @ %.2f: strategy %s fits the model but the MILP says infeasible",
@@ -205,9 +184,9 @@ static void check_oracle(case_ctx *c, const char *what, const double *frac, int 
             ta->compared++;
         }
         printf("# %s budget %.2f: oracle %s %.4f ms (ideal %.4f, simulated %.4f; %d vars, %d "
-               "rows); best heuristic %s %.4f ms simulated\n", what, frac[f],
+               "rows, %.2f s); best heuristic %s %.4f ms simulated\n", what, frac[f],
                r.feasible ? "optimal" : "infeasible", r.objective_s * 1e3, ideal * 1e3,
-               sim_t * 1e3, r.n_vars, r.n_rows, best_name, best_h * 1e3);
+               sim_t * 1e3, r.n_vars, r.n_rows, r.solve_s, best_name, best_h * 1e3);
         sim_plan_free(p);
         ilp_result_free(&r);
         ilp_model_free(m);
@@ -297,8 +276,8 @@ static void test_small_unet(void **state) {
     assert_true(c.tg->g->n_nodes <= 100);
     check_memory(&c, "unet");
     tally ta = {0};
-    const double frac[] = {0.6, 0.75, 0.9};
-    check_oracle(&c, "unet", frac, 3, &ta);
+    const double frac[] = {0.6, 0.9}; /* 0.75 binds too, but GLPK needs ~40 s there */
+    check_oracle(&c, "unet", frac, 2, &ta);
     assert_true(ta.binding > 0);
     case_close(&c);
 }

@@ -310,9 +310,15 @@ static int run(const run_opts *o, oc_err *err) {
            "from seed %" PRIu64 "\n", o->model, info.is_training_graph ? "training graph" :
            "forward model", info.batch, g->n_nodes, b->name, n_init, o->seed);
     fflush(stdout);
-    double t0 = now_s(), t_first = 0;
+    /* Synthetic batches are generated on the host each step; that time is not
+     * training time, so it is left out of images/s. */
+    double t0 = now_s(), t_first = 0, synth_first = 0, synth_rest = 0;
     for (int64_t step = 0; step < o->steps; step++) {
-        if (!o->input) synth_batch(x, tg, o->seed, step);
+        if (!o->input) {
+            double ts = now_s();
+            synth_batch(x, tg, o->seed, step);
+            *(step == 0 ? &synth_first : &synth_rest) += now_s() - ts;
+        }
         float loss;
         if (rt_exec_step(x, step, &loss, err)) goto out;
         if (step == 0) t_first = now_s();
@@ -326,7 +332,7 @@ static int run(const run_opts *o, oc_err *err) {
         if (step == 0 && o->profile_out && rt_cuda_profile_start(b, tg->g, err)) goto out;
     }
     double t1 = now_s();
-    double secs = o->steps > 1 ? t1 - t_first : t1 - t0;
+    double secs = o->steps > 1 ? t1 - t_first - synth_rest : t1 - t0 - synth_first;
     int64_t timed = o->steps > 1 ? o->steps - 1 : 1;
     printf("images/s %.2f (%" PRId64 " steps after the first, %.3f s)\n",
            (double)(timed * info.batch) / (secs > 0 ? secs : 1e-9), timed, secs);

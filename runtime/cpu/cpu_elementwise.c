@@ -155,9 +155,7 @@ int cpu_dropout(const kernel_args *a, oc_err *err) {
         if (mask) memset(mask, 1, (size_t)n);
         return OC_OK;
     }
-    /* A recompute clone (planner/rewrite.h) draws the original node's mask. */
-    const char *key_name = ir_attr_string(a->n, "outcore_recompute_of", a->n->name);
-    uint64_t key = cpu_rng_key(a->seed, a->step, key_name);
+    uint64_t key = cpu_rng_key(a->seed, a->step, cpu_rng_key_name(a->n));
     float scale = 1.0f / (1.0f - ratio);
     for (int64_t i = 0; i < n; i++) {
         bool keep = cpu_rng_uniform(key, (uint64_t)i) >= ratio;

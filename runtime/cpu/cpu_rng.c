@@ -29,3 +29,7 @@ uint64_t cpu_rng_u64(uint64_t key, uint64_t index) {
 float cpu_rng_uniform(uint64_t key, uint64_t index) {
     return (float)(cpu_rng_u64(key, index) >> 40) * (1.0f / 16777216.0f);
 }
+
+const char *cpu_rng_key_name(const ir_node *n) {
+    return ir_attr_string(n, "outcore_recompute_of", n->name);
+}

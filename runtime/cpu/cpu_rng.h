@@ -15,10 +15,16 @@
 
 #include <stdint.h>
 
+#include "ir.h"
+
 /* 64-bit FNV-1a of a NUL-terminated string. */
 uint64_t cpu_rng_hash_name(const char *name);
 /* Key of one node at one training step of one run. */
 uint64_t cpu_rng_key(uint64_t seed, int64_t step, const char *node_name);
+/* The name a Dropout node's mask is keyed by: its own, or for a recompute clone
+ * (planner/rewrite.h) the original's (attribute outcore_recompute_of), so the
+ * clone reproduces the original mask on every backend. */
+const char *cpu_rng_key_name(const ir_node *n);
 /* The 64-bit random value of element index under key. */
 uint64_t cpu_rng_u64(uint64_t key, uint64_t index);
 /* Uniform float in [0, 1) with 24 random bits. */

@@ -193,7 +193,7 @@ static int k_dropout(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
             return cuda_fail(a, err, "ratio %g is outside [0, 1)", (double)ratio_val);
     }
     uint8_t *mask = a->n->n_outputs > 1 ? a->out[1] : NULL;
-    uint64_t key = cpu_rng_key(a->seed, a->step, a->n->name);
+    uint64_t key = cpu_rng_key(a->seed, a->step, cpu_rng_key_name(a->n));
     CU_LAUNCH(cu_dropout(c->stream, a->in[0], a->out[0], mask, cuda_numel(x), key, ratio_p,
                          ratio_dbl, ratio_val, train_p, train_val));
     return OC_OK;

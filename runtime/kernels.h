@@ -42,6 +42,18 @@ typedef struct kernel_args {
     size_t scratch_bytes;
 } kernel_args;
 
+/* Helpers every backend's kernels share. */
+/* Tensor of input / output i, or NULL when omitted. */
+const ir_tensor *kernel_in(const kernel_args *a, int i);
+const ir_tensor *kernel_out(const kernel_args *a, int i);
+/* Element count of a tensor with a static shape (bug if unknown). */
+int64_t kernel_numel(const ir_tensor *t);
+/* OC_ERR with "node '<name>' (<op>): <message>". */
+int kernel_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Fails naming the tensor unless its dtype is dt. */
+int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
+
 /* Runs the node on the CPU. OC_ERR with a message naming the node on an
  * unsupported op or attribute value. Thread-safe for distinct outputs. */
 int cpu_kernel_run(const kernel_args *a, oc_err *err);

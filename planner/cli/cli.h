@@ -73,6 +73,13 @@ int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err
 /* Loads model, training graph, profile and simulator context. */
 int cli_plan_env_load(cli_plan_env *e, oc_err *err);
 void cli_plan_env_free(cli_plan_env *e);
+/* The registered strategy called name; OC_ERR naming option and the known names. */
+struct strategy;
+int cli_plan_env_strategy(const char *option, const char *name, const struct strategy **out,
+                          oc_err *err);
+/* The strategy input of a loaded env: graph, profile, context, budget, search caps. */
+struct strategy_input;
+void cli_plan_env_input(const cli_plan_env *e, struct strategy_input *in);
 /* Writes the Chrome trace / SVG memory plot (either may be NULL) of plan p. */
 struct sim_plan;
 int cli_plan_write_outputs(const cli_plan_env *e, const char *trace, const char *svg,

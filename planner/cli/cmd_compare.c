@@ -64,19 +64,10 @@ int cmd_compare(int argc, char **argv)
             goto fail;
         }
     }
-    const strategy *of_s = strategy_find(of);
-    if (!of_s) {
-        char names[256];
-        strategy_list(names, sizeof names);
-        oc_fail(&err, "--of: '%s' is not one of %s", of, names);
-        goto fail;
-    }
-    if (cli_plan_env_load(&e, &err)) goto fail;
-    strategy_input in = {.tg = e.tg, .prof = e.prof, .ctx = e.ctx,
-                         .sim = {.budget_bytes = e.budget_bytes, .reserve_bytes = e.reserve_bytes},
-                         .opts = strategy_options_default()};
-    in.opts.max_leaves = e.max_leaves;
-    in.opts.max_seconds = e.max_seconds;
+    const strategy *of_s;
+    if (cli_plan_env_strategy("--of", of, &of_s, &err) || cli_plan_env_load(&e, &err)) goto fail;
+    strategy_input in;
+    cli_plan_env_input(&e, &in);
     if (oracle && compare_oracle_new(&in, &orc, &err)) goto fail;
     p = sim_plan_new(e.tg);
     chosen = sim_plan_new(e.tg);

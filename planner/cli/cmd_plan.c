@@ -75,6 +75,26 @@ void cli_plan_env_free(cli_plan_env *e)
     cli_model_opts_free(&e->mo);
 }
 
+int cli_plan_env_strategy(const char *option, const char *name, const strategy **out,
+                          oc_err *err)
+{
+    *out = strategy_find(name);
+    if (*out) return OC_OK;
+    char names[256];
+    strategy_list(names, sizeof names);
+    return oc_fail(err, "%s: '%s' is not one of %s", option, name, names);
+}
+
+void cli_plan_env_input(const cli_plan_env *e, strategy_input *in)
+{
+    *in = (strategy_input){.tg = e->tg, .prof = e->prof, .ctx = e->ctx,
+                           .sim = {.budget_bytes = e->budget_bytes,
+                                   .reserve_bytes = e->reserve_bytes},
+                           .opts = strategy_options_default()};
+    in->opts.max_leaves = e->max_leaves;
+    in->opts.max_seconds = e->max_seconds;
+}
+
 static void usage(FILE *f)
 {
     char names[256];
@@ -243,19 +263,11 @@ int cmd_plan(int argc, char **argv)
             goto fail;
         }
     }
-    const strategy *st = strategy_find(sname);
-    if (!st) {
-        char names[256];
-        strategy_list(names, sizeof names);
-        oc_fail(&err, "--strategy: '%s' is not one of %s", sname, names);
+    const strategy *st;
+    if (cli_plan_env_strategy("--strategy", sname, &st, &err) || cli_plan_env_load(&e, &err))
         goto fail;
-    }
-    if (cli_plan_env_load(&e, &err)) goto fail;
-    strategy_input in = {.tg = e.tg, .prof = e.prof, .ctx = e.ctx,
-                         .sim = {.budget_bytes = e.budget_bytes, .reserve_bytes = e.reserve_bytes},
-                         .opts = strategy_options_default()};
-    in.opts.max_leaves = e.max_leaves;
-    in.opts.max_seconds = e.max_seconds;
+    strategy_input in;
+    cli_plan_env_input(&e, &in);
     p = sim_plan_new(e.tg);
     strategy_stats stats;
     if (strategy_run(st, &in, p, &stats, &err)) goto fail;

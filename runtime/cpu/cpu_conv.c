@@ -60,11 +60,11 @@ size_t cpu_conv_transpose_scratch(const ir_graph *g, const ir_node *n) {
 /* Checks dtypes and group, reads the window. transpose: the image is the y side. */
 static int setup(const kernel_args *a, bool transpose, conv_sides *s, cpu_window *w, oc_err *err) {
     sides_of(a->g, a->n, s);
-    if (cpu_want_dtype(a, s->x, IR_DTYPE_FLOAT, err) || cpu_want_dtype(a, s->y, IR_DTYPE_FLOAT, err) ||
-        cpu_want_dtype(a, s->w, IR_DTYPE_FLOAT, err))
+    if (kernel_want_dtype(a, s->x, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, s->y, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, s->w, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     if (s->G <= 0 || s->C % s->G || s->M % s->G)
-        return cpu_fail(a, err, "group %lld does not divide channels %lld and %lld",
+        return kernel_fail(a, err, "group %lld does not divide channels %lld and %lld",
                         (long long)s->G, (long long)s->C, (long long)s->M);
     int nsp = s->x->rank - 2;
     const int64_t *xs = s->x->dims + 2, *ys = s->y->dims + 2;

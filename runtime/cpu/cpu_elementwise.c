@@ -11,24 +11,24 @@
 
 /* X -> Y = max(X, 0) */
 int cpu_relu(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0);
-    if (cpu_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     const float *xp = a->in[0];
     float *y = a->out[0];
-    int64_t n = cpu_numel(x);
+    int64_t n = kernel_numel(x);
     for (int64_t i = 0; i < n; i++) y[i] = xp[i] > 0.0f ? xp[i] : (isnan(xp[i]) ? xp[i] : 0.0f);
     return OC_OK;
 }
 
 /* dY, Y -> dX = dY * (Y > 0) */
 int cpu_relu_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cpu_in(a, 0);
-    if (cpu_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
-        cpu_want_dtype(a, cpu_in(a, 1), IR_DTYPE_FLOAT, err))
+    const ir_tensor *dy = kernel_in(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
         return OC_ERR;
     const float *d = a->in[0], *y = a->in[1];
     float *dx = a->out[0];
-    int64_t n = cpu_numel(dy);
+    int64_t n = kernel_numel(dy);
     for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? d[i] : 0.0f;
     return OC_OK;
 }
@@ -38,14 +38,14 @@ int cpu_relu_grad(const kernel_args *a, oc_err *err) {
 /* Bounds of a Clip / ClipGrad node: inputs 1, 2 (opset >= 11; omitted = no
  * bound), else the float attributes min / max. */
 static void clip_bounds(const kernel_args *a, double *lo, double *hi, bool *has_lo, bool *has_hi) {
-    const ir_tensor *x = cpu_in(a, 0);
+    const ir_tensor *x = kernel_in(a, 0);
     *has_lo = *has_hi = false;
     *lo = -INFINITY, *hi = INFINITY;
     int first = strcmp(a->n->op_type, "ClipGrad") == 0 ? 2 : 1;
     if (a->n->n_inputs > first && a->in[first])
-        *lo = cpu_load_f(a->in[first], cpu_in(a, first)->dtype, 0), *has_lo = true;
+        *lo = cpu_load_f(a->in[first], kernel_in(a, first)->dtype, 0), *has_lo = true;
     if (a->n->n_inputs > first + 1 && a->in[first + 1])
-        *hi = cpu_load_f(a->in[first + 1], cpu_in(a, first + 1)->dtype, 0), *has_hi = true;
+        *hi = cpu_load_f(a->in[first + 1], kernel_in(a, first + 1)->dtype, 0), *has_hi = true;
     if (ir_attr_find(a->n, "min")) *lo = ir_attr_float(a->n, "min", 0), *has_lo = true;
     if (ir_attr_find(a->n, "max")) *hi = ir_attr_float(a->n, "max", 0), *has_hi = true;
     (void)x;
@@ -65,17 +65,17 @@ static void clip_bounds(const kernel_args *a, double *lo, double *hi, bool *has_
 
 /* X [, min, max] -> Y = min(max(X, min), max); NaN stays NaN. */
 int cpu_clip(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0);
+    const ir_tensor *x = kernel_in(a, 0);
     double lo, hi;
     bool has_lo, has_hi;
     for (int i = 1; i < a->n->n_inputs && i < 3; i++) {
-        const ir_tensor *b = cpu_in(a, i);
+        const ir_tensor *b = kernel_in(a, i);
         if (b && b->dtype != x->dtype)
-            return cpu_fail(a, err, "bound '%s' has dtype %s, input has %s", b->name,
+            return kernel_fail(a, err, "bound '%s' has dtype %s, input has %s", b->name,
                             ir_dtype_name(b->dtype), ir_dtype_name(x->dtype));
     }
     clip_bounds(a, &lo, &hi, &has_lo, &has_hi);
-    int64_t n = cpu_numel(x);
+    int64_t n = kernel_numel(x);
     switch (x->dtype) {
     case IR_DTYPE_FLOAT: CLIP_LOOP(float); break;
     case IR_DTYPE_DOUBLE: CLIP_LOOP(double); break;
@@ -84,7 +84,7 @@ int cpu_clip(const kernel_args *a, oc_err *err) {
     case IR_DTYPE_INT32: CLIP_LOOP(int32_t); break;
     case IR_DTYPE_INT64: CLIP_LOOP(int64_t); break;
     default:
-        return cpu_fail(a, err, "dtype %s is not supported (float, double, int8, uint8, int32, "
+        return kernel_fail(a, err, "dtype %s is not supported (float, double, int8, uint8, int32, "
                         "int64)", ir_dtype_name(x->dtype));
     }
     return OC_OK;
@@ -94,16 +94,16 @@ int cpu_clip(const kernel_args *a, oc_err *err) {
  * PyTorch's hardtanh (ReLU6, which exports as Clip) passes no gradient at
  * the bounds. */
 int cpu_clip_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cpu_in(a, 0);
-    if (cpu_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
-        cpu_want_dtype(a, cpu_in(a, 1), IR_DTYPE_FLOAT, err))
+    const ir_tensor *dy = kernel_in(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
         return OC_ERR;
     double lo, hi;
     bool has_lo, has_hi;
     clip_bounds(a, &lo, &hi, &has_lo, &has_hi);
     const float *d = a->in[0], *x = a->in[1];
     float *dx = a->out[0];
-    int64_t n = cpu_numel(dy);
+    int64_t n = kernel_numel(dy);
     for (int64_t i = 0; i < n; i++) {
         bool pass = (!has_lo || (double)x[i] > lo) && (!has_hi || (double)x[i] < hi);
         dx[i] = pass ? d[i] : 0.0f;
@@ -119,34 +119,34 @@ int cpu_clip_grad(const kernel_args *a, oc_err *err) {
 static int dropout_params(const kernel_args *a, float *ratio, bool *train, oc_err *err) {
     *ratio = 0.5f;
     if (a->g->opset >= 12) {
-        const ir_tensor *r = cpu_in(a, 1), *t = cpu_in(a, 2);
+        const ir_tensor *r = kernel_in(a, 1), *t = kernel_in(a, 2);
         if (r) {
             if (r->dtype != IR_DTYPE_FLOAT && r->dtype != IR_DTYPE_DOUBLE)
-                return cpu_fail(a, err, "ratio '%s' has dtype %s (float or double supported)",
+                return kernel_fail(a, err, "ratio '%s' has dtype %s (float or double supported)",
                                 r->name, ir_dtype_name(r->dtype));
             *ratio = (float)cpu_load_f(a->in[1], r->dtype, 0);
         }
         if (t && t->dtype != IR_DTYPE_BOOL)
-            return cpu_fail(a, err, "training_mode '%s' must be bool", t->name);
+            return kernel_fail(a, err, "training_mode '%s' must be bool", t->name);
         *train = t && ((const uint8_t *)a->in[2])[0] != 0;
     } else {
         *ratio = ir_attr_float(a->n, "ratio", 0.5f);
         *train = a->n->n_outputs > 1 && a->n->outputs[1] >= 0;
     }
     if (*train && !(*ratio >= 0.0f && *ratio < 1.0f))
-        return cpu_fail(a, err, "ratio %g is outside [0, 1)", (double)*ratio);
+        return kernel_fail(a, err, "ratio %g is outside [0, 1)", (double)*ratio);
     return OC_OK;
 }
 
 /* X -> Y [, mask (bool)]. Training: mask[i] = u(seed, step, node, i) >= ratio,
  * Y = X * mask / (1 - ratio). Inference or ratio 0: Y = X, mask all true. */
 int cpu_dropout(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0);
-    if (cpu_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     float ratio;
     bool train;
     if (dropout_params(a, &ratio, &train, err)) return OC_ERR;
-    int64_t n = cpu_numel(x);
+    int64_t n = kernel_numel(x);
     const float *xp = a->in[0];
     float *y = a->out[0];
     uint8_t *mask = a->n->n_outputs > 1 ? a->out[1] : NULL;
@@ -167,18 +167,18 @@ int cpu_dropout(const kernel_args *a, oc_err *err) {
 
 /* dY, mask -> dX = dY * mask / (1 - ratio)  (attribute ratio) */
 int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cpu_in(a, 0);
-    if (cpu_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
-        cpu_want_dtype(a, cpu_in(a, 1), IR_DTYPE_BOOL, err))
+    const ir_tensor *dy = kernel_in(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_BOOL, err))
         return OC_ERR;
     float ratio = ir_attr_float(a->n, "ratio", 0.5f);
     if (!(ratio >= 0.0f && ratio < 1.0f))
-        return cpu_fail(a, err, "ratio %g is outside [0, 1)", (double)ratio);
+        return kernel_fail(a, err, "ratio %g is outside [0, 1)", (double)ratio);
     float scale = 1.0f / (1.0f - ratio);
     const float *d = a->in[0];
     const uint8_t *mask = a->in[1];
     float *dx = a->out[0];
-    int64_t n = cpu_numel(dy);
+    int64_t n = kernel_numel(dy);
     for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? d[i] * scale : 0.0f;
     return OC_OK;
 }
@@ -206,7 +206,7 @@ static int bcast_accumulate(const kernel_args *a, const ir_tensor *ti, const voi
                             const ir_tensor *to, void *out, bool first, oc_err *err) {
     int r = to->rank;
     const int64_t *od = to->dims;
-    int64_t s[IR_MAX_RANK], n = cpu_numel(to);
+    int64_t s[IR_MAX_RANK], n = kernel_numel(to);
     cpu_bcast_strides(ti->rank, ti->dims, r, od, s);
     switch (to->dtype) {
     case IR_DTYPE_FLOAT: BCAST_LOOP(float); break;
@@ -216,7 +216,7 @@ static int bcast_accumulate(const kernel_args *a, const ir_tensor *ti, const voi
     case IR_DTYPE_INT8: BCAST_LOOP(int8_t); break;
     case IR_DTYPE_UINT8: BCAST_LOOP(uint8_t); break;
     default:
-        return cpu_fail(a, err, "dtype %s is not supported (float, double, int8, uint8, int32, "
+        return kernel_fail(a, err, "dtype %s is not supported (float, double, int8, uint8, int32, "
                         "int64)", ir_dtype_name(to->dtype));
     }
     return OC_OK;
@@ -224,20 +224,20 @@ static int bcast_accumulate(const kernel_args *a, const ir_tensor *ti, const voi
 
 /* A, B -> C = A + B (broadcast). */
 int cpu_add(const kernel_args *a, oc_err *err) {
-    const ir_tensor *y = cpu_out(a, 0);
+    const ir_tensor *y = kernel_out(a, 0);
     for (int i = 0; i < 2; i++)
-        if (cpu_in(a, i)->dtype != y->dtype)
-            return cpu_fail(a, err, "inputs differ in dtype");
-    if (bcast_accumulate(a, cpu_in(a, 0), a->in[0], y, a->out[0], true, err)) return OC_ERR;
-    return bcast_accumulate(a, cpu_in(a, 1), a->in[1], y, a->out[0], false, err);
+        if (kernel_in(a, i)->dtype != y->dtype)
+            return kernel_fail(a, err, "inputs differ in dtype");
+    if (bcast_accumulate(a, kernel_in(a, 0), a->in[0], y, a->out[0], true, err)) return OC_ERR;
+    return bcast_accumulate(a, kernel_in(a, 1), a->in[1], y, a->out[0], false, err);
 }
 
 /* X1..Xk -> Y = ((X1 + X2) + X3) + ... (broadcast, this order). */
 int cpu_sum(const kernel_args *a, oc_err *err) {
-    const ir_tensor *y = cpu_out(a, 0);
+    const ir_tensor *y = kernel_out(a, 0);
     for (int i = 0; i < a->n->n_inputs; i++) {
-        if (cpu_in(a, i)->dtype != y->dtype) return cpu_fail(a, err, "inputs differ in dtype");
-        if (bcast_accumulate(a, cpu_in(a, i), a->in[i], y, a->out[0], i == 0, err)) return OC_ERR;
+        if (kernel_in(a, i)->dtype != y->dtype) return kernel_fail(a, err, "inputs differ in dtype");
+        if (bcast_accumulate(a, kernel_in(a, i), a->in[i], y, a->out[0], i == 0, err)) return OC_ERR;
     }
     return OC_OK;
 }
@@ -246,14 +246,14 @@ int cpu_sum(const kernel_args *a, oc_err *err) {
  * dX was broadcast along (attribute scale, default 1). Double accumulation in
  * dY's element order. */
 int cpu_reduce_sum_to(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cpu_in(a, 0), *dx = cpu_out(a, 0);
-    if (cpu_want_dtype(a, dy, IR_DTYPE_FLOAT, err) || cpu_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
+    const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    if (dx->rank > dy->rank) return cpu_fail(a, err, "input_shape has a higher rank than dY");
+    if (dx->rank > dy->rank) return kernel_fail(a, err, "input_shape has a higher rank than dY");
     float scale = ir_attr_float(a->n, "scale", 1.0f);
     int r = dy->rank;
     const int64_t *od = dy->dims;
-    int64_t s[IR_MAX_RANK], n = cpu_numel(dy), m = cpu_numel(dx);
+    int64_t s[IR_MAX_RANK], n = kernel_numel(dy), m = kernel_numel(dx);
     cpu_bcast_strides(dx->rank, dx->dims, r, od, s);
     double *acc = oc_calloc((size_t)(m ? m : 1), sizeof(double));
     const float *d = a->in[0];

@@ -29,9 +29,9 @@ void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 
 /* A (M, K) or (K, M) with transA, B (K, N) or (N, K), C broadcast to (M, N). */
 int cpu_gemm(const kernel_args *a, oc_err *err) {
-    const ir_tensor *ta_ = cpu_in(a, 0), *tb_ = cpu_in(a, 1), *tc = cpu_in(a, 2), *ty = cpu_out(a, 0);
-    if (cpu_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || cpu_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
-        (tc && cpu_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
+    const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2), *ty = kernel_out(a, 0);
+    if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
+        (tc && kernel_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
     bool ta = ir_attr_int(a->n, "transA", 0) != 0, tb = ir_attr_int(a->n, "transB", 0) != 0;
     float alpha = ir_attr_float(a->n, "alpha", 1.0f), beta = ir_attr_float(a->n, "beta", 1.0f);

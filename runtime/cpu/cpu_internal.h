@@ -5,7 +5,7 @@
  * Every kernel has the signature cpu_kernel_fn and is registered once in the
  * dispatch table of cpu_kernels.c. A kernel reads shapes, dtypes and attributes
  * from the IR (a->g, a->n) and data from a->in / a->out; it reports bad input
- * (unsupported attribute values, dtypes) with cpu_fail, whose message names the
+ * (unsupported attribute values, dtypes) with kernel_fail, whose message names the
  * node and op. Shapes were checked by shape inference before a kernel runs. */
 #ifndef OC_CPU_INTERNAL_H
 #define OC_CPU_INTERNAL_H
@@ -18,16 +18,6 @@
 typedef int (*cpu_kernel_fn)(const kernel_args *a, oc_err *err);
 typedef size_t (*cpu_scratch_fn)(const ir_graph *g, const ir_node *n);
 
-/* Tensor of input / output i, or NULL when omitted. */
-const ir_tensor *cpu_in(const kernel_args *a, int i);
-const ir_tensor *cpu_out(const kernel_args *a, int i);
-/* Element count of a tensor with a static shape (bug if unknown). */
-int64_t cpu_numel(const ir_tensor *t);
-/* OC_ERR with "node '<name>' (<op>): <message>". */
-int cpu_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Fails naming the tensor unless its dtype is dt. */
-int cpu_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
 /* Reads element i of a float/double/int tensor's data as double. */
 double cpu_load_f(const void *p, ir_dtype dt, int64_t i);
 

@@ -91,38 +91,6 @@ int cpu_kernel_run(const kernel_args *a, oc_err *err) {
 
 /* ---- shared helpers ---- */
 
-const ir_tensor *cpu_in(const kernel_args *a, int i) {
-    if (i >= a->n->n_inputs || a->n->inputs[i] < 0) return NULL;
-    return &a->g->tensors[a->n->inputs[i]];
-}
-
-const ir_tensor *cpu_out(const kernel_args *a, int i) {
-    if (i >= a->n->n_outputs || a->n->outputs[i] < 0) return NULL;
-    return &a->g->tensors[a->n->outputs[i]];
-}
-
-int64_t cpu_numel(const ir_tensor *t) {
-    int64_t n = 0;
-    bool ok = ir_tensor_numel(t, &n);
-    OC_ASSERT(ok);
-    return n;
-}
-
-int cpu_fail(const kernel_args *a, oc_err *err, const char *fmt, ...) {
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return oc_fail(err, "node '%s' (%s): %s", a->n->name, a->n->op_type, msg);
-}
-
-int cpu_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err) {
-    if (t->dtype == dt) return OC_OK;
-    return cpu_fail(a, err, "tensor '%s' has dtype %s; the cpu kernel supports %s", t->name,
-                    ir_dtype_name(t->dtype), ir_dtype_name(dt));
-}
-
 double cpu_load_f(const void *p, ir_dtype dt, int64_t i) {
     switch (dt) {
     case IR_DTYPE_FLOAT: return ((const float *)p)[i];

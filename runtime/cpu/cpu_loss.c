@@ -13,16 +13,16 @@ typedef enum sce_reduction { SCE_MEAN, SCE_SUM, SCE_NONE } sce_reduction;
 
 static int sce_setup(const kernel_args *a, const ir_tensor *scores, const ir_tensor *labels,
                      sce_reduction *red, oc_err *err) {
-    if (cpu_want_dtype(a, scores, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (kernel_want_dtype(a, scores, IR_DTYPE_FLOAT, err)) return OC_ERR;
     if (labels->dtype != IR_DTYPE_INT64 && labels->dtype != IR_DTYPE_INT32)
-        return cpu_fail(a, err, "labels '%s' must be int64 or int32", labels->name);
+        return kernel_fail(a, err, "labels '%s' must be int64 or int32", labels->name);
     if (scores->rank != 2 || labels->rank != 1)
-        return cpu_fail(a, err, "needs scores (N, C) and labels (N)");
+        return kernel_fail(a, err, "needs scores (N, C) and labels (N)");
     const char *r = ir_attr_string(a->n, "reduction", "mean");
     if (strcmp(r, "mean") == 0) *red = SCE_MEAN;
     else if (strcmp(r, "sum") == 0) *red = SCE_SUM;
     else if (strcmp(r, "none") == 0) *red = SCE_NONE;
-    else return cpu_fail(a, err, "reduction '%s' is not one of mean, sum, none", r);
+    else return kernel_fail(a, err, "reduction '%s' is not one of mean, sum, none", r);
     return OC_OK;
 }
 
@@ -37,7 +37,7 @@ static int64_t row_label(const kernel_args *a, const ir_tensor *tl, const void *
     const ir_attr *ig = ir_attr_find(a->n, "ignore_index");
     if (ig && l == ig->i) return -1;
     if (l < 0 || l >= C) {
-        cpu_fail(a, err, "label %" PRId64 " of row %" PRId64 " is outside [0, %" PRId64 ")", l, i, C);
+        kernel_fail(a, err, "label %" PRId64 " of row %" PRId64 " is outside [0, %" PRId64 ")", l, i, C);
         return -2;
     }
     return l;
@@ -45,9 +45,9 @@ static int64_t row_label(const kernel_args *a, const ir_tensor *tl, const void *
 
 /* scores (N, C), labels (N) -> loss (scalar, or (N) for none) [, log_prob (N, C)] */
 int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err) {
-    const ir_tensor *ts = cpu_in(a, 0), *tl = cpu_in(a, 1);
+    const ir_tensor *ts = kernel_in(a, 0), *tl = kernel_in(a, 1);
     sce_reduction red;
-    if (a->n->n_inputs > 2 && a->in[2]) return cpu_fail(a, err, "class weights are not supported");
+    if (a->n->n_inputs > 2 && a->in[2]) return kernel_fail(a, err, "class weights are not supported");
     if (sce_setup(a, ts, tl, &red, err)) return OC_ERR;
     int64_t N = ts->dims[0], C = ts->dims[1];
     const float *s = a->in[0];
@@ -78,7 +78,7 @@ int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err) {
 /* log_prob (N, C), labels (N) -> dScores (N, C) = (exp(log_prob) - onehot) / k,
  * k = #rows not ignored for mean, 1 for sum and none; ignored rows get 0. */
 int cpu_softmax_cross_entropy_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *tp = cpu_in(a, 0), *tl = cpu_in(a, 1);
+    const ir_tensor *tp = kernel_in(a, 0), *tl = kernel_in(a, 1);
     sce_reduction red;
     if (sce_setup(a, tp, tl, &red, err)) return OC_ERR;
     int64_t N = tp->dims[0], C = tp->dims[1], count = 0;

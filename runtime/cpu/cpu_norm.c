@@ -50,9 +50,9 @@ static bool bn_training(const kernel_args *a) {
  * [, saved_mean, saved_var (C): batch mean and biased variance (opset <= 13)] */
 int cpu_batch_norm(const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 5; i++)
-        if (cpu_want_dtype(a, cpu_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     int64_t N, C, S;
-    bn_dims(cpu_in(a, 0), &N, &C, &S);
+    bn_dims(kernel_in(a, 0), &N, &C, &S);
     const float *x = a->in[0], *scale = a->in[1], *bias = a->in[2];
     const float *rm = a->in[3], *rv = a->in[4];
     float eps = ir_attr_float(a->n, "epsilon", 1e-5f);
@@ -60,7 +60,7 @@ int cpu_batch_norm(const kernel_args *a, oc_err *err) {
     float *y = a->out[0];
     bool train = bn_training(a);
     if (!train && a->n->n_outputs > 1)
-        return cpu_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
+        return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
     double *mean = oc_malloc((size_t)C * 2 * sizeof(double)), *var = mean + C;
     if (train) {
         batch_stats(x, N, C, S, mean, var);
@@ -102,9 +102,9 @@ int cpu_batch_norm(const kernel_args *a, oc_err *err) {
  *   dX = scale * invstd / M * (M * dy - dBias - xhat * dScale),  M = N * S */
 int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
-        if (cpu_want_dtype(a, cpu_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     int64_t N, C, S;
-    bn_dims(cpu_in(a, 1), &N, &C, &S);
+    bn_dims(kernel_in(a, 1), &N, &C, &S);
     const float *dy = a->in[0], *x = a->in[1], *scale = a->in[2];
     float eps = ir_attr_float(a->n, "epsilon", 1e-5f);
     float *dx = a->out[0];

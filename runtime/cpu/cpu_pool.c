@@ -16,7 +16,7 @@
  * the output dX of a grad), columns = the y side. */
 static int pool_setup(const kernel_args *a, const ir_tensor *x, const ir_tensor *y, cpu_window *w,
                       oc_err *err) {
-    if (cpu_want_dtype(a, x, IR_DTYPE_FLOAT, err) || cpu_want_dtype(a, y, IR_DTYPE_FLOAT, err))
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     return cpu_window_read(a, x->rank - 2, x->dims + 2, y->dims + 2, NULL, w, err);
 }
@@ -79,7 +79,7 @@ static int64_t storage_index(const cpu_window *w, int64_t b, bool col_major) {
 /* X (N, C, D..) -> Y (N, C, O..) [, Indices (N, C, O..) int64: flat index over
  * (N, C, D..), spatial part ordered by storage_order] */
 int cpu_max_pool(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0), *y = cpu_out(a, 0);
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     cpu_window w;
     if (pool_setup(a, x, y, &w, err)) return OC_ERR;
     int64_t planes = x->dims[0] * x->dims[1];
@@ -104,7 +104,7 @@ int cpu_max_pool(const kernel_args *a, oc_err *err) {
 
 /* dY (N, C, O..), X (N, C, D..) -> dX (N, C, D..): dY routed to each argmax. */
 int cpu_max_pool_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 1), *dy = cpu_in(a, 0);
+    const ir_tensor *x = kernel_in(a, 1), *dy = kernel_in(a, 0);
     cpu_window w;
     if (pool_setup(a, x, dy, &w, err)) return OC_ERR;
     int64_t planes = x->dims[0] * x->dims[1];
@@ -134,7 +134,7 @@ static int64_t avg_divisor(const cpu_window *w, const int64_t *idx, int64_t padd
 
 /* X (N, C, D..) -> Y (N, C, O..) */
 int cpu_average_pool(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0), *y = cpu_out(a, 0);
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     cpu_window w;
     if (pool_setup(a, x, y, &w, err)) return OC_ERR;
     bool include = ir_attr_int(a->n, "count_include_pad", 0) != 0;
@@ -160,7 +160,7 @@ int cpu_average_pool(const kernel_args *a, oc_err *err) {
 
 /* dY (N, C, O..) -> dX (N, C, D..) (input_shape): dY / divisor spread over the window. */
 int cpu_average_pool_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cpu_in(a, 0), *x = cpu_out(a, 0);
+    const ir_tensor *dy = kernel_in(a, 0), *x = kernel_out(a, 0);
     cpu_window w;
     if (pool_setup(a, x, dy, &w, err)) return OC_ERR;
     bool include = ir_attr_int(a->n, "count_include_pad", 0) != 0;
@@ -187,9 +187,9 @@ int cpu_average_pool_grad(const kernel_args *a, oc_err *err) {
 
 /* X (N, C, D..) -> Y (N, C, 1..): plane means (double accumulation). */
 int cpu_global_average_pool(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0);
-    if (cpu_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
-    int64_t planes = x->dims[0] * x->dims[1], S = cpu_numel(x) / (planes ? planes : 1);
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t planes = x->dims[0] * x->dims[1], S = kernel_numel(x) / (planes ? planes : 1);
     const float *xp = a->in[0];
     float *y = a->out[0];
     for (int64_t p = 0; p < planes; p++) {
@@ -202,9 +202,9 @@ int cpu_global_average_pool(const kernel_args *a, oc_err *err) {
 
 /* dY (N, C, 1..) -> dX (N, C, D..) = dY / S. */
 int cpu_global_average_pool_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_out(a, 0);
-    if (cpu_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
-    int64_t planes = x->dims[0] * x->dims[1], S = cpu_numel(x) / (planes ? planes : 1);
+    const ir_tensor *x = kernel_out(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t planes = x->dims[0] * x->dims[1], S = kernel_numel(x) / (planes ? planes : 1);
     const float *dy = a->in[0];
     float *dx = a->out[0];
     for (int64_t p = 0; p < planes; p++) {

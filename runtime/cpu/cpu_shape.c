@@ -8,7 +8,7 @@
 
 static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
     int s = ir_dtype_size(t->dtype);
-    if (s <= 0) cpu_fail(a, err, "tensor '%s' has unsupported dtype %s", t->name, ir_dtype_name(t->dtype));
+    if (s <= 0) kernel_fail(a, err, "tensor '%s' has unsupported dtype %s", t->name, ir_dtype_name(t->dtype));
     return (size_t)(s > 0 ? s : 0);
 }
 
@@ -20,18 +20,18 @@ static int64_t prod(const int64_t *d, int from, int to) {
 
 /* X -> Y with the same bytes (Flatten, Reshape, Unsqueeze: only the shape changes). */
 int cpu_copy(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0), *y = cpu_out(a, 0);
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
-    if (cpu_numel(x) != cpu_numel(y) || x->dtype != y->dtype)
-        return cpu_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name, y->name);
-    memcpy(a->out[0], a->in[0], (size_t)cpu_numel(x) * es);
+    if (kernel_numel(x) != kernel_numel(y) || x->dtype != y->dtype)
+        return kernel_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name, y->name);
+    memcpy(a->out[0], a->in[0], (size_t)kernel_numel(x) * es);
     return OC_OK;
 }
 
 /* X1..Xk (.., d_i, ..) -> Y (.., sum d_i, ..) along axis. */
 int cpu_concat(const kernel_args *a, oc_err *err) {
-    const ir_tensor *y = cpu_out(a, 0);
+    const ir_tensor *y = kernel_out(a, 0);
     size_t es = esize(a, y, err);
     if (!es) return OC_ERR;
     int64_t axis = ir_attr_int(a->n, "axis", 0);
@@ -39,8 +39,8 @@ int cpu_concat(const kernel_args *a, oc_err *err) {
     int64_t outer = prod(y->dims, 0, (int)axis), inner = prod(y->dims, (int)axis + 1, y->rank);
     int64_t row = y->dims[axis] * inner, at = 0;
     for (int i = 0; i < a->n->n_inputs; i++) {
-        const ir_tensor *x = cpu_in(a, i);
-        if (x->dtype != y->dtype) return cpu_fail(a, err, "input '%s' differs in dtype", x->name);
+        const ir_tensor *x = kernel_in(a, i);
+        if (x->dtype != y->dtype) return kernel_fail(a, err, "input '%s' differs in dtype", x->name);
         int64_t chunk = x->dims[axis] * inner;
         for (int64_t o = 0; o < outer; o++)
             memcpy((char *)a->out[0] + (size_t)(o * row + at) * es,
@@ -52,7 +52,7 @@ int cpu_concat(const kernel_args *a, oc_err *err) {
 
 /* dY (.., sum d_i, ..) -> dX_1..dX_k (.., d_i, ..): slices along axis. */
 int cpu_concat_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cpu_in(a, 0);
+    const ir_tensor *dy = kernel_in(a, 0);
     size_t es = esize(a, dy, err);
     if (!es) return OC_ERR;
     int64_t axis = ir_attr_int(a->n, "axis", 0);
@@ -61,7 +61,7 @@ int cpu_concat_grad(const kernel_args *a, oc_err *err) {
     int64_t row = dy->dims[axis] * inner, at = 0;
     const int64_t *split;
     int k = ir_attr_ints(a->n, "split", &split);
-    if (k != a->n->n_outputs) return cpu_fail(a, err, "attribute 'split' needs one size per output");
+    if (k != a->n->n_outputs) return kernel_fail(a, err, "attribute 'split' needs one size per output");
     for (int i = 0; i < k; i++) {
         int64_t chunk = split[i] * inner;
         if (a->out[i])
@@ -116,44 +116,44 @@ static void pad_copy(int rank, const int64_t *od, const int64_t *id, const int64
 /* data, pads [, constant_value [, axes]] -> padded (opset >= 11; before: the
  * pads and value attributes). Modes constant, reflect, edge; negative pads crop. */
 int cpu_pad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0), *y = cpu_out(a, 0);
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
     const char *ms = ir_attr_string(a->n, "mode", "constant");
     pad_mode m = strcmp(ms, "reflect") == 0 ? PAD_REFLECT : strcmp(ms, "edge") == 0 ? PAD_EDGE
                                                                                   : PAD_CONSTANT;
     if (m == PAD_CONSTANT && strcmp(ms, "constant") != 0)
-        return cpu_fail(a, err, "mode '%s' is not supported (constant, reflect, edge)", ms);
+        return kernel_fail(a, err, "mode '%s' is not supported (constant, reflect, edge)", ms);
     int rank = x->rank;
     int64_t begin[IR_MAX_RANK] = {0};
     uint64_t fill = 0; /* es <= 8 bytes of the fill element */
-    if (es > sizeof fill) return cpu_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
+    if (es > sizeof fill) return kernel_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
     if (a->g->opset >= 11) {
-        const ir_tensor *tp = cpu_in(a, 1), *tv = cpu_in(a, 2), *ta = cpu_in(a, 3);
-        if (tp->dtype != IR_DTYPE_INT64) return cpu_fail(a, err, "pads must be int64");
+        const ir_tensor *tp = kernel_in(a, 1), *tv = kernel_in(a, 2), *ta = kernel_in(a, 3);
+        if (tp->dtype != IR_DTYPE_INT64) return kernel_fail(a, err, "pads must be int64");
         const int64_t *pads = a->in[1];
-        int64_t naxes = ta ? cpu_numel(ta) : rank;
+        int64_t naxes = ta ? kernel_numel(ta) : rank;
         for (int64_t i = 0; i < naxes; i++) {
             int64_t ax = i;
             if (ta) {
-                if (ta->dtype != IR_DTYPE_INT64) return cpu_fail(a, err, "axes must be int64");
+                if (ta->dtype != IR_DTYPE_INT64) return kernel_fail(a, err, "axes must be int64");
                 ax = ((const int64_t *)a->in[3])[i];
                 if (ax < 0) ax += rank;
             }
             begin[ax] = pads[i];
         }
         if (tv && a->in[2]) {
-            if (tv->dtype != x->dtype) return cpu_fail(a, err, "constant_value differs in dtype");
+            if (tv->dtype != x->dtype) return kernel_fail(a, err, "constant_value differs in dtype");
             memcpy(&fill, a->in[2], es);
         }
     } else {
         const int64_t *pads;
         if (ir_attr_ints(a->n, "pads", &pads) != 2 * rank)
-            return cpu_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
+            return kernel_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
         for (int i = 0; i < rank; i++) begin[i] = pads[i];
         float v = ir_attr_float(a->n, "value", 0.0f);
         if (x->dtype == IR_DTYPE_FLOAT) memcpy(&fill, &v, 4);
-        else if (v != 0.0f) return cpu_fail(a, err, "attribute 'value' on a non-float tensor");
+        else if (v != 0.0f) return kernel_fail(a, err, "attribute 'value' on a non-float tensor");
     }
     pad_copy(rank, y->dims, x->dims, begin, m, es, a->in[0], a->out[0], &fill);
     return OC_OK;
@@ -162,13 +162,13 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
 /* dY (padded) -> dX (input_shape) = the interior of dY at the begin pads
  * (constant mode; cells a negative pad cropped get 0). */
 int cpu_pad_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cpu_in(a, 0), *dx = cpu_out(a, 0);
+    const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     size_t es = esize(a, dy, err);
-    if (!es || es > 8) return es ? cpu_fail(a, err, "dtype not supported") : OC_ERR;
+    if (!es || es > 8) return es ? kernel_fail(a, err, "dtype not supported") : OC_ERR;
     const int64_t *pads;
     int rank = dx->rank;
     if (ir_attr_ints(a->n, "pads", &pads) != 2 * rank)
-        return cpu_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
+        return kernel_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
     int64_t begin[IR_MAX_RANK];
     for (int i = 0; i < rank; i++) begin[i] = -pads[i];
     uint64_t zero = 0;
@@ -180,14 +180,14 @@ int cpu_pad_grad(const kernel_args *a, oc_err *err) {
 
 /* -> the value of attribute value / value_float / value_int / value_floats / value_ints. */
 int cpu_constant(const kernel_args *a, oc_err *err) {
-    const ir_tensor *y = cpu_out(a, 0);
+    const ir_tensor *y = kernel_out(a, 0);
     size_t es = esize(a, y, err);
     if (!es) return OC_ERR;
-    size_t bytes = (size_t)cpu_numel(y) * es;
+    size_t bytes = (size_t)kernel_numel(y) * es;
     const ir_attr *at;
     if ((at = ir_attr_find(a->n, "value")) && at->type == IR_ATTR_TENSOR) {
         if (at->t->data_src != IR_DATA_INLINE || at->t->data_bytes != bytes)
-            return cpu_fail(a, err, "attribute 'value' has no inline data of %zu bytes", bytes);
+            return kernel_fail(a, err, "attribute 'value' has no inline data of %zu bytes", bytes);
         memcpy(a->out[0], at->t->data, bytes);
     } else if ((at = ir_attr_find(a->n, "value_float")) && es == 4) {
         memcpy(a->out[0], &at->f, 4);
@@ -198,7 +198,7 @@ int cpu_constant(const kernel_args *a, oc_err *err) {
     } else if ((at = ir_attr_find(a->n, "value_ints")) && (size_t)at->n * 8 == bytes) {
         memcpy(a->out[0], at->ints, bytes);
     } else {
-        return cpu_fail(a, err, "no supported value attribute (value, value_float, value_int, "
+        return kernel_fail(a, err, "no supported value attribute (value, value_float, value_int, "
                         "value_floats, value_ints)");
     }
     return OC_OK;
@@ -206,37 +206,37 @@ int cpu_constant(const kernel_args *a, oc_err *err) {
 
 /* data -> int64 dims[start:end] (negative values count from the end, clamped). */
 int cpu_shape(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0), *y = cpu_out(a, 0);
-    if (cpu_want_dtype(a, y, IR_DTYPE_INT64, err)) return OC_ERR;
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, y, IR_DTYPE_INT64, err)) return OC_ERR;
     int64_t r = x->rank, start = ir_attr_int(a->n, "start", 0), end = ir_attr_int(a->n, "end", r);
     if (start < 0) start += r;
     if (end < 0) end += r;
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < 0 ? 0 : end > r ? r : end;
     int64_t *out = a->out[0];
-    if (end - start != cpu_numel(y)) return cpu_fail(a, err, "output size disagrees with start/end");
+    if (end - start != kernel_numel(y)) return kernel_fail(a, err, "output size disagrees with start/end");
     for (int64_t i = start; i < end; i++) out[i - start] = x->dims[i];
     return OC_OK;
 }
 
 /* data (.., d_axis, ..), indices (I..) int32/int64 -> (.., I.., ..). */
 int cpu_gather(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cpu_in(a, 0), *ti = cpu_in(a, 1);
+    const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
     if (ti->dtype != IR_DTYPE_INT64 && ti->dtype != IR_DTYPE_INT32)
-        return cpu_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
+        return kernel_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
     int64_t axis = ir_attr_int(a->n, "axis", 0);
     if (axis < 0) axis += x->rank;
     int64_t outer = prod(x->dims, 0, (int)axis), inner = prod(x->dims, (int)axis + 1, x->rank);
-    int64_t extent = x->dims[axis], ni = cpu_numel(ti);
+    int64_t extent = x->dims[axis], ni = kernel_numel(ti);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < ni; j++) {
             int64_t k = ti->dtype == IR_DTYPE_INT64 ? ((const int64_t *)a->in[1])[j]
                                                      : ((const int32_t *)a->in[1])[j];
             if (k < 0) k += extent;
             if (k < 0 || k >= extent)
-                return cpu_fail(a, err, "index %" PRId64 " out of range [0, %" PRId64 ")", k, extent);
+                return kernel_fail(a, err, "index %" PRId64 " out of range [0, %" PRId64 ")", k, extent);
             memcpy((char *)a->out[0] + (size_t)((o * ni + j) * inner) * es,
                    (const char *)a->in[0] + (size_t)((o * extent + k) * inner) * es,
                    (size_t)inner * es);

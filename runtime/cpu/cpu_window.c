@@ -7,7 +7,7 @@
 int cpu_window_read(const kernel_args *a, int nsp, const int64_t *img, const int64_t *col,
                     const int64_t *kdims, cpu_window *w, oc_err *err) {
     op_window ow;
-    if (nsp < 1) return cpu_fail(a, err, "needs at least one spatial dim");
+    if (nsp < 1) return kernel_fail(a, err, "needs at least one spatial dim");
     if (op_window_read(a->n, nsp, img, kdims, &ow, err))
         return oc_fail_prefix(err, "node '%s' (%s)", a->n->name, a->n->op_type);
     memset(w, 0, sizeof *w);

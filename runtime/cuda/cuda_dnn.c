@@ -244,7 +244,7 @@ int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *er
     algo_entry *e = entry_get(im, a->n, &q, err);
     if (!e) return OC_ERR;
     if (e->ws > a->scratch_bytes)
-        return cuda_fail(a, err, "workspace %zu bytes exceeds the scratch of %zu bytes", e->ws,
+        return kernel_fail(a, err, "workspace %zu bytes exceeds the scratch of %zu bytes", e->ws,
                          a->scratch_bytes);
     CUDNN_CHECK(cudnnSetStream(im->dnn, c->stream));
     const float one = 1.0f, zero = 0.0f;
@@ -264,7 +264,7 @@ int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *er
     /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
     bool fwd_op = op == CUDA_OP_CONV || op == CUDA_OP_CONV_TRANSPOSE;
     bool filt_op = op == CUDA_OP_CONV_BWD_FILTER || op == CUDA_OP_CONVT_BWD_FILTER;
-    const ir_tensor *yt = fwd_op ? cuda_out(a, 0) : cuda_in(a, 0);
+    const ir_tensor *yt = fwd_op ? kernel_out(a, 0) : kernel_in(a, 0);
     void *bias = fwd_op ? (a->n->n_inputs > 2 ? a->in[2] : NULL)
                         : filt_op && a->n->n_outputs > 1 ? a->out[1] : NULL;
     if (bias) {
@@ -305,7 +305,7 @@ static int bn_make(const kernel_args *a, const ir_tensor *x, bn_descs *d, oc_err
     int64_t S = 1;
     for (int i = 2; i < x->rank; i++) S *= x->dims[i];
     if (x->rank < 2 || x->dims[0] > INT_MAX || x->dims[1] > INT_MAX || S > INT_MAX)
-        return cuda_fail(a, err, "input '%s' has a shape cuDNN cannot take", x->name);
+        return kernel_fail(a, err, "input '%s' has a shape cuDNN cannot take", x->name);
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&d->x));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&d->p));
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)x->dims[0],
@@ -324,23 +324,23 @@ static void *out_or_null(const kernel_args *a, int i) {
 }
 
 static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0);
+    const ir_tensor *x = kernel_in(a, 0);
     double eps = ir_attr_float(a->n, "epsilon", 1e-5f);
     float momentum = ir_attr_float(a->n, "momentum", 0.9f);
     if (eps < CUDNN_BN_MIN_EPSILON)
-        return cuda_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
+        return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
     const float one = 1.0f, zero = 0.0f;
     bool train = bn_training(a);
     if (!train) {
-        if (a->n->n_outputs > 1) return cuda_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
+        if (a->n->n_outputs > 1) return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
         CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
             c->im->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d->x, a->in[0], d->x, a->out[0], d->p,
             a->in[1], a->in[2], a->in[3], a->in[4], eps));
         return OC_OK;
     }
     float *rm = out_or_null(a, 1), *rv = out_or_null(a, 2), *sm = out_or_null(a, 3), *sv = out_or_null(a, 4);
-    if (!rm != !rv) return cuda_fail(a, err, "running_mean and running_var must both be present or absent");
-    if (!sm != !sv) return cuda_fail(a, err, "saved_mean and saved_var must both be present or absent");
+    if (!rm != !rv) return kernel_fail(a, err, "running_mean and running_var must both be present or absent");
+    if (!sm != !sv) return kernel_fail(a, err, "saved_mean and saved_var must both be present or absent");
     size_t cb = (size_t)x->dims[1] * sizeof(float);
     if (rm && rm != a->in[3]) CU_CHECK(cudaMemcpyAsync(rm, a->in[3], cb, cudaMemcpyDeviceToDevice, c->stream));
     if (rv && rv != a->in[4]) CU_CHECK(cudaMemcpyAsync(rv, a->in[4], cb, cudaMemcpyDeviceToDevice, c->stream));
@@ -353,10 +353,10 @@ static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d
 
 int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 5; i++)
-        if (cuda_want_dtype(a, cuda_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
     bn_descs d;
-    int rc = bn_make(a, cuda_in(a, 0), &d, err);
+    int rc = bn_make(a, kernel_in(a, 0), &d, err);
     if (rc == OC_OK) rc = bn_forward(c, a, &d, err);
     bn_free(&d);
     return rc;
@@ -366,11 +366,11 @@ int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
  * (no saved mean / inverse variance passed), as the cpu kernel does. */
 int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
-        if (cuda_want_dtype(a, cuda_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
-    const ir_tensor *x = cuda_in(a, 1);
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const ir_tensor *x = kernel_in(a, 1);
     double eps = ir_attr_float(a->n, "epsilon", 1e-5f);
     if (eps < CUDNN_BN_MIN_EPSILON)
-        return cuda_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
+        return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
     float *ds = out_or_null(a, 1), *db = out_or_null(a, 2);
     float *tmp = a->scratch;
     OC_ASSERT(a->scratch_bytes >= 2 * (size_t)x->dims[1] * sizeof(float));
@@ -395,11 +395,11 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 /* ---- Relu (cuDNN activation) ---- */
 
 int cuda_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0);
-    if (cuda_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
-    int64_t n = cuda_numel(x);
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t n = kernel_numel(x);
     if (n == 0) return OC_OK;
-    if (n > INT_MAX) return cuda_fail(a, err, "%lld elements exceed cuDNN's int range", (long long)n);
+    if (n > INT_MAX) return kernel_fail(a, err, "%lld elements exceed cuDNN's int range", (long long)n);
     CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
     cudnnTensorDescriptor_t td;
     cudnnActivationDescriptor_t ad;
@@ -422,15 +422,15 @@ int cuda_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 /* Y (M, N) = alpha op(A) op(B) + beta C, row-major, as the column-major
  * product Y^T = op(B)^T op(A)^T. C broadcast into Y first (cu_gemm_bias). */
 int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *ta_ = cuda_in(a, 0), *tb_ = cuda_in(a, 1), *tc = cuda_in(a, 2), *ty = cuda_out(a, 0);
-    if (cuda_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || cuda_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
-        (tc && cuda_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
+    const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2), *ty = kernel_out(a, 0);
+    if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
+        (tc && kernel_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
     bool ta = ir_attr_int(a->n, "transA", 0) != 0, tb = ir_attr_int(a->n, "transB", 0) != 0;
     float alpha = ir_attr_float(a->n, "alpha", 1.0f), beta = ir_attr_float(a->n, "beta", 1.0f);
     int64_t M = ty->dims[0], N = ty->dims[1], K = ta ? ta_->dims[0] : ta_->dims[1];
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX || ta_->dims[1] > INT_MAX || tb_->dims[1] > INT_MAX)
-        return cuda_fail(a, err, "dims exceed cuBLAS's int range");
+        return kernel_fail(a, err, "dims exceed cuBLAS's int range");
     bool bias = tc && a->in[2] && beta != 0.0f;
     if (bias) {
         int64_t s[2] = {0, 0}, own1 = tc->rank == 2 ? tc->dims[1] : tc->rank == 1 ? tc->dims[0] : 1;

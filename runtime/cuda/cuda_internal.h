@@ -104,11 +104,6 @@ int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 void cuda_algo_cache_free(cuda_algo_cache *ac);
 
 /* Helpers shared by the kernel files (cuda_kernels.c). */
-const ir_tensor *cuda_in(const kernel_args *a, int i);
-const ir_tensor *cuda_out(const kernel_args *a, int i);
-int64_t cuda_numel(const ir_tensor *t);
-int cuda_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-int cuda_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
+/* (kernel_in/out/numel/fail/want_dtype: kernels.h) */
 
 #endif

@@ -14,38 +14,6 @@
 
 /* ---- helpers ---- */
 
-const ir_tensor *cuda_in(const kernel_args *a, int i) {
-    if (i >= a->n->n_inputs || a->n->inputs[i] < 0) return NULL;
-    return &a->g->tensors[a->n->inputs[i]];
-}
-
-const ir_tensor *cuda_out(const kernel_args *a, int i) {
-    if (i >= a->n->n_outputs || a->n->outputs[i] < 0) return NULL;
-    return &a->g->tensors[a->n->outputs[i]];
-}
-
-int64_t cuda_numel(const ir_tensor *t) {
-    int64_t n = 0;
-    bool ok = ir_tensor_numel(t, &n);
-    OC_ASSERT(ok);
-    return n;
-}
-
-int cuda_fail(const kernel_args *a, oc_err *err, const char *fmt, ...) {
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return oc_fail(err, "node '%s' (%s): %s", a->n->name, a->n->op_type, msg);
-}
-
-int cuda_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err) {
-    if (t->dtype == dt) return OC_OK;
-    return cuda_fail(a, err, "tensor '%s' has dtype %s; the cuda kernel supports %s", t->name,
-                     ir_dtype_name(t->dtype), ir_dtype_name(dt));
-}
-
 static int dtype_of(const kernel_args *a, const ir_tensor *t, cu_dtype *dt, oc_err *err) {
     switch (t->dtype) {
     case IR_DTYPE_FLOAT: *dt = CU_DT_F32; return OC_OK;
@@ -55,7 +23,7 @@ static int dtype_of(const kernel_args *a, const ir_tensor *t, cu_dtype *dt, oc_e
     case IR_DTYPE_INT8: *dt = CU_DT_I8; return OC_OK;
     case IR_DTYPE_UINT8: case IR_DTYPE_BOOL: *dt = CU_DT_U8; return OC_OK;
     default:
-        return cuda_fail(a, err, "tensor '%s' has dtype %s (float, double, int64, int32, int8, "
+        return kernel_fail(a, err, "tensor '%s' has dtype %s (float, double, int64, int32, int8, "
                          "uint8 supported)", t->name, ir_dtype_name(t->dtype));
     }
 }
@@ -74,19 +42,19 @@ static int64_t prod(const int64_t *d, int from, int to) {
 
 static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
     int s = ir_dtype_size(t->dtype);
-    if (s <= 0) cuda_fail(a, err, "tensor '%s' has unsupported dtype %s", t->name, ir_dtype_name(t->dtype));
+    if (s <= 0) kernel_fail(a, err, "tensor '%s' has unsupported dtype %s", t->name, ir_dtype_name(t->dtype));
     return (size_t)(s > 0 ? s : 0);
 }
 
 /* ---- elementwise ---- */
 
 static int k_add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *y = cuda_out(a, 0);
+    const ir_tensor *y = kernel_out(a, 0);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
     for (int i = 0; i < a->n->n_inputs; i++) {
-        const ir_tensor *x = cuda_in(a, i);
-        if (x->dtype != y->dtype) return cuda_fail(a, err, "inputs differ in dtype");
+        const ir_tensor *x = kernel_in(a, i);
+        if (x->dtype != y->dtype) return kernel_fail(a, err, "inputs differ in dtype");
         CU_LAUNCH(cu_bcast_accumulate(c->stream, dt, a->in[i], shape_of(x), a->out[0], shape_of(y),
                                       i == 0));
     }
@@ -94,10 +62,10 @@ static int k_add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 
 static int k_reduce_sum_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cuda_in(a, 0), *dx = cuda_out(a, 0);
-    if (cuda_want_dtype(a, dy, IR_DTYPE_FLOAT, err) || cuda_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
+    const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    if (dx->rank > dy->rank) return cuda_fail(a, err, "input_shape has a higher rank than dY");
+    if (dx->rank > dy->rank) return kernel_fail(a, err, "input_shape has a higher rank than dY");
     CU_LAUNCH(cu_reduce_sum_to(c->stream, a->in[0], shape_of(dy), a->out[0], shape_of(dx),
                                ir_attr_float(a->n, "scale", 1.0f)));
     return OC_OK;
@@ -113,7 +81,7 @@ typedef struct clip_b {
 
 static int clip_bounds(const kernel_args *a, int first, clip_b *b, oc_err *err) {
     memset(b, 0, sizeof *b);
-    const ir_tensor *tl = cuda_in(a, first), *th = cuda_in(a, first + 1);
+    const ir_tensor *tl = kernel_in(a, first), *th = kernel_in(a, first + 1);
     if (tl && a->in[first]) {
         if (dtype_of(a, tl, &b->lo_dt, err)) return OC_ERR;
         b->lo_p = a->in[first];
@@ -128,39 +96,39 @@ static int clip_bounds(const kernel_args *a, int first, clip_b *b, oc_err *err) 
 }
 
 static int k_clip(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0);
+    const ir_tensor *x = kernel_in(a, 0);
     cu_dtype dt;
     clip_b b;
     if (dtype_of(a, x, &dt, err) || clip_bounds(a, 1, &b, err)) return OC_ERR;
-    if (x->dtype == IR_DTYPE_BOOL) return cuda_fail(a, err, "dtype bool is not supported");
+    if (x->dtype == IR_DTYPE_BOOL) return kernel_fail(a, err, "dtype bool is not supported");
     for (int i = 1; i < a->n->n_inputs && i < 3; i++) {
-        const ir_tensor *t = cuda_in(a, i);
+        const ir_tensor *t = kernel_in(a, i);
         if (t && t->dtype != x->dtype)
-            return cuda_fail(a, err, "bound '%s' has dtype %s, input has %s", t->name,
+            return kernel_fail(a, err, "bound '%s' has dtype %s, input has %s", t->name,
                              ir_dtype_name(t->dtype), ir_dtype_name(x->dtype));
     }
-    CU_LAUNCH(cu_clip(c->stream, dt, a->in[0], a->out[0], cuda_numel(x), b.lo_p, b.hi_p,
+    CU_LAUNCH(cu_clip(c->stream, dt, a->in[0], a->out[0], kernel_numel(x), b.lo_p, b.hi_p,
                       b.has_lo_a, b.lo_a, b.has_hi_a, b.hi_a));
     return OC_OK;
 }
 
 static int k_clip_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cuda_in(a, 0);
+    const ir_tensor *dy = kernel_in(a, 0);
     clip_b b;
-    if (cuda_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
-        cuda_want_dtype(a, cuda_in(a, 1), IR_DTYPE_FLOAT, err) || clip_bounds(a, 2, &b, err))
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err) || clip_bounds(a, 2, &b, err))
         return OC_ERR;
-    CU_LAUNCH(cu_clip_grad(c->stream, a->in[0], a->in[1], a->out[0], cuda_numel(dy), b.lo_p,
+    CU_LAUNCH(cu_clip_grad(c->stream, a->in[0], a->in[1], a->out[0], kernel_numel(dy), b.lo_p,
                            b.lo_dt, b.hi_p, b.hi_dt, b.has_lo_a, b.lo_a, b.has_hi_a, b.hi_a));
     return OC_OK;
 }
 
 static int k_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cuda_in(a, 0);
-    if (cuda_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
-        cuda_want_dtype(a, cuda_in(a, 1), IR_DTYPE_FLOAT, err))
+    const ir_tensor *dy = kernel_in(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    CU_LAUNCH(cu_relu_grad(c->stream, a->in[0], a->in[1], a->out[0], cuda_numel(dy)));
+    CU_LAUNCH(cu_relu_grad(c->stream, a->in[0], a->in[1], a->out[0], kernel_numel(dy)));
     return OC_OK;
 }
 
@@ -168,57 +136,57 @@ static int k_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
  * training_mode, read on the device; before: attribute ratio, training when
  * the mask output is present). Same RNG key: cpu_rng_key. */
 static int k_dropout(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0);
-    if (cuda_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     const void *ratio_p = NULL;
     int ratio_dbl = 0, train_val = 0;
     float ratio_val = 0.5f;
     const uint8_t *train_p = NULL;
     if (a->g->opset >= 12) {
-        const ir_tensor *r = cuda_in(a, 1), *t = cuda_in(a, 2);
+        const ir_tensor *r = kernel_in(a, 1), *t = kernel_in(a, 2);
         if (r) {
             if (r->dtype != IR_DTYPE_FLOAT && r->dtype != IR_DTYPE_DOUBLE)
-                return cuda_fail(a, err, "ratio '%s' has dtype %s (float or double supported)",
+                return kernel_fail(a, err, "ratio '%s' has dtype %s (float or double supported)",
                                  r->name, ir_dtype_name(r->dtype));
             ratio_p = a->in[1];
             ratio_dbl = r->dtype == IR_DTYPE_DOUBLE;
         }
         if (t && t->dtype != IR_DTYPE_BOOL)
-            return cuda_fail(a, err, "training_mode '%s' must be bool", t->name);
+            return kernel_fail(a, err, "training_mode '%s' must be bool", t->name);
         train_p = t ? a->in[2] : NULL;
     } else {
         ratio_val = ir_attr_float(a->n, "ratio", 0.5f);
         train_val = a->n->n_outputs > 1 && a->n->outputs[1] >= 0;
         if (train_val && !(ratio_val >= 0.0f && ratio_val < 1.0f))
-            return cuda_fail(a, err, "ratio %g is outside [0, 1)", (double)ratio_val);
+            return kernel_fail(a, err, "ratio %g is outside [0, 1)", (double)ratio_val);
     }
     uint8_t *mask = a->n->n_outputs > 1 ? a->out[1] : NULL;
     uint64_t key = cpu_rng_key(a->seed, a->step, cpu_rng_key_name(a->n));
-    CU_LAUNCH(cu_dropout(c->stream, a->in[0], a->out[0], mask, cuda_numel(x), key, ratio_p,
+    CU_LAUNCH(cu_dropout(c->stream, a->in[0], a->out[0], mask, kernel_numel(x), key, ratio_p,
                          ratio_dbl, ratio_val, train_p, train_val));
     return OC_OK;
 }
 
 static int k_dropout_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cuda_in(a, 0);
-    if (cuda_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
-        cuda_want_dtype(a, cuda_in(a, 1), IR_DTYPE_BOOL, err))
+    const ir_tensor *dy = kernel_in(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_BOOL, err))
         return OC_ERR;
     float ratio = ir_attr_float(a->n, "ratio", 0.5f);
     if (!(ratio >= 0.0f && ratio < 1.0f))
-        return cuda_fail(a, err, "ratio %g is outside [0, 1)", (double)ratio);
-    CU_LAUNCH(cu_dropout_grad(c->stream, a->in[0], a->in[1], a->out[0], cuda_numel(dy),
+        return kernel_fail(a, err, "ratio %g is outside [0, 1)", (double)ratio);
+    CU_LAUNCH(cu_dropout_grad(c->stream, a->in[0], a->in[1], a->out[0], kernel_numel(dy),
                               1.0f / (1.0f - ratio)));
     return OC_OK;
 }
 
 static int k_sgd(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
-        if (cuda_want_dtype(a, cuda_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const ir_attr *lr = ir_attr_find(a->n, "lr");
-    if (!lr) return cuda_fail(a, err, "attribute 'lr' is required");
+    if (!lr) return kernel_fail(a, err, "attribute 'lr' is required");
     CU_LAUNCH(cu_sgd_momentum(c->stream, a->in[0], a->in[1], a->in[2], a->out[0], a->out[1],
-                              cuda_numel(cuda_in(a, 0)), lr->f, ir_attr_float(a->n, "momentum", 0.0f),
+                              kernel_numel(kernel_in(a, 0)), lr->f, ir_attr_float(a->n, "momentum", 0.0f),
                               ir_attr_float(a->n, "weight_decay", 0.0f)));
     return OC_OK;
 }
@@ -227,10 +195,10 @@ static int k_sgd(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 static int pool_window(const kernel_args *a, const ir_tensor *x, const ir_tensor *y, cu_window *w,
                        oc_err *err) {
-    if (cuda_want_dtype(a, x, IR_DTYPE_FLOAT, err) || cuda_want_dtype(a, y, IR_DTYPE_FLOAT, err))
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     int nsp = x->rank - 2;
-    if (nsp < 1 || nsp > 3) return cuda_fail(a, err, "%d spatial dims (1 to 3 supported)", nsp);
+    if (nsp < 1 || nsp > 3) return kernel_fail(a, err, "%d spatial dims (1 to 3 supported)", nsp);
     op_window ow;
     if (op_window_read(a->n, nsp, x->dims + 2, NULL, &ow, err))
         return oc_fail_prefix(err, "node '%s' (%s)", a->n->name, a->n->op_type);
@@ -253,7 +221,7 @@ static int pool_window(const kernel_args *a, const ir_tensor *x, const ir_tensor
 }
 
 static int k_max_pool(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0), *y = cuda_out(a, 0);
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     cu_window w;
     if (pool_window(a, x, y, &w, err)) return OC_ERR;
     int64_t *ind = a->n->n_outputs > 1 ? a->out[1] : NULL;
@@ -263,7 +231,7 @@ static int k_max_pool(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 
 static int k_max_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cuda_in(a, 0), *x = cuda_in(a, 1);
+    const ir_tensor *dy = kernel_in(a, 0), *x = kernel_in(a, 1);
     cu_window w;
     if (pool_window(a, x, dy, &w, err)) return OC_ERR;
     CU_LAUNCH(cu_max_pool_grad(c->stream, a->in[0], a->in[1], a->out[0], x->dims[0] * x->dims[1], w));
@@ -271,7 +239,7 @@ static int k_max_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err)
 }
 
 static int k_average_pool(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0), *y = cuda_out(a, 0);
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     cu_window w;
     if (pool_window(a, x, y, &w, err)) return OC_ERR;
     CU_LAUNCH(cu_average_pool(c->stream, a->in[0], a->out[0], x->dims[0] * x->dims[1], w,
@@ -280,7 +248,7 @@ static int k_average_pool(const cuda_ctx *c, const kernel_args *a, oc_err *err) 
 }
 
 static int k_average_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cuda_in(a, 0), *x = cuda_out(a, 0);
+    const ir_tensor *dy = kernel_in(a, 0), *x = kernel_out(a, 0);
     cu_window w;
     if (pool_window(a, x, dy, &w, err)) return OC_ERR;
     CU_LAUNCH(cu_average_pool_grad(c->stream, a->in[0], a->out[0], x->dims[0] * x->dims[1], w,
@@ -289,9 +257,9 @@ static int k_average_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *
 }
 
 static int k_gap(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) {
-    const ir_tensor *x = grad ? cuda_out(a, 0) : cuda_in(a, 0);
-    if (cuda_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
-    int64_t planes = x->dims[0] * x->dims[1], S = cuda_numel(x) / (planes ? planes : 1);
+    const ir_tensor *x = grad ? kernel_out(a, 0) : kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t planes = x->dims[0] * x->dims[1], S = kernel_numel(x) / (planes ? planes : 1);
     if (grad) CU_LAUNCH(cu_global_average_pool_grad(c->stream, a->in[0], a->out[0], planes, S));
     else CU_LAUNCH(cu_global_average_pool(c->stream, a->in[0], a->out[0], planes, S));
     return OC_OK;
@@ -300,18 +268,18 @@ static int k_gap(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad
 /* ---- data movement ---- */
 
 static int k_copy(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0), *y = cuda_out(a, 0);
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
-    if (cuda_numel(x) != cuda_numel(y) || x->dtype != y->dtype)
-        return cuda_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name, y->name);
-    size_t n = (size_t)cuda_numel(x) * es;
+    if (kernel_numel(x) != kernel_numel(y) || x->dtype != y->dtype)
+        return kernel_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name, y->name);
+    size_t n = (size_t)kernel_numel(x) * es;
     if (n) CU_CHECK(cudaMemcpyAsync(a->out[0], a->in[0], n, cudaMemcpyDeviceToDevice, c->stream));
     return OC_OK;
 }
 
 static int k_concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) {
-    const ir_tensor *big = grad ? cuda_in(a, 0) : cuda_out(a, 0);
+    const ir_tensor *big = grad ? kernel_in(a, 0) : kernel_out(a, 0);
     size_t es = esize(a, big, err);
     if (!es) return OC_ERR;
     int64_t axis = ir_attr_int(a->n, "axis", 0);
@@ -321,7 +289,7 @@ static int k_concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool g
     const int64_t *split = NULL;
     int k = grad ? ir_attr_ints(a->n, "split", &split) : a->n->n_inputs;
     if (grad && k != a->n->n_outputs)
-        return cuda_fail(a, err, "attribute 'split' needs one size per output");
+        return kernel_fail(a, err, "attribute 'split' needs one size per output");
     for (int i = 0; i < k; i++) {
         int64_t chunk;
         if (grad) {
@@ -331,8 +299,8 @@ static int k_concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool g
                                        (const char *)a->in[0] + at * (int64_t)es, row * (int64_t)es,
                                        chunk * (int64_t)es, outer));
         } else {
-            const ir_tensor *x = cuda_in(a, i);
-            if (x->dtype != big->dtype) return cuda_fail(a, err, "input '%s' differs in dtype", x->name);
+            const ir_tensor *x = kernel_in(a, i);
+            if (x->dtype != big->dtype) return kernel_fail(a, err, "input '%s' differs in dtype", x->name);
             chunk = x->dims[axis] * inner;
             CU_LAUNCH(cu_copy_rows(c->stream, (char *)a->out[0] + at * (int64_t)es, row * (int64_t)es,
                                    a->in[i], chunk * (int64_t)es, chunk * (int64_t)es, outer));
@@ -345,60 +313,60 @@ static int k_concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool g
 /* Pad: the pads input (int64) is read from the device synchronously on this
  * stream (a few bytes); the planner folds constant pads, so this is rare. */
 static int k_pad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0), *y = cuda_out(a, 0);
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
-    if (es > 8) return cuda_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
+    if (es > 8) return kernel_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
     const char *ms = ir_attr_string(a->n, "mode", "constant");
     int mode = strcmp(ms, "reflect") == 0 ? 1 : strcmp(ms, "edge") == 0 ? 2 : 0;
     if (mode == 0 && strcmp(ms, "constant") != 0)
-        return cuda_fail(a, err, "mode '%s' is not supported (constant, reflect, edge)", ms);
+        return kernel_fail(a, err, "mode '%s' is not supported (constant, reflect, edge)", ms);
     int rank = x->rank;
     int64_t begin[IR_MAX_RANK] = {0};
     uint64_t fill = 0;
     if (a->g->opset >= 11) {
-        const ir_tensor *tp = cuda_in(a, 1), *tv = cuda_in(a, 2), *ta = cuda_in(a, 3);
-        if (tp->dtype != IR_DTYPE_INT64) return cuda_fail(a, err, "pads must be int64");
+        const ir_tensor *tp = kernel_in(a, 1), *tv = kernel_in(a, 2), *ta = kernel_in(a, 3);
+        if (tp->dtype != IR_DTYPE_INT64) return kernel_fail(a, err, "pads must be int64");
         int64_t pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
-        int64_t np = cuda_numel(tp), naxes = ta ? cuda_numel(ta) : rank;
-        if (np > 2 * IR_MAX_RANK || naxes > IR_MAX_RANK) return cuda_fail(a, err, "too many pads");
+        int64_t np = kernel_numel(tp), naxes = ta ? kernel_numel(ta) : rank;
+        if (np > 2 * IR_MAX_RANK || naxes > IR_MAX_RANK) return kernel_fail(a, err, "too many pads");
         CU_CHECK(cudaMemcpyAsync(pads, a->in[1], (size_t)np * 8, cudaMemcpyDeviceToHost, c->stream));
         if (ta) {
-            if (ta->dtype != IR_DTYPE_INT64) return cuda_fail(a, err, "axes must be int64");
+            if (ta->dtype != IR_DTYPE_INT64) return kernel_fail(a, err, "axes must be int64");
             CU_CHECK(cudaMemcpyAsync(axes, a->in[3], (size_t)naxes * 8, cudaMemcpyDeviceToHost, c->stream));
         }
         if (tv && a->in[2]) {
-            if (tv->dtype != x->dtype) return cuda_fail(a, err, "constant_value differs in dtype");
+            if (tv->dtype != x->dtype) return kernel_fail(a, err, "constant_value differs in dtype");
             CU_CHECK(cudaMemcpyAsync(&fill, a->in[2], es, cudaMemcpyDeviceToHost, c->stream));
         }
         CU_CHECK(cudaStreamSynchronize(c->stream));
         for (int64_t i = 0; i < naxes; i++) {
             int64_t ax = ta ? axes[i] : i;
             if (ax < 0) ax += rank;
-            if (ax < 0 || ax >= rank) return cuda_fail(a, err, "axis out of range");
+            if (ax < 0 || ax >= rank) return kernel_fail(a, err, "axis out of range");
             begin[ax] = pads[i];
         }
     } else {
         const int64_t *pads;
         if (ir_attr_ints(a->n, "pads", &pads) != 2 * rank)
-            return cuda_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
+            return kernel_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
         for (int i = 0; i < rank; i++) begin[i] = pads[i];
         float v = ir_attr_float(a->n, "value", 0.0f);
         if (x->dtype == IR_DTYPE_FLOAT) memcpy(&fill, &v, 4);
-        else if (v != 0.0f) return cuda_fail(a, err, "attribute 'value' on a non-float tensor");
+        else if (v != 0.0f) return kernel_fail(a, err, "attribute 'value' on a non-float tensor");
     }
     CU_LAUNCH(cu_pad(c->stream, (int)es, shape_of(y), shape_of(x), begin, mode, a->in[0], a->out[0], fill));
     return OC_OK;
 }
 
 static int k_pad_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = cuda_in(a, 0), *dx = cuda_out(a, 0);
+    const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     size_t es = esize(a, dy, err);
-    if (!es || es > 8) return es ? cuda_fail(a, err, "dtype not supported") : OC_ERR;
+    if (!es || es > 8) return es ? kernel_fail(a, err, "dtype not supported") : OC_ERR;
     const int64_t *pads;
     int rank = dx->rank;
     if (ir_attr_ints(a->n, "pads", &pads) != 2 * rank)
-        return cuda_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
+        return kernel_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
     int64_t begin[IR_MAX_RANK];
     for (int i = 0; i < rank; i++) begin[i] = -pads[i];
     CU_LAUNCH(cu_pad(c->stream, (int)es, shape_of(dx), shape_of(dy), begin, 0, a->in[0], a->out[0], 0));
@@ -408,15 +376,15 @@ static int k_pad_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 /* Constant: from the attribute's host data (a pageable copy: the source may
  * go away once cudaMemcpyAsync returns). */
 static int k_constant(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *y = cuda_out(a, 0);
+    const ir_tensor *y = kernel_out(a, 0);
     size_t es = esize(a, y, err);
     if (!es) return OC_ERR;
-    size_t bytes = (size_t)cuda_numel(y) * es;
+    size_t bytes = (size_t)kernel_numel(y) * es;
     const ir_attr *at;
     const void *src = NULL;
     if ((at = ir_attr_find(a->n, "value")) && at->type == IR_ATTR_TENSOR) {
         if (at->t->data_src != IR_DATA_INLINE || at->t->data_bytes != bytes)
-            return cuda_fail(a, err, "attribute 'value' has no inline data of %zu bytes", bytes);
+            return kernel_fail(a, err, "attribute 'value' has no inline data of %zu bytes", bytes);
         src = at->t->data;
     } else if ((at = ir_attr_find(a->n, "value_float")) && es == 4 && bytes == 4) {
         src = &at->f;
@@ -427,7 +395,7 @@ static int k_constant(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     } else if ((at = ir_attr_find(a->n, "value_ints")) && (size_t)at->n * 8 == bytes) {
         src = at->ints;
     } else {
-        return cuda_fail(a, err, "no supported value attribute (value, value_float, value_int, "
+        return kernel_fail(a, err, "no supported value attribute (value, value_float, value_int, "
                          "value_floats, value_ints)");
     }
     if (bytes) CU_CHECK(cudaMemcpyAsync(a->out[0], src, bytes, cudaMemcpyHostToDevice, c->stream));
@@ -435,14 +403,14 @@ static int k_constant(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 
 static int k_shape(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0), *y = cuda_out(a, 0);
-    if (cuda_want_dtype(a, y, IR_DTYPE_INT64, err)) return OC_ERR;
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, y, IR_DTYPE_INT64, err)) return OC_ERR;
     int64_t r = x->rank, start = ir_attr_int(a->n, "start", 0), end = ir_attr_int(a->n, "end", r);
     if (start < 0) start += r;
     if (end < 0) end += r;
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < 0 ? 0 : end > r ? r : end;
-    if (end - start != cuda_numel(y)) return cuda_fail(a, err, "output size disagrees with start/end");
+    if (end - start != kernel_numel(y)) return kernel_fail(a, err, "output size disagrees with start/end");
     if (end > start)
         CU_CHECK(cudaMemcpyAsync(a->out[0], x->dims + start, (size_t)(end - start) * 8,
                                  cudaMemcpyHostToDevice, c->stream));
@@ -450,16 +418,16 @@ static int k_shape(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 
 static int k_gather(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = cuda_in(a, 0), *ti = cuda_in(a, 1);
+    const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
     if (ti->dtype != IR_DTYPE_INT64 && ti->dtype != IR_DTYPE_INT32)
-        return cuda_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
+        return kernel_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
     int64_t axis = ir_attr_int(a->n, "axis", 0);
     if (axis < 0) axis += x->rank;
     int64_t outer = prod(x->dims, 0, (int)axis), inner = prod(x->dims, (int)axis + 1, x->rank);
     CU_LAUNCH(cu_gather(c->stream, (int)es, a->in[0], a->in[1], ti->dtype == IR_DTYPE_INT64,
-                        a->out[0], outer, x->dims[axis], cuda_numel(ti), inner));
+                        a->out[0], outer, x->dims[axis], kernel_numel(ti), inner));
     return OC_OK;
 }
 
@@ -467,22 +435,22 @@ static int k_gather(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 static int sce_setup(const kernel_args *a, const ir_tensor *s, const ir_tensor *l, int *red,
                      oc_err *err) {
-    if (cuda_want_dtype(a, s, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (kernel_want_dtype(a, s, IR_DTYPE_FLOAT, err)) return OC_ERR;
     if (l->dtype != IR_DTYPE_INT64 && l->dtype != IR_DTYPE_INT32)
-        return cuda_fail(a, err, "labels '%s' must be int64 or int32", l->name);
-    if (s->rank != 2 || l->rank != 1) return cuda_fail(a, err, "needs scores (N, C) and labels (N)");
+        return kernel_fail(a, err, "labels '%s' must be int64 or int32", l->name);
+    if (s->rank != 2 || l->rank != 1) return kernel_fail(a, err, "needs scores (N, C) and labels (N)");
     const char *r = ir_attr_string(a->n, "reduction", "mean");
     if (strcmp(r, "mean") == 0) *red = 0;
     else if (strcmp(r, "sum") == 0) *red = 1;
     else if (strcmp(r, "none") == 0) *red = 2;
-    else return cuda_fail(a, err, "reduction '%s' is not one of mean, sum, none", r);
+    else return kernel_fail(a, err, "reduction '%s' is not one of mean, sum, none", r);
     return OC_OK;
 }
 
 static int k_sce(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) {
-    const ir_tensor *ts = cuda_in(a, 0), *tl = cuda_in(a, 1);
+    const ir_tensor *ts = kernel_in(a, 0), *tl = kernel_in(a, 1);
     int red = 0;
-    if (!grad && a->n->n_inputs > 2 && a->in[2]) return cuda_fail(a, err, "class weights are not supported");
+    if (!grad && a->n->n_inputs > 2 && a->in[2]) return kernel_fail(a, err, "class weights are not supported");
     if (sce_setup(a, ts, tl, &red, err)) return OC_ERR;
     const ir_attr *ig = ir_attr_find(a->n, "ignore_index");
     int64_t N = ts->dims[0], C = ts->dims[1];

@@ -15,9 +15,9 @@
 
 #include "shape_infer.h"
 #include "strategy.h"
+#include "unit/hand_graph.h"
 
 /* ---- the hand graph: F1 -> a -> F2 -> b -> F3 -> L -> B3 -> B2(b) -> B1(a) ---- */
-enum { F1, F2, F3, L, B3, B2, B1, N_NODES };
 
 typedef struct hand {
     train_graph *tg;
@@ -26,65 +26,12 @@ typedef struct hand {
     int a, b;
 } hand;
 
-static int tensor(ir_graph *g, const char *name, int64_t bytes, ir_kind k)
-{
-    int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
-    int64_t n = bytes / 4;
-    ir_tensor_set_shape(&g->tensors[t], 1, &n);
-    g->tensors[t].kind = k;
-    return t;
-}
-
-static void node(ir_graph *g, const char *name, int in0, int in1, int out)
-{
-    int n = ir_node_add(g, name, "Relu", "");
-    ir_node_add_input(g, n, in0);
-    if (in1 >= 0) ir_node_add_input(g, n, in1);
-    ir_node_add_output(g, n, out);
-}
-
 /* Node times t_node (F1 gets t_f1: the recompute cost of a), copy bandwidth bw. */
 static hand *hand_new(double bw, double t_f1)
 {
     hand *h = calloc(1, sizeof *h);
-    train_graph *tg = h->tg = oc_calloc(1, sizeof *tg);
-    ir_graph *g = tg->g = ir_graph_new();
-    int x = tensor(g, "x", 4, IR_KIND_INPUT);
-    ir_graph_add_input(g, x);
-    int a = h->a = tensor(g, "a", 1000, IR_KIND_SAVED);
-    int b = h->b = tensor(g, "b", 400, IR_KIND_SAVED);
-    int c = tensor(g, "c", 100, IR_KIND_ACTIVATION);
-    int l = tensor(g, "l", 100, IR_KIND_ACTIVATION);
-    int gc = tensor(g, "gc", 100, IR_KIND_ACT_GRADIENT);
-    int gb = tensor(g, "gb", 100, IR_KIND_ACT_GRADIENT);
-    int ga = tensor(g, "ga", 100, IR_KIND_ACT_GRADIENT);
-    ir_graph_add_output(g, ga);
-    node(g, "F1", x, -1, a);
-    node(g, "F2", a, -1, b);
-    node(g, "F3", b, -1, c);
-    node(g, "L", c, -1, l);
-    node(g, "B3", l, -1, gc);
-    node(g, "B2", gc, b, gb);
-    node(g, "B1", gb, a, ga);
-    tg->n_forward = 4;
-    tg->phase = oc_calloc(N_NODES, sizeof *tg->phase);
-    tg->phase[L] = TRAIN_PHASE_LOSS;
-    for (int i = B3; i < N_NODES; i++) tg->phase[i] = TRAIN_PHASE_BACKWARD;
-    tg->fwd_of = oc_malloc(N_NODES * sizeof(int));
-    for (int i = 0; i < N_NODES; i++) tg->fwd_of[i] = -1;
-    tg->alias_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
-    tg->grad_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
-    for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = tg->grad_of[t] = -1;
-    tg->saved = oc_malloc(2 * sizeof(int));
-    tg->saved[0] = a;
-    tg->saved[1] = b;
-    tg->n_saved = 2;
-    tg->loss_tensor = l;
-    tg->label_tensor = -1;
-    profile_device d = {"hand", 1 << 20, bw, bw, true, 0, 1e12, 1e12, 0};
-    h->prof = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, N_NODES);
-    for (int i = 0; i < N_NODES; i++)
-        profile_node_set(h->prof, i, g->nodes[i].name, i == F1 ? t_f1 : 1.0, 0);
+    train_graph *tg = h->tg = hand_graph_new(400, &h->a, &h->b);
+    h->prof = hand_profile_new(tg, bw, t_f1);
     oc_err err;
     if (sim_context_new(tg, h->prof, "hand", &h->ctx, &err)) fail_msg("%s", err.msg);
     return h;

@@ -1,0 +1,82 @@
+/* hand_graph.h — the seven-node training graph whose timelines the simulator
+ * and strategy tests work out by hand (test-only, header-only):
+ *
+ *   x[4] -F1-> a[1000] -F2-> b[b_bytes] -F3-> c[100] -L-> l[100]
+ *   backward: B3(l) -> gc[100]; B2(gc, b) -> gb[100]; B1(gb, a) -> ga[100]
+ *   saved = {a, b}: a is read by B1, b by B2.
+ *
+ *   int a, b;
+ *   train_graph *tg = hand_graph_new(40, &a, &b);     // caller frees: train_graph_free
+ *   profile *p = hand_profile_new(tg, 1000.0, 1.0);   // caller frees: profile_free
+ */
+#ifndef OC_TEST_HAND_GRAPH_H
+#define OC_TEST_HAND_GRAPH_H
+
+#include "profile.h"
+#include "train_graph.h"
+
+enum { F1, F2, F3, L, B3, B2, B1, N_NODES };
+
+static int hand_tensor(ir_graph *g, const char *name, int64_t bytes, ir_kind k) {
+    int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
+    int64_t n = bytes / 4;
+    ir_tensor_set_shape(&g->tensors[t], 1, &n);
+    g->tensors[t].kind = k;
+    return t;
+}
+
+static void hand_node(ir_graph *g, const char *name, int in0, int in1, int out) {
+    int n = ir_node_add(g, name, "Relu", "");
+    ir_node_add_input(g, n, in0);
+    if (in1 >= 0) ir_node_add_input(g, n, in1);
+    ir_node_add_output(g, n, out);
+}
+
+static train_graph *hand_graph_new(int64_t b_bytes, int *a_out, int *b_out) {
+    train_graph *tg = oc_calloc(1, sizeof *tg);
+    ir_graph *g = tg->g = ir_graph_new();
+    int x = hand_tensor(g, "x", 4, IR_KIND_INPUT);
+    ir_graph_add_input(g, x);
+    int a = *a_out = hand_tensor(g, "a", 1000, IR_KIND_SAVED);
+    int b = *b_out = hand_tensor(g, "b", b_bytes, IR_KIND_SAVED);
+    int c = hand_tensor(g, "c", 100, IR_KIND_ACTIVATION);
+    int l = hand_tensor(g, "l", 100, IR_KIND_ACTIVATION);
+    int gc = hand_tensor(g, "gc", 100, IR_KIND_ACT_GRADIENT);
+    int gb = hand_tensor(g, "gb", 100, IR_KIND_ACT_GRADIENT);
+    int ga = hand_tensor(g, "ga", 100, IR_KIND_ACT_GRADIENT);
+    ir_graph_add_output(g, ga);
+    hand_node(g, "F1", x, -1, a);
+    hand_node(g, "F2", a, -1, b);
+    hand_node(g, "F3", b, -1, c);
+    hand_node(g, "L", c, -1, l);
+    hand_node(g, "B3", l, -1, gc);
+    hand_node(g, "B2", gc, b, gb);
+    hand_node(g, "B1", gb, a, ga);
+    tg->n_forward = 4;
+    tg->phase = oc_calloc(N_NODES, sizeof *tg->phase);
+    tg->phase[L] = TRAIN_PHASE_LOSS;
+    for (int i = B3; i < N_NODES; i++) tg->phase[i] = TRAIN_PHASE_BACKWARD;
+    tg->fwd_of = oc_malloc(N_NODES * sizeof(int));
+    for (int i = 0; i < N_NODES; i++) tg->fwd_of[i] = -1;
+    tg->alias_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    tg->grad_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = tg->grad_of[t] = -1;
+    tg->saved = oc_malloc(2 * sizeof(int));
+    tg->saved[0] = a;
+    tg->saved[1] = b;
+    tg->n_saved = 2;
+    tg->loss_tensor = l;
+    tg->label_tensor = -1;
+    return tg;
+}
+
+/* Every node 1 s except F1 (t_f1: the recompute cost of a); copies at bw B/s each way. */
+static profile *hand_profile_new(const train_graph *tg, double bw, double t_f1) {
+    profile_device d = {"hand", 1 << 20, bw, bw, true, 0, 1e12, 1e12, 0};
+    profile *p = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, N_NODES);
+    for (int i = 0; i < N_NODES; i++)
+        profile_node_set(p, i, tg->g->nodes[i].name, i == F1 ? t_f1 : 1.0, 0);
+    return p;
+}
+
+#endif

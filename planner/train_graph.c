@@ -217,10 +217,10 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
     return OC_OK;
 }
 
-/* In-place outputs share their input's storage: BN running statistics, SGD. */
-static void mark_aliases(train_graph *tg) {
+void train_mark_aliases(train_graph *tg) {
     ir_graph *g = tg->g;
-    tg->alias_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    oc_free(tg->alias_of);
+    tg->alias_of = oc_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(int));
     for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
@@ -231,6 +231,10 @@ static void mark_aliases(train_graph *tg) {
                 tg->alias_of[n->outputs[o]] = n->inputs[in];
         }
     }
+}
+
+void train_alias_kinds(train_graph *tg) {
+    ir_graph *g = tg->g;
     for (int t = 0; t < g->n_tensors; t++)
         if (tg->alias_of[t] >= 0) g->tensors[t].kind = g->tensors[tg->alias_of[t]].kind;
 }
@@ -368,7 +372,8 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
     /* grad_of grows to cover every tensor (-1 past the forward ones). */
     tg->grad_of = oc_realloc(tg->grad_of, (size_t)fwd->n_tensors * sizeof(int));
     for (int t = b.n_fwd_tensors; t < fwd->n_tensors; t++) tg->grad_of[t] = -1;
-    mark_aliases(tg);
+    train_mark_aliases(tg);
+    train_alias_kinds(tg);
     classify(tg);
     tg->incore_peak_bytes = train_liveness_peak(tg, &tg->incore_peak_node);
     *out = tg;

@@ -55,6 +55,12 @@ typedef struct train_graph {
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err);
 void train_graph_free(train_graph *tg);
 
+/* Fills tg->alias_of (allocated here; replaced if set) from the op table's
+ * in-place outputs (BN running statistics, SGDMomentum). Kinds are not touched. */
+void train_mark_aliases(train_graph *tg);
+/* Gives every in-place output the kind of the tensor whose storage it reuses. */
+void train_alias_kinds(train_graph *tg);
+
 /* Liveness over the node order: first/last use per tensor. Persistent tensors
  * (parameters, state, optimizer state) live throughout. Returns the peak of
  * live bytes (aliases counted once) and the node where it occurs. */

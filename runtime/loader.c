@@ -73,9 +73,9 @@ static int recover_structure(train_graph *tg, oc_err *err) {
         }
     }
     int nt = g->n_tensors;
-    tg->alias_of = oc_malloc((size_t)nt * sizeof(int));
+    train_mark_aliases(tg);
     tg->grad_of = oc_malloc((size_t)nt * sizeof(int));
-    for (int t = 0; t < nt; t++) tg->alias_of[t] = tg->grad_of[t] = -1;
+    for (int t = 0; t < nt; t++) tg->grad_of[t] = -1;
     tg->label_tensor = -1;
     for (int i = 0; i < g->n_inputs; i++)
         if (g->tensors[g->inputs[i]].dtype == IR_DTYPE_INT64) {
@@ -85,12 +85,6 @@ static int recover_structure(train_graph *tg, oc_err *err) {
     bool have_sgd = false;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        const op_def *d = op_find(n->domain, n->op_type);
-        for (int o = 0; o < d->n_aliases && o < n->n_outputs; o++) {
-            int in = d->aliases[o];
-            if (in >= 0 && n->outputs[o] >= 0 && in < n->n_inputs && n->inputs[in] >= 0)
-                tg->alias_of[n->outputs[o]] = n->inputs[in];
-        }
         if (tg->phase[i] == TRAIN_PHASE_UPDATE) {
             ir_tensor *w = ir_node_in(g, n, 0), *m = ir_node_in(g, n, 2);
             if (!w->is_initializer || !m->is_initializer)
@@ -108,8 +102,7 @@ static int recover_structure(train_graph *tg, oc_err *err) {
             }
         }
     }
-    for (int t = 0; t < nt; t++)
-        if (tg->alias_of[t] >= 0) g->tensors[t].kind = g->tensors[tg->alias_of[t]].kind;
+    train_alias_kinds(tg);
     /* Saved: forward-made activations (and inputs) that a later phase reads. */
     bool *read_late = oc_calloc((size_t)nt + 1, sizeof(bool));
     for (int i = tg->n_forward; i < g->n_nodes; i++)

@@ -54,6 +54,21 @@ int kernel_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
 /* Fails naming the tensor unless its dtype is dt. */
 int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
 
+/* Pad and PadGrad parameters every backend reads the same way. */
+typedef enum kernel_pad_mode {
+    KERNEL_PAD_CONSTANT = 0,
+    KERNEL_PAD_REFLECT = 1,
+    KERNEL_PAD_EDGE = 2,
+} kernel_pad_mode;
+/* The "mode" attribute; OC_ERR naming it when unsupported. */
+int kernel_pad_mode_of(const kernel_args *a, kernel_pad_mode *mode, oc_err *err);
+/* Opset < 11 Pad: begin pads and the fill element (x's dtype, in *fill) from
+ * the pads/value attributes; the end pads follow from the output shape. */
+int kernel_pad_attrs(const kernel_args *a, const ir_tensor *x, int64_t *begin, uint64_t *fill,
+                     oc_err *err);
+/* PadGrad: begin offsets into dY (minus the forward begin pads) from "pads". */
+int kernel_pad_grad_begin(const kernel_args *a, int rank, int64_t *begin, oc_err *err);
+
 /* Runs the node on the CPU. OC_ERR with a message naming the node on an
  * unsupported op or attribute value. Thread-safe for distinct outputs. */
 int cpu_kernel_run(const kernel_args *a, oc_err *err);

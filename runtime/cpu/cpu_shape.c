@@ -75,14 +75,13 @@ int cpu_concat_grad(const kernel_args *a, oc_err *err) {
 
 /* ---- Pad ---- */
 
-typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
 
 /* Source index of output coordinate i (already shifted by the begin pad) in
  * an extent n, or -1 for the constant fill. */
-static int64_t pad_source(int64_t i, int64_t n, pad_mode m) {
+static int64_t pad_source(int64_t i, int64_t n, kernel_pad_mode m) {
     if (i >= 0 && i < n) return i;
-    if (m == PAD_CONSTANT || n == 0) return -1;
-    if (m == PAD_EDGE) return i < 0 ? 0 : n - 1;
+    if (m == KERNEL_PAD_CONSTANT || n == 0) return -1;
+    if (m == KERNEL_PAD_EDGE) return i < 0 ? 0 : n - 1;
     if (n == 1) return 0;
     int64_t period = 2 * (n - 1);
     i %= period;
@@ -93,7 +92,7 @@ static int64_t pad_source(int64_t i, int64_t n, pad_mode m) {
 /* Generic copy: out (rank, od) from in (id) where out coordinate o reads
  * in coordinate pad_source(o - begin); fill (es bytes) where it is -1. */
 static void pad_copy(int rank, const int64_t *od, const int64_t *id, const int64_t *begin,
-                     pad_mode m, size_t es, const void *in, void *out, const void *fill) {
+                     kernel_pad_mode m, size_t es, const void *in, void *out, const void *fill) {
     int64_t is[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, n = prod(od, 0, rank);
     cpu_strides(rank, id, is);
     for (int64_t k = 0; k < n; k++) {
@@ -119,11 +118,8 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
-    const char *ms = ir_attr_string(a->n, "mode", "constant");
-    pad_mode m = strcmp(ms, "reflect") == 0 ? PAD_REFLECT : strcmp(ms, "edge") == 0 ? PAD_EDGE
-                                                                                  : PAD_CONSTANT;
-    if (m == PAD_CONSTANT && strcmp(ms, "constant") != 0)
-        return kernel_fail(a, err, "mode '%s' is not supported (constant, reflect, edge)", ms);
+    kernel_pad_mode m;
+    if (kernel_pad_mode_of(a, &m, err)) return OC_ERR;
     int rank = x->rank;
     int64_t begin[IR_MAX_RANK] = {0};
     uint64_t fill = 0; /* es <= 8 bytes of the fill element */
@@ -146,14 +142,8 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
             if (tv->dtype != x->dtype) return kernel_fail(a, err, "constant_value differs in dtype");
             memcpy(&fill, a->in[2], es);
         }
-    } else {
-        const int64_t *pads;
-        if (ir_attr_ints(a->n, "pads", &pads) != 2 * rank)
-            return kernel_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
-        for (int i = 0; i < rank; i++) begin[i] = pads[i];
-        float v = ir_attr_float(a->n, "value", 0.0f);
-        if (x->dtype == IR_DTYPE_FLOAT) memcpy(&fill, &v, 4);
-        else if (v != 0.0f) return kernel_fail(a, err, "attribute 'value' on a non-float tensor");
+    } else if (kernel_pad_attrs(a, x, begin, &fill, err)) {
+        return OC_ERR;
     }
     pad_copy(rank, y->dims, x->dims, begin, m, es, a->in[0], a->out[0], &fill);
     return OC_OK;
@@ -165,14 +155,11 @@ int cpu_pad_grad(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     size_t es = esize(a, dy, err);
     if (!es || es > 8) return es ? kernel_fail(a, err, "dtype not supported") : OC_ERR;
-    const int64_t *pads;
     int rank = dx->rank;
-    if (ir_attr_ints(a->n, "pads", &pads) != 2 * rank)
-        return kernel_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
     int64_t begin[IR_MAX_RANK];
-    for (int i = 0; i < rank; i++) begin[i] = -pads[i];
+    if (kernel_pad_grad_begin(a, rank, begin, err)) return OC_ERR;
     uint64_t zero = 0;
-    pad_copy(rank, dx->dims, dy->dims, begin, PAD_CONSTANT, es, a->in[0], a->out[0], &zero);
+    pad_copy(rank, dx->dims, dy->dims, begin, KERNEL_PAD_CONSTANT, es, a->in[0], a->out[0], &zero);
     return OC_OK;
 }
 

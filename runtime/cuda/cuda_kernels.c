@@ -317,10 +317,8 @@ static int k_pad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
     if (es > 8) return kernel_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
-    const char *ms = ir_attr_string(a->n, "mode", "constant");
-    int mode = strcmp(ms, "reflect") == 0 ? 1 : strcmp(ms, "edge") == 0 ? 2 : 0;
-    if (mode == 0 && strcmp(ms, "constant") != 0)
-        return kernel_fail(a, err, "mode '%s' is not supported (constant, reflect, edge)", ms);
+    kernel_pad_mode mode;
+    if (kernel_pad_mode_of(a, &mode, err)) return OC_ERR;
     int rank = x->rank;
     int64_t begin[IR_MAX_RANK] = {0};
     uint64_t fill = 0;
@@ -346,14 +344,8 @@ static int k_pad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
             if (ax < 0 || ax >= rank) return kernel_fail(a, err, "axis out of range");
             begin[ax] = pads[i];
         }
-    } else {
-        const int64_t *pads;
-        if (ir_attr_ints(a->n, "pads", &pads) != 2 * rank)
-            return kernel_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
-        for (int i = 0; i < rank; i++) begin[i] = pads[i];
-        float v = ir_attr_float(a->n, "value", 0.0f);
-        if (x->dtype == IR_DTYPE_FLOAT) memcpy(&fill, &v, 4);
-        else if (v != 0.0f) return kernel_fail(a, err, "attribute 'value' on a non-float tensor");
+    } else if (kernel_pad_attrs(a, x, begin, &fill, err)) {
+        return OC_ERR;
     }
     CU_LAUNCH(cu_pad(c->stream, (int)es, shape_of(y), shape_of(x), begin, mode, a->in[0], a->out[0], fill));
     return OC_OK;
@@ -363,12 +355,8 @@ static int k_pad_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     size_t es = esize(a, dy, err);
     if (!es || es > 8) return es ? kernel_fail(a, err, "dtype not supported") : OC_ERR;
-    const int64_t *pads;
-    int rank = dx->rank;
-    if (ir_attr_ints(a->n, "pads", &pads) != 2 * rank)
-        return kernel_fail(a, err, "attribute 'pads' needs %d values", 2 * rank);
     int64_t begin[IR_MAX_RANK];
-    for (int i = 0; i < rank; i++) begin[i] = -pads[i];
+    if (kernel_pad_grad_begin(a, dx->rank, begin, err)) return OC_ERR;
     CU_LAUNCH(cu_pad(c->stream, (int)es, shape_of(dx), shape_of(dy), begin, 0, a->in[0], a->out[0], 0));
     return OC_OK;
 }

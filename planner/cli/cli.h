@@ -44,6 +44,15 @@ void cli_model_opts_free(cli_model_opts *o);
 /* Prints "outcore-plan: error: msg" and returns the exit status for errors. */
 int cli_report(const char *cmd, const oc_err *err);
 
+/* Each command's --help text (main.c prints it for `COMMAND --help` / `-h`). */
+void cmd_inspect_usage(FILE *f);
+void cmd_dot_usage(FILE *f);
+void cmd_profile_usage(FILE *f);
+void cmd_simulate_usage(FILE *f);
+void cmd_plan_usage(FILE *f);
+void cmd_emit_usage(FILE *f);
+void cmd_show_usage(FILE *f);
+void cmd_compare_usage(FILE *f);
 int cmd_inspect(int argc, char **argv);
 int cmd_dot(int argc, char **argv);
 int cmd_profile(int argc, char **argv);

@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "compare_oracle.h"
 
-static void usage(FILE *f)
+void cmd_compare_usage(FILE *f)
 {
     fprintf(f,
             "usage: outcore-plan compare MODEL.onnx --batch N (--profile P.json | --device D |\n"
@@ -43,11 +43,6 @@ int cmd_compare(int argc, char **argv)
     compare_oracle *orc = NULL;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        }
         if (strcmp(s, "--json") == 0 || strcmp(s, "--oracle") == 0) {
             *(s[2] == 'j' ? &json : &oracle) = true;
             continue;

@@ -5,7 +5,7 @@
 #include "../train_report.h"
 #include "cli.h"
 
-static void usage(FILE *f) {
+void cmd_dot_usage(FILE *f) {
     fprintf(f, "usage: outcore-plan dot MODEL.onnx [--batch N] [--dim NAME=V] [--training]\n"
                "                        [-o FILE.dot]\n\n"
                "Writes the forward graph (or with --training the whole training step, coloured\n"
@@ -23,11 +23,6 @@ int cmd_dot(int argc, char **argv) {
     ir_graph *g = NULL;
     train_graph *tg = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        }
         if (strcmp(argv[i], "--training") == 0) {
             training = true;
             continue;

@@ -7,7 +7,7 @@
 #include "../onnx_export.h"
 #include "cli.h"
 
-static void usage(FILE *f) {
+void cmd_emit_usage(FILE *f) {
     fprintf(f, "usage: outcore-plan emit MODEL.onnx --batch N [--dim NAME=V] [--lr X]\n"
                "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
                "                         -o TRAIN.onnx\n\n"
@@ -25,11 +25,6 @@ int cmd_emit(int argc, char **argv) {
     int rc = 1;
     train_graph *tg = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        }
         if (strcmp(argv[i], "-o") == 0) {
             if (cli_value(argc, argv, &i, &out_path, &err)) goto fail;
             continue;

@@ -6,7 +6,7 @@
 #include "../train_report.h"
 #include "cli.h"
 
-static void usage(FILE *f) {
+void cmd_inspect_usage(FILE *f) {
     fprintf(f,
             "usage: outcore-plan inspect MODEL.onnx [--batch N] [--dim NAME=V ...] [--training]\n"
             "                            [--json] [--loss softmax-ce|model]\n"
@@ -43,11 +43,6 @@ int cmd_inspect(int argc, char **argv) {
     ir_graph *g = NULL;
     train_graph *tg = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        }
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
             continue;

@@ -95,7 +95,7 @@ void cli_plan_env_input(const cli_plan_env *e, strategy_input *in)
     in->opts.max_seconds = e->max_seconds;
 }
 
-static void usage(FILE *f)
+void cmd_plan_usage(FILE *f)
 {
     char names[256];
     strategy_list(names, sizeof names);
@@ -238,11 +238,6 @@ int cmd_plan(int argc, char **argv)
     sim_plan *p = NULL;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        }
         if (strcmp(s, "--json") == 0) {
             json = true;
             continue;

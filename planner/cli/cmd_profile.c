@@ -6,7 +6,7 @@
 #include "../profile.h"
 #include "cli.h"
 
-static void usage(FILE *f) {
+void cmd_profile_usage(FILE *f) {
     fprintf(f,
             "usage: outcore-plan profile MODEL.onnx --batch N (--device NAME | --device-file F)\n"
             "                            -o PROFILE.json [--dim NAME=V ...] [--loss L]\n"
@@ -28,11 +28,6 @@ int cmd_profile(int argc, char **argv) {
     profile *p = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        }
         const char **dst = strcmp(a, "--device") == 0        ? &dev_name
                            : strcmp(a, "--device-file") == 0 ? &dev_file
                            : strcmp(a, "-o") == 0             ? &out_path

@@ -50,7 +50,7 @@ int cli_plan_write_plan(const cli_plan_env *e, const strategy *s, const strategy
     return rc;
 }
 
-static void usage(FILE *f) {
+void cmd_show_usage(FILE *f) {
     fprintf(f, "usage: outcore-plan show PLAN.onnx [--trace FILE] [--svg FILE]\n\n"
                "Prints a plan written by `outcore-plan plan ... -o PLAN.onnx`: its metadata and\n"
                "one row per node in execution order (index, stream, op, name, inputs, outputs,\n"
@@ -177,11 +177,6 @@ int cmd_show(int argc, char **argv) {
     enum { N_KEYS = sizeof keys / sizeof keys[0] };
     char *val[N_KEYS] = {0};
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        }
         if (strcmp(argv[i], "--trace") == 0 || strcmp(argv[i], "--svg") == 0) {
             const char **dst = argv[i][2] == 't' ? &trace : &svg;
             if (cli_value(argc, argv, &i, dst, &err)) goto fail;

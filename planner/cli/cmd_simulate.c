@@ -7,7 +7,7 @@
 #include "../sim_trace.h"
 #include "cli.h"
 
-static void usage(FILE *f) {
+void cmd_simulate_usage(FILE *f) {
     fprintf(f,
             "usage: outcore-plan simulate MODEL.onnx --batch N (--profile P.json | --device D |\n"
             "                             --device-file F) [--budget BYTES] [--reserve BYTES]\n"
@@ -98,11 +98,6 @@ int cmd_simulate(int argc, char **argv) {
     sim_timeline *tl = NULL;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        }
         static const char *names[] = {"--profile", "--device", "--device-file", "--plan",
                                       "--trace", "--svg", "--budget", "--reserve"};
         const char **dst[] = {&a.profile, &a.device, &a.device_file, &a.plan,

@@ -61,6 +61,36 @@ bool layout_lifetimes_device(const layout_lifetimes *lt, int t) {
     return lt->root[t] == t && !lt->host[t] && lt->bytes[t] > 0 && lt->last[t] >= lt->first[t];
 }
 
+void layout_lifetimes_add_workspaces(layout_lifetimes *lt, int n_nodes, const int64_t *ws) {
+    size_t cap = (size_t)lt->n + (size_t)n_nodes + 1;
+    lt->root = oc_realloc(lt->root, cap * sizeof(int));
+    lt->first = oc_realloc(lt->first, cap * sizeof(int));
+    lt->last = oc_realloc(lt->last, cap * sizeof(int));
+    lt->host = oc_realloc(lt->host, cap);
+    lt->bytes = oc_realloc(lt->bytes, cap * sizeof(int64_t));
+    for (int i = 0; i < n_nodes; i++) {
+        int k = lt->n + i;
+        lt->root[k] = k;
+        lt->first[k] = lt->last[k] = i;
+        lt->host[k] = 0;
+        lt->bytes[k] = ws && ws[i] > 0 ? align_up(ws[i]) : 0;
+    }
+    lt->n_ws = n_nodes;
+}
+
+void layout_workspaces_of(const ir_graph *g, int64_t **offset, int64_t **bytes) {
+    *offset = oc_malloc(((size_t)g->n_nodes + 1) * sizeof(int64_t));
+    *bytes = oc_calloc((size_t)g->n_nodes + 1, sizeof(int64_t));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const int64_t *v;
+        (*offset)[i] = -1;
+        if (ir_attr_ints(&g->nodes[i], LAYOUT_ATTR_WORKSPACE, &v) == 2 && v[1] > 0) {
+            (*offset)[i] = v[0];
+            (*bytes)[i] = v[1];
+        }
+    }
+}
+
 /* ---- greedy by size ---- */
 
 static const layout_lifetimes *g_lt; /* qsort context (single-threaded use) */
@@ -183,29 +213,41 @@ static int64_t replay_best_fit(const layout_lifetimes *lt, const int *items, int
     return top;
 }
 
-void layout_plan(const train_graph *tg, layout_result *out) {
+void layout_plan(const train_graph *tg, const int64_t *ws, layout_result *out) {
     const ir_graph *g = tg->g;
-    int nt = g->n_tensors;
+    int nt = g->n_tensors, nn = g->n_nodes, ni = nt + nn;
     layout_lifetimes lt;
     layout_lifetimes_compute(tg, &lt);
+    layout_lifetimes_add_workspaces(&lt, nn, ws);
     memset(out, 0, sizeof *out);
     out->offset = oc_malloc(((size_t)nt + 1) * sizeof(int64_t));
-    int *items = oc_malloc(((size_t)nt + 1) * sizeof(int)), n = 0;
-    for (int t = 0; t < nt; t++)
+    out->ws_offset = oc_malloc(((size_t)nn + 1) * sizeof(int64_t));
+    out->ws_bytes = oc_calloc((size_t)nn + 1, sizeof(int64_t));
+    int *items = oc_malloc(((size_t)ni + 1) * sizeof(int)), n = 0;
+    for (int t = 0; t < ni; t++)
         if (layout_lifetimes_device(&lt, t)) items[n++] = t;
-    int64_t *a = oc_calloc((size_t)nt + 1, sizeof(int64_t));
-    int64_t *b = oc_calloc((size_t)nt + 1, sizeof(int64_t));
+    int64_t *a = oc_calloc((size_t)ni + 1, sizeof(int64_t));
+    int64_t *b = oc_calloc((size_t)ni + 1, sizeof(int64_t));
     int64_t top_a = greedy_by_size(&lt, items, n, a);
     int64_t top_b = replay_best_fit(&lt, items, n, b);
     out->by_size = top_a <= top_b;
     int64_t *best = out->by_size ? a : b;
     out->arena_bytes = out->by_size ? top_a : top_b;
     for (int t = 0; t < nt; t++) out->offset[t] = -1;
-    for (int i = 0; i < n; i++) out->offset[items[i]] = best[items[i]];
+    for (int i = 0; i < nn; i++) out->ws_offset[i] = -1;
+    for (int i = 0; i < n; i++) {
+        int t = items[i];
+        if (t < nt) {
+            out->offset[t] = best[t];
+        } else {
+            out->ws_offset[t - nt] = best[t];
+            out->ws_bytes[t - nt] = ws[t - nt];
+        }
+    }
     for (int t = 0; t < nt; t++)
         if (lt.root[t] != t) out->offset[t] = out->offset[lt.root[t]];
     /* Peak: a sweep over positions -1 .. n_nodes. */
-    int np = g->n_nodes + 3;
+    int np = nn + 3;
     int64_t *delta = oc_calloc((size_t)np + 1, sizeof(int64_t));
     for (int i = 0; i < n; i++) {
         int t = items[i];
@@ -224,6 +266,8 @@ void layout_plan(const train_graph *tg, layout_result *out) {
 
 void layout_result_free(layout_result *l) {
     oc_free(l->offset);
+    oc_free(l->ws_offset);
+    oc_free(l->ws_bytes);
     memset(l, 0, sizeof *l);
 }
 
@@ -233,8 +277,9 @@ void layout_apply(train_graph *tg, const layout_result *l) {
     layout_lifetimes_compute(tg, &lt);
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
-        for (int a = 0; a < n->n_attrs; a++) /* drop an existing one */
-            if (strcmp(n->attrs[a].name, LAYOUT_ATTR_OFFSETS) == 0) {
+        for (int a = 0; a < n->n_attrs; a++) /* drop existing ones */
+            if (strcmp(n->attrs[a].name, LAYOUT_ATTR_OFFSETS) == 0 ||
+                strcmp(n->attrs[a].name, LAYOUT_ATTR_WORKSPACE) == 0) {
                 ir_attr_free(&n->attrs[a]);
                 memmove(&n->attrs[a], &n->attrs[a + 1], (size_t)(n->n_attrs - a - 1) * sizeof(ir_attr));
                 n->n_attrs--;
@@ -248,6 +293,11 @@ void layout_apply(train_graph *tg, const layout_result *l) {
         ir_attr at = {.name = LAYOUT_ATTR_OFFSETS, .type = IR_ATTR_INTS, .ints = v, .n = n->n_outputs};
         ir_node_add_attr(g, i, &at);
         oc_free(v);
+        if (l->ws_offset && l->ws_offset[i] >= 0) {
+            int64_t w[2] = {l->ws_offset[i], l->ws_bytes[i]};
+            ir_attr wa = {.name = LAYOUT_ATTR_WORKSPACE, .type = IR_ATTR_INTS, .ints = w, .n = 2};
+            ir_node_add_attr(g, i, &wa);
+        }
     }
     layout_lifetimes_free(&lt);
 }

@@ -50,7 +50,14 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
         out->tl = sim_timeline_new();
         if ((rc = sim_run(cur.ctx, p, &cur.sim, &out->result, out->tl, err))) break;
         if ((rc = rewrite_plan(in->tg, p, out->tl, &out->rw, err))) break;
-        layout_plan(out->rw.tg, &out->layout);
+        /* Each node's workspace is the profile's for the node it runs or clones. */
+        const int64_t *src_ws = sim_context_node_workspaces(cur.ctx);
+        int nn = out->rw.tg->g->n_nodes;
+        int64_t *ws = oc_calloc((size_t)nn + 1, sizeof(int64_t));
+        for (int i = 0; i < nn; i++)
+            if (out->rw.src_node[i] >= 0) ws[i] = src_ws[out->rw.src_node[i]];
+        layout_plan(out->rw.tg, ws, &out->layout);
+        oc_free(ws);
         int64_t budget = in->sim.budget_bytes, arena = out->layout.arena_bytes;
         if (budget <= 0 || arena <= budget) {
             out->feasible = true;
@@ -159,7 +166,7 @@ static int n_trailing_annotations(const ir_node *n) {
 int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc_err *err) {
     train_graph *tg = pm->rw.tg;
     ir_graph *g = tg->g;
-    sbuf ann = {0}, fixed = {0}, tl = {0}, mem = {0};
+    sbuf ann = {0}, fixed = {0}, tl = {0}, mem = {0}, wsl = {0};
     /* Standard-domain annotations into metadata; stripped from the nodes while writing. */
     int *strip = oc_calloc((size_t)g->n_nodes + 1, sizeof(int));
     for (int i = 0; i < g->n_nodes; i++) {
@@ -178,12 +185,16 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
         if (g->tensors[t].producer < 0 && pm->layout.offset[t] >= 0 && tg->alias_of[t] < 0)
             sb_printf(&fixed, "%" PRId64 "\t%s\n", pm->layout.offset[t], g->tensors[t].name);
     for (int i = 0; i < g->n_nodes; i++)
+        if (pm->layout.ws_offset && pm->layout.ws_offset[i] >= 0)
+            sb_printf(&wsl, "%d\t%" PRId64 "\t%" PRId64 "\n", i, pm->layout.ws_offset[i],
+                      pm->layout.ws_bytes[i]);
+    for (int i = 0; i < g->n_nodes; i++)
         if (pm->rw.start && pm->rw.start[i] >= 0)
             sb_printf(&tl, "%d\t%.9g\t%.9g\n", i, pm->rw.start[i], pm->rw.end[i]);
     for (int i = 0; pm->tl && i < pm->tl->n_samples; i++)
         sb_printf(&mem, "%.9g\t%" PRId64 "\n", pm->tl->samples[i].t, pm->tl->samples[i].bytes);
     sb_printf(&ann, "%s", ""), sb_printf(&fixed, "%s", ""), sb_printf(&tl, "%s", "");
-    sb_printf(&mem, "%s", "");
+    sb_printf(&mem, "%s", ""), sb_printf(&wsl, "%s", "");
     const sim_result *r = &pm->result;
     char *v[20];
     int nv = 0;
@@ -228,6 +239,7 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
         "outcore.graph_digest", v[15],
         "outcore.node_annotations", ann.s,
         "outcore.fixed_offsets", fixed.s,
+        "outcore.workspaces", wsl.s,
         "outcore.timeline", tl.s,
         "outcore.memory", mem.s,
     };
@@ -240,6 +252,7 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].n_attrs += strip[i];
     for (int i = 0; i < nv; i++) oc_free(v[i]);
     oc_free(outs), oc_free(strip), oc_free(ann.s), oc_free(fixed.s), oc_free(tl.s), oc_free(mem.s);
+    oc_free(wsl.s);
     return rc;
 }
 
@@ -298,6 +311,39 @@ static int restore_line(ir_graph *g, char *line, const char *path, int lineno, o
     return OC_OK;
 }
 
+/* outcore.workspaces lines "<node>\t<offset>\t<bytes>" -> outcore_workspace
+ * attributes (project-domain nodes carry it already). Absent: no workspaces. */
+static int restore_workspaces(ir_graph *g, const uint8_t *buf, size_t len, const char *path,
+                              int64_t arena_bytes, oc_err *err) {
+    char *val = plan_file_meta_get(buf, len, "outcore.workspaces");
+    int rc = OC_OK, lineno = 0;
+    for (char *line = val; rc == OC_OK && line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        lineno++;
+        int64_t v[3];
+        char *p = line, *end = line;
+        for (int k = 0; k < 3 && rc == OC_OK; k++) {
+            if (parse_i64(p, &end, &v[k]) || (k < 2 ? *end != '\t' : *end != 0))
+                rc = oc_fail(err, "%s: outcore.workspaces line %d is malformed", path, lineno);
+            p = end + 1;
+        }
+        if (rc == OC_OK && (v[0] < 0 || v[0] >= g->n_nodes || v[1] < 0 || v[2] <= 0 ||
+                            v[1] + v[2] > arena_bytes))
+            rc = oc_fail(err, "%s: outcore.workspaces line %d: node %" PRId64 ", region [%" PRId64
+                         ", +%" PRId64 ") is not a node and a region of the %" PRId64 "-byte arena",
+                         path, lineno, v[0], v[1], v[2], arena_bytes);
+        const int64_t *have;
+        if (rc == OC_OK && ir_attr_ints(&g->nodes[v[0]], LAYOUT_ATTR_WORKSPACE, &have) < 0) {
+            ir_attr wa = {.name = LAYOUT_ATTR_WORKSPACE, .type = IR_ATTR_INTS, .ints = v + 1, .n = 2};
+            ir_node_add_attr(g, (int)v[0], &wa);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    oc_free(val);
+    return rc;
+}
+
 int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *path,
                       int64_t **offsets, int64_t *arena_bytes, oc_err *err) {
     *offsets = NULL;
@@ -338,6 +384,7 @@ int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *p
         for (int k = 0; k < nv && k < n->n_outputs && rc == OC_OK; k++)
             if (n->outputs[k] >= 0 && v[k] >= 0) off[n->outputs[k]] = v[k];
     }
+    if (rc == OC_OK) rc = restore_workspaces(g, buf, len, path, *arena_bytes, err);
     for (char *line = val[2]; rc == OC_OK && line && *line;) {
         char *nl = strchr(line, '\n');
         if (nl) *nl = 0;

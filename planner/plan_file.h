@@ -39,6 +39,9 @@
  *    outcore.graph_digest (FNV-1a 64 of the node structure: names, ops,
  *    domains, input/output names and shapes), outcore.fixed_offsets (lines
  *    "<offset>\t<tensor>" for graph inputs and initializers),
+ *    outcore.workspaces (lines "<node index>\t<offset>\t<bytes>": each node's
+ *    kernel workspace region in the arena, from the profile's workspace_bytes;
+ *    restored as the node attribute outcore_workspace, layout.h),
  *    outcore.timeline (lines "<node index>\t<start s>\t<end s>": the predicted
  *    schedule) and outcore.memory (lines "<t s>\t<live bytes>").
  */

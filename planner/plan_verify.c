@@ -2,6 +2,7 @@
 #include "plan_verify.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,18 @@ static int check_order(const ir_graph *g, oc_err *err) {
 
 static const int64_t *g_off; /* qsort context */
 
+/* Items: tensors t < n_tensors, then node workspaces n_tensors + i. */
+static const char *item_writer(const ir_graph *g, int t) {
+    return t < g->n_tensors ? writer_of(g, t) : g->nodes[t - g->n_tensors].name;
+}
+
+static void item_name(const ir_graph *g, int t, char *buf, size_t cap) {
+    if (t < g->n_tensors)
+        snprintf(buf, cap, "tensor '%s'", g->tensors[t].name);
+    else
+        snprintf(buf, cap, "workspace");
+}
+
 static int by_offset(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     if (g_off[x] != g_off[y]) return g_off[x] < g_off[y] ? -1 : 1;
@@ -55,43 +68,57 @@ int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, 
     if (check_order(g, err)) return OC_ERR;
     layout_lifetimes lt;
     layout_lifetimes_compute(tg, &lt);
-    int *items = oc_malloc(((size_t)g->n_tensors + 1) * sizeof(int)), n = 0;
+    int nt = g->n_tensors, nn = g->n_nodes;
+    int64_t *ws_off, *ws_bytes;
+    layout_workspaces_of(g, &ws_off, &ws_bytes);
+    layout_lifetimes_add_workspaces(&lt, nn, ws_bytes);
+    /* Offsets of tensors and workspace items (nt + node). */
+    int64_t *all = oc_malloc(((size_t)nt + nn + 1) * sizeof(int64_t));
+    memcpy(all, off, (size_t)nt * sizeof(int64_t));
+    memcpy(all + nt, ws_off, (size_t)nn * sizeof(int64_t));
+    int *items = oc_malloc(((size_t)nt + nn + 1) * sizeof(int)), n = 0;
     int rc = OC_OK;
-    for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
+    for (int t = 0; t < nt + nn && rc == OC_OK; t++) {
         if (!layout_lifetimes_device(&lt, t)) continue;
-        const char *w = writer_of(g, t);
-        if (off[t] < 0)
-            rc = oc_fail(err, "plan: node '%s': tensor '%s' has no arena offset", w,
-                         g->tensors[t].name);
-        else if (off[t] % LAYOUT_ALIGN)
-            rc = oc_fail(err, "plan: node '%s': tensor '%s' at offset %" PRId64 " is not a "
-                         "multiple of %d", w, g->tensors[t].name, off[t], LAYOUT_ALIGN);
-        else if (off[t] + lt.bytes[t] > arena_bytes)
-            rc = oc_fail(err, "plan: node '%s': tensor '%s' ends at byte %" PRId64 ", past "
-                         "the arena of %" PRId64 " bytes", w, g->tensors[t].name,
-                         off[t] + lt.bytes[t], arena_bytes);
+        char what[300];
+        const char *w = t < nt ? writer_of(g, t) : g->nodes[t - nt].name;
+        if (t < nt)
+            snprintf(what, sizeof what, "tensor '%s'", g->tensors[t].name);
+        else
+            snprintf(what, sizeof what, "workspace of %" PRId64 " bytes", ws_bytes[t - nt]);
+        if (all[t] < 0)
+            rc = oc_fail(err, "plan: node '%s': %s has no arena offset", w, what);
+        else if (all[t] % LAYOUT_ALIGN)
+            rc = oc_fail(err, "plan: node '%s': %s at offset %" PRId64 " is not a multiple of "
+                         "%d", w, what, all[t], LAYOUT_ALIGN);
+        else if (all[t] + lt.bytes[t] > arena_bytes)
+            rc = oc_fail(err, "plan: node '%s': %s ends at byte %" PRId64 ", past the arena of "
+                         "%" PRId64 " bytes", w, what, all[t] + lt.bytes[t], arena_bytes);
         items[n++] = t;
     }
     if (rc == OC_OK) {
-        g_off = off;
+        g_off = all;
         qsort(items, (size_t)n, sizeof(int), by_offset);
         for (int i = 0; i < n && rc == OC_OK; i++) {
             int a = items[i];
-            for (int j = i + 1; j < n && off[items[j]] < off[a] + lt.bytes[a] && rc == OC_OK; j++) {
+            for (int j = i + 1; j < n && all[items[j]] < all[a] + lt.bytes[a] && rc == OC_OK; j++) {
                 int b = items[j];
                 if (lt.first[a] > lt.last[b] || lt.first[b] > lt.last[a]) continue;
                 int later = lt.first[a] >= lt.first[b] ? a : b, other = later == a ? b : a;
-                int64_t lo = off[b], hi = off[a] + lt.bytes[a] < off[b] + lt.bytes[b]
-                                              ? off[a] + lt.bytes[a] : off[b] + lt.bytes[b];
-                rc = oc_fail(err, "plan: node '%s': its tensor '%s' overlaps '%s' (written by "
-                             "'%s') at arena bytes [%" PRId64 ", %" PRId64 ") while both are "
-                             "live (positions %d..%d and %d..%d)", writer_of(g, later),
-                             g->tensors[later].name, g->tensors[other].name,
-                             writer_of(g, other), lo, hi, lt.first[later], lt.last[later],
+                int64_t lo = all[b], hi = all[a] + lt.bytes[a] < all[b] + lt.bytes[b]
+                                              ? all[a] + lt.bytes[a] : all[b] + lt.bytes[b];
+                char nl[300], no[300];
+                item_name(g, later, nl, sizeof nl);
+                item_name(g, other, no, sizeof no);
+                rc = oc_fail(err, "plan: node '%s': its %s overlaps %s (written by '%s') at "
+                             "arena bytes [%" PRId64 ", %" PRId64 ") while both are live "
+                             "(positions %d..%d and %d..%d)", item_writer(g, later), nl, no,
+                             item_writer(g, other), lo, hi, lt.first[later], lt.last[later],
                              lt.first[other], lt.last[other]);
             }
         }
     }
+    oc_free(all), oc_free(ws_off), oc_free(ws_bytes);
     if (rc == OC_OK && budget > 0 && arena_bytes > budget)
         rc = oc_fail(err, "plan: the arena needs %" PRId64 " bytes, over the budget of %" PRId64,
                      arena_bytes, budget);

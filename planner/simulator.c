@@ -61,6 +61,7 @@ static bool tensor_persistent(const train_graph *tg, int t) {
 }
 
 const double *sim_context_node_times(const sim_context *ctx) { return ctx->time; }
+const int64_t *sim_context_node_workspaces(const sim_context *ctx) { return ctx->ws; }
 
 int sim_context_new(const train_graph *tg, const profile *prof, const char *what,
                     sim_context **out, oc_err *err) {

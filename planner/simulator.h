@@ -113,6 +113,7 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
 void sim_context_free(sim_context *ctx);
 /* The node times and workspaces the context uses (n = tg->g->n_nodes). */
 const double *sim_context_node_times(const sim_context *ctx);
+const int64_t *sim_context_node_workspaces(const sim_context *ctx);
 
 /* Simulates one training iteration of plan. Returns OC_ERR (naming the tensor)
  * only when the plan itself is malformed (SWAP/RECOMPUTE on a tensor that is not

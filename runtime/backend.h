@@ -56,7 +56,12 @@ struct rt_backend {
     /* Blocks until every stream is drained; the first asynchronous error. */
     int (*sync)(rt_backend *b, oc_err *err);
     bool (*supported)(rt_backend *b, const char *domain, const char *op_type);
-    size_t (*scratch_bytes)(rt_backend *b, const ir_graph *g, const ir_node *n);
+    /* Scratch bytes node n's kernel uses when given a scratch of `limit` bytes
+     * (SIZE_MAX: no plan limits it). A kernel that can trade speed for memory
+     * (cuDNN's convolution algorithms) stays within limit and, run with
+     * kernel_args.scratch_bytes == limit, makes the same choice; one with a
+     * fixed need (cpu im2col) returns it even when it exceeds limit. */
+    size_t (*scratch_bytes)(rt_backend *b, const ir_graph *g, const ir_node *n, size_t limit);
     void (*destroy)(rt_backend *b);
 };
 

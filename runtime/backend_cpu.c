@@ -100,7 +100,8 @@ static bool cpu_supported(rt_backend *b, const char *domain, const char *op_type
     return cpu_kernel_supported(domain, op_type);
 }
 
-static size_t cpu_scratch(rt_backend *b, const ir_graph *g, const ir_node *n) {
+static size_t cpu_scratch(rt_backend *b, const ir_graph *g, const ir_node *n, size_t limit) {
+    (void)limit; /* fixed needs */
     (void)b;
     return cpu_kernel_scratch_bytes(g, n);
 }

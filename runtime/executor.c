@@ -3,8 +3,11 @@
 #include "executor.h"
 
 #include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "layout.h"
 #include "ops/op_table.h"
 
 /* ---- program ---- */
@@ -95,9 +98,11 @@ struct rt_exec {
     kernel_args *args;    /* per node */
     void **ptrs;          /* in/out pointer arrays of every node */
     void **events;
-    void *scratch;
-    void *scratch_own;    /* plans: the workspace outside the planned arena */
+    void *scratch;        /* the shared workspace (see plan_scratch) */
+    void *scratch_own;    /* plans: the shared workspace, outside the planned arena */
     size_t scratch_bytes;
+    int64_t *ws_off, *ws_bytes; /* plans: per node, its planned workspace region (-1 / 0) */
+    bool *ws_own;         /* plans: per node, runs in its planned region */
     int n_deps;
 };
 
@@ -158,6 +163,14 @@ static int planned_layout(rt_exec *x, const rt_exec_opts *o, const arena_item *i
         int64_t end = offs[t] + (items[t].bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
         if (end > x->high_water) x->high_water = end;
     }
+    for (int i = 0; x->ws_off && i < g->n_nodes; i++) {
+        if (x->ws_bytes[i] <= 0) continue;
+        if (x->ws_off[i] < 0 || x->ws_off[i] % ARENA_ALIGN)
+            return oc_fail(err, "plan: node '%s' has no valid workspace offset (%" PRId64 ")",
+                           g->nodes[i].name, x->ws_off[i]);
+        int64_t end = x->ws_off[i] + x->ws_bytes[i];
+        if (end > x->high_water) x->high_water = end;
+    }
     if (x->high_water > o->planned_bytes)
         return oc_fail(err, "plan: the layout ends at byte %" PRId64 ", past the planned arena "
                        "of %" PRId64 " bytes", x->high_water, o->planned_bytes);
@@ -165,6 +178,38 @@ static int planned_layout(rt_exec *x, const rt_exec_opts *o, const arena_item *i
         return oc_fail(err, "the plan's arena needs %" PRId64 " bytes, more than the budget of "
                        "%" PRId64 " bytes", o->planned_bytes, o->capacity);
     return OC_OK;
+}
+
+/* The kernels' scratch. Without a plan: one workspace in the arena, the
+ * largest any node needs, shared by all (they run in order on the compute
+ * stream). With a plan: node i runs in its planned region (outcore_workspace,
+ * layout.h), and its kernel chooses within that size (cuDNN's algorithm); a
+ * kernel whose fixed need exceeds its region (the cpu backend's im2col when
+ * the profile said 0) uses the shared workspace, a separate buffer outside the
+ * plan, reported on stderr. */
+static void plan_scratch(rt_exec *x, bool planned) {
+    const ir_graph *g = x->tg->g;
+    x->scratch_bytes = 0;
+    int outside = 0, first_outside = -1;
+    if (planned) {
+        layout_workspaces_of(g, &x->ws_off, &x->ws_bytes);
+        x->ws_own = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        size_t limit = planned ? (size_t)x->ws_bytes[i] : SIZE_MAX;
+        size_t s = x->b->scratch_bytes(x->b, g, &g->nodes[i], limit);
+        if (planned && s <= limit) {
+            x->ws_own[i] = x->ws_bytes[i] > 0;
+            continue;
+        }
+        if (planned && outside++ == 0) first_outside = i;
+        if (s > x->scratch_bytes) x->scratch_bytes = s;
+    }
+    if (outside)
+        fprintf(stderr, "kernel workspace outside the plan: %zu bytes, for %d node(s) whose %s "
+                "kernel needs more than the plan's workspace (first: '%s'; plan with a profile "
+                "measured on this backend to include it)\n", x->scratch_bytes, outside,
+                x->b->name, g->nodes[first_outside].name);
 }
 
 /* Roots, spaces, host layout, op list (without regions), and lifetimes. */
@@ -244,14 +289,10 @@ static int plan_layout(rt_exec *x, const rt_exec_opts *o, oc_err *err) {
         it->bytes = tbytes(x_t);
         if (x_t->is_initializer) it->first = it->last = ARENA_FOREVER;
     }
-    /* The kernels' scratch: one workspace for the compute stream. */
-    x->scratch_bytes = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        size_t s = x->b->scratch_bytes(x->b, g, &g->nodes[i]);
-        if (s > x->scratch_bytes) x->scratch_bytes = s;
-    }
-    /* A plan brings its layout; its kernel workspace is a separate buffer. */
     bool planned = o->offsets != NULL;
+    plan_scratch(x, planned);
+    /* A plan brings its layout (workspaces included); the shared workspace of
+     * kernels that do not fit their region is a separate buffer. */
     items[nt] = (arena_item){"(kernel workspace)", planned ? 0 : (int64_t)x->scratch_bytes,
                              ARENA_FOREVER, ARENA_FOREVER};
     int64_t *offs = oc_malloc(((size_t)nt + 1) * sizeof(int64_t));
@@ -283,7 +324,7 @@ static int plan_layout(rt_exec *x, const rt_exec_opts *o, oc_err *err) {
 /* Ops with their regions, pointers and kernel args. */
 static void build_program(rt_exec *x) {
     const ir_graph *g = x->tg->g;
-    size_t n_regions = (size_t)g->n_inputs * 2 + 2, n_ptrs = 0;
+    size_t n_regions = (size_t)g->n_inputs * 2 + 2 + (size_t)g->n_nodes, n_ptrs = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         n_regions += (size_t)(g->nodes[i].n_inputs + g->nodes[i].n_outputs);
         n_ptrs += (size_t)(g->nodes[i].n_inputs + g->nodes[i].n_outputs);
@@ -314,6 +355,10 @@ static void build_program(rt_exec *x) {
         op->writes = r;
         for (int k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] >= 0) r[op->n_writes++] = region_of(x, n->outputs[k]);
+        /* A planned workspace region is written by its node: copies of tensors that
+         * held those bytes before, or will after, are ordered against it. */
+        if (x->ws_own && x->ws_own[i])
+            r[op->n_writes++] = (rt_region){RT_SPACE_DEVICE, x->ws_off[i], x->ws_bytes[i]};
         r += op->n_writes;
         rt_stream_id s;
         if (is_copy_node(n, &s)) {
@@ -332,6 +377,10 @@ static void build_program(rt_exec *x) {
         p += n->n_inputs + n->n_outputs;
         *a = (kernel_args){.g = g, .n = n, .in = in, .out = out, .seed = 0, .scratch = x->scratch,
                            .scratch_bytes = x->scratch_bytes};
+        if (x->ws_own && x->ws_own[i]) {
+            a->scratch = (uint8_t *)x->arena + x->ws_off[i];
+            a->scratch_bytes = (size_t)x->ws_bytes[i];
+        }
         op->kind = RT_OP_NODE;
         op->stream = RT_STREAM_COMPUTE;
         op->args = a;
@@ -370,6 +419,7 @@ void rt_exec_free(rt_exec *x) {
     if (x->events) rt_program_events_free(x->b, x->events, x->n_ops);
     if (x->arena) x->b->dev_free(x->b, x->arena);
     if (x->scratch_own) x->b->dev_free(x->b, x->scratch_own);
+    oc_free(x->ws_off), oc_free(x->ws_bytes), oc_free(x->ws_own);
     if (x->host) x->b->host_free(x->b, x->host);
     oc_free(x->events);
     oc_free(x->root);

@@ -72,7 +72,9 @@ typedef struct rt_exec_opts {
     /* A plan's static layout (plan_file.h): per tensor arena offset (-1 none),
      * and the planned arena size. NULL: the executor lays out itself. With a
      * plan, capacity is the budget the planned arena must fit, the arena is
-     * exactly planned_bytes, and the kernels' workspace is a separate buffer. */
+     * exactly planned_bytes, and each node's kernel works in its planned
+     * workspace region (outcore_workspace attributes, layout.h); a kernel that
+     * needs more than its region gets a separate buffer, reported on stderr. */
     const int64_t *offsets;
     int64_t planned_bytes;
 } rt_exec_opts;

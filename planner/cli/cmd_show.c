@@ -154,6 +154,9 @@ static void print_table(const train_graph *tg, const sim_timeline *tl) {
         print_names(g, n->outputs, n->n_outputs);
         const char *of = ir_attr_string(n, REWRITE_ATTR_RECOMPUTE_OF, NULL);
         if (of) printf("  [recompute of %s]", of);
+        const int64_t *ws;
+        if (ir_attr_ints(n, LAYOUT_ATTR_WORKSPACE, &ws) == 2)
+            printf("  [workspace %" PRId64 " bytes at %" PRId64 "]", ws[1], ws[0]);
         printf("\n");
     }
     oc_free(st), oc_free(en);

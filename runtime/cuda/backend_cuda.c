@@ -207,8 +207,8 @@ static bool cuda_supported(rt_backend *b, const char *domain, const char *op_typ
     return cuda_kernel_supported(domain, op_type);
 }
 
-static size_t cuda_scratch(rt_backend *b, const ir_graph *g, const ir_node *n) {
-    return cuda_kernel_scratch(impl_of(b), g, n);
+static size_t cuda_scratch(rt_backend *b, const ir_graph *g, const ir_node *n, size_t limit) {
+    return cuda_kernel_scratch(impl_of(b), g, n, limit);
 }
 
 static void prof_reset(cuda_impl *im) {

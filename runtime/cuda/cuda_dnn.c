@@ -12,7 +12,11 @@
  *   OC_CUDNN_WORKSPACE_LIMIT, default 1 GiB, never one that down-converts to
  *   fp16) when the executor asks scratch_bytes — before the arena exists, so
  *   cudnnFind (which runs on real buffers) is not used — and cached with its
- *   descriptors; the workspace is the executor's scratch, so the plan counts it.
+ *   descriptors. The choice is made within a workspace limit: the plan's
+ *   region for the node (outcore_workspace, from the measured profile's
+ *   workspace_bytes), so the arena holds the workspace and the plan counts it;
+ *   run with kernel_args.scratch_bytes = that limit, the kernel finds the same
+ *   cache entry.
  *   Math type: the algorithm's (CUDNN_DEFAULT_MATH or tensor-op), i.e. TF32 on
  *   Hopper, as PyTorch's default allow_tf32 for cuDNN.
  *   BatchNormalization (cuDNN, SPATIAL): running statistics with factor
@@ -143,7 +147,8 @@ static char *geo_key(const conv_geo *q) {
 }
 
 /* Builds the descriptors and picks the algorithm (see the file comment). */
-static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, algo_entry *e, oc_err *err) {
+static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_t limit,
+                       algo_entry *e, oc_err *err) {
     int d[8], s[8], r;
     CUDNN_CHECK_N(cudnnCreateTensorDescriptor(&e->in_d), n);
     CUDNN_CHECK_N(cudnnCreateTensorDescriptor(&e->out_d), n);
@@ -166,7 +171,6 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, algo_
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), n);
     CUDNN_CHECK_N(cudnnSetConvolutionGroupCount(e->conv_d, (int)q->groups), n);
     CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, CUDNN_DEFAULT_MATH), n);
-    size_t limit = ws_limit();
     int got = 0;
     bool found = false;
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;
@@ -198,15 +202,21 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, algo_
 #undef PICK
     if (!found)
         return oc_fail(err, "node '%s' (%s): cuDNN offers no deterministic algorithm within a "
-                       "workspace of %zu bytes (OC_CUDNN_WORKSPACE_LIMIT)", n->name, n->op_type, limit);
+                       "workspace of %zu bytes (the plan's region, or OC_CUDNN_WORKSPACE_LIMIT)",
+                       n->name, n->op_type, limit);
     CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, math), n);
     return OC_OK;
 }
 
-/* Cached entry for the node's shape; built on first use. NULL + err on failure. */
-static algo_entry *entry_get(cuda_impl *im, const ir_node *n, const conv_geo *q, oc_err *err) {
+/* Cached entry for the node's shape and workspace limit (capped by
+ * OC_CUDNN_WORKSPACE_LIMIT); built on first use. NULL + err on failure. */
+static algo_entry *entry_get(cuda_impl *im, const ir_node *n, const conv_geo *q, size_t limit,
+                             oc_err *err) {
     if (!im->algos) im->algos = oc_calloc(1, sizeof *im->algos);
-    char *key = geo_key(q);
+    if (limit > ws_limit()) limit = ws_limit();
+    char *shape = geo_key(q);
+    char *key = oc_sprintf("%s|ws%zu", shape, limit);
+    oc_free(shape);
     for (algo_entry *e = im->algos->head; e; e = e->next)
         if (strcmp(e->key, key) == 0) {
             oc_free(key);
@@ -216,18 +226,18 @@ static algo_entry *entry_get(cuda_impl *im, const ir_node *n, const conv_geo *q,
     e->key = key;
     e->next = im->algos->head;
     im->algos->head = e; /* freed with the cache even if the build fails */
-    if (entry_build(im, n, q, e, err)) {
+    if (entry_build(im, n, q, limit, e, err)) {
         e->key[0] = '\0'; /* never matched again */
         return NULL;
     }
     return e;
 }
 
-size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op) {
+size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op, size_t limit) {
     conv_geo q;
     oc_err err;
     if (geo_of(g, n, op, &q, &err)) return 0; /* reported when the node runs */
-    algo_entry *e = entry_get(im, n, &q, &err);
+    algo_entry *e = entry_get(im, n, &q, limit, &err);
     if (!e) {
         fprintf(stderr, "cuda: %s\n", err.msg);
         return 0;
@@ -241,7 +251,7 @@ int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *er
     conv_geo q;
     if (geo_of(a->g, a->n, op, &q, err)) return OC_ERR;
     cuda_impl *im = c->im;
-    algo_entry *e = entry_get(im, a->n, &q, err);
+    algo_entry *e = entry_get(im, a->n, &q, a->scratch_bytes, err); /* as scratch_bytes chose */
     if (!e) return OC_ERR;
     if (e->ws > a->scratch_bytes)
         return kernel_fail(a, err, "workspace %zu bytes exceeds the scratch of %zu bytes", e->ws,

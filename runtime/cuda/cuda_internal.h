@@ -90,13 +90,14 @@ typedef int (*cuda_kernel_fn)(const cuda_ctx *c, const kernel_args *a, oc_err *e
 /* Enqueues node a->n on c->stream. OC_ERR (naming the node) on unsupported
  * attributes/dtypes and failed calls. cuda_kernels.c. */
 int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err);
-/* Workspace of the node's kernel (cuDNN convolution algorithm workspace; a few
- * bytes for losses). Chooses and caches the algorithm (cuda_dnn.c). */
-size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n);
+/* Workspace of the node's kernel given `limit` bytes (backend.h scratch_bytes):
+ * cuDNN convolution algorithm workspace (chosen within limit and cached,
+ * cuda_dnn.c); fixed small needs for losses and BN grads. */
+size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 
 /* cuda_dnn.c: cuDNN / cuBLAS kernels. */
 int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *err);
-size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op);
+size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op, size_t limit);
 int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err);

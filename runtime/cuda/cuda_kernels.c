@@ -498,12 +498,12 @@ int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_ERR;
 }
 
-size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n) {
+size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
     int id = cuda_op_lookup(n->domain, n->op_type);
     switch (id) {
     case CUDA_OP_CONV: case CUDA_OP_CONV_TRANSPOSE: case CUDA_OP_CONV_BWD_DATA:
     case CUDA_OP_CONV_BWD_FILTER: case CUDA_OP_CONVT_BWD_DATA: case CUDA_OP_CONVT_BWD_FILTER:
-        return cuda_conv_scratch(im, g, n, id);
+        return cuda_conv_scratch(im, g, n, id, limit);
     case CUDA_OP_SCE: case CUDA_OP_SCE_GRAD: {
         const ir_tensor *s = &g->tensors[n->inputs[0]];
         int64_t N = s->rank >= 1 ? s->dims[0] : 1;

@@ -1,6 +1,7 @@
 /* cuda_profile.c — writes the measured profile (see backend_cuda.h:
  * rt_cuda_profile_write): per-node medians of the CUDA-event samples gathered
  * by backend_cuda.c, copy bandwidth on pinned buffers, workspaces. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,7 @@ int rt_cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, c
         double t = im->n_samples[i] ? median(im->samples[i], im->n_samples[i]) : 0.0;
         missing += im->n_samples[i] == 0;
         profile_node_set(p, i, g->nodes[i].name, t,
-                         (int64_t)cuda_kernel_scratch(im, g, &g->nodes[i]));
+                         (int64_t)cuda_kernel_scratch(im, g, &g->nodes[i], SIZE_MAX));
     }
     if (missing)
         fprintf(stderr, "cuda: profile: %d of %d nodes were never run as kernels (time 0)\n",

@@ -112,4 +112,35 @@ assert not any(a.name.startswith('outcore_') for n in m.graph.node for a in n.at
 else
     bad "--save from a plan: $(tail -3 "$T/save.txt")"
 fi
+# Kernel workspaces in the plan: a profile that gives every convolution-family
+# node 16 MiB of workspace (as a measured cuDNN profile does) -> the plan lays
+# each one out in the arena (show lists it), the runtime hands the region to
+# the kernel (the cpu im2col fits: nothing outside the plan), and the losses
+# equal the in-core run's bit for bit. With the analytic profile (no
+# workspaces) the cpu kernels' im2col runs outside the plan, and says so.
+"$PLAN" profile graphs/resnet18_op13.onnx --batch 1 --device v100 -o "$T/p.json" >/dev/null
+"$PY" - "$T/p.json" "$T/pw.json" <<'PYEOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for n in p["nodes"]:
+    if "Conv" in n["name"]: n["workspace_bytes"] = 16 << 20
+json.dump(p, open(sys.argv[2], "w"))
+PYEOF
+if "$PLAN" plan graphs/resnet18_op13.onnx --batch 1 --profile "$T/pw.json" --budget "$budget" \
+     --strategy swap-all -o "$T/ws.onnx" >/dev/null 2>"$T/ws.err" &&
+   nws=$("$PLAN" show "$T/ws.onnx" | grep -c "\[workspace 16777216 bytes at") && [ "$nws" -gt 40 ] &&
+   "$RUN" "$T/ws.onnx" --steps 2 >"$T/ws.out" 2>"$T/ws.run.err" &&
+   "$RUN" graphs/resnet18_op13.onnx --batch 1 --steps 2 >"$T/ic.out" 2>&1 &&
+   ! grep -q "outside the plan" "$T/ws.run.err" &&
+   diff <(grep '^step ' "$T/ws.out") <(grep '^step ' "$T/ic.out") >/dev/null; then
+    ok "workspaces laid out in the plan ($nws nodes), run in their regions, losses bitwise equal"
+else
+    bad "workspaces in the plan: $(cat "$T/ws.err" "$T/ws.run.err" | head -3) $(grep '^step' "$T/ws.out" "$T/ic.out")"
+fi
+if "$RUN" "$T/r18.onnx" --steps 1 >/dev/null 2>"$T/nows.err" &&
+   grep -q "kernel workspace outside the plan: [0-9]* bytes, for [0-9]* node(s) whose cpu kernel" "$T/nows.err"; then
+    ok "a plan without workspaces: the cpu im2col scratch is reported as outside the plan"
+else
+    bad "no report of workspace outside the plan: $(cat "$T/nows.err")"
+fi
 exit $fail

@@ -34,7 +34,7 @@ bool conf_supported(const char *domain, const char *op_type) {
 
 size_t conf_scratch(const ir_graph *g, const ir_node *n) {
     rt_backend *b = conf_backend();
-    return b->scratch_bytes(b, g, n);
+    return b->scratch_bytes(b, g, n, SIZE_MAX);
 }
 
 static size_t tensor_bytes(const ir_graph *g, int t) {
@@ -61,7 +61,7 @@ int conf_run(const kernel_args *a, oc_err *err) {
             if (a->out[o] == a->in[i]) dout[o] = din[i];
         if (!dout[o]) rc = b->dev_alloc(b, tensor_bytes(a->g, n->outputs[o]) + 1, &dout[o], err);
     }
-    size_t sb = b->scratch_bytes(b, a->g, n);
+    size_t sb = b->scratch_bytes(b, a->g, n, SIZE_MAX);
     if (rc == OC_OK && sb) rc = b->dev_alloc(b, sb, &scratch, err);
     if (rc == OC_OK) {
         kernel_args d = *a;

@@ -1,6 +1,7 @@
 /* test_verify.c — planner/plan_verify.c rejects hand-broken plans, naming the
  * node: overlapping offsets, a SwapIn without its SwapOut, a consumer before
- * its producer; and accepts the unbroken plan they start from. */
+ * its producer, a workspace on a live tensor; and accepts the unbroken plan
+ * they start from. Also: layout_plan places node workspaces in the arena. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,7 +26,7 @@ static int pv_setup(void **state) {
     sim_plan_swap_all(v->p);
     oc_err err;
     if (rewrite_plan(v->src, v->p, NULL, &v->rw, &err)) fail_msg("%s", err.msg);
-    layout_plan(v->rw.tg, &v->l);
+    layout_plan(v->rw.tg, NULL, &v->l);
     layout_apply(v->rw.tg, &v->l);
     if (plan_verify(v->rw.tg, v->l.offset, v->l.arena_bytes, v->l.arena_bytes, &err))
         fail_msg("clean plan rejected: %s", err.msg);
@@ -85,6 +86,65 @@ static void test_consumer_before_producer(void **state) {
 }
 
 /* Budget below the arena. */
+/* Every convolution-family node given a workspace (as a measured cuDNN
+ * profile would): each region lies in the arena, apart from every tensor live
+ * at its node (the verifier, independently: by a brute-force check here), the
+ * arena grows by at most the largest workspace, and the attributes say so. */
+static void test_workspaces_laid_out(void **state) {
+    pv *v = *state;
+    train_graph *tg = v->rw.tg;
+    const ir_graph *g = tg->g;
+    int64_t *ws = calloc((size_t)g->n_nodes + 1, sizeof(int64_t)), wmax = 0;
+    int with = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strstr(g->nodes[i].op_type, "Conv")) {
+            ws[i] = 1000 + 4096 * (int64_t)(i % 7); /* unaligned sizes on purpose */
+            if (ws[i] > wmax) wmax = ws[i];
+            with++;
+        }
+    assert_true(with > 20);
+    layout_result l;
+    layout_plan(tg, ws, &l);
+    layout_apply(tg, &l);
+    oc_err err;
+    if (plan_verify(tg, l.offset, l.arena_bytes, l.arena_bytes, &err)) fail_msg("%s", err.msg);
+    assert_true(l.arena_bytes >= v->l.arena_bytes);
+    assert_true(l.arena_bytes <= v->l.arena_bytes + wmax + LAYOUT_ALIGN + v->l.arena_bytes / 20);
+    layout_lifetimes lt;
+    layout_lifetimes_compute(tg, &lt);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const int64_t *attr;
+        int na = ir_attr_ints(&g->nodes[i], LAYOUT_ATTR_WORKSPACE, &attr);
+        if (!ws[i]) {
+            assert_int_equal(na, -1);
+            continue;
+        }
+        assert_int_equal(na, 2);
+        assert_int_equal(attr[0], l.ws_offset[i]);
+        assert_int_equal(attr[1], ws[i]);
+        int64_t lo = l.ws_offset[i], hi = lo + ws[i];
+        assert_true(lo >= 0 && lo % LAYOUT_ALIGN == 0 && hi <= l.arena_bytes);
+        for (int t = 0; t < g->n_tensors; t++) {
+            if (!layout_lifetimes_device(&lt, t) || lt.first[t] > i || lt.last[t] < i) continue;
+            if (l.offset[t] < hi && lo < l.offset[t] + lt.bytes[t])
+                fail_msg("node '%s': workspace [%lld, %lld) overlaps live tensor '%s'",
+                         g->nodes[i].name, (long long)lo, (long long)hi, g->tensors[t].name);
+        }
+    }
+    layout_lifetimes_free(&lt);
+    /* Broken: the first conv's workspace moved onto its own input. */
+    int c = pf_node(g, "/conv1/Conv");
+    ir_node *n = &g->nodes[c];
+    for (int a = 0; a < n->n_attrs; a++)
+        if (strcmp(n->attrs[a].name, LAYOUT_ATTR_WORKSPACE) == 0)
+            n->attrs[a].ints[0] = l.offset[n->inputs[0]];
+    assert_int_equal(plan_verify(tg, l.offset, l.arena_bytes, 0, &err), OC_ERR);
+    if (!strstr(err.msg, "/conv1/Conv") || !strstr(err.msg, "workspace"))
+        fail_msg("message does not name the node and its workspace: %s", err.msg);
+    layout_result_free(&l);
+    free(ws);
+}
+
 static void test_over_budget(void **state) {
     pv *v = *state;
     oc_err err;
@@ -99,6 +159,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_swap_in_without_swap_out, pv_setup, pv_teardown),
         cmocka_unit_test_setup_teardown(test_consumer_before_producer, pv_setup, pv_teardown),
         cmocka_unit_test_setup_teardown(test_over_budget, pv_setup, pv_teardown),
+        cmocka_unit_test_setup_teardown(test_workspaces_laid_out, pv_setup, pv_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

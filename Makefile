@@ -4,6 +4,7 @@
 #   make test SANITIZE=1   the same under ASan + UBSan (build dir build-san/)
 #   make test-threads SANITIZE=thread   runtime stream threads under ThreadSanitizer (build-tsan/)
 #   make CUDA=0     build without the cuda backend (default: with it when /usr/local/cuda exists)
+#   make CUDA=emu BUILD=build-emu   the cuda backend on the CPU through the CUDA emulator (tests/emu/); `make test` builds it into $(BUILD)-emu
 #   make gpu-tests  GPU-only suites (tests/gpu/); tools/gpu-check runs them on a GPU machine
 #   make demo       ResNet-50 at batch 640: memory by class, in-core peak; every strategy at 16 GiB on v100, hybrid trace + memory plot in out/
 #   make bench      import time of ResNet-50 with weights; simulator throughput (sims/s); planning time
@@ -44,7 +45,7 @@ CUDA_HOME ?= /usr/local/cuda
 CUDA ?= $(if $(filter 1 thread,$(SANITIZE)),0,$(if $(wildcard $(CUDA_HOME)/bin/nvcc),1,0))
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 CUDA_ONLY_SRC := $(filter-out runtime/cuda/cuda_table.c runtime/cuda/cuda_none.c,$(wildcard runtime/cuda/*.c))
-RUNTIME_SRC := $(filter-out runtime/cli/% $(if $(filter 1,$(CUDA)),runtime/cuda/cuda_none.c,$(CUDA_ONLY_SRC)),\
+RUNTIME_SRC := $(filter-out runtime/cli/% $(if $(filter 1 emu,$(CUDA)),runtime/cuda/cuda_none.c,$(CUDA_ONLY_SRC)),\
   $(wildcard runtime/*.c runtime/*/*.c))
 RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(BUILD)/%.o) \
   $(if $(filter 1,$(CUDA)),$(patsubst %.cu,$(BUILD)/%.o,$(wildcard runtime/cuda/*.cu)))
@@ -52,6 +53,17 @@ ifeq ($(CUDA),1)
 CFLAGS += -isystem $(CUDA_HOME)/include -DOC_HAVE_CUDA=1
 RT_LIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
 endif
+# CUDA=emu: the cuda backend built and run on the CPU against the CUDA emulator
+# (tests/emu/: fake cuda_runtime.h, cudnn.h, cublas_v2.h; see tests/emu/include/emu.h),
+# sanitizers allowed. The .cu files become C++ through tests/emu/cu2cpp.pl.
+ifeq ($(CUDA),emu)
+CFLAGS += -Itests/emu/include -DOC_HAVE_CUDA=1 -DOC_CUDA_EMU=1
+RT_LIBS += -lstdc++
+RUNTIME_OBJ += $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/emu/*.c)) \
+  $(patsubst %.cu,$(BUILD)/%.emu.o,$(wildcard runtime/cuda/*.cu))
+endif
+EMU_CXXFLAGS := -std=c++17 $(OPT) -Wall -Wextra -Werror -Itests/emu/include -Iruntime -Iruntime/cuda \
+  -DOC_HAVE_CUDA=1 -DOC_CUDA_EMU=1
 # sm_90 (H100/H200) machine code + PTX for newer GPUs.
 NVCCFLAGS := -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
   -Xcompiler -Wall,-Wextra -Werror all-warnings -Iruntime -Iruntime/cuda
@@ -63,7 +75,7 @@ PLAN_BIN := $(BUILD)/outcore-plan
 RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
 LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a
 
-.PHONY: all test unit-tests gpu-tests test-threads demo deps help clean bench
+.PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench
 all: $(PLAN_BIN) $(RUN_BIN)
 
 $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
@@ -73,6 +85,14 @@ $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
 $(BUILD)/runtime/cuda/%.o: runtime/cuda/%.cu runtime/cuda/cuda_launch.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/runtime/cuda/%.emu.cpp: runtime/cuda/%.cu tests/emu/cu2cpp.pl
+	@mkdir -p $(dir $@)
+	perl tests/emu/cu2cpp.pl $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/runtime/cuda/%.emu.o: $(BUILD)/runtime/cuda/%.emu.cpp runtime/cuda/cuda_launch.h tests/emu/include/emu.h \
+  tests/emu/include/cuda_runtime.h
+	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
 
 $(BUILD)/libplanner.a: $(PLANNER_OBJ)
 	ar rcs $@ $^
@@ -104,12 +124,29 @@ gpu-tests: $(GPU_TEST_BIN)
 # The runtime's threaded code (three stream threads, events) under ThreadSanitizer:
 # `make test-threads SANITIZE=thread`; any report fails (halt_on_error).
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1 OPENBLAS_NUM_THREADS=1
-test-threads: $(BUILD)/tests/test_streams $(BUILD)/outcore-run
+# Also the cuda backend on the CUDA emulator ($(BUILD)-emu): one swap-all plan
+# (ResNet-18 at 64x64, batch 2, 97% of its in-core peak) on --backend cuda, so TSan
+# sees the executor's stream/event ordering exactly as CUDA would give it.
+EMU_T := $(BUILD)-emu/tsan-plan
+EMU_PLAN := $(BUILD)-emu/outcore-plan plan $(EMU_T)/resnet18_op13.onnx --batch 2 --device v100
+test-threads: $(BUILD)/tests/test_streams $(BUILD)/outcore-run cuda-emu
 	$(TSAN_ENV) $(BUILD)/tests/test_streams
 	$(TSAN_ENV) $(BUILD)/outcore-run graphs/resnet18_op13.onnx --batch 2 --steps 2
+	@mkdir -p $(EMU_T)
+	$(PY) tools/export_models.py --models resnet18 --opset 13 --image-size 64 --structure-only \
+	  --out $(EMU_T) >/dev/null
+	peak=$$($(EMU_PLAN) --budget 1TB --strategy incore --json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p') && \
+	budget=$$((peak * 97 / 100)) && \
+	$(EMU_PLAN) --budget $$budget --strategy swap-all -o $(EMU_T)/swap.onnx >/dev/null && \
+	$(TSAN_ENV) $(BUILD)-emu/outcore-run $(EMU_T)/swap.onnx --backend cuda --steps 2 --budget $$budget
+
+# The emulated-cuda variant of this build ($(BUILD)-emu, tests/cli/test_cuda_emu.sh runs it).
+cuda-emu:
+	$(if $(filter emu,$(CUDA)),,$(MAKE) CUDA=emu BUILD=$(BUILD)-emu SANITIZE=$(SANITIZE) all gpu-tests \
+	  $(patsubst tests/unit/%.c,$(BUILD)-emu/tests/%,$(wildcard tests/unit/test_emu_*.c)))
 
 # Runs every suite; the last line is "N passed, M failed".
-test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN)
+test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN) cuda-emu
 	@BUILD=$(BUILD) PY=$(PY) bash tests/run_all.sh
 
 # Simulator throughput (sims/s) on ResNet-50 @ 640, all-swap, v100 analytic profile.
@@ -150,6 +187,6 @@ help:
 	@sed -n '1,/^\.DEFAULT_GOAL/p' Makefile | grep '^#' | sed 's/^# \{0,1\}//'
 
 clean:
-	rm -rf build build-san build-tsan
+	rm -rf build build-san build-tsan build-emu build-san-emu build-tsan-emu
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

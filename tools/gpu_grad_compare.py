@@ -8,7 +8,8 @@ loss, every parameter gradient, and every trained weight / BN statistic; Dropout
 equal (same counter-based RNG). Prints one line per model and class; exit 1 on any failure.
 Models come from $OC_MODELS_DIR/NAME_SIZE_op13.onnx when present (exported with Debian torch by
 `tools/gpu-check --prepare`), else are exported here.
-Usage: gpu_grad_compare.py BUILD_DIR model:image_size ...   (e.g. resnet18:32 alexnet_small:32)
+Usage: gpu_grad_compare.py BUILD_DIR model:image_size ...   (e.g. resnet18:64 alexnet_small:32;
+resnet18 at 32x32 is ill-conditioned: its last BatchNormalization sees 2 values per channel)
 """
 import os
 import subprocess

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# test_cuda_emu.sh — the cuda backend (runtime/cuda/) run on the CPU through the
+# CUDA emulator (tests/emu/, `make CUDA=emu`; `make test` builds it into
+# ${BUILD}-emu). Checks:
+#   1. the ONNX node conformance suite on the emulated cuda backend passes
+#      (exit 77 = "no GPU" is a failure here: the emulator always has one);
+#   2. `outcore-run --backend cuda` vs `--backend cpu` on ResNet-18 (64x64,
+#      batch 2, exported with weights) and alexnet_small (32x32, Dropout): loss,
+#      every gradient and the weights after 3 steps within 1e-3 relative
+#      (tools/gpu_grad_compare.py). Not ResNet-18 at 32x32: its layer4
+#      BatchNormalization sees 2 values per channel, whose gradient is rounding
+#      noise (cpu and cuda differ by 4e-2 there, and would on a GPU too);
+#   3. a swap-all plan of the same model under a budget below its in-core peak,
+#      run on --backend cuda, gives bitwise the in-core cuda run's losses and
+#      trained weights (the emulator is deterministic, so any difference is a
+#      stream-ordering or arena bug of the executor / backend).
+set -u
+BUILD=${BUILD:-build}
+PY=${PY:-/usr/bin/python3}
+EMU="${BUILD}-emu"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+ok() { echo "ok - $1"; }
+bad() { echo "not ok - $1"; fail=1; }
+
+if [ ! -x "$EMU/outcore-run" ] || [ ! -x "$EMU/gpu-tests/test_cuda_conformance" ]; then
+    echo "not ok - $EMU/outcore-run or $EMU/gpu-tests/test_cuda_conformance missing" \
+         "(make test builds them: make CUDA=emu BUILD=$EMU all gpu-tests)"
+    exit 1
+fi
+
+# 1. conformance on the emulated cuda backend
+"$EMU/gpu-tests/test_cuda_conformance" >"$T/conf.out" 2>&1
+rc=$?
+summary=$(grep '^conformance:' "$T/conf.out")
+if [ $rc -eq 0 ]; then
+    ok "cuda conformance (emulated): $summary"
+else
+    bad "cuda conformance (emulated) exit $rc: $summary"
+    grep -E '^(FAIL|ERROR)|\[  (ERROR|FAILED) |SKIP cuda' "$T/conf.out" | head -20
+fi
+
+# 1b. the emulator's own unit tests (tests/unit/test_emu_*.c, built for CUDA=emu)
+for t in "$EMU"/tests/test_emu_*; do
+    [ -x "$t" ] || continue
+    if "$t" >"$T/emu_unit.out" 2>&1; then
+        ok "$(basename "$t") (emulated build)"
+    else
+        bad "$(basename "$t") (emulated build):"
+        tail -20 "$T/emu_unit.out"
+    fi
+done
+
+# 2. gradients cuda vs cpu (one export with weights, reused below)
+if "$PY" tools/export_models.py --models resnet18 --opset 13 --image-size 64 --batch 2 \
+     --out "$T" >"$T/export.log" 2>&1; then
+    mv "$T/resnet18_op13.onnx" "$T/resnet18_64_op13.onnx"
+else
+    bad "export resnet18: $(tail -3 "$T/export.log")"
+    exit 1
+fi
+MODEL="$T/resnet18_64_op13.onnx"
+if OC_MODELS_DIR="$T" "$PY" tools/gpu_grad_compare.py "$EMU" resnet18:64 alexnet_small:32 >"$T/grad.out" 2>&1; then
+    ok "cuda vs cpu within 1e-3: $(grep -c '^ok' "$T/grad.out") classes ($(grep -o 'worst rel err [^ ]*' "$T/grad.out" | sort -k4 -g | tail -1))"
+else
+    bad "cuda vs cpu gradients:"
+    cat "$T/grad.out"
+fi
+
+# 3. a plan with swaps on --backend cuda == the in-core cuda run, bitwise
+PLAN="$BUILD/outcore-plan"
+"$PLAN" emit "$MODEL" --batch 2 -o "$T/incore.onnx" >/dev/null 2>"$T/emit.err" ||
+    bad "emit: $(cat "$T/emit.err")"
+peak=$("$PLAN" plan "$MODEL" --batch 2 --device v100 --budget 1TB --strategy incore --json |
+       sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p')
+budget=
+for f in 94 96 97 98 99; do
+    b=$((peak * f / 100))
+    if "$PLAN" plan "$MODEL" --batch 2 --device v100 --budget "$b" --strategy swap-all \
+         -o "$T/swap.onnx" >/dev/null 2>"$T/plan.err"; then
+        budget=$b
+        break
+    fi
+done
+run_cuda() { # PLAN SAVE [BUDGET]
+    "$EMU/outcore-run" "$1" --backend cuda --steps 3 --seed 7 --save "$2" \
+        ${3:+--budget "$3"} 2>"$2.err" | grep '^step ' | awk '{print $1, $2, $3, $4}'
+}
+if [ -z "$budget" ]; then
+    bad "no swap-all plan of resnet18@64 below its in-core peak $peak: $(cat "$T/plan.err")"
+elif ! "$PLAN" show "$T/swap.onnx" 2>/dev/null | grep -q 'SwapIn'; then
+    bad "the swap-all plan at $budget has no SwapIn"
+else
+    run_cuda "$T/incore.onnx" "$T/incore.save.onnx" >"$T/incore.loss"
+    run_cuda "$T/swap.onnx" "$T/swap.save.onnx" "$budget" >"$T/swap.loss"
+    if [ "$(wc -l <"$T/incore.loss")" -eq 3 ] && cmp -s "$T/incore.loss" "$T/swap.loss" &&
+       "$PY" - "$T/incore.save.onnx" "$T/swap.save.onnx" <<'PYEOF'
+import sys, onnx
+from onnx import numpy_helper
+a, b = ({t.name: numpy_helper.to_array(t).tobytes() for t in onnx.load(p).graph.initializer}
+        for p in sys.argv[1:3])
+diff = [k for k in a if b.get(k) != a[k]]
+if diff or set(a) != set(b):
+    sys.exit(f"{len(diff)} weights differ, e.g. {diff[:3]}")
+PYEOF
+    then
+        ok "swap-all plan (budget $budget < peak $peak) on cuda: losses and weights bitwise == in-core ($(tr '\n' ' ' <"$T/swap.loss"))"
+    else
+        bad "swap-all plan on cuda differs from in-core: in-core [$(tr '\n' ' ' <"$T/incore.loss")]" \
+            "swap [$(tr '\n' ' ' <"$T/swap.loss")] $(tail -2 "$T/swap.save.onnx.err")"
+    fi
+fi
+# 4. the measured-profile workflow: --profile-out on the emulated cuda backend
+#    (its cuDNN lists algorithms with workspaces) -> plan with that profile (each
+#    convolution's workspace laid out in the arena) -> the plan on cuda: the
+#    kernels run in their regions (nothing outside the plan), under a device
+#    exactly the plan's arena + 1 MiB (EMU_DEVICE_BYTES: any other device
+#    allocation of a real size fails), losses equal the in-core cuda run's.
+if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 4 --seed 7 \
+     --profile-out "$T/prof.json" >"$T/prof.out" 2>&1 &&
+   nws=$("$PY" -c "import json,sys; print(sum(n['workspace_bytes'] > 0 for n in json.load(open(sys.argv[1]))['nodes']))" "$T/prof.json") &&
+   [ "$nws" -gt 0 ] &&
+   "$PLAN" plan "$MODEL" --batch 2 --profile "$T/prof.json" --budget "${budget:-$peak}" --strategy swap-all \
+     -o "$T/wsplan.onnx" >/dev/null 2>"$T/wsplan.err" &&
+   arena=$("$PY" -c "import onnx,sys; print({p.key: p.value for p in onnx.load(sys.argv[1]).metadata_props}['outcore.arena_bytes'])" "$T/wsplan.onnx") &&
+   EMU_DEVICE_BYTES=$((arena + 1048576)) "$EMU/outcore-run" "$T/wsplan.onnx" --backend cuda --steps 3 \
+     --seed 7 >"$T/wsrun.out" 2>"$T/wsrun.err" &&
+   ! grep -q "outside the plan" "$T/wsrun.err" &&
+   cmp -s <(grep '^step ' "$T/wsrun.out" | awk '{print $1, $2, $3, $4}') "$T/incore.loss"; then
+    ok "measured profile ($nws nodes with workspace) -> plan -> cuda run in a device of arena + 1 MiB: losses == in-core"
+else
+    bad "measured-profile plan on cuda: $(tail -2 "$T/prof.out") $(cat "$T/wsplan.err") $(tail -3 "$T/wsrun.err") $(grep '^step' "$T/wsrun.out")"
+fi
+exit $fail

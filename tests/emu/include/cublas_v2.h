@@ -1,0 +1,61 @@
+/* cublas_v2.h (emulator) — the subset of cuBLAS the cuda backend uses
+ * (runtime/cuda/cuda_dnn.c: cuda_gemm), implemented by tests/emu/emu_cublas.c:
+ * cublasSgemm is enqueued on the handle's stream (emu.h: emu_stream_enqueue)
+ * and computed with OpenBLAS's cblas_sgemm (column-major, as cuBLAS).
+ * Pointer arguments are checked at the call: A, B, C must each lie inside one
+ * cudaMalloc block (emu_is_device_range) for the extent their leading
+ * dimension and shape give, else CUBLAS_STATUS_INVALID_VALUE.
+ *
+ *   cublasHandle_t h; cublasCreate(&h); cublasSetStream(h, s);
+ *   cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, dA, m, dB, k, &zero, dC, m);
+ *   cublasDestroy(h); */
+#ifndef OC_EMU_CUBLAS_V2_H
+#define OC_EMU_CUBLAS_V2_H
+
+#include "cuda_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    CUBLAS_STATUS_SUCCESS = 0,
+    CUBLAS_STATUS_NOT_INITIALIZED = 1,
+    CUBLAS_STATUS_ALLOC_FAILED = 3,
+    CUBLAS_STATUS_INVALID_VALUE = 7,
+    CUBLAS_STATUS_ARCH_MISMATCH = 8,
+    CUBLAS_STATUS_MAPPING_ERROR = 11,
+    CUBLAS_STATUS_EXECUTION_FAILED = 13,
+    CUBLAS_STATUS_INTERNAL_ERROR = 14,
+    CUBLAS_STATUS_NOT_SUPPORTED = 15
+} cublasStatus_t;
+
+typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 } cublasOperation_t;
+
+typedef enum {
+    CUBLAS_DEFAULT_MATH = 0,
+    CUBLAS_TENSOR_OP_MATH = 1,
+    CUBLAS_PEDANTIC_MATH = 2,
+    CUBLAS_TF32_TENSOR_OP_MATH = 3
+} cublasMath_t;
+
+typedef struct emu_cublas *cublasHandle_t;
+
+cublasStatus_t cublasCreate(cublasHandle_t *handle);
+cublasStatus_t cublasDestroy(cublasHandle_t handle);
+/* NULL: the legacy default stream (emu.h). */
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
+const char *cublasGetStatusString(cublasStatus_t status);
+/* C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major; alpha and beta are
+ * host pointers (read at the call: the default CUBLAS_POINTER_MODE_HOST). */
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                           const float *A, int lda, const float *B, int ldb, const float *beta,
+                           float *C, int ldc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,138 @@
+/* cuda_runtime.h (emulator) — the subset of the CUDA runtime API that the cuda
+ * backend (runtime/cuda/) and tests/gpu/ use, with CUDA's names, signatures
+ * and semantics, implemented on the host by tests/emu/emu_runtime.c (see
+ * emu.h). Built with `make CUDA=emu`; never on the include path of a real
+ * CUDA build.
+ *
+ *   void *d; cudaStream_t s;
+ *   cudaMalloc(&d, n); cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+ *   cudaMemcpyAsync(d, pinned, n, cudaMemcpyHostToDevice, s);  // runs on s's thread
+ *   cudaStreamSynchronize(s);
+ *
+ * What differs from a GPU (on purpose): kernels run once per launch on the
+ * stream's thread (emu.h: emu_launch); a copy whose pointers contradict its
+ * kind, or whose device side is not inside one cudaMalloc block, fails at the
+ * call with cudaErrorInvalidValue; a device-to-pageable-host copy is always
+ * asynchronous (a GPU may or may not block), a pageable-host-to-device copy
+ * reads its source at the call (as the driver's staging does). Under
+ * `#ifdef __cplusplus`, what .cu kernels need to compile as plain C++. */
+#ifndef OC_EMU_CUDA_RUNTIME_H
+#define OC_EMU_CUDA_RUNTIME_H
+
+#include <stddef.h>
+
+#include "emu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cudaError {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInitializationError = 3,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorInvalidDevicePointer = 17,
+    cudaErrorInvalidMemcpyDirection = 21,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400,
+    cudaErrorNotReady = 600,
+    cudaErrorIllegalAddress = 700,
+    cudaErrorLaunchFailure = 719,
+    cudaErrorNotPermitted = 800,
+    cudaErrorUnknown = 999
+} cudaError_t;
+
+typedef enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+    cudaMemcpyDefault = 4
+} cudaMemcpyKind;
+
+typedef struct emu_event *cudaEvent_t;
+
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDefault 0x00
+#define cudaEventBlockingSync 0x01
+#define cudaEventDisableTiming 0x02
+#define cudaHostAllocDefault 0x00
+#define cudaHostAllocPortable 0x01
+
+#define CUDART_CB
+typedef void(CUDART_CB *cudaHostFn_t)(void *userData);
+
+struct cudaDeviceProp {
+    char name[256];
+    size_t totalGlobalMem;
+    size_t sharedMemPerBlock;
+    int warpSize;
+    int maxThreadsPerBlock;
+    int major, minor;
+    int multiProcessorCount;
+    int asyncEngineCount;
+    int unifiedAddressing;
+};
+
+/* Device memory: 256-byte aligned, tracked; EMU_DEVICE_BYTES caps the total. */
+cudaError_t cudaMalloc(void **devPtr, size_t size);
+/* Implicitly synchronises the device (drains every stream), as CUDA does. */
+cudaError_t cudaFree(void *devPtr);
+cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags);
+cudaError_t cudaFreeHost(void *ptr);
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total);
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream);
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream);
+cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream);
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags);
+/* Drains the stream and joins its thread. */
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+
+cudaError_t cudaEventCreate(cudaEvent_t *event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaGetLastError(void);
+const char *cudaGetErrorString(cudaError_t error);
+const char *cudaGetErrorName(cudaError_t error);
+
+#ifdef __cplusplus
+}
+
+/* ---- what .cu files need to compile as plain C++ (see emu.h: emu_launch) ---- */
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+
+struct emu_dim3 { unsigned x, y, z; };
+static const emu_dim3 blockIdx = {0, 0, 0};
+static const emu_dim3 threadIdx = {0, 0, 0};
+static const emu_dim3 blockDim = {1, 1, 1};
+static const emu_dim3 gridDim = {1, 1, 1};
+#endif
+
+#endif

@@ -1,0 +1,54 @@
+/* emu.h — the CUDA emulator's own interface (tests/emu/): what the fake
+ * cuda_runtime.h, cudnn.h and cublas_v2.h share. The emulator lets the cuda
+ * backend (runtime/cuda/) build and run on a machine without a GPU
+ * (`make CUDA=emu`): "device" memory is host memory tracked by the emulator,
+ * each cudaStream_t is a FIFO run by its own host thread, events order streams
+ * exactly as CUDA's do, and cuDNN/cuBLAS calls are reference loops. It checks
+ * what a GPU would not forgive: a device pointer that is not in a cudaMalloc
+ * block, a copy whose direction does not match its pointers, allocation past
+ * the emulated device size.
+ *
+ *   cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+ *   emu_stream_enqueue(s, run_my_work, ctx);   // run_my_work(ctx) on s, in order; it frees ctx
+ *
+ * Environment: EMU_DEVICE_BYTES (default 80 GiB) is the emulated device's
+ * memory; cudaMalloc past it fails with cudaErrorMemoryAllocation. */
+#ifndef OC_EMU_H
+#define OC_EMU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct emu_stream *cudaStream_t;
+
+/* Runs fn(ctx) on stream s's thread after everything enqueued on s before it
+ * (and after the events s was told to wait for). s == NULL is the legacy
+ * default stream: waits until every stream is drained, then runs fn(ctx) in
+ * the calling thread. fn owns ctx (frees it). */
+void emu_stream_enqueue(cudaStream_t s, void (*fn)(void *ctx), void *ctx);
+
+/* True when [p, p + bytes) lies inside one live cudaMalloc block. */
+bool emu_is_device_range(const void *p, size_t bytes);
+
+/* Records an error of asynchronous work (as a kernel fault would): the next
+ * cudaStreamSynchronize / cudaDeviceSynchronize / cudaGetLastError returns it.
+ * what is printed to stderr once. */
+void emu_async_error(int cuda_error, const char *what);
+
+#ifdef __cplusplus
+}
+/* Kernel launch in the .cu files, rewritten from `k<<<grid, block, shm, s>>>(args)`
+ * by tests/emu/cu2cpp.pl into `emu_launch(s, [=] { k(args); })`: the kernel runs
+ * once on stream s with blockIdx = threadIdx = 0 and blockDim = gridDim = 1, so
+ * a grid-stride loop covers every index. (No __shared__, no __syncthreads.) */
+template <typename F> static inline void emu_launch(cudaStream_t s, F f) {
+    struct box { F f; static void run(void *p) { box *b = (box *)p; b->f(); delete b; } };
+    emu_stream_enqueue(s, box::run, new box{f});
+}
+#endif
+
+#endif

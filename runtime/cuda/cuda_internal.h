@@ -102,6 +102,13 @@ int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+
+/* cuda_pool.c: MaxPool (grad false) / MaxPoolGrad (grad true) through cuDNN
+ * pooling, when cuda_pool_uses_cudnn says cuDNN expresses the window exactly. */
+bool cuda_pool_uses_cudnn(const ir_graph *g, const ir_node *n, bool grad);
+int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, bool grad, oc_err *err);
+/* MaxPoolGrad's scratch: the recomputed output (0 when the own kernel runs). */
+size_t cuda_pool_scratch(const ir_graph *g, const ir_node *n);
 void cuda_algo_cache_free(cuda_algo_cache *ac);
 
 /* Helpers shared by the kernel files (cuda_kernels.c). */

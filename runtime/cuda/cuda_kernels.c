@@ -34,6 +34,13 @@ static cu_shape shape_of(const ir_tensor *t) {
     return s;
 }
 
+static bool same_dims(const ir_tensor *x, const ir_tensor *y) {
+    if (x->rank != y->rank) return false;
+    for (int i = 0; i < x->rank; i++)
+        if (x->dims[i] != y->dims[i]) return false;
+    return true;
+}
+
 static int64_t prod(const int64_t *d, int from, int to) {
     int64_t p = 1;
     for (int i = from; i < to; i++) p *= d[i];
@@ -52,12 +59,17 @@ static int k_add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
-    for (int i = 0; i < a->n->n_inputs; i++) {
-        const ir_tensor *x = kernel_in(a, i);
-        if (x->dtype != y->dtype) return kernel_fail(a, err, "inputs differ in dtype");
-        CU_LAUNCH(cu_bcast_accumulate(c->stream, dt, a->in[i], shape_of(x), a->out[0], shape_of(y),
-                                      i == 0));
+    int n_in = a->n->n_inputs, i = 0;
+    for (int k = 0; k < n_in; k++)
+        if (kernel_in(a, k)->dtype != y->dtype) return kernel_fail(a, err, "inputs differ in dtype");
+    /* Two inputs of the output's shape (the residual Add, a 2-way gradient Sum): one pass. */
+    if (n_in >= 2 && same_dims(kernel_in(a, 0), y) && same_dims(kernel_in(a, 1), y)) {
+        CU_LAUNCH(cu_add2(c->stream, dt, a->in[0], a->in[1], a->out[0], kernel_numel(y)));
+        i = 2;
     }
+    for (; i < n_in; i++)
+        CU_LAUNCH(cu_bcast_accumulate(c->stream, dt, a->in[i], shape_of(kernel_in(a, i)), a->out[0],
+                                      shape_of(y), i == 0));
     return OC_OK;
 }
 
@@ -222,6 +234,7 @@ static int pool_window(const kernel_args *a, const ir_tensor *x, const ir_tensor
 
 static int k_max_pool(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    if (cuda_pool_uses_cudnn(a->g, a->n, false)) return cuda_max_pool_cudnn(c, a, false, err);
     cu_window w;
     if (pool_window(a, x, y, &w, err)) return OC_ERR;
     int64_t *ind = a->n->n_outputs > 1 ? a->out[1] : NULL;
@@ -232,6 +245,7 @@ static int k_max_pool(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 static int k_max_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *x = kernel_in(a, 1);
+    if (cuda_pool_uses_cudnn(a->g, a->n, true)) return cuda_max_pool_cudnn(c, a, true, err);
     cu_window w;
     if (pool_window(a, x, dy, &w, err)) return OC_ERR;
     CU_LAUNCH(cu_max_pool_grad(c->stream, a->in[0], a->in[1], a->out[0], x->dims[0] * x->dims[1], w));
@@ -509,6 +523,7 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
         int64_t N = s->rank >= 1 ? s->dims[0] : 1;
         return (size_t)(N > 0 ? N : 1) * sizeof(double);
     }
+    case CUDA_OP_MAX_POOL_GRAD: return cuda_pool_scratch(g, n);
     case CUDA_OP_BATCH_NORM_GRAD: { /* dScale / dBias when the graph omits them */
         const ir_tensor *x = &g->tensors[n->inputs[1]];
         return 2 * (size_t)(x->rank >= 2 ? x->dims[1] : 1) * sizeof(float);

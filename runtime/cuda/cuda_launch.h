@@ -36,6 +36,9 @@ uint64_t cu_rng_u64_host(uint64_t key, uint64_t index);
 /* out (+)= in broadcast to out's shape (cpu_add / cpu_sum). */
 int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
                         cu_shape out_shape, int first);
+/* out = a + b, n elements of the same shape, one pass (the residual Add; out may be a or b).
+ * The same values as cu_bcast_accumulate of a then b. */
+int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n);
 /* dX = scale * sum of dY over broadcast dims (cpu_reduce_sum_to; double, dY order). */
 int cu_reduce_sum_to(void *stream, const float *dy, cu_shape dy_shape, float *dx,
                      cu_shape dx_shape, float scale);

@@ -62,12 +62,58 @@ static int64_t numel(cu_shape s) {
     return n;
 }
 
+static bool same_shape(cu_shape a, cu_shape b) {
+    if (a.rank != b.rank) return false;
+    for (int i = 0; i < a.rank; i++)
+        if (a.d[i] != b.d[i]) return false;
+    return true;
+}
+
+/* No broadcast: plain indices (no per-element div/mod over the dims). */
+template <typename T>
+__global__ void k_acc_same(const T *in, T *out, int64_t n, int first) {
+    GRID_LOOP(i, n) out[i] = first ? in[i] : (T)(out[i] + in[i]);
+}
+
+template <typename T>
+__global__ void k_add2(const T *a, const T *b, T *out, int64_t n) {
+    GRID_LOOP(i, n) out[i] = (T)(a[i] + b[i]);
+}
+
+/* LAUNCH(T) is a whole statement (its `;` included: tests/emu/cu2cpp.pl
+ * rewrites a launch up to its `;`). */
+#define DT_SWITCH(dt, LAUNCH)                          \
+    switch (dt) {                                      \
+    case CU_DT_F32: LAUNCH(float) break;               \
+    case CU_DT_F64: LAUNCH(double) break;              \
+    case CU_DT_I64: LAUNCH(int64_t) break;             \
+    case CU_DT_I32: LAUNCH(int32_t) break;             \
+    case CU_DT_I8: LAUNCH(int8_t) break;               \
+    case CU_DT_U8: LAUNCH(uint8_t) break;              \
+    }
+
+extern "C" int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n) {
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned bl = blocks_for(n);
+#define ADD2(T) k_add2<T><<<bl, THREADS, 0, s>>>((const T *)a, (const T *)b, (T *)out, n);
+    DT_SWITCH(dt, ADD2)
+#undef ADD2
+    return last_error();
+}
+
 extern "C" int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape is,
                                    void *out, cu_shape os, int first) {
     cudaStream_t s = (cudaStream_t)stream;
     int64_t n = numel(os);
     if (n == 0) return 0;
     unsigned b = blocks_for(n);
+    if (same_shape(is, os)) {
+#define ACC(T) k_acc_same<T><<<b, THREADS, 0, s>>>((const T *)in, (T *)out, n, first);
+        DT_SWITCH(dt, ACC)
+#undef ACC
+        return last_error();
+    }
     switch (dt) {
     case CU_DT_F32: k_bcast<<<b, THREADS, 0, s>>>((const float *)in, is, (float *)out, os, n, first); break;
     case CU_DT_F64: k_bcast<<<b, THREADS, 0, s>>>((const double *)in, is, (double *)out, os, n, first); break;

@@ -18,7 +18,7 @@ static const cuda_op_row cuda_op_rows[] = {
     {"", "Relu", CUDA_OP_RELU},                       /* cuDNN */
     {"", "Clip", CUDA_OP_CLIP},
     {"", "Dropout", CUDA_OP_DROPOUT},
-    {"", "MaxPool", CUDA_OP_MAX_POOL},
+    {"", "MaxPool", CUDA_OP_MAX_POOL},                 /* cuDNN (own kernel: Indices, dilation, ceil) */
     {"", "AveragePool", CUDA_OP_AVERAGE_POOL},
     {"", "GlobalAveragePool", CUDA_OP_GLOBAL_AVERAGE_POOL},
     {"", "Add", CUDA_OP_ADD},
@@ -41,7 +41,7 @@ static const cuda_op_row cuda_op_rows[] = {
     {OC_DOMAIN, "ReluGrad", CUDA_OP_RELU_GRAD},
     {OC_DOMAIN, "ClipGrad", CUDA_OP_CLIP_GRAD},
     {OC_DOMAIN, "DropoutGrad", CUDA_OP_DROPOUT_GRAD},
-    {OC_DOMAIN, "MaxPoolGrad", CUDA_OP_MAX_POOL_GRAD},
+    {OC_DOMAIN, "MaxPoolGrad", CUDA_OP_MAX_POOL_GRAD},             /* cuDNN, as MaxPool */
     {OC_DOMAIN, "AveragePoolGrad", CUDA_OP_AVERAGE_POOL_GRAD},
     {OC_DOMAIN, "GlobalAveragePoolGrad", CUDA_OP_GLOBAL_AVERAGE_POOL_GRAD},
     {OC_DOMAIN, "ReduceSumTo", CUDA_OP_REDUCE_SUM_TO},

@@ -1074,6 +1074,216 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t h, const void *alpha, c
 
 /* ---- batch normalization (SPATIAL) ---- */
 
+/* ---- pooling ---- */
+
+#define POOL_MAX_CELLS 4096 /* emulator limit on a window's cells */
+
+struct cudnnPoolingStruct {
+    bool set;
+    cudnnPoolingMode_t mode;
+    cudnnNanPropagation_t nan;
+    int nsp;
+    int win[3], pad[3], str[3];
+};
+
+cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *d) {
+    if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreatePoolingDescriptor", "NULL");
+    *d = xcalloc(1, sizeof **d);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t d) {
+    free(d);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t d, const cudnnPoolingMode_t mode,
+                                          const cudnnNanPropagation_t nan, int nb, const int win[],
+                                          const int pad[], const int str[]) {
+    const char *call = "cudnnSetPoolingNdDescriptor";
+    if (!d || !win || !pad || !str) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
+    if (nb < 2 || nb > 3) return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d (2 or 3)", nb);
+    if (mode < CUDNN_POOLING_MAX || mode > CUDNN_POOLING_MAX_DETERMINISTIC)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
+    for (int i = 0; i < nb; i++)
+        if (win[i] < 1 || str[i] < 1 || pad[i] < 0 || pad[i] >= win[i])
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim %d: window %d, padding %d, stride %d", i, win[i],
+                        pad[i], str[i]);
+    int64_t cells = 1;
+    for (int i = 0; i < nb; i++) cells *= win[i];
+    if (cells > POOL_MAX_CELLS)
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "a window of %lld cells (emulator: at most %d)",
+                    (long long)cells, POOL_MAX_CELLS);
+    d->set = true, d->mode = mode, d->nan = nan, d->nsp = nb;
+    for (int i = 0; i < 3; i++) {
+        d->win[i] = i < nb ? win[i] : 1;
+        d->pad[i] = i < nb ? pad[i] : 0;
+        d->str[i] = i < nb ? str[i] : 1;
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static bool packed(const struct cudnnTensorStruct *t) {
+    int64_t acc = 1;
+    for (int i = t->nb - 1; i >= 0; i--) {
+        if (t->str[i] != acc) return false;
+        acc *= t->dim[i];
+    }
+    return true;
+}
+
+typedef struct pool_job {
+    struct cudnnPoolingStruct p;
+    int64_t planes, in[3], out[3];
+    const float *x, *y, *dy;
+    float *dst;
+    double alpha, beta;
+    bool backward;
+} pool_job;
+
+/* Window cells of output position o (flat within a plane) -> input offsets
+ * (within a plane), -1 for a padded cell; returns the cell count. */
+static int pool_cells(const pool_job *j, int64_t o, int64_t *cell) {
+    int64_t oc[3];
+    for (int d = 2; d >= 0; d--) oc[d] = o % j->out[d], o /= j->out[d];
+    int n = 0;
+    for (int a = 0; a < j->p.win[0]; a++)
+        for (int b = 0; b < j->p.win[1]; b++)
+            for (int e = 0; e < j->p.win[2]; e++) {
+                int64_t k[3] = {a, b, e}, off = 0;
+                bool in = true;
+                for (int d = 0; d < 3; d++) {
+                    int64_t v = oc[d] * j->p.str[d] - j->p.pad[d] + k[d];
+                    if (v < 0 || v >= j->in[d]) in = false;
+                    off = off * j->in[d] + (in ? v : 0);
+                }
+                cell[n++] = in ? off : -1;
+            }
+    return n;
+}
+
+static void pool_run(void *arg) {
+    pool_job *j = arg;
+    int64_t isz = j->in[0] * j->in[1] * j->in[2], osz = j->out[0] * j->out[1] * j->out[2];
+    int64_t cell[POOL_MAX_CELLS];
+    bool is_max = j->p.mode == CUDNN_POOLING_MAX || j->p.mode == CUDNN_POOLING_MAX_DETERMINISTIC;
+    double *acc = j->backward ? xcalloc((size_t)isz, sizeof *acc) : NULL;
+    for (int64_t pl = 0; pl < j->planes; pl++) {
+        const float *x = j->x + pl * isz;
+        if (j->backward) memset(acc, 0, (size_t)isz * sizeof *acc);
+        for (int64_t o = 0; o < osz; o++) {
+            int nc = pool_cells(j, o, cell), inside = 0;
+            double m = -INFINITY, sum = 0;
+            bool nan = false;
+            for (int c = 0; c < nc; c++) {
+                if (cell[c] < 0) continue;
+                double v = x[cell[c]];
+                inside++;
+                sum += v;
+                if (isnan(v)) nan = true;
+                else if (v > m) m = v;
+            }
+            double count = j->p.mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING ? nc : inside;
+            if (!j->backward) {
+                double r = is_max ? (nan && j->p.nan == CUDNN_PROPAGATE_NAN ? NAN : m) : sum / count;
+                j->dst[pl * osz + o] = blend(j->alpha, r, j->beta, &j->dst[pl * osz + o]);
+                continue;
+            }
+            double g = j->dy[pl * osz + o];
+            if (is_max) { /* the first cell equal to the window's y */
+                float yv = j->y[pl * osz + o];
+                for (int c = 0; c < nc; c++)
+                    if (cell[c] >= 0 && (x[cell[c]] == yv || (isnan(yv) && isnan(x[cell[c]])))) {
+                        acc[cell[c]] += g;
+                        break;
+                    }
+            } else {
+                for (int c = 0; c < nc; c++)
+                    if (cell[c] >= 0) acc[cell[c]] += g / count;
+            }
+        }
+        if (j->backward)
+            for (int64_t i = 0; i < isz; i++)
+                j->dst[pl * isz + i] = blend(j->alpha, acc[i], j->beta, &j->dst[pl * isz + i]);
+    }
+    free(acc);
+    free(j);
+}
+
+/* The pooling's x / y descriptors: float, packed, rank nsp + 2, same N and C,
+ * y's spatial dims the floor formula of x's. */
+static cudnnStatus_t pool_check(const char *call, const cudnnPoolingDescriptor_t pd,
+                                const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t yd,
+                                pool_job *j) {
+    cudnnStatus_t st;
+    if (!pd || !pd->set) return fail(CUDNN_STATUS_BAD_PARAM, call, "pooling descriptor NULL or unset");
+    if ((st = float_desc(call, "x", xd)) || (st = float_desc(call, "y", yd))) return st;
+    if (xd->nb != pd->nsp + 2 || yd->nb != xd->nb)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "tensors of rank %d / %d for a %d-d pooling", xd->nb, yd->nb,
+                    pd->nsp);
+    if (!packed(xd) || !packed(yd))
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "strided tensors (emulator: packed only)");
+    if (xd->dim[0] != yd->dim[0] || xd->dim[1] != yd->dim[1])
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in N or C");
+    memset(j, 0, sizeof *j);
+    j->p = *pd;
+    j->planes = (int64_t)xd->dim[0] * xd->dim[1];
+    for (int d = 0; d < 3; d++) {
+        j->in[d] = d < pd->nsp ? xd->dim[2 + d] : 1;
+        j->out[d] = d < pd->nsp ? yd->dim[2 + d] : 1;
+        int64_t want = (j->in[d] + 2 * pd->pad[d] - pd->win[d]) / pd->str[d] + 1;
+        if (j->in[d] + 2 * pd->pad[d] < pd->win[d] || j->out[d] != want)
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "y spatial dim %d is %lld, the pooling gives %lld", d,
+                        (long long)j->out[d], (long long)want);
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_t pd, const void *alpha,
+                                  const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
+                                  const cudnnTensorDescriptor_t yd, void *y) {
+    const char *call = "cudnnPoolingForward";
+    pool_job q;
+    cudnnStatus_t st;
+    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle NULL");
+    if ((st = pool_check(call, pd, xd, yd, &q)) || (st = check_scalars(call, alpha, beta, &q.alpha, &q.beta)))
+        return st;
+    if ((st = check_dev(call, "x", x, (size_t)t_numel(xd) * sizeof(float))) ||
+        (st = check_dev(call, "y", y, (size_t)t_numel(yd) * sizeof(float))))
+        return st;
+    pool_job *j = xcalloc(1, sizeof *j);
+    *j = q;
+    j->x = x, j->dst = y;
+    emu_stream_enqueue(h->stream, pool_run, j);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, const cudnnPoolingDescriptor_t pd, const void *alpha,
+                                   const cudnnTensorDescriptor_t yd, const void *y,
+                                   const cudnnTensorDescriptor_t dyd, const void *dy,
+                                   const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
+                                   const cudnnTensorDescriptor_t dxd, void *dx) {
+    const char *call = "cudnnPoolingBackward";
+    pool_job q, q2;
+    cudnnStatus_t st;
+    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle NULL");
+    if ((st = pool_check(call, pd, xd, yd, &q)) || (st = pool_check(call, pd, dxd, dyd, &q2)) ||
+        (st = check_scalars(call, alpha, beta, &q.alpha, &q.beta)))
+        return st;
+    for (int d = 0; d < 3; d++)
+        if (q.in[d] != q2.in[d] || q.out[d] != q2.out[d] || q.planes != q2.planes)
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "x/dx or y/dy shapes differ");
+    size_t xb = (size_t)t_numel(xd) * sizeof(float), yb = (size_t)t_numel(yd) * sizeof(float);
+    if ((st = check_dev(call, "y", y, yb)) || (st = check_dev(call, "dy", dy, yb)) ||
+        (st = check_dev(call, "x", x, xb)) || (st = check_dev(call, "dx", dx, xb)))
+        return st;
+    pool_job *j = xcalloc(1, sizeof *j);
+    *j = q;
+    j->x = x, j->y = y, j->dy = dy, j->dst = dx, j->backward = true;
+    emu_stream_enqueue(h->stream, pool_run, j);
+    return CUDNN_STATUS_SUCCESS;
+}
+
 cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t dd, const cudnnTensorDescriptor_t xd,
                                             cudnnBatchNormMode_t mode) {
     const char *call = "cudnnDeriveBNTensorDescriptor";

@@ -7,7 +7,8 @@
  * BatchNormalization forward (training: batch statistics, running statistics,
  * saved mean / inverse std; inference) against the direct formulas, backward
  * against central finite differences of a double-precision forward; alpha /
- * beta blending (beta = 0 never reads NaN garbage); the fake heuristics'
+ * beta blending (beta = 0 never reads NaN garbage); max pooling forward /
+ * backward by hand (argmax routing, NaN propagation); the fake heuristics'
  * list; bad arguments rejected. Built only with `make CUDA=emu` (OC_CUDA_EMU);
  * other builds compile a main that skips. */
 #ifndef OC_CUDA_EMU
@@ -593,6 +594,50 @@ static void test_algo_lists(void **state) {
     cset_free(&s);
 }
 
+/* Max pooling, window 3, stride 2, padding 1 on a 4x4 plane -> 2x2 (hand
+ * computed): forward maxima, backward routes each window's dY to its argmax
+ * (two windows share one), NaN propagated, a y of the wrong size rejected. */
+static void test_pooling_hand(void **state) {
+    (void)state;
+    const float xh[16] = {1, 9, 2, 3,
+                          4, 5, 6, 7,
+                          8, 0, 1, 2,
+                          3, 4, 5, 6};
+    /* windows (rows/cols -1..1 and 1..3): {1,9,4,5} {9,2,3,5,6,7} {4,5,8,0,3,4} {5,6,7,0,1,2,4,5,6} */
+    const float want_y[4] = {9, 9, 8, 7};
+    const float dyh[4] = {1, 10, 100, 1000};
+    float want_dx[16] = {0};
+    want_dx[1] = 11, want_dx[8] = 100, want_dx[7] = 1000;
+    int xd[4] = {1, 1, 4, 4}, yd[4] = {1, 1, 2, 2}, bad[4] = {1, 1, 3, 3};
+    int win[2] = {3, 3}, pad[2] = {1, 1}, str[2] = {2, 2};
+    cudnnTensorDescriptor_t tx = tdesc(4, xd), ty = tdesc(4, yd), tbad = tdesc(4, bad);
+    cudnnPoolingDescriptor_t pd;
+    assert_int_equal(cudnnCreatePoolingDescriptor(&pd), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnSetPoolingNdDescriptor(pd, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_PROPAGATE_NAN, 2,
+                                                 win, pad, str), CUDNN_STATUS_SUCCESS);
+    float *x = dev_new(16), *y = dev_new(4), *dy = dev_new(4), *dx = dev_new(16), h[16];
+    const float one = 1.0f, zero = 0.0f;
+    up(x, xh, 16), up(dy, dyh, 4);
+    fill(dx, 16, NAN); /* beta = 0: never read */
+    assert_int_equal(cudnnPoolingForward(H, pd, &one, tx, x, &zero, ty, y), CUDNN_STATUS_SUCCESS);
+    down(h, y, 4);
+    for (int i = 0; i < 4; i++) near(h[i], want_y[i], 0, "y", i);
+    assert_int_equal(cudnnPoolingBackward(H, pd, &one, ty, y, ty, dy, tx, x, &zero, tx, dx), CUDNN_STATUS_SUCCESS);
+    down(h, dx, 16);
+    for (int i = 0; i < 16; i++) near(h[i], want_dx[i], 0, "dx", i);
+    float xn[16];
+    memcpy(xn, xh, sizeof xn);
+    xn[15] = NAN; /* only the last window sees it */
+    up(x, xn, 16);
+    assert_int_equal(cudnnPoolingForward(H, pd, &one, tx, x, &zero, ty, y), CUDNN_STATUS_SUCCESS);
+    down(h, y, 4);
+    assert_true(!isnan(h[0]) && !isnan(h[1]) && !isnan(h[2]) && isnan(h[3]));
+    assert_int_equal(cudnnPoolingForward(H, pd, &one, tx, x, &zero, tbad, y), CUDNN_STATUS_BAD_PARAM);
+    cudaFree(x), cudaFree(y), cudaFree(dy), cudaFree(dx);
+    cudnnDestroyPoolingDescriptor(pd);
+    cudnnDestroyTensorDescriptor(tx), cudnnDestroyTensorDescriptor(ty), cudnnDestroyTensorDescriptor(tbad);
+}
+
 static void test_bad_params(void **state) {
     (void)state;
     ccase c = {2, 1, 2, 2, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, CUDNN_CROSS_CORRELATION};
@@ -690,6 +735,7 @@ int main(void) {
         cmocka_unit_test(test_conv_bias),         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_bn_forward),        cmocka_unit_test(test_bn_backward),
         cmocka_unit_test(test_algo_lists),        cmocka_unit_test(test_bad_params),
+        cmocka_unit_test(test_pooling_hand),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -43,6 +43,7 @@ typedef struct cudnnContext *cudnnHandle_t;
 typedef struct cudnnTensorStruct *cudnnTensorDescriptor_t;
 typedef struct cudnnFilterStruct *cudnnFilterDescriptor_t;
 typedef struct cudnnActivationStruct *cudnnActivationDescriptor_t;
+typedef struct cudnnPoolingStruct *cudnnPoolingDescriptor_t;
 typedef struct cudnnConvolutionStruct *cudnnConvolutionDescriptor_t;
 
 typedef enum {
@@ -102,6 +103,13 @@ typedef enum {
 } cudnnActivationMode_t;
 
 typedef enum { CUDNN_CONVOLUTION = 0, CUDNN_CROSS_CORRELATION = 1 } cudnnConvolutionMode_t;
+
+typedef enum {
+    CUDNN_POOLING_MAX = 0,
+    CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING = 1,
+    CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING = 2,
+    CUDNN_POOLING_MAX_DETERMINISTIC = 3
+} cudnnPoolingMode_t;
 
 typedef enum {
     CUDNN_BATCHNORM_PER_ACTIVATION = 0,
@@ -213,6 +221,26 @@ cudnnStatus_t CUDNNWINAPI cudnnActivationForward(cudnnHandle_t handle, cudnnActi
                                                  const void *alpha, const cudnnTensorDescriptor_t xDesc,
                                                  const void *x, const void *beta,
                                                  const cudnnTensorDescriptor_t yDesc, void *y);
+
+/* ---- pooling (NCHW / NCDHW packed float; output dims the floor formula) ---- */
+cudnnStatus_t CUDNNWINAPI cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *poolingDesc);
+cudnnStatus_t CUDNNWINAPI cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t poolingDesc,
+                                                      const cudnnPoolingMode_t mode,
+                                                      const cudnnNanPropagation_t maxpoolingNanOpt,
+                                                      int nbDims, const int windowDimA[],
+                                                      const int paddingA[], const int strideA[]);
+cudnnStatus_t CUDNNWINAPI cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t poolingDesc);
+cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
+                                              const void *alpha, const cudnnTensorDescriptor_t xDesc,
+                                              const void *x, const void *beta,
+                                              const cudnnTensorDescriptor_t yDesc, void *y);
+/* Max modes: each window's gradient goes to the first cell (window order) whose x equals its y. */
+cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
+                                               const void *alpha, const cudnnTensorDescriptor_t yDesc,
+                                               const void *y, const cudnnTensorDescriptor_t dyDesc,
+                                               const void *dy, const cudnnTensorDescriptor_t xDesc,
+                                               const void *x, const void *beta,
+                                               const cudnnTensorDescriptor_t dxDesc, void *dx);
 
 /* C = alpha * A + beta * C, A broadcast along its dims of extent 1. */
 cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t handle, const void *alpha,

@@ -7,7 +7,10 @@ labels go to `outcore-run --backend cpu` and `--backend cuda` (--dump-grads afte
 loss, every parameter gradient, and every trained weight / BN statistic; Dropout masks bitwise
 equal (same counter-based RNG). Prints one line per model and class; exit 1 on any failure.
 Models come from $OC_MODELS_DIR/NAME_SIZE_op13.onnx when present (exported with Debian torch by
-`tools/gpu-check --prepare`), else are exported here.
+`tools/gpu-check --prepare`), else are exported here. A structure-only model gets its weights
+here from PyTorch's initialisation of the same module (torch.manual_seed(0)), matched by
+initializer name: outcore-run's own initialiser (Kaiming-uniform) gives ResNet-18 at batch 2
+gradients so small and cancelling that fp32 summation order alone moves BN-bias gradients by 1e-2.
 Usage: gpu_grad_compare.py BUILD_DIR model:image_size ...   (e.g. resnet18:64 alexnet_small:32;
 resnet18 at 32x32 is ill-conditioned: its last BatchNormalization sees 2 values per channel)
 """
@@ -50,6 +53,22 @@ def run(build, backend, model, tmp, xp, yp):
     return d
 
 
+def fill_weights(path, name, size, tmp):
+    """The structure-only model at path with PyTorch's initial weights (see the docstring)."""
+    m = onnx.load(path)
+    if dict((p.key, p.value) for p in m.metadata_props).get("outcore.structure_only") != "1":
+        return path
+    import torch  # noqa: E402
+    torch.manual_seed(0)
+    sd = {k: v.detach().cpu().numpy() for k, v in export_models.build_model(name, size).state_dict().items()}
+    for t in m.graph.initializer:
+        if t.name in sd and tuple(t.dims) == sd[t.name].shape and t.data_type == onnx.TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(sd[t.name].astype(np.float32), t.name))
+    out = os.path.join(tmp, f"{name}_{size}_weights.onnx")
+    onnx.save(m, out)
+    return out
+
+
 def compare(build, name, size, tmp):
     model = os.path.join(os.environ.get("OC_MODELS_DIR", "/nonexistent"), f"{name}_{size}_op13.onnx")
     if not os.path.exists(model):  # not pre-exported (tools/gpu-check --prepare): export here
@@ -57,6 +76,7 @@ def compare(build, name, size, tmp):
                                          "--batch", "2", "--out", tmp])
         export_models.export_one(name, 13, args)
         model = os.path.join(tmp, f"{name}_op13.onnx")
+    model = fill_weights(model, name, size, tmp)
     g = onnx.load(model).graph
     classes = None
     rng = np.random.default_rng(123)

@@ -4,13 +4,17 @@ on the GPU, one mode per process (the memory cap is per process).
   eager       PyTorch defaults (cuDNN, TF32 convolutions), no cap
   save_on_cpu 16 GiB cap (torch.cuda.set_per_process_memory_fraction) +
               torch.autograd.graph.save_on_cpu(pin_memory=True)
-  checkpoint  16 GiB cap + torch.utils.checkpoint.checkpoint_sequential (sqrt(n) segments)
+  checkpoint  16 GiB cap + torch.utils.checkpoint.checkpoint_sequential: sqrt(n) segments and
+              one segment per block (n) are both tried, the faster that fits is reported
 SGD momentum 0.9, weight decay 1e-4, CrossEntropyLoss, random data; median of timed iterations
-after warm-up, CUDA-synchronised. Prints one line: MODEL MODE BATCH images/s peak_GiB (or OOM).
+after warm-up, CUDA-synchronised. Prints one line: MODEL MODE BATCH images/s peak_GiB [note]
+(or MODEL MODE BATCH OOM - [note]); with --fallback-batches B1,B2,... an OOM at BATCH is followed
+by the first of those batches that fits, in the note (what the mode can train at all under the cap).
 MODEL: a torchvision model, or one of tools/export_models.py's small models.
 --device cpu (with a small --image-size) runs the same code without a GPU (tools/gpu-check --emu;
 no memory cap there, peak 0).
 Usage: gpu_torch_bench.py MODEL MODE BATCH [--iters N] [--cap-gib G] [--device D] [--image-size S]
+                         [--fallback-batches B,...] [--profile TABLE.txt]
 """
 import argparse
 import inspect
@@ -24,43 +28,46 @@ import torch
 import torchvision
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("model")
-    p.add_argument("mode", choices=["eager", "save_on_cpu", "checkpoint"])
-    p.add_argument("batch", type=int)
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--cap-gib", type=float, default=16.0)
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--image-size", type=int, default=224)
-    a = p.parse_args()
-    dev = torch.device(a.device)
-    gpu = dev.type == "cuda"
-    if a.mode != "eager" and gpu:
-        total = torch.cuda.get_device_properties(0).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, a.cap_gib * 2**30 / total), 0)
+def build(a, dev):
     if hasattr(torchvision.models, a.model):
         model = getattr(torchvision.models, a.model)(num_classes=1000)
     else:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import export_models  # noqa: E402
         model = export_models.build_model(a.model, a.image_size)
-    model = model.to(dev).train()
+    return model.to(dev).train()
+
+
+def seq_parts(a, model):
+    """The model as a list of blocks for checkpoint_sequential; an in-place ReLU stays in the
+    block of the layer it follows (alone in a segment it would modify the segment's input)."""
+    S = torch.nn.Sequential
+    if a.model.startswith("resnet"):
+        stem = S(model.conv1, model.bn1, model.relu, model.maxpool)
+        head = S(model.avgpool, torch.nn.Flatten(1), model.fc)
+        return [stem, *model.layer1, *model.layer2, *model.layer3, *model.layer4, head]
+    blocks, cur = [], []
+    for m in model.features:  # VGG: Conv + ReLU (+ MaxPool) per block
+        if isinstance(m, torch.nn.Conv2d) and cur:
+            blocks.append(S(*cur))
+            cur = []
+        cur.append(m)
+    blocks.append(S(*cur))
+    return blocks + [S(model.avgpool, torch.nn.Flatten(1), *model.classifier)]
+
+
+def measure(a, dev, model, batch, segs):
+    """images/s and peak GiB of one configuration; raises torch.cuda.OutOfMemoryError."""
+    gpu = dev.type == "cuda"
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
-    x = torch.randn(a.batch, 3, a.image_size, a.image_size, device=dev)
+    x = torch.randn(batch, 3, a.image_size, a.image_size, device=dev)
     with torch.no_grad():
         classes = model.eval()(x[:1]).shape[1]
     model.train()
-    y = torch.randint(0, classes, (a.batch,), device=dev)
+    y = torch.randint(0, classes, (batch,), device=dev)
     lossf = torch.nn.CrossEntropyLoss()
-    if a.mode == "checkpoint":
-        if a.model.startswith("resnet"):
-            parts = [model.conv1, model.bn1, model.relu, model.maxpool, *model.layer1, *model.layer2,
-                     *model.layer3, *model.layer4, model.avgpool, torch.nn.Flatten(1), model.fc]
-        else:
-            parts = [*model.features, model.avgpool, torch.nn.Flatten(1), *model.classifier]
-        seq = torch.nn.Sequential(*parts)
-        segs = max(1, int(math.sqrt(len(parts))))
+    if segs:
+        seq = torch.nn.Sequential(*seq_parts(a, model))
         # torch >= 2 asks for use_reentrant; Debian's 1.13 (--emu runs) does not know it
         kw = {"use_reentrant": False} if "use_reentrant" in inspect.signature(
             torch.utils.checkpoint.checkpoint_sequential).parameters else {}
@@ -82,21 +89,79 @@ def main():
         return loss
 
     sync = torch.cuda.synchronize if gpu else (lambda: None)
-    try:
-        for _ in range(3):
-            step()
+    if gpu:
+        torch.cuda.reset_peak_memory_stats()
+    for _ in range(3):
+        step()
+    sync()
+    times = []
+    for _ in range(a.iters):
+        t0 = time.perf_counter()
+        step()
         sync()
-        times = []
-        for _ in range(a.iters):
-            t0 = time.perf_counter()
+        times.append(time.perf_counter() - t0)
+    peak = torch.cuda.max_memory_allocated() / 2**30 if gpu else 0.0
+    if a.profile:  # one more step under the profiler: where PyTorch's time goes, per kernel
+        from torch.profiler import ProfilerActivity, profile
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+        with profile(activities=acts) as prof:
             step()
             sync()
-            times.append(time.perf_counter() - t0)
-        ips = a.batch / statistics.median(times)
-        peak = torch.cuda.max_memory_allocated() / 2**30 if gpu else 0.0
-        print(f"{a.model} {a.mode} {a.batch} {ips:.1f} {peak:.2f}")
-    except torch.cuda.OutOfMemoryError:
-        print(f"{a.model} {a.mode} {a.batch} OOM -")
+        key = "cuda_time_total" if gpu else "cpu_time_total"
+        with open(a.profile, "w") as f:
+            f.write(prof.key_averages().table(sort_by=key, row_limit=60))
+    return batch / statistics.median(times), peak
+
+
+def best_at(a, dev, model, batch):
+    """(images/s, peak, segments) of the fastest configuration of the mode that fits, or None."""
+    if a.mode == "checkpoint":
+        n = len(seq_parts(a, model))
+        cands = sorted({max(1, int(math.sqrt(n))), n})
+    else:
+        cands = [0]
+    best = None
+    for segs in cands:
+        try:
+            ips, peak = measure(a, dev, model, batch, segs)
+        except torch.cuda.OutOfMemoryError:
+            ips = None
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+        if ips is not None and (best is None or ips > best[0]):
+            best = (ips, peak, segs)
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("model")
+    p.add_argument("mode", choices=["eager", "save_on_cpu", "checkpoint"])
+    p.add_argument("batch", type=int)
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--cap-gib", type=float, default=16.0)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--fallback-batches", default="")
+    p.add_argument("--profile", default="", help="write a torch.profiler table (eager) here")
+    a = p.parse_args()
+    dev = torch.device(a.device)
+    if a.mode != "eager" and dev.type == "cuda":
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, a.cap_gib * 2**30 / total), 0)
+    model = build(a, dev)
+    segs_note = lambda r: f" segments {r[2]}" if a.mode == "checkpoint" else ""
+    r = best_at(a, dev, model, a.batch)
+    if r:
+        print(f"{a.model} {a.mode} {a.batch} {r[0]:.1f} {r[1]:.2f}{segs_note(r)}")
+        return
+    note = ""
+    for b in [int(v) for v in a.fallback_batches.split(",") if v]:
+        fb = best_at(a, dev, model, b)
+        if fb:
+            note = f" (fits at batch {b}: {fb[0]:.1f} img/s, peak {fb[1]:.2f} GiB{segs_note(fb)})"
+            break
+    print(f"{a.model} {a.mode} {a.batch} OOM -{note or ' (no fallback batch fits)' if a.fallback_batches else note}")
 
 
 if __name__ == "__main__":

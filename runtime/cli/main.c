@@ -313,6 +313,7 @@ static int run(const run_opts *o, oc_err *err) {
     /* Synthetic batches are generated on the host each step; that time is not
      * training time, so it is left out of images/s. */
     double t0 = now_s(), t_first = 0, synth_first = 0, synth_rest = 0;
+    int64_t dev_peak = -1; /* cuda: device bytes in use, the most seen after any step */
     for (int64_t step = 0; step < o->steps; step++) {
         if (!o->input) {
             double ts = now_s();
@@ -322,6 +323,8 @@ static int run(const run_opts *o, oc_err *err) {
         float loss;
         if (rt_exec_step(x, step, &loss, err)) goto out;
         if (step == 0) t_first = now_s();
+        int64_t used = rt_cuda_device_used(b); /* after the sync: lazily loaded modules included */
+        if (used > dev_peak) dev_peak = used;
         printf("step %" PRId64 " loss %.6f\n", step, (double)loss);
         fflush(stdout);
         if (!isfinite(loss)) {
@@ -339,9 +342,9 @@ static int run(const run_opts *o, oc_err *err) {
     printf("arena high-water %s (%" PRId64 " bytes), capacity %s (%" PRId64 " bytes)\n",
            oc_fmt_bytes(rt_exec_high_water(x), hw, sizeof hw), rt_exec_high_water(x),
            oc_fmt_bytes(rt_exec_capacity(x), cap, sizeof cap), rt_exec_capacity(x));
-    if (rt_cuda_device_used(b) >= 0)
-        printf("device memory in use %s (%" PRId64 " bytes: context, handles, arena, workspace)\n",
-               oc_fmt_bytes(rt_cuda_device_used(b), hw, sizeof hw), rt_cuda_device_used(b));
+    if (dev_peak >= 0)
+        printf("device memory in use %s (%" PRId64 " bytes: context, handles, arena, workspace; "
+               "the most seen after any step)\n", oc_fmt_bytes(dev_peak, hw, sizeof hw), dev_peak);
     if (o->profile_out) {
         if (rt_cuda_profile_write(b, tg, info.batch, o->profile_out, err)) goto out;
         printf("profile %s\n", o->profile_out);

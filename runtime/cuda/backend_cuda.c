@@ -254,6 +254,15 @@ static int impl_init(cuda_impl *im, oc_err *err) {
     CUBLAS_CHECK_N(cublasSetStream(im->blas, im->s[RT_STREAM_COMPUTE]), no_node);
     /* Gemm in plain fp32 (PyTorch's default allow_tf32=False for matmul). */
     CUBLAS_CHECK_N(cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH), no_node);
+    struct cudaDeviceProp prop;
+    int blas_ver = 0;
+    CU_CHECK_N(cudaGetDeviceProperties(&prop, im->device), no_node);
+    CUBLAS_CHECK_N(cublasGetVersion(im->blas, &blas_ver), no_node);
+    size_t dnn_ver = cudnnGetVersion();
+    fprintf(stderr, "cuda: %s (sm_%d%d, %d SMs, %.1f GiB), cuDNN %zu.%zu.%zu, cuBLAS %d\n",
+            prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+            (double)prop.totalGlobalMem / (double)(1 << 30), dnn_ver / 10000, dnn_ver / 100 % 100,
+            dnn_ver % 100, blas_ver);
     return OC_OK;
 }
 

@@ -45,6 +45,13 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
     return CUBLAS_STATUS_SUCCESS;
 }
 
+cublasStatus_t cublasGetVersion(cublasHandle_t h, int *version) {
+    if (!handle_ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!version) return CUBLAS_STATUS_INVALID_VALUE;
+    *version = 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 const char *cublasGetStatusString(cublasStatus_t s) {
     switch (s) {
     case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";

@@ -46,6 +46,8 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle);
 /* NULL: the legacy default stream (emu.h). */
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
+/* The emulator reports version 0 (no real cuBLAS behind it). */
+cublasStatus_t cublasGetVersion(cublasHandle_t handle, int *version);
 const char *cublasGetStatusString(cublasStatus_t status);
 /* C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major; alpha and beta are
  * host pointers (read at the call: the default CUBLAS_POINTER_MODE_HOST). */

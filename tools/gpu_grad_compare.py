@@ -11,6 +11,13 @@ Models come from $OC_MODELS_DIR/NAME_SIZE_op13.onnx when present (exported with 
 here from PyTorch's initialisation of the same module (torch.manual_seed(0)), matched by
 initializer name: outcore-run's own initialiser (Kaiming-uniform) gives ResNet-18 at batch 2
 gradients so small and cancelling that fp32 summation order alone moves BN-bias gradients by 1e-2.
+Context for the TF32 check: where PyTorch can build the same model (models without Dropout,
+whose masks PyTorch draws differently), the same step-0 gradients are computed by PyTorch in
+float64 on the CPU (the reference) and in float32 on the GPU with PyTorch's defaults (TF32
+convolutions when NVIDIA_TF32_OVERRIDE is unset), and each of outcore-cpu, outcore-cuda and
+PyTorch-GPU is compared with the reference: per tensor (worst) and over all gradients at once
+(norm-wise). A tensor on which cuda and cpu differ by more than 1e-3 because its gradient is
+cancellation-prone shows the same error in PyTorch's own TF32 run.
 Usage: gpu_grad_compare.py BUILD_DIR model:image_size ...   (e.g. resnet18:64 alexnet_small:32;
 resnet18 at 32x32 is ill-conditioned: its last BatchNormalization sees 2 values per channel)
 """
@@ -42,11 +49,11 @@ def read_dir(d):
             for f in sorted(os.listdir(d))} if os.path.isdir(d) else {}
 
 
-def run(build, backend, model, tmp, xp, yp):
-    d = os.path.join(tmp, backend)
+def run(build, backend, model, tmp, xp, yp, tag=""):
+    d = os.path.join(tmp, backend + tag)
     cmd = [os.path.join(build, "outcore-run"), model, "--backend", backend, "--batch", "2", "--steps", "3",
            "--lr", "0.001", "--seed", "1", "--input", xp, "--labels", yp, "--dump-grads", d,
-           "--save", os.path.join(tmp, backend + ".onnx")]
+           "--save", os.path.join(tmp, backend + tag + ".onnx")]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"{' '.join(cmd)}:\n{r.stdout}{r.stderr}")
@@ -67,6 +74,42 @@ def fill_weights(path, name, size, tmp):
     out = os.path.join(tmp, f"{name}_{size}_weights.onnx")
     onnx.save(m, out)
     return out
+
+
+def torch_grads(name, size, x, y, device, dtype):
+    """Step-0 loss and parameter gradients of PyTorch's model (the weights fill_weights used)."""
+    import torch  # noqa: E402
+    torch.manual_seed(0)
+    m = export_models.build_model(name, size).to(device=device, dtype=dtype).train()
+    xt = torch.from_numpy(x).to(device=device, dtype=dtype)
+    yt = torch.from_numpy(y).to(device)
+    loss = torch.nn.functional.cross_entropy(m(xt), yt)
+    loss.backward()
+    g = {k: p.grad.detach().cpu().double().numpy() for k, p in m.named_parameters() if p.grad is not None}
+    g["loss"] = np.array(loss.item())
+    return g
+
+
+def vs_reference(name, size, x, y, outcore):
+    """Errors of outcore-cpu / outcore-cuda / PyTorch-GPU step-0 gradients vs PyTorch float64."""
+    try:
+        import torch  # noqa: E402
+    except ImportError:
+        return
+    ref = torch_grads(name, size, x, y, "cpu", torch.float64)
+    runs = dict(outcore)
+    if torch.cuda.is_available():
+        runs["pytorch-gpu"] = torch_grads(name, size, x, y, "cuda", torch.float32)
+    keys = [k for k in ref if k != "loss" and all(k in r for r in runs.values())]
+    if len(keys) < len(ref) - 1:
+        print(f"note {name:16s} reference: {len(ref) - 1 - len(keys)} gradients not matched by name")
+    for who, r in runs.items():
+        per = [(k, rel(r[k], ref[k])) for k in keys]
+        worst = max(per, key=lambda e: e[1])
+        allv = rel(np.concatenate([np.ravel(r[k]) for k in keys]), np.concatenate([np.ravel(ref[k]) for k in keys]))
+        print(f"ref  {name:16s} {who:12s} vs float64: loss {rel(r['loss'], ref['loss']):.1e}, all gradients "
+              f"{allv:.1e}, worst tensor {worst[1]:.1e} ({worst[0]}), {sum(e[1] > TOL for e in per)} of "
+              f"{len(per)} tensors above {TOL:g}")
 
 
 def compare(build, name, size, tmp):
@@ -90,6 +133,20 @@ def compare(build, name, size, tmp):
     onnx.save_tensor(numpy_helper.from_array(y, "labels"), yp)
     other = os.environ.get("OC_GRAD_OTHER", "cuda")  # "cpu": a smoke test of this script without a GPU
     dc, dg = run(build, "cpu", model, tmp, xp, yp), run(build, other, model, tmp, xp, yp)
+    if os.environ.get("OC_GRAD_REPEAT") == "1":  # run-to-run: the same bits twice?
+        d2 = run(build, other, model, tmp, xp, yp, "-again")
+        same = all((read_dir(os.path.join(dg, s)).get(k, None) is not None) and
+                   np.array_equal(v, read_dir(os.path.join(dg, s))[k])
+                   for s in ("grads",) for k, v in read_dir(os.path.join(d2, s)).items())
+        wa = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(tmp, other + ".onnx")).graph.initializer}
+        wb = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(tmp, other + "-again.onnx")).graph.initializer}
+        same_w = all(np.array_equal(wa[k], wb[k]) for k in wa)
+        print(f"{'ok  ' if same and same_w else 'DIFF'} {name:16s} {other} run twice: step-0 gradients "
+              f"{'bitwise equal' if same else 'DIFFER'}, weights after 3 steps {'bitwise equal' if same_w else 'DIFFER'}")
+    if not any(n.op_type == "Dropout" for n in g.node):
+        named = lambda d: {**read_dir(os.path.join(d, "grads")),
+                           "loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "loss.pb")))}
+        vs_reference(name, size, x, y, {"outcore-cpu": named(dc), "outcore-" + other: named(dg)})
     for cls, sub in (("loss", ""), ("gradients", "grads"), ("dropout tensors", "tensors")):
         a = read_dir(os.path.join(dc, sub)) if sub else {"loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(dc, "loss.pb")))}
         b = read_dir(os.path.join(dg, sub)) if sub else {"loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(dg, "loss.pb")))}

@@ -36,7 +36,8 @@ static void usage(FILE *f) {
             "usage: outcore-run MODEL.onnx [--backend cpu] [--batch N] [--steps K] [--lr X]\n"
             "                   [--momentum X] [--weight-decay X] [--seed S]\n"
             "                   [--input X.pb --labels Y.pb] [--save OUT.onnx]\n"
-            "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n\n"
+            "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
+            "                   [--deterministic]\n\n"
             "Trains MODEL (a training graph from `outcore-plan emit`, or a forward model) for K\n"
             "steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform in\n"
             "[0, C)), or the same batch every step from ONNX TensorProto files. Prints the loss\n"
@@ -46,6 +47,10 @@ static void usage(FILE *f) {
             "--dump-grads: after step 0, DIR/loss.pb, DIR/grads/<i>.pb (TensorProto named after\n"
             "the parameter) and DIR/tensors/<i>.pb (inputs/outputs of Dropout and DropoutGrad).\n"
             "--backend cuda: cuDNN/cuBLAS on GPU 0 (fails with one line when no GPU is found).\n"
+            "  Convolutions take cuDNN's first-ranked algorithm that fits the workspace (as PyTorch\n"
+            "  does); --deterministic (or OC_CUDNN_DETERMINISTIC=1) takes deterministic ones only,\n"
+            "  so repeated runs, and a plan vs its in-core run, give the same bits.\n"
+            "  OC_CUDNN_WORKSPACE_LIMIT=BYTES caps a convolution's workspace (default 4 GiB).\n"
             "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
             "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
             "outcore-plan (needs --steps >= 4).\n");
@@ -70,6 +75,10 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         if (a[0] != '-') {
             if (o->model) return oc_fail(err, "unexpected argument '%s'", a);
             o->model = a;
+            continue;
+        }
+        if (strcmp(a, "--deterministic") == 0) { /* read by the cuda backend (cuda_dnn.c) */
+            setenv("OC_CUDNN_DETERMINISTIC", "1", 1);
             continue;
         }
         if (i + 1 >= argc) return oc_fail(err, "option %s needs a value", a);

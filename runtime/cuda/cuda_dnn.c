@@ -7,12 +7,18 @@
  *     ConvTranspose                 backward data  cin = Y,  cout = X   (+ bias)
  *     ConvTransposeBackwardData     forward        cin = dY, cout = dX
  *     ConvTransposeBackwardFilter   backward filter cin = dY, cout = X  (+ dB from dY)
- *   The algorithm is chosen once per shape (cudnnGet*Algorithm_v7: the
- *   heuristics' fastest DETERMINISTIC algorithm whose workspace fits
- *   OC_CUDNN_WORKSPACE_LIMIT, default 1 GiB, never one that down-converts to
- *   fp16) when the executor asks scratch_bytes — before the arena exists, so
- *   cudnnFind (which runs on real buffers) is not used — and cached with its
- *   descriptors. The choice is made within a workspace limit: the plan's
+ *   The algorithm is chosen once per shape (cudnnGet*Algorithm_v7): the
+ *   heuristics' first (fastest-ranked) algorithm whose workspace fits the
+ *   limit, never one that down-converts to fp16 — PyTorch's choice with
+ *   cudnn.benchmark off. With OC_CUDNN_DETERMINISTIC=1 (outcore-run
+ *   --deterministic) only deterministic algorithms are taken, so runs repeat
+ *   bit for bit (a swap/recompute plan then equals its in-core run bitwise).
+ *   The limit is OC_CUDNN_WORKSPACE_LIMIT bytes, default 4 GiB: at batch 640
+ *   the fast NCHW algorithms transpose a whole activation into their
+ *   workspace. OC_CUDNN_VERBOSE=1 prints every choice with its candidates.
+ *   Chosen when the executor asks scratch_bytes — before the arena exists,
+ *   so cudnnFind (which runs on real buffers) is not used — and cached with
+ *   its descriptors. The choice is made within a workspace limit: the plan's
  *   region for the node (outcore_workspace, from the measured profile's
  *   workspace_bytes), so the arena holds the workspace and the plan counts it;
  *   run with kernel_args.scratch_bytes = that limit, the kernel finds the same
@@ -70,7 +76,48 @@ static size_t ws_limit(void) {
         unsigned long long v = strtoull(s, &end, 10);
         if (!*end) return (size_t)v;
     }
-    return (size_t)1 << 30;
+    return (size_t)4 << 30;
+}
+
+static bool env_on(const char *name) {
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0") != 0;
+}
+
+/* One heuristic candidate, whichever direction it came from. */
+typedef struct algo_cand {
+    int algo;
+    cudnnStatus_t status;
+    cudnnDeterminism_t det;
+    cudnnMathType_t math;
+    size_t memory;
+} algo_cand;
+
+static const char *math_name(cudnnMathType_t m) {
+    switch (m) {
+    case CUDNN_DEFAULT_MATH: return "default";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op+fp16";
+    default: return "fma";
+    }
+}
+
+/* "algo 1 (det, 12345 B, tensor-op), algo 0 (NOT_SUPPORTED), ..." into buf. */
+static void cands_text(const algo_cand *c, int n, char *buf, size_t len) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && o < len; i++) {
+        int w;
+        if (c[i].status != CUDNN_STATUS_SUCCESS)
+            w = snprintf(buf + o, len - o, "%salgo %d (%s)", i ? ", " : "", c[i].algo,
+                         cudnnGetErrorString(c[i].status));
+        else
+            w = snprintf(buf + o, len - o, "%salgo %d (%s, %zu B, %s)", i ? ", " : "", c[i].algo,
+                         c[i].det == CUDNN_DETERMINISTIC ? "det" : "non-det", c[i].memory,
+                         math_name(c[i].math));
+        if (w < 0) break;
+        o += (size_t)w;
+    }
 }
 
 /* The tensors of a conv-family node (see the table above). */
@@ -172,38 +219,46 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     CUDNN_CHECK_N(cudnnSetConvolutionGroupCount(e->conv_d, (int)q->groups), n);
     CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, CUDNN_DEFAULT_MATH), n);
     int got = 0;
-    bool found = false;
-    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-    e->kind = q->kind;
-#define PICK(perf_t, getter, ...)                                                             \
+    algo_cand c[16];
+#define HEUR(perf_t, getter, ...)                                                             \
     do {                                                                                      \
         perf_t perf[16];                                                                      \
         CUDNN_CHECK_N(getter(im->dnn, __VA_ARGS__, 16, &got, perf), n);                       \
-        for (int i = 0; i < got && !found; i++) {                                             \
-            if (perf[i].status != CUDNN_STATUS_SUCCESS ||                                     \
-                perf[i].determinism != CUDNN_DETERMINISTIC || perf[i].memory > limit ||       \
-                perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)                    \
-                continue;                                                                     \
-            e->algo = (int)perf[i].algo;                                                      \
-            e->ws = perf[i].memory;                                                           \
-            math = perf[i].mathType;                                                          \
-            found = true;                                                                     \
-        }                                                                                     \
+        for (int i = 0; i < got; i++)                                                         \
+            c[i] = (algo_cand){(int)perf[i].algo, perf[i].status, perf[i].determinism,        \
+                               perf[i].mathType, perf[i].memory};                             \
     } while (0)
     if (q->kind == CONV_FWD)
-        PICK(cudnnConvolutionFwdAlgoPerf_t, cudnnGetConvolutionForwardAlgorithm_v7, e->in_d,
+        HEUR(cudnnConvolutionFwdAlgoPerf_t, cudnnGetConvolutionForwardAlgorithm_v7, e->in_d,
              e->w_d, e->conv_d, e->out_d);
     else if (q->kind == CONV_BWD_DATA)
-        PICK(cudnnConvolutionBwdDataAlgoPerf_t, cudnnGetConvolutionBackwardDataAlgorithm_v7,
+        HEUR(cudnnConvolutionBwdDataAlgoPerf_t, cudnnGetConvolutionBackwardDataAlgorithm_v7,
              e->w_d, e->out_d, e->conv_d, e->in_d);
     else
-        PICK(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+        HEUR(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
              e->in_d, e->out_d, e->conv_d, e->w_d);
-#undef PICK
-    if (!found)
-        return oc_fail(err, "node '%s' (%s): cuDNN offers no deterministic algorithm within a "
-                       "workspace of %zu bytes (the plan's region, or OC_CUDNN_WORKSPACE_LIMIT)",
-                       n->name, n->op_type, limit);
+#undef HEUR
+    bool det_only = env_on("OC_CUDNN_DETERMINISTIC");
+    int pick = -1;
+    for (int i = 0; i < got && pick < 0; i++)
+        if (c[i].status == CUDNN_STATUS_SUCCESS && c[i].memory <= limit &&
+            c[i].math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+            (!det_only || c[i].det == CUDNN_DETERMINISTIC))
+            pick = i;
+    char list[1024];
+    cands_text(c, got, list, sizeof list);
+    if (pick < 0)
+        return oc_fail(err, "node '%s' (%s): cuDNN offers no %salgorithm within a workspace of %zu "
+                       "bytes (the plan's region, or OC_CUDNN_WORKSPACE_LIMIT); its candidates: %s",
+                       n->name, n->op_type, det_only ? "deterministic " : "", limit, list);
+    e->kind = q->kind;
+    e->algo = c[pick].algo;
+    e->ws = c[pick].memory;
+    cudnnMathType_t math = c[pick].math;
+    if (env_on("OC_CUDNN_VERBOSE"))
+        fprintf(stderr, "cuda: %s: %s algo %d, workspace %zu B (limit %zu); candidates: %s\n", n->name,
+                q->kind == CONV_FWD ? "fwd" : q->kind == CONV_BWD_DATA ? "bwd-data" : "bwd-filter",
+                e->algo, e->ws, limit, list);
     CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, math), n);
     return OC_OK;
 }

@@ -84,7 +84,7 @@ for f in 94 96 97 98 99; do
     fi
 done
 run_cuda() { # PLAN SAVE [BUDGET]
-    "$EMU/outcore-run" "$1" --backend cuda --steps 3 --seed 7 --save "$2" \
+    "$EMU/outcore-run" "$1" --backend cuda --deterministic --steps 3 --seed 7 --save "$2" \
         ${3:+--budget "$3"} 2>"$2.err" | grep '^step ' | awk '{print $1, $2, $3, $4}'
 }
 if [ -z "$budget" ]; then

@@ -20,6 +20,7 @@ void plan_made_free(plan_made *pm) {
     rewrite_result_free(&pm->rw);
     layout_result_free(&pm->layout);
     sim_timeline_free(pm->tl);
+    if (pm->plan) sim_plan_free(pm->plan);
     memset(pm, 0, sizeof *pm);
 }
 
@@ -29,6 +30,7 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
     strategy_input cur = *in;
     sim_plan *p = sim_plan_new(in->tg);
     int rc = OC_OK;
+    int64_t prev_budget = in->sim.budget_bytes;
     for (int iter = 0; iter <= PLAN_MAX_REPLANS; iter++) {
         rewrite_result_free(&out->rw);
         layout_result_free(&out->layout);
@@ -63,18 +65,26 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
             out->feasible = true;
             break;
         }
+        /* Ask the strategy for a plan whose simulated peak is lower by the layout's overshoot
+         * (at least 0.1% of the budget); when the last lowering left the arena unchanged (the
+         * strategy's choices are discrete), lower twice as far the next time. */
         int64_t step = arena - budget, min_step = budget / 1000;
-        out->last_arena = arena;
         if (step < min_step) step = min_step;
-        if (iter == PLAN_MAX_REPLANS || cur.sim.budget_bytes - step <= 0) {
+        if (arena == out->last_arena) step = 2 * (prev_budget - cur.sim.budget_bytes > step
+                                                      ? prev_budget - cur.sim.budget_bytes : step);
+        out->last_arena = arena;
+        int64_t next = cur.sim.budget_bytes - step, from_peak = out->result.peak_bytes - step;
+        if (from_peak > 0 && from_peak < next) next = from_peak;
+        if (iter == PLAN_MAX_REPLANS || next <= 0) {
             snprintf(out->reason, sizeof out->reason, "the layout needs %" PRId64 " bytes, over "
                      "the budget of %" PRId64 ", after %d re-plans with lower budgets", arena,
                      budget, iter);
             break;
         }
-        cur.sim.budget_bytes -= step;
+        prev_budget = cur.sim.budget_bytes;
+        cur.sim.budget_bytes = next;
     }
-    sim_plan_free(p);
+    out->plan = p;
     if (rc == OC_OK && out->feasible) {
         layout_apply(out->rw.tg, &out->layout);
         rc = plan_verify(out->rw.tg, out->layout.offset, out->layout.arena_bytes,

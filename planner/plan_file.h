@@ -67,6 +67,7 @@ typedef struct plan_made {
     rewrite_result rw;
     layout_result layout;
     sim_timeline *tl;          /* the predicted timeline (source graph indices) */
+    sim_plan *plan;            /* the final decisions (source graph); owned */
 } plan_made;
 
 int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_err *err);

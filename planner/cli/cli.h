@@ -93,13 +93,14 @@ void cli_plan_env_input(const cli_plan_env *e, struct strategy_input *in);
 struct sim_plan;
 int cli_plan_write_outputs(const cli_plan_env *e, const char *trace, const char *svg,
                            const struct sim_plan *p, const char *strategy_name, oc_err *err);
-/* plan -o (cmd_show.c): plans with s (re-planning tighter when the layout
- * exceeds the budget), rewrites, lays out, verifies and writes plan.onnx;
- * prints one summary line. OC_ERR when no plan fits or on I/O errors. */
+/* plan -o (cmd_show.c): writes the plan that plan_make made with s (it
+ * re-plans tighter when the layout exceeds the budget; plan_file.h) to
+ * plan.onnx and prints one summary line. OC_ERR when pm found no plan that
+ * fits (naming why) or on I/O errors. */
 struct strategy;
-struct strategy_input;
-int cli_plan_write_plan(const cli_plan_env *e, const struct strategy *s,
-                        const struct strategy_input *in, const char *path, oc_err *err);
+struct plan_made;
+int cli_plan_write_made(const cli_plan_env *e, const struct strategy *s, struct plan_made *pm,
+                        const char *path, oc_err *err);
 /* One strategy's figures as a JSON object (jansson json_t *, new reference). */
 struct json_t;
 struct strategy;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../plan_file.h"
 #include "../sim_svg.h"
 #include "../sim_trace.h"
 #include "../strategy.h"
@@ -236,6 +237,7 @@ int cmd_plan(int argc, char **argv)
     oc_err err;
     int rc = 1;
     sim_plan *p = NULL;
+    plan_made pm = {0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "--json") == 0) {
@@ -265,19 +267,30 @@ int cmd_plan(int argc, char **argv)
     cli_plan_env_input(&e, &in);
     p = sim_plan_new(e.tg);
     strategy_stats stats;
-    if (strategy_run(st, &in, p, &stats, &err)) goto fail;
+    const sim_plan *shown = p;
+    if (plan_out) { /* the figures printed are those of the plan written (after any re-plan) */
+        if (plan_make(st, &in, &pm, &err)) goto fail;
+        stats = pm.stats;
+        shown = pm.plan;
+        if (stats.feasible && !pm.feasible) {
+            oc_fail(&err, "%s not written: %s", plan_out, pm.reason);
+            goto fail;
+        }
+    } else if (strategy_run(st, &in, p, &stats, &err)) {
+        goto fail;
+    }
     if (json) {
         json_t *o = stats_json(st, &stats, e.mo.batch);
         json_t *dec = json_array();
         for (int i = 0; i < e.tg->n_saved; i++) {
-            int t = e.tg->saved[i], at = p->swap_in_at[t];
+            int t = e.tg->saved[i], at = shown->swap_in_at[t];
             int64_t b = 0;
             ir_tensor_bytes(&e.tg->g->tensors[t], &b);
             json_array_append_new(
                 dec, json_pack("{s:s, s:I, s:s, s:o}", "tensor", e.tg->g->tensors[t].name,
                                "bytes", (json_int_t)b, "decision",
-                               sim_decision_name((sim_decision)p->decision[t]), "swap_in_at",
-                               p->decision[t] == SIM_DECISION_SWAP && at >= 0
+                               sim_decision_name((sim_decision)shown->decision[t]), "swap_in_at",
+                               shown->decision[t] == SIM_DECISION_SWAP && at >= 0
                                    ? json_string(e.tg->g->nodes[at].name)
                                    : json_null()));
         }
@@ -286,14 +299,14 @@ int cmd_plan(int argc, char **argv)
         printf("\n");
         json_decref(o);
     } else {
-        print_text(&e, st, p, &stats);
+        print_text(&e, st, shown, &stats);
     }
     /* Trace / plot only of a feasible plan: an infeasible timeline stops at the
      * deadlock, and a file left behind would look like a result. */
     if (stats.feasible && (trace || svg) &&
-        cli_plan_write_outputs(&e, trace, svg, p, st->name, &err))
+        cli_plan_write_outputs(&e, trace, svg, shown, st->name, &err))
         goto fail;
-    if (stats.feasible && plan_out && cli_plan_write_plan(&e, st, &in, plan_out, &err)) goto fail;
+    if (stats.feasible && plan_out && cli_plan_write_made(&e, st, &pm, plan_out, &err)) goto fail;
     rc = stats.feasible ? 0 : 3;
     if (!stats.feasible)
         fprintf(stderr, "outcore-plan plan: no feasible plan%s: %s (%s)\n",
@@ -302,6 +315,7 @@ int cmd_plan(int argc, char **argv)
 fail:
     rc = cli_report("plan", &err);
 done:
+    plan_made_free(&pm);
     sim_plan_free(p);
     cli_plan_env_free(&e);
     return rc;

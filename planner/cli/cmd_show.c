@@ -1,6 +1,6 @@
 /* cmd_show.c — `outcore-plan show PLAN.onnx [--trace F] [--svg F]`: a plan
  * file's schedule as a table, and its predicted timeline as a Chrome trace /
- * SVG memory plot. Also cli_plan_write_plan, the writer behind `plan -o`.
+ * SVG memory plot. Also cli_plan_write_made, the writer behind `plan -o`.
  *
  * The trace and plot come from the plan file alone: the planner stores the
  * simulated start/end of every node (outcore.timeline) and the live bytes over
@@ -18,15 +18,10 @@
 #include "../sim_trace.h"
 #include "cli.h"
 
-int cli_plan_write_plan(const cli_plan_env *e, const strategy *s, const strategy_input *in,
+int cli_plan_write_made(const cli_plan_env *e, const strategy *s, plan_made *made,
                         const char *path, oc_err *err) {
-    plan_made pm;
-    if (plan_make(s, in, &pm, err)) return OC_ERR;
-    if (!pm.feasible) {
-        oc_fail(err, "%s not written: %s", path, pm.reason);
-        plan_made_free(&pm);
-        return OC_ERR;
-    }
+    plan_made pm = *made;
+    if (!pm.feasible) return oc_fail(err, "%s not written: %s", path, pm.reason);
     char digest[32];
     plan_profile_digest(e->prof, digest, sizeof digest);
     plan_file_meta m = {.tool_version = OC_VERSION, .strategy = s->name,
@@ -46,7 +41,6 @@ int cli_plan_write_plan(const cli_plan_env *e, const strategy *s, const strategy
                 pm.budget_bytes > 0 ? oc_fmt_bytes(pm.budget_bytes, b, sizeof b) : "unlimited",
                 pm.planned_budget, pm.replans, pm.replans == 1 ? "" : "s");
     }
-    plan_made_free(&pm);
     return rc;
 }
 

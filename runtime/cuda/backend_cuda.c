@@ -232,6 +232,7 @@ static void cuda_destroy(rt_backend *b) {
     oc_free(im->pending);
     prof_reset(im);
     cuda_algo_cache_free(im->algos);
+    cuda_bn_stash_free(im->bn_stash);
     if (im->dnn) (void)cudnnDestroy(im->dnn);
     if (im->blas) (void)cublasDestroy(im->blas);
     for (int s = 0; s < RT_STREAM__COUNT; s++)

@@ -10,7 +10,7 @@
  * What it is: one cudaMalloc per dev_alloc (the executor makes one arena),
  * cudaHostAlloc'd pinned host memory (the executor allocates it once; its size
  * is printed to stderr), three cudaStream_t (compute, D2H, H2D), events as
- * cudaEvent_t, cuDNN for convolutions, batch normalisation and Relu, cuBLAS
+ * cudaEvent_t, cuDNN for convolutions, batch normalisation and max pooling, cuBLAS
  * (fp32, no TF32) for Gemm, small kernels (cuda_ops.cu) for the rest. TF32 is
  * allowed in convolutions (CUDNN_DEFAULT_MATH, PyTorch's default). Every CUDA,
  * cuDNN and cuBLAS call is checked (cuda_internal.h: CU_CHECK): a failure

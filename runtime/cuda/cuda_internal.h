@@ -25,6 +25,7 @@ typedef struct cuda_prof_pair {
 } cuda_prof_pair;
 
 typedef struct cuda_algo_cache cuda_algo_cache; /* cuda_dnn.c */
+typedef struct cuda_bn_stash cuda_bn_stash;     /* cuda_dnn.c: BN statistics, forward -> backward */
 
 typedef struct cuda_impl {
     int device;
@@ -32,6 +33,7 @@ typedef struct cuda_impl {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     cuda_algo_cache *algos;
+    cuda_bn_stash *bn_stash;
     pthread_mutex_t mu;       /* guards err_set/err (host functions run on CUDA's thread) */
     bool err_set;
     oc_err err;               /* first asynchronous error */
@@ -100,16 +102,16 @@ int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *er
 size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op, size_t limit);
 int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err);
-int cuda_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 
-/* cuda_pool.c: MaxPool (grad false) / MaxPoolGrad (grad true) through cuDNN
- * pooling, when cuda_pool_uses_cudnn says cuDNN expresses the window exactly. */
-bool cuda_pool_uses_cudnn(const ir_graph *g, const ir_node *n, bool grad);
-int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, bool grad, oc_err *err);
-/* MaxPoolGrad's scratch: the recomputed output (0 when the own kernel runs). */
-size_t cuda_pool_scratch(const ir_graph *g, const ir_node *n);
+/* cuda_pool.c: MaxPool through cuDNN pooling, when cuda_pool_uses_cudnn says
+ * cuDNN expresses the window exactly (else the own kernel of cuda_ops.cu). */
+bool cuda_pool_uses_cudnn(const ir_graph *g, const ir_node *n);
+int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+/* MaxPoolGrad's scratch (cuda_kernels.c): one int32 argmax per output window. */
+size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
 void cuda_algo_cache_free(cuda_algo_cache *ac);
+void cuda_bn_stash_free(cuda_bn_stash *st);
 
 /* Helpers shared by the kernel files (cuda_kernels.c). */
 /* (kernel_in/out/numel/fail/want_dtype: kernels.h) */

@@ -49,6 +49,8 @@ int cu_clip(void *stream, cu_dtype dt, const void *x, void *y, int64_t n, const 
 int cu_clip_grad(void *stream, const float *dy, const float *x, float *dx, int64_t n,
                  const void *lo_p, cu_dtype lo_dt, const void *hi_p, cu_dtype hi_dt,
                  int has_lo_attr, double lo_attr, int has_hi_attr, double hi_attr);
+/* y = max(x, 0), NaN kept (cpu_relu); 16-byte accesses when aligned. */
+int cu_relu(void *stream, const float *x, float *y, int64_t n);
 int cu_relu_grad(void *stream, const float *dy, const float *y, float *dx, int64_t n);
 /* Dropout: ratio from *ratio_p (float or double by ratio_is_double; NULL: ratio_val),
  * training from *train_p (bool; NULL: train_val). Invalid ratio in training: NaN output. */
@@ -66,8 +68,11 @@ int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const void *src, in
                  int64_t chunk, int64_t rows);
 int cu_max_pool(void *stream, const float *x, float *y, int64_t *indices, int64_t planes,
                 cu_window w, int storage_col_major);
+/* MaxPoolGrad: the gradient goes to each window's first maximum (cpu_pool.c's
+ * choice). arg (planes * col_size int32, may be NULL): scratch for the windows'
+ * argmax, found once in a first pass; NULL recomputes it per covered cell. */
 int cu_max_pool_grad(void *stream, const float *dy, const float *x, float *dx, int64_t planes,
-                     cu_window w);
+                     cu_window w, int32_t *arg);
 int cu_average_pool(void *stream, const float *x, float *y, int64_t planes, cu_window w,
                     int include_pad);
 int cu_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes, cu_window w,

@@ -25,6 +25,17 @@ static unsigned blocks_for(int64_t n) {
 
 static int last_error(void) { return (int)cudaGetLastError(); }
 
+// Four floats moved as one 16-byte access (ld/st.global.v4) where every pointer is
+// 16-byte aligned and n is a multiple of 4 (arena tensors are 256-byte aligned): the
+// memory-bound kernels below then run near the card's bandwidth.
+struct alignas(16) f4 {
+    float v[4];
+};
+
+static bool vec4_ok(int64_t n, const void *a, const void *b, const void *c) {
+    return n % 4 == 0 && ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 == 0;
+}
+
 // ---- Dropout RNG: runtime/cpu/cpu_rng.c, same constants ----
 __host__ __device__ static inline uint64_t rng_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -80,6 +91,14 @@ __global__ void k_add2(const T *a, const T *b, T *out, int64_t n) {
     GRID_LOOP(i, n) out[i] = (T)(a[i] + b[i]);
 }
 
+__global__ void k_add2_f4(const f4 *a, const f4 *b, f4 *out, int64_t n4) {
+    GRID_LOOP(i, n4) {
+        f4 x = a[i], y = b[i], r;
+        for (int k = 0; k < 4; k++) r.v[k] = x.v[k] + y.v[k];
+        out[i] = r;
+    }
+}
+
 /* LAUNCH(T) is a whole statement (its `;` included: tests/emu/cu2cpp.pl
  * rewrites a launch up to its `;`). */
 #define DT_SWITCH(dt, LAUNCH)                          \
@@ -95,6 +114,10 @@ __global__ void k_add2(const T *a, const T *b, T *out, int64_t n) {
 extern "C" int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
+    if (dt == CU_DT_F32 && vec4_ok(n, a, b, out)) {
+        k_add2_f4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)a, (const f4 *)b, (f4 *)out, n / 4);
+        return last_error();
+    }
     unsigned bl = blocks_for(n);
 #define ADD2(T) k_add2<T><<<bl, THREADS, 0, s>>>((const T *)a, (const T *)b, (T *)out, n);
     DT_SWITCH(dt, ADD2)
@@ -239,13 +262,50 @@ extern "C" int cu_clip_grad(void *stream, const float *dy, const float *x, float
     return last_error();
 }
 
+// Relu: NaN propagates (cpu_relu).
+__device__ static inline float relu1(float x) { return x > 0.0f || isnan(x) ? x : 0.0f; }
+
+__global__ void k_relu(const float *x, float *y, int64_t n) {
+    GRID_LOOP(i, n) y[i] = relu1(x[i]);
+}
+
+__global__ void k_relu_f4(const f4 *x, f4 *y, int64_t n4) {
+    GRID_LOOP(i, n4) {
+        f4 a = x[i], r;
+        for (int k = 0; k < 4; k++) r.v[k] = relu1(a.v[k]);
+        y[i] = r;
+    }
+}
+
+extern "C" int cu_relu(void *stream, const float *x, float *y, int64_t n) {
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (vec4_ok(n, x, y, y))
+        k_relu_f4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)x, (f4 *)y, n / 4);
+    else
+        k_relu<<<blocks_for(n), THREADS, 0, s>>>(x, y, n);
+    return last_error();
+}
+
 __global__ void k_relu_grad(const float *dy, const float *y, float *dx, int64_t n) {
     GRID_LOOP(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+__global__ void k_relu_grad_f4(const f4 *dy, const f4 *y, f4 *dx, int64_t n4) {
+    GRID_LOOP(i, n4) {
+        f4 g = dy[i], a = y[i], r;
+        for (int k = 0; k < 4; k++) r.v[k] = a.v[k] > 0.0f ? g.v[k] : 0.0f;
+        dx[i] = r;
+    }
+}
+
 extern "C" int cu_relu_grad(void *stream, const float *dy, const float *y, float *dx, int64_t n) {
     if (n == 0) return 0;
-    k_relu_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, y, dx, n);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (vec4_ok(n, dy, y, dx))
+        k_relu_grad_f4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)dy, (const f4 *)y, (f4 *)dx, n / 4);
+    else
+        k_relu_grad<<<blocks_for(n), THREADS, 0, s>>>(dy, y, dx, n);
     return last_error();
 }
 
@@ -417,10 +477,12 @@ extern "C" int cu_max_pool(void *stream, const float *x, float *y, int64_t *indi
 
 // Gradients gather: one thread per input cell visits the output windows that
 // cover it in ascending output order (kernel offsets descending), as the cpu
-// kernel's scatter does, so the float sums match it bit for bit.
+// kernel's scatter does, so the float sums match it bit for bit. MaxPool: the
+// window's argmax comes from `arg` (phase 1, k_max_argmax) when given, else is
+// recomputed for every covering window.
 template <bool MAX>
 __global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t planes,
-                            cu_window w, int include_pad) {
+                            cu_window w, int include_pad, const int32_t *arg) {
     GRID_LOOP(t, planes * w.img_size) {
         int64_t p = t / w.img_size, ii = t % w.img_size, ic[3], rem = ii;
         for (int d = w.nsp - 1; d >= 0; d--) { ic[d] = rem % w.img[d]; rem /= w.img[d]; }
@@ -440,7 +502,8 @@ __global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t 
             if (!ok) continue;
             float g = dy[p * w.col_size + oi];
             if (MAX) {
-                if (win_argmax(w, x + p * w.img_size, o) == ii) acc += g;
+                int64_t best = arg ? (int64_t)arg[p * w.col_size + oi] : win_argmax(w, x + p * w.img_size, o);
+                if (best == ii) acc += g;
             } else {
                 int64_t padded = 0, inside = 0;
                 bool ip;
@@ -456,11 +519,24 @@ __global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t 
     }
 }
 
+// Phase 1 of MaxPoolGrad with scratch: each window's argmax (flat index in its
+// plane, -1 for an empty window), found once instead of once per covered cell.
+__global__ void k_max_argmax(const float *x, int32_t *arg, int64_t planes, cu_window w) {
+    GRID_LOOP(t, planes * w.col_size) {
+        int64_t p = t / w.col_size, o[3];
+        decode_pos(w, t % w.col_size, o);
+        arg[t] = (int32_t)win_argmax(w, x + p * w.img_size, o);
+    }
+}
+
 extern "C" int cu_max_pool_grad(void *stream, const float *dy, const float *x, float *dx,
-                                int64_t planes, cu_window w) {
+                                int64_t planes, cu_window w, int32_t *arg) {
     int64_t n = planes * w.img_size;
     if (n == 0) return 0;
-    k_pool_grad<true><<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, x, dx, planes, w, 0);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (arg && planes * w.col_size > 0)
+        k_max_argmax<<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, arg, planes, w);
+    k_pool_grad<true><<<blocks_for(n), THREADS, 0, s>>>(dy, x, dx, planes, w, 0, arg);
     return last_error();
 }
 
@@ -469,7 +545,7 @@ extern "C" int cu_average_pool_grad(void *stream, const float *dy, float *dx, in
     int64_t n = planes * w.img_size;
     if (n == 0) return 0;
     k_pool_grad<false><<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, NULL, dx, planes, w,
-                                                                            include_pad);
+                                                                            include_pad, NULL);
     return last_error();
 }
 

@@ -1,18 +1,11 @@
-/* cuda_pool.c — MaxPool and MaxPoolGrad through cuDNN pooling, where cuDNN can
- * express the window: float, no Indices output, dilation 1, symmetric pads,
- * output dims of the floor formula (no ceil-mode partial window). Otherwise
- * (and for the average pools) the own kernels of cuda_ops.cu run
- * (cuda_kernels.c); both give the cpu kernel's values.
- *   MaxPool      cudnnPoolingForward, CUDNN_POOLING_MAX_DETERMINISTIC, NaN
- *                propagated (the cpu kernel: NaN wins a window).
- *   MaxPoolGrad  dX from (dY, X): the training graph saves X, not Y, so Y is
- *                recomputed into the node's scratch (cudnnPoolingForward),
- *                then cudnnPoolingBackward(Y, dY, X) -> dX. Scratch: bytes of
- *                Y (cuda_pool_scratch), so a plan counts it.
- * Equal maxima in a window: the gradient goes to one of them (deterministic
- * mode), which may not be the cpu kernel's (the first in window order). After
- * ReLU that is an all-zero window, whose gradient ReLU's backward then drops
- * at either position. */
+/* cuda_pool.c — MaxPool through cuDNN pooling, where cuDNN can express the
+ * window: float, no Indices output, dilation 1, symmetric pads, output dims of
+ * the floor formula (no ceil-mode partial window). Otherwise (and for the
+ * average pools) the own kernels of cuda_ops.cu run (cuda_kernels.c); both give
+ * the cpu kernel's values: cudnnPoolingForward, CUDNN_POOLING_MAX_DETERMINISTIC,
+ * NaN propagated (the cpu kernel: NaN wins a window). MaxPoolGrad is always the
+ * own kernel (cuda_kernels.c: k_max_pool_grad): cuDNN's backward needs Y, which
+ * the training graph does not save, and was slower even with Y recomputed. */
 #include <limits.h>
 #include <string.h>
 
@@ -61,17 +54,9 @@ static bool pool_geo_of(const ir_node *n, const ir_tensor *x, const ir_tensor *y
     return nx <= INT_MAX && ny <= INT_MAX;
 }
 
-bool cuda_pool_uses_cudnn(const ir_graph *g, const ir_node *n, bool grad) {
+bool cuda_pool_uses_cudnn(const ir_graph *g, const ir_node *n) {
     pool_geo q;
-    const ir_tensor *x = &g->tensors[n->inputs[grad ? 1 : 0]];
-    const ir_tensor *y = &g->tensors[grad ? n->inputs[0] : n->outputs[0]];
-    return pool_geo_of(n, x, y, &q);
-}
-
-size_t cuda_pool_scratch(const ir_graph *g, const ir_node *n) {
-    if (!cuda_pool_uses_cudnn(g, n, true)) return 0;
-    int64_t b = 0;
-    return ir_tensor_bytes(&g->tensors[n->inputs[0]], &b) ? (size_t)b : 0;
+    return pool_geo_of(n, &g->tensors[n->inputs[0]], &g->tensors[n->outputs[0]], &q);
 }
 
 typedef struct pool_descs {
@@ -105,26 +90,18 @@ static cudnnStatus_t pool_descs_make(const pool_geo *q, pool_descs *d) {
     return st;
 }
 
-int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, bool grad, oc_err *err) {
-    const ir_tensor *x = kernel_in(a, grad ? 1 : 0), *y = grad ? kernel_in(a, 0) : kernel_out(a, 0);
+int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     pool_geo q;
     if (!pool_geo_of(a->n, x, y, &q))
         return kernel_fail(a, err, "internal: cuDNN pooling chosen for a window it cannot express");
-    int64_t ybytes = kernel_numel(y) * (int64_t)sizeof(float);
-    if (grad && (!a->scratch || a->scratch_bytes < (size_t)ybytes))
-        return kernel_fail(a, err, "scratch of %zu bytes, below the %lld bytes of the recomputed "
-                           "output", a->scratch_bytes, (long long)ybytes);
     if (kernel_numel(x) == 0) return OC_OK;
     CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
     pool_descs d;
     const float one = 1.0f, zero = 0.0f;
     cudnnStatus_t st = pool_descs_make(&q, &d);
     if (st == CUDNN_STATUS_SUCCESS)
-        st = cudnnPoolingForward(c->im->dnn, d.p, &one, d.x, a->in[grad ? 1 : 0], &zero, d.y,
-                                 grad ? a->scratch : a->out[0]);
-    if (st == CUDNN_STATUS_SUCCESS && grad) /* dY has Y's shape, dX has X's */
-        st = cudnnPoolingBackward(c->im->dnn, d.p, &one, d.y, a->scratch, d.y, a->in[0], d.x,
-                                  a->in[1], &zero, d.x, a->out[0]);
+        st = cudnnPoolingForward(c->im->dnn, d.p, &one, d.x, a->in[0], &zero, d.y, a->out[0]);
     pool_descs_free(&d);
     CUDNN_CHECK(st);
     return OC_OK;

@@ -15,7 +15,7 @@ static const cuda_op_row cuda_op_rows[] = {
     {"", "Conv", CUDA_OP_CONV},                       /* cuDNN */
     {"", "ConvTranspose", CUDA_OP_CONV_TRANSPOSE},    /* cuDNN (backward data) */
     {"", "BatchNormalization", CUDA_OP_BATCH_NORM},   /* cuDNN */
-    {"", "Relu", CUDA_OP_RELU},                       /* cuDNN */
+    {"", "Relu", CUDA_OP_RELU},
     {"", "Clip", CUDA_OP_CLIP},
     {"", "Dropout", CUDA_OP_DROPOUT},
     {"", "MaxPool", CUDA_OP_MAX_POOL},                 /* cuDNN (own kernel: Indices, dilation, ceil) */

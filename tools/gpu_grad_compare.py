@@ -76,13 +76,23 @@ def fill_weights(path, name, size, tmp):
     return out
 
 
-def torch_grads(name, size, x, y, device, dtype):
-    """Step-0 loss and parameter gradients of PyTorch's model (the weights fill_weights used)."""
+def torch_grads(name, size, x, y, device, dtype, steps=0):
+    """PyTorch's model (the weights fill_weights used): the step-0 loss and parameter
+    gradients; with steps > 0, the weights and BN statistics after that many SGD steps with
+    outcore-run's settings here (lr 0.001, momentum 0.9, weight decay 1e-4)."""
     import torch  # noqa: E402
     torch.manual_seed(0)
     m = export_models.build_model(name, size).to(device=device, dtype=dtype).train()
     xt = torch.from_numpy(x).to(device=device, dtype=dtype)
     yt = torch.from_numpy(y).to(device)
+    if steps:
+        opt = torch.optim.SGD(m.parameters(), lr=0.001, momentum=0.9, weight_decay=1e-4)
+        for _ in range(steps):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(xt), yt).backward()
+            opt.step()
+        return {k: v.detach().cpu().double().numpy() for k, v in m.state_dict().items()
+                if v.is_floating_point()}
     loss = torch.nn.functional.cross_entropy(m(xt), yt)
     loss.backward()
     g = {k: p.grad.detach().cpu().double().numpy() for k, p in m.named_parameters() if p.grad is not None}
@@ -90,26 +100,36 @@ def torch_grads(name, size, x, y, device, dtype):
     return g
 
 
-def vs_reference(name, size, x, y, outcore):
-    """Errors of outcore-cpu / outcore-cuda / PyTorch-GPU step-0 gradients vs PyTorch float64."""
+def vs_reference(name, size, x, y, outcore, steps=0):
+    """Errors of outcore-cpu / outcore-cuda / PyTorch-GPU vs PyTorch float64: step-0 gradients
+    (steps 0) or the weights after `steps` SGD steps. Also: on how many tensors outcore-cuda's
+    error exceeds max(1e-3, 2 x PyTorch-GPU's) -- worse than PyTorch at the same precision."""
     try:
         import torch  # noqa: E402
     except ImportError:
         return
-    ref = torch_grads(name, size, x, y, "cpu", torch.float64)
+    ref = torch_grads(name, size, x, y, "cpu", torch.float64, steps)
     runs = dict(outcore)
     if torch.cuda.is_available():
-        runs["pytorch-gpu"] = torch_grads(name, size, x, y, "cuda", torch.float32)
+        runs["pytorch-gpu"] = torch_grads(name, size, x, y, "cuda", torch.float32, steps)
     keys = [k for k in ref if k != "loss" and all(k in r for r in runs.values())]
-    if len(keys) < len(ref) - 1:
-        print(f"note {name:16s} reference: {len(ref) - 1 - len(keys)} gradients not matched by name")
+    if len(keys) < len(ref) - (0 if steps else 1):
+        print(f"note {name:16s} reference: {len(ref) - len(keys)} tensors not matched by name")
+    what = f"after {steps} steps" if steps else "gradients"
+    errs = {}
     for who, r in runs.items():
-        per = [(k, rel(r[k], ref[k])) for k in keys]
-        worst = max(per, key=lambda e: e[1])
+        per = {k: rel(r[k], ref[k]) for k in keys}
+        errs[who] = per
+        worst = max(per, key=per.get)
         allv = rel(np.concatenate([np.ravel(r[k]) for k in keys]), np.concatenate([np.ravel(ref[k]) for k in keys]))
-        print(f"ref  {name:16s} {who:12s} vs float64: loss {rel(r['loss'], ref['loss']):.1e}, all gradients "
-              f"{allv:.1e}, worst tensor {worst[1]:.1e} ({worst[0]}), {sum(e[1] > TOL for e in per)} of "
-              f"{len(per)} tensors above {TOL:g}")
+        loss = f"loss {rel(r['loss'], ref['loss']):.1e}, " if "loss" in r and "loss" in ref else ""
+        print(f"ref  {name:16s} {who:12s} vs float64 ({what}): {loss}all at once {allv:.1e}, worst tensor "
+              f"{per[worst]:.1e} ({worst}), {sum(e > TOL for e in per.values())} of {len(per)} tensors above {TOL:g}")
+    if "pytorch-gpu" in errs and "outcore-cuda" in errs:
+        worse = [k for k in keys if errs["outcore-cuda"][k] > max(TOL, 2 * errs["pytorch-gpu"][k])]
+        print(f"{'ok  ' if not worse else 'WORSE'} {name:16s} outcore-cuda vs pytorch-gpu ({what}): "
+              f"{len(worse)} of {len(keys)} tensors less accurate than max(1e-3, 2 x PyTorch's)"
+              + (f", e.g. {worse[0]} {errs['outcore-cuda'][worse[0]]:.1e} vs {errs['pytorch-gpu'][worse[0]]:.1e}" if worse else ""))
 
 
 def compare(build, name, size, tmp):
@@ -147,6 +167,10 @@ def compare(build, name, size, tmp):
         named = lambda d: {**read_dir(os.path.join(d, "grads")),
                            "loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "loss.pb")))}
         vs_reference(name, size, x, y, {"outcore-cpu": named(dc), "outcore-" + other: named(dg)})
+        saved = lambda p: {t.name: numpy_helper.to_array(t).astype(np.float64)
+                           for t in onnx.load(p).graph.initializer if t.data_type == onnx.TensorProto.FLOAT}
+        vs_reference(name, size, x, y, {"outcore-cpu": saved(os.path.join(tmp, "cpu.onnx")),
+                                        "outcore-" + other: saved(os.path.join(tmp, other + ".onnx"))}, steps=3)
     for cls, sub in (("loss", ""), ("gradients", "grads"), ("dropout tensors", "tensors")):
         a = read_dir(os.path.join(dc, sub)) if sub else {"loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(dc, "loss.pb")))}
         b = read_dir(os.path.join(dg, sub)) if sub else {"loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(dg, "loss.pb")))}

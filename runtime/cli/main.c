@@ -50,7 +50,7 @@ static void usage(FILE *f) {
             "  Convolutions take cuDNN's first-ranked algorithm that fits the workspace (as PyTorch\n"
             "  does); --deterministic (or OC_CUDNN_DETERMINISTIC=1) takes deterministic ones only,\n"
             "  so repeated runs, and a plan vs its in-core run, give the same bits.\n"
-            "  OC_CUDNN_WORKSPACE_LIMIT=BYTES caps a convolution's workspace (default 4 GiB).\n"
+            "  OC_CUDNN_WORKSPACE_LIMIT=BYTES caps a convolution's workspace (default 8 GiB).\n"
             "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
             "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
             "outcore-plan (needs --steps >= 4).\n");

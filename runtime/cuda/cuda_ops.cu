@@ -5,6 +5,7 @@
 // cpu kernel accumulates in double in element order so does this one (bitwise
 // the same result for ReduceSumTo, GlobalAveragePool, AveragePool, pool grads).
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -529,11 +530,97 @@ __global__ void k_max_argmax(const float *x, int32_t *arg, int64_t planes, cu_wi
     }
 }
 
+// 2-D windows with scratch (every CNN's max pooling): the same two passes with
+// int32 index arithmetic and each cell's covering windows found as ranges of
+// output rows/columns instead of a div/mod per kernel offset (the generic
+// kernels above spend most of their time on 64-bit divisions).
+struct pool2d {
+    int ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+};
+
+__global__ void k_max_argmax2d(const float *x, int32_t *arg, int64_t planes, pool2d q) {
+    int64_t per = (int64_t)q.oh * q.ow;
+    GRID_LOOP(t, planes * per) {
+        int64_t p = t / per;
+        int r = (int)(t - p * per), oy = r / q.ow, ox = r - oy * q.ow;
+        const float *xs = x + p * (int64_t)q.ih * q.iw;
+        int best = -1;
+        float bv = 0.0f;
+        for (int ky = 0; ky < q.kh; ky++) { // window order: rows, then columns (win_argmax)
+            int iy = oy * q.sh - q.ph + ky * q.dh;
+            if (iy < 0 || iy >= q.ih) continue;
+            for (int kx = 0; kx < q.kw; kx++) {
+                int ix = ox * q.sw - q.pw + kx * q.dw;
+                if (ix < 0 || ix >= q.iw) continue;
+                float v = xs[iy * q.iw + ix];
+                if (best < 0 || v > bv || (isnan(v) && !isnan(bv))) {
+                    best = iy * q.iw + ix;
+                    bv = v;
+                }
+            }
+        }
+        arg[t] = best;
+    }
+}
+
+// Output positions o along one dim whose window covers input position i:
+// o * s - pad + k * d == i for some 0 <= k < kn; [*lo, *hi] (empty when lo > hi).
+__device__ static inline void cover_range(int i, int pad, int kn, int s, int d, int on, int *lo,
+                                          int *hi) {
+    int top = i + pad, bot = top - (kn - 1) * d;
+    *lo = bot <= 0 ? 0 : (bot + s - 1) / s;
+    *hi = top / s;
+    if (*hi > on - 1) *hi = on - 1;
+}
+
+__global__ void k_max_pool_grad2d(const float *dy, const int32_t *arg, float *dx, int64_t planes,
+                                  pool2d q) {
+    int64_t per = (int64_t)q.ih * q.iw, oper = (int64_t)q.oh * q.ow;
+    GRID_LOOP(t, planes * per) {
+        int64_t p = t / per;
+        int r = (int)(t - p * per), iy = r / q.iw, ix = r - iy * q.iw;
+        const int32_t *ap = arg + p * oper;
+        const float *dp = dy + p * oper;
+        int y0, y1, x0, x1;
+        cover_range(iy, q.ph, q.kh, q.sh, q.dh, q.oh, &y0, &y1);
+        cover_range(ix, q.pw, q.kw, q.sw, q.dw, q.ow, &x0, &x1);
+        float acc = 0.0f;
+        for (int oy = y0; oy <= y1; oy++) { // ascending output order, as cpu_pool's scatter
+            if (q.dh > 1 && (iy + q.ph - oy * q.sh) % q.dh) continue;
+            for (int ox = x0; ox <= x1; ox++) {
+                if (q.dw > 1 && (ix + q.pw - ox * q.sw) % q.dw) continue;
+                int o = oy * q.ow + ox;
+                if (ap[o] == r) acc += dp[o];
+            }
+        }
+        dx[t] = acc;
+    }
+}
+
+static bool pool2d_of(const cu_window &w, pool2d *q) {
+    if (w.nsp != 2) return false;
+    const int64_t v[] = {w.img[0], w.img[1], w.col[0], w.col[1], w.kernel[0], w.kernel[1],
+                         w.stride[0], w.stride[1], w.pad[0], w.pad[1], w.dilation[0], w.dilation[1]};
+    for (int64_t e : v)
+        if (e < 0 || e > (1 << 24)) return false;
+    if (w.img_size > INT32_MAX || w.col_size > INT32_MAX) return false;
+    *q = pool2d{(int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5],
+                (int)v[6], (int)v[7], (int)v[8], (int)v[9], (int)v[10], (int)v[11]};
+    return q->sh > 0 && q->sw > 0 && q->dh > 0 && q->dw > 0;
+}
+
 extern "C" int cu_max_pool_grad(void *stream, const float *dy, const float *x, float *dx,
                                 int64_t planes, cu_window w, int32_t *arg) {
     int64_t n = planes * w.img_size;
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
+    pool2d q;
+    if (arg && pool2d_of(w, &q)) {
+        if (planes * w.col_size > 0)
+            k_max_argmax2d<<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, arg, planes, q);
+        k_max_pool_grad2d<<<blocks_for(n), THREADS, 0, s>>>(dy, arg, dx, planes, q);
+        return last_error();
+    }
     if (arg && planes * w.col_size > 0)
         k_max_argmax<<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, arg, planes, w);
     k_pool_grad<true><<<blocks_for(n), THREADS, 0, s>>>(dy, x, dx, planes, w, 0, arg);

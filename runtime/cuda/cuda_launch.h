@@ -89,6 +89,8 @@ int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64,
                 int64_t C, int has_ignore, int64_t ignore, int reduction, float *d, double *ws);
 int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m, float *wo,
                     float *mo, int64_t n, float lr, float mom, float wd);
+/* p[0..n) = v. */
+int cu_fill(void *stream, float *p, int64_t n, float v);
 /* Y[i, j] = beta * C broadcast (strides s0, s1), the Gemm bias. */
 int cu_gemm_bias(void *stream, const float *c, int64_t s0, int64_t s1, float beta, float *y,
                  int64_t M, int64_t N);

@@ -783,6 +783,17 @@ extern "C" int cu_sgd_momentum(void *stream, const float *w, const float *dw, co
     return last_error();
 }
 
+// ---- fill (the ones vector of the conv bias gradient, cuda_dnn.c) ----
+__global__ void k_fill(float *p, int64_t n, float v) {
+    GRID_LOOP(i, n) p[i] = v;
+}
+
+extern "C" int cu_fill(void *stream, float *p, int64_t n, float v) {
+    if (n == 0) return 0;
+    k_fill<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(p, n, v);
+    return last_error();
+}
+
 // ---- Gemm bias, BN saved variance, Gather ----
 __global__ void k_gemm_bias(const float *c, int64_t s0, int64_t s1, float beta, float *y,
                             int64_t M, int64_t N) {

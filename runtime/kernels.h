@@ -19,6 +19,9 @@
  *     index): a recomputation reproduces the same mask bit for bit;
  *   - results are deterministic: same inputs, same bits (no data races, fixed
  *     reduction order), so plans that swap or recompute match in-core bitwise.
+ *     The cuda backend keeps this only with --deterministic (OC_CUDNN_DETERMINISTIC):
+ *     by default it takes cuDNN's fastest algorithms, some of which use atomics,
+ *     and reuses the forward's BatchNorm statistics (runtime/cuda/cuda_dnn.c).
  * Unsupported attribute values are reported as errors naming node and attribute,
  * never skipped silently.
  *

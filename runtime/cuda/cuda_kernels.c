@@ -258,8 +258,8 @@ static int k_max_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err)
     const ir_tensor *dy = kernel_in(a, 0), *x = kernel_in(a, 1);
     cu_window w;
     if (pool_window(a, x, dy, &w, err)) return OC_ERR;
-    int32_t *arg = a->scratch && a->scratch_bytes >= cuda_max_pool_grad_scratch(a->g, a->n) &&
-                   cuda_max_pool_grad_scratch(a->g, a->n) > 0 ? a->scratch : NULL;
+    size_t need = cuda_max_pool_grad_scratch(a->g, a->n);
+    int32_t *arg = need > 0 && a->scratch && a->scratch_bytes >= need ? a->scratch : NULL;
     CU_LAUNCH(cu_max_pool_grad(c->stream, a->in[0], a->in[1], a->out[0], x->dims[0] * x->dims[1],
                                w, arg));
     return OC_OK;
@@ -267,9 +267,9 @@ static int k_max_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err)
 
 size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n) {
     const ir_tensor *dy = &g->tensors[n->inputs[0]], *x = &g->tensors[n->inputs[1]];
-    int64_t planes_img = 1, ny = 0;
-    for (int i = 2; i < x->rank; i++) planes_img *= x->dims[i];
-    if (!ir_tensor_numel(dy, &ny) || planes_img > INT32_MAX) return 0; /* int32 plane index */
+    int64_t plane = 1, ny = 0;
+    for (int i = 2; i < x->rank; i++) plane *= x->dims[i];
+    if (!ir_tensor_numel(dy, &ny) || plane > INT32_MAX) return 0; /* int32 index in a plane */
     return (size_t)ny * sizeof(int32_t);
 }
 

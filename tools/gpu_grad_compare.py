@@ -49,6 +49,15 @@ def read_dir(d):
             for f in sorted(os.listdir(d))} if os.path.isdir(d) else {}
 
 
+def weights(path):
+    """A saved model's initializers by name (weights and BN statistics)."""
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+
+
+def loss_of(d):
+    return numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "loss.pb")))
+
+
 def run(build, backend, model, tmp, xp, yp, tag=""):
     d = os.path.join(tmp, backend + tag)
     cmd = [os.path.join(build, "outcore-run"), model, "--backend", backend, "--batch", "2", "--steps", "3",
@@ -155,25 +164,21 @@ def compare(build, name, size, tmp):
     dc, dg = run(build, "cpu", model, tmp, xp, yp), run(build, other, model, tmp, xp, yp)
     if os.environ.get("OC_GRAD_REPEAT") == "1":  # run-to-run: the same bits twice?
         d2 = run(build, other, model, tmp, xp, yp, "-again")
-        same = all((read_dir(os.path.join(dg, s)).get(k, None) is not None) and
-                   np.array_equal(v, read_dir(os.path.join(dg, s))[k])
-                   for s in ("grads",) for k, v in read_dir(os.path.join(d2, s)).items())
-        wa = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(tmp, other + ".onnx")).graph.initializer}
-        wb = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(tmp, other + "-again.onnx")).graph.initializer}
+        g1, g2 = read_dir(os.path.join(dg, "grads")), read_dir(os.path.join(d2, "grads"))
+        same = g1.keys() == g2.keys() and all(np.array_equal(g1[k], g2[k]) for k in g1)
+        wa, wb = weights(os.path.join(tmp, other + ".onnx")), weights(os.path.join(tmp, other + "-again.onnx"))
         same_w = all(np.array_equal(wa[k], wb[k]) for k in wa)
         print(f"{'ok  ' if same and same_w else 'DIFF'} {name:16s} {other} run twice: step-0 gradients "
               f"{'bitwise equal' if same else 'DIFFER'}, weights after 3 steps {'bitwise equal' if same_w else 'DIFFER'}")
     if not any(n.op_type == "Dropout" for n in g.node):
-        named = lambda d: {**read_dir(os.path.join(d, "grads")),
-                           "loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "loss.pb")))}
+        named = lambda d: {**read_dir(os.path.join(d, "grads")), "loss": loss_of(d)}
         vs_reference(name, size, x, y, {"outcore-cpu": named(dc), "outcore-" + other: named(dg)})
-        saved = lambda p: {t.name: numpy_helper.to_array(t).astype(np.float64)
-                           for t in onnx.load(p).graph.initializer if t.data_type == onnx.TensorProto.FLOAT}
-        vs_reference(name, size, x, y, {"outcore-cpu": saved(os.path.join(tmp, "cpu.onnx")),
-                                        "outcore-" + other: saved(os.path.join(tmp, other + ".onnx"))}, steps=3)
+        floats = lambda p: {k: v for k, v in weights(p).items() if v.dtype == np.float32}
+        vs_reference(name, size, x, y, {"outcore-cpu": floats(os.path.join(tmp, "cpu.onnx")),
+                                        "outcore-" + other: floats(os.path.join(tmp, other + ".onnx"))}, steps=3)
     for cls, sub in (("loss", ""), ("gradients", "grads"), ("dropout tensors", "tensors")):
-        a = read_dir(os.path.join(dc, sub)) if sub else {"loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(dc, "loss.pb")))}
-        b = read_dir(os.path.join(dg, sub)) if sub else {"loss": numpy_helper.to_array(onnx.load_tensor(os.path.join(dg, "loss.pb")))}
+        a = read_dir(os.path.join(dc, sub)) if sub else {"loss": loss_of(dc)}
+        b = read_dir(os.path.join(dg, sub)) if sub else {"loss": loss_of(dg)}
         if not a:
             continue
         errs = [(k, rel(b[k], a[k]) if a[k].dtype != np.bool_ else float((a[k] != b[k]).any())) for k in a]
@@ -181,8 +186,7 @@ def compare(build, name, size, tmp):
         bad = [e for e in errs if not e[1] <= TOL]
         print(f"{'ok  ' if not bad else 'FAIL'} {name:16s} {cls:16s} {len(errs):4d} tensors, worst rel err {worst[1]:.2e} ({worst[0]})")
         failures.extend(f"{name}: {cls} {k} {e:.3e}" for k, e in bad)
-    wa = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(tmp, "cpu.onnx")).graph.initializer}
-    wb = {t.name: numpy_helper.to_array(t) for t in onnx.load(os.path.join(tmp, other + ".onnx")).graph.initializer}
+    wa, wb = weights(os.path.join(tmp, "cpu.onnx")), weights(os.path.join(tmp, other + ".onnx"))
     errs = [(k, rel(wb[k], wa[k])) for k in wa if wa[k].dtype == np.float32]
     worst = max(errs, key=lambda e: e[1])
     bad = [e for e in errs if not e[1] <= TOL]

@@ -246,6 +246,7 @@ bool rt_backend_cuda_built(void) { return true; }
 
 static int impl_init(cuda_impl *im, oc_err *err) {
     const ir_node *no_node = NULL;
+    cuda_dnn_settings(im);
     CU_CHECK_N(cudaSetDevice(im->device), no_node);
     for (int s = 0; s < RT_STREAM__COUNT; s++)
         CU_CHECK_N(cudaStreamCreateWithFlags(&im->s[s], cudaStreamNonBlocking), no_node);

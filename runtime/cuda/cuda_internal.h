@@ -34,6 +34,10 @@ typedef struct cuda_impl {
     cublasHandle_t blas;
     cuda_algo_cache *algos;
     cuda_bn_stash *bn_stash;
+    /* read once from the environment when the backend is made (cuda_dnn_settings) */
+    bool deterministic;       /* OC_CUDNN_DETERMINISTIC: deterministic algorithms, no BN stash */
+    bool verbose;             /* OC_CUDNN_VERBOSE: print each algorithm choice */
+    size_t ws_limit;          /* OC_CUDNN_WORKSPACE_LIMIT: a convolution's workspace cap */
     pthread_mutex_t mu;       /* guards err_set/err (host functions run on CUDA's thread) */
     bool err_set;
     oc_err err;               /* first asynchronous error */
@@ -112,6 +116,8 @@ int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
 void cuda_algo_cache_free(cuda_algo_cache *ac);
 void cuda_bn_stash_free(cuda_bn_stash *st);
+/* Fills im's deterministic / verbose / ws_limit from the environment (cuda_dnn.c). */
+void cuda_dnn_settings(cuda_impl *im);
 
 /* Helpers shared by the kernel files (cuda_kernels.c). */
 /* (kernel_in/out/numel/fail/want_dtype: kernels.h) */

@@ -33,8 +33,14 @@ RT_LIBS := -lopenblas -lpthread
 
 include proto/proto.mk
 
-PLANNER_SRC := $(filter-out planner/cli/%,$(wildcard planner/*.c planner/*/*.c))
-PLANNER_OBJ := $(PLANNER_SRC:%.c=$(BUILD)/%.o) $(PROTO_OUT)/onnx.pb-c.o
+# planner/ by stage. libcore: what both programs stand on — ir/ (IR, import/export,
+# shapes, the op table), train/ (training graph, autodiff), plan/ (the plan file reader and
+# verifier, profiles). libplanner: sim/ (simulator, traces), search/ (strategies, DP, ILP),
+# emit/ (rewrite, layout, plan writer). outcore-run links libcore only.
+CORE_SRC := $(wildcard planner/ir/*.c planner/ir/*/*.c planner/train/*.c planner/plan/*.c)
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o) $(PROTO_OUT)/onnx.pb-c.o
+PLANNER_SRC := $(wildcard planner/sim/*.c planner/search/*.c planner/emit/*.c)
+PLANNER_OBJ := $(PLANNER_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard planner/cli/*.c))
 # The cuda backend (runtime/cuda/): built with nvcc when the toolkit is found
 # (CUDA ?= auto; `make CUDA=0` disables). Sanitizer builds (SANITIZE=1/thread)
@@ -73,7 +79,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 PLAN_BIN := $(BUILD)/outcore-plan
 RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
-LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a
+LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a $(BUILD)/libcore.a
 
 .PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench
 all: $(PLAN_BIN) $(RUN_BIN)
@@ -94,18 +100,22 @@ $(BUILD)/runtime/cuda/%.emu.o: $(BUILD)/runtime/cuda/%.emu.cpp runtime/cuda/cuda
   tests/emu/include/cuda_runtime.h
 	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
 
+$(BUILD)/libcore.a: $(CORE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/libplanner.a: $(PLANNER_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 # The runtime library (loader, executor, backends); empty until runtime/ has sources.
 $(BUILD)/libruntime.a: $(RUNTIME_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(PLAN_BIN): $(CLI_OBJ) $(BUILD)/libplanner.a
+$(PLAN_BIN): $(CLI_OBJ) $(BUILD)/libplanner.a $(BUILD)/libcore.a
 	$(CC) $(LDFLAGS) $^ $(LIBS) -o $@
 
-$(BUILD)/outcore-run: $(RUN_CLI_OBJ) $(LINK_LIBS)
+# No libplanner here: a runtime reference to the simulator or a strategy fails to link.
+$(BUILD)/outcore-run: $(RUN_CLI_OBJ) $(BUILD)/libruntime.a $(BUILD)/libcore.a
 	$(CC) $(LDFLAGS) $^ $(LIBS) $(RT_LIBS) -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(LINK_LIBS) $(PROTO_OUT)/onnx.pb-c.h

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ilp_oracle.h"
-#include "shape_infer.h"
+#include "search/ilp_oracle.h"
+#include "ir/shape_infer.h"
 
 typedef struct bench_model {
     train_graph *tg;

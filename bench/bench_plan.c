@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "shape_infer.h"
-#include "strategy.h"
+#include "ir/shape_infer.h"
+#include "search/strategy.h"
 
 int main(int argc, char **argv)
 {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "shape_infer.h"
-#include "simulator.h"
+#include "ir/shape_infer.h"
+#include "sim/simulator.h"
 
 static double now_s(void) {
     struct timespec ts;

@@ -16,7 +16,7 @@ typedef struct freelist {
     int64_t top; /* high-water mark */
 } freelist;
 
-static int64_t align_up(int64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+static int64_t align_up(int64_t x) { return (x + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN; }
 
 /* Best fit: the smallest free block that holds need; else extend the top,
  * starting inside the last free block when it touches the top. */

@@ -14,9 +14,8 @@
 #ifndef OC_ARENA_H
 #define OC_ARENA_H
 
-#include "common.h"
+#include "plan/lifetimes.h"
 
-#define ARENA_ALIGN 256
 #define ARENA_FOREVER (-1) /* first == last == ARENA_FOREVER: live for the whole step */
 
 typedef struct arena_item {
@@ -25,7 +24,7 @@ typedef struct arena_item {
     int first, last;  /* op indices, inclusive; outputs of op i have first == i */
 } arena_item;
 
-/* Fills offsets[i] (multiples of ARENA_ALIGN) and *high_water (the bytes the
+/* Fills offsets[i] (multiples of PLAN_ALIGN) and *high_water (the bytes the
  * layout needs). Items allocated at op i never overlap items freed at op i
  * (an op's inputs and outputs are distinct storage). OC_ERR when capacity > 0
  * and an allocation would end past it: the message names the item, its size,

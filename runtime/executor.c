@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout.h"
-#include "ops/op_table.h"
+#include "plan/lifetimes.h"
+#include "ir/ops/op_table.h"
 
 /* ---- program ---- */
 
@@ -156,16 +156,16 @@ static int planned_layout(rt_exec *x, const rt_exec_opts *o, const arena_item *i
     for (int t = 0; t < nt; t++) {
         offs[t] = 0;
         if (items[t].bytes <= 0) continue;
-        if (o->offsets[t] < 0 || o->offsets[t] % ARENA_ALIGN)
+        if (o->offsets[t] < 0 || o->offsets[t] % PLAN_ALIGN)
             return oc_fail(err, "plan: tensor '%s' has no valid arena offset (%" PRId64 ")",
                            g->tensors[t].name, o->offsets[t]);
         offs[t] = o->offsets[t];
-        int64_t end = offs[t] + (items[t].bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+        int64_t end = offs[t] + (items[t].bytes + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
         if (end > x->high_water) x->high_water = end;
     }
     for (int i = 0; x->ws_off && i < g->n_nodes; i++) {
         if (x->ws_bytes[i] <= 0) continue;
-        if (x->ws_off[i] < 0 || x->ws_off[i] % ARENA_ALIGN)
+        if (x->ws_off[i] < 0 || x->ws_off[i] % PLAN_ALIGN)
             return oc_fail(err, "plan: node '%s' has no valid workspace offset (%" PRId64 ")",
                            g->nodes[i].name, x->ws_off[i]);
         int64_t end = x->ws_off[i] + x->ws_bytes[i];
@@ -192,7 +192,7 @@ static void plan_scratch(rt_exec *x, bool planned) {
     x->scratch_bytes = 0;
     int outside = 0, first_outside = -1;
     if (planned) {
-        layout_workspaces_of(g, &x->ws_off, &x->ws_bytes);
+        plan_workspaces_of(g, &x->ws_off, &x->ws_bytes);
         x->ws_own = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
     }
     for (int i = 0; i < g->n_nodes; i++) {

@@ -29,7 +29,7 @@
 
 #include "arena.h"
 #include "backend.h"
-#include "train_graph.h"
+#include "train/train_graph.h"
 
 typedef enum rt_space { RT_SPACE_DEVICE = 0, RT_SPACE_HOST } rt_space;
 

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "onnx_import.h"
-#include "ops/op_table.h"
+#include "ir/onnx_import.h"
+#include "ir/ops/op_table.h"
 
 static uint64_t mix64(uint64_t z) { /* splitmix64 finaliser */
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -13,7 +13,7 @@
 #ifndef OC_INIT_H
 #define OC_INIT_H
 
-#include "train_graph.h"
+#include "train/train_graph.h"
 
 /* Fills every initializer without data. *n_init: how many were filled.
  * OC_ERR naming the tensor when no rule applies (a float tensor no Conv, Gemm,

@@ -32,7 +32,7 @@
 #ifndef OC_KERNELS_H
 #define OC_KERNELS_H
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef struct kernel_args {
     const ir_graph *g;

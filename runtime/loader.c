@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "onnx_import.h"
-#include "plan_file.h"
-#include "plan_verify.h"
-#include "ops/op_table.h"
-#include "shape_infer.h"
+#include "ir/onnx_import.h"
+#include "plan/plan_file.h"
+#include "plan/plan_verify.h"
+#include "ir/ops/op_table.h"
+#include "ir/shape_infer.h"
 
 int rt_model_metadata(const uint8_t *buf, size_t len, const char *path, const char *key,
                       char *val, size_t cap, oc_err *err) {

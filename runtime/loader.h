@@ -27,7 +27,7 @@
 #ifndef OC_LOADER_H
 #define OC_LOADER_H
 
-#include "train_graph.h"
+#include "train/train_graph.h"
 
 typedef struct rt_load_opts {
     int64_t batch;    /* 0: the emitted graph's batch (required for forward models) */

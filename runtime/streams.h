@@ -23,7 +23,7 @@
 #ifndef OC_STREAMS_H
 #define OC_STREAMS_H
 
-#include "common.h"
+#include "ir/common.h"
 
 /* A task: runs on the stream's thread with (ctx, arg). */
 typedef int (*rt_task_fn)(void *ctx, int64_t arg, oc_err *err);

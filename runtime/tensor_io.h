@@ -8,7 +8,7 @@
 #ifndef OC_TENSOR_IO_H
 #define OC_TENSOR_IO_H
 
-#include "ir.h"
+#include "ir/ir.h"
 
 int rt_tensor_read_pb(const char *path, const ir_tensor *expect, void *dst, oc_err *err);
 

@@ -4,8 +4,8 @@
 
 #include <stdio.h>
 
-#include "../shape_infer.h"
-#include "../train_graph.h"
+#include "ir/shape_infer.h"
+#include "train/train_graph.h"
 
 #define OC_VERSION "0.1.0"
 

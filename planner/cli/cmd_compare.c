@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../strategy.h"
+#include "search/strategy.h"
 #include "cli.h"
 #include "compare_oracle.h"
 

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../train_report.h"
+#include "train/train_report.h"
 #include "cli.h"
 
 void cmd_dot_usage(FILE *f) {

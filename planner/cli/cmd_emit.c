@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../onnx_export.h"
+#include "ir/onnx_export.h"
 #include "cli.h"
 
 void cmd_emit_usage(FILE *f) {

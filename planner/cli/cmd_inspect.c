@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../inspect.h"
-#include "../train_report.h"
+#include "ir/inspect.h"
+#include "train/train_report.h"
 #include "cli.h"
 
 void cmd_inspect_usage(FILE *f) {

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../plan_file.h"
-#include "../sim_svg.h"
-#include "../sim_trace.h"
-#include "../strategy.h"
+#include "emit/plan_write.h"
+#include "sim/sim_svg.h"
+#include "sim/sim_trace.h"
+#include "search/strategy.h"
 #include "cli.h"
 
 int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err)

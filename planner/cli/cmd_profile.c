@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../profile.h"
+#include "plan/profile.h"
 #include "cli.h"
 
 void cmd_profile_usage(FILE *f) {

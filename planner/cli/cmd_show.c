@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ops/op_table.h"
-#include "../plan_file.h"
-#include "../plan_verify.h"
-#include "../sim_svg.h"
-#include "../sim_trace.h"
+#include "ir/ops/op_table.h"
+#include "emit/plan_write.h"
+#include "plan/plan_verify.h"
+#include "sim/sim_svg.h"
+#include "sim/sim_trace.h"
 #include "cli.h"
 
 int cli_plan_write_made(const cli_plan_env *e, const strategy *s, plan_made *made,
@@ -74,9 +74,9 @@ static sim_timeline *stored_timeline(const train_graph *tg, const char *text, do
         const ir_node *n = &g->nodes[i];
         sim_event ev = {.stream = (sim_stream)rewrite_node_stream(n), .kind = SIM_EVENT_NODE,
                         .index = (int)i, .start = a, .end = b};
-        if (rewrite_is_swap_out(n)) ev.kind = SIM_EVENT_SWAP_OUT, ev.index = n->inputs[0];
-        else if (rewrite_is_swap_in(n)) ev.kind = SIM_EVENT_SWAP_IN, ev.index = n->outputs[0];
-        else if (ir_attr_find(n, REWRITE_ATTR_RECOMPUTE_OF)) ev.kind = SIM_EVENT_RECOMPUTE;
+        if (op_is_swap_out(n)) ev.kind = SIM_EVENT_SWAP_OUT, ev.index = n->inputs[0];
+        else if (op_is_swap_in(n)) ev.kind = SIM_EVENT_SWAP_IN, ev.index = n->outputs[0];
+        else if (ir_attr_find(n, PLAN_ATTR_RECOMPUTE_OF)) ev.kind = SIM_EVENT_RECOMPUTE;
         for (int k = 0; k < n->n_outputs; k++) {
             int64_t by = 0;
             if (n->outputs[k] >= 0 && ir_tensor_bytes(&g->tensors[n->outputs[k]], &by)) ev.bytes += by;
@@ -120,7 +120,7 @@ static void print_table(const train_graph *tg, const sim_timeline *tl) {
             int t = e->index;
             node = e->kind == SIM_EVENT_SWAP_IN ? g->tensors[t].producer : -1;
             for (int k = 0; node < 0 && k < g->tensors[t].n_consumers; k++)
-                if (rewrite_is_swap_out(&g->nodes[g->tensors[t].consumers[k]]))
+                if (op_is_swap_out(&g->nodes[g->tensors[t].consumers[k]]))
                     node = g->tensors[t].consumers[k];
         }
         if (node >= 0) st[node] = e->start, en[node] = e->end;
@@ -131,11 +131,11 @@ static void print_table(const train_graph *tg, const sim_timeline *tl) {
         const ir_node *n = &g->nodes[i];
         char op[64], when[40], offs[96];
         snprintf(op, sizeof op, "%s%s%s%s", *n->domain ? n->domain : "", *n->domain ? "." : "",
-                 n->op_type, ir_attr_find(n, REWRITE_ATTR_RECOMPUTE_OF) ? " (rc)" : "");
+                 n->op_type, ir_attr_find(n, PLAN_ATTR_RECOMPUTE_OF) ? " (rc)" : "");
         if (st[i] >= 0) snprintf(when, sizeof when, "%.3f..%.3f", st[i] * 1e3, en[i] * 1e3);
         else snprintf(when, sizeof when, "-");
         const int64_t *v;
-        int nv = ir_attr_ints(n, LAYOUT_ATTR_OFFSETS, &v), w = 0;
+        int nv = ir_attr_ints(n, PLAN_ATTR_OFFSETS, &v), w = 0;
         offs[0] = 0;
         for (int k = 0; k < nv && w < (int)sizeof offs - 24; k++) {
             if (v[k] < 0) w += snprintf(offs + w, sizeof offs - (size_t)w, "%s-", k ? "," : "");
@@ -146,10 +146,10 @@ static void print_table(const train_graph *tg, const sim_timeline *tl) {
         print_names(g, n->inputs, n->n_inputs);
         printf(" -> ");
         print_names(g, n->outputs, n->n_outputs);
-        const char *of = ir_attr_string(n, REWRITE_ATTR_RECOMPUTE_OF, NULL);
+        const char *of = ir_attr_string(n, PLAN_ATTR_RECOMPUTE_OF, NULL);
         if (of) printf("  [recompute of %s]", of);
         const int64_t *ws;
-        if (ir_attr_ints(n, LAYOUT_ATTR_WORKSPACE, &ws) == 2)
+        if (ir_attr_ints(n, PLAN_ATTR_WORKSPACE, &ws) == 2)
             printf("  [workspace %" PRId64 " bytes at %" PRId64 "]", ws[1], ws[0]);
         printf("\n");
     }

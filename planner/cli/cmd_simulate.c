@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../sim_svg.h"
-#include "../sim_trace.h"
+#include "sim/sim_svg.h"
+#include "sim/sim_trace.h"
 #include "cli.h"
 
 void cmd_simulate_usage(FILE *f) {

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "../ilp_oracle.h"
+#include "search/ilp_oracle.h"
 
 typedef struct oracle_row {
     const char *name;

@@ -14,7 +14,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "../strategy.h"
+#include "search/strategy.h"
 
 #define COMPARE_ORACLE_MAX_NODES 100
 

@@ -20,8 +20,8 @@
 #include "executor.h"
 #include "init.h"
 #include "loader.h"
-#include "onnx_export.h"
-#include "ops/op_table.h"
+#include "ir/onnx_export.h"
+#include "ir/ops/op_table.h"
 #include "tensor_io.h"
 
 typedef struct run_opts {

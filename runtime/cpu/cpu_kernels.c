@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
-#include "ops/op_table.h"
+#include "ir/ops/op_table.h"
 
 typedef struct cpu_kernel_def {
     const char *domain; /* "" = default ONNX domain */

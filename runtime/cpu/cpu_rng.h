@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* 64-bit FNV-1a of a NUL-terminated string. */
 uint64_t cpu_rng_hash_name(const char *name);

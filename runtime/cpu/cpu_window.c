@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
-#include "ops/op_util.h"
+#include "ir/ops/op_util.h"
 
 int cpu_window_read(const kernel_args *a, int nsp, const int64_t *img, const int64_t *col,
                     const int64_t *kdims, cpu_window *w, oc_err *err) {

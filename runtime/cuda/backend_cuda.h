@@ -23,7 +23,7 @@
 #define OC_BACKEND_CUDA_H
 
 #include "backend.h"
-#include "train_graph.h"
+#include "train/train_graph.h"
 
 /* The cuda backend on device 0. OC_ERR with one line when the build has no
  * CUDA, or no GPU is usable (cudaGetDeviceCount fails or reports 0). */

@@ -49,7 +49,7 @@
 #include "arena.h"
 #include "cuda_internal.h"
 #include "cuda_table.h"
-#include "ops/op_util.h"
+#include "ir/ops/op_util.h"
 
 enum { CONV_FWD = 0, CONV_BWD_DATA, CONV_BWD_FILTER };
 
@@ -310,7 +310,7 @@ static algo_entry *entry_get(cuda_impl *im, const ir_node *n, const conv_geo *q,
  * node (batch 256) took 13 ms on the H100, and VGG-16 ran at 0.875x PyTorch;
  * with this, at 0.976x. Scratch after the cuDNN workspace: ones (max(S, N)
  * floats) and t (N C floats). */
-static size_t align_up(size_t v) { return (v + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+static size_t align_up(size_t v) { return (v + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN; }
 
 static bool has_bias_grad(const ir_node *n, int op) {
     return (op == CUDA_OP_CONV_BWD_FILTER || op == CUDA_OP_CONVT_BWD_FILTER) && n->n_outputs > 1 &&

@@ -11,7 +11,7 @@
 #include "cpu/cpu_rng.h"
 #include "cuda_internal.h"
 #include "cuda_table.h"
-#include "ops/op_util.h"
+#include "ir/ops/op_util.h"
 
 /* ---- helpers ---- */
 

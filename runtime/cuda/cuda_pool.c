@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
-#include "ops/op_util.h"
+#include "ir/ops/op_util.h"
 
 typedef struct pool_geo {
     int nd;                  /* tensor rank given to cuDNN (4 or 5) */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
-#include "profile.h"
+#include "plan/profile.h"
 
 static int cmp_d(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;

@@ -3,7 +3,7 @@
 
 #include "backend_cuda.h"
 #include "cuda_table.h"
-#include "ops/op_table.h"
+#include "ir/ops/op_table.h"
 
 typedef struct cuda_op_row {
     const char *domain; /* "" = default ONNX domain */

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "onnx_import.h"
-#include "shape_infer.h"
+#include "ir/onnx_import.h"
+#include "ir/shape_infer.h"
 #include "unit/model_builder.c"
 
 #define FX_PATH "/tmp/outcore-test/model.onnx" /* only named in messages */

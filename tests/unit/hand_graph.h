@@ -12,8 +12,8 @@
 #ifndef OC_TEST_HAND_GRAPH_H
 #define OC_TEST_HAND_GRAPH_H
 
-#include "profile.h"
-#include "train_graph.h"
+#include "plan/profile.h"
+#include "train/train_graph.h"
 
 enum { F1, F2, F3, L, B3, B2, B1, N_NODES };
 

@@ -5,10 +5,10 @@
 
 #include <string.h>
 
-#include "layout.h"
-#include "plan_verify.h"
-#include "rewrite.h"
-#include "shape_infer.h"
+#include "emit/layout.h"
+#include "plan/plan_verify.h"
+#include "emit/rewrite.h"
+#include "ir/shape_infer.h"
 
 /* resnet18 at batch 2 (planner only: nothing runs, so 224x224 is cheap). */
 static train_graph *pf_resnet18(void) {

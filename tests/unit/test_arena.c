@@ -48,7 +48,7 @@ static void random_lifetimes_never_overlap(void **state) {
         }
         assert_true(high >= peak);
         for (int i = 0; i < N; i++) {
-            assert_int_equal(off[i] % ARENA_ALIGN, 0);
+            assert_int_equal(off[i] % PLAN_ALIGN, 0);
             assert_true(off[i] + it[i].bytes <= high);
             for (int j = i + 1; j < N; j++) assert_false(arena_items_conflict(it, off, i, j));
         }

@@ -36,8 +36,8 @@
 
 #include "kernels.h"
 #include "onnx.pb-c.h"
-#include "onnx_import.h"
-#include "shape_infer.h"
+#include "ir/onnx_import.h"
+#include "ir/shape_infer.h"
 
 #define DATA_DIR "/usr/share/libonnx-testdata/data/node"
 #define RTOL 1e-3

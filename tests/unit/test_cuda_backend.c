@@ -20,9 +20,9 @@
 #include "cpu/cpu_rng.h"
 #include "cuda/backend_cuda.h"
 #include "cuda/cuda_launch.h"
-#include "ops/op_table.h"
-#include "shape_infer.h"
-#include "train_graph.h"
+#include "ir/ops/op_table.h"
+#include "ir/shape_infer.h"
+#include "train/train_graph.h"
 
 static void test_backend_new_or_skip(void **state) {
     (void)state;

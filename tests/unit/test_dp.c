@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "dp_solve.h"
-#include "shape_infer.h"
-#include "strategy.h"
+#include "search/dp_solve.h"
+#include "ir/shape_infer.h"
+#include "search/strategy.h"
 
 static uint64_t rng_state;
 static uint32_t rnd(void) {

@@ -29,8 +29,8 @@ int main(void) {
 
 #include "backend.h"
 #include "cuda/backend_cuda.h"
-#include "shape_infer.h"
-#include "train_graph.h"
+#include "ir/shape_infer.h"
+#include "train/train_graph.h"
 
 typedef struct fixture {
     ir_graph *g;

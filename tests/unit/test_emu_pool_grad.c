@@ -27,7 +27,7 @@ int main(void) {
 
 #include "backend.h"
 #include "cuda/backend_cuda.h"
-#include "ops/op_table.h"
+#include "ir/ops/op_table.h"
 
 typedef struct pool_case {
     int rank;            /* 3, 4 or 5 */

@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
-#include "ilp_oracle.h"
-#include "onnx_import.h"
-#include "shape_infer.h"
+#include "search/ilp_oracle.h"
+#include "ir/onnx_import.h"
+#include "ir/shape_infer.h"
 #include "unit/model_builder.c"
 
 typedef struct tally {

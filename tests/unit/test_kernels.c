@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "kernels.h"
-#include "ops/op_table.h"
+#include "ir/ops/op_table.h"
 
 /* |a - b| <= tol, in double, with both values in the message. */
 #define assert_near(a, b, tol)                                                              \

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "profile.h"
+#include "plan/profile.h"
 
 /* A two-node "training graph": names are all the profile needs. */
 static train_graph *tiny_graph(void) {

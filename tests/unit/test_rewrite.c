@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "kernels.h"
-#include "ops/op_table.h"
+#include "ir/ops/op_table.h"
 #include "unit/plan_fixture.h"
 
 /* relu output RECOMPUTE (chain: bn1 output is not saved, so bn1 re-runs too),
@@ -31,7 +31,7 @@ static void test_recompute_from_swapped(void **state) {
     /* BN clone: reads the swapped-in conv1 output, no running-stat outputs. */
     int bn = pf_node(ng, "/bn1/BatchNormalization/recompute1");
     const ir_node *b = &ng->nodes[bn];
-    assert_string_equal(ir_attr_string(b, REWRITE_ATTR_RECOMPUTE_OF, ""), "/bn1/BatchNormalization");
+    assert_string_equal(ir_attr_string(b, PLAN_ATTR_RECOMPUTE_OF, ""), "/bn1/BatchNormalization");
     assert_string_equal(ng->tensors[b->inputs[0]].name, "/conv1/Conv_output_0/swapin");
     assert_true(b->n_outputs >= 1);
     for (int k = 1; k < 3 && k < b->n_outputs; k++) assert_int_equal(b->outputs[k], -1);
@@ -58,7 +58,7 @@ static void test_recompute_from_swapped(void **state) {
         const ir_node *n = &ng->nodes[i];
         for (int k = 0; k < n->n_inputs; k++) {
             assert_int_not_equal(n->inputs[k], relu);
-            if (!rewrite_is_swap_out(n)) assert_int_not_equal(n->inputs[k], conv);
+            if (!op_is_swap_out(n)) assert_int_not_equal(n->inputs[k], conv);
             n_readers += n->inputs[k] == rc_out || n->inputs[k] == si_out;
         }
     }
@@ -99,7 +99,7 @@ static void test_swap_all_rewired(void **state) {
         for (int k = 0; k < n->n_inputs; k++) {
             int t = n->inputs[k];
             if (t < 0) continue;
-            if (t < tg->g->n_tensors && !rewrite_is_swap_out(n)) assert_false(saved[t]);
+            if (t < tg->g->n_tensors && !op_is_swap_out(n)) assert_false(saved[t]);
             rewired += strstr(ng->tensors[t].name, "/swapin") != NULL;
         }
     }
@@ -138,7 +138,7 @@ static void test_dropout_clone_same_mask(void **state) {
         ir_node_add_output(g, nodes[i], ys[i]);
         ir_node_add_output(g, nodes[i], ms[i]);
     }
-    ir_attr a = {.name = REWRITE_ATTR_RECOMPUTE_OF, .type = IR_ATTR_STRING, .s = "drop"};
+    ir_attr a = {.name = PLAN_ATTR_RECOMPUTE_OF, .type = IR_ATTR_STRING, .s = "drop"};
     ir_node_add_attr(g, nodes[1], &a);
     float *xv = malloc((size_t)n * sizeof(float)), ratio = 0.5f;
     uint8_t train = 1;

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "ops/op_util.h"
+#include "ir/ops/op_util.h"
 #include "unit/fixture.h"
 
 /* Infers f->m with its own dims; fails the test (with the message) on error. */

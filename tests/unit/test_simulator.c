@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "shape_infer.h"
-#include "simulator.h"
+#include "ir/shape_infer.h"
+#include "sim/simulator.h"
 #include "unit/hand_graph.h"
 
 typedef struct hand {

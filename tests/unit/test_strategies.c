@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "shape_infer.h"
-#include "strategy.h"
+#include "ir/shape_infer.h"
+#include "search/strategy.h"
 #include "unit/hand_graph.h"
 
 /* ---- the hand graph: F1 -> a -> F2 -> b -> F3 -> L -> B3 -> B2(b) -> B1(a) ---- */

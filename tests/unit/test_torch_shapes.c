@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shape_infer.h"
+#include "ir/shape_infer.h"
 
 #define MIN_MODELS 18   /* 9 models x opsets 13 and 15 */
 #define MIN_COMPARED 10 /* tensors per model, or the shapes file is suspect */

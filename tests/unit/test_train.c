@@ -11,9 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "ops/op_table.h"
-#include "shape_infer.h"
-#include "train_graph.h"
+#include "ir/ops/op_table.h"
+#include "ir/shape_infer.h"
+#include "train/train_graph.h"
 
 /* ---- a tiny graph builder over the IR ---- */
 

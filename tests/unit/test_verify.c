@@ -109,12 +109,12 @@ static void test_workspaces_laid_out(void **state) {
     oc_err err;
     if (plan_verify(tg, l.offset, l.arena_bytes, l.arena_bytes, &err)) fail_msg("%s", err.msg);
     assert_true(l.arena_bytes >= v->l.arena_bytes);
-    assert_true(l.arena_bytes <= v->l.arena_bytes + wmax + LAYOUT_ALIGN + v->l.arena_bytes / 20);
-    layout_lifetimes lt;
-    layout_lifetimes_compute(tg, &lt);
+    assert_true(l.arena_bytes <= v->l.arena_bytes + wmax + PLAN_ALIGN + v->l.arena_bytes / 20);
+    plan_lifetimes lt;
+    plan_lifetimes_compute(tg, &lt);
     for (int i = 0; i < g->n_nodes; i++) {
         const int64_t *attr;
-        int na = ir_attr_ints(&g->nodes[i], LAYOUT_ATTR_WORKSPACE, &attr);
+        int na = ir_attr_ints(&g->nodes[i], PLAN_ATTR_WORKSPACE, &attr);
         if (!ws[i]) {
             assert_int_equal(na, -1);
             continue;
@@ -123,20 +123,20 @@ static void test_workspaces_laid_out(void **state) {
         assert_int_equal(attr[0], l.ws_offset[i]);
         assert_int_equal(attr[1], ws[i]);
         int64_t lo = l.ws_offset[i], hi = lo + ws[i];
-        assert_true(lo >= 0 && lo % LAYOUT_ALIGN == 0 && hi <= l.arena_bytes);
+        assert_true(lo >= 0 && lo % PLAN_ALIGN == 0 && hi <= l.arena_bytes);
         for (int t = 0; t < g->n_tensors; t++) {
-            if (!layout_lifetimes_device(&lt, t) || lt.first[t] > i || lt.last[t] < i) continue;
+            if (!plan_lifetimes_device(&lt, t) || lt.first[t] > i || lt.last[t] < i) continue;
             if (l.offset[t] < hi && lo < l.offset[t] + lt.bytes[t])
                 fail_msg("node '%s': workspace [%lld, %lld) overlaps live tensor '%s'",
                          g->nodes[i].name, (long long)lo, (long long)hi, g->tensors[t].name);
         }
     }
-    layout_lifetimes_free(&lt);
+    plan_lifetimes_free(&lt);
     /* Broken: the first conv's workspace moved onto its own input. */
     int c = pf_node(g, "/conv1/Conv");
     ir_node *n = &g->nodes[c];
     for (int a = 0; a < n->n_attrs; a++)
-        if (strcmp(n->attrs[a].name, LAYOUT_ATTR_WORKSPACE) == 0)
+        if (strcmp(n->attrs[a].name, PLAN_ATTR_WORKSPACE) == 0)
             n->attrs[a].ints[0] = l.offset[n->inputs[0]];
     assert_int_equal(plan_verify(tg, l.offset, l.arena_bytes, 0, &err), OC_ERR);
     if (!strstr(err.msg, "/conv1/Conv") || !strstr(err.msg, "workspace"))

@@ -1,0 +1,219 @@
+/* layout.c — see layout.h. */
+#include "emit/layout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit/rewrite.h"
+
+
+/* ---- greedy by size ---- */
+
+static const plan_lifetimes *g_lt; /* qsort context (single-threaded use) */
+
+static int by_size_cmp(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (g_lt->bytes[x] != g_lt->bytes[y]) return g_lt->bytes[x] > g_lt->bytes[y] ? -1 : 1;
+    if (g_lt->first[x] != g_lt->first[y]) return g_lt->first[x] < g_lt->first[y] ? -1 : 1;
+    return x - y;
+}
+
+typedef struct span {
+    int64_t off, end;
+} span;
+
+static int span_cmp(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off ? 1 : 0;
+}
+
+static bool live_together(const plan_lifetimes *lt, int a, int b) {
+    return lt->first[a] <= lt->last[b] && lt->first[b] <= lt->last[a];
+}
+
+static int64_t greedy_by_size(const plan_lifetimes *lt, const int *items, int n, int64_t *off) {
+    int *order = oc_malloc(((size_t)n + 1) * sizeof(int));
+    memcpy(order, items, (size_t)n * sizeof(int));
+    g_lt = lt;
+    qsort(order, (size_t)n, sizeof(int), by_size_cmp);
+    span *sp = oc_malloc(((size_t)n + 1) * sizeof(span));
+    int64_t top = 0;
+    for (int i = 0; i < n; i++) {
+        int t = order[i], ns = 0;
+        for (int j = 0; j < i; j++) {
+            int u = order[j];
+            if (live_together(lt, t, u)) sp[ns++] = (span){off[u], off[u] + lt->bytes[u]};
+        }
+        qsort(sp, (size_t)ns, sizeof(span), span_cmp);
+        int64_t need = lt->bytes[t], cur = 0, best = -1, best_gap = INT64_MAX;
+        for (int k = 0; k < ns; k++) {
+            int64_t gap = sp[k].off - cur;
+            if (gap >= need && gap < best_gap) best = cur, best_gap = gap;
+            if (sp[k].end > cur) cur = sp[k].end;
+        }
+        off[t] = best >= 0 ? best : cur;
+        if (off[t] + need > top) top = off[t] + need;
+    }
+    oc_free(sp);
+    oc_free(order);
+    return top;
+}
+
+/* ---- replay best-fit (allocation order, as runtime/arena.c) ---- */
+
+typedef struct ev {
+    int pos, is_free, t;
+} ev;
+
+static int ev_cmp(const void *a, const void *b) {
+    const ev *x = a, *y = b;
+    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+    if (x->is_free != y->is_free) return y->is_free - x->is_free; /* frees first: not live there */
+    return x->t - y->t;
+}
+
+static int64_t replay_best_fit(const plan_lifetimes *lt, const int *items, int n, int64_t *off) {
+    ev *evs = oc_malloc(((size_t)n * 2 + 1) * sizeof(ev));
+    int ne = 0;
+    for (int i = 0; i < n; i++) {
+        evs[ne++] = (ev){lt->first[items[i]], 0, items[i]};
+        evs[ne++] = (ev){lt->last[items[i]] + 1, 1, items[i]}; /* free after the last use */
+    }
+    qsort(evs, (size_t)ne, sizeof(ev), ev_cmp);
+    span *fl = oc_malloc(((size_t)n + 2) * sizeof(span));
+    int nf = 0;
+    int64_t top = 0;
+    for (int k = 0; k < ne; k++) {
+        int t = evs[k].t;
+        int64_t need = lt->bytes[t];
+        if (evs[k].is_free) { /* insert sorted, coalesce */
+            int i = 0;
+            while (i < nf && fl[i].off < off[t]) i++;
+            memmove(&fl[i + 1], &fl[i], (size_t)(nf - i) * sizeof(span));
+            fl[i] = (span){off[t], off[t] + need};
+            nf++;
+            if (i + 1 < nf && fl[i].end == fl[i + 1].off) {
+                fl[i].end = fl[i + 1].end;
+                memmove(&fl[i + 1], &fl[i + 2], (size_t)(nf - i - 2) * sizeof(span));
+                nf--;
+            }
+            if (i > 0 && fl[i - 1].end == fl[i].off) {
+                fl[i - 1].end = fl[i].end;
+                memmove(&fl[i], &fl[i + 1], (size_t)(nf - i - 1) * sizeof(span));
+                nf--;
+            }
+            continue;
+        }
+        int best = -1;
+        for (int i = 0; i < nf; i++)
+            if (fl[i].end - fl[i].off >= need &&
+                (best < 0 || fl[i].end - fl[i].off < fl[best].end - fl[best].off))
+                best = i;
+        if (best >= 0) {
+            off[t] = fl[best].off;
+            fl[best].off += need;
+            if (fl[best].off == fl[best].end) {
+                memmove(&fl[best], &fl[best + 1], (size_t)(nf - best - 1) * sizeof(span));
+                nf--;
+            }
+        } else if (nf && fl[nf - 1].end == top) {
+            off[t] = fl[--nf].off;
+            top = off[t] + need;
+        } else {
+            off[t] = top;
+            top += need;
+        }
+    }
+    oc_free(fl);
+    oc_free(evs);
+    return top;
+}
+
+void layout_plan(const train_graph *tg, const int64_t *ws, layout_result *out) {
+    const ir_graph *g = tg->g;
+    int nt = g->n_tensors, nn = g->n_nodes, ni = nt + nn;
+    plan_lifetimes lt;
+    plan_lifetimes_compute(tg, &lt);
+    plan_lifetimes_add_workspaces(&lt, nn, ws);
+    memset(out, 0, sizeof *out);
+    out->offset = oc_malloc(((size_t)nt + 1) * sizeof(int64_t));
+    out->ws_offset = oc_malloc(((size_t)nn + 1) * sizeof(int64_t));
+    out->ws_bytes = oc_calloc((size_t)nn + 1, sizeof(int64_t));
+    int *items = oc_malloc(((size_t)ni + 1) * sizeof(int)), n = 0;
+    for (int t = 0; t < ni; t++)
+        if (plan_lifetimes_device(&lt, t)) items[n++] = t;
+    int64_t *a = oc_calloc((size_t)ni + 1, sizeof(int64_t));
+    int64_t *b = oc_calloc((size_t)ni + 1, sizeof(int64_t));
+    int64_t top_a = greedy_by_size(&lt, items, n, a);
+    int64_t top_b = replay_best_fit(&lt, items, n, b);
+    out->by_size = top_a <= top_b;
+    int64_t *best = out->by_size ? a : b;
+    out->arena_bytes = out->by_size ? top_a : top_b;
+    for (int t = 0; t < nt; t++) out->offset[t] = -1;
+    for (int i = 0; i < nn; i++) out->ws_offset[i] = -1;
+    for (int i = 0; i < n; i++) {
+        int t = items[i];
+        if (t < nt) {
+            out->offset[t] = best[t];
+        } else {
+            out->ws_offset[t - nt] = best[t];
+            out->ws_bytes[t - nt] = ws[t - nt];
+        }
+    }
+    for (int t = 0; t < nt; t++)
+        if (lt.root[t] != t) out->offset[t] = out->offset[lt.root[t]];
+    /* Peak: a sweep over positions -1 .. n_nodes. */
+    int np = nn + 3;
+    int64_t *delta = oc_calloc((size_t)np + 1, sizeof(int64_t));
+    for (int i = 0; i < n; i++) {
+        int t = items[i];
+        delta[lt.first[t] + 1] += lt.bytes[t];
+        delta[lt.last[t] + 2] -= lt.bytes[t];
+    }
+    int64_t live = 0;
+    for (int p = 0; p < np; p++) {
+        live += delta[p];
+        if (live > out->peak_bytes) out->peak_bytes = live;
+    }
+    out->fragmentation = out->peak_bytes > 0 ? (double)out->arena_bytes / (double)out->peak_bytes : 1.0;
+    oc_free(delta), oc_free(a), oc_free(b), oc_free(items);
+    plan_lifetimes_free(&lt);
+}
+
+void layout_result_free(layout_result *l) {
+    oc_free(l->offset);
+    oc_free(l->ws_offset);
+    oc_free(l->ws_bytes);
+    memset(l, 0, sizeof *l);
+}
+
+void layout_apply(train_graph *tg, const layout_result *l) {
+    ir_graph *g = tg->g;
+    plan_lifetimes lt;
+    plan_lifetimes_compute(tg, &lt);
+    for (int i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        for (int a = 0; a < n->n_attrs; a++) /* drop existing ones */
+            if (strcmp(n->attrs[a].name, PLAN_ATTR_OFFSETS) == 0 ||
+                strcmp(n->attrs[a].name, PLAN_ATTR_WORKSPACE) == 0) {
+                ir_attr_free(&n->attrs[a]);
+                memmove(&n->attrs[a], &n->attrs[a + 1], (size_t)(n->n_attrs - a - 1) * sizeof(ir_attr));
+                n->n_attrs--;
+                a--;
+            }
+        int64_t *v = oc_malloc(((size_t)n->n_outputs + 1) * sizeof(int64_t));
+        for (int k = 0; k < n->n_outputs; k++) {
+            int t = n->outputs[k];
+            v[k] = t >= 0 && lt.root[t] == t && plan_lifetimes_device(&lt, t) ? l->offset[t] : -1;
+        }
+        ir_attr at = {.name = PLAN_ATTR_OFFSETS, .type = IR_ATTR_INTS, .ints = v, .n = n->n_outputs};
+        ir_node_add_attr(g, i, &at);
+        oc_free(v);
+        if (l->ws_offset && l->ws_offset[i] >= 0) {
+            int64_t w[2] = {l->ws_offset[i], l->ws_bytes[i]};
+            ir_attr wa = {.name = PLAN_ATTR_WORKSPACE, .type = IR_ATTR_INTS, .ints = w, .n = 2};
+            ir_node_add_attr(g, i, &wa);
+        }
+    }
+    plan_lifetimes_free(&lt);
+}

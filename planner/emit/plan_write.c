@@ -1,0 +1,217 @@
+/* plan_write.c — see plan_write.h. */
+#include "emit/plan_write.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/onnx_export.h"
+#include "ir/ops/op_table.h"
+#include "plan/plan_verify.h"
+
+/* ---- making the plan ---- */
+
+void plan_made_free(plan_made *pm) {
+    rewrite_result_free(&pm->rw);
+    layout_result_free(&pm->layout);
+    sim_timeline_free(pm->tl);
+    if (pm->plan) sim_plan_free(pm->plan);
+    memset(pm, 0, sizeof *pm);
+}
+
+int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_err *err) {
+    memset(out, 0, sizeof *out);
+    out->budget_bytes = in->sim.budget_bytes;
+    strategy_input cur = *in;
+    sim_plan *p = sim_plan_new(in->tg);
+    int rc = OC_OK;
+    int64_t prev_budget = in->sim.budget_bytes;
+    for (int iter = 0; iter <= PLAN_MAX_REPLANS; iter++) {
+        rewrite_result_free(&out->rw);
+        layout_result_free(&out->layout);
+        sim_timeline_free(out->tl);
+        out->tl = NULL;
+        out->planned_budget = cur.sim.budget_bytes;
+        out->replans = iter;
+        if ((rc = strategy_run(s, &cur, p, &out->stats, err))) break;
+        if (!out->stats.feasible) {
+            char lowered[96] = "";
+            if (iter)
+                snprintf(lowered, sizeof lowered, " (lowered: the last layout needed %" PRId64
+                         " bytes)", out->last_arena);
+            snprintf(out->reason, sizeof out->reason, "strategy %s found no feasible plan under "
+                     "%" PRId64 " bytes%s: %s (%s)", s->name, cur.sim.budget_bytes, lowered,
+                     out->stats.result.reason, out->stats.notes);
+            break;
+        }
+        out->tl = sim_timeline_new();
+        if ((rc = sim_run(cur.ctx, p, &cur.sim, &out->result, out->tl, err))) break;
+        if ((rc = rewrite_plan(in->tg, p, out->tl, &out->rw, err))) break;
+        /* Each node's workspace is the profile's for the node it runs or clones. */
+        const int64_t *src_ws = sim_context_node_workspaces(cur.ctx);
+        int nn = out->rw.tg->g->n_nodes;
+        int64_t *ws = oc_calloc((size_t)nn + 1, sizeof(int64_t));
+        for (int i = 0; i < nn; i++)
+            if (out->rw.src_node[i] >= 0) ws[i] = src_ws[out->rw.src_node[i]];
+        layout_plan(out->rw.tg, ws, &out->layout);
+        oc_free(ws);
+        int64_t budget = in->sim.budget_bytes, arena = out->layout.arena_bytes;
+        if (budget <= 0 || arena <= budget) {
+            out->feasible = true;
+            break;
+        }
+        /* Ask the strategy for a plan whose simulated peak is lower by the layout's overshoot
+         * (at least 0.1% of the budget); when the last lowering left the arena unchanged (the
+         * strategy's choices are discrete), lower twice as far the next time. */
+        int64_t step = arena - budget, min_step = budget / 1000;
+        if (step < min_step) step = min_step;
+        if (arena == out->last_arena) step = 2 * (prev_budget - cur.sim.budget_bytes > step
+                                                      ? prev_budget - cur.sim.budget_bytes : step);
+        out->last_arena = arena;
+        int64_t next = cur.sim.budget_bytes - step, from_peak = out->result.peak_bytes - step;
+        if (from_peak > 0 && from_peak < next) next = from_peak;
+        if (iter == PLAN_MAX_REPLANS || next <= 0) {
+            snprintf(out->reason, sizeof out->reason, "the layout needs %" PRId64 " bytes, over "
+                     "the budget of %" PRId64 ", after %d re-plans with lower budgets", arena,
+                     budget, iter);
+            break;
+        }
+        prev_budget = cur.sim.budget_bytes;
+        cur.sim.budget_bytes = next;
+    }
+    out->plan = p;
+    if (rc == OC_OK && out->feasible) {
+        layout_apply(out->rw.tg, &out->layout);
+        rc = plan_verify(out->rw.tg, out->layout.offset, out->layout.arena_bytes,
+                         in->sim.budget_bytes, err);
+        if (rc) oc_fail_prefix(err, "internal: the planner's own plan fails verification");
+    }
+    if (rc) plan_made_free(out);
+    return rc;
+}
+
+/* ---- writing ---- */
+
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#include <stdarg.h>
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    oc_grow((void **)&b->s, &b->cap, b->n + (size_t)need + 1, 1);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, (size_t)need + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)need;
+}
+
+static bool is_annotation(const ir_attr *a) { return strncmp(a->name, "outcore_", 8) == 0; }
+
+/* Trailing outcore_* attributes of a node (rewrite and layout append them last). */
+static int n_trailing_annotations(const ir_node *n) {
+    int k = 0;
+    while (k < n->n_attrs && is_annotation(&n->attrs[n->n_attrs - 1 - k])) k++;
+    return k;
+}
+
+int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc_err *err) {
+    train_graph *tg = pm->rw.tg;
+    ir_graph *g = tg->g;
+    sbuf ann = {0}, fixed = {0}, tl = {0}, mem = {0}, wsl = {0};
+    /* Standard-domain annotations into metadata; stripped from the nodes while writing. */
+    int *strip = oc_calloc((size_t)g->n_nodes + 1, sizeof(int));
+    for (int i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        if (*n->domain) continue;
+        sb_printf(&ann, "%d\t%s\t", i, ir_attr_string(n, PLAN_ATTR_STREAM, "compute"));
+        const int64_t *v;
+        int nv = ir_attr_ints(n, PLAN_ATTR_OFFSETS, &v);
+        if (nv <= 0) sb_printf(&ann, "-");
+        for (int k = 0; k < nv; k++) sb_printf(&ann, "%s%" PRId64, k ? "," : "", v[k]);
+        sb_printf(&ann, "\t%s\n", ir_attr_string(n, PLAN_ATTR_RECOMPUTE_OF, ""));
+        strip[i] = n_trailing_annotations(n);
+        n->n_attrs -= strip[i];
+    }
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].producer < 0 && pm->layout.offset[t] >= 0 && tg->alias_of[t] < 0)
+            sb_printf(&fixed, "%" PRId64 "\t%s\n", pm->layout.offset[t], g->tensors[t].name);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (pm->layout.ws_offset && pm->layout.ws_offset[i] >= 0)
+            sb_printf(&wsl, "%d\t%" PRId64 "\t%" PRId64 "\n", i, pm->layout.ws_offset[i],
+                      pm->layout.ws_bytes[i]);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (pm->rw.start && pm->rw.start[i] >= 0)
+            sb_printf(&tl, "%d\t%.9g\t%.9g\n", i, pm->rw.start[i], pm->rw.end[i]);
+    for (int i = 0; pm->tl && i < pm->tl->n_samples; i++)
+        sb_printf(&mem, "%.9g\t%" PRId64 "\n", pm->tl->samples[i].t, pm->tl->samples[i].bytes);
+    sb_printf(&ann, "%s", ""), sb_printf(&fixed, "%s", ""), sb_printf(&tl, "%s", "");
+    sb_printf(&mem, "%s", ""), sb_printf(&wsl, "%s", "");
+    const sim_result *r = &pm->result;
+    char *v[20];
+    int nv = 0;
+    v[nv++] = oc_sprintf("%" PRId64, m->batch);
+    v[nv++] = oc_sprintf("%.9g", (double)tg->opts.lr);
+    v[nv++] = oc_sprintf("%.9g", (double)tg->opts.momentum);
+    v[nv++] = oc_sprintf("%.9g", (double)tg->opts.weight_decay);
+    v[nv++] = oc_sprintf("%d", tg->n_forward);
+    v[nv++] = oc_sprintf("%" PRId64, pm->budget_bytes);
+    v[nv++] = oc_sprintf("%" PRId64, pm->planned_budget);
+    v[nv++] = oc_sprintf("%d", pm->replans);
+    v[nv++] = oc_sprintf("%.9g", r->time_s);
+    v[nv++] = oc_sprintf("%.9g", r->ideal_s);
+    v[nv++] = oc_sprintf("%.9g", r->stall_s);
+    v[nv++] = oc_sprintf("%" PRId64, r->peak_bytes);
+    v[nv++] = oc_sprintf("%" PRId64, pm->layout.arena_bytes);
+    v[nv++] = oc_sprintf("%" PRId64, pm->layout.peak_bytes);
+    v[nv++] = oc_sprintf("%.6f", pm->layout.fragmentation);
+    v[nv++] = oc_sprintf("%016llx", (unsigned long long)plan_graph_digest(g));
+    const char *meta[] = {
+        "outcore.version", m->tool_version ? m->tool_version : OC_EXPORT_VERSION,
+        "outcore.kind", PLAN_KIND,
+        "outcore.batch", v[0],
+        "outcore.lr", v[1],
+        "outcore.momentum", v[2],
+        "outcore.weight_decay", v[3],
+        "outcore.source_model", m->source_model ? m->source_model : "",
+        "outcore.forward_nodes", v[4],
+        "outcore.strategy", m->strategy ? m->strategy : "",
+        "outcore.budget_bytes", v[5],
+        "outcore.planned_budget_bytes", v[6],
+        "outcore.replans", v[7],
+        "outcore.predicted_time_s", v[8],
+        "outcore.predicted_ideal_s", v[9],
+        "outcore.predicted_stall_s", v[10],
+        "outcore.predicted_peak_bytes", v[11],
+        "outcore.arena_bytes", v[12],
+        "outcore.peak_live_bytes", v[13],
+        "outcore.fragmentation", v[14],
+        "outcore.device", m->device ? m->device : "",
+        "outcore.profile_digest", m->profile_digest ? m->profile_digest : "",
+        "outcore.graph_digest", v[15],
+        "outcore.node_annotations", ann.s,
+        "outcore.fixed_offsets", fixed.s,
+        "outcore.workspaces", wsl.s,
+        "outcore.timeline", tl.s,
+        "outcore.memory", mem.s,
+    };
+    int *outs = oc_malloc(((size_t)g->n_outputs + 1) * sizeof(int));
+    memcpy(outs, g->outputs, (size_t)g->n_outputs * sizeof(int));
+    onnx_export_spec s = {.node_begin = 0, .node_end = g->n_nodes, .inputs = g->inputs,
+                          .n_inputs = g->n_inputs, .outputs = outs, .n_outputs = g->n_outputs,
+                          .meta = meta, .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
+    int rc = onnx_export_graph(g, &s, path, err);
+    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].n_attrs += strip[i];
+    for (int i = 0; i < nv; i++) oc_free(v[i]);
+    oc_free(outs), oc_free(strip), oc_free(ann.s), oc_free(fixed.s), oc_free(tl.s), oc_free(mem.s);
+    oc_free(wsl.s);
+    return rc;
+}
+

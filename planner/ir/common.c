@@ -1,0 +1,190 @@
+/* common.c — see common.h. */
+#include "ir/common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int oc_fail(oc_err *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return OC_ERR;
+}
+
+int oc_fail_prefix(oc_err *err, const char *fmt, ...) {
+    if (err) {
+        char prefix[512], old[sizeof err->msg];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(prefix, sizeof prefix, fmt, ap);
+        va_end(ap);
+        memcpy(old, err->msg, sizeof old);
+        snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    }
+    return OC_ERR;
+}
+
+void oc_assert_fail(const char *what, const char *file, int line) {
+    fprintf(stderr, "outcore: internal error: assertion '%s' failed at %s:%d\n", what, file,
+            line);
+    abort();
+}
+
+static long alloc_countdown = -1; /* <0: never fail */
+
+void oc_alloc_fail_after(long n) { alloc_countdown = n; }
+
+static void *check_alloc(void *p, size_t n) {
+    if (!p && n) {
+        fprintf(stderr, "outcore: out of memory allocating %zu bytes\n", n);
+        abort();
+    }
+    return p;
+}
+
+static void maybe_inject_failure(size_t n) {
+    if (alloc_countdown < 0) return;
+    if (alloc_countdown-- == 0) check_alloc(NULL, n ? n : 1);
+}
+
+void *oc_malloc(size_t n) {
+    maybe_inject_failure(n);
+    return check_alloc(malloc(n ? n : 1), n ? n : 1);
+}
+
+void *oc_calloc(size_t count, size_t size) {
+    maybe_inject_failure(count * size);
+    if (count == 0 || size == 0) count = size = 1;
+    return check_alloc(calloc(count, size), count * size);
+}
+
+void *oc_realloc(void *p, size_t n) {
+    maybe_inject_failure(n);
+    return check_alloc(realloc(p, n ? n : 1), n ? n : 1);
+}
+
+void oc_free(void *p) { free(p); }
+
+char *oc_strdup(const char *s) { return oc_strndup(s, strlen(s)); }
+
+char *oc_strndup(const char *s, size_t n) {
+    char *r = oc_malloc(n + 1);
+    memcpy(r, s, n);
+    r[n] = '\0';
+    return r;
+}
+
+char *oc_sprintf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    OC_ASSERT(n >= 0);
+    char *r = oc_malloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(r, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+void oc_grow(void **buf, size_t *cap, size_t need, size_t elem_size) {
+    if (need <= *cap) return;
+    size_t c = *cap ? *cap : 8;
+    while (c < need) c *= 2;
+    *buf = oc_realloc(*buf, c * elem_size);
+    *cap = c;
+}
+
+bool oc_mul_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+bool oc_add_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+
+int oc_read_file(const char *path, uint8_t **data, size_t *len, oc_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return oc_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return oc_fail(err, "%s: cannot seek: %s", path, strerror(errno));
+    }
+    long size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return oc_fail(err, "%s: not a regular file", path);
+    }
+    uint8_t *buf = oc_malloc((size_t)size);
+    size_t got = fread(buf, 1, (size_t)size, f);
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr || got != (size_t)size) {
+        oc_free(buf);
+        return oc_fail(err, "%s: read error", path);
+    }
+    *data = buf;
+    *len = (size_t)size;
+    return OC_OK;
+}
+
+const char *oc_fmt_bytes(int64_t bytes, char *buf, size_t cap) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while ((v >= 1024.0 || v <= -1024.0) && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%" PRId64 " B", bytes);
+    else
+        snprintf(buf, cap, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+int oc_parse_bytes(const char *s, int64_t *out, oc_err *err) {
+    static const struct {
+        const char *suffix;
+        double mult;
+    } units[] = {{"KiB", 1024.0},       {"MiB", 1048576.0},   {"GiB", 1073741824.0},
+                 {"TiB", 1099511627776.0}, {"KB", 1e3},       {"MB", 1e6},
+                 {"GB", 1e9},           {"TB", 1e12},         {"K", 1024.0},
+                 {"M", 1048576.0},      {"G", 1073741824.0},  {"B", 1.0},
+                 {"", 1.0}};
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno != 0 || !(v >= 0))
+        return oc_fail(err, "invalid byte size '%s' (expected e.g. 16GiB, 512MiB, 1e9)", s);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            double b = v * units[i].mult;
+            if (b > 9.0e18) return oc_fail(err, "byte size '%s' is too large", s);
+            *out = (int64_t)b;
+            return OC_OK;
+        }
+    }
+    return oc_fail(err, "invalid byte size '%s': unknown unit '%s'", s, end);
+}
+
+int oc_parse_int(const char *s, int64_t lo, int64_t hi, const char *what, int64_t *out,
+                 oc_err *err) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0)
+        return oc_fail(err, "%s: '%s' is not an integer", what, s);
+    if (v < lo || v > hi)
+        return oc_fail(err, "%s: %lld is out of range [%" PRId64 ", %" PRId64 "]", what, v, lo,
+                       hi);
+    *out = (int64_t)v;
+    return OC_OK;
+}

@@ -1,0 +1,207 @@
+/* ir.h — the planner's intermediate representation: plain C structs, no protobuf.
+ *
+ * A graph owns every tensor, node and attribute in it; ir_graph_free releases all.
+ * Tensors and nodes are referred to by index (stable for the life of the graph).
+ * Names are the ONNX names, so users can grep for them.
+ *
+ *   ir_graph *g = ir_graph_new();
+ *   int x = ir_tensor_add(g, "x", IR_DTYPE_FLOAT);        // or ir_tensor_find
+ *   int n = ir_node_add(g, "conv1", "Conv", "");           // name, op_type, domain
+ *   ir_node_add_input(g, n, x); ir_node_add_output(g, n, y);
+ *   ...
+ *   ir_graph_free(g);
+ */
+#ifndef OC_IR_H
+#define OC_IR_H
+
+#include "ir/common.h"
+
+#define IR_MAX_RANK 8
+
+/* Element types: values are ONNX TensorProto.DataType's. */
+typedef enum ir_dtype {
+    IR_DTYPE_UNDEFINED = 0,
+    IR_DTYPE_FLOAT = 1,
+    IR_DTYPE_UINT8 = 2,
+    IR_DTYPE_INT8 = 3,
+    IR_DTYPE_UINT16 = 4,
+    IR_DTYPE_INT16 = 5,
+    IR_DTYPE_INT32 = 6,
+    IR_DTYPE_INT64 = 7,
+    IR_DTYPE_STRING = 8,
+    IR_DTYPE_BOOL = 9,
+    IR_DTYPE_FLOAT16 = 10,
+    IR_DTYPE_DOUBLE = 11,
+    IR_DTYPE_UINT32 = 12,
+    IR_DTYPE_UINT64 = 13,
+    IR_DTYPE_BFLOAT16 = 16,
+} ir_dtype;
+
+/* Bytes per element; 0 for types the planner cannot size (STRING, UNDEFINED). */
+int ir_dtype_size(ir_dtype t);
+const char *ir_dtype_name(ir_dtype t);
+
+/* What a tensor is, for memory accounting. Import assigns INPUT, PARAMETER,
+ * STATE, CONSTANT and ACTIVATION; the training graph adds the other classes. */
+typedef enum ir_kind {
+    IR_KIND_ACTIVATION = 0, /* produced by a forward node; in a training graph: transient */
+    IR_KIND_INPUT,          /* graph input fed with data (images) */
+    IR_KIND_LABEL,          /* graph input fed with labels */
+    IR_KIND_PARAMETER,      /* trainable initializer */
+    IR_KIND_STATE,          /* non-trainable persistent (BN running stats, momentum) */
+    IR_KIND_CONSTANT,       /* small value known at plan time (shapes, scalars) */
+    IR_KIND_GRADIENT,       /* gradient of a parameter */
+    IR_KIND_ACT_GRADIENT,   /* gradient of an activation */
+    IR_KIND_WORKSPACE,      /* scratch of one node */
+    IR_KIND_SAVED,          /* forward activation that a backward node reads */
+    IR_KIND_OPT_STATE,      /* optimizer state (momentum buffers) */
+    IR_KIND__COUNT
+} ir_kind;
+const char *ir_kind_name(ir_kind k);
+
+/* Where an initializer's bytes are. */
+typedef enum ir_data_src {
+    IR_DATA_NONE = 0, /* structure-only (dims, no data) or not an initializer */
+    IR_DATA_INLINE,   /* t->data holds the bytes (little-endian, packed) */
+    IR_DATA_EXTERNAL, /* t->ext_* locate them in a file next to the model */
+} ir_data_src;
+
+typedef struct ir_tensor {
+    char *name;
+    ir_dtype dtype;
+    int rank;                        /* -1 while unknown */
+    int64_t dims[IR_MAX_RANK];       /* valid when rank >= 0 and dim_params[i] == NULL */
+    char *dim_params[IR_MAX_RANK];   /* symbolic dims (graph inputs) until bound; owned */
+    ir_kind kind;
+    bool is_initializer;
+    bool is_graph_input;
+    bool is_graph_output;
+    int producer;                    /* node index, -1 for inputs/initializers */
+    int *consumers;                  /* node indices (a node appears once per use) */
+    int n_consumers;
+    size_t cap_consumers;
+    /* Data: initializers, Constant outputs and folded shape values. */
+    ir_data_src data_src;
+    void *data;                      /* owned; packed little-endian elements */
+    size_t data_bytes;
+    char *ext_location;              /* IR_DATA_EXTERNAL: path relative to the model */
+    int64_t ext_offset, ext_length;
+} ir_tensor;
+
+typedef enum ir_attr_type {
+    IR_ATTR_FLOAT = 1,
+    IR_ATTR_INT = 2,
+    IR_ATTR_STRING = 3,
+    IR_ATTR_TENSOR = 4,
+    IR_ATTR_FLOATS = 6,
+    IR_ATTR_INTS = 7,
+    IR_ATTR_STRINGS = 8,
+} ir_attr_type;
+
+typedef struct ir_attr {
+    char *name;
+    ir_attr_type type;
+    float f;
+    int64_t i;
+    char *s;          /* STRING */
+    float *floats;    /* FLOATS, n */
+    int64_t *ints;    /* INTS, n */
+    char **strings;   /* STRINGS, n */
+    int n;
+    ir_tensor *t;     /* TENSOR: a detached tensor (name, dtype, dims, data) */
+} ir_attr;
+
+typedef struct ir_node {
+    char *name;
+    char *op_type;
+    char *domain;     /* "" for the default ONNX domain */
+    ir_attr *attrs;
+    int n_attrs;
+    int *inputs;      /* tensor indices; -1 for an omitted optional input */
+    int n_inputs;
+    int *outputs;     /* tensor indices; -1 for an omitted optional output */
+    int n_outputs;
+} ir_node;
+
+typedef struct ir_graph {
+    char *name;
+    char *model_dir;      /* directory of the model file (external data), owned */
+    char *model_path;     /* for messages, owned */
+    int64_t opset;        /* default-domain opset version */
+    int64_t ir_version;
+    char *producer_name;
+    ir_tensor *tensors;
+    int n_tensors;
+    size_t cap_tensors;
+    ir_node *nodes;
+    int n_nodes;
+    size_t cap_nodes;
+    int *inputs;          /* graph inputs that are not initializers */
+    int n_inputs;
+    int *outputs;
+    int n_outputs;
+    /* name -> tensor index (open addressing) */
+    int *index;
+    size_t index_cap;
+} ir_graph;
+
+ir_graph *ir_graph_new(void);
+void ir_graph_free(ir_graph *g);
+
+/* Tensor with this name, or -1. */
+int ir_tensor_find(const ir_graph *g, const char *name);
+/* Adds a tensor named name (must not exist). Returns its index. */
+int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype);
+/* Existing tensor of that name, or a new one. */
+int ir_tensor_get_or_add(ir_graph *g, const char *name, ir_dtype dtype);
+
+/* Adds a node (no inputs/outputs yet). Returns its index. */
+int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *domain);
+/* Appends tensor t (or -1 for an omitted input) as the next input; records the use. */
+void ir_node_add_input(ir_graph *g, int node, int t);
+/* Appends tensor t as the next output; sets its producer (must have none). */
+void ir_node_add_output(ir_graph *g, int node, int t);
+
+void ir_graph_add_input(ir_graph *g, int t);
+void ir_graph_add_output(ir_graph *g, int t);
+
+/* Element count and byte size of a tensor with a fully known static shape;
+ * false if the shape is unknown, symbolic, or the size overflows int64. */
+bool ir_tensor_numel(const ir_tensor *t, int64_t *numel);
+bool ir_tensor_bytes(const ir_tensor *t, int64_t *bytes);
+bool ir_tensor_shape_known(const ir_tensor *t);
+/* Sets a static shape (clears symbols). */
+void ir_tensor_set_shape(ir_tensor *t, int rank, const int64_t *dims);
+/* "[1, 64, 112, 112]" (symbols printed by name, unknown as "?"). */
+const char *ir_shape_str(const ir_tensor *t, char *buf, size_t cap);
+/* Replaces the data of t with a copy of bytes (IR_DATA_INLINE). */
+void ir_tensor_set_data(ir_tensor *t, const void *bytes, size_t n);
+/* True when t holds plan-time int64 values (numel of them) usable by shape folding. */
+bool ir_tensor_int64_values(const ir_tensor *t, const int64_t **vals, int64_t *numel);
+
+/* Attribute lookup: NULL when absent. */
+const ir_attr *ir_attr_find(const ir_node *n, const char *name);
+int64_t ir_attr_int(const ir_node *n, const char *name, int64_t dflt);
+float ir_attr_float(const ir_node *n, const char *name, float dflt);
+const char *ir_attr_string(const ir_node *n, const char *name, const char *dflt);
+/* INTS attribute: returns count (or -1 when absent) and *vals. */
+int ir_attr_ints(const ir_node *n, const char *name, const int64_t **vals);
+/* Appends an attribute (copied deeply). */
+void ir_node_add_attr(ir_graph *g, int node, const ir_attr *a);
+void ir_attr_free(ir_attr *a);
+void ir_tensor_free_fields(ir_tensor *t);
+
+/* Input/output tensor of a node, or NULL when absent/omitted. */
+ir_tensor *ir_node_in(ir_graph *g, const ir_node *n, int i);
+ir_tensor *ir_node_out(ir_graph *g, const ir_node *n, int i);
+
+/* Removes the nodes with remove[i] set and every tensor no longer referenced
+ * (by a node, or as graph input/output).
+ * Outputs of removed nodes that are still used must hold data: they become
+ * initializers. Node and tensor indices change; the name index is rebuilt. */
+void ir_graph_remove_nodes(ir_graph *g, const bool *remove);
+
+/* Sum of bytes over tensors of one kind with known shapes. */
+int64_t ir_graph_bytes_of_kind(const ir_graph *g, ir_kind k);
+
+#endif

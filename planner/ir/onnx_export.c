@@ -1,0 +1,313 @@
+/* onnx_export.c — see onnx_export.h. Proto objects are built over the IR's
+ * strings and data (no copies); every allocation made here is recorded in a
+ * pool and freed after packing. */
+#include "ir/onnx_export.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "onnx.pb-c.h"
+#include "ir/onnx_import.h"
+#include "ir/ops/op_table.h"
+
+typedef struct pool {
+    void **p;
+    size_t n, cap;
+} pool;
+
+static void *palloc(pool *po, size_t count, size_t size) {
+    void *p = oc_calloc(count ? count : 1, size);
+    oc_grow((void **)&po->p, &po->cap, po->n + 1, sizeof *po->p);
+    po->p[po->n++] = p;
+    return p;
+}
+
+static char *pstr(pool *po, char *s) { /* strings allocated here (oc_sprintf) */
+    oc_grow((void **)&po->p, &po->cap, po->n + 1, sizeof *po->p);
+    po->p[po->n++] = s;
+    return s;
+}
+
+static void pool_free(pool *po) {
+    for (size_t i = 0; i < po->n; i++) oc_free(po->p[i]);
+    oc_free(po->p);
+}
+
+static Onnx__TensorProto *tensor_proto(pool *po, const ir_tensor *t, const void *data,
+                                       size_t bytes) {
+    Onnx__TensorProto *tp = palloc(po, 1, sizeof *tp);
+    onnx__tensor_proto__init(tp);
+    tp->name = t->name;
+    tp->has_data_type = true;
+    tp->data_type = (int32_t)t->dtype;
+    tp->n_dims = (size_t)(t->rank > 0 ? t->rank : 0);
+    tp->dims = palloc(po, tp->n_dims, sizeof(int64_t));
+    for (size_t i = 0; i < tp->n_dims; i++) tp->dims[i] = t->dims[i];
+    if (data) {
+        tp->has_raw_data = true;
+        tp->raw_data.data = (uint8_t *)data;
+        tp->raw_data.len = bytes;
+    }
+    return tp;
+}
+
+static Onnx__ValueInfoProto *value_info(pool *po, const ir_tensor *t) {
+    Onnx__ValueInfoProto *vi = palloc(po, 1, sizeof *vi);
+    onnx__value_info_proto__init(vi);
+    vi->name = t->name;
+    Onnx__TypeProto *ty = palloc(po, 1, sizeof *ty);
+    onnx__type_proto__init(ty);
+    Onnx__TypeProto__Tensor *tt = palloc(po, 1, sizeof *tt);
+    onnx__type_proto__tensor__init(tt);
+    tt->has_elem_type = true;
+    tt->elem_type = (int32_t)t->dtype;
+    Onnx__TensorShapeProto *sh = palloc(po, 1, sizeof *sh);
+    onnx__tensor_shape_proto__init(sh);
+    sh->n_dim = (size_t)(t->rank > 0 ? t->rank : 0);
+    sh->dim = palloc(po, sh->n_dim, sizeof *sh->dim);
+    for (size_t i = 0; i < sh->n_dim; i++) {
+        Onnx__TensorShapeProto__Dimension *d = palloc(po, 1, sizeof *d);
+        onnx__tensor_shape_proto__dimension__init(d);
+        if (t->dim_params[i]) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = t->dim_params[i];
+        } else {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = t->dims[i];
+        }
+        sh->dim[i] = d;
+    }
+    tt->shape = sh;
+    ty->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    ty->tensor_type = tt;
+    vi->type = ty;
+    return vi;
+}
+
+static Onnx__AttributeProto *attr_proto(pool *po, const ir_attr *a) {
+    Onnx__AttributeProto *ap = palloc(po, 1, sizeof *ap);
+    onnx__attribute_proto__init(ap);
+    ap->name = a->name;
+    ap->has_type = true;
+    switch (a->type) {
+    case IR_ATTR_FLOAT:
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        ap->has_f = true, ap->f = a->f;
+        break;
+    case IR_ATTR_INT:
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        ap->has_i = true, ap->i = a->i;
+        break;
+    case IR_ATTR_STRING:
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+        ap->has_s = true;
+        ap->s.data = (uint8_t *)a->s;
+        ap->s.len = strlen(a->s);
+        break;
+    case IR_ATTR_FLOATS:
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+        ap->n_floats = (size_t)a->n, ap->floats = a->floats;
+        break;
+    case IR_ATTR_INTS:
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        ap->n_ints = (size_t)a->n, ap->ints = a->ints;
+        break;
+    case IR_ATTR_STRINGS:
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+        ap->n_strings = (size_t)a->n;
+        ap->strings = palloc(po, ap->n_strings, sizeof *ap->strings);
+        for (int i = 0; i < a->n; i++) {
+            ap->strings[i].data = (uint8_t *)a->strings[i];
+            ap->strings[i].len = strlen(a->strings[i]);
+        }
+        break;
+    case IR_ATTR_TENSOR:
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+        ap->t = tensor_proto(po, a->t, a->t->data, a->t->data_bytes);
+        break;
+    }
+    return ap;
+}
+
+static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const ir_node *n) {
+    Onnx__NodeProto *np = palloc(po, 1, sizeof *np);
+    onnx__node_proto__init(np);
+    np->name = n->name;
+    np->op_type = n->op_type;
+    np->domain = n->domain;
+    np->n_input = (size_t)n->n_inputs;
+    np->input = palloc(po, np->n_input, sizeof(char *));
+    for (int i = 0; i < n->n_inputs; i++)
+        np->input[i] = n->inputs[i] >= 0 ? g->tensors[n->inputs[i]].name : "";
+    /* Trailing omitted outputs are dropped; inner ones stay as "". */
+    int nout = n->n_outputs;
+    while (nout > 1 && n->outputs[nout - 1] < 0) nout--;
+    np->n_output = (size_t)nout;
+    np->output = palloc(po, np->n_output, sizeof(char *));
+    for (int i = 0; i < nout; i++)
+        np->output[i] = n->outputs[i] >= 0 ? g->tensors[n->outputs[i]].name : "";
+    /* Standard ops reject unknown attributes (onnx.checker): a plan's outcore_*
+     * annotations on them travel in metadata (plan_file.c), never as attributes. */
+    bool standard = strcmp(n->domain, OC_DOMAIN) != 0;
+    np->attribute = palloc(po, (size_t)n->n_attrs, sizeof *np->attribute);
+    for (int i = 0; i < n->n_attrs; i++)
+        if (!standard || strncmp(n->attrs[i].name, "outcore_", 8) != 0)
+            np->attribute[np->n_attribute++] = attr_proto(po, &n->attrs[i]);
+    return np;
+}
+
+static int write_file(const char *path, const uint8_t *buf, size_t len, oc_err *err) {
+    char *tmp = oc_sprintf("%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    int rc = OC_OK;
+    if (!f) {
+        rc = oc_fail(err, "%s: cannot write: %s", path, strerror(errno));
+    } else {
+        bool ok = fwrite(buf, 1, len, f) == len;
+        ok = fclose(f) == 0 && ok;
+        if (!ok || rename(tmp, path) != 0) {
+            rc = oc_fail(err, "%s: write error: %s", path, strerror(errno));
+            remove(tmp);
+        }
+    }
+    oc_free(tmp);
+    return rc;
+}
+
+int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path,
+                      oc_err *err) {
+    pool po = {0};
+    int rc = OC_OK;
+    Onnx__GraphProto *gp = palloc(&po, 1, sizeof *gp);
+    onnx__graph_proto__init(gp);
+    gp->name = g->name && *g->name ? g->name : "outcore";
+    /* Initializers the written nodes read; data-less ones become typed inputs. */
+    bool *used = palloc(&po, (size_t)g->n_tensors, sizeof(bool));
+    bool uses_oc = false;
+    int n_written = 0;
+    for (int i = s->node_begin; i < s->node_end; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (s->skip && s->skip[i]) continue;
+        n_written++;
+        uses_oc = uses_oc || strcmp(n->domain, OC_DOMAIN) == 0;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
+    }
+    gp->initializer = palloc(&po, (size_t)g->n_tensors, sizeof *gp->initializer);
+    gp->input = palloc(&po, (size_t)(g->n_tensors + s->n_inputs), sizeof *gp->input);
+    for (int i = 0; i < s->n_inputs; i++) gp->input[gp->n_input++] = value_info(&po, &g->tensors[s->inputs[i]]);
+    int n_data_inputs = s->n_inputs;
+    for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
+        /* External data is read into the graph's tensor (it becomes inline). */
+        ir_tensor *x = (ir_tensor *)&g->tensors[t];
+        if (!used[t] || !x->is_initializer) continue;
+        if (x->data_src == IR_DATA_EXTERNAL)
+            rc = onnx_load_external(g, x, err); /* reads the bytes into x (inline) */
+        if (rc) break;
+        if (x->data_src == IR_DATA_INLINE)
+            gp->initializer[gp->n_initializer++] = tensor_proto(&po, x, x->data, x->data_bytes);
+        else
+            gp->input[gp->n_input++] = value_info(&po, x);
+    }
+    gp->node = palloc(&po, (size_t)n_written, sizeof *gp->node);
+    for (int i = s->node_begin; i < s->node_end; i++)
+        if (!s->skip || !s->skip[i]) gp->node[gp->n_node++] = node_proto(&po, g, &g->nodes[i]);
+    gp->n_output = (size_t)s->n_outputs;
+    gp->output = palloc(&po, gp->n_output, sizeof *gp->output);
+    for (int i = 0; i < s->n_outputs; i++) gp->output[i] = value_info(&po, &g->tensors[s->outputs[i]]);
+
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = true;
+    m.ir_version = g->ir_version >= 7 ? g->ir_version : 7;
+    m.producer_name = "outcore";
+    m.producer_version = OC_EXPORT_VERSION;
+    m.graph = gp;
+    Onnx__OperatorSetIdProto *ops = palloc(&po, 2, sizeof *ops);
+    Onnx__OperatorSetIdProto *opp[2] = {&ops[0], &ops[1]};
+    onnx__operator_set_id_proto__init(&ops[0]);
+    onnx__operator_set_id_proto__init(&ops[1]);
+    ops[0].domain = "";
+    ops[0].has_version = true, ops[0].version = g->opset;
+    ops[1].domain = OC_DOMAIN;
+    ops[1].has_version = true, ops[1].version = OC_DOMAIN_VERSION;
+    m.n_opset_import = uses_oc ? 2 : 1;
+    m.opset_import = opp;
+    /* metadata: the caller's, plus outcore.data_inputs (graph inputs that are data) */
+    int n_meta = s->n_meta + 1;
+    Onnx__StringStringEntryProto *kv = palloc(&po, (size_t)n_meta, sizeof *kv);
+    Onnx__StringStringEntryProto **kvp = palloc(&po, (size_t)n_meta, sizeof *kvp);
+    for (int i = 0; i < s->n_meta; i++) {
+        onnx__string_string_entry_proto__init(&kv[i]);
+        kv[i].key = (char *)s->meta[2 * i];
+        kv[i].value = (char *)s->meta[2 * i + 1];
+        kvp[i] = &kv[i];
+    }
+    m.n_metadata_props = (size_t)s->n_meta;
+    {
+        onnx__string_string_entry_proto__init(&kv[s->n_meta]);
+        kv[s->n_meta].key = "outcore.data_inputs";
+        kv[s->n_meta].value = pstr(&po, oc_sprintf("%d", n_data_inputs));
+        kvp[s->n_meta] = &kv[s->n_meta];
+        m.n_metadata_props++;
+    }
+    m.metadata_props = kvp;
+    if (rc == OC_OK) {
+        size_t len = onnx__model_proto__get_packed_size(&m);
+        uint8_t *buf = oc_malloc(len ? len : 1);
+        onnx__model_proto__pack(&m, buf);
+        rc = write_file(path, buf, len, err);
+        oc_free(buf);
+    }
+    pool_free(&po);
+    return rc;
+}
+
+int onnx_export_training(const train_graph *tg, const onnx_export_meta *m, const char *path,
+                         oc_err *err) {
+    const ir_graph *g = tg->g;
+    int *outs = oc_malloc(((size_t)g->n_tensors + 1) * sizeof(int));
+    int n_out = 0;
+    outs[n_out++] = tg->loss_tensor;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (tg->alias_of[t] >= 0 && t != tg->loss_tensor) outs[n_out++] = t;
+    char *vals[5];
+    vals[0] = oc_sprintf("%" PRId64, m->batch);
+    vals[1] = oc_sprintf("%.9g", (double)tg->opts.lr);
+    vals[2] = oc_sprintf("%.9g", (double)tg->opts.momentum);
+    vals[3] = oc_sprintf("%.9g", (double)tg->opts.weight_decay);
+    vals[4] = oc_sprintf("%d", tg->n_forward);
+    const char *meta[] = {
+        "outcore.version", m->tool_version ? m->tool_version : OC_EXPORT_VERSION,
+        "outcore.kind", "incore-training-graph",
+        "outcore.batch", vals[0],
+        "outcore.lr", vals[1],
+        "outcore.momentum", vals[2],
+        "outcore.weight_decay", vals[3],
+        "outcore.source_model", m->source_model ? m->source_model : "",
+        "outcore.forward_nodes", vals[4],
+    };
+    onnx_export_spec s = {.node_begin = 0, .node_end = g->n_nodes, .inputs = g->inputs,
+                          .n_inputs = g->n_inputs, .outputs = outs, .n_outputs = n_out,
+                          .meta = meta, .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
+    int rc = onnx_export_graph(g, &s, path, err);
+    for (int i = 0; i < 5; i++) oc_free(vals[i]);
+    oc_free(outs);
+    return rc;
+}
+
+int onnx_export_tensor(const ir_tensor *t, const void *data, const char *path, oc_err *err) {
+    pool po = {0};
+    int64_t bytes = 0;
+    if (!ir_tensor_bytes(t, &bytes)) bytes = 0;
+    Onnx__TensorProto *tp = tensor_proto(&po, t, data, (size_t)bytes);
+    size_t len = onnx__tensor_proto__get_packed_size(tp);
+    uint8_t *buf = oc_malloc(len ? len : 1);
+    onnx__tensor_proto__pack(tp, buf);
+    int rc = write_file(path, buf, len, err);
+    oc_free(buf);
+    pool_free(&po);
+    return rc;
+}

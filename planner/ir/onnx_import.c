@@ -1,0 +1,467 @@
+/* onnx_import.c — see onnx_import.h. */
+#include "ir/onnx_import.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "onnx.pb-c.h"
+#include "ir/ops/op_table.h"
+
+typedef struct importer {
+    ir_graph *g;
+    const char *path;
+    oc_err *err;
+} importer;
+
+/* ---- tensors ---- */
+
+static int set_dims(importer *im, ir_tensor *t, size_t n, const int64_t *dims) {
+    if (n > IR_MAX_RANK)
+        return oc_fail(im->err, "%s: tensor '%s' has rank %zu (at most %d supported)", im->path,
+                       t->name, n, IR_MAX_RANK);
+    for (size_t i = 0; i < n; i++)
+        if (dims[i] < 0)
+            return oc_fail(im->err, "%s: tensor '%s' has negative dim %" PRId64, im->path,
+                           t->name, dims[i]);
+    ir_tensor_set_shape(t, (int)n, dims);
+    int64_t b;
+    if (!ir_tensor_bytes(t, &b))
+        return oc_fail(im->err, "%s: tensor '%s': size overflows", im->path, t->name);
+    return OC_OK;
+}
+
+/* Packs the typed repeated fields into little-endian elements of t->dtype. */
+static int copy_typed_data(importer *im, ir_tensor *t, const Onnx__TensorProto *tp,
+                           int64_t numel) {
+    int es = ir_dtype_size(t->dtype);
+    size_t count = 0;
+    if (tp->n_float_data) count = tp->n_float_data;
+    else if (tp->n_int64_data) count = tp->n_int64_data;
+    else if (tp->n_int32_data) count = tp->n_int32_data;
+    else if (tp->n_double_data) count = tp->n_double_data;
+    else if (tp->n_uint64_data) count = tp->n_uint64_data;
+    if (count == 0) return OC_OK; /* no data: structure-only */
+    if ((int64_t)count != numel)
+        return oc_fail(im->err, "%s: initializer '%s' has %zu values but its dims need %" PRId64,
+                       im->path, t->name, count, numel);
+    uint8_t *buf = oc_malloc(count * (size_t)es);
+    for (size_t i = 0; i < count; i++) {
+        uint8_t *dst = buf + i * (size_t)es;
+        if (tp->n_float_data && t->dtype == IR_DTYPE_FLOAT) memcpy(dst, &tp->float_data[i], 4);
+        else if (tp->n_int64_data && t->dtype == IR_DTYPE_INT64) memcpy(dst, &tp->int64_data[i], 8);
+        else if (tp->n_double_data && t->dtype == IR_DTYPE_DOUBLE) memcpy(dst, &tp->double_data[i], 8);
+        else if (tp->n_uint64_data && (t->dtype == IR_DTYPE_UINT64 || t->dtype == IR_DTYPE_UINT32)) {
+            uint64_t v = tp->uint64_data[i];
+            if (es == 8) memcpy(dst, &v, 8);
+            else { uint32_t w = (uint32_t)v; memcpy(dst, &w, 4); }
+        } else if (tp->n_int32_data) {
+            int32_t v = tp->int32_data[i];
+            switch (es) {
+            case 1: { uint8_t w = (uint8_t)v; memcpy(dst, &w, 1); break; }
+            case 2: { uint16_t w = (uint16_t)v; memcpy(dst, &w, 2); break; }
+            case 4: memcpy(dst, &v, 4); break;
+            default: goto mismatch;
+            }
+        } else {
+            goto mismatch;
+        }
+    }
+    oc_free(t->data);
+    t->data = buf;
+    t->data_bytes = count * (size_t)es;
+    t->data_src = IR_DATA_INLINE;
+    return OC_OK;
+mismatch:
+    oc_free(buf);
+    return oc_fail(im->err, "%s: initializer '%s': data field does not match its type %s",
+                   im->path, t->name, ir_dtype_name(t->dtype));
+}
+
+static int external_info(importer *im, ir_tensor *t, const Onnx__TensorProto *tp,
+                         int64_t bytes) {
+    const char *loc = NULL;
+    int64_t off = 0, len = -1;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = tp->external_data[i];
+        if (!e->key || !e->value) continue;
+        if (strcmp(e->key, "location") == 0) loc = e->value;
+        else if (strcmp(e->key, "offset") == 0) off = strtoll(e->value, NULL, 10);
+        else if (strcmp(e->key, "length") == 0) len = strtoll(e->value, NULL, 10);
+    }
+    if (!loc || !*loc)
+        return oc_fail(im->err, "%s: initializer '%s': external data without a location",
+                       im->path, t->name);
+    if (strstr(loc, "..") || loc[0] == '/')
+        return oc_fail(im->err, "%s: initializer '%s': external data location '%s' leaves the "
+                       "model directory", im->path, t->name, loc);
+    if (len < 0) len = bytes;
+    if (off < 0 || len != bytes)
+        return oc_fail(im->err, "%s: initializer '%s': external data length %" PRId64
+                       " does not match its dims (%" PRId64 " bytes)", im->path, t->name, len,
+                       bytes);
+    int64_t end;
+    if (!oc_add_i64(off, len, &end))
+        return oc_fail(im->err, "%s: initializer '%s': external data offset %" PRId64
+                       " is out of range", im->path, t->name, off);
+    char *full = oc_sprintf("%s/%s", im->g->model_dir, loc);
+    struct stat st;
+    int rc = stat(full, &st);
+    if (rc != 0 || (int64_t)st.st_size < end) {
+        rc = oc_fail(im->err, "%s: initializer '%s': external data file '%s' %s", im->path,
+                     t->name, full, rc != 0 ? strerror(errno) : "is too short");
+        oc_free(full);
+        return rc;
+    }
+    oc_free(full);
+    t->ext_location = oc_strdup(loc);
+    t->ext_offset = off;
+    t->ext_length = len;
+    t->data_src = IR_DATA_EXTERNAL;
+    return OC_OK;
+}
+
+/* Fills t (name already set) from a TensorProto: dtype, dims and data. */
+static int tensor_from_proto(importer *im, ir_tensor *t, const Onnx__TensorProto *tp) {
+    t->dtype = (ir_dtype)tp->data_type;
+    if (ir_dtype_size(t->dtype) == 0)
+        return oc_fail(im->err, "%s: tensor '%s' has unsupported data type %d", im->path,
+                       t->name, tp->data_type);
+    if (set_dims(im, t, tp->n_dims, tp->dims)) return OC_ERR;
+    int64_t numel, bytes;
+    ir_tensor_numel(t, &numel);
+    ir_tensor_bytes(t, &bytes);
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return external_info(im, t, tp, bytes);
+    if (tp->has_raw_data && tp->raw_data.len > 0) {
+        if ((int64_t)tp->raw_data.len != bytes)
+            return oc_fail(im->err, "%s: initializer '%s' has %zu bytes of data but its dims "
+                           "need %" PRId64, im->path, t->name, tp->raw_data.len, bytes);
+        ir_tensor_set_data(t, tp->raw_data.data, tp->raw_data.len);
+        return OC_OK;
+    }
+    return copy_typed_data(im, t, tp, numel);
+}
+
+static int value_info_to_tensor(importer *im, ir_tensor *t, const Onnx__ValueInfoProto *vi) {
+    const Onnx__TypeProto *ty = vi->type;
+    if (!ty || ty->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !ty->tensor_type)
+        return oc_fail(im->err, "%s: graph input '%s' is not a tensor", im->path, t->name);
+    const Onnx__TypeProto__Tensor *tt = ty->tensor_type;
+    t->dtype = (ir_dtype)tt->elem_type;
+    if (ir_dtype_size(t->dtype) == 0)
+        return oc_fail(im->err, "%s: graph input '%s' has unsupported element type %d",
+                       im->path, t->name, tt->elem_type);
+    if (!tt->shape) return oc_fail(im->err, "%s: graph input '%s' has no shape", im->path, t->name);
+    if (tt->shape->n_dim > IR_MAX_RANK)
+        return oc_fail(im->err, "%s: graph input '%s' has rank %zu (at most %d supported)",
+                       im->path, t->name, tt->shape->n_dim, IR_MAX_RANK);
+    t->rank = (int)tt->shape->n_dim;
+    for (int i = 0; i < t->rank; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (d->dim_value < 0)
+                return oc_fail(im->err, "%s: graph input '%s' has negative dim %" PRId64,
+                               im->path, t->name, d->dim_value);
+            t->dims[i] = d->dim_value;
+        } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   d->dim_param && *d->dim_param) {
+            t->dim_params[i] = oc_strdup(d->dim_param);
+        } else {
+            /* Unnamed dynamic dim: give it a name the user can bind. */
+            t->dim_params[i] = oc_sprintf("%s:%d", t->name, i);
+        }
+    }
+    return OC_OK;
+}
+
+/* ---- attributes ---- */
+
+static int attr_from_proto(importer *im, const char *node, const Onnx__AttributeProto *ap,
+                           ir_attr *a) {
+    memset(a, 0, sizeof *a);
+    a->name = oc_strdup(ap->name ? ap->name : "");
+    switch (ap->type) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->type = IR_ATTR_FLOAT; a->f = ap->f; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->type = IR_ATTR_INT; a->i = ap->i; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        a->type = IR_ATTR_STRING;
+        a->s = oc_strndup((const char *)ap->s.data, ap->s.len);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        a->type = IR_ATTR_FLOATS;
+        a->n = (int)ap->n_floats;
+        a->floats = oc_malloc(ap->n_floats * sizeof(float));
+        if (ap->n_floats) memcpy(a->floats, ap->floats, ap->n_floats * sizeof(float));
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        a->type = IR_ATTR_INTS;
+        a->n = (int)ap->n_ints;
+        a->ints = oc_malloc(ap->n_ints * sizeof(int64_t));
+        if (ap->n_ints) memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        a->type = IR_ATTR_STRINGS;
+        a->n = (int)ap->n_strings;
+        a->strings = oc_malloc(ap->n_strings * sizeof(char *));
+        for (size_t i = 0; i < ap->n_strings; i++)
+            a->strings[i] = oc_strndup((const char *)ap->strings[i].data, ap->strings[i].len);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+        if (!ap->t) break;
+        a->type = IR_ATTR_TENSOR;
+        a->t = oc_calloc(1, sizeof *a->t);
+        a->t->name = oc_strdup(ap->t->name ? ap->t->name : a->name);
+        a->t->producer = -1;
+        if (tensor_from_proto(im, a->t, ap->t))
+            return oc_fail_prefix(im->err, "node '%s' attribute '%s'", node, a->name);
+        if (a->t->data_src == IR_DATA_EXTERNAL)
+            return oc_fail(im->err, "%s: node '%s' attribute '%s': external data in an "
+                           "attribute is not supported", im->path, node, a->name);
+        return OC_OK;
+    default: break;
+    }
+    if (a->type == 0)
+        return oc_fail(im->err, "%s: node '%s': attribute '%s' has unsupported type %d "
+                       "(graphs and sparse tensors are not supported)", im->path, node, a->name,
+                       (int)ap->type);
+    return OC_OK;
+}
+
+/* ---- graph ---- */
+
+/* A unique node name: the ONNX name, or "<OpType>_<index>" when empty; a
+ * duplicate gets "#<k>" appended (profiles and plans key on node names). */
+static char *unique_node_name(importer *im, const Onnx__NodeProto *np, int index) {
+    char *name = (np->name && *np->name) ? oc_strdup(np->name)
+                                         : oc_sprintf("%s_%d", np->op_type, index);
+    for (int k = 1;; k++) {
+        bool clash = false;
+        for (int i = 0; i < im->g->n_nodes && !clash; i++)
+            clash = strcmp(im->g->nodes[i].name, name) == 0;
+        if (!clash) return name;
+        oc_free(name);
+        name = (np->name && *np->name) ? oc_sprintf("%s#%d", np->name, k)
+                                       : oc_sprintf("%s_%d#%d", np->op_type, index, k);
+    }
+}
+
+static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
+    ir_graph *g = im->g;
+    if (!np->op_type || !*np->op_type)
+        return oc_fail(im->err, "%s: node #%d has no op_type", im->path, index);
+    char *name = unique_node_name(im, np, index);
+    const char *domain = np->domain && strcmp(np->domain, "ai.onnx") != 0 ? np->domain : "";
+    int n = ir_node_add(g, name, np->op_type, domain);
+    oc_free(name);
+    name = g->nodes[n].name;
+    for (size_t i = 0; i < np->n_input; i++) {
+        const char *in = np->input[i];
+        if (!in || !*in) {
+            ir_node_add_input(g, n, -1);
+            continue;
+        }
+        int t = ir_tensor_find(g, in);
+        if (t < 0 || (g->tensors[t].producer < 0 && !g->tensors[t].is_initializer &&
+                      !g->tensors[t].is_graph_input))
+            return oc_fail(im->err, "%s: node '%s' (%s): input '%s' is not produced by an "
+                           "earlier node, a graph input or an initializer", im->path, name,
+                           np->op_type, in);
+        ir_node_add_input(g, n, t);
+    }
+    for (size_t i = 0; i < np->n_output; i++) {
+        const char *out = np->output[i];
+        if (!out || !*out) {
+            ir_node_add_output(g, n, -1);
+            continue;
+        }
+        int t = ir_tensor_find(g, out);
+        if (t >= 0)
+            return oc_fail(im->err, "%s: node '%s' (%s): output '%s' is already defined", im->path,
+                           name, np->op_type, out);
+        ir_node_add_output(g, n, ir_tensor_add(g, out, IR_DTYPE_UNDEFINED));
+    }
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        ir_attr a;
+        int rc = attr_from_proto(im, name, np->attribute[i], &a);
+        if (rc == OC_OK) ir_node_add_attr(g, n, &a);
+        ir_attr_free(&a);
+        if (rc) return OC_ERR;
+    }
+    return OC_OK;
+}
+
+static int read_opset(importer *im, const Onnx__ModelProto *m) {
+    im->g->opset = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (!o->domain || !*o->domain || strcmp(o->domain, "ai.onnx") == 0)
+            im->g->opset = o->version;
+    }
+    if (im->g->opset < 0)
+        return oc_fail(im->err, "%s: model imports no default-domain opset", im->path);
+    if (im->g->opset < OP_MIN_OPSET || im->g->opset > OP_MAX_OPSET)
+        return oc_fail(im->err, "%s: opset %" PRId64 " is not supported (supported: %d to %d)",
+                       im->path, im->g->opset, OP_MIN_OPSET, OP_MAX_OPSET);
+    return OC_OK;
+}
+
+static int check_ops_supported(importer *im) {
+    for (int i = 0; i < im->g->n_nodes; i++) {
+        const ir_node *n = &im->g->nodes[i];
+        if (!op_find(n->domain, n->op_type)) {
+            char list[2048];
+            op_supported_list(list, sizeof list);
+            return oc_fail(im->err, "%s: node '%s': unsupported op '%s%s%s' (opset %" PRId64
+                           "); supported ops: %s", im->path, n->name, n->domain,
+                           *n->domain ? "." : "", n->op_type, im->g->opset, list);
+        }
+    }
+    return OC_OK;
+}
+
+static int import_model(importer *im, const Onnx__ModelProto *m) {
+    ir_graph *g = im->g;
+    const Onnx__GraphProto *gp = m->graph;
+    if (!gp) return oc_fail(im->err, "%s: model has no graph", im->path);
+    if (read_opset(im, m)) return OC_ERR;
+    g->ir_version = m->has_ir_version ? m->ir_version : 0;
+    g->producer_name = oc_strdup(m->producer_name ? m->producer_name : "");
+    oc_free(g->name);
+    g->name = oc_strdup(gp->name ? gp->name : "");
+    if (gp->n_sparse_initializer)
+        return oc_fail(im->err, "%s: sparse initializers are not supported", im->path);
+
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp->name || !*tp->name)
+            return oc_fail(im->err, "%s: initializer #%zu has no name", im->path, i);
+        if (ir_tensor_find(g, tp->name) >= 0)
+            return oc_fail(im->err, "%s: initializer '%s' is defined twice", im->path, tp->name);
+        int t = ir_tensor_add(g, tp->name, IR_DTYPE_UNDEFINED);
+        g->tensors[t].is_initializer = true;
+        g->tensors[t].kind = IR_KIND_PARAMETER; /* refined by op roles later */
+        if (tensor_from_proto(im, &g->tensors[t], tp)) return OC_ERR;
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi->name || !*vi->name)
+            return oc_fail(im->err, "%s: graph input #%zu has no name", im->path, i);
+        if (ir_tensor_find(g, vi->name) >= 0) continue; /* initializer also listed as input */
+        int t = ir_tensor_add(g, vi->name, IR_DTYPE_UNDEFINED);
+        g->tensors[t].kind = IR_KIND_INPUT;
+        if (value_info_to_tensor(im, &g->tensors[t], vi)) return OC_ERR;
+        ir_graph_add_input(g, t);
+    }
+    if (gp->n_node == 0) return oc_fail(im->err, "%s: graph has no nodes", im->path);
+    for (size_t i = 0; i < gp->n_node; i++)
+        if (import_node(im, gp->node[i], (int)i)) return OC_ERR;
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name;
+        int t = name ? ir_tensor_find(g, name) : -1;
+        if (t < 0)
+            return oc_fail(im->err, "%s: graph output '%s' is not produced by any node", im->path,
+                           name ? name : "");
+        ir_graph_add_output(g, t);
+    }
+    return check_ops_supported(im);
+}
+
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return oc_strdup(".");
+    if (slash == path) return oc_strdup("/");
+    return oc_strndup(path, (size_t)(slash - path));
+}
+
+int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_graph **out,
+                       oc_err *err) {
+    *out = NULL;
+    if (len == 0) return oc_fail(err, "%s: empty file, not an ONNX model", path);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m)
+        return oc_fail(err, "%s: not a valid ONNX model (protobuf parse failed; truncated or "
+                       "corrupt file?)", path);
+    importer im = {.g = ir_graph_new(), .path = path, .err = err};
+    im.g->model_path = oc_strdup(path);
+    im.g->model_dir = dir_of(path);
+    int rc = import_model(&im, m);
+    onnx__model_proto__free_unpacked(m, NULL);
+    if (rc) {
+        ir_graph_free(im.g);
+        return OC_ERR;
+    }
+    *out = im.g;
+    return OC_OK;
+}
+
+int onnx_import_file(const char *path, ir_graph **out, oc_err *err) {
+    uint8_t *buf;
+    size_t len;
+    *out = NULL;
+    if (oc_read_file(path, &buf, &len, err)) return OC_ERR;
+    int rc = onnx_import_buffer(buf, len, path, out, err);
+    oc_free(buf);
+    return rc;
+}
+
+int onnx_load_external(const ir_graph *g, ir_tensor *t, oc_err *err) {
+    OC_ASSERT(t->data_src == IR_DATA_EXTERNAL);
+    char *full = oc_sprintf("%s/%s", g->model_dir, t->ext_location);
+    FILE *f = fopen(full, "rb");
+    int rc = OC_OK;
+    if (!f) {
+        rc = oc_fail(err, "%s: cannot open external data of '%s': %s", full, t->name,
+                     strerror(errno));
+    } else {
+        uint8_t *buf = oc_malloc((size_t)t->ext_length);
+        if (fseek(f, (long)t->ext_offset, SEEK_SET) != 0 ||
+            fread(buf, 1, (size_t)t->ext_length, f) != (size_t)t->ext_length) {
+            oc_free(buf);
+            rc = oc_fail(err, "%s: short read of external data of '%s'", full, t->name);
+        } else {
+            oc_free(t->data);
+            t->data = buf;
+            t->data_bytes = (size_t)t->ext_length;
+            t->data_src = IR_DATA_INLINE;
+        }
+        fclose(f);
+    }
+    oc_free(full);
+    return rc;
+}
+
+int onnx_read_tensor_file(const char *path, ir_tensor *out, oc_err *err) {
+    memset(out, 0, sizeof *out);
+    out->producer = -1;
+    uint8_t *buf;
+    size_t len;
+    if (oc_read_file(path, &buf, &len, err)) return OC_ERR;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    oc_free(buf);
+    if (!tp) return oc_fail(err, "%s: not a serialized ONNX TensorProto (protobuf parse failed)", path);
+    out->name = oc_strdup(tp->name ? tp->name : "");
+    importer im = {.g = NULL, .path = path, .err = err};
+    int rc = OC_OK;
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        rc = oc_fail(err, "%s: tensor '%s' has external data (not supported here)", path, out->name);
+    else
+        rc = tensor_from_proto(&im, out, tp);
+    int64_t bytes = 0;
+    if (rc == OC_OK && out->data_src != IR_DATA_INLINE && ir_tensor_bytes(out, &bytes) && bytes > 0)
+        rc = oc_fail(err, "%s: tensor '%s' has no data", path, out->name);
+    if (rc == OC_OK && out->data_src != IR_DATA_INLINE) {
+        /* empty tensor: no bytes to hold */
+        out->data_src = IR_DATA_INLINE;
+    }
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (rc) {
+        ir_tensor_free_fields(out);
+        memset(out, 0, sizeof *out);
+        out->producer = -1;
+    }
+    return rc;
+}

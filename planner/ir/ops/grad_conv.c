@@ -1,0 +1,54 @@
+/* grad_conv.c — gradients of Conv and ConvTranspose.
+ *   Conv:          dX = ConvBackwardData(dY, W)           (needs W)
+ *                  dW, dB = ConvBackwardFilter(dY, X)      (needs X)
+ *   ConvTranspose: dX = ConvTransposeBackwardData(dY, W)  (a forward conv of dY)
+ *                  dW, dB = ConvTransposeBackwardFilter(dY, X) */
+#include "ir/ops/grad_rules.h"
+
+/* Forward attributes, plus kernel_shape from W when the model left it out. */
+static void conv_attrs(grad_ctx *c, int node) {
+    grad_copy_attrs(c, node);
+    if (ir_attr_find(grad_fwd(c), "kernel_shape")) return;
+    const ir_tensor *w = &grad_graph(c)->tensors[grad_fwd_in(c, 1)];
+    int64_t k[IR_MAX_RANK];
+    int nk = w->rank - 2;
+    for (int i = 0; i < nk; i++) k[i] = w->dims[2 + i];
+    grad_attr_ints(c, node, "kernel_shape", nk, k);
+}
+
+static int conv_like_grad(grad_ctx *c, const char *data_op, const char *filter_op) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    const ir_tensor *x = &grad_graph(c)->tensors[grad_fwd_in(c, 0)];
+    int rank = x->rank;
+    int64_t xdims[IR_MAX_RANK];
+    for (int i = 0; i < rank; i++) xdims[i] = x->dims[i];
+    if (grad_wants(c, 0)) {
+        int b = grad_node(c, "grad_data", data_op, OC_DOMAIN);
+        grad_in(c, b, dy);                 /* dY (N, M, O..) */
+        grad_in(c, b, grad_fwd_in(c, 1));  /* W  */
+        grad_out_dx(c, b, 0);              /* dX (N, C, D..) */
+        conv_attrs(c, b);
+        grad_attr_ints(c, b, "input_shape", rank, xdims);
+        if (grad_finish(c, b)) return OC_ERR;
+    }
+    bool has_bias = grad_fwd_in(c, 2) >= 0;
+    if (grad_wants(c, 1) || (has_bias && grad_wants(c, 2))) {
+        int b = grad_node(c, "grad_filter", filter_op, OC_DOMAIN);
+        grad_in(c, b, dy);                 /* dY */
+        grad_in(c, b, grad_fwd_in(c, 0));  /* X  saved */
+        grad_out_dx(c, b, 1);              /* dW like W */
+        if (has_bias) grad_out_dx(c, b, 2); /* dB (M) */
+        conv_attrs(c, b);
+        if (grad_finish(c, b)) return OC_ERR;
+    }
+    return OC_OK;
+}
+
+int op_grad_conv(grad_ctx *c) {
+    return conv_like_grad(c, "ConvBackwardData", "ConvBackwardFilter");
+}
+
+int op_grad_conv_transpose(grad_ctx *c) {
+    return conv_like_grad(c, "ConvTransposeBackwardData", "ConvTransposeBackwardFilter");
+}

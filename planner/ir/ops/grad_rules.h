@@ -1,0 +1,27 @@
+/* grad_rules.h — the gradient rule of each forward op (planner/ops/grad_*.c),
+ * referenced from the op's table entry. */
+#ifndef OC_GRAD_RULES_H
+#define OC_GRAD_RULES_H
+
+#include "train/autodiff.h"
+
+int op_grad_conv(grad_ctx *c);
+int op_grad_conv_transpose(grad_ctx *c);
+int op_grad_batch_norm(grad_ctx *c);
+int op_grad_relu(grad_ctx *c);
+int op_grad_clip(grad_ctx *c);
+int op_grad_dropout(grad_ctx *c);
+int op_grad_add(grad_ctx *c);
+int op_grad_max_pool(grad_ctx *c);
+int op_grad_average_pool(grad_ctx *c);
+int op_grad_global_average_pool(grad_ctx *c);
+int op_grad_gemm(grad_ctx *c);
+int op_grad_concat(grad_ctx *c);
+int op_grad_reshape(grad_ctx *c); /* Flatten and Reshape */
+int op_grad_pad(grad_ctx *c);
+int op_grad_softmax_cross_entropy(grad_ctx *c);
+
+/* Conv FLOPs from the input side x (N, C, ..) and output side y (N, M, ..). */
+double op_conv_flops(const ir_tensor *x, const ir_tensor *y, const ir_node *n);
+
+#endif

@@ -1,0 +1,71 @@
+/* grad_shape.c — gradients of Concat, Flatten/Reshape, Pad. */
+#include <string.h>
+
+#include "ir/ops/grad_rules.h"
+
+/* dX_1..dX_k = ConcatGrad(dY): slices of dY along the axis. */
+int op_grad_concat(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    const ir_node *f = grad_fwd(c);
+    const ir_graph *g = grad_graph(c);
+    int k = f->n_inputs, rank = g->tensors[f->inputs[0]].rank;
+    int64_t axis = ir_attr_int(f, "axis", 0);
+    if (axis < 0) axis += rank;
+    int64_t *split = oc_malloc((size_t)k * sizeof *split);
+    for (int i = 0; i < k; i++) split[i] = g->tensors[f->inputs[i]].dims[axis];
+    int b = grad_node(c, "grad", "ConcatGrad", OC_DOMAIN);
+    grad_in(c, b, dy);
+    for (int i = 0; i < k; i++) grad_out_dx(c, b, i);
+    grad_attr_int(c, b, "axis", axis);
+    grad_attr_ints(c, b, "split", k, split);
+    oc_free(split);
+    return grad_finish(c, b);
+}
+
+/* dX = Reshape(dY, shape of X). */
+int op_grad_reshape(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
+    const ir_tensor *x = &grad_graph(c)->tensors[grad_fwd_in(c, 0)];
+    int rank = x->rank;
+    int64_t dims[IR_MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    int shape = grad_const_i64(c, "grad_shape", rank, dims);
+    int b = grad_node(c, "grad", "Reshape", "");
+    grad_in(c, b, dy);
+    grad_in(c, b, shape);
+    grad_out_dx(c, b, 0);
+    return grad_finish(c, b);
+}
+
+/* Constant-mode Pad: dX = the interior of dY (PadGrad with the pads). */
+int op_grad_pad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
+    const ir_node *f = grad_fwd(c);
+    const ir_graph *g = grad_graph(c);
+    if (strcmp(ir_attr_string(f, "mode", "constant"), "constant") != 0)
+        return oc_fail(grad_err(c), "Pad mode '%s' has no gradient rule (only 'constant')",
+                       ir_attr_string(f, "mode", "constant"));
+    if (grad_fwd_in(c, 3) >= 0)
+        return oc_fail(grad_err(c), "Pad with an 'axes' input has no gradient rule");
+    const ir_tensor *x = &g->tensors[grad_fwd_in(c, 0)];
+    int rank = x->rank;
+    int64_t dims[IR_MAX_RANK], pads[2 * IR_MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    if (g->opset >= 11) {
+        const ir_tensor *p = &g->tensors[grad_fwd_in(c, 1)];
+        memcpy(pads, p->data, (size_t)(2 * rank) * sizeof(int64_t));
+    } else {
+        const int64_t *v;
+        ir_attr_ints(f, "pads", &v);
+        memcpy(pads, v, (size_t)(2 * rank) * sizeof(int64_t));
+    }
+    int b = grad_node(c, "grad", "PadGrad", OC_DOMAIN);
+    grad_in(c, b, dy);
+    grad_out_dx(c, b, 0);
+    grad_attr_ints(c, b, "pads", 2 * rank, pads);
+    grad_attr_ints(c, b, "input_shape", rank, dims);
+    return grad_finish(c, b);
+}

@@ -1,0 +1,201 @@
+/* op_backward.c — the project-domain ops that backward and update nodes use:
+ * shape functions and costs. The forward ops' gradient rules (in their own
+ * files) emit these. Every op here is in OC_DOMAIN. Shapes in comments. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "ir/ops/grad_rules.h"
+#include "ir/ops/op_util.h"
+
+/* Output 0 takes the shape of the ints attribute "input_shape". */
+static int shape_from_attr(ir_graph *g, ir_node *n, int out, const char *attr, ir_dtype dt,
+                           oc_err *err) {
+    const int64_t *dims;
+    int r = ir_attr_ints(n, attr, &dims);
+    if (r < 0 || r > IR_MAX_RANK) return oc_fail(err, "attribute '%s' is required", attr);
+    op_set_out(g, n, out, dt, r, dims);
+    return OC_OK;
+}
+
+static ir_dtype dtype_in(ir_graph *g, ir_node *n, int i) {
+    ir_tensor *t = ir_node_in(g, n, i);
+    return t ? t->dtype : IR_DTYPE_FLOAT;
+}
+
+/* dY, W -> dX (input_shape); ConvBackwardData and ConvTransposeBackwardData. */
+static int backward_data_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    return shape_from_attr(g, n, 0, "input_shape", dtype_in(g, n, 0), err);
+}
+
+/* Filter gradient shapes from dY (N, M, O..) and X (N, C, D..): a Conv's dW is
+ * (M, C/group, k..), a ConvTranspose's (C, M/group, k..); dB is (M) for both. */
+static int filter_grad_infer(ir_graph *g, ir_node *n, bool transposed, oc_err *err) {
+    ir_tensor *dy, *x;
+    if (op_in_shaped(g, n, 0, &dy, err) || op_in_shaped(g, n, 1, &x, err)) return OC_ERR;
+    const int64_t *k;
+    int nk = ir_attr_ints(n, "kernel_shape", &k);
+    if (nk != x->rank - 2) return oc_fail(err, "attribute 'kernel_shape' is required");
+    int64_t group = ir_attr_int(n, "group", 1);
+    int64_t w[IR_MAX_RANK] = {transposed ? x->dims[1] : dy->dims[1],
+                              transposed ? dy->dims[1] / group : x->dims[1] / group};
+    memcpy(w + 2, k, (size_t)nk * sizeof *k);
+    op_set_out(g, n, 0, x->dtype, x->rank, w);
+    op_set_out(g, n, 1, x->dtype, 1, &dy->dims[1]);
+    return OC_OK;
+}
+
+static int conv_filter_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    return filter_grad_infer(g, n, false, err);
+}
+
+static int conv_transpose_filter_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    return filter_grad_infer(g, n, true, err);
+}
+
+/* Output i like input j, for the (out, in) pairs the entry lists via the first
+ * outputs: out0 like in1 (dX like X / Y / mask owner), used by several grads. */
+static int out0_like_in0(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    op_set_out_like(g, n, 0, x);
+    return OC_OK;
+}
+
+/* dY, X, scale -> dX (like X), dScale (C), dBias (C) */
+static int bn_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x, *s;
+    if (op_in_shaped(g, n, 1, &x, err) || op_in_shaped(g, n, 2, &s, err)) return OC_ERR;
+    op_set_out_like(g, n, 0, x);
+    op_set_out_like(g, n, 1, s);
+    op_set_out_like(g, n, 2, s);
+    return OC_OK;
+}
+
+/* dY -> dX (input_shape): pooling grads, ReduceSumTo (attr "shape"), PadGrad. */
+static int pool_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    return shape_from_attr(g, n, 0, "input_shape", dtype_in(g, n, 0), err);
+}
+
+/* dY -> dX_1..dX_k split along axis by sizes "split" */
+static int concat_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *dy;
+    if (op_in_shaped(g, n, 0, &dy, err)) return OC_ERR;
+    const int64_t *split;
+    int k = ir_attr_ints(n, "split", &split);
+    int64_t axis;
+    if (k != n->n_outputs || op_axis(ir_attr_int(n, "axis", 0), dy->rank, "axis", &axis, err))
+        return oc_fail(err, "attributes 'axis' and 'split' (one size per output) are required");
+    int64_t total = 0;
+    for (int i = 0; i < k; i++) {
+        int64_t d[IR_MAX_RANK];
+        memcpy(d, dy->dims, sizeof d);
+        d[axis] = split[i];
+        total += split[i];
+        op_set_out(g, n, i, dy->dtype, dy->rank, d);
+    }
+    if (total != dy->dims[axis]) return oc_fail(err, "split sizes do not add up to the axis");
+    return OC_OK;
+}
+
+/* log_prob (N, C), labels (N) -> dScores (N, C) */
+static int sce_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *lp;
+    if (op_in_shaped(g, n, 0, &lp, err)) return OC_ERR;
+    op_set_out_like(g, n, 0, lp);
+    return OC_OK;
+}
+
+/* W, dW, M -> W_new (like W), M_new (like M) — in place */
+static int sgd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *w, *dw, *m;
+    if (op_in_shaped(g, n, 0, &w, err) || op_in_shaped(g, n, 1, &dw, err) ||
+        op_in_shaped(g, n, 2, &m, err))
+        return OC_ERR;
+    if (w->rank != dw->rank || memcmp(w->dims, dw->dims, sizeof w->dims) != 0 ||
+        m->rank != w->rank || memcmp(w->dims, m->dims, sizeof w->dims) != 0)
+        return oc_fail(err, "weight '%s', gradient '%s' and momentum '%s' differ in shape",
+                       w->name, dw->name, m->name);
+    op_set_out_like(g, n, 0, w);
+    op_set_out_like(g, n, 1, m);
+    return OC_OK;
+}
+
+/* ---- costs ---- */
+
+/* 2 * N * M * prod(out spatial) * C/group * prod(kernel), from the shapes of
+ * the "output side" y (N, M, O..) and the "input side" x (N, C, D..). */
+double op_conv_flops(const ir_tensor *x, const ir_tensor *y, const ir_node *n) {
+    const int64_t *k;
+    int nk = ir_attr_ints(n, "kernel_shape", &k);
+    double f = 2.0 * (double)y->dims[0] * (double)y->dims[1] *
+               (double)x->dims[1] / (double)ir_attr_int(n, "group", 1);
+    for (int i = 2; i < y->rank; i++) f *= (double)y->dims[i];
+    for (int i = 0; i < nk; i++) f *= (double)k[i];
+    return f;
+}
+
+/* ConvBackwardData: the forward conv's flops (x = dX, y = dY). */
+static void backward_data_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = op_conv_flops(&g->tensors[n->outputs[0]], &g->tensors[n->inputs[0]], n);
+}
+
+static void conv_filter_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = op_conv_flops(&g->tensors[n->inputs[1]], &g->tensors[n->inputs[0]], n);
+}
+
+/* ConvTranspose's data side is the conv's output side: swap roles. */
+static void conv_transpose_data_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = op_conv_flops(&g->tensors[n->inputs[0]], &g->tensors[n->outputs[0]], n);
+}
+
+static void conv_transpose_filter_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = op_conv_flops(&g->tensors[n->inputs[0]], &g->tensors[n->inputs[1]], n);
+}
+
+static const op_role data_role[] = {OP_IN_DATA};
+
+#define BACKWARD_OP(ident, name, nin_min, nin_max, nout_min, nout_max, fn, costfn)            \
+    const op_def ident = {.op_type = name, .domain = OC_DOMAIN, .min_inputs = nin_min,      \
+                          .max_inputs = nin_max, .min_outputs = nout_min,                   \
+                          .max_outputs = nout_max, .roles = data_role, .n_roles = 1,        \
+                          .infer = fn, .cost = costfn}
+
+BACKWARD_OP(op_def_conv_backward_data, "ConvBackwardData", 2, 2, 1, 1, backward_data_infer,
+            backward_data_cost);
+BACKWARD_OP(op_def_conv_backward_filter, "ConvBackwardFilter", 2, 2, 1, 2, conv_filter_infer,
+            conv_filter_cost);
+BACKWARD_OP(op_def_conv_transpose_backward_data, "ConvTransposeBackwardData", 2, 2, 1, 1,
+            backward_data_infer, conv_transpose_data_cost);
+BACKWARD_OP(op_def_conv_transpose_backward_filter, "ConvTransposeBackwardFilter", 2, 2, 1, 2,
+            conv_transpose_filter_infer, conv_transpose_filter_cost);
+BACKWARD_OP(op_def_bn_grad, "BatchNormalizationGrad", 3, 3, 1, 3, bn_grad_infer, NULL);
+BACKWARD_OP(op_def_relu_grad, "ReluGrad", 2, 2, 1, 1, out0_like_in0, NULL);
+BACKWARD_OP(op_def_clip_grad, "ClipGrad", 2, 4, 1, 1, out0_like_in0, NULL);
+BACKWARD_OP(op_def_dropout_grad, "DropoutGrad", 2, 2, 1, 1, out0_like_in0, NULL);
+BACKWARD_OP(op_def_max_pool_grad, "MaxPoolGrad", 2, 2, 1, 1, pool_grad_infer, NULL);
+BACKWARD_OP(op_def_average_pool_grad, "AveragePoolGrad", 1, 1, 1, 1, pool_grad_infer, NULL);
+BACKWARD_OP(op_def_global_average_pool_grad, "GlobalAveragePoolGrad", 1, 1, 1, 1,
+            pool_grad_infer, NULL);
+BACKWARD_OP(op_def_reduce_sum_to, "ReduceSumTo", 1, 1, 1, 1, pool_grad_infer, NULL);
+BACKWARD_OP(op_def_pad_grad, "PadGrad", 1, 1, 1, 1, pool_grad_infer, NULL);
+BACKWARD_OP(op_def_concat_grad, "ConcatGrad", 1, 1, 1, 64, concat_grad_infer, NULL);
+BACKWARD_OP(op_def_sce_grad, "SoftmaxCrossEntropyLossGrad", 2, 2, 1, 1, sce_grad_infer, NULL);
+static const int8_t sgd_aliases[] = {0, 2};
+const op_def op_def_sgd_momentum = {
+    .op_type = "SGDMomentum", .domain = OC_DOMAIN, .min_inputs = 3, .max_inputs = 3,
+    .min_outputs = 2, .max_outputs = 2, .roles = data_role, .n_roles = 1, .infer = sgd_infer,
+    .aliases = sgd_aliases, .n_aliases = 2,
+};

@@ -1,0 +1,97 @@
+/* op_conv.c — Conv and ConvTranspose: shapes. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "ir/ops/grad_rules.h"
+#include "ir/ops/op_util.h"
+
+/* X (N, C, D1..Dk), W (M, C/group, k1..kk), B (M) -> Y (N, M, O1..Ok) */
+static int conv_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x, *w;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &w, err)) return OC_ERR;
+    if (x->rank < 3 || w->rank != x->rank)
+        return oc_fail(err, "input '%s' rank %d and weight '%s' rank %d must match and be >= 3",
+                       x->name, x->rank, w->name, w->rank);
+    int64_t group = ir_attr_int(n, "group", 1);
+    if (group <= 0 || x->dims[1] != w->dims[1] * group || w->dims[0] % group != 0)
+        return oc_fail(err, "channels do not match: input '%s' has %" PRId64 ", weight '%s' "
+                       "expects %" PRId64 " x group %" PRId64, x->name, x->dims[1], w->name,
+                       w->dims[1], group);
+    ir_tensor *b = ir_node_in(g, n, 2);
+    if (b && (!ir_tensor_shape_known(b) || b->rank != 1 || b->dims[0] != w->dims[0]))
+        return oc_fail(err, "bias '%s' must have shape [%" PRId64 "]", b->name, w->dims[0]);
+    int nsp = x->rank - 2;
+    op_window win;
+    if (op_window_read(n, nsp, x->dims + 2, w->dims + 2, &win, err)) return OC_ERR;
+    for (int i = 0; i < nsp; i++)
+        if (win.kernel[i] != w->dims[2 + i])
+            return oc_fail(err, "kernel_shape disagrees with weight '%s'", w->name);
+    int64_t y[IR_MAX_RANK] = {x->dims[0], w->dims[0]};
+    for (int i = 0; i < nsp; i++)
+        if (op_window_out(&win, i, x->dims[2 + i], &y[2 + i], err)) return OC_ERR;
+    op_set_out(g, n, 0, x->dtype, x->rank, y);
+    return OC_OK;
+}
+
+/* X (N, C, D..), W (C, M/group, k..), B (M) -> Y (N, M, O..) with
+ * O = stride*(D-1) + output_padding + (k-1)*dilation + 1 - pad_begin - pad_end */
+static int conv_transpose_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x, *w;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &w, err)) return OC_ERR;
+    if (x->rank < 3 || w->rank != x->rank)
+        return oc_fail(err, "input rank %d and weight rank %d must match and be >= 3", x->rank,
+                       w->rank);
+    int64_t group = ir_attr_int(n, "group", 1);
+    if (group <= 0 || x->dims[1] != w->dims[0])
+        return oc_fail(err, "channels do not match: input '%s' has %" PRId64 ", weight '%s' %" PRId64,
+                       x->name, x->dims[1], w->name, w->dims[0]);
+    if (ir_attr_find(n, "output_shape"))
+        return oc_fail(err, "attribute 'output_shape' is not supported; use pads/output_padding");
+    if (strcmp(ir_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0)
+        return oc_fail(err, "auto_pad is not supported for ConvTranspose");
+    int nsp = x->rank - 2;
+    op_window win;
+    int64_t opad[IR_MAX_RANK];
+    if (op_window_read(n, nsp, x->dims + 2, w->dims + 2, &win, err) ||
+        op_attr_ints_n(n, "output_padding", nsp, 0, opad, err))
+        return OC_ERR;
+    int64_t y[IR_MAX_RANK] = {x->dims[0], w->dims[1] * group};
+    for (int i = 0; i < nsp; i++) {
+        int64_t span = (win.kernel[i] - 1) * win.dilation[i] + 1; /* bounded by op_window_read */
+        if (!oc_mul_i64(win.stride[i], x->dims[2 + i] - 1, &y[2 + i]) ||
+            !oc_add_i64(y[2 + i], opad[i], &y[2 + i]) ||
+            !oc_add_i64(y[2 + i], span - win.pad_begin[i] - win.pad_end[i], &y[2 + i]))
+            return oc_fail(err, "output extent %d overflows", i);
+        if (y[2 + i] <= 0) return oc_fail(err, "output extent %d is not positive", i);
+    }
+    op_set_out(g, n, 0, x->dtype, x->rank, y);
+    return OC_OK;
+}
+
+static void conv_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = op_conv_flops(&g->tensors[n->inputs[0]], &g->tensors[n->outputs[0]], n);
+}
+
+/* A transposed conv does the work of the conv from its output to its input. */
+static void conv_transpose_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = op_conv_flops(&g->tensors[n->outputs[0]], &g->tensors[n->inputs[0]], n);
+}
+
+static const op_role conv_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
+
+const op_def op_def_conv = {
+    .op_type = "Conv", .domain = "", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
+    .max_outputs = 1, .roles = conv_roles, .n_roles = 3, .infer = conv_infer,
+    .cost = conv_cost, .grad = op_grad_conv, .saved_inputs = 0x3,
+};
+
+const op_def op_def_conv_transpose = {
+    .op_type = "ConvTranspose", .domain = "", .min_inputs = 2, .max_inputs = 3,
+    .min_outputs = 1, .max_outputs = 1, .roles = conv_roles, .n_roles = 3,
+    .infer = conv_transpose_infer,
+    .cost = conv_transpose_cost, .grad = op_grad_conv_transpose, .saved_inputs = 0x3,
+};

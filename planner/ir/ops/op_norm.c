@@ -1,0 +1,50 @@
+/* op_norm.c — BatchNormalization: shapes.
+ * Training forms: opset <= 13 exports five outputs (Y, running_mean,
+ * running_var, saved_mean, saved_var); opset >= 14 has training_mode=1 and
+ * three outputs (Y, running_mean, running_var). Statistics are all (C). */
+#include <inttypes.h>
+
+#include "ir/ops/grad_rules.h"
+#include "ir/ops/op_util.h"
+
+static int bn_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (x->rank < 2) return oc_fail(err, "input '%s' must have rank >= 2", x->name);
+    int64_t c = x->dims[1];
+    for (int i = 1; i < 5; i++) {
+        ir_tensor *p;
+        if (op_in_shaped(g, n, i, &p, err)) return OC_ERR;
+        if (p->rank != 1 || p->dims[0] != c)
+            return oc_fail(err, "input '%s' must have shape [%" PRId64 "]", p->name, c);
+    }
+    int max_out = opset >= 14 ? 3 : 5;
+    if (n->n_outputs > max_out)
+        return oc_fail(err, "%d outputs; opset %" PRId64 " allows at most %d", n->n_outputs, opset,
+                       max_out);
+    if (opset >= 14 && n->n_outputs > 1 && ir_attr_int(n, "training_mode", 0) == 0)
+        return oc_fail(err, "running statistics are outputs but training_mode is 0");
+    op_set_out_like(g, n, 0, x);
+    for (int i = 1; i < n->n_outputs; i++) op_set_out(g, n, i, x->dtype, 1, &c);
+    return OC_OK;
+}
+
+/* Mean, variance, normalise, scale: about 8 flops per element. */
+static void bn_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    int64_t numel = 0;
+    ir_tensor_numel(&g->tensors[n->inputs[0]], &numel);
+    c->flops = 8.0 * (double)numel;
+}
+
+/* Running mean/var outputs update the state inputs in place. */
+static const int8_t bn_aliases[] = {-1, 3, 4};
+
+static const op_role bn_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM, OP_IN_STATE, OP_IN_STATE};
+
+const op_def op_def_batch_norm = {
+    .op_type = "BatchNormalization", .domain = "", .min_inputs = 5, .max_inputs = 5,
+    .min_outputs = 1, .max_outputs = 5, .roles = bn_roles, .n_roles = 5, .infer = bn_infer,
+    .cost = bn_cost, .grad = op_grad_batch_norm, .saved_inputs = 0x3,
+    .aliases = bn_aliases, .n_aliases = 3,
+};

@@ -1,0 +1,55 @@
+/* op_pool.c — MaxPool, AveragePool, GlobalAveragePool: shapes. */
+#include <inttypes.h>
+
+#include "ir/ops/grad_rules.h"
+#include "ir/ops/op_util.h"
+
+/* X (N, C, D..) -> Y (N, C, O..); MaxPool's optional Indices has Y's shape. */
+static int pool_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (x->rank < 3) return oc_fail(err, "input '%s' must have rank >= 3", x->name);
+    int nsp = x->rank - 2;
+    op_window win;
+    if (op_window_read(n, nsp, x->dims + 2, NULL, &win, err)) return OC_ERR;
+    int64_t y[IR_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int i = 0; i < nsp; i++)
+        if (op_window_out(&win, i, x->dims[2 + i], &y[2 + i], err)) return OC_ERR;
+    op_set_out(g, n, 0, x->dtype, x->rank, y);
+    op_set_out(g, n, 1, IR_DTYPE_INT64, x->rank, y);
+    return OC_OK;
+}
+
+/* X (N, C, D..) -> Y (N, C, 1..) */
+static int global_pool_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (x->rank < 3) return oc_fail(err, "input '%s' must have rank >= 3", x->name);
+    int64_t y[IR_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int i = 2; i < x->rank; i++) y[i] = 1;
+    op_set_out(g, n, 0, x->dtype, x->rank, y);
+    return OC_OK;
+}
+
+static const op_role data_role[] = {OP_IN_DATA};
+
+const op_def op_def_max_pool = {
+    .op_type = "MaxPool", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .max_outputs = 2, .roles = data_role, .n_roles = 1, .infer = pool_infer,
+    .grad = op_grad_max_pool, .saved_inputs = 0x1,
+};
+
+const op_def op_def_average_pool = {
+    .op_type = "AveragePool", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = pool_infer,
+    .grad = op_grad_average_pool,
+};
+
+const op_def op_def_global_average_pool = {
+    .op_type = "GlobalAveragePool", .domain = "", .min_inputs = 1, .max_inputs = 1,
+    .min_outputs = 1, .max_outputs = 1, .roles = data_role, .n_roles = 1,
+    .infer = global_pool_infer,
+    .grad = op_grad_global_average_pool,
+};

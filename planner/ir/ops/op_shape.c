@@ -1,0 +1,323 @@
+/* op_shape.c — Constant, Shape, Gather, Unsqueeze, Concat, Reshape, Flatten, Pad:
+ * shapes, and plan-time folding of the int64 shape subgraphs exporters emit
+ * (Shape -> Gather -> Unsqueeze -> Concat -> Reshape). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "ir/ops/grad_rules.h"
+#include "ir/ops/op_util.h"
+
+/* True when input i has inline data (a plan-time value). */
+static bool in_has_value(ir_graph *g, ir_node *n, int i) {
+    ir_tensor *t = ir_node_in(g, n, i);
+    return t && t->data_src == IR_DATA_INLINE;
+}
+
+static int constant_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *y = ir_node_out(g, n, 0);
+    const ir_attr *a;
+    if ((a = ir_attr_find(n, "value")) && a->type == IR_ATTR_TENSOR) {
+        y->dtype = a->t->dtype;
+        ir_tensor_set_shape(y, a->t->rank, a->t->dims);
+        int64_t bytes;
+        ir_tensor_bytes(y, &bytes);
+        if (a->t->data_src != IR_DATA_INLINE || (int64_t)a->t->data_bytes != bytes)
+            return oc_fail(err, "attribute 'value' has no data or the wrong amount");
+        ir_tensor_set_data(y, a->t->data, a->t->data_bytes);
+    } else if ((a = ir_attr_find(n, "value_float")) && a->type == IR_ATTR_FLOAT) {
+        y->dtype = IR_DTYPE_FLOAT;
+        ir_tensor_set_shape(y, 0, NULL);
+        ir_tensor_set_data(y, &a->f, sizeof a->f);
+    } else if ((a = ir_attr_find(n, "value_int")) && a->type == IR_ATTR_INT) {
+        y->dtype = IR_DTYPE_INT64;
+        ir_tensor_set_shape(y, 0, NULL);
+        ir_tensor_set_data(y, &a->i, sizeof a->i);
+    } else if ((a = ir_attr_find(n, "value_floats")) && a->type == IR_ATTR_FLOATS) {
+        int64_t len = a->n;
+        y->dtype = IR_DTYPE_FLOAT;
+        ir_tensor_set_shape(y, 1, &len);
+        ir_tensor_set_data(y, a->floats, (size_t)a->n * sizeof(float));
+    } else if ((a = ir_attr_find(n, "value_ints")) && a->type == IR_ATTR_INTS) {
+        int64_t len = a->n;
+        y->dtype = IR_DTYPE_INT64;
+        ir_tensor_set_shape(y, 1, &len);
+        ir_tensor_set_data(y, a->ints, (size_t)a->n * sizeof(int64_t));
+    } else {
+        return oc_fail(err, "needs one of the attributes value, value_float, value_int, "
+                       "value_floats, value_ints (sparse and string constants are not supported)");
+    }
+    return OC_OK;
+}
+
+/* data -> int64 vector of its dims[start:end] (opset 15 start/end). */
+static int shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    int64_t start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", x->rank);
+    if (start < 0) start += x->rank;
+    if (end < 0) end += x->rank;
+    if (start < 0) start = 0;
+    if (start > x->rank) start = x->rank;
+    if (end > x->rank) end = x->rank;
+    int64_t len = end > start ? end - start : 0;
+    op_set_out(g, n, 0, IR_DTYPE_INT64, 1, &len);
+    ir_tensor_set_data(ir_node_out(g, n, 0), x->dims + start, (size_t)len * sizeof(int64_t));
+    return OC_OK;
+}
+
+/* Reads index j of an int32/int64 indices tensor. */
+static int64_t index_at(const ir_tensor *t, int64_t j) {
+    if (t->dtype == IR_DTYPE_INT32) {
+        int32_t v;
+        memcpy(&v, (const uint8_t *)t->data + j * 4, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, (const uint8_t *)t->data + j * 8, 8);
+    return v;
+}
+
+/* data (d0..dr-1), indices (i..) along axis -> (d0..daxis-1, i.., daxis+1..) */
+static int gather_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x, *idx;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &idx, err)) return OC_ERR;
+    if (idx->dtype != IR_DTYPE_INT64 && idx->dtype != IR_DTYPE_INT32)
+        return oc_fail(err, "indices '%s' must be int32 or int64", idx->name);
+    int64_t axis;
+    if (x->rank < 1 || op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", &axis, err))
+        return oc_fail(err, "axis out of range for data '%s'", x->name);
+    int rank = x->rank - 1 + idx->rank;
+    if (rank > IR_MAX_RANK) return oc_fail(err, "output rank %d is too large", rank);
+    int64_t y[IR_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < axis; i++) y[k++] = x->dims[i];
+    for (int i = 0; i < idx->rank; i++) y[k++] = idx->dims[i];
+    for (int i = (int)axis + 1; i < x->rank; i++) y[k++] = x->dims[i];
+    op_set_out(g, n, 0, x->dtype, rank, y);
+    if (!in_has_value(g, n, 0) || !in_has_value(g, n, 1)) return OC_OK;
+    /* Fold: out[o, j, i] = data[o, indices[j], i]. */
+    int64_t outer = 1, inner = 1, nidx, es = ir_dtype_size(x->dtype);
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = (int)axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    ir_tensor_numel(idx, &nidx);
+    size_t chunk = (size_t)(inner * es);
+    uint8_t *buf = oc_malloc((size_t)(outer * nidx) * chunk);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < nidx; j++) {
+            int64_t v = index_at(idx, j);
+            if (v < 0) v += x->dims[axis];
+            if (v < 0 || v >= x->dims[axis]) {
+                oc_free(buf);
+                return oc_fail(err, "index %" PRId64 " out of range [0, %" PRId64 ")",
+                               index_at(idx, j), x->dims[axis]);
+            }
+            memcpy(buf + (size_t)(o * nidx + j) * chunk,
+                   (uint8_t *)x->data + (size_t)(o * x->dims[axis] + v) * chunk, chunk);
+        }
+    ir_tensor_set_data(ir_node_out(g, n, 0), buf, (size_t)(outer * nidx) * chunk);
+    oc_free(buf);
+    return OC_OK;
+}
+
+/* Inserts size-1 dims at axes (input from opset 13, attribute before). */
+static int unsqueeze_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    const int64_t *axes;
+    int64_t naxes;
+    if (opset >= 13) {
+        if (op_in_int64s(g, n, 1, &axes, &naxes, err)) return OC_ERR;
+    } else {
+        int k = ir_attr_ints(n, "axes", &axes);
+        if (k < 0) return oc_fail(err, "attribute 'axes' is required");
+        naxes = k;
+    }
+    int rank = x->rank + (int)naxes;
+    if (rank > IR_MAX_RANK) return oc_fail(err, "output rank %d is too large", rank);
+    bool ones[IR_MAX_RANK] = {false};
+    for (int64_t i = 0; i < naxes; i++) {
+        int64_t a;
+        if (op_axis(axes[i], rank, "axis", &a, err)) return OC_ERR;
+        if (ones[a]) return oc_fail(err, "axis %" PRId64 " repeated", axes[i]);
+        ones[a] = true;
+    }
+    int64_t y[IR_MAX_RANK];
+    for (int i = 0, k = 0; i < rank; i++) y[i] = ones[i] ? 1 : x->dims[k++];
+    op_set_out(g, n, 0, x->dtype, rank, y);
+    if (in_has_value(g, n, 0)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
+    return OC_OK;
+}
+
+static int concat_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x0;
+    if (op_in_shaped(g, n, 0, &x0, err)) return OC_ERR;
+    int64_t axis;
+    if (op_axis(ir_attr_int(n, "axis", 0), x0->rank, "axis", &axis, err)) return OC_ERR;
+    int64_t y[IR_MAX_RANK];
+    memcpy(y, x0->dims, sizeof y);
+    y[axis] = 0;
+    bool fold = true;
+    for (int i = 0; i < n->n_inputs; i++) {
+        ir_tensor *x;
+        if (op_in_shaped(g, n, i, &x, err)) return OC_ERR;
+        if (x->rank != x0->rank || x->dtype != x0->dtype)
+            return oc_fail(err, "input '%s' differs in rank or type from '%s'", x->name, x0->name);
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && x->dims[d] != x0->dims[d])
+                return oc_fail(err, "input '%s' dim %d is %" PRId64 ", '%s' has %" PRId64,
+                               x->name, d, x->dims[d], x0->name, x0->dims[d]);
+        y[axis] += x->dims[axis];
+        fold = fold && x->data_src == IR_DATA_INLINE;
+    }
+    op_set_out(g, n, 0, x0->dtype, x0->rank, y);
+    if (!fold) return OC_OK;
+    /* Fold: for each outer index, append each input's slab along axis. */
+    int64_t outer = 1, inner = ir_dtype_size(x0->dtype), total;
+    for (int d = 0; d < axis; d++) outer *= x0->dims[d];
+    for (int d = (int)axis + 1; d < x0->rank; d++) inner *= x0->dims[d];
+    ir_tensor_bytes(ir_node_out(g, n, 0), &total);
+    uint8_t *buf = oc_malloc((size_t)total), *p = buf;
+    for (int64_t o = 0; o < outer; o++)
+        for (int i = 0; i < n->n_inputs; i++) {
+            ir_tensor *x = ir_node_in(g, n, i);
+            size_t slab = (size_t)(x->dims[axis] * inner);
+            memcpy(p, (uint8_t *)x->data + (size_t)o * slab, slab);
+            p += slab;
+        }
+    ir_tensor_set_data(ir_node_out(g, n, 0), buf, (size_t)total);
+    oc_free(buf);
+    return OC_OK;
+}
+
+/* data, shape (int64, plan-time) -> data reshaped; 0 copies a dim (unless allowzero), -1 infers. */
+static int reshape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    const int64_t *s;
+    int64_t ns, numel;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_int64s(g, n, 1, &s, &ns, err)) return OC_ERR;
+    if (ns > IR_MAX_RANK) return oc_fail(err, "target rank %" PRId64 " is too large", ns);
+    ir_tensor_numel(x, &numel);
+    bool allowzero = ir_attr_int(n, "allowzero", 0) != 0;
+    int64_t y[IR_MAX_RANK], known = 1;
+    int infer_at = -1;
+    for (int i = 0; i < ns; i++) {
+        y[i] = s[i];
+        if (s[i] == 0 && !allowzero) {
+            if (i >= x->rank) return oc_fail(err, "shape has 0 at dim %d beyond input rank", i);
+            y[i] = x->dims[i];
+        }
+        if (y[i] == -1) {
+            if (infer_at >= 0) return oc_fail(err, "shape has more than one -1");
+            infer_at = i;
+        } else if (y[i] < 0) {
+            return oc_fail(err, "shape has negative dim %" PRId64, y[i]);
+        } else if (!oc_mul_i64(known, y[i], &known)) {
+            return oc_fail(err, "shape overflows");
+        }
+    }
+    if (infer_at >= 0) {
+        if (known == 0 || numel % known != 0)
+            return oc_fail(err, "cannot reshape %" PRId64 " elements of '%s' with -1", numel,
+                           x->name);
+        y[infer_at] = numel / known;
+    } else if (known != numel) {
+        char buf[128];
+        return oc_fail(err, "cannot reshape '%s' %s (%" PRId64 " elements) into %" PRId64
+                       " elements", x->name, ir_shape_str(x, buf, sizeof buf), numel, known);
+    }
+    op_set_out(g, n, 0, x->dtype, (int)ns, y);
+    if (in_has_value(g, n, 0)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
+    return OC_OK;
+}
+
+/* (d0..dr-1) -> (d0*..*daxis-1, daxis*..*dr-1) */
+static int flatten_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    int64_t axis = ir_attr_int(n, "axis", 1);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis > x->rank) return oc_fail(err, "axis out of range for rank %d", x->rank);
+    int64_t y[2] = {1, 1};
+    for (int i = 0; i < x->rank; i++) y[i < axis ? 0 : 1] *= x->dims[i];
+    op_set_out(g, n, 0, x->dtype, 2, y);
+    return OC_OK;
+}
+
+/* data, pads (int64: begins then ends) [, constant_value [, axes]] -> padded data. */
+static int pad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    const int64_t *pads, *axes = NULL;
+    int64_t np, naxes = x->rank;
+    if (opset >= 11) {
+        if (op_in_int64s(g, n, 1, &pads, &np, err)) return OC_ERR;
+        if (ir_node_in(g, n, 3) && op_in_int64s(g, n, 3, &axes, &naxes, err)) return OC_ERR;
+    } else {
+        int k = ir_attr_ints(n, "pads", &pads);
+        if (k < 0) return oc_fail(err, "attribute 'pads' is required");
+        np = k;
+    }
+    if (np != 2 * naxes)
+        return oc_fail(err, "pads has %" PRId64 " values, expected %" PRId64, np, 2 * naxes);
+    const char *mode = ir_attr_string(n, "mode", "constant");
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return oc_fail(err, "mode '%s' is not supported", mode);
+    int64_t y[IR_MAX_RANK];
+    memcpy(y, x->dims, sizeof y);
+    for (int64_t i = 0; i < naxes; i++) {
+        int64_t a = i;
+        if (axes && op_axis(axes[i], x->rank, "axis", &a, err)) return OC_ERR;
+        if (!oc_add_i64(y[a], pads[i], &y[a]) || !oc_add_i64(y[a], pads[i + naxes], &y[a]))
+            return oc_fail(err, "padding of dim %" PRId64 " overflows", a);
+        if (y[a] < 0) return oc_fail(err, "padding makes dim %" PRId64 " negative", a);
+    }
+    op_set_out(g, n, 0, x->dtype, x->rank, y);
+    return OC_OK;
+}
+
+static const op_role data_role[] = {OP_IN_DATA};
+static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
+static const op_role const_role[] = {OP_IN_CONST};
+
+const op_def op_def_constant = {
+    .op_type = "Constant", .domain = "", .min_inputs = 0, .max_inputs = 0, .min_outputs = 1,
+    .max_outputs = 1, .roles = const_role, .n_roles = 1, .infer = constant_infer,
+};
+const op_def op_def_shape = {
+    .op_type = "Shape", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = shape_infer,
+};
+const op_def op_def_gather = {
+    .op_type = "Gather", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = gather_infer,
+};
+const op_def op_def_unsqueeze = {
+    .op_type = "Unsqueeze", .domain = "", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = unsqueeze_infer,
+};
+const op_def op_def_concat = {
+    .op_type = "Concat", .domain = "", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = concat_infer,
+    .grad = op_grad_concat,
+};
+const op_def op_def_reshape = {
+    .op_type = "Reshape", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = reshape_infer,
+    .grad = op_grad_reshape,
+};
+const op_def op_def_flatten = {
+    .op_type = "Flatten", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = flatten_infer,
+    .grad = op_grad_reshape,
+};
+const op_def op_def_pad = {
+    .op_type = "Pad", .domain = "", .min_inputs = 1, .max_inputs = 4, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = pad_infer,
+    .grad = op_grad_pad,
+};

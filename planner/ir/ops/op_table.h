@@ -1,0 +1,80 @@
+/* op_table.h — one entry per supported op, registered once in op_table.c.
+ *
+ * An entry says how the op's inputs are used (for memory classes), and gives
+ * its shape function. Later stages add cost and gradient rules to the same
+ * entry, so adding an op stays one table entry.
+ *
+ *   const op_def *d = op_find("", "Conv");
+ *   if (d->infer(g, node, &err)) ...      // sets output dtypes, shapes, folded values
+ */
+#ifndef OC_OP_TABLE_H
+#define OC_OP_TABLE_H
+
+#include "ir/ir.h"
+
+#define OP_MIN_OPSET 9
+#define OP_MAX_OPSET 18
+
+/* The project's domain: backward, loss-gradient, update and swap ops. */
+#define OC_DOMAIN "ai.outcore"
+#define OC_DOMAIN_VERSION 1
+
+struct grad_ctx; /* autodiff.h */
+
+/* Work of one node, for the analytic profile (roofline). */
+typedef struct op_cost {
+    double flops;
+    double bytes_read, bytes_written;
+} op_cost;
+
+/* How an input slot is used; decides the kind of an initializer there. */
+typedef enum op_role {
+    OP_IN_DATA = 0, /* activation (a float initializer here is a parameter) */
+    OP_IN_PARAM,    /* trainable weight */
+    OP_IN_STATE,    /* running statistic, updated by the op in training */
+    OP_IN_CONST,    /* plan-time value: shapes, ratios, clip bounds */
+} op_role;
+
+typedef struct op_def {
+    const char *op_type;
+    const char *domain;
+    int min_inputs, max_inputs;   /* max -1: variadic */
+    int min_outputs, max_outputs;
+    const op_role *roles;         /* role of input i; inputs past n_roles use the last */
+    int n_roles;
+    /* Shape function. Inputs' shapes (and plan-time values) are known; sets
+     * every present output's dtype and shape, and its data when it can be
+     * folded at plan time. Returns OC_ERR with a message on bad input (the
+     * caller prefixes node name and op). */
+    int (*infer)(ir_graph *g, ir_node *n, int64_t opset, oc_err *err);
+    /* Cost of the node (shapes known). NULL: op_cost_default. */
+    void (*cost)(const ir_graph *g, const ir_node *n, op_cost *c);
+    /* Gradient rule: emits the backward nodes of one forward node through the
+     * grad_ctx (autodiff.h). NULL: the op has no gradient (training a model
+     * that needs one fails naming the node). */
+    int (*grad)(struct grad_ctx *c);
+    /* The forward tensors the gradient reads ("saved tensors"): bit i of
+     * saved_inputs = input i, of saved_outputs = output i. Checked by tests
+     * against what the rule really emits. */
+    uint32_t saved_inputs, saved_outputs;
+    /* In-place outputs: output o reuses the storage of input aliases[o] (-1: none). */
+    const int8_t *aliases;
+    int n_aliases;
+} op_def;
+
+/* Default cost: flops = elements written; bytes = inputs read + outputs written. */
+void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c);
+/* Cost through the node's entry (or the default). */
+void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c);
+
+/* Entry for (domain, op_type); domain "" or "ai.onnx" is the default. NULL if unsupported. */
+const op_def *op_find(const char *domain, const char *op_type);
+/* Comma-separated list of supported op types, for messages. */
+void op_supported_list(char *buf, size_t cap);
+/* The copies of a plan: SwapOut (device -> host) and SwapIn (host -> device). */
+bool op_is_swap_out(const ir_node *n);
+bool op_is_swap_in(const ir_node *n);
+/* Role of input slot i of a node with this definition. */
+op_role op_input_role(const op_def *d, int i);
+
+#endif

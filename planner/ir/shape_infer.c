@@ -1,0 +1,151 @@
+/* shape_infer.c — see shape_infer.h. */
+#include "ir/shape_infer.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "ir/onnx_import.h"
+#include "ir/ops/op_table.h"
+
+static bool binding_used(const ir_graph *g, const char *name) {
+    for (int i = 0; i < g->n_inputs; i++) {
+        const ir_tensor *t = &g->tensors[g->inputs[i]];
+        for (int d = 0; d < t->rank; d++)
+            if (t->dim_params[d] && strcmp(t->dim_params[d], name) == 0) return true;
+    }
+    return false;
+}
+
+/* Replaces every occurrence of symbol name in the graph inputs with value. */
+static void bind_symbol(ir_graph *g, const char *name, int64_t value) {
+    for (int i = 0; i < g->n_inputs; i++) {
+        ir_tensor *t = &g->tensors[g->inputs[i]];
+        for (int d = 0; d < t->rank; d++)
+            if (t->dim_params[d] && strcmp(t->dim_params[d], name) == 0) {
+                oc_free(t->dim_params[d]);
+                t->dim_params[d] = NULL;
+                t->dims[d] = value;
+            }
+    }
+}
+
+int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
+    const char *path = g->model_path ? g->model_path : "model";
+    for (int i = 0; i < o->n_dims; i++) {
+        if (o->dims[i].value < 1 || o->dims[i].value > OC_MAX_BATCH)
+            return oc_fail(err, "%s: --dim %s=%" PRId64 " is out of range [1, %" PRId64 "]",
+                           path, o->dims[i].name, o->dims[i].value, OC_MAX_BATCH);
+        if (!binding_used(g, o->dims[i].name))
+            return oc_fail(err, "%s: --dim %s: no input has a dim named '%s'", path,
+                           o->dims[i].name, o->dims[i].name);
+        bind_symbol(g, o->dims[i].name, o->dims[i].value);
+    }
+    if (o->batch) {
+        if (o->batch < 1 || o->batch > OC_MAX_BATCH)
+            return oc_fail(err, "%s: batch %" PRId64 " is out of range [1, %" PRId64 "]", path,
+                           o->batch, OC_MAX_BATCH);
+        if (g->n_inputs == 0) return oc_fail(err, "%s: --batch given but the model has no inputs", path);
+        ir_tensor *x = &g->tensors[g->inputs[0]];
+        if (x->rank < 1) return oc_fail(err, "%s: --batch: input '%s' is a scalar", path, x->name);
+        if (x->dim_params[0]) {
+            char *sym = oc_strdup(x->dim_params[0]);
+            bind_symbol(g, sym, o->batch);
+            oc_free(sym);
+        } else {
+            x->dims[0] = o->batch;
+        }
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        const ir_tensor *t = &g->tensors[g->inputs[i]];
+        for (int d = 0; d < t->rank; d++)
+            if (t->dim_params[d])
+                return oc_fail(err, "%s: input '%s' dim %d ('%s') is not bound; pass %s",
+                               path, t->name, d, t->dim_params[d],
+                               (i == 0 && d == 0) ? "--batch N" : "--dim NAME=VALUE");
+        int64_t bytes;
+        if (!ir_tensor_bytes(t, &bytes))
+            return oc_fail(err, "%s: input '%s' is too large at this batch", path, t->name);
+    }
+    return OC_OK;
+}
+
+/* Kind of an initializer from the role of its first consumer's input slot. */
+static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t) {
+    for (int c = 0; c < t->n_consumers; c++) {
+        const ir_node *n = &g->nodes[t->consumers[c]];
+        const op_def *d = op_find(n->domain, n->op_type);
+        for (int i = 0; d && i < n->n_inputs; i++) {
+            if (n->inputs[i] < 0 || &g->tensors[n->inputs[i]] != t) continue;
+            switch (op_input_role(d, i)) {
+            case OP_IN_STATE: return IR_KIND_STATE;
+            case OP_IN_CONST: return IR_KIND_CONSTANT;
+            case OP_IN_PARAM: return IR_KIND_PARAMETER;
+            case OP_IN_DATA:
+                return t->dtype == IR_DTYPE_FLOAT || t->dtype == IR_DTYPE_FLOAT16 ||
+                               t->dtype == IR_DTYPE_DOUBLE
+                           ? IR_KIND_PARAMETER
+                           : IR_KIND_CONSTANT;
+            }
+        }
+    }
+    return IR_KIND_CONSTANT; /* unused initializer */
+}
+
+static int check_arity(const ir_node *n, const op_def *d, oc_err *err) {
+    if (n->n_inputs < d->min_inputs || (d->max_inputs >= 0 && n->n_inputs > d->max_inputs))
+        return oc_fail(err, "has %d inputs; %s takes %d to %d", n->n_inputs, d->op_type,
+                       d->min_inputs, d->max_inputs);
+    if (n->n_outputs < d->min_outputs || n->n_outputs > d->max_outputs)
+        return oc_fail(err, "has %d outputs; %s produces %d to %d", n->n_outputs, d->op_type,
+                       d->min_outputs, d->max_outputs);
+    for (int i = 0; i < d->min_inputs; i++)
+        if (n->inputs[i] < 0) return oc_fail(err, "required input %d is empty", i);
+    if (n->outputs[0] < 0) return oc_fail(err, "output 0 is empty");
+    return OC_OK;
+}
+
+/* A node whose outputs all got plan-time values and whose inputs are all
+ * constants computes a constant (shape subgraphs). */
+static void mark_constant_outputs(ir_graph *g, const ir_node *n) {
+    for (int i = 0; i < n->n_outputs; i++) {
+        ir_tensor *y = ir_node_out(g, n, i);
+        if (y && y->data_src != IR_DATA_INLINE) return;
+    }
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i] >= 0) g->tensors[n->outputs[i]].kind = IR_KIND_CONSTANT;
+}
+
+int ir_infer_shapes(ir_graph *g, oc_err *err) {
+    const char *path = g->model_path ? g->model_path : "model";
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].is_initializer) g->tensors[t].kind = initializer_kind(g, &g->tensors[t]);
+    for (int i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        const op_def *d = op_find(n->domain, n->op_type);
+        OC_ASSERT(d); /* the importer rejects unsupported ops */
+        if (check_arity(n, d, err) || d->infer(g, n, g->opset, err))
+            return oc_fail_prefix(err, "%s: node '%s' (%s, opset %" PRId64 ")", path, n->name,
+                                  n->op_type, g->opset);
+        for (int o = 0; o < n->n_outputs; o++) {
+            ir_tensor *y = ir_node_out(g, n, o);
+            int64_t bytes;
+            if (y && !ir_tensor_bytes(y, &bytes))
+                return oc_fail(err, "%s: node '%s' (%s): output '%s' is too large (size "
+                               "overflows) at this batch", path, n->name, n->op_type, y->name);
+        }
+        mark_constant_outputs(g, n);
+    }
+    return OC_OK;
+}
+
+int ir_load_model(const char *path, const ir_bind_opts *o, ir_graph **out, oc_err *err) {
+    ir_graph *g;
+    if (onnx_import_file(path, &g, err)) return OC_ERR;
+    if (ir_bind_dims(g, o, err) || ir_infer_shapes(g, err)) {
+        ir_graph_free(g);
+        *out = NULL;
+        return OC_ERR;
+    }
+    *out = g;
+    return OC_OK;
+}

@@ -1,0 +1,86 @@
+/* device_presets.c — see device_presets.h. */
+#include "plan/device_presets.h"
+
+#include <string.h>
+
+#define GB 1e9
+#define GIB ((int64_t)1 << 30)
+
+/* Data-sheet figures (docs/profile.md): fp32 non-tensor peak, HBM bandwidth,
+ * effective pinned-copy bandwidth each way over the PCIe generation. */
+static const profile_device presets[] = {
+    {"v100", 16 * GIB, 12 * GB, 12 * GB, true, 10e-6, 15.7e12, 900 * GB, 5e-6},
+    {"a100", 40 * GIB, 25 * GB, 25 * GB, true, 10e-6, 19.5e12, 1555 * GB, 5e-6},
+    {"h100", 80 * GIB, 50 * GB, 50 * GB, true, 10e-6, 51.0e12, 2000 * GB, 5e-6},
+};
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+const char *device_preset_names(void) { return "v100, a100, h100"; }
+
+int device_preset_find(const char *name, profile_device *d, oc_err *err) {
+    for (size_t i = 0; i < N_PRESETS; i++)
+        if (strcmp(presets[i].name, name) == 0) {
+            *d = presets[i];
+            return OC_OK;
+        }
+    return oc_fail(err, "unknown device '%s' (presets: %s; or --device-file FILE)", name,
+                   device_preset_names());
+}
+
+/* A number field >= 0 (> 0 when positive); OC_ERR naming what.key otherwise. */
+static int num_field(const json_t *o, const char *what, const char *key, bool positive,
+                     double *out, oc_err *err) {
+    const json_t *v = json_object_get(o, key);
+    if (!v) return oc_fail(err, "%s: missing field '%s'", what, key);
+    if (!json_is_number(v)) return oc_fail(err, "%s: field '%s' is not a number", what, key);
+    double x = json_number_value(v);
+    if (!(x >= 0) || (positive && !(x > 0)) || x > 1e30)
+        return oc_fail(err, "%s: field '%s' must be %s, got %g", what, key,
+                       positive ? "> 0" : ">= 0", x);
+    *out = x;
+    return OC_OK;
+}
+
+int device_from_json(const json_t *o, const char *what, profile_device *d, oc_err *err) {
+    memset(d, 0, sizeof *d);
+    if (!json_is_object(o)) return oc_fail(err, "%s: not a JSON object", what);
+    const json_t *name = json_object_get(o, "name");
+    if (!json_is_string(name)) return oc_fail(err, "%s: missing string field 'name'", what);
+    snprintf(d->name, sizeof d->name, "%s", json_string_value(name));
+    const json_t *dup = json_object_get(o, "duplex");
+    if (!json_is_boolean(dup)) return oc_fail(err, "%s: missing boolean field 'duplex'", what);
+    d->duplex = json_is_true(dup);
+    double mem;
+    if (num_field(o, what, "memory_bytes", true, &mem, err) ||
+        num_field(o, what, "h2d_bytes_per_s", true, &d->h2d_bytes_per_s, err) ||
+        num_field(o, what, "d2h_bytes_per_s", true, &d->d2h_bytes_per_s, err) ||
+        num_field(o, what, "copy_latency_s", false, &d->copy_latency_s, err) ||
+        num_field(o, what, "peak_flops", true, &d->peak_flops, err) ||
+        num_field(o, what, "mem_bandwidth_bytes_per_s", true, &d->mem_bandwidth_bytes_per_s,
+                  err) ||
+        num_field(o, what, "launch_overhead_s", false, &d->launch_overhead_s, err))
+        return OC_ERR;
+    d->memory_bytes = (int64_t)mem;
+    return OC_OK;
+}
+
+json_t *device_to_json(const profile_device *d) {
+    return json_pack("{s:s, s:I, s:f, s:f, s:b, s:f, s:f, s:f, s:f}", "name", d->name,
+                     "memory_bytes", (json_int_t)d->memory_bytes, "h2d_bytes_per_s",
+                     d->h2d_bytes_per_s, "d2h_bytes_per_s", d->d2h_bytes_per_s, "duplex",
+                     d->duplex, "copy_latency_s", d->copy_latency_s, "peak_flops", d->peak_flops,
+                     "mem_bandwidth_bytes_per_s", d->mem_bandwidth_bytes_per_s,
+                     "launch_overhead_s", d->launch_overhead_s);
+}
+
+int device_read_file(const char *path, profile_device *d, oc_err *err) {
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) return oc_fail(err, "%s:%d: bad JSON: %s", path, je.line, je.text);
+    const json_t *o = json_object_get(root, "device");
+    char what[512];
+    snprintf(what, sizeof what, "%s: device", path);
+    int rc = device_from_json(o ? o : root, what, d, err);
+    json_decref(root);
+    return rc;
+}

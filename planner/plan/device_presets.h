@@ -1,0 +1,41 @@
+/* device_presets.h — the GPUs the analytic profile knows (DESIGN §4), and
+ * device files that override them.
+ *
+ *   profile_device d;
+ *   if (device_preset_find("v100", &d, &err)) ...          // v100 | a100 | h100
+ *   if (device_read_file("my_gpu.json", &d, &err)) ...     // {"device": {...}} or {...}
+ *
+ * Figures are vendor data-sheet numbers (docs/profile.md cites them); copy
+ * bandwidths are effective pinned-memory PCIe rates, not the link's raw rate. */
+#ifndef OC_DEVICE_PRESETS_H
+#define OC_DEVICE_PRESETS_H
+
+#include <jansson.h>
+
+#include "ir/common.h"
+
+typedef struct profile_device {
+    char name[64];
+    int64_t memory_bytes;
+    double h2d_bytes_per_s, d2h_bytes_per_s;
+    bool duplex;                /* H2D and D2H run at once; false: one copy engine */
+    double copy_latency_s;      /* fixed cost per copy */
+    double peak_flops;          /* FLOP/s */
+    double mem_bandwidth_bytes_per_s;
+    double launch_overhead_s;   /* per node */
+} profile_device;
+
+/* Fills *d with the preset called name. OC_ERR naming the known presets otherwise. */
+int device_preset_find(const char *name, profile_device *d, oc_err *err);
+/* "v100, a100, h100" — for usage text. */
+const char *device_preset_names(void);
+
+/* Parses a "device" object; every field is required and must be >= 0 (rates > 0).
+ * what names the source in messages ("prof.json: device"). */
+int device_from_json(const json_t *obj, const char *what, profile_device *d, oc_err *err);
+json_t *device_to_json(const profile_device *d);
+/* Reads a device file: a JSON object that is either the device object itself
+ * or holds one under "device". Errors name the file and the field. */
+int device_read_file(const char *path, profile_device *d, oc_err *err);
+
+#endif

@@ -1,0 +1,299 @@
+/* plan_file.c — see plan_file.h: digests and the reading side. */
+#include "plan/plan_file.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.pb-c.h"
+#include "ir/onnx_import.h"
+#include "ir/ops/op_table.h"
+#include "ir/shape_infer.h"
+#include "plan/plan_verify.h"
+#include "plan/profile.h"
+
+/* ---- digests ---- */
+
+uint64_t plan_fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s) { return plan_fnv(h, s, strlen(s) + 1); }
+
+static uint64_t fnv_tensor(uint64_t h, const ir_tensor *t) {
+    h = fnv_str(h, t->name);
+    int32_t r = t->rank;
+    h = plan_fnv(h, &r, sizeof r);
+    for (int i = 0; i < t->rank; i++) h = plan_fnv(h, &t->dims[i], sizeof t->dims[i]);
+    return h;
+}
+
+uint64_t plan_graph_digest(const ir_graph *g) {
+    uint64_t h = PLAN_FNV_INIT;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        h = fnv_str(fnv_str(fnv_str(h, n->name), n->op_type), n->domain);
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0) h = fnv_tensor(h, &g->tensors[n->inputs[k]]);
+        h = plan_fnv(h, "|", 1);
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0) h = fnv_tensor(h, &g->tensors[n->outputs[k]]);
+    }
+    return h;
+}
+
+void plan_profile_digest(const profile *p, char *buf, size_t cap) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    uint64_t h = PLAN_FNV_INIT;
+    if (f) {
+        oc_err e;
+        profile_write_file(p, f, &e);
+        fclose(f);
+        h = plan_fnv(h, text, len);
+        free(text); /* open_memstream's buffer: libc-owned */
+    }
+    snprintf(buf, cap, "%016llx", (unsigned long long)h);
+}
+
+/* ---- reading ---- */
+
+int plan_structure_fill(train_graph *tg, oc_err *err) {
+    ir_graph *g = tg->g;
+    int loss_node = g->n_outputs > 0 ? g->tensors[g->outputs[0]].producer : -1;
+    if (loss_node < 0)
+        return oc_fail(err, "%s: the first graph output (the loss) has no producer",
+                       g->model_path ? g->model_path : "plan");
+    int nt = g->n_tensors, nn = g->n_nodes;
+    oc_free(tg->phase), oc_free(tg->fwd_of), oc_free(tg->alias_of), oc_free(tg->grad_of);
+    oc_free(tg->saved);
+    tg->phase = oc_calloc((size_t)nn + 1, sizeof *tg->phase);
+    tg->fwd_of = oc_malloc(((size_t)nn + 1) * sizeof(int));
+    tg->alias_of = oc_malloc(((size_t)nt + 1) * sizeof(int));
+    tg->grad_of = oc_malloc(((size_t)nt + 1) * sizeof(int));
+    tg->saved = oc_malloc(sizeof(int));
+    tg->n_saved = 0;
+    for (int t = 0; t < nt; t++) tg->alias_of[t] = tg->grad_of[t] = -1;
+    for (int i = 0; i < nn; i++) {
+        const ir_node *n = &g->nodes[i];
+        tg->fwd_of[i] = -1;
+        tg->phase[i] = i < loss_node    ? TRAIN_PHASE_FORWARD
+                       : i == loss_node ? TRAIN_PHASE_LOSS
+                       : strcmp(n->domain, OC_DOMAIN) == 0 && strcmp(n->op_type, "SGDMomentum") == 0
+                           ? TRAIN_PHASE_UPDATE
+                           : TRAIN_PHASE_BACKWARD;
+        const op_def *d = op_find(n->domain, n->op_type);
+        for (int o = 0; d && o < d->n_aliases && o < n->n_outputs; o++) {
+            int in = d->aliases[o];
+            if (in >= 0 && n->outputs[o] >= 0 && in < n->n_inputs && n->inputs[in] >= 0)
+                tg->alias_of[n->outputs[o]] = n->inputs[in];
+        }
+        if (tg->phase[i] == TRAIN_PHASE_UPDATE && n->n_inputs > 1)
+            tg->grad_of[n->inputs[0]] = n->inputs[1];
+    }
+    tg->n_forward = loss_node + 1;
+    tg->loss_tensor = g->outputs[0];
+    tg->label_tensor = -1;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->tensors[g->inputs[i]].dtype == IR_DTYPE_INT64) tg->label_tensor = g->inputs[i];
+    return OC_OK;
+}
+
+
+char *plan_file_meta_get(const uint8_t *buf, size_t len, const char *key) {
+    Onnx__ModelProto *m = len ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
+    if (!m) return NULL;
+    char *val = NULL;
+    for (size_t i = 0; i < m->n_metadata_props && !val; i++) {
+        const Onnx__StringStringEntryProto *e = m->metadata_props[i];
+        if (e->key && e->value && strcmp(e->key, key) == 0) val = oc_strdup(e->value);
+    }
+    onnx__model_proto__free_unpacked(m, NULL);
+    return val;
+}
+
+static int parse_i64(const char *s, char **end, int64_t *out) {
+    *out = strtoll(s, end, 10);
+    return *end == s ? OC_ERR : OC_OK;
+}
+
+/* One annotation line: "<index>\t<stream>\t<offsets|->\t<recompute_of>". */
+static int restore_line(ir_graph *g, char *line, const char *path, int lineno, oc_err *err) {
+    char *f[4] = {line, NULL, NULL, NULL};
+    for (int k = 1; k < 4; k++) {
+        f[k] = f[k - 1] ? strchr(f[k - 1], '\t') : NULL;
+        if (f[k]) *f[k]++ = 0;
+    }
+    char *end;
+    int64_t idx;
+    if (!f[3] || parse_i64(f[0], &end, &idx) || *end || idx < 0 || idx >= g->n_nodes)
+        return oc_fail(err, "%s: outcore.node_annotations line %d is malformed", path, lineno);
+    int i = (int)idx;
+    if (*g->nodes[i].domain)
+        return oc_fail(err, "%s: outcore.node_annotations line %d names node %d ('%s'), which "
+                       "is not a standard-domain node", path, lineno, i, g->nodes[i].name);
+    ir_attr st = {.name = PLAN_ATTR_STREAM, .type = IR_ATTR_STRING, .s = f[1]};
+    ir_node_add_attr(g, i, &st);
+    if (strcmp(f[2], "-") != 0) {
+        int64_t vals[64];
+        int n = 0;
+        for (char *p = f[2]; *p;) {
+            if (n == 64 || parse_i64(p, &end, &vals[n++]) || (*end && *end != ','))
+                return oc_fail(err, "%s: node '%s': bad offsets '%s' in outcore.node_annotations",
+                               path, g->nodes[i].name, f[2]);
+            p = *end ? end + 1 : end;
+        }
+        ir_attr of = {.name = PLAN_ATTR_OFFSETS, .type = IR_ATTR_INTS, .ints = vals, .n = n};
+        ir_node_add_attr(g, i, &of);
+    }
+    if (*f[3]) {
+        ir_attr ro = {.name = PLAN_ATTR_RECOMPUTE_OF, .type = IR_ATTR_STRING, .s = f[3]};
+        ir_node_add_attr(g, i, &ro);
+    }
+    return OC_OK;
+}
+
+/* outcore.workspaces lines "<node>\t<offset>\t<bytes>" -> outcore_workspace
+ * attributes (project-domain nodes carry it already). Absent: no workspaces. */
+static int restore_workspaces(ir_graph *g, const uint8_t *buf, size_t len, const char *path,
+                              int64_t arena_bytes, oc_err *err) {
+    char *val = plan_file_meta_get(buf, len, "outcore.workspaces");
+    int rc = OC_OK, lineno = 0;
+    for (char *line = val; rc == OC_OK && line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        lineno++;
+        int64_t v[3];
+        char *p = line, *end = line;
+        for (int k = 0; k < 3 && rc == OC_OK; k++) {
+            if (parse_i64(p, &end, &v[k]) || (k < 2 ? *end != '\t' : *end != 0))
+                rc = oc_fail(err, "%s: outcore.workspaces line %d is malformed", path, lineno);
+            p = end + 1;
+        }
+        if (rc == OC_OK && (v[0] < 0 || v[0] >= g->n_nodes || v[1] < 0 || v[2] <= 0 ||
+                            v[1] + v[2] > arena_bytes))
+            rc = oc_fail(err, "%s: outcore.workspaces line %d: node %" PRId64 ", region [%" PRId64
+                         ", +%" PRId64 ") is not a node and a region of the %" PRId64 "-byte arena",
+                         path, lineno, v[0], v[1], v[2], arena_bytes);
+        const int64_t *have;
+        if (rc == OC_OK && ir_attr_ints(&g->nodes[v[0]], PLAN_ATTR_WORKSPACE, &have) < 0) {
+            ir_attr wa = {.name = PLAN_ATTR_WORKSPACE, .type = IR_ATTR_INTS, .ints = v + 1, .n = 2};
+            ir_node_add_attr(g, (int)v[0], &wa);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    oc_free(val);
+    return rc;
+}
+
+int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *path,
+                      int64_t **offsets, int64_t *arena_bytes, oc_err *err) {
+    *offsets = NULL;
+    const char *keys[] = {"outcore.graph_digest", "outcore.node_annotations",
+                          "outcore.fixed_offsets", "outcore.arena_bytes"};
+    char *val[4];
+    int rc = OC_OK;
+    for (int k = 0; k < 4; k++) {
+        val[k] = plan_file_meta_get(buf, len, keys[k]);
+        if (!val[k] && rc == OC_OK)
+            rc = oc_fail(err, "%s: plan without metadata %s (corrupted or not written by "
+                         "outcore-plan plan -o)", path, keys[k]);
+    }
+    char digest[32];
+    snprintf(digest, sizeof digest, "%016llx", (unsigned long long)plan_graph_digest(g));
+    if (rc == OC_OK && strcmp(digest, val[0]) != 0)
+        rc = oc_fail(err, "%s: the plan's layout metadata belongs to another graph (graph digest "
+                     "%s, expected %s): a plan from another model, or a modified plan", path,
+                     digest, val[0]);
+    char *end;
+    if (rc == OC_OK && (parse_i64(val[3], &end, arena_bytes) || *end || *arena_bytes < 0))
+        rc = oc_fail(err, "%s: outcore.arena_bytes '%s' is not a byte count", path, val[3]);
+    int lineno = 0;
+    for (char *line = val[1]; rc == OC_OK && line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        rc = restore_line(g, line, path, ++lineno, err);
+        line = nl ? nl + 1 : NULL;
+    }
+    int64_t *off = oc_malloc(((size_t)g->n_tensors + 1) * sizeof(int64_t));
+    for (int t = 0; t < g->n_tensors; t++) off[t] = -1;
+    for (int i = 0; rc == OC_OK && i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const int64_t *v;
+        int nv = ir_attr_ints(n, PLAN_ATTR_OFFSETS, &v);
+        if (nv < 0)
+            rc = oc_fail(err, "%s: node '%s' has no %s", path, n->name, PLAN_ATTR_OFFSETS);
+        for (int k = 0; k < nv && k < n->n_outputs && rc == OC_OK; k++)
+            if (n->outputs[k] >= 0 && v[k] >= 0) off[n->outputs[k]] = v[k];
+    }
+    if (rc == OC_OK) rc = restore_workspaces(g, buf, len, path, *arena_bytes, err);
+    for (char *line = val[2]; rc == OC_OK && line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        int64_t o;
+        char *tab;
+        if (parse_i64(line, &tab, &o) || *tab != '\t' || o < 0)
+            rc = oc_fail(err, "%s: outcore.fixed_offsets: malformed line '%s'", path, line);
+        int t = rc == OC_OK ? ir_tensor_find(g, tab + 1) : -1;
+        if (rc == OC_OK && t < 0)
+            rc = oc_fail(err, "%s: outcore.fixed_offsets names tensor '%s', which the graph "
+                         "does not have", path, tab + 1);
+        if (rc == OC_OK) off[t] = o;
+        line = nl ? nl + 1 : NULL;
+    }
+    for (int k = 0; k < 4; k++) oc_free(val[k]);
+    if (rc) {
+        oc_free(off);
+        return OC_ERR;
+    }
+    *offsets = off;
+    return OC_OK;
+}
+
+int plan_file_load(const char *path, train_graph **tg, int64_t **offsets, int64_t *arena_bytes,
+                   uint8_t **buf, size_t *len, oc_err *err) {
+    *tg = NULL, *offsets = NULL, *buf = NULL;
+    if (oc_read_file(path, buf, len, err)) return OC_ERR;
+    char *kind = plan_file_meta_get(*buf, *len, "outcore.kind");
+    char *nd = plan_file_meta_get(*buf, *len, "outcore.data_inputs");
+    int rc = OC_OK;
+    if (!kind || strcmp(kind, PLAN_KIND) != 0)
+        rc = oc_fail(err, "%s: not a plan (metadata outcore.kind is '%s'; write one with "
+                     "`outcore-plan plan ... -o PLAN.onnx`)", path, kind ? kind : "");
+    ir_graph *g = NULL;
+    if (rc == OC_OK) rc = onnx_import_buffer(*buf, *len, path, &g, err);
+    int n_data = nd ? atoi(nd) : 2;
+    if (rc == OC_OK && (n_data < 1 || n_data > g->n_inputs))
+        rc = oc_fail(err, "%s: outcore.data_inputs=%d but the graph has %d inputs", path, n_data,
+                     g->n_inputs);
+    if (rc == OC_OK) {
+        for (int i = n_data; i < g->n_inputs; i++) { /* data-less initializers (onnx_export.h) */
+            ir_tensor *t = &g->tensors[g->inputs[i]];
+            t->is_graph_input = false;
+            t->is_initializer = true;
+            t->kind = IR_KIND_PARAMETER;
+        }
+        g->n_inputs = n_data;
+        ir_bind_opts b = {0};
+        rc = ir_bind_dims(g, &b, err) || ir_infer_shapes(g, err) ? OC_ERR : OC_OK;
+    }
+    if (rc == OC_OK) rc = plan_file_restore(g, *buf, *len, path, offsets, arena_bytes, err);
+    if (rc == OC_OK) {
+        *tg = oc_calloc(1, sizeof **tg);
+        (*tg)->g = g;
+        (*tg)->opts = train_opts_default();
+        g = NULL;
+        rc = plan_structure_fill(*tg, err);
+    }
+    ir_graph_free(g);
+    oc_free(kind), oc_free(nd);
+    if (rc) {
+        train_graph_free(*tg), oc_free(*offsets), oc_free(*buf);
+        *tg = NULL, *offsets = NULL, *buf = NULL;
+    }
+    return rc;
+}

@@ -1,0 +1,128 @@
+/* plan_verify.c — see plan_verify.h. */
+#include "plan/plan_verify.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ops/op_table.h"
+#include "plan/lifetimes.h"
+
+static const char *writer_of(const ir_graph *g, int t) {
+    int p = g->tensors[t].producer;
+    if (p >= 0) return g->nodes[p].name;
+    return g->tensors[t].is_initializer ? "(initializer)" : "(graph input)";
+}
+
+static int check_order(const ir_graph *g, oc_err *err) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0) continue;
+            const ir_tensor *x = &g->tensors[t];
+            int p = x->producer;
+            if (p < 0 && !x->is_initializer && !x->is_graph_input)
+                return oc_fail(err, "plan: node '%s': input '%s' is never produced", n->name,
+                               x->name);
+            if (p >= i)
+                return oc_fail(err, "plan: node '%s' (position %d): input '%s' is produced "
+                               "later, by node '%s' (position %d)", n->name, i, x->name,
+                               g->nodes[p].name, p);
+            bool host = p >= 0 && op_is_swap_out(&g->nodes[p]);
+            if (op_is_swap_in(n) && !host)
+                return oc_fail(err, "plan: node '%s': SwapIn reads '%s', which no earlier "
+                               "SwapOut produced", n->name, x->name);
+            if (!op_is_swap_in(n) && host)
+                return oc_fail(err, "plan: node '%s' reads host tensor '%s' (a SwapOut "
+                               "output); only a SwapIn may", n->name, x->name);
+        }
+    }
+    return OC_OK;
+}
+
+static const int64_t *g_off; /* qsort context */
+
+/* Items: tensors t < n_tensors, then node workspaces n_tensors + i. */
+static const char *item_writer(const ir_graph *g, int t) {
+    return t < g->n_tensors ? writer_of(g, t) : g->nodes[t - g->n_tensors].name;
+}
+
+static void item_name(const ir_graph *g, int t, char *buf, size_t cap) {
+    if (t < g->n_tensors)
+        snprintf(buf, cap, "tensor '%s'", g->tensors[t].name);
+    else
+        snprintf(buf, cap, "workspace");
+}
+
+static int by_offset(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (g_off[x] != g_off[y]) return g_off[x] < g_off[y] ? -1 : 1;
+    return x - y;
+}
+
+int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, int64_t budget,
+                oc_err *err) {
+    const ir_graph *g = tg->g;
+    if (check_order(g, err)) return OC_ERR;
+    plan_lifetimes lt;
+    plan_lifetimes_compute(tg, &lt);
+    int nt = g->n_tensors, nn = g->n_nodes;
+    int64_t *ws_off, *ws_bytes;
+    plan_workspaces_of(g, &ws_off, &ws_bytes);
+    plan_lifetimes_add_workspaces(&lt, nn, ws_bytes);
+    /* Offsets of tensors and workspace items (nt + node). */
+    int64_t *all = oc_malloc(((size_t)nt + nn + 1) * sizeof(int64_t));
+    memcpy(all, off, (size_t)nt * sizeof(int64_t));
+    memcpy(all + nt, ws_off, (size_t)nn * sizeof(int64_t));
+    int *items = oc_malloc(((size_t)nt + nn + 1) * sizeof(int)), n = 0;
+    int rc = OC_OK;
+    for (int t = 0; t < nt + nn && rc == OC_OK; t++) {
+        if (!plan_lifetimes_device(&lt, t)) continue;
+        char what[300];
+        const char *w = t < nt ? writer_of(g, t) : g->nodes[t - nt].name;
+        if (t < nt)
+            snprintf(what, sizeof what, "tensor '%s'", g->tensors[t].name);
+        else
+            snprintf(what, sizeof what, "workspace of %" PRId64 " bytes", ws_bytes[t - nt]);
+        if (all[t] < 0)
+            rc = oc_fail(err, "plan: node '%s': %s has no arena offset", w, what);
+        else if (all[t] % PLAN_ALIGN)
+            rc = oc_fail(err, "plan: node '%s': %s at offset %" PRId64 " is not a multiple of "
+                         "%d", w, what, all[t], PLAN_ALIGN);
+        else if (all[t] + lt.bytes[t] > arena_bytes)
+            rc = oc_fail(err, "plan: node '%s': %s ends at byte %" PRId64 ", past the arena of "
+                         "%" PRId64 " bytes", w, what, all[t] + lt.bytes[t], arena_bytes);
+        items[n++] = t;
+    }
+    if (rc == OC_OK) {
+        g_off = all;
+        qsort(items, (size_t)n, sizeof(int), by_offset);
+        for (int i = 0; i < n && rc == OC_OK; i++) {
+            int a = items[i];
+            for (int j = i + 1; j < n && all[items[j]] < all[a] + lt.bytes[a] && rc == OC_OK; j++) {
+                int b = items[j];
+                if (lt.first[a] > lt.last[b] || lt.first[b] > lt.last[a]) continue;
+                int later = lt.first[a] >= lt.first[b] ? a : b, other = later == a ? b : a;
+                int64_t lo = all[b], hi = all[a] + lt.bytes[a] < all[b] + lt.bytes[b]
+                                              ? all[a] + lt.bytes[a] : all[b] + lt.bytes[b];
+                char nl[300], no[300];
+                item_name(g, later, nl, sizeof nl);
+                item_name(g, other, no, sizeof no);
+                rc = oc_fail(err, "plan: node '%s': its %s overlaps %s (written by '%s') at "
+                             "arena bytes [%" PRId64 ", %" PRId64 ") while both are live "
+                             "(positions %d..%d and %d..%d)", item_writer(g, later), nl, no,
+                             item_writer(g, other), lo, hi, lt.first[later], lt.last[later],
+                             lt.first[other], lt.last[other]);
+            }
+        }
+    }
+    oc_free(all), oc_free(ws_off), oc_free(ws_bytes);
+    if (rc == OC_OK && budget > 0 && arena_bytes > budget)
+        rc = oc_fail(err, "plan: the arena needs %" PRId64 " bytes, over the budget of %" PRId64,
+                     arena_bytes, budget);
+    oc_free(items);
+    plan_lifetimes_free(&lt);
+    return rc;
+}

@@ -1,0 +1,202 @@
+/* profile.c — see profile.h. */
+#include "plan/profile.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "ir/ops/op_table.h"
+
+profile *profile_new(const profile_device *d, int64_t batch, profile_source src, int n) {
+    profile *p = oc_calloc(1, sizeof *p);
+    p->device = *d;
+    p->batch = batch;
+    p->source = src;
+    p->nodes = oc_calloc((size_t)n + 1, sizeof *p->nodes);
+    p->n_nodes = n;
+    return p;
+}
+
+void profile_free(profile *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_nodes; i++) oc_free(p->nodes[i].name);
+    oc_free(p->nodes);
+    oc_free(p);
+}
+
+void profile_node_set(profile *p, int i, const char *name, double time_s, int64_t workspace) {
+    OC_ASSERT(i >= 0 && i < p->n_nodes);
+    oc_free(p->nodes[i].name);
+    p->nodes[i].name = oc_strdup(name);
+    p->nodes[i].time_s = time_s;
+    p->nodes[i].workspace_bytes = workspace;
+}
+
+profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_t batch) {
+    const ir_graph *g = tg->g;
+    profile *p = profile_new(d, batch, PROFILE_SOURCE_ANALYTIC, g->n_nodes);
+    for (int i = 0; i < g->n_nodes; i++) {
+        op_cost c = {0};
+        op_cost_of(g, &g->nodes[i], &c);
+        double tf = c.flops / d->peak_flops;
+        double tb = (c.bytes_read + c.bytes_written) / d->mem_bandwidth_bytes_per_s;
+        profile_node_set(p, i, g->nodes[i].name, (tf > tb ? tf : tb) + d->launch_overhead_s, 0);
+    }
+    return p;
+}
+
+int profile_parse(const char *text, const char *path, profile **out, oc_err *err) {
+    *out = NULL;
+    json_error_t je;
+    json_t *root = json_loads(text, 0, &je);
+    if (!root) return oc_fail(err, "%s:%d: bad JSON: %s", path, je.line, je.text);
+    profile *p = NULL;
+    int rc = OC_ERR;
+    char what[512];
+    if (!json_is_object(root)) {
+        oc_fail(err, "%s: top level is not a JSON object", path);
+        goto done;
+    }
+    profile_device d;
+    snprintf(what, sizeof what, "%s: device", path);
+    const json_t *dev = json_object_get(root, "device");
+    if (!dev) {
+        oc_fail(err, "%s: missing field 'device'", path);
+        goto done;
+    }
+    if (device_from_json(dev, what, &d, err)) goto done;
+    const json_t *b = json_object_get(root, "batch");
+    if (!json_is_integer(b) || json_integer_value(b) < 1) {
+        oc_fail(err, "%s: field 'batch' must be an integer >= 1", path);
+        goto done;
+    }
+    const char *src = json_string_value(json_object_get(root, "source"));
+    if (!src || (strcmp(src, "analytic") && strcmp(src, "measured"))) {
+        oc_fail(err, "%s: field 'source' must be \"analytic\" or \"measured\"", path);
+        goto done;
+    }
+    const json_t *nodes = json_object_get(root, "nodes");
+    if (!json_is_array(nodes)) {
+        oc_fail(err, "%s: missing array field 'nodes'", path);
+        goto done;
+    }
+    int n = (int)json_array_size(nodes);
+    p = profile_new(&d, json_integer_value(b), strcmp(src, "measured") == 0
+                                                   ? PROFILE_SOURCE_MEASURED
+                                                   : PROFILE_SOURCE_ANALYTIC, n);
+    for (int i = 0; i < n; i++) {
+        const json_t *r = json_array_get(nodes, (size_t)i);
+        const char *name = json_string_value(json_object_get(r, "name"));
+        if (!name) {
+            oc_fail(err, "%s: nodes[%d]: missing string field 'name'", path, i);
+            goto done;
+        }
+        const json_t *t = json_object_get(r, "time_s"), *w = json_object_get(r, "workspace_bytes");
+        if (!json_is_number(t) || !(json_number_value(t) >= 0) || json_number_value(t) > 1e9) {
+            oc_fail(err, "%s: node '%s': field 'time_s' %s", path, name,
+                    t ? "must be a number >= 0" : "is missing");
+            goto done;
+        }
+        if (!json_is_number(w) || !(json_number_value(w) >= 0) || json_number_value(w) > 9e18) {
+            oc_fail(err, "%s: node '%s': field 'workspace_bytes' %s", path, name,
+                    w ? "must be a number >= 0" : "is missing");
+            goto done;
+        }
+        profile_node_set(p, i, name, json_number_value(t), (int64_t)json_number_value(w));
+    }
+    rc = OC_OK;
+done:
+    json_decref(root);
+    if (rc) profile_free(p);
+    else *out = p;
+    return rc;
+}
+
+int profile_read(const char *path, profile **out, oc_err *err) {
+    uint8_t *data;
+    size_t len;
+    *out = NULL;
+    if (oc_read_file(path, &data, &len, err)) return OC_ERR;
+    char *text = oc_malloc(len + 1);
+    memcpy(text, data, len);
+    text[len] = '\0';
+    oc_free(data);
+    int rc = profile_parse(text, path, out, err);
+    oc_free(text);
+    return rc;
+}
+
+int profile_write_file(const profile *p, FILE *f, oc_err *err) {
+    json_t *root = json_object();
+    json_object_set_new(root, "device", device_to_json(&p->device));
+    json_object_set_new(root, "batch", json_integer((json_int_t)p->batch));
+    json_object_set_new(root, "source", json_string(p->source == PROFILE_SOURCE_MEASURED
+                                                        ? "measured"
+                                                        : "analytic"));
+    json_t *nodes = json_array();
+    for (int i = 0; i < p->n_nodes; i++)
+        json_array_append_new(nodes, json_pack("{s:s, s:f, s:I}", "name", p->nodes[i].name,
+                                               "time_s", p->nodes[i].time_s, "workspace_bytes",
+                                               (json_int_t)p->nodes[i].workspace_bytes));
+    json_object_set_new(root, "nodes", nodes);
+    int rc = json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (rc != 0 || fputc('\n', f) == EOF)
+        return oc_fail(err, "profile: write error: %s", strerror(errno));
+    return OC_OK;
+}
+
+int profile_node_costs(const profile *p, const train_graph *tg, const char *what,
+                       double *time, int64_t *workspace, oc_err *err) {
+    const ir_graph *g = tg->g;
+    /* Name -> node through a small open-addressing table (names are unique). */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)g->n_nodes) cap *= 2;
+    int *slot = oc_malloc(cap * sizeof *slot);
+    for (size_t i = 0; i < cap; i++) slot[i] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        time[i] = -1;
+        size_t h = 5381;
+        for (const char *s = g->nodes[i].name; *s; s++) h = h * 33 + (unsigned char)*s;
+        while (slot[h & (cap - 1)] >= 0) h++;
+        slot[h & (cap - 1)] = i;
+    }
+    int rc = OC_OK;
+    for (int r = 0; r < p->n_nodes && rc == OC_OK; r++) {
+        const char *name = p->nodes[r].name;
+        size_t h = 5381;
+        for (const char *s = name; *s; s++) h = h * 33 + (unsigned char)*s;
+        int found = -1;
+        for (; slot[h & (cap - 1)] >= 0; h++)
+            if (strcmp(g->nodes[slot[h & (cap - 1)]].name, name) == 0) {
+                found = slot[h & (cap - 1)];
+                break;
+            }
+        if (found < 0)
+            rc = oc_fail(err, "%s: node '%s' is not in the training graph of %s", what, name,
+                         g->model_path ? g->model_path : "the model");
+        else if (time[found] >= 0)
+            rc = oc_fail(err, "%s: node '%s' appears twice", what, name);
+        else {
+            time[found] = p->nodes[r].time_s;
+            workspace[found] = p->nodes[r].workspace_bytes;
+        }
+    }
+    for (int i = 0; i < g->n_nodes && rc == OC_OK; i++)
+        if (time[i] < 0)
+            rc = oc_fail(err, "%s: no record for training-graph node '%s' (%s)", what,
+                         g->nodes[i].name, g->nodes[i].op_type);
+    oc_free(slot);
+    return rc;
+}
+
+void profile_scale_to_batch(profile *p, int64_t batch, FILE *warn) {
+    if (batch == p->batch || batch <= 0) return;
+    double k = (double)batch / (double)p->batch;
+    if (warn)
+        fprintf(warn,
+                "outcore-plan: warning: profile taken at batch %lld applied at batch %lld: "
+                "node times scaled by %.4g (workspaces unchanged)\n",
+                (long long)p->batch, (long long)batch, k);
+    for (int i = 0; i < p->n_nodes; i++) p->nodes[i].time_s *= k;
+    p->batch = batch;
+}

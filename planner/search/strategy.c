@@ -1,0 +1,154 @@
+/* strategy.c — the strategy registry, the run wrapper and `auto`. */
+#include "search/strategy.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* The registry: one line per strategy. "auto" runs every other entry. */
+static const strategy *const k_strategies[] = {
+    &strategy_incore,
+    &strategy_swap_all_nosched,
+    &strategy_swap_all,
+    &strategy_vdnn_conv,
+    &strategy_superneurons,
+    &strategy_hybrid,
+    &strategy_chen,
+    &strategy_dp,
+    &strategy_dp_min,
+    &strategy_dp_swap,
+    &strategy_auto,
+};
+
+int strategy_count(void) { return (int)(sizeof k_strategies / sizeof k_strategies[0]); }
+
+const strategy *strategy_at(int i)
+{
+    OC_ASSERT(i >= 0 && i < strategy_count());
+    return k_strategies[i];
+}
+
+const strategy *strategy_find(const char *name)
+{
+    for (int i = 0; i < strategy_count(); i++)
+        if (strcmp(k_strategies[i]->name, name) == 0) return k_strategies[i];
+    return NULL;
+}
+
+void strategy_list(char *buf, size_t cap)
+{
+    if (cap == 0) return;
+    buf[0] = '\0';
+    size_t n = 0;
+    for (int i = 0; i < strategy_count() && n + 1 < cap; i++) {
+        int w = snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", k_strategies[i]->name);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}
+
+strategy_options strategy_options_default(void)
+{
+    strategy_options o = {.max_leaves = 0, .max_sims = 0, .max_seconds = 0,
+                          .max_nodes_exact = 100, .verbose = 0};
+    return o;
+}
+
+double strategy_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void strategy_note(strategy_stats *stats, const char *fmt, ...)
+{
+    size_t n = strlen(stats->notes);
+    if (n + 1 >= sizeof stats->notes) return;
+    if (n > 0 && n + 3 < sizeof stats->notes) {
+        stats->notes[n++] = ';';
+        stats->notes[n++] = ' ';
+        stats->notes[n] = '\0';
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(stats->notes + n, sizeof stats->notes - n, fmt, ap);
+    va_end(ap);
+}
+
+int strategy_sim(const strategy_input *in, const sim_plan *plan, sim_result *r,
+                 strategy_stats *stats, oc_err *err)
+{
+    if (stats) stats->sims++;
+    return sim_run(in->ctx, plan, &in->sim, r, NULL, err);
+}
+
+bool strategy_budget_spent(const strategy_input *in, strategy_stats *stats, double start)
+{
+    bool spent = false;
+    if (in->opts.max_sims > 0 && stats->sims >= in->opts.max_sims) spent = true;
+    if (in->opts.max_seconds > 0 && strategy_now() - start >= in->opts.max_seconds) spent = true;
+    if (spent) stats->bound_hit = true;
+    return spent;
+}
+
+int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out,
+                 strategy_stats *stats, oc_err *err)
+{
+    memset(stats, 0, sizeof *stats);
+    double t0 = strategy_now();
+    int rc = s->plan(in, out, stats, err);
+    double t1 = strategy_now();
+    if (rc != OC_OK) return rc;
+    sim_result r;
+    if (sim_run(in->ctx, out, &in->sim, &r, NULL, err) != OC_OK)
+        return oc_fail_prefix(err, "strategy %s produced a malformed plan", s->name);
+    stats->plan_seconds = t1 - t0;
+    stats->feasible = r.feasible;
+    stats->result = r;
+    if (!r.feasible && stats->notes[0] == '\0') strategy_note(stats, "%s", r.reason);
+    return OC_OK;
+}
+
+/* auto: every other registered strategy; the fastest feasible plan wins. */
+static int auto_plan(const strategy_input *in, sim_plan *out, strategy_stats *stats, oc_err *err)
+{
+    sim_plan *cand = sim_plan_new(in->tg);
+    const strategy *best = NULL;
+    double best_t = 0;
+    int rc = OC_OK;
+    for (int i = 0; i < strategy_count(); i++) {
+        const strategy *s = strategy_at(i);
+        if (s == &strategy_auto) continue;
+        strategy_stats st;
+        if (strategy_run(s, in, cand, &st, err) != OC_OK) {
+            rc = oc_fail_prefix(err, "auto: strategy %s", s->name);
+            break;
+        }
+        stats->sims += st.sims + 1;
+        stats->leaves_explored += st.leaves_explored;
+        stats->bound_hit = stats->bound_hit || st.bound_hit;
+        if (st.feasible && (!best || st.result.time_s < best_t)) {
+            best = s;
+            best_t = st.result.time_s;
+            sim_plan_copy(out, cand);
+        }
+    }
+    if (rc == OC_OK) {
+        if (best) {
+            strategy_note(stats, "chose %s", best->name);
+        } else {
+            sim_plan_swap_all(out);
+            strategy_note(stats, "no strategy found a feasible plan");
+        }
+    }
+    sim_plan_free(cand);
+    return rc;
+}
+
+const strategy strategy_auto = {
+    .name = "auto",
+    .summary = "runs every other strategy, keeps the fastest feasible simulated plan",
+    .plan = auto_plan,
+};

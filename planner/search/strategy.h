@@ -1,0 +1,120 @@
+/* strategy.h — one interface for every planning strategy (DESIGN §6):
+ * plan = strategy(training graph, profile/simulator, budget, options).
+ * Every strategy fills a sim_plan (per saved tensor KEEP | SWAP | RECOMPUTE
+ * plus swap-in issue points); every plan is scored by the one simulator.
+ *
+ *   sim_context *ctx; sim_context_new(tg, prof, "v100", &ctx, &err);
+ *   strategy_input in = {.tg = tg, .ctx = ctx, .prof = prof,
+ *                        .sim = {.budget_bytes = 16LL << 30},
+ *                        .opts = strategy_options_default()};
+ *   const strategy *s = strategy_find("hybrid");          // NULL if unknown
+ *   sim_plan *p = sim_plan_new(tg);
+ *   strategy_stats st;
+ *   if (s->plan(&in, p, &st, &err)) ...                   // OC_ERR: internal/bad input
+ *   if (st.feasible) ... st.result.time_s ...             // scored by sim_run
+ *   sim_plan_free(p);
+ *
+ *   for (int i = 0; i < strategy_count(); i++) strategy_at(i)->name ...
+ *
+ * Contract of plan():
+ *  - in->ctx was built from in->tg (and in->prof); plan() may call sim_run on
+ *    it as often as it likes (not thread-safe: one ctx per thread).
+ *  - out was made by sim_plan_new(in->tg); plan() overwrites every decision.
+ *  - Returns OC_OK when it produced a plan, feasible or not. stats->feasible and
+ *    stats->result are the simulator's verdict on *out under in->sim (the
+ *    strategy_run wrapper re-scores to guarantee that). When no feasible plan
+ *    is found, *out is the strategy's best attempt and stats->notes says why.
+ *  - Returns OC_ERR only on malformed input or a bug-like failure (err set).
+ *  - Strategies do not print; explanations go to stats->notes.
+ *
+ * Adding a strategy: write planner/strategy_<name>.c exporting a
+ * `const strategy strategy_<name>` and add one line to the table in
+ * planner/strategy.c. */
+#ifndef OC_STRATEGY_H
+#define OC_STRATEGY_H
+
+#include "sim/simulator.h"
+
+typedef struct strategy_options {
+    /* Cap on leaves of any exhaustive search (hybrid keep/swap step, DP
+     * states, ...). <= 0: the strategy's default. */
+    long max_leaves;
+    /* Cap on simulator calls for one plan() (<= 0: unlimited). */
+    long max_sims;
+    /* Wall-clock cap for one plan() in seconds (<= 0: unlimited). Strategies
+     * that hit it return their best plan so far and set bound_hit. A seconds
+     * cap makes the result depend on machine speed: tests may use it only
+     * where what they assert holds for whatever plan comes back. */
+    double max_seconds;
+    /* ILP and other external solvers: node limit for applicability. */
+    int max_nodes_exact;
+    int verbose; /* > 0: strategies may put more detail in notes */
+} strategy_options;
+strategy_options strategy_options_default(void);
+
+typedef struct strategy_input {
+    const train_graph *tg;
+    const profile *prof;  /* may be NULL when only ctx is available */
+    sim_context *ctx;     /* built from tg (+prof); shared by all calls */
+    sim_options sim;      /* budget + reserve the plan must fit */
+    strategy_options opts;
+} strategy_input;
+
+typedef struct strategy_stats {
+    long leaves_explored;  /* leaves of the exhaustive step (0 if none) */
+    bool bound_hit;        /* a cap (leaves/sims/seconds) cut the search short */
+    long sims;             /* sim_run calls made */
+    double plan_seconds;   /* wall time of plan() (filled by strategy_run) */
+    bool feasible;         /* the simulator's verdict on the returned plan */
+    sim_result result;     /* scalar figures of that run (pointer fields invalid
+                              after later sim_run calls on the same ctx) */
+    char notes[512];       /* human-readable: fallbacks taken, why infeasible */
+} strategy_stats;
+
+typedef struct strategy strategy;
+struct strategy {
+    const char *name;
+    const char *summary; /* one line for --help / docs */
+    int (*plan)(const strategy_input *in, sim_plan *out, strategy_stats *stats, oc_err *err);
+};
+
+/* Registry (table in strategy.c). "auto" is registered too. */
+int strategy_count(void);
+const strategy *strategy_at(int i);
+const strategy *strategy_find(const char *name); /* NULL when unknown */
+/* Writes "incore, swap-all-nosched, ..." into buf (for error messages). */
+void strategy_list(char *buf, size_t cap);
+
+/* Runs s->plan with stats zeroed, times it (plan_seconds), then re-scores *out
+ * with sim_run under in->sim so stats->feasible/result are the simulator's
+ * word, whatever the strategy claimed. */
+int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out,
+                 strategy_stats *stats, oc_err *err);
+
+/* Helpers for strategy implementations. */
+/* sim_run on plan with in->sim; counts stats->sims; OC_ERR only on malformed plan. */
+int strategy_sim(const strategy_input *in, const sim_plan *plan, sim_result *r,
+                 strategy_stats *stats, oc_err *err);
+/* Appends a formatted note (truncates silently). */
+void strategy_note(strategy_stats *stats, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Monotonic wall clock in seconds. */
+double strategy_now(void);
+/* True when stats show a sim or time cap from in->opts has been reached
+ * (start = strategy_now() at plan() entry); sets stats->bound_hit. */
+bool strategy_budget_spent(const strategy_input *in, strategy_stats *stats, double start);
+
+/* Strategies (defined in strategy_*.c). */
+extern const strategy strategy_incore;
+extern const strategy strategy_swap_all_nosched;
+extern const strategy strategy_swap_all;
+extern const strategy strategy_vdnn_conv;
+extern const strategy strategy_superneurons;
+extern const strategy strategy_hybrid;
+extern const strategy strategy_chen;    /* strategy_chen.c */
+extern const strategy strategy_dp;      /* strategy_dp.c: time-centric DP */
+extern const strategy strategy_dp_min;  /* strategy_dp.c: memory-centric DP */
+extern const strategy strategy_dp_swap; /* strategy_dp.c: DP + swapped checkpoints */
+extern const strategy strategy_auto;
+
+#endif

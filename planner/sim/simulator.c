@@ -1,0 +1,510 @@
+/* simulator.c — see simulator.h.
+ *
+ * One run has two phases, both over buffers the context owns:
+ *  1. plan_build: the effective compute sequence ("ops": schedule nodes with
+ *     recompute ops inserted), and per op the bytes allocated at its start and
+ *     freed at its end, the swap-ins it waits for; the D2H and H2D queues.
+ *  2. run_events: advance time from one stream completion to the next,
+ *     starting whatever can start after each. */
+#include "sim/simulator.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct sim_context {
+    const train_graph *tg;
+    int n_nodes, n_tensors, max_ops;
+    int n_forward;         /* nodes before the first non-forward-phase node */
+    profile_device dev;
+    double *time;          /* per node */
+    int64_t *ws;           /* per node */
+    double ideal_s;
+    int64_t *bytes;        /* per tensor: 0 when persistent, aliased or unsized */
+    int64_t base_bytes;    /* persistent + graph inputs */
+    uint8_t *fwd_act;      /* per tensor: produced by a forward node, not persistent */
+    uint8_t *is_saved;
+    uint8_t *is_output;    /* graph output */
+    int *in_off, *in_idx;  /* per node: distinct inputs (CSR) */
+    int *out_off, *out_idx;
+    /* Per-run scratch. */
+    int *op_node;          /* per op: node */
+    uint8_t *op_rc;        /* per op: recompute */
+    int64_t *op_alloc, *op_free;
+    int *wait_off, *wait_idx; /* per op: swapped tensors it reads */
+    int *block_start;      /* per node: first op of its block */
+    int *node_pos;         /* per node: its op */
+    int *rc_pos, *eff_last, *fwd_last, *first_bwd, *issue; /* per tensor */
+    int *so_list, *si_list, *tmp_list, *count; /* queues; count: max_ops + 1 */
+    int *pending;          /* swapped tensors copied out, forward readers pending */
+    uint8_t *so_done, *si_done;
+    double *res[8];        /* node start/end, rc start/end, so start/end, si start/end */
+};
+
+const char *sim_stream_name(sim_stream s) {
+    static const char *names[] = {"compute", "D2H", "H2D"};
+    return s < SIM_STREAM__COUNT ? names[s] : "?";
+}
+
+sim_timeline *sim_timeline_new(void) { return oc_calloc(1, sizeof(sim_timeline)); }
+
+void sim_timeline_free(sim_timeline *tl) {
+    if (!tl) return;
+    oc_free(tl->events);
+    oc_free(tl->samples);
+    oc_free(tl);
+}
+
+static bool tensor_persistent(const train_graph *tg, int t) {
+    ir_kind k = tg->g->tensors[t].kind;
+    return tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
+           k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
+}
+
+const double *sim_context_node_times(const sim_context *ctx) { return ctx->time; }
+const int64_t *sim_context_node_workspaces(const sim_context *ctx) { return ctx->ws; }
+
+int sim_context_new(const train_graph *tg, const profile *prof, const char *what,
+                    sim_context **out, oc_err *err) {
+    const ir_graph *g = tg->g;
+    sim_context *c = oc_calloc(1, sizeof *c);
+    *out = NULL;
+    c->tg = tg;
+    c->n_nodes = g->n_nodes;
+    c->n_tensors = g->n_tensors;
+    /* Backward side = from the first node not in the forward phase (the loss):
+     * tg->saved counts the loss's inputs as saved too. */
+    c->n_forward = 0;
+    while (c->n_forward < g->n_nodes && tg->phase[c->n_forward] == TRAIN_PHASE_FORWARD)
+        c->n_forward++;
+    c->max_ops = g->n_nodes + tg->n_forward;
+    size_t nn = (size_t)c->n_nodes + 1, nt = (size_t)c->n_tensors + 1, no = (size_t)c->max_ops + 1;
+    c->time = oc_calloc(nn, sizeof *c->time);
+    c->ws = oc_calloc(nn, sizeof *c->ws);
+    c->bytes = oc_calloc(nt, sizeof *c->bytes);
+    c->fwd_act = oc_calloc(nt, 1);
+    c->is_saved = oc_calloc(nt, 1);
+    c->is_output = oc_calloc(nt, 1);
+    c->in_off = oc_calloc(nn, sizeof(int));
+    c->out_off = oc_calloc(nn, sizeof(int));
+    c->op_node = oc_calloc(no, sizeof(int));
+    c->op_rc = oc_calloc(no, 1);
+    c->op_alloc = oc_calloc(no, sizeof(int64_t));
+    c->op_free = oc_calloc(no, sizeof(int64_t));
+    c->wait_off = oc_calloc(no + 1, sizeof(int));
+    c->block_start = oc_calloc(nn, sizeof(int));
+    c->node_pos = oc_calloc(nn, sizeof(int));
+    int **per_t[] = {&c->rc_pos, &c->eff_last, &c->fwd_last, &c->first_bwd, &c->issue,
+                     &c->so_list, &c->si_list, &c->tmp_list, &c->pending};
+    for (size_t i = 0; i < sizeof per_t / sizeof per_t[0]; i++) *per_t[i] = oc_calloc(nt, sizeof(int));
+    c->count = oc_calloc(no + 1, sizeof(int));
+    c->so_done = oc_calloc(nt, 1);
+    c->si_done = oc_calloc(nt, 1);
+    for (int i = 0; i < 8; i++) c->res[i] = oc_calloc(i < 4 ? nn : nt, sizeof(double));
+    c->dev = prof->device;
+    if (profile_node_costs(prof, tg, what, c->time, c->ws, err)) {
+        sim_context_free(c);
+        return OC_ERR;
+    }
+    for (int i = 0; i < c->n_nodes; i++) c->ideal_s += c->time[i];
+    int64_t b;
+    for (int t = 0; t < c->n_tensors; t++) {
+        const ir_tensor *x = &g->tensors[t];
+        if (!ir_tensor_bytes(x, &b)) b = 0;
+        if (tensor_persistent(tg, t)) {
+            if (tg->alias_of[t] < 0) c->base_bytes += b;
+            continue;
+        }
+        c->is_output[t] = x->is_graph_output;
+        c->fwd_act[t] = x->producer >= 0 && x->producer < tg->n_forward;
+        /* Producer-less tensors that are not graph inputs are never allocated. */
+        c->bytes[t] = x->producer >= 0 || x->is_graph_input ? b : 0;
+    }
+    for (int i = 0; i < g->n_inputs; i++) c->base_bytes += c->bytes[g->inputs[i]];
+    for (int i = 0; i < tg->n_saved; i++) c->is_saved[tg->saved[i]] = 1;
+    /* Distinct inputs / present outputs per node. */
+    int n_in = 0, n_out = 0;
+    for (int i = 0; i < c->n_nodes; i++) {
+        n_in += g->nodes[i].n_inputs;
+        n_out += g->nodes[i].n_outputs;
+    }
+    c->in_idx = oc_calloc((size_t)n_in + 1, sizeof(int));
+    c->out_idx = oc_calloc((size_t)n_out + 1, sizeof(int));
+    c->wait_idx = oc_calloc(2 * (size_t)n_in + 1, sizeof(int)); /* nodes + recomputes */
+    n_in = n_out = 0;
+    for (int i = 0; i < c->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        c->in_off[i] = n_in;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            bool dup = t < 0;
+            for (int j = c->in_off[i]; j < n_in && !dup; j++) dup = c->in_idx[j] == t;
+            if (!dup) c->in_idx[n_in++] = t;
+        }
+        c->out_off[i] = n_out;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0) c->out_idx[n_out++] = n->outputs[k];
+    }
+    c->in_off[c->n_nodes] = n_in;
+    c->out_off[c->n_nodes] = n_out;
+    *out = c;
+    return OC_OK;
+}
+
+void sim_context_free(sim_context *c) {
+    if (!c) return;
+    void *p[] = {c->time, c->ws, c->bytes, c->fwd_act, c->is_saved, c->is_output, c->in_off,
+                 c->in_idx, c->out_off, c->out_idx, c->op_node, c->op_rc, c->op_alloc,
+                 c->op_free, c->wait_off, c->wait_idx, c->block_start, c->node_pos, c->rc_pos,
+                 c->eff_last, c->fwd_last, c->first_bwd, c->issue, c->so_list, c->si_list,
+                 c->tmp_list, c->count, c->pending, c->so_done, c->si_done};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
+    for (int i = 0; i < 8; i++) oc_free(c->res[i]);
+    oc_free(c);
+}
+
+/* ---- phase 1: the effective sequence ---------------------------------- */
+
+typedef struct run_state {
+    sim_context *c;
+    const sim_plan *plan;
+    int n_ops;
+    int n_swap;
+} run_state;
+
+/* Does tensor t have to be re-produced when a recompute reads it? */
+static bool needs_rc(const run_state *s, int t) {
+    const sim_context *c = s->c;
+    return c->fwd_act[t] &&
+           (s->plan->decision[t] == SIM_DECISION_RECOMPUTE || !c->is_saved[t]);
+}
+
+/* Appends the recompute op of t's producer, after those of its inputs. */
+static void rc_insert(run_state *s, int t) {
+    sim_context *c = s->c;
+    int p = c->tg->g->tensors[t].producer;
+    for (int j = c->in_off[p]; j < c->in_off[p + 1]; j++) {
+        int u = c->in_idx[j];
+        if (needs_rc(s, u) && c->rc_pos[u] < 0) rc_insert(s, u);
+    }
+    int q = s->n_ops++;
+    OC_ASSERT(q < c->max_ops);
+    c->op_node[q] = p;
+    c->op_rc[q] = 1;
+    for (int j = c->out_off[p]; j < c->out_off[p + 1]; j++) {
+        int o = c->out_idx[j];
+        if (o == t || (needs_rc(s, o) && c->rc_pos[o] < 0 && c->is_saved[o])) c->rc_pos[o] = q;
+    }
+}
+
+typedef enum sort_key { KEY_PRODUCTION, KEY_FIRST_NEED, KEY_ISSUE } sort_key;
+
+static int key_of(const run_state *s, int t, sort_key k) {
+    const sim_context *c = s->c;
+    int p = c->tg->g->tensors[t].producer;
+    if (k == KEY_PRODUCTION) return p < 0 ? 0 : c->node_pos[p] + 1;
+    return k == KEY_FIRST_NEED ? c->first_bwd[t] : c->issue[t];
+}
+
+/* Stable counting sort of the s->n_swap tensors in src into dst by key (0..n_ops). */
+static void sort_by_key(const run_state *s, const int *src, int *dst, sort_key k) {
+    int *count = s->c->count, nk = s->n_ops + 1;
+    memset(count, 0, (size_t)(nk + 1) * sizeof(int));
+    for (int i = 0; i < s->n_swap; i++) count[key_of(s, src[i], k) + 1]++;
+    for (int i = 0; i < nk; i++) count[i + 1] += count[i];
+    for (int i = 0; i < s->n_swap; i++) dst[count[key_of(s, src[i], k)]++] = src[i];
+}
+
+static int plan_check(const run_state *s, oc_err *err) {
+    const sim_context *c = s->c;
+    const ir_graph *g = c->tg->g;
+    for (int t = 0; t < c->n_tensors; t++) {
+        int d = s->plan->decision[t];
+        if (d == SIM_DECISION_KEEP) continue;
+        if (d > SIM_DECISION_RECOMPUTE)
+            return oc_fail(err, "plan: tensor '%s': bad decision %d", g->tensors[t].name, d);
+        if (!c->is_saved[t])
+            return oc_fail(err, "plan: tensor '%s' is not a saved activation; only saved "
+                                "tensors can be %s", g->tensors[t].name,
+                           sim_decision_name((sim_decision)d));
+        if (d == SIM_DECISION_RECOMPUTE && !c->fwd_act[t])
+            return oc_fail(err, "plan: tensor '%s' has no forward producer to recompute",
+                           g->tensors[t].name);
+        int at = s->plan->swap_in_at[t];
+        if (d == SIM_DECISION_SWAP && (at < -1 || at >= c->n_nodes))
+            return oc_fail(err, "plan: tensor '%s': swap-in issue node %d out of range",
+                           g->tensors[t].name, at);
+    }
+    return OC_OK;
+}
+
+static int plan_build(run_state *s, oc_err *err) {
+    sim_context *c = s->c;
+    const ir_graph *g = c->tg->g;
+    const uint8_t *dec = s->plan->decision;
+    if (plan_check(s, err)) return OC_ERR;
+    for (int t = 0; t < c->n_tensors; t++) {
+        c->rc_pos[t] = c->eff_last[t] = c->fwd_last[t] = c->first_bwd[t] = -1;
+        c->so_done[t] = c->si_done[t] = 0;
+    }
+    /* The sequence. */
+    s->n_ops = 0;
+    for (int i = 0; i < c->n_nodes; i++) {
+        c->block_start[i] = s->n_ops;
+        if (i >= c->n_forward)
+            for (int j = c->in_off[i]; j < c->in_off[i + 1]; j++) {
+                int t = c->in_idx[j];
+                if (c->fwd_act[t] && dec[t] == SIM_DECISION_RECOMPUTE && c->rc_pos[t] < 0)
+                    rc_insert(s, t);
+            }
+        c->node_pos[i] = s->n_ops;
+        c->op_node[s->n_ops] = i;
+        c->op_rc[s->n_ops++] = 0;
+    }
+    int bwd0 = c->n_forward < c->n_nodes ? c->block_start[c->n_forward] : s->n_ops;
+    /* Uses over the sequence; allocations at op start. */
+    int n_wait = 0;
+    for (int t = 0; t < c->n_tensors; t++) {
+        int p = g->tensors[t].producer;
+        if (p >= 0) c->eff_last[t] = c->fwd_last[t] = c->node_pos[p];
+        if (c->is_output[t]) c->eff_last[t] = c->node_pos[c->n_nodes - 1];
+    }
+    for (int q = 0; q < s->n_ops; q++) {
+        int n = c->op_node[q];
+        c->op_free[q] = c->op_alloc[q] = c->ws[n];
+        c->wait_off[q] = n_wait;
+        for (int j = c->in_off[n]; j < c->in_off[n + 1]; j++) {
+            int t = c->in_idx[j];
+            c->eff_last[t] = q;
+            if (q < bwd0) c->fwd_last[t] = q;
+            else if (c->first_bwd[t] < 0) c->first_bwd[t] = q;
+            if (dec[t] == SIM_DECISION_SWAP && q >= bwd0) c->wait_idx[n_wait++] = t;
+        }
+        for (int j = c->out_off[n]; j < c->out_off[n + 1]; j++) {
+            int t = c->out_idx[j];
+            if (!c->op_rc[q] || c->rc_pos[t] == q) c->op_alloc[q] += c->bytes[t];
+        }
+    }
+    c->wait_off[s->n_ops] = n_wait;
+    /* Frees at op end; swap queues. */
+    int n_so = 0;
+    for (int t = 0; t < c->n_tensors; t++) {
+        int64_t b = c->bytes[t];
+        if (dec[t] == SIM_DECISION_SWAP) {
+            int at = s->plan->swap_in_at[t];
+            c->issue[t] = at < 0 ? c->first_bwd[t] : c->block_start[at];
+            if (c->first_bwd[t] < 0)
+                return oc_fail(err, "plan: tensor '%s' is swapped but no backward node reads it",
+                               g->tensors[t].name);
+            if (c->issue[t] <= c->fwd_last[t] || c->issue[t] > c->first_bwd[t])
+                return oc_fail(err, "plan: tensor '%s': swap-in issued at node '%s', which is "
+                                    "not after its last forward reader '%s' and at or before "
+                                    "its first backward reader '%s'", g->tensors[t].name,
+                               g->nodes[at].name,
+                               c->fwd_last[t] >= 0 ? g->nodes[c->op_node[c->fwd_last[t]]].name
+                                                   : "(none)",
+                               g->nodes[c->op_node[c->first_bwd[t]]].name);
+            c->so_list[n_so++] = t;
+            c->op_free[c->eff_last[t]] += b; /* the swapped-in copy */
+        } else if (c->rc_pos[t] >= 0) {
+            if (c->fwd_last[t] >= 0) c->op_free[c->fwd_last[t]] += b;
+            c->op_free[c->eff_last[t]] += b;
+        } else if (c->eff_last[t] >= 0) {
+            c->op_free[c->eff_last[t]] += b;
+        }
+    }
+    /* D2H in production order (graph inputs first); H2D by issue point, then
+     * by first need: two stable counting sorts. */
+    s->n_swap = n_so;
+    for (int i = 0; i < n_so; i++) c->tmp_list[i] = c->so_list[i];
+    sort_by_key(s, c->tmp_list, c->so_list, KEY_PRODUCTION);
+    sort_by_key(s, c->so_list, c->tmp_list, KEY_FIRST_NEED);
+    sort_by_key(s, c->tmp_list, c->si_list, KEY_ISSUE);
+    return OC_OK;
+}
+
+/* ---- phase 2: events --------------------------------------------------- */
+
+static void tl_event(sim_timeline *tl, sim_stream st, sim_event_kind k, int idx, double a,
+                     double b, int64_t bytes) {
+    if (!tl) return;
+    oc_grow((void **)&tl->events, &tl->cap_events, (size_t)tl->n_events + 1, sizeof(sim_event));
+    tl->events[tl->n_events++] = (sim_event){st, k, idx, a, b, bytes};
+}
+
+static void tl_sample(sim_timeline *tl, double t, int64_t bytes) {
+    if (!tl) return;
+    if (tl->n_samples && tl->samples[tl->n_samples - 1].t == t) {
+        tl->samples[tl->n_samples - 1].bytes = bytes;
+        return;
+    }
+    oc_grow((void **)&tl->samples, &tl->cap_samples, (size_t)tl->n_samples + 1,
+            sizeof(sim_sample));
+    tl->samples[tl->n_samples++] = (sim_sample){t, bytes};
+}
+
+static double copy_time(const sim_context *c, const profile_device *d, int t, bool h2d) {
+    return d->copy_latency_s + (double)c->bytes[t] / (h2d ? d->h2d_bytes_per_s : d->d2h_bytes_per_s);
+}
+
+int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_result *r,
+            sim_timeline *tl, oc_err *err) {
+    OC_ASSERT(plan->tg == c->tg);
+    memset(r, 0, sizeof *r);
+    run_state s = {.c = c, .plan = plan};
+    if (plan_build(&s, err)) return OC_ERR;
+    if (tl) tl->n_events = tl->n_samples = 0;
+    const ir_graph *g = c->tg->g;
+    const profile_device *dev = &c->dev;
+    double *nst = c->res[0], *nen = c->res[1], *rst = c->res[2], *ren = c->res[3];
+    double *sost = c->res[4], *soen = c->res[5], *sist = c->res[6], *sien = c->res[7];
+    for (int i = 0; i < c->n_nodes; i++) nst[i] = nen[i] = rst[i] = ren[i] = -1;
+    for (int t = 0; t < c->n_tensors; t++) sost[t] = soen[t] = sist[t] = sien[t] = -1;
+    r->node_start = nst, r->node_end = nen, r->recompute_start = rst, r->recompute_end = ren;
+    r->swap_out_start = sost, r->swap_out_end = soen, r->swap_in_start = sist;
+    r->swap_in_end = sien;
+    r->ideal_s = c->ideal_s;
+    r->feasible = true;
+
+    int64_t cap = o->budget_bytes > 0 ? o->budget_bytes - o->reserve_bytes : INT64_MAX;
+    int64_t live = c->base_bytes, peak = live;
+    double now = 0, c_finish = 0, c_end = 0, d_end = 0, h_end = 0, busy_s = 0;
+    bool c_busy = false, d_busy = false, h_busy = false, c_mem_wait = false;
+    int cq = 0, di = 0, hi = 0, n_pend = 0, n_sw = 0;
+    const int n_ops = s.n_ops;
+    for (int t = 0; t < c->n_tensors; t++) n_sw += plan->decision[t] == SIM_DECISION_SWAP;
+    tl_sample(tl, 0, live);
+    if (live > cap) {
+        r->feasible = false;
+        snprintf(r->reason, sizeof r->reason,
+                 "parameters, state and inputs alone need %lld bytes, over the budget of %lld",
+                 (long long)live, (long long)cap);
+    }
+    while (r->feasible) {
+        /* Start what can start at `now`. */
+        c_mem_wait = false;
+        if (!c_busy && cq < n_ops) {
+            bool ready = true;
+            for (int j = c->wait_off[cq]; j < c->wait_off[cq + 1] && ready; j++)
+                ready = c->si_done[c->wait_idx[j]];
+            int64_t need = c->op_alloc[cq];
+            if (ready && live + need > cap) c_mem_wait = true;
+            else if (ready) {
+                int n = c->op_node[cq];
+                live += need;
+                if (live > peak) peak = live;
+                c_busy = true;
+                c_end = now + c->time[n];
+                busy_s += c->time[n];
+                if (c->op_rc[cq]) {
+                    rst[n] = now, ren[n] = c_end;
+                    r->recompute_s += c->time[n];
+                    r->n_recompute++;
+                } else {
+                    nst[n] = now, nen[n] = c_end;
+                }
+                tl_event(tl, SIM_STREAM_COMPUTE, c->op_rc[cq] ? SIM_EVENT_RECOMPUTE : SIM_EVENT_NODE,
+                         n, now, c_end, need);
+                tl_sample(tl, now, live);
+            }
+        }
+        bool engine_free = dev->duplex ? !d_busy : !d_busy && !h_busy;
+        if (engine_free && di < n_sw) {
+            int t = c->so_list[di], p = g->tensors[t].producer;
+            if (p < 0 || cq > c->node_pos[p]) { /* producer finished */
+                d_busy = true;
+                d_end = now + copy_time(c, dev, t, false);
+                sost[t] = now, soen[t] = d_end;
+                r->d2h_bytes += c->bytes[t];
+                r->n_swap_out++;
+                tl_event(tl, SIM_STREAM_D2H, SIM_EVENT_SWAP_OUT, t, now, d_end, c->bytes[t]);
+                di++;
+            }
+        }
+        engine_free = dev->duplex ? !h_busy : !d_busy && !h_busy;
+        if (engine_free && hi < n_sw && !c_mem_wait) {
+            int t = c->si_list[hi];
+            if (cq >= c->issue[t] && c->so_done[t] && live + c->bytes[t] <= cap) {
+                live += c->bytes[t];
+                if (live > peak) peak = live;
+                h_busy = true;
+                h_end = now + copy_time(c, dev, t, true);
+                sist[t] = now, sien[t] = h_end;
+                r->h2d_bytes += c->bytes[t];
+                r->n_swap_in++;
+                tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_SWAP_IN, t, now, h_end, c->bytes[t]);
+                tl_sample(tl, now, live);
+                hi++;
+            }
+        }
+        /* Next completion. */
+        double next = -1;
+        if (c_busy) next = c_end;
+        if (d_busy && (next < 0 || d_end < next)) next = d_end;
+        if (h_busy && (next < 0 || h_end < next)) next = h_end;
+        if (next < 0) {
+            if (cq >= n_ops && di >= n_sw && hi >= n_sw) break;
+            r->feasible = false;
+            break;
+        }
+        now = next;
+        if (c_busy && c_end <= now) {
+            c_busy = false;
+            c_finish = now;
+            live -= c->op_free[cq];
+            cq++;
+            /* Swapped tensors whose copy is done and whose forward readers are now done. */
+            for (int k = 0; k < n_pend;) {
+                int t = c->pending[k];
+                if (c->fwd_last[t] < cq) {
+                    live -= c->bytes[t];
+                    c->pending[k] = c->pending[--n_pend];
+                } else {
+                    k++;
+                }
+            }
+            tl_sample(tl, now, live);
+        }
+        if (d_busy && d_end <= now) {
+            int t = c->so_list[di - 1];
+            d_busy = false;
+            c->so_done[t] = 1;
+            if (c->fwd_last[t] < cq) { /* ops before cq have completed */
+                live -= c->bytes[t];
+                tl_sample(tl, now, live);
+            } else {
+                c->pending[n_pend++] = t;
+            }
+        }
+        if (h_busy && h_end <= now) {
+            h_busy = false;
+            c->si_done[c->si_list[hi - 1]] = 1;
+        }
+    }
+    r->peak_bytes = peak;
+    if (!r->feasible && !r->reason[0]) {
+        /* Nothing runs and nothing can start: say who waits for what. */
+        int n = cq < n_ops ? c->op_node[cq] : -1;
+        int waited = -1;
+        for (int j = cq < n_ops ? c->wait_off[cq] : 0; n >= 0 && j < c->wait_off[cq + 1]; j++)
+            if (!c->si_done[c->wait_idx[j]]) waited = c->wait_idx[j];
+        if (n >= 0 && waited < 0)
+            snprintf(r->reason, sizeof r->reason,
+                     "deadlock: %snode '%s' needs %lld bytes but %lld of %lld are live and "
+                     "nothing left can free memory",
+                     c->op_rc[cq] ? "recompute of " : "", g->nodes[n].name,
+                     (long long)c->op_alloc[cq], (long long)live, (long long)cap);
+        else if (n >= 0)
+            snprintf(r->reason, sizeof r->reason,
+                     "deadlock: %snode '%s' waits for SwapIn of '%s' (%lld bytes), which cannot "
+                     "be allocated: %lld of %lld bytes are live and nothing left can free memory",
+                     c->op_rc[cq] ? "recompute of " : "", g->nodes[n].name,
+                     g->tensors[waited].name, (long long)c->bytes[waited], (long long)live,
+                     (long long)cap);
+        else
+            snprintf(r->reason, sizeof r->reason, "deadlock: copies left that cannot start");
+    }
+    r->time_s = now;
+    r->stall_s = r->feasible ? c_finish - busy_s : 0;
+    if (r->stall_s < 0) r->stall_s = 0;
+    return OC_OK;
+}

@@ -1,0 +1,147 @@
+/* autodiff.c — the grad_ctx a gradient rule writes through, and the reverse
+ * walk that builds the backward part of the training graph (train_build in
+ * train_graph.c drives it). */
+#include "train/autodiff_internal.h"
+
+#include <string.h>
+
+ir_graph *grad_graph(grad_ctx *c) { return c->b->g; }
+const ir_node *grad_fwd(grad_ctx *c) { return &c->b->g->nodes[c->fwd]; }
+oc_err *grad_err(grad_ctx *c) { return c->b->err; }
+
+int grad_fwd_in(grad_ctx *c, int i) {
+    const ir_node *n = grad_fwd(c);
+    return i < n->n_inputs ? n->inputs[i] : -1;
+}
+
+int grad_fwd_out(grad_ctx *c, int i) {
+    const ir_node *n = grad_fwd(c);
+    return i < n->n_outputs ? n->outputs[i] : -1;
+}
+
+int grad_dy(grad_ctx *c, int i) {
+    int t = grad_fwd_out(c, i);
+    return t >= 0 && t < c->b->n_fwd_tensors ? c->b->tg->grad_of[t] : -1;
+}
+
+bool grad_wants(grad_ctx *c, int i) {
+    int t = grad_fwd_in(c, i);
+    if (t < 0) return false;
+    const op_def *d = op_find(grad_fwd(c)->domain, grad_fwd(c)->op_type);
+    return c->b->requires_grad[t] && op_input_role(d, i) != OP_IN_CONST;
+}
+
+int tb_add_node(train_builder *b, const char *name, const char *op, const char *domain,
+                train_phase phase, int fwd_of) {
+    int n = ir_node_add(b->g, name, op, domain);
+    train_graph *tg = b->tg;
+    tg->phase = oc_realloc(tg->phase, (size_t)b->g->n_nodes * sizeof *tg->phase);
+    tg->fwd_of = oc_realloc(tg->fwd_of, (size_t)b->g->n_nodes * sizeof *tg->fwd_of);
+    tg->phase[n] = phase;
+    tg->fwd_of[n] = fwd_of;
+    return n;
+}
+
+int grad_node(grad_ctx *c, const char *suffix, const char *op_type, const char *domain) {
+    char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
+    int n = tb_add_node(c->b, name, op_type, domain, c->phase, c->fwd);
+    oc_free(name);
+    return n;
+}
+
+void grad_in(grad_ctx *c, int node, int tensor) { ir_node_add_input(c->b->g, node, tensor); }
+
+void grad_out_none(grad_ctx *c, int node) { ir_node_add_output(c->b->g, node, -1); }
+
+/* Name for the next partial gradient of forward tensor t. */
+static char *partial_name(train_builder *b, int t) {
+    const ir_tensor *x = &b->g->tensors[t];
+    if (b->n_grad_uses[t] <= 1) return oc_sprintf("%s/grad", x->name);
+    return oc_sprintf("%s/grad.%d", x->name, b->n_partials[t]);
+}
+
+void tb_add_partial(train_builder *b, int t, int g) {
+    b->partials[t] = oc_realloc(b->partials[t], (size_t)(b->n_partials[t] + 1) * sizeof(int));
+    b->partials[t][b->n_partials[t]++] = g;
+}
+
+int grad_out_dx(grad_ctx *c, int node, int i) {
+    if (!grad_wants(c, i)) {
+        grad_out_none(c, node);
+        return -1;
+    }
+    train_builder *b = c->b;
+    int x = grad_fwd_in(c, i);
+    char *name = partial_name(b, x);
+    int t = ir_tensor_add(b->g, name, b->g->tensors[x].dtype);
+    oc_free(name);
+    ir_node_add_output(b->g, node, t);
+    tb_add_partial(b, x, t);
+    return t;
+}
+
+void grad_pass(grad_ctx *c, int i, int dy) {
+    if (grad_wants(c, i)) tb_add_partial(c->b, grad_fwd_in(c, i), dy);
+}
+
+void grad_copy_attrs(grad_ctx *c, int node) {
+    const ir_node *f = grad_fwd(c);
+    for (int i = 0; i < f->n_attrs; i++) {
+        ir_attr a = f->attrs[i]; /* shallow view; ir_node_add_attr copies */
+        ir_node_add_attr(c->b->g, node, &a);
+        f = grad_fwd(c);         /* nodes may have moved */
+    }
+}
+
+void grad_attr_int(grad_ctx *c, int node, const char *name, int64_t v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
+    ir_node_add_attr(c->b->g, node, &a);
+}
+
+void grad_attr_ints(grad_ctx *c, int node, const char *name, int n, const int64_t *v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INTS, .ints = (int64_t *)v, .n = n};
+    ir_node_add_attr(c->b->g, node, &a);
+}
+
+void grad_attr_float(grad_ctx *c, int node, const char *name, float v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_FLOAT, .f = v};
+    ir_node_add_attr(c->b->g, node, &a);
+}
+
+int grad_const_i64(grad_ctx *c, const char *suffix, int n, const int64_t *vals) {
+    char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
+    int t = ir_tensor_add(c->b->g, name, IR_DTYPE_INT64);
+    oc_free(name);
+    ir_tensor *x = &c->b->g->tensors[t];
+    int64_t len = n;
+    ir_tensor_set_shape(x, 1, &len);
+    ir_tensor_set_data(x, vals, (size_t)n * sizeof *vals);
+    x->is_initializer = true;
+    x->kind = IR_KIND_CONSTANT;
+    return t;
+}
+
+int grad_finish(grad_ctx *c, int node) {
+    ir_graph *g = c->b->g;
+    ir_node *n = &g->nodes[node];
+    const op_def *d = op_find(n->domain, n->op_type);
+    OC_ASSERT(d); /* rules only emit registered ops */
+    if (d->infer(g, n, g->opset, c->b->err))
+        return oc_fail_prefix(c->b->err, "gradient node '%s' (%s)", n->name, n->op_type);
+    return OC_OK;
+}
+
+int grad_fwd_add_output(grad_ctx *c, const char *suffix) {
+    train_builder *b = c->b;
+    ir_graph *g = b->g;
+    char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
+    int t = ir_tensor_add(g, name, IR_DTYPE_UNDEFINED);
+    oc_free(name);
+    ir_node_add_output(g, c->fwd, t);
+    ir_node *n = &g->nodes[c->fwd];
+    const op_def *d = op_find(n->domain, n->op_type);
+    if (n->n_outputs > d->max_outputs || d->infer(g, n, g->opset, b->err))
+        return oc_fail_prefix(b->err, "node '%s' (%s): adding output '%s'", n->name, n->op_type,
+                              g->tensors[t].name);
+    return t;
+}

@@ -1,0 +1,381 @@
+/* train_graph.c — builds the training step (see train_graph.h): loss, reverse
+ * walk over the forward nodes calling each op's gradient rule, gradient
+ * summation, SGD updates, tensor classes and in-core liveness. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "train/autodiff_internal.h"
+
+const char *train_phase_name(train_phase p) {
+    switch (p) {
+    case TRAIN_PHASE_FORWARD: return "forward";
+    case TRAIN_PHASE_LOSS: return "loss";
+    case TRAIN_PHASE_BACKWARD: return "backward";
+    case TRAIN_PHASE_UPDATE: return "update";
+    }
+    return "?";
+}
+
+train_opts train_opts_default(void) {
+    return (train_opts){.loss = TRAIN_LOSS_SOFTMAX_CE, .lr = 0.1f, .momentum = 0.9f,
+                        .weight_decay = 1e-4f};
+}
+
+void train_graph_free(train_graph *tg) {
+    if (!tg) return;
+    ir_graph_free(tg->g);
+    oc_free(tg->phase);
+    oc_free(tg->fwd_of);
+    oc_free(tg->alias_of);
+    oc_free(tg->saved);
+    oc_free(tg->grad_of);
+    oc_free(tg);
+}
+
+/* Drops nodes whose outputs were all folded to plan-time values (Constant and
+ * shape subgraphs): their outputs become constant initializers. */
+static void drop_folded_nodes(ir_graph *g) {
+    bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        bool folded = n->n_outputs > 0;
+        for (int o = 0; o < n->n_outputs; o++) {
+            const ir_tensor *y = ir_node_out(g, n, o);
+            if (y && (y->kind != IR_KIND_CONSTANT || y->data_src != IR_DATA_INLINE)) folded = false;
+        }
+        remove[i] = folded;
+    }
+    ir_graph_remove_nodes(g, remove);
+    oc_free(remove);
+}
+
+/* Appends SoftmaxCrossEntropyLoss(output, labels) -> loss unless the model has one. */
+static int add_loss(train_builder *b, const train_opts *o) {
+    ir_graph *g = b->g;
+    train_graph *tg = b->tg;
+    tg->label_tensor = -1;
+    if (g->n_outputs != 1)
+        return oc_fail(b->err, "%s: the model has %d outputs; training needs exactly one",
+                       g->model_path, g->n_outputs);
+    int out = g->outputs[0];
+    if (o->loss == TRAIN_LOSS_MODEL) {
+        if (g->tensors[out].rank != 0)
+            return oc_fail(b->err, "%s: --loss model needs a scalar output; '%s' has rank %d",
+                           g->model_path, g->tensors[out].name, g->tensors[out].rank);
+        tg->loss_tensor = out;
+        return OC_OK;
+    }
+    const ir_tensor *y = &g->tensors[out];
+    if (y->rank != 2 || y->dtype != IR_DTYPE_FLOAT)
+        return oc_fail(b->err, "%s: softmax cross-entropy needs an [N, C] float output; '%s' "
+                       "has rank %d", g->model_path, y->name, y->rank);
+    int64_t n = y->dims[0];
+    int labels = ir_tensor_add(g, "labels", IR_DTYPE_INT64);
+    ir_tensor_set_shape(&g->tensors[labels], 1, &n);
+    g->tensors[labels].kind = IR_KIND_LABEL;
+    ir_graph_add_input(g, labels);
+    int node = tb_add_node(b, "outcore/loss", "SoftmaxCrossEntropyLoss", "", TRAIN_PHASE_LOSS, -1);
+    ir_node_add_input(g, node, out);
+    ir_node_add_input(g, node, labels);
+    int loss = ir_tensor_add(g, "loss", IR_DTYPE_FLOAT);
+    int logp = ir_tensor_add(g, "loss/log_prob", IR_DTYPE_FLOAT);
+    ir_node_add_output(g, node, loss);
+    ir_node_add_output(g, node, logp);
+    ir_attr red = {.name = "reduction", .type = IR_ATTR_STRING, .s = "mean"};
+    ir_node_add_attr(g, node, &red);
+    const op_def *d = op_find("", "SoftmaxCrossEntropyLoss");
+    if (d->infer(g, &g->nodes[node], g->opset, b->err)) return OC_ERR;
+    g->tensors[out].is_graph_output = false;
+    g->outputs[0] = loss;
+    g->tensors[loss].is_graph_output = true;
+    tg->loss_tensor = loss;
+    tg->label_tensor = labels;
+    return OC_OK;
+}
+
+static void compute_requires_grad(train_builder *b) {
+    ir_graph *g = b->g;
+    for (int t = 0; t < g->n_tensors; t++)
+        b->requires_grad[t] = g->tensors[t].kind == IR_KIND_PARAMETER;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const op_def *d = op_find(n->domain, n->op_type);
+        bool any = false;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST &&
+                b->requires_grad[n->inputs[k]])
+                any = true;
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0)
+                b->requires_grad[n->outputs[o]] =
+                    any && g->tensors[n->outputs[o]].dtype == IR_DTYPE_FLOAT;
+    }
+    for (int t = 0; t < g->n_tensors; t++) {
+        b->pending[t] = g->tensors[t].n_consumers;
+        b->n_grad_uses[t] = g->tensors[t].n_consumers;
+    }
+}
+
+/* Makes the gradient of forward tensor t final: its one partial, or a Sum of all. */
+static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of) {
+    ir_graph *g = b->g;
+    int np = b->n_partials[t];
+    if (np == 0) return OC_OK;
+    if (np == 1) {
+        b->tg->grad_of[t] = b->partials[t][0];
+        return OC_OK;
+    }
+    char *name = oc_sprintf("%s/grad_sum", g->tensors[t].name);
+    int n = tb_add_node(b, name, "Sum", "", phase, fwd_of);
+    oc_free(name);
+    for (int i = 0; i < np; i++) ir_node_add_input(g, n, b->partials[t][i]);
+    name = oc_sprintf("%s/grad", g->tensors[t].name);
+    int s = ir_tensor_add(g, name, g->tensors[t].dtype);
+    oc_free(name);
+    ir_node_add_output(g, n, s);
+    b->tg->grad_of[t] = s;
+    const op_def *d = op_find("", "Sum");
+    if (d->infer(g, &g->nodes[n], g->opset, b->err))
+        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
+    return OC_OK;
+}
+
+/* SGDMomentum(W, dW, M) -> (W', M'), in place; M is a new optimizer-state tensor. */
+static int add_update(train_builder *b, int w) {
+    ir_graph *g = b->g;
+    train_graph *tg = b->tg;
+    int dw = tg->grad_of[w];
+    if (dw < 0) return OC_OK; /* parameter that no gradient reaches */
+    char *name = oc_sprintf("%s/momentum", g->tensors[w].name);
+    int m = ir_tensor_add(g, name, g->tensors[w].dtype);
+    oc_free(name);
+    ir_tensor_set_shape(&g->tensors[m], g->tensors[w].rank, g->tensors[w].dims);
+    g->tensors[m].kind = IR_KIND_OPT_STATE;
+    g->tensors[m].is_initializer = true;
+    name = oc_sprintf("%s/sgd", g->tensors[w].name);
+    int n = tb_add_node(b, name, "SGDMomentum", OC_DOMAIN, TRAIN_PHASE_UPDATE, -1);
+    oc_free(name);
+    ir_node_add_input(g, n, w);
+    ir_node_add_input(g, n, dw);
+    ir_node_add_input(g, n, m);
+    name = oc_sprintf("%s/updated", g->tensors[w].name);
+    int w2 = ir_tensor_add(g, name, g->tensors[w].dtype);
+    oc_free(name);
+    name = oc_sprintf("%s/momentum/updated", g->tensors[w].name);
+    int m2 = ir_tensor_add(g, name, g->tensors[w].dtype);
+    oc_free(name);
+    ir_node_add_output(g, n, w2);
+    ir_node_add_output(g, n, m2);
+    ir_attr a = {.name = "lr", .type = IR_ATTR_FLOAT, .f = tg->opts.lr};
+    ir_node_add_attr(g, n, &a);
+    a.name = "momentum", a.f = tg->opts.momentum;
+    ir_node_add_attr(g, n, &a);
+    a.name = "weight_decay", a.f = tg->opts.weight_decay;
+    ir_node_add_attr(g, n, &a);
+    const op_def *d = op_find(OC_DOMAIN, "SGDMomentum");
+    if (d->infer(g, &g->nodes[n], g->opset, b->err))
+        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
+    g->tensors[w2].kind = IR_KIND_PARAMETER;
+    g->tensors[m2].kind = IR_KIND_OPT_STATE;
+    return OC_OK;
+}
+
+/* Walks the forward nodes in reverse, emitting each one's backward nodes and
+ * each parameter's update as soon as its gradient is final. */
+static int build_backward(train_builder *b, int n_fwd_nodes) {
+    ir_graph *g = b->g;
+    for (int i = n_fwd_nodes - 1; i >= 0; i--) {
+        const ir_node *n = &g->nodes[i];
+        const op_def *d = op_find(n->domain, n->op_type);
+        grad_ctx c = {.b = b, .fwd = i, .phase = TRAIN_PHASE_BACKWARD};
+        bool wants = false;
+        for (int k = 0; k < n->n_inputs; k++) wants = wants || grad_wants(&c, k);
+        bool flows = b->tg->phase[i] == TRAIN_PHASE_LOSS;
+        for (int o = 0; o < n->n_outputs; o++) {
+            int y = n->outputs[o];
+            if (y < 0) continue;
+            if (finalize_grad(b, y, TRAIN_PHASE_BACKWARD, i)) return OC_ERR;
+            flows = flows || b->tg->grad_of[y] >= 0;
+        }
+        if (wants && flows) {
+            if (!d->grad)
+                return oc_fail(b->err, "%s: node '%s': op '%s' has no gradient rule; it cannot "
+                               "be trained", g->model_path, g->nodes[i].name, g->nodes[i].op_type);
+            if (d->grad(&c))
+                return oc_fail_prefix(b->err, "%s: gradient of node '%s' (%s)", g->model_path,
+                                      g->nodes[i].name, g->nodes[i].op_type);
+        }
+        n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0 || --b->pending[t] > 0) continue;
+            if (g->tensors[t].kind != IR_KIND_PARAMETER) continue;
+            if (finalize_grad(b, t, TRAIN_PHASE_BACKWARD, i) || add_update(b, t)) return OC_ERR;
+            n = &g->nodes[i];
+        }
+    }
+    return OC_OK;
+}
+
+void train_mark_aliases(train_graph *tg) {
+    ir_graph *g = tg->g;
+    oc_free(tg->alias_of);
+    tg->alias_of = oc_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(int));
+    for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const op_def *d = op_find(n->domain, n->op_type);
+        for (int o = 0; o < d->n_aliases && o < n->n_outputs; o++) {
+            int in = d->aliases[o];
+            if (in >= 0 && n->outputs[o] >= 0 && in < n->n_inputs && n->inputs[in] >= 0)
+                tg->alias_of[n->outputs[o]] = n->inputs[in];
+        }
+    }
+}
+
+void train_alias_kinds(train_graph *tg) {
+    ir_graph *g = tg->g;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (tg->alias_of[t] >= 0) g->tensors[t].kind = g->tensors[tg->alias_of[t]].kind;
+}
+
+/* Classes: forward activations read in backward are saved; gradients of
+ * parameters are gradients; other backward outputs are activation gradients. */
+static void classify(train_graph *tg) {
+    ir_graph *g = tg->g;
+    bool *read_in_bwd = oc_calloc((size_t)g->n_tensors, sizeof(bool));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (tg->phase[i] == TRAIN_PHASE_FORWARD) continue;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0) read_in_bwd[n->inputs[k]] = true;
+    }
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_tensor *x = &g->tensors[t];
+        bool fwd_made = x->producer >= 0 && tg->phase[x->producer] <= TRAIN_PHASE_LOSS;
+        if (fwd_made && tg->alias_of[t] < 0)
+            x->kind = read_in_bwd[t] && t != tg->loss_tensor ? IR_KIND_SAVED : IR_KIND_ACTIVATION;
+        else if (x->producer >= 0 && tg->phase[x->producer] == TRAIN_PHASE_BACKWARD &&
+                 tg->alias_of[t] < 0)
+            x->kind = IR_KIND_ACT_GRADIENT;
+    }
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].kind == IR_KIND_PARAMETER && tg->alias_of[t] < 0 && tg->grad_of[t] >= 0)
+            g->tensors[tg->grad_of[t]].kind = IR_KIND_GRADIENT;
+    /* Saved list: saved activations and the inputs backward reads. */
+    tg->n_saved = 0;
+    tg->saved = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_kind k = g->tensors[t].kind;
+        if (k == IR_KIND_SAVED || ((k == IR_KIND_INPUT || k == IR_KIND_LABEL) && read_in_bwd[t]))
+            tg->saved[tg->n_saved++] = t;
+    }
+    oc_free(read_in_bwd);
+}
+
+static bool is_persistent(const train_graph *tg, int t) {
+    ir_kind k = tg->g->tensors[t].kind;
+    return tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
+           k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
+}
+
+int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
+    const ir_graph *g = tg->g;
+    int *last = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    int64_t persistent = 0, live = 0, peak = 0, b;
+    int at = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const ir_tensor *x = &g->tensors[t];
+        last[t] = x->producer;
+        if (x->is_graph_output) last[t] = g->n_nodes - 1;
+        if (tg->alias_of[t] < 0 && is_persistent(tg, t) && ir_tensor_bytes(x, &b)) persistent += b;
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0) last[g->nodes[i].inputs[k]] = i;
+    /* Graph inputs (data, labels) are resident from the start. */
+    for (int i = 0; i < g->n_inputs; i++)
+        if (ir_tensor_bytes(&g->tensors[g->inputs[i]], &b)) live += b;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        for (int o = 0; o < n->n_outputs; o++) {
+            int t = n->outputs[o];
+            if (t >= 0 && !is_persistent(tg, t) && ir_tensor_bytes(&g->tensors[t], &b)) live += b;
+        }
+        if (live > peak) {
+            peak = live;
+            at = i;
+        }
+        /* Free what dies here: inputs read for the last time, unread outputs. */
+        for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            if (t < 0 || last[t] != i || is_persistent(tg, t)) continue;
+            if (g->tensors[t].producer < 0 && !g->tensors[t].is_graph_input) continue;
+            last[t] = -2; /* freed once even if listed twice */
+            if (ir_tensor_bytes(&g->tensors[t], &b)) live -= b;
+        }
+    }
+    oc_free(last);
+    if (peak_node) *peak_node = at;
+    return persistent + peak;
+}
+
+int train_saved_readers(const train_graph *tg, int t, int *nodes, int cap) {
+    const ir_tensor *x = &tg->g->tensors[t];
+    int count = 0;
+    for (int c = 0; c < x->n_consumers; c++) {
+        int n = x->consumers[c];
+        if (tg->phase[n] == TRAIN_PHASE_FORWARD) continue;
+        bool dup = false;
+        for (int k = 0; k < count && k < cap; k++) dup = dup || nodes[k] == n;
+        if (dup) continue;
+        if (count < cap) nodes[count] = n;
+        count++;
+    }
+    return count;
+}
+
+int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err) {
+    *out = NULL;
+    train_graph *tg = oc_calloc(1, sizeof *tg);
+    tg->g = fwd;
+    tg->opts = *o;
+    drop_folded_nodes(fwd);
+    tg->phase = oc_calloc((size_t)fwd->n_nodes + 1, sizeof *tg->phase);
+    tg->fwd_of = oc_malloc(((size_t)fwd->n_nodes + 1) * sizeof *tg->fwd_of);
+    for (int i = 0; i < fwd->n_nodes; i++) tg->fwd_of[i] = -1;
+    train_builder b = {.g = fwd, .tg = tg, .err = err};
+    int rc = add_loss(&b, o);
+    if (rc == OC_OK) {
+        int nt = b.n_fwd_tensors = fwd->n_tensors;
+        b.requires_grad = oc_calloc((size_t)nt, sizeof(bool));
+        b.partials = oc_calloc((size_t)nt, sizeof(int *));
+        b.n_partials = oc_calloc((size_t)nt, sizeof(int));
+        b.n_grad_uses = oc_calloc((size_t)nt, sizeof(int));
+        b.pending = oc_calloc((size_t)nt, sizeof(int));
+        tg->grad_of = oc_malloc((size_t)nt * sizeof(int));
+        for (int t = 0; t < nt; t++) tg->grad_of[t] = -1;
+        tg->n_forward = fwd->n_nodes;
+        compute_requires_grad(&b);
+        rc = build_backward(&b, tg->n_forward);
+        for (int t = 0; t < nt; t++) oc_free(b.partials[t]);
+        oc_free(b.partials);
+        oc_free(b.n_partials);
+        oc_free(b.n_grad_uses);
+        oc_free(b.pending);
+        oc_free(b.requires_grad);
+    }
+    if (rc) {
+        train_graph_free(tg);
+        return OC_ERR;
+    }
+    /* grad_of grows to cover every tensor (-1 past the forward ones). */
+    tg->grad_of = oc_realloc(tg->grad_of, (size_t)fwd->n_tensors * sizeof(int));
+    for (int t = b.n_fwd_tensors; t < fwd->n_tensors; t++) tg->grad_of[t] = -1;
+    train_mark_aliases(tg);
+    train_alias_kinds(tg);
+    classify(tg);
+    tg->incore_peak_bytes = train_liveness_peak(tg, &tg->incore_peak_node);
+    *out = tg;
+    return OC_OK;
+}

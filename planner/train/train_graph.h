@@ -1,0 +1,72 @@
+/* train_graph.h — the whole training step as one graph (DESIGN §3):
+ * forward, loss, backward, optimizer update, in the default schedule
+ * (forward in order, backward in reverse, each parameter's update as soon as
+ * its gradient is final), with tensor classes and the in-core peak.
+ *
+ *   train_opts o = train_opts_default();
+ *   train_graph *tg;
+ *   if (train_build(fwd_graph, &o, &tg, &err)) ...   // fwd_graph is consumed
+ *   printf("%lld\n", (long long)tg->incore_peak_bytes);
+ *   train_graph_free(tg);
+ */
+#ifndef OC_TRAIN_GRAPH_H
+#define OC_TRAIN_GRAPH_H
+
+#include "ir/ir.h"
+
+typedef enum train_phase {
+    TRAIN_PHASE_FORWARD = 0,
+    TRAIN_PHASE_LOSS,
+    TRAIN_PHASE_BACKWARD,
+    TRAIN_PHASE_UPDATE,
+} train_phase;
+const char *train_phase_name(train_phase p);
+
+typedef enum train_loss {
+    TRAIN_LOSS_SOFTMAX_CE = 0, /* SoftmaxCrossEntropyLoss on an [N, C] output, int64 labels */
+    TRAIN_LOSS_MODEL,          /* the model already computes its loss (scalar output) */
+} train_loss;
+
+typedef struct train_opts {
+    train_loss loss;
+    float lr, momentum, weight_decay;
+} train_opts;
+train_opts train_opts_default(void); /* softmax CE; lr 0.1, momentum 0.9, weight decay 1e-4 */
+
+typedef struct train_graph {
+    ir_graph *g;            /* owns everything; nodes are in the default schedule order */
+    train_phase *phase;     /* per node */
+    int *fwd_of;            /* per node: the forward node a backward node differentiates, or -1 */
+    int *alias_of;          /* per tensor: tensor whose storage it reuses (in-place update), or -1 */
+    int n_forward;          /* nodes [0, n_forward) are forward (incl. the loss) */
+    int loss_tensor;
+    int label_tensor;       /* -1 when the model brings its own loss */
+    int *saved;             /* forward activations read by backward nodes */
+    int n_saved;
+    int *grad_of;           /* per tensor: index of its final gradient, or -1 */
+    int64_t incore_peak_bytes;
+    int incore_peak_node;   /* node at which the peak occurs */
+    train_opts opts;
+} train_graph;
+
+/* Builds the training graph from a shape-inferred forward graph (consumed,
+ * even on failure). Fails naming the node and op when an op that needs a
+ * gradient has no rule, or the model has no usable output for the loss. */
+int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err);
+void train_graph_free(train_graph *tg);
+
+/* Fills tg->alias_of (allocated here; replaced if set) from the op table's
+ * in-place outputs (BN running statistics, SGDMomentum). Kinds are not touched. */
+void train_mark_aliases(train_graph *tg);
+/* Gives every in-place output the kind of the tensor whose storage it reuses. */
+void train_alias_kinds(train_graph *tg);
+
+/* Liveness over the node order: first/last use per tensor. Persistent tensors
+ * (parameters, state, optimizer state) live throughout. Returns the peak of
+ * live bytes (aliases counted once) and the node where it occurs. */
+int64_t train_liveness_peak(const train_graph *tg, int *peak_node);
+
+/* Backward nodes that read tensor t (for reports). Returns count; fills up to cap. */
+int train_saved_readers(const train_graph *tg, int t, int *nodes, int cap);
+
+#endif

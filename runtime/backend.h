@@ -55,7 +55,7 @@ struct rt_backend {
     void (*wait)(rt_backend *b, rt_stream_id s, void *ev);
     /* Blocks until every stream is drained; the first asynchronous error. */
     int (*sync)(rt_backend *b, oc_err *err);
-    bool (*supported)(rt_backend *b, const char *domain, const char *op_type);
+    bool (*supported)(rt_backend *b, int op); /* op_kind (ir/ops/op_list.h) */
     /* Scratch bytes node n's kernel uses when given a scratch of `limit` bytes
      * (SIZE_MAX: no plan limits it). A kernel that can trade speed for memory
      * (cuDNN's convolution algorithms) stays within limit and, run with

@@ -95,9 +95,9 @@ static int cpu_sync(rt_backend *b, oc_err *err) {
     return rc;
 }
 
-static bool cpu_supported(rt_backend *b, const char *domain, const char *op_type) {
+static bool cpu_supported(rt_backend *b, int op) {
     (void)b;
-    return cpu_kernel_supported(domain, op_type);
+    return cpu_kernel_supported(op);
 }
 
 static size_t cpu_scratch(rt_backend *b, const ir_graph *g, const ir_node *n, size_t limit) {

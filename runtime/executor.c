@@ -107,9 +107,8 @@ struct rt_exec {
 };
 
 static bool is_copy_node(const ir_node *n, rt_stream_id *s) {
-    if (strcmp(n->domain, OC_DOMAIN) != 0) return false;
-    if (strcmp(n->op_type, "SwapOut") == 0) *s = RT_STREAM_D2H;
-    else if (strcmp(n->op_type, "SwapIn") == 0) *s = RT_STREAM_H2D;
+    if (n->op == OP_SWAP_OUT) *s = RT_STREAM_D2H;
+    else if (n->op == OP_SWAP_IN) *s = RT_STREAM_H2D;
     else return false;
     return true;
 }
@@ -137,7 +136,7 @@ static int check_supported(const train_graph *tg, rt_backend *b, oc_err *err) {
         const ir_node *n = &g->nodes[i];
         rt_stream_id s;
         if (is_copy_node(n, &s)) continue;
-        if (!b->supported(b, n->domain, n->op_type))
+        if (!b->supported(b, n->op))
             return oc_fail(err, "%s: node '%s': op '%s%s%s' is not supported by the %s backend",
                            g->model_path ? g->model_path : "model", n->name, n->domain,
                            *n->domain ? "." : "", n->op_type, b->name);

@@ -35,10 +35,8 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
         int slot = -1;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] == t) slot = k;
-        bool oc = strcmp(n->domain, OC_DOMAIN) == 0;
-        if (!*n->domain && (strcmp(n->op_type, "Conv") == 0 ||
-                            strcmp(n->op_type, "ConvTranspose") == 0 ||
-                            strcmp(n->op_type, "Gemm") == 0) && (slot == 1 || slot == 2)) {
+        if ((n->op == OP_CONV || n->op == OP_CONV_TRANSPOSE || n->op == OP_GEMM) &&
+            (slot == 1 || slot == 2)) {
             const ir_tensor *w = ir_node_in((ir_graph *)g, n, 1);
             if (!w || w->rank < 2) continue;
             double fan_in = (double)w->dims[1];
@@ -46,11 +44,11 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
             *a = fan_in > 0 ? 1.0 / sqrt(fan_in) : 0;
             return FILL_UNIFORM;
         }
-        if (!*n->domain && strcmp(n->op_type, "BatchNormalization") == 0 && slot >= 1) {
+        if (n->op == OP_BATCH_NORM && slot >= 1) {
             *a = (slot == 1 || slot == 4) ? 1.0 : 0.0; /* scale, var: 1; bias, mean: 0 */
             return FILL_CONST;
         }
-        if (oc && strcmp(n->op_type, "SGDMomentum") == 0 && slot == 2) {
+        if (n->op == OP_SGD_MOMENTUM && slot == 2) {
             *a = 0;
             return FILL_CONST;
         }

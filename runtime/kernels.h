@@ -33,6 +33,7 @@
 #define OC_KERNELS_H
 
 #include "ir/ir.h"
+#include "ir/ops/op_table.h"
 
 typedef struct kernel_args {
     const ir_graph *g;
@@ -79,7 +80,7 @@ int cpu_kernel_run(const kernel_args *a, oc_err *err);
 /* Scratch the CPU kernel of this node needs (e.g. im2col buffers). */
 size_t cpu_kernel_scratch_bytes(const ir_graph *g, const ir_node *n);
 
-/* True when the CPU backend has a kernel for (domain, op_type). */
-bool cpu_kernel_supported(const char *domain, const char *op_type);
+/* True when the CPU backend has a kernel for op kind op (op_list.h). */
+bool cpu_kernel_supported(int op);
 
 #endif

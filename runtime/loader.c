@@ -60,7 +60,7 @@ static int recover_structure(train_graph *tg, oc_err *err) {
         tg->fwd_of[i] = -1;
         bool oc = strcmp(n->domain, OC_DOMAIN) == 0;
         if (i < loss_node) {
-            if (oc && strcmp(n->op_type, "SwapOut") != 0 && strcmp(n->op_type, "SwapIn") != 0)
+            if (oc && n->op != OP_SWAP_OUT && n->op != OP_SWAP_IN)
                 return oc_fail(err, "%s: node '%s' (%s.%s) comes before the loss node '%s'; a "
                                "training graph has its forward nodes first", path, n->name,
                                n->domain, n->op_type, g->nodes[loss_node].name);
@@ -68,7 +68,7 @@ static int recover_structure(train_graph *tg, oc_err *err) {
         } else if (i == loss_node) {
             tg->phase[i] = TRAIN_PHASE_LOSS;
         } else {
-            tg->phase[i] = oc && strcmp(n->op_type, "SGDMomentum") == 0 ? TRAIN_PHASE_UPDATE
+            tg->phase[i] = n->op == OP_SGD_MOMENTUM ? TRAIN_PHASE_UPDATE
                                                                          : TRAIN_PHASE_BACKWARD;
         }
     }
@@ -124,7 +124,7 @@ static int recover_structure(train_graph *tg, oc_err *err) {
 static void set_sgd_attr(ir_graph *g, const char *name, float v) {
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
-        if (strcmp(n->domain, OC_DOMAIN) != 0 || strcmp(n->op_type, "SGDMomentum") != 0) continue;
+        if (n->op != OP_SGD_MOMENTUM) continue;
         for (int a = 0; a < n->n_attrs; a++)
             if (strcmp(n->attrs[a].name, name) == 0) n->attrs[a].f = v;
     }

@@ -148,9 +148,8 @@ static void set_string_attr(ir_graph *g, int node, const char *name, const char 
     ir_node_add_attr(g, node, &a);
 }
 
-static int new_node(rw *s, const char *name, const char *op, const char *domain, int src,
-                    rewrite_stream st) {
-    int n = ir_node_add(s->ng, name, op, domain);
+static int new_node(rw *s, const char *name, op_kind op, int src, rewrite_stream st) {
+    int n = op_node_add(s->ng, name, op);
     if (n >= s->cap_new) {
         size_t cap = (size_t)s->cap_new;
         oc_grow((void **)&s->src_node, &cap, (size_t)n + 1, sizeof(int));
@@ -164,7 +163,7 @@ static int new_node(rw *s, const char *name, const char *op, const char *domain,
 static void emit_swap_out(rw *s, int t) {
     const char *nm = s->g->tensors[t].name;
     char *name = oc_sprintf("%s/swap_out", nm), *hname = oc_sprintf("%s/host", nm);
-    int n = new_node(s, name, "SwapOut", OC_DOMAIN, -1, REWRITE_STREAM_D2H);
+    int n = new_node(s, name, OP_SWAP_OUT, -1, REWRITE_STREAM_D2H);
     s->host[t] = tensor_like(s, t, hname, s->g->tensors[t].kind);
     ir_node_add_input(s->ng, n, t);
     ir_node_add_output(s->ng, n, s->host[t]);
@@ -177,7 +176,7 @@ static void emit_swap_in(rw *s, int t) {
     const char *nm = s->g->tensors[t].name;
     char *name = oc_sprintf("%s/swap_in", nm), *dname = oc_sprintf("%s/swapin", nm);
     OC_ASSERT(s->host[t] >= 0);
-    int n = new_node(s, name, "SwapIn", OC_DOMAIN, -1, REWRITE_STREAM_H2D);
+    int n = new_node(s, name, OP_SWAP_IN, -1, REWRITE_STREAM_H2D);
     s->swapin[t] = tensor_like(s, t, dname, IR_KIND_SAVED);
     ir_node_add_input(s->ng, n, s->host[t]);
     ir_node_add_output(s->ng, n, s->swapin[t]);
@@ -195,7 +194,7 @@ static int bwd_name(rw *s, int t, oc_err *err, int *out) {
     if (*out < 0)
         return oc_fail(err, "rewrite: tensor '%s' is read in backward before its %s", 
                        s->g->tensors[t].name,
-                       s->dec[t] == SIM_DECISION_SWAP ? "SwapIn" : "recomputation");
+                       s->dec[t] == SIM_DECISION_SWAP ? op_name(OP_SWAP_IN) : "recomputation");
     return OC_OK;
 }
 
@@ -208,15 +207,15 @@ static int emit_clone(rw *s, int q, oc_err *err) {
     const ir_node *src = &s->g->nodes[p];
     int k = ++s->n_clones[p];
     char *name = oc_sprintf("%s/recompute%d", src->name, k);
-    int n = new_node(s, name, src->op_type, src->domain, p, REWRITE_STREAM_COMPUTE);
+    int n = new_node(s, name, (op_kind)src->op, p, REWRITE_STREAM_COMPUTE);
     oc_free(name);
     for (int j = 0; j < src->n_inputs; j++) {
         int in;
         if (bwd_name(s, src->inputs[j], err, &in)) return OC_ERR;
         ir_node_add_input(s->ng, n, in);
     }
-    const op_def *d = op_find(src->domain, src->op_type);
-    bool bn = strcmp(src->op_type, "BatchNormalization") == 0 && !*src->domain;
+    const op_def *d = op_def_of(src);
+    bool bn = src->op == OP_BATCH_NORM;
     int n_out = src->n_outputs;
     /* Opset <= 13 BatchNormalization trains when it has more than one output:
      * with the running statistics dropped, saved_mean / saved_var keep it so. */
@@ -224,7 +223,7 @@ static int emit_clone(rw *s, int q, oc_err *err) {
     if (bn_saved_stats) n_out = 5;
     for (int j = 0; j < n_out; j++) {
         int o = j < src->n_outputs ? src->outputs[j] : -1;
-        bool alias = d && j < d->n_aliases && d->aliases[j] >= 0;
+        bool alias = j < d->n_aliases && d->aliases[j] >= 0;
         if (alias) {
             ir_node_add_output(s->ng, n, -1);
             continue;
@@ -256,7 +255,7 @@ static int emit_clone(rw *s, int q, oc_err *err) {
 static int emit_node(rw *s, int q, bool backward, oc_err *err) {
     int i = s->op_node[q];
     const ir_node *src = &s->g->nodes[i];
-    int n = new_node(s, src->name, src->op_type, src->domain, i, REWRITE_STREAM_COMPUTE);
+    int n = new_node(s, src->name, (op_kind)src->op, i, REWRITE_STREAM_COMPUTE);
     for (int j = 0; j < src->n_inputs; j++) {
         int in = src->inputs[j];
         if (backward && bwd_name(s, in, err, &in)) return OC_ERR;

@@ -164,6 +164,7 @@ int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *
     x->name = oc_strdup(name);
     x->op_type = oc_strdup(op_type);
     x->domain = oc_strdup(domain ? domain : "");
+    x->op = -1; /* OP_UNKNOWN: the importer or op_node_add sets it */
     return n;
 }
 

@@ -6,7 +6,7 @@
  *
  *   ir_graph *g = ir_graph_new();
  *   int x = ir_tensor_add(g, "x", IR_DTYPE_FLOAT);        // or ir_tensor_find
- *   int n = ir_node_add(g, "conv1", "Conv", "");           // name, op_type, domain
+ *   int n = ir_node_add(g, "conv1", "Conv", "");   // name, op_type, domain (import; op_node_add elsewhere)
  *   ir_node_add_input(g, n, x); ir_node_add_output(g, n, y);
  *   ...
  *   ir_graph_free(g);
@@ -115,6 +115,7 @@ typedef struct ir_node {
     char *name;
     char *op_type;
     char *domain;     /* "" for the default ONNX domain */
+    int op;           /* op_kind (ir/ops/op_list.h); OP_UNKNOWN (-1) until looked up */
     ir_attr *attrs;
     int n_attrs;
     int *inputs;      /* tensor indices; -1 for an omitted optional input */

@@ -256,6 +256,7 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
     char *name = unique_node_name(im, np, index);
     const char *domain = np->domain && strcmp(np->domain, "ai.onnx") != 0 ? np->domain : "";
     int n = ir_node_add(g, name, np->op_type, domain);
+    g->nodes[n].op = op_lookup(domain, np->op_type); /* the one name lookup */
     oc_free(name);
     name = g->nodes[n].name;
     for (size_t i = 0; i < np->n_input; i++) {
@@ -312,7 +313,7 @@ static int read_opset(importer *im, const Onnx__ModelProto *m) {
 static int check_ops_supported(importer *im) {
     for (int i = 0; i < im->g->n_nodes; i++) {
         const ir_node *n = &im->g->nodes[i];
-        if (!op_find(n->domain, n->op_type)) {
+        if (n->op == OP_UNKNOWN) {
             char list[2048];
             op_supported_list(list, sizeof list);
             return oc_fail(im->err, "%s: node '%s': unsupported op '%s%s%s' (opset %" PRId64

@@ -73,8 +73,8 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
 static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t) {
     for (int c = 0; c < t->n_consumers; c++) {
         const ir_node *n = &g->nodes[t->consumers[c]];
-        const op_def *d = op_find(n->domain, n->op_type);
-        for (int i = 0; d && i < n->n_inputs; i++) {
+        const op_def *d = op_def_of(n);
+        for (int i = 0; i < n->n_inputs; i++) {
             if (n->inputs[i] < 0 || &g->tensors[n->inputs[i]] != t) continue;
             switch (op_input_role(d, i)) {
             case OP_IN_STATE: return IR_KIND_STATE;
@@ -93,10 +93,10 @@ static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t) {
 
 static int check_arity(const ir_node *n, const op_def *d, oc_err *err) {
     if (n->n_inputs < d->min_inputs || (d->max_inputs >= 0 && n->n_inputs > d->max_inputs))
-        return oc_fail(err, "has %d inputs; %s takes %d to %d", n->n_inputs, d->op_type,
+        return oc_fail(err, "has %d inputs; %s takes %d to %d", n->n_inputs, n->op_type,
                        d->min_inputs, d->max_inputs);
     if (n->n_outputs < d->min_outputs || n->n_outputs > d->max_outputs)
-        return oc_fail(err, "has %d outputs; %s produces %d to %d", n->n_outputs, d->op_type,
+        return oc_fail(err, "has %d outputs; %s produces %d to %d", n->n_outputs, n->op_type,
                        d->min_outputs, d->max_outputs);
     for (int i = 0; i < d->min_inputs; i++)
         if (n->inputs[i] < 0) return oc_fail(err, "required input %d is empty", i);
@@ -121,8 +121,7 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
         if (g->tensors[t].is_initializer) g->tensors[t].kind = initializer_kind(g, &g->tensors[t]);
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
-        const op_def *d = op_find(n->domain, n->op_type);
-        OC_ASSERT(d); /* the importer rejects unsupported ops */
+        const op_def *d = op_def_of(n); /* the importer rejects unsupported ops */
         if (check_arity(n, d, err) || d->infer(g, n, g->opset, err))
             return oc_fail_prefix(err, "%s: node '%s' (%s, opset %" PRId64 ")", path, n->name,
                                   n->op_type, g->opset);

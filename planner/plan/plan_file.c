@@ -83,11 +83,10 @@ int plan_structure_fill(train_graph *tg, oc_err *err) {
         tg->fwd_of[i] = -1;
         tg->phase[i] = i < loss_node    ? TRAIN_PHASE_FORWARD
                        : i == loss_node ? TRAIN_PHASE_LOSS
-                       : strcmp(n->domain, OC_DOMAIN) == 0 && strcmp(n->op_type, "SGDMomentum") == 0
-                           ? TRAIN_PHASE_UPDATE
-                           : TRAIN_PHASE_BACKWARD;
-        const op_def *d = op_find(n->domain, n->op_type);
-        for (int o = 0; d && o < d->n_aliases && o < n->n_outputs; o++) {
+                       : n->op == OP_SGD_MOMENTUM ? TRAIN_PHASE_UPDATE
+                                                  : TRAIN_PHASE_BACKWARD;
+        const op_def *d = op_def_of(n);
+        for (int o = 0; o < d->n_aliases && o < n->n_outputs; o++) {
             int in = d->aliases[o];
             if (in >= 0 && n->outputs[o] >= 0 && in < n->n_inputs && n->inputs[in] >= 0)
                 tg->alias_of[n->outputs[o]] = n->inputs[in];

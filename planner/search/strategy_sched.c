@@ -1,6 +1,8 @@
 /* strategy_sched.c — per-tensor tables and swap-in scheduling (seed 000 §4.3). */
 #include "search/strategy_sched.h"
 
+#include "ir/ops/op_table.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +11,7 @@ bool strategy_tinfo_is_conv(const strategy_tinfo *ti, int node)
 {
     if (node < 0 || node >= ti->tg->n_forward) return false;
     const ir_node *n = &ti->tg->g->nodes[node];
-    return node < ti->tg->n_forward && strcmp(n->op_type, "Conv") == 0 &&
+    return node < ti->tg->n_forward && n->op == OP_CONV &&
            (n->domain == NULL || n->domain[0] == '\0');
 }
 

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ir/ops/op_table.h"
+
 #include <jansson.h>
 
 static const char *kind_cat[] = {"compute", "recompute", "swap_out", "swap_in"};
@@ -20,7 +22,7 @@ static json_t *event_json(const train_graph *tg, const sim_event *e) {
         json_object_set_new(args, "op", json_string(n->op_type));
         json_object_set_new(args, "phase", json_string(train_phase_name(tg->phase[e->index])));
     } else {
-        snprintf(name, sizeof name, "%s %s", e->kind == SIM_EVENT_SWAP_OUT ? "SwapOut" : "SwapIn",
+        snprintf(name, sizeof name, "%s %s", op_name(e->kind == SIM_EVENT_SWAP_OUT ? OP_SWAP_OUT : OP_SWAP_IN),
                  g->tensors[e->index].name);
         json_object_set_new(args, "tensor", json_string(g->tensors[e->index].name));
     }

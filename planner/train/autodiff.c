@@ -27,13 +27,12 @@ int grad_dy(grad_ctx *c, int i) {
 bool grad_wants(grad_ctx *c, int i) {
     int t = grad_fwd_in(c, i);
     if (t < 0) return false;
-    const op_def *d = op_find(grad_fwd(c)->domain, grad_fwd(c)->op_type);
+    const op_def *d = op_def_of(grad_fwd(c));
     return c->b->requires_grad[t] && op_input_role(d, i) != OP_IN_CONST;
 }
 
-int tb_add_node(train_builder *b, const char *name, const char *op, const char *domain,
-                train_phase phase, int fwd_of) {
-    int n = ir_node_add(b->g, name, op, domain);
+int tb_add_node(train_builder *b, const char *name, op_kind op, train_phase phase, int fwd_of) {
+    int n = op_node_add(b->g, name, op);
     train_graph *tg = b->tg;
     tg->phase = oc_realloc(tg->phase, (size_t)b->g->n_nodes * sizeof *tg->phase);
     tg->fwd_of = oc_realloc(tg->fwd_of, (size_t)b->g->n_nodes * sizeof *tg->fwd_of);
@@ -42,9 +41,9 @@ int tb_add_node(train_builder *b, const char *name, const char *op, const char *
     return n;
 }
 
-int grad_node(grad_ctx *c, const char *suffix, const char *op_type, const char *domain) {
+int grad_node(grad_ctx *c, const char *suffix, op_kind op) {
     char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
-    int n = tb_add_node(c->b, name, op_type, domain, c->phase, c->fwd);
+    int n = tb_add_node(c->b, name, op, c->phase, c->fwd);
     oc_free(name);
     return n;
 }
@@ -124,8 +123,7 @@ int grad_const_i64(grad_ctx *c, const char *suffix, int n, const int64_t *vals) 
 int grad_finish(grad_ctx *c, int node) {
     ir_graph *g = c->b->g;
     ir_node *n = &g->nodes[node];
-    const op_def *d = op_find(n->domain, n->op_type);
-    OC_ASSERT(d); /* rules only emit registered ops */
+    const op_def *d = op_def_of(n);
     if (d->infer(g, n, g->opset, c->b->err))
         return oc_fail_prefix(c->b->err, "gradient node '%s' (%s)", n->name, n->op_type);
     return OC_OK;
@@ -139,7 +137,7 @@ int grad_fwd_add_output(grad_ctx *c, const char *suffix) {
     oc_free(name);
     ir_node_add_output(g, c->fwd, t);
     ir_node *n = &g->nodes[c->fwd];
-    const op_def *d = op_find(n->domain, n->op_type);
+    const op_def *d = op_def_of(n);
     if (n->n_outputs > d->max_outputs || d->infer(g, n, g->opset, b->err))
         return oc_fail_prefix(b->err, "node '%s' (%s): adding output '%s'", n->name, n->op_type,
                               g->tensors[t].name);

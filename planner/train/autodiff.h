@@ -6,7 +6,7 @@
  * nodes in the project domain (or standard ONNX nodes), e.g. for Relu:
  *
  *   static int relu_grad(grad_ctx *c) {             // dX = dY * (Y > 0)
- *       int b = grad_node(c, "grad", "ReluGrad", OC_DOMAIN);
+ *       int b = grad_node(c, "grad", OP_RELU_GRAD);
  *       grad_in(c, b, grad_dy(c, 0));               // dY  (N, C, H, W)
  *       grad_in(c, b, grad_fwd_out(c, 0));          // Y   saved
  *       grad_out_dx(c, b, 0);                       // dX  (N, C, H, W)
@@ -38,7 +38,7 @@ int grad_dy(grad_ctx *c, int i);
 bool grad_wants(grad_ctx *c, int i);
 
 /* Emits a node "<fwd>/<suffix>". */
-int grad_node(grad_ctx *c, const char *suffix, const char *op_type, const char *domain);
+int grad_node(grad_ctx *c, const char *suffix, op_kind op);
 void grad_in(grad_ctx *c, int node, int tensor);
 /* Adds an output that is a partial gradient of forward input i when
  * grad_wants(c, i), otherwise an omitted output. Returns the tensor or -1. */

@@ -74,7 +74,7 @@ static int add_loss(train_builder *b, const train_opts *o) {
     ir_tensor_set_shape(&g->tensors[labels], 1, &n);
     g->tensors[labels].kind = IR_KIND_LABEL;
     ir_graph_add_input(g, labels);
-    int node = tb_add_node(b, "outcore/loss", "SoftmaxCrossEntropyLoss", "", TRAIN_PHASE_LOSS, -1);
+    int node = tb_add_node(b, "outcore/loss", OP_SOFTMAX_CROSS_ENTROPY, TRAIN_PHASE_LOSS, -1);
     ir_node_add_input(g, node, out);
     ir_node_add_input(g, node, labels);
     int loss = ir_tensor_add(g, "loss", IR_DTYPE_FLOAT);
@@ -83,7 +83,7 @@ static int add_loss(train_builder *b, const train_opts *o) {
     ir_node_add_output(g, node, logp);
     ir_attr red = {.name = "reduction", .type = IR_ATTR_STRING, .s = "mean"};
     ir_node_add_attr(g, node, &red);
-    const op_def *d = op_find("", "SoftmaxCrossEntropyLoss");
+    const op_def *d = op_def_kind(OP_SOFTMAX_CROSS_ENTROPY);
     if (d->infer(g, &g->nodes[node], g->opset, b->err)) return OC_ERR;
     g->tensors[out].is_graph_output = false;
     g->outputs[0] = loss;
@@ -99,7 +99,7 @@ static void compute_requires_grad(train_builder *b) {
         b->requires_grad[t] = g->tensors[t].kind == IR_KIND_PARAMETER;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        const op_def *d = op_find(n->domain, n->op_type);
+        const op_def *d = op_def_of(n);
         bool any = false;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST &&
@@ -126,7 +126,7 @@ static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of)
         return OC_OK;
     }
     char *name = oc_sprintf("%s/grad_sum", g->tensors[t].name);
-    int n = tb_add_node(b, name, "Sum", "", phase, fwd_of);
+    int n = tb_add_node(b, name, OP_SUM, phase, fwd_of);
     oc_free(name);
     for (int i = 0; i < np; i++) ir_node_add_input(g, n, b->partials[t][i]);
     name = oc_sprintf("%s/grad", g->tensors[t].name);
@@ -134,7 +134,7 @@ static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of)
     oc_free(name);
     ir_node_add_output(g, n, s);
     b->tg->grad_of[t] = s;
-    const op_def *d = op_find("", "Sum");
+    const op_def *d = op_def_kind(OP_SUM);
     if (d->infer(g, &g->nodes[n], g->opset, b->err))
         return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
     return OC_OK;
@@ -153,7 +153,7 @@ static int add_update(train_builder *b, int w) {
     g->tensors[m].kind = IR_KIND_OPT_STATE;
     g->tensors[m].is_initializer = true;
     name = oc_sprintf("%s/sgd", g->tensors[w].name);
-    int n = tb_add_node(b, name, "SGDMomentum", OC_DOMAIN, TRAIN_PHASE_UPDATE, -1);
+    int n = tb_add_node(b, name, OP_SGD_MOMENTUM, TRAIN_PHASE_UPDATE, -1);
     oc_free(name);
     ir_node_add_input(g, n, w);
     ir_node_add_input(g, n, dw);
@@ -172,7 +172,7 @@ static int add_update(train_builder *b, int w) {
     ir_node_add_attr(g, n, &a);
     a.name = "weight_decay", a.f = tg->opts.weight_decay;
     ir_node_add_attr(g, n, &a);
-    const op_def *d = op_find(OC_DOMAIN, "SGDMomentum");
+    const op_def *d = op_def_kind(OP_SGD_MOMENTUM);
     if (d->infer(g, &g->nodes[n], g->opset, b->err))
         return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
     g->tensors[w2].kind = IR_KIND_PARAMETER;
@@ -186,7 +186,7 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
     ir_graph *g = b->g;
     for (int i = n_fwd_nodes - 1; i >= 0; i--) {
         const ir_node *n = &g->nodes[i];
-        const op_def *d = op_find(n->domain, n->op_type);
+        const op_def *d = op_def_of(n);
         grad_ctx c = {.b = b, .fwd = i, .phase = TRAIN_PHASE_BACKWARD};
         bool wants = false;
         for (int k = 0; k < n->n_inputs; k++) wants = wants || grad_wants(&c, k);
@@ -224,7 +224,7 @@ void train_mark_aliases(train_graph *tg) {
     for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        const op_def *d = op_find(n->domain, n->op_type);
+        const op_def *d = op_def_of(n);
         for (int o = 0; o < d->n_aliases && o < n->n_outputs; o++) {
             int in = d->aliases[o];
             if (in >= 0 && n->outputs[o] >= 0 && in < n->n_inputs && n->inputs[in] >= 0)

@@ -124,8 +124,7 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
 }
 
 static bool is_dropout(const ir_node *n) {
-    return (!*n->domain && strcmp(n->op_type, "Dropout") == 0) ||
-           (strcmp(n->domain, OC_DOMAIN) == 0 && strcmp(n->op_type, "DropoutGrad") == 0);
+    return n->op == OP_DROPOUT || n->op == OP_DROPOUT_GRAD;
 }
 
 /* Tensors to keep to the end of step 0 for --dump-grads. */

@@ -41,7 +41,7 @@ static void clip_bounds(const kernel_args *a, double *lo, double *hi, bool *has_
     const ir_tensor *x = kernel_in(a, 0);
     *has_lo = *has_hi = false;
     *lo = -INFINITY, *hi = INFINITY;
-    int first = strcmp(a->n->op_type, "ClipGrad") == 0 ? 2 : 1;
+    int first = a->n->op == OP_CLIP_GRAD ? 2 : 1;
     if (a->n->n_inputs > first && a->in[first])
         *lo = cpu_load_f(a->in[first], kernel_in(a, first)->dtype, 0), *has_lo = true;
     if (a->n->n_inputs > first + 1 && a->in[first + 1])

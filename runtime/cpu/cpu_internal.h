@@ -2,8 +2,9 @@
  * (runtime/cpu/cpu_*.c). Not an interface for other modules: the executor
  * calls kernels only through runtime/kernels.h.
  *
- * Every kernel has the signature cpu_kernel_fn and is registered once in the
- * dispatch table of cpu_kernels.c. A kernel reads shapes, dtypes and attributes
+ * Every kernel has the signature cpu_kernel_fn and is named cpu_<kern> after
+ * its op's row in ir/ops/op_list.h; cpu_kernels.c's dispatch table is made
+ * from the list. A kernel reads shapes, dtypes and attributes
  * from the IR (a->g, a->n) and data from a->in / a->out; it reports bad input
  * (unsupported attribute values, dtypes) with kernel_fail, whose message names the
  * node and op. Shapes were checked by shape inference before a kernel runs. */
@@ -53,50 +54,15 @@ void cpu_col2im(const float *col, int64_t channels, const cpu_window *w, float *
 void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
                int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
-/* Kernels, by file. */
-int cpu_conv(const kernel_args *a, oc_err *err);
-int cpu_conv_backward_data(const kernel_args *a, oc_err *err);
-int cpu_conv_backward_filter(const kernel_args *a, oc_err *err);
-int cpu_conv_transpose(const kernel_args *a, oc_err *err);
-int cpu_conv_transpose_backward_data(const kernel_args *a, oc_err *err);
-int cpu_conv_transpose_backward_filter(const kernel_args *a, oc_err *err);
+/* Kernels: cpu_<kern> for every op of the list (ir/ops/op_list.h), defined
+ * in the cpu_*.c file of its family; the table in cpu_kernels.c is generated
+ * from the list, so a missing kernel is a link error. */
+#define CPU_KERNEL_DECL(kind, name, domain, def, kern) int cpu_##kern(const kernel_args *a, oc_err *err);
+OC_OPS_COMPUTE(CPU_KERNEL_DECL)
+#undef CPU_KERNEL_DECL
+
+/* Scratch of the kernels that need it (im2col / col2im buffers). */
 size_t cpu_conv_scratch(const ir_graph *g, const ir_node *n);
 size_t cpu_conv_transpose_scratch(const ir_graph *g, const ir_node *n);
-
-int cpu_batch_norm(const kernel_args *a, oc_err *err);
-int cpu_batch_norm_grad(const kernel_args *a, oc_err *err);
-
-int cpu_max_pool(const kernel_args *a, oc_err *err);
-int cpu_max_pool_grad(const kernel_args *a, oc_err *err);
-int cpu_average_pool(const kernel_args *a, oc_err *err);
-int cpu_average_pool_grad(const kernel_args *a, oc_err *err);
-int cpu_global_average_pool(const kernel_args *a, oc_err *err);
-int cpu_global_average_pool_grad(const kernel_args *a, oc_err *err);
-
-int cpu_relu(const kernel_args *a, oc_err *err);
-int cpu_relu_grad(const kernel_args *a, oc_err *err);
-int cpu_clip(const kernel_args *a, oc_err *err);
-int cpu_clip_grad(const kernel_args *a, oc_err *err);
-int cpu_dropout(const kernel_args *a, oc_err *err);
-int cpu_dropout_grad(const kernel_args *a, oc_err *err);
-int cpu_add(const kernel_args *a, oc_err *err);
-int cpu_sum(const kernel_args *a, oc_err *err);
-int cpu_reduce_sum_to(const kernel_args *a, oc_err *err);
-
-int cpu_gemm(const kernel_args *a, oc_err *err);
-
-int cpu_concat(const kernel_args *a, oc_err *err);
-int cpu_concat_grad(const kernel_args *a, oc_err *err);
-int cpu_copy(const kernel_args *a, oc_err *err); /* Flatten, Reshape, Unsqueeze */
-int cpu_pad(const kernel_args *a, oc_err *err);
-int cpu_pad_grad(const kernel_args *a, oc_err *err);
-int cpu_constant(const kernel_args *a, oc_err *err);
-int cpu_shape(const kernel_args *a, oc_err *err);
-int cpu_gather(const kernel_args *a, oc_err *err);
-
-int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err);
-int cpu_softmax_cross_entropy_grad(const kernel_args *a, oc_err *err);
-
-int cpu_sgd_momentum(const kernel_args *a, oc_err *err);
 
 #endif

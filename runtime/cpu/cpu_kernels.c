@@ -8,85 +8,37 @@
 #include "cpu_internal.h"
 #include "ir/ops/op_table.h"
 
-typedef struct cpu_kernel_def {
-    const char *domain; /* "" = default ONNX domain */
-    const char *op_type;
-    cpu_kernel_fn run;
-    cpu_scratch_fn scratch; /* NULL: needs none */
-} cpu_kernel_def;
-
-static const cpu_kernel_def cpu_kernel_table[] = {
-    /* forward (default domain) */
-    {"", "Conv", cpu_conv, cpu_conv_scratch},
-    {"", "ConvTranspose", cpu_conv_transpose, cpu_conv_transpose_scratch},
-    {"", "BatchNormalization", cpu_batch_norm, NULL},
-    {"", "Relu", cpu_relu, NULL},
-    {"", "Clip", cpu_clip, NULL},
-    {"", "Dropout", cpu_dropout, NULL},
-    {"", "MaxPool", cpu_max_pool, NULL},
-    {"", "AveragePool", cpu_average_pool, NULL},
-    {"", "GlobalAveragePool", cpu_global_average_pool, NULL},
-    {"", "Add", cpu_add, NULL},
-    {"", "Sum", cpu_sum, NULL},
-    {"", "Concat", cpu_concat, NULL},
-    {"", "Flatten", cpu_copy, NULL},
-    {"", "Reshape", cpu_copy, NULL},
-    {"", "Unsqueeze", cpu_copy, NULL},
-    {"", "Pad", cpu_pad, NULL},
-    {"", "Gemm", cpu_gemm, NULL},
-    {"", "SoftmaxCrossEntropyLoss", cpu_softmax_cross_entropy, NULL},
-    {"", "Constant", cpu_constant, NULL},
-    {"", "Shape", cpu_shape, NULL},
-    {"", "Gather", cpu_gather, NULL},
-    /* backward, loss gradient and update (OC_DOMAIN) */
-    {OC_DOMAIN, "ConvBackwardData", cpu_conv_backward_data, cpu_conv_scratch},
-    {OC_DOMAIN, "ConvBackwardFilter", cpu_conv_backward_filter, cpu_conv_scratch},
-    {OC_DOMAIN, "ConvTransposeBackwardData", cpu_conv_transpose_backward_data,
-     cpu_conv_transpose_scratch},
-    {OC_DOMAIN, "ConvTransposeBackwardFilter", cpu_conv_transpose_backward_filter,
-     cpu_conv_transpose_scratch},
-    {OC_DOMAIN, "BatchNormalizationGrad", cpu_batch_norm_grad, NULL},
-    {OC_DOMAIN, "ReluGrad", cpu_relu_grad, NULL},
-    {OC_DOMAIN, "ClipGrad", cpu_clip_grad, NULL},
-    {OC_DOMAIN, "DropoutGrad", cpu_dropout_grad, NULL},
-    {OC_DOMAIN, "MaxPoolGrad", cpu_max_pool_grad, NULL},
-    {OC_DOMAIN, "AveragePoolGrad", cpu_average_pool_grad, NULL},
-    {OC_DOMAIN, "GlobalAveragePoolGrad", cpu_global_average_pool_grad, NULL},
-    {OC_DOMAIN, "ReduceSumTo", cpu_reduce_sum_to, NULL},
-    {OC_DOMAIN, "PadGrad", cpu_pad_grad, NULL},
-    {OC_DOMAIN, "ConcatGrad", cpu_concat_grad, NULL},
-    {OC_DOMAIN, "SoftmaxCrossEntropyLossGrad", cpu_softmax_cross_entropy_grad, NULL},
-    {OC_DOMAIN, "SGDMomentum", cpu_sgd_momentum, NULL},
+/* Indexed by op_kind: every computing op of the list has its cpu_<kern>. */
+static const cpu_kernel_fn cpu_kernels[OP__COUNT] = {
+#define CPU_KERNEL_ROW(kind, name, domain, def, kern) [OP_##kind] = cpu_##kern,
+    OC_OPS_COMPUTE(CPU_KERNEL_ROW)
+#undef CPU_KERNEL_ROW
 };
 
-#define N_KERNELS (sizeof cpu_kernel_table / sizeof cpu_kernel_table[0])
+/* The kernels that need scratch; NULL: none. */
+static const cpu_scratch_fn cpu_scratch[OP__COUNT] = {
+    [OP_CONV] = cpu_conv_scratch,
+    [OP_CONV_BACKWARD_DATA] = cpu_conv_scratch,
+    [OP_CONV_BACKWARD_FILTER] = cpu_conv_scratch,
+    [OP_CONV_TRANSPOSE] = cpu_conv_transpose_scratch,
+    [OP_CONV_TRANSPOSE_BACKWARD_DATA] = cpu_conv_transpose_scratch,
+    [OP_CONV_TRANSPOSE_BACKWARD_FILTER] = cpu_conv_transpose_scratch,
+};
 
-static const cpu_kernel_def *kernel_find(const char *domain, const char *op_type) {
-    if (!domain || strcmp(domain, "ai.onnx") == 0) domain = "";
-    for (size_t i = 0; i < N_KERNELS; i++)
-        if (strcmp(cpu_kernel_table[i].op_type, op_type) == 0 &&
-            strcmp(cpu_kernel_table[i].domain, domain) == 0)
-            return &cpu_kernel_table[i];
-    return NULL;
-}
-
-bool cpu_kernel_supported(const char *domain, const char *op_type) {
-    return kernel_find(domain, op_type) != NULL;
-}
+bool cpu_kernel_supported(int op) { return op >= 0 && op < OP__COUNT && cpu_kernels[op]; }
 
 size_t cpu_kernel_scratch_bytes(const ir_graph *g, const ir_node *n) {
-    const cpu_kernel_def *k = kernel_find(n->domain, n->op_type);
-    return k && k->scratch ? k->scratch(g, n) : 0;
+    cpu_scratch_fn f = n->op >= 0 && n->op < OP__COUNT ? cpu_scratch[n->op] : NULL;
+    return f ? f(g, n) : 0;
 }
 
 int cpu_kernel_run(const kernel_args *a, oc_err *err) {
-    const cpu_kernel_def *k = kernel_find(a->n->domain, a->n->op_type);
-    if (!k)
+    if (!cpu_kernel_supported(a->n->op))
         return oc_fail(err, "node '%s': op %s%s%s has no cpu kernel", a->n->name,
                        *a->n->domain ? a->n->domain : "", *a->n->domain ? "." : "",
                        a->n->op_type);
-    OC_ASSERT(!k->scratch || a->scratch_bytes >= k->scratch(a->g, a->n));
-    return k->run(a, err);
+    OC_ASSERT(a->scratch_bytes >= cpu_kernel_scratch_bytes(a->g, a->n));
+    return cpu_kernels[a->n->op](a, err);
 }
 
 /* ---- shared helpers ---- */

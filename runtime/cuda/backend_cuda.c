@@ -202,9 +202,9 @@ static int cuda_sync(rt_backend *b, oc_err *err) {
     return rc;
 }
 
-static bool cuda_supported(rt_backend *b, const char *domain, const char *op_type) {
+static bool cuda_supported(rt_backend *b, int op) {
     (void)b;
-    return cuda_kernel_supported(domain, op_type);
+    return cuda_kernel_supported(op);
 }
 
 static size_t cuda_scratch(rt_backend *b, const ir_graph *g, const ir_node *n, size_t limit) {

@@ -48,10 +48,8 @@ int rt_cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, c
  * handles, arena, workspaces), or -1 when b is not the cuda backend. */
 int64_t rt_cuda_device_used(rt_backend *b);
 
-/* True when the cuda backend has a kernel for (domain, op_type). Pure table
- * lookup: works in every build and without a GPU (cuda_table.c). */
-bool cuda_kernel_supported(const char *domain, const char *op_type);
-/* The table, for tests: entry i (NULL past the end) as domain / op_type. */
-bool cuda_kernel_entry(int i, const char **domain, const char **op_type);
+/* True when the cuda backend has a kernel for op kind op. Pure table lookup:
+ * works in every build and without a GPU (cuda_table.c). */
+bool cuda_kernel_supported(int op);
 
 #endif

@@ -460,8 +460,7 @@ static int stash_key(const ir_graph *g, int t) {
         int p = g->tensors[t].producer;
         if (p < 0) break;
         const ir_node *n = &g->nodes[p];
-        bool swap = strcmp(n->domain, OC_DOMAIN) == 0 &&
-                    (strcmp(n->op_type, "SwapIn") == 0 || strcmp(n->op_type, "SwapOut") == 0);
+        bool swap = n->op == OP_SWAP_IN || n->op == OP_SWAP_OUT;
         if (!swap || n->n_inputs < 1) break;
         t = n->inputs[0];
     }

@@ -492,7 +492,7 @@ static int k_sce(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad
 /* ---- dispatch ---- */
 
 int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    int id = cuda_op_lookup(a->n->domain, a->n->op_type);
+    int id = cuda_op_of(a->n->op);
     if (id < 0)
         return oc_fail(err, "node '%s': op %s%s%s has no cuda kernel", a->n->name,
                        *a->n->domain ? a->n->domain : "", *a->n->domain ? "." : "", a->n->op_type);
@@ -535,7 +535,7 @@ int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 
 size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
-    int id = cuda_op_lookup(n->domain, n->op_type);
+    int id = cuda_op_of(n->op);
     switch (id) {
     case CUDA_OP_CONV: case CUDA_OP_CONV_TRANSPOSE: case CUDA_OP_CONV_BWD_DATA:
     case CUDA_OP_CONV_BWD_FILTER: case CUDA_OP_CONVT_BWD_DATA: case CUDA_OP_CONVT_BWD_FILTER:

@@ -20,7 +20,7 @@ typedef enum cuda_op_id {
     CUDA_OP__COUNT
 } cuda_op_id;
 
-/* Id of (domain, op_type) ("" or "ai.onnx" = default domain); -1 if none. */
-int cuda_op_lookup(const char *domain, const char *op_type);
+/* Kernel id of op kind op (ir/ops/op_list.h); -1 if none. */
+int cuda_op_of(int op);
 
 #endif

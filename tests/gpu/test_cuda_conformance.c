@@ -28,9 +28,7 @@ static rt_backend *conf_backend(void) {
     return b;
 }
 
-bool conf_supported(const char *domain, const char *op_type) {
-    return cuda_kernel_supported(domain, op_type);
-}
+bool conf_supported(int op) { return cuda_kernel_supported(op); }
 
 size_t conf_scratch(const ir_graph *g, const ir_node *n) {
     rt_backend *b = conf_backend();

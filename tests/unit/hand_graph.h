@@ -12,6 +12,7 @@
 #ifndef OC_TEST_HAND_GRAPH_H
 #define OC_TEST_HAND_GRAPH_H
 
+#include "ir/ops/op_table.h"
 #include "plan/profile.h"
 #include "train/train_graph.h"
 
@@ -26,7 +27,7 @@ static int hand_tensor(ir_graph *g, const char *name, int64_t bytes, ir_kind k) 
 }
 
 static void hand_node(ir_graph *g, const char *name, int in0, int in1, int out) {
-    int n = ir_node_add(g, name, "Relu", "");
+    int n = op_node_add(g, name, OP_RELU);
     ir_node_add_input(g, n, in0);
     if (in1 >= 0) ir_node_add_input(g, n, in1);
     ir_node_add_output(g, n, out);

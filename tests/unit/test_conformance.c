@@ -68,7 +68,7 @@ static verdict classify_ops(const char *model, char *missing, size_t cap) {
     int have = 0, lack = 0;
     for (size_t i = 0; i < m->graph->n_node; i++) {
         const Onnx__NodeProto *n = m->graph->node[i];
-        if (cpu_kernel_supported(n->domain ? n->domain : "", n->op_type)) {
+        if (cpu_kernel_supported(op_lookup(n->domain ? n->domain : "", n->op_type))) {
             have++;
         } else {
             lack++;

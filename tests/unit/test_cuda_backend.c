@@ -31,7 +31,7 @@ static void test_backend_new_or_skip(void **state) {
     if (rt_backend_new("cuda", &b, &err) == OC_OK) {
         assert_non_null(b);
         assert_string_equal(b->name, "cuda");
-        assert_true(b->supported(b, "", "Conv"));
+        assert_true(b->supported(b, OP_CONV));
         rt_backend_free(b);
         printf("# cuda GPU present: backend created\n");
         return;
@@ -47,28 +47,27 @@ static void test_backend_new_or_skip(void **state) {
 
 static void test_cuda_ops_have_cpu_kernels(void **state) {
     (void)state;
-    const char *dom, *op;
     int n = 0;
-    for (int i = 0; cuda_kernel_entry(i, &dom, &op); i++, n++) {
-        if (!cpu_kernel_supported(dom, op)) fail_msg("cuda op %s.%s has no cpu kernel", dom, op);
-        assert_non_null(op_find(dom, op));
-    }
+    for (int k = 0; k < OP__COUNT; k++)
+        if (cuda_kernel_supported(k)) {
+            if (!cpu_kernel_supported(k)) fail_msg("cuda op %s has no cpu kernel", op_name((op_kind)k));
+            n++;
+        }
     assert_true(n >= 30);
-    assert_false(cuda_kernel_supported("", "NoSuchOp"));
-    assert_false(cuda_kernel_supported(OC_DOMAIN, "Conv"));
+    assert_false(cuda_kernel_supported(OP_UNKNOWN));
+    assert_false(cuda_kernel_supported(OP_SWAP_OUT));
 }
 
 static void test_default_domain_ops_complete(void **state) {
     (void)state;
-    char buf[4096];
-    op_supported_list(buf, sizeof buf);
     int checked = 0;
-    for (char *tok = strtok(buf, ", "); tok; tok = strtok(NULL, ", ")) {
-        if (!cpu_kernel_supported("", tok)) continue;
-        if (!cuda_kernel_supported("", tok)) fail_msg("op %s has a cpu kernel but no cuda kernel", tok);
+    for (int k = 0; k < OP__COUNT; k++) {
+        if (!cpu_kernel_supported(k)) continue;
+        if (!cuda_kernel_supported(k))
+            fail_msg("op %s has a cpu kernel but no cuda kernel", op_name((op_kind)k));
         checked++;
     }
-    assert_true(checked >= 15);
+    assert_true(checked >= 35);
 }
 
 static void test_training_graphs_supported(void **state) {
@@ -89,10 +88,10 @@ static void test_training_graphs_supported(void **state) {
             if (train_build(g, &to, &tg, &err)) fail_msg("%s: %s", path, err.msg);
             for (int i = 0; i < tg->g->n_nodes; i++) {
                 const ir_node *n = &tg->g->nodes[i];
-                if (!cuda_kernel_supported(n->domain, n->op_type))
+                if (!cuda_kernel_supported(n->op))
                     fail_msg("%s: node '%s' op %s.%s has no cuda kernel", path, n->name, n->domain,
                              n->op_type);
-                assert_true(cpu_kernel_supported(n->domain, n->op_type));
+                assert_true(cpu_kernel_supported(n->op));
             }
             train_graph_free(tg);
         }

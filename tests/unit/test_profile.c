@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "ir/ops/op_table.h"
 #include "plan/profile.h"
 
 /* A two-node "training graph": names are all the profile needs. */
@@ -20,10 +21,10 @@ static train_graph *tiny_graph(void) {
     int z = ir_tensor_add(g, "z", IR_DTYPE_FLOAT);
     int64_t n = 1000;
     for (int t = 0; t < 3; t++) ir_tensor_set_shape(&g->tensors[t], 1, &n);
-    int a = ir_node_add(g, "relu", "Relu", "");
+    int a = op_node_add(g, "relu", OP_RELU);
     ir_node_add_input(g, a, x);
     ir_node_add_output(g, a, y);
-    int b = ir_node_add(g, "relu/grad", "ReluGrad", "ai.outcore");
+    int b = op_node_add(g, "relu/grad", OP_RELU_GRAD);
     ir_node_add_input(g, b, y);
     ir_node_add_output(g, b, z);
     return tg;

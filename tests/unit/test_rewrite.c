@@ -131,7 +131,7 @@ static void test_dropout_clone_same_mask(void **state) {
         ms[i] = ir_tensor_add(g, b, IR_DTYPE_BOOL);
         ir_tensor_set_shape(&g->tensors[ys[i]], 1, &n);
         ir_tensor_set_shape(&g->tensors[ms[i]], 1, &n);
-        nodes[i] = ir_node_add(g, names[i], "Dropout", "");
+        nodes[i] = op_node_add(g, names[i], OP_DROPOUT);
         ir_node_add_input(g, nodes[i], x);
         ir_node_add_input(g, nodes[i], r);
         ir_node_add_input(g, nodes[i], tm);

@@ -49,6 +49,7 @@ static int const_i64(ir_graph *g, const char *name, int n, const int64_t *v) {
 /* Node with inputs (a -1-terminated list) and n_out fresh outputs named "<name>_y<k>". */
 static int node(ir_graph *g, const char *name, const char *op, int n_out, ...) {
     int n = ir_node_add(g, name, op, "");
+    g->nodes[n].op = op_lookup("", op);
     va_list ap;
     va_start(ap, n_out);
     for (int t; (t = va_arg(ap, int)) != -2;) ir_node_add_input(g, n, t);
@@ -117,7 +118,7 @@ static void check_rule(const train_graph *tg, const char *fwd_name) {
     int f = node_named(g, fwd_name);
     assert_true(f >= 0);
     const ir_node *fn = &g->nodes[f];
-    const op_def *d = op_find(fn->domain, fn->op_type);
+    const op_def *d = op_def_of(fn);
     uint32_t in_read = 0, out_read = 0;
     int emitted = 0;
     for (int i = 0; i < g->n_nodes; i++) {

@@ -16,7 +16,7 @@ static void conv_attrs(grad_ctx *c, int node) {
     grad_attr_ints(c, node, "kernel_shape", nk, k);
 }
 
-static int conv_like_grad(grad_ctx *c, const char *data_op, const char *filter_op) {
+static int conv_like_grad(grad_ctx *c, op_kind data_op, op_kind filter_op) {
     int dy = grad_dy(c, 0);
     if (dy < 0) return OC_OK;
     const ir_tensor *x = &grad_graph(c)->tensors[grad_fwd_in(c, 0)];
@@ -24,7 +24,7 @@ static int conv_like_grad(grad_ctx *c, const char *data_op, const char *filter_o
     int64_t xdims[IR_MAX_RANK];
     for (int i = 0; i < rank; i++) xdims[i] = x->dims[i];
     if (grad_wants(c, 0)) {
-        int b = grad_node(c, "grad_data", data_op, OC_DOMAIN);
+        int b = grad_node(c, "grad_data", data_op);
         grad_in(c, b, dy);                 /* dY (N, M, O..) */
         grad_in(c, b, grad_fwd_in(c, 1));  /* W  */
         grad_out_dx(c, b, 0);              /* dX (N, C, D..) */
@@ -34,7 +34,7 @@ static int conv_like_grad(grad_ctx *c, const char *data_op, const char *filter_o
     }
     bool has_bias = grad_fwd_in(c, 2) >= 0;
     if (grad_wants(c, 1) || (has_bias && grad_wants(c, 2))) {
-        int b = grad_node(c, "grad_filter", filter_op, OC_DOMAIN);
+        int b = grad_node(c, "grad_filter", filter_op);
         grad_in(c, b, dy);                 /* dY */
         grad_in(c, b, grad_fwd_in(c, 0));  /* X  saved */
         grad_out_dx(c, b, 1);              /* dW like W */
@@ -46,9 +46,9 @@ static int conv_like_grad(grad_ctx *c, const char *data_op, const char *filter_o
 }
 
 int op_grad_conv(grad_ctx *c) {
-    return conv_like_grad(c, "ConvBackwardData", "ConvBackwardFilter");
+    return conv_like_grad(c, OP_CONV_BACKWARD_DATA, OP_CONV_BACKWARD_FILTER);
 }
 
 int op_grad_conv_transpose(grad_ctx *c) {
-    return conv_like_grad(c, "ConvTransposeBackwardData", "ConvTransposeBackwardFilter");
+    return conv_like_grad(c, OP_CONV_TRANSPOSE_BACKWARD_DATA, OP_CONV_TRANSPOSE_BACKWARD_FILTER);
 }

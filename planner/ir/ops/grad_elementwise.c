@@ -7,7 +7,7 @@
 int op_grad_relu(grad_ctx *c) {
     int dy = grad_dy(c, 0);
     if (dy < 0) return OC_OK;
-    int b = grad_node(c, "grad", "ReluGrad", OC_DOMAIN);
+    int b = grad_node(c, "grad", OP_RELU_GRAD);
     grad_in(c, b, dy);                 /* dY */
     grad_in(c, b, grad_fwd_out(c, 0)); /* Y saved */
     grad_out_dx(c, b, 0);
@@ -18,7 +18,7 @@ int op_grad_relu(grad_ctx *c) {
 int op_grad_clip(grad_ctx *c) {
     int dy = grad_dy(c, 0);
     if (dy < 0) return OC_OK;
-    int b = grad_node(c, "grad", "ClipGrad", OC_DOMAIN);
+    int b = grad_node(c, "grad", OP_CLIP_GRAD);
     grad_in(c, b, dy);                 /* dY */
     grad_in(c, b, grad_fwd_in(c, 0));  /* X saved */
     grad_in(c, b, grad_fwd_in(c, 1));  /* min (or empty) */
@@ -67,7 +67,7 @@ int op_grad_dropout(grad_ctx *c) {
     int mask = grad_fwd_out(c, 1);
     if (mask < 0 && (mask = grad_fwd_add_output(c, "mask")) < 0) return OC_ERR;
     float ratio = dropout_ratio(c);
-    int b = grad_node(c, "grad", "DropoutGrad", OC_DOMAIN);
+    int b = grad_node(c, "grad", OP_DROPOUT_GRAD);
     grad_in(c, b, dy);    /* dY */
     grad_in(c, b, mask);  /* mask saved (bool) */
     grad_out_dx(c, b, 0);
@@ -90,7 +90,7 @@ int op_grad_add(grad_ctx *c) {
         int rank = x->rank;
         int64_t dims[IR_MAX_RANK];
         memcpy(dims, x->dims, sizeof dims);
-        int b = grad_node(c, i == 0 ? "grad_a" : "grad_b", "ReduceSumTo", OC_DOMAIN);
+        int b = grad_node(c, i == 0 ? "grad_a" : "grad_b", OP_REDUCE_SUM_TO);
         grad_in(c, b, dy);
         grad_out_dx(c, b, i);
         grad_attr_ints(c, b, "input_shape", rank, dims);

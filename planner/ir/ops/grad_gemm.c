@@ -9,7 +9,7 @@
 
 static int gemm_node(grad_ctx *c, const char *suffix, int a, int b, bool ta, bool tb,
                      float alpha, int dx_of) {
-    int n = grad_node(c, suffix, "Gemm", "");
+    int n = grad_node(c, suffix, OP_GEMM);
     grad_in(c, n, a);
     grad_in(c, n, b);
     grad_out_dx(c, n, dx_of);
@@ -41,7 +41,7 @@ int op_grad_gemm(grad_ctx *c) {
         int rank = bias->rank;
         int64_t dims[IR_MAX_RANK];
         memcpy(dims, bias->dims, sizeof dims);
-        int n = grad_node(c, "grad_c", "ReduceSumTo", OC_DOMAIN);
+        int n = grad_node(c, "grad_c", OP_REDUCE_SUM_TO);
         grad_in(c, n, dy);
         grad_out_dx(c, n, 2);
         grad_attr_ints(c, n, "input_shape", rank, dims);

@@ -15,7 +15,7 @@ int op_grad_batch_norm(grad_ctx *c) {
                        "(export the model in training mode)");
     int dy = grad_dy(c, 0);
     if (dy < 0) return OC_OK;
-    int b = grad_node(c, "grad", "BatchNormalizationGrad", OC_DOMAIN);
+    int b = grad_node(c, "grad", OP_BATCH_NORM_GRAD);
     grad_in(c, b, dy);                 /* dY (N, C, ..) */
     grad_in(c, b, grad_fwd_in(c, 0));  /* X  saved */
     grad_in(c, b, grad_fwd_in(c, 1));  /* scale (C) */

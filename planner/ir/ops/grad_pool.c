@@ -5,14 +5,14 @@
 
 #include "ir/ops/grad_rules.h"
 
-static int pool_grad(grad_ctx *c, const char *op, bool reads_x) {
+static int pool_grad(grad_ctx *c, op_kind op, bool reads_x) {
     int dy = grad_dy(c, 0);
     if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
     const ir_tensor *x = &grad_graph(c)->tensors[grad_fwd_in(c, 0)];
     int rank = x->rank;
     int64_t dims[IR_MAX_RANK];
     memcpy(dims, x->dims, sizeof dims);
-    int b = grad_node(c, "grad", op, OC_DOMAIN);
+    int b = grad_node(c, "grad", op);
     grad_in(c, b, dy);                              /* dY (N, C, O..) */
     if (reads_x) grad_in(c, b, grad_fwd_in(c, 0));  /* X saved */
     grad_out_dx(c, b, 0);                           /* dX (N, C, D..) */
@@ -21,8 +21,8 @@ static int pool_grad(grad_ctx *c, const char *op, bool reads_x) {
     return grad_finish(c, b);
 }
 
-int op_grad_max_pool(grad_ctx *c) { return pool_grad(c, "MaxPoolGrad", true); }
-int op_grad_average_pool(grad_ctx *c) { return pool_grad(c, "AveragePoolGrad", false); }
+int op_grad_max_pool(grad_ctx *c) { return pool_grad(c, OP_MAX_POOL_GRAD, true); }
+int op_grad_average_pool(grad_ctx *c) { return pool_grad(c, OP_AVERAGE_POOL_GRAD, false); }
 int op_grad_global_average_pool(grad_ctx *c) {
-    return pool_grad(c, "GlobalAveragePoolGrad", false);
+    return pool_grad(c, OP_GLOBAL_AVERAGE_POOL_GRAD, false);
 }

@@ -14,7 +14,7 @@ int op_grad_concat(grad_ctx *c) {
     if (axis < 0) axis += rank;
     int64_t *split = oc_malloc((size_t)k * sizeof *split);
     for (int i = 0; i < k; i++) split[i] = g->tensors[f->inputs[i]].dims[axis];
-    int b = grad_node(c, "grad", "ConcatGrad", OC_DOMAIN);
+    int b = grad_node(c, "grad", OP_CONCAT_GRAD);
     grad_in(c, b, dy);
     for (int i = 0; i < k; i++) grad_out_dx(c, b, i);
     grad_attr_int(c, b, "axis", axis);
@@ -32,7 +32,7 @@ int op_grad_reshape(grad_ctx *c) {
     int64_t dims[IR_MAX_RANK];
     memcpy(dims, x->dims, sizeof dims);
     int shape = grad_const_i64(c, "grad_shape", rank, dims);
-    int b = grad_node(c, "grad", "Reshape", "");
+    int b = grad_node(c, "grad", OP_RESHAPE);
     grad_in(c, b, dy);
     grad_in(c, b, shape);
     grad_out_dx(c, b, 0);
@@ -62,7 +62,7 @@ int op_grad_pad(grad_ctx *c) {
         ir_attr_ints(f, "pads", &v);
         memcpy(pads, v, (size_t)(2 * rank) * sizeof(int64_t));
     }
-    int b = grad_node(c, "grad", "PadGrad", OC_DOMAIN);
+    int b = grad_node(c, "grad", OP_PAD_GRAD);
     grad_in(c, b, dy);
     grad_out_dx(c, b, 0);
     grad_attr_ints(c, b, "pads", 2 * rank, pads);

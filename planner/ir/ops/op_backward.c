@@ -167,35 +167,35 @@ static void conv_transpose_filter_cost(const ir_graph *g, const ir_node *n, op_c
 
 static const op_role data_role[] = {OP_IN_DATA};
 
-#define BACKWARD_OP(ident, name, nin_min, nin_max, nout_min, nout_max, fn, costfn)            \
-    const op_def ident = {.op_type = name, .domain = OC_DOMAIN, .min_inputs = nin_min,      \
+#define BACKWARD_OP(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn)            \
+    const op_def ident = {.min_inputs = nin_min,      \
                           .max_inputs = nin_max, .min_outputs = nout_min,                   \
                           .max_outputs = nout_max, .roles = data_role, .n_roles = 1,        \
                           .infer = fn, .cost = costfn}
 
-BACKWARD_OP(op_def_conv_backward_data, "ConvBackwardData", 2, 2, 1, 1, backward_data_infer,
+BACKWARD_OP(op_def_conv_backward_data, 2, 2, 1, 1, backward_data_infer,
             backward_data_cost);
-BACKWARD_OP(op_def_conv_backward_filter, "ConvBackwardFilter", 2, 2, 1, 2, conv_filter_infer,
+BACKWARD_OP(op_def_conv_backward_filter, 2, 2, 1, 2, conv_filter_infer,
             conv_filter_cost);
-BACKWARD_OP(op_def_conv_transpose_backward_data, "ConvTransposeBackwardData", 2, 2, 1, 1,
+BACKWARD_OP(op_def_conv_transpose_backward_data, 2, 2, 1, 1,
             backward_data_infer, conv_transpose_data_cost);
-BACKWARD_OP(op_def_conv_transpose_backward_filter, "ConvTransposeBackwardFilter", 2, 2, 1, 2,
+BACKWARD_OP(op_def_conv_transpose_backward_filter, 2, 2, 1, 2,
             conv_transpose_filter_infer, conv_transpose_filter_cost);
-BACKWARD_OP(op_def_bn_grad, "BatchNormalizationGrad", 3, 3, 1, 3, bn_grad_infer, NULL);
-BACKWARD_OP(op_def_relu_grad, "ReluGrad", 2, 2, 1, 1, out0_like_in0, NULL);
-BACKWARD_OP(op_def_clip_grad, "ClipGrad", 2, 4, 1, 1, out0_like_in0, NULL);
-BACKWARD_OP(op_def_dropout_grad, "DropoutGrad", 2, 2, 1, 1, out0_like_in0, NULL);
-BACKWARD_OP(op_def_max_pool_grad, "MaxPoolGrad", 2, 2, 1, 1, pool_grad_infer, NULL);
-BACKWARD_OP(op_def_average_pool_grad, "AveragePoolGrad", 1, 1, 1, 1, pool_grad_infer, NULL);
-BACKWARD_OP(op_def_global_average_pool_grad, "GlobalAveragePoolGrad", 1, 1, 1, 1,
+BACKWARD_OP(op_def_batch_norm_grad, 3, 3, 1, 3, bn_grad_infer, NULL);
+BACKWARD_OP(op_def_relu_grad, 2, 2, 1, 1, out0_like_in0, NULL);
+BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL);
+BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL);
+BACKWARD_OP(op_def_max_pool_grad, 2, 2, 1, 1, pool_grad_infer, NULL);
+BACKWARD_OP(op_def_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL);
+BACKWARD_OP(op_def_global_average_pool_grad, 1, 1, 1, 1,
             pool_grad_infer, NULL);
-BACKWARD_OP(op_def_reduce_sum_to, "ReduceSumTo", 1, 1, 1, 1, pool_grad_infer, NULL);
-BACKWARD_OP(op_def_pad_grad, "PadGrad", 1, 1, 1, 1, pool_grad_infer, NULL);
-BACKWARD_OP(op_def_concat_grad, "ConcatGrad", 1, 1, 1, 64, concat_grad_infer, NULL);
-BACKWARD_OP(op_def_sce_grad, "SoftmaxCrossEntropyLossGrad", 2, 2, 1, 1, sce_grad_infer, NULL);
+BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, pool_grad_infer, NULL);
+BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL);
+BACKWARD_OP(op_def_concat_grad, 1, 1, 1, 64, concat_grad_infer, NULL);
+BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 2, 1, 1, sce_grad_infer, NULL);
 static const int8_t sgd_aliases[] = {0, 2};
 const op_def op_def_sgd_momentum = {
-    .op_type = "SGDMomentum", .domain = OC_DOMAIN, .min_inputs = 3, .max_inputs = 3,
+    .min_inputs = 3, .max_inputs = 3,
     .min_outputs = 2, .max_outputs = 2, .roles = data_role, .n_roles = 1, .infer = sgd_infer,
     .aliases = sgd_aliases, .n_aliases = 2,
 };

@@ -84,13 +84,13 @@ static void conv_transpose_cost(const ir_graph *g, const ir_node *n, op_cost *c)
 static const op_role conv_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
 
 const op_def op_def_conv = {
-    .op_type = "Conv", .domain = "", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
+    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 1, .roles = conv_roles, .n_roles = 3, .infer = conv_infer,
     .cost = conv_cost, .grad = op_grad_conv, .saved_inputs = 0x3,
 };
 
 const op_def op_def_conv_transpose = {
-    .op_type = "ConvTranspose", .domain = "", .min_inputs = 2, .max_inputs = 3,
+    .min_inputs = 2, .max_inputs = 3,
     .min_outputs = 1, .max_outputs = 1, .roles = conv_roles, .n_roles = 3,
     .infer = conv_transpose_infer,
     .cost = conv_transpose_cost, .grad = op_grad_conv_transpose, .saved_inputs = 0x3,

@@ -38,25 +38,25 @@ static const op_role data_role[] = {OP_IN_DATA};
 static const op_role clip_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
 const op_def op_def_relu = {
-    .op_type = "Relu", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = same_shape_infer,
     .grad = op_grad_relu, .saved_outputs = 0x1,
 };
 
 const op_def op_def_clip = {
-    .op_type = "Clip", .domain = "", .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 1, .roles = clip_roles, .n_roles = 2, .infer = same_shape_infer,
     .grad = op_grad_clip, .saved_inputs = 0x7,
 };
 
 const op_def op_def_dropout = {
-    .op_type = "Dropout", .domain = "", .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 2, .roles = clip_roles, .n_roles = 2, .infer = dropout_infer,
     .grad = op_grad_dropout, .saved_outputs = 0x2,
 };
 
 const op_def op_def_add = {
-    .op_type = "Add", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = add_infer,
     .grad = op_grad_add,
 };

@@ -50,12 +50,12 @@ static const op_role sce_roles[] = {OP_IN_DATA, OP_IN_DATA, OP_IN_CONST};
 static const op_role data_role[] = {OP_IN_DATA};
 
 const op_def op_def_softmax_cross_entropy = {
-    .op_type = "SoftmaxCrossEntropyLoss", .domain = "", .min_inputs = 2, .max_inputs = 3,
+    .min_inputs = 2, .max_inputs = 3,
     .min_outputs = 1, .max_outputs = 2, .roles = sce_roles, .n_roles = 3, .infer = sce_infer,
     .grad = op_grad_softmax_cross_entropy, .saved_inputs = 0x2, .saved_outputs = 0x2,
 };
 
 const op_def op_def_sum = {
-    .op_type = "Sum", .domain = "", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = sum_infer,
 };

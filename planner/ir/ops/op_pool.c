@@ -36,19 +36,19 @@ static int global_pool_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err
 static const op_role data_role[] = {OP_IN_DATA};
 
 const op_def op_def_max_pool = {
-    .op_type = "MaxPool", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 2, .roles = data_role, .n_roles = 1, .infer = pool_infer,
     .grad = op_grad_max_pool, .saved_inputs = 0x1,
 };
 
 const op_def op_def_average_pool = {
-    .op_type = "AveragePool", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = pool_infer,
     .grad = op_grad_average_pool,
 };
 
 const op_def op_def_global_average_pool = {
-    .op_type = "GlobalAveragePool", .domain = "", .min_inputs = 1, .max_inputs = 1,
+    .min_inputs = 1, .max_inputs = 1,
     .min_outputs = 1, .max_outputs = 1, .roles = data_role, .n_roles = 1,
     .infer = global_pool_infer,
     .grad = op_grad_global_average_pool,

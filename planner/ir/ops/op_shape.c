@@ -286,38 +286,38 @@ static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
 static const op_role const_role[] = {OP_IN_CONST};
 
 const op_def op_def_constant = {
-    .op_type = "Constant", .domain = "", .min_inputs = 0, .max_inputs = 0, .min_outputs = 1,
+    .min_inputs = 0, .max_inputs = 0, .min_outputs = 1,
     .max_outputs = 1, .roles = const_role, .n_roles = 1, .infer = constant_infer,
 };
 const op_def op_def_shape = {
-    .op_type = "Shape", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = shape_infer,
 };
 const op_def op_def_gather = {
-    .op_type = "Gather", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = gather_infer,
 };
 const op_def op_def_unsqueeze = {
-    .op_type = "Unsqueeze", .domain = "", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 2, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = unsqueeze_infer,
 };
 const op_def op_def_concat = {
-    .op_type = "Concat", .domain = "", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = concat_infer,
     .grad = op_grad_concat,
 };
 const op_def op_def_reshape = {
-    .op_type = "Reshape", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = reshape_infer,
     .grad = op_grad_reshape,
 };
 const op_def op_def_flatten = {
-    .op_type = "Flatten", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = flatten_infer,
     .grad = op_grad_reshape,
 };
 const op_def op_def_pad = {
-    .op_type = "Pad", .domain = "", .min_inputs = 1, .max_inputs = 4, .min_outputs = 1,
+    .min_inputs = 1, .max_inputs = 4, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = pad_infer,
     .grad = op_grad_pad,
 };

@@ -4,39 +4,24 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const op_def op_def_conv, op_def_conv_transpose, op_def_batch_norm, op_def_relu,
-    op_def_clip, op_def_dropout, op_def_add, op_def_max_pool, op_def_average_pool,
-    op_def_global_average_pool, op_def_gemm, op_def_flatten, op_def_concat, op_def_pad,
-    op_def_constant, op_def_reshape, op_def_shape, op_def_gather, op_def_unsqueeze,
-    op_def_softmax_cross_entropy, op_def_sum, op_def_conv_backward_data,
-    op_def_conv_backward_filter, op_def_conv_transpose_backward_data,
-    op_def_conv_transpose_backward_filter, op_def_bn_grad, op_def_relu_grad, op_def_clip_grad,
-    op_def_dropout_grad, op_def_max_pool_grad, op_def_average_pool_grad,
-    op_def_global_average_pool_grad, op_def_reduce_sum_to, op_def_pad_grad, op_def_concat_grad,
-    op_def_sce_grad, op_def_sgd_momentum;
-extern const op_def op_def_swap_out, op_def_swap_in; /* op_swap.c */
+#define OP_LIST_DECL(kind, name, domain, def, kern) extern const op_def op_def_##def;
+OC_OPS_COMPUTE(OP_LIST_DECL) OC_OPS_COPY(OP_LIST_DECL)
+#undef OP_LIST_DECL
 
-static const op_def *const op_registry[] = {
-    &op_def_conv,        &op_def_conv_transpose, &op_def_batch_norm,
-    &op_def_relu,        &op_def_clip,           &op_def_dropout,
-    &op_def_add,         &op_def_max_pool,       &op_def_average_pool,
-    &op_def_global_average_pool,                 &op_def_gemm,
-    &op_def_flatten,     &op_def_concat,         &op_def_pad,
-    &op_def_constant,    &op_def_reshape,        &op_def_shape,
-    &op_def_gather,      &op_def_unsqueeze,      &op_def_softmax_cross_entropy,
-    &op_def_sum,
-    /* project domain: backward and update */
-    &op_def_conv_backward_data,           &op_def_conv_backward_filter,
-    &op_def_conv_transpose_backward_data, &op_def_conv_transpose_backward_filter,
-    &op_def_bn_grad,     &op_def_relu_grad,      &op_def_clip_grad,
-    &op_def_dropout_grad, &op_def_max_pool_grad, &op_def_average_pool_grad,
-    &op_def_global_average_pool_grad,            &op_def_reduce_sum_to,
-    &op_def_pad_grad,    &op_def_concat_grad,    &op_def_sce_grad,
-    &op_def_sgd_momentum,
-    &op_def_swap_out,    &op_def_swap_in,
+#define ONNX ""
+#define OC OC_DOMAIN
+typedef struct op_entry {
+    const char *name, *domain;
+    const op_def *def;
+} op_entry;
+
+static const op_entry op_entries[OP__COUNT] = {
+#define OP_LIST_ENTRY(kind, name, domain, def, kern) [OP_##kind] = {name, domain, &op_def_##def},
+    OC_OPS_COMPUTE(OP_LIST_ENTRY) OC_OPS_COPY(OP_LIST_ENTRY)
+#undef OP_LIST_ENTRY
 };
-
-#define N_OPS (sizeof op_registry / sizeof op_registry[0])
+#undef ONNX
+#undef OC
 
 static bool same_domain(const char *a, const char *b) {
     if (!a || strcmp(a, "ai.onnx") == 0) a = "";
@@ -44,21 +29,42 @@ static bool same_domain(const char *a, const char *b) {
     return strcmp(a, b) == 0;
 }
 
-const op_def *op_find(const char *domain, const char *op_type) {
-    for (size_t i = 0; i < N_OPS; i++)
-        if (strcmp(op_registry[i]->op_type, op_type) == 0 &&
-            same_domain(op_registry[i]->domain, domain))
-            return op_registry[i];
-    return NULL;
+int op_lookup(const char *domain, const char *op_type) {
+    for (int k = 0; k < OP__COUNT; k++)
+        if (strcmp(op_entries[k].name, op_type) == 0 && same_domain(op_entries[k].domain, domain))
+            return k;
+    return OP_UNKNOWN;
+}
+
+const op_def *op_def_kind(op_kind k) {
+    OC_ASSERT(k >= 0 && k < OP__COUNT);
+    return op_entries[k].def;
+}
+
+const op_def *op_def_of(const ir_node *n) { return op_def_kind((op_kind)n->op); }
+
+const char *op_name(op_kind k) {
+    OC_ASSERT(k >= 0 && k < OP__COUNT);
+    return op_entries[k].name;
+}
+
+const char *op_domain(op_kind k) {
+    OC_ASSERT(k >= 0 && k < OP__COUNT);
+    return op_entries[k].domain;
+}
+
+int op_node_add(ir_graph *g, const char *name, op_kind k) {
+    int n = ir_node_add(g, name, op_name(k), op_domain(k));
+    g->nodes[n].op = (int)k;
+    return n;
 }
 
 void op_supported_list(char *buf, size_t cap) {
     size_t off = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < N_OPS && off < cap; i++) {
-        if (*op_registry[i]->domain) continue; /* project-domain ops are ours, not the model's */
-        off += (size_t)snprintf(buf + off, cap - off, "%s%s", off ? ", " : "",
-                                op_registry[i]->op_type);
+    for (int k = 0; k < OP__COUNT && off < cap; k++) {
+        if (*op_entries[k].domain) continue; /* project-domain ops are ours, not the model's */
+        off += (size_t)snprintf(buf + off, cap - off, "%s%s", off ? ", " : "", op_entries[k].name);
     }
 }
 
@@ -85,17 +91,10 @@ void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c) {
 }
 
 void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c) {
-    const op_def *d = op_find(n->domain, n->op_type);
-    if (d && d->cost)
+    const op_def *d = op_def_of(n);
+    if (d->cost)
         d->cost(g, n, c);
     else
         op_cost_default(g, n, c);
 }
 
-bool op_is_swap_out(const ir_node *n) {
-    return strcmp(n->domain, OC_DOMAIN) == 0 && strcmp(n->op_type, "SwapOut") == 0;
-}
-
-bool op_is_swap_in(const ir_node *n) {
-    return strcmp(n->domain, OC_DOMAIN) == 0 && strcmp(n->op_type, "SwapIn") == 0;
-}

@@ -1,16 +1,17 @@
-/* op_table.h — one entry per supported op, registered once in op_table.c.
+/* op_table.h — what outcore knows about each op, reached through its op_kind
+ * (the list: op_list.h). Names are looked up once — at import and at load —
+ * into ir_node.op; everything after that tests and indexes the enum.
  *
- * An entry says how the op's inputs are used (for memory classes), and gives
- * its shape function. Later stages add cost and gradient rules to the same
- * entry, so adding an op stays one table entry.
- *
- *   const op_def *d = op_find("", "Conv");
- *   if (d->infer(g, node, &err)) ...      // sets output dtypes, shapes, folded values
+ *   int k = op_lookup(node_domain, node_op_type);      // at import: OP_UNKNOWN if unsupported
+ *   const op_def *d = op_def_of(node);                  // node->op set
+ *   if (d->infer(g, node, opset, &err)) ...            // dtypes, shapes, folded values
+ *   int n = op_node_add(g, "conv1/grad_data", OP_CONV_BACKWARD_DATA);  // a new node of a kind
  */
 #ifndef OC_OP_TABLE_H
 #define OC_OP_TABLE_H
 
 #include "ir/ir.h"
+#include "ir/ops/op_list.h"
 
 #define OP_MIN_OPSET 9
 #define OP_MAX_OPSET 18
@@ -36,8 +37,6 @@ typedef enum op_role {
 } op_role;
 
 typedef struct op_def {
-    const char *op_type;
-    const char *domain;
     int min_inputs, max_inputs;   /* max -1: variadic */
     int min_outputs, max_outputs;
     const op_role *roles;         /* role of input i; inputs past n_roles use the last */
@@ -67,13 +66,22 @@ void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c);
 /* Cost through the node's entry (or the default). */
 void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c);
 
-/* Entry for (domain, op_type); domain "" or "ai.onnx" is the default. NULL if unsupported. */
-const op_def *op_find(const char *domain, const char *op_type);
+/* The kind of (domain, op_type) — domain "" or "ai.onnx" is the default —
+ * or OP_UNKNOWN. The one name lookup; import and load call it per node. */
+int op_lookup(const char *domain, const char *op_type);
+/* The definition of a kind / of a node's kind (a bug when node->op is unset). */
+const op_def *op_def_kind(op_kind k);
+const op_def *op_def_of(const ir_node *n);
+/* ONNX op_type and domain ("" or OC_DOMAIN) of a kind. */
+const char *op_name(op_kind k);
+const char *op_domain(op_kind k);
+/* Adds a node of kind k named name (op_type and domain from the list). */
+int op_node_add(ir_graph *g, const char *name, op_kind k);
 /* Comma-separated list of supported op types, for messages. */
 void op_supported_list(char *buf, size_t cap);
 /* The copies of a plan: SwapOut (device -> host) and SwapIn (host -> device). */
-bool op_is_swap_out(const ir_node *n);
-bool op_is_swap_in(const ir_node *n);
+static inline bool op_is_swap_out(const ir_node *n) { return n->op == OP_SWAP_OUT; }
+static inline bool op_is_swap_in(const ir_node *n) { return n->op == OP_SWAP_IN; }
 /* Role of input slot i of a node with this definition. */
 op_role op_input_role(const op_def *d, int i);
 

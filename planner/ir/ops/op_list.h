@@ -1,0 +1,93 @@
+/* op_list.h — every op outcore knows, listed once. Everything else about an
+ * op is reached through its enum value op_kind (op_table.h), the way ggml
+ * keys its per-op tables on one enum.
+ *
+ *   X(KIND, "OnnxName", DOMAIN, def, kern)
+ *     KIND    enum value OP_<KIND>
+ *     name    the ONNX op_type: the only place it is spelled (import and the
+ *             loader look names up once; every later test is on the enum)
+ *     DOMAIN  ONNX (the default domain "") or OC (OC_DOMAIN: the project's
+ *             backward, loss-gradient, update and copy ops)
+ *     def     the op's definition op_def_<def> (ir/ops/op_*.c): arity, input
+ *             roles, argument decoding and checks, shape function, cost model,
+ *             gradient rule, saved tensors, in-place outputs
+ *     kern    each backend's kernel for it: cpu_<kern> (runtime/cpu/),
+ *             cuda_<kern> (runtime/cuda/); ops that share a kernel share kern
+ *
+ * OC_OPS_COMPUTE lists the ops that run as kernels; OC_OPS_COPY the plan's
+ * copies, which the executor runs on its copy streams (no kernel).
+ * Adding an op: docs/adding-an-op.md. Pure preprocessor + one enum: C and
+ * CUDA C++ include it alike. */
+#ifndef OC_OP_LIST_H
+#define OC_OP_LIST_H
+
+#define OC_OPS_COMPUTE(X)                                                                          \
+    /* forward (default ONNX domain) */                                                            \
+    X(CONV, "Conv", ONNX, conv, conv)                                                              \
+    X(CONV_TRANSPOSE, "ConvTranspose", ONNX, conv_transpose, conv_transpose)                       \
+    X(BATCH_NORM, "BatchNormalization", ONNX, batch_norm, batch_norm)                              \
+    X(RELU, "Relu", ONNX, relu, relu)                                                              \
+    X(CLIP, "Clip", ONNX, clip, clip)                                                              \
+    X(DROPOUT, "Dropout", ONNX, dropout, dropout)                                                  \
+    X(MAX_POOL, "MaxPool", ONNX, max_pool, max_pool)                                               \
+    X(AVERAGE_POOL, "AveragePool", ONNX, average_pool, average_pool)                               \
+    X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool", ONNX, global_average_pool, global_average_pool)    \
+    X(ADD, "Add", ONNX, add, add)                                                                  \
+    X(SUM, "Sum", ONNX, sum, sum)                                                                  \
+    X(CONCAT, "Concat", ONNX, concat, concat)                                                      \
+    X(FLATTEN, "Flatten", ONNX, flatten, copy)                                                     \
+    X(RESHAPE, "Reshape", ONNX, reshape, copy)                                                     \
+    X(UNSQUEEZE, "Unsqueeze", ONNX, unsqueeze, copy)                                               \
+    X(PAD, "Pad", ONNX, pad, pad)                                                                  \
+    X(GEMM, "Gemm", ONNX, gemm, gemm)                                                              \
+    X(SOFTMAX_CROSS_ENTROPY, "SoftmaxCrossEntropyLoss", ONNX, softmax_cross_entropy,               \
+      softmax_cross_entropy)                                                                       \
+    X(CONSTANT, "Constant", ONNX, constant, constant)                                              \
+    X(SHAPE, "Shape", ONNX, shape, shape)                                                          \
+    X(GATHER, "Gather", ONNX, gather, gather)                                                      \
+    /* backward, loss gradient and update (OC_DOMAIN) */                                           \
+    X(CONV_BACKWARD_DATA, "ConvBackwardData", OC, conv_backward_data, conv_backward_data)          \
+    X(CONV_BACKWARD_FILTER, "ConvBackwardFilter", OC, conv_backward_filter, conv_backward_filter)  \
+    X(CONV_TRANSPOSE_BACKWARD_DATA, "ConvTransposeBackwardData", OC,                               \
+      conv_transpose_backward_data, conv_transpose_backward_data)                                  \
+    X(CONV_TRANSPOSE_BACKWARD_FILTER, "ConvTransposeBackwardFilter", OC,                           \
+      conv_transpose_backward_filter, conv_transpose_backward_filter)                              \
+    X(BATCH_NORM_GRAD, "BatchNormalizationGrad", OC, batch_norm_grad, batch_norm_grad)             \
+    X(RELU_GRAD, "ReluGrad", OC, relu_grad, relu_grad)                                             \
+    X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
+    X(DROPOUT_GRAD, "DropoutGrad", OC, dropout_grad, dropout_grad)                                 \
+    X(MAX_POOL_GRAD, "MaxPoolGrad", OC, max_pool_grad, max_pool_grad)                              \
+    X(AVERAGE_POOL_GRAD, "AveragePoolGrad", OC, average_pool_grad, average_pool_grad)              \
+    X(GLOBAL_AVERAGE_POOL_GRAD, "GlobalAveragePoolGrad", OC, global_average_pool_grad,             \
+      global_average_pool_grad)                                                                    \
+    X(REDUCE_SUM_TO, "ReduceSumTo", OC, reduce_sum_to, reduce_sum_to)                              \
+    X(PAD_GRAD, "PadGrad", OC, pad_grad, pad_grad)                                                 \
+    X(CONCAT_GRAD, "ConcatGrad", OC, concat_grad, concat_grad)                                     \
+    X(SOFTMAX_CROSS_ENTROPY_GRAD, "SoftmaxCrossEntropyLossGrad", OC, softmax_cross_entropy_grad,   \
+      softmax_cross_entropy_grad)                                                                  \
+    X(SGD_MOMENTUM, "SGDMomentum", OC, sgd_momentum, sgd_momentum)
+
+#define OC_OPS_COPY(X)                                                                             \
+    X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
+    X(SWAP_IN, "SwapIn", OC, swap_in, none)
+
+typedef enum op_kind {
+#define OP_LIST_ENUM(kind, name, domain, def, kern) OP_##kind,
+    OC_OPS_COMPUTE(OP_LIST_ENUM) OC_OPS_COPY(OP_LIST_ENUM)
+#undef OP_LIST_ENUM
+    OP__COUNT
+} op_kind;
+
+/* A node whose op is not in the list (rejected at import; ir_node.op). */
+#define OP_UNKNOWN (-1)
+
+/* The count, checked at compile time: a change of the list is seen here, and
+ * every per-op table indexed by op_kind is sized by OP__COUNT. */
+#define OP_LIST_COUNT 39
+#ifdef __cplusplus
+static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
+#else
+_Static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
+#endif
+
+#endif

@@ -84,6 +84,7 @@ static void node_free_fields(ir_node *n) {
     oc_free(n->attrs);
     oc_free(n->inputs);
     oc_free(n->outputs);
+    oc_free(n->args);
 }
 
 void ir_graph_free(ir_graph *g) {

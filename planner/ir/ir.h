@@ -111,11 +111,14 @@ typedef struct ir_attr {
     ir_tensor *t;     /* TENSOR: a detached tensor (name, dtype, dims, data) */
 } ir_attr;
 
+union op_args;
+
 typedef struct ir_node {
     char *name;
     char *op_type;
     char *domain;     /* "" for the default ONNX domain */
     int op;           /* op_kind (ir/ops/op_list.h); OP_UNKNOWN (-1) until looked up */
+    union op_args *args; /* decoded attributes (ir/ops/op_args.h) once inferred; owned */
     ir_attr *attrs;
     int n_attrs;
     int *inputs;      /* tensor indices; -1 for an omitted optional input */

@@ -122,7 +122,7 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
         const op_def *d = op_def_of(n); /* the importer rejects unsupported ops */
-        if (check_arity(n, d, err) || d->infer(g, n, g->opset, err))
+        if (check_arity(n, d, err) || op_infer(g, n, err))
             return oc_fail_prefix(err, "%s: node '%s' (%s, opset %" PRId64 ")", path, n->name,
                                   n->op_type, g->opset);
         for (int o = 0; o < n->n_outputs; o++) {

@@ -123,8 +123,7 @@ int grad_const_i64(grad_ctx *c, const char *suffix, int n, const int64_t *vals) 
 int grad_finish(grad_ctx *c, int node) {
     ir_graph *g = c->b->g;
     ir_node *n = &g->nodes[node];
-    const op_def *d = op_def_of(n);
-    if (d->infer(g, n, g->opset, c->b->err))
+    if (op_infer(g, n, c->b->err))
         return oc_fail_prefix(c->b->err, "gradient node '%s' (%s)", n->name, n->op_type);
     return OC_OK;
 }
@@ -138,7 +137,7 @@ int grad_fwd_add_output(grad_ctx *c, const char *suffix) {
     ir_node_add_output(g, c->fwd, t);
     ir_node *n = &g->nodes[c->fwd];
     const op_def *d = op_def_of(n);
-    if (n->n_outputs > d->max_outputs || d->infer(g, n, g->opset, b->err))
+    if (n->n_outputs > d->max_outputs || op_infer(g, n, b->err))
         return oc_fail_prefix(b->err, "node '%s' (%s): adding output '%s'", n->name, n->op_type,
                               g->tensors[t].name);
     return t;

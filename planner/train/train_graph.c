@@ -83,8 +83,7 @@ static int add_loss(train_builder *b, const train_opts *o) {
     ir_node_add_output(g, node, logp);
     ir_attr red = {.name = "reduction", .type = IR_ATTR_STRING, .s = "mean"};
     ir_node_add_attr(g, node, &red);
-    const op_def *d = op_def_kind(OP_SOFTMAX_CROSS_ENTROPY);
-    if (d->infer(g, &g->nodes[node], g->opset, b->err)) return OC_ERR;
+    if (op_infer(g, &g->nodes[node], b->err)) return OC_ERR;
     g->tensors[out].is_graph_output = false;
     g->outputs[0] = loss;
     g->tensors[loss].is_graph_output = true;
@@ -134,8 +133,7 @@ static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of)
     oc_free(name);
     ir_node_add_output(g, n, s);
     b->tg->grad_of[t] = s;
-    const op_def *d = op_def_kind(OP_SUM);
-    if (d->infer(g, &g->nodes[n], g->opset, b->err))
+    if (op_infer(g, &g->nodes[n], b->err))
         return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
     return OC_OK;
 }
@@ -172,8 +170,7 @@ static int add_update(train_builder *b, int w) {
     ir_node_add_attr(g, n, &a);
     a.name = "weight_decay", a.f = tg->opts.weight_decay;
     ir_node_add_attr(g, n, &a);
-    const op_def *d = op_def_kind(OP_SGD_MOMENTUM);
-    if (d->infer(g, &g->nodes[n], g->opset, b->err))
+    if (op_infer(g, &g->nodes[n], b->err))
         return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
     g->tensors[w2].kind = IR_KIND_PARAMETER;
     g->tensors[m2].kind = IR_KIND_OPT_STATE;

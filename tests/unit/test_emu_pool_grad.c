@@ -71,7 +71,7 @@ static void run_case(const pool_case *c, bool scratch, unsigned seed) {
     attr_ints(g, f, "pads", 2 * nsp, pads);
     attr_ints(g, f, "dilations", nsp, c->d);
     oc_err err;
-    if (op_def_kind(OP_MAX_POOL)->infer(g, &g->nodes[f], 13, &err)) fail_msg("%s", err.msg);
+    if (op_infer(g, &g->nodes[f], &err)) fail_msg("%s", err.msg);
     int dy = ir_tensor_add(g, "dY", IR_DTYPE_FLOAT);
     ir_tensor_set_shape(&g->tensors[dy], g->tensors[y].rank, g->tensors[y].dims);
     int dx = ir_tensor_add(g, "dX", IR_DTYPE_FLOAT);
@@ -81,7 +81,7 @@ static void run_case(const pool_case *c, bool scratch, unsigned seed) {
     ir_node_add_output(g, b, dx);
     for (int i = 0; i < g->nodes[f].n_attrs; i++) ir_node_add_attr(g, b, &g->nodes[f].attrs[i]);
     attr_ints(g, b, "input_shape", c->rank, c->x);
-    if (op_def_kind(OP_MAX_POOL_GRAD)->infer(g, &g->nodes[b], 13, &err)) fail_msg("%s", err.msg);
+    if (op_infer(g, &g->nodes[b], &err)) fail_msg("%s", err.msg);
 
     int64_t nx = numel_of(g, x), ny = numel_of(g, dy);
     float *hx = malloc((size_t)nx * 4), *hdy = malloc((size_t)ny * 4);

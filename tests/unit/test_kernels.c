@@ -124,8 +124,7 @@ static int kt_node(kt *k, const char *name, const char *op, const char *dom, con
 
 static void kt_infer(kt *k, int n) {
     oc_err err;
-    const op_def *d = op_def_of(&k->g->nodes[n]);
-    if (d->infer(k->g, &k->g->nodes[n], k->g->opset, &err)) fail_msg("%s", err.msg);
+    if (op_infer(k->g, &k->g->nodes[n], &err)) fail_msg("%s", err.msg);
     for (int i = 0; i < k->g->nodes[n].n_outputs; i++) {
         int t = k->g->nodes[n].outputs[i];
         if (k->buf[t]) continue;

@@ -165,37 +165,56 @@ static void conv_transpose_filter_cost(const ir_graph *g, const ir_node *n, op_c
     c->flops = op_conv_flops(&g->tensors[n->inputs[0]], &g->tensors[n->inputs[1]], n);
 }
 
+/* ReduceSumTo's scale (Gemm's beta for its bias gradient; default 1). */
+static int reduce_sum_to_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g, (void)err;
+    op_args_new(n)->scale.scale = ir_attr_float(n, "scale", 1.0f);
+    return OC_OK;
+}
+
+static int sgd_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    const ir_attr *lr = ir_attr_find(n, "lr");
+    if (!lr || lr->type != IR_ATTR_FLOAT) return oc_fail(err, "attribute 'lr' (float) is required");
+    op_sgd_args *p = &op_args_new(n)->sgd;
+    p->lr = lr->f;
+    p->momentum = ir_attr_float(n, "momentum", 0.0f);
+    p->weight_decay = ir_attr_float(n, "weight_decay", 0.0f);
+    return OC_OK;
+}
+
 static const op_role data_role[] = {OP_IN_DATA};
 
-#define BACKWARD_OP(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn)            \
+#define BACKWARD_OP(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn)            \
     const op_def ident = {.min_inputs = nin_min,      \
                           .max_inputs = nin_max, .min_outputs = nout_min,                   \
                           .max_outputs = nout_max, .roles = data_role, .n_roles = 1,        \
-                          .infer = fn, .cost = costfn}
+                          .infer = fn, .cost = costfn, .decode = decodefn}
 
 BACKWARD_OP(op_def_conv_backward_data, 2, 2, 1, 1, backward_data_infer,
-            backward_data_cost);
+            backward_data_cost, op_decode_conv);
 BACKWARD_OP(op_def_conv_backward_filter, 2, 2, 1, 2, conv_filter_infer,
-            conv_filter_cost);
+            conv_filter_cost, op_decode_conv);
 BACKWARD_OP(op_def_conv_transpose_backward_data, 2, 2, 1, 1,
-            backward_data_infer, conv_transpose_data_cost);
+            backward_data_infer, conv_transpose_data_cost, op_decode_conv);
 BACKWARD_OP(op_def_conv_transpose_backward_filter, 2, 2, 1, 2,
-            conv_transpose_filter_infer, conv_transpose_filter_cost);
-BACKWARD_OP(op_def_batch_norm_grad, 3, 3, 1, 3, bn_grad_infer, NULL);
-BACKWARD_OP(op_def_relu_grad, 2, 2, 1, 1, out0_like_in0, NULL);
-BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL);
-BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL);
-BACKWARD_OP(op_def_max_pool_grad, 2, 2, 1, 1, pool_grad_infer, NULL);
-BACKWARD_OP(op_def_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL);
+            conv_transpose_filter_infer, conv_transpose_filter_cost, op_decode_conv);
+BACKWARD_OP(op_def_batch_norm_grad, 3, 3, 1, 3, bn_grad_infer, NULL, op_decode_batch_norm);
+BACKWARD_OP(op_def_relu_grad, 2, 2, 1, 1, out0_like_in0, NULL, NULL);
+BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL, op_decode_clip);
+BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL, op_decode_dropout);
+BACKWARD_OP(op_def_max_pool_grad, 2, 2, 1, 1, pool_grad_infer, NULL, op_decode_pool);
+BACKWARD_OP(op_def_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pool);
 BACKWARD_OP(op_def_global_average_pool_grad, 1, 1, 1, 1,
-            pool_grad_infer, NULL);
-BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, pool_grad_infer, NULL);
-BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL);
-BACKWARD_OP(op_def_concat_grad, 1, 1, 1, 64, concat_grad_infer, NULL);
-BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 2, 1, 1, sce_grad_infer, NULL);
+            pool_grad_infer, NULL, NULL);
+BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, pool_grad_infer, NULL, reduce_sum_to_decode);
+BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pad);
+BACKWARD_OP(op_def_concat_grad, 1, 1, 1, 64, concat_grad_infer, NULL, op_decode_axis);
+BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 2, 1, 1, sce_grad_infer, NULL, op_decode_sce);
 static const int8_t sgd_aliases[] = {0, 2};
 const op_def op_def_sgd_momentum = {
     .min_inputs = 3, .max_inputs = 3,
     .min_outputs = 2, .max_outputs = 2, .roles = data_role, .n_roles = 1, .infer = sgd_infer,
     .aliases = sgd_aliases, .n_aliases = 2,
+    .decode = sgd_decode,
 };

@@ -70,6 +70,36 @@ static int conv_transpose_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
     return OC_OK;
 }
 
+/* The conv family's arguments: group and the window against the image side
+ * (the forward input's spatial dims; the output's for ConvTranspose), with the
+ * kernel taken from (and checked against) the weight or filter gradient. */
+int op_decode_conv(const ir_graph *g, ir_node *n, oc_err *err) {
+    int k = n->op;
+    bool data = k == OP_CONV_BACKWARD_DATA || k == OP_CONV_TRANSPOSE_BACKWARD_DATA;
+    bool filter = k == OP_CONV_BACKWARD_FILTER || k == OP_CONV_TRANSPOSE_BACKWARD_FILTER;
+    bool transpose = k == OP_CONV_TRANSPOSE || k == OP_CONV_TRANSPOSE_BACKWARD_DATA ||
+                     k == OP_CONV_TRANSPOSE_BACKWARD_FILTER;
+    const ir_tensor *x = data ? ir_node_out((ir_graph *)g, n, 0)
+                         : filter ? ir_node_in((ir_graph *)g, n, 1)
+                                  : ir_node_in((ir_graph *)g, n, 0);
+    const ir_tensor *y = data || filter ? ir_node_in((ir_graph *)g, n, 0)
+                                        : ir_node_out((ir_graph *)g, n, 0);
+    const ir_tensor *w = filter ? ir_node_out((ir_graph *)g, n, 0) : ir_node_in((ir_graph *)g, n, 1);
+    if (!x || !y || !w || x->rank < 3 || y->rank != x->rank || w->rank != x->rank)
+        return oc_fail(err, "needs input, output and weight of one rank >= 3");
+    op_conv_args *p = &op_args_new(n)->conv;
+    p->group = ir_attr_int(n, "group", 1);
+    if (p->group < 1 || p->group > x->dims[1] || x->dims[1] % p->group || y->dims[1] % p->group)
+        return oc_fail(err, "group %" PRId64 " does not divide the channels (%" PRId64 " and %" PRId64
+                       ")", p->group, x->dims[1], y->dims[1]);
+    const int64_t *img = transpose ? y->dims + 2 : x->dims + 2;
+    if (op_window_read(n, x->rank - 2, img, w->dims + 2, &p->win, err)) return OC_ERR;
+    for (int i = 0; i < p->win.nsp; i++)
+        if (p->win.kernel[i] != w->dims[2 + i])
+            return oc_fail(err, "kernel_shape disagrees with weight '%s'", w->name);
+    return OC_OK;
+}
+
 static void conv_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
     c->flops = op_conv_flops(&g->tensors[n->inputs[0]], &g->tensors[n->outputs[0]], n);
@@ -87,6 +117,7 @@ const op_def op_def_conv = {
     .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 1, .roles = conv_roles, .n_roles = 3, .infer = conv_infer,
     .cost = conv_cost, .grad = op_grad_conv, .saved_inputs = 0x3,
+    .decode = op_decode_conv,
 };
 
 const op_def op_def_conv_transpose = {
@@ -94,4 +125,5 @@ const op_def op_def_conv_transpose = {
     .min_outputs = 1, .max_outputs = 1, .roles = conv_roles, .n_roles = 3,
     .infer = conv_transpose_infer,
     .cost = conv_transpose_cost, .grad = op_grad_conv_transpose, .saved_inputs = 0x3,
+    .decode = op_decode_conv,
 };

@@ -34,6 +34,47 @@ static int add_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
+/* Bounds given as attributes (opset < 11 Clip; ClipGrad copies them). */
+int op_decode_clip(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g, (void)err;
+    op_clip_args *p = &op_args_new(n)->clip;
+    p->has_min = ir_attr_find(n, "min") != NULL;
+    p->has_max = ir_attr_find(n, "max") != NULL;
+    p->min = ir_attr_float(n, "min", 0.0f);
+    p->max = ir_attr_float(n, "max", 0.0f);
+    return OC_OK;
+}
+
+/* Ratio and training flag (opset >= 12: plan-time inputs 1 and 2; before:
+ * attribute ratio, training when the mask is an output; DropoutGrad: its
+ * ratio attribute), and the hash of the name the mask is keyed by. */
+int op_decode_dropout(const ir_graph *g, ir_node *n, oc_err *err) {
+    op_dropout_args *p = &op_args_new(n)->dropout;
+    p->ratio = 0.5f;
+    if (n->op == OP_DROPOUT_GRAD) {
+        p->ratio = ir_attr_float(n, "ratio", 0.5f);
+        p->training = true;
+    } else if (g->opset >= 12) {
+        double r;
+        if (ir_node_in((ir_graph *)g, n, 1)) {
+            if (!op_in_scalar_f((ir_graph *)g, n, 1, &r))
+                return oc_fail(err, "ratio must be a float scalar known at plan time");
+            p->ratio = (float)r;
+        }
+        const ir_tensor *t = ir_node_in((ir_graph *)g, n, 2);
+        if (t && (t->dtype != IR_DTYPE_BOOL || t->data_src != IR_DATA_INLINE || t->data_bytes < 1))
+            return oc_fail(err, "training_mode '%s' must be a bool known at plan time", t->name);
+        p->training = t && ((const uint8_t *)t->data)[0] != 0;
+    } else {
+        p->ratio = ir_attr_float(n, "ratio", 0.5f);
+        p->training = n->n_outputs > 1 && n->outputs[1] >= 0;
+    }
+    if (p->training && !(p->ratio >= 0.0f && p->ratio < 1.0f))
+        return oc_fail(err, "ratio %g is outside [0, 1)", (double)p->ratio);
+    p->key_hash = op_name_hash(ir_attr_string(n, "outcore_recompute_of", n->name));
+    return OC_OK;
+}
+
 static const op_role data_role[] = {OP_IN_DATA};
 static const op_role clip_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
@@ -47,12 +88,14 @@ const op_def op_def_clip = {
     .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 1, .roles = clip_roles, .n_roles = 2, .infer = same_shape_infer,
     .grad = op_grad_clip, .saved_inputs = 0x7,
+    .decode = op_decode_clip,
 };
 
 const op_def op_def_dropout = {
     .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 2, .roles = clip_roles, .n_roles = 2, .infer = dropout_infer,
     .grad = op_grad_dropout, .saved_outputs = 0x2,
+    .decode = op_decode_dropout,
 };
 
 const op_def op_def_add = {

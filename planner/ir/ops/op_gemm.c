@@ -40,10 +40,21 @@ static void gemm_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     c->flops = 2.0 * (double)y->dims[0] * (double)y->dims[1] * (double)k;
 }
 
+static int gemm_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g, (void)err;
+    op_gemm_args *p = &op_args_new(n)->gemm;
+    p->trans_a = ir_attr_int(n, "transA", 0) != 0;
+    p->trans_b = ir_attr_int(n, "transB", 0) != 0;
+    p->alpha = ir_attr_float(n, "alpha", 1.0f);
+    p->beta = ir_attr_float(n, "beta", 1.0f);
+    return OC_OK;
+}
+
 static const op_role gemm_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
 
 const op_def op_def_gemm = {
     .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
     .max_outputs = 1, .roles = gemm_roles, .n_roles = 3, .infer = gemm_infer,
     .cost = gemm_cost, .grad = op_grad_gemm, .saved_inputs = 0x3,
+    .decode = gemm_decode,
 };

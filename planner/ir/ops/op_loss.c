@@ -46,6 +46,21 @@ static int sum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
+/* Reduction and ignore_index (the loss and its gradient). */
+int op_decode_sce(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_sce_args *p = &op_args_new(n)->sce;
+    const char *red = ir_attr_string(n, "reduction", "mean");
+    if (strcmp(red, "mean") == 0) p->reduction = OP_REDUCTION_MEAN;
+    else if (strcmp(red, "sum") == 0) p->reduction = OP_REDUCTION_SUM;
+    else if (strcmp(red, "none") == 0) p->reduction = OP_REDUCTION_NONE;
+    else return oc_fail(err, "reduction '%s' is not one of mean, sum, none", red);
+    const ir_attr *ig = ir_attr_find(n, "ignore_index");
+    p->has_ignore_index = ig != NULL;
+    p->ignore_index = ig ? ig->i : 0;
+    return OC_OK;
+}
+
 static const op_role sce_roles[] = {OP_IN_DATA, OP_IN_DATA, OP_IN_CONST};
 static const op_role data_role[] = {OP_IN_DATA};
 
@@ -53,6 +68,7 @@ const op_def op_def_softmax_cross_entropy = {
     .min_inputs = 2, .max_inputs = 3,
     .min_outputs = 1, .max_outputs = 2, .roles = sce_roles, .n_roles = 3, .infer = sce_infer,
     .grad = op_grad_softmax_cross_entropy, .saved_inputs = 0x2, .saved_outputs = 0x2,
+    .decode = op_decode_sce,
 };
 
 const op_def op_def_sum = {

@@ -29,6 +29,20 @@ static int bn_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
+/* epsilon, momentum, and whether batch statistics are used: opset >= 14
+ * training_mode, before it the training export's extra outputs. Also the
+ * gradient's (which carries epsilon). */
+int op_decode_batch_norm(const ir_graph *g, ir_node *n, oc_err *err) {
+    op_bn_args *p = &op_args_new(n)->bn;
+    p->epsilon = ir_attr_float(n, "epsilon", 1e-5f);
+    p->momentum = ir_attr_float(n, "momentum", 0.9f);
+    p->training = g->opset >= 14 ? ir_attr_int(n, "training_mode", 0) != 0 : n->n_outputs > 1;
+    if (!(p->epsilon > 0.0f) || !(p->momentum >= 0.0f && p->momentum <= 1.0f))
+        return oc_fail(err, "epsilon %g must be positive and momentum %g in [0, 1]",
+                       (double)p->epsilon, (double)p->momentum);
+    return OC_OK;
+}
+
 /* Mean, variance, normalise, scale: about 8 flops per element. */
 static void bn_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
@@ -47,4 +61,5 @@ const op_def op_def_batch_norm = {
     .min_outputs = 1, .max_outputs = 5, .roles = bn_roles, .n_roles = 5, .infer = bn_infer,
     .cost = bn_cost, .grad = op_grad_batch_norm, .saved_inputs = 0x3,
     .aliases = bn_aliases, .n_aliases = 3,
+    .decode = op_decode_batch_norm,
 };

@@ -281,6 +281,49 @@ static int pad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
+/* Pad: mode and, before opset 11, the pads and fill value of the
+ * attributes; PadGrad: begin offsets into dY (minus the forward's pads). */
+int op_decode_pad(const ir_graph *g, ir_node *n, oc_err *err) {
+    op_pad_args *p = &op_args_new(n)->pad;
+    const char *mode = ir_attr_string(n, "mode", "constant");
+    if (strcmp(mode, "constant") == 0) p->mode = OP_PAD_CONSTANT;
+    else if (strcmp(mode, "reflect") == 0) p->mode = OP_PAD_REFLECT;
+    else if (strcmp(mode, "edge") == 0) p->mode = OP_PAD_EDGE;
+    else return oc_fail(err, "mode '%s' is not supported (constant, reflect, edge)", mode);
+    bool grad = n->op == OP_PAD_GRAD;
+    if (!grad && g->opset >= 11) return OC_OK;
+    const ir_tensor *x = grad ? ir_node_out((ir_graph *)g, n, 0) : ir_node_in((ir_graph *)g, n, 0);
+    const int64_t *pads;
+    if (!x || ir_attr_ints(n, "pads", &pads) != 2 * x->rank)
+        return oc_fail(err, "attribute 'pads' needs %d values", x ? 2 * x->rank : 0);
+    p->pads_from_attr = true;
+    for (int i = 0; i < x->rank; i++) p->begin[i] = grad ? -pads[i] : pads[i];
+    float v = ir_attr_float(n, "value", 0.0f);
+    if (x->dtype == IR_DTYPE_FLOAT) memcpy(&p->fill, &v, 4);
+    else if (v != 0.0f) return oc_fail(err, "attribute 'value' on a non-float tensor");
+    return OC_OK;
+}
+
+/* One axis, normalised against the rank of input 0 (Concat, ConcatGrad, Gather). */
+int op_decode_axis(const ir_graph *g, ir_node *n, oc_err *err) {
+    const ir_tensor *x = ir_node_in((ir_graph *)g, n, 0);
+    if (!x) return oc_fail(err, "input 0 is empty");
+    return op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", &op_args_new(n)->axis.axis, err);
+}
+
+/* Shape's [start, end), negative values counting from the end, clamped. */
+static int shape_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)err;
+    const ir_tensor *x = ir_node_in((ir_graph *)g, n, 0);
+    int64_t r = x->rank, start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    op_shape_args *p = &op_args_new(n)->shape;
+    p->start = start < 0 ? 0 : start > r ? r : start;
+    p->end = end < p->start ? p->start : end > r ? r : end;
+    return OC_OK;
+}
+
 static const op_role data_role[] = {OP_IN_DATA};
 static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
 static const op_role const_role[] = {OP_IN_CONST};
@@ -292,10 +335,12 @@ const op_def op_def_constant = {
 const op_def op_def_shape = {
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = shape_infer,
+    .decode = shape_decode,
 };
 const op_def op_def_gather = {
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = gather_infer,
+    .decode = op_decode_axis,
 };
 const op_def op_def_unsqueeze = {
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1,
@@ -305,6 +350,7 @@ const op_def op_def_concat = {
     .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = concat_infer,
     .grad = op_grad_concat,
+    .decode = op_decode_axis,
 };
 const op_def op_def_reshape = {
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
@@ -320,4 +366,5 @@ const op_def op_def_pad = {
     .min_inputs = 1, .max_inputs = 4, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = pad_infer,
     .grad = op_grad_pad,
+    .decode = op_decode_pad,
 };

@@ -98,3 +98,9 @@ void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c) {
         op_cost_default(g, n, c);
 }
 
+
+int op_infer(ir_graph *g, ir_node *n, oc_err *err) {
+    const op_def *d = op_def_of(n);
+    if (d->infer(g, n, g->opset, err)) return OC_ERR;
+    return d->decode ? d->decode(g, n, err) : OC_OK;
+}

@@ -46,6 +46,10 @@ typedef struct op_def {
      * folded at plan time. Returns OC_ERR with a message on bad input (the
      * caller prefixes node name and op). */
     int (*infer)(ir_graph *g, ir_node *n, int64_t opset, oc_err *err);
+    /* Argument decoder (op_args.h), run after infer with every shape known:
+     * reads the attributes into node->args and checks them against the
+     * shapes. NULL: the op has no arguments. */
+    int (*decode)(const ir_graph *g, ir_node *n, oc_err *err);
     /* Cost of the node (shapes known). NULL: op_cost_default. */
     void (*cost)(const ir_graph *g, const ir_node *n, op_cost *c);
     /* Gradient rule: emits the backward nodes of one forward node through the
@@ -60,6 +64,10 @@ typedef struct op_def {
     const int8_t *aliases;
     int n_aliases;
 } op_def;
+
+/* Shape inference and argument decoding of one node: infer, then decode.
+ * The only way nodes are inferred (import, training graph, loader). */
+int op_infer(ir_graph *g, ir_node *n, oc_err *err);
 
 /* Default cost: flops = elements written; bytes = inputs read + outputs written. */
 void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c);

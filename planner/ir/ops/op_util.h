@@ -2,6 +2,7 @@
 #ifndef OC_OP_UTIL_H
 #define OC_OP_UTIL_H
 
+#include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 
 /* Input i with a known shape, or OC_ERR naming it. */
@@ -20,20 +21,24 @@ int op_axis(int64_t axis, int rank, const char *what, int64_t *out, oc_err *err)
 int op_attr_ints_n(const ir_node *n, const char *name, int count, int64_t dflt, int64_t *out,
                    oc_err *err);
 
-/* Spatial window geometry shared by Conv, ConvTranspose and pooling. For each
- * of the nsp spatial dims: kernel, stride, dilation, pads (begin then end, as
- * ONNX orders them) after resolving auto_pad against the input extents in. */
-typedef struct op_window {
-    int nsp;
-    int64_t kernel[IR_MAX_RANK], stride[IR_MAX_RANK], dilation[IR_MAX_RANK];
-    int64_t pad_begin[IR_MAX_RANK], pad_end[IR_MAX_RANK];
-    bool ceil_mode;
-} op_window;
+/* op_window (op_args.h) from a node's attributes. */
 /* kernel: taken from kernel_shape or from the given kernel dims (NULL = required attr). */
 int op_window_read(const ir_node *n, int nsp, const int64_t *in, const int64_t *kernel_dims,
                    op_window *w, oc_err *err);
 /* Output extent of spatial dim i for an input extent in (floor or ceil mode). */
 int op_window_out(const op_window *w, int i, int64_t in, int64_t *out, oc_err *err);
+
+/* Decoders shared by an op and its backward ops (op_args.h): the conv family
+ * (Conv, ConvTranspose and their BackwardData / BackwardFilter) and pooling
+ * (MaxPool, AveragePool and their grads). Shapes inferred. */
+int op_decode_conv(const ir_graph *g, ir_node *n, oc_err *err);
+int op_decode_pool(const ir_graph *g, ir_node *n, oc_err *err);
+int op_decode_batch_norm(const ir_graph *g, ir_node *n, oc_err *err);
+int op_decode_clip(const ir_graph *g, ir_node *n, oc_err *err);
+int op_decode_dropout(const ir_graph *g, ir_node *n, oc_err *err);
+int op_decode_pad(const ir_graph *g, ir_node *n, oc_err *err);
+int op_decode_axis(const ir_graph *g, ir_node *n, oc_err *err);
+int op_decode_sce(const ir_graph *g, ir_node *n, oc_err *err);
 
 /* Numpy broadcasting of a and b into out (rank *rank). */
 int op_broadcast(const ir_tensor *a, const ir_tensor *b, int *rank, int64_t *out, oc_err *err);

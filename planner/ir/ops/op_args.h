@@ -1,0 +1,140 @@
+/* op_args.h — an op's attributes decoded once into a typed struct.
+ *
+ * op_infer (op_table.h) runs an op's shape function and then its decoder
+ * (op_def.decode), which reads the node's ONNX attributes (and plan-time
+ * constant inputs such as Dropout's ratio), checks them against the input and
+ * output shapes — kernel size against the weight, pads, strides, groups,
+ * axes — and stores the result in node->args; a node that disagrees fails
+ * naming itself. Import, the training-graph builder and the runtime loader all
+ * go through op_infer, so a kernel never sees raw attributes: it reads
+ *
+ *   const op_conv_args *p = &op_args_of(a->n)->conv;   // group, window
+ *
+ * Ops without attributes have no decoder and node->args stays NULL. The
+ * structs hold values only (no pointers), so node->args is one allocation,
+ * freed with the node (ir.c). */
+#ifndef OC_OP_ARGS_H
+#define OC_OP_ARGS_H
+
+#include "ir/ir.h"
+
+/* Spatial window geometry shared by Conv, ConvTranspose and pooling. For each
+ * of the nsp spatial dims: kernel, stride, dilation, pads (begin then end, as
+ * ONNX orders them) after resolving auto_pad against the input extents. */
+typedef struct op_window {
+    int nsp;
+    int64_t kernel[IR_MAX_RANK], stride[IR_MAX_RANK], dilation[IR_MAX_RANK];
+    int64_t pad_begin[IR_MAX_RANK], pad_end[IR_MAX_RANK];
+    bool ceil_mode;
+} op_window;
+
+/* Conv, ConvTranspose and their backward ops (the forward node's attributes). */
+typedef struct op_conv_args {
+    op_window win;  /* against the forward input's spatial dims (the image side) */
+    int64_t group;  /* >= 1, divides both channel counts */
+} op_conv_args;
+
+/* MaxPool, AveragePool and their backward ops. */
+typedef struct op_pool_args {
+    op_window win;
+    bool count_include_pad; /* AveragePool */
+    bool storage_col_major; /* MaxPool's Indices output: storage_order = 1 */
+} op_pool_args;
+
+/* BatchNormalization and BatchNormalizationGrad. */
+typedef struct op_bn_args {
+    float epsilon, momentum;
+    bool training; /* batch statistics (opset >= 14: training_mode; before: > 1 output) */
+} op_bn_args;
+
+typedef struct op_gemm_args {
+    bool trans_a, trans_b;
+    float alpha, beta;
+} op_gemm_args;
+
+/* Clip and ClipGrad bounds given as attributes (opset < 11; ClipGrad copies
+ * them). Bounds given as inputs are read from the inputs. */
+typedef struct op_clip_args {
+    bool has_min, has_max;
+    float min, max;
+} op_clip_args;
+
+/* Dropout and DropoutGrad. */
+typedef struct op_dropout_args {
+    float ratio;        /* in [0, 1) when training */
+    bool training;      /* Dropout: a mask is drawn (else Y = X) */
+    uint64_t key_hash;  /* 64-bit FNV-1a of the name the mask is keyed by: the node's,
+                           or a recompute clone's original (outcore_recompute_of) */
+} op_dropout_args;
+
+typedef enum op_pad_mode {
+    OP_PAD_CONSTANT = 0,
+    OP_PAD_REFLECT,
+    OP_PAD_EDGE,
+} op_pad_mode;
+
+/* Pad (the pads of opset < 11 attributes; later ones come as an input) and
+ * PadGrad (begin offsets into dY). */
+typedef struct op_pad_args {
+    op_pad_mode mode;
+    bool pads_from_attr;          /* begin[] below is valid */
+    int64_t begin[IR_MAX_RANK];   /* Pad: begin pads; PadGrad: -(forward begin pads) */
+    uint64_t fill;                /* constant fill element bits (opset < 11 'value') */
+} op_pad_args;
+
+/* Concat, ConcatGrad, Gather, Flatten: one normalised axis. */
+typedef struct op_axis_args {
+    int64_t axis;
+} op_axis_args;
+
+/* Shape: the [start, end) dims taken, normalised. */
+typedef struct op_shape_args {
+    int64_t start, end;
+} op_shape_args;
+
+typedef enum op_reduction {
+    OP_REDUCTION_MEAN = 0,
+    OP_REDUCTION_SUM,
+    OP_REDUCTION_NONE,
+} op_reduction;
+
+/* SoftmaxCrossEntropyLoss and its gradient. */
+typedef struct op_sce_args {
+    op_reduction reduction;
+    bool has_ignore_index;
+    int64_t ignore_index;
+} op_sce_args;
+
+/* SGDMomentum. */
+typedef struct op_sgd_args {
+    float lr, momentum, weight_decay;
+} op_sgd_args;
+
+/* ReduceSumTo: dX = scale * (dY summed to dX's shape). */
+typedef struct op_scale_args {
+    float scale;
+} op_scale_args;
+
+typedef union op_args {
+    op_conv_args conv;
+    op_pool_args pool;
+    op_bn_args bn;
+    op_gemm_args gemm;
+    op_clip_args clip;
+    op_dropout_args dropout;
+    op_pad_args pad;
+    op_axis_args axis;
+    op_shape_args shape;
+    op_sce_args sce;
+    op_sgd_args sgd;
+    op_scale_args scale;
+} op_args;
+
+/* 64-bit FNV-1a of a NUL-terminated string (Dropout's mask key). */
+uint64_t op_name_hash(const char *s);
+/* The decoded arguments of n (a bug when its op has a decoder that did not run). */
+const op_args *op_args_of(const ir_node *n);
+/* Fresh zeroed arguments attached to n, replacing earlier ones (decoders). */
+op_args *op_args_new(ir_node *n);
+
+#endif

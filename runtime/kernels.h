@@ -33,6 +33,7 @@
 #define OC_KERNELS_H
 
 #include "ir/ir.h"
+#include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 
 typedef struct kernel_args {

@@ -25,15 +25,14 @@ static const ir_tensor *slot(const ir_graph *g, const ir_node *n, bool out, int 
 }
 
 static void sides_of(const ir_graph *g, const ir_node *n, conv_sides *s) {
-    const char *op = n->op_type;
-    bool data = strstr(op, "BackwardData") != NULL, filter = strstr(op, "BackwardFilter") != NULL;
+    bool data = n->op == OP_CONV_BACKWARD_DATA || n->op == OP_CONV_TRANSPOSE_BACKWARD_DATA;
+    bool filter = n->op == OP_CONV_BACKWARD_FILTER || n->op == OP_CONV_TRANSPOSE_BACKWARD_FILTER;
     s->x = data ? slot(g, n, true, 0) : filter ? slot(g, n, false, 1) : slot(g, n, false, 0);
     s->y = (data || filter) ? slot(g, n, false, 0) : slot(g, n, true, 0);
     s->w = filter ? slot(g, n, true, 0) : slot(g, n, false, 1);
     s->N = s->x->dims[0];
     s->C = s->x->dims[1];
     s->M = s->y->dims[1];
-    s->G = ir_attr_int(n, "group", 1);
     s->D = s->O = 1;
     for (int i = 2; i < s->x->rank; i++) s->D *= s->x->dims[i];
     for (int i = 2; i < s->y->rank; i++) s->O *= s->y->dims[i];
@@ -57,9 +56,12 @@ size_t cpu_conv_transpose_scratch(const ir_graph *g, const ir_node *n) {
     return (size_t)(s.M * k_size_of(&s) * s.D) * sizeof(float);
 }
 
-/* Checks dtypes and group, reads the window. transpose: the image is the y side. */
+/* Checks dtypes and group; the window from the decoded arguments. transpose:
+ * the image is the y side. */
 static int setup(const kernel_args *a, bool transpose, conv_sides *s, cpu_window *w, oc_err *err) {
     sides_of(a->g, a->n, s);
+    const op_conv_args *p = &op_args_of(a->n)->conv;
+    s->G = p->group;
     if (kernel_want_dtype(a, s->x, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, s->y, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, s->w, IR_DTYPE_FLOAT, err))
         return OC_ERR;
@@ -68,8 +70,9 @@ static int setup(const kernel_args *a, bool transpose, conv_sides *s, cpu_window
                         (long long)s->G, (long long)s->C, (long long)s->M);
     int nsp = s->x->rank - 2;
     const int64_t *xs = s->x->dims + 2, *ys = s->y->dims + 2;
-    return transpose ? cpu_window_read(a, nsp, ys, xs, s->w->dims + 2, w, err)
-                     : cpu_window_read(a, nsp, xs, ys, s->w->dims + 2, w, err);
+    if (transpose) cpu_window_of(&p->win, nsp, ys, xs, w);
+    else cpu_window_of(&p->win, nsp, xs, ys, w);
+    return OC_OK;
 }
 
 /* True when im2col is the identity (1x1 kernel, stride 1, no padding). */

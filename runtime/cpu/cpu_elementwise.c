@@ -46,8 +46,9 @@ static void clip_bounds(const kernel_args *a, double *lo, double *hi, bool *has_
         *lo = cpu_load_f(a->in[first], kernel_in(a, first)->dtype, 0), *has_lo = true;
     if (a->n->n_inputs > first + 1 && a->in[first + 1])
         *hi = cpu_load_f(a->in[first + 1], kernel_in(a, first + 1)->dtype, 0), *has_hi = true;
-    if (ir_attr_find(a->n, "min")) *lo = ir_attr_float(a->n, "min", 0), *has_lo = true;
-    if (ir_attr_find(a->n, "max")) *hi = ir_attr_float(a->n, "max", 0), *has_hi = true;
+    const op_clip_args *p = &op_args_of(a->n)->clip;
+    if (p->has_min) *lo = p->min, *has_lo = true;
+    if (p->has_max) *hi = p->max, *has_hi = true;
     (void)x;
 }
 
@@ -113,39 +114,14 @@ int cpu_clip_grad(const kernel_args *a, oc_err *err) {
 
 /* ---- Dropout ---- */
 
-/* Ratio and training flag: opset >= 12 inputs 1 (ratio, default 0.5) and 2
- * (training_mode, default false); earlier the ratio attribute, and training
- * exactly when the mask output is present (the planner's convention). */
-static int dropout_params(const kernel_args *a, float *ratio, bool *train, oc_err *err) {
-    *ratio = 0.5f;
-    if (a->g->opset >= 12) {
-        const ir_tensor *r = kernel_in(a, 1), *t = kernel_in(a, 2);
-        if (r) {
-            if (r->dtype != IR_DTYPE_FLOAT && r->dtype != IR_DTYPE_DOUBLE)
-                return kernel_fail(a, err, "ratio '%s' has dtype %s (float or double supported)",
-                                r->name, ir_dtype_name(r->dtype));
-            *ratio = (float)cpu_load_f(a->in[1], r->dtype, 0);
-        }
-        if (t && t->dtype != IR_DTYPE_BOOL)
-            return kernel_fail(a, err, "training_mode '%s' must be bool", t->name);
-        *train = t && ((const uint8_t *)a->in[2])[0] != 0;
-    } else {
-        *ratio = ir_attr_float(a->n, "ratio", 0.5f);
-        *train = a->n->n_outputs > 1 && a->n->outputs[1] >= 0;
-    }
-    if (*train && !(*ratio >= 0.0f && *ratio < 1.0f))
-        return kernel_fail(a, err, "ratio %g is outside [0, 1)", (double)*ratio);
-    return OC_OK;
-}
-
 /* X -> Y [, mask (bool)]. Training: mask[i] = u(seed, step, node, i) >= ratio,
  * Y = X * mask / (1 - ratio). Inference or ratio 0: Y = X, mask all true. */
 int cpu_dropout(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
     if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
-    float ratio;
-    bool train;
-    if (dropout_params(a, &ratio, &train, err)) return OC_ERR;
+    const op_dropout_args *p = &op_args_of(a->n)->dropout; /* ratio in [0, 1) when training */
+    float ratio = p->ratio;
+    bool train = p->training;
     int64_t n = kernel_numel(x);
     const float *xp = a->in[0];
     float *y = a->out[0];
@@ -171,9 +147,7 @@ int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_BOOL, err))
         return OC_ERR;
-    float ratio = ir_attr_float(a->n, "ratio", 0.5f);
-    if (!(ratio >= 0.0f && ratio < 1.0f))
-        return kernel_fail(a, err, "ratio %g is outside [0, 1)", (double)ratio);
+    float ratio = op_args_of(a->n)->dropout.ratio; /* in [0, 1), checked at load */
     float scale = 1.0f / (1.0f - ratio);
     const float *d = a->in[0];
     const uint8_t *mask = a->in[1];
@@ -250,7 +224,7 @@ int cpu_reduce_sum_to(const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     if (dx->rank > dy->rank) return kernel_fail(a, err, "input_shape has a higher rank than dY");
-    float scale = ir_attr_float(a->n, "scale", 1.0f);
+    float scale = op_args_of(a->n)->scale.scale;
     int r = dy->rank;
     const int64_t *od = dy->dims;
     int64_t s[IR_MAX_RANK], n = kernel_numel(dy), m = kernel_numel(dx);

@@ -33,8 +33,9 @@ int cpu_gemm(const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
         (tc && kernel_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
-    bool ta = ir_attr_int(a->n, "transA", 0) != 0, tb = ir_attr_int(a->n, "transB", 0) != 0;
-    float alpha = ir_attr_float(a->n, "alpha", 1.0f), beta = ir_attr_float(a->n, "beta", 1.0f);
+    const op_gemm_args *p = &op_args_of(a->n)->gemm;
+    bool ta = p->trans_a, tb = p->trans_b;
+    float alpha = p->alpha, beta = p->beta;
     int64_t M = ty->dims[0], N = ty->dims[1];
     int64_t K = ta ? ta_->dims[0] : ta_->dims[1];
     float *y = a->out[0];

@@ -4,10 +4,10 @@
  *
  * Every kernel has the signature cpu_kernel_fn and is named cpu_<kern> after
  * its op's row in ir/ops/op_list.h; cpu_kernels.c's dispatch table is made
- * from the list. A kernel reads shapes, dtypes and attributes
- * from the IR (a->g, a->n) and data from a->in / a->out; it reports bad input
- * (unsupported attribute values, dtypes) with kernel_fail, whose message names the
- * node and op. Shapes were checked by shape inference before a kernel runs. */
+ * from the list. A kernel reads shapes and dtypes from the IR (a->g, a->n),
+ * its arguments from op_args_of(a->n) — decoded and checked at load, never raw
+ * attributes — and data from a->in / a->out; it reports what it cannot do
+ * (dtypes) with kernel_fail, whose message names the node and op. */
 #ifndef OC_CPU_INTERNAL_H
 #define OC_CPU_INTERNAL_H
 
@@ -38,10 +38,10 @@ typedef struct cpu_window {
     int64_t pad[IR_MAX_RANK], pad_end[IR_MAX_RANK]; /* begin / end padding */
     int64_t img_size, col_size, k_size; /* products */
 } cpu_window;
-/* Reads kernel_shape/strides/dilations/pads/auto_pad of n with image dims img
- * and column dims col (both nsp long); kernel from kdims when no kernel_shape. */
-int cpu_window_read(const kernel_args *a, int nsp, const int64_t *img, const int64_t *col,
-                    const int64_t *kdims, cpu_window *w, oc_err *err);
+/* The window of a node's decoded arguments (op_args.h) against image dims img
+ * and column dims col (both nsp long). */
+void cpu_window_of(const op_window *ow, int nsp, const int64_t *img, const int64_t *col,
+                   cpu_window *w);
 
 /* im2col: img (C, img..) -> col (C * k_size, col_size); padding reads 0. */
 void cpu_im2col(const float *img, int64_t channels, const cpu_window *w, float *col);

@@ -9,20 +9,15 @@
 
 #include "cpu_internal.h"
 
-typedef enum sce_reduction { SCE_MEAN, SCE_SUM, SCE_NONE } sce_reduction;
 
 static int sce_setup(const kernel_args *a, const ir_tensor *scores, const ir_tensor *labels,
-                     sce_reduction *red, oc_err *err) {
+                     op_reduction *red, oc_err *err) {
     if (kernel_want_dtype(a, scores, IR_DTYPE_FLOAT, err)) return OC_ERR;
     if (labels->dtype != IR_DTYPE_INT64 && labels->dtype != IR_DTYPE_INT32)
         return kernel_fail(a, err, "labels '%s' must be int64 or int32", labels->name);
     if (scores->rank != 2 || labels->rank != 1)
         return kernel_fail(a, err, "needs scores (N, C) and labels (N)");
-    const char *r = ir_attr_string(a->n, "reduction", "mean");
-    if (strcmp(r, "mean") == 0) *red = SCE_MEAN;
-    else if (strcmp(r, "sum") == 0) *red = SCE_SUM;
-    else if (strcmp(r, "none") == 0) *red = SCE_NONE;
-    else return kernel_fail(a, err, "reduction '%s' is not one of mean, sum, none", r);
+    *red = op_args_of(a->n)->sce.reduction;
     return OC_OK;
 }
 
@@ -34,8 +29,8 @@ static int64_t label_at(const ir_tensor *t, const void *p, int64_t i) {
 static int64_t row_label(const kernel_args *a, const ir_tensor *tl, const void *labels, int64_t i,
                          int64_t C, oc_err *err) {
     int64_t l = label_at(tl, labels, i);
-    const ir_attr *ig = ir_attr_find(a->n, "ignore_index");
-    if (ig && l == ig->i) return -1;
+    const op_sce_args *p = &op_args_of(a->n)->sce;
+    if (p->has_ignore_index && l == p->ignore_index) return -1;
     if (l < 0 || l >= C) {
         kernel_fail(a, err, "label %" PRId64 " of row %" PRId64 " is outside [0, %" PRId64 ")", l, i, C);
         return -2;
@@ -46,7 +41,7 @@ static int64_t row_label(const kernel_args *a, const ir_tensor *tl, const void *
 /* scores (N, C), labels (N) -> loss (scalar, or (N) for none) [, log_prob (N, C)] */
 int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err) {
     const ir_tensor *ts = kernel_in(a, 0), *tl = kernel_in(a, 1);
-    sce_reduction red;
+    op_reduction red;
     if (a->n->n_inputs > 2 && a->in[2]) return kernel_fail(a, err, "class weights are not supported");
     if (sce_setup(a, ts, tl, &red, err)) return OC_ERR;
     int64_t N = ts->dims[0], C = ts->dims[1];
@@ -66,12 +61,12 @@ int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err) {
         int64_t l = row_label(a, tl, a->in[1], i, C, err);
         if (l == -2) return OC_ERR;
         double li = l >= 0 ? lse - (double)row[l] : 0.0;
-        if (red == SCE_NONE) loss[i] = (float)li;
+        if (red == OP_REDUCTION_NONE) loss[i] = (float)li;
         total += li;
         count += l >= 0;
     }
-    if (red == SCE_MEAN) loss[0] = (float)(total / (double)count);
-    else if (red == SCE_SUM) loss[0] = (float)total;
+    if (red == OP_REDUCTION_MEAN) loss[0] = (float)(total / (double)count);
+    else if (red == OP_REDUCTION_SUM) loss[0] = (float)total;
     return OC_OK;
 }
 
@@ -79,7 +74,7 @@ int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err) {
  * k = #rows not ignored for mean, 1 for sum and none; ignored rows get 0. */
 int cpu_softmax_cross_entropy_grad(const kernel_args *a, oc_err *err) {
     const ir_tensor *tp = kernel_in(a, 0), *tl = kernel_in(a, 1);
-    sce_reduction red;
+    op_reduction red;
     if (sce_setup(a, tp, tl, &red, err)) return OC_ERR;
     int64_t N = tp->dims[0], C = tp->dims[1], count = 0;
     for (int64_t i = 0; i < N; i++) {
@@ -87,7 +82,7 @@ int cpu_softmax_cross_entropy_grad(const kernel_args *a, oc_err *err) {
         if (l == -2) return OC_ERR;
         count += l >= 0;
     }
-    double k = red == SCE_MEAN ? (double)count : 1.0;
+    double k = red == OP_REDUCTION_MEAN ? (double)count : 1.0;
     const float *lp = a->in[0];
     float *d = a->out[0];
     for (int64_t i = 0; i < N; i++) {

@@ -40,11 +40,6 @@ static void bn_dims(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
     for (int i = 2; i < x->rank; i++) *S *= x->dims[i];
 }
 
-static bool bn_training(const kernel_args *a) {
-    if (a->g->opset >= 14) return ir_attr_int(a->n, "training_mode", 0) != 0;
-    return a->n->n_outputs > 1;
-}
-
 /* X (N, C, ..), scale, B, input_mean, input_var (C) -> Y (N, C, ..)
  * [, running_mean, running_var (C), in place on inputs 3, 4]
  * [, saved_mean, saved_var (C): batch mean and biased variance (opset <= 13)] */
@@ -55,10 +50,10 @@ int cpu_batch_norm(const kernel_args *a, oc_err *err) {
     bn_dims(kernel_in(a, 0), &N, &C, &S);
     const float *x = a->in[0], *scale = a->in[1], *bias = a->in[2];
     const float *rm = a->in[3], *rv = a->in[4];
-    float eps = ir_attr_float(a->n, "epsilon", 1e-5f);
-    float momentum = ir_attr_float(a->n, "momentum", 0.9f);
+    const op_bn_args *bn = &op_args_of(a->n)->bn;
+    float eps = bn->epsilon, momentum = bn->momentum;
     float *y = a->out[0];
-    bool train = bn_training(a);
+    bool train = bn->training;
     if (!train && a->n->n_outputs > 1)
         return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
     double *mean = oc_malloc((size_t)C * 2 * sizeof(double)), *var = mean + C;
@@ -106,7 +101,7 @@ int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
     int64_t N, C, S;
     bn_dims(kernel_in(a, 1), &N, &C, &S);
     const float *dy = a->in[0], *x = a->in[1], *scale = a->in[2];
-    float eps = ir_attr_float(a->n, "epsilon", 1e-5f);
+    float eps = op_args_of(a->n)->bn.epsilon;
     float *dx = a->out[0];
     float *dscale = a->n->n_outputs > 1 ? a->out[1] : NULL;
     float *dbias = a->n->n_outputs > 2 ? a->out[2] : NULL;

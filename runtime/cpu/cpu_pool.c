@@ -18,7 +18,8 @@ static int pool_setup(const kernel_args *a, const ir_tensor *x, const ir_tensor 
                       oc_err *err) {
     if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    return cpu_window_read(a, x->rank - 2, x->dims + 2, y->dims + 2, NULL, w, err);
+    cpu_window_of(&op_args_of(a->n)->pool.win, x->rank - 2, x->dims + 2, y->dims + 2, w);
+    return OC_OK;
 }
 
 /* Kernel cells of the window at output position o: writes the flat image
@@ -86,7 +87,7 @@ int cpu_max_pool(const kernel_args *a, oc_err *err) {
     const float *xp = a->in[0];
     float *yp = a->out[0];
     int64_t *ind = a->n->n_outputs > 1 ? a->out[1] : NULL;
-    bool cm = ir_attr_int(a->n, "storage_order", 0) != 0;
+    bool cm = op_args_of(a->n)->pool.storage_col_major;
     int64_t *idx = oc_malloc((size_t)w.k_size * sizeof *idx);
     for (int64_t p = 0; p < planes; p++) {
         int64_t o[IR_MAX_RANK] = {0};
@@ -137,7 +138,7 @@ int cpu_average_pool(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     cpu_window w;
     if (pool_setup(a, x, y, &w, err)) return OC_ERR;
-    bool include = ir_attr_int(a->n, "count_include_pad", 0) != 0;
+    bool include = op_args_of(a->n)->pool.count_include_pad;
     int64_t planes = x->dims[0] * x->dims[1];
     const float *xp = a->in[0];
     float *yp = a->out[0];
@@ -163,7 +164,7 @@ int cpu_average_pool_grad(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *x = kernel_out(a, 0);
     cpu_window w;
     if (pool_setup(a, x, dy, &w, err)) return OC_ERR;
-    bool include = ir_attr_int(a->n, "count_include_pad", 0) != 0;
+    bool include = op_args_of(a->n)->pool.count_include_pad;
     int64_t planes = x->dims[0] * x->dims[1];
     const float *dyp = a->in[0];
     float *dx = a->out[0];

@@ -34,8 +34,7 @@ int cpu_concat(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
     size_t es = esize(a, y, err);
     if (!es) return OC_ERR;
-    int64_t axis = ir_attr_int(a->n, "axis", 0);
-    if (axis < 0) axis += y->rank;
+    int64_t axis = op_args_of(a->n)->axis.axis;
     int64_t outer = prod(y->dims, 0, (int)axis), inner = prod(y->dims, (int)axis + 1, y->rank);
     int64_t row = y->dims[axis] * inner, at = 0;
     for (int i = 0; i < a->n->n_inputs; i++) {
@@ -55,15 +54,12 @@ int cpu_concat_grad(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0);
     size_t es = esize(a, dy, err);
     if (!es) return OC_ERR;
-    int64_t axis = ir_attr_int(a->n, "axis", 0);
-    if (axis < 0) axis += dy->rank;
+    const op_split_args *sp = &op_args_of(a->n)->split;
+    int64_t axis = sp->axis;
     int64_t outer = prod(dy->dims, 0, (int)axis), inner = prod(dy->dims, (int)axis + 1, dy->rank);
     int64_t row = dy->dims[axis] * inner, at = 0;
-    const int64_t *split;
-    int k = ir_attr_ints(a->n, "split", &split);
-    if (k != a->n->n_outputs) return kernel_fail(a, err, "attribute 'split' needs one size per output");
-    for (int i = 0; i < k; i++) {
-        int64_t chunk = split[i] * inner;
+    for (int i = 0; i < sp->n; i++) {
+        int64_t chunk = sp->sizes[i] * inner;
         if (a->out[i])
             for (int64_t o = 0; o < outer; o++)
                 memcpy((char *)a->out[i] + (size_t)(o * chunk) * es,
@@ -78,10 +74,10 @@ int cpu_concat_grad(const kernel_args *a, oc_err *err) {
 
 /* Source index of output coordinate i (already shifted by the begin pad) in
  * an extent n, or -1 for the constant fill. */
-static int64_t pad_source(int64_t i, int64_t n, kernel_pad_mode m) {
+static int64_t pad_source(int64_t i, int64_t n, op_pad_mode m) {
     if (i >= 0 && i < n) return i;
-    if (m == KERNEL_PAD_CONSTANT || n == 0) return -1;
-    if (m == KERNEL_PAD_EDGE) return i < 0 ? 0 : n - 1;
+    if (m == OP_PAD_CONSTANT || n == 0) return -1;
+    if (m == OP_PAD_EDGE) return i < 0 ? 0 : n - 1;
     if (n == 1) return 0;
     int64_t period = 2 * (n - 1);
     i %= period;
@@ -92,7 +88,7 @@ static int64_t pad_source(int64_t i, int64_t n, kernel_pad_mode m) {
 /* Generic copy: out (rank, od) from in (id) where out coordinate o reads
  * in coordinate pad_source(o - begin); fill (es bytes) where it is -1. */
 static void pad_copy(int rank, const int64_t *od, const int64_t *id, const int64_t *begin,
-                     kernel_pad_mode m, size_t es, const void *in, void *out, const void *fill) {
+                     op_pad_mode m, size_t es, const void *in, void *out, const void *fill) {
     int64_t is[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, n = prod(od, 0, rank);
     cpu_strides(rank, id, is);
     for (int64_t k = 0; k < n; k++) {
@@ -118,13 +114,13 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
-    kernel_pad_mode m;
-    if (kernel_pad_mode_of(a, &m, err)) return OC_ERR;
+    const op_pad_args *p = &op_args_of(a->n)->pad;
+    op_pad_mode m = p->mode;
     int rank = x->rank;
     int64_t begin[IR_MAX_RANK] = {0};
     uint64_t fill = 0; /* es <= 8 bytes of the fill element */
     if (es > sizeof fill) return kernel_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
-    if (a->g->opset >= 11) {
+    if (!p->pads_from_attr) {
         const ir_tensor *tp = kernel_in(a, 1), *tv = kernel_in(a, 2), *ta = kernel_in(a, 3);
         if (tp->dtype != IR_DTYPE_INT64) return kernel_fail(a, err, "pads must be int64");
         const int64_t *pads = a->in[1];
@@ -142,8 +138,9 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
             if (tv->dtype != x->dtype) return kernel_fail(a, err, "constant_value differs in dtype");
             memcpy(&fill, a->in[2], es);
         }
-    } else if (kernel_pad_attrs(a, x, begin, &fill, err)) {
-        return OC_ERR;
+    } else {
+        memcpy(begin, p->begin, sizeof begin);
+        fill = p->fill;
     }
     pad_copy(rank, y->dims, x->dims, begin, m, es, a->in[0], a->out[0], &fill);
     return OC_OK;
@@ -157,37 +154,23 @@ int cpu_pad_grad(const kernel_args *a, oc_err *err) {
     if (!es || es > 8) return es ? kernel_fail(a, err, "dtype not supported") : OC_ERR;
     int rank = dx->rank;
     int64_t begin[IR_MAX_RANK];
-    if (kernel_pad_grad_begin(a, rank, begin, err)) return OC_ERR;
+    memcpy(begin, op_args_of(a->n)->pad.begin, (size_t)rank * sizeof *begin);
     uint64_t zero = 0;
-    pad_copy(rank, dx->dims, dy->dims, begin, KERNEL_PAD_CONSTANT, es, a->in[0], a->out[0], &zero);
+    pad_copy(rank, dx->dims, dy->dims, begin, OP_PAD_CONSTANT, es, a->in[0], a->out[0], &zero);
     return OC_OK;
 }
 
 /* ---- Constant, Shape, Gather ---- */
 
-/* -> the value of attribute value / value_float / value_int / value_floats / value_ints. */
+/* -> its value, folded into the output tensor by shape inference (op_shape.c). */
 int cpu_constant(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
     size_t es = esize(a, y, err);
     if (!es) return OC_ERR;
     size_t bytes = (size_t)kernel_numel(y) * es;
-    const ir_attr *at;
-    if ((at = ir_attr_find(a->n, "value")) && at->type == IR_ATTR_TENSOR) {
-        if (at->t->data_src != IR_DATA_INLINE || at->t->data_bytes != bytes)
-            return kernel_fail(a, err, "attribute 'value' has no inline data of %zu bytes", bytes);
-        memcpy(a->out[0], at->t->data, bytes);
-    } else if ((at = ir_attr_find(a->n, "value_float")) && es == 4) {
-        memcpy(a->out[0], &at->f, 4);
-    } else if ((at = ir_attr_find(a->n, "value_int")) && es == 8) {
-        memcpy(a->out[0], &at->i, 8);
-    } else if ((at = ir_attr_find(a->n, "value_floats")) && (size_t)at->n * 4 == bytes) {
-        memcpy(a->out[0], at->floats, bytes);
-    } else if ((at = ir_attr_find(a->n, "value_ints")) && (size_t)at->n * 8 == bytes) {
-        memcpy(a->out[0], at->ints, bytes);
-    } else {
-        return kernel_fail(a, err, "no supported value attribute (value, value_float, value_int, "
-                        "value_floats, value_ints)");
-    }
+    if (y->data_src != IR_DATA_INLINE || y->data_bytes != bytes)
+        return kernel_fail(a, err, "output '%s' has no plan-time value of %zu bytes", y->name, bytes);
+    memcpy(a->out[0], y->data, bytes);
     return OC_OK;
 }
 
@@ -195,11 +178,7 @@ int cpu_constant(const kernel_args *a, oc_err *err) {
 int cpu_shape(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     if (kernel_want_dtype(a, y, IR_DTYPE_INT64, err)) return OC_ERR;
-    int64_t r = x->rank, start = ir_attr_int(a->n, "start", 0), end = ir_attr_int(a->n, "end", r);
-    if (start < 0) start += r;
-    if (end < 0) end += r;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t start = op_args_of(a->n)->shape.start, end = op_args_of(a->n)->shape.end;
     int64_t *out = a->out[0];
     if (end - start != kernel_numel(y)) return kernel_fail(a, err, "output size disagrees with start/end");
     for (int64_t i = start; i < end; i++) out[i - start] = x->dims[i];
@@ -213,8 +192,7 @@ int cpu_gather(const kernel_args *a, oc_err *err) {
     if (!es) return OC_ERR;
     if (ti->dtype != IR_DTYPE_INT64 && ti->dtype != IR_DTYPE_INT32)
         return kernel_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
-    int64_t axis = ir_attr_int(a->n, "axis", 0);
-    if (axis < 0) axis += x->rank;
+    int64_t axis = op_args_of(a->n)->axis.axis;
     int64_t outer = prod(x->dims, 0, (int)axis), inner = prod(x->dims, (int)axis + 1, x->rank);
     int64_t extent = x->dims[axis], ni = kernel_numel(ti);
     for (int64_t o = 0; o < outer; o++)

@@ -11,10 +11,8 @@
 int cpu_sgd_momentum(const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
-    const ir_attr *lr_a = ir_attr_find(a->n, "lr");
-    if (!lr_a) return kernel_fail(a, err, "attribute 'lr' is required");
-    float lr = lr_a->f, mom = ir_attr_float(a->n, "momentum", 0.0f);
-    float wd = ir_attr_float(a->n, "weight_decay", 0.0f);
+    const op_sgd_args *p = &op_args_of(a->n)->sgd;
+    float lr = p->lr, mom = p->momentum, wd = p->weight_decay;
     const float *w = a->in[0], *dw = a->in[1], *m = a->in[2];
     float *wo = a->out[0], *mo = a->out[1];
     int64_t n = kernel_numel(kernel_in(a, 0));

@@ -2,30 +2,25 @@
 #include <string.h>
 
 #include "cpu_internal.h"
-#include "ir/ops/op_util.h"
 
-int cpu_window_read(const kernel_args *a, int nsp, const int64_t *img, const int64_t *col,
-                    const int64_t *kdims, cpu_window *w, oc_err *err) {
-    op_window ow;
-    if (nsp < 1) return kernel_fail(a, err, "needs at least one spatial dim");
-    if (op_window_read(a->n, nsp, img, kdims, &ow, err))
-        return oc_fail_prefix(err, "node '%s' (%s)", a->n->name, a->n->op_type);
+void cpu_window_of(const op_window *ow, int nsp, const int64_t *img, const int64_t *col,
+                   cpu_window *w) {
+    OC_ASSERT(nsp >= 1 && nsp == ow->nsp);
     memset(w, 0, sizeof *w);
     w->nsp = nsp;
     w->img_size = w->col_size = w->k_size = 1;
     for (int i = 0; i < nsp; i++) {
         w->img[i] = img[i];
         w->col[i] = col[i];
-        w->kernel[i] = ow.kernel[i];
-        w->stride[i] = ow.stride[i];
-        w->dilation[i] = ow.dilation[i];
-        w->pad[i] = ow.pad_begin[i];
-        w->pad_end[i] = ow.pad_end[i];
+        w->kernel[i] = ow->kernel[i];
+        w->stride[i] = ow->stride[i];
+        w->dilation[i] = ow->dilation[i];
+        w->pad[i] = ow->pad_begin[i];
+        w->pad_end[i] = ow->pad_end[i];
         w->img_size *= img[i];
         w->col_size *= col[i];
-        w->k_size *= ow.kernel[i];
+        w->k_size *= ow->kernel[i];
     }
-    return OC_OK;
 }
 
 /* Kernel offset kk (row-major over the kernel dims) -> per-dim offsets. */

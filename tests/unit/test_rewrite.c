@@ -121,6 +121,10 @@ static void test_dropout_clone_same_mask(void **state) {
     ir_tensor_set_shape(&g->tensors[x], 1, &n);
     ir_tensor_set_shape(&g->tensors[r], 0, NULL);
     ir_tensor_set_shape(&g->tensors[tm], 0, NULL);
+    float ratio = 0.5f;
+    uint8_t train = 1;
+    ir_tensor_set_data(&g->tensors[r], &ratio, sizeof ratio); /* plan-time values, as exported */
+    ir_tensor_set_data(&g->tensors[tm], &train, 1);
     int ys[3], ms[3], nodes[3];
     const char *names[3] = {"drop", "drop/recompute1", "other"};
     for (int i = 0; i < 3; i++) {
@@ -140,8 +144,11 @@ static void test_dropout_clone_same_mask(void **state) {
     }
     ir_attr a = {.name = PLAN_ATTR_RECOMPUTE_OF, .type = IR_ATTR_STRING, .s = "drop"};
     ir_node_add_attr(g, nodes[1], &a);
-    float *xv = malloc((size_t)n * sizeof(float)), ratio = 0.5f;
-    uint8_t train = 1;
+    for (int i = 0; i < 3; i++) {
+        oc_err err;
+        if (op_infer(g, &g->nodes[nodes[i]], &err)) fail_msg("%s", err.msg);
+    }
+    float *xv = malloc((size_t)n * sizeof(float));
     float *y[3];
     uint8_t *m[3];
     for (int64_t k = 0; k < n; k++) xv[k] = (float)k * 0.25f - 3.0f;

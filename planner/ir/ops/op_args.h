@@ -87,6 +87,15 @@ typedef struct op_axis_args {
     int64_t axis;
 } op_axis_args;
 
+/* ConcatGrad: the axis and every output's extent along it (outputs may be
+ * omitted, so the sizes are not all readable from shapes). */
+#define OP_MAX_SPLIT 64
+typedef struct op_split_args {
+    int64_t axis;
+    int n;
+    int64_t sizes[OP_MAX_SPLIT];
+} op_split_args;
+
 /* Shape: the [start, end) dims taken, normalised. */
 typedef struct op_shape_args {
     int64_t start, end;
@@ -124,6 +133,7 @@ typedef union op_args {
     op_dropout_args dropout;
     op_pad_args pad;
     op_axis_args axis;
+    op_split_args split;
     op_shape_args shape;
     op_sce_args sce;
     op_sgd_args sgd;

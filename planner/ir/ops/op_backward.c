@@ -172,6 +172,18 @@ static int reduce_sum_to_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     return OC_OK;
 }
 
+/* ConcatGrad: axis and split sizes (checked by concat_grad_infer). */
+static int concat_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    const ir_tensor *dy = ir_node_in((ir_graph *)g, n, 0);
+    op_split_args *p = &op_args_new(n)->split;
+    const int64_t *split;
+    p->n = ir_attr_ints(n, "split", &split);
+    if (p->n != n->n_outputs || p->n > OP_MAX_SPLIT)
+        return oc_fail(err, "attribute 'split' needs one size per output (at most %d)", OP_MAX_SPLIT);
+    memcpy(p->sizes, split, (size_t)p->n * sizeof *split);
+    return op_axis(ir_attr_int(n, "axis", 0), dy->rank, "axis", &p->axis, err);
+}
+
 static int sgd_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     (void)g;
     const ir_attr *lr = ir_attr_find(n, "lr");
@@ -209,7 +221,7 @@ BACKWARD_OP(op_def_global_average_pool_grad, 1, 1, 1, 1,
             pool_grad_infer, NULL, NULL);
 BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, pool_grad_infer, NULL, reduce_sum_to_decode);
 BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pad);
-BACKWARD_OP(op_def_concat_grad, 1, 1, 1, 64, concat_grad_infer, NULL, op_decode_axis);
+BACKWARD_OP(op_def_concat_grad, 1, 1, 1, OP_MAX_SPLIT, concat_grad_infer, NULL, concat_grad_decode);
 BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 2, 1, 1, sce_grad_infer, NULL, op_decode_sce);
 static const int8_t sgd_aliases[] = {0, 2};
 const op_def op_def_sgd_momentum = {

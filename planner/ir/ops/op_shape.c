@@ -320,7 +320,7 @@ static int shape_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     if (end < 0) end += r;
     op_shape_args *p = &op_args_new(n)->shape;
     p->start = start < 0 ? 0 : start > r ? r : start;
-    p->end = end < p->start ? p->start : end > r ? r : end;
+    p->end = end < 0 ? 0 : end > r ? r : end;
     return OC_OK;
 }
 

@@ -100,7 +100,11 @@ void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c) {
 
 
 int op_infer(ir_graph *g, ir_node *n, oc_err *err) {
+    if (op_def_of(n)->infer(g, n, g->opset, err)) return OC_ERR;
+    return op_decode(g, n, err);
+}
+
+int op_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     const op_def *d = op_def_of(n);
-    if (d->infer(g, n, g->opset, err)) return OC_ERR;
     return d->decode ? d->decode(g, n, err) : OC_OK;
 }

@@ -1,10 +1,13 @@
-/* backend.h — what the executor needs from a device: memory, streams, events,
- * copies and kernels. The cpu backend (backend_cpu.c) runs the three streams on
- * three threads with real events; a cuda backend fills the same table with
- * cudaMalloc, cudaStream_t, cudaEvent_t and cuDNN/cuBLAS kernels.
+/* backend.h — the one door to a device: a vtable of memory, streams, events,
+ * copies and kernels, made by name from the registry (backend.c). The cpu
+ * backend (backend_cpu.c) runs the three streams on three threads with real
+ * events; the cuda backend (cuda/) fills the same table with cudaMalloc,
+ * cudaStream_t, cudaEvent_t and cuDNN/cuBLAS kernels. Callers (the executor,
+ * outcore-run's main.c) use nothing else of a backend.
  *
+ *   rt_backend_opts bo = {.deterministic = true};   // {0}: every default
  *   rt_backend *b;
- *   if (rt_backend_new("cpu", &b, &err)) { puts(err.msg); ... }
+ *   if (rt_backend_new("cpu", &bo, &b, &err)) { puts(err.msg); ... }
  *   void *arena; b->dev_alloc(b, bytes, &arena, &err);
  *   b->copy(b, RT_STREAM_H2D, dev, host, n);        // asynchronous
  *   void *ev = b->event_new(b);
@@ -22,6 +25,7 @@
 
 #include "kernels.h"
 #include "streams.h"
+#include "train/train_graph.h"
 
 typedef enum rt_stream_id {
     RT_STREAM_COMPUTE = 0,
@@ -30,6 +34,14 @@ typedef enum rt_stream_id {
     RT_STREAM__COUNT
 } rt_stream_id;
 const char *rt_stream_id_name(rt_stream_id s);
+
+/* How a backend is made (outcore-run's flags); each backend reads what
+ * applies to it. Zero-initialised: every default. */
+typedef struct rt_backend_opts {
+    bool deterministic;     /* cuda: deterministic cuDNN algorithms only, no BN statistics stash */
+    bool verbose;           /* cuda: print every convolution algorithm choice */
+    size_t workspace_limit; /* cuda: a convolution's workspace cap in bytes; 0: 8 GiB */
+} rt_backend_opts;
 
 typedef struct rt_backend rt_backend;
 struct rt_backend {
@@ -63,13 +75,33 @@ struct rt_backend {
      * fixed need (cpu im2col) returns it even when it exceeds limit. */
     size_t (*scratch_bytes)(rt_backend *b, const ir_graph *g, const ir_node *n, size_t limit);
     void (*destroy)(rt_backend *b);
+    /* Optional (NULL: the backend has none). */
+    /* Times every node run from now on, keyed by node index in g. */
+    int (*profile_start)(rt_backend *b, const ir_graph *g, oc_err *err);
+    /* Writes the measured profile.json (planner/plan/profile.h format). */
+    int (*profile_write)(rt_backend *b, const train_graph *tg, int64_t batch, const char *path,
+                         oc_err *err);
+    /* Device bytes in use now (context, handles, arena, workspaces); -1 unknown. */
+    int64_t (*device_used)(rt_backend *b);
 };
 
-/* Backend by name ("cpu"). OC_ERR naming the known backends otherwise. */
-int rt_backend_new(const char *name, rt_backend **out, oc_err *err);
-void rt_backend_free(rt_backend *b);
+/* One entry of the registry. */
+typedef struct rt_backend_kind {
+    const char *name;
+    /* Makes the backend; OC_ERR with one line when it is not built in or no
+     * device is usable. opts is not kept. */
+    int (*create)(const rt_backend_opts *opts, rt_backend **out, oc_err *err);
+    /* True when it has a kernel for op kind op (op_list.h); needs no device. */
+    bool (*supports)(int op);
+} rt_backend_kind;
 
-/* The cpu backend (backend_cpu.c). */
-rt_backend *rt_backend_cpu_new(void);
+/* The registered backends ("cpu", "cuda"), *n of them. */
+const rt_backend_kind *rt_backend_kinds(int *n);
+/* The entry named name, or NULL. */
+const rt_backend_kind *rt_backend_find(const char *name);
+/* Backend by name with opts (NULL: defaults). OC_ERR naming the known
+ * backends when name is not one of them. rt_backend_free releases it. */
+int rt_backend_new(const char *name, const rt_backend_opts *opts, rt_backend **out, oc_err *err);
+void rt_backend_free(rt_backend *b);
 
 #endif

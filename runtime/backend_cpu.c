@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend_cpu.h"
 
 typedef struct cpu_impl {
     rt_stream *s[RT_STREAM__COUNT];
@@ -113,7 +113,8 @@ static void cpu_destroy(rt_backend *b) {
     oc_free(b);
 }
 
-rt_backend *rt_backend_cpu_new(void) {
+int rt_backend_cpu_new(const rt_backend_opts *opts, rt_backend **out, oc_err *err) {
+    (void)opts, (void)err;
     rt_backend *b = oc_calloc(1, sizeof *b);
     cpu_impl *im = oc_calloc(1, sizeof *im);
     for (int s = 0; s < RT_STREAM__COUNT; s++) im->s[s] = rt_stream_new(rt_stream_id_name((rt_stream_id)s));
@@ -124,5 +125,6 @@ rt_backend *rt_backend_cpu_new(void) {
         .event_free = cpu_event_free, .record = cpu_record, .wait = cpu_wait, .sync = cpu_sync,
         .supported = cpu_supported, .scratch_bytes = cpu_scratch, .destroy = cpu_destroy,
     };
-    return b;
+    *out = b;
+    return OC_OK;
 }

@@ -1,8 +1,10 @@
 /* kernels.h — the contract between the executor and a backend's kernels.
  *
- * A kernel runs one node of a (training) graph. Shapes, dtypes and attributes
- * come from the IR (g->tensors[n->inputs[i]], ir_attr_*); data pointers come
- * from the executor, which owns all memory (arena offsets or host buffers).
+ * A kernel runs one node of a (training) graph. Shapes and dtypes come from
+ * the IR (g->tensors[n->inputs[i]]), the node's arguments from op_args_of(n):
+ * decoded and checked against the shapes once, at load (ir/ops/op_args.h) —
+ * kernels never read raw attributes; data pointers come from the executor,
+ * which owns all memory (arena offsets or host buffers).
  *
  *   kernel_args a = {.g = g, .n = &g->nodes[i], .in = in_ptrs, .out = out_ptrs,
  *                    .seed = 42, .step = 3, .scratch = ws, .scratch_bytes = ws_len};
@@ -16,17 +18,21 @@
  *   - a kernel writes every byte of every present output (no reliance on zeroed
  *     memory) and never touches memory outside its inputs, outputs and scratch;
  *   - randomness (Dropout) is a pure function of (seed, step, node name, element
- *     index): a recomputation reproduces the same mask bit for bit;
+ *     index), the name hashed at load (op_dropout_args.key_hash; a recompute
+ *     clone carries its original's): a recomputation reproduces the mask bit for bit;
  *   - results are deterministic: same inputs, same bits (no data races, fixed
  *     reduction order), so plans that swap or recompute match in-core bitwise.
  *     The cuda backend keeps this only with --deterministic (OC_CUDNN_DETERMINISTIC):
  *     by default it takes cuDNN's fastest algorithms, some of which use atomics,
  *     and reuses the forward's BatchNorm statistics (runtime/cuda/cuda_dnn.c).
- * Unsupported attribute values are reported as errors naming node and attribute,
- * never skipped silently.
+ * Argument values the decoder accepts but a backend cannot run (a dtype, an
+ * asymmetric cuDNN padding) are reported as errors naming the node, never
+ * skipped silently.
  *
- * cpu backend (runtime/cpu/): kernels per file, one dispatch table in
- * cpu_kernels.c; OpenBLAS is set to one thread on the first sgemm (cpu_gemm.c)
+ * Dispatch: each backend's table is indexed by op_kind and generated from the
+ * op list (ir/ops/op_list.h): cpu_<kern> (runtime/cpu/cpu_kernels.c),
+ * cuda_<kern> (runtime/cuda/cuda_kernels.c); a missing kernel fails to link.
+ * cpu backend (runtime/cpu/): OpenBLAS is set to one thread on the first sgemm (cpu_gemm.c)
  * so results are bitwise repeatable and kernels may run on several executor
  * threads; Dropout's RNG is runtime/cpu/cpu_rng.h. */
 #ifndef OC_KERNELS_H
@@ -58,21 +64,6 @@ int kernel_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Fails naming the tensor unless its dtype is dt. */
 int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
-
-/* Pad and PadGrad parameters every backend reads the same way. */
-typedef enum kernel_pad_mode {
-    KERNEL_PAD_CONSTANT = 0,
-    KERNEL_PAD_REFLECT = 1,
-    KERNEL_PAD_EDGE = 2,
-} kernel_pad_mode;
-/* The "mode" attribute; OC_ERR naming it when unsupported. */
-int kernel_pad_mode_of(const kernel_args *a, kernel_pad_mode *mode, oc_err *err);
-/* Opset < 11 Pad: begin pads and the fill element (x's dtype, in *fill) from
- * the pads/value attributes; the end pads follow from the output shape. */
-int kernel_pad_attrs(const kernel_args *a, const ir_tensor *x, int64_t *begin, uint64_t *fill,
-                     oc_err *err);
-/* PadGrad: begin offsets into dY (minus the forward begin pads) from "pads". */
-int kernel_pad_grad_begin(const kernel_args *a, int rank, int64_t *begin, oc_err *err);
 
 /* Runs the node on the CPU. OC_ERR with a message naming the node on an
  * unsupported op or attribute value. Thread-safe for distinct outputs. */

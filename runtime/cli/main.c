@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cuda/backend_cuda.h"
+#include "backend.h"
 #include "executor.h"
 #include "init.h"
 #include "loader.h"
@@ -29,6 +29,7 @@ typedef struct run_opts {
     int64_t batch, steps, budget;
     uint64_t seed;
     rt_load_opts lo;
+    rt_backend_opts bo;
 } run_opts;
 
 static void usage(FILE *f) {
@@ -37,7 +38,7 @@ static void usage(FILE *f) {
             "                   [--momentum X] [--weight-decay X] [--seed S]\n"
             "                   [--input X.pb --labels Y.pb] [--save OUT.onnx]\n"
             "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
-            "                   [--deterministic]\n\n"
+            "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n\n"
             "Trains MODEL (a training graph from `outcore-plan emit`, or a forward model) for K\n"
             "steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform in\n"
             "[0, C)), or the same batch every step from ONNX TensorProto files. Prints the loss\n"
@@ -50,7 +51,8 @@ static void usage(FILE *f) {
             "  Convolutions take cuDNN's first-ranked algorithm that fits the workspace (as PyTorch\n"
             "  does); --deterministic (or OC_CUDNN_DETERMINISTIC=1) takes deterministic ones only,\n"
             "  so repeated runs, and a plan vs its in-core run, give the same bits.\n"
-            "  OC_CUDNN_WORKSPACE_LIMIT=BYTES caps a convolution's workspace (default 8 GiB).\n"
+            "  --workspace-limit (or OC_CUDNN_WORKSPACE_LIMIT=BYTES) caps a convolution's workspace\n"
+            "  (default 8 GiB); --verbose-algos (or OC_CUDNN_VERBOSE=1) prints every algorithm choice.\n"
             "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
             "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
             "outcore-plan (needs --steps >= 4).\n");
@@ -65,8 +67,28 @@ static int parse_float(const char *opt, const char *v, float *out, oc_err *err) 
     return OC_OK;
 }
 
+static bool env_on(const char *name) {
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0") != 0;
+}
+
+/* The backend options' defaults from the environment (OC_CUDNN_*); flags override. */
+static int backend_opts_from_env(rt_backend_opts *bo, oc_err *err) {
+    bo->deterministic = env_on("OC_CUDNN_DETERMINISTIC");
+    bo->verbose = env_on("OC_CUDNN_VERBOSE");
+    const char *s = getenv("OC_CUDNN_WORKSPACE_LIMIT");
+    int64_t v;
+    if (s && *s) {
+        if (oc_parse_bytes(s, &v, err)) return oc_fail_prefix(err, "OC_CUDNN_WORKSPACE_LIMIT");
+        if (v <= 0) return oc_fail(err, "OC_CUDNN_WORKSPACE_LIMIT must be positive");
+        bo->workspace_limit = (size_t)v;
+    }
+    return OC_OK;
+}
+
 static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
     o->backend = "cpu";
+    if (backend_opts_from_env(&o->bo, err)) return OC_ERR;
     o->steps = 1;
     o->seed = 42;
     o->lo.train = train_opts_default();
@@ -77,8 +99,8 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             o->model = a;
             continue;
         }
-        if (strcmp(a, "--deterministic") == 0) { /* read by the cuda backend (cuda_dnn.c) */
-            setenv("OC_CUDNN_DETERMINISTIC", "1", 1);
+        if (strcmp(a, "--deterministic") == 0 || strcmp(a, "--verbose-algos") == 0) {
+            *(a[2] == 'd' ? &o->bo.deterministic : &o->bo.verbose) = true;
             continue;
         }
         if (i + 1 >= argc) return oc_fail(err, "option %s needs a value", a);
@@ -90,6 +112,11 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         else if (strcmp(a, "--save") == 0) o->save = v;
         else if (strcmp(a, "--dump-grads") == 0) o->dump = v;
         else if (strcmp(a, "--profile-out") == 0) o->profile_out = v;
+        else if (strcmp(a, "--workspace-limit") == 0) {
+            if (oc_parse_bytes(v, &n, err)) return OC_ERR;
+            if (n <= 0) return oc_fail(err, "--workspace-limit must be positive");
+            o->bo.workspace_limit = (size_t)n;
+        }
         else if (strcmp(a, "--batch") == 0) {
             if (oc_parse_int(v, 1, (int64_t)1 << 24, "--batch", &o->batch, err)) return OC_ERR;
         } else if (strcmp(a, "--steps") == 0) {
@@ -115,8 +142,6 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
     }
     if (!o->model) return oc_fail(err, "no MODEL given (see --help)");
     if (!o->input != !o->labels) return oc_fail(err, "--input and --labels go together");
-    if (o->profile_out && strcmp(o->backend, "cuda") != 0)
-        return oc_fail(err, "--profile-out needs --backend cuda");
     if (o->profile_out && o->steps < 4)
         return oc_fail(err, "--profile-out needs --steps >= 4 (step 0 warms up, the rest are timed)");
     o->lo.batch = o->batch;
@@ -271,7 +296,11 @@ static int run(const run_opts *o, oc_err *err) {
     bool *keep = NULL;
     rt_model_info info = {0};
     int rc = OC_ERR, n_init = 0;
-    if (rt_backend_new(o->backend, &b, err)) goto out;
+    if (rt_backend_new(o->backend, &o->bo, &b, err)) goto out;
+    if (o->profile_out && !b->profile_start) {
+        oc_fail(err, "--profile-out: backend '%s' has no profiler (cuda has)", b->name);
+        goto out;
+    }
     if (rt_load(o->model, &o->lo, &tg, &info, err)) goto out;
     if (tg->label_tensor < 0) {
         oc_fail(err, "%s: the training step has no label input", o->model);
@@ -331,7 +360,8 @@ static int run(const run_opts *o, oc_err *err) {
         float loss;
         if (rt_exec_step(x, step, &loss, err)) goto out;
         if (step == 0) t_first = now_s();
-        int64_t used = rt_cuda_device_used(b); /* after the sync: lazily loaded modules included */
+        /* after the sync: lazily loaded modules included */
+        int64_t used = b->device_used ? b->device_used(b) : -1;
         if (used > dev_peak) dev_peak = used;
         printf("step %" PRId64 " loss %.6f\n", step, (double)loss);
         fflush(stdout);
@@ -340,7 +370,7 @@ static int run(const run_opts *o, oc_err *err) {
             goto out;
         }
         if (step == 0 && o->dump && dump_grads(x, tg, o->dump, err)) goto out;
-        if (step == 0 && o->profile_out && rt_cuda_profile_start(b, tg->g, err)) goto out;
+        if (step == 0 && o->profile_out && b->profile_start(b, tg->g, err)) goto out;
     }
     double t1 = now_s();
     double secs = o->steps > 1 ? t1 - t_first - synth_rest : t1 - t0 - synth_first;
@@ -354,7 +384,7 @@ static int run(const run_opts *o, oc_err *err) {
         printf("device memory in use %s (%" PRId64 " bytes: context, handles, arena, workspace; "
                "the most seen after any step)\n", oc_fmt_bytes(dev_peak, hw, sizeof hw), dev_peak);
     if (o->profile_out) {
-        if (rt_cuda_profile_write(b, tg, info.batch, o->profile_out, err)) goto out;
+        if (b->profile_write(b, tg, info.batch, o->profile_out, err)) goto out;
         printf("profile %s\n", o->profile_out);
     }
     if (o->save) {

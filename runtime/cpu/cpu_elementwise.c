@@ -131,7 +131,7 @@ int cpu_dropout(const kernel_args *a, oc_err *err) {
         if (mask) memset(mask, 1, (size_t)n);
         return OC_OK;
     }
-    uint64_t key = cpu_rng_key(a->seed, a->step, cpu_rng_key_name(a->n));
+    uint64_t key = cpu_rng_key(a->seed, a->step, p->key_hash);
     float scale = 1.0f / (1.0f - ratio);
     for (int64_t i = 0; i < n; i++) {
         bool keep = cpu_rng_uniform(key, (uint64_t)i) >= ratio;

@@ -35,7 +35,7 @@ static cuda_impl *impl_of(rt_backend *b) { return b->impl; }
         }                                                                                    \
     } while (0)
 
-static int cuda_dev_alloc(rt_backend *b, size_t bytes, void **p, oc_err *err) {
+static int cuda_be_dev_alloc(rt_backend *b, size_t bytes, void **p, oc_err *err) {
     cuda_impl *im = impl_of(b);
     *p = NULL;
     cudaError_t rc = cudaMalloc(p, bytes ? bytes : 256);
@@ -50,12 +50,12 @@ static int cuda_dev_alloc(rt_backend *b, size_t bytes, void **p, oc_err *err) {
     return OC_OK;
 }
 
-static void cuda_dev_free(rt_backend *b, void *p) {
+static void cuda_be_dev_free(rt_backend *b, void *p) {
     (void)b;
     if (p) (void)cudaFree(p);
 }
 
-static int cuda_host_alloc(rt_backend *b, size_t bytes, void **p, oc_err *err) {
+static int cuda_be_host_alloc(rt_backend *b, size_t bytes, void **p, oc_err *err) {
     cuda_impl *im = impl_of(b);
     *p = NULL;
     cudaError_t rc = cudaHostAlloc(p, bytes ? bytes : 64, cudaHostAllocDefault);
@@ -67,12 +67,12 @@ static int cuda_host_alloc(rt_backend *b, size_t bytes, void **p, oc_err *err) {
     return OC_OK;
 }
 
-static void cuda_host_free(rt_backend *b, void *p) {
+static void cuda_be_host_free(rt_backend *b, void *p) {
     (void)b;
     if (p) (void)cudaFreeHost(p);
 }
 
-static void cuda_copy(rt_backend *b, rt_stream_id s, void *dst, const void *src, size_t bytes) {
+static void cuda_be_copy(rt_backend *b, rt_stream_id s, void *dst, const void *src, size_t bytes) {
     cuda_impl *im = impl_of(b);
     if (!bytes) return;
     CU_ENQ(im, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, im->s[s]), "(copy)");
@@ -86,7 +86,7 @@ static void prof_push(cuda_impl *im, int node, cudaEvent_t e0, cudaEvent_t e1) {
     im->pending[im->n_pending++] = (cuda_prof_pair){node, e0, e1};
 }
 
-static void cuda_run_node(rt_backend *b, rt_stream_id s, const kernel_args *args, int64_t step) {
+static void cuda_be_run_node(rt_backend *b, rt_stream_id s, const kernel_args *args, int64_t step) {
     cuda_impl *im = impl_of(b);
     kernel_args a = *args;
     a.step = step;
@@ -124,7 +124,7 @@ static void CUDART_CB host_task_run(void *p) {
     oc_free(t);
 }
 
-static void cuda_host_fn(rt_backend *b, rt_stream_id s, rt_task_fn fn, void *ctx, int64_t arg) {
+static void cuda_be_host_fn(rt_backend *b, rt_stream_id s, rt_task_fn fn, void *ctx, int64_t arg) {
     cuda_impl *im = impl_of(b);
     host_task *t = oc_malloc(sizeof *t);
     *t = (host_task){im, fn, ctx, arg};
@@ -135,23 +135,23 @@ static void cuda_host_fn(rt_backend *b, rt_stream_id s, rt_task_fn fn, void *ctx
     }
 }
 
-static void *cuda_event_new(rt_backend *b) {
+static void *cuda_be_event_new(rt_backend *b) {
     cudaEvent_t ev = NULL;
     CU_ENQ(impl_of(b), cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "(event)");
     return ev;
 }
 
-static void cuda_event_free(rt_backend *b, void *ev) {
+static void cuda_be_event_free(rt_backend *b, void *ev) {
     (void)b;
     if (ev) (void)cudaEventDestroy((cudaEvent_t)ev);
 }
 
-static void cuda_record(rt_backend *b, rt_stream_id s, void *ev) {
+static void cuda_be_record(rt_backend *b, rt_stream_id s, void *ev) {
     cuda_impl *im = impl_of(b);
     CU_ENQ(im, cudaEventRecord((cudaEvent_t)ev, im->s[s]), "(event record)");
 }
 
-static void cuda_wait(rt_backend *b, rt_stream_id s, void *ev) {
+static void cuda_be_wait(rt_backend *b, rt_stream_id s, void *ev) {
     cuda_impl *im = impl_of(b);
     CU_ENQ(im, cudaStreamWaitEvent(im->s[s], (cudaEvent_t)ev, 0), "(event wait)");
 }
@@ -180,7 +180,7 @@ static int prof_harvest(cuda_impl *im, oc_err *err) {
     return OC_OK;
 }
 
-static int cuda_sync(rt_backend *b, oc_err *err) {
+static int cuda_be_sync(rt_backend *b, oc_err *err) {
     cuda_impl *im = impl_of(b);
     int rc = OC_OK;
     for (int s = 0; s < RT_STREAM__COUNT; s++) {
@@ -202,12 +202,12 @@ static int cuda_sync(rt_backend *b, oc_err *err) {
     return rc;
 }
 
-static bool cuda_supported(rt_backend *b, int op) {
+static bool cuda_be_supported(rt_backend *b, int op) {
     (void)b;
     return cuda_kernel_supported(op);
 }
 
-static size_t cuda_scratch(rt_backend *b, const ir_graph *g, const ir_node *n, size_t limit) {
+static size_t cuda_be_scratch(rt_backend *b, const ir_graph *g, const ir_node *n, size_t limit) {
     return cuda_kernel_scratch(impl_of(b), g, n, limit);
 }
 
@@ -222,7 +222,7 @@ static void prof_reset(cuda_impl *im) {
     im->prof_g = NULL;
 }
 
-static void cuda_destroy(rt_backend *b) {
+static void cuda_be_destroy(rt_backend *b) {
     cuda_impl *im = impl_of(b);
     for (int s = 0; s < RT_STREAM__COUNT; s++) (void)cudaStreamSynchronize(im->s[s]);
     for (int i = 0; i < im->n_pending; i++) {
@@ -242,11 +242,20 @@ static void cuda_destroy(rt_backend *b) {
     oc_free(b);
 }
 
+static int64_t cuda_be_device_used(rt_backend *b) {
+    (void)b;
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) return -1;
+    return (int64_t)(tot - fr);
+}
+
 bool rt_backend_cuda_built(void) { return true; }
 
-static int impl_init(cuda_impl *im, oc_err *err) {
+static int impl_init(cuda_impl *im, const rt_backend_opts *opts, oc_err *err) {
     const ir_node *no_node = NULL;
-    cuda_dnn_settings(im);
+    im->deterministic = opts->deterministic;
+    im->verbose = opts->verbose;
+    im->ws_limit = opts->workspace_limit ? opts->workspace_limit : (size_t)8 << 30;
     CU_CHECK_N(cudaSetDevice(im->device), no_node);
     for (int s = 0; s < RT_STREAM__COUNT; s++)
         CU_CHECK_N(cudaStreamCreateWithFlags(&im->s[s], cudaStreamNonBlocking), no_node);
@@ -268,7 +277,7 @@ static int impl_init(cuda_impl *im, oc_err *err) {
     return OC_OK;
 }
 
-int rt_backend_cuda_new(rt_backend **out, oc_err *err) {
+int rt_backend_cuda_new(const rt_backend_opts *opts, rt_backend **out, oc_err *err) {
     *out = NULL;
     int count = 0;
     cudaError_t rc = cudaGetDeviceCount(&count);
@@ -281,23 +290,25 @@ int rt_backend_cuda_new(rt_backend **out, oc_err *err) {
     cuda_impl *im = oc_calloc(1, sizeof *im);
     pthread_mutex_init(&im->mu, NULL);
     *b = (rt_backend){
-        .name = "cuda", .impl = im, .dev_alloc = cuda_dev_alloc, .dev_free = cuda_dev_free,
-        .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .copy = cuda_copy,
-        .run_node = cuda_run_node, .host_fn = cuda_host_fn, .event_new = cuda_event_new,
-        .event_free = cuda_event_free, .record = cuda_record, .wait = cuda_wait, .sync = cuda_sync,
-        .supported = cuda_supported, .scratch_bytes = cuda_scratch, .destroy = cuda_destroy,
+        .name = "cuda", .impl = im, .dev_alloc = cuda_be_dev_alloc, .dev_free = cuda_be_dev_free,
+        .host_alloc = cuda_be_host_alloc, .host_free = cuda_be_host_free, .copy = cuda_be_copy,
+        .run_node = cuda_be_run_node, .host_fn = cuda_be_host_fn, .event_new = cuda_be_event_new,
+        .event_free = cuda_be_event_free, .record = cuda_be_record, .wait = cuda_be_wait, .sync = cuda_be_sync,
+        .supported = cuda_be_supported, .scratch_bytes = cuda_be_scratch, .destroy = cuda_be_destroy,
+        .profile_start = cuda_profile_start, .profile_write = cuda_profile_write,
+        .device_used = cuda_be_device_used,
     };
-    if (impl_init(im, err)) {
+    if (impl_init(im, opts, err)) {
         oc_fail_prefix(err, "backend 'cuda'");
-        cuda_destroy(b);
+        cuda_be_destroy(b);
         return OC_ERR;
     }
     *out = b;
     return OC_OK;
 }
 
-int rt_cuda_profile_start(rt_backend *b, const ir_graph *g, oc_err *err) {
-    if (!b || strcmp(b->name, "cuda") != 0) return oc_fail(err, "--profile-out needs --backend cuda");
+int cuda_profile_start(rt_backend *b, const ir_graph *g, oc_err *err) {
+    (void)err;
     cuda_impl *im = impl_of(b);
     prof_reset(im);
     im->prof_g = g;
@@ -305,11 +316,4 @@ int rt_cuda_profile_start(rt_backend *b, const ir_graph *g, oc_err *err) {
     im->n_samples = oc_calloc((size_t)g->n_nodes, sizeof(int));
     im->cap_samples = oc_calloc((size_t)g->n_nodes, sizeof(int));
     return OC_OK;
-}
-
-int64_t rt_cuda_device_used(rt_backend *b) {
-    if (!b || strcmp(b->name, "cuda") != 0) return -1;
-    size_t fr = 0, tot = 0;
-    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) return -1;
-    return (int64_t)(tot - fr);
 }

@@ -10,15 +10,15 @@
  *   The algorithm is chosen once per shape (cudnnGet*Algorithm_v7): the
  *   heuristics' first (fastest-ranked) algorithm whose workspace fits the
  *   limit, never one that down-converts to fp16 — PyTorch's choice with
- *   cudnn.benchmark off. With OC_CUDNN_DETERMINISTIC=1 (outcore-run
+ *   cudnn.benchmark off. With the deterministic option (outcore-run
  *   --deterministic) only deterministic algorithms are taken, so runs repeat
  *   bit for bit (a swap/recompute plan then equals its in-core run bitwise).
- *   The limit is OC_CUDNN_WORKSPACE_LIMIT bytes, default 8 GiB: the fast NCHW
+ *   The limit is the workspace_limit option, default 8 GiB: the fast NCHW
  *   algorithms transpose whole activations into their workspace (VGG-16's
  *   second convolution at batch 256 wants 6.1 GiB; under a 4 GiB cap its
  *   forward took 45 ms and its filter gradient 66 ms on the H100, a third of
  *   the step). A plan bounds the workspace per node anyway.
- *   OC_CUDNN_VERBOSE=1 prints every choice with its candidates.
+ *   The verbose option prints every choice with its candidates.
  *   Chosen when the executor asks scratch_bytes — before the arena exists,
  *   so cudnnFind (which runs on real buffers) is not used — and cached with
  *   its descriptors. The choice is made within a workspace limit: the plan's
@@ -38,7 +38,7 @@
  *   backward time at batch 640). The backward takes them only when the
  *   forward of this step wrote them for this X at this address (X read
  *   through a SwapIn counts as its SwapOut's source); otherwise, and always
- *   with OC_CUDNN_DETERMINISTIC, cuDNN recomputes them from X, so a plan's
+ *   when deterministic, cuDNN recomputes them from X, so a plan's
  *   results stay bitwise its in-core run's.
  *   Gemm (cuBLAS, fp32 math). */
 #include <limits.h>
@@ -48,8 +48,6 @@
 
 #include "arena.h"
 #include "cuda_internal.h"
-#include "cuda_table.h"
-#include "ir/ops/op_util.h"
 
 enum { CONV_FWD = 0, CONV_BWD_DATA, CONV_BWD_FILTER };
 
@@ -80,23 +78,6 @@ void cuda_algo_cache_free(cuda_algo_cache *ac) {
         oc_free(e);
     }
     oc_free(ac);
-}
-
-static bool env_on(const char *name) {
-    const char *s = getenv(name);
-    return s && *s && strcmp(s, "0") != 0;
-}
-
-void cuda_dnn_settings(cuda_impl *im) {
-    im->deterministic = env_on("OC_CUDNN_DETERMINISTIC");
-    im->verbose = env_on("OC_CUDNN_VERBOSE");
-    im->ws_limit = (size_t)8 << 30;
-    const char *s = getenv("OC_CUDNN_WORKSPACE_LIMIT");
-    if (s && *s) {
-        char *end;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (!*end) im->ws_limit = (size_t)v;
-    }
 }
 
 /* One heuristic candidate, whichever direction it came from. */
@@ -150,28 +131,28 @@ static const ir_tensor *slot_t(const ir_graph *g, const ir_node *n, int s) {
     return &g->tensors[s >= 0 ? n->inputs[s] : n->outputs[-s - 1]];
 }
 
-static int geo_of(const ir_graph *g, const ir_node *n, int op, conv_geo *q, oc_err *err) {
+static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err) {
     memset(q, 0, sizeof *q);
-    switch (op) {
-    case CUDA_OP_CONV: q->kind = CONV_FWD; q->cin_slot = 0; q->cout_slot = -1; q->w_slot = 1; break;
-    case CUDA_OP_CONV_BWD_DATA: q->kind = CONV_BWD_DATA; q->cin_slot = -1; q->cout_slot = 0; q->w_slot = 1; break;
-    case CUDA_OP_CONV_BWD_FILTER: q->kind = CONV_BWD_FILTER; q->cin_slot = 1; q->cout_slot = 0; q->w_slot = -1; break;
-    case CUDA_OP_CONV_TRANSPOSE: q->kind = CONV_BWD_DATA; q->cin_slot = -1; q->cout_slot = 0; q->w_slot = 1; q->transpose = true; break;
-    case CUDA_OP_CONVT_BWD_DATA: q->kind = CONV_FWD; q->cin_slot = 0; q->cout_slot = -1; q->w_slot = 1; q->transpose = true; break;
-    case CUDA_OP_CONVT_BWD_FILTER: q->kind = CONV_BWD_FILTER; q->cin_slot = 0; q->cout_slot = 1; q->w_slot = -1; q->transpose = true; break;
+    switch (n->op) {
+    case OP_CONV: q->kind = CONV_FWD; q->cin_slot = 0; q->cout_slot = -1; q->w_slot = 1; break;
+    case OP_CONV_BACKWARD_DATA: q->kind = CONV_BWD_DATA; q->cin_slot = -1; q->cout_slot = 0; q->w_slot = 1; break;
+    case OP_CONV_BACKWARD_FILTER: q->kind = CONV_BWD_FILTER; q->cin_slot = 1; q->cout_slot = 0; q->w_slot = -1; break;
+    case OP_CONV_TRANSPOSE: q->kind = CONV_BWD_DATA; q->cin_slot = -1; q->cout_slot = 0; q->w_slot = 1; q->transpose = true; break;
+    case OP_CONV_TRANSPOSE_BACKWARD_DATA: q->kind = CONV_FWD; q->cin_slot = 0; q->cout_slot = -1; q->w_slot = 1; q->transpose = true; break;
+    case OP_CONV_TRANSPOSE_BACKWARD_FILTER: q->kind = CONV_BWD_FILTER; q->cin_slot = 0; q->cout_slot = 1; q->w_slot = -1; q->transpose = true; break;
     default: OC_ASSERT(!"geo_of: not a conv op");
     }
     q->cin = slot_t(g, n, q->cin_slot);
     q->cout = slot_t(g, n, q->cout_slot);
     q->w = slot_t(g, n, q->w_slot);
-    q->groups = ir_attr_int(n, "group", 1);
+    const op_conv_args *p = &op_args_of(n)->conv; /* group, window: checked at load */
+    q->groups = p->group;
     q->nsp = q->cin->rank - 2;
     if (q->nsp < 1 || q->nsp > 3)
         return oc_fail(err, "node '%s' (%s): %d spatial dims (1 to 3 supported)", n->name, n->op_type, q->nsp);
     if (q->cin->dtype != IR_DTYPE_FLOAT || q->cout->dtype != IR_DTYPE_FLOAT || q->w->dtype != IR_DTYPE_FLOAT)
         return oc_fail(err, "node '%s' (%s): the cuda kernel supports float tensors only", n->name, n->op_type);
-    if (op_window_read(n, q->nsp, q->cin->dims + 2, q->w->dims + 2, &q->win, err))
-        return oc_fail_prefix(err, "node '%s' (%s)", n->name, n->op_type);
+    q->win = p->win;
     for (int i = 0; i < q->nsp; i++)
         if (q->win.pad_begin[i] != q->win.pad_end[i])
             return oc_fail(err, "node '%s' (%s): asymmetric padding (%lld, %lld) is not supported "
@@ -264,7 +245,7 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     cands_text(c, got, list, sizeof list);
     if (pick < 0)
         return oc_fail(err, "node '%s' (%s): cuDNN offers no %salgorithm within a workspace of %zu "
-                       "bytes (the plan's region, or OC_CUDNN_WORKSPACE_LIMIT); its candidates: %s",
+                       "bytes (the plan's region, or the workspace limit); its candidates: %s",
                        n->name, n->op_type, det_only ? "deterministic " : "", limit, list);
     e->kind = q->kind;
     e->algo = c[pick].algo;
@@ -279,7 +260,7 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
 }
 
 /* Cached entry for the node's shape and workspace limit (capped by
- * OC_CUDNN_WORKSPACE_LIMIT); built on first use. NULL + err on failure. */
+ * the workspace_limit option); built on first use. NULL + err on failure. */
 static algo_entry *entry_get(cuda_impl *im, const ir_node *n, const conv_geo *q, size_t limit,
                              oc_err *err) {
     if (!im->algos) im->algos = oc_calloc(1, sizeof *im->algos);
@@ -312,8 +293,9 @@ static algo_entry *entry_get(cuda_impl *im, const ir_node *n, const conv_geo *q,
  * floats) and t (N C floats). */
 static size_t align_up(size_t v) { return (v + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN; }
 
-static bool has_bias_grad(const ir_node *n, int op) {
-    return (op == CUDA_OP_CONV_BWD_FILTER || op == CUDA_OP_CONVT_BWD_FILTER) && n->n_outputs > 1 &&
+static bool has_bias_grad(const ir_node *n) {
+    return (n->op == OP_CONV_BACKWARD_FILTER || n->op == OP_CONV_TRANSPOSE_BACKWARD_FILTER) &&
+           n->n_outputs > 1 &&
            n->outputs[1] >= 0;
 }
 
@@ -324,8 +306,8 @@ static void bias_dims(const ir_graph *g, const ir_node *n, int64_t *N, int64_t *
     for (int i = 2; i < dy->rank; i++) *S *= dy->dims[i];
 }
 
-static size_t bias_scratch(const ir_graph *g, const ir_node *n, int op) {
-    if (!has_bias_grad(n, op)) return 0;
+static size_t bias_scratch(const ir_graph *g, const ir_node *n) {
+    if (!has_bias_grad(n)) return 0;
     int64_t N, C, S;
     bias_dims(g, n, &N, &C, &S);
     return align_up((size_t)((S > N ? S : N) + N * C) * sizeof(float));
@@ -360,11 +342,11 @@ static size_t conv_limit(size_t limit, size_t bias_ws) {
 
 static size_t conv_need(size_t ws, size_t bias_ws) { return bias_ws ? align_up(ws) + bias_ws : ws; }
 
-size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op, size_t limit) {
+size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
     conv_geo q;
     oc_err err;
-    if (geo_of(g, n, op, &q, &err)) return 0; /* reported when the node runs */
-    size_t bias_ws = bias_scratch(g, n, op);
+    if (geo_of(g, n, &q, &err)) return 0; /* reported when the node runs */
+    size_t bias_ws = bias_scratch(g, n);
     algo_entry *e = entry_get(im, n, &q, conv_limit(limit, bias_ws), &err);
     if (!e) {
         fprintf(stderr, "cuda: %s\n", err.msg);
@@ -375,11 +357,12 @@ size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int
 
 static void *slot_p(const kernel_args *a, int s) { return s >= 0 ? a->in[s] : a->out[-s - 1]; }
 
-int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *err) {
+/* The conv family: one cuDNN call of q.kind (see the table above) + the bias. */
+static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     conv_geo q;
-    if (geo_of(a->g, a->n, op, &q, err)) return OC_ERR;
+    if (geo_of(a->g, a->n, &q, err)) return OC_ERR;
     cuda_impl *im = c->im;
-    size_t bias_ws = bias_scratch(a->g, a->n, op);
+    size_t bias_ws = bias_scratch(a->g, a->n);
     /* as scratch_bytes chose */
     algo_entry *e = entry_get(im, a->n, &q, conv_limit(a->scratch_bytes, bias_ws), err);
     if (!e) return OC_ERR;
@@ -404,7 +387,7 @@ int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *er
                                                    a->scratch, e->ws, &zero, e->w_d, w));
     /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
     if (bias_ws) return bias_grad(c, a, (float *)((char *)a->scratch + align_up(e->ws)), err);
-    bool fwd_op = op == CUDA_OP_CONV || op == CUDA_OP_CONV_TRANSPOSE;
+    bool fwd_op = a->n->op == OP_CONV || a->n->op == OP_CONV_TRANSPOSE;
     const ir_tensor *yt = kernel_out(a, 0);
     void *bias = fwd_op && a->n->n_inputs > 2 ? a->in[2] : NULL;
     if (bias) {
@@ -426,6 +409,16 @@ int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *er
     }
     return OC_OK;
 }
+
+#define CONV_KERNEL(kern) \
+    int cuda_##kern(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return conv_family(c, a, err); }
+CONV_KERNEL(conv)
+CONV_KERNEL(conv_transpose)
+CONV_KERNEL(conv_backward_data)
+CONV_KERNEL(conv_backward_filter)
+CONV_KERNEL(conv_transpose_backward_data)
+CONV_KERNEL(conv_transpose_backward_filter)
+#undef CONV_KERNEL
 
 /* ---- BatchNormalization ---- */
 
@@ -513,23 +506,19 @@ static int bn_make(const kernel_args *a, const ir_tensor *x, bn_descs *d, oc_err
     return OC_OK;
 }
 
-static bool bn_training(const kernel_args *a) {
-    if (a->g->opset >= 14) return ir_attr_int(a->n, "training_mode", 0) != 0;
-    return a->n->n_outputs > 1;
-}
-
 static void *out_or_null(const kernel_args *a, int i) {
     return i < a->n->n_outputs && a->n->outputs[i] >= 0 ? a->out[i] : NULL;
 }
 
 static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
-    double eps = ir_attr_float(a->n, "epsilon", 1e-5f);
-    float momentum = ir_attr_float(a->n, "momentum", 0.9f);
+    const op_bn_args *p = &op_args_of(a->n)->bn;
+    double eps = p->epsilon;
+    float momentum = p->momentum;
     if (eps < CUDNN_BN_MIN_EPSILON)
         return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
     const float one = 1.0f, zero = 0.0f;
-    bool train = bn_training(a);
+    bool train = p->training;
     if (!train) {
         if (a->n->n_outputs > 1) return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
         CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
@@ -582,7 +571,7 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const ir_tensor *x = kernel_in(a, 1);
-    double eps = ir_attr_float(a->n, "epsilon", 1e-5f);
+    double eps = op_args_of(a->n)->bn.epsilon;
     if (eps < CUDNN_BN_MIN_EPSILON)
         return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
     float *ds = out_or_null(a, 1), *db = out_or_null(a, 2);
@@ -622,8 +611,9 @@ int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
         (tc && kernel_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
-    bool ta = ir_attr_int(a->n, "transA", 0) != 0, tb = ir_attr_int(a->n, "transB", 0) != 0;
-    float alpha = ir_attr_float(a->n, "alpha", 1.0f), beta = ir_attr_float(a->n, "beta", 1.0f);
+    const op_gemm_args *p = &op_args_of(a->n)->gemm;
+    bool ta = p->trans_a, tb = p->trans_b;
+    float alpha = p->alpha, beta = p->beta;
     int64_t M = ty->dims[0], N = ty->dims[1], K = ta ? ta_->dims[0] : ta_->dims[1];
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX || ta_->dims[1] > INT_MAX || tb_->dims[1] > INT_MAX)
         return kernel_fail(a, err, "dims exceed cuBLAS's int range");

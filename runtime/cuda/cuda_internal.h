@@ -34,10 +34,10 @@ typedef struct cuda_impl {
     cublasHandle_t blas;
     cuda_algo_cache *algos;
     cuda_bn_stash *bn_stash;
-    /* read once from the environment when the backend is made (cuda_dnn_settings) */
-    bool deterministic;       /* OC_CUDNN_DETERMINISTIC: deterministic algorithms, no BN stash */
-    bool verbose;             /* OC_CUDNN_VERBOSE: print each algorithm choice */
-    size_t ws_limit;          /* OC_CUDNN_WORKSPACE_LIMIT: a convolution's workspace cap */
+    /* from rt_backend_opts when the backend is made */
+    bool deterministic;       /* deterministic algorithms, no BN stash */
+    bool verbose;             /* print each algorithm choice */
+    size_t ws_limit;          /* a convolution's workspace cap */
     pthread_mutex_t mu;       /* guards err_set/err (host functions run on CUDA's thread) */
     bool err_set;
     oc_err err;               /* first asynchronous error */
@@ -93,20 +93,24 @@ typedef struct cuda_ctx {
 
 typedef int (*cuda_kernel_fn)(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 
-/* Enqueues node a->n on c->stream. OC_ERR (naming the node) on unsupported
- * attributes/dtypes and failed calls. cuda_kernels.c. */
+/* Enqueues node a->n on c->stream through its row of the dispatch table.
+ * OC_ERR (naming the node) on unsupported dtypes and failed calls. cuda_kernels.c. */
 int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 /* Workspace of the node's kernel given `limit` bytes (backend.h scratch_bytes):
  * cuDNN convolution algorithm workspace (chosen within limit and cached,
  * cuda_dnn.c); fixed small needs for losses and BN grads. */
 size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 
-/* cuda_dnn.c: cuDNN / cuBLAS kernels. */
-int cuda_conv_family(const cuda_ctx *c, const kernel_args *a, int op, oc_err *err);
-size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, int op, size_t limit);
-int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
-int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err);
-int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+/* Kernels: cuda_<kern> for every op of the list (ir/ops/op_list.h), defined in
+ * cuda_kernels.c (small kernels over cuda_ops.cu) and cuda_dnn.c (cuDNN /
+ * cuBLAS: the conv family, BatchNormalization, Gemm). */
+#define CUDA_KERNEL_DECL(kind, name, domain, def, kern) \
+    int cuda_##kern(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+OC_OPS_COMPUTE(CUDA_KERNEL_DECL)
+#undef CUDA_KERNEL_DECL
+
+/* cuda_dnn.c: the conv family's cuDNN workspace (+ bias-gradient scratch). */
+size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 
 /* cuda_pool.c: MaxPool through cuDNN pooling, when cuda_pool_uses_cudnn says
  * cuDNN expresses the window exactly (else the own kernel of cuda_ops.cu). */
@@ -116,8 +120,11 @@ int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
 void cuda_algo_cache_free(cuda_algo_cache *ac);
 void cuda_bn_stash_free(cuda_bn_stash *st);
-/* Fills im's deterministic / verbose / ws_limit from the environment (cuda_dnn.c). */
-void cuda_dnn_settings(cuda_impl *im);
+/* The backend's profile_start / profile_write (backend.h; cuda_profile.c holds
+ * the writer, backend_cuda.c the start). */
+int cuda_profile_start(rt_backend *b, const ir_graph *g, oc_err *err);
+int cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, const char *path,
+                       oc_err *err);
 
 /* Helpers shared by the kernel files (cuda_kernels.c). */
 /* (kernel_in/out/numel/fail/want_dtype: kernels.h) */

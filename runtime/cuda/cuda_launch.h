@@ -52,11 +52,9 @@ int cu_clip_grad(void *stream, const float *dy, const float *x, float *dx, int64
 /* y = max(x, 0), NaN kept (cpu_relu); 16-byte accesses when aligned. */
 int cu_relu(void *stream, const float *x, float *y, int64_t n);
 int cu_relu_grad(void *stream, const float *dy, const float *y, float *dx, int64_t n);
-/* Dropout: ratio from *ratio_p (float or double by ratio_is_double; NULL: ratio_val),
- * training from *train_p (bool; NULL: train_val). Invalid ratio in training: NaN output. */
+/* Dropout: training with ratio in [0, 1) (checked at load), else Y = X. */
 int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
-               const void *ratio_p, int ratio_is_double, float ratio_val, const uint8_t *train_p,
-               int train_val);
+               float ratio, int train);
 int cu_dropout_grad(void *stream, const float *dy, const uint8_t *mask, float *dx, int64_t n,
                     float scale);
 /* Pad / PadGrad: out (od) from in (id), out coord o reads in coord o - begin

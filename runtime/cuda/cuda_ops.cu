@@ -312,19 +312,10 @@ extern "C" int cu_relu_grad(void *stream, const float *dy, const float *y, float
 
 // ---- Dropout / DropoutGrad ----
 __global__ void k_dropout(const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
-                          const void *ratio_p, int ratio_is_double, float ratio_val,
-                          const uint8_t *train_p, int train_val) {
-    float ratio = ratio_p ? (ratio_is_double ? (float)*(const double *)ratio_p
-                                             : *(const float *)ratio_p)
-                          : ratio_val;
-    bool train = train_p ? *train_p != 0 : train_val != 0;
-    bool bad = train && !(ratio >= 0.0f && ratio < 1.0f);
+                          float ratio, int train) {
     float scale = 1.0f / (1.0f - ratio);
     GRID_LOOP(i, n) {
-        if (bad) {
-            y[i] = NAN;
-            if (mask) mask[i] = 0;
-        } else if (!train || ratio == 0.0f) {
+        if (!train || ratio == 0.0f) {
             y[i] = x[i];
             if (mask) mask[i] = 1;
         } else {
@@ -336,11 +327,9 @@ __global__ void k_dropout(const float *x, float *y, uint8_t *mask, int64_t n, ui
 }
 
 extern "C" int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n,
-                          uint64_t key, const void *ratio_p, int ratio_is_double, float ratio_val,
-                          const uint8_t *train_p, int train_val) {
+                          uint64_t key, float ratio, int train) {
     if (n == 0) return 0;
-    k_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
-        x, y, mask, n, key, ratio_p, ratio_is_double, ratio_val, train_p, train_val);
+    k_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, mask, n, key, ratio, train);
     return last_error();
 }
 

@@ -30,9 +30,7 @@ static bool pool_geo_of(const ir_node *n, const ir_tensor *x, const ir_tensor *y
     int nsp = x->rank - 2;
     if (nsp < 1 || nsp > 3 || y->rank != x->rank || x->dtype != IR_DTYPE_FLOAT) return false;
     if (n->n_outputs > 1 && n->outputs[1] >= 0) return false; /* Indices: own kernel */
-    op_window w;
-    oc_err err;
-    if (op_window_read(n, nsp, x->dims + 2, NULL, &w, &err)) return false;
+    const op_window *w = &op_args_of(n)->pool.win;
     q->nd = nsp < 2 ? 4 : nsp + 2;
     for (int i = 0; i < 2; i++) {
         if (x->dims[i] > INT_MAX || y->dims[i] != x->dims[i]) return false;
@@ -41,8 +39,8 @@ static bool pool_geo_of(const ir_node *n, const ir_tensor *x, const ir_tensor *y
     for (int i = 0; i < 3; i++) q->win[i] = q->str[i] = 1;
     for (int i = 0; i < q->nd - 2; i++) q->xd[2 + i] = q->yd[2 + i] = 1;
     for (int i = 0; i < nsp; i++) {
-        int64_t in = x->dims[2 + i], k = w.kernel[i], p = w.pad_begin[i], s = w.stride[i];
-        if (w.dilation[i] != 1 || w.pad_end[i] != p || in > INT_MAX || k > in + 2 * p || p >= k)
+        int64_t in = x->dims[2 + i], k = w->kernel[i], p = w->pad_begin[i], s = w->stride[i];
+        if (w->dilation[i] != 1 || w->pad_end[i] != p || in > INT_MAX || k > in + 2 * p || p >= k)
             return false;
         if (y->dims[2 + i] != (in + 2 * p - k) / s + 1) return false; /* ceil-mode window */
         q->xd[2 + i] = (int)in;

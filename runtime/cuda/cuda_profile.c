@@ -88,12 +88,11 @@ static int measure_copies(cuda_impl *im, profile_device *d, oc_err *err) {
     return OC_OK;
 }
 
-int rt_cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, const char *path,
-                          oc_err *err) {
-    if (!b || strcmp(b->name, "cuda") != 0) return oc_fail(err, "--profile-out needs --backend cuda");
+int cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, const char *path,
+                       oc_err *err) {
     cuda_impl *im = b->impl;
     const ir_graph *g = tg->g;
-    if (im->prof_g != g) return oc_fail(err, "profile: rt_cuda_profile_start was not called for this graph");
+    if (im->prof_g != g) return oc_fail(err, "profile: profile_start was not called for this graph");
     profile_device d;
     if (device_preset_find("h100", &d, err)) return OC_ERR; /* peak FLOP/s, bandwidth, launch cost */
     struct cudaDeviceProp prop;

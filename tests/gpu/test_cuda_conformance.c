@@ -20,7 +20,7 @@ static rt_backend *conf_backend(void) {
     static rt_backend *b;
     if (!b) {
         oc_err err;
-        if (rt_backend_new("cuda", &b, &err)) {
+        if (rt_backend_new("cuda", NULL, &b, &err)) {
             printf("SKIP cuda conformance: %s\n", err.msg);
             exit(77);
         }

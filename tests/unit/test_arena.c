@@ -94,7 +94,9 @@ static void executor_layout_of_training_graph(void **state) {
     rt_model_info info;
     oc_err err;
     assert_int_equal(rt_load("graphs/resnet18_op13.onnx", &lo, &tg, &info, &err), OC_OK);
-    rt_backend *b = rt_backend_cpu_new();
+    rt_backend *b = NULL;
+    oc_err berr;
+    if (rt_backend_new("cpu", NULL, &b, &berr)) fail_msg("%s", berr.msg);
     rt_exec_opts eo = {.backend = b};
     rt_exec *x;
     assert_int_equal(rt_exec_new(tg, &eo, &x, &err), OC_OK);

@@ -5,7 +5,7 @@
  * the tensor-op ALGO_1 needing 256 bytes). Built only with CUDA=emu.
  *   - default: the heuristics' first usable entry (PyTorch's choice), so a
  *     ConvBackwardData / ConvBackwardFilter node needs no workspace;
- *   - OC_CUDNN_DETERMINISTIC=1: only deterministic entries, never the
+ *   - rt_backend_opts.deterministic: only deterministic entries, never the
  *     fp16-converting one: the tensor-op ALGO_1 with its 256 bytes;
  *   - the workspace limit: an entry needing more is passed over for the next
  *     (every emulated list ends in a 0-byte deterministic entry, so "nothing
@@ -60,15 +60,15 @@ static int teardown(void **state) {
     fixture *f = *state;
     train_graph_free(f->tg);
     free(f);
-    unsetenv("OC_CUDNN_DETERMINISTIC");
     return 0;
 }
 
 /* Scratch of node n on a fresh backend (the choice is cached per backend). */
-static size_t scratch_of(const fixture *f, const ir_node *n, size_t limit) {
+static size_t scratch_of(const fixture *f, const ir_node *n, size_t limit, bool deterministic) {
     rt_backend *b = NULL;
     oc_err err;
-    if (rt_backend_new("cuda", &b, &err)) fail_msg("%s", err.msg);
+    rt_backend_opts bo = {.deterministic = deterministic};
+    if (rt_backend_new("cuda", &bo, &b, &err)) fail_msg("%s", err.msg);
     size_t s = b->scratch_bytes(b, f->tg->g, n, limit);
     rt_backend_free(b);
     return s;
@@ -76,28 +76,22 @@ static size_t scratch_of(const fixture *f, const ir_node *n, size_t limit) {
 
 static void test_default_takes_the_first_usable(void **state) {
     fixture *f = *state;
-    unsetenv("OC_CUDNN_DETERMINISTIC");
-    assert_int_equal(scratch_of(f, f->bwd_data, SIZE_MAX), 0);
-    assert_int_equal(scratch_of(f, f->bwd_filter, SIZE_MAX), 0);
+    assert_int_equal(scratch_of(f, f->bwd_data, SIZE_MAX, false), 0);
+    assert_int_equal(scratch_of(f, f->bwd_filter, SIZE_MAX, false), 0);
 }
 
 static void test_deterministic_on_request(void **state) {
     fixture *f = *state;
-    setenv("OC_CUDNN_DETERMINISTIC", "1", 1);
-    assert_int_equal(scratch_of(f, f->bwd_data, SIZE_MAX), 256);
-    assert_int_equal(scratch_of(f, f->bwd_filter, SIZE_MAX), 256);
-    setenv("OC_CUDNN_DETERMINISTIC", "0", 1); /* "0" means off */
-    assert_int_equal(scratch_of(f, f->bwd_data, SIZE_MAX), 0);
-    unsetenv("OC_CUDNN_DETERMINISTIC");
+    assert_int_equal(scratch_of(f, f->bwd_data, SIZE_MAX, true), 256);
+    assert_int_equal(scratch_of(f, f->bwd_filter, SIZE_MAX, true), 256);
+    assert_int_equal(scratch_of(f, f->bwd_data, SIZE_MAX, false), 0);
 }
 
 static void test_limit_is_respected(void **state) {
     fixture *f = *state;
-    setenv("OC_CUDNN_DETERMINISTIC", "1", 1);
     /* tensor-op ALGO_1 needs 256 B: under a 100-byte limit the FMA ALGO_1 (0 B) is taken */
-    assert_int_equal(scratch_of(f, f->bwd_data, 100), 0);
-    assert_int_equal(scratch_of(f, f->bwd_data, 256), 256);
-    unsetenv("OC_CUDNN_DETERMINISTIC");
+    assert_int_equal(scratch_of(f, f->bwd_data, 100, true), 0);
+    assert_int_equal(scratch_of(f, f->bwd_data, 256, true), 256);
 }
 
 int main(void) {

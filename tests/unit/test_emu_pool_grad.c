@@ -95,7 +95,7 @@ static void run_case(const pool_case *c, bool scratch, unsigned seed) {
     if (cpu_kernel_run(&a, &err)) fail_msg("cpu: %s", err.msg);
 
     rt_backend *be = NULL;
-    if (rt_backend_new("cuda", &be, &err)) fail_msg("%s", err.msg);
+    if (rt_backend_new("cuda", NULL, &be, &err)) fail_msg("%s", err.msg);
     size_t sb = be->scratch_bytes(be, g, &g->nodes[b], SIZE_MAX);
     assert_int_equal(sb, (size_t)ny * sizeof(int32_t));
     void *dev_x, *dev_dy, *dev_dx, *dev_s = NULL;

@@ -129,7 +129,9 @@ static int writer(void *ctx, int64_t arg, oc_err *err) {
  * the copy must wait for the reader (write-after-read). */
 static void war_compute_then_h2d(void **state) {
     (void)state;
-    rt_backend *b = rt_backend_cpu_new();
+    rt_backend *b = NULL;
+    oc_err berr;
+    if (rt_backend_new("cpu", NULL, &b, &berr)) fail_msg("%s", berr.msg);
     for (int control = 0; control < 2; control++) {
         gate_reset();
         for (int i = 0; i < 64; i++) DEV[i] = 1.0f, HOST[i] = 2.0f, SEEN[i] = 0;
@@ -165,7 +167,9 @@ static void war_compute_then_h2d(void **state) {
  * overwrites DEV: the writer waits for the pending D2H copy. */
 static void war_pending_d2h(void **state) {
     (void)state;
-    rt_backend *b = rt_backend_cpu_new();
+    rt_backend *b = NULL;
+    oc_err berr;
+    if (rt_backend_new("cpu", NULL, &b, &berr)) fail_msg("%s", berr.msg);
     gate_reset();
     for (int i = 0; i < 64; i++) DEV[i] = 3.0f, HOST[i] = 0;
     rt_region d = {RT_SPACE_DEVICE, 0, 64}, h = {RT_SPACE_HOST, 0, 64};
@@ -201,7 +205,9 @@ static int doubler(void *ctx, int64_t arg, oc_err *err) {
 /* H2D -> compute -> D2H through events only (read-after-write deps). */
 static void copies_land(void **state) {
     (void)state;
-    rt_backend *b = rt_backend_cpu_new();
+    rt_backend *b = NULL;
+    oc_err berr;
+    if (rt_backend_new("cpu", NULL, &b, &berr)) fail_msg("%s", berr.msg);
     static float host_in[64], dev[64], host_out[64];
     for (int i = 0; i < 64; i++) host_in[i] = (float)i, dev[i] = -5, host_out[i] = 0;
     rt_region hi = {RT_SPACE_HOST, 0, 256}, d = {RT_SPACE_DEVICE, 0, 256},

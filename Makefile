@@ -68,11 +68,13 @@ RT_LIBS += -lstdc++
 RUNTIME_OBJ += $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/emu/*.c)) \
   $(patsubst %.cu,$(BUILD)/%.emu.o,$(wildcard runtime/cuda/*.cu))
 endif
-EMU_CXXFLAGS := -std=c++17 $(OPT) -Wall -Wextra -Werror -Itests/emu/include -Iruntime -Iruntime/cuda \
+EMU_CXXFLAGS := -std=c++17 $(OPT) -Wall -Wextra -Werror -Itests/emu/include -Iplanner -Iruntime -Iruntime/cuda \
   -DOC_HAVE_CUDA=1 -DOC_CUDA_EMU=1
 # sm_90 (H100/H200) machine code + PTX for newer GPUs.
 NVCCFLAGS := -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-  -Xcompiler -Wall,-Wextra -Werror all-warnings -Iruntime -Iruntime/cuda
+  -Xcompiler -Wall,-Wextra -Werror all-warnings -Iplanner -Iruntime -Iruntime/cuda
+# What the .cu files include besides the CUDA headers.
+CU_DEPS := runtime/cuda/cuda_launch.h runtime/pointwise.h planner/ir/ops/op_list.h
 RUN_CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard runtime/cli/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -88,7 +90,7 @@ $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/runtime/cuda/%.o: runtime/cuda/%.cu runtime/cuda/cuda_launch.h
+$(BUILD)/runtime/cuda/%.o: runtime/cuda/%.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -96,7 +98,7 @@ $(BUILD)/runtime/cuda/%.emu.cpp: runtime/cuda/%.cu tests/emu/cu2cpp.pl
 	@mkdir -p $(dir $@)
 	perl tests/emu/cu2cpp.pl $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/runtime/cuda/%.emu.o: $(BUILD)/runtime/cuda/%.emu.cpp runtime/cuda/cuda_launch.h tests/emu/include/emu.h \
+$(BUILD)/runtime/cuda/%.emu.o: $(BUILD)/runtime/cuda/%.emu.cpp $(CU_DEPS) tests/emu/include/emu.h \
   tests/emu/include/cuda_runtime.h
 	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
 

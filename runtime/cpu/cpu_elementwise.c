@@ -1,36 +1,58 @@
-/* cpu_elementwise.c — Relu, Clip, Dropout, Add, Sum and their gradients
- * (ReluGrad, ClipGrad, DropoutGrad, ReduceSumTo). Shapes in comments. */
+/* cpu_elementwise.c — the pointwise ops (Relu, ...: runtime/pointwise.h),
+ * Clip, Dropout, Add, Sum and their gradients (ClipGrad, DropoutGrad,
+ * ReduceSumTo). Shapes in comments. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "cpu_internal.h"
 #include "cpu_rng.h"
+#include "pointwise.h"
 
-/* ---- Relu ---- */
+/* ---- pointwise ---- */
 
-/* X -> Y = max(X, 0) */
-int cpu_relu(const kernel_args *a, oc_err *err) {
-    const ir_tensor *x = kernel_in(a, 0);
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+/* The pointwise ops (runtime/pointwise.h): one loop per op, float tensors. */
+int cpu_pointwise(const kernel_args *a, oc_err *err) {
+    const ir_tensor *xt = kernel_in(a, 0);
+    if (kernel_want_dtype(a, xt, IR_DTYPE_FLOAT, err)) return OC_ERR;
     const float *xp = a->in[0];
     float *y = a->out[0];
-    int64_t n = kernel_numel(x);
-    for (int64_t i = 0; i < n; i++) y[i] = xp[i] > 0.0f ? xp[i] : (isnan(xp[i]) ? xp[i] : 0.0f);
-    return OC_OK;
+    int64_t n = kernel_numel(xt);
+    switch (a->n->op) {
+#define PW_CASE(kind, expr)                                                                        \
+    case OP_##kind:                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            float x = xp[i];                                                                       \
+            y[i] = (expr);                                                                         \
+        }                                                                                          \
+        return OC_OK;
+        OC_POINTWISE_FORWARD(PW_CASE)
+#undef PW_CASE
+    default: return kernel_fail(a, err, "no pointwise expression (runtime/pointwise.h)");
+    }
 }
 
-/* dY, Y -> dX = dY * (Y > 0) */
-int cpu_relu_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = kernel_in(a, 0);
-    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+/* dY, S (the saved tensor) -> dX. */
+int cpu_pointwise_grad(const kernel_args *a, oc_err *err) {
+    const ir_tensor *dyt = kernel_in(a, 0);
+    if (kernel_want_dtype(a, dyt, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    const float *d = a->in[0], *y = a->in[1];
+    const float *dyp = a->in[0], *sp = a->in[1];
     float *dx = a->out[0];
-    int64_t n = kernel_numel(dy);
-    for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? d[i] : 0.0f;
-    return OC_OK;
+    int64_t n = kernel_numel(dyt);
+    switch (a->n->op) {
+#define PW_CASE(kind, expr)                                                                        \
+    case OP_##kind:                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            float dy = dyp[i], s = sp[i];                                                          \
+            dx[i] = (expr);                                                                        \
+        }                                                                                          \
+        return OC_OK;
+        OC_POINTWISE_GRAD(PW_CASE)
+#undef PW_CASE
+    default: return kernel_fail(a, err, "no pointwise expression (runtime/pointwise.h)");
+    }
 }
 
 /* ---- Clip ---- */

@@ -138,19 +138,21 @@ int cuda_clip_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-int cuda_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+/* The pointwise ops (runtime/pointwise.h). */
+int cuda_pointwise(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
     if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
-    CU_LAUNCH(cu_relu(c->stream, a->in[0], a->out[0], kernel_numel(x)));
+    CU_LAUNCH(cu_pointwise(c->stream, a->n->op, a->in[0], a->out[0], kernel_numel(x)));
     return OC_OK;
 }
 
-int cuda_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+/* dY, S (the saved tensor) -> dX. */
+int cuda_pointwise_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0);
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    CU_LAUNCH(cu_relu_grad(c->stream, a->in[0], a->in[1], a->out[0], kernel_numel(dy)));
+    CU_LAUNCH(cu_pointwise_grad(c->stream, a->n->op, a->in[0], a->in[1], a->out[0], kernel_numel(dy)));
     return OC_OK;
 }
 

@@ -49,9 +49,11 @@ int cu_clip(void *stream, cu_dtype dt, const void *x, void *y, int64_t n, const 
 int cu_clip_grad(void *stream, const float *dy, const float *x, float *dx, int64_t n,
                  const void *lo_p, cu_dtype lo_dt, const void *hi_p, cu_dtype hi_dt,
                  int has_lo_attr, double lo_attr, int has_hi_attr, double hi_attr);
-/* y = max(x, 0), NaN kept (cpu_relu); 16-byte accesses when aligned. */
-int cu_relu(void *stream, const float *x, float *y, int64_t n);
-int cu_relu_grad(void *stream, const float *dy, const float *y, float *dx, int64_t n);
+/* The pointwise op of kind op (runtime/pointwise.h): y = f(x), and its
+ * gradient dx = g(dy, s); 16-byte accesses when aligned.
+ * cudaErrorInvalidValue for a kind with no expression there. */
+int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n);
+int cu_pointwise_grad(void *stream, int op, const float *dy, const float *s, float *dx, int64_t n);
 /* Dropout: training with ratio in [0, 1) (checked at load), else Y = X. */
 int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
                float ratio, int train);

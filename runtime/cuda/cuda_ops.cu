@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cuda_launch.h"
+#include "pointwise.h"
 
 #define THREADS 256
 
@@ -263,50 +264,91 @@ extern "C" int cu_clip_grad(void *stream, const float *dy, const float *x, float
     return last_error();
 }
 
-// Relu: NaN propagates (cpu_relu).
-__device__ static inline float relu1(float x) { return x > 0.0f || isnan(x) ? x : 0.0f; }
-
-__global__ void k_relu(const float *x, float *y, int64_t n) {
-    GRID_LOOP(i, n) y[i] = relu1(x[i]);
+// ---- pointwise ops (runtime/pointwise.h; cpu_pointwise) ----
+// One kernel instance per op: the switch on the template argument folds away.
+template <int OP>
+__device__ static inline float pw_forward(float x) {
+    switch (OP) {
+#define PW_EXPR(kind, expr) case OP_##kind: return (expr);
+        OC_POINTWISE_FORWARD(PW_EXPR)
+#undef PW_EXPR
+    }
+    return NAN;
+}
+template <int OP>
+__device__ static inline float pw_grad(float dy, float s) {
+    switch (OP) {
+#define PW_EXPR(kind, expr) case OP_##kind: return (expr);
+        OC_POINTWISE_GRAD(PW_EXPR)
+#undef PW_EXPR
+    }
+    return NAN;
 }
 
-__global__ void k_relu_f4(const f4 *x, f4 *y, int64_t n4) {
+template <int OP>
+__global__ void k_pointwise(const float *x, float *y, int64_t n) {
+    GRID_LOOP(i, n) y[i] = pw_forward<OP>(x[i]);
+}
+template <int OP>
+__global__ void k_pointwise_f4(const f4 *x, f4 *y, int64_t n4) {
     GRID_LOOP(i, n4) {
         f4 a = x[i], r;
-        for (int k = 0; k < 4; k++) r.v[k] = relu1(a.v[k]);
+        for (int k = 0; k < 4; k++) r.v[k] = pw_forward<OP>(a.v[k]);
         y[i] = r;
     }
 }
-
-extern "C" int cu_relu(void *stream, const float *x, float *y, int64_t n) {
-    if (n == 0) return 0;
-    cudaStream_t s = (cudaStream_t)stream;
-    if (vec4_ok(n, x, y, y))
-        k_relu_f4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)x, (f4 *)y, n / 4);
-    else
-        k_relu<<<blocks_for(n), THREADS, 0, s>>>(x, y, n);
-    return last_error();
+template <int OP>
+__global__ void k_pointwise_grad(const float *dy, const float *s, float *dx, int64_t n) {
+    GRID_LOOP(i, n) dx[i] = pw_grad<OP>(dy[i], s[i]);
 }
-
-__global__ void k_relu_grad(const float *dy, const float *y, float *dx, int64_t n) {
-    GRID_LOOP(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-__global__ void k_relu_grad_f4(const f4 *dy, const f4 *y, f4 *dx, int64_t n4) {
+template <int OP>
+__global__ void k_pointwise_grad_f4(const f4 *dy, const f4 *s, f4 *dx, int64_t n4) {
     GRID_LOOP(i, n4) {
-        f4 g = dy[i], a = y[i], r;
-        for (int k = 0; k < 4; k++) r.v[k] = a.v[k] > 0.0f ? g.v[k] : 0.0f;
+        f4 g = dy[i], a = s[i], r;
+        for (int k = 0; k < 4; k++) r.v[k] = pw_grad<OP>(g.v[k], a.v[k]);
         dx[i] = r;
     }
 }
 
-extern "C" int cu_relu_grad(void *stream, const float *dy, const float *y, float *dx, int64_t n) {
+template <int OP>
+static void pointwise_launch(cudaStream_t s, const float *x, float *y, int64_t n) {
+    if (vec4_ok(n, x, y, y))
+        k_pointwise_f4<OP><<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)x, (f4 *)y, n / 4);
+    else
+        k_pointwise<OP><<<blocks_for(n), THREADS, 0, s>>>(x, y, n);
+}
+template <int OP>
+static void pointwise_grad_launch(cudaStream_t s, const float *dy, const float *sv, float *dx,
+                                  int64_t n) {
+    if (vec4_ok(n, dy, sv, dx))
+        k_pointwise_grad_f4<OP><<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)dy, (const f4 *)sv,
+                                                                      (f4 *)dx, n / 4);
+    else
+        k_pointwise_grad<OP><<<blocks_for(n), THREADS, 0, s>>>(dy, sv, dx, n);
+}
+
+extern "C" int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
-    if (vec4_ok(n, dy, y, dx))
-        k_relu_grad_f4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)dy, (const f4 *)y, (f4 *)dx, n / 4);
-    else
-        k_relu_grad<<<blocks_for(n), THREADS, 0, s>>>(dy, y, dx, n);
+    switch (op) {
+#define PW_CASE(kind, expr) case OP_##kind: pointwise_launch<OP_##kind>(s, x, y, n); break;
+        OC_POINTWISE_FORWARD(PW_CASE)
+#undef PW_CASE
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return last_error();
+}
+
+extern "C" int cu_pointwise_grad(void *stream, int op, const float *dy, const float *sv, float *dx,
+                                 int64_t n) {
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (op) {
+#define PW_CASE(kind, expr) case OP_##kind: pointwise_grad_launch<OP_##kind>(s, dy, sv, dx, n); break;
+        OC_POINTWISE_GRAD(PW_CASE)
+#undef PW_CASE
+    default: return (int)cudaErrorInvalidValue;
+    }
     return last_error();
 }
 

@@ -13,6 +13,7 @@
  *             gradient rule, saved tensors, in-place outputs
  *     kern    each backend's kernel for it: cpu_<kern> (runtime/cpu/),
  *             cuda_<kern> (runtime/cuda/); ops that share a kernel share kern
+ *             (pointwise / pointwise_grad: the scalar math of runtime/pointwise.h)
  *
  * OC_OPS_COMPUTE lists the ops that run as kernels; OC_OPS_COPY the plan's
  * copies, which the executor runs on its copy streams (no kernel).
@@ -26,7 +27,7 @@
     X(CONV, "Conv", ONNX, conv, conv)                                                              \
     X(CONV_TRANSPOSE, "ConvTranspose", ONNX, conv_transpose, conv_transpose)                       \
     X(BATCH_NORM, "BatchNormalization", ONNX, batch_norm, batch_norm)                              \
-    X(RELU, "Relu", ONNX, relu, relu)                                                              \
+    X(RELU, "Relu", ONNX, relu, pointwise)                                                              \
     X(CLIP, "Clip", ONNX, clip, clip)                                                              \
     X(DROPOUT, "Dropout", ONNX, dropout, dropout)                                                  \
     X(MAX_POOL, "MaxPool", ONNX, max_pool, max_pool)                                               \
@@ -53,7 +54,7 @@
     X(CONV_TRANSPOSE_BACKWARD_FILTER, "ConvTransposeBackwardFilter", OC,                           \
       conv_transpose_backward_filter, conv_transpose_backward_filter)                              \
     X(BATCH_NORM_GRAD, "BatchNormalizationGrad", OC, batch_norm_grad, batch_norm_grad)             \
-    X(RELU_GRAD, "ReluGrad", OC, relu_grad, relu_grad)                                             \
+    X(RELU_GRAD, "ReluGrad", OC, relu_grad, pointwise_grad)                                             \
     X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
     X(DROPOUT_GRAD, "DropoutGrad", OC, dropout_grad, dropout_grad)                                 \
     X(MAX_POOL_GRAD, "MaxPoolGrad", OC, max_pool_grad, max_pool_grad)                              \

@@ -27,7 +27,7 @@
     X(CONV, "Conv", ONNX, conv, conv)                                                              \
     X(CONV_TRANSPOSE, "ConvTranspose", ONNX, conv_transpose, conv_transpose)                       \
     X(BATCH_NORM, "BatchNormalization", ONNX, batch_norm, batch_norm)                              \
-    X(RELU, "Relu", ONNX, relu, pointwise)                                                              \
+    X(RELU, "Relu", ONNX, relu, pointwise)                                                         \
     X(CLIP, "Clip", ONNX, clip, clip)                                                              \
     X(DROPOUT, "Dropout", ONNX, dropout, dropout)                                                  \
     X(MAX_POOL, "MaxPool", ONNX, max_pool, max_pool)                                               \
@@ -54,7 +54,7 @@
     X(CONV_TRANSPOSE_BACKWARD_FILTER, "ConvTransposeBackwardFilter", OC,                           \
       conv_transpose_backward_filter, conv_transpose_backward_filter)                              \
     X(BATCH_NORM_GRAD, "BatchNormalizationGrad", OC, batch_norm_grad, batch_norm_grad)             \
-    X(RELU_GRAD, "ReluGrad", OC, relu_grad, pointwise_grad)                                             \
+    X(RELU_GRAD, "ReluGrad", OC, relu_grad, pointwise_grad)                                        \
     X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
     X(DROPOUT_GRAD, "DropoutGrad", OC, dropout_grad, dropout_grad)                                 \
     X(MAX_POOL_GRAD, "MaxPoolGrad", OC, max_pool_grad, max_pool_grad)                              \

@@ -42,7 +42,6 @@ static int check_order(const ir_graph *g, oc_err *err) {
     return OC_OK;
 }
 
-static const int64_t *g_off; /* qsort context */
 
 /* Items: tensors t < n_tensors, then node workspaces n_tensors + i. */
 static const char *item_writer(const ir_graph *g, int t) {
@@ -56,9 +55,11 @@ static void item_name(const ir_graph *g, int t, char *buf, size_t cap) {
         snprintf(buf, cap, "workspace");
 }
 
-static int by_offset(const void *a, const void *b) {
+/* By offset, then index (qsort_r context: the offsets). */
+static int by_offset(const void *a, const void *b, void *ctx) {
+    const int64_t *off = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    if (g_off[x] != g_off[y]) return g_off[x] < g_off[y] ? -1 : 1;
+    if (off[x] != off[y]) return off[x] < off[y] ? -1 : 1;
     return x - y;
 }
 
@@ -97,8 +98,7 @@ int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, 
         items[n++] = t;
     }
     if (rc == OC_OK) {
-        g_off = all;
-        qsort(items, (size_t)n, sizeof(int), by_offset);
+        qsort_r(items, (size_t)n, sizeof(int), by_offset, all);
         for (int i = 0; i < n && rc == OC_OK; i++) {
             int a = items[i];
             for (int j = i + 1; j < n && all[items[j]] < all[a] + lt.bytes[a] && rc == OC_OK; j++) {

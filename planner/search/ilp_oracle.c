@@ -64,18 +64,18 @@ static bool tensor_persistent(const train_graph *tg, int t) {
 
 static bool gap(const ilp_model *m, int k, int p) { return p > m->flast[k] && p < m->fbr[k]; }
 
-static const ilp_model *g_sort_m; /* qsort context (single-threaded) */
-static int cmp_h2d(const void *a, const void *b) {
+/* qsort_r comparators; context: the model. */
+static int cmp_h2d(const void *a, const void *b, void *ctx) {
     int ka = *(const int *)a, kb = *(const int *)b;
-    const ilp_model *m = g_sort_m;
+    const ilp_model *m = ctx;
     int pa = m->tg->g->tensors[m->dec[ka]].producer, pb = m->tg->g->tensors[m->dec[kb]].producer;
     if (m->fbr[ka] != m->fbr[kb]) return m->fbr[ka] < m->fbr[kb] ? -1 : 1;
     if (pa != pb) return pa < pb ? -1 : 1;
     return m->dec[ka] < m->dec[kb] ? -1 : m->dec[ka] > m->dec[kb];
 }
-static int cmp_d2h(const void *a, const void *b) {
+static int cmp_d2h(const void *a, const void *b, void *ctx) {
     int ka = *(const int *)a, kb = *(const int *)b;
-    const ilp_model *m = g_sort_m;
+    const ilp_model *m = ctx;
     int pa = m->tg->g->tensors[m->dec[ka]].producer, pb = m->tg->g->tensors[m->dec[kb]].producer;
     if (pa != pb) return pa < pb ? -1 : 1;
     return m->dec[ka] < m->dec[kb] ? -1 : m->dec[ka] > m->dec[kb];
@@ -261,10 +261,8 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
         m->c_out[k] = bw_out > 0 ? (lat + b / bw_out) * 1e3 : 0;
         m->h2d_order[k] = m->d2h_order[k] = k;
     }
-    g_sort_m = m;
-    qsort(m->h2d_order, (size_t)D, sizeof(int), cmp_h2d);
-    qsort(m->d2h_order, (size_t)D, sizeof(int), cmp_d2h);
-    g_sort_m = NULL;
+    qsort_r(m->h2d_order, (size_t)D, sizeof(int), cmp_h2d, m);
+    qsort_r(m->d2h_order, (size_t)D, sizeof(int), cmp_d2h, m);
     double gu = 0;
     for (int i = 0; i < D; i++) {
         int k = m->d2h_order[i];

@@ -15,12 +15,12 @@ bool strategy_tinfo_is_conv(const strategy_tinfo *ti, int node)
            (n->domain == NULL || n->domain[0] == '\0');
 }
 
-static const strategy_tinfo *g_sort_ti; /* qsort context (single-threaded use) */
-
-static int cmp_production(const void *a, const void *b)
+/* By producing node, then index (qsort_r context: the graph). */
+static int cmp_production(const void *a, const void *b, void *ctx)
 {
+    const ir_graph *g = ctx;
     int ta = *(const int *)a, tb = *(const int *)b;
-    int pa = g_sort_ti->tg->g->tensors[ta].producer, pb = g_sort_ti->tg->g->tensors[tb].producer;
+    int pa = g->tensors[ta].producer, pb = g->tensors[tb].producer;
     if (pa != pb) return pa < pb ? -1 : 1;
     return ta < tb ? -1 : ta > tb;
 }
@@ -61,9 +61,7 @@ strategy_tinfo *strategy_tinfo_new(const train_graph *tg)
         int p = g->tensors[t].producer;
         ti->can_rc[t] = p >= 0 && p < tg->n_forward;
     }
-    g_sort_ti = ti;
-    qsort(ti->saved_by_prod, (size_t)ti->n_saved, sizeof(int), cmp_production);
-    g_sort_ti = NULL;
+    qsort_r(ti->saved_by_prod, (size_t)ti->n_saved, sizeof(int), cmp_production, (void *)ti->tg->g);
     ti->conv_bwd = oc_malloc(((size_t)g->n_nodes + 1) * sizeof(int));
     for (int n = ti->n_fwd; n < g->n_nodes; n++) {
         int f = tg->fwd_of[n];
@@ -186,11 +184,12 @@ static void node_mem_from_timeline(const sim_timeline *tl, int n_nodes, int64_t 
     }
 }
 
-static const int *g_need;
-static int cmp_first_need(const void *a, const void *b)
+/* By first need, later-produced first (qsort_r context: need per tensor). */
+static int cmp_first_need(const void *a, const void *b, void *ctx)
 {
+    const int *need = ctx;
     int ta = *(const int *)a, tb = *(const int *)b;
-    int fa = g_need[ta], fb = g_need[tb];
+    int fa = need[ta], fb = need[tb];
     if (fa != fb) return fa < fb ? -1 : 1;
     return ta > tb ? -1 : ta < tb; /* later-produced first */
 }
@@ -257,12 +256,10 @@ int strategy_sched_early(const strategy_input *in, const strategy_tinfo *ti, sim
     need = oc_malloc((size_t)ti->n_tensors * sizeof *need);
     scratch = oc_malloc((size_t)nn * sizeof *scratch);
     strategy_tinfo_need(ti, plan, need, scratch);
-    g_need = need;
     /* order and in_at/best_at stay paired: sort indices, not tensors. */
     int *idx = oc_malloc((size_t)n * sizeof *idx);
     for (int i = 0; i < n; i++) idx[i] = order[i];
-    qsort(idx, (size_t)n, sizeof(int), cmp_first_need);
-    g_need = NULL;
+    qsort_r(idx, (size_t)n, sizeof(int), cmp_first_need, (void *)need);
     mem = oc_malloc((size_t)nn * sizeof *mem);
     base = oc_malloc((size_t)nn * sizeof *base);
     node_mem_from_timeline(tl, nn, base);

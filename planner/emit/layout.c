@@ -5,16 +5,17 @@
 #include <string.h>
 
 #include "emit/rewrite.h"
+#include "plan/best_fit.h"
 
 
 /* ---- greedy by size ---- */
 
-static const plan_lifetimes *g_lt; /* qsort context (single-threaded use) */
-
-static int by_size_cmp(const void *a, const void *b) {
+/* Larger first, then earlier-born, then by index (qsort_r context: the lifetimes). */
+static int by_size_cmp(const void *a, const void *b, void *ctx) {
+    const plan_lifetimes *lt = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    if (g_lt->bytes[x] != g_lt->bytes[y]) return g_lt->bytes[x] > g_lt->bytes[y] ? -1 : 1;
-    if (g_lt->first[x] != g_lt->first[y]) return g_lt->first[x] < g_lt->first[y] ? -1 : 1;
+    if (lt->bytes[x] != lt->bytes[y]) return lt->bytes[x] > lt->bytes[y] ? -1 : 1;
+    if (lt->first[x] != lt->first[y]) return lt->first[x] < lt->first[y] ? -1 : 1;
     return x - y;
 }
 
@@ -34,8 +35,7 @@ static bool live_together(const plan_lifetimes *lt, int a, int b) {
 static int64_t greedy_by_size(const plan_lifetimes *lt, const int *items, int n, int64_t *off) {
     int *order = oc_malloc(((size_t)n + 1) * sizeof(int));
     memcpy(order, items, (size_t)n * sizeof(int));
-    g_lt = lt;
-    qsort(order, (size_t)n, sizeof(int), by_size_cmp);
+    qsort_r(order, (size_t)n, sizeof(int), by_size_cmp, (void *)lt);
     span *sp = oc_malloc(((size_t)n + 1) * sizeof(span));
     int64_t top = 0;
     for (int i = 0; i < n; i++) {
@@ -80,51 +80,14 @@ static int64_t replay_best_fit(const plan_lifetimes *lt, const int *items, int n
         evs[ne++] = (ev){lt->last[items[i]] + 1, 1, items[i]}; /* free after the last use */
     }
     qsort(evs, (size_t)ne, sizeof(ev), ev_cmp);
-    span *fl = oc_malloc(((size_t)n + 2) * sizeof(span));
-    int nf = 0;
-    int64_t top = 0;
+    best_fit f = {0};
     for (int k = 0; k < ne; k++) {
         int t = evs[k].t;
-        int64_t need = lt->bytes[t];
-        if (evs[k].is_free) { /* insert sorted, coalesce */
-            int i = 0;
-            while (i < nf && fl[i].off < off[t]) i++;
-            memmove(&fl[i + 1], &fl[i], (size_t)(nf - i) * sizeof(span));
-            fl[i] = (span){off[t], off[t] + need};
-            nf++;
-            if (i + 1 < nf && fl[i].end == fl[i + 1].off) {
-                fl[i].end = fl[i + 1].end;
-                memmove(&fl[i + 1], &fl[i + 2], (size_t)(nf - i - 2) * sizeof(span));
-                nf--;
-            }
-            if (i > 0 && fl[i - 1].end == fl[i].off) {
-                fl[i - 1].end = fl[i].end;
-                memmove(&fl[i], &fl[i + 1], (size_t)(nf - i - 1) * sizeof(span));
-                nf--;
-            }
-            continue;
-        }
-        int best = -1;
-        for (int i = 0; i < nf; i++)
-            if (fl[i].end - fl[i].off >= need &&
-                (best < 0 || fl[i].end - fl[i].off < fl[best].end - fl[best].off))
-                best = i;
-        if (best >= 0) {
-            off[t] = fl[best].off;
-            fl[best].off += need;
-            if (fl[best].off == fl[best].end) {
-                memmove(&fl[best], &fl[best + 1], (size_t)(nf - best - 1) * sizeof(span));
-                nf--;
-            }
-        } else if (nf && fl[nf - 1].end == top) {
-            off[t] = fl[--nf].off;
-            top = off[t] + need;
-        } else {
-            off[t] = top;
-            top += need;
-        }
+        if (evs[k].is_free) best_fit_free(&f, off[t], lt->bytes[t]);
+        else off[t] = best_fit_alloc(&f, lt->bytes[t]);
     }
-    oc_free(fl);
+    int64_t top = f.top;
+    best_fit_release(&f);
     oc_free(evs);
     return top;
 }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir/onnx_export.h"
+#include "train/train_export.h"
 #include "cli.h"
 
 void cmd_emit_usage(FILE *f) {

@@ -265,39 +265,6 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
     return rc;
 }
 
-int onnx_export_training(const train_graph *tg, const onnx_export_meta *m, const char *path,
-                         oc_err *err) {
-    const ir_graph *g = tg->g;
-    int *outs = oc_malloc(((size_t)g->n_tensors + 1) * sizeof(int));
-    int n_out = 0;
-    outs[n_out++] = tg->loss_tensor;
-    for (int t = 0; t < g->n_tensors; t++)
-        if (tg->alias_of[t] >= 0 && t != tg->loss_tensor) outs[n_out++] = t;
-    char *vals[5];
-    vals[0] = oc_sprintf("%" PRId64, m->batch);
-    vals[1] = oc_sprintf("%.9g", (double)tg->opts.lr);
-    vals[2] = oc_sprintf("%.9g", (double)tg->opts.momentum);
-    vals[3] = oc_sprintf("%.9g", (double)tg->opts.weight_decay);
-    vals[4] = oc_sprintf("%d", tg->n_forward);
-    const char *meta[] = {
-        "outcore.version", m->tool_version ? m->tool_version : OC_EXPORT_VERSION,
-        "outcore.kind", "incore-training-graph",
-        "outcore.batch", vals[0],
-        "outcore.lr", vals[1],
-        "outcore.momentum", vals[2],
-        "outcore.weight_decay", vals[3],
-        "outcore.source_model", m->source_model ? m->source_model : "",
-        "outcore.forward_nodes", vals[4],
-    };
-    onnx_export_spec s = {.node_begin = 0, .node_end = g->n_nodes, .inputs = g->inputs,
-                          .n_inputs = g->n_inputs, .outputs = outs, .n_outputs = n_out,
-                          .meta = meta, .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
-    int rc = onnx_export_graph(g, &s, path, err);
-    for (int i = 0; i < 5; i++) oc_free(vals[i]);
-    oc_free(outs);
-    return rc;
-}
-
 int onnx_export_tensor(const ir_tensor *t, const void *data, const char *path, oc_err *err) {
     pool po = {0};
     int64_t bytes = 0;

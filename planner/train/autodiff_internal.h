@@ -1,8 +1,10 @@
-/* autodiff_internal.h — state shared by autodiff.c and train_graph.c only. */
+/* autodiff_internal.h — state shared by autodiff.c (the grad_ctx of
+ * ir/ops/grad_api.h) and train_graph.c (train_build) only. */
 #ifndef OC_AUTODIFF_INTERNAL_H
 #define OC_AUTODIFF_INTERNAL_H
 
-#include "train/autodiff.h"
+#include "ir/ops/grad_api.h"
+#include "ir/ops/op_table.h"
 #include "train/train_graph.h"
 
 typedef struct train_builder {

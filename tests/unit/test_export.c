@@ -13,7 +13,7 @@
 
 #include "init.h"
 #include "loader.h"
-#include "ir/onnx_export.h"
+#include "train/train_export.h"
 
 static train_graph *build(const char *path, int64_t batch) {
     rt_load_opts lo = {.batch = batch, .train = train_opts_default()};

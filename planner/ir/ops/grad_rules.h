@@ -1,9 +1,9 @@
-/* grad_rules.h — the gradient rule of each forward op (planner/ops/grad_*.c),
+/* grad_rules.h — the gradient rule of each forward op (ir/ops/grad_*.c),
  * referenced from the op's table entry. */
 #ifndef OC_GRAD_RULES_H
 #define OC_GRAD_RULES_H
 
-#include "train/autodiff.h"
+#include "ir/ops/grad_api.h"
 
 int op_grad_conv(grad_ctx *c);
 int op_grad_conv_transpose(grad_ctx *c);

@@ -20,7 +20,7 @@
 #define OC_DOMAIN "ai.outcore"
 #define OC_DOMAIN_VERSION 1
 
-struct grad_ctx; /* autodiff.h */
+struct grad_ctx; /* ir/ops/grad_api.h */
 
 /* Work of one node, for the analytic profile (roofline). */
 typedef struct op_cost {
@@ -53,7 +53,7 @@ typedef struct op_def {
     /* Cost of the node (shapes known). NULL: op_cost_default. */
     void (*cost)(const ir_graph *g, const ir_node *n, op_cost *c);
     /* Gradient rule: emits the backward nodes of one forward node through the
-     * grad_ctx (autodiff.h). NULL: the op has no gradient (training a model
+     * grad_ctx (grad_api.h). NULL: the op has no gradient (training a model
      * that needs one fails naming the node). */
     int (*grad)(struct grad_ctx *c);
     /* The forward tensors the gradient reads ("saved tensors"): bit i of

@@ -1,12 +1,14 @@
-/* autodiff.h — the interface gradient rules use to emit backward nodes.
+/* grad_api.h — the interface gradient rules use to emit backward nodes.
  *
- * train_build (train_graph.h) walks the forward nodes in reverse; for each node
- * that needs gradients it opens a grad_ctx and calls the op's grad rule. A rule
- * reads the forward node's tensors and the incoming output gradients, and emits
- * nodes in the project domain (or standard ONNX nodes), e.g. for Relu:
+ * The training-graph builder (train/train_graph.h, implemented in
+ * train/autodiff.c) walks the forward nodes in reverse; for each node that
+ * needs gradients it opens a grad_ctx and calls the op's gradient rule
+ * (op_def.grad). A rule reads the forward node's tensors and the incoming
+ * output gradients, and emits nodes in the project domain (or standard ONNX
+ * nodes), e.g. for Sigmoid:
  *
- *   static int relu_grad(grad_ctx *c) {             // dX = dY * (Y > 0)
- *       int b = grad_node(c, "grad", OP_RELU_GRAD);
+ *   static int sigmoid_grad_rule(grad_ctx *c) {     // dX = dY * Y * (1 - Y)
+ *       int b = grad_node(c, "grad", OP_SIGMOID_GRAD);
  *       grad_in(c, b, grad_dy(c, 0));               // dY  (N, C, H, W)
  *       grad_in(c, b, grad_fwd_out(c, 0));          // Y   saved
  *       grad_out_dx(c, b, 0);                       // dX  (N, C, H, W)
@@ -17,12 +19,13 @@
  * tensor x is "<x>/grad"; when x has several consumers their partial gradients
  * "<x>/grad.<k>" are summed into it by a Sum node "<x>/grad_sum". A rule whose
  * gradient is dY itself (Add) passes dY on without a node. Every emitted node
- * is shape-inferred by grad_finish. */
-#ifndef OC_AUTODIFF_H
-#define OC_AUTODIFF_H
+ * is shape-inferred by grad_finish. This header is the op definitions' side
+ * (ir/ops/); the builder is train/autodiff.c. */
+#ifndef OC_GRAD_API_H
+#define OC_GRAD_API_H
 
 #include "ir/ir.h"
-#include "ir/ops/op_table.h"
+#include "ir/ops/op_list.h"
 
 typedef struct grad_ctx grad_ctx;
 

@@ -17,9 +17,11 @@ const char *rt_stream_id_name(rt_stream_id s) {
     return "?";
 }
 
+static bool always(void) { return true; }
+
 static const rt_backend_kind kinds[] = {
-    {"cpu", rt_backend_cpu_new, cpu_kernel_supported},
-    {"cuda", rt_backend_cuda_new, cuda_kernel_supported}, /* cuda_none.c when not built */
+    {"cpu", rt_backend_cpu_new, cpu_kernel_supported, always},
+    {"cuda", rt_backend_cuda_new, cuda_kernel_supported, rt_backend_cuda_built}, /* cuda_none.c */
 };
 
 const rt_backend_kind *rt_backend_kinds(int *n) {
@@ -27,7 +29,7 @@ const rt_backend_kind *rt_backend_kinds(int *n) {
     return kinds;
 }
 
-const rt_backend_kind *rt_backend_find(const char *name) {
+static const rt_backend_kind *rt_backend_find(const char *name) {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (strcmp(kinds[i].name, name) == 0) return &kinds[i];
     return NULL;

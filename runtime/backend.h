@@ -93,12 +93,12 @@ typedef struct rt_backend_kind {
     int (*create)(const rt_backend_opts *opts, rt_backend **out, oc_err *err);
     /* True when it has a kernel for op kind op (op_list.h); needs no device. */
     bool (*supports)(int op);
+    /* False when this binary was built without it (create then fails). */
+    bool (*built)(void);
 } rt_backend_kind;
 
 /* The registered backends ("cpu", "cuda"), *n of them. */
 const rt_backend_kind *rt_backend_kinds(int *n);
-/* The entry named name, or NULL. */
-const rt_backend_kind *rt_backend_find(const char *name);
 /* Backend by name with opts (NULL: defaults). OC_ERR naming the known
  * backends when name is not one of them. rt_backend_free releases it. */
 int rt_backend_new(const char *name, const rt_backend_opts *opts, rt_backend **out, oc_err *err);

@@ -465,14 +465,5 @@ int rt_exec_read(rt_exec *x, int tensor, void *dst, oc_err *err) {
     return x->b->sync(x->b, err);
 }
 
-int rt_exec_write(rt_exec *x, int tensor, const void *src, oc_err *err) {
-    if (!x->placed[x->root[tensor]])
-        return oc_fail(err, "tensor '%s' has no storage (no op uses it)", x->tg->g->tensors[tensor].name);
-    int64_t n = tbytes(&x->tg->g->tensors[tensor]);
-    if (n) x->b->copy(x->b, RT_STREAM_H2D, ptr_of(x, tensor), src, (size_t)n);
-    return x->b->sync(x->b, err);
-}
-
 int64_t rt_exec_high_water(const rt_exec *x) { return x->high_water; }
 int64_t rt_exec_capacity(const rt_exec *x) { return x->capacity; }
-int rt_exec_n_cross_deps(const rt_exec *x) { return x->n_deps; }

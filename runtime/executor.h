@@ -95,10 +95,8 @@ int rt_exec_step(rt_exec *x, int64_t step, float *loss, oc_err *err);
 /* Device tensor -> host / host -> device, synchronously (between steps). A
  * transient tensor reads what the last step left, if it was kept (opts.keep). */
 int rt_exec_read(rt_exec *x, int tensor, void *dst, oc_err *err);
-int rt_exec_write(rt_exec *x, int tensor, const void *src, oc_err *err);
 
 int64_t rt_exec_high_water(const rt_exec *x);
 int64_t rt_exec_capacity(const rt_exec *x);
-int rt_exec_n_cross_deps(const rt_exec *x);
 
 #endif

@@ -13,7 +13,7 @@
 #include "ir/ops/op_table.h"
 #include "ir/shape_infer.h"
 
-int rt_model_metadata(const uint8_t *buf, size_t len, const char *path, const char *key,
+static int rt_model_metadata(const uint8_t *buf, size_t len, const char *path, const char *key,
                       char *val, size_t cap, oc_err *err) {
     val[0] = 0;
     Onnx__ModelProto *m = len ? onnx__model_proto__unpack(NULL, len, buf) : NULL;

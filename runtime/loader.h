@@ -50,9 +50,4 @@ void rt_model_info_free(rt_model_info *info);
 int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model_info *info,
             oc_err *err);
 
-/* Reads metadata_props value of key from an ONNX file's bytes into buf ("" if
- * absent). OC_ERR when the bytes are not a ModelProto. */
-int rt_model_metadata(const uint8_t *buf, size_t len, const char *path, const char *key,
-                      char *val, size_t cap, oc_err *err);
-
 #endif

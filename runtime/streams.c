@@ -65,13 +65,6 @@ static void event_block(rt_event *e, int64_t target) {
     unlock(&e->mu);
 }
 
-void rt_event_synchronize(rt_event *e) {
-    lock(&e->mu);
-    int64_t target = e->recorded;
-    unlock(&e->mu);
-    event_block(e, target);
-}
-
 bool rt_event_query(rt_event *e) {
     lock(&e->mu);
     bool ok = e->reached >= e->recorded;
@@ -126,7 +119,6 @@ rt_stream *rt_stream_new(const char *name) {
     return s;
 }
 
-const char *rt_stream_name(const rt_stream *s) { return s->name; }
 
 static void push(rt_stream *s, task t) {
     lock(&s->mu);

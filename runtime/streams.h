@@ -35,7 +35,6 @@ typedef struct rt_event rt_event;
 rt_stream *rt_stream_new(const char *name);
 /* Drains the queue, stops and joins the thread. */
 void rt_stream_free(rt_stream *s);
-const char *rt_stream_name(const rt_stream *s);
 
 void rt_stream_push(rt_stream *s, rt_task_fn fn, void *ctx, int64_t arg);
 void rt_stream_record(rt_stream *s, rt_event *e);
@@ -46,8 +45,6 @@ int rt_stream_sync(rt_stream *s, oc_err *err);
 
 rt_event *rt_event_new(void);
 void rt_event_free(rt_event *e);
-/* Host side: blocks until every record enqueued so far has been reached. */
-void rt_event_synchronize(rt_event *e);
 /* True when every record enqueued so far has been reached. */
 bool rt_event_query(rt_event *e);
 

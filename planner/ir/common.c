@@ -37,10 +37,6 @@ void oc_assert_fail(const char *what, const char *file, int line) {
     abort();
 }
 
-static long alloc_countdown = -1; /* <0: never fail */
-
-void oc_alloc_fail_after(long n) { alloc_countdown = n; }
-
 static void *check_alloc(void *p, size_t n) {
     if (!p && n) {
         fprintf(stderr, "outcore: out of memory allocating %zu bytes\n", n);
@@ -49,24 +45,16 @@ static void *check_alloc(void *p, size_t n) {
     return p;
 }
 
-static void maybe_inject_failure(size_t n) {
-    if (alloc_countdown < 0) return;
-    if (alloc_countdown-- == 0) check_alloc(NULL, n ? n : 1);
-}
-
 void *oc_malloc(size_t n) {
-    maybe_inject_failure(n);
     return check_alloc(malloc(n ? n : 1), n ? n : 1);
 }
 
 void *oc_calloc(size_t count, size_t size) {
-    maybe_inject_failure(count * size);
     if (count == 0 || size == 0) count = size = 1;
     return check_alloc(calloc(count, size), count * size);
 }
 
 void *oc_realloc(void *p, size_t n) {
-    maybe_inject_failure(n);
     return check_alloc(realloc(p, n ? n : 1), n ? n : 1);
 }
 

@@ -5,9 +5,8 @@
  *   - bad input / I/O: functions return OC_ERR and fill an oc_err whose message
  *     names the file, node or tensor. The caller prints it once, at the top.
  *
- * Every heap allocation goes through oc_malloc/oc_calloc/oc_realloc so tests can
- * inject failures (oc_alloc_fail_after). Allocation failure is reported through
- * the same oc_err path where the caller can recover; elsewhere it aborts.
+ * Every heap allocation goes through oc_malloc/oc_calloc/oc_realloc, which abort
+ * with a message on exhaustion.
  */
 #ifndef OC_COMMON_H
 #define OC_COMMON_H
@@ -36,8 +35,7 @@ int oc_fail_prefix(oc_err *err, const char *fmt, ...) __attribute__((format(prin
 _Noreturn void oc_assert_fail(const char *what, const char *file, int line);
 
 /* Allocation chokepoint. These never return NULL: on exhaustion they abort with
- * a message (the planner's allocations are small; a failure is not recoverable).
- * oc_alloc_fail_after(n) makes the n-th next allocation abort (tests only). */
+ * a message (the planner's allocations are small; a failure is not recoverable). */
 void *oc_malloc(size_t n);
 void *oc_calloc(size_t count, size_t size);
 void *oc_realloc(void *p, size_t n);
@@ -45,7 +43,6 @@ char *oc_strdup(const char *s);
 char *oc_strndup(const char *s, size_t n);
 char *oc_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void oc_free(void *p);
-void oc_alloc_fail_after(long n); /* tests: abort on the n-th next allocation; -1 disables */
 
 /* Grows *buf (elements of elem_size) so that it holds at least need elements.
  * *cap is updated; contents are preserved. */

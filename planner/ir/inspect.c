@@ -4,7 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-void inspect_totals_compute(const ir_graph *g, const int *alias_of, inspect_totals *t) {
+static void inspect_totals_compute(const ir_graph *g, const int *alias_of, inspect_totals *t) {
     memset(t, 0, sizeof *t);
     t->n_tensors = g->n_tensors;
     t->n_nodes = g->n_nodes;

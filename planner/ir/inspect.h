@@ -16,8 +16,6 @@ typedef struct inspect_totals {
     int n_tensors, n_nodes;
 } inspect_totals;
 
-/* alias_of (optional, per tensor): in-place outputs that own no storage are skipped. */
-void inspect_totals_compute(const ir_graph *g, const int *alias_of, inspect_totals *t);
 /* batch: the bound batch (for the header). Writes to out; returns OC_ERR on I/O error. */
 int inspect_print_text(const ir_graph *g, const int *alias_of, int64_t batch, FILE *out);
 /* extra: optional object merged into the root (its reference is stolen). */

@@ -152,11 +152,6 @@ int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype) {
     return t;
 }
 
-int ir_tensor_get_or_add(ir_graph *g, const char *name, ir_dtype dtype) {
-    int t = ir_tensor_find(g, name);
-    return t >= 0 ? t : ir_tensor_add(g, name, dtype);
-}
-
 int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *domain) {
     oc_grow((void **)&g->nodes, &g->cap_nodes, (size_t)g->n_nodes + 1, sizeof(ir_node));
     int n = g->n_nodes++;

@@ -156,8 +156,6 @@ void ir_graph_free(ir_graph *g);
 int ir_tensor_find(const ir_graph *g, const char *name);
 /* Adds a tensor named name (must not exist). Returns its index. */
 int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype);
-/* Existing tensor of that name, or a new one. */
-int ir_tensor_get_or_add(ir_graph *g, const char *name, ir_dtype dtype);
 
 /* Adds a node (no inputs/outputs yet). Returns its index. */
 int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *domain);

@@ -15,7 +15,9 @@
 
 /* ---- digests ---- */
 
-uint64_t plan_fnv(uint64_t h, const void *p, size_t n) {
+/* FNV-1a 64 of bytes, continuing from h (start with PLAN_FNV_INIT). */
+#define PLAN_FNV_INIT 0xcbf29ce484222325ULL
+static uint64_t plan_fnv(uint64_t h, const void *p, size_t n) {
     const uint8_t *b = p;
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
     return h;

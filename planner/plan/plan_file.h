@@ -43,9 +43,6 @@
 #define PLAN_ATTR_OFFSETS "outcore_offsets"           /* INTS: arena offset per output */
 #define PLAN_ATTR_WORKSPACE "outcore_workspace"       /* INTS {offset, bytes} */
 
-/* FNV-1a 64 of bytes, continuing from h (start with PLAN_FNV_INIT). */
-#define PLAN_FNV_INIT 0xcbf29ce484222325ULL
-uint64_t plan_fnv(uint64_t h, const void *p, size_t n);
 /* Digest of a profile as the JSON profile_write_file writes ("%016llx" into buf). */
 void plan_profile_digest(const struct profile *p, char *buf, size_t cap);
 /* Digest of a graph's node structure. */

@@ -279,18 +279,6 @@ void dp_solution_free(dp_solution *s) {
     s->n_chain = 0;
 }
 
-void dp_solution_blocks(const dp_graph *g, const dp_lowersets *ls, const dp_solution *s,
-                        int *block) {
-    for (int v = 0; v < g->n; v++) {
-        block[v] = -1;
-        for (int i = 0; i < s->n_chain; i++)
-            if (dp_set_has(dp_lowersets_set(ls, s->chain[i]), v)) {
-                block[v] = i;
-                break;
-            }
-    }
-}
-
 void dp_solution_dropped(const dp_graph *g, const dp_lowersets *ls, const dp_solution *s,
                          uint8_t *dropped) {
     int W = g->words;

@@ -54,8 +54,5 @@ void dp_solution_free(dp_solution *s);
  * in backward), 0 when kept or when v is in the last block's V'∖∂V (= V'). */
 void dp_solution_dropped(const dp_graph *g, const dp_lowersets *ls, const dp_solution *s,
                          uint8_t *dropped);
-/* Block of each node: index into s->chain of the first L_i containing v. */
-void dp_solution_blocks(const dp_graph *g, const dp_lowersets *ls, const dp_solution *s,
-                        int *block);
 
 #endif

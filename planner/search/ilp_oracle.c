@@ -54,7 +54,6 @@ struct ilp_model {
     int *dec_of;         /* per tensor: decision index or -1 */
 };
 
-int ilp_model_decisions(const ilp_model *m) { return m->D; }
 
 static bool tensor_persistent(const train_graph *tg, int t) {
     ir_kind k = tg->g->tensors[t].kind;

@@ -106,8 +106,6 @@ void ilp_model_eval(const ilp_model *m, const sim_plan *plan, ilp_eval *ev, doub
 /* The model's time for plan's decisions; false when it breaks the model's
  * memory bound. */
 bool ilp_model_cost(const ilp_model *m, const sim_plan *plan, double *time_s);
-/* Number of decision tensors (saved activations the model decides about). */
-int ilp_model_decisions(const ilp_model *m);
 
 /* The oracle as a strategy ("ilp"; not in the registry: small graphs only).
  * Notes carry the MILP's objective and status. */

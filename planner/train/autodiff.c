@@ -50,7 +50,7 @@ int grad_node(grad_ctx *c, const char *suffix, op_kind op) {
 
 void grad_in(grad_ctx *c, int node, int tensor) { ir_node_add_input(c->b->g, node, tensor); }
 
-void grad_out_none(grad_ctx *c, int node) { ir_node_add_output(c->b->g, node, -1); }
+static void grad_out_none(grad_ctx *c, int node) { ir_node_add_output(c->b->g, node, -1); }
 
 /* Name for the next partial gradient of forward tensor t. */
 static char *partial_name(train_builder *b, int t) {
@@ -59,7 +59,7 @@ static char *partial_name(train_builder *b, int t) {
     return oc_sprintf("%s/grad.%d", x->name, b->n_partials[t]);
 }
 
-void tb_add_partial(train_builder *b, int t, int g) {
+static void tb_add_partial(train_builder *b, int t, int g) {
     b->partials[t] = oc_realloc(b->partials[t], (size_t)(b->n_partials[t] + 1) * sizeof(int));
     b->partials[t][b->n_partials[t]++] = g;
 }

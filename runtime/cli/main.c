@@ -56,6 +56,11 @@ static void usage(FILE *f) {
             "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
             "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
             "outcore-plan (needs --steps >= 4).\n");
+    int n;
+    const rt_backend_kind *k = rt_backend_kinds(&n);
+    fprintf(f, "Backends in this binary:");
+    for (int i = 0; i < n; i++) fprintf(f, " %s%s", k[i].name, k[i].built() ? "" : " (not built)");
+    fprintf(f, "\n");
 }
 
 static int parse_float(const char *opt, const char *v, float *out, oc_err *err) {

@@ -13,7 +13,7 @@ int cuda_fail_call(oc_err *err, const char *call, const char *what, const char *
     return oc_fail(err, "%s failed: %s (%s:%d, node '%s')", call, what, file, line, node);
 }
 
-void cuda_error_record(cuda_impl *im, const oc_err *err) {
+static void cuda_error_record(cuda_impl *im, const oc_err *err) {
     pthread_mutex_lock(&im->mu);
     if (!im->err_set) {
         im->err_set = true;

@@ -50,9 +50,6 @@ typedef struct cuda_impl {
     int *n_samples, *cap_samples;
 } cuda_impl;
 
-/* Records err as the backend's first asynchronous error (thread-safe). */
-void cuda_error_record(cuda_impl *im, const oc_err *err);
-
 int cuda_fail_call(oc_err *err, const char *call, const char *what, const char *file, int line,
                    const char *node);
 

@@ -305,7 +305,7 @@ int op_decode_pad(const ir_graph *g, ir_node *n, oc_err *err) {
 }
 
 /* One axis, normalised against the rank of input 0 (Concat, ConcatGrad, Gather). */
-int op_decode_axis(const ir_graph *g, ir_node *n, oc_err *err) {
+static int op_decode_axis(const ir_graph *g, ir_node *n, oc_err *err) {
     const ir_tensor *x = ir_node_in((ir_graph *)g, n, 0);
     if (!x) return oc_fail(err, "input 0 is empty");
     return op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", &op_args_new(n)->axis.axis, err);

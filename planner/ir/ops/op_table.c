@@ -36,7 +36,7 @@ int op_lookup(const char *domain, const char *op_type) {
     return OP_UNKNOWN;
 }
 
-const op_def *op_def_kind(op_kind k) {
+static const op_def *op_def_kind(op_kind k) {
     OC_ASSERT(k >= 0 && k < OP__COUNT);
     return op_entries[k].def;
 }
@@ -48,7 +48,7 @@ const char *op_name(op_kind k) {
     return op_entries[k].name;
 }
 
-const char *op_domain(op_kind k) {
+static const char *op_domain(op_kind k) {
     OC_ASSERT(k >= 0 && k < OP__COUNT);
     return op_entries[k].domain;
 }

@@ -80,12 +80,10 @@ void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c);
 /* The kind of (domain, op_type) — domain "" or "ai.onnx" is the default —
  * or OP_UNKNOWN. The one name lookup; import and load call it per node. */
 int op_lookup(const char *domain, const char *op_type);
-/* The definition of a kind / of a node's kind (a bug when node->op is unset). */
-const op_def *op_def_kind(op_kind k);
+/* The definition of a node's kind (a bug when node->op is unset). */
 const op_def *op_def_of(const ir_node *n);
-/* ONNX op_type and domain ("" or OC_DOMAIN) of a kind. */
+/* ONNX op_type of a kind. */
 const char *op_name(op_kind k);
-const char *op_domain(op_kind k);
 /* Adds a node of kind k named name (op_type and domain from the list). */
 int op_node_add(ir_graph *g, const char *name, op_kind k);
 /* Comma-separated list of supported op types, for messages. */

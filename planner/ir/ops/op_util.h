@@ -37,7 +37,6 @@ int op_decode_batch_norm(const ir_graph *g, ir_node *n, oc_err *err);
 int op_decode_clip(const ir_graph *g, ir_node *n, oc_err *err);
 int op_decode_dropout(const ir_graph *g, ir_node *n, oc_err *err);
 int op_decode_pad(const ir_graph *g, ir_node *n, oc_err *err);
-int op_decode_axis(const ir_graph *g, ir_node *n, oc_err *err);
 int op_decode_sce(const ir_graph *g, ir_node *n, oc_err *err);
 
 /* Numpy broadcasting of a and b into out (rank *rank). */

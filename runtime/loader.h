@@ -8,20 +8,14 @@
  *   ... info.is_training_graph, tg->phase[i], tg->alias_of[t] ...
  *   train_graph_free(tg);
  *
- * A training graph is recognised by metadata_props outcore.kind =
- * "incore-training-graph". From it the loader recovers: the phases (nodes before
- * the loss node are forward; the loss node produces the first graph output;
- * after it, SGDMomentum nodes are updates and the rest backward), in-place
- * aliases from each op's table entry (op_def.aliases), the label input, the
- * gradient of each parameter (SGDMomentum's input 1), tensor kinds (momentum
- * buffers are optimizer state), and the optimizer settings from the SGD nodes.
- * Typed graph inputs past outcore.data_inputs are data-less initializers
- * (onnx_export.h explains why) and become initializers again.
- * A plan (outcore.kind = "plan", written by `outcore-plan plan -o`) loads the
- * same way, then its node annotations and arena offsets are restored and the
- * plan verifier runs (plan_verify.h): a corrupted plan, one whose metadata
- * belongs to another graph, or one whose layout overlaps fails here, naming
- * the file and the node.
+ * A training graph (metadata_props outcore.kind = "incore-training-graph") or
+ * a plan (outcore.kind = "plan", written by `outcore-plan plan -o`) is read by
+ * plan_file_read (plan_file.h): its structure (phases, loss, label, kinds,
+ * gradients) is read back from the file, not re-derived, and --lr / --momentum /
+ * --weight-decay override the SGDMomentum attributes before they are decoded.
+ * A plan's layout then goes through the verifier (plan_verify.h): a corrupted
+ * plan, one whose metadata belongs to another graph, or one whose layout
+ * overlaps fails here, naming the file and the node.
  * Errors (file missing, not ONNX, batch differs from the emitted one, bad
  * structure) name the file; nothing is left allocated. */
 #ifndef OC_LOADER_H

@@ -160,8 +160,7 @@ int cmd_show(int argc, char **argv) {
     const char *path = NULL, *trace = NULL, *svg = NULL;
     oc_err err;
     int rc = 1;
-    train_graph *tg = NULL;
-    int64_t *off = NULL, arena = 0;
+    plan_read pr = {0};
     uint8_t *buf = NULL;
     size_t len = 0;
     sim_timeline *tl = NULL;
@@ -189,10 +188,17 @@ int cmd_show(int argc, char **argv) {
         oc_fail(&err, "no PLAN.onnx given (see --help)");
         goto fail;
     }
-    if (plan_file_load(path, &tg, &off, &arena, &buf, &len, &err)) goto fail;
+    if (oc_read_file(path, &buf, &len, &err) || plan_file_read(buf, len, path, NULL, &pr, &err))
+        goto fail;
+    if (!pr.is_plan) {
+        oc_fail(&err, "%s: a training graph, not a plan (write one with `outcore-plan plan ... "
+                "-o PLAN.onnx`)", path);
+        goto fail;
+    }
+    const train_graph *tg = pr.tg;
     for (int k = 0; k < N_KEYS; k++) val[k] = meta(buf, len, keys[k]);
     int64_t budget = strtoll(val[3], NULL, 10);
-    if (plan_verify(tg, off, arena, budget, &err)) goto fail;
+    if (plan_verify(tg, pr.offsets, pr.arena_bytes, budget, &err)) goto fail;
     printf("plan %s: %d nodes, strategy %s, model %s, batch %s, device %s (profile %s), "
            "outcore %s\n", path, tg->g->n_nodes, val[0], val[1], val[2], val[10], val[11], val[12]);
     printf("budget %s bytes (planned under %s, %s re-plans); arena %s bytes, peak live %s, "
@@ -225,8 +231,7 @@ fail:
 done:
     for (int k = 0; k < N_KEYS; k++) oc_free(val[k]);
     sim_timeline_free(tl);
-    train_graph_free(tg);
-    oc_free(off);
+    plan_read_free(&pr);
     oc_free(buf);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include "ir/onnx_export.h"
 #include "ir/ops/op_table.h"
 #include "plan/plan_verify.h"
+#include "train/train_structure.h"
 
 /* ---- making the plan ---- */
 
@@ -154,6 +155,7 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
         sb_printf(&mem, "%.9g\t%" PRId64 "\n", pm->tl->samples[i].t, pm->tl->samples[i].bytes);
     sb_printf(&ann, "%s", ""), sb_printf(&fixed, "%s", ""), sb_printf(&tl, "%s", "");
     sb_printf(&mem, "%s", ""), sb_printf(&wsl, "%s", "");
+    char *structure = train_structure_format(tg);
     const sim_result *r = &pm->result;
     char *v[20];
     int nv = 0;
@@ -201,6 +203,7 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
         "outcore.workspaces", wsl.s,
         "outcore.timeline", tl.s,
         "outcore.memory", mem.s,
+        TRAIN_STRUCTURE_KEY, structure,
     };
     int *outs = oc_malloc(((size_t)g->n_outputs + 1) * sizeof(int));
     memcpy(outs, g->outputs, (size_t)g->n_outputs * sizeof(int));
@@ -211,7 +214,7 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].n_attrs += strip[i];
     for (int i = 0; i < nv; i++) oc_free(v[i]);
     oc_free(outs), oc_free(strip), oc_free(ann.s), oc_free(fixed.s), oc_free(tl.s), oc_free(mem.s);
-    oc_free(wsl.s);
+    oc_free(wsl.s), oc_free(structure);
     return rc;
 }
 

@@ -328,6 +328,46 @@ static void set_outputs(train_graph *ntg, int loss) {
 }
 
 
+/* The plan's structure, carried from the source step's (train_structure.h
+ * records it): an emitted node keeps its phase and forward partner; a recompute
+ * clone is backward; a swap takes its predecessor's phase, backward after the
+ * loss. Tensors keep their indices, kinds, gradients and the saved list. */
+static void carry_structure(const rw *s, train_graph *ntg) {
+    const train_graph *tg = s->tg;
+    const ir_graph *ng = ntg->g;
+    int nn = ng->n_nodes, nt = ng->n_tensors;
+    int *new_of = oc_malloc(((size_t)s->nn + 1) * sizeof(int));
+    ntg->phase = oc_calloc((size_t)nn + 1, sizeof *ntg->phase);
+    ntg->fwd_of = oc_malloc(((size_t)nn + 1) * sizeof(int));
+    ntg->grad_of = oc_malloc(((size_t)nt + 1) * sizeof(int));
+    ntg->saved = oc_malloc(((size_t)tg->n_saved + 1) * sizeof(int));
+    for (int i = 0; i < s->nn; i++) new_of[i] = -1;
+    train_phase prev = TRAIN_PHASE_FORWARD;
+    for (int n = 0; n < nn; n++) {
+        int src = s->src_node[n];
+        bool clone = src >= 0 && ir_attr_find(&ng->nodes[n], PLAN_ATTR_RECOMPUTE_OF);
+        if (src >= 0 && !clone) new_of[src] = n;
+        ntg->phase[n] = clone ? TRAIN_PHASE_BACKWARD
+                        : src >= 0 ? tg->phase[src]
+                        : prev == TRAIN_PHASE_LOSS ? TRAIN_PHASE_BACKWARD : prev;
+        if (ntg->phase[n] == TRAIN_PHASE_LOSS) ntg->n_forward = n + 1;
+        prev = ntg->phase[n];
+        ntg->fwd_of[n] = -1;
+    }
+    for (int n = 0; n < nn; n++) {
+        int src = s->src_node[n];
+        if (src >= 0 && new_of[src] == n && tg->fwd_of[src] >= 0)
+            ntg->fwd_of[n] = new_of[tg->fwd_of[src]];
+    }
+    for (int t = 0; t < nt; t++) ntg->grad_of[t] = t < s->nt ? tg->grad_of[t] : -1;
+    memcpy(ntg->saved, tg->saved, (size_t)tg->n_saved * sizeof(int));
+    ntg->n_saved = tg->n_saved;
+    ntg->loss_tensor = tg->loss_tensor;
+    ntg->label_tensor = tg->label_tensor;
+    train_mark_aliases(ntg);
+    oc_free(new_of);
+}
+
 static void map_timeline(rw *s, const sim_timeline *tl, rewrite_result *r) {
     int nn = s->ng->n_nodes;
     r->start = oc_malloc(((size_t)nn + 1) * sizeof(double));
@@ -483,10 +523,8 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
         ntg->g = s.ng;
         ntg->opts = tg->opts;
         if (rc == OC_OK) {
-            /* Aliases first (outputs depend on them), with the loss as output 0. */
-            ir_graph_add_output(s.ng, tg->loss_tensor);
-            rc = plan_structure_fill(ntg, err);
-            if (rc == OC_OK) set_outputs(ntg, tg->loss_tensor);
+            carry_structure(&s, ntg); /* aliases first: the outputs depend on them */
+            set_outputs(ntg, tg->loss_tensor);
         }
         if (rc == OC_OK) {
             out->tg = ntg;

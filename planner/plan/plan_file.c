@@ -8,10 +8,12 @@
 
 #include "onnx.pb-c.h"
 #include "ir/onnx_import.h"
+#include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "ir/shape_infer.h"
 #include "plan/plan_verify.h"
 #include "plan/profile.h"
+#include "train/train_structure.h"
 
 /* ---- digests ---- */
 
@@ -63,47 +65,6 @@ void plan_profile_digest(const profile *p, char *buf, size_t cap) {
 }
 
 /* ---- reading ---- */
-
-int plan_structure_fill(train_graph *tg, oc_err *err) {
-    ir_graph *g = tg->g;
-    int loss_node = g->n_outputs > 0 ? g->tensors[g->outputs[0]].producer : -1;
-    if (loss_node < 0)
-        return oc_fail(err, "%s: the first graph output (the loss) has no producer",
-                       g->model_path ? g->model_path : "plan");
-    int nt = g->n_tensors, nn = g->n_nodes;
-    oc_free(tg->phase), oc_free(tg->fwd_of), oc_free(tg->alias_of), oc_free(tg->grad_of);
-    oc_free(tg->saved);
-    tg->phase = oc_calloc((size_t)nn + 1, sizeof *tg->phase);
-    tg->fwd_of = oc_malloc(((size_t)nn + 1) * sizeof(int));
-    tg->alias_of = oc_malloc(((size_t)nt + 1) * sizeof(int));
-    tg->grad_of = oc_malloc(((size_t)nt + 1) * sizeof(int));
-    tg->saved = oc_malloc(sizeof(int));
-    tg->n_saved = 0;
-    for (int t = 0; t < nt; t++) tg->alias_of[t] = tg->grad_of[t] = -1;
-    for (int i = 0; i < nn; i++) {
-        const ir_node *n = &g->nodes[i];
-        tg->fwd_of[i] = -1;
-        tg->phase[i] = i < loss_node    ? TRAIN_PHASE_FORWARD
-                       : i == loss_node ? TRAIN_PHASE_LOSS
-                       : n->op == OP_SGD_MOMENTUM ? TRAIN_PHASE_UPDATE
-                                                  : TRAIN_PHASE_BACKWARD;
-        const op_def *d = op_def_of(n);
-        for (int o = 0; o < d->n_aliases && o < n->n_outputs; o++) {
-            int in = d->aliases[o];
-            if (in >= 0 && n->outputs[o] >= 0 && in < n->n_inputs && n->inputs[in] >= 0)
-                tg->alias_of[n->outputs[o]] = n->inputs[in];
-        }
-        if (tg->phase[i] == TRAIN_PHASE_UPDATE && n->n_inputs > 1)
-            tg->grad_of[n->inputs[0]] = n->inputs[1];
-    }
-    tg->n_forward = loss_node + 1;
-    tg->loss_tensor = g->outputs[0];
-    tg->label_tensor = -1;
-    for (int i = 0; i < g->n_inputs; i++)
-        if (g->tensors[g->inputs[i]].dtype == IR_DTYPE_INT64) tg->label_tensor = g->inputs[i];
-    return OC_OK;
-}
-
 
 char *plan_file_meta_get(const uint8_t *buf, size_t len, const char *key) {
     Onnx__ModelProto *m = len ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
@@ -260,46 +221,96 @@ int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *p
     return OC_OK;
 }
 
-int plan_file_load(const char *path, train_graph **tg, int64_t **offsets, int64_t *arena_bytes,
-                   uint8_t **buf, size_t *len, oc_err *err) {
-    *tg = NULL, *offsets = NULL, *buf = NULL;
-    if (oc_read_file(path, buf, len, err)) return OC_ERR;
-    char *kind = plan_file_meta_get(*buf, *len, "outcore.kind");
-    char *nd = plan_file_meta_get(*buf, *len, "outcore.data_inputs");
+/* SGDMomentum attributes overridden before decoding (op_args.h reads them). */
+static void set_sgd_attr(ir_graph *g, const char *name, float v) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        if (n->op != OP_SGD_MOMENTUM) continue;
+        for (int a = 0; a < n->n_attrs; a++)
+            if (strcmp(n->attrs[a].name, name) == 0) n->attrs[a].f = v;
+    }
+}
+
+static char *meta_or_empty(const uint8_t *buf, size_t len, const char *key) {
+    char *v = plan_file_meta_get(buf, len, key);
+    return v ? v : oc_strdup("");
+}
+
+int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_read_opts *o,
+                   plan_read *out, oc_err *err) {
+    memset(out, 0, sizeof *out);
+    const plan_read_opts none = {0};
+    if (!o) o = &none;
+    char *kind = plan_file_meta_get(buf, len, "outcore.kind");
+    char *batch = meta_or_empty(buf, len, "outcore.batch");
+    char *nd = meta_or_empty(buf, len, "outcore.data_inputs");
+    char *structure = plan_file_meta_get(buf, len, TRAIN_STRUCTURE_KEY);
     int rc = OC_OK;
-    if (!kind || strcmp(kind, PLAN_KIND) != 0)
-        rc = oc_fail(err, "%s: not a plan (metadata outcore.kind is '%s'; write one with "
-                     "`outcore-plan plan ... -o PLAN.onnx`)", path, kind ? kind : "");
+    out->is_plan = kind && strcmp(kind, PLAN_KIND) == 0;
+    if (!out->is_plan && (!kind || strcmp(kind, PLAN_KIND_TRAINING) != 0))
+        rc = oc_fail(err, "%s: neither a plan nor a training graph (metadata outcore.kind is '%s'; "
+                     "write one with `outcore-plan plan ... -o` or `outcore-plan emit`)", path,
+                     kind ? kind : "");
+    char *end;
+    if (rc == OC_OK && (parse_i64(batch, &end, &out->batch) || *end || out->batch < 1))
+        rc = oc_fail(err, "%s: outcore.batch '%s' is not a batch size", path, batch);
+    int64_t n_data = 2;
+    if (rc == OC_OK && *nd && (parse_i64(nd, &end, &n_data) || *end))
+        rc = oc_fail(err, "%s: outcore.data_inputs '%s' is not a count", path, nd);
+    if (rc == OC_OK && !structure)
+        rc = oc_fail(err, "%s: no %s metadata (written by an older outcore-plan? emit or plan it "
+                     "again)", path, TRAIN_STRUCTURE_KEY);
     ir_graph *g = NULL;
-    if (rc == OC_OK) rc = onnx_import_buffer(*buf, *len, path, &g, err);
-    int n_data = nd ? atoi(nd) : 2;
+    if (rc == OC_OK) rc = onnx_import_buffer(buf, len, path, &g, err);
     if (rc == OC_OK && (n_data < 1 || n_data > g->n_inputs))
-        rc = oc_fail(err, "%s: outcore.data_inputs=%d but the graph has %d inputs", path, n_data,
-                     g->n_inputs);
+        rc = oc_fail(err, "%s: outcore.data_inputs=%" PRId64 " but the graph has %d inputs", path,
+                     n_data, g->n_inputs);
     if (rc == OC_OK) {
-        for (int i = n_data; i < g->n_inputs; i++) { /* data-less initializers (onnx_export.h) */
+        for (int i = (int)n_data; i < g->n_inputs; i++) { /* data-less initializers */
             ir_tensor *t = &g->tensors[g->inputs[i]];
             t->is_graph_input = false;
             t->is_initializer = true;
             t->kind = IR_KIND_PARAMETER;
         }
-        g->n_inputs = n_data;
+        g->n_inputs = (int)n_data;
+        if (o->lr_set) set_sgd_attr(g, "lr", o->lr);
+        if (o->momentum_set) set_sgd_attr(g, "momentum", o->momentum);
+        if (o->weight_decay_set) set_sgd_attr(g, "weight_decay", o->weight_decay);
         ir_bind_opts b = {0};
         rc = ir_bind_dims(g, &b, err) || ir_infer_shapes(g, err) ? OC_ERR : OC_OK;
     }
-    if (rc == OC_OK) rc = plan_file_restore(g, *buf, *len, path, offsets, arena_bytes, err);
+    if (rc == OC_OK && out->is_plan) /* first: it names a plan of another graph as such */
+        rc = plan_file_restore(g, buf, len, path, &out->offsets, &out->arena_bytes, err);
     if (rc == OC_OK) {
-        *tg = oc_calloc(1, sizeof **tg);
-        (*tg)->g = g;
-        (*tg)->opts = train_opts_default();
+        out->tg = oc_calloc(1, sizeof *out->tg);
+        out->tg->g = g;
         g = NULL;
-        rc = plan_structure_fill(*tg, err);
+        rc = train_structure_parse(out->tg, structure, path, err);
+    }
+    if (rc == OC_OK) {
+        train_graph *tg = out->tg;
+        tg->opts = train_opts_default();
+        tg->opts.loss = tg->label_tensor >= 0 ? TRAIN_LOSS_SOFTMAX_CE : TRAIN_LOSS_MODEL;
+        for (int i = 0; i < tg->g->n_nodes; i++)
+            if (tg->g->nodes[i].op == OP_SGD_MOMENTUM) { /* the optimizer settings as run */
+                const op_sgd_args *a = &op_args_of(&tg->g->nodes[i])->sgd;
+                tg->opts.lr = a->lr, tg->opts.momentum = a->momentum;
+                tg->opts.weight_decay = a->weight_decay;
+                break;
+            }
+    }
+    if (rc == OC_OK) {
+        out->source_model = meta_or_empty(buf, len, "outcore.source_model");
+        out->strategy = meta_or_empty(buf, len, "outcore.strategy");
     }
     ir_graph_free(g);
-    oc_free(kind), oc_free(nd);
-    if (rc) {
-        train_graph_free(*tg), oc_free(*offsets), oc_free(*buf);
-        *tg = NULL, *offsets = NULL, *buf = NULL;
-    }
+    oc_free(kind), oc_free(batch), oc_free(nd), oc_free(structure);
+    if (rc) plan_read_free(out);
     return rc;
+}
+
+void plan_read_free(plan_read *r) {
+    train_graph_free(r->tg);
+    oc_free(r->offsets), oc_free(r->source_model), oc_free(r->strategy);
+    memset(r, 0, sizeof *r);
 }

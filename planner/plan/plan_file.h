@@ -1,6 +1,6 @@
 /* plan_file.h — the plan file (plan.onnx) as both programs see it: its format,
- * digests and the one reader (outcore-plan show and the runtime loader). The
- * writer is emit/plan_write.h.
+ * digests and the one reader (plan_file_read: outcore-plan show and the runtime
+ * loader). The writer is emit/plan_write.h.
  *
  * The file: the training step as onnx_export.h writes it (nodes in execution
  * order, OC_DOMAIN declared, data-less initializers as typed inputs), with:
@@ -27,7 +27,9 @@
  *    kernel workspace region in the arena, from the profile's workspace_bytes;
  *    restored as the node attribute outcore_workspace, layout.h),
  *    outcore.timeline (lines "<node index>\t<start s>\t<end s>": the predicted
- *    schedule) and outcore.memory (lines "<t s>\t<live bytes>").
+ *    schedule), outcore.memory (lines "<t s>\t<live bytes>") and
+ *    outcore.structure (phases, loss, label, kinds, gradients, saved tensors:
+ *    train/train_structure.h).
  */
 #ifndef OC_PLAN_FILE_H
 #define OC_PLAN_FILE_H
@@ -36,6 +38,7 @@
 #include "train/train_graph.h"
 
 #define PLAN_KIND "plan"
+#define PLAN_KIND_TRAINING "incore-training-graph" /* outcore-plan emit */
 /* Node annotations: attributes on project-domain nodes, metadata lines for
  * standard-domain ones (see above). */
 #define PLAN_ATTR_STREAM "outcore_stream"             /* "compute" | "d2h" | "h2d" */
@@ -57,20 +60,33 @@ uint64_t plan_graph_digest(const ir_graph *g);
 int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *path,
                       int64_t **offsets, int64_t *arena_bytes, oc_err *err);
 
-/* The whole reading side for tools (outcore-plan show): reads path, checks
- * outcore.kind = "plan", imports (data-less initializers back to
- * initializers), infers shapes, plan_file_restore, and fills the train_graph
- * structure (plan_structure_fill). *buf and *len: the file's bytes (owned by
- * the caller) for further metadata. Everything owned by the caller. */
-int plan_file_load(const char *path, train_graph **tg, int64_t **offsets, int64_t *arena_bytes,
-                   uint8_t **buf, size_t *len, oc_err *err);
+/* The one reader of what outcore-plan writes for outcore-run: a training graph
+ * (outcore.kind "incore-training-graph", train_export.h) or a plan. It checks
+ * the kind, imports the graph (data-less initializers back to initializers),
+ * applies the overrides, infers shapes and decodes every node's arguments,
+ * reads the structure back (train_structure.h; a file without it is refused)
+ * and, for a plan, restores annotations and offsets (plan_file_restore). It
+ * does not verify the layout: callers run plan_verify. */
+typedef struct plan_read_opts {
+    bool lr_set, momentum_set, weight_decay_set; /* override the file's SGDMomentum attributes */
+    float lr, momentum, weight_decay;
+} plan_read_opts;
 
-/* Fills a train_graph's structure for a graph in execution order whose first
- * output is the loss: phases (before the loss node: forward; SGDMomentum:
- * update; the rest backward), n_forward, alias_of from the op table, loss and
- * label tensors, an empty saved list. tg->g must be set. OC_ERR naming the
- * graph when the loss has no producer. */
-int plan_structure_fill(train_graph *tg, oc_err *err);
+typedef struct plan_read {
+    train_graph *tg;
+    bool is_plan;            /* else a training graph */
+    int64_t batch;           /* outcore.batch */
+    char *source_model;      /* outcore.source_model ("" when absent) */
+    char *strategy;          /* outcore.strategy ("" when absent) */
+    int64_t *offsets;        /* plans: per tensor arena offset, -1 none */
+    int64_t arena_bytes;     /* plans: outcore.arena_bytes */
+} plan_read;
+
+/* o may be NULL. On OC_ERR (naming path) *out is empty; otherwise
+ * plan_read_free releases it. buf is not kept. */
+int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_read_opts *o,
+                   plan_read *out, oc_err *err);
+void plan_read_free(plan_read *r);
 
 /* One metadata_props value of an ONNX file's bytes (owned by the caller,
  * oc_free), or NULL when absent or the bytes are not a model. */

@@ -12,7 +12,7 @@
  * data (raw_data). metadata_props: outcore.version, outcore.kind =
  * "incore-training-graph", outcore.batch, outcore.lr, outcore.momentum,
  * outcore.weight_decay, outcore.source_model, outcore.forward_nodes,
- * outcore.data_inputs.
+ * outcore.data_inputs and outcore.structure (train_structure.h).
  *
  * Initializers without data (structure-only models): the ONNX checker rejects
  * an initializer with no value field, so each is written as a typed graph input

@@ -84,6 +84,30 @@ onnx.save(m, sys.argv[2])
 PYEOF
 expect_reject "an overlapping layout" "overlaps" "$T/overlap.onnx"
 
+# The structure record: missing (an older writer) or disagreeing with the graph.
+"$PY" - "$T/r18.onnx" "$T/nostruct.onnx" "$T/badstruct.onnx" <<'PYEOF'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+keep = [(p.key, p.value) for p in m.metadata_props]
+del m.metadata_props[:]
+for k, v in keep:
+    if k != "outcore.structure":
+        m.metadata_props.add(key=k, value=v)
+onnx.save(m, sys.argv[2])
+for k, v in keep:
+    if k == "outcore.structure":
+        v = v.replace("phases F", "phases B", 1)
+    m.metadata_props.add(key=k, value=v) if k == "outcore.structure" else None
+onnx.save(m, sys.argv[3])
+PYEOF
+expect_reject "a plan without its structure" "no outcore.structure metadata" "$T/nostruct.onnx"
+expect_reject "a plan whose structure disagrees" "outcore.structure line 2: a backward or update node before the loss node" "$T/badstruct.onnx"
+if "$PLAN" show "$T/nostruct.onnx" >/dev/null 2>"$T/err"; then
+    bad "show accepted a plan without its structure"
+else
+    grep -q "no outcore.structure" "$T/err" && ok "show refuses it too: $(cat "$T/err")"       || bad "show: $(cat "$T/err")"
+fi
+
 # Budget below the plan's arena.
 arena=$("$PY" -c "import onnx,sys; print({p.key:p.value for p in onnx.load(sys.argv[1]).metadata_props}['outcore.arena_bytes'])" "$T/r18.onnx")
 expect_reject "a budget below the arena" "needs an arena of $arena bytes" "$T/r18.onnx" --budget $((arena - 4096))

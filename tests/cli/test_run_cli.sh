@@ -20,6 +20,18 @@ M=graphs/googlenet_op13.onnx
   && ok "emitted training graph passes onnx.checker" || bad "emitted graph fails onnx.checker"
 "$RUN" "$T/train.onnx" --steps 2 --seed 3 --save "$T/trained.onnx" >"$T/a.out" 2>&1 || bad "run training graph"
 "$RUN" "$M" --batch 2 --lr 0.05 --steps 2 --seed 3 >"$T/b.out" 2>&1 || bad "run forward model"
+# --lr overrides the file's SGDMomentum attributes (before they are decoded): the
+# file's own lr repeats the default run bit for bit, another lr changes step 1.
+"$PLAN" emit graphs/resnet18_op13.onnx --batch 1 --lr 0.05 -o "$T/r18.onnx" >/dev/null || bad "emit r18"
+for lr in file 0.05 0; do
+    args=(); [ $lr = file ] || args=(--lr $lr)
+    "$RUN" "$T/r18.onnx" --steps 2 "${args[@]}" 2>&1 | grep '^step 1' >"$T/lr_$lr.out" || bad "run --lr $lr"
+done
+if cmp -s "$T/lr_file.out" "$T/lr_0.05.out" && ! cmp -s "$T/lr_file.out" "$T/lr_0.out"; then
+    ok "--lr overrides a training graph's learning rate"
+else
+    bad "--lr override: file $(cat "$T/lr_file.out"), 0.05 $(cat "$T/lr_0.05.out"), 0 $(cat "$T/lr_0.out")"
+fi
 if diff <(grep '^step' "$T/a.out") <(grep '^step' "$T/b.out") >/dev/null && grep -q '^step 1' "$T/a.out"; then
     ok "training graph and forward model give identical losses"
 else

@@ -1,7 +1,8 @@
 /* test_export.c — onnx_export: the in-core training graph written as ONNX and
  * read back by the runtime loader is the same graph: nodes (order, names, ops,
  * domains, attributes, inputs, outputs), tensor shapes/dtypes, initializer
- * data, phases, in-place aliases, parameter gradients, optimizer settings;
+ * data, phases, forward partners, tensor kinds, saved tensors, in-place
+ * aliases, parameter gradients, optimizer settings;
  * structure-only initializers survive as data-less initializers. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,6 +50,7 @@ static void assert_same_training_graph(const train_graph *a, const train_graph *
         assert_string_equal(x->op_type, y->op_type);
         assert_string_equal(x->domain, y->domain);
         assert_int_equal(a->phase[i], b->phase[i]);
+        assert_int_equal(a->fwd_of[i], b->fwd_of[i]);
         assert_int_equal(x->n_inputs, y->n_inputs);
         for (int k = 0; k < x->n_inputs; k++)
             assert_string_equal(tname(ga, x->inputs[k]), tname(gb, y->inputs[k]));
@@ -71,12 +73,10 @@ static void assert_same_training_graph(const train_graph *a, const train_graph *
         assert_int_equal(x->rank, y->rank);
         assert_memory_equal(x->dims, y->dims, sizeof(int64_t) * (size_t)(x->rank > 0 ? x->rank : 0));
         assert_int_equal(x->is_initializer, y->is_initializer);
-        if (x->kind == IR_KIND_PARAMETER || x->kind == IR_KIND_STATE || x->kind == IR_KIND_OPT_STATE)
-            assert_int_equal(x->kind, y->kind);
+        assert_int_equal(x->kind, y->kind); /* read back from outcore.structure */
         assert_int_equal(a->alias_of[t] >= 0, b->alias_of[u] >= 0);
         if (a->alias_of[t] >= 0) assert_string_equal(tname(ga, a->alias_of[t]), tname(gb, b->alias_of[u]));
-        if (t < ga->n_tensors && a->grad_of[t] >= 0 && x->kind == IR_KIND_PARAMETER && a->alias_of[t] < 0)
-            assert_string_equal(tname(ga, a->grad_of[t]), tname(gb, b->grad_of[u]));
+        assert_string_equal(tname(ga, a->grad_of[t]), tname(gb, b->grad_of[u]));
         if (x->is_initializer) {
             n_init++;
             assert_int_equal(x->data_src == IR_DATA_INLINE, y->data_src == IR_DATA_INLINE);
@@ -87,6 +87,9 @@ static void assert_same_training_graph(const train_graph *a, const train_graph *
         }
     }
     assert_true(n_init > 0);
+    assert_int_equal(a->n_saved, b->n_saved);
+    for (int i = 0; i < a->n_saved; i++)
+        assert_string_equal(tname(ga, a->saved[i]), tname(gb, b->saved[i]));
     assert_string_equal(tname(ga, a->loss_tensor), tname(gb, b->loss_tensor));
     assert_string_equal(tname(ga, a->label_tensor), tname(gb, b->label_tensor));
     assert_true(a->opts.lr == b->opts.lr && a->opts.momentum == b->opts.momentum &&

@@ -156,7 +156,8 @@ test-threads: $(BUILD)/tests/test_streams $(BUILD)/outcore-run cuda-emu
 # The emulated-cuda variant of this build ($(BUILD)-emu, tests/cli/test_cuda_emu.sh runs it).
 cuda-emu:
 	$(if $(filter emu,$(CUDA)),,$(MAKE) CUDA=emu BUILD=$(BUILD)-emu SANITIZE=$(SANITIZE) all gpu-tests \
-	  $(patsubst tests/unit/%.c,$(BUILD)-emu/tests/%,$(wildcard tests/unit/test_emu_*.c)))
+	  $(patsubst tests/unit/%.c,$(BUILD)-emu/tests/%,$(wildcard tests/unit/test_emu_*.c)) \
+	  $(BUILD)-emu/tests/test_op_harness)
 
 # Runs every suite; the last line is "N passed, M failed".
 test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN) cuda-emu

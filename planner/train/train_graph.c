@@ -62,6 +62,18 @@ static int add_loss(train_builder *b, const train_opts *o) {
         if (g->tensors[out].rank != 0)
             return oc_fail(b->err, "%s: --loss model needs a scalar output; '%s' has rank %d",
                            g->model_path, g->tensors[out].name, g->tensors[out].rank);
+        /* The backward starts at the loss node, whose gradient rule takes
+         * dL/dloss = 1: only SoftmaxCrossEntropyLoss has such a rule. */
+        int p = g->tensors[out].producer;
+        if (p < 0 || g->nodes[p].op != OP_SOFTMAX_CROSS_ENTROPY)
+            return oc_fail(b->err, "%s: --loss model: the output '%s' must be computed by a "
+                           "SoftmaxCrossEntropyLoss node (reduction mean or sum); it is %s%s",
+                           g->model_path, g->tensors[out].name, p < 0 ? "not computed by a node"
+                           : "computed by ", p < 0 ? "" : g->nodes[p].op_type);
+        if (p != g->n_nodes - 1)
+            return oc_fail(b->err, "%s: --loss model: the loss node '%s' must be the last node "
+                           "(the forward ends with the loss)", g->model_path, g->nodes[p].name);
+        tg->phase[p] = TRAIN_PHASE_LOSS;
         tg->loss_tensor = out;
         return OC_OK;
     }

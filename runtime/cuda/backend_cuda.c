@@ -100,10 +100,7 @@ static void cuda_be_run_node(rt_backend *b, rt_stream_id s, const kernel_args *a
         if (e0) CU_ENQ(im, cudaEventRecord(e0, c.stream), a.n->name);
     }
     oc_err e;
-    if (cuda_kernel_run(&c, &a, &e)) {
-        oc_fail_prefix(&e, "node '%s' (%s)", a.n->name, a.n->op_type);
-        cuda_error_record(im, &e);
-    }
+    if (cuda_kernel_run(&c, &a, &e)) cuda_error_record(im, &e); /* its message names the node */
     if (e1) {
         CU_ENQ(im, cudaEventRecord(e1, c.stream), a.n->name);
         prof_push(im, node, e0, e1);

@@ -3,7 +3,8 @@
 # CUDA emulator (tests/emu/, `make CUDA=emu`; `make test` builds it into
 # ${BUILD}-emu). Checks:
 #   1. the ONNX node conformance suite on the emulated cuda backend passes
-#      (exit 77 = "no GPU" is a failure here: the emulator always has one);
+#      (exit 77 = "no GPU" is a failure here: the emulator always has one),
+#      and so does the op x backend harness (test_op_harness --require cuda);
 #   2. `outcore-run --backend cuda` vs `--backend cpu` on ResNet-18 (64x64,
 #      batch 2, exported with weights) and alexnet_small (32x32, Dropout): loss,
 #      every gradient and the weights after 3 steps within 1e-3 relative
@@ -57,6 +58,17 @@ for t in "$EMU"/tests/test_emu_*; do
         tail -20 "$T/emu_unit.out"
     fi
 done
+
+# 1c. the op x backend harness (tests/unit/op_cases.h) with the emulated cuda backend
+#     required: every case's whole training step on cuda against cpu
+if [ ! -x "$EMU/tests/test_op_harness" ]; then
+    bad "$EMU/tests/test_op_harness missing (make test builds it)"
+elif "$EMU/tests/test_op_harness" --require cuda >"$T/harness.out" 2>&1; then
+    ok "op harness, cuda (emulated) vs cpu: $(grep -c 'cuda matches cpu' "$T/harness.out") cases compared, $(grep -c 'cuda refuses it' "$T/harness.out") refused as marked"
+else
+    bad "op harness, cuda (emulated) vs cpu:"
+    grep -E '^(ERROR|not ok)|FAILED' "$T/harness.out" | head -20
+fi
 
 # 2. gradients cuda vs cpu (one export with weights, reused below)
 if "$PY" tools/export_models.py --models resnet18 --opset 13 --image-size 64 --batch 2 \

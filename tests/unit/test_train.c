@@ -430,6 +430,72 @@ static void test_missing_rule_names_node(void **state) {
     assert_non_null(strstr(err.msg, "no gradient rule"));
 }
 
+/* --loss model: the model's own SoftmaxCrossEntropyLoss is the loss node and
+ * the backward starts there (gradients reach the parameters); a scalar that
+ * no such node computes is refused, naming it. */
+static void test_model_loss(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int gap = node(g, "gap", "GlobalAveragePool", 1, a, END);
+    int flat = node(g, "flat", "Flatten", 1, out0(g, gap), END);
+    int64_t n = 2;
+    int labels = ir_tensor_add(g, "labels", IR_DTYPE_INT64);
+    ir_tensor_set_shape(&g->tensors[labels], 1, &n);
+    ir_graph_add_input(g, labels);
+    int sce = node(g, "sce", "SoftmaxCrossEntropyLoss", 1, out0(g, flat), labels, END);
+    ir_graph_add_output(g, out0(g, sce));
+    oc_err err;
+    assert_int_equal(ir_infer_shapes(g, &err), OC_OK);
+    train_opts o = train_opts_default();
+    o.loss = TRAIN_LOSS_MODEL;
+    train_graph *tg;
+    if (train_build(g, &o, &tg, &err)) fail_msg("%s", err.msg);
+    int w = ir_tensor_find(tg->g, "stem.w");
+    assert_true(w >= 0);
+    assert_true(tg->grad_of[w] >= 0);
+    assert_int_equal(tg->phase[node_named(tg->g, "sce")], TRAIN_PHASE_LOSS);
+    train_graph_free(tg);
+
+    g = graph_with_stem(13, &a);
+    int64_t none = 0, one = 1;
+    int r = node(g, "scalar", "Reshape", 1, param(g, "s", 1, &one), const_i64(g, "shape", 0, &none),
+                 END);
+    ir_graph_add_output(g, out0(g, r));
+    if (ir_infer_shapes(g, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(train_build(g, &o, &tg, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "SoftmaxCrossEntropyLoss"));
+    assert_non_null(strstr(err.msg, "Reshape"));
+    printf("ok - --loss model: gradients from the model's SoftmaxCrossEntropyLoss; another "
+           "scalar refused: %s\n", err.msg);
+}
+
+/* A parameter reshaped before use (exporters write weight.T, view()) keeps
+ * its gradient: its weights are data but no plan-time constant to fold. */
+static void test_reshaped_parameter_trains(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t wd[] = {16}, shape[] = {4, 4};
+    int w = param(g, "w.flat", 1, wd);
+    float vals[16] = {0};
+    ir_tensor_set_data(&g->tensors[w], vals, sizeof vals);
+    int rw = node(g, "w.view", "Reshape", 1, w, const_i64(g, "w.shape", 2, shape), END);
+    int gap = node(g, "gap", "GlobalAveragePool", 1, a, END);
+    int flat = node(g, "flat", "Flatten", 1, out0(g, gap), END);
+    int mm = node(g, "fc", "Gemm", 1, out0(g, flat), out0(g, rw), END);
+    ir_graph_add_output(g, out0(g, mm));
+    oc_err err;
+    if (ir_infer_shapes(g, &err)) fail_msg("%s", err.msg);
+    train_opts o = train_opts_default();
+    train_graph *tg;
+    if (train_build(g, &o, &tg, &err)) fail_msg("%s", err.msg);
+    assert_true(node_named(tg->g, "w.view") >= 0);
+    int wt = ir_tensor_find(tg->g, "w.flat");
+    assert_true(tg->grad_of[wt] >= 0);
+    train_graph_free(tg);
+}
+
 /* A deeper model, built twice: same node names in the same order. */
 static train_graph *small_resnet_block(void) {
     int a;
@@ -504,6 +570,8 @@ int main(void) {
         cmocka_unit_test(test_concat_pad),
         cmocka_unit_test(test_loss_saved),
         cmocka_unit_test(test_missing_rule_names_node),
+        cmocka_unit_test(test_model_loss),
+        cmocka_unit_test(test_reshaped_parameter_trains),
         cmocka_unit_test(test_deterministic_names),
         cmocka_unit_test(test_incore_peak_brute_force),
     };

@@ -7,11 +7,13 @@
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
-/* True when input i has inline data (a plan-time value). */
-static bool in_has_value(ir_graph *g, ir_node *n, int i) {
-    ir_tensor *t = ir_node_in(g, n, i);
-    return t && t->data_src == IR_DATA_INLINE;
+/* True when input i is a plan-time value: inline data of a constant. A
+ * parameter's weights are data too, but they change every step: folding them
+ * would cut the parameter off from its gradient. */
+static bool is_value(const ir_tensor *t) {
+    return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
 }
+static bool in_has_value(ir_graph *g, ir_node *n, int i) { return is_value(ir_node_in(g, n, i)); }
 
 static int constant_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
@@ -171,7 +173,7 @@ static int concat_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
                 return oc_fail(err, "input '%s' dim %d is %" PRId64 ", '%s' has %" PRId64,
                                x->name, d, x->dims[d], x0->name, x0->dims[d]);
         y[axis] += x->dims[axis];
-        fold = fold && x->data_src == IR_DATA_INLINE;
+        fold = fold && is_value(x);
     }
     op_set_out(g, n, 0, x0->dtype, x0->rank, y);
     if (!fold) return OC_OK;
@@ -345,6 +347,7 @@ const op_def op_def_gather = {
 const op_def op_def_unsqueeze = {
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1,
     .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = unsqueeze_infer,
+    .grad = op_grad_reshape,
 };
 const op_def op_def_concat = {
     .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,

@@ -1,0 +1,87 @@
+/* op_cases.h — the op × backend harness's cases (tests/unit/test_op_harness.c),
+ * one line each. Adding an op: add its cases here (docs/adding-an-op.md).
+ *
+ *   OP_CASE(KIND, "what", opset, outputs, "inputs", "attributes")
+ *     KIND        the op_kind without OP_ (ir/ops/op_list.h)
+ *     outputs     how many outputs the node has (BatchNormalization's training
+ *                 form has 3; Dropout's mask, when asked for, is the 2nd)
+ *     inputs      space-separated, in slot order:
+ *                   [2,3,4]      float, uniform in [-1, 1)   (a trainable
+ *                   +[3]         float, uniform in [0.5, 1.5) parameter, or
+ *                                state/constant by the op's input role)
+ *                   i64<5[4]     int64, uniform in [0, 5)
+ *                   i64=[2,-1]   int64 values (rank 1; i64=[] is empty)
+ *                   f=0.5  i64=3  b=1   a scalar (rank 0) float/int64/bool
+ *                   -            an omitted input
+ *     attributes  space-separated name=value: 2 (int), 0.5 (float),
+ *                 [2,1] (ints), SAME_UPPER (string); and markers:
+ *                   !forward        the op's gradient rule refuses these
+ *                                   arguments: forward only (checked: it must)
+ *                   !refused:cuda   that backend refuses them with an error
+ *                                   naming the node (checked: it must)
+ *
+ * For each case on the cpu backend: the op's gradient rule builds the backward
+ * (train_build, a probe loss after the node), and every gradient is checked
+ * against central finite differences; then every other backend built in runs
+ * the whole training step and is compared with cpu tensor by tensor.
+ * OP_EXEMPT(KIND, "why") names an op no case can reach; the harness fails when
+ * an op is neither reached by a case nor exempt, or exempt and reached. */
+
+/* forward ops (their backward ops are reached through their gradient rules) */
+OP_CASE(CONV, "3x3 pad 1", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1]")
+OP_CASE(CONV, "group 2, stride, dilation", 13, 1, "[2,4,7,6] [6,2,3,2] [6]",
+        "group=2 strides=[2,1] pads=[1,0,1,0] dilations=[1,2] kernel_shape=[3,2]")
+OP_CASE(CONV, "asymmetric pads", 13, 1, "[1,2,6,5] [3,2,3,2] [3]", "pads=[1,0,0,1] !refused:cuda")
+OP_CASE(CONV, "1-d, no bias", 13, 1, "[2,3,9] [2,3,3] -", "strides=[2]")
+OP_CASE(CONV, "SAME_UPPER", 11, 1, "[1,2,5,5] [3,2,3,3] [3]", "auto_pad=SAME_UPPER")
+OP_CASE(CONV_TRANSPOSE, "group 2, stride 2, output_padding", 13, 1, "[2,4,4,3] [4,3,3,2] [6]",
+        "group=2 strides=[2,1] pads=[1,0,1,0] dilations=[1,2] output_padding=[1,0]")
+OP_CASE(CONV_TRANSPOSE, "asymmetric pads", 13, 1, "[1,2,3,3] [2,2,3,3] -",
+        "strides=[2,2] pads=[1,0,0,1] !refused:cuda")
+OP_CASE(CONV_TRANSPOSE, "2x2 stride 2 (U-Net up)", 13, 1, "[1,4,3,3] [4,2,2,2] [2]",
+        "strides=[2,2] kernel_shape=[2,2]")
+OP_CASE(BATCH_NORM, "training (opset 15)", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2]",
+        "training_mode=1 momentum=0.9")
+OP_CASE(BATCH_NORM, "training, 5 outputs (opset 9)", 9, 3, "[4,3,5] +[3] [3] [3] +[3]",
+        "epsilon=0.001")
+OP_CASE(RELU, "", 13, 1, "[2,3,4,5]", "")
+OP_CASE(CLIP, "bounds as inputs (ReLU6-like)", 13, 1, "[3,4,5] f=-0.3 f=0.4", "")
+OP_CASE(CLIP, "min only", 13, 1, "[3,4,5] f=-0.2 -", "")
+OP_CASE(CLIP, "bounds as attributes", 9, 1, "[3,4,5]", "min=-0.5 max=0.25")
+OP_CASE(DROPOUT, "ratio 0.3 as input, training", 13, 2, "[4,5,6] f=0.3 b=1", "")
+OP_CASE(DROPOUT, "ratio attribute, mask added by the rule", 10, 1, "[3,7]", "ratio=0.5")
+OP_CASE(MAX_POOL, "3x3 stride 2 pad 1", 13, 1, "[2,3,7,6]",
+        "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]")
+OP_CASE(MAX_POOL, "ceil_mode, dilation", 13, 1, "[1,2,8,7]",
+        "kernel_shape=[2,3] strides=[2,2] dilations=[1,2] ceil_mode=1")
+OP_CASE(MAX_POOL, "with indices", 13, 2, "[1,2,6,6]", "kernel_shape=[2,2] strides=[2,2]")
+OP_CASE(AVERAGE_POOL, "pad excluded", 13, 1, "[2,3,7,6]",
+        "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1]")
+OP_CASE(AVERAGE_POOL, "pad included, asymmetric", 13, 1, "[1,2,6,5]",
+        "kernel_shape=[3,2] strides=[1,2] pads=[0,1,2,0] count_include_pad=1")
+OP_CASE(AVERAGE_POOL, "ceil_mode, pad included", 13, 1, "[2,2,5,6]",
+        "kernel_shape=[3,2] strides=[2,2] pads=[1,0,1,1] ceil_mode=1 count_include_pad=1")
+OP_CASE(GLOBAL_AVERAGE_POOL, "", 13, 1, "[2,3,4,5]", "")
+OP_CASE(ADD, "same shape", 13, 1, "[2,3,4] [2,3,4]", "")
+OP_CASE(ADD, "broadcast both ways", 13, 1, "[2,1,4] [3,1]", "")
+OP_CASE(SUM, "three inputs, broadcast", 13, 1, "[2,3,4] [3,4] [1]", "")
+OP_CASE(CONCAT, "axis 1", 13, 1, "[2,3,4] [2,2,4] [2,1,4]", "axis=1")
+OP_CASE(CONCAT, "axis -1", 13, 1, "[2,3] [2,5]", "axis=-1")
+OP_CASE(FLATTEN, "axis 2", 13, 1, "[2,3,4,2]", "axis=2")
+OP_CASE(RESHAPE, "0 and -1", 13, 1, "[2,3,4] i64=[0,-1,2]", "")
+OP_CASE(UNSQUEEZE, "axes input", 13, 1, "[3,4] i64=[0,-1]", "")
+OP_CASE(UNSQUEEZE, "axes attribute", 11, 1, "[3,4]", "axes=[1]")
+OP_CASE(PAD, "constant, value input", 13, 1, "[2,3,4] i64=[0,1,2,0,0,1] f=0.5", "")
+OP_CASE(PAD, "reflect (no gradient)", 13, 1, "[1,2,4,5] i64=[0,0,1,2,0,0,2,1]", "mode=reflect !forward")
+OP_CASE(PAD, "edge, pads attribute (no gradient)", 9, 1, "[2,3,4]", "mode=edge pads=[0,2,1,0,1,0] !forward")
+OP_CASE(GEMM, "transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1")
+OP_CASE(GEMM, "transA, alpha, beta, full bias", 13, 1, "[5,3] [5,4] [3,4]",
+        "transA=1 alpha=0.5 beta=2.0")
+OP_CASE(SOFTMAX_CROSS_ENTROPY, "mean (the loss itself)", 13, 1, "[4,5] i64<5[4]", "")
+OP_CASE(SOFTMAX_CROSS_ENTROPY, "mean, ignore_index", 13, 1, "[4,5] i64=[1,4,2,0]", "ignore_index=2")
+OP_CASE(SOFTMAX_CROSS_ENTROPY, "sum, ignore_index", 13, 1, "[5,3] i64=[0,2,1,2,1]",
+        "reduction=sum ignore_index=2")
+OP_CASE(SHAPE, "start and end", 15, 1, "[2,3,4,5]", "start=1 end=-1")
+OP_CASE(GATHER, "axis 1", 13, 1, "[3,4,2] i64=[3,0,0]", "axis=1")
+
+OP_EXEMPT(CONSTANT, "no inputs, its value is a tensor attribute: the conformance suite runs it")

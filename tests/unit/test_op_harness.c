@@ -1,0 +1,828 @@
+/* test_op_harness.c — the op × backend harness: every case of op_cases.h,
+ *
+ *   1. built as a one-node model; when the op has a gradient rule, the
+ *      training step is built the way every model's is (train_build) with a
+ *      probe loss after the node (Reshape to [1, n] -> Gemm with a fixed
+ *      random [n, 3] -> SoftmaxCrossEntropyLoss); a node whose output is a
+ *      scalar loss is the loss itself (--loss model);
+ *   2. on the cpu backend: every gradient the rule produces for a float input
+ *      against central finite differences of f(x) = sum(Y(x) * dY), dY the
+ *      gradient the step delivers to the node's output (f = the loss for a
+ *      loss node), accumulated in double over the float kernels; points where
+ *      the one-sided differences disagree (a kink: ReLU at 0, a max-pool tie)
+ *      are skipped, at most a quarter of them; the backward reads only the
+ *      tensors the op declares saved;
+ *   3. every other backend built into this binary (cuda; the CUDA emulator in
+ *      the CUDA=emu build): the whole step (forward, loss, backward, update)
+ *      from the same initial bytes, every tensor against cpu (floats within
+ *      1e-4 of the tensor's largest magnitude, other types bitwise). A backend
+ *      that cannot be created (no GPU) is skipped with a line saying so,
+ *      unless named by --require, which makes that a failure;
+ *   4. every node output is written in full (outputs start as NaN bytes), and a
+ *      plan-time folded output equals what the kernel computes;
+ *   5. coverage: every op of OC_OPS_COMPUTE is reached by some case — as the
+ *      case's node, a node its gradient rule emits, or its parameters' update —
+ *      or is listed by OP_EXEMPT (and an exempt op must not be reached).
+ *
+ * Usage: test_op_harness [--require BACKEND]... (tools/gpu-check and
+ * tests/cli/test_cuda_emu.sh require cuda). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "ir/ops/op_table.h"
+#include "train/train_graph.h"
+
+typedef struct op_case {
+    op_kind op;
+    const char *what;
+    int64_t opset;
+    int n_out;
+    const char *inputs, *attrs;
+} op_case;
+
+static const op_case cases[] = {
+#define OP_CASE(kind, what, opset, n_out, ins, attrs) {OP_##kind, what, opset, n_out, ins, attrs},
+#define OP_EXEMPT(kind, why)
+#include "op_cases.h"
+#undef OP_CASE
+#undef OP_EXEMPT
+};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+typedef struct op_exempt {
+    int op;
+    const char *why;
+} op_exempt;
+
+static const op_exempt exempt[] = {
+#define OP_CASE(kind, what, opset, n_out, ins, attrs)
+#define OP_EXEMPT(kind, why) {OP_##kind, why},
+#include "op_cases.h"
+#undef OP_CASE
+#undef OP_EXEMPT
+    {OP_UNKNOWN, NULL},
+};
+
+#define MAX_REQUIRED 4
+static const char *required[MAX_REQUIRED];
+static int n_required;
+
+static bool is_required(const char *backend) {
+    for (int i = 0; i < n_required; i++)
+        if (strcmp(required[i], backend) == 0) return true;
+    return false;
+}
+
+/* ---- the case specification ---- */
+
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(uint64_t *s) { /* [0, 1) */
+    return (double)(rng_next(s) >> 11) / (double)(1ULL << 53);
+}
+
+/* "[a,b,...]" at *p: up to cap numbers into v; advances *p past ']'. */
+static int parse_list(const char **p, double *v, int cap, const char *spec) {
+    const char *s = *p;
+    if (*s != '[') fail_msg("case spec '%s': '[' expected at '%s'", spec, s);
+    s++;
+    int n = 0;
+    while (*s && *s != ']') {
+        char *end;
+        double x = strtod(s, &end);
+        if (end == s || n == cap) fail_msg("case spec '%s': bad list at '%s'", spec, s);
+        v[n++] = x;
+        s = *end == ',' ? end + 1 : end;
+    }
+    if (*s != ']') fail_msg("case spec '%s': ']' missing", spec);
+    *p = s + 1;
+    return n;
+}
+
+/* Adds input tensor "x<slot>" from one token of the inputs spec; -1 for "-". */
+static int add_input(ir_graph *g, int node, int slot, const char *tok, uint64_t *rng) {
+    if (strcmp(tok, "-") == 0) return -1;
+    double v[64];
+    int64_t dims[IR_MAX_RANK];
+    int rank = 0, nv = 0;
+    ir_dtype dt = IR_DTYPE_FLOAT;
+    enum { RAND, RAND_POS, RAND_INT, VALUES } fill = RAND;
+    int64_t int_max = 0;
+    const char *p = tok;
+    if (strncmp(p, "i64", 3) == 0) dt = IR_DTYPE_INT64, p += 3;
+    else if (strncmp(p, "f=", 2) == 0) p += 1;
+    else if (strncmp(p, "b=", 2) == 0) dt = IR_DTYPE_BOOL, p += 1;
+    if (*p == '+') fill = RAND_POS, p++;
+    if (*p == '<') {
+        char *end;
+        int_max = strtoll(p + 1, &end, 10);
+        fill = RAND_INT, p = end;
+    }
+    if (*p == '=') {
+        fill = VALUES, p++;
+        if (*p == '[') {
+            nv = parse_list(&p, v, 64, tok);
+            rank = 1, dims[0] = nv;
+        } else {
+            char *end;
+            v[0] = strtod(p, &end);
+            if (end == p) fail_msg("case spec: bad value in '%s'", tok);
+            nv = 1, rank = 0, p = end;
+        }
+    } else {
+        rank = parse_list(&p, v, IR_MAX_RANK, tok);
+        for (int i = 0; i < rank; i++) dims[i] = (int64_t)v[i];
+    }
+    if (*p) fail_msg("case spec: trailing '%s' in '%s'", p, tok);
+    char name[16];
+    snprintf(name, sizeof name, "x%d", slot);
+    int t = ir_tensor_add(g, name, dt);
+    ir_tensor *x = &g->tensors[t];
+    ir_tensor_set_shape(x, rank, dims);
+    int64_t n = 1, bytes = 0;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    assert_true(ir_tensor_bytes(x, &bytes));
+    unsigned char *data = calloc(1, (size_t)bytes + 1);
+    for (int64_t i = 0; i < n; i++) {
+        double u = fill == VALUES ? v[i] : rng_uniform(rng);
+        if (fill == RAND) u = 2 * u - 1;
+        if (fill == RAND_POS) u = 0.5 + u;
+        if (fill == RAND_INT) u = floor(u * (double)int_max);
+        if (dt == IR_DTYPE_FLOAT) ((float *)data)[i] = (float)u;
+        else if (dt == IR_DTYPE_INT64) ((int64_t *)data)[i] = (int64_t)u;
+        else data[i] = u != 0;
+    }
+    ir_tensor_set_data(&g->tensors[t], data, (size_t)bytes);
+    free(data);
+    x = &g->tensors[t];
+    x->is_initializer = true;
+    /* the kind import would give it: a float at a data or weight slot is trainable */
+    op_role role = op_input_role(op_def_of(&g->nodes[node]), slot);
+    if (dt != IR_DTYPE_FLOAT || fill == VALUES || role == OP_IN_CONST) x->kind = IR_KIND_CONSTANT;
+    else x->kind = role == OP_IN_STATE ? IR_KIND_STATE : IR_KIND_PARAMETER;
+    return t;
+}
+
+static void add_attr(ir_graph *g, int node, const char *tok) {
+    const char *eq = strchr(tok, '=');
+    if (!eq) fail_msg("case attribute '%s': name=value expected", tok);
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - tok), tok);
+    const char *val = eq + 1;
+    ir_attr a = {.name = name};
+    int64_t ints[IR_MAX_RANK * 2];
+    char *end;
+    if (*val == '[') {
+        double v[IR_MAX_RANK * 2];
+        const char *p = val;
+        a.type = IR_ATTR_INTS;
+        a.n = parse_list(&p, v, IR_MAX_RANK * 2, tok);
+        for (int i = 0; i < a.n; i++) ints[i] = (int64_t)v[i];
+        a.ints = ints;
+    } else if (strtoll(val, &end, 10), *end == '\0') {
+        a.type = IR_ATTR_INT, a.i = strtoll(val, NULL, 10);
+    } else if (strtod(val, &end), *end == '\0') {
+        a.type = IR_ATTR_FLOAT, a.f = strtof(val, NULL);
+    } else {
+        a.type = IR_ATTR_STRING, a.s = (char *)val;
+    }
+    ir_node_add_attr(g, node, &a);
+}
+
+/* True when the case's attributes carry the marker token (e.g. "!forward",
+ * "!refused:cuda"). */
+static bool case_marked(const op_case *c, const char *marker) {
+    size_t n = strlen(marker);
+    for (const char *p = c->attrs; (p = strstr(p, marker)) != NULL; p += n)
+        if ((p == c->attrs || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return true;
+    return false;
+}
+
+/* ---- one case, built ---- */
+
+typedef struct hcase {
+    const op_case *c;
+    ir_graph *g;       /* owned; tg->g when trained */
+    train_graph *tg;   /* NULL: the op has no gradient (forward only) */
+    int node;          /* the case's node */
+    void **init;       /* per tensor: initial bytes, or NULL (starts as NaN bytes) */
+    int64_t *bytes;    /* per tensor */
+} hcase;
+
+static int node_named(const ir_graph *g, const char *name) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int add_const(ir_graph *g, const char *name, ir_dtype dt, int rank, const int64_t *dims,
+                     const void *data, size_t bytes) {
+    int t = ir_tensor_add(g, name, dt);
+    ir_tensor_set_shape(&g->tensors[t], rank, dims);
+    ir_tensor_set_data(&g->tensors[t], data, bytes);
+    g->tensors[t].is_initializer = true;
+    g->tensors[t].kind = IR_KIND_CONSTANT;
+    return t;
+}
+
+static void infer_or_fail(ir_graph *g, int node, const op_case *c) {
+    oc_err err;
+    if (op_infer(g, &g->nodes[node], &err))
+        fail_msg("%s (%s): node '%s': %s", op_name(c->op), c->what, g->nodes[node].name, err.msg);
+}
+
+/* Appends the probe loss after y: Reshape [1, n] -> Gemm with R [n, 3]. */
+static void add_probe(ir_graph *g, int y, uint64_t *rng, const op_case *c) {
+    int64_t numel = 0;
+    assert_true(ir_tensor_numel(&g->tensors[y], &numel));
+    const int64_t shape[2] = {1, -1}, two = 2, rdims[2] = {numel, 3};
+    int shp = add_const(g, "probe/shape", IR_DTYPE_INT64, 1, &two, shape, sizeof shape);
+    float *r = malloc((size_t)numel * 3 * sizeof(float));
+    for (int64_t i = 0; i < numel * 3; i++)
+        r[i] = (float)((2 * rng_uniform(rng) - 1) / sqrt((double)numel));
+    int rt = add_const(g, "probe/R", IR_DTYPE_FLOAT, 2, rdims, r, (size_t)numel * 3 * sizeof(float));
+    free(r);
+    int flat = ir_tensor_add(g, "probe/flat", IR_DTYPE_UNDEFINED);
+    int n = op_node_add(g, "probe/reshape", OP_RESHAPE);
+    ir_node_add_input(g, n, y);
+    ir_node_add_input(g, n, shp);
+    ir_node_add_output(g, n, flat);
+    infer_or_fail(g, n, c);
+    int logits = ir_tensor_add(g, "probe/logits", IR_DTYPE_UNDEFINED);
+    n = op_node_add(g, "probe/gemm", OP_GEMM);
+    ir_node_add_input(g, n, flat);
+    ir_node_add_input(g, n, rt);
+    ir_node_add_output(g, n, logits);
+    infer_or_fail(g, n, c);
+    ir_graph_add_output(g, logits);
+}
+
+static void case_free(hcase *h) {
+    if (!h->g) return;
+    for (int t = 0; t < h->g->n_tensors; t++) free(h->init[t]);
+    free(h->init);
+    free(h->bytes);
+    if (h->tg) train_graph_free(h->tg);
+    else ir_graph_free(h->g);
+    memset(h, 0, sizeof *h);
+}
+
+/* The case's node alone, shape-inferred. */
+static ir_graph *case_graph(const op_case *c, uint64_t *rng) {
+    ir_graph *g = ir_graph_new();
+    g->opset = c->opset;
+    g->model_path = oc_sprintf("op_cases.h: %s (%s)", op_name(c->op), c->what);
+    int node = op_node_add(g, "case", c->op);
+    char *spec = strdup(c->inputs), *save = NULL;
+    int slot = 0;
+    for (char *tok = strtok_r(spec, " ", &save); tok; tok = strtok_r(NULL, " ", &save), slot++)
+        ir_node_add_input(g, node, add_input(g, node, slot, tok, rng));
+    free(spec);
+    spec = strdup(c->attrs);
+    for (char *tok = strtok_r(spec, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+        if (tok[0] != '!') add_attr(g, node, tok); /* markers: case_marked */
+    free(spec);
+    for (int o = 0; o < c->n_out; o++) {
+        char name[16];
+        snprintf(name, sizeof name, "y%d", o);
+        ir_node_add_output(g, node, ir_tensor_add(g, name, IR_DTYPE_UNDEFINED));
+    }
+    infer_or_fail(g, node, c);
+    return g;
+}
+
+/* A case marked !forward: its gradient rule must refuse it (else the marker
+ * would hide a check). Consumes g. */
+static void expect_no_gradient(const op_case *c, ir_graph *g, uint64_t rng) {
+    train_opts o = train_opts_default();
+    train_graph *tg = NULL;
+    add_probe(g, g->nodes[0].outputs[0], &rng, c);
+    oc_err err;
+    if (train_build(g, &o, &tg, &err) == OC_OK) {
+        train_graph_free(tg);
+        fail_msg("%s (%s) is marked !forward but its gradient rule accepts it: drop the marker",
+                 op_name(c->op), c->what);
+    }
+    printf("ok - %s (%s): no gradient, as marked: %s\n", op_name(c->op), c->what, err.msg);
+}
+
+static void case_build(const op_case *c, hcase *h) {
+    memset(h, 0, sizeof *h);
+    h->c = c;
+    const uint64_t seed = 0x5eed0000u + (uint64_t)(c - cases);
+    uint64_t rng = seed;
+    ir_graph *g = case_graph(c, &rng);
+    const int node = 0;
+    const ir_tensor *y = &g->tensors[g->nodes[node].outputs[0]];
+    bool trains = op_def_of(&g->nodes[node])->grad && y->dtype == IR_DTYPE_FLOAT && !y->data;
+    if (trains && case_marked(c, "!forward")) {
+        expect_no_gradient(c, g, rng);
+        rng = seed;
+        g = case_graph(c, &rng);
+        trains = false;
+    }
+    if (trains) {
+        train_opts o = train_opts_default();
+        if (y->rank == 0) o.loss = TRAIN_LOSS_MODEL, ir_graph_add_output(g, g->nodes[node].outputs[0]);
+        else add_probe(g, g->nodes[node].outputs[0], &rng, c);
+        oc_err err;
+        if (train_build(g, &o, &h->tg, &err)) /* g consumed */
+            fail_msg("%s (%s): train_build: %s", op_name(c->op), c->what, err.msg);
+        g = h->tg->g;
+    } else {
+        for (int o = 0; o < g->nodes[node].n_outputs; o++)
+            if (g->nodes[node].outputs[o] >= 0) ir_graph_add_output(g, g->nodes[node].outputs[o]);
+    }
+    h->g = g;
+    h->node = node_named(g, "case");
+    assert_true(h->node >= 0);
+    h->init = calloc((size_t)g->n_tensors, sizeof(void *));
+    h->bytes = calloc((size_t)g->n_tensors, sizeof(int64_t));
+    for (int t = 0; t < g->n_tensors; t++) {
+        const ir_tensor *x = &g->tensors[t];
+        if (!ir_tensor_bytes(x, &h->bytes[t]))
+            fail_msg("%s: tensor '%s' has no static shape", g->model_path, x->name);
+        if (x->is_initializer) { /* data, or zeros (optimizer state) */
+            h->init[t] = calloc(1, (size_t)h->bytes[t] + 1);
+            if (x->data) memcpy(h->init[t], x->data, (size_t)h->bytes[t]);
+        } else if (h->tg && t == h->tg->label_tensor) {
+            h->init[t] = calloc(1, (size_t)h->bytes[t] + 1);
+            int64_t *lab = h->init[t];
+            for (int64_t i = 0; i < h->bytes[t] / 8; i++) lab[i] = (int64_t)(rng_next(&rng) % 3);
+        }
+    }
+}
+
+/* ---- running a case on a backend ---- */
+
+typedef struct session {
+    rt_backend *b;
+    const hcase *h;
+    void **dev;       /* per tensor; in-place outputs share their input's buffer */
+    int *root;        /* per tensor: the tensor whose buffer it is */
+    void **scratch;   /* per node */
+    size_t *scratch_bytes;
+    void ***in, ***out;
+    kernel_args *args;
+} session;
+
+static void session_open(session *s, rt_backend *b, const hcase *h) {
+    const ir_graph *g = h->g;
+    memset(s, 0, sizeof *s);
+    s->b = b, s->h = h;
+    s->dev = calloc((size_t)g->n_tensors, sizeof(void *));
+    s->root = malloc((size_t)g->n_tensors * sizeof(int));
+    for (int t = 0; t < g->n_tensors; t++) s->root[t] = t;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const op_def *d = op_def_of(n);
+        for (int o = 0; o < d->n_aliases && o < n->n_outputs; o++) {
+            int k = d->aliases[o];
+            if (k >= 0 && n->outputs[o] >= 0 && k < n->n_inputs && n->inputs[k] >= 0)
+                s->root[n->outputs[o]] = s->root[n->inputs[k]];
+        }
+    }
+    oc_err err;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (s->root[t] == t && b->dev_alloc(b, (size_t)h->bytes[t] + 1, &s->dev[t], &err))
+            fail_msg("%s: %s", b->name, err.msg);
+    for (int t = 0; t < g->n_tensors; t++) s->dev[t] = s->dev[s->root[t]];
+    size_t nn = (size_t)(g->n_nodes > 0 ? g->n_nodes : 0) + 1;
+    s->scratch = calloc(nn, sizeof(void *));
+    s->scratch_bytes = calloc(nn, sizeof(size_t));
+    s->in = calloc(nn, sizeof(void **));
+    s->out = calloc(nn, sizeof(void **));
+    s->args = calloc(nn, sizeof(kernel_args));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        s->in[i] = calloc((size_t)n->n_inputs + 1, sizeof(void *));
+        s->out[i] = calloc((size_t)n->n_outputs + 1, sizeof(void *));
+        for (int k = 0; k < n->n_inputs; k++) s->in[i][k] = n->inputs[k] >= 0 ? s->dev[n->inputs[k]] : NULL;
+        for (int k = 0; k < n->n_outputs; k++)
+            s->out[i][k] = n->outputs[k] >= 0 ? s->dev[n->outputs[k]] : NULL;
+        s->scratch_bytes[i] = b->scratch_bytes(b, g, n, SIZE_MAX);
+        if (s->scratch_bytes[i] && b->dev_alloc(b, s->scratch_bytes[i], &s->scratch[i], &err))
+            fail_msg("%s: %s", b->name, err.msg);
+        s->args[i] = (kernel_args){.g = g, .n = n, .in = s->in[i], .out = s->out[i], .seed = 42,
+                                   .step = 0, .scratch = s->scratch[i],
+                                   .scratch_bytes = s->scratch_bytes[i]};
+    }
+}
+
+static void session_close(session *s) {
+    const ir_graph *g = s->h->g;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (s->root[t] == t) s->b->dev_free(s->b, s->dev[t]);
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (s->scratch[i]) s->b->dev_free(s->b, s->scratch[i]);
+        free(s->in[i]);
+        free(s->out[i]);
+    }
+    free(s->dev), free(s->root), free(s->scratch), free(s->scratch_bytes);
+    free(s->in), free(s->out), free(s->args);
+}
+
+static void session_sync(session *s) {
+    oc_err err;
+    if (s->b->sync(s->b, &err)) fail_msg("%s backend: %s", s->b->name, err.msg);
+}
+
+/* Every buffer back to the case's initial bytes (NaN bytes where none). */
+static void session_reset(session *s) {
+    const hcase *h = s->h;
+    int64_t most = 1;
+    for (int t = 0; t < h->g->n_tensors; t++) most = h->bytes[t] > most ? h->bytes[t] : most;
+    void *nan_bytes = malloc((size_t)most);
+    memset(nan_bytes, 0xff, (size_t)most);
+    for (int t = 0; t < h->g->n_tensors; t++)
+        if (s->root[t] == t && h->bytes[t])
+            s->b->copy(s->b, RT_STREAM_COMPUTE, s->dev[t], h->init[t] ? h->init[t] : nan_bytes,
+                       (size_t)h->bytes[t]);
+    session_sync(s);
+    free(nan_bytes);
+}
+
+typedef enum which_nodes { ALL_NODES, NO_UPDATE, CASE_NODE } which_nodes;
+
+static int session_try_run(session *s, which_nodes w, oc_err *err) {
+    const hcase *h = s->h;
+    for (int i = 0; i < h->g->n_nodes; i++) {
+        if (w == CASE_NODE && i != h->node) continue;
+        if (w == NO_UPDATE && h->tg && h->tg->phase[i] == TRAIN_PHASE_UPDATE) continue;
+        s->b->run_node(s->b, RT_STREAM_COMPUTE, &s->args[i], 0);
+    }
+    return s->b->sync(s->b, err);
+}
+
+static void session_run(session *s, which_nodes w) {
+    oc_err err;
+    if (session_try_run(s, w, &err)) fail_msg("%s backend: %s", s->b->name, err.msg);
+}
+
+static void *session_get(session *s, int t) {
+    size_t n = (size_t)s->h->bytes[t];
+    void *host = malloc(n + 1);
+    if (n) s->b->copy(s->b, RT_STREAM_COMPUTE, host, s->dev[t], n);
+    session_sync(s);
+    return host;
+}
+
+static void session_put_float(session *s, int t, int64_t i, float v) {
+    s->b->copy(s->b, RT_STREAM_COMPUTE, (float *)s->dev[t] + i, &v, sizeof v);
+    session_sync(s);
+}
+
+/* ---- backends ---- */
+
+static rt_backend *backends[8];
+static const char *backend_missing[8]; /* why a built-in backend could not be created */
+
+static rt_backend *backend_get(int k, const char **why) {
+    int n;
+    const rt_backend_kind *kinds = rt_backend_kinds(&n);
+    OC_ASSERT(k < n && k < 8);
+    static char msgs[8][256];
+    if (!backends[k] && !backend_missing[k]) {
+        rt_backend_opts o = {.deterministic = true};
+        oc_err err;
+        if (!kinds[k].built()) backend_missing[k] = "not built into this binary";
+        else if (rt_backend_new(kinds[k].name, &o, &backends[k], &err)) {
+            snprintf(msgs[k], sizeof msgs[k], "%s", err.msg);
+            backend_missing[k] = msgs[k];
+        }
+    }
+    *why = backend_missing[k];
+    return backends[k];
+}
+
+static int cpu_kind(void) {
+    int n;
+    const rt_backend_kind *kinds = rt_backend_kinds(&n);
+    for (int k = 0; k < n; k++)
+        if (strcmp(kinds[k].name, "cpu") == 0) return k;
+    fail_msg("no cpu backend in the registry");
+    return -1;
+}
+
+/* ---- checks ---- */
+
+static const char *case_title(const hcase *h) {
+    static char buf[160];
+    snprintf(buf, sizeof buf, "%s (%s)", op_name(h->c->op), h->c->what);
+    return buf;
+}
+
+/* Every output of every node that ran is free of the NaN bytes it started as,
+ * and a folded output equals its plan-time value. */
+static void check_outputs_written(session *s, const char *backend) {
+    const hcase *h = s->h;
+    const ir_graph *g = h->g;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int o = 0; o < g->nodes[i].n_outputs; o++) {
+            int t = g->nodes[i].outputs[o];
+            if (t < 0 || s->root[t] != t) continue;
+            const ir_tensor *x = &g->tensors[t];
+            unsigned char *v = session_get(s, t);
+            if (x->dtype == IR_DTYPE_FLOAT)
+                for (int64_t e = 0; e < h->bytes[t] / 4; e++)
+                    if (isnan(((float *)v)[e]))
+                        fail_msg("%s on %s: node '%s' left %s[%lld] unwritten (or NaN)",
+                                 case_title(h), backend, g->nodes[i].name, x->name, (long long)e);
+            if (x->data && x->data_bytes == (size_t)h->bytes[t] &&
+                memcmp(x->data, v, x->data_bytes) != 0)
+                fail_msg("%s on %s: node '%s' computes %s unlike its plan-time value",
+                         case_title(h), backend, g->nodes[i].name, x->name);
+            free(v);
+        }
+}
+
+/* The backward reads of the case node's tensors stay within its saved masks. */
+static void check_saved(const hcase *h) {
+    const ir_graph *g = h->g;
+    const ir_node *f = &g->nodes[h->node];
+    const op_def *d = op_def_of(f);
+    uint32_t in_read = 0, out_read = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (h->tg->fwd_of[i] != h->node) continue;
+        const ir_node *b = &g->nodes[i];
+        for (int k = 0; k < b->n_inputs; k++) {
+            for (int j = 0; j < f->n_inputs; j++)
+                if (b->inputs[k] >= 0 && b->inputs[k] == f->inputs[j]) in_read |= 1u << j;
+            for (int j = 0; j < f->n_outputs; j++)
+                if (b->inputs[k] >= 0 && b->inputs[k] == f->outputs[j]) out_read |= 1u << j;
+        }
+    }
+    if ((in_read & ~d->saved_inputs) || (out_read & ~d->saved_outputs))
+        fail_msg("%s: the backward reads inputs 0x%x, outputs 0x%x; the op declares saved "
+                 "inputs 0x%x, outputs 0x%x", case_title(h), in_read, out_read, d->saved_inputs,
+                 d->saved_outputs);
+}
+
+/* f(x) = sum over the case's outputs o with a gradient of sum(Y_o * dY_o). */
+typedef struct probe {
+    int y[8];
+    float *dy[8]; /* NULL: the output is the loss (dY = 1) */
+    int n;
+} probe;
+
+static double probe_eval(session *s, const probe *p) {
+    session_run(s, CASE_NODE);
+    double f = 0;
+    for (int k = 0; k < p->n; k++) {
+        float *y = session_get(s, p->y[k]);
+        int64_t n = s->h->bytes[p->y[k]] / 4;
+        for (int64_t e = 0; e < n; e++) f += (double)y[e] * (p->dy[k] ? p->dy[k][e] : 1.0);
+        free(y);
+    }
+    return f;
+}
+
+#define FD_H 1e-3
+#define FD_POINTS 40
+
+/* One float input's gradient against central differences (session already
+ * ran forward + backward from the initial bytes). */
+static void check_input_gradient(session *s, const probe *p, int slot) {
+    const hcase *h = s->h;
+    const ir_graph *g = h->g;
+    int x = g->nodes[h->node].inputs[slot];
+    int dx = h->tg->grad_of[x];
+    if (dx < 0)
+        fail_msg("%s: no gradient reaches input %d ('%s') though it is trainable", case_title(h),
+                 slot, g->tensors[x].name);
+    float *ana = session_get(s, dx);
+    const float *x0 = h->init[x];
+    int64_t n = h->bytes[x] / 4;
+    double scale = 0;
+    for (int64_t e = 0; e < n; e++) scale = fmax(scale, fabs(ana[e]));
+    double f0 = probe_eval(s, p), worst = 0;
+    int checked = 0, kinks = 0;
+    int64_t points = n < FD_POINTS ? n : FD_POINTS;
+    for (int64_t k = 0; k < points; k++) {
+        int64_t e = k * n / points + (n > points ? (k * 7) % (n / points) : 0);
+        float up = (float)(x0[e] + FD_H), down = (float)(x0[e] - FD_H);
+        session_put_float(s, x, e, up);
+        double fu = probe_eval(s, p);
+        session_put_float(s, x, e, down);
+        double fd = probe_eval(s, p);
+        session_put_float(s, x, e, x0[e]);
+        double hu = (double)up - x0[e], hd = (double)x0[e] - down;
+        double num = (fu - fd) / (hu + hd), err = fabs(num - ana[e]);
+        double tol = 1e-2 * fabs(num) + 2e-3 * scale + 1e-6;
+        if (err > tol) {
+            double right = (fu - f0) / hu, left = (f0 - fd) / hd;
+            if (fabs(right - left) > 10 * tol) { /* a kink between x - h and x + h */
+                kinks++;
+                continue;
+            }
+            fail_msg("%s: d/d%s[%lld] numeric %.7g, analytic %.7g (tolerance %.2g, gradient "
+                     "scale %.3g)", case_title(h), g->tensors[x].name, (long long)e, num,
+                     (double)ana[e], tol, scale);
+        }
+        worst = fmax(worst, err / (fabs(num) + scale + 1e-12));
+        checked++;
+    }
+    free(ana);
+    if (kinks * 4 > checked + kinks)
+        fail_msg("%s: d/d%s: %d of %d points sit on a kink; choose other shapes or values",
+                 case_title(h), g->tensors[x].name, kinks, checked + kinks);
+    if (scale == 0)
+        fail_msg("%s: d/d%s is zero everywhere: the check would prove nothing", case_title(h),
+                 g->tensors[x].name);
+    printf("ok - %s: d%s matches finite differences at %d points (%d kinks skipped; worst "
+           "%.1e of scale %.2g)\n", case_title(h), g->tensors[x].name, checked, kinks, worst,
+           scale);
+}
+
+static void check_gradients(session *s) {
+    const hcase *h = s->h;
+    const ir_graph *g = h->g;
+    const ir_node *f = &g->nodes[h->node];
+    session_reset(s);
+    session_run(s, NO_UPDATE);
+    probe p = {.n = 0};
+    for (int o = 0; o < f->n_outputs && p.n < 8; o++) {
+        int y = f->outputs[o];
+        if (y < 0 || g->tensors[y].dtype != IR_DTYPE_FLOAT) continue;
+        if (y == h->tg->loss_tensor) p.y[p.n] = y, p.dy[p.n++] = NULL;
+        else if (h->tg->grad_of[y] >= 0) p.y[p.n] = y, p.dy[p.n++] = session_get(s, h->tg->grad_of[y]);
+    }
+    if (p.n == 0) fail_msg("%s: no gradient reaches the node's outputs", case_title(h));
+    int n_checked = 0;
+    for (int i = 0; i < f->n_inputs; i++) {
+        int x = f->inputs[i];
+        if (x < 0 || g->tensors[x].kind != IR_KIND_PARAMETER) continue;
+        check_input_gradient(s, &p, i);
+        n_checked++;
+    }
+    for (int k = 0; k < p.n; k++) free(p.dy[k]);
+    if (n_checked == 0) fail_msg("%s: no trainable input to check", case_title(h));
+}
+
+/* The whole step on backend b against the same on cpu, tensor by tensor. */
+static void compare_backend(session *cpu, session *other) {
+    const hcase *h = cpu->h;
+    const ir_graph *g = h->g;
+    int n = 0;
+    double worst = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (cpu->root[t] != t || !h->bytes[t]) continue;
+        unsigned char *a = session_get(other, t), *want = session_get(cpu, t);
+        const ir_tensor *x = &g->tensors[t];
+        if (memcmp(a, want, (size_t)h->bytes[t]) != 0) {
+            if (x->dtype != IR_DTYPE_FLOAT)
+                fail_msg("%s: %s differs from cpu on %s (%s, compared bitwise)", case_title(h),
+                         other->b->name, x->name, ir_dtype_name(x->dtype));
+            double diff = 0, big = 0;
+            int64_t at = 0;
+            for (int64_t e = 0; e < h->bytes[t] / 4; e++) {
+                double u = ((float *)a)[e], v = ((float *)want)[e];
+                if (!(fabs(u - v) <= diff)) diff = isnan(u - v) ? INFINITY : fabs(u - v), at = e;
+                big = fmax(big, fabs(v));
+            }
+            if (!(diff <= 1e-4 * big + 1e-7))
+                fail_msg("%s: %s differs from cpu on %s[%lld]: %.7g vs %.7g (largest |cpu| %.3g)",
+                         case_title(h), other->b->name, x->name, (long long)at,
+                         (double)((float *)a)[at], (double)((float *)want)[at], big);
+            worst = fmax(worst, diff / (big + 1e-30));
+        }
+        free(a), free(want);
+        n++;
+    }
+    printf("ok - %s: %s matches cpu on all %d tensors of the step (worst %.1e)\n", case_title(h),
+           other->b->name, n, worst);
+}
+
+static void run_case(void **state) {
+    const op_case *c = *state;
+    hcase h;
+    case_build(c, &h);
+    const char *why;
+    int ck = cpu_kind();
+    rt_backend *cpu_b = backend_get(ck, &why);
+    if (!cpu_b) fail_msg("cpu backend: %s", why);
+    session cpu;
+    session_open(&cpu, cpu_b, &h);
+    if (h.tg) {
+        check_saved(&h);
+        check_gradients(&cpu);
+    }
+    session_reset(&cpu);
+    session_run(&cpu, ALL_NODES);
+    check_outputs_written(&cpu, "cpu");
+    int n;
+    const rt_backend_kind *kinds = rt_backend_kinds(&n);
+    for (int k = 0; k < n; k++) {
+        if (k == ck) continue;
+        rt_backend *b = backend_get(k, &why);
+        if (!b) {
+            if (is_required(kinds[k].name))
+                fail_msg("backend %s is required (--require) but: %s", kinds[k].name, why);
+            continue;
+        }
+        for (int i = 0; i < h.g->n_nodes; i++)
+            if (!kinds[k].supports(h.g->nodes[i].op))
+                fail_msg("%s: backend %s has no kernel for %s (node '%s')", case_title(&h),
+                         kinds[k].name, op_name((op_kind)h.g->nodes[i].op), h.g->nodes[i].name);
+        session other;
+        session_open(&other, b, &h);
+        session_reset(&other);
+        char marker[64];
+        snprintf(marker, sizeof marker, "!refused:%s", kinds[k].name);
+        if (case_marked(c, marker)) { /* it must refuse, naming the node */
+            oc_err err;
+            if (session_try_run(&other, ALL_NODES, &err) == OC_OK)
+                fail_msg("%s: marked %s but %s runs it: drop the marker", case_title(&h), marker,
+                         kinds[k].name);
+            printf("ok - %s: %s refuses it, as marked: %s\n", case_title(&h), kinds[k].name,
+                   err.msg);
+        } else {
+            session_run(&other, ALL_NODES);
+            check_outputs_written(&other, kinds[k].name);
+            compare_backend(&cpu, &other);
+        }
+        session_close(&other);
+    }
+    session_close(&cpu);
+    case_free(&h);
+}
+
+/* Every compute op is reached by a case or exempt, never both. */
+static void test_coverage(void **state) {
+    (void)state;
+    bool reached[OP__COUNT] = {false};
+    for (int i = 0; i < N_CASES; i++) {
+        hcase h;
+        case_build(&cases[i], &h);
+        reached[h.g->nodes[h.node].op] = true;
+        for (int n = 0; h.tg && n < h.g->n_nodes; n++)
+            if (h.tg->fwd_of[n] == h.node || h.tg->phase[n] == TRAIN_PHASE_UPDATE)
+                reached[h.g->nodes[n].op] = true;
+        case_free(&h);
+    }
+    int n_reached = 0, bad = 0;
+#define CHECK_OP(kind, name, dom, def, kern)                                                      \
+    {                                                                                             \
+        const char *why = NULL;                                                                   \
+        for (int e = 0; exempt[e].why; e++)                                                       \
+            if (exempt[e].op == OP_##kind) why = exempt[e].why;                                   \
+        if (reached[OP_##kind] && why) {                                                          \
+            printf("not ok - %s is reached by a case and exempt: drop its OP_EXEMPT\n", name);  \
+            bad++;                                                                                \
+        } else if (!reached[OP_##kind] && !why) {                                                 \
+            printf("not ok - %s: no case reaches it (add an OP_CASE to op_cases.h)\n", name);  \
+            bad++;                                                                                \
+        } else if (why) {                                                                         \
+            printf("ok - %s exempt: %s\n", name, why);                                           \
+        } else {                                                                                  \
+            n_reached++;                                                                          \
+        }                                                                                         \
+    }
+    OC_OPS_COMPUTE(CHECK_OP)
+#undef CHECK_OP
+    printf("ok - %d of %d compute ops reached by the %d cases\n", n_reached, (int)OP__COUNT - 2,
+           N_CASES);
+    assert_int_equal(bad, 0);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--require") == 0 && i + 1 < argc && n_required < MAX_REQUIRED) {
+            required[n_required++] = argv[++i];
+        } else {
+            fprintf(stderr, "usage: %s [--require BACKEND]...\n", argv[0]);
+            return 2;
+        }
+    }
+    static struct CMUnitTest tests[N_CASES + 1];
+    static char names[N_CASES][160];
+    tests[0] = (struct CMUnitTest){.name = "coverage", .test_func = test_coverage};
+    for (int i = 0; i < N_CASES; i++) {
+        snprintf(names[i], sizeof names[i], "%s: %s", op_name(cases[i].op), cases[i].what);
+        tests[i + 1] = (struct CMUnitTest){.name = names[i], .test_func = run_case,
+                                           .initial_state = (void *)&cases[i]};
+    }
+    int rc = _cmocka_run_group_tests("op_harness", tests, N_CASES + 1, NULL, NULL);
+    int n;
+    const rt_backend_kind *kinds = rt_backend_kinds(&n);
+    for (int k = 0; k < n && k < 8; k++) {
+        if (backends[k]) rt_backend_free(backends[k]);
+        else if (backend_missing[k])
+            printf("# backend %s not compared: %s\n", kinds[k].name, backend_missing[k]);
+    }
+    return rc;
+}

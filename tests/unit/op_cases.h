@@ -45,6 +45,7 @@ OP_CASE(BATCH_NORM, "training (opset 15)", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2]",
 OP_CASE(BATCH_NORM, "training, 5 outputs (opset 9)", 9, 3, "[4,3,5] +[3] [3] [3] +[3]",
         "epsilon=0.001")
 OP_CASE(RELU, "", 13, 1, "[2,3,4,5]", "")
+OP_CASE(SIGMOID, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(CLIP, "bounds as inputs (ReLU6-like)", 13, 1, "[3,4,5] f=-0.3 f=0.4", "")
 OP_CASE(CLIP, "min only", 13, 1, "[3,4,5] f=-0.2 -", "")
 OP_CASE(CLIP, "bounds as attributes", 9, 1, "[3,4,5]", "min=-0.5 max=0.25")

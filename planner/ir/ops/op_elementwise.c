@@ -1,4 +1,5 @@
-/* op_elementwise.c — Relu, Clip, Dropout, Add: shapes. */
+/* op_elementwise.c — Relu, Sigmoid, Clip, Dropout, Add: shapes; Sigmoid's
+ * gradient rule and backward op beside it. */
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
@@ -82,6 +83,29 @@ const op_def op_def_relu = {
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
     .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = same_shape_infer,
     .grad = op_grad_relu, .saved_outputs = 0x1,
+};
+
+/* Sigmoid: Y = 1 / (1 + exp(-X)); dX = dY * Y * (1 - Y) from the saved Y. */
+static int sigmoid_grad_rule(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    int b = grad_node(c, "grad", OP_SIGMOID_GRAD);
+    grad_in(c, b, dy);                 /* dY */
+    grad_in(c, b, grad_fwd_out(c, 0)); /* Y saved */
+    grad_out_dx(c, b, 0);              /* dX */
+    return grad_finish(c, b);
+}
+
+const op_def op_def_sigmoid = {
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = same_shape_infer,
+    .grad = sigmoid_grad_rule, .saved_outputs = 0x1,
+};
+
+/* SigmoidGrad(dY, Y) -> dX, shaped like dY. */
+const op_def op_def_sigmoid_grad = {
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
+    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = same_shape_infer,
 };
 
 const op_def op_def_clip = {

@@ -28,6 +28,7 @@
     X(CONV_TRANSPOSE, "ConvTranspose", ONNX, conv_transpose, conv_transpose)                       \
     X(BATCH_NORM, "BatchNormalization", ONNX, batch_norm, batch_norm)                              \
     X(RELU, "Relu", ONNX, relu, pointwise)                                                         \
+    X(SIGMOID, "Sigmoid", ONNX, sigmoid, pointwise)                                                \
     X(CLIP, "Clip", ONNX, clip, clip)                                                              \
     X(DROPOUT, "Dropout", ONNX, dropout, dropout)                                                  \
     X(MAX_POOL, "MaxPool", ONNX, max_pool, max_pool)                                               \
@@ -55,6 +56,7 @@
       conv_transpose_backward_filter, conv_transpose_backward_filter)                              \
     X(BATCH_NORM_GRAD, "BatchNormalizationGrad", OC, batch_norm_grad, batch_norm_grad)             \
     X(RELU_GRAD, "ReluGrad", OC, relu_grad, pointwise_grad)                                        \
+    X(SIGMOID_GRAD, "SigmoidGrad", OC, sigmoid_grad, pointwise_grad)                               \
     X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
     X(DROPOUT_GRAD, "DropoutGrad", OC, dropout_grad, dropout_grad)                                 \
     X(MAX_POOL_GRAD, "MaxPoolGrad", OC, max_pool_grad, max_pool_grad)                              \
@@ -84,7 +86,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 39
+#define OP_LIST_COUNT 41
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -9,6 +9,7 @@
 #   make demo       ResNet-50 at batch 640: memory by class, in-core peak; every strategy at 16 GiB on v100, hybrid trace + memory plot in out/
 #   make bench      import time of ResNet-50 with weights; simulator throughput (sims/s); planning time;
 #                   cpu training step images/s (BASE=DIR: side by side with DIR/outcore-run, ratio)
+#   make format     format the tree with clang-format (.clang-format; make test checks it)
 #   make deps       install the Debian packages the build and tests need
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -19,7 +20,8 @@ BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,$(if $(filter thread,$(SANITIZE)
 PY := /usr/bin/python3
 
 DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libglpk-dev \
-  libjansson-dev libopenblas-dev libonnx-testdata librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy
+  libjansson-dev libopenblas-dev libonnx-testdata librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy \
+  clang-format
 
 comma := ,
 SAN_FLAGS := $(if $(filter thread,$(SANITIZE)),-fsanitize=thread,-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined)
@@ -84,7 +86,7 @@ PLAN_BIN := $(BUILD)/outcore-plan
 RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
 LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a $(BUILD)/libcore.a
 
-.PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench
+.PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench format
 all: $(PLAN_BIN) $(RUN_BIN)
 
 $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
@@ -190,6 +192,10 @@ demo: $(PLAN_BIN)
 	  --of hybrid --trace out/resnet50_b640_hybrid.trace.json --svg out/resnet50_b640_hybrid.svg
 	@echo "hybrid plan: timeline out/resnet50_b640_hybrid.trace.json (Perfetto / chrome://tracing)," \
 	  "memory plot out/resnet50_b640_hybrid.svg"
+
+# The tree in the style of .clang-format (tests/cli/test_format.sh checks it in `make test`).
+format:
+	git ls-files '*.c' '*.h' '*.cu' | xargs clang-format -i
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \

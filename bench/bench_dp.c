@@ -50,7 +50,9 @@ static int planning_time(const char *path, int64_t batch) {
     const char *names[] = {"dp", "dp-min", "chen"};
     for (int i = 0; i < 3; i++) {
         oc_err err;
-        strategy_input in = {.tg = m.tg, .prof = m.prof, .ctx = m.ctx,
+        strategy_input in = {.tg = m.tg,
+                             .prof = m.prof,
+                             .ctx = m.ctx,
                              .sim = {.budget_bytes = 16LL << 30},
                              .opts = strategy_options_default()};
         sim_plan *p = sim_plan_new(m.tg);
@@ -78,10 +80,12 @@ static int oracle_gap(const char *path, int64_t batch) {
     double frac[] = {0.6, 0.75, 0.8, 0.9, 0.95};
     for (int f = 0; f < 5; f++) {
         oc_err err;
-        strategy_input in = {.tg = m.tg, .prof = m.prof, .ctx = m.ctx,
-                             .sim = {.budget_bytes =
-                                         (int64_t)((double)m.tg->incore_peak_bytes * frac[f])},
-                             .opts = strategy_options_default()};
+        strategy_input in = {
+            .tg = m.tg,
+            .prof = m.prof,
+            .ctx = m.ctx,
+            .sim = {.budget_bytes = (int64_t)((double)m.tg->incore_peak_bytes * frac[f])},
+            .opts = strategy_options_default()};
         ilp_model *im;
         ilp_result r;
         if (ilp_model_new(&in, &im, &err) || ilp_solve(im, 60, &r, &err)) {

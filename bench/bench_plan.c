@@ -9,8 +9,7 @@
 #include "ir/shape_infer.h"
 #include "search/strategy.h"
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const char *model = argc > 1 ? argv[1] : "graphs/resnet50_op13.onnx";
     int64_t batch = argc > 2 ? atoll(argv[2]) : 640;
     const char *name = argc > 3 ? argv[3] : "hybrid";
@@ -43,7 +42,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_plan: %s\n", err.msg);
         return 1;
     }
-    strategy_input in = {.tg = tg, .prof = p, .ctx = ctx,
+    strategy_input in = {.tg = tg,
+                         .prof = p,
+                         .ctx = ctx,
                          .sim = {.budget_bytes = (int64_t)(gib * (double)(1LL << 30))},
                          .opts = strategy_options_default()};
     sim_plan *plan = sim_plan_new(tg);
@@ -56,16 +57,16 @@ int main(int argc, char **argv)
                model, (long long)batch, gib);
         printf("plan: planning %.2f s (target < 10 s), %ld simulations (%.0f sims/s), "
                "%ld leaves explored, bound %s\n",
-               st.plan_seconds, st.sims, st.plan_seconds > 0 ? (double)st.sims / st.plan_seconds : 0,
-               st.leaves_explored, st.bound_hit ? "hit" : "not hit");
+               st.plan_seconds, st.sims,
+               st.plan_seconds > 0 ? (double)st.sims / st.plan_seconds : 0, st.leaves_explored,
+               st.bound_hit ? "hit" : "not hit");
         if (st.feasible)
             printf("plan: predicted %.2f ms (ideal %.2f ms, slowdown %.3fx), %.1f images/s, "
                    "peak %.2f GiB\n",
                    st.result.time_s * 1e3, st.result.ideal_s * 1e3,
                    st.result.time_s / st.result.ideal_s, (double)batch / st.result.time_s,
                    (double)st.result.peak_bytes / (double)(1LL << 30));
-        else
-            printf("plan: no feasible plan: %s\n", st.notes);
+        else printf("plan: no feasible plan: %s\n", st.notes);
         printf("plan: notes: %s\n", st.notes);
     }
     sim_plan_free(plan);

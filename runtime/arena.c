@@ -9,8 +9,8 @@
 #include "plan/best_fit.h"
 
 typedef struct ev {
-    int t;      /* op index; persistent items at INT_MIN-ish */
-    int alloc;  /* 0: alloc (first), 1: free (after last) */
+    int t;     /* op index; persistent items at INT_MIN-ish */
+    int alloc; /* 0: alloc (first), 1: free (after last) */
     int item;
 } ev;
 
@@ -49,9 +49,10 @@ int arena_plan(const arena_item *items, int n, int64_t capacity, int64_t *offset
             char when[48];
             if (it->first == ARENA_FOREVER) snprintf(when, sizeof when, "persistent");
             else snprintf(when, sizeof when, "live from op %d", it->first);
-            rc = oc_fail(err, "arena: tensor '%s' (%" PRId64 " bytes, %s) does not fit: it would "
-                         "end at byte %" PRId64 " of an arena of %" PRId64 " bytes", it->name,
-                         it->bytes, when, off + len, capacity);
+            rc = oc_fail(err,
+                         "arena: tensor '%s' (%" PRId64 " bytes, %s) does not fit: it would "
+                         "end at byte %" PRId64 " of an arena of %" PRId64 " bytes",
+                         it->name, it->bytes, when, off + len, capacity);
         }
     }
     *high_water = f.top;

@@ -53,7 +53,8 @@ static void cpu_copy(rt_backend *b, rt_stream_id s, void *dst, const void *src, 
 static int node_run(void *ctx, int64_t step, oc_err *err) {
     kernel_args a = *(const kernel_args *)ctx;
     a.step = step;
-    if (cpu_kernel_run(&a, err)) return oc_fail_prefix(err, "node '%s' (%s)", a.n->name, a.n->op_type);
+    if (cpu_kernel_run(&a, err))
+        return oc_fail_prefix(err, "node '%s' (%s)", a.n->name, a.n->op_type);
     return OC_OK;
 }
 
@@ -117,13 +118,26 @@ int rt_backend_cpu_new(const rt_backend_opts *opts, rt_backend **out, oc_err *er
     (void)opts, (void)err;
     rt_backend *b = oc_calloc(1, sizeof *b);
     cpu_impl *im = oc_calloc(1, sizeof *im);
-    for (int s = 0; s < RT_STREAM__COUNT; s++) im->s[s] = rt_stream_new(rt_stream_id_name((rt_stream_id)s));
+    for (int s = 0; s < RT_STREAM__COUNT; s++)
+        im->s[s] = rt_stream_new(rt_stream_id_name((rt_stream_id)s));
     *b = (rt_backend){
-        .name = "cpu", .impl = im, .dev_alloc = cpu_alloc, .dev_free = cpu_free,
-        .host_alloc = cpu_alloc, .host_free = cpu_free, .copy = cpu_copy,
-        .run_node = cpu_run_node, .host_fn = cpu_host_fn, .event_new = cpu_event_new,
-        .event_free = cpu_event_free, .record = cpu_record, .wait = cpu_wait, .sync = cpu_sync,
-        .supported = cpu_supported, .scratch_bytes = cpu_scratch, .destroy = cpu_destroy,
+        .name = "cpu",
+        .impl = im,
+        .dev_alloc = cpu_alloc,
+        .dev_free = cpu_free,
+        .host_alloc = cpu_alloc,
+        .host_free = cpu_free,
+        .copy = cpu_copy,
+        .run_node = cpu_run_node,
+        .host_fn = cpu_host_fn,
+        .event_new = cpu_event_new,
+        .event_free = cpu_event_free,
+        .record = cpu_record,
+        .wait = cpu_wait,
+        .sync = cpu_sync,
+        .supported = cpu_supported,
+        .scratch_bytes = cpu_scratch,
+        .destroy = cpu_destroy,
     };
     *out = b;
     return OC_OK;

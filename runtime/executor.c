@@ -84,25 +84,25 @@ struct rt_exec {
     rt_backend *b;
     int64_t capacity, high_water;
     void *arena;
-    uint8_t *host;        /* one pinned block: inputs, loss, swapped tensors */
+    uint8_t *host; /* one pinned block: inputs, loss, swapped tensors */
     int64_t host_bytes;
-    int *root;            /* per tensor: storage owner (alias_of followed) */
-    rt_space *space;      /* per tensor */
-    int64_t *off;         /* per tensor: offset in its space (roots; aliases copy) */
-    bool *placed;         /* per root tensor: has storage (some op touches it) */
+    int *root;               /* per tensor: storage owner (alias_of followed) */
+    rt_space *space;         /* per tensor */
+    int64_t *off;            /* per tensor: offset in its space (roots; aliases copy) */
+    bool *placed;            /* per root tensor: has storage (some op touches it) */
     int64_t *host_input_off; /* per graph input */
     int64_t loss_off;
     rt_op *ops;
     int n_ops;
-    rt_region *regions;   /* every op's reads then writes */
-    kernel_args *args;    /* per node */
-    void **ptrs;          /* in/out pointer arrays of every node */
+    rt_region *regions; /* every op's reads then writes */
+    kernel_args *args;  /* per node */
+    void **ptrs;        /* in/out pointer arrays of every node */
     void **events;
-    void *scratch;        /* the shared workspace (see plan_scratch) */
-    void *scratch_own;    /* plans: the shared workspace, outside the planned arena */
+    void *scratch;     /* the shared workspace (see plan_scratch) */
+    void *scratch_own; /* plans: the shared workspace, outside the planned arena */
     size_t scratch_bytes;
     int64_t *ws_off, *ws_bytes; /* plans: per node, its planned workspace region (-1 / 0) */
-    bool *ws_own;         /* plans: per node, runs in its planned region */
+    bool *ws_own;               /* plans: per node, runs in its planned region */
     int n_deps;
 };
 
@@ -171,11 +171,15 @@ static int planned_layout(rt_exec *x, const rt_exec_opts *o, const arena_item *i
         if (end > x->high_water) x->high_water = end;
     }
     if (x->high_water > o->planned_bytes)
-        return oc_fail(err, "plan: the layout ends at byte %" PRId64 ", past the planned arena "
-                       "of %" PRId64 " bytes", x->high_water, o->planned_bytes);
+        return oc_fail(err,
+                       "plan: the layout ends at byte %" PRId64 ", past the planned arena "
+                       "of %" PRId64 " bytes",
+                       x->high_water, o->planned_bytes);
     if (o->capacity > 0 && o->planned_bytes > o->capacity)
-        return oc_fail(err, "the plan's arena needs %" PRId64 " bytes, more than the budget of "
-                       "%" PRId64 " bytes", o->planned_bytes, o->capacity);
+        return oc_fail(err,
+                       "the plan's arena needs %" PRId64 " bytes, more than the budget of "
+                       "%" PRId64 " bytes",
+                       o->planned_bytes, o->capacity);
     return OC_OK;
 }
 
@@ -205,10 +209,11 @@ static void plan_scratch(rt_exec *x, bool planned) {
         if (s > x->scratch_bytes) x->scratch_bytes = s;
     }
     if (outside)
-        fprintf(stderr, "kernel workspace outside the plan: %zu bytes, for %d node(s) whose %s "
+        fprintf(stderr,
+                "kernel workspace outside the plan: %zu bytes, for %d node(s) whose %s "
                 "kernel needs more than the plan's workspace (first: '%s'; plan with a profile "
-                "measured on this backend to include it)\n", x->scratch_bytes, outside,
-                x->b->name, g->nodes[first_outside].name);
+                "measured on this backend to include it)\n",
+                x->scratch_bytes, outside, x->b->name, g->nodes[first_outside].name);
 }
 
 /* Roots, spaces, host layout, op list (without regions), and lifetimes. */
@@ -257,11 +262,11 @@ static int plan_layout(rt_exec *x, const rt_exec_opts *o, oc_err *err) {
         items[t].last = -1;
     }
     for (int i = 0; i < g->n_inputs; i++) items[x->root[g->inputs[i]]].first = i;
-#define TOUCH(t, op)                                                                      \
-    do {                                                                                  \
-        int r_ = x->root[t];                                                              \
-        if ((op) < items[r_].first) items[r_].first = (op);                               \
-        if ((op) > items[r_].last) items[r_].last = (op);                                 \
+#define TOUCH(t, op)                                                                               \
+    do {                                                                                           \
+        int r_ = x->root[t];                                                                       \
+        if ((op) < items[r_].first) items[r_].first = (op);                                        \
+        if ((op) > items[r_].last) items[r_].last = (op);                                          \
     } while (0)
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
@@ -339,9 +344,15 @@ static void build_program(rt_exec *x) {
         int64_t bytes = tbytes(&g->tensors[t]);
         r[0] = (rt_region){RT_SPACE_HOST, x->host_input_off[i], bytes};
         r[1] = region_of(x, t);
-        *op = (rt_op){.kind = RT_OP_COPY, .stream = RT_STREAM_H2D, .reads = &r[0], .n_reads = 1,
-                      .writes = &r[1], .n_writes = 1, .dst = ptr_of(x, t),
-                      .src = x->host + x->host_input_off[i], .bytes = (size_t)bytes};
+        *op = (rt_op){.kind = RT_OP_COPY,
+                      .stream = RT_STREAM_H2D,
+                      .reads = &r[0],
+                      .n_reads = 1,
+                      .writes = &r[1],
+                      .n_writes = 1,
+                      .dst = ptr_of(x, t),
+                      .src = x->host + x->host_input_off[i],
+                      .bytes = (size_t)bytes};
         r += 2;
     }
     for (int i = 0; i < g->n_nodes; i++) {
@@ -370,11 +381,17 @@ static void build_program(rt_exec *x) {
         }
         kernel_args *a = &x->args[i];
         void **in = p, **out = p + n->n_inputs;
-        for (int k = 0; k < n->n_inputs; k++) in[k] = n->inputs[k] >= 0 ? ptr_of(x, n->inputs[k]) : NULL;
+        for (int k = 0; k < n->n_inputs; k++)
+            in[k] = n->inputs[k] >= 0 ? ptr_of(x, n->inputs[k]) : NULL;
         for (int k = 0; k < n->n_outputs; k++)
             out[k] = n->outputs[k] >= 0 ? ptr_of(x, n->outputs[k]) : NULL;
         p += n->n_inputs + n->n_outputs;
-        *a = (kernel_args){.g = g, .n = n, .in = in, .out = out, .seed = 0, .scratch = x->scratch,
+        *a = (kernel_args){.g = g,
+                           .n = n,
+                           .in = in,
+                           .out = out,
+                           .seed = 0,
+                           .scratch = x->scratch,
                            .scratch_bytes = x->scratch_bytes};
         if (x->ws_own && x->ws_own[i]) {
             a->scratch = (uint8_t *)x->arena + x->ws_off[i];
@@ -387,9 +404,15 @@ static void build_program(rt_exec *x) {
     rt_op *op = &x->ops[x->n_ops - 1];
     r[0] = region_of(x, x->tg->loss_tensor);
     r[1] = (rt_region){RT_SPACE_HOST, x->loss_off, 4};
-    *op = (rt_op){.kind = RT_OP_COPY, .stream = RT_STREAM_D2H, .reads = &r[0], .n_reads = 1,
-                  .writes = &r[1], .n_writes = 1, .dst = x->host + x->loss_off,
-                  .src = ptr_of(x, x->tg->loss_tensor), .bytes = 4};
+    *op = (rt_op){.kind = RT_OP_COPY,
+                  .stream = RT_STREAM_D2H,
+                  .reads = &r[0],
+                  .n_reads = 1,
+                  .writes = &r[1],
+                  .n_writes = 1,
+                  .dst = x->host + x->loss_off,
+                  .src = ptr_of(x, x->tg->loss_tensor),
+                  .bytes = 4};
     x->n_deps = rt_program_deps(x->ops, x->n_ops);
     x->events = oc_calloc((size_t)x->n_ops, sizeof(void *));
 }
@@ -459,7 +482,8 @@ int rt_exec_step(rt_exec *x, int64_t step, float *loss, oc_err *err) {
 
 int rt_exec_read(rt_exec *x, int tensor, void *dst, oc_err *err) {
     if (!x->placed[x->root[tensor]])
-        return oc_fail(err, "tensor '%s' has no storage (no op uses it)", x->tg->g->tensors[tensor].name);
+        return oc_fail(err, "tensor '%s' has no storage (no op uses it)",
+                       x->tg->g->tensors[tensor].name);
     int64_t n = tbytes(&x->tg->g->tensors[tensor]);
     if (n) x->b->copy(x->b, RT_STREAM_D2H, dst, ptr_of(x, tensor), (size_t)n);
     return x->b->sync(x->b, err);

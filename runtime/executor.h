@@ -45,14 +45,14 @@ typedef struct rt_op {
     rt_stream_id stream;
     const rt_region *reads, *writes; /* owned by whoever built the program */
     int n_reads, n_writes;
-    const kernel_args *args;         /* RT_OP_NODE */
-    void *dst;                       /* RT_OP_COPY */
+    const kernel_args *args; /* RT_OP_NODE */
+    void *dst;               /* RT_OP_COPY */
     const void *src;
     size_t bytes;
-    rt_task_fn fn;                   /* RT_OP_HOST_FN */
+    rt_task_fn fn; /* RT_OP_HOST_FN */
     void *ctx;
     /* Filled by rt_program_deps: ops (earlier, on other streams) to wait for. */
-    int waits[RT_STREAM__COUNT];     /* -1: none, per stream */
+    int waits[RT_STREAM__COUNT]; /* -1: none, per stream */
 } rt_op;
 
 /* Fills ops[j].waits; returns the number of cross-stream dependencies. */
@@ -66,9 +66,9 @@ void rt_program_events_free(rt_backend *b, void **events, int n);
 
 typedef struct rt_exec_opts {
     rt_backend *backend;
-    int64_t capacity;  /* arena bytes; 0: exactly what the layout needs */
-    uint64_t seed;     /* Dropout */
-    const bool *keep;  /* per tensor or NULL: keep live to the end of the step (dumps) */
+    int64_t capacity; /* arena bytes; 0: exactly what the layout needs */
+    uint64_t seed;    /* Dropout */
+    const bool *keep; /* per tensor or NULL: keep live to the end of the step (dumps) */
     /* A plan's static layout (plan_file.h): per tensor arena offset (-1 none),
      * and the planned arena size. NULL: the executor lays out itself. With a
      * plan, capacity is the budget the planned arena must fit, the arena is

@@ -72,15 +72,17 @@ int rt_init_missing(train_graph *tg, uint64_t seed, int *n_init, oc_err *err) {
         double a = 0;
         fill f = x->dtype == IR_DTYPE_FLOAT ? rule_for(g, t, &a) : FILL_NONE;
         if (f == FILL_NONE)
-            return oc_fail(err, "%s: initializer '%s' has no data and no initialisation rule "
+            return oc_fail(err,
+                           "%s: initializer '%s' has no data and no initialisation rule "
                            "(only Conv/ConvTranspose/Gemm weights and biases, BN parameters "
                            "and statistics, momentum buffers)",
                            g->model_path ? g->model_path : "model", x->name);
         float *v = oc_malloc((size_t)(numel ? numel : 1) * sizeof(float));
         uint64_t stream = name_hash(x->name);
         for (int64_t i = 0; i < numel; i++)
-            v[i] = f == FILL_CONST ? (float)a
-                                   : (float)((2.0 * rt_init_uniform(seed, stream, (uint64_t)i) - 1.0) * a);
+            v[i] = f == FILL_CONST
+                       ? (float)a
+                       : (float)((2.0 * rt_init_uniform(seed, stream, (uint64_t)i) - 1.0) * a);
         ir_tensor_set_data(x, v, (size_t)numel * sizeof(float));
         oc_free(v);
         (*n_init)++;

@@ -45,11 +45,11 @@
 typedef struct kernel_args {
     const ir_graph *g;
     const ir_node *n;
-    void *const *in;      /* n->n_inputs pointers */
-    void *const *out;     /* n->n_outputs pointers */
-    uint64_t seed;        /* run seed (Dropout) */
-    int64_t step;         /* training step, from 0 (Dropout) */
-    void *scratch;        /* cpu_kernel_scratch_bytes(g, n) bytes, or NULL if 0 */
+    void *const *in;  /* n->n_inputs pointers */
+    void *const *out; /* n->n_outputs pointers */
+    uint64_t seed;    /* run seed (Dropout) */
+    int64_t step;     /* training step, from 0 (Dropout) */
+    void *scratch;    /* cpu_kernel_scratch_bytes(g, n) bytes, or NULL if 0 */
     size_t scratch_bytes;
 } kernel_args;
 

@@ -16,15 +16,19 @@
 static int load_training_graph(const uint8_t *buf, size_t len, const char *path,
                                const rt_load_opts *o, train_graph **out, rt_model_info *info,
                                oc_err *err) {
-    plan_read_opts ro = {.lr_set = o->lr_set, .momentum_set = o->momentum_set,
-                         .weight_decay_set = o->weight_decay_set, .lr = o->train.lr,
-                         .momentum = o->train.momentum, .weight_decay = o->train.weight_decay};
+    plan_read_opts ro = {.lr_set = o->lr_set,
+                         .momentum_set = o->momentum_set,
+                         .weight_decay_set = o->weight_decay_set,
+                         .lr = o->train.lr,
+                         .momentum = o->train.momentum,
+                         .weight_decay = o->train.weight_decay};
     plan_read r;
     if (plan_file_read(buf, len, path, &ro, &r, err)) return OC_ERR;
     int rc = OC_OK;
     if (o->batch && o->batch != r.batch)
-        rc = oc_fail(err, "%s: this training graph was emitted for batch %" PRId64
-                     "; --batch %" PRId64 " needs `outcore-plan emit --batch %" PRId64 "`",
+        rc = oc_fail(err,
+                     "%s: this training graph was emitted for batch %" PRId64 "; --batch %" PRId64
+                     " needs `outcore-plan emit --batch %" PRId64 "`",
                      path, r.batch, o->batch, o->batch);
     if (rc == OC_OK && r.is_plan && plan_verify(r.tg, r.offsets, r.arena_bytes, 0, err))
         rc = oc_fail_prefix(err, "%s: rejected", path);
@@ -62,8 +66,10 @@ int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model
     if (kind && (strcmp(kind, PLAN_KIND_TRAINING) == 0 || strcmp(kind, PLAN_KIND) == 0)) {
         rc = load_training_graph(buf, len, path, o, out, info, err);
     } else if (kind && *kind) {
-        rc = oc_fail(err, "%s: outcore.kind '%s' is not something outcore-run executes "
-                     "(expected a forward model, an incore-training-graph or a plan)", path, kind);
+        rc = oc_fail(err,
+                     "%s: outcore.kind '%s' is not something outcore-run executes "
+                     "(expected a forward model, an incore-training-graph or a plan)",
+                     path, kind);
     } else {
         snprintf(info->source_model, sizeof info->source_model, "%s", path);
         ir_graph *g;

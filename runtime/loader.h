@@ -35,7 +35,7 @@ typedef struct rt_model_info {
     char source_model[512]; /* forward model the step was built from */
     /* A plan (outcore.kind "plan", plan_file.h): verified on load; its layout. */
     bool is_plan;
-    int64_t *plan_offsets;     /* per tensor arena offset, -1 none; owned: rt_model_info_free */
+    int64_t *plan_offsets; /* per tensor arena offset, -1 none; owned: rt_model_info_free */
     int64_t plan_arena_bytes;
     char plan_strategy[64];
 } rt_model_info;

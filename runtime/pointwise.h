@@ -19,11 +19,11 @@
 #include "ir/ops/op_list.h"
 
 #define OC_POINTWISE_FORWARD(X)                                                                    \
-    X(RELU, x > 0.0f || isnan(x) ? x : 0.0f) /* NaN propagates */                              \
+    X(RELU, x > 0.0f || isnan(x) ? x : 0.0f) /* NaN propagates */                                  \
     X(SIGMOID, 1.0f / (1.0f + expf(-x)))
 
 #define OC_POINTWISE_GRAD(X)                                                                       \
-    X(RELU_GRAD, s > 0.0f ? dy : 0.0f) /* s = y */                                             \
-    X(SIGMOID_GRAD, dy * s * (1.0f - s)) /* s = y */
+    X(RELU_GRAD, s > 0.0f ? dy : 0.0f) /* s = y */                                                 \
+    X(SIGMOID_GRAD, dy *s *(1.0f - s)) /* s = y */
 
 #endif

@@ -12,7 +12,7 @@ typedef struct task {
     task_kind kind;
     rt_task_fn fn;
     void *ctx;
-    int64_t arg;     /* TASK_FN: argument; RECORD/WAIT: event target */
+    int64_t arg; /* TASK_FN: argument; RECORD/WAIT: event target */
     rt_event *ev;
 } task;
 
@@ -27,12 +27,12 @@ struct rt_stream {
     char *name;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;       /* queue non-empty, or drained */
-    task *q;                 /* ring buffer */
+    pthread_cond_t cv; /* queue non-empty, or drained */
+    task *q;           /* ring buffer */
     size_t cap, head, count;
-    int64_t pushed, done;    /* tasks enqueued / finished */
+    int64_t pushed, done; /* tasks enqueued / finished */
     bool failed;
-    oc_err err;              /* first error since the last sync */
+    oc_err err; /* first error since the last sync */
 };
 
 static void lock(pthread_mutex_t *m) { OC_ASSERT(pthread_mutex_lock(m) == 0); }
@@ -118,7 +118,6 @@ rt_stream *rt_stream_new(const char *name) {
     }
     return s;
 }
-
 
 static void push(rt_stream *s, task t) {
     lock(&s->mu);

@@ -10,8 +10,7 @@
 #include "cli.h"
 #include "compare_oracle.h"
 
-void cmd_compare_usage(FILE *f)
-{
+void cmd_compare_usage(FILE *f) {
     fprintf(f,
             "usage: outcore-plan compare MODEL.onnx --batch N (--profile P.json | --device D |\n"
             "                            --device-file F) [--budget B] [--reserve B] [--json]\n"
@@ -30,8 +29,7 @@ void cmd_compare_usage(FILE *f)
             "Exit status: 0 some strategy is feasible, 3 none is, 1 error.\n");
 }
 
-int cmd_compare(int argc, char **argv)
-{
+int cmd_compare(int argc, char **argv) {
     cli_plan_env e = {.to = train_opts_default()};
     const char *trace = NULL, *svg = NULL, *of = "hybrid";
     bool json = false;
@@ -99,14 +97,14 @@ int cmd_compare(int argc, char **argv)
         if (json) continue;
         if (st.feasible)
             printf("%-18s %-4s %11.2f %8.3f %9.1f %10s %10s %10s %9.2f %8.3f %6ld%s\n", s->name,
-                   "yes", r->time_s * 1e3, r->time_s / r->ideal_s,
-                   (double)e.mo.batch / r->time_s, oc_fmt_bytes(r->peak_bytes, b1, sizeof b1),
+                   "yes", r->time_s * 1e3, r->time_s / r->ideal_s, (double)e.mo.batch / r->time_s,
+                   oc_fmt_bytes(r->peak_bytes, b1, sizeof b1),
                    oc_fmt_bytes(r->d2h_bytes, b2, sizeof b2),
-                   oc_fmt_bytes(r->h2d_bytes, b3, sizeof b3), r->recompute_s * 1e3,
-                   st.plan_seconds, st.leaves_explored, st.bound_hit ? "*" : "");
+                   oc_fmt_bytes(r->h2d_bytes, b3, sizeof b3), r->recompute_s * 1e3, st.plan_seconds,
+                   st.leaves_explored, st.bound_hit ? "*" : "");
         else
-            printf("%-18s %-4s %11s %8s %9s %10s %10s %10s %9s %8.3f %6ld%s\n", s->name, "no",
-                   "-", "-", "-", "-", "-", "-", "-", st.plan_seconds, st.leaves_explored,
+            printf("%-18s %-4s %11s %8s %9s %10s %10s %10s %9s %8.3f %6ld%s\n", s->name, "no", "-",
+                   "-", "-", "-", "-", "-", "-", st.plan_seconds, st.leaves_explored,
                    st.bound_hit ? "*" : "");
     }
     if (json) {
@@ -129,8 +127,10 @@ int cmd_compare(int argc, char **argv)
         cli_plan_write_outputs(&e, trace, svg, chosen, of_s->name, &err))
         goto fail;
     if (!best)
-        fprintf(stderr, "outcore-plan compare: no strategy found a feasible plan under the "
-                        "budget%s\n", trace || svg ? " (no trace/plot written)" : "");
+        fprintf(stderr,
+                "outcore-plan compare: no strategy found a feasible plan under the "
+                "budget%s\n",
+                trace || svg ? " (no trace/plot written)" : "");
     else if ((trace || svg) && !of_feasible)
         fprintf(stderr, "outcore-plan compare: %s found no feasible plan: no trace/plot written\n",
                 of_s->name);

@@ -8,13 +8,14 @@
 #include "cli.h"
 
 void cmd_emit_usage(FILE *f) {
-    fprintf(f, "usage: outcore-plan emit MODEL.onnx --batch N [--dim NAME=V] [--lr X]\n"
-               "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
-               "                         -o TRAIN.onnx\n\n"
-               "Writes the in-core training step (forward, loss, backward, SGD-momentum updates,\n"
-               "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"
-               "inputs data and labels, outputs the loss and every updated parameter and state.\n"
-               "Run it with: outcore-run TRAIN.onnx --backend cpu --steps K\n");
+    fprintf(f,
+            "usage: outcore-plan emit MODEL.onnx --batch N [--dim NAME=V] [--lr X]\n"
+            "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
+            "                         -o TRAIN.onnx\n\n"
+            "Writes the in-core training step (forward, loss, backward, SGD-momentum updates,\n"
+            "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"
+            "inputs data and labels, outputs the loss and every updated parameter and state.\n"
+            "Run it with: outcore-run TRAIN.onnx --backend cpu --steps K\n");
 }
 
 int cmd_emit(int argc, char **argv) {

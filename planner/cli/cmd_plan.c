@@ -13,17 +13,18 @@
 #include "search/strategy.h"
 #include "cli.h"
 
-int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err)
-{
+int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err) {
     static const char *names[] = {"--profile", "--device", "--device-file", "--budget",
                                   "--reserve"};
     const char **dst[] = {&e->profile, &e->device, &e->device_file, &e->budget, &e->reserve};
     for (int k = 0; k < 5; k++)
-        if (strcmp(argv[*i], names[k]) == 0) return cli_value(argc, argv, i, dst[k], err) ? OC_ERR : 1;
+        if (strcmp(argv[*i], names[k]) == 0)
+            return cli_value(argc, argv, i, dst[k], err) ? OC_ERR : 1;
     if (strcmp(argv[*i], "--max-leaves") == 0) {
         const char *v;
         int64_t n;
-        if (cli_value(argc, argv, i, &v, err) || oc_parse_int(v, 1, 1L << 40, "--max-leaves", &n, err))
+        if (cli_value(argc, argv, i, &v, err) ||
+            oc_parse_int(v, 1, 1L << 40, "--max-leaves", &n, err))
             return OC_ERR;
         e->max_leaves = (long)n;
         return 1;
@@ -42,12 +43,13 @@ int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err
     return used;
 }
 
-int cli_plan_env_load(cli_plan_env *e, oc_err *err)
-{
+int cli_plan_env_load(cli_plan_env *e, oc_err *err) {
     if (!e->mo.model) return oc_fail(err, "no MODEL given (see --help)");
     if ((e->profile != NULL) + (e->device != NULL) + (e->device_file != NULL) != 1)
-        return oc_fail(err, "give exactly one of --profile FILE, --device NAME (%s), "
-                            "--device-file FILE", device_preset_names());
+        return oc_fail(err,
+                       "give exactly one of --profile FILE, --device NAME (%s), "
+                       "--device-file FILE",
+                       device_preset_names());
     if (e->budget && oc_parse_bytes(e->budget, &e->budget_bytes, err))
         return oc_fail_prefix(err, "--budget");
     if (e->reserve && oc_parse_bytes(e->reserve, &e->reserve_bytes, err))
@@ -64,21 +66,18 @@ int cli_plan_env_load(cli_plan_env *e, oc_err *err)
         e->prof = profile_analytic(e->tg, &dev, e->mo.batch);
     }
     if (!e->budget) e->budget_bytes = e->prof->device.memory_bytes;
-    return sim_context_new(e->tg, e->prof, e->profile ? e->profile : e->prof->device.name,
-                           &e->ctx, err);
+    return sim_context_new(e->tg, e->prof, e->profile ? e->profile : e->prof->device.name, &e->ctx,
+                           err);
 }
 
-void cli_plan_env_free(cli_plan_env *e)
-{
+void cli_plan_env_free(cli_plan_env *e) {
     sim_context_free(e->ctx);
     profile_free(e->prof);
     train_graph_free(e->tg);
     cli_model_opts_free(&e->mo);
 }
 
-int cli_plan_env_strategy(const char *option, const char *name, const strategy **out,
-                          oc_err *err)
-{
+int cli_plan_env_strategy(const char *option, const char *name, const strategy **out, oc_err *err) {
     *out = strategy_find(name);
     if (*out) return OC_OK;
     char names[256];
@@ -86,18 +85,18 @@ int cli_plan_env_strategy(const char *option, const char *name, const strategy *
     return oc_fail(err, "%s: '%s' is not one of %s", option, name, names);
 }
 
-void cli_plan_env_input(const cli_plan_env *e, strategy_input *in)
-{
-    *in = (strategy_input){.tg = e->tg, .prof = e->prof, .ctx = e->ctx,
-                           .sim = {.budget_bytes = e->budget_bytes,
-                                   .reserve_bytes = e->reserve_bytes},
-                           .opts = strategy_options_default()};
+void cli_plan_env_input(const cli_plan_env *e, strategy_input *in) {
+    *in = (strategy_input){
+        .tg = e->tg,
+        .prof = e->prof,
+        .ctx = e->ctx,
+        .sim = {.budget_bytes = e->budget_bytes, .reserve_bytes = e->reserve_bytes},
+        .opts = strategy_options_default()};
     in->opts.max_leaves = e->max_leaves;
     in->opts.max_seconds = e->max_seconds;
 }
 
-void cmd_plan_usage(FILE *f)
-{
+void cmd_plan_usage(FILE *f) {
     char names[256];
     strategy_list(names, sizeof names);
     fprintf(f,
@@ -123,8 +122,7 @@ void cmd_plan_usage(FILE *f)
             names);
 }
 
-static json_t *stats_json(const strategy *s, const strategy_stats *st, int64_t batch)
-{
+static json_t *stats_json(const strategy *s, const strategy_stats *st, int64_t batch) {
     const sim_result *r = &st->result;
     double ideal = r->ideal_s;
     json_t *o = json_object();
@@ -134,9 +132,9 @@ static json_t *stats_json(const strategy *s, const strategy_stats *st, int64_t b
     json_object_set_new(o, "ideal_time_s", json_real(ideal));
     json_object_set_new(o, "slowdown",
                         st->feasible && ideal > 0 ? json_real(r->time_s / ideal) : json_null());
-    json_object_set_new(o, "images_per_s", st->feasible && r->time_s > 0
-                                               ? json_real((double)batch / r->time_s)
-                                               : json_null());
+    json_object_set_new(o, "images_per_s",
+                        st->feasible && r->time_s > 0 ? json_real((double)batch / r->time_s)
+                                                      : json_null());
     json_object_set_new(o, "peak_bytes", json_integer(r->peak_bytes));
     json_object_set_new(o, "swap_out_bytes", json_integer(r->d2h_bytes));
     json_object_set_new(o, "swap_in_bytes", json_integer(r->h2d_bytes));
@@ -150,14 +148,12 @@ static json_t *stats_json(const strategy *s, const strategy_stats *st, int64_t b
     return o;
 }
 
-json_t *cli_strategy_stats_json(const strategy *s, const strategy_stats *st, int64_t batch)
-{
+json_t *cli_strategy_stats_json(const strategy *s, const strategy_stats *st, int64_t batch) {
     return stats_json(s, st, batch);
 }
 
 static void print_text(const cli_plan_env *e, const strategy *s, const sim_plan *p,
-                       const strategy_stats *st)
-{
+                       const strategy_stats *st) {
     const ir_graph *g = e->tg->g;
     const sim_result *r = &st->result;
     char b1[32], b2[32], b3[32];
@@ -195,8 +191,7 @@ static void print_text(const cli_plan_env *e, const strategy *s, const sim_plan 
 }
 
 static int write_outputs(const cli_plan_env *e, const char *trace, const char *svg,
-                         const sim_plan *p, const char *title, oc_err *err)
-{
+                         const sim_plan *p, const char *title, oc_err *err) {
     sim_timeline *tl = sim_timeline_new();
     sim_options so = {.budget_bytes = e->budget_bytes, .reserve_bytes = e->reserve_bytes};
     sim_result r;
@@ -219,8 +214,7 @@ static int write_outputs(const cli_plan_env *e, const char *trace, const char *s
 }
 
 int cli_plan_write_outputs(const cli_plan_env *e, const char *trace, const char *svg,
-                           const sim_plan *p, const char *strategy_name, oc_err *err)
-{
+                           const sim_plan *p, const char *strategy_name, oc_err *err) {
     char title[512];
     const char *base = strrchr(e->mo.model, '/');
     snprintf(title, sizeof title, "%s, batch %lld, strategy %s, %s", base ? base + 1 : e->mo.model,
@@ -228,8 +222,7 @@ int cli_plan_write_outputs(const cli_plan_env *e, const char *trace, const char 
     return write_outputs(e, trace, svg, p, title, err);
 }
 
-int cmd_plan(int argc, char **argv)
-{
+int cmd_plan(int argc, char **argv) {
     cli_plan_env e = {.to = train_opts_default()};
     const char *sname = "hybrid", *trace = NULL, *svg = NULL;
     const char *plan_out = NULL; /* -o: cmd_show.c writes it */
@@ -287,8 +280,8 @@ int cmd_plan(int argc, char **argv)
             int64_t b = 0;
             ir_tensor_bytes(&e.tg->g->tensors[t], &b);
             json_array_append_new(
-                dec, json_pack("{s:s, s:I, s:s, s:o}", "tensor", e.tg->g->tensors[t].name,
-                               "bytes", (json_int_t)b, "decision",
+                dec, json_pack("{s:s, s:I, s:s, s:o}", "tensor", e.tg->g->tensors[t].name, "bytes",
+                               (json_int_t)b, "decision",
                                sim_decision_name((sim_decision)shown->decision[t]), "swap_in_at",
                                shown->decision[t] == SIM_DECISION_SWAP && at >= 0
                                    ? json_string(e.tg->g->nodes[at].name)

@@ -30,8 +30,8 @@ int cmd_profile(int argc, char **argv) {
         const char *a = argv[i];
         const char **dst = strcmp(a, "--device") == 0        ? &dev_name
                            : strcmp(a, "--device-file") == 0 ? &dev_file
-                           : strcmp(a, "-o") == 0             ? &out_path
-                                                              : NULL;
+                           : strcmp(a, "-o") == 0            ? &out_path
+                                                             : NULL;
         if (dst) {
             if (cli_value(argc, argv, &i, dst, &err)) goto fail;
             continue;
@@ -54,7 +54,8 @@ int cmd_profile(int argc, char **argv) {
         goto fail;
     }
     profile_device dev;
-    if (dev_name ? device_preset_find(dev_name, &dev, &err) : device_read_file(dev_file, &dev, &err))
+    if (dev_name ? device_preset_find(dev_name, &dev, &err)
+                 : device_read_file(dev_file, &dev, &err))
         goto fail;
     if (cli_load_training(&mo, &to, &tg, &err)) goto fail;
     int64_t batch = mo.batch;

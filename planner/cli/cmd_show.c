@@ -18,15 +18,18 @@
 #include "sim/sim_trace.h"
 #include "cli.h"
 
-int cli_plan_write_made(const cli_plan_env *e, const strategy *s, plan_made *made,
-                        const char *path, oc_err *err) {
+int cli_plan_write_made(const cli_plan_env *e, const strategy *s, plan_made *made, const char *path,
+                        oc_err *err) {
     plan_made pm = *made;
     if (!pm.feasible) return oc_fail(err, "%s not written: %s", path, pm.reason);
     char digest[32];
     plan_profile_digest(e->prof, digest, sizeof digest);
-    plan_file_meta m = {.tool_version = OC_VERSION, .strategy = s->name,
-                        .source_model = e->mo.model, .device = e->prof->device.name,
-                        .profile_digest = digest, .batch = e->mo.batch};
+    plan_file_meta m = {.tool_version = OC_VERSION,
+                        .strategy = s->name,
+                        .source_model = e->mo.model,
+                        .device = e->prof->device.name,
+                        .profile_digest = digest,
+                        .batch = e->mo.batch};
     int rc = plan_file_write(&pm, &m, path, err);
     if (rc == OC_OK) {
         char a[32], p[32], b[32];
@@ -72,14 +75,18 @@ static sim_timeline *stored_timeline(const train_graph *tg, const char *text, do
         p = p ? p + 1 : NULL;
         if (i < 0 || i >= g->n_nodes) continue;
         const ir_node *n = &g->nodes[i];
-        sim_event ev = {.stream = (sim_stream)rewrite_node_stream(n), .kind = SIM_EVENT_NODE,
-                        .index = (int)i, .start = a, .end = b};
+        sim_event ev = {.stream = (sim_stream)rewrite_node_stream(n),
+                        .kind = SIM_EVENT_NODE,
+                        .index = (int)i,
+                        .start = a,
+                        .end = b};
         if (op_is_swap_out(n)) ev.kind = SIM_EVENT_SWAP_OUT, ev.index = n->inputs[0];
         else if (op_is_swap_in(n)) ev.kind = SIM_EVENT_SWAP_IN, ev.index = n->outputs[0];
         else if (ir_attr_find(n, PLAN_ATTR_RECOMPUTE_OF)) ev.kind = SIM_EVENT_RECOMPUTE;
         for (int k = 0; k < n->n_outputs; k++) {
             int64_t by = 0;
-            if (n->outputs[k] >= 0 && ir_tensor_bytes(&g->tensors[n->outputs[k]], &by)) ev.bytes += by;
+            if (n->outputs[k] >= 0 && ir_tensor_bytes(&g->tensors[n->outputs[k]], &by))
+                ev.bytes += by;
         }
         oc_grow((void **)&tl->events, &tl->cap_events, (size_t)tl->n_events + 1, sizeof(sim_event));
         tl->events[tl->n_events++] = ev;
@@ -93,7 +100,8 @@ static void stored_samples(sim_timeline *tl, const char *text) {
         char *end;
         double t = strtod(p, &end);
         long long b = strtoll(end, &end, 10);
-        oc_grow((void **)&tl->samples, &tl->cap_samples, (size_t)tl->n_samples + 1, sizeof(sim_sample));
+        oc_grow((void **)&tl->samples, &tl->cap_samples, (size_t)tl->n_samples + 1,
+                sizeof(sim_sample));
         tl->samples[tl->n_samples++] = (sim_sample){t, (int64_t)b};
         p = strchr(end, '\n');
         p = p ? p + 1 : NULL;
@@ -141,8 +149,8 @@ static void print_table(const train_graph *tg, const sim_timeline *tl) {
             if (v[k] < 0) w += snprintf(offs + w, sizeof offs - (size_t)w, "%s-", k ? "," : "");
             else w += snprintf(offs + w, sizeof offs - (size_t)w, "%s%" PRId64, k ? "," : "", v[k]);
         }
-        printf("%5d  %-7s %-28s %-40s %-12s %12s  ", i,
-               rewrite_stream_name(rewrite_node_stream(n)), op, n->name, when, offs);
+        printf("%5d  %-7s %-28s %-40s %-12s %12s  ", i, rewrite_stream_name(rewrite_node_stream(n)),
+               op, n->name, when, offs);
         print_names(g, n->inputs, n->n_inputs);
         printf(" -> ");
         print_names(g, n->outputs, n->n_outputs);
@@ -164,12 +172,23 @@ int cmd_show(int argc, char **argv) {
     uint8_t *buf = NULL;
     size_t len = 0;
     sim_timeline *tl = NULL;
-    char *keys[] = {"outcore.strategy", "outcore.source_model", "outcore.batch",
-                    "outcore.budget_bytes", "outcore.arena_bytes", "outcore.peak_live_bytes",
-                    "outcore.fragmentation", "outcore.predicted_time_s",
-                    "outcore.predicted_peak_bytes", "outcore.predicted_stall_s", "outcore.device",
-                    "outcore.profile_digest", "outcore.version", "outcore.timeline",
-                    "outcore.memory", "outcore.replans", "outcore.planned_budget_bytes"};
+    char *keys[] = {"outcore.strategy",
+                    "outcore.source_model",
+                    "outcore.batch",
+                    "outcore.budget_bytes",
+                    "outcore.arena_bytes",
+                    "outcore.peak_live_bytes",
+                    "outcore.fragmentation",
+                    "outcore.predicted_time_s",
+                    "outcore.predicted_peak_bytes",
+                    "outcore.predicted_stall_s",
+                    "outcore.device",
+                    "outcore.profile_digest",
+                    "outcore.version",
+                    "outcore.timeline",
+                    "outcore.memory",
+                    "outcore.replans",
+                    "outcore.planned_budget_bytes"};
     enum { N_KEYS = sizeof keys / sizeof keys[0] };
     char *val[N_KEYS] = {0};
     for (int i = 1; i < argc; i++) {
@@ -191,8 +210,10 @@ int cmd_show(int argc, char **argv) {
     if (oc_read_file(path, &buf, &len, &err) || plan_file_read(buf, len, path, NULL, &pr, &err))
         goto fail;
     if (!pr.is_plan) {
-        oc_fail(&err, "%s: a training graph, not a plan (write one with `outcore-plan plan ... "
-                "-o PLAN.onnx`)", path);
+        oc_fail(&err,
+                "%s: a training graph, not a plan (write one with `outcore-plan plan ... "
+                "-o PLAN.onnx`)",
+                path);
         goto fail;
     }
     const train_graph *tg = pr.tg;
@@ -200,17 +221,21 @@ int cmd_show(int argc, char **argv) {
     int64_t budget = strtoll(val[3], NULL, 10);
     if (plan_verify(tg, pr.offsets, pr.arena_bytes, budget, &err)) goto fail;
     printf("plan %s: %d nodes, strategy %s, model %s, batch %s, device %s (profile %s), "
-           "outcore %s\n", path, tg->g->n_nodes, val[0], val[1], val[2], val[10], val[11], val[12]);
+           "outcore %s\n",
+           path, tg->g->n_nodes, val[0], val[1], val[2], val[10], val[11], val[12]);
     printf("budget %s bytes (planned under %s, %s re-plans); arena %s bytes, peak live %s, "
-           "fragmentation %s\n", val[3], val[16], val[15], val[4], val[5], val[6]);
+           "fragmentation %s\n",
+           val[3], val[16], val[15], val[4], val[5], val[6]);
     printf("predicted: iteration %.3f ms, peak %s bytes, stall %.3f ms\n",
            strtod(val[7], NULL) * 1e3, val[8], strtod(val[9], NULL) * 1e3);
     double t_end;
     tl = stored_timeline(tg, val[13], &t_end);
     stored_samples(tl, val[14]);
     print_table(tg, tl);
-    sim_result r = {.feasible = true, .time_s = strtod(val[7], NULL),
-                    .peak_bytes = strtoll(val[8], NULL, 10), .stall_s = strtod(val[9], NULL)};
+    sim_result r = {.feasible = true,
+                    .time_s = strtod(val[7], NULL),
+                    .peak_bytes = strtoll(val[8], NULL, 10),
+                    .stall_s = strtod(val[9], NULL)};
     cli_output out;
     if (trace) {
         if (cli_open_output(&out, trace, &err)) goto fail;

@@ -36,8 +36,10 @@ typedef struct sim_args {
 static int load_profile(const sim_args *a, const train_graph *tg, int64_t batch, profile **p,
                         oc_err *err) {
     if ((a->profile != NULL) + (a->device != NULL) + (a->device_file != NULL) != 1)
-        return oc_fail(err, "give exactly one of --profile FILE, --device NAME (%s), "
-                            "--device-file FILE", device_preset_names());
+        return oc_fail(err,
+                       "give exactly one of --profile FILE, --device NAME (%s), "
+                       "--device-file FILE",
+                       device_preset_names());
     if (a->profile) {
         if (profile_read(a->profile, p, err)) return OC_ERR;
         if (batch > 0) profile_scale_to_batch(*p, batch, stderr);
@@ -99,9 +101,9 @@ int cmd_simulate(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         static const char *names[] = {"--profile", "--device", "--device-file", "--plan",
-                                      "--trace", "--svg", "--budget", "--reserve"};
+                                      "--trace",   "--svg",    "--budget",      "--reserve"};
         const char **dst[] = {&a.profile, &a.device, &a.device_file, &a.plan,
-                              &a.trace, &a.svg, &a.budget, &a.reserve};
+                              &a.trace,   &a.svg,    &a.budget,      &a.reserve};
         int k = 0;
         while (k < 8 && strcmp(s, names[k]) != 0) k++;
         if (k < 8) {
@@ -127,8 +129,7 @@ int cmd_simulate(int argc, char **argv) {
     if (cli_load_training(&mo, &to, &tg, &err)) goto fail;
     if (load_profile(&a, tg, mo.batch, &prof, &err)) goto fail;
     if (!a.budget) so.budget_bytes = prof->device.memory_bytes;
-    if (sim_context_new(tg, prof, a.profile ? a.profile : prof->device.name, &ctx, &err))
-        goto fail;
+    if (sim_context_new(tg, prof, a.profile ? a.profile : prof->device.name, &ctx, &err)) goto fail;
     plan = sim_plan_new(tg);
     if (strcmp(a.plan, "swap-all") == 0) sim_plan_swap_all(plan);
     if (a.trace || a.svg) tl = sim_timeline_new();

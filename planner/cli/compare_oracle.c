@@ -25,8 +25,10 @@ int compare_oracle_new(const strategy_input *in, compare_oracle **out, oc_err *e
     *out = NULL;
     int n = in->tg->g->n_nodes;
     if (n > COMPARE_ORACLE_MAX_NODES)
-        return oc_fail(err, "--oracle: the training graph has %d nodes; the ILP oracle is "
-                            "limited to graphs of at most %d nodes", n, COMPARE_ORACLE_MAX_NODES);
+        return oc_fail(err,
+                       "--oracle: the training graph has %d nodes; the ILP oracle is "
+                       "limited to graphs of at most %d nodes",
+                       n, COMPARE_ORACLE_MAX_NODES);
     compare_oracle *o = oc_calloc(1, sizeof *o);
     if (ilp_model_new(in, &o->m, err) || ilp_solve(o->m, 120.0, &o->r, err)) {
         compare_oracle_free(o);
@@ -102,8 +104,8 @@ json_t *compare_oracle_json(const compare_oracle *o) {
     json_t *gaps = json_array();
     for (int i = 0; i < o->n_rows; i++) {
         const oracle_row *w = &o->rows[i];
-        json_t *g = json_pack("{s:s, s:b, s:b}", "strategy", w->name, "fits_model",
-                              w->model_fits, "sim_feasible", w->sim_feasible);
+        json_t *g = json_pack("{s:s, s:b, s:b}", "strategy", w->name, "fits_model", w->model_fits,
+                              "sim_feasible", w->sim_feasible);
         if (w->model_fits) json_object_set_new(g, "model_time_s", json_real(w->model_s));
         if (w->model_fits && r->feasible)
             json_object_set_new(g, "model_gap", json_real(w->model_s / r->objective_s - 1));

@@ -22,8 +22,7 @@ static const command commands[] = {
      "simulated iteration time, peak and stalls of a plan"},
     {"plan", cmd_plan, cmd_plan_usage,
      "plans keep/swap/recompute per saved tensor with one strategy"},
-    {"emit", cmd_emit, cmd_emit_usage,
-     "writes the in-core training step as ONNX for outcore-run"},
+    {"emit", cmd_emit, cmd_emit_usage, "writes the in-core training step as ONNX for outcore-run"},
     {"show", cmd_show, cmd_show_usage,
      "prints a plan.onnx's schedule; --trace/--svg of its predicted timeline"},
     {"compare", cmd_compare, cmd_compare_usage,
@@ -31,8 +30,9 @@ static const command commands[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "outcore-plan %s — plans out-of-core training of an ONNX model\n\n"
-               "usage: outcore-plan COMMAND [ARGS]   (COMMAND --help for details)\n\ncommands:\n",
+    fprintf(f,
+            "outcore-plan %s — plans out-of-core training of an ONNX model\n\n"
+            "usage: outcore-plan COMMAND [ARGS]   (COMMAND --help for details)\n\ncommands:\n",
             OC_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);

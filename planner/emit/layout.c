@@ -7,7 +7,6 @@
 #include "emit/rewrite.h"
 #include "plan/best_fit.h"
 
-
 /* ---- greedy by size ---- */
 
 /* Larger first, then earlier-born, then by index (qsort_r context: the lifetimes). */
@@ -138,7 +137,8 @@ void layout_plan(const train_graph *tg, const int64_t *ws, layout_result *out) {
         live += delta[p];
         if (live > out->peak_bytes) out->peak_bytes = live;
     }
-    out->fragmentation = out->peak_bytes > 0 ? (double)out->arena_bytes / (double)out->peak_bytes : 1.0;
+    out->fragmentation =
+        out->peak_bytes > 0 ? (double)out->arena_bytes / (double)out->peak_bytes : 1.0;
     oc_free(delta), oc_free(a), oc_free(b), oc_free(items);
     plan_lifetimes_free(&lt);
 }
@@ -160,7 +160,8 @@ void layout_apply(train_graph *tg, const layout_result *l) {
             if (strcmp(n->attrs[a].name, PLAN_ATTR_OFFSETS) == 0 ||
                 strcmp(n->attrs[a].name, PLAN_ATTR_WORKSPACE) == 0) {
                 ir_attr_free(&n->attrs[a]);
-                memmove(&n->attrs[a], &n->attrs[a + 1], (size_t)(n->n_attrs - a - 1) * sizeof(ir_attr));
+                memmove(&n->attrs[a], &n->attrs[a + 1],
+                        (size_t)(n->n_attrs - a - 1) * sizeof(ir_attr));
                 n->n_attrs--;
                 a--;
             }
@@ -169,7 +170,8 @@ void layout_apply(train_graph *tg, const layout_result *l) {
             int t = n->outputs[k];
             v[k] = t >= 0 && lt.root[t] == t && plan_lifetimes_device(&lt, t) ? l->offset[t] : -1;
         }
-        ir_attr at = {.name = PLAN_ATTR_OFFSETS, .type = IR_ATTR_INTS, .ints = v, .n = n->n_outputs};
+        ir_attr at = {
+            .name = PLAN_ATTR_OFFSETS, .type = IR_ATTR_INTS, .ints = v, .n = n->n_outputs};
         ir_node_add_attr(g, i, &at);
         oc_free(v);
         if (l->ws_offset && l->ws_offset[i] >= 0) {

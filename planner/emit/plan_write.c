@@ -39,11 +39,13 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
         if (!out->stats.feasible) {
             char lowered[96] = "";
             if (iter)
-                snprintf(lowered, sizeof lowered, " (lowered: the last layout needed %" PRId64
-                         " bytes)", out->last_arena);
-            snprintf(out->reason, sizeof out->reason, "strategy %s found no feasible plan under "
-                     "%" PRId64 " bytes%s: %s (%s)", s->name, cur.sim.budget_bytes, lowered,
-                     out->stats.result.reason, out->stats.notes);
+                snprintf(lowered, sizeof lowered,
+                         " (lowered: the last layout needed %" PRId64 " bytes)", out->last_arena);
+            snprintf(out->reason, sizeof out->reason,
+                     "strategy %s found no feasible plan under "
+                     "%" PRId64 " bytes%s: %s (%s)",
+                     s->name, cur.sim.budget_bytes, lowered, out->stats.result.reason,
+                     out->stats.notes);
             break;
         }
         out->tl = sim_timeline_new();
@@ -67,15 +69,18 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
          * strategy's choices are discrete), lower twice as far the next time. */
         int64_t step = arena - budget, min_step = budget / 1000;
         if (step < min_step) step = min_step;
-        if (arena == out->last_arena) step = 2 * (prev_budget - cur.sim.budget_bytes > step
-                                                      ? prev_budget - cur.sim.budget_bytes : step);
+        if (arena == out->last_arena)
+            step =
+                2 * (prev_budget - cur.sim.budget_bytes > step ? prev_budget - cur.sim.budget_bytes
+                                                               : step);
         out->last_arena = arena;
         int64_t next = cur.sim.budget_bytes - step, from_peak = out->result.peak_bytes - step;
         if (from_peak > 0 && from_peak < next) next = from_peak;
         if (iter == PLAN_MAX_REPLANS || next <= 0) {
-            snprintf(out->reason, sizeof out->reason, "the layout needs %" PRId64 " bytes, over "
-                     "the budget of %" PRId64 ", after %d re-plans with lower budgets", arena,
-                     budget, iter);
+            snprintf(out->reason, sizeof out->reason,
+                     "the layout needs %" PRId64 " bytes, over "
+                     "the budget of %" PRId64 ", after %d re-plans with lower budgets",
+                     arena, budget, iter);
             break;
         }
         prev_budget = cur.sim.budget_bytes;
@@ -176,40 +181,73 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
     v[nv++] = oc_sprintf("%.6f", pm->layout.fragmentation);
     v[nv++] = oc_sprintf("%016llx", (unsigned long long)plan_graph_digest(g));
     const char *meta[] = {
-        "outcore.version", m->tool_version ? m->tool_version : OC_EXPORT_VERSION,
-        "outcore.kind", PLAN_KIND,
-        "outcore.batch", v[0],
-        "outcore.lr", v[1],
-        "outcore.momentum", v[2],
-        "outcore.weight_decay", v[3],
-        "outcore.source_model", m->source_model ? m->source_model : "",
-        "outcore.forward_nodes", v[4],
-        "outcore.strategy", m->strategy ? m->strategy : "",
-        "outcore.budget_bytes", v[5],
-        "outcore.planned_budget_bytes", v[6],
-        "outcore.replans", v[7],
-        "outcore.predicted_time_s", v[8],
-        "outcore.predicted_ideal_s", v[9],
-        "outcore.predicted_stall_s", v[10],
-        "outcore.predicted_peak_bytes", v[11],
-        "outcore.arena_bytes", v[12],
-        "outcore.peak_live_bytes", v[13],
-        "outcore.fragmentation", v[14],
-        "outcore.device", m->device ? m->device : "",
-        "outcore.profile_digest", m->profile_digest ? m->profile_digest : "",
-        "outcore.graph_digest", v[15],
-        "outcore.node_annotations", ann.s,
-        "outcore.fixed_offsets", fixed.s,
-        "outcore.workspaces", wsl.s,
-        "outcore.timeline", tl.s,
-        "outcore.memory", mem.s,
-        TRAIN_STRUCTURE_KEY, structure,
+        "outcore.version",
+        m->tool_version ? m->tool_version : OC_EXPORT_VERSION,
+        "outcore.kind",
+        PLAN_KIND,
+        "outcore.batch",
+        v[0],
+        "outcore.lr",
+        v[1],
+        "outcore.momentum",
+        v[2],
+        "outcore.weight_decay",
+        v[3],
+        "outcore.source_model",
+        m->source_model ? m->source_model : "",
+        "outcore.forward_nodes",
+        v[4],
+        "outcore.strategy",
+        m->strategy ? m->strategy : "",
+        "outcore.budget_bytes",
+        v[5],
+        "outcore.planned_budget_bytes",
+        v[6],
+        "outcore.replans",
+        v[7],
+        "outcore.predicted_time_s",
+        v[8],
+        "outcore.predicted_ideal_s",
+        v[9],
+        "outcore.predicted_stall_s",
+        v[10],
+        "outcore.predicted_peak_bytes",
+        v[11],
+        "outcore.arena_bytes",
+        v[12],
+        "outcore.peak_live_bytes",
+        v[13],
+        "outcore.fragmentation",
+        v[14],
+        "outcore.device",
+        m->device ? m->device : "",
+        "outcore.profile_digest",
+        m->profile_digest ? m->profile_digest : "",
+        "outcore.graph_digest",
+        v[15],
+        "outcore.node_annotations",
+        ann.s,
+        "outcore.fixed_offsets",
+        fixed.s,
+        "outcore.workspaces",
+        wsl.s,
+        "outcore.timeline",
+        tl.s,
+        "outcore.memory",
+        mem.s,
+        TRAIN_STRUCTURE_KEY,
+        structure,
     };
     int *outs = oc_malloc(((size_t)g->n_outputs + 1) * sizeof(int));
     memcpy(outs, g->outputs, (size_t)g->n_outputs * sizeof(int));
-    onnx_export_spec s = {.node_begin = 0, .node_end = g->n_nodes, .inputs = g->inputs,
-                          .n_inputs = g->n_inputs, .outputs = outs, .n_outputs = g->n_outputs,
-                          .meta = meta, .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
+    onnx_export_spec s = {.node_begin = 0,
+                          .node_end = g->n_nodes,
+                          .inputs = g->inputs,
+                          .n_inputs = g->n_inputs,
+                          .outputs = outs,
+                          .n_outputs = g->n_outputs,
+                          .meta = meta,
+                          .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
     int rc = onnx_export_graph(g, &s, path, err);
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].n_attrs += strip[i];
     for (int i = 0; i < nv; i++) oc_free(v[i]);
@@ -217,4 +255,3 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
     oc_free(wsl.s), oc_free(structure);
     return rc;
 }
-

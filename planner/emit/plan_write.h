@@ -29,23 +29,23 @@
 typedef struct plan_made {
     bool feasible;
     char reason[600];
-    strategy_stats stats;      /* of the final strategy run */
-    sim_result result;         /* scalars of its simulation (pointers invalid) */
-    int64_t budget_bytes;      /* asked */
-    int64_t planned_budget;    /* the budget the strategy planned under */
+    strategy_stats stats;   /* of the final strategy run */
+    sim_result result;      /* scalars of its simulation (pointers invalid) */
+    int64_t budget_bytes;   /* asked */
+    int64_t planned_budget; /* the budget the strategy planned under */
     int replans;
-    int64_t last_arena;        /* arena of the last layout that did not fit */
+    int64_t last_arena; /* arena of the last layout that did not fit */
     rewrite_result rw;
     layout_result layout;
-    sim_timeline *tl;          /* the predicted timeline (source graph indices) */
-    sim_plan *plan;            /* the final decisions (source graph); owned */
+    sim_timeline *tl; /* the predicted timeline (source graph indices) */
+    sim_plan *plan;   /* the final decisions (source graph); owned */
 } plan_made;
 
 int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_err *err);
 void plan_made_free(plan_made *pm);
 
 typedef struct plan_file_meta {
-    const char *tool_version;   /* NULL: OC_EXPORT_VERSION */
+    const char *tool_version; /* NULL: OC_EXPORT_VERSION */
     const char *strategy;
     const char *source_model;
     const char *device;

@@ -14,18 +14,18 @@ typedef struct rw {
     const train_graph *tg;
     const ir_graph *g;
     const uint8_t *dec;
-    int nt, nn, fwd_end;   /* fwd_end: first node not in the forward phase (the loss) */
+    int nt, nn, fwd_end; /* fwd_end: first node not in the forward phase (the loss) */
     uint8_t *fwd_act, *is_saved, *rc_done;
     int *op_node, n_ops, cap_ops;
     uint8_t *op_rc;
-    int *op_target;        /* rc ops: the tensor it was inserted for */
-    int *block_start;      /* per node */
+    int *op_target;                    /* rc ops: the tensor it was inserted for */
+    int *block_start;                  /* per node */
     int *first_bwd, *issue, *prod_pos; /* per tensor (ops) */
     /* emission */
     ir_graph *ng;
     int *cur_rc, *swapin, *host; /* per source tensor: tensors of ng, -1 */
-    int *n_clones;         /* per source node */
-    int *src_node;         /* per new node */
+    int *n_clones;               /* per source node */
+    int *src_node;               /* per new node */
     int cap_new;
 } rw;
 
@@ -192,7 +192,7 @@ static int bwd_name(rw *s, int t, oc_err *err, int *out) {
     if (s->dec[t] == SIM_DECISION_SWAP) *out = s->swapin[t];
     else if (needs_rc(s, t)) *out = s->cur_rc[t];
     if (*out < 0)
-        return oc_fail(err, "rewrite: tensor '%s' is read in backward before its %s", 
+        return oc_fail(err, "rewrite: tensor '%s' is read in backward before its %s",
                        s->g->tensors[t].name,
                        s->dec[t] == SIM_DECISION_SWAP ? op_name(OP_SWAP_IN) : "recomputation");
     return OC_OK;
@@ -327,7 +327,6 @@ static void set_outputs(train_graph *ntg, int loss) {
         }
 }
 
-
 /* The plan's structure, carried from the source step's (train_structure.h
  * records it): an emitted node keeps its phase and forward partner; a recompute
  * clone is backward; a swap takes its predecessor's phase, backward after the
@@ -347,9 +346,10 @@ static void carry_structure(const rw *s, train_graph *ntg) {
         int src = s->src_node[n];
         bool clone = src >= 0 && ir_attr_find(&ng->nodes[n], PLAN_ATTR_RECOMPUTE_OF);
         if (src >= 0 && !clone) new_of[src] = n;
-        ntg->phase[n] = clone ? TRAIN_PHASE_BACKWARD
-                        : src >= 0 ? tg->phase[src]
-                        : prev == TRAIN_PHASE_LOSS ? TRAIN_PHASE_BACKWARD : prev;
+        ntg->phase[n] = clone                      ? TRAIN_PHASE_BACKWARD
+                        : src >= 0                 ? tg->phase[src]
+                        : prev == TRAIN_PHASE_LOSS ? TRAIN_PHASE_BACKWARD
+                                                   : prev;
         if (ntg->phase[n] == TRAIN_PHASE_LOSS) ntg->n_forward = n + 1;
         prev = ntg->phase[n];
         ntg->fwd_of[n] = -1;
@@ -377,12 +377,14 @@ static void map_timeline(rw *s, const sim_timeline *tl, rewrite_result *r) {
     /* Per source node: its run, then its clones in emission order. */
     int *node_of = oc_malloc(((size_t)s->nn + 1) * sizeof(int));
     int *clone_seen = oc_calloc((size_t)s->nn + 1, sizeof(int));
-    int *so = oc_malloc(((size_t)s->nt + 1) * sizeof(int)), *si = oc_malloc(((size_t)s->nt + 1) * sizeof(int));
+    int *so = oc_malloc(((size_t)s->nt + 1) * sizeof(int)),
+        *si = oc_malloc(((size_t)s->nt + 1) * sizeof(int));
     for (int i = 0; i < s->nn; i++) node_of[i] = -1;
     for (int t = 0; t < s->nt; t++) so[t] = si[t] = -1;
     for (int i = 0; i < nn; i++) {
         const ir_node *n = &s->ng->nodes[i];
-        if (s->src_node[i] >= 0 && !ir_attr_find(n, PLAN_ATTR_RECOMPUTE_OF)) node_of[s->src_node[i]] = i;
+        if (s->src_node[i] >= 0 && !ir_attr_find(n, PLAN_ATTR_RECOMPUTE_OF))
+            node_of[s->src_node[i]] = i;
         if (op_is_swap_out(n) && n->inputs[0] < s->nt) so[n->inputs[0]] = i;
     }
     for (int t = 0; t < s->nt; t++)
@@ -484,10 +486,11 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
             rc = oc_fail(err, "rewrite: tensor '%s': swap-in issue node %d out of range",
                          g->tensors[t].name, at);
         else if (s.block_start[at] > s.first_bwd[t])
-            rc = oc_fail(err, "rewrite: tensor '%s': swap-in issued at node '%s', after its "
-                         "first backward reader", g->tensors[t].name, g->nodes[at].name);
-        else
-            s.issue[t] = s.block_start[at];
+            rc = oc_fail(err,
+                         "rewrite: tensor '%s': swap-in issued at node '%s', after its "
+                         "first backward reader",
+                         g->tensors[t].name, g->nodes[at].name);
+        else s.issue[t] = s.block_start[at];
     }
     if (rc == OC_OK && tl) place_at_start(&s, tl);
     train_graph *ntg = NULL;
@@ -502,7 +505,7 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
         for (int a = 1; a < n_sw; a++)
             for (int b = a; b > 0; b--) {
                 int x = sw[b - 1], y = sw[b];
-                bool swap = s.issue[x] != s.issue[y]         ? s.issue[x] > s.issue[y]
+                bool swap = s.issue[x] != s.issue[y]           ? s.issue[x] > s.issue[y]
                             : s.first_bwd[x] != s.first_bwd[y] ? s.first_bwd[x] > s.first_bwd[y]
                             : s.prod_pos[x] != s.prod_pos[y]   ? s.prod_pos[x] > s.prod_pos[y]
                                                                : x > y;
@@ -535,9 +538,9 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
             train_graph_free(ntg);
         }
     }
-    void *fr[] = {s.fwd_act, s.is_saved, s.rc_done, s.op_node, s.op_rc, s.op_target,
-                  s.block_start, s.first_bwd, s.issue, s.prod_pos, s.cur_rc, s.swapin,
-                  s.host, s.n_clones, s.src_node};
+    void *fr[] = {s.fwd_act,   s.is_saved,    s.rc_done,   s.op_node,  s.op_rc,
+                  s.op_target, s.block_start, s.first_bwd, s.issue,    s.prod_pos,
+                  s.cur_rc,    s.swapin,      s.host,      s.n_clones, s.src_node};
     for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) oc_free(fr[i]);
     if (rc) memset(out, 0, sizeof *out);
     return rc;
@@ -551,8 +554,6 @@ void rewrite_result_free(rewrite_result *r) {
     oc_free(r->end);
     memset(r, 0, sizeof *r);
 }
-
-
 
 rewrite_stream rewrite_node_stream(const ir_node *n) {
     if (op_is_swap_out(n)) return REWRITE_STREAM_D2H;

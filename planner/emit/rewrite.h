@@ -43,11 +43,10 @@
 #include "plan/plan_file.h"
 #include "sim/simulator.h"
 
-
 typedef struct rewrite_result {
-    train_graph *tg;      /* the rewritten step, owned */
-    int *src_node;        /* per new node: the tg node it runs or clones; -1 for copies */
-    double *start, *end;  /* per new node: predicted times from tl (-1 without tl) */
+    train_graph *tg;     /* the rewritten step, owned */
+    int *src_node;       /* per new node: the tg node it runs or clones; -1 for copies */
+    double *start, *end; /* per new node: predicted times from tl (-1 without tl) */
     int n_swap_out, n_swap_in, n_recompute;
 } rewrite_result;
 
@@ -65,6 +64,5 @@ typedef enum rewrite_stream {
 } rewrite_stream;
 rewrite_stream rewrite_node_stream(const ir_node *n);
 const char *rewrite_stream_name(rewrite_stream s);
-
 
 #endif

@@ -32,8 +32,7 @@ int oc_fail_prefix(oc_err *err, const char *fmt, ...) {
 }
 
 void oc_assert_fail(const char *what, const char *file, int line) {
-    fprintf(stderr, "outcore: internal error: assertion '%s' failed at %s:%d\n", what, file,
-            line);
+    fprintf(stderr, "outcore: internal error: assertion '%s' failed at %s:%d\n", what, file, line);
     abort();
 }
 
@@ -45,18 +44,14 @@ static void *check_alloc(void *p, size_t n) {
     return p;
 }
 
-void *oc_malloc(size_t n) {
-    return check_alloc(malloc(n ? n : 1), n ? n : 1);
-}
+void *oc_malloc(size_t n) { return check_alloc(malloc(n ? n : 1), n ? n : 1); }
 
 void *oc_calloc(size_t count, size_t size) {
     if (count == 0 || size == 0) count = size = 1;
     return check_alloc(calloc(count, size), count * size);
 }
 
-void *oc_realloc(void *p, size_t n) {
-    return check_alloc(realloc(p, n ? n : 1), n ? n : 1);
-}
+void *oc_realloc(void *p, size_t n) { return check_alloc(realloc(p, n ? n : 1), n ? n : 1); }
 
 void oc_free(void *p) { free(p); }
 
@@ -90,13 +85,9 @@ void oc_grow(void **buf, size_t *cap, size_t need, size_t elem_size) {
     *cap = c;
 }
 
-bool oc_mul_i64(int64_t a, int64_t b, int64_t *out) {
-    return !__builtin_mul_overflow(a, b, out);
-}
+bool oc_mul_i64(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
 
-bool oc_add_i64(int64_t a, int64_t b, int64_t *out) {
-    return !__builtin_add_overflow(a, b, out);
-}
+bool oc_add_i64(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
 
 int oc_read_file(const char *path, uint8_t **data, size_t *len, oc_err *err) {
     FILE *f = fopen(path, "rb");
@@ -131,10 +122,8 @@ const char *oc_fmt_bytes(int64_t bytes, char *buf, size_t cap) {
         v /= 1024.0;
         u++;
     }
-    if (u == 0)
-        snprintf(buf, cap, "%" PRId64 " B", bytes);
-    else
-        snprintf(buf, cap, "%.2f %s", v, units[u]);
+    if (u == 0) snprintf(buf, cap, "%" PRId64 " B", bytes);
+    else snprintf(buf, cap, "%.2f %s", v, units[u]);
     return buf;
 }
 
@@ -142,11 +131,11 @@ int oc_parse_bytes(const char *s, int64_t *out, oc_err *err) {
     static const struct {
         const char *suffix;
         double mult;
-    } units[] = {{"KiB", 1024.0},       {"MiB", 1048576.0},   {"GiB", 1073741824.0},
-                 {"TiB", 1099511627776.0}, {"KB", 1e3},       {"MB", 1e6},
-                 {"GB", 1e9},           {"TB", 1e12},         {"K", 1024.0},
-                 {"M", 1048576.0},      {"G", 1073741824.0},  {"B", 1.0},
-                 {"", 1.0}};
+    } units[] = {
+        {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+        {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+        {"K", 1024.0},   {"M", 1048576.0},   {"G", 1073741824.0},   {"B", 1.0},
+        {"", 1.0}};
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
@@ -171,8 +160,7 @@ int oc_parse_int(const char *s, int64_t lo, int64_t hi, const char *what, int64_
     if (end == s || *end != '\0' || errno != 0)
         return oc_fail(err, "%s: '%s' is not an integer", what, s);
     if (v < lo || v > hi)
-        return oc_fail(err, "%s: %lld is out of range [%" PRId64 ", %" PRId64 "]", what, v, lo,
-                       hi);
+        return oc_fail(err, "%s: %lld is out of range [%" PRId64 ", %" PRId64 "]", what, v, lo, hi);
     *out = (int64_t)v;
     return OC_OK;
 }

@@ -28,9 +28,9 @@ int oc_fail(oc_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Prefixes the existing message: "<prefix>: <old message>". Returns OC_ERR. */
 int oc_fail_prefix(oc_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define OC_ASSERT(cond)                                                             \
-    do {                                                                            \
-        if (!(cond)) oc_assert_fail(#cond, __FILE__, __LINE__);                     \
+#define OC_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) oc_assert_fail(#cond, __FILE__, __LINE__);                                    \
     } while (0)
 _Noreturn void oc_assert_fail(const char *what, const char *file, int line);
 

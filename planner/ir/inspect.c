@@ -53,8 +53,8 @@ int inspect_print_text(const ir_graph *g, const int *alias_of, int64_t batch, FI
     static const ir_kind rest[] = {IR_KIND_STATE, IR_KIND_INPUT, IR_KIND_CONSTANT,
                                    IR_KIND_ACTIVATION};
     for (size_t k = 0; k < sizeof rest / sizeof rest[0]; k++)
-        fprintf(out, "  %-12s %14" PRId64 " bytes  (%s)\n", ir_kind_name(rest[k]),
-                t.bytes[rest[k]], oc_fmt_bytes(t.bytes[rest[k]], hb, sizeof hb));
+        fprintf(out, "  %-12s %14" PRId64 " bytes  (%s)\n", ir_kind_name(rest[k]), t.bytes[rest[k]],
+                oc_fmt_bytes(t.bytes[rest[k]], hb, sizeof hb));
     return ferror(out) ? OC_ERR : OC_OK;
 }
 

@@ -7,11 +7,19 @@
 
 int ir_dtype_size(ir_dtype t) {
     switch (t) {
-    case IR_DTYPE_FLOAT: case IR_DTYPE_INT32: case IR_DTYPE_UINT32: return 4;
-    case IR_DTYPE_UINT8: case IR_DTYPE_INT8: case IR_DTYPE_BOOL: return 1;
-    case IR_DTYPE_UINT16: case IR_DTYPE_INT16: case IR_DTYPE_FLOAT16:
+    case IR_DTYPE_FLOAT:
+    case IR_DTYPE_INT32:
+    case IR_DTYPE_UINT32: return 4;
+    case IR_DTYPE_UINT8:
+    case IR_DTYPE_INT8:
+    case IR_DTYPE_BOOL: return 1;
+    case IR_DTYPE_UINT16:
+    case IR_DTYPE_INT16:
+    case IR_DTYPE_FLOAT16:
     case IR_DTYPE_BFLOAT16: return 2;
-    case IR_DTYPE_INT64: case IR_DTYPE_DOUBLE: case IR_DTYPE_UINT64: return 8;
+    case IR_DTYPE_INT64:
+    case IR_DTYPE_DOUBLE:
+    case IR_DTYPE_UINT64: return 8;
     default: return 0;
     }
 }
@@ -38,11 +46,16 @@ const char *ir_dtype_name(ir_dtype t) {
 
 const char *ir_kind_name(ir_kind k) {
     static const char *names[IR_KIND__COUNT] = {
-        [IR_KIND_ACTIVATION] = "activation", [IR_KIND_INPUT] = "input",
-        [IR_KIND_LABEL] = "label",           [IR_KIND_PARAMETER] = "parameter",
-        [IR_KIND_STATE] = "state",           [IR_KIND_CONSTANT] = "constant",
-        [IR_KIND_GRADIENT] = "gradient",     [IR_KIND_ACT_GRADIENT] = "activation_gradient",
-        [IR_KIND_WORKSPACE] = "workspace",   [IR_KIND_SAVED] = "saved_activation",
+        [IR_KIND_ACTIVATION] = "activation",
+        [IR_KIND_INPUT] = "input",
+        [IR_KIND_LABEL] = "label",
+        [IR_KIND_PARAMETER] = "parameter",
+        [IR_KIND_STATE] = "state",
+        [IR_KIND_CONSTANT] = "constant",
+        [IR_KIND_GRADIENT] = "gradient",
+        [IR_KIND_ACT_GRADIENT] = "activation_gradient",
+        [IR_KIND_WORKSPACE] = "workspace",
+        [IR_KIND_SAVED] = "saved_activation",
         [IR_KIND_OPT_STATE] = "optimizer_state",
     };
     OC_ASSERT(k >= 0 && k < IR_KIND__COUNT);
@@ -147,8 +160,7 @@ int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype) {
     x->kind = IR_KIND_ACTIVATION;
     if ((size_t)g->n_tensors * 2 > g->index_cap)
         index_rebuild(g, g->index_cap ? g->index_cap * 2 : 64);
-    else
-        index_insert(g, t);
+    else index_insert(g, t);
     return t;
 }
 
@@ -237,8 +249,7 @@ const char *ir_shape_str(const ir_tensor *t, char *buf, size_t cap) {
         const char *sep = i ? ", " : "";
         if (t->dim_params[i])
             off += (size_t)snprintf(buf + off, cap - off, "%s%s", sep, t->dim_params[i]);
-        else
-            off += (size_t)snprintf(buf + off, cap - off, "%s%" PRId64, sep, t->dims[i]);
+        else off += (size_t)snprintf(buf + off, cap - off, "%s%" PRId64, sep, t->dims[i]);
     }
     if (off < cap) snprintf(buf + off, cap - off, "]");
     return buf;
@@ -364,8 +375,10 @@ void ir_graph_remove_nodes(ir_graph *g, const bool *remove) {
     bool *used = oc_calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(bool));
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        for (int k = 0; k < n->n_inputs; k++) if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
-        for (int k = 0; k < n->n_outputs; k++) if (n->outputs[k] >= 0) used[n->outputs[k]] = true;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0) used[n->outputs[k]] = true;
     }
     for (int i = 0; i < g->n_inputs; i++) used[g->inputs[i]] = true;
     for (int i = 0; i < g->n_outputs; i++) used[g->outputs[i]] = true;
@@ -394,8 +407,10 @@ void ir_graph_remove_nodes(ir_graph *g, const bool *remove) {
     g->n_tensors = kept_t;
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
-        for (int k = 0; k < n->n_inputs; k++) if (n->inputs[k] >= 0) n->inputs[k] = tmap[n->inputs[k]];
-        for (int k = 0; k < n->n_outputs; k++) if (n->outputs[k] >= 0) n->outputs[k] = tmap[n->outputs[k]];
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0) n->inputs[k] = tmap[n->inputs[k]];
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0) n->outputs[k] = tmap[n->outputs[k]];
     }
     for (int i = 0; i < g->n_inputs; i++) g->inputs[i] = tmap[g->inputs[i]];
     for (int i = 0; i < g->n_outputs; i++) g->outputs[i] = tmap[g->outputs[i]];

@@ -69,22 +69,22 @@ typedef enum ir_data_src {
 typedef struct ir_tensor {
     char *name;
     ir_dtype dtype;
-    int rank;                        /* -1 while unknown */
-    int64_t dims[IR_MAX_RANK];       /* valid when rank >= 0 and dim_params[i] == NULL */
-    char *dim_params[IR_MAX_RANK];   /* symbolic dims (graph inputs) until bound; owned */
+    int rank;                      /* -1 while unknown */
+    int64_t dims[IR_MAX_RANK];     /* valid when rank >= 0 and dim_params[i] == NULL */
+    char *dim_params[IR_MAX_RANK]; /* symbolic dims (graph inputs) until bound; owned */
     ir_kind kind;
     bool is_initializer;
     bool is_graph_input;
     bool is_graph_output;
-    int producer;                    /* node index, -1 for inputs/initializers */
-    int *consumers;                  /* node indices (a node appears once per use) */
+    int producer;   /* node index, -1 for inputs/initializers */
+    int *consumers; /* node indices (a node appears once per use) */
     int n_consumers;
     size_t cap_consumers;
     /* Data: initializers, Constant outputs and folded shape values. */
     ir_data_src data_src;
-    void *data;                      /* owned; packed little-endian elements */
+    void *data; /* owned; packed little-endian elements */
     size_t data_bytes;
-    char *ext_location;              /* IR_DATA_EXTERNAL: path relative to the model */
+    char *ext_location; /* IR_DATA_EXTERNAL: path relative to the model */
     int64_t ext_offset, ext_length;
 } ir_tensor;
 
@@ -103,12 +103,12 @@ typedef struct ir_attr {
     ir_attr_type type;
     float f;
     int64_t i;
-    char *s;          /* STRING */
-    float *floats;    /* FLOATS, n */
-    int64_t *ints;    /* INTS, n */
-    char **strings;   /* STRINGS, n */
+    char *s;        /* STRING */
+    float *floats;  /* FLOATS, n */
+    int64_t *ints;  /* INTS, n */
+    char **strings; /* STRINGS, n */
     int n;
-    ir_tensor *t;     /* TENSOR: a detached tensor (name, dtype, dims, data) */
+    ir_tensor *t; /* TENSOR: a detached tensor (name, dtype, dims, data) */
 } ir_attr;
 
 union op_args;
@@ -116,22 +116,22 @@ union op_args;
 typedef struct ir_node {
     char *name;
     char *op_type;
-    char *domain;     /* "" for the default ONNX domain */
-    int op;           /* op_kind (ir/ops/op_list.h); OP_UNKNOWN (-1) until looked up */
+    char *domain;        /* "" for the default ONNX domain */
+    int op;              /* op_kind (ir/ops/op_list.h); OP_UNKNOWN (-1) until looked up */
     union op_args *args; /* decoded attributes (ir/ops/op_args.h) once inferred; owned */
     ir_attr *attrs;
     int n_attrs;
-    int *inputs;      /* tensor indices; -1 for an omitted optional input */
+    int *inputs; /* tensor indices; -1 for an omitted optional input */
     int n_inputs;
-    int *outputs;     /* tensor indices; -1 for an omitted optional output */
+    int *outputs; /* tensor indices; -1 for an omitted optional output */
     int n_outputs;
 } ir_node;
 
 typedef struct ir_graph {
     char *name;
-    char *model_dir;      /* directory of the model file (external data), owned */
-    char *model_path;     /* for messages, owned */
-    int64_t opset;        /* default-domain opset version */
+    char *model_dir;  /* directory of the model file (external data), owned */
+    char *model_path; /* for messages, owned */
+    int64_t opset;    /* default-domain opset version */
     int64_t ir_version;
     char *producer_name;
     ir_tensor *tensors;
@@ -140,7 +140,7 @@ typedef struct ir_graph {
     ir_node *nodes;
     int n_nodes;
     size_t cap_nodes;
-    int *inputs;          /* graph inputs that are not initializers */
+    int *inputs; /* graph inputs that are not initializers */
     int n_inputs;
     int *outputs;
     int n_outputs;

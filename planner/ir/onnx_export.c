@@ -177,8 +177,7 @@ static int write_file(const char *path, const uint8_t *buf, size_t len, oc_err *
     return rc;
 }
 
-int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path,
-                      oc_err *err) {
+int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path, oc_err *err) {
     pool po = {0};
     int rc = OC_OK;
     Onnx__GraphProto *gp = palloc(&po, 1, sizeof *gp);
@@ -198,7 +197,8 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
     }
     gp->initializer = palloc(&po, (size_t)g->n_tensors, sizeof *gp->initializer);
     gp->input = palloc(&po, (size_t)(g->n_tensors + s->n_inputs), sizeof *gp->input);
-    for (int i = 0; i < s->n_inputs; i++) gp->input[gp->n_input++] = value_info(&po, &g->tensors[s->inputs[i]]);
+    for (int i = 0; i < s->n_inputs; i++)
+        gp->input[gp->n_input++] = value_info(&po, &g->tensors[s->inputs[i]]);
     int n_data_inputs = s->n_inputs;
     for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
         /* External data is read into the graph's tensor (it becomes inline). */
@@ -209,15 +209,15 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
         if (rc) break;
         if (x->data_src == IR_DATA_INLINE)
             gp->initializer[gp->n_initializer++] = tensor_proto(&po, x, x->data, x->data_bytes);
-        else
-            gp->input[gp->n_input++] = value_info(&po, x);
+        else gp->input[gp->n_input++] = value_info(&po, x);
     }
     gp->node = palloc(&po, (size_t)n_written, sizeof *gp->node);
     for (int i = s->node_begin; i < s->node_end; i++)
         if (!s->skip || !s->skip[i]) gp->node[gp->n_node++] = node_proto(&po, g, &g->nodes[i]);
     gp->n_output = (size_t)s->n_outputs;
     gp->output = palloc(&po, gp->n_output, sizeof *gp->output);
-    for (int i = 0; i < s->n_outputs; i++) gp->output[i] = value_info(&po, &g->tensors[s->outputs[i]]);
+    for (int i = 0; i < s->n_outputs; i++)
+        gp->output[i] = value_info(&po, &g->tensors[s->outputs[i]]);
 
     Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
     m.has_ir_version = true;

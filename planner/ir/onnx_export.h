@@ -15,19 +15,18 @@
 #include "ir/ir.h"
 
 typedef struct onnx_export_spec {
-    int node_begin, node_end;   /* nodes [begin, end) of g, in order */
-    const int *inputs;          /* typed graph inputs (tensor indices) */
+    int node_begin, node_end; /* nodes [begin, end) of g, in order */
+    const int *inputs;        /* typed graph inputs (tensor indices) */
     int n_inputs;
-    const int *outputs;         /* typed graph outputs */
+    const int *outputs; /* typed graph outputs */
     int n_outputs;
-    const bool *skip;           /* per node of g: leave it out (NULL: keep all) */
-    const char *const *meta;    /* key, value, key, value, ... (2 * n_meta strings) */
+    const bool *skip;        /* per node of g: leave it out (NULL: keep all) */
+    const char *const *meta; /* key, value, key, value, ... (2 * n_meta strings) */
     int n_meta;
 } onnx_export_spec;
 
 /* Writes nodes [begin, end) with every initializer they read. */
-int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path,
-                      oc_err *err);
+int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path, oc_err *err);
 
 /* The version written as producer_version and outcore.version. */
 #define OC_EXPORT_VERSION "0.1.0"

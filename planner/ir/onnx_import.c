@@ -25,8 +25,8 @@ static int set_dims(importer *im, ir_tensor *t, size_t n, const int64_t *dims) {
                        t->name, n, IR_MAX_RANK);
     for (size_t i = 0; i < n; i++)
         if (dims[i] < 0)
-            return oc_fail(im->err, "%s: tensor '%s' has negative dim %" PRId64, im->path,
-                           t->name, dims[i]);
+            return oc_fail(im->err, "%s: tensor '%s' has negative dim %" PRId64, im->path, t->name,
+                           dims[i]);
     ir_tensor_set_shape(t, (int)n, dims);
     int64_t b;
     if (!ir_tensor_bytes(t, &b))
@@ -35,8 +35,7 @@ static int set_dims(importer *im, ir_tensor *t, size_t n, const int64_t *dims) {
 }
 
 /* Packs the typed repeated fields into little-endian elements of t->dtype. */
-static int copy_typed_data(importer *im, ir_tensor *t, const Onnx__TensorProto *tp,
-                           int64_t numel) {
+static int copy_typed_data(importer *im, ir_tensor *t, const Onnx__TensorProto *tp, int64_t numel) {
     int es = ir_dtype_size(t->dtype);
     size_t count = 0;
     if (tp->n_float_data) count = tp->n_float_data;
@@ -53,16 +52,29 @@ static int copy_typed_data(importer *im, ir_tensor *t, const Onnx__TensorProto *
         uint8_t *dst = buf + i * (size_t)es;
         if (tp->n_float_data && t->dtype == IR_DTYPE_FLOAT) memcpy(dst, &tp->float_data[i], 4);
         else if (tp->n_int64_data && t->dtype == IR_DTYPE_INT64) memcpy(dst, &tp->int64_data[i], 8);
-        else if (tp->n_double_data && t->dtype == IR_DTYPE_DOUBLE) memcpy(dst, &tp->double_data[i], 8);
-        else if (tp->n_uint64_data && (t->dtype == IR_DTYPE_UINT64 || t->dtype == IR_DTYPE_UINT32)) {
+        else if (tp->n_double_data && t->dtype == IR_DTYPE_DOUBLE)
+            memcpy(dst, &tp->double_data[i], 8);
+        else if (tp->n_uint64_data &&
+                 (t->dtype == IR_DTYPE_UINT64 || t->dtype == IR_DTYPE_UINT32)) {
             uint64_t v = tp->uint64_data[i];
             if (es == 8) memcpy(dst, &v, 8);
-            else { uint32_t w = (uint32_t)v; memcpy(dst, &w, 4); }
+            else {
+                uint32_t w = (uint32_t)v;
+                memcpy(dst, &w, 4);
+            }
         } else if (tp->n_int32_data) {
             int32_t v = tp->int32_data[i];
             switch (es) {
-            case 1: { uint8_t w = (uint8_t)v; memcpy(dst, &w, 1); break; }
-            case 2: { uint16_t w = (uint16_t)v; memcpy(dst, &w, 2); break; }
+            case 1: {
+                uint8_t w = (uint8_t)v;
+                memcpy(dst, &w, 1);
+                break;
+            }
+            case 2: {
+                uint16_t w = (uint16_t)v;
+                memcpy(dst, &w, 2);
+                break;
+            }
             case 4: memcpy(dst, &v, 4); break;
             default: goto mismatch;
             }
@@ -77,12 +89,11 @@ static int copy_typed_data(importer *im, ir_tensor *t, const Onnx__TensorProto *
     return OC_OK;
 mismatch:
     oc_free(buf);
-    return oc_fail(im->err, "%s: initializer '%s': data field does not match its type %s",
-                   im->path, t->name, ir_dtype_name(t->dtype));
+    return oc_fail(im->err, "%s: initializer '%s': data field does not match its type %s", im->path,
+                   t->name, ir_dtype_name(t->dtype));
 }
 
-static int external_info(importer *im, ir_tensor *t, const Onnx__TensorProto *tp,
-                         int64_t bytes) {
+static int external_info(importer *im, ir_tensor *t, const Onnx__TensorProto *tp, int64_t bytes) {
     const char *loc = NULL;
     int64_t off = 0, len = -1;
     for (size_t i = 0; i < tp->n_external_data; i++) {
@@ -93,26 +104,30 @@ static int external_info(importer *im, ir_tensor *t, const Onnx__TensorProto *tp
         else if (strcmp(e->key, "length") == 0) len = strtoll(e->value, NULL, 10);
     }
     if (!loc || !*loc)
-        return oc_fail(im->err, "%s: initializer '%s': external data without a location",
-                       im->path, t->name);
+        return oc_fail(im->err, "%s: initializer '%s': external data without a location", im->path,
+                       t->name);
     if (strstr(loc, "..") || loc[0] == '/')
-        return oc_fail(im->err, "%s: initializer '%s': external data location '%s' leaves the "
-                       "model directory", im->path, t->name, loc);
+        return oc_fail(im->err,
+                       "%s: initializer '%s': external data location '%s' leaves the "
+                       "model directory",
+                       im->path, t->name, loc);
     if (len < 0) len = bytes;
     if (off < 0 || len != bytes)
-        return oc_fail(im->err, "%s: initializer '%s': external data length %" PRId64
-                       " does not match its dims (%" PRId64 " bytes)", im->path, t->name, len,
-                       bytes);
+        return oc_fail(im->err,
+                       "%s: initializer '%s': external data length %" PRId64
+                       " does not match its dims (%" PRId64 " bytes)",
+                       im->path, t->name, len, bytes);
     int64_t end;
     if (!oc_add_i64(off, len, &end))
-        return oc_fail(im->err, "%s: initializer '%s': external data offset %" PRId64
-                       " is out of range", im->path, t->name, off);
+        return oc_fail(im->err,
+                       "%s: initializer '%s': external data offset %" PRId64 " is out of range",
+                       im->path, t->name, off);
     char *full = oc_sprintf("%s/%s", im->g->model_dir, loc);
     struct stat st;
     int rc = stat(full, &st);
     if (rc != 0 || (int64_t)st.st_size < end) {
-        rc = oc_fail(im->err, "%s: initializer '%s': external data file '%s' %s", im->path,
-                     t->name, full, rc != 0 ? strerror(errno) : "is too short");
+        rc = oc_fail(im->err, "%s: initializer '%s': external data file '%s' %s", im->path, t->name,
+                     full, rc != 0 ? strerror(errno) : "is too short");
         oc_free(full);
         return rc;
     }
@@ -128,8 +143,8 @@ static int external_info(importer *im, ir_tensor *t, const Onnx__TensorProto *tp
 static int tensor_from_proto(importer *im, ir_tensor *t, const Onnx__TensorProto *tp) {
     t->dtype = (ir_dtype)tp->data_type;
     if (ir_dtype_size(t->dtype) == 0)
-        return oc_fail(im->err, "%s: tensor '%s' has unsupported data type %d", im->path,
-                       t->name, tp->data_type);
+        return oc_fail(im->err, "%s: tensor '%s' has unsupported data type %d", im->path, t->name,
+                       tp->data_type);
     if (set_dims(im, t, tp->n_dims, tp->dims)) return OC_ERR;
     int64_t numel, bytes;
     ir_tensor_numel(t, &numel);
@@ -138,8 +153,10 @@ static int tensor_from_proto(importer *im, ir_tensor *t, const Onnx__TensorProto
         return external_info(im, t, tp, bytes);
     if (tp->has_raw_data && tp->raw_data.len > 0) {
         if ((int64_t)tp->raw_data.len != bytes)
-            return oc_fail(im->err, "%s: initializer '%s' has %zu bytes of data but its dims "
-                           "need %" PRId64, im->path, t->name, tp->raw_data.len, bytes);
+            return oc_fail(im->err,
+                           "%s: initializer '%s' has %zu bytes of data but its dims "
+                           "need %" PRId64,
+                           im->path, t->name, tp->raw_data.len, bytes);
         ir_tensor_set_data(t, tp->raw_data.data, tp->raw_data.len);
         return OC_OK;
     }
@@ -153,8 +170,8 @@ static int value_info_to_tensor(importer *im, ir_tensor *t, const Onnx__ValueInf
     const Onnx__TypeProto__Tensor *tt = ty->tensor_type;
     t->dtype = (ir_dtype)tt->elem_type;
     if (ir_dtype_size(t->dtype) == 0)
-        return oc_fail(im->err, "%s: graph input '%s' has unsupported element type %d",
-                       im->path, t->name, tt->elem_type);
+        return oc_fail(im->err, "%s: graph input '%s' has unsupported element type %d", im->path,
+                       t->name, tt->elem_type);
     if (!tt->shape) return oc_fail(im->err, "%s: graph input '%s' has no shape", im->path, t->name);
     if (tt->shape->n_dim > IR_MAX_RANK)
         return oc_fail(im->err, "%s: graph input '%s' has rank %zu (at most %d supported)",
@@ -164,8 +181,8 @@ static int value_info_to_tensor(importer *im, ir_tensor *t, const Onnx__ValueInf
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (d->dim_value < 0)
-                return oc_fail(im->err, "%s: graph input '%s' has negative dim %" PRId64,
-                               im->path, t->name, d->dim_value);
+                return oc_fail(im->err, "%s: graph input '%s' has negative dim %" PRId64, im->path,
+                               t->name, d->dim_value);
             t->dims[i] = d->dim_value;
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                    d->dim_param && *d->dim_param) {
@@ -185,8 +202,14 @@ static int attr_from_proto(importer *im, const char *node, const Onnx__Attribute
     memset(a, 0, sizeof *a);
     a->name = oc_strdup(ap->name ? ap->name : "");
     switch (ap->type) {
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: a->type = IR_ATTR_FLOAT; a->f = ap->f; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: a->type = IR_ATTR_INT; a->i = ap->i; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        a->type = IR_ATTR_FLOAT;
+        a->f = ap->f;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        a->type = IR_ATTR_INT;
+        a->i = ap->i;
+        break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
         a->type = IR_ATTR_STRING;
         a->s = oc_strndup((const char *)ap->s.data, ap->s.len);
@@ -219,15 +242,18 @@ static int attr_from_proto(importer *im, const char *node, const Onnx__Attribute
         if (tensor_from_proto(im, a->t, ap->t))
             return oc_fail_prefix(im->err, "node '%s' attribute '%s'", node, a->name);
         if (a->t->data_src == IR_DATA_EXTERNAL)
-            return oc_fail(im->err, "%s: node '%s' attribute '%s': external data in an "
-                           "attribute is not supported", im->path, node, a->name);
+            return oc_fail(im->err,
+                           "%s: node '%s' attribute '%s': external data in an "
+                           "attribute is not supported",
+                           im->path, node, a->name);
         return OC_OK;
     default: break;
     }
     if (a->type == 0)
-        return oc_fail(im->err, "%s: node '%s': attribute '%s' has unsupported type %d "
-                       "(graphs and sparse tensors are not supported)", im->path, node, a->name,
-                       (int)ap->type);
+        return oc_fail(im->err,
+                       "%s: node '%s': attribute '%s' has unsupported type %d "
+                       "(graphs and sparse tensors are not supported)",
+                       im->path, node, a->name, (int)ap->type);
     return OC_OK;
 }
 
@@ -236,8 +262,8 @@ static int attr_from_proto(importer *im, const char *node, const Onnx__Attribute
 /* A unique node name: the ONNX name, or "<OpType>_<index>" when empty; a
  * duplicate gets "#<k>" appended (profiles and plans key on node names). */
 static char *unique_node_name(importer *im, const Onnx__NodeProto *np, int index) {
-    char *name = (np->name && *np->name) ? oc_strdup(np->name)
-                                         : oc_sprintf("%s_%d", np->op_type, index);
+    char *name =
+        (np->name && *np->name) ? oc_strdup(np->name) : oc_sprintf("%s_%d", np->op_type, index);
     for (int k = 1;; k++) {
         bool clash = false;
         for (int i = 0; i < im->g->n_nodes && !clash; i++)
@@ -268,9 +294,10 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
         int t = ir_tensor_find(g, in);
         if (t < 0 || (g->tensors[t].producer < 0 && !g->tensors[t].is_initializer &&
                       !g->tensors[t].is_graph_input))
-            return oc_fail(im->err, "%s: node '%s' (%s): input '%s' is not produced by an "
-                           "earlier node, a graph input or an initializer", im->path, name,
-                           np->op_type, in);
+            return oc_fail(im->err,
+                           "%s: node '%s' (%s): input '%s' is not produced by an "
+                           "earlier node, a graph input or an initializer",
+                           im->path, name, np->op_type, in);
         ir_node_add_input(g, n, t);
     }
     for (size_t i = 0; i < np->n_output; i++) {
@@ -316,9 +343,11 @@ static int check_ops_supported(importer *im) {
         if (n->op == OP_UNKNOWN) {
             char list[2048];
             op_supported_list(list, sizeof list);
-            return oc_fail(im->err, "%s: node '%s': unsupported op '%s%s%s' (opset %" PRId64
-                           "); supported ops: %s", im->path, n->name, n->domain,
-                           *n->domain ? "." : "", n->op_type, im->g->opset, list);
+            return oc_fail(im->err,
+                           "%s: node '%s': unsupported op '%s%s%s' (opset %" PRId64
+                           "); supported ops: %s",
+                           im->path, n->name, n->domain, *n->domain ? "." : "", n->op_type,
+                           im->g->opset, list);
         }
     }
     return OC_OK;
@@ -384,8 +413,10 @@ int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_grap
     if (len == 0) return oc_fail(err, "%s: empty file, not an ONNX model", path);
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m)
-        return oc_fail(err, "%s: not a valid ONNX model (protobuf parse failed; truncated or "
-                       "corrupt file?)", path);
+        return oc_fail(err,
+                       "%s: not a valid ONNX model (protobuf parse failed; truncated or "
+                       "corrupt file?)",
+                       path);
     importer im = {.g = ir_graph_new(), .path = path, .err = err};
     im.g->model_path = oc_strdup(path);
     im.g->model_dir = dir_of(path);
@@ -443,14 +474,15 @@ int onnx_read_tensor_file(const char *path, ir_tensor *out, oc_err *err) {
     if (oc_read_file(path, &buf, &len, err)) return OC_ERR;
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
     oc_free(buf);
-    if (!tp) return oc_fail(err, "%s: not a serialized ONNX TensorProto (protobuf parse failed)", path);
+    if (!tp)
+        return oc_fail(err, "%s: not a serialized ONNX TensorProto (protobuf parse failed)", path);
     out->name = oc_strdup(tp->name ? tp->name : "");
     importer im = {.g = NULL, .path = path, .err = err};
     int rc = OC_OK;
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        rc = oc_fail(err, "%s: tensor '%s' has external data (not supported here)", path, out->name);
-    else
-        rc = tensor_from_proto(&im, out, tp);
+        rc =
+            oc_fail(err, "%s: tensor '%s' has external data (not supported here)", path, out->name);
+    else rc = tensor_from_proto(&im, out, tp);
     int64_t bytes = 0;
     if (rc == OC_OK && out->data_src != IR_DATA_INLINE && ir_tensor_bytes(out, &bytes) && bytes > 0)
         rc = oc_fail(err, "%s: tensor '%s' has no data", path, out->name);

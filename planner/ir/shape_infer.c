@@ -33,8 +33,8 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     for (int i = 0; i < o->n_dims; i++) {
         if (o->dims[i].value < 1 || o->dims[i].value > OC_MAX_BATCH)
-            return oc_fail(err, "%s: --dim %s=%" PRId64 " is out of range [1, %" PRId64 "]",
-                           path, o->dims[i].name, o->dims[i].value, OC_MAX_BATCH);
+            return oc_fail(err, "%s: --dim %s=%" PRId64 " is out of range [1, %" PRId64 "]", path,
+                           o->dims[i].name, o->dims[i].value, OC_MAX_BATCH);
         if (!binding_used(g, o->dims[i].name))
             return oc_fail(err, "%s: --dim %s: no input has a dim named '%s'", path,
                            o->dims[i].name, o->dims[i].name);
@@ -44,7 +44,8 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
         if (o->batch < 1 || o->batch > OC_MAX_BATCH)
             return oc_fail(err, "%s: batch %" PRId64 " is out of range [1, %" PRId64 "]", path,
                            o->batch, OC_MAX_BATCH);
-        if (g->n_inputs == 0) return oc_fail(err, "%s: --batch given but the model has no inputs", path);
+        if (g->n_inputs == 0)
+            return oc_fail(err, "%s: --batch given but the model has no inputs", path);
         ir_tensor *x = &g->tensors[g->inputs[0]];
         if (x->rank < 1) return oc_fail(err, "%s: --batch: input '%s' is a scalar", path, x->name);
         if (x->dim_params[0]) {
@@ -59,8 +60,8 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
         const ir_tensor *t = &g->tensors[g->inputs[i]];
         for (int d = 0; d < t->rank; d++)
             if (t->dim_params[d])
-                return oc_fail(err, "%s: input '%s' dim %d ('%s') is not bound; pass %s",
-                               path, t->name, d, t->dim_params[d],
+                return oc_fail(err, "%s: input '%s' dim %d ('%s') is not bound; pass %s", path,
+                               t->name, d, t->dim_params[d],
                                (i == 0 && d == 0) ? "--batch N" : "--dim NAME=VALUE");
         int64_t bytes;
         if (!ir_tensor_bytes(t, &bytes))
@@ -129,8 +130,10 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
             ir_tensor *y = ir_node_out(g, n, o);
             int64_t bytes;
             if (y && !ir_tensor_bytes(y, &bytes))
-                return oc_fail(err, "%s: node '%s' (%s): output '%s' is too large (size "
-                               "overflows) at this batch", path, n->name, n->op_type, y->name);
+                return oc_fail(err,
+                               "%s: node '%s' (%s): output '%s' is too large (size "
+                               "overflows) at this batch",
+                               path, n->name, n->op_type, y->name);
         }
         mark_constant_outputs(g, n);
     }

@@ -18,8 +18,8 @@ typedef struct ir_dim_binding {
 } ir_dim_binding;
 
 typedef struct ir_bind_opts {
-    int64_t batch;                 /* 0: keep the model's; else the data input's leading dim */
-    const ir_dim_binding *dims;    /* named symbols */
+    int64_t batch;              /* 0: keep the model's; else the data input's leading dim */
+    const ir_dim_binding *dims; /* named symbols */
     int n_dims;
 } ir_bind_opts;
 

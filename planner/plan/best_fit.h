@@ -25,7 +25,7 @@ typedef struct best_fit_block {
 typedef struct best_fit {
     best_fit_block *b; /* owned; best_fit_release frees it */
     size_t n, cap;
-    int64_t top;       /* high-water mark */
+    int64_t top; /* high-water mark */
 } best_fit;
 
 /* Offset of a new block of need bytes. */

@@ -28,8 +28,8 @@ int device_preset_find(const char *name, profile_device *d, oc_err *err) {
 }
 
 /* A number field >= 0 (> 0 when positive); OC_ERR naming what.key otherwise. */
-static int num_field(const json_t *o, const char *what, const char *key, bool positive,
-                     double *out, oc_err *err) {
+static int num_field(const json_t *o, const char *what, const char *key, bool positive, double *out,
+                     oc_err *err) {
     const json_t *v = json_object_get(o, key);
     if (!v) return oc_fail(err, "%s: missing field '%s'", what, key);
     if (!json_is_number(v)) return oc_fail(err, "%s: field '%s' is not a number", what, key);
@@ -56,8 +56,7 @@ int device_from_json(const json_t *o, const char *what, profile_device *d, oc_er
         num_field(o, what, "d2h_bytes_per_s", true, &d->d2h_bytes_per_s, err) ||
         num_field(o, what, "copy_latency_s", false, &d->copy_latency_s, err) ||
         num_field(o, what, "peak_flops", true, &d->peak_flops, err) ||
-        num_field(o, what, "mem_bandwidth_bytes_per_s", true, &d->mem_bandwidth_bytes_per_s,
-                  err) ||
+        num_field(o, what, "mem_bandwidth_bytes_per_s", true, &d->mem_bandwidth_bytes_per_s, err) ||
         num_field(o, what, "launch_overhead_s", false, &d->launch_overhead_s, err))
         return OC_ERR;
     d->memory_bytes = (int64_t)mem;
@@ -67,10 +66,10 @@ int device_from_json(const json_t *o, const char *what, profile_device *d, oc_er
 json_t *device_to_json(const profile_device *d) {
     return json_pack("{s:s, s:I, s:f, s:f, s:b, s:f, s:f, s:f, s:f}", "name", d->name,
                      "memory_bytes", (json_int_t)d->memory_bytes, "h2d_bytes_per_s",
-                     d->h2d_bytes_per_s, "d2h_bytes_per_s", d->d2h_bytes_per_s, "duplex",
-                     d->duplex, "copy_latency_s", d->copy_latency_s, "peak_flops", d->peak_flops,
-                     "mem_bandwidth_bytes_per_s", d->mem_bandwidth_bytes_per_s,
-                     "launch_overhead_s", d->launch_overhead_s);
+                     d->h2d_bytes_per_s, "d2h_bytes_per_s", d->d2h_bytes_per_s, "duplex", d->duplex,
+                     "copy_latency_s", d->copy_latency_s, "peak_flops", d->peak_flops,
+                     "mem_bandwidth_bytes_per_s", d->mem_bandwidth_bytes_per_s, "launch_overhead_s",
+                     d->launch_overhead_s);
 }
 
 int device_read_file(const char *path, profile_device *d, oc_err *err) {

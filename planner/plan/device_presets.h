@@ -18,11 +18,11 @@ typedef struct profile_device {
     char name[64];
     int64_t memory_bytes;
     double h2d_bytes_per_s, d2h_bytes_per_s;
-    bool duplex;                /* H2D and D2H run at once; false: one copy engine */
-    double copy_latency_s;      /* fixed cost per copy */
-    double peak_flops;          /* FLOP/s */
+    bool duplex;           /* H2D and D2H run at once; false: one copy engine */
+    double copy_latency_s; /* fixed cost per copy */
+    double peak_flops;     /* FLOP/s */
     double mem_bandwidth_bytes_per_s;
-    double launch_overhead_s;   /* per node */
+    double launch_overhead_s; /* per node */
 } profile_device;
 
 /* Fills *d with the preset called name. OC_ERR naming the known presets otherwise. */

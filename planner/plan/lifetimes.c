@@ -8,7 +8,6 @@
 
 int64_t plan_align_up(int64_t x) { return (x + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN; }
 
-
 void plan_lifetimes_compute(const train_graph *tg, plan_lifetimes *lt) {
     const ir_graph *g = tg->g;
     int nt = g->n_tensors, nn = g->n_nodes;
@@ -25,11 +24,11 @@ void plan_lifetimes_compute(const train_graph *tg, plan_lifetimes *lt) {
         lt->first[t] = nn + 1;
         lt->last[t] = -2;
     }
-#define TOUCH(t, pos)                                                  \
-    do {                                                               \
-        int r_ = lt->root[t];                                          \
-        if ((pos) < lt->first[r_]) lt->first[r_] = (pos);              \
-        if ((pos) > lt->last[r_]) lt->last[r_] = (pos);                \
+#define TOUCH(t, pos)                                                                              \
+    do {                                                                                           \
+        int r_ = lt->root[t];                                                                      \
+        if ((pos) < lt->first[r_]) lt->first[r_] = (pos);                                          \
+        if ((pos) > lt->last[r_]) lt->last[r_] = (pos);                                            \
     } while (0)
     for (int i = 0; i < g->n_inputs; i++) TOUCH(g->inputs[i], -1);
     for (int i = 0; i < nn; i++) {
@@ -91,4 +90,3 @@ void plan_workspaces_of(const ir_graph *g, int64_t **offset, int64_t **bytes) {
         }
     }
 }
-

@@ -27,14 +27,13 @@
 #define PLAN_ALIGN 256
 int64_t plan_align_up(int64_t x);
 
-
 typedef struct plan_lifetimes {
-    int n;           /* tensors; items n + i (i < n_ws) are node i's workspace */
-    int n_ws;        /* nodes with a workspace item (0 until plan_lifetimes_add_workspaces) */
-    int *root;       /* storage owner (alias_of followed) */
+    int n;             /* tensors; items n + i (i < n_ws) are node i's workspace */
+    int n_ws;          /* nodes with a workspace item (0 until plan_lifetimes_add_workspaces) */
+    int *root;         /* storage owner (alias_of followed) */
     int *first, *last; /* per root: live positions, inclusive; last < first: no storage */
-    uint8_t *host;   /* per root: host tensor (SwapOut output) */
-    int64_t *bytes;  /* per root: aligned bytes (0: no storage) */
+    uint8_t *host;     /* per root: host tensor (SwapOut output) */
+    int64_t *bytes;    /* per root: aligned bytes (0: no storage) */
 } plan_lifetimes;
 
 void plan_lifetimes_compute(const train_graph *tg, plan_lifetimes *lt);

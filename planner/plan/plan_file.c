@@ -96,8 +96,10 @@ static int restore_line(ir_graph *g, char *line, const char *path, int lineno, o
         return oc_fail(err, "%s: outcore.node_annotations line %d is malformed", path, lineno);
     int i = (int)idx;
     if (*g->nodes[i].domain)
-        return oc_fail(err, "%s: outcore.node_annotations line %d names node %d ('%s'), which "
-                       "is not a standard-domain node", path, lineno, i, g->nodes[i].name);
+        return oc_fail(err,
+                       "%s: outcore.node_annotations line %d names node %d ('%s'), which "
+                       "is not a standard-domain node",
+                       path, lineno, i, g->nodes[i].name);
     ir_attr st = {.name = PLAN_ATTR_STREAM, .type = IR_ATTR_STRING, .s = f[1]};
     ir_node_add_attr(g, i, &st);
     if (strcmp(f[2], "-") != 0) {
@@ -136,9 +138,10 @@ static int restore_workspaces(ir_graph *g, const uint8_t *buf, size_t len, const
                 rc = oc_fail(err, "%s: outcore.workspaces line %d is malformed", path, lineno);
             p = end + 1;
         }
-        if (rc == OC_OK && (v[0] < 0 || v[0] >= g->n_nodes || v[1] < 0 || v[2] <= 0 ||
-                            v[1] + v[2] > arena_bytes))
-            rc = oc_fail(err, "%s: outcore.workspaces line %d: node %" PRId64 ", region [%" PRId64
+        if (rc == OC_OK &&
+            (v[0] < 0 || v[0] >= g->n_nodes || v[1] < 0 || v[2] <= 0 || v[1] + v[2] > arena_bytes))
+            rc = oc_fail(err,
+                         "%s: outcore.workspaces line %d: node %" PRId64 ", region [%" PRId64
                          ", +%" PRId64 ") is not a node and a region of the %" PRId64 "-byte arena",
                          path, lineno, v[0], v[1], v[2], arena_bytes);
         const int64_t *have;
@@ -162,15 +165,18 @@ int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *p
     for (int k = 0; k < 4; k++) {
         val[k] = plan_file_meta_get(buf, len, keys[k]);
         if (!val[k] && rc == OC_OK)
-            rc = oc_fail(err, "%s: plan without metadata %s (corrupted or not written by "
-                         "outcore-plan plan -o)", path, keys[k]);
+            rc = oc_fail(err,
+                         "%s: plan without metadata %s (corrupted or not written by "
+                         "outcore-plan plan -o)",
+                         path, keys[k]);
     }
     char digest[32];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)plan_graph_digest(g));
     if (rc == OC_OK && strcmp(digest, val[0]) != 0)
-        rc = oc_fail(err, "%s: the plan's layout metadata belongs to another graph (graph digest "
-                     "%s, expected %s): a plan from another model, or a modified plan", path,
-                     digest, val[0]);
+        rc = oc_fail(err,
+                     "%s: the plan's layout metadata belongs to another graph (graph digest "
+                     "%s, expected %s): a plan from another model, or a modified plan",
+                     path, digest, val[0]);
     char *end;
     if (rc == OC_OK && (parse_i64(val[3], &end, arena_bytes) || *end || *arena_bytes < 0))
         rc = oc_fail(err, "%s: outcore.arena_bytes '%s' is not a byte count", path, val[3]);
@@ -187,8 +193,7 @@ int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *p
         const ir_node *n = &g->nodes[i];
         const int64_t *v;
         int nv = ir_attr_ints(n, PLAN_ATTR_OFFSETS, &v);
-        if (nv < 0)
-            rc = oc_fail(err, "%s: node '%s' has no %s", path, n->name, PLAN_ATTR_OFFSETS);
+        if (nv < 0) rc = oc_fail(err, "%s: node '%s' has no %s", path, n->name, PLAN_ATTR_OFFSETS);
         for (int k = 0; k < nv && k < n->n_outputs && rc == OC_OK; k++)
             if (n->outputs[k] >= 0 && v[k] >= 0) off[n->outputs[k]] = v[k];
     }
@@ -207,8 +212,10 @@ int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *p
             rc = oc_fail(err, "%s: outcore.fixed_offsets: malformed line '%s'", path, line);
         int t = rc == OC_OK ? ir_tensor_find(g, tab + 1) : -1;
         if (rc == OC_OK && t < 0)
-            rc = oc_fail(err, "%s: outcore.fixed_offsets names tensor '%s', which the graph "
-                         "does not have", path, tab + 1);
+            rc = oc_fail(err,
+                         "%s: outcore.fixed_offsets names tensor '%s', which the graph "
+                         "does not have",
+                         path, tab + 1);
         if (rc == OC_OK) off[t] = o;
         line = nl ? nl + 1 : NULL;
     }
@@ -248,9 +255,10 @@ int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_
     int rc = OC_OK;
     out->is_plan = kind && strcmp(kind, PLAN_KIND) == 0;
     if (!out->is_plan && (!kind || strcmp(kind, PLAN_KIND_TRAINING) != 0))
-        rc = oc_fail(err, "%s: neither a plan nor a training graph (metadata outcore.kind is '%s'; "
-                     "write one with `outcore-plan plan ... -o` or `outcore-plan emit`)", path,
-                     kind ? kind : "");
+        rc = oc_fail(err,
+                     "%s: neither a plan nor a training graph (metadata outcore.kind is '%s'; "
+                     "write one with `outcore-plan plan ... -o` or `outcore-plan emit`)",
+                     path, kind ? kind : "");
     char *end;
     if (rc == OC_OK && (parse_i64(batch, &end, &out->batch) || *end || out->batch < 1))
         rc = oc_fail(err, "%s: outcore.batch '%s' is not a batch size", path, batch);
@@ -258,8 +266,10 @@ int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_
     if (rc == OC_OK && *nd && (parse_i64(nd, &end, &n_data) || *end))
         rc = oc_fail(err, "%s: outcore.data_inputs '%s' is not a count", path, nd);
     if (rc == OC_OK && !structure)
-        rc = oc_fail(err, "%s: no %s metadata (written by an older outcore-plan? emit or plan it "
-                     "again)", path, TRAIN_STRUCTURE_KEY);
+        rc = oc_fail(err,
+                     "%s: no %s metadata (written by an older outcore-plan? emit or plan it "
+                     "again)",
+                     path, TRAIN_STRUCTURE_KEY);
     ir_graph *g = NULL;
     if (rc == OC_OK) rc = onnx_import_buffer(buf, len, path, &g, err);
     if (rc == OC_OK && (n_data < 1 || n_data > g->n_inputs))

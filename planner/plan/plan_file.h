@@ -74,12 +74,12 @@ typedef struct plan_read_opts {
 
 typedef struct plan_read {
     train_graph *tg;
-    bool is_plan;            /* else a training graph */
-    int64_t batch;           /* outcore.batch */
-    char *source_model;      /* outcore.source_model ("" when absent) */
-    char *strategy;          /* outcore.strategy ("" when absent) */
-    int64_t *offsets;        /* plans: per tensor arena offset, -1 none */
-    int64_t arena_bytes;     /* plans: outcore.arena_bytes */
+    bool is_plan;        /* else a training graph */
+    int64_t batch;       /* outcore.batch */
+    char *source_model;  /* outcore.source_model ("" when absent) */
+    char *strategy;      /* outcore.strategy ("" when absent) */
+    int64_t *offsets;    /* plans: per tensor arena offset, -1 none */
+    int64_t arena_bytes; /* plans: outcore.arena_bytes */
 } plan_read;
 
 /* o may be NULL. On OC_ERR (naming path) *out is empty; otherwise

@@ -27,21 +27,25 @@ static int check_order(const ir_graph *g, oc_err *err) {
                 return oc_fail(err, "plan: node '%s': input '%s' is never produced", n->name,
                                x->name);
             if (p >= i)
-                return oc_fail(err, "plan: node '%s' (position %d): input '%s' is produced "
-                               "later, by node '%s' (position %d)", n->name, i, x->name,
-                               g->nodes[p].name, p);
+                return oc_fail(err,
+                               "plan: node '%s' (position %d): input '%s' is produced "
+                               "later, by node '%s' (position %d)",
+                               n->name, i, x->name, g->nodes[p].name, p);
             bool host = p >= 0 && op_is_swap_out(&g->nodes[p]);
             if (op_is_swap_in(n) && !host)
-                return oc_fail(err, "plan: node '%s': SwapIn reads '%s', which no earlier "
-                               "SwapOut produced", n->name, x->name);
+                return oc_fail(err,
+                               "plan: node '%s': SwapIn reads '%s', which no earlier "
+                               "SwapOut produced",
+                               n->name, x->name);
             if (!op_is_swap_in(n) && host)
-                return oc_fail(err, "plan: node '%s' reads host tensor '%s' (a SwapOut "
-                               "output); only a SwapIn may", n->name, x->name);
+                return oc_fail(err,
+                               "plan: node '%s' reads host tensor '%s' (a SwapOut "
+                               "output); only a SwapIn may",
+                               n->name, x->name);
         }
     }
     return OC_OK;
 }
-
 
 /* Items: tensors t < n_tensors, then node workspaces n_tensors + i. */
 static const char *item_writer(const ir_graph *g, int t) {
@@ -49,10 +53,8 @@ static const char *item_writer(const ir_graph *g, int t) {
 }
 
 static void item_name(const ir_graph *g, int t, char *buf, size_t cap) {
-    if (t < g->n_tensors)
-        snprintf(buf, cap, "tensor '%s'", g->tensors[t].name);
-    else
-        snprintf(buf, cap, "workspace");
+    if (t < g->n_tensors) snprintf(buf, cap, "tensor '%s'", g->tensors[t].name);
+    else snprintf(buf, cap, "workspace");
 }
 
 /* By offset, then index (qsort_r context: the offsets). */
@@ -83,18 +85,19 @@ int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, 
         if (!plan_lifetimes_device(&lt, t)) continue;
         char what[300];
         const char *w = t < nt ? writer_of(g, t) : g->nodes[t - nt].name;
-        if (t < nt)
-            snprintf(what, sizeof what, "tensor '%s'", g->tensors[t].name);
-        else
-            snprintf(what, sizeof what, "workspace of %" PRId64 " bytes", ws_bytes[t - nt]);
-        if (all[t] < 0)
-            rc = oc_fail(err, "plan: node '%s': %s has no arena offset", w, what);
+        if (t < nt) snprintf(what, sizeof what, "tensor '%s'", g->tensors[t].name);
+        else snprintf(what, sizeof what, "workspace of %" PRId64 " bytes", ws_bytes[t - nt]);
+        if (all[t] < 0) rc = oc_fail(err, "plan: node '%s': %s has no arena offset", w, what);
         else if (all[t] % PLAN_ALIGN)
-            rc = oc_fail(err, "plan: node '%s': %s at offset %" PRId64 " is not a multiple of "
-                         "%d", w, what, all[t], PLAN_ALIGN);
+            rc = oc_fail(err,
+                         "plan: node '%s': %s at offset %" PRId64 " is not a multiple of "
+                         "%d",
+                         w, what, all[t], PLAN_ALIGN);
         else if (all[t] + lt.bytes[t] > arena_bytes)
-            rc = oc_fail(err, "plan: node '%s': %s ends at byte %" PRId64 ", past the arena of "
-                         "%" PRId64 " bytes", w, what, all[t] + lt.bytes[t], arena_bytes);
+            rc = oc_fail(err,
+                         "plan: node '%s': %s ends at byte %" PRId64 ", past the arena of "
+                         "%" PRId64 " bytes",
+                         w, what, all[t] + lt.bytes[t], arena_bytes);
         items[n++] = t;
     }
     if (rc == OC_OK) {
@@ -106,15 +109,17 @@ int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, 
                 if (lt.first[a] > lt.last[b] || lt.first[b] > lt.last[a]) continue;
                 int later = lt.first[a] >= lt.first[b] ? a : b, other = later == a ? b : a;
                 int64_t lo = all[b], hi = all[a] + lt.bytes[a] < all[b] + lt.bytes[b]
-                                              ? all[a] + lt.bytes[a] : all[b] + lt.bytes[b];
+                                              ? all[a] + lt.bytes[a]
+                                              : all[b] + lt.bytes[b];
                 char nl[300], no[300];
                 item_name(g, later, nl, sizeof nl);
                 item_name(g, other, no, sizeof no);
-                rc = oc_fail(err, "plan: node '%s': its %s overlaps %s (written by '%s') at "
+                rc = oc_fail(err,
+                             "plan: node '%s': its %s overlaps %s (written by '%s') at "
                              "arena bytes [%" PRId64 ", %" PRId64 ") while both are live "
-                             "(positions %d..%d and %d..%d)", item_writer(g, later), nl, no,
-                             item_writer(g, other), lo, hi, lt.first[later], lt.last[later],
-                             lt.first[other], lt.last[other]);
+                             "(positions %d..%d and %d..%d)",
+                             item_writer(g, later), nl, no, item_writer(g, other), lo, hi,
+                             lt.first[later], lt.last[later], lt.first[other], lt.last[other]);
             }
         }
     }

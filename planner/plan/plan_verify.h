@@ -21,7 +21,7 @@
 
 #include "train/train_graph.h"
 
-int plan_verify(const train_graph *tg, const int64_t *offsets, int64_t arena_bytes,
-                int64_t budget, oc_err *err);
+int plan_verify(const train_graph *tg, const int64_t *offsets, int64_t arena_bytes, int64_t budget,
+                oc_err *err);
 
 #endif

@@ -80,9 +80,9 @@ int profile_parse(const char *text, const char *path, profile **out, oc_err *err
         goto done;
     }
     int n = (int)json_array_size(nodes);
-    p = profile_new(&d, json_integer_value(b), strcmp(src, "measured") == 0
-                                                   ? PROFILE_SOURCE_MEASURED
-                                                   : PROFILE_SOURCE_ANALYTIC, n);
+    p = profile_new(
+        &d, json_integer_value(b),
+        strcmp(src, "measured") == 0 ? PROFILE_SOURCE_MEASURED : PROFILE_SOURCE_ANALYTIC, n);
     for (int i = 0; i < n; i++) {
         const json_t *r = json_array_get(nodes, (size_t)i);
         const char *name = json_string_value(json_object_get(r, "name"));
@@ -129,9 +129,9 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err) {
     json_t *root = json_object();
     json_object_set_new(root, "device", device_to_json(&p->device));
     json_object_set_new(root, "batch", json_integer((json_int_t)p->batch));
-    json_object_set_new(root, "source", json_string(p->source == PROFILE_SOURCE_MEASURED
-                                                        ? "measured"
-                                                        : "analytic"));
+    json_object_set_new(
+        root, "source",
+        json_string(p->source == PROFILE_SOURCE_MEASURED ? "measured" : "analytic"));
     json_t *nodes = json_array();
     for (int i = 0; i < p->n_nodes; i++)
         json_array_append_new(nodes, json_pack("{s:s, s:f, s:I}", "name", p->nodes[i].name,
@@ -145,8 +145,8 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err) {
     return OC_OK;
 }
 
-int profile_node_costs(const profile *p, const train_graph *tg, const char *what,
-                       double *time, int64_t *workspace, oc_err *err) {
+int profile_node_costs(const profile *p, const train_graph *tg, const char *what, double *time,
+                       int64_t *workspace, oc_err *err) {
     const ir_graph *g = tg->g;
     /* Name -> node through a small open-addressing table (names are unique). */
     size_t cap = 16;
@@ -174,8 +174,7 @@ int profile_node_costs(const profile *p, const train_graph *tg, const char *what
         if (found < 0)
             rc = oc_fail(err, "%s: node '%s' is not in the training graph of %s", what, name,
                          g->model_path ? g->model_path : "the model");
-        else if (time[found] >= 0)
-            rc = oc_fail(err, "%s: node '%s' appears twice", what, name);
+        else if (time[found] >= 0) rc = oc_fail(err, "%s: node '%s' appears twice", what, name);
         else {
             time[found] = p->nodes[r].time_s;
             workspace[found] = p->nodes[r].workspace_bytes;

@@ -24,8 +24,8 @@ typedef enum profile_source {
 } profile_source;
 
 typedef struct profile_node {
-    char *name;             /* training-graph node name, owned */
-    double time_s;          /* >= 0 */
+    char *name;              /* training-graph node name, owned */
+    double time_s;           /* >= 0 */
     int64_t workspace_bytes; /* >= 0 */
 } profile_node;
 
@@ -58,8 +58,8 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err);
 /* Maps p onto tg's nodes: time[i], workspace[i] for node i of tg->g. Fails
  * naming the node when a graph node has no record, or a record names a node
  * the graph does not have (what = the profile's file name, for messages). */
-int profile_node_costs(const profile *p, const train_graph *tg, const char *what,
-                       double *time, int64_t *workspace, oc_err *err);
+int profile_node_costs(const profile *p, const train_graph *tg, const char *what, double *time,
+                       int64_t *workspace, oc_err *err);
 
 /* Applies a profile taken at p->batch to batch: times scale by batch/p->batch
  * (workspaces are kept). Prints a warning to warn (if non-NULL) when the

@@ -120,9 +120,7 @@ const char *dp_peak_model_name(dp_peak_model m) {
     return m == DP_PEAK_LAZY ? "lazy" : m == DP_PEAK_BLOCK ? "block" : "paper";
 }
 
-const char *dp_family_name(dp_family f) {
-    return f == DP_FAMILY_EXACT ? "exact" : "approximate";
-}
+const char *dp_family_name(dp_family f) { return f == DP_FAMILY_EXACT ? "exact" : "approximate"; }
 
 bool dp_set_subset(const uint64_t *a, const uint64_t *b, int words, bool strict) {
     bool eq = true;
@@ -177,8 +175,7 @@ static bool list_add(set_list *l, const uint64_t *s) {
             return false;
         h = (h + 1) & (l->nslot - 1);
     }
-    oc_grow((void **)&l->sets, &l->cap, (size_t)(l->count + 1) * (size_t)l->words,
-            sizeof *l->sets);
+    oc_grow((void **)&l->sets, &l->cap, (size_t)(l->count + 1) * (size_t)l->words, sizeof *l->sets);
     memcpy(l->sets + (size_t)l->count * (size_t)l->words, s, (size_t)l->words * sizeof *s);
     l->slot[h] = l->count++;
     return true;
@@ -309,14 +306,13 @@ void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_s
         }
         if (dp_set_has(L, v)) continue;
         mv += dp_mem_resident(g, v);
-        if (boundary)
-            out->dk += dp_mem_resident(g, v);
-        else
-            out->dt += g->time[v];
+        if (boundary) out->dk += dp_mem_resident(g, v);
+        else out->dt += g->time[v];
     }
     for (int a = 0; a < g->n; a++)
         if (dp_set_has(A, a))
-            for (int w = 0; w < W; w++) Bs[w] |= g->pred[(size_t)a * (size_t)W + (size_t)w] & ~L2[w];
+            for (int w = 0; w < W; w++)
+                Bs[w] |= g->pred[(size_t)a * (size_t)W + (size_t)w] & ~L2[w];
     int64_t extra = 0;
     for (int v = 0; v < g->n; v++) {
         if (dp_set_has(A, v)) extra += g->mem[v];

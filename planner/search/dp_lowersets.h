@@ -58,21 +58,21 @@ typedef enum dp_peak_model {
 const char *dp_peak_model_name(dp_peak_model m); /* "paper" | "lazy" */
 
 typedef struct dp_graph {
-    int n;           /* nodes, in topological order */
+    int n;                    /* nodes, in topological order */
     dp_peak_model peak_model; /* DP_PEAK_PAPER from dp_graph_new; callers may change it */
-    int words;       /* uint64 words per node set */
-    double *time;    /* T(v), seconds */
-    int64_t *mem;    /* M(v), bytes */
-    int64_t *mem_saved; /* bytes of v's saved outputs (what stays resident when v is kept or
+    int words;                /* uint64 words per node set */
+    double *time;             /* T(v), seconds */
+    int64_t *mem;             /* M(v), bytes */
+    int64_t *mem_saved;       /* bytes of v's saved outputs (what stays resident when v is kept or
                            recomputed; the rest is transient); NULL = mem (dp_graph_new) */
-    int64_t *bwd_extra; /* max over v's backward nodes of the parameter-gradient bytes they
+    int64_t *bwd_extra;       /* max over v's backward nodes of the parameter-gradient bytes they
                            write (live while v's backward runs); NULL = 0 (dp_graph_new) */
-    int *node_of;    /* training-graph node per DP node (-1 for test graphs) */
-    uint8_t *keepable; /* 1 when v can be kept (has a saved output); all 1 from dp_graph_new.
+    int *node_of;             /* training-graph node per DP node (-1 for test graphs) */
+    uint8_t *keepable;        /* 1 when v can be kept (has a saved output); all 1 from dp_graph_new.
                           Lower sets with an unkeepable boundary node are left out of
                           both families (such a node would be recomputed anyway). */
-    uint64_t *succ;  /* n * words: successor set of v */
-    uint64_t *pred;  /* n * words: predecessor set of v */
+    uint64_t *succ;           /* n * words: successor set of v */
+    uint64_t *pred;           /* n * words: predecessor set of v */
 } dp_graph;
 
 /* Bytes of v that the step-peak model counts as resident: mem_saved under
@@ -129,8 +129,8 @@ void dp_lowersets_free(dp_lowersets *ls);
 
 /* Cost of one step L -> L2 (L ⊊ L2, both lower sets). */
 typedef struct dp_step {
-    double dt;   /* ΔT: time of the dropped nodes F */
-    int64_t dk;  /* ΔK: bytes of the kept boundary K */
+    double dt;    /* ΔT: time of the dropped nodes F */
+    int64_t dk;   /* ΔK: bytes of the kept boundary K */
     int64_t peak; /* P: the step's peak term */
 } dp_step;
 void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_step *out);

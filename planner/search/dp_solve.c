@@ -54,10 +54,11 @@ static void set_info(const dp_graph *g, const uint64_t *L2, uint64_t *bnd, int64
     }
     for (int a = 0; a < g->n; a++)
         if (dp_set_has(A, a))
-            for (int w = 0; w < W; w++) Bs[w] |= g->pred[(size_t)a * (size_t)W + (size_t)w] & ~L2[w];
+            for (int w = 0; w < W; w++)
+                Bs[w] |= g->pred[(size_t)a * (size_t)W + (size_t)w] & ~L2[w];
     int64_t e = 0;
-    for (int v = 0; v < g->n; v++) e += (dp_set_has(A, v) ? g->mem[v] : 0) +
-                                        (dp_set_has(Bs, v) ? g->mem[v] : 0);
+    for (int v = 0; v < g->n; v++)
+        e += (dp_set_has(A, v) ? g->mem[v] : 0) + (dp_set_has(Bs, v) ? g->mem[v] : 0);
     *extra = e;
     *mem = mv;
     *full = cnt == g->n;
@@ -67,7 +68,8 @@ static void set_info(const dp_graph *g, const uint64_t *L2, uint64_t *bnd, int64
 static void table_build(const dp_graph *g, const dp_lowersets *ls, dp_table *t) {
     int F = ls->count, W = ls->words;
     uint64_t *bnd = oc_malloc((size_t)F * (size_t)W * sizeof *bnd);
-    int64_t *extra = oc_malloc((size_t)F * sizeof *extra), *mem = oc_malloc((size_t)F * sizeof *mem);
+    int64_t *extra = oc_malloc((size_t)F * sizeof *extra),
+            *mem = oc_malloc((size_t)F * sizeof *mem);
     double *tint = oc_malloc((size_t)F * sizeof *tint); /* T(L ∖ ∂L) */
     int64_t *mbnd = oc_malloc((size_t)F * sizeof *mbnd);
     bool *full = oc_malloc((size_t)F * sizeof *full);
@@ -114,8 +116,7 @@ static void table_build(const dp_graph *g, const dp_lowersets *ls, dp_table *t) 
             e->from = i;
             e->dt = full[j] ? 0 : (dt < 0 ? 0 : dt);
             e->dk = dk;
-            e->peak = g->peak_model != DP_PEAK_PAPER ? mmax
-                                                    : 2 * (mem[j] - mem[i]) + extra[j];
+            e->peak = g->peak_model != DP_PEAK_PAPER ? mmax : 2 * (mem[j] - mem[i]) + extra[j];
         }
     }
     t->in_start[F] = (int)t->n_edges;
@@ -200,8 +201,10 @@ static void solve_time(const dp_table *t, int64_t budget, int max_front, dp_solu
                 const dp_state *p = &src->s[q];
                 if (p->m + e->peak > budget) continue;
                 int64_t pk = p->m + e->peak;
-                dp_state st = {.t = p->t + e->dt, .m = p->m + e->dk,
-                               .peak = pk > p->peak ? pk : p->peak, .from = e->from,
+                dp_state st = {.t = p->t + e->dt,
+                               .m = p->m + e->dk,
+                               .peak = pk > p->peak ? pk : p->peak,
+                               .from = e->from,
                                .from_state = q};
                 front_insert(&fr[j], &st);
             }

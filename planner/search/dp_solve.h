@@ -29,15 +29,15 @@ typedef enum dp_mode {
 
 typedef struct dp_options {
     dp_mode mode;
-    int64_t budget;  /* DP_MODE_TIME: bytes available to the chain's terms */
-    int max_front;   /* states kept per lower set; <= 0: 512 */
+    int64_t budget; /* DP_MODE_TIME: bytes available to the chain's terms */
+    int max_front;  /* states kept per lower set; <= 0: 512 */
 } dp_options;
 
 typedef struct dp_solution {
     bool feasible;
-    double overhead;    /* ΣΔT, seconds */
-    int64_t peak;       /* the chain's peak in the DP's model */
-    int *chain;         /* indices into the family: L1 … Lk (Lk = V); owned */
+    double overhead; /* ΣΔT, seconds */
+    int64_t peak;    /* the chain's peak in the DP's model */
+    int *chain;      /* indices into the family: L1 … Lk (Lk = V); owned */
     int n_chain;
     dp_family family;   /* which family ran */
     int n_lowersets;    /* its size */

@@ -23,26 +23,26 @@ typedef struct ilp_cond {
     int path_off, path_len; /* into path_idx */
 } ilp_cond;
 
-#define ILP_MAX_PATH 8       /* deeper recompute chains are clamped (documented) */
+#define ILP_MAX_PATH 8 /* deeper recompute chains are clamped (documented) */
 #define ILP_MAX_CONDS 20000
 
 struct ilp_model {
     const train_graph *tg;
     strategy_tinfo *ti;
-    int N, nf;           /* positions; forward side [0, nf) as the simulator's */
-    double *tm;          /* per node, ms */
-    double *P;           /* per position: ideal start, ms (N + 1 entries) */
-    double ideal;        /* ms */
-    double cap;          /* MB (INFINITY when unlimited) */
-    double *keep_mem;    /* per position: all-keep memory, MB */
-    double *pre_mem;     /* per position: keep_mem less the node's outputs and workspace */
-    double *rc_mb;       /* per decision: recompute transients (re-run intermediates), MB */
+    int N, nf;        /* positions; forward side [0, nf) as the simulator's */
+    double *tm;       /* per node, ms */
+    double *P;        /* per position: ideal start, ms (N + 1 entries) */
+    double ideal;     /* ms */
+    double cap;       /* MB (INFINITY when unlimited) */
+    double *keep_mem; /* per position: all-keep memory, MB */
+    double *pre_mem;  /* per position: keep_mem less the node's outputs and workspace */
+    double *rc_mb;    /* per decision: recompute transients (re-run intermediates), MB */
     int D;
-    int *dec;            /* decision tensors */
-    double *mb;          /* per decision: MB */
-    int *flast, *fbr;    /* per decision: last forward reader (or producer), first bwd reader */
+    int *dec;             /* decision tensors */
+    double *mb;           /* per decision: MB */
+    int *flast, *fbr;     /* per decision: last forward reader (or producer), first bwd reader */
     double *c_in, *c_out; /* per decision: H2D / D2H copy time, ms */
-    double *g_ub;        /* per decision: latest possible D2H end, ms */
+    double *g_ub;         /* per decision: latest possible D2H end, ms */
     bool *can_rc, *can_sw;
     int *h2d_order, *d2h_order; /* decisions in H2D / D2H queue order */
     int *chain_off, *chain_idx; /* per decision: forward nodes re-run (CSR) */
@@ -51,9 +51,8 @@ struct ilp_model {
     int *path_idx;
     int *din_off, *din_idx; /* per decision: decisions its chain reads (>= 0) or
                                materializes as a sibling output (-1 - j) */
-    int *dec_of;         /* per tensor: decision index or -1 */
+    int *dec_of;            /* per tensor: decision index or -1 */
 };
-
 
 static bool tensor_persistent(const train_graph *tg, int t) {
     ir_kind k = tg->g->tensors[t].kind;
@@ -158,8 +157,10 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     const ir_graph *g = tg->g;
     int N = g->n_nodes, NT = g->n_tensors;
     if (in->opts.max_nodes_exact > 0 && N > in->opts.max_nodes_exact)
-        return oc_fail(err, "ilp: the training graph has %d nodes, more than the oracle's "
-                            "limit of %d", N, in->opts.max_nodes_exact);
+        return oc_fail(err,
+                       "ilp: the training graph has %d nodes, more than the oracle's "
+                       "limit of %d",
+                       N, in->opts.max_nodes_exact);
     double *tm_s = oc_calloc((size_t)N + 1, sizeof *tm_s);
     int64_t *ws = oc_calloc((size_t)N + 1, sizeof *ws);
     if (in->prof) {
@@ -183,9 +184,8 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
         m->P[p + 1] = m->P[p] + m->tm[p];
     }
     m->ideal = m->P[N];
-    m->cap = in->sim.budget_bytes > 0
-                 ? (double)(in->sim.budget_bytes - in->sim.reserve_bytes) / 1e6
-                 : INFINITY;
+    m->cap = in->sim.budget_bytes > 0 ? (double)(in->sim.budget_bytes - in->sim.reserve_bytes) / 1e6
+                                      : INFINITY;
     bool *saved = oc_calloc((size_t)NT + 1, sizeof *saved);
     for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
     /* Decisions. */
@@ -277,7 +277,8 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     char *mark = oc_calloc((size_t)N + 1, 1);
     int *nodes = oc_malloc(((size_t)N + 1) * sizeof(int));
     size_t n_io = 1;
-    for (int n = 0; n < N; n++) n_io += (size_t)g->nodes[n].n_inputs + (size_t)g->nodes[n].n_outputs;
+    for (int n = 0; n < N; n++)
+        n_io += (size_t)g->nodes[n].n_inputs + (size_t)g->nodes[n].n_outputs;
     int *ins = oc_malloc(n_io * sizeof(int));
     m->din_off = oc_calloc((size_t)D + 1, sizeof(int));
     size_t cap_din = 16;
@@ -312,7 +313,8 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
             const ir_node *nd = &g->nodes[nodes[i]];
             for (int o = 0; o < nd->n_outputs; o++) {
                 int y = nd->outputs[o];
-                if (y >= 0 && !saved[y] && !tensor_persistent(tg, y)) inter += (double)m->ti->bytes[y];
+                if (y >= 0 && !saved[y] && !tensor_persistent(tg, y))
+                    inter += (double)m->ti->bytes[y];
             }
         }
         m->rc_mb[k] = (inter + wmax) / 1e6;
@@ -337,10 +339,10 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
 void ilp_model_free(ilp_model *m) {
     if (!m) return;
     strategy_tinfo_free(m->ti);
-    void *p[] = {m->tm, m->P, m->keep_mem, m->pre_mem, m->rc_mb, m->dec, m->mb, m->flast, m->fbr, m->c_in,
-                 m->c_out, m->g_ub, m->can_rc, m->can_sw, m->h2d_order, m->d2h_order,
-                 m->chain_off, m->chain_idx, m->conds, m->path_idx, m->din_off,
-                 m->din_idx, m->dec_of};
+    void *p[] = {m->tm,     m->P,        m->keep_mem,  m->pre_mem,   m->rc_mb,     m->dec,
+                 m->mb,     m->flast,    m->fbr,       m->c_in,      m->c_out,     m->g_ub,
+                 m->can_rc, m->can_sw,   m->h2d_order, m->d2h_order, m->chain_off, m->chain_idx,
+                 m->conds,  m->path_idx, m->din_off,   m->din_idx,   m->dec_of};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     oc_free(m);
 }
@@ -617,7 +619,8 @@ int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
             row = lp_row(&b, GLP_UP, 0, t->path_len);
             for (int i = t->pos + 1; i <= m->fbr[a]; i++)
                 lp_push(&b, row, cy[a] + i - (m->flast[a] + 1), 1);
-            for (int i = 0; i < t->path_len; i++) lp_push(&b, row, cr[m->path_idx[t->path_off + i]], 1);
+            for (int i = 0; i < t->path_len; i++)
+                lp_push(&b, row, cr[m->path_idx[t->path_off + i]], 1);
             continue;
         }
         for (int p = t->pos; p < m->fbr[a]; p++) {
@@ -815,8 +818,10 @@ static int ilp_strategy_plan(const strategy_input *in, sim_plan *out, strategy_s
                       r.optimal ? "optimal" : "time limit, best found", r.objective_s * 1e3,
                       r.n_vars, r.n_int_vars, r.n_rows, r.solve_s);
     else
-        strategy_note(st, "MILP infeasible under the budget%s", r.solve_s > 0 ? "" : " (no "
-                      "position can fit even with every decision freed)");
+        strategy_note(st, "MILP infeasible under the budget%s",
+                      r.solve_s > 0 ? ""
+                                    : " (no "
+                                      "position can fit even with every decision freed)");
     if (!r.optimal) st->bound_hit = r.feasible;
     ilp_result_free(&r);
     ilp_model_free(m);

@@ -73,7 +73,7 @@ typedef struct ilp_result {
     uint8_t *decision;  /* per tensor of tg: sim_decision; owned */
     int *issue;         /* per tensor of tg: swap-in issue node (-1: none); owned */
     int n_vars, n_int_vars, n_rows;
-    double solve_s;     /* wall time of glp_intopt */
+    double solve_s; /* wall time of glp_intopt */
 } ilp_result;
 
 /* Builds the model for in->tg under in->sim (budget, reserve); node times and

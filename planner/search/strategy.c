@@ -8,36 +8,25 @@
 
 /* The registry: one line per strategy. "auto" runs every other entry. */
 static const strategy *const k_strategies[] = {
-    &strategy_incore,
-    &strategy_swap_all_nosched,
-    &strategy_swap_all,
-    &strategy_vdnn_conv,
-    &strategy_superneurons,
-    &strategy_hybrid,
-    &strategy_chen,
-    &strategy_dp,
-    &strategy_dp_min,
-    &strategy_dp_swap,
-    &strategy_auto,
+    &strategy_incore,       &strategy_swap_all_nosched, &strategy_swap_all, &strategy_vdnn_conv,
+    &strategy_superneurons, &strategy_hybrid,           &strategy_chen,     &strategy_dp,
+    &strategy_dp_min,       &strategy_dp_swap,          &strategy_auto,
 };
 
 int strategy_count(void) { return (int)(sizeof k_strategies / sizeof k_strategies[0]); }
 
-const strategy *strategy_at(int i)
-{
+const strategy *strategy_at(int i) {
     OC_ASSERT(i >= 0 && i < strategy_count());
     return k_strategies[i];
 }
 
-const strategy *strategy_find(const char *name)
-{
+const strategy *strategy_find(const char *name) {
     for (int i = 0; i < strategy_count(); i++)
         if (strcmp(k_strategies[i]->name, name) == 0) return k_strategies[i];
     return NULL;
 }
 
-void strategy_list(char *buf, size_t cap)
-{
+void strategy_list(char *buf, size_t cap) {
     if (cap == 0) return;
     buf[0] = '\0';
     size_t n = 0;
@@ -48,22 +37,19 @@ void strategy_list(char *buf, size_t cap)
     }
 }
 
-strategy_options strategy_options_default(void)
-{
-    strategy_options o = {.max_leaves = 0, .max_sims = 0, .max_seconds = 0,
-                          .max_nodes_exact = 100, .verbose = 0};
+strategy_options strategy_options_default(void) {
+    strategy_options o = {
+        .max_leaves = 0, .max_sims = 0, .max_seconds = 0, .max_nodes_exact = 100, .verbose = 0};
     return o;
 }
 
-double strategy_now(void)
-{
+double strategy_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void strategy_note(strategy_stats *stats, const char *fmt, ...)
-{
+void strategy_note(strategy_stats *stats, const char *fmt, ...) {
     size_t n = strlen(stats->notes);
     if (n + 1 >= sizeof stats->notes) return;
     if (n > 0 && n + 3 < sizeof stats->notes) {
@@ -78,14 +64,12 @@ void strategy_note(strategy_stats *stats, const char *fmt, ...)
 }
 
 int strategy_sim(const strategy_input *in, const sim_plan *plan, sim_result *r,
-                 strategy_stats *stats, oc_err *err)
-{
+                 strategy_stats *stats, oc_err *err) {
     if (stats) stats->sims++;
     return sim_run(in->ctx, plan, &in->sim, r, NULL, err);
 }
 
-bool strategy_budget_spent(const strategy_input *in, strategy_stats *stats, double start)
-{
+bool strategy_budget_spent(const strategy_input *in, strategy_stats *stats, double start) {
     bool spent = false;
     if (in->opts.max_sims > 0 && stats->sims >= in->opts.max_sims) spent = true;
     if (in->opts.max_seconds > 0 && strategy_now() - start >= in->opts.max_seconds) spent = true;
@@ -93,9 +77,8 @@ bool strategy_budget_spent(const strategy_input *in, strategy_stats *stats, doub
     return spent;
 }
 
-int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out,
-                 strategy_stats *stats, oc_err *err)
-{
+int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out, strategy_stats *stats,
+                 oc_err *err) {
     memset(stats, 0, sizeof *stats);
     double t0 = strategy_now();
     int rc = s->plan(in, out, stats, err);
@@ -112,8 +95,7 @@ int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out,
 }
 
 /* auto: every other registered strategy; the fastest feasible plan wins. */
-static int auto_plan(const strategy_input *in, sim_plan *out, strategy_stats *stats, oc_err *err)
-{
+static int auto_plan(const strategy_input *in, sim_plan *out, strategy_stats *stats, oc_err *err) {
     sim_plan *cand = sim_plan_new(in->tg);
     const strategy *best = NULL;
     double best_t = 0;

@@ -54,21 +54,21 @@ strategy_options strategy_options_default(void);
 
 typedef struct strategy_input {
     const train_graph *tg;
-    const profile *prof;  /* may be NULL when only ctx is available */
-    sim_context *ctx;     /* built from tg (+prof); shared by all calls */
-    sim_options sim;      /* budget + reserve the plan must fit */
+    const profile *prof; /* may be NULL when only ctx is available */
+    sim_context *ctx;    /* built from tg (+prof); shared by all calls */
+    sim_options sim;     /* budget + reserve the plan must fit */
     strategy_options opts;
 } strategy_input;
 
 typedef struct strategy_stats {
-    long leaves_explored;  /* leaves of the exhaustive step (0 if none) */
-    bool bound_hit;        /* a cap (leaves/sims/seconds) cut the search short */
-    long sims;             /* sim_run calls made */
-    double plan_seconds;   /* wall time of plan() (filled by strategy_run) */
-    bool feasible;         /* the simulator's verdict on the returned plan */
-    sim_result result;     /* scalar figures of that run (pointer fields invalid
+    long leaves_explored; /* leaves of the exhaustive step (0 if none) */
+    bool bound_hit;       /* a cap (leaves/sims/seconds) cut the search short */
+    long sims;            /* sim_run calls made */
+    double plan_seconds;  /* wall time of plan() (filled by strategy_run) */
+    bool feasible;        /* the simulator's verdict on the returned plan */
+    sim_result result;    /* scalar figures of that run (pointer fields invalid
                               after later sim_run calls on the same ctx) */
-    char notes[512];       /* human-readable: fallbacks taken, why infeasible */
+    char notes[512];      /* human-readable: fallbacks taken, why infeasible */
 } strategy_stats;
 
 typedef struct strategy strategy;
@@ -88,8 +88,8 @@ void strategy_list(char *buf, size_t cap);
 /* Runs s->plan with stats zeroed, times it (plan_seconds), then re-scores *out
  * with sim_run under in->sim so stats->feasible/result are the simulator's
  * word, whatever the strategy claimed. */
-int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out,
-                 strategy_stats *stats, oc_err *err);
+int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out, strategy_stats *stats,
+                 oc_err *err);
 
 /* Helpers for strategy implementations. */
 /* sim_run on plan with in->sim; counts stats->sims; OC_ERR only on malformed plan. */

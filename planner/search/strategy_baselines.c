@@ -5,8 +5,7 @@
 #include "search/strategy_sched.h"
 
 /* ---- incore: everything kept (also the ideal time) ---- */
-static int incore_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err)
-{
+static int incore_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err) {
     (void)in;
     (void)st;
     (void)err;
@@ -22,8 +21,7 @@ const strategy strategy_incore = {
 
 /* ---- swap-all without scheduling: SwapIn(X) issued with the backward node
  * that runs just before X's first backward reader (seed 000 §5.1). ---- */
-static void swap_all_prev_node(const strategy_tinfo *ti, sim_plan *out)
-{
+static void swap_all_prev_node(const strategy_tinfo *ti, sim_plan *out) {
     sim_plan_keep_all(out);
     for (int i = 0; i < ti->n_saved; i++) {
         int t = ti->saved_by_prod[i];
@@ -34,8 +32,7 @@ static void swap_all_prev_node(const strategy_tinfo *ti, sim_plan *out)
     }
 }
 
-static int nosched_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err)
-{
+static int nosched_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err) {
     (void)st;
     (void)err;
     strategy_tinfo *ti = strategy_tinfo_new(in->tg);
@@ -51,8 +48,7 @@ const strategy strategy_swap_all_nosched = {
 };
 
 /* ---- swap-all with swap-in scheduling (seed 000 §4.3) ---- */
-static int swap_all_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err)
-{
+static int swap_all_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err) {
     strategy_tinfo *ti = strategy_tinfo_new(in->tg);
     swap_all_prev_node(ti, out);
     sim_result r;
@@ -70,16 +66,14 @@ const strategy strategy_swap_all = {
 /* ---- vDNN-conv (seed 004): only the inputs of Conv layers are offloaded;
  * the prefetch of a Conv's input is issued when the backward of the next Conv
  * (the one computed just before it in backward) starts. ---- */
-static bool reads_into_conv(const strategy_tinfo *ti, int t)
-{
+static bool reads_into_conv(const strategy_tinfo *ti, int t) {
     const ir_tensor *x = &ti->tg->g->tensors[t];
     for (int j = 0; j < x->n_consumers; j++)
         if (strategy_tinfo_is_conv(ti, x->consumers[j])) return true;
     return false;
 }
 
-static int vdnn_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err)
-{
+static int vdnn_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err) {
     (void)st;
     (void)err;
     strategy_tinfo *ti = strategy_tinfo_new(in->tg);
@@ -117,8 +111,7 @@ const strategy strategy_vdnn_conv = {
 /* True when recomputing t's producer needs no saved map decided RECOMPUTE:
  * its inputs are kept, swapped, persistent, or unsaved forward activations
  * that (recursively) satisfy the same. memo: per tensor 0 unknown, 1 ok, 2 not. */
-static bool sn_segment_ok(const strategy_tinfo *ti, const sim_plan *out, int t, uint8_t *memo)
-{
+static bool sn_segment_ok(const strategy_tinfo *ti, const sim_plan *out, int t, uint8_t *memo) {
     const ir_graph *g = ti->tg->g;
     int p = g->tensors[t].producer;
     if (p < 0 || p >= ti->tg->n_forward) return true;
@@ -139,8 +132,7 @@ static bool sn_segment_ok(const strategy_tinfo *ti, const sim_plan *out, int t, 
     return true;
 }
 
-static void superneurons_fill(const strategy_tinfo *ti, sim_plan *out, int n_keep, bool prefetch)
-{
+static void superneurons_fill(const strategy_tinfo *ti, sim_plan *out, int n_keep, bool prefetch) {
     sim_plan_keep_all(out);
     int kept = 0;
     for (int i = ti->n_saved - 1; i >= 0; i--) {
@@ -150,8 +142,7 @@ static void superneurons_fill(const strategy_tinfo *ti, sim_plan *out, int n_kee
         int p = ti->tg->g->tensors[t].producer;
         if (ti->can_rc[t] && !strategy_tinfo_is_conv(ti, p))
             sim_plan_set(out, t, SIM_DECISION_RECOMPUTE, -1);
-        else
-            sim_plan_set(out, t, SIM_DECISION_SWAP, -1);
+        else sim_plan_set(out, t, SIM_DECISION_SWAP, -1);
     }
     /* Segments start at checkpoints: in production order, a recompute that
      * would start from another recomputed map becomes a swap. */
@@ -170,15 +161,15 @@ static void superneurons_fill(const strategy_tinfo *ti, sim_plan *out, int n_kee
     for (int i = 0; i < ti->n_saved; i++) {
         int t = ti->saved_by_prod[i];
         if (out->decision[t] == SIM_DECISION_SWAP)
-            out->swap_in_at[t] = prefetch ? strategy_tinfo_prev_conv_issue(ti, t, need[t]) : need[t];
+            out->swap_in_at[t] =
+                prefetch ? strategy_tinfo_prev_conv_issue(ti, t, need[t]) : need[t];
     }
     oc_free(need);
     oc_free(scratch);
 }
 
 static int superneurons_plan(const strategy_input *in, sim_plan *out, strategy_stats *st,
-                             oc_err *err)
-{
+                             oc_err *err) {
     strategy_tinfo *ti = strategy_tinfo_new(in->tg);
     int n = 0;
     for (int i = 0; i < ti->n_saved; i++) n += ti->swappable[ti->saved_by_prod[i]];
@@ -206,8 +197,9 @@ static int superneurons_plan(const strategy_input *in, sim_plan *out, strategy_s
     if (rc == OC_OK) {
         superneurons_fill(ti, out, best < 0 ? 0 : best, prefetch);
         strategy_note(st, "%d of %d feature maps kept from the output%s", best < 0 ? 0 : best, n,
-                      prefetch ? "" : "; prefetch with the previous Conv deadlocks, swap-ins "
-                                      "issued at first need");
+                      prefetch ? ""
+                               : "; prefetch with the previous Conv deadlocks, swap-ins "
+                                 "issued at first need");
     }
     strategy_tinfo_free(ti);
     return rc;

@@ -44,7 +44,8 @@ static int setup_new(const strategy_input *in, dp_setup *s, strategy_stats *st, 
     memset(s, 0, sizeof *s);
     if (dp_graph_from_train(in->tg, sim_context_node_times(in->ctx), &s->g, err)) return OC_ERR;
     int max_exact = in->opts.max_leaves > 0 && in->opts.max_leaves < 1000000
-                        ? (int)in->opts.max_leaves : DP_DEFAULT_MAX_EXACT;
+                        ? (int)in->opts.max_leaves
+                        : DP_DEFAULT_MAX_EXACT;
     s->ls = dp_lowersets_build(s->g, max_exact);
     s->saved = oc_calloc((size_t)in->tg->g->n_tensors, sizeof *s->saved);
     for (int i = 0; i < in->tg->n_saved; i++) s->saved[in->tg->saved[i]] = true;
@@ -156,8 +157,14 @@ static int dp_run(const strategy_input *in, sim_plan *out, strategy_stats *st, b
         plan_from_chain(in, &s, &sol, cand);
         dp_solution_free(&sol);
         sim_result r;
-        if (strategy_sim(in, cand, &r, st, err)) { rc = OC_ERR; break; }
-        if (with_swap && swap_checkpoints(in, ti, cand, st, &r, t0, err)) { rc = OC_ERR; break; }
+        if (strategy_sim(in, cand, &r, st, err)) {
+            rc = OC_ERR;
+            break;
+        }
+        if (with_swap && swap_checkpoints(in, ti, cand, st, &r, t0, err)) {
+            rc = OC_ERR;
+            break;
+        }
         if (r.feasible && (!have || r.time_s < best_t)) {
             have = true;
             best_t = r.time_s;
@@ -168,14 +175,13 @@ static int dp_run(const strategy_input *in, sim_plan *out, strategy_stats *st, b
     if (rc == OC_OK) {
         strategy_note(st, "least DP peak %lld B (%s model)", (long long)memsol[0].peak,
                       dp_peak_model_name(DP_MODELS[0]));
-        if (thinned) strategy_note(st, "Pareto fronts thinned at %d states (not exact)",
-                                   DP_MAX_FRONT);
+        if (thinned)
+            strategy_note(st, "Pareto fronts thinned at %d states (not exact)", DP_MAX_FRONT);
         if (have)
             strategy_note(st, "best: %s model, DP budget %lld B (sweep %d/%d)",
                           dp_peak_model_name(DP_MODELS[best_k / nb]),
                           (long long)budgets[best_k / nb][best_k % nb], best_k % nb + 1, nb);
-        else
-            strategy_note(st, "no swept DP budget fits; returning the least-memory chain");
+        else strategy_note(st, "no swept DP budget fits; returning the least-memory chain");
     }
     for (int mo = 0; mo < DP_N_MODELS; mo++) dp_solution_free(&memsol[mo]);
     sim_plan_free(cand);
@@ -208,10 +214,9 @@ static int dp_min_plan(const strategy_input *in, sim_plan *out, strategy_stats *
         dp_solution memsol;
         int nb = sweep_budgets(&s, budgets, &memsol);
         strategy_note(st, "%s model: least DP peak %lld B (overhead %.3g s, %d blocks)%s",
-                      dp_peak_model_name(DP_MODELS[mo]), (long long)memsol.peak,
-                      memsol.overhead, memsol.n_chain,
-                      memsol.thinned ? ", fronts thinned" : "");
-        if (nb > DP_MIN_SWEEP) nb = DP_MIN_SWEEP; /* the low end: memory is the goal */
+                      dp_peak_model_name(DP_MODELS[mo]), (long long)memsol.peak, memsol.overhead,
+                      memsol.n_chain, memsol.thinned ? ", fronts thinned" : "");
+        if (nb > DP_MIN_SWEEP) nb = DP_MIN_SWEEP;      /* the low end: memory is the goal */
         for (int k = -1; k < nb && rc == OC_OK; k++) { /* -1: the least-peak chain itself */
             dp_solution sol;
             if (k >= 0) {
@@ -247,7 +252,8 @@ static int dp_min_plan(const strategy_input *in, sim_plan *out, strategy_stats *
 
 const strategy strategy_dp = {
     .name = "dp",
-    .summary = "Kusumoto graph-partition recomputation DP, time-centric, budget swept by simulation",
+    .summary =
+        "Kusumoto graph-partition recomputation DP, time-centric, budget swept by simulation",
     .plan = dp_plan,
 };
 

@@ -49,8 +49,7 @@ typedef struct hybrid {
 } hybrid;
 
 /* Schedules swap-ins of p and simulates it. Returns OC_ERR on a malformed plan. */
-static int hy_eval(hybrid *h, sim_plan *p, bool *feasible, double *t, oc_err *err)
-{
+static int hy_eval(hybrid *h, sim_plan *p, bool *feasible, double *t, oc_err *err) {
     sim_result r;
     /* Every evaluation starts from just-in-time issue points, so a plan's
      * score depends on its decisions only, not on the order of the search. */
@@ -62,8 +61,7 @@ static int hy_eval(hybrid *h, sim_plan *p, bool *feasible, double *t, oc_err *er
     return OC_OK;
 }
 
-static bool hy_spent(hybrid *h)
-{
+static bool hy_spent(hybrid *h) {
     if (h->stop) return true;
     if (strategy_budget_spent(h->in, h->st, h->t0)) h->stop = true;
     return h->stop;
@@ -71,19 +69,18 @@ static bool hy_spent(hybrid *h)
 
 /* Fills h->work: hidden maps SWAP, uin[0..depth) by dec_in, uin[depth..) as
  * rest_in, uout[0..k_out) KEEP, the rest of uout SWAP. */
-static void hy_fill(hybrid *h, const sim_plan *base, int depth, sim_decision rest_in, int k_out)
-{
+static void hy_fill(hybrid *h, const sim_plan *base, int depth, sim_decision rest_in, int k_out) {
     sim_plan_copy(h->work, base);
     for (int i = 0; i < h->n_uin; i++) {
-        sim_decision d = i < depth ? (h->dec_in[i] ? SIM_DECISION_KEEP : SIM_DECISION_SWAP) : rest_in;
+        sim_decision d =
+            i < depth ? (h->dec_in[i] ? SIM_DECISION_KEEP : SIM_DECISION_SWAP) : rest_in;
         sim_plan_set(h->work, h->uin[i], d, -1);
     }
     for (int i = 0; i < h->n_uout; i++)
         sim_plan_set(h->work, h->uout[i], i < k_out ? SIM_DECISION_KEEP : SIM_DECISION_SWAP, -1);
 }
 
-static void hy_offer(hybrid *h, double t)
-{
+static void hy_offer(hybrid *h, double t) {
     if (!h->have_best || t < h->best_t - HY_EPS) {
         sim_plan_copy(h->best, h->work);
         h->best_t = t;
@@ -92,8 +89,7 @@ static void hy_offer(hybrid *h, double t)
 }
 
 /* One leaf: greedy swap-out reduction from the output layer. */
-static int hy_leaf(hybrid *h, const sim_plan *base, oc_err *err)
-{
+static int hy_leaf(hybrid *h, const sim_plan *base, oc_err *err) {
     h->st->leaves_explored++;
     bool f;
     double t;
@@ -123,8 +119,7 @@ static int hy_leaf(hybrid *h, const sim_plan *base, oc_err *err)
     return OC_OK;
 }
 
-static int hy_dfs(hybrid *h, const sim_plan *base, int depth, oc_err *err)
-{
+static int hy_dfs(hybrid *h, const sim_plan *base, int depth, oc_err *err) {
     if (hy_spent(h)) return OC_OK;
     if (h->st->leaves_explored >= h->max_leaves) {
         h->st->bound_hit = true;
@@ -155,16 +150,14 @@ static int hy_dfs(hybrid *h, const sim_plan *base, int depth, oc_err *err)
     return hy_dfs(h, base, depth + 1, err);
 }
 
-static int cmp_desc_prod(const void *a, const void *b, void *ctx)
-{
+static int cmp_desc_prod(const void *a, const void *b, void *ctx) {
     const ir_graph *g = ctx;
     int pa = g->tensors[*(const int *)a].producer, pb = g->tensors[*(const int *)b].producer;
     return pa > pb ? -1 : pa < pb;
 }
 
 /* Stage 1 classification on the scheduled all-swap plan (in h->best). */
-static int hy_classify(hybrid *h, oc_err *err)
-{
+static int hy_classify(hybrid *h, oc_err *err) {
     const strategy_tinfo *ti = h->ti;
     const train_graph *tg = h->in->tg;
     sim_result r;
@@ -184,14 +177,15 @@ static int hy_classify(hybrid *h, oc_err *err)
     }
     qsort_r(h->uin, (size_t)h->n_uin, sizeof(int), cmp_desc_prod, tg->g);
     qsort_r(h->uout, (size_t)h->n_uout, sizeof(int), cmp_desc_prod, tg->g);
-    strategy_note(h->st, "stage 1: %d swaps hidden, %d unhidden swap-ins searched, %d unhidden "
-                         "swap-outs greedy", n_hidden, h->n_uin, h->n_uout);
+    strategy_note(h->st,
+                  "stage 1: %d swaps hidden, %d unhidden swap-ins searched, %d unhidden "
+                  "swap-outs greedy",
+                  n_hidden, h->n_uin, h->n_uout);
     return OC_OK;
 }
 
 /* Stage 2: swap -> recompute by r(X). h->best holds the stage-1 plan. */
-static int hy_stage2(hybrid *h, oc_err *err)
-{
+static int hy_stage2(hybrid *h, oc_err *err) {
     const strategy_tinfo *ti = h->ti;
     sim_plan *cur = h->best, *p = h->work;
     int *L = oc_malloc(((size_t)ti->n_saved + 1) * sizeof(int)), n = 0, moved = 0;
@@ -253,13 +247,13 @@ done:
     return rc;
 }
 
-static int hybrid_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err)
-{
+static int hybrid_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err) {
     /* Stage 1 may spend HY_STAGE1_SHARE of the sims / seconds caps, so that a
      * capped search still runs stage 2 (where recomputation pays off). */
     strategy_input in1 = *in;
     if (in1.opts.max_seconds > 0) in1.opts.max_seconds *= HY_STAGE1_SHARE;
-    if (in1.opts.max_sims > 0) in1.opts.max_sims = (long)((double)in1.opts.max_sims * HY_STAGE1_SHARE);
+    if (in1.opts.max_sims > 0)
+        in1.opts.max_sims = (long)((double)in1.opts.max_sims * HY_STAGE1_SHARE);
     hybrid h = {.in = &in1, .st = st, .t0 = strategy_now()};
     h.max_leaves = in->opts.max_leaves > 0 ? in->opts.max_leaves : HY_DEFAULT_LEAVES;
     sim_result r;
@@ -316,6 +310,7 @@ done:
 
 const strategy strategy_hybrid = {
     .name = "hybrid",
-    .summary = "two-stage search: keep/swap (bounded exhaustive + greedy), then swap/recompute by r(X)",
+    .summary =
+        "two-stage search: keep/swap (bounded exhaustive + greedy), then swap/recompute by r(X)",
     .plan = hybrid_plan,
 };

@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool strategy_tinfo_is_conv(const strategy_tinfo *ti, int node)
-{
+bool strategy_tinfo_is_conv(const strategy_tinfo *ti, int node) {
     if (node < 0 || node >= ti->tg->n_forward) return false;
     const ir_node *n = &ti->tg->g->nodes[node];
     return node < ti->tg->n_forward && n->op == OP_CONV &&
@@ -16,8 +15,7 @@ bool strategy_tinfo_is_conv(const strategy_tinfo *ti, int node)
 }
 
 /* By producing node, then index (qsort_r context: the graph). */
-static int cmp_production(const void *a, const void *b, void *ctx)
-{
+static int cmp_production(const void *a, const void *b, void *ctx) {
     const ir_graph *g = ctx;
     int ta = *(const int *)a, tb = *(const int *)b;
     int pa = g->tensors[ta].producer, pb = g->tensors[tb].producer;
@@ -25,8 +23,7 @@ static int cmp_production(const void *a, const void *b, void *ctx)
     return ta < tb ? -1 : ta > tb;
 }
 
-strategy_tinfo *strategy_tinfo_new(const train_graph *tg)
-{
+strategy_tinfo *strategy_tinfo_new(const train_graph *tg) {
     const ir_graph *g = tg->g;
     int nt = g->n_tensors;
     strategy_tinfo *ti = oc_calloc(1, sizeof *ti);
@@ -70,8 +67,7 @@ strategy_tinfo *strategy_tinfo_new(const train_graph *tg)
     return ti;
 }
 
-void strategy_tinfo_free(strategy_tinfo *ti)
-{
+void strategy_tinfo_free(strategy_tinfo *ti) {
     if (!ti) return;
     oc_free(ti->bytes);
     oc_free(ti->fwd_last);
@@ -83,16 +79,14 @@ void strategy_tinfo_free(strategy_tinfo *ti)
     oc_free(ti);
 }
 
-int strategy_tinfo_issue_lo(const strategy_tinfo *ti, int t)
-{
+int strategy_tinfo_issue_lo(const strategy_tinfo *ti, int t) {
     int lo = ti->fwd_last[t] + 1;
     if (lo < ti->n_fwd) lo = ti->n_fwd;
     if (ti->first_bwd[t] >= 0 && lo > ti->first_bwd[t]) lo = ti->first_bwd[t];
     return lo;
 }
 
-void strategy_tinfo_need(const strategy_tinfo *ti, const sim_plan *plan, int *need, int *block)
-{
+void strategy_tinfo_need(const strategy_tinfo *ti, const sim_plan *plan, int *need, int *block) {
     const train_graph *tg = ti->tg;
     const ir_graph *g = tg->g;
     for (int c = 0; c < g->n_nodes; c++) block[c] = -1;
@@ -129,8 +123,7 @@ void strategy_tinfo_need(const strategy_tinfo *ti, const sim_plan *plan, int *ne
     }
 }
 
-void strategy_tinfo_clamp_issue(const strategy_tinfo *ti, sim_plan *plan)
-{
+void strategy_tinfo_clamp_issue(const strategy_tinfo *ti, sim_plan *plan) {
     int *need = oc_malloc(((size_t)ti->n_tensors + 1) * sizeof(int));
     int *scratch = oc_malloc(((size_t)ti->tg->g->n_nodes + 1) * sizeof(int));
     strategy_tinfo_need(ti, plan, need, scratch);
@@ -143,8 +136,7 @@ void strategy_tinfo_clamp_issue(const strategy_tinfo *ti, sim_plan *plan)
     oc_free(scratch);
 }
 
-int strategy_tinfo_prev_conv_issue(const strategy_tinfo *ti, int t, int need)
-{
+int strategy_tinfo_prev_conv_issue(const strategy_tinfo *ti, int t, int need) {
     int fb = need;
     OC_ASSERT(fb >= 0);
     int k = -1;
@@ -160,8 +152,7 @@ int strategy_tinfo_prev_conv_issue(const strategy_tinfo *ti, int t, int need)
 }
 
 /* Per node: the most live bytes while it ran (from the timeline). */
-static void node_mem_from_timeline(const sim_timeline *tl, int n_nodes, int64_t *mem)
-{
+static void node_mem_from_timeline(const sim_timeline *tl, int n_nodes, int64_t *mem) {
     for (int i = 0; i < n_nodes; i++) mem[i] = 0;
     for (int e = 0; e < tl->n_events; e++) {
         const sim_event *ev = &tl->events[e];
@@ -185,8 +176,7 @@ static void node_mem_from_timeline(const sim_timeline *tl, int n_nodes, int64_t 
 }
 
 /* By first need, later-produced first (qsort_r context: need per tensor). */
-static int cmp_first_need(const void *a, const void *b, void *ctx)
-{
+static int cmp_first_need(const void *a, const void *b, void *ctx) {
     const int *need = ctx;
     int ta = *(const int *)a, tb = *(const int *)b;
     int fa = need[ta], fb = need[tb];
@@ -196,8 +186,7 @@ static int cmp_first_need(const void *a, const void *b, void *ctx)
 
 /* Places every swapped tensor's issue point given per-node memory mem (modified). */
 static void place_issue_points(const strategy_tinfo *ti, sim_plan *plan, const int *order, int n,
-                               const int *need, int64_t *mem, int64_t cap)
-{
+                               const int *need, int64_t *mem, int64_t cap) {
     for (int i = 0; i < n; i++) {
         int t = order[i];
         int fb = need[t], lo = strategy_tinfo_issue_lo(ti, t);
@@ -211,8 +200,7 @@ static void place_issue_points(const strategy_tinfo *ti, sim_plan *plan, const i
 }
 
 int strategy_sched_early(const strategy_input *in, const strategy_tinfo *ti, sim_plan *plan,
-                         strategy_stats *stats, sim_result *r, oc_err *err)
-{
+                         strategy_stats *stats, sim_result *r, oc_err *err) {
     const train_graph *tg = in->tg;
     int nn = tg->g->n_nodes;
     int *order = oc_malloc(((size_t)ti->n_saved + 1) * sizeof(int));
@@ -263,8 +251,8 @@ int strategy_sched_early(const strategy_input *in, const strategy_tinfo *ti, sim
     mem = oc_malloc((size_t)nn * sizeof *mem);
     base = oc_malloc((size_t)nn * sizeof *base);
     node_mem_from_timeline(tl, nn, base);
-    int64_t cap = in->sim.budget_bytes > 0 ? in->sim.budget_bytes - in->sim.reserve_bytes
-                                           : INT64_MAX / 4;
+    int64_t cap =
+        in->sim.budget_bytes > 0 ? in->sim.budget_bytes - in->sim.reserve_bytes : INT64_MAX / 4;
     static const double margins[] = {1.0, 0.95, 0.85, 0.7};
     for (size_t m = 0; m < sizeof margins / sizeof margins[0]; m++) {
         memcpy(mem, base, (size_t)nn * sizeof *mem);

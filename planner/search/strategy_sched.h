@@ -24,7 +24,7 @@ typedef struct strategy_tinfo {
     bool *swappable;    /* per tensor: saved and read in backward (SWAP allowed) */
     int *saved_by_prod; /* tg->saved sorted by production order (inputs first) */
     int n_saved;
-    int *conv_bwd;      /* backward nodes whose fwd_of is a Conv, ascending */
+    int *conv_bwd; /* backward nodes whose fwd_of is a Conv, ascending */
     int n_conv_bwd;
 } strategy_tinfo;
 

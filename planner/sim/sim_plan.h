@@ -37,8 +37,8 @@ const char *sim_decision_name(sim_decision d);
 typedef struct sim_plan {
     const train_graph *tg; /* not owned */
     int n_tensors;
-    uint8_t *decision;     /* sim_decision per tensor of tg->g */
-    int *swap_in_at;       /* per tensor: node index, or -1 (default) */
+    uint8_t *decision; /* sim_decision per tensor of tg->g */
+    int *swap_in_at;   /* per tensor: node index, or -1 (default) */
 } sim_plan;
 
 sim_plan *sim_plan_new(const train_graph *tg);

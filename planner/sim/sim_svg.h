@@ -12,7 +12,7 @@
 #include "sim/simulator.h"
 
 /* budget <= 0: no budget line. title: plain text (escaped here). */
-int sim_svg_write(const sim_timeline *tl, const sim_result *r, int64_t budget,
-                  const char *title, FILE *f, oc_err *err);
+int sim_svg_write(const sim_timeline *tl, const sim_result *r, int64_t budget, const char *title,
+                  FILE *f, oc_err *err);
 
 #endif

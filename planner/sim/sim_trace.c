@@ -22,32 +22,33 @@ static json_t *event_json(const train_graph *tg, const sim_event *e) {
         json_object_set_new(args, "op", json_string(n->op_type));
         json_object_set_new(args, "phase", json_string(train_phase_name(tg->phase[e->index])));
     } else {
-        snprintf(name, sizeof name, "%s %s", op_name(e->kind == SIM_EVENT_SWAP_OUT ? OP_SWAP_OUT : OP_SWAP_IN),
+        snprintf(name, sizeof name, "%s %s",
+                 op_name(e->kind == SIM_EVENT_SWAP_OUT ? OP_SWAP_OUT : OP_SWAP_IN),
                  g->tensors[e->index].name);
         json_object_set_new(args, "tensor", json_string(g->tensors[e->index].name));
     }
     return json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:o}", "name", name, "cat",
-                     kind_cat[e->kind], "ph", "X", "ts", e->start * 1e6,
-                     "dur", (e->end - e->start) * 1e6, "pid", 1, "tid", (int)e->stream + 1,
-                     "args", args);
+                     kind_cat[e->kind], "ph", "X", "ts", e->start * 1e6, "dur",
+                     (e->end - e->start) * 1e6, "pid", 1, "tid", (int)e->stream + 1, "args", args);
 }
 
 int sim_trace_write(const train_graph *tg, const sim_timeline *tl, FILE *f, oc_err *err) {
     json_t *evs = json_array();
     json_array_append_new(evs, json_pack("{s:s, s:s, s:f, s:i, s:i, s:{s:s}}", "name",
-                                         "process_name", "ph", "M", "ts", 0.0, "pid", 1, "tid",
-                                         0, "args", "name", "outcore simulated GPU"));
+                                         "process_name", "ph", "M", "ts", 0.0, "pid", 1, "tid", 0,
+                                         "args", "name", "outcore simulated GPU"));
     for (int s = 0; s < SIM_STREAM__COUNT; s++)
-        json_array_append_new(evs, json_pack("{s:s, s:s, s:f, s:i, s:i, s:{s:s}}", "name",
-                                             "thread_name", "ph", "M", "ts", 0.0, "pid", 1,
-                                             "tid", s + 1, "args", "name",
-                                             sim_stream_name((sim_stream)s)));
-    for (int i = 0; i < tl->n_events; i++) json_array_append_new(evs, event_json(tg, &tl->events[i]));
+        json_array_append_new(evs,
+                              json_pack("{s:s, s:s, s:f, s:i, s:i, s:{s:s}}", "name", "thread_name",
+                                        "ph", "M", "ts", 0.0, "pid", 1, "tid", s + 1, "args",
+                                        "name", sim_stream_name((sim_stream)s)));
+    for (int i = 0; i < tl->n_events; i++)
+        json_array_append_new(evs, event_json(tg, &tl->events[i]));
     for (int i = 0; i < tl->n_samples; i++)
-        json_array_append_new(evs, json_pack("{s:s, s:s, s:f, s:i, s:i, s:{s:I}}", "name",
-                                             "memory", "ph", "C", "ts",
-                                             tl->samples[i].t * 1e6, "pid", 1, "tid", 0, "args",
-                                             "bytes", (json_int_t)tl->samples[i].bytes));
+        json_array_append_new(evs,
+                              json_pack("{s:s, s:s, s:f, s:i, s:i, s:{s:I}}", "name", "memory",
+                                        "ph", "C", "ts", tl->samples[i].t * 1e6, "pid", 1, "tid", 0,
+                                        "args", "bytes", (json_int_t)tl->samples[i].bytes));
     json_t *root = json_pack("{s:o, s:s}", "traceEvents", evs, "displayTimeUnit", "ms");
     int rc = json_dumpf(root, f, JSON_COMPACT);
     json_decref(root);

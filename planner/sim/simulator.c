@@ -14,30 +14,30 @@
 struct sim_context {
     const train_graph *tg;
     int n_nodes, n_tensors, max_ops;
-    int n_forward;         /* nodes before the first non-forward-phase node */
+    int n_forward; /* nodes before the first non-forward-phase node */
     profile_device dev;
-    double *time;          /* per node */
-    int64_t *ws;           /* per node */
+    double *time; /* per node */
+    int64_t *ws;  /* per node */
     double ideal_s;
-    int64_t *bytes;        /* per tensor: 0 when persistent, aliased or unsized */
-    int64_t base_bytes;    /* persistent + graph inputs */
-    uint8_t *fwd_act;      /* per tensor: produced by a forward node, not persistent */
+    int64_t *bytes;     /* per tensor: 0 when persistent, aliased or unsized */
+    int64_t base_bytes; /* persistent + graph inputs */
+    uint8_t *fwd_act;   /* per tensor: produced by a forward node, not persistent */
     uint8_t *is_saved;
-    uint8_t *is_output;    /* graph output */
-    int *in_off, *in_idx;  /* per node: distinct inputs (CSR) */
+    uint8_t *is_output;   /* graph output */
+    int *in_off, *in_idx; /* per node: distinct inputs (CSR) */
     int *out_off, *out_idx;
     /* Per-run scratch. */
-    int *op_node;          /* per op: node */
-    uint8_t *op_rc;        /* per op: recompute */
+    int *op_node;   /* per op: node */
+    uint8_t *op_rc; /* per op: recompute */
     int64_t *op_alloc, *op_free;
-    int *wait_off, *wait_idx; /* per op: swapped tensors it reads */
-    int *block_start;      /* per node: first op of its block */
-    int *node_pos;         /* per node: its op */
+    int *wait_off, *wait_idx;                              /* per op: swapped tensors it reads */
+    int *block_start;                                      /* per node: first op of its block */
+    int *node_pos;                                         /* per node: its op */
     int *rc_pos, *eff_last, *fwd_last, *first_bwd, *issue; /* per tensor */
-    int *so_list, *si_list, *tmp_list, *count; /* queues; count: max_ops + 1 */
-    int *pending;          /* swapped tensors copied out, forward readers pending */
+    int *so_list, *si_list, *tmp_list, *count;             /* queues; count: max_ops + 1 */
+    int *pending; /* swapped tensors copied out, forward readers pending */
     uint8_t *so_done, *si_done;
-    double *res[8];        /* node start/end, rc start/end, so start/end, si start/end */
+    double *res[8]; /* node start/end, rc start/end, so start/end, si start/end */
 };
 
 const char *sim_stream_name(sim_stream s) {
@@ -63,8 +63,8 @@ static bool tensor_persistent(const train_graph *tg, int t) {
 const double *sim_context_node_times(const sim_context *ctx) { return ctx->time; }
 const int64_t *sim_context_node_workspaces(const sim_context *ctx) { return ctx->ws; }
 
-int sim_context_new(const train_graph *tg, const profile *prof, const char *what,
-                    sim_context **out, oc_err *err) {
+int sim_context_new(const train_graph *tg, const profile *prof, const char *what, sim_context **out,
+                    oc_err *err) {
     const ir_graph *g = tg->g;
     sim_context *c = oc_calloc(1, sizeof *c);
     *out = NULL;
@@ -93,9 +93,10 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
     c->wait_off = oc_calloc(no + 1, sizeof(int));
     c->block_start = oc_calloc(nn, sizeof(int));
     c->node_pos = oc_calloc(nn, sizeof(int));
-    int **per_t[] = {&c->rc_pos, &c->eff_last, &c->fwd_last, &c->first_bwd, &c->issue,
-                     &c->so_list, &c->si_list, &c->tmp_list, &c->pending};
-    for (size_t i = 0; i < sizeof per_t / sizeof per_t[0]; i++) *per_t[i] = oc_calloc(nt, sizeof(int));
+    int **per_t[] = {&c->rc_pos,  &c->eff_last, &c->fwd_last, &c->first_bwd, &c->issue,
+                     &c->so_list, &c->si_list,  &c->tmp_list, &c->pending};
+    for (size_t i = 0; i < sizeof per_t / sizeof per_t[0]; i++)
+        *per_t[i] = oc_calloc(nt, sizeof(int));
     c->count = oc_calloc(no + 1, sizeof(int));
     c->so_done = oc_calloc(nt, 1);
     c->si_done = oc_calloc(nt, 1);
@@ -152,11 +153,11 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
 
 void sim_context_free(sim_context *c) {
     if (!c) return;
-    void *p[] = {c->time, c->ws, c->bytes, c->fwd_act, c->is_saved, c->is_output, c->in_off,
-                 c->in_idx, c->out_off, c->out_idx, c->op_node, c->op_rc, c->op_alloc,
-                 c->op_free, c->wait_off, c->wait_idx, c->block_start, c->node_pos, c->rc_pos,
-                 c->eff_last, c->fwd_last, c->first_bwd, c->issue, c->so_list, c->si_list,
-                 c->tmp_list, c->count, c->pending, c->so_done, c->si_done};
+    void *p[] = {c->time,     c->ws,       c->bytes,    c->fwd_act,   c->is_saved,    c->is_output,
+                 c->in_off,   c->in_idx,   c->out_off,  c->out_idx,   c->op_node,     c->op_rc,
+                 c->op_alloc, c->op_free,  c->wait_off, c->wait_idx,  c->block_start, c->node_pos,
+                 c->rc_pos,   c->eff_last, c->fwd_last, c->first_bwd, c->issue,       c->so_list,
+                 c->si_list,  c->tmp_list, c->count,    c->pending,   c->so_done,     c->si_done};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     for (int i = 0; i < 8; i++) oc_free(c->res[i]);
     oc_free(c);
@@ -174,8 +175,7 @@ typedef struct run_state {
 /* Does tensor t have to be re-produced when a recompute reads it? */
 static bool needs_rc(const run_state *s, int t) {
     const sim_context *c = s->c;
-    return c->fwd_act[t] &&
-           (s->plan->decision[t] == SIM_DECISION_RECOMPUTE || !c->is_saved[t]);
+    return c->fwd_act[t] && (s->plan->decision[t] == SIM_DECISION_RECOMPUTE || !c->is_saved[t]);
 }
 
 /* Appends the recompute op of t's producer, after those of its inputs. */
@@ -223,9 +223,10 @@ static int plan_check(const run_state *s, oc_err *err) {
         if (d > SIM_DECISION_RECOMPUTE)
             return oc_fail(err, "plan: tensor '%s': bad decision %d", g->tensors[t].name, d);
         if (!c->is_saved[t])
-            return oc_fail(err, "plan: tensor '%s' is not a saved activation; only saved "
-                                "tensors can be %s", g->tensors[t].name,
-                           sim_decision_name((sim_decision)d));
+            return oc_fail(err,
+                           "plan: tensor '%s' is not a saved activation; only saved "
+                           "tensors can be %s",
+                           g->tensors[t].name, sim_decision_name((sim_decision)d));
         if (d == SIM_DECISION_RECOMPUTE && !c->fwd_act[t])
             return oc_fail(err, "plan: tensor '%s' has no forward producer to recompute",
                            g->tensors[t].name);
@@ -296,10 +297,11 @@ static int plan_build(run_state *s, oc_err *err) {
                 return oc_fail(err, "plan: tensor '%s' is swapped but no backward node reads it",
                                g->tensors[t].name);
             if (c->issue[t] <= c->fwd_last[t] || c->issue[t] > c->first_bwd[t])
-                return oc_fail(err, "plan: tensor '%s': swap-in issued at node '%s', which is "
-                                    "not after its last forward reader '%s' and at or before "
-                                    "its first backward reader '%s'", g->tensors[t].name,
-                               g->nodes[at].name,
+                return oc_fail(err,
+                               "plan: tensor '%s': swap-in issued at node '%s', which is "
+                               "not after its last forward reader '%s' and at or before "
+                               "its first backward reader '%s'",
+                               g->tensors[t].name, g->nodes[at].name,
                                c->fwd_last[t] >= 0 ? g->nodes[c->op_node[c->fwd_last[t]]].name
                                                    : "(none)",
                                g->nodes[c->op_node[c->first_bwd[t]]].name);
@@ -324,8 +326,8 @@ static int plan_build(run_state *s, oc_err *err) {
 
 /* ---- phase 2: events --------------------------------------------------- */
 
-static void tl_event(sim_timeline *tl, sim_stream st, sim_event_kind k, int idx, double a,
-                     double b, int64_t bytes) {
+static void tl_event(sim_timeline *tl, sim_stream st, sim_event_kind k, int idx, double a, double b,
+                     int64_t bytes) {
     if (!tl) return;
     oc_grow((void **)&tl->events, &tl->cap_events, (size_t)tl->n_events + 1, sizeof(sim_event));
     tl->events[tl->n_events++] = (sim_event){st, k, idx, a, b, bytes};
@@ -337,13 +339,13 @@ static void tl_sample(sim_timeline *tl, double t, int64_t bytes) {
         tl->samples[tl->n_samples - 1].bytes = bytes;
         return;
     }
-    oc_grow((void **)&tl->samples, &tl->cap_samples, (size_t)tl->n_samples + 1,
-            sizeof(sim_sample));
+    oc_grow((void **)&tl->samples, &tl->cap_samples, (size_t)tl->n_samples + 1, sizeof(sim_sample));
     tl->samples[tl->n_samples++] = (sim_sample){t, bytes};
 }
 
 static double copy_time(const sim_context *c, const profile_device *d, int t, bool h2d) {
-    return d->copy_latency_s + (double)c->bytes[t] / (h2d ? d->h2d_bytes_per_s : d->d2h_bytes_per_s);
+    return d->copy_latency_s +
+           (double)c->bytes[t] / (h2d ? d->h2d_bytes_per_s : d->d2h_bytes_per_s);
 }
 
 int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_result *r,
@@ -402,8 +404,8 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
                 } else {
                     nst[n] = now, nen[n] = c_end;
                 }
-                tl_event(tl, SIM_STREAM_COMPUTE, c->op_rc[cq] ? SIM_EVENT_RECOMPUTE : SIM_EVENT_NODE,
-                         n, now, c_end, need);
+                tl_event(tl, SIM_STREAM_COMPUTE,
+                         c->op_rc[cq] ? SIM_EVENT_RECOMPUTE : SIM_EVENT_NODE, n, now, c_end, need);
                 tl_sample(tl, now, live);
             }
         }
@@ -497,11 +499,9 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
             snprintf(r->reason, sizeof r->reason,
                      "deadlock: %snode '%s' waits for SwapIn of '%s' (%lld bytes), which cannot "
                      "be allocated: %lld of %lld bytes are live and nothing left can free memory",
-                     c->op_rc[cq] ? "recompute of " : "", g->nodes[n].name,
-                     g->tensors[waited].name, (long long)c->bytes[waited], (long long)live,
-                     (long long)cap);
-        else
-            snprintf(r->reason, sizeof r->reason, "deadlock: copies left that cannot start");
+                     c->op_rc[cq] ? "recompute of " : "", g->nodes[n].name, g->tensors[waited].name,
+                     (long long)c->bytes[waited], (long long)live, (long long)cap);
+        else snprintf(r->reason, sizeof r->reason, "deadlock: copies left that cannot start");
     }
     r->time_s = now;
     r->stall_s = r->feasible ? c_finish - busy_s : 0;

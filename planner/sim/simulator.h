@@ -55,10 +55,10 @@ typedef enum sim_stream {
 const char *sim_stream_name(sim_stream s);
 
 typedef enum sim_event_kind {
-    SIM_EVENT_NODE = 0,   /* index: node */
-    SIM_EVENT_RECOMPUTE,  /* index: node re-run */
-    SIM_EVENT_SWAP_OUT,   /* index: tensor */
-    SIM_EVENT_SWAP_IN,    /* index: tensor */
+    SIM_EVENT_NODE = 0,  /* index: node */
+    SIM_EVENT_RECOMPUTE, /* index: node re-run */
+    SIM_EVENT_SWAP_OUT,  /* index: tensor */
+    SIM_EVENT_SWAP_IN,   /* index: tensor */
 } sim_event_kind;
 
 typedef struct sim_event {
@@ -90,11 +90,11 @@ void sim_timeline_free(sim_timeline *tl);
  * sim_run or sim_context_free. Times in seconds; -1 where something did not run. */
 typedef struct sim_result {
     bool feasible;
-    char reason[512];       /* why not, naming the node / tensor */
-    double time_s;          /* iteration time (last stream activity) */
-    double ideal_s;         /* sum of node times: in-core, infinite memory */
-    double stall_s;         /* compute idle, waiting for swap-ins or memory */
-    double recompute_s;     /* compute time spent re-running producers */
+    char reason[512];   /* why not, naming the node / tensor */
+    double time_s;      /* iteration time (last stream activity) */
+    double ideal_s;     /* sum of node times: in-core, infinite memory */
+    double stall_s;     /* compute idle, waiting for swap-ins or memory */
+    double recompute_s; /* compute time spent re-running producers */
     int64_t peak_bytes;
     int64_t d2h_bytes, h2d_bytes;
     int n_swap_out, n_swap_in, n_recompute;
@@ -108,8 +108,8 @@ typedef struct sim_result {
  * name; errors name the missing or unknown node, with what = the profile's
  * file), tensor sizes and uses from tg. tg must outlive the context; prof
  * need not (its figures are copied). */
-int sim_context_new(const train_graph *tg, const profile *prof, const char *what,
-                    sim_context **out, oc_err *err);
+int sim_context_new(const train_graph *tg, const profile *prof, const char *what, sim_context **out,
+                    oc_err *err);
 void sim_context_free(sim_context *ctx);
 /* The node times and workspaces the context uses (n = tg->g->n_nodes). */
 const double *sim_context_node_times(const sim_context *ctx);

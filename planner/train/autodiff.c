@@ -88,7 +88,7 @@ void grad_copy_attrs(grad_ctx *c, int node) {
     for (int i = 0; i < f->n_attrs; i++) {
         ir_attr a = f->attrs[i]; /* shallow view; ir_node_add_attr copies */
         ir_node_add_attr(c->b->g, node, &a);
-        f = grad_fwd(c);         /* nodes may have moved */
+        f = grad_fwd(c); /* nodes may have moved */
     }
 }
 

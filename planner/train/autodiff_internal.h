@@ -11,22 +11,21 @@ typedef struct train_builder {
     ir_graph *g;
     train_graph *tg;
     oc_err *err;
-    int n_fwd_tensors;    /* tensors that existed before backward: arrays below cover these */
-    bool *requires_grad;  /* per forward tensor */
-    int **partials;       /* per forward tensor: partial gradients so far */
+    int n_fwd_tensors;   /* tensors that existed before backward: arrays below cover these */
+    bool *requires_grad; /* per forward tensor */
+    int **partials;      /* per forward tensor: partial gradients so far */
     int *n_partials;
-    int *n_grad_uses;     /* per forward tensor: consumers that may send it a gradient */
-    int *pending;         /* per forward tensor: forward consumers not yet walked */
+    int *n_grad_uses; /* per forward tensor: consumers that may send it a gradient */
+    int *pending;     /* per forward tensor: forward consumers not yet walked */
 } train_builder;
 
 struct grad_ctx {
     train_builder *b;
-    int fwd;              /* forward node being differentiated */
-    train_phase phase;    /* phase of the nodes it emits */
+    int fwd;           /* forward node being differentiated */
+    train_phase phase; /* phase of the nodes it emits */
 };
 
 /* Appends a node with its phase and forward origin. */
-int tb_add_node(train_builder *b, const char *name, op_kind op,
-                train_phase phase, int fwd_of);
+int tb_add_node(train_builder *b, const char *name, op_kind op, train_phase phase, int fwd_of);
 
 #endif

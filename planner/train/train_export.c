@@ -21,19 +21,33 @@ int onnx_export_training(const train_graph *tg, const onnx_export_meta *m, const
     vals[4] = oc_sprintf("%d", tg->n_forward);
     char *structure = train_structure_format(tg);
     const char *meta[] = {
-        "outcore.version", m->tool_version ? m->tool_version : OC_EXPORT_VERSION,
-        "outcore.kind", "incore-training-graph",
-        "outcore.batch", vals[0],
-        "outcore.lr", vals[1],
-        "outcore.momentum", vals[2],
-        "outcore.weight_decay", vals[3],
-        "outcore.source_model", m->source_model ? m->source_model : "",
-        "outcore.forward_nodes", vals[4],
-        TRAIN_STRUCTURE_KEY, structure,
+        "outcore.version",
+        m->tool_version ? m->tool_version : OC_EXPORT_VERSION,
+        "outcore.kind",
+        "incore-training-graph",
+        "outcore.batch",
+        vals[0],
+        "outcore.lr",
+        vals[1],
+        "outcore.momentum",
+        vals[2],
+        "outcore.weight_decay",
+        vals[3],
+        "outcore.source_model",
+        m->source_model ? m->source_model : "",
+        "outcore.forward_nodes",
+        vals[4],
+        TRAIN_STRUCTURE_KEY,
+        structure,
     };
-    onnx_export_spec s = {.node_begin = 0, .node_end = g->n_nodes, .inputs = g->inputs,
-                          .n_inputs = g->n_inputs, .outputs = outs, .n_outputs = n_out,
-                          .meta = meta, .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
+    onnx_export_spec s = {.node_begin = 0,
+                          .node_end = g->n_nodes,
+                          .inputs = g->inputs,
+                          .n_inputs = g->n_inputs,
+                          .outputs = outs,
+                          .n_outputs = n_out,
+                          .meta = meta,
+                          .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
     int rc = onnx_export_graph(g, &s, path, err);
     for (int i = 0; i < 5; i++) oc_free(vals[i]);
     oc_free(structure);

@@ -27,7 +27,7 @@
 typedef struct onnx_export_meta {
     const char *source_model;
     int64_t batch;
-    const char *tool_version;   /* NULL: OC_EXPORT_VERSION */
+    const char *tool_version; /* NULL: OC_EXPORT_VERSION */
 } onnx_export_meta;
 
 int onnx_export_training(const train_graph *tg, const onnx_export_meta *m, const char *path,

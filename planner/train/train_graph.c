@@ -17,8 +17,8 @@ const char *train_phase_name(train_phase p) {
 }
 
 train_opts train_opts_default(void) {
-    return (train_opts){.loss = TRAIN_LOSS_SOFTMAX_CE, .lr = 0.1f, .momentum = 0.9f,
-                        .weight_decay = 1e-4f};
+    return (train_opts){
+        .loss = TRAIN_LOSS_SOFTMAX_CE, .lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f};
 }
 
 void train_graph_free(train_graph *tg) {
@@ -66,21 +66,27 @@ static int add_loss(train_builder *b, const train_opts *o) {
          * dL/dloss = 1: only SoftmaxCrossEntropyLoss has such a rule. */
         int p = g->tensors[out].producer;
         if (p < 0 || g->nodes[p].op != OP_SOFTMAX_CROSS_ENTROPY)
-            return oc_fail(b->err, "%s: --loss model: the output '%s' must be computed by a "
+            return oc_fail(b->err,
+                           "%s: --loss model: the output '%s' must be computed by a "
                            "SoftmaxCrossEntropyLoss node (reduction mean or sum); it is %s%s",
-                           g->model_path, g->tensors[out].name, p < 0 ? "not computed by a node"
-                           : "computed by ", p < 0 ? "" : g->nodes[p].op_type);
+                           g->model_path, g->tensors[out].name,
+                           p < 0 ? "not computed by a node" : "computed by ",
+                           p < 0 ? "" : g->nodes[p].op_type);
         if (p != g->n_nodes - 1)
-            return oc_fail(b->err, "%s: --loss model: the loss node '%s' must be the last node "
-                           "(the forward ends with the loss)", g->model_path, g->nodes[p].name);
+            return oc_fail(b->err,
+                           "%s: --loss model: the loss node '%s' must be the last node "
+                           "(the forward ends with the loss)",
+                           g->model_path, g->nodes[p].name);
         tg->phase[p] = TRAIN_PHASE_LOSS;
         tg->loss_tensor = out;
         return OC_OK;
     }
     const ir_tensor *y = &g->tensors[out];
     if (y->rank != 2 || y->dtype != IR_DTYPE_FLOAT)
-        return oc_fail(b->err, "%s: softmax cross-entropy needs an [N, C] float output; '%s' "
-                       "has rank %d", g->model_path, y->name, y->rank);
+        return oc_fail(b->err,
+                       "%s: softmax cross-entropy needs an [N, C] float output; '%s' "
+                       "has rank %d",
+                       g->model_path, y->name, y->rank);
     int64_t n = y->dims[0];
     int labels = ir_tensor_add(g, "labels", IR_DTYPE_INT64);
     ir_tensor_set_shape(&g->tensors[labels], 1, &n);
@@ -208,8 +214,10 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
         }
         if (wants && flows) {
             if (!d->grad)
-                return oc_fail(b->err, "%s: node '%s': op '%s' has no gradient rule; it cannot "
-                               "be trained", g->model_path, g->nodes[i].name, g->nodes[i].op_type);
+                return oc_fail(b->err,
+                               "%s: node '%s': op '%s' has no gradient rule; it cannot "
+                               "be trained",
+                               g->model_path, g->nodes[i].name, g->nodes[i].op_type);
             if (d->grad(&c))
                 return oc_fail_prefix(b->err, "%s: gradient of node '%s' (%s)", g->model_path,
                                       g->nodes[i].name, g->nodes[i].op_type);

@@ -34,18 +34,18 @@ typedef struct train_opts {
 train_opts train_opts_default(void); /* softmax CE; lr 0.1, momentum 0.9, weight decay 1e-4 */
 
 typedef struct train_graph {
-    ir_graph *g;            /* owns everything; nodes are in the default schedule order */
-    train_phase *phase;     /* per node */
-    int *fwd_of;            /* per node: the forward node a backward node differentiates, or -1 */
-    int *alias_of;          /* per tensor: tensor whose storage it reuses (in-place update), or -1 */
-    int n_forward;          /* nodes [0, n_forward) are forward (incl. the loss) */
+    ir_graph *g;        /* owns everything; nodes are in the default schedule order */
+    train_phase *phase; /* per node */
+    int *fwd_of;        /* per node: the forward node a backward node differentiates, or -1 */
+    int *alias_of;      /* per tensor: tensor whose storage it reuses (in-place update), or -1 */
+    int n_forward;      /* nodes [0, n_forward) are forward (incl. the loss) */
     int loss_tensor;
-    int label_tensor;       /* -1 when the model brings its own loss */
-    int *saved;             /* forward activations read by backward nodes */
+    int label_tensor; /* -1 when the model brings its own loss */
+    int *saved;       /* forward activations read by backward nodes */
     int n_saved;
-    int *grad_of;           /* per tensor: index of its final gradient, or -1 */
+    int *grad_of; /* per tensor: index of its final gradient, or -1 */
     int64_t incore_peak_bytes;
-    int incore_peak_node;   /* node at which the peak occurs */
+    int incore_peak_node; /* node at which the peak occurs */
     train_opts opts;
 } train_graph;
 

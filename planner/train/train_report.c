@@ -14,9 +14,9 @@ static void bytes_by_class(const train_graph *tg, int64_t *by) {
 }
 
 static const ir_kind report_kinds[] = {
-    IR_KIND_PARAMETER, IR_KIND_GRADIENT,     IR_KIND_OPT_STATE, IR_KIND_STATE,
-    IR_KIND_INPUT,     IR_KIND_LABEL,        IR_KIND_SAVED,     IR_KIND_ACTIVATION,
-    IR_KIND_ACT_GRADIENT, IR_KIND_CONSTANT,  IR_KIND_WORKSPACE,
+    IR_KIND_PARAMETER,    IR_KIND_GRADIENT, IR_KIND_OPT_STATE, IR_KIND_STATE,
+    IR_KIND_INPUT,        IR_KIND_LABEL,    IR_KIND_SAVED,     IR_KIND_ACTIVATION,
+    IR_KIND_ACT_GRADIENT, IR_KIND_CONSTANT, IR_KIND_WORKSPACE,
 };
 #define N_REPORT_KINDS (sizeof report_kinds / sizeof report_kinds[0])
 
@@ -27,14 +27,16 @@ int train_report_text(const train_graph *tg, FILE *out) {
     bytes_by_class(tg, by);
     int counts[4] = {0};
     for (int i = 0; i < g->n_nodes; i++) counts[tg->phase[i]]++;
-    fprintf(out, "training graph: %d nodes (forward %d, loss %d, backward %d, update %d), "
-            "%d tensors\n\nbytes by class:\n", g->n_nodes, counts[0], counts[1], counts[2],
-            counts[3], g->n_tensors);
+    fprintf(out,
+            "training graph: %d nodes (forward %d, loss %d, backward %d, update %d), "
+            "%d tensors\n\nbytes by class:\n",
+            g->n_nodes, counts[0], counts[1], counts[2], counts[3], g->n_tensors);
     for (size_t k = 0; k < N_REPORT_KINDS; k++)
         fprintf(out, "  %-20s %16" PRId64 "  %s\n", ir_kind_name(report_kinds[k]),
                 by[report_kinds[k]], oc_fmt_bytes(by[report_kinds[k]], hb, sizeof hb));
     fprintf(out, "\nin-core peak: %" PRId64 " bytes (%s) at node '%s'\n", tg->incore_peak_bytes,
-            oc_fmt_bytes(tg->incore_peak_bytes, hb, sizeof hb), g->nodes[tg->incore_peak_node].name);
+            oc_fmt_bytes(tg->incore_peak_bytes, hb, sizeof hb),
+            g->nodes[tg->incore_peak_node].name);
     fprintf(out, "\nsaved tensors (%d):\n", tg->n_saved);
     fprintf(out, "  %-48s %14s  %s\n", "name", "bytes", "backward readers");
     int readers[16];
@@ -73,7 +75,8 @@ json_t *train_report_json(const train_graph *tg) {
             nr = train_saved_readers(tg, t, readers, cap);
         }
         json_t *s = json_object(), *r = json_array();
-        for (int k = 0; k < nr; k++) json_array_append_new(r, json_string(g->nodes[readers[k]].name));
+        for (int k = 0; k < nr; k++)
+            json_array_append_new(r, json_string(g->nodes[readers[k]].name));
         json_object_set_new(s, "name", json_string(g->tensors[t].name));
         json_object_set_new(s, "bytes", json_integer(b));
         json_object_set_new(s, "kind", json_string(ir_kind_name(g->tensors[t].kind)));
@@ -105,17 +108,18 @@ int ir_write_dot(const ir_graph *g, const train_phase *phase, FILE *out) {
     for (int i = 0; i < g->n_nodes; i++) {
         fprintf(out, "  n%d [label=\"", i);
         dot_escape(out, g->nodes[i].name);
-        fprintf(out, "\\n%s\", fillcolor=%s];\n", g->nodes[i].op_type, colour[phase ? phase[i] : 0]);
+        fprintf(out, "\\n%s\", fillcolor=%s];\n", g->nodes[i].op_type,
+                colour[phase ? phase[i] : 0]);
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         for (int k = 0; k < n->n_inputs; k++) {
             int t = n->inputs[k];
             if (t < 0 || g->tensors[t].producer < 0) continue;
-            const char *style = g->tensors[t].kind == IR_KIND_SAVED &&
-                                        phase && phase[i] != TRAIN_PHASE_FORWARD
-                                    ? ", color=red"
-                                    : "";
+            const char *style =
+                g->tensors[t].kind == IR_KIND_SAVED && phase && phase[i] != TRAIN_PHASE_FORWARD
+                    ? ", color=red"
+                    : "";
             fprintf(out, "  n%d -> n%d [tooltip=\"", g->tensors[t].producer, i);
             dot_escape(out, g->tensors[t].name);
             fprintf(out, "\"%s];\n", style);

@@ -7,8 +7,10 @@
 
 #define HEADER "outcore-structure 1"
 
-static const char phase_letter[] = {[TRAIN_PHASE_FORWARD] = 'F', [TRAIN_PHASE_LOSS] = 'L',
-                                    [TRAIN_PHASE_BACKWARD] = 'B', [TRAIN_PHASE_UPDATE] = 'U'};
+static const char phase_letter[] = {[TRAIN_PHASE_FORWARD] = 'F',
+                                    [TRAIN_PHASE_LOSS] = 'L',
+                                    [TRAIN_PHASE_BACKWARD] = 'B',
+                                    [TRAIN_PHASE_UPDATE] = 'U'};
 
 static void put_name(FILE *f, const char *s) {
     for (; *s; s++) {
@@ -35,7 +37,8 @@ char *train_structure_format(const train_graph *tg) {
     }
     int pairs = 0;
     for (int i = 0; i < g->n_nodes; i++)
-        if (tg->fwd_of[i] >= 0) fprintf(f, "%s%d:%d", pairs++ ? " " : "\nfwd_of ", i, tg->fwd_of[i]);
+        if (tg->fwd_of[i] >= 0)
+            fprintf(f, "%s%d:%d", pairs++ ? " " : "\nfwd_of ", i, tg->fwd_of[i]);
     for (int t = 0; t < g->n_tensors; t++)
         if (g->tensors[t].kind != IR_KIND_ACTIVATION) {
             fprintf(f, "\nkind %s\t", ir_kind_name(g->tensors[t].kind));
@@ -69,8 +72,8 @@ typedef struct reader {
 } reader;
 
 static int bad(reader *r, const char *what, const char *detail) {
-    return oc_fail(r->err, "%s: %s line %d: %s%s%s", r->path, TRAIN_STRUCTURE_KEY, r->lineno,
-                   what, *detail ? ": " : "", detail);
+    return oc_fail(r->err, "%s: %s line %d: %s%s%s", r->path, TRAIN_STRUCTURE_KEY, r->lineno, what,
+                   *detail ? ": " : "", detail);
 }
 
 /* Unescapes one name at *p (ending at a tab or the end) into a new string;
@@ -124,8 +127,9 @@ static int parse_phases(reader *r, const char *s, int *loss_node) {
             return bad(r, "more than one loss node", tg->g->nodes[i].name);
         if (tg->phase[i] == TRAIN_PHASE_LOSS) *loss_node = i;
         else if ((tg->phase[i] == TRAIN_PHASE_FORWARD) == after)
-            return bad(r, after ? "a forward node after the loss node"
-                                : "a backward or update node before the loss node",
+            return bad(r,
+                       after ? "a forward node after the loss node"
+                             : "a backward or update node before the loss node",
                        tg->g->nodes[i].name);
     }
     if (*loss_node < 0) return bad(r, "no loss node (L)", "");
@@ -195,7 +199,8 @@ static int parse_line(reader *r, char *line, int *loss_node, bool *seen_saved) {
     if (strcmp(line, "kind") == 0) return parse_kind(r, v);
     if (strcmp(line, "grad") == 0) return parse_grad(r, v);
     int t = strcmp(line, "loss") == 0 || strcmp(line, "label") == 0 || strcmp(line, "saved") == 0
-                ? take_tensor(r, &p) : (bad(r, "unknown field", line), -1);
+                ? take_tensor(r, &p)
+                : (bad(r, "unknown field", line), -1);
     if (t < 0) return OC_ERR;
     if (*p) return bad(r, "trailing text", p);
     const ir_tensor *x = &tg->g->tensors[t];
@@ -245,9 +250,9 @@ int train_structure_parse(train_graph *tg, const char *text, const char *path, o
         char *nl = strchr(line, '\n');
         if (nl) *nl = 0;
         if (r.lineno++ == 0)
-            rc = strcmp(line, HEADER) == 0 ? OC_OK : bad(&r, "not a version-1 structure record", line);
-        else
-            rc = parse_line(&r, line, &loss_node, seen_saved);
+            rc = strcmp(line, HEADER) == 0 ? OC_OK
+                                           : bad(&r, "not a version-1 structure record", line);
+        else rc = parse_line(&r, line, &loss_node, seen_saved);
         line = nl ? nl + 1 : NULL;
     }
     if (rc == OC_OK && loss_node < 0) rc = bad(&r, "the record has no phases line", "");

@@ -33,29 +33,31 @@ typedef struct run_opts {
 } run_opts;
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: outcore-run MODEL.onnx [--backend cpu] [--batch N] [--steps K] [--lr X]\n"
-            "                   [--momentum X] [--weight-decay X] [--seed S]\n"
-            "                   [--input X.pb --labels Y.pb] [--save OUT.onnx]\n"
-            "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
-            "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n\n"
-            "Trains MODEL (a training graph from `outcore-plan emit`, or a forward model) for K\n"
-            "steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform in\n"
-            "[0, C)), or the same batch every step from ONNX TensorProto files. Prints the loss\n"
-            "per step, images/s, the arena high-water mark and capacity (--budget: the arena\n"
-            "capacity; a layout that needs more is an error).\n"
-            "--save: the forward model with the trained weights and BN statistics.\n"
-            "--dump-grads: after step 0, DIR/loss.pb, DIR/grads/<i>.pb (TensorProto named after\n"
-            "the parameter) and DIR/tensors/<i>.pb (inputs/outputs of Dropout and DropoutGrad).\n"
-            "--backend cuda: cuDNN/cuBLAS on GPU 0 (fails with one line when no GPU is found).\n"
-            "  Convolutions take cuDNN's first-ranked algorithm that fits the workspace (as PyTorch\n"
-            "  does); --deterministic (or OC_CUDNN_DETERMINISTIC=1) takes deterministic ones only,\n"
-            "  so repeated runs, and a plan vs its in-core run, give the same bits.\n"
-            "  --workspace-limit (or OC_CUDNN_WORKSPACE_LIMIT=BYTES) caps a convolution's workspace\n"
-            "  (default 8 GiB); --verbose-algos (or OC_CUDNN_VERBOSE=1) prints every algorithm choice.\n"
-            "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
-            "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
-            "outcore-plan (needs --steps >= 4).\n");
+    fprintf(
+        f,
+        "usage: outcore-run MODEL.onnx [--backend cpu] [--batch N] [--steps K] [--lr X]\n"
+        "                   [--momentum X] [--weight-decay X] [--seed S]\n"
+        "                   [--input X.pb --labels Y.pb] [--save OUT.onnx]\n"
+        "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
+        "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n\n"
+        "Trains MODEL (a training graph from `outcore-plan emit`, or a forward model) for K\n"
+        "steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform in\n"
+        "[0, C)), or the same batch every step from ONNX TensorProto files. Prints the loss\n"
+        "per step, images/s, the arena high-water mark and capacity (--budget: the arena\n"
+        "capacity; a layout that needs more is an error).\n"
+        "--save: the forward model with the trained weights and BN statistics.\n"
+        "--dump-grads: after step 0, DIR/loss.pb, DIR/grads/<i>.pb (TensorProto named after\n"
+        "the parameter) and DIR/tensors/<i>.pb (inputs/outputs of Dropout and DropoutGrad).\n"
+        "--backend cuda: cuDNN/cuBLAS on GPU 0 (fails with one line when no GPU is found).\n"
+        "  Convolutions take cuDNN's first-ranked algorithm that fits the workspace (as PyTorch\n"
+        "  does); --deterministic (or OC_CUDNN_DETERMINISTIC=1) takes deterministic ones only,\n"
+        "  so repeated runs, and a plan vs its in-core run, give the same bits.\n"
+        "  --workspace-limit (or OC_CUDNN_WORKSPACE_LIMIT=BYTES) caps a convolution's workspace\n"
+        "  (default 8 GiB); --verbose-algos (or OC_CUDNN_VERBOSE=1) prints every algorithm "
+        "choice.\n"
+        "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
+        "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
+        "outcore-plan (needs --steps >= 4).\n");
     int n;
     const rt_backend_kind *k = rt_backend_kinds(&n);
     fprintf(f, "Backends in this binary:");
@@ -121,8 +123,7 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             if (oc_parse_bytes(v, &n, err)) return OC_ERR;
             if (n <= 0) return oc_fail(err, "--workspace-limit must be positive");
             o->bo.workspace_limit = (size_t)n;
-        }
-        else if (strcmp(a, "--batch") == 0) {
+        } else if (strcmp(a, "--batch") == 0) {
             if (oc_parse_int(v, 1, (int64_t)1 << 24, "--batch", &o->batch, err)) return OC_ERR;
         } else if (strcmp(a, "--steps") == 0) {
             if (oc_parse_int(v, 1, (int64_t)1 << 40, "--steps", &o->steps, err)) return OC_ERR;
@@ -148,14 +149,13 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
     if (!o->model) return oc_fail(err, "no MODEL given (see --help)");
     if (!o->input != !o->labels) return oc_fail(err, "--input and --labels go together");
     if (o->profile_out && o->steps < 4)
-        return oc_fail(err, "--profile-out needs --steps >= 4 (step 0 warms up, the rest are timed)");
+        return oc_fail(err,
+                       "--profile-out needs --steps >= 4 (step 0 warms up, the rest are timed)");
     o->lo.batch = o->batch;
     return OC_OK;
 }
 
-static bool is_dropout(const ir_node *n) {
-    return n->op == OP_DROPOUT || n->op == OP_DROPOUT_GRAD;
-}
+static bool is_dropout(const ir_node *n) { return n->op == OP_DROPOUT || n->op == OP_DROPOUT_GRAD; }
 
 /* Tensors to keep to the end of step 0 for --dump-grads. */
 static bool *dump_keep(const train_graph *tg) {
@@ -176,8 +176,8 @@ static bool *dump_keep(const train_graph *tg) {
     return keep;
 }
 
-static int dump_one(rt_exec *x, const ir_tensor *t, int tensor, const char *name,
-                    const char *path, oc_err *err) {
+static int dump_one(rt_exec *x, const ir_tensor *t, int tensor, const char *name, const char *path,
+                    oc_err *err) {
     int64_t bytes = 0;
     ir_tensor_bytes(t, &bytes);
     void *buf = oc_malloc((size_t)(bytes ? bytes : 1));
@@ -202,7 +202,8 @@ static int dump_grads(rt_exec *x, const train_graph *tg, const char *dir, oc_err
     char *sub = oc_sprintf("%s/grads", dir), *sub2 = oc_sprintf("%s/tensors", dir);
     int rc = make_dir(dir, err) || make_dir(sub, err) || make_dir(sub2, err) ? OC_ERR : OC_OK;
     char *p = oc_sprintf("%s/loss.pb", dir);
-    if (rc == OC_OK) rc = dump_one(x, &g->tensors[tg->loss_tensor], tg->loss_tensor, "loss", p, err);
+    if (rc == OC_OK)
+        rc = dump_one(x, &g->tensors[tg->loss_tensor], tg->loss_tensor, "loss", p, err);
     oc_free(p);
     for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
         if (g->tensors[t].kind != IR_KIND_PARAMETER || tg->alias_of[t] >= 0 || tg->grad_of[t] < 0)
@@ -249,7 +250,8 @@ static void synth_batch(rt_exec *x, const train_graph *tg, uint64_t seed, int64_
         if (t->dtype == IR_DTYPE_INT64) {
             int64_t c = n_classes(tg), *v = dst;
             for (int64_t k = 0; k < numel; k++)
-                v[k] = (int64_t)(rt_init_uniform(seed ^ 0x5eed, stream, (uint64_t)k) * (double)c) % c;
+                v[k] =
+                    (int64_t)(rt_init_uniform(seed ^ 0x5eed, stream, (uint64_t)k) * (double)c) % c;
         } else if (t->dtype == IR_DTYPE_FLOAT) {
             float *v = dst;
             for (int64_t k = 0; k < numel; k++) { /* Box-Muller */
@@ -281,8 +283,13 @@ static int save_model(rt_exec *x, train_graph *tg, const char *path, oc_err *err
     /* The forward model only: a plan's SwapOut/SwapIn nodes (project domain) stay out. */
     bool *skip = oc_calloc((size_t)g->n_nodes, sizeof(bool));
     for (int i = 0; i < loss_node; i++) skip[i] = strcmp(g->nodes[i].domain, OC_DOMAIN) == 0;
-    onnx_export_spec s = {.node_begin = 0, .node_end = loss_node, .inputs = g->inputs,
-                          .n_inputs = 1, .outputs = &out, .n_outputs = 1, .skip = skip};
+    onnx_export_spec s = {.node_begin = 0,
+                          .node_end = loss_node,
+                          .inputs = g->inputs,
+                          .n_inputs = 1,
+                          .outputs = &out,
+                          .n_outputs = 1,
+                          .skip = skip};
     int rc = onnx_export_graph(g, &s, path, err);
     oc_free(skip);
     return rc;
@@ -322,8 +329,12 @@ static int run(const run_opts *o, oc_err *err) {
         goto out;
     }
     if (o->dump) keep = dump_keep(tg);
-    rt_exec_opts eo = {.backend = b, .capacity = o->budget, .seed = o->seed, .keep = keep,
-                       .offsets = info.plan_offsets, .planned_bytes = info.plan_arena_bytes};
+    rt_exec_opts eo = {.backend = b,
+                       .capacity = o->budget,
+                       .seed = o->seed,
+                       .keep = keep,
+                       .offsets = info.plan_offsets,
+                       .planned_bytes = info.plan_arena_bytes};
     if (rt_exec_new(tg, &eo, &x, err)) {
         if (o->budget) oc_fail_prefix(err, "--budget %" PRId64, o->budget);
         goto out;
@@ -331,8 +342,10 @@ static int run(const run_opts *o, oc_err *err) {
     const ir_graph *g = tg->g;
     if (o->input) {
         int li = g->inputs[0] == tg->label_tensor ? 0 : 1;
-        if (rt_tensor_read_pb(o->input, &g->tensors[g->inputs[1 - li]], rt_exec_host_input(x, 1 - li), err) ||
-            rt_tensor_read_pb(o->labels, &g->tensors[g->inputs[li]], rt_exec_host_input(x, li), err))
+        if (rt_tensor_read_pb(o->input, &g->tensors[g->inputs[1 - li]],
+                              rt_exec_host_input(x, 1 - li), err) ||
+            rt_tensor_read_pb(o->labels, &g->tensors[g->inputs[li]], rt_exec_host_input(x, li),
+                              err))
             goto out;
         const int64_t *lab = rt_exec_host_input(x, li);
         int64_t nl = g->tensors[g->inputs[li]].dims[0], c = n_classes(tg);
@@ -346,11 +359,12 @@ static int run(const run_opts *o, oc_err *err) {
     if (rt_exec_upload_initializers(x, err)) goto out;
     char hw[32], cap[32];
     if (info.is_plan)
-        printf("plan: strategy %s, planned arena %" PRId64 " bytes, verified\n",
-               info.plan_strategy, info.plan_arena_bytes);
+        printf("plan: strategy %s, planned arena %" PRId64 " bytes, verified\n", info.plan_strategy,
+               info.plan_arena_bytes);
     printf("model %s (%s), batch %" PRId64 ", %d nodes, backend %s, %d initializers initialised "
-           "from seed %" PRIu64 "\n", o->model, info.is_training_graph ? "training graph" :
-           "forward model", info.batch, g->n_nodes, b->name, n_init, o->seed);
+           "from seed %" PRIu64 "\n",
+           o->model, info.is_training_graph ? "training graph" : "forward model", info.batch,
+           g->n_nodes, b->name, n_init, o->seed);
     fflush(stdout);
     /* Synthetic batches are generated on the host each step; that time is not
      * training time, so it is left out of images/s. */
@@ -387,7 +401,8 @@ static int run(const run_opts *o, oc_err *err) {
            oc_fmt_bytes(rt_exec_capacity(x), cap, sizeof cap), rt_exec_capacity(x));
     if (dev_peak >= 0)
         printf("device memory in use %s (%" PRId64 " bytes: context, handles, arena, workspace; "
-               "the most seen after any step)\n", oc_fmt_bytes(dev_peak, hw, sizeof hw), dev_peak);
+               "the most seen after any step)\n",
+               oc_fmt_bytes(dev_peak, hw, sizeof hw), dev_peak);
     if (o->profile_out) {
         if (b->profile_write(b, tg, info.batch, o->profile_out, err)) goto out;
         printf("profile %s\n", o->profile_out);

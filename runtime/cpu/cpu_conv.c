@@ -62,12 +62,13 @@ static int setup(const kernel_args *a, bool transpose, conv_sides *s, cpu_window
     sides_of(a->g, a->n, s);
     const op_conv_args *p = &op_args_of(a->n)->conv;
     s->G = p->group;
-    if (kernel_want_dtype(a, s->x, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, s->y, IR_DTYPE_FLOAT, err) ||
+    if (kernel_want_dtype(a, s->x, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, s->y, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, s->w, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     if (s->G <= 0 || s->C % s->G || s->M % s->G)
         return kernel_fail(a, err, "group %lld does not divide channels %lld and %lld",
-                        (long long)s->G, (long long)s->C, (long long)s->M);
+                           (long long)s->G, (long long)s->C, (long long)s->M);
     int nsp = s->x->rank - 2;
     const int64_t *xs = s->x->dims + 2, *ys = s->y->dims + 2;
     if (transpose) cpu_window_of(&p->win, nsp, ys, xs, w);

@@ -74,16 +74,16 @@ static void clip_bounds(const kernel_args *a, double *lo, double *hi, bool *has_
     (void)x;
 }
 
-#define CLIP_LOOP(T)                                                                        \
-    do {                                                                                    \
-        const T *xp = a->in[0];                                                             \
-        T *y = a->out[0];                                                                   \
-        for (int64_t i = 0; i < n; i++) {                                                   \
-            T v = xp[i];                                                                    \
-            if (has_lo && (double)v < lo) v = (T)lo;                                        \
-            if (has_hi && (double)v > hi) v = (T)hi;                                        \
-            y[i] = v;                                                                       \
-        }                                                                                   \
+#define CLIP_LOOP(T)                                                                               \
+    do {                                                                                           \
+        const T *xp = a->in[0];                                                                    \
+        T *y = a->out[0];                                                                          \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T v = xp[i];                                                                           \
+            if (has_lo && (double)v < lo) v = (T)lo;                                               \
+            if (has_hi && (double)v > hi) v = (T)hi;                                               \
+            y[i] = v;                                                                              \
+        }                                                                                          \
     } while (0)
 
 /* X [, min, max] -> Y = min(max(X, min), max); NaN stays NaN. */
@@ -95,7 +95,7 @@ int cpu_clip(const kernel_args *a, oc_err *err) {
         const ir_tensor *b = kernel_in(a, i);
         if (b && b->dtype != x->dtype)
             return kernel_fail(a, err, "bound '%s' has dtype %s, input has %s", b->name,
-                            ir_dtype_name(b->dtype), ir_dtype_name(x->dtype));
+                               ir_dtype_name(b->dtype), ir_dtype_name(x->dtype));
     }
     clip_bounds(a, &lo, &hi, &has_lo, &has_hi);
     int64_t n = kernel_numel(x);
@@ -107,8 +107,10 @@ int cpu_clip(const kernel_args *a, oc_err *err) {
     case IR_DTYPE_INT32: CLIP_LOOP(int32_t); break;
     case IR_DTYPE_INT64: CLIP_LOOP(int64_t); break;
     default:
-        return kernel_fail(a, err, "dtype %s is not supported (float, double, int8, uint8, int32, "
-                        "int64)", ir_dtype_name(x->dtype));
+        return kernel_fail(a, err,
+                           "dtype %s is not supported (float, double, int8, uint8, int32, "
+                           "int64)",
+                           ir_dtype_name(x->dtype));
     }
     return OC_OK;
 }
@@ -182,20 +184,20 @@ int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
 /* ---- Add, Sum (numpy broadcasting) ---- */
 
 /* out (+)= in broadcast to out's shape; first: assign instead of add. */
-#define BCAST_LOOP(T)                                                                       \
-    do {                                                                                    \
-        const T *src = in;                                                                  \
-        T *dst = out;                                                                       \
-        int64_t o[IR_MAX_RANK] = {0}, off = 0;                                              \
-        for (int64_t i = 0; i < n; i++) {                                                   \
-            dst[i] = first ? src[off] : (T)(dst[i] + src[off]);                             \
-            for (int d = r - 1; d >= 0; d--) {                                              \
-                off += s[d];                                                                \
-                if (++o[d] < od[d]) break;                                                  \
-                off -= s[d] * od[d];                                                        \
-                o[d] = 0;                                                                   \
-            }                                                                               \
-        }                                                                                   \
+#define BCAST_LOOP(T)                                                                              \
+    do {                                                                                           \
+        const T *src = in;                                                                         \
+        T *dst = out;                                                                              \
+        int64_t o[IR_MAX_RANK] = {0}, off = 0;                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            dst[i] = first ? src[off] : (T)(dst[i] + src[off]);                                    \
+            for (int d = r - 1; d >= 0; d--) {                                                     \
+                off += s[d];                                                                       \
+                if (++o[d] < od[d]) break;                                                         \
+                off -= s[d] * od[d];                                                               \
+                o[d] = 0;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 static int bcast_accumulate(const kernel_args *a, const ir_tensor *ti, const void *in,
@@ -212,8 +214,10 @@ static int bcast_accumulate(const kernel_args *a, const ir_tensor *ti, const voi
     case IR_DTYPE_INT8: BCAST_LOOP(int8_t); break;
     case IR_DTYPE_UINT8: BCAST_LOOP(uint8_t); break;
     default:
-        return kernel_fail(a, err, "dtype %s is not supported (float, double, int8, uint8, int32, "
-                        "int64)", ir_dtype_name(to->dtype));
+        return kernel_fail(a, err,
+                           "dtype %s is not supported (float, double, int8, uint8, int32, "
+                           "int64)",
+                           ir_dtype_name(to->dtype));
     }
     return OC_OK;
 }
@@ -232,8 +236,10 @@ int cpu_add(const kernel_args *a, oc_err *err) {
 int cpu_sum(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
     for (int i = 0; i < a->n->n_inputs; i++) {
-        if (kernel_in(a, i)->dtype != y->dtype) return kernel_fail(a, err, "inputs differ in dtype");
-        if (bcast_accumulate(a, kernel_in(a, i), a->in[i], y, a->out[0], i == 0, err)) return OC_ERR;
+        if (kernel_in(a, i)->dtype != y->dtype)
+            return kernel_fail(a, err, "inputs differ in dtype");
+        if (bcast_accumulate(a, kernel_in(a, i), a->in[i], y, a->out[0], i == 0, err))
+            return OC_ERR;
     }
     return OC_OK;
 }
@@ -243,7 +249,8 @@ int cpu_sum(const kernel_args *a, oc_err *err) {
  * dY's element order. */
 int cpu_reduce_sum_to(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
-    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     if (dx->rank > dy->rank) return kernel_fail(a, err, "input_shape has a higher rank than dY");
     float scale = op_args_of(a->n)->scale.scale;

@@ -20,7 +20,8 @@ void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
     if (m == 0 || n == 0) return;
     if (k == 0) { /* BLAS would leave C untouched when beta == 1, scale otherwise */
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+            for (int64_t j = 0; j < n; j++)
+                C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
         return;
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
@@ -29,8 +30,10 @@ void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 
 /* A (M, K) or (K, M) with transA, B (K, N) or (N, K), C broadcast to (M, N). */
 int cpu_gemm(const kernel_args *a, oc_err *err) {
-    const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2), *ty = kernel_out(a, 0);
-    if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
+    const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2),
+                    *ty = kernel_out(a, 0);
+    if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
         (tc && kernel_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
     const op_gemm_args *p = &op_args_of(a->n)->gemm;

@@ -36,7 +36,7 @@ typedef struct cpu_window {
     int64_t img[IR_MAX_RANK], col[IR_MAX_RANK];
     int64_t kernel[IR_MAX_RANK], stride[IR_MAX_RANK], dilation[IR_MAX_RANK];
     int64_t pad[IR_MAX_RANK], pad_end[IR_MAX_RANK]; /* begin / end padding */
-    int64_t img_size, col_size, k_size; /* products */
+    int64_t img_size, col_size, k_size;             /* products */
 } cpu_window;
 /* The window of a node's decoded arguments (op_args.h) against image dims img
  * and column dims col (both nsp long). */
@@ -57,7 +57,8 @@ void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 /* Kernels: cpu_<kern> for every op of the list (ir/ops/op_list.h), defined
  * in the cpu_*.c file of its family; the table in cpu_kernels.c is generated
  * from the list, so a missing kernel is a link error. */
-#define CPU_KERNEL_DECL(kind, name, domain, def, kern) int cpu_##kern(const kernel_args *a, oc_err *err);
+#define CPU_KERNEL_DECL(kind, name, domain, def, kern)                                             \
+    int cpu_##kern(const kernel_args *a, oc_err *err);
 OC_OPS_COMPUTE(CPU_KERNEL_DECL)
 #undef CPU_KERNEL_DECL
 

@@ -35,8 +35,7 @@ size_t cpu_kernel_scratch_bytes(const ir_graph *g, const ir_node *n) {
 int cpu_kernel_run(const kernel_args *a, oc_err *err) {
     if (!cpu_kernel_supported(a->n->op))
         return oc_fail(err, "node '%s': op %s%s%s has no cpu kernel", a->n->name,
-                       *a->n->domain ? a->n->domain : "", *a->n->domain ? "." : "",
-                       a->n->op_type);
+                       *a->n->domain ? a->n->domain : "", *a->n->domain ? "." : "", a->n->op_type);
     OC_ASSERT(a->scratch_bytes >= cpu_kernel_scratch_bytes(a->g, a->n));
     return cpu_kernels[a->n->op](a, err);
 }

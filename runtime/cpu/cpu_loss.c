@@ -9,7 +9,6 @@
 
 #include "cpu_internal.h"
 
-
 static int sce_setup(const kernel_args *a, const ir_tensor *scores, const ir_tensor *labels,
                      op_reduction *red, oc_err *err) {
     if (kernel_want_dtype(a, scores, IR_DTYPE_FLOAT, err)) return OC_ERR;
@@ -32,7 +31,8 @@ static int64_t row_label(const kernel_args *a, const ir_tensor *tl, const void *
     const op_sce_args *p = &op_args_of(a->n)->sce;
     if (p->has_ignore_index && l == p->ignore_index) return -1;
     if (l < 0 || l >= C) {
-        kernel_fail(a, err, "label %" PRId64 " of row %" PRId64 " is outside [0, %" PRId64 ")", l, i, C);
+        kernel_fail(a, err, "label %" PRId64 " of row %" PRId64 " is outside [0, %" PRId64 ")", l,
+                    i, C);
         return -2;
     }
     return l;
@@ -42,7 +42,8 @@ static int64_t row_label(const kernel_args *a, const ir_tensor *tl, const void *
 int cpu_softmax_cross_entropy(const kernel_args *a, oc_err *err) {
     const ir_tensor *ts = kernel_in(a, 0), *tl = kernel_in(a, 1);
     op_reduction red;
-    if (a->n->n_inputs > 2 && a->in[2]) return kernel_fail(a, err, "class weights are not supported");
+    if (a->n->n_inputs > 2 && a->in[2])
+        return kernel_fail(a, err, "class weights are not supported");
     if (sce_setup(a, ts, tl, &red, err)) return OC_ERR;
     int64_t N = ts->dims[0], C = ts->dims[1];
     const float *s = a->in[0];

@@ -16,7 +16,8 @@
  * the output dX of a grad), columns = the y side. */
 static int pool_setup(const kernel_args *a, const ir_tensor *x, const ir_tensor *y, cpu_window *w,
                       oc_err *err) {
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     cpu_window_of(&op_args_of(a->n)->pool.win, x->rank - 2, x->dims + 2, y->dims + 2, w);
     return OC_OK;
@@ -96,7 +97,8 @@ int cpu_max_pool(const kernel_args *a, oc_err *err) {
             window_cells(&w, o, idx);
             int64_t b = plane_argmax(xs, idx, w.k_size);
             yp[p * w.col_size + oi] = b >= 0 ? xs[b] : -INFINITY;
-            if (ind) ind[p * w.col_size + oi] = b >= 0 ? p * w.img_size + storage_index(&w, b, cm) : -1;
+            if (ind)
+                ind[p * w.col_size + oi] = b >= 0 ? p * w.img_size + storage_index(&w, b, cm) : -1;
         }
     }
     oc_free(idx);

@@ -8,7 +8,9 @@
 
 static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
     int s = ir_dtype_size(t->dtype);
-    if (s <= 0) kernel_fail(a, err, "tensor '%s' has unsupported dtype %s", t->name, ir_dtype_name(t->dtype));
+    if (s <= 0)
+        kernel_fail(a, err, "tensor '%s' has unsupported dtype %s", t->name,
+                    ir_dtype_name(t->dtype));
     return (size_t)(s > 0 ? s : 0);
 }
 
@@ -24,7 +26,8 @@ int cpu_copy(const kernel_args *a, oc_err *err) {
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
     if (kernel_numel(x) != kernel_numel(y) || x->dtype != y->dtype)
-        return kernel_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name, y->name);
+        return kernel_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name,
+                           y->name);
     memcpy(a->out[0], a->in[0], (size_t)kernel_numel(x) * es);
     return OC_OK;
 }
@@ -39,7 +42,8 @@ int cpu_concat(const kernel_args *a, oc_err *err) {
     int64_t row = y->dims[axis] * inner, at = 0;
     for (int i = 0; i < a->n->n_inputs; i++) {
         const ir_tensor *x = kernel_in(a, i);
-        if (x->dtype != y->dtype) return kernel_fail(a, err, "input '%s' differs in dtype", x->name);
+        if (x->dtype != y->dtype)
+            return kernel_fail(a, err, "input '%s' differs in dtype", x->name);
         int64_t chunk = x->dims[axis] * inner;
         for (int64_t o = 0; o < outer; o++)
             memcpy((char *)a->out[0] + (size_t)(o * row + at) * es,
@@ -70,7 +74,6 @@ int cpu_concat_grad(const kernel_args *a, oc_err *err) {
 }
 
 /* ---- Pad ---- */
-
 
 /* Source index of output coordinate i (already shifted by the begin pad) in
  * an extent n, or -1 for the constant fill. */
@@ -119,7 +122,8 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
     int rank = x->rank;
     int64_t begin[IR_MAX_RANK] = {0};
     uint64_t fill = 0; /* es <= 8 bytes of the fill element */
-    if (es > sizeof fill) return kernel_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
+    if (es > sizeof fill)
+        return kernel_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
     if (!p->pads_from_attr) {
         const ir_tensor *tp = kernel_in(a, 1), *tv = kernel_in(a, 2), *ta = kernel_in(a, 3);
         if (tp->dtype != IR_DTYPE_INT64) return kernel_fail(a, err, "pads must be int64");
@@ -135,7 +139,8 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
             begin[ax] = pads[i];
         }
         if (tv && a->in[2]) {
-            if (tv->dtype != x->dtype) return kernel_fail(a, err, "constant_value differs in dtype");
+            if (tv->dtype != x->dtype)
+                return kernel_fail(a, err, "constant_value differs in dtype");
             memcpy(&fill, a->in[2], es);
         }
     } else {
@@ -169,7 +174,8 @@ int cpu_constant(const kernel_args *a, oc_err *err) {
     if (!es) return OC_ERR;
     size_t bytes = (size_t)kernel_numel(y) * es;
     if (y->data_src != IR_DATA_INLINE || y->data_bytes != bytes)
-        return kernel_fail(a, err, "output '%s' has no plan-time value of %zu bytes", y->name, bytes);
+        return kernel_fail(a, err, "output '%s' has no plan-time value of %zu bytes", y->name,
+                           bytes);
     memcpy(a->out[0], y->data, bytes);
     return OC_OK;
 }
@@ -180,7 +186,8 @@ int cpu_shape(const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, y, IR_DTYPE_INT64, err)) return OC_ERR;
     int64_t start = op_args_of(a->n)->shape.start, end = op_args_of(a->n)->shape.end;
     int64_t *out = a->out[0];
-    if (end - start != kernel_numel(y)) return kernel_fail(a, err, "output size disagrees with start/end");
+    if (end - start != kernel_numel(y))
+        return kernel_fail(a, err, "output size disagrees with start/end");
     for (int64_t i = start; i < end; i++) out[i - start] = x->dims[i];
     return OC_OK;
 }
@@ -198,10 +205,11 @@ int cpu_gather(const kernel_args *a, oc_err *err) {
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < ni; j++) {
             int64_t k = ti->dtype == IR_DTYPE_INT64 ? ((const int64_t *)a->in[1])[j]
-                                                     : ((const int32_t *)a->in[1])[j];
+                                                    : ((const int32_t *)a->in[1])[j];
             if (k < 0) k += extent;
             if (k < 0 || k >= extent)
-                return kernel_fail(a, err, "index %" PRId64 " out of range [0, %" PRId64 ")", k, extent);
+                return kernel_fail(a, err, "index %" PRId64 " out of range [0, %" PRId64 ")", k,
+                                   extent);
             memcpy((char *)a->out[0] + (size_t)((o * ni + j) * inner) * es,
                    (const char *)a->in[0] + (size_t)((o * extent + k) * inner) * es,
                    (size_t)inner * es);

@@ -75,12 +75,12 @@ static void window_walk(const cpu_window *w, float *img, float *col, bool add) {
 
 void cpu_im2col(const float *img, int64_t channels, const cpu_window *w, float *col) {
     for (int64_t c = 0; c < channels; c++)
-        window_walk(w, (float *)(uintptr_t)(img + c * w->img_size), col + c * w->k_size * w->col_size,
-                    false);
+        window_walk(w, (float *)(uintptr_t)(img + c * w->img_size),
+                    col + c * w->k_size * w->col_size, false);
 }
 
 void cpu_col2im(const float *col, int64_t channels, const cpu_window *w, float *img) {
     for (int64_t c = 0; c < channels; c++)
-        window_walk(w, img + c * w->img_size, (float *)(uintptr_t)(col + c * w->k_size * w->col_size),
-                    true);
+        window_walk(w, img + c * w->img_size,
+                    (float *)(uintptr_t)(col + c * w->k_size * w->col_size), true);
 }

@@ -25,14 +25,14 @@ static void cuda_error_record(cuda_impl *im, const oc_err *err) {
 static cuda_impl *impl_of(rt_backend *b) { return b->impl; }
 
 /* A failure of a call that has no error return (enqueueing): recorded for sync. */
-#define CU_ENQ(im, call, node)                                                               \
-    do {                                                                                     \
-        cudaError_t rc_ = (call);                                                            \
-        if (rc_ != cudaSuccess) {                                                            \
-            oc_err e_;                                                                       \
-            cuda_fail_call(&e_, #call, cudaGetErrorString(rc_), __FILE__, __LINE__, node);   \
-            cuda_error_record(im, &e_);                                                      \
-        }                                                                                    \
+#define CU_ENQ(im, call, node)                                                                     \
+    do {                                                                                           \
+        cudaError_t rc_ = (call);                                                                  \
+        if (rc_ != cudaSuccess) {                                                                  \
+            oc_err e_;                                                                             \
+            cuda_fail_call(&e_, #call, cudaGetErrorString(rc_), __FILE__, __LINE__, node);         \
+            cuda_error_record(im, &e_);                                                            \
+        }                                                                                          \
     } while (0)
 
 static int cuda_be_dev_alloc(rt_backend *b, size_t bytes, void **p, oc_err *err) {
@@ -169,7 +169,8 @@ static int prof_harvest(cuda_impl *im, oc_err *err) {
         int n = p->node;
         if (im->n_samples[n] == im->cap_samples[n]) {
             im->cap_samples[n] = im->cap_samples[n] ? 2 * im->cap_samples[n] : 8;
-            im->samples[n] = oc_realloc(im->samples[n], (size_t)im->cap_samples[n] * sizeof(double));
+            im->samples[n] =
+                oc_realloc(im->samples[n], (size_t)im->cap_samples[n] * sizeof(double));
         }
         im->samples[n][im->n_samples[n]++] = (double)ms * 1e-3;
     }
@@ -287,12 +288,25 @@ int rt_backend_cuda_new(const rt_backend_opts *opts, rt_backend **out, oc_err *e
     cuda_impl *im = oc_calloc(1, sizeof *im);
     pthread_mutex_init(&im->mu, NULL);
     *b = (rt_backend){
-        .name = "cuda", .impl = im, .dev_alloc = cuda_be_dev_alloc, .dev_free = cuda_be_dev_free,
-        .host_alloc = cuda_be_host_alloc, .host_free = cuda_be_host_free, .copy = cuda_be_copy,
-        .run_node = cuda_be_run_node, .host_fn = cuda_be_host_fn, .event_new = cuda_be_event_new,
-        .event_free = cuda_be_event_free, .record = cuda_be_record, .wait = cuda_be_wait, .sync = cuda_be_sync,
-        .supported = cuda_be_supported, .scratch_bytes = cuda_be_scratch, .destroy = cuda_be_destroy,
-        .profile_start = cuda_profile_start, .profile_write = cuda_profile_write,
+        .name = "cuda",
+        .impl = im,
+        .dev_alloc = cuda_be_dev_alloc,
+        .dev_free = cuda_be_dev_free,
+        .host_alloc = cuda_be_host_alloc,
+        .host_free = cuda_be_host_free,
+        .copy = cuda_be_copy,
+        .run_node = cuda_be_run_node,
+        .host_fn = cuda_be_host_fn,
+        .event_new = cuda_be_event_new,
+        .event_free = cuda_be_event_free,
+        .record = cuda_be_record,
+        .wait = cuda_be_wait,
+        .sync = cuda_be_sync,
+        .supported = cuda_be_supported,
+        .scratch_bytes = cuda_be_scratch,
+        .destroy = cuda_be_destroy,
+        .profile_start = cuda_profile_start,
+        .profile_write = cuda_profile_write,
         .device_used = cuda_be_device_used,
     };
     if (impl_init(im, opts, err)) {

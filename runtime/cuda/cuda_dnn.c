@@ -57,7 +57,7 @@ typedef struct algo_entry {
     cudnnTensorDescriptor_t in_d, out_d;
     cudnnFilterDescriptor_t w_d;
     cudnnConvolutionDescriptor_t conv_d;
-    int algo;            /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+    int algo; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
     size_t ws;
     struct algo_entry *next;
 } algo_entry;
@@ -134,12 +134,45 @@ static const ir_tensor *slot_t(const ir_graph *g, const ir_node *n, int s) {
 static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err) {
     memset(q, 0, sizeof *q);
     switch (n->op) {
-    case OP_CONV: q->kind = CONV_FWD; q->cin_slot = 0; q->cout_slot = -1; q->w_slot = 1; break;
-    case OP_CONV_BACKWARD_DATA: q->kind = CONV_BWD_DATA; q->cin_slot = -1; q->cout_slot = 0; q->w_slot = 1; break;
-    case OP_CONV_BACKWARD_FILTER: q->kind = CONV_BWD_FILTER; q->cin_slot = 1; q->cout_slot = 0; q->w_slot = -1; break;
-    case OP_CONV_TRANSPOSE: q->kind = CONV_BWD_DATA; q->cin_slot = -1; q->cout_slot = 0; q->w_slot = 1; q->transpose = true; break;
-    case OP_CONV_TRANSPOSE_BACKWARD_DATA: q->kind = CONV_FWD; q->cin_slot = 0; q->cout_slot = -1; q->w_slot = 1; q->transpose = true; break;
-    case OP_CONV_TRANSPOSE_BACKWARD_FILTER: q->kind = CONV_BWD_FILTER; q->cin_slot = 0; q->cout_slot = 1; q->w_slot = -1; q->transpose = true; break;
+    case OP_CONV:
+        q->kind = CONV_FWD;
+        q->cin_slot = 0;
+        q->cout_slot = -1;
+        q->w_slot = 1;
+        break;
+    case OP_CONV_BACKWARD_DATA:
+        q->kind = CONV_BWD_DATA;
+        q->cin_slot = -1;
+        q->cout_slot = 0;
+        q->w_slot = 1;
+        break;
+    case OP_CONV_BACKWARD_FILTER:
+        q->kind = CONV_BWD_FILTER;
+        q->cin_slot = 1;
+        q->cout_slot = 0;
+        q->w_slot = -1;
+        break;
+    case OP_CONV_TRANSPOSE:
+        q->kind = CONV_BWD_DATA;
+        q->cin_slot = -1;
+        q->cout_slot = 0;
+        q->w_slot = 1;
+        q->transpose = true;
+        break;
+    case OP_CONV_TRANSPOSE_BACKWARD_DATA:
+        q->kind = CONV_FWD;
+        q->cin_slot = 0;
+        q->cout_slot = -1;
+        q->w_slot = 1;
+        q->transpose = true;
+        break;
+    case OP_CONV_TRANSPOSE_BACKWARD_FILTER:
+        q->kind = CONV_BWD_FILTER;
+        q->cin_slot = 0;
+        q->cout_slot = 1;
+        q->w_slot = -1;
+        q->transpose = true;
+        break;
     default: OC_ASSERT(!"geo_of: not a conv op");
     }
     q->cin = slot_t(g, n, q->cin_slot);
@@ -149,18 +182,24 @@ static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err)
     q->groups = p->group;
     q->nsp = q->cin->rank - 2;
     if (q->nsp < 1 || q->nsp > 3)
-        return oc_fail(err, "node '%s' (%s): %d spatial dims (1 to 3 supported)", n->name, n->op_type, q->nsp);
-    if (q->cin->dtype != IR_DTYPE_FLOAT || q->cout->dtype != IR_DTYPE_FLOAT || q->w->dtype != IR_DTYPE_FLOAT)
-        return oc_fail(err, "node '%s' (%s): the cuda kernel supports float tensors only", n->name, n->op_type);
+        return oc_fail(err, "node '%s' (%s): %d spatial dims (1 to 3 supported)", n->name,
+                       n->op_type, q->nsp);
+    if (q->cin->dtype != IR_DTYPE_FLOAT || q->cout->dtype != IR_DTYPE_FLOAT ||
+        q->w->dtype != IR_DTYPE_FLOAT)
+        return oc_fail(err, "node '%s' (%s): the cuda kernel supports float tensors only", n->name,
+                       n->op_type);
     q->win = p->win;
     for (int i = 0; i < q->nsp; i++)
         if (q->win.pad_begin[i] != q->win.pad_end[i])
-            return oc_fail(err, "node '%s' (%s): asymmetric padding (%lld, %lld) is not supported "
-                           "by cuDNN", n->name, n->op_type, (long long)q->win.pad_begin[i],
+            return oc_fail(err,
+                           "node '%s' (%s): asymmetric padding (%lld, %lld) is not supported "
+                           "by cuDNN",
+                           n->name, n->op_type, (long long)q->win.pad_begin[i],
                            (long long)q->win.pad_end[i]);
     for (int i = 0; i < q->cin->rank; i++)
         if (q->cin->dims[i] > INT_MAX || q->cout->dims[i] > INT_MAX)
-            return oc_fail(err, "node '%s' (%s): a dim exceeds cuDNN's int range", n->name, n->op_type);
+            return oc_fail(err, "node '%s' (%s): a dim exceeds cuDNN's int range", n->name,
+                           n->op_type);
     return OC_OK;
 }
 
@@ -184,8 +223,9 @@ static char *geo_key(const conv_geo *q) {
         for (int i = 0; i < ts[k]->rank; i++)
             o += snprintf(buf + o, sizeof buf - (size_t)o, "%lld,", (long long)ts[k]->dims[i]);
     for (int i = 0; i < q->nsp; i++)
-        o += snprintf(buf + o, sizeof buf - (size_t)o, "|%lld,%lld,%lld", (long long)q->win.pad_begin[i],
-                      (long long)q->win.stride[i], (long long)q->win.dilation[i]);
+        o += snprintf(buf + o, sizeof buf - (size_t)o, "|%lld,%lld,%lld",
+                      (long long)q->win.pad_begin[i], (long long)q->win.stride[i],
+                      (long long)q->win.dilation[i]);
     return oc_sprintf("%s", buf);
 }
 
@@ -211,25 +251,26 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
         dil[i] = (int)q->win.dilation[i];
     }
     CUDNN_CHECK_N(cudnnSetConvolutionNdDescriptor(e->conv_d, nsp, pad, str, dil,
-                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), n);
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                  n);
     CUDNN_CHECK_N(cudnnSetConvolutionGroupCount(e->conv_d, (int)q->groups), n);
     CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, CUDNN_DEFAULT_MATH), n);
     int got = 0;
     algo_cand c[16];
-#define HEUR(perf_t, getter, ...)                                                             \
-    do {                                                                                      \
-        perf_t perf[16];                                                                      \
-        CUDNN_CHECK_N(getter(im->dnn, __VA_ARGS__, 16, &got, perf), n);                       \
-        for (int i = 0; i < got; i++)                                                         \
-            c[i] = (algo_cand){(int)perf[i].algo, perf[i].status, perf[i].determinism,        \
-                               perf[i].mathType, perf[i].memory};                             \
+#define HEUR(perf_t, getter, ...)                                                                  \
+    do {                                                                                           \
+        perf_t perf[16];                                                                           \
+        CUDNN_CHECK_N(getter(im->dnn, __VA_ARGS__, 16, &got, perf), n);                            \
+        for (int i = 0; i < got; i++)                                                              \
+            c[i] = (algo_cand){(int)perf[i].algo, perf[i].status, perf[i].determinism,             \
+                               perf[i].mathType, perf[i].memory};                                  \
     } while (0)
     if (q->kind == CONV_FWD)
-        HEUR(cudnnConvolutionFwdAlgoPerf_t, cudnnGetConvolutionForwardAlgorithm_v7, e->in_d,
-             e->w_d, e->conv_d, e->out_d);
+        HEUR(cudnnConvolutionFwdAlgoPerf_t, cudnnGetConvolutionForwardAlgorithm_v7, e->in_d, e->w_d,
+             e->conv_d, e->out_d);
     else if (q->kind == CONV_BWD_DATA)
-        HEUR(cudnnConvolutionBwdDataAlgoPerf_t, cudnnGetConvolutionBackwardDataAlgorithm_v7,
-             e->w_d, e->out_d, e->conv_d, e->in_d);
+        HEUR(cudnnConvolutionBwdDataAlgoPerf_t, cudnnGetConvolutionBackwardDataAlgorithm_v7, e->w_d,
+             e->out_d, e->conv_d, e->in_d);
     else
         HEUR(cudnnConvolutionBwdFilterAlgoPerf_t, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
              e->in_d, e->out_d, e->conv_d, e->w_d);
@@ -244,7 +285,8 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     char list[1024];
     cands_text(c, got, list, sizeof list);
     if (pick < 0)
-        return oc_fail(err, "node '%s' (%s): cuDNN offers no %salgorithm within a workspace of %zu "
+        return oc_fail(err,
+                       "node '%s' (%s): cuDNN offers no %salgorithm within a workspace of %zu "
                        "bytes (the plan's region, or the workspace limit); its candidates: %s",
                        n->name, n->op_type, det_only ? "deterministic " : "", limit, list);
     e->kind = q->kind;
@@ -252,8 +294,11 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     e->ws = c[pick].memory;
     cudnnMathType_t math = c[pick].math;
     if (im->verbose)
-        fprintf(stderr, "cuda: %s: %s algo %d, workspace %zu B (limit %zu); candidates: %s\n", n->name,
-                q->kind == CONV_FWD ? "fwd" : q->kind == CONV_BWD_DATA ? "bwd-data" : "bwd-filter",
+        fprintf(stderr, "cuda: %s: %s algo %d, workspace %zu B (limit %zu); candidates: %s\n",
+                n->name,
+                q->kind == CONV_FWD        ? "fwd"
+                : q->kind == CONV_BWD_DATA ? "bwd-data"
+                                           : "bwd-filter",
                 e->algo, e->ws, limit, list);
     CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, math), n);
     return OC_OK;
@@ -295,8 +340,7 @@ static size_t align_up(size_t v) { return (v + PLAN_ALIGN - 1) / PLAN_ALIGN * PL
 
 static bool has_bias_grad(const ir_node *n) {
     return (n->op == OP_CONV_BACKWARD_FILTER || n->op == OP_CONV_TRANSPOSE_BACKWARD_FILTER) &&
-           n->n_outputs > 1 &&
-           n->outputs[1] >= 0;
+           n->n_outputs > 1 && n->outputs[1] >= 0;
 }
 
 /* dY's (N, C, S) for the bias gradient of node n (dY is input 0 of both filter ops). */
@@ -369,7 +413,7 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     size_t need = conv_need(e->ws, bias_ws);
     if (need > a->scratch_bytes)
         return kernel_fail(a, err, "workspace %zu bytes exceeds the scratch of %zu bytes", need,
-                         a->scratch_bytes);
+                           a->scratch_bytes);
     CUDNN_CHECK(cudnnSetStream(im->dnn, c->stream));
     const float one = 1.0f, zero = 0.0f;
     void *cin = slot_p(a, q.cin_slot), *cout = slot_p(a, q.cout_slot), *w = slot_p(a, q.w_slot);
@@ -378,13 +422,13 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
                                             (cudnnConvolutionFwdAlgo_t)e->algo, a->scratch, e->ws,
                                             &zero, e->out_d, cout));
     else if (q.kind == CONV_BWD_DATA)
-        CUDNN_CHECK(cudnnConvolutionBackwardData(im->dnn, &one, e->w_d, w, e->out_d, cout, e->conv_d,
-                                                 (cudnnConvolutionBwdDataAlgo_t)e->algo, a->scratch,
-                                                 e->ws, &zero, e->in_d, cin));
+        CUDNN_CHECK(cudnnConvolutionBackwardData(im->dnn, &one, e->w_d, w, e->out_d, cout,
+                                                 e->conv_d, (cudnnConvolutionBwdDataAlgo_t)e->algo,
+                                                 a->scratch, e->ws, &zero, e->in_d, cin));
     else
-        CUDNN_CHECK(cudnnConvolutionBackwardFilter(im->dnn, &one, e->in_d, cin, e->out_d, cout,
-                                                   e->conv_d, (cudnnConvolutionBwdFilterAlgo_t)e->algo,
-                                                   a->scratch, e->ws, &zero, e->w_d, w));
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+            im->dnn, &one, e->in_d, cin, e->out_d, cout, e->conv_d,
+            (cudnnConvolutionBwdFilterAlgo_t)e->algo, a->scratch, e->ws, &zero, e->w_d, w));
     /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
     if (bias_ws) return bias_grad(c, a, (float *)((char *)a->scratch + align_up(e->ws)), err);
     bool fwd_op = a->n->op == OP_CONV || a->n->op == OP_CONV_TRANSPOSE;
@@ -400,7 +444,8 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         CUDNN_CHECK(cudnnCreateTensorDescriptor(&yd));
         CUDNN_CHECK(cudnnCreateTensorDescriptor(&bd));
         cudnnStatus_t st = cudnnSetTensorNdDescriptor(yd, CUDNN_DATA_FLOAT, r, d, s);
-        if (st == CUDNN_STATUS_SUCCESS) st = cudnnSetTensorNdDescriptor(bd, CUDNN_DATA_FLOAT, r, bdim, bs);
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = cudnnSetTensorNdDescriptor(bd, CUDNN_DATA_FLOAT, r, bdim, bs);
         if (st == CUDNN_STATUS_SUCCESS)
             st = cudnnAddTensor(im->dnn, &one, bd, bias, &one, yd, slot_p(a, -1));
         (void)cudnnDestroyTensorDescriptor(yd);
@@ -410,8 +455,10 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-#define CONV_KERNEL(kern) \
-    int cuda_##kern(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return conv_family(c, a, err); }
+#define CONV_KERNEL(kern)                                                                          \
+    int cuda_##kern(const cuda_ctx *c, const kernel_args *a, oc_err *err) {                        \
+        return conv_family(c, a, err);                                                             \
+    }
 CONV_KERNEL(conv)
 CONV_KERNEL(conv_transpose)
 CONV_KERNEL(conv_backward_data)
@@ -424,12 +471,12 @@ CONV_KERNEL(conv_transpose_backward_filter)
 
 typedef struct stash_entry {
     const ir_graph *g;
-    int x;               /* tensor index of X in g */
+    int x; /* tensor index of X in g */
     double eps;
     int64_t channels;
-    float *dev;          /* mean[C], then inverse std[C]; cudaMalloc'd, freed with the stash */
-    int64_t step;        /* step whose forward wrote it, -1 before any */
-    const void *x_ptr;   /* X's address then */
+    float *dev;        /* mean[C], then inverse std[C]; cudaMalloc'd, freed with the stash */
+    int64_t step;      /* step whose forward wrote it, -1 before any */
+    const void *x_ptr; /* X's address then */
     struct stash_entry *next;
 } stash_entry;
 
@@ -500,8 +547,8 @@ static int bn_make(const kernel_args *a, const ir_tensor *x, bn_descs *d, oc_err
         return kernel_fail(a, err, "input '%s' has a shape cuDNN cannot take", x->name);
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&d->x));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&d->p));
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)x->dims[0],
-                                           (int)x->dims[1], (int)S, 1));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                           (int)x->dims[0], (int)x->dims[1], (int)S, 1));
     CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(d->p, d->x, CUDNN_BATCHNORM_SPATIAL));
     return OC_OK;
 }
@@ -516,25 +563,33 @@ static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d
     double eps = p->epsilon;
     float momentum = p->momentum;
     if (eps < CUDNN_BN_MIN_EPSILON)
-        return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
+        return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps,
+                           CUDNN_BN_MIN_EPSILON);
     const float one = 1.0f, zero = 0.0f;
     bool train = p->training;
     if (!train) {
-        if (a->n->n_outputs > 1) return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
+        if (a->n->n_outputs > 1)
+            return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
         CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
             c->im->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d->x, a->in[0], d->x, a->out[0], d->p,
             a->in[1], a->in[2], a->in[3], a->in[4], eps));
         return OC_OK;
     }
-    float *rm = out_or_null(a, 1), *rv = out_or_null(a, 2), *sm = out_or_null(a, 3), *sv = out_or_null(a, 4);
-    if (!rm != !rv) return kernel_fail(a, err, "running_mean and running_var must both be present or absent");
-    if (!sm != !sv) return kernel_fail(a, err, "saved_mean and saved_var must both be present or absent");
+    float *rm = out_or_null(a, 1), *rv = out_or_null(a, 2), *sm = out_or_null(a, 3),
+          *sv = out_or_null(a, 4);
+    if (!rm != !rv)
+        return kernel_fail(a, err, "running_mean and running_var must both be present or absent");
+    if (!sm != !sv)
+        return kernel_fail(a, err, "saved_mean and saved_var must both be present or absent");
     size_t cb = (size_t)x->dims[1] * sizeof(float);
-    if (rm && rm != a->in[3]) CU_CHECK(cudaMemcpyAsync(rm, a->in[3], cb, cudaMemcpyDeviceToDevice, c->stream));
-    if (rv && rv != a->in[4]) CU_CHECK(cudaMemcpyAsync(rv, a->in[4], cb, cudaMemcpyDeviceToDevice, c->stream));
+    if (rm && rm != a->in[3])
+        CU_CHECK(cudaMemcpyAsync(rm, a->in[3], cb, cudaMemcpyDeviceToDevice, c->stream));
+    if (rv && rv != a->in[4])
+        CU_CHECK(cudaMemcpyAsync(rv, a->in[4], cb, cudaMemcpyDeviceToDevice, c->stream));
     stash_entry *e = NULL;
     if (!c->im->deterministic) { /* keep mean and inverse std for the backward */
-        e = stash_get(c->im, a->g, stash_key(a->g, a->n->inputs[0]), eps, x->dims[1], true, a->n, err);
+        e = stash_get(c->im, a->g, stash_key(a->g, a->n->inputs[0]), eps, x->dims[1], true, a->n,
+                      err);
         if (!e) return OC_ERR;
     }
     CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
@@ -546,7 +601,8 @@ static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d
         e->x_ptr = a->in[0];
         if (sm) { /* the opset <= 13 saved_mean / saved_var outputs, from the stash */
             CU_CHECK(cudaMemcpyAsync(sm, e->dev, cb, cudaMemcpyDeviceToDevice, c->stream));
-            CU_CHECK(cudaMemcpyAsync(sv, e->dev + x->dims[1], cb, cudaMemcpyDeviceToDevice, c->stream));
+            CU_CHECK(
+                cudaMemcpyAsync(sv, e->dev + x->dims[1], cb, cudaMemcpyDeviceToDevice, c->stream));
         }
     }
     if (sv) CU_LAUNCH(cu_invstd_to_var(c->stream, sv, x->dims[1], (float)eps));
@@ -573,7 +629,8 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 1);
     double eps = op_args_of(a->n)->bn.epsilon;
     if (eps < CUDNN_BN_MIN_EPSILON)
-        return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
+        return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps,
+                           CUDNN_BN_MIN_EPSILON);
     float *ds = out_or_null(a, 1), *db = out_or_null(a, 2);
     float *tmp = a->scratch;
     OC_ASSERT(a->scratch_bytes >= 2 * (size_t)x->dims[1] * sizeof(float));
@@ -607,15 +664,18 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 /* Y (M, N) = alpha op(A) op(B) + beta C, row-major, as the column-major
  * product Y^T = op(B)^T op(A)^T. C broadcast into Y first (cu_gemm_bias). */
 int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2), *ty = kernel_out(a, 0);
-    if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
+    const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2),
+                    *ty = kernel_out(a, 0);
+    if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
         (tc && kernel_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
     const op_gemm_args *p = &op_args_of(a->n)->gemm;
     bool ta = p->trans_a, tb = p->trans_b;
     float alpha = p->alpha, beta = p->beta;
     int64_t M = ty->dims[0], N = ty->dims[1], K = ta ? ta_->dims[0] : ta_->dims[1];
-    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || ta_->dims[1] > INT_MAX || tb_->dims[1] > INT_MAX)
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || ta_->dims[1] > INT_MAX ||
+        tb_->dims[1] > INT_MAX)
         return kernel_fail(a, err, "dims exceed cuBLAS's int range");
     bool bias = tc && a->in[2] && beta != 0.0f;
     if (bias) {
@@ -633,11 +693,13 @@ int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     float b2 = bias ? 1.0f : 0.0f;
     CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
     if (K == 0) {
-        if (!bias) CU_CHECK(cudaMemsetAsync(a->out[0], 0, (size_t)(M * N) * sizeof(float), c->stream));
+        if (!bias)
+            CU_CHECK(cudaMemsetAsync(a->out[0], 0, (size_t)(M * N) * sizeof(float), c->stream));
         return OC_OK;
     }
-    CUBLAS_CHECK(cublasSgemm(c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                             (int)N, (int)M, (int)K, &alpha, a->in[1], (int)tb_->dims[1], a->in[0],
-                             (int)ta_->dims[1], &b2, a->out[0], (int)N));
+    CUBLAS_CHECK(cublasSgemm(c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha,
+                             a->in[1], (int)tb_->dims[1], a->in[0], (int)ta_->dims[1], &b2,
+                             a->out[0], (int)N));
     return OC_OK;
 }

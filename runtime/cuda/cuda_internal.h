@@ -20,7 +20,7 @@
 #include "kernels.h"
 
 typedef struct cuda_prof_pair {
-    int node;                 /* index in the profiled graph */
+    int node; /* index in the profiled graph */
     cudaEvent_t start, end;
 } cuda_prof_pair;
 
@@ -35,18 +35,18 @@ typedef struct cuda_impl {
     cuda_algo_cache *algos;
     cuda_bn_stash *bn_stash;
     /* from rt_backend_opts when the backend is made */
-    bool deterministic;       /* deterministic algorithms, no BN stash */
-    bool verbose;             /* print each algorithm choice */
-    size_t ws_limit;          /* a convolution's workspace cap */
-    pthread_mutex_t mu;       /* guards err_set/err (host functions run on CUDA's thread) */
+    bool deterministic; /* deterministic algorithms, no BN stash */
+    bool verbose;       /* print each algorithm choice */
+    size_t ws_limit;    /* a convolution's workspace cap */
+    pthread_mutex_t mu; /* guards err_set/err (host functions run on CUDA's thread) */
     bool err_set;
-    oc_err err;               /* first asynchronous error */
+    oc_err err; /* first asynchronous error */
     size_t pinned_bytes, device_bytes;
     /* profiler */
     const ir_graph *prof_g;
     cuda_prof_pair *pending;
     int n_pending, cap_pending;
-    double **samples;         /* per node of prof_g: times in s */
+    double **samples; /* per node of prof_g: times in s */
     int *n_samples, *cap_samples;
 } cuda_impl;
 
@@ -54,26 +54,26 @@ int cuda_fail_call(oc_err *err, const char *call, const char *what, const char *
                    const char *node);
 
 #define CU_NODE_NAME(node) ((node) ? (node)->name : "(no node)")
-#define CU_CHECK_N(call, node)                                                              \
-    do {                                                                                    \
-        cudaError_t cu_rc_ = (call);                                                        \
-        if (cu_rc_ != cudaSuccess)                                                          \
-            return cuda_fail_call(err, #call, cudaGetErrorString(cu_rc_), __FILE__, __LINE__, \
-                                  CU_NODE_NAME(node));                                      \
+#define CU_CHECK_N(call, node)                                                                     \
+    do {                                                                                           \
+        cudaError_t cu_rc_ = (call);                                                               \
+        if (cu_rc_ != cudaSuccess)                                                                 \
+            return cuda_fail_call(err, #call, cudaGetErrorString(cu_rc_), __FILE__, __LINE__,      \
+                                  CU_NODE_NAME(node));                                             \
     } while (0)
-#define CUDNN_CHECK_N(call, node)                                                           \
-    do {                                                                                    \
-        cudnnStatus_t dnn_rc_ = (call);                                                     \
-        if (dnn_rc_ != CUDNN_STATUS_SUCCESS)                                                \
-            return cuda_fail_call(err, #call, cudnnGetErrorString(dnn_rc_), __FILE__, __LINE__, \
-                                  CU_NODE_NAME(node));                                      \
+#define CUDNN_CHECK_N(call, node)                                                                  \
+    do {                                                                                           \
+        cudnnStatus_t dnn_rc_ = (call);                                                            \
+        if (dnn_rc_ != CUDNN_STATUS_SUCCESS)                                                       \
+            return cuda_fail_call(err, #call, cudnnGetErrorString(dnn_rc_), __FILE__, __LINE__,    \
+                                  CU_NODE_NAME(node));                                             \
     } while (0)
-#define CUBLAS_CHECK_N(call, node)                                                          \
-    do {                                                                                    \
-        cublasStatus_t blas_rc_ = (call);                                                   \
-        if (blas_rc_ != CUBLAS_STATUS_SUCCESS)                                              \
-            return cuda_fail_call(err, #call, cublasGetStatusString(blas_rc_), __FILE__,    \
-                                  __LINE__, CU_NODE_NAME(node));                            \
+#define CUBLAS_CHECK_N(call, node)                                                                 \
+    do {                                                                                           \
+        cublasStatus_t blas_rc_ = (call);                                                          \
+        if (blas_rc_ != CUBLAS_STATUS_SUCCESS)                                                     \
+            return cuda_fail_call(err, #call, cublasGetStatusString(blas_rc_), __FILE__, __LINE__, \
+                                  CU_NODE_NAME(node));                                             \
     } while (0)
 /* Inside a kernel function with `const kernel_args *a` and `oc_err *err` in scope. */
 #define CU_CHECK(call) CU_CHECK_N(call, a->n)
@@ -101,7 +101,7 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
 /* Kernels: cuda_<kern> for every op of the list (ir/ops/op_list.h), defined in
  * cuda_kernels.c (small kernels over cuda_ops.cu) and cuda_dnn.c (cuDNN /
  * cuBLAS: the conv family, BatchNormalization, Gemm). */
-#define CUDA_KERNEL_DECL(kind, name, domain, def, kern) \
+#define CUDA_KERNEL_DECL(kind, name, domain, def, kern)                                            \
     int cuda_##kern(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 OC_OPS_COMPUTE(CUDA_KERNEL_DECL)
 #undef CUDA_KERNEL_DECL

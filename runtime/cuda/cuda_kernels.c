@@ -20,10 +20,13 @@ static int dtype_of(const kernel_args *a, const ir_tensor *t, cu_dtype *dt, oc_e
     case IR_DTYPE_INT64: *dt = CU_DT_I64; return OC_OK;
     case IR_DTYPE_INT32: *dt = CU_DT_I32; return OC_OK;
     case IR_DTYPE_INT8: *dt = CU_DT_I8; return OC_OK;
-    case IR_DTYPE_UINT8: case IR_DTYPE_BOOL: *dt = CU_DT_U8; return OC_OK;
+    case IR_DTYPE_UINT8:
+    case IR_DTYPE_BOOL: *dt = CU_DT_U8; return OC_OK;
     default:
-        return kernel_fail(a, err, "tensor '%s' has dtype %s (float, double, int64, int32, int8, "
-                         "uint8 supported)", t->name, ir_dtype_name(t->dtype));
+        return kernel_fail(a, err,
+                           "tensor '%s' has dtype %s (float, double, int64, int32, int8, "
+                           "uint8 supported)",
+                           t->name, ir_dtype_name(t->dtype));
     }
 }
 
@@ -48,7 +51,9 @@ static int64_t prod(const int64_t *d, int from, int to) {
 
 static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
     int s = ir_dtype_size(t->dtype);
-    if (s <= 0) kernel_fail(a, err, "tensor '%s' has unsupported dtype %s", t->name, ir_dtype_name(t->dtype));
+    if (s <= 0)
+        kernel_fail(a, err, "tensor '%s' has unsupported dtype %s", t->name,
+                    ir_dtype_name(t->dtype));
     return (size_t)(s > 0 ? s : 0);
 }
 
@@ -60,7 +65,8 @@ static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
     int n_in = a->n->n_inputs, i = 0;
     for (int k = 0; k < n_in; k++)
-        if (kernel_in(a, k)->dtype != y->dtype) return kernel_fail(a, err, "inputs differ in dtype");
+        if (kernel_in(a, k)->dtype != y->dtype)
+            return kernel_fail(a, err, "inputs differ in dtype");
     /* Two inputs of the output's shape (the residual Add, a 2-way gradient Sum): one pass. */
     if (n_in >= 2 && same_dims(kernel_in(a, 0), y) && same_dims(kernel_in(a, 1), y)) {
         CU_LAUNCH(cu_add2(c->stream, dt, a->in[0], a->in[1], a->out[0], kernel_numel(y)));
@@ -77,7 +83,8 @@ int cuda_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return add_
 
 int cuda_reduce_sum_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
-    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     if (dx->rank > dy->rank) return kernel_fail(a, err, "input_shape has a higher rank than dY");
     CU_LAUNCH(cu_reduce_sum_to(c->stream, a->in[0], shape_of(dy), a->out[0], shape_of(dx),
@@ -120,7 +127,7 @@ int cuda_clip(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         const ir_tensor *t = kernel_in(a, i);
         if (t && t->dtype != x->dtype)
             return kernel_fail(a, err, "bound '%s' has dtype %s, input has %s", t->name,
-                             ir_dtype_name(t->dtype), ir_dtype_name(x->dtype));
+                               ir_dtype_name(t->dtype), ir_dtype_name(x->dtype));
     }
     CU_LAUNCH(cu_clip(c->stream, dt, a->in[0], a->out[0], kernel_numel(x), b.lo_p, b.hi_p,
                       b.has_lo_a, b.lo_a, b.has_hi_a, b.hi_a));
@@ -152,7 +159,8 @@ int cuda_pointwise_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    CU_LAUNCH(cu_pointwise_grad(c->stream, a->n->op, a->in[0], a->in[1], a->out[0], kernel_numel(dy)));
+    CU_LAUNCH(
+        cu_pointwise_grad(c->stream, a->n->op, a->in[0], a->in[1], a->out[0], kernel_numel(dy)));
     return OC_OK;
 }
 
@@ -193,7 +201,8 @@ int cuda_sgd_momentum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 static int pool_window(const kernel_args *a, const ir_tensor *x, const ir_tensor *y, cu_window *w,
                        oc_err *err) {
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) || kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     int nsp = x->rank - 2;
     if (nsp < 1 || nsp > 3) return kernel_fail(a, err, "%d spatial dims (1 to 3 supported)", nsp);
@@ -237,8 +246,8 @@ int cuda_max_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (pool_window(a, x, dy, &w, err)) return OC_ERR;
     size_t need = cuda_max_pool_grad_scratch(a->g, a->n);
     int32_t *arg = need > 0 && a->scratch && a->scratch_bytes >= need ? a->scratch : NULL;
-    CU_LAUNCH(cu_max_pool_grad(c->stream, a->in[0], a->in[1], a->out[0], x->dims[0] * x->dims[1],
-                               w, arg));
+    CU_LAUNCH(cu_max_pool_grad(c->stream, a->in[0], a->in[1], a->out[0], x->dims[0] * x->dims[1], w,
+                               arg));
     return OC_OK;
 }
 
@@ -291,7 +300,8 @@ int cuda_copy(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
     if (kernel_numel(x) != kernel_numel(y) || x->dtype != y->dtype)
-        return kernel_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name, y->name);
+        return kernel_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name,
+                           y->name);
     size_t n = (size_t)kernel_numel(x) * es;
     if (n) CU_CHECK(cudaMemcpyAsync(a->out[0], a->in[0], n, cudaMemcpyDeviceToDevice, c->stream));
     return OC_OK;
@@ -303,7 +313,8 @@ static int concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool gra
     if (!es) return OC_ERR;
     const op_args *p = op_args_of(a->n); /* split: one size per output, checked at load */
     int64_t axis = grad ? p->split.axis : p->axis.axis;
-    int64_t outer = prod(big->dims, 0, (int)axis), inner = prod(big->dims, (int)axis + 1, big->rank);
+    int64_t outer = prod(big->dims, 0, (int)axis),
+            inner = prod(big->dims, (int)axis + 1, big->rank);
     int64_t row = big->dims[axis] * inner, at = 0;
     const int64_t *split = p->split.sizes;
     int k = grad ? p->split.n : a->n->n_inputs;
@@ -317,18 +328,24 @@ static int concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool gra
                                        chunk * (int64_t)es, outer));
         } else {
             const ir_tensor *x = kernel_in(a, i);
-            if (x->dtype != big->dtype) return kernel_fail(a, err, "input '%s' differs in dtype", x->name);
+            if (x->dtype != big->dtype)
+                return kernel_fail(a, err, "input '%s' differs in dtype", x->name);
             chunk = x->dims[axis] * inner;
-            CU_LAUNCH(cu_copy_rows(c->stream, (char *)a->out[0] + at * (int64_t)es, row * (int64_t)es,
-                                   a->in[i], chunk * (int64_t)es, chunk * (int64_t)es, outer));
+            CU_LAUNCH(cu_copy_rows(c->stream, (char *)a->out[0] + at * (int64_t)es,
+                                   row * (int64_t)es, a->in[i], chunk * (int64_t)es,
+                                   chunk * (int64_t)es, outer));
         }
         at += chunk;
     }
     return OC_OK;
 }
 
-int cuda_concat(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return concat(c, a, err, false); }
-int cuda_concat_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return concat(c, a, err, true); }
+int cuda_concat(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return concat(c, a, err, false);
+}
+int cuda_concat_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return concat(c, a, err, true);
+}
 
 /* Pad: the pads input (int64) is read from the device synchronously on this
  * stream (a few bytes); the planner folds constant pads, so this is rare. */
@@ -346,14 +363,18 @@ int cuda_pad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         if (tp->dtype != IR_DTYPE_INT64) return kernel_fail(a, err, "pads must be int64");
         int64_t pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
         int64_t np = kernel_numel(tp), naxes = ta ? kernel_numel(ta) : rank;
-        if (np > 2 * IR_MAX_RANK || naxes > IR_MAX_RANK) return kernel_fail(a, err, "too many pads");
-        CU_CHECK(cudaMemcpyAsync(pads, a->in[1], (size_t)np * 8, cudaMemcpyDeviceToHost, c->stream));
+        if (np > 2 * IR_MAX_RANK || naxes > IR_MAX_RANK)
+            return kernel_fail(a, err, "too many pads");
+        CU_CHECK(
+            cudaMemcpyAsync(pads, a->in[1], (size_t)np * 8, cudaMemcpyDeviceToHost, c->stream));
         if (ta) {
             if (ta->dtype != IR_DTYPE_INT64) return kernel_fail(a, err, "axes must be int64");
-            CU_CHECK(cudaMemcpyAsync(axes, a->in[3], (size_t)naxes * 8, cudaMemcpyDeviceToHost, c->stream));
+            CU_CHECK(cudaMemcpyAsync(axes, a->in[3], (size_t)naxes * 8, cudaMemcpyDeviceToHost,
+                                     c->stream));
         }
         if (tv && a->in[2]) {
-            if (tv->dtype != x->dtype) return kernel_fail(a, err, "constant_value differs in dtype");
+            if (tv->dtype != x->dtype)
+                return kernel_fail(a, err, "constant_value differs in dtype");
             CU_CHECK(cudaMemcpyAsync(&fill, a->in[2], es, cudaMemcpyDeviceToHost, c->stream));
         }
         CU_CHECK(cudaStreamSynchronize(c->stream));
@@ -388,8 +409,10 @@ int cuda_constant(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (!es) return OC_ERR;
     size_t bytes = (size_t)kernel_numel(y) * es;
     if (y->data_src != IR_DATA_INLINE || y->data_bytes != bytes)
-        return kernel_fail(a, err, "output '%s' has no plan-time value of %zu bytes", y->name, bytes);
-    if (bytes) CU_CHECK(cudaMemcpyAsync(a->out[0], y->data, bytes, cudaMemcpyHostToDevice, c->stream));
+        return kernel_fail(a, err, "output '%s' has no plan-time value of %zu bytes", y->name,
+                           bytes);
+    if (bytes)
+        CU_CHECK(cudaMemcpyAsync(a->out[0], y->data, bytes, cudaMemcpyHostToDevice, c->stream));
     return OC_OK;
 }
 
@@ -397,7 +420,8 @@ int cuda_shape(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     if (kernel_want_dtype(a, y, IR_DTYPE_INT64, err)) return OC_ERR;
     int64_t start = op_args_of(a->n)->shape.start, end = op_args_of(a->n)->shape.end;
-    if (end - start != kernel_numel(y)) return kernel_fail(a, err, "output size disagrees with start/end");
+    if (end - start != kernel_numel(y))
+        return kernel_fail(a, err, "output size disagrees with start/end");
     if (end > start)
         CU_CHECK(cudaMemcpyAsync(a->out[0], x->dims + start, (size_t)(end - start) * 8,
                                  cudaMemcpyHostToDevice, c->stream));
@@ -423,13 +447,15 @@ static int sce_setup(const kernel_args *a, const ir_tensor *s, const ir_tensor *
     if (kernel_want_dtype(a, s, IR_DTYPE_FLOAT, err)) return OC_ERR;
     if (l->dtype != IR_DTYPE_INT64 && l->dtype != IR_DTYPE_INT32)
         return kernel_fail(a, err, "labels '%s' must be int64 or int32", l->name);
-    if (s->rank != 2 || l->rank != 1) return kernel_fail(a, err, "needs scores (N, C) and labels (N)");
+    if (s->rank != 2 || l->rank != 1)
+        return kernel_fail(a, err, "needs scores (N, C) and labels (N)");
     return OC_OK;
 }
 
 static int sce(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) {
     const ir_tensor *ts = kernel_in(a, 0), *tl = kernel_in(a, 1);
-    if (!grad && a->n->n_inputs > 2 && a->in[2]) return kernel_fail(a, err, "class weights are not supported");
+    if (!grad && a->n->n_inputs > 2 && a->in[2])
+        return kernel_fail(a, err, "class weights are not supported");
     if (sce_setup(a, ts, tl, err)) return OC_ERR;
     const op_sce_args *p = &op_args_of(a->n)->sce;
     int red = (int)p->reduction; /* cu_sce: 0 mean, 1 sum, 2 none (op_reduction's order) */
@@ -437,11 +463,12 @@ static int sce(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) 
     OC_ASSERT(a->scratch_bytes >= (size_t)(N > 0 ? N : 1) * sizeof(double));
     int l64 = tl->dtype == IR_DTYPE_INT64;
     if (grad)
-        CU_LAUNCH(cu_sce_grad(c->stream, a->in[0], a->in[1], l64, N, C, p->has_ignore_index, p->ignore_index,
-                              red, a->out[0], a->scratch));
+        CU_LAUNCH(cu_sce_grad(c->stream, a->in[0], a->in[1], l64, N, C, p->has_ignore_index,
+                              p->ignore_index, red, a->out[0], a->scratch));
     else
-        CU_LAUNCH(cu_sce(c->stream, a->in[0], a->in[1], l64, N, C, p->has_ignore_index, p->ignore_index, red,
-                         a->out[0], a->n->n_outputs > 1 ? a->out[1] : NULL, a->scratch));
+        CU_LAUNCH(cu_sce(c->stream, a->in[0], a->in[1], l64, N, C, p->has_ignore_index,
+                         p->ignore_index, red, a->out[0], a->n->n_outputs > 1 ? a->out[1] : NULL,
+                         a->scratch));
     return OC_OK;
 }
 
@@ -472,10 +499,14 @@ int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
     switch (n->op) {
-    case OP_CONV: case OP_CONV_TRANSPOSE: case OP_CONV_BACKWARD_DATA: case OP_CONV_BACKWARD_FILTER:
-    case OP_CONV_TRANSPOSE_BACKWARD_DATA: case OP_CONV_TRANSPOSE_BACKWARD_FILTER:
-        return cuda_conv_scratch(im, g, n, limit);
-    case OP_SOFTMAX_CROSS_ENTROPY: case OP_SOFTMAX_CROSS_ENTROPY_GRAD: {
+    case OP_CONV:
+    case OP_CONV_TRANSPOSE:
+    case OP_CONV_BACKWARD_DATA:
+    case OP_CONV_BACKWARD_FILTER:
+    case OP_CONV_TRANSPOSE_BACKWARD_DATA:
+    case OP_CONV_TRANSPOSE_BACKWARD_FILTER: return cuda_conv_scratch(im, g, n, limit);
+    case OP_SOFTMAX_CROSS_ENTROPY:
+    case OP_SOFTMAX_CROSS_ENTROPY_GRAD: {
         const ir_tensor *s = &g->tensors[n->inputs[0]];
         int64_t N = s->rank >= 1 ? s->dims[0] : 1;
         return (size_t)(N > 0 ? N : 1) * sizeof(double);

@@ -15,7 +15,14 @@ extern "C" {
 
 #define CU_MAX_RANK 8
 
-typedef enum cu_dtype { CU_DT_F32 = 0, CU_DT_F64, CU_DT_I64, CU_DT_I32, CU_DT_I8, CU_DT_U8 } cu_dtype;
+typedef enum cu_dtype {
+    CU_DT_F32 = 0,
+    CU_DT_F64,
+    CU_DT_I64,
+    CU_DT_I32,
+    CU_DT_I8,
+    CU_DT_U8
+} cu_dtype;
 
 typedef struct cu_shape {
     int rank;
@@ -40,8 +47,8 @@ int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_s
  * The same values as cu_bcast_accumulate of a then b. */
 int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n);
 /* dX = scale * sum of dY over broadcast dims (cpu_reduce_sum_to; double, dY order). */
-int cu_reduce_sum_to(void *stream, const float *dy, cu_shape dy_shape, float *dx,
-                     cu_shape dx_shape, float scale);
+int cu_reduce_sum_to(void *stream, const float *dy, cu_shape dy_shape, float *dx, cu_shape dx_shape,
+                     float scale);
 /* Clip with bounds from device scalars (lo_p/hi_p, may be NULL) or values. */
 int cu_clip(void *stream, cu_dtype dt, const void *x, void *y, int64_t n, const void *lo_p,
             const void *hi_p, int has_lo_attr, double lo_attr, int has_hi_attr, double hi_attr);

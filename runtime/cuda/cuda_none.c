@@ -3,8 +3,9 @@
  * Makefile compiles this file instead of backend_cuda.c and friends. */
 #include "backend_cuda.h"
 
-#define NOT_BUILT "backend 'cuda' is not built into this outcore-run (built without the CUDA " \
-                  "toolkit; rebuild with `make CUDA=1` where /usr/local/cuda exists)"
+#define NOT_BUILT                                                                                  \
+    "backend 'cuda' is not built into this outcore-run (built without the CUDA "                   \
+    "toolkit; rebuild with `make CUDA=1` where /usr/local/cuda exists)"
 
 int rt_backend_cuda_new(const rt_backend_opts *opts, rt_backend **out, oc_err *err) {
     (void)opts;

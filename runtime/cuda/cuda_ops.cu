@@ -21,8 +21,8 @@ static unsigned blocks_for(int64_t n) {
     return (unsigned)b;
 }
 
-#define GRID_LOOP(i, n) \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+#define GRID_LOOP(i, n)                                                                            \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
          i += (int64_t)gridDim.x * blockDim.x)
 
 static int last_error(void) { return (int)cudaGetLastError(); }
@@ -56,7 +56,10 @@ extern "C" uint64_t cu_rng_u64_host(uint64_t key, uint64_t index) { return rng_u
 template <typename T>
 __global__ void k_bcast(const T *in, cu_shape is, T *out, cu_shape os, int64_t n, int first) {
     int64_t st[CU_MAX_RANK], acc = 1;
-    for (int d = is.rank - 1; d >= 0; d--) { st[d] = acc; acc *= is.d[d]; }
+    for (int d = is.rank - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= is.d[d];
+    }
     GRID_LOOP(i, n) {
         int64_t rem = i, off = 0;
         for (int d = os.rank - 1; d >= 0; d--) {
@@ -83,13 +86,11 @@ static bool same_shape(cu_shape a, cu_shape b) {
 }
 
 /* No broadcast: plain indices (no per-element div/mod over the dims). */
-template <typename T>
-__global__ void k_acc_same(const T *in, T *out, int64_t n, int first) {
+template <typename T> __global__ void k_acc_same(const T *in, T *out, int64_t n, int first) {
     GRID_LOOP(i, n) out[i] = first ? in[i] : (T)(out[i] + in[i]);
 }
 
-template <typename T>
-__global__ void k_add2(const T *a, const T *b, T *out, int64_t n) {
+template <typename T> __global__ void k_add2(const T *a, const T *b, T *out, int64_t n) {
     GRID_LOOP(i, n) out[i] = (T)(a[i] + b[i]);
 }
 
@@ -103,21 +104,23 @@ __global__ void k_add2_f4(const f4 *a, const f4 *b, f4 *out, int64_t n4) {
 
 /* LAUNCH(T) is a whole statement (its `;` included: tests/emu/cu2cpp.pl
  * rewrites a launch up to its `;`). */
-#define DT_SWITCH(dt, LAUNCH)                          \
-    switch (dt) {                                      \
-    case CU_DT_F32: LAUNCH(float) break;               \
-    case CU_DT_F64: LAUNCH(double) break;              \
-    case CU_DT_I64: LAUNCH(int64_t) break;             \
-    case CU_DT_I32: LAUNCH(int32_t) break;             \
-    case CU_DT_I8: LAUNCH(int8_t) break;               \
-    case CU_DT_U8: LAUNCH(uint8_t) break;              \
+#define DT_SWITCH(dt, LAUNCH)                                                                      \
+    switch (dt) {                                                                                  \
+    case CU_DT_F32: LAUNCH(float) break;                                                           \
+    case CU_DT_F64: LAUNCH(double) break;                                                          \
+    case CU_DT_I64: LAUNCH(int64_t) break;                                                         \
+    case CU_DT_I32: LAUNCH(int32_t) break;                                                         \
+    case CU_DT_I8: LAUNCH(int8_t) break;                                                           \
+    case CU_DT_U8: LAUNCH(uint8_t) break;                                                          \
     }
 
-extern "C" int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n) {
+extern "C" int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out,
+                       int64_t n) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     if (dt == CU_DT_F32 && vec4_ok(n, a, b, out)) {
-        k_add2_f4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)a, (const f4 *)b, (f4 *)out, n / 4);
+        k_add2_f4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)a, (const f4 *)b, (f4 *)out,
+                                                        n / 4);
         return last_error();
     }
     unsigned bl = blocks_for(n);
@@ -140,12 +143,24 @@ extern "C" int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu
         return last_error();
     }
     switch (dt) {
-    case CU_DT_F32: k_bcast<<<b, THREADS, 0, s>>>((const float *)in, is, (float *)out, os, n, first); break;
-    case CU_DT_F64: k_bcast<<<b, THREADS, 0, s>>>((const double *)in, is, (double *)out, os, n, first); break;
-    case CU_DT_I64: k_bcast<<<b, THREADS, 0, s>>>((const int64_t *)in, is, (int64_t *)out, os, n, first); break;
-    case CU_DT_I32: k_bcast<<<b, THREADS, 0, s>>>((const int32_t *)in, is, (int32_t *)out, os, n, first); break;
-    case CU_DT_I8: k_bcast<<<b, THREADS, 0, s>>>((const int8_t *)in, is, (int8_t *)out, os, n, first); break;
-    case CU_DT_U8: k_bcast<<<b, THREADS, 0, s>>>((const uint8_t *)in, is, (uint8_t *)out, os, n, first); break;
+    case CU_DT_F32:
+        k_bcast<<<b, THREADS, 0, s>>>((const float *)in, is, (float *)out, os, n, first);
+        break;
+    case CU_DT_F64:
+        k_bcast<<<b, THREADS, 0, s>>>((const double *)in, is, (double *)out, os, n, first);
+        break;
+    case CU_DT_I64:
+        k_bcast<<<b, THREADS, 0, s>>>((const int64_t *)in, is, (int64_t *)out, os, n, first);
+        break;
+    case CU_DT_I32:
+        k_bcast<<<b, THREADS, 0, s>>>((const int32_t *)in, is, (int32_t *)out, os, n, first);
+        break;
+    case CU_DT_I8:
+        k_bcast<<<b, THREADS, 0, s>>>((const int8_t *)in, is, (int8_t *)out, os, n, first);
+        break;
+    case CU_DT_U8:
+        k_bcast<<<b, THREADS, 0, s>>>((const uint8_t *)in, is, (uint8_t *)out, os, n, first);
+        break;
     }
     return last_error();
 }
@@ -188,8 +203,8 @@ __global__ void k_reduce_sum_to(const float *dy, cu_shape ys, cu_shape xs, float
     }
 }
 
-extern "C" int cu_reduce_sum_to(void *stream, const float *dy, cu_shape ys, float *dx,
-                                cu_shape xs, float scale) {
+extern "C" int cu_reduce_sum_to(void *stream, const float *dy, cu_shape ys, float *dx, cu_shape xs,
+                                float scale) {
     int64_t m = numel(xs);
     if (m == 0) return 0;
     k_reduce_sum_to<<<blocks_for(m), THREADS, 0, (cudaStream_t)stream>>>(dy, ys, xs, dx, m, scale);
@@ -224,13 +239,16 @@ __global__ void k_clip(const T *x, T *y, int64_t n, const void *lo_p, const void
 }
 
 extern "C" int cu_clip(void *stream, cu_dtype dt, const void *x, void *y, int64_t n,
-                       const void *lo_p, const void *hi_p, int has_lo_a, double lo_a,
-                       int has_hi_a, double hi_a) {
+                       const void *lo_p, const void *hi_p, int has_lo_a, double lo_a, int has_hi_a,
+                       double hi_a) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(n);
-#define CLIP_CASE(E, T) \
-    case E: k_clip<T><<<b, THREADS, 0, s>>>((const T *)x, (T *)y, n, lo_p, hi_p, dt, has_lo_a, lo_a, has_hi_a, hi_a); break;
+#define CLIP_CASE(E, T)                                                                            \
+    case E:                                                                                        \
+        k_clip<T><<<b, THREADS, 0, s>>>((const T *)x, (T *)y, n, lo_p, hi_p, dt, has_lo_a, lo_a,   \
+                                        has_hi_a, hi_a);                                           \
+        break;
     switch (dt) {
         CLIP_CASE(CU_DT_F32, float)
         CLIP_CASE(CU_DT_F64, double)
@@ -266,31 +284,29 @@ extern "C" int cu_clip_grad(void *stream, const float *dy, const float *x, float
 
 // ---- pointwise ops (runtime/pointwise.h; cpu_pointwise) ----
 // One kernel instance per op: the switch on the template argument folds away.
-template <int OP>
-__device__ static inline float pw_forward(float x) {
+template <int OP> __device__ static inline float pw_forward(float x) {
     switch (OP) {
-#define PW_EXPR(kind, expr) case OP_##kind: return (expr);
+#define PW_EXPR(kind, expr)                                                                        \
+    case OP_##kind: return (expr);
         OC_POINTWISE_FORWARD(PW_EXPR)
 #undef PW_EXPR
     }
     return NAN;
 }
-template <int OP>
-__device__ static inline float pw_grad(float dy, float s) {
+template <int OP> __device__ static inline float pw_grad(float dy, float s) {
     switch (OP) {
-#define PW_EXPR(kind, expr) case OP_##kind: return (expr);
+#define PW_EXPR(kind, expr)                                                                        \
+    case OP_##kind: return (expr);
         OC_POINTWISE_GRAD(PW_EXPR)
 #undef PW_EXPR
     }
     return NAN;
 }
 
-template <int OP>
-__global__ void k_pointwise(const float *x, float *y, int64_t n) {
+template <int OP> __global__ void k_pointwise(const float *x, float *y, int64_t n) {
     GRID_LOOP(i, n) y[i] = pw_forward<OP>(x[i]);
 }
-template <int OP>
-__global__ void k_pointwise_f4(const f4 *x, f4 *y, int64_t n4) {
+template <int OP> __global__ void k_pointwise_f4(const f4 *x, f4 *y, int64_t n4) {
     GRID_LOOP(i, n4) {
         f4 a = x[i], r;
         for (int k = 0; k < 4; k++) r.v[k] = pw_forward<OP>(a.v[k]);
@@ -314,24 +330,23 @@ template <int OP>
 static void pointwise_launch(cudaStream_t s, const float *x, float *y, int64_t n) {
     if (vec4_ok(n, x, y, y))
         k_pointwise_f4<OP><<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)x, (f4 *)y, n / 4);
-    else
-        k_pointwise<OP><<<blocks_for(n), THREADS, 0, s>>>(x, y, n);
+    else k_pointwise<OP><<<blocks_for(n), THREADS, 0, s>>>(x, y, n);
 }
 template <int OP>
 static void pointwise_grad_launch(cudaStream_t s, const float *dy, const float *sv, float *dx,
                                   int64_t n) {
     if (vec4_ok(n, dy, sv, dx))
-        k_pointwise_grad_f4<OP><<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)dy, (const f4 *)sv,
-                                                                      (f4 *)dx, n / 4);
-    else
-        k_pointwise_grad<OP><<<blocks_for(n), THREADS, 0, s>>>(dy, sv, dx, n);
+        k_pointwise_grad_f4<OP>
+            <<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)dy, (const f4 *)sv, (f4 *)dx, n / 4);
+    else k_pointwise_grad<OP><<<blocks_for(n), THREADS, 0, s>>>(dy, sv, dx, n);
 }
 
 extern "C" int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     switch (op) {
-#define PW_CASE(kind, expr) case OP_##kind: pointwise_launch<OP_##kind>(s, x, y, n); break;
+#define PW_CASE(kind, expr)                                                                        \
+    case OP_##kind: pointwise_launch<OP_##kind>(s, x, y, n); break;
         OC_POINTWISE_FORWARD(PW_CASE)
 #undef PW_CASE
     default: return (int)cudaErrorInvalidValue;
@@ -344,7 +359,8 @@ extern "C" int cu_pointwise_grad(void *stream, int op, const float *dy, const fl
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     switch (op) {
-#define PW_CASE(kind, expr) case OP_##kind: pointwise_grad_launch<OP_##kind>(s, dy, sv, dx, n); break;
+#define PW_CASE(kind, expr)                                                                        \
+    case OP_##kind: pointwise_grad_launch<OP_##kind>(s, dy, sv, dx, n); break;
         OC_POINTWISE_GRAD(PW_CASE)
 #undef PW_CASE
     default: return (int)cudaErrorInvalidValue;
@@ -371,7 +387,8 @@ __global__ void k_dropout(const float *x, float *y, uint8_t *mask, int64_t n, ui
 extern "C" int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n,
                           uint64_t key, float ratio, int train) {
     if (n == 0) return 0;
-    k_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, mask, n, key, ratio, train);
+    k_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, mask, n, key, ratio,
+                                                                   train);
     return last_error();
 }
 
@@ -388,7 +405,9 @@ extern "C" int cu_dropout_grad(void *stream, const float *dy, const uint8_t *mas
 }
 
 // ---- Pad / PadGrad (cpu_shape.c: pad_copy) ----
-struct pad_begin { int64_t b[CU_MAX_RANK]; };
+struct pad_begin {
+    int64_t b[CU_MAX_RANK];
+};
 
 __device__ static int64_t pad_source(int64_t i, int64_t n, int m) {
     if (i >= 0 && i < n) return i;
@@ -402,10 +421,13 @@ __device__ static int64_t pad_source(int64_t i, int64_t n, int m) {
 }
 
 template <typename T>
-__global__ void k_pad(cu_shape od, cu_shape id, pad_begin pb, int mode, const T *in, T *out,
-                      T fill, int64_t n) {
+__global__ void k_pad(cu_shape od, cu_shape id, pad_begin pb, int mode, const T *in, T *out, T fill,
+                      int64_t n) {
     int64_t is[CU_MAX_RANK], acc = 1;
-    for (int d = id.rank - 1; d >= 0; d--) { is[d] = acc; acc *= id.d[d]; }
+    for (int d = id.rank - 1; d >= 0; d--) {
+        is[d] = acc;
+        acc *= id.d[d];
+    }
     GRID_LOOP(k, n) {
         int64_t rem = k, off = 0;
         bool inside = true;
@@ -429,10 +451,22 @@ extern "C" int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int6
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(n);
     switch (es) {
-    case 1: k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint8_t *)in, (uint8_t *)out, (uint8_t)fill, n); break;
-    case 2: k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint16_t *)in, (uint16_t *)out, (uint16_t)fill, n); break;
-    case 4: k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint32_t *)in, (uint32_t *)out, (uint32_t)fill, n); break;
-    case 8: k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint64_t *)in, (uint64_t *)out, (uint64_t)fill, n); break;
+    case 1:
+        k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint8_t *)in, (uint8_t *)out,
+                                    (uint8_t)fill, n);
+        break;
+    case 2:
+        k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint16_t *)in, (uint16_t *)out,
+                                    (uint16_t)fill, n);
+        break;
+    case 4:
+        k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint32_t *)in, (uint32_t *)out,
+                                    (uint32_t)fill, n);
+        break;
+    case 8:
+        k_pad<<<b, THREADS, 0, s>>>(od, id, pb, mode, (const uint64_t *)in, (uint64_t *)out,
+                                    (uint64_t)fill, n);
+        break;
     default: return (int)cudaErrorInvalidValue;
     }
     return last_error();
@@ -451,7 +485,10 @@ extern "C" int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const vo
 __device__ static int64_t win_cell(const cu_window &w, const int64_t *o, int64_t kk,
                                    bool *in_padded) {
     int64_t k[3], off = 0;
-    for (int d = w.nsp - 1; d >= 0; d--) { k[d] = kk % w.kernel[d]; kk /= w.kernel[d]; }
+    for (int d = w.nsp - 1; d >= 0; d--) {
+        k[d] = kk % w.kernel[d];
+        kk /= w.kernel[d];
+    }
     bool inside = true;
     *in_padded = true;
     for (int d = 0; d < w.nsp; d++) {
@@ -464,7 +501,10 @@ __device__ static int64_t win_cell(const cu_window &w, const int64_t *o, int64_t
 }
 
 __device__ static void decode_pos(const cu_window &w, int64_t oi, int64_t *o) {
-    for (int d = w.nsp - 1; d >= 0; d--) { o[d] = oi % w.col[d]; oi /= w.col[d]; }
+    for (int d = w.nsp - 1; d >= 0; d--) {
+        o[d] = oi % w.col[d];
+        oi /= w.col[d];
+    }
 }
 
 __device__ static int64_t win_argmax(const cu_window &w, const float *x, const int64_t *o) {
@@ -490,7 +530,10 @@ __global__ void k_max_pool(const float *x, float *y, int64_t *ind, int64_t plane
             int64_t si = b;
             if (col_major && b >= 0) {
                 int64_t c[3], bb = b;
-                for (int d = w.nsp - 1; d >= 0; d--) { c[d] = bb % w.img[d]; bb /= w.img[d]; }
+                for (int d = w.nsp - 1; d >= 0; d--) {
+                    c[d] = bb % w.img[d];
+                    bb /= w.img[d];
+                }
                 si = 0;
                 for (int d = w.nsp - 1; d >= 0; d--) si = si * w.img[d] + c[d];
             }
@@ -499,11 +542,12 @@ __global__ void k_max_pool(const float *x, float *y, int64_t *ind, int64_t plane
     }
 }
 
-extern "C" int cu_max_pool(void *stream, const float *x, float *y, int64_t *indices,
-                           int64_t planes, cu_window w, int col_major) {
+extern "C" int cu_max_pool(void *stream, const float *x, float *y, int64_t *indices, int64_t planes,
+                           cu_window w, int col_major) {
     int64_t n = planes * w.col_size;
     if (n == 0) return 0;
-    k_max_pool<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, indices, planes, w, col_major);
+    k_max_pool<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, indices, planes, w,
+                                                                    col_major);
     return last_error();
 }
 
@@ -513,20 +557,29 @@ extern "C" int cu_max_pool(void *stream, const float *x, float *y, int64_t *indi
 // window's argmax comes from `arg` (phase 1, k_max_argmax) when given, else is
 // recomputed for every covering window.
 template <bool MAX>
-__global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t planes,
-                            cu_window w, int include_pad, const int32_t *arg) {
+__global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t planes, cu_window w,
+                            int include_pad, const int32_t *arg) {
     GRID_LOOP(t, planes * w.img_size) {
         int64_t p = t / w.img_size, ii = t % w.img_size, ic[3], rem = ii;
-        for (int d = w.nsp - 1; d >= 0; d--) { ic[d] = rem % w.img[d]; rem /= w.img[d]; }
+        for (int d = w.nsp - 1; d >= 0; d--) {
+            ic[d] = rem % w.img[d];
+            rem /= w.img[d];
+        }
         float acc = 0.0f;
         for (int64_t kk = w.k_size - 1; kk >= 0; kk--) {
             int64_t k[3], kr = kk, o[3];
-            for (int d = w.nsp - 1; d >= 0; d--) { k[d] = kr % w.kernel[d]; kr /= w.kernel[d]; }
+            for (int d = w.nsp - 1; d >= 0; d--) {
+                k[d] = kr % w.kernel[d];
+                kr /= w.kernel[d];
+            }
             bool ok = true;
             int64_t oi = 0;
             for (int d = 0; d < w.nsp && ok; d++) {
                 int64_t v = ic[d] + w.pad[d] - k[d] * w.dilation[d];
-                if (v < 0 || v % w.stride[d]) { ok = false; break; }
+                if (v < 0 || v % w.stride[d]) {
+                    ok = false;
+                    break;
+                }
                 o[d] = v / w.stride[d];
                 if (o[d] >= w.col[d]) ok = false;
                 oi = oi * w.col[d] + o[d];
@@ -534,7 +587,8 @@ __global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t 
             if (!ok) continue;
             float g = dy[p * w.col_size + oi];
             if (MAX) {
-                int64_t best = arg ? (int64_t)arg[p * w.col_size + oi] : win_argmax(w, x + p * w.img_size, o);
+                int64_t best =
+                    arg ? (int64_t)arg[p * w.col_size + oi] : win_argmax(w, x + p * w.img_size, o);
                 if (best == ii) acc += g;
             } else {
                 int64_t padded = 0, inside = 0;
@@ -630,12 +684,13 @@ __global__ void k_max_pool_grad2d(const float *dy, const int32_t *arg, float *dx
 
 static bool pool2d_of(const cu_window &w, pool2d *q) {
     if (w.nsp != 2) return false;
-    const int64_t v[] = {w.img[0], w.img[1], w.col[0], w.col[1], w.kernel[0], w.kernel[1],
-                         w.stride[0], w.stride[1], w.pad[0], w.pad[1], w.dilation[0], w.dilation[1]};
+    const int64_t v[] = {w.img[0],    w.img[1],    w.col[0],      w.col[1],
+                         w.kernel[0], w.kernel[1], w.stride[0],   w.stride[1],
+                         w.pad[0],    w.pad[1],    w.dilation[0], w.dilation[1]};
     for (int64_t e : v)
         if (e < 0 || e > (1 << 24)) return false;
     if (w.img_size > INT32_MAX || w.col_size > INT32_MAX) return false;
-    *q = pool2d{(int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5],
+    *q = pool2d{(int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4],  (int)v[5],
                 (int)v[6], (int)v[7], (int)v[8], (int)v[9], (int)v[10], (int)v[11]};
     return q->sh > 0 && q->sw > 0 && q->dh > 0 && q->dw > 0;
 }
@@ -677,15 +732,18 @@ __global__ void k_avg_pool(const float *x, float *y, int64_t planes, cu_window w
         for (int64_t kk = 0; kk < w.k_size; kk++) {
             int64_t i = win_cell(w, o, kk, &ip);
             padded += ip;
-            if (i >= 0) { s += xs[i]; inside++; }
+            if (i >= 0) {
+                s += xs[i];
+                inside++;
+            }
         }
         int64_t div = include ? padded : inside;
         y[t] = div > 0 ? (float)(s / (double)div) : 0.0f;
     }
 }
 
-extern "C" int cu_average_pool(void *stream, const float *x, float *y, int64_t planes,
-                               cu_window w, int include_pad) {
+extern "C" int cu_average_pool(void *stream, const float *x, float *y, int64_t planes, cu_window w,
+                               int include_pad) {
     int64_t n = planes * w.col_size;
     if (n == 0) return 0;
     k_avg_pool<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, planes, w, include_pad);
@@ -711,16 +769,16 @@ __global__ void k_gap_grad(const float *dy, float *dx, int64_t planes, int64_t S
     GRID_LOOP(i, planes * S) dx[i] = dy[i / S] / (float)S;
 }
 
-extern "C" int cu_global_average_pool_grad(void *stream, const float *dy, float *dx,
-                                           int64_t planes, int64_t S) {
+extern "C" int cu_global_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes,
+                                           int64_t S) {
     if (planes * S == 0) return 0;
     k_gap_grad<<<blocks_for(planes * S), THREADS, 0, (cudaStream_t)stream>>>(dy, dx, planes, S);
     return last_error();
 }
 
 // ---- SoftmaxCrossEntropyLoss (cpu_loss.c) ----
-__device__ static int64_t sce_label(const void *labels, int l64, int64_t i, int has_ig,
-                                    int64_t ig, int64_t C) {
+__device__ static int64_t sce_label(const void *labels, int l64, int64_t i, int has_ig, int64_t ig,
+                                    int64_t C) {
     int64_t l = l64 ? ((const int64_t *)labels)[i] : ((const int32_t *)labels)[i];
     if (has_ig && l == ig) return -1;
     if (l < 0 || l >= C) return -2;
@@ -764,7 +822,8 @@ extern "C" int cu_sce(void *stream, const float *s, const void *labels, int labe
         k_sce_rows<<<blocks_for(N), THREADS, 0, st>>>(s, labels, labels64, N, C, has_ignore, ignore,
                                                       reduction, loss, log_prob, ws);
     if (reduction != 2)
-        k_sce_total<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, reduction, loss, ws);
+        k_sce_total<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, reduction, loss,
+                                     ws);
     return last_error();
 }
 
@@ -792,7 +851,7 @@ extern "C" int cu_sce_grad(void *stream, const float *lp, const void *labels, in
     k_sce_count<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, ws);
     if (N * C > 0)
         k_sce_grad<<<blocks_for(N * C), THREADS, 0, st>>>(lp, labels, labels64, N, C, has_ignore,
-                                                           ignore, reduction, d, ws);
+                                                          ignore, reduction, d, ws);
     return last_error();
 }
 
@@ -815,9 +874,7 @@ extern "C" int cu_sgd_momentum(void *stream, const float *w, const float *dw, co
 }
 
 // ---- fill (the ones vector of the conv bias gradient, cuda_dnn.c) ----
-__global__ void k_fill(float *p, int64_t n, float v) {
-    GRID_LOOP(i, n) p[i] = v;
-}
+__global__ void k_fill(float *p, int64_t n, float v) { GRID_LOOP(i, n) p[i] = v; }
 
 extern "C" int cu_fill(void *stream, float *p, int64_t n, float v) {
     if (n == 0) return 0;
@@ -826,8 +883,8 @@ extern "C" int cu_fill(void *stream, float *p, int64_t n, float v) {
 }
 
 // ---- Gemm bias, BN saved variance, Gather ----
-__global__ void k_gemm_bias(const float *c, int64_t s0, int64_t s1, float beta, float *y,
-                            int64_t M, int64_t N) {
+__global__ void k_gemm_bias(const float *c, int64_t s0, int64_t s1, float beta, float *y, int64_t M,
+                            int64_t N) {
     GRID_LOOP(t, M * N) y[t] = beta * c[(t / N) * s0 + (t % N) * s1];
 }
 

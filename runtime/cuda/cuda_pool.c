@@ -13,8 +13,8 @@
 #include "ir/ops/op_util.h"
 
 typedef struct pool_geo {
-    int nd;                  /* tensor rank given to cuDNN (4 or 5) */
-    int xd[5], yd[5];        /* N, C, spatial (a 1-d pool gets a trailing 1) */
+    int nd;           /* tensor rank given to cuDNN (4 or 5) */
+    int xd[5], yd[5]; /* N, C, spatial (a 1-d pool gets a trailing 1) */
     int win[3], pad[3], str[3];
 } pool_geo;
 

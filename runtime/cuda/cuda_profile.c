@@ -36,10 +36,12 @@ static int time_copies(cuda_impl *im, int dirs, void *dev, void *host, size_t by
         CU_CHECK_N(cudaDeviceSynchronize(), no_node);
         CU_CHECK_N(cudaEventRecord(e0, h2d), no_node);
         CU_CHECK_N(cudaStreamWaitEvent(d2h, e0, 0), no_node);
-        if (dirs & 1) CU_CHECK_N(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, h2d), no_node);
+        if (dirs & 1)
+            CU_CHECK_N(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, h2d), no_node);
         if (dirs & 2)
             CU_CHECK_N(cudaMemcpyAsync((char *)host + bytes, (char *)dev + bytes, bytes,
-                                       cudaMemcpyDeviceToHost, d2h), no_node);
+                                       cudaMemcpyDeviceToHost, d2h),
+                       no_node);
         CU_CHECK_N(cudaEventRecord(e2, d2h), no_node);
         CU_CHECK_N(cudaStreamWaitEvent(h2d, e2, 0), no_node);
         CU_CHECK_N(cudaEventRecord(e1, h2d), no_node);
@@ -82,9 +84,9 @@ static int measure_copies(cuda_impl *im, profile_device *d, oc_err *err) {
     d->duplex = both < 0.75 * (h2d + d2h);
     d->copy_latency_s = lat;
     printf("copy bandwidth (pinned, %zu MiB): H2D %.2f GB/s, D2H %.2f GB/s, both at once %.2f GB/s "
-           "total (%s), latency %.1f us\n", COPY_BYTES >> 20, d->h2d_bytes_per_s / 1e9,
-           d->d2h_bytes_per_s / 1e9, 2 * b / both / 1e9, d->duplex ? "duplex" : "not duplex",
-           lat * 1e6);
+           "total (%s), latency %.1f us\n",
+           COPY_BYTES >> 20, d->h2d_bytes_per_s / 1e9, d->d2h_bytes_per_s / 1e9, 2 * b / both / 1e9,
+           d->duplex ? "duplex" : "not duplex", lat * 1e6);
     return OC_OK;
 }
 
@@ -92,9 +94,11 @@ int cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, cons
                        oc_err *err) {
     cuda_impl *im = b->impl;
     const ir_graph *g = tg->g;
-    if (im->prof_g != g) return oc_fail(err, "profile: profile_start was not called for this graph");
+    if (im->prof_g != g)
+        return oc_fail(err, "profile: profile_start was not called for this graph");
     profile_device d;
-    if (device_preset_find("h100", &d, err)) return OC_ERR; /* peak FLOP/s, bandwidth, launch cost */
+    if (device_preset_find("h100", &d, err))
+        return OC_ERR; /* peak FLOP/s, bandwidth, launch cost */
     struct cudaDeviceProp prop;
     const ir_node *no_node = NULL;
     CU_CHECK_N(cudaGetDeviceProperties(&prop, im->device), no_node);

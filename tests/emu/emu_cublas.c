@@ -77,8 +77,8 @@ typedef struct sgemm_job {
 
 static void sgemm_run(void *p) {
     sgemm_job *j = p;
-    cblas_sgemm(CblasColMajor, j->ta, j->tb, j->m, j->n, j->k, j->alpha, j->A, j->lda, j->B,
-                j->ldb, j->beta, j->C, j->ldc);
+    cblas_sgemm(CblasColMajor, j->ta, j->tb, j->m, j->n, j->k, j->alpha, j->A, j->lda, j->B, j->ldb,
+                j->beta, j->C, j->ldc);
     free(j);
 }
 
@@ -110,7 +110,17 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t transa, cublasOpe
     if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
     *j = (sgemm_job){transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
                      transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
-                     m, n, k, lda, ldb, ldc, *alpha, *beta, A, B, C};
+                     m,
+                     n,
+                     k,
+                     lda,
+                     ldb,
+                     ldc,
+                     *alpha,
+                     *beta,
+                     A,
+                     B,
+                     C};
     emu_stream_enqueue(h->stream, sgemm_run, j);
     return CUBLAS_STATUS_SUCCESS;
 }

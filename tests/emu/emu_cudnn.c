@@ -191,16 +191,18 @@ cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t d, cudnnDataTyp
     /* cuDNN API reference: nbDims outside [3, CUDNN_DIM_MAX] is NOT_SUPPORTED
      * (2-d tensors are rejected); dims or strides <= 0 are BAD_PARAM. */
     if (nb < 3 || nb > CUDNN_DIM_MAX)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d outside [3, %d]", nb, CUDNN_DIM_MAX);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d outside [3, %d]", nb,
+                    CUDNN_DIM_MAX);
     int64_t numel = 1;
     for (int i = 0; i < nb; i++) {
         if (dim[i] <= 0 || str[i] <= 0)
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim[%d] = %d, stride[%d] = %d (must be > 0)", i,
-                        dim[i], i, str[i]);
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim[%d] = %d, stride[%d] = %d (must be > 0)",
+                        i, dim[i], i, str[i]);
         numel *= dim[i];
     }
     if (numel > INT32_MAX)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%lld elements exceed 2^31 - 1", (long long)numel);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%lld elements exceed 2^31 - 1",
+                    (long long)numel);
     d->set = true;
     d->dt = dt;
     d->nb = nb;
@@ -221,8 +223,8 @@ cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorF
     return cudnnSetTensorNdDescriptor(d, dt, 4, dim, str);
 }
 
-cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t d, int req, cudnnDataType_t *dt,
-                                         int *nb, int dim[], int str[]) {
+cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t d, int req,
+                                         cudnnDataType_t *dt, int *nb, int dim[], int str[]) {
     if (!d || !d->set || !dt || !nb || req < 0)
         return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetTensorNdDescriptor", "bad argument");
     *dt = d->dt;
@@ -254,9 +256,11 @@ cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t d, cudnnDataTyp
     if (!dt_valid(dt) || (fmt != CUDNN_TENSOR_NCHW && fmt != CUDNN_TENSOR_NHWC))
         return fail(CUDNN_STATUS_BAD_PARAM, call, "data type %d / format %d", (int)dt, (int)fmt);
     if (nb < 3 || nb > CUDNN_DIM_MAX)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d outside [3, %d]", nb, CUDNN_DIM_MAX);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d outside [3, %d]", nb,
+                    CUDNN_DIM_MAX);
     for (int i = 0; i < nb; i++)
-        if (dim[i] <= 0) return fail(CUDNN_STATUS_BAD_PARAM, call, "filterDimA[%d] = %d", i, dim[i]);
+        if (dim[i] <= 0)
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "filterDimA[%d] = %d", i, dim[i]);
     d->set = true;
     d->dt = dt;
     d->fmt = fmt;
@@ -284,11 +288,13 @@ cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t d) {
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d, cudnnActivationMode_t mode,
-                                           cudnnNanPropagation_t nan, double coef) {
+cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d,
+                                           cudnnActivationMode_t mode, cudnnNanPropagation_t nan,
+                                           double coef) {
     const char *call = "cudnnSetActivationDescriptor";
     if (!d) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL descriptor");
-    if ((int)mode < 0 || mode > CUDNN_ACTIVATION_SWISH || (nan != CUDNN_NOT_PROPAGATE_NAN && nan != CUDNN_PROPAGATE_NAN))
+    if ((int)mode < 0 || mode > CUDNN_ACTIVATION_SWISH ||
+        (nan != CUDNN_NOT_PROPAGATE_NAN && nan != CUDNN_PROPAGATE_NAN))
         return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d / NaN option %d", (int)mode, (int)nan);
     d->set = true;
     d->mode = mode;
@@ -300,7 +306,8 @@ cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d, cudnnA
 /* ---- convolution descriptors ---- */
 
 cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *d) {
-    if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateConvolutionDescriptor", "NULL argument");
+    if (!d)
+        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateConvolutionDescriptor", "NULL argument");
     *d = xcalloc(1, sizeof **d);
     (*d)->groups = 1;
     (*d)->math = CUDNN_DEFAULT_MATH;
@@ -320,20 +327,22 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnM
 }
 
 cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t *m) {
-    if (!d || !m) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetConvolutionMathType", "NULL argument");
+    if (!d || !m)
+        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetConvolutionMathType", "NULL argument");
     *m = d->math;
     return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int g) {
-    if (!d || g < 1) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionGroupCount", "group count %d", g);
+    if (!d || g < 1)
+        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionGroupCount", "group count %d", g);
     d->groups = g;
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, int len, const int pad[],
-                                              const int str[], const int dil[], cudnnConvolutionMode_t mode,
-                                              cudnnDataType_t ctype) {
+cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, int len,
+                                              const int pad[], const int str[], const int dil[],
+                                              cudnnConvolutionMode_t mode, cudnnDataType_t ctype) {
     const char *call = "cudnnSetConvolutionNdDescriptor";
     if (!d || !pad || !str || !dil) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
     if (len < 1 || len > CUDNN_DIM_MAX - 2)
@@ -343,8 +352,8 @@ cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, in
     if (!dt_valid(ctype)) return fail(CUDNN_STATUS_BAD_PARAM, call, "compute type %d", (int)ctype);
     for (int i = 0; i < len; i++)
         if (pad[i] < 0 || str[i] <= 0 || dil[i] <= 0)
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim %d: pad %d, stride %d, dilation %d", i, pad[i],
-                        str[i], dil[i]);
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim %d: pad %d, stride %d, dilation %d", i,
+                        pad[i], str[i], dil[i]);
     d->set = true;
     d->nsp = len;
     for (int i = 0; i < len; i++) d->pad[i] = pad[i], d->str[i] = str[i], d->dil[i] = dil[i];
@@ -353,31 +362,34 @@ cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, in
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int ph, int pw, int u, int v,
-                                              int dh, int dw, cudnnConvolutionMode_t mode, cudnnDataType_t ctype) {
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int ph, int pw, int u,
+                                              int v, int dh, int dw, cudnnConvolutionMode_t mode,
+                                              cudnnDataType_t ctype) {
     int pad[2] = {ph, pw}, str[2] = {u, v}, dil[2] = {dh, dw};
     return cudnnSetConvolutionNdDescriptor(d, 2, pad, str, dil, mode, ctype);
 }
 
 cudnnStatus_t cudnnGetConvolutionNdForwardOutputDim(const cudnnConvolutionDescriptor_t cd,
                                                     const cudnnTensorDescriptor_t xd,
-                                                    const cudnnFilterDescriptor_t wd, int nb, int out[]) {
+                                                    const cudnnFilterDescriptor_t wd, int nb,
+                                                    int out[]) {
     const char *call = "cudnnGetConvolutionNdForwardOutputDim";
     if (!cd || !xd || !wd || !out || !cd->set || !xd->set || !wd->set)
         return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL or unset argument");
     if (nb != xd->nb || wd->nb != nb || cd->nsp != nb - 2)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims %d, x %d, w %d, conv %d spatial", nb, xd->nb, wd->nb,
-                    cd->nsp);
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims %d, x %d, w %d, conv %d spatial", nb,
+                    xd->nb, wd->nb, cd->nsp);
     if (xd->dim[1] != wd->dim[1] * cd->groups)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d channels, filter %d x %d groups", xd->dim[1],
-                    wd->dim[1], cd->groups);
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d channels, filter %d x %d groups",
+                    xd->dim[1], wd->dim[1], cd->groups);
     out[0] = xd->dim[0];
     out[1] = wd->dim[0];
     for (int i = 0; i < cd->nsp; i++) {
         int span = (wd->dim[i + 2] - 1) * cd->dil[i] + 1;
         int num = xd->dim[i + 2] + 2 * cd->pad[i] - span;
         if (num < 0)
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "spatial dim %d: filter span %d > padded input %d", i, span,
+            return fail(CUDNN_STATUS_BAD_PARAM, call,
+                        "spatial dim %d: filter span %d > padded input %d", i, span,
                         xd->dim[i + 2] + 2 * cd->pad[i]);
         out[i + 2] = 1 + num / cd->str[i];
     }
@@ -398,37 +410,45 @@ typedef struct cgeo {
     cudnnMathType_t math;
 } cgeo;
 
-static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd, const cudnnFilterDescriptor_t wd,
-                              const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t yd, cgeo *q) {
+static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd,
+                              const cudnnFilterDescriptor_t wd,
+                              const cudnnConvolutionDescriptor_t cd,
+                              const cudnnTensorDescriptor_t yd, cgeo *q) {
     if (!xd || !wd || !cd || !yd || !xd->set || !wd->set || !cd->set || !yd->set)
         return fail(CUDNN_STATUS_BAD_PARAM, call, "a descriptor is NULL or was never set");
     if (xd->dt != yd->dt || xd->dt != wd->dt)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "data types x %d, w %d, y %d differ", (int)xd->dt, (int)wd->dt,
-                    (int)yd->dt);
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "data types x %d, w %d, y %d differ", (int)xd->dt,
+                    (int)wd->dt, (int)yd->dt);
     if (xd->dt != CUDNN_DATA_FLOAT || cd->ctype != CUDNN_DATA_FLOAT)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "data type %d / compute type %d (emulator: float only)",
-                    (int)xd->dt, (int)cd->ctype);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                    "data type %d / compute type %d (emulator: float only)", (int)xd->dt,
+                    (int)cd->ctype);
     int nb = xd->nb;
     if (yd->nb != nb || wd->nb != nb || cd->nsp != nb - 2)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims x %d, y %d, w %d, conv arrayLength %d", nb, yd->nb,
-                    wd->nb, cd->nsp);
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims x %d, y %d, w %d, conv arrayLength %d",
+                    nb, yd->nb, wd->nb, cd->nsp);
     if (nb != 4 && nb != 5)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%d-d tensors (convolutions take 4-d or 5-d)", nb);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%d-d tensors (convolutions take 4-d or 5-d)",
+                    nb);
     if (wd->fmt != CUDNN_TENSOR_NCHW)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "filter format %d (emulator: NCHW only)", (int)wd->fmt);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "filter format %d (emulator: NCHW only)",
+                    (int)wd->fmt);
     int G = cd->groups;
     if (wd->dim[0] % G != 0)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "%d output channels not divisible by %d groups", wd->dim[0], G);
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "%d output channels not divisible by %d groups",
+                    wd->dim[0], G);
     if (xd->dim[1] != wd->dim[1] * G)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d channels, filter %d per group x %d groups",
-                    xd->dim[1], wd->dim[1], G);
+        return fail(CUDNN_STATUS_BAD_PARAM, call,
+                    "x has %d channels, filter %d per group x %d groups", xd->dim[1], wd->dim[1],
+                    G);
     int od[CUDNN_DIM_MAX];
     cudnnStatus_t st = cudnnGetConvolutionNdForwardOutputDim(cd, xd, wd, nb, od);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     for (int i = 0; i < nb; i++)
         if (yd->dim[i] != od[i])
             return fail(CUDNN_STATUS_BAD_PARAM, call,
-                        "y dim %d is %d, cudnnGetConvolutionNdForwardOutputDim gives %d", i, yd->dim[i], od[i]);
+                        "y dim %d is %d, cudnnGetConvolutionNdForwardOutputDim gives %d", i,
+                        yd->dim[i], od[i]);
     memset(q, 0, sizeof *q);
     q->N = xd->dim[0];
     q->C = xd->dim[1];
@@ -475,7 +495,8 @@ static size_t tensor_op_extra(cudnnMathType_t m) {
 
 /* im2col-like buffer of one image: (C/G * prod k) x prod out floats. */
 static size_t col_bytes(const cgeo *q) {
-    return (size_t)(q->cg * q->k[0] * q->k[1] * q->k[2] * q->out[0] * q->out[1] * q->out[2]) * sizeof(float);
+    return (size_t)(q->cg * q->k[0] * q->k[1] * q->k[2] * q->out[0] * q->out[1] * q->out[2]) *
+           sizeof(float);
 }
 
 /* Workspace algorithm `algo` of direction `kind` needs under math type m;
@@ -485,19 +506,25 @@ static bool ws_need(int kind, int algo, cudnnMathType_t m, const cgeo *q, size_t
     switch (kind) {
     case K_FWD:
         switch (algo) {
-        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: *need = 0; return true; /* FMA-only: no extra */
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+            *need = 0;
+            return true; /* FMA-only: no extra */
         case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
             *need = (size_t)(q->cg * q->k[0] * q->k[1] * q->k[2]) * sizeof(int) + 64 + x;
             return true;
         case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: *need = col_bytes(q) + x; return true;
-        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: *need = col_bytes(q) / 2 + 128 + x; return true;
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+            *need = col_bytes(q) / 2 + 128 + x;
+            return true;
         default: return false;
         }
     case K_BWD_DATA:
         switch (algo) {
         case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: *need = 0; return true;
         case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: *need = x; return true;
-        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: *need = col_bytes(q) + 128 + x; return true;
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+            *need = col_bytes(q) + 128 + x;
+            return true;
         default: return false;
         }
     default:
@@ -505,7 +532,9 @@ static bool ws_need(int kind, int algo, cudnnMathType_t m, const cgeo *q, size_t
         case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0: *need = 0; return true;
         case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: *need = x; return true;
         case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: *need = col_bytes(q) + x; return true;
-        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED: *need = col_bytes(q) + 128 + x; return true;
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED:
+            *need = col_bytes(q) + 128 + x;
+            return true;
         default: return false;
         }
     }
@@ -523,18 +552,24 @@ typedef struct fake_perf {
 static const fake_perf FWD_LIST[] = {
     {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, CUDNN_STATUS_SUCCESS, 0.2f, CUDNN_DETERMINISTIC,
      CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION},
-    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_STATUS_SUCCESS, 0.5f, CUDNN_DETERMINISTIC,
-     CUDNN_TENSOR_OP_MATH},
-    {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_STATUS_SUCCESS, 0.8f, CUDNN_DETERMINISTIC, CUDNN_DEFAULT_MATH},
-    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_STATUS_SUCCESS, 1.0f, CUDNN_DETERMINISTIC, CUDNN_DEFAULT_MATH},
-    {CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_STATUS_NOT_SUPPORTED, -1.0f, CUDNN_DETERMINISTIC, CUDNN_DEFAULT_MATH},
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_STATUS_SUCCESS, 0.5f,
+     CUDNN_DETERMINISTIC, CUDNN_TENSOR_OP_MATH},
+    {CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_STATUS_SUCCESS, 0.8f, CUDNN_DETERMINISTIC,
+     CUDNN_DEFAULT_MATH},
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_STATUS_SUCCESS, 1.0f, CUDNN_DETERMINISTIC,
+     CUDNN_DEFAULT_MATH},
+    {CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_STATUS_NOT_SUPPORTED, -1.0f, CUDNN_DETERMINISTIC,
+     CUDNN_DEFAULT_MATH},
 };
 static const fake_perf BWD_DATA_LIST[] = {
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, CUDNN_STATUS_SUCCESS, 0.3f, CUDNN_NON_DETERMINISTIC, CUDNN_DEFAULT_MATH},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, CUDNN_STATUS_SUCCESS, 0.4f, CUDNN_DETERMINISTIC,
-     CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_STATUS_SUCCESS, 0.6f, CUDNN_DETERMINISTIC, CUDNN_TENSOR_OP_MATH},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_STATUS_SUCCESS, 0.9f, CUDNN_DETERMINISTIC, CUDNN_DEFAULT_MATH},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, CUDNN_STATUS_SUCCESS, 0.3f, CUDNN_NON_DETERMINISTIC,
+     CUDNN_DEFAULT_MATH},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, CUDNN_STATUS_SUCCESS, 0.4f,
+     CUDNN_DETERMINISTIC, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_STATUS_SUCCESS, 0.6f, CUDNN_DETERMINISTIC,
+     CUDNN_TENSOR_OP_MATH},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_STATUS_SUCCESS, 0.9f, CUDNN_DETERMINISTIC,
+     CUDNN_DEFAULT_MATH},
     {CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, CUDNN_STATUS_NOT_SUPPORTED, -1.0f, CUDNN_DETERMINISTIC,
      CUDNN_DEFAULT_MATH},
 };
@@ -543,24 +578,27 @@ static const fake_perf BWD_FILTER_LIST[] = {
      CUDNN_DEFAULT_MATH},
     {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, CUDNN_STATUS_SUCCESS, 0.3f, CUDNN_NON_DETERMINISTIC,
      CUDNN_TENSOR_OP_MATH},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED, CUDNN_STATUS_SUCCESS, 0.4f, CUDNN_DETERMINISTIC,
-     CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_STATUS_SUCCESS, 0.6f, CUDNN_DETERMINISTIC, CUDNN_TENSOR_OP_MATH},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_STATUS_SUCCESS, 1.1f, CUDNN_DETERMINISTIC, CUDNN_DEFAULT_MATH},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED, CUDNN_STATUS_SUCCESS, 0.4f,
+     CUDNN_DETERMINISTIC, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_STATUS_SUCCESS, 0.6f, CUDNN_DETERMINISTIC,
+     CUDNN_TENSOR_OP_MATH},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_STATUS_SUCCESS, 1.1f, CUDNN_DETERMINISTIC,
+     CUDNN_DEFAULT_MATH},
     {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, CUDNN_STATUS_NOT_SUPPORTED, -1.0f, CUDNN_DETERMINISTIC,
      CUDNN_DEFAULT_MATH},
 };
 
-#define FAKE_LIST(kind) ((kind) == K_FWD ? FWD_LIST : (kind) == K_BWD_DATA ? BWD_DATA_LIST : BWD_FILTER_LIST)
-#define FAKE_COUNT(kind)                                                             \
-    ((kind) == K_FWD ? (int)(sizeof FWD_LIST / sizeof *FWD_LIST)                     \
-     : (kind) == K_BWD_DATA ? (int)(sizeof BWD_DATA_LIST / sizeof *BWD_DATA_LIST)   \
+#define FAKE_LIST(kind)                                                                            \
+    ((kind) == K_FWD ? FWD_LIST : (kind) == K_BWD_DATA ? BWD_DATA_LIST : BWD_FILTER_LIST)
+#define FAKE_COUNT(kind)                                                                           \
+    ((kind) == K_FWD        ? (int)(sizeof FWD_LIST / sizeof *FWD_LIST)                            \
+     : (kind) == K_BWD_DATA ? (int)(sizeof BWD_DATA_LIST / sizeof *BWD_DATA_LIST)                  \
                             : (int)(sizeof BWD_FILTER_LIST / sizeof *BWD_FILTER_LIST))
 
 /* Fills entry i of the list of `kind` (perf fields through pointers so the
  * three perf struct types share it). */
-static void fake_entry(int kind, int i, const cgeo *q, int *algo, cudnnStatus_t *st, float *time, size_t *mem,
-                       cudnnDeterminism_t *det, cudnnMathType_t *math) {
+static void fake_entry(int kind, int i, const cgeo *q, int *algo, cudnnStatus_t *st, float *time,
+                       size_t *mem, cudnnDeterminism_t *det, cudnnMathType_t *math) {
     const fake_perf *f = &FAKE_LIST(kind)[i];
     *algo = f->algo;
     *st = f->status;
@@ -568,29 +606,30 @@ static void fake_entry(int kind, int i, const cgeo *q, int *algo, cudnnStatus_t 
     *det = f->det;
     *math = f->math;
     *mem = 0;
-    if (f->status == CUDNN_STATUS_SUCCESS && !ws_need(kind, f->algo, f->math, q, mem)) *st = CUDNN_STATUS_NOT_SUPPORTED;
+    if (f->status == CUDNN_STATUS_SUCCESS && !ws_need(kind, f->algo, f->math, q, mem))
+        *st = CUDNN_STATUS_NOT_SUPPORTED;
 }
 
-#define GET_V7(kind, perf_t, algo_t)                                                                      \
-    do {                                                                                                  \
-        if (!h || !ret || !perf || req < 1) return fail(CUDNN_STATUS_BAD_PARAM, call, "bad argument");     \
-        int n_ = FAKE_COUNT(kind) < req ? FAKE_COUNT(kind) : req;                                          \
-        for (int i_ = 0; i_ < n_; i_++) {                                                                  \
-            int a_;                                                                                        \
-            memset(&perf[i_], 0, sizeof perf[i_]);                                                         \
-            fake_entry(kind, i_, &q, &a_, &perf[i_].status, &perf[i_].time, &perf[i_].memory,              \
-                       &perf[i_].determinism, &perf[i_].mathType);                                         \
-            perf[i_].algo = (algo_t)a_;                                                                    \
-        }                                                                                                  \
-        *ret = n_;                                                                                         \
-        return CUDNN_STATUS_SUCCESS;                                                                       \
+#define GET_V7(kind, perf_t, algo_t)                                                               \
+    do {                                                                                           \
+        if (!h || !ret || !perf || req < 1)                                                        \
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "bad argument");                             \
+        int n_ = FAKE_COUNT(kind) < req ? FAKE_COUNT(kind) : req;                                  \
+        for (int i_ = 0; i_ < n_; i_++) {                                                          \
+            int a_;                                                                                \
+            memset(&perf[i_], 0, sizeof perf[i_]);                                                 \
+            fake_entry(kind, i_, &q, &a_, &perf[i_].status, &perf[i_].time, &perf[i_].memory,      \
+                       &perf[i_].determinism, &perf[i_].mathType);                                 \
+            perf[i_].algo = (algo_t)a_;                                                            \
+        }                                                                                          \
+        *ret = n_;                                                                                 \
+        return CUDNN_STATUS_SUCCESS;                                                               \
     } while (0)
 
-cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t h, const cudnnTensorDescriptor_t xd,
-                                                     const cudnnFilterDescriptor_t wd,
-                                                     const cudnnConvolutionDescriptor_t cd,
-                                                     const cudnnTensorDescriptor_t yd, const int req, int *ret,
-                                                     cudnnConvolutionFwdAlgoPerf_t *perf) {
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const cudnnFilterDescriptor_t wd,
+    const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t yd, const int req,
+    int *ret, cudnnConvolutionFwdAlgoPerf_t *perf) {
     const char *call = "cudnnGetConvolutionForwardAlgorithm_v7";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, xd, wd, cd, yd, &q);
@@ -598,11 +637,10 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t h, const cudn
     GET_V7(K_FWD, cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t);
 }
 
-cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t h, const cudnnFilterDescriptor_t wd,
-                                                          const cudnnTensorDescriptor_t dyd,
-                                                          const cudnnConvolutionDescriptor_t cd,
-                                                          const cudnnTensorDescriptor_t dxd, const int req,
-                                                          int *ret, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
+    cudnnHandle_t h, const cudnnFilterDescriptor_t wd, const cudnnTensorDescriptor_t dyd,
+    const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t dxd, const int req,
+    int *ret, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
     const char *call = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, dxd, wd, cd, dyd, &q);
@@ -610,11 +648,10 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t h, const
     GET_V7(K_BWD_DATA, cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t);
 }
 
-cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t h, const cudnnTensorDescriptor_t xd,
-                                                            const cudnnTensorDescriptor_t dyd,
-                                                            const cudnnConvolutionDescriptor_t cd,
-                                                            const cudnnFilterDescriptor_t dwd, const int req,
-                                                            int *ret, cudnnConvolutionBwdFilterAlgoPerf_t *perf) {
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t dyd,
+    const cudnnConvolutionDescriptor_t cd, const cudnnFilterDescriptor_t dwd, const int req,
+    int *ret, cudnnConvolutionBwdFilterAlgoPerf_t *perf) {
     const char *call = "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, xd, dwd, cd, dyd, &q);
@@ -622,40 +659,41 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t h, con
     GET_V7(K_BWD_FILTER, cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t);
 }
 
-static cudnnStatus_t ws_query(const char *call, cudnnHandle_t h, int kind, int algo, const cgeo *q, size_t *size) {
+static cudnnStatus_t ws_query(const char *call, cudnnHandle_t h, int kind, int algo, const cgeo *q,
+                              size_t *size) {
     if (!h || !size) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
     if (!ws_need(kind, algo, q->math, q, size))
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "algorithm %d is not offered for this convolution", algo);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                    "algorithm %d is not offered for this convolution", algo);
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t h, const cudnnTensorDescriptor_t xd,
+cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t h,
+                                                      const cudnnTensorDescriptor_t xd,
                                                       const cudnnFilterDescriptor_t wd,
                                                       const cudnnConvolutionDescriptor_t cd,
-                                                      const cudnnTensorDescriptor_t yd, cudnnConvolutionFwdAlgo_t a,
-                                                      size_t *size) {
+                                                      const cudnnTensorDescriptor_t yd,
+                                                      cudnnConvolutionFwdAlgo_t a, size_t *size) {
     const char *call = "cudnnGetConvolutionForwardWorkspaceSize";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, xd, wd, cd, yd, &q);
     return st ? st : ws_query(call, h, K_FWD, (int)a, &q, size);
 }
 
-cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t h, const cudnnFilterDescriptor_t wd,
-                                                           const cudnnTensorDescriptor_t dyd,
-                                                           const cudnnConvolutionDescriptor_t cd,
-                                                           const cudnnTensorDescriptor_t dxd,
-                                                           cudnnConvolutionBwdDataAlgo_t a, size_t *size) {
+cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
+    cudnnHandle_t h, const cudnnFilterDescriptor_t wd, const cudnnTensorDescriptor_t dyd,
+    const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t dxd,
+    cudnnConvolutionBwdDataAlgo_t a, size_t *size) {
     const char *call = "cudnnGetConvolutionBackwardDataWorkspaceSize";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, dxd, wd, cd, dyd, &q);
     return st ? st : ws_query(call, h, K_BWD_DATA, (int)a, &q, size);
 }
 
-cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t h, const cudnnTensorDescriptor_t xd,
-                                                             const cudnnTensorDescriptor_t dyd,
-                                                             const cudnnConvolutionDescriptor_t cd,
-                                                             const cudnnFilterDescriptor_t dwd,
-                                                             cudnnConvolutionBwdFilterAlgo_t a, size_t *size) {
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t dyd,
+    const cudnnConvolutionDescriptor_t cd, const cudnnFilterDescriptor_t dwd,
+    cudnnConvolutionBwdFilterAlgo_t a, size_t *size) {
     const char *call = "cudnnGetConvolutionBackwardFilterWorkspaceSize";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, xd, dwd, cd, dyd, &q);
@@ -667,12 +705,13 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t h, co
 static cudnnStatus_t check_dev(const char *call, const char *what, const void *p, size_t bytes) {
     if (!p) return fail(CUDNN_STATUS_BAD_PARAM, call, "%s is NULL", what);
     if (!emu_is_device_range(p, bytes))
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "%s [%p, +%zu bytes) is not inside one cudaMalloc block", what,
-                    p, bytes);
+        return fail(CUDNN_STATUS_BAD_PARAM, call,
+                    "%s [%p, +%zu bytes) is not inside one cudaMalloc block", what, p, bytes);
     return CUDNN_STATUS_SUCCESS;
 }
 
-static cudnnStatus_t check_scalars(const char *call, const void *alpha, const void *beta, double *a, double *b) {
+static cudnnStatus_t check_scalars(const char *call, const void *alpha, const void *beta, double *a,
+                                   double *b) {
     *a = *b = 0;
     if (!alpha || !beta) return fail(CUDNN_STATUS_BAD_PARAM, call, "alpha or beta is NULL");
     /* host pointers to float for float data (cuDNN "scaling parameters") */
@@ -687,7 +726,8 @@ static inline float blend(double alpha, double v, double beta, const float *dst)
 }
 
 /* Range of o in [0, out) with 0 <= o * s - p + off < in. */
-static void o_range(int64_t in, int64_t out, int64_t s, int64_t p, int64_t off, int64_t *lo, int64_t *hi) {
+static void o_range(int64_t in, int64_t out, int64_t s, int64_t p, int64_t off, int64_t *lo,
+                    int64_t *hi) {
     int64_t a = p - off; /* o * s >= a */
     *lo = a <= 0 ? 0 : (a + s - 1) / s;
     int64_t b = in - 1 + p - off; /* o * s <= b */
@@ -728,9 +768,12 @@ static void conv_fwd(const conv_job *j) {
                         for (int64_t e = 0; e < q->k[2]; e++) {
                             double wv = w[widx(q, k, c, a, b, e)];
                             int64_t l0, h0, l1, h1, l2, h2;
-                            o_range(q->in[0], q->out[0], q->str[0], q->pad[0], a * q->dil[0], &l0, &h0);
-                            o_range(q->in[1], q->out[1], q->str[1], q->pad[1], b * q->dil[1], &l1, &h1);
-                            o_range(q->in[2], q->out[2], q->str[2], q->pad[2], e * q->dil[2], &l2, &h2);
+                            o_range(q->in[0], q->out[0], q->str[0], q->pad[0], a * q->dil[0], &l0,
+                                    &h0);
+                            o_range(q->in[1], q->out[1], q->str[1], q->pad[1], b * q->dil[1], &l1,
+                                    &h1);
+                            o_range(q->in[2], q->out[2], q->str[2], q->pad[2], e * q->dil[2], &l2,
+                                    &h2);
                             for (int64_t o0 = l0; o0 < h0; o0++) {
                                 int64_t i0 = o0 * q->str[0] - q->pad[0] + a * q->dil[0];
                                 for (int64_t o1 = l1; o1 < h1; o1++) {
@@ -738,7 +781,9 @@ static void conv_fwd(const conv_job *j) {
                                     const float *xr = xc + i0 * q->xs[2] + i1 * q->xs[3];
                                     double *ar = acc + (o0 * q->out[1] + o1) * q->out[2];
                                     for (int64_t o2 = l2; o2 < h2; o2++)
-                                        ar[o2] += wv * xr[(o2 * q->str[2] - q->pad[2] + e * q->dil[2]) * q->xs[4]];
+                                        ar[o2] +=
+                                            wv * xr[(o2 * q->str[2] - q->pad[2] + e * q->dil[2]) *
+                                                    q->xs[4]];
                                 }
                             }
                         }
@@ -748,7 +793,8 @@ static void conv_fwd(const conv_job *j) {
                 for (int64_t o1 = 0; o1 < q->out[1]; o1++)
                     for (int64_t o2 = 0; o2 < q->out[2]; o2++) {
                         float *p = yk + o0 * q->ys[2] + o1 * q->ys[3] + o2 * q->ys[4];
-                        *p = blend(j->alpha, acc[(o0 * q->out[1] + o1) * q->out[2] + o2], j->beta, p);
+                        *p = blend(j->alpha, acc[(o0 * q->out[1] + o1) * q->out[2] + o2], j->beta,
+                                   p);
                     }
         }
     free(acc);
@@ -771,9 +817,12 @@ static void conv_bwd_data(const conv_job *j) {
                         for (int64_t e = 0; e < q->k[2]; e++) {
                             double wv = w[widx(q, k, c, a, b, e)];
                             int64_t l0, h0, l1, h1, l2, h2;
-                            o_range(q->in[0], q->out[0], q->str[0], q->pad[0], a * q->dil[0], &l0, &h0);
-                            o_range(q->in[1], q->out[1], q->str[1], q->pad[1], b * q->dil[1], &l1, &h1);
-                            o_range(q->in[2], q->out[2], q->str[2], q->pad[2], e * q->dil[2], &l2, &h2);
+                            o_range(q->in[0], q->out[0], q->str[0], q->pad[0], a * q->dil[0], &l0,
+                                    &h0);
+                            o_range(q->in[1], q->out[1], q->str[1], q->pad[1], b * q->dil[1], &l1,
+                                    &h1);
+                            o_range(q->in[2], q->out[2], q->str[2], q->pad[2], e * q->dil[2], &l2,
+                                    &h2);
                             for (int64_t o0 = l0; o0 < h0; o0++) {
                                 int64_t i0 = o0 * q->str[0] - q->pad[0] + a * q->dil[0];
                                 for (int64_t o1 = l1; o1 < h1; o1++) {
@@ -781,7 +830,8 @@ static void conv_bwd_data(const conv_job *j) {
                                     const float *dr = dyk + o0 * q->ys[2] + o1 * q->ys[3];
                                     double *ar = acc + (i0 * q->in[1] + i1) * q->in[2];
                                     for (int64_t o2 = l2; o2 < h2; o2++)
-                                        ar[o2 * q->str[2] - q->pad[2] + e * q->dil[2]] += wv * dr[o2 * q->ys[4]];
+                                        ar[o2 * q->str[2] - q->pad[2] + e * q->dil[2]] +=
+                                            wv * dr[o2 * q->ys[4]];
                                 }
                             }
                         }
@@ -822,7 +872,9 @@ static void conv_bwd_filter(const conv_job *j) {
                                     const float *xr = xc + i0 * q->xs[2] + i1 * q->xs[3];
                                     const float *dr = dyk + o0 * q->ys[2] + o1 * q->ys[3];
                                     for (int64_t o2 = l2; o2 < h2; o2++)
-                                        acc += (double)xr[(o2 * q->str[2] - q->pad[2] + e * q->dil[2]) * q->xs[4]] *
+                                        acc += (double)
+                                                   xr[(o2 * q->str[2] - q->pad[2] + e * q->dil[2]) *
+                                                      q->xs[4]] *
                                                dr[o2 * q->ys[4]];
                                 }
                             }
@@ -842,25 +894,30 @@ static void conv_run(void *p) {
     free(j);
 }
 
-static cudnnStatus_t conv_enqueue(const char *call, cudnnHandle_t h, int kind, int algo, const cgeo *q,
-                                  const void *alpha, const void *beta, const void *in0, size_t in0_bytes,
-                                  const char *in0_name, const void *in1, size_t in1_bytes, const char *in1_name,
-                                  void *out, size_t out_bytes, const char *out_name, void *ws, size_t ws_bytes) {
+static cudnnStatus_t conv_enqueue(const char *call, cudnnHandle_t h, int kind, int algo,
+                                  const cgeo *q, const void *alpha, const void *beta,
+                                  const void *in0, size_t in0_bytes, const char *in0_name,
+                                  const void *in1, size_t in1_bytes, const char *in1_name,
+                                  void *out, size_t out_bytes, const char *out_name, void *ws,
+                                  size_t ws_bytes) {
     if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
     double a = 0, b = 0;
     cudnnStatus_t st = check_scalars(call, alpha, beta, &a, &b);
     if (st) return st;
-    if ((st = check_dev(call, in0_name, in0, in0_bytes)) || (st = check_dev(call, in1_name, in1, in1_bytes)) ||
+    if ((st = check_dev(call, in0_name, in0, in0_bytes)) ||
+        (st = check_dev(call, in1_name, in1, in1_bytes)) ||
         (st = check_dev(call, out_name, out, out_bytes)))
         return st;
     size_t need;
     if (!ws_need(kind, algo, q->math, q, &need))
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "algorithm %d is not offered for this convolution", algo);
-    if (!ws && ws_bytes) return fail(CUDNN_STATUS_BAD_PARAM, call, "workSpace is NULL with %zu bytes", ws_bytes);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                    "algorithm %d is not offered for this convolution", algo);
+    if (!ws && ws_bytes)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "workSpace is NULL with %zu bytes", ws_bytes);
     if (ws_bytes < need)
         return fail(CUDNN_STATUS_BAD_PARAM, call,
-                    "workSpaceSizeInBytes %zu < %zu bytes algorithm %d needs under math type %d", ws_bytes, need,
-                    algo, (int)q->math);
+                    "workSpaceSizeInBytes %zu < %zu bytes algorithm %d needs under math type %d",
+                    ws_bytes, need, algo, (int)q->math);
     if (need && (st = check_dev(call, "workSpace", ws, need))) return st;
     conv_job *j = xcalloc(1, sizeof *j);
     *j = (conv_job){kind, *q, in0, in1, out, a, b, ws, need};
@@ -868,43 +925,48 @@ static cudnnStatus_t conv_enqueue(const char *call, cudnnHandle_t h, int kind, i
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t xd,
-                                      const void *x, const cudnnFilterDescriptor_t wd, const void *w,
-                                      const cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo,
-                                      void *ws, size_t ws_bytes, const void *beta, const cudnnTensorDescriptor_t yd,
-                                      void *y) {
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
+                                      const cudnnTensorDescriptor_t xd, const void *x,
+                                      const cudnnFilterDescriptor_t wd, const void *w,
+                                      const cudnnConvolutionDescriptor_t cd,
+                                      cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes,
+                                      const void *beta, const cudnnTensorDescriptor_t yd, void *y) {
     const char *call = "cudnnConvolutionForward";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, xd, wd, cd, yd, &q);
     if (st) return st;
-    return conv_enqueue(call, h, K_FWD, (int)algo, &q, alpha, beta, x, q.x_bytes, "x", w, q.w_bytes, "w", y,
-                        q.y_bytes, "y", ws, ws_bytes);
+    return conv_enqueue(call, h, K_FWD, (int)algo, &q, alpha, beta, x, q.x_bytes, "x", w, q.w_bytes,
+                        "w", y, q.y_bytes, "y", ws, ws_bytes);
 }
 
-cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, const cudnnFilterDescriptor_t wd,
-                                           const void *w, const cudnnTensorDescriptor_t dyd, const void *dy,
-                                           const cudnnConvolutionDescriptor_t cd, cudnnConvolutionBwdDataAlgo_t algo,
-                                           void *ws, size_t ws_bytes, const void *beta,
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
+                                           const cudnnFilterDescriptor_t wd, const void *w,
+                                           const cudnnTensorDescriptor_t dyd, const void *dy,
+                                           const cudnnConvolutionDescriptor_t cd,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *ws,
+                                           size_t ws_bytes, const void *beta,
                                            const cudnnTensorDescriptor_t dxd, void *dx) {
     const char *call = "cudnnConvolutionBackwardData";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, dxd, wd, cd, dyd, &q);
     if (st) return st;
-    return conv_enqueue(call, h, K_BWD_DATA, (int)algo, &q, alpha, beta, w, q.w_bytes, "w", dy, q.y_bytes, "dy",
-                        dx, q.x_bytes, "dx", ws, ws_bytes);
+    return conv_enqueue(call, h, K_BWD_DATA, (int)algo, &q, alpha, beta, w, q.w_bytes, "w", dy,
+                        q.y_bytes, "dy", dx, q.x_bytes, "dx", ws, ws_bytes);
 }
 
-cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t xd,
-                                             const void *x, const cudnnTensorDescriptor_t dyd, const void *dy,
+cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
+                                             const cudnnTensorDescriptor_t xd, const void *x,
+                                             const cudnnTensorDescriptor_t dyd, const void *dy,
                                              const cudnnConvolutionDescriptor_t cd,
-                                             cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t ws_bytes,
-                                             const void *beta, const cudnnFilterDescriptor_t dwd, void *dw) {
+                                             cudnnConvolutionBwdFilterAlgo_t algo, void *ws,
+                                             size_t ws_bytes, const void *beta,
+                                             const cudnnFilterDescriptor_t dwd, void *dw) {
     const char *call = "cudnnConvolutionBackwardFilter";
     cgeo q;
     cudnnStatus_t st = conv_geo(call, xd, dwd, cd, dyd, &q);
     if (st) return st;
-    return conv_enqueue(call, h, K_BWD_FILTER, (int)algo, &q, alpha, beta, x, q.x_bytes, "x", dy, q.y_bytes, "dy",
-                        dw, q.w_bytes, "dw", ws, ws_bytes);
+    return conv_enqueue(call, h, K_BWD_FILTER, (int)algo, &q, alpha, beta, x, q.x_bytes, "x", dy,
+                        q.y_bytes, "dy", dw, q.w_bytes, "dw", ws, ws_bytes);
 }
 
 /* ---- generic strided element-wise jobs (bias, add, activation) ---- */
@@ -944,7 +1006,7 @@ enum { EW_ADD, EW_ACT, EW_BIAS_GRAD };
 
 typedef struct ew_job {
     int op;
-    tv a, c;            /* source view, destination view */
+    tv a, c; /* source view, destination view */
     const float *A;
     float *C;
     double alpha, beta;
@@ -991,24 +1053,30 @@ static void ew_run(void *p) {
     free(j);
 }
 
-static cudnnStatus_t float_desc(const char *call, const char *what, const cudnnTensorDescriptor_t d) {
-    if (!d || !d->set) return fail(CUDNN_STATUS_BAD_PARAM, call, "%s descriptor is NULL or unset", what);
+static cudnnStatus_t float_desc(const char *call, const char *what,
+                                const cudnnTensorDescriptor_t d) {
+    if (!d || !d->set)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "%s descriptor is NULL or unset", what);
     if (d->dt != CUDNN_DATA_FLOAT)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%s data type %d (emulator: float only)", what, (int)d->dt);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%s data type %d (emulator: float only)",
+                    what, (int)d->dt);
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnActivationForward(cudnnHandle_t h, cudnnActivationDescriptor_t ad, const void *alpha,
-                                     const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
+cudnnStatus_t cudnnActivationForward(cudnnHandle_t h, cudnnActivationDescriptor_t ad,
+                                     const void *alpha, const cudnnTensorDescriptor_t xd,
+                                     const void *x, const void *beta,
                                      const cudnnTensorDescriptor_t yd, void *y) {
     const char *call = "cudnnActivationForward";
     cudnnStatus_t st;
     double a = 0, b = 0;
-    if (!h || !ad || !ad->set) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle or activation descriptor unset");
+    if (!h || !ad || !ad->set)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "handle or activation descriptor unset");
     if ((st = float_desc(call, "x", xd)) || (st = float_desc(call, "y", yd))) return st;
     if (xd->nb != yd->nb) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in nbDims");
     for (int i = 0; i < xd->nb; i++)
-        if (xd->dim[i] != yd->dim[i]) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in dim %d", i);
+        if (xd->dim[i] != yd->dim[i])
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in dim %d", i);
     if ((st = check_scalars(call, alpha, beta, &a, &b))) return st;
     if ((st = check_dev(call, "x", x, (size_t)t_extent(xd) * sizeof(float))) ||
         (st = check_dev(call, "y", y, (size_t)t_extent(yd) * sizeof(float))))
@@ -1021,8 +1089,9 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t h, cudnnActivationDescriptor_
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t ad, const void *A,
-                             const void *beta, const cudnnTensorDescriptor_t cd, void *C) {
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t ad,
+                             const void *A, const void *beta, const cudnnTensorDescriptor_t cd,
+                             void *C) {
     const char *call = "cudnnAddTensor";
     cudnnStatus_t st;
     double a = 0, b = 0;
@@ -1033,7 +1102,8 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTens
     if (cd->nb > 5) return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%d-d tensors", cd->nb);
     for (int i = 0; i < ad->nb; i++)
         if (ad->dim[i] != 1 && ad->dim[i] != cd->dim[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "A dim %d is %d, C's %d", i, ad->dim[i], cd->dim[i]);
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "A dim %d is %d, C's %d", i, ad->dim[i],
+                        cd->dim[i]);
     if ((st = check_scalars(call, alpha, beta, &a, &b))) return st;
     if ((st = check_dev(call, "A", A, (size_t)t_extent(ad) * sizeof(float))) ||
         (st = check_dev(call, "C", C, (size_t)t_extent(cd) * sizeof(float))))
@@ -1046,8 +1116,9 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTens
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t dyd,
-                                           const void *dy, const void *beta, const cudnnTensorDescriptor_t dbd,
+cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t h, const void *alpha,
+                                           const cudnnTensorDescriptor_t dyd, const void *dy,
+                                           const void *beta, const cudnnTensorDescriptor_t dbd,
                                            void *db) {
     const char *call = "cudnnConvolutionBackwardBias";
     cudnnStatus_t st;
@@ -1058,8 +1129,9 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t h, const void *alpha, c
         return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims dy %d, db %d", dyd->nb, dbd->nb);
     for (int i = 0; i < dbd->nb; i++)
         if (dbd->dim[i] != (i == 1 ? dyd->dim[1] : 1))
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "db dim %d is %d (db must be 1 x C x 1 ..., C = %d)", i,
-                        dbd->dim[i], dyd->dim[1]);
+            return fail(CUDNN_STATUS_BAD_PARAM, call,
+                        "db dim %d is %d (db must be 1 x C x 1 ..., C = %d)", i, dbd->dim[i],
+                        dyd->dim[1]);
     if ((st = check_scalars(call, alpha, beta, &a, &b))) return st;
     if ((st = check_dev(call, "dy", dy, (size_t)t_extent(dyd) * sizeof(float))) ||
         (st = check_dev(call, "db", db, (size_t)t_extent(dbd) * sizeof(float))))
@@ -1107,13 +1179,14 @@ cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t d, const cudn
         return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
     for (int i = 0; i < nb; i++)
         if (win[i] < 1 || str[i] < 1 || pad[i] < 0 || pad[i] >= win[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim %d: window %d, padding %d, stride %d", i, win[i],
-                        pad[i], str[i]);
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim %d: window %d, padding %d, stride %d", i,
+                        win[i], pad[i], str[i]);
     int64_t cells = 1;
     for (int i = 0; i < nb; i++) cells *= win[i];
     if (cells > POOL_MAX_CELLS)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "a window of %lld cells (emulator: at most %d)",
-                    (long long)cells, POOL_MAX_CELLS);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                    "a window of %lld cells (emulator: at most %d)", (long long)cells,
+                    POOL_MAX_CELLS);
     d->set = true, d->mode = mode, d->nan = nan, d->nsp = nb;
     for (int i = 0; i < 3; i++) {
         d->win[i] = i < nb ? win[i] : 1;
@@ -1185,7 +1258,8 @@ static void pool_run(void *arg) {
             }
             double count = j->p.mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING ? nc : inside;
             if (!j->backward) {
-                double r = is_max ? (nan && j->p.nan == CUDNN_PROPAGATE_NAN ? NAN : m) : sum / count;
+                double r =
+                    is_max ? (nan && j->p.nan == CUDNN_PROPAGATE_NAN ? NAN : m) : sum / count;
                 j->dst[pl * osz + o] = blend(j->alpha, r, j->beta, &j->dst[pl * osz + o]);
                 continue;
             }
@@ -1216,11 +1290,12 @@ static cudnnStatus_t pool_check(const char *call, const cudnnPoolingDescriptor_t
                                 const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t yd,
                                 pool_job *j) {
     cudnnStatus_t st;
-    if (!pd || !pd->set) return fail(CUDNN_STATUS_BAD_PARAM, call, "pooling descriptor NULL or unset");
+    if (!pd || !pd->set)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "pooling descriptor NULL or unset");
     if ((st = float_desc(call, "x", xd)) || (st = float_desc(call, "y", yd))) return st;
     if (xd->nb != pd->nsp + 2 || yd->nb != xd->nb)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "tensors of rank %d / %d for a %d-d pooling", xd->nb, yd->nb,
-                    pd->nsp);
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "tensors of rank %d / %d for a %d-d pooling",
+                    xd->nb, yd->nb, pd->nsp);
     if (!packed(xd) || !packed(yd))
         return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "strided tensors (emulator: packed only)");
     if (xd->dim[0] != yd->dim[0] || xd->dim[1] != yd->dim[1])
@@ -1233,20 +1308,23 @@ static cudnnStatus_t pool_check(const char *call, const cudnnPoolingDescriptor_t
         j->out[d] = d < pd->nsp ? yd->dim[2 + d] : 1;
         int64_t want = (j->in[d] + 2 * pd->pad[d] - pd->win[d]) / pd->str[d] + 1;
         if (j->in[d] + 2 * pd->pad[d] < pd->win[d] || j->out[d] != want)
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "y spatial dim %d is %lld, the pooling gives %lld", d,
-                        (long long)j->out[d], (long long)want);
+            return fail(CUDNN_STATUS_BAD_PARAM, call,
+                        "y spatial dim %d is %lld, the pooling gives %lld", d, (long long)j->out[d],
+                        (long long)want);
     }
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_t pd, const void *alpha,
-                                  const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
-                                  const cudnnTensorDescriptor_t yd, void *y) {
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_t pd,
+                                  const void *alpha, const cudnnTensorDescriptor_t xd,
+                                  const void *x, const void *beta, const cudnnTensorDescriptor_t yd,
+                                  void *y) {
     const char *call = "cudnnPoolingForward";
     pool_job q;
     cudnnStatus_t st;
     if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle NULL");
-    if ((st = pool_check(call, pd, xd, yd, &q)) || (st = check_scalars(call, alpha, beta, &q.alpha, &q.beta)))
+    if ((st = pool_check(call, pd, xd, yd, &q)) ||
+        (st = check_scalars(call, alpha, beta, &q.alpha, &q.beta)))
         return st;
     if ((st = check_dev(call, "x", x, (size_t)t_numel(xd) * sizeof(float))) ||
         (st = check_dev(call, "y", y, (size_t)t_numel(yd) * sizeof(float))))
@@ -1258,11 +1336,11 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, const cudnnPoolingDescriptor_t pd, const void *alpha,
-                                   const cudnnTensorDescriptor_t yd, const void *y,
-                                   const cudnnTensorDescriptor_t dyd, const void *dy,
-                                   const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
-                                   const cudnnTensorDescriptor_t dxd, void *dx) {
+cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, const cudnnPoolingDescriptor_t pd,
+                                   const void *alpha, const cudnnTensorDescriptor_t yd,
+                                   const void *y, const cudnnTensorDescriptor_t dyd, const void *dy,
+                                   const cudnnTensorDescriptor_t xd, const void *x,
+                                   const void *beta, const cudnnTensorDescriptor_t dxd, void *dx) {
     const char *call = "cudnnPoolingBackward";
     pool_job q, q2;
     cudnnStatus_t st;
@@ -1284,11 +1362,14 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, const cudnnPoolingDescriptor
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t dd, const cudnnTensorDescriptor_t xd,
+cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t dd,
+                                            const cudnnTensorDescriptor_t xd,
                                             cudnnBatchNormMode_t mode) {
     const char *call = "cudnnDeriveBNTensorDescriptor";
-    if (!dd || !xd || !xd->set) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL or unset descriptor");
-    if (xd->nb != 4 && xd->nb != 5) return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d dims (4 or 5)", xd->nb);
+    if (!dd || !xd || !xd->set)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL or unset descriptor");
+    if (xd->nb != 4 && xd->nb != 5)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d dims (4 or 5)", xd->nb);
     if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT &&
         mode != CUDNN_BATCHNORM_PER_ACTIVATION)
         return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
@@ -1305,32 +1386,37 @@ cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t dd, const cu
 /* x (N, C, S...) in a strided view; per-channel params packed in (1, C, 1..). */
 typedef struct bn_geo {
     int64_t N, C, S;
-    tv x, y;            /* y: the y / dy view; x also used for dx */
+    tv x, y; /* y: the y / dy view; x also used for dx */
     tv dx;
-    int64_t pstr;       /* stride of channel in the param tensor */
+    int64_t pstr; /* stride of channel in the param tensor */
 } bn_geo;
 
-static cudnnStatus_t bn_check(const char *call, cudnnBatchNormMode_t mode, const cudnnTensorDescriptor_t xd,
-                              const cudnnTensorDescriptor_t yd, const cudnnTensorDescriptor_t pd, double eps,
-                              bn_geo *g) {
+static cudnnStatus_t bn_check(const char *call, cudnnBatchNormMode_t mode,
+                              const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t yd,
+                              const cudnnTensorDescriptor_t pd, double eps, bn_geo *g) {
     cudnnStatus_t st;
     if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
         if (mode == CUDNN_BATCHNORM_PER_ACTIVATION)
-            return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "PER_ACTIVATION (emulator: SPATIAL only)");
+            return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                        "PER_ACTIVATION (emulator: SPATIAL only)");
         return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
     }
     if ((st = float_desc(call, "x", xd)) || (st = float_desc(call, "y", yd)) ||
         (st = float_desc(call, "bnScaleBiasMeanVar", pd)))
         return st;
-    if (xd->nb != 4 && xd->nb != 5) return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d dims (4 or 5)", xd->nb);
+    if (xd->nb != 4 && xd->nb != 5)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d dims (4 or 5)", xd->nb);
     if (yd->nb != xd->nb) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in nbDims");
     for (int i = 0; i < xd->nb; i++)
-        if (yd->dim[i] != xd->dim[i]) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in dim %d", i);
-    if (pd->nb != xd->nb) return fail(CUDNN_STATUS_BAD_PARAM, call, "param tensor has %d dims", pd->nb);
+        if (yd->dim[i] != xd->dim[i])
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in dim %d", i);
+    if (pd->nb != xd->nb)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "param tensor has %d dims", pd->nb);
     for (int i = 0; i < pd->nb; i++)
         if (pd->dim[i] != (i == 1 ? xd->dim[1] : 1))
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "param dim %d is %d (must be 1 x C x 1 ..., C = %d)", i,
-                        pd->dim[i], xd->dim[1]);
+            return fail(CUDNN_STATUS_BAD_PARAM, call,
+                        "param dim %d is %d (must be 1 x C x 1 ..., C = %d)", i, pd->dim[i],
+                        xd->dim[1]);
     if (!(eps >= CUDNN_BN_MIN_EPSILON))
         return fail(CUDNN_STATUS_BAD_PARAM, call, "epsilon %g < CUDNN_BN_MIN_EPSILON %g", eps,
                     CUDNN_BN_MIN_EPSILON);
@@ -1372,7 +1458,8 @@ enum { BN_TRAIN, BN_INFER, BN_BWD };
 typedef struct bn_job {
     int op;
     bn_geo g;
-    const float *x, *scale, *bias, *mean_in, *var_in; /* infer: estimated; bwd: saved mean / inv std */
+    const float *x, *scale, *bias, *mean_in,
+        *var_in; /* infer: estimated; bwd: saved mean / inv std */
     const float *dy;
     float *y; /* y or dx */
     float *rmean, *rvar, *smean, *sinv, *dscale, *dbias;
@@ -1440,96 +1527,142 @@ static void bn_run(void *p) {
     free(j);
 }
 
-static size_t bytes_of(const cudnnTensorDescriptor_t d) { return (size_t)t_extent(d) * sizeof(float); }
+static size_t bytes_of(const cudnnTensorDescriptor_t d) {
+    return (size_t)t_extent(d) * sizeof(float);
+}
 
-cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alpha,
-                                                     const void *beta, const cudnnTensorDescriptor_t xd,
-                                                     const void *x, const cudnnTensorDescriptor_t yd, void *y,
-                                                     const cudnnTensorDescriptor_t pd, const void *scale,
-                                                     const void *bias, double factor, void *rmean, void *rvar,
-                                                     double eps, void *smean, void *sinv) {
+cudnnStatus_t cudnnBatchNormalizationForwardTraining(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
+    const cudnnTensorDescriptor_t xd, const void *x, const cudnnTensorDescriptor_t yd, void *y,
+    const cudnnTensorDescriptor_t pd, const void *scale, const void *bias, double factor,
+    void *rmean, void *rvar, double eps, void *smean, void *sinv) {
     const char *call = "cudnnBatchNormalizationForwardTraining";
     bn_geo g;
     double a = 0, b = 0;
     cudnnStatus_t st;
     if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
-    if ((st = bn_check(call, mode, xd, yd, pd, eps, &g)) || (st = check_scalars(call, alpha, beta, &a, &b)))
+    if ((st = bn_check(call, mode, xd, yd, pd, eps, &g)) ||
+        (st = check_scalars(call, alpha, beta, &a, &b)))
         return st;
     if (!rmean != !rvar)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "resultRunningMean and resultRunningVariance: one is NULL");
+        return fail(CUDNN_STATUS_BAD_PARAM, call,
+                    "resultRunningMean and resultRunningVariance: one is NULL");
     if (!smean != !sinv)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "resultSaveMean and resultSaveInvVariance: one is NULL");
+        return fail(CUDNN_STATUS_BAD_PARAM, call,
+                    "resultSaveMean and resultSaveInvVariance: one is NULL");
     size_t pb = bytes_of(pd);
-    if ((st = check_dev(call, "x", x, bytes_of(xd))) || (st = check_dev(call, "y", y, bytes_of(yd))) ||
-        (st = check_dev(call, "bnScale", scale, pb)) || (st = check_dev(call, "bnBias", bias, pb)) ||
+    if ((st = check_dev(call, "x", x, bytes_of(xd))) ||
+        (st = check_dev(call, "y", y, bytes_of(yd))) ||
+        (st = check_dev(call, "bnScale", scale, pb)) ||
+        (st = check_dev(call, "bnBias", bias, pb)) ||
         (rmean && ((st = check_dev(call, "resultRunningMean", rmean, pb)) ||
                    (st = check_dev(call, "resultRunningVariance", rvar, pb)))) ||
         (smean && ((st = check_dev(call, "resultSaveMean", smean, pb)) ||
                    (st = check_dev(call, "resultSaveInvVariance", sinv, pb)))))
         return st;
     bn_job *j = xcalloc(1, sizeof *j);
-    *j = (bn_job){.op = BN_TRAIN, .g = g, .x = x, .scale = scale, .bias = bias, .y = y, .rmean = rmean,
-                  .rvar = rvar, .smean = smean, .sinv = sinv, .alpha = a, .beta = b, .factor = factor, .eps = eps};
+    *j = (bn_job){.op = BN_TRAIN,
+                  .g = g,
+                  .x = x,
+                  .scale = scale,
+                  .bias = bias,
+                  .y = y,
+                  .rmean = rmean,
+                  .rvar = rvar,
+                  .smean = smean,
+                  .sinv = sinv,
+                  .alpha = a,
+                  .beta = b,
+                  .factor = factor,
+                  .eps = eps};
     emu_stream_enqueue(h->stream, bn_run, j);
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alpha,
-                                                      const void *beta, const cudnnTensorDescriptor_t xd,
-                                                      const void *x, const cudnnTensorDescriptor_t yd, void *y,
-                                                      const cudnnTensorDescriptor_t pd, const void *scale,
-                                                      const void *bias, const void *emean, const void *evar,
-                                                      double eps) {
+cudnnStatus_t cudnnBatchNormalizationForwardInference(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
+    const cudnnTensorDescriptor_t xd, const void *x, const cudnnTensorDescriptor_t yd, void *y,
+    const cudnnTensorDescriptor_t pd, const void *scale, const void *bias, const void *emean,
+    const void *evar, double eps) {
     const char *call = "cudnnBatchNormalizationForwardInference";
     bn_geo g;
     double a = 0, b = 0;
     cudnnStatus_t st;
     if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
-    if ((st = bn_check(call, mode, xd, yd, pd, eps, &g)) || (st = check_scalars(call, alpha, beta, &a, &b)))
+    if ((st = bn_check(call, mode, xd, yd, pd, eps, &g)) ||
+        (st = check_scalars(call, alpha, beta, &a, &b)))
         return st;
     size_t pb = bytes_of(pd);
-    if ((st = check_dev(call, "x", x, bytes_of(xd))) || (st = check_dev(call, "y", y, bytes_of(yd))) ||
-        (st = check_dev(call, "bnScale", scale, pb)) || (st = check_dev(call, "bnBias", bias, pb)) ||
-        (st = check_dev(call, "estimatedMean", emean, pb)) || (st = check_dev(call, "estimatedVariance", evar, pb)))
+    if ((st = check_dev(call, "x", x, bytes_of(xd))) ||
+        (st = check_dev(call, "y", y, bytes_of(yd))) ||
+        (st = check_dev(call, "bnScale", scale, pb)) ||
+        (st = check_dev(call, "bnBias", bias, pb)) ||
+        (st = check_dev(call, "estimatedMean", emean, pb)) ||
+        (st = check_dev(call, "estimatedVariance", evar, pb)))
         return st;
     bn_job *j = xcalloc(1, sizeof *j);
-    *j = (bn_job){.op = BN_INFER, .g = g, .x = x, .scale = scale, .bias = bias, .mean_in = emean,
-                  .var_in = evar, .y = y, .alpha = a, .beta = b, .eps = eps};
+    *j = (bn_job){.op = BN_INFER,
+                  .g = g,
+                  .x = x,
+                  .scale = scale,
+                  .bias = bias,
+                  .mean_in = emean,
+                  .var_in = evar,
+                  .y = y,
+                  .alpha = a,
+                  .beta = b,
+                  .eps = eps};
     emu_stream_enqueue(h->stream, bn_run, j);
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alphaD,
-                                              const void *betaD, const void *alphaP, const void *betaP,
-                                              const cudnnTensorDescriptor_t xd, const void *x,
-                                              const cudnnTensorDescriptor_t dyd, const void *dy,
-                                              const cudnnTensorDescriptor_t dxd, void *dx,
-                                              const cudnnTensorDescriptor_t pd, const void *scale, void *dscale,
-                                              void *dbias, double eps, const void *smean, const void *sinv) {
+cudnnStatus_t cudnnBatchNormalizationBackward(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alphaD, const void *betaD,
+    const void *alphaP, const void *betaP, const cudnnTensorDescriptor_t xd, const void *x,
+    const cudnnTensorDescriptor_t dyd, const void *dy, const cudnnTensorDescriptor_t dxd, void *dx,
+    const cudnnTensorDescriptor_t pd, const void *scale, void *dscale, void *dbias, double eps,
+    const void *smean, const void *sinv) {
     const char *call = "cudnnBatchNormalizationBackward";
     bn_geo g;
     double a = 0, b = 0, ap = 0, bp = 0;
     cudnnStatus_t st;
     if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
     if ((st = bn_check(call, mode, xd, dyd, pd, eps, &g)) || (st = float_desc(call, "dx", dxd)) ||
-        (st = check_scalars(call, alphaD, betaD, &a, &b)) || (st = check_scalars(call, alphaP, betaP, &ap, &bp)))
+        (st = check_scalars(call, alphaD, betaD, &a, &b)) ||
+        (st = check_scalars(call, alphaP, betaP, &ap, &bp)))
         return st;
     if (dxd->nb != xd->nb) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and dx differ in nbDims");
     for (int i = 0; i < xd->nb; i++)
-        if (dxd->dim[i] != xd->dim[i]) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and dx differ in dim %d", i);
+        if (dxd->dim[i] != xd->dim[i])
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "x and dx differ in dim %d", i);
     if (!smean != !sinv)
         return fail(CUDNN_STATUS_BAD_PARAM, call, "savedMean and savedInvVariance: one is NULL");
     size_t pb = bytes_of(pd);
-    if ((st = check_dev(call, "x", x, bytes_of(xd))) || (st = check_dev(call, "dy", dy, bytes_of(dyd))) ||
-        (st = check_dev(call, "dx", dx, bytes_of(dxd))) || (st = check_dev(call, "bnScale", scale, pb)) ||
-        (st = check_dev(call, "dBnScaleResult", dscale, pb)) || (st = check_dev(call, "dBnBiasResult", dbias, pb)) ||
+    if ((st = check_dev(call, "x", x, bytes_of(xd))) ||
+        (st = check_dev(call, "dy", dy, bytes_of(dyd))) ||
+        (st = check_dev(call, "dx", dx, bytes_of(dxd))) ||
+        (st = check_dev(call, "bnScale", scale, pb)) ||
+        (st = check_dev(call, "dBnScaleResult", dscale, pb)) ||
+        (st = check_dev(call, "dBnBiasResult", dbias, pb)) ||
         (smean && ((st = check_dev(call, "savedMean", smean, pb)) ||
                    (st = check_dev(call, "savedInvVariance", sinv, pb)))))
         return st;
     g.dx = tv_of(dxd);
     bn_job *j = xcalloc(1, sizeof *j);
-    *j = (bn_job){.op = BN_BWD, .g = g, .x = x, .scale = scale, .mean_in = smean, .var_in = sinv, .dy = dy,
-                  .y = dx, .dscale = dscale, .dbias = dbias, .alpha = a, .beta = b, .alpha_p = ap, .beta_p = bp,
+    *j = (bn_job){.op = BN_BWD,
+                  .g = g,
+                  .x = x,
+                  .scale = scale,
+                  .mean_in = smean,
+                  .var_in = sinv,
+                  .dy = dy,
+                  .y = dx,
+                  .dscale = dscale,
+                  .dbias = dbias,
+                  .alpha = a,
+                  .beta = b,
+                  .alpha_p = ap,
+                  .beta_p = bp,
                   .eps = eps};
     emu_stream_enqueue(h->stream, bn_run, j);
     return CUDNN_STATUS_SUCCESS;

@@ -61,12 +61,12 @@ void emu_async_error(int cuda_error, const char *what) {
 }
 
 /* A CUDA call from a host function (on a stream's thread) is not permitted. */
-#define API_ENTER()                                                                         \
-    do {                                                                                    \
-        if (tl_in_host_fn) {                                                                \
-            emu_async_error(cudaErrorNotPermitted, __func__);                               \
-            return fail(cudaErrorNotPermitted);                                             \
-        }                                                                                   \
+#define API_ENTER()                                                                                \
+    do {                                                                                           \
+        if (tl_in_host_fn) {                                                                       \
+            emu_async_error(cudaErrorNotPermitted, __func__);                                      \
+            return fail(cudaErrorNotPermitted);                                                    \
+        }                                                                                          \
     } while (0)
 
 const char *cudaGetErrorName(cudaError_t e) {
@@ -220,7 +220,8 @@ static mem_kind classify(const void *p, size_t bytes) {
     for (int i = 0; i < 2 && k == MEM_HOST; i++) {
         int b = table_find(ts[i], a);
         if (b >= 0) {
-            k = a + bytes <= ts[i]->v[b].lo + ts[i]->v[b].bytes ? (i ? MEM_PINNED : MEM_DEVICE) : MEM_BAD;
+            k = a + bytes <= ts[i]->v[b].lo + ts[i]->v[b].bytes ? (i ? MEM_PINNED : MEM_DEVICE)
+                                                                : MEM_BAD;
         } else {
             int nx = table_lower(ts[i], a);
             if (nx < ts[i]->n && ts[i]->v[nx].lo < a + bytes) k = MEM_BAD;
@@ -426,7 +427,9 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *pe, unsigned int flags) {
     return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t *pe) { return cudaEventCreateWithFlags(pe, cudaEventDefault); }
+cudaError_t cudaEventCreate(cudaEvent_t *pe) {
+    return cudaEventCreateWithFlags(pe, cudaEventDefault);
+}
 
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
     API_ENTER();
@@ -542,7 +545,8 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     }
     if (!rec[0] || !rec[1]) return fail(cudaErrorInvalidResourceHandle);
     if (done[0] < rec[0] || done[1] < rec[1]) return fail(cudaErrorNotReady);
-    double d = (double)(t[1].tv_sec - t[0].tv_sec) * 1e3 + (double)(t[1].tv_nsec - t[0].tv_nsec) * 1e-6;
+    double d =
+        (double)(t[1].tv_sec - t[0].tv_sec) * 1e3 + (double)(t[1].tv_nsec - t[0].tv_nsec) * 1e-6;
     *ms = (float)d;
     return cudaSuccess;
 }
@@ -654,8 +658,7 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
     mem_kind dk = classify(dst, dspan), sk = classify(src, sspan);
     if (dk == MEM_BAD || sk == MEM_BAD) return fail(cudaErrorInvalidValue);
     bool dd = dk == MEM_DEVICE, sd = sk == MEM_DEVICE;
-    bool ok = kind == cudaMemcpyDefault ||
-              (kind == cudaMemcpyHostToHost && !dd && !sd) ||
+    bool ok = kind == cudaMemcpyDefault || (kind == cudaMemcpyHostToHost && !dd && !sd) ||
               (kind == cudaMemcpyHostToDevice && dd && !sd) ||
               (kind == cudaMemcpyDeviceToHost && !dd && sd) ||
               (kind == cudaMemcpyDeviceToDevice && dd && sd);

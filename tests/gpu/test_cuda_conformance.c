@@ -70,7 +70,9 @@ int conf_run(const kernel_args *a, oc_err *err) {
         b->run_node(b, RT_STREAM_COMPUTE, &d, a->step);
         rc = b->sync(b, err);
         for (int o = 0; o < n->n_outputs && rc == OC_OK; o++)
-            if (a->out[o]) b->copy(b, RT_STREAM_COMPUTE, a->out[o], dout[o], tensor_bytes(a->g, n->outputs[o]));
+            if (a->out[o])
+                b->copy(b, RT_STREAM_COMPUTE, a->out[o], dout[o],
+                        tensor_bytes(a->g, n->outputs[o]));
         if (rc == OC_OK) rc = b->sync(b, err);
     }
     for (int o = 0; o < n->n_outputs; o++) {

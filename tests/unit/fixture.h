@@ -87,9 +87,9 @@ static inline int fx_infer(fixture *f, int64_t batch) {
 }
 
 /* Fails the test unless s contains part. */
-#define assert_contains(s, part)                                                    \
-    do {                                                                            \
-        if (!strstr((s), (part))) fail_msg("expected \"%s\" in: %s", (part), (s));   \
+#define assert_contains(s, part)                                                                   \
+    do {                                                                                           \
+        if (!strstr((s), (part))) fail_msg("expected \"%s\" in: %s", (part), (s));                 \
     } while (0)
 
 /* The tensor called name in g; fails the test when it is missing. */

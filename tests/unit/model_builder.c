@@ -187,24 +187,24 @@ Onnx__TensorProto *mb_init_raw(mb_model *m, const char *name, int dtype, size_t 
     return mb_add_init(m, t);
 }
 
-Onnx__TensorProto *mb_init_floats(mb_model *m, const char *name, size_t rank,
-                                  const int64_t *dims, size_t n, const float *v) {
+Onnx__TensorProto *mb_init_floats(mb_model *m, const char *name, size_t rank, const int64_t *dims,
+                                  size_t n, const float *v) {
     Onnx__TensorProto *t = mb_tensor(m, name, MB_FLOAT, rank, dims);
     t->n_float_data = n;
     t->float_data = mb_memdup(m, v, n * sizeof *v);
     return mb_add_init(m, t);
 }
 
-Onnx__TensorProto *mb_tensor_int64s(mb_model *m, const char *name, size_t rank,
-                                    const int64_t *dims, size_t n, const int64_t *v) {
+Onnx__TensorProto *mb_tensor_int64s(mb_model *m, const char *name, size_t rank, const int64_t *dims,
+                                    size_t n, const int64_t *v) {
     Onnx__TensorProto *t = mb_tensor(m, name, MB_INT64, rank, dims);
     t->n_int64_data = n;
     t->int64_data = mb_memdup(m, v, n * sizeof *v);
     return t;
 }
 
-Onnx__TensorProto *mb_init_int64s(mb_model *m, const char *name, size_t rank,
-                                  const int64_t *dims, size_t n, const int64_t *v) {
+Onnx__TensorProto *mb_init_int64s(mb_model *m, const char *name, size_t rank, const int64_t *dims,
+                                  size_t n, const int64_t *v) {
     return mb_add_init(m, mb_tensor_int64s(m, name, rank, dims, n, v));
 }
 

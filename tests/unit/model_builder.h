@@ -27,10 +27,10 @@ enum { MB_FLOAT = 1, MB_UINT8 = 2, MB_INT32 = 6, MB_INT64 = 7, MB_BOOL = 9, MB_D
 
 /* MB_DIMS(2, 3) expands to "count, array": the (rank, dims) argument pair;
  * MB_INTS and MB_FLOATS likewise give (count, values). */
-#define MB_DIMS(...) \
+#define MB_DIMS(...)                                                                               \
     (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), ((const int64_t[]){__VA_ARGS__})
 #define MB_INTS(...) MB_DIMS(__VA_ARGS__)
-#define MB_FLOATS(...) \
+#define MB_FLOATS(...)                                                                             \
     (sizeof((float[]){__VA_ARGS__}) / sizeof(float)), ((const float[]){__VA_ARGS__})
 #define MB_SCALAR 0, NULL
 
@@ -53,18 +53,18 @@ Onnx__TensorProto *mb_init(mb_model *m, const char *name, int dtype, size_t rank
                            const int64_t *dims);
 Onnx__TensorProto *mb_init_raw(mb_model *m, const char *name, int dtype, size_t rank,
                                const int64_t *dims, const void *bytes, size_t n);
-Onnx__TensorProto *mb_init_floats(mb_model *m, const char *name, size_t rank,
-                                  const int64_t *dims, size_t n, const float *v);
-Onnx__TensorProto *mb_init_int64s(mb_model *m, const char *name, size_t rank,
-                                  const int64_t *dims, size_t n, const int64_t *v);
+Onnx__TensorProto *mb_init_floats(mb_model *m, const char *name, size_t rank, const int64_t *dims,
+                                  size_t n, const float *v);
+Onnx__TensorProto *mb_init_int64s(mb_model *m, const char *name, size_t rank, const int64_t *dims,
+                                  size_t n, const int64_t *v);
 /* External data: location (relative to the model), offset and length (< 0: omitted). */
 Onnx__TensorProto *mb_init_external(mb_model *m, const char *name, int dtype, size_t rank,
                                     const int64_t *dims, const char *location, int64_t offset,
                                     int64_t length);
 
 /* A detached TensorProto (for tensor attributes), int64 values in int64_data. */
-Onnx__TensorProto *mb_tensor_int64s(mb_model *m, const char *name, size_t rank,
-                                    const int64_t *dims, size_t n, const int64_t *v);
+Onnx__TensorProto *mb_tensor_int64s(mb_model *m, const char *name, size_t rank, const int64_t *dims,
+                                    size_t n, const int64_t *v);
 
 /* Node. name NULL or "" leaves it unnamed. inputs/outputs: comma-separated
  * tensor names; an empty entry is an omitted optional ("x,,b"); "" is none. */

@@ -73,8 +73,10 @@ OP_CASE(RESHAPE, "0 and -1", 13, 1, "[2,3,4] i64=[0,-1,2]", "")
 OP_CASE(UNSQUEEZE, "axes input", 13, 1, "[3,4] i64=[0,-1]", "")
 OP_CASE(UNSQUEEZE, "axes attribute", 11, 1, "[3,4]", "axes=[1]")
 OP_CASE(PAD, "constant, value input", 13, 1, "[2,3,4] i64=[0,1,2,0,0,1] f=0.5", "")
-OP_CASE(PAD, "reflect (no gradient)", 13, 1, "[1,2,4,5] i64=[0,0,1,2,0,0,2,1]", "mode=reflect !forward")
-OP_CASE(PAD, "edge, pads attribute (no gradient)", 9, 1, "[2,3,4]", "mode=edge pads=[0,2,1,0,1,0] !forward")
+OP_CASE(PAD, "reflect (no gradient)", 13, 1, "[1,2,4,5] i64=[0,0,1,2,0,0,2,1]",
+        "mode=reflect !forward")
+OP_CASE(PAD, "edge, pads attribute (no gradient)", 9, 1, "[2,3,4]",
+        "mode=edge pads=[0,2,1,0,1,0] !forward")
 OP_CASE(GEMM, "transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1")
 OP_CASE(GEMM, "transA, alpha, beta, full bias", 13, 1, "[5,3] [5,4] [3,4]",
         "transA=1 alpha=0.5 beta=2.0")

@@ -65,8 +65,8 @@ static void dead_bytes_are_reused(void **state) {
     int64_t off[3], high;
     oc_err err;
     assert_int_equal(arena_plan(it, 3, 0, off, &high, &err), OC_OK);
-    assert_int_equal(off[1], off[0]);            /* b reuses a's bytes */
-    assert_int_equal(high, 2 * 1024);            /* two 1000-byte tensors, aligned */
+    assert_int_equal(off[1], off[0]); /* b reuses a's bytes */
+    assert_int_equal(high, 2 * 1024); /* two 1000-byte tensors, aligned */
     assert_true(arena_items_conflict(it, off, 0, 2) == false);
     /* An op's inputs and outputs never share bytes: a dies at op 1 where c is born. */
     assert_true(off[2] != off[0]);
@@ -75,7 +75,8 @@ static void dead_bytes_are_reused(void **state) {
 static void capacity_error_names_tensor(void **state) {
     (void)state;
     arena_item it[] = {{"weights", 1024, ARENA_FOREVER, ARENA_FOREVER},
-                       {"conv1_out", 4096, 0, 2}, {"relu_out", 4096, 1, 3}};
+                       {"conv1_out", 4096, 0, 2},
+                       {"relu_out", 4096, 1, 3}};
     int64_t off[3], high;
     oc_err err;
     assert_int_equal(arena_plan(it, 3, 0, off, &high, &err), OC_OK);

@@ -191,18 +191,12 @@ static void test_batch_overflows_activation(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        T(test_batch_binds_symbol_everywhere),
-        T(test_batch_overrides_static_dim),
-        T(test_no_batch_keeps_static_dim),
-        T(test_dim_binds_named_symbols),
-        T(test_dim_binds_unnamed_dim),
-        T(test_unbound_symbol_errors),
-        T(test_unbound_batch_errors),
-        T(test_dim_unknown_name_errors),
-        T(test_dim_out_of_range_errors),
-        T(test_batch_out_of_range_errors),
-        T(test_batch_overflows_input),
-        T(test_batch_overflows_activation),
+        T(test_batch_binds_symbol_everywhere), T(test_batch_overrides_static_dim),
+        T(test_no_batch_keeps_static_dim),     T(test_dim_binds_named_symbols),
+        T(test_dim_binds_unnamed_dim),         T(test_unbound_symbol_errors),
+        T(test_unbound_batch_errors),          T(test_dim_unknown_name_errors),
+        T(test_dim_out_of_range_errors),       T(test_batch_out_of_range_errors),
+        T(test_batch_overflows_input),         T(test_batch_overflows_activation),
     };
     return cmocka_run_group_tests_name("bind", tests, NULL, NULL);
 }

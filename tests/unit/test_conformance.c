@@ -44,7 +44,15 @@
 #define ATOL 1e-7
 #define MIN_PASS 147
 
-typedef enum verdict { V_PASS, V_FAIL, V_UNSUPPORTED, V_REJECTED, V_SKIP, V_NONE, V__COUNT } verdict;
+typedef enum verdict {
+    V_PASS,
+    V_FAIL,
+    V_UNSUPPORTED,
+    V_REJECTED,
+    V_SKIP,
+    V_NONE,
+    V__COUNT
+} verdict;
 static const char *verdict_name[] = {"PASS", "FAIL", "UNSUPPORTED", "REJECTED", "SKIP", "NONE"};
 
 static int cmp_str(const void *a, const void *b) {
@@ -108,7 +116,8 @@ static double load(const void *p, ir_dtype d, int64_t i) {
     case IR_DTYPE_INT16: return ((const int16_t *)p)[i];
     case IR_DTYPE_UINT16: return ((const uint16_t *)p)[i];
     case IR_DTYPE_INT8: return ((const int8_t *)p)[i];
-    case IR_DTYPE_UINT8: case IR_DTYPE_BOOL: return ((const uint8_t *)p)[i];
+    case IR_DTYPE_UINT8:
+    case IR_DTYPE_BOOL: return ((const uint8_t *)p)[i];
     default: return NAN;
     }
 }
@@ -247,13 +256,20 @@ static verdict run_set(const char *dir, const char *set, char *msg, size_t cap, 
         const ir_node *n = &r.g->nodes[ni];
         void *in[64] = {0}, *outp[64] = {0};
         assert_true(n->n_inputs <= 64 && n->n_outputs <= 64);
-        for (int i = 0; i < n->n_inputs; i++) in[i] = n->inputs[i] >= 0 ? r.buf[n->inputs[i]] : NULL;
+        for (int i = 0; i < n->n_inputs; i++)
+            in[i] = n->inputs[i] >= 0 ? r.buf[n->inputs[i]] : NULL;
         for (int i = 0; i < n->n_outputs; i++)
             outp[i] = n->outputs[i] >= 0 ? r.buf[n->outputs[i]] : NULL;
         size_t sb = cpu_kernel_scratch_bytes(r.g, n);
         void *scratch = sb ? malloc(sb) : NULL;
-        kernel_args a = {.g = r.g, .n = n, .in = in, .out = outp, .seed = 1, .step = 0,
-                         .scratch = scratch, .scratch_bytes = sb};
+        kernel_args a = {.g = r.g,
+                         .n = n,
+                         .in = in,
+                         .out = outp,
+                         .seed = 1,
+                         .step = 0,
+                         .scratch = scratch,
+                         .scratch_bytes = sb};
         int rc = cpu_kernel_run(&a, &err);
         free(scratch);
         if (rc) {

@@ -38,10 +38,8 @@ static void test_backend_new_or_skip(void **state) {
     }
     assert_null(b);
     assert_null(strchr(err.msg, '\n'));
-    if (rt_backend_cuda_built())
-        assert_non_null(strstr(err.msg, "no CUDA GPU"));
-    else
-        assert_non_null(strstr(err.msg, "not built"));
+    if (rt_backend_cuda_built()) assert_non_null(strstr(err.msg, "no CUDA GPU"));
+    else assert_non_null(strstr(err.msg, "not built"));
     printf("# SKIP GPU checks: %s\n", err.msg);
 }
 
@@ -50,7 +48,8 @@ static void test_cuda_ops_have_cpu_kernels(void **state) {
     int n = 0;
     for (int k = 0; k < OP__COUNT; k++)
         if (cuda_kernel_supported(k)) {
-            if (!cpu_kernel_supported(k)) fail_msg("cuda op %s has no cpu kernel", op_name((op_kind)k));
+            if (!cpu_kernel_supported(k))
+                fail_msg("cuda op %s has no cpu kernel", op_name((op_kind)k));
             n++;
         }
     assert_true(n >= 30);
@@ -72,8 +71,8 @@ static void test_default_domain_ops_complete(void **state) {
 
 static void test_training_graphs_supported(void **state) {
     (void)state;
-    const char *models[] = {"resnet18", "resnet50", "googlenet", "alexnet", "vgg16",
-                            "densenet121", "mobilenet_v2", "unet"};
+    const char *models[] = {"resnet18", "resnet50",    "googlenet",    "alexnet",
+                            "vgg16",    "densenet121", "mobilenet_v2", "unet"};
     const char *opsets[] = {"13", "15"};
     for (size_t m = 0; m < sizeof models / sizeof *models; m++)
         for (int o = 0; o < 2; o++) {
@@ -105,7 +104,8 @@ static void test_rng_matches_cpu(void **state) {
     }
 #ifdef OC_HAVE_CUDA
     uint64_t key = cpu_rng_key(42, 3, op_name_hash("dropout/node"));
-    for (uint64_t i = 0; i < 100000; i += 7) assert_true(cu_rng_u64_host(key, i) == cpu_rng_u64(key, i));
+    for (uint64_t i = 0; i < 100000; i += 7)
+        assert_true(cu_rng_u64_host(key, i) == cpu_rng_u64(key, i));
     assert_true(cu_rng_u64_host(key, 1) != cpu_rng_u64(key, 2));
 #endif
 }

@@ -175,8 +175,8 @@ static void test_dp_equals_brute_force(void **state) {
         checked++;
     }
     assert_true(checked >= 200);
-    printf("# DP == brute force on %d random DAGs (<= 8 nodes), %d time-centric budgets\n",
-           checked, time_queries);
+    printf("# DP == brute force on %d random DAGs (<= 8 nodes), %d time-centric budgets\n", checked,
+           time_queries);
 }
 
 /* On a path of n nodes, Chen's √n chain (prefixes ending every ⌈√n⌉ nodes)
@@ -255,8 +255,8 @@ static void model_close(model_ctx *m) {
 /* Simulated peak of strategy name's plan with no budget. */
 static int64_t strategy_peak(model_ctx *m, const char *name) {
     oc_err err;
-    strategy_input in = {.tg = m->tg, .prof = m->prof, .ctx = m->ctx,
-                         .opts = strategy_options_default()};
+    strategy_input in = {
+        .tg = m->tg, .prof = m->prof, .ctx = m->ctx, .opts = strategy_options_default()};
     sim_plan *p = sim_plan_new(m->tg);
     strategy_stats st;
     assert_int_equal(strategy_run(strategy_find(name), &in, p, &st, &err), OC_OK);
@@ -273,19 +273,20 @@ static int64_t strategy_peak(model_ctx *m, const char *name) {
  * simulator picks from, must never need more memory than it. */
 static void test_dp_min_le_chen_on_models(void **state) {
     (void)state;
-    const char *models[] = {"resnet18", "resnet50", "densenet121", "googlenet", "vgg16",
-                            "unet", "mobilenet_v2", "alexnet"};
+    const char *models[] = {"resnet18", "resnet50", "densenet121",  "googlenet",
+                            "vgg16",    "unet",     "mobilenet_v2", "alexnet"};
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         char path[256];
         snprintf(path, sizeof path, "graphs/%s_op13.onnx", models[i]);
         model_ctx m;
         model_open(path, 32, &m);
         int64_t dp = strategy_peak(&m, "dp-min"), ch = strategy_peak(&m, "chen");
-        printf("# %s batch 32: dp-min peak %.1f MiB, chen %.1f MiB, in-core %.1f MiB\n",
-               models[i], (double)dp / 1048576, (double)ch / 1048576,
+        printf("# %s batch 32: dp-min peak %.1f MiB, chen %.1f MiB, in-core %.1f MiB\n", models[i],
+               (double)dp / 1048576, (double)ch / 1048576,
                (double)m.tg->incore_peak_bytes / 1048576);
-        if (dp > ch) fail_msg("%s: dp-min peak %lld B > chen %lld B", models[i], (long long)dp,
-                              (long long)ch);
+        if (dp > ch)
+            fail_msg("%s: dp-min peak %lld B > chen %lld B", models[i], (long long)dp,
+                     (long long)ch);
         model_close(&m);
     }
 }
@@ -324,8 +325,7 @@ static void test_recompute_from_swapped_in(void **state) {
         assert_true(r.recompute_start[f] >= 0 && r.swap_in_end[x] >= 0);
         if (r.recompute_start[f] + 1e-12 < r.swap_in_end[x])
             fail_msg("recompute of '%s' starts at %g before SwapIn('%s') ends at %g",
-                     g->nodes[f].name, r.recompute_start[f], g->tensors[x].name,
-                     r.swap_in_end[x]);
+                     g->nodes[f].name, r.recompute_start[f], g->tensors[x].name, r.swap_in_end[x]);
         /* the swapped-in copy and the recomputed tensor are both live at the recompute */
         assert_true(r.recompute_s > 0 && r.h2d_bytes > 0);
         found++;

@@ -47,12 +47,14 @@ static float *dev_new(size_t n) {
     return p;
 }
 static void up(float *d, const float *h, size_t n) {
-    assert_int_equal(cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice, S), cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice, S),
+                     cudaSuccess);
     assert_int_equal(cudaStreamSynchronize(S), cudaSuccess);
 }
 static void down(float *h, const float *d, size_t n) {
     assert_int_equal(cudaStreamSynchronize(S), cudaSuccess);
-    assert_int_equal(cudaMemcpyAsync(h, d, n * sizeof(float), cudaMemcpyDeviceToHost, S), cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(h, d, n * sizeof(float), cudaMemcpyDeviceToHost, S),
+                     cudaSuccess);
     assert_int_equal(cudaStreamSynchronize(S), cudaSuccess);
 }
 static void fill(float *d, size_t n, float v) {
@@ -77,7 +79,8 @@ static cudnnTensorDescriptor_t tdesc(int nb, const int *dim) {
     str[nb - 1] = 1;
     for (int i = nb - 2; i >= 0; i--) str[i] = str[i + 1] * dim[i + 1];
     assert_int_equal(cudnnCreateTensorDescriptor(&d), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, nb, dim, str), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, nb, dim, str),
+                     CUDNN_STATUS_SUCCESS);
     return d;
 }
 
@@ -122,15 +125,17 @@ static void cset_make(const ccase *c, cset *s) {
     s->x = tdesc(s->nb, s->xd);
     s->y = tdesc(s->nb, s->yd);
     assert_int_equal(cudnnCreateFilterDescriptor(&s->w), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnSetFilterNdDescriptor(s->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->nb, s->wd),
-                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnSetFilterNdDescriptor(s->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->nb, s->wd),
+        CUDNN_STATUS_SUCCESS);
     assert_int_equal(cudnnCreateConvolutionDescriptor(&s->conv), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnSetConvolutionNdDescriptor(s->conv, c->nsp, c->pad, c->str, c->dil, c->mode,
-                                                     CUDNN_DATA_FLOAT),
+    assert_int_equal(cudnnSetConvolutionNdDescriptor(s->conv, c->nsp, c->pad, c->str, c->dil,
+                                                     c->mode, CUDNN_DATA_FLOAT),
                      CUDNN_STATUS_SUCCESS);
     assert_int_equal(cudnnSetConvolutionGroupCount(s->conv, c->G), CUDNN_STATUS_SUCCESS);
     int od[5];
-    assert_int_equal(cudnnGetConvolutionNdForwardOutputDim(s->conv, s->x, s->w, s->nb, od), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnGetConvolutionNdForwardOutputDim(s->conv, s->x, s->w, s->nb, od),
+                     CUDNN_STATUS_SUCCESS);
     for (int i = 0; i < s->nb; i++) assert_int_equal(od[i], s->yd[i]);
 }
 
@@ -154,7 +159,8 @@ static void ref_conv(const cset *s, const float *x, const float *w, double *y) {
                     for (size_t t = 0; t < ksp; t++) {
                         size_t oo = o, tt = t, xi = 0, ok = 1, tf = 0;
                         for (int d = nsp - 1, mul = 1, kmul = 1; d >= 0; d--) {
-                            int od = (int)(oo % (size_t)s->yd[2 + d]), td = (int)(tt % (size_t)c->k[d]);
+                            int od = (int)(oo % (size_t)s->yd[2 + d]),
+                                td = (int)(tt % (size_t)c->k[d]);
                             oo /= (size_t)s->yd[2 + d], tt /= (size_t)c->k[d];
                             int id = od * c->str[d] - c->pad[d] + td * c->dil[d];
                             if (id < 0 || id >= c->in[d]) ok = 0;
@@ -193,13 +199,15 @@ static void test_conv_forward_hand(void **state) {
         fill(y, 4, NAN); /* beta = 0: y never read */
         const float one = 1, zero = 0, two = 2;
         assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv,
-                                                 CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, s.y, y),
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0,
+                                                 &zero, s.y, y),
                          CUDNN_STATUS_SUCCESS);
         down(hy, y, 4);
         for (int i = 0; i < 4; i++) near(hy[i], wants[t][i], 1e-6, "y", i);
         fill(y, 4, 1.0f); /* y = 2 * conv + 1 * y */
         assert_int_equal(cudnnConvolutionForward(H, &two, s.x, x, s.w, w, s.conv,
-                                                 CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &one, s.y, y),
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0,
+                                                 &one, s.y, y),
                          CUDNN_STATUS_SUCCESS);
         down(hy, y, 4);
         for (int i = 0; i < 4; i++) near(hy[i], 2 * wants[t][i] + 1, 1e-6, "y blended", i);
@@ -220,50 +228,54 @@ static void conv_case_check(const ccase *c) {
     cset s;
     cset_make(c, &s);
     float *hx = host_rand(s.nx), *hw = host_rand(s.nw), *hdy = host_rand(s.ny);
-    float *hy = malloc(s.ny * sizeof *hy), *hdx = malloc(s.nx * sizeof *hdx), *hdw = malloc(s.nw * sizeof *hdw);
+    float *hy = malloc(s.ny * sizeof *hy), *hdx = malloc(s.nx * sizeof *hdx),
+          *hdw = malloc(s.nw * sizeof *hdw);
     double *ry = malloc(s.ny * sizeof *ry);
-    float *x = dev_new(s.nx), *w = dev_new(s.nw), *dy = dev_new(s.ny), *y = dev_new(s.ny), *dx = dev_new(s.nx),
-          *dw = dev_new(s.nw);
+    float *x = dev_new(s.nx), *w = dev_new(s.nw), *dy = dev_new(s.ny), *y = dev_new(s.ny),
+          *dx = dev_new(s.nx), *dw = dev_new(s.nw);
     up(x, hx, s.nx), up(w, hw, s.nw), up(dy, hdy, s.ny);
     fill(y, s.ny, NAN), fill(dx, s.nx, NAN), fill(dw, s.nw, NAN);
     const float one = 1, zero = 0;
     size_t ws_bytes;
     void *ws = NULL;
 
-    assert_int_equal(cudnnSetConvolutionMathType(s.conv, CUDNN_TENSOR_OP_MATH), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnGetConvolutionForwardWorkspaceSize(H, s.x, s.w, s.conv, s.y,
-                                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-                                                             &ws_bytes),
+    assert_int_equal(cudnnSetConvolutionMathType(s.conv, CUDNN_TENSOR_OP_MATH),
                      CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnGetConvolutionForwardWorkspaceSize(
+            H, s.x, s.w, s.conv, s.y, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &ws_bytes),
+        CUDNN_STATUS_SUCCESS);
     assert_true(ws_bytes > 0);
     assert_int_equal(cudaMalloc(&ws, ws_bytes), cudaSuccess);
     assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv,
-                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, ws, ws_bytes, &zero,
-                                             s.y, y),
+                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, ws,
+                                             ws_bytes, &zero, s.y, y),
                      CUDNN_STATUS_SUCCESS);
     down(hy, y, s.ny);
     ref_conv(&s, hx, hw, ry);
     for (size_t i = 0; i < s.ny; i++) near(hy[i], ry[i], 1e-5, "conv y", (int)i);
     cudaFree(ws);
 
-    assert_int_equal(cudnnGetConvolutionBackwardDataWorkspaceSize(H, s.w, s.y, s.conv, s.x,
-                                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, &ws_bytes),
+    assert_int_equal(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                         H, s.w, s.y, s.conv, s.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, &ws_bytes),
                      CUDNN_STATUS_SUCCESS);
     assert_int_equal(cudaMalloc(&ws, ws_bytes ? ws_bytes : 1), cudaSuccess);
-    assert_int_equal(cudnnConvolutionBackwardData(H, &one, s.w, w, s.y, dy, s.conv, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
-                                                  ws, ws_bytes, &zero, s.x, dx),
+    assert_int_equal(cudnnConvolutionBackwardData(H, &one, s.w, w, s.y, dy, s.conv,
+                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, ws, ws_bytes,
+                                                  &zero, s.x, dx),
                      CUDNN_STATUS_SUCCESS);
     down(hdx, dx, s.nx);
     cudaFree(ws);
 
     assert_int_equal(cudnnSetConvolutionMathType(s.conv, CUDNN_DEFAULT_MATH), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnGetConvolutionBackwardFilterWorkspaceSize(H, s.x, s.y, s.conv, s.w,
-                                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, &ws_bytes),
+    assert_int_equal(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                         H, s.x, s.y, s.conv, s.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, &ws_bytes),
                      CUDNN_STATUS_SUCCESS);
     assert_true(ws_bytes > 0);
     assert_int_equal(cudaMalloc(&ws, ws_bytes), cudaSuccess);
     assert_int_equal(cudnnConvolutionBackwardFilter(H, &one, s.x, x, s.y, dy, s.conv,
-                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, ws, ws_bytes, &zero, s.w, dw),
+                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, ws,
+                                                    ws_bytes, &zero, s.w, dw),
                      CUDNN_STATUS_SUCCESS);
     down(hdw, dw, s.nw);
     /* the algorithm's workspace holds the emulator's NaN scribble */
@@ -281,7 +293,8 @@ static void conv_case_check(const ccase *c) {
 
     /* beta = 1 accumulates: dw' = dw + grad */
     assert_int_equal(cudnnConvolutionBackwardFilter(H, &one, s.x, x, s.y, dy, s.conv,
-                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, NULL, 0, &one, s.w, dw),
+                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, NULL, 0,
+                                                    &one, s.w, dw),
                      CUDNN_STATUS_SUCCESS);
     float *hdw2 = malloc(s.nw * sizeof *hdw2);
     down(hdw2, dw, s.nw);
@@ -296,13 +309,83 @@ static void test_conv_geometries(void **state) {
     (void)state;
     const ccase cases[] = {
         /* nsp N C K G  in         k          pad        stride     dilation */
-        {2, 2, 3, 4, 1, {7, 6}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, CUDNN_CROSS_CORRELATION}, /* stride 2 + pad */
-        {2, 1, 2, 3, 1, {9, 8}, {3, 2}, {2, 1}, {1, 2}, {2, 3}, CUDNN_CROSS_CORRELATION}, /* dilation */
-        {2, 2, 6, 4, 2, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, CUDNN_CROSS_CORRELATION}, /* groups */
-        {2, 1, 4, 4, 4, {6, 5}, {3, 3}, {1, 1}, {2, 2}, {1, 1}, CUDNN_CROSS_CORRELATION}, /* depthwise */
-        {2, 2, 3, 2, 1, {11, 1}, {3, 1}, {1, 0}, {2, 1}, {2, 1}, CUDNN_CROSS_CORRELATION}, /* 1-d as (L, 1) */
-        {3, 1, 2, 3, 1, {4, 5, 3}, {2, 3, 2}, {1, 1, 0}, {2, 1, 1}, {1, 1, 2}, CUDNN_CROSS_CORRELATION}, /* 3-d */
-        {2, 1, 2, 2, 1, {5, 4}, {3, 2}, {1, 0}, {1, 1}, {1, 1}, CUDNN_CONVOLUTION}, /* flipped kernel */
+        {2,
+         2,
+         3,
+         4,
+         1,
+         {7, 6},
+         {3, 3},
+         {1, 1},
+         {2, 2},
+         {1, 1},
+         CUDNN_CROSS_CORRELATION}, /* stride 2 + pad */
+        {2,
+         1,
+         2,
+         3,
+         1,
+         {9, 8},
+         {3, 2},
+         {2, 1},
+         {1, 2},
+         {2, 3},
+         CUDNN_CROSS_CORRELATION}, /* dilation */
+        {2,
+         2,
+         6,
+         4,
+         2,
+         {5, 5},
+         {3, 3},
+         {1, 1},
+         {1, 1},
+         {1, 1},
+         CUDNN_CROSS_CORRELATION}, /* groups */
+        {2,
+         1,
+         4,
+         4,
+         4,
+         {6, 5},
+         {3, 3},
+         {1, 1},
+         {2, 2},
+         {1, 1},
+         CUDNN_CROSS_CORRELATION}, /* depthwise */
+        {2,
+         2,
+         3,
+         2,
+         1,
+         {11, 1},
+         {3, 1},
+         {1, 0},
+         {2, 1},
+         {2, 1},
+         CUDNN_CROSS_CORRELATION}, /* 1-d as (L, 1) */
+        {3,
+         1,
+         2,
+         3,
+         1,
+         {4, 5, 3},
+         {2, 3, 2},
+         {1, 1, 0},
+         {2, 1, 1},
+         {1, 1, 2},
+         CUDNN_CROSS_CORRELATION}, /* 3-d */
+        {2,
+         1,
+         2,
+         2,
+         1,
+         {5, 4},
+         {3, 2},
+         {1, 0},
+         {1, 1},
+         {1, 1},
+         CUDNN_CONVOLUTION}, /* flipped kernel */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) conv_case_check(&cases[i]);
 }
@@ -320,7 +403,8 @@ static void test_conv_bias(void **state) {
     down(out, y, 24);
     for (int i = 0; i < 24; i++) near(out[i], (double)hy[i] + hb[(i / 4) % 3], 1e-6, "y + b", i);
     fill(d, 3, NAN);
-    assert_int_equal(cudnnConvolutionBackwardBias(H, &one, ydesc, y, &zero, bdesc, d), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnConvolutionBackwardBias(H, &one, ydesc, y, &zero, bdesc, d),
+                     CUDNN_STATUS_SUCCESS);
     down(db, d, 3);
     for (int c = 0; c < 3; c++) {
         double s = 0;
@@ -338,21 +422,25 @@ static void test_relu(void **state) {
     cudnnTensorDescriptor_t td;
     cudnnActivationDescriptor_t ad;
     assert_int_equal(cudnnCreateTensorDescriptor(&td), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnSetTensor4dDescriptor(td, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1, 5),
-                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnSetTensor4dDescriptor(td, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1, 5),
+        CUDNN_STATUS_SUCCESS);
     assert_int_equal(cudnnCreateActivationDescriptor(&ad), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
-                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
+        CUDNN_STATUS_SUCCESS);
     float hx[5] = {-1, 0, 2.5f, NAN, -0.0f}, hy[5];
     float *x = dev_new(5), *y = dev_new(5);
     up(x, hx, 5);
     fill(y, 5, NAN);
     const float one = 1, zero = 0;
-    assert_int_equal(cudnnActivationForward(H, ad, &one, td, x, &zero, td, y), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnActivationForward(H, ad, &one, td, x, &zero, td, y),
+                     CUDNN_STATUS_SUCCESS);
     down(hy, y, 5);
     assert_true(hy[0] == 0 && hy[1] == 0 && hy[2] == 2.5f && isnan(hy[3]) && hy[4] == 0);
-    assert_int_equal(cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
-                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+        CUDNN_STATUS_SUCCESS);
     fill(y, 5, 1.0f);
     assert_int_equal(cudnnActivationForward(H, ad, &one, td, x, &one, td, y), CUDNN_STATUS_SUCCESS);
     down(hy, y, 5);
@@ -374,14 +462,17 @@ static bnset bn_descs(void) {
     bnset b;
     assert_int_equal(cudnnCreateTensorDescriptor(&b.x), CUDNN_STATUS_SUCCESS);
     assert_int_equal(cudnnCreateTensorDescriptor(&b.p), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnSetTensor4dDescriptor(b.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, BN_N, BN_C, BN_S, 1),
+    assert_int_equal(
+        cudnnSetTensor4dDescriptor(b.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, BN_N, BN_C, BN_S, 1),
+        CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnDeriveBNTensorDescriptor(b.p, b.x, CUDNN_BATCHNORM_SPATIAL),
                      CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnDeriveBNTensorDescriptor(b.p, b.x, CUDNN_BATCHNORM_SPATIAL), CUDNN_STATUS_SUCCESS);
     cudnnDataType_t dt;
     int nb, dim[4], str[4];
     assert_int_equal(cudnnGetTensorNdDescriptor(b.p, 4, &dt, &nb, dim, str), CUDNN_STATUS_SUCCESS);
     assert_int_equal(nb, 4);
-    assert_true(dt == CUDNN_DATA_FLOAT && dim[0] == 1 && dim[1] == BN_C && dim[2] == 1 && dim[3] == 1);
+    assert_true(dt == CUDNN_DATA_FLOAT && dim[0] == 1 && dim[1] == BN_C && dim[2] == 1 &&
+                dim[3] == 1);
     return b;
 }
 
@@ -404,20 +495,22 @@ static void direct_stats(const double *x, int c, double *mean, double *var) {
 static void test_bn_forward(void **state) {
     (void)state;
     bnset b = bn_descs();
-    float *hx = host_rand(BN_NX), hs[BN_C] = {1.5f, -0.5f}, hb[BN_C] = {0.25f, 2}, hrm[BN_C] = {0.3f, -1},
-          hrv[BN_C] = {2, 0.5f};
+    float *hx = host_rand(BN_NX), hs[BN_C] = {1.5f, -0.5f}, hb[BN_C] = {0.25f, 2},
+          hrm[BN_C] = {0.3f, -1}, hrv[BN_C] = {2, 0.5f};
     for (int i = 0; i < BN_NX; i++) hx[i] = hx[i] * 3 + 1; /* mean and variance far from 0 / 1 */
-    float *x = dev_new(BN_NX), *y = dev_new(BN_NX), *sc = dev_new(BN_C), *bi = dev_new(BN_C), *rm = dev_new(BN_C),
-          *rv = dev_new(BN_C), *sm = dev_new(BN_C), *si = dev_new(BN_C);
+    float *x = dev_new(BN_NX), *y = dev_new(BN_NX), *sc = dev_new(BN_C), *bi = dev_new(BN_C),
+          *rm = dev_new(BN_C), *rv = dev_new(BN_C), *sm = dev_new(BN_C), *si = dev_new(BN_C);
     up(x, hx, BN_NX), up(sc, hs, BN_C), up(bi, hb, BN_C), up(rm, hrm, BN_C), up(rv, hrv, BN_C);
     fill(y, BN_NX, NAN);
     const float one = 1, zero = 0;
     const double f = 0.1, eps = 1e-3;
-    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, x, b.x, y,
-                                                            b.p, sc, bi, f, rm, rv, eps, sm, si),
+    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+                                                            b.x, x, b.x, y, b.p, sc, bi, f, rm, rv,
+                                                            eps, sm, si),
                      CUDNN_STATUS_SUCCESS);
     float hy[BN_NX], orm[BN_C], orv[BN_C], osm[BN_C], osi[BN_C];
-    down(hy, y, BN_NX), down(orm, rm, BN_C), down(orv, rv, BN_C), down(osm, sm, BN_C), down(osi, si, BN_C);
+    down(hy, y, BN_NX), down(orm, rm, BN_C), down(orv, rv, BN_C), down(osm, sm, BN_C),
+        down(osi, si, BN_C);
     double dx[BN_NX];
     for (int i = 0; i < BN_NX; i++) dx[i] = hx[i];
     double m = BN_N * BN_S;
@@ -435,29 +528,35 @@ static void test_bn_forward(void **state) {
             }
     }
     /* no running / saved outputs (all NULL) is fine; one of a pair NULL is not */
-    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, x, b.x, y,
-                                                            b.p, sc, bi, f, NULL, NULL, eps, NULL, NULL),
+    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+                                                            b.x, x, b.x, y, b.p, sc, bi, f, NULL,
+                                                            NULL, eps, NULL, NULL),
                      CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, x, b.x, y,
-                                                            b.p, sc, bi, f, rm, NULL, eps, NULL, NULL),
+    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+                                                            b.x, x, b.x, y, b.p, sc, bi, f, rm,
+                                                            NULL, eps, NULL, NULL),
                      CUDNN_STATUS_BAD_PARAM);
     /* inference with the running statistics */
     fill(y, BN_NX, NAN);
-    assert_int_equal(cudnnBatchNormalizationForwardInference(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, x, b.x, y,
-                                                             b.p, sc, bi, rm, rv, eps),
+    assert_int_equal(cudnnBatchNormalizationForwardInference(H, CUDNN_BATCHNORM_SPATIAL, &one,
+                                                             &zero, b.x, x, b.x, y, b.p, sc, bi, rm,
+                                                             rv, eps),
                      CUDNN_STATUS_SUCCESS);
     down(hy, y, BN_NX);
     for (int k = 0; k < BN_NX; k++) {
         int c = (k / BN_S) % BN_C;
-        near(hy[k], hs[c] * (dx[k] - orm[c]) / sqrt((double)orv[c] + eps) + hb[c], 1e-5, "bn inference y", k);
+        near(hy[k], hs[c] * (dx[k] - orm[c]) / sqrt((double)orv[c] + eps) + hb[c], 1e-5,
+             "bn inference y", k);
     }
     free(hx);
-    cudaFree(x), cudaFree(y), cudaFree(sc), cudaFree(bi), cudaFree(rm), cudaFree(rv), cudaFree(sm), cudaFree(si);
+    cudaFree(x), cudaFree(y), cudaFree(sc), cudaFree(bi), cudaFree(rm), cudaFree(rv), cudaFree(sm),
+        cudaFree(si);
     bn_free(&b);
 }
 
 /* L = sum(r * BN(x)) in double, written from the definition. */
-static double bn_loss(const double *x, const double *s, const double *bias, const double *r, double eps) {
+static double bn_loss(const double *x, const double *s, const double *bias, const double *r,
+                      double eps) {
     double L = 0;
     for (int c = 0; c < BN_C; c++) {
         double mean, var;
@@ -474,19 +573,21 @@ static double bn_loss(const double *x, const double *s, const double *bias, cons
 static void test_bn_backward(void **state) {
     (void)state;
     bnset b = bn_descs();
-    float *hx = host_rand(BN_NX), *hr = host_rand(BN_NX), hs[BN_C] = {1.5f, -0.5f}, hb[BN_C] = {0.25f, 2};
+    float *hx = host_rand(BN_NX), *hr = host_rand(BN_NX), hs[BN_C] = {1.5f, -0.5f},
+          hb[BN_C] = {0.25f, 2};
     const double eps = 1e-3;
     double x[BN_NX], r[BN_NX], s[BN_C], bias[BN_C], h = 1e-4;
     for (int i = 0; i < BN_NX; i++) x[i] = hx[i], r[i] = hr[i];
     for (int c = 0; c < BN_C; c++) s[c] = hs[c], bias[c] = hb[c];
     float *dx = dev_new(BN_NX), *dxv = dev_new(BN_NX), *dy = dev_new(BN_NX), *xd = dev_new(BN_NX),
-          *sc = dev_new(BN_C), *ds = dev_new(BN_C), *db = dev_new(BN_C), *y = dev_new(BN_NX), *sm = dev_new(BN_C),
-          *si = dev_new(BN_C);
+          *sc = dev_new(BN_C), *ds = dev_new(BN_C), *db = dev_new(BN_C), *y = dev_new(BN_NX),
+          *sm = dev_new(BN_C), *si = dev_new(BN_C);
     up(xd, hx, BN_NX), up(dy, hr, BN_NX), up(sc, hs, BN_C);
     fill(dx, BN_NX, NAN), fill(ds, BN_C, NAN), fill(db, BN_C, NAN);
     const float one = 1, zero = 0;
-    assert_int_equal(cudnnBatchNormalizationBackward(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, b.x, xd,
-                                                     b.x, dy, b.x, dx, b.p, sc, ds, db, eps, NULL, NULL),
+    assert_int_equal(cudnnBatchNormalizationBackward(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one,
+                                                     &zero, b.x, xd, b.x, dy, b.x, dx, b.p, sc, ds,
+                                                     db, eps, NULL, NULL),
                      CUDNN_STATUS_SUCCESS);
     float gdx[BN_NX], gds[BN_C], gdb[BN_C];
     down(gdx, dx, BN_NX), down(gds, ds, BN_C), down(gdb, db, BN_C);
@@ -499,26 +600,32 @@ static void test_bn_backward(void **state) {
     }
     for (int c = 0; c < BN_C; c++) {
         double sp[BN_C], sn[BN_C], bp[BN_C], bn[BN_C];
-        memcpy(sp, s, sizeof s), memcpy(sn, s, sizeof s), memcpy(bp, bias, sizeof bias), memcpy(bn, bias, sizeof bias);
+        memcpy(sp, s, sizeof s), memcpy(sn, s, sizeof s), memcpy(bp, bias, sizeof bias),
+            memcpy(bn, bias, sizeof bias);
         sp[c] += h, sn[c] -= h, bp[c] += h, bn[c] -= h;
-        near(gds[c], (bn_loss(x, sp, bias, r, eps) - bn_loss(x, sn, bias, r, eps)) / (2 * h), 1e-4, "dscale", c);
-        near(gdb[c], (bn_loss(x, s, bp, r, eps) - bn_loss(x, s, bn, r, eps)) / (2 * h), 1e-4, "dbias", c);
+        near(gds[c], (bn_loss(x, sp, bias, r, eps) - bn_loss(x, sn, bias, r, eps)) / (2 * h), 1e-4,
+             "dscale", c);
+        near(gdb[c], (bn_loss(x, s, bp, r, eps) - bn_loss(x, s, bn, r, eps)) / (2 * h), 1e-4,
+             "dbias", c);
     }
     /* with the forward's saved mean / inverse std: the same gradients */
     float hbias[BN_C] = {0.25f, 2};
     float *bi = dev_new(BN_C);
     up(bi, hbias, BN_C);
-    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, xd, b.x, y,
-                                                            b.p, sc, bi, 1.0, NULL, NULL, eps, sm, si),
+    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+                                                            b.x, xd, b.x, y, b.p, sc, bi, 1.0, NULL,
+                                                            NULL, eps, sm, si),
                      CUDNN_STATUS_SUCCESS);
     fill(dxv, BN_NX, 1.0f), fill(ds, BN_C, 1.0f), fill(db, BN_C, 1.0f);
     const float two = 2; /* dx' = 2 * dx + 1; dscale' = 1 * g + 1 (param beta = 1) */
-    assert_int_equal(cudnnBatchNormalizationBackward(H, CUDNN_BATCHNORM_SPATIAL, &two, &one, &one, &one, b.x, xd, b.x,
-                                                     dy, b.x, dxv, b.p, sc, ds, db, eps, sm, si),
+    assert_int_equal(cudnnBatchNormalizationBackward(H, CUDNN_BATCHNORM_SPATIAL, &two, &one, &one,
+                                                     &one, b.x, xd, b.x, dy, b.x, dxv, b.p, sc, ds,
+                                                     db, eps, sm, si),
                      CUDNN_STATUS_SUCCESS);
     float g2[BN_NX], s2[BN_C], b2[BN_C];
     down(g2, dxv, BN_NX), down(s2, ds, BN_C), down(b2, db, BN_C);
-    for (int i = 0; i < BN_NX; i++) near(g2[i], 2.0 * gdx[i] + 1, 1e-5, "blended dx (saved stats)", i);
+    for (int i = 0; i < BN_NX; i++)
+        near(g2[i], 2.0 * gdx[i] + 1, 1e-5, "blended dx (saved stats)", i);
     for (int c = 0; c < BN_C; c++) {
         near(s2[c], gds[c] + 1.0, 1e-5, "accumulated dscale", c);
         near(b2[c], gdb[c] + 1.0, 1e-5, "accumulated dbias", c);
@@ -526,8 +633,9 @@ static void test_bn_backward(void **state) {
     /* given saved statistics are used, not recomputed: dscale = sum dy * (x - m') * inv' */
     float hm[BN_C] = {0.5f, -0.25f}, hi[BN_C] = {2, 0.75f};
     up(sm, hm, BN_C), up(si, hi, BN_C);
-    assert_int_equal(cudnnBatchNormalizationBackward(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, b.x, xd,
-                                                     b.x, dy, b.x, dxv, b.p, sc, ds, db, eps, sm, si),
+    assert_int_equal(cudnnBatchNormalizationBackward(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one,
+                                                     &zero, b.x, xd, b.x, dy, b.x, dxv, b.p, sc, ds,
+                                                     db, eps, sm, si),
                      CUDNN_STATUS_SUCCESS);
     down(s2, ds, BN_C);
     for (int c = 0; c < BN_C; c++) {
@@ -540,8 +648,8 @@ static void test_bn_backward(void **state) {
         near(s2[c], want, 1e-5, "dscale from saved statistics", c);
     }
     free(hx), free(hr);
-    cudaFree(dx), cudaFree(dxv), cudaFree(dy), cudaFree(xd), cudaFree(sc), cudaFree(ds), cudaFree(db), cudaFree(y),
-        cudaFree(sm), cudaFree(si), cudaFree(bi);
+    cudaFree(dx), cudaFree(dxv), cudaFree(dy), cudaFree(xd), cudaFree(sc), cudaFree(ds),
+        cudaFree(db), cudaFree(y), cudaFree(sm), cudaFree(si), cudaFree(bi);
     bn_free(&b);
 }
 
@@ -558,29 +666,32 @@ static void test_algo_lists(void **state) {
     int nf = 0, nd = 0, nw = 0;
     assert_int_equal(cudnnGetConvolutionForwardAlgorithm_v7(H, s.x, s.w, s.conv, s.y, 16, &nf, f),
                      CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnGetConvolutionBackwardDataAlgorithm_v7(H, s.w, s.y, s.conv, s.x, 16, &nd, d),
-                     CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnGetConvolutionBackwardFilterAlgorithm_v7(H, s.x, s.y, s.conv, s.w, 16, &nw, w),
-                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnGetConvolutionBackwardDataAlgorithm_v7(H, s.w, s.y, s.conv, s.x, 16, &nd, d),
+        CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnGetConvolutionBackwardFilterAlgorithm_v7(H, s.x, s.y, s.conv, s.w, 16, &nw, w),
+        CUDNN_STATUS_SUCCESS);
     /* what a selecting caller must see: a conversion entry, zero and nonzero
      * workspace, non-deterministic backward entries; sizes agree with
      * GetWorkspaceSize under the entry's math type */
-#define LIST_PROPS(arr, n, getws, ...)                                                                 \
-    do {                                                                                               \
-        bool conv_ = false, zero_ = false, big_ = false, nondet_ = false;                              \
-        for (int i = 0; i < n; i++) {                                                                  \
-            if (arr[i].status != CUDNN_STATUS_SUCCESS) continue;                                        \
-            conv_ |= arr[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;                         \
-            zero_ |= arr[i].memory == 0 && arr[i].determinism == CUDNN_DETERMINISTIC;                  \
-            big_ |= arr[i].memory > 0 && arr[i].determinism == CUDNN_DETERMINISTIC;                    \
-            nondet_ |= arr[i].determinism == CUDNN_NON_DETERMINISTIC;                                  \
-            size_t ws_ = 0;                                                                            \
-            assert_int_equal(cudnnSetConvolutionMathType(s.conv, arr[i].mathType), CUDNN_STATUS_SUCCESS); \
-            assert_int_equal(getws(H, __VA_ARGS__, arr[i].algo, &ws_), CUDNN_STATUS_SUCCESS);          \
-            assert_int_equal(ws_, arr[i].memory);                                                      \
-        }                                                                                              \
-        assert_true(conv_ && zero_ && big_);                                                           \
-        nondet_all |= nondet_;                                                                         \
+#define LIST_PROPS(arr, n, getws, ...)                                                             \
+    do {                                                                                           \
+        bool conv_ = false, zero_ = false, big_ = false, nondet_ = false;                          \
+        for (int i = 0; i < n; i++) {                                                              \
+            if (arr[i].status != CUDNN_STATUS_SUCCESS) continue;                                   \
+            conv_ |= arr[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;                     \
+            zero_ |= arr[i].memory == 0 && arr[i].determinism == CUDNN_DETERMINISTIC;              \
+            big_ |= arr[i].memory > 0 && arr[i].determinism == CUDNN_DETERMINISTIC;                \
+            nondet_ |= arr[i].determinism == CUDNN_NON_DETERMINISTIC;                              \
+            size_t ws_ = 0;                                                                        \
+            assert_int_equal(cudnnSetConvolutionMathType(s.conv, arr[i].mathType),                 \
+                             CUDNN_STATUS_SUCCESS);                                                \
+            assert_int_equal(getws(H, __VA_ARGS__, arr[i].algo, &ws_), CUDNN_STATUS_SUCCESS);      \
+            assert_int_equal(ws_, arr[i].memory);                                                  \
+        }                                                                                          \
+        assert_true(conv_ &&zero_ &&big_);                                                         \
+        nondet_all |= nondet_;                                                                     \
     } while (0)
     bool nondet_all = false;
     LIST_PROPS(f, nf, cudnnGetConvolutionForwardWorkspaceSize, s.x, s.w, s.conv, s.y);
@@ -599,10 +710,7 @@ static void test_algo_lists(void **state) {
  * (two windows share one), NaN propagated, a y of the wrong size rejected. */
 static void test_pooling_hand(void **state) {
     (void)state;
-    const float xh[16] = {1, 9, 2, 3,
-                          4, 5, 6, 7,
-                          8, 0, 1, 2,
-                          3, 4, 5, 6};
+    const float xh[16] = {1, 9, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2, 3, 4, 5, 6};
     /* windows (rows/cols -1..1 and 1..3): {1,9,4,5} {9,2,3,5,6,7} {4,5,8,0,3,4} {5,6,7,0,1,2,4,5,6} */
     const float want_y[4] = {9, 9, 8, 7};
     const float dyh[4] = {1, 10, 100, 1000};
@@ -613,8 +721,9 @@ static void test_pooling_hand(void **state) {
     cudnnTensorDescriptor_t tx = tdesc(4, xd), ty = tdesc(4, yd), tbad = tdesc(4, bad);
     cudnnPoolingDescriptor_t pd;
     assert_int_equal(cudnnCreatePoolingDescriptor(&pd), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnSetPoolingNdDescriptor(pd, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_PROPAGATE_NAN, 2,
-                                                 win, pad, str), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnSetPoolingNdDescriptor(pd, CUDNN_POOLING_MAX_DETERMINISTIC,
+                                                 CUDNN_PROPAGATE_NAN, 2, win, pad, str),
+                     CUDNN_STATUS_SUCCESS);
     float *x = dev_new(16), *y = dev_new(4), *dy = dev_new(4), *dx = dev_new(16), h[16];
     const float one = 1.0f, zero = 0.0f;
     up(x, xh, 16), up(dy, dyh, 4);
@@ -622,7 +731,8 @@ static void test_pooling_hand(void **state) {
     assert_int_equal(cudnnPoolingForward(H, pd, &one, tx, x, &zero, ty, y), CUDNN_STATUS_SUCCESS);
     down(h, y, 4);
     for (int i = 0; i < 4; i++) near(h[i], want_y[i], 0, "y", i);
-    assert_int_equal(cudnnPoolingBackward(H, pd, &one, ty, y, ty, dy, tx, x, &zero, tx, dx), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnPoolingBackward(H, pd, &one, ty, y, ty, dy, tx, x, &zero, tx, dx),
+                     CUDNN_STATUS_SUCCESS);
     down(h, dx, 16);
     for (int i = 0; i < 16; i++) near(h[i], want_dx[i], 0, "dx", i);
     float xn[16];
@@ -632,10 +742,12 @@ static void test_pooling_hand(void **state) {
     assert_int_equal(cudnnPoolingForward(H, pd, &one, tx, x, &zero, ty, y), CUDNN_STATUS_SUCCESS);
     down(h, y, 4);
     assert_true(!isnan(h[0]) && !isnan(h[1]) && !isnan(h[2]) && isnan(h[3]));
-    assert_int_equal(cudnnPoolingForward(H, pd, &one, tx, x, &zero, tbad, y), CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnPoolingForward(H, pd, &one, tx, x, &zero, tbad, y),
+                     CUDNN_STATUS_BAD_PARAM);
     cudaFree(x), cudaFree(y), cudaFree(dy), cudaFree(dx);
     cudnnDestroyPoolingDescriptor(pd);
-    cudnnDestroyTensorDescriptor(tx), cudnnDestroyTensorDescriptor(ty), cudnnDestroyTensorDescriptor(tbad);
+    cudnnDestroyTensorDescriptor(tx), cudnnDestroyTensorDescriptor(ty),
+        cudnnDestroyTensorDescriptor(tbad);
 }
 
 static void test_bad_params(void **state) {
@@ -653,65 +765,79 @@ static void test_bad_params(void **state) {
     void *ws;
     assert_int_equal(cudaMalloc(&ws, need), cudaSuccess);
     /* control: the call is accepted */
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, y),
-                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, y),
+        CUDNN_STATUS_SUCCESS);
     /* host pointer; device block shorter than the tensor; offset past the block */
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, host),
-                     CUDNN_STATUS_BAD_PARAM);
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, small),
-                     CUDNN_STATUS_BAD_PARAM);
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x + 1, s.w, w, s.conv, A, ws, need, &zero, s.y, y),
-                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, host),
+        CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, small),
+        CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x + 1, s.w, w, s.conv, A, ws, need, &zero, s.y, y),
+        CUDNN_STATUS_BAD_PARAM);
     /* workspace: too small, NULL */
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need - 1, &zero, s.y, y),
-                     CUDNN_STATUS_BAD_PARAM);
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, NULL, 0, &zero, s.y, y),
-                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need - 1, &zero, s.y, y),
+        CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, NULL, 0, &zero, s.y, y),
+        CUDNN_STATUS_BAD_PARAM);
     /* tensor-op math needs more workspace than the default-math query said */
-    assert_int_equal(cudnnSetConvolutionMathType(s.conv, CUDNN_TENSOR_OP_MATH), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, y),
-                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnSetConvolutionMathType(s.conv, CUDNN_TENSOR_OP_MATH),
+                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, y),
+        CUDNN_STATUS_BAD_PARAM);
     assert_int_equal(cudnnSetConvolutionMathType(s.conv, CUDNN_DEFAULT_MATH), CUDNN_STATUS_SUCCESS);
     /* y dims not what GetConvolutionNdForwardOutputDim gives */
     int bad_y[4] = {1, 2, 4, 5};
     cudnnTensorDescriptor_t by = tdesc(4, bad_y);
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, by, y),
-                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, by, y),
+        CUDNN_STATUS_BAD_PARAM);
     /* group count that does not divide the channels / does not match the filter */
     assert_int_equal(cudnnSetConvolutionGroupCount(s.conv, 2), CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, y),
-                     CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(
+        cudnnConvolutionForward(H, &one, s.x, x, s.w, w, s.conv, A, ws, need, &zero, s.y, y),
+        CUDNN_STATUS_BAD_PARAM);
     assert_int_equal(cudnnSetConvolutionGroupCount(s.conv, 0), CUDNN_STATUS_BAD_PARAM);
     assert_int_equal(cudnnSetConvolutionGroupCount(s.conv, 1), CUDNN_STATUS_SUCCESS);
     /* descriptor setters */
     int neg[4] = {1, -2, 3, 3}, st4[4] = {18, 9, 3, 1};
-    assert_int_equal(cudnnSetTensorNdDescriptor(by, CUDNN_DATA_FLOAT, 4, neg, st4), CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(cudnnSetTensorNdDescriptor(by, CUDNN_DATA_FLOAT, 4, neg, st4),
+                     CUDNN_STATUS_BAD_PARAM);
     int pad[2] = {-1, 0}, str[2] = {1, 1}, dil[2] = {1, 1};
-    assert_int_equal(cudnnSetConvolutionNdDescriptor(s.conv, 2, pad, str, dil, CUDNN_CROSS_CORRELATION,
-                                                     CUDNN_DATA_FLOAT),
+    assert_int_equal(cudnnSetConvolutionNdDescriptor(s.conv, 2, pad, str, dil,
+                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                      CUDNN_STATUS_BAD_PARAM);
     /* BN: epsilon below CUDNN_BN_MIN_EPSILON; host parameter pointer */
     bnset b = bn_descs();
     float *bx = dev_new(BN_NX), *by2 = dev_new(BN_NX), *p1 = dev_new(BN_C), *p2 = dev_new(BN_C);
     float hostp[BN_C] = {0, 0};
-    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, bx, b.x,
-                                                            by2, b.p, p1, p2, 1.0, NULL, NULL, 1e-5, NULL, NULL),
+    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+                                                            b.x, bx, b.x, by2, b.p, p1, p2, 1.0,
+                                                            NULL, NULL, 1e-5, NULL, NULL),
                      CUDNN_STATUS_SUCCESS);
-    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, bx, b.x,
-                                                            by2, b.p, p1, p2, 1.0, NULL, NULL,
-                                                            CUDNN_BN_MIN_EPSILON - 1e-6, NULL, NULL),
+    assert_int_equal(cudnnBatchNormalizationForwardTraining(
+                         H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, bx, b.x, by2, b.p, p1, p2,
+                         1.0, NULL, NULL, CUDNN_BN_MIN_EPSILON - 1e-6, NULL, NULL),
                      CUDNN_STATUS_BAD_PARAM);
-    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, b.x, bx, b.x,
-                                                            by2, b.p, hostp, p2, 1.0, NULL, NULL, 1e-5, NULL, NULL),
+    assert_int_equal(cudnnBatchNormalizationForwardTraining(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+                                                            b.x, bx, b.x, by2, b.p, hostp, p2, 1.0,
+                                                            NULL, NULL, 1e-5, NULL, NULL),
                      CUDNN_STATUS_BAD_PARAM);
-    assert_int_equal(cudnnBatchNormalizationBackward(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, b.x, bx,
-                                                     b.x, by2, b.x, by2, b.p, p1, p1, p2, -1.0, NULL, NULL),
+    assert_int_equal(cudnnBatchNormalizationBackward(H, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one,
+                                                     &zero, b.x, bx, b.x, by2, b.x, by2, b.p, p1,
+                                                     p1, p2, -1.0, NULL, NULL),
                      CUDNN_STATUS_BAD_PARAM);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
     bn_free(&b);
     cudnnDestroyTensorDescriptor(by);
-    cudaFree(x), cudaFree(w), cudaFree(y), cudaFree(small), cudaFree(ws), cudaFree(bx), cudaFree(by2), cudaFree(p1),
-        cudaFree(p2);
+    cudaFree(x), cudaFree(w), cudaFree(y), cudaFree(small), cudaFree(ws), cudaFree(bx),
+        cudaFree(by2), cudaFree(p1), cudaFree(p2);
     free(host);
     cset_free(&s);
 }

@@ -30,7 +30,7 @@ int main(void) {
 #include "ir/ops/op_table.h"
 
 typedef struct pool_case {
-    int rank;            /* 3, 4 or 5 */
+    int rank; /* 3, 4 or 5 */
     int64_t x[5];
     int64_t k[3], s[3], p[3], d[3];
 } pool_case;
@@ -106,15 +106,19 @@ static void run_case(const pool_case *c, bool scratch, unsigned seed) {
     copy_sync(dev_x, hx, (size_t)nx * 4, cudaMemcpyHostToDevice);
     copy_sync(dev_dy, hdy, (size_t)ny * 4, cudaMemcpyHostToDevice);
     void *din[2] = {dev_dy, dev_x}, *dout[1] = {dev_dx};
-    kernel_args da = {.g = g, .n = &g->nodes[b], .in = din, .out = dout, .scratch = dev_s,
+    kernel_args da = {.g = g,
+                      .n = &g->nodes[b],
+                      .in = din,
+                      .out = dout,
+                      .scratch = dev_s,
                       .scratch_bytes = scratch ? sb : 0};
     be->run_node(be, RT_STREAM_COMPUTE, &da, 0);
     if (be->sync(be, &err)) fail_msg("cuda: %s", err.msg);
     copy_sync(got, dev_dx, (size_t)nx * 4, cudaMemcpyDeviceToHost);
     for (int64_t i = 0; i < nx; i++)
         if (memcmp(&got[i], &want[i], 4) != 0)
-            fail_msg("rank %d, scratch %d: dX[%lld] cuda %a, cpu %a", c->rank, scratch, (long long)i,
-                     (double)got[i], (double)want[i]);
+            fail_msg("rank %d, scratch %d: dX[%lld] cuda %a, cpu %a", c->rank, scratch,
+                     (long long)i, (double)got[i], (double)want[i]);
     cudaFree(dev_x), cudaFree(dev_dy), cudaFree(dev_dx);
     if (dev_s) cudaFree(dev_s);
     rt_backend_free(be);
@@ -123,11 +127,11 @@ static void run_case(const pool_case *c, bool scratch, unsigned seed) {
 }
 
 static const pool_case CASES[] = {
-    {4, {2, 3, 17, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},    /* ResNet's stem window */
-    {4, {2, 2, 12, 10}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},    /* VGG's */
-    {4, {1, 2, 9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},     /* overlapping, stride 1 */
-    {4, {1, 2, 13, 12}, {3, 2}, {2, 1}, {1, 0}, {2, 3}},    /* dilation */
-    {3, {2, 3, 19}, {3}, {2}, {1}, {1}},                    /* 1-D: generic path */
+    {4, {2, 3, 17, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},              /* ResNet's stem window */
+    {4, {2, 2, 12, 10}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},              /* VGG's */
+    {4, {1, 2, 9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1}},               /* overlapping, stride 1 */
+    {4, {1, 2, 13, 12}, {3, 2}, {2, 1}, {1, 0}, {2, 3}},              /* dilation */
+    {3, {2, 3, 19}, {3}, {2}, {1}, {1}},                              /* 1-D: generic path */
     {5, {1, 2, 6, 7, 5}, {2, 3, 2}, {2, 2, 1}, {0, 1, 0}, {1, 1, 1}}, /* 3-D: generic path */
 };
 

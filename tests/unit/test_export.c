@@ -71,11 +71,13 @@ static void assert_same_training_graph(const train_graph *a, const train_graph *
         const ir_tensor *y = &gb->tensors[u];
         assert_int_equal(x->dtype, y->dtype);
         assert_int_equal(x->rank, y->rank);
-        assert_memory_equal(x->dims, y->dims, sizeof(int64_t) * (size_t)(x->rank > 0 ? x->rank : 0));
+        assert_memory_equal(x->dims, y->dims,
+                            sizeof(int64_t) * (size_t)(x->rank > 0 ? x->rank : 0));
         assert_int_equal(x->is_initializer, y->is_initializer);
         assert_int_equal(x->kind, y->kind); /* read back from outcore.structure */
         assert_int_equal(a->alias_of[t] >= 0, b->alias_of[u] >= 0);
-        if (a->alias_of[t] >= 0) assert_string_equal(tname(ga, a->alias_of[t]), tname(gb, b->alias_of[u]));
+        if (a->alias_of[t] >= 0)
+            assert_string_equal(tname(ga, a->alias_of[t]), tname(gb, b->alias_of[u]));
         assert_string_equal(tname(ga, a->grad_of[t]), tname(gb, b->grad_of[u]));
         if (x->is_initializer) {
             n_init++;
@@ -124,10 +126,22 @@ static void round_trip(const char *model, bool with_data) {
     train_graph_free(b);
 }
 
-static void resnet18_structure_only(void **s) { (void)s; round_trip("graphs/resnet18_op13.onnx", false); }
-static void resnet18_with_data(void **s) { (void)s; round_trip("graphs/resnet18_op13.onnx", true); }
-static void googlenet_op15(void **s) { (void)s; round_trip("graphs/googlenet_op15.onnx", false); }
-static void alexnet_dropout(void **s) { (void)s; round_trip("graphs/alexnet_op13.onnx", false); }
+static void resnet18_structure_only(void **s) {
+    (void)s;
+    round_trip("graphs/resnet18_op13.onnx", false);
+}
+static void resnet18_with_data(void **s) {
+    (void)s;
+    round_trip("graphs/resnet18_op13.onnx", true);
+}
+static void googlenet_op15(void **s) {
+    (void)s;
+    round_trip("graphs/googlenet_op15.onnx", false);
+}
+static void alexnet_dropout(void **s) {
+    (void)s;
+    round_trip("graphs/alexnet_op13.onnx", false);
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {

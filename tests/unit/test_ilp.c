@@ -89,8 +89,8 @@ static void sim_node_memory(case_ctx *c, const sim_plan *plan, double *mem) {
 static void check_memory(case_ctx *c, const char *what) {
     oc_err err;
     int n = c->tg->g->n_nodes;
-    strategy_input in = {.tg = c->tg, .prof = c->prof, .ctx = c->ctx,
-                         .opts = strategy_options_default()};
+    strategy_input in = {
+        .tg = c->tg, .prof = c->prof, .ctx = c->ctx, .opts = strategy_options_default()};
     ilp_model *m;
     assert_int_equal(ilp_model_new(&in, &m, &err), OC_OK);
     sim_plan *plan = sim_plan_new(c->tg);
@@ -114,10 +114,11 @@ static void check_memory(case_ctx *c, const char *what) {
     ilp_model_eval(m, plan, &ev, mi);
     for (int i = 0; i < n; i++)
         if (fabs(mi[i] - ms[i]) > 1.0 + 1e-9 * ms[i])
-            fail_msg("%s, swap-all: node %d '%s': model counts %.0f bytes, simulator %.0f", what,
-                     i, c->tg->g->nodes[i].name, mi[i], ms[i]);
+            fail_msg("%s, swap-all: node %d '%s': model counts %.0f bytes, simulator %.0f", what, i,
+                     c->tg->g->nodes[i].name, mi[i], ms[i]);
     printf("# %s: model memory = simulator memory at all %d nodes (all-keep, swap-all; worst "
-           "all-keep difference %.0f bytes)\n", what, n, worst);
+           "all-keep difference %.0f bytes)\n",
+           what, n, worst);
     free(ms);
     free(mi);
     sim_plan_free(plan);
@@ -126,12 +127,11 @@ static void check_memory(case_ctx *c, const char *what) {
 
 /* The oracle against every registered strategy at budget fractions of the
  * in-core peak. */
-static void check_oracle(case_ctx *c, const char *what, const double *frac, int n_frac,
-                         tally *ta) {
+static void check_oracle(case_ctx *c, const char *what, const double *frac, int n_frac, tally *ta) {
     oc_err err;
     for (int f = 0; f < n_frac; f++) {
-        strategy_input in = {.tg = c->tg, .prof = c->prof, .ctx = c->ctx,
-                             .opts = strategy_options_default()};
+        strategy_input in = {
+            .tg = c->tg, .prof = c->prof, .ctx = c->ctx, .opts = strategy_options_default()};
         in.opts.max_leaves = 64;
         in.opts.max_sims = 2000;
         in.sim.budget_bytes = (int64_t)((double)c->tg->incore_peak_bytes * frac[f]);
@@ -152,8 +152,8 @@ static void check_oracle(case_ctx *c, const char *what, const double *frac, int 
             ilp_model_eval(m, p, &ev, NULL);
             if (!ev.fits || ev.time_s > r.objective_s * (1 + 1e-6) + 1e-12)
                 fail_msg("%s @ %.2f: the oracle's plan %s under the model (%.6f ms vs %.6f ms; "
-                         "node %d: %.0f bytes, budget %lld)", what, frac[f],
-                         ev.fits ? "costs more" : "does not fit", ev.time_s * 1e3,
+                         "node %d: %.0f bytes, budget %lld)",
+                         what, frac[f], ev.fits ? "costs more" : "does not fit", ev.time_s * 1e3,
                          r.objective_s * 1e3, ev.worst_node, ev.worst_bytes,
                          (long long)in.sim.budget_bytes);
             sim_result sr;
@@ -176,17 +176,18 @@ static void check_oracle(case_ctx *c, const char *what, const double *frac, int 
             double t;
             if (!ilp_model_cost(m, p, &t)) continue;
             if (!r.feasible)
-                fail_msg("%s @ %.2f: strategy %s fits the model but the MILP says infeasible",
-                         what, frac[f], strategy_at(i)->name);
+                fail_msg("%s @ %.2f: strategy %s fits the model but the MILP says infeasible", what,
+                         frac[f], strategy_at(i)->name);
             if (t < r.objective_s * (1 - 1e-6) - 1e-12)
                 fail_msg("%s @ %.2f: strategy %s costs %.9g s under the model, below the "
-                         "oracle's %.9g", what, frac[f], strategy_at(i)->name, t, r.objective_s);
+                         "oracle's %.9g",
+                         what, frac[f], strategy_at(i)->name, t, r.objective_s);
             ta->compared++;
         }
         printf("# %s budget %.2f: oracle %s %.4f ms (ideal %.4f, simulated %.4f; %d vars, %d "
-               "rows, %.2f s); best heuristic %s %.4f ms simulated\n", what, frac[f],
-               r.feasible ? "optimal" : "infeasible", r.objective_s * 1e3, ideal * 1e3,
-               sim_t * 1e3, r.n_vars, r.n_rows, r.solve_s, best_name, best_h * 1e3);
+               "rows, %.2f s); best heuristic %s %.4f ms simulated\n",
+               what, frac[f], r.feasible ? "optimal" : "infeasible", r.objective_s * 1e3,
+               ideal * 1e3, sim_t * 1e3, r.n_vars, r.n_rows, r.solve_s, best_name, best_h * 1e3);
         sim_plan_free(p);
         ilp_result_free(&r);
         ilp_model_free(m);
@@ -388,8 +389,8 @@ static void test_node_limit(void **state) {
     if (ir_load_model("graphs/alexnet_op13.onnx", &bo, &g, &err)) fail_msg("%s", err.msg);
     case_ctx c;
     case_open_graph(g, 8, &c);
-    strategy_input in = {.tg = c.tg, .prof = c.prof, .ctx = c.ctx,
-                         .opts = strategy_options_default()};
+    strategy_input in = {
+        .tg = c.tg, .prof = c.prof, .ctx = c.ctx, .opts = strategy_options_default()};
     in.opts.max_nodes_exact = 10;
     ilp_model *m = NULL;
     assert_int_equal(ilp_model_new(&in, &m, &err), OC_ERR);
@@ -400,10 +401,8 @@ static void test_node_limit(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_node_limit),
-        cmocka_unit_test(test_random_dags),
-        cmocka_unit_test(test_resnet_blocks),
-        cmocka_unit_test(test_small_unet),
+        cmocka_unit_test(test_node_limit),    cmocka_unit_test(test_random_dags),
+        cmocka_unit_test(test_resnet_blocks), cmocka_unit_test(test_small_unet),
         cmocka_unit_test(test_alexnet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -144,7 +144,10 @@ static void test_tiny_kinds(void **state) {
     build_tiny(f->m = mb_new(13));
     assert_int_equal(fx_infer(f, 2), OC_OK);
     ir_graph *g = f->g;
-    static const struct { const char *name; ir_kind kind; } want[] = {
+    static const struct {
+        const char *name;
+        ir_kind kind;
+    } want[] = {
         {"x", IR_KIND_INPUT},           {"conv.w", IR_KIND_PARAMETER},
         {"conv.b", IR_KIND_PARAMETER},  {"bn.scale", IR_KIND_PARAMETER},
         {"bn.bias", IR_KIND_PARAMETER}, {"bn.mean", IR_KIND_STATE},

@@ -24,10 +24,10 @@
 #include "ir/ops/op_table.h"
 
 /* |a - b| <= tol, in double, with both values in the message. */
-#define assert_near(a, b, tol)                                                              \
-    do {                                                                                    \
-        double a_ = (double)(a), b_ = (double)(b);                                          \
-        if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.9g, want %.9g", #a, a_, b_);        \
+#define assert_near(a, b, tol)                                                                     \
+    do {                                                                                           \
+        double a_ = (double)(a), b_ = (double)(b);                                                 \
+        if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.9g, want %.9g", #a, a_, b_);               \
     } while (0)
 
 /* ---- a tiny graph + buffers harness ---- */
@@ -135,12 +135,19 @@ static void kt_infer(kt *k, int n) {
 static void kt_run_seed(kt *k, int n, uint64_t seed, int64_t step) {
     const ir_node *node = &k->g->nodes[n];
     void *in[16], *out[16];
-    for (int i = 0; i < node->n_inputs; i++) in[i] = node->inputs[i] >= 0 ? k->buf[node->inputs[i]] : NULL;
+    for (int i = 0; i < node->n_inputs; i++)
+        in[i] = node->inputs[i] >= 0 ? k->buf[node->inputs[i]] : NULL;
     for (int i = 0; i < node->n_outputs; i++) out[i] = k->buf[node->outputs[i]];
     size_t sb = cpu_kernel_scratch_bytes(k->g, node);
     void *scratch = sb ? malloc(sb) : NULL;
-    kernel_args a = {.g = k->g, .n = node, .in = in, .out = out, .seed = seed, .step = step,
-                     .scratch = scratch, .scratch_bytes = sb};
+    kernel_args a = {.g = k->g,
+                     .n = node,
+                     .in = in,
+                     .out = out,
+                     .seed = seed,
+                     .step = step,
+                     .scratch = scratch,
+                     .scratch_bytes = sb};
     oc_err err;
     int rc = cpu_kernel_run(&a, &err);
     free(scratch);
@@ -204,9 +211,12 @@ static void test_batch_norm_running_stats(void **s) {
     kt *k = kt_new(15);
     int x = kt_tensor(k, "X", IR_DTYPE_FLOAT, 3, DIMS(2, 1, 2));
     memcpy(k->buf[x], (float[]){1, 2, 3, 6}, 16);
-    int sc = kt_tensor(k, "s", IR_DTYPE_FLOAT, 1, DIMS(1)), bi = kt_tensor(k, "b", IR_DTYPE_FLOAT, 1, DIMS(1));
-    int rm = kt_tensor(k, "rm", IR_DTYPE_FLOAT, 1, DIMS(1)), rv = kt_tensor(k, "rv", IR_DTYPE_FLOAT, 1, DIMS(1));
-    *(float *)k->buf[sc] = 2, *(float *)k->buf[bi] = 0.5f, *(float *)k->buf[rm] = 1, *(float *)k->buf[rv] = 2;
+    int sc = kt_tensor(k, "s", IR_DTYPE_FLOAT, 1, DIMS(1)),
+        bi = kt_tensor(k, "b", IR_DTYPE_FLOAT, 1, DIMS(1));
+    int rm = kt_tensor(k, "rm", IR_DTYPE_FLOAT, 1, DIMS(1)),
+        rv = kt_tensor(k, "rv", IR_DTYPE_FLOAT, 1, DIMS(1));
+    *(float *)k->buf[sc] = 2, *(float *)k->buf[bi] = 0.5f, *(float *)k->buf[rm] = 1,
+            *(float *)k->buf[rv] = 2;
     int y = kt_out(k, "Y"), om = kt_out(k, "om"), ov = kt_out(k, "ov");
     int f = kt_node(k, "bn", "BatchNormalization", "", IN(x, sc, bi, rm, rv), OUT(y, om, ov));
     attr_i(k, f, "training_mode", 1);
@@ -234,7 +244,8 @@ static void test_batch_norm_running_stats(void **s) {
 static void test_gemm(void **s) {
     (void)s;
     kt *k = kt_new(13);
-    int a = kt_randn(k, "A", 2, DIMS(4, 3)), b = kt_randn(k, "B", 2, DIMS(5, 4)), c = kt_randn(k, "C", 1, DIMS(5));
+    int a = kt_randn(k, "A", 2, DIMS(4, 3)), b = kt_randn(k, "B", 2, DIMS(5, 4)),
+        c = kt_randn(k, "C", 1, DIMS(5));
     int y = kt_out(k, "Y");
     int f = kt_node(k, "gemm", "Gemm", "", IN(a, b, c), OUT(y));
     attr_i(k, f, "transA", 1);
@@ -287,7 +298,8 @@ static void test_max_pool_ties(void **s) {
 static void test_sgd_momentum(void **s) {
     (void)s;
     kt *k = kt_new(13);
-    int w = kt_tensor(k, "W", IR_DTYPE_FLOAT, 1, DIMS(2)), dw = kt_tensor(k, "dW", IR_DTYPE_FLOAT, 1, DIMS(2));
+    int w = kt_tensor(k, "W", IR_DTYPE_FLOAT, 1, DIMS(2)),
+        dw = kt_tensor(k, "dW", IR_DTYPE_FLOAT, 1, DIMS(2));
     int m = kt_tensor(k, "M", IR_DTYPE_FLOAT, 1, DIMS(2));
     memcpy(k->buf[w], (float[]){1, -2}, 8);
     memcpy(k->buf[dw], (float[]){0.5f, 0}, 8);
@@ -320,7 +332,8 @@ static void test_dropout_mask(void **s) {
     int64_t N = 20000;
     int x = kt_tensor(k, "X", IR_DTYPE_FLOAT, 1, &N);
     for (int64_t i = 0; i < N; i++) ((float *)k->buf[x])[i] = 1.0f + (float)(i % 7);
-    int ratio = kt_tensor(k, "ratio", IR_DTYPE_FLOAT, 0, NULL), tm = kt_tensor(k, "training", IR_DTYPE_BOOL, 0, NULL);
+    int ratio = kt_tensor(k, "ratio", IR_DTYPE_FLOAT, 0, NULL),
+        tm = kt_tensor(k, "training", IR_DTYPE_BOOL, 0, NULL);
     *(float *)k->buf[ratio] = 0.3f;
     ir_tensor_set_data(&k->g->tensors[ratio], k->buf[ratio], 4);
     *(uint8_t *)k->buf[tm] = 1;
@@ -345,7 +358,7 @@ static void test_dropout_mask(void **s) {
     memcpy(m2, k->buf[mask], (size_t)N);
     for (int64_t i = 0; i < N; i++) same += m1[i] == m2[i];
     assert_true(same < N - 1000); /* independent masks agree on ~58% */
-    kt_run_seed(k, f, 43, 3); /* another seed */
+    kt_run_seed(k, f, 43, 3);     /* another seed */
     assert_true(memcmp(m1, k->buf[mask], (size_t)N) != 0);
     /* DropoutGrad applies the forward's mask */
     kt_run_seed(k, f, 42, 3);
@@ -357,7 +370,8 @@ static void test_dropout_mask(void **s) {
     const float *rp = k->buf[r], *d = k->buf[dx];
     for (int64_t i = 0; i < N; i++) assert_true(d[i] == (m1[i] ? rp[i] * (1.0f / 0.7f) : 0.0f));
     printf("ok - Dropout: mask repeatable per (seed, step, node), new per step and seed, "
-           "kept %lld of %lld at ratio 0.3, DropoutGrad uses it\n", (long long)kept, (long long)N);
+           "kept %lld of %lld at ratio 0.3, DropoutGrad uses it\n",
+           (long long)kept, (long long)N);
     /* inference: identity, mask all true */
     *(uint8_t *)k->buf[tm] = 0;
     ir_tensor_set_data(&k->g->tensors[tm], k->buf[tm], 1); /* decoded at load: infer again */

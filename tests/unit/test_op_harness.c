@@ -216,11 +216,11 @@ static bool case_marked(const op_case *c, const char *marker) {
 
 typedef struct hcase {
     const op_case *c;
-    ir_graph *g;       /* owned; tg->g when trained */
-    train_graph *tg;   /* NULL: the op has no gradient (forward only) */
-    int node;          /* the case's node */
-    void **init;       /* per tensor: initial bytes, or NULL (starts as NaN bytes) */
-    int64_t *bytes;    /* per tensor */
+    ir_graph *g;     /* owned; tg->g when trained */
+    train_graph *tg; /* NULL: the op has no gradient (forward only) */
+    int node;        /* the case's node */
+    void **init;     /* per tensor: initial bytes, or NULL (starts as NaN bytes) */
+    int64_t *bytes;  /* per tensor */
 } hcase;
 
 static int node_named(const ir_graph *g, const char *name) {
@@ -254,7 +254,8 @@ static void add_probe(ir_graph *g, int y, uint64_t *rng, const op_case *c) {
     float *r = malloc((size_t)numel * 3 * sizeof(float));
     for (int64_t i = 0; i < numel * 3; i++)
         r[i] = (float)((2 * rng_uniform(rng) - 1) / sqrt((double)numel));
-    int rt = add_const(g, "probe/R", IR_DTYPE_FLOAT, 2, rdims, r, (size_t)numel * 3 * sizeof(float));
+    int rt =
+        add_const(g, "probe/R", IR_DTYPE_FLOAT, 2, rdims, r, (size_t)numel * 3 * sizeof(float));
     free(r);
     int flat = ir_tensor_add(g, "probe/flat", IR_DTYPE_UNDEFINED);
     int n = op_node_add(g, "probe/reshape", OP_RESHAPE);
@@ -337,7 +338,8 @@ static void case_build(const op_case *c, hcase *h) {
     }
     if (trains) {
         train_opts o = train_opts_default();
-        if (y->rank == 0) o.loss = TRAIN_LOSS_MODEL, ir_graph_add_output(g, g->nodes[node].outputs[0]);
+        if (y->rank == 0)
+            o.loss = TRAIN_LOSS_MODEL, ir_graph_add_output(g, g->nodes[node].outputs[0]);
         else add_probe(g, g->nodes[node].outputs[0], &rng, c);
         oc_err err;
         if (train_build(g, &o, &h->tg, &err)) /* g consumed */
@@ -372,9 +374,9 @@ static void case_build(const op_case *c, hcase *h) {
 typedef struct session {
     rt_backend *b;
     const hcase *h;
-    void **dev;       /* per tensor; in-place outputs share their input's buffer */
-    int *root;        /* per tensor: the tensor whose buffer it is */
-    void **scratch;   /* per node */
+    void **dev;     /* per tensor; in-place outputs share their input's buffer */
+    int *root;      /* per tensor: the tensor whose buffer it is */
+    void **scratch; /* per node */
     size_t *scratch_bytes;
     void ***in, ***out;
     kernel_args *args;
@@ -411,14 +413,20 @@ static void session_open(session *s, rt_backend *b, const hcase *h) {
         const ir_node *n = &g->nodes[i];
         s->in[i] = calloc((size_t)n->n_inputs + 1, sizeof(void *));
         s->out[i] = calloc((size_t)n->n_outputs + 1, sizeof(void *));
-        for (int k = 0; k < n->n_inputs; k++) s->in[i][k] = n->inputs[k] >= 0 ? s->dev[n->inputs[k]] : NULL;
+        for (int k = 0; k < n->n_inputs; k++)
+            s->in[i][k] = n->inputs[k] >= 0 ? s->dev[n->inputs[k]] : NULL;
         for (int k = 0; k < n->n_outputs; k++)
             s->out[i][k] = n->outputs[k] >= 0 ? s->dev[n->outputs[k]] : NULL;
         s->scratch_bytes[i] = b->scratch_bytes(b, g, n, SIZE_MAX);
         if (s->scratch_bytes[i] && b->dev_alloc(b, s->scratch_bytes[i], &s->scratch[i], &err))
             fail_msg("%s: %s", b->name, err.msg);
-        s->args[i] = (kernel_args){.g = g, .n = n, .in = s->in[i], .out = s->out[i], .seed = 42,
-                                   .step = 0, .scratch = s->scratch[i],
+        s->args[i] = (kernel_args){.g = g,
+                                   .n = n,
+                                   .in = s->in[i],
+                                   .out = s->out[i],
+                                   .seed = 42,
+                                   .step = 0,
+                                   .scratch = s->scratch[i],
                                    .scratch_bytes = s->scratch_bytes[i]};
     }
 }
@@ -568,8 +576,8 @@ static void check_saved(const hcase *h) {
     }
     if ((in_read & ~d->saved_inputs) || (out_read & ~d->saved_outputs))
         fail_msg("%s: the backward reads inputs 0x%x, outputs 0x%x; the op declares saved "
-                 "inputs 0x%x, outputs 0x%x", case_title(h), in_read, out_read, d->saved_inputs,
-                 d->saved_outputs);
+                 "inputs 0x%x, outputs 0x%x",
+                 case_title(h), in_read, out_read, d->saved_inputs, d->saved_outputs);
 }
 
 /* f(x) = sum over the case's outputs o with a gradient of sum(Y_o * dY_o). */
@@ -630,8 +638,9 @@ static void check_input_gradient(session *s, const probe *p, int slot) {
                 continue;
             }
             fail_msg("%s: d/d%s[%lld] numeric %.7g, analytic %.7g (tolerance %.2g, gradient "
-                     "scale %.3g)", case_title(h), g->tensors[x].name, (long long)e, num,
-                     (double)ana[e], tol, scale);
+                     "scale %.3g)",
+                     case_title(h), g->tensors[x].name, (long long)e, num, (double)ana[e], tol,
+                     scale);
         }
         worst = fmax(worst, err / (fabs(num) + scale + 1e-12));
         checked++;
@@ -644,8 +653,8 @@ static void check_input_gradient(session *s, const probe *p, int slot) {
         fail_msg("%s: d/d%s is zero everywhere: the check would prove nothing", case_title(h),
                  g->tensors[x].name);
     printf("ok - %s: d%s matches finite differences at %d points (%d kinks skipped; worst "
-           "%.1e of scale %.2g)\n", case_title(h), g->tensors[x].name, checked, kinks, worst,
-           scale);
+           "%.1e of scale %.2g)\n",
+           case_title(h), g->tensors[x].name, checked, kinks, worst, scale);
 }
 
 static void check_gradients(session *s) {
@@ -659,7 +668,8 @@ static void check_gradients(session *s) {
         int y = f->outputs[o];
         if (y < 0 || g->tensors[y].dtype != IR_DTYPE_FLOAT) continue;
         if (y == h->tg->loss_tensor) p.y[p.n] = y, p.dy[p.n++] = NULL;
-        else if (h->tg->grad_of[y] >= 0) p.y[p.n] = y, p.dy[p.n++] = session_get(s, h->tg->grad_of[y]);
+        else if (h->tg->grad_of[y] >= 0)
+            p.y[p.n] = y, p.dy[p.n++] = session_get(s, h->tg->grad_of[y]);
     }
     if (p.n == 0) fail_msg("%s: no gradient reaches the node's outputs", case_title(h));
     int n_checked = 0;
@@ -775,22 +785,22 @@ static void test_coverage(void **state) {
         case_free(&h);
     }
     int n_reached = 0, bad = 0;
-#define CHECK_OP(kind, name, dom, def, kern)                                                      \
-    {                                                                                             \
-        const char *why = NULL;                                                                   \
-        for (int e = 0; exempt[e].why; e++)                                                       \
-            if (exempt[e].op == OP_##kind) why = exempt[e].why;                                   \
-        if (reached[OP_##kind] && why) {                                                          \
-            printf("not ok - %s is reached by a case and exempt: drop its OP_EXEMPT\n", name);  \
-            bad++;                                                                                \
-        } else if (!reached[OP_##kind] && !why) {                                                 \
-            printf("not ok - %s: no case reaches it (add an OP_CASE to op_cases.h)\n", name);  \
-            bad++;                                                                                \
-        } else if (why) {                                                                         \
-            printf("ok - %s exempt: %s\n", name, why);                                           \
-        } else {                                                                                  \
-            n_reached++;                                                                          \
-        }                                                                                         \
+#define CHECK_OP(kind, name, dom, def, kern)                                                       \
+    {                                                                                              \
+        const char *why = NULL;                                                                    \
+        for (int e = 0; exempt[e].why; e++)                                                        \
+            if (exempt[e].op == OP_##kind) why = exempt[e].why;                                    \
+        if (reached[OP_##kind] && why) {                                                           \
+            printf("not ok - %s is reached by a case and exempt: drop its OP_EXEMPT\n", name);     \
+            bad++;                                                                                 \
+        } else if (!reached[OP_##kind] && !why) {                                                  \
+            printf("not ok - %s: no case reaches it (add an OP_CASE to op_cases.h)\n", name);      \
+            bad++;                                                                                 \
+        } else if (why) {                                                                          \
+            printf("ok - %s exempt: %s\n", name, why);                                             \
+        } else {                                                                                   \
+            n_reached++;                                                                           \
+        }                                                                                          \
     }
     OC_OPS_COMPUTE(CHECK_OP)
 #undef CHECK_OP
@@ -813,8 +823,8 @@ int main(int argc, char **argv) {
     tests[0] = (struct CMUnitTest){.name = "coverage", .test_func = test_coverage};
     for (int i = 0; i < N_CASES; i++) {
         snprintf(names[i], sizeof names[i], "%s: %s", op_name(cases[i].op), cases[i].what);
-        tests[i + 1] = (struct CMUnitTest){.name = names[i], .test_func = run_case,
-                                           .initial_state = (void *)&cases[i]};
+        tests[i + 1] = (struct CMUnitTest){
+            .name = names[i], .test_func = run_case, .initial_state = (void *)&cases[i]};
     }
     int rc = _cmocka_run_group_tests("op_harness", tests, N_CASES + 1, NULL, NULL);
     int n;

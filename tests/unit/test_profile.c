@@ -71,10 +71,11 @@ static void test_round_trip(void **state) {
     profile_free(q);
 }
 
-#define DEV "\"device\": {\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, " \
-            "\"d2h_bytes_per_s\": 1e9, \"duplex\": true, \"copy_latency_s\": 0, "          \
-            "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, "                   \
-            "\"launch_overhead_s\": 0}"
+#define DEV                                                                                        \
+    "\"device\": {\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, "              \
+    "\"d2h_bytes_per_s\": 1e9, \"duplex\": true, \"copy_latency_s\": 0, "                          \
+    "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, "                                  \
+    "\"launch_overhead_s\": 0}"
 
 static void expect_parse_error(const char *text, const char *part1, const char *part2) {
     profile *p = NULL;
@@ -168,10 +169,8 @@ static void test_analytic_roofline(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_node_mapping_errors),
-        cmocka_unit_test(test_batch_scaling_warns),
+        cmocka_unit_test(test_round_trip),          cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_node_mapping_errors), cmocka_unit_test(test_batch_scaling_warns),
         cmocka_unit_test(test_analytic_roofline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

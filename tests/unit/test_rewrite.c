@@ -65,7 +65,8 @@ static void test_recompute_from_swapped(void **state) {
     /* relu: MaxPool grad + Relu grad; conv1 output: BN grad + the BN clone. */
     assert_int_equal(n_readers, 4);
     /* Readers in the source graph map one to one. */
-    int src_readers = train_saved_readers(tg, relu, NULL, 0) + train_saved_readers(tg, conv, NULL, 0);
+    int src_readers =
+        train_saved_readers(tg, relu, NULL, 0) + train_saved_readers(tg, conv, NULL, 0);
     assert_int_equal(src_readers + 1, n_readers);
     /* The whole plan lays out and verifies. */
     layout_result l;
@@ -156,7 +157,8 @@ static void test_dropout_clone_same_mask(void **state) {
         y[i] = malloc((size_t)n * sizeof(float));
         m[i] = malloc((size_t)n);
         void *in[3] = {xv, &ratio, &train}, *out[2] = {y[i], m[i]};
-        kernel_args ka = {.g = g, .n = &g->nodes[nodes[i]], .in = in, .out = out, .seed = 7, .step = 3};
+        kernel_args ka = {
+            .g = g, .n = &g->nodes[nodes[i]], .in = in, .out = out, .seed = 7, .step = 3};
         oc_err err;
         if (cpu_kernel_run(&ka, &err)) fail_msg("%s", err.msg);
     }

@@ -87,9 +87,13 @@ static void test_conv_auto_pad(void **state) {
     mb_input(m, "x7", MB_FLOAT, "1,2,7,7");
     mb_input(m, "x8", MB_FLOAT, "1,2,8,8");
     mb_init(m, "w", MB_FLOAT, MB_DIMS(4, 2, 3, 3));
-    static const struct { const char *name, *in, *out, *mode; } convs[] = {
-        {"same7", "x7,w", "s7", "SAME_UPPER"}, {"same8", "x8,w", "s8", "SAME_UPPER"},
-        {"lower8", "x8,w", "l8", "SAME_LOWER"}, {"valid7", "x7,w", "v7", "VALID"},
+    static const struct {
+        const char *name, *in, *out, *mode;
+    } convs[] = {
+        {"same7", "x7,w", "s7", "SAME_UPPER"},
+        {"same8", "x8,w", "s8", "SAME_UPPER"},
+        {"lower8", "x8,w", "l8", "SAME_LOWER"},
+        {"valid7", "x7,w", "v7", "VALID"},
     };
     for (int i = 0; i < 4; i++) {
         Onnx__NodeProto *n = mb_node(m, "Conv", convs[i].name, convs[i].in, convs[i].out);
@@ -142,8 +146,8 @@ static void test_conv_transpose(void **state) {
     mb_output(m, "y");
     mb_output(m, "yg");
     ir_graph *g = infer_ok(f);
-    assert_shape(g, "y", "[1, 8, 16, 16]");   /* 2 * 7 + 1 + 1 */
-    assert_shape(g, "yg", "[1, 8, 17, 17]");  /* 2 * 7 + 2 + 1, channels 4 * 2 */
+    assert_shape(g, "y", "[1, 8, 16, 16]");  /* 2 * 7 + 1 + 1 */
+    assert_shape(g, "yg", "[1, 8, 17, 17]"); /* 2 * 7 + 2 + 1, channels 4 * 2 */
 }
 
 static void test_conv_transpose_output_padding(void **state) {
@@ -358,8 +362,14 @@ static void test_flatten(void **state) {
     fixture *f = *state;
     mb_model *m = f->m = mb_new(13);
     mb_input(m, "x", MB_FLOAT, "2,3,4,5");
-    static const struct { const char *name, *out; int64_t axis; } cases[] = {
-        {"flat1", "f1", 1}, {"flat0", "f0", 0}, {"flat_last", "fl", -1}, {"flat4", "f4", 4},
+    static const struct {
+        const char *name, *out;
+        int64_t axis;
+    } cases[] = {
+        {"flat1", "f1", 1},
+        {"flat0", "f0", 0},
+        {"flat_last", "fl", -1},
+        {"flat4", "f4", 4},
     };
     for (int i = 0; i < 4; i++) {
         Onnx__NodeProto *n = mb_node(m, "Flatten", cases[i].name, "x", cases[i].out);

@@ -182,8 +182,7 @@ static void test_keep_equals_liveness(void **state) {
     oc_err err;
     ir_bind_opts bo = {.batch = 8};
     train_opts to = train_opts_default();
-    if (ir_load_model("graphs/resnet18_op13.onnx", &bo, &g, &err) ||
-        train_build(g, &to, &tg, &err))
+    if (ir_load_model("graphs/resnet18_op13.onnx", &bo, &g, &err) || train_build(g, &to, &tg, &err))
         fail_msg("%s", err.msg);
     profile_device d;
     assert_int_equal(device_preset_find("a100", &d, &err), OC_OK);

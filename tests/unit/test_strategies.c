@@ -27,8 +27,7 @@ typedef struct hand {
 } hand;
 
 /* Node times t_node (F1 gets t_f1: the recompute cost of a), copy bandwidth bw. */
-static hand *hand_new(double bw, double t_f1)
-{
+static hand *hand_new(double bw, double t_f1) {
     hand *h = calloc(1, sizeof *h);
     train_graph *tg = h->tg = hand_graph_new(400, &h->a, &h->b);
     h->prof = hand_profile_new(tg, bw, t_f1);
@@ -37,8 +36,7 @@ static hand *hand_new(double bw, double t_f1)
     return h;
 }
 
-static void hand_free(hand *h)
-{
+static void hand_free(hand *h) {
     sim_context_free(h->ctx);
     profile_free(h->prof);
     train_graph_free(h->tg);
@@ -47,8 +45,7 @@ static void hand_free(hand *h)
 
 /* Exhaustive optimum over decisions {keep, swap, recompute}^2 and every legal
  * issue point; INFINITY when nothing fits. */
-static double brute_force(hand *h, int64_t budget)
-{
+static double brute_force(hand *h, int64_t budget) {
     sim_plan *p = sim_plan_new(h->tg);
     sim_options o = {.budget_bytes = budget};
     double best = INFINITY;
@@ -71,11 +68,10 @@ static double brute_force(hand *h, int64_t budget)
     return best;
 }
 
-static void test_registry(void **state)
-{
+static void test_registry(void **state) {
     (void)state;
-    const char *mine[] = {"incore", "swap-all-nosched", "swap-all", "vdnn-conv", "superneurons",
-                          "hybrid", "auto"};
+    const char *mine[] = {"incore",       "swap-all-nosched", "swap-all", "vdnn-conv",
+                          "superneurons", "hybrid",           "auto"};
     for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) {
         const strategy *s = strategy_find(mine[i]);
         assert_non_null(s);
@@ -90,10 +86,12 @@ static void test_registry(void **state)
             assert_string_not_equal(strategy_at(i)->name, strategy_at(j)->name);
 }
 
-static strategy_stats plan_with(hand *h, const char *name, int64_t budget, sim_plan *p)
-{
-    strategy_input in = {.tg = h->tg, .prof = h->prof, .ctx = h->ctx,
-                         .sim = {.budget_bytes = budget}, .opts = strategy_options_default()};
+static strategy_stats plan_with(hand *h, const char *name, int64_t budget, sim_plan *p) {
+    strategy_input in = {.tg = h->tg,
+                         .prof = h->prof,
+                         .ctx = h->ctx,
+                         .sim = {.budget_bytes = budget},
+                         .opts = strategy_options_default()};
     strategy_stats st;
     oc_err err;
     if (strategy_run(strategy_find(name), &in, p, &st, &err)) fail_msg("%s", err.msg);
@@ -102,8 +100,7 @@ static strategy_stats plan_with(hand *h, const char *name, int64_t budget, sim_p
 
 /* The hybrid equals the exhaustive optimum on the hand graph across budgets,
  * bandwidths (swap hidden or not) and recompute costs. */
-static void test_hybrid_matches_brute_force(void **state)
-{
+static void test_hybrid_matches_brute_force(void **state) {
     (void)state;
     const double bws[] = {1e6, 1000, 200};
     const double tf1[] = {0.1, 5.0};
@@ -134,8 +131,7 @@ static void test_hybrid_matches_brute_force(void **state)
 }
 
 /* Everything fits: hybrid keeps everything; auto never loses to any strategy. */
-static void test_hybrid_incore_and_auto(void **state)
-{
+static void test_hybrid_incore_and_auto(void **state) {
     (void)state;
     hand *h = hand_new(200, 1.0);
     sim_plan *p = sim_plan_new(h->tg);
@@ -161,8 +157,7 @@ static void test_hybrid_incore_and_auto(void **state)
 
 /* Swap-in scheduling never loses to the no-scheduling baseline here, and
  * moves the issue point of a earlier than its reader when memory allows. */
-static void test_swap_all_schedules_early(void **state)
-{
+static void test_swap_all_schedules_early(void **state) {
     (void)state;
     hand *h = hand_new(200, 1.0);
     sim_plan *p = sim_plan_new(h->tg);
@@ -186,8 +181,7 @@ static void test_swap_all_schedules_early(void **state)
  *   OC_TEST_STRATEGY_BUDGETS=N   budgets per model (default 4)
  *   OC_TEST_STRATEGY_MODELS=GLOB models (default: every graphs/<model>_op13.onnx)
  *   OC_TEST_VERBOSE=1            per-plan timings on stderr */
-static int env_int(const char *name, int def, int lo)
-{
+static int env_int(const char *name, int def, int lo) {
     const char *v = getenv(name);
     if (!v || !*v) return def;
     int n = atoi(v);
@@ -195,8 +189,8 @@ static int env_int(const char *name, int def, int lo)
 }
 
 /* Peak of plan p under o, from the timeline's memory samples. */
-static int64_t timeline_peak(sim_context *ctx, const sim_plan *p, const sim_options *o, bool *feasible)
-{
+static int64_t timeline_peak(sim_context *ctx, const sim_plan *p, const sim_options *o,
+                             bool *feasible) {
     sim_timeline *tl = sim_timeline_new();
     sim_result q;
     oc_err err;
@@ -212,8 +206,7 @@ static int64_t timeline_peak(sim_context *ctx, const sim_plan *p, const sim_opti
     return q.peak_bytes;
 }
 
-static void check_model(const char *path, int64_t batch, int n_budgets, bool verbose)
-{
+static void check_model(const char *path, int64_t batch, int n_budgets, bool verbose) {
     oc_err err;
     ir_graph *g;
     train_graph *tg;
@@ -238,7 +231,10 @@ static void check_model(const char *path, int64_t batch, int n_budgets, bool ver
     int n_feasible = 0, n_runs = 0;
     for (int k = 0; k < n_budgets; k++) {
         int64_t budget = lo + (hi - lo) * k / n_budgets + 1;
-        strategy_input in = {.tg = tg, .prof = prof, .ctx = ctx, .sim = {.budget_bytes = budget},
+        strategy_input in = {.tg = tg,
+                             .prof = prof,
+                             .ctx = ctx,
+                             .sim = {.budget_bytes = budget},
                              .opts = strategy_options_default()};
         in.opts.max_leaves = 16;
         in.opts.max_sims = 2000;
@@ -251,9 +247,8 @@ static void check_model(const char *path, int64_t batch, int n_budgets, bool ver
             if (strategy_run(s, &in, p, &st, &err)) fail_msg("%s %s: %s", path, s->name, err.msg);
             n_runs++;
             if (verbose)
-                fprintf(stderr, "%s budget %d/%d %-16s %7.3f s %5ld sims %s\n", path, k,
-                        n_budgets, s->name, st.plan_seconds, st.sims,
-                        st.feasible ? "feasible" : "infeasible");
+                fprintf(stderr, "%s budget %d/%d %-16s %7.3f s %5ld sims %s\n", path, k, n_budgets,
+                        s->name, st.plan_seconds, st.sims, st.feasible ? "feasible" : "infeasible");
             if (!st.feasible) continue;
             n_feasible++;
             /* Independent re-simulation of the returned plan, with a timeline. */
@@ -274,8 +269,7 @@ static void check_model(const char *path, int64_t batch, int n_budgets, bool ver
     train_graph_free(tg);
 }
 
-static void test_feasible_plans_fit_budget(void **state)
-{
+static void test_feasible_plans_fit_budget(void **state) {
     (void)state;
     const char *pat = getenv("OC_TEST_STRATEGY_MODELS");
     if (!pat || !*pat) pat = "graphs/*_op13.onnx";
@@ -288,8 +282,7 @@ static void test_feasible_plans_fit_budget(void **state)
     globfree(&gl);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_hybrid_matches_brute_force),

@@ -91,7 +91,7 @@ static void events_order_three_threads(void **state) {
         rt_stream_record(b, e2);
         if (!control) rt_stream_wait(c, e2);
         rt_stream_push(c, logger, NULL, 'C');
-        if (control) wait_log_len(2); /* B and C ran while A is held */
+        if (control) wait_log_len(2);        /* B and C ran while A is held */
         else assert_int_equal(log_len(), 0); /* B and C are blocked behind A */
         gate_open();
         oc_err err;
@@ -138,10 +138,20 @@ static void war_compute_then_h2d(void **state) {
         rt_region r0 = {RT_SPACE_DEVICE, 0, 64}, w1 = {RT_SPACE_DEVICE, 32, 64},
                   h1 = {RT_SPACE_HOST, 0, 64};
         rt_op ops[3] = {
-            {.kind = RT_OP_HOST_FN, .stream = RT_STREAM_COMPUTE, .reads = &r0, .n_reads = 1,
+            {.kind = RT_OP_HOST_FN,
+             .stream = RT_STREAM_COMPUTE,
+             .reads = &r0,
+             .n_reads = 1,
              .fn = gated_reader},
-            {.kind = RT_OP_COPY, .stream = RT_STREAM_H2D, .reads = &h1, .n_reads = 1,
-             .writes = &w1, .n_writes = 1, .dst = (uint8_t *)DEV + 32, .src = HOST, .bytes = 64},
+            {.kind = RT_OP_COPY,
+             .stream = RT_STREAM_H2D,
+             .reads = &h1,
+             .n_reads = 1,
+             .writes = &w1,
+             .n_writes = 1,
+             .dst = (uint8_t *)DEV + 32,
+             .src = HOST,
+             .bytes = 64},
             {.kind = RT_OP_HOST_FN, .stream = RT_STREAM_H2D, .fn = logger, .ctx = NULL},
         };
         int n = rt_program_deps(ops, 3);
@@ -157,7 +167,8 @@ static void war_compute_then_h2d(void **state) {
         assert_int_equal(b->sync(b, &err), OC_OK);
         /* The reader saw the old bytes exactly when the rule held. */
         assert_true(control ? SEEN[8] == 2.0f : SEEN[8] == 1.0f);
-        assert_true(DEV[8] == 2.0f && DEV[7] == 1.0f && DEV[23] == 2.0f && DEV[24] == 1.0f); /* the copy landed */
+        assert_true(DEV[8] == 2.0f && DEV[7] == 1.0f && DEV[23] == 2.0f &&
+                    DEV[24] == 1.0f); /* the copy landed */
         rt_program_events_free(b, ev, 3);
     }
     rt_backend_free(b);
@@ -175,9 +186,19 @@ static void war_pending_d2h(void **state) {
     rt_region d = {RT_SPACE_DEVICE, 0, 64}, h = {RT_SPACE_HOST, 0, 64};
     rt_op ops[3] = {
         {.kind = RT_OP_HOST_FN, .stream = RT_STREAM_D2H, .fn = gated},
-        {.kind = RT_OP_COPY, .stream = RT_STREAM_D2H, .reads = &d, .n_reads = 1, .writes = &h,
-         .n_writes = 1, .dst = HOST, .src = DEV, .bytes = 64},
-        {.kind = RT_OP_HOST_FN, .stream = RT_STREAM_COMPUTE, .writes = &d, .n_writes = 1,
+        {.kind = RT_OP_COPY,
+         .stream = RT_STREAM_D2H,
+         .reads = &d,
+         .n_reads = 1,
+         .writes = &h,
+         .n_writes = 1,
+         .dst = HOST,
+         .src = DEV,
+         .bytes = 64},
+        {.kind = RT_OP_HOST_FN,
+         .stream = RT_STREAM_COMPUTE,
+         .writes = &d,
+         .n_writes = 1,
          .fn = writer},
     };
     rt_program_deps(ops, 3);
@@ -213,12 +234,32 @@ static void copies_land(void **state) {
     rt_region hi = {RT_SPACE_HOST, 0, 256}, d = {RT_SPACE_DEVICE, 0, 256},
               ho = {RT_SPACE_HOST, 256, 256};
     rt_op ops[3] = {
-        {.kind = RT_OP_COPY, .stream = RT_STREAM_H2D, .reads = &hi, .n_reads = 1, .writes = &d,
-         .n_writes = 1, .dst = dev, .src = host_in, .bytes = sizeof dev},
-        {.kind = RT_OP_HOST_FN, .stream = RT_STREAM_COMPUTE, .reads = &d, .n_reads = 1,
-         .writes = &d, .n_writes = 1, .fn = doubler, .ctx = dev},
-        {.kind = RT_OP_COPY, .stream = RT_STREAM_D2H, .reads = &d, .n_reads = 1, .writes = &ho,
-         .n_writes = 1, .dst = host_out, .src = dev, .bytes = sizeof dev},
+        {.kind = RT_OP_COPY,
+         .stream = RT_STREAM_H2D,
+         .reads = &hi,
+         .n_reads = 1,
+         .writes = &d,
+         .n_writes = 1,
+         .dst = dev,
+         .src = host_in,
+         .bytes = sizeof dev},
+        {.kind = RT_OP_HOST_FN,
+         .stream = RT_STREAM_COMPUTE,
+         .reads = &d,
+         .n_reads = 1,
+         .writes = &d,
+         .n_writes = 1,
+         .fn = doubler,
+         .ctx = dev},
+        {.kind = RT_OP_COPY,
+         .stream = RT_STREAM_D2H,
+         .reads = &d,
+         .n_reads = 1,
+         .writes = &ho,
+         .n_writes = 1,
+         .dst = host_out,
+         .src = dev,
+         .bytes = sizeof dev},
     };
     assert_int_equal(rt_program_deps(ops, 3), 3); /* D2H waits for both writers of d */
     void *ev[3] = {0};

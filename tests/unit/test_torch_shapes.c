@@ -78,8 +78,7 @@ static int compare_tensor(const ir_graph *g, const char *name, json_t *dims, int
 
 /* Loads model at batch and compares every tensor recorded in shapes. Returns
  * the number compared, or -1 with the first problem in why. */
-static int compare_model(const char *model, json_t *shapes, int64_t batch, char *why,
-                         size_t cap) {
+static int compare_model(const char *model, json_t *shapes, int64_t batch, char *why, size_t cap) {
     json_t *jb = json_object_get(shapes, "batch"), *tensors = json_object_get(shapes, "tensors");
     if (!json_is_integer(jb) || !json_is_object(tensors))
         return problem(-1, why, cap, "shapes file lacks \"batch\" or \"tensors\"");
@@ -149,10 +148,12 @@ int main(void) {
     if (!tests) abort();
     tests[0] = (struct CMUnitTest)cmocka_unit_test_prestate(test_found_models, &l.n);
     size_t k = 1;
-    for (size_t i = 0; i < l.g13.gl_pathc; i++) tests[k++] = (struct CMUnitTest){
-        .name = l.g13.gl_pathv[i], .test_func = test_model, .initial_state = l.g13.gl_pathv[i]};
-    for (size_t i = 0; i < l.g15.gl_pathc; i++) tests[k++] = (struct CMUnitTest){
-        .name = l.g15.gl_pathv[i], .test_func = test_model, .initial_state = l.g15.gl_pathv[i]};
+    for (size_t i = 0; i < l.g13.gl_pathc; i++)
+        tests[k++] = (struct CMUnitTest){
+            .name = l.g13.gl_pathv[i], .test_func = test_model, .initial_state = l.g13.gl_pathv[i]};
+    for (size_t i = 0; i < l.g15.gl_pathc; i++)
+        tests[k++] = (struct CMUnitTest){
+            .name = l.g15.gl_pathv[i], .test_func = test_model, .initial_state = l.g15.gl_pathv[i]};
     int rc = _cmocka_run_group_tests("torch_shapes", tests, k, NULL, NULL);
     free(tests);
     globfree(&l.g13);

@@ -312,8 +312,8 @@ static void test_dropout_mask(void **state) {
         ir_tensor_set_data(&g->tensors[tm], &one, 1);
         g->tensors[tm].is_initializer = true;
         g->tensors[tm].kind = IR_KIND_CONSTANT;
-        int d = node(g, "drop", "Dropout", 1 + with_mask, a, const_scalar_f(g, "ratio", 0.25f),
-                     tm, END);
+        int d = node(g, "drop", "Dropout", 1 + with_mask, a, const_scalar_f(g, "ratio", 0.25f), tm,
+                     END);
         train_graph *tg = finish(g, out0(g, d));
         const ir_node *dn = &tg->g->nodes[node_named(tg->g, "drop")];
         assert_int_equal(dn->n_outputs, 2); /* mask added when the model had none */
@@ -374,8 +374,8 @@ static void test_gemm_flatten_reshape(void **state) {
     int64_t shape[] = {2, 256}, wd[] = {10, 256}, bd[] = {10};
     int f = node(g, "flatten", "Flatten", 1, a, END);
     int r = node(g, "reshape", "Reshape", 1, out0(g, f), const_i64(g, "shape", 2, shape), END);
-    int gm = node(g, "fc", "Gemm", 1, out0(g, r), param(g, "fc.w", 2, wd), param(g, "fc.b", 1, bd),
-                  END);
+    int gm =
+        node(g, "fc", "Gemm", 1, out0(g, r), param(g, "fc.w", 2, wd), param(g, "fc.b", 1, bd), END);
     attr_int(g, gm, "transB", 1);
     train_graph *tg = finish_head(g, out0(g, gm), false);
     check_rule(tg, "fc");
@@ -467,7 +467,8 @@ static void test_model_loss(void **state) {
     assert_non_null(strstr(err.msg, "SoftmaxCrossEntropyLoss"));
     assert_non_null(strstr(err.msg, "Reshape"));
     printf("ok - --loss model: gradients from the model's SoftmaxCrossEntropyLoss; another "
-           "scalar refused: %s\n", err.msg);
+           "scalar refused: %s\n",
+           err.msg);
 }
 
 /* A parameter reshaped before use (exporters write weight.T, view()) keeps

@@ -148,8 +148,8 @@ static void test_workspaces_laid_out(void **state) {
 static void test_over_budget(void **state) {
     pv *v = *state;
     oc_err err;
-    assert_int_equal(plan_verify(v->rw.tg, v->l.offset, v->l.arena_bytes, v->l.arena_bytes - 1, &err),
-                     OC_ERR);
+    assert_int_equal(
+        plan_verify(v->rw.tg, v->l.offset, v->l.arena_bytes, v->l.arena_bytes - 1, &err), OC_ERR);
     assert_non_null(strstr(err.msg, "over the budget"));
 }
 

@@ -25,9 +25,9 @@ static int conv_like_grad(grad_ctx *c, op_kind data_op, op_kind filter_op) {
     for (int i = 0; i < rank; i++) xdims[i] = x->dims[i];
     if (grad_wants(c, 0)) {
         int b = grad_node(c, "grad_data", data_op);
-        grad_in(c, b, dy);                 /* dY (N, M, O..) */
-        grad_in(c, b, grad_fwd_in(c, 1));  /* W  */
-        grad_out_dx(c, b, 0);              /* dX (N, C, D..) */
+        grad_in(c, b, dy);                /* dY (N, M, O..) */
+        grad_in(c, b, grad_fwd_in(c, 1)); /* W  */
+        grad_out_dx(c, b, 0);             /* dX (N, C, D..) */
         conv_attrs(c, b);
         grad_attr_ints(c, b, "input_shape", rank, xdims);
         if (grad_finish(c, b)) return OC_ERR;
@@ -35,9 +35,9 @@ static int conv_like_grad(grad_ctx *c, op_kind data_op, op_kind filter_op) {
     bool has_bias = grad_fwd_in(c, 2) >= 0;
     if (grad_wants(c, 1) || (has_bias && grad_wants(c, 2))) {
         int b = grad_node(c, "grad_filter", filter_op);
-        grad_in(c, b, dy);                 /* dY */
-        grad_in(c, b, grad_fwd_in(c, 0));  /* X  saved */
-        grad_out_dx(c, b, 1);              /* dW like W */
+        grad_in(c, b, dy);                  /* dY */
+        grad_in(c, b, grad_fwd_in(c, 0));   /* X  saved */
+        grad_out_dx(c, b, 1);               /* dW like W */
         if (has_bias) grad_out_dx(c, b, 2); /* dB (M) */
         conv_attrs(c, b);
         if (grad_finish(c, b)) return OC_ERR;

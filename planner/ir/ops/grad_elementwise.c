@@ -19,12 +19,12 @@ int op_grad_clip(grad_ctx *c) {
     int dy = grad_dy(c, 0);
     if (dy < 0) return OC_OK;
     int b = grad_node(c, "grad", OP_CLIP_GRAD);
-    grad_in(c, b, dy);                 /* dY */
-    grad_in(c, b, grad_fwd_in(c, 0));  /* X saved */
-    grad_in(c, b, grad_fwd_in(c, 1));  /* min (or empty) */
-    grad_in(c, b, grad_fwd_in(c, 2));  /* max (or empty) */
+    grad_in(c, b, dy);                /* dY */
+    grad_in(c, b, grad_fwd_in(c, 0)); /* X saved */
+    grad_in(c, b, grad_fwd_in(c, 1)); /* min (or empty) */
+    grad_in(c, b, grad_fwd_in(c, 2)); /* max (or empty) */
     grad_out_dx(c, b, 0);
-    if (grad_graph(c)->opset < 11) {   /* bounds were attributes */
+    if (grad_graph(c)->opset < 11) { /* bounds were attributes */
         grad_attr_float(c, b, "min", ir_attr_float(grad_fwd(c), "min", -3.4e38f));
         grad_attr_float(c, b, "max", ir_attr_float(grad_fwd(c), "max", 3.4e38f));
     }
@@ -68,8 +68,8 @@ int op_grad_dropout(grad_ctx *c) {
     if (mask < 0 && (mask = grad_fwd_add_output(c, "mask")) < 0) return OC_ERR;
     float ratio = dropout_ratio(c);
     int b = grad_node(c, "grad", OP_DROPOUT_GRAD);
-    grad_in(c, b, dy);    /* dY */
-    grad_in(c, b, mask);  /* mask saved (bool) */
+    grad_in(c, b, dy);   /* dY */
+    grad_in(c, b, mask); /* mask saved (bool) */
     grad_out_dx(c, b, 0);
     grad_attr_float(c, b, "ratio", ratio);
     return grad_finish(c, b);
@@ -83,7 +83,8 @@ int op_grad_add(grad_ctx *c) {
         if (!grad_wants(c, i)) continue;
         const ir_graph *g = grad_graph(c);
         const ir_tensor *x = &g->tensors[grad_fwd_in(c, i)], *y = &g->tensors[dy];
-        if (x->rank == y->rank && memcmp(x->dims, y->dims, (size_t)x->rank * sizeof(int64_t)) == 0) {
+        if (x->rank == y->rank &&
+            memcmp(x->dims, y->dims, (size_t)x->rank * sizeof(int64_t)) == 0) {
             grad_pass(c, i, dy);
             continue;
         }

@@ -7,8 +7,8 @@
 
 #include "ir/ops/grad_rules.h"
 
-static int gemm_node(grad_ctx *c, const char *suffix, int a, int b, bool ta, bool tb,
-                     float alpha, int dx_of) {
+static int gemm_node(grad_ctx *c, const char *suffix, int a, int b, bool ta, bool tb, float alpha,
+                     int dx_of) {
     int n = grad_node(c, suffix, OP_GEMM);
     grad_in(c, n, a);
     grad_in(c, n, b);

@@ -9,9 +9,9 @@ int op_grad_softmax_cross_entropy(grad_ctx *c) {
     int logp = grad_fwd_out(c, 1);
     if (logp < 0 && (logp = grad_fwd_add_output(c, "log_prob")) < 0) return OC_ERR;
     int b = grad_node(c, "grad", OP_SOFTMAX_CROSS_ENTROPY_GRAD);
-    grad_in(c, b, logp);               /* log_prob (N, C) saved */
-    grad_in(c, b, grad_fwd_in(c, 1));  /* labels (N) */
-    grad_out_dx(c, b, 0);              /* dScores (N, C) */
+    grad_in(c, b, logp);              /* log_prob (N, C) saved */
+    grad_in(c, b, grad_fwd_in(c, 1)); /* labels (N) */
+    grad_out_dx(c, b, 0);             /* dScores (N, C) */
     if (ir_attr_find(grad_fwd(c), "ignore_index"))
         grad_attr_int(c, b, "ignore_index", ir_attr_int(grad_fwd(c), "ignore_index", 0));
     const char *red = ir_attr_string(grad_fwd(c), "reduction", "mean");

@@ -8,20 +8,20 @@
 
 int op_grad_batch_norm(grad_ctx *c) {
     const ir_node *f = grad_fwd(c);
-    bool training = grad_graph(c)->opset >= 14 ? ir_attr_int(f, "training_mode", 0) != 0
-                                               : f->n_outputs > 1;
+    bool training =
+        grad_graph(c)->opset >= 14 ? ir_attr_int(f, "training_mode", 0) != 0 : f->n_outputs > 1;
     if (!training)
         return oc_fail(grad_err(c), "inference-mode BatchNormalization cannot be trained "
-                       "(export the model in training mode)");
+                                    "(export the model in training mode)");
     int dy = grad_dy(c, 0);
     if (dy < 0) return OC_OK;
     int b = grad_node(c, "grad", OP_BATCH_NORM_GRAD);
-    grad_in(c, b, dy);                 /* dY (N, C, ..) */
-    grad_in(c, b, grad_fwd_in(c, 0));  /* X  saved */
-    grad_in(c, b, grad_fwd_in(c, 1));  /* scale (C) */
-    grad_out_dx(c, b, 0);              /* dX (N, C, ..) */
-    grad_out_dx(c, b, 1);              /* dScale (C) */
-    grad_out_dx(c, b, 2);              /* dBias (C) */
+    grad_in(c, b, dy);                /* dY (N, C, ..) */
+    grad_in(c, b, grad_fwd_in(c, 0)); /* X  saved */
+    grad_in(c, b, grad_fwd_in(c, 1)); /* scale (C) */
+    grad_out_dx(c, b, 0);             /* dX (N, C, ..) */
+    grad_out_dx(c, b, 1);             /* dScale (C) */
+    grad_out_dx(c, b, 2);             /* dBias (C) */
     grad_attr_float(c, b, "epsilon", ir_attr_float(grad_fwd(c), "epsilon", 1e-5f));
     return grad_finish(c, b);
 }

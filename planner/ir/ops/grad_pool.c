@@ -13,9 +13,9 @@ static int pool_grad(grad_ctx *c, op_kind op, bool reads_x) {
     int64_t dims[IR_MAX_RANK];
     memcpy(dims, x->dims, sizeof dims);
     int b = grad_node(c, "grad", op);
-    grad_in(c, b, dy);                              /* dY (N, C, O..) */
-    if (reads_x) grad_in(c, b, grad_fwd_in(c, 0));  /* X saved */
-    grad_out_dx(c, b, 0);                           /* dX (N, C, D..) */
+    grad_in(c, b, dy);                             /* dY (N, C, O..) */
+    if (reads_x) grad_in(c, b, grad_fwd_in(c, 0)); /* X saved */
+    grad_out_dx(c, b, 0);                          /* dX (N, C, D..) */
     grad_copy_attrs(c, b);
     grad_attr_ints(c, b, "input_shape", rank, dims);
     return grad_finish(c, b);

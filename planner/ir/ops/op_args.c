@@ -16,6 +16,7 @@ op_args *op_args_new(ir_node *n) {
 
 uint64_t op_name_hash(const char *s) {
     uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) h = (h ^ *p) * 0x100000001b3ULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
     return h;
 }

@@ -30,8 +30,8 @@ typedef struct op_window {
 
 /* Conv, ConvTranspose and their backward ops (the forward node's attributes). */
 typedef struct op_conv_args {
-    op_window win;  /* against the forward input's spatial dims (the image side) */
-    int64_t group;  /* >= 1, divides both channel counts */
+    op_window win; /* against the forward input's spatial dims (the image side) */
+    int64_t group; /* >= 1, divides both channel counts */
 } op_conv_args;
 
 /* MaxPool, AveragePool and their backward ops. */
@@ -61,9 +61,9 @@ typedef struct op_clip_args {
 
 /* Dropout and DropoutGrad. */
 typedef struct op_dropout_args {
-    float ratio;        /* in [0, 1) when training */
-    bool training;      /* Dropout: a mask is drawn (else Y = X) */
-    uint64_t key_hash;  /* 64-bit FNV-1a of the name the mask is keyed by: the node's,
+    float ratio;       /* in [0, 1) when training */
+    bool training;     /* Dropout: a mask is drawn (else Y = X) */
+    uint64_t key_hash; /* 64-bit FNV-1a of the name the mask is keyed by: the node's,
                            or a recompute clone's original (outcore_recompute_of) */
 } op_dropout_args;
 
@@ -77,9 +77,9 @@ typedef enum op_pad_mode {
  * PadGrad (begin offsets into dY). */
 typedef struct op_pad_args {
     op_pad_mode mode;
-    bool pads_from_attr;          /* begin[] below is valid */
-    int64_t begin[IR_MAX_RANK];   /* Pad: begin pads; PadGrad: -(forward begin pads) */
-    uint64_t fill;                /* constant fill element bits (opset < 11 'value') */
+    bool pads_from_attr;        /* begin[] below is valid */
+    int64_t begin[IR_MAX_RANK]; /* Pad: begin pads; PadGrad: -(forward begin pads) */
+    uint64_t fill;              /* constant fill element bits (opset < 11 'value') */
 } op_pad_args;
 
 /* Concat, ConcatGrad, Gather, Flatten: one normalised axis. */

@@ -122,8 +122,8 @@ static int sgd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         return OC_ERR;
     if (w->rank != dw->rank || memcmp(w->dims, dw->dims, sizeof w->dims) != 0 ||
         m->rank != w->rank || memcmp(w->dims, m->dims, sizeof w->dims) != 0)
-        return oc_fail(err, "weight '%s', gradient '%s' and momentum '%s' differ in shape",
-                       w->name, dw->name, m->name);
+        return oc_fail(err, "weight '%s', gradient '%s' and momentum '%s' differ in shape", w->name,
+                       dw->name, m->name);
     op_set_out_like(g, n, 0, w);
     op_set_out_like(g, n, 1, m);
     return OC_OK;
@@ -136,8 +136,8 @@ static int sgd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 double op_conv_flops(const ir_tensor *x, const ir_tensor *y, const ir_node *n) {
     const int64_t *k;
     int nk = ir_attr_ints(n, "kernel_shape", &k);
-    double f = 2.0 * (double)y->dims[0] * (double)y->dims[1] *
-               (double)x->dims[1] / (double)ir_attr_int(n, "group", 1);
+    double f = 2.0 * (double)y->dims[0] * (double)y->dims[1] * (double)x->dims[1] /
+               (double)ir_attr_int(n, "group", 1);
     for (int i = 2; i < y->rank; i++) f *= (double)y->dims[i];
     for (int i = 0; i < nk; i++) f *= (double)k[i];
     return f;
@@ -179,7 +179,8 @@ static int concat_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     const int64_t *split;
     p->n = ir_attr_ints(n, "split", &split);
     if (p->n != n->n_outputs || p->n > OP_MAX_SPLIT)
-        return oc_fail(err, "attribute 'split' needs one size per output (at most %d)", OP_MAX_SPLIT);
+        return oc_fail(err, "attribute 'split' needs one size per output (at most %d)",
+                       OP_MAX_SPLIT);
     memcpy(p->sizes, split, (size_t)p->n * sizeof *split);
     return op_axis(ir_attr_int(n, "axis", 0), dy->rank, "axis", &p->axis, err);
 }
@@ -197,36 +198,46 @@ static int sgd_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 
 static const op_role data_role[] = {OP_IN_DATA};
 
-#define BACKWARD_OP(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn)            \
-    const op_def ident = {.min_inputs = nin_min,      \
-                          .max_inputs = nin_max, .min_outputs = nout_min,                   \
-                          .max_outputs = nout_max, .roles = data_role, .n_roles = 1,        \
-                          .infer = fn, .cost = costfn, .decode = decodefn}
+#define BACKWARD_OP(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn)             \
+    const op_def ident = {.min_inputs = nin_min,                                                   \
+                          .max_inputs = nin_max,                                                   \
+                          .min_outputs = nout_min,                                                 \
+                          .max_outputs = nout_max,                                                 \
+                          .roles = data_role,                                                      \
+                          .n_roles = 1,                                                            \
+                          .infer = fn,                                                             \
+                          .cost = costfn,                                                          \
+                          .decode = decodefn}
 
-BACKWARD_OP(op_def_conv_backward_data, 2, 2, 1, 1, backward_data_infer,
-            backward_data_cost, op_decode_conv);
-BACKWARD_OP(op_def_conv_backward_filter, 2, 2, 1, 2, conv_filter_infer,
-            conv_filter_cost, op_decode_conv);
-BACKWARD_OP(op_def_conv_transpose_backward_data, 2, 2, 1, 1,
-            backward_data_infer, conv_transpose_data_cost, op_decode_conv);
-BACKWARD_OP(op_def_conv_transpose_backward_filter, 2, 2, 1, 2,
-            conv_transpose_filter_infer, conv_transpose_filter_cost, op_decode_conv);
+BACKWARD_OP(op_def_conv_backward_data, 2, 2, 1, 1, backward_data_infer, backward_data_cost,
+            op_decode_conv);
+BACKWARD_OP(op_def_conv_backward_filter, 2, 2, 1, 2, conv_filter_infer, conv_filter_cost,
+            op_decode_conv);
+BACKWARD_OP(op_def_conv_transpose_backward_data, 2, 2, 1, 1, backward_data_infer,
+            conv_transpose_data_cost, op_decode_conv);
+BACKWARD_OP(op_def_conv_transpose_backward_filter, 2, 2, 1, 2, conv_transpose_filter_infer,
+            conv_transpose_filter_cost, op_decode_conv);
 BACKWARD_OP(op_def_batch_norm_grad, 3, 3, 1, 3, bn_grad_infer, NULL, op_decode_batch_norm);
 BACKWARD_OP(op_def_relu_grad, 2, 2, 1, 1, out0_like_in0, NULL, NULL);
 BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL, op_decode_clip);
 BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL, op_decode_dropout);
 BACKWARD_OP(op_def_max_pool_grad, 2, 2, 1, 1, pool_grad_infer, NULL, op_decode_pool);
 BACKWARD_OP(op_def_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pool);
-BACKWARD_OP(op_def_global_average_pool_grad, 1, 1, 1, 1,
-            pool_grad_infer, NULL, NULL);
+BACKWARD_OP(op_def_global_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL, NULL);
 BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, pool_grad_infer, NULL, reduce_sum_to_decode);
 BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pad);
 BACKWARD_OP(op_def_concat_grad, 1, 1, 1, OP_MAX_SPLIT, concat_grad_infer, NULL, concat_grad_decode);
 BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 2, 1, 1, sce_grad_infer, NULL, op_decode_sce);
 static const int8_t sgd_aliases[] = {0, 2};
 const op_def op_def_sgd_momentum = {
-    .min_inputs = 3, .max_inputs = 3,
-    .min_outputs = 2, .max_outputs = 2, .roles = data_role, .n_roles = 1, .infer = sgd_infer,
-    .aliases = sgd_aliases, .n_aliases = 2,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 2,
+    .max_outputs = 2,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = sgd_infer,
+    .aliases = sgd_aliases,
+    .n_aliases = 2,
     .decode = sgd_decode,
 };

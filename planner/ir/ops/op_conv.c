@@ -15,9 +15,10 @@ static int conv_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
                        x->name, x->rank, w->name, w->rank);
     int64_t group = ir_attr_int(n, "group", 1);
     if (group <= 0 || x->dims[1] != w->dims[1] * group || w->dims[0] % group != 0)
-        return oc_fail(err, "channels do not match: input '%s' has %" PRId64 ", weight '%s' "
-                       "expects %" PRId64 " x group %" PRId64, x->name, x->dims[1], w->name,
-                       w->dims[1], group);
+        return oc_fail(err,
+                       "channels do not match: input '%s' has %" PRId64 ", weight '%s' "
+                       "expects %" PRId64 " x group %" PRId64,
+                       x->name, x->dims[1], w->name, w->dims[1], group);
     ir_tensor *b = ir_node_in(g, n, 2);
     if (b && (!ir_tensor_shape_known(b) || b->rank != 1 || b->dims[0] != w->dims[0]))
         return oc_fail(err, "bias '%s' must have shape [%" PRId64 "]", b->name, w->dims[0]);
@@ -45,7 +46,8 @@ static int conv_transpose_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
                        w->rank);
     int64_t group = ir_attr_int(n, "group", 1);
     if (group <= 0 || x->dims[1] != w->dims[0])
-        return oc_fail(err, "channels do not match: input '%s' has %" PRId64 ", weight '%s' %" PRId64,
+        return oc_fail(err,
+                       "channels do not match: input '%s' has %" PRId64 ", weight '%s' %" PRId64,
                        x->name, x->dims[1], w->name, w->dims[0]);
     if (ir_attr_find(n, "output_shape"))
         return oc_fail(err, "attribute 'output_shape' is not supported; use pads/output_padding");
@@ -79,19 +81,21 @@ int op_decode_conv(const ir_graph *g, ir_node *n, oc_err *err) {
     bool filter = k == OP_CONV_BACKWARD_FILTER || k == OP_CONV_TRANSPOSE_BACKWARD_FILTER;
     bool transpose = k == OP_CONV_TRANSPOSE || k == OP_CONV_TRANSPOSE_BACKWARD_DATA ||
                      k == OP_CONV_TRANSPOSE_BACKWARD_FILTER;
-    const ir_tensor *x = data ? ir_node_out((ir_graph *)g, n, 0)
+    const ir_tensor *x = data     ? ir_node_out((ir_graph *)g, n, 0)
                          : filter ? ir_node_in((ir_graph *)g, n, 1)
                                   : ir_node_in((ir_graph *)g, n, 0);
-    const ir_tensor *y = data || filter ? ir_node_in((ir_graph *)g, n, 0)
-                                        : ir_node_out((ir_graph *)g, n, 0);
-    const ir_tensor *w = filter ? ir_node_out((ir_graph *)g, n, 0) : ir_node_in((ir_graph *)g, n, 1);
+    const ir_tensor *y =
+        data || filter ? ir_node_in((ir_graph *)g, n, 0) : ir_node_out((ir_graph *)g, n, 0);
+    const ir_tensor *w =
+        filter ? ir_node_out((ir_graph *)g, n, 0) : ir_node_in((ir_graph *)g, n, 1);
     if (!x || !y || !w || x->rank < 3 || y->rank != x->rank || w->rank != x->rank)
         return oc_fail(err, "needs input, output and weight of one rank >= 3");
     op_conv_args *p = &op_args_new(n)->conv;
     p->group = ir_attr_int(n, "group", 1);
     if (p->group < 1 || p->group > x->dims[1] || x->dims[1] % p->group || y->dims[1] % p->group)
-        return oc_fail(err, "group %" PRId64 " does not divide the channels (%" PRId64 " and %" PRId64
-                       ")", p->group, x->dims[1], y->dims[1]);
+        return oc_fail(
+            err, "group %" PRId64 " does not divide the channels (%" PRId64 " and %" PRId64 ")",
+            p->group, x->dims[1], y->dims[1]);
     const int64_t *img = transpose ? y->dims + 2 : x->dims + 2;
     if (op_window_read(n, x->rank - 2, img, w->dims + 2, &p->win, err)) return OC_ERR;
     for (int i = 0; i < p->win.nsp; i++)
@@ -114,16 +118,29 @@ static void conv_transpose_cost(const ir_graph *g, const ir_node *n, op_cost *c)
 static const op_role conv_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
 
 const op_def op_def_conv = {
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
-    .max_outputs = 1, .roles = conv_roles, .n_roles = 3, .infer = conv_infer,
-    .cost = conv_cost, .grad = op_grad_conv, .saved_inputs = 0x3,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = conv_roles,
+    .n_roles = 3,
+    .infer = conv_infer,
+    .cost = conv_cost,
+    .grad = op_grad_conv,
+    .saved_inputs = 0x3,
     .decode = op_decode_conv,
 };
 
 const op_def op_def_conv_transpose = {
-    .min_inputs = 2, .max_inputs = 3,
-    .min_outputs = 1, .max_outputs = 1, .roles = conv_roles, .n_roles = 3,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = conv_roles,
+    .n_roles = 3,
     .infer = conv_transpose_infer,
-    .cost = conv_transpose_cost, .grad = op_grad_conv_transpose, .saved_inputs = 0x3,
+    .cost = conv_transpose_cost,
+    .grad = op_grad_conv_transpose,
+    .saved_inputs = 0x3,
     .decode = op_decode_conv,
 };

@@ -80,9 +80,15 @@ static const op_role data_role[] = {OP_IN_DATA};
 static const op_role clip_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
 const op_def op_def_relu = {
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = same_shape_infer,
-    .grad = op_grad_relu, .saved_outputs = 0x1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .grad = op_grad_relu,
+    .saved_outputs = 0x1,
 };
 
 /* Sigmoid: Y = 1 / (1 + exp(-X)); dX = dY * Y * (1 - Y) from the saved Y. */
@@ -97,33 +103,61 @@ static int sigmoid_grad_rule(grad_ctx *c) {
 }
 
 const op_def op_def_sigmoid = {
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = same_shape_infer,
-    .grad = sigmoid_grad_rule, .saved_outputs = 0x1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .grad = sigmoid_grad_rule,
+    .saved_outputs = 0x1,
 };
 
 /* SigmoidGrad(dY, Y) -> dX, shaped like dY. */
 const op_def op_def_sigmoid_grad = {
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = same_shape_infer,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
 };
 
 const op_def op_def_clip = {
-    .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
-    .max_outputs = 1, .roles = clip_roles, .n_roles = 2, .infer = same_shape_infer,
-    .grad = op_grad_clip, .saved_inputs = 0x7,
+    .min_inputs = 1,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = clip_roles,
+    .n_roles = 2,
+    .infer = same_shape_infer,
+    .grad = op_grad_clip,
+    .saved_inputs = 0x7,
     .decode = op_decode_clip,
 };
 
 const op_def op_def_dropout = {
-    .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
-    .max_outputs = 2, .roles = clip_roles, .n_roles = 2, .infer = dropout_infer,
-    .grad = op_grad_dropout, .saved_outputs = 0x2,
+    .min_inputs = 1,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 2,
+    .roles = clip_roles,
+    .n_roles = 2,
+    .infer = dropout_infer,
+    .grad = op_grad_dropout,
+    .saved_outputs = 0x2,
     .decode = op_decode_dropout,
 };
 
 const op_def op_def_add = {
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = add_infer,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = add_infer,
     .grad = op_grad_add,
 };

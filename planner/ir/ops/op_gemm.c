@@ -53,8 +53,15 @@ static int gemm_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 static const op_role gemm_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
 
 const op_def op_def_gemm = {
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
-    .max_outputs = 1, .roles = gemm_roles, .n_roles = 3, .infer = gemm_infer,
-    .cost = gemm_cost, .grad = op_grad_gemm, .saved_inputs = 0x3,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = gemm_roles,
+    .n_roles = 3,
+    .infer = gemm_infer,
+    .cost = gemm_cost,
+    .grad = op_grad_gemm,
+    .saved_inputs = 0x3,
     .decode = gemm_decode,
 };

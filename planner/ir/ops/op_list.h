@@ -50,8 +50,8 @@
     /* backward, loss gradient and update (OC_DOMAIN) */                                           \
     X(CONV_BACKWARD_DATA, "ConvBackwardData", OC, conv_backward_data, conv_backward_data)          \
     X(CONV_BACKWARD_FILTER, "ConvBackwardFilter", OC, conv_backward_filter, conv_backward_filter)  \
-    X(CONV_TRANSPOSE_BACKWARD_DATA, "ConvTransposeBackwardData", OC,                               \
-      conv_transpose_backward_data, conv_transpose_backward_data)                                  \
+    X(CONV_TRANSPOSE_BACKWARD_DATA, "ConvTransposeBackwardData", OC, conv_transpose_backward_data, \
+      conv_transpose_backward_data)                                                                \
     X(CONV_TRANSPOSE_BACKWARD_FILTER, "ConvTransposeBackwardFilter", OC,                           \
       conv_transpose_backward_filter, conv_transpose_backward_filter)                              \
     X(BATCH_NORM_GRAD, "BatchNormalizationGrad", OC, batch_norm_grad, batch_norm_grad)             \
@@ -74,12 +74,15 @@
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
     X(SWAP_IN, "SwapIn", OC, swap_in, none)
 
+// clang-format off
 typedef enum op_kind {
 #define OP_LIST_ENUM(kind, name, domain, def, kern) OP_##kind,
-    OC_OPS_COMPUTE(OP_LIST_ENUM) OC_OPS_COPY(OP_LIST_ENUM)
+    OC_OPS_COMPUTE(OP_LIST_ENUM)
+    OC_OPS_COPY(OP_LIST_ENUM)
 #undef OP_LIST_ENUM
     OP__COUNT
 } op_kind;
+// clang-format on
 
 /* A node whose op is not in the list (rejected at import; ir_node.op). */
 #define OP_UNKNOWN (-1)

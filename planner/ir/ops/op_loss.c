@@ -19,12 +19,9 @@ static int sce_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         return oc_fail(err, "labels '%s' must be int64 or int32", l->name);
     if (ir_node_in(g, n, 2)) return oc_fail(err, "class weights are not supported");
     const char *red = ir_attr_string(n, "reduction", "mean");
-    if (strcmp(red, "mean") == 0 || strcmp(red, "sum") == 0)
-        op_set_out(g, n, 0, s->dtype, 0, NULL);
-    else if (strcmp(red, "none") == 0)
-        op_set_out(g, n, 0, s->dtype, 1, s->dims);
-    else
-        return oc_fail(err, "reduction '%s' is not one of mean, sum, none", red);
+    if (strcmp(red, "mean") == 0 || strcmp(red, "sum") == 0) op_set_out(g, n, 0, s->dtype, 0, NULL);
+    else if (strcmp(red, "none") == 0) op_set_out(g, n, 0, s->dtype, 1, s->dims);
+    else return oc_fail(err, "reduction '%s' is not one of mean, sum, none", red);
     op_set_out_like(g, n, 1, s);
     return OC_OK;
 }
@@ -65,13 +62,25 @@ static const op_role sce_roles[] = {OP_IN_DATA, OP_IN_DATA, OP_IN_CONST};
 static const op_role data_role[] = {OP_IN_DATA};
 
 const op_def op_def_softmax_cross_entropy = {
-    .min_inputs = 2, .max_inputs = 3,
-    .min_outputs = 1, .max_outputs = 2, .roles = sce_roles, .n_roles = 3, .infer = sce_infer,
-    .grad = op_grad_softmax_cross_entropy, .saved_inputs = 0x2, .saved_outputs = 0x2,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 2,
+    .roles = sce_roles,
+    .n_roles = 3,
+    .infer = sce_infer,
+    .grad = op_grad_softmax_cross_entropy,
+    .saved_inputs = 0x2,
+    .saved_outputs = 0x2,
     .decode = op_decode_sce,
 };
 
 const op_def op_def_sum = {
-    .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = sum_infer,
+    .min_inputs = 1,
+    .max_inputs = -1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = sum_infer,
 };

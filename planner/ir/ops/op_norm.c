@@ -57,9 +57,17 @@ static const int8_t bn_aliases[] = {-1, 3, 4};
 static const op_role bn_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM, OP_IN_STATE, OP_IN_STATE};
 
 const op_def op_def_batch_norm = {
-    .min_inputs = 5, .max_inputs = 5,
-    .min_outputs = 1, .max_outputs = 5, .roles = bn_roles, .n_roles = 5, .infer = bn_infer,
-    .cost = bn_cost, .grad = op_grad_batch_norm, .saved_inputs = 0x3,
-    .aliases = bn_aliases, .n_aliases = 3,
+    .min_inputs = 5,
+    .max_inputs = 5,
+    .min_outputs = 1,
+    .max_outputs = 5,
+    .roles = bn_roles,
+    .n_roles = 5,
+    .infer = bn_infer,
+    .cost = bn_cost,
+    .grad = op_grad_batch_norm,
+    .saved_inputs = 0x3,
+    .aliases = bn_aliases,
+    .n_aliases = 3,
     .decode = op_decode_batch_norm,
 };

@@ -36,7 +36,7 @@ static int global_pool_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err
 /* Window against the image side: the forward input (MaxPool, AveragePool,
  * MaxPoolGrad's X) or the gradient's output dX (AveragePoolGrad). */
 int op_decode_pool(const ir_graph *g, ir_node *n, oc_err *err) {
-    const ir_tensor *x = n->op == OP_MAX_POOL_GRAD     ? ir_node_in((ir_graph *)g, n, 1)
+    const ir_tensor *x = n->op == OP_MAX_POOL_GRAD       ? ir_node_in((ir_graph *)g, n, 1)
                          : n->op == OP_AVERAGE_POOL_GRAD ? ir_node_out((ir_graph *)g, n, 0)
                                                          : ir_node_in((ir_graph *)g, n, 0);
     if (!x || x->rank < 3) return oc_fail(err, "needs an input of rank >= 3");
@@ -50,22 +50,37 @@ int op_decode_pool(const ir_graph *g, ir_node *n, oc_err *err) {
 static const op_role data_role[] = {OP_IN_DATA};
 
 const op_def op_def_max_pool = {
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 2, .roles = data_role, .n_roles = 1, .infer = pool_infer,
-    .grad = op_grad_max_pool, .saved_inputs = 0x1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 2,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = pool_infer,
+    .grad = op_grad_max_pool,
+    .saved_inputs = 0x1,
     .decode = op_decode_pool,
 };
 
 const op_def op_def_average_pool = {
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = pool_infer,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = pool_infer,
     .grad = op_grad_average_pool,
     .decode = op_decode_pool,
 };
 
 const op_def op_def_global_average_pool = {
-    .min_inputs = 1, .max_inputs = 1,
-    .min_outputs = 1, .max_outputs = 1, .roles = data_role, .n_roles = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
     .infer = global_pool_infer,
     .grad = op_grad_global_average_pool,
 };

@@ -46,7 +46,8 @@ static int constant_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         ir_tensor_set_shape(y, 1, &len);
         ir_tensor_set_data(y, a->ints, (size_t)a->n * sizeof(int64_t));
     } else {
-        return oc_fail(err, "needs one of the attributes value, value_float, value_int, "
+        return oc_fail(err,
+                       "needs one of the attributes value, value_float, value_int, "
                        "value_floats, value_ints (sparse and string constants are not supported)");
     }
     return OC_OK;
@@ -170,8 +171,8 @@ static int concat_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
             return oc_fail(err, "input '%s' differs in rank or type from '%s'", x->name, x0->name);
         for (int d = 0; d < x->rank; d++)
             if (d != axis && x->dims[d] != x0->dims[d])
-                return oc_fail(err, "input '%s' dim %d is %" PRId64 ", '%s' has %" PRId64,
-                               x->name, d, x->dims[d], x0->name, x0->dims[d]);
+                return oc_fail(err, "input '%s' dim %d is %" PRId64 ", '%s' has %" PRId64, x->name,
+                               d, x->dims[d], x0->name, x0->dims[d]);
         y[axis] += x->dims[axis];
         fold = fold && is_value(x);
     }
@@ -229,8 +230,9 @@ static int reshape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         y[infer_at] = numel / known;
     } else if (known != numel) {
         char buf[128];
-        return oc_fail(err, "cannot reshape '%s' %s (%" PRId64 " elements) into %" PRId64
-                       " elements", x->name, ir_shape_str(x, buf, sizeof buf), numel, known);
+        return oc_fail(err,
+                       "cannot reshape '%s' %s (%" PRId64 " elements) into %" PRId64 " elements",
+                       x->name, ir_shape_str(x, buf, sizeof buf), numel, known);
     }
     op_set_out(g, n, 0, x->dtype, (int)ns, y);
     if (in_has_value(g, n, 0)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
@@ -331,43 +333,83 @@ static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
 static const op_role const_role[] = {OP_IN_CONST};
 
 const op_def op_def_constant = {
-    .min_inputs = 0, .max_inputs = 0, .min_outputs = 1,
-    .max_outputs = 1, .roles = const_role, .n_roles = 1, .infer = constant_infer,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = const_role,
+    .n_roles = 1,
+    .infer = constant_infer,
 };
 const op_def op_def_shape = {
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = shape_infer,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = shape_infer,
     .decode = shape_decode,
 };
 const op_def op_def_gather = {
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = gather_infer,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_then_const,
+    .n_roles = 2,
+    .infer = gather_infer,
     .decode = op_decode_axis,
 };
 const op_def op_def_unsqueeze = {
-    .min_inputs = 1, .max_inputs = 2, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = unsqueeze_infer,
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_then_const,
+    .n_roles = 2,
+    .infer = unsqueeze_infer,
     .grad = op_grad_reshape,
 };
 const op_def op_def_concat = {
-    .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = concat_infer,
+    .min_inputs = 1,
+    .max_inputs = -1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = concat_infer,
     .grad = op_grad_concat,
     .decode = op_decode_axis,
 };
 const op_def op_def_reshape = {
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = reshape_infer,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_then_const,
+    .n_roles = 2,
+    .infer = reshape_infer,
     .grad = op_grad_reshape,
 };
 const op_def op_def_flatten = {
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_role, .n_roles = 1, .infer = flatten_infer,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = flatten_infer,
     .grad = op_grad_reshape,
 };
 const op_def op_def_pad = {
-    .min_inputs = 1, .max_inputs = 4, .min_outputs = 1,
-    .max_outputs = 1, .roles = data_then_const, .n_roles = 2, .infer = pad_infer,
+    .min_inputs = 1,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_then_const,
+    .n_roles = 2,
+    .infer = pad_infer,
     .grad = op_grad_pad,
     .decode = op_decode_pad,
 };

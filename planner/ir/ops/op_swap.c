@@ -27,13 +27,23 @@ static void swap_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
 }
 
 const op_def op_def_swap_out = {
-    .min_inputs = 1, .max_inputs = 1,
-    .min_outputs = 1, .max_outputs = 1, .roles = swap_roles, .n_roles = 1,
-    .infer = swap_infer, .cost = swap_cost,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = swap_roles,
+    .n_roles = 1,
+    .infer = swap_infer,
+    .cost = swap_cost,
 };
 
 const op_def op_def_swap_in = {
-    .min_inputs = 1, .max_inputs = 1,
-    .min_outputs = 1, .max_outputs = 1, .roles = swap_roles, .n_roles = 1,
-    .infer = swap_infer, .cost = swap_cost,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = swap_roles,
+    .n_roles = 1,
+    .infer = swap_infer,
+    .cost = swap_cost,
 };

@@ -5,7 +5,8 @@
 #include <string.h>
 
 #define OP_LIST_DECL(kind, name, domain, def, kern) extern const op_def op_def_##def;
-OC_OPS_COMPUTE(OP_LIST_DECL) OC_OPS_COPY(OP_LIST_DECL)
+OC_OPS_COMPUTE(OP_LIST_DECL)
+OC_OPS_COPY(OP_LIST_DECL)
 #undef OP_LIST_DECL
 
 #define ONNX ""
@@ -92,12 +93,9 @@ void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c) {
 
 void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c) {
     const op_def *d = op_def_of(n);
-    if (d->cost)
-        d->cost(g, n, c);
-    else
-        op_cost_default(g, n, c);
+    if (d->cost) d->cost(g, n, c);
+    else op_cost_default(g, n, c);
 }
-
 
 int op_infer(ir_graph *g, ir_node *n, oc_err *err) {
     if (op_def_of(n)->infer(g, n, g->opset, err)) return OC_ERR;

@@ -37,9 +37,9 @@ typedef enum op_role {
 } op_role;
 
 typedef struct op_def {
-    int min_inputs, max_inputs;   /* max -1: variadic */
+    int min_inputs, max_inputs; /* max -1: variadic */
     int min_outputs, max_outputs;
-    const op_role *roles;         /* role of input i; inputs past n_roles use the last */
+    const op_role *roles; /* role of input i; inputs past n_roles use the last */
     int n_roles;
     /* Shape function. Inputs' shapes (and plan-time values) are known; sets
      * every present output's dtype and shape, and its data when it can be

@@ -17,8 +17,10 @@ int op_in_int64s(ir_graph *g, ir_node *n, int i, const int64_t **v, int64_t *cou
     ir_tensor *x;
     if (op_in_shaped(g, n, i, &x, err)) return OC_ERR;
     if (!ir_tensor_int64_values(x, v, count))
-        return oc_fail(err, "input '%s' must be an int64 value known at plan time "
-                       "(a constant or a folded shape computation)", x->name);
+        return oc_fail(err,
+                       "input '%s' must be an int64 value known at plan time "
+                       "(a constant or a folded shape computation)",
+                       x->name);
     return OC_OK;
 }
 
@@ -113,7 +115,8 @@ int op_window_read(const ir_node *n, int nsp, const int64_t *in, const int64_t *
     if (strcmp(ap, "NOTSET") == 0) return OC_OK;
     bool upper = strcmp(ap, "SAME_UPPER") == 0, lower = strcmp(ap, "SAME_LOWER") == 0;
     if (!upper && !lower && strcmp(ap, "VALID") != 0)
-        return oc_fail(err, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
+        return oc_fail(err, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
+                       ap);
     for (int i = 0; i < nsp; i++) {
         w->pad_begin[i] = w->pad_end[i] = 0;
         if (!upper && !lower) continue;
@@ -131,8 +134,9 @@ int op_window_out(const op_window *w, int i, int64_t in, int64_t *out, oc_err *e
     int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
     int64_t room = in + w->pad_begin[i] + w->pad_end[i] - span;
     if (room < 0)
-        return oc_fail(err, "window of %" PRId64 " does not fit spatial extent %" PRId64
-                       " (+ padding)", span, in);
+        return oc_fail(err,
+                       "window of %" PRId64 " does not fit spatial extent %" PRId64 " (+ padding)",
+                       span, in);
     int64_t o = (w->ceil_mode ? (room + w->stride[i] - 1) / w->stride[i] : room / w->stride[i]) + 1;
     /* The last window must start inside the input or its begin padding. */
     if (w->ceil_mode && (o - 1) * w->stride[i] >= in + w->pad_begin[i]) o--;
@@ -146,8 +150,10 @@ int op_broadcast(const ir_tensor *a, const ir_tensor *b, int *rank, int64_t *out
         int ia = i - (r - a->rank), ib = i - (r - b->rank);
         int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
         if (da != db && da != 1 && db != 1)
-            return oc_fail(err, "shapes of '%s' and '%s' do not broadcast (dim %d: %" PRId64
-                           " vs %" PRId64 ")", a->name, b->name, i, da, db);
+            return oc_fail(err,
+                           "shapes of '%s' and '%s' do not broadcast (dim %d: %" PRId64
+                           " vs %" PRId64 ")",
+                           a->name, b->name, i, da, db);
         out[i] = da == 1 ? db : da;
     }
     *rank = r;

@@ -128,7 +128,9 @@ const char *cudaGetErrorName(cudaError_t error);
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 
-struct emu_dim3 { unsigned x, y, z; };
+struct emu_dim3 {
+    unsigned x, y, z;
+};
 static const emu_dim3 blockIdx = {0, 0, 0};
 static const emu_dim3 threadIdx = {0, 0, 0};
 static const emu_dim3 blockDim = {1, 1, 1};

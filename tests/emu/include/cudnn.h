@@ -191,8 +191,9 @@ cudnnStatus_t CUDNNWINAPI cudnnGetStream(cudnnHandle_t handle, cudaStream_t *str
 /* ---- tensor descriptors ---- */
 cudnnStatus_t CUDNNWINAPI cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc);
 cudnnStatus_t CUDNNWINAPI cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc,
-                                                     cudnnTensorFormat_t format, cudnnDataType_t dataType,
-                                                     int n, int c, int h, int w);
+                                                     cudnnTensorFormat_t format,
+                                                     cudnnDataType_t dataType, int n, int c, int h,
+                                                     int w);
 cudnnStatus_t CUDNNWINAPI cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tensorDesc,
                                                      cudnnDataType_t dataType, int nbDims,
                                                      const int dimA[], const int strideA[]);
@@ -204,22 +205,29 @@ cudnnStatus_t CUDNNWINAPI cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t t
 /* ---- filter descriptors ---- */
 cudnnStatus_t CUDNNWINAPI cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc);
 cudnnStatus_t CUDNNWINAPI cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t filterDesc,
-                                                     cudnnDataType_t dataType, cudnnTensorFormat_t format,
-                                                     int k, int c, int h, int w);
+                                                     cudnnDataType_t dataType,
+                                                     cudnnTensorFormat_t format, int k, int c,
+                                                     int h, int w);
 cudnnStatus_t CUDNNWINAPI cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t filterDesc,
-                                                     cudnnDataType_t dataType, cudnnTensorFormat_t format,
-                                                     int nbDims, const int filterDimA[]);
+                                                     cudnnDataType_t dataType,
+                                                     cudnnTensorFormat_t format, int nbDims,
+                                                     const int filterDimA[]);
 cudnnStatus_t CUDNNWINAPI cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc);
 
 /* ---- activation ---- */
-cudnnStatus_t CUDNNWINAPI cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *activationDesc);
+cudnnStatus_t CUDNNWINAPI
+cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *activationDesc);
 cudnnStatus_t CUDNNWINAPI cudnnSetActivationDescriptor(cudnnActivationDescriptor_t activationDesc,
                                                        cudnnActivationMode_t mode,
-                                                       cudnnNanPropagation_t reluNanOpt, double coef);
-cudnnStatus_t CUDNNWINAPI cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t activationDesc);
-cudnnStatus_t CUDNNWINAPI cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc,
-                                                 const void *alpha, const cudnnTensorDescriptor_t xDesc,
-                                                 const void *x, const void *beta,
+                                                       cudnnNanPropagation_t reluNanOpt,
+                                                       double coef);
+cudnnStatus_t CUDNNWINAPI
+cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t activationDesc);
+cudnnStatus_t CUDNNWINAPI cudnnActivationForward(cudnnHandle_t handle,
+                                                 cudnnActivationDescriptor_t activationDesc,
+                                                 const void *alpha,
+                                                 const cudnnTensorDescriptor_t xDesc, const void *x,
+                                                 const void *beta,
                                                  const cudnnTensorDescriptor_t yDesc, void *y);
 
 /* ---- pooling (NCHW / NCDHW packed float; output dims the floor formula) ---- */
@@ -230,22 +238,24 @@ cudnnStatus_t CUDNNWINAPI cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t p
                                                       int nbDims, const int windowDimA[],
                                                       const int paddingA[], const int strideA[]);
 cudnnStatus_t CUDNNWINAPI cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t poolingDesc);
-cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
-                                              const void *alpha, const cudnnTensorDescriptor_t xDesc,
-                                              const void *x, const void *beta,
-                                              const cudnnTensorDescriptor_t yDesc, void *y);
+cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t handle,
+                                              const cudnnPoolingDescriptor_t poolingDesc,
+                                              const void *alpha,
+                                              const cudnnTensorDescriptor_t xDesc, const void *x,
+                                              const void *beta, const cudnnTensorDescriptor_t yDesc,
+                                              void *y);
 /* Max modes: each window's gradient goes to the first cell (window order) whose x equals its y. */
-cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc,
-                                               const void *alpha, const cudnnTensorDescriptor_t yDesc,
-                                               const void *y, const cudnnTensorDescriptor_t dyDesc,
-                                               const void *dy, const cudnnTensorDescriptor_t xDesc,
-                                               const void *x, const void *beta,
-                                               const cudnnTensorDescriptor_t dxDesc, void *dx);
+cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(
+    cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha,
+    const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc,
+    const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta,
+    const cudnnTensorDescriptor_t dxDesc, void *dx);
 
 /* C = alpha * A + beta * C, A broadcast along its dims of extent 1. */
 cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
                                          const cudnnTensorDescriptor_t aDesc, const void *A,
-                                         const void *beta, const cudnnTensorDescriptor_t cDesc, void *C);
+                                         const void *beta, const cudnnTensorDescriptor_t cDesc,
+                                         void *C);
 
 /* ---- batch normalization ---- */
 cudnnStatus_t CUDNNWINAPI cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc,
@@ -253,22 +263,22 @@ cudnnStatus_t CUDNNWINAPI cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t 
                                                         cudnnBatchNormMode_t mode);
 cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardTraining(
     cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
-    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
-    const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias,
-    double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance,
-    double epsilon, void *resultSaveMean, void *resultSaveInvVariance);
+    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc,
+    void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale,
+    const void *bnBias, double exponentialAverageFactor, void *resultRunningMean,
+    void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance);
 cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardInference(
     cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
-    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
-    const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias,
-    const void *estimatedMean, const void *estimatedVariance, double epsilon);
+    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc,
+    void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale,
+    const void *bnBias, const void *estimatedMean, const void *estimatedVariance, double epsilon);
 cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationBackward(
-    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff,
-    const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc,
-    const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy,
-    const cudnnTensorDescriptor_t dxDesc, void *dx, const cudnnTensorDescriptor_t dBnScaleBiasDesc,
-    const void *bnScale, void *dBnScaleResult, void *dBnBiasResult, double epsilon,
-    const void *savedMean, const void *savedInvVariance);
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff,
+    const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff,
+    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc,
+    const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx,
+    const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult,
+    void *dBnBiasResult, double epsilon, const void *savedMean, const void *savedInvVariance);
 
 /* ---- convolution ---- */
 cudnnStatus_t CUDNNWINAPI cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc);
@@ -277,33 +287,38 @@ cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionMathType(cudnnConvolutionDescriptor
                                                       cudnnMathType_t mathType);
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc,
                                                       cudnnMathType_t *mathType);
-cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int groupCount);
-cudnnStatus_t CUDNNWINAPI cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convDesc, int pad_h,
-                                                          int pad_w, int u, int v, int dilation_h,
-                                                          int dilation_w, cudnnConvolutionMode_t mode,
+cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc,
+                                                        int groupCount);
+cudnnStatus_t CUDNNWINAPI cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convDesc,
+                                                          int pad_h, int pad_w, int u, int v,
+                                                          int dilation_h, int dilation_w,
+                                                          cudnnConvolutionMode_t mode,
                                                           cudnnDataType_t computeType);
 cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t convDesc,
                                                           int arrayLength, const int padA[],
-                                                          const int filterStrideA[], const int dilationA[],
+                                                          const int filterStrideA[],
+                                                          const int dilationA[],
                                                           cudnnConvolutionMode_t mode,
                                                           cudnnDataType_t computeType);
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionNdForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc,
-                                                                const cudnnTensorDescriptor_t inputTensorDesc,
-                                                                const cudnnFilterDescriptor_t filterDesc,
-                                                                int nbDims, int tensorOuputDimA[]);
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionNdForwardOutputDim(
+    const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc,
+    const cudnnFilterDescriptor_t filterDesc, int nbDims, int tensorOuputDimA[]);
 
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(
-    cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc,
-    const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t destDesc,
-    const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults);
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
+    const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount,
+    cudnnConvolutionFwdAlgoPerf_t *perfResults);
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataAlgorithm_v7(
-    cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc,
-    const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc,
-    const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults);
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc,
+    const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount,
+    cudnnConvolutionBwdDataAlgoPerf_t *perfResults);
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-    cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc,
-    const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc,
-    const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults);
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
+    const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount,
+    cudnnConvolutionBwdFilterAlgoPerf_t *perfResults);
 
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardWorkspaceSize(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc,
@@ -325,17 +340,20 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionForward(
     const cudnnTensorDescriptor_t yDesc, void *y);
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardData(
     cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w,
-    const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc,
-    cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+    const cudnnTensorDescriptor_t dyDesc, const void *dy,
+    const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo,
+    void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
     const cudnnTensorDescriptor_t dxDesc, void *dx);
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(
     cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x,
-    const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc,
-    cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+    const cudnnTensorDescriptor_t dyDesc, const void *dy,
+    const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo,
+    void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
     const cudnnFilterDescriptor_t dwDesc, void *dw);
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,
-                                                       const cudnnTensorDescriptor_t dyDesc, const void *dy,
-                                                       const void *beta, const cudnnTensorDescriptor_t dbDesc,
+                                                       const cudnnTensorDescriptor_t dyDesc,
+                                                       const void *dy, const void *beta,
+                                                       const cudnnTensorDescriptor_t dbDesc,
                                                        void *db);
 
 #ifdef __cplusplus

@@ -46,7 +46,14 @@ void emu_async_error(int cuda_error, const char *what);
  * once on stream s with blockIdx = threadIdx = 0 and blockDim = gridDim = 1, so
  * a grid-stride loop covers every index. (No __shared__, no __syncthreads.) */
 template <typename F> static inline void emu_launch(cudaStream_t s, F f) {
-    struct box { F f; static void run(void *p) { box *b = (box *)p; b->f(); delete b; } };
+    struct box {
+        F f;
+        static void run(void *p) {
+            box *b = (box *)p;
+            b->f();
+            delete b;
+        }
+    };
     emu_stream_enqueue(s, box::run, new box{f});
 }
 #endif

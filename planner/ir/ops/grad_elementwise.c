@@ -3,16 +3,18 @@
 
 #include "ir/ops/grad_rules.h"
 
-/* dX = dY * (Y > 0); reads Y (the output, often saved anyway by the next op). */
-int op_grad_relu(grad_ctx *c) {
+int op_grad_pointwise_of_y(grad_ctx *c, op_kind grad_op) {
     int dy = grad_dy(c, 0);
     if (dy < 0) return OC_OK;
-    int b = grad_node(c, "grad", OP_RELU_GRAD);
+    int b = grad_node(c, "grad", grad_op);
     grad_in(c, b, dy);                 /* dY */
     grad_in(c, b, grad_fwd_out(c, 0)); /* Y saved */
-    grad_out_dx(c, b, 0);
+    grad_out_dx(c, b, 0);              /* dX */
     return grad_finish(c, b);
 }
+
+/* dX = dY * (Y > 0); reads Y (the output, often saved anyway by the next op). */
+int op_grad_relu(grad_ctx *c) { return op_grad_pointwise_of_y(c, OP_RELU_GRAD); }
 
 /* dX = dY * (min < X < max); reads X and the bounds. */
 int op_grad_clip(grad_ctx *c) {

@@ -92,15 +92,7 @@ const op_def op_def_relu = {
 };
 
 /* Sigmoid: Y = 1 / (1 + exp(-X)); dX = dY * Y * (1 - Y) from the saved Y. */
-static int sigmoid_grad_rule(grad_ctx *c) {
-    int dy = grad_dy(c, 0);
-    if (dy < 0) return OC_OK;
-    int b = grad_node(c, "grad", OP_SIGMOID_GRAD);
-    grad_in(c, b, dy);                 /* dY */
-    grad_in(c, b, grad_fwd_out(c, 0)); /* Y saved */
-    grad_out_dx(c, b, 0);              /* dX */
-    return grad_finish(c, b);
-}
+static int sigmoid_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_y(c, OP_SIGMOID_GRAD); }
 
 const op_def op_def_sigmoid = {
     .min_inputs = 1,

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/onnx_import.h"
 #include "ir/shape_infer.h"
 #include "plan/plan_file.h"
 #include "plan/plan_verify.h"
@@ -74,9 +73,7 @@ int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model
         snprintf(info->source_model, sizeof info->source_model, "%s", path);
         ir_graph *g;
         ir_bind_opts b = {.batch = o->batch};
-        rc = onnx_import_buffer(buf, len, path, &g, err);
-        if (rc == OC_OK && (rc = ir_bind_dims(g, &b, err) || ir_infer_shapes(g, err)) != 0)
-            ir_graph_free(g);
+        rc = ir_load_model_buffer(buf, len, path, &b, &g, err);
         if (rc == OC_OK) {
             info->batch = g->n_inputs ? g->tensors[g->inputs[0]].dims[0] : 0;
             rc = train_build(g, &o->train, out, err);

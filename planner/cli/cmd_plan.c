@@ -3,6 +3,7 @@
  * decision per saved tensor and its predicted figures. Also the option
  * handling shared with `compare` (cli_plan_env). */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err
         char *end;
         if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
         e->max_seconds = strtod(v, &end);
-        if (*end || e->max_seconds <= 0)
+        if (end == v || *end || !(e->max_seconds > 0) || isinf(e->max_seconds))
             return oc_fail(err, "--max-seconds: '%s' is not a positive number", v);
         return 1;
     }
@@ -52,6 +53,8 @@ int cli_plan_env_load(cli_plan_env *e, oc_err *err) {
                        device_preset_names());
     if (e->budget && oc_parse_bytes(e->budget, &e->budget_bytes, err))
         return oc_fail_prefix(err, "--budget");
+    if (e->budget && e->budget_bytes <= 0)
+        return oc_fail(err, "--budget: '%s' is not a positive byte count", e->budget);
     if (e->reserve && oc_parse_bytes(e->reserve, &e->reserve_bytes, err))
         return oc_fail_prefix(err, "--reserve");
     if (cli_load_training(&e->mo, &e->to, &e->tg, err)) return OC_ERR;

@@ -126,6 +126,10 @@ int cmd_simulate(int argc, char **argv) {
     if ((a.budget && oc_parse_bytes(a.budget, &so.budget_bytes, &err)) ||
         (a.reserve && oc_parse_bytes(a.reserve, &so.reserve_bytes, &err)))
         goto fail;
+    if (a.budget && so.budget_bytes <= 0) {
+        oc_fail(&err, "--budget: '%s' is not a positive byte count", a.budget);
+        goto fail;
+    }
     if (cli_load_training(&mo, &to, &tg, &err)) goto fail;
     if (load_profile(&a, tg, mo.batch, &prof, &err)) goto fail;
     if (!a.budget) so.budget_bytes = prof->device.memory_bytes;

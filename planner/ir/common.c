@@ -2,11 +2,15 @@
 #include "ir/common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int oc_fail(oc_err *err, const char *fmt, ...) {
     if (err) {
@@ -90,27 +94,36 @@ bool oc_mul_i64(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_over
 bool oc_add_i64(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
 
 int oc_read_file(const char *path, uint8_t **data, size_t *len, oc_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return oc_fail(err, "%s: cannot open: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
-        return oc_fail(err, "%s: cannot seek: %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return oc_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        bool dir = S_ISDIR(st.st_mode);
+        close(fd);
+        return oc_fail(err, "%s: not a regular file%s", path, dir ? " (a directory)" : "");
     }
-    long size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return oc_fail(err, "%s: not a regular file", path);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return oc_fail(err, "%s: cannot open: %s", path, strerror(errno));
     }
-    uint8_t *buf = oc_malloc((size_t)size);
-    size_t got = fread(buf, 1, (size_t)size, f);
+    if (st.st_size > (off_t)OC_MAX_FILE_BYTES) {
+        fclose(f);
+        return oc_fail(err, "%s: %lld bytes; files of more than %lld bytes are refused", path,
+                       (long long)st.st_size, (long long)OC_MAX_FILE_BYTES);
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *buf = oc_malloc(size ? size : 1);
+    size_t got = fread(buf, 1, size, f);
     int rerr = ferror(f);
     fclose(f);
-    if (rerr || got != (size_t)size) {
+    if (rerr || got != size) {
         oc_free(buf);
         return oc_fail(err, "%s: read error", path);
     }
     *data = buf;
-    *len = (size_t)size;
+    *len = size;
     return OC_OK;
 }
 
@@ -145,6 +158,8 @@ int oc_parse_bytes(const char *s, int64_t *out, oc_err *err) {
         if (strcmp(end, units[i].suffix) == 0) {
             double b = v * units[i].mult;
             if (b > 9.0e18) return oc_fail(err, "byte size '%s' is too large", s);
+            if (b != floor(b))
+                return oc_fail(err, "byte size '%s' is not a whole number of bytes", s);
             *out = (int64_t)b;
             return OC_OK;
         }

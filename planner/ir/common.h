@@ -52,7 +52,11 @@ void oc_grow(void **buf, size_t *cap, size_t need, size_t elem_size);
 bool oc_mul_i64(int64_t a, int64_t b, int64_t *out);
 bool oc_add_i64(int64_t a, int64_t b, int64_t *out);
 
-/* Reads a whole file. On success *data is owned by the caller (oc_free). */
+/* Files larger than this are refused: ONNX's protobuf limit (a larger model keeps
+ * its weights as external data, which is read tensor by tensor). */
+#define OC_MAX_FILE_BYTES ((int64_t)2 << 30)
+/* Reads a whole regular file (a directory, FIFO or device is refused, as is one
+ * over OC_MAX_FILE_BYTES). On success *data is owned by the caller (oc_free). */
 int oc_read_file(const char *path, uint8_t **data, size_t *len, oc_err *err);
 
 /* Human-readable byte count ("1.50 GiB") into buf. Returns buf. */

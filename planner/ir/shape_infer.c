@@ -140,14 +140,36 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
     return OC_OK;
 }
 
-int ir_load_model(const char *path, const ir_bind_opts *o, ir_graph **out, oc_err *err) {
+/* A user's model holds no project-domain node. */
+static int refuse_project_ops(const ir_graph *g, const char *path, oc_err *err) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0)
+            return oc_fail(err,
+                           "%s: node '%s' is %s of the domain %s, which only outcore's own "
+                           "training graphs and plans hold; a model may use standard ONNX ops only",
+                           path, g->nodes[i].name, g->nodes[i].op_type, OC_DOMAIN);
+    return OC_OK;
+}
+
+int ir_load_model_buffer(const uint8_t *buf, size_t len, const char *path, const ir_bind_opts *o,
+                         ir_graph **out, oc_err *err) {
     ir_graph *g;
-    if (onnx_import_file(path, &g, err)) return OC_ERR;
-    if (ir_bind_dims(g, o, err) || ir_infer_shapes(g, err)) {
+    *out = NULL;
+    if (onnx_import_buffer(buf, len, path, &g, err)) return OC_ERR;
+    if (refuse_project_ops(g, path, err) || ir_bind_dims(g, o, err) || ir_infer_shapes(g, err)) {
         ir_graph_free(g);
-        *out = NULL;
         return OC_ERR;
     }
     *out = g;
     return OC_OK;
+}
+
+int ir_load_model(const char *path, const ir_bind_opts *o, ir_graph **out, oc_err *err) {
+    uint8_t *buf;
+    size_t len;
+    *out = NULL;
+    if (oc_read_file(path, &buf, &len, err)) return OC_ERR;
+    int rc = ir_load_model_buffer(buf, len, path, o, out, err);
+    oc_free(buf);
+    return rc;
 }

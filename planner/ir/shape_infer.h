@@ -33,7 +33,13 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err);
  * input/output counts, and assigns tensor kinds. Fails naming the node. */
 int ir_infer_shapes(ir_graph *g, oc_err *err);
 
-/* Import + bind + infer, the pipeline every command runs. */
+/* Import + bind + infer of a user's forward model, the pipeline every command
+ * runs. A model may hold only standard ops: a node of the project's domain
+ * (ai.outcore: backward, update and copy ops, whose arguments only a plan's
+ * digest vouches for) is refused, named. */
 int ir_load_model(const char *path, const ir_bind_opts *o, ir_graph **out, oc_err *err);
+/* The same from bytes already read (path for messages and external data). */
+int ir_load_model_buffer(const uint8_t *buf, size_t len, const char *path, const ir_bind_opts *o,
+                         ir_graph **out, oc_err *err);
 
 #endif

@@ -45,6 +45,7 @@ expect_error() {
 
 # ---- inputs ----
 head -c $(( $(stat -c %s "$MODEL") / 2 )) "$MODEL" >"$tmp/truncated.onnx"
+mkfifo "$tmp/fifo"
 "$PY" -c 'import random, sys
 random.seed(7)  # the same 4 KiB every run
 sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(4096)))' >"$tmp/random.onnx"
@@ -61,6 +62,11 @@ save(model(helper.make_node("Softsign", ["x"], ["y"], name="my_softsign"), ["bat
      out + "/softsign.onnx")
 save(model(helper.make_node("Relu", ["x"], ["y"], name="relu"), ["batch", 3, "height", 8]),
      out + "/height.onnx")
+# a project-domain backward op in a user's model (only plans may hold them)
+m = model(helper.make_node("ReluGrad", ["x", "x"], ["y"], name="sneaky", domain="ai.outcore"),
+          ["batch", 4])
+m.opset_import.append(helper.make_opsetid("ai.outcore", 1))
+save(m, out + "/project_op.onnx")
 EOF
 
 # ---- bad input ----
@@ -69,8 +75,31 @@ expect_error "truncated model" "$tmp/truncated.onnx" -- inspect "$tmp/truncated.
 expect_error "random bytes" "$tmp/random.onnx" -- inspect "$tmp/random.onnx" --batch 2
 expect_error "unsupported op" "$tmp/softsign.onnx" "my_softsign" "Softsign" "opset 13" "Conv" \
     -- inspect "$tmp/softsign.onnx" --batch 2
+expect_error "ai.outcore op in a model" "'sneaky'" "ReluGrad" "ai.outcore" \
+    -- inspect "$tmp/project_op.onnx" --batch 2
+"$BUILD/outcore-run" "$tmp/project_op.onnx" --batch 2 --steps 1 >"$tmp/out" 2>"$tmp/err"
+if [ $? -ne 0 ] && grep -q "'sneaky'.*ai.outcore" "$tmp/err"; then
+    ok "outcore-run refuses an ai.outcore op in a model"
+else
+    not_ok "outcore-run refuses an ai.outcore op in a model" "$(cat "$tmp/err")"
+fi
 expect_error "unbound dim" "$tmp/height.onnx" "'height'" "dim 2" "'x'" \
     -- inspect "$tmp/height.onnx" --batch 2
+expect_error "a directory as the model" "$tmp" "not a regular file (a directory)" \
+    -- inspect "$tmp" --batch 2
+expect_error "a FIFO as the model" "$tmp/fifo" "not a regular file" -- inspect "$tmp/fifo" --batch 2
+SMALL=graphs/resnet18_op13.onnx
+for b in 0 0.5 0.3KiB nan -1; do
+    expect_error "--budget $b" "--budget" "'$b'" \
+        -- plan "$SMALL" --batch 2 --device v100 --budget "$b" -o "$tmp/never.onnx"
+done
+expect_error "--budget 0 (simulate)" "--budget" "'0'" \
+    -- simulate "$SMALL" --batch 2 --device v100 --budget 0
+for s in nan inf 0 -3 abc; do
+    expect_error "--max-seconds $s" "--max-seconds" "'$s'" \
+        -- plan "$SMALL" --batch 2 --device v100 --budget 1GiB --max-seconds "$s" -o "$tmp/never.onnx"
+done
+[ -e "$tmp/never.onnx" ] && not_ok "refused plans write nothing" "$tmp/never.onnx exists"
 expect_error "--batch 0" "--batch" "0" -- inspect "$MODEL" --batch 0
 expect_error "--batch -3" "--batch" "-3" -- inspect "$MODEL" --batch -3
 expect_error "--batch 99999999999" "--batch" "99999999999" -- inspect "$MODEL" --batch 99999999999

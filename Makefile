@@ -7,7 +7,8 @@
 #   make CUDA=emu BUILD=build-emu   the cuda backend on the CPU through the CUDA emulator (tests/emu/); `make test` builds it into $(BUILD)-emu
 #   make gpu-tests  GPU-only suites (tests/gpu/); tools/gpu-check runs them on a GPU machine
 #   make demo       ResNet-50 at batch 640: memory by class, in-core peak; every strategy at 16 GiB on v100, hybrid trace + memory plot in out/
-#   make bench      import time of ResNet-50 with weights; simulator throughput (sims/s); planning time;
+#   make bench      import time of ResNet-50 with weights; a 100,000-node chain inspected and planned;
+#                   simulator throughput (sims/s); planning time;
 #                   cpu training step images/s (BASE=DIR: side by side with DIR/outcore-run, ratio)
 #   make format     format the tree with clang-format (.clang-format; make test checks it)
 #   make deps       install the Debian packages the build and tests need
@@ -179,6 +180,7 @@ $(BUILD)/bench_plan: bench/bench_plan.c $(LINK_LIBS)
 
 bench: $(BUILD)/bench_sim $(BUILD)/bench_dp $(BUILD)/bench_plan $(PLAN_BIN) $(RUN_BIN)
 	@BUILD=$(BUILD) PY=$(PY) bash bench/bench_import.sh
+	@BUILD=$(BUILD) PY=$(PY) bash bench/bench_chain.sh
 	$(BUILD)/bench_sim graphs/resnet50_op13.onnx 640
 	$(BUILD)/bench_dp graphs/densenet121_op13.onnx 640
 	$(BUILD)/bench_plan graphs/resnet50_op13.onnx 640 hybrid 16

@@ -10,11 +10,13 @@
 
 #include "onnx.pb-c.h"
 #include "ir/ops/op_table.h"
+#include "ir/strmap.h"
 
 typedef struct importer {
     ir_graph *g;
     const char *path;
     oc_err *err;
+    strmap *node_names; /* every node name given so far -> the next "#k" suffix to try */
 } importer;
 
 /* ---- tensors ---- */
@@ -262,16 +264,23 @@ static int attr_from_proto(importer *im, const char *node, const Onnx__Attribute
 /* A unique node name: the ONNX name, or "<OpType>_<index>" when empty; a
  * duplicate gets "#<k>" appended (profiles and plans key on node names). */
 static char *unique_node_name(importer *im, const Onnx__NodeProto *np, int index) {
-    char *name =
+    char *base =
         (np->name && *np->name) ? oc_strdup(np->name) : oc_sprintf("%s_%d", np->op_type, index);
-    for (int k = 1;; k++) {
-        bool clash = false;
-        for (int i = 0; i < im->g->n_nodes && !clash; i++)
-            clash = strcmp(im->g->nodes[i].name, name) == 0;
-        if (!clash) return name;
+    int *next = strmap_get(im->node_names, base);
+    if (!next) {
+        strmap_put(im->node_names, base, 1);
+        return base;
+    }
+    /* linear in the duplicates: each base remembers where its suffixes stopped */
+    for (int k = *next;; k++) {
+        char *name = oc_sprintf("%s#%d", base, k);
+        if (!strmap_get(im->node_names, name)) {
+            strmap_put(im->node_names, base, k + 1);
+            strmap_put(im->node_names, name, 1);
+            oc_free(base);
+            return name;
+        }
         oc_free(name);
-        name = (np->name && *np->name) ? oc_sprintf("%s#%d", np->name, k)
-                                       : oc_sprintf("%s_%d#%d", np->op_type, index, k);
     }
 }
 
@@ -417,11 +426,12 @@ int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_grap
                        "%s: not a valid ONNX model (protobuf parse failed; truncated or "
                        "corrupt file?)",
                        path);
-    importer im = {.g = ir_graph_new(), .path = path, .err = err};
+    importer im = {.g = ir_graph_new(), .path = path, .err = err, .node_names = strmap_new()};
     im.g->model_path = oc_strdup(path);
     im.g->model_dir = dir_of(path);
     int rc = import_model(&im, m);
     onnx__model_proto__free_unpacked(m, NULL);
+    strmap_free(im.node_names);
     if (rc) {
         ir_graph_free(im.g);
         return OC_ERR;

@@ -494,6 +494,25 @@ static void test_generated_node_names(void **state) {
     }
 }
 
+/* Duplicate names get "#k" suffixes, the first free k per name, also when a
+ * later node's explicit name is one a suffix already took. */
+static void test_duplicate_node_names(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,4");
+    const char *names[] = {"a", "a", "a#2", "a", "a#1", "a"};
+    const char *want[] = {"a", "a#1", "a#2", "a#3", "a#1#1", "a#4"};
+    char in[8] = "x", out[8];
+    for (int i = 0; i < 6; i++) {
+        snprintf(out, sizeof out, i == 5 ? "y" : "t%d", i);
+        mb_node(m, "Relu", names[i], in, out);
+        snprintf(in, sizeof in, "%s", out);
+    }
+    mb_output(m, "y");
+    assert_int_equal(fx_import(f), OC_OK);
+    for (int i = 0; i < 6; i++) assert_string_equal(f->g->nodes[i].name, want[i]);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
@@ -520,6 +539,7 @@ int main(void) {
         T(test_input_not_produced),
         T(test_input_produced_later),
         T(test_duplicate_output),
+        T(test_duplicate_node_names),
         T(test_graph_output_not_produced),
         T(test_generated_node_names),
     };

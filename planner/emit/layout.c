@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit/live_index.h"
 #include "emit/rewrite.h"
 #include "plan/best_fit.h"
 
@@ -22,28 +23,42 @@ typedef struct span {
     int64_t off, end;
 } span;
 
-static int span_cmp(const void *a, const void *b) {
+/* Span order: by offset (then end, for a fixed order; the gap scan's result
+ * does not depend on the order of equal offsets). */
+static int span_order(const void *a, const void *b) {
     const span *x = a, *y = b;
-    return x->off < y->off ? -1 : x->off > y->off ? 1 : 0;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
 }
 
-static bool live_together(const plan_lifetimes *lt, int a, int b) {
-    return lt->first[a] <= lt->last[b] && lt->first[b] <= lt->last[a];
-}
-
+/* Largest first, each at the lowest offset of the smallest gap that fits among
+ * the placed items live beside it (found through a live_index). */
 static int64_t greedy_by_size(const plan_lifetimes *lt, const int *items, int n, int64_t *off) {
     int *order = oc_malloc(((size_t)n + 1) * sizeof(int));
     memcpy(order, items, (size_t)n * sizeof(int));
     qsort_r(order, (size_t)n, sizeof(int), by_size_cmp, (void *)lt);
-    span *sp = oc_malloc(((size_t)n + 1) * sizeof(span));
+    int lo = 0, hi = 0, max_item = 0;
+    for (int i = 0; i < n; i++) {
+        int t = order[i];
+        if (i == 0 || lt->first[t] < lo) lo = lt->first[t];
+        if (i == 0 || lt->last[t] > hi) hi = lt->last[t];
+        if (t > max_item) max_item = t;
+    }
+    live_index *ix = live_index_new(lo, hi, max_item + 1);
+    span *sp = NULL;
+    int cap_sp = 0;
     int64_t top = 0;
     for (int i = 0; i < n; i++) {
-        int t = order[i], ns = 0;
-        for (int j = 0; j < i; j++) {
-            int u = order[j];
-            if (live_together(lt, t, u)) sp[ns++] = (span){off[u], off[u] + lt->bytes[u]};
+        int t = order[i];
+        const int *found;
+        int ns = live_index_query(ix, lt->first[t], lt->last[t], &found);
+        if (ns > cap_sp) {
+            cap_sp = 2 * ns;
+            sp = oc_realloc(sp, (size_t)cap_sp * sizeof(span));
         }
-        qsort(sp, (size_t)ns, sizeof(span), span_cmp);
+        for (int k = 0; k < ns; k++)
+            sp[k] = (span){off[found[k]], off[found[k]] + lt->bytes[found[k]]};
+        qsort(sp, (size_t)ns, sizeof(span), span_order);
         int64_t need = lt->bytes[t], cur = 0, best = -1, best_gap = INT64_MAX;
         for (int k = 0; k < ns; k++) {
             int64_t gap = sp[k].off - cur;
@@ -52,7 +67,9 @@ static int64_t greedy_by_size(const plan_lifetimes *lt, const int *items, int n,
         }
         off[t] = best >= 0 ? best : cur;
         if (off[t] + need > top) top = off[t] + need;
+        live_index_add(ix, t, lt->first[t], lt->last[t]);
     }
+    live_index_free(ix);
     oc_free(sp);
     oc_free(order);
     return top;

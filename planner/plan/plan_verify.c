@@ -65,6 +65,95 @@ static int by_offset(const void *a, const void *b, void *ctx) {
     return x - y;
 }
 
+/* The live items as a set ordered by arena offset: a Fenwick tree over their
+ * ranks in (offset, index) order. */
+typedef struct live_set {
+    int n, *bit;
+} live_set;
+
+static void live_set_add(live_set *s, int rank, int d) {
+    for (int r = rank + 1; r <= s->n; r += r & -r) s->bit[r] += d;
+}
+
+static int live_set_below(const live_set *s, int rank) { /* live items of rank < rank */
+    int c = 0;
+    for (int r = rank; r > 0; r -= r & -r) c += s->bit[r];
+    return c;
+}
+
+static int live_set_kth(const live_set *s, int k) { /* rank of the k-th live item, k >= 1 */
+    int pos = 0, step = 1;
+    while (step * 2 <= s->n) step *= 2;
+    for (; step; step /= 2)
+        if (pos + step <= s->n && s->bit[pos + step] < k) pos += step, k -= s->bit[pos];
+    return pos;
+}
+
+/* By first position, then rank (qsort_r context: first, then the ranks). */
+typedef struct sweep_ctx {
+    const int *key, *rank;
+} sweep_ctx;
+
+static int by_key_rank(const void *a, const void *b, void *ctx) {
+    const sweep_ctx *c = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    if (c->key[x] != c->key[y]) return c->key[x] < c->key[y] ? -1 : 1;
+    return c->rank[x] - c->rank[y];
+}
+
+static int overlap_error(const ir_graph *g, const plan_lifetimes *lt, const int64_t *all, int a,
+                         int b, oc_err *err) { /* a before b in (offset, index) order */
+    int later = lt->first[a] >= lt->first[b] ? a : b, other = later == a ? b : a;
+    int64_t lo = all[b], hi = all[a] + lt->bytes[a] < all[b] + lt->bytes[b] ? all[a] + lt->bytes[a]
+                                                                            : all[b] + lt->bytes[b];
+    char nl[300], no[300];
+    item_name(g, later, nl, sizeof nl);
+    item_name(g, other, no, sizeof no);
+    return oc_fail(err,
+                   "plan: node '%s': its %s overlaps %s (written by '%s') at arena bytes [%" PRId64
+                   ", %" PRId64 ") while both are live (positions %d..%d and %d..%d)",
+                   item_writer(g, later), nl, no, item_writer(g, other), lo, hi, lt->first[later],
+                   lt->last[later], lt->first[other], lt->last[other]);
+}
+
+/* No two items live at a common position share an arena byte. A sweep over
+ * positions keeps the live items ordered by offset; while they are disjoint,
+ * an item that starts overlaps one of them exactly when it overlaps its
+ * neighbour below or above in offset order: O(n log n). */
+static int check_overlaps(const ir_graph *g, const plan_lifetimes *lt, const int64_t *all,
+                          int *items, int n, oc_err *err) {
+    int *rank = oc_malloc(((size_t)g->n_tensors + g->n_nodes + 1) * sizeof(int));
+    qsort_r(items, (size_t)n, sizeof(int), by_offset, (void *)all);
+    for (int i = 0; i < n; i++) rank[items[i]] = i;
+    int *by_first = oc_malloc(((size_t)n + 1) * sizeof(int));
+    int *by_last = oc_malloc(((size_t)n + 1) * sizeof(int));
+    memcpy(by_first, items, (size_t)n * sizeof(int));
+    memcpy(by_last, items, (size_t)n * sizeof(int));
+    sweep_ctx cf = {lt->first, rank}, cl = {lt->last, rank};
+    qsort_r(by_first, (size_t)n, sizeof(int), by_key_rank, &cf);
+    qsort_r(by_last, (size_t)n, sizeof(int), by_key_rank, &cl);
+    live_set s = {.n = n, .bit = oc_calloc((size_t)n + 1, sizeof(int))};
+    int rc = OC_OK, j = 0, live = 0;
+    for (int i = 0; i < n && rc == OC_OK; i++) {
+        int x = by_first[i];
+        /* ended before x starts (so started before it too: already added) */
+        for (; j < n && lt->last[by_last[j]] < lt->first[x]; j++)
+            live_set_add(&s, rank[by_last[j]], -1), live--;
+        int below = live_set_below(&s, rank[x]);
+        if (below > 0) {
+            int p = items[live_set_kth(&s, below)];
+            if (all[p] + lt->bytes[p] > all[x]) rc = overlap_error(g, lt, all, p, x, err);
+        }
+        if (rc == OC_OK && live > below) {
+            int q = items[live_set_kth(&s, below + 1)];
+            if (all[q] < all[x] + lt->bytes[x]) rc = overlap_error(g, lt, all, x, q, err);
+        }
+        live_set_add(&s, rank[x], 1), live++;
+    }
+    oc_free(s.bit), oc_free(by_first), oc_free(by_last), oc_free(rank);
+    return rc;
+}
+
 int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, int64_t budget,
                 oc_err *err) {
     const ir_graph *g = tg->g;
@@ -100,29 +189,7 @@ int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, 
                          w, what, all[t] + lt.bytes[t], arena_bytes);
         items[n++] = t;
     }
-    if (rc == OC_OK) {
-        qsort_r(items, (size_t)n, sizeof(int), by_offset, all);
-        for (int i = 0; i < n && rc == OC_OK; i++) {
-            int a = items[i];
-            for (int j = i + 1; j < n && all[items[j]] < all[a] + lt.bytes[a] && rc == OC_OK; j++) {
-                int b = items[j];
-                if (lt.first[a] > lt.last[b] || lt.first[b] > lt.last[a]) continue;
-                int later = lt.first[a] >= lt.first[b] ? a : b, other = later == a ? b : a;
-                int64_t lo = all[b], hi = all[a] + lt.bytes[a] < all[b] + lt.bytes[b]
-                                              ? all[a] + lt.bytes[a]
-                                              : all[b] + lt.bytes[b];
-                char nl[300], no[300];
-                item_name(g, later, nl, sizeof nl);
-                item_name(g, other, no, sizeof no);
-                rc = oc_fail(err,
-                             "plan: node '%s': its %s overlaps %s (written by '%s') at "
-                             "arena bytes [%" PRId64 ", %" PRId64 ") while both are live "
-                             "(positions %d..%d and %d..%d)",
-                             item_writer(g, later), nl, no, item_writer(g, other), lo, hi,
-                             lt.first[later], lt.last[later], lt.first[other], lt.last[other]);
-            }
-        }
-    }
+    if (rc == OC_OK) rc = check_overlaps(g, &lt, all, items, n, err);
     oc_free(all), oc_free(ws_off), oc_free(ws_bytes);
     if (rc == OC_OK && budget > 0 && arena_bytes > budget)
         rc = oc_fail(err, "plan: the arena needs %" PRId64 " bytes, over the budget of %" PRId64,

@@ -389,7 +389,10 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         if (!vi->name || !*vi->name)
             return oc_fail(im->err, "%s: graph input #%zu has no name", im->path, i);
-        if (ir_tensor_find(g, vi->name) >= 0) continue; /* initializer also listed as input */
+        int known = ir_tensor_find(g, vi->name);
+        if (known >= 0 && g->tensors[known].is_graph_input)
+            return oc_fail(im->err, "%s: graph input '%s' is listed twice", im->path, vi->name);
+        if (known >= 0) continue; /* initializer also listed as input */
         int t = ir_tensor_add(g, vi->name, IR_DTYPE_UNDEFINED);
         g->tensors[t].kind = IR_KIND_INPUT;
         if (value_info_to_tensor(im, &g->tensors[t], vi)) return OC_ERR;

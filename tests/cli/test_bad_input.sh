@@ -67,6 +67,16 @@ m = model(helper.make_node("ReluGrad", ["x", "x"], ["y"], name="sneaky", domain=
           ["batch", 4])
 m.opset_import.append(helper.make_opsetid("ai.outcore", 1))
 save(m, out + "/project_op.onnx")
+# the same graph input listed twice
+m = model(helper.make_node("Relu", ["x"], ["y"], name="relu"), ["batch", 4])
+m.graph.input.append(m.graph.input[0])
+save(m, out + "/dup_input.onnx")
+# a Gather whose constant index lies outside its axis
+from onnx import numpy_helper
+import numpy as np
+m = model(helper.make_node("Gather", ["x", "i"], ["y"], name="pick", axis=1), ["batch", 4])
+m.graph.initializer.append(numpy_helper.from_array(np.array([2**40], np.int64), "i"))
+save(m, out + "/gather_range.onnx")
 EOF
 
 # ---- bad input ----
@@ -83,6 +93,9 @@ if [ $? -ne 0 ] && grep -q "'sneaky'.*ai.outcore" "$tmp/err"; then
 else
     not_ok "outcore-run refuses an ai.outcore op in a model" "$(cat "$tmp/err")"
 fi
+expect_error "graph input listed twice" "'x'" "twice" -- inspect "$tmp/dup_input.onnx" --batch 2
+expect_error "Gather index out of range" "'pick'" "1099511627776" "out of range" \
+    -- inspect "$tmp/gather_range.onnx" --batch 2
 expect_error "unbound dim" "$tmp/height.onnx" "'height'" "dim 2" "'x'" \
     -- inspect "$tmp/height.onnx" --batch 2
 expect_error "a directory as the model" "$tmp" "not a regular file (a directory)" \

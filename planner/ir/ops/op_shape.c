@@ -100,9 +100,17 @@ static int gather_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     for (int i = 0; i < idx->rank; i++) y[k++] = idx->dims[i];
     for (int i = (int)axis + 1; i < x->rank; i++) y[k++] = x->dims[i];
     op_set_out(g, n, 0, x->dtype, rank, y);
+    int64_t nidx;
+    if (idx->data_src == IR_DATA_INLINE && ir_tensor_numel(idx, &nidx)) /* known indices */
+        for (int64_t j = 0; j < nidx; j++) {
+            int64_t v = index_at(idx, j);
+            if (v < -x->dims[axis] || v >= x->dims[axis])
+                return oc_fail(err, "index %" PRId64 " out of range [-%" PRId64 ", %" PRId64 ")", v,
+                               x->dims[axis], x->dims[axis]);
+        }
     if (!in_has_value(g, n, 0) || !in_has_value(g, n, 1)) return OC_OK;
     /* Fold: out[o, j, i] = data[o, indices[j], i]. */
-    int64_t outer = 1, inner = 1, nidx, es = ir_dtype_size(x->dtype);
+    int64_t outer = 1, inner = 1, es = ir_dtype_size(x->dtype);
     for (int i = 0; i < axis; i++) outer *= x->dims[i];
     for (int i = (int)axis + 1; i < x->rank; i++) inner *= x->dims[i];
     ir_tensor_numel(idx, &nidx);

@@ -52,7 +52,9 @@ void cli_model_opts_free(cli_model_opts *o) {
 }
 
 int cli_report(const char *cmd, const oc_err *err) {
-    fprintf(stderr, "outcore-plan %s: error: %s\n", cmd, err->msg);
+    fprintf(stderr, "outcore-plan %s: error: ", cmd);
+    oc_fputs_escaped(err->msg, stderr);
+    fputc('\n', stderr);
     return 1;
 }
 

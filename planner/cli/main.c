@@ -62,7 +62,8 @@ int main(int argc, char **argv) {
                 }
             return commands[i].run(argc - 1, argv + 1);
         }
-    fprintf(stderr, "outcore-plan: error: unknown command '%s' (see outcore-plan --help)\n",
-            argv[1]);
+    fputs("outcore-plan: error: unknown command '", stderr);
+    oc_fputs_escaped(argv[1], stderr);
+    fputs("' (see outcore-plan --help)\n", stderr);
     return 2;
 }

@@ -140,6 +140,14 @@ const char *oc_fmt_bytes(int64_t bytes, char *buf, size_t cap) {
     return buf;
 }
 
+void oc_fputs_escaped(const char *s, FILE *f) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+        else fputc(c, f);
+    }
+}
+
 int oc_parse_bytes(const char *s, int64_t *out, oc_err *err) {
     static const struct {
         const char *suffix;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define OC_OK 0
 #define OC_ERR (-1)
@@ -61,6 +62,10 @@ int oc_read_file(const char *path, uint8_t **data, size_t *len, oc_err *err);
 
 /* Human-readable byte count ("1.50 GiB") into buf. Returns buf. */
 const char *oc_fmt_bytes(int64_t bytes, char *buf, size_t cap);
+
+/* Writes s to f with control bytes (newline, ESC, ...) as \xNN: names from a
+ * file cannot break an error line or drive the terminal. */
+void oc_fputs_escaped(const char *s, FILE *f);
 
 /* Parses "16GiB", "512MiB", "1e9", "123" into bytes. OC_ERR on junk/negative. */
 int oc_parse_bytes(const char *s, int64_t *out, oc_err *err);

@@ -430,7 +430,9 @@ int main(int argc, char **argv) {
     run_opts o = {0};
     oc_err err;
     if (parse_args(argc, argv, &o, &err) || run(&o, &err)) {
-        fprintf(stderr, "outcore-run: error: %s\n", err.msg);
+        fputs("outcore-run: error: ", stderr);
+        oc_fputs_escaped(err.msg, stderr);
+        fputc('\n', stderr);
         return 1;
     }
     return 0;

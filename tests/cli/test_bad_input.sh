@@ -67,6 +67,9 @@ m = model(helper.make_node("ReluGrad", ["x", "x"], ["y"], name="sneaky", domain=
           ["batch", 4])
 m.opset_import.append(helper.make_opsetid("ai.outcore", 1))
 save(m, out + "/project_op.onnx")
+# a node name with a newline and an escape sequence (an unsupported op, so the name is echoed)
+save(model(helper.make_node("Softsign", ["x"], ["y"], name="evil\nname\x1b[31m"), ["batch", 4]),
+     out + "/control_name.onnx")
 # the same graph input listed twice
 m = model(helper.make_node("Relu", ["x"], ["y"], name="relu"), ["batch", 4])
 m.graph.input.append(m.graph.input[0])
@@ -92,6 +95,15 @@ if [ $? -ne 0 ] && grep -q "'sneaky'.*ai.outcore" "$tmp/err"; then
     ok "outcore-run refuses an ai.outcore op in a model"
 else
     not_ok "outcore-run refuses an ai.outcore op in a model" "$(cat "$tmp/err")"
+fi
+expect_error "control bytes in a name are escaped" 'evil\x0aname\x1b[31m' \
+    -- inspect "$tmp/control_name.onnx" --batch 2
+"$BUILD/outcore-run" "$tmp/control_name.onnx" --batch 2 --steps 1 >/dev/null 2>"$tmp/err"
+if [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF 'evil\x0aname\x1b[31m' "$tmp/err" &&
+   ! grep -q $'\x1b' "$tmp/err"; then
+    ok "outcore-run escapes control bytes in a name"
+else
+    not_ok "outcore-run escapes control bytes in a name" "$(cat -v "$tmp/err")"
 fi
 expect_error "graph input listed twice" "'x'" "twice" -- inspect "$tmp/dup_input.onnx" --batch 2
 expect_error "Gather index out of range" "'pick'" "1099511627776" "out of range" \

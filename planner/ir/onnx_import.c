@@ -95,15 +95,55 @@ mismatch:
                    t->name, ir_dtype_name(t->dtype));
 }
 
+/* The file of external data location loc, resolved (links followed), which
+ * must lie inside the model's folder (also resolved) and be a regular file.
+ * *out (owned by the caller) is the resolved path. */
+static int external_path(const char *model_dir, const char *loc, const char *tensor, char **out,
+                         oc_err *err) {
+    *out = NULL;
+    char *joined = oc_sprintf("%s/%s", model_dir, loc);
+    char *dir = realpath(model_dir, NULL), *file = realpath(joined, NULL);
+    int rc = OC_OK;
+    size_t n = dir ? strlen(dir) : 0;
+    struct stat st;
+    if (!dir || !file)
+        rc = oc_fail(err, "external data of '%s': '%s': %s", tensor, joined, strerror(errno));
+    else if (strncmp(file, dir, n) != 0 || (file[n] != '/' && strcmp(dir, "/") != 0))
+        rc = oc_fail(err,
+                     "external data of '%s': location '%s' resolves to '%s', outside the "
+                     "model's folder '%s'",
+                     tensor, loc, file, dir);
+    else if (stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+        rc = oc_fail(err, "external data of '%s': '%s' is not a regular file", tensor, file);
+    free(dir); /* realpath's: malloc'd */
+    oc_free(joined);
+    if (rc) free(file);
+    else *out = file;
+    return rc;
+}
+
+/* A byte count: decimal digits only, within int64. */
+static bool parse_count(const char *s, int64_t *v) {
+    if (!*s) return false;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    errno = 0;
+    *v = strtoll(s, NULL, 10);
+    return errno == 0;
+}
+
 static int external_info(importer *im, ir_tensor *t, const Onnx__TensorProto *tp, int64_t bytes) {
     const char *loc = NULL;
     int64_t off = 0, len = -1;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
         if (!e->key || !e->value) continue;
+        bool is_off = strcmp(e->key, "offset") == 0, is_len = strcmp(e->key, "length") == 0;
         if (strcmp(e->key, "location") == 0) loc = e->value;
-        else if (strcmp(e->key, "offset") == 0) off = strtoll(e->value, NULL, 10);
-        else if (strcmp(e->key, "length") == 0) len = strtoll(e->value, NULL, 10);
+        else if ((is_off || is_len) && !parse_count(e->value, is_off ? &off : &len))
+            return oc_fail(im->err,
+                           "%s: initializer '%s': external data %s '%s' is not a byte count",
+                           im->path, t->name, e->key, e->value);
     }
     if (!loc || !*loc)
         return oc_fail(im->err, "%s: initializer '%s': external data without a location", im->path,
@@ -124,16 +164,18 @@ static int external_info(importer *im, ir_tensor *t, const Onnx__TensorProto *tp
         return oc_fail(im->err,
                        "%s: initializer '%s': external data offset %" PRId64 " is out of range",
                        im->path, t->name, off);
-    char *full = oc_sprintf("%s/%s", im->g->model_dir, loc);
+    char *full;
+    if (external_path(im->g->model_dir, loc, t->name, &full, im->err))
+        return oc_fail_prefix(im->err, "%s", im->path);
     struct stat st;
     int rc = stat(full, &st);
     if (rc != 0 || (int64_t)st.st_size < end) {
         rc = oc_fail(im->err, "%s: initializer '%s': external data file '%s' %s", im->path, t->name,
                      full, rc != 0 ? strerror(errno) : "is too short");
-        oc_free(full);
+        free(full);
         return rc;
     }
-    oc_free(full);
+    free(full);
     t->ext_location = oc_strdup(loc);
     t->ext_offset = off;
     t->ext_length = len;
@@ -455,7 +497,9 @@ int onnx_import_file(const char *path, ir_graph **out, oc_err *err) {
 
 int onnx_load_external(const ir_graph *g, ir_tensor *t, oc_err *err) {
     OC_ASSERT(t->data_src == IR_DATA_EXTERNAL);
-    char *full = oc_sprintf("%s/%s", g->model_dir, t->ext_location);
+    char *full;
+    if (external_path(g->model_dir, t->ext_location, t->name, &full, err))
+        return oc_fail_prefix(err, "%s", g->model_path ? g->model_path : "model");
     FILE *f = fopen(full, "rb");
     int rc = OC_OK;
     if (!f) {
@@ -475,7 +519,7 @@ int onnx_load_external(const ir_graph *g, ir_tensor *t, oc_err *err) {
         }
         fclose(f);
     }
-    oc_free(full);
+    free(full); /* realpath's */
     return rc;
 }
 

@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "unit/fixture.h"
 
@@ -342,6 +344,49 @@ static void test_external_data_offset_overflow(void **state) {
     assert_contains(f->err.msg, "far_weight");
 }
 
+/* A location that stays in the folder by name but leaves it through a link,
+ * a FIFO as the data file, and a number that is not one: refused, named. */
+static void test_external_data_escapes_and_junk(void **state) {
+    fixture *f = *state;
+    const char *dir = fx_tmpdir(f);
+    char outside[] = "/tmp/outcore_outside_XXXXXX", link[300], fifo[300];
+    int fd = mkstemp(outside);
+    assert_true(fd >= 0);
+    for (int i = 0; i < 64; i++) assert_int_equal(write(fd, "x", 1), 1);
+    close(fd);
+    snprintf(link, sizeof link, "%s/link.bin", dir);
+    assert_int_equal(symlink(outside, link), 0);
+    mb_model *m = f->m = mb_new(13);
+    mb_init_external(m, "linked_w", MB_FLOAT, MB_DIMS(2, 2), "link.bin", 0, 16);
+    build_add(m, "linked_w");
+    assert_int_equal(import_in(f, dir), OC_ERR);
+    assert_contains(f->err.msg, "linked_w");
+    assert_contains(f->err.msg, "outside the model's folder");
+    unlink(link);
+    unlink(outside);
+
+    snprintf(fifo, sizeof fifo, "%s/fifo.bin", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    mb_free(f->m);
+    m = f->m = mb_new(13);
+    mb_init_external(m, "fifo_w", MB_FLOAT, MB_DIMS(2, 2), "fifo.bin", 0, 16);
+    build_add(m, "fifo_w");
+    assert_int_equal(import_in(f, dir), OC_ERR);
+    assert_contains(f->err.msg, "not a regular file");
+    unlink(fifo);
+
+    write_pattern(dir, "weights.bin", 64);
+    mb_free(f->m);
+    m = f->m = mb_new(13);
+    Onnx__TensorProto *t =
+        mb_init_external(m, "junk_w", MB_FLOAT, MB_DIMS(2, 2), "weights.bin", -1, 16);
+    mb_ext_entry(m, t, "offset", "16abc");
+    build_add(m, "junk_w");
+    assert_int_equal(import_in(f, dir), OC_ERR);
+    assert_contains(f->err.msg, "junk_w");
+    assert_contains(f->err.msg, "'16abc' is not a byte count");
+}
+
 /* ---- unreadable bytes ---- */
 
 static void test_truncated_buffer(void **state) {
@@ -530,6 +575,7 @@ int main(void) {
         T(test_external_data_too_short),
         T(test_external_data_bad_location),
         T(test_external_data_offset_overflow),
+        T(test_external_data_escapes_and_junk),
         T(test_truncated_buffer),
         T(test_random_bytes),
         T(test_empty_buffer),

@@ -96,35 +96,18 @@ int cli_open_output(cli_output *o, const char *path, oc_err *err) {
         o->f = stdout;
         return OC_OK;
     }
-    o->path = oc_strdup(path);
-    o->tmp = oc_sprintf("%s.tmp.%d", path, (int)getpid());
-    o->f = fopen(o->tmp, "wb");
-    if (!o->f) {
-        int rc = oc_fail(err, "%s: cannot write: %s", path, strerror(errno));
-        oc_free(o->path);
-        oc_free(o->tmp);
-        return rc;
-    }
+    if (oc_out_open(&o->out, path, err)) return OC_ERR;
+    o->f = o->out.f;
     return OC_OK;
 }
 
 int cli_close_output(cli_output *o, bool ok, oc_err *err) {
     int rc = OC_OK;
-    if (o->f && o->f != stdout) {
-        if (fclose(o->f) != 0 && ok) {
-            ok = false;
-            rc = oc_fail(err, "%s: write error: %s", o->path, strerror(errno));
-        }
-        if (ok && rename(o->tmp, o->path) != 0) {
-            ok = false;
-            rc = oc_fail(err, "%s: cannot rename: %s", o->path, strerror(errno));
-        }
-        if (!ok) remove(o->tmp);
-    } else if (o->f == stdout && fflush(stdout) != 0) {
-        rc = oc_fail(err, "write error on standard output");
+    if (o->f == stdout) {
+        if (fflush(stdout) != 0) rc = oc_fail(err, "write error on standard output");
+    } else if (o->f) {
+        rc = oc_out_close(&o->out, ok, err);
     }
-    oc_free(o->path);
-    oc_free(o->tmp);
     memset(o, 0, sizeof *o);
     return rc;
 }

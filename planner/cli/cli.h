@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "ir/out_file.h"
 #include "ir/shape_infer.h"
 #include "train/train_graph.h"
 
@@ -27,8 +28,8 @@ int cli_load_training(const cli_model_opts *mo, const train_opts *to, train_grap
 /* Opens path for writing ("-" = stdout); the file is written to a temporary
  * name and renamed by cli_close_output on success, removed on failure. */
 typedef struct cli_output {
-    FILE *f;
-    char *path, *tmp;
+    FILE *f;    /* stdout, or out.f */
+    oc_out out; /* a file written whole or not at all (ir/out_file.h) */
 } cli_output;
 int cli_open_output(cli_output *o, const char *path, oc_err *err);
 int cli_close_output(cli_output *o, bool ok, oc_err *err);

@@ -1,6 +1,8 @@
 /* common.c — see common.h. */
 #include "ir/common.h"
 
+#include "ir/out_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -108,6 +110,7 @@ int oc_read_file(const char *path, uint8_t **data, size_t *len, oc_err *err) {
         close(fd);
         return oc_fail(err, "%s: cannot open: %s", path, strerror(errno));
     }
+    oc_out_note_input(fd); /* no output of this run may replace it */
     if (st.st_size > (off_t)OC_MAX_FILE_BYTES) {
         fclose(f);
         return oc_fail(err, "%s: %lld bytes; files of more than %lld bytes are refused", path,

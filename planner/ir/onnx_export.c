@@ -12,6 +12,7 @@
 #include "onnx.pb-c.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
+#include "ir/out_file.h"
 
 typedef struct pool {
     void **p;
@@ -159,24 +160,6 @@ static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const ir_node *n
     return np;
 }
 
-static int write_file(const char *path, const uint8_t *buf, size_t len, oc_err *err) {
-    char *tmp = oc_sprintf("%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int rc = OC_OK;
-    if (!f) {
-        rc = oc_fail(err, "%s: cannot write: %s", path, strerror(errno));
-    } else {
-        bool ok = fwrite(buf, 1, len, f) == len;
-        ok = fclose(f) == 0 && ok;
-        if (!ok || rename(tmp, path) != 0) {
-            rc = oc_fail(err, "%s: write error: %s", path, strerror(errno));
-            remove(tmp);
-        }
-    }
-    oc_free(tmp);
-    return rc;
-}
-
 int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path, oc_err *err) {
     pool po = {0};
     int rc = OC_OK;
@@ -258,7 +241,7 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
         size_t len = onnx__model_proto__get_packed_size(&m);
         uint8_t *buf = oc_malloc(len ? len : 1);
         onnx__model_proto__pack(&m, buf);
-        rc = write_file(path, buf, len, err);
+        rc = oc_out_write_file(path, buf, len, err);
         oc_free(buf);
     }
     pool_free(&po);
@@ -273,7 +256,7 @@ int onnx_export_tensor(const ir_tensor *t, const void *data, const char *path, o
     size_t len = onnx__tensor_proto__get_packed_size(tp);
     uint8_t *buf = oc_malloc(len ? len : 1);
     onnx__tensor_proto__pack(tp, buf);
-    int rc = write_file(path, buf, len, err);
+    int rc = oc_out_write_file(path, buf, len, err);
     oc_free(buf);
     pool_free(&po);
     return rc;

@@ -10,6 +10,7 @@
 
 #include "onnx.pb-c.h"
 #include "ir/ops/op_table.h"
+#include "ir/out_file.h"
 #include "ir/strmap.h"
 
 typedef struct importer {
@@ -502,6 +503,7 @@ int onnx_load_external(const ir_graph *g, ir_tensor *t, oc_err *err) {
         return oc_fail_prefix(err, "%s", g->model_path ? g->model_path : "model");
     FILE *f = fopen(full, "rb");
     int rc = OC_OK;
+    if (f) oc_out_note_input(fileno(f));
     if (!f) {
         rc = oc_fail(err, "%s: cannot open external data of '%s': %s", full, t->name,
                      strerror(errno));

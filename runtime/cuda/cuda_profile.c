@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/out_file.h"
 #include "cuda_internal.h"
 #include "plan/profile.h"
 
@@ -116,13 +117,11 @@ int cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, cons
     if (missing)
         fprintf(stderr, "cuda: profile: %d of %d nodes were never run as kernels (time 0)\n",
                 missing, g->n_nodes);
-    FILE *f = fopen(path, "w");
-    int rc = OC_ERR;
-    if (!f) {
-        oc_fail(err, "%s: cannot write", path);
-    } else {
-        rc = profile_write_file(p, f, err);
-        if (fclose(f) != 0 && rc == OC_OK) rc = oc_fail(err, "%s: write error", path);
+    oc_out out;
+    int rc = oc_out_open(&out, path, err);
+    if (rc == OC_OK) {
+        rc = profile_write_file(p, out.f, err);
+        if (oc_out_close(&out, rc == OC_OK, err)) rc = OC_ERR;
     }
     profile_free(p);
     return rc;

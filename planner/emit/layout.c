@@ -58,7 +58,7 @@ static int64_t greedy_by_size(const plan_lifetimes *lt, const int *items, int n,
         }
         for (int k = 0; k < ns; k++)
             sp[k] = (span){off[found[k]], off[found[k]] + lt->bytes[found[k]]};
-        qsort(sp, (size_t)ns, sizeof(span), span_order);
+        if (ns > 1) qsort(sp, (size_t)ns, sizeof(span), span_order);
         int64_t need = lt->bytes[t], cur = 0, best = -1, best_gap = INT64_MAX;
         for (int k = 0; k < ns; k++) {
             int64_t gap = sp[k].off - cur;

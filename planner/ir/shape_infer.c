@@ -101,7 +101,7 @@ static int check_arity(const ir_node *n, const op_def *d, oc_err *err) {
                        d->min_outputs, d->max_outputs);
     for (int i = 0; i < d->min_inputs; i++)
         if (n->inputs[i] < 0) return oc_fail(err, "required input %d is empty", i);
-    if (n->outputs[0] < 0) return oc_fail(err, "output 0 is empty");
+    if (n->outputs[0] < 0 && !d->output0_optional) return oc_fail(err, "output 0 is empty");
     return OC_OK;
 }
 

@@ -120,7 +120,7 @@ int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
         if (dscale) dscale[c] = (float)sdyx;
         if (dbias) dbias[c] = (float)sdy;
         double k = scale[c] * invstd / M;
-        for (int64_t n = 0; n < N; n++) {
+        for (int64_t n = 0; dx && n < N; n++) { /* dX omitted: the input needs no gradient */
             const float *p = x + (n * C + c) * S, *d = dy + (n * C + c) * S;
             float *o = dx + (n * C + c) * S;
             for (int64_t i = 0; i < S; i++) {

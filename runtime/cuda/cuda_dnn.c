@@ -631,6 +631,10 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (eps < CUDNN_BN_MIN_EPSILON)
         return kernel_fail(a, err, "epsilon %g is below cuDNN's minimum %g", eps,
                            CUDNN_BN_MIN_EPSILON);
+    if (!a->out[0]) /* cuDNN's backward always writes dX */
+        return kernel_fail(a, err,
+                           "dX omitted (BatchNormalization of an input that needs no "
+                           "gradient) is not supported by the cuda backend yet");
     float *ds = out_or_null(a, 1), *db = out_or_null(a, 2);
     float *tmp = a->scratch;
     OC_ASSERT(a->scratch_bytes >= 2 * (size_t)x->dims[1] * sizeof(float));

@@ -208,6 +208,19 @@ static const op_role data_role[] = {OP_IN_DATA};
                           .infer = fn,                                                             \
                           .cost = costfn,                                                          \
                           .decode = decodefn}
+/* The same for ops whose output 0 may be omitted: dX when the forward input
+ * needs no gradient (its kernels skip an omitted output). */
+#define BACKWARD_OP_OPT0(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn)        \
+    const op_def ident = {.min_inputs = nin_min,                                                   \
+                          .max_inputs = nin_max,                                                   \
+                          .min_outputs = nout_min,                                                 \
+                          .max_outputs = nout_max,                                                 \
+                          .roles = data_role,                                                      \
+                          .n_roles = 1,                                                            \
+                          .infer = fn,                                                             \
+                          .cost = costfn,                                                          \
+                          .decode = decodefn,                                                      \
+                          .output0_optional = true}
 
 BACKWARD_OP(op_def_conv_backward_data, 2, 2, 1, 1, backward_data_infer, backward_data_cost,
             op_decode_conv);
@@ -217,7 +230,7 @@ BACKWARD_OP(op_def_conv_transpose_backward_data, 2, 2, 1, 1, backward_data_infer
             conv_transpose_data_cost, op_decode_conv);
 BACKWARD_OP(op_def_conv_transpose_backward_filter, 2, 2, 1, 2, conv_transpose_filter_infer,
             conv_transpose_filter_cost, op_decode_conv);
-BACKWARD_OP(op_def_batch_norm_grad, 3, 3, 1, 3, bn_grad_infer, NULL, op_decode_batch_norm);
+BACKWARD_OP_OPT0(op_def_batch_norm_grad, 3, 3, 1, 3, bn_grad_infer, NULL, op_decode_batch_norm);
 BACKWARD_OP(op_def_relu_grad, 2, 2, 1, 1, out0_like_in0, NULL, NULL);
 BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL, op_decode_clip);
 BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL, op_decode_dropout);
@@ -226,7 +239,8 @@ BACKWARD_OP(op_def_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_deco
 BACKWARD_OP(op_def_global_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL, NULL);
 BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, pool_grad_infer, NULL, reduce_sum_to_decode);
 BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pad);
-BACKWARD_OP(op_def_concat_grad, 1, 1, 1, OP_MAX_SPLIT, concat_grad_infer, NULL, concat_grad_decode);
+BACKWARD_OP_OPT0(op_def_concat_grad, 1, 1, 1, OP_MAX_SPLIT, concat_grad_infer, NULL,
+                 concat_grad_decode);
 BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 2, 1, 1, sce_grad_infer, NULL, op_decode_sce);
 static const int8_t sgd_aliases[] = {0, 2};
 const op_def op_def_sgd_momentum = {

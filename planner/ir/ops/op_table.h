@@ -63,6 +63,9 @@ typedef struct op_def {
     /* In-place outputs: output o reuses the storage of input aliases[o] (-1: none). */
     const int8_t *aliases;
     int n_aliases;
+    /* Output 0 may be omitted (every backend's kernel skips it); otherwise a
+     * node without it is refused at load. */
+    bool output0_optional;
 } op_def;
 
 /* Shape inference and argument decoding of one node: infer, then decode.

@@ -198,19 +198,9 @@ static int sgd_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 
 static const op_role data_role[] = {OP_IN_DATA};
 
-#define BACKWARD_OP(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn)             \
-    const op_def ident = {.min_inputs = nin_min,                                                   \
-                          .max_inputs = nin_max,                                                   \
-                          .min_outputs = nout_min,                                                 \
-                          .max_outputs = nout_max,                                                 \
-                          .roles = data_role,                                                      \
-                          .n_roles = 1,                                                            \
-                          .infer = fn,                                                             \
-                          .cost = costfn,                                                          \
-                          .decode = decodefn}
-/* The same for ops whose output 0 may be omitted: dX when the forward input
- * needs no gradient (its kernels skip an omitted output). */
-#define BACKWARD_OP_OPT0(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn)        \
+/* A backward op's definition; BACKWARD_OP_OPT0 for ops whose output 0 may be
+ * omitted: dX when the forward input needs no gradient (kernels skip it). */
+#define BACKWARD_OP_DEF(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn, opt0)   \
     const op_def ident = {.min_inputs = nin_min,                                                   \
                           .max_inputs = nin_max,                                                   \
                           .min_outputs = nout_min,                                                 \
@@ -220,7 +210,11 @@ static const op_role data_role[] = {OP_IN_DATA};
                           .infer = fn,                                                             \
                           .cost = costfn,                                                          \
                           .decode = decodefn,                                                      \
-                          .output0_optional = true}
+                          .output0_optional = opt0}
+#define BACKWARD_OP(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn)             \
+    BACKWARD_OP_DEF(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn, false)
+#define BACKWARD_OP_OPT0(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn)        \
+    BACKWARD_OP_DEF(ident, nin_min, nin_max, nout_min, nout_max, fn, costfn, decodefn, true)
 
 BACKWARD_OP(op_def_conv_backward_data, 2, 2, 1, 1, backward_data_infer, backward_data_cost,
             op_decode_conv);

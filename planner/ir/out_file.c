@@ -83,7 +83,11 @@ int oc_out_open(oc_out *o, const char *path, oc_err *err) {
     memset(o, 0, sizeof *o);
     o->slot = -1;
     struct stat st;
+    mode_t mask = umask(0); /* read it back: files get 0666 & ~umask, as fopen's would */
+    umask(mask);
+    mode_t mode = 0666 & ~mask;
     if (lstat(path, &st) == 0) {
+        mode = st.st_mode & 07777; /* a replaced file keeps its permissions */
         if (!S_ISREG(st.st_mode))
             return oc_fail(err, "%s: exists and is not a regular file (%s): not replacing it", path,
                            S_ISLNK(st.st_mode)    ? "a symbolic link"
@@ -105,6 +109,7 @@ int oc_out_open(oc_out *o, const char *path, oc_err *err) {
         return rc;
     }
     o->slot = tmp_register(o->tmp);
+    fchmod(fd, mode); /* mkostemp made it 0600 */
     o->f = fdopen(fd, "wb");
     if (!o->f) {
         int rc = oc_fail(err, "%s: cannot write: %s", path, strerror(errno));

@@ -45,6 +45,8 @@ if "$PLAN" plan "$T/model.onnx" "${args[@]}" -o "$T/plan.onnx" >/dev/null 2>"$T/
 else
     bad "plan -o failed: $(cat "$T/err")"
 fi
+mode=$(stat -c %a "$T/plan.onnx") want=$(printf '%o' $((0666 & ~$(umask))))
+[ "$mode" = "$want" ] && ok "the plan has mode $mode (0666 less the umask)" || bad "plan mode $mode, want $want"
 refuse "outcore-run P --save P refused" "input of this run" "$RUN" "$T/plan.onnx" --steps 1 --save "$T/plan.onnx"
 left=$(find "$T" -name '.*.??????' | wc -l)
 [ "$left" -eq 0 ] && ok "no temporary file left behind" || bad "$left temporary files left: $(find "$T" -name '.*')"

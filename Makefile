@@ -10,6 +10,7 @@
 #   make bench      import time of ResNet-50 with weights; a 100,000-node chain inspected and planned;
 #                   simulator throughput (sims/s); planning time;
 #                   cpu training step images/s (BASE=DIR: side by side with DIR/outcore-run, ratio)
+#   make fuzz       every libFuzzer target (tests/fuzz/) for FUZZ_SECONDS each (default 60)
 #   make format     format the tree with clang-format (.clang-format; make test checks it)
 #   make deps       install the Debian packages the build and tests need
 .DEFAULT_GOAL := all
@@ -17,21 +18,22 @@ SHELL := /bin/bash
 
 CC ?= cc
 SANITIZE ?= 0
-BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,$(if $(filter thread,$(SANITIZE)),build-tsan,build))
+BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,$(if $(filter thread,$(SANITIZE)),build-tsan,$(if $(filter fuzz,$(SANITIZE)),build-fuzz,build)))
 PY := /usr/bin/python3
 
 DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libglpk-dev \
   libjansson-dev libopenblas-dev libonnx-testdata librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy \
-  clang-format
+  clang-format clang
 
 comma := ,
-SAN_FLAGS := $(if $(filter thread,$(SANITIZE)),-fsanitize=thread,-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined)
-OPT := $(if $(filter 1 thread,$(SANITIZE)),-O1 -g -fno-omit-frame-pointer $(SAN_FLAGS),-O2 -g)
+# SANITIZE=fuzz (make fuzz): clang, libFuzzer coverage + ASan + UBSan, build-fuzz/.
+SAN_FLAGS := $(if $(filter thread,$(SANITIZE)),-fsanitize=thread,-fsanitize=$(if $(filter fuzz,$(SANITIZE)),fuzzer-no-link$(comma))address$(comma)undefined -fno-sanitize-recover=undefined)
+OPT := $(if $(filter 1 thread fuzz,$(SANITIZE)),-O1 -g -fno-omit-frame-pointer $(SAN_FLAGS),-O2 -g)
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -I$(BUILD)/proto -Iplanner -Iruntime
 WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-prototypes \
   -Wno-sign-conversion -Wno-format-truncation -Werror
-CFLAGS := $(BASE_CFLAGS) $(WARN) $(EXTRA_CFLAGS)
-LDFLAGS := $(if $(filter 1 thread,$(SANITIZE)),$(SAN_FLAGS))
+CFLAGS := $(BASE_CFLAGS) $(WARN) $(if $(filter fuzz,$(SANITIZE)),-Wno-unknown-warning-option) $(EXTRA_CFLAGS)
+LDFLAGS := $(if $(filter 1 thread fuzz,$(SANITIZE)),$(SAN_FLAGS))
 LIBS := -lprotobuf-c -ljansson -lglpk -lm
 RT_LIBS := -lopenblas -lpthread
 
@@ -52,7 +54,7 @@ CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard planner/cli/*.c))
 # their internal allocations, and without a GPU nothing of it runs — and use
 # runtime/cuda/cuda_none.c, whose entry points fail with "not built".
 CUDA_HOME ?= /usr/local/cuda
-CUDA ?= $(if $(filter 1 thread,$(SANITIZE)),0,$(if $(wildcard $(CUDA_HOME)/bin/nvcc),1,0))
+CUDA ?= $(if $(filter 1 thread fuzz,$(SANITIZE)),0,$(if $(wildcard $(CUDA_HOME)/bin/nvcc),1,0))
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 CUDA_ONLY_SRC := $(filter-out runtime/cuda/cuda_table.c runtime/cuda/cuda_none.c,$(wildcard runtime/cuda/*.c))
 RUNTIME_SRC := $(filter-out runtime/cli/% $(if $(filter 1 emu,$(CUDA)),runtime/cuda/cuda_none.c,$(CUDA_ONLY_SRC)),\
@@ -87,7 +89,7 @@ PLAN_BIN := $(BUILD)/outcore-plan
 RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
 LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a $(BUILD)/libcore.a
 
-.PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench format
+.PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench format fuzz fuzz-bins
 all: $(PLAN_BIN) $(RUN_BIN)
 
 $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
@@ -130,6 +132,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(LINK_LIBS) $(PROTO_OUT)/onnx.pb-c.h
 
 unit-tests: $(UNIT_BIN)
 
+# Test helpers (tests/tools/): reseal forges the seal of an edited plan.
+TEST_TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(wildcard tests/tools/*.c))
+$(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libcore.a $(PROTO_OUT)/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libcore.a $(LDFLAGS) $(LIBS) -o $@
+
 # GPU-only suites (tests/gpu/, run by tools/gpu-check on a machine with a GPU).
 GPU_TEST_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/gpu-tests/%,$(wildcard tests/gpu/test_*.c))
 $(BUILD)/gpu-tests/%: tests/gpu/%.c $(LINK_LIBS) $(PROTO_OUT)/onnx.pb-c.h
@@ -163,8 +171,27 @@ cuda-emu:
 	  $(BUILD)-emu/tests/test_op_harness)
 
 # Runs every suite; the last line is "N passed, M failed".
-test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN) cuda-emu
+test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN) $(TEST_TOOLS) cuda-emu
 	@BUILD=$(BUILD) PY=$(PY) bash tests/run_all.sh
+
+# Fuzzing (tests/fuzz/): libFuzzer targets for the importer, the profile reader, the
+# plan loader + verifier + first step, and both command lines; built with clang in
+# build-fuzz/ (SANITIZE=fuzz). `make fuzz FUZZ_SECONDS=N` replays each target's
+# regression corpus (tests/fuzz/corpus/<target>) and seeds, then fuzzes it N seconds.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= import profile plan cli
+FUZZ_MUTATOR_import := tests/fuzz/onnx_mutator.c
+FUZZ_MUTATOR_plan := tests/fuzz/onnx_mutator.c
+FUZZ_LINK := $(filter-out $(BUILD)/planner/cli/main.o,$(CLI_OBJ)) $(LINK_LIBS)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/onnx_mutator.c $(FUZZ_LINK) $(PROTO_OUT)/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DOC_FUZZ_MODEL='"$(CURDIR)/graphs/alexnet_op13.onnx"' \
+	  $< $(FUZZ_MUTATOR_$*) $(FUZZ_LINK) -fsanitize=fuzzer,address,undefined $(LIBS) $(RT_LIBS) -o $@
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+fuzz: $(PLAN_BIN)
+	$(MAKE) SANITIZE=fuzz CC=clang fuzz-bins
+	BUILD=$(BUILD) FUZZ_BUILD=build-fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_TARGETS="$(FUZZ_TARGETS)" \
+	  PY=$(PY) bash tests/fuzz/run.sh
 
 # Simulator throughput (sims/s) on ResNet-50 @ 640, all-swap, v100 analytic profile.
 $(BUILD)/bench_sim: bench/bench_sim.c $(LINK_LIBS)
@@ -210,6 +237,6 @@ help:
 	@sed -n '1,/^\.DEFAULT_GOAL/p' Makefile | grep '^#' | sed 's/^# \{0,1\}//'
 
 clean:
-	rm -rf build build-san build-tsan build-emu build-san-emu build-tsan-emu
+	rm -rf build build-san build-tsan build-emu build-san-emu build-tsan-emu build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -115,7 +115,7 @@ static bool is_copy_node(const ir_node *n, rt_stream_id *s) {
 
 static int64_t tbytes(const ir_tensor *t) {
     int64_t b = 0;
-    if (!ir_tensor_bytes(t, &b)) OC_ASSERT(!"tensor without a static shape");
+    if (!ir_tensor_bytes(t, &b)) OC_ASSERT(false && "tensor without a static shape");
     return b;
 }
 

@@ -53,13 +53,10 @@ void rt_model_info_free(rt_model_info *info) {
     info->plan_offsets = NULL;
 }
 
-int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model_info *info,
-            oc_err *err) {
+int rt_load_buffer(const uint8_t *buf, size_t len, const char *path, const rt_load_opts *o,
+                   train_graph **out, rt_model_info *info, oc_err *err) {
     *out = NULL;
     memset(info, 0, sizeof *info);
-    uint8_t *buf;
-    size_t len;
-    if (oc_read_file(path, &buf, &len, err)) return OC_ERR;
     char *kind = plan_file_meta_get(buf, len, "outcore.kind");
     int rc = OC_OK;
     if (kind && (strcmp(kind, PLAN_KIND_TRAINING) == 0 || strcmp(kind, PLAN_KIND) == 0)) {
@@ -81,6 +78,17 @@ int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model
         rc = rc ? OC_ERR : OC_OK;
     }
     oc_free(kind);
+    return rc;
+}
+
+int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model_info *info,
+            oc_err *err) {
+    *out = NULL;
+    memset(info, 0, sizeof *info);
+    uint8_t *buf;
+    size_t len;
+    if (oc_read_file(path, &buf, &len, err)) return OC_ERR;
+    int rc = rt_load_buffer(buf, len, path, o, out, info, err);
     oc_free(buf);
     return rc;
 }

@@ -43,5 +43,9 @@ void rt_model_info_free(rt_model_info *info);
 
 int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model_info *info,
             oc_err *err);
+/* The same on a file's bytes (path names it in messages; external data
+ * resolves beside it). buf is not kept. */
+int rt_load_buffer(const uint8_t *buf, size_t len, const char *path, const rt_load_opts *o,
+                   train_graph **out, rt_model_info *info, oc_err *err);
 
 #endif

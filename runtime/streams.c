@@ -114,7 +114,7 @@ rt_stream *rt_stream_new(const char *name) {
     OC_ASSERT(pthread_cond_init(&s->cv, NULL) == 0);
     if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
         fprintf(stderr, "outcore: cannot start the thread of stream '%s'\n", name);
-        OC_ASSERT(!"pthread_create failed");
+        OC_ASSERT(false && "pthread_create failed");
     }
     return s;
 }

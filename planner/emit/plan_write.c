@@ -247,7 +247,8 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
                           .outputs = outs,
                           .n_outputs = g->n_outputs,
                           .meta = meta,
-                          .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
+                          .n_meta = (int)(sizeof meta / sizeof meta[0] / 2),
+                          .seal = true};
     int rc = onnx_export_graph(g, &s, path, err);
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].n_attrs += strip[i];
     for (int i = 0; i < nv; i++) oc_free(v[i]);

@@ -65,7 +65,7 @@ char *oc_strdup(const char *s) { return oc_strndup(s, strlen(s)); }
 
 char *oc_strndup(const char *s, size_t n) {
     char *r = oc_malloc(n + 1);
-    memcpy(r, s, n);
+    if (n) memcpy(r, s, n); /* s may be NULL when n is 0 (an empty protobuf string) */
     r[n] = '\0';
     return r;
 }

@@ -17,6 +17,13 @@
 #include "ir/common.h"
 
 #define IR_MAX_RANK 8
+/* What a model file may ask for (README "Limits"); past these, import fails
+ * with the node, tensor or attribute named instead of allocating it. */
+#define IR_MAX_NODES (1 << 22)                 /* nodes in the graph */
+#define IR_MAX_TENSORS (1 << 22)               /* initializers + graph inputs */
+#define IR_MAX_DIM ((int64_t)1 << 40)          /* one dim */
+#define IR_MAX_TENSOR_BYTES ((int64_t)1 << 48) /* one tensor (256 TiB) */
+#define IR_MAX_ATTR_VALUES (1 << 20)           /* values of one attribute */
 
 /* Element types: values are ONNX TensorProto.DataType's. */
 typedef enum ir_dtype {

@@ -12,6 +12,7 @@
 #include "onnx.pb-c.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
+#include "ir/model_seal.h"
 #include "ir/out_file.h"
 
 typedef struct pool {
@@ -219,7 +220,7 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
     m.n_opset_import = uses_oc ? 2 : 1;
     m.opset_import = opp;
     /* metadata: the caller's, plus outcore.data_inputs (graph inputs that are data) */
-    int n_meta = s->n_meta + 1;
+    int n_meta = s->n_meta + 2;
     Onnx__StringStringEntryProto *kv = palloc(&po, (size_t)n_meta, sizeof *kv);
     Onnx__StringStringEntryProto **kvp = palloc(&po, (size_t)n_meta, sizeof *kvp);
     for (int i = 0; i < s->n_meta; i++) {
@@ -237,6 +238,13 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
         m.n_metadata_props++;
     }
     m.metadata_props = kvp;
+    if (s->seal) {
+        onnx__string_string_entry_proto__init(&kv[m.n_metadata_props]);
+        kv[m.n_metadata_props].key = MODEL_SEAL_KEY;
+        kv[m.n_metadata_props].value = pstr(&po, model_seal_text(&m));
+        kvp[m.n_metadata_props] = &kv[m.n_metadata_props];
+        m.n_metadata_props++;
+    }
     if (rc == OC_OK) {
         size_t len = onnx__model_proto__get_packed_size(&m);
         uint8_t *buf = oc_malloc(len ? len : 1);

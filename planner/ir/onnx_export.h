@@ -6,8 +6,7 @@
  *   onnx_export_spec s = {.node_end = n, .inputs = in, .n_inputs = 1, .outputs = out, .n_outputs = 1};
  *   onnx_export_graph(g, &s, "trained.onnx", &err);
  *
- * The file is written to "<path>.tmp.<pid>" and renamed: no partial file on
- * failure. OC_ERR (naming the path or tensor) on I/O errors or external data
+ * The file is written whole or not at all (ir/out_file.h). OC_ERR (naming the path or tensor) on I/O errors or external data
  * that cannot be read. */
 #ifndef OC_ONNX_EXPORT_H
 #define OC_ONNX_EXPORT_H
@@ -23,6 +22,7 @@ typedef struct onnx_export_spec {
     const bool *skip;        /* per node of g: leave it out (NULL: keep all) */
     const char *const *meta; /* key, value, key, value, ... (2 * n_meta strings) */
     int n_meta;
+    bool seal; /* add outcore.seal last (ir/model_seal.h): plans and training graphs */
 } onnx_export_spec;
 
 /* Writes nodes [begin, end) with every initializer they read. */

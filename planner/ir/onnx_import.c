@@ -27,13 +27,14 @@ static int set_dims(importer *im, ir_tensor *t, size_t n, const int64_t *dims) {
         return oc_fail(im->err, "%s: tensor '%s' has rank %zu (at most %d supported)", im->path,
                        t->name, n, IR_MAX_RANK);
     for (size_t i = 0; i < n; i++)
-        if (dims[i] < 0)
-            return oc_fail(im->err, "%s: tensor '%s' has negative dim %" PRId64, im->path, t->name,
-                           dims[i]);
+        if (dims[i] < 0 || dims[i] > IR_MAX_DIM)
+            return oc_fail(im->err, "%s: tensor '%s' has dim %" PRId64 " (0 to %" PRId64 ")",
+                           im->path, t->name, dims[i], IR_MAX_DIM);
     ir_tensor_set_shape(t, (int)n, dims);
     int64_t b;
-    if (!ir_tensor_bytes(t, &b))
-        return oc_fail(im->err, "%s: tensor '%s': size overflows", im->path, t->name);
+    if (!ir_tensor_bytes(t, &b) || b > IR_MAX_TENSOR_BYTES)
+        return oc_fail(im->err, "%s: tensor '%s' is larger than %" PRId64 " bytes", im->path,
+                       t->name, IR_MAX_TENSOR_BYTES);
     return OC_OK;
 }
 
@@ -225,9 +226,10 @@ static int value_info_to_tensor(importer *im, ir_tensor *t, const Onnx__ValueInf
     for (int i = 0; i < t->rank; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            if (d->dim_value < 0)
-                return oc_fail(im->err, "%s: graph input '%s' has negative dim %" PRId64, im->path,
-                               t->name, d->dim_value);
+            if (d->dim_value < 0 || d->dim_value > IR_MAX_DIM)
+                return oc_fail(im->err,
+                               "%s: graph input '%s' has dim %" PRId64 " (0 to %" PRId64 ")",
+                               im->path, t->name, d->dim_value, IR_MAX_DIM);
             t->dims[i] = d->dim_value;
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                    d->dim_param && *d->dim_param) {
@@ -246,6 +248,10 @@ static int attr_from_proto(importer *im, const char *node, const Onnx__Attribute
                            ir_attr *a) {
     memset(a, 0, sizeof *a);
     a->name = oc_strdup(ap->name ? ap->name : "");
+    size_t n_values = ap->n_floats + ap->n_ints + ap->n_strings;
+    if (n_values > IR_MAX_ATTR_VALUES)
+        return oc_fail(im->err, "%s: node '%s': attribute '%s' holds %zu values (at most %d)",
+                       im->path, node, a->name, n_values, IR_MAX_ATTR_VALUES);
     switch (ap->type) {
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
         a->type = IR_ATTR_FLOAT;
@@ -416,6 +422,10 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
     g->name = oc_strdup(gp->name ? gp->name : "");
     if (gp->n_sparse_initializer)
         return oc_fail(im->err, "%s: sparse initializers are not supported", im->path);
+    if (gp->n_node > IR_MAX_NODES || gp->n_initializer + gp->n_input > IR_MAX_TENSORS)
+        return oc_fail(
+            im->err, "%s: %zu nodes, %zu initializers and graph inputs (at most %d and %d)",
+            im->path, gp->n_node, gp->n_initializer + gp->n_input, IR_MAX_NODES, IR_MAX_TENSORS);
 
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *tp = gp->initializer[i];

@@ -27,6 +27,9 @@ int device_preset_find(const char *name, profile_device *d, oc_err *err) {
                    device_preset_names());
 }
 
+/* Device memory above this is not a device (1 EiB; README "Limits"). */
+#define DEVICE_MAX_MEMORY_BYTES ((int64_t)1 << 60)
+
 /* A number field >= 0 (> 0 when positive); OC_ERR naming what.key otherwise. */
 static int num_field(const json_t *o, const char *what, const char *key, bool positive, double *out,
                      oc_err *err) {
@@ -59,6 +62,10 @@ int device_from_json(const json_t *o, const char *what, profile_device *d, oc_er
         num_field(o, what, "mem_bandwidth_bytes_per_s", true, &d->mem_bandwidth_bytes_per_s, err) ||
         num_field(o, what, "launch_overhead_s", false, &d->launch_overhead_s, err))
         return OC_ERR;
+    if (mem > DEVICE_MAX_MEMORY_BYTES || mem != (double)(int64_t)mem)
+        return oc_fail(
+            err, "%s: field 'memory_bytes' must be a whole number of bytes up to %lld, got %g",
+            what, (long long)DEVICE_MAX_MEMORY_BYTES, mem);
     d->memory_bytes = (int64_t)mem;
     return OC_OK;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
+#include "ir/model_seal.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
@@ -238,6 +239,15 @@ static void set_sgd_attr(ir_graph *g, const char *name, float v) {
     }
 }
 
+/* The file's content against its outcore.seal (ir/model_seal.h). */
+static int check_seal(const uint8_t *buf, size_t len, const char *path, oc_err *err) {
+    Onnx__ModelProto *m = len ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
+    if (!m) return oc_fail(err, "%s: not a valid ONNX model", path);
+    int rc = model_seal_check(m, path, err);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return rc ? oc_fail_prefix(err, "refused") : OC_OK;
+}
+
 static char *meta_or_empty(const uint8_t *buf, size_t len, const char *key) {
     char *v = plan_file_meta_get(buf, len, key);
     return v ? v : oc_strdup("");
@@ -259,6 +269,7 @@ int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_
                      "%s: neither a plan nor a training graph (metadata outcore.kind is '%s'; "
                      "write one with `outcore-plan plan ... -o` or `outcore-plan emit`)",
                      path, kind ? kind : "");
+    if (rc == OC_OK) rc = check_seal(buf, len, path, err);
     char *end;
     if (rc == OC_OK && (parse_i64(batch, &end, &out->batch) || *end || out->batch < 1))
         rc = oc_fail(err, "%s: outcore.batch '%s' is not a batch size", path, batch);

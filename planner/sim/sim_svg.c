@@ -114,7 +114,7 @@ int sim_svg_write(const sim_timeline *tl, const sim_result *r, int64_t budget, c
     for (int i = 0; i < tl->n_events; i++) {
         const sim_event *e = &tl->events[i];
         double x = X0 + e->start * 1e3 * xs, w = (e->end - e->start) * 1e3 * xs;
-        double y = LANE0 + e->stream * (LANE_H + LANE_GAP);
+        double y = LANE0 + (double)e->stream * (LANE_H + LANE_GAP);
         fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"/>\n", x,
                 y + 2, w < 0.4 ? 0.4 : w, LANE_H - 4,
                 e->kind == SIM_EVENT_RECOMPUTE ? RECOMPUTE_COLOR : stream_color[e->stream]);

@@ -47,7 +47,8 @@ int onnx_export_training(const train_graph *tg, const onnx_export_meta *m, const
                           .outputs = outs,
                           .n_outputs = n_out,
                           .meta = meta,
-                          .n_meta = (int)(sizeof meta / sizeof meta[0] / 2)};
+                          .n_meta = (int)(sizeof meta / sizeof meta[0] / 2),
+                          .seal = true};
     int rc = onnx_export_graph(g, &s, path, err);
     for (int i = 0; i < 5; i++) oc_free(vals[i]);
     oc_free(structure);

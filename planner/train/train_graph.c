@@ -206,9 +206,10 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
         bool wants = false;
         for (int k = 0; k < n->n_inputs; k++) wants = wants || grad_wants(&c, k);
         bool flows = b->tg->phase[i] == TRAIN_PHASE_LOSS;
-        for (int o = 0; o < n->n_outputs; o++) {
-            int y = n->outputs[o];
+        for (int o = 0; o < g->nodes[i].n_outputs; o++) {
+            int y = g->nodes[i].outputs[o];
             if (y < 0) continue;
+            /* may add nodes (a sum of partial gradients): g->nodes moves */
             if (finalize_grad(b, y, TRAIN_PHASE_BACKWARD, i)) return OC_ERR;
             flows = flows || b->tg->grad_of[y] >= 0;
         }

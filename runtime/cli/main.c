@@ -110,6 +110,15 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             *(a[2] == 'd' ? &o->bo.deterministic : &o->bo.verbose) = true;
             continue;
         }
+        static const char *const with_value[] = {
+            "--backend",    "--input",       "--labels",          "--save",
+            "--dump-grads", "--profile-out", "--workspace-limit", "--batch",
+            "--steps",      "--seed",        "--budget",          "--lr",
+            "--momentum",   "--weight-decay"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+            known = known || strcmp(a, with_value[k]) == 0;
+        if (!known) return oc_fail(err, "unknown option '%s' (see --help)", a);
         if (i + 1 >= argc) return oc_fail(err, "option %s needs a value", a);
         const char *v = argv[++i];
         int64_t n;

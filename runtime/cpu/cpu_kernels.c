@@ -51,7 +51,7 @@ double cpu_load_f(const void *p, ir_dtype dt, int64_t i) {
     case IR_DTYPE_INT8: return ((const int8_t *)p)[i];
     case IR_DTYPE_UINT8: return ((const uint8_t *)p)[i];
     case IR_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
-    default: OC_ASSERT(!"cpu_load_f: unsupported dtype");
+    default: OC_ASSERT(false && "cpu_load_f: unsupported dtype");
     }
     return 0;
 }

@@ -173,7 +173,7 @@ static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err)
         q->w_slot = -1;
         q->transpose = true;
         break;
-    default: OC_ASSERT(!"geo_of: not a conv op");
+    default: OC_ASSERT(false && "geo_of: not a conv op");
     }
     q->cin = slot_t(g, n, q->cin_slot);
     q->cout = slot_t(g, n, q->cout_slot);

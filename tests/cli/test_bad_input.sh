@@ -177,6 +177,33 @@ assert tot["activation_bytes"] == sum(t["bytes"] for t in ts if t["kind"] == "ac
         not_ok "inspect --json $model" "$(tail -n 3 "$tmp/err")"
     fi
 }
+# Profiles and device files with values no device has (issue 18, class 7).
+"$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 -o "$tmp/p.json" >/dev/null
+"$PY" - "$tmp" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+base = json.load(open(f"{d}/p.json"))
+def edit(name, f):
+    p = json.loads(json.dumps(base))
+    f(p)
+    json.dump(p, open(f"{d}/{name}.json", "w"))
+    json.dump({"device": p["device"]}, open(f"{d}/{name}.dev.json", "w"))
+edit("mem_huge", lambda p: p["device"].__setitem__("memory_bytes", 1e30))
+edit("mem_frac", lambda p: p["device"].__setitem__("memory_bytes", 1000.5))
+edit("neg_time", lambda p: p["nodes"][0].__setitem__("time_s", -1))
+edit("neg_latency", lambda p: p["device"].__setitem__("copy_latency_s", -1e-6))
+PYEOF
+for f in mem_huge mem_frac; do
+    expect_error "profile: memory_bytes $f" "$tmp/$f.json" "memory_bytes" -- \
+        plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/$f.json"
+    expect_error "device file: memory_bytes $f" "memory_bytes" -- \
+        plan graphs/alexnet_op13.onnx --batch 2 --device-file "$tmp/$f.dev.json"
+done
+expect_error "profile: a negative node time" "$tmp/neg_time.json" "time_s" -- \
+    plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/neg_time.json"
+expect_error "profile: a negative copy latency" "$tmp/neg_latency.json" "copy_latency_s" -- \
+    plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/neg_latency.json"
+
 check_json graphs/resnet50_op13.onnx 25557032 # torchvision resnet50 parameter count
 check_json graphs/resnet50_op15.onnx 25557032
 

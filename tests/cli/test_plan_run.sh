@@ -3,9 +3,12 @@
 # `plan -o` writes a plan, `show` prints it and writes its trace/SVG, and
 # outcore-run rejects bad plans with one line before any step runs: a plan
 # whose metadata comes from another model, a truncated file, a hand-edited
-# overlapping layout, a budget smaller than the plan's arena.
+# overlapping layout, a budget smaller than the plan's arena; any edit made
+# after planning (outcore.seal, ir/model_seal.h), each named. Edits that must
+# reach the checks behind the seal are forged with tests/tools/reseal.
 set -u
 BUILD=${BUILD:-build}
+RESEAL="$BUILD/tests/tools/reseal"
 PY=${PY:-/usr/bin/python3}
 PLAN="$BUILD/outcore-plan"
 RUN="$BUILD/outcore-run"
@@ -62,6 +65,9 @@ del a.metadata_props[:]
 a.metadata_props.extend(b.metadata_props)
 onnx.save(a, sys.argv[3])
 PYEOF
+expect_reject "another model's metadata, unforged" "model header .* changed after it was written" \
+    "$T/mixed.onnx"
+"$RESEAL" "$T/mixed.onnx"
 expect_reject "a plan from another model" "belongs to another graph" "$T/mixed.onnx"
 
 # Truncated file.
@@ -82,7 +88,82 @@ lines[1] = "\t".join(f1)
 p.value = "\n".join(lines)
 onnx.save(m, sys.argv[2])
 PYEOF
+expect_reject "an overlapping layout, unforged" \
+    "metadata entry 'outcore.node_annotations' changed after it was written" "$T/overlap.onnx"
+"$RESEAL" "$T/overlap.onnx"
 expect_reject "an overlapping layout" "overlaps" "$T/overlap.onnx"
+
+# Edits after planning, each named by the seal: an attribute of a backward
+# node, a metadata line, a node removed, an attribute added, the seal removed
+# or edited.
+"$PY" - "$T/r18.onnx" "$T" <<'PYEOF'
+import sys, onnx
+src, d = sys.argv[1], sys.argv[2]
+def edit(name, f):
+    m = onnx.load(src)
+    f(m)
+    onnx.save(m, f"{d}/{name}.onnx")
+def attr(m):
+    n = next(n for n in m.graph.node if n.domain == "ai.outcore" and n.op_type == "ReluGrad")
+    a = next(a for a in n.attribute if a.name == "outcore_offsets")
+    a.ints[0] += 256
+def meta(key, f):
+    def g(m):
+        p = next(p for p in m.metadata_props if p.key == key)
+        p.value = f(p.value)
+    return g
+def drop_node(m):
+    del m.graph.node[5]
+def add_attr(m):
+    m.graph.node[3].attribute.add(name="extra", type=onnx.AttributeProto.INT, i=1)
+def drop_seal(m):
+    keep = [(p.key, p.value) for p in m.metadata_props if p.key != "outcore.seal"]
+    del m.metadata_props[:]
+    for k, v in keep: m.metadata_props.add(key=k, value=v)
+edit("e_attr", attr)
+edit("e_arena", meta("outcore.arena_bytes", lambda v: str(int(v) - 256)))
+edit("e_struct", meta("outcore.structure", lambda v: v + "\n"))
+edit("e_node", drop_node)
+edit("e_addattr", add_attr)
+edit("e_noseal", drop_seal)
+edit("e_seal", meta("outcore.seal", lambda v: v.replace("outcore-seal 1 ", "outcore-seal 1 0", 1)[:-1]))
+PYEOF
+expect_reject "an attribute edited" "node [0-9]* ('[^']*'): attribute 'outcore_offsets' changed after it was written" "$T/e_attr.onnx"
+expect_reject "arena bytes edited" "metadata entry 'outcore.arena_bytes' changed" "$T/e_arena.onnx"
+expect_reject "the structure edited" "metadata entry 'outcore.structure' changed" "$T/e_struct.onnx"
+expect_reject "a node removed" "node 5 (.*) changed after it was written: its name, op" "$T/e_node.onnx"
+expect_reject "an attribute added" "node 3 (.*): attributes added or removed after it was written" "$T/e_addattr.onnx"
+expect_reject "the seal removed" "no outcore.seal metadata" "$T/e_noseal.onnx"
+expect_reject "the seal edited" "outcore.seal" "$T/e_seal.onnx"
+
+# Backward-node attributes forged (edited, seal recomputed): each disagrees
+# with the shapes and is refused at load, the node named (class 1 of issue 18:
+# such edits reached the cpu kernels).
+"$PY" - "$T/r18.onnx" "$T" <<'PYEOF'
+import sys, onnx
+edits = [("GlobalAveragePoolGrad", "input_shape", [1, 512, 70, 7]),
+         ("ConvBackwardData", "group", 0), ("ConvBackwardData", "group", 1 << 40),
+         ("ConvBackwardData", "kernel_shape", [30, 30]), ("ConvBackwardData", "pads", [100] * 4),
+         ("ConvBackwardData", "strides", [0, 0]), ("ConvBackwardData", "input_shape", [1, 512, 700, 7]),
+         ("ConvBackwardData", "dilations", [-1, 1]), ("ConvBackwardFilter", "group", 0),
+         ("ConvBackwardFilter", "group", 7), ("ConvBackwardFilter", "strides", [-2, 2]),
+         ("MaxPoolGrad", "kernel_shape", [300, 300]), ("MaxPoolGrad", "strides", [0, 0]),
+         ("MaxPoolGrad", "input_shape", [1, 64, 1120, 112]), ("MaxPoolGrad", "pads", [-5, 1, 1, 1]),
+         ("MaxPoolGrad", "pads", [3, 3, 3, 3]), ("ReduceSumTo", "input_shape", [1001]),
+         ("ReduceSumTo", "input_shape", [-1]), ("BatchNormalizationGrad", "epsilon", -1.0)]
+for i, (op, name, v) in enumerate(edits):
+    m = onnx.load(sys.argv[1])
+    a = next(a for n in m.graph.node if n.op_type == op for a in n.attribute if a.name == name)
+    if a.type == onnx.AttributeProto.INT: a.i = v
+    elif a.type == onnx.AttributeProto.FLOAT: a.f = v
+    else: del a.ints[:]; a.ints.extend(v)
+    onnx.save(m, f"{sys.argv[2]}/forged{i}.onnx")
+
+PYEOF
+"$RESEAL" "$T"/forged*.onnx
+for f in "$T"/forged*.onnx; do
+    expect_reject "forged $(basename "$f")" "error: $f: node '[^']*' (" "$f"
+done
 
 # The structure record: missing (an older writer) or disagreeing with the graph.
 "$PY" - "$T/r18.onnx" "$T/nostruct.onnx" "$T/badstruct.onnx" <<'PYEOF'
@@ -100,6 +181,7 @@ for k, v in keep:
     m.metadata_props.add(key=k, value=v) if k == "outcore.structure" else None
 onnx.save(m, sys.argv[3])
 PYEOF
+"$RESEAL" "$T/nostruct.onnx" "$T/badstruct.onnx"
 expect_reject "a plan without its structure" "no outcore.structure metadata" "$T/nostruct.onnx"
 expect_reject "a plan whose structure disagrees" "outcore.structure line 2: a backward or update node before the loss node" "$T/badstruct.onnx"
 if "$PLAN" show "$T/nostruct.onnx" >/dev/null 2>"$T/err"; then

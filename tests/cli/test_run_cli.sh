@@ -62,6 +62,12 @@ expect_error "not a training graph" "$RUN" "$T/kind.onnx" --batch 2
 expect_error "budget smaller than the layout" "$RUN" "$T/train.onnx" --budget 1MiB
 expect_error "batch differs from the emitted one" "$RUN" "$T/train.onnx" --batch 4
 expect_error "unknown backend" "$RUN" "$T/train.onnx" --backend tpu
+expect_error "an unknown option last" "$RUN" "$T/train.onnx" --frobnicate
+grep -q "unknown option '--frobnicate'" "$T/e" && ok "  ... reported as unknown, not as needing a value" ||
+    bad "unknown option message: $(cat "$T/e")"
+expect_error "a known option without its value" "$RUN" "$T/train.onnx" --lr
+grep -q "option --lr needs a value" "$T/e" && ok "  ... reported as needing a value" ||
+    bad "missing value message: $(cat "$T/e")"
 grep -q "does not fit" <("$RUN" "$T/train.onnx" --budget 1MiB 2>&1) \
   && ok "budget error names the tensor that does not fit" || bad "budget error message"
 [ $fails -eq 0 ]

@@ -7,14 +7,24 @@
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
-/* Output 0 takes the shape of the ints attribute "input_shape". */
+/* Output 0 takes the shape of the ints attribute "input_shape" (dims >= 0,
+ * element count within int64). */
 static int shape_from_attr(ir_graph *g, ir_node *n, int out, const char *attr, ir_dtype dt,
                            oc_err *err) {
     const int64_t *dims;
     int r = ir_attr_ints(n, attr, &dims);
     if (r < 0 || r > IR_MAX_RANK) return oc_fail(err, "attribute '%s' is required", attr);
+    int64_t numel = 1;
+    for (int i = 0; i < r; i++)
+        if (dims[i] < 0 || !oc_mul_i64(numel, dims[i], &numel))
+            return oc_fail(err, "attribute '%s': dim %d (%" PRId64 ") is negative or too large",
+                           attr, i, dims[i]);
     op_set_out(g, n, out, dt, r, dims);
     return OC_OK;
+}
+
+static bool same_shape(const ir_tensor *a, const ir_tensor *b) {
+    return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
 }
 
 static ir_dtype dtype_in(ir_graph *g, ir_node *n, int i) {
@@ -37,6 +47,9 @@ static int filter_grad_infer(ir_graph *g, ir_node *n, bool transposed, oc_err *e
     int nk = ir_attr_ints(n, "kernel_shape", &k);
     if (nk != x->rank - 2) return oc_fail(err, "attribute 'kernel_shape' is required");
     int64_t group = ir_attr_int(n, "group", 1);
+    if (dy->rank != x->rank || group < 1 || x->dims[1] % group || dy->dims[1] % group)
+        return oc_fail(err, "group %" PRId64 " does not divide the channels of '%s' and '%s'",
+                       group, dy->name, x->name);
     int64_t w[IR_MAX_RANK] = {transposed ? x->dims[1] : dy->dims[1],
                               transposed ? dy->dims[1] / group : x->dims[1] / group};
     memcpy(w + 2, k, (size_t)nk * sizeof *k);
@@ -55,12 +68,12 @@ static int conv_transpose_filter_infer(ir_graph *g, ir_node *n, int64_t opset, o
     return filter_grad_infer(g, n, true, err);
 }
 
-/* Output i like input j, for the (out, in) pairs the entry lists via the first
- * outputs: out0 like in1 (dX like X / Y / mask owner), used by several grads. */
+/* dY, Y / X / mask (same shape) -> dX like dY: ReluGrad, ClipGrad, DropoutGrad. */
 static int out0_like_in0(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    ir_tensor *x;
-    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    ir_tensor *x, *y;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &y, err)) return OC_ERR;
+    if (!same_shape(x, y)) return oc_fail(err, "'%s' and '%s' differ in shape", x->name, y->name);
     op_set_out_like(g, n, 0, x);
     return OC_OK;
 }
@@ -68,18 +81,49 @@ static int out0_like_in0(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 /* dY, X, scale -> dX (like X), dScale (C), dBias (C) */
 static int bn_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    ir_tensor *x, *s;
-    if (op_in_shaped(g, n, 1, &x, err) || op_in_shaped(g, n, 2, &s, err)) return OC_ERR;
+    ir_tensor *dy, *x, *s;
+    if (op_in_shaped(g, n, 0, &dy, err) || op_in_shaped(g, n, 1, &x, err) ||
+        op_in_shaped(g, n, 2, &s, err))
+        return OC_ERR;
+    if (!same_shape(dy, x) || x->rank < 2 || s->rank != 1 || s->dims[0] != x->dims[1])
+        return oc_fail(err, "gradient '%s', input '%s' and scale '%s' do not agree in shape",
+                       dy->name, x->name, s->name);
     op_set_out_like(g, n, 0, x);
     op_set_out_like(g, n, 1, s);
     op_set_out_like(g, n, 2, s);
     return OC_OK;
 }
 
-/* dY -> dX (input_shape): pooling grads, ReduceSumTo (attr "shape"), PadGrad. */
+/* dY -> dX (input_shape): pooling grads (op_decode_pool checks the window),
+ * PadGrad (op_decode_pad checks the pads). */
 static int pool_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     return shape_from_attr(g, n, 0, "input_shape", dtype_in(g, n, 0), err);
+}
+
+/* dY (N, C, 1..) -> dX (input_shape: N, C, D..) */
+static int global_pool_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *dy;
+    if (op_in_shaped(g, n, 0, &dy, err) || pool_grad_infer(g, n, opset, err)) return OC_ERR;
+    const ir_tensor *dx = ir_node_out(g, n, 0);
+    bool ok = dy->rank == dx->rank && dy->rank >= 3 && dy->dims[0] == dx->dims[0] &&
+              dy->dims[1] == dx->dims[1];
+    for (int i = 2; ok && i < dy->rank; i++) ok = dy->dims[i] == 1;
+    return ok ? OC_OK : oc_fail(err, "input_shape does not pool to the shape of '%s'", dy->name);
+}
+
+/* dY -> dX (input_shape), summing dY over the dims input_shape broadcasts. */
+static int reduce_sum_to_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *dy;
+    if (op_in_shaped(g, n, 0, &dy, err) || pool_grad_infer(g, n, opset, err)) return OC_ERR;
+    const ir_tensor *dx = ir_node_out(g, n, 0);
+    bool ok = dx->rank <= dy->rank;
+    for (int i = 0; ok && i < dx->rank; i++) {
+        int64_t d = dx->dims[dx->rank - 1 - i], e = dy->dims[dy->rank - 1 - i];
+        ok = d == e || d == 1;
+    }
+    return ok ? OC_OK
+              : oc_fail(err, "input_shape does not broadcast to the shape of '%s'", dy->name);
 }
 
 /* dY -> dX_1..dX_k split along axis by sizes "split" */
@@ -97,18 +141,24 @@ static int concat_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err
         int64_t d[IR_MAX_RANK];
         memcpy(d, dy->dims, sizeof d);
         d[axis] = split[i];
-        total += split[i];
+        if (split[i] < 0 || !oc_add_i64(total, split[i], &total))
+            return oc_fail(err, "split sizes do not add up to the axis");
         op_set_out(g, n, i, dy->dtype, dy->rank, d);
     }
     if (total != dy->dims[axis]) return oc_fail(err, "split sizes do not add up to the axis");
     return OC_OK;
 }
 
-/* log_prob (N, C), labels (N) -> dScores (N, C) */
+/* log_prob (N, C, ..), labels (N, ..) -> dScores like log_prob */
 static int sce_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    ir_tensor *lp;
-    if (op_in_shaped(g, n, 0, &lp, err)) return OC_ERR;
+    ir_tensor *lp, *lab;
+    if (op_in_shaped(g, n, 0, &lp, err) || op_in_shaped(g, n, 1, &lab, err)) return OC_ERR;
+    bool ok = lp->rank >= 2 && lab->rank == lp->rank - 1 && lab->dims[0] == lp->dims[0];
+    for (int i = 1; ok && i < lab->rank; i++) ok = lab->dims[i] == lp->dims[i + 1];
+    if (!ok)
+        return oc_fail(err, "log-probabilities '%s' (N, C, ..) and labels '%s' (N, ..) disagree",
+                       lp->name, lab->name);
     op_set_out_like(g, n, 0, lp);
     return OC_OK;
 }
@@ -230,8 +280,8 @@ BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL, op_decode_clip);
 BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL, op_decode_dropout);
 BACKWARD_OP(op_def_max_pool_grad, 2, 2, 1, 1, pool_grad_infer, NULL, op_decode_pool);
 BACKWARD_OP(op_def_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pool);
-BACKWARD_OP(op_def_global_average_pool_grad, 1, 1, 1, 1, pool_grad_infer, NULL, NULL);
-BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, pool_grad_infer, NULL, reduce_sum_to_decode);
+BACKWARD_OP(op_def_global_average_pool_grad, 1, 1, 1, 1, global_pool_grad_infer, NULL, NULL);
+BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, reduce_sum_to_infer, NULL, reduce_sum_to_decode);
 BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pad);
 BACKWARD_OP_OPT0(op_def_concat_grad, 1, 1, 1, OP_MAX_SPLIT, concat_grad_infer, NULL,
                  concat_grad_decode);

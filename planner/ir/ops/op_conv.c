@@ -101,6 +101,22 @@ int op_decode_conv(const ir_graph *g, ir_node *n, oc_err *err) {
     for (int i = 0; i < p->win.nsp; i++)
         if (p->win.kernel[i] != w->dims[2 + i])
             return oc_fail(err, "kernel_shape disagrees with weight '%s'", w->name);
+    /* The two sides agree: batch, channels, and the window over the image side
+     * gives the other side's extents (a plan's attributes are checked here). */
+    int64_t cx = transpose ? w->dims[0] : w->dims[1] * p->group;
+    int64_t cy = transpose ? w->dims[1] * p->group : w->dims[0];
+    if (x->dims[0] != y->dims[0] || x->dims[1] != cx || y->dims[1] != cy)
+        return oc_fail(err, "'%s', '%s' and weight '%s' disagree in batch or channels", x->name,
+                       y->name, w->name);
+    const int64_t *other = transpose ? x->dims + 2 : y->dims + 2;
+    for (int i = 0; i < p->win.nsp; i++) {
+        int64_t o;
+        if (op_window_out(&p->win, i, img[i], &o, err)) return OC_ERR;
+        if (o != other[i])
+            return oc_fail(
+                err, "spatial dim %d: the window over %" PRId64 " gives %" PRId64 ", not %" PRId64,
+                i, img[i], o, other[i]);
+    }
     return OC_OK;
 }
 

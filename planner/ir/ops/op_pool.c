@@ -1,5 +1,6 @@
 /* op_pool.c — MaxPool, AveragePool, GlobalAveragePool: shapes. */
 #include <inttypes.h>
+#include <string.h>
 
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
@@ -39,9 +40,25 @@ int op_decode_pool(const ir_graph *g, ir_node *n, oc_err *err) {
     const ir_tensor *x = n->op == OP_MAX_POOL_GRAD       ? ir_node_in((ir_graph *)g, n, 1)
                          : n->op == OP_AVERAGE_POOL_GRAD ? ir_node_out((ir_graph *)g, n, 0)
                                                          : ir_node_in((ir_graph *)g, n, 0);
-    if (!x || x->rank < 3) return oc_fail(err, "needs an input of rank >= 3");
+    /* The pooled side: the output, or the gradient dY. */
+    const ir_tensor *y = n->op == OP_MAX_POOL_GRAD || n->op == OP_AVERAGE_POOL_GRAD
+                             ? ir_node_in((ir_graph *)g, n, 0)
+                             : ir_node_out((ir_graph *)g, n, 0);
+    const ir_tensor *dx = n->op == OP_MAX_POOL_GRAD ? ir_node_out((ir_graph *)g, n, 0) : x;
+    if (!x || !y || !dx || x->rank < 3 || y->rank != x->rank || dx->rank != x->rank ||
+        memcmp(dx->dims, x->dims, (size_t)x->rank * sizeof x->dims[0]) != 0 ||
+        y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1])
+        return oc_fail(err, "needs input and output of one rank >= 3, batch and channels");
     op_pool_args *p = &op_args_new(n)->pool;
     if (op_window_read(n, x->rank - 2, x->dims + 2, NULL, &p->win, err)) return OC_ERR;
+    for (int i = 0; i < p->win.nsp; i++) {
+        int64_t o;
+        if (op_window_out(&p->win, i, x->dims[2 + i], &o, err)) return OC_ERR;
+        if (o != y->dims[2 + i])
+            return oc_fail(
+                err, "spatial dim %d: the window over %" PRId64 " gives %" PRId64 ", not %" PRId64,
+                i, x->dims[2 + i], o, y->dims[2 + i]);
+    }
     p->count_include_pad = ir_attr_int(n, "count_include_pad", 0) != 0;
     p->storage_col_major = ir_attr_int(n, "storage_order", 0) != 0;
     return OC_OK;

@@ -310,6 +310,13 @@ int op_decode_pad(const ir_graph *g, ir_node *n, oc_err *err) {
         return oc_fail(err, "attribute 'pads' needs %d values", x ? 2 * x->rank : 0);
     p->pads_from_attr = true;
     for (int i = 0; i < x->rank; i++) p->begin[i] = grad ? -pads[i] : pads[i];
+    const ir_tensor *dy = grad ? ir_node_in((ir_graph *)g, n, 0) : NULL;
+    for (int i = 0; dy && i < x->rank; i++) { /* dY = dX padded */
+        int64_t e;
+        if (dy->rank != x->rank || !oc_add_i64(x->dims[i], pads[i], &e) ||
+            !oc_add_i64(e, pads[i + x->rank], &e) || e != dy->dims[i])
+            return oc_fail(err, "pads and input_shape do not give the shape of '%s'", dy->name);
+    }
     float v = ir_attr_float(n, "value", 0.0f);
     if (x->dtype == IR_DTYPE_FLOAT) memcpy(&p->fill, &v, 4);
     else if (v != 0.0f) return oc_fail(err, "attribute 'value' on a non-float tensor");

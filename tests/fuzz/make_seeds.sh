@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# make_seeds.sh OUT — the fuzz targets' seed inputs, made by this build's
+# outcore-plan from the bundled graphs and a tiny CNN (tiny_model.py):
+#   OUT/import/   models: the bundled graphs, the tiny CNN, ONNX node tests
+#   OUT/profile/  profiles: analytic ones on each device preset
+#   OUT/plan/     plans of the tiny CNN (every strategy, budgets from in-core
+#                 down) and its training graph
+#   OUT/cli/      command lines (NUL-separated; first byte 0: outcore-plan,
+#                 1: outcore-run)
+#   OUT/fixtures/ fuzz_cli's scratch files: m.onnx p.json plan.onnx t.onnx dev.json
+set -eu
+OUT=$1
+BUILD=${BUILD:-build}
+PY=${PY:-/usr/bin/python3}
+PLAN="$BUILD/outcore-plan"
+rm -rf "$OUT" && mkdir -p "$OUT"/{import,profile,plan,cli,fixtures}
+F="$OUT/fixtures"
+"$PY" tests/fuzz/tiny_model.py "$F/m.onnx"
+cp graphs/*_op13.onnx "$F/m.onnx" "$OUT/import/"
+for t in /usr/share/libonnx-testdata/data/node/test_{conv,relu,maxpool,averagepool,batchnorm,gemm,concat,flatten,reshape,add,sigmoid,dropout,pad,gather,clip,softmax,mul,sub,unsqueeze,squeeze}*/model.onnx; do
+    [ -f "$t" ] && cp "$t" "$OUT/import/$(basename "$(dirname "$t")").onnx"
+done
+for d in v100 a100 h100; do
+    "$PLAN" profile "$F/m.onnx" --batch 2 --device $d -o "$OUT/profile/tiny_$d.json" >/dev/null
+    "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device $d -o "$OUT/profile/alexnet_$d.json" >/dev/null
+done
+cp "$OUT/profile/tiny_v100.json" "$F/p.json"
+"$PY" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['device']))" \
+    "$F/p.json" >"$F/dev.json"
+peak=$("$PLAN" plan "$F/m.onnx" --batch 2 --device v100 --budget 1TB --strategy incore --json |
+       sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p')
+for s in incore swap-all vdnn-conv superneurons hybrid chen dp dp-swap; do
+    for pct in 200 110 90 75; do
+        "$PLAN" plan "$F/m.onnx" --batch 2 --device v100 --budget $((peak * pct / 100)) \
+            --strategy $s -o "$OUT/plan/${s}_$pct.onnx" >/dev/null 2>&1 || true
+    done
+done
+"$PLAN" emit "$F/m.onnx" --batch 2 -o "$OUT/plan/training.onnx" >/dev/null
+cp "$OUT/plan/training.onnx" "$F/t.onnx"
+cp "$OUT/plan/swap-all_110.onnx" "$F/plan.onnx"
+# Command lines: program byte, then NUL-separated arguments.
+i=0
+cli() {
+    local prog=$1; shift
+    { printf "\\x$prog"; printf '%s\0' "$@"; } >"$OUT/cli/$i"
+    i=$((i + 1))
+}
+cli 00 inspect m.onnx --batch 2 --training
+cli 00 dot m.onnx --batch 2 --training
+cli 00 profile m.onnx --batch 2 --device v100 -o q.json
+cli 00 simulate m.onnx --batch 2 --profile p.json --plan swap-all
+cli 00 plan m.onnx --batch 2 --device-file dev.json --budget 200KiB --strategy hybrid -o out.onnx --trace t.json --svg s.svg
+cli 00 plan m.onnx --batch 4 --profile p.json --budget 1MiB --reserve 1KiB --strategy dp --json
+cli 00 compare m.onnx --batch 2 --device h100 --budget 300000 --max-seconds 1
+cli 00 emit m.onnx --batch 2 --loss softmax-ce --lr 0.01 --momentum 0.5 --weight-decay 0 -o e.onnx
+cli 00 show plan.onnx --trace t.json --svg s.svg
+cli 00 show t.onnx
+cli 00 plan m.onnx --dim N=3 --device a100 --strategy auto
+cli 01 plan.onnx --backend cpu --steps 2 --budget 1MiB --seed 3 --lr 0.1
+cli 01 m.onnx --batch 2 --input x.pb --labels y.pb --save s.onnx --dump-grads d
+cli 01 t.onnx --backend cuda --deterministic --workspace-limit 1GiB --verbose-algos --profile-out p.json --steps 4
+echo "seeds: $(ls "$OUT/import" | wc -l) models, $(ls "$OUT/profile" | wc -l) profiles, $(ls "$OUT/plan" | wc -l) plans, $i command lines"

@@ -13,8 +13,9 @@ static int conv_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (x->rank < 3 || w->rank != x->rank)
         return oc_fail(err, "input '%s' rank %d and weight '%s' rank %d must match and be >= 3",
                        x->name, x->rank, w->name, w->rank);
-    int64_t group = ir_attr_int(n, "group", 1);
-    if (group <= 0 || x->dims[1] != w->dims[1] * group || w->dims[0] % group != 0)
+    int64_t group = ir_attr_int(n, "group", 1), cin;
+    if (group <= 0 || !oc_mul_i64(w->dims[1], group, &cin) || x->dims[1] != cin ||
+        w->dims[0] % group != 0)
         return oc_fail(err,
                        "channels do not match: input '%s' has %" PRId64 ", weight '%s' "
                        "expects %" PRId64 " x group %" PRId64,
@@ -59,7 +60,10 @@ static int conv_transpose_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
     if (op_window_read(n, nsp, x->dims + 2, w->dims + 2, &win, err) ||
         op_attr_ints_n(n, "output_padding", nsp, 0, opad, err))
         return OC_ERR;
-    int64_t y[IR_MAX_RANK] = {x->dims[0], w->dims[1] * group};
+    int64_t y[IR_MAX_RANK] = {x->dims[0], 0};
+    if (!oc_mul_i64(w->dims[1], group, &y[1]))
+        return oc_fail(err, "group %" PRId64 " x %" PRId64 " output channels overflow", group,
+                       w->dims[1]);
     for (int i = 0; i < nsp; i++) {
         int64_t span = (win.kernel[i] - 1) * win.dilation[i] + 1; /* bounded by op_window_read */
         if (!oc_mul_i64(win.stride[i], x->dims[2 + i] - 1, &y[2 + i]) ||
@@ -103,9 +107,10 @@ int op_decode_conv(const ir_graph *g, ir_node *n, oc_err *err) {
             return oc_fail(err, "kernel_shape disagrees with weight '%s'", w->name);
     /* The two sides agree: batch, channels, and the window over the image side
      * gives the other side's extents (a plan's attributes are checked here). */
-    int64_t cx = transpose ? w->dims[0] : w->dims[1] * p->group;
-    int64_t cy = transpose ? w->dims[1] * p->group : w->dims[0];
-    if (x->dims[0] != y->dims[0] || x->dims[1] != cx || y->dims[1] != cy)
+    int64_t wg; /* group <= x's channels (checked above): no overflow unless w is huge */
+    bool ok = oc_mul_i64(w->dims[1], p->group, &wg);
+    int64_t cx = transpose ? w->dims[0] : wg, cy = transpose ? wg : w->dims[0];
+    if (!ok || x->dims[0] != y->dims[0] || x->dims[1] != cx || y->dims[1] != cy)
         return oc_fail(err, "'%s', '%s' and weight '%s' disagree in batch or channels", x->name,
                        y->name, w->name);
     const int64_t *other = transpose ? x->dims + 2 : y->dims + 2;

@@ -114,8 +114,13 @@ static int gather_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     for (int i = 0; i < axis; i++) outer *= x->dims[i];
     for (int i = (int)axis + 1; i < x->rank; i++) inner *= x->dims[i];
     ir_tensor_numel(idx, &nidx);
+    int64_t out_bytes;
+    if (!ir_tensor_bytes(ir_node_out(g, n, 0), &out_bytes) || out_bytes > OP_FOLD_MAX_BYTES)
+        return oc_fail(err,
+                       "folding this Gather of constants would take more than %" PRId64 " bytes",
+                       OP_FOLD_MAX_BYTES);
     size_t chunk = (size_t)(inner * es);
-    uint8_t *buf = oc_malloc((size_t)(outer * nidx) * chunk);
+    uint8_t *buf = oc_malloc((size_t)out_bytes + 1);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < nidx; j++) {
             int64_t v = index_at(idx, j);
@@ -181,7 +186,8 @@ static int concat_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
             if (d != axis && x->dims[d] != x0->dims[d])
                 return oc_fail(err, "input '%s' dim %d is %" PRId64 ", '%s' has %" PRId64, x->name,
                                d, x->dims[d], x0->name, x0->dims[d]);
-        y[axis] += x->dims[axis];
+        if (!oc_add_i64(y[axis], x->dims[axis], &y[axis]))
+            return oc_fail(err, "the concatenated axis overflows");
         fold = fold && is_value(x);
     }
     op_set_out(g, n, 0, x0->dtype, x0->rank, y);

@@ -2,6 +2,9 @@
 #ifndef OC_OP_UTIL_H
 #define OC_OP_UTIL_H
 
+/* Constant folding (shape subgraphs) makes results of at most this many bytes. */
+#define OP_FOLD_MAX_BYTES ((int64_t)1 << 28)
+
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 

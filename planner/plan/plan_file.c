@@ -139,8 +139,8 @@ static int restore_workspaces(ir_graph *g, const uint8_t *buf, size_t len, const
                 rc = oc_fail(err, "%s: outcore.workspaces line %d is malformed", path, lineno);
             p = end + 1;
         }
-        if (rc == OC_OK &&
-            (v[0] < 0 || v[0] >= g->n_nodes || v[1] < 0 || v[2] <= 0 || v[1] + v[2] > arena_bytes))
+        if (rc == OC_OK && (v[0] < 0 || v[0] >= g->n_nodes || v[1] < 0 || v[2] <= 0 ||
+                            v[2] > arena_bytes || v[1] > arena_bytes - v[2]))
             rc = oc_fail(err,
                          "%s: outcore.workspaces line %d: node %" PRId64 ", region [%" PRId64
                          ", +%" PRId64 ") is not a node and a region of the %" PRId64 "-byte arena",

@@ -182,11 +182,11 @@ int plan_verify(const train_graph *tg, const int64_t *off, int64_t arena_bytes, 
                          "plan: node '%s': %s at offset %" PRId64 " is not a multiple of "
                          "%d",
                          w, what, all[t], PLAN_ALIGN);
-        else if (all[t] + lt.bytes[t] > arena_bytes)
+        else if (lt.bytes[t] > arena_bytes || all[t] > arena_bytes - lt.bytes[t]) /* no overflow */
             rc = oc_fail(err,
-                         "plan: node '%s': %s ends at byte %" PRId64 ", past the arena of "
-                         "%" PRId64 " bytes",
-                         w, what, all[t] + lt.bytes[t], arena_bytes);
+                         "plan: node '%s': %s at offset %" PRId64 " (%" PRId64
+                         " bytes) ends past the arena of %" PRId64 " bytes",
+                         w, what, all[t], lt.bytes[t], arena_bytes);
         items[n++] = t;
     }
     if (rc == OC_OK) rc = check_overlaps(g, &lt, all, items, n, err);

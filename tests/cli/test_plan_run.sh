@@ -165,6 +165,26 @@ for f in "$T"/forged*.onnx; do
     expect_reject "forged $(basename "$f")" "error: $f: node '[^']*' (" "$f"
 done
 
+# Offsets near the int64 limit, forged: refused by the verifier and the reader
+# (offset + size overflowed and such a plan verified).
+"$PY" - "$T/r18.onnx" "$T" <<'PYEOF'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+n = next(n for n in m.graph.node if n.op_type == "ReluGrad")
+a = next(a for a in n.attribute if a.name == "outcore_offsets")
+a.ints[0] = (2**63 - 1) // 256 * 256
+onnx.save(m, f"{sys.argv[2]}/bigoff.onnx")
+m = onnx.load(sys.argv[1])
+p = next((p for p in m.metadata_props if p.key == "outcore.workspaces"), None)
+if p is None:
+    p = m.metadata_props.add(key="outcore.workspaces", value="")
+p.value = "0\t%d\t256\n" % ((2**63 - 1) // 256 * 256) + p.value
+onnx.save(m, f"{sys.argv[2]}/bigws.onnx")
+PYEOF
+"$RESEAL" "$T/bigoff.onnx" "$T/bigws.onnx"
+expect_reject "an offset near the int64 limit" "ends past the arena" "$T/bigoff.onnx"
+expect_reject "a workspace near the int64 limit" "outcore.workspaces line 1" "$T/bigws.onnx"
+
 # The structure record: missing (an older writer) or disagreeing with the graph.
 "$PY" - "$T/r18.onnx" "$T/nostruct.onnx" "$T/badstruct.onnx" <<'PYEOF'
 import sys, onnx

@@ -23,6 +23,7 @@
 #define IR_MAX_TENSORS (1 << 22)               /* initializers + graph inputs */
 #define IR_MAX_DIM ((int64_t)1 << 40)          /* one dim */
 #define IR_MAX_TENSOR_BYTES ((int64_t)1 << 48) /* one tensor (256 TiB) */
+#define IR_MAX_TOTAL_BYTES ((int64_t)1 << 60)  /* all tensors of a model together (1 EiB) */
 #define IR_MAX_ATTR_VALUES (1 << 20)           /* values of one attribute */
 
 /* Element types: values are ONNX TensorProto.DataType's. */

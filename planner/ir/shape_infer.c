@@ -120,6 +120,15 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     for (int t = 0; t < g->n_tensors; t++)
         if (g->tensors[t].is_initializer) g->tensors[t].kind = initializer_kind(g, &g->tensors[t]);
+    /* Every tensor's bytes, summed: sums over any subset (liveness, totals,
+     * layouts, the training graph's gradients) then stay far from int64's limit. */
+    int64_t total = 0, bytes;
+    for (int t = 0; t < g->n_tensors; t++) /* initializers and inputs (each checked at import) */
+        if (g->tensors[t].producer < 0 && ir_tensor_bytes(&g->tensors[t], &bytes) &&
+            (total += bytes) > IR_MAX_TOTAL_BYTES)
+            return oc_fail(err,
+                           "%s: its initializers and inputs add up to more than %" PRId64 " bytes",
+                           path, IR_MAX_TOTAL_BYTES);
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
         const op_def *d = op_def_of(n); /* the importer rejects unsupported ops */
@@ -128,12 +137,16 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
                                   n->op_type, g->opset);
         for (int o = 0; o < n->n_outputs; o++) {
             ir_tensor *y = ir_node_out(g, n, o);
-            int64_t bytes;
-            if (y && !ir_tensor_bytes(y, &bytes))
+            if (y && (!ir_tensor_bytes(y, &bytes) || bytes > IR_MAX_TENSOR_BYTES))
                 return oc_fail(err,
-                               "%s: node '%s' (%s): output '%s' is too large (size "
-                               "overflows) at this batch",
-                               path, n->name, n->op_type, y->name);
+                               "%s: node '%s' (%s): output '%s' is larger than %" PRId64
+                               " bytes at this batch",
+                               path, n->name, n->op_type, y->name, IR_MAX_TENSOR_BYTES);
+            if (y && (total += bytes) > IR_MAX_TOTAL_BYTES)
+                return oc_fail(err,
+                               "%s: node '%s' (%s): the model's tensors add up to more than "
+                               "%" PRId64 " bytes at this batch",
+                               path, n->name, n->op_type, IR_MAX_TOTAL_BYTES);
         }
         mark_constant_outputs(g, n);
     }

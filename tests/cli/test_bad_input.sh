@@ -177,6 +177,28 @@ assert tot["activation_bytes"] == sum(t["bytes"] for t in ts if t["kind"] == "ac
         not_ok "inspect --json $model" "$(tail -n 3 "$tmp/err")"
     fi
 }
+# Sizes past the limits of planner/ir/ir.h: one tensor over 256 TiB, and a
+# chain whose tensors add up to more than 1 EiB (sums would approach int64's limit).
+"$PY" - "$tmp" <<'PYEOF'
+import sys, onnx
+from onnx import helper, TensorProto
+d = sys.argv[1]
+def chain(name, width, n):
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i+1}"], name=f"r{i}") for i in range(n)]
+    nodes[0].input[0] = "x"
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])],
+                          [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, ["N", width])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, f"{d}/{name}.onnx")
+chain("huge_tensor", 1 << 26, 1)
+chain("huge_total", 1 << 20, 20000)
+PYEOF
+expect_error "one tensor over 256 TiB" "'t1'" "larger than 281474976710656 bytes" -- \
+    inspect "$tmp/huge_tensor.onnx" --batch 16777216
+expect_error "tensors adding up to over 1 EiB" "add up to more than 1152921504606846976 bytes" -- \
+    inspect "$tmp/huge_total.onnx" --batch 16777216
+
 # Profiles and device files with values no device has (issue 18, class 7).
 "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 -o "$tmp/p.json" >/dev/null
 "$PY" - "$tmp" <<'PYEOF'

@@ -121,8 +121,10 @@ int op_window_read(const ir_node *n, int nsp, const int64_t *in, const int64_t *
         w->pad_begin[i] = w->pad_end[i] = 0;
         if (!upper && !lower) continue;
         int64_t out = (in[i] + w->stride[i] - 1) / w->stride[i];
-        int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
-        int64_t total = (out - 1) * w->stride[i] + span - in[i];
+        int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1; /* both <= 2^31 */
+        int64_t total;
+        if (!oc_mul_i64(out - 1, w->stride[i], &total) || !oc_add_i64(total, span - in[i], &total))
+            return oc_fail(err, "auto_pad: the padding of spatial dim %d overflows", i);
         if (total < 0) total = 0;
         w->pad_begin[i] = upper ? total / 2 : total - total / 2;
         w->pad_end[i] = total - w->pad_begin[i];

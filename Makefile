@@ -175,11 +175,11 @@ test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN) $(TEST_TOOLS) cuda-emu
 	@BUILD=$(BUILD) PY=$(PY) bash tests/run_all.sh
 
 # Fuzzing (tests/fuzz/): libFuzzer targets for the importer, the profile reader, the
-# plan loader + verifier + first step, and both command lines; built with clang in
+# plan loader + verifier + first step, both command lines and the TensorProto readers; built with clang in
 # build-fuzz/ (SANITIZE=fuzz). `make fuzz FUZZ_SECONDS=N` replays each target's
 # regression corpus (tests/fuzz/corpus/<target>) and seeds, then fuzzes it N seconds.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= import profile plan cli
+FUZZ_TARGETS ?= import profile plan cli tensor
 FUZZ_MUTATOR_import := tests/fuzz/onnx_mutator.c
 FUZZ_MUTATOR_plan := tests/fuzz/onnx_mutator.c
 FUZZ_LINK := $(filter-out $(BUILD)/planner/cli/main.o,$(CLI_OBJ)) $(LINK_LIBS)

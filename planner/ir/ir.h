@@ -17,6 +17,10 @@
 #include "ir/common.h"
 
 #define IR_MAX_RANK 8
+/* ONNX IR versions read: 3 (opset imports) to 12 (the newest the schema defines as of 2026);
+ * others are refused (README "Limits"). */
+#define OC_MIN_IR_VERSION 3
+#define OC_MAX_IR_VERSION 12
 /* What a model file may ask for (README "Limits"); past these, import fails
  * with the node, tensor or attribute named instead of allocating it. */
 #define IR_MAX_NODES (1 << 22)                 /* nodes in the graph */

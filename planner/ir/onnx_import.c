@@ -417,6 +417,9 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
     if (!gp) return oc_fail(im->err, "%s: model has no graph", im->path);
     if (read_opset(im, m)) return OC_ERR;
     g->ir_version = m->has_ir_version ? m->ir_version : 0;
+    if (g->ir_version < OC_MIN_IR_VERSION || g->ir_version > OC_MAX_IR_VERSION)
+        return oc_fail(im->err, "%s: ONNX IR version %" PRId64 " (this build reads %d to %d)",
+                       im->path, g->ir_version, OC_MIN_IR_VERSION, OC_MAX_IR_VERSION);
     g->producer_name = oc_strdup(m->producer_name ? m->producer_name : "");
     oc_free(g->name);
     g->name = oc_strdup(gp->name ? gp->name : "");

@@ -199,6 +199,18 @@ expect_error "one tensor over 256 TiB" "'t1'" "larger than 281474976710656 bytes
 expect_error "tensors adding up to over 1 EiB" "add up to more than 1152921504606846976 bytes" -- \
     inspect "$tmp/huge_total.onnx" --batch 16777216
 
+# IR versions this build was not written for (999 was read as if it were 8).
+"$PY" -c "
+import onnx, sys
+m = onnx.load('graphs/alexnet_op13.onnx')
+for v in (999, 0, 2):
+    m.ir_version = v
+    onnx.save(m, f'{sys.argv[1]}/ir{v}.onnx')" "$tmp"
+for v in 999 0 2; do
+    expect_error "ONNX IR version $v" "$tmp/ir$v.onnx" "IR version $v" "3 to 12" -- \
+        inspect "$tmp/ir$v.onnx" --batch 2
+done
+
 # Profiles and device files with values no device has (issue 18, class 7).
 "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 -o "$tmp/p.json" >/dev/null
 "$PY" - "$tmp" <<'PYEOF'

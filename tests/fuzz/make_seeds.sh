@@ -7,13 +7,14 @@
 #                 down) and its training graph
 #   OUT/cli/      command lines (NUL-separated; first byte 0: outcore-plan,
 #                 1: outcore-run)
+#   OUT/tensor/   TensorProto files (raw and typed data, float and int64)
 #   OUT/fixtures/ fuzz_cli's scratch files: m.onnx p.json plan.onnx t.onnx dev.json
 set -eu
 OUT=$1
 BUILD=${BUILD:-build}
 PY=${PY:-/usr/bin/python3}
 PLAN="$BUILD/outcore-plan"
-rm -rf "$OUT" && mkdir -p "$OUT"/{import,profile,plan,cli,fixtures}
+rm -rf "$OUT" && mkdir -p "$OUT"/{import,profile,plan,cli,tensor,fixtures}
 F="$OUT/fixtures"
 "$PY" tests/fuzz/tiny_model.py "$F/m.onnx"
 cp graphs/*_op13.onnx "$F/m.onnx" "$OUT/import/"
@@ -59,4 +60,17 @@ cli 00 plan m.onnx --dim N=3 --device a100 --strategy auto
 cli 01 plan.onnx --backend cpu --steps 2 --budget 1MiB --seed 3 --lr 0.1
 cli 01 m.onnx --batch 2 --input x.pb --labels y.pb --save s.onnx --dump-grads d
 cli 01 t.onnx --backend cuda --deterministic --workspace-limit 1GiB --verbose-algos --profile-out p.json --steps 4
+"$PY" - "$OUT/tensor" <<'PYEOF'
+import sys
+import numpy as np
+from onnx import numpy_helper, helper, TensorProto
+d = sys.argv[1]
+x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
+open(f"{d}/x_raw.pb", "wb").write(numpy_helper.from_array(x, "input").SerializeToString())
+open(f"{d}/y_raw.pb", "wb").write(numpy_helper.from_array(np.array([1, 7], np.int64), "labels").SerializeToString())
+t = helper.make_tensor("input", TensorProto.FLOAT, [2, 3, 8, 8], x.ravel().tolist())
+open(f"{d}/x_typed.pb", "wb").write(t.SerializeToString())
+t = helper.make_tensor("labels", TensorProto.INT64, [2], [3, 4])
+open(f"{d}/y_typed.pb", "wb").write(t.SerializeToString())
+PYEOF
 echo "seeds: $(ls "$OUT/import" | wc -l) models, $(ls "$OUT/profile" | wc -l) profiles, $(ls "$OUT/plan" | wc -l) plans, $i command lines"

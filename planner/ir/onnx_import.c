@@ -41,13 +41,22 @@ static int set_dims(importer *im, ir_tensor *t, size_t n, const int64_t *dims) {
 /* Packs the typed repeated fields into little-endian elements of t->dtype. */
 static int copy_typed_data(importer *im, ir_tensor *t, const Onnx__TensorProto *tp, int64_t numel) {
     int es = ir_dtype_size(t->dtype);
-    size_t count = 0;
-    if (tp->n_float_data) count = tp->n_float_data;
-    else if (tp->n_int64_data) count = tp->n_int64_data;
-    else if (tp->n_int32_data) count = tp->n_int32_data;
-    else if (tp->n_double_data) count = tp->n_double_data;
-    else if (tp->n_uint64_data) count = tp->n_uint64_data;
-    if (count == 0) return OC_OK; /* no data: structure-only */
+    /* The one typed field the data type uses (onnx.proto); values in any other are refused. */
+    size_t count, all = tp->n_float_data + tp->n_int64_data + tp->n_int32_data + tp->n_double_data +
+                        tp->n_uint64_data;
+    switch (t->dtype) {
+    case IR_DTYPE_FLOAT: count = tp->n_float_data; break;
+    case IR_DTYPE_INT64: count = tp->n_int64_data; break;
+    case IR_DTYPE_DOUBLE: count = tp->n_double_data; break;
+    case IR_DTYPE_UINT64:
+    case IR_DTYPE_UINT32: count = tp->n_uint64_data; break;
+    default: count = tp->n_int32_data; break; /* 8-, 16- and 32-bit types, bool */
+    }
+    if (all == 0) return OC_OK; /* no data: structure-only */
+    if (count != all)
+        return oc_fail(im->err,
+                       "%s: initializer '%s' (%s) has values in a field its type does not use",
+                       im->path, t->name, ir_dtype_name(t->dtype));
     if ((int64_t)count != numel)
         return oc_fail(im->err, "%s: initializer '%s' has %zu values but its dims need %" PRId64,
                        im->path, t->name, count, numel);

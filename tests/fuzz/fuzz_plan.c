@@ -1,6 +1,7 @@
 /* fuzz_plan.c — libFuzzer target: what outcore-run does with a file before and
  * during the first step. The input's outcore.seal is recomputed first (as an
- * attacker would: the seal is not a signature), so mutations reach the reader
+ * attacker would: the seal is not a signature; the input's own seal is checked
+ * first, which exercises the explanation of a mismatch), so mutations reach the reader
  * (plan_file_read: kind, structure, annotations, offsets, workspaces), the
  * verifier and the decoded-argument checks; a plan or training graph that
  * loads and fits a small arena then runs one step on the cpu backend, where a
@@ -42,11 +43,17 @@ static void run_one_step(train_graph *tg, const rt_model_info *info) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    oc_err err;
+    /* The seal as the input has it: its check and the explanation of a mismatch. */
+    Onnx__ModelProto *m = size ? onnx__model_proto__unpack(NULL, size, data) : NULL;
+    if (m) {
+        model_seal_check(m, "fuzz.onnx", &err);
+        onnx__model_proto__free_unpacked(m, NULL);
+    }
     uint8_t *sealed = NULL;
     size_t len = size;
     const uint8_t *buf = data;
     if (model_seal_rewrite(data, size, &sealed, &len) == OC_OK) buf = sealed;
-    oc_err err;
     train_graph *tg;
     rt_model_info info;
     rt_load_opts o = {.train = train_opts_default()};

@@ -45,7 +45,8 @@ static int filter_grad_infer(ir_graph *g, ir_node *n, bool transposed, oc_err *e
     if (op_in_shaped(g, n, 0, &dy, err) || op_in_shaped(g, n, 1, &x, err)) return OC_ERR;
     const int64_t *k;
     int nk = ir_attr_ints(n, "kernel_shape", &k);
-    if (nk != x->rank - 2) return oc_fail(err, "attribute 'kernel_shape' is required");
+    if (x->rank < 3 || nk != x->rank - 2)
+        return oc_fail(err, "needs an input of rank >= 3 and its 'kernel_shape'");
     int64_t group = ir_attr_int(n, "group", 1);
     if (dy->rank != x->rank || group < 1 || x->dims[1] % group || dy->dims[1] % group)
         return oc_fail(err, "group %" PRId64 " does not divide the channels of '%s' and '%s'",

@@ -43,7 +43,9 @@ int cli_model_opt(cli_model_opts *o, int argc, char **argv, int *i, oc_err *err)
 int cli_load(const cli_model_opts *o, ir_graph **g, oc_err *err) {
     if (!o->model) return oc_fail(err, "no MODEL given (see --help)");
     ir_bind_opts b = {.batch = o->batch, .dims = o->dims, .n_dims = o->n_dims};
-    return ir_load_model(o->model, &b, g, err);
+    if (ir_load_model(o->model, &b, g, err)) return OC_ERR;
+    ir_graph_print_notes(*g, "outcore-plan", stderr);
+    return OC_OK;
 }
 
 void cli_model_opts_free(cli_model_opts *o) {
@@ -86,8 +88,9 @@ int cli_train_opt(train_opts *o, int argc, char **argv, int *i, oc_err *err) {
 int cli_load_training(const cli_model_opts *mo, const train_opts *to, train_graph **tg,
                       oc_err *err) {
     ir_graph *g;
-    if (cli_load(mo, &g, err)) return OC_ERR;
-    return train_build(g, to, tg, err);
+    if (cli_load(mo, &g, err) || train_build(g, to, tg, err)) return OC_ERR;
+    ir_graph_print_notes((*tg)->g, "outcore-plan", stderr);
+    return OC_OK;
 }
 
 int cli_open_output(cli_output *o, const char *path, oc_err *err) {

@@ -70,15 +70,21 @@ char *oc_strndup(const char *s, size_t n) {
     return r;
 }
 
+char *oc_vsprintf(const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    OC_ASSERT(n >= 0);
+    char *r = oc_malloc((size_t)n + 1);
+    vsnprintf(r, (size_t)n + 1, fmt, ap);
+    return r;
+}
+
 char *oc_sprintf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    OC_ASSERT(n >= 0);
-    char *r = oc_malloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(r, (size_t)n + 1, fmt, ap);
+    char *r = oc_vsprintf(fmt, ap);
     va_end(ap);
     return r;
 }

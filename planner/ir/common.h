@@ -11,6 +11,7 @@
 #ifndef OC_COMMON_H
 #define OC_COMMON_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +44,7 @@ void *oc_realloc(void *p, size_t n);
 char *oc_strdup(const char *s);
 char *oc_strndup(const char *s, size_t n);
 char *oc_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *oc_vsprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 void oc_free(void *p);
 
 /* Grows *buf (elements of elem_size) so that it holds at least need elements.

@@ -2,6 +2,7 @@
 #include "ir/ir.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -113,7 +114,26 @@ void ir_graph_free(ir_graph *g) {
     oc_free(g->model_dir);
     oc_free(g->model_path);
     oc_free(g->producer_name);
+    for (int i = 0; i < g->n_notes; i++) oc_free(g->notes[i]);
+    oc_free(g->notes);
     oc_free(g);
+}
+
+void ir_graph_print_notes(ir_graph *g, const char *prog, FILE *f) {
+    for (int i = 0; i < g->n_notes; i++) {
+        fprintf(f, "%s: notice: %s\n", prog, g->notes[i]);
+        oc_free(g->notes[i]);
+    }
+    g->n_notes = 0;
+}
+
+void ir_graph_note(ir_graph *g, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = oc_vsprintf(fmt, ap);
+    va_end(ap);
+    g->notes = oc_realloc(g->notes, (size_t)(g->n_notes + 1) * sizeof *g->notes);
+    g->notes[g->n_notes++] = s;
 }
 
 /* ---- name index: open addressing over tensor indices, -1 = empty ---- */

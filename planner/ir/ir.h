@@ -159,10 +159,18 @@ typedef struct ir_graph {
     /* name -> tensor index (open addressing) */
     int *index;
     size_t index_cap;
+    /* Notices for the user (what import or the training-graph builder
+     * changed or found: ir_graph_note), printed by the command lines. */
+    char **notes;
+    int n_notes;
 } ir_graph;
 
 ir_graph *ir_graph_new(void);
 void ir_graph_free(ir_graph *g);
+/* Records a notice (one line, no trailing newline). */
+void ir_graph_note(ir_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the notices ("<prog>: notice: ...") to f and forgets them. */
+void ir_graph_print_notes(ir_graph *g, const char *prog, FILE *f);
 
 /* Tensor with this name, or -1. */
 int ir_tensor_find(const ir_graph *g, const char *name);

@@ -342,6 +342,47 @@ static char *unique_node_name(importer *im, const Onnx__NodeProto *np, int index
     }
 }
 
+/* NodeProto.metadata_props (field 9, ONNX >= 1.16), which the build's older
+ * schema leaves among the unknown fields: true when key's value contains needle. */
+static bool node_meta_contains(const Onnx__NodeProto *np, const char *key, const char *needle) {
+    for (unsigned i = 0; i < np->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *f = &np->base.unknown_fields[i];
+        if (f->tag != 9 || f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
+        size_t k = 0, len = 0; /* protobuf-c keeps the length prefix (a varint) in data */
+        for (int shift = 0; k < f->len && shift < 35; shift += 7) {
+            len |= (size_t)(f->data[k] & 0x7f) << shift;
+            if (!(f->data[k++] & 0x80)) break;
+        }
+        if (len != f->len - k) continue;
+        Onnx__StringStringEntryProto *e =
+            onnx__string_string_entry_proto__unpack(NULL, len, f->data + k);
+        bool hit = e && e->key && e->value && strcmp(e->key, key) == 0 && strstr(e->value, needle);
+        if (e) onnx__string_string_entry_proto__free_unpacked(e, NULL);
+        if (hit) return true;
+    }
+    return false;
+}
+
+/* torch.onnx.export (dynamo, optimize=True, its default) folds every
+ * Conv -> BatchNormalization into the Conv, also in training mode, and says
+ * so in each node's metadata: the file no longer holds the network the user
+ * trains in PyTorch. Nothing can restore it; the user is told. */
+static void note_folded_normalization(importer *im, const Onnx__GraphProto *gp) {
+    int folded = 0;
+    for (size_t i = 0; i < gp->n_node; i++)
+        folded += node_meta_contains(gp->node[i], "pkg.onnxscript.rewriter.rule_name",
+                                     "FuseBatchNormIntoConv");
+    if (folded)
+        ir_graph_note(im->g,
+                      "%s: %d nodes had a BatchNormalization folded into them on export "
+                      "(torch.onnx.export's optimize=True): the file holds no batch normalization "
+                      "there, so training it trains a different network than model.train() does in "
+                      "PyTorch (it may diverge). Export with torch.onnx.export(..., dynamo=True, "
+                      "optimize=False) or dynamo=False, training=torch.onnx.TrainingMode.TRAINING "
+                      "(tools/outcore_torch.py does)",
+                      im->path, folded);
+}
+
 static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
     ir_graph *g = im->g;
     if (!np->op_type || !*np->op_type)
@@ -474,6 +515,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
                            name ? name : "");
         ir_graph_add_output(g, t);
     }
+    note_folded_normalization(im, gp);
     return check_ops_supported(im);
 }
 

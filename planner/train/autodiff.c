@@ -79,6 +79,15 @@ int grad_out_dx(grad_ctx *c, int node, int i) {
     return t;
 }
 
+int grad_out_tmp(grad_ctx *c, int node, const char *suffix) {
+    char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
+    ir_dtype dt = c->b->g->tensors[grad_fwd_in(c, 0)].dtype;
+    int t = ir_tensor_add(c->b->g, name, dt);
+    oc_free(name);
+    ir_node_add_output(c->b->g, node, t);
+    return t;
+}
+
 void grad_pass(grad_ctx *c, int i, int dy) {
     if (grad_wants(c, i)) tb_add_partial(c->b, grad_fwd_in(c, i), dy);
 }

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "ir/ops/op_args.h"
 #include "train/autodiff_internal.h"
 
 const char *train_phase_name(train_phase p) {
@@ -353,8 +354,61 @@ int train_saved_readers(const train_graph *tg, int t, int *nodes, int cap) {
     return count;
 }
 
+/* An inference-form BatchNormalization (an eval-mode export; torch 2.x's
+ * exporter writes every one so) trains as model.train() does: batch
+ * statistics, with the exported running statistics as the initial state,
+ * updated in place. The node gets its training form (opset >= 14
+ * training_mode=1; before, the running statistics as outputs 1 and 2). */
+static int bn_to_training(ir_graph *g, oc_err *err) {
+    int count = 0;
+    const char *first = NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        if (n->op != OP_BATCH_NORM || op_args_of(n)->bn.training) continue;
+        if (n->n_outputs != 1)
+            return oc_fail(err, "node '%s': an inference-form BatchNormalization with %d outputs",
+                           n->name, n->n_outputs);
+        for (int k = 3; k < 5; k++)
+            if (!g->tensors[n->inputs[k]].is_initializer)
+                return oc_fail(err,
+                               "node '%s': running statistic '%s' is computed, not an "
+                               "initializer; it cannot be trained as a state",
+                               n->name, g->tensors[n->inputs[k]].name);
+        if (g->opset >= 14) {
+            ir_attr *a = (ir_attr *)ir_attr_find(n, "training_mode");
+            if (a) a->i = 1;
+            else
+                ir_node_add_attr(g, i,
+                                 &(ir_attr){.name = "training_mode", .type = IR_ATTR_INT, .i = 1});
+        }
+        for (int k = 1; k < 3; k++) {
+            char *name =
+                oc_sprintf("%s/%s", g->nodes[i].name, k == 1 ? "running_mean" : "running_var");
+            int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
+            oc_free(name);
+            ir_node_add_output(g, i, t);
+        }
+        if (op_infer(g, &g->nodes[i], err))
+            return oc_fail_prefix(err, "node '%s' (BatchNormalization)", g->nodes[i].name);
+        if (!first) first = g->nodes[i].name;
+        count++;
+    }
+    if (count)
+        ir_graph_note(
+            g,
+            "%d BatchNormalization nodes (first '%s') are in inference form (an eval-mode "
+            "or torch 2.x export); they train with batch statistics as model.train() "
+            "does, starting from the exported running statistics",
+            count, first);
+    return OC_OK;
+}
+
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err) {
     *out = NULL;
+    if (bn_to_training(fwd, err)) {
+        ir_graph_free(fwd);
+        return OC_ERR;
+    }
     train_graph *tg = oc_calloc(1, sizeof *tg);
     tg->g = fwd;
     tg->opts = *o;

@@ -323,6 +323,7 @@ static int run(const run_opts *o, oc_err *err) {
         goto out;
     }
     if (rt_load(o->model, &o->lo, &tg, &info, err)) goto out;
+    ir_graph_print_notes(tg->g, "outcore-run", stderr);
     if (tg->label_tensor < 0) {
         oc_fail(err, "%s: the training step has no label input", o->model);
         goto out;

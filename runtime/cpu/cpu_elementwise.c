@@ -11,6 +11,13 @@
 
 /* ---- pointwise ---- */
 
+/* p0, p1 of a pointwise op: its decoded parameters, or 0 (ops without). */
+static void cpu_pointwise_params(const ir_node *n, float *p0, float *p1) {
+    const op_args *p = n->args ? op_args_of(n) : NULL;
+    *p0 = p ? p->pointwise.p0 : 0.0f;
+    *p1 = p ? p->pointwise.p1 : 0.0f;
+}
+
 /* The pointwise ops (runtime/pointwise.h): one loop per op, float tensors. */
 int cpu_pointwise(const kernel_args *a, oc_err *err) {
     const ir_tensor *xt = kernel_in(a, 0);
@@ -18,6 +25,8 @@ int cpu_pointwise(const kernel_args *a, oc_err *err) {
     const float *xp = a->in[0];
     float *y = a->out[0];
     int64_t n = kernel_numel(xt);
+    float p0, p1;
+    cpu_pointwise_params(a->n, &p0, &p1);
     switch (a->n->op) {
 #define PW_CASE(kind, expr)                                                                        \
     case OP_##kind:                                                                                \
@@ -41,6 +50,8 @@ int cpu_pointwise_grad(const kernel_args *a, oc_err *err) {
     const float *dyp = a->in[0], *sp = a->in[1];
     float *dx = a->out[0];
     int64_t n = kernel_numel(dyt);
+    float p0, p1;
+    cpu_pointwise_params(a->n, &p0, &p1);
     switch (a->n->op) {
 #define PW_CASE(kind, expr)                                                                        \
     case OP_##kind:                                                                                \
@@ -165,6 +176,19 @@ int cpu_dropout(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* Y (shape of input 0) = low + (high - low) * U[0, 1), U from the Dropout
+ * generator keyed by (seed, step, node); input 0 is not read. */
+int cpu_random_uniform_like(const kernel_args *a, oc_err *err) {
+    const ir_tensor *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_random_args *p = &op_args_of(a->n)->random;
+    uint64_t key = cpu_rng_key(a->seed, a->step, p->key_hash);
+    float *out = a->out[0], span = p->high - p->low;
+    int64_t n = kernel_numel(y);
+    for (int64_t i = 0; i < n; i++) out[i] = p->low + span * cpu_rng_uniform(key, (uint64_t)i);
+    return OC_OK;
+}
+
 /* dY, mask -> dX = dY * mask / (1 - ratio)  (attribute ratio) */
 int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0);
@@ -183,14 +207,21 @@ int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
 
 /* ---- Add, Sum (numpy broadcasting) ---- */
 
-/* out (+)= in broadcast to out's shape; first: assign instead of add. */
+/* out (op)= in broadcast to out's shape (op: BC_ASSIGN, BC_ADD, ...). */
+enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV };
+#define BC_APPLY(T, d, s)                                                                          \
+    (op == BC_ASSIGN ? (s)                                                                         \
+     : op == BC_ADD  ? (T)((d) + (s))                                                              \
+     : op == BC_SUB  ? (T)((d) - (s))                                                              \
+     : op == BC_MUL  ? (T)((d) * (s))                                                              \
+                     : (T)((d) / (s)))
 #define BCAST_LOOP(T)                                                                              \
     do {                                                                                           \
         const T *src = in;                                                                         \
         T *dst = out;                                                                              \
         int64_t o[IR_MAX_RANK] = {0}, off = 0;                                                     \
         for (int64_t i = 0; i < n; i++) {                                                          \
-            dst[i] = first ? src[off] : (T)(dst[i] + src[off]);                                    \
+            dst[i] = BC_APPLY(T, dst[i], src[off]);                                                \
             for (int d = r - 1; d >= 0; d--) {                                                     \
                 off += s[d];                                                                       \
                 if (++o[d] < od[d]) break;                                                         \
@@ -200,12 +231,15 @@ int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
         }                                                                                          \
     } while (0)
 
-static int bcast_accumulate(const kernel_args *a, const ir_tensor *ti, const void *in,
-                            const ir_tensor *to, void *out, bool first, oc_err *err) {
+static int bcast_apply(const kernel_args *a, const ir_tensor *ti, const void *in,
+                       const ir_tensor *to, void *out, int op, oc_err *err) {
     int r = to->rank;
     const int64_t *od = to->dims;
     int64_t s[IR_MAX_RANK], n = kernel_numel(to);
     cpu_bcast_strides(ti->rank, ti->dims, r, od, s);
+    if (op >= BC_MUL && to->dtype != IR_DTYPE_FLOAT && to->dtype != IR_DTYPE_DOUBLE)
+        return kernel_fail(a, err, "dtype %s is not supported (float, double)",
+                           ir_dtype_name(to->dtype));
     switch (to->dtype) {
     case IR_DTYPE_FLOAT: BCAST_LOOP(float); break;
     case IR_DTYPE_DOUBLE: BCAST_LOOP(double); break;
@@ -228,8 +262,46 @@ int cpu_add(const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 2; i++)
         if (kernel_in(a, i)->dtype != y->dtype)
             return kernel_fail(a, err, "inputs differ in dtype");
-    if (bcast_accumulate(a, kernel_in(a, 0), a->in[0], y, a->out[0], true, err)) return OC_ERR;
-    return bcast_accumulate(a, kernel_in(a, 1), a->in[1], y, a->out[0], false, err);
+    if (bcast_apply(a, kernel_in(a, 0), a->in[0], y, a->out[0], BC_ASSIGN, err)) return OC_ERR;
+    return bcast_apply(a, kernel_in(a, 1), a->in[1], y, a->out[0], BC_ADD, err);
+}
+
+/* A, B -> C = A - B, A * B, A / B (broadcast; float, double). */
+int cpu_binary(const kernel_args *a, oc_err *err) {
+    const ir_tensor *y = kernel_out(a, 0);
+    for (int i = 0; i < 2; i++)
+        if (kernel_in(a, i)->dtype != y->dtype)
+            return kernel_fail(a, err, "inputs differ in dtype");
+    int op = a->n->op == OP_SUB ? BC_SUB : a->n->op == OP_MUL ? BC_MUL : BC_DIV;
+    if (bcast_apply(a, kernel_in(a, 0), a->in[0], y, a->out[0], BC_ASSIGN, err)) return OC_ERR;
+    return bcast_apply(a, kernel_in(a, 1), a->in[1], y, a->out[0], op, err);
+}
+
+/* A, B (float) -> A < B (bool), broadcast. */
+int cpu_less(const kernel_args *a, oc_err *err) {
+    const ir_tensor *ta = kernel_in(a, 0), *tb = kernel_in(a, 1), *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, ta, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, y, IR_DTYPE_BOOL, err))
+        return OC_ERR;
+    int r = y->rank;
+    const int64_t *od = y->dims;
+    int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, oa = 0, ob = 0;
+    cpu_bcast_strides(ta->rank, ta->dims, r, od, sa);
+    cpu_bcast_strides(tb->rank, tb->dims, r, od, sb);
+    const float *pa = a->in[0], *pb = a->in[1];
+    uint8_t *out = a->out[0];
+    int64_t n = kernel_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = pa[oa] < pb[ob];
+        for (int d = r - 1; d >= 0; d--) {
+            oa += sa[d], ob += sb[d];
+            if (++o[d] < od[d]) break;
+            oa -= sa[d] * od[d], ob -= sb[d] * od[d];
+            o[d] = 0;
+        }
+    }
+    return OC_OK;
 }
 
 /* X1..Xk -> Y = ((X1 + X2) + X3) + ... (broadcast, this order). */
@@ -238,8 +310,37 @@ int cpu_sum(const kernel_args *a, oc_err *err) {
     for (int i = 0; i < a->n->n_inputs; i++) {
         if (kernel_in(a, i)->dtype != y->dtype)
             return kernel_fail(a, err, "inputs differ in dtype");
-        if (bcast_accumulate(a, kernel_in(a, i), a->in[i], y, a->out[0], i == 0, err))
+        if (bcast_apply(a, kernel_in(a, i), a->in[i], y, a->out[0], i == 0 ? BC_ASSIGN : BC_ADD,
+                        err))
             return OC_ERR;
+    }
+    return OC_OK;
+}
+
+/* dY -> dX (input_shape) = scale * dY broadcast (BroadcastTo; dY's shape
+ * right-aligned in dX's rank by the decoder). */
+int cpu_broadcast_to(const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    const op_reduce_args *p = &op_args_of(a->n)->reduce;
+    if (p->rank != dx->rank) return kernel_fail(a, err, "dY's shape does not have dX's rank");
+    int r = dx->rank;
+    const int64_t *od = dx->dims;
+    int64_t s[IR_MAX_RANK], n = kernel_numel(dx);
+    cpu_bcast_strides(p->rank, p->dims, r, od, s);
+    const float *d = a->in[0];
+    float *out = a->out[0], scale = p->scale;
+    int64_t o[IR_MAX_RANK] = {0}, off = 0;
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = d[off] * scale;
+        for (int k = r - 1; k >= 0; k--) {
+            off += s[k];
+            if (++o[k] < od[k]) break;
+            off -= s[k] * od[k];
+            o[k] = 0;
+        }
     }
     return OC_OK;
 }
@@ -252,12 +353,13 @@ int cpu_reduce_sum_to(const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    if (dx->rank > dy->rank) return kernel_fail(a, err, "input_shape has a higher rank than dY");
-    float scale = op_args_of(a->n)->scale.scale;
+    const op_reduce_args *p = &op_args_of(a->n)->reduce;
+    if (p->rank != dy->rank) return kernel_fail(a, err, "the reduced shape's rank is not dY's");
+    float scale = p->scale;
     int r = dy->rank;
     const int64_t *od = dy->dims;
     int64_t s[IR_MAX_RANK], n = kernel_numel(dy), m = kernel_numel(dx);
-    cpu_bcast_strides(dx->rank, dx->dims, r, od, s);
+    cpu_bcast_strides(p->rank, p->dims, r, od, s);
     double *acc = oc_calloc((size_t)(m ? m : 1), sizeof(double));
     const float *d = a->in[0];
     int64_t o[IR_MAX_RANK] = {0}, off = 0;

@@ -32,6 +32,21 @@ int cpu_copy(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* Cast / CastLike at run time: a copy when the type stays, bool -> float
+ * (a dropout pattern's mask) otherwise. */
+int cpu_cast(const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    if (x->dtype == y->dtype) return cpu_copy(a, err);
+    if (x->dtype != IR_DTYPE_BOOL || y->dtype != IR_DTYPE_FLOAT)
+        return kernel_fail(a, err, "a run-time cast from %s to %s is not supported",
+                           ir_dtype_name(x->dtype), ir_dtype_name(y->dtype));
+    const uint8_t *in = a->in[0];
+    float *out = a->out[0];
+    int64_t n = kernel_numel(x);
+    for (int64_t i = 0; i < n; i++) out[i] = in[i] ? 1.0f : 0.0f;
+    return OC_OK;
+}
+
 /* X1..Xk (.., d_i, ..) -> Y (.., sum d_i, ..) along axis. */
 int cpu_concat(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);

@@ -79,6 +79,39 @@ static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 
 int cuda_add(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return add_sum(c, a, err); }
+
+/* A, B -> C = A - B, A * B, A / B (broadcast; float, double). */
+int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *y = kernel_out(a, 0);
+    cu_dtype dt;
+    if (dtype_of(a, y, &dt, err)) return OC_ERR;
+    if (dt != CU_DT_F32 && dt != CU_DT_F64)
+        return kernel_fail(a, err, "dtype %s is not supported (float, double)",
+                           ir_dtype_name(y->dtype));
+    for (int k = 0; k < 2; k++)
+        if (kernel_in(a, k)->dtype != y->dtype)
+            return kernel_fail(a, err, "inputs differ in dtype");
+    int op = a->n->op == OP_SUB ? CU_BC_SUB : a->n->op == OP_MUL ? CU_BC_MUL : CU_BC_DIV;
+    CU_LAUNCH(cu_bcast_apply(c->stream, dt, a->in[0], shape_of(kernel_in(a, 0)), a->out[0],
+                             shape_of(y), CU_BC_ASSIGN));
+    CU_LAUNCH(cu_bcast_apply(c->stream, dt, a->in[1], shape_of(kernel_in(a, 1)), a->out[0],
+                             shape_of(y), op));
+    return OC_OK;
+}
+
+/* dY -> dX = scale * dY broadcast (BroadcastTo). */
+int cuda_broadcast_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    const op_reduce_args *p = &op_args_of(a->n)->reduce;
+    if (p->rank != dx->rank) return kernel_fail(a, err, "dY's shape does not have dX's rank");
+    cu_shape kept = {.rank = p->rank};
+    for (int i = 0; i < p->rank; i++) kept.d[i] = p->dims[i];
+    CU_LAUNCH(cu_broadcast_to(c->stream, a->in[0], kept, a->out[0], shape_of(dx), p->scale));
+    return OC_OK;
+}
 int cuda_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return add_sum(c, a, err); }
 
 int cuda_reduce_sum_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
@@ -86,9 +119,11 @@ int cuda_reduce_sum_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    if (dx->rank > dy->rank) return kernel_fail(a, err, "input_shape has a higher rank than dY");
-    CU_LAUNCH(cu_reduce_sum_to(c->stream, a->in[0], shape_of(dy), a->out[0], shape_of(dx),
-                               op_args_of(a->n)->scale.scale));
+    const op_reduce_args *p = &op_args_of(a->n)->reduce;
+    if (p->rank != dy->rank) return kernel_fail(a, err, "the reduced shape's rank is not dY's");
+    cu_shape kept = {.rank = p->rank};
+    for (int i = 0; i < p->rank; i++) kept.d[i] = p->dims[i];
+    CU_LAUNCH(cu_reduce_sum_to(c->stream, a->in[0], shape_of(dy), a->out[0], kept, p->scale));
     return OC_OK;
 }
 
@@ -145,11 +180,18 @@ int cuda_clip_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* p0, p1 of a pointwise op (op_pointwise_args), 0 for ops without. */
+static op_pointwise_args pointwise_params(const ir_node *n) {
+    op_pointwise_args z = {0.0f, 0.0f};
+    return n->args ? op_args_of(n)->pointwise : z;
+}
+
 /* The pointwise ops (runtime/pointwise.h). */
 int cuda_pointwise(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
     if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
-    CU_LAUNCH(cu_pointwise(c->stream, a->n->op, a->in[0], a->out[0], kernel_numel(x)));
+    op_pointwise_args p = pointwise_params(a->n);
+    CU_LAUNCH(cu_pointwise(c->stream, a->n->op, a->in[0], a->out[0], kernel_numel(x), p.p0, p.p1));
     return OC_OK;
 }
 
@@ -159,8 +201,9 @@ int cuda_pointwise_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    CU_LAUNCH(
-        cu_pointwise_grad(c->stream, a->n->op, a->in[0], a->in[1], a->out[0], kernel_numel(dy)));
+    op_pointwise_args p = pointwise_params(a->n);
+    CU_LAUNCH(cu_pointwise_grad(c->stream, a->n->op, a->in[0], a->in[1], a->out[0],
+                                kernel_numel(dy), p.p0, p.p1));
     return OC_OK;
 }
 
@@ -174,6 +217,28 @@ int cuda_dropout(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     uint64_t key = cpu_rng_key(a->seed, a->step, p->key_hash);
     CU_LAUNCH(cu_dropout(c->stream, a->in[0], a->out[0], mask, kernel_numel(x), key, p->ratio,
                          p->training));
+    return OC_OK;
+}
+
+/* The same numbers as cpu_random_uniform_like (same key, same generator). */
+int cuda_random_uniform_like(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_random_args *p = &op_args_of(a->n)->random;
+    uint64_t key = cpu_rng_key(a->seed, a->step, p->key_hash);
+    CU_LAUNCH(cu_random_uniform(c->stream, a->out[0], kernel_numel(y), key, p->low, p->high));
+    return OC_OK;
+}
+
+/* A, B (float) -> A < B (bool), broadcast. */
+int cuda_less(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *ta = kernel_in(a, 0), *tb = kernel_in(a, 1), *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, ta, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, y, IR_DTYPE_BOOL, err))
+        return OC_ERR;
+    CU_LAUNCH(
+        cu_less(c->stream, a->in[0], shape_of(ta), a->in[1], shape_of(tb), a->out[0], shape_of(y)));
     return OC_OK;
 }
 
@@ -304,6 +369,17 @@ int cuda_copy(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
                            y->name);
     size_t n = (size_t)kernel_numel(x) * es;
     if (n) CU_CHECK(cudaMemcpyAsync(a->out[0], a->in[0], n, cudaMemcpyDeviceToDevice, c->stream));
+    return OC_OK;
+}
+
+/* Cast / CastLike: a copy when the type stays, bool -> float otherwise. */
+int cuda_cast(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    if (x->dtype == y->dtype) return cuda_copy(c, a, err);
+    if (x->dtype != IR_DTYPE_BOOL || y->dtype != IR_DTYPE_FLOAT)
+        return kernel_fail(a, err, "a run-time cast from %s to %s is not supported",
+                           ir_dtype_name(x->dtype), ir_dtype_name(y->dtype));
+    CU_LAUNCH(cu_bool_to_float(c->stream, a->in[0], a->out[0], kernel_numel(x)));
     return OC_OK;
 }
 

@@ -41,8 +41,22 @@ typedef struct cu_window {
 uint64_t cu_rng_u64_host(uint64_t key, uint64_t index);
 
 /* out (+)= in broadcast to out's shape (cpu_add / cpu_sum). */
+/* y = x ? 1 : 0 (bool -> float). */
+int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
+/* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */
+int cu_random_uniform(void *stream, float *y, int64_t n, uint64_t key, float low, float high);
+/* y = a < b, broadcast (float in, bool out). */
+int cu_less(void *stream, const float *a, cu_shape as, const float *b, cu_shape bs, uint8_t *y,
+            cu_shape ys);
 int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
                         cu_shape out_shape, int first);
+/* out (op)= in broadcast to out's shape. */
+enum { CU_BC_ASSIGN, CU_BC_ADD, CU_BC_SUB, CU_BC_MUL, CU_BC_DIV };
+int cu_bcast_apply(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
+                   cu_shape out_shape, int op);
+/* dx = scale * dy broadcast; kept: dy's shape in dx's rank (BroadcastTo). */
+int cu_broadcast_to(void *stream, const float *dy, cu_shape kept, float *dx, cu_shape dx_shape,
+                    float scale);
 /* out = a + b, n elements of the same shape, one pass (the residual Add; out may be a or b).
  * The same values as cu_bcast_accumulate of a then b. */
 int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n);
@@ -59,8 +73,9 @@ int cu_clip_grad(void *stream, const float *dy, const float *x, float *dx, int64
 /* The pointwise op of kind op (runtime/pointwise.h): y = f(x), and its
  * gradient dx = g(dy, s); 16-byte accesses when aligned.
  * cudaErrorInvalidValue for a kind with no expression there. */
-int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n);
-int cu_pointwise_grad(void *stream, int op, const float *dy, const float *s, float *dx, int64_t n);
+int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n, float p0, float p1);
+int cu_pointwise_grad(void *stream, int op, const float *dy, const float *s, float *dx, int64_t n,
+                      float p0, float p1);
 /* Dropout: training with ratio in [0, 1) (checked at load), else Y = X. */
 int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
                float ratio, int train);

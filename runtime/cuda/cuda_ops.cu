@@ -53,8 +53,19 @@ __host__ __device__ static inline float rng_uniform(uint64_t key, uint64_t index
 extern "C" uint64_t cu_rng_u64_host(uint64_t key, uint64_t index) { return rng_u64(key, index); }
 
 // ---- Add / Sum with broadcast (cpu_add, cpu_sum) ----
+/* out (op)= in: CU_BC_ASSIGN, ADD, SUB, MUL, DIV (cuda_launch.h). */
+template <typename T> __device__ static inline T bc_apply(int op, T d, T s) {
+    switch (op) {
+    case CU_BC_ASSIGN: return s;
+    case CU_BC_ADD: return (T)(d + s);
+    case CU_BC_SUB: return (T)(d - s);
+    case CU_BC_MUL: return (T)(d * s);
+    default: return (T)(d / s);
+    }
+}
+
 template <typename T>
-__global__ void k_bcast(const T *in, cu_shape is, T *out, cu_shape os, int64_t n, int first) {
+__global__ void k_bcast(const T *in, cu_shape is, T *out, cu_shape os, int64_t n, int op) {
     int64_t st[CU_MAX_RANK], acc = 1;
     for (int d = is.rank - 1; d >= 0; d--) {
         st[d] = acc;
@@ -68,7 +79,7 @@ __global__ void k_bcast(const T *in, cu_shape is, T *out, cu_shape os, int64_t n
             int j = d - (os.rank - is.rank);
             if (j >= 0 && is.d[j] != 1) off += c * st[j];
         }
-        out[i] = first ? in[off] : (T)(out[i] + in[off]);
+        out[i] = bc_apply<T>(op, out[i], in[off]);
     }
 }
 
@@ -86,8 +97,8 @@ static bool same_shape(cu_shape a, cu_shape b) {
 }
 
 /* No broadcast: plain indices (no per-element div/mod over the dims). */
-template <typename T> __global__ void k_acc_same(const T *in, T *out, int64_t n, int first) {
-    GRID_LOOP(i, n) out[i] = first ? in[i] : (T)(out[i] + in[i]);
+template <typename T> __global__ void k_acc_same(const T *in, T *out, int64_t n, int op) {
+    GRID_LOOP(i, n) out[i] = bc_apply<T>(op, out[i], in[i]);
 }
 
 template <typename T> __global__ void k_add2(const T *a, const T *b, T *out, int64_t n) {
@@ -130,38 +141,71 @@ extern "C" int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, 
     return last_error();
 }
 
-extern "C" int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape is,
-                                   void *out, cu_shape os, int first) {
+extern "C" int cu_bcast_apply(void *stream, cu_dtype dt, const void *in, cu_shape is, void *out,
+                              cu_shape os, int op) {
     cudaStream_t s = (cudaStream_t)stream;
     int64_t n = numel(os);
     if (n == 0) return 0;
     unsigned b = blocks_for(n);
     if (same_shape(is, os)) {
-#define ACC(T) k_acc_same<T><<<b, THREADS, 0, s>>>((const T *)in, (T *)out, n, first);
+#define ACC(T) k_acc_same<T><<<b, THREADS, 0, s>>>((const T *)in, (T *)out, n, op);
         DT_SWITCH(dt, ACC)
 #undef ACC
         return last_error();
     }
     switch (dt) {
     case CU_DT_F32:
-        k_bcast<<<b, THREADS, 0, s>>>((const float *)in, is, (float *)out, os, n, first);
+        k_bcast<<<b, THREADS, 0, s>>>((const float *)in, is, (float *)out, os, n, op);
         break;
     case CU_DT_F64:
-        k_bcast<<<b, THREADS, 0, s>>>((const double *)in, is, (double *)out, os, n, first);
+        k_bcast<<<b, THREADS, 0, s>>>((const double *)in, is, (double *)out, os, n, op);
         break;
     case CU_DT_I64:
-        k_bcast<<<b, THREADS, 0, s>>>((const int64_t *)in, is, (int64_t *)out, os, n, first);
+        k_bcast<<<b, THREADS, 0, s>>>((const int64_t *)in, is, (int64_t *)out, os, n, op);
         break;
     case CU_DT_I32:
-        k_bcast<<<b, THREADS, 0, s>>>((const int32_t *)in, is, (int32_t *)out, os, n, first);
+        k_bcast<<<b, THREADS, 0, s>>>((const int32_t *)in, is, (int32_t *)out, os, n, op);
         break;
     case CU_DT_I8:
-        k_bcast<<<b, THREADS, 0, s>>>((const int8_t *)in, is, (int8_t *)out, os, n, first);
+        k_bcast<<<b, THREADS, 0, s>>>((const int8_t *)in, is, (int8_t *)out, os, n, op);
         break;
     case CU_DT_U8:
-        k_bcast<<<b, THREADS, 0, s>>>((const uint8_t *)in, is, (uint8_t *)out, os, n, first);
+        k_bcast<<<b, THREADS, 0, s>>>((const uint8_t *)in, is, (uint8_t *)out, os, n, op);
         break;
     }
+    return last_error();
+}
+
+extern "C" int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape is,
+                                   void *out, cu_shape os, int first) {
+    return cu_bcast_apply(stream, dt, in, is, out, os, first ? CU_BC_ASSIGN : CU_BC_ADD);
+}
+
+// ---- BroadcastTo (cpu_broadcast_to): dx = scale * dy broadcast; ks is dy's
+// shape in dx's rank. ----
+__global__ void k_broadcast_to(const float *dy, cu_shape ks, float *dx, cu_shape xs, int64_t n,
+                               float scale) {
+    int64_t st[CU_MAX_RANK], acc = 1;
+    for (int d = ks.rank - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= ks.d[d];
+    }
+    GRID_LOOP(i, n) {
+        int64_t rem = i, off = 0;
+        for (int d = xs.rank - 1; d >= 0; d--) {
+            int64_t c = rem % xs.d[d];
+            rem /= xs.d[d];
+            if (ks.d[d] != 1) off += c * st[d];
+        }
+        dx[i] = dy[off] * scale;
+    }
+}
+
+extern "C" int cu_broadcast_to(void *stream, const float *dy, cu_shape ks, float *dx, cu_shape xs,
+                               float scale) {
+    int64_t n = numel(xs);
+    if (n == 0) return 0;
+    k_broadcast_to<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, ks, dx, xs, n, scale);
     return last_error();
 }
 
@@ -284,7 +328,7 @@ extern "C" int cu_clip_grad(void *stream, const float *dy, const float *x, float
 
 // ---- pointwise ops (runtime/pointwise.h; cpu_pointwise) ----
 // One kernel instance per op: the switch on the template argument folds away.
-template <int OP> __device__ static inline float pw_forward(float x) {
+template <int OP> __device__ static inline float pw_forward(float x, float p0, float p1) {
     switch (OP) {
 #define PW_EXPR(kind, expr)                                                                        \
     case OP_##kind: return (expr);
@@ -293,7 +337,7 @@ template <int OP> __device__ static inline float pw_forward(float x) {
     }
     return NAN;
 }
-template <int OP> __device__ static inline float pw_grad(float dy, float s) {
+template <int OP> __device__ static inline float pw_grad(float dy, float s, float p0, float p1) {
     switch (OP) {
 #define PW_EXPR(kind, expr)                                                                        \
     case OP_##kind: return (expr);
@@ -303,50 +347,57 @@ template <int OP> __device__ static inline float pw_grad(float dy, float s) {
     return NAN;
 }
 
-template <int OP> __global__ void k_pointwise(const float *x, float *y, int64_t n) {
-    GRID_LOOP(i, n) y[i] = pw_forward<OP>(x[i]);
+template <int OP>
+__global__ void k_pointwise(const float *x, float *y, int64_t n, float p0, float p1) {
+    GRID_LOOP(i, n) y[i] = pw_forward<OP>(x[i], p0, p1);
 }
-template <int OP> __global__ void k_pointwise_f4(const f4 *x, f4 *y, int64_t n4) {
+template <int OP>
+__global__ void k_pointwise_f4(const f4 *x, f4 *y, int64_t n4, float p0, float p1) {
     GRID_LOOP(i, n4) {
         f4 a = x[i], r;
-        for (int k = 0; k < 4; k++) r.v[k] = pw_forward<OP>(a.v[k]);
+        for (int k = 0; k < 4; k++) r.v[k] = pw_forward<OP>(a.v[k], p0, p1);
         y[i] = r;
     }
 }
 template <int OP>
-__global__ void k_pointwise_grad(const float *dy, const float *s, float *dx, int64_t n) {
-    GRID_LOOP(i, n) dx[i] = pw_grad<OP>(dy[i], s[i]);
+__global__ void k_pointwise_grad(const float *dy, const float *s, float *dx, int64_t n, float p0,
+                                 float p1) {
+    GRID_LOOP(i, n) dx[i] = pw_grad<OP>(dy[i], s[i], p0, p1);
 }
 template <int OP>
-__global__ void k_pointwise_grad_f4(const f4 *dy, const f4 *s, f4 *dx, int64_t n4) {
+__global__ void k_pointwise_grad_f4(const f4 *dy, const f4 *s, f4 *dx, int64_t n4, float p0,
+                                    float p1) {
     GRID_LOOP(i, n4) {
         f4 g = dy[i], a = s[i], r;
-        for (int k = 0; k < 4; k++) r.v[k] = pw_grad<OP>(g.v[k], a.v[k]);
+        for (int k = 0; k < 4; k++) r.v[k] = pw_grad<OP>(g.v[k], a.v[k], p0, p1);
         dx[i] = r;
     }
 }
 
 template <int OP>
-static void pointwise_launch(cudaStream_t s, const float *x, float *y, int64_t n) {
+static void pointwise_launch(cudaStream_t s, const float *x, float *y, int64_t n, float p0,
+                             float p1) {
     if (vec4_ok(n, x, y, y))
-        k_pointwise_f4<OP><<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)x, (f4 *)y, n / 4);
-    else k_pointwise<OP><<<blocks_for(n), THREADS, 0, s>>>(x, y, n);
+        k_pointwise_f4<OP>
+            <<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)x, (f4 *)y, n / 4, p0, p1);
+    else k_pointwise<OP><<<blocks_for(n), THREADS, 0, s>>>(x, y, n, p0, p1);
 }
 template <int OP>
 static void pointwise_grad_launch(cudaStream_t s, const float *dy, const float *sv, float *dx,
-                                  int64_t n) {
+                                  int64_t n, float p0, float p1) {
     if (vec4_ok(n, dy, sv, dx))
-        k_pointwise_grad_f4<OP>
-            <<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)dy, (const f4 *)sv, (f4 *)dx, n / 4);
-    else k_pointwise_grad<OP><<<blocks_for(n), THREADS, 0, s>>>(dy, sv, dx, n);
+        k_pointwise_grad_f4<OP><<<blocks_for(n / 4), THREADS, 0, s>>>(
+            (const f4 *)dy, (const f4 *)sv, (f4 *)dx, n / 4, p0, p1);
+    else k_pointwise_grad<OP><<<blocks_for(n), THREADS, 0, s>>>(dy, sv, dx, n, p0, p1);
 }
 
-extern "C" int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n) {
+extern "C" int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n, float p0,
+                            float p1) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     switch (op) {
 #define PW_CASE(kind, expr)                                                                        \
-    case OP_##kind: pointwise_launch<OP_##kind>(s, x, y, n); break;
+    case OP_##kind: pointwise_launch<OP_##kind>(s, x, y, n, p0, p1); break;
         OC_POINTWISE_FORWARD(PW_CASE)
 #undef PW_CASE
     default: return (int)cudaErrorInvalidValue;
@@ -355,12 +406,12 @@ extern "C" int cu_pointwise(void *stream, int op, const float *x, float *y, int6
 }
 
 extern "C" int cu_pointwise_grad(void *stream, int op, const float *dy, const float *sv, float *dx,
-                                 int64_t n) {
+                                 int64_t n, float p0, float p1) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     switch (op) {
 #define PW_CASE(kind, expr)                                                                        \
-    case OP_##kind: pointwise_grad_launch<OP_##kind>(s, dy, sv, dx, n); break;
+    case OP_##kind: pointwise_grad_launch<OP_##kind>(s, dy, sv, dx, n, p0, p1); break;
         OC_POINTWISE_GRAD(PW_CASE)
 #undef PW_CASE
     default: return (int)cudaErrorInvalidValue;
@@ -389,6 +440,54 @@ extern "C" int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask,
     if (n == 0) return 0;
     k_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, mask, n, key, ratio,
                                                                    train);
+    return last_error();
+}
+
+__global__ void k_random_uniform(float *y, int64_t n, uint64_t key, float low, float span) {
+    GRID_LOOP(i, n) y[i] = low + span * rng_uniform(key, (uint64_t)i);
+}
+
+extern "C" int cu_random_uniform(void *stream, float *y, int64_t n, uint64_t key, float low,
+                                 float high) {
+    if (n == 0) return 0;
+    k_random_uniform<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(y, n, key, low,
+                                                                          high - low);
+    return last_error();
+}
+
+__global__ void k_bool_to_float(const uint8_t *x, float *y, int64_t n) {
+    GRID_LOOP(i, n) y[i] = x[i] ? 1.0f : 0.0f;
+}
+
+extern "C" int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n) {
+    if (n == 0) return 0;
+    k_bool_to_float<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, n);
+    return last_error();
+}
+
+__device__ static int64_t bcast_offset(cu_shape in, cu_shape out, int64_t i) {
+    int64_t off = 0, stride = 1;
+    for (int d = out.rank - 1; d >= 0; d--) {
+        int64_t c = i % out.d[d];
+        i /= out.d[d];
+        int j = d - (out.rank - in.rank);
+        if (j < 0) continue;
+        if (in.d[j] != 1) off += c * stride;
+        stride *= in.d[j];
+    }
+    return off;
+}
+
+__global__ void k_less(const float *a, cu_shape as, const float *b, cu_shape bs, uint8_t *y,
+                       cu_shape ys, int64_t n) {
+    GRID_LOOP(i, n) y[i] = a[bcast_offset(as, ys, i)] < b[bcast_offset(bs, ys, i)];
+}
+
+extern "C" int cu_less(void *stream, const float *a, cu_shape as, const float *b, cu_shape bs,
+                       uint8_t *y, cu_shape ys) {
+    int64_t n = numel(ys);
+    if (n == 0) return 0;
+    k_less<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(a, as, b, bs, y, ys, n);
     return last_error();
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "ir/shape_infer.h"
 #include "train/train_graph.h"
@@ -271,21 +272,32 @@ static void test_batch_norm_opset15(void **state) {
     train_graph_free(tg);
 }
 
-static void test_batch_norm_inference_mode_fails(void **state) {
+/* An inference-form BN (eval-mode export; torch 2.x's exporter writes all BN so)
+ * trains as model.train() does: the training form, running statistics updated
+ * in place, and a notice says so. Both opset families. */
+static void test_batch_norm_inference_form_trains(void **state) {
     (void)state;
-    int a;
-    ir_graph *g = graph_with_stem(15, &a);
-    int n = bn(g, "bn_eval", a, 4, 1);
-    int gap = node(g, "gap", "GlobalAveragePool", 1, out0(g, n), END);
-    int y = out0(g, node(g, "flat", "Flatten", 1, out0(g, gap), END));
-    ir_graph_add_output(g, y);
-    oc_err err;
-    assert_int_equal(ir_infer_shapes(g, &err), OC_OK);
-    train_opts o = train_opts_default();
-    train_graph *tg;
-    assert_int_equal(train_build(g, &o, &tg, &err), OC_ERR);
-    assert_non_null(strstr(err.msg, "bn_eval"));
-    assert_non_null(strstr(err.msg, "inference-mode"));
+    for (int opset = 9; opset <= 15; opset += 6) {
+        int a;
+        ir_graph *g = graph_with_stem(opset, &a);
+        int n = bn(g, "bn_eval", a, 4, 1);
+        int gap = node(g, "gap", "GlobalAveragePool", 1, out0(g, n), END);
+        int y = out0(g, node(g, "flat", "Flatten", 1, out0(g, gap), END));
+        ir_graph_add_output(g, y);
+        oc_err err;
+        assert_int_equal(ir_infer_shapes(g, &err), OC_OK);
+        train_opts o = train_opts_default();
+        train_graph *tg;
+        if (train_build(g, &o, &tg, &err)) fail_msg("opset %d: %s", opset, err.msg);
+        const ir_node *b = &tg->g->nodes[node_named(tg->g, "bn_eval")];
+        assert_int_equal(b->n_outputs, 3);
+        assert_true(op_args_of(b)->bn.training);
+        assert_int_equal(tg->g->n_notes, 1);
+        assert_non_null(strstr(tg->g->notes[0], "inference form"));
+        check_rule(tg, "bn_eval");
+        check_bn_state_in_place(tg, "bn_eval");
+        train_graph_free(tg);
+    }
 }
 
 static void test_relu_clip(void **state) {
@@ -562,7 +574,7 @@ int main(void) {
         cmocka_unit_test(test_conv_transpose),
         cmocka_unit_test(test_batch_norm_opset13),
         cmocka_unit_test(test_batch_norm_opset15),
-        cmocka_unit_test(test_batch_norm_inference_mode_fails),
+        cmocka_unit_test(test_batch_norm_inference_form_trains),
         cmocka_unit_test(test_relu_clip),
         cmocka_unit_test(test_dropout_mask),
         cmocka_unit_test(test_add_same_and_broadcast),

@@ -46,6 +46,9 @@ void grad_in(grad_ctx *c, int node, int tensor);
 /* Adds an output that is a partial gradient of forward input i when
  * grad_wants(c, i), otherwise an omitted output. Returns the tensor or -1. */
 int grad_out_dx(grad_ctx *c, int node, int i);
+/* Adds an intermediate output "<fwd>/<suffix>" of the forward input's type
+ * (for rules of several nodes: Mul's dY * B before its ReduceSumTo). */
+int grad_out_tmp(grad_ctx *c, int node, const char *suffix);
 /* Copies the forward node's attributes (all, or the named ones). */
 void grad_copy_attrs(grad_ctx *c, int node);
 void grad_attr_int(grad_ctx *c, int node, const char *name, int64_t v);

@@ -13,6 +13,17 @@ int op_grad_pointwise_of_y(grad_ctx *c, op_kind grad_op) {
     return grad_finish(c, b);
 }
 
+int op_grad_pointwise_of_x(grad_ctx *c, op_kind grad_op) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
+    int b = grad_node(c, "grad", grad_op);
+    grad_in(c, b, dy);                /* dY */
+    grad_in(c, b, grad_fwd_in(c, 0)); /* X saved */
+    grad_out_dx(c, b, 0);             /* dX */
+    grad_copy_attrs(c, b);
+    return grad_finish(c, b);
+}
+
 /* dX = dY * (Y > 0); reads Y (the output, often saved anyway by the next op). */
 int op_grad_relu(grad_ctx *c) { return op_grad_pointwise_of_y(c, OP_RELU_GRAD); }
 

@@ -10,6 +10,9 @@ int op_grad_conv_transpose(grad_ctx *c);
 int op_grad_batch_norm(grad_ctx *c);
 /* A pointwise op whose gradient is grad_op(dY, Y): emits it, reading the saved Y. */
 int op_grad_pointwise_of_y(grad_ctx *c, op_kind grad_op);
+/* The same for one whose gradient reads its input X: grad_op(dY, X), the
+ * forward node's attributes copied (HardSigmoid's alpha, beta). */
+int op_grad_pointwise_of_x(grad_ctx *c, op_kind grad_op);
 int op_grad_relu(grad_ctx *c);
 int op_grad_clip(grad_ctx *c);
 int op_grad_dropout(grad_ctx *c);

@@ -67,6 +67,13 @@ typedef struct op_dropout_args {
                            or a recompute clone's original (outcore_recompute_of) */
 } op_dropout_args;
 
+/* RandomUniformLike: uniform in [low, high), keyed like Dropout's mask (a
+ * recompute clone draws its original's numbers). */
+typedef struct op_random_args {
+    float low, high;
+    uint64_t key_hash;
+} op_random_args;
+
 typedef enum op_pad_mode {
     OP_PAD_CONSTANT = 0,
     OP_PAD_REFLECT,
@@ -119,10 +126,21 @@ typedef struct op_sgd_args {
     float lr, momentum, weight_decay;
 } op_sgd_args;
 
-/* ReduceSumTo: dX = scale * (dY summed to dX's shape). */
-typedef struct op_scale_args {
+/* ReduceSumTo, ReduceMean, ReduceSum: Y = scale * (X summed to the shape
+ * dims, which has X's rank: X's extent where kept, 1 where summed; Y holds
+ * the same elements, with or without those 1s). BroadcastTo: dX = scale *
+ * dY broadcast to dX's shape. */
+typedef struct op_reduce_args {
     float scale;
-} op_scale_args;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+} op_reduce_args;
+
+/* Pointwise ops with parameters (HardSigmoid's alpha, beta; Gelu's form,
+ * alpha 1 for tanh); the math in runtime/pointwise.h reads p0, p1. */
+typedef struct op_pointwise_args {
+    float p0, p1;
+} op_pointwise_args;
 
 typedef union op_args {
     op_conv_args conv;
@@ -131,13 +149,15 @@ typedef union op_args {
     op_gemm_args gemm;
     op_clip_args clip;
     op_dropout_args dropout;
+    op_random_args random;
     op_pad_args pad;
     op_axis_args axis;
     op_split_args split;
     op_shape_args shape;
     op_sce_args sce;
     op_sgd_args sgd;
-    op_scale_args scale;
+    op_reduce_args reduce;
+    op_pointwise_args pointwise;
 } op_args;
 
 /* 64-bit FNV-1a of a NUL-terminated string (Dropout's mask key). */

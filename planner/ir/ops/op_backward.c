@@ -216,10 +216,18 @@ static void conv_transpose_filter_cost(const ir_graph *g, const ir_node *n, op_c
     c->flops = op_conv_flops(&g->tensors[n->inputs[0]], &g->tensors[n->inputs[1]], n);
 }
 
-/* ReduceSumTo's scale (Gemm's beta for its bias gradient; default 1). */
+/* ReduceSumTo's scale (Gemm's beta for its bias gradient; default 1) and
+ * dX's shape right-aligned in dY's rank (checked by reduce_sum_to_infer). */
 static int reduce_sum_to_decode(const ir_graph *g, ir_node *n, oc_err *err) {
-    (void)g, (void)err;
-    op_args_new(n)->scale.scale = ir_attr_float(n, "scale", 1.0f);
+    (void)err;
+    const ir_tensor *dy = ir_node_in((ir_graph *)g, n, 0), *dx = ir_node_out((ir_graph *)g, n, 0);
+    op_reduce_args *p = &op_args_new(n)->reduce;
+    p->scale = ir_attr_float(n, "scale", 1.0f);
+    p->rank = dy->rank;
+    for (int d = 0; d < dy->rank; d++) {
+        int j = d - (dy->rank - dx->rank);
+        p->dims[d] = j >= 0 ? dx->dims[j] : 1;
+    }
     return OC_OK;
 }
 

@@ -1,5 +1,8 @@
-/* op_elementwise.c — Relu, Sigmoid, Clip, Dropout, Add: shapes; Sigmoid's
+/* op_elementwise.c — Relu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout:
+ * shapes; the pointwise ops' gradient rules and backward ops beside them;
  * gradient rule and backward op beside it. */
+#include <math.h>
+
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
@@ -18,21 +21,6 @@ static int dropout_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (ir_node_in(g, n, 1) && !op_in_scalar_f(g, n, 1, &ratio))
         return oc_fail(err, "ratio must be a float scalar known at plan time");
     return same_shape_infer(g, n, opset, err);
-}
-
-/* A, B -> C with numpy broadcasting. */
-static int add_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    ir_tensor *a, *b;
-    if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err)) return OC_ERR;
-    if (a->dtype != b->dtype)
-        return oc_fail(err, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
-                       ir_dtype_name(a->dtype), b->name, ir_dtype_name(b->dtype));
-    int rank;
-    int64_t dims[IR_MAX_RANK];
-    if (op_broadcast(a, b, &rank, dims, err)) return OC_ERR;
-    op_set_out(g, n, 0, a->dtype, rank, dims);
-    return OC_OK;
 }
 
 /* Bounds given as attributes (opset < 11 Clip; ClipGrad copies them). */
@@ -117,6 +105,96 @@ const op_def op_def_sigmoid_grad = {
     .infer = same_shape_infer,
 };
 
+/* Tanh: dX = dY * (1 - Y^2) from the saved Y. */
+static int tanh_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_y(c, OP_TANH_GRAD); }
+
+const op_def op_def_tanh = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .grad = tanh_grad_rule,
+    .saved_outputs = 0x1,
+};
+
+/* HardSigmoid: Y = max(0, min(1, alpha X + beta)) (ONNX defaults 0.2, 0.5;
+ * PyTorch exports 1/6, 1/2); the gradient reads X and the same attributes. */
+static int hard_sigmoid_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_pointwise_args *p = &op_args_new(n)->pointwise;
+    p->p0 = ir_attr_float(n, "alpha", 0.2f);
+    p->p1 = ir_attr_float(n, "beta", 0.5f);
+    if (!isfinite(p->p0) || !isfinite(p->p1)) return oc_fail(err, "alpha and beta must be finite");
+    return OC_OK;
+}
+static int hard_sigmoid_grad_rule(grad_ctx *c) {
+    return op_grad_pointwise_of_x(c, OP_HARD_SIGMOID_GRAD);
+}
+
+const op_def op_def_hard_sigmoid = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .decode = hard_sigmoid_decode,
+    .grad = hard_sigmoid_grad_rule,
+    .saved_inputs = 0x1,
+};
+
+/* HardSwish: Y = X * HardSigmoid(X) with alpha 1/6, beta 1/2; the gradient reads X. */
+static int hard_swish_grad_rule(grad_ctx *c) {
+    return op_grad_pointwise_of_x(c, OP_HARD_SWISH_GRAD);
+}
+
+const op_def op_def_hard_swish = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .grad = hard_swish_grad_rule,
+    .saved_inputs = 0x1,
+};
+
+/* TanhGrad(dY, Y), HardSwishGrad(dY, X) -> dX shaped like dY; HardSigmoidGrad
+ * also its alpha and beta. */
+const op_def op_def_tanh_grad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+};
+const op_def op_def_hard_sigmoid_grad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .decode = hard_sigmoid_decode,
+};
+const op_def op_def_hard_swish_grad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+};
+
 const op_def op_def_clip = {
     .min_inputs = 1,
     .max_inputs = 3,
@@ -141,15 +219,4 @@ const op_def op_def_dropout = {
     .grad = op_grad_dropout,
     .saved_outputs = 0x2,
     .decode = op_decode_dropout,
-};
-
-const op_def op_def_add = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = add_infer,
-    .grad = op_grad_add,
 };

@@ -15,7 +15,8 @@
  *             cuda_<kern> (runtime/cuda/); ops that share a kernel share kern
  *             (pointwise / pointwise_grad: the scalar math of runtime/pointwise.h)
  *
- * OC_OPS_COMPUTE lists the ops that run as kernels; OC_OPS_COPY the plan's
+ * OC_OPS_COMPUTE lists the ops that run as kernels; OC_OPS_FOLD those only
+ * evaluated at plan time (exporters' shape and constant glue); OC_OPS_COPY the plan's
  * copies, which the executor runs on its copy streams (no kernel).
  * Adding an op: docs/adding-an-op.md. Pure preprocessor + one enum: C and
  * CUDA C++ include it alike. */
@@ -29,12 +30,22 @@
     X(BATCH_NORM, "BatchNormalization", ONNX, batch_norm, batch_norm)                              \
     X(RELU, "Relu", ONNX, relu, pointwise)                                                         \
     X(SIGMOID, "Sigmoid", ONNX, sigmoid, pointwise)                                                \
+    X(TANH, "Tanh", ONNX, tanh, pointwise)                                                         \
+    X(HARD_SIGMOID, "HardSigmoid", ONNX, hard_sigmoid, pointwise)                                  \
+    X(HARD_SWISH, "HardSwish", ONNX, hard_swish, pointwise)                                        \
     X(CLIP, "Clip", ONNX, clip, clip)                                                              \
     X(DROPOUT, "Dropout", ONNX, dropout, dropout)                                                  \
     X(MAX_POOL, "MaxPool", ONNX, max_pool, max_pool)                                               \
     X(AVERAGE_POOL, "AveragePool", ONNX, average_pool, average_pool)                               \
     X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool", ONNX, global_average_pool, global_average_pool)    \
     X(ADD, "Add", ONNX, add, add)                                                                  \
+    X(SUB, "Sub", ONNX, sub, binary)                                                               \
+    X(MUL, "Mul", ONNX, mul, binary)                                                               \
+    X(DIV, "Div", ONNX, div, binary)                                                               \
+    X(LESS, "Less", ONNX, less, less)                                                              \
+    X(RANDOM_UNIFORM_LIKE, "RandomUniformLike", ONNX, random_uniform_like, random_uniform_like)    \
+    X(REDUCE_MEAN, "ReduceMean", ONNX, reduce_mean, reduce_sum_to)                                 \
+    X(REDUCE_SUM, "ReduceSum", ONNX, reduce_sum, reduce_sum_to)                                    \
     X(SUM, "Sum", ONNX, sum, sum)                                                                  \
     X(CONCAT, "Concat", ONNX, concat, concat)                                                      \
     X(FLATTEN, "Flatten", ONNX, flatten, copy)                                                     \
@@ -47,6 +58,10 @@
     X(CONSTANT, "Constant", ONNX, constant, constant)                                              \
     X(SHAPE, "Shape", ONNX, shape, shape)                                                          \
     X(GATHER, "Gather", ONNX, gather, gather)                                                      \
+    X(IDENTITY, "Identity", ONNX, identity, copy)                                                  \
+    X(SQUEEZE, "Squeeze", ONNX, squeeze, copy)                                                     \
+    X(CAST, "Cast", ONNX, cast, cast)                                                              \
+    X(CAST_LIKE, "CastLike", ONNX, cast_like, cast)                                                \
     /* backward, loss gradient and update (OC_DOMAIN) */                                           \
     X(CONV_BACKWARD_DATA, "ConvBackwardData", OC, conv_backward_data, conv_backward_data)          \
     X(CONV_BACKWARD_FILTER, "ConvBackwardFilter", OC, conv_backward_filter, conv_backward_filter)  \
@@ -57,6 +72,9 @@
     X(BATCH_NORM_GRAD, "BatchNormalizationGrad", OC, batch_norm_grad, batch_norm_grad)             \
     X(RELU_GRAD, "ReluGrad", OC, relu_grad, pointwise_grad)                                        \
     X(SIGMOID_GRAD, "SigmoidGrad", OC, sigmoid_grad, pointwise_grad)                               \
+    X(TANH_GRAD, "TanhGrad", OC, tanh_grad, pointwise_grad)                                        \
+    X(HARD_SIGMOID_GRAD, "HardSigmoidGrad", OC, hard_sigmoid_grad, pointwise_grad)                 \
+    X(HARD_SWISH_GRAD, "HardSwishGrad", OC, hard_swish_grad, pointwise_grad)                       \
     X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
     X(DROPOUT_GRAD, "DropoutGrad", OC, dropout_grad, dropout_grad)                                 \
     X(MAX_POOL_GRAD, "MaxPoolGrad", OC, max_pool_grad, max_pool_grad)                              \
@@ -64,11 +82,21 @@
     X(GLOBAL_AVERAGE_POOL_GRAD, "GlobalAveragePoolGrad", OC, global_average_pool_grad,             \
       global_average_pool_grad)                                                                    \
     X(REDUCE_SUM_TO, "ReduceSumTo", OC, reduce_sum_to, reduce_sum_to)                              \
+    X(BROADCAST_TO, "BroadcastTo", OC, broadcast_to, broadcast_to)                                 \
     X(PAD_GRAD, "PadGrad", OC, pad_grad, pad_grad)                                                 \
     X(CONCAT_GRAD, "ConcatGrad", OC, concat_grad, concat_grad)                                     \
     X(SOFTMAX_CROSS_ENTROPY_GRAD, "SoftmaxCrossEntropyLossGrad", OC, softmax_cross_entropy_grad,   \
       softmax_cross_entropy_grad)                                                                  \
     X(SGD_MOMENTUM, "SGDMomentum", OC, sgd_momentum, sgd_momentum)
+
+/* Ops evaluated at plan time only (op_fold.c): their inputs must be plan-time
+ * values; a node of them never reaches a training graph, so no kernel. */
+#define OC_OPS_FOLD(X)                                                                             \
+    X(EXPAND, "Expand", ONNX, expand, none)                                                        \
+    X(EQUAL, "Equal", ONNX, equal, none)                                                           \
+    X(WHERE, "Where", ONNX, where, none)                                                           \
+    X(RANGE, "Range", ONNX, range, none)                                                           \
+    X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -78,6 +106,7 @@
 typedef enum op_kind {
 #define OP_LIST_ENUM(kind, name, domain, def, kern) OP_##kind,
     OC_OPS_COMPUTE(OP_LIST_ENUM)
+    OC_OPS_FOLD(OP_LIST_ENUM)
     OC_OPS_COPY(OP_LIST_ENUM)
 #undef OP_LIST_ENUM
     OP__COUNT
@@ -89,7 +118,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 41
+#define OP_LIST_COUNT 64
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

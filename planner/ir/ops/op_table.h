@@ -14,7 +14,7 @@
 #include "ir/ops/op_list.h"
 
 #define OP_MIN_OPSET 9
-#define OP_MAX_OPSET 18
+#define OP_MAX_OPSET 21
 
 /* The project's domain: backward, loss-gradient, update and swap ops. */
 #define OC_DOMAIN "ai.outcore"

@@ -42,6 +42,12 @@ int op_decode_dropout(const ir_graph *g, ir_node *n, oc_err *err);
 int op_decode_pad(const ir_graph *g, ir_node *n, oc_err *err);
 int op_decode_sce(const ir_graph *g, ir_node *n, oc_err *err);
 
+/* Folds an Add, Sub, Mul or Div whose inputs are both plan-time values
+ * (output shape inferred); does nothing otherwise. */
+int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err);
+/* The same for Equal and Less (bool output). */
+int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err);
+
 /* Numpy broadcasting of a and b into out (rank *rank). */
 int op_broadcast(const ir_tensor *a, const ir_tensor *b, int *rank, int64_t *out, oc_err *err);
 

@@ -1,0 +1,482 @@
+/* op_fold.c — the glue today's exporters put around a network, evaluated at
+ * plan time: Cast, CastLike, Expand, Range, Equal, Where, ConstantOfShape
+ * (folded when their inputs are plan-time values, refused otherwise), and
+ * Identity, Squeeze, Cast to the same type, which also run on activations as
+ * copies. torch 2.x's exporter builds e.g. a Conv's zero bias as
+ * Expand(CastLike(0, x), Shape(weight)[0:1]); all of it folds to a constant. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "ir/ops/grad_rules.h"
+#include "ir/ops/op_util.h"
+
+/* A plan-time value: inline data of a constant (never a parameter's weights,
+ * which change every step). */
+static bool is_value(const ir_tensor *t) {
+    return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
+}
+
+static bool fold_dtype(ir_dtype dt) {
+    return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE || dt == IR_DTYPE_INT32 ||
+           dt == IR_DTYPE_INT64 || dt == IR_DTYPE_BOOL || dt == IR_DTYPE_UINT8 ||
+           dt == IR_DTYPE_INT8;
+}
+static bool is_float_dtype(ir_dtype dt) { return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE; }
+
+/* Element i of a value, as a double (float types) or an int64 (the rest). */
+typedef struct num {
+    double f;
+    int64_t i;
+} num;
+
+static num num_get(const ir_tensor *t, int64_t k) {
+    const uint8_t *p = (const uint8_t *)t->data + (size_t)k * (size_t)ir_dtype_size(t->dtype);
+    num v = {0, 0};
+    switch (t->dtype) {
+    case IR_DTYPE_FLOAT: {
+        float f;
+        memcpy(&f, p, 4);
+        v.f = f;
+        break;
+    }
+    case IR_DTYPE_DOUBLE: memcpy(&v.f, p, 8); break;
+    case IR_DTYPE_INT32: {
+        int32_t x;
+        memcpy(&x, p, 4);
+        v.i = x;
+        break;
+    }
+    case IR_DTYPE_INT64: memcpy(&v.i, p, 8); break;
+    case IR_DTYPE_INT8: v.i = (int8_t)*p; break;
+    default: v.i = *p; break; /* bool, uint8 */
+    }
+    if (!is_float_dtype(t->dtype)) v.f = (double)v.i;
+    return v;
+}
+
+/* Stores v (read from a tensor of type from) as element k of a dt buffer. */
+static void num_put(uint8_t *buf, ir_dtype dt, int64_t k, num v, ir_dtype from) {
+    uint8_t *p = buf + (size_t)k * (size_t)ir_dtype_size(dt);
+    double f = v.f;
+    int64_t i = v.i;
+    if (is_float_dtype(from) && !is_float_dtype(dt)) /* float -> int truncates, NaN -> 0 */
+        i = isnan(f) ? 0 : f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
+    switch (dt) {
+    case IR_DTYPE_FLOAT: {
+        float x = (float)f;
+        memcpy(p, &x, 4);
+        break;
+    }
+    case IR_DTYPE_DOUBLE: memcpy(p, &f, 8); break;
+    case IR_DTYPE_INT32: {
+        int32_t x = (int32_t)i;
+        memcpy(p, &x, 4);
+        break;
+    }
+    case IR_DTYPE_INT64: memcpy(p, &i, 8); break;
+    case IR_DTYPE_BOOL: *p = is_float_dtype(from) ? f != 0.0 : i != 0; break;
+    default: *p = (uint8_t)i; break; /* uint8, int8 */
+    }
+}
+
+/* Offset into x of element o of a broadcast result of rank r and dims od. */
+static int64_t bcast_at(const ir_tensor *x, int r, const int64_t *od, int64_t o) {
+    int64_t off = 0, stride = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        int64_t idx = o % od[d];
+        o /= od[d];
+        int xd = d - (r - x->rank);
+        if (xd < 0) continue;
+        if (x->dims[xd] != 1) off += idx * stride;
+        stride *= x->dims[xd];
+    }
+    return off;
+}
+
+/* Output 0 of n as a fresh buffer for a folded value (bytes checked). */
+static uint8_t *fold_out(ir_graph *g, ir_node *n, int64_t *numel, oc_err *err) {
+    int64_t bytes;
+    ir_tensor *y = ir_node_out(g, n, 0);
+    if (!ir_tensor_bytes(y, &bytes) || bytes > OP_FOLD_MAX_BYTES) {
+        oc_fail(err, "folding it would take more than %" PRId64 " bytes", OP_FOLD_MAX_BYTES);
+        return NULL;
+    }
+    ir_tensor_numel(y, numel);
+    return oc_malloc((size_t)bytes + 1);
+}
+
+static int fold_set(ir_graph *g, ir_node *n, uint8_t *buf, int64_t numel) {
+    ir_tensor *y = ir_node_out(g, n, 0);
+    ir_tensor_set_data(y, buf, (size_t)numel * (size_t)ir_dtype_size(y->dtype));
+    oc_free(buf);
+    return OC_OK;
+}
+
+/* Input i must be a plan-time value of a type folding handles. */
+static int need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err) {
+    if (op_in_shaped(g, n, i, t, err)) return OC_ERR;
+    if (!is_value(*t))
+        return oc_fail(err,
+                       "input '%s' is computed at run time; outcore evaluates %s only on "
+                       "plan-time values (constants, folded shape computations)",
+                       (*t)->name, n->op_type);
+    if (!fold_dtype((*t)->dtype))
+        return oc_fail(err, "input '%s' has type %s, which plan-time folding does not handle",
+                       (*t)->name, ir_dtype_name((*t)->dtype));
+    return OC_OK;
+}
+
+/* y = x converted to dt: folded for a value; at run time a copy when the type
+ * stays, or bool -> float (a dropout mask); other conversions (mixed
+ * precision) are their own work. */
+static int cast_to(ir_graph *g, ir_node *n, ir_dtype dt, oc_err *err) {
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    op_set_out(g, n, 0, dt, x->rank, x->dims);
+    if (!is_value(x)) {
+        bool mask = x->dtype == IR_DTYPE_BOOL && dt == IR_DTYPE_FLOAT; /* dropout patterns */
+        if (x->dtype != dt && !mask)
+            return oc_fail(err,
+                           "casting '%s' from %s to %s at run time is not supported (plan-time "
+                           "values convert; at run time a same-type cast and bool to float)",
+                           x->name, ir_dtype_name(x->dtype), ir_dtype_name(dt));
+        return OC_OK;
+    }
+    if (!fold_dtype(x->dtype) || !fold_dtype(dt))
+        return oc_fail(err, "a cast from %s to %s is not folded", ir_dtype_name(x->dtype),
+                       ir_dtype_name(dt));
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t k = 0; k < numel; k++) num_put(buf, dt, k, num_get(x, k), x->dtype);
+    return fold_set(g, n, buf, numel);
+}
+
+static int cast_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    const ir_attr *a = ir_attr_find(n, "to");
+    if (!a || a->type != IR_ATTR_INT) return oc_fail(err, "attribute 'to' is required");
+    if (a->i <= 0 || a->i > IR_DTYPE_BFLOAT16 || ir_dtype_size((ir_dtype)a->i) <= 0)
+        return oc_fail(err, "attribute 'to' (%" PRId64 ") is not a supported type", a->i);
+    return cast_to(g, n, (ir_dtype)a->i, err);
+}
+
+static int cast_like_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *like = ir_node_in(g, n, 1);
+    if (!like || like->dtype == IR_DTYPE_UNDEFINED)
+        return oc_fail(err, "input 1 (the target type) has no type");
+    return cast_to(g, n, like->dtype, err);
+}
+
+/* Identity: y = x (a value folds; an activation is copied). */
+static int identity_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    op_set_out_like(g, n, 0, x);
+    if (is_value(x)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
+    return OC_OK;
+}
+
+/* Squeeze: drops the size-1 dims at axes (input from opset 13, attribute
+ * before; none given: every size-1 dim). */
+static int squeeze_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    const int64_t *axes = NULL;
+    int64_t naxes = -1;
+    if (opset >= 13) {
+        if (ir_node_in(g, n, 1) && op_in_int64s(g, n, 1, &axes, &naxes, err)) return OC_ERR;
+    } else {
+        int k = ir_attr_ints(n, "axes", &axes);
+        if (k >= 0) naxes = k;
+    }
+    bool drop[IR_MAX_RANK] = {false};
+    if (naxes < 0) {
+        for (int d = 0; d < x->rank; d++) drop[d] = x->dims[d] == 1;
+    } else {
+        for (int64_t i = 0; i < naxes; i++) {
+            int64_t a;
+            if (op_axis(axes[i], x->rank, "axis", &a, err)) return OC_ERR;
+            if (x->dims[a] != 1)
+                return oc_fail(err, "axis %" PRId64 " of '%s' has extent %" PRId64 ", not 1",
+                               axes[i], x->name, x->dims[a]);
+            drop[a] = true;
+        }
+    }
+    int64_t y[IR_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (!drop[d]) y[r++] = x->dims[d];
+    op_set_out(g, n, 0, x->dtype, r, y);
+    if (is_value(x)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
+    return OC_OK;
+}
+
+/* Expand: x broadcast against the plan-time shape. */
+static int expand_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    const int64_t *s;
+    int64_t ns;
+    if (need_value(g, n, 0, &x, err) || op_in_int64s(g, n, 1, &s, &ns, err)) return OC_ERR;
+    if (ns > IR_MAX_RANK) return oc_fail(err, "shape has %" PRId64 " dims", ns);
+    ir_tensor shape = {.name = "shape", .rank = (int)ns};
+    memcpy(shape.dims, s, (size_t)ns * sizeof *s);
+    for (int d = 0; d < ns; d++)
+        if (s[d] < 0) return oc_fail(err, "shape has a negative dim %" PRId64, s[d]);
+    int r;
+    int64_t od[IR_MAX_RANK];
+    if (op_broadcast(x, &shape, &r, od, err)) return OC_ERR;
+    op_set_out(g, n, 0, x->dtype, r, od);
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++)
+        num_put(buf, x->dtype, o, num_get(x, bcast_at(x, r, od, o)), x->dtype);
+    return fold_set(g, n, buf, numel);
+}
+
+int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err) {
+    ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1), *y = ir_node_out(g, n, 0);
+    if (!is_value(a) || !is_value(b) || !fold_dtype(a->dtype)) return OC_OK;
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    bool fl = is_float_dtype(a->dtype), less = n->op == OP_LESS;
+    for (int64_t o = 0; o < numel; o++) {
+        num x = num_get(a, bcast_at(a, y->rank, y->dims, o));
+        num z = num_get(b, bcast_at(b, y->rank, y->dims, o));
+        buf[o] = less ? (fl ? x.f < z.f : x.i < z.i) : (fl ? x.f == z.f : x.i == z.i);
+    }
+    return fold_set(g, n, buf, numel);
+}
+
+/* Equal: a == b, broadcast, as bool (plan-time values only). */
+static int equal_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *a, *b;
+    if (need_value(g, n, 0, &a, err) || need_value(g, n, 1, &b, err)) return OC_ERR;
+    if (a->dtype != b->dtype) return oc_fail(err, "inputs differ in type");
+    int r;
+    int64_t od[IR_MAX_RANK];
+    if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
+    op_set_out(g, n, 0, IR_DTYPE_BOOL, r, od);
+    return op_fold_compare(g, n, err);
+}
+
+/* Where: cond ? x : y, broadcast over all three. */
+static int where_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *c, *x, *y;
+    if (need_value(g, n, 0, &c, err) || need_value(g, n, 1, &x, err) ||
+        need_value(g, n, 2, &y, err))
+        return OC_ERR;
+    if (c->dtype != IR_DTYPE_BOOL) return oc_fail(err, "condition '%s' is not bool", c->name);
+    if (x->dtype != y->dtype) return oc_fail(err, "inputs 1 and 2 differ in type");
+    int r1, r;
+    int64_t d1[IR_MAX_RANK], od[IR_MAX_RANK];
+    if (op_broadcast(x, y, &r1, d1, err)) return OC_ERR;
+    ir_tensor xy = {.name = "x,y", .rank = r1};
+    memcpy(xy.dims, d1, sizeof d1);
+    if (op_broadcast(c, &xy, &r, od, err)) return OC_ERR;
+    op_set_out(g, n, 0, x->dtype, r, od);
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++) {
+        bool pick = num_get(c, bcast_at(c, r, od, o)).i != 0;
+        const ir_tensor *src = pick ? x : y;
+        num_put(buf, x->dtype, o, num_get(src, bcast_at(src, r, od, o)), x->dtype);
+    }
+    return fold_set(g, n, buf, numel);
+}
+
+/* Range: start, start + delta, .. below limit (scalars). */
+static int range_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *t[3];
+    for (int i = 0; i < 3; i++) {
+        int64_t numel;
+        if (need_value(g, n, i, &t[i], err)) return OC_ERR;
+        if (!ir_tensor_numel(t[i], &numel) || numel != 1)
+            return oc_fail(err, "input '%s' is not a scalar", t[i]->name);
+        if (t[i]->dtype != t[0]->dtype) return oc_fail(err, "inputs differ in type");
+    }
+    num s = num_get(t[0], 0), l = num_get(t[1], 0), d = num_get(t[2], 0);
+    double count = is_float_dtype(t[0]->dtype) ? ceil((l.f - s.f) / d.f)
+                                                : ceil(((double)l.i - (double)s.i) / (double)d.i);
+    if (!(count == count) || isinf(count) || (is_float_dtype(t[0]->dtype) ? d.f == 0 : d.i == 0))
+        return oc_fail(err, "delta is zero or the range is not finite");
+    int64_t len = count > 0 ? (int64_t)fmin(count, 1e15) : 0;
+    op_set_out(g, n, 0, t[0]->dtype, 1, &len);
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t k = 0; k < numel; k++) {
+        num v = {s.f + (double)k * d.f, s.i + k * d.i};
+        num_put(buf, t[0]->dtype, k, v, t[0]->dtype);
+    }
+    return fold_set(g, n, buf, numel);
+}
+
+/* ConstantOfShape: a tensor of the plan-time shape filled with 'value'
+ * (a one-element tensor; default float 0). */
+static int constant_of_shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    const int64_t *s;
+    int64_t ns;
+    if (op_in_int64s(g, n, 0, &s, &ns, err)) return OC_ERR;
+    if (ns > IR_MAX_RANK) return oc_fail(err, "shape has %" PRId64 " dims", ns);
+    for (int d = 0; d < ns; d++)
+        if (s[d] < 0) return oc_fail(err, "shape has a negative dim %" PRId64, s[d]);
+    float zero = 0.0f;
+    ir_dtype dt = IR_DTYPE_FLOAT;
+    const void *fill = &zero;
+    const ir_attr *a = ir_attr_find(n, "value");
+    if (a) {
+        int64_t numel;
+        if (a->type != IR_ATTR_TENSOR || a->t->data_src != IR_DATA_INLINE ||
+            !ir_tensor_numel(a->t, &numel) || numel != 1 || !fold_dtype(a->t->dtype) ||
+            a->t->data_bytes != (size_t)ir_dtype_size(a->t->dtype))
+            return oc_fail(err, "attribute 'value' must be a one-element numeric tensor");
+        dt = a->t->dtype;
+        fill = a->t->data;
+    }
+    op_set_out(g, n, 0, dt, (int)ns, s);
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    size_t es = (size_t)ir_dtype_size(dt);
+    for (int64_t k = 0; k < numel; k++) memcpy(buf + (size_t)k * es, fill, es);
+    return fold_set(g, n, buf, numel);
+}
+
+/* dX = dY (Identity, a same-type Cast). */
+static int identity_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy >= 0) grad_pass(c, 0, dy);
+    return OC_OK;
+}
+
+static const op_role data_role[] = {OP_IN_DATA};
+static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
+static const op_role const_role[] = {OP_IN_CONST};
+
+const op_def op_def_identity = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = identity_infer,
+    .grad = identity_grad,
+};
+const op_def op_def_squeeze = {
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_then_const,
+    .n_roles = 2,
+    .infer = squeeze_infer,
+    .grad = op_grad_reshape,
+};
+const op_def op_def_cast = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = cast_infer,
+    .grad = identity_grad,
+};
+const op_def op_def_cast_like = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_then_const, /* input 1: only its type is read */
+    .n_roles = 2,
+    .infer = cast_like_infer,
+    .grad = identity_grad,
+};
+const op_def op_def_expand = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = const_role,
+    .n_roles = 1,
+    .infer = expand_infer,
+};
+const op_def op_def_equal = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = const_role,
+    .n_roles = 1,
+    .infer = equal_infer,
+};
+const op_def op_def_where = {
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = const_role,
+    .n_roles = 1,
+    .infer = where_infer,
+};
+const op_def op_def_range = {
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = const_role,
+    .n_roles = 1,
+    .infer = range_infer,
+};
+const op_def op_def_constant_of_shape = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = const_role,
+    .n_roles = 1,
+    .infer = constant_of_shape_infer,
+};
+
+/* Mul, Sub, Div, Add of two plan-time values (shape arithmetic), broadcast. */
+int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err) {
+    ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1);
+    ir_tensor *y = ir_node_out(g, n, 0);
+    if (!is_value(a) || !is_value(b) || !fold_dtype(a->dtype) || a->dtype == IR_DTYPE_BOOL)
+        return OC_OK;
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    bool fl = is_float_dtype(a->dtype);
+    for (int64_t o = 0; o < numel; o++) {
+        num x = num_get(a, bcast_at(a, y->rank, y->dims, o));
+        num z = num_get(b, bcast_at(b, y->rank, y->dims, o)), v = {0, 0};
+        switch (n->op) {
+        case OP_ADD: v.f = x.f + z.f, v.i = (int64_t)((uint64_t)x.i + (uint64_t)z.i); break;
+        case OP_SUB: v.f = x.f - z.f, v.i = (int64_t)((uint64_t)x.i - (uint64_t)z.i); break;
+        case OP_MUL: v.f = x.f * z.f, v.i = (int64_t)((uint64_t)x.i * (uint64_t)z.i); break;
+        default: /* Div: integer division truncates */
+            if (!fl && (z.i == 0 || (z.i == -1 && x.i == INT64_MIN))) {
+                oc_free(buf);
+                return oc_fail(err, "integer division by zero (or overflow) in a folded value");
+            }
+            v.f = x.f / z.f, v.i = fl ? 0 : x.i / z.i;
+            break;
+        }
+        num_put(buf, a->dtype, o, v, a->dtype);
+    }
+    return fold_set(g, n, buf, numel);
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""Models exported by PyTorch 2.x, trained one step by outcore-run, against PyTorch.
+
+The fixtures in tests/data/torch2 were written by `tools/torch_roundtrip.py fixtures` under
+torch 2.x (tests/data/torch2/VERSION): tiny members of torchvision's families
+(tools/tiny_models.py: ResNet, MobileNetV3, EfficientNet, RegNetY), each exported by
+  - the default exporter with training semantics kept (torch.onnx.export(dynamo=True,
+    optimize=False)): opset 18+, every BatchNormalization in inference form, zero biases as
+    Expand/CastLike/Shape glue;
+  - the legacy exporter in TrainingMode.TRAINING at its default opset;
+and, here, by Debian's torch 1.13 (the legacy exporter, opset 13) from the same weights;
+with the loss and every weight and running statistic after one SGD step in float64
+(<model>.ref.npz). Asserts, for every model x exporter, relative error ||a - b|| / ||b||:
+  - the loss within 1e-4 of float64;
+  - every weight and running statistic within 1e-4, or within 3x PyTorch float32's own
+    distance to float64 where float32 itself misses (a BN bias whose gradient is zero in
+    exact arithmetic: then both float32 results are rounding noise);
+  - the inference-form BatchNormalization is trained, and a notice says so (dynamo);
+  - an export whose BatchNormalization was folded away (optimize=True) gets a notice naming it;
+  - the export with Dropout and stochastic depth left on (RandomUniformLike -> Less -> Cast ->
+    Div -> Mul) trains, its random numbers the same for the same --seed and not for another.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "tests", "data", "torch2")
+BUILD = os.environ.get("BUILD", "build")
+RUN = os.path.join(ROOT, BUILD, "outcore-run")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from torch_roundtrip import LR, MOMENTUM, TOL, WD, restore_initializers  # noqa: E402
+
+MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"]
+failures = []
+
+
+def rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    nb = np.linalg.norm(b)
+    return float(np.linalg.norm(a - b) / (nb if nb > 0 else 1.0))
+
+
+def outcore_step(path, x, y, tmp, steps=1, seed=1):
+    xp, yp, saved = (os.path.join(tmp, f) for f in ("x.pb", "y.pb", "trained.onnx"))
+    onnx.save_tensor(numpy_helper.from_array(x, "input"), xp)
+    onnx.save_tensor(numpy_helper.from_array(y, "labels"), yp)
+    cmd = [RUN, path, "--backend", "cpu", "--batch", str(x.shape[0]), "--steps", str(steps),
+           "--lr", str(LR), "--momentum", str(MOMENTUM), "--weight-decay", str(WD),
+           "--seed", str(seed), "--input", xp, "--labels", yp, "--save", saved]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
+    losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+)$", r.stdout, re.M)]
+    trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
+    return losses, trained, r.stderr
+
+
+def debian_export(name, weights_from, out):
+    """The same model and weights exported by Debian's torch 1.13 (legacy, opset 13)."""
+    import torch
+    from tiny_models import TINY
+    model = TINY[name]()
+    from torchvision.ops import StochasticDepth
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Dropout, StochasticDepth)):
+            m.p = 0.0
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(weights_from).graph.initializer}
+    state = model.state_dict()
+    missing = [k for k in state if k not in inits and "num_batches_tracked" not in k]
+    assert not missing, f"{name}: {missing[:3]} not in {weights_from}"
+    model.load_state_dict({k: torch.from_numpy(inits[k].copy()) if k in inits else v
+                           for k, v in state.items()})
+    model.train()
+    torch.onnx.export(model, torch.zeros(2, 3, 32, 32), out, opset_version=13,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      input_names=["input"])
+    restore_initializers(out, {k: v for k, v in inits.items()})  # tracing moved BN statistics
+    return out
+
+
+def compare(name, exporter, path, ref, tmp):
+    x, y = ref["input"], ref["labels"]
+    losses, trained, stderr = outcore_step(path, x, y, tmp)
+    rows = [("loss", rel(losses[0], ref["loss"]), rel(ref["loss_fp32"], ref["loss"]))]
+    keys = [k[4:] for k in ref.files if k.startswith("w64/")]
+    missing = [k for k in keys if k not in trained]
+    if missing:
+        failures.append(f"{name}/{exporter}: --save lacks {missing[:3]}")
+    for k in keys:
+        if k in trained:
+            rows.append((k, rel(trained[k], ref["w64/" + k]), float(ref["fp32_dist/" + k])))
+    strict = [r for r in rows if r[1] <= TOL]
+    ties = [r for r in rows if r[1] > TOL and r[1] <= 3 * r[2]]
+    bad = [r for r in rows if r[1] > TOL and r[1] > 3 * r[2]]
+    worst = max(strict, key=lambda r: r[1])
+    ok = not bad and not missing and rows[0][1] <= TOL
+    print(f"{'ok  ' if ok else 'FAIL'} {name:18s} {exporter:8s} {len(rows):3d} tensors: "
+          f"{len(strict)} within {TOL} (worst {worst[1]:.1e} {worst[0]}), {len(ties)} float32 "
+          f"ties" + (f" (e.g. {ties[0][0]} {ties[0][1]:.1e}, PyTorch fp32 {ties[0][2]:.1e})"
+                     if ties else ""))
+    for r in bad:
+        failures.append(f"{name}/{exporter}: {r[0]} rel err {r[1]:.2e} > {TOL} and > 3x "
+                        f"PyTorch float32's {r[2]:.2e}")
+    if rows[0][1] > TOL:
+        failures.append(f"{name}/{exporter}: loss rel err {rows[0][1]:.2e}")
+    return stderr
+
+
+def check_notices(tmp):
+    ref = np.load(os.path.join(DATA, "tiny_resnet.ref.npz"))
+    _, _, err = outcore_step(os.path.join(DATA, "tiny_resnet_dynamo.onnx"), ref["input"],
+                             ref["labels"], tmp)
+    bn = re.search(r"notice: (\d+) BatchNormalization nodes .* inference form", err)
+    if not bn or int(bn.group(1)) != 6:
+        failures.append(f"tiny_resnet/dynamo: no notice for its 6 inference-form BNs: {err}")
+    _, _, err = outcore_step(os.path.join(DATA, "tiny_resnet_dynamo_optimized.onnx"),
+                             ref["input"], ref["labels"], tmp)
+    folded = re.search(r"notice: .*: (\d+) nodes had a BatchNormalization folded", err)
+    if not folded:
+        failures.append(f"tiny_resnet/dynamo optimize=True: no notice of folded BN: {err}")
+    print(f"{'ok  ' if bn and folded else 'FAIL'} notices: inference-form BN trained "
+          f"({bn.group(1) if bn else '?'} nodes), folded BN pointed out "
+          f"({folded.group(1) if folded else '?'} nodes)")
+
+
+def check_random(tmp):
+    path = os.path.join(DATA, "tiny_efficientnet_dropout_dynamo.onnx")
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    if "RandomUniformLike" not in ops:
+        failures.append("the dropout fixture has no RandomUniformLike")
+    ref = np.load(os.path.join(DATA, "tiny_efficientnet.ref.npz"))
+    a, _, _ = outcore_step(path, ref["input"], ref["labels"], tmp, steps=2, seed=7)
+    b, _, _ = outcore_step(path, ref["input"], ref["labels"], tmp, steps=2, seed=7)
+    c, _, _ = outcore_step(path, ref["input"], ref["labels"], tmp, steps=2, seed=8)
+    p0 = os.path.join(DATA, "tiny_efficientnet_dynamo.onnx")  # the same model with p = 0
+    d, _, _ = outcore_step(p0, ref["input"], ref["labels"], tmp, steps=1, seed=7)
+    ok = a == b and a != c and a[0] != d[0] and all(np.isfinite(a + c))
+    if not ok:
+        failures.append(f"dropout export: losses seed 7 {a}, again {b}, seed 8 {c}, p=0 {d}")
+    print(f"{'ok  ' if ok else 'FAIL'} dropout/stochastic depth export: seed 7 {a} twice, "
+          f"seed 8 {c}, without dropout {d[0]:.6f}")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in MODELS:
+            ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+            dyn = os.path.join(DATA, f"{name}_dynamo.onnx")
+            paths = [("dynamo", dyn), ("legacy", os.path.join(DATA, f"{name}_legacy.onnx"))]
+            try:
+                paths.append(("1.13", debian_export(name, dyn, os.path.join(tmp, f"{name}.onnx"))))
+            except Exception as e:  # noqa: BLE001
+                failures.append(f"{name}: Debian torch export: {e}")
+            for exporter, path in paths:
+                try:
+                    compare(name, exporter, path, ref, tmp)
+                except RuntimeError as e:
+                    failures.append(f"{name}/{exporter}: {e}")
+                    print(f"FAIL {name} {exporter}: {e}")
+        check_notices(tmp)
+        check_random(tmp)
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{'ok' if not failures else 'not ok'} - PyTorch 2.x exports "
+          f"({open(os.path.join(DATA, 'VERSION')).read().strip()}) against float64")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Tiny members of torchvision's CNN families, built from torchvision's own blocks, for
+the PyTorch 2.x round-trip fixtures CI runs (tests/data/torch2, tools/torch_roundtrip.py
+fixtures). Each keeps its family's ops -- squeeze-excitation, Hardswish/Hardsigmoid, SiLU,
+stochastic depth, Dropout, BatchNorm in every form -- at a few thousand parameters, so
+the exports can be committed. 32x32 inputs, 10 classes."""
+from functools import partial
+
+import torch.nn as nn
+from torchvision.models import efficientnet, mobilenetv3, regnet, resnet
+
+
+def tiny_resnet():
+    """conv-BN-ReLU-maxpool stem, two BasicBlocks (one with a strided 1x1 downsample),
+    global average pooling, a linear head: ResNet-18's ops."""
+    def down(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 1, stride=2, bias=False), nn.BatchNorm2d(cout))
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, stride=2, padding=1),
+        resnet.BasicBlock(8, 8),
+        resnet.BasicBlock(8, 16, stride=2, downsample=down(8, 16)),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+
+
+def tiny_mobilenet_v3():
+    """MobileNetV3: Hardswish, ReLU, squeeze-excitation with Hardsigmoid, a Dropout head."""
+    c = partial(mobilenetv3.InvertedResidualConfig, width_mult=1.0)
+    setting = [c(16, 3, 16, 16, True, "RE", 2, 1), c(16, 3, 32, 24, False, "HS", 2, 1),
+               c(24, 5, 48, 24, True, "HS", 1, 1)]
+    return mobilenetv3.MobileNetV3(setting, last_channel=32, num_classes=10)
+
+
+def tiny_efficientnet():
+    """EfficientNet: SiLU, squeeze-excitation with Sigmoid, stochastic depth, Dropout."""
+    c = partial(efficientnet.MBConvConfig, width_mult=1.0, depth_mult=1.0)
+    setting = [c(1, 3, 1, 16, 8, 1), c(4, 3, 2, 8, 16, 2)]
+    return efficientnet.EfficientNet(setting, dropout=0.2, stochastic_depth_prob=0.2,
+                                     num_classes=10, last_channel=32)
+
+
+def tiny_regnet():
+    """RegNetY: grouped convolutions, squeeze-excitation with ReLU and Sigmoid."""
+    params = regnet.BlockParams.from_init_params(depth=2, w_0=8, w_a=8.0, w_m=2.0,
+                                                 group_width=8, se_ratio=0.25)
+    return regnet.RegNet(params, num_classes=10, stem_width=8)
+
+
+TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
+        "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet}

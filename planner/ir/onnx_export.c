@@ -179,6 +179,7 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
     }
+    for (int i = 0; i < s->n_extra; i++) used[s->extra[i]] = true;
     gp->initializer = palloc(&po, (size_t)g->n_tensors, sizeof *gp->initializer);
     gp->input = palloc(&po, (size_t)(g->n_tensors + s->n_inputs), sizeof *gp->input);
     for (int i = 0; i < s->n_inputs; i++)

@@ -20,6 +20,8 @@ typedef struct onnx_export_spec {
     const int *outputs; /* typed graph outputs */
     int n_outputs;
     const bool *skip;        /* per node of g: leave it out (NULL: keep all) */
+    const int *extra;        /* initializers written though no written node reads them */
+    int n_extra;             /* (a checkpoint's optimizer state) */
     const char *const *meta; /* key, value, key, value, ... (2 * n_meta strings) */
     int n_meta;
     bool seal; /* add outcore.seal last (ir/model_seal.h): plans and training graphs */

@@ -405,7 +405,7 @@ static int bn_to_training(ir_graph *g, oc_err *err) {
 
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err) {
     *out = NULL;
-    if (bn_to_training(fwd, err)) {
+    if (!o->forward_only && bn_to_training(fwd, err)) {
         ir_graph_free(fwd);
         return OC_ERR;
     }
@@ -429,7 +429,7 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         for (int t = 0; t < nt; t++) tg->grad_of[t] = -1;
         tg->n_forward = fwd->n_nodes;
         compute_requires_grad(&b);
-        rc = build_backward(&b, tg->n_forward);
+        rc = o->forward_only ? OC_OK : build_backward(&b, tg->n_forward);
         for (int t = 0; t < nt; t++) oc_free(b.partials[t]);
         oc_free(b.partials);
         oc_free(b.n_partials);

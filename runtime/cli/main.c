@@ -17,16 +17,22 @@
 #include <time.h>
 
 #include "backend.h"
+#include "checkpoint.h"
+#include "dataset.h"
+#include "evaluate.h"
 #include "executor.h"
 #include "init.h"
 #include "loader.h"
 #include "ir/onnx_export.h"
+#include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "tensor_io.h"
 
 typedef struct run_opts {
     const char *model, *backend, *input, *labels, *save, *dump, *profile_out;
-    int64_t batch, steps, budget;
+    const char *data, *eval_data, *eval_labels, *resume;
+    int64_t batch, steps, epochs, budget, save_every;
+    bool steps_set;
     uint64_t seed;
     rt_load_opts lo;
     rt_backend_opts bo;
@@ -37,15 +43,27 @@ static void usage(FILE *f) {
         f,
         "usage: outcore-run MODEL.onnx [--backend cpu] [--batch N] [--steps K] [--lr X]\n"
         "                   [--momentum X] [--weight-decay X] [--seed S]\n"
-        "                   [--input X.pb --labels Y.pb] [--save OUT.onnx]\n"
+        "                   [--input X.pb --labels Y.pb | --data X.npy --labels Y.npy\n"
+        "                    [--epochs E] [--eval-data X.npy --eval-labels Y.npy]]\n"
+        "                   [--save OUT.onnx [--save-every N]] [--resume CKPT.onnx]\n"
         "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
         "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n\n"
-        "Trains MODEL (a training graph from `outcore-plan emit`, or a forward model) for K\n"
-        "steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform in\n"
-        "[0, C)), or the same batch every step from ONNX TensorProto files. Prints the loss\n"
-        "per step, images/s, the arena high-water mark and capacity (--budget: the arena\n"
-        "capacity; a layout that needs more is an error).\n"
-        "--save: the forward model with the trained weights and BN statistics.\n"
+        "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
+        "for K steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform\n"
+        "in [0, C)), the same batch every step from ONNX TensorProto files (--input), or a\n"
+        "data set (--data: NumPy float32 [N, ...] and int64/int32 labels [N], memory-mapped),\n"
+        "visited in a new shuffled order each epoch (from --seed), full batches only, for\n"
+        "--epochs E (default 1) or --steps K; --eval-data/--eval-labels: after each epoch, the\n"
+        "mean loss and accuracy of the held-out set in inference mode (BN running statistics,\n"
+        "no dropout). Prints the loss per step, images/s, the arena high-water mark and\n"
+        "capacity (--budget: the arena capacity; a layout that needs more is an error).\n"
+        "Optimizer: SGD with momentum; outcore's defaults are lr 0.1, momentum 0.9, weight\n"
+        "decay 1e-4 (the ImageNet recipe; torch.optim.SGD's are momentum 0, weight decay 0).\n"
+        "--save: the forward model with the trained weights and BN statistics, each under its\n"
+        "name in MODEL (PyTorch loads them by state-dict key), plus the momentum and the step\n"
+        "reached: a checkpoint; written whole or not at all. --save-every N: also every N\n"
+        "steps. --resume: continue from such a checkpoint (same model, batch, data and seed):\n"
+        "on the cpu backend the result is bit for bit that of a run that never stopped.\n"
         "--dump-grads: after step 0, DIR/loss.pb, DIR/grads/<i>.pb (TensorProto named after\n"
         "the parameter) and DIR/tensors/<i>.pb (inputs/outputs of Dropout and DropoutGrad).\n"
         "--backend cuda: cuDNN/cuBLAS on GPU 0 (fails with one line when no GPU is found).\n"
@@ -110,11 +128,26 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             *(a[2] == 'd' ? &o->bo.deterministic : &o->bo.verbose) = true;
             continue;
         }
-        static const char *const with_value[] = {
-            "--backend",    "--input",       "--labels",          "--save",
-            "--dump-grads", "--profile-out", "--workspace-limit", "--batch",
-            "--steps",      "--seed",        "--budget",          "--lr",
-            "--momentum",   "--weight-decay"};
+        static const char *const with_value[] = {"--backend",
+                                                 "--input",
+                                                 "--labels",
+                                                 "--save",
+                                                 "--dump-grads",
+                                                 "--profile-out",
+                                                 "--workspace-limit",
+                                                 "--batch",
+                                                 "--steps",
+                                                 "--seed",
+                                                 "--budget",
+                                                 "--lr",
+                                                 "--momentum",
+                                                 "--weight-decay",
+                                                 "--data",
+                                                 "--epochs",
+                                                 "--eval-data",
+                                                 "--eval-labels",
+                                                 "--save-every",
+                                                 "--resume"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -128,7 +161,16 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         else if (strcmp(a, "--save") == 0) o->save = v;
         else if (strcmp(a, "--dump-grads") == 0) o->dump = v;
         else if (strcmp(a, "--profile-out") == 0) o->profile_out = v;
-        else if (strcmp(a, "--workspace-limit") == 0) {
+        else if (strcmp(a, "--data") == 0) o->data = v;
+        else if (strcmp(a, "--eval-data") == 0) o->eval_data = v;
+        else if (strcmp(a, "--eval-labels") == 0) o->eval_labels = v;
+        else if (strcmp(a, "--resume") == 0) o->resume = v;
+        else if (strcmp(a, "--epochs") == 0) {
+            if (oc_parse_int(v, 1, (int64_t)1 << 30, "--epochs", &o->epochs, err)) return OC_ERR;
+        } else if (strcmp(a, "--save-every") == 0) {
+            if (oc_parse_int(v, 1, (int64_t)1 << 40, "--save-every", &o->save_every, err))
+                return OC_ERR;
+        } else if (strcmp(a, "--workspace-limit") == 0) {
             if (oc_parse_bytes(v, &n, err)) return OC_ERR;
             if (n <= 0) return oc_fail(err, "--workspace-limit must be positive");
             o->bo.workspace_limit = (size_t)n;
@@ -136,6 +178,7 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             if (oc_parse_int(v, 1, (int64_t)1 << 24, "--batch", &o->batch, err)) return OC_ERR;
         } else if (strcmp(a, "--steps") == 0) {
             if (oc_parse_int(v, 1, (int64_t)1 << 40, "--steps", &o->steps, err)) return OC_ERR;
+            o->steps_set = true;
         } else if (strcmp(a, "--seed") == 0) {
             if (oc_parse_int(v, 0, INT64_MAX, "--seed", &n, err)) return OC_ERR;
             o->seed = (uint64_t)n;
@@ -156,7 +199,15 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         }
     }
     if (!o->model) return oc_fail(err, "no MODEL given (see --help)");
-    if (!o->input != !o->labels) return oc_fail(err, "--input and --labels go together");
+    if (o->input && o->data) return oc_fail(err, "--input and --data exclude each other");
+    if (!(o->input || o->data) != !o->labels)
+        return oc_fail(err, "--labels goes with --input (TensorProto) or --data (NumPy)");
+    if (o->epochs && !o->data) return oc_fail(err, "--epochs needs --data");
+    if (o->epochs && o->steps_set) return oc_fail(err, "give --epochs or --steps, not both");
+    if (!o->eval_data != !o->eval_labels)
+        return oc_fail(err, "--eval-data and --eval-labels go together");
+    if (o->eval_data && !o->data) return oc_fail(err, "--eval-data needs --data");
+    if (o->save_every && !o->save) return oc_fail(err, "--save-every needs --save");
     if (o->profile_out && o->steps < 4)
         return oc_fail(err,
                        "--profile-out needs --steps >= 4 (step 0 warms up, the rest are timed)");
@@ -245,7 +296,21 @@ static int dump_grads(rt_exec *x, const train_graph *tg, const char *dir, oc_err
 static int64_t n_classes(const train_graph *tg) {
     const ir_graph *g = tg->g;
     const ir_tensor *y = &g->tensors[g->nodes[tg->n_forward - 1].inputs[0]];
-    return y->rank == 2 ? y->dims[1] : 1;
+    return y->rank >= 2 ? y->dims[1] : 1;
+}
+
+/* The optimizer in effect (the first update node's decoded arguments). */
+static void print_optimizer(const train_graph *tg) {
+    const ir_graph *g = tg->g;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == OP_SGD_MOMENTUM) {
+            const op_sgd_args *p = &op_args_of(&g->nodes[i])->sgd;
+            printf("optimizer: SGD, lr %g, momentum %g, weight decay %g (outcore's defaults are "
+                   "lr 0.1, momentum 0.9, weight decay 1e-4; torch.optim.SGD's are momentum 0, "
+                   "weight decay 0)\n",
+                   (double)p->lr, (double)p->momentum, (double)p->weight_decay);
+            return;
+        }
 }
 
 static void synth_batch(rt_exec *x, const train_graph *tg, uint64_t seed, int64_t step) {
@@ -272,42 +337,65 @@ static void synth_batch(rt_exec *x, const train_graph *tg, uint64_t seed, int64_
     }
 }
 
-/* The trained weights and statistics into the graph, then the forward part. */
-static int save_model(rt_exec *x, train_graph *tg, const char *path, oc_err *err) {
-    ir_graph *g = tg->g;
-    for (int t = 0; t < g->n_tensors; t++) {
-        ir_tensor *s = &g->tensors[t];
-        if (!s->is_initializer || (s->kind != IR_KIND_PARAMETER && s->kind != IR_KIND_STATE))
-            continue;
-        int64_t bytes = 0;
-        ir_tensor_bytes(s, &bytes);
-        void *buf = oc_malloc((size_t)(bytes ? bytes : 1));
-        int rc = rt_exec_read(x, t, buf, err);
-        if (rc == OC_OK) ir_tensor_set_data(s, buf, (size_t)bytes);
-        oc_free(buf);
-        if (rc) return OC_ERR;
-    }
-    int loss_node = tg->n_forward - 1;
-    int out = g->nodes[loss_node].inputs[0];
-    /* The forward model only: a plan's SwapOut/SwapIn nodes (project domain) stay out. */
-    bool *skip = oc_calloc((size_t)g->n_nodes, sizeof(bool));
-    for (int i = 0; i < loss_node; i++) skip[i] = strcmp(g->nodes[i].domain, OC_DOMAIN) == 0;
-    onnx_export_spec s = {.node_begin = 0,
-                          .node_end = loss_node,
-                          .inputs = g->inputs,
-                          .n_inputs = 1,
-                          .outputs = &out,
-                          .n_outputs = 1,
-                          .skip = skip};
-    int rc = onnx_export_graph(g, &s, path, err);
-    oc_free(skip);
-    return rc;
-}
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A --data run's state: the training and held-out sets, the epoch's order. */
+typedef struct data_run {
+    rt_npy x, y, ex, ey;
+    rt_dataset train, eval;
+    int64_t per_epoch; /* full batches per epoch */
+    int64_t *order, order_epoch;
+    double epoch_loss;
+} data_run;
+
+static void data_run_free(data_run *d) {
+    rt_npy_close(&d->x), rt_npy_close(&d->y), rt_npy_close(&d->ex), rt_npy_close(&d->ey);
+    oc_free(d->order);
+}
+
+static int data_open(const run_opts *o, const train_graph *tg, int64_t batch, data_run *d,
+                     oc_err *err) {
+    const ir_graph *g = tg->g;
+    int li = g->inputs[0] == tg->label_tensor ? 0 : 1;
+    const ir_tensor *xt = &g->tensors[g->inputs[1 - li]], *yt = &g->tensors[g->inputs[li]];
+    if (rt_npy_open(o->data, &d->x, err) || rt_npy_open(o->labels, &d->y, err) ||
+        rt_dataset_bind(&d->train, &d->x, &d->y, xt, yt, n_classes(tg), err))
+        return OC_ERR;
+    if (o->eval_data &&
+        (rt_npy_open(o->eval_data, &d->ex, err) || rt_npy_open(o->eval_labels, &d->ey, err) ||
+         rt_dataset_bind(&d->eval, &d->ex, &d->ey, xt, yt, n_classes(tg), err)))
+        return OC_ERR;
+    d->per_epoch = d->train.n / batch;
+    if (d->per_epoch == 0)
+        return oc_fail(err, "%s: %" PRId64 " samples, fewer than one batch of %" PRId64, o->data,
+                       d->train.n, batch);
+    d->order_epoch = -1;
+    return OC_OK;
+}
+
+/* The batch of global step `step`: epoch step / per_epoch, in that epoch's order. */
+static void data_batch(rt_exec *x, const train_graph *tg, data_run *d, uint64_t seed, int64_t batch,
+                       int64_t step) {
+    int64_t epoch = step / d->per_epoch, at = step % d->per_epoch;
+    if (d->order_epoch != epoch) {
+        oc_free(d->order);
+        d->order = rt_dataset_order(d->train.n, seed, epoch);
+        d->order_epoch = epoch;
+    }
+    int li = tg->g->inputs[0] == tg->label_tensor ? 0 : 1;
+    rt_dataset_gather(&d->train, d->order + at * batch, batch, rt_exec_host_input(x, 1 - li),
+                      rt_exec_host_input(x, li));
+}
+
+static int save_checkpoint(rt_exec *x, train_graph *tg, const run_opts *o, const data_run *d,
+                           int64_t next_step, int64_t batch, oc_err *err) {
+    rt_checkpoint ck = {
+        .step = next_step, .seed = o->seed, .samples = o->data ? d->train.n : 0, .batch = batch};
+    return rt_save(x, tg, o->save, &ck, err);
 }
 
 static int run(const run_opts *o, oc_err *err) {
@@ -316,7 +404,9 @@ static int run(const run_opts *o, oc_err *err) {
     rt_exec *x = NULL;
     bool *keep = NULL;
     rt_model_info info = {0};
+    data_run dr = {0};
     int rc = OC_ERR, n_init = 0;
+    run_opts ro = *o; /* the seed may come from --resume */
     if (rt_backend_new(o->backend, &o->bo, &b, err)) goto out;
     if (o->profile_out && !b->profile_start) {
         oc_fail(err, "--profile-out: backend '%s' has no profiler (cuda has)", b->name);
@@ -329,6 +419,35 @@ static int run(const run_opts *o, oc_err *err) {
         goto out;
     }
     if (rt_init_missing(tg, o->seed, &n_init, err)) goto out;
+    int64_t start = 0, resumed_samples = 0;
+    if (o->resume) {
+        rt_checkpoint ck;
+        if (rt_resume(o->resume, tg, &ck, err)) goto out;
+        if (ck.batch != info.batch) {
+            oc_fail(err, "--resume %s: it was trained at batch %" PRId64 ", this run has %" PRId64,
+                    o->resume, ck.batch, info.batch);
+            goto out;
+        }
+        start = ck.step;
+        ro.seed = ck.seed;
+        printf("resumed %s at step %" PRId64 " (seed %" PRIu64 ")\n", o->resume, start, ck.seed);
+        resumed_samples = ck.samples; /* checked against --data below */
+    }
+    if (o->data) {
+        if (data_open(o, tg, info.batch, &dr, err)) goto out;
+        if (o->resume && resumed_samples != dr.train.n) {
+            oc_fail(err, "--resume %s: it was trained on %" PRId64 " samples, --data has %" PRId64,
+                    o->resume, resumed_samples, dr.train.n);
+            goto out;
+        }
+    }
+    int64_t total =
+        o->data && !o->steps_set ? (o->epochs ? o->epochs : 1) * dr.per_epoch : o->steps;
+    if (start >= total) {
+        oc_fail(err, "--resume %s is at step %" PRId64 ", the run ends at %" PRId64, o->resume,
+                start, total);
+        goto out;
+    }
     if (info.is_plan && o->dump) { /* a plan's layout frees what a dump would read */
         oc_fail(err, "%s: --dump-grads needs the in-core step, not a plan", o->model);
         goto out;
@@ -341,7 +460,7 @@ static int run(const run_opts *o, oc_err *err) {
     if (o->dump) keep = dump_keep(tg);
     rt_exec_opts eo = {.backend = b,
                        .capacity = o->budget,
-                       .seed = o->seed,
+                       .seed = ro.seed,
                        .keep = keep,
                        .offsets = info.plan_offsets,
                        .planned_bytes = info.plan_arena_bytes};
@@ -368,6 +487,7 @@ static int run(const run_opts *o, oc_err *err) {
     }
     if (rt_exec_upload_initializers(x, err)) goto out;
     char hw[32], cap[32];
+    print_optimizer(tg);
     if (info.is_plan)
         printf("plan: strategy %s, planned arena %" PRId64 " bytes, verified\n", info.plan_strategy,
                info.plan_arena_bytes);
@@ -375,20 +495,24 @@ static int run(const run_opts *o, oc_err *err) {
            "from seed %" PRIu64 "\n",
            o->model, info.is_training_graph ? "training graph" : "forward model", info.batch,
            g->n_nodes, b->name, n_init, o->seed);
+    if (o->data)
+        printf("data %s: %" PRId64 " samples, %" PRId64 " steps per epoch, %" PRId64 " steps\n",
+               o->data, dr.train.n, dr.per_epoch, total);
     fflush(stdout);
     /* Synthetic batches are generated on the host each step; that time is not
      * training time, so it is left out of images/s. */
     double t0 = now_s(), t_first = 0, synth_first = 0, synth_rest = 0;
     int64_t dev_peak = -1; /* cuda: device bytes in use, the most seen after any step */
-    for (int64_t step = 0; step < o->steps; step++) {
+    for (int64_t step = start; step < total; step++) {
         if (!o->input) {
             double ts = now_s();
-            synth_batch(x, tg, o->seed, step);
-            *(step == 0 ? &synth_first : &synth_rest) += now_s() - ts;
+            if (o->data) data_batch(x, tg, &dr, ro.seed, info.batch, step);
+            else synth_batch(x, tg, ro.seed, step);
+            *(step == start ? &synth_first : &synth_rest) += now_s() - ts;
         }
         float loss;
         if (rt_exec_step(x, step, &loss, err)) goto out;
-        if (step == 0) t_first = now_s();
+        if (step == start) t_first = now_s();
         /* after the sync: lazily loaded modules included */
         int64_t used = b->device_used ? b->device_used(b) : -1;
         if (used > dev_peak) dev_peak = used;
@@ -398,12 +522,34 @@ static int run(const run_opts *o, oc_err *err) {
             oc_fail(err, "step %" PRId64 ": loss is not finite", step);
             goto out;
         }
-        if (step == 0 && o->dump && dump_grads(x, tg, o->dump, err)) goto out;
-        if (step == 0 && o->profile_out && b->profile_start(b, tg->g, err)) goto out;
+        if (step == start && o->dump && dump_grads(x, tg, o->dump, err)) goto out;
+        if (step == start && o->profile_out && b->profile_start(b, tg->g, err)) goto out;
+        if (o->save_every && (step + 1) % o->save_every == 0 && step + 1 < total &&
+            save_checkpoint(x, tg, &ro, &dr, step + 1, info.batch, err))
+            goto out;
+        if (o->data) {
+            dr.epoch_loss += loss;
+            bool epoch_end = (step + 1) % dr.per_epoch == 0 || step + 1 == total;
+            if (epoch_end) {
+                int64_t e = step / dr.per_epoch, n = step % dr.per_epoch + 1;
+                printf("epoch %" PRId64 " train loss %.6f (mean of %" PRId64 " steps)", e,
+                       dr.epoch_loss / (double)n, n);
+                dr.epoch_loss = 0;
+                if (o->eval_data) {
+                    rt_eval r;
+                    if (rt_evaluate(x, tg, b, &dr.eval, info.batch, &r, err)) goto out;
+                    printf(", eval loss %.6f accuracy %.4f (%" PRId64 " samples)", r.loss,
+                           r.accuracy, r.samples);
+                }
+                printf("\n");
+                fflush(stdout);
+            }
+        }
     }
     double t1 = now_s();
-    double secs = o->steps > 1 ? t1 - t_first - synth_rest : t1 - t0 - synth_first;
-    int64_t timed = o->steps > 1 ? o->steps - 1 : 1;
+    int64_t ran = total - start;
+    double secs = ran > 1 ? t1 - t_first - synth_rest : t1 - t0 - synth_first;
+    int64_t timed = ran > 1 ? ran - 1 : 1;
     printf("images/s %.2f (%" PRId64 " steps after the first, %.3f s)\n",
            (double)(timed * info.batch) / (secs > 0 ? secs : 1e-9), timed, secs);
     printf("arena high-water %s (%" PRId64 " bytes), capacity %s (%" PRId64 " bytes)\n",
@@ -418,7 +564,7 @@ static int run(const run_opts *o, oc_err *err) {
         printf("profile %s\n", o->profile_out);
     }
     if (o->save) {
-        if (save_model(x, tg, o->save, err)) goto out;
+        if (save_checkpoint(x, tg, &ro, &dr, total, info.batch, err)) goto out;
         printf("saved %s\n", o->save);
     }
     rc = OC_OK;
@@ -427,6 +573,7 @@ out:
     rt_backend_free(b);
     train_graph_free(tg);
     rt_model_info_free(&info);
+    data_run_free(&dr);
     oc_free(keep);
     return rc;
 }

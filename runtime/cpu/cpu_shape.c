@@ -47,6 +47,32 @@ int cpu_cast(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* Y[.., i_d, ..] = X[.., i_perm[d], ..]: output element by element, the
+ * input offset stepped by the permuted strides. */
+int cpu_transpose(const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    size_t es = esize(a, x, err);
+    if (!es) return OC_ERR;
+    const op_perm_args *p = &op_args_of(a->n)->perm;
+    int r = p->rank;
+    int64_t in_st[IR_MAX_RANK], st[IR_MAX_RANK], acc = 1, o[IR_MAX_RANK] = {0}, off = 0;
+    for (int d = r - 1; d >= 0; d--) in_st[d] = acc, acc *= x->dims[d];
+    for (int d = 0; d < r; d++) st[d] = in_st[p->perm[d]];
+    const uint8_t *in = a->in[0];
+    uint8_t *out = a->out[0];
+    int64_t n = kernel_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(out + (size_t)i * es, in + (size_t)off * es, es);
+        for (int d = r - 1; d >= 0; d--) {
+            off += st[d];
+            if (++o[d] < y->dims[d]) break;
+            off -= st[d] * y->dims[d];
+            o[d] = 0;
+        }
+    }
+    return OC_OK;
+}
+
 /* X1..Xk (.., d_i, ..) -> Y (.., sum d_i, ..) along axis. */
 int cpu_concat(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);

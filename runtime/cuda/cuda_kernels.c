@@ -383,6 +383,21 @@ int cuda_cast(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* Y[.., i_d, ..] = X[.., i_perm[d], ..]. */
+int cuda_transpose(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    size_t es = esize(a, x, err);
+    if (!es) return OC_ERR;
+    if (es != 1 && es != 2 && es != 4 && es != 8)
+        return kernel_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
+    const op_perm_args *p = &op_args_of(a->n)->perm;
+    cu_shape perm = {.rank = p->rank};
+    for (int i = 0; i < p->rank; i++) perm.d[i] = p->perm[i];
+    CU_LAUNCH(
+        cu_transpose(c->stream, (int)es, a->in[0], shape_of(x), a->out[0], shape_of(y), perm));
+    return OC_OK;
+}
+
 static int concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) {
     const ir_tensor *big = grad ? kernel_in(a, 0) : kernel_out(a, 0);
     size_t es = esize(a, big, err);

@@ -41,6 +41,9 @@ typedef struct cu_window {
 uint64_t cu_rng_u64_host(uint64_t key, uint64_t index);
 
 /* out (+)= in broadcast to out's shape (cpu_add / cpu_sum). */
+/* Y = X transposed: output dim d is input dim perm.d[d] (element size es). */
+int cu_transpose(void *stream, int es, const void *x, cu_shape xs, void *y, cu_shape ys,
+                 cu_shape perm);
 /* y = x ? 1 : 0 (bool -> float). */
 int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */

@@ -443,6 +443,47 @@ extern "C" int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask,
     return last_error();
 }
 
+template <typename T>
+__global__ void k_transpose(const T *x, cu_shape xs, T *y, cu_shape ys, cu_shape perm, int64_t n) {
+    int64_t in_st[CU_MAX_RANK], st[CU_MAX_RANK], acc = 1;
+    for (int d = xs.rank - 1; d >= 0; d--) {
+        in_st[d] = acc;
+        acc *= xs.d[d];
+    }
+    for (int d = 0; d < ys.rank; d++) st[d] = in_st[perm.d[d]];
+    GRID_LOOP(i, n) {
+        int64_t rem = i, off = 0;
+        for (int d = ys.rank - 1; d >= 0; d--) {
+            off += (rem % ys.d[d]) * st[d];
+            rem /= ys.d[d];
+        }
+        y[i] = x[off];
+    }
+}
+
+extern "C" int cu_transpose(void *stream, int es, const void *x, cu_shape xs, void *y, cu_shape ys,
+                            cu_shape perm) {
+    int64_t n = numel(ys);
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+    switch (es) {
+    case 1:
+        k_transpose<<<b, THREADS, 0, s>>>((const uint8_t *)x, xs, (uint8_t *)y, ys, perm, n);
+        break;
+    case 2:
+        k_transpose<<<b, THREADS, 0, s>>>((const uint16_t *)x, xs, (uint16_t *)y, ys, perm, n);
+        break;
+    case 4:
+        k_transpose<<<b, THREADS, 0, s>>>((const uint32_t *)x, xs, (uint32_t *)y, ys, perm, n);
+        break;
+    default:
+        k_transpose<<<b, THREADS, 0, s>>>((const uint64_t *)x, xs, (uint64_t *)y, ys, perm, n);
+        break;
+    }
+    return last_error();
+}
+
 __global__ void k_random_uniform(float *y, int64_t n, uint64_t key, float low, float span) {
     GRID_LOOP(i, n) y[i] = low + span * rng_uniform(key, (uint64_t)i);
 }

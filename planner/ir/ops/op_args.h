@@ -103,6 +103,12 @@ typedef struct op_split_args {
     int64_t sizes[OP_MAX_SPLIT];
 } op_split_args;
 
+/* Transpose: output dim i is input dim perm[i]. */
+typedef struct op_perm_args {
+    int rank;
+    int64_t perm[IR_MAX_RANK];
+} op_perm_args;
+
 /* Shape: the [start, end) dims taken, normalised. */
 typedef struct op_shape_args {
     int64_t start, end;
@@ -154,6 +160,7 @@ typedef union op_args {
     op_axis_args axis;
     op_split_args split;
     op_shape_args shape;
+    op_perm_args perm;
     op_sce_args sce;
     op_sgd_args sgd;
     op_reduce_args reduce;

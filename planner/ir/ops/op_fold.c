@@ -307,7 +307,7 @@ static int range_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     }
     num s = num_get(t[0], 0), l = num_get(t[1], 0), d = num_get(t[2], 0);
     double count = is_float_dtype(t[0]->dtype) ? ceil((l.f - s.f) / d.f)
-                                                : ceil(((double)l.i - (double)s.i) / (double)d.i);
+                                               : ceil(((double)l.i - (double)s.i) / (double)d.i);
     if (!(count == count) || isinf(count) || (is_float_dtype(t[0]->dtype) ? d.f == 0 : d.i == 0))
         return oc_fail(err, "delta is zero or the range is not finite");
     int64_t len = count > 0 ? (int64_t)fmin(count, 1e15) : 0;

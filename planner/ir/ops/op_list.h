@@ -60,6 +60,7 @@
     X(GATHER, "Gather", ONNX, gather, gather)                                                      \
     X(IDENTITY, "Identity", ONNX, identity, copy)                                                  \
     X(SQUEEZE, "Squeeze", ONNX, squeeze, copy)                                                     \
+    X(TRANSPOSE, "Transpose", ONNX, transpose, transpose)                                          \
     X(CAST, "Cast", ONNX, cast, cast)                                                              \
     X(CAST_LIKE, "CastLike", ONNX, cast_like, cast)                                                \
     /* backward, loss gradient and update (OC_DOMAIN) */                                           \
@@ -118,7 +119,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 64
+#define OP_LIST_COUNT 65
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -1,0 +1,111 @@
+/* checkpoint.c — see checkpoint.h. */
+#include "checkpoint.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/onnx_export.h"
+#include "ir/onnx_import.h"
+#include "ir/ops/op_table.h"
+#include "plan/plan_file.h"
+
+static bool saved_kind(const train_graph *tg, int t, bool with_opt) {
+    const ir_tensor *s = &tg->g->tensors[t];
+    return s->is_initializer && tg->alias_of[t] < 0 &&
+           (s->kind == IR_KIND_PARAMETER || s->kind == IR_KIND_STATE ||
+            (with_opt && s->kind == IR_KIND_OPT_STATE));
+}
+
+int rt_save(rt_exec *x, train_graph *tg, const char *path, const rt_checkpoint *ck, oc_err *err) {
+    ir_graph *g = tg->g;
+    int *extra = oc_malloc((size_t)g->n_tensors * sizeof *extra), n_extra = 0, rc = OC_OK;
+    for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
+        if (!saved_kind(tg, t, ck != NULL)) continue;
+        ir_tensor *s = &g->tensors[t];
+        int64_t bytes = 0;
+        ir_tensor_bytes(s, &bytes);
+        void *buf = oc_malloc((size_t)(bytes ? bytes : 1));
+        rc = rt_exec_read(x, t, buf, err);
+        if (rc == OC_OK) ir_tensor_set_data(s, buf, (size_t)bytes);
+        oc_free(buf);
+        if (s->kind == IR_KIND_OPT_STATE) extra[n_extra++] = t;
+    }
+    int loss_node = tg->n_forward - 1;
+    int out = g->nodes[loss_node].inputs[0];
+    /* The forward model only: a plan's SwapOut/SwapIn nodes (project domain) stay out. */
+    bool *skip = oc_calloc((size_t)g->n_nodes, sizeof(bool));
+    for (int i = 0; i < loss_node; i++) skip[i] = strcmp(g->nodes[i].domain, OC_DOMAIN) == 0;
+    char step[32], seed[32], samples[32], batch[32];
+    const char *meta[8];
+    int n_meta = 0;
+    if (ck) {
+        snprintf(step, sizeof step, "%" PRId64, ck->step);
+        snprintf(seed, sizeof seed, "%" PRIu64, ck->seed);
+        snprintf(samples, sizeof samples, "%" PRId64, ck->samples);
+        snprintf(batch, sizeof batch, "%" PRId64, ck->batch);
+        const char *kv[] = {"outcore.checkpoint.step",    step,  "outcore.checkpoint.seed",
+                            seed, "outcore.checkpoint.samples", samples,
+                            "outcore.checkpoint.batch",   batch};
+        memcpy(meta, kv, sizeof kv);
+        n_meta = 4;
+    }
+    int data_input = g->inputs[0] == tg->label_tensor ? g->inputs[1] : g->inputs[0];
+    onnx_export_spec s = {.node_begin = 0,
+                          .node_end = loss_node,
+                          .inputs = &data_input,
+                          .n_inputs = 1,
+                          .outputs = &out,
+                          .n_outputs = 1,
+                          .skip = skip,
+                          .extra = extra,
+                          .n_extra = n_extra,
+                          .meta = meta,
+                          .n_meta = n_meta};
+    if (rc == OC_OK) rc = onnx_export_graph(g, &s, path, err);
+    oc_free(skip);
+    oc_free(extra);
+    return rc;
+}
+
+static int meta_i64(const uint8_t *buf, size_t len, const char *path, const char *key,
+                    int64_t *v, oc_err *err) {
+    char *s = plan_file_meta_get(buf, len, key);
+    int rc = s && *s ? oc_parse_int(s, 0, INT64_MAX, key, v, err) : OC_ERR;
+    if (!s || !*s) oc_fail(err, "%s: not a checkpoint of outcore-run (no %s)", path, key);
+    oc_free(s);
+    return rc ? oc_fail_prefix(err, "%s", path) : OC_OK;
+}
+
+int rt_resume(const char *path, train_graph *tg, rt_checkpoint *ck, oc_err *err) {
+    uint8_t *buf;
+    size_t len;
+    if (oc_read_file(path, &buf, &len, err)) return OC_ERR;
+    int64_t seed = 0;
+    int rc = meta_i64(buf, len, path, "outcore.checkpoint.step", &ck->step, err) ||
+                     meta_i64(buf, len, path, "outcore.checkpoint.seed", &seed, err) ||
+                     meta_i64(buf, len, path, "outcore.checkpoint.samples", &ck->samples, err) ||
+                     meta_i64(buf, len, path, "outcore.checkpoint.batch", &ck->batch, err)
+                 ? OC_ERR
+                 : OC_OK;
+    ck->seed = (uint64_t)seed;
+    ir_graph *f = NULL;
+    if (rc == OC_OK) rc = onnx_import_buffer(buf, len, path, &f, err);
+    oc_free(buf);
+    ir_graph *g = tg->g;
+    for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
+        if (!saved_kind(tg, t, true)) continue;
+        ir_tensor *d = &g->tensors[t];
+        int k = ir_tensor_find(f, d->name);
+        const ir_tensor *s = k >= 0 ? &f->tensors[k] : NULL;
+        int64_t bytes = 0;
+        ir_tensor_bytes(d, &bytes);
+        if (!s || !s->is_initializer || s->data_src != IR_DATA_INLINE)
+            rc = oc_fail(err, "%s: the checkpoint has no data for '%s'", path, d->name);
+        else if (s->dtype != d->dtype || s->data_bytes != (size_t)bytes)
+            rc = oc_fail(err, "%s: '%s' has another type or size than the model's", path, d->name);
+        else ir_tensor_set_data(d, s->data, s->data_bytes);
+    }
+    ir_graph_free(f);
+    return rc;
+}

@@ -1,0 +1,92 @@
+/* evaluate.c — see evaluate.h. */
+#include "evaluate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "ir/shape_infer.h"
+#include "train/eval_graph.h"
+
+/* Adds the cross-entropy and hits of rows [0, rows) of logits [B, C, s..]
+ * against labels [B, s..]. */
+static void score(const float *logits, const int64_t *labels, int64_t rows, int64_t classes,
+                  int64_t spatial, double *loss, int64_t *hits) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t s = 0; s < spatial; s++) {
+            const float *z = logits + r * classes * spatial + s;
+            double mx = z[0];
+            int64_t arg = 0;
+            for (int64_t c = 1; c < classes; c++)
+                if (z[c * spatial] > mx) mx = z[c * spatial], arg = c;
+            double sum = 0;
+            for (int64_t c = 0; c < classes; c++) sum += exp((double)z[c * spatial] - mx);
+            int64_t y = labels[r * spatial + s];
+            *loss += mx + log(sum) - (double)z[y * spatial];
+            *hits += arg == y;
+        }
+}
+
+int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d, int64_t batch,
+                rt_eval *r, oc_err *err) {
+    memset(r, 0, sizeof *r);
+    char path[] = "/tmp/outcore-eval-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return oc_fail(err, "cannot create a temporary file for the evaluation model");
+    close(fd);
+    ir_graph *g = NULL;
+    train_graph *eg = NULL;
+    rt_exec *ex = NULL;
+    bool *keep = NULL;
+    float *logits = NULL;
+    int64_t *idx = NULL;
+    ir_bind_opts bo = {.batch = batch};
+    train_opts o = tg->opts;
+    o.forward_only = true;
+    int rc = rt_save(x, tg, path, NULL, err);
+    if (rc == OC_OK) rc = ir_load_model(path, &bo, &g, err);
+    unlink(path);
+    if (rc == OC_OK) rc = eval_graph_make(g, err);
+    if (rc == OC_OK) {
+        rc = train_build(g, &o, &eg, err); /* g consumed */
+        g = NULL;
+    }
+    if (rc) goto out;
+    const ir_graph *G = eg->g;
+    int out = G->nodes[eg->n_forward - 1].inputs[0];
+    const ir_tensor *lt = &G->tensors[out];
+    int64_t classes = lt->rank >= 2 ? lt->dims[1] : 1, per = 1, spatial = 1;
+    for (int i = 2; i < lt->rank; i++) spatial *= lt->dims[i];
+    per = classes * spatial;
+    keep = oc_calloc((size_t)G->n_tensors, sizeof(bool));
+    keep[out] = true;
+    rt_exec_opts eo = {.backend = b, .seed = 0, .keep = keep};
+    if ((rc = rt_exec_new(eg, &eo, &ex, err)) || (rc = rt_exec_upload_initializers(ex, err)))
+        goto out;
+    int li = G->inputs[0] == eg->label_tensor ? 0 : 1;
+    logits = oc_malloc((size_t)(batch * per) * sizeof(float));
+    idx = oc_malloc((size_t)batch * sizeof(int64_t));
+    double loss = 0;
+    int64_t hits = 0;
+    for (int64_t at = 0; at < d->n && rc == OC_OK; at += batch) {
+        int64_t rows = d->n - at < batch ? d->n - at : batch;
+        for (int64_t k = 0; k < batch; k++) idx[k] = k < rows ? at + k : at; /* padding */
+        rt_dataset_gather(d, idx, batch, rt_exec_host_input(ex, 1 - li), rt_exec_host_input(ex, li));
+        float l;
+        if ((rc = rt_exec_step(ex, 0, &l, err)) || (rc = rt_exec_read(ex, out, logits, err))) break;
+        score(logits, rt_exec_host_input(ex, li), rows, classes, spatial, &loss, &hits);
+    }
+    r->samples = d->n;
+    r->loss = d->n ? loss / (double)(d->n * spatial) : 0;
+    r->accuracy = d->n ? (double)hits / (double)(d->n * spatial) : 0;
+out:
+    rt_exec_free(ex);
+    train_graph_free(eg);
+    ir_graph_free(g);
+    oc_free(keep);
+    oc_free(logits);
+    oc_free(idx);
+    return rc;
+}

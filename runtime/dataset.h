@@ -1,0 +1,53 @@
+/* dataset.h — a data set on disk for outcore-run: NumPy .npy arrays,
+ * memory-mapped (any size; pages are read as batches touch them), and the
+ * order samples are visited in, a pure function of (seed, epoch).
+ *
+ *   rt_npy x, y;
+ *   if (rt_npy_open("x.npy", &x, &err) || rt_npy_open("y.npy", &y, &err)) ...
+ *   rt_dataset d;
+ *   if (rt_dataset_bind(&d, &x, &y, data_tensor, label_tensor, classes, &err)) ...
+ *   int64_t *order = rt_dataset_order(d.n, seed, epoch);   // a permutation, oc_free it
+ *   rt_dataset_gather(&d, order + step * batch, batch, host_x, host_y);
+ *   rt_npy_close(&x); rt_npy_close(&y);
+ *
+ * Accepted: format versions 1-3, C order, little-endian float32 ('<f4') data
+ * of shape [N, dims of the model input without its batch dim], labels int64
+ * ('<i8') or int32 ('<i4') of shape [N] or [N, dims of the label input without
+ * its batch dim], every label in [0, classes). Anything else fails naming the
+ * file and what it found. */
+#ifndef OC_DATASET_H
+#define OC_DATASET_H
+
+#include "ir/ir.h"
+
+typedef struct rt_npy {
+    char *path;          /* owned */
+    const uint8_t *data; /* first element, inside the mapping */
+    void *map;           /* the whole file, mmap'd read-only */
+    size_t map_bytes;
+    ir_dtype dtype;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+} rt_npy;
+
+int rt_npy_open(const char *path, rt_npy *a, oc_err *err);
+void rt_npy_close(rt_npy *a);
+
+typedef struct rt_dataset {
+    const rt_npy *x, *y;
+    int64_t n;                     /* samples */
+    int64_t x_sample, y_sample;    /* elements per sample */
+} rt_dataset;
+
+/* Checks x and y against the model's data and label inputs (shapes past the
+ * batch dim, dtypes, sample counts, label range: every label is read once). */
+int rt_dataset_bind(rt_dataset *d, const rt_npy *x, const rt_npy *y, const ir_tensor *data,
+                    const ir_tensor *labels, int64_t classes, oc_err *err);
+/* The visiting order of epoch e: a permutation of [0, n) (Fisher-Yates from
+ * the counter-based generator keyed by seed and epoch). Caller frees. */
+int64_t *rt_dataset_order(int64_t n, uint64_t seed, int64_t epoch);
+/* Copies samples idx[0..count) into a batch: float32 data, int64 labels. */
+void rt_dataset_gather(const rt_dataset *d, const int64_t *idx, int64_t count, float *x,
+                       int64_t *y);
+
+#endif

@@ -32,10 +32,14 @@ static int parse_header(const char *path, const char *h, rt_npy *a, oc_err *err)
     if (strncmp(d, "'<f4'", 5) == 0) a->dtype = IR_DTYPE_FLOAT;
     else if (strncmp(d, "'<i8'", 5) == 0) a->dtype = IR_DTYPE_INT64;
     else if (strncmp(d, "'<i4'", 5) == 0) a->dtype = IR_DTYPE_INT32;
-    else
-        return oc_fail(err, "%s: dtype %.12s is not supported (float32 '<f4' data; int64 '<i8' or "
-                            "int32 '<i4' labels)",
-                       path, d);
+    else {
+        const char *q = *d == '\'' ? strchr(d + 1, '\'') : NULL;
+        int len = q && q - d < 24 ? (int)(q - d + 1) : 12;
+        return oc_fail(err,
+                       "%s: dtype %.*s is not supported (float32 '<f4' data; int64 '<i8' or "
+                       "int32 '<i4' labels)",
+                       path, len, d);
+    }
     if (strncmp(f, "False", 5) != 0)
         return oc_fail(err, "%s: Fortran-order arrays are not supported (save a C-order array)",
                        path);
@@ -78,9 +82,9 @@ int rt_npy_open(const char *path, rt_npy *a, oc_err *err) {
         rt_npy_close(a);
         return oc_fail(err, "%s: not a NumPy .npy file (format versions 1 to 3)", path);
     }
-    size_t hl = b[6] == 1 ? (size_t)b[8] | (size_t)b[9] << 8
-                          : (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 |
-                                (size_t)b[11] << 24,
+    size_t hl = b[6] == 1
+                    ? (size_t)b[8] | (size_t)b[9] << 8
+                    : (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24,
            at = b[6] == 1 ? 10 : 12;
     if (hl > bytes - at || hl > 1 << 20) {
         rt_npy_close(a);
@@ -95,8 +99,8 @@ int rt_npy_open(const char *path, rt_npy *a, oc_err *err) {
     int64_t data_bytes;
     if (rc == OC_OK && (!oc_mul_i64(numel, ir_dtype_size(a->dtype), &data_bytes) ||
                         (uint64_t)data_bytes > bytes - at - hl))
-        rc = oc_fail(err, "%s: the file holds %zu data bytes, the header's shape needs more",
-                     path, bytes - at - hl);
+        rc = oc_fail(err, "%s: the file holds %zu data bytes, the header's shape needs more", path,
+                     bytes - at - hl);
     if (rc) {
         rt_npy_close(a);
         return OC_ERR;
@@ -157,9 +161,9 @@ int rt_dataset_bind(rt_dataset *d, const rt_npy *x, const rt_npy *y, const ir_te
             v = w;
         }
         if (v < 0 || v >= classes)
-            return oc_fail(err, "%s: label %" PRId64 " of sample %" PRId64
-                                " is outside [0, %" PRId64 ")",
-                           y->path, v, i / d->y_sample, classes);
+            return oc_fail(
+                err, "%s: label %" PRId64 " of sample %" PRId64 " is outside [0, %" PRId64 ")",
+                y->path, v, i / d->y_sample, classes);
     }
     return OC_OK;
 }

@@ -35,8 +35,8 @@ void rt_npy_close(rt_npy *a);
 
 typedef struct rt_dataset {
     const rt_npy *x, *y;
-    int64_t n;                     /* samples */
-    int64_t x_sample, y_sample;    /* elements per sample */
+    int64_t n;                  /* samples */
+    int64_t x_sample, y_sample; /* elements per sample */
 } rt_dataset;
 
 /* Checks x and y against the model's data and label inputs (shapes past the

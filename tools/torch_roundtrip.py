@@ -77,9 +77,15 @@ def build(name, num_classes=10):
     return no_randomness(getattr(tvm, name)(**kw))
 
 
+IMAGE_SIZE = 64
+
+
 def image_size(name):
-    return {"inception_v3": 75, "googlenet": 64, "alexnet": 64, "maxvit_t": 224,
-            "vit_b_16": 224, "swin_t": 224}.get(name, 64)
+    """Small images, except where the architecture needs more (inception_v3's stem, the
+    transformers' fixed patch grids; alexnet and vgg's adaptive pooling to 6x6 / 7x7)."""
+    fixed = {"inception_v3": 75, "maxvit_t": 224, "vit_b_16": 224, "swin_t": 224,
+             "alexnet": 224, "vgg11": 224, "vgg16_bn": 224}
+    return fixed.get(name, IMAGE_SIZE)
 
 
 def export(model, x, exporter, path):
@@ -168,8 +174,9 @@ def rel(a, b):
 
 
 def compare(ref64, ref32, loss, trained):
-    """Worst relative error over the loss and every state tensor; the tensors that miss
-    1e-4 but stay within 3x PyTorch float32's own distance; the ones that fail."""
+    """Rows (name, error vs float64, PyTorch float32's own error) of the loss and every state
+    tensor, split into: within TOL; float32 ties (above TOL, within 3x PyTorch float32's own
+    distance: PyTorch's float32 step misses float64 there too); off; and tensors --save lacks."""
     loss64, s64 = ref64
     loss32, s32 = ref32
     rows = [("loss", rel(loss, loss64), rel(loss32, loss64))]
@@ -177,10 +184,10 @@ def compare(ref64, ref32, loss, trained):
     for k, v in s64.items():
         if k in trained:
             rows.append((k, rel(trained[k], v), rel(s32[k], v)))
-    worst = max(rows, key=lambda r: r[1])
+    strict = [r for r in rows if r[1] <= TOL]
     tie = [r for r in rows if r[1] > TOL and r[1] <= 3 * r[2]]
     bad = [r for r in rows if r[1] > TOL and r[1] > 3 * r[2]]
-    return worst, tie, bad, missing
+    return strict, tie, bad, missing
 
 
 def sweep_one(name, exporter, tmp):
@@ -200,26 +207,33 @@ def sweep_one(name, exporter, tmp):
         loss, trained, notices = run_outcore(path, x.numpy(), y.numpy().astype(np.int64), tmp)
     except RuntimeError as e:
         return "refused", str(e)[:200]
-    worst, tie, bad, missing = compare(ref64, ref32, loss, trained)
+    strict, tie, bad, missing = compare(ref64, ref32, loss, trained)
     if missing:
         return "✗", f"--save lacks {len(missing)} tensors, e.g. {missing[0]}"
-    detail = f"worst {worst[1]:.1e} ({worst[0]})"
+    worst = max(strict, key=lambda r: r[1]) if strict else ("-", 0.0, 0.0)
+    detail = f"{len(strict)}/{len(strict) + len(tie) + len(bad)} within {TOL:g} (worst {worst[1]:.1e})"
     if tie:
-        detail += "; float32 ties (within 3x PyTorch fp32's own " + ", ".join(
-            f"{r[0]} {r[1]:.1e} vs {r[2]:.1e}" for r in tie[:3]) + ")"
+        detail += f"; {len(tie)} float32 ties: " + ", ".join(
+            f"{r[0]} {r[1]:.1e} (PyTorch fp32 {r[2]:.1e})" for r in tie[:3]) + (
+            ", ..." if len(tie) > 3 else "")
     if bad:
-        return "✗", detail + "; off: " + ", ".join(f"{r[0]} {r[1]:.1e}" for r in bad[:3])
+        return "✗", detail + "; off: " + ", ".join(f"{r[0]} {r[1]:.1e} (PyTorch fp32 "
+                                                   f"{r[2]:.1e})" for r in bad[:3])
     return "✓", detail
 
 
 def cmd_sweep(args):
+    global IMAGE_SIZE
+    IMAGE_SIZE = args.image_size
     torch_imports()
     models = args.models.split(",") if args.models else CLASSIFIERS + SEGMENTATION
     exporters = args.exporters.split(",")
-    print(f"torch {torch.__version__}; lr {LR}, momentum {MOMENTUM}, weight decay {WD}; "
-          f"batch 2, 10 classes; tolerance {TOL} relative to float64\n")
-    print("| model | " + " | ".join(exporters) + " |")
-    print("|---|" + "---|" * len(exporters))
+    out = open(args.table, "w") if args.table else sys.stdout
+    out.write(f"torch {torch.__version__}; lr {LR}, momentum {MOMENTUM}, weight decay {WD}; "
+              f"batch 2, 10 classes, {IMAGE_SIZE}x{IMAGE_SIZE} images (except where noted); "
+              f"tolerance {TOL} relative to float64\n\n")
+    out.write("| model | " + " | ".join(exporters) + " |\n")
+    out.write("|---|" + "---|" * len(exporters) + "\n")
     for name in models:
         cells = []
         for ex in exporters:
@@ -229,7 +243,10 @@ def cmd_sweep(args):
                 if status != "✓" and name in TRANSFORMERS:
                     detail = f"{TRANSFORMERS[name]} (transformers): {detail}"
                 cells.append(f"{status} {detail} ({time.time() - t0:.0f} s)")
-        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+        size = image_size(name)
+        label = name if size == IMAGE_SIZE else f"{name} ({size}x{size})"
+        out.write(f"| {label} | " + " | ".join(cells) + " |\n")
+        out.flush()
 
 
 def cmd_fixtures(args):
@@ -277,6 +294,8 @@ def main():
     s.add_argument("--models")
     s.add_argument("--exporters", default="dynamo,legacy")
     s.add_argument("--out", default=None, help="scratch folder")
+    s.add_argument("--image-size", type=int, default=IMAGE_SIZE)
+    s.add_argument("--table", help="write the Markdown table here (the exporters print to stdout)")
     f = sub.add_parser("fixtures")
     f.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "torch2"))
     args = p.parse_args()

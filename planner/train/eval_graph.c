@@ -61,8 +61,8 @@ int eval_graph_make(ir_graph *g, oc_err *err) {
             drop_outputs(g, n, 1);
         } else if (n->op == OP_DROPOUT) {
             to_identity(g, i, 0);
-        } else if (n->op == OP_MUL && (is_random_mask(g, n->inputs[1]) ||
-                                       is_random_mask(g, n->inputs[0]))) {
+        } else if (n->op == OP_MUL &&
+                   (is_random_mask(g, n->inputs[1]) || is_random_mask(g, n->inputs[0]))) {
             to_identity(g, i, is_random_mask(g, n->inputs[1]) ? 0 : 1);
         } else {
             continue;
@@ -76,7 +76,8 @@ int eval_graph_make(ir_graph *g, oc_err *err) {
     for (int i = g->n_nodes - 1; i >= 0; i--) {
         const ir_node *n = &g->nodes[i];
         bool live = false;
-        for (int o = 0; o < n->n_outputs; o++) live = live || (n->outputs[o] >= 0 && needed[n->outputs[o]]);
+        for (int o = 0; o < n->n_outputs; o++)
+            live = live || (n->outputs[o] >= 0 && needed[n->outputs[o]]);
         remove[i] = !live;
         for (int k = 0; live && k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) needed[n->inputs[k]] = true;

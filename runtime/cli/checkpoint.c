@@ -44,9 +44,9 @@ int rt_save(rt_exec *x, train_graph *tg, const char *path, const rt_checkpoint *
         snprintf(seed, sizeof seed, "%" PRIu64, ck->seed);
         snprintf(samples, sizeof samples, "%" PRId64, ck->samples);
         snprintf(batch, sizeof batch, "%" PRId64, ck->batch);
-        const char *kv[] = {"outcore.checkpoint.step",    step,  "outcore.checkpoint.seed",
-                            seed, "outcore.checkpoint.samples", samples,
-                            "outcore.checkpoint.batch",   batch};
+        const char *kv[] = {
+            "outcore.checkpoint.step",    step,    "outcore.checkpoint.seed",  seed,
+            "outcore.checkpoint.samples", samples, "outcore.checkpoint.batch", batch};
         memcpy(meta, kv, sizeof kv);
         n_meta = 4;
     }
@@ -68,8 +68,8 @@ int rt_save(rt_exec *x, train_graph *tg, const char *path, const rt_checkpoint *
     return rc;
 }
 
-static int meta_i64(const uint8_t *buf, size_t len, const char *path, const char *key,
-                    int64_t *v, oc_err *err) {
+static int meta_i64(const uint8_t *buf, size_t len, const char *path, const char *key, int64_t *v,
+                    oc_err *err) {
     char *s = plan_file_meta_get(buf, len, key);
     int rc = s && *s ? oc_parse_int(s, 0, INT64_MAX, key, v, err) : OC_ERR;
     if (!s || !*s) oc_fail(err, "%s: not a checkpoint of outcore-run (no %s)", path, key);

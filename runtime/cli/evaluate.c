@@ -73,7 +73,8 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     for (int64_t at = 0; at < d->n && rc == OC_OK; at += batch) {
         int64_t rows = d->n - at < batch ? d->n - at : batch;
         for (int64_t k = 0; k < batch; k++) idx[k] = k < rows ? at + k : at; /* padding */
-        rt_dataset_gather(d, idx, batch, rt_exec_host_input(ex, 1 - li), rt_exec_host_input(ex, li));
+        rt_dataset_gather(d, idx, batch, rt_exec_host_input(ex, 1 - li),
+                          rt_exec_host_input(ex, li));
         float l;
         if ((rc = rt_exec_step(ex, 0, &l, err)) || (rc = rt_exec_read(ex, out, logits, err))) break;
         score(logits, rt_exec_host_input(ex, li), rows, classes, spatial, &loss, &hits);

@@ -179,7 +179,7 @@ test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN) $(TEST_TOOLS) cuda-emu
 # build-fuzz/ (SANITIZE=fuzz). `make fuzz FUZZ_SECONDS=N` replays each target's
 # regression corpus (tests/fuzz/corpus/<target>) and seeds, then fuzzes it N seconds.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= import profile plan cli tensor
+FUZZ_TARGETS ?= import profile plan cli tensor npy
 FUZZ_MUTATOR_import := tests/fuzz/onnx_mutator.c
 FUZZ_MUTATOR_plan := tests/fuzz/onnx_mutator.c
 FUZZ_LINK := $(filter-out $(BUILD)/planner/cli/main.o,$(CLI_OBJ)) $(LINK_LIBS)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "onnx.pb-c.h"
+#include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "ir/out_file.h"
 #include "ir/strmap.h"
@@ -461,6 +462,90 @@ static int check_ops_supported(importer *im) {
     return OC_OK;
 }
 
+/* The int64 (or int32) scalar value of tensor t at import: an initializer's
+ * data or a Constant node's value attribute. */
+static bool import_scalar(const ir_graph *g, int t, int64_t *v) {
+    const ir_tensor *x = &g->tensors[t];
+    const ir_tensor *src = x->is_initializer ? x : NULL;
+    if (!src && x->producer >= 0) {
+        const ir_node *p = &g->nodes[x->producer];
+        const ir_attr *a = p->op == OP_CONSTANT ? ir_attr_find(p, "value") : NULL;
+        if (a && a->type == IR_ATTR_TENSOR) src = a->t;
+        else if ((a = p->op == OP_CONSTANT ? ir_attr_find(p, "value_int") : NULL)) {
+            *v = a->i;
+            return true;
+        }
+    }
+    if (!src || src->data_src != IR_DATA_INLINE || src->rank != 0) return false;
+    if (src->dtype == IR_DTYPE_INT64 && src->data_bytes == 8) memcpy(v, src->data, 8);
+    else if (src->dtype == IR_DTYPE_INT32 && src->data_bytes == 4) {
+        int32_t w;
+        memcpy(&w, src->data, 4);
+        *v = w;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* torch 2.x's exporter writes torch.chunk / split as SplitToSequence whose
+ * sequence only SequenceAt nodes read, at constant positions. outcore has no
+ * sequence type: that is one Split whose outputs are the SequenceAt outputs
+ * in position order (a scalar split, a chunk size, stays a scalar: op_slice.c
+ * reads it so). Every chunk must be read exactly once. */
+static int fuse_split_to_sequence(importer *im) {
+    ir_graph *g = im->g;
+    bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    int rc = OC_OK;
+    for (int i = 0; i < g->n_nodes && rc == OC_OK; i++) {
+        ir_node *s = &g->nodes[i];
+        if (*s->domain || strcmp(s->op_type, "SplitToSequence") != 0) continue;
+        int seq = s->outputs[0], n = 0, outs[OP_MAX_SPLIT];
+        for (int k = 0; k < OP_MAX_SPLIT; k++) outs[k] = -1;
+        const ir_tensor *q = &g->tensors[seq];
+        for (int c = 0; c < q->n_consumers && rc == OC_OK; c++) {
+            ir_node *r = &g->nodes[q->consumers[c]];
+            int64_t pos;
+            if (*r->domain || strcmp(r->op_type, "SequenceAt") != 0 || r->n_inputs != 2 ||
+                r->inputs[0] != seq || !import_scalar(g, r->inputs[1], &pos) || pos < 0 ||
+                pos >= OP_MAX_SPLIT || outs[pos] >= 0)
+                rc = oc_fail(im->err,
+                             "%s: node '%s' (SplitToSequence): its sequence is read by '%s' (%s); "
+                             "outcore takes sequences only as SequenceAt at distinct constant "
+                             "positions below %d",
+                             im->path, s->name, r->name, r->op_type, OP_MAX_SPLIT);
+            else {
+                outs[pos] = r->outputs[0];
+                remove[q->consumers[c]] = true;
+                n = pos + 1 > n ? (int)pos + 1 : n;
+            }
+        }
+        for (int k = 0; k < n && rc == OC_OK; k++)
+            if (outs[k] < 0)
+                rc = oc_fail(im->err, "%s: node '%s' (SplitToSequence): chunk %d is never read",
+                             im->path, s->name, k);
+        if (rc == OC_OK && (ir_attr_int(s, "keepdims", 1) == 0 && s->n_inputs < 2))
+            rc = oc_fail(im->err, "%s: node '%s' (SplitToSequence): keepdims=0 is not supported",
+                         im->path, s->name);
+        if (rc) break;
+        g->tensors[seq].producer = -1;
+        s->n_outputs = 0;
+        for (int k = 0; k < n; k++) {
+            g->tensors[outs[k]].producer = -1;
+            ir_node_add_output(g, i, outs[k]);
+        }
+        s = &g->nodes[i];
+        s->op = OP_SPLIT;
+        oc_free(s->op_type);
+        s->op_type = oc_strdup(op_name(OP_SPLIT));
+    }
+    for (int i = 0; i < g->n_nodes && rc == OC_OK; i++) /* detach the SequenceAt nodes */
+        if (remove[i]) g->nodes[i].n_outputs = 0;
+    if (rc == OC_OK) ir_graph_remove_nodes(g, remove);
+    oc_free(remove);
+    return rc;
+}
+
 static int import_model(importer *im, const Onnx__ModelProto *m) {
     ir_graph *g = im->g;
     const Onnx__GraphProto *gp = m->graph;
@@ -516,6 +601,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
         ir_graph_add_output(g, t);
     }
     note_folded_normalization(im, gp);
+    if (fuse_split_to_sequence(im)) return OC_ERR;
     return check_ops_supported(im);
 }
 

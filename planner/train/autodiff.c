@@ -129,6 +129,22 @@ int grad_const_i64(grad_ctx *c, const char *suffix, int n, const int64_t *vals) 
     return t;
 }
 
+int grad_const_zeros(grad_ctx *c, const char *suffix, int rank, const int64_t *dims) {
+    char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
+    int t = ir_tensor_add(c->b->g, name, IR_DTYPE_FLOAT);
+    oc_free(name);
+    ir_tensor *x = &c->b->g->tensors[t];
+    ir_tensor_set_shape(x, rank, dims);
+    int64_t bytes = 0;
+    ir_tensor_bytes(x, &bytes);
+    void *z = oc_calloc(1, (size_t)bytes + 1);
+    ir_tensor_set_data(x, z, (size_t)bytes);
+    oc_free(z);
+    x->is_initializer = true;
+    x->kind = IR_KIND_CONSTANT;
+    return t;
+}
+
 int grad_finish(grad_ctx *c, int node) {
     ir_graph *g = c->b->g;
     ir_node *n = &g->nodes[node];

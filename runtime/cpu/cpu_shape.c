@@ -73,6 +73,42 @@ int cpu_transpose(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* Offset in a tensor of dims `dims` of the element at start + o * step. */
+static int64_t slice_offset(const op_slice_args *p, const int64_t *dims, const int64_t *o) {
+    int64_t off = 0;
+    for (int d = 0; d < p->rank; d++) off = off * dims[d] + p->start[d] + o[d] * p->step[d];
+    return off;
+}
+
+/* Y = X[start + o * step] over every output index o (Slice), or dX = 0 with
+ * dX[start + o * step] = dY[o] (SliceGrad). */
+static int slice_copy(const kernel_args *a, bool grad, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    const ir_tensor *small = grad ? x : y, *big = grad ? y : x;
+    size_t es = esize(a, x, err);
+    if (!es) return OC_ERR;
+    const op_slice_args *p = &op_args_of(a->n)->slice;
+    if (p->rank != big->rank || small->rank != big->rank)
+        return kernel_fail(a, err, "the slice's rank is not the tensor's");
+    if (grad) memset(a->out[0], 0, (size_t)kernel_numel(big) * es);
+    int64_t n = kernel_numel(small), o[IR_MAX_RANK] = {0};
+    const uint8_t *in = a->in[0];
+    uint8_t *out = a->out[0];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = slice_offset(p, big->dims, o);
+        if (grad) memcpy(out + (size_t)at * es, in + (size_t)i * es, es);
+        else memcpy(out + (size_t)i * es, in + (size_t)at * es, es);
+        for (int d = p->rank - 1; d >= 0; d--) {
+            if (++o[d] < small->dims[d]) break;
+            o[d] = 0;
+        }
+    }
+    return OC_OK;
+}
+
+int cpu_slice(const kernel_args *a, oc_err *err) { return slice_copy(a, false, err); }
+int cpu_slice_grad(const kernel_args *a, oc_err *err) { return slice_copy(a, true, err); }
+
 /* X1..Xk (.., d_i, ..) -> Y (.., sum d_i, ..) along axis. */
 int cpu_concat(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);

@@ -398,6 +398,35 @@ int cuda_transpose(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* Slice (gather) and SliceGrad (zero, then scatter): see cpu_slice. */
+static int slice_copy(const cuda_ctx *c, const kernel_args *a, bool grad, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    const ir_tensor *small = grad ? x : y, *big = grad ? y : x;
+    size_t es = esize(a, x, err);
+    if (!es) return OC_ERR;
+    if (es != 1 && es != 2 && es != 4 && es != 8)
+        return kernel_fail(a, err, "dtype %s is not supported", ir_dtype_name(x->dtype));
+    const op_slice_args *p = &op_args_of(a->n)->slice;
+    if (p->rank != big->rank || small->rank != big->rank)
+        return kernel_fail(a, err, "the slice's rank is not the tensor's");
+    cu_shape start = {.rank = p->rank}, step = {.rank = p->rank};
+    for (int i = 0; i < p->rank; i++) start.d[i] = p->start[i], step.d[i] = p->step[i];
+    if (grad) {
+        size_t bytes = (size_t)kernel_numel(big) * es;
+        if (bytes) CU_CHECK(cudaMemsetAsync(a->out[0], 0, bytes, c->stream));
+    }
+    CU_LAUNCH(cu_slice(c->stream, (int)es, a->in[0], a->out[0], shape_of(small), shape_of(big),
+                       start, step, grad));
+    return OC_OK;
+}
+
+int cuda_slice(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return slice_copy(c, a, false, err);
+}
+int cuda_slice_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return slice_copy(c, a, true, err);
+}
+
 static int concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) {
     const ir_tensor *big = grad ? kernel_in(a, 0) : kernel_out(a, 0);
     size_t es = esize(a, big, err);

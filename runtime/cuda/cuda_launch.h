@@ -44,6 +44,10 @@ uint64_t cu_rng_u64_host(uint64_t key, uint64_t index);
 /* Y = X transposed: output dim d is input dim perm.d[d] (element size es). */
 int cu_transpose(void *stream, int es, const void *x, cu_shape xs, void *y, cu_shape ys,
                  cu_shape perm);
+/* Slice: small[o] = big[start + o * step]; scatter (SliceGrad): big[start +
+ * o * step] = small[o] (big zeroed by the caller). in is small when scatter. */
+int cu_slice(void *stream, int es, const void *in, void *out, cu_shape small, cu_shape big,
+             cu_shape start, cu_shape step, int scatter);
 /* y = x ? 1 : 0 (bool -> float). */
 int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */

@@ -484,6 +484,48 @@ extern "C" int cu_transpose(void *stream, int es, const void *x, cu_shape xs, vo
     return last_error();
 }
 
+template <typename T>
+__global__ void k_slice(const T *in, T *out, cu_shape small, cu_shape big, cu_shape start,
+                        cu_shape step, int scatter, int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t rem = i, off = 0, mul = 1;
+        for (int d = small.rank - 1; d >= 0; d--) {
+            off += (start.d[d] + (rem % small.d[d]) * step.d[d]) * mul;
+            rem /= small.d[d];
+            mul *= big.d[d];
+        }
+        if (scatter) out[off] = in[i];
+        else out[i] = in[off];
+    }
+}
+
+extern "C" int cu_slice(void *stream, int es, const void *in, void *out, cu_shape small,
+                        cu_shape big, cu_shape start, cu_shape step, int scatter) {
+    int64_t n = numel(small);
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+    switch (es) {
+    case 1:
+        k_slice<<<b, THREADS, 0, s>>>((const uint8_t *)in, (uint8_t *)out, small, big, start, step,
+                                      scatter, n);
+        break;
+    case 2:
+        k_slice<<<b, THREADS, 0, s>>>((const uint16_t *)in, (uint16_t *)out, small, big, start,
+                                      step, scatter, n);
+        break;
+    case 4:
+        k_slice<<<b, THREADS, 0, s>>>((const uint32_t *)in, (uint32_t *)out, small, big, start,
+                                      step, scatter, n);
+        break;
+    default:
+        k_slice<<<b, THREADS, 0, s>>>((const uint64_t *)in, (uint64_t *)out, small, big, start,
+                                      step, scatter, n);
+        break;
+    }
+    return last_error();
+}
+
 __global__ void k_random_uniform(float *y, int64_t n, uint64_t key, float low, float span) {
     GRID_LOOP(i, n) y[i] = low + span * rng_uniform(key, (uint64_t)i);
 }

@@ -8,16 +8,37 @@
 #   OUT/cli/      command lines (NUL-separated; first byte 0: outcore-plan,
 #                 1: outcore-run)
 #   OUT/tensor/   TensorProto files (raw and typed data, float and int64)
+#   OUT/npy/      pairs of NumPy arrays, data and labels (format 1 and 2; float32,
+#                 int64, int32, float64)
 #   OUT/fixtures/ fuzz_cli's scratch files: m.onnx p.json plan.onnx t.onnx dev.json
 set -eu
 OUT=$1
 BUILD=${BUILD:-build}
 PY=${PY:-/usr/bin/python3}
 PLAN="$BUILD/outcore-plan"
-rm -rf "$OUT" && mkdir -p "$OUT"/{import,profile,plan,cli,tensor,fixtures}
+rm -rf "$OUT" && mkdir -p "$OUT"/{import,profile,plan,cli,tensor,npy,fixtures}
 F="$OUT/fixtures"
 "$PY" tests/fuzz/tiny_model.py "$F/m.onnx"
-cp graphs/*_op13.onnx "$F/m.onnx" "$OUT/import/"
+cp graphs/*_op13.onnx "$F/m.onnx" tests/data/torch2/*.onnx "$OUT/import/"
+"$PY" - "$OUT/npy" <<'PY'
+import sys
+import numpy as np
+from numpy.lib import format as npf
+d = sys.argv[1]
+def pair(name, x, y):  # fuzz_npy's input: len(x) (2 bytes), x, y
+    with open(f"{d}/{name}", "wb") as f:
+        f.write(len(x).to_bytes(2, "little") + x + y)
+def npy(a, version=None):
+    import io
+    b = io.BytesIO()
+    npf.write_array(b, a, version=version)
+    return b.getvalue()
+x = np.arange(48, dtype=np.float32).reshape(4, 3, 2, 2) / 7
+pair("v1", npy(x), npy(np.array([0, 3, 1, 2], np.int64)))
+pair("v2_int32", npy(x, (2, 0)), npy(np.array([1, 0, 2, 3], np.int32), (2, 0)))
+pair("float64", npy(x.astype(np.float64)), npy(np.array([0, 1, 1, 0], np.int64)))
+pair("labels_2d", npy(x), npy(np.zeros((4, 1), np.int64)))
+PY
 for t in /usr/share/libonnx-testdata/data/node/test_{conv,relu,maxpool,averagepool,batchnorm,gemm,concat,flatten,reshape,add,sigmoid,dropout,pad,gather,clip,softmax,mul,sub,unsqueeze,squeeze}*/model.onnx; do
     [ -f "$t" ] && cp "$t" "$OUT/import/$(basename "$(dirname "$t")").onnx"
 done

@@ -13,7 +13,7 @@ set -u
 BUILD=${BUILD:-build}
 FB=${FUZZ_BUILD:-build-fuzz}
 SECS=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"import profile plan cli tensor"}
+TARGETS=${FUZZ_TARGETS:-"import profile plan cli tensor npy"}
 ROOT=$(pwd)
 SEEDS="$ROOT/$FB/seeds"
 # FUZZ_KEEP_SEEDS=1: reuse the seeds of an earlier run (runs side by side).

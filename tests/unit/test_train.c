@@ -14,6 +14,7 @@
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "ir/shape_infer.h"
+#include "train/eval_graph.h"
 #include "train/train_graph.h"
 
 /* ---- a tiny graph builder over the IR ---- */
@@ -300,6 +301,47 @@ static void test_batch_norm_inference_form_trains(void **state) {
     }
 }
 
+/* The inference form outcore-run evaluates on (train/eval_graph.h): training
+ * BN on its running statistics, Dropout and the exporters' random dropout
+ * pattern gone, the same output. */
+static void test_eval_graph(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(15, &a);
+    int n = bn(g, "bn", a, 4, 3);
+    attr_int(g, n, "training_mode", 1);
+    bool yes = true;
+    int tm = tensor(g, "tm", IR_KIND_CONSTANT, 0, NULL);
+    g->tensors[tm].dtype = IR_DTYPE_BOOL;
+    g->tensors[tm].is_initializer = true;
+    ir_tensor_set_data(&g->tensors[tm], &yes, 1);
+    int d = node(g, "drop", "Dropout", 2, out0(g, n), const_scalar_f(g, "ratio", 0.25f), tm, END);
+    int r = node(g, "rand", "RandomUniformLike", 1, out0(g, d), END);
+    int keep = const_scalar_f(g, "keep", 0.8f);
+    int l = node(g, "less", "Less", 1, out0(g, r), keep, END);
+    int c = node(g, "cast", "Cast", 1, out0(g, l), END);
+    attr_int(g, c, "to", IR_DTYPE_FLOAT);
+    int dv = node(g, "div", "Div", 1, out0(g, c), keep, END);
+    int m = node(g, "mul", "Mul", 1, out0(g, d), out0(g, dv), END);
+    int gap = node(g, "gap", "GlobalAveragePool", 1, out0(g, m), END);
+    int y = out0(g, node(g, "flat", "Flatten", 1, out0(g, gap), END));
+    ir_graph_add_output(g, y);
+    oc_err err;
+    if (ir_infer_shapes(g, &err)) fail_msg("%s", err.msg);
+    assert_true(op_args_of(&g->nodes[node_named(g, "bn")])->bn.training);
+    if (eval_graph_make(g, &err)) fail_msg("%s", err.msg);
+    const ir_node *b = &g->nodes[node_named(g, "bn")];
+    assert_int_equal(b->n_outputs, 1);
+    assert_false(op_args_of(b)->bn.training);
+    assert_int_equal(g->nodes[node_named(g, "drop")].op, OP_IDENTITY);
+    assert_int_equal(g->nodes[node_named(g, "mul")].op, OP_IDENTITY);
+    assert_int_equal(g->nodes[node_named(g, "mul")].n_inputs, 1);
+    const char *gone[] = {"rand", "less", "cast", "div"};
+    for (int i = 0; i < 4; i++) assert_int_equal(node_named(g, gone[i]), -1);
+    assert_int_equal(g->n_outputs, 1);
+    ir_graph_free(g);
+}
+
 static void test_relu_clip(void **state) {
     (void)state;
     int a;
@@ -575,6 +617,7 @@ int main(void) {
         cmocka_unit_test(test_batch_norm_opset13),
         cmocka_unit_test(test_batch_norm_opset15),
         cmocka_unit_test(test_batch_norm_inference_form_trains),
+        cmocka_unit_test(test_eval_graph),
         cmocka_unit_test(test_relu_clip),
         cmocka_unit_test(test_dropout_mask),
         cmocka_unit_test(test_add_same_and_broadcast),

@@ -109,6 +109,13 @@ typedef struct op_perm_args {
     int64_t perm[IR_MAX_RANK];
 } op_perm_args;
 
+/* Slice and SliceGrad: per dim of the sliced tensor, the first index and the
+ * step (every dim listed: 0 and 1 where not sliced). */
+typedef struct op_slice_args {
+    int rank;
+    int64_t start[IR_MAX_RANK], step[IR_MAX_RANK];
+} op_slice_args;
+
 /* Shape: the [start, end) dims taken, normalised. */
 typedef struct op_shape_args {
     int64_t start, end;
@@ -161,6 +168,7 @@ typedef union op_args {
     op_split_args split;
     op_shape_args shape;
     op_perm_args perm;
+    op_slice_args slice;
     op_sce_args sce;
     op_sgd_args sgd;
     op_reduce_args reduce;

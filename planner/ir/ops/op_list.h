@@ -61,6 +61,8 @@
     X(IDENTITY, "Identity", ONNX, identity, copy)                                                  \
     X(SQUEEZE, "Squeeze", ONNX, squeeze, copy)                                                     \
     X(TRANSPOSE, "Transpose", ONNX, transpose, transpose)                                          \
+    X(SLICE, "Slice", ONNX, slice, slice)                                                          \
+    X(SPLIT, "Split", ONNX, split, concat_grad)                                                    \
     X(CAST, "Cast", ONNX, cast, cast)                                                              \
     X(CAST_LIKE, "CastLike", ONNX, cast_like, cast)                                                \
     /* backward, loss gradient and update (OC_DOMAIN) */                                           \
@@ -84,6 +86,7 @@
       global_average_pool_grad)                                                                    \
     X(REDUCE_SUM_TO, "ReduceSumTo", OC, reduce_sum_to, reduce_sum_to)                              \
     X(BROADCAST_TO, "BroadcastTo", OC, broadcast_to, broadcast_to)                                 \
+    X(SLICE_GRAD, "SliceGrad", OC, slice_grad, slice_grad)                                         \
     X(PAD_GRAD, "PadGrad", OC, pad_grad, pad_grad)                                                 \
     X(CONCAT_GRAD, "ConcatGrad", OC, concat_grad, concat_grad)                                     \
     X(SOFTMAX_CROSS_ENTROPY_GRAD, "SoftmaxCrossEntropyLossGrad", OC, softmax_cross_entropy_grad,   \
@@ -119,7 +122,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 65
+#define OP_LIST_COUNT 68
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -1,12 +1,13 @@
 """Tiny members of torchvision's CNN families, built from torchvision's own blocks, for
 the PyTorch 2.x round-trip fixtures CI runs (tests/data/torch2, tools/torch_roundtrip.py
 fixtures). Each keeps its family's ops -- squeeze-excitation, Hardswish/Hardsigmoid, SiLU,
-stochastic depth, Dropout, BatchNorm in every form -- at a few thousand parameters, so
+stochastic depth, Dropout, channel split and shuffle, BatchNorm in every form -- at a few
+thousand parameters, so
 the exports can be committed. 32x32 inputs, 10 classes."""
 from functools import partial
 
 import torch.nn as nn
-from torchvision.models import efficientnet, mobilenetv3, regnet, resnet
+from torchvision.models import efficientnet, mobilenetv3, regnet, resnet, shufflenetv2
 
 
 def tiny_resnet():
@@ -45,5 +46,11 @@ def tiny_regnet():
     return regnet.RegNet(params, num_classes=10, stem_width=8)
 
 
+def tiny_shufflenet():
+    """ShuffleNetV2: channel split (Slice / SplitToSequence), channel shuffle (Transpose)."""
+    return shufflenetv2.ShuffleNetV2([2, 1, 2], [8, 16, 32, 64, 64], num_classes=10)
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
-        "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet}
+        "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
+        "tiny_shufflenet": tiny_shufflenet}

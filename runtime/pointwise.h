@@ -18,14 +18,32 @@
 #ifndef OC_POINTWISE_H
 #define OC_POINTWISE_H
 
+#include <math.h>
+
 #include "ir/ops/op_list.h"
+
+/* d/dx Gelu(x): the erf form Phi(x) + x phi(x); the tanh form (tanh_form 1). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    oc_gelu_grad(float x, float tanh_form) {
+    if (tanh_form == 0.0f)
+        return 0.5f * (1.0f + erff(x * 0.70710678f)) + x * 0.39894228f * expf(-0.5f * x * x);
+    float u = 0.79788456f * (x + 0.044715f * x * x * x), t = tanhf(u);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.79788456f * (1.0f + 0.134145f * x * x);
+}
 
 #define OC_POINTWISE_FORWARD(X)                                                                    \
     X(RELU, x > 0.0f || isnan(x) ? x : 0.0f) /* NaN propagates */                                  \
     X(SIGMOID, 1.0f / (1.0f + expf(-x)))                                                           \
     X(TANH, tanhf(x))                                                                              \
     X(HARD_SIGMOID, fmaxf(0.0f, fminf(1.0f, p0 *x + p1))) /* NaN -> 0 as fmaxf does */             \
-    X(HARD_SWISH, x *fmaxf(0.0f, fminf(1.0f, x *(1.0f / 6.0f) + 0.5f)))
+    X(HARD_SWISH, x *fmaxf(0.0f, fminf(1.0f, x *(1.0f / 6.0f) + 0.5f)))                            \
+    X(ERF, erff(x))                                                                                \
+    /* p0 = 0: the erf form; p0 = 1: the tanh approximation */                                     \
+    X(GELU, p0 == 0.0f ? 0.5f * x * (1.0f + erff(x * 0.70710678f))                                 \
+                       : 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x))))
 
 #define OC_POINTWISE_GRAD(X)                                                                       \
     X(RELU_GRAD, s > 0.0f ? dy : 0.0f)                                               /* s = y */   \
@@ -33,6 +51,8 @@
     X(TANH_GRAD, dy *(1.0f - s * s))                                                 /* s = y */   \
     X(HARD_SIGMOID_GRAD, (p0 * s + p1 > 0.0f && p0 * s + p1 < 1.0f) ? dy *p0 : 0.0f) /* s = x */   \
     /* s = x; PyTorch's hardswish_backward: 0 below -3, dy above 3, else dy * (2x + 3) / 6 */      \
-    X(HARD_SWISH_GRAD, s < -3.0f ? 0.0f : s <= 3.0f ? dy * (s * (1.0f / 3.0f) + 0.5f) : dy)
+    X(HARD_SWISH_GRAD, s < -3.0f ? 0.0f : s <= 3.0f ? dy * (s * (1.0f / 3.0f) + 0.5f) : dy)        \
+    X(ERF_GRAD, dy * 1.12837917f * expf(-s * s)) /* s = x */                                       \
+    X(GELU_GRAD, dy *oc_gelu_grad(s, p0))        /* s = x */
 
 #endif

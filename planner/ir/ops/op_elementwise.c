@@ -2,6 +2,7 @@
  * shapes; the pointwise ops' gradient rules and backward ops beside them;
  * gradient rule and backward op beside it. */
 #include <math.h>
+#include <string.h>
 
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
@@ -193,6 +194,62 @@ const op_def op_def_hard_swish_grad = {
     .roles = data_role,
     .n_roles = 1,
     .infer = same_shape_infer,
+};
+
+/* Erf; Gelu (opset 20: approximate "none" or "tanh"). Both gradients read X. */
+static int gelu_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    const char *a = ir_attr_string(n, "approximate", "none");
+    op_pointwise_args *p = &op_args_new(n)->pointwise;
+    if (strcmp(a, "none") == 0) p->p0 = 0.0f;
+    else if (strcmp(a, "tanh") == 0) p->p0 = 1.0f;
+    else return oc_fail(err, "approximate '%s' is not one of none, tanh", a);
+    return OC_OK;
+}
+static int erf_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_ERF_GRAD); }
+static int gelu_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_GELU_GRAD); }
+
+const op_def op_def_erf = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .grad = erf_grad_rule,
+    .saved_inputs = 0x1,
+};
+const op_def op_def_gelu = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .decode = gelu_decode,
+    .grad = gelu_grad_rule,
+    .saved_inputs = 0x1,
+};
+const op_def op_def_erf_grad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+};
+const op_def op_def_gelu_grad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .decode = gelu_decode,
 };
 
 const op_def op_def_clip = {

@@ -33,6 +33,8 @@
     X(TANH, "Tanh", ONNX, tanh, pointwise)                                                         \
     X(HARD_SIGMOID, "HardSigmoid", ONNX, hard_sigmoid, pointwise)                                  \
     X(HARD_SWISH, "HardSwish", ONNX, hard_swish, pointwise)                                        \
+    X(ERF, "Erf", ONNX, erf, pointwise)                                                            \
+    X(GELU, "Gelu", ONNX, gelu, pointwise)                                                         \
     X(CLIP, "Clip", ONNX, clip, clip)                                                              \
     X(DROPOUT, "Dropout", ONNX, dropout, dropout)                                                  \
     X(MAX_POOL, "MaxPool", ONNX, max_pool, max_pool)                                               \
@@ -78,6 +80,8 @@
     X(TANH_GRAD, "TanhGrad", OC, tanh_grad, pointwise_grad)                                        \
     X(HARD_SIGMOID_GRAD, "HardSigmoidGrad", OC, hard_sigmoid_grad, pointwise_grad)                 \
     X(HARD_SWISH_GRAD, "HardSwishGrad", OC, hard_swish_grad, pointwise_grad)                       \
+    X(ERF_GRAD, "ErfGrad", OC, erf_grad, pointwise_grad)                                           \
+    X(GELU_GRAD, "GeluGrad", OC, gelu_grad, pointwise_grad)                                        \
     X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
     X(DROPOUT_GRAD, "DropoutGrad", OC, dropout_grad, dropout_grad)                                 \
     X(MAX_POOL_GRAD, "MaxPoolGrad", OC, max_pool_grad, max_pool_grad)                              \
@@ -122,7 +126,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 68
+#define OP_LIST_COUNT 72
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -123,8 +123,8 @@ static int slice_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err)
         return oc_fail(err, "input_shape, starts and steps must have dY's rank");
     for (int d = 0; d < r; d++) {
         if (dims[d] < 0 || step[d] == 0 || start[d] < 0 || start[d] >= (dims[d] ? dims[d] : 1))
-            return oc_fail(err, "dim %d: start %" PRId64 " or step %" PRId64 " outside %" PRId64,
-                           d, start[d], step[d], dims[d]);
+            return oc_fail(err, "dim %d: start %" PRId64 " or step %" PRId64 " outside %" PRId64, d,
+                           start[d], step[d], dims[d]);
         if (dy->dims[d] > 0) { /* the last index written stays inside */
             int64_t last = start[d] + (dy->dims[d] - 1) * step[d];
             if (last < 0 || last >= dims[d] || dy->dims[d] > dims[d])
@@ -148,8 +148,7 @@ static int slice_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 
 /* Split's sizes: the split input (opset >= 13) or attribute, num_outputs
  * (opset 18: ceil-sized chunks, the last smaller), or equal parts. */
-static int split_sizes(ir_graph *g, ir_node *n, const ir_tensor *x, op_split_args *p,
-                       oc_err *err) {
+static int split_sizes(ir_graph *g, ir_node *n, const ir_tensor *x, op_split_args *p, oc_err *err) {
     if (op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", &p->axis, err)) return OC_ERR;
     int64_t dim = x->dims[p->axis];
     const int64_t *split = NULL;
@@ -169,9 +168,9 @@ static int split_sizes(ir_graph *g, ir_node *n, const ir_tensor *x, op_split_arg
         int64_t s = split[0];
         if (s <= 0) return oc_fail(err, "chunk size %" PRId64 " is not positive", s);
         if ((dim + s - 1) / s != p->n)
-            return oc_fail(err, "dim %" PRId64 " makes %" PRId64 " chunks of %" PRId64
-                                ", the graph uses %d",
-                           dim, (dim + s - 1) / s, s, p->n);
+            return oc_fail(
+                err, "dim %" PRId64 " makes %" PRId64 " chunks of %" PRId64 ", the graph uses %d",
+                dim, (dim + s - 1) / s, s, p->n);
         for (int i = 0; i < p->n; i++) p->sizes[i] = dim - s * i < s ? dim - s * i : s;
         return OC_OK;
     }
@@ -183,7 +182,8 @@ static int split_sizes(ir_graph *g, ir_node *n, const ir_tensor *x, op_split_arg
             p->sizes[i] = split[i];
             sum += split[i];
         }
-        if (sum != dim) return oc_fail(err, "split sizes add up to %" PRId64 ", not %" PRId64, sum, dim);
+        if (sum != dim)
+            return oc_fail(err, "split sizes add up to %" PRId64 ", not %" PRId64, sum, dim);
         return OC_OK;
     }
     int64_t k = ir_attr_int(n, "num_outputs", p->n);

@@ -75,6 +75,13 @@ int cli_train_opt(train_opts *o, int argc, char **argv, int *i, oc_err *err) {
         *target = (float)d;
         return 1;
     }
+    if (strcmp(a, "--bn") == 0) {
+        if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
+        if (strcmp(v, "train") == 0) o->bn_frozen = false;
+        else if (strcmp(v, "frozen") == 0) o->bn_frozen = true;
+        else return oc_fail(err, "--bn: '%s' is not one of train, frozen", v);
+        return 1;
+    }
     if (strcmp(a, "--loss") == 0) {
         if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
         if (strcmp(v, "softmax-ce") == 0) o->loss = TRAIN_LOSS_SOFTMAX_CE;

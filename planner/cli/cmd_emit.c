@@ -11,6 +11,7 @@ void cmd_emit_usage(FILE *f) {
     fprintf(f,
             "usage: outcore-plan emit MODEL.onnx --batch N [--dim NAME=V] [--lr X]\n"
             "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
+            "                         [--bn train|frozen]\n"
             "                         -o TRAIN.onnx\n\n"
             "Writes the in-core training step (forward, loss, backward, SGD-momentum updates,\n"
             "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"

@@ -10,6 +10,7 @@ void cmd_inspect_usage(FILE *f) {
     fprintf(f,
             "usage: outcore-plan inspect MODEL.onnx [--batch N] [--dim NAME=V ...] [--training]\n"
             "                            [--json] [--loss softmax-ce|model]\n"
+            "                            [--bn train|frozen]\n"
             "\n"
             "Imports MODEL, binds its dynamic dims and infers every tensor's shape; prints a\n"
             "table of tensors (name, shape, dtype, bytes, kind, producer node) and totals.\n"

@@ -403,9 +403,40 @@ static int bn_to_training(ir_graph *g, oc_err *err) {
     return OC_OK;
 }
 
+/* --bn frozen (fine-tuning): every BatchNormalization in inference form, its
+ * running statistics read, never updated; scale and bias still train. */
+static int bn_freeze(ir_graph *g, oc_err *err) {
+    int count = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ir_node *n = &g->nodes[i];
+        if (n->op != OP_BATCH_NORM) continue;
+        count++;
+        if (!op_args_of(n)->bn.training) continue;
+        ir_attr *a = (ir_attr *)ir_attr_find(n, "training_mode");
+        if (a) a->i = 0;
+        for (int o = 1; o < n->n_outputs; o++) {
+            int t = n->outputs[o];
+            if (t >= 0 && g->tensors[t].n_consumers > 0)
+                return oc_fail(err,
+                               "node '%s': --bn frozen, but its statistics output '%s' is read",
+                               n->name, g->tensors[t].name);
+            if (t >= 0) g->tensors[t].producer = -1;
+        }
+        n->n_outputs = 1;
+        if (op_infer(g, n, err))
+            return oc_fail_prefix(err, "node '%s' (BatchNormalization)", n->name);
+    }
+    if (count)
+        ir_graph_note(g,
+                      "--bn frozen: %d BatchNormalization nodes use their running statistics "
+                      "and do not update them (scale and bias train)",
+                      count);
+    return OC_OK;
+}
+
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err) {
     *out = NULL;
-    if (!o->forward_only && bn_to_training(fwd, err)) {
+    if (!o->forward_only && (o->bn_frozen ? bn_freeze(fwd, err) : bn_to_training(fwd, err))) {
         ir_graph_free(fwd);
         return OC_ERR;
     }

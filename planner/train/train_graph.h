@@ -31,6 +31,7 @@ typedef struct train_opts {
     train_loss loss;
     float lr, momentum, weight_decay;
     bool forward_only; /* the forward pass and the loss, no backward or update (evaluation) */
+    bool bn_frozen;    /* BatchNormalization on its running statistics, not updated (--bn frozen) */
 } train_opts;
 train_opts train_opts_default(void); /* softmax CE; lr 0.1, momentum 0.9, weight decay 1e-4 */
 

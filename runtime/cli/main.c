@@ -46,6 +46,7 @@ static void usage(FILE *f) {
         "                   [--input X.pb --labels Y.pb | --data X.npy --labels Y.npy\n"
         "                    [--epochs E] [--eval-data X.npy --eval-labels Y.npy]]\n"
         "                   [--save OUT.onnx [--save-every N]] [--resume CKPT.onnx]\n"
+        "                   [--bn train|frozen]\n"
         "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
         "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n\n"
         "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
@@ -57,6 +58,9 @@ static void usage(FILE *f) {
         "mean loss and accuracy of the held-out set in inference mode (BN running statistics,\n"
         "no dropout). Prints the loss per step, images/s, the arena high-water mark and\n"
         "capacity (--budget: the arena capacity; a layout that needs more is an error).\n"
+        "BatchNormalization trains as model.train() does (an inference-form BN, as torch 2.x\n"
+        "exports it, too: batch statistics, running statistics updated); --bn frozen keeps\n"
+        "every BN on its running statistics (fine-tuning; scale and bias still train).\n"
         "Optimizer: SGD with momentum; outcore's defaults are lr 0.1, momentum 0.9, weight\n"
         "decay 1e-4 (the ImageNet recipe; torch.optim.SGD's are momentum 0, weight decay 0).\n"
         "--save: the forward model with the trained weights and BN statistics, each under its\n"
@@ -147,7 +151,8 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
                                                  "--eval-data",
                                                  "--eval-labels",
                                                  "--save-every",
-                                                 "--resume"};
+                                                 "--resume",
+                                                 "--bn"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -165,7 +170,11 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         else if (strcmp(a, "--eval-data") == 0) o->eval_data = v;
         else if (strcmp(a, "--eval-labels") == 0) o->eval_labels = v;
         else if (strcmp(a, "--resume") == 0) o->resume = v;
-        else if (strcmp(a, "--epochs") == 0) {
+        else if (strcmp(a, "--bn") == 0) {
+            if (strcmp(v, "train") && strcmp(v, "frozen"))
+                return oc_fail(err, "--bn: '%s' is not one of train, frozen", v);
+            o->lo.train.bn_frozen = v[0] == 'f';
+        } else if (strcmp(a, "--epochs") == 0) {
             if (oc_parse_int(v, 1, (int64_t)1 << 30, "--epochs", &o->epochs, err)) return OC_ERR;
         } else if (strcmp(a, "--save-every") == 0) {
             if (oc_parse_int(v, 1, (int64_t)1 << 40, "--save-every", &o->save_every, err))

@@ -106,7 +106,18 @@ int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
     float *dscale = a->n->n_outputs > 1 ? a->out[1] : NULL;
     float *dbias = a->n->n_outputs > 2 ? a->out[2] : NULL;
     double *mean = oc_malloc((size_t)C * 2 * sizeof(double)), *var = mean + C;
-    batch_stats(x, N, C, S, mean, var);
+    bool frozen = !op_args_of(a->n)->bn.training;
+    if (frozen) { /* the running statistics: no batch-statistics terms */
+        if (kernel_want_dtype(a, kernel_in(a, 3), IR_DTYPE_FLOAT, err) ||
+            kernel_want_dtype(a, kernel_in(a, 4), IR_DTYPE_FLOAT, err)) {
+            oc_free(mean);
+            return OC_ERR;
+        }
+        const float *rm = a->in[3], *rv = a->in[4];
+        for (int64_t c = 0; c < C; c++) mean[c] = rm[c], var[c] = rv[c];
+    } else {
+        batch_stats(x, N, C, S, mean, var);
+    }
     double M = (double)(N * S);
     for (int64_t c = 0; c < C; c++) {
         double invstd = 1.0 / sqrt(var[c] + (double)eps), sdy = 0, sdyx = 0;
@@ -125,7 +136,8 @@ int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
             float *o = dx + (n * C + c) * S;
             for (int64_t i = 0; i < S; i++) {
                 double xhat = ((double)p[i] - mean[c]) * invstd;
-                o[i] = (float)(k * (M * d[i] - sdy - xhat * sdyx));
+                o[i] = frozen ? (float)(scale[c] * invstd * d[i])
+                              : (float)(k * (M * d[i] - sdy - xhat * sdyx));
             }
         }
     }

@@ -623,9 +623,24 @@ int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 /* dY, X, scale -> dX, dScale, dBias; the batch statistics from the stash when
  * this step's forward left them for this X, else recomputed by cuDNN from X
  * (as the cpu kernel does). */
+/* Frozen statistics (--bn frozen): dX = dY * scale / sqrt(var + eps) and the
+ * per-channel sums, with our kernels (cuDNN's backward uses batch statistics). */
+static int bn_frozen_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 3; i < 5; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const ir_tensor *x = kernel_in(a, 1);
+    int64_t N = x->dims[0], C = x->dims[1], S = 1;
+    for (int i = 2; i < x->rank; i++) S *= x->dims[i];
+    CU_LAUNCH(cu_bn_frozen_grad(c->stream, a->in[0], a->in[1], a->in[2], a->in[3], a->in[4],
+                                op_args_of(a->n)->bn.epsilon, out_or_null(a, 0), out_or_null(a, 1),
+                                out_or_null(a, 2), N, C, S));
+    return OC_OK;
+}
+
 int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (!op_args_of(a->n)->bn.training) return bn_frozen_grad(c, a, err);
     const ir_tensor *x = kernel_in(a, 1);
     double eps = op_args_of(a->n)->bn.epsilon;
     if (eps < CUDNN_BN_MIN_EPSILON)

@@ -526,6 +526,44 @@ extern "C" int cu_slice(void *stream, int es, const void *in, void *out, cu_shap
     return last_error();
 }
 
+// ---- BatchNormalizationGrad, frozen statistics (cpu_batch_norm_grad) ----
+__global__ void k_bn_frozen_sums(const float *dy, const float *x, const float *mean,
+                                 const float *var, float eps, float *ds, float *db, int64_t N,
+                                 int64_t C, int64_t S) {
+    GRID_LOOP(c, C) { // one thread per channel, double sums in the cpu kernel's order
+        double invstd = 1.0 / sqrt((double)var[c] + (double)eps), sdy = 0, sdyx = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < S; i++) {
+                int64_t off = (n * C + c) * S + i;
+                sdy += dy[off];
+                sdyx += dy[off] * ((double)x[off] - mean[c]) * invstd;
+            }
+        if (ds) ds[c] = (float)sdyx;
+        if (db) db[c] = (float)sdy;
+    }
+}
+
+__global__ void k_bn_frozen_dx(const float *dy, const float *scale, const float *var, float eps,
+                               float *dx, int64_t C, int64_t S, int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t c = (i / S) % C;
+        double invstd = 1.0 / sqrt((double)var[c] + (double)eps);
+        dx[i] = (float)(scale[c] * invstd * dy[i]);
+    }
+}
+
+extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, const float *scale,
+                                 const float *mean, const float *var, float eps, float *dx,
+                                 float *ds, float *db, int64_t N, int64_t C, int64_t S) {
+    cudaStream_t s = (cudaStream_t)stream;
+    if (C > 0 && (ds || db))
+        k_bn_frozen_sums<<<blocks_for(C), THREADS, 0, s>>>(dy, x, mean, var, eps, ds, db, N, C, S);
+    if (dx && N * C * S > 0)
+        k_bn_frozen_dx<<<blocks_for(N * C * S), THREADS, 0, s>>>(dy, scale, var, eps, dx, C, S,
+                                                                 N * C * S);
+    return last_error();
+}
+
 __global__ void k_random_uniform(float *y, int64_t n, uint64_t key, float low, float span) {
     GRID_LOOP(i, n) y[i] = low + span * rng_uniform(key, (uint64_t)i);
 }

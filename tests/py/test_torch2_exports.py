@@ -19,7 +19,9 @@ with the loss and every weight and running statistic after one SGD step in float
   - the inference-form BatchNormalization is trained, and a notice says so (dynamo);
   - an export whose BatchNormalization was folded away (optimize=True) gets a notice naming it;
   - the export with Dropout and stochastic depth left on (RandomUniformLike -> Less -> Cast ->
-    Div -> Mul) trains, its random numbers the same for the same --seed and not for another.
+    Div -> Mul) trains, its random numbers the same for the same --seed and not for another;
+  - --bn frozen (fine-tuning) is PyTorch's step with every BatchNorm module in eval mode
+    (reference computed here in float64 by Debian's torch): running statistics unchanged.
 """
 import os
 import re
@@ -150,6 +152,52 @@ def check_random(tmp):
           f"seed 8 {c}, without dropout {d[0]:.6f}")
 
 
+def check_frozen(tmp):
+    """--bn frozen against PyTorch with the BN modules in eval mode (float64, Debian torch)."""
+    import torch
+    from tiny_models import TINY
+    name = "tiny_mobilenet_v3"
+    path = os.path.join(DATA, f"{name}_dynamo.onnx")
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    model = TINY[name]()
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    model.load_state_dict({k: torch.from_numpy(inits[k].copy()) if k in inits else v
+                           for k, v in model.state_dict().items()})
+    model = model.double().train()
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.eval()
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
+    loss = torch.nn.functional.cross_entropy(model(torch.from_numpy(ref["input"]).double()),
+                                             torch.from_numpy(ref["labels"]))
+    loss.backward()
+    opt.step()
+    want = {k: v.detach().numpy() for k, v in model.state_dict().items()
+            if "num_batches_tracked" not in k}
+    xp, yp, saved = (os.path.join(tmp, f) for f in ("fx.pb", "fy.pb", "frozen.onnx"))
+    onnx.save_tensor(numpy_helper.from_array(ref["input"], "input"), xp)
+    onnx.save_tensor(numpy_helper.from_array(ref["labels"], "labels"), yp)
+    r = subprocess.run([RUN, path, "--batch", "2", "--lr", str(LR), "--momentum", str(MOMENTUM),
+                        "--weight-decay", str(WD), "--input", xp, "--labels", yp, "--bn", "frozen",
+                        "--save", saved], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"--bn frozen: {r.stderr}")
+        return
+    got = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
+    lg = float(re.search(r"^step 0 loss (\S+)$", r.stdout, re.M).group(1))
+    errs = [("loss", rel(lg, loss.item()))] + [(k, rel(got[k], v)) for k, v in want.items()]
+    worst = max(errs, key=lambda e: e[1])
+    stats_same = all(np.array_equal(got[k], inits[k]) for k in want if "running" in k)
+    ok = worst[1] <= TOL and stats_same and "--bn frozen" in r.stderr
+    print(f"{'ok  ' if ok else 'FAIL'} --bn frozen ({name}, dynamo): {len(errs)} tensors vs "
+          f"PyTorch (BN modules in eval mode) float64, worst {worst[1]:.1e} ({worst[0]}); "
+          f"running statistics unchanged: {stats_same}")
+    if not ok:
+        failures.append(f"--bn frozen: worst {worst}, statistics unchanged {stats_same}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in MODELS:
@@ -168,6 +216,7 @@ def main():
                     print(f"FAIL {name} {exporter}: {e}")
         check_notices(tmp)
         check_random(tmp)
+        check_frozen(tmp)
     for f in failures:
         print("FAIL:", f)
     print(f"{'ok' if not failures else 'not ok'} - PyTorch 2.x exports "

@@ -19,6 +19,7 @@
  *                                   arguments: forward only (checked: it must)
  *                   !refused:cuda   that backend refuses them with an error
  *                                   naming the node (checked: it must)
+ *                   !frozen         the step is built with --bn frozen
  *
  * For each case on the cpu backend: the op's gradient rule builds the backward
  * (train_build, a probe loss after the node), and every gradient is checked
@@ -44,6 +45,9 @@ OP_CASE(BATCH_NORM, "training (opset 15)", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2]",
         "training_mode=1 momentum=0.9")
 OP_CASE(BATCH_NORM, "training, 5 outputs (opset 9)", 9, 3, "[4,3,5] +[3] [3] [3] +[3]",
         "epsilon=0.001")
+OP_CASE(BATCH_NORM, "inference form trained (as model.train())", 15, 1,
+        "[3,2,4,3] +[2] [2] [2] +[2]", "")
+OP_CASE(BATCH_NORM, "inference form, --bn frozen", 15, 1, "[3,2,4,3] +[2] [2] [2] +[2]", "!frozen")
 OP_CASE(RELU, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(SIGMOID, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(CLIP, "bounds as inputs (ReLU6-like)", 13, 1, "[3,4,5] f=-0.3 f=0.4", "")

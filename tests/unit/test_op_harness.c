@@ -338,6 +338,7 @@ static void case_build(const op_case *c, hcase *h) {
     }
     if (trains) {
         train_opts o = train_opts_default();
+        o.bn_frozen = case_marked(c, "!frozen");
         if (y->rank == 0)
             o.loss = TRAIN_LOSS_MODEL, ir_graph_add_output(g, g->nodes[node].outputs[0]);
         else add_probe(g, g->nodes[node].outputs[0], &rng, c);

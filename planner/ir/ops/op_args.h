@@ -44,7 +44,8 @@ typedef struct op_pool_args {
 /* BatchNormalization and BatchNormalizationGrad. */
 typedef struct op_bn_args {
     float epsilon, momentum;
-    bool training; /* batch statistics (opset >= 14: training_mode; before: > 1 output) */
+    bool training; /* batch statistics (opset >= 14: training_mode; before: > 1 output);
+                      the grad: false when frozen (running statistics as inputs 3, 4) */
 } op_bn_args;
 
 typedef struct op_gemm_args {

@@ -89,6 +89,14 @@ static int bn_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (!same_shape(dy, x) || x->rank < 2 || s->rank != 1 || s->dims[0] != x->dims[1])
         return oc_fail(err, "gradient '%s', input '%s' and scale '%s' do not agree in shape",
                        dy->name, x->name, s->name);
+    if (n->n_inputs == 4) return oc_fail(err, "frozen statistics need both mean and var");
+    for (int i = 3; i < n->n_inputs; i++) {
+        ir_tensor *m;
+        if (op_in_shaped(g, n, i, &m, err)) return OC_ERR;
+        if (m->rank != 1 || m->dims[0] != x->dims[1])
+            return oc_fail(err, "statistic '%s' is not of shape [%" PRId64 "]", m->name,
+                           x->dims[1]);
+    }
     op_set_out_like(g, n, 0, x);
     op_set_out_like(g, n, 1, s);
     op_set_out_like(g, n, 2, s);
@@ -283,7 +291,7 @@ BACKWARD_OP(op_def_conv_transpose_backward_data, 2, 2, 1, 1, backward_data_infer
             conv_transpose_data_cost, op_decode_conv);
 BACKWARD_OP(op_def_conv_transpose_backward_filter, 2, 2, 1, 2, conv_transpose_filter_infer,
             conv_transpose_filter_cost, op_decode_conv);
-BACKWARD_OP_OPT0(op_def_batch_norm_grad, 3, 3, 1, 3, bn_grad_infer, NULL, op_decode_batch_norm);
+BACKWARD_OP_OPT0(op_def_batch_norm_grad, 3, 5, 1, 3, bn_grad_infer, NULL, op_decode_batch_norm);
 BACKWARD_OP(op_def_relu_grad, 2, 2, 1, 1, out0_like_in0, NULL, NULL);
 BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL, op_decode_clip);
 BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL, op_decode_dropout);

@@ -36,7 +36,9 @@ int op_decode_batch_norm(const ir_graph *g, ir_node *n, oc_err *err) {
     op_bn_args *p = &op_args_new(n)->bn;
     p->epsilon = ir_attr_float(n, "epsilon", 1e-5f);
     p->momentum = ir_attr_float(n, "momentum", 0.9f);
-    p->training = g->opset >= 14 ? ir_attr_int(n, "training_mode", 0) != 0 : n->n_outputs > 1;
+    if (n->op == OP_BATCH_NORM_GRAD) /* frozen: the running statistics are inputs 3 and 4 */
+        p->training = n->n_inputs < 5;
+    else p->training = g->opset >= 14 ? ir_attr_int(n, "training_mode", 0) != 0 : n->n_outputs > 1;
     if (!(p->epsilon > 0.0f) || !(p->momentum >= 0.0f && p->momentum <= 1.0f))
         return oc_fail(err, "epsilon %g must be positive and momentum %g in [0, 1]",
                        (double)p->epsilon, (double)p->momentum);
@@ -66,7 +68,7 @@ const op_def op_def_batch_norm = {
     .infer = bn_infer,
     .cost = bn_cost,
     .grad = op_grad_batch_norm,
-    .saved_inputs = 0x3,
+    .saved_inputs = 0x1b, /* X, scale; frozen: also the running mean and var */
     .aliases = bn_aliases,
     .n_aliases = 3,
     .decode = op_decode_batch_norm,

@@ -539,9 +539,11 @@ static int fuse_split_to_sequence(importer *im) {
         oc_free(s->op_type);
         s->op_type = oc_strdup(op_name(OP_SPLIT));
     }
+    bool any = false;
     for (int i = 0; i < g->n_nodes && rc == OC_OK; i++) /* detach the SequenceAt nodes */
-        if (remove[i]) g->nodes[i].n_outputs = 0;
-    if (rc == OC_OK) ir_graph_remove_nodes(g, remove);
+        if (remove[i]) g->nodes[i].n_outputs = 0, any = true;
+    /* Only then: compaction also drops tensors nothing reads (a checkpoint's momenta). */
+    if (rc == OC_OK && any) ir_graph_remove_nodes(g, remove);
     oc_free(remove);
     return rc;
 }

@@ -41,6 +41,8 @@ __host__ __device__
     X(HARD_SIGMOID, fmaxf(0.0f, fminf(1.0f, p0 *x + p1))) /* NaN -> 0 as fmaxf does */             \
     X(HARD_SWISH, x *fmaxf(0.0f, fminf(1.0f, x *(1.0f / 6.0f) + 0.5f)))                            \
     X(ERF, erff(x))                                                                                \
+    X(SQRT, sqrtf(x))                                                                              \
+    X(POW, powf(x, p0)) /* p0: the constant exponent */                                            \
     /* p0 = 0: the erf form; p0 = 1: the tanh approximation */                                     \
     X(GELU, p0 == 0.0f ? 0.5f * x * (1.0f + erff(x * 0.70710678f))                                 \
                        : 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x))))
@@ -53,6 +55,8 @@ __host__ __device__
     /* s = x; PyTorch's hardswish_backward: 0 below -3, dy above 3, else dy * (2x + 3) / 6 */      \
     X(HARD_SWISH_GRAD, s < -3.0f ? 0.0f : s <= 3.0f ? dy * (s * (1.0f / 3.0f) + 0.5f) : dy)        \
     X(ERF_GRAD, dy * 1.12837917f * expf(-s * s)) /* s = x */                                       \
+    X(SQRT_GRAD, dy * 0.5f / s)                  /* s = y */                                       \
+    X(POW_GRAD, dy *p0 *powf(s, p0 - 1.0f))      /* s = x */                                       \
     X(GELU_GRAD, dy *oc_gelu_grad(s, p0))        /* s = x */
 
 #endif

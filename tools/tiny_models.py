@@ -1,13 +1,14 @@
 """Tiny members of torchvision's CNN families, built from torchvision's own blocks, for
 the PyTorch 2.x round-trip fixtures CI runs (tests/data/torch2, tools/torch_roundtrip.py
 fixtures). Each keeps its family's ops -- squeeze-excitation, Hardswish/Hardsigmoid, SiLU,
-stochastic depth, Dropout, channel split and shuffle, BatchNorm in every form -- at a few
+stochastic depth, Dropout, channel split and shuffle, LayerNorm and channels-last MatMul,
+BatchNorm in every form -- at a few
 thousand parameters, so
 the exports can be committed. 32x32 inputs, 10 classes."""
 from functools import partial
 
 import torch.nn as nn
-from torchvision.models import efficientnet, mobilenetv3, regnet, resnet, shufflenetv2
+from torchvision.models import convnext, efficientnet, mobilenetv3, regnet, resnet, shufflenetv2
 
 
 def tiny_resnet():
@@ -51,6 +52,14 @@ def tiny_shufflenet():
     return shufflenetv2.ShuffleNetV2([2, 1, 2], [8, 16, 32, 64, 64], num_classes=10)
 
 
+def tiny_convnext():
+    """ConvNeXt: channels-last blocks (Transpose, LayerNormalization, MatMul, Gelu, layer
+    scale Mul), LayerNorm2d downsampling, stochastic depth."""
+    c = convnext.CNBlockConfig
+    return convnext.ConvNeXt([c(8, 16, 1), c(16, None, 1)], stochastic_depth_prob=0.1,
+                             layer_scale=0.5, num_classes=10)
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
-        "tiny_shufflenet": tiny_shufflenet}
+        "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext}

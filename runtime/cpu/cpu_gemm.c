@@ -28,6 +28,30 @@ void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
                 (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
+/* MatMul and its gradients, every leading dim of the left operand in the rows:
+ *   MatMul      X (R, K) W (K, N)  -> Y (R, N)
+ *   MatMulGradA dY (R, N) W (K, N) -> dX (R, K) = dY W^T
+ *   MatMulGradB X (R, K) dY (R, N) -> dW (K, N) = X^T dY */
+int cpu_matmul(const kernel_args *a, oc_err *err) {
+    const ir_tensor *l = kernel_in(a, 0), *r = kernel_in(a, 1), *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, l, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, r, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    int64_t rows = kernel_numel(l) / (l->dims[l->rank - 1] ? l->dims[l->rank - 1] : 1);
+    if (a->n->op == OP_MATMUL) {
+        int64_t K = r->dims[0], N = r->dims[1];
+        cpu_sgemm(false, false, rows, N, K, 1.0f, a->in[0], K, a->in[1], N, 0.0f, a->out[0], N);
+    } else if (a->n->op == OP_MATMUL_GRAD_A) {
+        int64_t K = r->dims[0], N = r->dims[1];
+        cpu_sgemm(false, true, rows, K, N, 1.0f, a->in[0], N, a->in[1], N, 0.0f, a->out[0], K);
+    } else {
+        int64_t K = l->dims[l->rank - 1], N = r->dims[r->rank - 1];
+        cpu_sgemm(true, false, K, N, rows, 1.0f, a->in[0], K, a->in[1], N, 0.0f, a->out[0], N);
+    }
+    (void)y;
+    return OC_OK;
+}
+
 /* A (M, K) or (K, M) with transA, B (K, N) or (N, K), C broadcast to (M, N). */
 int cpu_gemm(const kernel_args *a, oc_err *err) {
     const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2),

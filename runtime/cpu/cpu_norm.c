@@ -95,6 +95,79 @@ int cpu_batch_norm(const kernel_args *a, oc_err *err) {
  *   xhat = (x - mean) * invstd
  *   dBias = sum dy;  dScale = sum dy * xhat
  *   dX = scale * invstd / M * (M * dy - dBias - xhat * dScale),  M = N * S */
+/* LayerNormalization: rows of D = prod(dims[axis:]) elements, statistics in
+ * double, Y = (X - mean) / sqrt(var + eps) * scale + bias. */
+static void ln_rows(const kernel_args *a, int64_t *R, int64_t *D) {
+    const ir_tensor *x = kernel_in(a, a->n->op == OP_LAYER_NORM ? 0 : 1);
+    int64_t axis = op_args_of(a->n)->ln.axis;
+    *D = 1;
+    for (int d = (int)axis; d < x->rank; d++) *D *= x->dims[d];
+    *R = *D ? kernel_numel(x) / *D : 0;
+}
+
+static void row_stats(const float *x, int64_t D, double eps, double *mean, double *invstd) {
+    double s = 0, q = 0;
+    for (int64_t i = 0; i < D; i++) s += x[i];
+    double m = D ? s / (double)D : 0;
+    for (int64_t i = 0; i < D; i++) q += ((double)x[i] - m) * ((double)x[i] - m);
+    *mean = m;
+    *invstd = 1.0 / sqrt((D ? q / (double)D : 0) + eps);
+}
+
+int cpu_layer_norm(const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 2; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t R, D;
+    ln_rows(a, &R, &D);
+    const float *x = a->in[0], *s = a->in[1], *b = a->n->n_inputs > 2 ? a->in[2] : NULL;
+    float *y = a->out[0];
+    double eps = op_args_of(a->n)->ln.epsilon;
+    for (int64_t r = 0; r < R; r++) {
+        double m, is;
+        row_stats(x + r * D, D, eps, &m, &is);
+        for (int64_t i = 0; i < D; i++)
+            y[r * D + i] = (float)(((double)x[r * D + i] - m) * is * s[i] + (b ? b[i] : 0.0f));
+    }
+    return OC_OK;
+}
+
+/* dX = invstd / D * (D g - sum g - xhat sum(g xhat)), g = dY * scale;
+ * dScale = sum over rows of dY xhat; dB = sum over rows of dY. */
+int cpu_layer_norm_grad(const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 3; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t R, D;
+    ln_rows(a, &R, &D);
+    const float *dy = a->in[0], *x = a->in[1], *s = a->in[2];
+    float *dx = a->out[0];
+    float *ds = a->n->n_outputs > 1 ? a->out[1] : NULL,
+          *db = a->n->n_outputs > 2 ? a->out[2] : NULL;
+    double eps = op_args_of(a->n)->ln.epsilon;
+    double *acc = oc_calloc((size_t)(2 * D + 1), sizeof(double));
+    for (int64_t r = 0; r < R; r++) {
+        const float *xr = x + r * D, *dr = dy + r * D;
+        double m, is, sg = 0, sgx = 0;
+        row_stats(xr, D, eps, &m, &is);
+        for (int64_t i = 0; i < D; i++) {
+            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
+            sg += gi;
+            sgx += gi * xh;
+            acc[i] += (double)dr[i] * xh;
+            acc[D + i] += dr[i];
+        }
+        for (int64_t i = 0; dx && i < D; i++) {
+            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
+            dx[r * D + i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
+        }
+    }
+    for (int64_t i = 0; i < D; i++) {
+        if (ds) ds[i] = (float)acc[i];
+        if (db) db[i] = (float)acc[D + i];
+    }
+    oc_free(acc);
+    return OC_OK;
+}
+
 int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;

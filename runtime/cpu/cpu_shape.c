@@ -270,6 +270,30 @@ int cpu_shape(const kernel_args *a, oc_err *err) {
 }
 
 /* data (.., d_axis, ..), indices (I..) int32/int64 -> (.., I.., ..). */
+/* dX = 0; dX[o, idx[j], :] += dY[o, j, :] in index order (float). */
+int cpu_gather_grad(const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0), *ti = kernel_in(a, 1), *dx = kernel_out(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t axis = op_args_of(a->n)->axis.axis;
+    int64_t outer = prod(dx->dims, 0, (int)axis), inner = prod(dx->dims, (int)axis + 1, dx->rank);
+    int64_t extent = dx->dims[axis], ni = kernel_numel(ti);
+    float *out = a->out[0];
+    const float *in = a->in[0];
+    memset(out, 0, (size_t)kernel_numel(dx) * sizeof(float));
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t k = ti->dtype == IR_DTYPE_INT64 ? ((const int64_t *)a->in[1])[j]
+                                                    : ((const int32_t *)a->in[1])[j];
+            if (k < 0) k += extent;
+            if (k < 0 || k >= extent)
+                return kernel_fail(a, err, "index %" PRId64 " out of range [0, %" PRId64 ")", k,
+                                   extent);
+            for (int64_t i = 0; i < inner; i++)
+                out[(o * extent + k) * inner + i] += in[(o * ni + j) * inner + i];
+        }
+    return OC_OK;
+}
+
 int cpu_gather(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
     size_t es = esize(a, x, err);

@@ -623,6 +623,36 @@ int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 /* dY, X, scale -> dX, dScale, dBias; the batch statistics from the stash when
  * this step's forward left them for this X, else recomputed by cuDNN from X
  * (as the cpu kernel does). */
+/* LayerNormalization and its gradient (cpu_layer_norm): our kernels. */
+static void ln_rows(const kernel_args *a, int64_t *R, int64_t *D) {
+    const ir_tensor *x = kernel_in(a, a->n->op == OP_LAYER_NORM ? 0 : 1);
+    int64_t axis = op_args_of(a->n)->ln.axis;
+    *D = 1;
+    for (int d = (int)axis; d < x->rank; d++) *D *= x->dims[d];
+    *R = *D ? kernel_numel(x) / *D : 0;
+}
+
+int cuda_layer_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 2; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t R, D;
+    ln_rows(a, &R, &D);
+    CU_LAUNCH(cu_layer_norm(c->stream, a->in[0], a->in[1], a->n->n_inputs > 2 ? a->in[2] : NULL,
+                            a->out[0], R, D, op_args_of(a->n)->ln.epsilon));
+    return OC_OK;
+}
+
+int cuda_layer_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 3; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t R, D;
+    ln_rows(a, &R, &D);
+    CU_LAUNCH(cu_layer_norm_grad(c->stream, a->in[0], a->in[1], a->in[2], out_or_null(a, 0),
+                                 out_or_null(a, 1), out_or_null(a, 2), R, D,
+                                 op_args_of(a->n)->ln.epsilon));
+    return OC_OK;
+}
+
 /* Frozen statistics (--bn frozen): dX = dY * scale / sqrt(var + eps) and the
  * per-channel sums, with our kernels (cuDNN's backward uses batch statistics). */
 static int bn_frozen_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
@@ -682,6 +712,42 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 /* Y (M, N) = alpha op(A) op(B) + beta C, row-major, as the column-major
  * product Y^T = op(B)^T op(A)^T. C broadcast into Y first (cu_gemm_bias). */
+/* Row-major C (m, n) = op(A) op(B) as the column-major C^T = op(B)^T op(A)^T. */
+static int sgemm_rm(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                    const kernel_args *a, oc_err *err) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX)
+        return kernel_fail(a, err, "dims exceed cuBLAS's int range");
+    if (m == 0 || n == 0) return OC_OK;
+    if (k == 0) {
+        CU_CHECK(cudaMemsetAsync(C, 0, (size_t)(m * n) * sizeof(float), c->stream));
+        return OC_OK;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
+    CUBLAS_CHECK(cublasSgemm(c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, B,
+                             (int)ldb, A, (int)lda, &zero, C, (int)ldc));
+    return OC_OK;
+}
+
+/* MatMul and its gradients: see cpu_matmul. */
+int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *l = kernel_in(a, 0), *r = kernel_in(a, 1);
+    if (kernel_want_dtype(a, l, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, r, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    int64_t last = l->dims[l->rank - 1], rows = kernel_numel(l) / (last ? last : 1);
+    if (a->n->op == OP_MATMUL)
+        return sgemm_rm(c, false, false, rows, r->dims[1], r->dims[0], a->in[0], r->dims[0],
+                        a->in[1], r->dims[1], a->out[0], r->dims[1], a, err);
+    if (a->n->op == OP_MATMUL_GRAD_A)
+        return sgemm_rm(c, false, true, rows, r->dims[0], r->dims[1], a->in[0], r->dims[1],
+                        a->in[1], r->dims[1], a->out[0], r->dims[0], a, err);
+    int64_t K = last, N = r->dims[r->rank - 1];
+    return sgemm_rm(c, true, false, K, N, rows, a->in[0], K, a->in[1], N, a->out[0], N, a, err);
+}
+
 int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2),
                     *ty = kernel_out(a, 0);

@@ -548,6 +548,19 @@ int cuda_shape(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* See cpu_gather_grad: one thread per dX element, its indices summed in order. */
+int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0), *ti = kernel_in(a, 1), *dx = kernel_out(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (ti->dtype != IR_DTYPE_INT64 && ti->dtype != IR_DTYPE_INT32)
+        return kernel_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
+    int64_t axis = op_args_of(a->n)->axis.axis;
+    int64_t outer = prod(dx->dims, 0, (int)axis), inner = prod(dx->dims, (int)axis + 1, dx->rank);
+    CU_LAUNCH(cu_gather_grad(c->stream, a->in[0], a->in[1], ti->dtype == IR_DTYPE_INT64, a->out[0],
+                             outer, dx->dims[axis], kernel_numel(ti), inner));
+    return OC_OK;
+}
+
 int cuda_gather(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
     size_t es = esize(a, x, err);

@@ -48,11 +48,19 @@ int cu_transpose(void *stream, int es, const void *x, cu_shape xs, void *y, cu_s
  * o * step] = small[o] (big zeroed by the caller). in is small when scatter. */
 int cu_slice(void *stream, int es, const void *in, void *out, cu_shape small, cu_shape big,
              cu_shape start, cu_shape step, int scatter);
+/* LayerNormalization over rows of D elements, and its gradient (outputs may be NULL). */
+int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y, int64_t R,
+                  int64_t D, float eps);
+int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const float *s, float *dx,
+                       float *ds, float *db, int64_t R, int64_t D, float eps);
 /* BatchNormalizationGrad with frozen statistics: dx = dy * scale / sqrt(var +
  * eps); ds = sum dy * xhat, db = sum dy per channel (each output may be NULL). */
 int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, const float *scale,
                       const float *mean, const float *var, float eps, float *dx, float *ds,
                       float *db, int64_t N, int64_t C, int64_t S);
+/* dx (outer, extent, inner) = sum over j with idx[j] == e of dy (outer, ni, inner). */
+int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
+                   int64_t outer, int64_t extent, int64_t ni, int64_t inner);
 /* y = x ? 1 : 0 (bool -> float). */
 int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */

@@ -526,6 +526,76 @@ extern "C" int cu_slice(void *stream, int es, const void *in, void *out, cu_shap
     return last_error();
 }
 
+// ---- LayerNormalization (cpu_layer_norm): one thread per row / per column ----
+__device__ static void ln_stats(const float *x, int64_t D, double eps, double *m, double *is) {
+    double s = 0, q = 0;
+    for (int64_t i = 0; i < D; i++) s += x[i];
+    double mean = D ? s / (double)D : 0;
+    for (int64_t i = 0; i < D; i++) q += ((double)x[i] - mean) * ((double)x[i] - mean);
+    *m = mean;
+    *is = 1.0 / sqrt((D ? q / (double)D : 0) + eps);
+}
+
+__global__ void k_layer_norm(const float *x, const float *s, const float *b, float *y, int64_t R,
+                             int64_t D, double eps) {
+    GRID_LOOP(r, R) {
+        double m, is;
+        ln_stats(x + r * D, D, eps, &m, &is);
+        for (int64_t i = 0; i < D; i++)
+            y[r * D + i] = (float)(((double)x[r * D + i] - m) * is * s[i] + (b ? b[i] : 0.0f));
+    }
+}
+
+__global__ void k_layer_norm_dx(const float *dy, const float *x, const float *s, float *dx,
+                                int64_t R, int64_t D, double eps) {
+    GRID_LOOP(r, R) {
+        const float *xr = x + r * D, *dr = dy + r * D;
+        double m, is, sg = 0, sgx = 0;
+        ln_stats(xr, D, eps, &m, &is);
+        for (int64_t i = 0; i < D; i++) {
+            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
+            sg += gi;
+            sgx += gi * xh;
+        }
+        for (int64_t i = 0; i < D; i++) {
+            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
+            dx[r * D + i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
+        }
+    }
+}
+
+__global__ void k_layer_norm_dsb(const float *dy, const float *x, float *ds, float *db, int64_t R,
+                                 int64_t D, double eps) {
+    GRID_LOOP(i, D) {
+        double a = 0, c = 0;
+        for (int64_t r = 0; r < R; r++) {
+            double m, is;
+            ln_stats(x + r * D, D, eps, &m, &is);
+            a += (double)dy[r * D + i] * (((double)x[r * D + i] - m) * is);
+            c += dy[r * D + i];
+        }
+        if (ds) ds[i] = (float)a;
+        if (db) db[i] = (float)c;
+    }
+}
+
+extern "C" int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y,
+                             int64_t R, int64_t D, float eps) {
+    if (R == 0) return 0;
+    k_layer_norm<<<blocks_for(R), THREADS, 0, (cudaStream_t)stream>>>(x, s, b, y, R, D, eps);
+    return last_error();
+}
+
+extern "C" int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const float *s,
+                                  float *dx, float *ds, float *db, int64_t R, int64_t D,
+                                  float eps) {
+    cudaStream_t st = (cudaStream_t)stream;
+    if (dx && R > 0) k_layer_norm_dx<<<blocks_for(R), THREADS, 0, st>>>(dy, x, s, dx, R, D, eps);
+    if ((ds || db) && D > 0)
+        k_layer_norm_dsb<<<blocks_for(D), THREADS, 0, st>>>(dy, x, ds, db, R, D, eps);
+    return last_error();
+}
+
 // ---- BatchNormalizationGrad, frozen statistics (cpu_batch_norm_grad) ----
 __global__ void k_bn_frozen_sums(const float *dy, const float *x, const float *mean,
                                  const float *var, float eps, float *ds, float *db, int64_t N,
@@ -561,6 +631,29 @@ extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, 
     if (dx && N * C * S > 0)
         k_bn_frozen_dx<<<blocks_for(N * C * S), THREADS, 0, s>>>(dy, scale, var, eps, dx, C, S,
                                                                  N * C * S);
+    return last_error();
+}
+
+__global__ void k_gather_grad(const float *dy, const void *idx, int idx64, float *dx,
+                              int64_t extent, int64_t ni, int64_t inner, int64_t n) {
+    GRID_LOOP(t, n) {
+        int64_t i = t % inner, e = (t / inner) % extent, o = t / (inner * extent);
+        float s = 0.0f;
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t k = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+            if (k < 0) k += extent;
+            if (k == e) s += dy[(o * ni + j) * inner + i];
+        }
+        dx[t] = s;
+    }
+}
+
+extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
+                              int64_t outer, int64_t extent, int64_t ni, int64_t inner) {
+    int64_t n = outer * extent * inner;
+    if (n == 0) return 0;
+    k_gather_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, idx, idx64, dx, extent,
+                                                                       ni, inner, n);
     return last_error();
 }
 

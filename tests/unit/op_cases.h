@@ -48,6 +48,8 @@ OP_CASE(BATCH_NORM, "training, 5 outputs (opset 9)", 9, 3, "[4,3,5] +[3] [3] [3]
 OP_CASE(BATCH_NORM, "inference form trained (as model.train())", 15, 1,
         "[3,2,4,3] +[2] [2] [2] +[2]", "")
 OP_CASE(BATCH_NORM, "inference form, --bn frozen", 15, 1, "[3,2,4,3] +[2] [2] [2] +[2]", "!frozen")
+OP_CASE(LAYER_NORM, "last dim (ConvNeXt, channels-last)", 17, 1, "[2,3,4,6] +[6] [6]", "")
+OP_CASE(LAYER_NORM, "two dims, no bias", 17, 1, "[3,4,5] +[4,5]", "axis=1 epsilon=0.001")
 OP_CASE(RELU, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(SIGMOID, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(CLIP, "bounds as inputs (ReLU6-like)", 13, 1, "[3,4,5] f=-0.3 f=0.4", "")
@@ -72,6 +74,9 @@ OP_CASE(HARD_SIGMOID, "PyTorch's alpha 1/6", 13, 1, "[2,3,4,5]", "alpha=0.166666
 OP_CASE(HARD_SIGMOID, "ONNX defaults", 13, 1, "[3,8]", "")
 OP_CASE(HARD_SWISH, "", 14, 1, "[2,3,4,5]", "")
 OP_CASE(ERF, "", 13, 1, "[2,3,4]", "")
+OP_CASE(SQRT, "", 13, 1, "+[2,3,4]", "")
+OP_CASE(POW, "squared (decomposed LayerNorm)", 13, 1, "[2,3,4] f=2.0", "")
+OP_CASE(POW, "fractional exponent", 13, 1, "+[3,5] f=1.5", "")
 OP_CASE(GELU, "erf form", 20, 1, "[2,3,4]", "")
 OP_CASE(GELU, "tanh approximation", 20, 1, "[2,3,4]", "approximate=tanh")
 OP_CASE(SUB, "broadcast both ways", 13, 1, "[2,1,4] [3,1]", "")
@@ -117,6 +122,8 @@ OP_CASE(PAD, "reflect (no gradient)", 13, 1, "[1,2,4,5] i64=[0,0,1,2,0,0,2,1]",
 OP_CASE(PAD, "edge, pads attribute (no gradient)", 9, 1, "[2,3,4]",
         "mode=edge pads=[0,2,1,0,1,0] !forward")
 OP_CASE(GEMM, "transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1")
+OP_CASE(MATMUL, "channels-last Linear (ConvNeXt)", 13, 1, "[2,3,2,5] [5,4]", "")
+OP_CASE(MATMUL, "matrices", 13, 1, "[3,6] [6,2]", "")
 OP_CASE(GEMM, "transA, alpha, beta, full bias", 13, 1, "[5,3] [5,4] [3,4]",
         "transA=1 alpha=0.5 beta=2.0")
 OP_CASE(SOFTMAX_CROSS_ENTROPY, "mean (the loss itself)", 13, 1, "[4,5] i64<5[4]", "")
@@ -124,6 +131,6 @@ OP_CASE(SOFTMAX_CROSS_ENTROPY, "mean, ignore_index", 13, 1, "[4,5] i64=[1,4,2,0]
 OP_CASE(SOFTMAX_CROSS_ENTROPY, "sum, ignore_index", 13, 1, "[5,3] i64=[0,2,1,2,1]",
         "reduction=sum ignore_index=2")
 OP_CASE(SHAPE, "start and end", 15, 1, "[2,3,4,5]", "start=1 end=-1")
-OP_CASE(GATHER, "axis 1", 13, 1, "[3,4,2] i64=[3,0,0]", "axis=1")
+OP_CASE(GATHER, "axis 1, repeated index (gradients add)", 13, 1, "[3,4,2] i64=[3,0,0]", "axis=1")
 
 OP_EXEMPT(CONSTANT, "no inputs, its value is a tensor attribute: the conformance suite runs it")

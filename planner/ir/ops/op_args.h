@@ -48,6 +48,12 @@ typedef struct op_bn_args {
                       the grad: false when frozen (running statistics as inputs 3, 4) */
 } op_bn_args;
 
+/* LayerNormalization and its gradient: rows are the dims from axis on. */
+typedef struct op_ln_args {
+    int64_t axis;
+    float epsilon;
+} op_ln_args;
+
 typedef struct op_gemm_args {
     bool trans_a, trans_b;
     float alpha, beta;
@@ -161,6 +167,7 @@ typedef union op_args {
     op_pool_args pool;
     op_bn_args bn;
     op_gemm_args gemm;
+    op_ln_args ln;
     op_clip_args clip;
     op_dropout_args dropout;
     op_random_args random;

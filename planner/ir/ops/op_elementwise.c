@@ -252,6 +252,77 @@ const op_def op_def_gelu_grad = {
     .decode = gelu_decode,
 };
 
+/* Sqrt (dX = dY / (2 Y), from Y); Pow with a constant scalar exponent p
+ * (dX = dY p X^(p-1), from X): the decomposed LayerNorm older exporters write. */
+static int pow_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    double e;
+    if (n->op == OP_POW_GRAD) {
+        op_args_new(n)->pointwise.p0 = ir_attr_float(n, "exponent", 1.0f);
+        return OC_OK;
+    }
+    if (!op_in_scalar_f((ir_graph *)g, n, 1, &e) || !isfinite(e))
+        return oc_fail(err, "the exponent must be a finite float scalar known at plan time");
+    op_args_new(n)->pointwise.p0 = (float)e;
+    return OC_OK;
+}
+static int sqrt_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_y(c, OP_SQRT_GRAD); }
+static int pow_grad_rule(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
+    float e = op_args_of(grad_fwd(c))->pointwise.p0;
+    int b = grad_node(c, "grad", OP_POW_GRAD);
+    grad_in(c, b, dy);
+    grad_in(c, b, grad_fwd_in(c, 0));
+    grad_out_dx(c, b, 0);
+    grad_attr_float(c, b, "exponent", e);
+    return grad_finish(c, b);
+}
+
+static const op_role pow_roles[] = {OP_IN_DATA, OP_IN_CONST};
+
+const op_def op_def_sqrt = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .grad = sqrt_grad_rule,
+    .saved_outputs = 0x1,
+};
+const op_def op_def_pow = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = pow_roles,
+    .n_roles = 2,
+    .infer = same_shape_infer,
+    .decode = pow_decode,
+    .grad = pow_grad_rule,
+    .saved_inputs = 0x1,
+};
+const op_def op_def_sqrt_grad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+};
+const op_def op_def_pow_grad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = same_shape_infer,
+    .decode = pow_decode,
+};
+
 const op_def op_def_clip = {
     .min_inputs = 1,
     .max_inputs = 3,

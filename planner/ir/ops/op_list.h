@@ -28,6 +28,7 @@
     X(CONV, "Conv", ONNX, conv, conv)                                                              \
     X(CONV_TRANSPOSE, "ConvTranspose", ONNX, conv_transpose, conv_transpose)                       \
     X(BATCH_NORM, "BatchNormalization", ONNX, batch_norm, batch_norm)                              \
+    X(LAYER_NORM, "LayerNormalization", ONNX, layer_norm, layer_norm)                              \
     X(RELU, "Relu", ONNX, relu, pointwise)                                                         \
     X(SIGMOID, "Sigmoid", ONNX, sigmoid, pointwise)                                                \
     X(TANH, "Tanh", ONNX, tanh, pointwise)                                                         \
@@ -35,6 +36,8 @@
     X(HARD_SWISH, "HardSwish", ONNX, hard_swish, pointwise)                                        \
     X(ERF, "Erf", ONNX, erf, pointwise)                                                            \
     X(GELU, "Gelu", ONNX, gelu, pointwise)                                                         \
+    X(SQRT, "Sqrt", ONNX, sqrt, pointwise)                                                         \
+    X(POW, "Pow", ONNX, pow, pointwise)                                                            \
     X(CLIP, "Clip", ONNX, clip, clip)                                                              \
     X(DROPOUT, "Dropout", ONNX, dropout, dropout)                                                  \
     X(MAX_POOL, "MaxPool", ONNX, max_pool, max_pool)                                               \
@@ -55,6 +58,7 @@
     X(UNSQUEEZE, "Unsqueeze", ONNX, unsqueeze, copy)                                               \
     X(PAD, "Pad", ONNX, pad, pad)                                                                  \
     X(GEMM, "Gemm", ONNX, gemm, gemm)                                                              \
+    X(MATMUL, "MatMul", ONNX, matmul, matmul)                                                      \
     X(SOFTMAX_CROSS_ENTROPY, "SoftmaxCrossEntropyLoss", ONNX, softmax_cross_entropy,               \
       softmax_cross_entropy)                                                                       \
     X(CONSTANT, "Constant", ONNX, constant, constant)                                              \
@@ -75,6 +79,7 @@
     X(CONV_TRANSPOSE_BACKWARD_FILTER, "ConvTransposeBackwardFilter", OC,                           \
       conv_transpose_backward_filter, conv_transpose_backward_filter)                              \
     X(BATCH_NORM_GRAD, "BatchNormalizationGrad", OC, batch_norm_grad, batch_norm_grad)             \
+    X(LAYER_NORM_GRAD, "LayerNormalizationGrad", OC, layer_norm_grad, layer_norm_grad)             \
     X(RELU_GRAD, "ReluGrad", OC, relu_grad, pointwise_grad)                                        \
     X(SIGMOID_GRAD, "SigmoidGrad", OC, sigmoid_grad, pointwise_grad)                               \
     X(TANH_GRAD, "TanhGrad", OC, tanh_grad, pointwise_grad)                                        \
@@ -82,6 +87,8 @@
     X(HARD_SWISH_GRAD, "HardSwishGrad", OC, hard_swish_grad, pointwise_grad)                       \
     X(ERF_GRAD, "ErfGrad", OC, erf_grad, pointwise_grad)                                           \
     X(GELU_GRAD, "GeluGrad", OC, gelu_grad, pointwise_grad)                                        \
+    X(SQRT_GRAD, "SqrtGrad", OC, sqrt_grad, pointwise_grad)                                        \
+    X(POW_GRAD, "PowGrad", OC, pow_grad, pointwise_grad)                                           \
     X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
     X(DROPOUT_GRAD, "DropoutGrad", OC, dropout_grad, dropout_grad)                                 \
     X(MAX_POOL_GRAD, "MaxPoolGrad", OC, max_pool_grad, max_pool_grad)                              \
@@ -91,6 +98,9 @@
     X(REDUCE_SUM_TO, "ReduceSumTo", OC, reduce_sum_to, reduce_sum_to)                              \
     X(BROADCAST_TO, "BroadcastTo", OC, broadcast_to, broadcast_to)                                 \
     X(SLICE_GRAD, "SliceGrad", OC, slice_grad, slice_grad)                                         \
+    X(GATHER_GRAD, "GatherGrad", OC, gather_grad, gather_grad)                                     \
+    X(MATMUL_GRAD_A, "MatMulGradA", OC, matmul_grad_a, matmul)                                     \
+    X(MATMUL_GRAD_B, "MatMulGradB", OC, matmul_grad_b, matmul)                                     \
     X(PAD_GRAD, "PadGrad", OC, pad_grad, pad_grad)                                                 \
     X(CONCAT_GRAD, "ConcatGrad", OC, concat_grad, concat_grad)                                     \
     X(SOFTMAX_CROSS_ENTROPY_GRAD, "SoftmaxCrossEntropyLossGrad", OC, softmax_cross_entropy_grad,   \
@@ -126,7 +136,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 72
+#define OP_LIST_COUNT 82
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -372,6 +372,53 @@ const op_def op_def_shape = {
     .infer = shape_infer,
     .decode = shape_decode,
 };
+/* dData = GatherGrad(dY, indices): zeros, dY's slabs added at their indices
+ * (repeated indices accumulate, in index order). Reads the indices. */
+static int gather_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
+    const ir_tensor *x = &grad_graph(c)->tensors[grad_fwd_in(c, 0)];
+    int rank = x->rank;
+    int64_t dims[IR_MAX_RANK], axis = op_args_of(grad_fwd(c))->axis.axis;
+    memcpy(dims, x->dims, sizeof dims);
+    int b = grad_node(c, "grad", OP_GATHER_GRAD);
+    grad_in(c, b, dy);
+    grad_in(c, b, grad_fwd_in(c, 1));
+    grad_out_dx(c, b, 0);
+    grad_attr_ints(c, b, "input_shape", rank, dims);
+    grad_attr_int(c, b, "axis", axis);
+    return grad_finish(c, b);
+}
+
+/* GatherGrad(dY, indices) -> dX (input_shape); dY is Gather's output shape. */
+static int gather_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *dy, *idx;
+    if (op_in_shaped(g, n, 0, &dy, err) || op_in_shaped(g, n, 1, &idx, err)) return OC_ERR;
+    if (idx->dtype != IR_DTYPE_INT64 && idx->dtype != IR_DTYPE_INT32)
+        return oc_fail(err, "indices '%s' must be int32 or int64", idx->name);
+    const int64_t *dims;
+    int r = ir_attr_ints(n, "input_shape", &dims);
+    int64_t axis = ir_attr_int(n, "axis", 0);
+    if (r < 1 || r > IR_MAX_RANK || axis < 0 || axis >= r || dy->rank != r - 1 + idx->rank)
+        return oc_fail(err, "input_shape, axis and '%s' do not agree", dy->name);
+    for (int d = 0; d < dy->rank; d++) {
+        int64_t want = d < axis               ? dims[d]
+                       : d < axis + idx->rank ? idx->dims[d - axis]
+                                              : dims[d - idx->rank + 1];
+        if (dy->dims[d] != want || want < 0)
+            return oc_fail(err, "'%s' is not Gather's output shape", dy->name);
+    }
+    op_set_out(g, n, 0, dy->dtype, r, dims);
+    return OC_OK;
+}
+
+static int gather_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g, (void)err;
+    op_args_new(n)->axis.axis = ir_attr_int(n, "axis", 0);
+    return OC_OK;
+}
+
 const op_def op_def_gather = {
     .min_inputs = 2,
     .max_inputs = 2,
@@ -381,6 +428,18 @@ const op_def op_def_gather = {
     .n_roles = 2,
     .infer = gather_infer,
     .decode = op_decode_axis,
+    .grad = gather_grad,
+    .saved_inputs = 0x2,
+};
+const op_def op_def_gather_grad = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = gather_grad_infer,
+    .decode = gather_grad_decode,
 };
 const op_def op_def_unsqueeze = {
     .min_inputs = 1,

@@ -60,6 +60,30 @@ def tiny_convnext():
                              layer_scale=0.5, num_classes=10)
 
 
+class TinyFCN(nn.Module):
+    """A segmentation head as torchvision's FCN / DeepLabV3 end: a strided backbone, a
+    dilated 3x3 convolution, per-pixel class scores upsampled bilinearly to the input
+    (F.interpolate -> Resize); labels are one class per pixel."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+            nn.Conv2d(8, 8, 3, padding=2, dilation=2, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+            nn.Conv2d(8, 10, 1))
+
+    def forward(self, x):
+        import torch.nn.functional as F
+        return F.interpolate(self.body(x), size=x.shape[-2:], mode="bilinear",
+                             align_corners=False)
+
+
+def tiny_fcn():
+    return TinyFCN()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
-        "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext}
+        "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
+        "tiny_fcn": tiny_fcn}
+SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]

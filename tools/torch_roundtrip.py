@@ -253,14 +253,14 @@ def cmd_fixtures(args):
     """Small models for CI: exports + float64 references (see tests/py/test_torch2_exports.py)."""
     torch_imports()
     sys.path.insert(0, os.path.join(ROOT, "tools"))
-    from tiny_models import TINY
+    from tiny_models import SEGMENTATION as SEG, TINY
     os.makedirs(args.out, exist_ok=True)
     for name, make in TINY.items():
         torch.manual_seed(0)
         model = no_randomness(make())
         g = torch.Generator().manual_seed(123)
         x = torch.randn(2, 3, 32, 32, generator=g)
-        y = torch.randint(0, 10, (2,), generator=g)
+        y = torch.randint(0, 10, (2, 32, 32) if name in SEG else (2,), generator=g)
         for ex in ("dynamo", "legacy"):
             export(model, x, ex, os.path.join(args.out, f"{name}_{ex}.onnx"))
         loss64, s64 = reference_step(model, x, y, torch.float64)

@@ -111,6 +111,11 @@ void grad_attr_ints(grad_ctx *c, int node, const char *name, int n, const int64_
     ir_node_add_attr(c->b->g, node, &a);
 }
 
+void grad_attr_string(grad_ctx *c, int node, const char *name, const char *v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_STRING, .s = (char *)v};
+    ir_node_add_attr(c->b->g, node, &a);
+}
+
 void grad_attr_float(grad_ctx *c, int node, const char *name, float v) {
     ir_attr a = {.name = (char *)name, .type = IR_ATTR_FLOAT, .f = v};
     ir_node_add_attr(c->b->g, node, &a);

@@ -50,6 +50,52 @@ static void drop_folded_nodes(ir_graph *g) {
     oc_free(remove);
 }
 
+/* A node of the forward phase: op(x, const int64 vals) -> a new tensor "name". */
+static int add_fwd_node(train_builder *b, const char *name, op_kind op, int x, const char *cname,
+                        int nv, const int64_t *vals, const char *attr) {
+    ir_graph *g = b->g;
+    int node = tb_add_node(b, name, op, TRAIN_PHASE_FORWARD, -1);
+    ir_node_add_input(g, node, x);
+    if (cname) {
+        int c = ir_tensor_add(g, cname, IR_DTYPE_INT64);
+        int64_t len = nv;
+        ir_tensor_set_shape(&g->tensors[c], 1, &len);
+        ir_tensor_set_data(&g->tensors[c], vals, (size_t)nv * sizeof *vals);
+        g->tensors[c].is_initializer = true;
+        g->tensors[c].kind = IR_KIND_CONSTANT;
+        ir_node_add_input(g, node, c);
+    } else {
+        ir_attr a = {.name = (char *)attr, .type = IR_ATTR_INTS, .ints = (int64_t *)vals, .n = nv};
+        ir_node_add_attr(g, node, &a);
+    }
+    char *oname = oc_sprintf("%s/out", name);
+    int y = ir_tensor_add(g, oname, g->tensors[x].dtype);
+    oc_free(oname);
+    ir_node_add_output(g, node, y);
+    if (op_infer(g, &g->nodes[node], b->err)) return -1;
+    return y;
+}
+
+/* Scores [N, C, d1, ..] and labels [N, d1, ..] as the loss reads them: one row
+ * per position, scores Transpose'd to [N, d1, .., C] and both flattened (the
+ * mean over every position, as PyTorch's cross_entropy on such a tensor). */
+static int add_spatial_flatten(train_builder *b, int out, int labels, int64_t C, int *scores,
+                               int *targets) {
+    int rank = b->g->tensors[out].rank;
+    int64_t perm[IR_MAX_RANK], shape[2] = {-1, C}, flat = -1;
+    perm[0] = 0;
+    for (int d = 2; d < rank; d++) perm[d - 1] = d;
+    perm[rank - 1] = 1;
+    int t =
+        add_fwd_node(b, "outcore/loss_channels_last", OP_TRANSPOSE, out, NULL, rank, perm, "perm");
+    if (t < 0) return OC_ERR;
+    *scores = add_fwd_node(b, "outcore/loss_rows", OP_RESHAPE, t, "outcore/loss_rows_shape", 2,
+                           shape, NULL);
+    *targets = add_fwd_node(b, "outcore/labels_rows", OP_RESHAPE, labels,
+                            "outcore/labels_rows_shape", 1, &flat, NULL);
+    return *scores < 0 || *targets < 0 ? OC_ERR : OC_OK;
+}
+
 /* Appends SoftmaxCrossEntropyLoss(output, labels) -> loss unless the model has one. */
 static int add_loss(train_builder *b, const train_opts *o) {
     ir_graph *g = b->g;
@@ -83,19 +129,25 @@ static int add_loss(train_builder *b, const train_opts *o) {
         return OC_OK;
     }
     const ir_tensor *y = &g->tensors[out];
-    if (y->rank != 2 || y->dtype != IR_DTYPE_FLOAT)
+    if (y->rank < 2 || y->dtype != IR_DTYPE_FLOAT)
         return oc_fail(b->err,
-                       "%s: softmax cross-entropy needs an [N, C] float output; '%s' "
-                       "has rank %d",
+                       "%s: softmax cross-entropy needs an [N, C] or [N, C, d1, ..] float output; "
+                       "'%s' has rank %d",
                        g->model_path, y->name, y->rank);
-    int64_t n = y->dims[0];
+    /* Labels [N] or [N, d1, ..] (a class per position: segmentation). */
+    int rank = y->rank;
+    int64_t ldims[IR_MAX_RANK], C = y->dims[1];
+    ldims[0] = y->dims[0];
+    for (int d = 2; d < rank; d++) ldims[d - 1] = y->dims[d];
     int labels = ir_tensor_add(g, "labels", IR_DTYPE_INT64);
-    ir_tensor_set_shape(&g->tensors[labels], 1, &n);
+    ir_tensor_set_shape(&g->tensors[labels], rank - 1, ldims);
     g->tensors[labels].kind = IR_KIND_LABEL;
     ir_graph_add_input(g, labels);
+    int scores = out, targets = labels;
+    if (rank > 2 && add_spatial_flatten(b, out, labels, C, &scores, &targets)) return OC_ERR;
     int node = tb_add_node(b, "outcore/loss", OP_SOFTMAX_CROSS_ENTROPY, TRAIN_PHASE_LOSS, -1);
-    ir_node_add_input(g, node, out);
-    ir_node_add_input(g, node, labels);
+    ir_node_add_input(g, node, scores);
+    ir_node_add_input(g, node, targets);
     int loss = ir_tensor_add(g, "loss", IR_DTYPE_FLOAT);
     int logp = ir_tensor_add(g, "loss/log_prob", IR_DTYPE_FLOAT);
     ir_node_add_output(g, node, loss);

@@ -10,23 +10,22 @@
 #include "ir/shape_infer.h"
 #include "train/eval_graph.h"
 
-/* Adds the cross-entropy and hits of rows [0, rows) of logits [B, C, s..]
- * against labels [B, s..]. */
+/* Adds the cross-entropy and hits of rows [0, rows) of the loss's scores
+ * [rows, C] (one row per sample, or per position: add_loss flattens them). */
 static void score(const float *logits, const int64_t *labels, int64_t rows, int64_t classes,
-                  int64_t spatial, double *loss, int64_t *hits) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t s = 0; s < spatial; s++) {
-            const float *z = logits + r * classes * spatial + s;
-            double mx = z[0];
-            int64_t arg = 0;
-            for (int64_t c = 1; c < classes; c++)
-                if (z[c * spatial] > mx) mx = z[c * spatial], arg = c;
-            double sum = 0;
-            for (int64_t c = 0; c < classes; c++) sum += exp((double)z[c * spatial] - mx);
-            int64_t y = labels[r * spatial + s];
-            *loss += mx + log(sum) - (double)z[y * spatial];
-            *hits += arg == y;
-        }
+                  double *loss, int64_t *hits) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *z = logits + r * classes;
+        double mx = z[0];
+        int64_t arg = 0;
+        for (int64_t c = 1; c < classes; c++)
+            if (z[c] > mx) mx = z[c], arg = c;
+        double sum = 0;
+        for (int64_t c = 0; c < classes; c++) sum += exp((double)z[c] - mx);
+        int64_t y = labels[r];
+        *loss += mx + log(sum) - (double)z[y];
+        *hits += arg == y;
+    }
 }
 
 int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d, int64_t batch,
@@ -56,10 +55,9 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     if (rc) goto out;
     const ir_graph *G = eg->g;
     int out = G->nodes[eg->n_forward - 1].inputs[0];
-    const ir_tensor *lt = &G->tensors[out];
-    int64_t classes = lt->rank >= 2 ? lt->dims[1] : 1, per = 1, spatial = 1;
-    for (int i = 2; i < lt->rank; i++) spatial *= lt->dims[i];
-    per = classes * spatial;
+    const ir_tensor *lt = &G->tensors[out]; /* [batch * positions, C] */
+    int64_t classes = lt->dims[1], per = lt->dims[0] / batch * classes,
+            spatial = lt->dims[0] / batch;
     keep = oc_calloc((size_t)G->n_tensors, sizeof(bool));
     keep[out] = true;
     rt_exec_opts eo = {.backend = b, .seed = 0, .keep = keep};
@@ -77,7 +75,7 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
                           rt_exec_host_input(ex, li));
         float l;
         if ((rc = rt_exec_step(ex, 0, &l, err)) || (rc = rt_exec_read(ex, out, logits, err))) break;
-        score(logits, rt_exec_host_input(ex, li), rows, classes, spatial, &loss, &hits);
+        score(logits, rt_exec_host_input(ex, li), rows * spatial, classes, &loss, &hits);
     }
     r->samples = d->n;
     r->loss = d->n ? loss / (double)(d->n * spatial) : 0;

@@ -486,7 +486,8 @@ static int run(const run_opts *o, oc_err *err) {
                               err))
             goto out;
         const int64_t *lab = rt_exec_host_input(x, li);
-        int64_t nl = g->tensors[g->inputs[li]].dims[0], c = n_classes(tg);
+        int64_t nl = 0, c = n_classes(tg);
+        ir_tensor_numel(&g->tensors[g->inputs[li]], &nl);
         for (int64_t k = 0; k < nl; k++)
             if (lab[k] < 0 || lab[k] >= c) {
                 oc_fail(err, "%s: label %" PRId64 " at %" PRId64 " is outside [0, %" PRId64 ")",

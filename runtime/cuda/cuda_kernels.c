@@ -372,6 +372,27 @@ int cuda_copy(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* Resize / ResizeGrad: see cpu_resize.c. */
+static int resize_run(const cuda_ctx *c, const kernel_args *a, bool grad, oc_err *err) {
+    const ir_tensor *in = kernel_in(a, 0), *out = kernel_out(a, 0);
+    if (kernel_want_dtype(a, in, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_resize_args *p = &op_args_of(a->n)->resize;
+    const ir_tensor *small = grad ? out : in, *big = grad ? in : out;
+    if (small->rank != p->nsp + 2 || big->rank != p->nsp + 2)
+        return kernel_fail(a, err, "the spatial rank is not the tensors'");
+    CU_LAUNCH(cu_resize(c->stream, a->in[0], a->out[0], grad, p->nsp, p->linear, (int)p->coord,
+                        (int)p->nearest, small->dims + 2, big->dims + 2, p->scale,
+                        small->dims[0] * small->dims[1]));
+    return OC_OK;
+}
+
+int cuda_resize(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return resize_run(c, a, false, err);
+}
+int cuda_resize_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return resize_run(c, a, true, err);
+}
+
 /* Cast / CastLike: a copy when the type stays, bool -> float otherwise. */
 int cuda_cast(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);

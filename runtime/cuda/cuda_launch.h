@@ -61,6 +61,10 @@ int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, const float
 /* dx (outer, extent, inner) = sum over j with idx[j] == e of dy (outer, ni, inner). */
 int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
                    int64_t outer, int64_t extent, int64_t ni, int64_t inner);
+/* Resize (grad 0: in is X, out Y) or ResizeGrad (grad 1: in is dY, out dX) over
+ * nsp spatial dims of input extents n and output extents m (runtime/resize_coord.h). */
+int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, int linear, int coord,
+              int nearest, const int64_t *n, const int64_t *m, const double *scale, int64_t planes);
 /* y = x ? 1 : 0 (bool -> float). */
 int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */

@@ -11,6 +11,7 @@
 
 #include "cuda_launch.h"
 #include "pointwise.h"
+#include "resize_coord.h"
 
 #define THREADS 256
 
@@ -654,6 +655,102 @@ extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, in
     if (n == 0) return 0;
     k_gather_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, idx, idx64, dx, extent,
                                                                        ni, inner, n);
+    return last_error();
+}
+
+// ---- Resize / ResizeGrad (cpu_resize.c; coordinates: runtime/resize_coord.h) ----
+struct resize_geo {
+    int nsp, linear, coord, nearest;
+    int64_t n[3], m[3]; // input and output extents of the spatial dims
+    double scale[3];
+};
+
+__global__ void k_resize(const float *x, float *y, resize_geo g, int64_t planes, int64_t sin,
+                         int64_t sout) {
+    GRID_LOOP(t, planes * sout) {
+        int64_t pl = t / sout, o = t % sout, oi[3], rem = o;
+        for (int d = g.nsp - 1; d >= 0; d--) oi[d] = rem % g.m[d], rem /= g.m[d];
+        int64_t i0[3], i1[3];
+        double w[3];
+        for (int d = 0; d < g.nsp; d++)
+            oc_resize_src(oi[d], g.n[d], g.m[d], g.scale[d], g.linear, g.coord, g.nearest, &i0[d],
+                          &i1[d], &w[d]);
+        double acc = 0;
+        for (int c = 0; c < (1 << g.nsp); c++) {
+            double wt = 1;
+            int64_t off = 0;
+            for (int d = 0; d < g.nsp; d++) {
+                int hi = (c >> d) & 1;
+                wt *= hi ? w[d] : 1.0 - w[d];
+                off = off * g.n[d] + (hi ? i1[d] : i0[d]);
+            }
+            if (wt != 0.0) acc += wt * x[pl * sin + off];
+        }
+        y[t] = (float)acc;
+    }
+}
+
+/* The weight output index o of dim d gives input index i. */
+__device__ static double resize_coef(const resize_geo &g, int d, int64_t o, int64_t i) {
+    int64_t a, b;
+    double w;
+    oc_resize_src(o, g.n[d], g.m[d], g.scale[d], g.linear, g.coord, g.nearest, &a, &b, &w);
+    return (a == i ? 1.0 - w : 0.0) + (b == i ? w : 0.0);
+}
+
+// One thread per input element: the outputs that read it (a contiguous range
+// per dim, found by a scan), their weights multiplied over the dims.
+__global__ void k_resize_grad(const float *dy, float *dx, resize_geo g, int64_t planes, int64_t sin,
+                              int64_t sout) {
+    GRID_LOOP(t, planes * sin) {
+        int64_t pl = t / sin, rem = t % sin, ii[3], lo[3], hi[3];
+        for (int d = g.nsp - 1; d >= 0; d--) ii[d] = rem % g.n[d], rem /= g.n[d];
+        bool any = true;
+        for (int d = 0; d < g.nsp && any; d++) {
+            lo[d] = -1, hi[d] = -2;
+            for (int64_t o = 0; o < g.m[d]; o++)
+                if (resize_coef(g, d, o, ii[d]) != 0.0) {
+                    if (lo[d] < 0) lo[d] = o;
+                    hi[d] = o;
+                }
+            any = lo[d] >= 0;
+        }
+        double acc = 0;
+        if (any) {
+            int64_t o[3] = {lo[0], lo[1], lo[2]};
+            for (;;) {
+                double wt = 1;
+                int64_t off = 0;
+                for (int d = 0; d < g.nsp; d++) {
+                    wt *= resize_coef(g, d, o[d], ii[d]);
+                    off = off * g.m[d] + o[d];
+                }
+                if (wt != 0.0) acc += wt * dy[pl * sout + off];
+                int d = g.nsp - 1;
+                while (d >= 0 && ++o[d] > hi[d]) o[d] = lo[d], d--;
+                if (d < 0) break;
+            }
+        }
+        dx[t] = (float)acc;
+    }
+}
+
+extern "C" int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, int linear,
+                         int coord, int nearest, const int64_t *n, const int64_t *m,
+                         const double *scale, int64_t planes) {
+    resize_geo g;
+    g.nsp = nsp, g.linear = linear, g.coord = coord, g.nearest = nearest;
+    int64_t sin = 1, sout = 1;
+    for (int d = 0; d < 3; d++) {
+        g.n[d] = d < nsp ? n[d] : 1, g.m[d] = d < nsp ? m[d] : 1;
+        g.scale[d] = d < nsp ? scale[d] : 1.0;
+        sin *= g.n[d], sout *= g.m[d];
+    }
+    int64_t total = planes * (grad ? sin : sout);
+    if (total == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (grad) k_resize_grad<<<blocks_for(total), THREADS, 0, s>>>(in, out, g, planes, sin, sout);
+    else k_resize<<<blocks_for(total), THREADS, 0, s>>>(in, out, g, planes, sin, sout);
     return last_error();
 }
 

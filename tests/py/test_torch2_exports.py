@@ -3,7 +3,8 @@
 
 The fixtures in tests/data/torch2 were written by `tools/torch_roundtrip.py fixtures` under
 torch 2.x (tests/data/torch2/VERSION): tiny members of torchvision's families
-(tools/tiny_models.py: ResNet, MobileNetV3, EfficientNet, RegNetY, ShuffleNetV2, ConvNeXt),
+(tools/tiny_models.py: ResNet, MobileNetV3, EfficientNet, RegNetY, ShuffleNetV2, ConvNeXt,
+and an FCN-like segmentation head: dilated convolution, bilinear Resize, a class per pixel),
 each exported by
   - the default exporter with training semantics kept (torch.onnx.export(dynamo=True,
     optimize=False)): opset 18+, every BatchNormalization in inference form, zero biases as
@@ -41,7 +42,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from torch_roundtrip import LR, MOMENTUM, TOL, WD, restore_initializers  # noqa: E402
 
 MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet",
-          "tiny_shufflenet", "tiny_convnext"]
+          "tiny_shufflenet", "tiny_convnext", "tiny_fcn"]
 failures = []
 
 

@@ -97,6 +97,15 @@ OP_CASE(SLICE, "channel half (ShuffleNet)", 13, 1, "[2,6,3,3] i64=[3] i64=[6] i6
 OP_CASE(SLICE, "negative and clamped bounds, steps", 13, 1,
         "[3,7,5] i64=[-1,1,-100] i64=[-100,100,4] i64=[0,1,2] i64=[-1,2,3]", "")
 OP_CASE(SLICE, "attributes (opset 9)", 9, 1, "[4,5]", "starts=[1] ends=[3] axes=[1]")
+OP_CASE(RESIZE, "bilinear x4, half_pixel (F.interpolate)", 13, 1, "[1,2,3,2] - - i64=[1,2,12,8]",
+        "mode=linear coordinate_transformation_mode=half_pixel")
+OP_CASE(RESIZE, "bilinear, align_corners, odd sizes", 13, 1, "[2,1,3,4] - - i64=[2,1,5,7]",
+        "mode=linear coordinate_transformation_mode=align_corners")
+OP_CASE(RESIZE, "nearest x2, scales (asymmetric floor)", 13, 1, "[1,2,3,3] - f=[1,1,2,2]",
+        "coordinate_transformation_mode=asymmetric nearest_mode=floor")
+OP_CASE(RESIZE, "linear 1-d downsample, pytorch_half_pixel", 13, 1, "[2,2,9] - - i64=[2,2,4]",
+        "mode=linear coordinate_transformation_mode=pytorch_half_pixel")
+OP_CASE(UPSAMPLE, "nearest x2 (opset 9)", 9, 1, "[1,1,2,3] f=[1,1,2,2]", "")
 OP_CASE(SPLIT, "split input", 13, 3, "[2,6,3] i64=[1,3,2]", "axis=1")
 OP_CASE(SPLIT, "num_outputs, last part smaller", 18, 2, "[5,3]", "num_outputs=2")
 OP_CASE(SPLIT, "equal parts (opset 11)", 11, 2, "[2,4,6]", "axis=-1")

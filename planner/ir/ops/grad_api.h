@@ -54,6 +54,7 @@ void grad_copy_attrs(grad_ctx *c, int node);
 void grad_attr_int(grad_ctx *c, int node, const char *name, int64_t v);
 void grad_attr_ints(grad_ctx *c, int node, const char *name, int n, const int64_t *v);
 void grad_attr_float(grad_ctx *c, int node, const char *name, float v);
+void grad_attr_string(grad_ctx *c, int node, const char *name, const char *v);
 /* A new float constant initializer "<fwd>/<suffix>" of zeros (a gradient no
  * path delivers, where a rule needs a tensor). */
 int grad_const_zeros(grad_ctx *c, const char *suffix, int rank, const int64_t *dims);

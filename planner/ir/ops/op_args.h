@@ -110,6 +110,30 @@ typedef struct op_split_args {
     int64_t sizes[OP_MAX_SPLIT];
 } op_split_args;
 
+/* Resize (Upsample) and ResizeGrad over the spatial dims (from 2 on, at most
+ * OP_RESIZE_MAX_SP): nearest or linear, ONNX's coordinate transformation, per
+ * dim the scale (output / input extent, or the scales input). */
+#define OP_RESIZE_MAX_SP 3
+typedef enum op_resize_coord {
+    OP_RESIZE_HALF_PIXEL = 0,
+    OP_RESIZE_PYTORCH_HALF_PIXEL,
+    OP_RESIZE_ALIGN_CORNERS,
+    OP_RESIZE_ASYMMETRIC,
+} op_resize_coord;
+typedef enum op_resize_nearest {
+    OP_NEAREST_ROUND_PREFER_FLOOR = 0,
+    OP_NEAREST_ROUND_PREFER_CEIL,
+    OP_NEAREST_FLOOR,
+    OP_NEAREST_CEIL,
+} op_resize_nearest;
+typedef struct op_resize_args {
+    bool linear; /* else nearest */
+    op_resize_coord coord;
+    op_resize_nearest nearest;
+    int nsp;
+    double scale[OP_RESIZE_MAX_SP];
+} op_resize_args;
+
 /* Transpose: output dim i is input dim perm[i]. */
 typedef struct op_perm_args {
     int rank;
@@ -176,6 +200,7 @@ typedef union op_args {
     op_split_args split;
     op_shape_args shape;
     op_perm_args perm;
+    op_resize_args resize;
     op_slice_args slice;
     op_sce_args sce;
     op_sgd_args sgd;

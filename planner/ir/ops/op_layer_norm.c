@@ -31,8 +31,7 @@ static int ln_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         for (int d = 0; ok && d < p->rank; d++) ok = p->dims[d] == x->dims[axis + d];
         if (!ok) return oc_fail(err, "'%s' is not of the normalised dims' shape", p->name);
     }
-    if (n->n_outputs > 1)
-        return oc_fail(err, "the Mean and InvStdDev outputs are not supported");
+    if (n->n_outputs > 1) return oc_fail(err, "the Mean and InvStdDev outputs are not supported");
     op_set_out_like(g, n, 0, x);
     return OC_OK;
 }
@@ -42,7 +41,8 @@ static int ln_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     op_ln_args *p = &op_args_new(n)->ln;
     if (ln_axis(n, x, &p->axis, err)) return OC_ERR;
     p->epsilon = ir_attr_float(n, "epsilon", 1e-5f);
-    if (!(p->epsilon > 0.0f)) return oc_fail(err, "epsilon %g must be positive", (double)p->epsilon);
+    if (!(p->epsilon > 0.0f))
+        return oc_fail(err, "epsilon %g must be positive", (double)p->epsilon);
     return OC_OK;
 }
 

@@ -67,6 +67,8 @@
     X(IDENTITY, "Identity", ONNX, identity, copy)                                                  \
     X(SQUEEZE, "Squeeze", ONNX, squeeze, copy)                                                     \
     X(TRANSPOSE, "Transpose", ONNX, transpose, transpose)                                          \
+    X(RESIZE, "Resize", ONNX, resize, resize)                                                      \
+    X(UPSAMPLE, "Upsample", ONNX, upsample, resize)                                                \
     X(SLICE, "Slice", ONNX, slice, slice)                                                          \
     X(SPLIT, "Split", ONNX, split, concat_grad)                                                    \
     X(CAST, "Cast", ONNX, cast, cast)                                                              \
@@ -99,6 +101,7 @@
     X(BROADCAST_TO, "BroadcastTo", OC, broadcast_to, broadcast_to)                                 \
     X(SLICE_GRAD, "SliceGrad", OC, slice_grad, slice_grad)                                         \
     X(GATHER_GRAD, "GatherGrad", OC, gather_grad, gather_grad)                                     \
+    X(RESIZE_GRAD, "ResizeGrad", OC, resize_grad, resize_grad)                                     \
     X(MATMUL_GRAD_A, "MatMulGradA", OC, matmul_grad_a, matmul)                                     \
     X(MATMUL_GRAD_B, "MatMulGradB", OC, matmul_grad_b, matmul)                                     \
     X(PAD_GRAD, "PadGrad", OC, pad_grad, pad_grad)                                                 \
@@ -136,7 +139,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 82
+#define OP_LIST_COUNT 85
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

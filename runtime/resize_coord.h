@@ -23,8 +23,7 @@ OC_HD static inline void oc_resize_src(int64_t o, int64_t n, int64_t m, double s
     if (coord == 2) { /* the resized length n * scale: m, or unrounded from a scales input */
         double mr = (double)n * scale;
         x = mr > 1.0 && m > 1 ? (double)o * (double)(n - 1) / (mr - 1.0) : 0.0;
-    }
-    else if (coord == 3) x = (double)o / scale;
+    } else if (coord == 3) x = (double)o / scale;
     else if (coord == 1 && m <= 1) x = 0.0;
     else x = ((double)o + 0.5) / scale - 0.5;
     if (!linear) {

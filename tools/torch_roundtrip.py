@@ -78,6 +78,7 @@ def build(name, num_classes=10):
 
 
 IMAGE_SIZE = 64
+BATCH = 2
 
 
 def image_size(name):
@@ -194,8 +195,8 @@ def sweep_one(name, exporter, tmp):
     model = build(name)
     s = image_size(name)
     g = torch.Generator().manual_seed(123)
-    x = torch.randn(2, 3, s, s, generator=g)
-    y = torch.randint(0, 10, (2,) + ((s, s) if name in SEGMENTATION else ()), generator=g)
+    x = torch.randn(BATCH, 3, s, s, generator=g)
+    y = torch.randint(0, 10, (BATCH,) + ((s, s) if name in SEGMENTATION else ()), generator=g)
     path = os.path.join(tmp, f"{name}_{exporter}.onnx")
     try:
         export(model, x, exporter, path)
@@ -223,14 +224,14 @@ def sweep_one(name, exporter, tmp):
 
 
 def cmd_sweep(args):
-    global IMAGE_SIZE
-    IMAGE_SIZE = args.image_size
+    global IMAGE_SIZE, BATCH
+    IMAGE_SIZE, BATCH = args.image_size, args.batch
     torch_imports()
     models = args.models.split(",") if args.models else CLASSIFIERS + SEGMENTATION
     exporters = args.exporters.split(",")
     out = open(args.table, "w") if args.table else sys.stdout
     out.write(f"torch {torch.__version__}; lr {LR}, momentum {MOMENTUM}, weight decay {WD}; "
-              f"batch 2, 10 classes, {IMAGE_SIZE}x{IMAGE_SIZE} images (except where noted); "
+              f"batch {BATCH}, 10 classes, {IMAGE_SIZE}x{IMAGE_SIZE} images (except where noted); "
               f"tolerance {TOL} relative to float64\n\n")
     out.write("| model | " + " | ".join(exporters) + " |\n")
     out.write("|---|" + "---|" * len(exporters) + "\n")
@@ -295,6 +296,7 @@ def main():
     s.add_argument("--exporters", default="dynamo,legacy")
     s.add_argument("--out", default=None, help="scratch folder")
     s.add_argument("--image-size", type=int, default=IMAGE_SIZE)
+    s.add_argument("--batch", type=int, default=BATCH)
     s.add_argument("--table", help="write the Markdown table here (the exporters print to stdout)")
     f = sub.add_parser("fixtures")
     f.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "torch2"))

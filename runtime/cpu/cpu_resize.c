@@ -40,7 +40,8 @@ static int resize_run(const kernel_args *a, bool grad, oc_err *err) {
     for (int64_t pl = 0; pl < planes; pl++)
         for (int64_t o = 0; o < sout; o++) {
             int64_t oi[OP_RESIZE_MAX_SP], rem = o;
-            for (int d = nsp - 1; d >= 0; d--) oi[d] = rem % big->dims[2 + d], rem /= big->dims[2 + d];
+            for (int d = nsp - 1; d >= 0; d--)
+                oi[d] = rem % big->dims[2 + d], rem /= big->dims[2 + d];
             double acc = 0;
             for (int c = 0; c < corners; c++) {
                 double w = 1;

@@ -17,8 +17,8 @@ static int parse_mode(const ir_node *n, int64_t opset, op_resize_args *p, oc_err
     else return oc_fail(err, "mode '%s' is not supported (nearest, linear)", mode);
     /* Upsample and opset-10 Resize map output to input by x / scale. */
     bool old = n->op == OP_UPSAMPLE || (n->op == OP_RESIZE && opset < 11);
-    const char *ct = ir_attr_string(n, "coordinate_transformation_mode",
-                                    old ? "asymmetric" : "half_pixel");
+    const char *ct =
+        ir_attr_string(n, "coordinate_transformation_mode", old ? "asymmetric" : "half_pixel");
     static const char *const cts[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                       "asymmetric"};
     p->coord = (op_resize_coord)-1;
@@ -41,8 +41,8 @@ static int parse_mode(const ir_node *n, int64_t opset, op_resize_args *p, oc_err
 }
 
 /* Output extents and per-dim scales from sizes (int64) or scales (float). */
-static int resize_shape(ir_graph *g, ir_node *n, const ir_tensor *x, int64_t *y,
-                        op_resize_args *p, oc_err *err) {
+static int resize_shape(ir_graph *g, ir_node *n, const ir_tensor *x, int64_t *y, op_resize_args *p,
+                        oc_err *err) {
     int scales_in = g->opset >= 11 && n->op == OP_RESIZE ? 2 : 1;
     int sizes_in = g->opset >= 11 && n->op == OP_RESIZE ? 3 : -1;
     if (x->rank < 3 || x->rank - 2 > OP_RESIZE_MAX_SP)
@@ -102,8 +102,7 @@ static int resize_decode(const ir_graph *g, ir_node *n, oc_err *err) {
         const ir_tensor *dx = ir_node_out((ir_graph *)g, n, 0);
         const int64_t *s;
         p->nsp = dx->rank - 2;
-        if (ir_attr_ints(n, "scales_x1e9", &s) != p->nsp || p->nsp < 1 ||
-            p->nsp > OP_RESIZE_MAX_SP)
+        if (ir_attr_ints(n, "scales_x1e9", &s) != p->nsp || p->nsp < 1 || p->nsp > OP_RESIZE_MAX_SP)
             return oc_fail(err, "attribute 'scales_x1e9' needs one value per spatial dim");
         for (int d = 0; d < p->nsp; d++) p->scale[d] = (double)s[d] / 1e9;
         return OC_OK;

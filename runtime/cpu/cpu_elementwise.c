@@ -210,11 +210,11 @@ int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
 /* out (op)= in broadcast to out's shape (op: BC_ASSIGN, BC_ADD, ...). */
 enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV };
 #define BC_APPLY(T, d, s)                                                                          \
-    (op == BC_ASSIGN ? (s)                                                                         \
-     : op == BC_ADD  ? (T)((d) + (s))                                                              \
-     : op == BC_SUB  ? (T)((d) - (s))                                                              \
-     : op == BC_MUL  ? (T)((d) * (s))                                                              \
-                     : (T)((d) / (s)))
+    ((T)(op == BC_ASSIGN ? (s)                                                                     \
+         : op == BC_ADD  ? (d) + (s)                                                               \
+         : op == BC_SUB  ? (d) - (s)                                                               \
+         : op == BC_MUL  ? (d) * (s)                                                               \
+                         : (d) / (s)))
 #define BCAST_LOOP(T)                                                                              \
     do {                                                                                           \
         const T *src = in;                                                                         \

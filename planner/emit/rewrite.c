@@ -395,6 +395,7 @@ static void map_timeline(rw *s, const sim_timeline *tl, rewrite_result *r) {
         if (ev->kind == SIM_EVENT_NODE) idx = node_of[ev->index];
         else if (ev->kind == SIM_EVENT_SWAP_OUT) idx = so[ev->index];
         else if (ev->kind == SIM_EVENT_SWAP_IN) idx = si[ev->index];
+        else if (ev->kind == SIM_EVENT_INPUT) continue; /* the executor's copy, not a node */
         else {
             int want = ++clone_seen[ev->index], k = 0;
             for (int i = 0; i < nn && idx < 0; i++)

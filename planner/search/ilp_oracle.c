@@ -33,6 +33,8 @@ struct ilp_model {
     double *tm;       /* per node, ms */
     double *P;        /* per position: ideal start, ms (N + 1 entries) */
     double ideal;     /* ms */
+    double in_wait;   /* ms: the first node waits for the step's batch to be copied in */
+    double in_busy;   /* ms: the H2D queue copies the batch and labels before any swap-in */
     double cap;       /* MB (INFINITY when unlimited) */
     double *keep_mem; /* per position: all-keep memory, MB */
     double *pre_mem;  /* per position: keep_mem less the node's outputs and workspace */
@@ -248,6 +250,15 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     const profile_device *dev = in->prof ? &in->prof->device : NULL;
     double bw_in = dev ? dev->h2d_bytes_per_s : 0, bw_out = dev ? dev->d2h_bytes_per_s : 0;
     double lat = dev ? dev->copy_latency_s : 0;
+    /* The step's inputs, first on the H2D queue as the simulator has them. */
+    for (int i = 0; i < g->n_inputs && bw_in > 0; i++) {
+        int t = g->inputs[i];
+        int64_t b;
+        if (!ir_tensor_bytes(&g->tensors[t], &b) || b == 0) continue;
+        m->in_busy += (lat + (double)b / bw_in) * 1e3;
+        for (int c = 0; c < g->tensors[t].n_consumers; c++)
+            if (g->tensors[t].consumers[c] == 0) m->in_wait = m->in_busy;
+    }
     for (int k = 0; k < D; k++) {
         int t = m->dec[k];
         double b = (double)m->ti->bytes[t];
@@ -390,7 +401,7 @@ void ilp_model_eval(const ilp_model *m, const sim_plan *plan, ilp_eval *ev, doub
     double *Q = oc_calloc((size_t)N + 1, sizeof *Q); /* Q[p]: stall before node p */
     double *ends = oc_calloc((size_t)D + 1, sizeof *ends);
     int hi = 0;
-    double e = 0, q = 0;
+    double e = m->in_busy, q = m->in_wait;
     ev->fits = true;
     ev->worst_node = -1;
     for (int p = 0; p < N; p++) {
@@ -575,7 +586,9 @@ int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
             if (m->g_ub[k] > T_lo) cz[k * N + p] = lp_col(&b, GLP_BV, 0, 0, 1, 0);
         }
     }
-    for (int p = 0; p < N; p++) cQ[p] = lp_col(&b, GLP_CV, GLP_LO, 0, 0, p == N - 1 ? 1 : 0);
+    /* Q_p >= the wait for the step's batch (every node waits at least as long as node 0). */
+    for (int p = 0; p < N; p++)
+        cQ[p] = lp_col(&b, GLP_CV, GLP_LO, m->in_wait, 0, p == N - 1 ? 1 : 0);
     for (int k = 0; k < D; k++)
         for (int i = m->chain_off[k]; i < m->chain_off[k + 1]; i++) {
             int n = m->chain_idx[i];
@@ -661,6 +674,10 @@ int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
             lp_push(&b, row, cE[k], 1);
             lp_push(&b, row, cE[prev], -1);
             lp_push(&b, row, cs[k], -m->c_in[k]);
+        } else { /* the first swap-in queues behind the batch's copy: E >= (in_busy + c) s */
+            row = lp_row(&b, GLP_LO, 0, 0);
+            lp_push(&b, row, cE[k], 1);
+            lp_push(&b, row, cs[k], -(m->in_busy + m->c_in[k]));
         }
         for (int i = m->flast[k] + 1; i <= m->fbr[k]; i++) {
             /* E - Q_{i-1} - M y >= P_i + c - M */

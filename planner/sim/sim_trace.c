@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-static const char *kind_cat[] = {"compute", "recompute", "swap_out", "swap_in"};
+static const char *kind_cat[] = {"compute", "recompute", "swap_out", "swap_in", "input"};
 
 static json_t *event_json(const train_graph *tg, const sim_event *e) {
     const ir_graph *g = tg->g;
@@ -23,7 +23,9 @@ static json_t *event_json(const train_graph *tg, const sim_event *e) {
         json_object_set_new(args, "phase", json_string(train_phase_name(tg->phase[e->index])));
     } else {
         snprintf(name, sizeof name, "%s %s",
-                 op_name(e->kind == SIM_EVENT_SWAP_OUT ? OP_SWAP_OUT : OP_SWAP_IN),
+                 e->kind == SIM_EVENT_INPUT
+                     ? "input"
+                     : op_name(e->kind == SIM_EVENT_SWAP_OUT ? OP_SWAP_OUT : OP_SWAP_IN),
                  g->tensors[e->index].name);
         json_object_set_new(args, "tensor", json_string(g->tensors[e->index].name));
     }

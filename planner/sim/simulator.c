@@ -35,8 +35,9 @@ struct sim_context {
     int *node_pos;                                         /* per node: its op */
     int *rc_pos, *eff_last, *fwd_last, *first_bwd, *issue; /* per tensor */
     int *so_list, *si_list, *tmp_list, *count;             /* queues; count: max_ops + 1 */
-    int *pending; /* swapped tensors copied out, forward readers pending */
-    uint8_t *so_done, *si_done;
+    int *pending;                         /* swapped tensors copied out, forward readers pending */
+    uint8_t *so_done, *si_done, *in_done; /* in_done: graph input copied to the device */
+    int *inputs, n_inputs;                /* graph inputs with bytes, in the executor's order */
     double *res[8]; /* node start/end, rc start/end, so start/end, si start/end */
 };
 
@@ -100,6 +101,8 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
     c->count = oc_calloc(no + 1, sizeof(int));
     c->so_done = oc_calloc(nt, 1);
     c->si_done = oc_calloc(nt, 1);
+    c->in_done = oc_calloc(nt, 1);
+    c->inputs = oc_calloc((size_t)tg->g->n_inputs + 1, sizeof(int));
     for (int i = 0; i < 8; i++) c->res[i] = oc_calloc(i < 4 ? nn : nt, sizeof(double));
     c->dev = prof->device;
     if (profile_node_costs(prof, tg, what, c->time, c->ws, err)) {
@@ -120,7 +123,10 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
         /* Producer-less tensors that are not graph inputs are never allocated. */
         c->bytes[t] = x->producer >= 0 || x->is_graph_input ? b : 0;
     }
-    for (int i = 0; i < g->n_inputs; i++) c->base_bytes += c->bytes[g->inputs[i]];
+    for (int i = 0; i < g->n_inputs; i++) {
+        c->base_bytes += c->bytes[g->inputs[i]];
+        if (c->bytes[g->inputs[i]] > 0) c->inputs[c->n_inputs++] = g->inputs[i];
+    }
     for (int i = 0; i < tg->n_saved; i++) c->is_saved[tg->saved[i]] = 1;
     /* Distinct inputs / present outputs per node. */
     int n_in = 0, n_out = 0;
@@ -157,7 +163,8 @@ void sim_context_free(sim_context *c) {
                  c->in_off,   c->in_idx,   c->out_off,  c->out_idx,   c->op_node,     c->op_rc,
                  c->op_alloc, c->op_free,  c->wait_off, c->wait_idx,  c->block_start, c->node_pos,
                  c->rc_pos,   c->eff_last, c->fwd_last, c->first_bwd, c->issue,       c->so_list,
-                 c->si_list,  c->tmp_list, c->count,    c->pending,   c->so_done,     c->si_done};
+                 c->si_list,  c->tmp_list, c->count,    c->pending,   c->so_done,     c->si_done,
+                 c->in_done,  c->inputs};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     for (int i = 0; i < 8; i++) oc_free(c->res[i]);
     oc_free(c);
@@ -370,8 +377,9 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
     int64_t cap = o->budget_bytes > 0 ? o->budget_bytes - o->reserve_bytes : INT64_MAX;
     int64_t live = c->base_bytes, peak = live;
     double now = 0, c_finish = 0, c_end = 0, d_end = 0, h_end = 0, busy_s = 0;
-    bool c_busy = false, d_busy = false, h_busy = false, c_mem_wait = false;
-    int cq = 0, di = 0, hi = 0, n_pend = 0, n_sw = 0;
+    bool c_busy = false, d_busy = false, h_busy = false, c_mem_wait = false, h_input = false;
+    int cq = 0, di = 0, hi = 0, n_pend = 0, n_sw = 0, ii = 0;
+    for (int k = 0; k < c->n_inputs; k++) c->in_done[c->inputs[k]] = 0;
     const int n_ops = s.n_ops;
     for (int t = 0; t < c->n_tensors; t++) n_sw += plan->decision[t] == SIM_DECISION_SWAP;
     tl_sample(tl, 0, live);
@@ -388,6 +396,10 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
             bool ready = true;
             for (int j = c->wait_off[cq]; j < c->wait_off[cq + 1] && ready; j++)
                 ready = c->si_done[c->wait_idx[j]];
+            int on = c->op_node[cq]; /* the step's batch must be on the device */
+            for (int j = c->in_off[on]; j < c->in_off[on + 1] && ready; j++)
+                ready = !g->tensors[c->in_idx[j]].is_graph_input || c->in_done[c->in_idx[j]] ||
+                        c->bytes[c->in_idx[j]] == 0;
             int64_t need = c->op_alloc[cq];
             if (ready && live + need > cap) c_mem_wait = true;
             else if (ready) {
@@ -423,7 +435,13 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
             }
         }
         engine_free = dev->duplex ? !h_busy : !d_busy && !h_busy;
-        if (engine_free && hi < n_sw && !c_mem_wait) {
+        if (engine_free && ii < c->n_inputs) { /* the batch first, as the executor issues it */
+            int t = c->inputs[ii++];
+            h_busy = h_input = true;
+            h_end = now + copy_time(c, dev, t, true);
+            r->input_s += h_end - now;
+            tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_INPUT, t, now, h_end, c->bytes[t]);
+        } else if (engine_free && hi < n_sw && !c_mem_wait) {
             int t = c->si_list[hi];
             if (cq >= c->issue[t] && c->so_done[t] && live + c->bytes[t] <= cap) {
                 live += c->bytes[t];
@@ -444,7 +462,7 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
         if (d_busy && (next < 0 || d_end < next)) next = d_end;
         if (h_busy && (next < 0 || h_end < next)) next = h_end;
         if (next < 0) {
-            if (cq >= n_ops && di >= n_sw && hi >= n_sw) break;
+            if (cq >= n_ops && di >= n_sw && hi >= n_sw && ii >= c->n_inputs) break;
             r->feasible = false;
             break;
         }
@@ -479,7 +497,8 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
         }
         if (h_busy && h_end <= now) {
             h_busy = false;
-            c->si_done[c->si_list[hi - 1]] = 1;
+            if (h_input) c->in_done[c->inputs[ii - 1]] = 1, h_input = false;
+            else c->si_done[c->si_list[hi - 1]] = 1;
         }
     }
     r->peak_bytes = peak;

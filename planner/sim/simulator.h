@@ -59,6 +59,7 @@ typedef enum sim_event_kind {
     SIM_EVENT_RECOMPUTE, /* index: node re-run */
     SIM_EVENT_SWAP_OUT,  /* index: tensor */
     SIM_EVENT_SWAP_IN,   /* index: tensor */
+    SIM_EVENT_INPUT,     /* index: tensor, a graph input: the step's batch copied H2D */
 } sim_event_kind;
 
 typedef struct sim_event {
@@ -95,6 +96,8 @@ typedef struct sim_result {
     double ideal_s;     /* sum of node times: in-core, infinite memory */
     double stall_s;     /* compute idle, waiting for swap-ins or memory */
     double recompute_s; /* compute time spent re-running producers */
+    double input_s;     /* H2D time of the step's input batch and labels (before any swap-in;
+                           the nodes that read them wait for them) */
     int64_t peak_bytes;
     int64_t d2h_bytes, h2d_bytes;
     int n_swap_out, n_swap_in, n_recompute;

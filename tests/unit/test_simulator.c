@@ -4,10 +4,13 @@
  * The hand graph (bytes in brackets; every node takes 1 s; copies 1000 B/s):
  *   x[4] -F1-> a[1000] -F2-> b[40] -F3-> c[100] -L-> l[100]
  *   backward: B3(l) -> gc[100]; B2(gc, b) -> gb[100]; B1(gb, a) -> ga[100]
- * saved = {a, b}: a is read by B1, b by B2. */
+ * saved = {a, b}: a is read by B1, b by B2. Every step starts with x copied to
+ * the device (IN = 4 B / bandwidth), which F1 waits for: times below are the
+ * worked-out ones plus IN. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +19,8 @@
 #include "ir/shape_infer.h"
 #include "sim/simulator.h"
 #include "unit/hand_graph.h"
+
+static double h_bw; /* the hand graph's copy bandwidth (IN) */
 
 typedef struct hand {
     train_graph *tg;
@@ -29,6 +34,7 @@ typedef struct hand {
 /* The hand graph, with a profile of 1 s per node and copy bandwidth bw. */
 static hand *hand_new(double bw) {
     hand *h = calloc(1, sizeof *h);
+    h_bw = bw;
     train_graph *tg = h->tg = hand_graph_new(40, &h->a, &h->b);
     h->prof = hand_profile_new(tg, bw, 1.0);
     oc_err err;
@@ -61,6 +67,15 @@ static sim_result run(hand *h, int64_t budget) {
 }
 
 #define EPS 1e-9
+/* Every hand timeline starts with the step's input batch x (4 bytes) copied to
+ * the device, which F1 waits for: IN seconds at the hand graph's bandwidth. */
+#define IN (4.0 / h_bw)
+/* Times compared in double (cmocka's assert_float_equal compares floats). */
+#define assert_time(a, b)                                                                          \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        if (fabs(a_ - b_) > EPS) fail_msg("%s = %.9f, expected %.9f", #a, a_, b_);                 \
+    } while (0)
 
 /* SwapIn(a) issued at B3 (t=4) takes 1 s, done at 5; B1 starts at 6: no stall. */
 static void test_swap_hidden(void **state) {
@@ -68,14 +83,16 @@ static void test_swap_hidden(void **state) {
     sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B3);
     sim_result r = run(h, 0);
     assert_true(r.feasible);
-    assert_float_equal(r.swap_out_start[h->a], 1.0, EPS);
-    assert_float_equal(r.swap_out_end[h->a], 2.0, EPS);
-    assert_float_equal(r.swap_in_start[h->a], 4.0, EPS);
-    assert_float_equal(r.swap_in_end[h->a], 5.0, EPS);
-    assert_float_equal(r.node_start[B1], 6.0, EPS);
-    assert_float_equal(r.stall_s, 0.0, EPS);
-    assert_float_equal(r.time_s, 7.0, EPS);
-    assert_float_equal(r.ideal_s, 7.0, EPS);
+    assert_time(r.swap_out_start[h->a], IN + 1.0);
+    assert_time(r.swap_out_end[h->a], IN + 2.0);
+    assert_time(r.swap_in_start[h->a], IN + 4.0);
+    assert_time(r.swap_in_end[h->a], IN + 5.0);
+    assert_time(r.node_start[B1], IN + 6.0);
+    assert_time(r.stall_s, IN + 0.0);
+    assert_time(r.time_s, IN + 7.0);
+    assert_time(r.ideal_s, 7.0);
+    assert_time(r.input_s, IN); /* x's copy, first on the H2D queue */
+    assert_time(r.node_start[F1], IN);
     assert_int_equal(r.d2h_bytes, 1000);
     assert_int_equal(r.h2d_bytes, 1000);
     /* a leaves the device after F2 (its copy is done at 2); the peak is during B3,
@@ -90,16 +107,16 @@ static void test_swap_exposed(void **state) {
     sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B2);
     sim_result r = run(h, 0);
     assert_true(r.feasible);
-    assert_float_equal(r.swap_in_start[h->a], 5.0, EPS);
-    assert_float_equal(r.swap_in_end[h->a], 7.5, EPS);
-    assert_float_equal(r.node_start[B1], 7.5, EPS);
-    assert_float_equal(r.stall_s, 1.5, EPS);
-    assert_float_equal(r.time_s, 8.5, EPS);
+    assert_time(r.swap_in_start[h->a], IN + 5.0);
+    assert_time(r.swap_in_end[h->a], IN + 7.5);
+    assert_time(r.node_start[B1], IN + 7.5);
+    assert_time(r.stall_s, IN + 1.5);
+    assert_time(r.time_s, IN + 8.5);
     sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, -1);
     r = run(h, 0);
-    assert_float_equal(r.swap_in_start[h->a], 6.0, EPS);
-    assert_float_equal(r.stall_s, 2.5, EPS);
-    assert_float_equal(r.time_s, 9.5, EPS);
+    assert_time(r.swap_in_start[h->a], IN + 6.0);
+    assert_time(r.stall_s, IN + 2.5);
+    assert_time(r.time_s, IN + 9.5);
 }
 
 /* Budget 1200: at t=4 b+l+gc (240) are live, a (1000) does not fit; at t=5 B2
@@ -110,13 +127,13 @@ static void test_swap_waits_for_memory(void **state) {
     sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B3);
     sim_result r = run(h, 1200);
     assert_true(r.feasible);
-    assert_float_equal(r.swap_in_start[h->a], 6.0, EPS);
-    assert_float_equal(r.node_start[B1], 7.0, EPS);
-    assert_float_equal(r.stall_s, 1.0, EPS);
-    assert_float_equal(r.time_s, 8.0, EPS);
+    assert_time(r.swap_in_start[h->a], IN + 6.0);
+    assert_time(r.node_start[B1], IN + 7.0);
+    assert_time(r.stall_s, IN + 1.0);
+    assert_time(r.time_s, IN + 8.0);
     assert_int_equal(r.peak_bytes, 1200);
     /* The timeline has every op and copy, and memory samples within budget. */
-    assert_int_equal(h->tl->n_events, N_NODES + 2);
+    assert_int_equal(h->tl->n_events, N_NODES + 3); /* + SwapOut, SwapIn, the input copy */
     for (int i = 0; i < h->tl->n_samples; i++) assert_true(h->tl->samples[i].bytes <= 1200);
 }
 
@@ -146,14 +163,14 @@ static void test_recompute_from_swapped_input(void **state) {
     sim_result r = run(h, 0);
     assert_true(r.feasible);
     assert_int_equal(r.n_recompute, 1);
-    assert_float_equal(r.swap_in_start[h->a], 5.0, EPS);
-    assert_float_equal(r.recompute_start[F2], 6.0, EPS);
-    assert_float_equal(r.recompute_end[F2], 7.0, EPS);
-    assert_float_equal(r.node_start[B2], 7.0, EPS);
-    assert_float_equal(r.node_start[B1], 8.0, EPS);
-    assert_float_equal(r.recompute_s, 1.0, EPS);
-    assert_float_equal(r.stall_s, 1.0, EPS);
-    assert_float_equal(r.time_s, 9.0, EPS);
+    assert_time(r.swap_in_start[h->a], IN + 5.0);
+    assert_time(r.recompute_start[F2], IN + 6.0);
+    assert_time(r.recompute_end[F2], IN + 7.0);
+    assert_time(r.node_start[B2], IN + 7.0);
+    assert_time(r.node_start[B1], IN + 8.0);
+    assert_time(r.recompute_s, 1.0);
+    assert_time(r.stall_s, IN + 1.0);
+    assert_time(r.time_s, IN + 9.0);
     /* A swap-in issued after the recompute that needs it is a malformed plan. */
     sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B1);
     sim_options o = {0};
@@ -197,8 +214,11 @@ static void test_keep_equals_liveness(void **state) {
     for (int i = 0; i < p->n_nodes; i++) sum += p->nodes[i].time_s;
     assert_true(r.feasible);
     assert_int_equal(r.peak_bytes, train_liveness_peak(tg, NULL));
-    assert_float_equal(r.time_s, sum, 1e-12);
-    assert_float_equal(r.stall_s, 0, 1e-12);
+    /* The first node waits for the batch's copy (the labels' copy overlaps compute). */
+    double wait = r.node_start[0];
+    assert_true(wait > 0 && wait < r.input_s);
+    assert_true(fabs(r.time_s - (sum + wait)) < 1e-12);
+    assert_true(fabs(r.stall_s - wait) < 1e-12);
     /* All-swap with no budget still finishes, moving every saved byte both ways. */
     sim_plan_swap_all(plan);
     assert_int_equal(sim_run(ctx, plan, &o, &r, NULL, &err), OC_OK);

@@ -62,14 +62,17 @@ int cpu_batch_norm(const kernel_args *a, oc_err *err) {
     } else {
         for (int64_t c = 0; c < C; c++) mean[c] = rm[c], var[c] = rv[c];
     }
+    /* Y = (X - mean) * (invstd * scale) + bias, the subtraction first and in double: folding
+     * the mean into a float shift (X * a + b) cancels catastrophically when a channel's mean
+     * is large against its spread (a small batch late in a network), flipping ReLU decisions
+     * PyTorch does not flip. */
     for (int64_t c = 0; c < C; c++) {
-        double invstd = 1.0 / sqrt(var[c] + (double)eps);
-        float alpha = (float)(invstd * scale[c]);
-        float beta = (float)(bias[c] - mean[c] * invstd * scale[c]);
+        double invstd = 1.0 / sqrt(var[c] + (double)eps), a_c = invstd * scale[c], m = mean[c];
+        double b_c = bias[c];
         for (int64_t n = 0; n < N; n++) {
             const float *p = x + (n * C + c) * S;
             float *q = y + (n * C + c) * S;
-            for (int64_t i = 0; i < S; i++) q[i] = p[i] * alpha + beta;
+            for (int64_t i = 0; i < S; i++) q[i] = (float)(((double)p[i] - m) * a_c + b_c);
         }
     }
     if (train) {

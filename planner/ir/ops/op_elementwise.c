@@ -66,6 +66,30 @@ int op_decode_dropout(const ir_graph *g, ir_node *n, oc_err *err) {
 }
 
 static const op_role data_role[] = {OP_IN_DATA};
+
+/* A pointwise op X -> Y (shape kept) and its gradient op (dY, S) -> dX; decode:
+ * its parameters (op_pointwise_args) or NULL; saved: the tensor S its rule reads. */
+#define POINTWISE_OP(ident, rule, decodefn, saved_in, saved_out)                                   \
+    const op_def ident = {.min_inputs = 1,                                                         \
+                          .max_inputs = 1,                                                         \
+                          .min_outputs = 1,                                                        \
+                          .max_outputs = 1,                                                        \
+                          .roles = data_role,                                                      \
+                          .n_roles = 1,                                                            \
+                          .infer = same_shape_infer,                                               \
+                          .decode = decodefn,                                                      \
+                          .grad = rule,                                                            \
+                          .saved_inputs = saved_in,                                                \
+                          .saved_outputs = saved_out}
+#define POINTWISE_GRAD_OP(ident, decodefn)                                                         \
+    const op_def ident = {.min_inputs = 2,                                                         \
+                          .max_inputs = 2,                                                         \
+                          .min_outputs = 1,                                                        \
+                          .max_outputs = 1,                                                        \
+                          .roles = data_role,                                                      \
+                          .n_roles = 1,                                                            \
+                          .infer = same_shape_infer,                                               \
+                          .decode = decodefn}
 static const op_role clip_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
 const op_def op_def_relu = {
@@ -83,43 +107,15 @@ const op_def op_def_relu = {
 /* Sigmoid: Y = 1 / (1 + exp(-X)); dX = dY * Y * (1 - Y) from the saved Y. */
 static int sigmoid_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_y(c, OP_SIGMOID_GRAD); }
 
-const op_def op_def_sigmoid = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .grad = sigmoid_grad_rule,
-    .saved_outputs = 0x1,
-};
+POINTWISE_OP(op_def_sigmoid, sigmoid_grad_rule, NULL, 0x0, 0x1);
 
 /* SigmoidGrad(dY, Y) -> dX, shaped like dY. */
-const op_def op_def_sigmoid_grad = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-};
+POINTWISE_GRAD_OP(op_def_sigmoid_grad, NULL);
 
 /* Tanh: dX = dY * (1 - Y^2) from the saved Y. */
 static int tanh_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_y(c, OP_TANH_GRAD); }
 
-const op_def op_def_tanh = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .grad = tanh_grad_rule,
-    .saved_outputs = 0x1,
-};
+POINTWISE_OP(op_def_tanh, tanh_grad_rule, NULL, 0x0, 0x1);
 
 /* HardSigmoid: Y = max(0, min(1, alpha X + beta)) (ONNX defaults 0.2, 0.5;
  * PyTorch exports 1/6, 1/2); the gradient reads X and the same attributes. */
@@ -135,66 +131,20 @@ static int hard_sigmoid_grad_rule(grad_ctx *c) {
     return op_grad_pointwise_of_x(c, OP_HARD_SIGMOID_GRAD);
 }
 
-const op_def op_def_hard_sigmoid = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .decode = hard_sigmoid_decode,
-    .grad = hard_sigmoid_grad_rule,
-    .saved_inputs = 0x1,
-};
+POINTWISE_OP(op_def_hard_sigmoid, hard_sigmoid_grad_rule, hard_sigmoid_decode, 0x1, 0x0);
 
 /* HardSwish: Y = X * HardSigmoid(X) with alpha 1/6, beta 1/2; the gradient reads X. */
 static int hard_swish_grad_rule(grad_ctx *c) {
     return op_grad_pointwise_of_x(c, OP_HARD_SWISH_GRAD);
 }
 
-const op_def op_def_hard_swish = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .grad = hard_swish_grad_rule,
-    .saved_inputs = 0x1,
-};
+POINTWISE_OP(op_def_hard_swish, hard_swish_grad_rule, NULL, 0x1, 0x0);
 
 /* TanhGrad(dY, Y), HardSwishGrad(dY, X) -> dX shaped like dY; HardSigmoidGrad
  * also its alpha and beta. */
-const op_def op_def_tanh_grad = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-};
-const op_def op_def_hard_sigmoid_grad = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .decode = hard_sigmoid_decode,
-};
-const op_def op_def_hard_swish_grad = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-};
+POINTWISE_GRAD_OP(op_def_tanh_grad, NULL);
+POINTWISE_GRAD_OP(op_def_hard_sigmoid_grad, hard_sigmoid_decode);
+POINTWISE_GRAD_OP(op_def_hard_swish_grad, NULL);
 
 /* Erf; Gelu (opset 20: approximate "none" or "tanh"). Both gradients read X. */
 static int gelu_decode(const ir_graph *g, ir_node *n, oc_err *err) {
@@ -209,48 +159,10 @@ static int gelu_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 static int erf_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_ERF_GRAD); }
 static int gelu_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_GELU_GRAD); }
 
-const op_def op_def_erf = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .grad = erf_grad_rule,
-    .saved_inputs = 0x1,
-};
-const op_def op_def_gelu = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .decode = gelu_decode,
-    .grad = gelu_grad_rule,
-    .saved_inputs = 0x1,
-};
-const op_def op_def_erf_grad = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-};
-const op_def op_def_gelu_grad = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .decode = gelu_decode,
-};
+POINTWISE_OP(op_def_erf, erf_grad_rule, NULL, 0x1, 0x0);
+POINTWISE_OP(op_def_gelu, gelu_grad_rule, gelu_decode, 0x1, 0x0);
+POINTWISE_GRAD_OP(op_def_erf_grad, NULL);
+POINTWISE_GRAD_OP(op_def_gelu_grad, gelu_decode);
 
 /* Sqrt (dX = dY / (2 Y), from Y); Pow with a constant scalar exponent p
  * (dX = dY p X^(p-1), from X): the decomposed LayerNorm older exporters write. */
@@ -280,17 +192,7 @@ static int pow_grad_rule(grad_ctx *c) {
 
 static const op_role pow_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
-const op_def op_def_sqrt = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .grad = sqrt_grad_rule,
-    .saved_outputs = 0x1,
-};
+POINTWISE_OP(op_def_sqrt, sqrt_grad_rule, NULL, 0x0, 0x1);
 const op_def op_def_pow = {
     .min_inputs = 2,
     .max_inputs = 2,
@@ -303,25 +205,8 @@ const op_def op_def_pow = {
     .grad = pow_grad_rule,
     .saved_inputs = 0x1,
 };
-const op_def op_def_sqrt_grad = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-};
-const op_def op_def_pow_grad = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = same_shape_infer,
-    .decode = pow_decode,
-};
+POINTWISE_GRAD_OP(op_def_sqrt_grad, NULL);
+POINTWISE_GRAD_OP(op_def_pow_grad, pow_decode);
 
 const op_def op_def_clip = {
     .min_inputs = 1,

@@ -60,7 +60,9 @@ def outcore_order(n, seed, epoch):
     return p
 
 
-def _restore_initializers(path, state):
+def restore_initializers(path, state):
+    """Tracing ran the module in train mode, which moved its BN statistics: put back the
+    state from before export, matched by name."""
     import onnx
     from onnx import numpy_helper
     m = onnx.load(path)
@@ -88,7 +90,7 @@ def export(model, example, path, exporter="dynamo"):
                           dynamic_axes={"input": {0: "batch"}})
     else:
         raise ValueError(f"exporter '{exporter}': dynamo or legacy")
-    _restore_initializers(path, state)
+    restore_initializers(path, state)
     return path
 
 

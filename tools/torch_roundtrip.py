@@ -30,6 +30,9 @@ import warnings
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from outcore_torch import restore_initializers  # noqa: E402  (one copy, shared)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = os.path.join(ROOT, os.environ.get("BUILD", "build"), "outcore-run")
 LR, MOMENTUM, WD = 0.01, 0.9, 1e-4
@@ -111,18 +114,6 @@ def export(model, x, exporter, path):
         raise ValueError(exporter)
     restore_initializers(path, state)
 
-
-def restore_initializers(path, state):
-    """Tracing ran the model in train mode, and the exporters store the BN statistics as
-    they are after it: put back the model's state from before (matched by name)."""
-    import onnx
-    from onnx import numpy_helper
-    m = onnx.load(path)
-    for i, t in enumerate(m.graph.initializer):
-        if t.name in state and state[t.name].shape == tuple(t.dims):
-            m.graph.initializer[i].CopyFrom(numpy_helper.from_array(
-                state[t.name].astype(numpy_helper.to_array(t).dtype), t.name))
-    onnx.save(m, path)
 
 
 def reference_step(model, x, y, dtype):

@@ -11,12 +11,6 @@
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
-/* A plan-time value: inline data of a constant (never a parameter's weights,
- * which change every step). */
-static bool is_value(const ir_tensor *t) {
-    return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
-}
-
 static bool fold_dtype(ir_dtype dt) {
     return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE || dt == IR_DTYPE_INT32 ||
            dt == IR_DTYPE_INT64 || dt == IR_DTYPE_BOOL || dt == IR_DTYPE_UINT8 ||
@@ -116,7 +110,7 @@ static int fold_set(ir_graph *g, ir_node *n, uint8_t *buf, int64_t numel) {
 /* Input i must be a plan-time value of a type folding handles. */
 static int need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err) {
     if (op_in_shaped(g, n, i, t, err)) return OC_ERR;
-    if (!is_value(*t))
+    if (!op_is_value(*t))
         return oc_fail(err,
                        "input '%s' is computed at run time; outcore evaluates %s only on "
                        "plan-time values (constants, folded shape computations)",
@@ -134,7 +128,7 @@ static int cast_to(ir_graph *g, ir_node *n, ir_dtype dt, oc_err *err) {
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     op_set_out(g, n, 0, dt, x->rank, x->dims);
-    if (!is_value(x)) {
+    if (!op_is_value(x)) {
         bool mask = x->dtype == IR_DTYPE_BOOL && dt == IR_DTYPE_FLOAT; /* dropout patterns */
         if (x->dtype != dt && !mask)
             return oc_fail(err,
@@ -176,7 +170,7 @@ static int identity_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     op_set_out_like(g, n, 0, x);
-    if (is_value(x)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
+    if (op_is_value(x)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
     return OC_OK;
 }
 
@@ -211,7 +205,7 @@ static int squeeze_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     for (int d = 0; d < x->rank; d++)
         if (!drop[d]) y[r++] = x->dims[d];
     op_set_out(g, n, 0, x->dtype, r, y);
-    if (is_value(x)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
+    if (op_is_value(x)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
     return OC_OK;
 }
 
@@ -241,7 +235,7 @@ static int expand_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 
 int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1), *y = ir_node_out(g, n, 0);
-    if (!is_value(a) || !is_value(b) || !fold_dtype(a->dtype)) return OC_OK;
+    if (!op_is_value(a) || !op_is_value(b) || !fold_dtype(a->dtype)) return OC_OK;
     int64_t numel;
     uint8_t *buf = fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
@@ -365,6 +359,16 @@ static const op_role data_role[] = {OP_IN_DATA};
 static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
 static const op_role const_role[] = {OP_IN_CONST};
 
+/* An op of OC_OPS_FOLD: n plan-time inputs, one output, its shape function folds. */
+#define FOLD_OP(ident, n, fn)                                                                      \
+    const op_def ident = {.min_inputs = n,                                                         \
+                          .max_inputs = n,                                                         \
+                          .min_outputs = 1,                                                        \
+                          .max_outputs = 1,                                                        \
+                          .roles = const_role,                                                     \
+                          .n_roles = 1,                                                            \
+                          .infer = fn}
+
 const op_def op_def_identity = {
     .min_inputs = 1,
     .max_inputs = 1,
@@ -405,57 +409,17 @@ const op_def op_def_cast_like = {
     .infer = cast_like_infer,
     .grad = identity_grad,
 };
-const op_def op_def_expand = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = const_role,
-    .n_roles = 1,
-    .infer = expand_infer,
-};
-const op_def op_def_equal = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = const_role,
-    .n_roles = 1,
-    .infer = equal_infer,
-};
-const op_def op_def_where = {
-    .min_inputs = 3,
-    .max_inputs = 3,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = const_role,
-    .n_roles = 1,
-    .infer = where_infer,
-};
-const op_def op_def_range = {
-    .min_inputs = 3,
-    .max_inputs = 3,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = const_role,
-    .n_roles = 1,
-    .infer = range_infer,
-};
-const op_def op_def_constant_of_shape = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = const_role,
-    .n_roles = 1,
-    .infer = constant_of_shape_infer,
-};
+FOLD_OP(op_def_expand, 2, expand_infer);
+FOLD_OP(op_def_equal, 2, equal_infer);
+FOLD_OP(op_def_where, 3, where_infer);
+FOLD_OP(op_def_range, 3, range_infer);
+FOLD_OP(op_def_constant_of_shape, 1, constant_of_shape_infer);
 
 /* Mul, Sub, Div, Add of two plan-time values (shape arithmetic), broadcast. */
 int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1);
     ir_tensor *y = ir_node_out(g, n, 0);
-    if (!is_value(a) || !is_value(b) || !fold_dtype(a->dtype) || a->dtype == IR_DTYPE_BOOL)
+    if (!op_is_value(a) || !op_is_value(b) || !fold_dtype(a->dtype) || a->dtype == IR_DTYPE_BOOL)
         return OC_OK;
     int64_t numel;
     uint8_t *buf = fold_out(g, n, &numel, err);

@@ -7,13 +7,9 @@
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
-/* True when input i is a plan-time value: inline data of a constant. A
- * parameter's weights are data too, but they change every step: folding them
- * would cut the parameter off from its gradient. */
-static bool is_value(const ir_tensor *t) {
-    return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
+static bool in_has_value(ir_graph *g, ir_node *n, int i) {
+    return op_is_value(ir_node_in(g, n, i));
 }
-static bool in_has_value(ir_graph *g, ir_node *n, int i) { return is_value(ir_node_in(g, n, i)); }
 
 static int constant_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
@@ -188,7 +184,7 @@ static int concat_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
                                d, x->dims[d], x0->name, x0->dims[d]);
         if (!oc_add_i64(y[axis], x->dims[axis], &y[axis]))
             return oc_fail(err, "the concatenated axis overflows");
-        fold = fold && is_value(x);
+        fold = fold && op_is_value(x);
     }
     op_set_out(g, n, 0, x0->dtype, x0->rank, y);
     if (!fold) return OC_OK;

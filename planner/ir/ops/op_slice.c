@@ -65,7 +65,7 @@ static int slice_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     int64_t y[IR_MAX_RANK];
     if (op_in_shaped(g, n, 0, &x, err) || slice_geometry(g, n, x, &p, y, err)) return OC_ERR;
     op_set_out(g, n, 0, x->dtype, x->rank, y);
-    if (x->data_src != IR_DATA_INLINE || x->kind != IR_KIND_CONSTANT) return OC_OK;
+    if (!op_is_value(x)) return OC_OK;
     /* Fold a plan-time value (shape arithmetic). */
     int64_t numel, es = ir_dtype_size(x->dtype), st[IR_MAX_RANK], acc = 1;
     ir_tensor_numel(ir_node_out(g, n, 0), &numel);

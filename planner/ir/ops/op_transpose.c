@@ -29,7 +29,7 @@ static int transpose_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
     if (op_in_shaped(g, n, 0, &x, err) || read_perm(n, x->rank, perm, err)) return OC_ERR;
     for (int i = 0; i < x->rank; i++) y[i] = x->dims[perm[i]];
     op_set_out(g, n, 0, x->dtype, x->rank, y);
-    if (x->data_src != IR_DATA_INLINE || x->kind != IR_KIND_CONSTANT) return OC_OK;
+    if (!op_is_value(x)) return OC_OK;
     /* Fold a plan-time value (small: shape arithmetic). */
     int64_t numel, es = ir_dtype_size(x->dtype), in_st[IR_MAX_RANK], acc = 1;
     ir_tensor_numel(x, &numel);

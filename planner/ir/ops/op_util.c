@@ -4,6 +4,10 @@
 #include <inttypes.h>
 #include <string.h>
 
+bool op_is_value(const ir_tensor *t) {
+    return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
+}
+
 int op_in_shaped(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err) {
     ir_tensor *x = ir_node_in(g, n, i);
     if (!x) return oc_fail(err, "input %d is missing", i);

@@ -8,6 +8,10 @@
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 
+/* A plan-time value: inline data of a constant (a folded shape computation,
+ * a Constant). A parameter's weights are data too, but they change every step:
+ * folding them would cut the parameter off from its gradient. */
+bool op_is_value(const ir_tensor *t);
 /* Input i with a known shape, or OC_ERR naming it. */
 int op_in_shaped(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err);
 /* Input i with plan-time int64 values, or OC_ERR naming it. */

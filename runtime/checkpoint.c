@@ -7,6 +7,7 @@
 
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
+#include "ir/out_file.h"
 #include "ir/ops/op_table.h"
 #include "plan/plan_file.h"
 
@@ -17,7 +18,11 @@ static bool saved_kind(const train_graph *tg, int t, bool with_opt) {
             (with_opt && s->kind == IR_KIND_OPT_STATE));
 }
 
-int rt_save(rt_exec *x, train_graph *tg, const char *path, const rt_checkpoint *ck, oc_err *err) {
+/* Fills s (its arrays: the caller frees skip and extra) for the forward model
+ * with x's current weights; ck non-NULL: with the optimizer state too. */
+static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_export_spec *spec,
+                     char text[4][32], const char *meta[8], int *data_input, int *out,
+                     oc_err *err) {
     ir_graph *g = tg->g;
     int *extra = oc_malloc((size_t)g->n_tensors * sizeof *extra), n_extra = 0, rc = OC_OK;
     for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
@@ -32,39 +37,56 @@ int rt_save(rt_exec *x, train_graph *tg, const char *path, const rt_checkpoint *
         if (s->kind == IR_KIND_OPT_STATE) extra[n_extra++] = t;
     }
     int loss_node = tg->n_forward - 1;
-    int out = g->nodes[loss_node].inputs[0];
+    *out = g->nodes[loss_node].inputs[0];
     /* The forward model only: a plan's SwapOut/SwapIn nodes (project domain) stay out. */
     bool *skip = oc_calloc((size_t)g->n_nodes, sizeof(bool));
     for (int i = 0; i < loss_node; i++) skip[i] = strcmp(g->nodes[i].domain, OC_DOMAIN) == 0;
-    char step[32], seed[32], samples[32], batch[32];
-    const char *meta[8];
     int n_meta = 0;
     if (ck) {
-        snprintf(step, sizeof step, "%" PRId64, ck->step);
-        snprintf(seed, sizeof seed, "%" PRIu64, ck->seed);
-        snprintf(samples, sizeof samples, "%" PRId64, ck->samples);
-        snprintf(batch, sizeof batch, "%" PRId64, ck->batch);
+        snprintf(text[0], 32, "%" PRId64, ck->step);
+        snprintf(text[1], 32, "%" PRIu64, ck->seed);
+        snprintf(text[2], 32, "%" PRId64, ck->samples);
+        snprintf(text[3], 32, "%" PRId64, ck->batch);
         const char *kv[] = {
-            "outcore.checkpoint.step",    step,    "outcore.checkpoint.seed",  seed,
-            "outcore.checkpoint.samples", samples, "outcore.checkpoint.batch", batch};
+            "outcore.checkpoint.step",    text[0], "outcore.checkpoint.seed",  text[1],
+            "outcore.checkpoint.samples", text[2], "outcore.checkpoint.batch", text[3]};
         memcpy(meta, kv, sizeof kv);
         n_meta = 4;
     }
-    int data_input = g->inputs[0] == tg->label_tensor ? g->inputs[1] : g->inputs[0];
-    onnx_export_spec s = {.node_begin = 0,
-                          .node_end = loss_node,
-                          .inputs = &data_input,
-                          .n_inputs = 1,
-                          .outputs = &out,
-                          .n_outputs = 1,
-                          .skip = skip,
-                          .extra = extra,
-                          .n_extra = n_extra,
-                          .meta = meta,
-                          .n_meta = n_meta};
-    if (rc == OC_OK) rc = onnx_export_graph(g, &s, path, err);
-    oc_free(skip);
-    oc_free(extra);
+    *data_input = g->inputs[0] == tg->label_tensor ? g->inputs[1] : g->inputs[0];
+    *spec = (onnx_export_spec){.node_begin = 0,
+                               .node_end = loss_node,
+                               .inputs = data_input,
+                               .n_inputs = 1,
+                               .outputs = out,
+                               .n_outputs = 1,
+                               .skip = skip,
+                               .extra = extra,
+                               .n_extra = n_extra,
+                               .meta = meta,
+                               .n_meta = n_meta};
+    return rc;
+}
+
+int rt_save_buffer(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, uint8_t **buf, size_t *len,
+                   oc_err *err) {
+    onnx_export_spec s;
+    char text[4][32];
+    const char *meta[8];
+    int data_input, out;
+    int rc = save_spec(x, tg, ck, &s, text, meta, &data_input, &out, err);
+    if (rc == OC_OK) rc = onnx_export_graph_buffer(tg->g, &s, buf, len, err);
+    oc_free((void *)s.skip);
+    oc_free((void *)s.extra);
+    return rc;
+}
+
+int rt_save(rt_exec *x, train_graph *tg, const char *path, const rt_checkpoint *ck, oc_err *err) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = rt_save_buffer(x, tg, ck, &buf, &len, err);
+    if (rc == OC_OK) rc = oc_out_write_file(path, buf, len, err);
+    oc_free(buf);
     return rc;
 }
 
@@ -107,5 +129,8 @@ int rt_resume(const char *path, train_graph *tg, rt_checkpoint *ck, oc_err *err)
         else ir_tensor_set_data(d, s->data, s->data_bytes);
     }
     ir_graph_free(f);
+    /* Read whole (inline data only): the run's next checkpoint may replace it,
+     * so a restarted job resumes with its own command line. */
+    if (rc == OC_OK) oc_out_forget_input(path);
     return rc;
 }

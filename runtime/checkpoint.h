@@ -22,6 +22,9 @@ typedef struct rt_checkpoint {
 
 /* Writes the forward model with x's current weights; ck non-NULL: a checkpoint. */
 int rt_save(rt_exec *x, train_graph *tg, const char *path, const rt_checkpoint *ck, oc_err *err);
+/* The same file as bytes in memory; *buf: the caller oc_frees it. */
+int rt_save_buffer(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, uint8_t **buf, size_t *len,
+                   oc_err *err);
 /* Reads a checkpoint into tg's initializers (before rt_exec_upload_initializers):
  * every parameter, running statistic and momentum by name, and its metadata. */
 int rt_resume(const char *path, train_graph *tg, rt_checkpoint *ck, oc_err *err);

@@ -31,10 +31,6 @@ static void score(const float *logits, const int64_t *labels, int64_t rows, int6
 int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d, int64_t batch,
                 rt_eval *r, oc_err *err) {
     memset(r, 0, sizeof *r);
-    char path[] = "/tmp/outcore-eval-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return oc_fail(err, "cannot create a temporary file for the evaluation model");
-    close(fd);
     ir_graph *g = NULL;
     train_graph *eg = NULL;
     rt_exec *ex = NULL;
@@ -44,9 +40,13 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     ir_bind_opts bo = {.batch = batch};
     train_opts o = tg->opts;
     o.forward_only = true;
-    int rc = rt_save(x, tg, path, NULL, err);
-    if (rc == OC_OK) rc = ir_load_model(path, &bo, &g, err);
-    unlink(path);
+    /* The trained forward model, in memory (no file: nothing to clean up). */
+    uint8_t *model = NULL;
+    size_t model_len = 0;
+    int rc = rt_save_buffer(x, tg, NULL, &model, &model_len, err);
+    if (rc == OC_OK)
+        rc = ir_load_model_buffer(model, model_len, "<evaluation model>", &bo, &g, err);
+    oc_free(model);
     if (rc == OC_OK) rc = eval_graph_make(g, err);
     if (rc == OC_OK) {
         rc = train_build(g, &o, &eg, err); /* g consumed */

@@ -161,7 +161,10 @@ static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const ir_node *n
     return np;
 }
 
-int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path, oc_err *err) {
+int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8_t **out,
+                             size_t *out_len, oc_err *err) {
+    *out = NULL;
+    *out_len = 0;
     pool po = {0};
     int rc = OC_OK;
     Onnx__GraphProto *gp = palloc(&po, 1, sizeof *gp);
@@ -250,10 +253,19 @@ int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *
         size_t len = onnx__model_proto__get_packed_size(&m);
         uint8_t *buf = oc_malloc(len ? len : 1);
         onnx__model_proto__pack(&m, buf);
-        rc = oc_out_write_file(path, buf, len, err);
-        oc_free(buf);
+        *out = buf;
+        *out_len = len;
     }
     pool_free(&po);
+    return rc;
+}
+
+int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path, oc_err *err) {
+    uint8_t *buf;
+    size_t len;
+    int rc = onnx_export_graph_buffer(g, s, &buf, &len, err);
+    if (rc == OC_OK) rc = oc_out_write_file(path, buf, len, err);
+    oc_free(buf);
     return rc;
 }
 

@@ -29,6 +29,9 @@ typedef struct onnx_export_spec {
 
 /* Writes nodes [begin, end) with every initializer they read. */
 int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path, oc_err *err);
+/* The same model as bytes in memory (*out: the caller frees it with oc_free). */
+int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8_t **out,
+                             size_t *out_len, oc_err *err);
 
 /* The version written as producer_version and outcore.version. */
 #define OC_EXPORT_VERSION "0.1.0"

@@ -26,6 +26,16 @@ void oc_out_note_input(int fd) {
     if (n_inputs < MAX_INPUTS) inputs[n_inputs].dev = st.st_dev, inputs[n_inputs++].ino = st.st_ino;
 }
 
+void oc_out_forget_input(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return;
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i].dev == st.st_dev && inputs[i].ino == st.st_ino) {
+            inputs[i] = inputs[--n_inputs];
+            return;
+        }
+}
+
 static bool is_input(const struct stat *st) {
     for (int i = 0; i < n_inputs; i++)
         if (inputs[i].dev == st->st_dev && inputs[i].ino == st->st_ino) return true;

@@ -31,6 +31,9 @@ int oc_out_open(oc_out *o, const char *path, oc_err *err);
 int oc_out_close(oc_out *o, bool ok, oc_err *err);
 /* Records an open input file (by device and inode) that no output may replace. */
 void oc_out_note_input(int fd);
+/* Lets outputs replace path again: an input read whole and done with (a
+ * checkpoint resumed from, which the run's next checkpoint replaces). */
+void oc_out_forget_input(const char *path);
 /* Writes len bytes to path through oc_out_open/close. */
 int oc_out_write_file(const char *path, const void *buf, size_t len, oc_err *err);
 

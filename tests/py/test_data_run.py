@@ -9,7 +9,8 @@
   - Evaluation: --eval-data/--eval-labels print, per epoch, the held-out mean loss and accuracy
     the same weights give in numpy (7 samples: the last batch padded, the padding not counted).
   - Resume: a run killed (SIGKILL) after its first --save-every checkpoint, resumed with
-    --resume, ends with weights, BN statistics and momentum bit for bit those of a run that
+    --resume and its own command line (its checkpoints replace the one it resumed from), ends
+    with weights, BN statistics and momentum bit for bit those of a run that
     never stopped (tiny EfficientNet: BN, dropout and stochastic depth drawn per step).
   - Bad data: a missing file, float64 data, a shape that is not the model's, a label out of
     range, fewer samples than a batch, a checkpoint of another batch: each a non-zero exit with
@@ -106,7 +107,7 @@ def resume_after_kill(tmp):
     np.save(os.path.join(tmp, "ry.npy"), rng.integers(0, 10, 40).astype(np.int64))
     common = [model, "--batch", "2", "--data", os.path.join(tmp, "rx.npy"), "--labels",
               os.path.join(tmp, "ry.npy"), "--epochs", "10", "--lr", "0.05", "--seed", "9"]
-    full, ck, resumed = (os.path.join(tmp, f) for f in ("full.onnx", "ck.onnx", "resumed.onnx"))
+    full, ck = (os.path.join(tmp, f) for f in ("full.onnx", "ck.onnx"))
     run(common + ["--save", full])
     p = subprocess.Popen([RUN, *common, "--save", ck, "--save-every", "7"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -118,13 +119,15 @@ def resume_after_kill(tmp):
     killed = p.returncode == -signal.SIGKILL
     meta = {t.key: t.value for t in onnx.load(ck).metadata_props}
     step = int(meta.get("outcore.checkpoint.step", -1))
-    out = run(common + ["--resume", ck, "--save", resumed]).stdout
+    # the restarted job's own command line: its checkpoints replace the one it resumed from
+    out = run(common + ["--save", ck, "--save-every", "7", "--resume", ck]).stdout
     a = {t.name: numpy_helper.to_array(t).tobytes() for t in onnx.load(full).graph.initializer}
-    c = {t.name: numpy_helper.to_array(t).tobytes() for t in onnx.load(resumed).graph.initializer}
+    c = {t.name: numpy_helper.to_array(t).tobytes() for t in onnx.load(ck).graph.initializer}
     same = set(a) == set(c) and all(a[k] == c[k] for k in a)
     n_mom = sum(1 for k in a if k.endswith("/momentum"))
     check(killed and same and n_mom > 0 and f"resumed {ck} at step {step}" in out,
-          f"resume: killed at a checkpoint of step {step} (of 200), resumed: all {len(a)} "
+          f"resume: killed at a checkpoint of step {step} (of 200), resumed into the same "
+          f"checkpoint path: all {len(a)} "
           f"tensors ({n_mom} momenta) bitwise equal to the run that never stopped")
 
 

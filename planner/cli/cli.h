@@ -76,7 +76,24 @@ typedef struct cli_plan_env {
     struct profile *prof;
     struct sim_context *ctx;
     int64_t budget_bytes, reserve_bytes;
+    bool quiet; /* no warnings on stderr (the probes of cli_fit_explain) */
 } cli_plan_env;
+/* When no plan fits (cli_fit.c): why, and what would. */
+typedef struct cli_fit {
+    int64_t floor_bytes;     /* no plan fits under it (fit_advice.h) */
+    const char *floor_node;  /* the node that sets it (NULL: parameters, state, batch) */
+    int64_t base_bytes;      /* parameters, state, optimizer state (and the reserve) */
+    int64_t swap_all_budget; /* the smallest budget the all-swap plan fits; -1: none */
+    int64_t max_batch;       /* the largest batch under the budget (0: none, or no --batch) */
+    char reason[512];        /* the all-swap plan's failure under the budget */
+} cli_fit;
+struct cli_plan_env;
+int cli_fit_explain(const struct cli_plan_env *e, cli_fit *f, oc_err *err);
+/* The "why" and "what would fit" lines. */
+void cli_fit_print(const struct cli_plan_env *e, const cli_fit *f, FILE *out);
+struct json_t;
+struct json_t *cli_fit_json(const cli_fit *f);
+
 /* Consumes argv[*i] if it is a model, training, profile or budget option
  * (1), 0 if not, OC_ERR on a bad value. */
 int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err);

@@ -107,10 +107,13 @@ int cmd_compare(int argc, char **argv) {
                    "-", "-", "-", "-", "-", "-", st.plan_seconds, st.leaves_explored,
                    st.bound_hit ? "*" : "");
     }
+    cli_fit fit;
+    if (!best && cli_fit_explain(&e, &fit, &err)) goto fail;
     if (json) {
         json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:I}", "strategies", rows, "best", best,
                               "ideal_time_s", ideal, "batch", (json_int_t)e.mo.batch,
                               "budget_bytes", (json_int_t)e.budget_bytes);
+        if (!best) json_object_set_new(o, "fit", cli_fit_json(&fit));
         if (orc) json_object_set_new(o, "oracle", compare_oracle_json(orc));
         json_dumpf(o, stdout, JSON_INDENT(1));
         printf("\n");
@@ -120,6 +123,7 @@ int cmd_compare(int argc, char **argv) {
                ideal > 0 ? (double)e.mo.batch / ideal : 0);
         if (orc) compare_oracle_print(orc, stdout);
         printf("best feasible (what auto chooses): %s\n", best ? best : "none");
+        if (!best) cli_fit_print(&e, &fit, stdout);
         printf("(* = a search bound was hit; the best plan found so far is reported)\n");
     }
     /* Trace / plot only of a feasible plan (an infeasible one stops at its deadlock). */

@@ -57,10 +57,13 @@ int cli_plan_env_load(cli_plan_env *e, oc_err *err) {
         return oc_fail(err, "--budget: '%s' is not a positive byte count", e->budget);
     if (e->reserve && oc_parse_bytes(e->reserve, &e->reserve_bytes, err))
         return oc_fail_prefix(err, "--reserve");
-    if (cli_load_training(&e->mo, &e->to, &e->tg, err)) return OC_ERR;
+    ir_graph *g;
+    if (e->quiet ? cli_load(&e->mo, &g, err) || train_build(g, &e->to, &e->tg, err)
+                 : cli_load_training(&e->mo, &e->to, &e->tg, err))
+        return OC_ERR;
     if (e->profile) {
         if (profile_read(e->profile, &e->prof, err)) return OC_ERR;
-        if (e->mo.batch > 0) profile_scale_to_batch(e->prof, e->mo.batch, stderr);
+        if (e->mo.batch > 0) profile_scale_to_batch(e->prof, e->mo.batch, e->quiet ? NULL : stderr);
     } else {
         profile_device dev;
         if (e->device ? device_preset_find(e->device, &dev, err)
@@ -275,8 +278,11 @@ int cmd_plan(int argc, char **argv) {
     } else if (strategy_run(st, &in, p, &stats, &err)) {
         goto fail;
     }
+    cli_fit fit;
+    if (!stats.feasible && cli_fit_explain(&e, &fit, &err)) goto fail;
     if (json) {
         json_t *o = stats_json(st, &stats, e.mo.batch);
+        if (!stats.feasible) json_object_set_new(o, "fit", cli_fit_json(&fit));
         json_t *dec = json_array();
         for (int i = 0; i < e.tg->n_saved; i++) {
             int t = e.tg->saved[i], at = shown->swap_in_at[t];
@@ -296,6 +302,7 @@ int cmd_plan(int argc, char **argv) {
         json_decref(o);
     } else {
         print_text(&e, st, shown, &stats);
+        if (!stats.feasible) cli_fit_print(&e, &fit, stdout);
     }
     /* Trace / plot only of a feasible plan: an infeasible timeline stops at the
      * deadlock, and a file left behind would look like a result. */

@@ -170,6 +170,28 @@ void sim_context_free(sim_context *c) {
     oc_free(c);
 }
 
+int64_t sim_memory_floor(const sim_context *c, int *node, int64_t *persistent_bytes) {
+    /* The batch (graph inputs) is on the device at the start; later only while
+     * a node reads it (a plan may swap it out in between). */
+    int64_t persistent = c->base_bytes, best = c->base_bytes;
+    for (int k = 0; k < c->n_inputs; k++) persistent -= c->bytes[c->inputs[k]];
+    int at = -1;
+    for (int n = 0; n < c->n_nodes; n++) {
+        int64_t need = persistent + c->ws[n];
+        for (int j = c->in_off[n]; j < c->in_off[n + 1]; j++) need += c->bytes[c->in_idx[j]];
+        for (int j = c->out_off[n]; j < c->out_off[n + 1]; j++) {
+            int t = c->out_idx[j];
+            bool read = false; /* an output that is also an input counts once */
+            for (int k = c->in_off[n]; k < c->in_off[n + 1] && !read; k++) read = c->in_idx[k] == t;
+            if (!read) need += c->bytes[t];
+        }
+        if (need > best) best = need, at = n;
+    }
+    if (node) *node = at;
+    if (persistent_bytes) *persistent_bytes = persistent;
+    return best;
+}
+
 /* ---- phase 1: the effective sequence ---------------------------------- */
 
 typedef struct run_state {

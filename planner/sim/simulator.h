@@ -118,6 +118,15 @@ void sim_context_free(sim_context *ctx);
 const double *sim_context_node_times(const sim_context *ctx);
 const int64_t *sim_context_node_workspaces(const sim_context *ctx);
 
+/* The least memory any plan needs (every plan runs every node once with its
+ * inputs, outputs and workspace on the device, and starts with the batch on
+ * it): persistent bytes plus the largest working set of a node (its distinct
+ * non-persistent inputs, its outputs, its workspace; sim_run's allocation
+ * rules), or persistent bytes and the batch when larger. *node (may be NULL):
+ * the node that needs it (-1: the start); *persistent_bytes (may be NULL):
+ * parameters, state and optimizer state. */
+int64_t sim_memory_floor(const sim_context *ctx, int *node, int64_t *persistent_bytes);
+
 /* Simulates one training iteration of plan. Returns OC_ERR (naming the tensor)
  * only when the plan itself is malformed (SWAP/RECOMPUTE on a tensor that is not
  * saved, an issue point outside (last forward reader, first backward reader]);

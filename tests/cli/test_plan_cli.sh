@@ -132,4 +132,31 @@ expect_fail "compare: missing profile file" 1 "$tmp/missing.json" -- \
 expect_fail "plan: bad budget" 1 "--budget" -- \
     plan "$MODEL" --batch $BATCH --device v100 --budget lots --trace "$tmp/out.json"
 
+# When nothing fits: why and what would (VGG-16: one node's working set is over
+# the budget; U-Net: every node fits but the step does not). Each suggestion is
+# checked by planning it: the suggested batch fits and one more does not; the
+# suggested budget fits; under the floor nothing does.
+for m in vgg16 unet; do
+    args=(graphs/${m}_op13.onnx --device h100 --budget 16GiB)
+    "$PLAN" plan "${args[@]}" --batch 640 --strategy auto --json >"$tmp/fit.json" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -ne 3 ]; then not_ok "$m: nothing fits" "exit $rc, want 3"; continue; fi
+    read -r floor node sab maxb < <("$PY" -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["fit"]
+print(f["floor_bytes"], f["floor_node"] or "-", f["swap_all_budget_bytes"], f["max_batch"])' "$tmp/fit.json")
+    plan_rc() { "$PLAN" plan "$@" >/dev/null 2>&1; echo $?; }
+    at_max=$(plan_rc "${args[@]}" --batch "$maxb" --strategy auto)
+    over=$(plan_rc "${args[@]}" --batch $((maxb + 1)) --strategy auto)
+    at_sab=$(plan_rc graphs/${m}_op13.onnx --device h100 --budget "$sab" --batch 640 --strategy swap-all)
+    under=$(plan_rc graphs/${m}_op13.onnx --device h100 --budget $((floor - 1)) --batch 640 --strategy auto)
+    text=$("$PLAN" plan "${args[@]}" --batch 640 --strategy auto 2>/dev/null | grep -E '^(why|what would fit) ')
+    if [ "$at_max" = 0 ] && [ "$over" = 3 ] && [ "$at_sab" = 0 ] && [ "$under" = 3 ] &&
+        [ "$(echo "$text" | wc -l)" = 2 ] && echo "$text" | grep -qF "batch $maxb under 16.00 GiB"; then
+        ok "$m batch 640 under 16 GiB: why ($node, floor $floor bytes), what would fit (batch $maxb fits, $((maxb + 1)) not; budget $sab fits; floor - 1 does not)"
+    else
+        not_ok "$m: why / what would fit" "batch $maxb -> $at_max, $((maxb + 1)) -> $over, budget $sab -> $at_sab, floor-1 -> $under; text: $text"
+    fi
+done
+
 [ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }

@@ -11,12 +11,13 @@ typedef struct dp_edge {
 } dp_edge;
 
 /* Transitions grouped by target (CSR: in_start[j] .. in_start[j+1]). */
-typedef struct dp_table {
+struct dp_table {
+    dp_family family;
     int count;
     int *in_start;
     dp_edge *edges;
     long n_edges;
-} dp_table;
+};
 
 typedef struct dp_state {
     double t;     /* overhead so far */
@@ -187,34 +188,60 @@ static void front_thin(dp_front *f, int max) {
     f->n = max;
 }
 
+/* f := the Pareto front of f and the states of src moved along edge e (those
+ * within budget), in O(|f| + |src|): both lists are sorted by t ascending with
+ * m strictly descending, so one merge and one sweep do what front_insert does
+ * one state at a time (f's states first on equal (t, m), then src's in order:
+ * the same front, the same survivors of ties). tmp: scratch, swapped with f. */
+static void front_merge(dp_front *f, const dp_front *src, const dp_edge *e, int64_t budget,
+                        dp_front *tmp) {
+    oc_grow((void **)&tmp->s, &tmp->cap, (size_t)(f->n + src->n) + 1, sizeof *tmp->s);
+    tmp->n = 0;
+    /* src's m descends: the states over budget are a prefix; skip it. */
+    int a = 0, q = 0, hi = src->n;
+    while (q < hi) {
+        int mid = (q + hi) / 2;
+        if (src->s[mid].m + e->peak > budget) q = mid + 1;
+        else hi = mid;
+    }
+    while (a < f->n || q < src->n) {
+        dp_state st;
+        if (q < src->n) {
+            const dp_state *p = &src->s[q];
+            int64_t pk = p->m + e->peak;
+            st = (dp_state){.t = p->t + e->dt,
+                            .m = p->m + e->dk,
+                            .peak = pk > p->peak ? pk : p->peak,
+                            .from = e->from,
+                            .from_state = q};
+        }
+        bool take_f = q >= src->n ||
+                      (a < f->n && (f->s[a].t < st.t || (f->s[a].t == st.t && f->s[a].m <= st.m)));
+        const dp_state *x = take_f ? &f->s[a++] : (q++, &st);
+        if (tmp->n > 0 && tmp->s[tmp->n - 1].m <= x->m) continue; /* dominated */
+        tmp->s[tmp->n++] = *x;
+    }
+    dp_front sw = *f;
+    *f = *tmp;
+    *tmp = sw;
+}
+
 static void solve_time(const dp_table *t, int64_t budget, int max_front, dp_solution *out) {
     int F = t->count;
-    dp_front *fr = oc_calloc((size_t)F, sizeof *fr);
+    dp_front *fr = oc_calloc((size_t)F, sizeof *fr), tmp = {0};
     dp_state s0 = {.t = 0, .m = 0, .peak = 0, .from = -1, .from_state = -1};
     front_insert(&fr[0], &s0);
     out->n_states = 1;
     for (int j = 1; j < F; j++) {
-        for (int k = t->in_start[j]; k < t->in_start[j + 1]; k++) {
-            const dp_edge *e = &t->edges[k];
-            const dp_front *src = &fr[e->from];
-            for (int q = 0; q < src->n; q++) {
-                const dp_state *p = &src->s[q];
-                if (p->m + e->peak > budget) continue;
-                int64_t pk = p->m + e->peak;
-                dp_state st = {.t = p->t + e->dt,
-                               .m = p->m + e->dk,
-                               .peak = pk > p->peak ? pk : p->peak,
-                               .from = e->from,
-                               .from_state = q};
-                front_insert(&fr[j], &st);
-            }
-        }
+        for (int k = t->in_start[j]; k < t->in_start[j + 1]; k++)
+            front_merge(&fr[j], &fr[t->edges[k].from], &t->edges[k], budget, &tmp);
         if (fr[j].n > max_front) {
             front_thin(&fr[j], max_front);
             out->thinned = true;
         }
         out->n_states += fr[j].n;
     }
+    oc_free(tmp.s);
     const dp_front *last = &fr[F - 1];
     out->feasible = last->n > 0;
     if (out->feasible) {
@@ -244,17 +271,35 @@ static void solve_time(const dp_table *t, int64_t budget, int max_front, dp_solu
     oc_free(fr);
 }
 
+dp_table *dp_table_new(const dp_graph *g, const dp_lowersets *ls) {
+    dp_table *t = oc_calloc(1, sizeof *t);
+    t->family = ls->family;
+    if (ls->count >= 2) table_build(g, ls, t);
+    return t;
+}
+
+void dp_table_free(dp_table *t) {
+    if (!t) return;
+    table_free(t);
+    oc_free(t);
+}
+
 void dp_solve(const dp_graph *g, const dp_lowersets *ls, const dp_options *o, dp_solution *out) {
-    memset(out, 0, sizeof *out);
-    out->family = ls->family;
-    out->n_lowersets = ls->count;
     OC_ASSERT(ls->count >= 2 || g->n == 0);
-    if (ls->count < 2) { /* empty graph: nothing to plan */
+    dp_table *t = dp_table_new(g, ls);
+    dp_solve_table(t, o, out);
+    dp_table_free(t);
+}
+
+void dp_solve_table(const dp_table *tab, const dp_options *o, dp_solution *out) {
+    memset(out, 0, sizeof *out);
+    out->family = tab->family;
+    out->n_lowersets = tab->count;
+    if (tab->count < 2) { /* empty graph: nothing to plan */
         out->feasible = true;
         return;
     }
-    dp_table t;
-    table_build(g, ls, &t);
+    const dp_table t = *tab;
     out->n_transitions = t.n_edges;
     int max_front = o->max_front > 0 ? o->max_front : 512;
     int64_t budget = o->budget;
@@ -273,7 +318,6 @@ void dp_solve(const dp_graph *g, const dp_lowersets *ls, const dp_options *o, dp
         budget = hi;
     }
     solve_time(&t, budget, max_front, out);
-    table_free(&t);
 }
 
 void dp_solution_free(dp_solution *s) {

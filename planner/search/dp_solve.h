@@ -49,6 +49,13 @@ typedef struct dp_solution {
 /* Solves over family ls of g. Never fails (no chain under the budget:
  * feasible = false). */
 void dp_solve(const dp_graph *g, const dp_lowersets *ls, const dp_options *o, dp_solution *out);
+/* The same in two parts, for many solves of one graph: the transitions and
+ * their costs (under g->peak_model as it is now; the table does not keep g or
+ * ls), then solves against them. */
+typedef struct dp_table dp_table;
+dp_table *dp_table_new(const dp_graph *g, const dp_lowersets *ls);
+void dp_table_free(dp_table *t);
+void dp_solve_table(const dp_table *t, const dp_options *o, dp_solution *out);
 void dp_solution_free(dp_solution *s);
 /* dropped[v] = 1 when node v is in the dropped part F of its block (recomputed
  * in backward), 0 when kept or when v is in the last block's V'∖∂V (= V'). */

@@ -31,10 +31,12 @@ static const dp_peak_model DP_MODELS[] = {DP_PEAK_LAZY, DP_PEAK_BLOCK, DP_PEAK_P
 typedef struct dp_setup {
     dp_graph *g;
     dp_lowersets *ls;
-    bool *saved; /* per tensor */
+    dp_table *tab[DP_N_MODELS]; /* per step-peak model: built once, solved many times */
+    bool *saved;                /* per tensor */
 } dp_setup;
 
 static void setup_free(dp_setup *s) {
+    for (int mo = 0; mo < DP_N_MODELS; mo++) dp_table_free(s->tab[mo]);
     dp_lowersets_free(s->ls);
     dp_graph_free(s->g);
     oc_free(s->saved);
@@ -47,6 +49,10 @@ static int setup_new(const strategy_input *in, dp_setup *s, strategy_stats *st, 
                         ? (int)in->opts.max_leaves
                         : DP_DEFAULT_MAX_EXACT;
     s->ls = dp_lowersets_build(s->g, max_exact);
+    for (int mo = 0; mo < DP_N_MODELS; mo++) {
+        s->g->peak_model = DP_MODELS[mo];
+        s->tab[mo] = dp_table_new(s->g, s->ls);
+    }
     s->saved = oc_calloc((size_t)in->tg->g->n_tensors, sizeof *s->saved);
     for (int i = 0; i < in->tg->n_saved; i++) s->saved[in->tg->saved[i]] = true;
     strategy_note(st, "%s family, %d lower sets over %d nodes", dp_family_name(s->ls->family),
@@ -75,9 +81,9 @@ static void plan_from_chain(const strategy_input *in, const dp_setup *s, const d
 }
 
 /* The DP's budgets to sweep: from its least peak to the in-core chain's peak. */
-static int sweep_budgets(const dp_setup *s, int64_t *b, dp_solution *memsol) {
+static int sweep_budgets(const dp_setup *s, int mo, int64_t *b, dp_solution *memsol) {
     dp_options om = {.mode = DP_MODE_MEMORY};
-    dp_solve(s->g, s->ls, &om, memsol);
+    dp_solve_table(s->tab[mo], &om, memsol);
     int64_t lo = memsol->peak, hi = 0;
     for (int v = 0; v < s->g->n; v++) hi += 2 * s->g->mem[v];
     if (hi <= lo) hi = lo + 1;
@@ -133,7 +139,7 @@ static int dp_run(const strategy_input *in, sim_plan *out, strategy_stats *st, b
     bool thinned = false;
     for (int mo = 0; mo < DP_N_MODELS; mo++) {
         s.g->peak_model = DP_MODELS[mo];
-        nb = sweep_budgets(&s, budgets[mo], &memsol[mo]);
+        nb = sweep_budgets(&s, mo, budgets[mo], &memsol[mo]);
         thinned = thinned || memsol[mo].thinned;
     }
     sim_plan *cand = sim_plan_new(in->tg);
@@ -147,7 +153,7 @@ static int dp_run(const strategy_input *in, sim_plan *out, strategy_stats *st, b
         s.g->peak_model = DP_MODELS[mo];
         dp_options ot = {.mode = DP_MODE_TIME, .budget = budgets[mo][k % nb]};
         dp_solution sol;
-        dp_solve(s.g, s.ls, &ot, &sol);
+        dp_solve_table(s.tab[mo], &ot, &sol);
         thinned = thinned || sol.thinned;
         st->leaves_explored++;
         if (!sol.feasible) {
@@ -212,7 +218,7 @@ static int dp_min_plan(const strategy_input *in, sim_plan *out, strategy_stats *
         s.g->peak_model = DP_MODELS[mo];
         int64_t budgets[DP_SWEEP];
         dp_solution memsol;
-        int nb = sweep_budgets(&s, budgets, &memsol);
+        int nb = sweep_budgets(&s, mo, budgets, &memsol);
         strategy_note(st, "%s model: least DP peak %lld B (overhead %.3g s, %d blocks)%s",
                       dp_peak_model_name(DP_MODELS[mo]), (long long)memsol.peak, memsol.overhead,
                       memsol.n_chain, memsol.thinned ? ", fronts thinned" : "");
@@ -221,7 +227,7 @@ static int dp_min_plan(const strategy_input *in, sim_plan *out, strategy_stats *
             dp_solution sol;
             if (k >= 0) {
                 dp_options ot = {.mode = DP_MODE_TIME, .budget = budgets[k]};
-                dp_solve(s.g, s.ls, &ot, &sol);
+                dp_solve_table(s.tab[mo], &ot, &sol);
                 st->leaves_explored++;
             }
             const dp_solution *use = k >= 0 ? &sol : &memsol;

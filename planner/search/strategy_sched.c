@@ -260,9 +260,11 @@ int strategy_sched_early(const strategy_input *in, const strategy_tinfo *ti, sim
         sim_result cr;
         if ((rc = strategy_sim(in, plan, &cr, stats, err)) != OC_OK) break;
         if (cr.feasible && cr.time_s < best_t) {
-            best_t = cr.time_s;
-            for (int i = 0; i < n; i++) best_at[i] = plan->swap_in_at[order[i]];
-            break; /* the first margin that works is as early as memory allows */
+            /* the first margin that works is as early as memory allows; its run
+             * is the last on the context, so r (and its per-node arrays) is it */
+            *r = cr;
+            oc_free(idx);
+            goto done;
         }
     }
     oc_free(idx);

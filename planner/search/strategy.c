@@ -94,38 +94,38 @@ int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out, str
     return OC_OK;
 }
 
-/* auto: every other registered strategy; the fastest feasible plan wins. */
+/* auto: every other registered strategy (in parallel: strategy_run_many); the
+ * fastest feasible plan wins, the first in registry order on a tie. */
 static int auto_plan(const strategy_input *in, sim_plan *out, strategy_stats *stats, oc_err *err) {
-    sim_plan *cand = sim_plan_new(in->tg);
-    const strategy *best = NULL;
-    double best_t = 0;
-    int rc = OC_OK;
-    for (int i = 0; i < strategy_count(); i++) {
-        const strategy *s = strategy_at(i);
-        if (s == &strategy_auto) continue;
-        strategy_stats st;
-        if (strategy_run(s, in, cand, &st, err) != OC_OK) {
-            rc = oc_fail_prefix(err, "auto: strategy %s", s->name);
-            break;
-        }
-        stats->sims += st.sims + 1;
-        stats->leaves_explored += st.leaves_explored;
-        stats->bound_hit = stats->bound_hit || st.bound_hit;
-        if (st.feasible && (!best || st.result.time_s < best_t)) {
-            best = s;
-            best_t = st.result.time_s;
-            sim_plan_copy(out, cand);
-        }
+    int n = 0;
+    const strategy **list = oc_calloc((size_t)strategy_count(), sizeof *list);
+    for (int i = 0; i < strategy_count(); i++)
+        if (strategy_at(i) != &strategy_auto) list[n++] = strategy_at(i);
+    sim_plan **plans = oc_calloc((size_t)n, sizeof *plans);
+    strategy_stats *st = oc_calloc((size_t)n, sizeof *st);
+    for (int i = 0; i < n; i++) plans[i] = sim_plan_new(in->tg);
+    int rc = strategy_run_many(in, list, n, plans, st, err);
+    if (rc != OC_OK) rc = oc_fail_prefix(err, "auto");
+    int best = -1;
+    for (int i = 0; i < n && rc == OC_OK; i++) {
+        stats->sims += st[i].sims + 1;
+        stats->leaves_explored += st[i].leaves_explored;
+        stats->bound_hit = stats->bound_hit || st[i].bound_hit;
+        if (st[i].feasible && (best < 0 || st[i].result.time_s < st[best].result.time_s)) best = i;
     }
     if (rc == OC_OK) {
-        if (best) {
-            strategy_note(stats, "chose %s", best->name);
+        if (best >= 0) {
+            sim_plan_copy(out, plans[best]);
+            strategy_note(stats, "chose %s", list[best]->name);
         } else {
             sim_plan_swap_all(out);
             strategy_note(stats, "no strategy found a feasible plan");
         }
     }
-    sim_plan_free(cand);
+    for (int i = 0; i < n; i++) sim_plan_free(plans[i]);
+    oc_free(plans);
+    oc_free(st);
+    oc_free(list);
     return rc;
 }
 

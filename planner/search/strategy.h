@@ -91,6 +91,17 @@ void strategy_list(char *buf, size_t cap);
 int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out, strategy_stats *stats,
                  oc_err *err);
 
+/* Runs list[i] into plans[i] / stats[i] (as strategy_run) for i < n, on
+ * strategy_threads() threads, each with its own simulator context built from
+ * in->tg and in->prof (in->prof NULL: one thread, in->ctx). Each result is
+ * the one a single thread gives: which thread ran a strategy does not change
+ * it. stats[i].result's per-node arrays are NULL afterwards. OC_ERR: the first
+ * failing strategy in list order, named. */
+int strategy_run_many(const strategy_input *in, const strategy *const *list, int n,
+                      sim_plan **plans, strategy_stats *stats, oc_err *err);
+/* Threads for strategy_run_many: $OUTCORE_THREADS, else the online CPUs (1..64). */
+int strategy_threads(void);
+
 /* Helpers for strategy implementations. */
 /* sim_run on plan with in->sim; counts stats->sims; OC_ERR only on malformed plan. */
 int strategy_sim(const strategy_input *in, const sim_plan *plan, sim_result *r,

@@ -152,16 +152,27 @@ def float32_spread(model, x, y, ref64, draws):
     many more on copies whose weights moved in their last bit. A step with a ReLU or MaxPool
     decision within float32 rounding of a tie lands on either side; which side one float32
     implementation takes is luck, and these draws show the size of the other side."""
-    steps = [reference_step(model, x, y, torch.float32)]
+    loss64, s64 = ref64
+    worst = None  # kept per tensor as the steps come (a step's state can be large: VGG)
+
+    def take(step):
+        nonlocal worst
+        if worst is None:
+            worst = step
+            return
+        loss = step[0] if rel(step[0], loss64) > rel(worst[0], loss64) else worst[0]
+        worst = (loss, {k: (step[1][k] if rel(step[1][k], s64[k]) > rel(worst[1][k], s64[k])
+                            else worst[1][k]) for k in s64})
+
+    take(reference_step(model, x, y, torch.float32))
     torch.backends.mkldnn.enabled = False
     try:
-        steps.append(reference_step(model, x, y, torch.float32))
+        take(reference_step(model, x, y, torch.float32))
     finally:
         torch.backends.mkldnn.enabled = True
-    steps += [reference_step(last_bit(model, 1000 + d), x, y, torch.float32) for d in range(draws)]
-    loss64, s64 = ref64
-    return (max((st[0] for st in steps), key=lambda v: rel(v, loss64)),
-            {k: max((st[1][k] for st in steps), key=lambda v: rel(v, s64[k])) for k in s64})
+    for d in range(draws):
+        take(reference_step(last_bit(model, 1000 + d), x, y, torch.float32))
+    return worst
 
 
 def onnx_tensor_file(arr, name, path):

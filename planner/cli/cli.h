@@ -78,6 +78,10 @@ typedef struct cli_plan_env {
     int64_t budget_bytes, reserve_bytes;
     bool quiet; /* no warnings on stderr (the probes of cli_fit_explain) */
 } cli_plan_env;
+/* "lower bound ..." line of sim_bound.h (plan_s > 0: who's ratio to it). */
+struct sim_bound;
+void cli_print_bound(const struct sim_bound *lb, double plan_s, const char *who, FILE *f);
+
 /* When no plan fits (cli_fit.c): why, and what would. */
 typedef struct cli_fit {
     int64_t floor_bytes;     /* no plan fits under it (fit_advice.h) */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "search/strategy.h"
+#include "sim/sim_bound.h"
 #include "cli.h"
 #include "compare_oracle.h"
 
@@ -109,10 +110,14 @@ int cmd_compare(int argc, char **argv) {
     }
     cli_fit fit;
     if (!best && cli_fit_explain(&e, &fit, &err)) goto fail;
+    sim_bound lb;
+    sim_options so = {.budget_bytes = e.budget_bytes, .reserve_bytes = e.reserve_bytes};
+    if (sim_lower_bound(e.ctx, &so, &lb, &err)) goto fail;
     if (json) {
-        json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:I}", "strategies", rows, "best", best,
+        json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:I, s:o}", "strategies", rows, "best", best,
                               "ideal_time_s", ideal, "batch", (json_int_t)e.mo.batch,
-                              "budget_bytes", (json_int_t)e.budget_bytes);
+                              "budget_bytes", (json_int_t)e.budget_bytes, "lower_bound_s",
+                              lb.feasible ? json_real(lb.time_s) : json_null());
         if (!best) json_object_set_new(o, "fit", cli_fit_json(&fit));
         if (orc) json_object_set_new(o, "oracle", compare_oracle_json(orc));
         json_dumpf(o, stdout, JSON_INDENT(1));
@@ -121,6 +126,7 @@ int cmd_compare(int argc, char **argv) {
     } else {
         printf("ideal (in-core, infinite memory): %.2f ms = %.1f images/s\n", ideal * 1e3,
                ideal > 0 ? (double)e.mo.batch / ideal : 0);
+        cli_print_bound(&lb, best ? best_t : 0, "the best plan", stdout);
         if (orc) compare_oracle_print(orc, stdout);
         printf("best feasible (what auto chooses): %s\n", best ? best : "none");
         if (!best) cli_fit_print(&e, &fit, stdout);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "emit/plan_write.h"
+#include "sim/sim_bound.h"
 #include "sim/sim_svg.h"
 #include "sim/sim_trace.h"
 #include "search/strategy.h"
@@ -154,12 +155,25 @@ static json_t *stats_json(const strategy *s, const strategy_stats *st, int64_t b
     return o;
 }
 
+void cli_print_bound(const sim_bound *lb, double plan_s, const char *who, FILE *f) {
+    if (!lb->feasible) {
+        fprintf(f,
+                "lower bound     none: no plan fits (node %d holds more over the budget than "
+                "every saved tensor)\n",
+                lb->at_node);
+        return;
+    }
+    fprintf(f, "lower bound     %.3f ms at this budget", lb->time_s * 1e3);
+    if (plan_s > 0) fprintf(f, " (%s takes %.3fx of it)", who, plan_s / lb->time_s);
+    fprintf(f, "\n");
+}
+
 json_t *cli_strategy_stats_json(const strategy *s, const strategy_stats *st, int64_t batch) {
     return stats_json(s, st, batch);
 }
 
 static void print_text(const cli_plan_env *e, const strategy *s, const sim_plan *p,
-                       const strategy_stats *st) {
+                       const strategy_stats *st, const sim_bound *lb) {
     const ir_graph *g = e->tg->g;
     const sim_result *r = &st->result;
     char b1[32], b2[32], b3[32];
@@ -185,6 +199,7 @@ static void print_text(const cli_plan_env *e, const strategy *s, const sim_plan 
                r->ideal_s > 0 ? r->time_s / r->ideal_s : 0);
         printf("images/s        %.1f\n", (double)e->mo.batch / r->time_s);
     }
+    cli_print_bound(lb, st->feasible ? r->time_s : 0, "the plan", stdout);
     printf("peak            %s of budget %s\n", oc_fmt_bytes(r->peak_bytes, b1, sizeof b1),
            e->budget_bytes > 0 ? oc_fmt_bytes(e->budget_bytes, b2, sizeof b2) : "unlimited");
     printf("swapped         %s out, %s in\n", oc_fmt_bytes(r->d2h_bytes, b2, sizeof b2),
@@ -280,8 +295,12 @@ int cmd_plan(int argc, char **argv) {
     }
     cli_fit fit;
     if (!stats.feasible && cli_fit_explain(&e, &fit, &err)) goto fail;
+    sim_bound lb;
+    sim_options so = {.budget_bytes = e.budget_bytes, .reserve_bytes = e.reserve_bytes};
+    if (sim_lower_bound(e.ctx, &so, &lb, &err)) goto fail;
     if (json) {
         json_t *o = stats_json(st, &stats, e.mo.batch);
+        json_object_set_new(o, "lower_bound_s", lb.feasible ? json_real(lb.time_s) : json_null());
         if (!stats.feasible) json_object_set_new(o, "fit", cli_fit_json(&fit));
         json_t *dec = json_array();
         for (int i = 0; i < e.tg->n_saved; i++) {
@@ -301,7 +320,7 @@ int cmd_plan(int argc, char **argv) {
         printf("\n");
         json_decref(o);
     } else {
-        print_text(&e, st, shown, &stats);
+        print_text(&e, st, shown, &stats, &lb);
         if (!stats.feasible) cli_fit_print(&e, &fit, stdout);
     }
     /* Trace / plot only of a feasible plan: an infeasible timeline stops at the

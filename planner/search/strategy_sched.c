@@ -151,30 +151,6 @@ int strategy_tinfo_prev_conv_issue(const strategy_tinfo *ti, int t, int need) {
     return at < lo ? lo : at;
 }
 
-/* Per node: the most live bytes while it ran (from the timeline). */
-static void node_mem_from_timeline(const sim_timeline *tl, int n_nodes, int64_t *mem) {
-    for (int i = 0; i < n_nodes; i++) mem[i] = 0;
-    for (int e = 0; e < tl->n_events; e++) {
-        const sim_event *ev = &tl->events[e];
-        if (ev->stream != SIM_STREAM_COMPUTE || ev->kind != SIM_EVENT_NODE) continue;
-        /* Binary search for the last sample at or before ev->start. */
-        int lo = 0, hi = tl->n_samples - 1, s = 0;
-        while (lo <= hi) {
-            int mid = (lo + hi) / 2;
-            if (tl->samples[mid].t <= ev->start) {
-                s = mid;
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        int64_t m = tl->n_samples ? tl->samples[s].bytes : 0;
-        for (int j = s + 1; j < tl->n_samples && tl->samples[j].t < ev->end; j++)
-            if (tl->samples[j].bytes > m) m = tl->samples[j].bytes;
-        if (m > mem[ev->index]) mem[ev->index] = m;
-    }
-}
-
 /* By first need, later-produced first (qsort_r context: need per tensor). */
 static int cmp_first_need(const void *a, const void *b, void *ctx) {
     const int *need = ctx;
@@ -250,7 +226,7 @@ int strategy_sched_early(const strategy_input *in, const strategy_tinfo *ti, sim
     qsort_r(idx, (size_t)n, sizeof(int), cmp_first_need, (void *)need);
     mem = oc_malloc((size_t)nn * sizeof *mem);
     base = oc_malloc((size_t)nn * sizeof *base);
-    node_mem_from_timeline(tl, nn, base);
+    sim_timeline_node_mem(tl, nn, base);
     int64_t cap =
         in->sim.budget_bytes > 0 ? in->sim.budget_bytes - in->sim.reserve_bytes : INT64_MAX / 4;
     static const double margins[] = {1.0, 0.95, 0.85, 0.7};

@@ -170,6 +170,32 @@ void sim_context_free(sim_context *c) {
     oc_free(c);
 }
 
+void sim_timeline_node_mem(const sim_timeline *tl, int n_nodes, int64_t *mem) {
+    for (int i = 0; i < n_nodes; i++) mem[i] = 0;
+    for (int e = 0; e < tl->n_events; e++) {
+        const sim_event *ev = &tl->events[e];
+        if (ev->stream != SIM_STREAM_COMPUTE || ev->kind != SIM_EVENT_NODE) continue;
+        /* Binary search for the last sample at or before ev->start. */
+        int lo = 0, hi = tl->n_samples - 1, s = 0;
+        while (lo <= hi) {
+            int mid = (lo + hi) / 2;
+            if (tl->samples[mid].t <= ev->start) {
+                s = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        int64_t m = tl->n_samples ? tl->samples[s].bytes : 0;
+        for (int j = s + 1; j < tl->n_samples && tl->samples[j].t < ev->end; j++)
+            if (tl->samples[j].bytes > m) m = tl->samples[j].bytes;
+        if (m > mem[ev->index]) mem[ev->index] = m;
+    }
+}
+
+const profile_device *sim_context_device(const sim_context *c) { return &c->dev; }
+const train_graph *sim_context_graph(const sim_context *c) { return c->tg; }
+
 int64_t sim_memory_floor(const sim_context *c, int *node, int64_t *persistent_bytes) {
     /* The batch (graph inputs) is on the device at the start; later only while
      * a node reads it (a plan may swap it out in between). */

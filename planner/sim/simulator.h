@@ -86,6 +86,8 @@ typedef struct sim_timeline {
 } sim_timeline;
 sim_timeline *sim_timeline_new(void);
 void sim_timeline_free(sim_timeline *tl);
+/* Per node: the most live bytes while it ran (mem[n_nodes]; 0 where it did not). */
+void sim_timeline_node_mem(const sim_timeline *tl, int n_nodes, int64_t *mem);
 
 /* Result of one run. Arrays point into the context: valid until the next
  * sim_run or sim_context_free. Times in seconds; -1 where something did not run. */
@@ -117,6 +119,10 @@ void sim_context_free(sim_context *ctx);
 /* The node times and workspaces the context uses (n = tg->g->n_nodes). */
 const double *sim_context_node_times(const sim_context *ctx);
 const int64_t *sim_context_node_workspaces(const sim_context *ctx);
+/* The training graph the context was built for. */
+const train_graph *sim_context_graph(const sim_context *ctx);
+/* The device the context models (bandwidths, latency, duplex). */
+const profile_device *sim_context_device(const sim_context *ctx);
 
 /* The least memory any plan needs (every plan runs every node once with its
  * inputs, outputs and workspace on the device, and starts with the batch on

@@ -64,6 +64,7 @@ for r in rows:
         t = r["iteration_time_s"]
         assert t > 0 and abs(r["images_per_s"] - batch / t) <= 1e-6 * batch / t, r["strategy"]
         assert t >= d["ideal_time_s"] * (1 - 1e-9), f"{r['strategy']} faster than ideal"
+        assert t >= d["lower_bound_s"], f"{r['strategy']} {t} under the lower bound {d['lower_bound_s']}"
     else:
         assert r["iteration_time_s"] is None and r["images_per_s"] is None, r["strategy"]
 assert feas > 0, "nothing feasible at 3/4 of the in-core peak"
@@ -157,6 +158,26 @@ print(f["floor_bytes"], f["floor_node"] or "-", f["swap_all_budget_bytes"], f["m
     else
         not_ok "$m: why / what would fit" "batch $maxb -> $at_max, $((maxb + 1)) -> $over, budget $sab -> $at_sab, floor-1 -> $under; text: $text"
     fi
+done
+
+# The lower bound beside every plan: no strategy's plan is faster, on several
+# models and budgets (search caps small: the bound, not the search, is tested).
+for mb in resnet50:8GiB resnet50:12GiB resnet50:16GiB googlenet:8GiB mobilenet_v2:16GiB unet:64GiB; do
+    m=${mb%%:*} b=${mb#*:}
+    "$PLAN" compare graphs/${m}_op13.onnx --batch 640 --device h100 --budget "$b" \
+        --max-leaves 16 --json >"$tmp/lb.json" 2>"$tmp/err"
+    rc=$?
+    if msg=$("$PY" - "$tmp/lb.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); lb = d["lower_bound_s"]
+rows = [(r["strategy"], r["iteration_time_s"]) for r in d["strategies"] if r["feasible"]]
+assert lb and lb >= d["ideal_time_s"], f"bound {lb} under the ideal {d['ideal_time_s']}"
+bad = [s for s, t in rows if t < lb]
+assert rows and not bad, f"faster than the bound: {bad}"
+print(f"{len(rows)} feasible plans, best at {min(t for s, t in rows) / lb:.3f}x of the bound")
+EOF
+    ) && [ $rc -le 3 ]; then ok "$m b640 $b: lower bound $msg"
+    else not_ok "$m b640 $b: lower bound" "exit $rc: $msg $(head -c 200 "$tmp/err")"; fi
 done
 
 [ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }

@@ -1,0 +1,178 @@
+/* sim_bound.c — see sim_bound.h. */
+#include "sim/sim_bound.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Saved tensors by recompute cost per byte (the knapsack's order). */
+typedef struct rc_item {
+    double per_byte;
+    int64_t bytes;
+} rc_item;
+
+static int cmp_item(const void *a, const void *b) {
+    double x = ((const rc_item *)a)->per_byte, y = ((const rc_item *)b)->per_byte;
+    return x < y ? -1 : x > y;
+}
+
+/* Least recompute time to free y bytes: the cheapest bytes first, fractionally. */
+static double rc_cost(const rc_item *it, const double *pre_t, const int64_t *pre_b, int n,
+                      double y) {
+    if (y <= 0) return 0;
+    int lo = 0, hi = n; /* first item whose prefix reaches y */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if ((double)pre_b[mid + 1] < y) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo >= n) return INFINITY;
+    return pre_t[lo] + (y - (double)pre_b[lo]) * it[lo].per_byte;
+}
+
+typedef struct bound_k {
+    double before, tk, after; /* input + compute before k; k; compute after k */
+    double e;                 /* excess bytes */
+    double d2h, h2d;          /* bytes per second */
+    const rc_item *it;
+    const double *pre_t;
+    const int64_t *pre_b;
+    int n;
+} bound_k;
+
+static double f_of(const bound_k *q, double x) {
+    double a = fmax(q->before, x / q->d2h);
+    double c = fmax(q->after + rc_cost(q->it, q->pre_t, q->pre_b, q->n, q->e - x), x / q->h2d);
+    return a + q->tk + c;
+}
+
+/* Least time to recompute forward activation t: its producer, and (as the
+ * simulator does) every input of it that is no saved tensor, no persistent one
+ * and no graph input, which no plan keeps past its forward use. Memoised in
+ * cost[] (< 0: not yet). */
+static double recompute_cost(const train_graph *tg, const double *time, const bool *saved, int t,
+                             double *cost) {
+    if (cost[t] >= 0) return cost[t];
+    const ir_graph *g = tg->g;
+    int p = g->tensors[t].producer;
+    double c = time[p];
+    cost[t] = c; /* a cycle cannot occur in a DAG; this only guards the recursion */
+    const ir_node *n = &g->nodes[p];
+    for (int k = 0; k < n->n_inputs; k++) {
+        int u = n->inputs[k], q = u >= 0 ? g->tensors[u].producer : -1;
+        if (q < 0 || q >= tg->n_forward || saved[u] || g->tensors[u].is_initializer) continue;
+        bool dup = false; /* an input read twice is recomputed once */
+        for (int j = 0; j < k && !dup; j++) dup = n->inputs[j] == u;
+        if (!dup) c += recompute_cost(tg, time, saved, u, cost);
+    }
+    return cost[t] = c;
+}
+
+int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err *err) {
+    const train_graph *tg = sim_context_graph(ctx);
+    const ir_graph *g = tg->g;
+    const double *time = sim_context_node_times(ctx);
+    const profile_device *dev = sim_context_device(ctx);
+    int n = g->n_nodes;
+    *b = (sim_bound){.feasible = true, .at_node = -1};
+    /* The in-core step: its live bytes per node and its input copy. */
+    sim_plan *p = sim_plan_new(tg);
+    sim_plan_keep_all(p);
+    sim_timeline *tl = sim_timeline_new();
+    sim_options unl = {0};
+    sim_result r;
+    int64_t *mem = oc_malloc(((size_t)n + 1) * sizeof *mem);
+    int rc = sim_run(ctx, p, &unl, &r, tl, err);
+    if (rc == OC_OK) sim_timeline_node_mem(tl, n, mem);
+    sim_timeline_free(tl);
+    sim_plan_free(p);
+    if (rc != OC_OK) {
+        oc_free(mem);
+        return rc;
+    }
+    /* The first node waits for the graph inputs it reads (latency left out). */
+    double input = 0, total = 0;
+    for (int k = 0; n > 0 && k < g->nodes[0].n_inputs; k++) {
+        int u = g->nodes[0].inputs[k];
+        int64_t bytes = 0;
+        bool dup = false;
+        for (int j = 0; j < k && !dup; j++) dup = g->nodes[0].inputs[j] == u;
+        if (u >= 0 && !dup && g->tensors[u].is_graph_input &&
+            ir_tensor_bytes(&g->tensors[u], &bytes))
+            input += (double)bytes / dev->h2d_bytes_per_s;
+    }
+    for (int i = 0; i < n; i++) total += time[i];
+    b->time_s = input + total;
+    /* Recompute costs: each saved forward activation's producer time per byte. */
+    rc_item *it = oc_malloc(((size_t)tg->n_saved + 1) * sizeof *it);
+    bool *saved = oc_calloc((size_t)g->n_tensors + 1, sizeof *saved);
+    double *cost = oc_malloc(((size_t)g->n_tensors + 1) * sizeof *cost);
+    for (int t = 0; t < g->n_tensors; t++) cost[t] = -1;
+    for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
+    int n_it = 0;
+    int64_t swappable = 0;
+    for (int i = 0; i < tg->n_saved; i++) {
+        int t = tg->saved[i], pr = g->tensors[t].producer;
+        int64_t bytes = 0;
+        if (!ir_tensor_bytes(&g->tensors[t], &bytes) || bytes <= 0) continue;
+        swappable += bytes;
+        if (pr >= 0 && pr < tg->n_forward)
+            it[n_it++] =
+                (rc_item){.per_byte = recompute_cost(tg, time, saved, t, cost) / (double)bytes,
+                          .bytes = bytes};
+    }
+    qsort(it, (size_t)n_it, sizeof *it, cmp_item);
+    double *pre_t = oc_malloc(((size_t)n_it + 1) * sizeof *pre_t);
+    int64_t *pre_b = oc_malloc(((size_t)n_it + 1) * sizeof *pre_b);
+    pre_t[0] = 0, pre_b[0] = 0;
+    for (int i = 0; i < n_it; i++) {
+        pre_t[i + 1] = pre_t[i] + it[i].per_byte * (double)it[i].bytes;
+        pre_b[i + 1] = pre_b[i] + it[i].bytes;
+    }
+    int64_t cap = o->budget_bytes > 0 ? o->budget_bytes - o->reserve_bytes : INT64_MAX;
+    double before = input;
+    for (int k = 0; k < n && b->feasible; k++) {
+        int64_t e = mem[k] - cap;
+        if (o->budget_bytes > 0 && e > 0) {
+            bound_k q = {.before = before,
+                         .tk = time[k],
+                         .after = total - (before - input) - time[k],
+                         .e = (double)e,
+                         .d2h = dev->d2h_bytes_per_s,
+                         .h2d = dev->h2d_bytes_per_s,
+                         .it = it,
+                         .pre_t = pre_t,
+                         .pre_b = pre_b,
+                         .n = n_it};
+            /* x: swapped bytes, at most what is saved; the rest recomputed. */
+            double lo = fmax(0, q.e - (double)pre_b[n_it]), hi = fmin(q.e, (double)swappable);
+            if (lo > hi) {
+                b->feasible = false; /* more over the budget than all saved bytes */
+                b->at_node = k;
+                b->excess_bytes = e;
+                break;
+            }
+            const double phi = 0.6180339887498949;
+            double a = lo, c = hi;
+            for (int it_ = 0; it_ < 200 && c - a > 1e-9 * (hi - lo + 1); it_++) {
+                double x1 = c - phi * (c - a), x2 = a + phi * (c - a);
+                if (f_of(&q, x1) <= f_of(&q, x2)) c = x2;
+                else a = x1;
+            }
+            double v = fmin(fmin(f_of(&q, a), f_of(&q, c)), fmin(f_of(&q, lo), f_of(&q, hi)));
+            v *= 1 - 1e-9; /* the search's last step: stay below the true minimum */
+            if (v > b->time_s) {
+                b->time_s = v;
+                b->at_node = k;
+                b->excess_bytes = e;
+            }
+        }
+        before += time[k];
+    }
+    oc_free(it);
+    oc_free(saved);
+    oc_free(cost);
+    oc_free(pre_t);
+    oc_free(pre_b);
+    oc_free(mem);
+    return OC_OK;
+}

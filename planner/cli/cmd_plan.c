@@ -157,10 +157,7 @@ static json_t *stats_json(const strategy *s, const strategy_stats *st, int64_t b
 
 void cli_print_bound(const sim_bound *lb, double plan_s, const char *who, FILE *f) {
     if (!lb->feasible) {
-        fprintf(f,
-                "lower bound     none: no plan fits (node %d holds more over the budget than "
-                "every saved tensor)\n",
-                lb->at_node);
+        fprintf(f, "lower bound     none: no plan fits this budget\n");
         return;
     }
     fprintf(f, "lower bound     %.3f ms at this budget", lb->time_s * 1e3);

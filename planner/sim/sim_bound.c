@@ -74,6 +74,13 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
     const profile_device *dev = sim_context_device(ctx);
     int n = g->n_nodes;
     *b = (sim_bound){.feasible = true, .at_node = -1};
+    int64_t cap0 = o->budget_bytes > 0 ? o->budget_bytes - o->reserve_bytes : INT64_MAX;
+    int fn;
+    int64_t floor = sim_memory_floor(ctx, &fn, NULL);
+    if (floor > cap0) { /* no plan at all: one node's own working set is over it */
+        *b = (sim_bound){.feasible = false, .at_node = fn, .excess_bytes = floor - cap0};
+        return OC_OK;
+    }
     /* The in-core step: its live bytes per node and its input copy. */
     sim_plan *p = sim_plan_new(tg);
     sim_plan_keep_all(p);

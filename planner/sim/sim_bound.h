@@ -24,7 +24,8 @@
 #include "sim/simulator.h"
 
 typedef struct sim_bound {
-    bool feasible;        /* false: even swapping or recomputing every saved tensor cannot fit */
+    bool feasible;        /* false: no plan fits (sim_memory_floor over the budget, or more
+                             over it at a node than every saved tensor) */
     double time_s;        /* the bound */
     int at_node;          /* the node whose excess sets it (-1: compute alone) */
     int64_t excess_bytes; /* in-core bytes over the budget at that node */

@@ -188,7 +188,8 @@ int cmd_show(int argc, char **argv) {
                     "outcore.timeline",
                     "outcore.memory",
                     "outcore.replans",
-                    "outcore.planned_budget_bytes"};
+                    "outcore.planned_budget_bytes",
+                    "outcore.lower_bound_s"};
     enum { N_KEYS = sizeof keys / sizeof keys[0] };
     char *val[N_KEYS] = {0};
     for (int i = 1; i < argc; i++) {
@@ -228,6 +229,10 @@ int cmd_show(int argc, char **argv) {
            val[3], val[16], val[15], val[4], val[5], val[6]);
     printf("predicted: iteration %.3f ms, peak %s bytes, stall %.3f ms\n",
            strtod(val[7], NULL) * 1e3, val[8], strtod(val[9], NULL) * 1e3);
+    double bound = val[17] ? strtod(val[17], NULL) : 0; /* absent in plans before it */
+    if (bound > 0)
+        printf("lower bound: %.3f ms at the budget (the plan takes %.3fx of it)\n", bound * 1e3,
+               strtod(val[7], NULL) / bound);
     double t_end;
     tl = stored_timeline(tg, val[13], &t_end);
     stored_samples(tl, val[14]);

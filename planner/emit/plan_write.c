@@ -9,6 +9,7 @@
 #include "ir/onnx_export.h"
 #include "ir/ops/op_table.h"
 #include "plan/plan_verify.h"
+#include "sim/sim_bound.h"
 #include "train/train_structure.h"
 
 /* ---- making the plan ---- */
@@ -24,6 +25,9 @@ void plan_made_free(plan_made *pm) {
 int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_err *err) {
     memset(out, 0, sizeof *out);
     out->budget_bytes = in->sim.budget_bytes;
+    sim_bound lb;
+    if (sim_lower_bound(in->ctx, &in->sim, &lb, err)) return OC_ERR;
+    out->lower_bound_s = lb.feasible ? lb.time_s : 0;
     strategy_input cur = *in;
     sim_plan *p = sim_plan_new(in->tg);
     int rc = OC_OK;
@@ -180,6 +184,7 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
     v[nv++] = oc_sprintf("%" PRId64, pm->layout.peak_bytes);
     v[nv++] = oc_sprintf("%.6f", pm->layout.fragmentation);
     v[nv++] = oc_sprintf("%016llx", (unsigned long long)plan_graph_digest(g));
+    v[nv++] = oc_sprintf("%.9g", pm->lower_bound_s);
     const char *meta[] = {
         "outcore.version",
         m->tool_version ? m->tool_version : OC_EXPORT_VERSION,
@@ -211,6 +216,8 @@ int plan_file_write(plan_made *pm, const plan_file_meta *m, const char *path, oc
         v[9],
         "outcore.predicted_stall_s",
         v[10],
+        "outcore.lower_bound_s",
+        v[16],
         "outcore.predicted_peak_bytes",
         v[11],
         "outcore.arena_bytes",

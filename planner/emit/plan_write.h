@@ -37,8 +37,9 @@ typedef struct plan_made {
     int64_t last_arena; /* arena of the last layout that did not fit */
     rewrite_result rw;
     layout_result layout;
-    sim_timeline *tl; /* the predicted timeline (source graph indices) */
-    sim_plan *plan;   /* the final decisions (source graph); owned */
+    sim_timeline *tl;     /* the predicted timeline (source graph indices) */
+    sim_plan *plan;       /* the final decisions (source graph); owned */
+    double lower_bound_s; /* any plan's least time under the asked budget (sim_bound.h); 0: none */
 } plan_made;
 
 int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_err *err);

@@ -124,7 +124,15 @@ static int hy_leaf(hybrid *h, const sim_plan *base, oc_err *err) {
     return OC_OK;
 }
 
-static int hy_dfs(hybrid *h, const sim_plan *base, int depth, oc_err *err) {
+/* The time bound of a subtree: its undecided and unhidden swap-outs kept, memory
+ * unlimited. known: already simulated (the keep child's bound plan is its
+ * parent's: the parent's undecided maps were kept there too). */
+typedef struct hy_bound {
+    bool known, feasible;
+    double t;
+} hy_bound;
+
+static int hy_dfs(hybrid *h, const sim_plan *base, int depth, hy_bound b, oc_err *err) {
     if (hy_spent(h)) return OC_OK;
     if (h->st->leaves_explored >= h->max_leaves || ++h->nodes > h->max_leaves * HY_NODES_PER_LEAF) {
         h->st->bound_hit = true;
@@ -134,25 +142,25 @@ static int hy_dfs(hybrid *h, const sim_plan *base, int depth, oc_err *err) {
     if (depth == h->n_uin) return hy_leaf(h, base, err);
     bool f;
     double t;
-    /* Time bound: undecided and unhidden swap-outs kept, memory unlimited. */
-    if (h->have_best) {
+    if (h->have_best && !b.known) {
         hy_fill(h, base, depth, SIM_DECISION_KEEP, h->n_uout);
         sim_result r;
         strategy_input unl = *h->in;
         unl.sim.budget_bytes = 0;
         if (strategy_sim(&unl, h->work, &r, h->st, err)) return OC_ERR;
-        if (r.feasible && r.time_s >= h->best_t - HY_EPS) return OC_OK;
+        b = (hy_bound){.known = true, .feasible = r.feasible, .t = r.time_s};
     }
+    if (h->have_best && b.feasible && b.t >= h->best_t - HY_EPS) return OC_OK;
     /* Keep branch, unless its least-memory completion does not fit. */
     h->dec_in[depth] = 1;
     hy_fill(h, base, depth + 1, SIM_DECISION_SWAP, 0);
     if (hy_eval(h, h->work, &f, &t, err)) return OC_ERR;
     if (f) {
         hy_offer(h, t);
-        if (hy_dfs(h, base, depth + 1, err)) return OC_ERR;
+        if (hy_dfs(h, base, depth + 1, b, err)) return OC_ERR;
     }
     h->dec_in[depth] = 0;
-    return hy_dfs(h, base, depth + 1, err);
+    return hy_dfs(h, base, depth + 1, (hy_bound){0}, err);
 }
 
 static int cmp_desc_prod(const void *a, const void *b, void *ctx) {
@@ -293,7 +301,7 @@ static int hybrid_plan(const strategy_input *in, sim_plan *out, strategy_stats *
     h.have_best = true;
     if ((rc = hy_classify(&h, err))) goto done;
     sim_plan_copy(base, h.best);
-    if ((rc = hy_dfs(&h, base, 0, err))) goto done;
+    if ((rc = hy_dfs(&h, base, 0, (hy_bound){0}, err))) goto done;
     strategy_note(st, "%ld leaves, %ld branch nodes%s", st->leaves_explored, h.nodes,
                   st->bound_hit ? " (bound hit)" : "");
     if ((rc = hy_eval(&h, h.best, &f, &t, err))) goto done;

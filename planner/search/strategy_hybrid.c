@@ -60,6 +60,15 @@ static int hy_eval(hybrid *h, sim_plan *p, bool *feasible, double *t, oc_err *er
      * score depends on its decisions only, not on the order of the search. */
     for (int x = 0; x < p->n_tensors; x++)
         if (p->decision[x] == SIM_DECISION_SWAP) p->swap_in_at[x] = -1;
+    /* Just in time is the least memory a schedule holds: when it does not fit,
+     * strategy_sched_early finds nothing either (it starts from it). One run
+     * without a timeline says so; most keep branches of the search end here. */
+    if (strategy_sim(h->in, p, &r, h->st, err)) return OC_ERR;
+    if (!r.feasible) {
+        *feasible = false;
+        *t = INFINITY;
+        return OC_OK;
+    }
     if (strategy_sched_early(h->in, h->ti, p, h->st, &r, err)) return OC_ERR;
     *feasible = r.feasible;
     *t = r.feasible ? r.time_s : INFINITY;

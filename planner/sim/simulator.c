@@ -38,6 +38,8 @@ struct sim_context {
     int *pending;                         /* swapped tensors copied out, forward readers pending */
     uint8_t *so_done, *si_done, *in_done; /* in_done: graph input copied to the device */
     int *inputs, n_inputs;                /* graph inputs with bytes, in the executor's order */
+    uint8_t *reads_input;                 /* per node: reads a graph input with bytes */
+    int *saved_list, n_saved;             /* the saved tensors (the only ones swapped) */
     double *res[8]; /* node start/end, rc start/end, so start/end, si start/end */
 };
 
@@ -153,18 +155,29 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
     }
     c->in_off[c->n_nodes] = n_in;
     c->out_off[c->n_nodes] = n_out;
+    c->reads_input = oc_calloc(nn, 1);
+    for (int i = 0; i < c->n_nodes; i++)
+        for (int j = c->in_off[i]; j < c->in_off[i + 1]; j++)
+            if (g->tensors[c->in_idx[j]].is_graph_input && c->bytes[c->in_idx[j]] > 0)
+                c->reads_input[i] = 1;
+    c->saved_list = oc_calloc((size_t)tg->n_saved + 1, sizeof(int));
+    for (int i = 0; i < tg->n_saved; i++) c->saved_list[c->n_saved++] = tg->saved[i];
+    /* Swap times stay -1 but for saved tensors (sim_run resets those). */
+    for (int t = 0; t < c->n_tensors; t++)
+        for (int k = 4; k < 8; k++) c->res[k][t] = -1;
     *out = c;
     return OC_OK;
 }
 
 void sim_context_free(sim_context *c) {
     if (!c) return;
-    void *p[] = {c->time,     c->ws,       c->bytes,    c->fwd_act,   c->is_saved,    c->is_output,
-                 c->in_off,   c->in_idx,   c->out_off,  c->out_idx,   c->op_node,     c->op_rc,
-                 c->op_alloc, c->op_free,  c->wait_off, c->wait_idx,  c->block_start, c->node_pos,
-                 c->rc_pos,   c->eff_last, c->fwd_last, c->first_bwd, c->issue,       c->so_list,
-                 c->si_list,  c->tmp_list, c->count,    c->pending,   c->so_done,     c->si_done,
-                 c->in_done,  c->inputs};
+    void *p[] = {c->time,      c->ws,          c->bytes,       c->fwd_act,   c->is_saved,
+                 c->is_output, c->in_off,      c->in_idx,      c->out_off,   c->out_idx,
+                 c->op_node,   c->op_rc,       c->op_alloc,    c->op_free,   c->wait_off,
+                 c->wait_idx,  c->block_start, c->node_pos,    c->rc_pos,    c->eff_last,
+                 c->fwd_last,  c->first_bwd,   c->issue,       c->so_list,   c->si_list,
+                 c->tmp_list,  c->count,       c->pending,     c->so_done,   c->si_done,
+                 c->in_done,   c->inputs,      c->reads_input, c->saved_list};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     for (int i = 0; i < 8; i++) oc_free(c->res[i]);
     oc_free(c);
@@ -415,7 +428,10 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
     double *nst = c->res[0], *nen = c->res[1], *rst = c->res[2], *ren = c->res[3];
     double *sost = c->res[4], *soen = c->res[5], *sist = c->res[6], *sien = c->res[7];
     for (int i = 0; i < c->n_nodes; i++) nst[i] = nen[i] = rst[i] = ren[i] = -1;
-    for (int t = 0; t < c->n_tensors; t++) sost[t] = soen[t] = sist[t] = sien[t] = -1;
+    for (int i = 0; i < c->n_saved; i++) {
+        int t = c->saved_list[i];
+        sost[t] = soen[t] = sist[t] = sien[t] = -1;
+    }
     r->node_start = nst, r->node_end = nen, r->recompute_start = rst, r->recompute_end = ren;
     r->swap_out_start = sost, r->swap_out_end = soen, r->swap_in_start = sist;
     r->swap_in_end = sien;
@@ -445,7 +461,7 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
             for (int j = c->wait_off[cq]; j < c->wait_off[cq + 1] && ready; j++)
                 ready = c->si_done[c->wait_idx[j]];
             int on = c->op_node[cq]; /* the step's batch must be on the device */
-            for (int j = c->in_off[on]; j < c->in_off[on + 1] && ready; j++)
+            for (int j = c->in_off[on]; c->reads_input[on] && j < c->in_off[on + 1] && ready; j++)
                 ready = !g->tensors[c->in_idx[j]].is_graph_input || c->in_done[c->in_idx[j]] ||
                         c->bytes[c->in_idx[j]] == 0;
             int64_t need = c->op_alloc[cq];

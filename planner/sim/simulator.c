@@ -40,7 +40,9 @@ struct sim_context {
     int *inputs, n_inputs;                /* graph inputs with bytes, in the executor's order */
     uint8_t *reads_input;                 /* per node: reads a graph input with bytes */
     int *saved_list, n_saved;             /* the saved tensors (the only ones swapped) */
-    double *res[8]; /* node start/end, rc start/end, so start/end, si start/end */
+    int *act_list, n_act; /* non-persistent tensors, ascending: the ones a run tracks */
+    int *prod;            /* per tensor: producing node or -1 */
+    double *res[8];       /* node start/end, rc start/end, so start/end, si start/end */
 };
 
 const char *sim_stream_name(sim_stream s) {
@@ -160,6 +162,13 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
         for (int j = c->in_off[i]; j < c->in_off[i + 1]; j++)
             if (g->tensors[c->in_idx[j]].is_graph_input && c->bytes[c->in_idx[j]] > 0)
                 c->reads_input[i] = 1;
+    c->act_list = oc_calloc(nt, sizeof(int));
+    c->prod = oc_calloc(nt, sizeof(int));
+    for (int t = 0; t < c->n_tensors; t++) {
+        c->prod[t] = g->tensors[t].producer;
+        c->rc_pos[t] = c->eff_last[t] = c->fwd_last[t] = c->first_bwd[t] = -1;
+        if (!tensor_persistent(tg, t)) c->act_list[c->n_act++] = t;
+    }
     c->saved_list = oc_calloc((size_t)tg->n_saved + 1, sizeof(int));
     for (int i = 0; i < tg->n_saved; i++) c->saved_list[c->n_saved++] = tg->saved[i];
     /* Swap times stay -1 but for saved tensors (sim_run resets those). */
@@ -311,7 +320,10 @@ static int plan_build(run_state *s, oc_err *err) {
     const ir_graph *g = c->tg->g;
     const uint8_t *dec = s->plan->decision;
     if (plan_check(s, err)) return OC_ERR;
-    for (int t = 0; t < c->n_tensors; t++) {
+    /* Persistent tensors are never swapped, recomputed or freed: only the
+     * others are tracked (their entries stay as sim_context_new left them). */
+    for (int i = 0; i < c->n_act; i++) {
+        int t = c->act_list[i];
         c->rc_pos[t] = c->eff_last[t] = c->fwd_last[t] = c->first_bwd[t] = -1;
         c->so_done[t] = c->si_done[t] = 0;
     }
@@ -332,8 +344,8 @@ static int plan_build(run_state *s, oc_err *err) {
     int bwd0 = c->n_forward < c->n_nodes ? c->block_start[c->n_forward] : s->n_ops;
     /* Uses over the sequence; allocations at op start. */
     int n_wait = 0;
-    for (int t = 0; t < c->n_tensors; t++) {
-        int p = g->tensors[t].producer;
+    for (int i = 0; i < c->n_act; i++) {
+        int t = c->act_list[i], p = c->prod[t];
         if (p >= 0) c->eff_last[t] = c->fwd_last[t] = c->node_pos[p];
         if (c->is_output[t]) c->eff_last[t] = c->node_pos[c->n_nodes - 1];
     }
@@ -356,7 +368,8 @@ static int plan_build(run_state *s, oc_err *err) {
     c->wait_off[s->n_ops] = n_wait;
     /* Frees at op end; swap queues. */
     int n_so = 0;
-    for (int t = 0; t < c->n_tensors; t++) {
+    for (int i = 0; i < c->n_act; i++) {
+        int t = c->act_list[i];
         int64_t b = c->bytes[t];
         if (dec[t] == SIM_DECISION_SWAP) {
             int at = s->plan->swap_in_at[t];

@@ -458,7 +458,7 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
     int cq = 0, di = 0, hi = 0, n_pend = 0, n_sw = 0, ii = 0;
     for (int k = 0; k < c->n_inputs; k++) c->in_done[c->inputs[k]] = 0;
     const int n_ops = s.n_ops;
-    for (int t = 0; t < c->n_tensors; t++) n_sw += plan->decision[t] == SIM_DECISION_SWAP;
+    n_sw = s.n_swap; /* plan_build counted them (only saved tensors may swap) */
     tl_sample(tl, 0, live);
     if (live > cap) {
         r->feasible = false;

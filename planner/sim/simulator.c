@@ -180,13 +180,13 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
 
 void sim_context_free(sim_context *c) {
     if (!c) return;
-    void *p[] = {c->time,      c->ws,          c->bytes,       c->fwd_act,   c->is_saved,
-                 c->is_output, c->in_off,      c->in_idx,      c->out_off,   c->out_idx,
-                 c->op_node,   c->op_rc,       c->op_alloc,    c->op_free,   c->wait_off,
-                 c->wait_idx,  c->block_start, c->node_pos,    c->rc_pos,    c->eff_last,
-                 c->fwd_last,  c->first_bwd,   c->issue,       c->so_list,   c->si_list,
-                 c->tmp_list,  c->count,       c->pending,     c->so_done,   c->si_done,
-                 c->in_done,   c->inputs,      c->reads_input, c->saved_list};
+    void *p[] = {
+        c->time,     c->ws,       c->bytes,       c->fwd_act,    c->is_saved,    c->is_output,
+        c->in_off,   c->in_idx,   c->out_off,     c->out_idx,    c->op_node,     c->op_rc,
+        c->op_alloc, c->op_free,  c->wait_off,    c->wait_idx,   c->block_start, c->node_pos,
+        c->rc_pos,   c->eff_last, c->fwd_last,    c->first_bwd,  c->issue,       c->so_list,
+        c->si_list,  c->tmp_list, c->count,       c->pending,    c->so_done,     c->si_done,
+        c->in_done,  c->inputs,   c->reads_input, c->saved_list, c->act_list,    c->prod};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     for (int i = 0; i < 8; i++) oc_free(c->res[i]);
     oc_free(c);

@@ -18,9 +18,7 @@ static int fits_at_batch(const cli_plan_env *e, int64_t b, bool *ok, oc_err *err
     if (rc == OC_OK) {
         strategy_input in;
         cli_plan_env_input(&x, &in);
-        fit_advice a;
-        rc = fit_advice_compute(&in, &a, err);
-        *ok = rc == OC_OK && a.swap_all_budget >= 0 && a.swap_all_budget <= x.budget_bytes;
+        rc = fit_swap_all_fits(&in, ok, err);
     }
     sim_context_free(x.ctx);
     profile_free(x.prof);

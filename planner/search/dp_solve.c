@@ -149,34 +149,6 @@ static bool feasible_at(const dp_table *t, int64_t budget, int64_t *best) {
     return best[t->count - 1] != INT64_MAX;
 }
 
-/* Inserts st into the front (sorted by t ascending, m strictly descending). */
-static bool front_insert(dp_front *f, const dp_state *st) {
-    /* first index with s[k].t > st->t (or equal t and m >= st->m) */
-    int lo = 0, hi = f->n;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (f->s[mid].t < st->t || (f->s[mid].t == st->t && f->s[mid].m < st->m)) lo = mid + 1;
-        else hi = mid;
-    }
-    /* dominated by the predecessor (t <=, m <=)? */
-    if (lo > 0 && f->s[lo - 1].m <= st->m) return false;
-    if (lo < f->n && f->s[lo].t == st->t && f->s[lo].m <= st->m) return false;
-    /* remove successors it dominates (t >= st->t and m >= st->m) */
-    int k = lo;
-    while (k < f->n && f->s[k].m >= st->m) k++;
-    int removed = k - lo;
-    if (removed == 0) {
-        oc_grow((void **)&f->s, &f->cap, (size_t)f->n + 1, sizeof *f->s);
-        memmove(f->s + lo + 1, f->s + lo, (size_t)(f->n - lo) * sizeof *f->s);
-        f->n++;
-    } else if (removed > 1) {
-        memmove(f->s + lo + 1, f->s + k, (size_t)(f->n - k) * sizeof *f->s);
-        f->n -= removed - 1;
-    }
-    f->s[lo] = *st;
-    return true;
-}
-
 /* Keeps max states: the first, the last and evenly spaced ones between. */
 static void front_thin(dp_front *f, int max) {
     if (f->n <= max || max < 2) return;
@@ -190,9 +162,10 @@ static void front_thin(dp_front *f, int max) {
 
 /* f := the Pareto front of f and the states of src moved along edge e (those
  * within budget), in O(|f| + |src|): both lists are sorted by t ascending with
- * m strictly descending, so one merge and one sweep do what front_insert does
- * one state at a time (f's states first on equal (t, m), then src's in order:
- * the same front, the same survivors of ties). tmp: scratch, swapped with f. */
+ * m strictly descending, so one merge and one sweep give what inserting the
+ * states one at a time would (f's states first on equal (t, m), then src's in
+ * order: the same front, the same survivors of ties). tmp: scratch, swapped
+ * with f. */
 static void front_merge(dp_front *f, const dp_front *src, const dp_edge *e, int64_t budget,
                         dp_front *tmp) {
     oc_grow((void **)&tmp->s, &tmp->cap, (size_t)(f->n + src->n) + 1, sizeof *tmp->s);
@@ -230,7 +203,8 @@ static void solve_time(const dp_table *t, int64_t budget, int max_front, dp_solu
     int F = t->count;
     dp_front *fr = oc_calloc((size_t)F, sizeof *fr), tmp = {0};
     dp_state s0 = {.t = 0, .m = 0, .peak = 0, .from = -1, .from_state = -1};
-    front_insert(&fr[0], &s0);
+    oc_grow((void **)&fr[0].s, &fr[0].cap, 1, sizeof *fr[0].s);
+    fr[0].s[fr[0].n++] = s0;
     out->n_states = 1;
     for (int j = 1; j < F; j++) {
         for (int k = t->in_start[j]; k < t->in_start[j + 1]; k++)

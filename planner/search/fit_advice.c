@@ -19,20 +19,33 @@ static int fits(const strategy_input *in, const sim_plan *p, int64_t b, bool *ok
     return OC_OK;
 }
 
-int fit_advice_compute(const strategy_input *in, fit_advice *a, oc_err *err) {
-    a->floor_bytes =
-        sim_memory_floor(in->ctx, &a->floor_node, &a->persistent_bytes) + in->sim.reserve_bytes;
-    a->persistent_bytes += in->sim.reserve_bytes;
-    a->swap_all_budget = -1;
-    /* The least-memory plan: every swappable saved tensor swapped, each swap-in
-     * issued at its first reader (nothing on the device before it is needed). */
-    strategy_tinfo *ti = strategy_tinfo_new(in->tg);
-    sim_plan *p = sim_plan_new(in->tg);
+/* The least-memory plan: every swappable saved tensor swapped, each swap-in
+ * issued at its first reader (nothing on the device before it is needed). */
+static sim_plan *least_memory_plan(const train_graph *tg) {
+    strategy_tinfo *ti = strategy_tinfo_new(tg);
+    sim_plan *p = sim_plan_new(tg);
     sim_plan_keep_all(p);
     for (int i = 0; i < ti->n_saved; i++) {
         int t = ti->saved_by_prod[i];
         if (ti->swappable[t]) sim_plan_set(p, t, SIM_DECISION_SWAP, -1);
     }
+    strategy_tinfo_free(ti);
+    return p;
+}
+
+int fit_swap_all_fits(const strategy_input *in, bool *ok, oc_err *err) {
+    sim_plan *p = least_memory_plan(in->tg);
+    int rc = fits(in, p, in->sim.budget_bytes, ok, NULL, 0, err);
+    sim_plan_free(p);
+    return rc;
+}
+
+int fit_advice_compute(const strategy_input *in, fit_advice *a, oc_err *err) {
+    a->floor_bytes =
+        sim_memory_floor(in->ctx, &a->floor_node, &a->persistent_bytes) + in->sim.reserve_bytes;
+    a->persistent_bytes += in->sim.reserve_bytes;
+    a->swap_all_budget = -1;
+    sim_plan *p = least_memory_plan(in->tg);
     bool ok = false;
     int rc =
         fits(in, p, in->sim.budget_bytes, &ok, a->swap_all_reason, sizeof a->swap_all_reason, err);
@@ -52,6 +65,5 @@ int fit_advice_compute(const strategy_input *in, fit_advice *a, oc_err *err) {
         a->swap_all_budget = hi;
     }
     sim_plan_free(p);
-    strategy_tinfo_free(ti);
     return rc;
 }

@@ -22,5 +22,7 @@ typedef struct fit_advice {
 
 /* Fills a for in's graph, profile and budget. */
 int fit_advice_compute(const strategy_input *in, fit_advice *a, oc_err *err);
+/* Whether the all-swap plan fits in->sim's budget (one simulation). */
+int fit_swap_all_fits(const strategy_input *in, bool *ok, oc_err *err);
 
 #endif

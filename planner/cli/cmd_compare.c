@@ -114,10 +114,20 @@ int cmd_compare(int argc, char **argv) {
     sim_options so = {.budget_bytes = e.budget_bytes, .reserve_bytes = e.reserve_bytes};
     if (sim_lower_bound(e.ctx, &so, &lb, &err)) goto fail;
     if (json) {
-        json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:I, s:o}", "strategies", rows, "best", best,
-                              "ideal_time_s", ideal, "batch", (json_int_t)e.mo.batch,
-                              "budget_bytes", (json_int_t)e.budget_bytes, "lower_bound_s",
-                              lb.feasible ? json_real(lb.time_s) : json_null());
+        /* Memory yardsticks: parameters and optimizer state, the least any plan
+         * needs, and the bytes of the saved activations (budgets of experiments
+         * are often "floor + f x saved"). */
+        int64_t persistent, floor = sim_memory_floor(e.ctx, NULL, &persistent), saved = 0;
+        for (int i = 0; i < e.tg->n_saved; i++) {
+            int64_t b;
+            if (ir_tensor_bytes(&e.tg->g->tensors[e.tg->saved[i]], &b)) saved += b;
+        }
+        json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:I, s:I, s:I, s:I, s:o}", "strategies",
+                              rows, "best", best, "ideal_time_s", ideal, "batch",
+                              (json_int_t)e.mo.batch, "budget_bytes", (json_int_t)e.budget_bytes,
+                              "persistent_bytes", (json_int_t)persistent, "floor_bytes",
+                              (json_int_t)floor, "saved_bytes", (json_int_t)saved,
+                              "lower_bound_s", lb.feasible ? json_real(lb.time_s) : json_null());
         if (!best) json_object_set_new(o, "fit", cli_fit_json(&fit));
         if (orc) json_object_set_new(o, "oracle", compare_oracle_json(orc));
         json_dumpf(o, stdout, JSON_INDENT(1));

@@ -21,7 +21,7 @@ SANITIZE ?= 0
 BUILD ?= $(if $(filter 1,$(SANITIZE)),build-san,$(if $(filter thread,$(SANITIZE)),build-tsan,$(if $(filter fuzz,$(SANITIZE)),build-fuzz,build)))
 PY := /usr/bin/python3
 
-DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libglpk-dev \
+DEB_PACKAGES := build-essential pkg-config protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libglpk-dev coinor-libcbc-dev \
   libjansson-dev libopenblas-dev libonnx-testdata librsvg2-bin python3-onnx python3-torch python3-torchvision python3-numpy \
   clang-format clang
 
@@ -34,7 +34,7 @@ WARN := -Wall -Wextra -Wshadow -Wconversion -Wstrict-prototypes -Wmissing-protot
   -Wno-sign-conversion -Wno-format-truncation -Werror
 CFLAGS := $(BASE_CFLAGS) $(WARN) $(if $(filter fuzz,$(SANITIZE)),-Wno-unknown-warning-option) $(EXTRA_CFLAGS)
 LDFLAGS := $(if $(filter 1 thread fuzz,$(SANITIZE)),$(SAN_FLAGS))
-LIBS := -lprotobuf-c -ljansson -lglpk -lm
+LIBS := -lprotobuf-c -ljansson -lglpk -lCbcSolver -lCbc -lm
 RT_LIBS := -lopenblas -lpthread
 
 include proto/proto.mk

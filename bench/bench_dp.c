@@ -88,7 +88,7 @@ static int oracle_gap(const char *path, int64_t batch) {
             .opts = strategy_options_default()};
         ilp_model *im;
         ilp_result r;
-        if (ilp_model_new(&in, &im, &err) || ilp_solve(im, 60, &r, &err)) {
+        if (ilp_model_new(&in, &im, &err) || ilp_solve(im, 60, NULL, &r, &err)) {
             fprintf(stderr, "bench_dp: %s\n", err.msg);
             return 1;
         }

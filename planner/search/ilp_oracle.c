@@ -1,11 +1,14 @@
-/* ilp_oracle.c — the keep/swap/recompute MILP (ilp_oracle.h) on GLPK.
+/* ilp_oracle.c — the keep/swap/recompute MILP (ilp_oracle.h): written into a
+ * GLPK problem object (a convenient sparse model), solved by CBC.
  *
- * Units inside the LP: milliseconds and megabytes (keeps GLPK's tolerances
- * meaningful). The model's tables are built once (ilp_model_new); ilp_solve
- * writes the MILP from them and ilp_model_eval evaluates one plan under the
- * same equations, so tests can compare the two. */
+ * Units inside the LP: milliseconds and megabytes (keeps the solvers'
+ * tolerances meaningful). The model's tables are built once (ilp_model_new);
+ * ilp_solve writes the MILP from them and ilp_model_eval evaluates one plan
+ * under the same equations, so tests can compare the two. */
 #include "search/ilp_oracle.h"
 
+#include <coin/Cbc_C_Interface.h>
+#include <float.h>
 #include <glpk.h>
 #include <math.h>
 #include <stdlib.h>
@@ -552,7 +555,83 @@ static void mem_terms(const ilp_model *m, lp_builder *b, int row, int p, const i
     }
 }
 
-int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
+/* ---- CBC ----------------------------------------------------------------- */
+
+typedef struct cbc_out {
+    bool feasible, optimal;
+    double objective, bound; /* ms, with the objective's constant term */
+    double *x;               /* column values (1-based like GLPK; owned) when feasible */
+} cbc_out;
+
+/* Solves lp (a GLPK problem used as the model's container) with CBC: one
+ * thread (the answer must not depend on the machine but for the time limit),
+ * start (1-based column values, may be NULL) as the MIP start, time_limit_s
+ * (<= 0: none). */
+static void cbc_solve(glp_prob *lp, const double *start, double time_limit_s, cbc_out *o) {
+    memset(o, 0, sizeof *o);
+    int nc = glp_get_num_cols(lp), nr = glp_get_num_rows(lp);
+    CoinBigIndex *cstart = oc_calloc((size_t)nc + 1, sizeof *cstart);
+    int nnz = glp_get_num_nz(lp);
+    int *rind = oc_malloc(((size_t)nnz + 1) * sizeof *rind);
+    double *rval = oc_malloc(((size_t)nnz + 1) * sizeof *rval);
+    int *ind = oc_malloc(((size_t)nr + 1) * sizeof *ind);
+    double *val = oc_malloc(((size_t)nr + 1) * sizeof *val);
+    double *clo = oc_malloc(((size_t)nc + 1) * sizeof *clo), *cup = oc_malloc(((size_t)nc + 1) * sizeof *cup);
+    double *obj = oc_malloc(((size_t)nc + 1) * sizeof *obj);
+    double *rlo = oc_malloc(((size_t)nr + 1) * sizeof *rlo), *rup = oc_malloc(((size_t)nr + 1) * sizeof *rup);
+    int pos = 0;
+    for (int j = 1; j <= nc; j++) {
+        cstart[j - 1] = pos;
+        int len = glp_get_mat_col(lp, j, ind, val);
+        for (int i = 1; i <= len; i++) {
+            rind[pos] = ind[i] - 1;
+            rval[pos++] = val[i];
+        }
+        int type = glp_get_col_type(lp, j);
+        clo[j - 1] = type == GLP_FR || type == GLP_UP ? -DBL_MAX : glp_get_col_lb(lp, j);
+        cup[j - 1] = type == GLP_FR || type == GLP_LO ? DBL_MAX : glp_get_col_ub(lp, j);
+        obj[j - 1] = glp_get_obj_coef(lp, j);
+    }
+    cstart[nc] = pos;
+    for (int i = 1; i <= nr; i++) {
+        int type = glp_get_row_type(lp, i);
+        rlo[i - 1] = type == GLP_FR || type == GLP_UP ? -DBL_MAX : glp_get_row_lb(lp, i);
+        rup[i - 1] = type == GLP_FR || type == GLP_LO ? DBL_MAX : glp_get_row_ub(lp, i);
+    }
+    Cbc_Model *cm = Cbc_newModel();
+    Cbc_loadProblem(cm, nc, nr, cstart, rind, rval, clo, cup, obj, rlo, rup);
+    for (int j = 1; j <= nc; j++)
+        if (glp_get_col_kind(lp, j) != GLP_CV) Cbc_setInteger(cm, j - 1);
+    Cbc_setLogLevel(cm, 0);
+    Cbc_setParameter(cm, "threads", "1");
+    if (time_limit_s > 0) Cbc_setMaximumSeconds(cm, time_limit_s);
+    if (start) {
+        int *idx = oc_malloc((size_t)nc * sizeof *idx);
+        for (int j = 0; j < nc; j++) idx[j] = j;
+        Cbc_setMIPStartI(cm, nc, idx, start + 1);
+        oc_free(idx);
+    }
+    Cbc_solve(cm);
+    double c0 = glp_get_obj_coef(lp, 0);
+    const double *best = Cbc_bestSolution(cm);
+    o->feasible = best != NULL;
+    o->optimal = o->feasible && Cbc_isProvenOptimal(cm);
+    o->bound = Cbc_getBestPossibleObjValue(cm) + c0;
+    if (o->feasible) {
+        o->objective = Cbc_getObjValue(cm) + c0;
+        if (o->optimal || o->bound > o->objective) o->bound = o->objective;
+        o->x = oc_malloc(((size_t)nc + 1) * sizeof *o->x);
+        o->x[0] = 0;
+        memcpy(o->x + 1, best, (size_t)nc * sizeof *best);
+    }
+    Cbc_deleteModel(cm);
+    oc_free(cstart), oc_free(rind), oc_free(rval), oc_free(ind), oc_free(val);
+    oc_free(clo), oc_free(cup), oc_free(obj), oc_free(rlo), oc_free(rup);
+}
+
+int ilp_solve(ilp_model *m, double time_limit_s, const sim_plan *warm, ilp_result *r,
+              oc_err *err) {
+    (void)err; /* CBC reports no failure it cannot put in r (no solution, no proof) */
     memset(r, 0, sizeof *r);
     int D = m->D, N = m->N;
     const train_graph *tg = m->tg;
@@ -751,42 +830,53 @@ int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err) {
     oc_free(b.ia);
     oc_free(b.ja);
     oc_free(b.ar);
-    int rc = 0;
-    if (!hopeless) {
-        glp_iocp parm;
-        glp_init_iocp(&parm);
-        parm.presolve = GLP_ON;
-        parm.msg_lev = GLP_MSG_OFF;
-        parm.mir_cuts = GLP_ON;
-        parm.cov_cuts = GLP_ON;
-        if (time_limit_s > 0) parm.tm_lim = (int)(time_limit_s * 1000);
-        double t0 = strategy_now();
-        rc = glp_intopt(b.lp, &parm);
-        r->solve_s = strategy_now() - t0;
-        if (rc != 0 && rc != GLP_ETMLIM && rc != GLP_ENOPFS && rc != GLP_ENODFS) {
-            glp_delete_prob(b.lp);
-            oc_free(cr), oc_free(cs), oc_free(cy), oc_free(cG), oc_free(cE);
-            oc_free(cz), oc_free(cw), oc_free(cQ), oc_free(cx);
-            return oc_fail(err, "ilp: GLPK glp_intopt failed with code %d", rc);
-        }
-        int st = glp_mip_status(b.lp);
-        r->feasible = st == GLP_OPT || st == GLP_FEAS;
-        r->optimal = st == GLP_OPT && rc == 0;
-    }
-    if (r->feasible) {
-        r->objective_s = glp_mip_obj_val(b.lp) / 1e3;
+    double t0 = strategy_now();
+    cbc_out start = {0}, sol = {0};
+    if (!hopeless && warm) { /* the warm plan's decisions fixed: the solver fills in the rest */
+        glp_prob *fixed = glp_create_prob();
+        glp_copy_prob(fixed, b.lp, GLP_OFF);
         for (int k = 0; k < D; k++) {
             int t = m->dec[k];
-            if (cr[k] && glp_mip_col_val(b.lp, cr[k]) > 0.5) {
+            sim_decision d = (sim_decision)warm->decision[t];
+            if (cr[k]) glp_set_col_bnds(fixed, cr[k], GLP_FX, d == SIM_DECISION_RECOMPUTE, 0);
+            if (!cs[k]) continue;
+            glp_set_col_bnds(fixed, cs[k], GLP_FX, d == SIM_DECISION_SWAP, 0);
+            int at = warm->swap_in_at[t] < 0 ? m->fbr[k] : warm->swap_in_at[t];
+            at = at <= m->flast[k] ? m->flast[k] + 1 : at > m->fbr[k] ? m->fbr[k] : at;
+            for (int i = m->flast[k] + 1; i <= m->fbr[k]; i++)
+                glp_set_col_bnds(fixed, cy[k] + i - (m->flast[k] + 1), GLP_FX,
+                                 d == SIM_DECISION_SWAP && i == at, 0);
+        }
+        double lim = time_limit_s > 0 ? fmin(10, time_limit_s / 4) : 10;
+        cbc_solve(fixed, NULL, lim, &start);
+        glp_delete_prob(fixed);
+        r->warm_feasible = start.feasible;
+        if (start.feasible) r->warm_s = start.objective / 1e3;
+    }
+    if (!hopeless) {
+        double lim = time_limit_s > 0 ? fmax(1, time_limit_s - (strategy_now() - t0)) : 0;
+        cbc_solve(b.lp, start.x, lim, &sol);
+        r->feasible = sol.feasible;
+        r->optimal = sol.optimal;
+        r->bound_s = sol.bound / 1e3;
+    }
+    r->solve_s = strategy_now() - t0;
+    if (r->feasible) {
+        r->objective_s = sol.objective / 1e3;
+        for (int k = 0; k < D; k++) {
+            int t = m->dec[k];
+            if (cr[k] && sol.x[cr[k]] > 0.5) {
                 r->decision[t] = SIM_DECISION_RECOMPUTE;
-            } else if (cs[k] && glp_mip_col_val(b.lp, cs[k]) > 0.5) {
+            } else if (cs[k] && sol.x[cs[k]] > 0.5) {
                 r->decision[t] = SIM_DECISION_SWAP;
                 r->issue[t] = m->fbr[k];
                 for (int i = m->flast[k] + 1; i <= m->fbr[k]; i++)
-                    if (glp_mip_col_val(b.lp, cy[k] + i - (m->flast[k] + 1)) > 0.5) r->issue[t] = i;
+                    if (sol.x[cy[k] + i - (m->flast[k] + 1)] > 0.5) r->issue[t] = i;
             }
         }
     }
+    oc_free(start.x);
+    oc_free(sol.x);
     glp_delete_prob(b.lp);
     oc_free(cr), oc_free(cs), oc_free(cy), oc_free(cG), oc_free(cE);
     oc_free(cz), oc_free(cw), oc_free(cQ), oc_free(cx);
@@ -825,7 +915,7 @@ static int ilp_strategy_plan(const strategy_input *in, sim_plan *out, strategy_s
     if (ilp_model_new(in, &m, err)) return OC_ERR;
     ilp_result r;
     double lim = in->opts.max_seconds > 0 ? in->opts.max_seconds : 60.0;
-    if (ilp_solve(m, lim, &r, err)) {
+    if (ilp_solve(m, lim, NULL, &r, err)) {
         ilp_model_free(m);
         return OC_ERR;
     }
@@ -847,6 +937,6 @@ static int ilp_strategy_plan(const strategy_input *in, sim_plan *out, strategy_s
 
 const strategy strategy_ilp = {
     .name = "ilp",
-    .summary = "optimality oracle: keep/swap/recompute MILP on GLPK (graphs <= ~100 nodes)",
+    .summary = "optimality oracle: keep/swap/recompute MILP on CBC (graphs <= ~100 nodes)",
     .plan = ilp_strategy_plan,
 };

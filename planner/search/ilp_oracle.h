@@ -1,12 +1,12 @@
 /* ilp_oracle.h — an optimality oracle for small training graphs (≲ 100 nodes):
  * a Checkmate-style MILP over keep / swap / recompute per saved activation,
  * with swap variables (and swap-in issue points) as POET adds them, solved by
- * GLPK (glp_intopt).
+ * CBC (COIN-OR branch and cut) with a warm start from the best heuristic plan.
  *
  *   ilp_model *m;
  *   if (ilp_model_new(in, &m, &err)) ...                 // in: strategy_input
  *   ilp_result r;
- *   if (ilp_solve(m, 30.0, &r, &err)) ...                // time limit, seconds
+ *   if (ilp_solve(m, 30.0, warm, &r, &err)) ...          // time limit s; warm: plan or NULL
  *   if (r.feasible) ... r.objective_s (model) ... r.optimal ...
  *   ilp_plan(m, &r, plan);                               // decisions + issue points
  *   ... sim_run(ctx, plan, ...) ...                      // the simulator's time for it
@@ -70,6 +70,10 @@ typedef struct ilp_result {
     bool feasible;      /* a feasible integer solution was found */
     bool optimal;       /* proven optimal (no time limit hit) */
     double objective_s; /* model iteration time */
+    double bound_s;     /* proven: no plan costs less under the model (= objective when
+                           optimal; the LP bound when no solution was found) */
+    bool warm_feasible; /* the warm-start plan was accepted by the model */
+    double warm_s;      /* its model time (when warm_feasible) */
     uint8_t *decision;  /* per tensor of tg: sim_decision; owned */
     int *issue;         /* per tensor of tg: swap-in issue node (-1: none); owned */
     int n_vars, n_int_vars, n_rows;
@@ -82,9 +86,12 @@ typedef struct ilp_result {
  * in->opts.max_nodes_exact nodes (> 0) or the profile does not match. */
 int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err);
 void ilp_model_free(ilp_model *m);
-/* Solves with GLPK within time_limit_s (<= 0: none). OC_ERR only when GLPK
- * fails outright (message names the GLPK code). */
-int ilp_solve(ilp_model *m, double time_limit_s, ilp_result *r, oc_err *err);
+/* Solves with CBC (one thread) within time_limit_s (<= 0: none). warm (may be
+ * NULL): a plan whose decisions and issue points start the search when the
+ * model accepts them (its other variables are solved for first, within a
+ * quarter of the limit, at most 10 s). OC_ERR is reserved for failures. */
+int ilp_solve(ilp_model *m, double time_limit_s, const sim_plan *warm, ilp_result *r,
+              oc_err *err);
 void ilp_result_free(ilp_result *r);
 /* Writes r's decisions and issue points into plan (all KEEP when r is not
  * feasible). Issue points are made monotone in H2D order (which changes no

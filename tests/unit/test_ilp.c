@@ -138,7 +138,7 @@ static void check_oracle(case_ctx *c, const char *what, const double *frac, int 
         ilp_model *m;
         assert_int_equal(ilp_model_new(&in, &m, &err), OC_OK);
         ilp_result r;
-        assert_int_equal(ilp_solve(m, 60, &r, &err), OC_OK);
+        assert_int_equal(ilp_solve(m, 60, NULL, &r, &err), OC_OK);
         sim_plan *p = sim_plan_new(c->tg);
         double ideal = sim_context_node_times(c->ctx)[0] * 0;
         for (int i = 0; i < c->tg->g->n_nodes; i++) ideal += sim_context_node_times(c->ctx)[i];

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "search/local_search.h"
 #include "search/strategy.h"
 #include "sim/sim_bound.h"
 #include "cli.h"
@@ -38,7 +39,7 @@ int cmd_compare(int argc, char **argv) {
     bool json = false;
     oc_err err;
     int rc = 1;
-    sim_plan *p = NULL, *chosen = NULL;
+    sim_plan *p = NULL, *chosen = NULL, *best_plan = NULL;
     json_t *rows = NULL;
     bool oracle = false;
     compare_oracle *orc = NULL;
@@ -80,11 +81,18 @@ int cmd_compare(int argc, char **argv) {
                "iter ms", "slowdown", "images/s", "peak", "swap out", "swap in", "recomp ms",
                "plan s", "leaves");
     }
-    for (int i = 0; i < strategy_count(); i++) {
-        const strategy *s = strategy_at(i);
-        if (s == &strategy_auto) continue;
+    best_plan = sim_plan_new(e.tg);
+    for (int i = 0; i <= strategy_count(); i++) {
+        /* every strategy but auto, then "local": the joint search from the best plan */
+        const strategy *s = i < strategy_count() ? strategy_at(i) : NULL;
+        if (s == &strategy_auto || (!s && !best)) continue;
         strategy_stats st;
-        if (strategy_run(s, &in, p, &st, &err)) goto fail;
+        if (s && strategy_run(s, &in, p, &st, &err)) goto fail;
+        if (!s) {
+            s = &strategy_local;
+            sim_plan_copy(p, best_plan);
+            if (local_run(&in, p, best, &st, &err)) goto fail;
+        }
         const sim_result *r = &st.result;
         ideal = r->ideal_s;
         if (s == of_s) {
@@ -94,6 +102,7 @@ int cmd_compare(int argc, char **argv) {
         if (st.feasible && (!best || r->time_s < best_t)) {
             best = s->name;
             best_t = r->time_s;
+            sim_plan_copy(best_plan, p);
         }
         json_array_append_new(rows, cli_strategy_stats_json(s, &st, e.mo.batch));
         if (orc) compare_oracle_add(orc, s->name, p, &st);
@@ -167,6 +176,7 @@ done:
     compare_oracle_free(orc);
     sim_plan_free(p);
     sim_plan_free(chosen);
+    sim_plan_free(best_plan);
     cli_plan_env_free(&e);
     return rc;
 }

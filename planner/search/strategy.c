@@ -1,6 +1,8 @@
 /* strategy.c — the strategy registry, the run wrapper and `auto`. */
 #include "search/strategy.h"
 
+#include "search/local_search.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -95,7 +97,8 @@ int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out, str
 }
 
 /* auto: every other registered strategy (in parallel: strategy_run_many); the
- * fastest feasible plan wins, the first in registry order on a tie. */
+ * fastest feasible plan wins, the first in registry order on a tie, and the
+ * joint local search (local_search.h) refines it. */
 static int auto_plan(const strategy_input *in, sim_plan *out, strategy_stats *stats, oc_err *err) {
     int n = 0;
     const strategy **list = oc_calloc((size_t)strategy_count(), sizeof *list);
@@ -116,7 +119,14 @@ static int auto_plan(const strategy_input *in, sim_plan *out, strategy_stats *st
     if (rc == OC_OK) {
         if (best >= 0) {
             sim_plan_copy(out, plans[best]);
-            strategy_note(stats, "chose %s", list[best]->name);
+            local_stats ls;
+            rc = local_refine(in, out, 0, &ls, err);
+            stats->sims += ls.sims;
+            if (ls.best_s < ls.start_s)
+                strategy_note(stats, "chose %s, refined by the local search: %.6g -> %.6g ms",
+                              list[best]->name, ls.start_s * 1e3, ls.best_s * 1e3);
+            else strategy_note(stats, "chose %s (the local search found nothing faster)",
+                               list[best]->name);
         } else {
             sim_plan_swap_all(out);
             strategy_note(stats, "no strategy found a feasible plan");

@@ -40,6 +40,7 @@ int cmd_compare(int argc, char **argv) {
     oc_err err;
     int rc = 1;
     sim_plan *p = NULL, *chosen = NULL, *best_plan = NULL;
+    strategy_shared *shared = NULL;
     json_t *rows = NULL;
     bool oracle = false;
     compare_oracle *orc = NULL;
@@ -65,6 +66,7 @@ int cmd_compare(int argc, char **argv) {
     if (cli_plan_env_strategy("--of", of, &of_s, &err) || cli_plan_env_load(&e, &err)) goto fail;
     strategy_input in;
     cli_plan_env_input(&e, &in);
+    in.shared = shared = strategy_shared_new(); /* the DP's chains, computed once */
     if (oracle && compare_oracle_new(&in, &orc, &err)) goto fail;
     p = sim_plan_new(e.tg);
     chosen = sim_plan_new(e.tg);
@@ -135,9 +137,10 @@ int cmd_compare(int argc, char **argv) {
             int64_t b;
             if (ir_tensor_bytes(&e.tg->g->tensors[e.tg->saved[i]], &b)) saved += b;
         }
-        json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:I, s:I, s:I, s:I, s:o}", "strategies",
-                              rows, "best", best, "ideal_time_s", ideal, "batch",
-                              (json_int_t)e.mo.batch, "budget_bytes", (json_int_t)e.budget_bytes,
+        json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:i, s:I, s:I, s:I, s:I, s:o}",
+                              "strategies", rows, "best", best, "ideal_time_s", ideal, "batch",
+                              (json_int_t)e.mo.batch, "n_nodes", e.tg->g->n_nodes,
+                              "budget_bytes", (json_int_t)e.budget_bytes,
                               "persistent_bytes", (json_int_t)persistent, "floor_bytes",
                               (json_int_t)floor, "saved_bytes", (json_int_t)saved,
                               "lower_bound_s", lb.feasible ? json_real(lb.time_s) : json_null());
@@ -177,6 +180,7 @@ done:
     sim_plan_free(p);
     sim_plan_free(chosen);
     sim_plan_free(best_plan);
+    strategy_shared_free(shared);
     cli_plan_env_free(&e);
     return rc;
 }

@@ -3,6 +3,7 @@
 
 #include "search/local_search.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +38,42 @@ void strategy_list(char *buf, size_t cap) {
         if (w < 0) break;
         n += (size_t)w;
     }
+}
+
+struct strategy_shared {
+    pthread_mutex_t lock;
+    void *slot[STRATEGY_SHARED_SLOTS];
+    void (*free_fn[STRATEGY_SHARED_SLOTS])(void *);
+};
+
+strategy_shared *strategy_shared_new(void) {
+    strategy_shared *sh = oc_calloc(1, sizeof *sh);
+    pthread_mutex_init(&sh->lock, NULL);
+    return sh;
+}
+
+void strategy_shared_free(strategy_shared *sh) {
+    if (!sh) return;
+    for (int i = 0; i < STRATEGY_SHARED_SLOTS; i++)
+        if (sh->slot[i]) sh->free_fn[i](sh->slot[i]);
+    pthread_mutex_destroy(&sh->lock);
+    oc_free(sh);
+}
+
+void *strategy_shared_get(const strategy_input *in, strategy_shared_slot slot,
+                          void *(*make)(const strategy_input *in, oc_err *err),
+                          void (*free_fn)(void *), bool *owned, oc_err *err) {
+    strategy_shared *sh = in->shared;
+    *owned = sh == NULL;
+    if (!sh) return make(in, err);
+    pthread_mutex_lock(&sh->lock);
+    if (!sh->slot[slot]) {
+        sh->slot[slot] = make(in, err);
+        sh->free_fn[slot] = free_fn;
+    }
+    void *v = sh->slot[slot];
+    pthread_mutex_unlock(&sh->lock);
+    return v;
 }
 
 strategy_options strategy_options_default(void) {
@@ -99,7 +136,12 @@ int strategy_run(const strategy *s, const strategy_input *in, sim_plan *out, str
 /* auto: every other registered strategy (in parallel: strategy_run_many); the
  * fastest feasible plan wins, the first in registry order on a tie, and the
  * joint local search (local_search.h) refines it. */
-static int auto_plan(const strategy_input *in, sim_plan *out, strategy_stats *stats, oc_err *err) {
+static int auto_plan(const strategy_input *in_caller, sim_plan *out, strategy_stats *stats,
+                     oc_err *err) {
+    strategy_input in_shared = *in_caller;
+    strategy_shared *own = in_caller->shared ? NULL : strategy_shared_new();
+    if (own) in_shared.shared = own;
+    const strategy_input *in = &in_shared;
     int n = 0;
     const strategy **list = oc_calloc((size_t)strategy_count(), sizeof *list);
     for (int i = 0; i < strategy_count(); i++)
@@ -136,6 +178,7 @@ static int auto_plan(const strategy_input *in, sim_plan *out, strategy_stats *st
     oc_free(plans);
     oc_free(st);
     oc_free(list);
+    strategy_shared_free(own);
     return rc;
 }
 

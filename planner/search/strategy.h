@@ -52,13 +52,34 @@ typedef struct strategy_options {
 } strategy_options;
 strategy_options strategy_options_default(void);
 
+/* Budget-independent intermediate results that strategies of one run share
+ * (the recomputation DP's chains, computed once for dp, dp-swap and dp-min):
+ * one per (tg, profile, options), made by whoever runs several strategies
+ * (auto, compare), thread-safe. */
+typedef struct strategy_shared strategy_shared;
+strategy_shared *strategy_shared_new(void);
+void strategy_shared_free(strategy_shared *sh);
+/* Runs make(in) once under the lock and returns its result (slot: which
+ * result; free_fn frees it in strategy_shared_free). NULL sh: make's result,
+ * which the caller frees. */
+typedef enum strategy_shared_slot { STRATEGY_SHARED_DP, STRATEGY_SHARED_SLOTS } strategy_shared_slot;
+
 typedef struct strategy_input {
     const train_graph *tg;
     const profile *prof; /* may be NULL when only ctx is available */
     sim_context *ctx;    /* built from tg (+prof); shared by all calls */
     sim_options sim;     /* budget + reserve the plan must fit */
     strategy_options opts;
+    strategy_shared *shared; /* may be NULL: every strategy computes its own */
 } strategy_input;
+
+/* The shared result in slot, made by make(in, err) on first use (under a lock:
+ * other threads wait for it). NULL with err set when make failed. With
+ * in->shared NULL, make's fresh result: *owned is then true and the caller
+ * frees it with free_fn. */
+void *strategy_shared_get(const strategy_input *in, strategy_shared_slot slot,
+                          void *(*make)(const strategy_input *in, oc_err *err),
+                          void (*free_fn)(void *), bool *owned, oc_err *err);
 
 typedef struct strategy_stats {
     long leaves_explored; /* leaves of the exhaustive step (0 if none) */
@@ -76,6 +97,9 @@ struct strategy {
     const char *name;
     const char *summary; /* one line for --help / docs */
     int (*plan)(const strategy_input *in, sim_plan *out, strategy_stats *stats, oc_err *err);
+    /* Runs for seconds on large graphs: strategy_run_many starts these first
+     * (longest first keeps both cores busy to the end). */
+    bool heavy;
 };
 
 /* Registry (table in strategy.c). "auto" is registered too. */

@@ -28,42 +28,88 @@
 static const dp_peak_model DP_MODELS[] = {DP_PEAK_LAZY, DP_PEAK_BLOCK, DP_PEAK_PAPER};
 #define DP_N_MODELS ((int)(sizeof DP_MODELS / sizeof DP_MODELS[0]))
 
-typedef struct dp_setup {
+/* Everything budget-independent: the DP's graph and lower sets, and per
+ * step-peak model its least-peak chain and the chains of the swept budgets.
+ * dp, dp-swap and dp-min read the same sweep (strategy_shared_get). */
+typedef struct dp_sweep {
     dp_graph *g;
     dp_lowersets *ls;
-    dp_table *tab[DP_N_MODELS]; /* per step-peak model: built once, solved many times */
-    bool *saved;                /* per tensor */
-} dp_setup;
+    bool *saved; /* per tensor */
+    int nb;      /* swept budgets per model */
+    int64_t budgets[DP_N_MODELS][DP_SWEEP];
+    dp_solution memsol[DP_N_MODELS];
+    dp_solution sol[DP_N_MODELS][DP_SWEEP];
+    bool thinned;
+    int max_exact;
+} dp_sweep;
 
-static void setup_free(dp_setup *s) {
-    for (int mo = 0; mo < DP_N_MODELS; mo++) dp_table_free(s->tab[mo]);
+static void sweep_free(void *v) {
+    dp_sweep *s = v;
+    if (!s) return;
+    for (int mo = 0; mo < DP_N_MODELS; mo++) {
+        dp_solution_free(&s->memsol[mo]);
+        for (int k = 0; k < s->nb; k++) dp_solution_free(&s->sol[mo][k]);
+    }
     dp_lowersets_free(s->ls);
     dp_graph_free(s->g);
     oc_free(s->saved);
+    oc_free(s);
 }
 
-static int setup_new(const strategy_input *in, dp_setup *s, strategy_stats *st, oc_err *err) {
-    memset(s, 0, sizeof *s);
-    if (dp_graph_from_train(in->tg, sim_context_node_times(in->ctx), &s->g, err)) return OC_ERR;
-    int max_exact = in->opts.max_leaves > 0 && in->opts.max_leaves < 1000000
-                        ? (int)in->opts.max_leaves
-                        : DP_DEFAULT_MAX_EXACT;
-    s->ls = dp_lowersets_build(s->g, max_exact);
-    for (int mo = 0; mo < DP_N_MODELS; mo++) {
-        s->g->peak_model = DP_MODELS[mo];
-        s->tab[mo] = dp_table_new(s->g, s->ls);
+static int sweep_budgets(const dp_sweep *s, const dp_table *tab, int64_t *b, dp_solution *memsol) {
+    dp_options om = {.mode = DP_MODE_MEMORY};
+    dp_solve_table(tab, &om, memsol);
+    int64_t lo = memsol->peak, hi = 0;
+    for (int v = 0; v < s->g->n; v++) hi += 2 * s->g->mem[v];
+    if (hi <= lo) hi = lo + 1;
+    int n = 0;
+    for (int k = 0; k < DP_SWEEP; k++) /* geometric: dense near the least peak */
+        b[n++] = (int64_t)((double)lo * pow((double)hi / (double)lo, (double)k / (DP_SWEEP - 1)));
+    return n;
+}
+
+/* Builds the sweep: per model the transition table once, then every solve. */
+static void *sweep_make(const strategy_input *in, oc_err *err) {
+    dp_sweep *s = oc_calloc(1, sizeof *s);
+    if (dp_graph_from_train(in->tg, sim_context_node_times(in->ctx), &s->g, err)) {
+        oc_free(s);
+        return NULL;
     }
+    s->max_exact = in->opts.max_leaves > 0 && in->opts.max_leaves < 1000000
+                       ? (int)in->opts.max_leaves
+                       : DP_DEFAULT_MAX_EXACT;
+    s->ls = dp_lowersets_build(s->g, s->max_exact);
     s->saved = oc_calloc((size_t)in->tg->g->n_tensors, sizeof *s->saved);
     for (int i = 0; i < in->tg->n_saved; i++) s->saved[in->tg->saved[i]] = true;
+    for (int mo = 0; mo < DP_N_MODELS; mo++) {
+        s->g->peak_model = DP_MODELS[mo];
+        dp_table *tab = dp_table_new(s->g, s->ls);
+        s->nb = sweep_budgets(s, tab, s->budgets[mo], &s->memsol[mo]);
+        s->thinned = s->thinned || s->memsol[mo].thinned;
+        for (int k = 0; k < s->nb; k++) {
+            dp_options ot = {.mode = DP_MODE_TIME, .budget = s->budgets[mo][k]};
+            dp_solve_table(tab, &ot, &s->sol[mo][k]);
+            s->thinned = s->thinned || s->sol[mo][k].thinned;
+        }
+        dp_table_free(tab);
+    }
+    return s;
+}
+
+/* The sweep (shared when in->shared is set), with the notes every DP strategy gives. */
+static dp_sweep *sweep_get(const strategy_input *in, strategy_stats *st, bool *owned,
+                           oc_err *err) {
+    dp_sweep *s = strategy_shared_get(in, STRATEGY_SHARED_DP, sweep_make, sweep_free, owned, err);
+    if (!s) return NULL;
     strategy_note(st, "%s family, %d lower sets over %d nodes", dp_family_name(s->ls->family),
                   s->ls->count, s->g->n);
     if (s->ls->family == DP_FAMILY_APPROX)
-        strategy_note(st, "exact family exceeds %d lower sets", max_exact);
-    return OC_OK;
+        strategy_note(st, "exact family exceeds %d lower sets", s->max_exact);
+    return s;
 }
 
 /* Decisions of a DP chain: dropped nodes' saved outputs recompute, others keep. */
-static void plan_from_chain(const strategy_input *in, const dp_setup *s, const dp_solution *sol,
+static void plan_from_chain(const strategy_input *in, const dp_sweep *s, const dp_solution *sol,
                             sim_plan *out) {
     sim_plan_keep_all(out);
     uint8_t *drop = oc_malloc((size_t)s->g->n + 1);
@@ -81,18 +127,6 @@ static void plan_from_chain(const strategy_input *in, const dp_setup *s, const d
 }
 
 /* The DP's budgets to sweep: from its least peak to the in-core chain's peak. */
-static int sweep_budgets(const dp_setup *s, int mo, int64_t *b, dp_solution *memsol) {
-    dp_options om = {.mode = DP_MODE_MEMORY};
-    dp_solve_table(s->tab[mo], &om, memsol);
-    int64_t lo = memsol->peak, hi = 0;
-    for (int v = 0; v < s->g->n; v++) hi += 2 * s->g->mem[v];
-    if (hi <= lo) hi = lo + 1;
-    int n = 0;
-    for (int k = 0; k < DP_SWEEP; k++) /* geometric: dense near the least peak */
-        b[n++] = (int64_t)((double)lo * pow((double)hi / (double)lo, (double)k / (DP_SWEEP - 1)));
-    return n;
-}
-
 /* Swaps every kept saved activation (forward-produced) of plan, schedules the
  * swap-ins early, then takes swaps back from the output layer down while the
  * plan stays feasible and no slower. *r: verdict on the final plan. */
@@ -130,38 +164,21 @@ static int swap_checkpoints(const strategy_input *in, const strategy_tinfo *ti, 
 static int dp_run(const strategy_input *in, sim_plan *out, strategy_stats *st, bool with_swap,
                   oc_err *err) {
     double t0 = strategy_now();
-    dp_setup s;
-    if (setup_new(in, &s, st, err)) return OC_ERR;
+    bool owned;
+    dp_sweep *s = sweep_get(in, st, &owned, err);
+    if (!s) return OC_ERR;
     strategy_tinfo *ti = with_swap ? strategy_tinfo_new(in->tg) : NULL;
-    int64_t budgets[DP_N_MODELS][DP_SWEEP];
-    dp_solution memsol[DP_N_MODELS];
-    int nb = 0;
-    bool thinned = false;
-    for (int mo = 0; mo < DP_N_MODELS; mo++) {
-        s.g->peak_model = DP_MODELS[mo];
-        nb = sweep_budgets(&s, mo, budgets[mo], &memsol[mo]);
-        thinned = thinned || memsol[mo].thinned;
-    }
+    int nb = s->nb;
     sim_plan *cand = sim_plan_new(in->tg);
     bool have = false;
     double best_t = 0;
     int best_k = -1, rc = OC_OK;
-    s.g->peak_model = DP_MODELS[0];
-    plan_from_chain(in, &s, &memsol[0], out); /* fallback: least memory */
+    plan_from_chain(in, s, &s->memsol[0], out); /* fallback: least memory */
     for (int k = 0; k < nb * DP_N_MODELS && !strategy_budget_spent(in, st, t0); k++) {
-        int mo = k / nb;
-        s.g->peak_model = DP_MODELS[mo];
-        dp_options ot = {.mode = DP_MODE_TIME, .budget = budgets[mo][k % nb]};
-        dp_solution sol;
-        dp_solve_table(s.tab[mo], &ot, &sol);
-        thinned = thinned || sol.thinned;
+        const dp_solution *sol = &s->sol[k / nb][k % nb];
         st->leaves_explored++;
-        if (!sol.feasible) {
-            dp_solution_free(&sol);
-            continue;
-        }
-        plan_from_chain(in, &s, &sol, cand);
-        dp_solution_free(&sol);
+        if (!sol->feasible) continue;
+        plan_from_chain(in, s, sol, cand);
         sim_result r;
         if (strategy_sim(in, cand, &r, st, err)) {
             rc = OC_ERR;
@@ -179,20 +196,19 @@ static int dp_run(const strategy_input *in, sim_plan *out, strategy_stats *st, b
         }
     }
     if (rc == OC_OK) {
-        strategy_note(st, "least DP peak %lld B (%s model)", (long long)memsol[0].peak,
+        strategy_note(st, "least DP peak %lld B (%s model)", (long long)s->memsol[0].peak,
                       dp_peak_model_name(DP_MODELS[0]));
-        if (thinned)
+        if (s->thinned)
             strategy_note(st, "Pareto fronts thinned at %d states (not exact)", DP_MAX_FRONT);
         if (have)
             strategy_note(st, "best: %s model, DP budget %lld B (sweep %d/%d)",
                           dp_peak_model_name(DP_MODELS[best_k / nb]),
-                          (long long)budgets[best_k / nb][best_k % nb], best_k % nb + 1, nb);
+                          (long long)s->budgets[best_k / nb][best_k % nb], best_k % nb + 1, nb);
         else strategy_note(st, "no swept DP budget fits; returning the least-memory chain");
     }
-    for (int mo = 0; mo < DP_N_MODELS; mo++) dp_solution_free(&memsol[mo]);
     sim_plan_free(cand);
     strategy_tinfo_free(ti);
-    setup_free(&s);
+    if (owned) sweep_free(s);
     return rc;
 }
 
@@ -208,51 +224,41 @@ static int dp_swap_plan(const strategy_input *in, sim_plan *out, strategy_stats 
  * (the DP's memory model is coarser than the simulator's per-tensor frees), of
  * which the simulator's least peak that fits is kept. */
 static int dp_min_plan(const strategy_input *in, sim_plan *out, strategy_stats *st, oc_err *err) {
-    dp_setup s;
-    if (setup_new(in, &s, st, err)) return OC_ERR;
+    bool owned;
+    dp_sweep *s = sweep_get(in, st, &owned, err);
+    if (!s) return OC_ERR;
     sim_plan *cand = sim_plan_new(in->tg);
     bool have = false;
     int64_t best_peak = 0;
     int best_mo = -1, best_k = -2, rc = OC_OK;
     for (int mo = 0; mo < DP_N_MODELS && rc == OC_OK; mo++) {
-        s.g->peak_model = DP_MODELS[mo];
-        int64_t budgets[DP_SWEEP];
-        dp_solution memsol;
-        int nb = sweep_budgets(&s, mo, budgets, &memsol);
+        const dp_solution *memsol = &s->memsol[mo];
         strategy_note(st, "%s model: least DP peak %lld B (overhead %.3g s, %d blocks)%s",
-                      dp_peak_model_name(DP_MODELS[mo]), (long long)memsol.peak, memsol.overhead,
-                      memsol.n_chain, memsol.thinned ? ", fronts thinned" : "");
-        if (nb > DP_MIN_SWEEP) nb = DP_MIN_SWEEP;      /* the low end: memory is the goal */
+                      dp_peak_model_name(DP_MODELS[mo]), (long long)memsol->peak,
+                      memsol->overhead, memsol->n_chain, memsol->thinned ? ", fronts thinned" : "");
+        int nb = s->nb > DP_MIN_SWEEP ? DP_MIN_SWEEP : s->nb; /* the low end: memory is the goal */
         for (int k = -1; k < nb && rc == OC_OK; k++) { /* -1: the least-peak chain itself */
-            dp_solution sol;
-            if (k >= 0) {
-                dp_options ot = {.mode = DP_MODE_TIME, .budget = budgets[k]};
-                dp_solve_table(s.tab[mo], &ot, &sol);
-                st->leaves_explored++;
+            if (k >= 0) st->leaves_explored++;
+            const dp_solution *use = k >= 0 ? &s->sol[mo][k] : memsol;
+            if (!use->feasible) continue;
+            plan_from_chain(in, s, use, cand);
+            sim_result r;
+            rc = strategy_sim(in, cand, &r, st, err);
+            if (rc == OC_OK && r.feasible && (!have || r.peak_bytes < best_peak)) {
+                have = true;
+                best_peak = r.peak_bytes;
+                best_mo = mo;
+                best_k = k;
+                sim_plan_copy(out, cand);
             }
-            const dp_solution *use = k >= 0 ? &sol : &memsol;
-            if (use->feasible) {
-                plan_from_chain(in, &s, use, cand);
-                sim_result r;
-                rc = strategy_sim(in, cand, &r, st, err);
-                if (rc == OC_OK && r.feasible && (!have || r.peak_bytes < best_peak)) {
-                    have = true;
-                    best_peak = r.peak_bytes;
-                    best_mo = mo;
-                    best_k = k;
-                    sim_plan_copy(out, cand);
-                }
-            }
-            if (k >= 0) dp_solution_free(&sol);
         }
-        dp_solution_free(&memsol);
     }
     if (rc == OC_OK && have)
         strategy_note(st, "kept: %s model, %s (least simulated peak)",
                       dp_peak_model_name(DP_MODELS[best_mo]),
                       best_k < 0 ? "least-peak chain" : "a swept time-centric chain");
     sim_plan_free(cand);
-    setup_free(&s);
+    if (owned) sweep_free(s);
     return rc;
 }
 
@@ -261,6 +267,7 @@ const strategy strategy_dp = {
     .summary =
         "Kusumoto graph-partition recomputation DP, time-centric, budget swept by simulation",
     .plan = dp_plan,
+    .heavy = true,
 };
 
 const strategy strategy_dp_min = {
@@ -273,4 +280,5 @@ const strategy strategy_dp_swap = {
     .name = "dp-swap",
     .summary = "dp, with its kept checkpoints swapped where the simulator says it pays",
     .plan = dp_swap_plan,
+    .heavy = true,
 };

@@ -13,6 +13,7 @@ typedef struct many_job {
     int n;
     int next; /* the next strategy to take (under lock) */
     pthread_mutex_t lock;
+    int *order;  /* the order strategies are taken in: heavy ones first */
     int *rc;     /* per strategy */
     oc_err *err; /* per strategy */
 } many_job;
@@ -29,9 +30,10 @@ static void *worker(void *arg) {
     in.ctx = ctx;
     for (;;) {
         pthread_mutex_lock(&j->lock);
-        int i = j->next++;
+        int next = j->next++;
         pthread_mutex_unlock(&j->lock);
-        if (i >= j->n) break;
+        if (next >= j->n) break;
+        int i = j->order[next];
         if (rc_ctx != OC_OK) {
             j->rc[i] = OC_ERR;
             j->err[i] = err;
@@ -66,6 +68,11 @@ int strategy_run_many(const strategy_input *in, const strategy *const *list, int
     many_job j = {.in = in, .list = list, .plans = plans, .stats = stats, .n = n};
     j.rc = oc_calloc((size_t)n, sizeof *j.rc);
     j.err = oc_calloc((size_t)n, sizeof *j.err);
+    j.order = oc_calloc((size_t)n, sizeof *j.order);
+    int o = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++)
+            if (list[i]->heavy == (pass == 0)) j.order[o++] = i;
     pthread_mutex_init(&j.lock, NULL);
     pthread_t *tid = oc_calloc((size_t)threads, sizeof *tid);
     int started = 0;
@@ -83,6 +90,7 @@ int strategy_run_many(const strategy_input *in, const strategy *const *list, int
         }
     oc_free(tid);
     oc_free(j.rc);
+    oc_free(j.order);
     oc_free(j.err);
     return rc;
 }

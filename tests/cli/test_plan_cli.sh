@@ -180,4 +180,20 @@ EOF
     else not_ok "$m b640 $b: lower bound" "exit $rc: $msg $(head -c 200 "$tmp/err")"; fi
 done
 
+# Reproducible plans: auto on 1, 2 and 3 threads writes byte-identical plan
+# files (every search is bounded by counts and seeded; the machine's load and
+# the thread that ran a strategy do not matter).
+repro_ok=1
+for th in 1 2 3; do
+    OUTCORE_THREADS=$th "$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 \
+        --budget 450MB --strategy auto -o "$tmp/repro_$th.onnx" >"$tmp/repro_$th.txt" 2>&1 ||
+        repro_ok=0
+done
+if [ $repro_ok -eq 1 ] && cmp -s "$tmp/repro_1.onnx" "$tmp/repro_2.onnx" &&
+   cmp -s "$tmp/repro_1.onnx" "$tmp/repro_3.onnx" && grep -q "refined by the local search" "$tmp/repro_1.txt"; then
+    ok "auto plans byte-identical on 1, 2 and 3 threads (local search included)"
+else
+    not_ok "auto plans under different thread counts" "$(tail -3 "$tmp/repro_1.txt")"
+fi
+
 [ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }

@@ -1,5 +1,6 @@
-/* test_strategies.c — the strategy registry, the hybrid search on a hand-built
- * graph against exhaustive enumeration, and the property "every plan a
+/* test_strategies.c — the strategy registry, the hybrid search and the local
+ * search on a hand-built graph against exhaustive enumeration, and the
+ * property "every plan a
  * strategy calls feasible has simulated peak <= budget" over all bundled
  * models x 4 budgets between the least-memory plan's peak and the in-core peak. */
 #include <glob.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "ir/shape_infer.h"
+#include "search/local_search.h"
 #include "search/strategy.h"
 #include "unit/hand_graph.h"
 
@@ -130,6 +132,52 @@ static void test_hybrid_matches_brute_force(void **state) {
     assert_true(checked >= 15);
 }
 
+/* The local search, started from the slowest feasible plan of any strategy,
+ * reaches the exhaustive optimum on the hand graph at every setting. */
+static void test_local_search_matches_brute_force(void **state) {
+    (void)state;
+    const double bws[] = {1e6, 1000, 200};
+    const double tf1[] = {0.1, 5.0};
+    const int64_t budgets[] = {2000, 1700, 1400, 1200};
+    int checked = 0;
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 2; j++) {
+            hand *h = hand_new(bws[i], tf1[j]);
+            sim_plan *p = sim_plan_new(h->tg), *seed = sim_plan_new(h->tg);
+            for (size_t k = 0; k < sizeof budgets / sizeof budgets[0]; k++) {
+                double opt = brute_force(h, budgets[k]), worst = -1;
+                for (int s = 0; s < strategy_count(); s++) {
+                    strategy_stats st = plan_with(h, strategy_at(s)->name, budgets[k], p);
+                    if (st.feasible && st.result.time_s > worst) {
+                        worst = st.result.time_s;
+                        sim_plan_copy(seed, p);
+                    }
+                }
+                if (worst < 0) continue;
+                strategy_input in = {.tg = h->tg, .prof = h->prof, .ctx = h->ctx,
+                                     .sim = {.budget_bytes = budgets[k]},
+                                     .opts = strategy_options_default()};
+                local_stats ls;
+                oc_err err;
+                if (local_refine(&in, seed, 3000, &ls, &err)) fail_msg("%s", err.msg);
+                if (ls.best_s > opt * (1 + 1e-9) + 1e-12)
+                    fail_msg("bw %g, t_f1 %g, budget %lld: local %.6f s from %.6f s, optimum "
+                             "%.6f s",
+                             bws[i], tf1[j], (long long)budgets[k], ls.best_s, worst, opt);
+                sim_result r;
+                sim_options o = {.budget_bytes = budgets[k]};
+                assert_int_equal(sim_run(h->ctx, seed, &o, &r, NULL, &err), OC_OK);
+                assert_true(r.feasible);
+                assert_true(fabs(r.time_s - ls.best_s) <= 1e-12);
+                checked++;
+            }
+            sim_plan_free(p);
+            sim_plan_free(seed);
+            hand_free(h);
+        }
+    assert_true(checked >= 15);
+}
+
 /* Everything fits: hybrid keeps everything; auto never loses to any strategy. */
 static void test_hybrid_incore_and_auto(void **state) {
     (void)state;
@@ -229,8 +277,11 @@ static void check_model(const char *path, int64_t batch, int n_budgets, bool ver
     int64_t lo = r.peak_bytes;
     assert_true(lo <= hi);
     int n_feasible = 0, n_runs = 0;
+    sim_plan *best = sim_plan_new(tg);
     for (int k = 0; k < n_budgets; k++) {
         int64_t budget = lo + (hi - lo) * k / n_budgets + 1;
+        bool have_best = false;
+        double best_t = 0;
         strategy_input in = {.tg = tg,
                              .prof = prof,
                              .ctx = ctx,
@@ -259,8 +310,30 @@ static void check_model(const char *path, int64_t batch, int n_budgets, bool ver
                          path, (long long)batch, s->name, (long long)peak, (long long)budget);
             assert_true(st.result.peak_bytes <= budget);
             assert_true(st.result.time_s >= st.result.ideal_s * (1 - 1e-9));
+            if (!have_best || st.result.time_s < best_t) {
+                have_best = true;
+                best_t = st.result.time_s;
+                sim_plan_copy(best, p);
+            }
         }
+        if (!have_best) continue;
+        /* The local search from the best plan: no slower, within the budget, and
+         * the same plan again from the same start (seeded, counted). */
+        sim_plan *again = sim_plan_new(tg);
+        sim_plan_copy(again, best);
+        local_stats ls, ls2;
+        if (local_refine(&in, best, 300, &ls, &err) || local_refine(&in, again, 300, &ls2, &err))
+            fail_msg("%s local: %s", path, err.msg);
+        assert_true(ls.best_s <= best_t);
+        bool f;
+        int64_t peak = timeline_peak(ctx, best, &in.sim, &f);
+        assert_true(f && peak <= budget);
+        assert_memory_equal(best->decision, again->decision, (size_t)best->n_tensors);
+        assert_memory_equal(best->swap_in_at, again->swap_in_at,
+                            (size_t)best->n_tensors * sizeof *best->swap_in_at);
+        sim_plan_free(again);
     }
+    sim_plan_free(best);
     assert_true(n_feasible > 0);
     assert_int_equal(n_runs, n_budgets * (strategy_count() - 1));
     sim_plan_free(p);
@@ -286,6 +359,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_hybrid_matches_brute_force),
+        cmocka_unit_test(test_local_search_matches_brute_force),
         cmocka_unit_test(test_hybrid_incore_and_auto),
         cmocka_unit_test(test_swap_all_schedules_early),
         cmocka_unit_test(test_feasible_plans_fit_budget),

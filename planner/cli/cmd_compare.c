@@ -137,13 +137,12 @@ int cmd_compare(int argc, char **argv) {
             int64_t b;
             if (ir_tensor_bytes(&e.tg->g->tensors[e.tg->saved[i]], &b)) saved += b;
         }
-        json_t *o = json_pack("{s:O, s:s?, s:f, s:I, s:i, s:I, s:I, s:I, s:I, s:o}",
-                              "strategies", rows, "best", best, "ideal_time_s", ideal, "batch",
-                              (json_int_t)e.mo.batch, "n_nodes", e.tg->g->n_nodes,
-                              "budget_bytes", (json_int_t)e.budget_bytes,
-                              "persistent_bytes", (json_int_t)persistent, "floor_bytes",
-                              (json_int_t)floor, "saved_bytes", (json_int_t)saved,
-                              "lower_bound_s", lb.feasible ? json_real(lb.time_s) : json_null());
+        json_t *o = json_pack(
+            "{s:O, s:s?, s:f, s:I, s:i, s:I, s:I, s:I, s:I, s:o}", "strategies", rows, "best", best,
+            "ideal_time_s", ideal, "batch", (json_int_t)e.mo.batch, "n_nodes", e.tg->g->n_nodes,
+            "budget_bytes", (json_int_t)e.budget_bytes, "persistent_bytes", (json_int_t)persistent,
+            "floor_bytes", (json_int_t)floor, "saved_bytes", (json_int_t)saved, "lower_bound_s",
+            lb.feasible ? json_real(lb.time_s) : json_null());
         if (!best) json_object_set_new(o, "fit", cli_fit_json(&fit));
         if (orc) json_object_set_new(o, "oracle", compare_oracle_json(orc));
         json_dumpf(o, stdout, JSON_INDENT(1));

@@ -185,9 +185,19 @@ static void print_text(const cli_plan_env *e, const strategy *s, const sim_plan 
                sim_decision_name((sim_decision)d),
                d == SIM_DECISION_SWAP ? (at >= 0 ? g->nodes[at].name : "(first reader)") : "");
     }
-    int nk, ns, nr;
+    int nk, ns, nr, nc = 0;
+    for (int t = 0; t < g->n_tensors; t++) { /* unsaved tensors kept for recomputes */
+        if (p->decision[t] != SIM_DECISION_CHECKPOINT) continue;
+        int64_t b = 0;
+        ir_tensor_bytes(&g->tensors[t], &b);
+        printf("%-48s %12s  %-9s\n", g->tensors[t].name, oc_fmt_bytes(b, b1, sizeof b1),
+               "checkpoint");
+        nc++;
+    }
     sim_plan_counts(p, &nk, &ns, &nr);
-    printf("decisions       %d keep, %d swap, %d recompute\n", nk, ns, nr);
+    printf("decisions       %d keep, %d swap, %d recompute", nk, ns, nr);
+    if (nc) printf(", %d checkpoint (unsaved, kept for recomputes)", nc);
+    printf("\n");
     printf("feasible        %s%s%s\n", st->feasible ? "yes" : "no", st->feasible ? "" : ": ",
            st->feasible ? "" : r->reason);
     if (st->feasible) {
@@ -311,6 +321,14 @@ int cmd_plan(int argc, char **argv) {
                                shown->decision[t] == SIM_DECISION_SWAP && at >= 0
                                    ? json_string(e.tg->g->nodes[at].name)
                                    : json_null()));
+        }
+        for (int t = 0; t < e.tg->g->n_tensors; t++) {
+            if (shown->decision[t] != SIM_DECISION_CHECKPOINT) continue;
+            int64_t b = 0;
+            ir_tensor_bytes(&e.tg->g->tensors[t], &b);
+            json_array_append_new(dec, json_pack("{s:s, s:I, s:s, s:n}", "tensor",
+                                                 e.tg->g->tensors[t].name, "bytes", (json_int_t)b,
+                                                 "decision", "checkpoint", "swap_in_at"));
         }
         json_object_set_new(o, "decisions", dec);
         json_dumpf(o, stdout, JSON_INDENT(1));

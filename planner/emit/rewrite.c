@@ -36,7 +36,9 @@ static bool persistent(const train_graph *tg, int t) {
 }
 
 static bool needs_rc(const rw *s, int t) {
-    return s->fwd_act[t] && (s->dec[t] == SIM_DECISION_RECOMPUTE || !s->is_saved[t]);
+    uint8_t d = s->dec[t];
+    return s->fwd_act[t] &&
+           (d == SIM_DECISION_RECOMPUTE || (!s->is_saved[t] && d != SIM_DECISION_CHECKPOINT));
 }
 
 /* Distinct present inputs of node i, in order, into buf; returns count. */
@@ -471,7 +473,13 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
     for (int i = 0; i < tg->n_saved; i++) s.is_saved[tg->saved[i]] = 1;
     int rc = OC_OK;
     for (int t = 0; t < s.nt && rc == OC_OK; t++) {
-        if (s.dec[t] != SIM_DECISION_KEEP && !s.is_saved[t])
+        if (s.dec[t] == SIM_DECISION_CHECKPOINT && (s.is_saved[t] || !s.fwd_act[t]))
+            rc = oc_fail(err,
+                         "rewrite: tensor '%s' is a checkpoint but not a forward activation "
+                         "outside the saved ones",
+                         g->tensors[t].name);
+        else if (s.dec[t] != SIM_DECISION_KEEP && s.dec[t] != SIM_DECISION_CHECKPOINT &&
+                 !s.is_saved[t])
             rc = oc_fail(err, "rewrite: tensor '%s' is %s but not a saved activation",
                          g->tensors[t].name, sim_decision_name((sim_decision)s.dec[t]));
         else if (s.dec[t] == SIM_DECISION_RECOMPUTE && !s.fwd_act[t])

@@ -116,6 +116,15 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
     return OC_OK;
 }
 
+void dp_graph_allow_checkpoints(dp_graph *g) {
+    for (int v = 0; v < g->n; v++) {
+        if (g->keepable[v]) continue;
+        g->keepable[v] = 1;
+        if (g->mem_saved) g->mem_saved[v] = g->mem[v];
+    }
+    g->checkpoints = true;
+}
+
 const char *dp_peak_model_name(dp_peak_model m) {
     return m == DP_PEAK_LAZY ? "lazy" : m == DP_PEAK_BLOCK ? "block" : "paper";
 }

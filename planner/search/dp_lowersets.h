@@ -71,9 +71,16 @@ typedef struct dp_graph {
     uint8_t *keepable;        /* 1 when v can be kept (has a saved output); all 1 from dp_graph_new.
                           Lower sets with an unkeepable boundary node are left out of
                           both families (such a node would be recomputed anyway). */
+    bool checkpoints;         /* dp_graph_allow_checkpoints was called */
     uint64_t *succ;           /* n * words: successor set of v */
     uint64_t *pred;           /* n * words: predecessor set of v */
 } dp_graph;
+
+/* Makes every node keepable: a boundary node without a saved output is kept
+ * as a CHECKPOINT (sim_plan.h) and counts its whole output as resident
+ * (mem_saved = mem). For graphs whose saved tensors alone leave few cut
+ * points (DenseNet: Conv outputs only Concats read). */
+void dp_graph_allow_checkpoints(dp_graph *g);
 
 /* Bytes of v that the step-peak model counts as resident: mem_saved under
  * DP_PEAK_LAZY (transient outputs are freed by their readers), else M(v). */

@@ -501,6 +501,10 @@ bool ilp_model_cost(const ilp_model *m, const sim_plan *plan, double *time_s) {
     ilp_eval ev;
     ilp_model_eval(m, plan, &ev, NULL);
     *time_s = ev.time_s;
+    /* The model has no CHECKPOINT decisions (every unsaved input of a recompute
+     * re-runs), so it cannot price a plan that keeps one. */
+    for (int t = 0; t < plan->n_tensors; t++)
+        if (plan->decision[t] == SIM_DECISION_CHECKPOINT) return false;
     return ev.fits;
 }
 
@@ -576,9 +580,11 @@ static void cbc_solve(glp_prob *lp, const double *start, double time_limit_s, cb
     double *rval = oc_malloc(((size_t)nnz + 1) * sizeof *rval);
     int *ind = oc_malloc(((size_t)nr + 1) * sizeof *ind);
     double *val = oc_malloc(((size_t)nr + 1) * sizeof *val);
-    double *clo = oc_malloc(((size_t)nc + 1) * sizeof *clo), *cup = oc_malloc(((size_t)nc + 1) * sizeof *cup);
+    double *clo = oc_malloc(((size_t)nc + 1) * sizeof *clo),
+           *cup = oc_malloc(((size_t)nc + 1) * sizeof *cup);
     double *obj = oc_malloc(((size_t)nc + 1) * sizeof *obj);
-    double *rlo = oc_malloc(((size_t)nr + 1) * sizeof *rlo), *rup = oc_malloc(((size_t)nr + 1) * sizeof *rup);
+    double *rlo = oc_malloc(((size_t)nr + 1) * sizeof *rlo),
+           *rup = oc_malloc(((size_t)nr + 1) * sizeof *rup);
     int pos = 0;
     for (int j = 1; j <= nc; j++) {
         cstart[j - 1] = pos;
@@ -629,8 +635,7 @@ static void cbc_solve(glp_prob *lp, const double *start, double time_limit_s, cb
     oc_free(clo), oc_free(cup), oc_free(obj), oc_free(rlo), oc_free(rup);
 }
 
-int ilp_solve(ilp_model *m, double time_limit_s, const sim_plan *warm, ilp_result *r,
-              oc_err *err) {
+int ilp_solve(ilp_model *m, double time_limit_s, const sim_plan *warm, ilp_result *r, oc_err *err) {
     (void)err; /* CBC reports no failure it cannot put in r (no solution, no proof) */
     memset(r, 0, sizeof *r);
     int D = m->D, N = m->N;

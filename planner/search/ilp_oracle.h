@@ -90,8 +90,7 @@ void ilp_model_free(ilp_model *m);
  * NULL): a plan whose decisions and issue points start the search when the
  * model accepts them (its other variables are solved for first, within a
  * quarter of the limit, at most 10 s). OC_ERR is reserved for failures. */
-int ilp_solve(ilp_model *m, double time_limit_s, const sim_plan *warm, ilp_result *r,
-              oc_err *err);
+int ilp_solve(ilp_model *m, double time_limit_s, const sim_plan *warm, ilp_result *r, oc_err *err);
 void ilp_result_free(ilp_result *r);
 /* Writes r's decisions and issue points into plan (all KEEP when r is not
  * feasible). Issue points are made monotone in H2D order (which changes no
@@ -111,7 +110,7 @@ typedef struct ilp_eval {
  * position (tg->g->n_nodes doubles). */
 void ilp_model_eval(const ilp_model *m, const sim_plan *plan, ilp_eval *ev, double *mem);
 /* The model's time for plan's decisions; false when it breaks the model's
- * memory bound. */
+ * memory bound or keeps a CHECKPOINT (which the model cannot price). */
 bool ilp_model_cost(const ilp_model *m, const sim_plan *plan, double *time_s);
 
 /* The oracle as a strategy ("ilp"; not in the registry: small graphs only).

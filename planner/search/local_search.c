@@ -152,7 +152,8 @@ int local_run(const strategy_input *in, sim_plan *plan, const char *from, strate
     if (sim_run(in->ctx, plan, &in->sim, &r, NULL, err)) return OC_ERR;
     st->feasible = r.feasible;
     st->result = r;
-    strategy_note(st, "from %s: %.6g -> %.6g ms (%ld simulations, %ld moves accepted, %ld improving)",
+    strategy_note(st,
+                  "from %s: %.6g -> %.6g ms (%ld simulations, %ld moves accepted, %ld improving)",
                   from, ls.start_s * 1e3, ls.best_s * 1e3, ls.sims, ls.accepted, ls.improved);
     return OC_OK;
 }

@@ -62,7 +62,10 @@ void strategy_shared_free(strategy_shared *sh);
 /* Runs make(in) once under the lock and returns its result (slot: which
  * result; free_fn frees it in strategy_shared_free). NULL sh: make's result,
  * which the caller frees. */
-typedef enum strategy_shared_slot { STRATEGY_SHARED_DP, STRATEGY_SHARED_SLOTS } strategy_shared_slot;
+typedef enum strategy_shared_slot {
+    STRATEGY_SHARED_DP,
+    STRATEGY_SHARED_SLOTS
+} strategy_shared_slot;
 
 typedef struct strategy_input {
     const train_graph *tg;

@@ -34,8 +34,9 @@ static const dp_peak_model DP_MODELS[] = {DP_PEAK_LAZY, DP_PEAK_BLOCK, DP_PEAK_P
 typedef struct dp_sweep {
     dp_graph *g;
     dp_lowersets *ls;
-    bool *saved; /* per tensor */
-    int nb;      /* swept budgets per model */
+    bool *saved;   /* per tensor */
+    bool *fwd_act; /* per tensor: a forward activation (may be a CHECKPOINT) */
+    int nb;        /* swept budgets per model */
     int64_t budgets[DP_N_MODELS][DP_SWEEP];
     dp_solution memsol[DP_N_MODELS];
     dp_solution sol[DP_N_MODELS][DP_SWEEP];
@@ -53,6 +54,7 @@ static void sweep_free(void *v) {
     dp_lowersets_free(s->ls);
     dp_graph_free(s->g);
     oc_free(s->saved);
+    oc_free(s->fwd_act);
     oc_free(s);
 }
 
@@ -79,8 +81,21 @@ static void *sweep_make(const strategy_input *in, oc_err *err) {
                        ? (int)in->opts.max_leaves
                        : DP_DEFAULT_MAX_EXACT;
     s->ls = dp_lowersets_build(s->g, s->max_exact);
+    if (s->ls->count < s->g->n / 4) { /* few cut points at saved tensors: add checkpoints */
+        dp_lowersets_free(s->ls);
+        dp_graph_allow_checkpoints(s->g);
+        s->ls = dp_lowersets_build(s->g, s->max_exact);
+    }
     s->saved = oc_calloc((size_t)in->tg->g->n_tensors, sizeof *s->saved);
     for (int i = 0; i < in->tg->n_saved; i++) s->saved[in->tg->saved[i]] = true;
+    s->fwd_act = oc_calloc((size_t)in->tg->g->n_tensors, sizeof *s->fwd_act);
+    for (int t = 0; t < in->tg->g->n_tensors; t++) {
+        const ir_tensor *x = &in->tg->g->tensors[t];
+        ir_kind k = x->kind;
+        s->fwd_act[t] = x->producer >= 0 && x->producer < in->tg->n_forward &&
+                        in->tg->alias_of[t] < 0 && k != IR_KIND_PARAMETER && k != IR_KIND_STATE &&
+                        k != IR_KIND_OPT_STATE && k != IR_KIND_CONSTANT;
+    }
     for (int mo = 0; mo < DP_N_MODELS; mo++) {
         s->g->peak_model = DP_MODELS[mo];
         dp_table *tab = dp_table_new(s->g, s->ls);
@@ -97,12 +112,12 @@ static void *sweep_make(const strategy_input *in, oc_err *err) {
 }
 
 /* The sweep (shared when in->shared is set), with the notes every DP strategy gives. */
-static dp_sweep *sweep_get(const strategy_input *in, strategy_stats *st, bool *owned,
-                           oc_err *err) {
+static dp_sweep *sweep_get(const strategy_input *in, strategy_stats *st, bool *owned, oc_err *err) {
     dp_sweep *s = strategy_shared_get(in, STRATEGY_SHARED_DP, sweep_make, sweep_free, owned, err);
     if (!s) return NULL;
-    strategy_note(st, "%s family, %d lower sets over %d nodes", dp_family_name(s->ls->family),
-                  s->ls->count, s->g->n);
+    strategy_note(st, "%s family, %d lower sets over %d nodes%s", dp_family_name(s->ls->family),
+                  s->ls->count, s->g->n,
+                  s->g->checkpoints ? " (cut points at checkpoints: unsaved tensors kept)" : "");
     if (s->ls->family == DP_FAMILY_APPROX)
         strategy_note(st, "exact family exceeds %d lower sets", s->max_exact);
     return s;
@@ -116,11 +131,13 @@ static void plan_from_chain(const strategy_input *in, const dp_sweep *s, const d
     dp_solution_dropped(s->g, s->ls, sol, drop);
     const ir_graph *ig = in->tg->g;
     for (int v = 0; v < s->g->n; v++) {
-        if (!drop[v]) continue;
         const ir_node *nd = &ig->nodes[s->g->node_of[v]];
         for (int o = 0; o < nd->n_outputs; o++) {
             int t = nd->outputs[o];
-            if (t >= 0 && s->saved[t]) sim_plan_set(out, t, SIM_DECISION_RECOMPUTE, -1);
+            if (t < 0) continue;
+            if (drop[v] && s->saved[t]) sim_plan_set(out, t, SIM_DECISION_RECOMPUTE, -1);
+            else if (!drop[v] && !s->saved[t] && s->g->checkpoints && s->fwd_act[t])
+                sim_plan_set(out, t, SIM_DECISION_CHECKPOINT, -1); /* a kept cut point */
         }
     }
     oc_free(drop);
@@ -234,10 +251,10 @@ static int dp_min_plan(const strategy_input *in, sim_plan *out, strategy_stats *
     for (int mo = 0; mo < DP_N_MODELS && rc == OC_OK; mo++) {
         const dp_solution *memsol = &s->memsol[mo];
         strategy_note(st, "%s model: least DP peak %lld B (overhead %.3g s, %d blocks)%s",
-                      dp_peak_model_name(DP_MODELS[mo]), (long long)memsol->peak,
-                      memsol->overhead, memsol->n_chain, memsol->thinned ? ", fronts thinned" : "");
+                      dp_peak_model_name(DP_MODELS[mo]), (long long)memsol->peak, memsol->overhead,
+                      memsol->n_chain, memsol->thinned ? ", fronts thinned" : "");
         int nb = s->nb > DP_MIN_SWEEP ? DP_MIN_SWEEP : s->nb; /* the low end: memory is the goal */
-        for (int k = -1; k < nb && rc == OC_OK; k++) { /* -1: the least-peak chain itself */
+        for (int k = -1; k < nb && rc == OC_OK; k++) {        /* -1: the least-peak chain itself */
             if (k >= 0) st->leaves_explored++;
             const dp_solution *use = k >= 0 ? &s->sol[mo][k] : memsol;
             if (!use->feasible) continue;

@@ -279,7 +279,8 @@ static int hybrid_plan(const strategy_input *in, sim_plan *out, strategy_stats *
      * capped search still runs stage 2 (where recomputation pays off). */
     strategy_input in1 = *in;
     if (in1.opts.max_sims <= 0) /* default: a count of node-simulations, not wall time */
-        in1.opts.max_sims = (long)(HY_DEFAULT_WORK / (in->tg->g->n_nodes > 0 ? in->tg->g->n_nodes : 1));
+        in1.opts.max_sims =
+            (long)(HY_DEFAULT_WORK / (in->tg->g->n_nodes > 0 ? in->tg->g->n_nodes : 1));
     strategy_input in2 = *in;
     in2.opts.max_sims = in1.opts.max_sims;
     in = &in2;

@@ -45,28 +45,6 @@ static double f_of(const bound_k *q, double x) {
     return a + q->tk + c;
 }
 
-/* Least time to recompute forward activation t: its producer, and (as the
- * simulator does) every input of it that is no saved tensor, no persistent one
- * and no graph input, which no plan keeps past its forward use. Memoised in
- * cost[] (< 0: not yet). */
-static double recompute_cost(const train_graph *tg, const double *time, const bool *saved, int t,
-                             double *cost) {
-    if (cost[t] >= 0) return cost[t];
-    const ir_graph *g = tg->g;
-    int p = g->tensors[t].producer;
-    double c = time[p];
-    cost[t] = c; /* a cycle cannot occur in a DAG; this only guards the recursion */
-    const ir_node *n = &g->nodes[p];
-    for (int k = 0; k < n->n_inputs; k++) {
-        int u = n->inputs[k], q = u >= 0 ? g->tensors[u].producer : -1;
-        if (q < 0 || q >= tg->n_forward || saved[u] || g->tensors[u].is_initializer) continue;
-        bool dup = false; /* an input read twice is recomputed once */
-        for (int j = 0; j < k && !dup; j++) dup = n->inputs[j] == u;
-        if (!dup) c += recompute_cost(tg, time, saved, u, cost);
-    }
-    return cost[t] = c;
-}
-
 int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err *err) {
     const train_graph *tg = sim_context_graph(ctx);
     const ir_graph *g = tg->g;
@@ -109,12 +87,11 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
     }
     for (int i = 0; i < n; i++) total += time[i];
     b->time_s = input + total;
-    /* Recompute costs: each saved forward activation's producer time per byte. */
+    /* Recompute costs: each saved forward activation's producer time per byte.
+     * Only the producer: an input that is not saved may be a CHECKPOINT
+     * (sim_plan.h) instead of being re-run, and then it holds at least its own
+     * bytes, so charging its producer would overstate the least cost. */
     rc_item *it = oc_malloc(((size_t)tg->n_saved + 1) * sizeof *it);
-    bool *saved = oc_calloc((size_t)g->n_tensors + 1, sizeof *saved);
-    double *cost = oc_malloc(((size_t)g->n_tensors + 1) * sizeof *cost);
-    for (int t = 0; t < g->n_tensors; t++) cost[t] = -1;
-    for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
     int n_it = 0;
     int64_t swappable = 0;
     for (int i = 0; i < tg->n_saved; i++) {
@@ -123,9 +100,7 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
         if (!ir_tensor_bytes(&g->tensors[t], &bytes) || bytes <= 0) continue;
         swappable += bytes;
         if (pr >= 0 && pr < tg->n_forward)
-            it[n_it++] =
-                (rc_item){.per_byte = recompute_cost(tg, time, saved, t, cost) / (double)bytes,
-                          .bytes = bytes};
+            it[n_it++] = (rc_item){.per_byte = time[pr] / (double)bytes, .bytes = bytes};
     }
     qsort(it, (size_t)n_it, sizeof *it, cmp_item);
     double *pre_t = oc_malloc(((size_t)n_it + 1) * sizeof *pre_t);
@@ -176,8 +151,6 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
         before += time[k];
     }
     oc_free(it);
-    oc_free(saved);
-    oc_free(cost);
     oc_free(pre_t);
     oc_free(pre_b);
     oc_free(mem);

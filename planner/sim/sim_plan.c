@@ -8,6 +8,7 @@ const char *sim_decision_name(sim_decision d) {
     case SIM_DECISION_KEEP: return "keep";
     case SIM_DECISION_SWAP: return "swap";
     case SIM_DECISION_RECOMPUTE: return "recompute";
+    case SIM_DECISION_CHECKPOINT: return "checkpoint";
     }
     return "?";
 }

@@ -10,7 +10,8 @@
  *   sim_plan_free(p);
  *
  * Semantics (the simulator's contract):
- *  - Only tensors in tg->saved may be SWAP or RECOMPUTE; everything else is KEEP.
+ *  - Only tensors in tg->saved may be SWAP or RECOMPUTE; only forward
+ *    activations outside it may be CHECKPOINT; everything else is KEEP.
  *  - SWAP X: SwapOut(X) on D2H after X's producer; the device copy is freed when
  *    the copy is done and every forward reader has run. SwapIn(X) is issued when
  *    compute reaches node swap_in_at[X] (all earlier compute finished); -1 means
@@ -21,6 +22,11 @@
  *    recompute), or recomputed first (chains; forward activations that are not
  *    saved are recomputed implicitly). Recomputing BatchNormalization costs time
  *    and memory only; running statistics are not updated twice.
+ *  - CHECKPOINT X (X a forward activation that is NOT saved, e.g. a Conv output
+ *    only a later Concat reads): a recompute that reads X reads it where it is
+ *    instead of re-running its producer; X stays resident until its last
+ *    reader, recomputes included. Without recomputes reading X it changes
+ *    nothing. It gives the recomputation DP cut points between saved tensors.
  */
 #ifndef OC_SIM_PLAN_H
 #define OC_SIM_PLAN_H
@@ -31,6 +37,7 @@ typedef enum sim_decision {
     SIM_DECISION_KEEP = 0,
     SIM_DECISION_SWAP,
     SIM_DECISION_RECOMPUTE,
+    SIM_DECISION_CHECKPOINT,
 } sim_decision;
 const char *sim_decision_name(sim_decision d);
 

@@ -252,7 +252,9 @@ typedef struct run_state {
 /* Does tensor t have to be re-produced when a recompute reads it? */
 static bool needs_rc(const run_state *s, int t) {
     const sim_context *c = s->c;
-    return c->fwd_act[t] && (s->plan->decision[t] == SIM_DECISION_RECOMPUTE || !c->is_saved[t]);
+    uint8_t d = s->plan->decision[t];
+    return c->fwd_act[t] &&
+           (d == SIM_DECISION_RECOMPUTE || (!c->is_saved[t] && d != SIM_DECISION_CHECKPOINT));
 }
 
 /* Appends the recompute op of t's producer, after those of its inputs. */
@@ -297,8 +299,16 @@ static int plan_check(const run_state *s, oc_err *err) {
     for (int t = 0; t < c->n_tensors; t++) {
         int d = s->plan->decision[t];
         if (d == SIM_DECISION_KEEP) continue;
-        if (d > SIM_DECISION_RECOMPUTE)
+        if (d > SIM_DECISION_CHECKPOINT)
             return oc_fail(err, "plan: tensor '%s': bad decision %d", g->tensors[t].name, d);
+        if (d == SIM_DECISION_CHECKPOINT) {
+            if (c->is_saved[t] || !c->fwd_act[t])
+                return oc_fail(err,
+                               "plan: tensor '%s' cannot be a checkpoint: only forward "
+                               "activations that are not saved can",
+                               g->tensors[t].name);
+            continue;
+        }
         if (!c->is_saved[t])
             return oc_fail(err,
                            "plan: tensor '%s' is not a saved activation; only saved "

@@ -13,6 +13,8 @@ For each model:
         weights and BN statistics BITWISE identical to the in-core run's;
       * the arena high-water mark it reports equals the plan's outcore.arena_bytes, which is
         <= the budget B.
+  - some plan recomputes from CHECKPOINTs (the DP's cut points at unsaved tensors:
+    densenet_small's Conv outputs that only Concats read) and is bitwise identical too.
 A strategy that finds no feasible plan at any rung of the ladder is listed as "skip" (its own
 limit, e.g. a DP that returns an infeasible all-keep plan); every strategy must pass on at least
 one model, and every plan that is written must be bitwise identical.
@@ -39,6 +41,7 @@ FRACTIONS = [0.90, 0.94, 0.96, 0.97, 0.98, 0.985, 0.99, 0.995]
 STEPS = 3
 failures = []
 passed = {}  # strategy -> models on which its plan ran bitwise identical
+with_checkpoints = []  # model/strategy whose bitwise-identical plan recomputes from CHECKPOINTs
 
 
 def sh(args, check=True):
@@ -132,11 +135,15 @@ def check_model(name, batch, tmp, names):
             failures.append(f"{name}/{s}: high-water {hw}, capacity {cap}, planned arena {arena}, "
                             f"budget {budget}")
             ok = False
+        ckpt = re.search(r"^decisions .*, (\d+) checkpoint", p.stdout, re.M) is not None and n_rc > 0
         if ok:
             passed.setdefault(s, []).append(name)
+            if ckpt:
+                with_checkpoints.append(f"{name}/{s}")
         print(f"{'ok  ' if ok else 'FAIL'} {name:15s} {s:17s} budget {budget:>10d} "
               f"({budget / peak:.3f} of in-core peak) swaps {n_swap:3d} recomputes {n_rc:3d} "
-              f"arena {arena:>10d} = high-water, fragmentation {float(md['outcore.fragmentation']):.3f}")
+              f"arena {arena:>10d} = high-water, fragmentation {float(md['outcore.fragmentation']):.3f}"
+              f"{' (DP cut points at checkpoints)' if ckpt else ''}")
 
 
 def main():
@@ -151,6 +158,8 @@ def main():
     for s in names:  # every strategy must have been exercised somewhere
         if not passed.get(s):
             failures.append(f"{s}: no model on which it produced a plan")
+    if not with_checkpoints:  # densenet_small: Conv outputs only Concats read
+        failures.append("no plan recomputed from checkpoints (unsaved tensors kept as DP cut points)")
     for f in failures:
         print("FAIL:", f)
     print(f"{'ok' if not failures else 'not ok'} - plan invariance and onnx.checker "

@@ -232,6 +232,73 @@ static void test_keep_equals_liveness(void **state) {
     train_graph_free(tg);
 }
 
+/* CHECKPOINT (sim_plan.h) on ResNet-18: a recomputed saved tensor whose
+ * producer reads an unsaved forward activation u re-runs u's producer too,
+ * unless u is a checkpoint: then the recompute reads u in place (less
+ * recompute time, u resident longer). A checkpoint on a saved tensor is a
+ * malformed plan; on the hand graph's unsaved c (no recompute reads it) it
+ * changes nothing. */
+static void test_checkpoint(void **state) {
+    (void)state;
+    ir_graph *g;
+    train_graph *tg;
+    oc_err err;
+    ir_bind_opts bo = {.batch = 8};
+    train_opts to = train_opts_default();
+    if (ir_load_model("graphs/resnet18_op13.onnx", &bo, &g, &err) || train_build(g, &to, &tg, &err))
+        fail_msg("%s", err.msg);
+    profile_device d;
+    assert_int_equal(device_preset_find("a100", &d, &err), OC_OK);
+    profile *p = profile_analytic(tg, &d, 8);
+    sim_context *ctx;
+    assert_int_equal(sim_context_new(tg, p, "a100", &ctx, &err), OC_OK);
+    bool *saved = calloc((size_t)g->n_tensors, 1);
+    for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
+    int t = -1, u = -1;
+    for (int i = 0; i < tg->n_saved && t < 0; i++) { /* saved t <- producer reading unsaved u */
+        int pr = g->tensors[tg->saved[i]].producer;
+        if (pr < 0 || pr >= tg->n_forward) continue;
+        for (int k = 0; k < g->nodes[pr].n_inputs && t < 0; k++) {
+            int x = g->nodes[pr].inputs[k], q = x >= 0 ? g->tensors[x].producer : -1;
+            if (q >= 0 && q < tg->n_forward && !saved[x] && !g->tensors[x].is_initializer)
+                t = tg->saved[i], u = x;
+        }
+    }
+    assert_true(t >= 0);
+    sim_plan *plan = sim_plan_new(tg);
+    sim_options o = {0};
+    sim_result r1, r2;
+    sim_plan_set(plan, t, SIM_DECISION_RECOMPUTE, -1);
+    assert_int_equal(sim_run(ctx, plan, &o, &r1, NULL, &err), OC_OK);
+    sim_plan_set(plan, u, SIM_DECISION_CHECKPOINT, -1);
+    assert_int_equal(sim_run(ctx, plan, &o, &r2, NULL, &err), OC_OK);
+    assert_true(r1.feasible && r2.feasible);
+    double tu = p->nodes[g->tensors[u].producer].time_s;
+    assert_true(tu > 0);
+    if (fabs(r1.recompute_s - r2.recompute_s - tu) > 1e-12)
+        fail_msg(
+            "recompute %.9f s without the checkpoint, %.9f s with it; its producer takes %.9f s",
+            r1.recompute_s, r2.recompute_s, tu);
+    assert_int_equal(r2.n_recompute, r1.n_recompute - 1);
+    assert_true(r2.peak_bytes >= r1.peak_bytes);
+    sim_plan_set(plan, t, SIM_DECISION_CHECKPOINT, -1); /* saved: refused, named */
+    assert_int_equal(sim_run(ctx, plan, &o, &r2, NULL, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, g->tensors[t].name));
+    assert_non_null(strstr(err.msg, "checkpoint"));
+    free(saved);
+    sim_plan_free(plan);
+    sim_context_free(ctx);
+    profile_free(p);
+    train_graph_free(tg);
+    hand *h = hand_new(1000);
+    sim_result k1 = run(h, 0);
+    sim_plan_set(h->plan, ir_tensor_find(h->tg->g, "c"), SIM_DECISION_CHECKPOINT, -1);
+    sim_result k2 = run(h, 0);
+    assert_time(k1.time_s, k2.time_s);
+    assert_int_equal(k1.peak_bytes, k2.peak_bytes);
+    hand_free(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_swap_hidden, teardown),
@@ -241,6 +308,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_recompute_from_swapped_input, teardown),
         cmocka_unit_test_teardown(test_plan_rejects_unsaved, teardown),
         cmocka_unit_test(test_keep_equals_liveness),
+        cmocka_unit_test(test_checkpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

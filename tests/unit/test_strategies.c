@@ -154,7 +154,9 @@ static void test_local_search_matches_brute_force(void **state) {
                     }
                 }
                 if (worst < 0) continue;
-                strategy_input in = {.tg = h->tg, .prof = h->prof, .ctx = h->ctx,
+                strategy_input in = {.tg = h->tg,
+                                     .prof = h->prof,
+                                     .ctx = h->ctx,
                                      .sim = {.budget_bytes = budgets[k]},
                                      .opts = strategy_options_default()};
                 local_stats ls;

@@ -186,7 +186,7 @@ done
 repro_ok=1
 for th in 1 2 3; do
     OUTCORE_THREADS=$th "$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 \
-        --budget 450MB --strategy auto -o "$tmp/repro_$th.onnx" >"$tmp/repro_$th.txt" 2>&1 ||
+        --budget 450MB --strategy auto -o "$tmp/repro_$th.onnx" >"$tmp/repro_$th.txt" 2>"$tmp/repro_$th.err" ||
         repro_ok=0
 done
 if [ $repro_ok -eq 1 ] && cmp -s "$tmp/repro_1.onnx" "$tmp/repro_2.onnx" &&

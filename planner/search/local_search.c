@@ -29,6 +29,7 @@ typedef struct ls_ctx {
     int *cand; /* saved tensors that may leave the device */
     int n_cand;
     uint64_t rng;
+    double t_start; /* strategy_now() at local_refine's entry */
 } ls_ctx;
 
 /* A swap-in issue point for t: just in time, the earliest legal node, or a
@@ -106,6 +107,10 @@ static int chain(const strategy_input *in, ls_ctx *c, const sim_plan *start, dou
     double cur_s = start_s, t0 = t0_frac * start_s;
     sim_result r;
     for (long i = 0; i < max_sims; i++) {
+        /* --max-seconds bounds this search too (then the result depends on speed) */
+        if (in->opts.max_seconds > 0 && (i & 63) == 0 &&
+            strategy_now() - c->t_start >= in->opts.max_seconds)
+            break;
         sim_plan_copy(trial, cur);
         if (!move(c, trial)) continue;
         ls->sims++;
@@ -144,7 +149,7 @@ int local_refine(const strategy_input *in, sim_plan *plan, long max_sims, local_
     if (!r.feasible) return OC_OK;
     if (max_sims <= 0) max_sims = local_default_sims(in);
     strategy_tinfo *ti = strategy_tinfo_new(in->tg);
-    ls_ctx c = {.ti = ti};
+    ls_ctx c = {.ti = ti, .t_start = strategy_now()};
     c.cand = oc_malloc((size_t)(ti->n_saved > 0 ? ti->n_saved : 1) * sizeof *c.cand);
     for (int i = 0; i < ti->n_saved; i++) {
         int t = ti->saved_by_prod[i];

@@ -8,7 +8,8 @@
  *   ... ls.start_s, ls.best_s, ls.sims, ls.accepted ...
  *
  * Moves (seeded, so the same input gives the same plan on any machine and
- * under any load; bounded by a count of simulations, never by wall time):
+ * under any load; bounded by a count of simulations, and by wall time only
+ * when --max-seconds (in->opts.max_seconds) is given):
  *  - one tensor to another decision (a swap-in just in time, at the earliest
  *    legal node or anywhere between);
  *  - one swapped tensor's issue point moved;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "search/strategy_sched.h"
+#include "sim/sim_bound.h"
 
 /* xorshift64*: small, fast, the same sequence everywhere. */
 static uint64_t rng_next(uint64_t *s) {
@@ -138,7 +139,7 @@ static int chain(const strategy_input *in, ls_ctx *c, const sim_plan *start, dou
  * full count; larger ones the first chain only. */
 static const double LS_T0[] = {0.003, 0.01, 0.03, 0.1};
 #define LS_CHAINS ((int)(sizeof LS_T0 / sizeof LS_T0[0]))
-#define LS_PORTFOLIO_NODES 400
+#define LS_PORTFOLIO_NODES 100
 
 int local_refine(const strategy_input *in, sim_plan *plan, long max_sims, local_stats *ls,
                  oc_err *err) {
@@ -147,6 +148,14 @@ int local_refine(const strategy_input *in, sim_plan *plan, long max_sims, local_
     if (sim_run(in->ctx, plan, &in->sim, &r, NULL, err)) return OC_ERR;
     ls->start_s = ls->best_s = r.time_s;
     if (!r.feasible) return OC_OK;
+    bool moved = false; /* keeping everything is the fastest plan there is */
+    for (int i = 0; i < in->tg->n_saved && !moved; i++)
+        moved = plan->decision[in->tg->saved[i]] != SIM_DECISION_KEEP;
+    if (!moved) return OC_OK;
+    sim_bound lb; /* a plan at the lower bound cannot be improved */
+    if (sim_lower_bound(in->ctx, &in->sim, &lb, err)) return OC_ERR;
+    double floor_s = lb.feasible ? lb.time_s * (1 + 1e-9) : 0;
+    if (r.time_s <= floor_s) return OC_OK;
     if (max_sims <= 0) max_sims = local_default_sims(in);
     strategy_tinfo *ti = strategy_tinfo_new(in->tg);
     ls_ctx c = {.ti = ti, .t_start = strategy_now()};
@@ -164,6 +173,7 @@ int local_refine(const strategy_input *in, sim_plan *plan, long max_sims, local_
         c.rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(2 * k + 1); /* odd multiple: never 0 */
         rc = chain(in, &c, start, r.time_s, LS_T0[k], max_sims, cur, trial, plan, &ls->best_s, ls,
                    err);
+        if (ls->best_s <= floor_s) break;
     }
     sim_plan_free(start);
     sim_plan_free(cur);

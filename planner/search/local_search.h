@@ -18,8 +18,10 @@
  * A move is scored by one simulation; an infeasible plan is refused; a slower
  * one is accepted with probability exp(-slowdown / temperature), the
  * temperature falling linearly to zero, and the fastest plan seen is kept.
- * Graphs of up to 400 nodes run four chains from the start plan (initial
- * temperatures 0.3%, 1%, 3% and 10% of its time), larger ones the first. */
+ * Graphs of up to 100 nodes run four chains from the start plan (initial
+ * temperatures 0.3%, 1%, 3% and 10% of its time), larger ones the first. A
+ * start that keeps everything, or that reaches the lower bound (sim_bound.h),
+ * is returned as it is. */
 #ifndef OC_LOCAL_SEARCH_H
 #define OC_LOCAL_SEARCH_H
 

@@ -45,6 +45,46 @@ static double f_of(const bound_k *q, double x) {
     return a + q->tk + c;
 }
 
+/* Non-persistent outputs of node n (a pure path needs exactly one). */
+static int live_outputs(const train_graph *tg, int n) {
+    const ir_node *nd = &tg->g->nodes[n];
+    int c = 0;
+    for (int o = 0; o < nd->n_outputs; o++) {
+        int t = nd->outputs[o];
+        if (t < 0 || tg->alias_of[t] >= 0) continue;
+        ir_kind k = tg->g->tensors[t].kind;
+        if (k != IR_KIND_PARAMETER && k != IR_KIND_STATE && k != IR_KIND_OPT_STATE &&
+            k != IR_KIND_CONSTANT)
+            c++;
+    }
+    return c;
+}
+
+/* Least time to recompute x (the saved tensor root, or an unsaved tensor on
+ * its path) for a plan that frees root: x's producer, plus the recompute of
+ * each unsaved forward input u that no plan could keep as a checkpoint to any
+ * gain: u read only by that producer, which has no other output, and u at
+ * least as large as root (holding u to spare root frees nothing). Other
+ * inputs may be checkpoints and are not charged. */
+static double recompute_cost(const train_graph *tg, const double *time, const bool *saved, int x,
+                             int64_t root_bytes) {
+    const ir_graph *g = tg->g;
+    int p = g->tensors[x].producer;
+    double c = time[p];
+    if (live_outputs(tg, p) != 1) return c;
+    const ir_node *n = &g->nodes[p];
+    for (int k = 0; k < n->n_inputs; k++) {
+        int u = n->inputs[k], q = u >= 0 ? g->tensors[u].producer : -1;
+        int64_t ub = 0;
+        if (q < 0 || q >= tg->n_forward || saved[u] || g->tensors[u].is_initializer ||
+            g->tensors[u].n_consumers != 1 || !ir_tensor_bytes(&g->tensors[u], &ub) ||
+            ub < root_bytes)
+            continue;
+        c += recompute_cost(tg, time, saved, u, root_bytes);
+    }
+    return c;
+}
+
 int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err *err) {
     const train_graph *tg = sim_context_graph(ctx);
     const ir_graph *g = tg->g;
@@ -87,11 +127,11 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
     }
     for (int i = 0; i < n; i++) total += time[i];
     b->time_s = input + total;
-    /* Recompute costs: each saved forward activation's producer time per byte.
-     * Only the producer: an input that is not saved may be a CHECKPOINT
-     * (sim_plan.h) instead of being re-run, and then it holds at least its own
-     * bytes, so charging its producer would overstate the least cost. */
+    /* Recompute costs per byte (recompute_cost: the producer, and the unsaved
+     * inputs on a pure path that no CHECKPOINT could spare). */
     rc_item *it = oc_malloc(((size_t)tg->n_saved + 1) * sizeof *it);
+    bool *saved = oc_calloc((size_t)g->n_tensors + 1, sizeof *saved);
+    for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
     int n_it = 0;
     int64_t swappable = 0;
     for (int i = 0; i < tg->n_saved; i++) {
@@ -100,7 +140,9 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
         if (!ir_tensor_bytes(&g->tensors[t], &bytes) || bytes <= 0) continue;
         swappable += bytes;
         if (pr >= 0 && pr < tg->n_forward)
-            it[n_it++] = (rc_item){.per_byte = time[pr] / (double)bytes, .bytes = bytes};
+            it[n_it++] =
+                (rc_item){.per_byte = recompute_cost(tg, time, saved, t, bytes) / (double)bytes,
+                          .bytes = bytes};
     }
     qsort(it, (size_t)n_it, sizeof *it, cmp_item);
     double *pre_t = oc_malloc(((size_t)n_it + 1) * sizeof *pre_t);
@@ -151,6 +193,7 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
         before += time[k];
     }
     oc_free(it);
+    oc_free(saved);
     oc_free(pre_t);
     oc_free(pre_b);
     oc_free(mem);

@@ -77,7 +77,8 @@ def main():
             auto = model_t.get("local")
             obj = o.get("objective_s")
             if obj is None:
-                objs = "infeasible" if "bound_s" not in o else f"none (bound {o['bound_s']*1e3:.4f})"
+                objs = ("infeasible (proven)" if o.get("proven_infeasible") or o["solve_s"] < 1e-3
+                        else f"none found (bound {o['bound_s']*1e3:.4f})")
                 proven = "-"
             else:
                 objs = f"{obj*1e3:.4f}"

@@ -98,8 +98,10 @@ void compare_oracle_print(const compare_oracle *o, FILE *f) {
         fprintf(f, "), its plan simulated: ");
         if (o->sim_feasible) fprintf(f, "%.3f ms", o->sim_s * 1e3);
         else fprintf(f, "infeasible");
-    } else if (r->solve_s > 0 && r->bound_s > 0) {
+    } else if (!r->infeasible) {
         fprintf(f, " (no solution in the time limit; proven bound %.3f ms)", r->bound_s * 1e3);
+    } else {
+        fprintf(f, " (proven)");
     }
     fprintf(f, "  [%d vars, %d integer, %d rows, %.2f s]\n", r->n_vars, r->n_int_vars, r->n_rows,
             r->solve_s);
@@ -141,7 +143,8 @@ json_t *compare_oracle_json(const compare_oracle *o) {
     json_t *j = json_pack("{s:s, s:b, s:b, s:i, s:i, s:f, s:o}", "strategy", "ilp-oracle",
                           "feasible", r->feasible, "optimal", r->optimal, "n_vars", r->n_vars,
                           "n_rows", r->n_rows, "solve_s", r->solve_s, "gaps", gaps);
-    if (r->solve_s > 0) json_object_set_new(j, "bound_s", json_real(r->bound_s));
+    json_object_set_new(j, "proven_infeasible", json_boolean(r->infeasible));
+    if (!r->infeasible) json_object_set_new(j, "bound_s", json_real(r->bound_s));
     if (o->warm_name) {
         json_object_set_new(j, "warm_start", json_string(o->warm_name));
         json_object_set_new(j, "warm_start_model_s", json_real(o->warm_model_s));

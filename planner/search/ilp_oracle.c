@@ -562,7 +562,7 @@ static void mem_terms(const ilp_model *m, lp_builder *b, int row, int p, const i
 /* ---- CBC ----------------------------------------------------------------- */
 
 typedef struct cbc_out {
-    bool feasible, optimal;
+    bool feasible, optimal, infeasible;
     double objective, bound; /* ms, with the objective's constant term */
     double *x;               /* column values (1-based like GLPK; owned) when feasible */
 } cbc_out;
@@ -622,6 +622,7 @@ static void cbc_solve(glp_prob *lp, const double *start, double time_limit_s, cb
     const double *best = Cbc_bestSolution(cm);
     o->feasible = best != NULL;
     o->optimal = o->feasible && Cbc_isProvenOptimal(cm);
+    o->infeasible = !o->feasible && Cbc_isProvenInfeasible(cm);
     o->bound = Cbc_getBestPossibleObjValue(cm) + c0;
     if (o->feasible) {
         o->objective = Cbc_getObjValue(cm) + c0;
@@ -863,7 +864,10 @@ int ilp_solve(ilp_model *m, double time_limit_s, const sim_plan *warm, ilp_resul
         cbc_solve(b.lp, start.x, lim, &sol);
         r->feasible = sol.feasible;
         r->optimal = sol.optimal;
+        r->infeasible = sol.infeasible;
         r->bound_s = sol.bound / 1e3;
+    } else {
+        r->infeasible = true; /* some position does not fit with every decision freed */
     }
     r->solve_s = strategy_now() - t0;
     if (r->feasible) {

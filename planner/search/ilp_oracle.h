@@ -72,6 +72,7 @@ typedef struct ilp_result {
     double objective_s; /* model iteration time */
     double bound_s;     /* proven: no plan costs less under the model (= objective when
                            optimal; the LP bound when no solution was found) */
+    bool infeasible;    /* proven: no plan fits the model's budget (bound_s meaningless) */
     bool warm_feasible; /* the warm-start plan was accepted by the model */
     double warm_s;      /* its model time (when warm_feasible) */
     uint8_t *decision;  /* per tensor of tg: sim_decision; owned */

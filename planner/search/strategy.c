@@ -167,9 +167,11 @@ static int auto_plan(const strategy_input *in_caller, sim_plan *out, strategy_st
             if (ls.best_s < ls.start_s)
                 strategy_note(stats, "chose %s, refined by the local search: %.6g -> %.6g ms",
                               list[best]->name, ls.start_s * 1e3, ls.best_s * 1e3);
-            else
+            else if (ls.sims > 0)
                 strategy_note(stats, "chose %s (the local search found nothing faster)",
                               list[best]->name);
+            else /* keeps everything, or at the lower bound: nothing to search */
+                strategy_note(stats, "chose %s", list[best]->name);
         } else {
             sim_plan_swap_all(out);
             strategy_note(stats, "no strategy found a feasible plan");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_oracle_cli.sh — `outcore-plan compare --oracle`: an "ilp-oracle" row with
 # the objective and its plan's simulated time, a gap line per strategy, the JSON
-# "oracle" object (objective <= every model_time_s), and a clear refusal of
-# graphs over 100 nodes. Run from the repository root; BUILD names the build dir.
+# "oracle" object (objective <= every model_time_s), the proven bound and gap
+# under a time limit, proven infeasibility, and a clear refusal of graphs over
+# 100 nodes. Run from the repository root; BUILD names the build dir.
 set -u
 BUILD=${BUILD:-build}
 PY=${PY:-/usr/bin/python3}
@@ -39,6 +40,31 @@ then
     ok "compare --oracle --json: objective <= every plan's model time"
 else
     bad "compare --oracle --json"; cat "$tmp/err.txt"
+fi
+
+# A time limit the solver cannot prove within (small_dense at 0.45 of its activation memory):
+# the best solution, at most its warm start, with the proven bound and the gap; and a budget
+# under which no position fits: proven infeasible, no bound.
+"$PLAN" compare graphs/small/small_dense.onnx --batch 64 --device h100 --budget 48219224 \
+    --oracle --max-seconds 3 --json >"$tmp/lim.json" 2>"$tmp/err.txt"
+rc_lim=$?
+"$PLAN" compare graphs/small/small_dense.onnx --batch 64 --device h100 --budget 19000000 \
+    --oracle --json >"$tmp/inf.json" 2>>"$tmp/err.txt"
+rc_inf=$? # 3: no strategy fits either
+if [ $rc_lim -eq 0 ] && [ $rc_inf -eq 3 ] && "$PY" - "$tmp/lim.json" "$tmp/inf.json" <<'PYEOF'
+import json, sys
+o = json.load(open(sys.argv[1]))["oracle"]
+assert o["feasible"] and not o["optimal"] and not o["proven_infeasible"], o
+assert 0 < o["bound_s"] <= o["objective_s"], o
+assert abs(o["gap"] - (o["objective_s"] / o["bound_s"] - 1)) < 1e-9, o
+assert o["warm_start"] and o["objective_s"] <= o["warm_start_model_s"] * (1 + 1e-9), o
+i = json.load(open(sys.argv[2]))["oracle"]
+assert not i["feasible"] and i["proven_infeasible"] and "bound_s" not in i, i
+PYEOF
+then
+    ok "compare --oracle: time limit gives the proven bound and gap; proven infeasibility"
+else
+    bad "compare --oracle bound / infeasible"; cat "$tmp/err.txt"
 fi
 
 "$PLAN" compare graphs/resnet18_op13.onnx --batch 4 --device v100 --oracle >"$tmp/out.txt" \

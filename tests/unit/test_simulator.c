@@ -191,21 +191,43 @@ static void test_plan_rejects_unsaved(void **state) {
     assert_non_null(strstr(err.msg, "'c'"));
 }
 
-/* All-keep with no budget on ResNet-18: peak = train_liveness_peak, time = sum of nodes. */
-static void test_keep_equals_liveness(void **state) {
-    (void)state;
-    ir_graph *g;
+/* ResNet-18 at batch 8 on the a100 analytic profile, with its simulator context. */
+typedef struct r18 {
     train_graph *tg;
+    profile *p;
+    sim_context *ctx;
+} r18;
+
+static r18 r18_open(void) {
+    r18 m;
+    ir_graph *g;
     oc_err err;
     ir_bind_opts bo = {.batch = 8};
     train_opts to = train_opts_default();
-    if (ir_load_model("graphs/resnet18_op13.onnx", &bo, &g, &err) || train_build(g, &to, &tg, &err))
+    if (ir_load_model("graphs/resnet18_op13.onnx", &bo, &g, &err) ||
+        train_build(g, &to, &m.tg, &err))
         fail_msg("%s", err.msg);
     profile_device d;
     assert_int_equal(device_preset_find("a100", &d, &err), OC_OK);
-    profile *p = profile_analytic(tg, &d, 8);
-    sim_context *ctx;
-    assert_int_equal(sim_context_new(tg, p, "a100", &ctx, &err), OC_OK);
+    m.p = profile_analytic(m.tg, &d, 8);
+    assert_int_equal(sim_context_new(m.tg, m.p, "a100", &m.ctx, &err), OC_OK);
+    return m;
+}
+
+static void r18_close(r18 *m) {
+    sim_context_free(m->ctx);
+    profile_free(m->p);
+    train_graph_free(m->tg);
+}
+
+/* All-keep with no budget on ResNet-18: peak = train_liveness_peak, time = sum of nodes. */
+static void test_keep_equals_liveness(void **state) {
+    (void)state;
+    r18 m = r18_open();
+    train_graph *tg = m.tg;
+    profile *p = m.p;
+    sim_context *ctx = m.ctx;
+    oc_err err;
     sim_plan *plan = sim_plan_new(tg);
     sim_options o = {0};
     sim_result r;
@@ -227,9 +249,7 @@ static void test_keep_equals_liveness(void **state) {
     assert_true(r.d2h_bytes > 0);
     assert_true(r.time_s >= sum);
     sim_plan_free(plan);
-    sim_context_free(ctx);
-    profile_free(p);
-    train_graph_free(tg);
+    r18_close(&m);
 }
 
 /* CHECKPOINT (sim_plan.h) on ResNet-18: a recomputed saved tensor whose
@@ -240,18 +260,12 @@ static void test_keep_equals_liveness(void **state) {
  * changes nothing. */
 static void test_checkpoint(void **state) {
     (void)state;
-    ir_graph *g;
-    train_graph *tg;
+    r18 m = r18_open();
+    train_graph *tg = m.tg;
+    const ir_graph *g = tg->g;
+    profile *p = m.p;
+    sim_context *ctx = m.ctx;
     oc_err err;
-    ir_bind_opts bo = {.batch = 8};
-    train_opts to = train_opts_default();
-    if (ir_load_model("graphs/resnet18_op13.onnx", &bo, &g, &err) || train_build(g, &to, &tg, &err))
-        fail_msg("%s", err.msg);
-    profile_device d;
-    assert_int_equal(device_preset_find("a100", &d, &err), OC_OK);
-    profile *p = profile_analytic(tg, &d, 8);
-    sim_context *ctx;
-    assert_int_equal(sim_context_new(tg, p, "a100", &ctx, &err), OC_OK);
     bool *saved = calloc((size_t)g->n_tensors, 1);
     for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
     int t = -1, u = -1;
@@ -287,9 +301,7 @@ static void test_checkpoint(void **state) {
     assert_non_null(strstr(err.msg, "checkpoint"));
     free(saved);
     sim_plan_free(plan);
-    sim_context_free(ctx);
-    profile_free(p);
-    train_graph_free(tg);
+    r18_close(&m);
     hand *h = hand_new(1000);
     sim_result k1 = run(h, 0);
     sim_plan_set(h->plan, ir_tensor_find(h->tg->g, "c"), SIM_DECISION_CHECKPOINT, -1);

@@ -29,12 +29,6 @@ typedef struct rw {
     int cap_new;
 } rw;
 
-static bool persistent(const train_graph *tg, int t) {
-    ir_kind k = tg->g->tensors[t].kind;
-    return tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
-           k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
-}
-
 static bool needs_rc(const rw *s, int t) {
     uint8_t d = s->dec[t];
     return s->fwd_act[t] &&
@@ -467,7 +461,8 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
     s.n_clones = oc_calloc(nn1, sizeof(int));
     for (int t = 0; t < s.nt; t++) {
         const ir_tensor *x = &g->tensors[t];
-        s.fwd_act[t] = !persistent(tg, t) && x->producer >= 0 && x->producer < tg->n_forward;
+        s.fwd_act[t] =
+            !train_tensor_persistent(tg, t) && x->producer >= 0 && x->producer < tg->n_forward;
         s.cur_rc[t] = s.swapin[t] = s.host[t] = -1;
     }
     for (int i = 0; i < tg->n_saved; i++) s.is_saved[tg->saved[i]] = 1;

@@ -59,12 +59,6 @@ struct ilp_model {
     int *dec_of;            /* per tensor: decision index or -1 */
 };
 
-static bool tensor_persistent(const train_graph *tg, int t) {
-    ir_kind k = tg->g->tensors[t].kind;
-    return tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
-           k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
-}
-
 static bool gap(const ilp_model *m, int k, int p) { return p > m->flast[k] && p < m->fbr[k]; }
 
 /* qsort_r comparators; context: the model. */
@@ -96,7 +90,7 @@ static void chain_walk(const ilp_model *m, const bool *saved, int n, char *mark,
     const ir_node *nd = &tg->g->nodes[n];
     for (int i = 0; i < nd->n_inputs; i++) {
         int u = nd->inputs[i];
-        if (u < 0 || tensor_persistent(tg, u)) continue;
+        if (u < 0 || train_tensor_persistent(tg, u)) continue;
         int p = tg->g->tensors[u].producer;
         if (p < 0 || p >= tg->n_forward) continue;
         if (!saved[u]) chain_walk(m, saved, p, mark, nodes, n_nodes, ins, n_ins);
@@ -200,7 +194,7 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     for (int i = 0; i < tg->n_saved; i++) {
         int t = tg->saved[i];
         int p = g->tensors[t].producer;
-        if (tensor_persistent(tg, t) || m->ti->bytes[t] <= 0) continue;
+        if (train_tensor_persistent(tg, t) || m->ti->bytes[t] <= 0) continue;
         /* graph inputs (no producer) can be swapped, as the simulator does */
         if (p < tg->n_forward && m->ti->first_bwd[t] >= 0 &&
             (m->ti->can_rc[t] || m->ti->swappable[t])) {
@@ -229,7 +223,7 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
         const ir_tensor *x = &g->tensors[t];
         int64_t b;
         if (!ir_tensor_bytes(x, &b) || b == 0) continue;
-        if (tensor_persistent(tg, t)) {
+        if (train_tensor_persistent(tg, t)) {
             if (tg->alias_of[t] < 0) persistent += (double)b;
             continue;
         }
@@ -327,7 +321,7 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
             const ir_node *nd = &g->nodes[nodes[i]];
             for (int o = 0; o < nd->n_outputs; o++) {
                 int y = nd->outputs[o];
-                if (y >= 0 && !saved[y] && !tensor_persistent(tg, y))
+                if (y >= 0 && !saved[y] && !train_tensor_persistent(tg, y))
                     inter += (double)m->ti->bytes[y];
             }
         }

@@ -96,11 +96,8 @@ static void *sweep_make(const strategy_input *in, oc_err *err) {
     for (int i = 0; i < in->tg->n_saved; i++) s->saved[in->tg->saved[i]] = true;
     s->fwd_act = oc_calloc((size_t)in->tg->g->n_tensors, sizeof *s->fwd_act);
     for (int t = 0; t < in->tg->g->n_tensors; t++) {
-        const ir_tensor *x = &in->tg->g->tensors[t];
-        ir_kind k = x->kind;
-        s->fwd_act[t] = x->producer >= 0 && x->producer < in->tg->n_forward &&
-                        in->tg->alias_of[t] < 0 && k != IR_KIND_PARAMETER && k != IR_KIND_STATE &&
-                        k != IR_KIND_OPT_STATE && k != IR_KIND_CONSTANT;
+        int p = in->tg->g->tensors[t].producer;
+        s->fwd_act[t] = p >= 0 && p < in->tg->n_forward && !train_tensor_persistent(in->tg, t);
     }
     for (int mo = 0; mo < DP_N_MODELS; mo++) {
         s->g->peak_model = DP_MODELS[mo];

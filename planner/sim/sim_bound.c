@@ -51,11 +51,7 @@ static int live_outputs(const train_graph *tg, int n) {
     int c = 0;
     for (int o = 0; o < nd->n_outputs; o++) {
         int t = nd->outputs[o];
-        if (t < 0 || tg->alias_of[t] >= 0) continue;
-        ir_kind k = tg->g->tensors[t].kind;
-        if (k != IR_KIND_PARAMETER && k != IR_KIND_STATE && k != IR_KIND_OPT_STATE &&
-            k != IR_KIND_CONSTANT)
-            c++;
+        if (t >= 0 && !train_tensor_persistent(tg, t)) c++;
     }
     return c;
 }

@@ -59,12 +59,6 @@ void sim_timeline_free(sim_timeline *tl) {
     oc_free(tl);
 }
 
-static bool tensor_persistent(const train_graph *tg, int t) {
-    ir_kind k = tg->g->tensors[t].kind;
-    return tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
-           k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
-}
-
 const double *sim_context_node_times(const sim_context *ctx) { return ctx->time; }
 const int64_t *sim_context_node_workspaces(const sim_context *ctx) { return ctx->ws; }
 
@@ -118,7 +112,7 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
     for (int t = 0; t < c->n_tensors; t++) {
         const ir_tensor *x = &g->tensors[t];
         if (!ir_tensor_bytes(x, &b)) b = 0;
-        if (tensor_persistent(tg, t)) {
+        if (train_tensor_persistent(tg, t)) {
             if (tg->alias_of[t] < 0) c->base_bytes += b;
             continue;
         }
@@ -167,7 +161,7 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
     for (int t = 0; t < c->n_tensors; t++) {
         c->prod[t] = g->tensors[t].producer;
         c->rc_pos[t] = c->eff_last[t] = c->fwd_last[t] = c->first_bwd[t] = -1;
-        if (!tensor_persistent(tg, t)) c->act_list[c->n_act++] = t;
+        if (!train_tensor_persistent(tg, t)) c->act_list[c->n_act++] = t;
     }
     c->saved_list = oc_calloc((size_t)tg->n_saved + 1, sizeof(int));
     for (int i = 0; i < tg->n_saved; i++) c->saved_list[c->n_saved++] = tg->saved[i];

@@ -344,7 +344,7 @@ static void classify(train_graph *tg) {
     oc_free(read_in_bwd);
 }
 
-static bool is_persistent(const train_graph *tg, int t) {
+bool train_tensor_persistent(const train_graph *tg, int t) {
     ir_kind k = tg->g->tensors[t].kind;
     return tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
            k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
@@ -359,7 +359,8 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
         const ir_tensor *x = &g->tensors[t];
         last[t] = x->producer;
         if (x->is_graph_output) last[t] = g->n_nodes - 1;
-        if (tg->alias_of[t] < 0 && is_persistent(tg, t) && ir_tensor_bytes(x, &b)) persistent += b;
+        if (tg->alias_of[t] < 0 && train_tensor_persistent(tg, t) && ir_tensor_bytes(x, &b))
+            persistent += b;
     }
     for (int i = 0; i < g->n_nodes; i++)
         for (int k = 0; k < g->nodes[i].n_inputs; k++)
@@ -371,7 +372,8 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
         const ir_node *n = &g->nodes[i];
         for (int o = 0; o < n->n_outputs; o++) {
             int t = n->outputs[o];
-            if (t >= 0 && !is_persistent(tg, t) && ir_tensor_bytes(&g->tensors[t], &b)) live += b;
+            if (t >= 0 && !train_tensor_persistent(tg, t) && ir_tensor_bytes(&g->tensors[t], &b))
+                live += b;
         }
         if (live > peak) {
             peak = live;
@@ -380,7 +382,7 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
         /* Free what dies here: inputs read for the last time, unread outputs. */
         for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
             int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
-            if (t < 0 || last[t] != i || is_persistent(tg, t)) continue;
+            if (t < 0 || last[t] != i || train_tensor_persistent(tg, t)) continue;
             if (g->tensors[t].producer < 0 && !g->tensors[t].is_graph_input) continue;
             last[t] = -2; /* freed once even if listed twice */
             if (ir_tensor_bytes(&g->tensors[t], &b)) live -= b;

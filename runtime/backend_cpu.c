@@ -3,11 +3,19 @@
  * kernels are runtime/cpu's (kernels.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend_cpu.h"
 
+typedef struct cpu_stamp_slot {
+    struct timespec t;
+    bool set;
+} cpu_stamp_slot;
+
 typedef struct cpu_impl {
     rt_stream *s[RT_STREAM__COUNT];
+    cpu_stamp_slot *stamps; /* stamp_reset's slots; each written by one stream task */
+    int n_stamps;
 } cpu_impl;
 
 static rt_stream *stream_of(rt_backend *b, rt_stream_id s) {
@@ -96,6 +104,44 @@ static int cpu_sync(rt_backend *b, oc_err *err) {
     return rc;
 }
 
+static int cpu_stamp_reset(rt_backend *b, int n, oc_err *err) {
+    (void)err;
+    cpu_impl *im = b->impl;
+    oc_free(im->stamps);
+    im->stamps = oc_calloc((size_t)n + 1, sizeof *im->stamps);
+    im->n_stamps = n;
+    return OC_OK;
+}
+
+static int stamp_run(void *ctx, int64_t arg, oc_err *err) {
+    (void)err;
+    cpu_stamp_slot *st = &((cpu_stamp_slot *)ctx)[arg];
+    clock_gettime(CLOCK_MONOTONIC, &st->t);
+    st->set = true;
+    return OC_OK;
+}
+
+static void cpu_stamp(rt_backend *b, rt_stream_id s, int slot) {
+    cpu_impl *im = b->impl;
+    OC_ASSERT(slot >= 0 && slot < im->n_stamps);
+    rt_stream_push(stream_of(b, s), stamp_run, im->stamps, slot);
+}
+
+static int cpu_stamp_read(rt_backend *b, double *secs, oc_err *err) {
+    cpu_impl *im = b->impl;
+    if (im->n_stamps == 0 || !im->stamps[0].set)
+        return oc_fail(err, "cpu backend: stamp slot 0 was not stamped");
+    struct timespec t0 = im->stamps[0].t;
+    for (int i = 0; i < im->n_stamps; i++) {
+        cpu_stamp_slot *st = &im->stamps[i];
+        secs[i] = st->set ? (double)(st->t.tv_sec - t0.tv_sec) +
+                                1e-9 * (double)(st->t.tv_nsec - t0.tv_nsec)
+                          : -1;
+        st->set = false;
+    }
+    return OC_OK;
+}
+
 static bool cpu_supported(rt_backend *b, int op) {
     (void)b;
     return cpu_kernel_supported(op);
@@ -110,6 +156,7 @@ static size_t cpu_scratch(rt_backend *b, const ir_graph *g, const ir_node *n, si
 static void cpu_destroy(rt_backend *b) {
     cpu_impl *im = b->impl;
     for (int s = 0; s < RT_STREAM__COUNT; s++) rt_stream_free(im->s[s]);
+    oc_free(im->stamps);
     oc_free(im);
     oc_free(b);
 }
@@ -138,6 +185,9 @@ int rt_backend_cpu_new(const rt_backend_opts *opts, rt_backend **out, oc_err *er
         .supported = cpu_supported,
         .scratch_bytes = cpu_scratch,
         .destroy = cpu_destroy,
+        .stamp_reset = cpu_stamp_reset,
+        .stamp = cpu_stamp,
+        .stamp_read = cpu_stamp_read,
     };
     *out = b;
     return OC_OK;

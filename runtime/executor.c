@@ -50,20 +50,24 @@ int rt_program_deps(rt_op *ops, int n) {
     return total;
 }
 
-void rt_program_run(rt_backend *b, const rt_op *ops, int n, void **events, int64_t step) {
+void rt_program_run(rt_backend *b, const rt_op *ops, int n, void **events, int64_t step,
+                    bool stamped) {
     bool *needed = oc_calloc((size_t)n + 1, sizeof(bool));
     for (int j = 0; j < n; j++)
         for (int s = 0; s < RT_STREAM__COUNT; s++)
             if (ops[j].waits[s] >= 0) needed[ops[j].waits[s]] = true;
+    if (stamped) b->stamp(b, RT_STREAM_COMPUTE, 0);
     for (int j = 0; j < n; j++) {
         const rt_op *op = &ops[j];
         for (int s = 0; s < RT_STREAM__COUNT; s++)
             if (op->waits[s] >= 0) b->wait(b, op->stream, events[op->waits[s]]);
+        if (stamped) b->stamp(b, op->stream, 1 + 2 * j);
         switch (op->kind) {
         case RT_OP_NODE: b->run_node(b, op->stream, op->args, step); break;
         case RT_OP_COPY: b->copy(b, op->stream, op->dst, op->src, op->bytes); break;
         case RT_OP_HOST_FN: b->host_fn(b, op->stream, op->fn, op->ctx, step); break;
         }
+        if (stamped) b->stamp(b, op->stream, 2 + 2 * j);
         if (needed[j]) {
             if (!events[j]) events[j] = b->event_new(b);
             b->record(b, op->stream, events[j]);
@@ -104,6 +108,7 @@ struct rt_exec {
     int64_t *ws_off, *ws_bytes; /* plans: per node, its planned workspace region (-1 / 0) */
     bool *ws_own;               /* plans: per node, runs in its planned region */
     int n_deps;
+    double *stamps; /* rt_exec_trace_on: per step, 1 + 2 * n_ops backend stamps */
 };
 
 static bool is_copy_node(const ir_node *n, rt_stream_id *s) {
@@ -439,6 +444,7 @@ int rt_exec_new(const train_graph *tg, const rt_exec_opts *o, rt_exec **out, oc_
 void rt_exec_free(rt_exec *x) {
     if (!x) return;
     if (x->events) rt_program_events_free(x->b, x->events, x->n_ops);
+    oc_free(x->stamps);
     if (x->arena) x->b->dev_free(x->b, x->arena);
     if (x->scratch_own) x->b->dev_free(x->b, x->scratch_own);
     oc_free(x->ws_off), oc_free(x->ws_bytes), oc_free(x->ws_own);
@@ -474,10 +480,35 @@ void *rt_exec_host_input(rt_exec *x, int i) {
 }
 
 int rt_exec_step(rt_exec *x, int64_t step, float *loss, oc_err *err) {
-    rt_program_run(x->b, x->ops, x->n_ops, x->events, step);
+    rt_program_run(x->b, x->ops, x->n_ops, x->events, step, x->stamps != NULL);
     if (x->b->sync(x->b, err)) return oc_fail_prefix(err, "step %" PRId64, step);
+    if (x->stamps && x->b->stamp_read(x->b, x->stamps, err))
+        return oc_fail_prefix(err, "step %" PRId64 ": timestamps", step);
     memcpy(loss, x->host + x->loss_off, sizeof *loss);
     return OC_OK;
+}
+
+int rt_exec_trace_on(rt_exec *x, oc_err *err) {
+    if (!x->b->stamp_reset)
+        return oc_fail(err, "backend '%s' has no timestamps to trace with", x->b->name);
+    if (x->b->stamp_reset(x->b, 1 + 2 * x->n_ops, err)) return OC_ERR;
+    if (!x->stamps) x->stamps = oc_calloc(1 + 2 * (size_t)x->n_ops, sizeof(double));
+    return OC_OK;
+}
+
+int rt_exec_n_ops(const rt_exec *x) { return x->n_ops; }
+
+rt_exec_op_info rt_exec_op(const rt_exec *x, int j) {
+    OC_ASSERT(j >= 0 && j < x->n_ops);
+    const ir_graph *g = x->tg->g;
+    rt_exec_op_info o = {.stream = x->ops[j].stream, .node = -1, .tensor = -1, .bytes = 0};
+    o.start = x->stamps ? x->stamps[1 + 2 * j] : -1;
+    o.end = x->stamps ? x->stamps[2 + 2 * j] : -1;
+    if (x->ops[j].kind == RT_OP_COPY) o.bytes = (int64_t)x->ops[j].bytes;
+    if (j < g->n_inputs) o.tensor = g->inputs[j];
+    else if (j == x->n_ops - 1) o.tensor = x->tg->loss_tensor;
+    else o.node = j - g->n_inputs;
+    return o;
 }
 
 int rt_exec_read(rt_exec *x, int tensor, void *dst, oc_err *err) {

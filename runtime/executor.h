@@ -61,7 +61,8 @@ int rt_program_deps(rt_op *ops, int n);
 /* Enqueues the program on the backend (events from the pool, created on first
  * use; *events has n slots, NULL-initialised, owned by the caller: free with
  * rt_program_events_free). Does not sync. */
-void rt_program_run(rt_backend *b, const rt_op *ops, int n, void **events, int64_t step);
+void rt_program_run(rt_backend *b, const rt_op *ops, int n, void **events, int64_t step,
+                    bool stamped);
 void rt_program_events_free(rt_backend *b, void **events, int n);
 
 typedef struct rt_exec_opts {
@@ -92,6 +93,25 @@ int rt_exec_upload_initializers(rt_exec *x, oc_err *err);
 void *rt_exec_host_input(rt_exec *x, int i);
 /* One training step; *loss is the loss tensor's value. */
 int rt_exec_step(rt_exec *x, int64_t step, float *loss, oc_err *err);
+
+/* Tracing: after rt_exec_trace_on, every step times each of its ops with the
+ * backend's stamps (backend.h; OC_ERR when the backend has none). The ops are
+ * the program's: the H2D copies of the graph inputs, then one per node in
+ * order (SwapOut/SwapIn nodes are copies on their streams), then the D2H copy
+ * of the loss. rt_exec_op describes op j (0 <= j < rt_exec_n_ops) with its
+ * times in the last step: seconds from the step's start to when the op's
+ * stream reached it (its waits met, the op before it on its stream done) and
+ * to when it finished; -1 without tracing. */
+int rt_exec_trace_on(rt_exec *x, oc_err *err);
+int rt_exec_n_ops(const rt_exec *x);
+typedef struct rt_exec_op_info {
+    rt_stream_id stream;
+    int node;      /* node index, or -1 (an input or loss copy) */
+    int tensor;    /* the input / loss copied, or -1 (a node) */
+    int64_t bytes; /* copies: bytes moved */
+    double start, end;
+} rt_exec_op_info;
+rt_exec_op_info rt_exec_op(const rt_exec *x, int j);
 /* Device tensor -> host / host -> device, synchronously (between steps). A
  * transient tensor reads what the last step left, if it was kept (opts.keep). */
 int rt_exec_read(rt_exec *x, int tensor, void *dst, oc_err *err);

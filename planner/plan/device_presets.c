@@ -9,9 +9,9 @@
 /* Data-sheet figures (docs/profile.md): fp32 non-tensor peak, HBM bandwidth,
  * effective pinned-copy bandwidth each way over the PCIe generation. */
 static const profile_device presets[] = {
-    {"v100", 16 * GIB, 12 * GB, 12 * GB, true, 10e-6, 15.7e12, 900 * GB, 5e-6},
-    {"a100", 40 * GIB, 25 * GB, 25 * GB, true, 10e-6, 19.5e12, 1555 * GB, 5e-6},
-    {"h100", 80 * GIB, 50 * GB, 50 * GB, true, 10e-6, 51.0e12, 2000 * GB, 5e-6},
+    {"v100", 16 * GIB, 12 * GB, 12 * GB, true, 10e-6, 15.7e12, 900 * GB, 5e-6, 0, 0, 0},
+    {"a100", 40 * GIB, 25 * GB, 25 * GB, true, 10e-6, 19.5e12, 1555 * GB, 5e-6, 0, 0, 0},
+    {"h100", 80 * GIB, 50 * GB, 50 * GB, true, 10e-6, 51.0e12, 2000 * GB, 5e-6, 0, 0, 0},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -62,6 +62,17 @@ int device_from_json(const json_t *o, const char *what, profile_device *d, oc_er
         num_field(o, what, "mem_bandwidth_bytes_per_s", true, &d->mem_bandwidth_bytes_per_s, err) ||
         num_field(o, what, "launch_overhead_s", false, &d->launch_overhead_s, err))
         return OC_ERR;
+    /* optional: contention (absent in files written before it; 0 = none) */
+    static const char *const opt[] = {"compute_slowdown_h2d", "compute_slowdown_d2h",
+                                      "copy_slowdown_duplex"};
+    double *opt_dst[] = {&d->compute_slowdown_h2d, &d->compute_slowdown_d2h,
+                         &d->copy_slowdown_duplex};
+    for (int i = 0; i < 3; i++)
+        if (json_object_get(o, opt[i]) && num_field(o, what, opt[i], false, opt_dst[i], err))
+            return OC_ERR;
+    if (d->compute_slowdown_h2d > 100 || d->compute_slowdown_d2h > 100 ||
+        d->copy_slowdown_duplex > 100)
+        return oc_fail(err, "%s: a slowdown factor above 100 is not a measurement", what);
     if (mem > DEVICE_MAX_MEMORY_BYTES || mem != (double)(int64_t)mem)
         return oc_fail(
             err, "%s: field 'memory_bytes' must be a whole number of bytes up to %lld, got %g",
@@ -71,12 +82,18 @@ int device_from_json(const json_t *o, const char *what, profile_device *d, oc_er
 }
 
 json_t *device_to_json(const profile_device *d) {
-    return json_pack("{s:s, s:I, s:f, s:f, s:b, s:f, s:f, s:f, s:f}", "name", d->name,
-                     "memory_bytes", (json_int_t)d->memory_bytes, "h2d_bytes_per_s",
-                     d->h2d_bytes_per_s, "d2h_bytes_per_s", d->d2h_bytes_per_s, "duplex", d->duplex,
-                     "copy_latency_s", d->copy_latency_s, "peak_flops", d->peak_flops,
-                     "mem_bandwidth_bytes_per_s", d->mem_bandwidth_bytes_per_s, "launch_overhead_s",
-                     d->launch_overhead_s);
+    json_t *o =
+        json_pack("{s:s, s:I, s:f, s:f, s:b, s:f, s:f, s:f, s:f}", "name", d->name, "memory_bytes",
+                  (json_int_t)d->memory_bytes, "h2d_bytes_per_s", d->h2d_bytes_per_s,
+                  "d2h_bytes_per_s", d->d2h_bytes_per_s, "duplex", d->duplex, "copy_latency_s",
+                  d->copy_latency_s, "peak_flops", d->peak_flops, "mem_bandwidth_bytes_per_s",
+                  d->mem_bandwidth_bytes_per_s, "launch_overhead_s", d->launch_overhead_s);
+    if (d->compute_slowdown_h2d > 0 || d->compute_slowdown_d2h > 0 || d->copy_slowdown_duplex > 0) {
+        json_object_set_new(o, "compute_slowdown_h2d", json_real(d->compute_slowdown_h2d));
+        json_object_set_new(o, "compute_slowdown_d2h", json_real(d->compute_slowdown_d2h));
+        json_object_set_new(o, "copy_slowdown_duplex", json_real(d->copy_slowdown_duplex));
+    }
+    return o;
 }
 
 int device_read_file(const char *path, profile_device *d, oc_err *err) {

@@ -23,6 +23,12 @@ typedef struct profile_device {
     double peak_flops;     /* FLOP/s */
     double mem_bandwidth_bytes_per_s;
     double launch_overhead_s; /* per node */
+    /* Contention (docs/profile.md; fitted by tools/calibrate; 0: none): a
+     * kernel's time grows by the factor (1 + compute_slowdown_h2d) while an H2D
+     * copy runs, by (1 + compute_slowdown_d2h) while a D2H copy runs (the sum
+     * while both run); a copy's by (1 + copy_slowdown_duplex) while a copy in
+     * the other direction runs. Optional in files. */
+    double compute_slowdown_h2d, compute_slowdown_d2h, copy_slowdown_duplex;
 } profile_device;
 
 /* Fills *d with the preset called name. OC_ERR naming the known presets otherwise. */

@@ -428,6 +428,42 @@ static void tl_sample(sim_timeline *tl, double t, int64_t bytes) {
     tl->samples[tl->n_samples++] = (sim_sample){t, bytes};
 }
 
+/* What runs on one stream now: when it ends, the stretch factor its remaining
+ * time is counted at (contention, profile_device), and where its end time is
+ * reported (a result array slot, a timeline event). */
+typedef struct stream_run {
+    bool busy;
+    double end, stretch;
+    double *end_slot; /* NULL: none */
+    int tl_event;     /* -1: none */
+} stream_run;
+
+static void run_start(stream_run *u, double end, double *end_slot, const sim_timeline *tl) {
+    *u = (stream_run){true, end, 1.0, end_slot, tl ? tl->n_events - 1 : -1};
+    if (end_slot) *end_slot = end;
+}
+
+/* Contention: the busy set changed at `now`; each busy stream's remaining time
+ * is rescaled from its old stretch to the new one. With every factor 0 nothing
+ * changes (the times are those of the plain model, bit for bit). */
+static void retime(stream_run *u, const profile_device *d, double now, sim_timeline *tl) {
+    bool h = u[SIM_STREAM_H2D].busy, o = u[SIM_STREAM_D2H].busy;
+    double want[SIM_STREAM__COUNT] = {
+        [SIM_STREAM_COMPUTE] =
+            1 + (h ? d->compute_slowdown_h2d : 0) + (o ? d->compute_slowdown_d2h : 0),
+        [SIM_STREAM_D2H] = 1 + (h && d->duplex ? d->copy_slowdown_duplex : 0),
+        [SIM_STREAM_H2D] = 1 + (o && d->duplex ? d->copy_slowdown_duplex : 0),
+    };
+    for (int k = 0; k < SIM_STREAM__COUNT; k++) {
+        stream_run *r = &u[k];
+        if (!r->busy || want[k] == r->stretch) continue;
+        r->end = now + (r->end - now) * (want[k] / r->stretch);
+        r->stretch = want[k];
+        if (r->end_slot) *r->end_slot = r->end;
+        if (tl && r->tl_event >= 0) tl->events[r->tl_event].end = r->end;
+    }
+}
+
 static double copy_time(const sim_context *c, const profile_device *d, int t, bool h2d) {
     return d->copy_latency_s +
            (double)c->bytes[t] / (h2d ? d->h2d_bytes_per_s : d->d2h_bytes_per_s);
@@ -457,8 +493,10 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
 
     int64_t cap = o->budget_bytes > 0 ? o->budget_bytes - o->reserve_bytes : INT64_MAX;
     int64_t live = c->base_bytes, peak = live;
-    double now = 0, c_finish = 0, c_end = 0, d_end = 0, h_end = 0, busy_s = 0;
-    bool c_busy = false, d_busy = false, h_busy = false, c_mem_wait = false, h_input = false;
+    double now = 0, c_finish = 0, busy_s = 0, c_begin = 0, h_begin = 0;
+    stream_run u[SIM_STREAM__COUNT] = {{0}};
+    stream_run *uc = &u[SIM_STREAM_COMPUTE], *ud = &u[SIM_STREAM_D2H], *uh = &u[SIM_STREAM_H2D];
+    bool c_mem_wait = false, h_input = false;
     int cq = 0, di = 0, hi = 0, n_pend = 0, n_sw = 0, ii = 0;
     for (int k = 0; k < c->n_inputs; k++) c->in_done[c->inputs[k]] = 0;
     const int n_ops = s.n_ops;
@@ -473,7 +511,7 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
     while (r->feasible) {
         /* Start what can start at `now`. */
         c_mem_wait = false;
-        if (!c_busy && cq < n_ops) {
+        if (!uc->busy && cq < n_ops) {
             bool ready = true;
             for (int j = c->wait_off[cq]; j < c->wait_off[cq + 1] && ready; j++)
                 ready = c->si_done[c->wait_idx[j]];
@@ -487,70 +525,72 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
                 int n = c->op_node[cq];
                 live += need;
                 if (live > peak) peak = live;
-                c_busy = true;
-                c_end = now + c->time[n];
-                busy_s += c->time[n];
+                double end = now + c->time[n];
+                c_begin = now;
                 if (c->op_rc[cq]) {
-                    rst[n] = now, ren[n] = c_end;
+                    rst[n] = now;
                     r->recompute_s += c->time[n];
                     r->n_recompute++;
                 } else {
-                    nst[n] = now, nen[n] = c_end;
+                    nst[n] = now;
                 }
                 tl_event(tl, SIM_STREAM_COMPUTE,
-                         c->op_rc[cq] ? SIM_EVENT_RECOMPUTE : SIM_EVENT_NODE, n, now, c_end, need);
+                         c->op_rc[cq] ? SIM_EVENT_RECOMPUTE : SIM_EVENT_NODE, n, now, end, need);
+                run_start(uc, end, c->op_rc[cq] ? &ren[n] : &nen[n], tl);
                 tl_sample(tl, now, live);
             }
         }
-        bool engine_free = dev->duplex ? !d_busy : !d_busy && !h_busy;
+        bool engine_free = dev->duplex ? !ud->busy : !ud->busy && !uh->busy;
         if (engine_free && di < n_sw) {
             int t = c->so_list[di], p = g->tensors[t].producer;
             if (p < 0 || cq > c->node_pos[p]) { /* producer finished */
-                d_busy = true;
-                d_end = now + copy_time(c, dev, t, false);
-                sost[t] = now, soen[t] = d_end;
+                double end = now + copy_time(c, dev, t, false);
+                sost[t] = now;
                 r->d2h_bytes += c->bytes[t];
                 r->n_swap_out++;
-                tl_event(tl, SIM_STREAM_D2H, SIM_EVENT_SWAP_OUT, t, now, d_end, c->bytes[t]);
+                tl_event(tl, SIM_STREAM_D2H, SIM_EVENT_SWAP_OUT, t, now, end, c->bytes[t]);
+                run_start(ud, end, &soen[t], tl);
                 di++;
             }
         }
-        engine_free = dev->duplex ? !h_busy : !d_busy && !h_busy;
+        engine_free = dev->duplex ? !uh->busy : !ud->busy && !uh->busy;
         if (engine_free && ii < c->n_inputs) { /* the batch first, as the executor issues it */
             int t = c->inputs[ii++];
-            h_busy = h_input = true;
-            h_end = now + copy_time(c, dev, t, true);
-            r->input_s += h_end - now;
-            tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_INPUT, t, now, h_end, c->bytes[t]);
+            double end = now + copy_time(c, dev, t, true);
+            h_input = true;
+            h_begin = now;
+            tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_INPUT, t, now, end, c->bytes[t]);
+            run_start(uh, end, NULL, tl);
         } else if (engine_free && hi < n_sw && !c_mem_wait) {
             int t = c->si_list[hi];
             if (cq >= c->issue[t] && c->so_done[t] && live + c->bytes[t] <= cap) {
                 live += c->bytes[t];
                 if (live > peak) peak = live;
-                h_busy = true;
-                h_end = now + copy_time(c, dev, t, true);
-                sist[t] = now, sien[t] = h_end;
+                double end = now + copy_time(c, dev, t, true);
+                sist[t] = now;
                 r->h2d_bytes += c->bytes[t];
                 r->n_swap_in++;
-                tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_SWAP_IN, t, now, h_end, c->bytes[t]);
+                tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_SWAP_IN, t, now, end, c->bytes[t]);
+                run_start(uh, end, &sien[t], tl);
                 tl_sample(tl, now, live);
                 hi++;
             }
         }
+        retime(u, dev, now, tl);
         /* Next completion. */
         double next = -1;
-        if (c_busy) next = c_end;
-        if (d_busy && (next < 0 || d_end < next)) next = d_end;
-        if (h_busy && (next < 0 || h_end < next)) next = h_end;
+        for (int k = 0; k < SIM_STREAM__COUNT; k++)
+            if (u[k].busy && (next < 0 || u[k].end < next)) next = u[k].end;
         if (next < 0) {
             if (cq >= n_ops && di >= n_sw && hi >= n_sw && ii >= c->n_inputs) break;
             r->feasible = false;
             break;
         }
         now = next;
-        if (c_busy && c_end <= now) {
-            c_busy = false;
+        if (uc->busy && uc->end <= now) {
+            uc->busy = false;
             c_finish = now;
+            busy_s += now - c_begin;
             live -= c->op_free[cq];
             cq++;
             /* Swapped tensors whose copy is done and whose forward readers are now done. */
@@ -565,9 +605,9 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
             }
             tl_sample(tl, now, live);
         }
-        if (d_busy && d_end <= now) {
+        if (ud->busy && ud->end <= now) {
             int t = c->so_list[di - 1];
-            d_busy = false;
+            ud->busy = false;
             c->so_done[t] = 1;
             if (c->fwd_last[t] < cq) { /* ops before cq have completed */
                 live -= c->bytes[t];
@@ -576,10 +616,14 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
                 c->pending[n_pend++] = t;
             }
         }
-        if (h_busy && h_end <= now) {
-            h_busy = false;
-            if (h_input) c->in_done[c->inputs[ii - 1]] = 1, h_input = false;
-            else c->si_done[c->si_list[hi - 1]] = 1;
+        if (uh->busy && uh->end <= now) {
+            uh->busy = false;
+            if (h_input) {
+                c->in_done[c->inputs[ii - 1]] = 1, h_input = false;
+                r->input_s += now - h_begin;
+            } else {
+                c->si_done[c->si_list[hi - 1]] = 1;
+            }
         }
     }
     r->peak_bytes = peak;

@@ -27,9 +27,10 @@
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "tensor_io.h"
+#include "trace_out.h"
 
 typedef struct run_opts {
-    const char *model, *backend, *input, *labels, *save, *dump, *profile_out;
+    const char *model, *backend, *input, *labels, *save, *dump, *profile_out, *trace_out;
     const char *data, *eval_data, *eval_labels, *resume;
     int64_t batch, steps, epochs, budget, save_every;
     bool steps_set;
@@ -48,6 +49,7 @@ static void usage(FILE *f) {
         "                   [--save OUT.onnx [--save-every N]] [--resume CKPT.onnx]\n"
         "                   [--bn train|frozen]\n"
         "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
+        "                   [--trace-out T.json]\n"
         "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n\n"
         "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
         "for K steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform\n"
@@ -79,7 +81,11 @@ static void usage(FILE *f) {
         "choice.\n"
         "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
         "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
-        "outcore-plan (needs --steps >= 4).\n");
+        "outcore-plan (needs --steps >= 4).\n"
+        "--trace-out: steps 1.. timed op by op on every stream (backend timestamps: CUDA\n"
+        "events, or the cpu streams' clock), written as a Chrome trace (chrome://tracing,\n"
+        "Perfetto) in the planner's --trace format; tools/calibrate fits the simulator's\n"
+        "contention model from it (needs --steps >= 2; the stamps cost a little time).\n");
     int n;
     const rt_backend_kind *k = rt_backend_kinds(&n);
     fprintf(f, "Backends in this binary:");
@@ -132,27 +138,13 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             *(a[2] == 'd' ? &o->bo.deterministic : &o->bo.verbose) = true;
             continue;
         }
-        static const char *const with_value[] = {"--backend",
-                                                 "--input",
-                                                 "--labels",
-                                                 "--save",
-                                                 "--dump-grads",
-                                                 "--profile-out",
-                                                 "--workspace-limit",
-                                                 "--batch",
-                                                 "--steps",
-                                                 "--seed",
-                                                 "--budget",
-                                                 "--lr",
-                                                 "--momentum",
-                                                 "--weight-decay",
-                                                 "--data",
-                                                 "--epochs",
-                                                 "--eval-data",
-                                                 "--eval-labels",
-                                                 "--save-every",
-                                                 "--resume",
-                                                 "--bn"};
+        static const char *const with_value[] = {
+            "--backend",    "--input",       "--labels",       "--save",
+            "--dump-grads", "--profile-out", "--trace-out",    "--workspace-limit",
+            "--batch",      "--steps",       "--seed",         "--budget",
+            "--lr",         "--momentum",    "--weight-decay", "--data",
+            "--epochs",     "--eval-data",   "--eval-labels",  "--save-every",
+            "--resume",     "--bn"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -166,6 +158,7 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         else if (strcmp(a, "--save") == 0) o->save = v;
         else if (strcmp(a, "--dump-grads") == 0) o->dump = v;
         else if (strcmp(a, "--profile-out") == 0) o->profile_out = v;
+        else if (strcmp(a, "--trace-out") == 0) o->trace_out = v;
         else if (strcmp(a, "--data") == 0) o->data = v;
         else if (strcmp(a, "--eval-data") == 0) o->eval_data = v;
         else if (strcmp(a, "--eval-labels") == 0) o->eval_labels = v;
@@ -220,6 +213,9 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
     if (o->profile_out && o->steps < 4)
         return oc_fail(err,
                        "--profile-out needs --steps >= 4 (step 0 warms up, the rest are timed)");
+    if (o->trace_out && o->steps < 2)
+        return oc_fail(err,
+                       "--trace-out needs --steps >= 2 (step 0 warms up, the rest are traced)");
     o->lo.batch = o->batch;
     return OC_OK;
 }
@@ -411,6 +407,7 @@ static int run(const run_opts *o, oc_err *err) {
     train_graph *tg = NULL;
     rt_backend *b = NULL;
     rt_exec *x = NULL;
+    rt_trace *tr = NULL;
     bool *keep = NULL;
     rt_model_info info = {0};
     data_run dr = {0};
@@ -534,6 +531,11 @@ static int run(const run_opts *o, oc_err *err) {
         }
         if (step == start && o->dump && dump_grads(x, tg, o->dump, err)) goto out;
         if (step == start && o->profile_out && b->profile_start(b, tg->g, err)) goto out;
+        if (tr && step > start) rt_trace_add_step(tr, x, step);
+        if (step == start && o->trace_out) {
+            if (rt_exec_trace_on(x, err)) goto out;
+            tr = rt_trace_new(tg, b->name);
+        }
         if (o->save_every && (step + 1) % o->save_every == 0 && step + 1 < total &&
             save_checkpoint(x, tg, &ro, &dr, step + 1, info.batch, err))
             goto out;
@@ -573,12 +575,17 @@ static int run(const run_opts *o, oc_err *err) {
         if (b->profile_write(b, tg, info.batch, o->profile_out, err)) goto out;
         printf("profile %s\n", o->profile_out);
     }
+    if (tr) {
+        if (rt_trace_write(tr, o->trace_out, err)) goto out;
+        printf("trace %s (%" PRId64 " steps)\n", o->trace_out, total - start - 1);
+    }
     if (o->save) {
         if (save_checkpoint(x, tg, &ro, &dr, total, info.batch, err)) goto out;
         printf("saved %s\n", o->save);
     }
     rc = OC_OK;
 out:
+    rt_trace_free(tr);
     rt_exec_free(x);
     rt_backend_free(b);
     train_graph_free(tg);

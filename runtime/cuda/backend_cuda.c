@@ -153,6 +153,52 @@ static void cuda_be_wait(rt_backend *b, rt_stream_id s, void *ev) {
     CU_ENQ(im, cudaStreamWaitEvent(im->s[s], (cudaEvent_t)ev, 0), "(event wait)");
 }
 
+static void stamps_free(cuda_impl *im) {
+    for (int i = 0; i < im->n_stamps; i++)
+        if (im->stamps[i]) (void)cudaEventDestroy(im->stamps[i]);
+    oc_free(im->stamps);
+    oc_free(im->stamped);
+    im->stamps = NULL;
+    im->stamped = NULL;
+    im->n_stamps = 0;
+}
+
+static int cuda_be_stamp_reset(rt_backend *b, int n, oc_err *err) {
+    cuda_impl *im = impl_of(b);
+    const ir_node *no_node = NULL;
+    if (n != im->n_stamps) {
+        stamps_free(im);
+        im->stamps = oc_calloc((size_t)n + 1, sizeof *im->stamps);
+        im->stamped = oc_calloc((size_t)n + 1, sizeof *im->stamped);
+        im->n_stamps = n;
+        for (int i = 0; i < n; i++) CU_CHECK_N(cudaEventCreate(&im->stamps[i]), no_node);
+    }
+    memset(im->stamped, 0, (size_t)n * sizeof *im->stamped);
+    return OC_OK;
+}
+
+static void cuda_be_stamp(rt_backend *b, rt_stream_id s, int slot) {
+    cuda_impl *im = impl_of(b);
+    OC_ASSERT(slot >= 0 && slot < im->n_stamps);
+    CU_ENQ(im, cudaEventRecord(im->stamps[slot], im->s[s]), "(stamp)");
+    im->stamped[slot] = true;
+}
+
+static int cuda_be_stamp_read(rt_backend *b, double *secs, oc_err *err) {
+    cuda_impl *im = impl_of(b);
+    const ir_node *no_node = NULL;
+    if (im->n_stamps == 0 || !im->stamped[0])
+        return oc_fail(err, "cuda: stamp slot 0 was not stamped");
+    for (int i = 0; i < im->n_stamps; i++) {
+        float ms = 0;
+        if (im->stamped[i])
+            CU_CHECK_N(cudaEventElapsedTime(&ms, im->stamps[0], im->stamps[i]), no_node);
+        secs[i] = im->stamped[i] ? (double)ms * 1e-3 : -1;
+        im->stamped[i] = false;
+    }
+    return OC_OK;
+}
+
 /* Moves the finished profiling pairs into per-node samples. */
 static int prof_harvest(cuda_impl *im, oc_err *err) {
     for (int i = 0; i < im->n_pending; i++) {
@@ -229,6 +275,7 @@ static void cuda_be_destroy(rt_backend *b) {
     }
     oc_free(im->pending);
     prof_reset(im);
+    stamps_free(im);
     cuda_algo_cache_free(im->algos);
     cuda_bn_stash_free(im->bn_stash);
     if (im->dnn) (void)cudnnDestroy(im->dnn);
@@ -308,6 +355,9 @@ int rt_backend_cuda_new(const rt_backend_opts *opts, rt_backend **out, oc_err *e
         .profile_start = cuda_profile_start,
         .profile_write = cuda_profile_write,
         .device_used = cuda_be_device_used,
+        .stamp_reset = cuda_be_stamp_reset,
+        .stamp = cuda_be_stamp,
+        .stamp_read = cuda_be_stamp_read,
     };
     if (impl_init(im, opts, err)) {
         oc_fail_prefix(err, "backend 'cuda'");

@@ -48,6 +48,10 @@ typedef struct cuda_impl {
     int n_pending, cap_pending;
     double **samples; /* per node of prof_g: times in s */
     int *n_samples, *cap_samples;
+    /* stamps (backend.h stamp_*): timing events, reused step after step */
+    cudaEvent_t *stamps;
+    bool *stamped;
+    int n_stamps;
 } cuda_impl;
 
 int cuda_fail_call(oc_err *err, const char *call, const char *what, const char *file, int line,

@@ -84,10 +84,14 @@ static int measure_copies(cuda_impl *im, profile_device *d, oc_err *err) {
     /* Full duplex when both directions at once take clearly less than in turn. */
     d->duplex = both < 0.75 * (h2d + d2h);
     d->copy_latency_s = lat;
+    /* Both at once: each copy as much slower than alone as the pair is than the
+     * slower of the two (the simulator's copy_slowdown_duplex). */
+    double solo = h2d > d2h ? h2d : d2h;
+    d->copy_slowdown_duplex = d->duplex && both > solo ? both / solo - 1 : 0;
     printf("copy bandwidth (pinned, %zu MiB): H2D %.2f GB/s, D2H %.2f GB/s, both at once %.2f GB/s "
-           "total (%s), latency %.1f us\n",
+           "total (%s, each direction %.1f%% slower beside the other), latency %.1f us\n",
            COPY_BYTES >> 20, d->h2d_bytes_per_s / 1e9, d->d2h_bytes_per_s / 1e9, 2 * b / both / 1e9,
-           d->duplex ? "duplex" : "not duplex", lat * 1e6);
+           d->duplex ? "duplex" : "not duplex", 100 * d->copy_slowdown_duplex, lat * 1e6);
     return OC_OK;
 }
 

@@ -159,8 +159,8 @@ static void war_compute_then_h2d(void **state) {
         assert_int_equal(ops[1].waits[RT_STREAM_COMPUTE], 0);
         if (control) ops[1].waits[RT_STREAM_COMPUTE] = -1; /* drop the rule */
         void *ev[3] = {0};
-        rt_program_run(b, ops, 3, ev, 'C'); /* op2 logs 'C' after the copy */
-        if (control) wait_log_len(1);       /* the copy overtook the held reader */
+        rt_program_run(b, ops, 3, ev, 'C', false); /* op2 logs 'C' after the copy */
+        if (control) wait_log_len(1);              /* the copy overtook the held reader */
         else assert_int_equal(log_len(), 0);
         gate_open();
         oc_err err;
@@ -204,7 +204,7 @@ static void war_pending_d2h(void **state) {
     rt_program_deps(ops, 3);
     assert_int_equal(ops[2].waits[RT_STREAM_D2H], 1);
     void *ev[3] = {0};
-    rt_program_run(b, ops, 3, ev, 'G');
+    rt_program_run(b, ops, 3, ev, 'G', false);
     assert_int_equal(log_len(), 0); /* the writer is blocked behind the pending copy */
     gate_open();
     oc_err err;
@@ -264,7 +264,7 @@ static void copies_land(void **state) {
     assert_int_equal(rt_program_deps(ops, 3), 3); /* D2H waits for both writers of d */
     void *ev[3] = {0};
     for (int rep = 0; rep < 50; rep++) {
-        rt_program_run(b, ops, 3, ev, rep);
+        rt_program_run(b, ops, 3, ev, rep, false);
         oc_err err;
         assert_int_equal(b->sync(b, &err), OC_OK);
         for (int i = 0; i < 64; i++) assert_true(host_out[i] == 2.0f * (float)i);

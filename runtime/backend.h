@@ -87,8 +87,9 @@ struct rt_backend {
      * forgets earlier stamps; stamp enqueues on stream s "note the time in
      * slot i", taken when the stream reaches it (after the work enqueued before
      * it and the waits before it); after sync, stamp_read fills secs[0..n-1]
-     * with each slot's time in seconds since slot 0's (-1: not stamped since
-     * the last read or reset) and clears the slots. */
+     * with each slot's time in seconds since slot 0's (negative when a stream
+     * got there first; NAN: not stamped since the last read or reset) and
+     * clears the slots. */
     int (*stamp_reset)(rt_backend *b, int n, oc_err *err);
     void (*stamp)(rt_backend *b, rt_stream_id s, int slot);
     int (*stamp_read)(rt_backend *b, double *secs, oc_err *err);

@@ -1,6 +1,7 @@
 /* backend_cpu.c — the cpu backend: memory is host memory (64-byte aligned),
  * each of the three streams is a thread (streams.h), events are real, and
  * kernels are runtime/cpu's (kernels.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -136,7 +137,7 @@ static int cpu_stamp_read(rt_backend *b, double *secs, oc_err *err) {
         cpu_stamp_slot *st = &im->stamps[i];
         secs[i] = st->set ? (double)(st->t.tv_sec - t0.tv_sec) +
                                 1e-9 * (double)(st->t.tv_nsec - t0.tv_nsec)
-                          : -1;
+                          : NAN;
         st->set = false;
     }
     return OC_OK;

@@ -3,6 +3,7 @@
 #include "executor.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -482,8 +483,15 @@ void *rt_exec_host_input(rt_exec *x, int i) {
 int rt_exec_step(rt_exec *x, int64_t step, float *loss, oc_err *err) {
     rt_program_run(x->b, x->ops, x->n_ops, x->events, step, x->stamps != NULL);
     if (x->b->sync(x->b, err)) return oc_fail_prefix(err, "step %" PRId64, step);
-    if (x->stamps && x->b->stamp_read(x->b, x->stamps, err))
-        return oc_fail_prefix(err, "step %" PRId64 ": timestamps", step);
+    if (x->stamps) {
+        if (x->b->stamp_read(x->b, x->stamps, err))
+            return oc_fail_prefix(err, "step %" PRId64 ": timestamps", step);
+        /* from the step's first stamp on (a copy stream may get there before compute) */
+        double t0 = 0;
+        for (int i = 0; i < 1 + 2 * x->n_ops; i++)
+            if (x->stamps[i] < t0) t0 = x->stamps[i];
+        for (int i = 0; i < 1 + 2 * x->n_ops; i++) x->stamps[i] -= t0;
+    }
     memcpy(loss, x->host + x->loss_off, sizeof *loss);
     return OC_OK;
 }
@@ -502,8 +510,8 @@ rt_exec_op_info rt_exec_op(const rt_exec *x, int j) {
     OC_ASSERT(j >= 0 && j < x->n_ops);
     const ir_graph *g = x->tg->g;
     rt_exec_op_info o = {.stream = x->ops[j].stream, .node = -1, .tensor = -1, .bytes = 0};
-    o.start = x->stamps ? x->stamps[1 + 2 * j] : -1;
-    o.end = x->stamps ? x->stamps[2 + 2 * j] : -1;
+    o.start = x->stamps && !isnan(x->stamps[1 + 2 * j]) ? x->stamps[1 + 2 * j] : -1;
+    o.end = x->stamps && !isnan(x->stamps[2 + 2 * j]) ? x->stamps[2 + 2 * j] : -1;
     if (x->ops[j].kind == RT_OP_COPY) o.bytes = (int64_t)x->ops[j].bytes;
     if (j < g->n_inputs) o.tensor = g->inputs[j];
     else if (j == x->n_ops - 1) o.tensor = x->tg->loss_tensor;

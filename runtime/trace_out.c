@@ -27,9 +27,9 @@ rt_trace *rt_trace_new(const train_graph *tg, const char *device) {
                                                 "tid", 0, "args", "name", name));
     for (int s = 0; s < RT_STREAM__COUNT; s++)
         json_array_append_new(tr->events,
-                              json_pack("{s:s, s:s, s:f, s:i, s:i, s:{s:s}}", "name",
-                                        "thread_name", "ph", "M", "ts", 0.0, "pid", 1, "tid",
-                                        s + 1, "args", "name", rt_stream_id_name((rt_stream_id)s)));
+                              json_pack("{s:s, s:s, s:f, s:i, s:i, s:{s:s}}", "name", "thread_name",
+                                        "ph", "M", "ts", 0.0, "pid", 1, "tid", s + 1, "args",
+                                        "name", rt_stream_id_name((rt_stream_id)s)));
     return tr;
 }
 
@@ -42,9 +42,10 @@ static json_t *op_event(const rt_trace *tr, const rt_exec_op_info *o, int j, int
         const ir_node *n = &g->nodes[o->node];
         const char *of = ir_attr_string(n, PLAN_ATTR_RECOMPUTE_OF, NULL);
         name = n->name;
-        cat = n->op == OP_SWAP_OUT ? "swap_out" : n->op == OP_SWAP_IN ? "swap_in"
-              : of                 ? "recompute"
-                                   : "compute";
+        cat = n->op == OP_SWAP_OUT  ? "swap_out"
+              : n->op == OP_SWAP_IN ? "swap_in"
+              : of                  ? "recompute"
+                                    : "compute";
         json_object_set_new(args, "node", json_string(n->name));
         json_object_set_new(args, "op_type", json_string(n->op_type));
         if (of) json_object_set_new(args, "recompute_of", json_string(of));

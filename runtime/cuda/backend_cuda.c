@@ -2,6 +2,7 @@
  * memory, the three streams, events, copies, host functions, sync. Kernels
  * are cuda_kernels.c's; the profiler's sample gathering lives here because it
  * hooks run_node and sync (cuda_profile.c writes the file). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -193,7 +194,7 @@ static int cuda_be_stamp_read(rt_backend *b, double *secs, oc_err *err) {
         float ms = 0;
         if (im->stamped[i])
             CU_CHECK_N(cudaEventElapsedTime(&ms, im->stamps[0], im->stamps[i]), no_node);
-        secs[i] = im->stamped[i] ? (double)ms * 1e-3 : -1;
+        secs[i] = im->stamped[i] ? (double)ms * 1e-3 : NAN;
         im->stamped[i] = false;
     }
     return OC_OK;

@@ -59,6 +59,8 @@ static void test_round_trip(void **state) {
     assert_true(q->device.peak_flops == p->device.peak_flops);
     assert_true(q->device.duplex == p->device.duplex);
     assert_true(q->device.launch_overhead_s == p->device.launch_overhead_s);
+    /* the presets carry no contention; a profile without the fields reads 0 */
+    assert_true(q->device.compute_slowdown_h2d == 0 && q->device.copy_slowdown_duplex == 0);
     assert_int_equal(q->batch, 32);
     assert_int_equal(q->source, PROFILE_SOURCE_MEASURED);
     assert_int_equal(q->n_nodes, 2);
@@ -99,6 +101,36 @@ static void test_parse_errors(void **state) {
                        "\"source\": \"analytic\", \"nodes\": []}",
                        "device", "memory_bytes");
     expect_parse_error("{" DEV ", \"source\": \"analytic\", \"nodes\": []}", "batch", "");
+}
+
+/* The contention fields (tools/calibrate writes them): optional, >= 0, kept
+ * through a write and a read. */
+static void test_contention_fields(void **state) {
+    (void)state;
+    profile *p = tiny_profile(32), *q = NULL;
+    p->device.compute_slowdown_h2d = 0.125;
+    p->device.compute_slowdown_d2h = 0.0625;
+    p->device.copy_slowdown_duplex = 0.25;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    oc_err err;
+    assert_int_equal(profile_write_file(p, f, &err), OC_OK);
+    fclose(f);
+    if (profile_parse(text, "cal.json", &q, &err)) fail_msg("%s", err.msg);
+    assert_true(q->device.compute_slowdown_h2d == 0.125);
+    assert_true(q->device.compute_slowdown_d2h == 0.0625);
+    assert_true(q->device.copy_slowdown_duplex == 0.25);
+    free(text);
+    profile_free(p);
+    profile_free(q);
+    expect_parse_error(
+        "{\"device\": {\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, "
+        "\"d2h_bytes_per_s\": 1e9, \"duplex\": true, \"copy_latency_s\": 0, "
+        "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, "
+        "\"launch_overhead_s\": 0, \"compute_slowdown_d2h\": -0.5}, \"batch\": 4, "
+        "\"source\": \"measured\", \"nodes\": []}",
+        "device", "compute_slowdown_d2h");
 }
 
 static void test_node_mapping_errors(void **state) {
@@ -170,8 +202,8 @@ static void test_analytic_roofline(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),          cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_node_mapping_errors), cmocka_unit_test(test_batch_scaling_warns),
-        cmocka_unit_test(test_analytic_roofline),
+        cmocka_unit_test(test_contention_fields),   cmocka_unit_test(test_node_mapping_errors),
+        cmocka_unit_test(test_batch_scaling_warns), cmocka_unit_test(test_analytic_roofline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

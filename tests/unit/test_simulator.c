@@ -31,18 +31,25 @@ typedef struct hand {
     int a, b;
 } hand;
 
-/* The hand graph, with a profile of 1 s per node and copy bandwidth bw. */
-static hand *hand_new(double bw) {
+/* The hand graph, with a profile of 1 s per node and copy bandwidth bw, and
+ * contention factors kh, kd, kx (profile_device: compute beside H2D / D2H,
+ * copies beside each other). */
+static hand *hand_new_contended(double bw, double kh, double kd, double kx) {
     hand *h = calloc(1, sizeof *h);
     h_bw = bw;
     train_graph *tg = h->tg = hand_graph_new(40, &h->a, &h->b);
     h->prof = hand_profile_new(tg, bw, 1.0);
+    h->prof->device.compute_slowdown_h2d = kh;
+    h->prof->device.compute_slowdown_d2h = kd;
+    h->prof->device.copy_slowdown_duplex = kx;
     oc_err err;
     if (sim_context_new(tg, h->prof, "hand", &h->ctx, &err)) fail_msg("%s", err.msg);
     h->plan = sim_plan_new(tg);
     h->tl = sim_timeline_new();
     return h;
 }
+
+static hand *hand_new(double bw) { return hand_new_contended(bw, 0, 0, 0); }
 
 static void hand_free(hand *h) {
     sim_timeline_free(h->tl);
@@ -117,6 +124,56 @@ static void test_swap_exposed(void **state) {
     assert_time(r.swap_in_start[h->a], IN + 6.0);
     assert_time(r.stall_s, IN + 2.5);
     assert_time(r.time_s, IN + 9.5);
+}
+
+/* test_swap_hidden's plan with kernels 1.5x slower beside a D2H copy and 1.25x
+ * beside an H2D copy. F2 starts with SwapOut(a) at 1; at 2 the copy ends with
+ * F2 2/3 done (1 s at 1/1.5 speed), its last third runs alone: F2 ends at
+ * 2 + 1/3. B3 starts with SwapIn(a) at 4 + 1/3; at 5 + 1/3 it is 0.8 done and
+ * ends at 5 + 1/3 + 0.2. The step ends 0.5333 s later than without contention;
+ * the slowed kernels are busy time, not stall. The timeline's events end where
+ * the results say. */
+static void test_contention_compute(void **state) {
+    hand *h = *state = hand_new_contended(1000, 0.25, 0.5, 0);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B3);
+    sim_result r = run(h, 0);
+    assert_true(r.feasible);
+    assert_time(r.swap_out_end[h->a], IN + 2.0);
+    assert_time(r.node_end[F2], IN + 2.0 + 1.0 / 3);
+    assert_time(r.node_start[B3], IN + 4.0 + 1.0 / 3);
+    assert_time(r.swap_in_start[h->a], IN + 4.0 + 1.0 / 3);
+    assert_time(r.swap_in_end[h->a], IN + 5.0 + 1.0 / 3);
+    assert_time(r.node_end[B3], IN + 5.0 + 1.0 / 3 + 0.2);
+    assert_time(r.time_s, IN + 7.0 + 1.0 / 3 + 0.2);
+    assert_time(r.stall_s, IN);
+    for (int i = 0; i < h->tl->n_events; i++) {
+        const sim_event *e = &h->tl->events[i];
+        if (e->kind == SIM_EVENT_NODE) assert_time(e->end, r.node_end[e->index]);
+    }
+}
+
+/* Copies 400 B/s (a: 2.5 s, b: 0.1 s), both swapped, SwapIn(a) issued at F3:
+ * it starts when SwapOut(a) ends (1 + 2.5), beside SwapOut(b) (queued behind a
+ * on D2H). Both copies run at half speed while together (duplex slowdown 1):
+ * SwapOut(b) ends at 3.5 + 0.2, SwapIn(a) has then done 0.1 s of its 2.5 and
+ * ends at 3.7 + 2.4 = 6.1 instead of 6.0. */
+static void test_contention_duplex(void **state) {
+    hand *h = *state = hand_new_contended(400, 0, 0, 1.0);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, F3);
+    sim_plan_set(h->plan, h->b, SIM_DECISION_SWAP, -1);
+    sim_result r = run(h, 0);
+    assert_true(r.feasible);
+    assert_time(r.swap_out_start[h->b], IN + 3.5);
+    assert_time(r.swap_out_end[h->b], IN + 3.7);
+    assert_time(r.swap_in_start[h->a], IN + 3.5);
+    assert_time(r.swap_in_end[h->a], IN + 6.1);
+    /* without contention, the same plan: 6.0 */
+    hand_free(h);
+    h = *state = hand_new(400);
+    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, F3);
+    sim_plan_set(h->plan, h->b, SIM_DECISION_SWAP, -1);
+    r = run(h, 0);
+    assert_time(r.swap_in_end[h->a], IN + 6.0);
 }
 
 /* Budget 1200: at t=4 b+l+gc (240) are live, a (1000) does not fit; at t=5 B2
@@ -316,6 +373,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_swap_hidden, teardown),
         cmocka_unit_test_teardown(test_swap_exposed, teardown),
         cmocka_unit_test_teardown(test_swap_waits_for_memory, teardown),
+        cmocka_unit_test_teardown(test_contention_compute, teardown),
+        cmocka_unit_test_teardown(test_contention_duplex, teardown),
         cmocka_unit_test_teardown(test_deadlock_infeasible, teardown),
         cmocka_unit_test_teardown(test_recompute_from_swapped_input, teardown),
         cmocka_unit_test_teardown(test_plan_rejects_unsaved, teardown),

@@ -1,0 +1,135 @@
+# tools/gpu-check-planner.sh — `tools/gpu-check --planner` (issue 21), sourced by tools/gpu-check
+# after its build: does the simulator predict what the GPU measures under a memory cap, and how
+# much slower than in core does a plan run?
+#   1. ResNet-50 b640: measured profile (in core, --profile-out) and the in-core run (the ideal)
+#   2. plan A: `plan --strategy auto --budget 15GiB` (16 GiB cap, 1 GiB for the context and
+#      library handles) with that profile; run it (timed), then again with --trace-out
+#   3. tools/calibrate fits the contention coefficients from trace A into profile_cal.json
+#   4. plan B: the same with the calibrated profile; run it (timed, traced): prediction vs
+#      measurement out of sample (the coefficients came from run A)
+#   4b. plan C: the recomputation DP alone (no copies), the same way
+#   5. VGG-16 at b128 / 8 GiB cap and b256 / 12 GiB cap (b256 cannot fit 8 GiB: one ReLU's
+#      gradient needs 10.2 GiB; `outcore-plan plan` says so): profile (1 GiB workspaces), the
+#      ResNet-50 coefficients copied in, plan, run, trace; the ideal is the default in-core run
+# Rows: slowdown vs in core, predicted vs measured; $OUT gets the table and a tarball of the
+# profiles, plans' JSON, traces and logs.
+PSTEPS=8
+pl_plan() { # PROFILE BUDGET OUT.onnx MODEL BATCH [STRATEGY] -> $LOG/OUT.json, prints rc
+    tbox 120 $PLAN plan "$4" --batch "$5" --profile "$1" --strategy "${6:-auto}" --budget "$2" --json \
+        -o "$LOG/$3" >"$LOG/${3%.onnx}.json" 2>"$LOG/${3%.onnx}.err"
+}
+pl_run() { # PLAN.onnx TAG DATA CAP: timed run, then a traced one
+    EMU_DEVICE_BYTES=$4 tbox 150 $RUN "$LOG/$1" --backend cuda --steps $PSTEPS --lr 0.01 $3 \
+        >"$LOG/$2_run.log" 2>&1
+    EMU_DEVICE_BYTES=$4 tbox 120 $RUN "$LOG/$1" --backend cuda --steps 4 --lr 0.01 $3 \
+        --trace-out "$LOG/$2_trace.json" >"$LOG/$2_trace.log" 2>&1
+}
+pl_rows() { # TAG PLAN-JSON IDEAL_IPS BATCH CAP: the rows of one planned run
+    local ips dev pred
+    ips=$(ips "$LOG/$1_run.log") dev=$(dev_used "$LOG/$1_run.log")
+    pred=$(pjson "$2" iteration_time_s)
+    row "  $1: run" "${ips:-FAILED ($1_run.log: $(tail -1 "$LOG/$1_run.log"))} img/s, device ${dev:-?} B (<= cap: $([ -n "$dev" ] && [ "$dev" -le "$5" ] && echo yes || echo NO)), loss falls: $(loss_falls "$LOG/$1_run.log" && echo yes || echo NO), outside the plan: $(grep -c 'outside the plan' "$LOG/$1_run.log")"
+    [ -n "$ips" ] && [ -n "$3" ] && row "  $1: slowdown vs in core" "$($PYTHON -c "print(f'{100*($3/$ips-1):.1f}%')")"
+    [ -n "$ips" ] && [ -n "$pred" ] && [ "$pred" != None ] &&
+        row "  $1: predicted vs measured step" "$($PYTHON -c "p,m=$pred,$4/$ips;print(f'pred {p*1e3:.1f} ms, meas {m*1e3:.1f} ms, err {100*(p-m)/m:+.1f}%')")"
+    row "  $1: trace" "$(tail -1 "$LOG/$1_trace.log")"
+}
+pl_plan_row() { # TAG PLAN-JSON RC
+    row "$1: plan" "rc $3: $(pjson "$2" notes | cut -c1-100); swap $(pjson "$2" swap_out_bytes) B each way, recompute $(pjson "$2" recompute_time_s) s, predicted slowdown $(pjson "$2" slowdown), planned in $(pjson "$2" plan_seconds) s; $(grep -o 'arena [0-9.]* [GM]iB' "${2%.json}.err" | head -1) $(grep -o 'after [0-9]* re-plans' "${2%.json}.err")"
+    [ "$3" != 0 ] && tail -3 "${2%.json}.err"
+}
+
+M=$LOG/${BIG}.onnx
+if [ $EMU = 1 ]; then
+    $PYTHON tools/export_models.py --models $BIG --opset 13 --image-size $BIG_SIZE --structure-only \
+        --out "$LOG/export" >/dev/null 2>&1 && mv "$LOG/export/${BIG}_op13.onnx" "$M"
+else
+    cp graphs/${BIG}_op13.onnx "$M"
+fi
+batch_files "" $BIG_BATCH $BIG_SIZE 1000
+DATA="--input $LOG/x.pb --labels $LOG/y.pb"
+tbox 150 $RUN "$M" --backend cuda --batch $BIG_BATCH --steps 5 --lr 0.01 $DATA \
+    --profile-out "$LOG/profile.json" >"$LOG/profile_run.log" 2>&1
+row "$BIG b$BIG_BATCH: measured profile" "rc $?, $(grep '^copy bandwidth' "$LOG/profile_run.log" || echo "FAILED (profile_run.log)")"
+tbox 150 $RUN "$M" --backend cuda --batch $BIG_BATCH --steps $PSTEPS --lr 0.01 $DATA >"$LOG/incore.log" 2>&1
+IC_IPS=$(ips "$LOG/incore.log")
+row "$BIG b$BIG_BATCH: in core (the ideal)" "${IC_IPS:-FAILED} img/s, device $(dev_used "$LOG/incore.log") B"
+$PLAN plan "$M" --batch $BIG_BATCH --profile "$LOG/profile.json" --strategy incore --json \
+    >"$LOG/plan_incore.json" 2>/dev/null
+PRED=$(pjson "$LOG/plan_incore.json" iteration_time_s)
+[ -n "$IC_IPS" ] && [ -n "$PRED" ] && [ "$PRED" != None ] &&
+    row "  in core: predicted vs measured step" "$($PYTHON -c "p,m=$PRED,$BIG_BATCH/$IC_IPS;print(f'pred {p*1e3:.1f} ms, meas {m*1e3:.1f} ms, err {100*(p-m)/m:+.1f}%')")"
+CAP=17179869184 BUDGET=15GiB
+if [ $EMU = 1 ]; then # a budget half the saved activations below the in-core peak
+    $PLAN plan "$M" --batch $BIG_BATCH --profile "$LOG/profile.json" --strategy incore --json \
+        >"$LOG/plan_incore.json" 2>/dev/null
+    BUDGET=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/plan_incore.json")
+    CAP=$((BUDGET * 16 / 15))
+fi
+pl_plan "$LOG/profile.json" $BUDGET planA.onnx "$M" $BIG_BATCH; rc=$?
+pl_plan_row "$BIG b$BIG_BATCH, plan A (profile as measured)" "$LOG/planA.json" $rc
+[ $rc = 0 ] && { pl_run planA.onnx A "$DATA" $CAP; pl_rows A "$LOG/planA.json" "$IC_IPS" $BIG_BATCH $CAP; }
+tools/calibrate --profile "$LOG/profile.json" --trace "$LOG/A_trace.json" -o "$LOG/profile_cal.json" \
+    >"$LOG/calibrate_A.log" 2>&1
+row "calibrate (from trace A)" "rc $?: $(tail -1 "$LOG/calibrate_A.log")"
+sed 's/^/    /' "$LOG/calibrate_A.log"
+pl_plan "$LOG/profile_cal.json" $BUDGET planB.onnx "$M" $BIG_BATCH; rc=$?
+pl_plan_row "$BIG b$BIG_BATCH, plan B (calibrated profile)" "$LOG/planB.json" $rc
+[ $rc = 0 ] && { pl_run planB.onnx B "$DATA" $CAP; pl_rows B "$LOG/planB.json" "$IC_IPS" $BIG_BATCH $CAP; }
+# plan C: recomputation only (the time-centric DP): no copies, so no contention at all
+pl_plan "$LOG/profile_cal.json" $BUDGET planC.onnx "$M" $BIG_BATCH dp; rc=$?
+pl_plan_row "$BIG b$BIG_BATCH, plan C (dp: recompute only)" "$LOG/planC.json" $rc
+[ $rc = 0 ] && { pl_run planC.onnx C "$DATA" $CAP; pl_rows C "$LOG/planC.json" "$IC_IPS" $BIG_BATCH $CAP; }
+
+# VGG-16: the ResNet-50 coefficients, a model they were not fitted on
+coef() { # PROFILE: copies the calibrated contention fields into it
+    $PYTHON - "$1" "$LOG/profile_cal.json" <<'PY'
+import json, sys
+p, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["device"]
+for k in ("compute_slowdown_h2d", "compute_slowdown_d2h"):
+    p["device"][k] = c.get(k, 0.0)
+json.dump(p, open(sys.argv[1], "w"), indent=1)
+PY
+}
+VGG_M=graphs/${VGG}_op13.onnx
+if [ $EMU = 1 ]; then
+    $PYTHON tools/export_models.py --models $VGG --opset 13 --image-size $BIG_SIZE --structure-only \
+        --out "$LOG/export" >/dev/null 2>&1 && VGG_M=$LOG/export/${VGG}_op13.onnx
+fi
+for spec in $VGG_SPECS; do
+    IFS=: read -r vb vcap <<<"$spec"
+    tag=V$vb
+    batch_files vgg${vb}_ $vb $BIG_SIZE $([ $EMU = 1 ] && echo 10 || echo 1000)
+    VD="--input $LOG/vgg${vb}_x.pb --labels $LOG/vgg${vb}_y.pb"
+    tbox 100 $RUN "$VGG_M" --backend cuda --batch $vb --steps 5 --lr 0.01 $VD --workspace-limit 1GiB \
+        --profile-out "$LOG/profile_$tag.json" >"$LOG/${tag}_profile_run.log" 2>&1
+    tbox 100 $RUN "$VGG_M" --backend cuda --batch $vb --steps $PSTEPS --lr 0.01 $VD >"$LOG/${tag}_incore.log" 2>&1
+    V_IPS=$(ips "$LOG/${tag}_incore.log")
+    row "$VGG b$vb: in core (the ideal)" "${V_IPS:-FAILED} img/s, device $(dev_used "$LOG/${tag}_incore.log") B"
+    [ -f "$LOG/profile_$tag.json" ] && [ -f "$LOG/profile_cal.json" ] && coef "$LOG/profile_$tag.json"
+    if [ $EMU = 1 ]; then
+        $PLAN plan "$VGG_M" --batch $vb --profile "$LOG/profile_$tag.json" --strategy incore --json \
+            >"$LOG/${tag}_incore_plan.json" 2>/dev/null
+        vbud=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${tag}_incore_plan.json")
+        vcap=$((vbud * 16 / 15))
+    else
+        vbud=$((vcap - 1073741824))
+    fi
+    pl_plan "$LOG/profile_$tag.json" $vbud plan$tag.onnx "$VGG_M" $vb; rc=$?
+    pl_plan_row "$VGG b$vb, cap $vcap B (calibrated profile)" "$LOG/plan$tag.json" $rc
+    [ $rc = 0 ] && { pl_run plan$tag.onnx $tag "$VD" $vcap; pl_rows $tag "$LOG/plan$tag.json" "$V_IPS" $vb $vcap; }
+done
+# every ResNet-50 trace at once: the fit the docs quote
+tools/calibrate --profile "$LOG/profile.json" --trace "$LOG/A_trace.json" --trace "$LOG/B_trace.json" \
+    -o "$LOG/profile_cal_AB.json" >"$LOG/calibrate_AB.log" 2>&1
+row "calibrate (traces A and B)" "rc $?: $(tail -1 "$LOG/calibrate_AB.log")"
+# PyTorch's own in-core figure for the same model and batch, measured in this run
+if [ "$(budget_left)" -gt 60 ]; then
+    out=$(tbox 60 $PYTHON tools/gpu_torch_bench.py $BIG eager $BIG_BATCH --iters 5 $TORCH_DEV 2>"$LOG/torch_eager.err" | tail -1)
+    row "pytorch $BIG eager b$BIG_BATCH (img/s, peak GiB)" "${out:-FAILED ($(tail -1 "$LOG/torch_eager.err"))}"
+fi
+if [ -n "${OUT:-}" ]; then
+    tar -C "$LOG" -czf "$OUT/planner-check.tar.gz" --exclude='*.pb' --exclude='*.onnx' . 2>/dev/null
+    for f in planA planB; do [ -f "$LOG/$f.onnx" ] && gzip -c "$LOG/$f.onnx" >"$OUT/$f.onnx.gz"; done
+fi
+finish 0

@@ -6,6 +6,7 @@
 
 #include "emit/live_index.h"
 #include "emit/rewrite.h"
+#include "ir/ops/op_table.h"
 #include "plan/best_fit.h"
 
 /* ---- greedy by size ---- */
@@ -108,11 +109,36 @@ static int64_t replay_best_fit(const plan_lifetimes *lt, const int *items, int n
     return top;
 }
 
-void layout_plan(const train_graph *tg, const int64_t *ws, layout_result *out) {
+int *layout_swap_out_holds(const train_graph *tg, const double *start, const double *end) {
+    if (!start || !end) return NULL;
+    const ir_graph *g = tg->g;
+    int *hold = oc_malloc(((size_t)g->n_tensors + 1) * sizeof(int));
+    for (int t = 0; t < g->n_tensors; t++) hold[t] = -1;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ir_node *n = &g->nodes[k];
+        if (n->op != OP_SWAP_OUT || end[k] < 0 || n->n_inputs < 1 || n->inputs[0] < 0) continue;
+        int h = -1;
+        for (int i = k + 1; i < g->n_nodes; i++) {
+            if (rewrite_node_stream(&g->nodes[i]) != REWRITE_STREAM_COMPUTE || start[i] < 0)
+                continue;
+            if (start[i] >= end[k]) break; /* compute runs in order: the rest start later */
+            h = i;
+        }
+        if (h > hold[n->inputs[0]]) hold[n->inputs[0]] = h;
+    }
+    return hold;
+}
+
+void layout_plan(const train_graph *tg, const int64_t *ws, const int *hold, layout_result *out) {
     const ir_graph *g = tg->g;
     int nt = g->n_tensors, nn = g->n_nodes, ni = nt + nn;
     plan_lifetimes lt;
     plan_lifetimes_compute(tg, &lt);
+    for (int t = 0; hold && t < nt; t++) {
+        int r = lt.root[t];
+        if (hold[t] >= 0 && plan_lifetimes_device(&lt, r) && hold[t] > lt.last[r])
+            lt.last[r] = hold[t] < nn ? hold[t] : nn;
+    }
     plan_lifetimes_add_workspaces(&lt, nn, ws);
     memset(out, 0, sizeof *out);
     out->offset = oc_malloc(((size_t)nt + 1) * sizeof(int64_t));

@@ -38,8 +38,17 @@ typedef struct layout_result {
     bool by_size;         /* which heuristic won: greedy by size, else replay best-fit */
 } layout_result;
 
-/* ws: per node of tg->g, its kernel workspace bytes (NULL: none). */
-void layout_plan(const train_graph *tg, const int64_t *ws, layout_result *out);
+/* ws: per node of tg->g, its kernel workspace bytes (NULL: none). hold: per
+ * tensor, a position until which its storage must stay (-1: none; NULL: no
+ * holds): a SwapOut's copy still reading it while compute goes on
+ * (layout_swap_out_holds). */
+void layout_plan(const train_graph *tg, const int64_t *ws, const int *hold, layout_result *out);
+/* Holds from a plan's predicted timeline (start/end per node of tg->g, -1 where
+ * none): the tensor a SwapOut copies stays until the last compute node that
+ * starts before the copy ends, so no kernel writes over bytes the copy still
+ * reads (the runtime would wait for the copy there; the simulator frees them
+ * when the copy ends). NULL when start is NULL. Caller frees (oc_free). */
+int *layout_swap_out_holds(const train_graph *tg, const double *start, const double *end);
 void layout_result_free(layout_result *l);
 
 /* Adds outcore_offsets (INTS, one per output; -1 for omitted, host or aliased

@@ -61,7 +61,9 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
         int64_t *ws = oc_calloc((size_t)nn + 1, sizeof(int64_t));
         for (int i = 0; i < nn; i++)
             if (out->rw.src_node[i] >= 0) ws[i] = src_ws[out->rw.src_node[i]];
-        layout_plan(out->rw.tg, ws, &out->layout);
+        int *hold = layout_swap_out_holds(out->rw.tg, out->rw.start, out->rw.end);
+        layout_plan(out->rw.tg, ws, hold, &out->layout);
+        oc_free(hold);
         oc_free(ws);
         int64_t budget = in->sim.budget_bytes, arena = out->layout.arena_bytes;
         if (budget <= 0 || arena <= budget) {

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int peak_node;
     train_liveness_peak(tg, &peak_node);
     layout_result l;
-    layout_plan(tg, NULL, &l);
+    layout_plan(tg, NULL, NULL, &l);
     /* The planner's own layout must verify: a failure here is a bug. */
     if (plan_verify(tg, l.offset, l.arena_bytes, 0, &err)) {
         fprintf(stderr, "in-core layout fails its verifier: %s\n", err.msg);

@@ -70,7 +70,7 @@ static void test_recompute_from_swapped(void **state) {
     assert_int_equal(src_readers + 1, n_readers);
     /* The whole plan lays out and verifies. */
     layout_result l;
-    layout_plan(rw.tg, NULL, &l);
+    layout_plan(rw.tg, NULL, NULL, &l);
     layout_apply(rw.tg, &l);
     if (plan_verify(rw.tg, l.offset, l.arena_bytes, 0, &err)) fail_msg("%s", err.msg);
     assert_true(l.arena_bytes >= l.peak_bytes);

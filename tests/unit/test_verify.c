@@ -26,7 +26,7 @@ static int pv_setup(void **state) {
     sim_plan_swap_all(v->p);
     oc_err err;
     if (rewrite_plan(v->src, v->p, NULL, &v->rw, &err)) fail_msg("%s", err.msg);
-    layout_plan(v->rw.tg, NULL, &v->l);
+    layout_plan(v->rw.tg, NULL, NULL, &v->l);
     layout_apply(v->rw.tg, &v->l);
     if (plan_verify(v->rw.tg, v->l.offset, v->l.arena_bytes, v->l.arena_bytes, &err))
         fail_msg("clean plan rejected: %s", err.msg);
@@ -104,7 +104,7 @@ static void test_workspaces_laid_out(void **state) {
         }
     assert_true(with > 20);
     layout_result l;
-    layout_plan(tg, ws, &l);
+    layout_plan(tg, ws, NULL, &l);
     layout_apply(tg, &l);
     oc_err err;
     if (plan_verify(tg, l.offset, l.arena_bytes, l.arena_bytes, &err)) fail_msg("%s", err.msg);

@@ -325,7 +325,8 @@ static void set_outputs(train_graph *ntg, int loss) {
 
 /* The plan's structure, carried from the source step's (train_structure.h
  * records it): an emitted node keeps its phase and forward partner; a recompute
- * clone is backward; a swap takes its predecessor's phase, backward after the
+ * clone is backward (forward when it comes before the loss node: the simulator
+ * counts the loss as backward, so the loss's input may be recomputed for it); a swap takes its predecessor's phase, backward after the
  * loss. Tensors keep their indices, kinds, gradients and the saved list. */
 static void carry_structure(const rw *s, train_graph *ntg) {
     const train_graph *tg = s->tg;
@@ -342,8 +343,9 @@ static void carry_structure(const rw *s, train_graph *ntg) {
         int src = s->src_node[n];
         bool clone = src >= 0 && ir_attr_find(&ng->nodes[n], PLAN_ATTR_RECOMPUTE_OF);
         if (src >= 0 && !clone) new_of[src] = n;
-        ntg->phase[n] = clone                      ? TRAIN_PHASE_BACKWARD
-                        : src >= 0                 ? tg->phase[src]
+        /* a clone before the loss node (the loss's own input recomputed) is forward */
+        ntg->phase[n] = clone      ? (prev == TRAIN_PHASE_FORWARD ? prev : TRAIN_PHASE_BACKWARD)
+                        : src >= 0 ? tg->phase[src]
                         : prev == TRAIN_PHASE_LOSS ? TRAIN_PHASE_BACKWARD
                                                    : prev;
         if (ntg->phase[n] == TRAIN_PHASE_LOSS) ntg->n_forward = n + 1;

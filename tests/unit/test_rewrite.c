@@ -80,6 +80,37 @@ static void test_recompute_from_swapped(void **state) {
     train_graph_free(tg);
 }
 
+/* The logits recomputed: the loss node reads them too, and the simulator
+ * counts the loss as backward, so the clone comes right before the loss node;
+ * it must be a forward-phase node there (the structure every loader checks:
+ * forward nodes, the loss, then backward and update), the GPU run of
+ * 2026-11-26 found a plan whose clone was marked backward and did not load. */
+static void test_recompute_loss_input(void **state) {
+    (void)state;
+    train_graph *tg = pf_resnet18();
+    const ir_graph *g = tg->g;
+    int logits = g->nodes[tg->n_forward - 1].inputs[0];
+    sim_plan *p = sim_plan_new(tg);
+    sim_plan_set(p, logits, SIM_DECISION_RECOMPUTE, -1);
+    rewrite_result rw;
+    oc_err err;
+    if (rewrite_plan(tg, p, NULL, &rw, &err)) fail_msg("%s", err.msg);
+    const ir_graph *ng = rw.tg->g;
+    int loss = rw.tg->n_forward - 1, clone = -1;
+    assert_int_equal(rw.tg->phase[loss], TRAIN_PHASE_LOSS);
+    for (int i = 0; i < ng->n_nodes; i++)
+        if (ir_attr_find(&ng->nodes[i], PLAN_ATTR_RECOMPUTE_OF)) clone = i;
+    assert_int_equal(clone, loss - 1);
+    for (int i = 0; i < ng->n_nodes; i++)
+        if (i < loss) assert_int_equal(rw.tg->phase[i], TRAIN_PHASE_FORWARD);
+        else if (i > loss) assert_int_not_equal(rw.tg->phase[i], TRAIN_PHASE_FORWARD);
+    /* the loss reads the clone's output */
+    assert_int_equal(ng->nodes[loss].inputs[0], ng->nodes[clone].outputs[0]);
+    rewrite_result_free(&rw);
+    sim_plan_free(p);
+    train_graph_free(tg);
+}
+
 /* Every saved tensor swapped: each backward reader of a saved tensor reads its
  * "/swapin" name; forward readers keep the originals. */
 static void test_swap_all_rewired(void **state) {
@@ -174,6 +205,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recompute_from_swapped),
         cmocka_unit_test(test_swap_all_rewired),
+        cmocka_unit_test(test_recompute_loss_input),
         cmocka_unit_test(test_dropout_clone_same_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,6 +32,10 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
     sim_plan *p = sim_plan_new(in->tg);
     int rc = OC_OK;
     int64_t prev_budget = in->sim.budget_bytes;
+    /* lo: the largest lowered budget the strategy found nothing under; hi: the
+     * smallest whose plan it found but whose layout did not fit. A lowering that
+     * lands at or under lo bisects (lo, hi) instead. */
+    int64_t lo = -1, hi = -1, min_step = in->sim.budget_bytes / 1000;
     for (int iter = 0; iter <= PLAN_MAX_REPLANS; iter++) {
         rewrite_result_free(&out->rw);
         layout_result_free(&out->layout);
@@ -40,6 +44,12 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
         out->planned_budget = cur.sim.budget_bytes;
         out->replans = iter;
         if ((rc = strategy_run(s, &cur, p, &out->stats, err))) break;
+        if (!out->stats.feasible && hi > 0 && iter < PLAN_MAX_REPLANS &&
+            hi - cur.sim.budget_bytes > 2 * min_step) {
+            lo = cur.sim.budget_bytes;
+            cur.sim.budget_bytes = lo + (hi - lo) / 2;
+            continue;
+        }
         if (!out->stats.feasible) {
             char lowered[96] = "";
             if (iter)
@@ -73,7 +83,8 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
         /* Ask the strategy for a plan whose simulated peak is lower by the layout's overshoot
          * (at least 0.1% of the budget); when the last lowering left the arena unchanged (the
          * strategy's choices are discrete), lower twice as far the next time. */
-        int64_t step = arena - budget, min_step = budget / 1000;
+        hi = cur.sim.budget_bytes;
+        int64_t step = arena - budget;
         if (step < min_step) step = min_step;
         if (arena == out->last_arena)
             step =
@@ -82,7 +93,8 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
         out->last_arena = arena;
         int64_t next = cur.sim.budget_bytes - step, from_peak = out->result.peak_bytes - step;
         if (from_peak > 0 && from_peak < next) next = from_peak;
-        if (iter == PLAN_MAX_REPLANS || next <= 0) {
+        if (next <= lo) next = lo + (hi - lo) / 2;
+        if (iter == PLAN_MAX_REPLANS || next <= 0 || next >= hi) {
             snprintf(out->reason, sizeof out->reason,
                      "the layout needs %" PRId64 " bytes, over "
                      "the budget of %" PRId64 ", after %d re-plans with lower budgets",

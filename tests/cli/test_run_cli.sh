@@ -68,6 +68,16 @@ grep -q "unknown option '--frobnicate'" "$T/e" && ok "  ... reported as unknown,
 expect_error "a known option without its value" "$RUN" "$T/train.onnx" --lr
 grep -q "option --lr needs a value" "$T/e" && ok "  ... reported as needing a value" ||
     bad "missing value message: $(cat "$T/e")"
+expect_error "--trace-out with one step (nothing to trace after the warm-up)" "$RUN" "$T/train.onnx" \
+    --steps 1 --trace-out "$T/t.json"
+# a trace that cannot be written: the steps run, then one error naming the path, non-zero exit
+"$RUN" "$T/train.onnx" --steps 2 --trace-out "$T/no/such/dir/t.json" >"$T/o" 2>"$T/e"
+rc=$?
+if [ $rc -ne 0 ] && [ "$(wc -l <"$T/e")" -eq 1 ] && grep -q "no/such/dir/t.json" "$T/e"; then
+    ok "unwritable --trace-out: $(cat "$T/e")"
+else
+    bad "unwritable --trace-out (rc $rc): $(cat "$T/e")"
+fi
 grep -q "does not fit" <("$RUN" "$T/train.onnx" --budget 1MiB 2>&1) \
   && ok "budget error names the tensor that does not fit" || bad "budget error message"
 [ $fails -eq 0 ]

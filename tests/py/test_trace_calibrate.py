@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """`outcore-run --trace-out` and tools/calibrate.
 
-1. A swap-all plan of graphs/small/small_residual.onnx (batch 8) runs 4 steps on the cpu backend
-   with --trace-out. The trace must hold, for each of steps 1..3, one event per op of the program
+1. A swap-all plan of graphs/small/small_residual.onnx (batch 8) runs 4 steps on the cpu backend,
+   and on the cuda backend through the CUDA emulator (CUDA events), with --trace-out. The trace must hold, for each of steps 1..3, one event per op of the program
    (the graph inputs' copies, every node of the plan, the loss copy) on its stream's track
    (compute 1, D2H 2, H2D 3); ops of one stream one after another; every SwapIn after its
    SwapOut; every node that reads a swapped-in tensor after that SwapIn; steps one after another.
@@ -37,12 +37,12 @@ def run(args):
     return p.stdout
 
 
-def check_real_trace(tmp):
+def check_real_trace(tmp, run_bin, backend):
     plan = os.path.join(tmp, "plan.onnx")
     trace = os.path.join(tmp, "trace.json")
     run([f"{BUILD}/outcore-plan", "plan", os.path.join(ROOT, "graphs/small/small_residual.onnx"),
          "--batch", "8", "--device", "h100", "--strategy", "swap-all", "-o", plan])
-    run([f"{BUILD}/outcore-run", plan, "--steps", "4", "--trace-out", trace])
+    run([run_bin, plan, "--backend", backend, "--steps", "4", "--trace-out", trace])
     g = onnx.load(plan).graph
     evs = [e for e in json.load(open(trace))["traceEvents"] if e["ph"] == "X"]
     steps = sorted({e["args"]["step"] for e in evs})
@@ -88,7 +88,7 @@ def check_real_trace(tmp):
                     fail(f"step {s}: '{c}' starts before SwapIn '{n.name}' ends")
     if n_swaps == 0:
         fail("the swap-all plan has no SwapIn")
-    print(f"ok - cpu trace: {len(steps)} steps x {n_ops} ops, {n_swaps // len(steps)} swap-ins "
+    print(f"ok - {backend} trace: {len(steps)} steps x {n_ops} ops, {n_swaps // len(steps)} swap-ins "
           "each after its SwapOut and before its readers, streams in order")
 
 
@@ -146,17 +146,25 @@ def check_calibrate(tmp):
         print(f"ok - calibrate recovers compute_slowdown_h2d {got[0]:.4f}, compute_slowdown_d2h "
               f"{got[1]:.4f} (true {kh}, {kd})")
     bad = os.path.join(tmp, "not_a_trace.json")
-    json.dump({"traceEvents": []}, open(bad, "w"))
-    p = subprocess.run([sys.executable, cal, "--profile", prof, "--trace", bad, "-o",
-                        os.path.join(tmp, "x.json")], capture_output=True, text=True)
-    if p.returncode == 0 or "not_a_trace.json" not in p.stderr or os.path.exists(os.path.join(tmp, "x.json")):
-        fail(f"calibrate on an empty trace: exit {p.returncode}, stderr {p.stderr.strip()}")
-    print("ok - calibrate names a file that is not a trace and writes nothing")
+    for text in ('{"traceEvents": []}', '[1, 2]', '{"traceEvents": [{"ph": "X", "args": {"step": 1}}]}',
+                 '{"traceEvents": [{"ph": "X", "ts": 0, "dur": -1, "tid": 1, "args": {"step": 1}}]}'):
+        open(bad, "w").write(text)
+        p = subprocess.run([sys.executable, cal, "--profile", prof, "--trace", bad, "-o",
+                            os.path.join(tmp, "x.json")], capture_output=True, text=True)
+        if (p.returncode == 0 or "not_a_trace.json" not in p.stderr or "Traceback" in p.stderr
+                or os.path.exists(os.path.join(tmp, "x.json"))):
+            fail(f"calibrate on {text}: exit {p.returncode}, stderr {p.stderr.strip()}")
+    print("ok - calibrate names a file that is not a trace (4 kinds) and writes nothing")
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        check_real_trace(tmp)
+        check_real_trace(tmp, f"{BUILD}/outcore-run", "cpu")
+        emu = f"{BUILD}-emu/outcore-run"  # the cuda backend on the CUDA emulator (make test builds it)
+        if os.path.exists(emu):
+            check_real_trace(tmp, emu, "cuda")
+        else:
+            print(f"ok - # SKIP cuda trace: no {emu} (make test builds it)")
         check_calibrate(tmp)
 
 

@@ -2,12 +2,13 @@
 # after its build: does the simulator predict what the GPU measures under a memory cap, and how
 # much slower than in core does a plan run?
 #   1. ResNet-50 b640: measured profile (in core, --profile-out) and the in-core run (the ideal)
-#   2. plan A: `plan --strategy auto --budget 15GiB` (16 GiB cap, 1 GiB for the context and
-#      library handles) with that profile; run it (timed), then again with --trace-out
+#   2. plan A: `plan --strategy auto` under the 16 GiB cap less what the in-core run held
+#      besides its arena (context, handles) and 64 MiB, with that profile; run it (timed),
+#      then again with --trace-out
 #   3. tools/calibrate fits the contention coefficients from trace A into profile_cal.json
 #   4. plan B: the same with the calibrated profile; run it (timed, traced): prediction vs
 #      measurement out of sample (the coefficients came from run A)
-#   4b. plan C: the same under a 12 GiB cap (11 GiB budget)
+#   4b. plan C: the same under a 12 GiB cap
 #   5. VGG-16 at b128 / 8 GiB cap and b256 / 12 GiB cap (b256 cannot fit 8 GiB: one ReLU's
 #      gradient needs 10.2 GiB; `outcore-plan plan` says so): profile (1 GiB workspaces), the
 #      ResNet-50 coefficients copied in, plan, run, trace; the ideal is the default in-core run
@@ -59,7 +60,17 @@ $PLAN plan "$M" --batch $BIG_BATCH --profile "$LOG/profile.json" --strategy inco
 PRED=$(pjson "$LOG/plan_incore.json" iteration_time_s)
 [ -n "$IC_IPS" ] && [ -n "$PRED" ] && [ "$PRED" != None ] &&
     row "  in core: predicted vs measured step" "$($PYTHON -c "p,m=$PRED,$BIG_BATCH/$IC_IPS;print(f'pred {p*1e3:.1f} ms, meas {m*1e3:.1f} ms, err {100*(p-m)/m:+.1f}%')")"
-CAP=17179869184 BUDGET=15GiB
+# The arena's budget: the cap less what the process holds besides its arena (CUDA context,
+# cuDNN / cuBLAS handles: device memory in use minus the arena, measured in the in-core run)
+# and 64 MiB for what a plan run adds (its events); 1 GiB when that cannot be read
+over_of() { # LOG: device bytes in use beyond the arena
+    local u c
+    u=$(dev_used "$1") c=$(sed -n 's/^arena high-water .*capacity .*(\([0-9]*\) bytes).*/\1/p' "$1")
+    [ -n "$u" ] && [ -n "$c" ] && [ "$u" -gt "$c" ] && echo $((u - c + 67108864)) || echo 1073741824
+}
+OVER=$(over_of "$LOG/incore.log")
+CAP=17179869184 BUDGET=$((17179869184 - OVER))
+row "  budget under a cap" "the cap less $OVER B (context and handles + 64 MiB, from the in-core run)"
 if [ $EMU = 1 ]; then # a budget half the saved activations below the in-core peak
     $PLAN plan "$M" --batch $BIG_BATCH --profile "$LOG/profile.json" --strategy incore --json \
         >"$LOG/plan_incore.json" 2>/dev/null
@@ -77,7 +88,7 @@ pl_plan "$LOG/profile_cal.json" $BUDGET planB.onnx "$M" $BIG_BATCH; rc=$?
 pl_plan_row "$BIG b$BIG_BATCH, plan B (calibrated profile)" "$LOG/planB.json" $rc
 [ $rc = 0 ] && { pl_run planB.onnx B "$DATA" $CAP; pl_rows B "$LOG/planB.json" "$IC_IPS" $BIG_BATCH $CAP; }
 # plan C: the calibrated profile under a 12 GiB cap (more of the step moves over PCIe)
-CAP12=12884901888 BUDGET12=11GiB
+CAP12=12884901888 BUDGET12=$((12884901888 - OVER))
 [ $EMU = 1 ] && CAP12=$CAP BUDGET12=$BUDGET
 pl_plan "$LOG/profile_cal.json" $BUDGET12 planC.onnx "$M" $BIG_BATCH; rc=$?
 pl_plan_row "$BIG b$BIG_BATCH, plan C (calibrated, cap $CAP12 B)" "$LOG/planC.json" $rc
@@ -115,7 +126,7 @@ for spec in $VGG_SPECS; do
         vbud=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${tag}_incore_plan.json")
         vcap=$((vbud * 16 / 15))
     else
-        vbud=$((vcap - 1073741824))
+        vbud=$((vcap - $(over_of "$LOG/${tag}_incore.log")))
     fi
     pl_plan "$LOG/profile_$tag.json" $vbud plan$tag.onnx "$VGG_M" $vb; rc=$?
     pl_plan_row "$VGG b$vb, cap $vcap B (calibrated profile)" "$LOG/plan$tag.json" $rc

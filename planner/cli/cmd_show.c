@@ -40,7 +40,7 @@ int cli_plan_write_made(const cli_plan_env *e, const strategy *s, plan_made *mad
                 path, pm.rw.tg->g->n_nodes, pm.rw.n_swap_out, pm.rw.n_swap_in, pm.rw.n_recompute,
                 oc_fmt_bytes(pm.layout.arena_bytes, a, sizeof a),
                 oc_fmt_bytes(pm.layout.peak_bytes, p, sizeof p), pm.layout.fragmentation,
-                pm.layout.by_size ? "greedy by size" : "replay best-fit",
+                pm.layout.method,
                 pm.budget_bytes > 0 ? oc_fmt_bytes(pm.budget_bytes, b, sizeof b) : "unlimited",
                 pm.planned_budget, pm.replans, pm.replans == 1 ? "" : "s");
     }

@@ -9,7 +9,7 @@
 #include "ir/ops/op_table.h"
 #include "plan/best_fit.h"
 
-/* ---- greedy by size ---- */
+/* ---- greedy placement in a given order ---- */
 
 /* Larger first, then earlier-born, then by index (qsort_r context: the lifetimes). */
 static int by_size_cmp(const void *a, const void *b, void *ctx) {
@@ -18,6 +18,27 @@ static int by_size_cmp(const void *a, const void *b, void *ctx) {
     if (lt->bytes[x] != lt->bytes[y]) return lt->bytes[x] > lt->bytes[y] ? -1 : 1;
     if (lt->first[x] != lt->first[y]) return lt->first[x] < lt->first[y] ? -1 : 1;
     return x - y;
+}
+
+static int64_t span_len(const plan_lifetimes *lt, int t) { return lt->last[t] - lt->first[t] + 1; }
+
+/* Larger bytes x positions first (a long-lived tensor before a short burst of the
+ * same size: cuDNN workspaces live at one node), then by size. */
+static int by_area_cmp(const void *a, const void *b, void *ctx) {
+    const plan_lifetimes *lt = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    double ax = (double)lt->bytes[x] * (double)span_len(lt, x);
+    double ay = (double)lt->bytes[y] * (double)span_len(lt, y);
+    if (ax != ay) return ax > ay ? -1 : 1;
+    return by_size_cmp(a, b, ctx);
+}
+
+/* Longer-lived first, then by size. */
+static int by_length_cmp(const void *a, const void *b, void *ctx) {
+    const plan_lifetimes *lt = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    if (span_len(lt, x) != span_len(lt, y)) return span_len(lt, x) > span_len(lt, y) ? -1 : 1;
+    return by_size_cmp(a, b, ctx);
 }
 
 typedef struct span {
@@ -32,12 +53,11 @@ static int span_order(const void *a, const void *b) {
     return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* Largest first, each at the lowest offset of the smallest gap that fits among
- * the placed items live beside it (found through a live_index). */
-static int64_t greedy_by_size(const plan_lifetimes *lt, const int *items, int n, int64_t *off) {
-    int *order = oc_malloc(((size_t)n + 1) * sizeof(int));
-    memcpy(order, items, (size_t)n * sizeof(int));
-    qsort_r(order, (size_t)n, sizeof(int), by_size_cmp, (void *)lt);
+typedef int (*order_cmp)(const void *, const void *, void *);
+
+/* The items in order, each at the lowest offset of the smallest gap that fits
+ * among the placed items live beside it (found through a live_index). */
+static int64_t greedy_in_order(const plan_lifetimes *lt, const int *order, int n, int64_t *off) {
     int lo = 0, hi = 0, max_item = 0;
     for (int i = 0; i < n; i++) {
         int t = order[i];
@@ -72,7 +92,63 @@ static int64_t greedy_by_size(const plan_lifetimes *lt, const int *items, int n,
     }
     live_index_free(ix);
     oc_free(sp);
-    oc_free(order);
+    return top;
+}
+
+/* greedy_in_order in cmp's order (left in order[n]). */
+static int64_t greedy_place(const plan_lifetimes *lt, const int *items, int n, order_cmp cmp,
+                            int *order, int64_t *off) {
+    memcpy(order, items, (size_t)n * sizeof(int));
+    qsort_r(order, (size_t)n, sizeof(int), cmp, (void *)lt);
+    return greedy_in_order(lt, order, n, off);
+}
+
+typedef struct pos_load {
+    int pos;
+    int64_t bytes;
+} pos_load;
+
+static int by_load_cmp(const void *a, const void *b) {
+    const pos_load *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return x->pos - y->pos;
+}
+
+/* Greedy by breadth (as TFLite's arena planner): the most loaded position
+ * first, its items not yet placed largest first; then the next position. */
+static int64_t greedy_by_breadth(const plan_lifetimes *lt, const int *items, int n, int *order,
+                                 int64_t *off) {
+    int lo = 0, hi = -1;
+    for (int i = 0; i < n; i++) {
+        if (i == 0 || lt->first[items[i]] < lo) lo = lt->first[items[i]];
+        if (i == 0 || lt->last[items[i]] > hi) hi = lt->last[items[i]];
+    }
+    int np = hi - lo + 1;
+    if (n == 0 || np <= 0) return 0;
+    pos_load *pl = oc_calloc((size_t)np, sizeof *pl);
+    int64_t *delta = oc_calloc((size_t)np + 1, sizeof(int64_t));
+    for (int i = 0; i < n; i++) {
+        delta[lt->first[items[i]] - lo] += lt->bytes[items[i]];
+        delta[lt->last[items[i]] - lo + 1] -= lt->bytes[items[i]];
+    }
+    int64_t live = 0;
+    for (int p = 0; p < np; p++) pl[p] = (pos_load){p + lo, live += delta[p]};
+    qsort(pl, (size_t)np, sizeof *pl, by_load_cmp);
+    int *by_size = oc_malloc(((size_t)n + 1) * sizeof(int));
+    memcpy(by_size, items, (size_t)n * sizeof(int));
+    qsort_r(by_size, (size_t)n, sizeof(int), by_size_cmp, (void *)lt);
+    uint8_t *taken = oc_calloc((size_t)n + 1, 1);
+    int k = 0;
+    for (int q = 0; q < np && k < n; q++)
+        for (int i = 0; i < n; i++) {
+            int t = by_size[i];
+            if (!taken[i] && lt->first[t] <= pl[q].pos && pl[q].pos <= lt->last[t]) {
+                taken[i] = 1;
+                order[k++] = t;
+            }
+        }
+    int64_t top = greedy_in_order(lt, order, k, off);
+    oc_free(pl), oc_free(delta), oc_free(by_size), oc_free(taken);
     return top;
 }
 
@@ -147,26 +223,6 @@ void layout_plan(const train_graph *tg, const int64_t *ws, const int *hold, layo
     int *items = oc_malloc(((size_t)ni + 1) * sizeof(int)), n = 0;
     for (int t = 0; t < ni; t++)
         if (plan_lifetimes_device(&lt, t)) items[n++] = t;
-    int64_t *a = oc_calloc((size_t)ni + 1, sizeof(int64_t));
-    int64_t *b = oc_calloc((size_t)ni + 1, sizeof(int64_t));
-    int64_t top_a = greedy_by_size(&lt, items, n, a);
-    int64_t top_b = replay_best_fit(&lt, items, n, b);
-    out->by_size = top_a <= top_b;
-    int64_t *best = out->by_size ? a : b;
-    out->arena_bytes = out->by_size ? top_a : top_b;
-    for (int t = 0; t < nt; t++) out->offset[t] = -1;
-    for (int i = 0; i < nn; i++) out->ws_offset[i] = -1;
-    for (int i = 0; i < n; i++) {
-        int t = items[i];
-        if (t < nt) {
-            out->offset[t] = best[t];
-        } else {
-            out->ws_offset[t - nt] = best[t];
-            out->ws_bytes[t - nt] = ws[t - nt];
-        }
-    }
-    for (int t = 0; t < nt; t++)
-        if (lt.root[t] != t) out->offset[t] = out->offset[lt.root[t]];
     /* Peak: a sweep over positions -1 .. n_nodes. */
     int np = nn + 3;
     int64_t *delta = oc_calloc((size_t)np + 1, sizeof(int64_t));
@@ -180,9 +236,53 @@ void layout_plan(const train_graph *tg, const int64_t *ws, const int *hold, layo
         live += delta[p];
         if (live > out->peak_bytes) out->peak_bytes = live;
     }
+    /* Every heuristic; the smallest arena wins (ties: the first). */
+    static const struct {
+        const char *name;
+        order_cmp cmp; /* NULL: replay best-fit, or breadth */
+        bool breadth;
+    } methods[] = {{"greedy by size", by_size_cmp, false},
+                   {"replay best-fit", NULL, false},
+                   {"greedy by size x lifetime", by_area_cmp, false},
+                   {"greedy by lifetime", by_length_cmp, false},
+                   {"greedy by breadth", NULL, true}};
+    int64_t *best = oc_calloc((size_t)ni + 1, sizeof(int64_t));
+    int64_t *cand = oc_calloc((size_t)ni + 1, sizeof(int64_t));
+    int *best_order = oc_malloc(((size_t)n + 1) * sizeof(int));
+    int *cand_order = oc_malloc(((size_t)n + 1) * sizeof(int));
+    out->arena_bytes = -1;
+    for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+        int64_t top = methods[m].cmp ? greedy_place(&lt, items, n, methods[m].cmp, cand_order, cand)
+                      : methods[m].breadth ? greedy_by_breadth(&lt, items, n, cand_order, cand)
+                                           : replay_best_fit(&lt, items, n, cand);
+        if (out->arena_bytes >= 0 && top >= out->arena_bytes) continue;
+        out->arena_bytes = top;
+        out->method = methods[m].name;
+        int64_t *tmp = best;
+        best = cand;
+        cand = tmp;
+        int *tmo = best_order;
+        best_order = cand_order;
+        cand_order = tmo;
+    }
+    oc_free(best_order);
+    oc_free(cand_order);
+    for (int t = 0; t < nt; t++) out->offset[t] = -1;
+    for (int i = 0; i < nn; i++) out->ws_offset[i] = -1;
+    for (int i = 0; i < n; i++) {
+        int t = items[i];
+        if (t < nt) {
+            out->offset[t] = best[t];
+        } else {
+            out->ws_offset[t - nt] = best[t];
+            out->ws_bytes[t - nt] = ws[t - nt];
+        }
+    }
+    for (int t = 0; t < nt; t++)
+        if (lt.root[t] != t) out->offset[t] = out->offset[lt.root[t]];
     out->fragmentation =
         out->peak_bytes > 0 ? (double)out->arena_bytes / (double)out->peak_bytes : 1.0;
-    oc_free(delta), oc_free(a), oc_free(b), oc_free(items);
+    oc_free(delta), oc_free(best), oc_free(cand), oc_free(items);
     plan_lifetimes_free(&lt);
 }
 

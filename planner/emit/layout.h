@@ -17,11 +17,12 @@
  * outcore_workspace = {offset, bytes}; the runtime hands that region to the
  * node's kernel, and the backend chooses an algorithm that fits in it.
  *
- * Placement: greedy by size (largest first), each tensor at the best-fitting
- * gap (smallest that holds it) among the tensors already placed whose
- * lifetimes overlap, else above them; offsets are multiples of PLAN_ALIGN.
- * Also runs the replay best-fit of allocation order and keeps whichever gives
- * the smaller arena. fragmentation = arena_bytes / peak_bytes, where
+ * Placement: greedy in four orders (largest first; largest bytes x lifetime
+ * first; longest-lived first; by breadth: the most loaded position's items
+ * first), each tensor at the best-fitting gap (smallest
+ * that holds it) among the tensors already placed whose lifetimes overlap,
+ * else above them; and the replay best-fit of allocation order. The smallest
+ * arena wins. Offsets are multiples of PLAN_ALIGN. fragmentation = arena_bytes / peak_bytes, where
  * peak_bytes is the most aligned bytes live at one position (>= 1.0). */
 #ifndef OC_LAYOUT_H
 #define OC_LAYOUT_H
@@ -35,7 +36,7 @@ typedef struct layout_result {
     int64_t arena_bytes;  /* max over tensors of offset + aligned bytes */
     int64_t peak_bytes;   /* most aligned bytes live at one position */
     double fragmentation; /* arena_bytes / peak_bytes */
-    bool by_size;         /* which heuristic won: greedy by size, else replay best-fit */
+    const char *method;   /* the heuristic that won (static string) */
 } layout_result;
 
 /* ws: per node of tg->g, its kernel workspace bytes (NULL: none). hold: per

@@ -200,9 +200,10 @@ int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *p
     }
     if (rc == OC_OK) rc = restore_workspaces(g, buf, len, path, *arena_bytes, err);
     /* A recompute clone's annotation names its original, which keys its
-     * Dropout mask (op_args.h): decode the annotated nodes again. */
+     * Dropout mask and the BN statistics of what reads it (op_args.h): decode
+     * every node again, now that the annotations are back. */
     for (int i = 0; rc == OC_OK && i < g->n_nodes; i++)
-        if (ir_attr_find(&g->nodes[i], PLAN_ATTR_RECOMPUTE_OF) && op_decode(g, &g->nodes[i], err))
+        if (op_decode(g, &g->nodes[i], err))
             rc = oc_fail_prefix(err, "%s: node '%s'", path, g->nodes[i].name);
     for (char *line = val[2]; rc == OC_OK && line && *line;) {
         char *nl = strchr(line, '\n');

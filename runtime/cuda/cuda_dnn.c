@@ -37,9 +37,11 @@
  *   backward skips cuDNN's extra pass over X (a fifth of ResNet-50's BN
  *   backward time at batch 640). The backward takes them only when the
  *   forward of this step wrote them for this X at this address (X read
- *   through a SwapIn counts as its SwapOut's source); otherwise, and always
- *   when deterministic, cuDNN recomputes them from X, so a plan's
- *   results stay bitwise its in-core run's.
+ *   through a SwapIn counts as its SwapOut's source, a recomputed X as the
+ *   original, op_bn_args.stats_key: a plan that recomputes a convolution before its BN's backward
+ *   would otherwise pay the extra pass, 14% of BN backward time measured on
+ *   an H200); otherwise, and always when deterministic, cuDNN recomputes them
+ *   from X, so a plan's results stay bitwise its in-core run's.
  *   Gemm (cuBLAS, fp32 math). */
 #include <limits.h>
 #include <stdio.h>
@@ -494,19 +496,6 @@ void cuda_bn_stash_free(cuda_bn_stash *st) {
     oc_free(st);
 }
 
-/* X as the stash knows it: a SwapIn's output is its SwapOut's source (the same bits). */
-static int stash_key(const ir_graph *g, int t) {
-    for (int hops = 0; hops < 2 && t >= 0; hops++) {
-        int p = g->tensors[t].producer;
-        if (p < 0) break;
-        const ir_node *n = &g->nodes[p];
-        bool swap = n->op == OP_SWAP_IN || n->op == OP_SWAP_OUT;
-        if (!swap || n->n_inputs < 1) break;
-        t = n->inputs[0];
-    }
-    return t;
-}
-
 /* The entry of (g, X, eps); with create, made (device buffer included) if missing.
  * NULL without create when missing; NULL + err on allocation failure. */
 static stash_entry *stash_get(cuda_impl *im, const ir_graph *g, int x, double eps, int64_t C,
@@ -588,7 +577,7 @@ static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d
         CU_CHECK(cudaMemcpyAsync(rv, a->in[4], cb, cudaMemcpyDeviceToDevice, c->stream));
     stash_entry *e = NULL;
     if (!c->im->deterministic) { /* keep mean and inverse std for the backward */
-        e = stash_get(c->im, a->g, stash_key(a->g, a->n->inputs[0]), eps, x->dims[1], true, a->n,
+        e = stash_get(c->im, a->g, op_args_of(a->n)->bn.stats_key, eps, x->dims[1], true, a->n,
                       err);
         if (!e) return OC_ERR;
     }
@@ -687,7 +676,7 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (!db) db = tmp + x->dims[1];
     CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
     /* X read where the forward read it, or through a swap (then at another address) */
-    int key = stash_key(a->g, a->n->inputs[1]);
+    int key = op_args_of(a->n)->bn.stats_key;
     const stash_entry *e = c->im->deterministic
                                ? NULL
                                : stash_get(c->im, a->g, key, eps, x->dims[1], false, a->n, err);

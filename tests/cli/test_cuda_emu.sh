@@ -17,6 +17,9 @@
 #      stream-ordering or arena bug of the executor / backend): with
 #      --deterministic (BN statistics recomputed in backward), and by default
 #      (the backward takes the forward's BN statistics, also through a swap);
+#   3a. so does a recompute-only (chen) plan, by default too: the BN backward of a
+#      recomputed input takes the forward's statistics (the stash maps a recompute
+#      clone's output to its original);
 #   3b. the default run (BN statistics from the forward) and the --deterministic
 #      one: step-0 gradients within 1e-5 (norm-wise, all at once) and not
 #      bit-identical (the forward's float statistics vs the emulator's double
@@ -131,6 +134,26 @@ else
         else
             bad "swap-all plan on cuda ($tag) differs from in-core: in-core [$(tr '\n' ' ' <"$T/incore$tag.loss")]" \
                 "swap [$(tr '\n' ' ' <"$T/swap$tag.loss")] $(tail -2 "$T/swap$tag.save.onnx.err")"
+        fi
+    done
+    # a recompute-only plan (chen: convolutions, BNs and ReLUs re-run in backward): the BN
+    # backward of a recomputed X takes the forward's statistics (the stash keys a clone's output
+    # as its original's), so by default too the plan equals the in-core run bit for bit
+    # (the emulator's kernels are deterministic); before, it recomputed them and differed
+    rbudget=
+    for f in 90 94 96 97 98 99; do
+        b=$((peak * f / 100))
+        "$PLAN" plan "$MODEL" --batch 2 --device v100 --budget "$b" --strategy chen \
+            -o "$T/rc.onnx" >/dev/null 2>"$T/rcplan.err" && { rbudget=$b; break; }
+    done
+    for MODE in --deterministic ""; do
+        tag=${MODE:-default}
+        run_cuda "$T/rc.onnx" "$T/rc$tag.save.onnx" "$rbudget" >"$T/rc$tag.loss"
+        if [ -n "$rbudget" ] && [ "$(wc -l <"$T/rc$tag.loss")" -eq 3 ] &&
+           cmp -s "$T/incore$tag.loss" "$T/rc$tag.loss" && weights_cmp "$T/incore$tag.save.onnx" "$T/rc$tag.save.onnx"; then
+            ok "chen plan (recompute, budget $rbudget) on cuda ($tag): losses and weights bitwise == in-core"
+        else
+            bad "chen plan on cuda ($tag): in-core [$(tr '\n' ' ' <"$T/incore$tag.loss")] plan [$(tr '\n' ' ' <"$T/rc$tag.loss")] $(tail -2 "$T/rcplan.err") $(tail -2 "$T/rc$tag.save.onnx.err")"
         fi
     done
     for MODE in --deterministic ""; do

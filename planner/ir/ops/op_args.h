@@ -46,6 +46,9 @@ typedef struct op_bn_args {
     float epsilon, momentum;
     bool training; /* batch statistics (opset >= 14: training_mode; before: > 1 output);
                       the grad: false when frozen (running statistics as inputs 3, 4) */
+    int stats_key; /* the tensor whose batch statistics X's are: X (BN input 0, the grad's
+                      input 1), or through SwapIn/SwapOut copies their source, or a
+                      recompute clone's output's original (the cuda statistics stash) */
 } op_bn_args;
 
 /* LayerNormalization and its gradient: rows are the dims from axis on. */

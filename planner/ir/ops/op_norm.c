@@ -3,6 +3,7 @@
  * running_var, saved_mean, saved_var); opset >= 14 has training_mode=1 and
  * three outputs (Y, running_mean, running_var). Statistics are all (C). */
 #include <inttypes.h>
+#include <string.h>
 
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
@@ -29,6 +30,27 @@ static int bn_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
+/* The tensor holding the same bits as t for the batch statistics: a swap's
+ * source (a SwapIn's output is its SwapOut's input), a recompute clone's output
+ * the original's (the same function of the same inputs). */
+static int bn_stats_key(const ir_graph *g, int t) {
+    for (int hops = 0; hops < 2 && t >= 0; hops++) {
+        int p = g->tensors[t].producer;
+        if (p < 0) break;
+        const ir_node *n = &g->nodes[p];
+        const char *of = ir_attr_string(n, "outcore_recompute_of", NULL);
+        for (int i = 0; of && i < g->n_nodes; i++) {
+            if (strcmp(g->nodes[i].name, of) != 0) continue;
+            int k = 0;
+            while (k < n->n_outputs && n->outputs[k] != t) k++;
+            return k < g->nodes[i].n_outputs ? g->nodes[i].outputs[k] : t;
+        }
+        if ((n->op != OP_SWAP_IN && n->op != OP_SWAP_OUT) || n->n_inputs < 1) break;
+        t = n->inputs[0];
+    }
+    return t;
+}
+
 /* epsilon, momentum, and whether batch statistics are used: opset >= 14
  * training_mode, before it the training export's extra outputs. Also the
  * gradient's (which carries epsilon). */
@@ -39,6 +61,8 @@ int op_decode_batch_norm(const ir_graph *g, ir_node *n, oc_err *err) {
     if (n->op == OP_BATCH_NORM_GRAD) /* frozen: the running statistics are inputs 3 and 4 */
         p->training = n->n_inputs < 5;
     else p->training = g->opset >= 14 ? ir_attr_int(n, "training_mode", 0) != 0 : n->n_outputs > 1;
+    int x = n->op == OP_BATCH_NORM_GRAD ? 1 : 0;
+    p->stats_key = x < n->n_inputs ? bn_stats_key(g, n->inputs[x]) : -1;
     if (!(p->epsilon > 0.0f) || !(p->momentum >= 0.0f && p->momentum <= 1.0f))
         return oc_fail(err, "epsilon %g must be positive and momentum %g in [0, 1]",
                        (double)p->epsilon, (double)p->momentum);

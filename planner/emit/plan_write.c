@@ -81,10 +81,12 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
             break;
         }
         /* Ask the strategy for a plan whose simulated peak is lower by the layout's overshoot
-         * (at least 0.1% of the budget); when the last lowering left the arena unchanged (the
-         * strategy's choices are discrete), lower twice as far the next time. */
+         * and 1% of the budget (another plan's layout fragments differently, by a percent or
+         * two: without the margin a re-plan often overshoots again, and each is a whole
+         * strategy run); when the last lowering left the arena unchanged (the strategy's
+         * choices are discrete), lower twice as far the next time. */
         hi = cur.sim.budget_bytes;
-        int64_t step = arena - budget;
+        int64_t step = arena - budget + budget / 100;
         if (step < min_step) step = min_step;
         if (arena == out->last_arena)
             step =

@@ -13,7 +13,8 @@
  * plan_make: runs the strategy under in->sim.budget_bytes; rewrites and lays out
  * the plan; when the arena exceeds the budget (fragmentation, or lifetimes that
  * differ from the simulator's), re-plans with the budget lowered by the
- * overshoot (at least 0.1% of the budget), up to PLAN_MAX_REPLANS times. The
+ * overshoot and 1% of the budget, up to PLAN_MAX_REPLANS times (bisecting
+ * when a lowered budget leaves the strategy without a plan). The
  * result is verified against the real budget. pm.feasible false: no plan fits
  * (the strategy found none, or re-planning ran out), with pm.reason set. */
 #ifndef OC_PLAN_WRITE_H

@@ -29,6 +29,9 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
     if (sim_lower_bound(in->ctx, &in->sim, &lb, err)) return OC_ERR;
     out->lower_bound_s = lb.feasible ? lb.time_s : 0;
     strategy_input cur = *in;
+    /* budget-independent results (the DP's chains) computed once for every re-plan */
+    strategy_shared *own = in->shared ? NULL : strategy_shared_new();
+    if (own) cur.shared = own;
     sim_plan *p = sim_plan_new(in->tg);
     int rc = OC_OK;
     int64_t prev_budget = in->sim.budget_bytes;
@@ -106,6 +109,7 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
         prev_budget = cur.sim.budget_bytes;
         cur.sim.budget_bytes = next;
     }
+    strategy_shared_free(own);
     out->plan = p;
     if (rc == OC_OK && out->feasible) {
         layout_apply(out->rw.tg, &out->layout);

@@ -96,6 +96,10 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
                 2 * (prev_budget - cur.sim.budget_bytes > step ? prev_budget - cur.sim.budget_bytes
                                                                : step);
         out->last_arena = arena;
+        /* re-plans run the first run's winning strategy (and the local search) alone:
+         * a whole auto again would double the planning time for a slightly lower budget */
+        if (s == &strategy_auto && out->stats.chose && !cur.opts.auto_only)
+            cur.opts.auto_only = out->stats.chose;
         int64_t next = cur.sim.budget_bytes - step, from_peak = out->result.peak_bytes - step;
         if (from_peak > 0 && from_peak < next) next = from_peak;
         if (next <= lo) next = lo + (hi - lo) / 2;

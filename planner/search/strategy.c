@@ -145,7 +145,9 @@ static int auto_plan(const strategy_input *in_caller, sim_plan *out, strategy_st
     int n = 0;
     const strategy **list = oc_calloc((size_t)strategy_count(), sizeof *list);
     for (int i = 0; i < strategy_count(); i++)
-        if (strategy_at(i) != &strategy_auto) list[n++] = strategy_at(i);
+        if (strategy_at(i) != &strategy_auto &&
+            (!in->opts.auto_only || strategy_at(i) == in->opts.auto_only))
+            list[n++] = strategy_at(i);
     sim_plan **plans = oc_calloc((size_t)n, sizeof *plans);
     strategy_stats *st = oc_calloc((size_t)n, sizeof *st);
     for (int i = 0; i < n; i++) plans[i] = sim_plan_new(in->tg);
@@ -160,6 +162,7 @@ static int auto_plan(const strategy_input *in_caller, sim_plan *out, strategy_st
     }
     if (rc == OC_OK) {
         if (best >= 0) {
+            stats->chose = list[best];
             sim_plan_copy(out, plans[best]);
             local_stats ls;
             rc = local_refine(in, out, 0, &ls, err);

@@ -49,6 +49,9 @@ typedef struct strategy_options {
     /* ILP and other external solvers: node limit for applicability. */
     int max_nodes_exact;
     int verbose; /* > 0: strategies may put more detail in notes */
+    /* auto: run this strategy alone (then the local search) instead of every
+     * one; plan_make's re-plans set it to the first run's winner. NULL: all. */
+    const struct strategy *auto_only;
 } strategy_options;
 strategy_options strategy_options_default(void);
 
@@ -85,14 +88,15 @@ void *strategy_shared_get(const strategy_input *in, strategy_shared_slot slot,
                           void (*free_fn)(void *), bool *owned, oc_err *err);
 
 typedef struct strategy_stats {
-    long leaves_explored; /* leaves of the exhaustive step (0 if none) */
-    bool bound_hit;       /* a cap (leaves/sims/seconds) cut the search short */
-    long sims;            /* sim_run calls made */
-    double plan_seconds;  /* wall time of plan() (filled by strategy_run) */
-    bool feasible;        /* the simulator's verdict on the returned plan */
-    sim_result result;    /* scalar figures of that run (pointer fields invalid
+    long leaves_explored;         /* leaves of the exhaustive step (0 if none) */
+    bool bound_hit;               /* a cap (leaves/sims/seconds) cut the search short */
+    long sims;                    /* sim_run calls made */
+    double plan_seconds;          /* wall time of plan() (filled by strategy_run) */
+    bool feasible;                /* the simulator's verdict on the returned plan */
+    sim_result result;            /* scalar figures of that run (pointer fields invalid
                               after later sim_run calls on the same ctx) */
-    char notes[512];      /* human-readable: fallbacks taken, why infeasible */
+    char notes[512];              /* human-readable: fallbacks taken, why infeasible */
+    const struct strategy *chose; /* auto: the strategy whose plan it refined (NULL: none) */
 } strategy_stats;
 
 typedef struct strategy strategy;

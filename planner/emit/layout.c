@@ -248,12 +248,11 @@ void layout_plan(const train_graph *tg, const int64_t *ws, const int *hold, layo
                    {"greedy by breadth", NULL, true}};
     int64_t *best = oc_calloc((size_t)ni + 1, sizeof(int64_t));
     int64_t *cand = oc_calloc((size_t)ni + 1, sizeof(int64_t));
-    int *best_order = oc_malloc(((size_t)n + 1) * sizeof(int));
-    int *cand_order = oc_malloc(((size_t)n + 1) * sizeof(int));
+    int *order = oc_malloc(((size_t)n + 1) * sizeof(int)); /* the greedy methods' scratch */
     out->arena_bytes = -1;
     for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
-        int64_t top = methods[m].cmp ? greedy_place(&lt, items, n, methods[m].cmp, cand_order, cand)
-                      : methods[m].breadth ? greedy_by_breadth(&lt, items, n, cand_order, cand)
+        int64_t top = methods[m].cmp ? greedy_place(&lt, items, n, methods[m].cmp, order, cand)
+                      : methods[m].breadth ? greedy_by_breadth(&lt, items, n, order, cand)
                                            : replay_best_fit(&lt, items, n, cand);
         if (out->arena_bytes >= 0 && top >= out->arena_bytes) continue;
         out->arena_bytes = top;
@@ -261,12 +260,8 @@ void layout_plan(const train_graph *tg, const int64_t *ws, const int *hold, layo
         int64_t *tmp = best;
         best = cand;
         cand = tmp;
-        int *tmo = best_order;
-        best_order = cand_order;
-        cand_order = tmo;
     }
-    oc_free(best_order);
-    oc_free(cand_order);
+    oc_free(order);
     for (int t = 0; t < nt; t++) out->offset[t] = -1;
     for (int i = 0; i < nn; i++) out->ws_offset[i] = -1;
     for (int i = 0; i < n; i++) {

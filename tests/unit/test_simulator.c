@@ -157,10 +157,14 @@ static void test_contention_compute(void **state) {
  * on D2H). Both copies run at half speed while together (duplex slowdown 1):
  * SwapOut(b) ends at 3.5 + 0.2, SwapIn(a) has then done 0.1 s of its 2.5 and
  * ends at 3.7 + 2.4 = 6.1 instead of 6.0. */
-static void test_contention_duplex(void **state) {
-    hand *h = *state = hand_new_contended(400, 0, 0, 1.0);
+static void swap_a_early_and_b(hand *h) {
     sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, F3);
     sim_plan_set(h->plan, h->b, SIM_DECISION_SWAP, -1);
+}
+
+static void test_contention_duplex(void **state) {
+    hand *h = *state = hand_new_contended(400, 0, 0, 1.0);
+    swap_a_early_and_b(h);
     sim_result r = run(h, 0);
     assert_true(r.feasible);
     assert_time(r.swap_out_start[h->b], IN + 3.5);
@@ -170,8 +174,7 @@ static void test_contention_duplex(void **state) {
     /* without contention, the same plan: 6.0 */
     hand_free(h);
     h = *state = hand_new(400);
-    sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, F3);
-    sim_plan_set(h->plan, h->b, SIM_DECISION_SWAP, -1);
+    swap_a_early_and_b(h);
     r = run(h, 0);
     assert_time(r.swap_in_end[h->a], IN + 6.0);
 }

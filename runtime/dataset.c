@@ -138,10 +138,15 @@ static int sample_shape(const rt_npy *a, const ir_tensor *t, const char *what, i
 }
 
 int rt_dataset_bind(rt_dataset *d, const rt_npy *x, const rt_npy *y, const ir_tensor *data,
-                    const ir_tensor *labels, int64_t classes, oc_err *err) {
+                    const ir_tensor *labels, int64_t classes, int64_t ignore_index, oc_err *err) {
     memset(d, 0, sizeof *d);
-    if (x->dtype != IR_DTYPE_FLOAT || data->dtype != IR_DTYPE_FLOAT)
-        return oc_fail(err, "%s: data must be float32 ('<f4')", x->path);
+    if (data->dtype != IR_DTYPE_FLOAT && data->dtype != IR_DTYPE_INT64)
+        return oc_fail(err, "the model's input '%s' is %s; data sets feed float32 or int64 inputs",
+                       data->name, ir_dtype_name(data->dtype));
+    if (x->dtype != data->dtype)
+        return oc_fail(err, "%s: data must be %s ('%s'), as the model's input '%s'", x->path,
+                       data->dtype == IR_DTYPE_FLOAT ? "float32" : "int64 token ids",
+                       data->dtype == IR_DTYPE_FLOAT ? "<f4" : "<i8", data->name);
     if (y->dtype == IR_DTYPE_FLOAT)
         return oc_fail(err, "%s: labels must be int64 or int32", y->path);
     if (sample_shape(x, data, "data", &d->x_sample, err) ||
@@ -160,10 +165,11 @@ int rt_dataset_bind(rt_dataset *d, const rt_npy *x, const rt_npy *y, const ir_te
             memcpy(&w, y->data + i * 4, 4);
             v = w;
         }
-        if (v < 0 || v >= classes)
-            return oc_fail(
-                err, "%s: label %" PRId64 " of sample %" PRId64 " is outside [0, %" PRId64 ")",
-                y->path, v, i / d->y_sample, classes);
+        if ((v < 0 || v >= classes) && v != ignore_index)
+            return oc_fail(err,
+                           "%s: label %" PRId64 " of sample %" PRId64 " is outside [0, %" PRId64
+                           ") and is not the ignored label %" PRId64,
+                           y->path, v, i / d->y_sample, classes, ignore_index);
     }
     return OC_OK;
 }
@@ -181,11 +187,11 @@ int64_t *rt_dataset_order(int64_t n, uint64_t seed, int64_t epoch) {
     return p;
 }
 
-void rt_dataset_gather(const rt_dataset *d, const int64_t *idx, int64_t count, float *x,
+void rt_dataset_gather(const rt_dataset *d, const int64_t *idx, int64_t count, void *x,
                        int64_t *y) {
-    size_t xs = (size_t)d->x_sample * sizeof(float);
+    size_t xs = (size_t)d->x_sample * (size_t)ir_dtype_size(d->x->dtype);
     for (int64_t k = 0; k < count; k++) {
-        memcpy(x + k * d->x_sample, d->x->data + (size_t)idx[k] * xs, xs);
+        memcpy((uint8_t *)x + (size_t)k * xs, d->x->data + (size_t)idx[k] * xs, xs);
         for (int64_t j = 0; j < d->y_sample; j++) {
             int64_t at = idx[k] * d->y_sample + j, v;
             if (d->y->dtype == IR_DTYPE_INT64) memcpy(&v, d->y->data + at * 8, 8);

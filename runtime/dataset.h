@@ -11,10 +11,11 @@
  *   rt_npy_close(&x); rt_npy_close(&y);
  *
  * Accepted: format versions 1-3, C order, little-endian float32 ('<f4') data
- * of shape [N, dims of the model input without its batch dim], labels int64
- * ('<i8') or int32 ('<i4') of shape [N] or [N, dims of the label input without
- * its batch dim], every label in [0, classes). Anything else fails naming the
- * file and what it found. */
+ * (or int64 '<i8' token ids, for a model whose input is int64) of shape [N,
+ * dims of the model input without its batch dim], labels int64 ('<i8') or
+ * int32 ('<i4') of shape [N] or [N, dims of the label input without its batch
+ * dim], every label in [0, classes) or the loss's ignored label. Anything
+ * else fails naming the file and what it found. */
 #ifndef OC_DATASET_H
 #define OC_DATASET_H
 
@@ -42,12 +43,12 @@ typedef struct rt_dataset {
 /* Checks x and y against the model's data and label inputs (shapes past the
  * batch dim, dtypes, sample counts, label range: every label is read once). */
 int rt_dataset_bind(rt_dataset *d, const rt_npy *x, const rt_npy *y, const ir_tensor *data,
-                    const ir_tensor *labels, int64_t classes, oc_err *err);
+                    const ir_tensor *labels, int64_t classes, int64_t ignore_index, oc_err *err);
 /* The visiting order of epoch e: a permutation of [0, n) (Fisher-Yates from
  * the counter-based generator keyed by seed and epoch). Caller frees. */
 int64_t *rt_dataset_order(int64_t n, uint64_t seed, int64_t epoch);
-/* Copies samples idx[0..count) into a batch: float32 data, int64 labels. */
-void rt_dataset_gather(const rt_dataset *d, const int64_t *idx, int64_t count, float *x,
-                       int64_t *y);
+/* Copies samples idx[0..count) into a batch: data as stored (float32 or
+ * int64), labels as int64. */
+void rt_dataset_gather(const rt_dataset *d, const int64_t *idx, int64_t count, void *x, int64_t *y);
 
 #endif

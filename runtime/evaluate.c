@@ -11,10 +11,13 @@
 #include "train/eval_graph.h"
 
 /* Adds the cross-entropy and hits of rows [0, rows) of the loss's scores
- * [rows, C] (one row per sample, or per position: add_loss flattens them). */
+ * [rows, C] (one row per sample, or per position: add_loss flattens them);
+ * rows whose label is the ignored one count in neither (*counted: the rest). */
 static void score(const float *logits, const int64_t *labels, int64_t rows, int64_t classes,
-                  double *loss, int64_t *hits) {
+                  int64_t ignore, double *loss, int64_t *hits, int64_t *counted) {
     for (int64_t r = 0; r < rows; r++) {
+        if (labels[r] == ignore) continue;
+        (*counted)++;
         const float *z = logits + r * classes;
         double mx = z[0];
         int64_t arg = 0;
@@ -67,7 +70,7 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     logits = oc_malloc((size_t)(batch * per) * sizeof(float));
     idx = oc_malloc((size_t)batch * sizeof(int64_t));
     double loss = 0;
-    int64_t hits = 0;
+    int64_t hits = 0, counted = 0;
     for (int64_t at = 0; at < d->n && rc == OC_OK; at += batch) {
         int64_t rows = d->n - at < batch ? d->n - at : batch;
         for (int64_t k = 0; k < batch; k++) idx[k] = k < rows ? at + k : at; /* padding */
@@ -75,11 +78,12 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
                           rt_exec_host_input(ex, li));
         float l;
         if ((rc = rt_exec_step(ex, 0, &l, err)) || (rc = rt_exec_read(ex, out, logits, err))) break;
-        score(logits, rt_exec_host_input(ex, li), rows * spatial, classes, &loss, &hits);
+        score(logits, rt_exec_host_input(ex, li), rows * spatial, classes, o.ignore_index, &loss,
+              &hits, &counted);
     }
     r->samples = d->n;
-    r->loss = d->n ? loss / (double)(d->n * spatial) : 0;
-    r->accuracy = d->n ? (double)hits / (double)(d->n * spatial) : 0;
+    r->loss = counted ? loss / (double)counted : 0;
+    r->accuracy = counted ? (double)hits / (double)counted : 0;
 out:
     rt_exec_free(ex);
     train_graph_free(eg);

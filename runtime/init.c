@@ -27,7 +27,18 @@ static uint64_t name_hash(const char *s) {
 
 typedef enum fill { FILL_NONE = 0, FILL_UNIFORM, FILL_CONST } fill;
 
-/* How to fill tensor t, from the first consumer that explains it. */
+/* GPT-2's and BERT's initialisation scale: std 0.02 (uniform: half-width 0.02 sqrt 3). */
+#define OC_INIT_STD_HALF_WIDTH (0.02 * 1.7320508075688772)
+
+/* How to fill tensor t, from the first consumer that explains it:
+ *   Conv / ConvTranspose / Gemm weight and bias: uniform +-1/sqrt(fan_in) (PyTorch's);
+ *   MatMul weight (K, N), or a (N, K) weight read through a Transpose into
+ *   MatMul (a Linear as exporters write it): the same with fan_in K;
+ *   LayerNormalization scale 1, bias 0; BN scale and var 1, bias and mean 0;
+ *   a vector added by Add (a Linear's bias after MatMul) 0;
+ *   an embedding table read by Gather, and any other trainable tensor (a class
+ *   token, position embeddings): uniform with std 0.02 (GPT-2's, BERT's);
+ *   optimizer state 0. */
 static fill rule_for(const ir_graph *g, int t, double *a) {
     const ir_tensor *x = &g->tensors[t];
     for (int c = 0; c < x->n_consumers; c++) {
@@ -35,6 +46,32 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
         int slot = -1;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] == t) slot = k;
+        if (n->op == OP_MATMUL && slot == 1 && x->rank == 2) {
+            *a = x->dims[0] > 0 ? 1.0 / sqrt((double)x->dims[0]) : 0;
+            return FILL_UNIFORM;
+        }
+        if (n->op == OP_TRANSPOSE && x->rank == 2) {
+            const ir_tensor *y = ir_node_out((ir_graph *)g, n, 0);
+            for (int k = 0; y && k < y->n_consumers; k++) {
+                const ir_node *m = &g->nodes[y->consumers[k]];
+                if (m->op == OP_MATMUL && m->n_inputs > 1 && m->inputs[1] == n->outputs[0]) {
+                    *a = x->dims[1] > 0 ? 1.0 / sqrt((double)x->dims[1]) : 0;
+                    return FILL_UNIFORM;
+                }
+            }
+        }
+        if (n->op == OP_LAYER_NORM && slot >= 1) {
+            *a = slot == 1 ? 1.0 : 0.0;
+            return FILL_CONST;
+        }
+        if (n->op == OP_ADD && x->rank <= 1) {
+            *a = 0;
+            return FILL_CONST;
+        }
+        if (n->op == OP_GATHER && slot == 0) {
+            *a = OC_INIT_STD_HALF_WIDTH;
+            return FILL_UNIFORM;
+        }
         if ((n->op == OP_CONV || n->op == OP_CONV_TRANSPOSE || n->op == OP_GEMM) &&
             (slot == 1 || slot == 2)) {
             const ir_tensor *w = ir_node_in((ir_graph *)g, n, 1);
@@ -48,10 +85,15 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
             *a = (slot == 1 || slot == 4) ? 1.0 : 0.0; /* scale, var: 1; bias, mean: 0 */
             return FILL_CONST;
         }
-        if (n->op == OP_SGD_MOMENTUM && slot == 2) {
+        if ((n->op == OP_SGD_MOMENTUM && slot == 2) ||
+            (n->op == OP_ADAMW && (slot == 2 || slot == 3))) {
             *a = 0;
             return FILL_CONST;
         }
+    }
+    if (x->kind == IR_KIND_PARAMETER) {
+        *a = OC_INIT_STD_HALF_WIDTH;
+        return FILL_UNIFORM;
     }
     return FILL_NONE;
 }
@@ -74,8 +116,8 @@ int rt_init_missing(train_graph *tg, uint64_t seed, int *n_init, oc_err *err) {
         if (f == FILL_NONE)
             return oc_fail(err,
                            "%s: initializer '%s' has no data and no initialisation rule "
-                           "(only Conv/ConvTranspose/Gemm weights and biases, BN parameters "
-                           "and statistics, momentum buffers)",
+                           "(it is not trained: parameters, BN statistics and optimizer "
+                           "state have rules)",
                            g->model_path ? g->model_path : "model", x->name);
         float *v = oc_malloc((size_t)(numel ? numel : 1) * sizeof(float));
         uint64_t stream = name_hash(x->name);

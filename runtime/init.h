@@ -3,8 +3,13 @@
  *   Conv / ConvTranspose / Gemm weight: kaiming_uniform_(a=sqrt(5)), i.e.
  *     U(-b, b), b = 1/sqrt(fan_in), fan_in = dims[1] * prod(dims[2:]);
  *   their bias: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with the weight's fan_in;
+ *   MatMul weights (a Linear as exporters write it, also through a Transpose):
+ *     the same, fan_in = the inner dim; a vector added after them (bias) 0;
  *   BatchNormalization scale 1, bias 0, running mean 0, running var 1;
- *   momentum buffers (SGDMomentum input 2) 0.
+ *   LayerNormalization scale 1, bias 0;
+ *   embedding tables (Gather's data) and any other parameter: uniform with
+ *     std 0.02 (GPT-2's, BERT's scale);
+ *   optimizer state (momentum, AdamW's moments) 0.
  * External-data initializers are read from their file. The values are a pure
  * function of (seed, tensor name), not PyTorch's generator.
  *

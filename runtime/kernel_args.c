@@ -36,3 +36,16 @@ int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_
     return kernel_fail(a, err, "tensor '%s' has dtype %s; this kernel supports %s", t->name,
                        ir_dtype_name(t->dtype), ir_dtype_name(dt));
 }
+
+void kernel_softmax_rows(const kernel_args *a, const ir_tensor *t, int64_t *outer, int64_t *D,
+                         int64_t *inner) {
+    const op_softmax_args *p = &op_args_of(a->n)->softmax;
+    *D = 1;
+    *inner = 1;
+    for (int d = (int)p->axis; d < t->rank; d++) {
+        if (p->flatten || d == p->axis) *D *= t->dims[d];
+        else *inner *= t->dims[d];
+    }
+    int64_t row = *D * *inner;
+    *outer = row ? kernel_numel(t) / row : 0;
+}

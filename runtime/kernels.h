@@ -65,6 +65,11 @@ int kernel_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
 /* Fails naming the tensor unless its dtype is dt. */
 int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
 
+/* Softmax-family rows of tensor t (op_softmax_args): outer rows of D
+ * elements, `inner` apart. */
+void kernel_softmax_rows(const kernel_args *a, const ir_tensor *t, int64_t *outer, int64_t *D,
+                         int64_t *inner);
+
 /* Runs the node on the CPU. OC_ERR with a message naming the node on an
  * unsupported op or attribute value. Thread-safe for distinct outputs. */
 int cpu_kernel_run(const kernel_args *a, oc_err *err);

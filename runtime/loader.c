@@ -21,6 +21,11 @@ static int load_training_graph(const uint8_t *buf, size_t len, const char *path,
                          .lr = o->train.lr,
                          .momentum = o->train.momentum,
                          .weight_decay = o->train.weight_decay};
+    if (o->structure_set)
+        return oc_fail(err,
+                       "%s: %s shapes the training step, which this training graph or plan "
+                       "has built in; give it to `outcore-plan` when planning",
+                       path, o->structure_set);
     plan_read r;
     if (plan_file_read(buf, len, path, &ro, &r, err)) return OC_ERR;
     int rc = OC_OK;

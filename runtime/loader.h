@@ -27,6 +27,8 @@ typedef struct rt_load_opts {
     int64_t batch;    /* 0: the emitted graph's batch (required for forward models) */
     train_opts train; /* forward models: how to build the step */
     bool lr_set, momentum_set, weight_decay_set; /* training graphs: override the file's */
+    const char *structure_set; /* an option that shapes the step (--optimizer, ..): forward
+                                  models only; a training graph or plan has it built in */
 } rt_load_opts;
 
 typedef struct rt_model_info {

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Export CNNs from PyTorch to ONNX in training mode, for the outcore planner.
+"""Export CNNs (and, with --models gpt2_small,bert_base,vit_b16, transformers) from PyTorch
+to ONNX in training mode, for the outcore planner.
 
 For every model and opset this writes
   <out>/<model>_op<opset>.onnx         the forward graph as torch.onnx.export produces it
@@ -445,6 +446,38 @@ def export_one(name, opset, args):
           f"  ops: {' '.join(ops)}")
 
 
+def export_transformer(name, args):
+    """GPT-2 small, BERT-base or ViT-B/16 (tools/tiny_transformers.py FULL): exported by
+    the legacy exporter in training mode at opset 17 (LayerNormalization), batch dynamic,
+    structure-only; dropout is 0 as the tiny fixtures run it. No shapes file (no
+    PyTorch-side shape recording for these)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from tiny_transformers import FULL
+    make, sample = FULL[name]
+    torch.manual_seed(args.seed)
+    model = make().train()
+    x = (torch.zeros((args.batch,) + sample, dtype=torch.long) if len(sample) == 1
+         else torch.randn((args.batch,) + sample))
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kw = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
+        torch.onnx.export(model, x, buf, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=17, input_names=["input"],
+                          output_names=["output"],
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, **kw)
+    m = onnx.load_model_from_string(buf.getvalue())
+    strip_weights(m)
+    path = os.path.join(args.out, f"{name}.onnx")
+    save_model(m, path, False)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"{path}: {len(m.graph.node)} nodes, {os.path.getsize(path)} bytes, "
+          f"{params / 1e6:.1f}M parameters\n  ops: {' '.join(sorted({n.op_type for n in m.graph.node}))}")
+
+
+TRANSFORMER_MODELS = ["gpt2_small", "bert_base", "vit_b16"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
@@ -466,7 +499,9 @@ def parse_args(argv):
                "Allowed ONNX ops (anything else fails the export): "
                + " ".join(sorted(ALLOWED_OPS)))
     p.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                   help="comma-separated models (default: %(default)s)")
+                   help="comma-separated models (default: %(default)s); the transformers "
+                        + ", ".join(TRANSFORMER_MODELS) + " are written as <model>.onnx "
+                        "(opset 17, structure-only)")
     p.add_argument("--opset", type=int, action="append", choices=range(13, 18), metavar="N",
                    help="ONNX opset; repeat for several (default: 13 and 15)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(
@@ -491,6 +526,9 @@ def main(argv=None):
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     for name in args.models:
+        if name in TRANSFORMER_MODELS:
+            export_transformer(name, args)
+            continue
         for opset in args.opset:
             export_one(name, opset, args)
 

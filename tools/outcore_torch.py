@@ -18,6 +18,12 @@ arrays; load_back() copies the trained tensors into the module.
 outcore_order(n, seed, epoch) is the order outcore-run visits a data set in, so that a
 PyTorch loop can see the same batches (tools/outcore_torch.py digits does).
 
+    tools/outcore_torch.py textgpt [--epochs 6] [--out docs/textgpt]
+        a small GPT (2 layers, d 64, T 64) trained from scratch on the GPL's text (Debian's
+        base-files ships it), characters as tokens: the same initial weights, batch order,
+        AdamW and clipping in PyTorch and outcore-run; both loss curves, CSV and a plot
+        (docs/textgpt.md).
+
     tools/outcore_torch.py digits [--epochs 20] [--out docs/digits]
         scikit-learn's bundled digits (no download): the same small CNN, initial weights,
         batch order and hyper-parameters trained by PyTorch and by outcore-run; per-epoch
@@ -257,6 +263,120 @@ def cmd_digits(args):
     return 0 if ok else 1
 
 
+# ---------------------------------------------------------------------------------------------
+# A small GPT trained from scratch on a text Debian ships
+# ---------------------------------------------------------------------------------------------
+
+TEXT = "/usr/share/common-licenses/GPL-3"  # base-files: on every Debian system
+
+
+def text_windows(path, t):
+    """Characters of path as token ids (its own alphabet), cut into windows of t + 1:
+    inputs [N, t] and next-character labels [N, t] (int64), and the alphabet."""
+    text = open(path, encoding="utf-8").read()
+    alphabet = sorted(set(text))
+    ids = np.array([alphabet.index(c) for c in text], np.int64)
+    n = (len(ids) - 1) // t
+    x = ids[:n * t].reshape(n, t)
+    y = ids[1:n * t + 1].reshape(n, t)
+    return x, y, alphabet
+
+
+def cmd_textgpt(args):
+    """GPT (tools/tiny_transformers.py, 2 layers, d 64, T 64) on the GPL's text: the same
+    initial weights, batches in the same order and AdamW settings in PyTorch and outcore."""
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from tiny_transformers import TinyGPT
+    x, y, alphabet = text_windows(args.text, args.t)
+    split = int(0.9 * len(x))
+    os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="outcore-textgpt-")
+    files = {k: os.path.join(work, f"{k}.npy") for k in ("x", "y", "xe", "ye")}
+    for k, v in (("x", x[:split]), ("y", y[:split]), ("xe", x[split:]), ("ye", y[split:])):
+        np.save(files[k], v)
+    torch.manual_seed(0)
+    model = TinyGPT(vocab=len(alphabet), d=64, heads=4, layers=2, t=args.t)
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    onnx_path = export(model, torch.zeros(2, args.t, dtype=torch.long),
+                       os.path.join(work, "textgpt.onnx"))
+    adamw = ["--optimizer", "adamw", "--lr", str(args.lr), "--betas", "0.9,0.95", "--eps",
+             "1e-8", "--weight-decay", str(args.weight_decay), "--clip-grad-norm", "1.0"]
+    cmd = [os.path.join(BUILD, "outcore-run"), onnx_path, "--backend", "cpu", "--batch",
+           str(args.batch), "--data", files["x"], "--labels", files["y"], "--epochs",
+           str(args.epochs), "--seed", str(args.seed), "--eval-data", files["xe"],
+           "--eval-labels", files["ye"], *adamw]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}:\n{r.stderr}")
+    lines = r.stdout.splitlines()
+    steps_oc = [float(ln.split()[3]) for ln in lines if ln.startswith("step ")]
+    evals_oc = [ln for ln in lines if ln.startswith("epoch ")]
+
+    ref = copy.deepcopy(model).train()
+    opt = torch.optim.AdamW(ref.parameters(), lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
+                            weight_decay=args.weight_decay)
+    xt, yt = torch.from_numpy(x[:split]), torch.from_numpy(y[:split])
+    steps_pt, rows = [], []
+    n, b = split, args.batch
+    for epoch in range(args.epochs):
+        order = outcore_order(n, args.seed, epoch)
+        for s_ in range(n // b):
+            idx = order[s_ * b:(s_ + 1) * b]
+            opt.zero_grad()
+            z = ref(xt[idx])
+            loss = torch.nn.functional.cross_entropy(z.reshape(-1, z.shape[-1]),
+                                                     yt[idx].reshape(-1))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(ref.parameters(), 1.0)
+            opt.step()
+            steps_pt.append(loss.item())
+        ref.eval()
+        with torch.no_grad():
+            z = ref(torch.from_numpy(x[split:]))
+            el = torch.nn.functional.cross_entropy(z.reshape(-1, z.shape[-1]),
+                                                   torch.from_numpy(y[split:]).reshape(-1)).item()
+        ref.train()
+        f = evals_oc[epoch].replace(",", "").split()
+        rows.append((epoch, el, float(f[f.index("eval") + 2])))
+    with open(os.path.join(args.out, "textgpt_steps.csv"), "w") as fh:
+        fh.write("step,torch_loss,outcore_loss\n")
+        for i, (a, c) in enumerate(zip(steps_pt, steps_oc)):
+            fh.write(f"{i},{a:.6f},{c:.6f}\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+        ax[0].plot(steps_pt, label="PyTorch", lw=1)
+        ax[0].plot(steps_oc, label="outcore-run (cpu)", lw=1, ls="--")
+        ax[0].set_xlabel("step"), ax[0].set_ylabel("training loss (nats/char)"), ax[0].legend()
+        ax[1].plot([r[0] for r in rows], [r[1] for r in rows], "o-", label="PyTorch")
+        ax[1].plot([r[0] for r in rows], [r[2] for r in rows], "x--", label="outcore-run (cpu)")
+        ax[1].set_xlabel("epoch"), ax[1].set_ylabel("held-out loss"), ax[1].legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(args.out, "textgpt.png"), dpi=110)
+    except ImportError:
+        pass
+    print(f"torch {torch.__version__}; {args.text}: {len(alphabet)} characters, "
+          f"{split} train / {len(x) - split} held-out windows of {args.t}, batch {b}, "
+          f"{args.epochs} epochs, AdamW lr {args.lr} betas (0.9, 0.95) weight decay "
+          f"{args.weight_decay}, gradients clipped to norm 1, seed {args.seed}")
+    print("| epoch | PyTorch held-out loss | outcore held-out loss |")
+    print("|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]:.4f} | {r[2]:.4f} |")
+    d = [abs(a - c) for a, c in zip(steps_pt, steps_oc)]
+    first = next((i for i, v in enumerate(d) if v > 1e-4), None)
+    print(f"\ntraining loss: step 0 {steps_pt[0]:.4f} -> step {len(d) - 1} {steps_pt[-1]:.4f} "
+          f"(PyTorch), {steps_oc[-1]:.4f} (outcore); largest per-step difference {max(d):.2e} "
+          f"(first above 1e-4 at step {first})")
+    ok = len(steps_oc) == len(steps_pt) and abs(rows[-1][1] - rows[-1][2]) <= 0.02
+    return 0 if ok else 1
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -268,8 +388,17 @@ def main():
     d.add_argument("--weight-decay", type=float, default=5e-4)
     d.add_argument("--seed", type=int, default=1)
     d.add_argument("--out", default=os.path.join(ROOT, "docs", "digits"))
+    t = sub.add_parser("textgpt")
+    t.add_argument("--text", default=TEXT)
+    t.add_argument("--t", type=int, default=64)
+    t.add_argument("--epochs", type=int, default=6)
+    t.add_argument("--batch", type=int, default=16)
+    t.add_argument("--lr", type=float, default=3e-3)
+    t.add_argument("--weight-decay", type=float, default=0.1)
+    t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--out", default=os.path.join(ROOT, "docs", "textgpt"))
     args = p.parse_args()
-    return {"digits": cmd_digits}[args.cmd](args)
+    return {"digits": cmd_digits, "textgpt": cmd_textgpt}[args.cmd](args)
 
 
 if __name__ == "__main__":

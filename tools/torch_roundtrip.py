@@ -8,8 +8,9 @@ exporters, PyTorch's float64 and float32 reference steps, and outcore-run's cpu 
       every torchvision classification model (small images) x exporter: imports, trains,
       and one step's loss and weights against PyTorch float64; a Markdown table on stdout
       (docs/torchvision.md is its output).
-  tools/torch_roundtrip.py fixtures --out tests/data/torch2
-      the small models CI compares without torch 2.x: each model's exports and its
+  tools/torch_roundtrip.py fixtures --out tests/data/torch2 [--models tiny_gpt,..]
+      the small models CI compares without torch 2.x (tools/tiny_models.py's CNNs,
+      tools/tiny_transformers.py's transformers): each model's exports and its
       reference arrays (<model>.ref.npz: input, labels, loss, every weight and running
       statistic after one step in float64, and PyTorch float32's own distance to float64).
 
@@ -119,19 +120,41 @@ def export(model, x, exporter, path):
 
 def reference_step(model, x, y, dtype):
     """Loss and state after one SGD step of a copy of model in dtype."""
+    losses, state = reference_run(model, x, y, dtype)
+    return losses[0], state
+
+
+# AdamW with clipping, as the transformer fixtures' 3-step trajectories run it
+ADAMW = {"lr": 1e-3, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1}
+CLIP = 1.0
+
+
+def reference_run(model, x, y, dtype, steps=1, adamw=False, clip=None):
+    """Losses of `steps` steps on the same batch and the state after them, of a copy of
+    model in dtype: SGD (LR, MOMENTUM, WD) or AdamW (ADAMW), gradients clipped to a
+    global norm of clip (torch.nn.utils.clip_grad_norm_) when given."""
     import copy
     m = copy.deepcopy(model).to(dtype).train()
-    opt = torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
-    out = m(x.to(dtype))
-    if isinstance(out, dict):  # segmentation models
-        out = out["out"]
-    loss = torch.nn.functional.cross_entropy(out, y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
+    opt = (torch.optim.AdamW(m.parameters(), **ADAMW) if adamw else
+           torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD))
+    losses = []
+    for _ in range(steps):
+        out = m(x.to(dtype) if x.is_floating_point() else x)
+        if isinstance(out, dict):  # segmentation models
+            out = out["out"]
+        yy = y
+        if out.dim() == 3 and y.dim() == 2:  # a language model: [N, T, V] logits, [N, T] labels
+            out, yy = out.reshape(-1, out.shape[-1]), y.reshape(-1)
+        loss = torch.nn.functional.cross_entropy(out, yy)
+        opt.zero_grad()
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(m.parameters(), clip)
+        opt.step()
+        losses.append(float(loss))
     state = {k: v.detach().double().numpy() for k, v in m.state_dict().items()
              if "num_batches_tracked" not in k}
-    return float(loss), state
+    return losses, state
 
 
 def last_bit(model, seed):
@@ -305,7 +328,10 @@ def cmd_fixtures(args):
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     from tiny_models import SEGMENTATION as SEG, TINY
     os.makedirs(args.out, exist_ok=True)
+    only = set(args.models.split(",")) if args.models else None
     for name, make in TINY.items():
+        if only and name not in only:
+            continue
         torch.manual_seed(0)
         model = no_randomness(make())
         g = torch.Generator().manual_seed(123)
@@ -322,6 +348,60 @@ def cmd_fixtures(args):
             arrays["fp32_dist/" + k] = np.float64(rel(s32[k], v))
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
+    from tiny_transformers import SEQUENCE, TRANSFORMERS, VOCAB, T
+    for name, make in TRANSFORMERS.items():
+        if only and name not in only:
+            continue
+        torch.manual_seed(0)
+        model = no_randomness(make())
+        g = torch.Generator().manual_seed(123)
+        if name in SEQUENCE:
+            x = torch.randint(0, VOCAB, (2, T), generator=g)
+            y = torch.randint(0, VOCAB, (2, T), generator=g)
+            if name == "tiny_bert":  # masked LM: a target at 15% of the positions
+                y[torch.rand(2, T, generator=g) >= 0.15] = -100
+            else:
+                y[0, :3] = -100  # PyTorch's default ignore_index: count in no loss
+        else:
+            x = torch.randn(2, 3, 32, 32, generator=g)
+            y = torch.randint(0, 10, (2,), generator=g)
+        for ex in ("dynamo", "legacy"):
+            export(model, x, ex, os.path.join(args.out, f"{name}_{ex}.onnx"))
+        loss64, s64 = reference_step(model, x, y, torch.float64)
+        loss32, s32 = float32_spread(model, x, y, (loss64, s64), 0)
+        arrays = {"input": x.numpy(), "labels": y.numpy().astype(np.int64),
+                  "loss": np.float64(loss64), "loss_fp32": np.float64(loss32)}
+        for k, v in s64.items():
+            arrays["w64/" + k] = v
+            arrays["fp32_dist/" + k] = np.float64(rel(s32[k], v))
+        # 3-step trajectories on the same batch: SGD; AdamW with clipping
+        arrays["sgd3/losses"] = np.array(reference_run(model, x, y, torch.float64, 3)[0])
+        losses, st = reference_run(model, x, y, torch.float64, 3, adamw=True, clip=CLIP)
+        arrays["adamw3/losses"] = np.array(losses)
+        # AdamW turns a gradient that is zero in exact arithmetic (a key bias: softmax
+        # ignores a shift shared by every key) into +-lr steps of rounding noise: PyTorch
+        # float32's own distance, over its two convolution paths, is the yardstick there
+        st32 = [reference_run(model, x, y, torch.float32, 3, adamw=True, clip=CLIP)[1]]
+        torch.backends.mkldnn.enabled = False
+        try:
+            st32.append(reference_run(model, x, y, torch.float32, 3, adamw=True, clip=CLIP)[1])
+        finally:
+            torch.backends.mkldnn.enabled = True
+        for k, v in st.items():
+            arrays["adamw3/w64/" + k] = v
+            arrays["adamw3/fp32_dist/" + k] = np.float64(max(rel(s[k], v) for s in st32))
+        # tied weights: one tensor under several state-dict keys; an export names it once
+        groups = {}
+        for k, v in model.state_dict(keep_vars=True).items():
+            groups.setdefault(id(v), []).append(k)
+        for ks in groups.values():
+            for k in ks:
+                if len(ks) > 1:
+                    arrays["tied/" + k] = np.array([o for o in ks if o != k])
+        np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
+        print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
+    if only:  # the extra fixtures below come with a full run
+        return
     # Dropout 0.2 and stochastic depth 0.2 left on: the exporter's RandomUniformLike
     # patterns, for the mask and recompute-replay tests (no PyTorch reference).
     torch.manual_seed(0)
@@ -351,6 +431,7 @@ def main():
     s.add_argument("--table", help="write the Markdown table here (the exporters print to stdout)")
     f = sub.add_parser("fixtures")
     f.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "torch2"))
+    f.add_argument("--models", help="only these fixtures (comma-separated), e.g. tiny_gpt")
     args = p.parse_args()
     {"sweep": cmd_sweep, "fixtures": cmd_fixtures}[args.cmd](args)
 

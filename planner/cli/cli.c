@@ -75,6 +75,12 @@ int cli_train_opt(train_opts *o, int argc, char **argv, int *i, oc_err *err) {
         *target = (float)d;
         return 1;
     }
+    static const char *const shared[] = {TRAIN_OPTS_FLAGS};
+    for (size_t k = 0; k < sizeof shared / sizeof shared[0]; k++)
+        if (strcmp(a, shared[k]) == 0) {
+            if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
+            return train_opts_parse(o, a, v, err);
+        }
     if (strcmp(a, "--bn") == 0) {
         if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
         if (strcmp(v, "train") == 0) o->bn_frozen = false;

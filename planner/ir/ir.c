@@ -25,6 +25,11 @@ int ir_dtype_size(ir_dtype t) {
     }
 }
 
+bool ir_dtype_is_float(ir_dtype t) {
+    return t == IR_DTYPE_FLOAT || t == IR_DTYPE_DOUBLE || t == IR_DTYPE_FLOAT16 ||
+           t == IR_DTYPE_BFLOAT16;
+}
+
 const char *ir_dtype_name(ir_dtype t) {
     switch (t) {
     case IR_DTYPE_FLOAT: return "float32";

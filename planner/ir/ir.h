@@ -52,6 +52,8 @@ typedef enum ir_dtype {
 /* Bytes per element; 0 for types the planner cannot size (STRING, UNDEFINED). */
 int ir_dtype_size(ir_dtype t);
 const char *ir_dtype_name(ir_dtype t);
+/* Floating point (float, double, float16, bfloat16): what gradients flow through. */
+bool ir_dtype_is_float(ir_dtype t);
 
 /* What a tensor is, for memory accounting. Import assigns INPUT, PARAMETER,
  * STATE, CONSTANT and ACTIVATION; the training graph adds the other classes. */

@@ -70,8 +70,29 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
     return OC_OK;
 }
 
+/* flows[t]: a path leads from tensor t to a graph output through ops with a
+ * gradient rule, entering each by an input that is not a plan-time constant
+ * (one pass over the nodes in reverse; before shapes are known). A float
+ * initializer read as data without such a path (a causal-mask buffer compared
+ * with Equal) gets no gradient: it is a constant, not a parameter. */
+static bool *float_flow(const ir_graph *g) {
+    bool *flows = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
+    for (int i = 0; i < g->n_outputs; i++) flows[g->outputs[i]] = true;
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        const ir_node *n = &g->nodes[i];
+        const op_def *d = op_def_of(n);
+        bool out = false;
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0 && flows[n->outputs[o]]) out = true;
+        if (!out || !d->grad) continue;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST) flows[n->inputs[k]] = true;
+    }
+    return flows;
+}
+
 /* Kind of an initializer from the role of its first consumer's input slot. */
-static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t) {
+static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t, const bool *flows) {
     for (int c = 0; c < t->n_consumers; c++) {
         const ir_node *n = &g->nodes[t->consumers[c]];
         const op_def *d = op_def_of(n);
@@ -82,10 +103,8 @@ static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t) {
             case OP_IN_CONST: return IR_KIND_CONSTANT;
             case OP_IN_PARAM: return IR_KIND_PARAMETER;
             case OP_IN_DATA:
-                return t->dtype == IR_DTYPE_FLOAT || t->dtype == IR_DTYPE_FLOAT16 ||
-                               t->dtype == IR_DTYPE_DOUBLE
-                           ? IR_KIND_PARAMETER
-                           : IR_KIND_CONSTANT;
+                return ir_dtype_is_float(t->dtype) && flows[t - g->tensors] ? IR_KIND_PARAMETER
+                                                                            : IR_KIND_CONSTANT;
             }
         }
     }
@@ -118,8 +137,11 @@ static void mark_constant_outputs(ir_graph *g, const ir_node *n) {
 
 int ir_infer_shapes(ir_graph *g, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
+    bool *flows = float_flow(g);
     for (int t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].is_initializer) g->tensors[t].kind = initializer_kind(g, &g->tensors[t]);
+        if (g->tensors[t].is_initializer)
+            g->tensors[t].kind = initializer_kind(g, &g->tensors[t], flows);
+    oc_free(flows);
     /* Every tensor's bytes, summed: sums over any subset (liveness, totals,
      * layouts, the training graph's gradients) then stay far from int64's limit. */
     int64_t total = 0, bytes;

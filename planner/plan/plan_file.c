@@ -230,11 +230,12 @@ int plan_file_restore(ir_graph *g, const uint8_t *buf, size_t len, const char *p
     return OC_OK;
 }
 
-/* SGDMomentum attributes overridden before decoding (op_args.h reads them). */
+/* Update-node attributes (SGDMomentum's, AdamW's) overridden before decoding
+ * (op_args.h reads them). */
 static void set_sgd_attr(ir_graph *g, const char *name, float v) {
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
-        if (n->op != OP_SGD_MOMENTUM) continue;
+        if (n->op != OP_SGD_MOMENTUM && n->op != OP_ADAMW) continue;
         for (int a = 0; a < n->n_attrs; a++)
             if (strcmp(n->attrs[a].name, name) == 0) n->attrs[a].f = v;
     }
@@ -314,12 +315,26 @@ int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_
         tg->opts = train_opts_default();
         tg->opts.loss = tg->label_tensor >= 0 ? TRAIN_LOSS_SOFTMAX_CE : TRAIN_LOSS_MODEL;
         for (int i = 0; i < tg->g->n_nodes; i++)
-            if (tg->g->nodes[i].op == OP_SGD_MOMENTUM) { /* the optimizer settings as run */
-                const op_sgd_args *a = &op_args_of(&tg->g->nodes[i])->sgd;
+            if (tg->g->nodes[i].op == OP_SOFTMAX_CROSS_ENTROPY &&
+                op_args_of(&tg->g->nodes[i])->sce.has_ignore_index)
+                tg->opts.ignore_index = op_args_of(&tg->g->nodes[i])->sce.ignore_index;
+        for (int i = 0; i < tg->g->n_nodes; i++) { /* the optimizer settings as run */
+            const ir_node *n = &tg->g->nodes[i];
+            if (n->op == OP_CLIP_GRAD_NORM)
+                tg->opts.clip_grad_norm = op_args_of(n)->clip_norm.max_norm;
+            if (n->op == OP_SGD_MOMENTUM) {
+                const op_sgd_args *a = &op_args_of(n)->sgd;
+                tg->opts.optimizer = TRAIN_OPT_SGD;
                 tg->opts.lr = a->lr, tg->opts.momentum = a->momentum;
                 tg->opts.weight_decay = a->weight_decay;
-                break;
+            } else if (n->op == OP_ADAMW) {
+                const op_adamw_args *a = &op_args_of(n)->adamw;
+                tg->opts.optimizer = TRAIN_OPT_ADAMW;
+                tg->opts.lr = a->lr, tg->opts.weight_decay = a->weight_decay;
+                tg->opts.beta1 = a->beta1, tg->opts.beta2 = a->beta2;
+                tg->opts.epsilon = a->epsilon;
             }
+        }
     }
     if (rc == OC_OK) {
         out->source_model = meta_or_empty(buf, len, "outcore.source_model");

@@ -17,6 +17,8 @@ typedef struct train_builder {
     int *n_partials;
     int *n_grad_uses; /* per forward tensor: consumers that may send it a gradient */
     int *pending;     /* per forward tensor: forward consumers not yet walked */
+    int *deferred;    /* --clip-grad-norm: parameters whose update waits for every gradient */
+    int n_deferred;
 } train_builder;
 
 struct grad_ctx {

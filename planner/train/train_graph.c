@@ -18,8 +18,14 @@ const char *train_phase_name(train_phase p) {
 }
 
 train_opts train_opts_default(void) {
-    return (train_opts){
-        .loss = TRAIN_LOSS_SOFTMAX_CE, .lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f};
+    return (train_opts){.loss = TRAIN_LOSS_SOFTMAX_CE,
+                        .lr = 0.1f,
+                        .momentum = 0.9f,
+                        .weight_decay = 1e-4f,
+                        .ignore_index = -100,
+                        .beta1 = 0.9f,
+                        .beta2 = 0.999f,
+                        .epsilon = 1e-8f};
 }
 
 void train_graph_free(train_graph *tg) {
@@ -96,6 +102,20 @@ static int add_spatial_flatten(train_builder *b, int out, int labels, int64_t C,
     return *scores < 0 || *targets < 0 ? OC_ERR : OC_OK;
 }
 
+/* A language model's output: logits [N, T, V] of a model whose input is
+ * token ids [N, T] (an integer tensor): classes are the last dim. */
+static bool is_sequence_output(const ir_graph *g, const ir_tensor *y) {
+    if (y->rank != 3) return false;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const ir_tensor *t = &g->tensors[g->inputs[i]];
+        if (t->kind == IR_KIND_INPUT && t->rank == 2 &&
+            (t->dtype == IR_DTYPE_INT64 || t->dtype == IR_DTYPE_INT32) &&
+            t->dims[0] == y->dims[0] && t->dims[1] == y->dims[1])
+            return true;
+    }
+    return false;
+}
+
 /* Appends SoftmaxCrossEntropyLoss(output, labels) -> loss unless the model has one. */
 static int add_loss(train_builder *b, const train_opts *o) {
     ir_graph *g = b->g;
@@ -134,17 +154,30 @@ static int add_loss(train_builder *b, const train_opts *o) {
                        "%s: softmax cross-entropy needs an [N, C] or [N, C, d1, ..] float output; "
                        "'%s' has rank %d",
                        g->model_path, y->name, y->rank);
-    /* Labels [N] or [N, d1, ..] (a class per position: segmentation). */
+    /* Labels [N] or [N, d1, ..] (a class per position: segmentation), or
+     * [N, T] for a sequence model's [N, T, V] (classes last). */
     int rank = y->rank;
-    int64_t ldims[IR_MAX_RANK], C = y->dims[1];
+    bool seq = is_sequence_output(g, y);
+    int64_t ldims[IR_MAX_RANK], C = seq ? y->dims[2] : y->dims[1];
     ldims[0] = y->dims[0];
-    for (int d = 2; d < rank; d++) ldims[d - 1] = y->dims[d];
+    if (seq) ldims[1] = y->dims[1];
+    else
+        for (int d = 2; d < rank; d++) ldims[d - 1] = y->dims[d];
     int labels = ir_tensor_add(g, "labels", IR_DTYPE_INT64);
     ir_tensor_set_shape(&g->tensors[labels], rank - 1, ldims);
     g->tensors[labels].kind = IR_KIND_LABEL;
     ir_graph_add_input(g, labels);
     int scores = out, targets = labels;
-    if (rank > 2 && add_spatial_flatten(b, out, labels, C, &scores, &targets)) return OC_ERR;
+    if (seq) {
+        int64_t shape[2] = {-1, C}, flat = -1;
+        scores = add_fwd_node(b, "outcore/loss_rows", OP_RESHAPE, out, "outcore/loss_rows_shape", 2,
+                              shape, NULL);
+        targets = add_fwd_node(b, "outcore/labels_rows", OP_RESHAPE, labels,
+                               "outcore/labels_rows_shape", 1, &flat, NULL);
+        if (scores < 0 || targets < 0) return OC_ERR;
+    } else if (rank > 2 && add_spatial_flatten(b, out, labels, C, &scores, &targets)) {
+        return OC_ERR;
+    }
     int node = tb_add_node(b, "outcore/loss", OP_SOFTMAX_CROSS_ENTROPY, TRAIN_PHASE_LOSS, -1);
     ir_node_add_input(g, node, scores);
     ir_node_add_input(g, node, targets);
@@ -154,6 +187,8 @@ static int add_loss(train_builder *b, const train_opts *o) {
     ir_node_add_output(g, node, logp);
     ir_attr red = {.name = "reduction", .type = IR_ATTR_STRING, .s = "mean"};
     ir_node_add_attr(g, node, &red);
+    ir_attr ign = {.name = "ignore_index", .type = IR_ATTR_INT, .i = o->ignore_index};
+    ir_node_add_attr(g, node, &ign);
     if (op_infer(g, &g->nodes[node], b->err)) return OC_ERR;
     g->tensors[out].is_graph_output = false;
     g->outputs[0] = loss;
@@ -209,47 +244,96 @@ static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of)
     return OC_OK;
 }
 
-/* SGDMomentum(W, dW, M) -> (W', M'), in place; M is a new optimizer-state tensor. */
-static int add_update(train_builder *b, int w) {
-    ir_graph *g = b->g;
-    train_graph *tg = b->tg;
-    int dw = tg->grad_of[w];
-    if (dw < 0) return OC_OK; /* parameter that no gradient reaches */
-    char *name = oc_sprintf("%s/momentum", g->tensors[w].name);
+/* A new optimizer-state tensor "<W>/<what>" shaped like W, zero at start. */
+static int add_state(ir_graph *g, int w, const char *what) {
+    char *name = oc_sprintf("%s/%s", g->tensors[w].name, what);
     int m = ir_tensor_add(g, name, g->tensors[w].dtype);
     oc_free(name);
     ir_tensor_set_shape(&g->tensors[m], g->tensors[w].rank, g->tensors[w].dims);
     g->tensors[m].kind = IR_KIND_OPT_STATE;
     g->tensors[m].is_initializer = true;
-    name = oc_sprintf("%s/sgd", g->tensors[w].name);
-    int n = tb_add_node(b, name, OP_SGD_MOMENTUM, TRAIN_PHASE_UPDATE, -1);
+    return m;
+}
+
+/* An output "<W>/<what>" of update node n. */
+static int add_updated(ir_graph *g, int n, int w, const char *what) {
+    char *name = oc_sprintf("%s/%s", g->tensors[w].name, what);
+    int t = ir_tensor_add(g, name, g->tensors[w].dtype);
+    oc_free(name);
+    ir_node_add_output(g, n, t);
+    return t;
+}
+
+static void add_float_attr(ir_graph *g, int n, const char *name, float v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_FLOAT, .f = v};
+    ir_node_add_attr(g, n, &a);
+}
+
+/* The update of parameter w, in place, its state new optimizer-state tensors:
+ *   SGDMomentum(W, dW, M [, scale]) -> (W', M')
+ *   AdamW(W, dW, M, V [, scale]) -> (W', M', V')
+ * scale: ClipGradNorm's output, or -1. */
+static int add_update(train_builder *b, int w, int scale) {
+    ir_graph *g = b->g;
+    train_graph *tg = b->tg;
+    int dw = tg->grad_of[w];
+    if (dw < 0) return OC_OK; /* parameter that no gradient reaches */
+    bool adam = tg->opts.optimizer == TRAIN_OPT_ADAMW;
+    int m = add_state(g, w, adam ? "exp_avg" : "momentum");
+    int v = adam ? add_state(g, w, "exp_avg_sq") : -1;
+    char *name = oc_sprintf("%s/%s", g->tensors[w].name, adam ? "adamw" : "sgd");
+    int n = tb_add_node(b, name, adam ? OP_ADAMW : OP_SGD_MOMENTUM, TRAIN_PHASE_UPDATE, -1);
     oc_free(name);
     ir_node_add_input(g, n, w);
     ir_node_add_input(g, n, dw);
     ir_node_add_input(g, n, m);
-    name = oc_sprintf("%s/updated", g->tensors[w].name);
-    int w2 = ir_tensor_add(g, name, g->tensors[w].dtype);
-    oc_free(name);
-    name = oc_sprintf("%s/momentum/updated", g->tensors[w].name);
-    int m2 = ir_tensor_add(g, name, g->tensors[w].dtype);
-    oc_free(name);
-    ir_node_add_output(g, n, w2);
-    ir_node_add_output(g, n, m2);
-    ir_attr a = {.name = "lr", .type = IR_ATTR_FLOAT, .f = tg->opts.lr};
-    ir_node_add_attr(g, n, &a);
-    a.name = "momentum", a.f = tg->opts.momentum;
-    ir_node_add_attr(g, n, &a);
-    a.name = "weight_decay", a.f = tg->opts.weight_decay;
-    ir_node_add_attr(g, n, &a);
+    if (adam) ir_node_add_input(g, n, v);
+    if (scale >= 0) ir_node_add_input(g, n, scale);
+    int w2 = add_updated(g, n, w, "updated");
+    int m2 = add_updated(g, n, w, adam ? "exp_avg/updated" : "momentum/updated");
+    int v2 = adam ? add_updated(g, n, w, "exp_avg_sq/updated") : -1;
+    add_float_attr(g, n, "lr", tg->opts.lr);
+    if (adam) {
+        add_float_attr(g, n, "beta1", tg->opts.beta1);
+        add_float_attr(g, n, "beta2", tg->opts.beta2);
+        add_float_attr(g, n, "epsilon", tg->opts.epsilon);
+    } else {
+        add_float_attr(g, n, "momentum", tg->opts.momentum);
+    }
+    add_float_attr(g, n, "weight_decay", tg->opts.weight_decay);
     if (op_infer(g, &g->nodes[n], b->err))
         return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
     g->tensors[w2].kind = IR_KIND_PARAMETER;
     g->tensors[m2].kind = IR_KIND_OPT_STATE;
+    if (v2 >= 0) g->tensors[v2].kind = IR_KIND_OPT_STATE;
+    return OC_OK;
+}
+
+/* --clip-grad-norm: ClipGradNorm over every final gradient, then each
+ * deferred update reading its scale (after the last gradient). */
+static int add_clipped_updates(train_builder *b) {
+    ir_graph *g = b->g;
+    train_graph *tg = b->tg;
+    int k = 0;
+    for (int i = 0; i < b->n_deferred; i++)
+        if (tg->grad_of[b->deferred[i]] >= 0) k++;
+    if (k == 0) return OC_OK;
+    int n = tb_add_node(b, "outcore/clip_grad_norm", OP_CLIP_GRAD_NORM, TRAIN_PHASE_UPDATE, -1);
+    for (int i = 0; i < b->n_deferred; i++)
+        if (tg->grad_of[b->deferred[i]] >= 0) ir_node_add_input(g, n, tg->grad_of[b->deferred[i]]);
+    int scale = ir_tensor_add(g, "outcore/clip_grad_norm/scale", IR_DTYPE_FLOAT);
+    ir_node_add_output(g, n, scale);
+    add_float_attr(g, n, "max_norm", tg->opts.clip_grad_norm);
+    if (op_infer(g, &g->nodes[n], b->err))
+        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
+    for (int i = 0; i < b->n_deferred; i++)
+        if (add_update(b, b->deferred[i], scale)) return OC_ERR;
     return OC_OK;
 }
 
 /* Walks the forward nodes in reverse, emitting each one's backward nodes and
- * each parameter's update as soon as its gradient is final. */
+ * each parameter's update as soon as its gradient is final (with gradient
+ * clipping: every update after the last gradient). */
 static int build_backward(train_builder *b, int n_fwd_nodes) {
     ir_graph *g = b->g;
     for (int i = n_fwd_nodes - 1; i >= 0; i--) {
@@ -281,11 +365,17 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
             int t = n->inputs[k];
             if (t < 0 || --b->pending[t] > 0) continue;
             if (g->tensors[t].kind != IR_KIND_PARAMETER) continue;
-            if (finalize_grad(b, t, TRAIN_PHASE_BACKWARD, i) || add_update(b, t)) return OC_ERR;
+            if (finalize_grad(b, t, TRAIN_PHASE_BACKWARD, i)) return OC_ERR;
+            if (b->tg->opts.clip_grad_norm > 0.0f) {
+                b->deferred = oc_realloc(b->deferred, (size_t)(b->n_deferred + 1) * sizeof(int));
+                b->deferred[b->n_deferred++] = t;
+            } else if (add_update(b, t, -1)) {
+                return OC_ERR;
+            }
             n = &g->nodes[i];
         }
     }
-    return OC_OK;
+    return add_clipped_updates(b);
 }
 
 void train_mark_aliases(train_graph *tg) {
@@ -521,6 +611,7 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         oc_free(b.n_grad_uses);
         oc_free(b.pending);
         oc_free(b.requires_grad);
+        oc_free(b.deferred);
     }
     if (rc) {
         train_graph_free(tg);

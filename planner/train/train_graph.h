@@ -27,13 +27,29 @@ typedef enum train_loss {
     TRAIN_LOSS_MODEL,          /* the model already computes its loss (scalar output) */
 } train_loss;
 
+typedef enum train_optimizer {
+    TRAIN_OPT_SGD = 0, /* SGDMomentum: torch.optim.SGD (momentum, weight decay) */
+    TRAIN_OPT_ADAMW,   /* AdamW: torch.optim.AdamW (betas, eps, decoupled weight decay) */
+} train_optimizer;
+
 typedef struct train_opts {
     train_loss loss;
+    train_optimizer optimizer;
     float lr, momentum, weight_decay;
+    float beta1, beta2, epsilon; /* AdamW */
+    float clip_grad_norm;        /* > 0: gradients scaled to at most this global L2 norm */
     bool forward_only; /* the forward pass and the loss, no backward or update (evaluation) */
     bool bn_frozen;    /* BatchNormalization on its running statistics, not updated (--bn frozen) */
+    int64_t ignore_index; /* labels equal to it count in no loss (PyTorch's default -100) */
 } train_opts;
-train_opts train_opts_default(void); /* softmax CE; lr 0.1, momentum 0.9, weight decay 1e-4 */
+/* softmax CE, SGD with lr 0.1, momentum 0.9, weight decay 1e-4; AdamW's betas
+ * (0.9, 0.999), eps 1e-8 (its weight decay is weight_decay too); no clipping. */
+train_opts train_opts_default(void);
+/* One option of both command lines into o: --optimizer sgd|adamw, --betas B1,B2,
+ * --eps E, --clip-grad-norm MAX, --ignore-index K (v is its value). 1 when
+ * flag is one of them, 0 when it is not, OC_ERR (naming it) on a bad value. */
+#define TRAIN_OPTS_FLAGS "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index"
+int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err);
 
 typedef struct train_graph {
     ir_graph *g;        /* owns everything; nodes are in the default schedule order */

@@ -47,7 +47,8 @@ static void usage(FILE *f) {
         "                   [--input X.pb --labels Y.pb | --data X.npy --labels Y.npy\n"
         "                    [--epochs E] [--eval-data X.npy --eval-labels Y.npy]]\n"
         "                   [--save OUT.onnx [--save-every N]] [--resume CKPT.onnx]\n"
-        "                   [--bn train|frozen]\n"
+        "                   [--bn train|frozen] [--optimizer sgd|adamw] [--betas B1,B2]\n"
+        "                   [--eps E] [--clip-grad-norm MAX] [--ignore-index K]\n"
         "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
         "                   [--trace-out T.json]\n"
         "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n\n"
@@ -65,6 +66,14 @@ static void usage(FILE *f) {
         "every BN on its running statistics (fine-tuning; scale and bias still train).\n"
         "Optimizer: SGD with momentum; outcore's defaults are lr 0.1, momentum 0.9, weight\n"
         "decay 1e-4 (the ImageNet recipe; torch.optim.SGD's are momentum 0, weight decay 0).\n"
+        "--optimizer adamw: torch.optim.AdamW (bias correction; --betas 0.9,0.999 and --eps 1e-8\n"
+        "by default; --weight-decay is its decoupled decay, give it: torch's default is 0.01).\n"
+        "--clip-grad-norm MAX: every gradient scaled so that their global L2 norm is at most\n"
+        "MAX (torch.nn.utils.clip_grad_norm_); every update then waits for every gradient.\n"
+        "The loss: softmax cross-entropy on [N, C] (or [N, C, d..] per position) scores, or on\n"
+        "a language model's [N, T, V] logits (a model whose input is token ids [N, T]) with\n"
+        "labels [N, T]; labels equal to --ignore-index (default -100, PyTorch's) count in no\n"
+        "loss.\n"
         "--save: the forward model with the trained weights and BN statistics, each under its\n"
         "name in MODEL (PyTorch loads them by state-dict key), plus the momentum and the step\n"
         "reached: a checkpoint; written whole or not at all. --save-every N: also every N\n"
@@ -144,7 +153,7 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             "--batch",      "--steps",       "--seed",         "--budget",
             "--lr",         "--momentum",    "--weight-decay", "--data",
             "--epochs",     "--eval-data",   "--eval-labels",  "--save-every",
-            "--resume",     "--bn"};
+            "--resume",     "--bn",          TRAIN_OPTS_FLAGS};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -152,7 +161,10 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         if (i + 1 >= argc) return oc_fail(err, "option %s needs a value", a);
         const char *v = argv[++i];
         int64_t n;
-        if (strcmp(a, "--backend") == 0) o->backend = v;
+        int shared = train_opts_parse(&o->lo.train, a, v, err);
+        if (shared < 0) return OC_ERR;
+        if (shared) o->lo.structure_set = a;
+        else if (strcmp(a, "--backend") == 0) o->backend = v;
         else if (strcmp(a, "--input") == 0) o->input = v;
         else if (strcmp(a, "--labels") == 0) o->labels = v;
         else if (strcmp(a, "--save") == 0) o->save = v;
@@ -315,7 +327,21 @@ static void print_optimizer(const train_graph *tg) {
                    "weight decay 0)\n",
                    (double)p->lr, (double)p->momentum, (double)p->weight_decay);
             return;
+        } else if (g->nodes[i].op == OP_ADAMW) {
+            const op_adamw_args *p = &op_args_of(&g->nodes[i])->adamw;
+            printf("optimizer: AdamW, lr %g, betas (%g, %g), eps %g, weight decay %g\n",
+                   (double)p->lr, (double)p->beta1, (double)p->beta2, (double)p->epsilon,
+                   (double)p->weight_decay);
+            return;
         }
+}
+
+static void print_clipping(const train_graph *tg) {
+    const ir_graph *g = tg->g;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == OP_CLIP_GRAD_NORM)
+            printf("gradient clipping: the global L2 norm of the gradients at most %g\n",
+                   (double)op_args_of(&g->nodes[i])->clip_norm.max_norm);
 }
 
 static void synth_batch(rt_exec *x, const train_graph *tg, uint64_t seed, int64_t step) {
@@ -368,11 +394,12 @@ static int data_open(const run_opts *o, const train_graph *tg, int64_t batch, da
     int li = g->inputs[0] == tg->label_tensor ? 0 : 1;
     const ir_tensor *xt = &g->tensors[g->inputs[1 - li]], *yt = &g->tensors[g->inputs[li]];
     if (rt_npy_open(o->data, &d->x, err) || rt_npy_open(o->labels, &d->y, err) ||
-        rt_dataset_bind(&d->train, &d->x, &d->y, xt, yt, n_classes(tg), err))
+        rt_dataset_bind(&d->train, &d->x, &d->y, xt, yt, n_classes(tg), tg->opts.ignore_index, err))
         return OC_ERR;
     if (o->eval_data &&
         (rt_npy_open(o->eval_data, &d->ex, err) || rt_npy_open(o->eval_labels, &d->ey, err) ||
-         rt_dataset_bind(&d->eval, &d->ex, &d->ey, xt, yt, n_classes(tg), err)))
+         rt_dataset_bind(&d->eval, &d->ex, &d->ey, xt, yt, n_classes(tg), tg->opts.ignore_index,
+                         err)))
         return OC_ERR;
     d->per_epoch = d->train.n / batch;
     if (d->per_epoch == 0)
@@ -486,15 +513,18 @@ static int run(const run_opts *o, oc_err *err) {
         int64_t nl = 0, c = n_classes(tg);
         ir_tensor_numel(&g->tensors[g->inputs[li]], &nl);
         for (int64_t k = 0; k < nl; k++)
-            if (lab[k] < 0 || lab[k] >= c) {
-                oc_fail(err, "%s: label %" PRId64 " at %" PRId64 " is outside [0, %" PRId64 ")",
-                        o->labels, lab[k], k, c);
+            if ((lab[k] < 0 || lab[k] >= c) && lab[k] != tg->opts.ignore_index) {
+                oc_fail(err,
+                        "%s: label %" PRId64 " at %" PRId64 " is outside [0, %" PRId64
+                        ") and is not the ignored label %" PRId64,
+                        o->labels, lab[k], k, c, tg->opts.ignore_index);
                 goto out;
             }
     }
     if (rt_exec_upload_initializers(x, err)) goto out;
     char hw[32], cap[32];
     print_optimizer(tg);
+    print_clipping(tg);
     if (info.is_plan)
         printf("plan: strategy %s, planned arena %" PRId64 " bytes, verified\n", info.plan_strategy,
                info.plan_arena_bytes);

@@ -304,6 +304,71 @@ int cpu_less(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* X (float), shape -> X broadcast to the output's shape. */
+int cpu_expand(const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    return bcast_apply(a, x, a->in[0], y, a->out[0], BC_ASSIGN, err);
+}
+
+/* cond (bool), X, Y (float) -> cond ? X : Y, broadcast over all three. */
+int cpu_where(const kernel_args *a, oc_err *err) {
+    const ir_tensor *tc = kernel_in(a, 0), *tx = kernel_in(a, 1), *ty = kernel_in(a, 2),
+                    *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err) ||
+        kernel_want_dtype(a, tx, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, ty, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    int r = y->rank;
+    const int64_t *od = y->dims;
+    int64_t sc[IR_MAX_RANK], sx[IR_MAX_RANK], sy[IR_MAX_RANK], o[IR_MAX_RANK] = {0};
+    int64_t oc = 0, ox = 0, oy = 0;
+    cpu_bcast_strides(tc->rank, tc->dims, r, od, sc);
+    cpu_bcast_strides(tx->rank, tx->dims, r, od, sx);
+    cpu_bcast_strides(ty->rank, ty->dims, r, od, sy);
+    const uint8_t *pc = a->in[0];
+    const float *px = a->in[1], *py = a->in[2];
+    float *out = a->out[0];
+    int64_t n = kernel_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = pc[oc] ? px[ox] : py[oy];
+        for (int d = r - 1; d >= 0; d--) {
+            oc += sc[d], ox += sx[d], oy += sy[d];
+            if (++o[d] < od[d]) break;
+            oc -= sc[d] * od[d], ox -= sx[d] * od[d], oy -= sy[d] * od[d];
+            o[d] = 0;
+        }
+    }
+    return OC_OK;
+}
+
+/* dY, cond -> dY where cond == select, else 0 (cond broadcast to dY). */
+int cpu_where_grad(const kernel_args *a, oc_err *err) {
+    const ir_tensor *tdy = kernel_in(a, 0), *tc = kernel_in(a, 1);
+    if (kernel_want_dtype(a, tdy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err))
+        return OC_ERR;
+    int r = tdy->rank;
+    const int64_t *od = tdy->dims;
+    int64_t sc[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, oc = 0;
+    cpu_bcast_strides(tc->rank, tc->dims, r, od, sc);
+    const uint8_t *pc = a->in[1];
+    const float *dy = a->in[0];
+    float *out = a->out[0];
+    bool select = op_args_of(a->n)->where.select;
+    int64_t n = kernel_numel(tdy);
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = (pc[oc] != 0) == select ? dy[i] : 0.0f;
+        for (int d = r - 1; d >= 0; d--) {
+            oc += sc[d];
+            if (++o[d] < od[d]) break;
+            oc -= sc[d] * od[d];
+            o[d] = 0;
+        }
+    }
+    return OC_OK;
+}
+
 /* X1..Xk -> Y = ((X1 + X2) + X3) + ... (broadcast, this order). */
 int cpu_sum(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);

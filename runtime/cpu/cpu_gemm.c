@@ -33,22 +33,38 @@ void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
  *   MatMulGradA dY (R, N) W (K, N) -> dX (R, K) = dY W^T
  *   MatMulGradB X (R, K) dY (R, N) -> dW (K, N) = X^T dY */
 int cpu_matmul(const kernel_args *a, oc_err *err) {
-    const ir_tensor *l = kernel_in(a, 0), *r = kernel_in(a, 1), *y = kernel_out(a, 0);
+    const ir_tensor *l = kernel_in(a, 0), *r = kernel_in(a, 1);
     if (kernel_want_dtype(a, l, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, r, IR_DTYPE_FLOAT, err))
         return OC_ERR;
-    int64_t rows = kernel_numel(l) / (l->dims[l->rank - 1] ? l->dims[l->rank - 1] : 1);
-    if (a->n->op == OP_MATMUL) {
-        int64_t K = r->dims[0], N = r->dims[1];
-        cpu_sgemm(false, false, rows, N, K, 1.0f, a->in[0], K, a->in[1], N, 0.0f, a->out[0], N);
-    } else if (a->n->op == OP_MATMUL_GRAD_A) {
-        int64_t K = r->dims[0], N = r->dims[1];
-        cpu_sgemm(false, true, rows, K, N, 1.0f, a->in[0], N, a->in[1], N, 0.0f, a->out[0], K);
-    } else {
-        int64_t K = l->dims[l->rank - 1], N = r->dims[r->rank - 1];
-        cpu_sgemm(true, false, K, N, rows, 1.0f, a->in[0], K, a->in[1], N, 0.0f, a->out[0], N);
+    const float *A = a->in[0], *B = a->in[1];
+    float *Y = a->out[0];
+    int64_t last = l->dims[l->rank - 1], rows = kernel_numel(l) / (last ? last : 1);
+    if (!op_args_of(a->n)->matmul.batched) {
+        if (a->n->op == OP_MATMUL) {
+            int64_t K = r->dims[0], N = r->dims[1];
+            cpu_sgemm(false, false, rows, N, K, 1.0f, A, K, B, N, 0.0f, Y, N);
+        } else if (a->n->op == OP_MATMUL_GRAD_A) {
+            int64_t K = r->dims[0], N = r->dims[1];
+            cpu_sgemm(false, true, rows, K, N, 1.0f, A, N, B, N, 0.0f, Y, K);
+        } else {
+            int64_t K = last, N = r->dims[r->rank - 1];
+            cpu_sgemm(true, false, K, N, rows, 1.0f, A, K, B, N, 0.0f, Y, N);
+        }
+        return OC_OK;
     }
-    (void)y;
+    /* One GEMM per batch: l (b, M, Kl), r (b, Kr, Nr) (GradB: r = dY, Kr = M). */
+    int64_t M = l->dims[l->rank - 2], Kl = last, Kr = r->dims[r->rank - 2],
+            Nr = r->dims[r->rank - 1], nb = M * Kl != 0 ? kernel_numel(l) / (M * Kl) : 0;
+    for (int64_t b = 0; b < nb; b++) {
+        const float *Ab = A + b * M * Kl, *Bb = B + b * Kr * Nr;
+        if (a->n->op == OP_MATMUL) /* (M, K) (K, N) */
+            cpu_sgemm(false, false, M, Nr, Kl, 1.0f, Ab, Kl, Bb, Nr, 0.0f, Y + b * M * Nr, Nr);
+        else if (a->n->op == OP_MATMUL_GRAD_A) /* dY (M, N) W^T: W (K, N) */
+            cpu_sgemm(false, true, M, Kr, Nr, 1.0f, Ab, Kl, Bb, Nr, 0.0f, Y + b * M * Kr, Kr);
+        else /* X^T (K, M) dY (M, N) */
+            cpu_sgemm(true, false, Kl, Nr, M, 1.0f, Ab, Kl, Bb, Nr, 0.0f, Y + b * Kl * Nr, Nr);
+    }
     return OC_OK;
 }
 

@@ -612,6 +612,29 @@ int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 /* dY, X, scale -> dX, dScale, dBias; the batch statistics from the stash when
  * this step's forward left them for this X, else recomputed by cuDNN from X
  * (as the cpu kernel does). */
+/* Softmax, LogSoftmax and their gradients (cpu_softmax): our kernels. */
+int cuda_softmax(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t outer, D, inner;
+    kernel_softmax_rows(a, x, &outer, &D, &inner);
+    CU_LAUNCH(
+        cu_softmax(c->stream, a->in[0], a->out[0], outer, D, inner, a->n->op == OP_LOG_SOFTMAX));
+    return OC_OK;
+}
+
+int cuda_softmax_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *y = kernel_in(a, 1);
+    if (kernel_want_dtype(a, kernel_in(a, 0), IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    int64_t outer, D, inner;
+    kernel_softmax_rows(a, y, &outer, &D, &inner);
+    CU_LAUNCH(cu_softmax_grad(c->stream, a->in[0], a->in[1], a->out[0], outer, D, inner,
+                              a->n->op == OP_LOG_SOFTMAX_GRAD));
+    return OC_OK;
+}
+
 /* LayerNormalization and its gradient (cpu_layer_norm): our kernels. */
 static void ln_rows(const kernel_args *a, int64_t *R, int64_t *D) {
     const ir_tensor *x = kernel_in(a, a->n->op == OP_LAYER_NORM ? 0 : 1);
@@ -720,6 +743,26 @@ static int sgemm_rm(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, i
     return OC_OK;
 }
 
+/* Row-major C_b = op(A_b) op(B_b) for b < nb, strides sa, sb, sc elements. */
+static int sgemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                            const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
+                            int64_t sb, float *C, int64_t ldc, int64_t sc, int64_t nb,
+                            const kernel_args *a, oc_err *err) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || nb > INT_MAX)
+        return kernel_fail(a, err, "dims exceed cuBLAS's int range");
+    if (m == 0 || n == 0 || nb == 0) return OC_OK;
+    if (k == 0) {
+        CU_CHECK(cudaMemsetAsync(C, 0, (size_t)(nb * m * n) * sizeof(float), c->stream));
+        return OC_OK;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
+    CUBLAS_CHECK(cublasSgemmStridedBatched(
+        c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
+        (int)k, &one, B, (int)ldb, sb, A, (int)lda, sa, &zero, C, (int)ldc, sc, (int)nb));
+    return OC_OK;
+}
+
 /* MatMul and its gradients: see cpu_matmul. */
 int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *l = kernel_in(a, 0), *r = kernel_in(a, 1);
@@ -727,6 +770,18 @@ int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         kernel_want_dtype(a, r, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     int64_t last = l->dims[l->rank - 1], rows = kernel_numel(l) / (last ? last : 1);
+    if (op_args_of(a->n)->matmul.batched) {
+        int64_t M = l->dims[l->rank - 2], Kl = last, Kr = r->dims[r->rank - 2],
+                Nr = r->dims[r->rank - 1], nb = M * Kl != 0 ? kernel_numel(l) / (M * Kl) : 0;
+        if (a->n->op == OP_MATMUL)
+            return sgemm_rm_batched(c, false, false, M, Nr, Kl, a->in[0], Kl, M * Kl, a->in[1], Nr,
+                                    Kr * Nr, a->out[0], Nr, M * Nr, nb, a, err);
+        if (a->n->op == OP_MATMUL_GRAD_A)
+            return sgemm_rm_batched(c, false, true, M, Kr, Nr, a->in[0], Kl, M * Kl, a->in[1], Nr,
+                                    Kr * Nr, a->out[0], Kr, M * Kr, nb, a, err);
+        return sgemm_rm_batched(c, true, false, Kl, Nr, M, a->in[0], Kl, M * Kl, a->in[1], Nr,
+                                M * Nr, a->out[0], Nr, Kl * Nr, nb, a, err);
+    }
     if (a->n->op == OP_MATMUL)
         return sgemm_rm(c, false, false, rows, r->dims[1], r->dims[0], a->in[0], r->dims[0],
                         a->in[1], r->dims[1], a->out[0], r->dims[1], a, err);

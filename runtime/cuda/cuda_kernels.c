@@ -242,6 +242,37 @@ int cuda_less(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* cpu_expand */
+int cuda_expand(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    CU_LAUNCH(cu_bcast_apply(c->stream, CU_DT_F32, a->in[0], shape_of(x), a->out[0], shape_of(y),
+                             CU_BC_ASSIGN));
+    return OC_OK;
+}
+
+int cuda_where(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *tc = kernel_in(a, 0), *tx = kernel_in(a, 1), *ty = kernel_in(a, 2),
+                    *y = kernel_out(a, 0);
+    if (kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err) ||
+        kernel_want_dtype(a, tx, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, ty, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    CU_LAUNCH(cu_where(c->stream, a->in[0], shape_of(tc), a->in[1], shape_of(tx), a->in[2],
+                       shape_of(ty), a->out[0], shape_of(y)));
+    return OC_OK;
+}
+
+int cuda_where_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *tdy = kernel_in(a, 0), *tc = kernel_in(a, 1);
+    if (kernel_want_dtype(a, tdy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err))
+        return OC_ERR;
+    CU_LAUNCH(cu_where_grad(c->stream, a->in[0], a->in[1], shape_of(tc), shape_of(tdy), a->out[0],
+                            op_args_of(a->n)->where.select));
+    return OC_OK;
+}
+
 int cuda_dropout_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0);
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
@@ -253,12 +284,46 @@ int cuda_dropout_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* The ClipGradNorm scale the node reads as input i (device), or NULL. */
+static const float *grad_scale(const kernel_args *a, int i) {
+    return a->n->n_inputs > i ? a->in[i] : NULL;
+}
+
 int cuda_sgd_momentum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_sgd_args *p = &op_args_of(a->n)->sgd;
-    CU_LAUNCH(cu_sgd_momentum(c->stream, a->in[0], a->in[1], a->in[2], a->out[0], a->out[1],
-                              kernel_numel(kernel_in(a, 0)), p->lr, p->momentum, p->weight_decay));
+    CU_LAUNCH(cu_sgd_momentum(c->stream, a->in[0], a->in[1], a->in[2], grad_scale(a, 3), a->out[0],
+                              a->out[1], kernel_numel(kernel_in(a, 0)), p->lr, p->momentum,
+                              p->weight_decay));
+    return OC_OK;
+}
+
+/* cpu_adamw: the step's bias corrections computed here, in double. */
+int cuda_adamw(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 4; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_adamw_args *p = &op_args_of(a->n)->adamw;
+    double t = (double)a->step + 1.0;
+    float step_size = (float)((double)p->lr / (1.0 - pow(p->beta1, t)));
+    float bc2_sqrt = (float)sqrt(1.0 - pow(p->beta2, t));
+    CU_LAUNCH(cu_adamw(c->stream, a->in[0], a->in[1], a->in[2], a->in[3], grad_scale(a, 4),
+                       a->out[0], a->out[1], a->out[2], kernel_numel(kernel_in(a, 0)), p->beta1,
+                       p->beta2, p->epsilon, 1.0f - p->lr * p->weight_decay, step_size, bc2_sqrt));
+    return OC_OK;
+}
+
+/* cpu_clip_grad_norm: the squares summed tensor by tensor into the first
+ * double of scratch (cuda_kernel_scratch), then the scale. */
+int cuda_clip_grad_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    OC_ASSERT(a->scratch_bytes >= (1 + CU_SUMSQ_SLOTS) * sizeof(double));
+    for (int k = 0; k < a->n->n_inputs; k++) {
+        const ir_tensor *t = kernel_in(a, k);
+        if (kernel_want_dtype(a, t, IR_DTYPE_FLOAT, err)) return OC_ERR;
+        CU_LAUNCH(cu_sumsq(c->stream, a->in[k], kernel_numel(t), a->scratch, k == 0));
+    }
+    CU_LAUNCH(
+        cu_clip_scale(c->stream, a->scratch, a->out[0], op_args_of(a->n)->clip_norm.max_norm));
     return OC_OK;
 }
 
@@ -666,6 +731,7 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
         return (size_t)(N > 0 ? N : 1) * sizeof(double);
     }
     case OP_MAX_POOL_GRAD: return cuda_max_pool_grad_scratch(g, n);
+    case OP_CLIP_GRAD_NORM: return (1 + CU_SUMSQ_SLOTS) * sizeof(double); /* cu_sumsq */
     case OP_BATCH_NORM_GRAD: { /* dScale / dBias when the graph omits them */
         const ir_tensor *x = &g->tensors[n->inputs[1]];
         return 2 * (size_t)(x->rank >= 2 ? x->dims[1] : 1) * sizeof(float);

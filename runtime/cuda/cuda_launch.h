@@ -49,6 +49,11 @@ int cu_transpose(void *stream, int es, const void *x, cu_shape xs, void *y, cu_s
 int cu_slice(void *stream, int es, const void *in, void *out, cu_shape small, cu_shape big,
              cu_shape start, cu_shape step, int scatter);
 /* LayerNormalization over rows of D elements, and its gradient (outputs may be NULL). */
+/* Softmax / LogSoftmax (cpu_softmax): outer x inner rows of D at stride inner. */
+int cu_softmax(void *stream, const float *x, float *y, int64_t outer, int64_t D, int64_t inner,
+               int log);
+int cu_softmax_grad(void *stream, const float *dy, const float *y, float *dx, int64_t outer,
+                    int64_t D, int64_t inner, int log);
 int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y, int64_t R,
                   int64_t D, float eps);
 int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const float *s, float *dx,
@@ -70,6 +75,11 @@ int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */
 int cu_random_uniform(void *stream, float *y, int64_t n, uint64_t key, float low, float high);
 /* y = a < b, broadcast (float in, bool out). */
+/* Where / WhereGrad (cpu_where, cpu_where_grad): cond broadcast. */
+int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float *x, cu_shape xs,
+             const float *y, cu_shape ys, float *out, cu_shape os);
+int cu_where_grad(void *stream, const float *dy, const uint8_t *c, cu_shape cs, cu_shape os,
+                  float *dx, int select);
 int cu_less(void *stream, const float *a, cu_shape as, const float *b, cu_shape bs, uint8_t *y,
             cu_shape ys);
 int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
@@ -133,8 +143,19 @@ int cu_sce(void *stream, const float *s, const void *labels, int labels64, int64
 /* ws: 1 double (the count). */
 int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64, int64_t N,
                 int64_t C, int has_ignore, int64_t ignore, int reduction, float *d, double *ws);
-int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m, float *wo,
-                    float *mo, int64_t n, float lr, float mom, float wd);
+/* The optimizer ops (cpu_update.c); scale: ClipGradNorm's output or NULL. */
+int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m,
+                    const float *scale, float *wo, float *mo, int64_t n, float lr, float mom,
+                    float wd);
+int cu_adamw(void *stream, const float *w, const float *dw, const float *m, const float *v,
+             const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1, float b2,
+             float eps, float decay, float step_size, float bc2_sqrt);
+/* ws[0] = (first ? 0 : ws[0]) + sum g^2, in a fixed order; ws holds
+ * 1 + CU_SUMSQ_SLOTS doubles (the partial sums). */
+#define CU_SUMSQ_SLOTS 4096
+int cu_sumsq(void *stream, const float *g, int64_t n, double *ws, int first);
+/* *scale = min(1, max_norm / (sqrt(*acc) + 1e-6)). */
+int cu_clip_scale(void *stream, const double *acc, float *scale, float max_norm);
 /* p[0..n) = v. */
 int cu_fill(void *stream, float *p, int64_t n, float v);
 /* Y[i, j] = beta * C broadcast (strides s0, s1), the Gemm bias. */

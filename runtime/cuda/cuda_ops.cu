@@ -527,6 +527,58 @@ extern "C" int cu_slice(void *stream, int es, const void *in, void *out, cu_shap
     return last_error();
 }
 
+// ---- Softmax, LogSoftmax and their gradients (cpu_softmax): one thread per row ----
+__global__ void k_softmax(const float *x, float *y, int64_t outer, int64_t D, int64_t inner,
+                          int log) {
+    GRID_LOOP(r, outer * inner) {
+        int64_t base = (r / inner) * D * inner + r % inner;
+        const float *xr = x + base;
+        float *yr = y + base;
+        float m = -INFINITY;
+        for (int64_t i = 0; i < D; i++) m = fmaxf(m, xr[i * inner]);
+        if (m == -INFINITY) m = 0.0f;
+        double s = 0;
+        for (int64_t i = 0; i < D; i++) s += exp((double)xr[i * inner] - m);
+        double ls = log ? m + ::log(s) : 0;
+        for (int64_t i = 0; i < D; i++)
+            yr[i * inner] = log ? (float)((double)xr[i * inner] - ls)
+                                : (float)(exp((double)xr[i * inner] - m) / s);
+    }
+}
+
+__global__ void k_softmax_grad(const float *dy, const float *y, float *dx, int64_t outer, int64_t D,
+                               int64_t inner, int log) {
+    GRID_LOOP(r, outer * inner) {
+        int64_t base = (r / inner) * D * inner + r % inner;
+        double s = 0;
+        for (int64_t i = 0; i < D; i++) {
+            int64_t k = base + i * inner;
+            s += log ? (double)dy[k] : (double)dy[k] * y[k];
+        }
+        for (int64_t i = 0; i < D; i++) {
+            int64_t k = base + i * inner;
+            dx[k] = log ? (float)((double)dy[k] - exp((double)y[k]) * s)
+                        : (float)((double)y[k] * ((double)dy[k] - s));
+        }
+    }
+}
+
+extern "C" int cu_softmax(void *stream, const float *x, float *y, int64_t outer, int64_t D,
+                          int64_t inner, int log) {
+    if (outer * inner == 0) return 0;
+    k_softmax<<<blocks_for(outer * inner), THREADS, 0, (cudaStream_t)stream>>>(x, y, outer, D,
+                                                                               inner, log);
+    return last_error();
+}
+
+extern "C" int cu_softmax_grad(void *stream, const float *dy, const float *y, float *dx,
+                               int64_t outer, int64_t D, int64_t inner, int log) {
+    if (outer * inner == 0) return 0;
+    k_softmax_grad<<<blocks_for(outer * inner), THREADS, 0, (cudaStream_t)stream>>>(
+        dy, y, dx, outer, D, inner, log);
+    return last_error();
+}
+
 // ---- LayerNormalization (cpu_layer_norm): one thread per row / per column ----
 __device__ static void ln_stats(const float *x, int64_t D, double eps, double *m, double *is) {
     double s = 0, q = 0;
@@ -799,6 +851,33 @@ extern "C" int cu_less(void *stream, const float *a, cu_shape as, const float *b
     int64_t n = numel(ys);
     if (n == 0) return 0;
     k_less<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(a, as, b, bs, y, ys, n);
+    return last_error();
+}
+
+__global__ void k_where(const uint8_t *c, cu_shape cs, const float *x, cu_shape xs, const float *y,
+                        cu_shape ys, float *out, cu_shape os, int64_t n) {
+    GRID_LOOP(i, n)
+    out[i] = c[bcast_offset(cs, os, i)] ? x[bcast_offset(xs, os, i)] : y[bcast_offset(ys, os, i)];
+}
+
+extern "C" int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float *x, cu_shape xs,
+                        const float *y, cu_shape ys, float *out, cu_shape os) {
+    int64_t n = numel(os);
+    if (n == 0) return 0;
+    k_where<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(c, cs, x, xs, y, ys, out, os, n);
+    return last_error();
+}
+
+__global__ void k_where_grad(const float *dy, const uint8_t *c, cu_shape cs, cu_shape os, float *dx,
+                             int select, int64_t n) {
+    GRID_LOOP(i, n) dx[i] = (c[bcast_offset(cs, os, i)] != 0) == (select != 0) ? dy[i] : 0.0f;
+}
+
+extern "C" int cu_where_grad(void *stream, const float *dy, const uint8_t *c, cu_shape cs,
+                             cu_shape os, float *dx, int select) {
+    int64_t n = numel(os);
+    if (n == 0) return 0;
+    k_where_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, c, cs, os, dx, select, n);
     return last_error();
 }
 
@@ -1265,11 +1344,12 @@ extern "C" int cu_sce_grad(void *stream, const float *lp, const void *labels, in
     return last_error();
 }
 
-// ---- SGDMomentum (cpu_update.c) ----
-__global__ void k_sgd(const float *w, const float *dw, const float *m, float *wo, float *mo,
-                      int64_t n, float lr, float mom, float wd) {
+// ---- SGDMomentum, AdamW, ClipGradNorm (cpu_update.c) ----
+__global__ void k_sgd(const float *w, const float *dw, const float *m, const float *scale,
+                      float *wo, float *mo, int64_t n, float lr, float mom, float wd) {
+    float s = scale ? *scale : 1.0f;
     GRID_LOOP(i, n) {
-        float g = dw[i] + wd * w[i];
+        float g = dw[i] * s + wd * w[i];
         float mi = mom * m[i] + g;
         mo[i] = mi;
         wo[i] = w[i] - lr * mi;
@@ -1277,9 +1357,69 @@ __global__ void k_sgd(const float *w, const float *dw, const float *m, float *wo
 }
 
 extern "C" int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m,
-                               float *wo, float *mo, int64_t n, float lr, float mom, float wd) {
+                               const float *scale, float *wo, float *mo, int64_t n, float lr,
+                               float mom, float wd) {
     if (n == 0) return 0;
-    k_sgd<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, dw, m, wo, mo, n, lr, mom, wd);
+    k_sgd<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, dw, m, scale, wo, mo, n, lr, mom,
+                                                               wd);
+    return last_error();
+}
+
+__global__ void k_adamw(const float *w, const float *dw, const float *m, const float *v,
+                        const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1,
+                        float b2, float eps, float decay, float step_size, float bc2_sqrt) {
+    float s = scale ? *scale : 1.0f;
+    GRID_LOOP(i, n) {
+        float g = dw[i] * s;
+        float mi = m[i] + (1.0f - b1) * (g - m[i]);
+        float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        mo[i] = mi;
+        vo[i] = vi;
+        wo[i] = w[i] * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+    }
+}
+
+extern "C" int cu_adamw(void *stream, const float *w, const float *dw, const float *m,
+                        const float *v, const float *scale, float *wo, float *mo, float *vo,
+                        int64_t n, float b1, float b2, float eps, float decay, float step_size,
+                        float bc2_sqrt) {
+    if (n == 0) return 0;
+    k_adamw<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
+        w, dw, m, v, scale, wo, mo, vo, n, b1, b2, eps, decay, step_size, bc2_sqrt);
+    return last_error();
+}
+
+/* part[j] = sum of g[i]^2 over i = j mod P (P slots, each in index order),
+ * then acc = (first ? 0 : acc) + part summed in slot order: the same bits
+ * on every run and launch shape. */
+__global__ void k_sumsq_part(const float *g, int64_t n, double *part, int64_t P) {
+    GRID_LOOP(j, P) {
+        double s = 0;
+        for (int64_t i = j; i < n; i += P) s += (double)g[i] * g[i];
+        part[j] = s;
+    }
+}
+
+__global__ void k_sumsq_total(const double *part, int64_t P, double *acc, int first) {
+    double s = first ? 0.0 : *acc;
+    for (int64_t j = 0; j < P; j++) s += part[j];
+    *acc = s;
+}
+
+__global__ void k_clip_scale(const double *acc, float *scale, float max_norm) {
+    double coef = (double)max_norm / (sqrt(*acc) + 1e-6);
+    *scale = (float)(coef < 1.0 ? coef : 1.0);
+}
+
+extern "C" int cu_sumsq(void *stream, const float *g, int64_t n, double *ws, int first) {
+    cudaStream_t st = (cudaStream_t)stream;
+    k_sumsq_part<<<blocks_for(CU_SUMSQ_SLOTS), THREADS, 0, st>>>(g, n, ws + 1, CU_SUMSQ_SLOTS);
+    k_sumsq_total<<<1, 1, 0, st>>>(ws + 1, CU_SUMSQ_SLOTS, ws, first);
+    return last_error();
+}
+
+extern "C" int cu_clip_scale(void *stream, const double *acc, float *scale, float max_norm) {
+    k_clip_scale<<<1, 1, 0, (cudaStream_t)stream>>>(acc, scale, max_norm);
     return last_error();
 }
 

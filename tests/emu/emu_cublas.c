@@ -124,3 +124,19 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t transa, cublasOpe
     emu_stream_enqueue(h->stream, sgemm_run, j);
     return CUBLAS_STATUS_SUCCESS;
 }
+
+/* As cuBLAS: nb independent products, each checked and enqueued as cublasSgemm. */
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float *alpha, const float *A, int lda,
+                                         long long strideA, const float *B, int ldb,
+                                         long long strideB, const float *beta, float *C, int ldc,
+                                         long long strideC, int batchCount) {
+    if (batchCount < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    for (int b = 0; b < batchCount; b++) {
+        cublasStatus_t st = cublasSgemm(h, transa, transb, m, n, k, alpha, A + b * strideA, lda,
+                                        B + b * strideB, ldb, beta, C + b * strideC, ldc);
+        if (st != CUBLAS_STATUS_SUCCESS) return st;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}

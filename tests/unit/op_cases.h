@@ -11,6 +11,7 @@
  *                                state/constant by the op's input role)
  *                   i64<5[4]     int64, uniform in [0, 5)
  *                   i64=[2,-1]   int64 values (rank 1; i64=[] is empty)
+ *                   b[3,4]       bool, true or false at random
  *                   f=0.5  i64=3  b=1   a scalar (rank 0) float/int64/bool
  *                   -            an omitted input
  *     attributes  space-separated name=value: 2 (int), 0.5 (float),
@@ -20,6 +21,8 @@
  *                   !refused:cuda   that backend refuses them with an error
  *                                   naming the node (checked: it must)
  *                   !frozen         the step is built with --bn frozen
+ *                   !adamw          the step updates with AdamW (else SGD)
+ *                   !clip           the step clips gradients to a global norm
  *
  * For each case on the cpu backend: the op's gradient rule builds the backward
  * (train_build, a probe loss after the node), and every gradient is checked
@@ -133,6 +136,19 @@ OP_CASE(PAD, "edge, pads attribute (no gradient)", 9, 1, "[2,3,4]",
 OP_CASE(GEMM, "transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1")
 OP_CASE(MATMUL, "channels-last Linear (ConvNeXt)", 13, 1, "[2,3,2,5] [5,4]", "")
 OP_CASE(MATMUL, "matrices", 13, 1, "[3,6] [6,2]", "")
+OP_CASE(MATMUL, "updated by AdamW, gradients clipped", 13, 1, "[3,6] [6,2]", "!adamw !clip")
+OP_CASE(GEMM, "updated by SGD, gradients clipped", 13, 1, "[3,6] [2,6] [2]", "transB=1 !clip")
+OP_CASE(MATMUL, "batched (attention's Q K^T)", 13, 1, "[2,3,4,5] [2,3,5,4]", "")
+OP_CASE(MATMUL, "batched, rank 3", 13, 1, "[3,2,6] [3,6,5]", "")
+OP_CASE(SOFTMAX, "last axis (attention)", 13, 1, "[2,3,5]", "")
+OP_CASE(SOFTMAX, "middle axis", 13, 1, "[2,4,3]", "axis=1")
+OP_CASE(SOFTMAX, "opset 11: dims from axis flattened", 11, 1, "[2,3,4]", "axis=1")
+OP_CASE(LOG_SOFTMAX, "last axis", 13, 1, "[3,7]", "")
+OP_CASE(LOG_SOFTMAX, "axis 0", 13, 1, "[4,3,2]", "axis=0")
+OP_CASE(EXPAND, "a class token over the batch (ViT)", 13, 1, "[1,1,5] i64=[3,4,1]", "")
+OP_CASE(EXPAND, "to a higher rank", 13, 1, "[3,1] i64=[2,1,4]", "")
+OP_CASE(WHERE, "masked_fill: bool mask, scalar fill", 13, 1, "b[1,1,4,4] f=-3.5 [2,3,4,4]", "")
+OP_CASE(WHERE, "both branches broadcast", 13, 1, "b[3,4] [3,1] [4]", "")
 OP_CASE(GEMM, "transA, alpha, beta, full bias", 13, 1, "[5,3] [5,4] [3,4]",
         "transA=1 alpha=0.5 beta=2.0")
 OP_CASE(SOFTMAX_CROSS_ENTROPY, "mean (the loss itself)", 13, 1, "[4,5] i64<5[4]", "")

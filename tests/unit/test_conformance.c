@@ -42,7 +42,7 @@
 #define DATA_DIR "/usr/share/libonnx-testdata/data/node"
 #define RTOL 1e-3
 #define ATOL 1e-7
-#define MIN_PASS 228
+#define MIN_PASS 245
 
 typedef enum verdict {
     V_PASS,

@@ -126,6 +126,7 @@ static int add_input(ir_graph *g, int node, int slot, const char *tok, uint64_t 
     if (strncmp(p, "i64", 3) == 0) dt = IR_DTYPE_INT64, p += 3;
     else if (strncmp(p, "f=", 2) == 0) p += 1;
     else if (strncmp(p, "b=", 2) == 0) dt = IR_DTYPE_BOOL, p += 1;
+    else if (strncmp(p, "b[", 2) == 0) dt = IR_DTYPE_BOOL, p += 1;
     if (*p == '+') fill = RAND_POS, p++;
     if (*p == '<') {
         char *end;
@@ -164,7 +165,7 @@ static int add_input(ir_graph *g, int node, int slot, const char *tok, uint64_t 
         if (fill == RAND_INT) u = floor(u * (double)int_max);
         if (dt == IR_DTYPE_FLOAT) ((float *)data)[i] = (float)u;
         else if (dt == IR_DTYPE_INT64) ((int64_t *)data)[i] = (int64_t)u;
-        else data[i] = u != 0;
+        else data[i] = fill == RAND ? u > 0 : u != 0;
     }
     ir_tensor_set_data(&g->tensors[t], data, (size_t)bytes);
     free(data);
@@ -339,6 +340,8 @@ static void case_build(const op_case *c, hcase *h) {
     if (trains) {
         train_opts o = train_opts_default();
         o.bn_frozen = case_marked(c, "!frozen");
+        if (case_marked(c, "!adamw")) o.optimizer = TRAIN_OPT_ADAMW, o.weight_decay = 0.1f;
+        if (case_marked(c, "!clip")) o.clip_grad_norm = 0.5f;
         if (y->rank == 0)
             o.loss = TRAIN_LOSS_MODEL, ir_graph_add_output(g, g->nodes[node].outputs[0]);
         else add_probe(g, g->nodes[node].outputs[0], &rng, c);

@@ -25,6 +25,10 @@ int op_grad_concat(grad_ctx *c);
 int op_grad_reshape(grad_ctx *c); /* Flatten and Reshape */
 int op_grad_pad(grad_ctx *c);
 int op_grad_softmax_cross_entropy(grad_ctx *c);
+/* The partial gradient of forward input i from src (dY's shape): src itself
+ * (scale 1, same shape) or ReduceSumTo(src) to input i's shape, times scale
+ * (broadcast ops: op_binary.c, op_where.c). */
+int op_grad_sum_to_input(grad_ctx *c, int i, int src, const char *suffix, float scale);
 
 /* Conv FLOPs from the input side x (N, C, ..) and output side y (N, M, ..). */
 double op_conv_flops(const ir_tensor *x, const ir_tensor *y, const ir_node *n);

@@ -57,6 +57,25 @@ typedef struct op_ln_args {
     float epsilon;
 } op_ln_args;
 
+/* Softmax, LogSoftmax and their gradients: rows along the normalised axis
+ * (stride: the dims after it), or with flatten (opset < 13) the dims from
+ * axis on as one row. */
+typedef struct op_softmax_args {
+    int64_t axis;
+    bool flatten;
+} op_softmax_args;
+
+/* MatMul and its gradients: the right operand has batch dims (one GEMM per
+ * batch) rather than being one matrix for every row. */
+typedef struct op_matmul_args {
+    bool batched;
+} op_matmul_args;
+
+/* WhereGrad: dY kept where cond (select) or where not cond (!select). */
+typedef struct op_where_args {
+    bool select;
+} op_where_args;
+
 typedef struct op_gemm_args {
     bool trans_a, trans_b;
     float alpha, beta;
@@ -173,6 +192,16 @@ typedef struct op_sgd_args {
     float lr, momentum, weight_decay;
 } op_sgd_args;
 
+/* AdamW (torch.optim.AdamW; bias correction from the step count). */
+typedef struct op_adamw_args {
+    float lr, beta1, beta2, epsilon, weight_decay;
+} op_adamw_args;
+
+/* ClipGradNorm. */
+typedef struct op_clip_norm_args {
+    float max_norm;
+} op_clip_norm_args;
+
 /* ReduceSumTo, ReduceMean, ReduceSum: Y = scale * (X summed to the shape
  * dims, which has X's rank: X's extent where kept, 1 where summed; Y holds
  * the same elements, with or without those 1s). BroadcastTo: dX = scale *
@@ -195,6 +224,11 @@ typedef union op_args {
     op_bn_args bn;
     op_gemm_args gemm;
     op_ln_args ln;
+    op_softmax_args softmax;
+    op_matmul_args matmul;
+    op_where_args where;
+    op_adamw_args adamw;
+    op_clip_norm_args clip_norm;
     op_clip_args clip;
     op_dropout_args dropout;
     op_random_args random;

@@ -172,22 +172,6 @@ static int sce_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
-/* W, dW, M -> W_new (like W), M_new (like M) — in place */
-static int sgd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    ir_tensor *w, *dw, *m;
-    if (op_in_shaped(g, n, 0, &w, err) || op_in_shaped(g, n, 1, &dw, err) ||
-        op_in_shaped(g, n, 2, &m, err))
-        return OC_ERR;
-    if (w->rank != dw->rank || memcmp(w->dims, dw->dims, sizeof w->dims) != 0 ||
-        m->rank != w->rank || memcmp(w->dims, m->dims, sizeof w->dims) != 0)
-        return oc_fail(err, "weight '%s', gradient '%s' and momentum '%s' differ in shape", w->name,
-                       dw->name, m->name);
-    op_set_out_like(g, n, 0, w);
-    op_set_out_like(g, n, 1, m);
-    return OC_OK;
-}
-
 /* ---- costs ---- */
 
 /* 2 * N * M * prod(out spatial) * C/group * prod(kernel), from the shapes of
@@ -252,17 +236,6 @@ static int concat_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     return op_axis(ir_attr_int(n, "axis", 0), dy->rank, "axis", &p->axis, err);
 }
 
-static int sgd_decode(const ir_graph *g, ir_node *n, oc_err *err) {
-    (void)g;
-    const ir_attr *lr = ir_attr_find(n, "lr");
-    if (!lr || lr->type != IR_ATTR_FLOAT) return oc_fail(err, "attribute 'lr' (float) is required");
-    op_sgd_args *p = &op_args_new(n)->sgd;
-    p->lr = lr->f;
-    p->momentum = ir_attr_float(n, "momentum", 0.0f);
-    p->weight_decay = ir_attr_float(n, "weight_decay", 0.0f);
-    return OC_OK;
-}
-
 static const op_role data_role[] = {OP_IN_DATA};
 
 /* A backward op's definition; BACKWARD_OP_OPT0 for ops whose output 0 may be
@@ -303,16 +276,3 @@ BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pad);
 BACKWARD_OP_OPT0(op_def_concat_grad, 1, 1, 1, OP_MAX_SPLIT, concat_grad_infer, NULL,
                  concat_grad_decode);
 BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 2, 1, 1, sce_grad_infer, NULL, op_decode_sce);
-static const int8_t sgd_aliases[] = {0, 2};
-const op_def op_def_sgd_momentum = {
-    .min_inputs = 3,
-    .max_inputs = 3,
-    .min_outputs = 2,
-    .max_outputs = 2,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = sgd_infer,
-    .aliases = sgd_aliases,
-    .n_aliases = 2,
-    .decode = sgd_decode,
-};

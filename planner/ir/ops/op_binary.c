@@ -53,9 +53,7 @@ static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
     return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
 }
 
-/* Makes the partial gradient of input i from src (dY's shape): src itself
- * (scale 1, same shape) or ReduceSumTo(src) to input i's shape, times scale. */
-static int sum_to_input(grad_ctx *c, int i, int src, const char *suffix, float scale) {
+int op_grad_sum_to_input(grad_ctx *c, int i, int src, const char *suffix, float scale) {
     const ir_graph *g = grad_graph(c);
     const ir_tensor *x = &g->tensors[grad_fwd_in(c, i)];
     if (scale == 1.0f && same_dims(x, &g->tensors[src])) {
@@ -86,8 +84,8 @@ static int tmp_node(grad_ctx *c, op_kind op, int l, int r, const char *suffix) {
 static int sub_grad(grad_ctx *c) {
     int dy = grad_dy(c, 0);
     if (dy < 0) return OC_OK;
-    if (grad_wants(c, 0) && sum_to_input(c, 0, dy, "grad_a", 1.0f)) return OC_ERR;
-    if (grad_wants(c, 1) && sum_to_input(c, 1, dy, "grad_b", -1.0f)) return OC_ERR;
+    if (grad_wants(c, 0) && op_grad_sum_to_input(c, 0, dy, "grad_a", 1.0f)) return OC_ERR;
+    if (grad_wants(c, 1) && op_grad_sum_to_input(c, 1, dy, "grad_b", -1.0f)) return OC_ERR;
     return OC_OK;
 }
 
@@ -98,7 +96,7 @@ static int mul_grad(grad_ctx *c) {
     for (int i = 0; i < 2; i++) {
         if (!grad_wants(c, i)) continue;
         int t = tmp_node(c, OP_MUL, dy, grad_fwd_in(c, 1 - i), i ? "grad_b_mul" : "grad_a_mul");
-        if (t < 0 || sum_to_input(c, i, t, i ? "grad_b" : "grad_a", 1.0f)) return OC_ERR;
+        if (t < 0 || op_grad_sum_to_input(c, i, t, i ? "grad_b" : "grad_a", 1.0f)) return OC_ERR;
     }
     return OC_OK;
 }
@@ -109,10 +107,10 @@ static int div_grad(grad_ctx *c) {
     if (dy < 0 || (!grad_wants(c, 0) && !grad_wants(c, 1))) return OC_OK;
     int q = tmp_node(c, OP_DIV, dy, grad_fwd_in(c, 1), "grad_div");
     if (q < 0) return OC_ERR;
-    if (grad_wants(c, 0) && sum_to_input(c, 0, q, "grad_a", 1.0f)) return OC_ERR;
+    if (grad_wants(c, 0) && op_grad_sum_to_input(c, 0, q, "grad_a", 1.0f)) return OC_ERR;
     if (!grad_wants(c, 1)) return OC_OK;
     int u = tmp_node(c, OP_MUL, q, grad_fwd_out(c, 0), "grad_b_mul");
-    return u < 0 ? OC_ERR : sum_to_input(c, 1, u, "grad_b", -1.0f);
+    return u < 0 ? OC_ERR : op_grad_sum_to_input(c, 1, u, "grad_b", -1.0f);
 }
 
 static const op_role data_role[] = {OP_IN_DATA};

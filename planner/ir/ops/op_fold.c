@@ -1,5 +1,5 @@
 /* op_fold.c — the glue today's exporters put around a network, evaluated at
- * plan time: Cast, CastLike, Expand, Range, Equal, Where, ConstantOfShape
+ * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, ConstantOfShape
  * (folded when their inputs are plan-time values, refused otherwise), and
  * Identity, Squeeze, Cast to the same type, which also run on activations as
  * copies. torch 2.x's exporter builds e.g. a Conv's zero bias as
@@ -210,12 +210,13 @@ static int squeeze_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 }
 
 /* Expand: x broadcast against the plan-time shape. */
-static int expand_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
+/* Expand (op_expand.c): the output shape from X and the shape values
+ * (numpy broadcasting), folded when X is a plan-time value. */
+int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *x;
     const int64_t *s;
     int64_t ns;
-    if (need_value(g, n, 0, &x, err) || op_in_int64s(g, n, 1, &s, &ns, err)) return OC_ERR;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_int64s(g, n, 1, &s, &ns, err)) return OC_ERR;
     if (ns > IR_MAX_RANK) return oc_fail(err, "shape has %" PRId64 " dims", ns);
     ir_tensor shape = {.name = "shape", .rank = (int)ns};
     memcpy(shape.dims, s, (size_t)ns * sizeof *s);
@@ -225,6 +226,7 @@ static int expand_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     int64_t od[IR_MAX_RANK];
     if (op_broadcast(x, &shape, &r, od, err)) return OC_ERR;
     op_set_out(g, n, 0, x->dtype, r, od);
+    if (!op_is_value(x) || !fold_dtype(x->dtype)) return OC_OK;
     int64_t numel;
     uint8_t *buf = fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
@@ -261,22 +263,14 @@ static int equal_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return op_fold_compare(g, n, err);
 }
 
-/* Where: cond ? x : y, broadcast over all three. */
-static int where_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    ir_tensor *c, *x, *y;
-    if (need_value(g, n, 0, &c, err) || need_value(g, n, 1, &x, err) ||
-        need_value(g, n, 2, &y, err))
-        return OC_ERR;
-    if (c->dtype != IR_DTYPE_BOOL) return oc_fail(err, "condition '%s' is not bool", c->name);
-    if (x->dtype != y->dtype) return oc_fail(err, "inputs 1 and 2 differ in type");
-    int r1, r;
-    int64_t d1[IR_MAX_RANK], od[IR_MAX_RANK];
-    if (op_broadcast(x, y, &r1, d1, err)) return OC_ERR;
-    ir_tensor xy = {.name = "x,y", .rank = r1};
-    memcpy(xy.dims, d1, sizeof d1);
-    if (op_broadcast(c, &xy, &r, od, err)) return OC_ERR;
-    op_set_out(g, n, 0, x->dtype, r, od);
+/* Where of three plan-time values (output shape inferred): folded; does
+ * nothing otherwise (op_where.c runs it). */
+int op_fold_where(ir_graph *g, ir_node *n, oc_err *err) {
+    ir_tensor *c = ir_node_in(g, n, 0), *x = ir_node_in(g, n, 1), *y = ir_node_in(g, n, 2);
+    if (!op_is_value(c) || !op_is_value(x) || !op_is_value(y)) return OC_OK;
+    const ir_tensor *out = ir_node_out(g, n, 0);
+    int r = out->rank;
+    const int64_t *od = out->dims;
     int64_t numel;
     uint8_t *buf = fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
@@ -409,9 +403,7 @@ const op_def op_def_cast_like = {
     .infer = cast_like_infer,
     .grad = identity_grad,
 };
-FOLD_OP(op_def_expand, 2, expand_infer);
 FOLD_OP(op_def_equal, 2, equal_infer);
-FOLD_OP(op_def_where, 3, where_infer);
 FOLD_OP(op_def_range, 3, range_infer);
 FOLD_OP(op_def_constant_of_shape, 1, constant_of_shape_infer);
 

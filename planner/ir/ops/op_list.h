@@ -38,6 +38,8 @@
     X(GELU, "Gelu", ONNX, gelu, pointwise)                                                         \
     X(SQRT, "Sqrt", ONNX, sqrt, pointwise)                                                         \
     X(POW, "Pow", ONNX, pow, pointwise)                                                            \
+    X(SOFTMAX, "Softmax", ONNX, softmax, softmax)                                                  \
+    X(LOG_SOFTMAX, "LogSoftmax", ONNX, log_softmax, softmax)                                       \
     X(CLIP, "Clip", ONNX, clip, clip)                                                              \
     X(DROPOUT, "Dropout", ONNX, dropout, dropout)                                                  \
     X(MAX_POOL, "MaxPool", ONNX, max_pool, max_pool)                                               \
@@ -48,6 +50,8 @@
     X(MUL, "Mul", ONNX, mul, binary)                                                               \
     X(DIV, "Div", ONNX, div, binary)                                                               \
     X(LESS, "Less", ONNX, less, less)                                                              \
+    X(WHERE, "Where", ONNX, where, where)                                                          \
+    X(EXPAND, "Expand", ONNX, expand, expand)                                                      \
     X(RANDOM_UNIFORM_LIKE, "RandomUniformLike", ONNX, random_uniform_like, random_uniform_like)    \
     X(REDUCE_MEAN, "ReduceMean", ONNX, reduce_mean, reduce_sum_to)                                 \
     X(REDUCE_SUM, "ReduceSum", ONNX, reduce_sum, reduce_sum_to)                                    \
@@ -91,6 +95,9 @@
     X(GELU_GRAD, "GeluGrad", OC, gelu_grad, pointwise_grad)                                        \
     X(SQRT_GRAD, "SqrtGrad", OC, sqrt_grad, pointwise_grad)                                        \
     X(POW_GRAD, "PowGrad", OC, pow_grad, pointwise_grad)                                           \
+    X(WHERE_GRAD, "WhereGrad", OC, where_grad, where_grad)                                         \
+    X(SOFTMAX_GRAD, "SoftmaxGrad", OC, softmax_grad, softmax_grad)                                 \
+    X(LOG_SOFTMAX_GRAD, "LogSoftmaxGrad", OC, log_softmax_grad, softmax_grad)                      \
     X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
     X(DROPOUT_GRAD, "DropoutGrad", OC, dropout_grad, dropout_grad)                                 \
     X(MAX_POOL_GRAD, "MaxPoolGrad", OC, max_pool_grad, max_pool_grad)                              \
@@ -108,14 +115,14 @@
     X(CONCAT_GRAD, "ConcatGrad", OC, concat_grad, concat_grad)                                     \
     X(SOFTMAX_CROSS_ENTROPY_GRAD, "SoftmaxCrossEntropyLossGrad", OC, softmax_cross_entropy_grad,   \
       softmax_cross_entropy_grad)                                                                  \
-    X(SGD_MOMENTUM, "SGDMomentum", OC, sgd_momentum, sgd_momentum)
+    X(CLIP_GRAD_NORM, "ClipGradNorm", OC, clip_grad_norm, clip_grad_norm)                          \
+    X(SGD_MOMENTUM, "SGDMomentum", OC, sgd_momentum, sgd_momentum)                                 \
+    X(ADAMW, "AdamW", OC, adamw, adamw)
 
 /* Ops evaluated at plan time only (op_fold.c): their inputs must be plan-time
  * values; a node of them never reaches a training graph, so no kernel. */
 #define OC_OPS_FOLD(X)                                                                             \
-    X(EXPAND, "Expand", ONNX, expand, none)                                                        \
     X(EQUAL, "Equal", ONNX, equal, none)                                                           \
-    X(WHERE, "Where", ONNX, where, none)                                                           \
     X(RANGE, "Range", ONNX, range, none)                                                           \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)
 
@@ -139,7 +146,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 85
+#define OP_LIST_COUNT 92
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

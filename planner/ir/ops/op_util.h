@@ -52,6 +52,11 @@ int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err);
 /* The same for Equal and Less (bool output). */
 int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err);
 
+/* Expand's output shape; its value folded when X is a plan-time value. */
+int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err);
+/* Where of three plan-time values (output shape set): folded; else nothing. */
+int op_fold_where(ir_graph *g, ir_node *n, oc_err *err);
+
 /* Numpy broadcasting of a and b into out (rank *rank). */
 int op_broadcast(const ir_tensor *a, const ir_tensor *b, int *rank, int64_t *out, oc_err *err);
 

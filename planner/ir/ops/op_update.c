@@ -1,0 +1,145 @@
+/* op_update.c — the optimizer's ops, one per parameter, in place (output o
+ * reuses input aliases[o]'s storage):
+ *   SGDMomentum(W, dW, M [, scale]) -> W', M'        torch.optim.SGD
+ *   AdamW(W, dW, M, V [, scale]) -> W', M', V'       torch.optim.AdamW
+ * and ClipGradNorm(dW1, .., dWk) -> scale [1]: min(1, max_norm / (||dW||_2 +
+ * 1e-6)) over every gradient at once (torch.nn.utils.clip_grad_norm_), which
+ * each update then multiplies its dW by (the optional last input). A step
+ * with clipping runs every update after the last gradient. */
+#include <string.h>
+
+#include "ir/ops/op_util.h"
+
+static bool same_shape(const ir_tensor *a, const ir_tensor *b) {
+    return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
+}
+
+/* W, dW, state.. [, scale] -> W', state..' each like its input. */
+static int update_infer_n(ir_graph *g, ir_node *n, int n_state, oc_err *err) {
+    ir_tensor *w;
+    if (op_in_shaped(g, n, 0, &w, err)) return OC_ERR;
+    for (int i = 1; i <= 1 + n_state; i++) {
+        ir_tensor *t;
+        if (op_in_shaped(g, n, i, &t, err)) return OC_ERR;
+        if (!same_shape(w, t) || t->dtype != w->dtype)
+            return oc_fail(err, "'%s' and '%s' differ in shape or type", w->name, t->name);
+    }
+    ir_tensor *scale = ir_node_in(g, n, 2 + n_state);
+    int64_t numel = 0;
+    if (scale && (!ir_tensor_shape_known(scale) || !ir_tensor_numel(scale, &numel) || numel != 1))
+        return oc_fail(err, "the gradient scale '%s' must have one element", scale->name);
+    op_set_out_like(g, n, 0, w);
+    for (int i = 1; i <= n_state; i++) op_set_out_like(g, n, i, ir_node_in(g, n, 1 + i));
+    return OC_OK;
+}
+
+static int sgd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    return update_infer_n(g, n, 1, err);
+}
+
+static int adamw_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    return update_infer_n(g, n, 2, err);
+}
+
+static int required_float(const ir_node *n, const char *name, float *v, oc_err *err) {
+    const ir_attr *a = ir_attr_find(n, name);
+    if (!a || a->type != IR_ATTR_FLOAT)
+        return oc_fail(err, "attribute '%s' (float) is required", name);
+    *v = a->f;
+    return OC_OK;
+}
+
+static int sgd_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_sgd_args *p = &op_args_new(n)->sgd;
+    if (required_float(n, "lr", &p->lr, err)) return OC_ERR;
+    p->momentum = ir_attr_float(n, "momentum", 0.0f);
+    p->weight_decay = ir_attr_float(n, "weight_decay", 0.0f);
+    return OC_OK;
+}
+
+static int adamw_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_adamw_args *p = &op_args_new(n)->adamw;
+    if (required_float(n, "lr", &p->lr, err)) return OC_ERR;
+    p->beta1 = ir_attr_float(n, "beta1", 0.9f);
+    p->beta2 = ir_attr_float(n, "beta2", 0.999f);
+    p->epsilon = ir_attr_float(n, "epsilon", 1e-8f);
+    p->weight_decay = ir_attr_float(n, "weight_decay", 0.01f);
+    if (!(p->beta1 >= 0.0f && p->beta1 < 1.0f) || !(p->beta2 >= 0.0f && p->beta2 < 1.0f))
+        return oc_fail(err, "betas (%g, %g) must lie in [0, 1)", (double)p->beta1,
+                       (double)p->beta2);
+    if (!(p->epsilon > 0.0f))
+        return oc_fail(err, "epsilon %g must be positive", (double)p->epsilon);
+    return OC_OK;
+}
+
+/* dW1..dWk (float) -> scale [1]. */
+static int clip_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    for (int i = 0; i < n->n_inputs; i++) {
+        ir_tensor *t;
+        if (op_in_shaped(g, n, i, &t, err)) return OC_ERR;
+        if (t->dtype != IR_DTYPE_FLOAT) return oc_fail(err, "'%s' is not float", t->name);
+    }
+    int64_t one = 1;
+    op_set_out(g, n, 0, IR_DTYPE_FLOAT, 1, &one);
+    return OC_OK;
+}
+
+static int clip_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_clip_norm_args *p = &op_args_new(n)->clip_norm;
+    if (required_float(n, "max_norm", &p->max_norm, err)) return OC_ERR;
+    if (!(p->max_norm > 0.0f))
+        return oc_fail(err, "max_norm %g must be positive", (double)p->max_norm);
+    return OC_OK;
+}
+
+/* Every gradient read once, squared and summed. */
+static void clip_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    c->flops = 2.0 * c->bytes_read / 4.0;
+}
+
+static const op_role data_role[] = {OP_IN_DATA};
+static const int8_t sgd_aliases[] = {0, 2};
+static const int8_t adamw_aliases[] = {0, 2, 3};
+
+const op_def op_def_sgd_momentum = {
+    .min_inputs = 3,
+    .max_inputs = 4,
+    .min_outputs = 2,
+    .max_outputs = 2,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = sgd_infer,
+    .aliases = sgd_aliases,
+    .n_aliases = 2,
+    .decode = sgd_decode,
+};
+const op_def op_def_adamw = {
+    .min_inputs = 4,
+    .max_inputs = 5,
+    .min_outputs = 3,
+    .max_outputs = 3,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = adamw_infer,
+    .aliases = adamw_aliases,
+    .n_aliases = 3,
+    .decode = adamw_decode,
+};
+const op_def op_def_clip_grad_norm = {
+    .min_inputs = 1,
+    .max_inputs = -1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = clip_infer,
+    .decode = clip_decode,
+    .cost = clip_cost,
+};

@@ -1,0 +1,61 @@
+/* train_opts.c — the training options both command lines share (outcore-plan
+ * and outcore-run): the optimizer, its AdamW settings, gradient clipping and
+ * the loss's ignored label. See train_graph.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/train_graph.h"
+
+/* A finite float in [lo, hi) (hi_open) or [lo, hi]. */
+static int parse_float_in(const char *flag, const char *v, double lo, double hi, bool hi_open,
+                          float *out, oc_err *err) {
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || *end || errno || !(d >= lo) || (hi_open ? !(d < hi) : !(d <= hi)))
+        return oc_fail(err, "%s: '%s' is not a number in [%g, %g%c", flag, v, lo, hi,
+                       hi_open ? ')' : ']');
+    *out = (float)d;
+    return OC_OK;
+}
+
+int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err) {
+    if (strcmp(flag, "--optimizer") == 0) {
+        if (strcmp(v, "sgd") == 0) o->optimizer = TRAIN_OPT_SGD;
+        else if (strcmp(v, "adamw") == 0) o->optimizer = TRAIN_OPT_ADAMW;
+        else return oc_fail(err, "--optimizer: '%s' is not one of sgd, adamw", v);
+        return 1;
+    }
+    if (strcmp(flag, "--betas") == 0) {
+        const char *comma = strchr(v, ',');
+        if (!comma) return oc_fail(err, "--betas: '%s' is not B1,B2 (e.g. 0.9,0.95)", v);
+        char b1[64];
+        snprintf(b1, sizeof b1, "%.*s", (int)(comma - v), v);
+        if (parse_float_in(flag, b1, 0, 1, true, &o->beta1, err) ||
+            parse_float_in(flag, comma + 1, 0, 1, true, &o->beta2, err))
+            return OC_ERR;
+        return 1;
+    }
+    if (strcmp(flag, "--eps") == 0) {
+        if (parse_float_in(flag, v, 0, 1, false, &o->epsilon, err)) return OC_ERR;
+        if (!(o->epsilon > 0)) return oc_fail(err, "--eps must be positive");
+        return 1;
+    }
+    if (strcmp(flag, "--clip-grad-norm") == 0) {
+        if (parse_float_in(flag, v, 0, 1e30, false, &o->clip_grad_norm, err)) return OC_ERR;
+        if (!(o->clip_grad_norm > 0)) return oc_fail(err, "--clip-grad-norm must be positive");
+        return 1;
+    }
+    if (strcmp(flag, "--ignore-index") == 0) {
+        char *end;
+        errno = 0;
+        long long k = strtoll(v, &end, 10);
+        if (end == v || *end || errno)
+            return oc_fail(err, "--ignore-index: '%s' is not an integer", v);
+        o->ignore_index = k;
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,195 @@
+"""Tiny transformers for the PyTorch round-trip fixtures (tests/data/torch2): the ops of
+GPT-2 at 2 layers, d 64, 4 heads, T 32 and a 64-token vocabulary, so the exports can be
+committed. Written as plain modules (as nanoGPT writes GPT-2), not torch.nn.Transformer,
+so every exporter sees the same ops: token and position embeddings (Gather), LayerNorm,
+one Linear for Q, K and V split three ways, heads by Reshape + Transpose, Q K^T (a batched
+MatMul), a causal mask (a constant lower-triangular buffer -> Equal -> Where; or, with
+mask="range", Range -> Less -> Where, no buffer), Softmax,
+the tanh form of GELU, residual Adds, and a language-model head tied to the token
+embedding (one parameter read by Gather and by MatMul). Logits [N, T, V], labels [N, T].
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB, D, HEADS, LAYERS, T = 64, 64, 4, 2, 32
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads, t, causal):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.drop = nn.Dropout(0.0)
+        self.causal = causal
+        if causal == "buffer":  # nanoGPT's and Hugging Face GPT-2's form
+            self.register_buffer("mask", torch.tril(torch.ones(t, t)).view(1, 1, t, t),
+                                 persistent=False)
+
+    def forward(self, x):
+        n, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q = q.view(n, t, self.heads, d // self.heads).transpose(1, 2)
+        k = k.view(n, t, self.heads, d // self.heads).transpose(1, 2)
+        v = v.view(n, t, self.heads, d // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+        if self.causal == "buffer":
+            att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        elif self.causal == "range":  # no buffer: Range and Less, folded at plan time
+            i = torch.arange(t, device=x.device)
+            att = att.masked_fill(i[:, None] < i[None, :], float("-inf"))
+        att = self.drop(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).reshape(n, t, d)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, t, causal, gelu="tanh"):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads, t, causal)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.act = nn.GELU(approximate=gelu)
+        self.out = nn.Linear(4 * d, d)
+        self.drop = nn.Dropout(0.0)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.drop(self.out(self.act(self.fc(self.ln2(x)))))
+
+
+class TinyGPT(nn.Module):
+    """GPT-2's structure: tokens [N, T] int64 -> logits [N, T, V]."""
+
+    def __init__(self, vocab=VOCAB, d=D, heads=HEADS, layers=LAYERS, t=T, mask="buffer"):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(t, d)
+        self.blocks = nn.ModuleList(Block(d, heads, t, mask) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.wte.weight  # tied
+        for name, p in self.named_parameters():  # GPT-2's initialisation
+            if p.dim() >= 2:
+                nn.init.normal_(p, std=0.02 if "proj" not in name and "out" not in name
+                                else 0.02 / math.sqrt(2 * layers))
+            elif "ln" not in name:
+                nn.init.zeros_(p)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        pos = torch.arange(t, dtype=torch.long, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln_f(x))
+
+
+class PostLNBlock(nn.Module):
+    """BERT's block: LayerNorm after each residual Add, the erf form of GELU."""
+
+    def __init__(self, d, heads, t):
+        super().__init__()
+        self.attn = Attention(d, heads, t, causal=False)
+        self.ln1 = nn.LayerNorm(d, eps=1e-12)
+        self.fc = nn.Linear(d, 4 * d)
+        self.act = nn.GELU()
+        self.out = nn.Linear(4 * d, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-12)
+
+    def forward(self, x):
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.out(self.act(self.fc(x))))
+
+
+class TinyBERT(nn.Module):
+    """BERT's encoder with its masked-LM head: tokens [N, T] -> logits [N, T, V]; the
+    decoder is tied to the word embedding and has its own bias. Labels are -100 (PyTorch's
+    ignore_index) except at the masked positions."""
+
+    def __init__(self, vocab=VOCAB, d=D, heads=HEADS, layers=LAYERS, t=T):
+        super().__init__()
+        self.word = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(t, d)
+        self.ln = nn.LayerNorm(d, eps=1e-12)
+        self.blocks = nn.ModuleList(PostLNBlock(d, heads, t) for _ in range(layers))
+        self.mlm_dense = nn.Linear(d, d)
+        self.mlm_act = nn.GELU()
+        self.mlm_ln = nn.LayerNorm(d, eps=1e-12)
+        self.decoder = nn.Linear(d, vocab)
+        self.decoder.weight = self.word.weight  # tied
+        for name, p in self.named_parameters():  # BERT's initialisation
+            if p.dim() >= 2:
+                nn.init.normal_(p, std=0.02)
+            elif "ln" not in name:
+                nn.init.zeros_(p)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        pos = torch.arange(t, dtype=torch.long, device=idx.device)
+        x = self.ln(self.word(idx) + self.pos(pos))
+        for b in self.blocks:
+            x = b(x)
+        return self.decoder(self.mlm_ln(self.mlm_act(self.mlm_dense(x))))
+
+
+class TinyViT(nn.Module):
+    """ViT: 4x4 patches of a 32x32 image by a strided Conv, a class token (a parameter
+    expanded over the batch and concatenated), position embeddings, pre-LN blocks with the
+    erf GELU, the class token's features -> 10 classes."""
+
+    def __init__(self, d=D, heads=HEADS, layers=LAYERS, patch=4, image=32, classes=10):
+        super().__init__()
+        n = (image // patch) ** 2
+        self.patch = nn.Conv2d(3, d, patch, stride=patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos = nn.Parameter(torch.randn(1, n + 1, d) * 0.02)
+        self.blocks = nn.ModuleList(Block(d, heads, n + 1, False, gelu="none")
+                                    for _ in range(layers))
+        self.ln = nn.LayerNorm(d, eps=1e-6)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, img):
+        x = self.patch(img).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln(x)[:, 0])
+
+
+def tiny_gpt():
+    return TinyGPT()
+
+
+def tiny_bert():
+    return TinyBERT()
+
+
+def tiny_vit():
+    return TinyViT()
+
+
+TRANSFORMERS = {"tiny_gpt": tiny_gpt, "tiny_bert": tiny_bert, "tiny_vit": tiny_vit}
+SEQUENCE = {"tiny_gpt", "tiny_bert"}  # token inputs [N, T] int64, labels [N, T]
+
+
+# The full-size members tools/export_models.py bundles (graphs/): GPT-2 small (124M, tied
+# embeddings, T 1024), a BERT-base encoder with its masked-LM head (T 512), ViT-B/16.
+def gpt2_small():
+    return TinyGPT(vocab=50257, d=768, heads=12, layers=12, t=1024, mask="range")
+
+
+def bert_base():
+    return TinyBERT(vocab=30522, d=768, heads=12, layers=12, t=512)
+
+
+def vit_b16():
+    return TinyViT(d=768, heads=12, layers=12, patch=16, image=224, classes=1000)
+
+
+FULL = {"gpt2_small": (gpt2_small, (1024,)), "bert_base": (bert_base, (512,)),
+        "vit_b16": (vit_b16, (3, 224, 224))}

@@ -12,6 +12,9 @@
     --resume and its own command line (its checkpoints replace the one it resumed from), ends
     with weights, BN statistics and momentum bit for bit those of a run that
     never stopped (tiny EfficientNet: BN, dropout and stochastic depth drawn per step).
+  - Token data: int64 windows [N, T] and next-token labels [N, T] (some -100, ignored) for a
+    language model's [N, T, V] logits: with lr 0 every step's loss is the mean over its batch's
+    labelled tokens and the held-out loss the held-out set's; float data for it is refused.
   - Bad data: a missing file, float64 data, a shape that is not the model's, a label out of
     range, fewer samples than a batch, a checkpoint of another batch: each a non-zero exit with
     one line naming the file.
@@ -160,9 +163,64 @@ def bad_inputs(tmp):
           f"resume at another batch: {r.stderr.strip()}")
 
 
+def token_model(path, emb, w):
+    """tokens [N, T] int64 -> Gather(emb) -> MatMul(w) -> logits [N, T, V]: a language model."""
+    t = emb.shape[0]
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["emb", "input"], ["h"]),
+         helper.make_node("MatMul", ["h", "w"], ["logits"])], "lm",
+        [helper.make_tensor_value_info("input", TensorProto.INT64, ["batch", 5])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 5, t])],
+        [numpy_helper.from_array(emb, "emb"), numpy_helper.from_array(w, "w")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def token_data(tmp):
+    """A data set of int64 token windows [N, T] and next-token labels [N, T] with some
+    -100s: with lr 0 each step's loss is the mean cross-entropy over its batch's labelled
+    tokens, the held-out loss over the held-out set's; float data for it is refused."""
+    rng = np.random.default_rng(5)
+    v, d, t, n, b = 6, 3, 5, 10, 2
+    emb, w = rng.standard_normal((v, d)).astype(np.float32), rng.standard_normal((d, v)).astype(np.float32)
+    model = os.path.join(tmp, "lm.onnx")
+    token_model(model, emb, w)
+    x = rng.integers(0, v, (n, t)).astype(np.int64)
+    y = rng.integers(0, v, (n, t)).astype(np.int64)
+    y[rng.random((n, t)) < 0.3] = -100
+    f = lambda k: os.path.join(tmp, f"lm_{k}.npy")  # noqa: E731
+    np.save(f("x"), x), np.save(f("y"), y), np.save(f("xe"), x[:3]), np.save(f("ye"), y[:3])
+    r = run([model, "--batch", str(b), "--data", f("x"), "--labels", f("y"), "--epochs", "2",
+             "--lr", "0", "--optimizer", "adamw", "--weight-decay", "0", "--seed", "3",
+             "--eval-data", f("xe"), "--eval-labels", f("ye")])
+    logits = (emb[x] @ w)  # [n, t, v]
+
+    def mean_ce(idx):
+        z, lab = logits[idx].reshape(-1, v), y[idx].reshape(-1)
+        keep = lab != -100
+        return float(ce(z[keep].astype(np.float64), lab[keep]).mean())
+
+    got = [float(v_) for v_ in re.findall(r"^step \d+ loss (\S+)$", r.stdout, re.M)]
+    want = []
+    for epoch in range(2):
+        order = outcore_order(n, 3, epoch)
+        want += [mean_ce(order[s * b:(s + 1) * b]) for s in range(n // b)]
+    worst = max(abs(a - c) for a, c in zip(got, want)) if len(got) == len(want) else 1.0
+    check(worst < 1e-5, f"token data: {len(got)} steps, each the mean over its labelled tokens "
+                        f"(worst {worst:.1e})")
+    ev = re.findall(r"eval loss (\S+)", r.stdout.replace(",", ""))
+    we = mean_ce(list(range(3)))
+    check(len(ev) == 2 and abs(float(ev[-1]) - we) < 1e-5,
+          f"token data: held-out loss {ev[-1] if ev else '?'} == {we:.6f} (ignored tokens "
+          f"not counted)")
+    np.save(f("xf"), x.astype(np.float32))
+    r = run([model, "--batch", str(b), "--data", f("xf"), "--labels", f("y")], check_rc=False)
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    check(r.returncode != 0 and "int64 token ids" in last, f"token data as float32: {last}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        for fn in (order_and_eval, resume_after_kill, bad_inputs):
+        for fn in (order_and_eval, resume_after_kill, bad_inputs, token_data):
             try:
                 fn(tmp)
             except Exception as e:  # noqa: BLE001

@@ -447,7 +447,8 @@ def export_one(name, opset, args):
 
 
 def export_transformer(name, args):
-    """GPT-2 small, BERT-base or ViT-B/16 (tools/tiny_transformers.py FULL): exported by
+    """GPT-2 small, BERT-base or ViT-B/16 (tools/tiny_transformers.py FULL; also the tiny
+    stand-ins tiny_gpt_range and tiny_vit): exported by
     the legacy exporter in training mode at opset 17 (LayerNormalization), batch dynamic,
     structure-only; dropout is 0 as the tiny fixtures run it. No shapes file (no
     PyTorch-side shape recording for these)."""
@@ -475,7 +476,7 @@ def export_transformer(name, args):
           f"{params / 1e6:.1f}M parameters\n  ops: {' '.join(sorted({n.op_type for n in m.graph.node}))}")
 
 
-TRANSFORMER_MODELS = ["gpt2_small", "bert_base", "vit_b16"]
+TRANSFORMER_MODELS = ["gpt2_small", "bert_base", "vit_b16", "tiny_gpt_range", "tiny_vit"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,32 +14,6 @@
 #      ResNet-50 coefficients copied in, plan, run, trace; the ideal is the default in-core run
 # Rows: slowdown vs in core, predicted vs measured; $OUT gets the table and a tarball of the
 # profiles, plans' JSON, traces and logs.
-PSTEPS=8
-pl_plan() { # PROFILE BUDGET OUT.onnx MODEL BATCH [STRATEGY] -> $LOG/OUT.json, prints rc
-    tbox 120 $PLAN plan "$4" --batch "$5" --profile "$1" --strategy "${6:-auto}" --budget "$2" --json \
-        -o "$LOG/$3" >"$LOG/${3%.onnx}.json" 2>"$LOG/${3%.onnx}.err"
-}
-pl_run() { # PLAN.onnx TAG DATA CAP: timed run, then a traced one
-    EMU_DEVICE_BYTES=$4 tbox 150 $RUN "$LOG/$1" --backend cuda --steps $PSTEPS --lr 0.01 $3 \
-        >"$LOG/$2_run.log" 2>&1
-    EMU_DEVICE_BYTES=$4 tbox 120 $RUN "$LOG/$1" --backend cuda --steps 4 --lr 0.01 $3 \
-        --trace-out "$LOG/$2_trace.json" >"$LOG/$2_trace.log" 2>&1
-}
-pl_rows() { # TAG PLAN-JSON IDEAL_IPS BATCH CAP: the rows of one planned run
-    local ips dev pred
-    ips=$(ips "$LOG/$1_run.log") dev=$(dev_used "$LOG/$1_run.log")
-    pred=$(pjson "$2" iteration_time_s)
-    row "  $1: run" "${ips:-FAILED ($1_run.log: $(tail -1 "$LOG/$1_run.log"))} img/s, device ${dev:-?} B (<= cap: $([ -n "$dev" ] && [ "$dev" -le "$5" ] && echo yes || echo NO)), loss falls: $(loss_falls "$LOG/$1_run.log" && echo yes || echo NO), outside the plan: $(grep -c 'outside the plan' "$LOG/$1_run.log")"
-    [ -n "$ips" ] && [ -n "$3" ] && row "  $1: slowdown vs in core" "$($PYTHON -c "print(f'{100*($3/$ips-1):.1f}%')")"
-    [ -n "$ips" ] && [ -n "$pred" ] && [ "$pred" != None ] &&
-        row "  $1: predicted vs measured step" "$($PYTHON -c "p,m=$pred,$4/$ips;print(f'pred {p*1e3:.1f} ms, meas {m*1e3:.1f} ms, err {100*(p-m)/m:+.1f}%')")"
-    row "  $1: trace" "$(tail -1 "$LOG/$1_trace.log")"
-}
-pl_plan_row() { # TAG PLAN-JSON RC
-    row "$1: plan" "rc $3: $(pjson "$2" notes | cut -c1-100); swap $(pjson "$2" swap_out_bytes) B each way, recompute $(pjson "$2" recompute_time_s) s, predicted slowdown $(pjson "$2" slowdown), planned in $(pjson "$2" plan_seconds) s; $(grep -o 'arena [0-9.]* [GM]iB' "${2%.json}.err" | head -1) $(grep -o 'after [0-9]* re-plans' "${2%.json}.err")"
-    [ "$3" != 0 ] && tail -3 "${2%.json}.err"
-}
-
 M=$LOG/${BIG}.onnx
 if [ $EMU = 1 ]; then
     $PYTHON tools/export_models.py --models $BIG --opset 13 --image-size $BIG_SIZE --structure-only \
@@ -60,14 +34,6 @@ $PLAN plan "$M" --batch $BIG_BATCH --profile "$LOG/profile.json" --strategy inco
 PRED=$(pjson "$LOG/plan_incore.json" iteration_time_s)
 [ -n "$IC_IPS" ] && [ -n "$PRED" ] && [ "$PRED" != None ] &&
     row "  in core: predicted vs measured step" "$($PYTHON -c "p,m=$PRED,$BIG_BATCH/$IC_IPS;print(f'pred {p*1e3:.1f} ms, meas {m*1e3:.1f} ms, err {100*(p-m)/m:+.1f}%')")"
-# The arena's budget: the cap less what the process holds besides its arena (CUDA context,
-# cuDNN / cuBLAS handles: device memory in use minus the arena, measured in the in-core run)
-# and 64 MiB for what a plan run adds (its events); 1 GiB when that cannot be read
-over_of() { # LOG: device bytes in use beyond the arena
-    local u c
-    u=$(dev_used "$1") c=$(sed -n 's/^arena high-water .*capacity .*(\([0-9]*\) bytes).*/\1/p' "$1")
-    [ -n "$u" ] && [ -n "$c" ] && [ "$u" -gt "$c" ] && echo $((u - c + 67108864)) || echo 1073741824
-}
 OVER=$(over_of "$LOG/incore.log")
 CAP=17179869184 BUDGET=$((17179869184 - OVER))
 row "  budget under a cap" "the cap less $OVER B (context and handles + 64 MiB, from the in-core run)"

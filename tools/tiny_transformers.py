@@ -192,4 +192,6 @@ def vit_b16():
 
 
 FULL = {"gpt2_small": (gpt2_small, (1024,)), "bert_base": (bert_base, (512,)),
-        "vit_b16": (vit_b16, (3, 224, 224))}
+        "vit_b16": (vit_b16, (3, 224, 224)),
+        # the emulator's stand-ins (tools/gpu-check --transformers --emu): tiny, no buffer
+        "tiny_gpt_range": (lambda: TinyGPT(mask="range"), (T,)), "tiny_vit": (tiny_vit, (3, 32, 32))}

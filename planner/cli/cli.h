@@ -88,7 +88,8 @@ typedef struct cli_fit {
     const char *floor_node;  /* the node that sets it (NULL: parameters, state, batch) */
     int64_t base_bytes;      /* parameters, state, optimizer state (and the reserve) */
     int64_t swap_all_budget; /* the smallest budget the all-swap plan fits; -1: none */
-    int64_t max_batch;       /* the largest batch under the budget (0: none, or no --batch) */
+    int64_t max_batch;       /* the largest batch under the budget (0: none, or no --batch; -1: the
+                          model loads at no other batch, its batch fixed in its shapes) */
     char reason[512];        /* the all-swap plan's failure under the budget */
 } cli_fit;
 struct cli_plan_env;

@@ -42,7 +42,11 @@ int cli_fit_explain(const cli_plan_env *e, cli_fit *f, oc_err *err) {
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
         bool ok = false;
-        if (fits_at_batch(e, mid, &ok, err)) return OC_ERR;
+        oc_err ignored;
+        if (fits_at_batch(e, mid, &ok, &ignored)) { /* a batch fixed in the model's shapes */
+            f->max_batch = -1;
+            return OC_OK;
+        }
         if (ok) lo = mid;
         else hi = mid;
     }
@@ -77,6 +81,11 @@ void cli_fit_print(const cli_plan_env *e, const cli_fit *f, FILE *out) {
     if (f->max_batch > 0)
         fprintf(out, "%sbatch %lld under %s", f->swap_all_budget >= 0 ? ", or " : "",
                 (long long)f->max_batch, budget);
+    else if (f->max_batch < 0)
+        fprintf(out,
+                "%s(no other batch: the model does not load at a smaller one, its batch is "
+                "fixed in its shapes)",
+                f->swap_all_budget >= 0 ? " " : "");
     else if (e->mo.batch > 1)
         fprintf(out, "%sno batch under %s", f->swap_all_budget >= 0 ? "; " : "", budget);
     fprintf(out, "\n");

@@ -1,0 +1,74 @@
+# tools/gpu-check-transformers.sh — `tools/gpu-check --transformers` (issue 20), sourced by
+# tools/gpu-check after its build: GPT-2 small (T 1024, batch 16) and ViT-B/16 (batch 256),
+# fp32, under a 16 GiB cap, beside PyTorch at the same cap. Per model:
+#   1. the bundled structure-only graph (graphs/<model>.onnx; the emulator: a tiny stand-in),
+#      one fixed batch (tokens with next-token labels; images with labels);
+#   2. a measured profile (--profile-out, in core: the 80 GB card holds both) and the in-core
+#      run, timed (the ideal), with the planner's in-core prediction beside it;
+#   3. `plan --strategy auto` under the cap less what the in-core run held besides its arena,
+#      with that profile; the plan run: loss falls, device memory <= the cap, slowdown vs in
+#      core, predicted vs measured;
+#   4. PyTorch (tools/gpu_torch_transformers.py): eager in core, every block checkpointed
+#      under the cap, torch.compile with activation_memory_budget lowered until it fits.
+# Rows as the other checks (row, pl_* of tools/gpu-check-planner.sh's kind).
+TSTEPS=6
+tf_data() { # MODEL BATCH SAMPLE...: $LOG/<model>_x.pb, _y.pb (one fixed batch)
+    $PYTHON - "$LOG/$1_" "$2" "$3" <<'PY'
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+d, n, spec = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+r = np.random.default_rng(0)
+dims = [int(v) for v in spec.split("x")]
+if len(dims) == 2:  # tokens: T, vocab
+    t, v = dims
+    s = r.integers(0, v, (n, t + 1)).astype(np.int64)
+    x, y = s[:, :-1], s[:, 1:]
+else:
+    x = r.standard_normal([n] + dims, dtype=np.float32)
+    y = r.integers(0, 1000 if dims[1] > 32 else 10, n).astype(np.int64)
+onnx.save_tensor(numpy_helper.from_array(np.ascontiguousarray(x), "input"), d + "x.pb")
+onnx.save_tensor(numpy_helper.from_array(np.ascontiguousarray(y), "labels"), d + "y.pb")
+PY
+}
+if [ $EMU = 1 ]; then
+    TF_SPECS="tiny_gpt_range:4:32x64 tiny_vit:4:3x32x32"
+else
+    TF_SPECS="gpt2_small:16:1024x50257 vit_b16:256:3x224x224"
+fi
+for spec in $TF_SPECS; do
+    IFS=: read -r tm tb tsample <<<"$spec"
+    M=$LOG/$tm.onnx
+    if [ -f graphs/$tm.onnx ]; then cp graphs/$tm.onnx "$M"
+    else $PYTHON tools/export_models.py --models $tm --out "$LOG" >/dev/null 2>&1; fi
+    tf_data $tm $tb $tsample
+    D="--input $LOG/${tm}_x.pb --labels $LOG/${tm}_y.pb"
+    tbox 200 $RUN "$M" --backend cuda --batch $tb --steps 5 --lr 0.01 $D \
+        --profile-out "$LOG/${tm}_profile.json" >"$LOG/${tm}_profile_run.log" 2>&1
+    row "$tm b$tb: measured profile" "rc $?, $(grep '^copy bandwidth' "$LOG/${tm}_profile_run.log" || echo "FAILED ($(tail -1 "$LOG/${tm}_profile_run.log"))")"
+    tbox 150 $RUN "$M" --backend cuda --batch $tb --steps $TSTEPS --lr 0.01 $D >"$LOG/${tm}_incore.log" 2>&1
+    T_IPS=$(ips "$LOG/${tm}_incore.log")
+    row "$tm b$tb: in core (the ideal)" "${T_IPS:-FAILED ($(tail -1 "$LOG/${tm}_incore.log"))} samples/s, device $(dev_used "$LOG/${tm}_incore.log") B, loss falls: $(loss_falls "$LOG/${tm}_incore.log" && echo yes || echo NO)"
+    $PLAN plan "$M" --batch $tb --profile "$LOG/${tm}_profile.json" --strategy incore --json \
+        >"$LOG/${tm}_plan_incore.json" 2>/dev/null
+    P=$(pjson "$LOG/${tm}_plan_incore.json" iteration_time_s)
+    [ -n "$T_IPS" ] && [ -n "$P" ] && [ "$P" != None ] &&
+        row "  in core: predicted vs measured step" "$($PYTHON -c "p,m=$P,$tb/$T_IPS;print(f'pred {p*1e3:.1f} ms, meas {m*1e3:.1f} ms, err {100*(p-m)/m:+.1f}%')")"
+    CAP=17179869184 BUDGET=$((17179869184 - $(over_of "$LOG/${tm}_incore.log")))
+    if [ $EMU = 1 ]; then # the emulator: half the saved activations below the in-core peak
+        BUDGET=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${tm}_plan_incore.json")
+        CAP=$((BUDGET * 16 / 15))
+    fi
+    pl_plan "$LOG/${tm}_profile.json" $BUDGET ${tm}_plan.onnx "$M" $tb; rc=$?
+    pl_plan_row "$tm b$tb, cap $CAP B" "$LOG/${tm}_plan.json" $rc
+    [ $rc = 0 ] && { pl_run ${tm}_plan.onnx $tm "$D" $CAP; pl_rows $tm "$LOG/${tm}_plan.json" "$T_IPS" $tb $CAP; }
+    for mode in eager checkpoint $([ $EMU = 0 ] && echo compile); do
+        [ "$(budget_left)" -gt 40 ] || break
+        out=$(tbox 150 $PYTHON tools/gpu_torch_transformers.py $tm $mode $tb --iters 3 \
+              $([ $EMU = 1 ] && echo --device cpu) 2>"$LOG/${tm}_torch_$mode.err" | tail -1)
+        row "  pytorch $mode$([ $mode != eager ] && echo ' (16 GiB cap)')" "${out:-FAILED ($(tail -1 "$LOG/${tm}_torch_$mode.err"))}"
+    done
+done
+if [ -n "${OUT:-}" ]; then
+    tar -C "$LOG" -czf "$OUT/transformers-check.tar.gz" --exclude='*.pb' --exclude='*.onnx' . 2>/dev/null
+fi
+finish 0

@@ -201,6 +201,21 @@ int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *
     return n;
 }
 
+int ir_node_insert(ir_graph *g, int at, const char *name, const char *op_type, const char *domain) {
+    OC_ASSERT(at >= 0 && at <= g->n_nodes);
+    int n = ir_node_add(g, name, op_type, domain); /* the last slot, then moved to at */
+    ir_node x = g->nodes[n];
+    memmove(&g->nodes[at + 1], &g->nodes[at], (size_t)(n - at) * sizeof(ir_node));
+    g->nodes[at] = x;
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_tensor *y = &g->tensors[t];
+        if (y->producer >= at) y->producer++;
+        for (int c = 0; c < y->n_consumers; c++)
+            if (y->consumers[c] >= at) y->consumers[c]++;
+    }
+    return at;
+}
+
 void ir_node_add_input(ir_graph *g, int node, int t) {
     ir_node *n = &g->nodes[node];
     n->inputs = oc_realloc(n->inputs, (size_t)(n->n_inputs + 1) * sizeof *n->inputs);

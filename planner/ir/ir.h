@@ -181,6 +181,9 @@ int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype);
 
 /* Adds a node (no inputs/outputs yet). Returns its index. */
 int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *domain);
+/* Inserts a node (no inputs/outputs yet) at index at, before the node there:
+ * later nodes move up by one, every reference to them follows. Returns at. */
+int ir_node_insert(ir_graph *g, int at, const char *name, const char *op_type, const char *domain);
 /* Appends tensor t (or -1 for an omitted input) as the next input; records the use. */
 void ir_node_add_input(ir_graph *g, int node, int t);
 /* Appends tensor t as the next output; sets its producer (must have none). */

@@ -175,10 +175,11 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
     return OC_OK;
 }
 
-/* A user's model holds no project-domain node. */
+/* A user's model holds no project-domain node but the fused forward ops
+ * outcore itself writes into the models it saves (FusedAttention). */
 static int refuse_project_ops(const ir_graph *g, const char *path, oc_err *err) {
     for (int i = 0; i < g->n_nodes; i++)
-        if (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0)
+        if (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 && g->nodes[i].op != OP_FUSED_ATTENTION)
             return oc_fail(err,
                            "%s: node '%s' is %s of the domain %s, which only outcore's own "
                            "training graphs and plans hold; a model may use standard ONNX ops only",

@@ -6,6 +6,7 @@
 
 #include "ir/ops/op_args.h"
 #include "train/autodiff_internal.h"
+#include "train/fuse_attention.h"
 
 const char *train_phase_name(train_phase p) {
     switch (p) {
@@ -588,6 +589,13 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
     tg->g = fwd;
     tg->opts = *o;
     drop_folded_nodes(fwd);
+    int n_fused = 0;
+    if (o->fuse_attention && fuse_attention(fwd, &n_fused, err)) {
+        oc_fail_prefix(err, "%s: fusing attention", fwd->model_path ? fwd->model_path : "model");
+        train_graph_free(tg); /* and fwd */
+        return OC_ERR;
+    }
+    if (n_fused) ir_graph_note(fwd, "%d attention blocks fused (FusedAttention)", n_fused);
     tg->phase = oc_calloc((size_t)fwd->n_nodes + 1, sizeof *tg->phase);
     tg->fwd_of = oc_malloc(((size_t)fwd->n_nodes + 1) * sizeof *tg->fwd_of);
     for (int i = 0; i < fwd->n_nodes; i++) tg->fwd_of[i] = -1;

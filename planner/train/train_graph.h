@@ -38,6 +38,7 @@ typedef struct train_opts {
     float lr, momentum, weight_decay;
     float beta1, beta2, epsilon; /* AdamW */
     float clip_grad_norm;        /* > 0: gradients scaled to at most this global L2 norm */
+    bool fuse_attention;         /* --attention fused: FusedAttention nodes (fuse_attention.h) */
     bool forward_only; /* the forward pass and the loss, no backward or update (evaluation) */
     bool bn_frozen;    /* BatchNormalization on its running statistics, not updated (--bn frozen) */
     int64_t ignore_index; /* labels equal to it count in no loss (PyTorch's default -100) */
@@ -46,9 +47,11 @@ typedef struct train_opts {
  * (0.9, 0.999), eps 1e-8 (its weight decay is weight_decay too); no clipping. */
 train_opts train_opts_default(void);
 /* One option of both command lines into o: --optimizer sgd|adamw, --betas B1,B2,
- * --eps E, --clip-grad-norm MAX, --ignore-index K (v is its value). 1 when
- * flag is one of them, 0 when it is not, OC_ERR (naming it) on a bad value. */
-#define TRAIN_OPTS_FLAGS "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index"
+ * --eps E, --clip-grad-norm MAX, --ignore-index K, --attention fused|unfused (v
+ * is its value). 1 when flag is one of them, 0 when it is not, OC_ERR (naming
+ * it) on a bad value. */
+#define TRAIN_OPTS_FLAGS                                                                           \
+    "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index", "--attention"
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err);
 
 typedef struct train_graph {

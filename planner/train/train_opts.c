@@ -48,6 +48,12 @@ int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err
         if (!(o->clip_grad_norm > 0)) return oc_fail(err, "--clip-grad-norm must be positive");
         return 1;
     }
+    if (strcmp(flag, "--attention") == 0) {
+        if (strcmp(v, "fused") == 0) o->fuse_attention = true;
+        else if (strcmp(v, "unfused") == 0) o->fuse_attention = false;
+        else return oc_fail(err, "--attention: '%s' is not one of fused, unfused", v);
+        return 1;
+    }
     if (strcmp(flag, "--ignore-index") == 0) {
         char *end;
         errno = 0;

@@ -64,6 +64,7 @@ OC_OPS_COMPUTE(CPU_KERNEL_DECL)
 
 /* Scratch of the kernels that need it (im2col / col2im buffers). */
 size_t cpu_conv_scratch(const ir_graph *g, const ir_node *n);
+size_t cpu_attention_scratch(const ir_graph *g, const ir_node *n);
 size_t cpu_conv_transpose_scratch(const ir_graph *g, const ir_node *n);
 
 #endif

@@ -23,6 +23,8 @@ static const cpu_scratch_fn cpu_scratch[OP__COUNT] = {
     [OP_CONV_TRANSPOSE] = cpu_conv_transpose_scratch,
     [OP_CONV_TRANSPOSE_BACKWARD_DATA] = cpu_conv_transpose_scratch,
     [OP_CONV_TRANSPOSE_BACKWARD_FILTER] = cpu_conv_transpose_scratch,
+    [OP_FUSED_ATTENTION] = cpu_attention_scratch,
+    [OP_FUSED_ATTENTION_GRAD] = cpu_attention_scratch,
 };
 
 bool cpu_kernel_supported(int op) { return op >= 0 && op < OP__COUNT && cpu_kernels[op]; }

@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "cpu/cpu_rng.h"
 #include "cuda_internal.h"
 
 enum { CONV_FWD = 0, CONV_BWD_DATA, CONV_BWD_FILTER };
@@ -743,11 +744,11 @@ static int sgemm_rm(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, i
     return OC_OK;
 }
 
-/* Row-major C_b = op(A_b) op(B_b) for b < nb, strides sa, sb, sc elements. */
-static int sgemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                            const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
-                            int64_t sb, float *C, int64_t ldc, int64_t sc, int64_t nb,
-                            const kernel_args *a, oc_err *err) {
+/* Row-major C_b = alpha op(A_b) op(B_b) for b < nb, strides sa, sb, sc elements. */
+static int gemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                           float alpha, const float *A, int64_t lda, int64_t sa, const float *B,
+                           int64_t ldb, int64_t sb, float *C, int64_t ldc, int64_t sc, int64_t nb,
+                           const kernel_args *a, oc_err *err) {
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || nb > INT_MAX)
         return kernel_fail(a, err, "dims exceed cuBLAS's int range");
     if (m == 0 || n == 0 || nb == 0) return OC_OK;
@@ -755,12 +756,20 @@ static int sgemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int6
         CU_CHECK(cudaMemsetAsync(C, 0, (size_t)(nb * m * n) * sizeof(float), c->stream));
         return OC_OK;
     }
-    const float one = 1.0f, zero = 0.0f;
+    const float zero = 0.0f;
     CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
     CUBLAS_CHECK(cublasSgemmStridedBatched(
         c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
-        (int)k, &one, B, (int)ldb, sb, A, (int)lda, sa, &zero, C, (int)ldc, sc, (int)nb));
+        (int)k, &alpha, B, (int)ldb, sb, A, (int)lda, sa, &zero, C, (int)ldc, sc, (int)nb));
     return OC_OK;
+}
+
+static int sgemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                            const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
+                            int64_t sb, float *C, int64_t ldc, int64_t sc, int64_t nb,
+                            const kernel_args *a, oc_err *err) {
+    return gemm_rm_batched(c, ta, tb, m, n, k, 1.0f, A, lda, sa, B, ldb, sb, C, ldc, sc, nb, a,
+                           err);
 }
 
 /* MatMul and its gradients: see cpu_matmul. */
@@ -790,6 +799,158 @@ int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
                         a->in[1], r->dims[1], a->out[0], r->dims[0], a, err);
     int64_t K = last, N = r->dims[r->rank - 1];
     return sgemm_rm(c, true, false, K, N, rows, a->in[0], K, a->in[1], N, a->out[0], N, a, err);
+}
+
+/* ---- FusedAttention (cpu_attention.c): batched cuBLAS GEMMs over chunks of
+ * batches whose [T, S] scores fit the scratch, row kernels for the softmax ---- */
+
+#define ATT_SCRATCH_BYTES ((size_t)256 << 20)
+
+/* Batches per chunk: as many as ATT_SCRATCH_BYTES holds; OC_ATTENTION_CHUNK=K
+ * forces K (the tests' way to run several chunks on small models). */
+static int64_t att_chunk_override(void) {
+    const char *e = getenv("OC_ATTENTION_CHUNK");
+    long long k = e ? strtoll(e, NULL, 10) : 0;
+    return k > 0 ? (int64_t)k : 0;
+}
+
+typedef struct att_dims {
+    int64_t nb, T, S, dh, dv, chunk;
+} att_dims;
+
+static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
+    int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
+    const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
+    att_dims d = {.nb = 1,
+                  .T = q->dims[q->rank - 2],
+                  .dh = q->dims[q->rank - 1],
+                  .S = v->dims[v->rank - 2],
+                  .dv = v->dims[v->rank - 1]};
+    for (int i = 0; i + 2 < q->rank; i++) d.nb *= q->dims[i];
+    size_t per = 2 * (size_t)d.T * (size_t)d.S * sizeof(float);
+    d.chunk = per ? (int64_t)(ATT_SCRATCH_BYTES / per) : d.nb;
+    if (att_chunk_override()) d.chunk = att_chunk_override();
+    if (d.chunk < 1) d.chunk = 1;
+    if (d.chunk > d.nb) d.chunk = d.nb;
+    return d;
+}
+
+size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n) {
+    att_dims d = att_dims_of(g, n);
+    return 2 * (size_t)(d.chunk * d.T * d.S) * sizeof(float);
+}
+
+static cu_att_mask att_mask(const kernel_args *a, int at) {
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    const ir_tensor *q = kernel_in(a, at), *v = kernel_in(a, at + 2), *c = kernel_in(a, at + 3);
+    cu_att_mask m = {.cond = p->mask && c ? a->in[at + 3] : NULL,
+                     .mode = p->mask,
+                     .fill = p->fill,
+                     .rank = q->rank};
+    for (int i = 0; i + 2 < q->rank; i++) m.bdims[i] = q->dims[i];
+    if (m.cond) { /* the condition's strides, right-aligned, 0 where it broadcasts */
+        int64_t od[IR_MAX_RANK], acc = 1;
+        memcpy(od, q->dims, sizeof od);
+        od[q->rank - 1] = v->dims[v->rank - 2];
+        for (int i = q->rank - 1; i >= 0; i--) {
+            int ci = i - (q->rank - c->rank);
+            int64_t dim = ci >= 0 ? c->dims[ci] : 1;
+            m.cs[i] = ci >= 0 && dim == od[i] && dim != 1 ? acc : 0;
+            if (ci >= 0) acc *= dim;
+        }
+    }
+    return m;
+}
+
+/* s = scale Q Kᵀ for batches [b0, b0 + cb), then the masked softmax. */
+static int att_scores(const cuda_ctx *c, const kernel_args *a, int at, const att_dims *d,
+                      int64_t b0, int64_t cb, float *s, const float *lse_in, float *lse_out,
+                      oc_err *err) {
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    const float *Q = (const float *)a->in[at] + b0 * d->T * d->dh;
+    const float *K = (const float *)a->in[at + 1] + b0 * d->S * d->dh;
+    int rc =
+        p->k_transposed
+            ? gemm_rm_batched(c, false, false, d->T, d->S, d->dh, p->scale, Q, d->dh, d->T * d->dh,
+                              K, d->S, d->S * d->dh, s, d->S, d->T * d->S, cb, a, err)
+            : gemm_rm_batched(c, false, true, d->T, d->S, d->dh, p->scale, Q, d->dh, d->T * d->dh,
+                              K, d->dh, d->S * d->dh, s, d->S, d->T * d->S, cb, a, err);
+    if (rc) return rc;
+    CU_LAUNCH(cu_att_softmax(c->stream, s, cb * d->T, d->T, d->S, b0, att_mask(a, at),
+                             lse_in ? lse_in + b0 * d->T : NULL,
+                             lse_out ? lse_out + b0 * d->T : NULL));
+    return OC_OK;
+}
+
+int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 3; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    att_dims d = att_dims_of(a->g, a->n);
+    OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
+    float *s = a->scratch;
+    uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
+    for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
+        int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
+        if (att_scores(c, a, 0, &d, b0, cb, s, NULL, a->out[1], err)) return OC_ERR;
+        if (p->dropout_ratio > 0.0f)
+            CU_LAUNCH(cu_att_dropout(c->stream, s, s, cb * d.T * d.S, key, p->dropout_ratio,
+                                     b0 * d.T * d.S));
+        if (sgemm_rm_batched(c, false, false, d.T, d.dv, d.S, s, d.S, d.T * d.S,
+                             (const float *)a->in[2] + b0 * d.S * d.dv, d.dv, d.S * d.dv,
+                             (float *)a->out[0] + b0 * d.T * d.dv, d.dv, d.T * d.dv, cb, a, err))
+            return OC_ERR;
+    }
+    return OC_OK;
+}
+
+int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 4; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    att_dims d = att_dims_of(a->g, a->n);
+    OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
+    float *P = a->scratch, *dS = P + d.chunk * d.T * d.S;
+    float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
+    uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
+    int64_t T = d.T, S = d.S, dh = d.dh, dv = d.dv;
+    for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
+        int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
+        const float *dY = (const float *)a->in[0] + b0 * T * dv;
+        const float *Q = (const float *)a->in[1] + b0 * T * dh;
+        const float *K = (const float *)a->in[2] + b0 * S * dh;
+        const float *V = (const float *)a->in[3] + b0 * S * dv;
+        const float *Y = (const float *)a->in[5] + b0 * T * dv;
+        if (att_scores(c, a, 1, &d, b0, cb, P, a->in[6], NULL, err)) return OC_ERR;
+        if (dV) { /* dV = (P with dropout)ᵀ dY */
+            const float *Pd = P;
+            if (p->dropout_ratio > 0.0f) {
+                CU_LAUNCH(cu_att_dropout(c->stream, P, dS, cb * T * S, key, p->dropout_ratio,
+                                         b0 * T * S));
+                Pd = dS;
+            }
+            if (sgemm_rm_batched(c, true, false, S, dv, T, Pd, S, T * S, dY, dv, T * dv,
+                                 dV + b0 * S * dv, dv, S * dv, cb, a, err))
+                return OC_ERR;
+        }
+        if (!dQ && !dK) continue;
+        if (sgemm_rm_batched(c, false, true, T, S, dv, dY, dv, T * dv, V, dv, S * dv, dS, S, T * S,
+                             cb, a, err))
+            return OC_ERR;
+        CU_LAUNCH(cu_att_ds(c->stream, dS, P, dY, Y, cb * T, T, S, dv, b0, att_mask(a, 1), key,
+                            p->dropout_ratio));
+        if (dQ && gemm_rm_batched(c, false, p->k_transposed, T, dh, S, p->scale, dS, S, T * S, K,
+                                  p->k_transposed ? S : dh, S * dh, dQ + b0 * T * dh, dh, T * dh,
+                                  cb, a, err))
+            return OC_ERR;
+        if (dK && (p->k_transposed
+                       ? gemm_rm_batched(c, true, false, dh, S, T, p->scale, Q, dh, T * dh, dS, S,
+                                         T * S, dK + b0 * dh * S, S, dh * S, cb, a, err)
+                       : gemm_rm_batched(c, true, false, S, dh, T, p->scale, dS, S, T * S, Q, dh,
+                                         T * dh, dK + b0 * S * dh, dh, S * dh, cb, a, err)))
+            return OC_ERR;
+    }
+    return OC_OK;
 }
 
 int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {

@@ -54,6 +54,28 @@ int cu_softmax(void *stream, const float *x, float *y, int64_t outer, int64_t D,
                int log);
 int cu_softmax_grad(void *stream, const float *dy, const float *y, float *dx, int64_t outer,
                     int64_t D, int64_t inner, int log);
+/* FusedAttention's row kernels (cpu_attention.c), over rows [0, rows) of a
+ * chunk of batches starting at batch b0: s (rows x S) holds the scores. */
+typedef struct cu_att_mask {
+    const uint8_t *cond; /* NULL: none */
+    int mode;            /* 1: fill where cond; 2: fill where not cond */
+    float fill;
+    int rank;                   /* of the scores [b.., T, S] */
+    int64_t bdims[CU_MAX_RANK]; /* batch dims */
+    int64_t cs[CU_MAX_RANK];    /* the condition's strides broadcast to the scores */
+} cu_att_mask;
+/* Masks s, then P = exp(s - lse) in place; lse_out non-NULL: the rows'
+ * log-sum-exp computed and written (batch b0's first row at lse_out[0]). */
+int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S, int64_t b0,
+                   cu_att_mask m, const float *lse_in, float *lse_out);
+/* out = P with Dropout (kept / (1 - ratio) by the key's draw of element
+ * first + i, else 0); out may be P. */
+int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, uint64_t key, float ratio,
+                   int64_t first);
+/* ds (holding dY Vᵀ) = P (ds with the dropout mask - rowsum(dY Y)), 0 where masked. */
+int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
+              int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
+              uint64_t key, float ratio);
 int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y, int64_t R,
                   int64_t D, float eps);
 int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const float *s, float *dx,

@@ -579,6 +579,90 @@ extern "C" int cu_softmax_grad(void *stream, const float *dy, const float *y, fl
     return last_error();
 }
 
+// ---- FusedAttention (cpu_attention.c): one thread per row of scores ----
+__device__ static bool att_masked(const cu_att_mask &m, int64_t b, int64_t t, int64_t j) {
+    if (!m.cond) return false;
+    int64_t off = t * m.cs[m.rank - 2] + j * m.cs[m.rank - 1];
+    for (int i = m.rank - 3; i >= 0; i--) {
+        off += (b % m.bdims[i]) * m.cs[i];
+        b /= m.bdims[i];
+    }
+    bool c = m.cond[off] != 0;
+    return m.mode == 1 ? c : !c;
+}
+
+__global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int64_t b0,
+                              cu_att_mask m, const float *lse_in, float *lse_out) {
+    GRID_LOOP(r, rows) {
+        float *row = s + r * S;
+        int64_t b = b0 + r / T, t = r % T;
+        for (int64_t j = 0; m.cond && j < S; j++)
+            if (att_masked(m, b, t, j)) row[j] = m.fill;
+        double lse;
+        if (lse_in) {
+            lse = lse_in[r];
+        } else {
+            float mx = -INFINITY;
+            for (int64_t j = 0; j < S; j++) mx = fmaxf(mx, row[j]);
+            double sum = 0;
+            for (int64_t j = 0; j < S; j++) sum += exp((double)row[j] - mx);
+            lse = mx == -INFINITY ? -INFINITY : mx + ::log(sum);
+            lse_out[r] = (float)lse;
+        }
+        for (int64_t j = 0; j < S; j++) row[j] = (float)exp((double)row[j] - lse);
+    }
+}
+
+extern "C" int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S,
+                              int64_t b0, cu_att_mask m, const float *lse_in, float *lse_out) {
+    if (rows == 0) return 0;
+    k_att_softmax<<<blocks_for(rows), THREADS, 0, (cudaStream_t)stream>>>(s, rows, T, S, b0, m,
+                                                                          lse_in, lse_out);
+    return last_error();
+}
+
+__global__ void k_att_dropout(const float *p, float *out, int64_t n, uint64_t key, float ratio,
+                              int64_t first) {
+    float scale = 1.0f / (1.0f - ratio);
+    GRID_LOOP(i, n) out[i] = rng_uniform(key, (uint64_t)(first + i)) >= ratio ? p[i] * scale : 0.0f;
+}
+
+extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, uint64_t key,
+                              float ratio, int64_t first) {
+    if (n == 0) return 0;
+    k_att_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(p, out, n, key, ratio,
+                                                                       first);
+    return last_error();
+}
+
+__global__ void k_att_ds(float *ds, const float *p, const float *dy, const float *y, int64_t rows,
+                         int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, uint64_t key,
+                         float ratio) {
+    float scale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;
+    GRID_LOOP(r, rows) {
+        int64_t b = b0 + r / T, t = r % T;
+        double D = 0;
+        for (int64_t i = 0; i < dv; i++) D += (double)dy[r * dv + i] * y[r * dv + i];
+        for (int64_t j = 0; j < S; j++) {
+            int64_t k = r * S + j;
+            float dp = ds[k];
+            if (ratio > 0.0f)
+                dp = rng_uniform(key, (uint64_t)(b * T * S + t * S + j)) >= ratio ? dp * scale
+                                                                                  : 0.0f;
+            ds[k] = att_masked(m, b, t, j) ? 0.0f : (float)(p[k] * (dp - D));
+        }
+    }
+}
+
+extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
+                         int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
+                         uint64_t key, float ratio) {
+    if (rows == 0) return 0;
+    k_att_ds<<<blocks_for(rows), THREADS, 0, (cudaStream_t)stream>>>(ds, p, dy, y, rows, T, S, dv,
+                                                                     b0, m, key, ratio);
+    return last_error();
+}
+
 // ---- LayerNormalization (cpu_layer_norm): one thread per row / per column ----
 __device__ static void ln_stats(const float *x, int64_t D, double eps, double *m, double *is) {
     double s = 0, q = 0;

@@ -73,6 +73,30 @@ else
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness.out" | head -20
 fi
 
+# 1d. transformers on emulated cuda vs cpu: the tiny GPT (causal mask, tied head) and ViT,
+#     attention unfused and fused (FusedAttention in chunks of 3 batch-heads: several
+#     chunks, the last one short), 2 steps: losses within 1e-5 relative
+for m in tiny_gpt tiny_vit; do
+    for att in unfused fused; do
+        args=("tests/data/torch2/${m}_legacy.onnx" --batch 2 --steps 2 --seed 3 --lr 0.01
+              --attention "$att")
+        if "$BUILD/outcore-run" "${args[@]}" --backend cpu >"$T/tf_cpu.out" 2>"$T/tf.err" &&
+           OC_ATTENTION_CHUNK=3 "$EMU/outcore-run" "${args[@]}" --backend cuda \
+               >"$T/tf_cuda.out" 2>>"$T/tf.err" &&
+           "$PY" - "$T/tf_cpu.out" "$T/tf_cuda.out" <<'PYEOF'
+import re, sys
+a, b = ([float(v) for v in re.findall(r"^step \d+ loss (\S+)", open(f).read(), re.M)]
+        for f in sys.argv[1:3])
+sys.exit(not (len(a) == 2 and len(b) == 2 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b))))
+PYEOF
+        then
+            ok "$m, attention $att: cuda (emulated) losses == cpu within 1e-5 ($(grep '^step 1' "$T/tf_cuda.out"))"
+        else
+            bad "$m, attention $att on cuda: $(tail -2 "$T/tf.err") $(grep '^step' "$T/tf_cpu.out" "$T/tf_cuda.out")"
+        fi
+    done
+done
+
 # 2. gradients cuda vs cpu (one export with weights, reused below)
 if "$PY" tools/export_models.py --models resnet18 --opset 13 --image-size 64 --batch 2 \
      --out "$T" >"$T/export.log" 2>&1; then

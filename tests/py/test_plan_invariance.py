@@ -4,7 +4,7 @@
 Models (structure-only exports, 32x32; weights are initialised from the seed, so every run
 starts from the same bits): resnet18, the U-Net, densenet_small and alexnet_small (Dropout);
 and two transformers with their weights (tests/data/torch2: the tiny GPT -- causal attention,
-tied embeddings, token inputs -- and the tiny ViT).
+tied embeddings, token inputs -- and the tiny ViT), the GPT also with --attention fused.
 For each model:
   - the in-core step (`outcore-plan emit`) runs 3 steps on the cpu backend and saves the weights;
     (onnx.checker: skipped for the torch 2.x fixtures, whose IR version is newer than the
@@ -41,9 +41,12 @@ BUILD = os.environ.get("BUILD", "build")
 RUN = os.path.join(ROOT, BUILD, "outcore-run")
 PLAN = os.path.join(ROOT, BUILD, "outcore-plan")
 MODELS = [("resnet18", 4), ("unet", 2), ("densenet_small", 4), ("alexnet_small", 4),
-          ("tiny_gpt", 2), ("tiny_vit", 2)]
+          ("tiny_gpt", 2), ("tiny_vit", 2), ("tiny_gpt_fused", 2)]
 # transformers: the PyTorch 2.x fixtures (legacy exporter, weights in the file, batch 2)
-FIXTURES = {"tiny_gpt": "tiny_gpt_legacy.onnx", "tiny_vit": "tiny_vit_legacy.onnx"}
+FIXTURES = {"tiny_gpt": "tiny_gpt_legacy.onnx", "tiny_vit": "tiny_vit_legacy.onnx",
+            "tiny_gpt_fused": "tiny_gpt_legacy.onnx"}
+# training options per model (both the in-core step and every plan)
+OPTIONS = {"tiny_gpt_fused": ["--attention", "fused"]}
 FRACTIONS = [0.90, 0.94, 0.96, 0.97, 0.98, 0.985, 0.99, 0.995]
 STEPS = 3
 failures = []
@@ -95,20 +98,21 @@ def check_model(name, batch, tmp, names):
              "--out", tmp]))
         src = os.path.join(tmp, f"{name}_op13.onnx")
     incore = os.path.join(tmp, f"{name}.train.onnx")
-    sh([PLAN, "emit", src, "--batch", str(batch), "-o", incore])
+    opts = OPTIONS.get(name, [])
+    sh([PLAN, "emit", src, "--batch", str(batch), "-o", incore, *opts])
     ref_save = os.path.join(tmp, f"{name}.incore.save.onnx")
     ref_losses, _, _ = run_steps(incore, 0, ref_save)
     ref_w = weights(ref_save)
     peak = int(re.search(r'"peak_bytes": (\d+)', sh(
         [PLAN, "plan", src, "--batch", str(batch), "--device", "v100", "--budget", "1TB",
-         "--strategy", "incore", "--json"]).stdout).group(1))
+         "--strategy", "incore", "--json", *opts]).stdout).group(1))
     for s in names:
         plan = os.path.join(tmp, f"{name}.{s}.plan.onnx")
         budgets = [2 * peak] if s == "incore" else [int(f * peak) for f in FRACTIONS]
         budget = None
         for b in budgets:
             p = sh([PLAN, "plan", src, "--batch", str(batch), "--device", "v100", "--budget",
-                    str(b), "--strategy", s, "-o", plan], check=False)
+                    str(b), "--strategy", s, "-o", plan, *opts], check=False)
             if p.returncode == 0:
                 budget = b
                 break

@@ -22,6 +22,8 @@ with the loss and every weight and running statistic after one SGD step in float
     arithmetic: then every float32 result is rounding noise);
   - the inference-form BatchNormalization is trained, and a notice says so (dynamo);
   - an export whose BatchNormalization was folded away (optimize=True) gets a notice naming it;
+  - the transformers again with --attention fused (FusedAttention: scores recomputed in
+    backward from the softmax statistics), one SGD step against the same float64 reference;
   - the export with Dropout and stochastic depth left on (RandomUniformLike -> Less -> Cast ->
     Div -> Mul) trains, its random numbers the same for the same --seed and not for another;
   - --bn frozen (fine-tuning) is PyTorch's step with every BatchNorm module in eval mode
@@ -56,7 +58,7 @@ def rel(a, b):
     return float(np.linalg.norm(a - b) / (nb if nb > 0 else 1.0))
 
 
-def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False):
+def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False, extra=()):
     xp, yp, saved = (os.path.join(tmp, f) for f in ("x.pb", "y.pb", "trained.onnx"))
     onnx.save_tensor(numpy_helper.from_array(x, "input"), xp)
     onnx.save_tensor(numpy_helper.from_array(y, "labels"), yp)
@@ -65,7 +67,7 @@ def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False):
             "--weight-decay", str(ADAMW["weight_decay"]), "--clip-grad-norm", str(CLIP)]
            if adamw else ["--lr", str(LR), "--momentum", str(MOMENTUM), "--weight-decay", str(WD)])
     cmd = [RUN, path, "--backend", "cpu", "--batch", str(x.shape[0]), "--steps", str(steps),
-           *opt, "--seed", str(seed), "--input", xp, "--labels", yp, "--save", saved]
+           *opt, "--seed", str(seed), "--input", xp, "--labels", yp, "--save", saved, *extra]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
@@ -117,9 +119,11 @@ def debian_export(name, weights_from, out):
     return out
 
 
-def compare(name, exporter, path, ref, tmp):
+def compare(name, exporter, path, ref, tmp, extra=()):
     x, y = ref["input"], ref["labels"]
-    losses, trained, stderr = outcore_step(path, x, y, tmp)
+    losses, trained, stderr = outcore_step(path, x, y, tmp, extra=extra)
+    if extra:
+        exporter = f"{exporter} {' '.join(extra)}"
     rows = [("loss", rel(losses[0], ref["loss"]), rel(ref["loss_fp32"], ref["loss"]))]
     keys = [k[4:] for k in ref.files if k.startswith("w64/")]
     missing = [k for k in keys if value_of(trained, name, k) is None]
@@ -273,6 +277,9 @@ def main():
                     compare(name, exporter, path, ref, tmp)
                     if "adamw3/losses" in ref.files:
                         check_trajectories(name, exporter, path, ref, tmp)
+                        err = compare(name, exporter, path, ref, tmp, ("--attention", "fused"))
+                        if "attention blocks fused" not in err:
+                            failures.append(f"{name}/{exporter}: --attention fused fused nothing")
                 except RuntimeError as e:
                     failures.append(f"{name}/{exporter}: {e}")
                     print(f"FAIL {name} {exporter}: {e}")

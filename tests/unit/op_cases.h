@@ -140,6 +140,13 @@ OP_CASE(MATMUL, "updated by AdamW, gradients clipped", 13, 1, "[3,6] [6,2]", "!a
 OP_CASE(GEMM, "updated by SGD, gradients clipped", 13, 1, "[3,6] [2,6] [2]", "transB=1 !clip")
 OP_CASE(MATMUL, "batched (attention's Q K^T)", 13, 1, "[2,3,4,5] [2,3,5,4]", "")
 OP_CASE(MATMUL, "batched, rank 3", 13, 1, "[3,2,6] [3,6,5]", "")
+OP_CASE(FUSED_ATTENTION, "no mask, K", 13, 2, "[2,2,3,4] [2,2,5,4] [2,2,5,3]", "scale=0.5")
+OP_CASE(FUSED_ATTENTION, "Kᵀ, masked where cond (finite fill)", 13, 2,
+        "[1,2,4,3] [1,2,3,5] [1,2,5,2] b[1,1,4,5]", "scale=0.7 k_transposed=1 mask=1 fill=-2.5")
+OP_CASE(FUSED_ATTENTION, "masked where not cond, dropout 0.3", 13, 2,
+        "[2,3,4] [2,5,4] [2,5,3] b[3,5]",
+        "scale=0.5 mask=2 fill=-3.0 dropout_ratio=0.3 "
+        "dropout_key=attn/Dropout")
 OP_CASE(SOFTMAX, "last axis (attention)", 13, 1, "[2,3,5]", "")
 OP_CASE(SOFTMAX, "middle axis", 13, 1, "[2,4,3]", "axis=1")
 OP_CASE(SOFTMAX, "opset 11: dims from axis flattened", 11, 1, "[2,3,4]", "axis=1")

@@ -76,6 +76,14 @@ typedef struct op_where_args {
     bool select;
 } op_where_args;
 
+/* FusedAttention and its gradient (op_attention.c). */
+typedef struct op_attention_args {
+    float scale, fill, dropout_ratio;
+    bool k_transposed;         /* input 1 is Kᵀ [b.., dh, S] (else K [b.., S, dh]) */
+    int mask;                  /* 0 none; 1 s = fill where cond; 2 s = fill where not cond */
+    uint64_t dropout_key_hash; /* op_name_hash of the Dropout node it replaced */
+} op_attention_args;
+
 typedef struct op_gemm_args {
     bool trans_a, trans_b;
     float alpha, beta;
@@ -229,6 +237,7 @@ typedef union op_args {
     op_where_args where;
     op_adamw_args adamw;
     op_clip_norm_args clip_norm;
+    op_attention_args attention;
     op_clip_args clip;
     op_dropout_args dropout;
     op_random_args random;

@@ -7,7 +7,7 @@
  *     name    the ONNX op_type: the only place it is spelled (import and the
  *             loader look names up once; every later test is on the enum)
  *     DOMAIN  ONNX (the default domain "") or OC (OC_DOMAIN: the project's
- *             backward, loss-gradient, update and copy ops)
+ *             fused forward ops, backward, loss-gradient, update and copy ops)
  *     def     the op's definition op_def_<def> (ir/ops/op_*.c): arity, input
  *             roles, argument decoding and checks, shape function, cost model,
  *             gradient rule, saved tensors, in-place outputs
@@ -65,6 +65,7 @@
     X(MATMUL, "MatMul", ONNX, matmul, matmul)                                                      \
     X(SOFTMAX_CROSS_ENTROPY, "SoftmaxCrossEntropyLoss", ONNX, softmax_cross_entropy,               \
       softmax_cross_entropy)                                                                       \
+    X(FUSED_ATTENTION, "FusedAttention", OC, fused_attention, fused_attention)                     \
     X(CONSTANT, "Constant", ONNX, constant, constant)                                              \
     X(SHAPE, "Shape", ONNX, shape, shape)                                                          \
     X(GATHER, "Gather", ONNX, gather, gather)                                                      \
@@ -96,6 +97,7 @@
     X(SQRT_GRAD, "SqrtGrad", OC, sqrt_grad, pointwise_grad)                                        \
     X(POW_GRAD, "PowGrad", OC, pow_grad, pointwise_grad)                                           \
     X(WHERE_GRAD, "WhereGrad", OC, where_grad, where_grad)                                         \
+    X(FUSED_ATTENTION_GRAD, "FusedAttentionGrad", OC, fused_attention_grad, fused_attention_grad)  \
     X(SOFTMAX_GRAD, "SoftmaxGrad", OC, softmax_grad, softmax_grad)                                 \
     X(LOG_SOFTMAX_GRAD, "LogSoftmaxGrad", OC, log_softmax_grad, softmax_grad)                      \
     X(CLIP_GRAD, "ClipGrad", OC, clip_grad, clip_grad)                                             \
@@ -146,7 +148,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 92
+#define OP_LIST_COUNT 94
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -1,0 +1,154 @@
+/* op_attention.c — FusedAttention (ai.outcore), scaled dot-product attention
+ * as one node (planner/train/fuse_attention.c finds the exporters' pattern
+ * MatMul(Q, Kᵀ) -> Mul(scale) -> [Where(mask, fill)] -> Softmax ->
+ * [Dropout] -> MatMul(P, V) and replaces it):
+ *   FusedAttention(Q [b.., T, dh], K [b.., S, dh] (or Kᵀ [b.., dh, S]),
+ *                  V [b.., S, dv] [, cond]) -> Y [b.., T, dv], LSE [b.., T]
+ *   scores s = scale Q Kᵀ; where the mask says so, s = fill (Where's value);
+ *   P = softmax(s) by row, LSE = log-sum-exp of the row; with dropout, P's
+ *   element i (its index in [b.., T, S]) kept as Dropout keyed by dropout_key
+ *   would keep it; Y = P V.
+ * It saves no [T, S] tensor: its gradient FusedAttentionGrad(dY, Q, K, V,
+ * cond, Y, LSE) -> dQ, dK, dV recomputes the scores from Q, K and LSE (the
+ * memory-efficient algorithm; D = rowsum(dY Y)). Attributes: scale,
+ * k_transposed, mask (0 none, 1 masked where cond, 2 masked where not cond),
+ * fill, dropout_ratio, dropout_key. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "ir/ops/grad_rules.h"
+#include "ir/ops/op_util.h"
+
+static int attention_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_attention_args *p = &op_args_new(n)->attention;
+    p->scale = ir_attr_float(n, "scale", 1.0f);
+    p->k_transposed = ir_attr_int(n, "k_transposed", 0) != 0;
+    p->mask = (int)ir_attr_int(n, "mask", 0);
+    p->fill = ir_attr_float(n, "fill", 0.0f);
+    p->dropout_ratio = ir_attr_float(n, "dropout_ratio", 0.0f);
+    const char *key = ir_attr_string(n, "dropout_key", "");
+    p->dropout_key_hash = op_name_hash(key);
+    if (p->mask < 0 || p->mask > 2) return oc_fail(err, "mask %d is not 0, 1 or 2", p->mask);
+    if (!(p->dropout_ratio >= 0.0f && p->dropout_ratio < 1.0f))
+        return oc_fail(err, "dropout_ratio %g is not in [0, 1)", (double)p->dropout_ratio);
+    return OC_OK;
+}
+
+/* Q, K (or Kᵀ), V and the optional condition of a forward or backward node
+ * (offset: where Q sits); the dims T, S, dh, dv; fails naming what disagrees. */
+static int attention_dims(ir_graph *g, ir_node *n, int at, bool k_transposed, int64_t d[4],
+                          oc_err *err) {
+    ir_tensor *q, *k, *v;
+    if (op_in_shaped(g, n, at, &q, err) || op_in_shaped(g, n, at + 1, &k, err) ||
+        op_in_shaped(g, n, at + 2, &v, err))
+        return OC_ERR;
+    int r = q->rank;
+    bool ok = r >= 3 && k->rank == r && v->rank == r && q->dtype == IR_DTYPE_FLOAT &&
+              k->dtype == IR_DTYPE_FLOAT && v->dtype == IR_DTYPE_FLOAT;
+    for (int i = 0; ok && i + 2 < r; i++) ok = q->dims[i] == k->dims[i] && q->dims[i] == v->dims[i];
+    if (!ok)
+        return oc_fail(err, "'%s', '%s' and '%s' must be float [b.., T, d] with equal batch dims",
+                       q->name, k->name, v->name);
+    int64_t T = q->dims[r - 2], dh = q->dims[r - 1];
+    int64_t S = k_transposed ? k->dims[r - 1] : k->dims[r - 2];
+    int64_t kd = k_transposed ? k->dims[r - 2] : k->dims[r - 1];
+    if (kd != dh || v->dims[r - 2] != S)
+        return oc_fail(err, "'%s' %" PRId64 "-wide queries, '%s' and '%s' do not agree", q->name,
+                       dh, k->name, v->name);
+    ir_tensor *c = ir_node_in(g, n, at + 3);
+    if (c) {
+        ir_tensor st = {.name = "scores", .rank = r};
+        memcpy(st.dims, q->dims, sizeof st.dims);
+        st.dims[r - 1] = S;
+        int rr;
+        int64_t od[IR_MAX_RANK];
+        if (c->dtype != IR_DTYPE_BOOL || op_broadcast(c, &st, &rr, od, err) || rr != r)
+            return oc_fail(err, "the mask '%s' must be bool and broadcast to the scores", c->name);
+        for (int i = 0; i < r; i++)
+            if (od[i] != st.dims[i])
+                return oc_fail(err, "the mask '%s' must broadcast to the scores", c->name);
+    }
+    d[0] = T, d[1] = S, d[2] = dh, d[3] = v->dims[r - 1];
+    return OC_OK;
+}
+
+static int attention_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    int64_t d[4];
+    if (attention_dims(g, n, 0, ir_attr_int(n, "k_transposed", 0) != 0, d, err)) return OC_ERR;
+    const ir_tensor *q = ir_node_in(g, n, 0);
+    int64_t y[IR_MAX_RANK];
+    memcpy(y, q->dims, sizeof y);
+    y[q->rank - 1] = d[3];
+    op_set_out(g, n, 0, IR_DTYPE_FLOAT, q->rank, y);
+    op_set_out(g, n, 1, IR_DTYPE_FLOAT, q->rank - 1, q->dims);
+    return OC_OK;
+}
+
+/* FusedAttentionGrad(dY, Q, K, V, cond | -, Y, LSE) -> dQ, dK, dV. */
+static int attention_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    int64_t d[4];
+    if (attention_dims(g, n, 1, ir_attr_int(n, "k_transposed", 0) != 0, d, err)) return OC_ERR;
+    for (int i = 0; i < 3; i++) op_set_out_like(g, n, i, ir_node_in(g, n, 1 + i));
+    return OC_OK;
+}
+
+/* Two GEMMs forward (Q Kᵀ, P V) and the row softmax; backward four GEMMs and
+ * the recomputed scores' one. */
+static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    op_cost_default(g, n, c);
+    bool grad = n->op == OP_FUSED_ATTENTION_GRAD;
+    const ir_tensor *q = &g->tensors[n->inputs[grad ? 1 : 0]];
+    const ir_tensor *v = &g->tensors[n->inputs[grad ? 3 : 2]];
+    int64_t rows = 1;
+    for (int i = 0; i + 1 < q->rank; i++) rows *= q->dims[i];
+    double S = (double)v->dims[v->rank - 2], dh = (double)q->dims[q->rank - 1],
+           dv = (double)v->dims[v->rank - 1];
+    double fwd = 2.0 * (double)rows * S * (dh + dv) + 5.0 * (double)rows * S;
+    c->flops = grad ? 2.5 * fwd : fwd;
+}
+
+static int attention_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    if (!grad_wants(c, 0) && !grad_wants(c, 1) && !grad_wants(c, 2)) return OC_OK;
+    int b = grad_node(c, "grad", OP_FUSED_ATTENTION_GRAD);
+    grad_in(c, b, dy);
+    for (int i = 0; i < 4; i++) grad_in(c, b, grad_fwd_in(c, i));
+    grad_in(c, b, grad_fwd_out(c, 0));
+    grad_in(c, b, grad_fwd_out(c, 1));
+    for (int i = 0; i < 3; i++) grad_out_dx(c, b, i);
+    grad_copy_attrs(c, b);
+    return grad_finish(c, b);
+}
+
+static const op_role data_role[] = {OP_IN_DATA};
+
+const op_def op_def_fused_attention = {
+    .min_inputs = 3,
+    .max_inputs = 4,
+    .min_outputs = 2,
+    .max_outputs = 2,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = attention_infer,
+    .decode = attention_decode,
+    .cost = attention_cost,
+    .grad = attention_grad,
+    .saved_inputs = 0xf,
+    .saved_outputs = 0x3,
+};
+const op_def op_def_fused_attention_grad = {
+    .min_inputs = 4, /* the condition (4) may be omitted; Y (5) and LSE (6) are read */
+    .max_inputs = 7,
+    .min_outputs = 1,
+    .max_outputs = 3,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = attention_grad_infer,
+    .decode = attention_decode,
+    .cost = attention_cost,
+    .output0_optional = true,
+};

@@ -1,0 +1,178 @@
+/* fuse_attention.c — see fuse_attention.h. */
+#include "train/fuse_attention.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ir/ops/op_args.h"
+#include "ir/ops/op_table.h"
+#include "ir/ops/op_util.h"
+
+/* The one node reading t, or -1 (t read by several, or a graph output). */
+static int sole_consumer(const ir_graph *g, int t) {
+    const ir_tensor *x = &g->tensors[t];
+    return x->n_consumers == 1 && !x->is_graph_output ? x->consumers[0] : -1;
+}
+
+/* Input k of node n when it is a float scalar plan-time value. */
+static bool scalar_value(ir_graph *g, const ir_node *n, int k, double *v) {
+    const ir_tensor *t = ir_node_in(g, n, k);
+    return t && op_is_value(t) && op_in_scalar_f(g, (ir_node *)n, k, v);
+}
+
+/* Transpose swapping the last two dims only. */
+static bool swaps_last_two(const ir_graph *g, const ir_node *n) {
+    const op_perm_args *p = &op_args_of(n)->perm;
+    const ir_tensor *x = &g->tensors[n->inputs[0]];
+    if (p->rank != x->rank || x->rank < 2) return false;
+    for (int i = 0; i + 2 < p->rank; i++)
+        if (p->perm[i] != i) return false;
+    return p->perm[p->rank - 2] == p->rank - 1 && p->perm[p->rank - 1] == p->rank - 2;
+}
+
+typedef struct match {
+    int nodes[8], n_nodes; /* the pattern's nodes, to be removed */
+    int q, k, v, cond, y;  /* tensors */
+    bool k_transposed;
+    int mask;
+    float scale, fill, ratio;
+    const char *dropout; /* the Dropout node's name, or NULL */
+    int at;              /* the final MatMul: the fused node takes its place */
+} match;
+
+/* The pattern ending at Softmax node s, or false. */
+static bool match_at(ir_graph *g, int s, match *m) {
+    memset(m, 0, sizeof *m);
+    m->cond = -1, m->scale = 1.0f;
+    const ir_node *sm = &g->nodes[s];
+    const ir_tensor *sx = ir_node_in(g, sm, 0);
+    const op_softmax_args *sa = &op_args_of(sm)->softmax;
+    if (sx->rank < 3 || sa->flatten || sa->axis != sx->rank - 1) return false;
+    m->nodes[m->n_nodes++] = s;
+    /* backwards: [Where] <- [Mul | Div by a scalar] <- MatMul(Q, Kᵀ) */
+    int t = sm->inputs[0], p = g->tensors[t].producer;
+    if (p >= 0 && g->nodes[p].op == OP_WHERE && sole_consumer(g, t) == s) {
+        const ir_node *w = &g->nodes[p];
+        double f;
+        int fill_at = scalar_value(g, w, 1, &f) ? 1 : scalar_value(g, w, 2, &f) ? 2 : 0;
+        if (!fill_at) return false;
+        m->mask = fill_at, m->fill = (float)f, m->cond = w->inputs[0];
+        m->nodes[m->n_nodes++] = p;
+        t = w->inputs[3 - fill_at], p = g->tensors[t].producer;
+    }
+    if (p >= 0 && (g->nodes[p].op == OP_MUL || g->nodes[p].op == OP_DIV) &&
+        sole_consumer(g, t) == m->nodes[m->n_nodes - 1]) {
+        const ir_node *u = &g->nodes[p];
+        double c;
+        int other = scalar_value(g, u, 1, &c)                        ? 0
+                    : (u->op == OP_MUL && scalar_value(g, u, 0, &c)) ? 1
+                                                                     : -1;
+        if (other < 0 || c == 0) return false;
+        m->scale = (float)(u->op == OP_DIV ? 1.0 / c : c);
+        m->nodes[m->n_nodes++] = p;
+        t = u->inputs[other], p = g->tensors[t].producer;
+    }
+    if (p < 0 || g->nodes[p].op != OP_MATMUL || !op_args_of(&g->nodes[p])->matmul.batched ||
+        sole_consumer(g, t) != m->nodes[m->n_nodes - 1])
+        return false;
+    const ir_node *qk = &g->nodes[p];
+    m->nodes[m->n_nodes++] = p;
+    m->q = qk->inputs[0], m->k = qk->inputs[1], m->k_transposed = true;
+    int tr = g->tensors[m->k].producer;
+    if (tr >= 0 && g->nodes[tr].op == OP_TRANSPOSE && sole_consumer(g, m->k) == p &&
+        swaps_last_two(g, &g->nodes[tr])) {
+        m->k = g->nodes[tr].inputs[0], m->k_transposed = false;
+        m->nodes[m->n_nodes++] = tr;
+    }
+    /* forwards: [Dropout] -> MatMul(P, V) */
+    t = sm->outputs[0];
+    int c = sole_consumer(g, t);
+    if (c >= 0 && g->nodes[c].op == OP_DROPOUT) {
+        const ir_node *d = &g->nodes[c];
+        const op_dropout_args *da = &op_args_of(d)->dropout;
+        if (d->n_outputs > 1 && d->outputs[1] >= 0 &&
+            (g->tensors[d->outputs[1]].n_consumers || g->tensors[d->outputs[1]].is_graph_output))
+            return false; /* its mask is read elsewhere */
+        m->ratio = da->training ? da->ratio : 0.0f;
+        m->dropout = d->name;
+        m->nodes[m->n_nodes++] = c;
+        t = d->outputs[0], c = sole_consumer(g, t);
+    }
+    if (c < 0 || g->nodes[c].op != OP_MATMUL || g->nodes[c].inputs[0] != t ||
+        !op_args_of(&g->nodes[c])->matmul.batched)
+        return false;
+    m->v = g->nodes[c].inputs[1], m->y = g->nodes[c].outputs[0];
+    m->at = c;
+    m->nodes[m->n_nodes++] = c;
+    return true;
+}
+
+static void add_attr_f(ir_graph *g, int n, const char *name, float v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_FLOAT, .f = v};
+    ir_node_add_attr(g, n, &a);
+}
+
+static void add_attr_i(ir_graph *g, int n, const char *name, int64_t v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
+    ir_node_add_attr(g, n, &a);
+}
+
+/* Replaces one match: the fused node takes the final MatMul's place and its
+ * output; the pattern's nodes go. */
+static int replace(ir_graph *g, const match *m, oc_err *err) {
+    const ir_node *last = &g->nodes[m->at];
+    char *name = oc_sprintf("%s/fused_attention", last->name);
+    char *dummy = oc_sprintf("%s/unfused", g->tensors[m->y].name);
+    /* the final MatMul lets go of Y (it writes a placeholder until removed) */
+    int ph = ir_tensor_add(g, dummy, IR_DTYPE_FLOAT);
+    g->nodes[m->at].outputs[0] = ph;
+    g->tensors[ph].producer = m->at;
+    g->tensors[m->y].producer = -1;
+    int n = ir_node_insert(g, m->at, name, op_name(OP_FUSED_ATTENTION), OC_DOMAIN);
+    g->nodes[n].op = OP_FUSED_ATTENTION;
+    ir_node_add_input(g, n, m->q);
+    ir_node_add_input(g, n, m->k);
+    ir_node_add_input(g, n, m->v);
+    if (m->cond >= 0) ir_node_add_input(g, n, m->cond);
+    ir_node_add_output(g, n, m->y);
+    char *lse = oc_sprintf("%s/lse", name);
+    ir_node_add_output(g, n, ir_tensor_add(g, lse, IR_DTYPE_FLOAT));
+    add_attr_f(g, n, "scale", m->scale);
+    add_attr_i(g, n, "k_transposed", m->k_transposed);
+    if (m->mask) {
+        add_attr_i(g, n, "mask", m->mask);
+        add_attr_f(g, n, "fill", m->fill);
+    }
+    if (m->ratio > 0.0f) {
+        add_attr_f(g, n, "dropout_ratio", m->ratio);
+        ir_attr a = {.name = "dropout_key", .type = IR_ATTR_STRING, .s = (char *)m->dropout};
+        ir_node_add_attr(g, n, &a);
+    }
+    oc_free(name), oc_free(dummy), oc_free(lse);
+    int rc = op_infer(g, &g->nodes[n], err);
+    return rc ? oc_fail_prefix(err, "node '%s'", g->nodes[n].name) : OC_OK;
+}
+
+int fuse_attention(ir_graph *g, int *n_fused, oc_err *err) {
+    *n_fused = 0;
+    for (int s = 0; s < g->n_nodes; s++) {
+        if (g->nodes[s].op != OP_SOFTMAX) continue;
+        match m;
+        if (!match_at(g, s, &m)) continue;
+        /* the Dropout's key name must outlive the removal: copy it */
+        char *key = m.dropout ? oc_strdup(m.dropout) : NULL;
+        m.dropout = key;
+        int rc = replace(g, &m, err);
+        oc_free(key);
+        if (rc) return OC_ERR;
+        /* the insert moved every node from m.at on up by one */
+        bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+        for (int i = 0; i < m.n_nodes; i++)
+            remove[m.nodes[i] >= m.at ? m.nodes[i] + 1 : m.nodes[i]] = true;
+        ir_graph_remove_nodes(g, remove);
+        oc_free(remove);
+        (*n_fused)++;
+        s = -1; /* indices changed: scan again (fused Softmaxes are gone) */
+    }
+    return OC_OK;
+}

@@ -1,0 +1,178 @@
+/* cpu_attention.c — FusedAttention and its gradient (op_attention.c), one
+ * batch at a time: the batch's [T, S] scores in scratch (two [T, S] buffers),
+ * GEMMs for Q Kᵀ, P V and the gradient products, row loops for the softmax
+ * (sums in double). Dropout's keep decision is Dropout's own (cpu_rng.h, the
+ * element's index in [b.., T, S]), so a fused step draws the unfused step's
+ * masks. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/cpu_rng.h"
+#include "cpu_internal.h"
+
+/* The geometry of a node whose Q is input `at`. */
+typedef struct att_geom {
+    int64_t nb, T, S, dh, dv;
+    const uint8_t *cond;     /* NULL: no mask */
+    int64_t cs[IR_MAX_RANK]; /* the condition's strides broadcast to [b.., T, S] */
+    int rank;
+    int64_t bdims[IR_MAX_RANK]; /* the batch dims */
+} att_geom;
+
+static void geom(const kernel_args *a, int at, att_geom *g) {
+    const ir_tensor *q = kernel_in(a, at), *v = kernel_in(a, at + 2), *c = kernel_in(a, at + 3);
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    int r = q->rank;
+    g->rank = r;
+    g->T = q->dims[r - 2], g->dh = q->dims[r - 1], g->S = v->dims[r - 2], g->dv = v->dims[r - 1];
+    g->nb = 1;
+    for (int i = 0; i + 2 < r; i++) g->nb *= q->dims[i], g->bdims[i] = q->dims[i];
+    g->cond = p->mask && c ? a->in[at + 3] : NULL;
+    if (g->cond) {
+        int64_t od[IR_MAX_RANK];
+        memcpy(od, q->dims, sizeof od);
+        od[r - 1] = g->S;
+        cpu_bcast_strides(c->rank, c->dims, r, od, g->cs);
+    }
+}
+
+/* The condition's offset of batch b's element (0, 0). */
+static int64_t cond_base(const att_geom *g, int64_t b) {
+    int64_t off = 0;
+    for (int i = g->rank - 3; i >= 0; i--) {
+        off += (b % g->bdims[i]) * g->cs[i];
+        b /= g->bdims[i];
+    }
+    return off;
+}
+
+/* Whether score (t, j) of batch b is replaced by the fill value. */
+static bool masked(const att_geom *g, int mode, int64_t base, int64_t t, int64_t j) {
+    if (!g->cond) return false;
+    bool c = g->cond[base + t * g->cs[g->rank - 2] + j * g->cs[g->rank - 1]] != 0;
+    return mode == 1 ? c : !c;
+}
+
+/* s (T x S) = scale Q Kᵀ of batch b, masked; with lse NULL: also each row's
+ * log-sum-exp into lse_out; then P = exp(s - lse) in place. */
+static void scores_to_p(const kernel_args *a, const att_geom *g, int64_t b, const float *Q,
+                        const float *K, float *s, const float *lse_in, float *lse_out) {
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    int64_t T = g->T, S = g->S, dh = g->dh;
+    const float *Qb = Q + b * T * dh, *Kb = K + b * S * dh;
+    if (p->k_transposed) cpu_sgemm(false, false, T, S, dh, p->scale, Qb, dh, Kb, S, 0.0f, s, S);
+    else cpu_sgemm(false, true, T, S, dh, p->scale, Qb, dh, Kb, dh, 0.0f, s, S);
+    int64_t base = g->cond ? cond_base(g, b) : 0;
+    for (int64_t t = 0; t < T; t++) {
+        float *row = s + t * S;
+        for (int64_t j = 0; g->cond && j < S; j++)
+            if (masked(g, p->mask, base, t, j)) row[j] = p->fill;
+        double lse;
+        if (lse_in) {
+            lse = lse_in[b * T + t];
+        } else {
+            float m = -INFINITY;
+            for (int64_t j = 0; j < S; j++) m = fmaxf(m, row[j]);
+            double sum = 0;
+            for (int64_t j = 0; j < S; j++) sum += exp((double)row[j] - m);
+            lse = m == -INFINITY ? -INFINITY : m + log(sum);
+            lse_out[b * T + t] = (float)lse;
+        }
+        for (int64_t j = 0; j < S; j++) row[j] = (float)exp((double)row[j] - lse);
+    }
+}
+
+/* P (T x S) of batch b -> P with Dropout applied (kept / (1 - ratio), else 0). */
+static void dropout_p(const kernel_args *a, const att_geom *g, int64_t b, float *P) {
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    if (p->dropout_ratio <= 0.0f) return;
+    uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
+    float scale = 1.0f / (1.0f - p->dropout_ratio);
+    int64_t n = g->T * g->S, first = b * n;
+    for (int64_t i = 0; i < n; i++)
+        P[i] =
+            cpu_rng_uniform(key, (uint64_t)(first + i)) >= p->dropout_ratio ? P[i] * scale : 0.0f;
+}
+
+size_t cpu_attention_scratch(const ir_graph *g, const ir_node *n) {
+    int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
+    const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
+    return 2 * (size_t)q->dims[q->rank - 2] * (size_t)v->dims[v->rank - 2] * sizeof(float);
+}
+
+int cpu_fused_attention(const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 3; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    att_geom g;
+    geom(a, 0, &g);
+    float *s = a->scratch;
+    const float *Q = a->in[0], *K = a->in[1], *V = a->in[2];
+    float *Y = a->out[0], *lse = a->out[1];
+    for (int64_t b = 0; b < g.nb; b++) {
+        scores_to_p(a, &g, b, Q, K, s, NULL, lse);
+        dropout_p(a, &g, b, s);
+        cpu_sgemm(false, false, g.T, g.dv, g.S, 1.0f, s, g.S, V + b * g.S * g.dv, g.dv, 0.0f,
+                  Y + b * g.T * g.dv, g.dv);
+    }
+    return OC_OK;
+}
+
+/* dY, Q, K, V, cond, Y, LSE -> dQ, dK, dV (each may be omitted). */
+int cpu_fused_attention_grad(const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < 4; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    att_geom g;
+    geom(a, 1, &g);
+    int64_t T = g.T, S = g.S, dh = g.dh, dv = g.dv;
+    float *P = a->scratch, *dS = P + T * S;
+    const float *dY = a->in[0], *Q = a->in[1], *K = a->in[2], *V = a->in[3], *Y = a->in[5],
+                *lse = a->in[6];
+    float *dQ = a->n->n_outputs > 0 ? a->out[0] : NULL;
+    float *dK = a->n->n_outputs > 1 ? a->out[1] : NULL;
+    float *dV = a->n->n_outputs > 2 ? a->out[2] : NULL;
+    float keep_scale = p->dropout_ratio > 0.0f ? 1.0f / (1.0f - p->dropout_ratio) : 1.0f;
+    uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
+    for (int64_t b = 0; b < g.nb; b++) {
+        const float *dYb = dY + b * T * dv, *Qb = Q + b * T * dh, *Kb = K + b * S * dh,
+                    *Vb = V + b * S * dv, *Yb = Y + b * T * dv;
+        scores_to_p(a, &g, b, Q, K, P, lse, NULL);
+        if (dV) { /* dV = (P with dropout)ᵀ dY */
+            memcpy(dS, P, (size_t)(T * S) * sizeof(float));
+            dropout_p(a, &g, b, dS);
+            cpu_sgemm(true, false, S, dv, T, 1.0f, dS, S, dYb, dv, 0.0f, dV + b * S * dv, dv);
+        }
+        if (!dQ && !dK) continue;
+        /* dP = (dY Vᵀ) with the dropout mask; dS = P (dP - rowsum(dY Y)), 0 where masked */
+        cpu_sgemm(false, true, T, S, dv, 1.0f, dYb, dv, Vb, dv, 0.0f, dS, S);
+        int64_t base = g.cond ? cond_base(&g, b) : 0;
+        for (int64_t t = 0; t < T; t++) {
+            double D = 0;
+            for (int64_t i = 0; i < dv; i++) D += (double)dYb[t * dv + i] * Yb[t * dv + i];
+            for (int64_t j = 0; j < S; j++) {
+                int64_t k = t * S + j;
+                float dp = dS[k];
+                if (p->dropout_ratio > 0.0f)
+                    dp = cpu_rng_uniform(key, (uint64_t)(b * T * S + k)) >= p->dropout_ratio
+                             ? dp * keep_scale
+                             : 0.0f;
+                dS[k] = masked(&g, p->mask, base, t, j) ? 0.0f : (float)(P[k] * (dp - D));
+            }
+        }
+        if (dQ) { /* dQ = scale dS K */
+            if (p->k_transposed)
+                cpu_sgemm(false, true, T, dh, S, p->scale, dS, S, Kb, S, 0.0f, dQ + b * T * dh, dh);
+            else
+                cpu_sgemm(false, false, T, dh, S, p->scale, dS, S, Kb, dh, 0.0f, dQ + b * T * dh,
+                          dh);
+        }
+        if (dK) { /* dK = scale dSᵀ Q, or dKᵀ = scale Qᵀ dS */
+            if (p->k_transposed)
+                cpu_sgemm(true, false, dh, S, T, p->scale, Qb, dh, dS, S, 0.0f, dK + b * dh * S, S);
+            else
+                cpu_sgemm(true, false, S, dh, T, p->scale, dS, S, Qb, dh, 0.0f, dK + b * S * dh,
+                          dh);
+        }
+    }
+    return OC_OK;
+}

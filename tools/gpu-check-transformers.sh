@@ -10,6 +10,8 @@
 #      core, predicted vs measured;
 #   4. PyTorch (tools/gpu_torch_transformers.py): eager in core, every block checkpointed
 #      under the cap, torch.compile with activation_memory_budget lowered until it fits.
+# outcore runs with --attention fused (FusedAttention: the scores recomputed in backward),
+# profile, in-core run and plan alike; one more in-core run unfused, for reference.
 # Rows as the other checks (row, pl_* of tools/gpu-check-planner.sh's kind).
 TSTEPS=6
 tf_data() { # MODEL BATCH SAMPLE...: $LOG/<model>_x.pb, _y.pb (one fixed batch)
@@ -42,23 +44,26 @@ for spec in $TF_SPECS; do
     else $PYTHON tools/export_models.py --models $tm --out "$LOG" >/dev/null 2>&1; fi
     tf_data $tm $tb $tsample
     D="--input $LOG/${tm}_x.pb --labels $LOG/${tm}_y.pb"
-    tbox 200 $RUN "$M" --backend cuda --batch $tb --steps 5 --lr 0.01 $D \
+    ATT="--attention fused"
+    tbox 200 $RUN "$M" --backend cuda --batch $tb --steps 5 --lr 0.01 $D $ATT \
         --profile-out "$LOG/${tm}_profile.json" >"$LOG/${tm}_profile_run.log" 2>&1
     row "$tm b$tb: measured profile" "rc $?, $(grep '^copy bandwidth' "$LOG/${tm}_profile_run.log" || echo "FAILED ($(tail -1 "$LOG/${tm}_profile_run.log"))")"
-    tbox 150 $RUN "$M" --backend cuda --batch $tb --steps $TSTEPS --lr 0.01 $D >"$LOG/${tm}_incore.log" 2>&1
+    tbox 150 $RUN "$M" --backend cuda --batch $tb --steps $TSTEPS --lr 0.01 $D $ATT >"$LOG/${tm}_incore.log" 2>&1
     T_IPS=$(ips "$LOG/${tm}_incore.log")
-    row "$tm b$tb: in core (the ideal)" "${T_IPS:-FAILED ($(tail -1 "$LOG/${tm}_incore.log"))} samples/s, device $(dev_used "$LOG/${tm}_incore.log") B, loss falls: $(loss_falls "$LOG/${tm}_incore.log" && echo yes || echo NO)"
-    $PLAN plan "$M" --batch $tb --profile "$LOG/${tm}_profile.json" --strategy incore --json \
+    row "$tm b$tb: in core, fused (the ideal)" "${T_IPS:-FAILED ($(tail -1 "$LOG/${tm}_incore.log"))} samples/s, device $(dev_used "$LOG/${tm}_incore.log") B, loss falls: $(loss_falls "$LOG/${tm}_incore.log" && echo yes || echo NO)"
+    tbox 150 $RUN "$M" --backend cuda --batch $tb --steps $TSTEPS --lr 0.01 $D >"$LOG/${tm}_incore_unfused.log" 2>&1
+    row "$tm b$tb: in core, unfused" "$(ips "$LOG/${tm}_incore_unfused.log" || true) samples/s, device $(dev_used "$LOG/${tm}_incore_unfused.log") B"
+    $PLAN plan "$M" --batch $tb --profile "$LOG/${tm}_profile.json" --strategy incore --json $ATT \
         >"$LOG/${tm}_plan_incore.json" 2>/dev/null
     P=$(pjson "$LOG/${tm}_plan_incore.json" iteration_time_s)
     [ -n "$T_IPS" ] && [ -n "$P" ] && [ "$P" != None ] &&
         row "  in core: predicted vs measured step" "$($PYTHON -c "p,m=$P,$tb/$T_IPS;print(f'pred {p*1e3:.1f} ms, meas {m*1e3:.1f} ms, err {100*(p-m)/m:+.1f}%')")"
     CAP=17179869184 BUDGET=$((17179869184 - $(over_of "$LOG/${tm}_incore.log")))
     if [ $EMU = 1 ]; then # the emulator: half the saved activations below the in-core peak
-        BUDGET=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${tm}_plan_incore.json")
+        BUDGET=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${tm}_plan_incore.json" 2>/dev/null || echo 0)
         CAP=$((BUDGET * 16 / 15))
     fi
-    pl_plan "$LOG/${tm}_profile.json" $BUDGET ${tm}_plan.onnx "$M" $tb; rc=$?
+    PLAN_EXTRA=$ATT pl_plan "$LOG/${tm}_profile.json" $BUDGET ${tm}_plan.onnx "$M" $tb; rc=$?
     pl_plan_row "$tm b$tb, cap $CAP B" "$LOG/${tm}_plan.json" $rc
     [ $rc = 0 ] && { pl_run ${tm}_plan.onnx $tm "$D" $CAP; pl_rows $tm "$LOG/${tm}_plan.json" "$T_IPS" $tb $CAP; }
     for mode in eager checkpoint $([ $EMU = 0 ] && echo compile); do

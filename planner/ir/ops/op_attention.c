@@ -96,7 +96,9 @@ static int attention_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
 }
 
 /* Two GEMMs forward (Q Kᵀ, P V) and the row softmax; backward four GEMMs and
- * the recomputed scores' one. */
+ * the recomputed scores' one. The kernels pass each batch's [T, S] scores
+ * through scratch: forward written and read twice each (GEMM, softmax, GEMM),
+ * backward about three times that; counted as bytes moved. */
 static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
     bool grad = n->op == OP_FUSED_ATTENTION_GRAD;
@@ -108,6 +110,9 @@ static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
            dv = (double)v->dims[v->rank - 1];
     double fwd = 2.0 * (double)rows * S * (dh + dv) + 5.0 * (double)rows * S;
     c->flops = grad ? 2.5 * fwd : fwd;
+    double scratch = 2.0 * (double)rows * S * sizeof(float) * (grad ? 3.0 : 1.0);
+    c->bytes_read += scratch;
+    c->bytes_written += scratch;
 }
 
 static int attention_grad(grad_ctx *c) {

@@ -11,8 +11,9 @@ void cmd_emit_usage(FILE *f) {
     fprintf(f,
             "usage: outcore-plan emit MODEL.onnx --batch N [--dim NAME=V] [--lr X]\n"
             "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
-            "                         [--bn train|frozen]\n"
-            "                         -o TRAIN.onnx\n\n"
+            "                         [--bn train|frozen] [--optimizer sgd|adamw] [--betas B1,B2]\n"
+            "                         [--eps E] [--clip-grad-norm MAX] [--ignore-index K]\n"
+            "                         [--attention fused|unfused] -o TRAIN.onnx\n\n"
             "Writes the in-core training step (forward, loss, backward, SGD-momentum updates,\n"
             "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"
             "inputs data and labels, outputs the loss and every updated parameter and state.\n"

@@ -125,6 +125,11 @@ void cmd_plan_usage(FILE *f) {
             "  --svg FILE      memory-over-time plot of the plan\n"
             "  -o PLAN.onnx    the rewritten step (SwapOut/SwapIn, recomputes, static layout)\n"
             "                  for outcore-run; see `outcore-plan show`\n"
+            "  --attention A   auto (default), fused or unfused: auto plans the step twice when\n"
+            "                  the model has scaled dot-product attention, with FusedAttention\n"
+            "                  nodes and without, and keeps the faster feasible plan\n"
+            "Training options as `emit` takes them (--lr, --momentum, --weight-decay, --loss,\n"
+            "--bn, --optimizer sgd|adamw, --betas, --eps, --clip-grad-norm, --ignore-index).\n"
             "Exit status: 0 feasible plan, 3 no feasible plan (nothing written), 1 error.\n",
             names);
 }
@@ -250,8 +255,75 @@ int cli_plan_write_outputs(const cli_plan_env *e, const char *trace, const char 
     return write_outputs(e, trace, svg, p, title, err);
 }
 
+/* One planning run of e (plan_made with -o, else the strategy alone). */
+static int plan_once(cli_plan_env *e, const strategy *st, bool made, plan_made *pm, sim_plan **p,
+                     strategy_stats *stats, oc_err *err) {
+    strategy_input in;
+    cli_plan_env_input(e, &in);
+    *p = sim_plan_new(e->tg);
+    if (made) {
+        if (plan_make(st, &in, pm, err)) return OC_ERR;
+        *stats = pm->stats;
+        return OC_OK;
+    }
+    return strategy_run(st, &in, *p, stats, err);
+}
+
+static double plan_time(const strategy_stats *s, bool made, const plan_made *pm) {
+    if (!s->feasible || (made && !pm->feasible)) return INFINITY;
+    return s->result.time_s;
+}
+
+/* --attention auto: the step with FusedAttention nodes planned too, when the
+ * model has the pattern; e becomes the faster feasible of the two (a tie: the
+ * unfused, PyTorch's own graph). Prints the choice on stderr. */
+/* What cli_plan_env_load made (the options, shared with a copy, stay). */
+static void env_free_loaded(cli_plan_env *x) {
+    sim_context_free(x->ctx);
+    profile_free(x->prof);
+    train_graph_free(x->tg);
+    x->ctx = NULL, x->prof = NULL, x->tg = NULL;
+}
+
+static int choose_attention(cli_plan_env *e, const strategy *st, bool made, plan_made *pm,
+                            sim_plan **p, strategy_stats *stats, oc_err *err) {
+    cli_plan_env f = *e;
+    f.tg = NULL, f.prof = NULL, f.ctx = NULL;
+    f.to.fuse_attention = true;
+    f.quiet = true;
+    oc_err ferr;
+    if (cli_plan_env_load(&f, &ferr) || f.tg->g->n_nodes == e->tg->g->n_nodes) {
+        env_free_loaded(&f); /* no pattern (or a profile without the fused nodes) */
+        return OC_OK;
+    }
+    plan_made fpm = {0};
+    sim_plan *fp = NULL;
+    strategy_stats fs;
+    if (plan_once(&f, st, made, &fpm, &fp, &fs, err)) {
+        plan_made_free(&fpm), sim_plan_free(fp), env_free_loaded(&f);
+        return OC_ERR;
+    }
+    double tu = plan_time(stats, made, pm), tf = plan_time(&fs, made, &fpm);
+    bool fused = tf < tu;
+    fprintf(stderr,
+            "outcore-plan: notice: --attention auto: %s (predicted step: fused %s%.1f ms, "
+            "unfused %s%.1f ms)\n",
+            fused ? "fused" : "unfused", isinf(tf) ? "no plan, " : "", isinf(tf) ? 0.0 : tf * 1e3,
+            isinf(tu) ? "no plan, " : "", isinf(tu) ? 0.0 : tu * 1e3);
+    if (fused) { /* the fused run replaces e's */
+        plan_made_free(pm), sim_plan_free(*p), env_free_loaded(e);
+        e->tg = f.tg, e->prof = f.prof, e->ctx = f.ctx, e->to = f.to;
+        *pm = fpm, *p = fp, *stats = fs;
+        ir_graph_print_notes(e->tg->g, "outcore-plan", stderr);
+        return OC_OK;
+    }
+    plan_made_free(&fpm), sim_plan_free(fp), env_free_loaded(&f);
+    return OC_OK;
+}
+
 int cmd_plan(int argc, char **argv) {
     cli_plan_env e = {.to = train_opts_default()};
+    bool attention_auto = true; /* unless --attention fused|unfused */
     const char *sname = "hybrid", *trace = NULL, *svg = NULL;
     const char *plan_out = NULL; /* -o: cmd_show.c writes it */
     bool json = false;
@@ -269,6 +341,13 @@ int cmd_plan(int argc, char **argv) {
             if (cli_value(argc, argv, &i, &plan_out, &err)) goto fail;
             continue;
         }
+        if (strcmp(s, "--attention") == 0) {
+            const char *v;
+            if (cli_value(argc, argv, &i, &v, &err)) goto fail;
+            attention_auto = strcmp(v, "auto") == 0;
+            if (!attention_auto && train_opts_parse(&e.to, s, v, &err) < 0) goto fail;
+            continue;
+        }
         if (strcmp(s, "--strategy") == 0 || strcmp(s, "--trace") == 0 || strcmp(s, "--svg") == 0) {
             const char **dst = s[2] == 's' && s[3] == 't' ? &sname : s[2] == 't' ? &trace : &svg;
             if (cli_value(argc, argv, &i, dst, &err)) goto fail;
@@ -284,20 +363,14 @@ int cmd_plan(int argc, char **argv) {
     const strategy *st;
     if (cli_plan_env_strategy("--strategy", sname, &st, &err) || cli_plan_env_load(&e, &err))
         goto fail;
-    strategy_input in;
-    cli_plan_env_input(&e, &in);
-    p = sim_plan_new(e.tg);
     strategy_stats stats;
-    const sim_plan *shown = p;
-    if (plan_out) { /* the figures printed are those of the plan written (after any re-plan) */
-        if (plan_make(st, &in, &pm, &err)) goto fail;
-        stats = pm.stats;
-        shown = pm.plan;
-        if (stats.feasible && !pm.feasible) {
-            oc_fail(&err, "%s not written: %s", plan_out, pm.reason);
-            goto fail;
-        }
-    } else if (strategy_run(st, &in, p, &stats, &err)) {
+    /* the figures printed are those of the plan written (after any re-plan) */
+    if (plan_once(&e, st, plan_out != NULL, &pm, &p, &stats, &err)) goto fail;
+    if (attention_auto && choose_attention(&e, st, plan_out != NULL, &pm, &p, &stats, &err))
+        goto fail;
+    const sim_plan *shown = plan_out ? pm.plan : p;
+    if (plan_out && stats.feasible && !pm.feasible) {
+        oc_fail(&err, "%s not written: %s", plan_out, pm.reason);
         goto fail;
     }
     cli_fit fit;

@@ -200,4 +200,25 @@ else
     not_ok "auto plans under different thread counts" "$(tail -3 "$tmp/repro_1.txt")"
 fi
 
+# --attention auto (plan's default): GPT-2 small at batch 16 under 16 GiB is planned with and
+# without FusedAttention and the faster kept (the notice names both predictions); a CNN has no
+# attention to fuse (no notice); fused / unfused force one.
+"$PLAN" plan graphs/gpt2_small.onnx --batch 16 --device h100 --budget 16GiB --json \
+    >"$tmp/att_auto.json" 2>"$tmp/att_auto.err"
+rc_auto=$?
+"$PLAN" plan graphs/gpt2_small.onnx --batch 16 --device h100 --budget 16GiB --json \
+    --attention unfused >"$tmp/att_un.json" 2>"$tmp/att_un.err"
+"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 --budget 450MB \
+    >/dev/null 2>"$tmp/att_cnn.err"
+t_auto=$(sed -n 's/.*"iteration_time_s": \([0-9.e+-]*\).*/\1/p' "$tmp/att_auto.json")
+t_un=$(sed -n 's/.*"iteration_time_s": \([0-9.e+-]*\).*/\1/p' "$tmp/att_un.json")
+if [ $rc_auto -eq 0 ] && grep -q "attention auto: fused (predicted step: fused" "$tmp/att_auto.err" &&
+   grep -q "12 attention blocks fused" "$tmp/att_auto.err" && ! grep -q "attention" "$tmp/att_un.err" &&
+   ! grep -q "attention" "$tmp/att_cnn.err" &&
+   awk -v a="$t_auto" -v u="$t_un" 'BEGIN{exit !(a > 0 && a < u)}'; then
+    ok "--attention auto: GPT-2 b16 fused ($t_auto s) over unfused ($t_un s); no notice for a CNN"
+else
+    not_ok "--attention auto" "$(cat "$tmp/att_auto.err") / unfused $t_un / $(cat "$tmp/att_cnn.err")"
+fi
+
 [ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }

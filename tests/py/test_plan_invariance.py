@@ -46,7 +46,8 @@ MODELS = [("resnet18", 4), ("unet", 2), ("densenet_small", 4), ("alexnet_small",
 FIXTURES = {"tiny_gpt": "tiny_gpt_legacy.onnx", "tiny_vit": "tiny_vit_legacy.onnx",
             "tiny_gpt_fused": "tiny_gpt_legacy.onnx"}
 # training options per model (both the in-core step and every plan)
-OPTIONS = {"tiny_gpt_fused": ["--attention", "fused"]}
+OPTIONS = {"tiny_gpt_fused": ["--attention", "fused"], "tiny_gpt": ["--attention", "unfused"],
+           "tiny_vit": ["--attention", "unfused"]}
 FRACTIONS = [0.90, 0.94, 0.96, 0.97, 0.98, 0.985, 0.99, 0.995]
 STEPS = 3
 failures = []

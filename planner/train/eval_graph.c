@@ -61,6 +61,9 @@ int eval_graph_make(ir_graph *g, oc_err *err) {
             drop_outputs(g, n, 1);
         } else if (n->op == OP_DROPOUT) {
             to_identity(g, i, 0);
+        } else if (n->op == OP_FUSED_ATTENTION && op_args_of(n)->attention.dropout_ratio > 0.0f) {
+            ir_attr *a = (ir_attr *)ir_attr_find(n, "dropout_ratio"); /* its Dropout, off */
+            a->f = 0.0f;
         } else if (n->op == OP_MUL &&
                    (is_random_mask(g, n->inputs[1]) || is_random_mask(g, n->inputs[0]))) {
             to_identity(g, i, is_random_mask(g, n->inputs[1]) ? 0 : 1);

@@ -2,8 +2,9 @@
  * model.eval() runs it: BatchNormalization on its running statistics (the
  * training form's statistics outputs dropped), Dropout and the exporters'
  * random dropout patterns (Mul(x, Div(Cast(Less(RandomUniformLike, p)), p)),
- * stochastic depth included) replaced by the identity, and what no output
- * needs any more removed. outcore-run evaluates held-out data on it.
+ * stochastic depth included) replaced by the identity, FusedAttention's dropout
+ * off, and what no output needs any more removed. outcore-run evaluates
+ * held-out data on it.
  *
  *   if (eval_graph_make(g, &err)) ...   // g: a shape-inferred forward model
  */

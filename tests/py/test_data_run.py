@@ -15,6 +15,8 @@
   - Token data: int64 windows [N, T] and next-token labels [N, T] (some -100, ignored) for a
     language model's [N, T, V] logits: with lr 0 every step's loss is the mean over its batch's
     labelled tokens and the held-out loss the held-out set's; float data for it is refused.
+  - Attention dropout: a fused attention's Dropout draws the unfused Dropout's masks (equal
+    training losses) and is off in evaluation (the same held-out loss for every seed).
   - Bad data: a missing file, float64 data, a shape that is not the model's, a label out of
     range, fewer samples than a batch, a checkpoint of another batch: each a non-zero exit with
     one line naming the file.
@@ -218,9 +220,64 @@ def token_data(tmp):
     check(r.returncode != 0 and "int64 token ids" in last, f"token data as float32: {last}")
 
 
+def attention_model(path):
+    """tokens [N, 4] -> embedding [N, 4, 8] -> one attention head with Dropout(0.5) on its
+    probabilities -> logits [N, 4, 6]: the pattern --attention fused replaces."""
+    rng = np.random.default_rng(9)
+    w = {k: rng.standard_normal(s).astype(np.float32) * 0.5
+         for k, s in (("emb", (6, 8)), ("wq", (8, 8)), ("wk", (8, 8)), ("wv", (8, 8)), ("wo", (8, 6)))}
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(  # noqa: E731
+        np.array(v), name))
+    nodes = [helper.make_node("Gather", ["emb", "input"], ["h"]),
+             helper.make_node("MatMul", ["h", "wq"], ["q"]),
+             helper.make_node("MatMul", ["h", "wk"], ["k"]),
+             helper.make_node("MatMul", ["h", "wv"], ["v"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             c("scale", np.float32(0.35)), helper.make_node("Mul", ["s", "scale"], ["ss"]),
+             helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+             c("ratio", np.float32(0.5)), c("train", np.bool_(True)),
+             helper.make_node("Dropout", ["p", "ratio", "train"], ["pd"]),
+             helper.make_node("MatMul", ["pd", "v"], ["a"]),
+             helper.make_node("MatMul", ["a", "wo"], ["logits"])]
+    g = helper.make_graph(nodes, "att",
+                          [helper.make_tensor_value_info("input", TensorProto.INT64, ["batch", 4])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 4, 6])],
+                          [numpy_helper.from_array(v, k) for k, v in w.items()])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def attention_dropout_eval(tmp):
+    """Dropout inside a fused attention is off in evaluation, as the unfused Dropout is: with
+    lr 0 the held-out loss is the same for fused and unfused, and for any seed; training
+    losses (dropout on) equal between the two, as the fused node draws Dropout's keys."""
+    model = os.path.join(tmp, "att.onnx")
+    attention_model(model)
+    rng = np.random.default_rng(2)
+    f = lambda k: os.path.join(tmp, f"att_{k}.npy")  # noqa: E731
+    np.save(f("x"), rng.integers(0, 6, (8, 4)).astype(np.int64))
+    np.save(f("y"), rng.integers(0, 6, (8, 4)).astype(np.int64))
+    out = {}
+    for att in ("unfused", "fused"):
+        for seed in ("1", "2"):
+            r = run([model, "--batch", "2", "--data", f("x"), "--labels", f("y"), "--lr", "0",
+                     "--seed", seed, "--eval-data", f("x"), "--eval-labels", f("y"),
+                     "--attention", att])
+            out[att, seed] = (re.findall(r"^step \d+ loss (\S+)$", r.stdout, re.M),
+                              re.findall(r"eval loss (\S+)", r.stdout.replace(",", "")),
+                              "attention blocks fused" in r.stderr)
+    ev = {v[1][0] for v in out.values()}
+    check(len(ev) == 1 and out["fused", "1"][2] and not out["unfused", "1"][2] and
+          out["fused", "1"][0] == out["unfused", "1"][0] and
+          out["fused", "1"][0] != out["fused", "2"][0],
+          f"attention dropout: training losses fused == unfused ({out['fused', '1'][0][:2]}), "
+          f"another seed differs; held-out loss {sorted(ev)} for both and every seed")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        for fn in (order_and_eval, resume_after_kill, bad_inputs, token_data):
+        for fn in (order_and_eval, resume_after_kill, bad_inputs, token_data,
+                   attention_dropout_eval):
             try:
                 fn(tmp)
             except Exception as e:  # noqa: BLE001

@@ -1,5 +1,6 @@
 /* op_fold.c — the glue today's exporters put around a network, evaluated at
- * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, ConstantOfShape
+ * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, Not, Mod, Trilu,
+ * ConstantOfShape
  * (folded when their inputs are plan-time values, refused otherwise), and
  * Identity, Squeeze, Cast to the same type, which also run on activations as
  * copies. torch 2.x's exporter builds e.g. a Conv's zero bias as
@@ -263,6 +264,83 @@ static int equal_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return op_fold_compare(g, n, err);
 }
 
+/* Not: logical negation of a bool plan-time value (a mask). */
+static int not_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (need_value(g, n, 0, &x, err)) return OC_ERR;
+    if (x->dtype != IR_DTYPE_BOOL) return oc_fail(err, "input '%s' is not bool", x->name);
+    op_set_out_like(g, n, 0, x);
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++) buf[o] = num_get(x, o).i == 0;
+    return fold_set(g, n, buf, numel);
+}
+
+/* Mod: a mod b, broadcast; fmod 0 (integers): the sign of the divisor, as
+ * Python's %; fmod 1: C's fmod (sign of the dividend). */
+static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *a, *b;
+    if (need_value(g, n, 0, &a, err) || need_value(g, n, 1, &b, err)) return OC_ERR;
+    if (a->dtype != b->dtype) return oc_fail(err, "inputs differ in type");
+    bool fl = is_float_dtype(a->dtype), cmod = ir_attr_int(n, "fmod", 0) != 0;
+    if (fl && !cmod) return oc_fail(err, "fmod must be 1 for floating-point inputs");
+    int r;
+    int64_t od[IR_MAX_RANK];
+    if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
+    op_set_out(g, n, 0, a->dtype, r, od);
+    int64_t numel;
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++) {
+        num x = num_get(a, bcast_at(a, r, od, o)), y = num_get(b, bcast_at(b, r, od, o)),
+            z = {0, 0};
+        if (fl) {
+            z.f = fmod(x.f, y.f);
+        } else if (y.i == 0) {
+            oc_free(buf);
+            return oc_fail(err, "integer division by zero");
+        } else {
+            z.i = x.i % y.i;
+            if (!cmod && z.i != 0 && ((z.i < 0) != (y.i < 0))) z.i += y.i;
+        }
+        z.f = fl ? z.f : (double)z.i;
+        num_put(buf, a->dtype, o, z, a->dtype);
+    }
+    return fold_set(g, n, buf, numel);
+}
+
+/* Trilu: the upper (upper=1, j - i >= k) or lower (j - i <= k) triangle of
+ * the last two dims, zeros elsewhere; k an optional scalar input (0). */
+static int trilu_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (need_value(g, n, 0, &x, err)) return OC_ERR;
+    if (x->rank < 2) return oc_fail(err, "input '%s' has rank %d (at least 2)", x->name, x->rank);
+    int64_t k = 0;
+    if (ir_node_in(g, n, 1)) {
+        const int64_t *v;
+        int64_t nv;
+        if (op_in_int64s(g, n, 1, &v, &nv, err)) return OC_ERR;
+        if (nv != 1) return oc_fail(err, "k must be a scalar");
+        k = v[0];
+    }
+    bool upper = ir_attr_int(n, "upper", 1) != 0;
+    op_set_out_like(g, n, 0, x);
+    int64_t numel, R = x->dims[x->rank - 2], C = x->dims[x->rank - 1];
+    uint8_t *buf = fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++) {
+        int64_t j = o % C, i = (o / C) % R;
+        bool keep = upper ? j - i >= k : j - i <= k;
+        num v = keep ? num_get(x, o) : (num){0, 0};
+        num_put(buf, x->dtype, o, v, x->dtype);
+    }
+    return fold_set(g, n, buf, numel);
+}
+
 /* Where of three plan-time values (output shape inferred): folded; does
  * nothing otherwise (op_where.c runs it). */
 int op_fold_where(ir_graph *g, ir_node *n, oc_err *err) {
@@ -404,6 +482,15 @@ const op_def op_def_cast_like = {
     .grad = identity_grad,
 };
 FOLD_OP(op_def_equal, 2, equal_infer);
+FOLD_OP(op_def_not, 1, not_infer);
+FOLD_OP(op_def_mod, 2, mod_infer);
+const op_def op_def_trilu = {.min_inputs = 1,
+                             .max_inputs = 2,
+                             .min_outputs = 1,
+                             .max_outputs = 1,
+                             .roles = const_role,
+                             .n_roles = 1,
+                             .infer = trilu_infer};
 FOLD_OP(op_def_range, 3, range_infer);
 FOLD_OP(op_def_constant_of_shape, 1, constant_of_shape_infer);
 

@@ -125,6 +125,9 @@
  * values; a node of them never reaches a training graph, so no kernel. */
 #define OC_OPS_FOLD(X)                                                                             \
     X(EQUAL, "Equal", ONNX, equal, none)                                                           \
+    X(NOT, "Not", ONNX, not, none)                                                                 \
+    X(MOD, "Mod", ONNX, mod, none)                                                                 \
+    X(TRILU, "Trilu", ONNX, trilu, none)                                                           \
     X(RANGE, "Range", ONNX, range, none)                                                           \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)
 
@@ -148,7 +151,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 94
+#define OP_LIST_COUNT 97
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

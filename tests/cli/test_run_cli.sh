@@ -70,6 +70,14 @@ grep -q "option --lr needs a value" "$T/e" && ok "  ... reported as needing a va
     bad "missing value message: $(cat "$T/e")"
 expect_error "--trace-out with one step (nothing to trace after the warm-up)" "$RUN" "$T/train.onnx" \
     --steps 1 --trace-out "$T/t.json"
+# the training options both command lines share (planner/train/train_opts.c)
+expect_error "--optimizer adam" "$RUN" "$M" --batch 2 --optimizer adam
+expect_error "--betas without a comma" "$RUN" "$M" --batch 2 --optimizer adamw --betas 0.9
+expect_error "--betas out of [0, 1)" "$RUN" "$M" --batch 2 --optimizer adamw --betas 0.9,1.5
+expect_error "--clip-grad-norm 0" "$RUN" "$M" --batch 2 --clip-grad-norm 0
+expect_error "--ignore-index x" "$RUN" "$M" --batch 2 --ignore-index x
+expect_error "--attention maybe" "$RUN" "$M" --batch 2 --attention maybe
+expect_error "--optimizer on a training graph" "$RUN" "$T/train.onnx" --optimizer adamw
 # a trace that cannot be written: the steps run, then one error naming the path, non-zero exit
 "$RUN" "$T/train.onnx" --steps 2 --trace-out "$T/no/such/dir/t.json" >"$T/o" 2>"$T/e"
 rc=$?

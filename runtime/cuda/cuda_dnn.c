@@ -660,10 +660,20 @@ int cuda_layer_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     int64_t R, D;
     ln_rows(a, &R, &D);
+    OC_ASSERT(a->scratch_bytes >= cuda_layer_norm_grad_scratch(a->g, a->n));
     CU_LAUNCH(cu_layer_norm_grad(c->stream, a->in[0], a->in[1], a->in[2], out_or_null(a, 0),
-                                 out_or_null(a, 1), out_or_null(a, 2), R, D,
+                                 out_or_null(a, 1), out_or_null(a, 2), a->scratch, R, D,
                                  op_args_of(a->n)->ln.epsilon));
     return OC_OK;
+}
+
+/* Each row's mean and 1/std (2 doubles per row): the scale / bias gradients read them. */
+size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n) {
+    const ir_tensor *x = &g->tensors[n->inputs[1]];
+    int64_t D = 1, numel = 0;
+    for (int d = (int)op_args_of(n)->ln.axis; d < x->rank; d++) D *= x->dims[d];
+    ir_tensor_numel(x, &numel);
+    return 2 * (size_t)(D ? numel / D : 0) * sizeof(double) + sizeof(double);
 }
 
 /* Frozen statistics (--bn frozen): dX = dY * scale / sqrt(var + eps) and the

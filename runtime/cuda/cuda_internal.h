@@ -120,6 +120,7 @@ int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 /* MaxPoolGrad's scratch (cuda_kernels.c): one int32 argmax per output window. */
 size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n); /* FusedAttention */
+size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n);
 void cuda_algo_cache_free(cuda_algo_cache *ac);
 void cuda_bn_stash_free(cuda_bn_stash *st);
 /* The backend's profile_start / profile_write (backend.h; cuda_profile.c holds

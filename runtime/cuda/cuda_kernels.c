@@ -731,6 +731,7 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
         return (size_t)(N > 0 ? N : 1) * sizeof(double);
     }
     case OP_MAX_POOL_GRAD: return cuda_max_pool_grad_scratch(g, n);
+    case OP_LAYER_NORM_GRAD: return cuda_layer_norm_grad_scratch(g, n);
     case OP_FUSED_ATTENTION:
     case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n);
     case OP_CLIP_GRAD_NORM: return (1 + CU_SUMSQ_SLOTS) * sizeof(double); /* cu_sumsq */

@@ -78,8 +78,9 @@ int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const fl
               uint64_t key, float ratio);
 int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y, int64_t R,
                   int64_t D, float eps);
+/* stats: 2 R doubles of scratch (each row's mean and 1/std, for dScale / dBias). */
 int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const float *s, float *dx,
-                       float *ds, float *db, int64_t R, int64_t D, float eps);
+                       float *ds, float *db, double *stats, int64_t R, int64_t D, float eps);
 /* BatchNormalizationGrad with frozen statistics: dx = dy * scale / sqrt(var +
  * eps); ds = sum dy * xhat, db = sum dy per channel (each output may be NULL). */
 int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, const float *scale,

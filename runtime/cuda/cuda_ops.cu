@@ -28,6 +28,24 @@ static unsigned blocks_for(int64_t n) {
 
 static int last_error(void) { return (int)cudaGetLastError(); }
 
+// Row kernels with one warp per row (launched with blockDim.x = WARP): the lanes read a row
+// with coalesced strides and reduce with shuffles, in a fixed order (deterministic). On the
+// emulator (blockDim 1) lane 0 walks the whole row and the reductions do nothing.
+#define WARP 32
+#define ROW_LOOP(r, rows) for (int64_t r = blockIdx.x; r < (rows); r += gridDim.x)
+static unsigned warps_for(int64_t rows) {
+    return (unsigned)(rows < 1 ? 1 : rows > 65535LL * 16 ? 65535LL * 16 : rows);
+}
+__device__ static inline float warp_max(float v) {
+    for (int o = (int)blockDim.x / 2; o > 0; o /= 2)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ static inline double warp_sum(double v) {
+    for (int o = (int)blockDim.x / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
 // Four floats moved as one 16-byte access (ld/st.global.v4) where every pointer is
 // 16-byte aligned and n is a multiple of 4 (arena tensors are 256-byte aligned): the
 // memory-bound kernels below then run near the card's bandwidth.
@@ -563,9 +581,45 @@ __global__ void k_softmax_grad(const float *dy, const float *y, float *dx, int64
     }
 }
 
+// inner == 1 (the last axis: attention): a warp per row
+__global__ void k_softmax_rows(const float *x, float *y, int64_t rows, int64_t D, int log) {
+    ROW_LOOP(r, rows) {
+        const float *xr = x + r * D;
+        float *yr = y + r * D;
+        float m = -INFINITY;
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) m = fmaxf(m, xr[i]);
+        m = warp_max(m);
+        if (m == -INFINITY) m = 0.0f;
+        double s = 0;
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) s += exp((double)xr[i] - m);
+        s = warp_sum(s);
+        double ls = log ? m + ::log(s) : 0;
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+            yr[i] = log ? (float)((double)xr[i] - ls) : (float)(exp((double)xr[i] - m) / s);
+    }
+}
+
+__global__ void k_softmax_grad_rows(const float *dy, const float *y, float *dx, int64_t rows,
+                                    int64_t D, int log) {
+    ROW_LOOP(r, rows) {
+        const float *dr = dy + r * D, *yr = y + r * D;
+        double s = 0;
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+            s += log ? (double)dr[i] : (double)dr[i] * yr[i];
+        s = warp_sum(s);
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+            dx[r * D + i] = log ? (float)((double)dr[i] - exp((double)yr[i]) * s)
+                                : (float)((double)yr[i] * ((double)dr[i] - s));
+    }
+}
+
 extern "C" int cu_softmax(void *stream, const float *x, float *y, int64_t outer, int64_t D,
                           int64_t inner, int log) {
     if (outer * inner == 0) return 0;
+    if (inner == 1) {
+        k_softmax_rows<<<warps_for(outer), WARP, 0, (cudaStream_t)stream>>>(x, y, outer, D, log);
+        return last_error();
+    }
     k_softmax<<<blocks_for(outer * inner), THREADS, 0, (cudaStream_t)stream>>>(x, y, outer, D,
                                                                                inner, log);
     return last_error();
@@ -574,6 +628,11 @@ extern "C" int cu_softmax(void *stream, const float *x, float *y, int64_t outer,
 extern "C" int cu_softmax_grad(void *stream, const float *dy, const float *y, float *dx,
                                int64_t outer, int64_t D, int64_t inner, int log) {
     if (outer * inner == 0) return 0;
+    if (inner == 1) {
+        k_softmax_grad_rows<<<warps_for(outer), WARP, 0, (cudaStream_t)stream>>>(dy, y, dx, outer,
+                                                                                 D, log);
+        return last_error();
+    }
     k_softmax_grad<<<blocks_for(outer * inner), THREADS, 0, (cudaStream_t)stream>>>(
         dy, y, dx, outer, D, inner, log);
     return last_error();
@@ -593,23 +652,27 @@ __device__ static bool att_masked(const cu_att_mask &m, int64_t b, int64_t t, in
 
 __global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int64_t b0,
                               cu_att_mask m, const float *lse_in, float *lse_out) {
-    GRID_LOOP(r, rows) {
+    ROW_LOOP(r, rows) {
         float *row = s + r * S;
         int64_t b = b0 + r / T, t = r % T;
-        for (int64_t j = 0; m.cond && j < S; j++)
-            if (att_masked(m, b, t, j)) row[j] = m.fill;
+        if (m.cond)
+            for (int64_t j = threadIdx.x; j < S; j += blockDim.x)
+                if (att_masked(m, b, t, j)) row[j] = m.fill;
         double lse;
         if (lse_in) {
             lse = lse_in[r];
         } else {
             float mx = -INFINITY;
-            for (int64_t j = 0; j < S; j++) mx = fmaxf(mx, row[j]);
+            for (int64_t j = threadIdx.x; j < S; j += blockDim.x) mx = fmaxf(mx, row[j]);
+            mx = warp_max(mx);
             double sum = 0;
-            for (int64_t j = 0; j < S; j++) sum += exp((double)row[j] - mx);
+            for (int64_t j = threadIdx.x; j < S; j += blockDim.x) sum += exp((double)row[j] - mx);
+            sum = warp_sum(sum);
             lse = mx == -INFINITY ? -INFINITY : mx + ::log(sum);
-            lse_out[r] = (float)lse;
+            if (threadIdx.x == 0) lse_out[r] = (float)lse;
         }
-        for (int64_t j = 0; j < S; j++) row[j] = (float)exp((double)row[j] - lse);
+        for (int64_t j = threadIdx.x; j < S; j += blockDim.x)
+            row[j] = (float)exp((double)row[j] - lse);
     }
 }
 
@@ -639,11 +702,13 @@ __global__ void k_att_ds(float *ds, const float *p, const float *dy, const float
                          int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, uint64_t key,
                          float ratio) {
     float scale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;
-    GRID_LOOP(r, rows) {
+    ROW_LOOP(r, rows) {
         int64_t b = b0 + r / T, t = r % T;
         double D = 0;
-        for (int64_t i = 0; i < dv; i++) D += (double)dy[r * dv + i] * y[r * dv + i];
-        for (int64_t j = 0; j < S; j++) {
+        for (int64_t i = threadIdx.x; i < dv; i += blockDim.x)
+            D += (double)dy[r * dv + i] * y[r * dv + i];
+        D = warp_sum(D);
+        for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
             int64_t k = r * S + j;
             float dp = ds[k];
             if (ratio > 0.0f)
@@ -663,52 +728,60 @@ extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *d
     return last_error();
 }
 
-// ---- LayerNormalization (cpu_layer_norm): one thread per row / per column ----
-__device__ static void ln_stats(const float *x, int64_t D, double eps, double *m, double *is) {
-    double s = 0, q = 0;
-    for (int64_t i = 0; i < D; i++) s += x[i];
-    double mean = D ? s / (double)D : 0;
-    for (int64_t i = 0; i < D; i++) q += ((double)x[i] - mean) * ((double)x[i] - mean);
+// ---- LayerNormalization (cpu_layer_norm): a warp per row; the scale and bias gradients one
+//      thread per column over the rows' statistics (computed once, in the caller's scratch) ----
+// mean and 1/sqrt(var + eps) of row r, in double (two passes, as the cpu kernel)
+__device__ static void ln_row_stats(const float *x, int64_t D, double eps, double *m, double *is) {
+    double s = 0;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) s += x[i];
+    s = warp_sum(s);
+    double mean = D ? s / (double)D : 0, q = 0;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+        q += ((double)x[i] - mean) * ((double)x[i] - mean);
+    q = warp_sum(q);
     *m = mean;
     *is = 1.0 / sqrt((D ? q / (double)D : 0) + eps);
 }
 
 __global__ void k_layer_norm(const float *x, const float *s, const float *b, float *y, int64_t R,
                              int64_t D, double eps) {
-    GRID_LOOP(r, R) {
+    ROW_LOOP(r, R) {
         double m, is;
-        ln_stats(x + r * D, D, eps, &m, &is);
-        for (int64_t i = 0; i < D; i++)
+        ln_row_stats(x + r * D, D, eps, &m, &is);
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
             y[r * D + i] = (float)(((double)x[r * D + i] - m) * is * s[i] + (b ? b[i] : 0.0f));
     }
 }
 
+// dX per row; the row's mean and 1/std into stats[2r], stats[2r + 1] for the column kernel
 __global__ void k_layer_norm_dx(const float *dy, const float *x, const float *s, float *dx,
-                                int64_t R, int64_t D, double eps) {
-    GRID_LOOP(r, R) {
+                                double *stats, int64_t R, int64_t D, double eps) {
+    ROW_LOOP(r, R) {
         const float *xr = x + r * D, *dr = dy + r * D;
         double m, is, sg = 0, sgx = 0;
-        ln_stats(xr, D, eps, &m, &is);
-        for (int64_t i = 0; i < D; i++) {
+        ln_row_stats(xr, D, eps, &m, &is);
+        if (threadIdx.x == 0) stats[2 * r] = m, stats[2 * r + 1] = is;
+        if (!dx) continue;
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
             double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
             sg += gi;
             sgx += gi * xh;
         }
-        for (int64_t i = 0; i < D; i++) {
+        sg = warp_sum(sg);
+        sgx = warp_sum(sgx);
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
             double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
             dx[r * D + i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
         }
     }
 }
 
-__global__ void k_layer_norm_dsb(const float *dy, const float *x, float *ds, float *db, int64_t R,
-                                 int64_t D, double eps) {
+__global__ void k_layer_norm_dsb(const float *dy, const float *x, const double *stats, float *ds,
+                                 float *db, int64_t R, int64_t D) {
     GRID_LOOP(i, D) {
         double a = 0, c = 0;
         for (int64_t r = 0; r < R; r++) {
-            double m, is;
-            ln_stats(x + r * D, D, eps, &m, &is);
-            a += (double)dy[r * D + i] * (((double)x[r * D + i] - m) * is);
+            a += (double)dy[r * D + i] * (((double)x[r * D + i] - stats[2 * r]) * stats[2 * r + 1]);
             c += dy[r * D + i];
         }
         if (ds) ds[i] = (float)a;
@@ -719,17 +792,17 @@ __global__ void k_layer_norm_dsb(const float *dy, const float *x, float *ds, flo
 extern "C" int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y,
                              int64_t R, int64_t D, float eps) {
     if (R == 0) return 0;
-    k_layer_norm<<<blocks_for(R), THREADS, 0, (cudaStream_t)stream>>>(x, s, b, y, R, D, eps);
+    k_layer_norm<<<warps_for(R), WARP, 0, (cudaStream_t)stream>>>(x, s, b, y, R, D, eps);
     return last_error();
 }
 
 extern "C" int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const float *s,
-                                  float *dx, float *ds, float *db, int64_t R, int64_t D,
-                                  float eps) {
+                                  float *dx, float *ds, float *db, double *stats, int64_t R,
+                                  int64_t D, float eps) {
     cudaStream_t st = (cudaStream_t)stream;
-    if (dx && R > 0) k_layer_norm_dx<<<blocks_for(R), THREADS, 0, st>>>(dy, x, s, dx, R, D, eps);
+    if (R > 0) k_layer_norm_dx<<<warps_for(R), WARP, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
     if ((ds || db) && D > 0)
-        k_layer_norm_dsb<<<blocks_for(D), THREADS, 0, st>>>(dy, x, ds, db, R, D, eps);
+        k_layer_norm_dsb<<<blocks_for(D), THREADS, 0, st>>>(dy, x, stats, ds, db, R, D);
     return last_error();
 }
 
@@ -1358,20 +1431,26 @@ __device__ static int64_t sce_label(const void *labels, int l64, int64_t i, int 
     return l;
 }
 
+// a warp per row (a language model's rows are vocabulary-wide)
 __global__ void k_sce_rows(const float *s, const void *labels, int l64, int64_t N, int64_t C,
                            int has_ig, int64_t ig, int red, float *loss, float *lp, double *ws) {
-    GRID_LOOP(i, N) {
+    ROW_LOOP(i, N) {
         const float *row = s + i * C;
-        double mx = -INFINITY, se = 0;
-        for (int64_t c = 0; c < C; c++) mx = row[c] > mx ? row[c] : mx;
-        for (int64_t c = 0; c < C; c++) se += exp((double)row[c] - mx);
+        float mxf = -INFINITY;
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) mxf = fmaxf(mxf, row[c]);
+        double mx = warp_max(mxf), se = 0;
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) se += exp((double)row[c] - mx);
+        se = warp_sum(se);
         double lse = mx + log(se);
         if (lp)
-            for (int64_t c = 0; c < C; c++) lp[i * C + c] = (float)((double)row[c] - lse);
-        int64_t l = sce_label(labels, l64, i, has_ig, ig, C);
-        double li = l >= 0 ? lse - (double)row[l] : l == -2 ? NAN : 0.0;
-        if (red == 2) loss[i] = (float)li;
-        ws[i] = li;
+            for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+                lp[i * C + c] = (float)((double)row[c] - lse);
+        if (threadIdx.x == 0) {
+            int64_t l = sce_label(labels, l64, i, has_ig, ig, C);
+            double li = l >= 0 ? lse - (double)row[l] : l == -2 ? NAN : 0.0;
+            if (red == 2) loss[i] = (float)li;
+            ws[i] = li;
+        }
     }
 }
 
@@ -1392,8 +1471,8 @@ extern "C" int cu_sce(void *stream, const float *s, const void *labels, int labe
                       float *log_prob, double *ws) {
     cudaStream_t st = (cudaStream_t)stream;
     if (N > 0)
-        k_sce_rows<<<blocks_for(N), THREADS, 0, st>>>(s, labels, labels64, N, C, has_ignore, ignore,
-                                                      reduction, loss, log_prob, ws);
+        k_sce_rows<<<warps_for(N), WARP, 0, st>>>(s, labels, labels64, N, C, has_ignore, ignore,
+                                                  reduction, loss, log_prob, ws);
     if (reduction != 2)
         k_sce_total<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, reduction, loss,
                                      ws);

@@ -135,6 +135,9 @@ static const emu_dim3 blockIdx = {0, 0, 0};
 static const emu_dim3 threadIdx = {0, 0, 0};
 static const emu_dim3 blockDim = {1, 1, 1};
 static const emu_dim3 gridDim = {1, 1, 1};
+/* A warp of one lane: a shuffle is never reached by the reductions (their
+ * loops run from blockDim.x / 2 down), it only has to compile. */
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
 #endif
 
 #endif

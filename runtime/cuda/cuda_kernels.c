@@ -635,6 +635,14 @@ int cuda_shape(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 
 /* See cpu_gather_grad: one thread per dX element, its indices summed in order. */
+/* cu_gather_grad's counting sort: two scan buffers of extent + 1 and the order. */
+static size_t gather_grad_scratch(const ir_graph *g, const ir_node *n) {
+    const ir_tensor *dx = &g->tensors[n->outputs[0]], *ti = &g->tensors[n->inputs[1]];
+    int64_t ni = 0;
+    ir_tensor_numel(ti, &ni);
+    return (size_t)(2 * (dx->dims[op_args_of(n)->axis.axis] + 1) + ni) * sizeof(int64_t);
+}
+
 int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *ti = kernel_in(a, 1), *dx = kernel_out(a, 0);
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err)) return OC_ERR;
@@ -642,8 +650,9 @@ int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         return kernel_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
     int64_t axis = op_args_of(a->n)->axis.axis;
     int64_t outer = prod(dx->dims, 0, (int)axis), inner = prod(dx->dims, (int)axis + 1, dx->rank);
+    OC_ASSERT(a->scratch_bytes >= gather_grad_scratch(a->g, a->n));
     CU_LAUNCH(cu_gather_grad(c->stream, a->in[0], a->in[1], ti->dtype == IR_DTYPE_INT64, a->out[0],
-                             outer, dx->dims[axis], kernel_numel(ti), inner));
+                             outer, dx->dims[axis], kernel_numel(ti), inner, a->scratch));
     return OC_OK;
 }
 
@@ -732,6 +741,7 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
     }
     case OP_MAX_POOL_GRAD: return cuda_max_pool_grad_scratch(g, n);
     case OP_LAYER_NORM_GRAD: return cuda_layer_norm_grad_scratch(g, n);
+    case OP_GATHER_GRAD: return gather_grad_scratch(g, n);
     case OP_FUSED_ATTENTION:
     case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n);
     case OP_CLIP_GRAD_NORM: return (1 + CU_SUMSQ_SLOTS) * sizeof(double); /* cu_sumsq */

@@ -86,9 +86,10 @@ int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const floa
 int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, const float *scale,
                       const float *mean, const float *var, float eps, float *dx, float *ds,
                       float *db, int64_t N, int64_t C, int64_t S);
-/* dx (outer, extent, inner) = sum over j with idx[j] == e of dy (outer, ni, inner). */
+/* dx (outer, extent, inner) = sum over j with idx[j] == e of dy (outer, ni, inner), in
+ * ascending j (the cpu kernel's order); ws: 2 (extent + 1) + ni int64 of scratch. */
 int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
-                   int64_t outer, int64_t extent, int64_t ni, int64_t inner);
+                   int64_t outer, int64_t extent, int64_t ni, int64_t inner, int64_t *ws);
 /* Resize (grad 0: in is X, out Y) or ResizeGrad (grad 1: in is dY, out dX) over
  * nsp spatial dims of input extents n and output extents m (runtime/resize_coord.h). */
 int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, int linear, int coord,

@@ -1,7 +1,9 @@
 // cuda_ops.cu — the cuda backend's small kernels (see cuda_launch.h for the
 // contract; each mirrors a cpu kernel of runtime/cpu/, named beside it).
-// Grid-stride loops, one thread per output element; reductions run in a fixed
-// order per thread (no atomics), so results are deterministic, and where the
+// Grid-stride loops, one thread per output element (a warp per row for the row
+// kernels); reductions run in a fixed order (no float atomics; GatherGrad counts
+// with integer ones, whose sums do not depend on order), so results are
+// deterministic, and where the
 // cpu kernel accumulates in double in element order so does this one (bitwise
 // the same result for ReduceSumTo, GlobalAveragePool, AveragePool, pool grads).
 #include <cuda_runtime.h>
@@ -844,26 +846,69 @@ extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, 
     return last_error();
 }
 
-__global__ void k_gather_grad(const float *dy, const void *idx, int idx64, float *dx,
-                              int64_t extent, int64_t ni, int64_t inner, int64_t n) {
+// GatherGrad as a counting sort of the indices (deterministic, and the cpu kernel's order):
+// bucket e holds the positions j with idx[j] == e, ascending; dx[o, e, i] sums dy over them.
+__device__ static inline int64_t gg_index(const void *idx, int idx64, int64_t j, int64_t extent) {
+    int64_t k = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+    if (k < 0) k += extent;
+    return k >= 0 && k < extent ? k : -1;
+}
+
+__global__ void k_gg_zero(unsigned long long *c, int64_t n) { GRID_LOOP(i, n) c[i] = 0; }
+
+__global__ void k_gg_count(const void *idx, int idx64, int64_t ni, int64_t extent,
+                           unsigned long long *count) {
+    GRID_LOOP(j, ni) {
+        int64_t k = gg_index(idx, idx64, j, extent);
+        if (k >= 0) atomicAdd(&count[k + 1], 1ULL);
+    }
+}
+
+// one step of an inclusive scan (Hillis-Steele): out[i] = in[i] + in[i - d]
+__global__ void k_gg_scan(const unsigned long long *in, unsigned long long *out, int64_t n,
+                          int64_t d) {
+    GRID_LOOP(i, n) out[i] = i >= d ? in[i] + in[i - d] : in[i];
+}
+
+// position j goes to its bucket's start plus the count of earlier positions in the bucket
+__global__ void k_gg_place(const void *idx, int idx64, int64_t ni, int64_t extent,
+                           const unsigned long long *start, int64_t *order) {
+    GRID_LOOP(j, ni) {
+        int64_t k = gg_index(idx, idx64, j, extent), r = 0;
+        if (k < 0) continue;
+        for (int64_t q = 0; q < j; q++) r += gg_index(idx, idx64, q, extent) == k;
+        order[start[k] + r] = j;
+    }
+}
+
+__global__ void k_gg_sum(const float *dy, const unsigned long long *start, const int64_t *order,
+                         float *dx, int64_t extent, int64_t ni, int64_t inner, int64_t n) {
     GRID_LOOP(t, n) {
         int64_t i = t % inner, e = (t / inner) % extent, o = t / (inner * extent);
         float s = 0.0f;
-        for (int64_t j = 0; j < ni; j++) {
-            int64_t k = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
-            if (k < 0) k += extent;
-            if (k == e) s += dy[(o * ni + j) * inner + i];
-        }
+        for (unsigned long long q = start[e]; q < start[e + 1]; q++)
+            s += dy[(o * ni + order[q]) * inner + i];
         dx[t] = s;
     }
 }
 
 extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
-                              int64_t outer, int64_t extent, int64_t ni, int64_t inner) {
-    int64_t n = outer * extent * inner;
+                              int64_t outer, int64_t extent, int64_t ni, int64_t inner,
+                              int64_t *ws) {
+    int64_t n = outer * extent * inner, m = extent + 1;
     if (n == 0) return 0;
-    k_gather_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, idx, idx64, dx, extent,
-                                                                       ni, inner, n);
+    cudaStream_t st = (cudaStream_t)stream;
+    unsigned long long *a = (unsigned long long *)ws, *b = a + m;
+    int64_t *order = ws + 2 * m;
+    k_gg_zero<<<blocks_for(m), THREADS, 0, st>>>(a, m);
+    if (ni > 0) k_gg_count<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a);
+    for (int64_t d = 1; d < m; d *= 2) {
+        k_gg_scan<<<blocks_for(m), THREADS, 0, st>>>(a, b, m, d);
+        unsigned long long *t = a;
+        a = b, b = t;
+    }
+    if (ni > 0) k_gg_place<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a, order);
+    k_gg_sum<<<blocks_for(n), THREADS, 0, st>>>(dy, a, order, dx, extent, ni, inner, n);
     return last_error();
 }
 

@@ -164,5 +164,8 @@ OP_CASE(SOFTMAX_CROSS_ENTROPY, "sum, ignore_index", 13, 1, "[5,3] i64=[0,2,1,2,1
         "reduction=sum ignore_index=2")
 OP_CASE(SHAPE, "start and end", 15, 1, "[2,3,4,5]", "start=1 end=-1")
 OP_CASE(GATHER, "axis 1, repeated index (gradients add)", 13, 1, "[3,4,2] i64=[3,0,0]", "axis=1")
+OP_CASE(GATHER, "an embedding: a table row per token, repeats add up", 13, 1, "[7,3] i64<7[2,6]",
+        "")
+OP_CASE(GATHER, "negative indices", 13, 1, "[5,2] i64=[-1,0,4,-5,-1]", "")
 
 OP_EXEMPT(CONSTANT, "no inputs, its value is a tensor attribute: the conformance suite runs it")

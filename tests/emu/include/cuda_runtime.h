@@ -138,6 +138,12 @@ static const emu_dim3 gridDim = {1, 1, 1};
 /* A warp of one lane: a shuffle is never reached by the reductions (their
  * loops run from blockDim.x / 2 down), it only has to compile. */
 template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+/* One thread at a time: an atomic add is a plain one. */
+static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) {
+    unsigned long long old = *p;
+    *p += v;
+    return old;
+}
 #endif
 
 #endif

@@ -322,6 +322,22 @@ def cmd_sweep(args):
         out.flush()
 
 
+def fixture_exports_and_step(model, x, y, name, out):
+    """A fixture's two exports (<name>_dynamo.onnx, <name>_legacy.onnx) and its reference
+    arrays: input, labels, the loss and every tensor after one SGD step in float64, and
+    PyTorch float32's own distance to float64 per tensor."""
+    for ex in ("dynamo", "legacy"):
+        export(model, x, ex, os.path.join(out, f"{name}_{ex}.onnx"))
+    loss64, s64 = reference_step(model, x, y, torch.float64)
+    loss32, s32 = float32_spread(model, x, y, (loss64, s64), 0)
+    arrays = {"input": x.numpy(), "labels": y.numpy().astype(np.int64),
+              "loss": np.float64(loss64), "loss_fp32": np.float64(loss32)}
+    for k, v in s64.items():
+        arrays["w64/" + k] = v
+        arrays["fp32_dist/" + k] = np.float64(rel(s32[k], v))
+    return arrays
+
+
 def cmd_fixtures(args):
     """Small models for CI: exports + float64 references (see tests/py/test_torch2_exports.py)."""
     torch_imports()
@@ -337,15 +353,7 @@ def cmd_fixtures(args):
         g = torch.Generator().manual_seed(123)
         x = torch.randn(2, 3, 32, 32, generator=g)
         y = torch.randint(0, 10, (2, 32, 32) if name in SEG else (2,), generator=g)
-        for ex in ("dynamo", "legacy"):
-            export(model, x, ex, os.path.join(args.out, f"{name}_{ex}.onnx"))
-        loss64, s64 = reference_step(model, x, y, torch.float64)
-        loss32, s32 = float32_spread(model, x, y, (loss64, s64), 0)
-        arrays = {"input": x.numpy(), "labels": y.numpy().astype(np.int64),
-                  "loss": np.float64(loss64), "loss_fp32": np.float64(loss32)}
-        for k, v in s64.items():
-            arrays["w64/" + k] = v
-            arrays["fp32_dist/" + k] = np.float64(rel(s32[k], v))
+        arrays = fixture_exports_and_step(model, x, y, name, args.out)
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
     from tiny_transformers import SEQUENCE, TRANSFORMERS, VOCAB, T
@@ -365,15 +373,7 @@ def cmd_fixtures(args):
         else:
             x = torch.randn(2, 3, 32, 32, generator=g)
             y = torch.randint(0, 10, (2,), generator=g)
-        for ex in ("dynamo", "legacy"):
-            export(model, x, ex, os.path.join(args.out, f"{name}_{ex}.onnx"))
-        loss64, s64 = reference_step(model, x, y, torch.float64)
-        loss32, s32 = float32_spread(model, x, y, (loss64, s64), 0)
-        arrays = {"input": x.numpy(), "labels": y.numpy().astype(np.int64),
-                  "loss": np.float64(loss64), "loss_fp32": np.float64(loss32)}
-        for k, v in s64.items():
-            arrays["w64/" + k] = v
-            arrays["fp32_dist/" + k] = np.float64(rel(s32[k], v))
+        arrays = fixture_exports_and_step(model, x, y, name, args.out)
         # 3-step trajectories on the same batch: SGD; AdamW with clipping
         arrays["sgd3/losses"] = np.array(reference_run(model, x, y, torch.float64, 3)[0])
         losses, st = reference_run(model, x, y, torch.float64, 3, adamw=True, clip=CLIP)

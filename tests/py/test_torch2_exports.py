@@ -76,10 +76,15 @@ def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False, extra=()):
     return losses, trained, r.stderr
 
 
+TIED = {}  # model -> {state-dict key: the other keys of its tensor}, read once per model
+
+
 def tied(name, key):
     """The other state-dict keys of a tied tensor (an export names it once)."""
-    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
-    return list(ref["tied/" + key]) if "tied/" + key in ref.files else []
+    if name not in TIED:
+        ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+        TIED[name] = {k[len("tied/"):]: list(ref[k]) for k in ref.files if k.startswith("tied/")}
+    return TIED[name].get(key, [])
 
 
 def value_of(tensors, name, key):

@@ -41,6 +41,11 @@ typedef struct rt_backend_opts {
     bool deterministic;     /* cuda: deterministic cuDNN algorithms only, no BN statistics stash */
     bool verbose;           /* cuda: print every convolution algorithm choice */
     size_t workspace_limit; /* cuda: a convolution's workspace cap in bytes; 0: 8 GiB */
+    /* cuda, TF32 as PyTorch's switches (default false: PyTorch's defaults) */
+    bool no_tf32_conv; /* --tf32-conv off: fp32 convolutions without tensor cores
+                          (torch.backends.cudnn.allow_tf32 = False) */
+    bool tf32_matmul;  /* --tf32-matmul on: Gemm / MatMul on TF32 tensor cores
+                          (torch.backends.cuda.matmul.allow_tf32 = True) */
 } rt_backend_opts;
 
 typedef struct rt_backend rt_backend;

@@ -38,14 +38,15 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
     }
     int loss_node = tg->n_forward - 1;
     /* The forward model only: a plan's SwapOut/SwapIn nodes (project domain;
-     * a fused forward node stays: the importer takes it back) and the nodes
-     * the appended loss reads through (outcore/: the scores and
-     * labels as rows) stay out; its output is what those read. */
+     * FusedAttention stays: the importer takes it back; BatchNormRelu is
+     * written as the chain it fused) and the nodes the appended loss reads
+     * through (outcore/: the scores and labels as rows) stay out; its output
+     * is what those read. */
     bool *skip = oc_calloc((size_t)g->n_nodes, sizeof(bool));
     for (int i = 0; i < loss_node; i++)
-        skip[i] =
-            (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 && g->nodes[i].op != OP_FUSED_ATTENTION) ||
-            strncmp(g->nodes[i].name, "outcore/", 8) == 0;
+        skip[i] = (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 &&
+                   g->nodes[i].op != OP_FUSED_ATTENTION && g->nodes[i].op != OP_BATCH_NORM_RELU) ||
+                  strncmp(g->nodes[i].name, "outcore/", 8) == 0;
     *out = g->nodes[loss_node].inputs[0];
     for (int p = g->tensors[*out].producer; p >= 0 && p < loss_node && skip[p];
          p = g->tensors[*out].producer)
@@ -73,7 +74,8 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
                                .extra = extra,
                                .n_extra = n_extra,
                                .meta = meta,
-                               .n_meta = n_meta};
+                               .n_meta = n_meta,
+                               .unfuse = true};
     return rc;
 }
 

@@ -81,7 +81,7 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
             *a = fan_in > 0 ? 1.0 / sqrt(fan_in) : 0;
             return FILL_UNIFORM;
         }
-        if (n->op == OP_BATCH_NORM && slot >= 1) {
+        if ((n->op == OP_BATCH_NORM || n->op == OP_BATCH_NORM_RELU) && slot >= 1 && slot <= 4) {
             *a = (slot == 1 || slot == 4) ? 1.0 : 0.0; /* scale, var: 1; bias, mean: 0 */
             return FILL_CONST;
         }

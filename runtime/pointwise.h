@@ -22,6 +22,23 @@
 
 #include "ir/ops/op_list.h"
 
+/* Relu and its gradient from y, shared with the fused BatchNormRelu kernels
+ * (which must equal the unfused chain bitwise). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    oc_relu(float x) {
+    return x > 0.0f || isnan(x) ? x : 0.0f; /* NaN propagates */
+}
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    oc_relu_grad(float dy, float y) {
+    return y > 0.0f ? dy : 0.0f;
+}
+
 /* d/dx Gelu(x): the erf form Phi(x) + x phi(x); the tanh form (tanh_form 1). */
 #ifdef __CUDACC__
 __host__ __device__
@@ -35,7 +52,7 @@ __host__ __device__
 }
 
 #define OC_POINTWISE_FORWARD(X)                                                                    \
-    X(RELU, x > 0.0f || isnan(x) ? x : 0.0f) /* NaN propagates */                                  \
+    X(RELU, oc_relu(x))                                                                            \
     X(SIGMOID, 1.0f / (1.0f + expf(-x)))                                                           \
     X(TANH, tanhf(x))                                                                              \
     X(HARD_SIGMOID, fmaxf(0.0f, fminf(1.0f, p0 *x + p1))) /* NaN -> 0 as fmaxf does */             \
@@ -48,7 +65,7 @@ __host__ __device__
                        : 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x))))
 
 #define OC_POINTWISE_GRAD(X)                                                                       \
-    X(RELU_GRAD, s > 0.0f ? dy : 0.0f)                                               /* s = y */   \
+    X(RELU_GRAD, oc_relu_grad(dy, s))                                                /* s = y */   \
     X(SIGMOID_GRAD, dy *s *(1.0f - s))                                               /* s = y */   \
     X(TANH_GRAD, dy *(1.0f - s * s))                                                 /* s = y */   \
     X(HARD_SIGMOID_GRAD, (p0 * s + p1 > 0.0f && p0 * s + p1 < 1.0f) ? dy *p0 : 0.0f) /* s = x */   \

@@ -63,6 +63,10 @@ int cli_report(const char *cmd, const oc_err *err) {
 int cli_train_opt(train_opts *o, int argc, char **argv, int *i, oc_err *err) {
     const char *a = argv[*i], *v = NULL;
     float *target = NULL;
+    if (strcmp(a, "--no-fuse") == 0) {
+        o->fuse = TRAIN_FUSE_NONE;
+        return 1;
+    }
     if (strcmp(a, "--lr") == 0) target = &o->lr;
     else if (strcmp(a, "--momentum") == 0) target = &o->momentum;
     else if (strcmp(a, "--weight-decay") == 0) target = &o->weight_decay;

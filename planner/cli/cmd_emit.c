@@ -13,10 +13,12 @@ void cmd_emit_usage(FILE *f) {
             "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
             "                         [--bn train|frozen] [--optimizer sgd|adamw] [--betas B1,B2]\n"
             "                         [--eps E] [--clip-grad-norm MAX] [--ignore-index K]\n"
-            "                         [--attention fused|unfused] -o TRAIN.onnx\n\n"
+            "                         [--attention fused|unfused] [--no-fuse] -o TRAIN.onnx\n\n"
             "Writes the in-core training step (forward, loss, backward, SGD-momentum updates,\n"
             "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"
             "inputs data and labels, outputs the loss and every updated parameter and state.\n"
+            "BatchNormalization [+ residual Add] + Relu chains are one BatchNormRelu node\n"
+            "(ai.outcore; --no-fuse keeps them apart).\n"
             "Run it with: outcore-run TRAIN.onnx --backend cpu --steps K\n");
 }
 

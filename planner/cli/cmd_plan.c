@@ -106,32 +106,37 @@ void cli_plan_env_input(const cli_plan_env *e, strategy_input *in) {
 void cmd_plan_usage(FILE *f) {
     char names[256];
     strategy_list(names, sizeof names);
-    fprintf(f,
-            "usage: outcore-plan plan MODEL.onnx --batch N (--profile P.json | --device D |\n"
-            "                         --device-file F) [--budget B] [--reserve B]\n"
-            "                         [--strategy S] [--json] [--trace FILE] [--svg FILE]\n"
-            "                         [--max-leaves N] [--max-seconds S]\n"
-            "\n"
-            "Plans keep / swap / recompute for every saved tensor of the training step\n"
-            "with one strategy, scores the plan with the simulator and prints each\n"
-            "decision (with the swap-in issue node) and the predicted figures.\n"
-            "\n"
-            "  --strategy S    one of: %s (default hybrid)\n"
-            "  --budget B      device memory for the plan, e.g. 16GiB (default: the device's)\n"
-            "  --max-leaves N  cap on leaves of exhaustive searches (hybrid default 1024)\n"
-            "  --max-seconds S wall-clock cap per strategy (best plan so far is kept)\n"
-            "  --json          machine-readable output\n"
-            "  --trace FILE    Chrome trace-event JSON of the plan's timeline\n"
-            "  --svg FILE      memory-over-time plot of the plan\n"
-            "  -o PLAN.onnx    the rewritten step (SwapOut/SwapIn, recomputes, static layout)\n"
-            "                  for outcore-run; see `outcore-plan show`\n"
-            "  --attention A   auto (default), fused or unfused: auto plans the step twice when\n"
-            "                  the model has scaled dot-product attention, with FusedAttention\n"
-            "                  nodes and without, and keeps the faster feasible plan\n"
-            "Training options as `emit` takes them (--lr, --momentum, --weight-decay, --loss,\n"
-            "--bn, --optimizer sgd|adamw, --betas, --eps, --clip-grad-norm, --ignore-index).\n"
-            "Exit status: 0 feasible plan, 3 no feasible plan (nothing written), 1 error.\n",
-            names);
+    fprintf(
+        f,
+        "usage: outcore-plan plan MODEL.onnx --batch N (--profile P.json | --device D |\n"
+        "                         --device-file F) [--budget B] [--reserve B]\n"
+        "                         [--strategy S] [--json] [--trace FILE] [--svg FILE]\n"
+        "                         [--max-leaves N] [--max-seconds S]\n"
+        "\n"
+        "Plans keep / swap / recompute for every saved tensor of the training step\n"
+        "with one strategy, scores the plan with the simulator and prints each\n"
+        "decision (with the swap-in issue node) and the predicted figures.\n"
+        "\n"
+        "  --strategy S    one of: %s (default hybrid)\n"
+        "  --budget B      device memory for the plan, e.g. 16GiB (default: the device's)\n"
+        "  --max-leaves N  cap on leaves of exhaustive searches (hybrid default 1024)\n"
+        "  --max-seconds S wall-clock cap per strategy (best plan so far is kept)\n"
+        "  --json          machine-readable output\n"
+        "  --trace FILE    Chrome trace-event JSON of the plan's timeline\n"
+        "  --svg FILE      memory-over-time plot of the plan\n"
+        "  -o PLAN.onnx    the rewritten step (SwapOut/SwapIn, recomputes, static layout)\n"
+        "                  for outcore-run; see `outcore-plan show`\n"
+        "  --attention A   auto (default), fused or unfused: auto plans the step twice when\n"
+        "                  the model has scaled dot-product attention, with FusedAttention\n"
+        "                  nodes and without, and keeps the faster feasible plan\n"
+        "  --fuse F        auto (default), all, forward or none (--no-fuse): BatchNormalization\n"
+        "                  [+ residual Add] + Relu as one BatchNormRelu node; all also fuses\n"
+        "                  their backward where no residual needs it (one write less, one\n"
+        "                  tensor more live); auto plans all and forward, keeps the faster\n"
+        "Training options as `emit` takes them (--lr, --momentum, --weight-decay, --loss,\n"
+        "--bn, --optimizer sgd|adamw, --betas, --eps, --clip-grad-norm, --ignore-index).\n"
+        "Exit status: 0 feasible plan, 3 no feasible plan (nothing written), 1 error.\n",
+        names);
 }
 
 static json_t *stats_json(const strategy *s, const strategy_stats *st, int64_t batch) {
@@ -274,9 +279,6 @@ static double plan_time(const strategy_stats *s, bool made, const plan_made *pm)
     return s->result.time_s;
 }
 
-/* --attention auto: the step with FusedAttention nodes planned too, when the
- * model has the pattern; e becomes the faster feasible of the two (a tie: the
- * unfused, PyTorch's own graph). Prints the choice on stderr. */
 /* What cli_plan_env_load made (the options, shared with a copy, stay). */
 static void env_free_loaded(cli_plan_env *x) {
     sim_context_free(x->ctx);
@@ -285,15 +287,24 @@ static void env_free_loaded(cli_plan_env *x) {
     x->ctx = NULL, x->prof = NULL, x->tg = NULL;
 }
 
-static int choose_attention(cli_plan_env *e, const strategy *st, bool made, plan_made *pm,
-                            sim_plan **p, strategy_stats *stats, oc_err *err) {
+/* One whole-step choice of `auto` options: the step built with the options
+ * alt is planned too, unless it is the same graph (the model has no such
+ * pattern, or the profile has no records for the other form); e becomes the
+ * faster feasible of the two (a tie keeps e's). Prints the choice on stderr
+ * when either is feasible:
+ *   --attention auto: alt FusedAttention, e's unfused (PyTorch's own graph)
+ *   --fuse auto: e's BatchNormReluGrad backward, alt ReluGrad + BNGrad (fewer
+ *   tensors live at once) */
+static int choose_variant(cli_plan_env *e, const strategy *st, bool made, plan_made *pm,
+                          sim_plan **p, strategy_stats *stats, const train_opts *alt,
+                          const char *flag, const char *e_name, const char *alt_name, oc_err *err) {
     cli_plan_env f = *e;
     f.tg = NULL, f.prof = NULL, f.ctx = NULL;
-    f.to.fuse_attention = true;
+    f.to = *alt;
     f.quiet = true;
     oc_err ferr;
     if (cli_plan_env_load(&f, &ferr) || f.tg->g->n_nodes == e->tg->g->n_nodes) {
-        env_free_loaded(&f); /* no pattern (or a profile without the fused nodes) */
+        env_free_loaded(&f);
         return OC_OK;
     }
     plan_made fpm = {0};
@@ -303,14 +314,18 @@ static int choose_attention(cli_plan_env *e, const strategy *st, bool made, plan
         plan_made_free(&fpm), sim_plan_free(fp), env_free_loaded(&f);
         return OC_ERR;
     }
-    double tu = plan_time(stats, made, pm), tf = plan_time(&fs, made, &fpm);
-    bool fused = tf < tu;
+    double te = plan_time(stats, made, pm), ta = plan_time(&fs, made, &fpm);
+    bool take = ta < te;
+    if (isinf(ta) && isinf(te)) { /* neither fits: e's reports why */
+        plan_made_free(&fpm), sim_plan_free(fp), env_free_loaded(&f);
+        return OC_OK;
+    }
     fprintf(stderr,
-            "outcore-plan: notice: --attention auto: %s (predicted step: fused %s%.1f ms, "
-            "unfused %s%.1f ms)\n",
-            fused ? "fused" : "unfused", isinf(tf) ? "no plan, " : "", isinf(tf) ? 0.0 : tf * 1e3,
-            isinf(tu) ? "no plan, " : "", isinf(tu) ? 0.0 : tu * 1e3);
-    if (fused) { /* the fused run replaces e's */
+            "outcore-plan: notice: %s auto: %s (predicted step: %s %s%.1f ms, %s %s%.1f ms)\n",
+            flag, take ? alt_name : e_name, alt_name, isinf(ta) ? "no plan, " : "",
+            isinf(ta) ? 0.0 : ta * 1e3, e_name, isinf(te) ? "no plan, " : "",
+            isinf(te) ? 0.0 : te * 1e3);
+    if (take) { /* the other run replaces e's */
         plan_made_free(pm), sim_plan_free(*p), env_free_loaded(e);
         e->tg = f.tg, e->prof = f.prof, e->ctx = f.ctx, e->to = f.to;
         *pm = fpm, *p = fp, *stats = fs;
@@ -324,6 +339,7 @@ static int choose_attention(cli_plan_env *e, const strategy *st, bool made, plan
 int cmd_plan(int argc, char **argv) {
     cli_plan_env e = {.to = train_opts_default()};
     bool attention_auto = true; /* unless --attention fused|unfused */
+    bool fuse_auto = true;      /* unless --fuse all|forward|none or --no-fuse */
     const char *sname = "hybrid", *trace = NULL, *svg = NULL;
     const char *plan_out = NULL; /* -o: cmd_show.c writes it */
     bool json = false;
@@ -348,6 +364,13 @@ int cmd_plan(int argc, char **argv) {
             if (!attention_auto && train_opts_parse(&e.to, s, v, &err) < 0) goto fail;
             continue;
         }
+        if (strcmp(s, "--fuse") == 0 || strcmp(s, "--no-fuse") == 0) {
+            const char *v = "none";
+            if (s[2] == 'f' && cli_value(argc, argv, &i, &v, &err)) goto fail;
+            fuse_auto = strcmp(v, "auto") == 0;
+            if (!fuse_auto && train_opts_parse(&e.to, "--fuse", v, &err) < 0) goto fail;
+            continue;
+        }
         if (strcmp(s, "--strategy") == 0 || strcmp(s, "--trace") == 0 || strcmp(s, "--svg") == 0) {
             const char **dst = s[2] == 's' && s[3] == 't' ? &sname : s[2] == 't' ? &trace : &svg;
             if (cli_value(argc, argv, &i, dst, &err)) goto fail;
@@ -366,8 +389,20 @@ int cmd_plan(int argc, char **argv) {
     strategy_stats stats;
     /* the figures printed are those of the plan written (after any re-plan) */
     if (plan_once(&e, st, plan_out != NULL, &pm, &p, &stats, &err)) goto fail;
-    if (attention_auto && choose_attention(&e, st, plan_out != NULL, &pm, &p, &stats, &err))
-        goto fail;
+    if (attention_auto) {
+        train_opts alt = e.to;
+        alt.fuse_attention = true;
+        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, "--attention",
+                           "unfused", "fused", &err))
+            goto fail;
+    }
+    if (fuse_auto) {
+        train_opts alt = e.to;
+        alt.fuse = TRAIN_FUSE_FORWARD;
+        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, "--fuse", "all",
+                           "forward", &err))
+            goto fail;
+    }
     const sim_plan *shown = plan_out ? pm.plan : p;
     if (plan_out && stats.feasible && !pm.feasible) {
         oc_fail(&err, "%s not written: %s", plan_out, pm.reason);

@@ -161,6 +161,69 @@ static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const ir_node *n
     return np;
 }
 
+/* A standard node from names (the unfused chain of a BatchNormRelu). */
+static Onnx__NodeProto *named_node(pool *po, const char *name, const char *op_type, int n_in,
+                                   const char *const *in, int n_out, const char *const *out) {
+    Onnx__NodeProto *np = palloc(po, 1, sizeof *np);
+    onnx__node_proto__init(np);
+    np->name = (char *)name;
+    np->op_type = (char *)op_type;
+    np->domain = "";
+    np->n_input = (size_t)n_in, np->n_output = (size_t)n_out;
+    np->input = palloc(po, np->n_input, sizeof(char *));
+    np->output = palloc(po, np->n_output, sizeof(char *));
+    for (int i = 0; i < n_in; i++) np->input[i] = (char *)in[i];
+    for (int i = 0; i < n_out; i++) np->output[i] = (char *)out[i];
+    np->attribute = palloc(po, 3, sizeof *np->attribute);
+    return np;
+}
+
+static void add_attr(pool *po, Onnx__NodeProto *np, ir_attr a) {
+    ir_attr *k = palloc(po, 1, sizeof *k);
+    *k = a;
+    np->attribute[np->n_attribute++] = attr_proto(po, k);
+}
+
+/* BatchNormRelu (ir/ops/op_bn_relu.c) written back as the chain it replaced:
+ * BatchNormalization -> [Add] -> Relu under their own node and tensor names.
+ * Returns how many nodes went to dst (0: the node has no chain recorded). */
+static int unfused_nodes(pool *po, const ir_graph *g, const ir_node *n, Onnx__NodeProto **dst) {
+    const ir_attr *mem = ir_attr_find(n, "members"), *bo = ir_attr_find(n, "bn_outputs");
+    const char *add_out = ir_attr_string(n, "add_output", NULL);
+    bool residual = n->n_inputs > 5 && n->inputs[5] >= 0;
+    if (!mem || !bo || mem->type != IR_ATTR_STRINGS || bo->type != IR_ATTR_STRINGS ||
+        mem->n != (residual ? 3 : 2) || bo->n < 1 || bo->n > 5 || residual != (add_out != NULL))
+        return 0;
+    const char *in[5];
+    for (int k = 0; k < 5; k++) in[k] = n->inputs[k] >= 0 ? g->tensors[n->inputs[k]].name : "";
+    bool training = ir_attr_int(n, "training_mode", 0) != 0;
+    Onnx__NodeProto *bn = named_node(po, mem->strings[0], "BatchNormalization", 5, in, bo->n,
+                                     (const char *const *)bo->strings);
+    add_attr(po, bn,
+             (ir_attr){.name = "epsilon",
+                       .type = IR_ATTR_FLOAT,
+                       .f = ir_attr_float(n, "epsilon", 1e-5f)});
+    add_attr(po, bn,
+             (ir_attr){.name = "momentum",
+                       .type = IR_ATTR_FLOAT,
+                       .f = ir_attr_float(n, "momentum", 0.9f)});
+    if (g->opset >= 14 && training)
+        add_attr(po, bn, (ir_attr){.name = "training_mode", .type = IR_ATTR_INT, .i = 1});
+    int k = 0;
+    dst[k++] = bn;
+    const char *z = bo->strings[0];
+    if (residual) {
+        const char *r = g->tensors[n->inputs[5]].name;
+        bool first = ir_attr_int(n, "residual_first", 0) != 0;
+        const char *add_in[2] = {first ? r : z, first ? z : r};
+        dst[k++] = named_node(po, mem->strings[1], "Add", 2, add_in, 1, &add_out);
+        z = add_out;
+    }
+    const char *relu_out[1] = {g->tensors[n->outputs[0]].name};
+    dst[k++] = named_node(po, mem->strings[mem->n - 1], "Relu", 1, &z, 1, relu_out);
+    return k;
+}
+
 int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8_t **out,
                              size_t *out_len, oc_err *err) {
     *out = NULL;
@@ -177,8 +240,9 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;
-        n_written++;
-        uses_oc = uses_oc || strcmp(n->domain, OC_DOMAIN) == 0;
+        bool unfuse = s->unfuse && n->op == OP_BATCH_NORM_RELU;
+        n_written += unfuse ? 3 : 1;
+        uses_oc = uses_oc || (strcmp(n->domain, OC_DOMAIN) == 0 && !unfuse);
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
     }
@@ -200,8 +264,15 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         else gp->input[gp->n_input++] = value_info(&po, x);
     }
     gp->node = palloc(&po, (size_t)n_written, sizeof *gp->node);
-    for (int i = s->node_begin; i < s->node_end; i++)
-        if (!s->skip || !s->skip[i]) gp->node[gp->n_node++] = node_proto(&po, g, &g->nodes[i]);
+    for (int i = s->node_begin; i < s->node_end; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (s->skip && s->skip[i]) continue;
+        int k = s->unfuse && n->op == OP_BATCH_NORM_RELU
+                    ? unfused_nodes(&po, g, n, gp->node + gp->n_node)
+                    : 0;
+        if (k) gp->n_node += (size_t)k;
+        else gp->node[gp->n_node++] = node_proto(&po, g, n);
+    }
     gp->n_output = (size_t)s->n_outputs;
     gp->output = palloc(&po, gp->n_output, sizeof *gp->output);
     for (int i = 0; i < s->n_outputs; i++)

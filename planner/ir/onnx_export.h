@@ -24,7 +24,8 @@ typedef struct onnx_export_spec {
     int n_extra;             /* (a checkpoint's optimizer state) */
     const char *const *meta; /* key, value, key, value, ... (2 * n_meta strings) */
     int n_meta;
-    bool seal; /* add outcore.seal last (ir/model_seal.h): plans and training graphs */
+    bool seal;   /* add outcore.seal last (ir/model_seal.h): plans and training graphs */
+    bool unfuse; /* BatchNormRelu nodes written as their BatchNormalization [+ Add] + Relu */
 } onnx_export_spec;
 
 /* Writes nodes [begin, end) with every initializer they read. */

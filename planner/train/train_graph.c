@@ -7,6 +7,7 @@
 #include "ir/ops/op_args.h"
 #include "train/autodiff_internal.h"
 #include "train/fuse_attention.h"
+#include "train/fuse_norm_act.h"
 
 const char *train_phase_name(train_phase p) {
     switch (p) {
@@ -26,7 +27,8 @@ train_opts train_opts_default(void) {
                         .ignore_index = -100,
                         .beta1 = 0.9f,
                         .beta2 = 0.999f,
-                        .epsilon = 1e-8f};
+                        .epsilon = 1e-8f,
+                        .fuse = TRAIN_FUSE_ALL};
 }
 
 void train_graph_free(train_graph *tg) {
@@ -596,6 +598,14 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         return OC_ERR;
     }
     if (n_fused) ir_graph_note(fwd, "%d attention blocks fused (FusedAttention)", n_fused);
+    int n_norm_act = 0;
+    if (o->fuse != TRAIN_FUSE_NONE &&
+        fuse_norm_act(fwd, o->fuse == TRAIN_FUSE_ALL, &n_norm_act, err)) {
+        oc_fail_prefix(err, "%s: fusing BatchNormalization and Relu",
+                       fwd->model_path ? fwd->model_path : "model");
+        train_graph_free(tg);
+        return OC_ERR;
+    }
     tg->phase = oc_calloc((size_t)fwd->n_nodes + 1, sizeof *tg->phase);
     tg->fwd_of = oc_malloc(((size_t)fwd->n_nodes + 1) * sizeof *tg->fwd_of);
     for (int i = 0; i < fwd->n_nodes; i++) tg->fwd_of[i] = -1;

@@ -32,6 +32,13 @@ typedef enum train_optimizer {
     TRAIN_OPT_ADAMW,   /* AdamW: torch.optim.AdamW (betas, eps, decoupled weight decay) */
 } train_optimizer;
 
+/* How far elementwise chains are fused (--fuse; plan's auto picks all or forward). */
+typedef enum train_fuse {
+    TRAIN_FUSE_NONE = 0, /* --no-fuse: the model's own nodes */
+    TRAIN_FUSE_FORWARD,  /* BatchNormRelu forward; backward as ReluGrad + BatchNormalizationGrad */
+    TRAIN_FUSE_ALL,      /* also BatchNormReluGrad where no residual needs dZ (the default) */
+} train_fuse;
+
 typedef struct train_opts {
     train_loss loss;
     train_optimizer optimizer;
@@ -39,6 +46,7 @@ typedef struct train_opts {
     float beta1, beta2, epsilon; /* AdamW */
     float clip_grad_norm;        /* > 0: gradients scaled to at most this global L2 norm */
     bool fuse_attention;         /* --attention fused: FusedAttention nodes (fuse_attention.h) */
+    train_fuse fuse;   /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h) */
     bool forward_only; /* the forward pass and the loss, no backward or update (evaluation) */
     bool bn_frozen;    /* BatchNormalization on its running statistics, not updated (--bn frozen) */
     int64_t ignore_index; /* labels equal to it count in no loss (PyTorch's default -100) */
@@ -47,11 +55,11 @@ typedef struct train_opts {
  * (0.9, 0.999), eps 1e-8 (its weight decay is weight_decay too); no clipping. */
 train_opts train_opts_default(void);
 /* One option of both command lines into o: --optimizer sgd|adamw, --betas B1,B2,
- * --eps E, --clip-grad-norm MAX, --ignore-index K, --attention fused|unfused (v
- * is its value). 1 when flag is one of them, 0 when it is not, OC_ERR (naming
- * it) on a bad value. */
+ * --eps E, --clip-grad-norm MAX, --ignore-index K, --attention fused|unfused,
+ * --fuse all|forward|none (v is its value; --no-fuse is --fuse none). 1 when
+ * flag is one of them, 0 when it is not, OC_ERR (naming it) on a bad value. */
 #define TRAIN_OPTS_FLAGS                                                                           \
-    "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index", "--attention"
+    "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index", "--attention", "--fuse"
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err);
 
 typedef struct train_graph {

@@ -54,6 +54,13 @@ int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err
         else return oc_fail(err, "--attention: '%s' is not one of fused, unfused", v);
         return 1;
     }
+    if (strcmp(flag, "--fuse") == 0) {
+        if (strcmp(v, "all") == 0) o->fuse = TRAIN_FUSE_ALL;
+        else if (strcmp(v, "forward") == 0) o->fuse = TRAIN_FUSE_FORWARD;
+        else if (strcmp(v, "none") == 0) o->fuse = TRAIN_FUSE_NONE;
+        else return oc_fail(err, "--fuse: '%s' is not one of all, forward, none", v);
+        return 1;
+    }
     if (strcmp(flag, "--ignore-index") == 0) {
         char *end;
         errno = 0;

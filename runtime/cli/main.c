@@ -48,10 +48,11 @@ static void usage(FILE *f) {
         "                    [--epochs E] [--eval-data X.npy --eval-labels Y.npy]]\n"
         "                   [--save OUT.onnx [--save-every N]] [--resume CKPT.onnx]\n"
         "                   [--bn train|frozen] [--optimizer sgd|adamw] [--betas B1,B2]\n"
-        "                   [--eps E] [--clip-grad-norm MAX] [--ignore-index K]\n"
+        "                   [--eps E] [--clip-grad-norm MAX] [--ignore-index K] [--no-fuse]\n"
         "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
         "                   [--trace-out T.json]\n"
-        "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n\n"
+        "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n"
+        "                   [--tf32-conv on|off] [--tf32-matmul on|off]\n\n"
         "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
         "for K steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform\n"
         "in [0, C)), the same batch every step from ONNX TensorProto files (--input), or a\n"
@@ -74,6 +75,9 @@ static void usage(FILE *f) {
         "a language model's [N, T, V] logits (a model whose input is token ids [N, T]) with\n"
         "labels [N, T]; labels equal to --ignore-index (default -100, PyTorch's) count in no\n"
         "loss.\n"
+        "BatchNormalization [+ a residual Add] + Relu run as one fused node (BatchNormRelu:\n"
+        "the sum never written, one backward kernel; the same numbers); --no-fuse keeps them\n"
+        "apart.\n"
         "--save: the forward model with the trained weights and BN statistics, each under its\n"
         "name in MODEL (PyTorch loads them by state-dict key), plus the momentum and the step\n"
         "reached: a checkpoint; written whole or not at all. --save-every N: also every N\n"
@@ -88,6 +92,9 @@ static void usage(FILE *f) {
         "  --workspace-limit (or OC_CUDNN_WORKSPACE_LIMIT=BYTES) caps a convolution's workspace\n"
         "  (default 8 GiB); --verbose-algos (or OC_CUDNN_VERBOSE=1) prints every algorithm "
         "choice.\n"
+        "  TF32 as PyTorch's switches and defaults: --tf32-conv on (torch.backends.cudnn.\n"
+        "  allow_tf32: convolutions on TF32 tensor cores; off: FMA math), --tf32-matmul off\n"
+        "  (torch.backends.cuda.matmul.allow_tf32: Gemm/MatMul in full fp32; on: TF32).\n"
         "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
         "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
         "outcore-plan (needs --steps >= 4).\n"
@@ -143,17 +150,23 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             o->model = a;
             continue;
         }
+        if (strcmp(a, "--no-fuse") == 0) {
+            o->lo.train.fuse = TRAIN_FUSE_NONE;
+            o->lo.structure_set = a;
+            continue;
+        }
         if (strcmp(a, "--deterministic") == 0 || strcmp(a, "--verbose-algos") == 0) {
             *(a[2] == 'd' ? &o->bo.deterministic : &o->bo.verbose) = true;
             continue;
         }
         static const char *const with_value[] = {
-            "--backend",    "--input",       "--labels",       "--save",
-            "--dump-grads", "--profile-out", "--trace-out",    "--workspace-limit",
-            "--batch",      "--steps",       "--seed",         "--budget",
-            "--lr",         "--momentum",    "--weight-decay", "--data",
-            "--epochs",     "--eval-data",   "--eval-labels",  "--save-every",
-            "--resume",     "--bn",          TRAIN_OPTS_FLAGS};
+            "--backend",     "--input",       "--labels",       "--save",
+            "--dump-grads",  "--profile-out", "--trace-out",    "--workspace-limit",
+            "--batch",       "--steps",       "--seed",         "--budget",
+            "--lr",          "--momentum",    "--weight-decay", "--data",
+            "--epochs",      "--eval-data",   "--eval-labels",  "--save-every",
+            "--resume",      "--bn",          "--tf32-conv",    "--tf32-matmul",
+            TRAIN_OPTS_FLAGS};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -175,7 +188,12 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         else if (strcmp(a, "--eval-data") == 0) o->eval_data = v;
         else if (strcmp(a, "--eval-labels") == 0) o->eval_labels = v;
         else if (strcmp(a, "--resume") == 0) o->resume = v;
-        else if (strcmp(a, "--bn") == 0) {
+        else if (strncmp(a, "--tf32-", 7) == 0) {
+            if (strcmp(v, "on") && strcmp(v, "off"))
+                return oc_fail(err, "%s: '%s' is not one of on, off", a, v);
+            if (a[7] == 'c') o->bo.no_tf32_conv = v[1] == 'f';
+            else o->bo.tf32_matmul = v[1] == 'n';
+        } else if (strcmp(a, "--bn") == 0) {
             if (strcmp(v, "train") && strcmp(v, "frozen"))
                 return oc_fail(err, "--bn: '%s' is not one of train, frozen", v);
             o->lo.train.bn_frozen = v[0] == 'f';

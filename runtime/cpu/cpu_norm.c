@@ -1,4 +1,5 @@
-/* cpu_norm.c — BatchNormalization (training and inference) and its gradient.
+/* cpu_norm.c — BatchNormalization (training and inference) and its gradient,
+ * the fused BatchNormRelu and its gradient, LayerNormalization.
  *
  * Training numerics follow PyTorch (the gradients are compared with its
  * autograd): batch mean and *biased* variance normalise; the running
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "pointwise.h"
 
 /* (N, C, S..) -> per-channel count, and the batch mean / biased variance. */
 static void batch_stats(const float *x, int64_t N, int64_t C, int64_t S, double *mean,
@@ -42,8 +44,10 @@ static void bn_dims(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
 
 /* X (N, C, ..), scale, B, input_mean, input_var (C) -> Y (N, C, ..)
  * [, running_mean, running_var (C), in place on inputs 3, 4]
- * [, saved_mean, saved_var (C): batch mean and biased variance (opset <= 13)] */
-int cpu_batch_norm(const kernel_args *a, oc_err *err) {
+ * [, saved_mean, saved_var (C): batch mean and biased variance (opset <= 13)].
+ * res (N, C, ..) added and relu applied after the normalisation for the fused
+ * BatchNormRelu: the same float operations as BN, Add and Relu apart. */
+static int bn_forward(const kernel_args *a, const float *res, bool relu, oc_err *err) {
     for (int i = 0; i < 5; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     int64_t N, C, S;
@@ -70,9 +74,12 @@ int cpu_batch_norm(const kernel_args *a, oc_err *err) {
         double invstd = 1.0 / sqrt(var[c] + (double)eps), a_c = invstd * scale[c], m = mean[c];
         double b_c = bias[c];
         for (int64_t n = 0; n < N; n++) {
-            const float *p = x + (n * C + c) * S;
+            const float *p = x + (n * C + c) * S, *r = res ? res + (n * C + c) * S : NULL;
             float *q = y + (n * C + c) * S;
             for (int64_t i = 0; i < S; i++) q[i] = (float)(((double)p[i] - m) * a_c + b_c);
+            /* the epilogue over the slice just written (in cache): plain loops vectorize */
+            for (int64_t i = 0; r && i < S; i++) q[i] = q[i] + r[i];
+            for (int64_t i = 0; relu && i < S; i++) q[i] = oc_relu(q[i]);
         }
     }
     if (train) {
@@ -91,6 +98,18 @@ int cpu_batch_norm(const kernel_args *a, oc_err *err) {
     }
     oc_free(mean);
     return OC_OK;
+}
+
+int cpu_batch_norm(const kernel_args *a, oc_err *err) { return bn_forward(a, NULL, false, err); }
+
+/* BatchNormRelu (op_bn_relu.c): X, scale, B, mean, var [, R] -> Relu(BN(X) [+ R]). */
+int cpu_batch_norm_relu(const kernel_args *a, oc_err *err) {
+    const float *res = NULL;
+    if (a->n->n_inputs > 5 && a->n->inputs[5] >= 0) {
+        if (kernel_want_dtype(a, kernel_in(a, 5), IR_DTYPE_FLOAT, err)) return OC_ERR;
+        res = a->in[5];
+    }
+    return bn_forward(a, res, true, err);
 }
 
 /* dY, X (N, C, ..), scale (C) -> dX (N, C, ..), dScale (C), dBias (C).
@@ -171,34 +190,45 @@ int cpu_layer_norm_grad(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
+/* dz[i] = dy[i] * (y[i] > 0) over one slice; returns dz. */
+static const float *relu_masked(const float *dy, const float *y, int64_t S, float *dz) {
+    for (int64_t i = 0; i < S; i++) dz[i] = oc_relu_grad(dy[i], y[i]);
+    return dz;
+}
+
+/* The gradient's inputs: dY at 0, X, scale [, mean, var] from slot x_at on;
+ * y non-NULL (the fused BatchNormReluGrad): dY is Relu's, and the BN output's
+ * gradient dz = dY * (y > 0) is taken slice by slice (one (n, c) plane), never
+ * stored whole. */
+static int bn_backward(const kernel_args *a, int x_at, const float *y, oc_err *err) {
+    const int checked[] = {0, x_at, x_at + 1};
     for (int i = 0; i < 3; i++)
-        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+        if (kernel_want_dtype(a, kernel_in(a, checked[i]), IR_DTYPE_FLOAT, err)) return OC_ERR;
     int64_t N, C, S;
-    bn_dims(kernel_in(a, 1), &N, &C, &S);
-    const float *dy = a->in[0], *x = a->in[1], *scale = a->in[2];
+    bn_dims(kernel_in(a, x_at), &N, &C, &S);
+    const float *dy = a->in[0], *x = a->in[x_at], *scale = a->in[x_at + 1];
     float eps = op_args_of(a->n)->bn.epsilon;
     float *dx = a->out[0];
     float *dscale = a->n->n_outputs > 1 ? a->out[1] : NULL;
     float *dbias = a->n->n_outputs > 2 ? a->out[2] : NULL;
-    double *mean = oc_malloc((size_t)C * 2 * sizeof(double)), *var = mean + C;
     bool frozen = !op_args_of(a->n)->bn.training;
+    if (frozen && (kernel_want_dtype(a, kernel_in(a, x_at + 2), IR_DTYPE_FLOAT, err) ||
+                   kernel_want_dtype(a, kernel_in(a, x_at + 3), IR_DTYPE_FLOAT, err)))
+        return OC_ERR;
+    double *mean = oc_malloc((size_t)C * 2 * sizeof(double)), *var = mean + C;
     if (frozen) { /* the running statistics: no batch-statistics terms */
-        if (kernel_want_dtype(a, kernel_in(a, 3), IR_DTYPE_FLOAT, err) ||
-            kernel_want_dtype(a, kernel_in(a, 4), IR_DTYPE_FLOAT, err)) {
-            oc_free(mean);
-            return OC_ERR;
-        }
-        const float *rm = a->in[3], *rv = a->in[4];
+        const float *rm = a->in[x_at + 2], *rv = a->in[x_at + 3];
         for (int64_t c = 0; c < C; c++) mean[c] = rm[c], var[c] = rv[c];
     } else {
         batch_stats(x, N, C, S, mean, var);
     }
     double M = (double)(N * S);
+    float *dz = y ? oc_malloc((size_t)(S ? S : 1) * sizeof(float)) : NULL; /* one slice */
     for (int64_t c = 0; c < C; c++) {
         double invstd = 1.0 / sqrt(var[c] + (double)eps), sdy = 0, sdyx = 0;
         for (int64_t n = 0; n < N; n++) {
-            const float *p = x + (n * C + c) * S, *d = dy + (n * C + c) * S;
+            int64_t o = (n * C + c) * S;
+            const float *p = x + o, *d = y ? relu_masked(dy + o, y + o, S, dz) : dy + o;
             for (int64_t i = 0; i < S; i++) {
                 sdy += d[i];
                 sdyx += d[i] * ((double)p[i] - mean[c]) * invstd;
@@ -208,15 +238,26 @@ int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) {
         if (dbias) dbias[c] = (float)sdy;
         double k = scale[c] * invstd / M;
         for (int64_t n = 0; dx && n < N; n++) { /* dX omitted: the input needs no gradient */
-            const float *p = x + (n * C + c) * S, *d = dy + (n * C + c) * S;
-            float *o = dx + (n * C + c) * S;
+            int64_t o = (n * C + c) * S;
+            const float *p = x + o, *d = y ? relu_masked(dy + o, y + o, S, dz) : dy + o;
+            float *out = dx + o;
             for (int64_t i = 0; i < S; i++) {
                 double xhat = ((double)p[i] - mean[c]) * invstd;
-                o[i] = frozen ? (float)(scale[c] * invstd * d[i])
-                              : (float)(k * (M * d[i] - sdy - xhat * sdyx));
+                out[i] = frozen ? (float)(scale[c] * invstd * d[i])
+                                : (float)(k * (M * d[i] - sdy - xhat * sdyx));
             }
         }
     }
+    oc_free(dz);
     oc_free(mean);
     return OC_OK;
+}
+
+int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) { return bn_backward(a, 1, NULL, err); }
+
+/* BatchNormReluGrad (op_bn_relu.c): dY, Y, X, scale [, mean, var] -> dX, dScale,
+ * dBias. */
+int cpu_batch_norm_relu_grad(const kernel_args *a, oc_err *err) {
+    if (kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    return bn_backward(a, 2, a->in[1], err);
 }

@@ -302,6 +302,7 @@ static int impl_init(cuda_impl *im, const rt_backend_opts *opts, oc_err *err) {
     im->deterministic = opts->deterministic;
     im->verbose = opts->verbose;
     im->ws_limit = opts->workspace_limit ? opts->workspace_limit : (size_t)8 << 30;
+    im->tf32_conv = !opts->no_tf32_conv;
     CU_CHECK_N(cudaSetDevice(im->device), no_node);
     for (int s = 0; s < RT_STREAM__COUNT; s++)
         CU_CHECK_N(cudaStreamCreateWithFlags(&im->s[s], cudaStreamNonBlocking), no_node);
@@ -309,17 +310,23 @@ static int impl_init(cuda_impl *im, const rt_backend_opts *opts, oc_err *err) {
     CUDNN_CHECK_N(cudnnSetStream(im->dnn, im->s[RT_STREAM_COMPUTE]), no_node);
     CUBLAS_CHECK_N(cublasCreate(&im->blas), no_node);
     CUBLAS_CHECK_N(cublasSetStream(im->blas, im->s[RT_STREAM_COMPUTE]), no_node);
-    /* Gemm in plain fp32 (PyTorch's default allow_tf32=False for matmul). */
-    CUBLAS_CHECK_N(cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH), no_node);
+    /* Gemm in plain fp32 (PyTorch's default allow_tf32=False for matmul), or on TF32
+     * tensor cores (--tf32-matmul on: allow_tf32=True). */
+    CUBLAS_CHECK_N(cublasSetMathMode(im->blas, opts->tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                 : CUBLAS_DEFAULT_MATH),
+                   no_node);
     struct cudaDeviceProp prop;
     int blas_ver = 0;
     CU_CHECK_N(cudaGetDeviceProperties(&prop, im->device), no_node);
     CUBLAS_CHECK_N(cublasGetVersion(im->blas, &blas_ver), no_node);
     size_t dnn_ver = cudnnGetVersion();
-    fprintf(stderr, "cuda: %s (sm_%d%d, %d SMs, %.1f GiB), cuDNN %zu.%zu.%zu, cuBLAS %d\n",
+    fprintf(stderr,
+            "cuda: %s (sm_%d%d, %d SMs, %.1f GiB), cuDNN %zu.%zu.%zu, cuBLAS %d; TF32: "
+            "convolutions %s, matmuls %s\n",
             prop.name, prop.major, prop.minor, prop.multiProcessorCount,
             (double)prop.totalGlobalMem / (double)(1 << 30), dnn_ver / 10000, dnn_ver / 100 % 100,
-            dnn_ver % 100, blas_ver);
+            dnn_ver % 100, blas_ver, im->tf32_conv ? "on" : "off",
+            opts->tf32_matmul ? "on" : "off");
     return OC_OK;
 }
 

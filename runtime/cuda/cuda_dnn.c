@@ -27,7 +27,8 @@
  *   run with kernel_args.scratch_bytes = that limit, the kernel finds the same
  *   cache entry.
  *   Math type: the algorithm's (CUDNN_DEFAULT_MATH or tensor-op), i.e. TF32 on
- *   Hopper, as PyTorch's default allow_tf32 for cuDNN.
+ *   Hopper, as PyTorch's default allow_tf32 for cuDNN; --tf32-conv off: FMA math
+ *   (no tensor cores), as allow_tf32 = False sets it.
  *   BatchNormalization (cuDNN, SPATIAL): running statistics with factor
  *   1 - momentum (ONNX momentum) and cuDNN's unbiased running variance, the
  *   cpu backend's semantics; saved_var converted from cuDNN's inverse std.
@@ -257,7 +258,10 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                   n);
     CUDNN_CHECK_N(cudnnSetConvolutionGroupCount(e->conv_d, (int)q->groups), n);
-    CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, CUDNN_DEFAULT_MATH), n);
+    /* TF32 off: FMA math, so cuDNN ranks (and runs) only algorithms without tensor cores */
+    CUDNN_CHECK_N(
+        cudnnSetConvolutionMathType(e->conv_d, im->tf32_conv ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+        n);
     int got = 0;
     algo_cand c[16];
 #define HEUR(perf_t, getter, ...)                                                                  \
@@ -283,6 +287,7 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     for (int i = 0; i < got && pick < 0; i++)
         if (c[i].status == CUDNN_STATUS_SUCCESS && c[i].memory <= limit &&
             c[i].math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+            (im->tf32_conv || c[i].math != CUDNN_TENSOR_OP_MATH) &&
             (!det_only || c[i].det == CUDNN_DETERMINISTIC))
             pick = i;
     char list[1024];
@@ -295,14 +300,15 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     e->kind = q->kind;
     e->algo = c[pick].algo;
     e->ws = c[pick].memory;
-    cudnnMathType_t math = c[pick].math;
+    cudnnMathType_t math = im->tf32_conv ? c[pick].math : CUDNN_FMA_MATH;
     if (im->verbose)
-        fprintf(stderr, "cuda: %s: %s algo %d, workspace %zu B (limit %zu); candidates: %s\n",
+        fprintf(stderr,
+                "cuda: %s: %s algo %d, math %s, workspace %zu B (limit %zu); candidates: %s\n",
                 n->name,
                 q->kind == CONV_FWD        ? "fwd"
                 : q->kind == CONV_BWD_DATA ? "bwd-data"
                                            : "bwd-filter",
-                e->algo, e->ws, limit, list);
+                e->algo, math_name(math), e->ws, limit, list);
     CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, math), n);
     return OC_OK;
 }

@@ -38,6 +38,7 @@ typedef struct cuda_impl {
     bool deterministic; /* deterministic algorithms, no BN stash */
     bool verbose;       /* print each algorithm choice */
     size_t ws_limit;    /* a convolution's workspace cap */
+    bool tf32_conv;     /* convolutions may use TF32 tensor cores (cuDNN's default math) */
     pthread_mutex_t mu; /* guards err_set/err (host functions run on CUDA's thread) */
     bool err_set;
     oc_err err; /* first asynchronous error */
@@ -121,6 +122,7 @@ int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n); /* FusedAttention */
 size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n);
+size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n); /* cuda_norm_act.c */
 void cuda_algo_cache_free(cuda_algo_cache *ac);
 void cuda_bn_stash_free(cuda_bn_stash *st);
 /* The backend's profile_start / profile_write (backend.h; cuda_profile.c holds

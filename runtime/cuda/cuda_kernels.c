@@ -741,6 +741,8 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
     }
     case OP_MAX_POOL_GRAD: return cuda_max_pool_grad_scratch(g, n);
     case OP_LAYER_NORM_GRAD: return cuda_layer_norm_grad_scratch(g, n);
+    case OP_BATCH_NORM_RELU:
+    case OP_BATCH_NORM_RELU_GRAD: return cuda_bn_relu_scratch(g, n);
     case OP_GATHER_GRAD: return gather_grad_scratch(g, n);
     case OP_FUSED_ATTENTION:
     case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n);

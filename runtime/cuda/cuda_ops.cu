@@ -846,6 +846,147 @@ extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, 
     return last_error();
 }
 
+// ---- BatchNormRelu and its gradient (cpu_norm.c bn_forward / bn_backward) ----
+// Part p of channel c covers its elements [M p / P, M (p + 1) / P) in (n, s) order; a warp
+// sums them in double (fixed lanes and shuffles), then a thread per channel adds the parts
+// in order: deterministic, and every SM busy even at C = 64.
+__device__ static inline int64_t bn_at(int64_t j, int64_t c, int64_t C, int64_t S) {
+    return (j / S * C + c) * S + j % S;
+}
+
+__global__ void k_bn_part_stats(const float *x, int64_t C, int64_t S, int64_t M, int64_t P,
+                                double *part) {
+    ROW_LOOP(u, C * P) {
+        int64_t c = u / P, p = u % P, hi = M * (p + 1) / P;
+        double s = 0, q = 0;
+        for (int64_t j = M * p / P + threadIdx.x; j < hi; j += blockDim.x) {
+            double v = x[bn_at(j, c, C, S)];
+            s += v;
+            q += v * v;
+        }
+        s = warp_sum(s), q = warp_sum(q);
+        if (threadIdx.x == 0) part[2 * u] = s, part[2 * u + 1] = q;
+    }
+}
+
+// stats[2c], stats[2c + 1]: the mean and 1 / sqrt(var + eps) BN normalises with.
+__global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int64_t M, float eps,
+                                  int train, const float *rm, const float *rv, float momentum,
+                                  float *om, float *ov, double *stats) {
+    GRID_LOOP(c, C) {
+        double mean = rm ? rm[c] : 0, var = rv ? rv[c] : 1;
+        if (train) {
+            double s = 0, q = 0;
+            for (int64_t p = 0; p < P; p++)
+                s += part[2 * (c * P + p)], q += part[2 * (c * P + p) + 1];
+            mean = M > 0 ? s / (double)M : 0;
+            var = M > 0 ? q / (double)M - mean * mean : 0;
+            if (var < 0) var = 0;
+            double unbias = M > 1 ? (double)M / (double)(M - 1) : 1.0;
+            // om / ov may be rm / rv: each thread reads its channel before writing it
+            if (om) om[c] = momentum * rm[c] + (1.0f - momentum) * (float)mean;
+            if (ov) ov[c] = momentum * rv[c] + (1.0f - momentum) * (float)(var * unbias);
+        }
+        stats[2 * c] = mean;
+        stats[2 * c + 1] = 1.0 / sqrt(var + (double)eps);
+    }
+}
+
+__global__ void k_bn_relu_apply(const float *x, const float *r, const double *stats,
+                                const float *scale, const float *bias, float *y, int64_t C,
+                                int64_t S, int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t c = (i / S) % C;
+        double a_c = stats[2 * c + 1] * scale[c];
+        float v = (float)(((double)x[i] - stats[2 * c]) * a_c + (double)bias[c]);
+        if (r) v = v + r[i];
+        y[i] = oc_relu(v);
+    }
+}
+
+static void bn_stats(cudaStream_t st, const float *x, const float *rm, const float *rv,
+                     float momentum, float eps, int train, float *om, float *ov, int64_t N,
+                     int64_t C, int64_t S, double *stats, double *part) {
+    int64_t M = N * S, P = cu_bn_parts(C, M);
+    if (train) k_bn_part_stats<<<warps_for(C * P), WARP, 0, st>>>(x, C, S, M, P, part);
+    k_bn_finish_stats<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, M, eps, train, rm, rv,
+                                                         momentum, om, ov, stats);
+}
+
+extern "C" int cu_bn_relu(void *stream, const float *x, const float *r, const float *scale,
+                          const float *bias, const float *rm, const float *rv, float momentum,
+                          float eps, int train, float *om, float *ov, float *y, int64_t N,
+                          int64_t C, int64_t S, double *ws) {
+    if (C == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    bn_stats(st, x, rm, rv, momentum, eps, train, om, ov, N, C, S, ws, ws + 4 * C);
+    if (N * C * S > 0)
+        k_bn_relu_apply<<<blocks_for(N * C * S), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, S,
+                                                                   N * C * S);
+    return last_error();
+}
+
+__global__ void k_bnr_grad_part(const float *dy, const float *y, const float *x,
+                                const double *stats, int64_t C, int64_t S, int64_t M, int64_t P,
+                                double *part) {
+    ROW_LOOP(u, C * P) {
+        int64_t c = u / P, p = u % P, hi = M * (p + 1) / P;
+        double s = 0, q = 0, m = stats[2 * c], is = stats[2 * c + 1];
+        for (int64_t j = M * p / P + threadIdx.x; j < hi; j += blockDim.x) {
+            int64_t o = bn_at(j, c, C, S);
+            float d = oc_relu_grad(dy[o], y[o]);
+            s += d;
+            q += d * ((double)x[o] - m) * is;
+        }
+        s = warp_sum(s), q = warp_sum(q);
+        if (threadIdx.x == 0) part[2 * u] = s, part[2 * u + 1] = q;
+    }
+}
+
+__global__ void k_bnr_grad_finish(const double *part, int64_t C, int64_t P, double *sums, float *ds,
+                                  float *db) {
+    GRID_LOOP(c, C) {
+        double s = 0, q = 0;
+        for (int64_t p = 0; p < P; p++) s += part[2 * (c * P + p)], q += part[2 * (c * P + p) + 1];
+        sums[2 * c] = s, sums[2 * c + 1] = q;
+        if (ds) ds[c] = (float)q;
+        if (db) db[c] = (float)s;
+    }
+}
+
+__global__ void k_bnr_grad_apply(const float *dy, const float *y, const float *x,
+                                 const double *stats, const double *sums, const float *scale,
+                                 int train, float *dx, int64_t C, int64_t S, int64_t n, double M) {
+    GRID_LOOP(i, n) {
+        int64_t c = (i / S) % C;
+        float d = oc_relu_grad(dy[i], y[i]);
+        double is = stats[2 * c + 1];
+        if (!train) {
+            dx[i] = (float)(scale[c] * is * d);
+            continue;
+        }
+        double k = scale[c] * is / M, xhat = ((double)x[i] - stats[2 * c]) * is;
+        dx[i] = (float)(k * (M * d - sums[2 * c] - xhat * sums[2 * c + 1]));
+    }
+}
+
+extern "C" int cu_bn_relu_grad(void *stream, const float *dy, const float *y, const float *x,
+                               const float *scale, const float *rm, const float *rv, float eps,
+                               int train, float *dx, float *ds, float *db, int64_t N, int64_t C,
+                               int64_t S, double *ws) {
+    if (C == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    int64_t M = N * S, P = cu_bn_parts(C, M);
+    double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
+    bn_stats(st, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, stats, part);
+    k_bnr_grad_part<<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, C, S, M, P, part);
+    k_bnr_grad_finish<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, sums, ds, db);
+    if (dx && M * C > 0)
+        k_bnr_grad_apply<<<blocks_for(M * C), THREADS, 0, st>>>(dy, y, x, stats, sums, scale, train,
+                                                                dx, C, S, M * C, (double)M);
+    return last_error();
+}
+
 // GatherGrad as a counting sort of the indices (deterministic, and the cpu kernel's order):
 // bucket e holds the positions j with idx[j] == e, ascending; dx[o, e, i] sums dy over them.
 __device__ static inline int64_t gg_index(const void *idx, int idx64, int64_t j, int64_t extent) {

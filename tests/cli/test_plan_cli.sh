@@ -33,7 +33,9 @@ else
     not_ok "plan incore" "exit $rc: $(head -c 300 "$tmp/err")"
     echo "1..0"; exit 1
 fi
-budget=$((hi * 3 / 4))
+# 5/6: the fused BN + Relu backward's working set (one tensor more) puts
+# ResNet-18's all-swap floor at 78% of its in-core peak.
+budget=$((hi * 5 / 6))
 
 # compare --json: keys and types of every row; feasible => peak <= budget.
 "$PLAN" compare "$MODEL" --batch $BATCH --device v100 --budget "$budget" "${CAPS[@]}" --json \
@@ -67,10 +69,10 @@ for r in rows:
         assert t >= d["lower_bound_s"], f"{r['strategy']} {t} under the lower bound {d['lower_bound_s']}"
     else:
         assert r["iteration_time_s"] is None and r["images_per_s"] is None, r["strategy"]
-assert feas > 0, "nothing feasible at 3/4 of the in-core peak"
+assert feas > 0, "nothing feasible at 5/6 of the in-core peak"
 best = min((r for r in rows if r["feasible"]), key=lambda r: r["iteration_time_s"])
 assert d["best"] == best["strategy"], f"best {d['best']} != fastest {best['strategy']}"
-assert not next(r for r in rows if r["strategy"] == "incore")["feasible"], "incore fits 3/4 of its peak"
+assert not next(r for r in rows if r["strategy"] == "incore")["feasible"], "incore fits 5/6 of its peak"
 print(f"{feas}/{len(rows)} feasible, best {d['best']}")
 EOF
 ); then

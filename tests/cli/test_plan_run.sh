@@ -74,17 +74,23 @@ expect_reject "a plan from another model" "belongs to another graph" "$T/mixed.o
 head -c 3000 "$T/r18.onnx" >"$T/trunc.onnx"
 expect_reject "a truncated plan" "not a valid ONNX model" "$T/trunc.onnx"
 
-# Hand-edited layout: the second standard node's first output moved onto the first's bytes.
+# Hand-edited layout: a standard node's first output moved onto the bytes of the
+# standard node whose output it reads (the first block's conv reads MaxPool's;
+# conv1 -> bn1 + relu is one ai.outcore node, annotated in its attributes).
 "$PY" - "$T/r18.onnx" "$T/overlap.onnx" <<'PYEOF'
 import sys, onnx
 m = onnx.load(sys.argv[1])
 p = next(p for p in m.metadata_props if p.key == "outcore.node_annotations")
 lines = p.value.split("\n")
-f0, f1 = lines[0].split("\t"), lines[1].split("\t")
+nodes = m.graph.node
+at = {int(l.split("\t")[0]): k for k, l in enumerate(lines) if l}
+a, b = next((i, j) for i in at for j in at
+            if j > i and nodes[i].output[0] == nodes[j].input[0])
+f0, f1 = lines[at[a]].split("\t"), lines[at[b]].split("\t")
 offs = f1[2].split(",")
 offs[0] = f0[2].split(",")[0]
 f1[2] = ",".join(offs)
-lines[1] = "\t".join(f1)
+lines[at[b]] = "\t".join(f1)
 p.value = "\n".join(lines)
 onnx.save(m, sys.argv[2])
 PYEOF

@@ -78,6 +78,10 @@ expect_error "--clip-grad-norm 0" "$RUN" "$M" --batch 2 --clip-grad-norm 0
 expect_error "--ignore-index x" "$RUN" "$M" --batch 2 --ignore-index x
 expect_error "--attention maybe" "$RUN" "$M" --batch 2 --attention maybe
 expect_error "--optimizer on a training graph" "$RUN" "$T/train.onnx" --optimizer adamw
+expect_error "--fuse some" "$RUN" "$M" --batch 2 --fuse some
+expect_error "--no-fuse on a training graph" "$RUN" "$T/train.onnx" --no-fuse
+expect_error "--tf32-conv maybe" "$RUN" "$M" --batch 2 --tf32-conv maybe
+expect_error "--tf32-matmul without a value" "$RUN" "$M" --batch 2 --tf32-matmul
 # a trace that cannot be written: the steps run, then one error naming the path, non-zero exit
 "$RUN" "$T/train.onnx" --steps 2 --trace-out "$T/no/such/dir/t.json" >"$T/o" 2>"$T/e"
 rc=$?

@@ -4,10 +4,12 @@
 For resnet18 (64x64, see main), googlenet_small, densenet_small and the U-Net (32x32), exported with
 weights at batch 2: the same input and labels go to PyTorch (model.train(), CrossEntropyLoss
 mean, SGD(lr, momentum, weight_decay)) and to outcore-run (--input/--labels TensorProto files).
-Asserts, with relative error ||a - b|| / ||b||:
+Asserts, with relative error ||a - b|| / ||b||, for each fusion level (--fuse all, the default:
+BatchNormRelu forward and backward; --fuse forward; --no-fuse: the model's own nodes):
   - the loss and every parameter gradient after step 0 within 1e-4 (--dump-grads);
   - every weight and BN running statistic after 3 SGD-momentum steps within 1e-4 (--save);
     (BN statistics updated more or less than once per step would miss PyTorch's by far more);
+  - the three levels' weights after 3 steps bitwise equal (fusion changes no bit on cpu);
   - in the emitted training graph, each BN running statistic is written by exactly one node;
   - Dropout (alexnet_small): the mask DropoutGrad reads is the forward's (Y = X*mask/(1-p) and
     dX = dY*mask/(1-p)), nontrivial, different per node, and identical across runs of one seed.
@@ -99,6 +101,9 @@ def read_dir(d):
     return out
 
 
+FUSE_LEVELS = [("fused", []), ("fuse forward", ["--fuse", "forward"]), ("no-fuse", ["--no-fuse"])]
+
+
 def compare_model(name, image_size, tmp):
     path = export(name, tmp, image_size)
     model = torch_model(name, image_size, path)
@@ -107,7 +112,6 @@ def compare_model(name, image_size, tmp):
     num_classes = [m for m in model.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))][-1]
     c = num_classes.out_features if isinstance(num_classes, torch.nn.Linear) else num_classes.out_channels
     y = torch.randint(0, c, (2,), generator=g)
-    dump, saved, _ = run_outcore(path, tmp, x.numpy(), y.numpy().astype(np.int64))
 
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -120,7 +124,30 @@ def compare_model(name, image_size, tmp):
             loss0 = loss.item()
             grads0 = {n: p.grad.detach().numpy().copy() for n, p in model.named_parameters()}
         opt.step()
+    state = {k: v.detach().numpy() for k, v in model.state_dict().items()
+             if "num_batches_tracked" not in k}
+    params = dict(model.named_parameters())
+    is_bn = any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
+    first = None
+    for level, extra in FUSE_LEVELS:
+        d = os.path.join(tmp, level.replace(" ", "_"))
+        os.makedirs(d)
+        dump, saved, _ = run_outcore(path, d, x.numpy(), y.numpy().astype(np.int64), extra)
+        trained = compare_run(f"{name} ({level})", dump, saved, loss0, grads0, state, params, is_bn)
+        if first is None:
+            first = trained
+            continue
+        differ = [k for k in first if not np.array_equal(first[k], trained.get(k))]
+        print(f"{'ok  ' if not differ else 'FAIL'} {name:16s} {level + ' == fused, bitwise':28s}"
+              f" {len(first):4d} tensors{', differ: ' + str(differ[:3]) if differ else ''}")
+        if differ:
+            failures.append(f"{name}: {level} differs from fused in {differ[:5]}")
+    return path
 
+
+def compare_run(name, dump, saved, loss0, grads0, state, params, is_bn):
+    """One outcore run against PyTorch's step-0 gradients and weights after STEPS; returns
+    the saved initializers."""
     ours = numpy_helper.to_array(onnx.load_tensor(os.path.join(dump, "loss.pb")))
     check(name, "loss (step 0)", [("loss", rel(ours, loss0))])
     got = read_dir(os.path.join(dump, "grads"))
@@ -133,19 +160,16 @@ def compare_model(name, image_size, tmp):
           [(n, rel(got[n], g0)) for n, g0 in grads0.items() if n in got and g0.ndim == 1])
 
     trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
-    state = {k: v.detach().numpy() for k, v in model.state_dict().items()
-             if "num_batches_tracked" not in k}
     missing = [k for k in state if k not in trained]
     if missing:
         failures.append(f"{name}: --save lacks {missing[:5]}")
-    params = dict(model.named_parameters())
     check(name, f"weights after {STEPS} steps",
           [(k, rel(trained[k], v)) for k, v in state.items() if k in trained and k in params])
     stats = [(k, rel(trained[k], v)) for k, v in state.items()
              if k in trained and k not in params]
-    if any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules()):
+    if is_bn:
         check(name, f"BN running stats after {STEPS}", stats)
-    return path
+    return trained
 
 
 def bn_stats_written_once(path, tmp):
@@ -156,13 +180,14 @@ def bn_stats_written_once(path, tmp):
     m = onnx.load(train)
     onnx.checker.check_model(m)
     assert any(o.domain == "ai.outcore" for o in m.opset_import), "ai.outcore not declared"
+    bn_ops = ("BatchNormalization", "BatchNormRelu")  # BatchNormRelu: BN [+ Add] + Relu fused
     stats = set()
     for n in m.graph.node:
-        if n.op_type == "BatchNormalization":
+        if n.op_type in bn_ops:
             stats.update(n.input[3:5])
     writers = {s: 0 for s in stats}
     for n in m.graph.node:
-        if n.op_type == "BatchNormalization":
+        if n.op_type in bn_ops:
             for s in n.input[3:5]:
                 writers[s] += 1
         elif n.domain == "ai.outcore":

@@ -51,6 +51,16 @@ OP_CASE(BATCH_NORM, "training, 5 outputs (opset 9)", 9, 3, "[4,3,5] +[3] [3] [3]
 OP_CASE(BATCH_NORM, "inference form trained (as model.train())", 15, 1,
         "[3,2,4,3] +[2] [2] [2] +[2]", "")
 OP_CASE(BATCH_NORM, "inference form, --bn frozen", 15, 1, "[3,2,4,3] +[2] [2] [2] +[2]", "!frozen")
+OP_CASE(BATCH_NORM_RELU, "training, fused backward", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2]",
+        "training_mode=1 momentum=0.9 fused_backward=1")
+OP_CASE(BATCH_NORM_RELU, "training, backward as ReluGrad + BNGrad", 15, 3,
+        "[3,2,4,3] +[2] [2] [2] +[2]", "training_mode=1")
+OP_CASE(BATCH_NORM_RELU, "training, residual (ResNet's block end)", 15, 3,
+        "[2,3,5,4] +[3] [3] [3] +[3] [2,3,5,4]", "training_mode=1 epsilon=0.001 fused_backward=1")
+OP_CASE(BATCH_NORM_RELU, "running statistics (frozen), fused backward, 1-d", 15, 1,
+        "[4,3,5] +[3] [3] [3] +[3]", "training_mode=0 fused_backward=1")
+OP_CASE(BATCH_NORM_RELU, "running statistics (frozen), residual", 15, 1,
+        "[2,3,4,3] +[3] [3] [3] +[3] [2,3,4,3]", "training_mode=0")
 OP_CASE(LAYER_NORM, "last dim (ConvNeXt, channels-last)", 17, 1, "[2,3,4,6] +[6] [6]", "")
 OP_CASE(LAYER_NORM, "two dims, no bias", 17, 1, "[3,4,5] +[4,5]", "axis=1 epsilon=0.001")
 OP_CASE(RELU, "", 13, 1, "[2,3,4,5]", "")

@@ -13,10 +13,11 @@
 #include "unit/plan_fixture.h"
 
 /* relu output RECOMPUTE (chain: bn1 output is not saved, so bn1 re-runs too),
- * conv1 output (bn1's input) SWAP: the recompute starts from a swapped-in tensor. */
+ * conv1 output (bn1's input) SWAP: the recompute starts from a swapped-in tensor.
+ * (--no-fuse: BN and Relu as the model has them.) */
 static void test_recompute_from_swapped(void **state) {
     (void)state;
-    train_graph *tg = pf_resnet18();
+    train_graph *tg = pf_resnet18_fuse(TRAIN_FUSE_NONE);
     const ir_graph *g = tg->g;
     int relu = pf_tensor(g, "/relu/Relu_output_0"), conv = pf_tensor(g, "/conv1/Conv_output_0");
     sim_plan *p = sim_plan_new(tg);
@@ -75,6 +76,46 @@ static void test_recompute_from_swapped(void **state) {
     layout_apply(rw.tg, &l);
     if (plan_verify(rw.tg, l.offset, l.arena_bytes, 0, &err)) fail_msg("%s", err.msg);
     assert_true(l.arena_bytes >= l.peak_bytes);
+    layout_result_free(&l);
+    rewrite_result_free(&rw);
+    sim_plan_free(p);
+    train_graph_free(tg);
+}
+
+/* The same with bn1 + relu fused (the default): one clone of the fused node,
+ * from the swapped-in conv1 output, without the running-statistics outputs;
+ * the original still updates them, once. */
+static void test_recompute_fused_from_swapped(void **state) {
+    (void)state;
+    train_graph *tg = pf_resnet18();
+    const ir_graph *g = tg->g;
+    int relu = pf_tensor(g, "/relu/Relu_output_0"), conv = pf_tensor(g, "/conv1/Conv_output_0");
+    sim_plan *p = sim_plan_new(tg);
+    sim_plan_set(p, relu, SIM_DECISION_RECOMPUTE, -1);
+    sim_plan_set(p, conv, SIM_DECISION_SWAP, -1);
+    rewrite_result rw;
+    oc_err err;
+    if (rewrite_plan(tg, p, NULL, &rw, &err)) fail_msg("%s", err.msg);
+    const ir_graph *ng = rw.tg->g;
+    assert_int_equal(rw.n_recompute, 1);
+    int rc = pf_node(ng, "/relu/Relu/fused/recompute1");
+    const ir_node *b = &ng->nodes[rc];
+    assert_int_equal(b->op, OP_BATCH_NORM_RELU);
+    assert_string_equal(ng->tensors[b->inputs[0]].name, "/conv1/Conv_output_0/swapin");
+    for (int k = 1; k < b->n_outputs; k++) assert_int_equal(b->outputs[k], -1);
+    int n_writers = 0;
+    for (int i = 0; i < ng->n_nodes; i++)
+        for (int k = 0; k < ng->nodes[i].n_outputs; k++) {
+            int o = ng->nodes[i].outputs[k];
+            n_writers += o >= 0 && rw.tg->alias_of[o] >= 0 &&
+                         strcmp(ng->tensors[rw.tg->alias_of[o]].name, "bn1.running_mean") == 0;
+        }
+    assert_int_equal(n_writers, 1);
+    assert_true(pf_node(ng, "/conv1/Conv_output_0/swap_in") < rc);
+    layout_result l;
+    layout_plan(rw.tg, NULL, NULL, &l);
+    layout_apply(rw.tg, &l);
+    if (plan_verify(rw.tg, l.offset, l.arena_bytes, 0, &err)) fail_msg("%s", err.msg);
     layout_result_free(&l);
     rewrite_result_free(&rw);
     sim_plan_free(p);
@@ -267,6 +308,7 @@ static void test_dropout_clone_same_mask(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recompute_from_swapped),
+        cmocka_unit_test(test_recompute_fused_from_swapped),
         cmocka_unit_test(test_swap_all_rewired),
         cmocka_unit_test(test_recompute_loss_input),
         cmocka_unit_test(test_layout_waits_for_no_copy),

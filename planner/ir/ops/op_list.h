@@ -29,6 +29,7 @@
     X(CONV_TRANSPOSE, "ConvTranspose", ONNX, conv_transpose, conv_transpose)                       \
     X(BATCH_NORM, "BatchNormalization", ONNX, batch_norm, batch_norm)                              \
     X(LAYER_NORM, "LayerNormalization", ONNX, layer_norm, layer_norm)                              \
+    X(BATCH_NORM_RELU, "BatchNormRelu", OC, batch_norm_relu, batch_norm_relu)                      \
     X(RELU, "Relu", ONNX, relu, pointwise)                                                         \
     X(SIGMOID, "Sigmoid", ONNX, sigmoid, pointwise)                                                \
     X(TANH, "Tanh", ONNX, tanh, pointwise)                                                         \
@@ -87,6 +88,7 @@
       conv_transpose_backward_filter, conv_transpose_backward_filter)                              \
     X(BATCH_NORM_GRAD, "BatchNormalizationGrad", OC, batch_norm_grad, batch_norm_grad)             \
     X(LAYER_NORM_GRAD, "LayerNormalizationGrad", OC, layer_norm_grad, layer_norm_grad)             \
+    X(BATCH_NORM_RELU_GRAD, "BatchNormReluGrad", OC, batch_norm_relu_grad, batch_norm_relu_grad)   \
     X(RELU_GRAD, "ReluGrad", OC, relu_grad, pointwise_grad)                                        \
     X(SIGMOID_GRAD, "SigmoidGrad", OC, sigmoid_grad, pointwise_grad)                               \
     X(TANH_GRAD, "TanhGrad", OC, tanh_grad, pointwise_grad)                                        \
@@ -151,7 +153,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 97
+#define OP_LIST_COUNT 99
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

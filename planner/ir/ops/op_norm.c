@@ -53,15 +53,24 @@ static int bn_stats_key(const ir_graph *g, int t) {
 
 /* epsilon, momentum, and whether batch statistics are used: opset >= 14
  * training_mode, before it the training export's extra outputs. Also the
- * gradient's (which carries epsilon). */
+ * gradient's (which carries epsilon) and the fused BatchNormRelu's and its
+ * gradient's (op_bn_relu.c). */
 int op_decode_batch_norm(const ir_graph *g, ir_node *n, oc_err *err) {
     op_bn_args *p = &op_args_new(n)->bn;
     p->epsilon = ir_attr_float(n, "epsilon", 1e-5f);
     p->momentum = ir_attr_float(n, "momentum", 0.9f);
-    if (n->op == OP_BATCH_NORM_GRAD) /* frozen: the running statistics are inputs 3 and 4 */
+    int x = 0;                         /* X's input slot */
+    if (n->op == OP_BATCH_NORM_GRAD) { /* frozen: the running statistics are inputs 3 and 4 */
         p->training = n->n_inputs < 5;
-    else p->training = g->opset >= 14 ? ir_attr_int(n, "training_mode", 0) != 0 : n->n_outputs > 1;
-    int x = n->op == OP_BATCH_NORM_GRAD ? 1 : 0;
+        x = 1;
+    } else if (n->op == OP_BATCH_NORM_RELU_GRAD) { /* (dY, Y, X, scale [, mean, var]) */
+        p->training = n->n_inputs < 6;
+        x = 2;
+    } else if (n->op == OP_BATCH_NORM_RELU) { /* ai.outcore: always the attribute */
+        p->training = ir_attr_int(n, "training_mode", 0) != 0;
+    } else {
+        p->training = g->opset >= 14 ? ir_attr_int(n, "training_mode", 0) != 0 : n->n_outputs > 1;
+    }
     p->stats_key = x < n->n_inputs ? bn_stats_key(g, n->inputs[x]) : -1;
     if (!(p->epsilon > 0.0f) || !(p->momentum >= 0.0f && p->momentum <= 1.0f))
         return oc_fail(err, "epsilon %g must be positive and momentum %g in [0, 1]",

@@ -1,0 +1,144 @@
+/* fuse_norm_act.c — see fuse_norm_act.h. */
+#include "train/fuse_norm_act.h"
+
+#include <string.h>
+
+#include "ir/ops/op_args.h"
+#include "ir/ops/op_table.h"
+
+/* The one node reading t, or -1 (t read by several, or a graph output). */
+static int sole_reader(const ir_graph *g, int t) {
+    const ir_tensor *x = &g->tensors[t];
+    return x->n_consumers == 1 && !x->is_graph_output ? x->consumers[0] : -1;
+}
+
+static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
+    return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int64_t)) == 0;
+}
+
+/* A BatchNormalization whose only read output is Y, read by `reader` alone. */
+static bool fusable_bn(const ir_graph *g, int p, int reader) {
+    if (p < 0 || g->nodes[p].op != OP_BATCH_NORM) return false;
+    const ir_node *bn = &g->nodes[p];
+    if (sole_reader(g, bn->outputs[0]) != reader) return false;
+    if (g->tensors[bn->inputs[0]].dtype != IR_DTYPE_FLOAT) return false;
+    for (int o = 3; o < bn->n_outputs; o++) { /* opset <= 13 saved statistics */
+        int t = bn->outputs[o];
+        if (t >= 0 && (g->tensors[t].n_consumers || g->tensors[t].is_graph_output)) return false;
+    }
+    return true;
+}
+
+typedef struct match {
+    int bn, add, relu; /* nodes (add -1: none) */
+    int residual;      /* tensor R, or -1 */
+    bool residual_first;
+} match;
+
+static bool match_at(const ir_graph *g, int r, match *m) {
+    const ir_node *relu = &g->nodes[r];
+    int t = relu->inputs[0], p = g->tensors[t].producer;
+    *m = (match){.bn = -1, .add = -1, .relu = r, .residual = -1};
+    if (p < 0 || sole_reader(g, t) != r) return false;
+    if (fusable_bn(g, p, r)) {
+        m->bn = p;
+        return true;
+    }
+    const ir_node *add = &g->nodes[p];
+    if (add->op != OP_ADD || add->n_inputs != 2) return false;
+    for (int k = 0; k < 2; k++) {
+        int z = add->inputs[k], other = add->inputs[1 - k];
+        if (z < 0 || other < 0 || z == other) continue;
+        int q = g->tensors[z].producer;
+        if (!fusable_bn(g, q, p)) continue;
+        const ir_tensor *zt = &g->tensors[z], *rt = &g->tensors[other];
+        if (!same_dims(zt, rt) || rt->dtype != IR_DTYPE_FLOAT) continue;
+        m->bn = q, m->add = p, m->residual = other, m->residual_first = k == 1;
+        return true;
+    }
+    return false;
+}
+
+static void add_attr(ir_graph *g, int n, ir_attr a) { ir_node_add_attr(g, n, &a); }
+
+/* The fused node takes the Relu's place and output; the chain's nodes go. */
+static int replace(ir_graph *g, const match *m, bool backward, oc_err *err) {
+    const ir_node *bn = &g->nodes[m->bn];
+    const op_bn_args *ba = &op_args_of(bn)->bn;
+    int y = g->nodes[m->relu].outputs[0];
+    char *members[3], *bn_outs[5], *add_out = NULL;
+    int nm = 0, no = bn->n_outputs;
+    members[nm++] = oc_strdup(bn->name);
+    for (int o = 0; o < no; o++)
+        bn_outs[o] = oc_strdup(bn->outputs[o] >= 0 ? g->tensors[bn->outputs[o]].name : "");
+    if (m->add >= 0) {
+        members[nm++] = oc_strdup(g->nodes[m->add].name);
+        add_out = oc_strdup(g->tensors[g->nodes[m->add].outputs[0]].name);
+    }
+    members[nm++] = oc_strdup(g->nodes[m->relu].name);
+    char *name = oc_sprintf("%s/fused", g->nodes[m->relu].name);
+    char *dummy = oc_sprintf("%s/unfused", g->tensors[y].name);
+    /* the Relu lets go of Y (it writes a placeholder until removed) */
+    int ph = ir_tensor_add(g, dummy, IR_DTYPE_FLOAT);
+    g->nodes[m->relu].outputs[0] = ph;
+    g->tensors[ph].producer = m->relu;
+    g->tensors[y].producer = -1;
+    int n = ir_node_insert(g, m->relu, name, op_name(OP_BATCH_NORM_RELU), OC_DOMAIN);
+    g->nodes[n].op = OP_BATCH_NORM_RELU;
+    bn = &g->nodes[m->bn]; /* before the Relu: not moved, but the array may have been */
+    for (int k = 0; k < 5; k++) ir_node_add_input(g, n, bn->inputs[k]);
+    if (m->residual >= 0) ir_node_add_input(g, n, m->residual);
+    ir_node_add_output(g, n, y);
+    if (ba->training && bn->n_outputs >= 3 && bn->outputs[1] >= 0 && bn->outputs[2] >= 0) {
+        for (int o = 1; o < 3; o++) { /* the running statistics move to the fused node */
+            int t = bn->outputs[o];
+            g->nodes[m->bn].outputs[o] = -1;
+            g->tensors[t].producer = -1;
+            ir_node_add_output(g, n, t);
+        }
+    }
+    add_attr(g, n, (ir_attr){.name = "epsilon", .type = IR_ATTR_FLOAT, .f = ba->epsilon});
+    add_attr(g, n, (ir_attr){.name = "momentum", .type = IR_ATTR_FLOAT, .f = ba->momentum});
+    add_attr(g, n, (ir_attr){.name = "training_mode", .type = IR_ATTR_INT, .i = ba->training});
+    add_attr(g, n,
+             (ir_attr){.name = "members", .type = IR_ATTR_STRINGS, .n = nm, .strings = members});
+    add_attr(g, n,
+             (ir_attr){.name = "bn_outputs", .type = IR_ATTR_STRINGS, .n = no, .strings = bn_outs});
+    if (add_out)
+        add_attr(g, n, (ir_attr){.name = "add_output", .type = IR_ATTR_STRING, .s = add_out});
+    if (backward && m->residual < 0)
+        add_attr(g, n, (ir_attr){.name = "fused_backward", .type = IR_ATTR_INT, .i = 1});
+    if (m->residual_first)
+        add_attr(g, n, (ir_attr){.name = "residual_first", .type = IR_ATTR_INT, .i = 1});
+    for (int i = 0; i < nm; i++) oc_free(members[i]);
+    for (int i = 0; i < no; i++) oc_free(bn_outs[i]);
+    oc_free(add_out);
+    oc_free(name), oc_free(dummy);
+    int rc = op_infer(g, &g->nodes[n], err);
+    return rc ? oc_fail_prefix(err, "node '%s'", g->nodes[n].name) : OC_OK;
+}
+
+int fuse_norm_act(ir_graph *g, bool backward, int *n_fused, oc_err *err) {
+    *n_fused = 0;
+    bool *remove = NULL;
+    for (int r = 0; r < g->n_nodes; r++) {
+        if (g->nodes[r].op != OP_RELU) continue;
+        match m;
+        if (!match_at(g, r, &m)) continue;
+        if (replace(g, &m, backward, err)) {
+            oc_free(remove);
+            return OC_ERR;
+        }
+        /* the insert moved every node from the Relu on up by one */
+        remove = oc_realloc(remove, ((size_t)g->n_nodes + 1) * sizeof(bool));
+        memset(remove, 0, ((size_t)g->n_nodes + 1) * sizeof(bool));
+        remove[m.bn] = true; /* BN and Add precede the Relu, which moved up by one */
+        if (m.add >= 0) remove[m.add] = true;
+        remove[m.relu + 1] = true;
+        ir_graph_remove_nodes(g, remove);
+        (*n_fused)++;
+        r = m.bn - 1; /* indices from the BN on changed */
+    }
+    oc_free(remove);
+    return OC_OK;
+}

@@ -1,0 +1,51 @@
+/* cuda_norm_act.c — the fused BatchNormRelu and its gradient (op_bn_relu.c)
+ * with our kernels (cu_bn_relu, cu_bn_relu_grad: cuda_ops.cu), the cpu
+ * kernels' numerics: statistics in double, Y written in one pass over X (and
+ * R), no intermediate tensor; the gradient's batch statistics again from X. */
+#include "cuda_internal.h"
+
+static void *out_or_null(const kernel_args *a, int i) {
+    return i < a->n->n_outputs && a->n->outputs[i] >= 0 ? a->out[i] : NULL;
+}
+
+static void nchw(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
+    *N = x->dims[0], *C = x->dims[1], *S = 1;
+    for (int i = 2; i < x->rank; i++) *S *= x->dims[i];
+}
+
+/* Scratch: the statistics, the gradient's sums and the parts (cu_bn_ws_doubles). */
+size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n) {
+    int64_t N, C, S;
+    nchw(&g->tensors[n->inputs[n->op == OP_BATCH_NORM_RELU ? 0 : 2]], &N, &C, &S);
+    return cu_bn_ws_doubles(C, N * S) * sizeof(double);
+}
+
+int cuda_batch_norm_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < a->n->n_inputs; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_bn_args *bn = &op_args_of(a->n)->bn;
+    if (!bn->training && a->n->n_outputs > 1)
+        return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
+    int64_t N, C, S;
+    nchw(kernel_in(a, 0), &N, &C, &S);
+    OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
+    const float *r = a->n->n_inputs > 5 ? a->in[5] : NULL;
+    CU_LAUNCH(cu_bn_relu(c->stream, a->in[0], r, a->in[1], a->in[2], a->in[3], a->in[4],
+                         bn->momentum, bn->epsilon, bn->training, out_or_null(a, 1),
+                         out_or_null(a, 2), a->out[0], N, C, S, a->scratch));
+    return OC_OK;
+}
+
+int cuda_batch_norm_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int i = 0; i < a->n->n_inputs; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_bn_args *bn = &op_args_of(a->n)->bn;
+    int64_t N, C, S;
+    nchw(kernel_in(a, 2), &N, &C, &S);
+    OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
+    const float *rm = bn->training ? NULL : a->in[4], *rv = bn->training ? NULL : a->in[5];
+    CU_LAUNCH(cu_bn_relu_grad(c->stream, a->in[0], a->in[1], a->in[2], a->in[3], rm, rv,
+                              bn->epsilon, bn->training, out_or_null(a, 0), out_or_null(a, 1),
+                              out_or_null(a, 2), N, C, S, a->scratch));
+    return OC_OK;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Where the step time goes: per op class, from outcore-run --trace-out traces.
+
+    tools/step_time.py LABEL=TRACE.json [LABEL=TRACE.json ...] [--by-op]
+
+Each trace (outcore-run MODEL --steps K --trace-out T.json, on the cpu or the cuda backend)
+holds steps 1.. op by op on every stream. For each trace: the mean step time (first op's start to
+last op's end, per step) and, per op class (or per op type with --by-op), the kernel time per step
+on the compute stream and its share of the step. Several traces print side by side (e.g. --no-fuse
+and the default), so what fusion moved is visible, and what remains. Markdown table on stdout.
+"""
+import json
+import sys
+from collections import defaultdict
+
+# op type -> class (the rows of the table); unknown op types are their own class
+CLASSES = {
+    "Conv": "convolution", "ConvTranspose": "convolution",
+    "ConvBackwardData": "convolution backward", "ConvBackwardFilter": "convolution backward",
+    "ConvTransposeBackwardData": "convolution backward",
+    "ConvTransposeBackwardFilter": "convolution backward",
+    "BatchNormalization": "BN, Add, Relu (forward)", "Relu": "BN, Add, Relu (forward)",
+    "Add": "BN, Add, Relu (forward)", "BatchNormRelu": "BN, Add, Relu (forward)",
+    "BatchNormalizationGrad": "BN, Relu (backward)", "ReluGrad": "BN, Relu (backward)",
+    "BatchNormReluGrad": "BN, Relu (backward)", "Sum": "gradient sums",
+    "MaxPool": "pooling", "AveragePool": "pooling", "GlobalAveragePool": "pooling",
+    "MaxPoolGrad": "pooling", "AveragePoolGrad": "pooling", "GlobalAveragePoolGrad": "pooling",
+    "Gemm": "GEMM / MatMul", "MatMul": "GEMM / MatMul", "MatMulGradA": "GEMM / MatMul",
+    "MatMulGradB": "GEMM / MatMul", "FusedAttention": "attention",
+    "FusedAttentionGrad": "attention", "ReduceSumTo": "GEMM / MatMul",
+    "SoftmaxCrossEntropyLoss": "loss", "SoftmaxCrossEntropyLossGrad": "loss",
+    "SGDMomentum": "optimizer", "AdamW": "optimizer", "ClipGradNorm": "optimizer",
+    "LayerNormalization": "LayerNorm", "LayerNormalizationGrad": "LayerNorm",
+}
+
+
+def load(path):
+    events = json.load(open(path))["traceEvents"]
+    streams = {e["tid"]: e["args"]["name"] for e in events
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    span = defaultdict(lambda: [float("inf"), 0.0])  # step -> [first start, last end] in us
+    kernel = defaultdict(float)                      # (step, op type) -> us on the compute stream
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        a = e.get("args", {})
+        st = a.get("step", 0)
+        s = span[st]
+        s[0], s[1] = min(s[0], e["ts"]), max(s[1], e["ts"] + e["dur"])
+        if streams.get(e["tid"]) == "compute" and e.get("cat") in ("compute", "recompute"):
+            kernel[(st, a.get("op_type", e["name"]))] += e["dur"]
+    if not span:
+        sys.exit(f"{path}: no timed ops (run outcore-run with --steps >= 2 --trace-out)")
+    n = len(span)
+    step_ms = sum(b - a for a, b in span.values()) / n / 1e3
+    per_op = defaultdict(float)
+    for (_, op), us in kernel.items():
+        per_op[op] += us / n / 1e3
+    return step_ms, per_op
+
+
+def main(argv):
+    by_op = "--by-op" in argv
+    runs = [a.split("=", 1) for a in argv if a != "--by-op"]
+    if not runs or any(len(r) != 2 for r in runs):
+        sys.exit(__doc__)
+    data = [(label, *load(path)) for label, path in runs]
+    rows = defaultdict(lambda: [0.0] * len(data))
+    for i, (_, _, per_op) in enumerate(data):
+        for op, ms in per_op.items():
+            rows[op if by_op else CLASSES.get(op, op)][i] += ms
+    order = sorted(rows, key=lambda r: -max(rows[r]))
+    head = "| " + ("op type" if by_op else "op class") + " | " + " | ".join(
+        f"{label}: ms/step (share)" for label, _, _ in data) + " |"
+    print(head)
+    print("|---|" + "---:|" * len(data))
+    for r in order:
+        print(f"| {r} | " + " | ".join(f"{rows[r][i]:.3f} ({rows[r][i] / d[1]:.1%})"
+                                       for i, d in enumerate(data)) + " |")
+    kern = [sum(per_op.values()) for _, _, per_op in data]
+    print("| compute-stream kernels | " + " | ".join(
+        f"{k:.3f} ({k / d[1]:.1%})" for k, d in zip(kern, data)) + " |")
+    print("| **step** | " + " | ".join(f"**{d[1]:.3f}**" for d in data) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

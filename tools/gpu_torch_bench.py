@@ -6,6 +6,13 @@ on the GPU, one mode per process (the memory cap is per process).
               torch.autograd.graph.save_on_cpu(pin_memory=True)
   checkpoint  16 GiB cap + torch.utils.checkpoint.checkpoint_sequential: sqrt(n) segments and
               one segment per block (n) are both tried, the faster that fits is reported
+  compile     torch.compile(model) (default mode), no cap
+  compile-max torch.compile(model, mode="max-autotune-no-cudagraphs"), no cap
+  compile-budget  16 GiB cap + torch.compile with torch._functorch.config.
+              activation_memory_budget lowered (0.5, 0.3, 0.2, 0.1, 0.05, 0) until it fits
+--channels-last: model and input in torch.channels_last (NHWC) memory format.
+TF32 as outcore-run's defaults, set explicitly: convolutions on (cudnn.allow_tf32), matmuls off
+(cuda.matmul.allow_tf32); --tf32-matmul turns the latter on.
 SGD momentum 0.9, weight decay 1e-4, CrossEntropyLoss, random data; median of timed iterations
 after warm-up, CUDA-synchronised. Prints one line: MODEL MODE BATCH images/s peak_GiB [note]
 (or MODEL MODE BATCH OOM - [note]); with --fallback-batches B1,B2,... an OOM at BATCH is followed
@@ -66,7 +73,7 @@ def measure(a, dev, model, batch, segs):
     model.train()
     y = torch.randint(0, classes, (batch,), device=dev)
     lossf = torch.nn.CrossEntropyLoss()
-    if segs:
+    if a.mode == "checkpoint":
         seq = torch.nn.Sequential(*seq_parts(a, model))
         # torch >= 2 asks for use_reentrant; Debian's 1.13 (--emu runs) does not know it
         kw = {"use_reentrant": False} if "use_reentrant" in inspect.signature(
@@ -74,8 +81,17 @@ def measure(a, dev, model, batch, segs):
         fwd = lambda t: torch.utils.checkpoint.checkpoint_sequential(seq, segs, t, **kw)
         if not kw:  # reentrant checkpointing gives parameters no gradient unless the input wants one
             x.requires_grad_(True)
+    elif a.mode.startswith("compile"):
+        if a.mode == "compile-budget":
+            import torch._functorch.config as fc
+            fc.activation_memory_budget = segs
+        torch._dynamo.reset()
+        fwd = torch.compile(model, mode="max-autotune-no-cudagraphs" if a.mode == "compile-max"
+                            else None)
     else:
         fwd = model
+    if a.channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -118,6 +134,8 @@ def best_at(a, dev, model, batch):
     if a.mode == "checkpoint":
         n = len(seq_parts(a, model))
         cands = sorted({max(1, int(math.sqrt(n))), n})
+    elif a.mode == "compile-budget":  # the largest budget that fits is the fastest
+        cands = [0.5, 0.3, 0.2, 0.1, 0.05, 0.0]
     else:
         cands = [0]
     best = None
@@ -126,17 +144,24 @@ def best_at(a, dev, model, batch):
             ips, peak = measure(a, dev, model, batch, segs)
         except torch.cuda.OutOfMemoryError:
             ips = None
+        except RuntimeError as e:  # torch.compile wraps an OOM in its own errors
+            if "out of memory" not in str(e).lower():
+                raise
+            ips = None
         if dev.type == "cuda":
             torch.cuda.empty_cache()
         if ips is not None and (best is None or ips > best[0]):
             best = (ips, peak, segs)
+        if best and a.mode == "compile-budget":
+            break
     return best
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("model")
-    p.add_argument("mode", choices=["eager", "save_on_cpu", "checkpoint"])
+    p.add_argument("mode", choices=["eager", "save_on_cpu", "checkpoint", "compile", "compile-max",
+                                    "compile-budget"])
     p.add_argument("batch", type=int)
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--cap-gib", type=float, default=16.0)
@@ -144,16 +169,24 @@ def main():
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--fallback-batches", default="")
     p.add_argument("--profile", default="", help="write a torch.profiler table (eager) here")
+    p.add_argument("--channels-last", action="store_true")
+    p.add_argument("--tf32-matmul", action="store_true")
     a = p.parse_args()
     dev = torch.device(a.device)
-    if a.mode != "eager" and dev.type == "cuda":
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32_matmul
+    if a.mode in ("save_on_cpu", "checkpoint", "compile-budget") and dev.type == "cuda":
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, a.cap_gib * 2**30 / total), 0)
     model = build(a, dev)
-    segs_note = lambda r: f" segments {r[2]}" if a.mode == "checkpoint" else ""
+    if a.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    segs_note = lambda r: (f" segments {r[2]}" if a.mode == "checkpoint" else
+                           f" activation_memory_budget {r[2]}" if a.mode == "compile-budget" else "")
     r = best_at(a, dev, model, a.batch)
     if r:
-        print(f"{a.model} {a.mode} {a.batch} {r[0]:.1f} {r[1]:.2f}{segs_note(r)}")
+        cl = " channels-last" if a.channels_last else ""
+        print(f"{a.model} {a.mode}{cl} {a.batch} {r[0]:.1f} {r[1]:.2f}{segs_note(r)}")
         return
     note = ""
     for b in [int(v) for v in a.fallback_batches.split(",") if v]:

@@ -1,0 +1,89 @@
+# tools/gpu-check-fast-step.sh — `tools/gpu-check --fast-step` (issue 22), sourced by
+# tools/gpu-check after its build: where the fp32 step's time goes and how it compares with
+# PyTorch's fast paths, in one run. NOT YET RUN on a GPU (none lent 2026-11-26); --emu runs its
+# flow here. Per model (ResNet-50 b640, VGG-16 b256; the emulator: ResNet-18 / alexnet_small):
+#   1. outcore in core, --no-fuse and fused (the default), each timed and traced
+#      (--trace-out): images/s, and tools/step_time.py's per-op-class table of both side by side;
+#   2. op harness rows of the fused kernels (BatchNormRelu, its gradient) cuda vs cpu;
+#   3. PyTorch in core (tools/gpu_torch_bench.py, TF32 as outcore's defaults): eager,
+#      torch.compile default and mode="max-autotune-no-cudagraphs", channels-last eager and
+#      compile; the ratio of outcore's fused in-core throughput to the best of them;
+#   4. ResNet-50 only: a 16 GiB plan with the fused run's measured profile, run; PyTorch under the
+#      same cap: compile with activation_memory_budget, checkpointing, save_on_cpu; the ratio to
+#      the best that fits.
+# Rows as the other checks. GPU_CHECK_SECONDS bounds the whole run (compiles are the slow part:
+# rows past the budget are skipped, said so).
+FSTEPS=6
+torch_ips() { # a gpu_torch_bench.py line -> its images/s ('' on OOM or failure)
+    echo "$1" | $PYTHON -c "import sys; t=sys.stdin.read().split(); i=3+('channels-last' in t); print(t[i] if len(t)>i and t[i]!='OOM' else '')"
+}
+if [ $EMU = 1 ]; then
+    FS_SPECS="resnet18:4:64:10 alexnet_small:4:32:10"
+    TORCH_MODES="eager compile"
+else
+    FS_SPECS="resnet50:640:224:1000 vgg16:256:224:1000"
+    TORCH_MODES="eager compile compile-max eager+cl compile+cl"
+fi
+NVIDIA_TF32_OVERRIDE=0 tbox 200 $BUILD/tests/test_op_harness --require cuda >"$LOG/op_harness.log" 2>&1
+row "op harness: BatchNormRelu cases cuda vs cpu" "$(grep -c 'BatchNormRelu (.*cuda matches cpu' "$LOG/op_harness.log") of $(grep -c '^\[ RUN      \] BatchNormRelu' "$LOG/op_harness.log") match"
+for spec in $FS_SPECS; do
+    IFS=: read -r fm fb fsz fcl <<<"$spec"
+    M=$LOG/${fm}.onnx
+    $PYTHON tools/export_models.py --models $fm --opset 13 --image-size $fsz --batch 2 --structure-only \
+        --out "$LOG/exp_$fm" >/dev/null 2>&1 && mv "$LOG/exp_$fm/${fm}_op13.onnx" "$M"
+    batch_files ${fm}_ $fb $fsz $fcl
+    D="--input $LOG/${fm}_x.pb --labels $LOG/${fm}_y.pb"
+    for lvl in no-fuse fused; do
+        F=$([ $lvl = no-fuse ] && echo --no-fuse)
+        tbox 150 $RUN "$M" --backend cuda --batch $fb --steps $FSTEPS --lr 0.01 $D $F \
+            >"$LOG/${fm}_${lvl}.log" 2>&1
+        tbox 120 $RUN "$M" --backend cuda --batch $fb --steps 4 --lr 0.01 $D $F \
+            --trace-out "$LOG/${fm}_${lvl}_trace.json" >"$LOG/${fm}_${lvl}_trace.log" 2>&1
+        row "$fm b$fb in core, $lvl" "$(ips "$LOG/${fm}_${lvl}.log" || true) img/s, device $(dev_used "$LOG/${fm}_${lvl}.log") B, loss falls: $(loss_falls "$LOG/${fm}_${lvl}.log" && echo yes || echo NO)"
+    done
+    FUSED_IPS=$(ips "$LOG/${fm}_fused.log")
+    $PYTHON tools/step_time.py "--no-fuse=$LOG/${fm}_no-fuse_trace.json" \
+        "fused=$LOG/${fm}_fused_trace.json" >"$LOG/${fm}_step_time.md" 2>&1
+    row "  where the step goes ($fm, ms/step)" "$LOG/${fm}_step_time.md:"
+    while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/${fm}_step_time.md"
+    best=0 bestm=
+    for mode in $TORCH_MODES; do
+        [ "$(budget_left)" -gt 60 ] || { row "  pytorch $mode" "skipped (GPU_CHECK_SECONDS spent)"; continue; }
+        cl=$([ "${mode#*+}" = cl ] && echo --channels-last)
+        out=$(tbox 240 $PYTHON tools/gpu_torch_bench.py $fm ${mode%+cl} $fb --iters 5 $cl \
+              $([ $EMU = 1 ] && echo "--device cpu --image-size $fsz") 2>"$LOG/${fm}_torch_$mode.err" | tail -1)
+        row "  pytorch $mode (in core)" "${out:-FAILED ($(tail -1 "$LOG/${fm}_torch_$mode.err"))}"
+        v=$(torch_ips "$out")
+        [ -n "$v" ] && $PYTHON -c "import sys; sys.exit(not $v > $best)" && best=$v bestm=$mode
+    done
+    [ -n "$FUSED_IPS" ] && [ -n "$bestm" ] &&
+        row "  outcore fused / best PyTorch in core" "$($PYTHON -c "print(f'{$FUSED_IPS/$best:.3f}x (best: $bestm, $best img/s)')")"
+    [ "$fm" = resnet50 ] || [ "$fm" = resnet18 ] || continue
+    # 4. the 16 GiB cap (the emulator: half the in-core peak's saved activations)
+    tbox 150 $RUN "$M" --backend cuda --batch $fb --steps 5 --lr 0.01 $D \
+        --profile-out "$LOG/${fm}_fs_profile.json" >"$LOG/${fm}_fs_profile.log" 2>&1
+    CAP=17179869184 BUDGET=$((17179869184 - $(over_of "$LOG/${fm}_fused.log")))
+    if [ $EMU = 1 ]; then
+        $PLAN plan "$M" --batch $fb --profile "$LOG/${fm}_fs_profile.json" --strategy incore --json \
+            >"$LOG/${fm}_fs_incore.json" 2>/dev/null
+        BUDGET=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${fm}_fs_incore.json" 2>/dev/null || echo 0)
+        CAP=$((BUDGET * 16 / 15))
+    fi
+    pl_plan "$LOG/${fm}_fs_profile.json" $BUDGET ${fm}_fs_plan.onnx "$M" $fb; rc=$?
+    pl_plan_row "$fm b$fb fused, cap $CAP B" "$LOG/${fm}_fs_plan.json" $rc
+    [ $rc = 0 ] && { pl_run ${fm}_fs_plan.onnx ${fm}_fs "$D" $CAP; pl_rows ${fm}_fs "$LOG/${fm}_fs_plan.json" "$FUSED_IPS" $fb $CAP; }
+    PLAN_IPS=$(ips "$LOG/${fm}_fs_run.log")
+    best=0 bestm=
+    for mode in compile-budget checkpoint save_on_cpu; do
+        [ "$(budget_left)" -gt 60 ] || { row "  pytorch $mode (cap)" "skipped (GPU_CHECK_SECONDS spent)"; continue; }
+        [ $EMU = 1 ] && [ $mode != checkpoint ] && continue  # no memory cap on the CPU
+        out=$(tbox 240 $PYTHON tools/gpu_torch_bench.py $fm $mode $fb --iters 5 \
+              $([ $EMU = 1 ] && echo "--device cpu --image-size $fsz") 2>"$LOG/${fm}_torch_cap_$mode.err" | tail -1)
+        row "  pytorch $mode (16 GiB cap)" "${out:-FAILED ($(tail -1 "$LOG/${fm}_torch_cap_$mode.err"))}"
+        v=$(torch_ips "$out")
+        [ -n "$v" ] && $PYTHON -c "import sys; sys.exit(not $v > $best)" && best=$v bestm=$mode
+    done
+    [ -n "$PLAN_IPS" ] && [ -n "$bestm" ] &&
+        row "  outcore plan / best PyTorch under the cap" "$($PYTHON -c "print(f'{$PLAN_IPS/$best:.3f}x (best: $bestm, $best img/s)')")"
+done
+finish 0

@@ -187,28 +187,21 @@ int cu_gemm_bias(void *stream, const float *c, int64_t s0, int64_t s1, float bet
                  int64_t M, int64_t N);
 /* saved_var = 1 / inv_std^2 - eps (cuDNN's saved inverse std to ONNX's variance). */
 int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
-/* BatchNormRelu and its gradient (cpu_norm.c's numerics): channel c's M = N S
- * elements reduced by cu_bn_parts(C, M) parts, a warp each, in double; the
- * parts summed in order per channel (deterministic). ws: cu_bn_ws_doubles. */
-static inline int64_t cu_bn_parts(int64_t C, int64_t M) {
-    int64_t p = C > 0 ? (4096 + C - 1) / C : 1, most = (M + 1023) / 1024;
-    if (p > 256) p = 256;
-    if (p > most) p = most;
-    return p < 1 ? 1 : p;
-}
-static inline size_t cu_bn_ws_doubles(int64_t C, int64_t M) {
-    return (size_t)(4 * C + 2 * C * cu_bn_parts(C, M));
-}
+/* BatchNormRelu and its gradient (cpu_norm.c's numerics): channel c's N images
+ * reduced in P parts of whole images (cuda_norm_act.c picks P: about 4096
+ * elements each), a warp each, in double; the parts summed in order per
+ * channel (deterministic). ws: 4 C + 2 C P doubles. */
 /* y = relu(BN(x) [+ r]); train: batch statistics, running ones updated into
  * om / ov (may be NULL, may be rm / rv); else the running statistics rm, rv. */
 int cu_bn_relu(void *stream, const float *x, const float *r, const float *scale, const float *bias,
                const float *rm, const float *rv, float momentum, float eps, int train, float *om,
-               float *ov, float *y, int64_t N, int64_t C, int64_t S, double *ws);
+               float *ov, float *y, int64_t N, int64_t C, int64_t S, int64_t P, double *ws);
 /* With dz = dy * (y > 0) (never stored): dx, ds = sum dz xhat, db = sum dz
  * (each may be NULL); train: batch statistics from x, else the running rm, rv. */
 int cu_bn_relu_grad(void *stream, const float *dy, const float *y, const float *x,
                     const float *scale, const float *rm, const float *rv, float eps, int train,
-                    float *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S, double *ws);
+                    float *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S, int64_t P,
+                    double *ws);
 /* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
 int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,
               int64_t outer, int64_t extent, int64_t ni, int64_t inner);

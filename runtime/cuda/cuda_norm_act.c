@@ -2,6 +2,8 @@
  * with our kernels (cu_bn_relu, cu_bn_relu_grad: cuda_ops.cu), the cpu
  * kernels' numerics: statistics in double, Y written in one pass over X (and
  * R), no intermediate tensor; the gradient's batch statistics again from X. */
+#include <stdlib.h>
+
 #include "cuda_internal.h"
 
 static void *out_or_null(const kernel_args *a, int i) {
@@ -13,11 +15,30 @@ static void nchw(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
     for (int i = 2; i < x->rank; i++) *S *= x->dims[i];
 }
 
-/* Scratch: the statistics, the gradient's sums and the parts (cu_bn_ws_doubles). */
+/* Parts of a channel's statistics: whole images, about 4096 elements each
+ * (OC_BN_PART_ELEMS overrides, for tests: small values make many parts). */
+static int64_t bn_parts(int64_t N, int64_t S) {
+    static int64_t elems = 0;
+    if (!elems) {
+        const char *e = getenv("OC_BN_PART_ELEMS");
+        long long v = e ? atoll(e) : 0;
+        elems = v > 0 ? v : 4096;
+    }
+    int64_t p = (N * S + elems - 1) / elems;
+    if (p > N) p = N;
+    return p < 1 ? 1 : p;
+}
+
+/* X's dims and the parts of a fused node or its gradient. */
+static int64_t node_dims(const ir_graph *g, const ir_node *n, int64_t *N, int64_t *C, int64_t *S) {
+    nchw(&g->tensors[n->inputs[n->op == OP_BATCH_NORM_RELU ? 0 : 2]], N, C, S);
+    return bn_parts(*N, *S);
+}
+
+/* Scratch: the statistics, the gradient's sums (4 C doubles) and the parts (2 C P). */
 size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n) {
-    int64_t N, C, S;
-    nchw(&g->tensors[n->inputs[n->op == OP_BATCH_NORM_RELU ? 0 : 2]], &N, &C, &S);
-    return cu_bn_ws_doubles(C, N * S) * sizeof(double);
+    int64_t N, C, S, P = node_dims(g, n, &N, &C, &S);
+    return (size_t)(4 * C + 2 * C * P) * sizeof(double);
 }
 
 int cuda_batch_norm_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
@@ -26,13 +47,12 @@ int cuda_batch_norm_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const op_bn_args *bn = &op_args_of(a->n)->bn;
     if (!bn->training && a->n->n_outputs > 1)
         return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
-    int64_t N, C, S;
-    nchw(kernel_in(a, 0), &N, &C, &S);
+    int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
     const float *r = a->n->n_inputs > 5 ? a->in[5] : NULL;
     CU_LAUNCH(cu_bn_relu(c->stream, a->in[0], r, a->in[1], a->in[2], a->in[3], a->in[4],
                          bn->momentum, bn->epsilon, bn->training, out_or_null(a, 1),
-                         out_or_null(a, 2), a->out[0], N, C, S, a->scratch));
+                         out_or_null(a, 2), a->out[0], N, C, S, P, a->scratch));
     return OC_OK;
 }
 
@@ -40,12 +60,11 @@ int cuda_batch_norm_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     for (int i = 0; i < a->n->n_inputs; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_bn_args *bn = &op_args_of(a->n)->bn;
-    int64_t N, C, S;
-    nchw(kernel_in(a, 2), &N, &C, &S);
+    int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
     const float *rm = bn->training ? NULL : a->in[4], *rv = bn->training ? NULL : a->in[5];
     CU_LAUNCH(cu_bn_relu_grad(c->stream, a->in[0], a->in[1], a->in[2], a->in[3], rm, rv,
                               bn->epsilon, bn->training, out_or_null(a, 0), out_or_null(a, 1),
-                              out_or_null(a, 2), N, C, S, a->scratch));
+                              out_or_null(a, 2), N, C, S, P, a->scratch));
     return OC_OK;
 }

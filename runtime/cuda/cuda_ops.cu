@@ -847,24 +847,45 @@ extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, 
 }
 
 // ---- BatchNormRelu and its gradient (cpu_norm.c bn_forward / bn_backward) ----
-// Part p of channel c covers its elements [M p / P, M (p + 1) / P) in (n, s) order; a warp
-// sums them in double (fixed lanes and shuffles), then a thread per channel adds the parts
-// in order: deterministic, and every SM busy even at C = 64.
-__device__ static inline int64_t bn_at(int64_t j, int64_t c, int64_t C, int64_t S) {
-    return (j / S * C + c) * S + j % S;
+// Statistics: part p of channel c covers the images [N p / P, N (p + 1) / P) (P from
+// cuda_norm_act.c: about 4096 elements each); one warp per part walks its rows (n, c), each S contiguous floats,
+// lanes striding by 32 with four loads in flight, sums in double, a fixed shuffle order; a
+// thread per channel then adds the parts in order: deterministic, and every SM busy (ResNet-50's
+// stem at batch 640: 40960 warps). The elementwise passes go row by row (one block per (n, c)
+// row: no division per element).
+template <int GRAD>
+__device__ static inline void bn_acc(const float *dy, const float *y, const float *x, int64_t o,
+                                     double m, double is, double &s, double &q) {
+    if (GRAD) { // dz = dy (y > 0): sum dz, sum dz xhat
+        float d = oc_relu_grad(dy[o], y[o]);
+        s += d;
+        q += d * ((double)x[o] - m) * is;
+    } else { // sum x, sum x^2
+        double v = x[o];
+        s += v;
+        q += v * v;
+    }
 }
 
-__global__ void k_bn_part_stats(const float *x, int64_t C, int64_t S, int64_t M, int64_t P,
-                                double *part) {
+template <int GRAD>
+__global__ void k_bn_parts(const float *dy, const float *y, const float *x, const double *stats,
+                           int64_t N, int64_t C, int64_t S, int64_t P, double *part) {
     ROW_LOOP(u, C * P) {
-        int64_t c = u / P, p = u % P, hi = M * (p + 1) / P;
-        double s = 0, q = 0;
-        for (int64_t j = M * p / P + threadIdx.x; j < hi; j += blockDim.x) {
-            double v = x[bn_at(j, c, C, S)];
-            s += v;
-            q += v * v;
+        int64_t c = u / P, p = u % P;
+        double m = GRAD ? stats[2 * c] : 0, is = GRAD ? stats[2 * c + 1] : 0;
+        double s0 = 0, q0 = 0, s1 = 0, q1 = 0;
+        int64_t B = blockDim.x;
+        for (int64_t n = N * p / P; n < N * (p + 1) / P; n++) {
+            int64_t row = (n * C + c) * S, i = threadIdx.x;
+            for (; i + 3 * B < S; i += 4 * B) { // four independent loads per lane
+                bn_acc<GRAD>(dy, y, x, row + i, m, is, s0, q0);
+                bn_acc<GRAD>(dy, y, x, row + i + B, m, is, s1, q1);
+                bn_acc<GRAD>(dy, y, x, row + i + 2 * B, m, is, s0, q0);
+                bn_acc<GRAD>(dy, y, x, row + i + 3 * B, m, is, s1, q1);
+            }
+            for (; i < S; i += B) bn_acc<GRAD>(dy, y, x, row + i, m, is, s0, q0);
         }
-        s = warp_sum(s), q = warp_sum(q);
+        double s = warp_sum(s0 + s1), q = warp_sum(q0 + q1);
         if (threadIdx.x == 0) part[2 * u] = s, part[2 * u + 1] = q;
     }
 }
@@ -892,55 +913,46 @@ __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int6
     }
 }
 
+// One block per row (n, c); r: the residual or NULL.
 __global__ void k_bn_relu_apply(const float *x, const float *r, const double *stats,
                                 const float *scale, const float *bias, float *y, int64_t C,
-                                int64_t S, int64_t n) {
-    GRID_LOOP(i, n) {
-        int64_t c = (i / S) % C;
-        double a_c = stats[2 * c + 1] * scale[c];
-        float v = (float)(((double)x[i] - stats[2 * c]) * a_c + (double)bias[c]);
-        if (r) v = v + r[i];
-        y[i] = oc_relu(v);
+                                int64_t S, int64_t rows) {
+    ROW_LOOP(row, rows) {
+        int64_t c = row % C, o = row * S;
+        double m = stats[2 * c], a_c = stats[2 * c + 1] * scale[c], b_c = bias[c];
+        for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
+            float v = (float)(((double)x[o + i] - m) * a_c + b_c);
+            if (r) v = v + r[o + i];
+            y[o + i] = oc_relu(v);
+        }
     }
+}
+
+static unsigned row_threads(int64_t S) { // a block per row: up to 256 threads, whole warps
+    int64_t t = (S + WARP - 1) / WARP * WARP;
+    return (unsigned)(t > THREADS ? THREADS : t < WARP ? WARP : t);
 }
 
 static void bn_stats(cudaStream_t st, const float *x, const float *rm, const float *rv,
                      float momentum, float eps, int train, float *om, float *ov, int64_t N,
-                     int64_t C, int64_t S, double *stats, double *part) {
-    int64_t M = N * S, P = cu_bn_parts(C, M);
-    if (train) k_bn_part_stats<<<warps_for(C * P), WARP, 0, st>>>(x, C, S, M, P, part);
-    k_bn_finish_stats<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, M, eps, train, rm, rv,
+                     int64_t C, int64_t S, int64_t P, double *stats, double *part) {
+    if (train)
+        k_bn_parts<0><<<warps_for(C * P), WARP, 0, st>>>(NULL, NULL, x, NULL, N, C, S, P, part);
+    k_bn_finish_stats<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, N * S, eps, train, rm, rv,
                                                          momentum, om, ov, stats);
 }
 
 extern "C" int cu_bn_relu(void *stream, const float *x, const float *r, const float *scale,
                           const float *bias, const float *rm, const float *rv, float momentum,
                           float eps, int train, float *om, float *ov, float *y, int64_t N,
-                          int64_t C, int64_t S, double *ws) {
+                          int64_t C, int64_t S, int64_t P, double *ws) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
-    bn_stats(st, x, rm, rv, momentum, eps, train, om, ov, N, C, S, ws, ws + 4 * C);
+    bn_stats(st, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C);
     if (N * C * S > 0)
-        k_bn_relu_apply<<<blocks_for(N * C * S), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, S,
-                                                                   N * C * S);
+        k_bn_relu_apply<<<warps_for(N * C), row_threads(S), 0, st>>>(x, r, ws, scale, bias, y, C, S,
+                                                                     N * C);
     return last_error();
-}
-
-__global__ void k_bnr_grad_part(const float *dy, const float *y, const float *x,
-                                const double *stats, int64_t C, int64_t S, int64_t M, int64_t P,
-                                double *part) {
-    ROW_LOOP(u, C * P) {
-        int64_t c = u / P, p = u % P, hi = M * (p + 1) / P;
-        double s = 0, q = 0, m = stats[2 * c], is = stats[2 * c + 1];
-        for (int64_t j = M * p / P + threadIdx.x; j < hi; j += blockDim.x) {
-            int64_t o = bn_at(j, c, C, S);
-            float d = oc_relu_grad(dy[o], y[o]);
-            s += d;
-            q += d * ((double)x[o] - m) * is;
-        }
-        s = warp_sum(s), q = warp_sum(q);
-        if (threadIdx.x == 0) part[2 * u] = s, part[2 * u + 1] = q;
-    }
 }
 
 __global__ void k_bnr_grad_finish(const double *part, int64_t C, int64_t P, double *sums, float *ds,
@@ -956,34 +968,37 @@ __global__ void k_bnr_grad_finish(const double *part, int64_t C, int64_t P, doub
 
 __global__ void k_bnr_grad_apply(const float *dy, const float *y, const float *x,
                                  const double *stats, const double *sums, const float *scale,
-                                 int train, float *dx, int64_t C, int64_t S, int64_t n, double M) {
-    GRID_LOOP(i, n) {
-        int64_t c = (i / S) % C;
-        float d = oc_relu_grad(dy[i], y[i]);
-        double is = stats[2 * c + 1];
-        if (!train) {
-            dx[i] = (float)(scale[c] * is * d);
-            continue;
+                                 int train, float *dx, int64_t C, int64_t S, int64_t rows,
+                                 double M) {
+    ROW_LOOP(row, rows) {
+        int64_t c = row % C, o = row * S;
+        double m = stats[2 * c], is = stats[2 * c + 1], k = scale[c] * is / M;
+        double sdy = sums[2 * c], sdyx = sums[2 * c + 1];
+        for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
+            float d = oc_relu_grad(dy[o + i], y[o + i]);
+            if (!train) {
+                dx[o + i] = (float)(scale[c] * is * d);
+                continue;
+            }
+            double xhat = ((double)x[o + i] - m) * is;
+            dx[o + i] = (float)(k * (M * d - sdy - xhat * sdyx));
         }
-        double k = scale[c] * is / M, xhat = ((double)x[i] - stats[2 * c]) * is;
-        dx[i] = (float)(k * (M * d - sums[2 * c] - xhat * sums[2 * c + 1]));
     }
 }
 
 extern "C" int cu_bn_relu_grad(void *stream, const float *dy, const float *y, const float *x,
                                const float *scale, const float *rm, const float *rv, float eps,
                                int train, float *dx, float *ds, float *db, int64_t N, int64_t C,
-                               int64_t S, double *ws) {
+                               int64_t S, int64_t P, double *ws) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
-    int64_t M = N * S, P = cu_bn_parts(C, M);
     double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
-    bn_stats(st, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, stats, part);
-    k_bnr_grad_part<<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, C, S, M, P, part);
+    bn_stats(st, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
+    k_bn_parts<1><<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, N, C, S, P, part);
     k_bnr_grad_finish<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, sums, ds, db);
-    if (dx && M * C > 0)
-        k_bnr_grad_apply<<<blocks_for(M * C), THREADS, 0, st>>>(dy, y, x, stats, sums, scale, train,
-                                                                dx, C, S, M * C, (double)M);
+    if (dx && N * C * S > 0)
+        k_bnr_grad_apply<<<warps_for(N * C), row_threads(S), 0, st>>>(
+            dy, y, x, stats, sums, scale, train, dx, C, S, N * C, (double)(N * S));
     return last_error();
 }
 

@@ -74,6 +74,15 @@ else
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness.out" | head -20
 fi
 
+# 1c'. again with BatchNormRelu's statistics in parts of 8 elements (OC_BN_PART_ELEMS): every
+#     case's channels then reduce over several parts, summed in order
+if OC_BN_PART_ELEMS=8 "$EMU/tests/test_op_harness" --require cuda >"$T/harness8.out" 2>&1; then
+    ok "op harness, cuda (emulated) vs cpu, BN statistics in 8-element parts: $(grep -c 'BatchNormRelu (.*cuda matches cpu' "$T/harness8.out") BatchNormRelu cases match"
+else
+    bad "op harness with OC_BN_PART_ELEMS=8:"
+    grep -E '^(ERROR|not ok)|FAILED' "$T/harness8.out" | head -20
+fi
+
 # 1d. transformers on emulated cuda vs cpu: the tiny GPT (causal mask, tied head) and ViT,
 #     attention unfused and fused (FusedAttention in chunks of 3 batch-heads: several
 #     chunks, the last one short), 2 steps: losses within 1e-5 relative

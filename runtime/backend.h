@@ -46,6 +46,8 @@ typedef struct rt_backend_opts {
                           (torch.backends.cudnn.allow_tf32 = False) */
     bool tf32_matmul;  /* --tf32-matmul on: Gemm / MatMul on TF32 tensor cores
                           (torch.backends.cuda.matmul.allow_tf32 = True) */
+    bool cuda_graph;   /* --cuda-graph on: the executor captures the step (cuBLAS gets a
+                          workspace of its own, 32 MiB, so a capture allocates nothing) */
 } rt_backend_opts;
 
 typedef struct rt_backend rt_backend;
@@ -98,6 +100,17 @@ struct rt_backend {
     int (*stamp_reset)(rt_backend *b, int n, oc_err *err);
     void (*stamp)(rt_backend *b, rt_stream_id s, int slot);
     int (*stamp_read)(rt_backend *b, double *secs, oc_err *err);
+    /* Graphs (optional, all four or none): capture_begin makes every stream
+     * record what is enqueued from now on instead of running it; capture_end
+     * turns the record into a replayable step (OC_ERR with the reason when the
+     * capture failed: nothing recorded ran, so the caller runs the work again
+     * on the streams); replay enqueues the captured step once; capture_free
+     * drops it. Work whose arguments change step to step cannot be captured
+     * (the executor decides what may be). */
+    int (*capture_begin)(rt_backend *b, oc_err *err);
+    int (*capture_end)(rt_backend *b, oc_err *err);
+    void (*replay)(rt_backend *b);
+    void (*capture_free)(rt_backend *b);
 };
 
 /* One entry of the registry. */

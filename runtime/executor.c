@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plan/lifetimes.h"
+#include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 
 /* ---- program ---- */
@@ -110,7 +111,46 @@ struct rt_exec {
     bool *ws_own;               /* plans: per node, runs in its planned region */
     int n_deps;
     double *stamps; /* rt_exec_trace_on: per step, 1 + 2 * n_ops backend stamps */
+    enum { GRAPH_OFF, GRAPH_WANTED, GRAPH_READY } graph;
+    int64_t steps_run;
 };
+
+/* A node whose kernel arguments change from step to step: a captured launch
+ * would replay the captured step's. */
+static bool varies_per_step(const ir_node *n) {
+    switch (n->op) {
+    case OP_DROPOUT: return op_args_of(n)->dropout.training && op_args_of(n)->dropout.ratio > 0;
+    case OP_RANDOM_UNIFORM_LIKE:
+    case OP_ADAMW: return true;
+    case OP_FUSED_ATTENTION:
+    case OP_FUSED_ATTENTION_GRAD: return op_args_of(n)->attention.dropout_ratio > 0;
+    default: return false;
+    }
+}
+
+/* GRAPH_WANTED, or GRAPH_OFF with the reason on stderr. */
+static int graph_mode(const rt_exec *x) {
+    const ir_graph *g = x->tg->g;
+    if (!x->b->capture_begin) {
+        fprintf(stderr, "graph: the %s backend has no graphs; the step runs on its streams\n",
+                x->b->name);
+        return GRAPH_OFF;
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (varies_per_step(&g->nodes[i])) {
+            fprintf(stderr,
+                    "graph: off: node '%s' (%s) takes step-dependent arguments, which a "
+                    "captured step would replay; the step runs on the streams\n",
+                    g->nodes[i].name, g->nodes[i].op_type);
+            return GRAPH_OFF;
+        }
+    for (int j = 0; j < x->n_ops; j++)
+        if (x->ops[j].kind == RT_OP_HOST_FN) {
+            fprintf(stderr, "graph: off: the step calls host functions\n");
+            return GRAPH_OFF;
+        }
+    return GRAPH_WANTED;
+}
 
 static bool is_copy_node(const ir_node *n, rt_stream_id *s) {
     if (n->op == OP_SWAP_OUT) *s = RT_STREAM_D2H;
@@ -438,12 +478,14 @@ int rt_exec_new(const train_graph *tg, const rt_exec_opts *o, rt_exec **out, oc_
     }
     build_program(x);
     for (int i = 0; i < tg->g->n_nodes; i++) x->args[i].seed = o->seed;
+    x->graph = o->graph ? graph_mode(x) : GRAPH_OFF;
     *out = x;
     return OC_OK;
 }
 
 void rt_exec_free(rt_exec *x) {
     if (!x) return;
+    if (x->graph == GRAPH_READY) x->b->capture_free(x->b);
     if (x->events) rt_program_events_free(x->b, x->events, x->n_ops);
     oc_free(x->stamps);
     if (x->arena) x->b->dev_free(x->b, x->arena);
@@ -480,8 +522,33 @@ void *rt_exec_host_input(rt_exec *x, int i) {
     return x->host + x->host_input_off[i];
 }
 
+/* The step as a graph: captured on the executor's second step (the first
+ * chooses algorithms and allocates what the kernels keep), replayed after. */
+static void run_graph(rt_exec *x, int64_t step) {
+    if (x->graph == GRAPH_READY) {
+        x->b->replay(x->b);
+        return;
+    }
+    oc_err why;
+    if (x->b->capture_begin(x->b, &why) == OC_OK) {
+        rt_program_run(x->b, x->ops, x->n_ops, x->events, step, false);
+        if (x->b->capture_end(x->b, &why) == OC_OK) {
+            x->graph = GRAPH_READY;
+            fprintf(stderr, "graph: step %" PRId64 " captured (%d ops), replayed from here on\n",
+                    step, x->n_ops);
+            x->b->replay(x->b);
+            return;
+        }
+    }
+    fprintf(stderr, "graph: capture failed (%s); the steps run on the streams\n", why.msg);
+    x->graph = GRAPH_OFF;
+    rt_program_run(x->b, x->ops, x->n_ops, x->events, step, false);
+}
+
 int rt_exec_step(rt_exec *x, int64_t step, float *loss, oc_err *err) {
-    rt_program_run(x->b, x->ops, x->n_ops, x->events, step, x->stamps != NULL);
+    if (x->graph != GRAPH_OFF && x->steps_run > 0 && !x->stamps) run_graph(x, step);
+    else rt_program_run(x->b, x->ops, x->n_ops, x->events, step, x->stamps != NULL);
+    x->steps_run++;
     if (x->b->sync(x->b, err)) return oc_fail_prefix(err, "step %" PRId64, step);
     if (x->stamps) {
         if (x->b->stamp_read(x->b, x->stamps, err))

@@ -78,6 +78,13 @@ typedef struct rt_exec_opts {
      * needs more than its region gets a separate buffer, reported on stderr. */
     const int64_t *offsets;
     int64_t planned_bytes;
+    /* Capture the step as a graph on its second run and replay it from then on
+     * (backends with capture_*; rt_exec_step): the same kernels, copies and
+     * events, enqueued in one call. A step whose kernels take step-dependent
+     * arguments (Dropout's and RandomUniformLike's draws, dropout inside
+     * FusedAttention, AdamW's bias correction) keeps running on the streams, and
+     * so does one whose capture fails; either is said once on stderr. */
+    bool graph;
 } rt_exec_opts;
 
 typedef struct rt_exec rt_exec;

@@ -4,7 +4,8 @@
 # flow here. Per model (ResNet-50 b640, VGG-16 b256; the emulator: ResNet-18 / alexnet_small):
 #   1. outcore in core, --no-fuse and fused (the default), each timed and traced
 #      (--trace-out): images/s, and tools/step_time.py's per-op-class table of both side by side;
-#   2. op harness rows of the fused kernels (BatchNormRelu, its gradient) cuda vs cpu;
+#   2. op harness rows of the fused kernels (BatchNormRelu, its gradient) cuda vs cpu; the
+#      fused step with --cuda-graph on (timed; --deterministic weights vs the streams' bitwise);
 #   3. PyTorch in core (tools/gpu_torch_bench.py, TF32 as outcore's defaults): eager,
 #      torch.compile default and mode="max-autotune-no-cudagraphs", channels-last eager and
 #      compile; the ratio of outcore's fused in-core throughput to the best of them;
@@ -42,6 +43,22 @@ for spec in $FS_SPECS; do
         row "$fm b$fb in core, $lvl" "$(ips "$LOG/${fm}_${lvl}.log" || true) img/s, device $(dev_used "$LOG/${fm}_${lvl}.log") B, loss falls: $(loss_falls "$LOG/${fm}_${lvl}.log" && echo yes || echo NO)"
     done
     FUSED_IPS=$(ips "$LOG/${fm}_fused.log")
+    # CUDA graphs: timed, and --deterministic replay == stream execution bit for bit
+    tbox 150 $RUN "$M" --backend cuda --batch $fb --steps $FSTEPS --lr 0.01 $D --cuda-graph on \
+        >"$LOG/${fm}_graph.log" 2>&1
+    row "$fm b$fb in core, fused, --cuda-graph on" "$(ips "$LOG/${fm}_graph.log" || true) img/s ($(grep -m1 '^graph:' "$LOG/${fm}_graph.log" | cut -c1-90))"
+    for gm in off on; do
+        tbox 150 $RUN "$M" --backend cuda --batch $fb --steps 3 --lr 0.01 $D --deterministic \
+            --cuda-graph $gm --save "$LOG/${fm}_det_$gm.onnx" >"$LOG/${fm}_det_$gm.log" 2>&1
+    done
+    row "  graph replay vs streams, --deterministic" "$($PYTHON - "$LOG/${fm}_det_off.onnx" "$LOG/${fm}_det_on.onnx" <<'PY' 2>&1 | tail -1
+import sys, onnx
+from onnx import numpy_helper
+a, b = ({t.name: numpy_helper.to_array(t).tobytes() for t in onnx.load(p).graph.initializer} for p in sys.argv[1:3])
+d = [k for k in a if b.get(k) != a[k]]
+print(f"{len(a) - len(d)} of {len(a)} weights bitwise equal" + (f"; differ: {d[:3]}" if d else ""))
+PY
+)"
     $PYTHON tools/step_time.py "--no-fuse=$LOG/${fm}_no-fuse_trace.json" \
         "fused=$LOG/${fm}_fused_trace.json" >"$LOG/${fm}_step_time.md" 2>&1
     row "  where the step goes ($fm, ms/step)" "$LOG/${fm}_step_time.md:"

@@ -52,7 +52,7 @@ static void usage(FILE *f) {
         "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
         "                   [--trace-out T.json]\n"
         "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n"
-        "                   [--tf32-conv on|off] [--tf32-matmul on|off]\n\n"
+        "                   [--tf32-conv on|off] [--tf32-matmul on|off] [--cuda-graph on|off]\n\n"
         "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
         "for K steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform\n"
         "in [0, C)), the same batch every step from ONNX TensorProto files (--input), or a\n"
@@ -95,6 +95,10 @@ static void usage(FILE *f) {
         "  TF32 as PyTorch's switches and defaults: --tf32-conv on (torch.backends.cudnn.\n"
         "  allow_tf32: convolutions on TF32 tensor cores; off: FMA math), --tf32-matmul off\n"
         "  (torch.backends.cuda.matmul.allow_tf32: Gemm/MatMul in full fp32; on: TF32).\n"
+        "  --cuda-graph on: the second step is captured as one CUDA graph and replayed from\n"
+        "  then on (one launch per step); a step with per-step arguments (Dropout, AdamW) or a\n"
+        "  failed capture runs on the streams, said once. Default off (not yet measured on a\n"
+        "  GPU).\n"
         "--profile-out (cuda): step 0 warms up, steps 1.. are timed per node with CUDA events;\n"
         "writes the medians, copy bandwidth and workspaces as a measured profile.json for\n"
         "outcore-plan (needs --steps >= 4).\n"
@@ -160,13 +164,13 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             continue;
         }
         static const char *const with_value[] = {
-            "--backend",     "--input",       "--labels",       "--save",
-            "--dump-grads",  "--profile-out", "--trace-out",    "--workspace-limit",
-            "--batch",       "--steps",       "--seed",         "--budget",
-            "--lr",          "--momentum",    "--weight-decay", "--data",
-            "--epochs",      "--eval-data",   "--eval-labels",  "--save-every",
-            "--resume",      "--bn",          "--tf32-conv",    "--tf32-matmul",
-            TRAIN_OPTS_FLAGS};
+            "--backend",    "--input",       "--labels",       "--save",
+            "--dump-grads", "--profile-out", "--trace-out",    "--workspace-limit",
+            "--batch",      "--steps",       "--seed",         "--budget",
+            "--lr",         "--momentum",    "--weight-decay", "--data",
+            "--epochs",     "--eval-data",   "--eval-labels",  "--save-every",
+            "--resume",     "--bn",          "--tf32-conv",    "--tf32-matmul",
+            "--cuda-graph", TRAIN_OPTS_FLAGS};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -188,10 +192,11 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         else if (strcmp(a, "--eval-data") == 0) o->eval_data = v;
         else if (strcmp(a, "--eval-labels") == 0) o->eval_labels = v;
         else if (strcmp(a, "--resume") == 0) o->resume = v;
-        else if (strncmp(a, "--tf32-", 7) == 0) {
+        else if (strncmp(a, "--tf32-", 7) == 0 || strcmp(a, "--cuda-graph") == 0) {
             if (strcmp(v, "on") && strcmp(v, "off"))
                 return oc_fail(err, "%s: '%s' is not one of on, off", a, v);
-            if (a[7] == 'c') o->bo.no_tf32_conv = v[1] == 'f';
+            if (a[2] == 'c') o->bo.cuda_graph = v[1] == 'n';
+            else if (a[7] == 'c') o->bo.no_tf32_conv = v[1] == 'f';
             else o->bo.tf32_matmul = v[1] == 'n';
         } else if (strcmp(a, "--bn") == 0) {
             if (strcmp(v, "train") && strcmp(v, "frozen"))
@@ -243,6 +248,9 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
     if (o->profile_out && o->steps < 4)
         return oc_fail(err,
                        "--profile-out needs --steps >= 4 (step 0 warms up, the rest are timed)");
+    if (o->bo.cuda_graph && (o->profile_out || o->trace_out))
+        return oc_fail(err, "--cuda-graph on replays the step whole: --profile-out and --trace-out "
+                            "time it node by node on the streams (give one or the other)");
     if (o->trace_out && o->steps < 2)
         return oc_fail(err,
                        "--trace-out needs --steps >= 2 (step 0 warms up, the rest are traced)");
@@ -514,7 +522,8 @@ static int run(const run_opts *o, oc_err *err) {
                        .seed = ro.seed,
                        .keep = keep,
                        .offsets = info.plan_offsets,
-                       .planned_bytes = info.plan_arena_bytes};
+                       .planned_bytes = info.plan_arena_bytes,
+                       .graph = o->bo.cuda_graph};
     if (rt_exec_new(tg, &eo, &x, err)) {
         if (o->budget) oc_fail_prefix(err, "--budget %" PRId64, o->budget);
         goto out;

@@ -277,10 +277,12 @@ static void cuda_be_destroy(rt_backend *b) {
     oc_free(im->pending);
     prof_reset(im);
     stamps_free(im);
+    cuda_capture_free(b);
     cuda_algo_cache_free(im->algos);
     cuda_bn_stash_free(im->bn_stash);
     if (im->dnn) (void)cudnnDestroy(im->dnn);
     if (im->blas) (void)cublasDestroy(im->blas);
+    if (im->blas_ws) (void)cudaFree(im->blas_ws);
     for (int s = 0; s < RT_STREAM__COUNT; s++)
         if (im->s[s]) (void)cudaStreamDestroy(im->s[s]);
     pthread_mutex_destroy(&im->mu);
@@ -315,6 +317,11 @@ static int impl_init(cuda_impl *im, const rt_backend_opts *opts, oc_err *err) {
     CUBLAS_CHECK_N(cublasSetMathMode(im->blas, opts->tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                  : CUBLAS_DEFAULT_MATH),
                    no_node);
+    if (opts->cuda_graph) { /* cuBLAS must not allocate inside a capture: its workspace, ours */
+        size_t ws = (size_t)32 << 20;
+        CU_CHECK_N(cudaMalloc(&im->blas_ws, ws), no_node);
+        CUBLAS_CHECK_N(cublasSetWorkspace(im->blas, im->blas_ws, ws), no_node);
+    }
     struct cudaDeviceProp prop;
     int blas_ver = 0;
     CU_CHECK_N(cudaGetDeviceProperties(&prop, im->device), no_node);
@@ -366,6 +373,10 @@ int rt_backend_cuda_new(const rt_backend_opts *opts, rt_backend **out, oc_err *e
         .stamp_reset = cuda_be_stamp_reset,
         .stamp = cuda_be_stamp,
         .stamp_read = cuda_be_stamp_read,
+        .capture_begin = cuda_capture_begin,
+        .capture_end = cuda_capture_end,
+        .replay = cuda_replay,
+        .capture_free = cuda_capture_free,
     };
     if (impl_init(im, opts, err)) {
         oc_fail_prefix(err, "backend 'cuda'");

@@ -39,6 +39,11 @@ typedef struct cuda_impl {
     bool verbose;       /* print each algorithm choice */
     size_t ws_limit;    /* a convolution's workspace cap */
     bool tf32_conv;     /* convolutions may use TF32 tensor cores (cuDNN's default math) */
+    /* CUDA graphs (cuda_graph.c): the captured step, its fork / join events, and
+     * cuBLAS's own workspace (set so that a capture allocates nothing) */
+    cudaGraphExec_t graph;
+    cudaEvent_t fork_ev, join_ev[RT_STREAM__COUNT];
+    void *blas_ws;
     pthread_mutex_t mu; /* guards err_set/err (host functions run on CUDA's thread) */
     bool err_set;
     oc_err err; /* first asynchronous error */
@@ -124,6 +129,11 @@ size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n); /* FusedAtte
 size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n); /* cuda_norm_act.c */
 void cuda_algo_cache_free(cuda_algo_cache *ac);
+/* backend.h capture_begin / capture_end / replay / capture_free (cuda_graph.c). */
+int cuda_capture_begin(rt_backend *b, oc_err *err);
+int cuda_capture_end(rt_backend *b, oc_err *err);
+void cuda_replay(rt_backend *b);
+void cuda_capture_free(rt_backend *b);
 void cuda_bn_stash_free(cuda_bn_stash *st);
 /* The backend's profile_start / profile_write (backend.h; cuda_profile.c holds
  * the writer, backend_cuda.c the start). */

@@ -215,6 +215,42 @@ PYEOF
         bad "BN statistics stash: default vs --deterministic gradients: $w"
     fi
 fi
+# 3d. CUDA graphs: --cuda-graph on captures step 1 and replays it; losses and weights bitwise
+#     those of the stream runs (--deterministic and default), for the in-core graph and the
+#     swap-all plan; a capture that fails (EMU_CAPTURE_FAIL_AT) falls back to the streams with
+#     the same bits; a step with Dropout stays on the streams, said so.
+if [ -n "$budget" ]; then
+    for MODE in --deterministic ""; do
+        for P in incore swap; do
+            ref=$([ $P = incore ] && echo "$T/incore$( [ -n "$MODE" ] && echo "$MODE" || echo default).loss" || echo "")
+            run_cuda "$T/$P.onnx" "$T/g_$P$MODE.onnx" >"$T/g_$P$MODE.loss" 2>/dev/null
+            MODE="$MODE --cuda-graph on" run_cuda "$T/$P.onnx" "$T/gr_$P$MODE.onnx" >"$T/gr_$P$MODE.loss"
+            if grep -q "graph: step 1 captured" "$T/gr_$P$MODE.onnx.err" &&
+               cmp -s "$T/g_$P$MODE.loss" "$T/gr_$P$MODE.loss" && [ -s "$T/gr_$P$MODE.loss" ] &&
+               w=$(weights_cmp "$T/g_$P$MODE.onnx" "$T/gr_$P$MODE.onnx" 2>&1); then
+                ok "cuda graph replay (${MODE:-default}, $P): losses and weights bitwise == stream execution"
+            else
+                bad "cuda graph replay (${MODE:-default}, $P): $(cat "$T/gr_$P$MODE.onnx.err" | tail -3) $w"
+            fi
+        done
+    done
+    EMU_CAPTURE_FAIL_AT=7 MODE="--deterministic --cuda-graph on" run_cuda "$T/incore.onnx" \
+        "$T/gf.onnx" >"$T/gf.loss"
+    if grep -q "graph: capture failed" "$T/gf.onnx.err" && cmp -s "$T/gf.loss" "$T/g_incore--deterministic.loss" &&
+       weights_cmp "$T/gf.onnx" "$T/g_incore--deterministic.onnx" >/dev/null 2>&1; then
+        ok "a failed capture falls back to the streams: $(grep -m1 'graph: capture failed' "$T/gf.onnx.err" | cut -c1-120)"
+    else
+        bad "capture fallback: $(tail -3 "$T/gf.onnx.err")"
+    fi
+fi
+"$PY" tools/export_models.py --models alexnet_small --opset 13 --image-size 32 --batch 2 \
+    --structure-only --out "$T/alex" >/dev/null 2>&1
+if "$EMU/outcore-run" "$T/alex/alexnet_small_op13.onnx" --batch 2 --backend cuda --steps 2 --cuda-graph on >"$T/ga.out" 2>"$T/ga.err" &&
+   grep -q "graph: off: node '.*' (Dropout)" "$T/ga.err" && grep -q '^step 1' "$T/ga.out"; then
+    ok "--cuda-graph on with Dropout: $(grep -m1 'graph: off' "$T/ga.err" | cut -c1-110)..."
+else
+    bad "--cuda-graph on with Dropout: $(tail -2 "$T/ga.err")"
+fi
 # 3c. TF32 switches (PyTorch's): --tf32-conv off makes every convolution's algorithm one of
 #     FMA math (no tensor cores) and --tf32-matmul on is accepted by cuBLAS; the banner says so.
 if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 1 --seed 7 --verbose-algos \

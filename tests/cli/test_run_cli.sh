@@ -82,6 +82,13 @@ expect_error "--fuse some" "$RUN" "$M" --batch 2 --fuse some
 expect_error "--no-fuse on a training graph" "$RUN" "$T/train.onnx" --no-fuse
 expect_error "--tf32-conv maybe" "$RUN" "$M" --batch 2 --tf32-conv maybe
 expect_error "--tf32-matmul without a value" "$RUN" "$M" --batch 2 --tf32-matmul
+expect_error "--cuda-graph sometimes" "$RUN" "$M" --batch 2 --cuda-graph sometimes
+expect_error "--cuda-graph on with --trace-out" "$RUN" "$T/train.onnx" --steps 2 --cuda-graph on \
+    --trace-out "$T/t.json"
+"$RUN" "$T/train.onnx" --steps 2 --cuda-graph on >"$T/o" 2>"$T/e" && grep -q "^step 1" "$T/o" &&
+    grep -q "graph: the cpu backend has no graphs" "$T/e" &&
+    ok "--cuda-graph on, cpu backend: runs on its streams, said once" ||
+    bad "--cuda-graph on on cpu: $(cat "$T/e")"
 # a trace that cannot be written: the steps run, then one error naming the path, non-zero exit
 "$RUN" "$T/train.onnx" --steps 2 --trace-out "$T/no/such/dir/t.json" >"$T/o" 2>"$T/e"
 rc=$?

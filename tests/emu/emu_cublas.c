@@ -45,6 +45,12 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
     return CUBLAS_STATUS_SUCCESS;
 }
 
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *workspace, size_t bytes) {
+    if (!handle_ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (bytes && !emu_is_device_range(workspace, bytes)) return CUBLAS_STATUS_INVALID_VALUE;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t cublasGetVersion(cublasHandle_t h, int *version) {
     if (!handle_ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!version) return CUBLAS_STATUS_INVALID_VALUE;
@@ -121,7 +127,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t transa, cublasOpe
                      A,
                      B,
                      C};
-    emu_stream_enqueue(h->stream, sgemm_run, j);
+    emu_stream_enqueue(h->stream, sgemm_run, j, sizeof *j);
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -921,7 +921,7 @@ static cudnnStatus_t conv_enqueue(const char *call, cudnnHandle_t h, int kind, i
     if (need && (st = check_dev(call, "workSpace", ws, need))) return st;
     conv_job *j = xcalloc(1, sizeof *j);
     *j = (conv_job){kind, *q, in0, in1, out, a, b, ws, need};
-    emu_stream_enqueue(h->stream, conv_run, j);
+    emu_stream_enqueue(h->stream, conv_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1085,7 +1085,7 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t h, cudnnActivationDescriptor_
     j->op = EW_ACT;
     j->a = tv_of(xd), j->c = tv_of(yd);
     j->A = x, j->C = y, j->alpha = a, j->beta = b, j->act = *ad;
-    emu_stream_enqueue(h->stream, ew_run, j);
+    emu_stream_enqueue(h->stream, ew_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1112,7 +1112,7 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTens
     j->op = EW_ADD;
     j->a = tv_of(ad), j->c = tv_of(cd);
     j->A = A, j->C = C, j->alpha = a, j->beta = b;
-    emu_stream_enqueue(h->stream, ew_run, j);
+    emu_stream_enqueue(h->stream, ew_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1140,7 +1140,7 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t h, const void *alpha,
     j->op = EW_BIAS_GRAD;
     j->a = tv_of(dyd), j->c = tv_of(dbd);
     j->A = dy, j->C = db, j->alpha = a, j->beta = b;
-    emu_stream_enqueue(h->stream, ew_run, j);
+    emu_stream_enqueue(h->stream, ew_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1332,7 +1332,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
     pool_job *j = xcalloc(1, sizeof *j);
     *j = q;
     j->x = x, j->dst = y;
-    emu_stream_enqueue(h->stream, pool_run, j);
+    emu_stream_enqueue(h->stream, pool_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1358,7 +1358,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, const cudnnPoolingDescriptor
     pool_job *j = xcalloc(1, sizeof *j);
     *j = q;
     j->x = x, j->y = y, j->dy = dy, j->dst = dx, j->backward = true;
-    emu_stream_enqueue(h->stream, pool_run, j);
+    emu_stream_enqueue(h->stream, pool_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1575,7 +1575,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
                   .beta = b,
                   .factor = factor,
                   .eps = eps};
-    emu_stream_enqueue(h->stream, bn_run, j);
+    emu_stream_enqueue(h->stream, bn_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1612,7 +1612,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(
                   .alpha = a,
                   .beta = b,
                   .eps = eps};
-    emu_stream_enqueue(h->stream, bn_run, j);
+    emu_stream_enqueue(h->stream, bn_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1664,6 +1664,6 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
                   .alpha_p = ap,
                   .beta_p = bp,
                   .eps = eps};
-    emu_stream_enqueue(h->stream, bn_run, j);
+    emu_stream_enqueue(h->stream, bn_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
 }

@@ -20,7 +20,11 @@
  *     (emu_async_error) is sticky, as a GPU fault is: every later sync and
  *     cudaGetLastError returns it.
  *   - host functions (cudaLaunchHostFunc) run on the stream's thread; a CUDA
- *     call from inside one is an error (cudaErrorNotPermitted), as in CUDA. */
+ *     call from inside one is an error (cudaErrorNotPermitted), as in CUDA.
+ *   - stream capture: a captured stream's items, event records and waits are
+ *     appended to its graph instead of run (items as plain-data templates);
+ *     cudaGraphLaunch re-issues them in the recorded order on the streams that
+ *     made them, bracketed by events on the launch stream. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -85,6 +89,11 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     case cudaErrorNotPermitted: return "cudaErrorNotPermitted";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureUnjoined: return "cudaErrorStreamCaptureUnjoined";
+    case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
     case cudaErrorUnknown: return "cudaErrorUnknown";
     }
     return "cudaErrorUnknown";
@@ -106,6 +115,14 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     case cudaErrorNotPermitted: return "operation not permitted";
+    case cudaErrorStreamCaptureUnsupported:
+        return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+        return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnmatched: return "capture was not initiated in this stream";
+    case cudaErrorStreamCaptureUnjoined: return "capturing stream has unjoined work";
+    case cudaErrorStreamCaptureIsolation:
+        return "dependency created on uncaptured work in another stream";
     case cudaErrorUnknown: return "unknown error";
     }
     return "unrecognized error code";
@@ -242,6 +259,7 @@ typedef struct item {
 } item;
 
 struct emu_stream {
+    struct emu_graph *cap; /* the capture this stream records into, or NULL (host side) */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* work arrived / stop */
@@ -298,7 +316,12 @@ static void oom(void) {
     abort();
 }
 
-void emu_stream_enqueue(cudaStream_t s, void (*fn)(void *ctx), void *ctx) {
+static bool capture_item(struct emu_stream *s, void (*fn)(void *), void *ctx, size_t size);
+static cudaError_t capture_invalidate(struct emu_graph *g, cudaError_t why);
+static int n_captures;
+
+void emu_stream_enqueue(cudaStream_t s, void (*fn)(void *ctx), void *ctx, size_t size) {
+    if (s && s->cap && capture_item(s, fn, ctx, size)) return;
     if (!s) {
         drain_all();
         fn(ctx);
@@ -365,6 +388,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     API_ENTER();
+    if (s && s->cap) return fail(capture_invalidate(s->cap, cudaErrorStreamCaptureUnsupported));
+    if (!s && n_captures) return fail(cudaErrorStreamCaptureUnsupported);
     if (!s) drain_all();
     else stream_drain(s);
     cudaError_t e = sticky_get();
@@ -373,6 +398,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 
 cudaError_t cudaDeviceSynchronize(void) {
     API_ENTER();
+    if (n_captures) return fail(cudaErrorStreamCaptureUnsupported);
     drain_all();
     cudaError_t e = sticky_get();
     return e ? fail(e) : cudaSuccess;
@@ -385,6 +411,7 @@ cudaError_t cudaDeviceSynchronize(void) {
 struct emu_event {
     unsigned magic;
     unsigned flags;
+    struct emu_graph *cap; /* recorded in this capture (host side), or NULL */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t recorded;  /* host: generations recorded so far */
@@ -475,9 +502,13 @@ static void wait_run(void *p) {
     free(w);
 }
 
+static bool capture_record(struct emu_event *e, struct emu_stream *s);
+static cudaError_t capture_wait(struct emu_stream *s, struct emu_event *e, bool *done);
+
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     API_ENTER();
     if (!event_ok(e)) return fail(cudaErrorInvalidResourceHandle);
+    if (s && s->cap && capture_record(e, s)) return cudaSuccess;
     pthread_mutex_lock(&e->mu);
     uint64_t gen = ++e->recorded;
     pthread_mutex_unlock(&e->mu);
@@ -489,7 +520,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     ev_gen *m = malloc(sizeof *m);
     if (!m) oom();
     *m = (ev_gen){e, gen};
-    emu_stream_enqueue(s, marker_run, m);
+    emu_stream_enqueue(s, marker_run, m, sizeof *m);
     return cudaSuccess;
 }
 
@@ -506,6 +537,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flag
     API_ENTER();
     if (!event_ok(e)) return fail(cudaErrorInvalidResourceHandle);
     if (flags) return fail(cudaErrorInvalidValue);
+    bool captured = false;
+    cudaError_t ce = capture_wait(s, e, &captured);
+    if (ce) return fail(ce);
+    if (captured) return cudaSuccess;
     uint64_t gen = event_recorded(e);
     if (gen == 0) return cudaSuccess; /* never recorded: no-op, as in CUDA */
     if (!s) {
@@ -515,7 +550,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flag
     ev_gen *w = malloc(sizeof *w);
     if (!w) oom();
     *w = (ev_gen){e, gen};
-    emu_stream_enqueue(s, wait_run, w);
+    emu_stream_enqueue(s, wait_run, w, sizeof *w);
     return cudaSuccess;
 }
 
@@ -674,7 +709,11 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
         j->src = j->staging;
         j->spitch = width;
     }
-    emu_stream_enqueue(s, copy_run, j);
+    if (s && s->cap && j->staging) { /* a pageable copy cannot be replayed */
+        free(j->staging), free(j);
+        return fail(capture_invalidate(s->cap, cudaErrorStreamCaptureUnsupported));
+    }
+    emu_stream_enqueue(s, copy_run, j, sizeof *j);
     return cudaSuccess;
 }
 
@@ -710,7 +749,7 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cudaStream_t s) 
     set_job *j = malloc(sizeof *j);
     if (!j) oom();
     *j = (set_job){dst, value, count};
-    emu_stream_enqueue(s, set_run, j);
+    emu_stream_enqueue(s, set_run, j, sizeof *j);
     return cudaSuccess;
 }
 
@@ -735,7 +774,249 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *data) {
     host_job *j = malloc(sizeof *j);
     if (!j) oom();
     *j = (host_job){fn, data};
-    emu_stream_enqueue(s, host_run, j);
+    emu_stream_enqueue(s, host_run, j, sizeof *j);
+    return cudaSuccess;
+}
+
+/* ---- stream capture (CUDA graphs) ---- */
+
+#define GRAPH_MAGIC 0x47524150u
+#define EXEC_MAGIC 0x47455845u
+
+typedef enum gop_kind { GOP_WORK, GOP_RECORD, GOP_WAIT } gop_kind;
+
+typedef struct gop {
+    gop_kind k;
+    struct emu_stream *s;
+    struct emu_event *e; /* RECORD, WAIT */
+    void (*fn)(void *);  /* WORK */
+    void *ctx;           /* WORK: the item's bytes, a template never run */
+    size_t size;
+} gop;
+
+struct emu_graph {
+    unsigned magic;
+    struct emu_stream *origin;
+    gop *ops;
+    int n, cap;
+    cudaError_t invalid; /* the first error that invalidated the capture, or 0 */
+};
+
+struct emu_graph_exec {
+    unsigned magic;
+    struct emu_stream *origin;
+    gop *ops;
+    int n;
+    struct emu_stream **others; /* the streams besides the origin the ops use */
+    int n_others;
+    struct emu_event *start, **ends; /* a launch: after the launch stream, before its next work */
+};
+
+/* n_captures (declared above): captures in progress (host side; the backend
+ * captures from one thread). */
+
+static cudaError_t capture_invalidate(struct emu_graph *g, cudaError_t why) {
+    if (!g->invalid) g->invalid = why;
+    return why;
+}
+
+static void gop_push(struct emu_graph *g, gop o) {
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 64;
+        g->ops = realloc(g->ops, (size_t)g->cap * sizeof *g->ops);
+        if (!g->ops) oom();
+    }
+    g->ops[g->n++] = o;
+}
+
+static void *memdup_or_die(const void *p, size_t n) {
+    void *q = malloc(n ? n : 1);
+    if (!q) oom();
+    memcpy(q, p, n);
+    return q;
+}
+
+/* EMU_CAPTURE_FAIL_AT=N (tests): the N-th item captured invalidates its capture, and
+ * the enqueuing call's cudaGetLastError says so (as a launch CUDA refuses in a capture). */
+static long capture_fail_at(void) {
+    static long at = -1;
+    if (at < 0) {
+        const char *e = getenv("EMU_CAPTURE_FAIL_AT");
+        at = e ? atol(e) : 0;
+    }
+    return at;
+}
+
+static bool capture_item(struct emu_stream *s, void (*fn)(void *), void *ctx, size_t size) {
+    static long n_captured;
+    gop_push(s->cap, (gop){GOP_WORK, s, NULL, fn, ctx, size});
+    if (++n_captured == capture_fail_at())
+        tl_last_error = capture_invalidate(s->cap, cudaErrorStreamCaptureInvalidated);
+    return true;
+}
+
+static bool capture_record(struct emu_event *e, struct emu_stream *s) {
+    gop_push(s->cap, (gop){GOP_RECORD, s, e, NULL, NULL, 0});
+    e->cap = s->cap;
+    return true;
+}
+
+/* s waits on e inside a capture: e recorded in it (s joins the capture), or s
+ * captured and e from outside it (an isolation error, as in CUDA). */
+static cudaError_t capture_wait(struct emu_stream *s, struct emu_event *e, bool *done) {
+    *done = false;
+    struct emu_graph *g = e->cap;
+    if (s && s->cap && g != s->cap)
+        return capture_invalidate(s->cap, cudaErrorStreamCaptureIsolation);
+    if (!g) return cudaSuccess;
+    if (!s) return capture_invalidate(g, cudaErrorStreamCaptureIsolation);
+    s->cap = g;
+    gop_push(g, (gop){GOP_WAIT, s, e, NULL, NULL, 0});
+    *done = true;
+    return cudaSuccess;
+}
+
+static void gops_free(gop *ops, int n) {
+    for (int i = 0; i < n; i++)
+        if (ops[i].k == GOP_WORK) free(ops[i].ctx);
+    free(ops);
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+    API_ENTER();
+    if (!s || (unsigned)mode > cudaStreamCaptureModeRelaxed) return fail(cudaErrorInvalidValue);
+    if (s->cap) return fail(cudaErrorStreamCaptureUnsupported);
+    struct emu_graph *g = calloc(1, sizeof *g);
+    if (!g) oom();
+    g->magic = GRAPH_MAGIC;
+    g->origin = s;
+    s->cap = g;
+    n_captures++;
+    return cudaSuccess;
+}
+
+/* Every stream besides the origin that joined must end with a record the
+ * origin waits on later. */
+static bool capture_joined(const struct emu_graph *g) {
+    for (int i = 0; i < g->n; i++) {
+        struct emu_stream *x = g->ops[i].s;
+        if (x == g->origin) continue;
+        int last = -1;
+        for (int j = 0; j < g->n; j++)
+            if (g->ops[j].s == x) last = j;
+        if (last != i) continue; /* judged at its last op */
+        if (g->ops[i].k != GOP_RECORD) return false;
+        bool waited = false;
+        for (int j = i + 1; j < g->n && !waited; j++)
+            waited =
+                g->ops[j].k == GOP_WAIT && g->ops[j].s == g->origin && g->ops[j].e == g->ops[i].e;
+        if (!waited) return false;
+    }
+    return true;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) {
+    API_ENTER();
+    if (!s || !graph) return fail(cudaErrorInvalidValue);
+    struct emu_graph *g = s->cap;
+    *graph = NULL;
+    if (!g || g->origin != s) return fail(cudaErrorStreamCaptureUnmatched);
+    if (!g->invalid && !capture_joined(g)) capture_invalidate(g, cudaErrorStreamCaptureUnjoined);
+    pthread_mutex_lock(&streams_mu);
+    for (struct emu_stream *x = streams_all; x; x = x->next_all)
+        if (x->cap == g) x->cap = NULL;
+    pthread_mutex_unlock(&streams_mu);
+    for (int i = 0; i < g->n; i++)
+        if (g->ops[i].k == GOP_RECORD && event_ok(g->ops[i].e)) g->ops[i].e->cap = NULL;
+    n_captures--;
+    if (g->invalid) {
+        cudaError_t why = g->invalid;
+        gops_free(g->ops, g->n);
+        free(g);
+        return fail(why);
+    }
+    *graph = g;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status) {
+    API_ENTER();
+    if (!status) return fail(cudaErrorInvalidValue);
+    *status = !s || !s->cap     ? cudaStreamCaptureStatusNone
+              : s->cap->invalid ? cudaStreamCaptureStatusInvalidated
+                                : cudaStreamCaptureStatusActive;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned long long flags) {
+    API_ENTER();
+    if (!exec || !g || g->magic != GRAPH_MAGIC || flags) return fail(cudaErrorInvalidValue);
+    struct emu_graph_exec *x = calloc(1, sizeof *x);
+    if (!x) oom();
+    x->magic = EXEC_MAGIC;
+    x->origin = g->origin;
+    x->n = g->n;
+    x->ops = malloc((size_t)(g->n ? g->n : 1) * sizeof *x->ops);
+    x->others = malloc((size_t)(g->n ? g->n : 1) * sizeof *x->others);
+    if (!x->ops || !x->others) oom();
+    for (int i = 0; i < g->n; i++) {
+        x->ops[i] = g->ops[i];
+        if (g->ops[i].k == GOP_WORK) x->ops[i].ctx = memdup_or_die(g->ops[i].ctx, g->ops[i].size);
+        struct emu_stream *s = g->ops[i].s;
+        bool seen = s == g->origin;
+        for (int k = 0; k < x->n_others && !seen; k++) seen = x->others[k] == s;
+        if (!seen) x->others[x->n_others++] = s;
+    }
+    x->ends = calloc((size_t)x->n_others + 1, sizeof *x->ends);
+    if (!x->ends) oom();
+    cudaEventCreateWithFlags(&x->start, cudaEventDisableTiming);
+    for (int k = 0; k < x->n_others; k++)
+        cudaEventCreateWithFlags(&x->ends[k], cudaEventDisableTiming);
+    *exec = x;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s) {
+    API_ENTER();
+    if (!x || x->magic != EXEC_MAGIC || !s) return fail(cudaErrorInvalidValue);
+    if (s->cap) return fail(capture_invalidate(s->cap, cudaErrorStreamCaptureUnsupported));
+    cudaEventRecord(x->start, s);
+    for (int k = 0; k < x->n_others; k++) cudaStreamWaitEvent(x->others[k], x->start, 0);
+    for (int i = 0; i < x->n; i++) {
+        const gop *o = &x->ops[i];
+        struct emu_stream *on = o->s == x->origin ? s : o->s;
+        switch (o->k) {
+        case GOP_WORK:
+            emu_stream_enqueue(on, o->fn, memdup_or_die(o->ctx, o->size), o->size);
+            break;
+        case GOP_RECORD: cudaEventRecord(o->e, on); break;
+        case GOP_WAIT: cudaStreamWaitEvent(on, o->e, 0); break;
+        }
+    }
+    for (int k = 0; k < x->n_others; k++) {
+        cudaEventRecord(x->ends[k], x->others[k]);
+        cudaStreamWaitEvent(s, x->ends[k], 0);
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) {
+    API_ENTER();
+    if (!x || x->magic != EXEC_MAGIC) return fail(cudaErrorInvalidValue);
+    x->magic = 0;
+    cudaEventDestroy(x->start);
+    for (int k = 0; k < x->n_others; k++) cudaEventDestroy(x->ends[k]);
+    gops_free(x->ops, x->n);
+    free(x->others), free(x->ends), free(x);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    API_ENTER();
+    if (!g || g->magic != GRAPH_MAGIC) return fail(cudaErrorInvalidValue);
+    g->magic = 0;
+    gops_free(g->ops, g->n);
+    free(g);
     return cudaSuccess;
 }
 

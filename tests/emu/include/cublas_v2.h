@@ -46,6 +46,8 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle);
 /* NULL: the legacy default stream (emu.h). */
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
+/* The workspace must be device memory (checked); the emulator's GEMMs need none. */
+cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void *workspace, size_t bytes);
 /* The emulator reports version 0 (no real cuBLAS behind it). */
 cublasStatus_t cublasGetVersion(cublasHandle_t handle, int *version);
 const char *cublasGetStatusString(cublasStatus_t status);

@@ -42,6 +42,11 @@ typedef enum cudaError {
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchFailure = 719,
     cudaErrorNotPermitted = 800,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901,
+    cudaErrorStreamCaptureUnmatched = 903,
+    cudaErrorStreamCaptureUnjoined = 904,
+    cudaErrorStreamCaptureIsolation = 905,
     cudaErrorUnknown = 999
 } cudaError_t;
 
@@ -54,6 +59,20 @@ typedef enum cudaMemcpyKind {
 } cudaMemcpyKind;
 
 typedef struct emu_event *cudaEvent_t;
+typedef struct emu_graph *cudaGraph_t;
+typedef struct emu_graph_exec *cudaGraphExec_t;
+
+typedef enum cudaStreamCaptureMode {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2
+} cudaStreamCaptureMode;
+
+typedef enum cudaStreamCaptureStatus {
+    cudaStreamCaptureStatusNone = 0,
+    cudaStreamCaptureStatusActive = 1,
+    cudaStreamCaptureStatusInvalidated = 2
+} cudaStreamCaptureStatus;
 
 #define cudaStreamDefault 0x00
 #define cudaStreamNonBlocking 0x01
@@ -107,6 +126,25 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+
+/* Stream capture (CUDA graphs), emulated by recording the calls: between
+ * cudaStreamBeginCapture(s) and cudaStreamEndCapture(s) work enqueued on s, and
+ * on every stream that waits on an event recorded in the capture, is recorded,
+ * not run. The checks CUDA makes: a capturing stream may not wait on an event
+ * recorded outside the capture (cudaErrorStreamCaptureIsolation); every joined
+ * stream must end with an event the origin waits on (cudaErrorStreamCaptureUnjoined);
+ * synchronising, or a copy from pageable memory, during a capture invalidates
+ * it. cudaGraphLaunch re-issues the recorded work, records and waits on the
+ * streams that made them (the origin's on the launch stream), ordered after
+ * the launch stream's earlier work and before its later work. */
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaSetDevice(int device);

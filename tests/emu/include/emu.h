@@ -9,10 +9,13 @@
  * the emulated device size.
  *
  *   cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
- *   emu_stream_enqueue(s, run_my_work, ctx);   // run_my_work(ctx) on s, in order; it frees ctx
+ *   emu_stream_enqueue(s, run_my_work, ctx, sizeof *ctx);  // run_my_work(ctx) on s, in order;
+ *                                                          // it frees ctx (malloc'd, plain data)
  *
  * Environment: EMU_DEVICE_BYTES (default 80 GiB) is the emulated device's
- * memory; cudaMalloc past it fails with cudaErrorMemoryAllocation. */
+ * memory; cudaMalloc past it fails with cudaErrorMemoryAllocation.
+ * EMU_CAPTURE_FAIL_AT=N: the N-th item a stream capture records invalidates
+ * it (the enqueuing call's cudaGetLastError says so), to test fallbacks. */
 #ifndef OC_EMU_H
 #define OC_EMU_H
 
@@ -28,8 +31,10 @@ typedef struct emu_stream *cudaStream_t;
 /* Runs fn(ctx) on stream s's thread after everything enqueued on s before it
  * (and after the events s was told to wait for). s == NULL is the legacy
  * default stream: waits until every stream is drained, then runs fn(ctx) in
- * the calling thread. fn owns ctx (frees it). */
-void emu_stream_enqueue(cudaStream_t s, void (*fn)(void *ctx), void *ctx);
+ * the calling thread. fn owns ctx (frees it with free()). ctx is `size` bytes
+ * of plain data: while s is captured (cudaStreamBeginCapture) the item is
+ * recorded, and each graph launch runs fn on a fresh copy of those bytes. */
+void emu_stream_enqueue(cudaStream_t s, void (*fn)(void *ctx), void *ctx, size_t size);
 
 /* True when [p, p + bytes) lies inside one live cudaMalloc block. */
 bool emu_is_device_range(const void *p, size_t bytes);
@@ -45,16 +50,24 @@ void emu_async_error(int cuda_error, const char *what);
  * by tests/emu/cu2cpp.pl into `emu_launch(s, [=] { k(args); })`: the kernel runs
  * once on stream s with blockIdx = threadIdx = 0 and blockDim = gridDim = 1, so
  * a grid-stride loop covers every index. (No __shared__, no __syncthreads.) */
+#include <new>
+#include <stdlib.h>
+#include <type_traits>
 template <typename F> static inline void emu_launch(cudaStream_t s, F f) {
+    /* plain data (the kernel's arguments by value), so a graph replays a byte copy */
+    static_assert(std::is_trivially_copyable<F>::value, "kernel arguments must be plain data");
     struct box {
         F f;
         static void run(void *p) {
             box *b = (box *)p;
             b->f();
-            delete b;
+            b->~box();
+            free(b);
         }
     };
-    emu_stream_enqueue(s, box::run, new box{f});
+    void *mem = malloc(sizeof(box));
+    if (!mem) abort();
+    emu_stream_enqueue(s, box::run, new (mem) box{f}, sizeof(box));
 }
 #endif
 

@@ -104,12 +104,12 @@ struct rt_backend {
      * record what is enqueued from now on instead of running it; capture_end
      * turns the record into a replayable step (OC_ERR with the reason when the
      * capture failed: nothing recorded ran, so the caller runs the work again
-     * on the streams); replay enqueues the captured step once; capture_free
-     * drops it. Work whose arguments change step to step cannot be captured
-     * (the executor decides what may be). */
+     * on the streams); replay enqueues the captured step once as training step
+     * `step` (kernels that depend on the step read it from device memory);
+     * capture_free drops it. */
     int (*capture_begin)(rt_backend *b, oc_err *err);
     int (*capture_end)(rt_backend *b, oc_err *err);
-    void (*replay)(rt_backend *b);
+    void (*replay)(rt_backend *b, int64_t step);
     void (*capture_free)(rt_backend *b);
 };
 

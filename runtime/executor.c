@@ -115,35 +115,13 @@ struct rt_exec {
     int64_t steps_run;
 };
 
-/* A node whose kernel arguments change from step to step: a captured launch
- * would replay the captured step's. */
-static bool varies_per_step(const ir_node *n) {
-    switch (n->op) {
-    case OP_DROPOUT: return op_args_of(n)->dropout.training && op_args_of(n)->dropout.ratio > 0;
-    case OP_RANDOM_UNIFORM_LIKE:
-    case OP_ADAMW: return true;
-    case OP_FUSED_ATTENTION:
-    case OP_FUSED_ATTENTION_GRAD: return op_args_of(n)->attention.dropout_ratio > 0;
-    default: return false;
-    }
-}
-
 /* GRAPH_WANTED, or GRAPH_OFF with the reason on stderr. */
 static int graph_mode(const rt_exec *x) {
-    const ir_graph *g = x->tg->g;
     if (!x->b->capture_begin) {
         fprintf(stderr, "graph: the %s backend has no graphs; the step runs on its streams\n",
                 x->b->name);
         return GRAPH_OFF;
     }
-    for (int i = 0; i < g->n_nodes; i++)
-        if (varies_per_step(&g->nodes[i])) {
-            fprintf(stderr,
-                    "graph: off: node '%s' (%s) takes step-dependent arguments, which a "
-                    "captured step would replay; the step runs on the streams\n",
-                    g->nodes[i].name, g->nodes[i].op_type);
-            return GRAPH_OFF;
-        }
     for (int j = 0; j < x->n_ops; j++)
         if (x->ops[j].kind == RT_OP_HOST_FN) {
             fprintf(stderr, "graph: off: the step calls host functions\n");
@@ -526,7 +504,7 @@ void *rt_exec_host_input(rt_exec *x, int i) {
  * chooses algorithms and allocates what the kernels keep), replayed after. */
 static void run_graph(rt_exec *x, int64_t step) {
     if (x->graph == GRAPH_READY) {
-        x->b->replay(x->b);
+        x->b->replay(x->b, step);
         return;
     }
     oc_err why;
@@ -536,7 +514,7 @@ static void run_graph(rt_exec *x, int64_t step) {
             x->graph = GRAPH_READY;
             fprintf(stderr, "graph: step %" PRId64 " captured (%d ops), replayed from here on\n",
                     step, x->n_ops);
-            x->b->replay(x->b);
+            x->b->replay(x->b, step);
             return;
         }
     }

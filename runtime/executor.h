@@ -80,10 +80,9 @@ typedef struct rt_exec_opts {
     int64_t planned_bytes;
     /* Capture the step as a graph on its second run and replay it from then on
      * (backends with capture_*; rt_exec_step): the same kernels, copies and
-     * events, enqueued in one call. A step whose kernels take step-dependent
-     * arguments (Dropout's and RandomUniformLike's draws, dropout inside
-     * FusedAttention, AdamW's bias correction) keeps running on the streams, and
-     * so does one whose capture fails; either is said once on stderr. */
+     * events, enqueued in one call; kernels that depend on the step (Dropout's
+     * draws, AdamW's bias correction) read it from device memory. A step whose
+     * capture fails keeps running on the streams, said once on stderr. */
     bool graph;
 } rt_exec_opts;
 

@@ -7,10 +7,14 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+uint64_t cpu_rng_seeded(uint64_t seed) { return mix64(seed ^ 0x6a09e667f3bcc909ULL); }
+
+uint64_t cpu_rng_key_from(uint64_t seeded, int64_t step, uint64_t name_hash) {
+    return mix64(mix64(seeded ^ (uint64_t)step) ^ name_hash);
+}
+
 uint64_t cpu_rng_key(uint64_t seed, int64_t step, uint64_t name_hash) {
-    uint64_t k = mix64(seed ^ 0x6a09e667f3bcc909ULL);
-    k = mix64(k ^ (uint64_t)step);
-    return mix64(k ^ name_hash);
+    return cpu_rng_key_from(cpu_rng_seeded(seed), step, name_hash);
 }
 
 uint64_t cpu_rng_u64(uint64_t key, uint64_t index) {

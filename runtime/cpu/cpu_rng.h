@@ -19,6 +19,11 @@
 /* Key of one node at one training step of one run; name_hash: the node's
  * op_dropout_args.key_hash. */
 uint64_t cpu_rng_key(uint64_t seed, int64_t step, uint64_t name_hash);
+/* The seed's part of every key: cpu_rng_key(seed, step, h) ==
+ * cpu_rng_key_from(cpu_rng_seeded(seed), step, h) (the cuda kernels finish a
+ * key on the device, from the step in device memory). */
+uint64_t cpu_rng_seeded(uint64_t seed);
+uint64_t cpu_rng_key_from(uint64_t seeded, int64_t step, uint64_t name_hash);
 /* The 64-bit random value of element index under key. */
 uint64_t cpu_rng_u64(uint64_t key, uint64_t index);
 /* Uniform float in [0, 1) with 24 random bits. */

@@ -92,6 +92,14 @@ static void cuda_be_run_node(rt_backend *b, rt_stream_id s, const kernel_args *a
     kernel_args a = *args;
     a.step = step;
     cuda_ctx c = {im, im->s[s]};
+    if (step != im->cur_step) { /* the step's first node: its value to the device first */
+        *im->step_host = step;
+        CU_ENQ(im,
+               cudaMemcpyAsync(im->step_dev, im->step_host, sizeof(int64_t), cudaMemcpyHostToDevice,
+                               im->s[RT_STREAM_COMPUTE]),
+               a.n->name);
+        im->cur_step = step;
+    }
     cudaEvent_t e0 = NULL, e1 = NULL;
     int node = -1;
     if (im->prof_g && a.g == im->prof_g) {
@@ -283,6 +291,8 @@ static void cuda_be_destroy(rt_backend *b) {
     if (im->dnn) (void)cudnnDestroy(im->dnn);
     if (im->blas) (void)cublasDestroy(im->blas);
     if (im->blas_ws) (void)cudaFree(im->blas_ws);
+    if (im->step_dev) (void)cudaFree(im->step_dev);
+    if (im->step_host) (void)cudaFreeHost(im->step_host);
     for (int s = 0; s < RT_STREAM__COUNT; s++)
         if (im->s[s]) (void)cudaStreamDestroy(im->s[s]);
     pthread_mutex_destroy(&im->mu);
@@ -317,6 +327,10 @@ static int impl_init(cuda_impl *im, const rt_backend_opts *opts, oc_err *err) {
     CUBLAS_CHECK_N(cublasSetMathMode(im->blas, opts->tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                  : CUBLAS_DEFAULT_MATH),
                    no_node);
+    im->cur_step = -1;
+    CU_CHECK_N(cudaMalloc((void **)&im->step_dev, sizeof(int64_t)), no_node);
+    CU_CHECK_N(cudaHostAlloc((void **)&im->step_host, sizeof(int64_t), cudaHostAllocDefault),
+               no_node);
     if (opts->cuda_graph) { /* cuBLAS must not allocate inside a capture: its workspace, ours */
         size_t ws = (size_t)32 << 20;
         CU_CHECK_N(cudaMalloc(&im->blas_ws, ws), no_node);

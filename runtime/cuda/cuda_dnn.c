@@ -905,7 +905,7 @@ int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     att_dims d = att_dims_of(a->g, a->n);
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
     float *s = a->scratch;
-    uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
+    cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
     for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
         int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
         if (att_scores(c, a, 0, &d, b0, cb, s, NULL, a->out[1], err)) return OC_ERR;
@@ -928,7 +928,7 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
     float *P = a->scratch, *dS = P + d.chunk * d.T * d.S;
     float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
-    uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
+    cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
     int64_t T = d.T, S = d.S, dh = d.dh, dv = d.dv;
     for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
         int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;

@@ -48,6 +48,7 @@ int cuda_capture_end(rt_backend *b, oc_err *err) {
     im->err_set = false;
     pthread_mutex_unlock(&im->mu);
     if (rc != cudaSuccess || recorded) {
+        im->cur_step = -1; /* the step's upload was captured, not run */
         if (g) (void)cudaGraphDestroy(g);
         (void)cudaGetLastError(); /* capture errors are not sticky */
         return recorded ? oc_fail(err, "%s", why.msg)
@@ -63,8 +64,10 @@ int cuda_capture_end(rt_backend *b, oc_err *err) {
     return OC_OK;
 }
 
-void cuda_replay(rt_backend *b) {
+void cuda_replay(rt_backend *b, int64_t step) {
     cuda_impl *im = impl(b);
+    *im->step_host = step; /* the captured upload reads it (the last replay has synced) */
+    im->cur_step = step;
     cudaError_t rc = cudaGraphLaunch(im->graph, im->s[RT_STREAM_COMPUTE]);
     if (rc != cudaSuccess) {
         oc_err e;

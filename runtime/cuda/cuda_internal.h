@@ -44,6 +44,12 @@ typedef struct cuda_impl {
     cudaGraphExec_t graph;
     cudaEvent_t fork_ev, join_ev[RT_STREAM__COUNT];
     void *blas_ws;
+    /* The training step in device memory, for kernels whose arguments depend on
+     * it (Dropout keys, AdamW's bias correction): copied from the pinned
+     * step_host on the compute stream when a step's first node is enqueued, so
+     * a captured step carries the copy and a replay uploads the current step. */
+    int64_t *step_dev, *step_host;
+    int64_t cur_step;   /* the step the last copy uploaded (-1: none) */
     pthread_mutex_t mu; /* guards err_set/err (host functions run on CUDA's thread) */
     bool err_set;
     oc_err err; /* first asynchronous error */
@@ -132,7 +138,7 @@ void cuda_algo_cache_free(cuda_algo_cache *ac);
 /* backend.h capture_begin / capture_end / replay / capture_free (cuda_graph.c). */
 int cuda_capture_begin(rt_backend *b, oc_err *err);
 int cuda_capture_end(rt_backend *b, oc_err *err);
-void cuda_replay(rt_backend *b);
+void cuda_replay(rt_backend *b, int64_t step);
 void cuda_capture_free(rt_backend *b);
 void cuda_bn_stash_free(cuda_bn_stash *st);
 /* The backend's profile_start / profile_write (backend.h; cuda_profile.c holds

@@ -214,7 +214,7 @@ int cuda_dropout(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_dropout_args *p = &op_args_of(a->n)->dropout; /* ratio in [0, 1) when training */
     uint8_t *mask = a->n->n_outputs > 1 ? a->out[1] : NULL;
-    uint64_t key = cpu_rng_key(a->seed, a->step, p->key_hash);
+    cu_rng key = {cpu_rng_seeded(a->seed), p->key_hash, c->im->step_dev};
     CU_LAUNCH(cu_dropout(c->stream, a->in[0], a->out[0], mask, kernel_numel(x), key, p->ratio,
                          p->training));
     return OC_OK;
@@ -225,7 +225,7 @@ int cuda_random_uniform_like(const cuda_ctx *c, const kernel_args *a, oc_err *er
     const ir_tensor *y = kernel_out(a, 0);
     if (kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_random_args *p = &op_args_of(a->n)->random;
-    uint64_t key = cpu_rng_key(a->seed, a->step, p->key_hash);
+    cu_rng key = {cpu_rng_seeded(a->seed), p->key_hash, c->im->step_dev};
     CU_LAUNCH(cu_random_uniform(c->stream, a->out[0], kernel_numel(y), key, p->low, p->high));
     return OC_OK;
 }
@@ -299,17 +299,16 @@ int cuda_sgd_momentum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* cpu_adamw: the step's bias corrections computed here, in double. */
+/* cpu_adamw: the step's bias corrections, in double, from the step in device
+ * memory (a captured step replays with the current one). */
 int cuda_adamw(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 4; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_adamw_args *p = &op_args_of(a->n)->adamw;
-    double t = (double)a->step + 1.0;
-    float step_size = (float)((double)p->lr / (1.0 - pow(p->beta1, t)));
-    float bc2_sqrt = (float)sqrt(1.0 - pow(p->beta2, t));
     CU_LAUNCH(cu_adamw(c->stream, a->in[0], a->in[1], a->in[2], a->in[3], grad_scale(a, 4),
                        a->out[0], a->out[1], a->out[2], kernel_numel(kernel_in(a, 0)), p->beta1,
-                       p->beta2, p->epsilon, 1.0f - p->lr * p->weight_decay, step_size, bc2_sqrt));
+                       p->beta2, p->epsilon, 1.0f - p->lr * p->weight_decay, p->lr,
+                       c->im->step_dev));
     return OC_OK;
 }
 

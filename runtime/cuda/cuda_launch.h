@@ -56,6 +56,14 @@ int cu_softmax_grad(void *stream, const float *dy, const float *y, float *dx, in
                     int64_t D, int64_t inner, int log);
 /* FusedAttention's row kernels (cpu_attention.c), over rows [0, rows) of a
  * chunk of batches starting at batch b0: s (rows x S) holds the scores. */
+/* The key of a node's random numbers at this step (cpu_rng_key): finished on
+ * the device from the step in device memory, so a captured step replays with
+ * the current step's draws. seeded: cpu_rng_seeded(seed); hash: the node's. */
+typedef struct cu_rng {
+    uint64_t seeded, hash;
+    const int64_t *step; /* device */
+} cu_rng;
+
 typedef struct cu_att_mask {
     const uint8_t *cond; /* NULL: none */
     int mode;            /* 1: fill where cond; 2: fill where not cond */
@@ -70,12 +78,12 @@ int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S, i
                    cu_att_mask m, const float *lse_in, float *lse_out);
 /* out = P with Dropout (kept / (1 - ratio) by the key's draw of element
  * first + i, else 0); out may be P. */
-int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, uint64_t key, float ratio,
+int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, cu_rng key, float ratio,
                    int64_t first);
 /* ds (holding dY Vᵀ) = P (ds with the dropout mask - rowsum(dY Y)), 0 where masked. */
 int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
-              int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
-              uint64_t key, float ratio);
+              int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng key,
+              float ratio);
 int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y, int64_t R,
                   int64_t D, float eps);
 /* stats: 2 R doubles of scratch (each row's mean and 1/std, for dScale / dBias). */
@@ -97,7 +105,7 @@ int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, int 
 /* y = x ? 1 : 0 (bool -> float). */
 int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */
-int cu_random_uniform(void *stream, float *y, int64_t n, uint64_t key, float low, float high);
+int cu_random_uniform(void *stream, float *y, int64_t n, cu_rng key, float low, float high);
 /* y = a < b, broadcast (float in, bool out). */
 /* Where / WhereGrad (cpu_where, cpu_where_grad): cond broadcast. */
 int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float *x, cu_shape xs,
@@ -135,7 +143,7 @@ int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n, floa
 int cu_pointwise_grad(void *stream, int op, const float *dy, const float *s, float *dx, int64_t n,
                       float p0, float p1);
 /* Dropout: training with ratio in [0, 1) (checked at load), else Y = X. */
-int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
+int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n, cu_rng key,
                float ratio, int train);
 int cu_dropout_grad(void *stream, const float *dy, const uint8_t *mask, float *dx, int64_t n,
                     float scale);
@@ -171,9 +179,10 @@ int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64,
 int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m,
                     const float *scale, float *wo, float *mo, int64_t n, float lr, float mom,
                     float wd);
+/* AdamW's bias corrections from the step in device memory (step + 1 updates made). */
 int cu_adamw(void *stream, const float *w, const float *dw, const float *m, const float *v,
              const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1, float b2,
-             float eps, float decay, float step_size, float bc2_sqrt);
+             float eps, float decay, float lr, const int64_t *step);
 /* ws[0] = (first ? 0 : ws[0]) + sum g^2, in a fixed order; ws holds
  * 1 + CU_SUMSQ_SLOTS doubles (the partial sums). */
 #define CU_SUMSQ_SLOTS 4096

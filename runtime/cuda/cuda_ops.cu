@@ -72,6 +72,10 @@ __host__ __device__ static inline float rng_uniform(uint64_t key, uint64_t index
     return (float)(rng_u64(key, index) >> 40) * (1.0f / 16777216.0f);
 }
 extern "C" uint64_t cu_rng_u64_host(uint64_t key, uint64_t index) { return rng_u64(key, index); }
+// cpu_rng_key_from on the device
+__device__ static inline uint64_t rng_key(cu_rng r) {
+    return rng_mix64(rng_mix64(r.seeded ^ (uint64_t)*r.step) ^ r.hash);
+}
 
 // ---- Add / Sum with broadcast (cpu_add, cpu_sum) ----
 /* out (op)= in: CU_BC_ASSIGN, ADD, SUB, MUL, DIV (cuda_launch.h). */
@@ -441,9 +445,10 @@ extern "C" int cu_pointwise_grad(void *stream, int op, const float *dy, const fl
 }
 
 // ---- Dropout / DropoutGrad ----
-__global__ void k_dropout(const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
-                          float ratio, int train) {
+__global__ void k_dropout(const float *x, float *y, uint8_t *mask, int64_t n, cu_rng r, float ratio,
+                          int train) {
     float scale = 1.0f / (1.0f - ratio);
+    uint64_t key = train && ratio != 0.0f ? rng_key(r) : 0;
     GRID_LOOP(i, n) {
         if (!train || ratio == 0.0f) {
             y[i] = x[i];
@@ -457,7 +462,7 @@ __global__ void k_dropout(const float *x, float *y, uint8_t *mask, int64_t n, ui
 }
 
 extern "C" int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n,
-                          uint64_t key, float ratio, int train) {
+                          cu_rng key, float ratio, int train) {
     if (n == 0) return 0;
     k_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, mask, n, key, ratio,
                                                                    train);
@@ -686,13 +691,14 @@ extern "C" int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, i
     return last_error();
 }
 
-__global__ void k_att_dropout(const float *p, float *out, int64_t n, uint64_t key, float ratio,
+__global__ void k_att_dropout(const float *p, float *out, int64_t n, cu_rng r, float ratio,
                               int64_t first) {
     float scale = 1.0f / (1.0f - ratio);
+    uint64_t key = rng_key(r);
     GRID_LOOP(i, n) out[i] = rng_uniform(key, (uint64_t)(first + i)) >= ratio ? p[i] * scale : 0.0f;
 }
 
-extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, uint64_t key,
+extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, cu_rng key,
                               float ratio, int64_t first) {
     if (n == 0) return 0;
     k_att_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(p, out, n, key, ratio,
@@ -701,9 +707,10 @@ extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t 
 }
 
 __global__ void k_att_ds(float *ds, const float *p, const float *dy, const float *y, int64_t rows,
-                         int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, uint64_t key,
+                         int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng r,
                          float ratio) {
     float scale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;
+    uint64_t key = ratio > 0.0f ? rng_key(r) : 0;
     ROW_LOOP(r, rows) {
         int64_t b = b0 + r / T, t = r % T;
         double D = 0;
@@ -723,7 +730,7 @@ __global__ void k_att_ds(float *ds, const float *p, const float *dy, const float
 
 extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
                          int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
-                         uint64_t key, float ratio) {
+                         cu_rng key, float ratio) {
     if (rows == 0) return 0;
     k_att_ds<<<blocks_for(rows), THREADS, 0, (cudaStream_t)stream>>>(ds, p, dy, y, rows, T, S, dv,
                                                                      b0, m, key, ratio);
@@ -1164,11 +1171,12 @@ extern "C" int cu_resize(void *stream, const float *in, float *out, int grad, in
     return last_error();
 }
 
-__global__ void k_random_uniform(float *y, int64_t n, uint64_t key, float low, float span) {
+__global__ void k_random_uniform(float *y, int64_t n, cu_rng r, float low, float span) {
+    uint64_t key = rng_key(r);
     GRID_LOOP(i, n) y[i] = low + span * rng_uniform(key, (uint64_t)i);
 }
 
-extern "C" int cu_random_uniform(void *stream, float *y, int64_t n, uint64_t key, float low,
+extern "C" int cu_random_uniform(void *stream, float *y, int64_t n, cu_rng key, float low,
                                  float high) {
     if (n == 0) return 0;
     k_random_uniform<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(y, n, key, low,
@@ -1731,8 +1739,11 @@ extern "C" int cu_sgd_momentum(void *stream, const float *w, const float *dw, co
 
 __global__ void k_adamw(const float *w, const float *dw, const float *m, const float *v,
                         const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1,
-                        float b2, float eps, float decay, float step_size, float bc2_sqrt) {
+                        float b2, float eps, float decay, float lr, const int64_t *step) {
     float s = scale ? *scale : 1.0f;
+    double t = (double)*step + 1.0; // cpu_adamw's bias corrections, in double
+    float step_size = (float)((double)lr / (1.0 - pow((double)b1, t)));
+    float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, t));
     GRID_LOOP(i, n) {
         float g = dw[i] * s;
         float mi = m[i] + (1.0f - b1) * (g - m[i]);
@@ -1745,11 +1756,11 @@ __global__ void k_adamw(const float *w, const float *dw, const float *m, const f
 
 extern "C" int cu_adamw(void *stream, const float *w, const float *dw, const float *m,
                         const float *v, const float *scale, float *wo, float *mo, float *vo,
-                        int64_t n, float b1, float b2, float eps, float decay, float step_size,
-                        float bc2_sqrt) {
+                        int64_t n, float b1, float b2, float eps, float decay, float lr,
+                        const int64_t *step) {
     if (n == 0) return 0;
-    k_adamw<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
-        w, dw, m, v, scale, wo, mo, vo, n, b1, b2, eps, decay, step_size, bc2_sqrt);
+    k_adamw<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, dw, m, v, scale, wo, mo, vo, n,
+                                                                 b1, b2, eps, decay, lr, step);
     return last_error();
 }
 

@@ -217,8 +217,8 @@ PYEOF
 fi
 # 3d. CUDA graphs: --cuda-graph on captures step 1 and replays it; losses and weights bitwise
 #     those of the stream runs (--deterministic and default), for the in-core graph and the
-#     swap-all plan; a capture that fails (EMU_CAPTURE_FAIL_AT) falls back to the streams with
-#     the same bits; a step with Dropout stays on the streams, said so.
+#     swap-all plan, alexnet_small (Dropout) and the tiny GPT (AdamW, attention fused); a
+#     capture that fails (EMU_CAPTURE_FAIL_AT) falls back to the streams with the same bits.
 if [ -n "$budget" ]; then
     for MODE in --deterministic ""; do
         for P in incore swap; do
@@ -243,14 +243,25 @@ if [ -n "$budget" ]; then
         bad "capture fallback: $(tail -3 "$T/gf.onnx.err")"
     fi
 fi
+# steps with per-step arguments (their step read from device memory): Dropout (alexnet_small),
+# AdamW with attention fused (the tiny GPT)
 "$PY" tools/export_models.py --models alexnet_small --opset 13 --image-size 32 --batch 2 \
     --structure-only --out "$T/alex" >/dev/null 2>&1
-if "$EMU/outcore-run" "$T/alex/alexnet_small_op13.onnx" --batch 2 --backend cuda --steps 2 --cuda-graph on >"$T/ga.out" 2>"$T/ga.err" &&
-   grep -q "graph: off: node '.*' (Dropout)" "$T/ga.err" && grep -q '^step 1' "$T/ga.out"; then
-    ok "--cuda-graph on with Dropout: $(grep -m1 'graph: off' "$T/ga.err" | cut -c1-110)..."
-else
-    bad "--cuda-graph on with Dropout: $(tail -2 "$T/ga.err")"
-fi
+for spec in "alexnet_small:$T/alex/alexnet_small_op13.onnx:" \
+            "tiny_gpt (AdamW):tests/data/torch2/tiny_gpt_legacy.onnx:--optimizer adamw --lr 0.001 --attention fused"; do
+    IFS=: read -r gname gmodel gopts <<<"$spec"
+    for gm in off on; do
+        "$EMU/outcore-run" "$gmodel" --batch 2 --backend cuda --steps 4 --seed 5 $gopts \
+            --cuda-graph $gm --save "$T/gp_$gm.onnx" >"$T/gp_$gm.out" 2>"$T/gp_$gm.err"
+    done
+    if grep -q "graph: step 1 captured" "$T/gp_on.err" &&
+       cmp -s <(grep '^step' "$T/gp_off.out") <(grep '^step' "$T/gp_on.out") &&
+       grep -q '^step 3' "$T/gp_on.out" && weights_cmp "$T/gp_off.onnx" "$T/gp_on.onnx" >/dev/null 2>&1; then
+        ok "cuda graph replay, $gname (per-step draws / bias correction from device memory): bitwise == streams"
+    else
+        bad "cuda graph replay, $gname: $(tail -2 "$T/gp_on.err")"
+    fi
+done
 # 3c. TF32 switches (PyTorch's): --tf32-conv off makes every convolution's algorithm one of
 #     FMA math (no tensor cores) and --tf32-matmul on is accepted by cuBLAS; the banner says so.
 if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 1 --seed 7 --verbose-algos \

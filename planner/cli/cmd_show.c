@@ -156,6 +156,12 @@ static void print_table(const train_graph *tg, const sim_timeline *tl) {
         print_names(g, n->outputs, n->n_outputs);
         const char *of = ir_attr_string(n, PLAN_ATTR_RECOMPUTE_OF, NULL);
         if (of) printf("  [recompute of %s]", of);
+        const ir_attr *mem = ir_attr_find(n, "members"); /* a fused node: what it fuses */
+        if (mem && mem->type == IR_ATTR_STRINGS && mem->n > 0) {
+            printf("  [fuses %s", mem->strings[0]);
+            for (int k = 1; k < mem->n; k++) printf(" + %s", mem->strings[k]);
+            printf("]");
+        }
         const int64_t *ws;
         if (ir_attr_ints(n, PLAN_ATTR_WORKSPACE, &ws) == 2)
             printf("  [workspace %" PRId64 " bytes at %" PRId64 "]", ws[1], ws[0]);

@@ -36,10 +36,11 @@ if "$PLAN" show "$T/r18.onnx" --trace "$T/r18.trace.json" --svg "$T/r18.svg" >"$
    grep -q "strategy swap-all" "$T/show.txt" &&
    grep -Eq "^ +[0-9]+  d2h +ai.outcore.SwapOut" "$T/show.txt" &&
    grep -Eq "^ +[0-9]+  h2d +ai.outcore.SwapIn" "$T/show.txt" &&
+   grep -q "ai.outcore.BatchNormRelu .*\[fuses /bn1/BatchNormalization + /relu/Relu\]" "$T/show.txt" &&
    "$PY" -c "import json,sys; e=json.load(open(sys.argv[1]))['traceEvents']; \
 assert any(x.get('cat')=='swap_in' for x in e)" "$T/r18.trace.json" &&
    grep -q "<svg" "$T/r18.svg"; then
-    ok "show prints the schedule and writes trace + svg"
+    ok "show prints the schedule (fused nodes with their members) and writes trace + svg"
 else
     bad "show: $(head -5 "$T/show.txt")"
 fi

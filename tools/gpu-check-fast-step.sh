@@ -18,12 +18,29 @@ FSTEPS=6
 torch_ips() { # a gpu_torch_bench.py line -> its images/s ('' on OOM or failure)
     echo "$1" | $PYTHON -c "import sys; t=sys.stdin.read().split(); i=3+('channels-last' in t); print(t[i] if len(t)>i and t[i]!='OOM' else '')"
 }
+torch_rows() { # WHAT MODEL BATCH SIZE MODE...: a row per PyTorch mode (MODE+cl: channels-last);
+    # sets best / bestm, the fastest mode's images/s and name
+    local what=$1 m=$2 b=$3 sz=$4 mode out v cl
+    shift 4
+    best=0 bestm=
+    for mode in "$@"; do
+        [ "$(budget_left)" -gt 60 ] || { row "  pytorch $mode ($what)" "skipped (GPU_CHECK_SECONDS spent)"; continue; }
+        cl=$([ "${mode#*+}" = cl ] && echo --channels-last)
+        out=$(tbox 240 $PYTHON tools/gpu_torch_bench.py $m ${mode%+cl} $b --iters 5 $cl \
+              $([ $EMU = 1 ] && echo "--device cpu --image-size $sz") 2>"$LOG/${m}_torch_$mode.err" | tail -1)
+        row "  pytorch $mode ($what)" "${out:-FAILED ($(tail -1 "$LOG/${m}_torch_$mode.err"))}"
+        v=$(torch_ips "$out")
+        [ -n "$v" ] && $PYTHON -c "import sys; sys.exit(not $v > $best)" && best=$v bestm=$mode
+    done
+}
 if [ $EMU = 1 ]; then
     FS_SPECS="resnet18:4:64:10 alexnet_small:4:32:10"
     TORCH_MODES="eager compile"
+    CAP_MODES="checkpoint" # no memory cap on the CPU
 else
     FS_SPECS="resnet50:640:224:1000 vgg16:256:224:1000"
     TORCH_MODES="eager compile compile-max eager+cl compile+cl"
+    CAP_MODES="compile-budget checkpoint save_on_cpu"
 fi
 NVIDIA_TF32_OVERRIDE=0 tbox 200 $BUILD/tests/test_op_harness --require cuda >"$LOG/op_harness.log" 2>&1
 row "op harness: BatchNormRelu cases cuda vs cpu" "$(grep -c 'BatchNormRelu (.*cuda matches cpu' "$LOG/op_harness.log") of $(grep -c '^\[ RUN      \] BatchNormRelu' "$LOG/op_harness.log") match"
@@ -63,16 +80,7 @@ PY
         "fused=$LOG/${fm}_fused_trace.json" >"$LOG/${fm}_step_time.md" 2>&1
     row "  where the step goes ($fm, ms/step)" "$LOG/${fm}_step_time.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/${fm}_step_time.md"
-    best=0 bestm=
-    for mode in $TORCH_MODES; do
-        [ "$(budget_left)" -gt 60 ] || { row "  pytorch $mode" "skipped (GPU_CHECK_SECONDS spent)"; continue; }
-        cl=$([ "${mode#*+}" = cl ] && echo --channels-last)
-        out=$(tbox 240 $PYTHON tools/gpu_torch_bench.py $fm ${mode%+cl} $fb --iters 5 $cl \
-              $([ $EMU = 1 ] && echo "--device cpu --image-size $fsz") 2>"$LOG/${fm}_torch_$mode.err" | tail -1)
-        row "  pytorch $mode (in core)" "${out:-FAILED ($(tail -1 "$LOG/${fm}_torch_$mode.err"))}"
-        v=$(torch_ips "$out")
-        [ -n "$v" ] && $PYTHON -c "import sys; sys.exit(not $v > $best)" && best=$v bestm=$mode
-    done
+    torch_rows "in core" $fm $fb $fsz $TORCH_MODES
     [ -n "$FUSED_IPS" ] && [ -n "$bestm" ] &&
         row "  outcore fused / best PyTorch in core" "$($PYTHON -c "print(f'{$FUSED_IPS/$best:.3f}x (best: $bestm, $best img/s)')")"
     [ "$fm" = resnet50 ] || [ "$fm" = resnet18 ] || continue
@@ -90,16 +98,7 @@ PY
     pl_plan_row "$fm b$fb fused, cap $CAP B" "$LOG/${fm}_fs_plan.json" $rc
     [ $rc = 0 ] && { pl_run ${fm}_fs_plan.onnx ${fm}_fs "$D" $CAP; pl_rows ${fm}_fs "$LOG/${fm}_fs_plan.json" "$FUSED_IPS" $fb $CAP; }
     PLAN_IPS=$(ips "$LOG/${fm}_fs_run.log")
-    best=0 bestm=
-    for mode in compile-budget checkpoint save_on_cpu; do
-        [ "$(budget_left)" -gt 60 ] || { row "  pytorch $mode (cap)" "skipped (GPU_CHECK_SECONDS spent)"; continue; }
-        [ $EMU = 1 ] && [ $mode != checkpoint ] && continue  # no memory cap on the CPU
-        out=$(tbox 240 $PYTHON tools/gpu_torch_bench.py $fm $mode $fb --iters 5 \
-              $([ $EMU = 1 ] && echo "--device cpu --image-size $fsz") 2>"$LOG/${fm}_torch_cap_$mode.err" | tail -1)
-        row "  pytorch $mode (16 GiB cap)" "${out:-FAILED ($(tail -1 "$LOG/${fm}_torch_cap_$mode.err"))}"
-        v=$(torch_ips "$out")
-        [ -n "$v" ] && $PYTHON -c "import sys; sys.exit(not $v > $best)" && best=$v bestm=$mode
-    done
+    torch_rows "16 GiB cap" $fm $fb $fsz $CAP_MODES
     [ -n "$PLAN_IPS" ] && [ -n "$bestm" ] &&
         row "  outcore plan / best PyTorch under the cap" "$($PYTHON -c "print(f'{$PLAN_IPS/$best:.3f}x (best: $bestm, $best img/s)')")"
 done

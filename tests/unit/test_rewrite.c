@@ -12,6 +12,29 @@
 #include "emit/plan_write.h"
 #include "unit/plan_fixture.h"
 
+/* The plan both tests rewrite: relu's output recomputed, conv1's swapped. */
+static sim_plan *recompute_relu_swap_conv(train_graph *tg, rewrite_result *rw) {
+    sim_plan *p = sim_plan_new(tg);
+    sim_plan_set(p, pf_tensor(tg->g, "/relu/Relu_output_0"), SIM_DECISION_RECOMPUTE, -1);
+    sim_plan_set(p, pf_tensor(tg->g, "/conv1/Conv_output_0"), SIM_DECISION_SWAP, -1);
+    oc_err err;
+    if (rewrite_plan(tg, p, NULL, rw, &err)) fail_msg("%s", err.msg);
+    return p;
+}
+
+/* How many nodes of the rewritten step write bn1's running mean (in place). */
+static int running_mean_writers(const rewrite_result *rw) {
+    const ir_graph *ng = rw->tg->g;
+    int n = 0;
+    for (int i = 0; i < ng->n_nodes; i++)
+        for (int k = 0; k < ng->nodes[i].n_outputs; k++) {
+            int o = ng->nodes[i].outputs[k];
+            n += o >= 0 && rw->tg->alias_of[o] >= 0 &&
+                 strcmp(ng->tensors[rw->tg->alias_of[o]].name, "bn1.running_mean") == 0;
+        }
+    return n;
+}
+
 /* relu output RECOMPUTE (chain: bn1 output is not saved, so bn1 re-runs too),
  * conv1 output (bn1's input) SWAP: the recompute starts from a swapped-in tensor.
  * (--no-fuse: BN and Relu as the model has them.) */
@@ -20,12 +43,9 @@ static void test_recompute_from_swapped(void **state) {
     train_graph *tg = pf_resnet18_fuse(TRAIN_FUSE_NONE);
     const ir_graph *g = tg->g;
     int relu = pf_tensor(g, "/relu/Relu_output_0"), conv = pf_tensor(g, "/conv1/Conv_output_0");
-    sim_plan *p = sim_plan_new(tg);
-    sim_plan_set(p, relu, SIM_DECISION_RECOMPUTE, -1);
-    sim_plan_set(p, conv, SIM_DECISION_SWAP, -1);
     rewrite_result rw;
     oc_err err;
-    if (rewrite_plan(tg, p, NULL, &rw, &err)) fail_msg("%s", err.msg);
+    sim_plan *p = recompute_relu_swap_conv(tg, &rw);
     const ir_graph *ng = rw.tg->g;
     assert_int_equal(rw.n_swap_out, 1);
     assert_int_equal(rw.n_swap_in, 1);
@@ -40,15 +60,7 @@ static void test_recompute_from_swapped(void **state) {
     for (int k = 0; k < b->n_outputs; k++)
         if (b->outputs[k] >= 0) assert_int_equal(rw.tg->alias_of[b->outputs[k]], -1);
     /* The original BN still updates the running statistics, exactly once. */
-    int n_writers = 0;
-    for (int i = 0; i < ng->n_nodes; i++)
-        for (int k = 0; k < ng->nodes[i].n_outputs; k++) {
-            int o = ng->nodes[i].outputs[k];
-            if (o >= 0 && rw.tg->alias_of[o] >= 0 &&
-                strcmp(ng->tensors[rw.tg->alias_of[o]].name, "bn1.running_mean") == 0)
-                n_writers++;
-        }
-    assert_int_equal(n_writers, 1);
+    assert_int_equal(running_mean_writers(&rw), 1);
     /* The SwapIn precedes the clone, which precedes the relu clone. */
     int si = pf_node(ng, "/conv1/Conv_output_0/swap_in");
     int rc = pf_node(ng, "/relu/Relu/recompute1");
@@ -88,14 +100,9 @@ static void test_recompute_from_swapped(void **state) {
 static void test_recompute_fused_from_swapped(void **state) {
     (void)state;
     train_graph *tg = pf_resnet18();
-    const ir_graph *g = tg->g;
-    int relu = pf_tensor(g, "/relu/Relu_output_0"), conv = pf_tensor(g, "/conv1/Conv_output_0");
-    sim_plan *p = sim_plan_new(tg);
-    sim_plan_set(p, relu, SIM_DECISION_RECOMPUTE, -1);
-    sim_plan_set(p, conv, SIM_DECISION_SWAP, -1);
     rewrite_result rw;
     oc_err err;
-    if (rewrite_plan(tg, p, NULL, &rw, &err)) fail_msg("%s", err.msg);
+    sim_plan *p = recompute_relu_swap_conv(tg, &rw);
     const ir_graph *ng = rw.tg->g;
     assert_int_equal(rw.n_recompute, 1);
     int rc = pf_node(ng, "/relu/Relu/fused/recompute1");
@@ -103,14 +110,7 @@ static void test_recompute_fused_from_swapped(void **state) {
     assert_int_equal(b->op, OP_BATCH_NORM_RELU);
     assert_string_equal(ng->tensors[b->inputs[0]].name, "/conv1/Conv_output_0/swapin");
     for (int k = 1; k < b->n_outputs; k++) assert_int_equal(b->outputs[k], -1);
-    int n_writers = 0;
-    for (int i = 0; i < ng->n_nodes; i++)
-        for (int k = 0; k < ng->nodes[i].n_outputs; k++) {
-            int o = ng->nodes[i].outputs[k];
-            n_writers += o >= 0 && rw.tg->alias_of[o] >= 0 &&
-                         strcmp(ng->tensors[rw.tg->alias_of[o]].name, "bn1.running_mean") == 0;
-        }
-    assert_int_equal(n_writers, 1);
+    assert_int_equal(running_mean_writers(&rw), 1);
     assert_true(pf_node(ng, "/conv1/Conv_output_0/swap_in") < rc);
     layout_result l;
     layout_plan(rw.tg, NULL, NULL, &l);

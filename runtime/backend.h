@@ -106,7 +106,7 @@ struct rt_backend {
      * capture failed: nothing recorded ran, so the caller runs the work again
      * on the streams); replay enqueues the captured step once as training step
      * `step` (kernels that depend on the step read it from device memory);
-     * capture_free drops it. */
+     * capture_free drops it. One captured step per backend. */
     int (*capture_begin)(rt_backend *b, oc_err *err);
     int (*capture_end)(rt_backend *b, oc_err *err);
     void (*replay)(rt_backend *b, int64_t step);

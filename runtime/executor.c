@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "plan/lifetimes.h"
-#include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 
 /* ---- program ---- */

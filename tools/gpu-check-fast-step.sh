@@ -87,6 +87,11 @@ PY
     # 4. the 16 GiB cap (the emulator: half the in-core peak's saved activations)
     tbox 150 $RUN "$M" --backend cuda --batch $fb --steps 5 --lr 0.01 $D \
         --profile-out "$LOG/${fm}_fs_profile.json" >"$LOG/${fm}_fs_profile.log" 2>&1
+    $PLAN emit "$M" --batch $fb -o "$LOG/${fm}_train.onnx" >/dev/null 2>&1 &&
+        $PYTHON tools/step_time.py "fused, measured profile=$LOG/${fm}_fs_profile.json@$LOG/${fm}_train.onnx" \
+            >"$LOG/${fm}_profile_time.md" 2>&1
+    row "  per op class from the measured profile ($fm)" "$LOG/${fm}_profile_time.md:"
+    while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/${fm}_profile_time.md"
     CAP=17179869184 BUDGET=$((17179869184 - $(over_of "$LOG/${fm}_fused.log")))
     if [ $EMU = 1 ]; then
         $PLAN plan "$M" --batch $fb --profile "$LOG/${fm}_fs_profile.json" --strategy incore --json \

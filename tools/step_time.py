@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Where the step time goes: per op class, from outcore-run --trace-out traces.
+"""Where the step time goes: per op class, from outcore-run traces or measured profiles.
 
-    tools/step_time.py LABEL=TRACE.json [LABEL=TRACE.json ...] [--by-op]
+    tools/step_time.py LABEL=TRACE.json [LABEL=PROFILE.json@TRAIN.onnx ...] [--by-op]
 
-Each trace (outcore-run MODEL --steps K --trace-out T.json, on the cpu or the cuda backend)
-holds steps 1.. op by op on every stream. For each trace: the mean step time (first op's start to
-last op's end, per step) and, per op class (or per op type with --by-op), the kernel time per step
-on the compute stream and its share of the step. Several traces print side by side (e.g. --no-fuse
-and the default), so what fusion moved is visible, and what remains. Markdown table on stdout.
+A trace (outcore-run MODEL --steps K --trace-out T.json, on the cpu or the cuda backend) holds
+steps 1.. op by op on every stream: the mean step time (first op's start to last op's end, per
+step) and, per op class (or per op type with --by-op), the kernel time per step on the compute
+stream. A measured profile (outcore-run --profile-out P.json, cuda) holds each node's median time;
+its node names map to op types through the training graph they belong to (outcore-plan emit MODEL
+--batch N [--no-fuse] -o TRAIN.onnx), and its step is the sum of the nodes' times. Several inputs
+print side by side (e.g. --no-fuse and the default), so what fusion moved is visible, and what
+remains. Markdown table on stdout: ms per step and the share of the step.
 """
 import json
 import sys
@@ -34,7 +37,20 @@ CLASSES = {
 }
 
 
+def load_profile(path, graph):
+    import onnx  # only for profiles: the node names' op types
+    op_of = {n.name: n.op_type for n in onnx.load(graph, load_external_data=False).graph.node}
+    per_op = defaultdict(float)
+    for r in json.load(open(path))["nodes"]:
+        if r["name"] not in op_of:
+            sys.exit(f"{path}: node '{r['name']}' is not in {graph} (another model or fusion level?)")
+        per_op[op_of[r["name"]]] += r["time_s"] * 1e3
+    return sum(per_op.values()), per_op
+
+
 def load(path):
+    if "@" in path:
+        return load_profile(*path.split("@", 1))
     events = json.load(open(path))["traceEvents"]
     streams = {e["tid"]: e["args"]["name"] for e in events
                if e.get("ph") == "M" and e.get("name") == "thread_name"}

@@ -549,10 +549,6 @@ static int bn_make(const kernel_args *a, const ir_tensor *x, bn_descs *d, oc_err
     return OC_OK;
 }
 
-static void *out_or_null(const kernel_args *a, int i) {
-    return i < a->n->n_outputs && a->n->outputs[i] >= 0 ? a->out[i] : NULL;
-}
-
 static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
     const op_bn_args *p = &op_args_of(a->n)->bn;

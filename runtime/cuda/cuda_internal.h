@@ -148,6 +148,10 @@ int cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, cons
                        oc_err *err);
 
 /* Helpers shared by the kernel files (cuda_kernels.c). */
+/* Output i's pointer, or NULL when the node omits it. */
+static inline void *out_or_null(const kernel_args *a, int i) {
+    return i < a->n->n_outputs && a->n->outputs[i] >= 0 ? a->out[i] : NULL;
+}
 /* (kernel_in/out/numel/fail/want_dtype: kernels.h) */
 
 #endif

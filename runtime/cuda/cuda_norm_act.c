@@ -6,10 +6,6 @@
 
 #include "cuda_internal.h"
 
-static void *out_or_null(const kernel_args *a, int i) {
-    return i < a->n->n_outputs && a->n->outputs[i] >= 0 ? a->out[i] : NULL;
-}
-
 static void nchw(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
     *N = x->dims[0], *C = x->dims[1], *S = 1;
     for (int i = 2; i < x->rank; i++) *S *= x->dims[i];

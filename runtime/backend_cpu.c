@@ -184,6 +184,7 @@ int rt_backend_cpu_new(const rt_backend_opts *opts, rt_backend **out, oc_err *er
         .wait = cpu_wait,
         .sync = cpu_sync,
         .supported = cpu_supported,
+        .half = true, /* widened to float32, rounded when stored (cpu_kernels.c) */
         .scratch_bytes = cpu_scratch,
         .destroy = cpu_destroy,
         .stamp_reset = cpu_stamp_reset,

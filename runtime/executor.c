@@ -163,6 +163,14 @@ static int check_supported(const train_graph *tg, rt_backend *b, oc_err *err) {
             return oc_fail(err, "%s: node '%s': op '%s%s%s' is not supported by the %s backend",
                            g->model_path ? g->model_path : "model", n->name, n->domain,
                            *n->domain ? "." : "", n->op_type, b->name);
+        for (int o = 0; o < n->n_outputs && !b->half; o++)
+            if (n->outputs[o] >= 0 && ir_dtype_is_half(g->tensors[n->outputs[o]].dtype))
+                return oc_fail(err,
+                               "%s: node '%s' writes %s tensor '%s': the %s backend runs "
+                               "float32 only so far (--precision bf16|fp16 runs on --backend cpu)",
+                               g->model_path ? g->model_path : "model", n->name,
+                               ir_dtype_name(g->tensors[n->outputs[o]].dtype),
+                               g->tensors[n->outputs[o]].name, b->name);
     }
     return OC_OK;
 }

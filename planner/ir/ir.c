@@ -30,6 +30,10 @@ bool ir_dtype_is_float(ir_dtype t) {
            t == IR_DTYPE_BFLOAT16;
 }
 
+bool ir_dtype_is_half(ir_dtype t) { return t == IR_DTYPE_FLOAT16 || t == IR_DTYPE_BFLOAT16; }
+
+bool ir_dtype_is_compute(ir_dtype t) { return t == IR_DTYPE_FLOAT || ir_dtype_is_half(t); }
+
 const char *ir_dtype_name(ir_dtype t) {
     switch (t) {
     case IR_DTYPE_FLOAT: return "float32";

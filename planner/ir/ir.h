@@ -54,6 +54,10 @@ int ir_dtype_size(ir_dtype t);
 const char *ir_dtype_name(ir_dtype t);
 /* Floating point (float, double, float16, bfloat16): what gradients flow through. */
 bool ir_dtype_is_float(ir_dtype t);
+/* float16 or bfloat16: stored in 2 bytes, computed in float32 (ir/half.h). */
+bool ir_dtype_is_half(ir_dtype t);
+/* The float types a training step computes in: float32, float16, bfloat16. */
+bool ir_dtype_is_compute(ir_dtype t);
 
 /* What a tensor is, for memory accounting. Import assigns INPUT, PARAMETER,
  * STATE, CONSTANT and ACTIVATION; the training graph adds the other classes. */

@@ -56,7 +56,7 @@ static Onnx__TensorProto *tensor_proto(pool *po, const ir_tensor *t, const void 
     return tp;
 }
 
-static Onnx__ValueInfoProto *value_info(pool *po, const ir_tensor *t) {
+static Onnx__ValueInfoProto *value_info(pool *po, const ir_tensor *t, bool half_as_float) {
     Onnx__ValueInfoProto *vi = palloc(po, 1, sizeof *vi);
     onnx__value_info_proto__init(vi);
     vi->name = t->name;
@@ -65,7 +65,8 @@ static Onnx__ValueInfoProto *value_info(pool *po, const ir_tensor *t) {
     Onnx__TypeProto__Tensor *tt = palloc(po, 1, sizeof *tt);
     onnx__type_proto__tensor__init(tt);
     tt->has_elem_type = true;
-    tt->elem_type = (int32_t)t->dtype;
+    tt->elem_type =
+        (int32_t)(half_as_float && ir_dtype_is_half(t->dtype) ? IR_DTYPE_FLOAT : t->dtype);
     Onnx__TensorShapeProto *sh = palloc(po, 1, sizeof *sh);
     onnx__tensor_shape_proto__init(sh);
     sh->n_dim = (size_t)(t->rank > 0 ? t->rank : 0);
@@ -134,7 +135,15 @@ static Onnx__AttributeProto *attr_proto(pool *po, const ir_attr *a) {
     return ap;
 }
 
-static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const ir_node *n) {
+/* The name written for tensor t (-1: ""): its source's where the spec maps it. */
+static const char *tensor_name(const ir_graph *g, const onnx_export_spec *s, int t) {
+    if (t < 0) return "";
+    for (int hops = 0; s->source && s->source[t] >= 0 && hops < 4; hops++) t = s->source[t];
+    return g->tensors[t].name;
+}
+
+static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const onnx_export_spec *s,
+                                   const ir_node *n) {
     Onnx__NodeProto *np = palloc(po, 1, sizeof *np);
     onnx__node_proto__init(np);
     np->name = n->name;
@@ -142,8 +151,7 @@ static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const ir_node *n
     np->domain = n->domain;
     np->n_input = (size_t)n->n_inputs;
     np->input = palloc(po, np->n_input, sizeof(char *));
-    for (int i = 0; i < n->n_inputs; i++)
-        np->input[i] = n->inputs[i] >= 0 ? g->tensors[n->inputs[i]].name : "";
+    for (int i = 0; i < n->n_inputs; i++) np->input[i] = (char *)tensor_name(g, s, n->inputs[i]);
     /* Trailing omitted outputs are dropped; inner ones stay as "". */
     int nout = n->n_outputs;
     while (nout > 1 && n->outputs[nout - 1] < 0) nout--;
@@ -187,7 +195,8 @@ static void add_attr(pool *po, Onnx__NodeProto *np, ir_attr a) {
 /* BatchNormRelu (ir/ops/op_bn_relu.c) written back as the chain it replaced:
  * BatchNormalization -> [Add] -> Relu under their own node and tensor names.
  * Returns how many nodes went to dst (0: the node has no chain recorded). */
-static int unfused_nodes(pool *po, const ir_graph *g, const ir_node *n, Onnx__NodeProto **dst) {
+static int unfused_nodes(pool *po, const ir_graph *g, const onnx_export_spec *s, const ir_node *n,
+                         Onnx__NodeProto **dst) {
     const ir_attr *mem = ir_attr_find(n, "members"), *bo = ir_attr_find(n, "bn_outputs");
     const char *add_out = ir_attr_string(n, "add_output", NULL);
     bool residual = n->n_inputs > 5 && n->inputs[5] >= 0;
@@ -195,7 +204,7 @@ static int unfused_nodes(pool *po, const ir_graph *g, const ir_node *n, Onnx__No
         mem->n != (residual ? 3 : 2) || bo->n < 1 || bo->n > 5 || residual != (add_out != NULL))
         return 0;
     const char *in[5];
-    for (int k = 0; k < 5; k++) in[k] = n->inputs[k] >= 0 ? g->tensors[n->inputs[k]].name : "";
+    for (int k = 0; k < 5; k++) in[k] = tensor_name(g, s, n->inputs[k]);
     bool training = ir_attr_int(n, "training_mode", 0) != 0;
     Onnx__NodeProto *bn = named_node(po, mem->strings[0], "BatchNormalization", 5, in, bo->n,
                                      (const char *const *)bo->strings);
@@ -213,7 +222,7 @@ static int unfused_nodes(pool *po, const ir_graph *g, const ir_node *n, Onnx__No
     dst[k++] = bn;
     const char *z = bo->strings[0];
     if (residual) {
-        const char *r = g->tensors[n->inputs[5]].name;
+        const char *r = tensor_name(g, s, n->inputs[5]);
         bool first = ir_attr_int(n, "residual_first", 0) != 0;
         const char *add_in[2] = {first ? r : z, first ? z : r};
         dst[k++] = named_node(po, mem->strings[1], "Add", 2, add_in, 1, &add_out);
@@ -244,13 +253,13 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         n_written += unfuse ? 3 : 1;
         uses_oc = uses_oc || (strcmp(n->domain, OC_DOMAIN) == 0 && !unfuse);
         for (int k = 0; k < n->n_inputs; k++)
-            if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
+            if (n->inputs[k] >= 0) used[ir_tensor_find(g, tensor_name(g, s, n->inputs[k]))] = true;
     }
     for (int i = 0; i < s->n_extra; i++) used[s->extra[i]] = true;
     gp->initializer = palloc(&po, (size_t)g->n_tensors, sizeof *gp->initializer);
     gp->input = palloc(&po, (size_t)(g->n_tensors + s->n_inputs), sizeof *gp->input);
     for (int i = 0; i < s->n_inputs; i++)
-        gp->input[gp->n_input++] = value_info(&po, &g->tensors[s->inputs[i]]);
+        gp->input[gp->n_input++] = value_info(&po, &g->tensors[s->inputs[i]], s->half_io_as_float);
     int n_data_inputs = s->n_inputs;
     for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
         /* External data is read into the graph's tensor (it becomes inline). */
@@ -261,22 +270,22 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         if (rc) break;
         if (x->data_src == IR_DATA_INLINE)
             gp->initializer[gp->n_initializer++] = tensor_proto(&po, x, x->data, x->data_bytes);
-        else gp->input[gp->n_input++] = value_info(&po, x);
+        else gp->input[gp->n_input++] = value_info(&po, x, false);
     }
     gp->node = palloc(&po, (size_t)n_written, sizeof *gp->node);
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;
         int k = s->unfuse && n->op == OP_BATCH_NORM_RELU
-                    ? unfused_nodes(&po, g, n, gp->node + gp->n_node)
+                    ? unfused_nodes(&po, g, s, n, gp->node + gp->n_node)
                     : 0;
         if (k) gp->n_node += (size_t)k;
-        else gp->node[gp->n_node++] = node_proto(&po, g, n);
+        else gp->node[gp->n_node++] = node_proto(&po, g, s, n);
     }
     gp->n_output = (size_t)s->n_outputs;
     gp->output = palloc(&po, gp->n_output, sizeof *gp->output);
     for (int i = 0; i < s->n_outputs; i++)
-        gp->output[i] = value_info(&po, &g->tensors[s->outputs[i]]);
+        gp->output[i] = value_info(&po, &g->tensors[s->outputs[i]], s->half_io_as_float);
 
     Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
     m.has_ir_version = true;

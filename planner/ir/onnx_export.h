@@ -26,6 +26,12 @@ typedef struct onnx_export_spec {
     int n_meta;
     bool seal;   /* add outcore.seal last (ir/model_seal.h): plans and training graphs */
     bool unfuse; /* BatchNormRelu nodes written as their BatchNormalization [+ Add] + Relu */
+    /* Per tensor of g: the tensor read in its place (-1: itself; NULL: none) — a
+     * model trained with --precision bf16 is saved without autocast's Casts
+     * (skipped), their readers reading the float32 source; and graph inputs and
+     * outputs of a half type are then declared float32 (half_io_as_float). */
+    const int *source;
+    bool half_io_as_float;
 } onnx_export_spec;
 
 /* Writes nodes [begin, end) with every initializer they read. */

@@ -21,7 +21,7 @@ static bool fusable_bn(const ir_graph *g, int p, int reader) {
     if (p < 0 || g->nodes[p].op != OP_BATCH_NORM) return false;
     const ir_node *bn = &g->nodes[p];
     if (sole_reader(g, bn->outputs[0]) != reader) return false;
-    if (g->tensors[bn->inputs[0]].dtype != IR_DTYPE_FLOAT) return false;
+    if (!ir_dtype_is_compute(g->tensors[bn->inputs[0]].dtype)) return false;
     for (int o = 3; o < bn->n_outputs; o++) { /* opset <= 13 saved statistics */
         int t = bn->outputs[o];
         if (t >= 0 && (g->tensors[t].n_consumers || g->tensors[t].is_graph_output)) return false;
@@ -52,7 +52,7 @@ static bool match_at(const ir_graph *g, int r, match *m) {
         int q = g->tensors[z].producer;
         if (!fusable_bn(g, q, p)) continue;
         const ir_tensor *zt = &g->tensors[z], *rt = &g->tensors[other];
-        if (!same_dims(zt, rt) || rt->dtype != IR_DTYPE_FLOAT) continue;
+        if (!same_dims(zt, rt) || rt->dtype != zt->dtype) continue;
         m->bn = q, m->add = p, m->residual = other, m->residual_first = k == 1;
         return true;
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/ops/op_args.h"
+#include "train/autocast.h"
 #include "train/autodiff_internal.h"
 #include "train/fuse_attention.h"
 #include "train/fuse_norm_act.h"
@@ -152,7 +153,7 @@ static int add_loss(train_builder *b, const train_opts *o) {
         return OC_OK;
     }
     const ir_tensor *y = &g->tensors[out];
-    if (y->rank < 2 || y->dtype != IR_DTYPE_FLOAT)
+    if (y->rank < 2 || !ir_dtype_is_compute(y->dtype))
         return oc_fail(b->err,
                        "%s: softmax cross-entropy needs an [N, C] or [N, C, d1, ..] float output; "
                        "'%s' has rank %d",
@@ -216,7 +217,7 @@ static void compute_requires_grad(train_builder *b) {
         for (int o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0)
                 b->requires_grad[n->outputs[o]] =
-                    any && g->tensors[n->outputs[o]].dtype == IR_DTYPE_FLOAT;
+                    any && ir_dtype_is_compute(g->tensors[n->outputs[o]].dtype);
     }
     for (int t = 0; t < g->n_tensors; t++) {
         b->pending[t] = g->tensors[t].n_consumers;
@@ -581,6 +582,32 @@ static int bn_freeze(ir_graph *g, oc_err *err) {
     return OC_OK;
 }
 
+/* --precision bf16|fp16 on the forward graph and its loss (train/autocast.h);
+ * the phases follow the inserted Casts (forward; the loss node stays the loss). */
+static int autocast_step(train_graph *tg, oc_err *err) {
+    ir_graph *g = tg->g;
+    ir_dtype half = train_precision_dtype(tg->opts.precision);
+    int n_casts;
+    if (autocast_graph(g, half, &n_casts, err))
+        return oc_fail_prefix(err, "%s: --precision %s", g->model_path ? g->model_path : "model",
+                              train_precision_name(tg->opts.precision));
+    tg->phase = oc_realloc(tg->phase, ((size_t)g->n_nodes + 1) * sizeof *tg->phase);
+    tg->fwd_of = oc_realloc(tg->fwd_of, ((size_t)g->n_nodes + 1) * sizeof *tg->fwd_of);
+    int loss_node = g->tensors[tg->loss_tensor].producer, in_half = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        tg->phase[i] = i == loss_node ? TRAIN_PHASE_LOSS : TRAIN_PHASE_FORWARD;
+        tg->fwd_of[i] = -1;
+        const ir_node *n = &g->nodes[i];
+        if (n->op != OP_CAST && n->n_outputs > 0 && n->outputs[0] >= 0 &&
+            g->tensors[n->outputs[0]].dtype == half)
+            in_half++;
+    }
+    ir_graph_note(g, "--precision %s: %d of %d forward nodes compute in %s; %d Cast nodes added",
+                  train_precision_name(tg->opts.precision), in_half, g->n_nodes - n_casts,
+                  ir_dtype_name(half), n_casts);
+    return OC_OK;
+}
+
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err) {
     *out = NULL;
     if (!o->forward_only && (o->bn_frozen ? bn_freeze(fwd, err) : bn_to_training(fwd, err))) {
@@ -611,6 +638,7 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
     for (int i = 0; i < fwd->n_nodes; i++) tg->fwd_of[i] = -1;
     train_builder b = {.g = fwd, .tg = tg, .err = err};
     int rc = add_loss(&b, o);
+    if (rc == OC_OK && o->precision != TRAIN_PRECISION_FP32) rc = autocast_step(tg, err);
     if (rc == OC_OK) {
         int nt = b.n_fwd_tensors = fwd->n_tensors;
         b.requires_grad = oc_calloc((size_t)nt, sizeof(bool));

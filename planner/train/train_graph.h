@@ -39,6 +39,17 @@ typedef enum train_fuse {
     TRAIN_FUSE_ALL,      /* also BatchNormReluGrad where no residual needs dZ (the default) */
 } train_fuse;
 
+/* Compute precision (--precision; train/autocast.h). Parameters, gradients and
+ * the optimizer stay float32 whichever it is. */
+typedef enum train_precision {
+    TRAIN_PRECISION_FP32 = 0, /* every float tensor float32 (the default) */
+    TRAIN_PRECISION_BF16,     /* autocast to bfloat16 */
+    TRAIN_PRECISION_FP16,     /* autocast to float16 */
+} train_precision;
+const char *train_precision_name(train_precision p);
+/* The half type of p (IR_DTYPE_FLOAT for fp32). */
+ir_dtype train_precision_dtype(train_precision p);
+
 typedef struct train_opts {
     train_loss loss;
     train_optimizer optimizer;
@@ -46,7 +57,8 @@ typedef struct train_opts {
     float beta1, beta2, epsilon; /* AdamW */
     float clip_grad_norm;        /* > 0: gradients scaled to at most this global L2 norm */
     bool fuse_attention;         /* --attention fused: FusedAttention nodes (fuse_attention.h) */
-    train_fuse fuse;   /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h) */
+    train_fuse fuse; /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h) */
+    train_precision precision;
     bool forward_only; /* the forward pass and the loss, no backward or update (evaluation) */
     bool bn_frozen;    /* BatchNormalization on its running statistics, not updated (--bn frozen) */
     int64_t ignore_index; /* labels equal to it count in no loss (PyTorch's default -100) */
@@ -56,10 +68,12 @@ typedef struct train_opts {
 train_opts train_opts_default(void);
 /* One option of both command lines into o: --optimizer sgd|adamw, --betas B1,B2,
  * --eps E, --clip-grad-norm MAX, --ignore-index K, --attention fused|unfused,
- * --fuse all|forward|none (v is its value; --no-fuse is --fuse none). 1 when
- * flag is one of them, 0 when it is not, OC_ERR (naming it) on a bad value. */
+ * --fuse all|forward|none (v is its value; --no-fuse is --fuse none),
+ * --precision fp32|bf16|fp16. 1 when flag is one of them, 0 when it is not,
+ * OC_ERR (naming it) on a bad value. */
 #define TRAIN_OPTS_FLAGS                                                                           \
-    "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index", "--attention", "--fuse"
+    "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index", "--attention",        \
+        "--fuse", "--precision"
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err);
 
 typedef struct train_graph {

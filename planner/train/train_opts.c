@@ -21,6 +21,16 @@ static int parse_float_in(const char *flag, const char *v, double lo, double hi,
     return OC_OK;
 }
 
+const char *train_precision_name(train_precision p) {
+    return p == TRAIN_PRECISION_BF16 ? "bf16" : p == TRAIN_PRECISION_FP16 ? "fp16" : "fp32";
+}
+
+ir_dtype train_precision_dtype(train_precision p) {
+    return p == TRAIN_PRECISION_BF16   ? IR_DTYPE_BFLOAT16
+           : p == TRAIN_PRECISION_FP16 ? IR_DTYPE_FLOAT16
+                                       : IR_DTYPE_FLOAT;
+}
+
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err) {
     if (strcmp(flag, "--optimizer") == 0) {
         if (strcmp(v, "sgd") == 0) o->optimizer = TRAIN_OPT_SGD;
@@ -59,6 +69,13 @@ int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err
         else if (strcmp(v, "forward") == 0) o->fuse = TRAIN_FUSE_FORWARD;
         else if (strcmp(v, "none") == 0) o->fuse = TRAIN_FUSE_NONE;
         else return oc_fail(err, "--fuse: '%s' is not one of all, forward, none", v);
+        return 1;
+    }
+    if (strcmp(flag, "--precision") == 0) {
+        if (strcmp(v, "fp32") == 0) o->precision = TRAIN_PRECISION_FP32;
+        else if (strcmp(v, "bf16") == 0) o->precision = TRAIN_PRECISION_BF16;
+        else if (strcmp(v, "fp16") == 0) o->precision = TRAIN_PRECISION_FP16;
+        else return oc_fail(err, "--precision: '%s' is not one of fp32, bf16, fp16", v);
         return 1;
     }
     if (strcmp(flag, "--ignore-index") == 0) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "ir/half.h"
 
 static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
     int s = ir_dtype_size(t->dtype);
@@ -32,11 +33,28 @@ int cpu_copy(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* Cast / CastLike at run time: a copy when the type stays, bool -> float
- * (a dropout pattern's mask) otherwise. */
+/* Between float32, float16 and bfloat16: through float32, rounded to nearest
+ * even (ir/half.h; a half -> half cast rounds once, its source widens exactly). */
+static void cast_floats(const kernel_args *a, const ir_tensor *x, const ir_tensor *y) {
+    int64_t n = kernel_numel(x);
+    for (int64_t i = 0; i < n; i++) {
+        float v = x->dtype == IR_DTYPE_FLOAT
+                      ? ((const float *)a->in[0])[i]
+                      : half_to_f32(x->dtype, ((const uint16_t *)a->in[0])[i]);
+        if (y->dtype == IR_DTYPE_FLOAT) ((float *)a->out[0])[i] = v;
+        else ((uint16_t *)a->out[0])[i] = half_from_f32(y->dtype, v);
+    }
+}
+
+/* Cast / CastLike at run time: a copy when the type stays, between the float
+ * types (mixed precision), bool -> float (a dropout pattern's mask). */
 int cpu_cast(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     if (x->dtype == y->dtype) return cpu_copy(a, err);
+    if (ir_dtype_is_compute(x->dtype) && ir_dtype_is_compute(y->dtype)) {
+        cast_floats(a, x, y);
+        return OC_OK;
+    }
     if (x->dtype != IR_DTYPE_BOOL || y->dtype != IR_DTYPE_FLOAT)
         return kernel_fail(a, err, "a run-time cast from %s to %s is not supported",
                            ir_dtype_name(x->dtype), ir_dtype_name(y->dtype));

@@ -44,12 +44,13 @@ static int attention_dims(ir_graph *g, ir_node *n, int at, bool k_transposed, in
         op_in_shaped(g, n, at + 2, &v, err))
         return OC_ERR;
     int r = q->rank;
-    bool ok = r >= 3 && k->rank == r && v->rank == r && q->dtype == IR_DTYPE_FLOAT &&
-              k->dtype == IR_DTYPE_FLOAT && v->dtype == IR_DTYPE_FLOAT;
+    bool ok = r >= 3 && k->rank == r && v->rank == r && ir_dtype_is_compute(q->dtype) &&
+              k->dtype == q->dtype && v->dtype == q->dtype;
     for (int i = 0; ok && i + 2 < r; i++) ok = q->dims[i] == k->dims[i] && q->dims[i] == v->dims[i];
     if (!ok)
-        return oc_fail(err, "'%s', '%s' and '%s' must be float [b.., T, d] with equal batch dims",
-                       q->name, k->name, v->name);
+        return oc_fail(
+            err, "'%s', '%s' and '%s' must be float of one type, [b.., T, d] with equal batch dims",
+            q->name, k->name, v->name);
     int64_t T = q->dims[r - 2], dh = q->dims[r - 1];
     int64_t S = k_transposed ? k->dims[r - 1] : k->dims[r - 2];
     int64_t kd = k_transposed ? k->dims[r - 2] : k->dims[r - 1];
@@ -81,8 +82,8 @@ static int attention_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
     int64_t y[IR_MAX_RANK];
     memcpy(y, q->dims, sizeof y);
     y[q->rank - 1] = d[3];
-    op_set_out(g, n, 0, IR_DTYPE_FLOAT, q->rank, y);
-    op_set_out(g, n, 1, IR_DTYPE_FLOAT, q->rank - 1, q->dims);
+    op_set_out(g, n, 0, q->dtype, q->rank, y);
+    op_set_out(g, n, 1, IR_DTYPE_FLOAT, q->rank - 1, q->dims); /* row statistics: float32 */
     return OC_OK;
 }
 
@@ -144,6 +145,7 @@ const op_def op_def_fused_attention = {
     .grad = attention_grad,
     .saved_inputs = 0xf,
     .saved_outputs = 0x3,
+    .autocast = OP_AUTOCAST_LOWER,
 };
 const op_def op_def_fused_attention_grad = {
     .min_inputs = 4, /* the condition (4) may be omitted; Y (5) and LSE (6) are read */

@@ -12,20 +12,20 @@
 static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
-    if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err)) return OC_ERR;
-    if (a->dtype != b->dtype)
-        return oc_fail(err, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
-                       ir_dtype_name(a->dtype), b->name, ir_dtype_name(b->dtype));
+    ir_dtype dt;
+    if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err) ||
+        op_operand_dtype(a, b, &dt, err))
+        return OC_ERR;
     int rank;
     int64_t dims[IR_MAX_RANK];
     if (op_broadcast(a, b, &rank, dims, err)) return OC_ERR;
-    op_set_out(g, n, 0, a->dtype, rank, dims);
+    op_set_out(g, n, 0, dt, rank, dims);
     if (op_fold_arith(g, n, err)) return OC_ERR;
     const ir_tensor *y = ir_node_out(g, n, 0);
-    if (n->op != OP_ADD && y->data_src != IR_DATA_INLINE && a->dtype != IR_DTYPE_FLOAT &&
-        a->dtype != IR_DTYPE_DOUBLE)
+    if (n->op != OP_ADD && y->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt) &&
+        dt != IR_DTYPE_DOUBLE)
         return oc_fail(err, "%s of %s tensors computed at run time is not supported", n->op_type,
-                       ir_dtype_name(a->dtype));
+                       ir_dtype_name(dt));
     return OC_OK;
 }
 
@@ -34,18 +34,18 @@ static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 static int less_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
-    if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err)) return OC_ERR;
-    if (a->dtype != b->dtype)
-        return oc_fail(err, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
-                       ir_dtype_name(a->dtype), b->name, ir_dtype_name(b->dtype));
+    ir_dtype dt;
+    if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err) ||
+        op_operand_dtype(a, b, &dt, err))
+        return OC_ERR;
     int rank;
     int64_t dims[IR_MAX_RANK];
     if (op_broadcast(a, b, &rank, dims, err)) return OC_ERR;
     op_set_out(g, n, 0, IR_DTYPE_BOOL, rank, dims);
     if (op_fold_compare(g, n, err)) return OC_ERR;
-    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && a->dtype != IR_DTYPE_FLOAT)
+    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt))
         return oc_fail(err, "Less of %s tensors computed at run time is not supported",
-                       ir_dtype_name(a->dtype));
+                       ir_dtype_name(dt));
     return OC_OK;
 }
 

@@ -29,11 +29,11 @@ static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
     return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int64_t)) == 0;
 }
 
-/* X (N, C, ..) float and per-channel vectors at inputs [from, to). */
+/* X (N, C, ..) float32 or half and float32 per-channel vectors at inputs [from, to). */
 static int channel_inputs(ir_graph *g, ir_node *n, int xi, int from, int to, ir_tensor **x,
                           oc_err *err) {
     if (op_in_shaped(g, n, xi, x, err)) return OC_ERR;
-    if ((*x)->rank < 2 || (*x)->dtype != IR_DTYPE_FLOAT)
+    if ((*x)->rank < 2 || !ir_dtype_is_compute((*x)->dtype))
         return oc_fail(err, "input '%s' must be float of rank >= 2", (*x)->name);
     int64_t c = (*x)->dims[1];
     for (int i = from; i < to; i++) {
@@ -51,8 +51,8 @@ static int bn_relu_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (channel_inputs(g, n, 0, 1, 5, &x, err)) return OC_ERR;
     if (n->n_inputs > 5) {
         if (op_in_shaped(g, n, 5, &r, err)) return OC_ERR;
-        if (!same_dims(r, x) || r->dtype != IR_DTYPE_FLOAT)
-            return oc_fail(err, "residual '%s' must be float of the shape of '%s'", r->name,
+        if (!same_dims(r, x) || r->dtype != x->dtype)
+            return oc_fail(err, "residual '%s' must be of the type and shape of '%s'", r->name,
                            x->name);
     }
     if (n->n_outputs == 2) return oc_fail(err, "running_mean without running_var");
@@ -152,6 +152,7 @@ const op_def op_def_batch_norm_relu = {
     .saved_outputs = 0x1, /* Y */
     .aliases = bn_relu_aliases,
     .n_aliases = 3,
+    .autocast = OP_AUTOCAST_NORM,
 };
 const op_def op_def_batch_norm_relu_grad = {
     .min_inputs = 4,

@@ -150,6 +150,7 @@ const op_def op_def_conv = {
     .grad = op_grad_conv,
     .saved_inputs = 0x3,
     .decode = op_decode_conv,
+    .autocast = OP_AUTOCAST_LOWER,
 };
 
 const op_def op_def_conv_transpose = {
@@ -164,4 +165,5 @@ const op_def op_def_conv_transpose = {
     .grad = op_grad_conv_transpose,
     .saved_inputs = 0x3,
     .decode = op_decode_conv,
+    .autocast = OP_AUTOCAST_LOWER,
 };

@@ -204,6 +204,7 @@ const op_def op_def_pow = {
     .decode = pow_decode,
     .grad = pow_grad_rule,
     .saved_inputs = 0x1,
+    .autocast = OP_AUTOCAST_FP32,
 };
 POINTWISE_GRAD_OP(op_def_sqrt_grad, NULL);
 POINTWISE_GRAD_OP(op_def_pow_grad, pow_decode);

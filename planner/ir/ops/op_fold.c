@@ -123,18 +123,20 @@ static int need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err
 }
 
 /* y = x converted to dt: folded for a value; at run time a copy when the type
- * stays, or bool -> float (a dropout mask); other conversions (mixed
- * precision) are their own work. */
+ * stays, bool -> float (a dropout mask), or between float32, float16 and
+ * bfloat16 (mixed precision: rounded to nearest even, ir/half.h). */
 static int cast_to(ir_graph *g, ir_node *n, ir_dtype dt, oc_err *err) {
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     op_set_out(g, n, 0, dt, x->rank, x->dims);
     if (!op_is_value(x)) {
         bool mask = x->dtype == IR_DTYPE_BOOL && dt == IR_DTYPE_FLOAT; /* dropout patterns */
-        if (x->dtype != dt && !mask)
+        bool floats = ir_dtype_is_compute(x->dtype) && ir_dtype_is_compute(dt);
+        if (x->dtype != dt && !mask && !floats)
             return oc_fail(err,
                            "casting '%s' from %s to %s at run time is not supported (plan-time "
-                           "values convert; at run time a same-type cast and bool to float)",
+                           "values convert; at run time a same-type cast, bool to float, and "
+                           "between float32, float16 and bfloat16)",
                            x->name, ir_dtype_name(x->dtype), ir_dtype_name(dt));
         return OC_OK;
     }
@@ -427,6 +429,20 @@ static int identity_grad(grad_ctx *c) {
     return OC_OK;
 }
 
+/* A cast between float types: dX = dY cast back to X's type (autocast's
+ * half copy of a float32 weight gets a float32 gradient); else dX = dY. */
+static int cast_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    const ir_graph *g = grad_graph(c);
+    ir_dtype from = g->tensors[grad_fwd_in(c, 0)].dtype;
+    if (dy < 0 || g->tensors[dy].dtype == from) return identity_grad(c);
+    int b = grad_node(c, "grad", OP_CAST);
+    grad_in(c, b, dy);
+    grad_attr_int(c, b, "to", from);
+    grad_out_dx(c, b, 0);
+    return grad_finish(c, b);
+}
+
 static const op_role data_role[] = {OP_IN_DATA};
 static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
 static const op_role const_role[] = {OP_IN_CONST};
@@ -469,7 +485,7 @@ const op_def op_def_cast = {
     .roles = data_role,
     .n_roles = 1,
     .infer = cast_infer,
-    .grad = identity_grad,
+    .grad = cast_grad,
 };
 const op_def op_def_cast_like = {
     .min_inputs = 2,
@@ -479,7 +495,7 @@ const op_def op_def_cast_like = {
     .roles = data_then_const, /* input 1: only its type is read */
     .n_roles = 2,
     .infer = cast_like_infer,
-    .grad = identity_grad,
+    .grad = cast_grad,
 };
 FOLD_OP(op_def_equal, 2, equal_infer);
 FOLD_OP(op_def_not, 1, not_infer);

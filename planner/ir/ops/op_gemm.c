@@ -11,6 +11,10 @@ static int gemm_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err)) return OC_ERR;
     if (a->rank != 2 || b->rank != 2)
         return oc_fail(err, "inputs '%s' and '%s' must be matrices", a->name, b->name);
+    ir_tensor *bias = ir_node_in(g, n, 2);
+    if (!ir_dtype_is_compute(a->dtype) || b->dtype != a->dtype || (bias && bias->dtype != a->dtype))
+        return oc_fail(err, "inputs '%s', '%s'%s%s must be float of one type", a->name, b->name,
+                       bias ? " and " : "", bias ? bias->name : "");
     bool ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
     int64_t m = a->dims[ta ? 1 : 0], k = a->dims[ta ? 0 : 1];
     int64_t kb = b->dims[tb ? 1 : 0], nn = b->dims[tb ? 0 : 1];
@@ -64,4 +68,5 @@ const op_def op_def_gemm = {
     .grad = op_grad_gemm,
     .saved_inputs = 0x3,
     .decode = gemm_decode,
+    .autocast = OP_AUTOCAST_LOWER,
 };

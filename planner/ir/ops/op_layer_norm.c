@@ -104,6 +104,7 @@ const op_def op_def_layer_norm = {
     .cost = ln_cost,
     .grad = ln_grad,
     .saved_inputs = 0x3,
+    .autocast = OP_AUTOCAST_FP32,
 };
 const op_def op_def_layer_norm_grad = {
     .min_inputs = 3,

@@ -73,6 +73,7 @@ const op_def op_def_softmax_cross_entropy = {
     .saved_inputs = 0x2,
     .saved_outputs = 0x2,
     .decode = op_decode_sce,
+    .autocast = OP_AUTOCAST_FP32,
 };
 
 const op_def op_def_sum = {

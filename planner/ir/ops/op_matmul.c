@@ -31,8 +31,8 @@ static int matmul_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x, *w;
     if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &w, err)) return OC_ERR;
-    if (x->dtype != IR_DTYPE_FLOAT || w->dtype != IR_DTYPE_FLOAT)
-        return oc_fail(err, "inputs '%s' and '%s' must be float", x->name, w->name);
+    if (!ir_dtype_is_compute(x->dtype) || w->dtype != x->dtype)
+        return oc_fail(err, "inputs '%s' and '%s' must be float of one type", x->name, w->name);
     if (x->rank < 2 || w->rank < 2)
         return oc_fail(err,
                        "'%s' (rank %d) times '%s' (rank %d): outcore's MatMul takes rank >= 2 "
@@ -149,6 +149,7 @@ const op_def op_def_matmul = {
     .cost = matmul_cost,
     .grad = matmul_grad,
     .saved_inputs = 0x3,
+    .autocast = OP_AUTOCAST_LOWER,
 };
 const op_def op_def_matmul_grad_a = {
     .min_inputs = 2,

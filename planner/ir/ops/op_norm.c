@@ -25,8 +25,9 @@ static int bn_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
                        max_out);
     if (opset >= 14 && n->n_outputs > 1 && ir_attr_int(n, "training_mode", 0) == 0)
         return oc_fail(err, "running statistics are outputs but training_mode is 0");
+    /* statistics in the parameters' type (float32 when X is half: autocast) */
     op_set_out_like(g, n, 0, x);
-    for (int i = 1; i < n->n_outputs; i++) op_set_out(g, n, i, x->dtype, 1, &c);
+    for (int i = 1; i < n->n_outputs; i++) op_set_out(g, n, i, ir_node_in(g, n, 3)->dtype, 1, &c);
     return OC_OK;
 }
 
@@ -105,4 +106,5 @@ const op_def op_def_batch_norm = {
     .aliases = bn_aliases,
     .n_aliases = 3,
     .decode = op_decode_batch_norm,
+    .autocast = OP_AUTOCAST_NORM,
 };

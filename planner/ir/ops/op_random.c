@@ -46,4 +46,5 @@ const op_def op_def_random_uniform_like = {
     .n_roles = 1,
     .infer = random_like_infer,
     .decode = random_like_decode,
+    .autocast = OP_AUTOCAST_FP32,
 };

@@ -44,7 +44,7 @@ static int reduce_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     ir_tensor *x;
     bool red[IR_MAX_RANK], noop;
     if (op_in_shaped(g, n, 0, &x, err) || reduce_axes(g, n, x, red, &noop, err)) return OC_ERR;
-    if (x->dtype != IR_DTYPE_FLOAT) return oc_fail(err, "input '%s' is not float", x->name);
+    if (!ir_dtype_is_compute(x->dtype)) return oc_fail(err, "input '%s' is not float", x->name);
     bool keep = ir_attr_int(n, "keepdims", 1) != 0;
     int64_t y[IR_MAX_RANK];
     int r = 0;
@@ -172,6 +172,7 @@ const op_def op_def_reduce_sum = {
     .decode = reduce_decode,
     .cost = reduce_cost,
     .grad = reduce_grad,
+    .autocast = OP_AUTOCAST_FP32,
 };
 const op_def op_def_broadcast_to = {
     .min_inputs = 1,

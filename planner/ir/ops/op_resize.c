@@ -90,7 +90,7 @@ static int resize_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (op_in_shaped(g, n, 0, &x, err) || parse_mode(n, g->opset, &p, err) ||
         resize_shape(g, n, x, y, &p, err))
         return OC_ERR;
-    if (x->dtype != IR_DTYPE_FLOAT) return oc_fail(err, "input '%s' is not float", x->name);
+    if (!ir_dtype_is_compute(x->dtype)) return oc_fail(err, "input '%s' is not float", x->name);
     op_set_out(g, n, 0, x->dtype, x->rank, y);
     return OC_OK;
 }

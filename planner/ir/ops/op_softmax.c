@@ -82,6 +82,7 @@ static const op_role data_role[] = {OP_IN_DATA};
         .cost = softmax_cost,                                                                      \
         .grad = rule,                                                                              \
         .saved_outputs = 0x1,                                                                      \
+        .autocast = OP_AUTOCAST_FP32,                                                              \
     }
 #define SOFTMAX_GRAD_OP(name)                                                                      \
     const op_def name = {                                                                          \

@@ -36,6 +36,17 @@ typedef enum op_role {
     OP_IN_CONST,    /* plan-time value: shapes, ratios, clip bounds */
 } op_role;
 
+/* Precision of a forward node under --precision bf16|fp16 (train/autocast.h),
+ * PyTorch autocast's lists for CUDA: */
+typedef enum op_autocast {
+    OP_AUTOCAST_FOLLOW = 0, /* float activations promote to the widest among them; parameters
+                               follow it (a bias after MatMul); plan-time values stay */
+    OP_AUTOCAST_LOWER,      /* every float input in half (convolution, GEMM, MatMul, attention) */
+    OP_AUTOCAST_FP32,       /* every float input in float32 (softmax, norms, sums, pow, losses) */
+    OP_AUTOCAST_NORM,       /* data input 0 as it comes; the rest in float32 (BatchNorm:
+                               statistics and affine parameters stay float32) */
+} op_autocast;
+
 typedef struct op_def {
     int min_inputs, max_inputs; /* max -1: variadic */
     int min_outputs, max_outputs;
@@ -66,6 +77,7 @@ typedef struct op_def {
     /* Output 0 may be omitted (every backend's kernel skips it); otherwise a
      * node without it is refused at load. */
     bool output0_optional;
+    op_autocast autocast;
 } op_def;
 
 /* Shape inference and argument decoding of one node: infer, then decode.

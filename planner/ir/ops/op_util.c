@@ -8,6 +8,19 @@ bool op_is_value(const ir_tensor *t) {
     return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
 }
 
+int op_operand_dtype(const ir_tensor *a, const ir_tensor *b, ir_dtype *dt, oc_err *err) {
+    *dt = a->dtype;
+    if (a->dtype == b->dtype) return OC_OK;
+    bool floats = ir_dtype_is_compute(a->dtype) && ir_dtype_is_compute(b->dtype);
+    if (floats && op_is_value(b) && ir_dtype_is_half(a->dtype)) return OC_OK;
+    if (floats && op_is_value(a) && ir_dtype_is_half(b->dtype)) {
+        *dt = b->dtype;
+        return OC_OK;
+    }
+    return oc_fail(err, "inputs '%s' (%s) and '%s' (%s) differ in type", a->name,
+                   ir_dtype_name(a->dtype), b->name, ir_dtype_name(b->dtype));
+}
+
 int op_in_shaped(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err) {
     ir_tensor *x = ir_node_in(g, n, i);
     if (!x) return oc_fail(err, "input %d is missing", i);

@@ -12,6 +12,11 @@
  * a Constant). A parameter's weights are data too, but they change every step:
  * folding them would cut the parameter off from its gradient. */
 bool op_is_value(const ir_tensor *t);
+/* The element type two operands compute in (Add, Mul, Where's X and Y): their
+ * common type, or where one is a float plan-time value (an exporter's scalar)
+ * and the other a half activation (autocast), the activation's: the value is
+ * read in float32, as PyTorch reads a Python scalar. OC_ERR naming both otherwise. */
+int op_operand_dtype(const ir_tensor *a, const ir_tensor *b, ir_dtype *dt, oc_err *err);
 /* Input i with a known shape, or OC_ERR naming it. */
 int op_in_shaped(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err);
 /* Input i with plan-time int64 values, or OC_ERR naming it. */

@@ -20,20 +20,19 @@ static int where_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         op_in_shaped(g, n, 2, &y, err))
         return OC_ERR;
     if (c->dtype != IR_DTYPE_BOOL) return oc_fail(err, "condition '%s' is not bool", c->name);
-    if (x->dtype != y->dtype)
-        return oc_fail(err, "'%s' (%s) and '%s' (%s) differ in type", x->name,
-                       ir_dtype_name(x->dtype), y->name, ir_dtype_name(y->dtype));
+    ir_dtype dt;
+    if (op_operand_dtype(x, y, &dt, err)) return OC_ERR;
     int r1, r;
     int64_t d1[IR_MAX_RANK], od[IR_MAX_RANK];
     if (op_broadcast(x, y, &r1, d1, err)) return OC_ERR;
     ir_tensor xy = {.name = "X and Y", .rank = r1};
     for (int d = 0; d < r1; d++) xy.dims[d] = d1[d];
     if (op_broadcast(c, &xy, &r, od, err)) return OC_ERR;
-    op_set_out(g, n, 0, x->dtype, r, od);
+    op_set_out(g, n, 0, dt, r, od);
     if (op_fold_where(g, n, err)) return OC_ERR;
-    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && x->dtype != IR_DTYPE_FLOAT)
+    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt))
         return oc_fail(err, "Where of %s tensors computed at run time is not supported",
-                       ir_dtype_name(x->dtype));
+                       ir_dtype_name(dt));
     return OC_OK;
 }
 
@@ -80,7 +79,7 @@ static int expand_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     if (op_expand_fold(g, n, err)) return OC_ERR;
     const ir_tensor *x = ir_node_in(g, n, 0);
-    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && x->dtype != IR_DTYPE_FLOAT)
+    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(x->dtype))
         return oc_fail(err, "Expand of a %s tensor computed at run time is not supported",
                        ir_dtype_name(x->dtype));
     return OC_OK;

@@ -4,6 +4,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "train/autocast.h"
+
 static void bytes_by_class(const train_graph *tg, int64_t *by) {
     memset(by, 0, IR_KIND__COUNT * sizeof *by);
     for (int t = 0; t < tg->g->n_tensors; t++) {
@@ -11,6 +13,30 @@ static void bytes_by_class(const train_graph *tg, int64_t *by) {
         if (tg->alias_of[t] >= 0 || !ir_tensor_bytes(&tg->g->tensors[t], &b)) continue;
         by[tg->g->tensors[t].kind] += b;
     }
+}
+
+/* Saved activations by element type (float32, float16, bfloat16) and the part
+ * of them that are autocast's half copies of parameters and graph inputs
+ * (--precision; in float32 those are read in place, never saved). */
+typedef struct saved_split {
+    int64_t f32, f16, bf16, copies;
+} saved_split;
+
+static saved_split split_saved(const train_graph *tg) {
+    const ir_graph *g = tg->g;
+    saved_split s = {0};
+    for (int i = 0; i < tg->n_saved; i++) {
+        const ir_tensor *x = &g->tensors[tg->saved[i]];
+        int64_t b = 0;
+        if (x->kind != IR_KIND_SAVED || !ir_tensor_bytes(x, &b)) continue;
+        if (x->dtype == IR_DTYPE_FLOAT16) s.f16 += b;
+        else if (x->dtype == IR_DTYPE_BFLOAT16) s.bf16 += b;
+        else s.f32 += b;
+        const ir_node *p = x->producer >= 0 ? &g->nodes[x->producer] : NULL;
+        ir_kind from = p && autocast_is_cast(p) ? g->tensors[p->inputs[0]].kind : IR_KIND__COUNT;
+        if (from == IR_KIND_PARAMETER || from == IR_KIND_INPUT) s.copies += b;
+    }
+    return s;
 }
 
 static const ir_kind report_kinds[] = {
@@ -34,6 +60,11 @@ int train_report_text(const train_graph *tg, FILE *out) {
     for (size_t k = 0; k < N_REPORT_KINDS; k++)
         fprintf(out, "  %-20s %16" PRId64 "  %s\n", ir_kind_name(report_kinds[k]),
                 by[report_kinds[k]], oc_fmt_bytes(by[report_kinds[k]], hb, sizeof hb));
+    saved_split sp = split_saved(tg);
+    fprintf(out,
+            "\nprecision %s; saved activations by type: float32 %" PRId64 ", float16 %" PRId64
+            ", bfloat16 %" PRId64 " (of which half copies of parameters and inputs: %" PRId64 ")\n",
+            train_precision_name(tg->opts.precision), sp.f32, sp.f16, sp.bf16, sp.copies);
     fprintf(out, "\nin-core peak: %" PRId64 " bytes (%s) at node '%s'\n", tg->incore_peak_bytes,
             oc_fmt_bytes(tg->incore_peak_bytes, hb, sizeof hb),
             g->nodes[tg->incore_peak_node].name);
@@ -79,6 +110,7 @@ json_t *train_report_json(const train_graph *tg) {
             json_array_append_new(r, json_string(g->nodes[readers[k]].name));
         json_object_set_new(s, "name", json_string(g->tensors[t].name));
         json_object_set_new(s, "bytes", json_integer(b));
+        json_object_set_new(s, "dtype", json_string(ir_dtype_name(g->tensors[t].dtype)));
         json_object_set_new(s, "kind", json_string(ir_kind_name(g->tensors[t].kind)));
         json_object_set_new(s, "readers", r);
         json_array_append_new(saved, s);
@@ -87,6 +119,14 @@ json_t *train_report_json(const train_graph *tg) {
     json_object_set_new(o, "nodes", json_integer(g->n_nodes));
     json_object_set_new(o, "forward_nodes", json_integer(tg->n_forward));
     json_object_set_new(o, "saved_activation_bytes", json_integer(saved_bytes));
+    saved_split sp = split_saved(tg);
+    json_object_set_new(o, "precision", json_string(train_precision_name(tg->opts.precision)));
+    json_t *by_type = json_object();
+    json_object_set_new(by_type, "float32", json_integer(sp.f32));
+    json_object_set_new(by_type, "float16", json_integer(sp.f16));
+    json_object_set_new(by_type, "bfloat16", json_integer(sp.bf16));
+    json_object_set_new(o, "saved_bytes_by_dtype", by_type);
+    json_object_set_new(o, "saved_copy_bytes", json_integer(sp.copies));
     json_object_set_new(o, "incore_peak_bytes", json_integer(tg->incore_peak_bytes));
     json_object_set_new(o, "incore_peak_node", json_string(g->nodes[tg->incore_peak_node].name));
     json_object_set_new(o, "bytes_by_class", classes);

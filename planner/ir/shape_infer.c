@@ -71,10 +71,11 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
 }
 
 /* flows[t]: a path leads from tensor t to a graph output through ops with a
- * gradient rule, entering each by an input that is not a plan-time constant
- * (one pass over the nodes in reverse; before shapes are known). A float
- * initializer read as data without such a path (a causal-mask buffer compared
- * with Equal) gets no gradient: it is a constant, not a parameter. */
+ * gradient rule (or a plan's SwapOut/SwapIn, which carry the value: a plan may
+ * swap the loss's input), entering each by an input that is not a plan-time
+ * constant (one pass over the nodes in reverse; before shapes are known). A
+ * float initializer read as data without such a path (a causal-mask buffer
+ * compared with Equal) gets no gradient: it is a constant, not a parameter. */
 static bool *float_flow(const ir_graph *g) {
     bool *flows = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
     for (int i = 0; i < g->n_outputs; i++) flows[g->outputs[i]] = true;
@@ -84,7 +85,8 @@ static bool *float_flow(const ir_graph *g) {
         bool out = false;
         for (int o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0 && flows[n->outputs[o]]) out = true;
-        if (!out || !d->grad) continue;
+        bool copy = n->op == OP_SWAP_OUT || n->op == OP_SWAP_IN;
+        if (!out || (!d->grad && !copy)) continue;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST) flows[n->inputs[k]] = true;
     }

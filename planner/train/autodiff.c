@@ -50,6 +50,8 @@ int grad_node(grad_ctx *c, const char *suffix, op_kind op) {
 
 void grad_in(grad_ctx *c, int node, int tensor) { ir_node_add_input(c->b->g, node, tensor); }
 
+int grad_loss_scale(grad_ctx *c) { return c->b->loss_scale; }
+
 static void grad_out_none(grad_ctx *c, int node) { ir_node_add_output(c->b->g, node, -1); }
 
 /* Name for the next partial gradient of forward tensor t. */

@@ -17,8 +17,10 @@ typedef struct train_builder {
     int *n_partials;
     int *n_grad_uses; /* per forward tensor: consumers that may send it a gradient */
     int *pending;     /* per forward tensor: forward consumers not yet walked */
-    int *deferred;    /* --clip-grad-norm: parameters whose update waits for every gradient */
+    int *deferred;    /* --clip-grad-norm, --loss-scale: parameters whose update waits for
+                         every gradient */
     int n_deferred;
+    int loss_scale, scale_tracker; /* --loss-scale: GradScaler's state S and T, or -1 */
 } train_builder;
 
 struct grad_ctx {

@@ -29,7 +29,9 @@ train_opts train_opts_default(void) {
                         .beta1 = 0.9f,
                         .beta2 = 0.999f,
                         .epsilon = 1e-8f,
-                        .fuse = TRAIN_FUSE_ALL};
+                        .fuse = TRAIN_FUSE_ALL,
+                        .loss_scale = -1.0f,
+                        .loss_scale_interval = 2000};
 }
 
 void train_graph_free(train_graph *tg) {
@@ -313,25 +315,81 @@ static int add_update(train_builder *b, int w, int scale) {
     return OC_OK;
 }
 
-/* --clip-grad-norm: ClipGradNorm over every final gradient, then each
- * deferred update reading its scale (after the last gradient). */
-static int add_clipped_updates(train_builder *b) {
+/* A one-element float32 optimizer state "name" holding v (GradScaler's). */
+static int add_scalar_state(ir_graph *g, const char *name, float v) {
+    int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
+    int64_t one = 1;
+    ir_tensor_set_shape(&g->tensors[t], 1, &one);
+    ir_tensor_set_data(&g->tensors[t], &v, sizeof v);
+    g->tensors[t].kind = IR_KIND_OPT_STATE;
+    g->tensors[t].is_initializer = true;
+    return t;
+}
+
+/* A node reading [first,] every deferred parameter's final gradient. */
+static int add_over_gradients(train_builder *b, const char *name, op_kind op, int first) {
+    ir_graph *g = b->g;
+    int n = tb_add_node(b, name, op, TRAIN_PHASE_UPDATE, -1);
+    if (first >= 0) ir_node_add_input(g, n, first);
+    for (int i = 0; i < b->n_deferred; i++)
+        if (b->tg->grad_of[b->deferred[i]] >= 0)
+            ir_node_add_input(g, n, b->tg->grad_of[b->deferred[i]]);
+    return n;
+}
+
+static int new_output(ir_graph *g, int n, const char *name) {
+    int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
+    ir_node_add_output(g, n, t);
+    return t;
+}
+
+/* After the last gradient: --loss-scale's GradScaler (coef: 1/S or 0 to
+ * skip), --clip-grad-norm's ClipGradNorm (of the unscaled gradients), then
+ * each deferred update reading the resulting factor. */
+static int add_deferred_updates(train_builder *b) {
     ir_graph *g = b->g;
     train_graph *tg = b->tg;
     int k = 0;
     for (int i = 0; i < b->n_deferred; i++)
         if (tg->grad_of[b->deferred[i]] >= 0) k++;
     if (k == 0) return OC_OK;
-    int n = tb_add_node(b, "outcore/clip_grad_norm", OP_CLIP_GRAD_NORM, TRAIN_PHASE_UPDATE, -1);
+    int factor = -1;
+    if (b->loss_scale >= 0) {
+        int n = add_over_gradients(b, "outcore/grad_scaler", OP_GRAD_SCALER, -1);
+        /* S and T first: the node reads and updates them in place */
+        ir_node *sn = &g->nodes[n];
+        int nin = sn->n_inputs;
+        sn->inputs = oc_realloc(sn->inputs, (size_t)(nin + 2) * sizeof(int));
+        memmove(sn->inputs + 2, sn->inputs, (size_t)nin * sizeof(int));
+        sn->inputs[0] = b->loss_scale, sn->inputs[1] = b->scale_tracker;
+        sn->n_inputs = nin + 2;
+        for (int i = 0; i < 2; i++) { /* record the two reads */
+            ir_tensor *x = &g->tensors[sn->inputs[i]];
+            oc_grow((void **)&x->consumers, &x->cap_consumers, (size_t)x->n_consumers + 1,
+                    sizeof(int));
+            x->consumers[x->n_consumers++] = n;
+        }
+        factor = new_output(g, n, "outcore/grad_scaler/coef");
+        new_output(g, n, "outcore/grad_scaler/scale/updated");
+        new_output(g, n, "outcore/grad_scaler/growth_tracker/updated");
+        ir_node_add_attr(g, n,
+                         &(ir_attr){.name = "growth_interval",
+                                    .type = IR_ATTR_INT,
+                                    .i = tg->opts.loss_scale_interval});
+        if (op_infer(g, &g->nodes[n], b->err))
+            return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
+    }
+    if (tg->opts.clip_grad_norm > 0.0f) {
+        int n = add_over_gradients(b, "outcore/clip_grad_norm", OP_CLIP_GRAD_NORM, factor);
+        if (factor >= 0)
+            ir_node_add_attr(g, n, &(ir_attr){.name = "prescaled", .type = IR_ATTR_INT, .i = 1});
+        factor = new_output(g, n, "outcore/clip_grad_norm/scale");
+        add_float_attr(g, n, "max_norm", tg->opts.clip_grad_norm);
+        if (op_infer(g, &g->nodes[n], b->err))
+            return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
+    }
     for (int i = 0; i < b->n_deferred; i++)
-        if (tg->grad_of[b->deferred[i]] >= 0) ir_node_add_input(g, n, tg->grad_of[b->deferred[i]]);
-    int scale = ir_tensor_add(g, "outcore/clip_grad_norm/scale", IR_DTYPE_FLOAT);
-    ir_node_add_output(g, n, scale);
-    add_float_attr(g, n, "max_norm", tg->opts.clip_grad_norm);
-    if (op_infer(g, &g->nodes[n], b->err))
-        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
-    for (int i = 0; i < b->n_deferred; i++)
-        if (add_update(b, b->deferred[i], scale)) return OC_ERR;
+        if (add_update(b, b->deferred[i], factor)) return OC_ERR;
     return OC_OK;
 }
 
@@ -370,7 +428,7 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
             if (t < 0 || --b->pending[t] > 0) continue;
             if (g->tensors[t].kind != IR_KIND_PARAMETER) continue;
             if (finalize_grad(b, t, TRAIN_PHASE_BACKWARD, i)) return OC_ERR;
-            if (b->tg->opts.clip_grad_norm > 0.0f) {
+            if (b->tg->opts.clip_grad_norm > 0.0f || b->loss_scale >= 0) {
                 b->deferred = oc_realloc(b->deferred, (size_t)(b->n_deferred + 1) * sizeof(int));
                 b->deferred[b->n_deferred++] = t;
             } else if (add_update(b, t, -1)) {
@@ -379,7 +437,7 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
             n = &g->nodes[i];
         }
     }
-    return add_clipped_updates(b);
+    return add_deferred_updates(b);
 }
 
 void train_mark_aliases(train_graph *tg) {
@@ -636,7 +694,7 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
     tg->phase = oc_calloc((size_t)fwd->n_nodes + 1, sizeof *tg->phase);
     tg->fwd_of = oc_malloc(((size_t)fwd->n_nodes + 1) * sizeof *tg->fwd_of);
     for (int i = 0; i < fwd->n_nodes; i++) tg->fwd_of[i] = -1;
-    train_builder b = {.g = fwd, .tg = tg, .err = err};
+    train_builder b = {.g = fwd, .tg = tg, .err = err, .loss_scale = -1, .scale_tracker = -1};
     int rc = add_loss(&b, o);
     if (rc == OC_OK && o->precision != TRAIN_PRECISION_FP32) rc = autocast_step(tg, err);
     if (rc == OC_OK) {
@@ -650,7 +708,17 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         for (int t = 0; t < nt; t++) tg->grad_of[t] = -1;
         tg->n_forward = fwd->n_nodes;
         compute_requires_grad(&b);
+        float s0 = train_loss_scale(o);
+        if (s0 > 0.0f && !o->forward_only) {
+            b.loss_scale = add_scalar_state(fwd, "outcore/grad_scaler/scale", s0);
+            b.scale_tracker = add_scalar_state(fwd, "outcore/grad_scaler/growth_tracker", 0.0f);
+        }
         rc = o->forward_only ? OC_OK : build_backward(&b, tg->n_forward);
+        if (rc == OC_OK && b.loss_scale >= 0 && fwd->tensors[b.loss_scale].n_consumers < 2)
+            rc = oc_fail(err,
+                         "%s: --loss-scale: the loss gradient does not read the scale (loss "
+                         "scaling needs the loss computed by SoftmaxCrossEntropyLoss)",
+                         fwd->model_path ? fwd->model_path : "model");
         for (int t = 0; t < nt; t++) oc_free(b.partials[t]);
         oc_free(b.partials);
         oc_free(b.n_partials);

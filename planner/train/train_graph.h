@@ -59,6 +59,11 @@ typedef struct train_opts {
     bool fuse_attention;         /* --attention fused: FusedAttention nodes (fuse_attention.h) */
     train_fuse fuse; /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h) */
     train_precision precision;
+    /* --loss-scale: GradScaler's initial scale (0: none; < 0: auto, 65536 with
+     * fp16, none otherwise) and --loss-scale-interval (growth interval);
+     * growth 2 and backoff 0.5 as torch.amp.GradScaler's defaults. */
+    float loss_scale;
+    int64_t loss_scale_interval;
     bool forward_only; /* the forward pass and the loss, no backward or update (evaluation) */
     bool bn_frozen;    /* BatchNormalization on its running statistics, not updated (--bn frozen) */
     int64_t ignore_index; /* labels equal to it count in no loss (PyTorch's default -100) */
@@ -69,12 +74,14 @@ train_opts train_opts_default(void);
 /* One option of both command lines into o: --optimizer sgd|adamw, --betas B1,B2,
  * --eps E, --clip-grad-norm MAX, --ignore-index K, --attention fused|unfused,
  * --fuse all|forward|none (v is its value; --no-fuse is --fuse none),
- * --precision fp32|bf16|fp16. 1 when flag is one of them, 0 when it is not,
- * OC_ERR (naming it) on a bad value. */
+ * --precision fp32|bf16|fp16, --loss-scale S|auto|none, --loss-scale-interval N.
+ * 1 when flag is one of them, 0 when it is not, OC_ERR (naming it) on a bad value. */
 #define TRAIN_OPTS_FLAGS                                                                           \
     "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index", "--attention",        \
-        "--fuse", "--precision"
+        "--fuse", "--precision", "--loss-scale", "--loss-scale-interval"
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err);
+/* The initial loss scale o asks for (--loss-scale resolved), 0 for none. */
+float train_loss_scale(const train_opts *o);
 
 typedef struct train_graph {
     ir_graph *g;        /* owns everything; nodes are in the default schedule order */

@@ -31,6 +31,11 @@ ir_dtype train_precision_dtype(train_precision p) {
                                        : IR_DTYPE_FLOAT;
 }
 
+float train_loss_scale(const train_opts *o) {
+    if (o->loss_scale >= 0.0f) return o->loss_scale;
+    return o->precision == TRAIN_PRECISION_FP16 ? 65536.0f : 0.0f;
+}
+
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err) {
     if (strcmp(flag, "--optimizer") == 0) {
         if (strcmp(v, "sgd") == 0) o->optimizer = TRAIN_OPT_SGD;
@@ -76,6 +81,22 @@ int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err
         else if (strcmp(v, "bf16") == 0) o->precision = TRAIN_PRECISION_BF16;
         else if (strcmp(v, "fp16") == 0) o->precision = TRAIN_PRECISION_FP16;
         else return oc_fail(err, "--precision: '%s' is not one of fp32, bf16, fp16", v);
+        return 1;
+    }
+    if (strcmp(flag, "--loss-scale") == 0) {
+        if (strcmp(v, "auto") == 0) o->loss_scale = -1.0f;
+        else if (strcmp(v, "none") == 0) o->loss_scale = 0.0f;
+        else if (parse_float_in(flag, v, 1, 3.4028234e38, false, &o->loss_scale, err))
+            return oc_fail(err, "--loss-scale: '%s' is not auto, none or a scale >= 1", v);
+        return 1;
+    }
+    if (strcmp(flag, "--loss-scale-interval") == 0) {
+        char *end;
+        errno = 0;
+        long long k = strtoll(v, &end, 10);
+        if (end == v || *end || errno || k < 1 || k > (1 << 24))
+            return oc_fail(err, "--loss-scale-interval: '%s' is not an integer in [1, 2^24]", v);
+        o->loss_scale_interval = k;
         return 1;
     }
     if (strcmp(flag, "--ignore-index") == 0) {

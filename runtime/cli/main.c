@@ -369,6 +369,24 @@ static void print_clipping(const train_graph *tg) {
                    (double)op_args_of(&g->nodes[i])->clip_norm.max_norm);
 }
 
+/* --loss-scale: the GradScaler node's scale state (tensor index), or -1. */
+static int print_loss_scaling(const train_graph *tg) {
+    const ir_graph *g = tg->g;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op != OP_GRAD_SCALER) continue;
+        const op_grad_scaler_args *p = &op_args_of(n)->grad_scaler;
+        float s = 0;
+        const ir_tensor *st = &g->tensors[n->inputs[0]];
+        if (st->data_src == IR_DATA_INLINE && st->data_bytes == sizeof s) memcpy(&s, st->data, 4);
+        printf("loss scaling (torch.amp.GradScaler): scale %g, x%g after %" PRId64
+               " steps without inf/NaN, x%g and the step skipped on inf/NaN gradients\n",
+               (double)s, (double)p->growth, p->interval, (double)p->backoff);
+        return n->inputs[0];
+    }
+    return -1;
+}
+
 static void synth_batch(rt_exec *x, const train_graph *tg, uint64_t seed, int64_t step) {
     const ir_graph *g = tg->g;
     for (int i = 0; i < g->n_inputs; i++) {
@@ -551,6 +569,7 @@ static int run(const run_opts *o, oc_err *err) {
     char hw[32], cap[32];
     print_optimizer(tg);
     print_clipping(tg);
+    int scale_t = print_loss_scaling(tg);
     if (info.is_plan)
         printf("plan: strategy %s, planned arena %" PRId64 " bytes, verified\n", info.plan_strategy,
                info.plan_arena_bytes);
@@ -573,13 +592,19 @@ static int run(const run_opts *o, oc_err *err) {
             else synth_batch(x, tg, ro.seed, step);
             *(step == start ? &synth_first : &synth_rest) += now_s() - ts;
         }
-        float loss;
+        float loss, scale = 0, scale_after = 0;
+        if (scale_t >= 0 && rt_exec_read(x, scale_t, &scale, err)) goto out;
         if (rt_exec_step(x, step, &loss, err)) goto out;
+        if (scale_t >= 0 && rt_exec_read(x, scale_t, &scale_after, err)) goto out;
         if (step == start) t_first = now_s();
         /* after the sync: lazily loaded modules included */
         int64_t used = b->device_used ? b->device_used(b) : -1;
         if (used > dev_peak) dev_peak = used;
-        printf("step %" PRId64 " loss %.6f\n", step, (double)loss);
+        printf("step %" PRId64 " loss %.6f", step, (double)loss);
+        if (scale_t >= 0)
+            printf(" loss-scale %.9g%s", (double)scale,
+                   scale_after < scale ? " skipped (inf/NaN gradients)" : "");
+        printf("\n");
         fflush(stdout);
         if (!isfinite(loss)) {
             oc_fail(err, "step %" PRId64 ": loss is not finite", step);

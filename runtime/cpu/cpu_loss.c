@@ -84,12 +84,14 @@ int cpu_softmax_cross_entropy_grad(const kernel_args *a, oc_err *err) {
         count += l >= 0;
     }
     double k = red == OP_REDUCTION_MEAN ? (double)count : 1.0;
+    /* the loss scale (GradScaler), input 2 when present */
+    double s = a->n->n_inputs > 2 && a->in[2] ? (double)*(const float *)a->in[2] : 1.0;
     const float *lp = a->in[0];
     float *d = a->out[0];
     for (int64_t i = 0; i < N; i++) {
         int64_t l = row_label(a, tl, a->in[1], i, C, err);
         for (int64_t c = 0; c < C; c++)
-            d[i * C + c] = l < 0 ? 0.0f : (float)((exp((double)lp[i * C + c]) - (c == l)) / k);
+            d[i * C + c] = l < 0 ? 0.0f : (float)(s * (exp((double)lp[i * C + c]) - (c == l)) / k);
     }
     return OC_OK;
 }

@@ -8,9 +8,17 @@
  *     V = beta2 V + (1 - beta2) g^2;
  *     W -= lr / (1 - beta1^t) * M / (sqrt(V) / sqrt(1 - beta2^t) + eps)
  *   ClipGradNorm (torch.nn.utils.clip_grad_norm_): the L2 norm of every
- *     gradient's L2 norm; scale = min(1, max_norm / (norm + 1e-6)).
+ *     gradient's L2 norm; scale = min(1, max_norm / (norm + 1e-6)); prescaled
+ *     (after GradScaler): of the gradients times coef, and scale = coef * that
+ *     (0 when coef is 0);
+ *   GradScaler (torch.amp.GradScaler, op_update.c): coef = 1/S if every
+ *     gradient is finite (their sum of squares, in double, is), else 0; S and
+ *     the tracker updated in place.
+ * An update whose scale is 0 (GradScaler found inf/NaN) changes nothing: its
+ * outputs are its inputs (scaler.step skips optimizer.step).
  * Elementwise, float; sums in double. */
 #include <math.h>
+#include <string.h>
 
 #include "cpu_internal.h"
 
@@ -19,12 +27,23 @@ static float grad_scale(const kernel_args *a, int i) {
     return a->n->n_inputs > i && a->in[i] ? *(const float *)a->in[i] : 1.0f;
 }
 
+/* A skipped step (scale 0): outputs k = inputs aliases[k], copied unless in place. */
+static void keep_state(const kernel_args *a, const int *from, int n_out) {
+    int64_t bytes = kernel_numel(kernel_in(a, 0)) * (int64_t)sizeof(float);
+    for (int k = 0; k < n_out; k++)
+        if (a->out[k] != a->in[from[k]]) memcpy(a->out[k], a->in[from[k]], (size_t)bytes);
+}
+
 /* W, dW, M [, scale] -> W', M' */
 int cpu_sgd_momentum(const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_sgd_args *p = &op_args_of(a->n)->sgd;
     float lr = p->lr, mom = p->momentum, wd = p->weight_decay, s = grad_scale(a, 3);
+    if (s == 0.0f) {
+        keep_state(a, (const int[]){0, 2}, 2);
+        return OC_OK;
+    }
     const float *w = a->in[0], *dw = a->in[1], *m = a->in[2];
     float *wo = a->out[0], *mo = a->out[1];
     int64_t n = kernel_numel(kernel_in(a, 0));
@@ -44,6 +63,10 @@ int cpu_adamw(const kernel_args *a, oc_err *err) {
     const op_adamw_args *p = &op_args_of(a->n)->adamw;
     double t = (double)a->step + 1.0;
     float b1 = p->beta1, b2 = p->beta2, s = grad_scale(a, 4);
+    if (s == 0.0f) {
+        keep_state(a, (const int[]){0, 2, 3}, 3);
+        return OC_OK;
+    }
     float decay = 1.0f - p->lr * p->weight_decay;
     float step_size = (float)((double)p->lr / (1.0 - pow(b1, t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
@@ -61,18 +84,50 @@ int cpu_adamw(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* dW1..dWk -> scale [1] */
-int cpu_clip_grad_norm(const kernel_args *a, oc_err *err) {
-    double total = 0;
-    for (int k = 0; k < a->n->n_inputs; k++) {
+/* The sum of squares of inputs [from, n_inputs), tensor by tensor, in double. */
+static int sum_squares(const kernel_args *a, int from, double *total, oc_err *err) {
+    *total = 0;
+    for (int k = from; k < a->n->n_inputs; k++) {
         const ir_tensor *t = kernel_in(a, k);
         if (kernel_want_dtype(a, t, IR_DTYPE_FLOAT, err)) return OC_ERR;
         const float *g = a->in[k];
         double sq = 0;
         for (int64_t i = 0, n = kernel_numel(t); i < n; i++) sq += (double)g[i] * g[i];
-        total += sq;
+        *total += sq;
     }
-    double coef = (double)op_args_of(a->n)->clip_norm.max_norm / (sqrt(total) + 1e-6);
-    *(float *)a->out[0] = (float)(coef < 1.0 ? coef : 1.0);
+    return OC_OK;
+}
+
+/* [coef,] dW1..dWk -> scale [1] */
+int cpu_clip_grad_norm(const kernel_args *a, oc_err *err) {
+    const op_clip_norm_args *p = &op_args_of(a->n)->clip_norm;
+    double total, pre = p->prescaled ? (double)*(const float *)a->in[0] : 1.0;
+    if (sum_squares(a, p->prescaled ? 1 : 0, &total, err)) return OC_ERR;
+    if (pre == 0.0) {
+        *(float *)a->out[0] = 0.0f;
+        return OC_OK;
+    }
+    double coef = (double)p->max_norm / (sqrt(total) * pre + 1e-6);
+    *(float *)a->out[0] = (float)(pre * (coef < 1.0 ? coef : 1.0));
+    return OC_OK;
+}
+
+/* S, T, dW1..dWk -> coef [1], S', T' (in place or not) */
+int cpu_grad_scaler(const kernel_args *a, oc_err *err) {
+    const op_grad_scaler_args *p = &op_args_of(a->n)->grad_scaler;
+    double total;
+    if (sum_squares(a, 2, &total, err)) return OC_ERR;
+    float s = *(const float *)a->in[0], t = *(const float *)a->in[1];
+    bool finite = isfinite(total);
+    *(float *)a->out[0] = finite ? 1.0f / s : 0.0f;
+    if (!finite) {
+        s *= p->backoff;
+        t = 0.0f;
+    } else if ((t += 1.0f) >= (float)p->interval) {
+        if (isfinite(s * p->growth)) s *= p->growth; /* as _amp_update_scale_ */
+        t = 0.0f;
+    }
+    *(float *)a->out[1] = s;
+    *(float *)a->out[2] = t;
     return OC_OK;
 }

@@ -314,15 +314,31 @@ int cuda_adamw(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 /* cpu_clip_grad_norm: the squares summed tensor by tensor into the first
  * double of scratch (cuda_kernel_scratch), then the scale. */
-int cuda_clip_grad_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+static int sum_squares(const cuda_ctx *c, const kernel_args *a, int from, oc_err *err) {
     OC_ASSERT(a->scratch_bytes >= (1 + CU_SUMSQ_SLOTS) * sizeof(double));
-    for (int k = 0; k < a->n->n_inputs; k++) {
+    for (int k = from; k < a->n->n_inputs; k++) {
         const ir_tensor *t = kernel_in(a, k);
         if (kernel_want_dtype(a, t, IR_DTYPE_FLOAT, err)) return OC_ERR;
-        CU_LAUNCH(cu_sumsq(c->stream, a->in[k], kernel_numel(t), a->scratch, k == 0));
+        CU_LAUNCH(cu_sumsq(c->stream, a->in[k], kernel_numel(t), a->scratch, k == from));
     }
-    CU_LAUNCH(
-        cu_clip_scale(c->stream, a->scratch, a->out[0], op_args_of(a->n)->clip_norm.max_norm));
+    return OC_OK;
+}
+
+int cuda_clip_grad_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const op_clip_norm_args *p = &op_args_of(a->n)->clip_norm;
+    if (sum_squares(c, a, p->prescaled ? 1 : 0, err)) return OC_ERR;
+    CU_LAUNCH(cu_clip_scale(c->stream, a->scratch, a->out[0], p->max_norm,
+                            p->prescaled ? a->in[0] : NULL));
+    return OC_OK;
+}
+
+/* cpu_grad_scaler: every gradient's squares summed (finite iff all are), then
+ * one thread for the coefficient and the state. */
+int cuda_grad_scaler(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const op_grad_scaler_args *p = &op_args_of(a->n)->grad_scaler;
+    if (sum_squares(c, a, 2, err)) return OC_ERR;
+    CU_LAUNCH(cu_grad_scaler(c->stream, a->scratch, a->in[0], a->in[1], a->out[0], a->out[1],
+                             a->out[2], p->growth, p->backoff, (float)p->interval));
     return OC_OK;
 }
 
@@ -691,7 +707,8 @@ static int sce(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) 
     int l64 = tl->dtype == IR_DTYPE_INT64;
     if (grad)
         CU_LAUNCH(cu_sce_grad(c->stream, a->in[0], a->in[1], l64, N, C, p->has_ignore_index,
-                              p->ignore_index, red, a->out[0], a->scratch));
+                              p->ignore_index, red, a->out[0], a->scratch,
+                              a->n->n_inputs > 2 ? a->in[2] : NULL));
     else
         CU_LAUNCH(cu_sce(c->stream, a->in[0], a->in[1], l64, N, C, p->has_ignore_index,
                          p->ignore_index, red, a->out[0], a->n->n_outputs > 1 ? a->out[1] : NULL,
@@ -745,7 +762,8 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
     case OP_GATHER_GRAD: return gather_grad_scratch(g, n);
     case OP_FUSED_ATTENTION:
     case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n);
-    case OP_CLIP_GRAD_NORM: return (1 + CU_SUMSQ_SLOTS) * sizeof(double); /* cu_sumsq */
+    case OP_CLIP_GRAD_NORM:
+    case OP_GRAD_SCALER: return (1 + CU_SUMSQ_SLOTS) * sizeof(double); /* cu_sumsq */
     case OP_BATCH_NORM_GRAD: { /* dScale / dBias when the graph omits them */
         const ir_tensor *x = &g->tensors[n->inputs[1]];
         return 2 * (size_t)(x->rank >= 2 ? x->dims[1] : 1) * sizeof(float);

@@ -172,10 +172,12 @@ int cu_global_average_pool_grad(void *stream, const float *dy, float *dx, int64_
  * per-row losses in ws (N doubles). Out-of-range labels give NaN. */
 int cu_sce(void *stream, const float *s, const void *labels, int labels64, int64_t N, int64_t C,
            int has_ignore, int64_t ignore, int reduction, float *loss, float *log_prob, double *ws);
-/* ws: 1 double (the count). */
+/* ws: 1 double (the count); scale: the loss scale (GradScaler) or NULL. */
 int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64, int64_t N,
-                int64_t C, int has_ignore, int64_t ignore, int reduction, float *d, double *ws);
-/* The optimizer ops (cpu_update.c); scale: ClipGradNorm's output or NULL. */
+                int64_t C, int has_ignore, int64_t ignore, int reduction, float *d, double *ws,
+                const float *scale);
+/* The optimizer ops (cpu_update.c); scale: ClipGradNorm's or GradScaler's
+ * output or NULL; a scale of 0 skips the step (outputs = inputs). */
 int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m,
                     const float *scale, float *wo, float *mo, int64_t n, float lr, float mom,
                     float wd);
@@ -187,8 +189,13 @@ int cu_adamw(void *stream, const float *w, const float *dw, const float *m, cons
  * 1 + CU_SUMSQ_SLOTS doubles (the partial sums). */
 #define CU_SUMSQ_SLOTS 4096
 int cu_sumsq(void *stream, const float *g, int64_t n, double *ws, int first);
-/* *scale = min(1, max_norm / (sqrt(*acc) + 1e-6)). */
-int cu_clip_scale(void *stream, const double *acc, float *scale, float max_norm);
+/* *scale = min(1, max_norm / (sqrt(*acc) + 1e-6)); with pre (GradScaler's
+ * coefficient p): p * min(1, max_norm / (sqrt(*acc) p + 1e-6)), 0 when p is 0. */
+int cu_clip_scale(void *stream, const double *acc, float *scale, float max_norm, const float *pre);
+/* GradScaler (cpu_grad_scaler) from the sum of squares *acc (cu_sumsq). */
+int cu_grad_scaler(void *stream, const double *acc, const float *s_in, const float *t_in,
+                   float *coef, float *s_out, float *t_out, float growth, float backoff,
+                   float interval);
 /* p[0..n) = v. */
 int cu_fill(void *stream, float *p, int64_t n, float v);
 /* Y[i, j] = beta * C broadcast (strides s0, s1), the Gemm bias. */

@@ -1696,23 +1696,24 @@ __global__ void k_sce_count(const void *labels, int l64, int64_t N, int64_t C, i
 }
 
 __global__ void k_sce_grad(const float *lp, const void *labels, int l64, int64_t N, int64_t C,
-                           int has_ig, int64_t ig, int red, float *d, const double *ws) {
-    double k = red == 0 ? ws[0] : 1.0;
+                           int has_ig, int64_t ig, int red, float *d, const double *ws,
+                           const float *scale) {
+    double k = red == 0 ? ws[0] : 1.0, s = scale ? (double)*scale : 1.0;
     GRID_LOOP(t, N * C) {
         int64_t i = t / C, c = t % C;
         int64_t l = sce_label(labels, l64, i, has_ig, ig, C);
-        d[t] = l == -2 ? NAN : l < 0 ? 0.0f : (float)((exp((double)lp[t]) - (c == l)) / k);
+        d[t] = l == -2 ? NAN : l < 0 ? 0.0f : (float)(s * (exp((double)lp[t]) - (c == l)) / k);
     }
 }
 
 extern "C" int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64,
                            int64_t N, int64_t C, int has_ignore, int64_t ignore, int reduction,
-                           float *d, double *ws) {
+                           float *d, double *ws, const float *scale) {
     cudaStream_t st = (cudaStream_t)stream;
     k_sce_count<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, ws);
     if (N * C > 0)
         k_sce_grad<<<blocks_for(N * C), THREADS, 0, st>>>(lp, labels, labels64, N, C, has_ignore,
-                                                          ignore, reduction, d, ws);
+                                                          ignore, reduction, d, ws, scale);
     return last_error();
 }
 
@@ -1720,6 +1721,13 @@ extern "C" int cu_sce_grad(void *stream, const float *lp, const void *labels, in
 __global__ void k_sgd(const float *w, const float *dw, const float *m, const float *scale,
                       float *wo, float *mo, int64_t n, float lr, float mom, float wd) {
     float s = scale ? *scale : 1.0f;
+    if (s == 0.0f) { // GradScaler found inf/NaN: the step is skipped
+        GRID_LOOP(i, n) {
+            if (wo != w) wo[i] = w[i];
+            if (mo != m) mo[i] = m[i];
+        }
+        return;
+    }
     GRID_LOOP(i, n) {
         float g = dw[i] * s + wd * w[i];
         float mi = mom * m[i] + g;
@@ -1741,6 +1749,14 @@ __global__ void k_adamw(const float *w, const float *dw, const float *m, const f
                         const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1,
                         float b2, float eps, float decay, float lr, const int64_t *step) {
     float s = scale ? *scale : 1.0f;
+    if (s == 0.0f) { // GradScaler found inf/NaN: the step is skipped
+        GRID_LOOP(i, n) {
+            if (wo != w) wo[i] = w[i];
+            if (mo != m) mo[i] = m[i];
+            if (vo != v) vo[i] = v[i];
+        }
+        return;
+    }
     double t = (double)*step + 1.0; // cpu_adamw's bias corrections, in double
     float step_size = (float)((double)lr / (1.0 - pow((double)b1, t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, t));
@@ -1781,9 +1797,40 @@ __global__ void k_sumsq_total(const double *part, int64_t P, double *acc, int fi
     *acc = s;
 }
 
-__global__ void k_clip_scale(const double *acc, float *scale, float max_norm) {
-    double coef = (double)max_norm / (sqrt(*acc) + 1e-6);
-    *scale = (float)(coef < 1.0 ? coef : 1.0);
+__global__ void k_clip_scale(const double *acc, float *scale, float max_norm, const float *pre) {
+    double p = pre ? (double)*pre : 1.0;
+    if (p == 0.0) { // a skipped step (GradScaler)
+        *scale = 0.0f;
+        return;
+    }
+    double coef = (double)max_norm / (sqrt(*acc) * p + 1e-6);
+    *scale = (float)(p * (coef < 1.0 ? coef : 1.0));
+}
+
+// cpu_grad_scaler: coef = 1/S when the sum of squares is finite, else 0; S, T updated.
+__global__ void k_grad_scaler(const double *acc, const float *s_in, const float *t_in, float *coef,
+                              float *s_out, float *t_out, float growth, float backoff,
+                              float interval) {
+    float s = *s_in, t = *t_in;
+    bool finite = isfinite(*acc);
+    *coef = finite ? 1.0f / s : 0.0f;
+    if (!finite) {
+        s *= backoff;
+        t = 0.0f;
+    } else if ((t += 1.0f) >= interval) {
+        if (isfinite(s * growth)) s *= growth;
+        t = 0.0f;
+    }
+    *s_out = s;
+    *t_out = t;
+}
+
+extern "C" int cu_grad_scaler(void *stream, const double *acc, const float *s_in, const float *t_in,
+                              float *coef, float *s_out, float *t_out, float growth, float backoff,
+                              float interval) {
+    k_grad_scaler<<<1, 1, 0, (cudaStream_t)stream>>>(acc, s_in, t_in, coef, s_out, t_out, growth,
+                                                     backoff, interval);
+    return last_error();
 }
 
 extern "C" int cu_sumsq(void *stream, const float *g, int64_t n, double *ws, int first) {
@@ -1793,8 +1840,9 @@ extern "C" int cu_sumsq(void *stream, const float *g, int64_t n, double *ws, int
     return last_error();
 }
 
-extern "C" int cu_clip_scale(void *stream, const double *acc, float *scale, float max_norm) {
-    k_clip_scale<<<1, 1, 0, (cudaStream_t)stream>>>(acc, scale, max_norm);
+extern "C" int cu_clip_scale(void *stream, const double *acc, float *scale, float max_norm,
+                             const float *pre) {
+    k_clip_scale<<<1, 1, 0, (cudaStream_t)stream>>>(acc, scale, max_norm, pre);
     return last_error();
 }
 

@@ -21,6 +21,9 @@
 #      recomputed input takes the forward's statistics (the stash maps a recompute
 #      clone's output to its original);
 #   3c. --tf32-conv off / --tf32-matmul on (PyTorch's TF32 switches) reach cuDNN / cuBLAS;
+#   3e. loss scaling (GradScaler) at 3e38: the float32 gradients overflow, the first
+#      steps are skipped while the scale halves, then steps update: cuda's scales and
+#      skipped steps equal cpu's, and both skip and update;
 #   3b. the default run (BN statistics from the forward) and the --deterministic
 #      one: step-0 gradients within 1e-5 (norm-wise, all at once) and not
 #      bit-identical (the forward's float statistics vs the emulator's double
@@ -272,6 +275,17 @@ if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 1 --seed 7 --verbo
     ok "--tf32-conv off: all $n convolution algorithms on FMA math; --tf32-matmul on accepted"
 else
     bad "TF32 switches: $(grep -m3 'TF32\|, math ' "$T/tf32.err") $(tail -2 "$T/tf32.err")"
+fi
+# 3e. loss scaling: the same scales and skipped steps on cuda as on cpu
+for be in cpu cuda; do
+    "$EMU/outcore-run" "$MODEL" --backend $be --batch 2 --steps 4 --seed 7 --loss-scale 3e38 \
+        --loss-scale-interval 2 2>"$T/scale_$be.err" | grep '^step ' | cut -d' ' -f1,2,5- >"$T/scale_$be.out"
+done
+if [ "$(wc -l <"$T/scale_cuda.out")" -eq 4 ] && cmp -s "$T/scale_cpu.out" "$T/scale_cuda.out" &&
+   grep -q skipped "$T/scale_cuda.out" && grep -vq skipped "$T/scale_cuda.out"; then
+    ok "loss scaling at 3e38 on cuda: scales and skipped steps == cpu ($(grep -c skipped "$T/scale_cuda.out") of 4 skipped)"
+else
+    bad "loss scaling on cuda: cpu [$(tr '\n' ' ' <"$T/scale_cpu.out")] cuda [$(tr '\n' ' ' <"$T/scale_cuda.out")] $(tail -2 "$T/scale_cuda.err")"
 fi
 # test 4 runs in the default mode: its reference is the default in-core run's losses
 cp "$T/incoredefault.loss" "$T/incore.loss" 2>/dev/null

@@ -23,6 +23,8 @@
  *                   !frozen         the step is built with --bn frozen
  *                   !adamw          the step updates with AdamW (else SGD)
  *                   !clip           the step clips gradients to a global norm
+ *                   !scaled         the loss is scaled (GradScaler at scale 1: the
+ *                                   gradients stay comparable with finite differences)
  *
  * For each case on the cpu backend: the op's gradient rule builds the backward
  * (train_build, a probe loss after the node), and every gradient is checked
@@ -148,6 +150,10 @@ OP_CASE(MATMUL, "channels-last Linear (ConvNeXt)", 13, 1, "[2,3,2,5] [5,4]", "")
 OP_CASE(MATMUL, "matrices", 13, 1, "[3,6] [6,2]", "")
 OP_CASE(MATMUL, "updated by AdamW, gradients clipped", 13, 1, "[3,6] [6,2]", "!adamw !clip")
 OP_CASE(GEMM, "updated by SGD, gradients clipped", 13, 1, "[3,6] [2,6] [2]", "transB=1 !clip")
+OP_CASE(GEMM, "updated by SGD, loss scaled (GradScaler)", 13, 1, "[3,6] [2,6] [2]",
+        "transB=1 !scaled")
+OP_CASE(MATMUL, "AdamW, loss scaled, unscaled gradients clipped", 13, 1, "[3,6] [6,2]",
+        "!adamw !clip !scaled")
 OP_CASE(MATMUL, "batched (attention's Q K^T)", 13, 1, "[2,3,4,5] [2,3,5,4]", "")
 OP_CASE(MATMUL, "batched, rank 3", 13, 1, "[3,2,6] [3,6,5]", "")
 OP_CASE(FUSED_ATTENTION, "no mask, K", 13, 2, "[2,2,3,4] [2,2,5,4] [2,2,5,3]", "scale=0.5")

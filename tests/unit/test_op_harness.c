@@ -342,6 +342,7 @@ static void case_build(const op_case *c, hcase *h) {
         o.bn_frozen = case_marked(c, "!frozen");
         if (case_marked(c, "!adamw")) o.optimizer = TRAIN_OPT_ADAMW, o.weight_decay = 0.1f;
         if (case_marked(c, "!clip")) o.clip_grad_norm = 0.5f;
+        if (case_marked(c, "!scaled")) o.loss_scale = 1.0f;
         if (y->rank == 0)
             o.loss = TRAIN_LOSS_MODEL, ir_graph_add_output(g, g->nodes[node].outputs[0]);
         else add_probe(g, g->nodes[node].outputs[0], &rng, c);

@@ -39,6 +39,9 @@ int grad_fwd_out(grad_ctx *c, int i);
 int grad_dy(grad_ctx *c, int i);
 /* True when input i needs a gradient. */
 bool grad_wants(grad_ctx *c, int i);
+/* The loss scale the loss's gradient is multiplied by (--loss-scale: a
+ * one-element float state the GradScaler node updates), or -1. */
+int grad_loss_scale(grad_ctx *c);
 
 /* Emits a node "<fwd>/<suffix>". */
 int grad_node(grad_ctx *c, const char *suffix, op_kind op);

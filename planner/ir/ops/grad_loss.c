@@ -1,7 +1,9 @@
 /* grad_loss.c — gradient of SoftmaxCrossEntropyLoss, the root of backward:
  *   dScores = SoftmaxCrossEntropyLossGrad(log_prob, labels)
  *           = (exp(log_prob) - onehot(labels)) / N   (reduction mean)
- * The loss gradient seed is 1; log_prob is added as an output if missing. */
+ * The loss gradient seed is 1, or the dynamic loss scale S (--loss-scale:
+ * GradScaler's scaler.scale(loss)) as a third input; log_prob is added as an
+ * output if missing. */
 #include "ir/ops/grad_rules.h"
 
 int op_grad_softmax_cross_entropy(grad_ctx *c) {
@@ -11,7 +13,9 @@ int op_grad_softmax_cross_entropy(grad_ctx *c) {
     int b = grad_node(c, "grad", OP_SOFTMAX_CROSS_ENTROPY_GRAD);
     grad_in(c, b, logp);              /* log_prob (N, C) saved */
     grad_in(c, b, grad_fwd_in(c, 1)); /* labels (N) */
-    grad_out_dx(c, b, 0);             /* dScores (N, C) */
+    int scale = grad_loss_scale(c);
+    if (scale >= 0) grad_in(c, b, scale); /* S [1] */
+    grad_out_dx(c, b, 0);                 /* dScores (N, C) */
     if (ir_attr_find(grad_fwd(c), "ignore_index"))
         grad_attr_int(c, b, "ignore_index", ir_attr_int(grad_fwd(c), "ignore_index", 0));
     const char *red = ir_attr_string(grad_fwd(c), "reduction", "mean");

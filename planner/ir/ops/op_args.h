@@ -205,10 +205,18 @@ typedef struct op_adamw_args {
     float lr, beta1, beta2, epsilon, weight_decay;
 } op_adamw_args;
 
-/* ClipGradNorm. */
+/* ClipGradNorm; prescaled: input 0 is GradScaler's coefficient (the gradients
+ * follow), by which the gradients are unscaled first (0: a skipped step). */
 typedef struct op_clip_norm_args {
     float max_norm;
+    bool prescaled;
 } op_clip_norm_args;
+
+/* GradScaler: torch.amp.GradScaler's dynamic loss scale. */
+typedef struct op_grad_scaler_args {
+    float growth, backoff;
+    int64_t interval;
+} op_grad_scaler_args;
 
 /* ReduceSumTo, ReduceMean, ReduceSum: Y = scale * (X summed to the shape
  * dims, which has X's rank: X's extent where kept, 1 where summed; Y holds
@@ -237,6 +245,7 @@ typedef union op_args {
     op_where_args where;
     op_adamw_args adamw;
     op_clip_norm_args clip_norm;
+    op_grad_scaler_args grad_scaler;
     op_attention_args attention;
     op_clip_args clip;
     op_dropout_args dropout;

@@ -168,6 +168,10 @@ static int sce_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (!ok)
         return oc_fail(err, "log-probabilities '%s' (N, C, ..) and labels '%s' (N, ..) disagree",
                        lp->name, lab->name);
+    ir_tensor *s = ir_node_in(g, n, 2); /* the loss scale (GradScaler), optional */
+    int64_t numel = 0;
+    if (s && (s->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(s, &numel) || numel != 1))
+        return oc_fail(err, "the loss scale '%s' must be one float", s->name);
     op_set_out_like(g, n, 0, lp);
     return OC_OK;
 }
@@ -275,4 +279,4 @@ BACKWARD_OP(op_def_reduce_sum_to, 1, 1, 1, 1, reduce_sum_to_infer, NULL, reduce_
 BACKWARD_OP(op_def_pad_grad, 1, 1, 1, 1, pool_grad_infer, NULL, op_decode_pad);
 BACKWARD_OP_OPT0(op_def_concat_grad, 1, 1, 1, OP_MAX_SPLIT, concat_grad_infer, NULL,
                  concat_grad_decode);
-BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 2, 1, 1, sce_grad_infer, NULL, op_decode_sce);
+BACKWARD_OP(op_def_softmax_cross_entropy_grad, 2, 3, 1, 1, sce_grad_infer, NULL, op_decode_sce);

@@ -120,6 +120,7 @@
     X(SOFTMAX_CROSS_ENTROPY_GRAD, "SoftmaxCrossEntropyLossGrad", OC, softmax_cross_entropy_grad,   \
       softmax_cross_entropy_grad)                                                                  \
     X(CLIP_GRAD_NORM, "ClipGradNorm", OC, clip_grad_norm, clip_grad_norm)                          \
+    X(GRAD_SCALER, "GradScaler", OC, grad_scaler, grad_scaler)                                     \
     X(SGD_MOMENTUM, "SGDMomentum", OC, sgd_momentum, sgd_momentum)                                 \
     X(ADAMW, "AdamW", OC, adamw, adamw)
 
@@ -153,7 +154,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 99
+#define OP_LIST_COUNT 100
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

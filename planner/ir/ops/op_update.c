@@ -5,7 +5,14 @@
  * and ClipGradNorm(dW1, .., dWk) -> scale [1]: min(1, max_norm / (||dW||_2 +
  * 1e-6)) over every gradient at once (torch.nn.utils.clip_grad_norm_), which
  * each update then multiplies its dW by (the optional last input). A step
- * with clipping runs every update after the last gradient. */
+ * with clipping runs every update after the last gradient.
+ *   GradScaler(S, T, dW1, .., dWk) -> coef [1], S', T'   torch.amp.GradScaler
+ * (--loss-scale): the loss gradient was multiplied by the scale S; coef is
+ * 1/S when every dW is finite, else 0, and a zero coefficient skips the
+ * update (scaler.step); then S and the growth tracker T update in place
+ * (scaler.update): on inf/NaN S *= backoff, T = 0; else T += 1 and at T ==
+ * interval S *= growth, T = 0. With clipping too, ClipGradNorm (prescaled)
+ * reads coef first and clips the unscaled gradients. */
 #include <string.h>
 
 #include "ir/ops/op_util.h"
@@ -76,14 +83,25 @@ static int adamw_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     return OC_OK;
 }
 
-/* dW1..dWk (float) -> scale [1]. */
-static int clip_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
+/* Float inputs [from, n_inputs), the first `scalars` of them of one element. */
+static int float_inputs(ir_graph *g, ir_node *n, int scalars, oc_err *err) {
     for (int i = 0; i < n->n_inputs; i++) {
         ir_tensor *t;
+        int64_t numel = 0;
         if (op_in_shaped(g, n, i, &t, err)) return OC_ERR;
         if (t->dtype != IR_DTYPE_FLOAT) return oc_fail(err, "'%s' is not float", t->name);
+        if (i < scalars && (!ir_tensor_numel(t, &numel) || numel != 1))
+            return oc_fail(err, "'%s' must have one element", t->name);
     }
+    return OC_OK;
+}
+
+/* [coef,] dW1..dWk (float) -> scale [1]. */
+static int clip_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    bool prescaled = ir_attr_int(n, "prescaled", 0) != 0;
+    if (float_inputs(g, n, prescaled ? 1 : 0, err)) return OC_ERR;
+    if (prescaled && n->n_inputs < 2) return oc_fail(err, "prescaled, but no gradient");
     int64_t one = 1;
     op_set_out(g, n, 0, IR_DTYPE_FLOAT, 1, &one);
     return OC_OK;
@@ -95,6 +113,34 @@ static int clip_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     if (required_float(n, "max_norm", &p->max_norm, err)) return OC_ERR;
     if (!(p->max_norm > 0.0f))
         return oc_fail(err, "max_norm %g must be positive", (double)p->max_norm);
+    p->prescaled = ir_attr_int(n, "prescaled", 0) != 0;
+    return OC_OK;
+}
+
+/* S [1], T [1], dW1..dWk (float) -> coef [1], S' like S, T' like T. */
+static int scaler_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    if (float_inputs(g, n, 2, err)) return OC_ERR;
+    int64_t one = 1;
+    op_set_out(g, n, 0, IR_DTYPE_FLOAT, 1, &one);
+    op_set_out_like(g, n, 1, ir_node_in(g, n, 0));
+    op_set_out_like(g, n, 2, ir_node_in(g, n, 1));
+    return OC_OK;
+}
+
+static int scaler_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_grad_scaler_args *p = &op_args_new(n)->grad_scaler;
+    p->growth = ir_attr_float(n, "growth_factor", 2.0f);
+    p->backoff = ir_attr_float(n, "backoff_factor", 0.5f);
+    p->interval = ir_attr_int(n, "growth_interval", 2000);
+    /* the tracker counts in a float32: exact to 2^24 */
+    if (!(p->growth > 1.0f) || !(p->backoff > 0.0f && p->backoff < 1.0f) || p->interval < 1 ||
+        p->interval > ((int64_t)1 << 24))
+        return oc_fail(err,
+                       "growth_factor %g must exceed 1, backoff_factor %g lie in (0, 1), "
+                       "growth_interval %lld lie in [1, 2^24]",
+                       (double)p->growth, (double)p->backoff, (long long)p->interval);
     return OC_OK;
 }
 
@@ -107,6 +153,7 @@ static void clip_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
 static const op_role data_role[] = {OP_IN_DATA};
 static const int8_t sgd_aliases[] = {0, 2};
 static const int8_t adamw_aliases[] = {0, 2, 3};
+static const int8_t scaler_aliases[] = {-1, 0, 1};
 
 const op_def op_def_sgd_momentum = {
     .min_inputs = 3,
@@ -142,4 +189,17 @@ const op_def op_def_clip_grad_norm = {
     .infer = clip_infer,
     .decode = clip_decode,
     .cost = clip_cost,
+};
+const op_def op_def_grad_scaler = {
+    .min_inputs = 3,
+    .max_inputs = -1,
+    .min_outputs = 3,
+    .max_outputs = 3,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = scaler_infer,
+    .decode = scaler_decode,
+    .cost = clip_cost,
+    .aliases = scaler_aliases,
+    .n_aliases = 3,
 };

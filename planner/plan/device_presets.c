@@ -7,11 +7,12 @@
 #define GIB ((int64_t)1 << 30)
 
 /* Data-sheet figures (docs/profile.md): fp32 non-tensor peak, HBM bandwidth,
- * effective pinned-copy bandwidth each way over the PCIe generation. */
+ * effective pinned-copy bandwidth each way over the PCIe generation; last, the
+ * dense fp16/bf16 tensor-core peak (V100: fp16 only; its bf16 is no faster). */
 static const profile_device presets[] = {
-    {"v100", 16 * GIB, 12 * GB, 12 * GB, true, 10e-6, 15.7e12, 900 * GB, 5e-6, 0, 0, 0},
-    {"a100", 40 * GIB, 25 * GB, 25 * GB, true, 10e-6, 19.5e12, 1555 * GB, 5e-6, 0, 0, 0},
-    {"h100", 80 * GIB, 50 * GB, 50 * GB, true, 10e-6, 51.0e12, 2000 * GB, 5e-6, 0, 0, 0},
+    {"v100", 16 * GIB, 12 * GB, 12 * GB, true, 10e-6, 15.7e12, 900 * GB, 5e-6, 0, 0, 0, 125e12},
+    {"a100", 40 * GIB, 25 * GB, 25 * GB, true, 10e-6, 19.5e12, 1555 * GB, 5e-6, 0, 0, 0, 312e12},
+    {"h100", 80 * GIB, 50 * GB, 50 * GB, true, 10e-6, 51.0e12, 2000 * GB, 5e-6, 0, 0, 0, 756e12},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -70,6 +71,9 @@ int device_from_json(const json_t *o, const char *what, profile_device *d, oc_er
     for (int i = 0; i < 3; i++)
         if (json_object_get(o, opt[i]) && num_field(o, what, opt[i], false, opt_dst[i], err))
             return OC_ERR;
+    if (json_object_get(o, "peak_flops_half") &&
+        num_field(o, what, "peak_flops_half", false, &d->peak_flops_half, err))
+        return OC_ERR;
     if (d->compute_slowdown_h2d > 100 || d->compute_slowdown_d2h > 100 ||
         d->copy_slowdown_duplex > 100)
         return oc_fail(err, "%s: a slowdown factor above 100 is not a measurement", what);
@@ -88,6 +92,8 @@ json_t *device_to_json(const profile_device *d) {
                   "d2h_bytes_per_s", d->d2h_bytes_per_s, "duplex", d->duplex, "copy_latency_s",
                   d->copy_latency_s, "peak_flops", d->peak_flops, "mem_bandwidth_bytes_per_s",
                   d->mem_bandwidth_bytes_per_s, "launch_overhead_s", d->launch_overhead_s);
+    if (d->peak_flops_half > 0)
+        json_object_set_new(o, "peak_flops_half", json_real(d->peak_flops_half));
     if (d->compute_slowdown_h2d > 0 || d->compute_slowdown_d2h > 0 || d->copy_slowdown_duplex > 0) {
         json_object_set_new(o, "compute_slowdown_h2d", json_real(d->compute_slowdown_h2d));
         json_object_set_new(o, "compute_slowdown_d2h", json_real(d->compute_slowdown_d2h));

@@ -29,6 +29,9 @@ typedef struct profile_device {
      * while both run); a copy's by (1 + copy_slowdown_duplex) while a copy in
      * the other direction runs. Optional in files. */
     double compute_slowdown_h2d, compute_slowdown_d2h, copy_slowdown_duplex;
+    /* Dense float16/bfloat16 tensor-core FLOP/s (--precision bf16|fp16: a node
+     * whose first input is half); optional in files, 0: peak_flops. */
+    double peak_flops_half;
 } profile_device;
 
 /* Fills *d with the preset called name. OC_ERR naming the known presets otherwise. */

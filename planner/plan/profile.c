@@ -37,7 +37,11 @@ profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_
     for (int i = 0; i < g->n_nodes; i++) {
         op_cost c = {0};
         op_cost_of(g, &g->nodes[i], &c);
-        double tf = c.flops / d->peak_flops;
+        /* a node on half operands (autocast) at the tensor-core rate */
+        const ir_node *n = &g->nodes[i];
+        bool half = n->n_inputs > 0 && n->inputs[0] >= 0 &&
+                    ir_dtype_is_half(g->tensors[n->inputs[0]].dtype) && d->peak_flops_half > 0;
+        double tf = c.flops / (half ? d->peak_flops_half : d->peak_flops);
         double tb = (c.bytes_read + c.bytes_written) / d->mem_bandwidth_bytes_per_s;
         profile_node_set(p, i, g->nodes[i].name, (tf > tb ? tf : tb) + d->launch_overhead_s, 0);
     }

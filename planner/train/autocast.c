@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "ir/half.h"
 #include "ir/ops/op_table.h"
 #include "ir/ops/op_util.h"
 
@@ -143,4 +144,40 @@ int autocast_graph(ir_graph *g, ir_dtype half, int *n_casts, oc_err *err) {
 
 bool autocast_is_cast(const ir_node *n) {
     return n->op == OP_CAST && strncmp(n->name, AUTOCAST_PREFIX, strlen(AUTOCAST_PREFIX)) == 0;
+}
+
+int autocast_float_masters(ir_graph *g, ir_dtype *stored, oc_err *err) {
+    *stored = IR_DTYPE_UNDEFINED;
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_tensor *x = &g->tensors[t];
+        bool weight =
+            x->is_initializer && (x->kind == IR_KIND_PARAMETER || x->kind == IR_KIND_STATE);
+        if (!ir_dtype_is_half(x->dtype) || !(weight || x->is_graph_input)) continue;
+        *stored = x->dtype;
+        if (x->data_src == IR_DATA_INLINE) {
+            int64_t numel = 0;
+            ir_tensor_numel(x, &numel);
+            float *f = oc_malloc((size_t)(numel ? numel : 1) * sizeof(float));
+            for (int64_t i = 0; i < numel; i++) {
+                uint16_t h;
+                memcpy(&h, (const uint8_t *)x->data + 2 * i, 2);
+                f[i] = half_to_f32(x->dtype, h);
+            }
+            ir_tensor_set_data(x, f, (size_t)numel * sizeof(float));
+            oc_free(f);
+        } else if (x->data_src == IR_DATA_EXTERNAL) {
+            return oc_fail(err,
+                           "%s: '%s' is %s in an external data file; outcore reads float32 "
+                           "master weights from it only as float32",
+                           g->model_path ? g->model_path : "model", x->name,
+                           ir_dtype_name(x->dtype));
+        }
+        x->dtype = IR_DTYPE_FLOAT;
+    }
+    if (*stored == IR_DTYPE_UNDEFINED) return OC_OK;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (op_infer(g, &g->nodes[i], err))
+            return oc_fail_prefix(err, "node '%s' (%s) with float32 master weights",
+                                  g->nodes[i].name, g->nodes[i].op_type);
+    return OC_OK;
 }

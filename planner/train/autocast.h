@@ -25,4 +25,11 @@ int autocast_graph(ir_graph *g, ir_dtype half, int *n_casts, oc_err *err);
 /* A Cast autocast_graph inserted (a model's own Casts are not). */
 bool autocast_is_cast(const ir_node *n);
 
+/* A model stored in half precision (model.half(), bfloat16 weights): its half
+ * parameters and state become float32 (exact: the master weights the
+ * optimizer updates) and so do its half data inputs (fed float32); every node
+ * is inferred again. *stored: the half type found (IR_DTYPE_UNDEFINED: none,
+ * nothing changed). Before autocast_graph, which then applies --precision. */
+int autocast_float_masters(ir_graph *g, ir_dtype *stored, oc_err *err);
+
 #endif

@@ -668,6 +668,22 @@ static int autocast_step(train_graph *tg, oc_err *err) {
 
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err) {
     *out = NULL;
+    ir_dtype stored;
+    if (autocast_float_masters(fwd, &stored, err)) {
+        ir_graph_free(fwd);
+        return OC_ERR;
+    }
+    if (stored != IR_DTYPE_UNDEFINED)
+        ir_graph_note(fwd,
+                      "the model is stored in %s: it trains with float32 master weights "
+                      "(inputs fed as float32), computing in %s%s",
+                      ir_dtype_name(stored),
+                      o->precision == TRAIN_PRECISION_FP32
+                          ? "float32"
+                          : ir_dtype_name(train_precision_dtype(o->precision)),
+                      o->precision == TRAIN_PRECISION_FP32 ? " (--precision bf16|fp16 to compute "
+                                                             "in half)"
+                                                           : "");
     if (!o->forward_only && (o->bn_frozen ? bn_freeze(fwd, err) : bn_to_training(fwd, err))) {
         ir_graph_free(fwd);
         return OC_ERR;

@@ -75,7 +75,8 @@ struct rt_backend {
     /* Blocks until every stream is drained; the first asynchronous error. */
     int (*sync)(rt_backend *b, oc_err *err);
     bool (*supported)(rt_backend *b, int op); /* op_kind (ir/ops/op_list.h) */
-    bool half; /* runs float16/bfloat16 tensors (--precision bf16|fp16) */
+    bool half;             /* runs float16/bfloat16 tensors (--precision bf16|fp16) */
+    const char *half_note; /* how, when the user should know (printed once), or NULL */
     /* Scratch bytes node n's kernel uses when given a scratch of `limit` bytes
      * (SIZE_MAX: no plan limits it). A kernel that can trade speed for memory
      * (cuDNN's convolution algorithms) stays within limit and, run with

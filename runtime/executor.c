@@ -155,6 +155,7 @@ static rt_region region_of(rt_exec *x, int t) {
 
 static int check_supported(const train_graph *tg, rt_backend *b, oc_err *err) {
     const ir_graph *g = tg->g;
+    bool noted = false;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         rt_stream_id s;
@@ -163,6 +164,11 @@ static int check_supported(const train_graph *tg, rt_backend *b, oc_err *err) {
             return oc_fail(err, "%s: node '%s': op '%s%s%s' is not supported by the %s backend",
                            g->model_path ? g->model_path : "model", n->name, n->domain,
                            *n->domain ? "." : "", n->op_type, b->name);
+        for (int o = 0; o < n->n_outputs && b->half && b->half_note && !noted; o++)
+            if (n->outputs[o] >= 0 && ir_dtype_is_half(g->tensors[n->outputs[o]].dtype)) {
+                fprintf(stderr, "outcore-run: notice: %s backend: %s\n", b->name, b->half_note);
+                noted = true;
+            }
         for (int o = 0; o < n->n_outputs && !b->half; o++)
             if (n->outputs[o] >= 0 && ir_dtype_is_half(g->tensors[n->outputs[o]].dtype))
                 return oc_fail(err,

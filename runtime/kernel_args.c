@@ -49,3 +49,42 @@ void kernel_softmax_rows(const kernel_args *a, const ir_tensor *t, int64_t *oute
     int64_t row = *D * *inner;
     *outer = row ? kernel_numel(t) / row : 0;
 }
+
+bool kernel_touches_half(const ir_graph *g, const ir_node *n) {
+    if (n->op == OP_CAST || n->op == OP_CAST_LIKE) return false;
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        if (t >= 0 && ir_dtype_is_half(g->tensors[t].dtype)) return true;
+    }
+    return false;
+}
+
+void kernel_view_init(kernel_view *v, const ir_graph *g, const ir_node *n) {
+    int ni = n->n_inputs, nt = ni + n->n_outputs;
+    v->t = oc_calloc((size_t)nt + 1, sizeof *v->t);
+    v->was = oc_calloc((size_t)nt + 1, sizeof *v->was);
+    v->slot = oc_malloc(((size_t)nt + 1) * sizeof *v->slot);
+    for (int k = 0; k < nt; k++) {
+        int t = k < ni ? n->inputs[k] : n->outputs[k - ni];
+        v->slot[k] = t < 0 ? -1 : k;
+        if (t < 0) continue;
+        v->t[k] = g->tensors[t]; /* shallow: names and dims shared */
+        v->was[k] = v->t[k].dtype;
+        if (ir_dtype_is_half(v->was[k])) v->t[k].dtype = IR_DTYPE_FLOAT;
+    }
+    v->g = *g;
+    v->g.tensors = v->t;
+    v->g.n_tensors = nt;
+    v->n = *n;
+    v->n.inputs = v->slot;
+    v->n.outputs = v->slot + ni;
+}
+
+void kernel_view_free(kernel_view *v) {
+    oc_free(v->t), oc_free(v->was), oc_free(v->slot);
+    memset(v, 0, sizeof *v);
+}
+
+bool kernel_view_half(const kernel_view *v, int k) {
+    return v->slot[k] >= 0 && ir_dtype_is_half(v->was[k]);
+}

@@ -65,6 +65,24 @@ int kernel_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
 /* Fails naming the tensor unless its dtype is dt. */
 int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
 
+/* Mixed precision: a node with float16/bfloat16 tensors runs its float32
+ * kernel on a view of it — a graph of the node's own tensors (slot k: input k,
+ * then the outputs) with every half one retyped float32 — whose buffers the
+ * backend fills with widened copies and narrows back (cpu_kernels.c,
+ * cuda_kernels.c). Cast and CastLike see half tensors themselves. */
+bool kernel_touches_half(const ir_graph *g, const ir_node *n);
+typedef struct kernel_view {
+    ir_graph g;
+    ir_node n;
+    ir_tensor *t;  /* view tensors, n_inputs + n_outputs (omitted ones zeroed) */
+    ir_dtype *was; /* per slot: the tensor's own type */
+    int *slot;     /* per slot: its index in the view, or -1 when omitted */
+} kernel_view;
+void kernel_view_init(kernel_view *v, const ir_graph *g, const ir_node *n);
+void kernel_view_free(kernel_view *v);
+/* Slot k of the view is a half tensor (widened in the view). */
+bool kernel_view_half(const kernel_view *v, int k);
+
 /* Softmax-family rows of tensor t (op_softmax_args): outer rows of D
  * elements, `inner` apart. */
 void kernel_softmax_rows(const kernel_args *a, const ir_tensor *t, int64_t *outer, int64_t *D,

@@ -41,36 +41,19 @@ size_t cpu_kernel_scratch_bytes(const ir_graph *g, const ir_node *n) {
  * tensors on the cpu (float32 accumulation, one rounding per op). Cast is the
  * one kernel that sees half tensors. ---- */
 
-static bool touches_half(const kernel_args *a) {
-    if (a->n->op == OP_CAST || a->n->op == OP_CAST_LIKE) return false;
-    for (int k = 0; k < a->n->n_inputs + a->n->n_outputs; k++) {
-        const ir_tensor *t =
-            k < a->n->n_inputs ? kernel_in(a, k) : kernel_out(a, k - a->n->n_inputs);
-        if (t && ir_dtype_is_half(t->dtype)) return true;
-    }
-    return false;
-}
-
-/* The node over a graph of its own tensors only (slot k: input k, then the
- * outputs), half ones as float32 copies. Every buffer made here is freed here. */
+/* The node on its float32 view (kernels.h): half inputs widened into
+ * buffers made here, half outputs rounded back; every buffer freed here. */
 static int run_widened(const kernel_args *a, oc_err *err) {
     const ir_node *n = a->n;
     int ni = n->n_inputs, nt = ni + n->n_outputs;
-    ir_tensor *ts = oc_calloc((size_t)nt, sizeof *ts);
-    int *slot = oc_malloc((size_t)nt * sizeof *slot);
-    void **ptr = oc_calloc((size_t)nt, sizeof *ptr);
-    bool *own = oc_calloc((size_t)nt, sizeof *own);
-    ir_dtype *was = oc_calloc((size_t)nt, sizeof *was);
+    kernel_view v;
+    kernel_view_init(&v, a->g, n);
+    void **ptr = oc_calloc((size_t)nt + 1, sizeof *ptr);
+    bool *own = oc_calloc((size_t)nt + 1, sizeof *own);
     for (int k = 0; k < nt; k++) {
-        int t = k < ni ? n->inputs[k] : n->outputs[k - ni];
-        slot[k] = t < 0 ? -1 : k;
-        if (t < 0) continue;
-        ts[k] = a->g->tensors[t]; /* a shallow view: names and dims shared */
         ptr[k] = k < ni ? a->in[k] : a->out[k - ni];
-        was[k] = ts[k].dtype;
-        if (!ir_dtype_is_half(was[k])) continue;
-        ts[k].dtype = IR_DTYPE_FLOAT;
-        int64_t numel = kernel_numel(&ts[k]);
+        if (!kernel_view_half(&v, k)) continue;
+        int64_t numel = kernel_numel(&v.t[k]);
         int shared = -1; /* an in-place output reads and writes its input's copy */
         for (int j = 0; k >= ni && j < ni; j++)
             if (own[j] && a->in[j] == a->out[k - ni]) shared = j;
@@ -81,32 +64,27 @@ static int run_widened(const kernel_args *a, oc_err *err) {
         float *f = oc_malloc((size_t)(numel ? numel : 1) * sizeof(float));
         if (k < ni)
             for (int64_t i = 0; i < numel; i++)
-                f[i] = half_to_f32(was[k], ((const uint16_t *)a->in[k])[i]);
+                f[i] = half_to_f32(v.was[k], ((const uint16_t *)a->in[k])[i]);
         ptr[k] = f;
         own[k] = true;
     }
-    ir_graph view_g = *a->g;
-    view_g.tensors = ts;
-    view_g.n_tensors = nt;
-    ir_node view_n = *n;
-    view_n.inputs = slot;
-    view_n.outputs = slot + ni;
     kernel_args b = *a;
-    b.g = &view_g;
-    b.n = &view_n;
+    b.g = &v.g;
+    b.n = &v.n;
     b.in = ptr;
     b.out = ptr + ni;
     int rc = cpu_kernels[n->op](&b, err);
     for (int k = ni; rc == OC_OK && k < nt; k++) {
-        if (slot[k] < 0 || !ir_dtype_is_half(was[k])) continue;
-        int64_t numel = kernel_numel(&ts[k]);
+        if (!kernel_view_half(&v, k)) continue;
+        int64_t numel = kernel_numel(&v.t[k]);
         const float *f = ptr[k];
         uint16_t *h = a->out[k - ni];
-        for (int64_t i = 0; i < numel; i++) h[i] = half_from_f32(was[k], f[i]);
+        for (int64_t i = 0; i < numel; i++) h[i] = half_from_f32(v.was[k], f[i]);
     }
     for (int k = 0; k < nt; k++)
         if (own[k]) oc_free(ptr[k]);
-    oc_free(ts), oc_free(slot), oc_free(ptr), oc_free(own), oc_free(was);
+    oc_free(ptr), oc_free(own);
+    kernel_view_free(&v);
     return rc;
 }
 
@@ -115,7 +93,7 @@ int cpu_kernel_run(const kernel_args *a, oc_err *err) {
         return oc_fail(err, "node '%s': op %s%s%s has no cpu kernel", a->n->name,
                        *a->n->domain ? a->n->domain : "", *a->n->domain ? "." : "", a->n->op_type);
     OC_ASSERT(a->scratch_bytes >= cpu_kernel_scratch_bytes(a->g, a->n));
-    if (touches_half(a)) return run_widened(a, err);
+    if (kernel_touches_half(a->g, a->n)) return run_widened(a, err);
     return cpu_kernels[a->n->op](a, err);
 }
 

@@ -91,7 +91,7 @@ static void cuda_be_run_node(rt_backend *b, rt_stream_id s, const kernel_args *a
     cuda_impl *im = impl_of(b);
     kernel_args a = *args;
     a.step = step;
-    cuda_ctx c = {im, im->s[s]};
+    cuda_ctx c = {im, im->s[s], NULL};
     if (step != im->cur_step) { /* the step's first node: its value to the device first */
         *im->step_host = step;
         CU_ENQ(im,
@@ -379,6 +379,10 @@ int rt_backend_cuda_new(const rt_backend_opts *opts, rt_backend **out, oc_err *e
         .wait = cuda_be_wait,
         .sync = cuda_be_sync,
         .supported = cuda_be_supported,
+        .half = true,
+        .half_note = "half tensors are computed in float32 (widened in each node's workspace, "
+                     "cuda_kernels.c): the bytes kept and swapped are halved, the speed is "
+                     "float32's (no tensor-core kernels yet)",
         .scratch_bytes = cuda_be_scratch,
         .destroy = cuda_be_destroy,
         .profile_start = cuda_profile_start,

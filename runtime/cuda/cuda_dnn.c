@@ -580,8 +580,8 @@ static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d
         CU_CHECK(cudaMemcpyAsync(rv, a->in[4], cb, cudaMemcpyDeviceToDevice, c->stream));
     stash_entry *e = NULL;
     if (!c->im->deterministic) { /* keep mean and inverse std for the backward */
-        e = stash_get(c->im, a->g, op_args_of(a->n)->bn.stats_key, eps, x->dims[1], true, a->n,
-                      err);
+        e = stash_get(c->im, c->graph ? c->graph : a->g, op_args_of(a->n)->bn.stats_key, eps,
+                      x->dims[1], true, a->n, err);
         if (!e) return OC_ERR;
     }
     CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
@@ -713,9 +713,9 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
     /* X read where the forward read it, or through a swap (then at another address) */
     int key = op_args_of(a->n)->bn.stats_key;
-    const stash_entry *e = c->im->deterministic
-                               ? NULL
-                               : stash_get(c->im, a->g, key, eps, x->dims[1], false, a->n, err);
+    const stash_entry *e = c->im->deterministic ? NULL
+                                                : stash_get(c->im, c->graph ? c->graph : a->g, key,
+                                                            eps, x->dims[1], false, a->n, err);
     if (e && (e->step != a->step || (key == a->n->inputs[1] && e->x_ptr != a->in[1]))) e = NULL;
     bn_descs d;
     int rc = bn_make(a, x, &d, err);

@@ -102,6 +102,10 @@ int cuda_fail_call(oc_err *err, const char *call, const char *what, const char *
 typedef struct cuda_ctx {
     cuda_impl *im;
     cudaStream_t stream;
+    /* The graph the node belongs to (the BN statistics stash's key), when the
+     * kernel runs on a float32 view of a half node (kernels.h kernel_view);
+     * NULL: a->g itself. */
+    const ir_graph *graph;
 } cuda_ctx;
 
 typedef int (*cuda_kernel_fn)(const cuda_ctx *c, const kernel_args *a, oc_err *err);

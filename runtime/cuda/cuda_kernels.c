@@ -474,9 +474,19 @@ int cuda_resize_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 
 /* Cast / CastLike: a copy when the type stays, bool -> float otherwise. */
+/* cu_float_convert's kind of a float type, or -1. */
+static int float_kind(ir_dtype dt) {
+    return dt == IR_DTYPE_FLOAT ? 0 : dt == IR_DTYPE_FLOAT16 ? 1 : dt == IR_DTYPE_BFLOAT16 ? 2 : -1;
+}
+
 int cuda_cast(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     if (x->dtype == y->dtype) return cuda_copy(c, a, err);
+    if (float_kind(x->dtype) >= 0 && float_kind(y->dtype) >= 0) {
+        CU_LAUNCH(cu_float_convert(c->stream, a->in[0], float_kind(x->dtype), a->out[0],
+                                   float_kind(y->dtype), kernel_numel(x)));
+        return OC_OK;
+    }
     if (x->dtype != IR_DTYPE_BOOL || y->dtype != IR_DTYPE_FLOAT)
         return kernel_fail(a, err, "a run-time cast from %s to %s is not supported",
                            ir_dtype_name(x->dtype), ir_dtype_name(y->dtype));
@@ -733,15 +743,104 @@ static const cuda_kernel_fn cuda_kernels[OP__COUNT] = {
 #undef CUDA_KERNEL_ROW
 };
 
+/* ---- half nodes (--precision bf16|fp16): the float32 kernel on the node's
+ * view (kernels.h), its half inputs widened into the front of the node's
+ * workspace and its half outputs rounded back from there (cu_float_convert);
+ * the kernel's own workspace follows. Correct and deterministic; the bytes
+ * kept and swapped are halved, the compute is float32's (no tensor cores). ---- */
+
+#define WIDE_ALIGN 256
+
+static size_t wide_size(const kernel_view *v, int k) {
+    size_t b = (size_t)kernel_numel(&v->t[k]) * sizeof(float);
+    return (b + WIDE_ALIGN - 1) / WIDE_ALIGN * WIDE_ALIGN;
+}
+
+/* Workspace bytes of the widened copies (an in-place output shares its input's). */
+static size_t widened_bytes(const kernel_view *v) {
+    size_t s = 0;
+    for (int k = 0; k < v->n.n_inputs + v->n.n_outputs; k++)
+        if (kernel_view_half(v, k)) s += wide_size(v, k);
+    return s;
+}
+
+/* Slot k of the view between its own type and float32 (to_float: widen). */
+static int convert(const cuda_ctx *c, const kernel_args *a, const kernel_view *v, int k,
+                   const void *src, void *dst, bool to_float, oc_err *err) {
+    int half = v->was[k] == IR_DTYPE_BFLOAT16 ? 2 : 1;
+    CU_LAUNCH(cu_float_convert(c->stream, src, to_float ? half : 0, dst, to_float ? 0 : half,
+                               kernel_numel(&v->t[k])));
+    return OC_OK;
+}
+
+static int run_widened(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_node *n = a->n;
+    int ni = n->n_inputs, nt = ni + n->n_outputs, rc = OC_OK;
+    kernel_view v;
+    kernel_view_init(&v, a->g, n);
+    size_t need = widened_bytes(&v);
+    void **ptr = oc_calloc((size_t)nt + 1, sizeof *ptr);
+    if (a->scratch_bytes < need || (need && !a->scratch)) {
+        rc = kernel_fail(a, err,
+                         "its workspace (%zu bytes) cannot hold the float32 copies of its "
+                         "half tensors (%zu bytes)",
+                         a->scratch_bytes, need);
+        goto out;
+    }
+    uint8_t *at = a->scratch;
+    for (int k = 0; k < nt; k++) {
+        ptr[k] = k < ni ? a->in[k] : a->out[k - ni];
+        if (!kernel_view_half(&v, k)) continue;
+        void *own = ptr[k];
+        ptr[k] = at;
+        at += wide_size(&v, k);
+        if (k < ni) {
+            if ((rc = convert(c, a, &v, k, own, ptr[k], true, err))) goto out;
+        } else { /* an in-place output: its input's copy (already widened) */
+            for (int j = 0; j < ni; j++)
+                if (a->in[j] == a->out[k - ni] && kernel_view_half(&v, j)) ptr[k] = ptr[j];
+        }
+    }
+    kernel_args b = *a;
+    b.g = &v.g;
+    b.n = &v.n;
+    b.in = ptr;
+    b.out = ptr + ni;
+    b.scratch = a->scratch_bytes > need ? (uint8_t *)a->scratch + need : NULL;
+    b.scratch_bytes = a->scratch_bytes - need;
+    cuda_ctx cv = *c;
+    cv.graph = c->graph ? c->graph : a->g; /* the BN stash keys on the real graph */
+    rc = cuda_kernels[n->op](&cv, &b, err);
+    for (int k = ni; rc == OC_OK && k < nt; k++)
+        if (kernel_view_half(&v, k)) rc = convert(c, a, &v, k, ptr[k], a->out[k - ni], false, err);
+out:
+    oc_free(ptr);
+    kernel_view_free(&v);
+    return rc;
+}
+
 int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     int op = a->n->op;
     if (op < 0 || op >= OP__COUNT || !cuda_kernels[op])
         return oc_fail(err, "node '%s': op %s%s%s has no cuda kernel", a->n->name,
                        *a->n->domain ? a->n->domain : "", *a->n->domain ? "." : "", a->n->op_type);
+    if (kernel_touches_half(a->g, a->n)) return run_widened(c, a, err);
     return cuda_kernels[op](c, a, err);
 }
 
+static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
+
 size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
+    if (!kernel_touches_half(g, n)) return float_scratch(im, g, n, limit);
+    kernel_view v;
+    kernel_view_init(&v, g, n);
+    size_t w = widened_bytes(&v);
+    size_t s = w + float_scratch(im, &v.g, &v.n, limit > w ? limit - w : 0);
+    kernel_view_free(&v);
+    return s;
+}
+
+static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
     switch (n->op) {
     case OP_CONV:
     case OP_CONV_TRANSPOSE:

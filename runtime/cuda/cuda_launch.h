@@ -104,6 +104,9 @@ int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, int 
               int nearest, const int64_t *n, const int64_t *m, const double *scale, int64_t planes);
 /* y = x ? 1 : 0 (bool -> float). */
 int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
+/* y = x between float types (kinds: 0 float32, 1 float16, 2 bfloat16), rounded
+ * to nearest even (ir/half.h); x and y do not overlap. */
+int cu_float_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t n);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */
 int cu_random_uniform(void *stream, float *y, int64_t n, cu_rng key, float low, float high);
 /* y = a < b, broadcast (float in, bool out). */

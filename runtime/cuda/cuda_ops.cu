@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "cuda_launch.h"
+#define OC_HALF_NO_IR
+#include "ir/half.h"
 #include "pointwise.h"
 #include "resize_coord.h"
 
@@ -1191,6 +1193,28 @@ __global__ void k_bool_to_float(const uint8_t *x, float *y, int64_t n) {
 extern "C" int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n) {
     if (n == 0) return 0;
     k_bool_to_float<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, n);
+    return last_error();
+}
+
+// ---- float32 <-> float16 / bfloat16 (Cast; the widened run of a half node) ----
+// kinds: 0 float32, 1 float16, 2 bfloat16; rounding to nearest even (ir/half.h).
+__device__ static inline float half_load(const void *p, int kind, int64_t i) {
+    if (kind == 0) return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return kind == 2 ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
+__global__ void k_float_convert(const void *x, int kx, void *y, int ky, int64_t n) {
+    GRID_LOOP(i, n) {
+        float v = half_load(x, kx, i);
+        if (ky == 0) ((float *)y)[i] = v;
+        else ((uint16_t *)y)[i] = ky == 2 ? bf16_from_f32(v) : f16_from_f32(v);
+    }
+}
+
+extern "C" int cu_float_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t n) {
+    if (n == 0) return 0;
+    k_float_convert<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, kx, y, ky, n);
     return last_error();
 }
 

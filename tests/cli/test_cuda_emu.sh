@@ -24,6 +24,12 @@
 #   3e. loss scaling (GradScaler) at 3e38: the float32 gradients overflow, the first
 #      steps are skipped while the scale halves, then steps update: cuda's scales and
 #      skipped steps equal cpu's, and both skip and update;
+#   3f. --precision bf16 on cuda (half nodes widened to float32 in their workspace): a
+#      swap-all plan gives bitwise the in-core cuda run's losses and weights, the
+#      in-core step-0 loss is within 1e-2 of cpu's (one bfloat16 step of a logit near 8
+#      moves this loss by ~1e-3: the two backends' sums round differently);
+#   3g. --precision fp16 with GradScaler on cuda: the tiny ResNet's 20 steps skip the
+#      same steps at the same scales as torch.amp.GradScaler (tests/data/amp);
 #   3b. the default run (BN statistics from the forward) and the --deterministic
 #      one: step-0 gradients within 1e-5 (norm-wise, all at once) and not
 #      bit-identical (the forward's float statistics vs the emulator's double
@@ -286,6 +292,60 @@ if [ "$(wc -l <"$T/scale_cuda.out")" -eq 4 ] && cmp -s "$T/scale_cpu.out" "$T/sc
     ok "loss scaling at 3e38 on cuda: scales and skipped steps == cpu ($(grep -c skipped "$T/scale_cuda.out") of 4 skipped)"
 else
     bad "loss scaling on cuda: cpu [$(tr '\n' ' ' <"$T/scale_cpu.out")] cuda [$(tr '\n' ' ' <"$T/scale_cuda.out")] $(tail -2 "$T/scale_cuda.err")"
+fi
+# 3f. bf16 on cuda: a swap plan == in-core, bitwise; in-core near cpu
+"$PLAN" emit "$MODEL" --batch 2 --precision bf16 -o "$T/bf16_incore.onnx" >/dev/null 2>"$T/bf16.err"
+bpeak=$("$PLAN" plan "$MODEL" --batch 2 --precision bf16 --device v100 --budget 1TB --strategy incore \
+        --json 2>>"$T/bf16.err" | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p')
+bbudget=
+for f in 94 96 97 98 99; do
+    b=$((bpeak * f / 100))
+    if "$PLAN" plan "$MODEL" --batch 2 --precision bf16 --device v100 --budget "$b" \
+         --strategy swap-all --fuse all -o "$T/bf16_swap.onnx" >/dev/null 2>>"$T/bf16.err"; then
+        bbudget=$b
+        break
+    fi
+done
+MODE="--lr 0.001" run_cuda "$T/bf16_incore.onnx" "$T/bf16_incore.save.onnx" >"$T/bf16_incore.loss"
+MODE="--lr 0.001" run_cuda "$T/bf16_swap.onnx" "$T/bf16_swap.save.onnx" "$bbudget" >"$T/bf16_swap.loss"
+"$EMU/outcore-run" "$T/bf16_incore.onnx" --backend cpu --steps 1 --seed 7 2>/dev/null |
+    grep '^step 0' | awk '{print $4}' >"$T/bf16_cpu.loss"
+if [ -n "$bbudget" ] && [ "$(wc -l <"$T/bf16_incore.loss")" -eq 3 ] &&
+   cmp -s "$T/bf16_incore.loss" "$T/bf16_swap.loss" &&
+   weights_cmp "$T/bf16_incore.save.onnx" "$T/bf16_swap.save.onnx" &&
+   "$PY" -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-2 * abs(b))" \
+     "$(head -1 "$T/bf16_incore.loss" | awk '{print $4}')" "$(cat "$T/bf16_cpu.loss")"; then
+    ok "bf16 on cuda: swap-all plan (budget $bbudget < peak $bpeak) bitwise == in-core; step 0 $(head -1 "$T/bf16_incore.loss" | awk '{print $4}') vs cpu $(cat "$T/bf16_cpu.loss")"
+else
+    bad "bf16 on cuda: budget '$bbudget' in-core [$(tr '\n' ' ' <"$T/bf16_incore.loss")] swap [$(tr '\n' ' ' <"$T/bf16_swap.loss")] cpu $(cat "$T/bf16_cpu.loss") $(tail -2 "$T/bf16.err" "$T/bf16_swap.save.onnx.err")"
+fi
+# 3g. fp16 + GradScaler on cuda against PyTorch's reference sequence
+if "$PY" - "$EMU/outcore-run" "$T" <<'PYEOF'
+import subprocess, sys
+import numpy as np, onnx
+from onnx import numpy_helper
+run, tmp = sys.argv[1:3]
+ref = np.load("tests/data/amp/tiny_resnet_fp16.ref.npz")
+data = np.load("tests/data/torch2/tiny_resnet.ref.npz")
+onnx.save_tensor(numpy_helper.from_array(data["input"], "input"), f"{tmp}/ax.pb")
+onnx.save_tensor(numpy_helper.from_array(data["labels"].astype(np.int64), "labels"), f"{tmp}/ay.pb")
+r = subprocess.run([run, "tests/data/torch2/tiny_resnet_legacy.onnx", "--backend", "cuda",
+                    "--batch", "2", "--steps", str(len(ref["loss"])), "--lr", "0.01",
+                    "--momentum", "0.9", "--weight-decay", "1e-4", "--input", f"{tmp}/ax.pb",
+                    "--labels", f"{tmp}/ay.pb", "--precision", "fp16", "--loss-scale",
+                    str(int(ref["init_scale"])), "--loss-scale-interval", str(int(ref["interval"]))],
+                   capture_output=True, text=True)
+rows = [l.split() for l in r.stdout.splitlines() if l.startswith("step ")]
+scales = [float(f[5]) for f in rows if len(f) > 5]
+skips = ["skipped" in f for f in rows]
+ok = scales == list(ref["scale"]) and skips == list(ref["skipped"])
+print(f"{sum(skips)} of {len(rows)} skipped" if ok else f"{r.stderr[-300:]} scales {scales} skips {skips}")
+sys.exit(0 if ok else 1)
+PYEOF
+then
+    ok "fp16 + GradScaler on cuda: scales and skipped steps == torch.amp.GradScaler's at all 20 steps"
+else
+    bad "fp16 + GradScaler on cuda differs from PyTorch's sequence"
 fi
 # test 4 runs in the default mode: its reference is the default in-core run's losses
 cp "$T/incoredefault.loss" "$T/incore.loss" 2>/dev/null

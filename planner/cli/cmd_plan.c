@@ -134,7 +134,8 @@ void cmd_plan_usage(FILE *f) {
         "                  their backward where no residual needs it (one write less, one\n"
         "                  tensor more live); auto plans all and forward, keeps the faster\n"
         "Training options as `emit` takes them (--lr, --momentum, --weight-decay, --loss,\n"
-        "--bn, --optimizer sgd|adamw, --betas, --eps, --clip-grad-norm, --ignore-index).\n"
+        "--bn, --optimizer sgd|adamw, --betas, --eps, --clip-grad-norm, --ignore-index,\n"
+        "--precision fp32|bf16|fp16, --loss-scale, --loss-scale-interval).\n"
         "Exit status: 0 feasible plan, 3 no feasible plan (nothing written), 1 error.\n",
         names);
 }

@@ -14,6 +14,7 @@
 #include "ir/shape_infer.h"
 #include "plan/plan_verify.h"
 #include "plan/profile.h"
+#include "train/autocast.h"
 #include "train/train_structure.h"
 
 /* ---- digests ---- */
@@ -333,6 +334,10 @@ int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_
                 tg->opts.lr = a->lr, tg->opts.weight_decay = a->weight_decay;
                 tg->opts.beta1 = a->beta1, tg->opts.beta2 = a->beta2;
                 tg->opts.epsilon = a->epsilon;
+            } else if (autocast_is_cast(n)) { /* --precision, from autocast's half casts */
+                ir_dtype to = tg->g->tensors[n->outputs[0]].dtype;
+                if (to == IR_DTYPE_BFLOAT16) tg->opts.precision = TRAIN_PRECISION_BF16;
+                if (to == IR_DTYPE_FLOAT16) tg->opts.precision = TRAIN_PRECISION_FP16;
             }
         }
     }

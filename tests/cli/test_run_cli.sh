@@ -81,6 +81,19 @@ expect_error "--optimizer on a training graph" "$RUN" "$T/train.onnx" --optimize
 expect_error "--fuse some" "$RUN" "$M" --batch 2 --fuse some
 expect_error "--no-fuse on a training graph" "$RUN" "$T/train.onnx" --no-fuse
 expect_error "--tf32-conv maybe" "$RUN" "$M" --batch 2 --tf32-conv maybe
+expect_error "--precision fp8" "$RUN" "$M" --batch 2 --precision fp8
+expect_error "--loss-scale 0.5" "$RUN" "$M" --batch 2 --precision fp16 --loss-scale 0.5
+expect_error "--loss-scale-interval 0" "$RUN" "$M" --batch 2 --loss-scale-interval 0
+expect_error "--precision on a training graph" "$RUN" "$T/train.onnx" --precision bf16
+# a bf16 training graph saves the float32 model: autocast's Casts left out, float32 output
+"$BUILD/outcore-plan" emit "$M" --batch 2 --precision bf16 -o "$T/bf16.onnx" >/dev/null 2>&1 &&
+    "$RUN" "$T/bf16.onnx" --steps 1 --save "$T/bf16_saved.onnx" >/dev/null 2>"$T/e" &&
+    "$PY" -c "
+import onnx, sys
+m = onnx.load(sys.argv[1]); onnx.checker.check_model(m)
+sys.exit(any(n.op_type == 'Cast' for n in m.graph.node) or m.graph.output[0].type.tensor_type.elem_type != 1)" \
+    "$T/bf16_saved.onnx" && ok "a bf16 training graph --save's the float32 model (no Cast)" ||
+    bad "bf16 training graph --save: $(cat "$T/e")"
 expect_error "--tf32-matmul without a value" "$RUN" "$M" --batch 2 --tf32-matmul
 expect_error "--cuda-graph sometimes" "$RUN" "$M" --batch 2 --cuda-graph sometimes
 expect_error "--cuda-graph on with --trace-out" "$RUN" "$T/train.onnx" --steps 2 --cuda-graph on \

@@ -24,11 +24,14 @@ PyTorch loop can see the same batches (tools/outcore_torch.py digits does).
         AdamW and clipping in PyTorch and outcore-run; both loss curves, CSV and a plot
         (docs/textgpt.md).
 
-    tools/outcore_torch.py digits [--epochs 20] [--out docs/digits]
+    tools/outcore_torch.py digits [--epochs 20] [--out docs/digits] [--precision bf16|fp16]
         scikit-learn's bundled digits (no download): the same small CNN, initial weights,
         batch order and hyper-parameters trained by PyTorch and by outcore-run; per-epoch
         held-out loss and accuracy of both, outcore's weights loaded back into PyTorch and
-        evaluated there; a CSV and a plot (docs/digits.md shows them).
+        evaluated there; a CSV and a plot (docs/digits.md shows them). --precision: both in
+        mixed precision (PyTorch: torch.autocast on the cpu, GradScaler for fp16; outcore-run
+        --precision), PyTorch float32 beside them for bf16's own spread
+        (docs/mixed-precision.md).
 """
 import argparse
 import copy
@@ -155,11 +158,12 @@ def digits_model():
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
 
 
-def torch_eval(model, x, y):
+def torch_eval(model, x, y, dtype=None):
     import torch
     model.eval()
-    with torch.no_grad():
-        z = model(torch.from_numpy(x))
+    with torch.no_grad(), torch.autocast("cpu", dtype=dtype or torch.bfloat16,
+                                         enabled=dtype is not None):
+        z = model(torch.from_numpy(x)).float()
         loss = torch.nn.functional.cross_entropy(z, torch.from_numpy(y)).item()
         acc = (z.argmax(1).numpy() == y).mean()
     model.train()
@@ -186,18 +190,22 @@ def cmd_digits(args):
     hp = dict(batch=args.batch, epochs=args.epochs, lr=args.lr, momentum=args.momentum,
               weight_decay=args.weight_decay, seed=args.seed)
     saved = os.path.join(work, "digits.trained.onnx")
+    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
     lines = run(onnx_path, files["x"], files["y"], eval_data=(files["xe"], files["ye"]),
-                save=saved, **hp)
+                save=saved, extra=("--precision", args.precision), **hp)
     ours = [ln for ln in lines if ln.startswith("epoch ")]
     steps_oc = [float(ln.split()[3]) for ln in lines if ln.startswith("step ")]
 
     # PyTorch: the same module and weights, the same batches in the same order; in float32
-    # and, to show how far float32 rounding alone carries two runs apart, in float64.
+    # and, to show how far float32 rounding alone carries two runs apart, in float64. With
+    # --precision: under autocast (GradScaler for fp16), and in float32 for the spread.
     n, b = len(tr), args.batch
     rows, steps_pt, steps_64 = [], [], []
-    ref, ref64 = copy.deepcopy(model).train(), copy.deepcopy(model).double().train()
+    ref = copy.deepcopy(model).train()
+    ref64 = copy.deepcopy(model).train() if amp else copy.deepcopy(model).double().train()
     opts = [torch.optim.SGD(m.parameters(), lr=args.lr, momentum=args.momentum,
                             weight_decay=args.weight_decay) for m in (ref, ref64)]
+    scaler = torch.amp.GradScaler("cpu") if args.precision == "fp16" else None
     xt, yt = torch.from_numpy(x[tr]), torch.from_numpy(y[tr])
     for epoch in range(args.epochs):
         order = outcore_order(n, args.seed, epoch)
@@ -205,17 +213,26 @@ def cmd_digits(args):
             idx = order[s * b:(s + 1) * b]
             for m, opt, out in ((ref, opts[0], steps_pt), (ref64, opts[1], steps_64)):
                 opt.zero_grad()
-                xb = xt[idx].double() if m is ref64 else xt[idx]
-                loss = torch.nn.functional.cross_entropy(m(xb), yt[idx])
-                loss.backward()
-                opt.step()
+                xb = xt[idx].double() if m is ref64 and not amp else xt[idx]
+                with torch.autocast("cpu", dtype=amp or torch.bfloat16,
+                                    enabled=amp is not None and m is ref):
+                    loss = torch.nn.functional.cross_entropy(m(xb), yt[idx])
+                if scaler and m is ref:
+                    scaler.scale(loss).backward()
+                    scaler.step(opt)
+                    scaler.update()
+                else:
+                    loss.backward()
+                    opt.step()
                 out.append(loss.item())
-        pl, pa = torch_eval(ref, x[te], y[te])
+        pl, pa = torch_eval(ref, x[te], y[te], amp)
         f = ours[epoch].replace(",", "").split()
         ol, oa = float(f[f.index("eval") + 2]), float(f[f.index("accuracy") + 1])
         rows.append((epoch, pl, pa, ol, oa))
     back = load_back(copy.deepcopy(model), saved)
-    bl, ba = torch_eval(back, x[te], y[te])
+    bl, ba = torch_eval(back, x[te], y[te], amp)
+    wide = "float32" if amp else "float64"
+    tag = f"PyTorch {args.precision}" if amp else "PyTorch"
     csv = os.path.join(args.out, "digits_curves.csv")
     with open(csv, "w") as fh:
         fh.write("epoch,torch_eval_loss,torch_eval_acc,outcore_eval_loss,outcore_eval_acc\n")
@@ -223,7 +240,7 @@ def cmd_digits(args):
             fh.write(",".join(f"{v:.6f}" if isinstance(v, float) else str(v) for v in r) + "\n")
     steps_csv = os.path.join(args.out, "digits_steps.csv")
     with open(steps_csv, "w") as fh:
-        fh.write("step,torch_loss,torch_float64_loss,outcore_loss\n")
+        fh.write(f"step,torch_loss,torch_{wide}_loss,outcore_loss\n")
         for i, (a, a64, c) in enumerate(zip(steps_pt, steps_64, steps_oc)):
             fh.write(f"{i},{a:.6f},{a64:.6f},{c:.6f}\n")
     try:
@@ -231,12 +248,13 @@ def cmd_digits(args):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
-        ax[0].plot(steps_pt, label="PyTorch", lw=1)
-        ax[0].plot(steps_64, label="PyTorch float64", lw=1, ls=":")
-        ax[0].plot(steps_oc, label="outcore-run (cpu)", lw=1, ls="--")
+        ax[0].plot(steps_pt, label=tag, lw=1)
+        ax[0].plot(steps_64, label=f"PyTorch {wide}", lw=1, ls=":")
+        ax[0].plot(steps_oc, label=f"outcore-run (cpu{', ' + args.precision if amp else ''})",
+                   lw=1, ls="--")
         ax[0].set_xlabel("step"), ax[0].set_ylabel("training loss"), ax[0].legend()
         e = [r[0] for r in rows]
-        ax[1].plot(e, [r[2] for r in rows], "o-", label="PyTorch")
+        ax[1].plot(e, [r[2] for r in rows], "o-", label=tag)
         ax[1].plot(e, [r[4] for r in rows], "x--", label="outcore-run (cpu)")
         ax[1].set_xlabel("epoch"), ax[1].set_ylabel("held-out accuracy"), ax[1].legend()
         fig.tight_layout()
@@ -245,7 +263,7 @@ def cmd_digits(args):
         pass
     print(f"torch {torch.__version__}; {len(tr)} train / {len(te)} held-out samples, batch {b}, "
           f"{args.epochs} epochs, lr {args.lr}, momentum {args.momentum}, weight decay "
-          f"{args.weight_decay}, seed {args.seed}")
+          f"{args.weight_decay}, seed {args.seed}, precision {args.precision}")
     print("| epoch | PyTorch loss | PyTorch acc | outcore loss | outcore acc |")
     print("|---:|---:|---:|---:|---:|")
     for r in rows:
@@ -255,8 +273,8 @@ def cmd_digits(args):
     first = next((i for i, (a, c) in enumerate(zip(steps_pt, steps_oc)) if abs(a - c) > 1e-4),
                  None)
     print(f"\nlargest per-step training-loss difference over {len(steps_oc)} steps: outcore vs "
-          f"PyTorch float32 {d_steps:.2e} (first above 1e-4 at step {first}); PyTorch float32 vs "
-          f"float64 {d_64:.2e}")
+          f"{tag} {d_steps:.2e} (first above 1e-4 at step {first}); {tag} vs PyTorch {wide} "
+          f"{d_64:.2e}")
     print(f"final held-out accuracy: PyTorch {rows[-1][2]:.4f}, outcore-run {rows[-1][4]:.4f}; "
           f"outcore's weights loaded back into PyTorch: {ba:.4f} (loss {bl:.4f})")
     ok = abs(rows[-1][2] - rows[-1][4]) <= 0.01 and abs(ba - rows[-1][4]) <= 1e-4  # %.4f printed
@@ -388,6 +406,7 @@ def main():
     d.add_argument("--weight-decay", type=float, default=5e-4)
     d.add_argument("--seed", type=int, default=1)
     d.add_argument("--out", default=os.path.join(ROOT, "docs", "digits"))
+    d.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
     t = sub.add_parser("textgpt")
     t.add_argument("--text", default=TEXT)
     t.add_argument("--t", type=int, default=64)

@@ -612,6 +612,96 @@ static void test_incore_peak_brute_force(void **state) {
     train_graph_free(tg);
 }
 
+/* --precision bf16 on stem Conv -> BN -> Relu = r; r * 0.5 (a plan-time scalar);
+ * + bias (a parameter); ReduceSum(r) (FP32) + r; each op's autocast rule. */
+static train_graph *mixed_graph(train_precision p) {
+    int a;
+    ir_graph *g = graph_with_stem(15, &a);
+    int64_t c[] = {4}, bd[] = {4, 1, 1}, axes[] = {1};
+    int bn =
+        node(g, "bn", "BatchNormalization", 3, a, param(g, "bn.s", 1, c), param(g, "bn.b", 1, c),
+             tensor(g, "bn.m", IR_KIND_STATE, 1, c), tensor(g, "bn.v", IR_KIND_STATE, 1, c), END);
+    attr_int(g, bn, "training_mode", 1);
+    int r = out0(g, node(g, "relu", "Relu", 1, out0(g, bn), END));
+    int half = out0(g, node(g, "half", "Mul", 1, r, const_scalar_f(g, "k", 0.5f), END));
+    int biased = out0(g, node(g, "bias", "Add", 1, half, param(g, "bias.b", 3, bd), END));
+    int sum = out0(g, node(g, "sum", "ReduceSum", 1, r, const_i64(g, "axes", 1, axes), END));
+    int mix = out0(g, node(g, "mix", "Add", 1, biased, sum, END));
+    int both = out0(g, node(g, "both", "Add", 1, mix, r, END));
+    int gap = node(g, "head_gap", "GlobalAveragePool", 1, both, END);
+    int y = out0(g, node(g, "head_flatten", "Flatten", 1, out0(g, gap), END));
+    ir_graph_add_output(g, y);
+    oc_err err;
+    if (ir_infer_shapes(g, &err)) fail_msg("infer: %s", err.msg);
+    /* k as a folded scalar is (a Constant node's output), not a trainable initializer */
+    g->tensors[ir_tensor_find(g, "k")].kind = IR_KIND_CONSTANT;
+    train_opts o = train_opts_default();
+    o.precision = p;
+    o.fuse = TRAIN_FUSE_NONE; /* the rules on the model's own nodes */
+    train_graph *tg;
+    if (train_build(g, &o, &tg, &err)) fail_msg("train_build: %s", err.msg);
+    return tg;
+}
+
+static ir_dtype dtype_of(const ir_graph *g, const char *name) {
+    int t = ir_tensor_find(g, name);
+    if (t < 0) fail_msg("no tensor '%s'", name);
+    return g->tensors[t].dtype;
+}
+
+/* The tensor node `name` reads as input k. */
+static const char *input_name(const ir_graph *g, const char *name, int k) {
+    int n = node_named(g, name);
+    assert_true(n >= 0 && k < g->nodes[n].n_inputs);
+    return g->tensors[g->nodes[n].inputs[k]].name;
+}
+
+static void test_autocast_rules(void **state) {
+    (void)state;
+    train_graph *tg = mixed_graph(TRAIN_PRECISION_BF16);
+    const ir_graph *g = tg->g;
+    /* LOWER: both Conv inputs through Casts; output bf16 */
+    assert_string_equal(input_name(g, "stem", 0), "x/bf16");
+    assert_string_equal(input_name(g, "stem", 1), "stem.w/bf16");
+    assert_int_equal(dtype_of(g, "stem_y0"), IR_DTYPE_BFLOAT16);
+    /* NORM: X as it comes, parameters and statistics float32 */
+    assert_string_equal(input_name(g, "bn", 1), "bn.s");
+    assert_int_equal(dtype_of(g, "bn_y0"), IR_DTYPE_BFLOAT16);
+    assert_int_equal(dtype_of(g, "bn_y1"), IR_DTYPE_FLOAT);
+    /* FOLLOW: a plan-time scalar stays float32; a parameter follows the activation */
+    assert_string_equal(input_name(g, "half", 1), "k");
+    assert_int_equal(dtype_of(g, "half_y0"), IR_DTYPE_BFLOAT16);
+    assert_string_equal(input_name(g, "bias", 1), "bias.b/bf16");
+    assert_int_equal(dtype_of(g, "bias_y0"), IR_DTYPE_BFLOAT16);
+    /* FP32: ReduceSum reads r in float32; the sum of bf16 and float32 is float32, and r's
+     * float32 copy is made once for both readers */
+    assert_string_equal(input_name(g, "sum", 0), "relu_y0/fp32");
+    assert_int_equal(dtype_of(g, "mix_y0"), IR_DTYPE_FLOAT);
+    assert_string_equal(input_name(g, "mix", 0), "bias_y0/fp32");
+    assert_string_equal(input_name(g, "both", 1), "relu_y0/fp32");
+    int copies = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        copies += strcmp(g->nodes[i].name, "autocast/relu_y0/fp32") == 0;
+    assert_int_equal(copies, 1);
+    /* the loss reads float32; every parameter's gradient is float32 */
+    assert_int_equal(g->tensors[g->nodes[tg->n_forward - 1].inputs[0]].dtype, IR_DTYPE_FLOAT);
+    const char *params[] = {"stem.w", "bn.s", "bn.b", "bias.b"};
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+        int t = ir_tensor_find(g, params[i]);
+        assert_true(t >= 0 && tg->grad_of[t] >= 0);
+        assert_int_equal(g->tensors[t].dtype, IR_DTYPE_FLOAT);
+        assert_int_equal(g->tensors[tg->grad_of[t]].dtype, IR_DTYPE_FLOAT);
+    }
+    check_rule(tg, "bias"); /* (stem's input x/bf16 is the data's copy: no gradient) */
+    check_updates(tg);
+    train_graph_free(tg);
+    /* float32: no Cast at all, the same graph otherwise */
+    tg = mixed_graph(TRAIN_PRECISION_FP32);
+    for (int i = 0; i < tg->g->n_nodes; i++) assert_int_not_equal(tg->g->nodes[i].op, OP_CAST);
+    assert_int_equal(dtype_of(tg->g, "stem_y0"), IR_DTYPE_FLOAT);
+    train_graph_free(tg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv),
@@ -632,6 +722,7 @@ int main(void) {
         cmocka_unit_test(test_reshaped_parameter_trains),
         cmocka_unit_test(test_deterministic_names),
         cmocka_unit_test(test_incore_peak_brute_force),
+        cmocka_unit_test(test_autocast_rules),
     };
     return cmocka_run_group_tests_name("training graph", tests, NULL, NULL);
 }

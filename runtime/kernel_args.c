@@ -51,7 +51,9 @@ void kernel_softmax_rows(const kernel_args *a, const ir_tensor *t, int64_t *oute
 }
 
 bool kernel_touches_half(const ir_graph *g, const ir_node *n) {
-    if (n->op == OP_CAST || n->op == OP_CAST_LIKE) return false;
+    /* Casts convert themselves; a plan's copies run no kernel */
+    if (n->op == OP_CAST || n->op == OP_CAST_LIKE || n->op == OP_SWAP_OUT || n->op == OP_SWAP_IN)
+        return false;
     for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
         int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
         if (t >= 0 && ir_dtype_is_half(g->tensors[t].dtype)) return true;

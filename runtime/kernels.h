@@ -69,7 +69,8 @@ int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_
  * kernel on a view of it — a graph of the node's own tensors (slot k: input k,
  * then the outputs) with every half one retyped float32 — whose buffers the
  * backend fills with widened copies and narrows back (cpu_kernels.c,
- * cuda_kernels.c). Cast and CastLike see half tensors themselves. */
+ * cuda_kernels.c). Cast and CastLike see half tensors themselves; SwapOut and
+ * SwapIn (copies, no kernel) are not touched. */
 bool kernel_touches_half(const ir_graph *g, const ir_node *n);
 typedef struct kernel_view {
     ir_graph g;

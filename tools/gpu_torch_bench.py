@@ -11,6 +11,8 @@ on the GPU, one mode per process (the memory cap is per process).
   compile-budget  16 GiB cap + torch.compile with torch._functorch.config.
               activation_memory_budget lowered (0.5, 0.3, 0.2, 0.1, 0.05, 0) until it fits
 --channels-last: model and input in torch.channels_last (NHWC) memory format.
+--amp bf16|fp16: the forward and loss under torch.autocast (fp16 with torch.amp.GradScaler),
+float32 parameters and optimizer (PyTorch AMP; outcore-run --precision's comparison).
 TF32 as outcore-run's defaults, set explicitly: convolutions on (cudnn.allow_tf32), matmuls off
 (cuda.matmul.allow_tf32); --tf32-matmul turns the latter on.
 SGD momentum 0.9, weight decay 1e-4, CrossEntropyLoss, random data; median of timed iterations
@@ -21,7 +23,7 @@ MODEL: a torchvision model, or one of tools/export_models.py's small models.
 --device cpu (with a small --image-size) runs the same code without a GPU (tools/gpu-check --emu;
 no memory cap there, peak 0).
 Usage: gpu_torch_bench.py MODEL MODE BATCH [--iters N] [--cap-gib G] [--device D] [--image-size S]
-                         [--fallback-batches B,...] [--profile TABLE.txt]
+                         [--fallback-batches B,...] [--profile TABLE.txt] [--amp bf16|fp16]
 """
 import argparse
 import inspect
@@ -93,15 +95,24 @@ def measure(a, dev, model, batch, segs):
     if a.channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
 
+    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.amp)
+    scaler = torch.amp.GradScaler(dev.type) if a.amp == "fp16" else None
+
     def step():
         opt.zero_grad(set_to_none=True)
-        if a.mode == "save_on_cpu":
-            with torch.autograd.graph.save_on_cpu(pin_memory=True):
+        with torch.autocast(dev.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
+            if a.mode == "save_on_cpu":
+                with torch.autograd.graph.save_on_cpu(pin_memory=True):
+                    loss = lossf(fwd(x), y)
+            else:
                 loss = lossf(fwd(x), y)
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
         else:
-            loss = lossf(fwd(x), y)
-        loss.backward()
-        opt.step()
+            loss.backward()
+            opt.step()
         return loss
 
     sync = torch.cuda.synchronize if gpu else (lambda: None)
@@ -171,6 +182,7 @@ def main():
     p.add_argument("--profile", default="", help="write a torch.profiler table (eager) here")
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--tf32-matmul", action="store_true")
+    p.add_argument("--amp", choices=["bf16", "fp16"], default=None)
     a = p.parse_args()
     dev = torch.device(a.device)
     torch.backends.cudnn.allow_tf32 = True
@@ -186,7 +198,8 @@ def main():
     r = best_at(a, dev, model, a.batch)
     if r:
         cl = " channels-last" if a.channels_last else ""
-        print(f"{a.model} {a.mode}{cl} {a.batch} {r[0]:.1f} {r[1]:.2f}{segs_note(r)}")
+        amp = f" amp {a.amp}" if a.amp else ""
+        print(f"{a.model} {a.mode}{cl} {a.batch} {r[0]:.1f} {r[1]:.2f}{segs_note(r)}{amp}")
         return
     note = ""
     for b in [int(v) for v in a.fallback_batches.split(",") if v]:

@@ -30,6 +30,9 @@
 #      moves this loss by ~1e-3: the two backends' sums round differently);
 #   3g. --precision fp16 with GradScaler on cuda: the tiny ResNet's 20 steps skip the
 #      same steps at the same scales as torch.amp.GradScaler (tests/data/amp);
+#   3h. bf16 with a measured profile: --profile-out records the widening workspaces, the
+#      plan holds them, and the plan runs in a device of its arena + 1 MiB with nothing
+#      outside the plan (a SwapOut of a half tensor once asked for a workspace);
 #   3b. the default run (BN statistics from the forward) and the --deterministic
 #      one: step-0 gradients within 1e-5 (norm-wise, all at once) and not
 #      bit-identical (the forward's float statistics vs the emulator's double
@@ -318,6 +321,20 @@ if [ -n "$bbudget" ] && [ "$(wc -l <"$T/bf16_incore.loss")" -eq 3 ] &&
     ok "bf16 on cuda: swap-all plan (budget $bbudget < peak $bpeak) bitwise == in-core; step 0 $(head -1 "$T/bf16_incore.loss" | awk '{print $4}') vs cpu $(cat "$T/bf16_cpu.loss")"
 else
     bad "bf16 on cuda: budget '$bbudget' in-core [$(tr '\n' ' ' <"$T/bf16_incore.loss")] swap [$(tr '\n' ' ' <"$T/bf16_swap.loss")] cpu $(cat "$T/bf16_cpu.loss") $(tail -2 "$T/bf16.err" "$T/bf16_swap.save.onnx.err")"
+fi
+# 3h. bf16: measured profile -> plan -> run in a device of arena + 1 MiB, nothing outside
+if "$EMU/outcore-run" "$T/bf16_incore.onnx" --backend cuda --steps 4 --seed 7 \
+     --profile-out "$T/bf16_prof.json" >"$T/bf16_prof.out" 2>&1 &&
+   "$PLAN" plan "$MODEL" --batch 2 --precision bf16 --profile "$T/bf16_prof.json" \
+     --budget "${bbudget:-$bpeak}" --strategy swap-all --fuse all -o "$T/bf16_wsplan.onnx" \
+     >/dev/null 2>"$T/bf16_wsplan.err" &&
+   barena=$("$PY" -c "import onnx,sys; print({p.key: p.value for p in onnx.load(sys.argv[1]).metadata_props}['outcore.arena_bytes'])" "$T/bf16_wsplan.onnx") &&
+   EMU_DEVICE_BYTES=$((barena + 1048576)) "$EMU/outcore-run" "$T/bf16_wsplan.onnx" --backend cuda \
+     --steps 2 --seed 7 >"$T/bf16_wsrun.out" 2>"$T/bf16_wsrun.err" &&
+   ! grep -q "outside the plan" "$T/bf16_wsrun.err" && grep -q '^step 1' "$T/bf16_wsrun.out"; then
+    ok "bf16 measured profile -> plan -> cuda run in a device of arena + 1 MiB, nothing outside the plan"
+else
+    bad "bf16 measured-profile plan on cuda: $(tail -2 "$T/bf16_prof.out") $(cat "$T/bf16_wsplan.err") $(tail -3 "$T/bf16_wsrun.err")"
 fi
 # 3g. fp16 + GradScaler on cuda against PyTorch's reference sequence
 if "$PY" - "$EMU/outcore-run" "$T" <<'PYEOF'

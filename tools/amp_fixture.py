@@ -13,7 +13,9 @@ every third good step doubles it, which overflows again now and then. Written to
 tiny_resnet_fp16.ref.npz: per step the scale used, whether the step was skipped, the loss; the
 float32 weights after the last step; the weights of the same steps in float32 (no autocast, the
 same steps skipped: float16's spread); the same again with gradient clipping at norm 0.5 of
-the unscaled gradients (prefix clip/); and the settings."""
+the unscaled gradients (prefix clip/); with AdamW (lr 1e-3, weight decay 0.01; prefix adamw/,
+its float32 spread too: AdamW counts only the steps it took, which skipped steps are not); and
+the settings."""
 import argparse
 import os
 import sys
@@ -29,6 +31,13 @@ from tiny_models import TINY  # noqa: E402
 
 STEPS, INIT_SCALE, INTERVAL = 20, 2.0 ** 22, 3
 LR, MOMENTUM, WD, CLIP = 0.01, 0.9, 1e-4, 0.5
+ADAMW = dict(lr=1e-3, weight_decay=0.01)  # betas (0.9, 0.999), eps 1e-8: torch's defaults
+
+
+def optimizer(model, adamw):
+    if adamw:
+        return torch.optim.AdamW(model.parameters(), **ADAMW)
+    return torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
 
 
 def load(inits):
@@ -44,10 +53,10 @@ def weights(model):
             if "num_batches_tracked" not in k}
 
 
-def float32_run(inits, x, y, skipped):
+def float32_run(inits, x, y, skipped, adamw):
     """The same steps without autocast, the same ones skipped (BN statistics still move)."""
     model = load(inits)
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
+    opt = optimizer(model, adamw)
     for skip in skipped:
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
@@ -56,11 +65,11 @@ def float32_run(inits, x, y, skipped):
     return weights(model)
 
 
-def amp_run(inits, x, y, clip):
+def amp_run(inits, x, y, clip, adamw):
     """PyTorch's float16 AMP steps; clip: clip_grad_norm_ of the unscaled gradients (the
     documented order: scaler.unscale_, clip, scaler.step). Per step the scale, skipped, loss."""
     model = load(inits)
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
+    opt = optimizer(model, adamw)
     scaler = torch.amp.GradScaler("cpu", init_scale=INIT_SCALE, growth_interval=INTERVAL)
     scales, skipped, losses = [], [], []
     for _ in range(STEPS):
@@ -95,16 +104,18 @@ def main():
               "lr": np.float64(LR), "momentum": np.float64(MOMENTUM),
               "weight_decay": np.float64(WD), "clip_norm": np.float64(CLIP),
               "torch": np.array(torch.__version__)}
-    for prefix, clip in (("", None), ("clip/", CLIP)):
-        model, scales, skipped, losses = amp_run(inits, x, y, clip)
+    arrays["adamw_lr"] = np.float64(ADAMW["lr"])
+    arrays["adamw_weight_decay"] = np.float64(ADAMW["weight_decay"])
+    for prefix, clip, adamw in (("", None, False), ("clip/", CLIP, False), ("adamw/", None, True)):
+        model, scales, skipped, losses = amp_run(inits, x, y, clip, adamw)
         arrays[prefix + "scale"] = np.array(scales, np.float64)
         arrays[prefix + "skipped"] = np.array(skipped)
         arrays[prefix + "loss"] = np.array(losses, np.float64)
         for k, v in weights(model).items():
             arrays[prefix + "w/" + k] = v
         if not clip:
-            for k, v in float32_run(inits, x, y, skipped).items():
-                arrays["w32/" + k] = v
+            for k, v in float32_run(inits, x, y, skipped, adamw).items():
+                arrays[prefix + "w32/" + k] = v
         print(f"{sum(skipped)} of {STEPS} steps skipped{' (clipped)' if clip else ''}")
     os.makedirs(args.out, exist_ok=True)
     np.savez(os.path.join(args.out, "tiny_resnet_fp16.ref.npz"), **arrays)

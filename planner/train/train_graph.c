@@ -261,6 +261,17 @@ static int add_state(ir_graph *g, int w, const char *what) {
     return m;
 }
 
+/* A one-element float32 optimizer state "name" holding v (GradScaler's, AdamW's step count). */
+static int add_scalar_state(ir_graph *g, const char *name, float v) {
+    int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
+    int64_t one = 1;
+    ir_tensor_set_shape(&g->tensors[t], 1, &one);
+    ir_tensor_set_data(&g->tensors[t], &v, sizeof v);
+    g->tensors[t].kind = IR_KIND_OPT_STATE;
+    g->tensors[t].is_initializer = true;
+    return t;
+}
+
 /* An output "<W>/<what>" of update node n. */
 static int add_updated(ir_graph *g, int n, int w, const char *what) {
     char *name = oc_sprintf("%s/%s", g->tensors[w].name, what);
@@ -277,8 +288,10 @@ static void add_float_attr(ir_graph *g, int n, const char *name, float v) {
 
 /* The update of parameter w, in place, its state new optimizer-state tensors:
  *   SGDMomentum(W, dW, M [, scale]) -> (W', M')
- *   AdamW(W, dW, M, V [, scale]) -> (W', M', V')
- * scale: ClipGradNorm's output, or -1. */
+ *   AdamW(W, dW, M, V [, scale [, K]]) -> (W', M', V' [, K'])
+ * scale: ClipGradNorm's or GradScaler's output, or -1; K, AdamW's count of the
+ * updates made (PyTorch's state['step']), with loss scaling only: its skipped
+ * steps do not count. */
 static int add_update(train_builder *b, int w, int scale) {
     ir_graph *g = b->g;
     train_graph *tg = b->tg;
@@ -295,9 +308,17 @@ static int add_update(train_builder *b, int w, int scale) {
     ir_node_add_input(g, n, m);
     if (adam) ir_node_add_input(g, n, v);
     if (scale >= 0) ir_node_add_input(g, n, scale);
+    int k = -1, k2 = -1;
+    if (adam && b->loss_scale >= 0) {
+        char *kname = oc_sprintf("%s/step", g->tensors[w].name);
+        k = add_scalar_state(g, kname, 0.0f);
+        oc_free(kname);
+        ir_node_add_input(g, n, k);
+    }
     int w2 = add_updated(g, n, w, "updated");
     int m2 = add_updated(g, n, w, adam ? "exp_avg/updated" : "momentum/updated");
     int v2 = adam ? add_updated(g, n, w, "exp_avg_sq/updated") : -1;
+    if (k >= 0) k2 = add_updated(g, n, w, "step/updated");
     add_float_attr(g, n, "lr", tg->opts.lr);
     if (adam) {
         add_float_attr(g, n, "beta1", tg->opts.beta1);
@@ -312,18 +333,8 @@ static int add_update(train_builder *b, int w, int scale) {
     g->tensors[w2].kind = IR_KIND_PARAMETER;
     g->tensors[m2].kind = IR_KIND_OPT_STATE;
     if (v2 >= 0) g->tensors[v2].kind = IR_KIND_OPT_STATE;
+    if (k2 >= 0) g->tensors[k2].kind = IR_KIND_OPT_STATE;
     return OC_OK;
-}
-
-/* A one-element float32 optimizer state "name" holding v (GradScaler's). */
-static int add_scalar_state(ir_graph *g, const char *name, float v) {
-    int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
-    int64_t one = 1;
-    ir_tensor_set_shape(&g->tensors[t], 1, &one);
-    ir_tensor_set_data(&g->tensors[t], &v, sizeof v);
-    g->tensors[t].kind = IR_KIND_OPT_STATE;
-    g->tensors[t].is_initializer = true;
-    return t;
 }
 
 /* A node reading [first,] every deferred parameter's final gradient. */

@@ -3,7 +3,7 @@
  * times the ClipGradNorm scale when the node has that input.
  *   SGDMomentum (torch.optim.SGD, dampening 0, not Nesterov):
  *     g = g + weight_decay * W;  M = momentum * M + g (M starts at 0);  W -= lr * M
- *   AdamW (torch.optim.AdamW, t = step + 1):
+ *   AdamW (torch.optim.AdamW, t = step + 1, or K + 1 with the step count K, then K' = t):
  *     W *= 1 - lr * weight_decay;  M = M + (1 - beta1) (g - M);
  *     V = beta2 V + (1 - beta2) g^2;
  *     W -= lr / (1 - beta1^t) * M / (sqrt(V) / sqrt(1 - beta2^t) + eps)
@@ -56,17 +56,20 @@ int cpu_sgd_momentum(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* W, dW, M, V [, scale] -> W', M', V' */
+/* W, dW, M, V [, scale [, K]] -> W', M', V' [, K'] */
 int cpu_adamw(const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 4; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_adamw_args *p = &op_args_of(a->n)->adamw;
-    double t = (double)a->step + 1.0;
+    bool counted = a->n->n_inputs > 5 && a->in[5];
+    double t = (counted ? (double)*(const float *)a->in[5] : (double)a->step) + 1.0;
     float b1 = p->beta1, b2 = p->beta2, s = grad_scale(a, 4);
     if (s == 0.0f) {
         keep_state(a, (const int[]){0, 2, 3}, 3);
+        if (counted) *(float *)a->out[3] = *(const float *)a->in[5];
         return OC_OK;
     }
+    if (counted) *(float *)a->out[3] = (float)t;
     float decay = 1.0f - p->lr * p->weight_decay;
     float step_size = (float)((double)p->lr / (1.0 - pow(b1, t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));

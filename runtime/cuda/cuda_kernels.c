@@ -307,8 +307,9 @@ int cuda_adamw(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const op_adamw_args *p = &op_args_of(a->n)->adamw;
     CU_LAUNCH(cu_adamw(c->stream, a->in[0], a->in[1], a->in[2], a->in[3], grad_scale(a, 4),
                        a->out[0], a->out[1], a->out[2], kernel_numel(kernel_in(a, 0)), p->beta1,
-                       p->beta2, p->epsilon, 1.0f - p->lr * p->weight_decay, p->lr,
-                       c->im->step_dev));
+                       p->beta2, p->epsilon, 1.0f - p->lr * p->weight_decay, p->lr, c->im->step_dev,
+                       a->n->n_inputs > 5 ? a->in[5] : NULL,
+                       a->n->n_outputs > 3 ? a->out[3] : NULL));
     return OC_OK;
 }
 

@@ -184,10 +184,12 @@ int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64,
 int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m,
                     const float *scale, float *wo, float *mo, int64_t n, float lr, float mom,
                     float wd);
-/* AdamW's bias corrections from the step in device memory (step + 1 updates made). */
+/* AdamW's bias corrections from the step in device memory (step + 1 updates made), or
+ * from the parameter's own count (count + 1; count_out = count + 1 unless skipped). */
 int cu_adamw(void *stream, const float *w, const float *dw, const float *m, const float *v,
              const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1, float b2,
-             float eps, float decay, float lr, const int64_t *step);
+             float eps, float decay, float lr, const int64_t *step, const float *count,
+             float *count_out);
 /* ws[0] = (first ? 0 : ws[0]) + sum g^2, in a fixed order; ws holds
  * 1 + CU_SUMSQ_SLOTS doubles (the partial sums). */
 #define CU_SUMSQ_SLOTS 4096

@@ -1771,7 +1771,8 @@ extern "C" int cu_sgd_momentum(void *stream, const float *w, const float *dw, co
 
 __global__ void k_adamw(const float *w, const float *dw, const float *m, const float *v,
                         const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1,
-                        float b2, float eps, float decay, float lr, const int64_t *step) {
+                        float b2, float eps, float decay, float lr, const int64_t *step,
+                        const float *count) {
     float s = scale ? *scale : 1.0f;
     if (s == 0.0f) { // GradScaler found inf/NaN: the step is skipped
         GRID_LOOP(i, n) {
@@ -1781,7 +1782,8 @@ __global__ void k_adamw(const float *w, const float *dw, const float *m, const f
         }
         return;
     }
-    double t = (double)*step + 1.0; // cpu_adamw's bias corrections, in double
+    // cpu_adamw's bias corrections, in double; t from the parameter's own count when it has one
+    double t = (count ? (double)*count : (double)*step) + 1.0;
     float step_size = (float)((double)lr / (1.0 - pow((double)b1, t)));
     float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, t));
     GRID_LOOP(i, n) {
@@ -1794,13 +1796,21 @@ __global__ void k_adamw(const float *w, const float *dw, const float *m, const f
     }
 }
 
+// The count after the update (a kernel of its own: the update kernel's threads all read it).
+__global__ void k_adamw_count(const float *scale, const float *count, float *count_out) {
+    float c = *count;
+    *count_out = scale && *scale == 0.0f ? c : c + 1.0f;
+}
+
 extern "C" int cu_adamw(void *stream, const float *w, const float *dw, const float *m,
                         const float *v, const float *scale, float *wo, float *mo, float *vo,
                         int64_t n, float b1, float b2, float eps, float decay, float lr,
-                        const int64_t *step) {
-    if (n == 0) return 0;
-    k_adamw<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, dw, m, v, scale, wo, mo, vo, n,
-                                                                 b1, b2, eps, decay, lr, step);
+                        const int64_t *step, const float *count, float *count_out) {
+    cudaStream_t st = (cudaStream_t)stream;
+    if (n > 0)
+        k_adamw<<<blocks_for(n), THREADS, 0, st>>>(w, dw, m, v, scale, wo, mo, vo, n, b1, b2, eps,
+                                                   decay, lr, step, count);
+    if (count) k_adamw_count<<<1, 1, 0, st>>>(scale, count, count_out);
     return last_error();
 }
 

@@ -16,7 +16,9 @@ and the scaler's state is checkpointed: 12 steps saved, then resumed for 8 more,
 scales, skips and losses, and bitwise the same weights, as the 20 steps in one run. Then with
 --clip-grad-norm 0.5 against PyTorch's documented order (scaler.unscale_, clip_grad_norm_,
 scaler.step): the same scales and skips, losses and weights as above (the spread of the run
-without clipping).
+without clipping). And with AdamW (lr 1e-3, weight decay 0.01): its bias correction counts the
+updates it made, not the skipped steps (PyTorch's state['step']), so its weights after the 20
+steps equal PyTorch's within the same tolerance (counting the skipped steps would miss them).
 """
 import os
 import subprocess
@@ -48,11 +50,13 @@ def check(ok, what):
         failures.append(what)
 
 
-def run(tmp, ref, steps, extra):
+def run(tmp, ref, steps, extra, adamw=False):
     """(step, loss, scale, skipped) per step line."""
-    cmd = [RUN, MODEL, "--backend", "cpu", "--batch", "2", "--steps", str(steps),
-           "--lr", str(float(ref["lr"])), "--momentum", str(float(ref["momentum"])),
-           "--weight-decay", str(float(ref["weight_decay"])),
+    opt = (["--optimizer", "adamw", "--lr", str(float(ref["adamw_lr"])), "--weight-decay",
+            str(float(ref["adamw_weight_decay"]))] if adamw else
+           ["--lr", str(float(ref["lr"])), "--momentum", str(float(ref["momentum"])),
+            "--weight-decay", str(float(ref["weight_decay"]))])
+    cmd = [RUN, MODEL, "--backend", "cpu", "--batch", "2", "--steps", str(steps), *opt,
            "--input", os.path.join(tmp, "x.pb"), "--labels", os.path.join(tmp, "y.pb"),
            "--precision", "fp16", "--loss-scale", str(int(ref["init_scale"])),
            "--loss-scale-interval", str(int(ref["interval"])), *extra]
@@ -71,8 +75,9 @@ def weights(path):
     return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
 
 
-def compare(ref, prefix, rows, got, what):
-    """One run's steps and weights against the reference arrays under prefix."""
+def compare(ref, prefix, rows, got, what, spread_prefix=""):
+    """One run's steps and weights against the reference arrays under prefix (float16's
+    spread: the float32 run under spread_prefix)."""
     n = len(ref[prefix + "loss"])
     check(len(rows) == n, f"{what}: {len(rows)} step lines with the loss scale, {n} expected")
     scales = [r[2] for r in rows]
@@ -84,8 +89,9 @@ def compare(ref, prefix, rows, got, what):
     worst = max(rel(r[1], l) for r, l in zip(rows, ref[prefix + "loss"]))
     check(worst <= LOSS_TOL, f"{what}: losses within {LOSS_TOL} of PyTorch's (worst {worst:.1e})")
     keys = [k[len(prefix) + 2:] for k in ref.files if k.startswith(prefix + "w/")]
+    sp = spread_prefix
     errs = [(k, rel(got[k], ref[prefix + "w/" + k]),
-             max(WEIGHT_TOL, SPREAD * rel(ref["w32/" + k], ref["w/" + k])))
+             max(WEIGHT_TOL, SPREAD * rel(ref[sp + "w32/" + k], ref[sp + "w/" + k])))
             for k in keys if k in got]
     name, w, t = max(errs, key=lambda e: e[1] / e[2])
     check(len(errs) == len(keys) and all(e <= tol for _, e, tol in errs),
@@ -107,6 +113,9 @@ def main():
         clipped = os.path.join(tmp, "clipped.onnx")
         crow = run(tmp, ref, n, ["--clip-grad-norm", str(float(ref["clip_norm"])), "--save", clipped])
         compare(ref, "clip/", crow, weights(clipped), "fp16 + clip")
+        adam = os.path.join(tmp, "adamw.onnx")
+        arow = run(tmp, ref, n, ["--save", adam], adamw=True)
+        compare(ref, "adamw/", arow, weights(adam), "fp16 + AdamW", "adamw/")
         part, rest = os.path.join(tmp, "part.onnx"), os.path.join(tmp, "rest.onnx")
         first = run(tmp, ref, 12, ["--save", part])
         second = run(tmp, ref, n, ["--resume", part, "--save", rest])

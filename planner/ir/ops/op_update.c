@@ -1,7 +1,10 @@
 /* op_update.c — the optimizer's ops, one per parameter, in place (output o
  * reuses input aliases[o]'s storage):
  *   SGDMomentum(W, dW, M [, scale]) -> W', M'        torch.optim.SGD
- *   AdamW(W, dW, M, V [, scale]) -> W', M', V'       torch.optim.AdamW
+ *   AdamW(W, dW, M, V [, scale [, K]]) -> W', M', V' [, K']   torch.optim.AdamW
+ * (K: the updates this parameter has had, one float, PyTorch's state['step'] —
+ * present with --loss-scale, whose skipped steps do not count; without it the
+ * training step is the count)
  * and ClipGradNorm(dW1, .., dWk) -> scale [1]: min(1, max_norm / (||dW||_2 +
  * 1e-6)) over every gradient at once (torch.nn.utils.clip_grad_norm_), which
  * each update then multiplies its dW by (the optional last input). A step
@@ -47,7 +50,17 @@ static int sgd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 
 static int adamw_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    return update_infer_n(g, n, 2, err);
+    if (update_infer_n(g, n, 2, err)) return OC_ERR;
+    ir_tensor *k = ir_node_in(g, n, 5);
+    int64_t numel = 0;
+    if ((k != NULL) != (n->n_outputs > 3))
+        return oc_fail(err, "the step count is an input and an output (K, K') or neither");
+    if (k && (k->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(k, &numel) || numel != 1 ||
+              !ir_node_in(g, n, 4)))
+        return oc_fail(err, "the step count '%s' must be one float after the gradient scale",
+                       k->name);
+    if (k) op_set_out_like(g, n, 3, k);
+    return OC_OK;
 }
 
 static int required_float(const ir_node *n, const char *name, float *v, oc_err *err) {
@@ -152,7 +165,7 @@ static void clip_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
 
 static const op_role data_role[] = {OP_IN_DATA};
 static const int8_t sgd_aliases[] = {0, 2};
-static const int8_t adamw_aliases[] = {0, 2, 3};
+static const int8_t adamw_aliases[] = {0, 2, 3, 5};
 static const int8_t scaler_aliases[] = {-1, 0, 1};
 
 const op_def op_def_sgd_momentum = {
@@ -169,14 +182,14 @@ const op_def op_def_sgd_momentum = {
 };
 const op_def op_def_adamw = {
     .min_inputs = 4,
-    .max_inputs = 5,
+    .max_inputs = 6,
     .min_outputs = 3,
-    .max_outputs = 3,
+    .max_outputs = 4,
     .roles = data_role,
     .n_roles = 1,
     .infer = adamw_infer,
     .aliases = adamw_aliases,
-    .n_aliases = 3,
+    .n_aliases = 4,
     .decode = adamw_decode,
 };
 const op_def op_def_clip_grad_norm = {

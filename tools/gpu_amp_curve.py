@@ -25,25 +25,20 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_models  # noqa: E402
+import torch_amp  # noqa: E402
 
 LR, MOMENTUM, WD = 0.01, 0.9, 1e-4
 
 
-def torch_curve(model, x, y, steps, amp):
+def torch_curve(model, x, y, steps, precision):
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
-    scaler = torch.amp.GradScaler(x.device.type) if amp == torch.float16 else None
+    scaler = torch_amp.scaler_for(precision, x.device.type)
     out = []
     for _ in range(steps):
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(x.device.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
+        with torch_amp.autocast(x.device.type, torch_amp.dtype_of(precision)):
             loss = torch.nn.functional.cross_entropy(model(x), y)
-        if scaler:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
+        torch_amp.step(loss, opt, scaler)
         out.append(loss.item())
     return out
 
@@ -84,9 +79,8 @@ def main():
     xp, yp = os.path.join(a.out, "x.pb"), os.path.join(a.out, "y.pb")
     onnx.save_tensor(numpy_helper.from_array(x.numpy(), "input"), xp)
     onnx.save_tensor(numpy_helper.from_array(y.numpy().astype(np.int64), "labels"), yp)
-    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}[a.precision]
-    t_amp = torch_curve(fresh(), x.to(dev), y.to(dev), a.steps, amp)
-    t_32 = torch_curve(fresh(), x.to(dev), y.to(dev), a.steps, None)
+    t_amp = torch_curve(fresh(), x.to(dev), y.to(dev), a.steps, a.precision)
+    t_32 = torch_curve(fresh(), x.to(dev), y.to(dev), a.steps, "fp32")
     r = subprocess.run([a.run, path, "--backend", "cuda" if dev.type == "cuda" else "cpu",
                         "--batch", str(a.batch), "--steps", str(a.steps), "--lr", str(LR),
                         "--momentum", str(MOMENTUM), "--weight-decay", str(WD), "--input", xp,

@@ -95,24 +95,19 @@ def measure(a, dev, model, batch, segs):
     if a.channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
 
-    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.amp)
-    scaler = torch.amp.GradScaler(dev.type) if a.amp == "fp16" else None
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_amp  # noqa: E402
+    scaler = torch_amp.scaler_for(a.amp, dev.type)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(dev.type, dtype=amp or torch.bfloat16, enabled=amp is not None):
+        with torch_amp.autocast(dev.type, torch_amp.dtype_of(a.amp)):
             if a.mode == "save_on_cpu":
                 with torch.autograd.graph.save_on_cpu(pin_memory=True):
                     loss = lossf(fwd(x), y)
             else:
                 loss = lossf(fwd(x), y)
-        if scaler:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
+        torch_amp.step(loss, opt, scaler)
         return loss
 
     sync = torch.cuda.synchronize if gpu else (lambda: None)

@@ -161,8 +161,9 @@ def digits_model():
 def torch_eval(model, x, y, dtype=None):
     import torch
     model.eval()
-    with torch.no_grad(), torch.autocast("cpu", dtype=dtype or torch.bfloat16,
-                                         enabled=dtype is not None):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_amp  # noqa: E402
+    with torch.no_grad(), torch_amp.autocast("cpu", dtype):
         z = model(torch.from_numpy(x)).float()
         loss = torch.nn.functional.cross_entropy(z, torch.from_numpy(y)).item()
         acc = (z.argmax(1).numpy() == y).mean()
@@ -190,7 +191,9 @@ def cmd_digits(args):
     hp = dict(batch=args.batch, epochs=args.epochs, lr=args.lr, momentum=args.momentum,
               weight_decay=args.weight_decay, seed=args.seed)
     saved = os.path.join(work, "digits.trained.onnx")
-    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_amp  # noqa: E402
+    amp = torch_amp.dtype_of(args.precision)
     lines = run(onnx_path, files["x"], files["y"], eval_data=(files["xe"], files["ye"]),
                 save=saved, extra=("--precision", args.precision), **hp)
     ours = [ln for ln in lines if ln.startswith("epoch ")]
@@ -205,7 +208,7 @@ def cmd_digits(args):
     ref64 = copy.deepcopy(model).train() if amp else copy.deepcopy(model).double().train()
     opts = [torch.optim.SGD(m.parameters(), lr=args.lr, momentum=args.momentum,
                             weight_decay=args.weight_decay) for m in (ref, ref64)]
-    scaler = torch.amp.GradScaler("cpu") if args.precision == "fp16" else None
+    scaler = torch_amp.scaler_for(args.precision, "cpu")
     xt, yt = torch.from_numpy(x[tr]), torch.from_numpy(y[tr])
     for epoch in range(args.epochs):
         order = outcore_order(n, args.seed, epoch)
@@ -214,16 +217,9 @@ def cmd_digits(args):
             for m, opt, out in ((ref, opts[0], steps_pt), (ref64, opts[1], steps_64)):
                 opt.zero_grad()
                 xb = xt[idx].double() if m is ref64 and not amp else xt[idx]
-                with torch.autocast("cpu", dtype=amp or torch.bfloat16,
-                                    enabled=amp is not None and m is ref):
+                with torch_amp.autocast("cpu", amp if m is ref else None):
                     loss = torch.nn.functional.cross_entropy(m(xb), yt[idx])
-                if scaler and m is ref:
-                    scaler.scale(loss).backward()
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    loss.backward()
-                    opt.step()
+                torch_amp.step(loss, opt, scaler if m is ref else None)
                 out.append(loss.item())
         pl, pa = torch_eval(ref, x[te], y[te], amp)
         f = ours[epoch].replace(",", "").split()

@@ -177,12 +177,16 @@ int ir_tensor_find(const ir_graph *g, const char *name) {
 }
 
 int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype) {
-    OC_ASSERT(ir_tensor_find(g, name) < 0);
+    char *own = oc_strdup(name);
+    for (int k = 1; ir_tensor_find(g, own) >= 0; k++) {
+        oc_free(own);
+        own = oc_sprintf("%s.%d", name, k);
+    }
     oc_grow((void **)&g->tensors, &g->cap_tensors, (size_t)g->n_tensors + 1, sizeof(ir_tensor));
     int t = g->n_tensors++;
     ir_tensor *x = &g->tensors[t];
     memset(x, 0, sizeof *x);
-    x->name = oc_strdup(name);
+    x->name = own;
     x->dtype = dtype;
     x->rank = -1;
     x->producer = -1;

@@ -180,7 +180,9 @@ void ir_graph_print_notes(ir_graph *g, const char *prog, FILE *f);
 
 /* Tensor with this name, or -1. */
 int ir_tensor_find(const ir_graph *g, const char *name);
-/* Adds a tensor named name (must not exist). Returns its index. */
+/* Adds a tensor named name, or name.<k> (the first k >= 1 free) when a tensor
+ * already has that name: names the training graph derives ("<W>/momentum",
+ * "<x>/bf16", "labels") never collide with a model's own. Returns its index. */
 int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype);
 
 /* Adds a node (no inputs/outputs yet). Returns its index. */

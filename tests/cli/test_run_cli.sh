@@ -94,6 +94,27 @@ m = onnx.load(sys.argv[1]); onnx.checker.check_model(m)
 sys.exit(any(n.op_type == 'Cast' for n in m.graph.node) or m.graph.output[0].type.tensor_type.elem_type != 1)" \
     "$T/bf16_saved.onnx" && ok "a bf16 training graph --save's the float32 model (no Cast)" ||
     bad "bf16 training graph --save: $(cat "$T/e")"
+# a model whose own names are those the training graph derives ("w/momentum", "x/bf16",
+# "labels"): once an internal error (an assertion), now trained with the derived ones renamed
+"$PY" - "$T" <<'PYEOF'
+import sys
+import onnx
+from onnx import helper, TensorProto
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+y = helper.make_tensor_value_info("labels", TensorProto.FLOAT, [2, 3])
+w = helper.make_tensor("w", TensorProto.FLOAT, [3, 4], [0.1] * 12)
+nodes = [helper.make_node("Gemm", ["x", "w"], ["w/momentum"], transB=1, name="g"),
+         helper.make_node("Relu", ["w/momentum"], ["x/bf16"], name="r"),
+         helper.make_node("Relu", ["x/bf16"], ["labels"], name="r2")]
+m = helper.make_model(helper.make_graph(nodes, "clash", [x], [y], [w]),
+                      opset_imports=[helper.make_opsetid("", 13)])
+onnx.save(m, sys.argv[1] + "/clash.onnx")
+PYEOF
+for pr in fp32 bf16; do
+    "$RUN" "$T/clash.onnx" --batch 2 --steps 2 --precision $pr >"$T/o" 2>"$T/e" && grep -q "^step 1" "$T/o" &&
+        ok "model names clashing with derived ones (--precision $pr): trains" ||
+        bad "clashing names, --precision $pr: $(tail -2 "$T/e")"
+done
 expect_error "--tf32-matmul without a value" "$RUN" "$M" --batch 2 --tf32-matmul
 expect_error "--cuda-graph sometimes" "$RUN" "$M" --batch 2 --cuda-graph sometimes
 expect_error "--cuda-graph on with --trace-out" "$RUN" "$T/train.onnx" --steps 2 --cuda-graph on \

@@ -604,7 +604,13 @@ static void cbc_solve(glp_prob *lp, const double *start, double time_limit_s, cb
         if (glp_get_col_kind(lp, j) != GLP_CV) Cbc_setInteger(cm, j - 1);
     Cbc_setLogLevel(cm, 0);
     Cbc_setParameter(cm, "threads", "1");
-    if (time_limit_s > 0) Cbc_setMaximumSeconds(cm, time_limit_s);
+    if (time_limit_s > 0) {
+        Cbc_setMaximumSeconds(cm, time_limit_s);
+        /* CBC 2.10's preprocessing, stopped by the time limit, can crash mapping the
+         * solution back (CglPreProcess::postProcess reads a null pointer: seen under ASan,
+         * where the limit falls there); without it the bound at a limit was no worse */
+        Cbc_setParameter(cm, "preprocess", "off");
+    }
     if (start) {
         int *idx = oc_malloc((size_t)nc * sizeof *idx);
         for (int j = 0; j < nc; j++) idx[j] = j;

@@ -135,11 +135,15 @@ static Onnx__AttributeProto *attr_proto(pool *po, const ir_attr *a) {
     return ap;
 }
 
-/* The name written for tensor t (-1: ""): its source's where the spec maps it. */
-static const char *tensor_name(const ir_graph *g, const onnx_export_spec *s, int t) {
-    if (t < 0) return "";
+/* The tensor written for tensor t (>= 0): its source where the spec maps it. */
+static int tensor_source(const onnx_export_spec *s, int t) {
     for (int hops = 0; s->source && s->source[t] >= 0 && hops < 4; hops++) t = s->source[t];
-    return g->tensors[t].name;
+    return t;
+}
+
+/* The name written for tensor t (-1: ""). */
+static const char *tensor_name(const ir_graph *g, const onnx_export_spec *s, int t) {
+    return t < 0 ? "" : g->tensors[tensor_source(s, t)].name;
 }
 
 static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const onnx_export_spec *s,
@@ -253,7 +257,7 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         n_written += unfuse ? 3 : 1;
         uses_oc = uses_oc || (strcmp(n->domain, OC_DOMAIN) == 0 && !unfuse);
         for (int k = 0; k < n->n_inputs; k++)
-            if (n->inputs[k] >= 0) used[ir_tensor_find(g, tensor_name(g, s, n->inputs[k]))] = true;
+            if (n->inputs[k] >= 0) used[tensor_source(s, n->inputs[k])] = true;
     }
     for (int i = 0; i < s->n_extra; i++) used[s->extra[i]] = true;
     gp->initializer = palloc(&po, (size_t)g->n_tensors, sizeof *gp->initializer);

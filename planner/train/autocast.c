@@ -26,12 +26,15 @@ static ir_dtype widest(ir_dtype a, ir_dtype b) {
 }
 
 /* Input k takes part in the rule: a float tensor computed at run time or a
- * parameter, not a plan-time value (shapes, an exporter's scalar). */
+ * parameter, not a plan-time value (shapes, an exporter's scalar) — except
+ * for a LOWER op, whose kernels take one type: a constant matrix (frozen
+ * weights, a fixed projection) is cast like a parameter. */
 static bool castable(const ir_graph *g, const ir_node *n, int k) {
     int t = n->inputs[k];
-    if (t < 0 || op_input_role(op_def_of(n), k) == OP_IN_CONST) return false;
+    const op_def *d = op_def_of(n);
+    if (t < 0 || op_input_role(d, k) == OP_IN_CONST) return false;
     const ir_tensor *x = &g->tensors[t];
-    return ir_dtype_is_compute(x->dtype) && !op_is_value(x);
+    return ir_dtype_is_compute(x->dtype) && (d->autocast == OP_AUTOCAST_LOWER || !op_is_value(x));
 }
 
 /* The type each input of node i must have (IR_DTYPE_UNDEFINED: as it is). */

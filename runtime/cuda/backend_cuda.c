@@ -380,9 +380,9 @@ int rt_backend_cuda_new(const rt_backend_opts *opts, rt_backend **out, oc_err *e
         .sync = cuda_be_sync,
         .supported = cuda_be_supported,
         .half = true,
-        .half_note = "half tensors are computed in float32 (widened in each node's workspace, "
-                     "cuda_kernels.c): the bytes kept and swapped are halved, the speed is "
-                     "float32's (no tensor-core kernels yet)",
+        .half_note = "convolutions and GEMMs on half tensors run on cuDNN / cuBLAS's half "
+                     "kernels (tensor cores, float32 accumulation); every other half node is "
+                     "computed in float32, widened in its workspace (cuda_kernels.c)",
         .scratch_bytes = cuda_be_scratch,
         .destroy = cuda_be_destroy,
         .profile_start = cuda_profile_start,

@@ -129,7 +129,15 @@ typedef struct conv_geo {
     int64_t groups;
     op_window win;
     int nsp;
+    ir_dtype dt; /* cin, cout and w alike: float, float16 or bfloat16 */
 } conv_geo;
+
+/* cuDNN's type of a float tensor of ours. */
+static cudnnDataType_t dnn_type(ir_dtype dt) {
+    return dt == IR_DTYPE_FLOAT16    ? CUDNN_DATA_HALF
+           : dt == IR_DTYPE_BFLOAT16 ? CUDNN_DATA_BFLOAT16
+                                     : CUDNN_DATA_FLOAT;
+}
 
 static const ir_tensor *slot_t(const ir_graph *g, const ir_node *n, int s) {
     return &g->tensors[s >= 0 ? n->inputs[s] : n->outputs[-s - 1]];
@@ -188,10 +196,13 @@ static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err)
     if (q->nsp < 1 || q->nsp > 3)
         return oc_fail(err, "node '%s' (%s): %d spatial dims (1 to 3 supported)", n->name,
                        n->op_type, q->nsp);
-    if (q->cin->dtype != IR_DTYPE_FLOAT || q->cout->dtype != IR_DTYPE_FLOAT ||
-        q->w->dtype != IR_DTYPE_FLOAT)
-        return oc_fail(err, "node '%s' (%s): the cuda kernel supports float tensors only", n->name,
-                       n->op_type);
+    q->dt = q->cin->dtype;
+    if ((q->dt != IR_DTYPE_FLOAT && !ir_dtype_is_half(q->dt)) || q->cout->dtype != q->dt ||
+        q->w->dtype != q->dt)
+        return oc_fail(err,
+                       "node '%s' (%s): the cuda kernel takes float, float16 or bfloat16 "
+                       "tensors, all of one type",
+                       n->name, n->op_type);
     q->win = p->win;
     for (int i = 0; i < q->nsp; i++)
         if (q->win.pad_begin[i] != q->win.pad_end[i])
@@ -221,7 +232,7 @@ static int nd_dims(const ir_tensor *t, int *d, int *s) {
 
 static char *geo_key(const conv_geo *q) {
     char buf[512];
-    int o = snprintf(buf, sizeof buf, "%d|%lld|", q->kind, (long long)q->groups);
+    int o = snprintf(buf, sizeof buf, "%d|%d|%lld|", q->kind, (int)q->dt, (long long)q->groups);
     const ir_tensor *ts[3] = {q->cin, q->cout, q->w};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ts[k]->rank; i++)
@@ -241,12 +252,14 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     CUDNN_CHECK_N(cudnnCreateTensorDescriptor(&e->out_d), n);
     CUDNN_CHECK_N(cudnnCreateFilterDescriptor(&e->w_d), n);
     CUDNN_CHECK_N(cudnnCreateConvolutionDescriptor(&e->conv_d), n);
+    cudnnDataType_t dt = dnn_type(q->dt);
+    bool half = q->dt != IR_DTYPE_FLOAT;
     r = nd_dims(q->cin, d, s);
-    CUDNN_CHECK_N(cudnnSetTensorNdDescriptor(e->in_d, CUDNN_DATA_FLOAT, r, d, s), n);
+    CUDNN_CHECK_N(cudnnSetTensorNdDescriptor(e->in_d, dt, r, d, s), n);
     r = nd_dims(q->cout, d, s);
-    CUDNN_CHECK_N(cudnnSetTensorNdDescriptor(e->out_d, CUDNN_DATA_FLOAT, r, d, s), n);
+    CUDNN_CHECK_N(cudnnSetTensorNdDescriptor(e->out_d, dt, r, d, s), n);
     r = nd_dims(q->w, d, s);
-    CUDNN_CHECK_N(cudnnSetFilterNdDescriptor(e->w_d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, r, d), n);
+    CUDNN_CHECK_N(cudnnSetFilterNdDescriptor(e->w_d, dt, CUDNN_TENSOR_NCHW, r, d), n);
     int pad[3] = {0, 0, 0}, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
     int nsp = q->nsp < 2 ? 2 : q->nsp;
     for (int i = 0; i < q->nsp; i++) {
@@ -258,10 +271,13 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                   n);
     CUDNN_CHECK_N(cudnnSetConvolutionGroupCount(e->conv_d, (int)q->groups), n);
-    /* TF32 off: FMA math, so cuDNN ranks (and runs) only algorithms without tensor cores */
-    CUDNN_CHECK_N(
-        cudnnSetConvolutionMathType(e->conv_d, im->tf32_conv ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
-        n);
+    /* TF32 off: FMA math, so cuDNN ranks (and runs) only algorithms without
+     * tensor cores. Half data: tensor cores (TF32 is a float32 switch). */
+    bool tensor_ok = half || im->tf32_conv;
+    CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, half            ? CUDNN_TENSOR_OP_MATH
+                                                         : im->tf32_conv ? CUDNN_DEFAULT_MATH
+                                                                         : CUDNN_FMA_MATH),
+                  n);
     int got = 0;
     algo_cand c[16];
 #define HEUR(perf_t, getter, ...)                                                                  \
@@ -287,7 +303,7 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     for (int i = 0; i < got && pick < 0; i++)
         if (c[i].status == CUDNN_STATUS_SUCCESS && c[i].memory <= limit &&
             c[i].math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
-            (im->tf32_conv || c[i].math != CUDNN_TENSOR_OP_MATH) &&
+            (tensor_ok || c[i].math != CUDNN_TENSOR_OP_MATH) &&
             (!det_only || c[i].det == CUDNN_DETERMINISTIC))
             pick = i;
     char list[1024];
@@ -300,7 +316,7 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     e->kind = q->kind;
     e->algo = c[pick].algo;
     e->ws = c[pick].memory;
-    cudnnMathType_t math = im->tf32_conv ? c[pick].math : CUDNN_FMA_MATH;
+    cudnnMathType_t math = tensor_ok ? c[pick].math : CUDNN_FMA_MATH;
     if (im->verbose)
         fprintf(stderr,
                 "cuda: %s: %s algo %d, math %s, workspace %zu B (limit %zu); candidates: %s\n",
@@ -363,13 +379,21 @@ static size_t bias_scratch(const ir_graph *g, const ir_node *n) {
     if (!has_bias_grad(n)) return 0;
     int64_t N, C, S;
     bias_dims(g, n, &N, &C, &S);
+    if (g->tensors[n->inputs[0]].dtype != IR_DTYPE_FLOAT) /* cu_channel_sum */
+        return align_up((size_t)(N * C) * sizeof(double));
     return align_up((size_t)((S > N ? S : N) + N * C) * sizeof(float));
 }
 
-static int bias_grad(const cuda_ctx *c, const kernel_args *a, float *ws, oc_err *err) {
+static int bias_grad(const cuda_ctx *c, const kernel_args *a, void *scratch, oc_err *err) {
     int64_t N, C, S;
     bias_dims(a->g, a->n, &N, &C, &S);
-    float *db = a->out[1];
+    ir_dtype dt = kernel_in(a, 0)->dtype;
+    if (dt != IR_DTYPE_FLOAT) { /* half dY: one deterministic reduction, float sums */
+        CU_LAUNCH(cu_channel_sum(c->stream, a->in[0], cuda_float_kind(dt), N, C, S, scratch,
+                                 a->out[1], cuda_float_kind(kernel_out(a, 1)->dtype)));
+        return OC_OK;
+    }
+    float *db = a->out[1], *ws = scratch;
     if (N * C > INT_MAX || S > INT_MAX)
         return kernel_fail(a, err, "dY has more rows or columns than cuBLAS's int range");
     if (N * C * S == 0) {
@@ -439,11 +463,17 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
             im->dnn, &one, e->in_d, cin, e->out_d, cout, e->conv_d,
             (cudnnConvolutionBwdFilterAlgo_t)e->algo, a->scratch, e->ws, &zero, e->w_d, w));
     /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
-    if (bias_ws) return bias_grad(c, a, (float *)((char *)a->scratch + align_up(e->ws)), err);
+    if (bias_ws) return bias_grad(c, a, (char *)a->scratch + align_up(e->ws), err);
     bool fwd_op = a->n->op == OP_CONV || a->n->op == OP_CONV_TRANSPOSE;
     const ir_tensor *yt = kernel_out(a, 0);
     void *bias = fwd_op && a->n->n_inputs > 2 ? a->in[2] : NULL;
-    if (bias) {
+    if (bias && q.dt != IR_DTYPE_FLOAT) { /* y rounded, then y + b rounded (as PyTorch's) */
+        int64_t S = 1;
+        for (int i = 2; i < yt->rank; i++) S *= yt->dims[i];
+        CU_LAUNCH(cu_channel_bias(c->stream, slot_p(a, -1), cuda_float_kind(yt->dtype), bias,
+                                  cuda_float_kind(kernel_in(a, 2)->dtype), yt->dims[0], yt->dims[1],
+                                  S));
+    } else if (bias) {
         cudnnTensorDescriptor_t yd, bd;
         int d[8], s[8], r = nd_dims(yt, d, s);
         int bdim[8], bs[8];
@@ -735,45 +765,64 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 /* ---- Gemm (cuBLAS) ---- */
 
-/* Y (M, N) = alpha op(A) op(B) + beta C, row-major, as the column-major
- * product Y^T = op(B)^T op(A)^T. C broadcast into Y first (cu_gemm_bias). */
-/* Row-major C (m, n) = op(A) op(B) as the column-major C^T = op(B)^T op(A)^T. */
-static int sgemm_rm(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
-                    const kernel_args *a, oc_err *err) {
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX)
+static cudaDataType blas_type(ir_dtype dt) {
+    return dt == IR_DTYPE_FLOAT16 ? CUDA_R_16F : dt == IR_DTYPE_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* Row-major C_b (m, n) = alpha op(A_b) op(B_b) + beta C_b for b < nb (strides
+ * sa, sb, sc elements; beta 0 or 1), as the column-major C^T = op(B)^T op(A)^T.
+ * float: cublasSgemm (TF32 per the handle's math mode), batched or not; half
+ * (A, B, C all of type dt): cublasGemmEx with float compute — tensor cores,
+ * float accumulation, C rounded once. */
+static int gemm_typed(const cuda_ctx *c, ir_dtype dt, bool batched, bool ta, bool tb, int64_t m,
+                      int64_t n, int64_t k, float alpha, const void *A, int64_t lda, int64_t sa,
+                      const void *B, int64_t ldb, int64_t sb, float beta, void *C, int64_t ldc,
+                      int64_t sc, int64_t nb, const kernel_args *a, oc_err *err) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || nb > INT_MAX)
         return kernel_fail(a, err, "dims exceed cuBLAS's int range");
-    if (m == 0 || n == 0) return OC_OK;
-    if (k == 0) {
-        CU_CHECK(cudaMemsetAsync(C, 0, (size_t)(m * n) * sizeof(float), c->stream));
+    if (m == 0 || n == 0 || nb == 0) return OC_OK;
+    if (k == 0) { /* C = beta C */
+        size_t es = dt == IR_DTYPE_FLOAT ? sizeof(float) : sizeof(uint16_t);
+        if (beta == 0.0f) CU_CHECK(cudaMemsetAsync(C, 0, (size_t)(nb * m * n) * es, c->stream));
         return OC_OK;
     }
-    const float one = 1.0f, zero = 0.0f;
+    cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
-    CUBLAS_CHECK(cublasSgemm(c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                             ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, B,
-                             (int)ldb, A, (int)lda, &zero, C, (int)ldc));
+    if (dt == IR_DTYPE_FLOAT && batched)
+        CUBLAS_CHECK(cublasSgemmStridedBatched(c->im->blas, opb, opa, (int)n, (int)m, (int)k,
+                                               &alpha, B, (int)ldb, sb, A, (int)lda, sa, &beta, C,
+                                               (int)ldc, sc, (int)nb));
+    else if (dt == IR_DTYPE_FLOAT)
+        CUBLAS_CHECK(cublasSgemm(c->im->blas, opb, opa, (int)n, (int)m, (int)k, &alpha, B, (int)ldb,
+                                 A, (int)lda, &beta, C, (int)ldc));
+    else if (batched)
+        CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            c->im->blas, opb, opa, (int)n, (int)m, (int)k, &alpha, B, blas_type(dt), (int)ldb, sb,
+            A, blas_type(dt), (int)lda, sa, &beta, C, blas_type(dt), (int)ldc, sc, (int)nb,
+            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    else
+        CUBLAS_CHECK(cublasGemmEx(c->im->blas, opb, opa, (int)n, (int)m, (int)k, &alpha, B,
+                                  blas_type(dt), (int)ldb, A, blas_type(dt), (int)lda, &beta, C,
+                                  blas_type(dt), (int)ldc, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT));
     return OC_OK;
 }
 
-/* Row-major C_b = alpha op(A_b) op(B_b) for b < nb, strides sa, sb, sc elements. */
+/* Row-major C (m, n) = op(A) op(B), one product. */
+static int gemm_rm(const cuda_ctx *c, ir_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
+                   int64_t k, const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
+                   int64_t ldc, const kernel_args *a, oc_err *err) {
+    return gemm_typed(c, dt, false, ta, tb, m, n, k, 1.0f, A, lda, 0, B, ldb, 0, 0.0f, C, ldc, 0, 1,
+                      a, err);
+}
+
+/* Row-major C_b = alpha op(A_b) op(B_b) for b < nb, float (FusedAttention). */
 static int gemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                            float alpha, const float *A, int64_t lda, int64_t sa, const float *B,
                            int64_t ldb, int64_t sb, float *C, int64_t ldc, int64_t sc, int64_t nb,
                            const kernel_args *a, oc_err *err) {
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || nb > INT_MAX)
-        return kernel_fail(a, err, "dims exceed cuBLAS's int range");
-    if (m == 0 || n == 0 || nb == 0) return OC_OK;
-    if (k == 0) {
-        CU_CHECK(cudaMemsetAsync(C, 0, (size_t)(nb * m * n) * sizeof(float), c->stream));
-        return OC_OK;
-    }
-    const float zero = 0.0f;
-    CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
-    CUBLAS_CHECK(cublasSgemmStridedBatched(
-        c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
-        (int)k, &alpha, B, (int)ldb, sb, A, (int)lda, sa, &zero, C, (int)ldc, sc, (int)nb));
-    return OC_OK;
+    return gemm_typed(c, IR_DTYPE_FLOAT, true, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, 0.0f,
+                      C, ldc, sc, nb, a, err);
 }
 
 static int sgemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
@@ -784,33 +833,44 @@ static int sgemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int6
                            err);
 }
 
-/* MatMul and its gradients: see cpu_matmul. */
+/* Row-major C_b = op(A_b) op(B_b), MatMul's batches (any float type). */
+static int mm_batched(const cuda_ctx *c, ir_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
+                      int64_t k, const void *A, int64_t lda, int64_t sa, const void *B, int64_t ldb,
+                      int64_t sb, void *C, int64_t ldc, int64_t sc, int64_t nb,
+                      const kernel_args *a, oc_err *err) {
+    return gemm_typed(c, dt, true, ta, tb, m, n, k, 1.0f, A, lda, sa, B, ldb, sb, 0.0f, C, ldc, sc,
+                      nb, a, err);
+}
+
+/* MatMul and its gradients: see cpu_matmul. Float, or all three tensors of
+ * one half type (cuda_native_half). */
 int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *l = kernel_in(a, 0), *r = kernel_in(a, 1);
-    if (kernel_want_dtype(a, l, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, r, IR_DTYPE_FLOAT, err))
-        return OC_ERR;
+    ir_dtype dt = l->dtype;
+    if ((dt != IR_DTYPE_FLOAT && !ir_dtype_is_half(dt)) || r->dtype != dt ||
+        kernel_out(a, 0)->dtype != dt)
+        return kernel_fail(a, err, "takes float, float16 or bfloat16 tensors, all of one type");
     int64_t last = l->dims[l->rank - 1], rows = kernel_numel(l) / (last ? last : 1);
     if (op_args_of(a->n)->matmul.batched) {
         int64_t M = l->dims[l->rank - 2], Kl = last, Kr = r->dims[r->rank - 2],
                 Nr = r->dims[r->rank - 1], nb = M * Kl != 0 ? kernel_numel(l) / (M * Kl) : 0;
         if (a->n->op == OP_MATMUL)
-            return sgemm_rm_batched(c, false, false, M, Nr, Kl, a->in[0], Kl, M * Kl, a->in[1], Nr,
-                                    Kr * Nr, a->out[0], Nr, M * Nr, nb, a, err);
+            return mm_batched(c, dt, false, false, M, Nr, Kl, a->in[0], Kl, M * Kl, a->in[1], Nr,
+                              Kr * Nr, a->out[0], Nr, M * Nr, nb, a, err);
         if (a->n->op == OP_MATMUL_GRAD_A)
-            return sgemm_rm_batched(c, false, true, M, Kr, Nr, a->in[0], Kl, M * Kl, a->in[1], Nr,
-                                    Kr * Nr, a->out[0], Kr, M * Kr, nb, a, err);
-        return sgemm_rm_batched(c, true, false, Kl, Nr, M, a->in[0], Kl, M * Kl, a->in[1], Nr,
-                                M * Nr, a->out[0], Nr, Kl * Nr, nb, a, err);
+            return mm_batched(c, dt, false, true, M, Kr, Nr, a->in[0], Kl, M * Kl, a->in[1], Nr,
+                              Kr * Nr, a->out[0], Kr, M * Kr, nb, a, err);
+        return mm_batched(c, dt, true, false, Kl, Nr, M, a->in[0], Kl, M * Kl, a->in[1], Nr, M * Nr,
+                          a->out[0], Nr, Kl * Nr, nb, a, err);
     }
     if (a->n->op == OP_MATMUL)
-        return sgemm_rm(c, false, false, rows, r->dims[1], r->dims[0], a->in[0], r->dims[0],
-                        a->in[1], r->dims[1], a->out[0], r->dims[1], a, err);
+        return gemm_rm(c, dt, false, false, rows, r->dims[1], r->dims[0], a->in[0], r->dims[0],
+                       a->in[1], r->dims[1], a->out[0], r->dims[1], a, err);
     if (a->n->op == OP_MATMUL_GRAD_A)
-        return sgemm_rm(c, false, true, rows, r->dims[0], r->dims[1], a->in[0], r->dims[1],
-                        a->in[1], r->dims[1], a->out[0], r->dims[0], a, err);
+        return gemm_rm(c, dt, false, true, rows, r->dims[0], r->dims[1], a->in[0], r->dims[1],
+                       a->in[1], r->dims[1], a->out[0], r->dims[0], a, err);
     int64_t K = last, N = r->dims[r->rank - 1];
-    return sgemm_rm(c, true, false, K, N, rows, a->in[0], K, a->in[1], N, a->out[0], N, a, err);
+    return gemm_rm(c, dt, true, false, K, N, rows, a->in[0], K, a->in[1], N, a->out[0], N, a, err);
 }
 
 /* ---- FusedAttention (cpu_attention.c): batched cuBLAS GEMMs over chunks of
@@ -968,18 +1028,16 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
 int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2),
                     *ty = kernel_out(a, 0);
-    if (kernel_want_dtype(a, ta_, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, tb_, IR_DTYPE_FLOAT, err) ||
-        (tc && kernel_want_dtype(a, tc, IR_DTYPE_FLOAT, err)))
-        return OC_ERR;
+    ir_dtype dt = ta_->dtype;
+    if ((dt != IR_DTYPE_FLOAT && !ir_dtype_is_half(dt)) || tb_->dtype != dt || ty->dtype != dt ||
+        (tc && tc->dtype != dt))
+        return kernel_fail(a, err, "takes float, float16 or bfloat16 tensors, all of one type");
     const op_gemm_args *p = &op_args_of(a->n)->gemm;
     bool ta = p->trans_a, tb = p->trans_b;
-    float alpha = p->alpha, beta = p->beta;
     int64_t M = ty->dims[0], N = ty->dims[1], K = ta ? ta_->dims[0] : ta_->dims[1];
-    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || ta_->dims[1] > INT_MAX ||
-        tb_->dims[1] > INT_MAX)
-        return kernel_fail(a, err, "dims exceed cuBLAS's int range");
-    bool bias = tc && a->in[2] && beta != 0.0f;
+    bool bias = tc && a->in[2] && p->beta != 0.0f;
+    if (bias && dt != IR_DTYPE_FLOAT && p->beta != 1.0f) /* cuda_native_half: widened */
+        return kernel_fail(a, err, "a half Gemm scales its C by beta %g (1 only)", p->beta);
     if (bias) {
         int64_t s[2] = {0, 0}, own1 = tc->rank == 2 ? tc->dims[1] : tc->rank == 1 ? tc->dims[0] : 1;
         /* numpy broadcast of C (rank <= 2) to (M, N) */
@@ -989,19 +1047,9 @@ int cuda_gemm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         } else if (tc->rank == 1) {
             s[1] = tc->dims[0] == 1 ? 0 : 1;
         }
-        CU_LAUNCH(cu_gemm_bias(c->stream, a->in[2], s[0], s[1], beta, a->out[0], M, N));
+        CU_LAUNCH(cu_gemm_bias(c->stream, a->in[2], cuda_float_kind(dt), s[0], s[1], p->beta,
+                               a->out[0], M, N));
     }
-    if (M == 0 || N == 0) return OC_OK;
-    float b2 = bias ? 1.0f : 0.0f;
-    CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
-    if (K == 0) {
-        if (!bias)
-            CU_CHECK(cudaMemsetAsync(a->out[0], 0, (size_t)(M * N) * sizeof(float), c->stream));
-        return OC_OK;
-    }
-    CUBLAS_CHECK(cublasSgemm(c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                             ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha,
-                             a->in[1], (int)tb_->dims[1], a->in[0], (int)ta_->dims[1], &b2,
-                             a->out[0], (int)N));
-    return OC_OK;
+    return gemm_typed(c, dt, false, ta, tb, M, N, K, p->alpha, a->in[0], ta_->dims[1], 0, a->in[1],
+                      tb_->dims[1], 0, bias ? 1.0f : 0.0f, a->out[0], N, 0, 1, a, err);
 }

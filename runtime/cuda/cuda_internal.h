@@ -126,6 +126,11 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
 OC_OPS_COMPUTE(CUDA_KERNEL_DECL)
 #undef CUDA_KERNEL_DECL
 
+/* cu_float_convert's kind of a float type: 0 float32, 1 float16, 2 bfloat16. */
+static inline int cuda_float_kind(ir_dtype dt) {
+    return dt == IR_DTYPE_BFLOAT16 ? 2 : dt == IR_DTYPE_FLOAT16 ? 1 : 0;
+}
+
 /* cuda_dnn.c: the conv family's cuDNN workspace (+ bias-gradient scratch). */
 size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 
@@ -138,6 +143,7 @@ size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n); /* FusedAttention */
 size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n); /* cuda_norm_act.c */
+
 void cuda_algo_cache_free(cuda_algo_cache *ac);
 /* backend.h capture_begin / capture_end / replay / capture_free (cuda_graph.c). */
 int cuda_capture_begin(rt_backend *b, oc_err *err);

@@ -744,11 +744,12 @@ static const cuda_kernel_fn cuda_kernels[OP__COUNT] = {
 #undef CUDA_KERNEL_ROW
 };
 
-/* ---- half nodes (--precision bf16|fp16): the float32 kernel on the node's
- * view (kernels.h), its half inputs widened into the front of the node's
- * workspace and its half outputs rounded back from there (cu_float_convert);
- * the kernel's own workspace follows. Correct and deterministic; the bytes
- * kept and swapped are halved, the compute is float32's (no tensor cores). ---- */
+/* ---- half nodes (--precision bf16|fp16) other than the cuDNN / cuBLAS ones
+ * (cuda_native_half): the float32 kernel on the node's view (kernels.h), its
+ * half inputs widened into the front of the node's workspace and its half
+ * outputs rounded back from there (cu_float_convert); the kernel's own
+ * workspace follows. Correct and deterministic, at float32 speed plus the
+ * conversions. ---- */
 
 #define WIDE_ALIGN 256
 
@@ -825,14 +826,15 @@ int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (op < 0 || op >= OP__COUNT || !cuda_kernels[op])
         return oc_fail(err, "node '%s': op %s%s%s has no cuda kernel", a->n->name,
                        *a->n->domain ? a->n->domain : "", *a->n->domain ? "." : "", a->n->op_type);
-    if (kernel_touches_half(a->g, a->n)) return run_widened(c, a, err);
+    if (kernel_touches_half(a->g, a->n) && !cuda_native_half(a->g, a->n))
+        return run_widened(c, a, err);
     return cuda_kernels[op](c, a, err);
 }
 
 static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 
 size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
-    if (!kernel_touches_half(g, n)) return float_scratch(im, g, n, limit);
+    if (!kernel_touches_half(g, n) || cuda_native_half(g, n)) return float_scratch(im, g, n, limit);
     kernel_view v;
     kernel_view_init(&v, g, n);
     size_t w = widened_bytes(&v);

@@ -107,6 +107,14 @@ int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
 /* y = x between float types (kinds: 0 float32, 1 float16, 2 bfloat16), rounded
  * to nearest even (ir/half.h); x and y do not overlap. */
 int cu_float_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t n);
+/* y (N, C, S) += b[c], in float, rounded once to y's kind (a half conv's bias). */
+int cu_channel_bias(void *stream, void *y, int ky, const void *b, int kb, int64_t N, int64_t C,
+                    int64_t S);
+/* out[c] = sum of x (N, C, S) over N and S, rounded once to out's kind (a half
+ * conv's bias gradient): per-(n, c) sums in double into ws (N C doubles), then
+ * over n in order (deterministic). */
+int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, int64_t C, int64_t S, double *ws,
+                   void *out, int kout);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */
 int cu_random_uniform(void *stream, float *y, int64_t n, cu_rng key, float low, float high);
 /* y = a < b, broadcast (float in, bool out). */
@@ -203,8 +211,9 @@ int cu_grad_scaler(void *stream, const double *acc, const float *s_in, const flo
                    float interval);
 /* p[0..n) = v. */
 int cu_fill(void *stream, float *p, int64_t n, float v);
-/* Y[i, j] = beta * C broadcast (strides s0, s1), the Gemm bias. */
-int cu_gemm_bias(void *stream, const float *c, int64_t s0, int64_t s1, float beta, float *y,
+/* Y[i, j] = beta * C broadcast (strides s0, s1), the Gemm bias; C and Y of one
+ * kind (0 float32, 1 float16, 2 bfloat16). */
+int cu_gemm_bias(void *stream, const void *c, int kind, int64_t s0, int64_t s1, float beta, void *y,
                  int64_t M, int64_t N);
 /* saved_var = 1 / inv_std^2 - eps (cuDNN's saved inverse std to ONNX's variance). */
 int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
@@ -213,15 +222,19 @@ int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
  * elements each), a warp each, in double; the parts summed in order per
  * channel (deterministic). ws: 4 C + 2 C P doubles. */
 /* y = relu(BN(x) [+ r]); train: batch statistics, running ones updated into
- * om / ov (may be NULL, may be rm / rv); else the running statistics rm, rv. */
-int cu_bn_relu(void *stream, const float *x, const float *r, const float *scale, const float *bias,
-               const float *rm, const float *rv, float momentum, float eps, int train, float *om,
-               float *ov, float *y, int64_t N, int64_t C, int64_t S, int64_t P, double *ws);
+ * om / ov (may be NULL, may be rm / rv); else the running statistics rm, rv.
+ * x, r, y of one kind (0 float32, 1 float16, 2 bfloat16: read widened, y
+ * rounded once); scale, bias and the statistics float32. */
+int cu_bn_relu(void *stream, int kind, const void *x, const void *r, const float *scale,
+               const float *bias, const float *rm, const float *rv, float momentum, float eps,
+               int train, float *om, float *ov, void *y, int64_t N, int64_t C, int64_t S, int64_t P,
+               double *ws);
 /* With dz = dy * (y > 0) (never stored): dx, ds = sum dz xhat, db = sum dz
- * (each may be NULL); train: batch statistics from x, else the running rm, rv. */
-int cu_bn_relu_grad(void *stream, const float *dy, const float *y, const float *x,
+ * (each may be NULL); train: batch statistics from x, else the running rm, rv.
+ * dy, y, x, dx of one kind (as cu_bn_relu); ds, db float32. */
+int cu_bn_relu_grad(void *stream, int kind, const void *dy, const void *y, const void *x,
                     const float *scale, const float *rm, const float *rv, float eps, int train,
-                    float *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S, int64_t P,
+                    void *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S, int64_t P,
                     double *ws);
 /* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
 int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,

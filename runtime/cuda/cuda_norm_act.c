@@ -1,7 +1,10 @@
 /* cuda_norm_act.c — the fused BatchNormRelu and its gradient (op_bn_relu.c)
  * with our kernels (cu_bn_relu, cu_bn_relu_grad: cuda_ops.cu), the cpu
  * kernels' numerics: statistics in double, Y written in one pass over X (and
- * R), no intermediate tensor; the gradient's batch statistics again from X. */
+ * R), no intermediate tensor; the gradient's batch statistics again from X.
+ * The data tensors (X, R, Y; dY, Y, X, dX) are float32 or all of one half type
+ * (--precision: read widened, stored rounded once, the cpu backend's
+ * emulation); scale, bias and the statistics are float32. */
 #include <stdlib.h>
 
 #include "cuda_internal.h"
@@ -31,6 +34,15 @@ static int64_t node_dims(const ir_graph *g, const ir_node *n, int64_t *N, int64_
     return bn_parts(*N, *S);
 }
 
+static int want_types(const kernel_args *a, ir_dtype *dt, oc_err *err) {
+    *dt = cuda_bn_relu_data_type(a->g, a->n);
+    if (*dt == IR_DTYPE_UNDEFINED)
+        return kernel_fail(a, err,
+                           "takes data tensors of one float type (float32, float16 or "
+                           "bfloat16) and float32 scale, bias and statistics");
+    return OC_OK;
+}
+
 /* Scratch: the statistics, the gradient's sums (4 C doubles) and the parts (2 C P). */
 size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n) {
     int64_t N, C, S, P = node_dims(g, n, &N, &C, &S);
@@ -38,29 +50,29 @@ size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n) {
 }
 
 int cuda_batch_norm_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    for (int i = 0; i < a->n->n_inputs; i++)
-        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    ir_dtype dt;
+    if (want_types(a, &dt, err)) return OC_ERR;
     const op_bn_args *bn = &op_args_of(a->n)->bn;
     if (!bn->training && a->n->n_outputs > 1)
         return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
     int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
-    const float *r = a->n->n_inputs > 5 ? a->in[5] : NULL;
-    CU_LAUNCH(cu_bn_relu(c->stream, a->in[0], r, a->in[1], a->in[2], a->in[3], a->in[4],
-                         bn->momentum, bn->epsilon, bn->training, out_or_null(a, 1),
+    const void *r = a->n->n_inputs > 5 ? a->in[5] : NULL;
+    CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), a->in[0], r, a->in[1], a->in[2], a->in[3],
+                         a->in[4], bn->momentum, bn->epsilon, bn->training, out_or_null(a, 1),
                          out_or_null(a, 2), a->out[0], N, C, S, P, a->scratch));
     return OC_OK;
 }
 
 int cuda_batch_norm_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    for (int i = 0; i < a->n->n_inputs; i++)
-        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    ir_dtype dt;
+    if (want_types(a, &dt, err)) return OC_ERR;
     const op_bn_args *bn = &op_args_of(a->n)->bn;
     int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
     const float *rm = bn->training ? NULL : a->in[4], *rv = bn->training ? NULL : a->in[5];
-    CU_LAUNCH(cu_bn_relu_grad(c->stream, a->in[0], a->in[1], a->in[2], a->in[3], rm, rv,
-                              bn->epsilon, bn->training, out_or_null(a, 0), out_or_null(a, 1),
-                              out_or_null(a, 2), N, C, S, P, a->scratch));
+    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), a->in[0], a->in[1], a->in[2],
+                              a->in[3], rm, rv, bn->epsilon, bn->training, out_or_null(a, 0),
+                              out_or_null(a, 1), out_or_null(a, 2), N, C, S, P, a->scratch));
     return OC_OK;
 }

@@ -862,23 +862,37 @@ extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, 
 // thread per channel then adds the parts in order: deterministic, and every SM busy (ResNet-50's
 // stem at batch 640: 40960 warps). The elementwise passes go row by row (one block per (n, c)
 // row: no division per element).
-template <int GRAD>
-__device__ static inline void bn_acc(const float *dy, const float *y, const float *x, int64_t o,
-                                     double m, double is, double &s, double &q) {
+// Storage types of the data tensors (float, or half: widened on load, rounded once on store).
+struct oc_f16 {
+    uint16_t v;
+};
+struct oc_bf16 {
+    uint16_t v;
+};
+__device__ static inline float ld(const float *p, int64_t i) { return p[i]; }
+__device__ static inline float ld(const oc_f16 *p, int64_t i) { return f16_to_f32(p[i].v); }
+__device__ static inline float ld(const oc_bf16 *p, int64_t i) { return bf16_to_f32(p[i].v); }
+__device__ static inline void st(float *p, int64_t i, float v) { p[i] = v; }
+__device__ static inline void st(oc_f16 *p, int64_t i, float v) { p[i].v = f16_from_f32(v); }
+__device__ static inline void st(oc_bf16 *p, int64_t i, float v) { p[i].v = bf16_from_f32(v); }
+
+template <int GRAD, typename T>
+__device__ static inline void bn_acc(const T *dy, const T *y, const T *x, int64_t o, double m,
+                                     double is, double &s, double &q) {
     if (GRAD) { // dz = dy (y > 0): sum dz, sum dz xhat
-        float d = oc_relu_grad(dy[o], y[o]);
+        float d = oc_relu_grad(ld(dy, o), ld(y, o));
         s += d;
-        q += d * ((double)x[o] - m) * is;
+        q += d * ((double)ld(x, o) - m) * is;
     } else { // sum x, sum x^2
-        double v = x[o];
+        double v = ld(x, o);
         s += v;
         q += v * v;
     }
 }
 
-template <int GRAD>
-__global__ void k_bn_parts(const float *dy, const float *y, const float *x, const double *stats,
-                           int64_t N, int64_t C, int64_t S, int64_t P, double *part) {
+template <int GRAD, typename T>
+__global__ void k_bn_parts(const T *dy, const T *y, const T *x, const double *stats, int64_t N,
+                           int64_t C, int64_t S, int64_t P, double *part) {
     ROW_LOOP(u, C * P) {
         int64_t c = u / P, p = u % P;
         double m = GRAD ? stats[2 * c] : 0, is = GRAD ? stats[2 * c + 1] : 0;
@@ -923,16 +937,16 @@ __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int6
 }
 
 // One block per row (n, c); r: the residual or NULL.
-__global__ void k_bn_relu_apply(const float *x, const float *r, const double *stats,
-                                const float *scale, const float *bias, float *y, int64_t C,
-                                int64_t S, int64_t rows) {
+template <typename T>
+__global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, const float *scale,
+                                const float *bias, T *y, int64_t C, int64_t S, int64_t rows) {
     ROW_LOOP(row, rows) {
         int64_t c = row % C, o = row * S;
         double m = stats[2 * c], a_c = stats[2 * c + 1] * scale[c], b_c = bias[c];
         for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
-            float v = (float)(((double)x[o + i] - m) * a_c + b_c);
-            if (r) v = v + r[o + i];
-            y[o + i] = oc_relu(v);
+            float v = (float)(((double)ld(x, o + i) - m) * a_c + b_c);
+            if (r) v = v + ld(r, o + i);
+            st(y, o + i, oc_relu(v));
         }
     }
 }
@@ -942,25 +956,40 @@ static unsigned row_threads(int64_t S) { // a block per row: up to 256 threads, 
     return (unsigned)(t > THREADS ? THREADS : t < WARP ? WARP : t);
 }
 
-static void bn_stats(cudaStream_t st, const float *x, const float *rm, const float *rv,
-                     float momentum, float eps, int train, float *om, float *ov, int64_t N,
-                     int64_t C, int64_t S, int64_t P, double *stats, double *part) {
+template <typename T>
+static void bn_stats(cudaStream_t st, const T *x, const float *rm, const float *rv, float momentum,
+                     float eps, int train, float *om, float *ov, int64_t N, int64_t C, int64_t S,
+                     int64_t P, double *stats, double *part) {
     if (train)
-        k_bn_parts<0><<<warps_for(C * P), WARP, 0, st>>>(NULL, NULL, x, NULL, N, C, S, P, part);
+        k_bn_parts<0, T><<<warps_for(C * P), WARP, 0, st>>>(NULL, NULL, x, NULL, N, C, S, P, part);
     k_bn_finish_stats<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, N * S, eps, train, rm, rv,
                                                          momentum, om, ov, stats);
 }
 
-extern "C" int cu_bn_relu(void *stream, const float *x, const float *r, const float *scale,
-                          const float *bias, const float *rm, const float *rv, float momentum,
-                          float eps, int train, float *om, float *ov, float *y, int64_t N,
-                          int64_t C, int64_t S, int64_t P, double *ws) {
-    if (C == 0) return 0;
-    cudaStream_t st = (cudaStream_t)stream;
+template <typename T>
+static void bn_relu_launch(cudaStream_t st, const T *x, const T *r, const float *scale,
+                           const float *bias, const float *rm, const float *rv, float momentum,
+                           float eps, int train, float *om, float *ov, T *y, int64_t N, int64_t C,
+                           int64_t S, int64_t P, double *ws) {
     bn_stats(st, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C);
     if (N * C * S > 0)
-        k_bn_relu_apply<<<warps_for(N * C), row_threads(S), 0, st>>>(x, r, ws, scale, bias, y, C, S,
-                                                                     N * C);
+        k_bn_relu_apply<T>
+            <<<warps_for(N * C), row_threads(S), 0, st>>>(x, r, ws, scale, bias, y, C, S, N * C);
+}
+
+extern "C" int cu_bn_relu(void *stream, int kind, const void *x, const void *r, const float *scale,
+                          const float *bias, const float *rm, const float *rv, float momentum,
+                          float eps, int train, float *om, float *ov, void *y, int64_t N, int64_t C,
+                          int64_t S, int64_t P, double *ws) {
+    if (C == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+#define BN_RELU(T)                                                                                 \
+    bn_relu_launch(st, (const T *)x, (const T *)r, scale, bias, rm, rv, momentum, eps, train, om,  \
+                   ov, (T *)y, N, C, S, P, ws)
+    if (kind == 1) BN_RELU(oc_f16);
+    else if (kind == 2) BN_RELU(oc_bf16);
+    else BN_RELU(float);
+#undef BN_RELU
     return last_error();
 }
 
@@ -975,39 +1004,53 @@ __global__ void k_bnr_grad_finish(const double *part, int64_t C, int64_t P, doub
     }
 }
 
-__global__ void k_bnr_grad_apply(const float *dy, const float *y, const float *x,
-                                 const double *stats, const double *sums, const float *scale,
-                                 int train, float *dx, int64_t C, int64_t S, int64_t rows,
-                                 double M) {
+template <typename T>
+__global__ void k_bnr_grad_apply(const T *dy, const T *y, const T *x, const double *stats,
+                                 const double *sums, const float *scale, int train, T *dx,
+                                 int64_t C, int64_t S, int64_t rows, double M) {
     ROW_LOOP(row, rows) {
         int64_t c = row % C, o = row * S;
         double m = stats[2 * c], is = stats[2 * c + 1], k = scale[c] * is / M;
         double sdy = sums[2 * c], sdyx = sums[2 * c + 1];
         for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
-            float d = oc_relu_grad(dy[o + i], y[o + i]);
+            float d = oc_relu_grad(ld(dy, o + i), ld(y, o + i));
             if (!train) {
-                dx[o + i] = (float)(scale[c] * is * d);
+                st(dx, o + i, (float)(scale[c] * is * d));
                 continue;
             }
-            double xhat = ((double)x[o + i] - m) * is;
-            dx[o + i] = (float)(k * (M * d - sdy - xhat * sdyx));
+            double xhat = ((double)ld(x, o + i) - m) * is;
+            st(dx, o + i, (float)(k * (M * d - sdy - xhat * sdyx)));
         }
     }
 }
 
-extern "C" int cu_bn_relu_grad(void *stream, const float *dy, const float *y, const float *x,
+template <typename T>
+static void bn_relu_grad_launch(cudaStream_t st, const T *dy, const T *y, const T *x,
+                                const float *scale, const float *rm, const float *rv, float eps,
+                                int train, T *dx, float *ds, float *db, int64_t N, int64_t C,
+                                int64_t S, int64_t P, double *ws) {
+    double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
+    bn_stats(st, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
+    k_bn_parts<1, T><<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, N, C, S, P, part);
+    k_bnr_grad_finish<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, sums, ds, db);
+    if (dx && N * C * S > 0)
+        k_bnr_grad_apply<T><<<warps_for(N * C), row_threads(S), 0, st>>>(
+            dy, y, x, stats, sums, scale, train, dx, C, S, N * C, (double)(N * S));
+}
+
+extern "C" int cu_bn_relu_grad(void *stream, int kind, const void *dy, const void *y, const void *x,
                                const float *scale, const float *rm, const float *rv, float eps,
-                               int train, float *dx, float *ds, float *db, int64_t N, int64_t C,
+                               int train, void *dx, float *ds, float *db, int64_t N, int64_t C,
                                int64_t S, int64_t P, double *ws) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
-    double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
-    bn_stats(st, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
-    k_bn_parts<1><<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, N, C, S, P, part);
-    k_bnr_grad_finish<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, sums, ds, db);
-    if (dx && N * C * S > 0)
-        k_bnr_grad_apply<<<warps_for(N * C), row_threads(S), 0, st>>>(
-            dy, y, x, stats, sums, scale, train, dx, C, S, N * C, (double)(N * S));
+#define BN_RELU_GRAD(T)                                                                            \
+    bn_relu_grad_launch(st, (const T *)dy, (const T *)y, (const T *)x, scale, rm, rv, eps, train,  \
+                        (T *)dx, ds, db, N, C, S, P, ws)
+    if (kind == 1) BN_RELU_GRAD(oc_f16);
+    else if (kind == 2) BN_RELU_GRAD(oc_bf16);
+    else BN_RELU_GRAD(float);
+#undef BN_RELU_GRAD
     return last_error();
 }
 
@@ -1204,17 +1247,60 @@ __device__ static inline float half_load(const void *p, int kind, int64_t i) {
     return kind == 2 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
+__device__ static inline void half_store(void *p, int kind, int64_t i, float v) {
+    if (kind == 0) ((float *)p)[i] = v;
+    else ((uint16_t *)p)[i] = kind == 2 ? bf16_from_f32(v) : f16_from_f32(v);
+}
+
 __global__ void k_float_convert(const void *x, int kx, void *y, int ky, int64_t n) {
-    GRID_LOOP(i, n) {
-        float v = half_load(x, kx, i);
-        if (ky == 0) ((float *)y)[i] = v;
-        else ((uint16_t *)y)[i] = ky == 2 ? bf16_from_f32(v) : f16_from_f32(v);
-    }
+    GRID_LOOP(i, n) half_store(y, ky, i, half_load(x, kx, i));
 }
 
 extern "C" int cu_float_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t n) {
     if (n == 0) return 0;
     k_float_convert<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, kx, y, ky, n);
+    return last_error();
+}
+
+// ---- the channel bias of a half convolution and its gradient (cuda_dnn.c) ----
+__global__ void k_channel_bias(void *y, int ky, const void *b, int kb, int64_t C, int64_t S,
+                               int64_t n) {
+    GRID_LOOP(i, n) half_store(y, ky, i, half_load(y, ky, i) + half_load(b, kb, (i / S) % C));
+}
+
+extern "C" int cu_channel_bias(void *stream, void *y, int ky, const void *b, int kb, int64_t N,
+                               int64_t C, int64_t S) {
+    int64_t n = N * C * S;
+    if (n == 0) return 0;
+    k_channel_bias<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(y, ky, b, kb, C, S, n);
+    return last_error();
+}
+
+// t[r] = sum of row r's S elements (a warp per row, in double)
+__global__ void k_row_sums(const void *x, int kx, int64_t rows, int64_t S, double *t) {
+    ROW_LOOP(r, rows) {
+        double acc = 0;
+        for (int64_t i = threadIdx.x; i < S; i += blockDim.x) acc += half_load(x, kx, r * S + i);
+        acc = warp_sum(acc);
+        if (threadIdx.x == 0) t[r] = acc;
+    }
+}
+
+// out[c] = sum over n of t[n C + c], in n order
+__global__ void k_col_sums(const double *t, int64_t N, int64_t C, void *out, int kout) {
+    GRID_LOOP(c, C) {
+        double acc = 0;
+        for (int64_t n = 0; n < N; n++) acc += t[n * C + c];
+        half_store(out, kout, c, (float)acc);
+    }
+}
+
+extern "C" int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, int64_t C, int64_t S,
+                              double *ws, void *out, int kout) {
+    if (C == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    if (N * C > 0) k_row_sums<<<warps_for(N * C), WARP, 0, st>>>(x, kx, N * C, S, ws);
+    k_col_sums<<<blocks_for(C), THREADS, 0, st>>>(ws, N, C, out, kout);
     return last_error();
 }
 
@@ -1890,15 +1976,17 @@ extern "C" int cu_fill(void *stream, float *p, int64_t n, float v) {
 }
 
 // ---- Gemm bias, BN saved variance, Gather ----
-__global__ void k_gemm_bias(const float *c, int64_t s0, int64_t s1, float beta, float *y, int64_t M,
-                            int64_t N) {
-    GRID_LOOP(t, M * N) y[t] = beta * c[(t / N) * s0 + (t % N) * s1];
+__global__ void k_gemm_bias(const void *c, int kind, int64_t s0, int64_t s1, float beta, void *y,
+                            int64_t M, int64_t N) {
+    GRID_LOOP(t, M * N)
+    half_store(y, kind, t, beta * half_load(c, kind, (t / N) * s0 + (t % N) * s1));
 }
 
-extern "C" int cu_gemm_bias(void *stream, const float *c, int64_t s0, int64_t s1, float beta,
-                            float *y, int64_t M, int64_t N) {
+extern "C" int cu_gemm_bias(void *stream, const void *c, int kind, int64_t s0, int64_t s1,
+                            float beta, void *y, int64_t M, int64_t N) {
     if (M * N == 0) return 0;
-    k_gemm_bias<<<blocks_for(M * N), THREADS, 0, (cudaStream_t)stream>>>(c, s0, s1, beta, y, M, N);
+    k_gemm_bias<<<blocks_for(M * N), THREADS, 0, (cudaStream_t)stream>>>(c, kind, s0, s1, beta, y,
+                                                                         M, N);
     return last_error();
 }
 

@@ -1,10 +1,12 @@
 /* emu_cublas.c — the cuBLAS emulator (see include/cublas_v2.h): Sgemm on the
- * handle's stream through OpenBLAS. */
+ * handle's stream through OpenBLAS; GemmEx's half operands widened first. */
 #include <cblas.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "cublas_v2.h"
+#define OC_HALF_NO_IR
+#include "ir/half.h"
 
 struct emu_cublas {
     unsigned magic;
@@ -142,6 +144,149 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t tra
     for (int b = 0; b < batchCount; b++) {
         cublasStatus_t st = cublasSgemm(h, transa, transb, m, n, k, alpha, A + b * strideA, lda,
                                         B + b * strideB, ldb, beta, C + b * strideC, ldc);
+        if (st != CUBLAS_STATUS_SUCCESS) return st;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---- cublasGemmEx: half operands, float compute ---- */
+
+static size_t type_bytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+static float elem_load(const void *p, cudaDataType t, size_t i) {
+    if (t == CUDA_R_32F) return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return t == CUDA_R_16BF ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
+static void elem_store(void *p, cudaDataType t, size_t i, float v) {
+    if (t == CUDA_R_32F) ((float *)p)[i] = v;
+    else ((uint16_t *)p)[i] = t == CUDA_R_16BF ? bf16_from_f32(v) : f16_from_f32(v);
+}
+
+/* Elements a column-major rows x cols matrix with leading dimension ld spans. */
+static size_t matrix_span(int rows, int cols, int ld) {
+    return rows <= 0 || cols <= 0 ? 0 : (size_t)ld * (size_t)(cols - 1) + (size_t)rows;
+}
+
+typedef struct gemm_ex_job {
+    enum CBLAS_TRANSPOSE ta, tb;
+    int m, n, k, lda, ldb, ldc, ar, ac, br, bc;
+    float alpha, beta;
+    const void *A, *B;
+    void *C;
+    cudaDataType at, ct;
+} gemm_ex_job;
+
+static float *widened(const void *p, cudaDataType t, size_t count) {
+    float *w = malloc((count ? count : 1) * sizeof *w);
+    if (!w) abort();
+    for (size_t i = 0; i < count; i++) w[i] = elem_load(p, t, i);
+    return w;
+}
+
+static void gemm_ex_run(void *p) {
+    gemm_ex_job *j = p;
+    size_t na = j->k > 0 ? matrix_span(j->ar, j->ac, j->lda) : 0,
+           nb = j->k > 0 ? matrix_span(j->br, j->bc, j->ldb) : 0,
+           nc = matrix_span(j->m, j->n, j->ldc);
+    float *a = widened(j->A, j->at, na), *b = widened(j->B, j->at, nb),
+          *c = j->beta != 0.0f ? widened(j->C, j->ct, nc) : calloc(nc ? nc : 1, sizeof(float));
+    if (!c) abort();
+    if (j->k > 0)
+        cblas_sgemm(CblasColMajor, j->ta, j->tb, j->m, j->n, j->k, j->alpha, a, j->lda, b, j->ldb,
+                    j->beta, c, j->ldc);
+    else
+        for (size_t i = 0; i < nc; i++) c[i] *= j->beta;
+    for (int col = 0; col < j->n; col++) /* only the m x n entries: the gaps stay */
+        for (int r = 0; r < j->m; r++) {
+            size_t i = (size_t)col * (size_t)j->ldc + (size_t)r;
+            elem_store(j->C, j->ct, i, c[i]);
+        }
+    free(a);
+    free(b);
+    free(c);
+    free(j);
+}
+
+static bool typed_matrix_ok(const void *p, cudaDataType t, int rows, int cols, int ld) {
+    size_t n = matrix_span(rows, cols, ld);
+    return n == 0 || emu_is_device_range(p, n * type_bytes(t));
+}
+
+static bool float_compute(cublasComputeType_t c) {
+    return c == CUBLAS_COMPUTE_32F || c == CUBLAS_COMPUTE_32F_PEDANTIC ||
+           c == CUBLAS_COMPUTE_32F_FAST_TF32;
+}
+
+static bool known_type(cudaDataType t) {
+    return t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF;
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t transa, cublasOperation_t transb,
+                            int m, int n, int k, const void *alpha, const void *A,
+                            cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb,
+                            const void *beta, void *C, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+    (void)algo;
+    if (!handle_ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!float_compute(computeType) || !known_type(Atype) || Btype != Atype ||
+        (Ctype != Atype && Ctype != CUDA_R_32F) ||
+        (computeType == CUBLAS_COMPUTE_32F_FAST_TF32 && Atype != CUDA_R_32F))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (m < 0 || n < 0 || k < 0 || !alpha || !beta || (unsigned)transa > CUBLAS_OP_C ||
+        (unsigned)transb > CUBLAS_OP_C)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
+    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
+    if (lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if ((k > 0 &&
+         (!typed_matrix_ok(A, Atype, ar, ac, lda) || !typed_matrix_ok(B, Btype, br, bc, ldb))) ||
+        !typed_matrix_ok(C, Ctype, m, n, ldc))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    gemm_ex_job *j = malloc(sizeof *j);
+    if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
+    *j = (gemm_ex_job){.ta = transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                       .tb = transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                       .m = m,
+                       .n = n,
+                       .k = k,
+                       .lda = lda,
+                       .ldb = ldb,
+                       .ldc = ldc,
+                       .ar = ar,
+                       .ac = ac,
+                       .br = br,
+                       .bc = bc,
+                       .alpha = *(const float *)alpha,
+                       .beta = *(const float *)beta,
+                       .A = A,
+                       .B = B,
+                       .C = C,
+                       .at = Atype,
+                       .ct = Ctype};
+    emu_stream_enqueue(h->stream, gemm_ex_run, j, sizeof *j);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void *alpha, const void *A, cudaDataType Atype,
+                                          int lda, long long strideA, const void *B,
+                                          cudaDataType Btype, int ldb, long long strideB,
+                                          const void *beta, void *C, cudaDataType Ctype, int ldc,
+                                          long long strideC, int batchCount,
+                                          cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+    if (batchCount < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    if (!known_type(Atype) || !known_type(Btype) || !known_type(Ctype))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    for (int b = 0; b < batchCount; b++) {
+        cublasStatus_t st = cublasGemmEx(
+            h, transa, transb, m, n, k, alpha, (const char *)A + b * strideA * type_bytes(Atype),
+            Atype, lda, (const char *)B + b * strideB * type_bytes(Btype), Btype, ldb, beta,
+            (char *)C + b * strideC * type_bytes(Ctype), Ctype, ldc, computeType, algo);
         if (st != CUBLAS_STATUS_SUCCESS) return st;
     }
     return CUBLAS_STATUS_SUCCESS;

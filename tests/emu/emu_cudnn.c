@@ -3,7 +3,9 @@
  *
  * Each call first validates its arguments synchronously, as cuDNN does
  * (descriptors set and consistent, output dims = cudnnGetConvolutionNdForward-
- * OutputDim, float data, group count dividing the channels, every data pointer
+ * OutputDim, float data — convolutions also take cuDNN's half configurations,
+ * float16 or bfloat16 data with float compute, widened and rounded once —,
+ * group count dividing the channels, every data pointer
  * inside one cudaMalloc block for the tensor's full strided extent, workspace
  * pointer + size >= what the algorithm's GetWorkspaceSize reports) and returns
  * CUDNN_STATUS_BAD_PARAM / NOT_SUPPORTED, printing the reason to stderr
@@ -51,6 +53,8 @@
 
 #include "cudnn.h"
 #include "emu.h"
+#define OC_HALF_NO_IR
+#include "ir/half.h"
 
 /* ---- objects ---- */
 
@@ -408,6 +412,7 @@ typedef struct cgeo {
     bool flip;                     /* CUDNN_CONVOLUTION: the kernel is flipped */
     size_t x_bytes, y_bytes, w_bytes;
     cudnnMathType_t math;
+    cudnnDataType_t dt, ctype; /* data (x, w, y alike) and compute type */
 } cgeo;
 
 static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd,
@@ -419,10 +424,17 @@ static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd
     if (xd->dt != yd->dt || xd->dt != wd->dt)
         return fail(CUDNN_STATUS_BAD_PARAM, call, "data types x %d, w %d, y %d differ", (int)xd->dt,
                     (int)wd->dt, (int)yd->dt);
-    if (xd->dt != CUDNN_DATA_FLOAT || cd->ctype != CUDNN_DATA_FLOAT)
+    /* cuDNN's configurations: FLOAT_CONFIG, PSEUDO_HALF_CONFIG (half data, float
+     * compute), TRUE_HALF_CONFIG, PSEUDO_BFLOAT16_CONFIG (bfloat16, float) */
+    bool cfg = (xd->dt == CUDNN_DATA_FLOAT && cd->ctype == CUDNN_DATA_FLOAT) ||
+               (xd->dt == CUDNN_DATA_HALF &&
+                (cd->ctype == CUDNN_DATA_FLOAT || cd->ctype == CUDNN_DATA_HALF)) ||
+               (xd->dt == CUDNN_DATA_BFLOAT16 && cd->ctype == CUDNN_DATA_FLOAT);
+    if (!cfg)
         return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                    "data type %d / compute type %d (emulator: float only)", (int)xd->dt,
-                    (int)cd->ctype);
+                    "data type %d / compute type %d is not a cuDNN configuration (emulator: "
+                    "float, half or bfloat16 data)",
+                    (int)xd->dt, (int)cd->ctype);
     int nb = xd->nb;
     if (yd->nb != nb || wd->nb != nb || cd->nsp != nb - 2)
         return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims x %d, y %d, w %d, conv arrayLength %d",
@@ -480,9 +492,12 @@ static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd
     q->wstr[1] = q->k[0] * q->wstr[2];
     q->wstr[0] = q->cg * q->wstr[1];
     q->flip = cd->mode == CUDNN_CONVOLUTION;
-    q->x_bytes = (size_t)t_extent(xd) * sizeof(float);
-    q->y_bytes = (size_t)t_extent(yd) * sizeof(float);
-    q->w_bytes = (size_t)(q->K * q->wstr[0]) * sizeof(float);
+    q->dt = xd->dt;
+    q->ctype = cd->ctype;
+    size_t esz = q->dt == CUDNN_DATA_FLOAT ? sizeof(float) : sizeof(uint16_t);
+    q->x_bytes = (size_t)t_extent(xd) * esz;
+    q->y_bytes = (size_t)t_extent(yd) * esz;
+    q->w_bytes = (size_t)(q->K * q->wstr[0]) * esz;
     q->math = cd->math;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -885,12 +900,59 @@ static void conv_bwd_filter(const conv_job *j) {
     }
 }
 
-static void conv_run(void *p) {
-    conv_job *j = p;
-    if (j->ws_need) memset(j->ws, 0xff, j->ws_need); /* the algorithm's scratch: NaN garbage */
+static void conv_float(const conv_job *j) {
     if (j->kind == K_FWD) conv_fwd(j);
     else if (j->kind == K_BWD_DATA) conv_bwd_data(j);
     else conv_bwd_filter(j);
+}
+
+/* ---- half data: the operands widened exactly, the float convolution (double
+ * accumulation), each output rounded once to nearest even (ir/half.h); under
+ * TRUE_HALF_CONFIG (half compute) the result is rounded as well, once: the
+ * emulator does not model half accumulation. ---- */
+
+static float half_in(cudnnDataType_t dt, uint16_t h) {
+    return dt == CUDNN_DATA_BFLOAT16 ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
+static float *widen(cudnnDataType_t dt, const void *p, size_t bytes) {
+    size_t n = bytes / sizeof(uint16_t);
+    float *w = xcalloc(n ? n : 1, sizeof *w);
+    const uint16_t *h = p;
+    for (size_t i = 0; i < n; i++) w[i] = half_in(dt, h[i]);
+    return w;
+}
+
+static size_t out_bytes(const conv_job *j) {
+    return j->kind == K_FWD ? j->q.y_bytes : j->kind == K_BWD_DATA ? j->q.x_bytes : j->q.w_bytes;
+}
+
+static size_t in_bytes(const conv_job *j, int k) {
+    if (j->kind == K_FWD) return k == 0 ? j->q.x_bytes : j->q.w_bytes;
+    if (j->kind == K_BWD_DATA) return k == 0 ? j->q.w_bytes : j->q.y_bytes;
+    return k == 0 ? j->q.x_bytes : j->q.y_bytes;
+}
+
+static void conv_half(const conv_job *j) {
+    cudnnDataType_t dt = j->q.dt;
+    conv_job f = *j;
+    float *a = widen(dt, j->in0, in_bytes(j, 0)), *b = widen(dt, j->in1, in_bytes(j, 1)),
+          *o = widen(dt, j->out, out_bytes(j));
+    f.in0 = a, f.in1 = b, f.out = o;
+    conv_float(&f);
+    uint16_t *h = (uint16_t *)j->out;
+    for (size_t i = 0; i < out_bytes(j) / sizeof(uint16_t); i++)
+        h[i] = dt == CUDNN_DATA_BFLOAT16 ? bf16_from_f32(o[i]) : f16_from_f32(o[i]);
+    free(a);
+    free(b);
+    free(o);
+}
+
+static void conv_run(void *p) {
+    conv_job *j = p;
+    if (j->ws_need) memset(j->ws, 0xff, j->ws_need); /* the algorithm's scratch: NaN garbage */
+    if (j->q.dt == CUDNN_DATA_FLOAT) conv_float(j);
+    else conv_half(j);
     free(j);
 }
 

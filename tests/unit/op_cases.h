@@ -12,6 +12,8 @@
  *                   i64<5[4]     int64, uniform in [0, 5)
  *                   i64=[2,-1]   int64 values (rank 1; i64=[] is empty)
  *                   b[3,4]       bool, true or false at random
+ *                   h[2,3,4]     as [2,3,4], then cast to the case's half type
+ *                                (!bf16 / !fp16) by a Cast node: a half activation
  *                   f=0.5  i64=3  b=1   a scalar (rank 0) float/int64/bool
  *                   -            an omitted input
  *     attributes  space-separated name=value: 2 (int), 0.5 (float),
@@ -25,6 +27,12 @@
  *                   !clip           the step clips gradients to a global norm
  *                   !scaled         the loss is scaled (GradScaler at scale 1: the
  *                                   gradients stay comparable with finite differences)
+ *                   !bf16 !fp16     the step is built with --precision bf16 / fp16
+ *                                   (autocast's Casts around the node): no finite
+ *                                   differences (the float32 cases check the rule);
+ *                                   backends compared within a few half units in the
+ *                                   last place (the cuda backend's native half
+ *                                   convolutions and GEMMs, its widened other nodes)
  *
  * For each case on the cpu backend: the op's gradient rule builds the backward
  * (train_build, a probe loss after the node), and every gradient is checked
@@ -156,6 +164,23 @@ OP_CASE(MATMUL, "AdamW, loss scaled, unscaled gradients clipped", 13, 1, "[3,6] 
         "!adamw !clip !scaled")
 OP_CASE(MATMUL, "batched (attention's Q K^T)", 13, 1, "[2,3,4,5] [2,3,5,4]", "")
 OP_CASE(MATMUL, "batched, rank 3", 13, 1, "[3,2,6] [3,6,5]", "")
+/* mixed precision: half tensors in cuDNN / cuBLAS (and widened elsewhere) */
+OP_CASE(CONV, "bf16, 3x3 pad 1, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1] !bf16")
+OP_CASE(CONV, "fp16, group 2, stride, dilation", 13, 1, "[2,4,7,6] [6,2,3,2] [6]",
+        "group=2 strides=[2,1] pads=[1,0,1,0] dilations=[1,2] kernel_shape=[3,2] !fp16")
+OP_CASE(CONV_TRANSPOSE, "bf16, 2x2 stride 2, bias", 13, 1, "[1,4,3,3] [4,2,2,2] [2]",
+        "strides=[2,2] kernel_shape=[2,2] !bf16")
+OP_CASE(MATMUL, "bf16, batched (attention's Q K^T)", 13, 1, "[2,3,4,5] [2,3,5,4]", "!bf16")
+OP_CASE(MATMUL, "fp16, channels-last Linear", 13, 1, "[2,3,2,5] [5,4]", "!fp16")
+OP_CASE(GEMM, "bf16, transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1 !bf16")
+OP_CASE(GEMM, "fp16, beta 0.5 (widened on cuda)", 13, 1, "[5,3] [5,4] [3,4]",
+        "transA=1 alpha=0.7 beta=0.5 !fp16")
+OP_CASE(BATCH_NORM_RELU, "bf16 data, fused backward", 15, 3, "h[3,2,4,3] +[2] [2] [2] +[2]",
+        "training_mode=1 momentum=0.9 fused_backward=1 !bf16")
+OP_CASE(BATCH_NORM_RELU, "fp16 data, residual", 15, 3, "h[2,3,3,4] +[3] [3] [3] +[3] h[2,3,3,4]",
+        "training_mode=1 momentum=0.9 !fp16")
+OP_CASE(MAX_POOL, "bf16 (widened on cuda)", 13, 1, "h[1,2,5,5]",
+        "kernel_shape=[2,2] strides=[2,2] !bf16")
 OP_CASE(FUSED_ATTENTION, "no mask, K", 13, 2, "[2,2,3,4] [2,2,5,4] [2,2,5,3]", "scale=0.5")
 OP_CASE(FUSED_ATTENTION, "Kᵀ, masked where cond (finite fill)", 13, 2,
         "[1,2,4,3] [1,2,3,5] [1,2,5,2] b[1,1,4,5]", "scale=0.7 k_transposed=1 mask=1 fill=-2.5")

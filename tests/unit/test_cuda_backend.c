@@ -7,7 +7,10 @@
  *     has a cuda kernel, and every node of the training graphs of the bundled
  *     models (what the planner emits) is supported by both;
  *   - the device Dropout RNG (cuda_ops.cu, compiled for host and device) is
- *     bit for bit runtime/cpu/cpu_rng.c's, in CUDA builds. */
+ *     bit for bit runtime/cpu/cpu_rng.c's, in CUDA builds;
+ *   - under --precision bf16 / fp16, every convolution, GEMM and BatchNormRelu
+ *     node of ResNet-50's and the U-Net's training graphs that computes in half
+ *     runs on its half tensors natively (cuda_native_half), not widened. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +25,7 @@
 #include "cuda/cuda_launch.h"
 #include "ir/ops/op_table.h"
 #include "ir/shape_infer.h"
+#include "kernels.h"
 #include "train/train_graph.h"
 
 static void test_backend_new_or_skip(void **state) {
@@ -96,6 +100,60 @@ static void test_training_graphs_supported(void **state) {
         }
 }
 
+/* Ops whose half nodes must run natively on cuda. */
+static bool native_expected(int op) {
+    switch (op) {
+    case OP_CONV:
+    case OP_CONV_TRANSPOSE:
+    case OP_CONV_BACKWARD_DATA:
+    case OP_CONV_BACKWARD_FILTER:
+    case OP_CONV_TRANSPOSE_BACKWARD_DATA:
+    case OP_CONV_TRANSPOSE_BACKWARD_FILTER:
+    case OP_GEMM:
+    case OP_MATMUL:
+    case OP_MATMUL_GRAD_A:
+    case OP_MATMUL_GRAD_B:
+    case OP_BATCH_NORM_RELU:
+    case OP_BATCH_NORM_RELU_GRAD: return true;
+    default: return false;
+    }
+}
+
+static void test_half_nodes_native(void **state) {
+    (void)state;
+    const char *models[] = {"graphs/resnet50_op13.onnx", "graphs/unet_op15.onnx"};
+    const train_precision precs[] = {TRAIN_PRECISION_BF16, TRAIN_PRECISION_FP16};
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++)
+        for (int p = 0; p < 2; p++) {
+            ir_graph *g = NULL;
+            train_graph *tg = NULL;
+            oc_err err;
+            ir_bind_opts bo = {.batch = 2};
+            if (ir_load_model(models[m], &bo, &g, &err)) fail_msg("%s", err.msg);
+            train_opts to = train_opts_default();
+            to.precision = precs[p];
+            if (train_build(g, &to, &tg, &err)) fail_msg("%s: %s", models[m], err.msg);
+            int native = 0, widened = 0, bnr = 0;
+            for (int i = 0; i < tg->g->n_nodes; i++) {
+                const ir_node *n = &tg->g->nodes[i];
+                if (!kernel_touches_half(tg->g, n)) continue;
+                if (cuda_native_half(tg->g, n)) {
+                    native++;
+                    bnr += n->op == OP_BATCH_NORM_RELU || n->op == OP_BATCH_NORM_RELU_GRAD;
+                } else if (native_expected(n->op)) {
+                    fail_msg("%s (%s): node '%s' (%s) runs widened", models[m],
+                             train_precision_name(precs[p]), n->name, n->op_type);
+                } else {
+                    widened++;
+                }
+            }
+            printf("ok - %s %s: %d half nodes native (%d BatchNormRelu[Grad]), %d widened\n",
+                   models[m], train_precision_name(precs[p]), native, bnr, widened);
+            assert_true(native > 0 && bnr > 0);
+            train_graph_free(tg);
+        }
+}
+
 static void test_rng_matches_cpu(void **state) {
     (void)state;
     if (!rt_backend_cuda_built()) {
@@ -117,6 +175,7 @@ int main(void) {
         cmocka_unit_test(test_default_domain_ops_complete),
         cmocka_unit_test(test_training_graphs_supported),
         cmocka_unit_test(test_rng_matches_cpu),
+        cmocka_unit_test(test_half_nodes_native),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,10 @@
  * against central finite differences of a double-precision forward; alpha /
  * beta blending (beta = 0 never reads NaN garbage); max pooling forward /
  * backward by hand (argmax routing, NaN propagation); the fake heuristics'
- * list; bad arguments rejected. Built only with `make CUDA=emu` (OC_CUDA_EMU);
+ * list; bad arguments rejected; half data (cuDNN's bfloat16 / float16
+ * configurations, cuBLAS's GemmEx) by hand: float accumulation, one rounding
+ * to nearest even, the configurations cuDNN refuses refused. Built only with
+ * `make CUDA=emu` (OC_CUDA_EMU);
  * other builds compile a main that skips. */
 #ifndef OC_CUDA_EMU
 #include <stdio.h>
@@ -27,6 +30,7 @@ int main(void) {
 #include <string.h>
 #include <cmocka.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -214,6 +218,142 @@ static void test_conv_forward_hand(void **state) {
         cudaFree(x), cudaFree(w), cudaFree(y);
         cset_free(&s);
     }
+}
+
+/* Half data, worked by hand: x = 1..9, w = [[1,2],[3,4]] * 65/64 (both exact
+ * in bfloat16): y = [37, 47, 67, 77] * 65/64 = 37.578125, 47.734375,
+ * 68.046875, 78.203125, rounded once to bfloat16 (8 significant bits):
+ * 37.5, 47.75, 68, 78. Half data with half compute is TRUE_HALF_CONFIG
+ * for float16 only; bfloat16 with bfloat16 compute is no configuration. */
+/* A synchronous copy on S. */
+static void cp(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind) {
+    assert_int_equal(cudaMemcpyAsync(dst, src, bytes, kind, S), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(S), cudaSuccess);
+}
+
+static void test_conv_half_hand(void **state) {
+    (void)state;
+    uint16_t hx[9], hw[4], hy[4];
+    for (int i = 0; i < 9; i++) { /* small integers: the top 16 bits of the float */
+        float f = (float)(i + 1);
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        hx[i] = (uint16_t)(u >> 16);
+    }
+    const float wv[4] = {1 * 65.0f / 64, 2 * 65.0f / 64, 3 * 65.0f / 64, 4 * 65.0f / 64};
+    for (int i = 0; i < 4; i++) {
+        uint32_t u;
+        memcpy(&u, &wv[i], 4);
+        assert_int_equal(u & 0xffffu, 0); /* exact in bfloat16 */
+        hw[i] = (uint16_t)(u >> 16);
+    }
+    int xd[4] = {1, 1, 3, 3}, yd[4] = {1, 1, 2, 2}, wd[4] = {1, 1, 2, 2};
+    int xs[4] = {9, 9, 3, 1}, ys[4] = {4, 4, 2, 1};
+    int pad[2] = {0, 0}, str[2] = {1, 1}, dil[2] = {1, 1};
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    assert_int_equal(cudnnCreateTensorDescriptor(&x), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnCreateTensorDescriptor(&y), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnCreateFilterDescriptor(&w), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnCreateConvolutionDescriptor(&conv), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnSetTensorNdDescriptor(x, CUDNN_DATA_BFLOAT16, 4, xd, xs),
+                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnSetTensorNdDescriptor(y, CUDNN_DATA_BFLOAT16, 4, yd, ys),
+                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnSetFilterNdDescriptor(w, CUDNN_DATA_BFLOAT16, CUDNN_TENSOR_NCHW, 4, wd),
+                     CUDNN_STATUS_SUCCESS);
+    void *dx, *dw, *dy;
+    assert_int_equal(cudaMalloc(&dx, sizeof hx), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dw, sizeof hw), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dy, sizeof hy), cudaSuccess);
+    cp(dx, hx, sizeof hx, cudaMemcpyHostToDevice);
+    cp(dw, hw, sizeof hw, cudaMemcpyHostToDevice);
+    const float one = 1, zero = 0;
+    /* bfloat16 data, bfloat16 compute: not a cuDNN configuration */
+    assert_int_equal(cudnnSetConvolutionNdDescriptor(conv, 2, pad, str, dil,
+                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_BFLOAT16),
+                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnConvolutionForward(H, &one, x, dx, w, dw, conv,
+                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0,
+                                             &zero, y, dy),
+                     CUDNN_STATUS_NOT_SUPPORTED);
+    /* PSEUDO_BFLOAT16_CONFIG */
+    assert_int_equal(cudnnSetConvolutionNdDescriptor(conv, 2, pad, str, dil,
+                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudnnConvolutionForward(H, &one, x, dx, w, dw, conv,
+                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0,
+                                             &zero, y, dy),
+                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamSynchronize(S), cudaSuccess);
+    cp(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+    const float want[4] = {37.5f, 47.75f, 68.0f, 78.0f};
+    for (int i = 0; i < 4; i++) {
+        uint32_t u = (uint32_t)hy[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        near(f, want[i], 0, "bf16 y", i);
+    }
+    /* a float y with bfloat16 x and w: the types differ */
+    cudnnTensorDescriptor_t yf = tdesc(4, yd);
+    assert_int_equal(cudnnConvolutionForward(H, &one, x, dx, w, dw, conv,
+                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0,
+                                             &zero, yf, dy),
+                     CUDNN_STATUS_BAD_PARAM);
+    cudnnDestroyTensorDescriptor(yf);
+    cudnnDestroyTensorDescriptor(x), cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyFilterDescriptor(w), cudnnDestroyConvolutionDescriptor(conv);
+    cudaFree(dx), cudaFree(dw), cudaFree(dy);
+}
+
+/* cublasGemmEx, bfloat16 operands, float compute, worked by hand: [1, 1] .
+ * [1, 3 * 2^-9]^T = 1.005859375: C bfloat16 -> 1.0078125 (nearest of 1 and
+ * 1 + 2^-7), C float -> exact; [1, 1] . [1, 2^-8]^T = 1 + 2^-8, a tie -> 1
+ * (even). bfloat16 A with float16 B is not supported. */
+static void test_gemm_ex_hand(void **state) {
+    (void)state;
+    cublasHandle_t bh;
+    assert_int_equal(cublasCreate(&bh), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cublasSetStream(bh, S), CUBLAS_STATUS_SUCCESS);
+    const uint16_t a[2] = {0x3f80, 0x3f80};  /* 1, 1 */
+    const uint16_t b1[2] = {0x3f80, 0x3bc0}; /* 1, 3 * 2^-9 */
+    const uint16_t b2[2] = {0x3f80, 0x3b80}; /* 1, 2^-8 */
+    void *da, *db, *dc;
+    assert_int_equal(cudaMalloc(&da, 4), cudaSuccess);
+    assert_int_equal(cudaMalloc(&db, 4), cudaSuccess);
+    assert_int_equal(cudaMalloc(&dc, 4), cudaSuccess);
+    cp(da, a, 4, cudaMemcpyHostToDevice);
+    const float one = 1, zero = 0;
+    const uint16_t *bs[2] = {b1, b2};
+    const uint16_t want_bf16[2] = {0x3f81, 0x3f80};
+    const float want_f32[2] = {1.005859375f, 1.00390625f};
+    for (int t = 0; t < 2; t++) {
+        cp(db, bs[t], 4, cudaMemcpyHostToDevice);
+        /* C (1 x 1) = A (1 x 2) B (2 x 1), column-major */
+        assert_int_equal(cublasGemmEx(bh, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 2, &one, da, CUDA_R_16BF,
+                                      1, db, CUDA_R_16BF, 2, &zero, dc, CUDA_R_16BF, 1,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                         CUBLAS_STATUS_SUCCESS);
+        uint16_t hc;
+        assert_int_equal(cudaStreamSynchronize(S), cudaSuccess);
+        cp(&hc, dc, 2, cudaMemcpyDeviceToHost);
+        assert_int_equal(hc, want_bf16[t]);
+        assert_int_equal(cublasGemmEx(bh, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 2, &one, da, CUDA_R_16BF,
+                                      1, db, CUDA_R_16BF, 2, &zero, dc, CUDA_R_32F, 1,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                         CUBLAS_STATUS_SUCCESS);
+        float fc;
+        assert_int_equal(cudaStreamSynchronize(S), cudaSuccess);
+        cp(&fc, dc, 4, cudaMemcpyDeviceToHost);
+        near(fc, want_f32[t], 0, "float C", t);
+    }
+    assert_int_equal(cublasGemmEx(bh, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 2, &one, da, CUDA_R_16BF, 1,
+                                  db, CUDA_R_16F, 2, &zero, dc, CUDA_R_16BF, 1, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_NOT_SUPPORTED);
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+    assert_int_equal(cublasDestroy(bh), CUBLAS_STATUS_SUCCESS);
 }
 
 static double dot(const float *a, const float *b, size_t n) {
@@ -861,7 +1001,8 @@ int main(void) {
         cmocka_unit_test(test_conv_bias),         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_bn_forward),        cmocka_unit_test(test_bn_backward),
         cmocka_unit_test(test_algo_lists),        cmocka_unit_test(test_bad_params),
-        cmocka_unit_test(test_pooling_hand),
+        cmocka_unit_test(test_pooling_hand),      cmocka_unit_test(test_conv_half_hand),
+        cmocka_unit_test(test_gemm_ex_hand),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "ir/half.h"
 #include "ir/ops/op_table.h"
 #include "train/train_graph.h"
 
@@ -113,9 +114,33 @@ static int parse_list(const char **p, double *v, int cap, const char *spec) {
     return n;
 }
 
-/* Adds input tensor "x<slot>" from one token of the inputs spec; -1 for "-". */
-static int add_input(ir_graph *g, int node, int slot, const char *tok, uint64_t *rng) {
+/* The half type of a case marked !bf16 / !fp16 (else float32). */
+static ir_dtype case_half(const op_case *c);
+static bool case_marked(const op_case *c, const char *marker);
+static bool is_floating(const ir_tensor *x);
+static void infer_or_fail(ir_graph *g, int node, const op_case *c);
+
+/* Adds input tensor "x<slot>" from one token of the inputs spec; -1 for "-".
+ * "h[..]": a float parameter cast by a Cast node to the case's half type (an
+ * activation computed in half, as an earlier LOWER op would give it). */
+static int add_input(ir_graph *g, int slot, const char *tok, uint64_t *rng, const op_case *c) {
     if (strcmp(tok, "-") == 0) return -1;
+    if (tok[0] == 'h') {
+        if (case_half(c) == IR_DTYPE_FLOAT)
+            fail_msg("case spec '%s': a half input needs !bf16 or !fp16", tok);
+        int x = add_input(g, slot, tok + 1, rng, c);
+        g->tensors[x].kind = IR_KIND_PARAMETER; /* not a plan-time value: the Cast runs */
+        char name[24];
+        snprintf(name, sizeof name, "x%d/half", slot);
+        int y = ir_tensor_add(g, name, IR_DTYPE_UNDEFINED);
+        int n = op_node_add(g, name, OP_CAST);
+        ir_node_add_input(g, n, x);
+        ir_node_add_output(g, n, y);
+        ir_attr a = {.name = "to", .type = IR_ATTR_INT, .i = case_half(c)};
+        ir_node_add_attr(g, n, &a);
+        infer_or_fail(g, n, c);
+        return y;
+    }
     double v[64];
     int64_t dims[IR_MAX_RANK];
     int rank = 0, nv = 0;
@@ -172,7 +197,8 @@ static int add_input(ir_graph *g, int node, int slot, const char *tok, uint64_t 
     x = &g->tensors[t];
     x->is_initializer = true;
     /* the kind import would give it: a float at a data or weight slot is trainable */
-    op_role role = op_input_role(op_def_of(&g->nodes[node]), slot);
+    ir_node of_op = {.op = c->op}; /* the case's node comes after its inputs */
+    op_role role = op_input_role(op_def_of(&of_op), slot);
     if (dt != IR_DTYPE_FLOAT || fill == VALUES || role == OP_IN_CONST) x->kind = IR_KIND_CONSTANT;
     else x->kind = role == OP_IN_STATE ? IR_KIND_STATE : IR_KIND_PARAMETER;
     return t;
@@ -202,6 +228,12 @@ static void add_attr(ir_graph *g, int node, const char *tok) {
         a.type = IR_ATTR_STRING, a.s = (char *)val;
     }
     ir_node_add_attr(g, node, &a);
+}
+
+static ir_dtype case_half(const op_case *c) {
+    return case_marked(c, "!bf16")   ? IR_DTYPE_BFLOAT16
+           : case_marked(c, "!fp16") ? IR_DTYPE_FLOAT16
+                                     : IR_DTYPE_FLOAT;
 }
 
 /* True when the case's attributes carry the marker token (e.g. "!forward",
@@ -246,7 +278,8 @@ static void infer_or_fail(ir_graph *g, int node, const op_case *c) {
         fail_msg("%s (%s): node '%s': %s", op_name(c->op), c->what, g->nodes[node].name, err.msg);
 }
 
-/* Appends the probe loss after y: Reshape [1, n] -> Gemm with R [n, 3]. */
+/* Appends the probe loss after y: Reshape [1, n] -> Gemm with R [n, 3] (a
+ * half y cast to float32 first). */
 static void add_probe(ir_graph *g, int y, uint64_t *rng, const op_case *c) {
     int64_t numel = 0;
     assert_true(ir_tensor_numel(&g->tensors[y], &numel));
@@ -258,8 +291,19 @@ static void add_probe(ir_graph *g, int y, uint64_t *rng, const op_case *c) {
     int rt =
         add_const(g, "probe/R", IR_DTYPE_FLOAT, 2, rdims, r, (size_t)numel * 3 * sizeof(float));
     free(r);
+    int n;
+    if (ir_dtype_is_half(g->tensors[y].dtype)) { /* a half output: float32 for the probe */
+        int yf = ir_tensor_add(g, "probe/float", IR_DTYPE_UNDEFINED);
+        n = op_node_add(g, "probe/float", OP_CAST);
+        ir_node_add_input(g, n, y);
+        ir_node_add_output(g, n, yf);
+        ir_attr a = {.name = "to", .type = IR_ATTR_INT, .i = IR_DTYPE_FLOAT};
+        ir_node_add_attr(g, n, &a);
+        infer_or_fail(g, n, c);
+        y = yf;
+    }
     int flat = ir_tensor_add(g, "probe/flat", IR_DTYPE_UNDEFINED);
-    int n = op_node_add(g, "probe/reshape", OP_RESHAPE);
+    n = op_node_add(g, "probe/reshape", OP_RESHAPE);
     ir_node_add_input(g, n, y);
     ir_node_add_input(g, n, shp);
     ir_node_add_output(g, n, flat);
@@ -288,12 +332,16 @@ static ir_graph *case_graph(const op_case *c, uint64_t *rng) {
     ir_graph *g = ir_graph_new();
     g->opset = c->opset;
     g->model_path = oc_sprintf("op_cases.h: %s (%s)", op_name(c->op), c->what);
-    int node = op_node_add(g, "case", c->op);
+    int ins[16], n_in = 0;
     char *spec = strdup(c->inputs), *save = NULL;
-    int slot = 0;
-    for (char *tok = strtok_r(spec, " ", &save); tok; tok = strtok_r(NULL, " ", &save), slot++)
-        ir_node_add_input(g, node, add_input(g, node, slot, tok, rng));
+    for (char *tok = strtok_r(spec, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        if (n_in == 16) fail_msg("case spec '%s': more than 16 inputs", c->inputs);
+        ins[n_in] = add_input(g, n_in, tok, rng, c);
+        n_in++;
+    }
     free(spec);
+    int node = op_node_add(g, "case", c->op); /* after the inputs' Casts: topological */
+    for (int i = 0; i < n_in; i++) ir_node_add_input(g, node, ins[i]);
     spec = strdup(c->attrs);
     for (char *tok = strtok_r(spec, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
         if (tok[0] != '!') add_attr(g, node, tok); /* markers: case_marked */
@@ -312,7 +360,7 @@ static ir_graph *case_graph(const op_case *c, uint64_t *rng) {
 static void expect_no_gradient(const op_case *c, ir_graph *g, uint64_t rng) {
     train_opts o = train_opts_default();
     train_graph *tg = NULL;
-    add_probe(g, g->nodes[0].outputs[0], &rng, c);
+    add_probe(g, g->nodes[node_named(g, "case")].outputs[0], &rng, c);
     oc_err err;
     if (train_build(g, &o, &tg, &err) == OC_OK) {
         train_graph_free(tg);
@@ -328,9 +376,9 @@ static void case_build(const op_case *c, hcase *h) {
     const uint64_t seed = 0x5eed0000u + (uint64_t)(c - cases);
     uint64_t rng = seed;
     ir_graph *g = case_graph(c, &rng);
-    const int node = 0;
+    const int node = node_named(g, "case");
     const ir_tensor *y = &g->tensors[g->nodes[node].outputs[0]];
-    bool trains = op_def_of(&g->nodes[node])->grad && y->dtype == IR_DTYPE_FLOAT && !y->data;
+    bool trains = op_def_of(&g->nodes[node])->grad && is_floating(y) && !y->data;
     if (trains && case_marked(c, "!forward")) {
         expect_no_gradient(c, g, rng);
         rng = seed;
@@ -343,6 +391,8 @@ static void case_build(const op_case *c, hcase *h) {
         if (case_marked(c, "!adamw")) o.optimizer = TRAIN_OPT_ADAMW, o.weight_decay = 0.1f;
         if (case_marked(c, "!clip")) o.clip_grad_norm = 0.5f;
         if (case_marked(c, "!scaled")) o.loss_scale = 1.0f;
+        if (case_marked(c, "!bf16")) o.precision = TRAIN_PRECISION_BF16;
+        if (case_marked(c, "!fp16")) o.precision = TRAIN_PRECISION_FP16;
         if (y->rank == 0)
             o.loss = TRAIN_LOSS_MODEL, ir_graph_add_output(g, g->nodes[node].outputs[0]);
         else add_probe(g, g->nodes[node].outputs[0], &rng, c);
@@ -533,6 +583,30 @@ static int cpu_kind(void) {
 
 /* ---- checks ---- */
 
+/* A float32, float16 or bfloat16 tensor (the half ones widened). */
+static bool is_floating(const ir_tensor *x) {
+    return x->dtype == IR_DTYPE_FLOAT || ir_dtype_is_half(x->dtype);
+}
+
+static int64_t n_floating(const hcase *h, int t) {
+    return h->bytes[t] / (h->g->tensors[t].dtype == IR_DTYPE_FLOAT ? 4 : 2);
+}
+
+static double floating_at(const ir_tensor *x, const void *v, int64_t e) {
+    if (x->dtype == IR_DTYPE_FLOAT) return ((const float *)v)[e];
+    return half_to_f32(x->dtype, ((const uint16_t *)v)[e]);
+}
+
+/* A case run in half (!bf16, !fp16): the step is compared within a few units
+ * in the last place of that type, not float32's 1e-4 (both backends compute in
+ * float32 and round each half value once; a float32 sum that falls the other
+ * side of a rounding boundary moves a value by one unit, and what follows). */
+static double step_tolerance(const hcase *h) {
+    if (case_marked(h->c, "!bf16")) return 0x1p-6;
+    if (case_marked(h->c, "!fp16")) return 0x1p-9;
+    return 1e-4;
+}
+
 static const char *case_title(const hcase *h) {
     static char buf[160];
     snprintf(buf, sizeof buf, "%s (%s)", op_name(h->c->op), h->c->what);
@@ -550,9 +624,9 @@ static void check_outputs_written(session *s, const char *backend) {
             if (t < 0 || s->root[t] != t) continue;
             const ir_tensor *x = &g->tensors[t];
             unsigned char *v = session_get(s, t);
-            if (x->dtype == IR_DTYPE_FLOAT)
-                for (int64_t e = 0; e < h->bytes[t] / 4; e++)
-                    if (isnan(((float *)v)[e]))
+            if (is_floating(x))
+                for (int64_t e = 0; e < n_floating(h, t); e++)
+                    if (isnan(floating_at(x, v, e)))
                         fail_msg("%s on %s: node '%s' left %s[%lld] unwritten (or NaN)",
                                  case_title(h), backend, g->nodes[i].name, x->name, (long long)e);
             if (x->data && x->data_bytes == (size_t)h->bytes[t] &&
@@ -699,20 +773,22 @@ static void compare_backend(session *cpu, session *other) {
         unsigned char *a = session_get(other, t), *want = session_get(cpu, t);
         const ir_tensor *x = &g->tensors[t];
         if (memcmp(a, want, (size_t)h->bytes[t]) != 0) {
-            if (x->dtype != IR_DTYPE_FLOAT)
+            if (!is_floating(x))
                 fail_msg("%s: %s differs from cpu on %s (%s, compared bitwise)", case_title(h),
                          other->b->name, x->name, ir_dtype_name(x->dtype));
-            double diff = 0, big = 0;
+            double diff = 0, big = 0, tol = step_tolerance(h);
             int64_t at = 0;
-            for (int64_t e = 0; e < h->bytes[t] / 4; e++) {
-                double u = ((float *)a)[e], v = ((float *)want)[e];
+            for (int64_t e = 0; e < n_floating(h, t); e++) {
+                double u = floating_at(x, a, e), v = floating_at(x, want, e);
                 if (!(fabs(u - v) <= diff)) diff = isnan(u - v) ? INFINITY : fabs(u - v), at = e;
                 big = fmax(big, fabs(v));
             }
-            if (!(diff <= 1e-4 * big + 1e-7))
-                fail_msg("%s: %s differs from cpu on %s[%lld]: %.7g vs %.7g (largest |cpu| %.3g)",
+            if (!(diff <= tol * big + 1e-7))
+                fail_msg("%s: %s differs from cpu on %s[%lld] (%s): %.7g vs %.7g (largest |cpu| "
+                         "%.3g, tolerance %.1e of it)",
                          case_title(h), other->b->name, x->name, (long long)at,
-                         (double)((float *)a)[at], (double)((float *)want)[at], big);
+                         ir_dtype_name(x->dtype), floating_at(x, a, at), floating_at(x, want, at),
+                         big, tol);
             worst = fmax(worst, diff / (big + 1e-30));
         }
         free(a), free(want);
@@ -734,7 +810,10 @@ static void run_case(void **state) {
     session_open(&cpu, cpu_b, &h);
     if (h.tg) {
         check_saved(&h);
-        check_gradients(&cpu);
+        if (h.tg->opts.precision == TRAIN_PRECISION_FP32) check_gradients(&cpu);
+        else /* rounding to half makes finite differences noise; the fp32 cases check them */
+            printf("ok - %s: run in %s (finite differences: the float32 cases)\n", case_title(&h),
+                   train_precision_name(h.tg->opts.precision));
     }
     session_reset(&cpu);
     session_run(&cpu, ALL_NODES);

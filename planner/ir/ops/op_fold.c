@@ -9,15 +9,18 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir/half.h"
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
 static bool fold_dtype(ir_dtype dt) {
     return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE || dt == IR_DTYPE_INT32 ||
            dt == IR_DTYPE_INT64 || dt == IR_DTYPE_BOOL || dt == IR_DTYPE_UINT8 ||
-           dt == IR_DTYPE_INT8;
+           dt == IR_DTYPE_INT8 || ir_dtype_is_half(dt);
 }
-static bool is_float_dtype(ir_dtype dt) { return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE; }
+static bool is_float_dtype(ir_dtype dt) {
+    return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE || ir_dtype_is_half(dt);
+}
 
 /* Element i of a value, as a double (float types) or an int64 (the rest). */
 typedef struct num {
@@ -36,6 +39,13 @@ static num num_get(const ir_tensor *t, int64_t k) {
         break;
     }
     case IR_DTYPE_DOUBLE: memcpy(&v.f, p, 8); break;
+    case IR_DTYPE_FLOAT16:
+    case IR_DTYPE_BFLOAT16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        v.f = half_to_f32(t->dtype, h);
+        break;
+    }
     case IR_DTYPE_INT32: {
         int32_t x;
         memcpy(&x, p, 4);
@@ -64,6 +74,12 @@ static void num_put(uint8_t *buf, ir_dtype dt, int64_t k, num v, ir_dtype from) 
         break;
     }
     case IR_DTYPE_DOUBLE: memcpy(p, &f, 8); break;
+    case IR_DTYPE_FLOAT16:
+    case IR_DTYPE_BFLOAT16: { /* via float32 (as a double source would be cast at run time) */
+        uint16_t h = half_from_f32(dt, (float)f);
+        memcpy(p, &h, 2);
+        break;
+    }
     case IR_DTYPE_INT32: {
         int32_t x = (int32_t)i;
         memcpy(p, &x, 4);

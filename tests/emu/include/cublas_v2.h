@@ -39,6 +39,24 @@ typedef enum {
     CUBLAS_TF32_TENSOR_OP_MATH = 3
 } cublasMath_t;
 
+/* library_types.h's element types (the values CUDA gives them). */
+typedef enum cudaDataType_t {
+    CUDA_R_32F = 0,
+    CUDA_R_64F = 1,
+    CUDA_R_16F = 2,
+    CUDA_R_16BF = 14
+} cudaDataType_t;
+typedef cudaDataType_t cudaDataType;
+
+typedef enum {
+    CUBLAS_COMPUTE_16F = 64,
+    CUBLAS_COMPUTE_32F = 68,
+    CUBLAS_COMPUTE_32F_PEDANTIC = 69,
+    CUBLAS_COMPUTE_32F_FAST_TF32 = 77
+} cublasComputeType_t;
+
+typedef enum { CUBLAS_GEMM_DEFAULT = -1, CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99 } cublasGemmAlgo_t;
+
 typedef struct emu_cublas *cublasHandle_t;
 
 cublasStatus_t cublasCreate(cublasHandle_t *handle);
@@ -64,6 +82,27 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long strideA, const float *B, int ldb,
                                          long long strideB, const float *beta, float *C, int ldc,
                                          long long strideC, int batchCount);
+
+/* cublasGemmEx with the float compute types (alpha, beta: float): A and B of
+ * one type (32F, 16F or 16BF), C of that type or 32F, as cuBLAS's table for
+ * CUBLAS_COMPUTE_32F allows; anything else is CUBLAS_STATUS_NOT_SUPPORTED.
+ * Half operands are widened exactly, the product accumulated in float by
+ * OpenBLAS, C rounded once to nearest even (ir/half.h). algo is ignored. */
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                            const void *A, cudaDataType Atype, int lda, const void *B,
+                            cudaDataType Btype, int ldb, const void *beta, void *C,
+                            cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t algo);
+/* nb cublasGemmEx products, strides in elements. */
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void *alpha, const void *A, cudaDataType Atype,
+                                          int lda, long long strideA, const void *B,
+                                          cudaDataType Btype, int ldb, long long strideB,
+                                          const void *beta, void *C, cudaDataType Ctype, int ldc,
+                                          long long strideC, int batchCount,
+                                          cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 
 #ifdef __cplusplus
 }

@@ -136,9 +136,9 @@ int grad_const_i64(grad_ctx *c, const char *suffix, int n, const int64_t *vals) 
     return t;
 }
 
-int grad_const_zeros(grad_ctx *c, const char *suffix, int rank, const int64_t *dims) {
+int grad_const_zeros(grad_ctx *c, const char *suffix, ir_dtype dt, int rank, const int64_t *dims) {
     char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
-    int t = ir_tensor_add(c->b->g, name, IR_DTYPE_FLOAT);
+    int t = ir_tensor_add(c->b->g, name, dt);
     oc_free(name);
     ir_tensor *x = &c->b->g->tensors[t];
     ir_tensor_set_shape(x, rank, dims);

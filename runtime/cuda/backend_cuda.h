@@ -34,12 +34,13 @@ bool cuda_kernel_supported(int op);
 /* Mixed precision: a convolution-family, MatMul[Grad] or Gemm node whose
  * tensors are all of one half type runs its cuDNN / cuBLAS call on them
  * directly (tensor cores, float accumulation, each output rounded once; a
- * conv's bias added after the rounding, as PyTorch's), and BatchNormRelu[Grad]
- * its own kernels on half data (float32 statistics); every other node with
- * half tensors runs widened (cuda_kernels.c). Pure, every build (cuda_table.c). */
+ * conv's bias added after the rounding, as PyTorch's), and BatchNormRelu,
+ * BatchNormalization and their gradients outcore's kernels on half data
+ * (float32 statistics); every other node with half tensors runs widened
+ * (cuda_kernels.c). Pure, every build (cuda_table.c). */
 bool cuda_native_half(const ir_graph *g, const ir_node *n);
-/* BatchNormRelu[Grad]'s data tensors' type (X, R, Y; dY, Y, X, dX) when they
- * share one float type and every other tensor is float32; else UNDEFINED. */
+/* The BN family's data tensors' type (X, R, Y; dY, Y, X, dX) when they share
+ * one float type and every other tensor is float32; else UNDEFINED. */
 ir_dtype cuda_bn_relu_data_type(const ir_graph *g, const ir_node *n);
 
 #endif

@@ -143,6 +143,9 @@ size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n); /* FusedAttention */
 size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n); /* cuda_norm_act.c */
+/* BatchNormalization[Grad] on half data (cuda_native_half): cuda_norm_act.c. */
+int cuda_batch_norm_half(const cuda_ctx *c, const kernel_args *a, oc_err *err);
+int cuda_batch_norm_grad_half(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 
 void cuda_algo_cache_free(cuda_algo_cache *ac);
 /* backend.h capture_begin / capture_end / replay / capture_free (cuda_graph.c). */

@@ -61,6 +61,11 @@ static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
 
 static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
+    if (ir_dtype_is_half(y->dtype)) { /* two inputs of y's shape and type (cuda_native_half) */
+        CU_LAUNCH(cu_add2_half(c->stream, cuda_float_kind(y->dtype), a->in[0], a->in[1], a->out[0],
+                               kernel_numel(y)));
+        return OC_OK;
+    }
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
     int n_in = a->n->n_inputs, i = 0;
@@ -189,21 +194,23 @@ static op_pointwise_args pointwise_params(const ir_node *n) {
 /* The pointwise ops (runtime/pointwise.h). */
 int cuda_pointwise(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (!ir_dtype_is_half(x->dtype) && kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     op_pointwise_args p = pointwise_params(a->n);
-    CU_LAUNCH(cu_pointwise(c->stream, a->n->op, a->in[0], a->out[0], kernel_numel(x), p.p0, p.p1));
+    CU_LAUNCH(cu_pointwise(c->stream, a->n->op, cuda_float_kind(x->dtype), a->in[0], a->out[0],
+                           kernel_numel(x), p.p0, p.p1));
     return OC_OK;
 }
 
 /* dY, S (the saved tensor) -> dX. */
 int cuda_pointwise_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0);
-    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
+    if (!ir_dtype_is_half(dy->dtype) &&
+        (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+         kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err)))
         return OC_ERR;
     op_pointwise_args p = pointwise_params(a->n);
-    CU_LAUNCH(cu_pointwise_grad(c->stream, a->n->op, a->in[0], a->in[1], a->out[0],
-                                kernel_numel(dy), p.p0, p.p1));
+    CU_LAUNCH(cu_pointwise_grad(c->stream, a->n->op, cuda_float_kind(dy->dtype), a->in[0], a->in[1],
+                                a->out[0], kernel_numel(dy), p.p0, p.p1));
     return OC_OK;
 }
 
@@ -866,7 +873,10 @@ static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, 
     case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n);
     case OP_CLIP_GRAD_NORM:
     case OP_GRAD_SCALER: return (1 + CU_SUMSQ_SLOTS) * sizeof(double); /* cu_sumsq */
+    case OP_BATCH_NORM:
+        return cuda_native_half(g, n) ? cuda_bn_relu_scratch(g, n) : 0; /* half: our kernels */
     case OP_BATCH_NORM_GRAD: { /* dScale / dBias when the graph omits them */
+        if (cuda_native_half(g, n)) return cuda_bn_relu_scratch(g, n);
         const ir_tensor *x = &g->tensors[n->inputs[1]];
         return 2 * (size_t)(x->rank >= 2 ? x->dims[1] : 1) * sizeof(float);
     }

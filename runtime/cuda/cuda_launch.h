@@ -148,11 +148,16 @@ int cu_clip_grad(void *stream, const float *dy, const float *x, float *dx, int64
                  const void *lo_p, cu_dtype lo_dt, const void *hi_p, cu_dtype hi_dt,
                  int has_lo_attr, double lo_attr, int has_hi_attr, double hi_attr);
 /* The pointwise op of kind op (runtime/pointwise.h): y = f(x), and its
- * gradient dx = g(dy, s); 16-byte accesses when aligned.
- * cudaErrorInvalidValue for a kind with no expression there. */
-int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n, float p0, float p1);
-int cu_pointwise_grad(void *stream, int op, const float *dy, const float *s, float *dx, int64_t n,
-                      float p0, float p1);
+ * gradient dx = g(dy, s); 16-byte accesses when aligned. ek: the element kind
+ * of every tensor (0 float32, 1 float16, 2 bfloat16: read widened, computed in
+ * float32, stored rounded once). cudaErrorInvalidValue for a kind with no
+ * expression there. */
+int cu_pointwise(void *stream, int op, int ek, const void *x, void *y, int64_t n, float p0,
+                 float p1);
+int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, const void *s, void *dx,
+                      int64_t n, float p0, float p1);
+/* out = a + b elementwise, float16 (kind 1) or bfloat16 (2), summed in float32. */
+int cu_add2_half(void *stream, int kind, const void *a, const void *b, void *out, int64_t n);
 /* Dropout: training with ratio in [0, 1) (checked at load), else Y = X. */
 int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n, cu_rng key,
                float ratio, int train);
@@ -221,18 +226,23 @@ int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
  * reduced in P parts of whole images (cuda_norm_act.c picks P: about 4096
  * elements each), a warp each, in double; the parts summed in order per
  * channel (deterministic). ws: 4 C + 2 C P doubles. */
-/* y = relu(BN(x) [+ r]); train: batch statistics, running ones updated into
- * om / ov (may be NULL, may be rm / rv); else the running statistics rm, rv.
- * x, r, y of one kind (0 float32, 1 float16, 2 bfloat16: read widened, y
- * rounded once); scale, bias and the statistics float32. */
-int cu_bn_relu(void *stream, int kind, const void *x, const void *r, const float *scale,
+/* y = relu(BN(x) [+ r]) (relu 0: y = BN(x), BatchNormalization alone); train:
+ * batch statistics, running ones updated into om / ov (may be NULL, may be
+ * rm / rv); else the running statistics rm, rv. x, r, y of one kind (0
+ * float32, 1 float16, 2 bfloat16: read widened, y rounded once); scale, bias
+ * and the statistics float32. */
+int cu_bn_relu(void *stream, int kind, int relu, const void *x, const void *r, const float *scale,
                const float *bias, const float *rm, const float *rv, float momentum, float eps,
                int train, float *om, float *ov, void *y, int64_t N, int64_t C, int64_t S, int64_t P,
                double *ws);
-/* With dz = dy * (y > 0) (never stored): dx, ds = sum dz xhat, db = sum dz
- * (each may be NULL); train: batch statistics from x, else the running rm, rv.
- * dy, y, x, dx of one kind (as cu_bn_relu); ds, db float32. */
-int cu_bn_relu_grad(void *stream, int kind, const void *dy, const void *y, const void *x,
+/* BatchNormalization's saved_mean / saved_var (opset <= 13: the batch mean and
+ * biased variance) from the statistics cu_bn_relu left at the front of ws. */
+int cu_bn_saved(void *stream, const double *stats, int64_t C, float eps, float *sm, float *sv);
+/* With dz = dy * (y > 0) (relu 0: dz = dy, y unused; never stored): dx, ds =
+ * sum dz xhat, db = sum dz (each may be NULL); train: batch statistics from x,
+ * else the running rm, rv. dy, y, x, dx of one kind (as cu_bn_relu); ds, db
+ * float32. */
+int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *y, const void *x,
                     const float *scale, const float *rm, const float *rv, float eps, int train,
                     void *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S, int64_t P,
                     double *ws);

@@ -4,7 +4,9 @@
  * R), no intermediate tensor; the gradient's batch statistics again from X.
  * The data tensors (X, R, Y; dY, Y, X, dX) are float32 or all of one half type
  * (--precision: read widened, stored rounded once, the cpu backend's
- * emulation); scale, bias and the statistics are float32. */
+ * emulation); scale, bias and the statistics are float32. The same kernels
+ * without the Relu run BatchNormalization and its gradient on half data (float32
+ * ones go to cuDNN, cuda_dnn.c). */
 #include <stdlib.h>
 
 #include "cuda_internal.h"
@@ -28,9 +30,17 @@ static int64_t bn_parts(int64_t N, int64_t S) {
     return p < 1 ? 1 : p;
 }
 
-/* X's dims and the parts of a fused node or its gradient. */
+/* X's input slot: BatchNormRelu and BatchNormalization 0, BatchNormalizationGrad
+ * 1 (dY, X, ..), BatchNormReluGrad 2 (dY, Y, X, ..). */
+static int x_slot(const ir_node *n) {
+    return n->op == OP_BATCH_NORM_RELU || n->op == OP_BATCH_NORM ? 0
+           : n->op == OP_BATCH_NORM_GRAD                         ? 1
+                                                                 : 2;
+}
+
+/* X's dims and the parts of a node. */
 static int64_t node_dims(const ir_graph *g, const ir_node *n, int64_t *N, int64_t *C, int64_t *S) {
-    nchw(&g->tensors[n->inputs[n->op == OP_BATCH_NORM_RELU ? 0 : 2]], N, C, S);
+    nchw(&g->tensors[n->inputs[x_slot(n)]], N, C, S);
     return bn_parts(*N, *S);
 }
 
@@ -58,9 +68,9 @@ int cuda_batch_norm_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
     const void *r = a->n->n_inputs > 5 ? a->in[5] : NULL;
-    CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), a->in[0], r, a->in[1], a->in[2], a->in[3],
-                         a->in[4], bn->momentum, bn->epsilon, bn->training, out_or_null(a, 1),
-                         out_or_null(a, 2), a->out[0], N, C, S, P, a->scratch));
+    CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), 1, a->in[0], r, a->in[1], a->in[2],
+                         a->in[3], a->in[4], bn->momentum, bn->epsilon, bn->training,
+                         out_or_null(a, 1), out_or_null(a, 2), a->out[0], N, C, S, P, a->scratch));
     return OC_OK;
 }
 
@@ -71,8 +81,44 @@ int cuda_batch_norm_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
     const float *rm = bn->training ? NULL : a->in[4], *rv = bn->training ? NULL : a->in[5];
-    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), a->in[0], a->in[1], a->in[2],
+    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), 1, a->in[0], a->in[1], a->in[2],
                               a->in[3], rm, rv, bn->epsilon, bn->training, out_or_null(a, 0),
+                              out_or_null(a, 1), out_or_null(a, 2), N, C, S, P, a->scratch));
+    return OC_OK;
+}
+
+/* BatchNormalization on half data (cuda_native_half): the fused kernel without
+ * its Relu. X, scale, B, mean, var -> Y [, running_mean, running_var [,
+ * saved_mean, saved_var]]. */
+int cuda_batch_norm_half(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    ir_dtype dt;
+    if (want_types(a, &dt, err)) return OC_ERR;
+    const op_bn_args *bn = &op_args_of(a->n)->bn;
+    if (!bn->training && a->n->n_outputs > 1)
+        return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
+    int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
+    OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
+    CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), 0, a->in[0], NULL, a->in[1], a->in[2],
+                         a->in[3], a->in[4], bn->momentum, bn->epsilon, bn->training,
+                         out_or_null(a, 1), out_or_null(a, 2), a->out[0], N, C, S, P, a->scratch));
+    float *sm = out_or_null(a, 3), *sv = out_or_null(a, 4);
+    if (!sm != !sv)
+        return kernel_fail(a, err, "saved_mean and saved_var must both be present or absent");
+    if (sm && bn->training) CU_LAUNCH(cu_bn_saved(c->stream, a->scratch, C, bn->epsilon, sm, sv));
+    return OC_OK;
+}
+
+/* BatchNormalizationGrad on half data: dY, X, scale [, mean, var] -> dX, dScale,
+ * dBias, the batch statistics again from X (the running ones when frozen). */
+int cuda_batch_norm_grad_half(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    ir_dtype dt;
+    if (want_types(a, &dt, err)) return OC_ERR;
+    const op_bn_args *bn = &op_args_of(a->n)->bn;
+    int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
+    OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
+    const float *rm = bn->training ? NULL : a->in[3], *rv = bn->training ? NULL : a->in[4];
+    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), 0, a->in[0], NULL, a->in[1], a->in[2],
+                              rm, rv, bn->epsilon, bn->training, out_or_null(a, 0),
                               out_or_null(a, 1), out_or_null(a, 2), N, C, S, P, a->scratch));
     return OC_OK;
 }

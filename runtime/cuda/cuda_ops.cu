@@ -32,6 +32,23 @@ static unsigned blocks_for(int64_t n) {
 
 static int last_error(void) { return (int)cudaGetLastError(); }
 
+// Storage types of the data tensors (float, or half: widened on load, rounded once on store).
+struct oc_f16 {
+    uint16_t v;
+};
+struct oc_bf16 {
+    uint16_t v;
+};
+__device__ static inline float ld(const float *p, int64_t i) { return p[i]; }
+__device__ static inline float ld(const oc_f16 *p, int64_t i) { return f16_to_f32(p[i].v); }
+__device__ static inline float ld(const oc_bf16 *p, int64_t i) { return bf16_to_f32(p[i].v); }
+__device__ static inline void st(float *p, int64_t i, float v) { p[i] = v; }
+__device__ static inline void st(oc_f16 *p, int64_t i, float v) { p[i].v = f16_from_f32(v); }
+__device__ static inline void st(oc_bf16 *p, int64_t i, float v) { p[i].v = bf16_from_f32(v); }
+
+// GRAD 0: statistics of x; 1: the gradient sums of dz = dy (y > 0) (BatchNormRelu);
+// 2: of dz = dy (BatchNormalization; y unused).
+
 // Row kernels with one warp per row (launched with blockDim.x = WARP): the lanes read a row
 // with coalesced strides and reduce with shuffles, in a fixed order (deterministic). On the
 // emulator (blockDim 1) lane 0 walks the whole row and the reductions do nothing.
@@ -151,6 +168,23 @@ __global__ void k_add2_f4(const f4 *a, const f4 *b, f4 *out, int64_t n4) {
     case CU_DT_I8: LAUNCH(int8_t) break;                                                           \
     case CU_DT_U8: LAUNCH(uint8_t) break;                                                          \
     }
+
+template <typename T> __global__ void k_add2_h(const T *a, const T *b, T *out, int64_t n) {
+    GRID_LOOP(i, n) st(out, i, ld(a, i) + ld(b, i));
+}
+
+extern "C" int cu_add2_half(void *stream, int kind, const void *a, const void *b, void *out,
+                            int64_t n) {
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (kind == 2)
+        k_add2_h<<<blocks_for(n), THREADS, 0, s>>>((const oc_bf16 *)a, (const oc_bf16 *)b,
+                                                   (oc_bf16 *)out, n);
+    else
+        k_add2_h<<<blocks_for(n), THREADS, 0, s>>>((const oc_f16 *)a, (const oc_f16 *)b,
+                                                   (oc_f16 *)out, n);
+    return last_error();
+}
 
 extern "C" int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out,
                        int64_t n) {
@@ -401,30 +435,63 @@ __global__ void k_pointwise_grad_f4(const f4 *dy, const f4 *s, f4 *dx, int64_t n
     }
 }
 
+template <int OP, typename T>
+__global__ void k_pointwise_h(const T *x, T *y, int64_t n, float p0, float p1) {
+    GRID_LOOP(i, n) st(y, i, pw_forward<OP>(ld(x, i), p0, p1));
+}
+template <int OP, typename T>
+__global__ void k_pointwise_grad_h(const T *dy, const T *s, T *dx, int64_t n, float p0, float p1) {
+    GRID_LOOP(i, n) st(dx, i, pw_grad<OP>(ld(dy, i), ld(s, i), p0, p1));
+}
+
 template <int OP>
-static void pointwise_launch(cudaStream_t s, const float *x, float *y, int64_t n, float p0,
-                             float p1) {
+static void pointwise_launch(cudaStream_t s, int kind, const void *xv, void *yv, int64_t n,
+                             float p0, float p1) {
+    if (kind == 1) {
+        k_pointwise_h<OP>
+            <<<blocks_for(n), THREADS, 0, s>>>((const oc_f16 *)xv, (oc_f16 *)yv, n, p0, p1);
+        return;
+    }
+    if (kind == 2) {
+        k_pointwise_h<OP>
+            <<<blocks_for(n), THREADS, 0, s>>>((const oc_bf16 *)xv, (oc_bf16 *)yv, n, p0, p1);
+        return;
+    }
+    const float *x = (const float *)xv;
+    float *y = (float *)yv;
     if (vec4_ok(n, x, y, y))
         k_pointwise_f4<OP>
             <<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)x, (f4 *)y, n / 4, p0, p1);
     else k_pointwise<OP><<<blocks_for(n), THREADS, 0, s>>>(x, y, n, p0, p1);
 }
 template <int OP>
-static void pointwise_grad_launch(cudaStream_t s, const float *dy, const float *sv, float *dx,
-                                  int64_t n, float p0, float p1) {
+static void pointwise_grad_launch(cudaStream_t s, int kind, const void *dyv, const void *svv,
+                                  void *dxv, int64_t n, float p0, float p1) {
+    if (kind == 1) {
+        k_pointwise_grad_h<OP><<<blocks_for(n), THREADS, 0, s>>>(
+            (const oc_f16 *)dyv, (const oc_f16 *)svv, (oc_f16 *)dxv, n, p0, p1);
+        return;
+    }
+    if (kind == 2) {
+        k_pointwise_grad_h<OP><<<blocks_for(n), THREADS, 0, s>>>(
+            (const oc_bf16 *)dyv, (const oc_bf16 *)svv, (oc_bf16 *)dxv, n, p0, p1);
+        return;
+    }
+    const float *dy = (const float *)dyv, *sv = (const float *)svv;
+    float *dx = (float *)dxv;
     if (vec4_ok(n, dy, sv, dx))
         k_pointwise_grad_f4<OP><<<blocks_for(n / 4), THREADS, 0, s>>>(
             (const f4 *)dy, (const f4 *)sv, (f4 *)dx, n / 4, p0, p1);
     else k_pointwise_grad<OP><<<blocks_for(n), THREADS, 0, s>>>(dy, sv, dx, n, p0, p1);
 }
 
-extern "C" int cu_pointwise(void *stream, int op, const float *x, float *y, int64_t n, float p0,
-                            float p1) {
+extern "C" int cu_pointwise(void *stream, int op, int ek, const void *x, void *y, int64_t n,
+                            float p0, float p1) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     switch (op) {
 #define PW_CASE(kind, expr)                                                                        \
-    case OP_##kind: pointwise_launch<OP_##kind>(s, x, y, n, p0, p1); break;
+    case OP_##kind: pointwise_launch<OP_##kind>(s, ek, x, y, n, p0, p1); break;
         OC_POINTWISE_FORWARD(PW_CASE)
 #undef PW_CASE
     default: return (int)cudaErrorInvalidValue;
@@ -432,13 +499,13 @@ extern "C" int cu_pointwise(void *stream, int op, const float *x, float *y, int6
     return last_error();
 }
 
-extern "C" int cu_pointwise_grad(void *stream, int op, const float *dy, const float *sv, float *dx,
-                                 int64_t n, float p0, float p1) {
+extern "C" int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, const void *sv,
+                                 void *dx, int64_t n, float p0, float p1) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     switch (op) {
 #define PW_CASE(kind, expr)                                                                        \
-    case OP_##kind: pointwise_grad_launch<OP_##kind>(s, dy, sv, dx, n, p0, p1); break;
+    case OP_##kind: pointwise_grad_launch<OP_##kind>(s, ek, dy, sv, dx, n, p0, p1); break;
         OC_POINTWISE_GRAD(PW_CASE)
 #undef PW_CASE
     default: return (int)cudaErrorInvalidValue;
@@ -862,25 +929,16 @@ extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, 
 // thread per channel then adds the parts in order: deterministic, and every SM busy (ResNet-50's
 // stem at batch 640: 40960 warps). The elementwise passes go row by row (one block per (n, c)
 // row: no division per element).
-// Storage types of the data tensors (float, or half: widened on load, rounded once on store).
-struct oc_f16 {
-    uint16_t v;
-};
-struct oc_bf16 {
-    uint16_t v;
-};
-__device__ static inline float ld(const float *p, int64_t i) { return p[i]; }
-__device__ static inline float ld(const oc_f16 *p, int64_t i) { return f16_to_f32(p[i].v); }
-__device__ static inline float ld(const oc_bf16 *p, int64_t i) { return bf16_to_f32(p[i].v); }
-__device__ static inline void st(float *p, int64_t i, float v) { p[i] = v; }
-__device__ static inline void st(oc_f16 *p, int64_t i, float v) { p[i].v = f16_from_f32(v); }
-__device__ static inline void st(oc_bf16 *p, int64_t i, float v) { p[i].v = bf16_from_f32(v); }
+template <int GRAD, typename T>
+__device__ static inline float bn_dz(const T *dy, const T *y, int64_t o) {
+    return GRAD == 1 ? oc_relu_grad(ld(dy, o), ld(y, o)) : ld(dy, o);
+}
 
 template <int GRAD, typename T>
 __device__ static inline void bn_acc(const T *dy, const T *y, const T *x, int64_t o, double m,
                                      double is, double &s, double &q) {
-    if (GRAD) { // dz = dy (y > 0): sum dz, sum dz xhat
-        float d = oc_relu_grad(ld(dy, o), ld(y, o));
+    if (GRAD) { // sum dz, sum dz xhat
+        float d = bn_dz<GRAD>(dy, y, o);
         s += d;
         q += d * ((double)ld(x, o) - m) * is;
     } else { // sum x, sum x^2
@@ -936,8 +994,8 @@ __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int6
     }
 }
 
-// One block per row (n, c); r: the residual or NULL.
-template <typename T>
+// One block per row (n, c); r: the residual or NULL; RELU 0: BatchNormalization alone.
+template <int RELU, typename T>
 __global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, const float *scale,
                                 const float *bias, T *y, int64_t C, int64_t S, int64_t rows) {
     ROW_LOOP(row, rows) {
@@ -946,7 +1004,7 @@ __global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, con
         for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
             float v = (float)(((double)ld(x, o + i) - m) * a_c + b_c);
             if (r) v = v + ld(r, o + i);
-            st(y, o + i, oc_relu(v));
+            st(y, o + i, RELU ? oc_relu(v) : v);
         }
     }
 }
@@ -966,30 +1024,52 @@ static void bn_stats(cudaStream_t st, const T *x, const float *rm, const float *
                                                          momentum, om, ov, stats);
 }
 
-template <typename T>
+template <int RELU, typename T>
 static void bn_relu_launch(cudaStream_t st, const T *x, const T *r, const float *scale,
                            const float *bias, const float *rm, const float *rv, float momentum,
                            float eps, int train, float *om, float *ov, T *y, int64_t N, int64_t C,
                            int64_t S, int64_t P, double *ws) {
     bn_stats(st, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C);
     if (N * C * S > 0)
-        k_bn_relu_apply<T>
+        k_bn_relu_apply<RELU, T>
             <<<warps_for(N * C), row_threads(S), 0, st>>>(x, r, ws, scale, bias, y, C, S, N * C);
 }
 
-extern "C" int cu_bn_relu(void *stream, int kind, const void *x, const void *r, const float *scale,
-                          const float *bias, const float *rm, const float *rv, float momentum,
-                          float eps, int train, float *om, float *ov, void *y, int64_t N, int64_t C,
-                          int64_t S, int64_t P, double *ws) {
+extern "C" int cu_bn_relu(void *stream, int kind, int relu, const void *x, const void *r,
+                          const float *scale, const float *bias, const float *rm, const float *rv,
+                          float momentum, float eps, int train, float *om, float *ov, void *y,
+                          int64_t N, int64_t C, int64_t S, int64_t P, double *ws) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
-#define BN_RELU(T)                                                                                 \
-    bn_relu_launch(st, (const T *)x, (const T *)r, scale, bias, rm, rv, momentum, eps, train, om,  \
-                   ov, (T *)y, N, C, S, P, ws)
-    if (kind == 1) BN_RELU(oc_f16);
-    else if (kind == 2) BN_RELU(oc_bf16);
-    else BN_RELU(float);
-#undef BN_RELU
+#define BN_APPLY(R, T)                                                                             \
+    bn_relu_launch<R>(st, (const T *)x, (const T *)r, scale, bias, rm, rv, momentum, eps, train,   \
+                      om, ov, (T *)y, N, C, S, P, ws)
+#define BN_KINDS(R)                                                                                \
+    if (kind == 1) BN_APPLY(R, oc_f16);                                                            \
+    else if (kind == 2) BN_APPLY(R, oc_bf16);                                                      \
+    else BN_APPLY(R, float)
+    if (relu) {
+        BN_KINDS(1);
+    } else {
+        BN_KINDS(0);
+    }
+#undef BN_KINDS
+#undef BN_APPLY
+    return last_error();
+}
+
+__global__ void k_bn_saved(const double *stats, int64_t C, float eps, float *sm, float *sv) {
+    GRID_LOOP(c, C) {
+        double is = stats[2 * c + 1];
+        sm[c] = (float)stats[2 * c];
+        sv[c] = (float)(1.0 / (is * is) - (double)eps);
+    }
+}
+
+extern "C" int cu_bn_saved(void *stream, const double *stats, int64_t C, float eps, float *sm,
+                           float *sv) {
+    if (C == 0) return 0;
+    k_bn_saved<<<blocks_for(C), THREADS, 0, (cudaStream_t)stream>>>(stats, C, eps, sm, sv);
     return last_error();
 }
 
@@ -1004,7 +1084,7 @@ __global__ void k_bnr_grad_finish(const double *part, int64_t C, int64_t P, doub
     }
 }
 
-template <typename T>
+template <int GRAD, typename T>
 __global__ void k_bnr_grad_apply(const T *dy, const T *y, const T *x, const double *stats,
                                  const double *sums, const float *scale, int train, T *dx,
                                  int64_t C, int64_t S, int64_t rows, double M) {
@@ -1013,7 +1093,7 @@ __global__ void k_bnr_grad_apply(const T *dy, const T *y, const T *x, const doub
         double m = stats[2 * c], is = stats[2 * c + 1], k = scale[c] * is / M;
         double sdy = sums[2 * c], sdyx = sums[2 * c + 1];
         for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
-            float d = oc_relu_grad(ld(dy, o + i), ld(y, o + i));
+            float d = bn_dz<GRAD>(dy, y, o + i);
             if (!train) {
                 st(dx, o + i, (float)(scale[c] * is * d));
                 continue;
@@ -1024,33 +1104,39 @@ __global__ void k_bnr_grad_apply(const T *dy, const T *y, const T *x, const doub
     }
 }
 
-template <typename T>
-static void bn_relu_grad_launch(cudaStream_t st, const T *dy, const T *y, const T *x,
-                                const float *scale, const float *rm, const float *rv, float eps,
-                                int train, T *dx, float *ds, float *db, int64_t N, int64_t C,
-                                int64_t S, int64_t P, double *ws) {
+template <int GRAD, typename T>
+static void bn_grad_launch(cudaStream_t st, const T *dy, const T *y, const T *x, const float *scale,
+                           const float *rm, const float *rv, float eps, int train, T *dx, float *ds,
+                           float *db, int64_t N, int64_t C, int64_t S, int64_t P, double *ws) {
     double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
     bn_stats(st, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
-    k_bn_parts<1, T><<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, N, C, S, P, part);
+    k_bn_parts<GRAD, T><<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, N, C, S, P, part);
     k_bnr_grad_finish<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, sums, ds, db);
     if (dx && N * C * S > 0)
-        k_bnr_grad_apply<T><<<warps_for(N * C), row_threads(S), 0, st>>>(
+        k_bnr_grad_apply<GRAD, T><<<warps_for(N * C), row_threads(S), 0, st>>>(
             dy, y, x, stats, sums, scale, train, dx, C, S, N * C, (double)(N * S));
 }
 
-extern "C" int cu_bn_relu_grad(void *stream, int kind, const void *dy, const void *y, const void *x,
-                               const float *scale, const float *rm, const float *rv, float eps,
-                               int train, void *dx, float *ds, float *db, int64_t N, int64_t C,
-                               int64_t S, int64_t P, double *ws) {
+extern "C" int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *y,
+                               const void *x, const float *scale, const float *rm, const float *rv,
+                               float eps, int train, void *dx, float *ds, float *db, int64_t N,
+                               int64_t C, int64_t S, int64_t P, double *ws) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
-#define BN_RELU_GRAD(T)                                                                            \
-    bn_relu_grad_launch(st, (const T *)dy, (const T *)y, (const T *)x, scale, rm, rv, eps, train,  \
-                        (T *)dx, ds, db, N, C, S, P, ws)
-    if (kind == 1) BN_RELU_GRAD(oc_f16);
-    else if (kind == 2) BN_RELU_GRAD(oc_bf16);
-    else BN_RELU_GRAD(float);
-#undef BN_RELU_GRAD
+#define BN_GRAD(G, T)                                                                              \
+    bn_grad_launch<G>(st, (const T *)dy, (const T *)y, (const T *)x, scale, rm, rv, eps, train,    \
+                      (T *)dx, ds, db, N, C, S, P, ws)
+#define BN_KINDS(G)                                                                                \
+    if (kind == 1) BN_GRAD(G, oc_f16);                                                             \
+    else if (kind == 2) BN_GRAD(G, oc_bf16);                                                       \
+    else BN_GRAD(G, float)
+    if (relu) {
+        BN_KINDS(1);
+    } else {
+        BN_KINDS(2);
+    }
+#undef BN_KINDS
+#undef BN_GRAD
     return last_error();
 }
 

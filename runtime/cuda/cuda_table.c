@@ -7,6 +7,7 @@
 #include "backend_cuda.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
+#include "pointwise.h"
 
 static const bool cuda_has[OP__COUNT] = {
 #define CUDA_HAS_ROW(kind, name, domain, def, kern) [OP_##kind] = true,
@@ -16,9 +17,15 @@ static const bool cuda_has[OP__COUNT] = {
 
 bool cuda_kernel_supported(int op) { return op >= 0 && op < OP__COUNT && cuda_has[op]; }
 
-/* Input i of BatchNormRelu (X, R) or its gradient (dY, Y, X) holds data. */
+/* Input i holds data: BatchNormRelu's X, R; BatchNormalization's X;
+ * BatchNormalizationGrad's dY, X; BatchNormReluGrad's dY, Y, X. */
 static bool bn_data_input(const ir_node *n, int i) {
-    return n->op == OP_BATCH_NORM_RELU ? i == 0 || i == 5 : i <= 2;
+    switch (n->op) {
+    case OP_BATCH_NORM_RELU: return i == 0 || i == 5;
+    case OP_BATCH_NORM: return i == 0;
+    case OP_BATCH_NORM_GRAD: return i <= 1;
+    default: return i <= 2;
+    }
 }
 
 ir_dtype cuda_bn_relu_data_type(const ir_graph *g, const ir_node *n) {
@@ -34,7 +41,22 @@ ir_dtype cuda_bn_relu_data_type(const ir_graph *g, const ir_node *n) {
     return dt;
 }
 
+/* The pointwise ops and their gradients (pointwise.h): cu_pointwise[_grad] on half. */
+static const bool pointwise_op[OP__COUNT] = {
+#define PW_ROW(kind, expr) [OP_##kind] = true,
+    OC_POINTWISE_FORWARD(PW_ROW) OC_POINTWISE_GRAD(PW_ROW)
+#undef PW_ROW
+};
+
+static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
 bool cuda_native_half(const ir_graph *g, const ir_node *n) {
+    if (n->op >= 0 && n->op < OP__COUNT && pointwise_op[n->op]) goto one_type;
     switch (n->op) {
     case OP_CONV:
     case OP_CONV_TRANSPOSE:
@@ -45,6 +67,8 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_MATMUL:
     case OP_MATMUL_GRAD_A:
     case OP_MATMUL_GRAD_B: break;
+    case OP_BATCH_NORM:
+    case OP_BATCH_NORM_GRAD:
     case OP_BATCH_NORM_RELU:
     case OP_BATCH_NORM_RELU_GRAD: return ir_dtype_is_half(cuda_bn_relu_data_type(g, n));
     case OP_GEMM: { /* C scaled by beta != 1 would round twice: widened */
@@ -52,13 +76,33 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
         if (n->n_inputs > 2 && n->inputs[2] >= 0 && beta != 0.0f && beta != 1.0f) return false;
         break;
     }
+    case OP_FLATTEN: /* byte movers (cuda_copy, cu_transpose, cu_slice, cu_copy_rows) */
+    case OP_RESHAPE:
+    case OP_UNSQUEEZE:
+    case OP_SQUEEZE:
+    case OP_IDENTITY:
+    case OP_TRANSPOSE:
+    case OP_SLICE:
+    case OP_SLICE_GRAD:
+    case OP_CONCAT:
+    case OP_CONCAT_GRAD:
+    case OP_SPLIT: break;
+    case OP_ADD:
+    case OP_SUM: /* two inputs of the output's shape: summed in float32, rounded once */
+        if (n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->outputs[0] < 0 ||
+            !same_dims(&g->tensors[n->inputs[0]], &g->tensors[n->outputs[0]]) ||
+            !same_dims(&g->tensors[n->inputs[1]], &g->tensors[n->outputs[0]]))
+            return false;
+        break;
     default: return false;
     }
+one_type:;
     ir_dtype dt = IR_DTYPE_UNDEFINED;
     for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
         int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
         if (t < 0) continue;
         ir_dtype x = g->tensors[t].dtype;
+        if (!ir_dtype_is_compute(x)) continue; /* a shape, starts, axes */
         if (!ir_dtype_is_half(x) || (dt != IR_DTYPE_UNDEFINED && x != dt)) return false;
         dt = x;
     }

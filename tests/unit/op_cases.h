@@ -179,6 +179,22 @@ OP_CASE(BATCH_NORM_RELU, "bf16 data, fused backward", 15, 3, "h[3,2,4,3] +[2] [2
         "training_mode=1 momentum=0.9 fused_backward=1 !bf16")
 OP_CASE(BATCH_NORM_RELU, "fp16 data, residual", 15, 3, "h[2,3,3,4] +[3] [3] [3] +[3] h[2,3,3,4]",
         "training_mode=1 momentum=0.9 !fp16")
+OP_CASE(BATCH_NORM, "bf16 data, training (opset 15)", 15, 3, "h[3,2,4,3] +[2] [2] [2] +[2]",
+        "training_mode=1 momentum=0.9 !bf16")
+OP_CASE(BATCH_NORM, "bf16 data, 5 outputs (opset 9)", 9, 5, "h[4,3,5] +[3] [3] [3] +[3]",
+        "epsilon=0.001 !bf16")
+OP_CASE(BATCH_NORM, "fp16 data, --bn frozen", 15, 1, "h[3,2,4,3] +[2] [2] [2] +[2]",
+        "!frozen !fp16")
+OP_CASE(RELU, "bf16", 13, 1, "h[2,3,4,5]", "!bf16")
+OP_CASE(GELU, "fp16, tanh approximation", 20, 1, "h[2,3,4]", "approximate=tanh !fp16")
+OP_CASE(ADD, "bf16, same shape (a residual)", 13, 1, "h[2,3,4] h[2,3,4]", "!bf16")
+OP_CASE(ADD, "fp16, broadcast (widened on cuda)", 13, 1, "h[2,1,4] h[3,1]", "!fp16")
+OP_CASE(SUM, "bf16, three inputs (widened on cuda)", 13, 1, "h[2,3,4] h[2,3,4] h[2,3,4]", "!bf16")
+OP_CASE(TRANSPOSE, "bf16, channel shuffle", 13, 1, "h[2,2,3,4,5]", "perm=[0,2,1,3,4] !bf16")
+OP_CASE(SLICE, "fp16, channel half", 13, 1, "h[2,6,3,3] i64=[3] i64=[6] i64=[1]", "!fp16")
+OP_CASE(CONCAT, "bf16, axis 1 (U-Net skip)", 13, 1, "h[2,3,4] h[2,2,4]", "axis=1 !bf16")
+OP_CASE(SPLIT, "fp16, split input", 13, 3, "h[2,6,3] i64=[1,3,2]", "axis=1 !fp16")
+OP_CASE(RESHAPE, "bf16, 0 and -1", 13, 1, "h[2,3,4] i64=[0,-1,2]", "!bf16")
 OP_CASE(MAX_POOL, "bf16 (widened on cuda)", 13, 1, "h[1,2,5,5]",
         "kernel_shape=[2,2] strides=[2,2] !bf16")
 OP_CASE(FUSED_ATTENTION, "no mask, K", 13, 2, "[2,2,3,4] [2,2,5,4] [2,2,5,3]", "scale=0.5")

@@ -8,7 +8,7 @@
  *     models (what the planner emits) is supported by both;
  *   - the device Dropout RNG (cuda_ops.cu, compiled for host and device) is
  *     bit for bit runtime/cpu/cpu_rng.c's, in CUDA builds;
- *   - under --precision bf16 / fp16, every convolution, GEMM and BatchNormRelu
+ *   - under --precision bf16 / fp16, every convolution, GEMM, BatchNorm[Relu] and Relu[Grad]
  *     node of ResNet-50's and the U-Net's training graphs that computes in half
  *     runs on its half tensors natively (cuda_native_half), not widened. */
 #include <setjmp.h>
@@ -113,6 +113,10 @@ static bool native_expected(int op) {
     case OP_MATMUL:
     case OP_MATMUL_GRAD_A:
     case OP_MATMUL_GRAD_B:
+    case OP_RELU:
+    case OP_RELU_GRAD:
+    case OP_BATCH_NORM:
+    case OP_BATCH_NORM_GRAD:
     case OP_BATCH_NORM_RELU:
     case OP_BATCH_NORM_RELU_GRAD: return true;
     default: return false;
@@ -133,22 +137,29 @@ static void test_half_nodes_native(void **state) {
             train_opts to = train_opts_default();
             to.precision = precs[p];
             if (train_build(g, &to, &tg, &err)) fail_msg("%s: %s", models[m], err.msg);
-            int native = 0, widened = 0, bnr = 0;
+            int native = 0, widened = 0, bnr = 0, by_op[OP__COUNT] = {0};
             for (int i = 0; i < tg->g->n_nodes; i++) {
                 const ir_node *n = &tg->g->nodes[i];
                 if (!kernel_touches_half(tg->g, n)) continue;
                 if (cuda_native_half(tg->g, n)) {
                     native++;
-                    bnr += n->op == OP_BATCH_NORM_RELU || n->op == OP_BATCH_NORM_RELU_GRAD;
+                    bnr += n->op == OP_BATCH_NORM_RELU || n->op == OP_BATCH_NORM_RELU_GRAD ||
+                           n->op == OP_BATCH_NORM || n->op == OP_BATCH_NORM_GRAD;
                 } else if (native_expected(n->op)) {
                     fail_msg("%s (%s): node '%s' (%s) runs widened", models[m],
                              train_precision_name(precs[p]), n->name, n->op_type);
                 } else {
                     widened++;
+                    by_op[n->op]++;
                 }
             }
-            printf("ok - %s %s: %d half nodes native (%d BatchNormRelu[Grad]), %d widened\n",
-                   models[m], train_precision_name(precs[p]), native, bnr, widened);
+            char list[512] = "";
+            for (int o = 0, at = 0; o < OP__COUNT; o++)
+                if (by_op[o] && at < (int)sizeof list)
+                    at += snprintf(list + at, sizeof list - (size_t)at, " %s %d",
+                                   op_name((op_kind)o), by_op[o]);
+            printf("ok - %s %s: %d half nodes native (%d BatchNorm[Relu][Grad]), %d widened:%s\n",
+                   models[m], train_precision_name(precs[p]), native, bnr, widened, list);
             assert_true(native > 0 && bnr > 0);
             train_graph_free(tg);
         }

@@ -58,9 +58,9 @@ void grad_attr_int(grad_ctx *c, int node, const char *name, int64_t v);
 void grad_attr_ints(grad_ctx *c, int node, const char *name, int n, const int64_t *v);
 void grad_attr_float(grad_ctx *c, int node, const char *name, float v);
 void grad_attr_string(grad_ctx *c, int node, const char *name, const char *v);
-/* A new float constant initializer "<fwd>/<suffix>" of zeros (a gradient no
- * path delivers, where a rule needs a tensor). */
-int grad_const_zeros(grad_ctx *c, const char *suffix, int rank, const int64_t *dims);
+/* A new constant initializer "<fwd>/<suffix>" of zeros of type dt (float32 or
+ * half: all-zero bytes; a gradient no path delivers, where a rule needs a tensor). */
+int grad_const_zeros(grad_ctx *c, const char *suffix, ir_dtype dt, int rank, const int64_t *dims);
 /* A new int64 constant initializer "<fwd>/<suffix>" holding vals. */
 int grad_const_i64(grad_ctx *c, const char *suffix, int n, const int64_t *vals);
 /* Adds an output to the forward node itself (e.g. Dropout's mask when the

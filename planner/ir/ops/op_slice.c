@@ -229,7 +229,8 @@ static int split_grad(grad_ctx *c) {
     for (int i = 0; i < k; i++) any += (dys[i] = grad_dy(c, i)) >= 0;
     if (!any) return OC_OK;
     const ir_tensor *x = &grad_graph(c)->tensors[grad_fwd_in(c, 0)];
-    int rank = x->rank;
+    int rank = x->rank; /* x is not read below: adding tensors moves it */
+    ir_dtype dt = x->dtype;
     int64_t dims[IR_MAX_RANK];
     memcpy(dims, x->dims, sizeof dims);
     for (int i = 0; i < k; i++)
@@ -237,7 +238,7 @@ static int split_grad(grad_ctx *c) {
             char suffix[32];
             snprintf(suffix, sizeof suffix, "grad_zero%d", i);
             dims[axis] = sizes[i];
-            dys[i] = grad_const_zeros(c, suffix, rank, dims);
+            dys[i] = grad_const_zeros(c, suffix, dt, rank, dims);
         }
     int b = grad_node(c, "grad", OP_CONCAT);
     for (int i = 0; i < k; i++) grad_in(c, b, dys[i]);

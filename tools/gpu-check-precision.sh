@@ -1,9 +1,9 @@
 # tools/gpu-check-precision.sh — `tools/gpu-check --precision` (issue 23), sourced by
 # tools/gpu-check after its build: mixed precision on the GPU beside PyTorch AMP, in one run.
 # NOT YET RUN on a GPU (none lent 2026-11-26); --emu runs its flow here. The cuda backend runs
-# half nodes widened to float32 (docs/mixed-precision.md): this check measures what that gives
-# (the bytes) and what it does not yet (tensor-core speed), so the rows are the issue's must-shows
-# as they stand. ResNet-50 b640 (the emulator: ResNet-18 b4 at 64x64):
+# convolutions and GEMMs on cuDNN / cuBLAS's half paths (tensor cores), the BN family, pointwise
+# ops and residual Adds with its own half kernels, pooling widened (docs/mixed-precision.md); the
+# rows are the issue's must-shows. ResNet-50 b640 (the emulator: ResNet-18 b4 at 64x64):
 #   1. outcore in core, --precision fp32 and bf16: images/s, device bytes, loss falls;
 #   2. PyTorch in core (tools/gpu_torch_bench.py --amp bf16): eager and torch.compile under
 #      autocast, and eager float32; outcore bf16 / the best PyTorch AMP;

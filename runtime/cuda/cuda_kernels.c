@@ -354,8 +354,9 @@ int cuda_grad_scaler(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 static int pool_window(const kernel_args *a, const ir_tensor *x, const ir_tensor *y, cu_window *w,
                        oc_err *err) {
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err))
+    if (!(ir_dtype_is_half(x->dtype) && y->dtype == x->dtype) && /* half: cuda_native_half */
+        (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) ||
+         kernel_want_dtype(a, y, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
     int nsp = x->rank - 2;
     if (nsp < 1 || nsp > 3) return kernel_fail(a, err, "%d spatial dims (1 to 3 supported)", nsp);
@@ -384,8 +385,8 @@ int cuda_max_pool(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     cu_window w;
     if (pool_window(a, x, y, &w, err)) return OC_ERR;
     int64_t *ind = a->n->n_outputs > 1 ? a->out[1] : NULL;
-    CU_LAUNCH(cu_max_pool(c->stream, a->in[0], a->out[0], ind, x->dims[0] * x->dims[1], w,
-                          op_args_of(a->n)->pool.storage_col_major));
+    CU_LAUNCH(cu_max_pool(c->stream, cuda_float_kind(x->dtype), a->in[0], a->out[0], ind,
+                          x->dims[0] * x->dims[1], w, op_args_of(a->n)->pool.storage_col_major));
     return OC_OK;
 }
 
@@ -399,8 +400,8 @@ int cuda_max_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (pool_window(a, x, dy, &w, err)) return OC_ERR;
     size_t need = cuda_max_pool_grad_scratch(a->g, a->n);
     int32_t *arg = need > 0 && a->scratch && a->scratch_bytes >= need ? a->scratch : NULL;
-    CU_LAUNCH(cu_max_pool_grad(c->stream, a->in[0], a->in[1], a->out[0], x->dims[0] * x->dims[1], w,
-                               arg));
+    CU_LAUNCH(cu_max_pool_grad(c->stream, cuda_float_kind(x->dtype), a->in[0], a->in[1], a->out[0],
+                               x->dims[0] * x->dims[1], w, arg));
     return OC_OK;
 }
 
@@ -432,10 +433,11 @@ int cuda_average_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err)
 
 static int gap(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) {
     const ir_tensor *x = grad ? kernel_out(a, 0) : kernel_in(a, 0);
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (!ir_dtype_is_half(x->dtype) && kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     int64_t planes = x->dims[0] * x->dims[1], S = kernel_numel(x) / (planes ? planes : 1);
-    if (grad) CU_LAUNCH(cu_global_average_pool_grad(c->stream, a->in[0], a->out[0], planes, S));
-    else CU_LAUNCH(cu_global_average_pool(c->stream, a->in[0], a->out[0], planes, S));
+    int k = cuda_float_kind(x->dtype);
+    if (grad) CU_LAUNCH(cu_global_average_pool_grad(c->stream, k, a->in[0], a->out[0], planes, S));
+    else CU_LAUNCH(cu_global_average_pool(c->stream, k, a->in[0], a->out[0], planes, S));
     return OC_OK;
 }
 

@@ -170,19 +170,23 @@ int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int64_t *begin,
 /* Strided row copy (Concat / ConcatGrad): rows of `chunk` bytes. */
 int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const void *src, int64_t src_pitch,
                  int64_t chunk, int64_t rows);
-int cu_max_pool(void *stream, const float *x, float *y, int64_t *indices, int64_t planes,
+/* MaxPool, MaxPoolGrad and GlobalAveragePool[Grad]: x, y, dy, dx of element
+ * kind `kind` (0 float32, 1 float16, 2 bfloat16: read widened, sums in
+ * float32 / double, stored rounded once). */
+int cu_max_pool(void *stream, int kind, const void *x, void *y, int64_t *indices, int64_t planes,
                 cu_window w, int storage_col_major);
 /* MaxPoolGrad: the gradient goes to each window's first maximum (cpu_pool.c's
  * choice). arg (planes * col_size int32, may be NULL): scratch for the windows'
  * argmax, found once in a first pass; NULL recomputes it per covered cell. */
-int cu_max_pool_grad(void *stream, const float *dy, const float *x, float *dx, int64_t planes,
-                     cu_window w, int32_t *arg);
+int cu_max_pool_grad(void *stream, int kind, const void *dy, const void *x, void *dx,
+                     int64_t planes, cu_window w, int32_t *arg);
 int cu_average_pool(void *stream, const float *x, float *y, int64_t planes, cu_window w,
                     int include_pad);
 int cu_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes, cu_window w,
                          int include_pad);
-int cu_global_average_pool(void *stream, const float *x, float *y, int64_t planes, int64_t S);
-int cu_global_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes,
+int cu_global_average_pool(void *stream, int kind, const void *x, void *y, int64_t planes,
+                           int64_t S);
+int cu_global_average_pool_grad(void *stream, int kind, const void *dy, void *dx, int64_t planes,
                                 int64_t S);
 /* SoftmaxCrossEntropyLoss (cpu_loss.c); reduction 0 mean, 1 sum, 2 none;
  * per-row losses in ws (N doubles). Out-of-range labels give NaN. */

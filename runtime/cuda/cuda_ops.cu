@@ -1558,25 +1558,29 @@ __device__ static void decode_pos(const cu_window &w, int64_t oi, int64_t *o) {
     }
 }
 
-__device__ static int64_t win_argmax(const cu_window &w, const float *x, const int64_t *o) {
+template <typename T>
+__device__ static int64_t win_argmax(const cu_window &w, const T *x, const int64_t *o) {
     int64_t best = -1;
     bool ip;
+    float bv = 0.0f;
     for (int64_t kk = 0; kk < w.k_size; kk++) {
         int64_t i = win_cell(w, o, kk, &ip);
         if (i < 0) continue;
-        if (best < 0 || x[i] > x[best] || (isnan(x[i]) && !isnan(x[best]))) best = i;
+        float v = ld(x, i);
+        if (best < 0 || v > bv || (isnan(v) && !isnan(bv))) best = i, bv = v;
     }
     return best;
 }
 
-__global__ void k_max_pool(const float *x, float *y, int64_t *ind, int64_t planes, cu_window w,
+template <typename T>
+__global__ void k_max_pool(const T *x, T *y, int64_t *ind, int64_t planes, cu_window w,
                            int col_major) {
     GRID_LOOP(t, planes * w.col_size) {
         int64_t p = t / w.col_size, oi = t % w.col_size, o[3];
         decode_pos(w, oi, o);
-        const float *xs = x + p * w.img_size;
+        const T *xs = x + p * w.img_size;
         int64_t b = win_argmax(w, xs, o);
-        y[t] = b >= 0 ? xs[b] : -INFINITY;
+        st(y, t, b >= 0 ? ld(xs, b) : -INFINITY);
         if (ind) {
             int64_t si = b;
             if (col_major && b >= 0) {
@@ -1593,12 +1597,20 @@ __global__ void k_max_pool(const float *x, float *y, int64_t *ind, int64_t plane
     }
 }
 
-extern "C" int cu_max_pool(void *stream, const float *x, float *y, int64_t *indices, int64_t planes,
-                           cu_window w, int col_major) {
-    int64_t n = planes * w.col_size;
-    if (n == 0) return 0;
-    k_max_pool<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, indices, planes, w,
-                                                                    col_major);
+template <typename T>
+static void max_pool_launch(cudaStream_t s, const void *x, void *y, int64_t *indices,
+                            int64_t planes, cu_window w, int col_major) {
+    k_max_pool<T><<<blocks_for(planes * w.col_size), THREADS, 0, s>>>((const T *)x, (T *)y, indices,
+                                                                      planes, w, col_major);
+}
+
+extern "C" int cu_max_pool(void *stream, int kind, const void *x, void *y, int64_t *indices,
+                           int64_t planes, cu_window w, int col_major) {
+    if (planes * w.col_size == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (kind == 1) max_pool_launch<oc_f16>(s, x, y, indices, planes, w, col_major);
+    else if (kind == 2) max_pool_launch<oc_bf16>(s, x, y, indices, planes, w, col_major);
+    else max_pool_launch<float>(s, x, y, indices, planes, w, col_major);
     return last_error();
 }
 
@@ -1607,8 +1619,8 @@ extern "C" int cu_max_pool(void *stream, const float *x, float *y, int64_t *indi
 // kernel's scatter does, so the float sums match it bit for bit. MaxPool: the
 // window's argmax comes from `arg` (phase 1, k_max_argmax) when given, else is
 // recomputed for every covering window.
-template <bool MAX>
-__global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t planes, cu_window w,
+template <bool MAX, typename T>
+__global__ void k_pool_grad(const T *dy, const T *x, T *dx, int64_t planes, cu_window w,
                             int include_pad, const int32_t *arg) {
     GRID_LOOP(t, planes * w.img_size) {
         int64_t p = t / w.img_size, ii = t % w.img_size, ic[3], rem = ii;
@@ -1636,7 +1648,7 @@ __global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t 
                 oi = oi * w.col[d] + o[d];
             }
             if (!ok) continue;
-            float g = dy[p * w.col_size + oi];
+            float g = ld(dy, p * w.col_size + oi);
             if (MAX) {
                 int64_t best =
                     arg ? (int64_t)arg[p * w.col_size + oi] : win_argmax(w, x + p * w.img_size, o);
@@ -1652,13 +1664,14 @@ __global__ void k_pool_grad(const float *dy, const float *x, float *dx, int64_t 
                 if (div > 0) acc += g / (float)div;
             }
         }
-        dx[t] = acc;
+        st(dx, t, acc);
     }
 }
 
 // Phase 1 of MaxPoolGrad with scratch: each window's argmax (flat index in its
 // plane, -1 for an empty window), found once instead of once per covered cell.
-__global__ void k_max_argmax(const float *x, int32_t *arg, int64_t planes, cu_window w) {
+template <typename T>
+__global__ void k_max_argmax(const T *x, int32_t *arg, int64_t planes, cu_window w) {
     GRID_LOOP(t, planes * w.col_size) {
         int64_t p = t / w.col_size, o[3];
         decode_pos(w, t % w.col_size, o);
@@ -1674,12 +1687,13 @@ struct pool2d {
     int ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
-__global__ void k_max_argmax2d(const float *x, int32_t *arg, int64_t planes, pool2d q) {
+template <typename T>
+__global__ void k_max_argmax2d(const T *x, int32_t *arg, int64_t planes, pool2d q) {
     int64_t per = (int64_t)q.oh * q.ow;
     GRID_LOOP(t, planes * per) {
         int64_t p = t / per;
         int r = (int)(t - p * per), oy = r / q.ow, ox = r - oy * q.ow;
-        const float *xs = x + p * (int64_t)q.ih * q.iw;
+        const T *xs = x + p * (int64_t)q.ih * q.iw;
         int best = -1;
         float bv = 0.0f;
         for (int ky = 0; ky < q.kh; ky++) { // window order: rows, then columns (win_argmax)
@@ -1688,7 +1702,7 @@ __global__ void k_max_argmax2d(const float *x, int32_t *arg, int64_t planes, poo
             for (int kx = 0; kx < q.kw; kx++) {
                 int ix = ox * q.sw - q.pw + kx * q.dw;
                 if (ix < 0 || ix >= q.iw) continue;
-                float v = xs[iy * q.iw + ix];
+                float v = ld(xs, iy * q.iw + ix);
                 if (best < 0 || v > bv || (isnan(v) && !isnan(bv))) {
                     best = iy * q.iw + ix;
                     bv = v;
@@ -1709,14 +1723,15 @@ __device__ static inline void cover_range(int i, int pad, int kn, int s, int d, 
     if (*hi > on - 1) *hi = on - 1;
 }
 
-__global__ void k_max_pool_grad2d(const float *dy, const int32_t *arg, float *dx, int64_t planes,
+template <typename T>
+__global__ void k_max_pool_grad2d(const T *dy, const int32_t *arg, T *dx, int64_t planes,
                                   pool2d q) {
     int64_t per = (int64_t)q.ih * q.iw, oper = (int64_t)q.oh * q.ow;
     GRID_LOOP(t, planes * per) {
         int64_t p = t / per;
         int r = (int)(t - p * per), iy = r / q.iw, ix = r - iy * q.iw;
         const int32_t *ap = arg + p * oper;
-        const float *dp = dy + p * oper;
+        const T *dp = dy + p * oper;
         int y0, y1, x0, x1;
         cover_range(iy, q.ph, q.kh, q.sh, q.dh, q.oh, &y0, &y1);
         cover_range(ix, q.pw, q.kw, q.sw, q.dw, q.ow, &x0, &x1);
@@ -1726,10 +1741,10 @@ __global__ void k_max_pool_grad2d(const float *dy, const int32_t *arg, float *dx
             for (int ox = x0; ox <= x1; ox++) {
                 if (q.dw > 1 && (ix + q.pw - ox * q.sw) % q.dw) continue;
                 int o = oy * q.ow + ox;
-                if (ap[o] == r) acc += dp[o];
+                if (ap[o] == r) acc += ld(dp, o);
             }
         }
-        dx[t] = acc;
+        st(dx, t, acc);
     }
 }
 
@@ -1746,21 +1761,32 @@ static bool pool2d_of(const cu_window &w, pool2d *q) {
     return q->sh > 0 && q->sw > 0 && q->dh > 0 && q->dw > 0;
 }
 
-extern "C" int cu_max_pool_grad(void *stream, const float *dy, const float *x, float *dx,
-                                int64_t planes, cu_window w, int32_t *arg) {
+template <typename T>
+static void max_pool_grad_launch(cudaStream_t s, const T *dy, const T *x, T *dx, int64_t planes,
+                                 cu_window w, int32_t *arg) {
     int64_t n = planes * w.img_size;
-    if (n == 0) return 0;
-    cudaStream_t s = (cudaStream_t)stream;
     pool2d q;
     if (arg && pool2d_of(w, &q)) {
         if (planes * w.col_size > 0)
-            k_max_argmax2d<<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, arg, planes, q);
-        k_max_pool_grad2d<<<blocks_for(n), THREADS, 0, s>>>(dy, arg, dx, planes, q);
-        return last_error();
+            k_max_argmax2d<T>
+                <<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, arg, planes, q);
+        k_max_pool_grad2d<T><<<blocks_for(n), THREADS, 0, s>>>(dy, arg, dx, planes, q);
+        return;
     }
     if (arg && planes * w.col_size > 0)
-        k_max_argmax<<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, arg, planes, w);
-    k_pool_grad<true><<<blocks_for(n), THREADS, 0, s>>>(dy, x, dx, planes, w, 0, arg);
+        k_max_argmax<T><<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, arg, planes, w);
+    k_pool_grad<true, T><<<blocks_for(n), THREADS, 0, s>>>(dy, x, dx, planes, w, 0, arg);
+}
+
+extern "C" int cu_max_pool_grad(void *stream, int kind, const void *dy, const void *x, void *dx,
+                                int64_t planes, cu_window w, int32_t *arg) {
+    if (planes * w.img_size == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+#define MPG(T) max_pool_grad_launch(s, (const T *)dy, (const T *)x, (T *)dx, planes, w, arg)
+    if (kind == 1) MPG(oc_f16);
+    else if (kind == 2) MPG(oc_bf16);
+    else MPG(float);
+#undef MPG
     return last_error();
 }
 
@@ -1768,8 +1794,8 @@ extern "C" int cu_average_pool_grad(void *stream, const float *dy, float *dx, in
                                     cu_window w, int include_pad) {
     int64_t n = planes * w.img_size;
     if (n == 0) return 0;
-    k_pool_grad<false><<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, NULL, dx, planes, w,
-                                                                            include_pad, NULL);
+    k_pool_grad<false, float><<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
+        dy, NULL, dx, planes, w, include_pad, NULL);
     return last_error();
 }
 
@@ -1801,29 +1827,38 @@ extern "C" int cu_average_pool(void *stream, const float *x, float *y, int64_t p
     return last_error();
 }
 
-__global__ void k_gap(const float *x, float *y, int64_t planes, int64_t S) {
+template <typename T> __global__ void k_gap(const T *x, T *y, int64_t planes, int64_t S) {
     GRID_LOOP(p, planes) {
         double s = 0;
-        for (int64_t i = 0; i < S; i++) s += x[p * S + i];
-        y[p] = (float)(s / (double)S);
+        for (int64_t i = 0; i < S; i++) s += ld(x, p * S + i);
+        st(y, p, (float)(s / (double)S));
     }
 }
 
-extern "C" int cu_global_average_pool(void *stream, const float *x, float *y, int64_t planes,
-                                      int64_t S) {
+template <typename T> __global__ void k_gap_grad(const T *dy, T *dx, int64_t planes, int64_t S) {
+    GRID_LOOP(i, planes * S) st(dx, i, ld(dy, i / S) / (float)S);
+}
+
+extern "C" int cu_global_average_pool(void *stream, int kind, const void *x, void *y,
+                                      int64_t planes, int64_t S) {
     if (planes == 0) return 0;
-    k_gap<<<blocks_for(planes), THREADS, 0, (cudaStream_t)stream>>>(x, y, planes, S);
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(planes);
+    if (kind == 1) k_gap<<<b, THREADS, 0, s>>>((const oc_f16 *)x, (oc_f16 *)y, planes, S);
+    else if (kind == 2) k_gap<<<b, THREADS, 0, s>>>((const oc_bf16 *)x, (oc_bf16 *)y, planes, S);
+    else k_gap<<<b, THREADS, 0, s>>>((const float *)x, (float *)y, planes, S);
     return last_error();
 }
 
-__global__ void k_gap_grad(const float *dy, float *dx, int64_t planes, int64_t S) {
-    GRID_LOOP(i, planes * S) dx[i] = dy[i / S] / (float)S;
-}
-
-extern "C" int cu_global_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes,
-                                           int64_t S) {
+extern "C" int cu_global_average_pool_grad(void *stream, int kind, const void *dy, void *dx,
+                                           int64_t planes, int64_t S) {
     if (planes * S == 0) return 0;
-    k_gap_grad<<<blocks_for(planes * S), THREADS, 0, (cudaStream_t)stream>>>(dy, dx, planes, S);
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(planes * S);
+    if (kind == 1) k_gap_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, (oc_f16 *)dx, planes, S);
+    else if (kind == 2)
+        k_gap_grad<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, (oc_bf16 *)dx, planes, S);
+    else k_gap_grad<<<b, THREADS, 0, s>>>((const float *)dy, (float *)dx, planes, S);
     return last_error();
 }
 

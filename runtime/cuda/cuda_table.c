@@ -86,7 +86,11 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_SLICE_GRAD:
     case OP_CONCAT:
     case OP_CONCAT_GRAD:
-    case OP_SPLIT: break;
+    case OP_SPLIT:
+    case OP_MAX_POOL: /* own kernels (cuDNN's pooling takes float32 only here) */
+    case OP_MAX_POOL_GRAD:
+    case OP_GLOBAL_AVERAGE_POOL:
+    case OP_GLOBAL_AVERAGE_POOL_GRAD: break;
     case OP_ADD:
     case OP_SUM: /* two inputs of the output's shape: summed in float32, rounded once */
         if (n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->outputs[0] < 0 ||

@@ -195,8 +195,12 @@ OP_CASE(SLICE, "fp16, channel half", 13, 1, "h[2,6,3,3] i64=[3] i64=[6] i64=[1]"
 OP_CASE(CONCAT, "bf16, axis 1 (U-Net skip)", 13, 1, "h[2,3,4] h[2,2,4]", "axis=1 !bf16")
 OP_CASE(SPLIT, "fp16, split input", 13, 3, "h[2,6,3] i64=[1,3,2]", "axis=1 !fp16")
 OP_CASE(RESHAPE, "bf16, 0 and -1", 13, 1, "h[2,3,4] i64=[0,-1,2]", "!bf16")
-OP_CASE(MAX_POOL, "bf16 (widened on cuda)", 13, 1, "h[1,2,5,5]",
+OP_CASE(MAX_POOL, "bf16, 2x2 stride 2", 13, 1, "h[1,2,5,5]",
         "kernel_shape=[2,2] strides=[2,2] !bf16")
+OP_CASE(MAX_POOL, "fp16, 3x3 stride 2 pad 1 (ResNet's stem)", 13, 1, "h[2,3,7,6]",
+        "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !fp16")
+OP_CASE(GLOBAL_AVERAGE_POOL, "bf16", 13, 1, "h[2,3,4,5]", "!bf16")
+OP_CASE(AVERAGE_POOL, "fp16 (widened on cuda)", 13, 1, "h[1,2,5,5]", "kernel_shape=[2,2] !fp16")
 OP_CASE(FUSED_ATTENTION, "no mask, K", 13, 2, "[2,2,3,4] [2,2,5,4] [2,2,5,3]", "scale=0.5")
 OP_CASE(FUSED_ATTENTION, "Kᵀ, masked where cond (finite fill)", 13, 2,
         "[1,2,4,3] [1,2,3,5] [1,2,5,2] b[1,1,4,5]", "scale=0.7 k_transposed=1 mask=1 fill=-2.5")

@@ -8,7 +8,7 @@
  *     models (what the planner emits) is supported by both;
  *   - the device Dropout RNG (cuda_ops.cu, compiled for host and device) is
  *     bit for bit runtime/cpu/cpu_rng.c's, in CUDA builds;
- *   - under --precision bf16 / fp16, every convolution, GEMM, BatchNorm[Relu] and Relu[Grad]
+ *   - under --precision bf16 / fp16, every convolution, GEMM, BatchNorm[Relu], Relu and pooling
  *     node of ResNet-50's and the U-Net's training graphs that computes in half
  *     runs on its half tensors natively (cuda_native_half), not widened. */
 #include <setjmp.h>
@@ -115,6 +115,10 @@ static bool native_expected(int op) {
     case OP_MATMUL_GRAD_B:
     case OP_RELU:
     case OP_RELU_GRAD:
+    case OP_MAX_POOL:
+    case OP_MAX_POOL_GRAD:
+    case OP_GLOBAL_AVERAGE_POOL:
+    case OP_GLOBAL_AVERAGE_POOL_GRAD:
     case OP_BATCH_NORM:
     case OP_BATCH_NORM_GRAD:
     case OP_BATCH_NORM_RELU:

@@ -59,13 +59,25 @@ static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
 
 /* ---- elementwise ---- */
 
-static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *y = kernel_out(a, 0);
-    if (ir_dtype_is_half(y->dtype)) { /* two inputs of y's shape and type (cuda_native_half) */
-        CU_LAUNCH(cu_add2_half(c->stream, cuda_float_kind(y->dtype), a->in[0], a->in[1], a->out[0],
-                               kernel_numel(y)));
+/* A half y = a (op) b, two inputs (cuda_native_half): of y's type, or float32 scalars. */
+static int binary_half(const cuda_ctx *c, const kernel_args *a, int op, oc_err *err) {
+    (void)err;
+    const ir_tensor *y = kernel_out(a, 0), *l = kernel_in(a, 0), *r = kernel_in(a, 1);
+    int ky = cuda_float_kind(y->dtype);
+    if (op == CU_BC_ADD && same_dims(l, y) && same_dims(r, y) && l->dtype == y->dtype &&
+        r->dtype == y->dtype) {
+        CU_LAUNCH(cu_add2_half(c->stream, ky, a->in[0], a->in[1], a->out[0], kernel_numel(y)));
         return OC_OK;
     }
+    CU_LAUNCH(cu_binary_half(c->stream, cuda_float_kind(l->dtype), a->in[0], shape_of(l),
+                             cuda_float_kind(r->dtype), a->in[1], shape_of(r), ky, a->out[0],
+                             shape_of(y), op));
+    return OC_OK;
+}
+
+static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *y = kernel_out(a, 0);
+    if (ir_dtype_is_half(y->dtype)) return binary_half(c, a, CU_BC_ADD, err);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
     int n_in = a->n->n_inputs, i = 0;
@@ -88,6 +100,8 @@ int cuda_add(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return add_
 /* A, B -> C = A - B, A * B, A / B (broadcast; float, double). */
 int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
+    int op = a->n->op == OP_SUB ? CU_BC_SUB : a->n->op == OP_MUL ? CU_BC_MUL : CU_BC_DIV;
+    if (ir_dtype_is_half(y->dtype)) return binary_half(c, a, op, err);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
     if (dt != CU_DT_F32 && dt != CU_DT_F64)
@@ -96,7 +110,6 @@ int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int k = 0; k < 2; k++)
         if (kernel_in(a, k)->dtype != y->dtype)
             return kernel_fail(a, err, "inputs differ in dtype");
-    int op = a->n->op == OP_SUB ? CU_BC_SUB : a->n->op == OP_MUL ? CU_BC_MUL : CU_BC_DIV;
     CU_LAUNCH(cu_bcast_apply(c->stream, dt, a->in[0], shape_of(kernel_in(a, 0)), a->out[0],
                              shape_of(y), CU_BC_ASSIGN));
     CU_LAUNCH(cu_bcast_apply(c->stream, dt, a->in[1], shape_of(kernel_in(a, 1)), a->out[0],
@@ -121,14 +134,16 @@ int cuda_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return add_
 
 int cuda_reduce_sum_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
-    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err))
+    if (!(ir_dtype_is_half(dy->dtype) && dx->dtype == dy->dtype) && /* cuda_native_half */
+        (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+         kernel_want_dtype(a, dx, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
     const op_reduce_args *p = &op_args_of(a->n)->reduce;
     if (p->rank != dy->rank) return kernel_fail(a, err, "the reduced shape's rank is not dY's");
     cu_shape kept = {.rank = p->rank};
     for (int i = 0; i < p->rank; i++) kept.d[i] = p->dims[i];
-    CU_LAUNCH(cu_reduce_sum_to(c->stream, a->in[0], shape_of(dy), a->out[0], kept, p->scale));
+    CU_LAUNCH(cu_reduce_sum_to(c->stream, cuda_float_kind(dy->dtype), a->in[0], shape_of(dy),
+                               a->out[0], kept, p->scale));
     return OC_OK;
 }
 
@@ -218,12 +233,12 @@ int cuda_pointwise_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
  * reads them); the same RNG key (cpu_rng_key), so masks agree bit for bit. */
 int cuda_dropout(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (!ir_dtype_is_half(x->dtype) && kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_dropout_args *p = &op_args_of(a->n)->dropout; /* ratio in [0, 1) when training */
     uint8_t *mask = a->n->n_outputs > 1 ? a->out[1] : NULL;
     cu_rng key = {cpu_rng_seeded(a->seed), p->key_hash, c->im->step_dev};
-    CU_LAUNCH(cu_dropout(c->stream, a->in[0], a->out[0], mask, kernel_numel(x), key, p->ratio,
-                         p->training));
+    CU_LAUNCH(cu_dropout(c->stream, cuda_float_kind(x->dtype), a->in[0], a->out[0], mask,
+                         kernel_numel(x), key, p->ratio, p->training));
     return OC_OK;
 }
 
@@ -282,12 +297,12 @@ int cuda_where_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 int cuda_dropout_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0);
-    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+    if ((!ir_dtype_is_half(dy->dtype) && kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err)) ||
         kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_BOOL, err))
         return OC_ERR;
     float ratio = op_args_of(a->n)->dropout.ratio; /* in [0, 1), checked at load */
-    CU_LAUNCH(cu_dropout_grad(c->stream, a->in[0], a->in[1], a->out[0], kernel_numel(dy),
-                              1.0f / (1.0f - ratio)));
+    CU_LAUNCH(cu_dropout_grad(c->stream, cuda_float_kind(dy->dtype), a->in[0], a->in[1], a->out[0],
+                              kernel_numel(dy), 1.0f / (1.0f - ratio)));
     return OC_OK;
 }
 

@@ -137,9 +137,10 @@ int cu_broadcast_to(void *stream, const float *dy, cu_shape kept, float *dx, cu_
 /* out = a + b, n elements of the same shape, one pass (the residual Add; out may be a or b).
  * The same values as cu_bcast_accumulate of a then b. */
 int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n);
-/* dX = scale * sum of dY over broadcast dims (cpu_reduce_sum_to; double, dY order). */
-int cu_reduce_sum_to(void *stream, const float *dy, cu_shape dy_shape, float *dx, cu_shape dx_shape,
-                     float scale);
+/* dX = scale * sum of dY over broadcast dims (cpu_reduce_sum_to; double, dY order); dY and dX
+ * of element kind `kind` (0 float32, 1 float16, 2 bfloat16: dX rounded once). */
+int cu_reduce_sum_to(void *stream, int kind, const void *dy, cu_shape dy_shape, void *dx,
+                     cu_shape dx_shape, float scale);
 /* Clip with bounds from device scalars (lo_p/hi_p, may be NULL) or values. */
 int cu_clip(void *stream, cu_dtype dt, const void *x, void *y, int64_t n, const void *lo_p,
             const void *hi_p, int has_lo_attr, double lo_attr, int has_hi_attr, double hi_attr);
@@ -158,11 +159,17 @@ int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, const void *
                       int64_t n, float p0, float p1);
 /* out = a + b elementwise, float16 (kind 1) or bfloat16 (2), summed in float32. */
 int cu_add2_half(void *stream, int kind, const void *a, const void *b, void *out, int64_t n);
+/* y = a (op) b broadcast (CU_BC_ADD, SUB, MUL, DIV) into a half y of kind ky (1 float16, 2
+ * bfloat16); each operand of kind ky or 0 (float32, a plan-time scalar): computed in float32,
+ * rounded once. cudaErrorInvalidValue for another kind. */
+int cu_binary_half(void *stream, int ka, const void *a, cu_shape as, int kb, const void *b,
+                   cu_shape bs, int ky, void *y, cu_shape ys, int op);
 /* Dropout: training with ratio in [0, 1) (checked at load), else Y = X. */
-int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n, cu_rng key,
+/* x, y / dy, dx of element kind `kind` (0 float32, 1 float16, 2 bfloat16). */
+int cu_dropout(void *stream, int kind, const void *x, void *y, uint8_t *mask, int64_t n, cu_rng key,
                float ratio, int train);
-int cu_dropout_grad(void *stream, const float *dy, const uint8_t *mask, float *dx, int64_t n,
-                    float scale);
+int cu_dropout_grad(void *stream, int kind, const void *dy, const uint8_t *mask, void *dx,
+                    int64_t n, float scale);
 /* Pad / PadGrad: out (od) from in (id), out coord o reads in coord o - begin
  * (mode 0 constant, 1 reflect, 2 edge), fill of es bytes otherwise. */
 int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int64_t *begin, int mode,

@@ -272,14 +272,15 @@ extern "C" int cu_broadcast_to(void *stream, const float *dy, cu_shape ks, float
 
 // ---- ReduceSumTo (cpu_reduce_sum_to): one thread per dX element, loops the
 // reduced dims in dY order, double accumulation. ----
-__global__ void k_reduce_sum_to(const float *dy, cu_shape ys, cu_shape xs, float *dx, int64_t m,
+template <typename T>
+__global__ void k_reduce_sum_to(const T *dy, cu_shape ys, cu_shape xs, T *dx, int64_t m,
                                 float scale) {
     int r = ys.rank;
-    int64_t st[CU_MAX_RANK], acc = 1;
+    int64_t stride[CU_MAX_RANK], acc = 1;
     bool red[CU_MAX_RANK];
     int64_t nred = 1;
     for (int d = r - 1; d >= 0; d--) {
-        st[d] = acc;
+        stride[d] = acc;
         acc *= ys.d[d];
         int j = d - (r - xs.rank);
         red[d] = (j < 0 || xs.d[j] == 1) && ys.d[d] != 1;
@@ -291,7 +292,7 @@ __global__ void k_reduce_sum_to(const float *dy, cu_shape ys, cu_shape xs, float
             if (red[d]) continue;
             int j = d - (r - xs.rank);
             int64_t ext = j >= 0 ? xs.d[j] : 1;
-            base += (rem % ext) * st[d];
+            base += (rem % ext) * stride[d];
             rem /= ext;
         }
         double s = 0;
@@ -299,20 +300,26 @@ __global__ void k_reduce_sum_to(const float *dy, cu_shape ys, cu_shape xs, float
             int64_t kr = k, off = base;
             for (int d = r - 1; d >= 0; d--) {
                 if (!red[d]) continue;
-                off += (kr % ys.d[d]) * st[d];
+                off += (kr % ys.d[d]) * stride[d];
                 kr /= ys.d[d];
             }
-            s += dy[off];
+            s += ld(dy, off);
         }
-        dx[i] = (float)(s * scale);
+        st(dx, i, (float)(s * scale));
     }
 }
 
-extern "C" int cu_reduce_sum_to(void *stream, const float *dy, cu_shape ys, float *dx, cu_shape xs,
-                                float scale) {
+extern "C" int cu_reduce_sum_to(void *stream, int kind, const void *dy, cu_shape ys, void *dx,
+                                cu_shape xs, float scale) {
     int64_t m = numel(xs);
     if (m == 0) return 0;
-    k_reduce_sum_to<<<blocks_for(m), THREADS, 0, (cudaStream_t)stream>>>(dy, ys, xs, dx, m, scale);
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(m);
+    if (kind == 1)
+        k_reduce_sum_to<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, ys, xs, (oc_f16 *)dx, m, scale);
+    else if (kind == 2)
+        k_reduce_sum_to<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, ys, xs, (oc_bf16 *)dx, m, scale);
+    else k_reduce_sum_to<<<b, THREADS, 0, s>>>((const float *)dy, ys, xs, (float *)dx, m, scale);
     return last_error();
 }
 
@@ -514,27 +521,34 @@ extern "C" int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, c
 }
 
 // ---- Dropout / DropoutGrad ----
-__global__ void k_dropout(const float *x, float *y, uint8_t *mask, int64_t n, cu_rng r, float ratio,
+template <typename T>
+__global__ void k_dropout(const T *x, T *y, uint8_t *mask, int64_t n, cu_rng r, float ratio,
                           int train) {
     float scale = 1.0f / (1.0f - ratio);
     uint64_t key = train && ratio != 0.0f ? rng_key(r) : 0;
     GRID_LOOP(i, n) {
         if (!train || ratio == 0.0f) {
-            y[i] = x[i];
+            st(y, i, ld(x, i));
             if (mask) mask[i] = 1;
         } else {
             bool keep = rng_uniform(key, (uint64_t)i) >= ratio;
-            y[i] = keep ? x[i] * scale : 0.0f;
+            st(y, i, keep ? ld(x, i) * scale : 0.0f);
             if (mask) mask[i] = keep;
         }
     }
 }
 
-extern "C" int cu_dropout(void *stream, const float *x, float *y, uint8_t *mask, int64_t n,
+extern "C" int cu_dropout(void *stream, int kind, const void *x, void *y, uint8_t *mask, int64_t n,
                           cu_rng key, float ratio, int train) {
     if (n == 0) return 0;
-    k_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, mask, n, key, ratio,
-                                                                   train);
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+    if (kind == 1)
+        k_dropout<<<b, THREADS, 0, s>>>((const oc_f16 *)x, (oc_f16 *)y, mask, n, key, ratio, train);
+    else if (kind == 2)
+        k_dropout<<<b, THREADS, 0, s>>>((const oc_bf16 *)x, (oc_bf16 *)y, mask, n, key, ratio,
+                                        train);
+    else k_dropout<<<b, THREADS, 0, s>>>((const float *)x, (float *)y, mask, n, key, ratio, train);
     return last_error();
 }
 
@@ -1403,6 +1417,46 @@ __device__ static int64_t bcast_offset(cu_shape in, cu_shape out, int64_t i) {
     return off;
 }
 
+// Add / Sub / Mul / Div of two broadcast operands into a half y, one pass: each operand of
+// y's type or float32 (a plan-time scalar), the value computed in float32, rounded once.
+template <typename TA, typename TB, typename TO>
+__global__ void k_binary_h(const TA *a, cu_shape as, const TB *b, cu_shape bs, TO *y, cu_shape ys,
+                           int64_t n, int op) {
+    GRID_LOOP(i, n) {
+        float u = ld(a, bcast_offset(as, ys, i)), v = ld(b, bcast_offset(bs, ys, i));
+        st(y, i, bc_apply<float>(op, u, v));
+    }
+}
+
+template <typename TO>
+static void binary_launch(cudaStream_t s, int ka, const void *a, cu_shape as, int kb, const void *b,
+                          cu_shape bs, void *y, cu_shape ys, int64_t n, int op) {
+    unsigned g = blocks_for(n);
+    if (ka && kb)
+        k_binary_h<<<g, THREADS, 0, s>>>((const TO *)a, as, (const TO *)b, bs, (TO *)y, ys, n, op);
+    else if (ka)
+        k_binary_h<<<g, THREADS, 0, s>>>((const TO *)a, as, (const float *)b, bs, (TO *)y, ys, n,
+                                         op);
+    else if (kb)
+        k_binary_h<<<g, THREADS, 0, s>>>((const float *)a, as, (const TO *)b, bs, (TO *)y, ys, n,
+                                         op);
+    else
+        k_binary_h<<<g, THREADS, 0, s>>>((const float *)a, as, (const float *)b, bs, (TO *)y, ys, n,
+                                         op);
+}
+
+extern "C" int cu_binary_half(void *stream, int ka, const void *a, cu_shape as, int kb,
+                              const void *b, cu_shape bs, int ky, void *y, cu_shape ys, int op) {
+    int64_t n = numel(ys);
+    if (n == 0) return 0;
+    if ((ka && ka != ky) || (kb && kb != ky)) return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (ky == 1) binary_launch<oc_f16>(s, ka, a, as, kb, b, bs, y, ys, n, op);
+    else if (ky == 2) binary_launch<oc_bf16>(s, ka, a, as, kb, b, bs, y, ys, n, op);
+    else return (int)cudaErrorInvalidValue;
+    return last_error();
+}
+
 __global__ void k_less(const float *a, cu_shape as, const float *b, cu_shape bs, uint8_t *y,
                        cu_shape ys, int64_t n) {
     GRID_LOOP(i, n) y[i] = a[bcast_offset(as, ys, i)] < b[bcast_offset(bs, ys, i)];
@@ -1443,15 +1497,21 @@ extern "C" int cu_where_grad(void *stream, const float *dy, const uint8_t *c, cu
     return last_error();
 }
 
-__global__ void k_dropout_grad(const float *dy, const uint8_t *mask, float *dx, int64_t n,
-                               float scale) {
-    GRID_LOOP(i, n) dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+template <typename T>
+__global__ void k_dropout_grad(const T *dy, const uint8_t *mask, T *dx, int64_t n, float scale) {
+    GRID_LOOP(i, n) st(dx, i, mask[i] ? ld(dy, i) * scale : 0.0f);
 }
 
-extern "C" int cu_dropout_grad(void *stream, const float *dy, const uint8_t *mask, float *dx,
-                               int64_t n, float scale) {
+extern "C" int cu_dropout_grad(void *stream, int kind, const void *dy, const uint8_t *mask,
+                               void *dx, int64_t n, float scale) {
     if (n == 0) return 0;
-    k_dropout_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, mask, dx, n, scale);
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+    if (kind == 1)
+        k_dropout_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, mask, (oc_f16 *)dx, n, scale);
+    else if (kind == 2)
+        k_dropout_grad<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, mask, (oc_bf16 *)dx, n, scale);
+    else k_dropout_grad<<<b, THREADS, 0, s>>>((const float *)dy, mask, (float *)dx, n, scale);
     return last_error();
 }
 

@@ -7,6 +7,7 @@
 #include "backend_cuda.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_util.h"
 #include "pointwise.h"
 
 static const bool cuda_has[OP__COUNT] = {
@@ -48,10 +49,17 @@ static const bool pointwise_op[OP__COUNT] = {
 #undef PW_ROW
 };
 
-static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return false;
+/* Add / Sub / Mul / Div (and a 2-input Sum) into a half output: each input of
+ * the output's type or float32 (cu_binary_half reads both). */
+static bool binary_half(const ir_graph *g, const ir_node *n) {
+    if (n->n_inputs != 2 || n->n_outputs != 1 || n->outputs[0] < 0) return false;
+    ir_dtype dt = g->tensors[n->outputs[0]].dtype;
+    if (!ir_dtype_is_half(dt)) return false;
+    for (int k = 0; k < 2; k++) {
+        int t = n->inputs[k];
+        if (t < 0 || (g->tensors[t].dtype != dt && g->tensors[t].dtype != IR_DTYPE_FLOAT))
+            return false;
+    }
     return true;
 }
 
@@ -92,12 +100,13 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_GLOBAL_AVERAGE_POOL:
     case OP_GLOBAL_AVERAGE_POOL_GRAD: break;
     case OP_ADD:
-    case OP_SUM: /* two inputs of the output's shape: summed in float32, rounded once */
-        if (n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->outputs[0] < 0 ||
-            !same_dims(&g->tensors[n->inputs[0]], &g->tensors[n->outputs[0]]) ||
-            !same_dims(&g->tensors[n->inputs[1]], &g->tensors[n->outputs[0]]))
-            return false;
-        break;
+    case OP_SUM:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV: return binary_half(g, n);
+    case OP_REDUCE_SUM_TO:
+    case OP_DROPOUT:
+    case OP_DROPOUT_GRAD: break;
     default: return false;
     }
 one_type:;
@@ -106,7 +115,10 @@ one_type:;
         int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
         if (t < 0) continue;
         ir_dtype x = g->tensors[t].dtype;
-        if (!ir_dtype_is_compute(x)) continue; /* a shape, starts, axes */
+        /* a shape, starts, axes; a plan-time float the kernel takes from the node's
+         * arguments (Dropout's ratio, an exponent) */
+        if (!ir_dtype_is_compute(x) || (x == IR_DTYPE_FLOAT && op_is_value(&g->tensors[t])))
+            continue;
         if (!ir_dtype_is_half(x) || (dt != IR_DTYPE_UNDEFINED && x != dt)) return false;
         dt = x;
     }

@@ -8,9 +8,10 @@
  *     models (what the planner emits) is supported by both;
  *   - the device Dropout RNG (cuda_ops.cu, compiled for host and device) is
  *     bit for bit runtime/cpu/cpu_rng.c's, in CUDA builds;
- *   - under --precision bf16 / fp16, every convolution, GEMM, BatchNorm[Relu], Relu and pooling
- *     node of ResNet-50's and the U-Net's training graphs that computes in half
- *     runs on its half tensors natively (cuda_native_half), not widened. */
+ *   - under --precision bf16 / fp16, every convolution, GEMM, BatchNorm[Relu],
+ *     Relu, pooling, binary arithmetic, Dropout and ReduceSumTo node of
+ *     ResNet-50's, the U-Net's, GPT-2's and ViT-B/16's training graphs that
+ *     computes in half runs on its half tensors natively (cuda_native_half). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,6 +116,12 @@ static bool native_expected(int op) {
     case OP_MATMUL_GRAD_B:
     case OP_RELU:
     case OP_RELU_GRAD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV:
+    case OP_DROPOUT:
+    case OP_DROPOUT_GRAD:
+    case OP_REDUCE_SUM_TO:
     case OP_MAX_POOL:
     case OP_MAX_POOL_GRAD:
     case OP_GLOBAL_AVERAGE_POOL:
@@ -129,7 +136,8 @@ static bool native_expected(int op) {
 
 static void test_half_nodes_native(void **state) {
     (void)state;
-    const char *models[] = {"graphs/resnet50_op13.onnx", "graphs/unet_op15.onnx"};
+    const char *models[] = {"graphs/resnet50_op13.onnx", "graphs/unet_op15.onnx",
+                            "graphs/gpt2_small.onnx", "graphs/vit_b16.onnx"};
     const train_precision precs[] = {TRAIN_PRECISION_BF16, TRAIN_PRECISION_FP16};
     for (size_t m = 0; m < sizeof models / sizeof *models; m++)
         for (int p = 0; p < 2; p++) {
@@ -164,7 +172,7 @@ static void test_half_nodes_native(void **state) {
                                    op_name((op_kind)o), by_op[o]);
             printf("ok - %s %s: %d half nodes native (%d BatchNorm[Relu][Grad]), %d widened:%s\n",
                    models[m], train_precision_name(precs[p]), native, bnr, widened, list);
-            assert_true(native > 0 && bnr > 0);
+            assert_true(native > 0 && (bnr > 0 || strstr(models[m], "resnet") == NULL));
             train_graph_free(tg);
         }
 }

@@ -276,6 +276,13 @@ int cuda_expand(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 int cuda_where(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *tc = kernel_in(a, 0), *tx = kernel_in(a, 1), *ty = kernel_in(a, 2),
                     *y = kernel_out(a, 0);
+    if (ir_dtype_is_half(y->dtype)) { /* cuda_native_half */
+        if (kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err)) return OC_ERR;
+        CU_LAUNCH(cu_where_half(c->stream, a->in[0], shape_of(tc), cuda_float_kind(tx->dtype),
+                                a->in[1], shape_of(tx), cuda_float_kind(ty->dtype), a->in[2],
+                                shape_of(ty), cuda_float_kind(y->dtype), a->out[0], shape_of(y)));
+        return OC_OK;
+    }
     if (kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err) ||
         kernel_want_dtype(a, tx, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, ty, IR_DTYPE_FLOAT, err))
@@ -287,10 +294,11 @@ int cuda_where(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 int cuda_where_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *tdy = kernel_in(a, 0), *tc = kernel_in(a, 1);
-    if (kernel_want_dtype(a, tdy, IR_DTYPE_FLOAT, err) ||
+    if ((!ir_dtype_is_half(tdy->dtype) && kernel_want_dtype(a, tdy, IR_DTYPE_FLOAT, err)) ||
         kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err))
         return OC_ERR;
-    CU_LAUNCH(cu_where_grad(c->stream, a->in[0], a->in[1], shape_of(tc), shape_of(tdy), a->out[0],
+    CU_LAUNCH(cu_where_grad(c->stream, cuda_float_kind(tdy->dtype), a->in[0], a->in[1],
+                            shape_of(tc), shape_of(tdy), a->out[0],
                             op_args_of(a->n)->where.select));
     return OC_OK;
 }

@@ -117,12 +117,17 @@ int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, int64_t C, in
                    void *out, int kout);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */
 int cu_random_uniform(void *stream, float *y, int64_t n, cu_rng key, float low, float high);
-/* y = a < b, broadcast (float in, bool out). */
 /* Where / WhereGrad (cpu_where, cpu_where_grad): cond broadcast. */
 int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float *x, cu_shape xs,
              const float *y, cu_shape ys, float *out, cu_shape os);
-int cu_where_grad(void *stream, const float *dy, const uint8_t *c, cu_shape cs, cu_shape os,
-                  float *dx, int select);
+/* Where into a half out of kind ko (1 float16, 2 bfloat16): x and y of kind ko or 0 (float32,
+ * a fill scalar), the selected value rounded once. */
+int cu_where_half(void *stream, const uint8_t *c, cu_shape cs, int kx, const void *x, cu_shape xs,
+                  int ky, const void *y, cu_shape ys, int ko, void *out, cu_shape os);
+/* dy, dx of element kind `kind` (0 float32, 1 float16, 2 bfloat16). */
+int cu_where_grad(void *stream, int kind, const void *dy, const uint8_t *c, cu_shape cs,
+                  cu_shape os, void *dx, int select);
+/* y = a < b, broadcast (float in, bool out). */
 int cu_less(void *stream, const float *a, cu_shape as, const float *b, cu_shape bs, uint8_t *y,
             cu_shape ys);
 int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,

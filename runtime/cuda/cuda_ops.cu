@@ -1484,16 +1484,67 @@ extern "C" int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float
     return last_error();
 }
 
-__global__ void k_where_grad(const float *dy, const uint8_t *c, cu_shape cs, cu_shape os, float *dx,
-                             int select, int64_t n) {
-    GRID_LOOP(i, n) dx[i] = (c[bcast_offset(cs, os, i)] != 0) == (select != 0) ? dy[i] : 0.0f;
+// Where into a half out: x and y each of out's type or float32 (a fill scalar), rounded once.
+template <typename TX, typename TY, typename TO>
+__global__ void k_where_h(const uint8_t *c, cu_shape cs, const TX *x, cu_shape xs, const TY *y,
+                          cu_shape ys, TO *out, cu_shape os, int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t o = bcast_offset(cs, os, i);
+        st(out, i, c[o] ? ld(x, bcast_offset(xs, os, i)) : ld(y, bcast_offset(ys, os, i)));
+    }
 }
 
-extern "C" int cu_where_grad(void *stream, const float *dy, const uint8_t *c, cu_shape cs,
-                             cu_shape os, float *dx, int select) {
+template <typename TO>
+static void where_launch(cudaStream_t s, const uint8_t *c, cu_shape cs, int kx, const void *x,
+                         cu_shape xs, int ky, const void *y, cu_shape ys, void *out, cu_shape os,
+                         int64_t n) {
+    unsigned g = blocks_for(n);
+    if (kx && ky)
+        k_where_h<<<g, THREADS, 0, s>>>(c, cs, (const TO *)x, xs, (const TO *)y, ys, (TO *)out, os,
+                                        n);
+    else if (kx)
+        k_where_h<<<g, THREADS, 0, s>>>(c, cs, (const TO *)x, xs, (const float *)y, ys, (TO *)out,
+                                        os, n);
+    else if (ky)
+        k_where_h<<<g, THREADS, 0, s>>>(c, cs, (const float *)x, xs, (const TO *)y, ys, (TO *)out,
+                                        os, n);
+    else
+        k_where_h<<<g, THREADS, 0, s>>>(c, cs, (const float *)x, xs, (const float *)y, ys,
+                                        (TO *)out, os, n);
+}
+
+extern "C" int cu_where_half(void *stream, const uint8_t *c, cu_shape cs, int kx, const void *x,
+                             cu_shape xs, int ky, const void *y, cu_shape ys, int ko, void *out,
+                             cu_shape os) {
     int64_t n = numel(os);
     if (n == 0) return 0;
-    k_where_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, c, cs, os, dx, select, n);
+    if ((kx && kx != ko) || (ky && ky != ko)) return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (ko == 1) where_launch<oc_f16>(s, c, cs, kx, x, xs, ky, y, ys, out, os, n);
+    else if (ko == 2) where_launch<oc_bf16>(s, c, cs, kx, x, xs, ky, y, ys, out, os, n);
+    else return (int)cudaErrorInvalidValue;
+    return last_error();
+}
+
+template <typename T>
+__global__ void k_where_grad(const T *dy, const uint8_t *c, cu_shape cs, cu_shape os, T *dx,
+                             int select, int64_t n) {
+    GRID_LOOP(i, n)
+    st(dx, i, (c[bcast_offset(cs, os, i)] != 0) == (select != 0) ? ld(dy, i) : 0.0f);
+}
+
+extern "C" int cu_where_grad(void *stream, int kind, const void *dy, const uint8_t *c, cu_shape cs,
+                             cu_shape os, void *dx, int select) {
+    int64_t n = numel(os);
+    if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+    if (kind == 1)
+        k_where_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, c, cs, os, (oc_f16 *)dx, select, n);
+    else if (kind == 2)
+        k_where_grad<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, c, cs, os, (oc_bf16 *)dx, select,
+                                           n);
+    else k_where_grad<<<b, THREADS, 0, s>>>((const float *)dy, c, cs, os, (float *)dx, select, n);
     return last_error();
 }
 

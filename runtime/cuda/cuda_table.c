@@ -49,13 +49,14 @@ static const bool pointwise_op[OP__COUNT] = {
 #undef PW_ROW
 };
 
-/* Add / Sub / Mul / Div (and a 2-input Sum) into a half output: each input of
- * the output's type or float32 (cu_binary_half reads both). */
-static bool binary_half(const ir_graph *g, const ir_node *n) {
-    if (n->n_inputs != 2 || n->n_outputs != 1 || n->outputs[0] < 0) return false;
+/* Add / Sub / Mul / Div (and a 2-input Sum) into a half output, inputs 0 and 1,
+ * or Where's x and y (inputs 1 and 2): each of the output's type or float32
+ * (cu_binary_half and cu_where_half read both). */
+static bool operands_half(const ir_graph *g, const ir_node *n, int from) {
+    if (n->n_inputs != from + 2 || n->n_outputs != 1 || n->outputs[0] < 0) return false;
     ir_dtype dt = g->tensors[n->outputs[0]].dtype;
     if (!ir_dtype_is_half(dt)) return false;
-    for (int k = 0; k < 2; k++) {
+    for (int k = from; k < from + 2; k++) {
         int t = n->inputs[k];
         if (t < 0 || (g->tensors[t].dtype != dt && g->tensors[t].dtype != IR_DTYPE_FLOAT))
             return false;
@@ -103,7 +104,9 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_SUM:
     case OP_SUB:
     case OP_MUL:
-    case OP_DIV: return binary_half(g, n);
+    case OP_DIV: return operands_half(g, n, 0);
+    case OP_WHERE: return operands_half(g, n, 1);
+    case OP_WHERE_GRAD:
     case OP_REDUCE_SUM_TO:
     case OP_DROPOUT:
     case OP_DROPOUT_GRAD: break;

@@ -43,7 +43,12 @@
  *   would otherwise pay the extra pass, 14% of BN backward time measured on
  *   an H200); otherwise, and always when deterministic, cuDNN recomputes them
  *   from X, so a plan's results stay bitwise its in-core run's.
- *   Gemm (cuBLAS, fp32 math). */
+ *   Gemm and MatMul (cuBLAS, fp32 math; TF32 per --tf32-matmul).
+ *   Half tensors (--precision; cuda_native_half): the same convolutions with
+ *   bfloat16 / float16 descriptors and float32 compute (tensor-op math, the
+ *   TF32 switch not applied), the bias by cu_channel_bias / cu_channel_sum;
+ *   GEMMs by cublasGemmEx with CUBLAS_COMPUTE_32F; BatchNormalization on half
+ *   data by the BatchNormRelu kernels (cuda_norm_act.c), not cuDNN. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,8 +4,9 @@
  * cudaHostAlloc'd pinned host memory (the executor allocates it once; its size
  * is printed to stderr), three cudaStream_t (compute, D2H, H2D), events as
  * cudaEvent_t, cuDNN for convolutions, batch normalisation and max pooling, cuBLAS
- * (fp32, no TF32) for Gemm, small kernels (cuda_ops.cu) for the rest. TF32 is
- * allowed in convolutions (CUDNN_DEFAULT_MATH, PyTorch's default). Every CUDA,
+ * for Gemm / MatMul, small kernels (cuda_ops.cu) for the rest; half tensors
+ * natively where cuda_native_half says so (below). TF32 as PyTorch's defaults:
+ * on in convolutions, off in matmuls (--tf32-conv, --tf32-matmul). Every CUDA,
  * cuDNN and cuBLAS call is checked (cuda_internal.h: CU_CHECK): a failure
  * becomes an oc_err naming the call, file:line and node, reported by sync.
  * Options (rt_backend_opts): deterministic, verbose, workspace_limit (cuda_dnn.c).

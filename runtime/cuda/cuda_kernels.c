@@ -75,9 +75,24 @@ static int binary_half(const cuda_ctx *c, const kernel_args *a, int op, oc_err *
     return OC_OK;
 }
 
+/* A half y = in_0 + .. + in_k (k > 2; cuda_native_half). */
+static int sum_half(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *y = kernel_out(a, 0);
+    cu_sum_in in = {.n = a->n->n_inputs};
+    if (in.n > CU_SUM_MAX) return kernel_fail(a, err, "more than %d inputs", CU_SUM_MAX);
+    for (int j = 0; j < in.n; j++) {
+        in.p[j] = a->in[j];
+        in.shape[j] = shape_of(kernel_in(a, j));
+        in.kind[j] = cuda_float_kind(kernel_in(a, j)->dtype);
+    }
+    CU_LAUNCH(cu_sum_half(c->stream, in, cuda_float_kind(y->dtype), a->out[0], shape_of(y)));
+    return OC_OK;
+}
+
 static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
-    if (ir_dtype_is_half(y->dtype)) return binary_half(c, a, CU_BC_ADD, err);
+    if (ir_dtype_is_half(y->dtype))
+        return a->n->n_inputs == 2 ? binary_half(c, a, CU_BC_ADD, err) : sum_half(c, a, err);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
     int n_in = a->n->n_inputs, i = 0;

@@ -164,6 +164,17 @@ int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, const void *
                       int64_t n, float p0, float p1);
 /* out = a + b elementwise, float16 (kind 1) or bfloat16 (2), summed in float32. */
 int cu_add2_half(void *stream, int kind, const void *a, const void *b, void *out, int64_t n);
+/* The operands of cu_sum_half, passed by value. */
+#define CU_SUM_MAX 8
+typedef struct cu_sum_in {
+    int n;
+    const void *p[CU_SUM_MAX];
+    cu_shape shape[CU_SUM_MAX];
+    int kind[CU_SUM_MAX]; /* each the output's kind or 0 (float32) */
+} cu_sum_in;
+/* y = in_0 + in_1 + ... broadcast into a half y of kind ky, summed in float32
+ * in input order and rounded once (Sum of more than two inputs). */
+int cu_sum_half(void *stream, cu_sum_in in, int ky, void *y, cu_shape ys);
 /* y = a (op) b broadcast (CU_BC_ADD, SUB, MUL, DIV) into a half y of kind ky (1 float16, 2
  * bfloat16); each operand of kind ky or 0 (float32, a plan-time scalar): computed in float32,
  * rounded once. cudaErrorInvalidValue for another kind. */

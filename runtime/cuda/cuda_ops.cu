@@ -1457,6 +1457,34 @@ extern "C" int cu_binary_half(void *stream, int ka, const void *a, cu_shape as, 
     return last_error();
 }
 
+// Sum of up to CU_SUM_MAX broadcast operands into a half y: accumulated in float32 in input
+// order (cpu_sum's), rounded once; each operand of y's kind or float32.
+template <typename TO>
+__device__ static inline float sum_ld(const cu_sum_in &in, int j, int64_t o) {
+    return in.kind[j] ? ld((const TO *)in.p[j], o) : ld((const float *)in.p[j], o);
+}
+
+template <typename TO> __global__ void k_sum_h(cu_sum_in in, TO *y, cu_shape ys, int64_t n) {
+    GRID_LOOP(i, n) {
+        float acc = sum_ld<TO>(in, 0, bcast_offset(in.shape[0], ys, i));
+        for (int j = 1; j < in.n; j++) acc += sum_ld<TO>(in, j, bcast_offset(in.shape[j], ys, i));
+        st(y, i, acc);
+    }
+}
+
+extern "C" int cu_sum_half(void *stream, cu_sum_in in, int ky, void *y, cu_shape ys) {
+    int64_t n = numel(ys);
+    if (n == 0) return 0;
+    if (in.n < 1 || in.n > CU_SUM_MAX) return (int)cudaErrorInvalidValue;
+    for (int j = 0; j < in.n; j++)
+        if (in.kind[j] && in.kind[j] != ky) return (int)cudaErrorInvalidValue;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (ky == 1) k_sum_h<<<blocks_for(n), THREADS, 0, s>>>(in, (oc_f16 *)y, ys, n);
+    else if (ky == 2) k_sum_h<<<blocks_for(n), THREADS, 0, s>>>(in, (oc_bf16 *)y, ys, n);
+    else return (int)cudaErrorInvalidValue;
+    return last_error();
+}
+
 __global__ void k_less(const float *a, cu_shape as, const float *b, cu_shape bs, uint8_t *y,
                        cu_shape ys, int64_t n) {
     GRID_LOOP(i, n) y[i] = a[bcast_offset(as, ys, i)] < b[bcast_offset(bs, ys, i)];

@@ -5,6 +5,7 @@
  * dispatch table of cuda_kernels.c — a missing one fails to link — so support
  * is membership in the list. */
 #include "backend_cuda.h"
+#include "cuda_launch.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "ir/ops/op_util.h"
@@ -49,14 +50,14 @@ static const bool pointwise_op[OP__COUNT] = {
 #undef PW_ROW
 };
 
-/* Add / Sub / Mul / Div (and a 2-input Sum) into a half output, inputs 0 and 1,
- * or Where's x and y (inputs 1 and 2): each of the output's type or float32
- * (cu_binary_half and cu_where_half read both). */
-static bool operands_half(const ir_graph *g, const ir_node *n, int from) {
-    if (n->n_inputs != from + 2 || n->n_outputs != 1 || n->outputs[0] < 0) return false;
+/* Add / Sub / Mul / Div into a half output (inputs 0 and 1), Sum (its inputs)
+ * or Where (x and y: inputs 1 and 2): each operand of the output's type or
+ * float32 (cu_binary_half, cu_sum_half and cu_where_half read both). */
+static bool operands_half(const ir_graph *g, const ir_node *n, int from, int count) {
+    if (n->n_inputs != from + count || n->n_outputs != 1 || n->outputs[0] < 0) return false;
     ir_dtype dt = g->tensors[n->outputs[0]].dtype;
     if (!ir_dtype_is_half(dt)) return false;
-    for (int k = from; k < from + 2; k++) {
+    for (int k = from; k < from + count; k++) {
         int t = n->inputs[k];
         if (t < 0 || (g->tensors[t].dtype != dt && g->tensors[t].dtype != IR_DTYPE_FLOAT))
             return false;
@@ -100,12 +101,12 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_MAX_POOL_GRAD:
     case OP_GLOBAL_AVERAGE_POOL:
     case OP_GLOBAL_AVERAGE_POOL_GRAD: break;
+    case OP_SUM: return n->n_inputs <= CU_SUM_MAX && operands_half(g, n, 0, n->n_inputs);
     case OP_ADD:
-    case OP_SUM:
     case OP_SUB:
     case OP_MUL:
-    case OP_DIV: return operands_half(g, n, 0);
-    case OP_WHERE: return operands_half(g, n, 1);
+    case OP_DIV: return operands_half(g, n, 0, 2);
+    case OP_WHERE: return operands_half(g, n, 1, 2);
     case OP_WHERE_GRAD:
     case OP_REDUCE_SUM_TO:
     case OP_DROPOUT:

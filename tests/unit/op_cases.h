@@ -197,7 +197,8 @@ OP_CASE(DROPOUT, "bf16, ratio 0.3 as input, training", 13, 2, "h[4,5,6] f=0.3 b=
 OP_CASE(WHERE, "bf16, masked_fill with a float32 scalar", 13, 1, "b[1,1,4,4] f=-3.5 h[2,3,4,4]",
         "!bf16")
 OP_CASE(WHERE, "fp16, both branches broadcast", 13, 1, "b[3,4] h[3,1] h[4]", "!fp16")
-OP_CASE(SUM, "bf16, three inputs (widened on cuda)", 13, 1, "h[2,3,4] h[2,3,4] h[2,3,4]", "!bf16")
+OP_CASE(SUM, "bf16, three inputs", 13, 1, "h[2,3,4] h[2,3,4] h[2,3,4]", "!bf16")
+OP_CASE(SUM, "fp16, three inputs, broadcast", 13, 1, "h[2,3,4] h[3,4] h[1]", "!fp16")
 OP_CASE(TRANSPOSE, "bf16, channel shuffle", 13, 1, "h[2,2,3,4,5]", "perm=[0,2,1,3,4] !bf16")
 OP_CASE(SLICE, "fp16, channel half", 13, 1, "h[2,6,3,3] i64=[3] i64=[6] i64=[1]", "!fp16")
 OP_CASE(CONCAT, "bf16, axis 1 (U-Net skip)", 13, 1, "h[2,3,4] h[2,2,4]", "axis=1 !bf16")

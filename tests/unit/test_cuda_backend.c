@@ -9,7 +9,7 @@
  *   - the device Dropout RNG (cuda_ops.cu, compiled for host and device) is
  *     bit for bit runtime/cpu/cpu_rng.c's, in CUDA builds;
  *   - under --precision bf16 / fp16, every convolution, GEMM, BatchNorm[Relu],
- *     Relu, pooling, binary arithmetic, Where, Dropout and ReduceSumTo node of
+ *     Relu, pooling, Add / Sum / Sub / Mul / Div, Where, Dropout and ReduceSumTo node of
  *     ResNet-50's, the U-Net's, GPT-2's and ViT-B/16's training graphs that
  *     computes in half runs on its half tensors natively (cuda_native_half). */
 #include <setjmp.h>
@@ -124,6 +124,7 @@ static bool native_expected(int op) {
     case OP_REDUCE_SUM_TO:
     case OP_WHERE:
     case OP_WHERE_GRAD:
+    case OP_SUM:
     case OP_MAX_POOL:
     case OP_MAX_POOL_GRAD:
     case OP_GLOBAL_AVERAGE_POOL:

@@ -455,7 +455,8 @@ int cuda_average_pool(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     cu_window w;
     if (pool_window(a, x, y, &w, err)) return OC_ERR;
-    CU_LAUNCH(cu_average_pool(c->stream, a->in[0], a->out[0], x->dims[0] * x->dims[1], w,
+    CU_LAUNCH(cu_average_pool(c->stream, cuda_float_kind(x->dtype), a->in[0], a->out[0],
+                              x->dims[0] * x->dims[1], w,
                               op_args_of(a->n)->pool.count_include_pad));
     return OC_OK;
 }
@@ -464,7 +465,8 @@ int cuda_average_pool_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err)
     const ir_tensor *dy = kernel_in(a, 0), *x = kernel_out(a, 0);
     cu_window w;
     if (pool_window(a, x, dy, &w, err)) return OC_ERR;
-    CU_LAUNCH(cu_average_pool_grad(c->stream, a->in[0], a->out[0], x->dims[0] * x->dims[1], w,
+    CU_LAUNCH(cu_average_pool_grad(c->stream, cuda_float_kind(x->dtype), a->in[0], a->out[0],
+                                   x->dims[0] * x->dims[1], w,
                                    op_args_of(a->n)->pool.count_include_pad));
     return OC_OK;
 }

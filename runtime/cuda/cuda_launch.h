@@ -193,7 +193,7 @@ int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int64_t *begin,
 /* Strided row copy (Concat / ConcatGrad): rows of `chunk` bytes. */
 int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const void *src, int64_t src_pitch,
                  int64_t chunk, int64_t rows);
-/* MaxPool, MaxPoolGrad and GlobalAveragePool[Grad]: x, y, dy, dx of element
+/* MaxPool, AveragePool, GlobalAveragePool and their gradients: x, y, dy, dx of element
  * kind `kind` (0 float32, 1 float16, 2 bfloat16: read widened, sums in
  * float32 / double, stored rounded once). */
 int cu_max_pool(void *stream, int kind, const void *x, void *y, int64_t *indices, int64_t planes,
@@ -203,10 +203,10 @@ int cu_max_pool(void *stream, int kind, const void *x, void *y, int64_t *indices
  * argmax, found once in a first pass; NULL recomputes it per covered cell. */
 int cu_max_pool_grad(void *stream, int kind, const void *dy, const void *x, void *dx,
                      int64_t planes, cu_window w, int32_t *arg);
-int cu_average_pool(void *stream, const float *x, float *y, int64_t planes, cu_window w,
+int cu_average_pool(void *stream, int kind, const void *x, void *y, int64_t planes, cu_window w,
                     int include_pad);
-int cu_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes, cu_window w,
-                         int include_pad);
+int cu_average_pool_grad(void *stream, int kind, const void *dy, void *dx, int64_t planes,
+                         cu_window w, int include_pad);
 int cu_global_average_pool(void *stream, int kind, const void *x, void *y, int64_t planes,
                            int64_t S);
 int cu_global_average_pool_grad(void *stream, int kind, const void *dy, void *dx, int64_t planes,

@@ -1929,40 +1929,56 @@ extern "C" int cu_max_pool_grad(void *stream, int kind, const void *dy, const vo
     return last_error();
 }
 
-extern "C" int cu_average_pool_grad(void *stream, const float *dy, float *dx, int64_t planes,
-                                    cu_window w, int include_pad) {
+extern "C" int cu_average_pool_grad(void *stream, int kind, const void *dy, void *dx,
+                                    int64_t planes, cu_window w, int include_pad) {
     int64_t n = planes * w.img_size;
     if (n == 0) return 0;
-    k_pool_grad<false, float><<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
-        dy, NULL, dx, planes, w, include_pad, NULL);
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+    if (kind == 1)
+        k_pool_grad<false, oc_f16><<<b, THREADS, 0, s>>>((const oc_f16 *)dy, NULL, (oc_f16 *)dx,
+                                                         planes, w, include_pad, NULL);
+    else if (kind == 2)
+        k_pool_grad<false, oc_bf16><<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, NULL, (oc_bf16 *)dx,
+                                                          planes, w, include_pad, NULL);
+    else
+        k_pool_grad<false, float><<<b, THREADS, 0, s>>>((const float *)dy, NULL, (float *)dx,
+                                                        planes, w, include_pad, NULL);
     return last_error();
 }
 
-__global__ void k_avg_pool(const float *x, float *y, int64_t planes, cu_window w, int include) {
+template <typename T>
+__global__ void k_avg_pool(const T *x, T *y, int64_t planes, cu_window w, int include) {
     GRID_LOOP(t, planes * w.col_size) {
         int64_t p = t / w.col_size, oi = t % w.col_size, o[3], padded = 0, inside = 0;
         decode_pos(w, oi, o);
-        const float *xs = x + p * w.img_size;
+        const T *xs = x + p * w.img_size;
         double s = 0;
         bool ip;
         for (int64_t kk = 0; kk < w.k_size; kk++) {
             int64_t i = win_cell(w, o, kk, &ip);
             padded += ip;
             if (i >= 0) {
-                s += xs[i];
+                s += ld(xs, i);
                 inside++;
             }
         }
         int64_t div = include ? padded : inside;
-        y[t] = div > 0 ? (float)(s / (double)div) : 0.0f;
+        st(y, t, div > 0 ? (float)(s / (double)div) : 0.0f);
     }
 }
 
-extern "C" int cu_average_pool(void *stream, const float *x, float *y, int64_t planes, cu_window w,
-                               int include_pad) {
+extern "C" int cu_average_pool(void *stream, int kind, const void *x, void *y, int64_t planes,
+                               cu_window w, int include_pad) {
     int64_t n = planes * w.col_size;
     if (n == 0) return 0;
-    k_avg_pool<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, planes, w, include_pad);
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n);
+    if (kind == 1)
+        k_avg_pool<<<b, THREADS, 0, s>>>((const oc_f16 *)x, (oc_f16 *)y, planes, w, include_pad);
+    else if (kind == 2)
+        k_avg_pool<<<b, THREADS, 0, s>>>((const oc_bf16 *)x, (oc_bf16 *)y, planes, w, include_pad);
+    else k_avg_pool<<<b, THREADS, 0, s>>>((const float *)x, (float *)y, planes, w, include_pad);
     return last_error();
 }
 

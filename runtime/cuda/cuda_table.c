@@ -99,6 +99,8 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_SPLIT:
     case OP_MAX_POOL: /* own kernels (cuDNN's pooling takes float32 only here) */
     case OP_MAX_POOL_GRAD:
+    case OP_AVERAGE_POOL:
+    case OP_AVERAGE_POOL_GRAD:
     case OP_GLOBAL_AVERAGE_POOL:
     case OP_GLOBAL_AVERAGE_POOL_GRAD: break;
     case OP_SUM: return n->n_inputs <= CU_SUM_MAX && operands_half(g, n, 0, n->n_inputs);

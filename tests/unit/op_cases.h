@@ -209,7 +209,7 @@ OP_CASE(MAX_POOL, "bf16, 2x2 stride 2", 13, 1, "h[1,2,5,5]",
 OP_CASE(MAX_POOL, "fp16, 3x3 stride 2 pad 1 (ResNet's stem)", 13, 1, "h[2,3,7,6]",
         "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !fp16")
 OP_CASE(GLOBAL_AVERAGE_POOL, "bf16", 13, 1, "h[2,3,4,5]", "!bf16")
-OP_CASE(AVERAGE_POOL, "fp16 (widened on cuda)", 13, 1, "h[1,2,5,5]", "kernel_shape=[2,2] !fp16")
+OP_CASE(AVERAGE_POOL, "fp16, 2x2", 13, 1, "h[1,2,5,5]", "kernel_shape=[2,2] !fp16")
 OP_CASE(FUSED_ATTENTION, "no mask, K", 13, 2, "[2,2,3,4] [2,2,5,4] [2,2,5,3]", "scale=0.5")
 OP_CASE(FUSED_ATTENTION, "Kᵀ, masked where cond (finite fill)", 13, 2,
         "[1,2,4,3] [1,2,3,5] [1,2,5,2] b[1,1,4,5]", "scale=0.7 k_transposed=1 mask=1 fill=-2.5")

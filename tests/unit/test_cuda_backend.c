@@ -127,6 +127,8 @@ static bool native_expected(int op) {
     case OP_SUM:
     case OP_MAX_POOL:
     case OP_MAX_POOL_GRAD:
+    case OP_AVERAGE_POOL:
+    case OP_AVERAGE_POOL_GRAD:
     case OP_GLOBAL_AVERAGE_POOL:
     case OP_GLOBAL_AVERAGE_POOL_GRAD:
     case OP_BATCH_NORM:

@@ -66,7 +66,13 @@ static bool operands_half(const ir_graph *g, const ir_node *n, int from, int cou
 }
 
 bool cuda_native_half(const ir_graph *g, const ir_node *n) {
-    if (n->op >= 0 && n->op < OP__COUNT && pointwise_op[n->op]) goto one_type;
+    /* a plan-time float32 input the kernel takes from the node's arguments
+     * (Dropout's ratio, Pow's exponent), not from the tensor */
+    bool args_values = n->op == OP_DROPOUT || n->op == OP_DROPOUT_GRAD;
+    if (n->op >= 0 && n->op < OP__COUNT && pointwise_op[n->op]) {
+        args_values = true;
+        goto one_type;
+    }
     switch (n->op) {
     case OP_CONV:
     case OP_CONV_TRANSPOSE:
@@ -121,10 +127,8 @@ one_type:;
         int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
         if (t < 0) continue;
         ir_dtype x = g->tensors[t].dtype;
-        /* a shape, starts, axes; a plan-time float the kernel takes from the node's
-         * arguments (Dropout's ratio, an exponent) */
-        if (!ir_dtype_is_compute(x) || (x == IR_DTYPE_FLOAT && op_is_value(&g->tensors[t])))
-            continue;
+        if (!ir_dtype_is_compute(x)) continue; /* a shape, starts, axes, a mask */
+        if (args_values && x == IR_DTYPE_FLOAT && op_is_value(&g->tensors[t])) continue;
         if (!ir_dtype_is_half(x) || (dt != IR_DTYPE_UNDEFINED && x != dt)) return false;
         dt = x;
     }

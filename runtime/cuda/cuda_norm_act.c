@@ -59,7 +59,11 @@ size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n) {
     return (size_t)(4 * C + 2 * C * P) * sizeof(double);
 }
 
-int cuda_batch_norm_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+/* BatchNormRelu (relu 1: X, scale, B, mean, var [, R]) or BatchNormalization on
+ * half data (relu 0, cuda_native_half: X, scale, B, mean, var) -> Y [,
+ * running_mean, running_var [, saved_mean, saved_var: BatchNormalization at
+ * opset <= 13]]. */
+static int bn_forward_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_err *err) {
     ir_dtype dt;
     if (want_types(a, &dt, err)) return OC_ERR;
     const op_bn_args *bn = &op_args_of(a->n)->bn;
@@ -67,58 +71,45 @@ int cuda_batch_norm_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
     int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
-    const void *r = a->n->n_inputs > 5 ? a->in[5] : NULL;
-    CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), 1, a->in[0], r, a->in[1], a->in[2],
+    const void *r = relu && a->n->n_inputs > 5 ? a->in[5] : NULL;
+    CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), relu, a->in[0], r, a->in[1], a->in[2],
                          a->in[3], a->in[4], bn->momentum, bn->epsilon, bn->training,
                          out_or_null(a, 1), out_or_null(a, 2), a->out[0], N, C, S, P, a->scratch));
-    return OC_OK;
-}
-
-int cuda_batch_norm_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    ir_dtype dt;
-    if (want_types(a, &dt, err)) return OC_ERR;
-    const op_bn_args *bn = &op_args_of(a->n)->bn;
-    int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
-    OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
-    const float *rm = bn->training ? NULL : a->in[4], *rv = bn->training ? NULL : a->in[5];
-    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), 1, a->in[0], a->in[1], a->in[2],
-                              a->in[3], rm, rv, bn->epsilon, bn->training, out_or_null(a, 0),
-                              out_or_null(a, 1), out_or_null(a, 2), N, C, S, P, a->scratch));
-    return OC_OK;
-}
-
-/* BatchNormalization on half data (cuda_native_half): the fused kernel without
- * its Relu. X, scale, B, mean, var -> Y [, running_mean, running_var [,
- * saved_mean, saved_var]]. */
-int cuda_batch_norm_half(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    ir_dtype dt;
-    if (want_types(a, &dt, err)) return OC_ERR;
-    const op_bn_args *bn = &op_args_of(a->n)->bn;
-    if (!bn->training && a->n->n_outputs > 1)
-        return kernel_fail(a, err, "inference mode with %d outputs", a->n->n_outputs);
-    int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
-    OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
-    CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), 0, a->in[0], NULL, a->in[1], a->in[2],
-                         a->in[3], a->in[4], bn->momentum, bn->epsilon, bn->training,
-                         out_or_null(a, 1), out_or_null(a, 2), a->out[0], N, C, S, P, a->scratch));
-    float *sm = out_or_null(a, 3), *sv = out_or_null(a, 4);
+    float *sm = relu ? NULL : out_or_null(a, 3), *sv = relu ? NULL : out_or_null(a, 4);
     if (!sm != !sv)
         return kernel_fail(a, err, "saved_mean and saved_var must both be present or absent");
     if (sm && bn->training) CU_LAUNCH(cu_bn_saved(c->stream, a->scratch, C, bn->epsilon, sm, sv));
     return OC_OK;
 }
 
-/* BatchNormalizationGrad on half data: dY, X, scale [, mean, var] -> dX, dScale,
- * dBias, the batch statistics again from X (the running ones when frozen). */
-int cuda_batch_norm_grad_half(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+/* BatchNormReluGrad (relu 1: dY, Y, X, scale [, mean, var]) or
+ * BatchNormalizationGrad on half data (relu 0: dY, X, scale [, mean, var]) ->
+ * dX, dScale, dBias; the batch statistics again from X (the running ones when
+ * frozen). */
+static int bn_grad_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_err *err) {
     ir_dtype dt;
     if (want_types(a, &dt, err)) return OC_ERR;
     const op_bn_args *bn = &op_args_of(a->n)->bn;
     int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
-    const float *rm = bn->training ? NULL : a->in[3], *rv = bn->training ? NULL : a->in[4];
-    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), 0, a->in[0], NULL, a->in[1], a->in[2],
-                              rm, rv, bn->epsilon, bn->training, out_or_null(a, 0),
-                              out_or_null(a, 1), out_or_null(a, 2), N, C, S, P, a->scratch));
+    int x = relu ? 2 : 1; /* X's slot; scale, mean and var follow it */
+    const float *rm = bn->training ? NULL : a->in[x + 2], *rv = bn->training ? NULL : a->in[x + 3];
+    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), relu, a->in[0],
+                              relu ? a->in[1] : NULL, a->in[x], a->in[x + 1], rm, rv, bn->epsilon,
+                              bn->training, out_or_null(a, 0), out_or_null(a, 1), out_or_null(a, 2),
+                              N, C, S, P, a->scratch));
     return OC_OK;
+}
+
+int cuda_batch_norm_relu(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return bn_forward_run(c, a, 1, err);
+}
+int cuda_batch_norm_relu_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return bn_grad_run(c, a, 1, err);
+}
+int cuda_batch_norm_half(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return bn_forward_run(c, a, 0, err);
+}
+int cuda_batch_norm_grad_half(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return bn_grad_run(c, a, 0, err);
 }

@@ -90,30 +90,51 @@ static void sgemm_run(void *p) {
     free(j);
 }
 
-/* A column-major matrix of `rows` x `cols` with leading dimension ld lies in
- * one device block (cols == 0 or rows == 0: nothing is read). */
-static bool matrix_ok(const void *p, int rows, int cols, int ld) {
-    if (rows <= 0 || cols <= 0) return true;
-    if (ld < rows) return false;
-    size_t bytes = ((size_t)ld * (size_t)(cols - 1) + (size_t)rows) * sizeof(float);
-    return emu_is_device_range(p, bytes);
+static size_t type_bytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+/* Elements a column-major rows x cols matrix with leading dimension ld spans. */
+static size_t matrix_span(int rows, int cols, int ld) {
+    return rows <= 0 || cols <= 0 ? 0 : (size_t)ld * (size_t)(cols - 1) + (size_t)rows;
+}
+
+static bool typed_matrix_ok(const void *p, cudaDataType t, int rows, int cols, int ld) {
+    size_t n = matrix_span(rows, cols, ld);
+    return n == 0 || emu_is_device_range(p, n * type_bytes(t));
+}
+
+/* The checks cublasSgemm and cublasGemmEx share: arguments, leading dimensions,
+ * and A, B, C each inside one device block for the extent they span.
+ * *empty: nothing to compute (m or n is 0). */
+static cublasStatus_t gemm_args(cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                                int k, const void *alpha, const void *A, cudaDataType at, int lda,
+                                const void *B, cudaDataType bt, int ldb, const void *beta,
+                                const void *C, cudaDataType ct, int ldc, bool *empty) {
+    *empty = false;
+    if (m < 0 || n < 0 || k < 0 || !alpha || !beta || (unsigned)transa > CUBLAS_OP_C ||
+        (unsigned)transb > CUBLAS_OP_C)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (m == 0 || n == 0) {
+        *empty = true;
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
+    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
+    if (lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if ((k > 0 && (!typed_matrix_ok(A, at, ar, ac, lda) || !typed_matrix_ok(B, bt, br, bc, ldb))) ||
+        !typed_matrix_ok(C, ct, m, n, ldc))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t transa, cublasOperation_t transb,
                            int m, int n, int k, const float *alpha, const float *A, int lda,
                            const float *B, int ldb, const float *beta, float *C, int ldc) {
     if (!handle_ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (m < 0 || n < 0 || k < 0 || !alpha || !beta || (unsigned)transa > CUBLAS_OP_C ||
-        (unsigned)transb > CUBLAS_OP_C)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
-    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
-    if (lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if ((k > 0 && (!matrix_ok(A, ar, ac, lda) || !matrix_ok(B, br, bc, ldb))) ||
-        !matrix_ok(C, m, n, ldc))
-        return CUBLAS_STATUS_INVALID_VALUE;
+    bool empty;
+    cublasStatus_t st = gemm_args(transa, transb, m, n, k, alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F,
+                                  ldb, beta, C, CUDA_R_32F, ldc, &empty);
+    if (st != CUBLAS_STATUS_SUCCESS || empty) return st;
     sgemm_job *j = malloc(sizeof *j);
     if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
     *j = (sgemm_job){transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
@@ -151,8 +172,6 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t tra
 
 /* ---- cublasGemmEx: half operands, float compute ---- */
 
-static size_t type_bytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
-
 static float elem_load(const void *p, cudaDataType t, size_t i) {
     if (t == CUDA_R_32F) return ((const float *)p)[i];
     uint16_t h = ((const uint16_t *)p)[i];
@@ -162,11 +181,6 @@ static float elem_load(const void *p, cudaDataType t, size_t i) {
 static void elem_store(void *p, cudaDataType t, size_t i, float v) {
     if (t == CUDA_R_32F) ((float *)p)[i] = v;
     else ((uint16_t *)p)[i] = t == CUDA_R_16BF ? bf16_from_f32(v) : f16_from_f32(v);
-}
-
-/* Elements a column-major rows x cols matrix with leading dimension ld spans. */
-static size_t matrix_span(int rows, int cols, int ld) {
-    return rows <= 0 || cols <= 0 ? 0 : (size_t)ld * (size_t)(cols - 1) + (size_t)rows;
 }
 
 typedef struct gemm_ex_job {
@@ -209,11 +223,6 @@ static void gemm_ex_run(void *p) {
     free(j);
 }
 
-static bool typed_matrix_ok(const void *p, cudaDataType t, int rows, int cols, int ld) {
-    size_t n = matrix_span(rows, cols, ld);
-    return n == 0 || emu_is_device_range(p, n * type_bytes(t));
-}
-
 static bool float_compute(cublasComputeType_t c) {
     return c == CUBLAS_COMPUTE_32F || c == CUBLAS_COMPUTE_32F_PEDANTIC ||
            c == CUBLAS_COMPUTE_32F_FAST_TF32;
@@ -234,18 +243,12 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t transa, cublasOp
         (Ctype != Atype && Ctype != CUDA_R_32F) ||
         (computeType == CUBLAS_COMPUTE_32F_FAST_TF32 && Atype != CUDA_R_32F))
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (m < 0 || n < 0 || k < 0 || !alpha || !beta || (unsigned)transa > CUBLAS_OP_C ||
-        (unsigned)transb > CUBLAS_OP_C)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+    bool empty;
+    cublasStatus_t st = gemm_args(transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
+                                  beta, C, Ctype, ldc, &empty);
+    if (st != CUBLAS_STATUS_SUCCESS || empty) return st;
     int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
     int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
-    if (lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if ((k > 0 &&
-         (!typed_matrix_ok(A, Atype, ar, ac, lda) || !typed_matrix_ok(B, Btype, br, bc, ldb))) ||
-        !typed_matrix_ok(C, Ctype, m, n, ldc))
-        return CUBLAS_STATUS_INVALID_VALUE;
     gemm_ex_job *j = malloc(sizeof *j);
     if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
     *j = (gemm_ex_job){.ta = transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,

@@ -11,6 +11,7 @@
 #include "ir/ops/op_table.h"
 #include "plan/plan_file.h"
 #include "train/autocast.h"
+#include "train/layout_nhwc.h"
 
 static bool saved_kind(const train_graph *tg, int t, bool with_opt) {
     const ir_tensor *s = &tg->g->tensors[t];
@@ -48,17 +49,15 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
         skip[i] = (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 &&
                    g->nodes[i].op != OP_FUSED_ATTENTION && g->nodes[i].op != OP_BATCH_NORM_RELU) ||
                   strncmp(g->nodes[i].name, "outcore/", 8) == 0;
-    /* --precision bf16|fp16: the float32 model, without autocast's Casts */
-    int *source = NULL;
-    if (tg->opts.precision != TRAIN_PRECISION_FP32) {
-        source = oc_malloc((size_t)g->n_tensors * sizeof *source);
-        for (int t = 0; t < g->n_tensors; t++) source[t] = -1;
-        for (int i = 0; i < loss_node; i++)
-            if (autocast_is_cast(&g->nodes[i])) {
-                skip[i] = true;
-                source[g->nodes[i].outputs[0]] = g->nodes[i].inputs[0];
-            }
-    }
+    /* --precision bf16|fp16: the float32 model, without autocast's Casts;
+     * --layout nhwc: the model's own layout, without the layout Transposes */
+    int *source = oc_malloc((size_t)g->n_tensors * sizeof *source);
+    for (int t = 0; t < g->n_tensors; t++) source[t] = -1;
+    for (int i = 0; i < loss_node; i++)
+        if (autocast_is_cast(&g->nodes[i]) || layout_is_conversion(&g->nodes[i])) {
+            skip[i] = true;
+            source[g->nodes[i].outputs[0]] = g->nodes[i].inputs[0];
+        }
     *out = g->nodes[loss_node].inputs[0];
     for (int p = g->tensors[*out].producer; p >= 0 && p < loss_node && skip[p];
          p = g->tensors[*out].producer)
@@ -89,7 +88,8 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
                                .n_meta = n_meta,
                                .unfuse = true,
                                .source = source,
-                               .half_io_as_float = source != NULL};
+                               .half_io_as_float = tg->opts.precision != TRAIN_PRECISION_FP32,
+                               .logical_layout = true};
     return rc;
 }
 

@@ -61,32 +61,35 @@ bool kernel_touches_half(const ir_graph *g, const ir_node *n) {
     return false;
 }
 
-void kernel_view_init(kernel_view *v, const ir_graph *g, const ir_node *n) {
-    int ni = n->n_inputs, nt = ni + n->n_outputs;
-    v->t = oc_calloc((size_t)nt + 1, sizeof *v->t);
+void kernel_view_init(kernel_view *v, const ir_graph *g, const ir_node *n, bool widen,
+                      bool transpose) {
+    int nt = n->n_inputs + n->n_outputs;
+    ir_node_view_init(&v->base, g, n);
+    ir_node_view_logical(&v->base);
+    v->nhwc = n->channels_last && transpose;
+    if (v->nhwc) v->base.n.channels_last = false;
     v->was = oc_calloc((size_t)nt + 1, sizeof *v->was);
-    v->slot = oc_malloc(((size_t)nt + 1) * sizeof *v->slot);
     for (int k = 0; k < nt; k++) {
-        int t = k < ni ? n->inputs[k] : n->outputs[k - ni];
-        v->slot[k] = t < 0 ? -1 : k;
-        if (t < 0) continue;
-        v->t[k] = g->tensors[t]; /* shallow: names and dims shared */
-        v->was[k] = v->t[k].dtype;
-        if (ir_dtype_is_half(v->was[k])) v->t[k].dtype = IR_DTYPE_FLOAT;
+        if (v->base.slot[k] < 0) continue;
+        v->was[k] = v->base.t[k].dtype;
+        if (widen && ir_dtype_is_half(v->was[k])) v->base.t[k].dtype = IR_DTYPE_FLOAT;
     }
-    v->g = *g;
-    v->g.tensors = v->t;
-    v->g.n_tensors = nt;
-    v->n = *n;
-    v->n.inputs = v->slot;
-    v->n.outputs = v->slot + ni;
 }
 
 void kernel_view_free(kernel_view *v) {
-    oc_free(v->t), oc_free(v->was), oc_free(v->slot);
+    ir_node_view_free(&v->base);
+    oc_free(v->was);
     memset(v, 0, sizeof *v);
 }
 
 bool kernel_view_half(const kernel_view *v, int k) {
-    return v->slot[k] >= 0 && ir_dtype_is_half(v->was[k]);
+    return v->base.slot[k] >= 0 && v->base.t[k].dtype != v->was[k];
+}
+
+bool kernel_view_nhwc(const kernel_view *v, int k) {
+    return v->nhwc && v->base.slot[k] >= 0 && v->base.t[k].rank == 4;
+}
+
+bool kernel_view_moved(const kernel_view *v, int k) {
+    return kernel_view_half(v, k) || kernel_view_nhwc(v, k);
 }

@@ -66,23 +66,31 @@ int kernel_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
 int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
 
 /* Mixed precision: a node with float16/bfloat16 tensors runs its float32
- * kernel on a view of it — a graph of the node's own tensors (slot k: input k,
- * then the outputs) with every half one retyped float32 — whose buffers the
- * backend fills with widened copies and narrows back (cpu_kernels.c,
- * cuda_kernels.c). Cast and CastLike see half tensors themselves; SwapOut and
- * SwapIn (copies, no kernel) are not touched. */
+ * kernel on a view of it (ir_node_view) with every half tensor retyped
+ * float32, whose buffers the backend fills with widened copies and narrows
+ * back (cpu_kernels.c, cuda_kernels.c). Cast and CastLike see half tensors
+ * themselves; SwapOut and SwapIn (copies, no kernel) are not touched.
+ * Channels-last nodes (ir.h) are seen in their logical layout: with
+ * transpose, the view is an (N, C, H, W) node and its rank-4 tensors are
+ * copies the backend transposes in and out (with any widening); without, the
+ * view keeps channels_last and the bytes where they are (a kernel that reads
+ * channels-last itself: cuDNN's convolutions). */
 bool kernel_touches_half(const ir_graph *g, const ir_node *n);
 typedef struct kernel_view {
-    ir_graph g;
-    ir_node n;
-    ir_tensor *t;  /* view tensors, n_inputs + n_outputs (omitted ones zeroed) */
+    ir_node_view base;
     ir_dtype *was; /* per slot: the tensor's own type */
-    int *slot;     /* per slot: its index in the view, or -1 when omitted */
+    bool nhwc;     /* rank-4 slots are transposed copies */
 } kernel_view;
-void kernel_view_init(kernel_view *v, const ir_graph *g, const ir_node *n);
+/* widen: half tensors float32 in the view; transpose: see above. */
+void kernel_view_init(kernel_view *v, const ir_graph *g, const ir_node *n, bool widen,
+                      bool transpose);
 void kernel_view_free(kernel_view *v);
 /* Slot k of the view is a half tensor (widened in the view). */
 bool kernel_view_half(const kernel_view *v, int k);
+/* Slot k is a channels-last tensor transposed in the view. */
+bool kernel_view_nhwc(const kernel_view *v, int k);
+/* Slot k's view buffer is a copy (widened, transposed or both). */
+bool kernel_view_moved(const kernel_view *v, int k);
 
 /* Softmax-family rows of tensor t (op_softmax_args): outer rows of D
  * elements, `inner` apart. */

@@ -365,6 +365,7 @@ void ir_node_add_attr(ir_graph *g, int node, const ir_attr *a) {
     n->attrs = oc_realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof *n->attrs);
     ir_attr *d = &n->attrs[n->n_attrs++];
     memset(d, 0, sizeof *d);
+    if (strcmp(a->name, IR_ATTR_CHANNELS_LAST) == 0) n->channels_last = a->i != 0;
     d->name = oc_strdup(a->name);
     d->type = a->type;
     d->f = a->f;
@@ -466,4 +467,46 @@ void ir_graph_remove_nodes(ir_graph *g, const bool *remove) {
     oc_free(used);
     oc_free(tmap);
     oc_free(node_map);
+}
+
+void ir_node_view_init(ir_node_view *v, const ir_graph *g, const ir_node *n) {
+    int ni = n->n_inputs, nt = ni + n->n_outputs;
+    v->t = oc_calloc((size_t)nt + 1, sizeof *v->t);
+    v->slot = oc_malloc(((size_t)nt + 1) * sizeof *v->slot);
+    for (int k = 0; k < nt; k++) {
+        int t = k < ni ? n->inputs[k] : n->outputs[k - ni];
+        v->slot[k] = t < 0 ? -1 : k;
+        if (t < 0) continue;
+        v->t[k] = g->tensors[t]; /* shallow: names and data shared */
+        memset(v->t[k].dim_params, 0, sizeof v->t[k].dim_params);
+        v->t[k].consumers = NULL, v->t[k].n_consumers = 0, v->t[k].cap_consumers = 0;
+    }
+    v->g = *g;
+    v->g.tensors = v->t;
+    v->g.n_tensors = nt;
+    v->g.index = NULL, v->g.index_cap = 0; /* no name lookups in a view */
+    v->n = *n;
+    v->n.inputs = v->slot;
+    v->n.outputs = v->slot + ni;
+}
+
+void ir_node_view_free(ir_node_view *v) {
+    oc_free(v->t), oc_free(v->slot);
+    memset(v, 0, sizeof *v);
+}
+
+void ir_dims_to_logical(int64_t *d) {
+    int64_t h = d[1], w = d[2];
+    d[1] = d[3], d[2] = h, d[3] = w;
+}
+
+void ir_dims_to_nhwc(int64_t *d) {
+    int64_t c = d[1];
+    d[1] = d[2], d[2] = d[3], d[3] = c;
+}
+
+void ir_node_view_logical(ir_node_view *v) {
+    if (!v->n.channels_last) return;
+    for (int k = 0; k < v->n.n_inputs + v->n.n_outputs; k++)
+        if (v->slot[k] >= 0 && v->t[k].rank == 4) ir_dims_to_logical(v->t[k].dims);
 }

@@ -143,6 +143,12 @@ typedef struct ir_node {
     int n_inputs;
     int *outputs; /* tensor indices; -1 for an omitted optional output */
     int n_outputs;
+    /* Channels-last (train/layout_nhwc.h): every rank-4 input and output holds
+     * its logical (N, C, H, W) tensor as (N, H, W, C) — a filter (K, C, R, S)
+     * as (K, R, S, C). Set with its attribute (IR_ATTR_CHANNELS_LAST, by
+     * ir_node_add_attr); the op's rules see the logical shapes
+     * (ir_node_view_logical). */
+    bool channels_last;
 } ir_node;
 
 typedef struct ir_graph {
@@ -212,6 +218,9 @@ void ir_tensor_set_data(ir_tensor *t, const void *bytes, size_t n);
 /* True when t holds plan-time int64 values (numel of them) usable by shape folding. */
 bool ir_tensor_int64_values(const ir_tensor *t, const int64_t **vals, int64_t *numel);
 
+/* The attribute (INT 1) of a channels-last node (ir_node.channels_last). */
+#define IR_ATTR_CHANNELS_LAST "outcore_channels_last"
+
 /* Attribute lookup: NULL when absent. */
 const ir_attr *ir_attr_find(const ir_node *n, const char *name);
 int64_t ir_attr_int(const ir_node *n, const char *name, int64_t dflt);
@@ -233,6 +242,27 @@ ir_tensor *ir_node_out(ir_graph *g, const ir_node *n, int i);
  * Outputs of removed nodes that are still used must hold data: they become
  * initializers. Node and tensor indices change; the name index is rebuilt. */
 void ir_graph_remove_nodes(ir_graph *g, const bool *remove);
+
+/* A graph of one node's own tensors — slot k: input k, then the outputs; -1
+ * where omitted — as shallow copies (names and data shared; dtype, rank and
+ * dims the caller's to change, symbols dropped), so an op's rules or a kernel
+ * can run on the node with its tensors retyped (mixed precision) or seen in
+ * their logical layout (channels-last) without touching g. */
+typedef struct ir_node_view {
+    ir_graph g; /* g's fields, tensors replaced by t */
+    ir_node n;  /* the node, inputs and outputs renumbered to slots */
+    ir_tensor *t;
+    int *slot;
+} ir_node_view;
+void ir_node_view_init(ir_node_view *v, const ir_graph *g, const ir_node *n);
+void ir_node_view_free(ir_node_view *v);
+/* Of a channels-last node's view: its rank-4 tensors' dims in the logical
+ * (N, C, H, W) order (the node's channels_last flag stays: it says where the
+ * bytes are). No-op for other nodes. */
+void ir_node_view_logical(ir_node_view *v);
+/* (N, H, W, C) dims -> (N, C, H, W) and back. */
+void ir_dims_to_logical(int64_t *d);
+void ir_dims_to_nhwc(int64_t *d);
 
 /* Sum of bytes over tensors of one kind with known shapes. */
 int64_t ir_graph_bytes_of_kind(const ir_graph *g, ir_kind k);

@@ -307,8 +307,19 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     ops[1].has_version = true, ops[1].version = OC_DOMAIN_VERSION;
     m.n_opset_import = uses_oc ? 2 : 1;
     m.opset_import = opp;
-    /* metadata: the caller's, plus outcore.data_inputs (graph inputs that are data) */
-    int n_meta = s->n_meta + 2;
+    /* metadata: the caller's, plus outcore.data_inputs (graph inputs that are data)
+     * and ONNX_META_CHANNELS_LAST when a standard node is channels-last */
+    char *channels_last = NULL;
+    for (int i = s->node_begin; i < s->node_end && !s->logical_layout; i++) {
+        const ir_node *n = &g->nodes[i];
+        if ((s->skip && s->skip[i]) || !n->channels_last || strcmp(n->domain, OC_DOMAIN) == 0)
+            continue;
+        char *more = oc_sprintf("%s%s%s", channels_last ? channels_last : "",
+                                channels_last ? "\n" : "", n->name);
+        oc_free(channels_last);
+        channels_last = more;
+    }
+    int n_meta = s->n_meta + 3;
     Onnx__StringStringEntryProto *kv = palloc(&po, (size_t)n_meta, sizeof *kv);
     Onnx__StringStringEntryProto **kvp = palloc(&po, (size_t)n_meta, sizeof *kvp);
     for (int i = 0; i < s->n_meta; i++) {
@@ -323,6 +334,13 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         kv[s->n_meta].key = "outcore.data_inputs";
         kv[s->n_meta].value = pstr(&po, oc_sprintf("%d", n_data_inputs));
         kvp[s->n_meta] = &kv[s->n_meta];
+        m.n_metadata_props++;
+    }
+    if (channels_last) {
+        onnx__string_string_entry_proto__init(&kv[m.n_metadata_props]);
+        kv[m.n_metadata_props].key = ONNX_META_CHANNELS_LAST;
+        kv[m.n_metadata_props].value = pstr(&po, channels_last);
+        kvp[m.n_metadata_props] = &kv[m.n_metadata_props];
         m.n_metadata_props++;
     }
     m.metadata_props = kvp;

@@ -32,7 +32,16 @@ typedef struct onnx_export_spec {
      * outputs of a half type are then declared float32 (half_io_as_float). */
     const int *source;
     bool half_io_as_float;
+    /* Channels-last nodes (ir.h) written as the model's own: without the
+     * attribute and without ONNX_META_CHANNELS_LAST (a saved model, whose
+     * layout Transposes are skipped, their readers reading the sources). */
+    bool logical_layout;
 } onnx_export_spec;
+
+/* Metadata naming the channels-last standard nodes, one per line (the
+ * attribute outcore_channels_last would fail onnx.checker); onnx_import
+ * restores the attribute from it. */
+#define ONNX_META_CHANNELS_LAST "outcore.channels_last"
 
 /* Writes nodes [begin, end) with every initializer they read. */
 int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path, oc_err *err);

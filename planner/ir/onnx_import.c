@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "onnx.pb-c.h"
+#include "ir/onnx_export.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "ir/out_file.h"
@@ -548,6 +549,36 @@ static int fuse_split_to_sequence(importer *im) {
     return rc;
 }
 
+/* outcore.channels_last (written by onnx_export: standard nodes cannot carry
+ * the attribute past onnx.checker): the names of the channels-last nodes, one
+ * per line; each gets its attribute back before shapes are inferred. */
+static int mark_channels_last(importer *im, const Onnx__ModelProto *m) {
+    const char *v = NULL;
+    for (size_t i = 0; i < m->n_metadata_props && !v; i++)
+        if (m->metadata_props[i]->key && m->metadata_props[i]->value &&
+            strcmp(m->metadata_props[i]->key, ONNX_META_CHANNELS_LAST) == 0)
+            v = m->metadata_props[i]->value;
+    ir_graph *g = im->g;
+    while (v && *v) {
+        const char *nl = strchr(v, '\n');
+        size_t len = nl ? (size_t)(nl - v) : strlen(v);
+        int found = -1;
+        for (int i = 0; i < g->n_nodes && found < 0; i++)
+            if (strlen(g->nodes[i].name) == len && strncmp(g->nodes[i].name, v, len) == 0)
+                found = i;
+        if (found < 0 || !op_reads_channel_axis(g->nodes[found].op))
+            return oc_fail(im->err, "%s: metadata %s names '%.*s', %s", im->path,
+                           ONNX_META_CHANNELS_LAST, (int)(len > 200 ? 200 : len), v,
+                           found < 0 ? "which is no node of the graph"
+                                     : "whose op does not read a channel axis");
+        if (!ir_attr_find(&g->nodes[found], IR_ATTR_CHANNELS_LAST))
+            ir_node_add_attr(
+                g, found, &(ir_attr){.name = IR_ATTR_CHANNELS_LAST, .type = IR_ATTR_INT, .i = 1});
+        v = nl ? nl + 1 : NULL;
+    }
+    return OC_OK;
+}
+
 static int import_model(importer *im, const Onnx__ModelProto *m) {
     ir_graph *g = im->g;
     const Onnx__GraphProto *gp = m->graph;
@@ -602,6 +633,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
                            name ? name : "");
         ir_graph_add_output(g, t);
     }
+    if (mark_channels_last(im, m)) return OC_ERR;
     note_folded_normalization(im, gp);
     if (fuse_split_to_sequence(im)) return OC_ERR;
     return check_ops_supported(im);

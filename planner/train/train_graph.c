@@ -9,6 +9,7 @@
 #include "train/autodiff_internal.h"
 #include "train/fuse_attention.h"
 #include "train/fuse_norm_act.h"
+#include "train/layout_nhwc.h"
 
 const char *train_phase_name(train_phase p) {
     switch (p) {
@@ -718,6 +719,15 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         train_graph_free(tg);
         return OC_ERR;
     }
+    int n_nhwc = 0, n_conversions = 0;
+    if (o->channels_last && layout_nhwc(fwd, &n_nhwc, &n_conversions, err)) {
+        oc_fail_prefix(err, "%s: --layout nhwc", fwd->model_path ? fwd->model_path : "model");
+        train_graph_free(tg);
+        return OC_ERR;
+    }
+    if (o->channels_last)
+        ir_graph_note(fwd, "--layout nhwc: %d nodes channels-last, %d layout conversions", n_nhwc,
+                      n_conversions);
     tg->phase = oc_calloc((size_t)fwd->n_nodes + 1, sizeof *tg->phase);
     tg->fwd_of = oc_malloc(((size_t)fwd->n_nodes + 1) * sizeof *tg->fwd_of);
     for (int i = 0; i < fwd->n_nodes; i++) tg->fwd_of[i] = -1;

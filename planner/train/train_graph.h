@@ -57,7 +57,8 @@ typedef struct train_opts {
     float beta1, beta2, epsilon; /* AdamW */
     float clip_grad_norm;        /* > 0: gradients scaled to at most this global L2 norm */
     bool fuse_attention;         /* --attention fused: FusedAttention nodes (fuse_attention.h) */
-    train_fuse fuse; /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h) */
+    train_fuse fuse;    /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h) */
+    bool channels_last; /* --layout nhwc: convolutions and what follows them (layout_nhwc.h) */
     train_precision precision;
     /* --loss-scale: GradScaler's initial scale (0: none; < 0: auto, 65536 with
      * fp16, none otherwise) and --loss-scale-interval (growth interval);
@@ -73,12 +74,12 @@ typedef struct train_opts {
 train_opts train_opts_default(void);
 /* One option of both command lines into o: --optimizer sgd|adamw, --betas B1,B2,
  * --eps E, --clip-grad-norm MAX, --ignore-index K, --attention fused|unfused,
- * --fuse all|forward|none (v is its value; --no-fuse is --fuse none),
+ * --fuse all|forward|none (v is its value; --no-fuse is --fuse none), --layout nchw|nhwc,
  * --precision fp32|bf16|fp16, --loss-scale S|auto|none, --loss-scale-interval N.
  * 1 when flag is one of them, 0 when it is not, OC_ERR (naming it) on a bad value. */
 #define TRAIN_OPTS_FLAGS                                                                           \
     "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index", "--attention",        \
-        "--fuse", "--precision", "--loss-scale", "--loss-scale-interval"
+        "--fuse", "--layout", "--precision", "--loss-scale", "--loss-scale-interval"
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err);
 /* The initial loss scale o asks for (--loss-scale resolved), 0 for none. */
 float train_loss_scale(const train_opts *o);

@@ -76,6 +76,12 @@ int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err
         else return oc_fail(err, "--fuse: '%s' is not one of all, forward, none", v);
         return 1;
     }
+    if (strcmp(flag, "--layout") == 0) {
+        if (strcmp(v, "nchw") == 0) o->channels_last = false;
+        else if (strcmp(v, "nhwc") == 0) o->channels_last = true;
+        else return oc_fail(err, "--layout: '%s' is not one of nchw, nhwc", v);
+        return 1;
+    }
     if (strcmp(flag, "--precision") == 0) {
         if (strcmp(v, "fp32") == 0) o->precision = TRAIN_PRECISION_FP32;
         else if (strcmp(v, "bf16") == 0) o->precision = TRAIN_PRECISION_BF16;

@@ -135,6 +135,7 @@ typedef struct conv_geo {
     op_window win;
     int nsp;
     ir_dtype dt; /* cin, cout and w alike: float, float16 or bfloat16 */
+    bool nhwc;   /* channels-last (the node's view: logical dims, bytes NHWC / KRSC) */
 } conv_geo;
 
 /* cuDNN's type of a float tensor of ours. */
@@ -192,6 +193,7 @@ static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err)
         break;
     default: OC_ASSERT(false && "geo_of: not a conv op");
     }
+    q->nhwc = n->channels_last;
     q->cin = slot_t(g, n, q->cin_slot);
     q->cout = slot_t(g, n, q->cout_slot);
     q->w = slot_t(g, n, q->w_slot);
@@ -223,8 +225,10 @@ static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err)
     return OC_OK;
 }
 
-/* Dims of t as cuDNN wants them: rank >= 4 (a 1-d conv gets a trailing 1). */
-static int nd_dims(const ir_tensor *t, int *d, int *s) {
+/* Dims of t as cuDNN wants them: rank >= 4 (a 1-d conv gets a trailing 1);
+ * the strides of a packed (N, C, ...) tensor, or with nhwc (a 4-d view of a
+ * channels-last node) of its (N, H, W, C) bytes. */
+static int nd_dims(const ir_tensor *t, bool nhwc, int *d, int *s) {
     int r = t->rank < 4 ? 4 : t->rank;
     for (int i = 0; i < r; i++) d[i] = i < t->rank ? (int)t->dims[i] : 1;
     int acc = 1;
@@ -232,12 +236,14 @@ static int nd_dims(const ir_tensor *t, int *d, int *s) {
         s[i] = acc;
         acc *= d[i];
     }
+    if (nhwc && r == 4) s[1] = 1, s[3] = d[1], s[2] = d[1] * d[3], s[0] = d[1] * d[2] * d[3];
     return r;
 }
 
 static char *geo_key(const conv_geo *q) {
     char buf[512];
-    int o = snprintf(buf, sizeof buf, "%d|%d|%lld|", q->kind, (int)q->dt, (long long)q->groups);
+    int o = snprintf(buf, sizeof buf, "%d|%d|%d|%lld|", q->kind, (int)q->dt, (int)q->nhwc,
+                     (long long)q->groups);
     const ir_tensor *ts[3] = {q->cin, q->cout, q->w};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ts[k]->rank; i++)
@@ -259,12 +265,14 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     CUDNN_CHECK_N(cudnnCreateConvolutionDescriptor(&e->conv_d), n);
     cudnnDataType_t dt = dnn_type(q->dt);
     bool half = q->dt != IR_DTYPE_FLOAT;
-    r = nd_dims(q->cin, d, s);
+    r = nd_dims(q->cin, q->nhwc, d, s);
     CUDNN_CHECK_N(cudnnSetTensorNdDescriptor(e->in_d, dt, r, d, s), n);
-    r = nd_dims(q->cout, d, s);
+    r = nd_dims(q->cout, q->nhwc, d, s);
     CUDNN_CHECK_N(cudnnSetTensorNdDescriptor(e->out_d, dt, r, d, s), n);
-    r = nd_dims(q->w, d, s);
-    CUDNN_CHECK_N(cudnnSetFilterNdDescriptor(e->w_d, dt, CUDNN_TENSOR_NCHW, r, d), n);
+    r = nd_dims(q->w, false, d, s);
+    CUDNN_CHECK_N(cudnnSetFilterNdDescriptor(e->w_d, dt,
+                                             q->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, r, d),
+                  n);
     int pad[3] = {0, 0, 0}, str[3] = {1, 1, 1}, dil[3] = {1, 1, 1};
     int nsp = q->nsp < 2 ? 2 : q->nsp;
     for (int i = 0; i < q->nsp; i++) {
@@ -384,6 +392,8 @@ static size_t bias_scratch(const ir_graph *g, const ir_node *n) {
     if (!has_bias_grad(n)) return 0;
     int64_t N, C, S;
     bias_dims(g, n, &N, &C, &S);
+    if (n->channels_last) /* cu_channel_sum_nhwc */
+        return align_up((size_t)(cu_channel_parts(N * S) * C) * sizeof(double));
     if (g->tensors[n->inputs[0]].dtype != IR_DTYPE_FLOAT) /* cu_channel_sum */
         return align_up((size_t)(N * C) * sizeof(double));
     return align_up((size_t)((S > N ? S : N) + N * C) * sizeof(float));
@@ -393,6 +403,11 @@ static int bias_grad(const cuda_ctx *c, const kernel_args *a, void *scratch, oc_
     int64_t N, C, S;
     bias_dims(a->g, a->n, &N, &C, &S);
     ir_dtype dt = kernel_in(a, 0)->dtype;
+    if (a->n->channels_last) { /* dY (N H W, C): column sums, deterministic */
+        CU_LAUNCH(cu_channel_sum_nhwc(c->stream, a->in[0], cuda_float_kind(dt), N * S, C, scratch,
+                                      a->out[1], cuda_float_kind(kernel_out(a, 1)->dtype)));
+        return OC_OK;
+    }
     if (dt != IR_DTYPE_FLOAT) { /* half dY: one deterministic reduction, float sums */
         CU_LAUNCH(cu_channel_sum(c->stream, a->in[0], cuda_float_kind(dt), N, C, S, scratch,
                                  a->out[1], cuda_float_kind(kernel_out(a, 1)->dtype)));
@@ -475,12 +490,14 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (bias && q.dt != IR_DTYPE_FLOAT) { /* y rounded, then y + b rounded (as PyTorch's) */
         int64_t S = 1;
         for (int i = 2; i < yt->rank; i++) S *= yt->dims[i];
+        /* channels-last: rows of C, the channel fastest */
+        int64_t rows = q.nhwc ? yt->dims[0] * S : yt->dims[0];
         CU_LAUNCH(cu_channel_bias(c->stream, slot_p(a, -1), cuda_float_kind(yt->dtype), bias,
-                                  cuda_float_kind(kernel_in(a, 2)->dtype), yt->dims[0], yt->dims[1],
-                                  S));
+                                  cuda_float_kind(kernel_in(a, 2)->dtype), rows, yt->dims[1],
+                                  q.nhwc ? 1 : S));
     } else if (bias) {
         cudnnTensorDescriptor_t yd, bd;
-        int d[8], s[8], r = nd_dims(yt, d, s);
+        int d[8], s[8], r = nd_dims(yt, q.nhwc, d, s);
         int bdim[8], bs[8];
         for (int i = 0; i < r; i++) bdim[i] = i == 1 ? d[1] : 1;
         bs[r - 1] = 1;

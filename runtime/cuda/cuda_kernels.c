@@ -802,59 +802,81 @@ static const cuda_kernel_fn cuda_kernels[OP__COUNT] = {
 
 #define WIDE_ALIGN 256
 
-static size_t wide_size(const kernel_view *v, int k) {
-    size_t b = (size_t)kernel_numel(&v->t[k]) * sizeof(float);
+static size_t moved_size(const kernel_view *v, int k) {
+    size_t b = (size_t)kernel_numel(&v->base.t[k]) * (size_t)ir_dtype_size(v->base.t[k].dtype);
     return (b + WIDE_ALIGN - 1) / WIDE_ALIGN * WIDE_ALIGN;
 }
 
-/* Workspace bytes of the widened copies (an in-place output shares its input's). */
-static size_t widened_bytes(const kernel_view *v) {
+/* Workspace bytes of the view's copies (an in-place output shares its input's). */
+static size_t moved_bytes(const kernel_view *v) {
     size_t s = 0;
-    for (int k = 0; k < v->n.n_inputs + v->n.n_outputs; k++)
-        if (kernel_view_half(v, k)) s += wide_size(v, k);
+    for (int k = 0; k < v->base.n.n_inputs + v->base.n.n_outputs; k++)
+        if (kernel_view_moved(v, k)) s += moved_size(v, k);
     return s;
 }
 
-/* Slot k of the view between its own type and float32 (to_float: widen). */
-static int convert(const cuda_ctx *c, const kernel_args *a, const kernel_view *v, int k,
-                   const void *src, void *dst, bool to_float, oc_err *err) {
-    int half = v->was[k] == IR_DTYPE_BFLOAT16 ? 2 : 1;
-    CU_LAUNCH(cu_float_convert(c->stream, src, to_float ? half : 0, dst, to_float ? 0 : half,
-                               kernel_numel(&v->t[k])));
-    return OC_OK;
+/* Slot k between its own bytes and the view's copy (to_view: in): widened or
+ * narrowed, transposed (N, H, W, C) <-> (N, C, H, W), or both. */
+static int convert(const cuda_ctx *c, const kernel_view *v, int k, const void *src, void *dst,
+                   bool to_view) {
+    const ir_tensor *t = &v->base.t[k];
+    int own = cuda_float_kind(v->was[k]), view = cuda_float_kind(t->dtype);
+    int from = to_view ? own : view, to = to_view ? view : own;
+    if (!kernel_view_nhwc(v, k))
+        return cu_float_convert(c->stream, src, from, dst, to, kernel_numel(t));
+    return cu_nhwc_convert(c->stream, src, from, dst, to, t->dims[0], t->dims[1],
+                           t->dims[2] * t->dims[3], to_view);
 }
 
-static int run_widened(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+/* The cuDNN convolutions read channels-last tensors themselves (the view keeps
+ * the bytes); every other channels-last node runs on (N, C, H, W) copies. */
+static bool native_nhwc(const ir_node *n) {
+    return n->op == OP_CONV || n->op == OP_CONV_BACKWARD_DATA || n->op == OP_CONV_BACKWARD_FILTER;
+}
+
+static void view_of(kernel_view *v, const ir_graph *g, const ir_node *n) {
+    bool widen = kernel_touches_half(g, n) && !cuda_native_half(g, n);
+    kernel_view_init(v, g, n, widen, n->channels_last && !native_nhwc(n));
+}
+
+/* The node on its view (kernels.h): copies of the moved slots in the front of
+ * the node's workspace, the kernel's own workspace after them. */
+static int run_view(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_node *n = a->n;
     int ni = n->n_inputs, nt = ni + n->n_outputs, rc = OC_OK;
     kernel_view v;
-    kernel_view_init(&v, a->g, n);
-    size_t need = widened_bytes(&v);
+    view_of(&v, a->g, n);
+    size_t need = moved_bytes(&v);
     void **ptr = oc_calloc((size_t)nt + 1, sizeof *ptr);
     if (a->scratch_bytes < need || (need && !a->scratch)) {
         rc = kernel_fail(a, err,
-                         "its workspace (%zu bytes) cannot hold the float32 copies of its "
-                         "half tensors (%zu bytes)",
+                         "its workspace (%zu bytes) cannot hold the float32 or (N, C, H, W) "
+                         "copies of its tensors (%zu bytes)",
                          a->scratch_bytes, need);
         goto out;
     }
     uint8_t *at = a->scratch;
     for (int k = 0; k < nt; k++) {
         ptr[k] = k < ni ? a->in[k] : a->out[k - ni];
-        if (!kernel_view_half(&v, k)) continue;
+        if (!kernel_view_moved(&v, k)) continue;
         void *own = ptr[k];
         ptr[k] = at;
-        at += wide_size(&v, k);
+        at += moved_size(&v, k);
         if (k < ni) {
-            if ((rc = convert(c, a, &v, k, own, ptr[k], true, err))) goto out;
-        } else { /* an in-place output: its input's copy (already widened) */
+            int ce = convert(c, &v, k, own, ptr[k], true);
+            if (ce) {
+                rc = cuda_fail_call(err, "convert", cudaGetErrorString((cudaError_t)ce), __FILE__,
+                                    __LINE__, CU_NODE_NAME(n));
+                goto out;
+            }
+        } else { /* an in-place output: its input's copy (already made) */
             for (int j = 0; j < ni; j++)
-                if (a->in[j] == a->out[k - ni] && kernel_view_half(&v, j)) ptr[k] = ptr[j];
+                if (a->in[j] == a->out[k - ni] && kernel_view_moved(&v, j)) ptr[k] = ptr[j];
         }
     }
     kernel_args b = *a;
-    b.g = &v.g;
-    b.n = &v.n;
+    b.g = &v.base.g;
+    b.n = &v.base.n;
     b.in = ptr;
     b.out = ptr + ni;
     b.scratch = a->scratch_bytes > need ? (uint8_t *)a->scratch + need : NULL;
@@ -862,12 +884,20 @@ static int run_widened(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     cuda_ctx cv = *c;
     cv.graph = c->graph ? c->graph : a->g; /* the BN stash keys on the real graph */
     rc = cuda_kernels[n->op](&cv, &b, err);
-    for (int k = ni; rc == OC_OK && k < nt; k++)
-        if (kernel_view_half(&v, k)) rc = convert(c, a, &v, k, ptr[k], a->out[k - ni], false, err);
+    for (int k = ni; rc == OC_OK && k < nt; k++) {
+        int ce = kernel_view_moved(&v, k) ? convert(c, &v, k, ptr[k], a->out[k - ni], false) : 0;
+        if (ce)
+            rc = cuda_fail_call(err, "convert", cudaGetErrorString((cudaError_t)ce), __FILE__,
+                                __LINE__, CU_NODE_NAME(n));
+    }
 out:
     oc_free(ptr);
     kernel_view_free(&v);
     return rc;
+}
+
+static bool needs_view(const ir_graph *g, const ir_node *n) {
+    return n->channels_last || (kernel_touches_half(g, n) && !cuda_native_half(g, n));
 }
 
 int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
@@ -875,19 +905,18 @@ int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (op < 0 || op >= OP__COUNT || !cuda_kernels[op])
         return oc_fail(err, "node '%s': op %s%s%s has no cuda kernel", a->n->name,
                        *a->n->domain ? a->n->domain : "", *a->n->domain ? "." : "", a->n->op_type);
-    if (kernel_touches_half(a->g, a->n) && !cuda_native_half(a->g, a->n))
-        return run_widened(c, a, err);
+    if (needs_view(a->g, a->n)) return run_view(c, a, err);
     return cuda_kernels[op](c, a, err);
 }
 
 static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 
 size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
-    if (!kernel_touches_half(g, n) || cuda_native_half(g, n)) return float_scratch(im, g, n, limit);
+    if (!needs_view(g, n)) return float_scratch(im, g, n, limit);
     kernel_view v;
-    kernel_view_init(&v, g, n);
-    size_t w = widened_bytes(&v);
-    size_t s = w + float_scratch(im, &v.g, &v.n, limit > w ? limit - w : 0);
+    view_of(&v, g, n);
+    size_t w = moved_bytes(&v);
+    size_t s = w + float_scratch(im, &v.base.g, &v.base.n, limit > w ? limit - w : 0);
     kernel_view_free(&v);
     return s;
 }

@@ -115,6 +115,20 @@ int cu_channel_bias(void *stream, void *y, int ky, const void *b, int kb, int64_
  * over n in order (deterministic). */
 int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, int64_t C, int64_t S, double *ws,
                    void *out, int kout);
+/* Channels-last: out[c] = sum of x (rows, C) over the rows, rounded once to
+ * out's kind (a channels-last conv's bias gradient): per-(part, c) sums in
+ * double into ws (cu_channel_parts(rows) C doubles), the rows of a part in
+ * order, then the parts in order (deterministic). */
+#define CU_CHANNEL_PART_ROWS 256
+static inline int64_t cu_channel_parts(int64_t rows) {
+    return (rows + CU_CHANNEL_PART_ROWS - 1) / CU_CHANNEL_PART_ROWS;
+}
+int cu_channel_sum_nhwc(void *stream, const void *x, int kx, int64_t rows, int64_t C, double *ws,
+                        void *out, int kout);
+/* y = x between (N, S, C) and (N, C, S) (to_nchw: from the first), and
+ * between float kinds as cu_float_convert; x and y do not overlap. */
+int cu_nhwc_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t N, int64_t C,
+                    int64_t S, int to_nchw);
 /* y[i] = low + (high - low) * uniform(key, i) (the Dropout generator). */
 int cu_random_uniform(void *stream, float *y, int64_t n, cu_rng key, float low, float high);
 /* Where / WhereGrad (cpu_where, cpu_where_grad): cond broadcast. */

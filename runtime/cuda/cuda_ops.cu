@@ -1404,6 +1404,49 @@ extern "C" int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, in
     return last_error();
 }
 
+// Channels-last: t[p C + c] = sum of x (rows, C) over the rows of part p, a
+// thread per (p, c), the rows in order; then over the parts in order.
+__global__ void k_part_channel_sums(const void *x, int kx, int64_t rows, int64_t C, int64_t R,
+                                    int64_t P, double *t) {
+    GRID_LOOP(i, P * C) {
+        int64_t p = i / C, c = i % C, end = (p + 1) * R < rows ? (p + 1) * R : rows;
+        double acc = 0;
+        for (int64_t r = p * R; r < end; r++) acc += half_load(x, kx, r * C + c);
+        t[i] = acc;
+    }
+}
+
+extern "C" int cu_channel_sum_nhwc(void *stream, const void *x, int kx, int64_t rows, int64_t C,
+                                   double *ws, void *out, int kout) {
+    if (C == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    int64_t P = cu_channel_parts(rows);
+    if (rows > 0)
+        k_part_channel_sums<<<blocks_for(P * C), THREADS, 0, st>>>(x, kx, rows, C,
+                                                                   CU_CHANNEL_PART_ROWS, P, ws);
+    k_col_sums<<<blocks_for(C), THREADS, 0, st>>>(ws, rows > 0 ? P : 0, C, out, kout);
+    return last_error();
+}
+
+// (N, S, C) <-> (N, C, S) with a change of float kind: i indexes the (N, C, S) side.
+__global__ void k_nhwc_convert(const void *x, int kx, void *y, int ky, int64_t C, int64_t S,
+                               int64_t n, int to_nchw) {
+    GRID_LOOP(i, n) {
+        int64_t s = i % S, c = i / S % C, b = i / (S * C), j = (b * S + s) * C + c;
+        if (to_nchw) half_store(y, ky, i, half_load(x, kx, j));
+        else half_store(y, ky, j, half_load(x, kx, i));
+    }
+}
+
+extern "C" int cu_nhwc_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t N,
+                               int64_t C, int64_t S, int to_nchw) {
+    int64_t n = N * C * S;
+    if (n == 0) return 0;
+    k_nhwc_convert<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, kx, y, ky, C, S, n,
+                                                                        to_nchw);
+    return last_error();
+}
+
 __device__ static int64_t bcast_offset(cu_shape in, cu_shape out, int64_t i) {
     int64_t off = 0, stride = 1;
     for (int d = out.rank - 1; d >= 0; d--) {

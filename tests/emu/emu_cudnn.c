@@ -442,9 +442,9 @@ static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd
     if (nb != 4 && nb != 5)
         return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%d-d tensors (convolutions take 4-d or 5-d)",
                     nb);
-    if (wd->fmt != CUDNN_TENSOR_NCHW)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "filter format %d (emulator: NCHW only)",
-                    (int)wd->fmt);
+    if (wd->fmt == CUDNN_TENSOR_NHWC && nb != 4)
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "NHWC filter of %d dims (emulator: 4 only)",
+                    nb);
     int G = cd->groups;
     if (wd->dim[0] % G != 0)
         return fail(CUDNN_STATUS_BAD_PARAM, call, "%d output channels not divisible by %d groups",
@@ -491,6 +491,12 @@ static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd
     q->wstr[2] = q->k[1] * q->k[2];
     q->wstr[1] = q->k[0] * q->wstr[2];
     q->wstr[0] = q->cg * q->wstr[1];
+    if (wd->fmt == CUDNN_TENSOR_NHWC) { /* (K, R, S, C/G): the channel fastest */
+        q->wstr[1] = 1;
+        q->wstr[4] = q->cg;
+        q->wstr[3] = q->k[2] * q->cg;
+        q->wstr[2] = q->k[1] * q->wstr[3];
+    }
     q->flip = cd->mode == CUDNN_CONVOLUTION;
     q->dt = xd->dt;
     q->ctype = cd->ctype;
@@ -753,7 +759,7 @@ static void o_range(int64_t in, int64_t out, int64_t s, int64_t p, int64_t off, 
 
 static int64_t widx(const cgeo *q, int64_t k, int64_t c, int64_t a, int64_t b, int64_t e) {
     if (q->flip) a = q->k[0] - 1 - a, b = q->k[1] - 1 - b, e = q->k[2] - 1 - e;
-    return k * q->wstr[0] + c * q->wstr[1] + a * q->wstr[2] + b * q->wstr[3] + e;
+    return k * q->wstr[0] + c * q->wstr[1] + a * q->wstr[2] + b * q->wstr[3] + e * q->wstr[4];
 }
 
 typedef struct conv_job {

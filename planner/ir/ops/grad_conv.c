@@ -13,6 +13,7 @@ static void conv_attrs(grad_ctx *c, int node) {
     int64_t k[IR_MAX_RANK];
     int nk = w->rank - 2;
     for (int i = 0; i < nk; i++) k[i] = w->dims[2 + i];
+    OC_ASSERT(!grad_fwd(c)->channels_last); /* train/layout_nhwc.c sets kernel_shape */
     grad_attr_ints(c, node, "kernel_shape", nk, k);
 }
 
@@ -23,6 +24,7 @@ static int conv_like_grad(grad_ctx *c, op_kind data_op, op_kind filter_op) {
     int rank = x->rank;
     int64_t xdims[IR_MAX_RANK];
     for (int i = 0; i < rank; i++) xdims[i] = x->dims[i];
+    if (grad_fwd(c)->channels_last && rank == 4) ir_dims_to_logical(xdims); /* the rules' view */
     if (grad_wants(c, 0)) {
         int b = grad_node(c, "grad_data", data_op);
         grad_in(c, b, dy);                /* dY (N, M, O..) */

@@ -12,6 +12,7 @@ static int pool_grad(grad_ctx *c, op_kind op, bool reads_x) {
     int rank = x->rank;
     int64_t dims[IR_MAX_RANK];
     memcpy(dims, x->dims, sizeof dims);
+    if (grad_fwd(c)->channels_last && rank == 4) ir_dims_to_logical(dims); /* the rules' view */
     int b = grad_node(c, "grad", op);
     grad_in(c, b, dy);                             /* dY (N, C, O..) */
     if (reads_x) grad_in(c, b, grad_fwd_in(c, 0)); /* X saved */

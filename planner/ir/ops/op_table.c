@@ -70,6 +70,25 @@ void op_supported_list(char *buf, size_t cap) {
     }
 }
 
+bool op_reads_channel_axis(int op) {
+    switch (op) {
+    case OP_CONV:
+    case OP_CONV_BACKWARD_DATA:
+    case OP_CONV_BACKWARD_FILTER:
+    case OP_BATCH_NORM:
+    case OP_BATCH_NORM_GRAD:
+    case OP_BATCH_NORM_RELU:
+    case OP_BATCH_NORM_RELU_GRAD:
+    case OP_MAX_POOL:
+    case OP_MAX_POOL_GRAD:
+    case OP_AVERAGE_POOL:
+    case OP_AVERAGE_POOL_GRAD:
+    case OP_GLOBAL_AVERAGE_POOL:
+    case OP_GLOBAL_AVERAGE_POOL_GRAD: return true;
+    default: return false;
+    }
+}
+
 op_role op_input_role(const op_def *d, int i) {
     if (d->n_roles == 0) return OP_IN_DATA;
     return d->roles[i < d->n_roles ? i : d->n_roles - 1];
@@ -92,18 +111,69 @@ void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c) {
     }
 }
 
-void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c) {
+static void cost_of(const ir_graph *g, const ir_node *n, op_cost *c) {
     const op_def *d = op_def_of(n);
     if (d->cost) d->cost(g, n, c);
     else op_cost_default(g, n, c);
 }
 
+void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c) {
+    if (!n->channels_last) {
+        cost_of(g, n, c);
+        return;
+    }
+    ir_node_view v;
+    ir_node_view_init(&v, g, n);
+    ir_node_view_logical(&v);
+    cost_of(&v.g, &v.n, c);
+    ir_node_view_free(&v);
+}
+
+static int decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    const op_def *d = op_def_of(n);
+    return d->decode ? d->decode(g, n, err) : OC_OK;
+}
+
+/* The node's rank-4 tensors between their stored and logical order, each once. */
+static void permute_node(ir_graph *g, const ir_node *n, bool to_logical, bool outputs) {
+    for (int k = 0; k < n->n_inputs + (outputs ? n->n_outputs : 0); k++) {
+        int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs], seen = 0;
+        for (int j = 0; j < k && t >= 0; j++)
+            seen |= (j < n->n_inputs ? n->inputs[j] : n->outputs[j - n->n_inputs]) == t;
+        if (t < 0 || seen || g->tensors[t].rank != 4) continue;
+        if (to_logical) ir_dims_to_logical(g->tensors[t].dims);
+        else ir_dims_to_nhwc(g->tensors[t].dims);
+    }
+}
+
+/* A channels-last node: its rules (shapes, arguments — a decoder may look
+ * past the node, at producers) run with its tensors in the logical order,
+ * in place, then back; the outputs come out channels-last. */
+static int infer_logical(ir_graph *g, ir_node *n, bool infer, oc_err *err) {
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        const ir_tensor *t =
+            k < n->n_inputs ? ir_node_in(g, n, k) : ir_node_out(g, n, k - n->n_inputs);
+        if (t && t->rank == 4 && !ir_tensor_shape_known(t) && (k < n->n_inputs || !infer))
+            return oc_fail(err, "channels-last: '%s' has no static shape", t->name);
+    }
+    /* outputs about to be inferred are not permuted in (infer sets them) */
+    permute_node(g, n, true, !infer);
+    int rc = infer ? op_def_of(n)->infer(g, n, g->opset, err) : OC_OK;
+    if (rc == OC_OK) rc = decode(g, n, err);
+    permute_node(g, n, false, true); /* the outputs: permuted in, or inferred logical */
+    return rc;
+}
+
 int op_infer(ir_graph *g, ir_node *n, oc_err *err) {
+    n->channels_last = ir_attr_int(n, IR_ATTR_CHANNELS_LAST, 0) != 0;
+    if (n->channels_last && !op_reads_channel_axis(n->op))
+        return oc_fail(err, "attribute %s on an op without a channel axis", IR_ATTR_CHANNELS_LAST);
+    if (n->channels_last) return infer_logical(g, n, true, err);
     if (op_def_of(n)->infer(g, n, g->opset, err)) return OC_ERR;
-    return op_decode(g, n, err);
+    return decode(g, n, err);
 }
 
 int op_decode(const ir_graph *g, ir_node *n, oc_err *err) {
-    const op_def *d = op_def_of(n);
-    return d->decode ? d->decode(g, n, err) : OC_OK;
+    if (n->channels_last) return infer_logical((ir_graph *)g, n, false, err);
+    return decode(g, n, err);
 }

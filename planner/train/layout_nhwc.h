@@ -1,0 +1,38 @@
+/* layout_nhwc.h — channels-last activations as a plan property (--layout nhwc).
+ *
+ * cuDNN's fastest convolutions (tensor cores, TF32 or half) read and write
+ * (N, H, W, C); with (N, C, H, W) tensors cuDNN transposes inside or picks
+ * slower kernels. This pass, on the forward graph before autodiff, makes
+ * every 2-d Conv channels-last and carries the layout downstream through the
+ * nodes that can take it: BatchNormalization, BatchNormRelu, MaxPool (one
+ * output), AveragePool, GlobalAveragePool (their channels_last attribute:
+ * ir.h) and the elementwise ops whose inputs all have the output's shape (or
+ * one element): Relu, Add, Mul, ... (no attribute: the layout does not
+ * matter to them). Dropout is not taken (its mask follows the element order).
+ * Where the layout changes, an explicit Transpose converts — the model's
+ * input before the first Conv, each Conv's filter (K, C, R, S) -> (K, R, S, C),
+ * and a channels-last tensor before a node that reads (N, C, H, W) — named
+ * outcore/layout/<tensor>/nhwc|nchw, so the planner, the simulator and the
+ * profile count them like any node, and autodiff differentiates them (a
+ * Transpose's gradient is the inverse Transpose). Tensors keep their names;
+ * their shapes become the stored (N, H, W, C) order. A node whose output is a
+ * graph output stays as it is.
+ *
+ *   int nodes, conv;
+ *   if (layout_nhwc(forward_graph, &nodes, &conv, &err)) ...
+ */
+#ifndef OC_LAYOUT_NHWC_H
+#define OC_LAYOUT_NHWC_H
+
+#include "ir/ir.h"
+
+/* The prefix of the conversion nodes' names (a saved model leaves them out). */
+#define LAYOUT_PREFIX "outcore/layout/"
+
+/* Rewrites g in place; *n_nodes: nodes made channels-last, *n_conversions:
+ * Transposes inserted. */
+int layout_nhwc(ir_graph *g, int *n_nodes, int *n_conversions, oc_err *err);
+/* A conversion node of this pass. */
+bool layout_is_conversion(const ir_node *n);
+
+#endif

@@ -654,7 +654,7 @@ static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d
 }
 
 int cuda_batch_norm(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    if (cuda_native_half(a->g, a->n)) return cuda_batch_norm_half(c, a, err);
+    if (cuda_bn_ours(a->g, a->n)) return cuda_batch_norm_half(c, a, err);
     for (int i = 0; i < 5; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
@@ -746,7 +746,7 @@ static int bn_frozen_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) 
 }
 
 int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    if (cuda_native_half(a->g, a->n)) return cuda_batch_norm_grad_half(c, a, err);
+    if (cuda_bn_ours(a->g, a->n)) return cuda_batch_norm_grad_half(c, a, err);
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     if (!op_args_of(a->n)->bn.training) return bn_frozen_grad(c, a, err);

@@ -143,7 +143,11 @@ size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n); /* FusedAttention */
 size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n); /* cuda_norm_act.c */
-/* BatchNormalization[Grad] on half data (cuda_native_half): cuda_norm_act.c. */
+/* BatchNormalization[Grad] on our kernels (cuda_norm_act.c), not cuDNN's: half
+ * data (cuda_native_half) or channels-last (read in place). */
+static inline bool cuda_bn_ours(const ir_graph *g, const ir_node *n) {
+    return n->channels_last || cuda_native_half(g, n);
+}
 int cuda_batch_norm_half(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_batch_norm_grad_half(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 

@@ -828,10 +828,20 @@ static int convert(const cuda_ctx *c, const kernel_view *v, int k, const void *s
                            t->dims[2] * t->dims[3], to_view);
 }
 
-/* The cuDNN convolutions read channels-last tensors themselves (the view keeps
- * the bytes); every other channels-last node runs on (N, C, H, W) copies. */
+/* The cuDNN convolutions and our BatchNorm kernels (cuda_norm_act.c) read
+ * channels-last tensors themselves (the view keeps the bytes); every other
+ * channels-last node (pooling) runs on (N, C, H, W) copies. */
 static bool native_nhwc(const ir_node *n) {
-    return n->op == OP_CONV || n->op == OP_CONV_BACKWARD_DATA || n->op == OP_CONV_BACKWARD_FILTER;
+    switch (n->op) {
+    case OP_CONV:
+    case OP_CONV_BACKWARD_DATA:
+    case OP_CONV_BACKWARD_FILTER:
+    case OP_BATCH_NORM:
+    case OP_BATCH_NORM_GRAD:
+    case OP_BATCH_NORM_RELU:
+    case OP_BATCH_NORM_RELU_GRAD: return true;
+    default: return false;
+    }
 }
 
 static void view_of(kernel_view *v, const ir_graph *g, const ir_node *n) {
@@ -944,10 +954,10 @@ static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, 
     case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n);
     case OP_CLIP_GRAD_NORM:
     case OP_GRAD_SCALER: return (1 + CU_SUMSQ_SLOTS) * sizeof(double); /* cu_sumsq */
-    case OP_BATCH_NORM:
-        return cuda_native_half(g, n) ? cuda_bn_relu_scratch(g, n) : 0; /* half: our kernels */
+    case OP_BATCH_NORM: /* half or channels-last: our kernels */
+        return cuda_bn_ours(g, n) ? cuda_bn_relu_scratch(g, n) : 0;
     case OP_BATCH_NORM_GRAD: { /* dScale / dBias when the graph omits them */
-        if (cuda_native_half(g, n)) return cuda_bn_relu_scratch(g, n);
+        if (cuda_bn_ours(g, n)) return cuda_bn_relu_scratch(g, n);
         const ir_tensor *x = &g->tensors[n->inputs[1]];
         return 2 * (size_t)(x->rank >= 2 ? x->dims[1] : 1) * sizeof(float);
     }

@@ -266,7 +266,9 @@ int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
 /* BatchNormRelu and its gradient (cpu_norm.c's numerics): channel c's N images
  * reduced in P parts of whole images (cuda_norm_act.c picks P: about 4096
  * elements each), a warp each, in double; the parts summed in order per
- * channel (deterministic). ws: 4 C + 2 C P doubles. */
+ * channel (deterministic). nhwc: x (and r, y, dy, dx) stored (N, S, C) — then
+ * the P parts are ranges of the N S rows, a thread per (part, channel). ws:
+ * 4 C + 2 C P doubles. */
 /* y = relu(BN(x) [+ r]) (relu 0: y = BN(x), BatchNormalization alone); train:
  * batch statistics, running ones updated into om / ov (may be NULL, may be
  * rm / rv); else the running statistics rm, rv. x, r, y of one kind (0
@@ -274,8 +276,8 @@ int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
  * and the statistics float32. */
 int cu_bn_relu(void *stream, int kind, int relu, const void *x, const void *r, const float *scale,
                const float *bias, const float *rm, const float *rv, float momentum, float eps,
-               int train, float *om, float *ov, void *y, int64_t N, int64_t C, int64_t S, int64_t P,
-               double *ws);
+               int train, float *om, float *ov, void *y, int64_t N, int64_t C, int64_t S, int nhwc,
+               int64_t P, double *ws);
 /* BatchNormalization's saved_mean / saved_var (opset <= 13: the batch mean and
  * biased variance) from the statistics cu_bn_relu left at the front of ws. */
 int cu_bn_saved(void *stream, const double *stats, int64_t C, float eps, float *sm, float *sv);
@@ -285,8 +287,8 @@ int cu_bn_saved(void *stream, const double *stats, int64_t C, float eps, float *
  * float32. */
 int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *y, const void *x,
                     const float *scale, const float *rm, const float *rv, float eps, int train,
-                    void *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S, int64_t P,
-                    double *ws);
+                    void *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S, int nhwc,
+                    int64_t P, double *ws);
 /* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
 int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,
               int64_t outer, int64_t extent, int64_t ni, int64_t inner);

@@ -16,17 +16,20 @@ static void nchw(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
     for (int i = 2; i < x->rank; i++) *S *= x->dims[i];
 }
 
-/* Parts of a channel's statistics: whole images, about 4096 elements each
- * (OC_BN_PART_ELEMS overrides, for tests: small values make many parts). */
-static int64_t bn_parts(int64_t N, int64_t S) {
+/* Parts of a channel's statistics: whole images, about 4096 elements each;
+ * channels-last (nhwc): ranges of rows, 1024 rows each (a quarter as many:
+ * a thread, not a warp, walks a part). OC_BN_PART_ELEMS overrides, for tests:
+ * small values make many parts. */
+static int64_t bn_parts(int64_t N, int64_t S, bool nhwc) {
     static int64_t elems = 0;
     if (!elems) {
         const char *e = getenv("OC_BN_PART_ELEMS");
         long long v = e ? atoll(e) : 0;
         elems = v > 0 ? v : 4096;
     }
-    int64_t p = (N * S + elems - 1) / elems;
-    if (p > N) p = N;
+    int64_t per = nhwc && elems >= 4 ? elems / 4 : elems;
+    int64_t p = (N * S + per - 1) / per;
+    if (p > N && !nhwc) p = N;
     return p < 1 ? 1 : p;
 }
 
@@ -41,7 +44,7 @@ static int x_slot(const ir_node *n) {
 /* X's dims and the parts of a node. */
 static int64_t node_dims(const ir_graph *g, const ir_node *n, int64_t *N, int64_t *C, int64_t *S) {
     nchw(&g->tensors[n->inputs[x_slot(n)]], N, C, S);
-    return bn_parts(*N, *S);
+    return bn_parts(*N, *S, n->channels_last);
 }
 
 static int want_types(const kernel_args *a, ir_dtype *dt, oc_err *err) {
@@ -74,7 +77,8 @@ static int bn_forward_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_
     const void *r = relu && a->n->n_inputs > 5 ? a->in[5] : NULL;
     CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), relu, a->in[0], r, a->in[1], a->in[2],
                          a->in[3], a->in[4], bn->momentum, bn->epsilon, bn->training,
-                         out_or_null(a, 1), out_or_null(a, 2), a->out[0], N, C, S, P, a->scratch));
+                         out_or_null(a, 1), out_or_null(a, 2), a->out[0], N, C, S,
+                         a->n->channels_last, P, a->scratch));
     float *sm = relu ? NULL : out_or_null(a, 3), *sv = relu ? NULL : out_or_null(a, 4);
     if (!sm != !sv)
         return kernel_fail(a, err, "saved_mean and saved_var must both be present or absent");
@@ -97,7 +101,7 @@ static int bn_grad_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_err
     CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), relu, a->in[0],
                               relu ? a->in[1] : NULL, a->in[x], a->in[x + 1], rm, rv, bn->epsilon,
                               bn->training, out_or_null(a, 0), out_or_null(a, 1), out_or_null(a, 2),
-                              N, C, S, P, a->scratch));
+                              N, C, S, a->n->channels_last, P, a->scratch));
     return OC_OK;
 }
 

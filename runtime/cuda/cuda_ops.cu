@@ -985,6 +985,20 @@ __global__ void k_bn_parts(const T *dy, const T *y, const T *x, const double *st
     }
 }
 
+// Channels-last (x as rows of C): part p covers the rows [R p, R (p + 1)), a thread per
+// (p, c) — a warp reads 32 neighbouring channels of a row: coalesced — walking them in order,
+// sums in double, into the same part[2 (c P + p)] layout as k_bn_parts.
+template <int GRAD, typename T>
+__global__ void k_bn_parts_nhwc(const T *dy, const T *y, const T *x, const double *stats,
+                                int64_t rows, int64_t C, int64_t R, int64_t P, double *part) {
+    GRID_LOOP(u, C * P) {
+        int64_t c = u % C, p = u / C, end = (p + 1) * R < rows ? (p + 1) * R : rows;
+        double m = GRAD ? stats[2 * c] : 0, is = GRAD ? stats[2 * c + 1] : 0, s = 0, q = 0;
+        for (int64_t r = p * R; r < end; r++) bn_acc<GRAD>(dy, y, x, r * C + c, m, is, s, q);
+        part[2 * (c * P + p)] = s, part[2 * (c * P + p) + 1] = q;
+    }
+}
+
 // stats[2c], stats[2c + 1]: the mean and 1 / sqrt(var + eps) BN normalises with.
 __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int64_t M, float eps,
                                   int train, const float *rm, const float *rv, float momentum,
@@ -1023,28 +1037,55 @@ __global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, con
     }
 }
 
+// Channels-last: element i of channel i % C.
+template <int RELU, typename T>
+__global__ void k_bn_relu_apply_nhwc(const T *x, const T *r, const double *stats,
+                                     const float *scale, const float *bias, T *y, int64_t C,
+                                     int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t c = i % C;
+        float v =
+            (float)(((double)ld(x, i) - stats[2 * c]) * (stats[2 * c + 1] * scale[c]) + bias[c]);
+        if (r) v = v + ld(r, i);
+        st(y, i, RELU ? oc_relu(v) : v);
+    }
+}
+
 static unsigned row_threads(int64_t S) { // a block per row: up to 256 threads, whole warps
     int64_t t = (S + WARP - 1) / WARP * WARP;
     return (unsigned)(t > THREADS ? THREADS : t < WARP ? WARP : t);
 }
 
+// The parts of the sums (statistics: GRAD 0; the gradient's: 1 or 2), either layout.
+template <int GRAD, typename T>
+static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *y, const T *x,
+                     const double *stats, int64_t N, int64_t C, int64_t S, int64_t P,
+                     double *part) {
+    if (nhwc)
+        k_bn_parts_nhwc<GRAD, T><<<blocks_for(C * P), THREADS, 0, st>>>(
+            dy, y, x, stats, N * S, C, (N * S + P - 1) / P, P, part);
+    else k_bn_parts<GRAD, T><<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, N, C, S, P, part);
+}
+
 template <typename T>
-static void bn_stats(cudaStream_t st, const T *x, const float *rm, const float *rv, float momentum,
-                     float eps, int train, float *om, float *ov, int64_t N, int64_t C, int64_t S,
-                     int64_t P, double *stats, double *part) {
-    if (train)
-        k_bn_parts<0, T><<<warps_for(C * P), WARP, 0, st>>>(NULL, NULL, x, NULL, N, C, S, P, part);
+static void bn_stats(cudaStream_t st, int nhwc, const T *x, const float *rm, const float *rv,
+                     float momentum, float eps, int train, float *om, float *ov, int64_t N,
+                     int64_t C, int64_t S, int64_t P, double *stats, double *part) {
+    if (train) bn_parts<0, T>(st, nhwc, NULL, NULL, x, NULL, N, C, S, P, part);
     k_bn_finish_stats<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, N * S, eps, train, rm, rv,
                                                          momentum, om, ov, stats);
 }
 
 template <int RELU, typename T>
-static void bn_relu_launch(cudaStream_t st, const T *x, const T *r, const float *scale,
+static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, const float *scale,
                            const float *bias, const float *rm, const float *rv, float momentum,
                            float eps, int train, float *om, float *ov, T *y, int64_t N, int64_t C,
                            int64_t S, int64_t P, double *ws) {
-    bn_stats(st, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C);
-    if (N * C * S > 0)
+    bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C);
+    if (N * C * S > 0 && nhwc)
+        k_bn_relu_apply_nhwc<RELU, T>
+            <<<blocks_for(N * C * S), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * C * S);
+    else if (N * C * S > 0)
         k_bn_relu_apply<RELU, T>
             <<<warps_for(N * C), row_threads(S), 0, st>>>(x, r, ws, scale, bias, y, C, S, N * C);
 }
@@ -1052,12 +1093,12 @@ static void bn_relu_launch(cudaStream_t st, const T *x, const T *r, const float 
 extern "C" int cu_bn_relu(void *stream, int kind, int relu, const void *x, const void *r,
                           const float *scale, const float *bias, const float *rm, const float *rv,
                           float momentum, float eps, int train, float *om, float *ov, void *y,
-                          int64_t N, int64_t C, int64_t S, int64_t P, double *ws) {
+                          int64_t N, int64_t C, int64_t S, int nhwc, int64_t P, double *ws) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
 #define BN_APPLY(R, T)                                                                             \
-    bn_relu_launch<R>(st, (const T *)x, (const T *)r, scale, bias, rm, rv, momentum, eps, train,   \
-                      om, ov, (T *)y, N, C, S, P, ws)
+    bn_relu_launch<R>(st, nhwc, (const T *)x, (const T *)r, scale, bias, rm, rv, momentum, eps,    \
+                      train, om, ov, (T *)y, N, C, S, P, ws)
 #define BN_KINDS(R)                                                                                \
     if (kind == 1) BN_APPLY(R, oc_f16);                                                            \
     else if (kind == 2) BN_APPLY(R, oc_bf16);                                                      \
@@ -1118,15 +1159,37 @@ __global__ void k_bnr_grad_apply(const T *dy, const T *y, const T *x, const doub
     }
 }
 
+// Channels-last: element i of channel i % C (k_bnr_grad_apply's arithmetic).
 template <int GRAD, typename T>
-static void bn_grad_launch(cudaStream_t st, const T *dy, const T *y, const T *x, const float *scale,
-                           const float *rm, const float *rv, float eps, int train, T *dx, float *ds,
-                           float *db, int64_t N, int64_t C, int64_t S, int64_t P, double *ws) {
+__global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *y, const T *x, const double *stats,
+                                      const double *sums, const float *scale, int train, T *dx,
+                                      int64_t C, int64_t n, double M) {
+    GRID_LOOP(i, n) {
+        int64_t c = i % C;
+        double m = stats[2 * c], is = stats[2 * c + 1];
+        float d = bn_dz<GRAD>(dy, y, i);
+        if (!train) {
+            st(dx, i, (float)(scale[c] * is * d));
+            continue;
+        }
+        double xhat = ((double)ld(x, i) - m) * is;
+        st(dx, i, (float)(scale[c] * is / M * (M * d - sums[2 * c] - xhat * sums[2 * c + 1])));
+    }
+}
+
+template <int GRAD, typename T>
+static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *y, const T *x,
+                           const float *scale, const float *rm, const float *rv, float eps,
+                           int train, T *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S,
+                           int64_t P, double *ws) {
     double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
-    bn_stats(st, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
-    k_bn_parts<GRAD, T><<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, N, C, S, P, part);
+    bn_stats(st, nhwc, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
+    bn_parts<GRAD, T>(st, nhwc, dy, y, x, stats, N, C, S, P, part);
     k_bnr_grad_finish<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, sums, ds, db);
-    if (dx && N * C * S > 0)
+    if (dx && N * C * S > 0 && nhwc)
+        k_bnr_grad_apply_nhwc<GRAD, T><<<blocks_for(N * C * S), THREADS, 0, st>>>(
+            dy, y, x, stats, sums, scale, train, dx, C, N * C * S, (double)(N * S));
+    else if (dx && N * C * S > 0)
         k_bnr_grad_apply<GRAD, T><<<warps_for(N * C), row_threads(S), 0, st>>>(
             dy, y, x, stats, sums, scale, train, dx, C, S, N * C, (double)(N * S));
 }
@@ -1134,12 +1197,12 @@ static void bn_grad_launch(cudaStream_t st, const T *dy, const T *y, const T *x,
 extern "C" int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *y,
                                const void *x, const float *scale, const float *rm, const float *rv,
                                float eps, int train, void *dx, float *ds, float *db, int64_t N,
-                               int64_t C, int64_t S, int64_t P, double *ws) {
+                               int64_t C, int64_t S, int nhwc, int64_t P, double *ws) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
 #define BN_GRAD(G, T)                                                                              \
-    bn_grad_launch<G>(st, (const T *)dy, (const T *)y, (const T *)x, scale, rm, rv, eps, train,    \
-                      (T *)dx, ds, db, N, C, S, P, ws)
+    bn_grad_launch<G>(st, nhwc, (const T *)dy, (const T *)y, (const T *)x, scale, rm, rv, eps,     \
+                      train, (T *)dx, ds, db, N, C, S, P, ws)
 #define BN_KINDS(G)                                                                                \
     if (kind == 1) BN_GRAD(G, oc_f16);                                                             \
     else if (kind == 2) BN_GRAD(G, oc_bf16);                                                       \

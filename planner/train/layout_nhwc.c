@@ -66,13 +66,16 @@ static int takes(const pass *p, const ir_node *n) {
     const ir_graph *g = p->g;
     if (n->n_inputs < 1 || writes_graph_output(g, n) || !rank4(g, n->inputs[0])) return 0;
     if (!ir_dtype_is_compute(g->tensors[n->inputs[0]].dtype)) return 0;
+    /* continuing a channels-last region, or starting one at the model's input
+     * (which a Conv further on would convert anyway) */
+    bool from = p->nhwc[n->inputs[0]] || g->tensors[n->inputs[0]].producer < 0;
     switch (n->op) {
     case OP_CONV: return n->n_inputs >= 2 && rank4(g, n->inputs[1]) ? 2 : 0;
     case OP_BATCH_NORM:
     case OP_BATCH_NORM_RELU:
     case OP_AVERAGE_POOL:
-    case OP_GLOBAL_AVERAGE_POOL: return p->nhwc[n->inputs[0]] ? 2 : 0;
-    case OP_MAX_POOL: return p->nhwc[n->inputs[0]] && n->n_outputs == 1 ? 2 : 0;
+    case OP_GLOBAL_AVERAGE_POOL: return from ? 2 : 0;
+    case OP_MAX_POOL: return from && n->n_outputs == 1 ? 2 : 0;
     default: break;
     }
     if (!elementwise(n->op) || n->n_outputs != 1 || !rank4(g, n->outputs[0])) return 0;
@@ -150,6 +153,7 @@ static void pin_kernel_shape(ir_graph *g, int node) {
 static int visit(pass *p, int *i, int *n_nodes) {
     ir_graph *g = p->g;
     int how = takes(p, &g->nodes[*i]);
+    if (how == 2 && g->nodes[*i].op == OP_CONV) pin_kernel_shape(g, *i); /* W still (K, C, R, S) */
     for (int k = 0; k < g->nodes[*i].n_inputs; k++) {
         int t = g->nodes[*i].inputs[k];
         if (t < 0) continue;
@@ -160,7 +164,6 @@ static int visit(pass *p, int *i, int *n_nodes) {
         if (c < 0 || rewire(p, *i, k, c)) return OC_ERR;
     }
     if (how == 2) {
-        if (g->nodes[*i].op == OP_CONV) pin_kernel_shape(g, *i);
         ir_node_add_attr(g, *i,
                          &(ir_attr){.name = IR_ATTR_CHANNELS_LAST, .type = IR_ATTR_INT, .i = 1});
     }

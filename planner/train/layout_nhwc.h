@@ -5,7 +5,8 @@
  * slower kernels. This pass, on the forward graph before autodiff, makes
  * every 2-d Conv channels-last and carries the layout downstream through the
  * nodes that can take it: BatchNormalization, BatchNormRelu, MaxPool (one
- * output), AveragePool, GlobalAveragePool (their channels_last attribute:
+ * output), AveragePool, GlobalAveragePool (also when they read the model's
+ * input or a parameter directly; their channels_last attribute:
  * ir.h) and the elementwise ops whose inputs all have the output's shape (or
  * one element): Relu, Add, Mul, ... (no attribute: the layout does not
  * matter to them). Dropout is not taken (its mask follows the element order).

@@ -33,6 +33,8 @@
  *                                   backends compared within a few half units in the
  *                                   last place (the cuda backend's native half
  *                                   convolutions and GEMMs, its widened other nodes)
+ *                   !nhwc           the step is built with --layout nhwc: the node
+ *                                   is channels-last (checked), Transposes around it
  *
  * For each case on the cpu backend: the op's gradient rule builds the backward
  * (train_build, a probe loss after the node), and every gradient is checked
@@ -92,6 +94,31 @@ OP_CASE(AVERAGE_POOL, "pad included, asymmetric", 13, 1, "[1,2,6,5]",
 OP_CASE(AVERAGE_POOL, "ceil_mode, pad included", 13, 1, "[2,2,5,6]",
         "kernel_shape=[3,2] strides=[2,2] pads=[1,0,1,1] ceil_mode=1 count_include_pad=1")
 OP_CASE(GLOBAL_AVERAGE_POOL, "", 13, 1, "[2,3,4,5]", "")
+/* channels-last (--layout nhwc, train/layout_nhwc.h) */
+OP_CASE(CONV, "nhwc, 3x3 pad 1, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1] !nhwc")
+OP_CASE(CONV, "nhwc, group 2, stride, dilation", 13, 1, "[2,4,7,6] [6,2,3,2] [6]",
+        "group=2 strides=[2,1] pads=[1,0,1,0] dilations=[1,2] kernel_shape=[3,2] !nhwc")
+OP_CASE(CONV, "nhwc, 1x1, no bias", 13, 1, "[2,5,3,4] [6,5,1,1] -", "!nhwc")
+OP_CASE(CONV, "nhwc, bf16, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1] !nhwc !bf16")
+OP_CASE(CONV, "nhwc, fp16, stride 2", 13, 1, "[2,4,7,6] [6,4,3,3] [6]", "strides=[2,2] !nhwc !fp16")
+OP_CASE(BATCH_NORM, "nhwc, training (opset 15)", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2]",
+        "training_mode=1 momentum=0.9 !nhwc")
+OP_CASE(BATCH_NORM, "nhwc, 5 outputs (opset 9)", 9, 5, "[4,3,5,2] +[3] [3] [3] +[3]",
+        "epsilon=0.001 !nhwc")
+OP_CASE(BATCH_NORM, "nhwc, --bn frozen", 15, 1, "[3,2,4,3] +[2] [2] [2] +[2]", "!frozen !nhwc")
+OP_CASE(BATCH_NORM, "nhwc, bf16, training", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2]",
+        "training_mode=1 !nhwc !bf16")
+OP_CASE(BATCH_NORM_RELU, "nhwc, fused backward", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2]",
+        "training_mode=1 fused_backward=1 !nhwc")
+OP_CASE(BATCH_NORM_RELU, "nhwc, residual", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2] [3,2,4,3]",
+        "training_mode=1 !nhwc")
+OP_CASE(BATCH_NORM_RELU, "nhwc, running statistics, fused backward", 15, 1,
+        "[2,3,3,4] +[3] [3] [3] +[3]", "fused_backward=1 !nhwc")
+OP_CASE(MAX_POOL, "nhwc, 3x3 stride 2 pad 1", 13, 1, "[2,3,7,6]",
+        "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !nhwc")
+OP_CASE(AVERAGE_POOL, "nhwc, pad excluded", 13, 1, "[2,3,7,6]",
+        "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !nhwc")
+OP_CASE(GLOBAL_AVERAGE_POOL, "nhwc", 13, 1, "[2,3,4,5]", "!nhwc")
 OP_CASE(TANH, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(HARD_SIGMOID, "PyTorch's alpha 1/6", 13, 1, "[2,3,4,5]", "alpha=0.16666667 beta=0.5")
 OP_CASE(HARD_SIGMOID, "ONNX defaults", 13, 1, "[3,8]", "")

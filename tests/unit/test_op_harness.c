@@ -40,6 +40,7 @@
 #include "backend.h"
 #include "ir/half.h"
 #include "ir/ops/op_table.h"
+#include "train/layout_nhwc.h"
 #include "train/train_graph.h"
 
 typedef struct op_case {
@@ -393,6 +394,7 @@ static void case_build(const op_case *c, hcase *h) {
         if (case_marked(c, "!scaled")) o.loss_scale = 1.0f;
         if (case_marked(c, "!bf16")) o.precision = TRAIN_PRECISION_BF16;
         if (case_marked(c, "!fp16")) o.precision = TRAIN_PRECISION_FP16;
+        o.channels_last = case_marked(c, "!nhwc");
         if (y->rank == 0)
             o.loss = TRAIN_LOSS_MODEL, ir_graph_add_output(g, g->nodes[node].outputs[0]);
         else add_probe(g, g->nodes[node].outputs[0], &rng, c);
@@ -407,6 +409,8 @@ static void case_build(const op_case *c, hcase *h) {
     h->g = g;
     h->node = node_named(g, "case");
     assert_true(h->node >= 0);
+    if (case_marked(c, "!nhwc") && !g->nodes[h->node].channels_last)
+        fail_msg("%s (%s): --layout nhwc left the node as it was", op_name(c->op), c->what);
     h->init = calloc((size_t)g->n_tensors, sizeof(void *));
     h->bytes = calloc((size_t)g->n_tensors, sizeof(int64_t));
     for (int t = 0; t < g->n_tensors; t++) {
@@ -524,7 +528,10 @@ typedef enum which_nodes { ALL_NODES, NO_UPDATE, CASE_NODE } which_nodes;
 static int session_try_run(session *s, which_nodes w, oc_err *err) {
     const hcase *h = s->h;
     for (int i = 0; i < h->g->n_nodes; i++) {
-        if (w == CASE_NODE && i != h->node) continue;
+        /* the case node, after the layout Transposes of its inputs (--layout nhwc) */
+        if (w == CASE_NODE && i != h->node &&
+            !(i < h->node && layout_is_conversion(&h->g->nodes[i])))
+            continue;
         if (w == NO_UPDATE && h->tg && h->tg->phase[i] == TRAIN_PHASE_UPDATE) continue;
         s->b->run_node(s->b, RT_STREAM_COMPUTE, &s->args[i], 0);
     }
@@ -683,14 +690,15 @@ static double probe_eval(session *s, const probe *p) {
 
 /* One float input's gradient against central differences (session already
  * ran forward + backward from the initial bytes). */
-static void check_input_gradient(session *s, const probe *p, int slot) {
+/* Input x (a parameter the node reads, maybe through a layout Transpose) against
+ * finite differences. */
+static void check_input_gradient(session *s, const probe *p, int x) {
     const hcase *h = s->h;
     const ir_graph *g = h->g;
-    int x = g->nodes[h->node].inputs[slot];
     int dx = h->tg->grad_of[x];
     if (dx < 0)
-        fail_msg("%s: no gradient reaches input %d ('%s') though it is trainable", case_title(h),
-                 slot, g->tensors[x].name);
+        fail_msg("%s: no gradient reaches input '%s' though it is trainable", case_title(h),
+                 g->tensors[x].name);
     float *ana = session_get(s, dx);
     const float *x0 = h->init[x];
     int64_t n = h->bytes[x] / 4;
@@ -753,9 +761,12 @@ static void check_gradients(session *s) {
     if (p.n == 0) fail_msg("%s: no gradient reaches the node's outputs", case_title(h));
     int n_checked = 0;
     for (int i = 0; i < f->n_inputs; i++) {
-        int x = f->inputs[i];
+        int x = f->inputs[i]; /* --layout nhwc: the parameter behind its Transpose */
+        while (x >= 0 && g->tensors[x].producer >= 0 &&
+               layout_is_conversion(&g->nodes[g->tensors[x].producer]))
+            x = g->nodes[g->tensors[x].producer].inputs[0];
         if (x < 0 || g->tensors[x].kind != IR_KIND_PARAMETER) continue;
-        check_input_gradient(s, &p, i);
+        check_input_gradient(s, &p, x);
         n_checked++;
     }
     for (int k = 0; k < p.n; k++) free(p.dy[k]);

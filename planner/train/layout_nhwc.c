@@ -67,8 +67,10 @@ static int takes(const pass *p, const ir_node *n) {
     if (n->n_inputs < 1 || writes_graph_output(g, n) || !rank4(g, n->inputs[0])) return 0;
     if (!ir_dtype_is_compute(g->tensors[n->inputs[0]].dtype)) return 0;
     /* continuing a channels-last region, or starting one at the model's input
-     * (which a Conv further on would convert anyway) */
-    bool from = p->nhwc[n->inputs[0]] || g->tensors[n->inputs[0]].producer < 0;
+     * (which a Conv further on would convert anyway) or at a tensor an earlier
+     * node converted already */
+    int x = n->inputs[0];
+    bool from = p->nhwc[x] || g->tensors[x].producer < 0 || p->conv[TO_NHWC][x] >= 0;
     switch (n->op) {
     case OP_CONV: return n->n_inputs >= 2 && rank4(g, n->inputs[1]) ? 2 : 0;
     case OP_BATCH_NORM:

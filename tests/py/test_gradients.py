@@ -5,11 +5,12 @@ For resnet18 (64x64, see main), googlenet_small, densenet_small and the U-Net (3
 weights at batch 2: the same input and labels go to PyTorch (model.train(), CrossEntropyLoss
 mean, SGD(lr, momentum, weight_decay)) and to outcore-run (--input/--labels TensorProto files).
 Asserts, with relative error ||a - b|| / ||b||, for each fusion level (--fuse all, the default:
-BatchNormRelu forward and backward; --fuse forward; --no-fuse: the model's own nodes):
+BatchNormRelu forward and backward; --fuse forward; --no-fuse: the model's own nodes) and
+channels-last (--layout nhwc, fused):
   - the loss and every parameter gradient after step 0 within 1e-4 (--dump-grads);
   - every weight and BN running statistic after 3 SGD-momentum steps within 1e-4 (--save);
     (BN statistics updated more or less than once per step would miss PyTorch's by far more);
-  - the three levels' weights after 3 steps bitwise equal (fusion changes no bit on cpu);
+  - the four runs' weights after 3 steps bitwise equal (fusion and layout change no bit on cpu);
   - in the emitted training graph, each BN running statistic is written by exactly one node;
   - Dropout (alexnet_small): the mask DropoutGrad reads is the forward's (Y = X*mask/(1-p) and
     dX = dY*mask/(1-p)), nontrivial, different per node, and identical across runs of one seed.
@@ -101,7 +102,8 @@ def read_dir(d):
     return out
 
 
-FUSE_LEVELS = [("fused", []), ("fuse forward", ["--fuse", "forward"]), ("no-fuse", ["--no-fuse"])]
+FUSE_LEVELS = [("fused", []), ("fuse forward", ["--fuse", "forward"]), ("no-fuse", ["--no-fuse"]),
+               ("nhwc", ["--layout", "nhwc"])]
 
 
 def compare_model(name, image_size, tmp):
@@ -170,6 +172,27 @@ def compare_run(name, dump, saved, loss0, grads0, state, params, is_bn):
     if is_bn:
         check(name, f"BN running stats after {STEPS}", stats)
     return trained
+
+
+def channels_last_graph(path, tmp):
+    """The emitted --layout nhwc training graph passes onnx.checker (the layout travels in
+    metadata, not as attributes of standard nodes) and names its channels-last nodes."""
+    train = os.path.join(tmp, "train_nhwc.onnx")
+    subprocess.run([PLAN, "emit", path, "--batch", "2", "--layout", "nhwc", "-o", train],
+                   check=True, capture_output=True)
+    m = onnx.load(train)
+    onnx.checker.check_model(m)
+    meta = {p.key: p.value for p in m.metadata_props}
+    listed = meta.get("outcore.channels_last", "").split("\n")
+    names = {n.name: n.op_type for n in m.graph.node}
+    convs = [n for n, op in names.items() if op == "Conv"]
+    transposes = [n for n in names if n.startswith("outcore/layout/")]
+    bad = [n for n in listed if n not in names] + [c for c in convs if c not in listed]
+    ok = not bad and convs and transposes
+    print(f"{'ok  ' if ok else 'FAIL'} {'resnet18':16s} {'--layout nhwc graph':28s}"
+          f" checker ok, {len(listed)} channels-last nodes, {len(transposes)} layout Transposes")
+    if not ok:
+        failures.append(f"--layout nhwc training graph: unlisted or unknown nodes {bad[:5]}")
 
 
 def bn_stats_written_once(path, tmp):
@@ -264,6 +287,7 @@ def main():
                 continue
             if name == "resnet18":
                 bn_stats_written_once(path, d)
+                channels_last_graph(path, d)
         d = os.path.join(tmp, "dropout")
         os.makedirs(d)
         try:

@@ -6,7 +6,8 @@ starts from the same bits): resnet18, the U-Net, densenet_small and alexnet_smal
 and two transformers with their weights (tests/data/torch2: the tiny GPT -- causal attention,
 tied embeddings, token inputs -- and the tiny ViT), the GPT also with --attention fused; resnet18
 and the fused GPT again with --precision bf16 (half tensors swapped and recomputed, autocast's
-Casts among the recomputed nodes).
+Casts among the recomputed nodes); resnet18 with --layout nhwc (channels-last tensors and layout
+Transposes swapped and recomputed; the layout in the plan's metadata).
 For each model:
   - the in-core step (`outcore-plan emit`) runs 3 steps on the cpu backend and saves the weights;
     (onnx.checker: skipped for the torch 2.x fixtures, whose IR version is newer than the
@@ -44,9 +45,10 @@ RUN = os.path.join(ROOT, BUILD, "outcore-run")
 PLAN = os.path.join(ROOT, BUILD, "outcore-plan")
 MODELS = [("resnet18", 4), ("unet", 2), ("densenet_small", 4), ("densenet_nofuse", 4),
           ("alexnet_small", 4), ("tiny_gpt", 2), ("tiny_vit", 2), ("tiny_gpt_fused", 2),
-          ("resnet18_bf16", 4), ("tiny_gpt_bf16", 2)]
+          ("resnet18_bf16", 4), ("tiny_gpt_bf16", 2), ("resnet18_nhwc", 4)]
 # the same export under another name (its options differ)
-EXPORTED_AS = {"densenet_nofuse": "densenet_small", "resnet18_bf16": "resnet18"}
+EXPORTED_AS = {"densenet_nofuse": "densenet_small", "resnet18_bf16": "resnet18",
+               "resnet18_nhwc": "resnet18"}
 # transformers: the PyTorch 2.x fixtures (legacy exporter, weights in the file, batch 2)
 FIXTURES = {"tiny_gpt": "tiny_gpt_legacy.onnx", "tiny_vit": "tiny_vit_legacy.onnx",
             "tiny_gpt_fused": "tiny_gpt_legacy.onnx", "tiny_gpt_bf16": "tiny_gpt_legacy.onnx"}
@@ -54,7 +56,7 @@ FIXTURES = {"tiny_gpt": "tiny_gpt_legacy.onnx", "tiny_vit": "tiny_vit_legacy.onn
 # (--no-fuse: BN and Relu apart, so BN outputs read by Relu alone are DP cut points)
 OPTIONS = {"tiny_gpt_fused": ["--attention", "fused"], "tiny_gpt": ["--attention", "unfused"],
            "tiny_vit": ["--attention", "unfused"], "densenet_nofuse": ["--no-fuse"],
-           "resnet18_bf16": ["--precision", "bf16"],
+           "resnet18_bf16": ["--precision", "bf16"], "resnet18_nhwc": ["--layout", "nhwc"],
            "tiny_gpt_bf16": ["--precision", "bf16", "--attention", "fused"]}
 FRACTIONS = [0.90, 0.94, 0.96, 0.97, 0.98, 0.985, 0.99, 0.995]
 STEPS = 3

@@ -30,6 +30,8 @@
 #      moves this loss by ~1e-3: the two backends' sums round differently);
 #   3g. --precision fp16 with GradScaler on cuda: the tiny ResNet's 20 steps skip the
 #      same steps at the same scales as torch.amp.GradScaler (tests/data/amp);
+#   3i. --layout nhwc (fp32 and bf16) on cuda: a swap-all plan bitwise == in-core, losses
+#      within 1e-5 of the model's own layout;
 #   3h. bf16 with a measured profile: --profile-out records the widening workspaces, the
 #      plan holds them, and the plan runs in a device of its arena + 1 MiB with nothing
 #      outside the plan (a SwapOut of a half tensor once asked for a workspace);
@@ -322,6 +324,47 @@ if [ -n "$bbudget" ] && [ "$(wc -l <"$T/bf16_incore.loss")" -eq 3 ] &&
 else
     bad "bf16 on cuda: budget '$bbudget' in-core [$(tr '\n' ' ' <"$T/bf16_incore.loss")] swap [$(tr '\n' ' ' <"$T/bf16_swap.loss")] cpu $(cat "$T/bf16_cpu.loss") $(tail -2 "$T/bf16.err" "$T/bf16_swap.save.onnx.err")"
 fi
+# 3i. --layout nhwc on cuda: cuDNN's convolutions on channels-last tensors and KRSC filters,
+#     our BatchNorm kernels in place; in-core near the model's own layout (BN sums in
+#     another order), a swap-all plan bitwise == in-core, with and without bf16
+for prec in fp32 bf16; do
+    "$PLAN" emit "$MODEL" --batch 2 --layout nhwc --precision $prec -o "$T/nhwc_$prec.onnx" \
+        >/dev/null 2>"$T/nhwc.err"
+    npeak=$("$PLAN" plan "$MODEL" --batch 2 --layout nhwc --precision $prec --device v100 \
+            --budget 1TB --strategy incore --json 2>>"$T/nhwc.err" |
+            sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p')
+    nbudget=
+    for f in 94 96 97 98 99; do
+        b=$((npeak * f / 100))
+        if "$PLAN" plan "$MODEL" --batch 2 --layout nhwc --precision $prec --device v100 \
+             --budget "$b" --strategy swap-all --fuse all -o "$T/nhwc_${prec}_swap.onnx" \
+             >/dev/null 2>>"$T/nhwc.err"; then
+            nbudget=$b
+            break
+        fi
+    done
+    ref="$T/incore.onnx"
+    [ $prec = bf16 ] && ref="$T/bf16_incore.onnx"
+    MODE="--deterministic --lr 0.001" run_cuda "$ref" "$T/nhwc_${prec}_ref.save.onnx" \
+        >"$T/nhwc_${prec}_ref.loss"
+    MODE="--deterministic --lr 0.001" run_cuda "$T/nhwc_$prec.onnx" "$T/nhwc_$prec.save.onnx" \
+        >"$T/nhwc_$prec.loss"
+    MODE="--deterministic --lr 0.001" run_cuda "$T/nhwc_${prec}_swap.onnx" \
+        "$T/nhwc_${prec}_swap.save.onnx" "$nbudget" >"$T/nhwc_${prec}_swap.loss"
+    if [ -n "$nbudget" ] && [ "$(wc -l <"$T/nhwc_$prec.loss")" -eq 3 ] &&
+       cmp -s "$T/nhwc_$prec.loss" "$T/nhwc_${prec}_swap.loss" &&
+       weights_cmp "$T/nhwc_$prec.save.onnx" "$T/nhwc_${prec}_swap.save.onnx" &&
+       "$PY" - "$T/nhwc_${prec}_ref.loss" "$T/nhwc_$prec.loss" <<'PYEOF'
+import sys
+a, b = ([float(l.split()[3]) for l in open(p)] for p in sys.argv[1:3])
+sys.exit(len(a) != 3 or any(abs(x - y) > 1e-5 * abs(y) for x, y in zip(a, b)))
+PYEOF
+    then
+        ok "--layout nhwc $prec on cuda: swap-all plan (budget $nbudget < peak $npeak) bitwise == in-core; losses within 1e-5 of nchw [$(awk '{print $4}' "$T/nhwc_$prec.loss" | tr '\n' ' ')]"
+    else
+        bad "--layout nhwc $prec on cuda: budget '$nbudget' nchw [$(tr '\n' ' ' <"$T/nhwc_${prec}_ref.loss")] nhwc [$(tr '\n' ' ' <"$T/nhwc_$prec.loss")] swap [$(tr '\n' ' ' <"$T/nhwc_${prec}_swap.loss")] $(tail -2 "$T/nhwc.err" "$T/nhwc_${prec}_swap.save.onnx.err")"
+    fi
+done
 # 3h. bf16: measured profile -> plan -> run in a device of arena + 1 MiB, nothing outside
 if "$EMU/outcore-run" "$T/bf16_incore.onnx" --backend cuda --steps 4 --seed 7 \
      --profile-out "$T/bf16_prof.json" >"$T/bf16_prof.out" 2>&1 &&

@@ -8,20 +8,22 @@
 #include "cli.h"
 
 void cmd_emit_usage(FILE *f) {
-    fprintf(f,
-            "usage: outcore-plan emit MODEL.onnx --batch N [--dim NAME=V] [--lr X]\n"
-            "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
-            "                         [--bn train|frozen] [--optimizer sgd|adamw] [--betas B1,B2]\n"
-            "                         [--eps E] [--clip-grad-norm MAX] [--ignore-index K]\n"
-            "                         [--attention fused|unfused] [--no-fuse]\n"
-            "                         [--precision fp32|bf16|fp16] [--loss-scale S|auto|none]\n"
-            "                         [--loss-scale-interval N] -o TRAIN.onnx\n\n"
-            "Writes the in-core training step (forward, loss, backward, SGD-momentum updates,\n"
-            "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"
-            "inputs data and labels, outputs the loss and every updated parameter and state.\n"
-            "BatchNormalization [+ residual Add] + Relu chains are one BatchNormRelu node\n"
-            "(ai.outcore; --no-fuse keeps them apart).\n"
-            "Run it with: outcore-run TRAIN.onnx --backend cpu --steps K\n");
+    fprintf(
+        f, "usage: outcore-plan emit MODEL.onnx --batch N [--dim NAME=V] [--lr X]\n"
+           "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
+           "                         [--bn train|frozen] [--optimizer sgd|adamw] [--betas B1,B2]\n"
+           "                         [--eps E] [--clip-grad-norm MAX] [--ignore-index K]\n"
+           "                         [--attention fused|unfused] [--no-fuse] [--layout nchw|nhwc]\n"
+           "                         [--precision fp32|bf16|fp16] [--loss-scale S|auto|none]\n"
+           "                         [--loss-scale-interval N] -o TRAIN.onnx\n\n"
+           "Writes the in-core training step (forward, loss, backward, SGD-momentum updates,\n"
+           "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"
+           "inputs data and labels, outputs the loss and every updated parameter and state.\n"
+           "BatchNormalization [+ residual Add] + Relu chains are one BatchNormRelu node\n"
+           "(ai.outcore; --no-fuse keeps them apart). --layout nhwc: convolutions, BatchNorm\n"
+           "and pooling channels-last, with Transposes where the layout changes (the nodes\n"
+           "listed in metadata outcore.channels_last).\n"
+           "Run it with: outcore-run TRAIN.onnx --backend cpu --steps K\n");
 }
 
 int cmd_emit(int argc, char **argv) {

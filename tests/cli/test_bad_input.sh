@@ -211,6 +211,27 @@ for v in 999 0 2; do
         inspect "$tmp/ir$v.onnx" --batch 2
 done
 
+# Channels-last metadata (outcore.channels_last, written by onnx_export for --layout nhwc)
+# naming no node, a node without a channel axis, or a Conv whose tensors are not channels-last.
+"$PY" - "$tmp" <<'PYEOF'
+import onnx, sys
+m = onnx.load('graphs/alexnet_op13.onnx')
+names = {n.op_type: n.name for n in m.graph.node}
+for tag, value in (("nonode", "no/such/node"), ("gemm", names["Gemm"]), ("nchw", names["Conv"])):
+    e = m.metadata_props.add()
+    e.key, e.value = "outcore.channels_last", value
+    onnx.save(m, f"{sys.argv[1]}/cl_{tag}.onnx")
+    del m.metadata_props[-1]
+PYEOF
+expect_error "channels-last metadata naming no node" "cl_nonode.onnx" "no/such/node" \
+    "no node of the graph" -- inspect "$tmp/cl_nonode.onnx" --batch 2
+expect_error "channels-last metadata naming a Gemm" "cl_gemm.onnx" "does not read a channel axis" \
+    -- inspect "$tmp/cl_gemm.onnx" --batch 2
+expect_error "channels-last metadata naming an (N, C, H, W) Conv" "(Conv" "channels do not match" \
+    -- inspect "$tmp/cl_nchw.onnx" --batch 2
+expect_error "--layout with an unknown value" "--layout" "nchw, nhwc" -- \
+    emit graphs/alexnet_op13.onnx --batch 2 --layout chwn -o "$tmp/never.onnx"
+
 # Profiles and device files with values no device has (issue 18, class 7).
 "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 -o "$tmp/p.json" >/dev/null
 "$PY" - "$tmp" <<'PYEOF'

@@ -62,6 +62,11 @@ done
 "$PLAN" emit "$F/m.onnx" --batch 2 --precision fp16 --clip-grad-norm 1 -o "$OUT/plan/fp16.onnx" >/dev/null
 "$PLAN" plan "$F/m.onnx" --batch 2 --precision bf16 --device v100 --budget $((peak * 90 / 100)) \
     --strategy swap-all -o "$OUT/plan/bf16_swap.onnx" >/dev/null 2>&1 || true
+# channels-last: layout Transposes, the layout in metadata outcore.channels_last
+"$PLAN" emit "$F/m.onnx" --batch 2 --layout nhwc -o "$OUT/plan/nhwc.onnx" >/dev/null
+"$PLAN" plan "$F/m.onnx" --batch 2 --layout nhwc --device v100 --budget $((peak * 90 / 100)) \
+    --strategy hybrid -o "$OUT/plan/nhwc_hybrid.onnx" >/dev/null 2>&1 || true
+cp "$OUT/plan/nhwc.onnx" "$OUT/import/"
 cp "$OUT/plan/training.onnx" "$F/t.onnx"
 cp "$OUT/plan/swap-all_110.onnx" "$F/plan.onnx"
 # Command lines: program byte, then NUL-separated arguments.
@@ -83,6 +88,7 @@ cli 00 show plan.onnx --trace t.json --svg s.svg
 cli 00 show t.onnx
 cli 00 plan m.onnx --dim N=3 --device a100 --strategy auto
 cli 00 inspect m.onnx --batch 2 --training --json --precision bf16
+cli 00 plan m.onnx --batch 2 --layout nhwc --device v100 --budget 300KiB -o out.onnx
 cli 01 m.onnx --batch 2 --precision fp16 --loss-scale 3e38 --loss-scale-interval 1 --steps 3
 cli 01 plan.onnx --backend cpu --steps 2 --budget 1MiB --seed 3 --lr 0.1
 cli 01 m.onnx --batch 2 --input x.pb --labels y.pb --save s.onnx --dump-grads d

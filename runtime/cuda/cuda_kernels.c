@@ -401,6 +401,7 @@ static int pool_window(const kernel_args *a, const ir_tensor *x, const ir_tensor
     const op_window *ow = &op_args_of(a->n)->pool.win;
     memset(w, 0, sizeof *w);
     w->nsp = nsp;
+    w->chan = a->n->channels_last ? x->dims[1] : 0; /* the view's logical (N, C, ..) dims */
     w->img_size = w->col_size = w->k_size = 1;
     for (int i = 0; i < nsp; i++) {
         w->img[i] = x->dims[2 + i];
@@ -475,9 +476,11 @@ static int gap(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) 
     const ir_tensor *x = grad ? kernel_out(a, 0) : kernel_in(a, 0);
     if (!ir_dtype_is_half(x->dtype) && kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     int64_t planes = x->dims[0] * x->dims[1], S = kernel_numel(x) / (planes ? planes : 1);
+    int64_t chan = a->n->channels_last ? x->dims[1] : 0;
     int k = cuda_float_kind(x->dtype);
-    if (grad) CU_LAUNCH(cu_global_average_pool_grad(c->stream, k, a->in[0], a->out[0], planes, S));
-    else CU_LAUNCH(cu_global_average_pool(c->stream, k, a->in[0], a->out[0], planes, S));
+    if (grad)
+        CU_LAUNCH(cu_global_average_pool_grad(c->stream, k, a->in[0], a->out[0], planes, S, chan));
+    else CU_LAUNCH(cu_global_average_pool(c->stream, k, a->in[0], a->out[0], planes, S, chan));
     return OC_OK;
 }
 
@@ -828,11 +831,17 @@ static int convert(const cuda_ctx *c, const kernel_view *v, int k, const void *s
                            t->dims[2] * t->dims[3], to_view);
 }
 
-/* The cuDNN convolutions and our BatchNorm kernels (cuda_norm_act.c) read
- * channels-last tensors themselves (the view keeps the bytes); every other
- * channels-last node (pooling) runs on (N, C, H, W) copies. */
+/* The cuDNN convolutions, our BatchNorm kernels (cuda_norm_act.c) and pooling
+ * kernels read channels-last tensors themselves (the view keeps the bytes);
+ * any other channels-last node would run on (N, C, H, W) copies. */
 static bool native_nhwc(const ir_node *n) {
     switch (n->op) {
+    case OP_MAX_POOL:
+    case OP_MAX_POOL_GRAD:
+    case OP_AVERAGE_POOL:
+    case OP_AVERAGE_POOL_GRAD:
+    case OP_GLOBAL_AVERAGE_POOL:
+    case OP_GLOBAL_AVERAGE_POOL_GRAD:
     case OP_CONV:
     case OP_CONV_BACKWARD_DATA:
     case OP_CONV_BACKWARD_FILTER:

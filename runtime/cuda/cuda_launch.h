@@ -34,6 +34,9 @@ typedef struct cu_window {
     int nsp;
     int64_t img[3], col[3], kernel[3], stride[3], dilation[3], pad[3], pad_end[3];
     int64_t img_size, col_size, k_size;
+    /* 0: planes (n, c) stored whole, one after the other; C: channels-last, cell i of
+     * plane p = n C + c at ((n * size + i) * C + c), size the image's or the output's */
+    int64_t chan;
 } cu_window;
 
 /* The Dropout RNG of runtime/cpu/cpu_rng.c, on the host (for tests: must equal
@@ -221,10 +224,12 @@ int cu_average_pool(void *stream, int kind, const void *x, void *y, int64_t plan
                     int include_pad);
 int cu_average_pool_grad(void *stream, int kind, const void *dy, void *dx, int64_t planes,
                          cu_window w, int include_pad);
+/* GlobalAveragePool over planes of S cells; chan as cu_window's (y (N, C, 1..) is the
+ * same bytes in either layout). */
 int cu_global_average_pool(void *stream, int kind, const void *x, void *y, int64_t planes,
-                           int64_t S);
+                           int64_t S, int64_t chan);
 int cu_global_average_pool_grad(void *stream, int kind, const void *dy, void *dx, int64_t planes,
-                                int64_t S);
+                                int64_t S, int64_t chan);
 /* SoftmaxCrossEntropyLoss (cpu_loss.c); reduction 0 mean, 1 sum, 2 none;
  * per-row losses in ws (N doubles). Out-of-range labels give NaN. */
 int cu_sce(void *stream, const float *s, const void *labels, int labels64, int64_t N, int64_t C,

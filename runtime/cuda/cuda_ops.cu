@@ -1776,6 +1776,25 @@ extern "C" int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const vo
 }
 
 // ---- pooling (cpu_pool.c) ----
+// Planes p = n C + c of `size` cells (the image's or the output's): planar (w.chan 0) or
+// channels-last (w.chan = C). A thread's element t is the element at offset t, in either
+// layout (channels-last: c fastest, so a warp reads neighbouring channels).
+__device__ static inline int64_t cell_at(int64_t chan, int64_t p, int64_t i, int64_t size) {
+    return chan ? ((p / chan) * size + i) * chan + p % chan : p * size + i;
+}
+
+__device__ static inline void plane_cell(int64_t chan, int64_t t, int64_t size, int64_t *p,
+                                         int64_t *i) {
+    if (chan) {
+        int64_t r = t / chan;
+        *i = r % size;
+        *p = r / size * chan + t % chan;
+    } else {
+        *p = t / size;
+        *i = t % size;
+    }
+}
+
 // Flat image index of kernel cell kk at output position o (decoded from oi),
 // -1 in padding; *in_padded: inside the padded extent.
 __device__ static int64_t win_cell(const cu_window &w, const int64_t *o, int64_t kk,
@@ -1803,15 +1822,16 @@ __device__ static void decode_pos(const cu_window &w, int64_t oi, int64_t *o) {
     }
 }
 
+// The first maximum of plane p's window at o: its cell, -1 for an empty window.
 template <typename T>
-__device__ static int64_t win_argmax(const cu_window &w, const T *x, const int64_t *o) {
+__device__ static int64_t win_argmax(const cu_window &w, const T *x, int64_t p, const int64_t *o) {
     int64_t best = -1;
     bool ip;
     float bv = 0.0f;
     for (int64_t kk = 0; kk < w.k_size; kk++) {
         int64_t i = win_cell(w, o, kk, &ip);
         if (i < 0) continue;
-        float v = ld(x, i);
+        float v = ld(x, cell_at(w.chan, p, i, w.img_size));
         if (best < 0 || v > bv || (isnan(v) && !isnan(bv))) best = i, bv = v;
     }
     return best;
@@ -1821,11 +1841,11 @@ template <typename T>
 __global__ void k_max_pool(const T *x, T *y, int64_t *ind, int64_t planes, cu_window w,
                            int col_major) {
     GRID_LOOP(t, planes * w.col_size) {
-        int64_t p = t / w.col_size, oi = t % w.col_size, o[3];
+        int64_t p, oi, o[3];
+        plane_cell(w.chan, t, w.col_size, &p, &oi);
         decode_pos(w, oi, o);
-        const T *xs = x + p * w.img_size;
-        int64_t b = win_argmax(w, xs, o);
-        st(y, t, b >= 0 ? ld(xs, b) : -INFINITY);
+        int64_t b = win_argmax(w, x, p, o);
+        st(y, t, b >= 0 ? ld(x, cell_at(w.chan, p, b, w.img_size)) : -INFINITY);
         if (ind) {
             int64_t si = b;
             if (col_major && b >= 0) {
@@ -1868,7 +1888,9 @@ template <bool MAX, typename T>
 __global__ void k_pool_grad(const T *dy, const T *x, T *dx, int64_t planes, cu_window w,
                             int include_pad, const int32_t *arg) {
     GRID_LOOP(t, planes * w.img_size) {
-        int64_t p = t / w.img_size, ii = t % w.img_size, ic[3], rem = ii;
+        int64_t p, ii, ic[3];
+        plane_cell(w.chan, t, w.img_size, &p, &ii);
+        int64_t rem = ii;
         for (int d = w.nsp - 1; d >= 0; d--) {
             ic[d] = rem % w.img[d];
             rem /= w.img[d];
@@ -1893,10 +1915,9 @@ __global__ void k_pool_grad(const T *dy, const T *x, T *dx, int64_t planes, cu_w
                 oi = oi * w.col[d] + o[d];
             }
             if (!ok) continue;
-            float g = ld(dy, p * w.col_size + oi);
+            float g = ld(dy, cell_at(w.chan, p, oi, w.col_size));
             if (MAX) {
-                int64_t best =
-                    arg ? (int64_t)arg[p * w.col_size + oi] : win_argmax(w, x + p * w.img_size, o);
+                int64_t best = arg ? (int64_t)arg[p * w.col_size + oi] : win_argmax(w, x, p, o);
                 if (best == ii) acc += g;
             } else {
                 int64_t padded = 0, inside = 0;
@@ -1918,9 +1939,9 @@ __global__ void k_pool_grad(const T *dy, const T *x, T *dx, int64_t planes, cu_w
 template <typename T>
 __global__ void k_max_argmax(const T *x, int32_t *arg, int64_t planes, cu_window w) {
     GRID_LOOP(t, planes * w.col_size) {
-        int64_t p = t / w.col_size, o[3];
+        int64_t p = t / w.col_size, o[3]; // arg: planar (scratch)
         decode_pos(w, t % w.col_size, o);
-        arg[t] = (int32_t)win_argmax(w, x + p * w.img_size, o);
+        arg[t] = (int32_t)win_argmax(w, x, p, o);
     }
 }
 
@@ -1930,15 +1951,17 @@ __global__ void k_max_argmax(const T *x, int32_t *arg, int64_t planes, cu_window
 // kernels above spend most of their time on 64-bit divisions).
 struct pool2d {
     int ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t chan; // cu_window's
 };
 
 template <typename T>
 __global__ void k_max_argmax2d(const T *x, int32_t *arg, int64_t planes, pool2d q) {
     int64_t per = (int64_t)q.oh * q.ow;
-    GRID_LOOP(t, planes * per) {
-        int64_t p = t / per;
-        int r = (int)(t - p * per), oy = r / q.ow, ox = r - oy * q.ow;
-        const T *xs = x + p * (int64_t)q.ih * q.iw;
+    GRID_LOOP(u, planes * per) {
+        int64_t p, rr; // u: the window's element (its layout's order); arg planar
+        plane_cell(q.chan, u, per, &p, &rr);
+        int r = (int)rr, oy = r / q.ow, ox = r - oy * q.ow;
+        int64_t t = p * per + r, isz = (int64_t)q.ih * q.iw;
         int best = -1;
         float bv = 0.0f;
         for (int ky = 0; ky < q.kh; ky++) { // window order: rows, then columns (win_argmax)
@@ -1947,7 +1970,7 @@ __global__ void k_max_argmax2d(const T *x, int32_t *arg, int64_t planes, pool2d 
             for (int kx = 0; kx < q.kw; kx++) {
                 int ix = ox * q.sw - q.pw + kx * q.dw;
                 if (ix < 0 || ix >= q.iw) continue;
-                float v = ld(xs, iy * q.iw + ix);
+                float v = ld(x, cell_at(q.chan, p, iy * q.iw + ix, isz));
                 if (best < 0 || v > bv || (isnan(v) && !isnan(bv))) {
                     best = iy * q.iw + ix;
                     bv = v;
@@ -1973,10 +1996,10 @@ __global__ void k_max_pool_grad2d(const T *dy, const int32_t *arg, T *dx, int64_
                                   pool2d q) {
     int64_t per = (int64_t)q.ih * q.iw, oper = (int64_t)q.oh * q.ow;
     GRID_LOOP(t, planes * per) {
-        int64_t p = t / per;
-        int r = (int)(t - p * per), iy = r / q.iw, ix = r - iy * q.iw;
+        int64_t p, rr;
+        plane_cell(q.chan, t, per, &p, &rr);
+        int r = (int)rr, iy = r / q.iw, ix = r - iy * q.iw;
         const int32_t *ap = arg + p * oper;
-        const T *dp = dy + p * oper;
         int y0, y1, x0, x1;
         cover_range(iy, q.ph, q.kh, q.sh, q.dh, q.oh, &y0, &y1);
         cover_range(ix, q.pw, q.kw, q.sw, q.dw, q.ow, &x0, &x1);
@@ -1986,7 +2009,7 @@ __global__ void k_max_pool_grad2d(const T *dy, const int32_t *arg, T *dx, int64_
             for (int ox = x0; ox <= x1; ox++) {
                 if (q.dw > 1 && (ix + q.pw - ox * q.sw) % q.dw) continue;
                 int o = oy * q.ow + ox;
-                if (ap[o] == r) acc += ld(dp, o);
+                if (ap[o] == r) acc += ld(dy, cell_at(q.chan, p, o, oper));
             }
         }
         st(dx, t, acc);
@@ -2001,8 +2024,8 @@ static bool pool2d_of(const cu_window &w, pool2d *q) {
     for (int64_t e : v)
         if (e < 0 || e > (1 << 24)) return false;
     if (w.img_size > INT32_MAX || w.col_size > INT32_MAX) return false;
-    *q = pool2d{(int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4],  (int)v[5],
-                (int)v[6], (int)v[7], (int)v[8], (int)v[9], (int)v[10], (int)v[11]};
+    *q = pool2d{(int)v[0], (int)v[1], (int)v[2], (int)v[3],  (int)v[4],  (int)v[5], (int)v[6],
+                (int)v[7], (int)v[8], (int)v[9], (int)v[10], (int)v[11], w.chan};
     return q->sh > 0 && q->sw > 0 && q->dh > 0 && q->dw > 0;
 }
 
@@ -2056,16 +2079,16 @@ extern "C" int cu_average_pool_grad(void *stream, int kind, const void *dy, void
 template <typename T>
 __global__ void k_avg_pool(const T *x, T *y, int64_t planes, cu_window w, int include) {
     GRID_LOOP(t, planes * w.col_size) {
-        int64_t p = t / w.col_size, oi = t % w.col_size, o[3], padded = 0, inside = 0;
+        int64_t p, oi, o[3], padded = 0, inside = 0;
+        plane_cell(w.chan, t, w.col_size, &p, &oi);
         decode_pos(w, oi, o);
-        const T *xs = x + p * w.img_size;
         double s = 0;
         bool ip;
         for (int64_t kk = 0; kk < w.k_size; kk++) {
             int64_t i = win_cell(w, o, kk, &ip);
             padded += ip;
             if (i >= 0) {
-                s += ld(xs, i);
+                s += ld(x, cell_at(w.chan, p, i, w.img_size));
                 inside++;
             }
         }
@@ -2088,38 +2111,47 @@ extern "C" int cu_average_pool(void *stream, int kind, const void *x, void *y, i
     return last_error();
 }
 
-template <typename T> __global__ void k_gap(const T *x, T *y, int64_t planes, int64_t S) {
+// y[p] (plane p = n C + c: the same offset in either layout) = the mean of its S cells.
+template <typename T>
+__global__ void k_gap(const T *x, T *y, int64_t planes, int64_t S, int64_t chan) {
     GRID_LOOP(p, planes) {
         double s = 0;
-        for (int64_t i = 0; i < S; i++) s += ld(x, p * S + i);
+        for (int64_t i = 0; i < S; i++) s += ld(x, cell_at(chan, p, i, S));
         st(y, p, (float)(s / (double)S));
     }
 }
 
-template <typename T> __global__ void k_gap_grad(const T *dy, T *dx, int64_t planes, int64_t S) {
-    GRID_LOOP(i, planes * S) st(dx, i, ld(dy, i / S) / (float)S);
+template <typename T>
+__global__ void k_gap_grad(const T *dy, T *dx, int64_t planes, int64_t S, int64_t chan) {
+    GRID_LOOP(t, planes * S) {
+        int64_t p, i;
+        plane_cell(chan, t, S, &p, &i);
+        st(dx, t, ld(dy, p) / (float)S);
+    }
 }
 
 extern "C" int cu_global_average_pool(void *stream, int kind, const void *x, void *y,
-                                      int64_t planes, int64_t S) {
+                                      int64_t planes, int64_t S, int64_t chan) {
     if (planes == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(planes);
-    if (kind == 1) k_gap<<<b, THREADS, 0, s>>>((const oc_f16 *)x, (oc_f16 *)y, planes, S);
-    else if (kind == 2) k_gap<<<b, THREADS, 0, s>>>((const oc_bf16 *)x, (oc_bf16 *)y, planes, S);
-    else k_gap<<<b, THREADS, 0, s>>>((const float *)x, (float *)y, planes, S);
+    if (kind == 1) k_gap<<<b, THREADS, 0, s>>>((const oc_f16 *)x, (oc_f16 *)y, planes, S, chan);
+    else if (kind == 2)
+        k_gap<<<b, THREADS, 0, s>>>((const oc_bf16 *)x, (oc_bf16 *)y, planes, S, chan);
+    else k_gap<<<b, THREADS, 0, s>>>((const float *)x, (float *)y, planes, S, chan);
     return last_error();
 }
 
 extern "C" int cu_global_average_pool_grad(void *stream, int kind, const void *dy, void *dx,
-                                           int64_t planes, int64_t S) {
+                                           int64_t planes, int64_t S, int64_t chan) {
     if (planes * S == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(planes * S);
-    if (kind == 1) k_gap_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, (oc_f16 *)dx, planes, S);
+    if (kind == 1)
+        k_gap_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, (oc_f16 *)dx, planes, S, chan);
     else if (kind == 2)
-        k_gap_grad<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, (oc_bf16 *)dx, planes, S);
-    else k_gap_grad<<<b, THREADS, 0, s>>>((const float *)dy, (float *)dx, planes, S);
+        k_gap_grad<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, (oc_bf16 *)dx, planes, S, chan);
+    else k_gap_grad<<<b, THREADS, 0, s>>>((const float *)dy, (float *)dx, planes, S, chan);
     return last_error();
 }
 

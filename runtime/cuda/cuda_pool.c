@@ -30,6 +30,7 @@ static bool pool_geo_of(const ir_node *n, const ir_tensor *x, const ir_tensor *y
     int nsp = x->rank - 2;
     if (nsp < 1 || nsp > 3 || y->rank != x->rank || x->dtype != IR_DTYPE_FLOAT) return false;
     if (n->n_outputs > 1 && n->outputs[1] >= 0) return false; /* Indices: own kernel */
+    if (n->channels_last) return false;                       /* own kernel, in place */
     const op_window *w = &op_args_of(n)->pool.win;
     q->nd = nsp < 2 ? 4 : nsp + 2;
     for (int i = 0; i < 2; i++) {

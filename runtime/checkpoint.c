@@ -11,7 +11,7 @@
 #include "ir/ops/op_table.h"
 #include "plan/plan_file.h"
 #include "train/autocast.h"
-#include "train/layout_nhwc.h"
+#include "train/channels_last.h"
 
 static bool saved_kind(const train_graph *tg, int t, bool with_opt) {
     const ir_tensor *s = &tg->g->tensors[t];
@@ -54,7 +54,7 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
     int *source = oc_malloc((size_t)g->n_tensors * sizeof *source);
     for (int t = 0; t < g->n_tensors; t++) source[t] = -1;
     for (int i = 0; i < loss_node; i++)
-        if (autocast_is_cast(&g->nodes[i]) || layout_is_conversion(&g->nodes[i])) {
+        if (autocast_is_cast(&g->nodes[i]) || channels_last_is_conversion(&g->nodes[i])) {
             skip[i] = true;
             source[g->nodes[i].outputs[0]] = g->nodes[i].inputs[0];
         }

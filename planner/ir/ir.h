@@ -143,7 +143,7 @@ typedef struct ir_node {
     int n_inputs;
     int *outputs; /* tensor indices; -1 for an omitted optional output */
     int n_outputs;
-    /* Channels-last (train/layout_nhwc.h): every rank-4 input and output holds
+    /* Channels-last (train/channels_last.h): every rank-4 input and output holds
      * its logical (N, C, H, W) tensor as (N, H, W, C) — a filter (K, C, R, S)
      * as (K, R, S, C). Set with its attribute (IR_ATTR_CHANNELS_LAST, by
      * ir_node_add_attr); the op's rules see the logical shapes

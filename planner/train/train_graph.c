@@ -9,7 +9,7 @@
 #include "train/autodiff_internal.h"
 #include "train/fuse_attention.h"
 #include "train/fuse_norm_act.h"
-#include "train/layout_nhwc.h"
+#include "train/channels_last.h"
 
 const char *train_phase_name(train_phase p) {
     switch (p) {
@@ -720,7 +720,7 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         return OC_ERR;
     }
     int n_nhwc = 0, n_conversions = 0;
-    if (o->channels_last && layout_nhwc(fwd, &n_nhwc, &n_conversions, err)) {
+    if (o->channels_last && channels_last_pass(fwd, &n_nhwc, &n_conversions, err)) {
         oc_fail_prefix(err, "%s: --layout nhwc", fwd->model_path ? fwd->model_path : "model");
         train_graph_free(tg);
         return OC_ERR;

@@ -58,7 +58,7 @@ typedef struct train_opts {
     float clip_grad_norm;        /* > 0: gradients scaled to at most this global L2 norm */
     bool fuse_attention;         /* --attention fused: FusedAttention nodes (fuse_attention.h) */
     train_fuse fuse;    /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h) */
-    bool channels_last; /* --layout nhwc: convolutions and what follows them (layout_nhwc.h) */
+    bool channels_last; /* --layout nhwc: convolutions and what follows them (channels_last.h) */
     train_precision precision;
     /* --loss-scale: GradScaler's initial scale (0: none; < 0: auto, 65536 with
      * fp16, none otherwise) and --loss-scale-interval (growth interval);

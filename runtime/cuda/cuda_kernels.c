@@ -591,15 +591,27 @@ int cuda_slice_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return slice_copy(c, a, true, err);
 }
 
+/* A channels-last node's view: logical (N, C, H, W) dims and axis -> the stored ones. */
+static int stored_axis(const ir_node *n, int64_t axis) {
+    static const int nhwc[4] = {0, 3, 1, 2};
+    return n->channels_last ? nhwc[axis] : (int)axis;
+}
+
+static void stored_dims(const ir_node *n, const ir_tensor *t, int64_t *d) {
+    memcpy(d, t->dims, IR_MAX_RANK * sizeof *d);
+    if (n->channels_last && t->rank == 4) ir_dims_to_nhwc(d);
+}
+
 static int concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool grad) {
     const ir_tensor *big = grad ? kernel_in(a, 0) : kernel_out(a, 0);
     size_t es = esize(a, big, err);
     if (!es) return OC_ERR;
     const op_args *p = op_args_of(a->n); /* split: one size per output, checked at load */
-    int64_t axis = grad ? p->split.axis : p->axis.axis;
-    int64_t outer = prod(big->dims, 0, (int)axis),
-            inner = prod(big->dims, (int)axis + 1, big->rank);
-    int64_t row = big->dims[axis] * inner, at = 0;
+    int axis = stored_axis(a->n, grad ? p->split.axis : p->axis.axis);
+    int64_t bd[IR_MAX_RANK], xd[IR_MAX_RANK];
+    stored_dims(a->n, big, bd);
+    int64_t outer = prod(bd, 0, axis), inner = prod(bd, axis + 1, big->rank);
+    int64_t row = bd[axis] * inner, at = 0;
     const int64_t *split = p->split.sizes;
     int k = grad ? p->split.n : a->n->n_inputs;
     for (int i = 0; i < k; i++) {
@@ -614,7 +626,8 @@ static int concat(const cuda_ctx *c, const kernel_args *a, oc_err *err, bool gra
             const ir_tensor *x = kernel_in(a, i);
             if (x->dtype != big->dtype)
                 return kernel_fail(a, err, "input '%s' differs in dtype", x->name);
-            chunk = x->dims[axis] * inner;
+            stored_dims(a->n, x, xd);
+            chunk = xd[axis] * inner;
             CU_LAUNCH(cu_copy_rows(c->stream, (char *)a->out[0] + at * (int64_t)es,
                                    row * (int64_t)es, a->in[i], chunk * (int64_t)es,
                                    chunk * (int64_t)es, outer));
@@ -831,8 +844,8 @@ static int convert(const cuda_ctx *c, const kernel_view *v, int k, const void *s
                            t->dims[2] * t->dims[3], to_view);
 }
 
-/* The cuDNN convolutions, our BatchNorm kernels (cuda_norm_act.c) and pooling
- * kernels read channels-last tensors themselves (the view keeps the bytes);
+/* The cuDNN convolutions, our BatchNorm kernels (cuda_norm_act.c), pooling
+ * kernels and Concat read channels-last tensors themselves (the view keeps the bytes);
  * any other channels-last node would run on (N, C, H, W) copies. */
 static bool native_nhwc(const ir_node *n) {
     switch (n->op) {
@@ -842,6 +855,8 @@ static bool native_nhwc(const ir_node *n) {
     case OP_AVERAGE_POOL_GRAD:
     case OP_GLOBAL_AVERAGE_POOL:
     case OP_GLOBAL_AVERAGE_POOL_GRAD:
+    case OP_CONCAT:
+    case OP_CONCAT_GRAD:
     case OP_CONV:
     case OP_CONV_BACKWARD_DATA:
     case OP_CONV_BACKWARD_FILTER:

@@ -94,7 +94,7 @@ OP_CASE(AVERAGE_POOL, "pad included, asymmetric", 13, 1, "[1,2,6,5]",
 OP_CASE(AVERAGE_POOL, "ceil_mode, pad included", 13, 1, "[2,2,5,6]",
         "kernel_shape=[3,2] strides=[2,2] pads=[1,0,1,1] ceil_mode=1 count_include_pad=1")
 OP_CASE(GLOBAL_AVERAGE_POOL, "", 13, 1, "[2,3,4,5]", "")
-/* channels-last (--layout nhwc, train/layout_nhwc.h) */
+/* channels-last (--layout nhwc, train/channels_last.h) */
 OP_CASE(CONV, "nhwc, 3x3 pad 1, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1] !nhwc")
 OP_CASE(CONV, "nhwc, group 2, stride, dilation", 13, 1, "[2,4,7,6] [6,2,3,2] [6]",
         "group=2 strides=[2,1] pads=[1,0,1,0] dilations=[1,2] kernel_shape=[3,2] !nhwc")
@@ -119,6 +119,8 @@ OP_CASE(MAX_POOL, "nhwc, 3x3 stride 2 pad 1", 13, 1, "[2,3,7,6]",
 OP_CASE(AVERAGE_POOL, "nhwc, pad excluded", 13, 1, "[2,3,7,6]",
         "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !nhwc")
 OP_CASE(GLOBAL_AVERAGE_POOL, "nhwc", 13, 1, "[2,3,4,5]", "!nhwc")
+OP_CASE(CONCAT, "nhwc, channels", 13, 1, "[2,3,4,5] [2,2,4,5] [2,1,4,5]", "axis=1 !nhwc")
+OP_CASE(CONCAT, "nhwc, height, bf16", 13, 1, "[2,3,2,5] [2,3,4,5]", "axis=-2 !nhwc !bf16")
 OP_CASE(TANH, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(HARD_SIGMOID, "PyTorch's alpha 1/6", 13, 1, "[2,3,4,5]", "alpha=0.16666667 beta=0.5")
 OP_CASE(HARD_SIGMOID, "ONNX defaults", 13, 1, "[3,8]", "")

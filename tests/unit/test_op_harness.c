@@ -40,7 +40,7 @@
 #include "backend.h"
 #include "ir/half.h"
 #include "ir/ops/op_table.h"
-#include "train/layout_nhwc.h"
+#include "train/channels_last.h"
 #include "train/train_graph.h"
 
 typedef struct op_case {
@@ -530,7 +530,7 @@ static int session_try_run(session *s, which_nodes w, oc_err *err) {
     for (int i = 0; i < h->g->n_nodes; i++) {
         /* the case node, after the layout Transposes of its inputs (--layout nhwc) */
         if (w == CASE_NODE && i != h->node &&
-            !(i < h->node && layout_is_conversion(&h->g->nodes[i])))
+            !(i < h->node && channels_last_is_conversion(&h->g->nodes[i])))
             continue;
         if (w == NO_UPDATE && h->tg && h->tg->phase[i] == TRAIN_PHASE_UPDATE) continue;
         s->b->run_node(s->b, RT_STREAM_COMPUTE, &s->args[i], 0);
@@ -763,7 +763,7 @@ static void check_gradients(session *s) {
     for (int i = 0; i < f->n_inputs; i++) {
         int x = f->inputs[i]; /* --layout nhwc: the parameter behind its Transpose */
         while (x >= 0 && g->tensors[x].producer >= 0 &&
-               layout_is_conversion(&g->nodes[g->tensors[x].producer]))
+               channels_last_is_conversion(&g->nodes[g->tensors[x].producer]))
             x = g->nodes[g->tensors[x].producer].inputs[0];
         if (x < 0 || g->tensors[x].kind != IR_KIND_PARAMETER) continue;
         check_input_gradient(s, &p, x);

@@ -13,7 +13,7 @@ static void conv_attrs(grad_ctx *c, int node) {
     int64_t k[IR_MAX_RANK];
     int nk = w->rank - 2;
     for (int i = 0; i < nk; i++) k[i] = w->dims[2 + i];
-    OC_ASSERT(!grad_fwd(c)->channels_last); /* train/layout_nhwc.c sets kernel_shape */
+    OC_ASSERT(!grad_fwd(c)->channels_last); /* train/channels_last.c sets kernel_shape */
     grad_attr_ints(c, node, "kernel_shape", nk, k);
 }
 

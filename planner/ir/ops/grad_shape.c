@@ -13,7 +13,12 @@ int op_grad_concat(grad_ctx *c) {
     int64_t axis = ir_attr_int(f, "axis", 0);
     if (axis < 0) axis += rank;
     int64_t *split = oc_malloc((size_t)k * sizeof *split);
-    for (int i = 0; i < k; i++) split[i] = g->tensors[f->inputs[i]].dims[axis];
+    for (int i = 0; i < k; i++) {
+        int64_t d[IR_MAX_RANK];
+        memcpy(d, g->tensors[f->inputs[i]].dims, sizeof d);
+        if (f->channels_last && rank == 4) ir_dims_to_logical(d); /* the rules' view */
+        split[i] = d[axis];
+    }
     int b = grad_node(c, "grad", OP_CONCAT_GRAD);
     grad_in(c, b, dy);
     for (int i = 0; i < k; i++) grad_out_dx(c, b, i);

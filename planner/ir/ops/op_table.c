@@ -84,7 +84,9 @@ bool op_reads_channel_axis(int op) {
     case OP_AVERAGE_POOL:
     case OP_AVERAGE_POOL_GRAD:
     case OP_GLOBAL_AVERAGE_POOL:
-    case OP_GLOBAL_AVERAGE_POOL_GRAD: return true;
+    case OP_GLOBAL_AVERAGE_POOL_GRAD:
+    case OP_CONCAT: /* its axis is one of (N, C, H, W) */
+    case OP_CONCAT_GRAD: return true;
     default: return false;
     }
 }

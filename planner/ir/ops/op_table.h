@@ -108,7 +108,7 @@ static inline bool op_is_swap_out(const ir_node *n) { return n->op == OP_SWAP_OU
 static inline bool op_is_swap_in(const ir_node *n) { return n->op == OP_SWAP_IN; }
 /* The op's rules and kernels depend on where the channel axis is (conv,
  * normalization, pooling and their gradients): what a channels-last node may
- * be (train/layout_nhwc.h). Elementwise ops do not care. */
+ * be (train/channels_last.h). Elementwise ops do not care. */
 bool op_reads_channel_axis(int op);
 /* Role of input slot i of a node with this definition. */
 op_role op_input_role(const op_def *d, int i);

@@ -1,5 +1,5 @@
-/* layout_nhwc.c — see layout_nhwc.h. */
-#include "train/layout_nhwc.h"
+/* channels_last.c — see channels_last.h. */
+#include "train/channels_last.h"
 
 #include <string.h>
 
@@ -78,6 +78,15 @@ static int takes(const pass *p, const ir_node *n) {
     case OP_AVERAGE_POOL:
     case OP_GLOBAL_AVERAGE_POOL: return from ? 2 : 0;
     case OP_MAX_POOL: return from && n->n_outputs == 1 ? 2 : 0;
+    case OP_CONCAT: { /* of channels-last tensors (DenseNet, Inception, U-Net) */
+        bool any = false;
+        for (int i = 0; i < n->n_inputs; i++) {
+            int t = n->inputs[i];
+            if (!rank4(g, t)) return 0;
+            any |= p->nhwc[t] || p->conv[TO_NHWC][t] >= 0 || g->tensors[t].producer < 0;
+        }
+        return any ? 2 : 0;
+    }
     default: break;
     }
     if (!elementwise(n->op) || n->n_outputs != 1 || !rank4(g, n->outputs[0])) return 0;
@@ -112,7 +121,7 @@ static int converted(pass *p, int t, int to, int *at) {
     ir_graph *g = p->g;
     const char *suffix = to == TO_NHWC ? "nhwc" : "nchw";
     char *tname = oc_sprintf("%s/%s", g->tensors[t].name, suffix);
-    char *nname = oc_sprintf(LAYOUT_PREFIX "%s", tname);
+    char *nname = oc_sprintf(CHANNELS_LAST_PREFIX "%s", tname);
     int n = ir_node_insert(g, *at, nname, op_name(OP_TRANSPOSE), "");
     g->nodes[n].op = OP_TRANSPOSE;
     ir_node_add_input(g, n, t);
@@ -179,7 +188,7 @@ static int visit(pass *p, int *i, int *n_nodes) {
     return OC_OK;
 }
 
-int layout_nhwc(ir_graph *g, int *n_nodes, int *n_conversions, oc_err *err) {
+int channels_last_pass(ir_graph *g, int *n_nodes, int *n_conversions, oc_err *err) {
     pass p = {.g = g, .err = err};
     grow(&p);
     *n_nodes = 0;
@@ -190,6 +199,7 @@ int layout_nhwc(ir_graph *g, int *n_nodes, int *n_conversions, oc_err *err) {
     return rc;
 }
 
-bool layout_is_conversion(const ir_node *n) {
-    return n->op == OP_TRANSPOSE && strncmp(n->name, LAYOUT_PREFIX, strlen(LAYOUT_PREFIX)) == 0;
+bool channels_last_is_conversion(const ir_node *n) {
+    return n->op == OP_TRANSPOSE &&
+           strncmp(n->name, CHANNELS_LAST_PREFIX, strlen(CHANNELS_LAST_PREFIX)) == 0;
 }

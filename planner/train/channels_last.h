@@ -1,4 +1,4 @@
-/* layout_nhwc.h — channels-last activations as a plan property (--layout nhwc).
+/* channels_last.h — channels-last activations as a plan property (--layout nhwc).
  *
  * cuDNN's fastest convolutions (tensor cores, TF32 or half) read and write
  * (N, H, W, C); with (N, C, H, W) tensors cuDNN transposes inside or picks
@@ -6,8 +6,8 @@
  * every 2-d Conv channels-last and carries the layout downstream through the
  * nodes that can take it: BatchNormalization, BatchNormRelu, MaxPool (one
  * output), AveragePool, GlobalAveragePool (also when they read the model's
- * input or a parameter directly; their channels_last attribute:
- * ir.h) and the elementwise ops whose inputs all have the output's shape (or
+ * input or a parameter directly), Concat of channels-last tensors (their
+ * channels_last attribute: ir.h) and the elementwise ops whose inputs all have the output's shape (or
  * one element): Relu, Add, Mul, ... (no attribute: the layout does not
  * matter to them). Dropout is not taken (its mask follows the element order).
  * Where the layout changes, an explicit Transpose converts — the model's
@@ -20,20 +20,20 @@
  * graph output stays as it is.
  *
  *   int nodes, conv;
- *   if (layout_nhwc(forward_graph, &nodes, &conv, &err)) ...
+ *   if (channels_last_pass(forward_graph, &nodes, &conv, &err)) ...
  */
-#ifndef OC_LAYOUT_NHWC_H
-#define OC_LAYOUT_NHWC_H
+#ifndef OC_CHANNELS_LAST_H
+#define OC_CHANNELS_LAST_H
 
 #include "ir/ir.h"
 
 /* The prefix of the conversion nodes' names (a saved model leaves them out). */
-#define LAYOUT_PREFIX "outcore/layout/"
+#define CHANNELS_LAST_PREFIX "outcore/layout/"
 
 /* Rewrites g in place; *n_nodes: nodes made channels-last, *n_conversions:
  * Transposes inserted. */
-int layout_nhwc(ir_graph *g, int *n_nodes, int *n_conversions, oc_err *err);
+int channels_last_pass(ir_graph *g, int *n_nodes, int *n_conversions, oc_err *err);
 /* A conversion node of this pass. */
-bool layout_is_conversion(const ir_node *n);
+bool channels_last_is_conversion(const ir_node *n);
 
 #endif

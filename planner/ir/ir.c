@@ -469,6 +469,13 @@ void ir_graph_remove_nodes(ir_graph *g, const bool *remove) {
     oc_free(node_map);
 }
 
+void ir_node_mark_channels_last(ir_graph *g, int node) {
+    if (!ir_attr_find(&g->nodes[node], IR_ATTR_CHANNELS_LAST))
+        ir_node_add_attr(g, node,
+                         &(ir_attr){.name = IR_ATTR_CHANNELS_LAST, .type = IR_ATTR_INT, .i = 1});
+    g->nodes[node].channels_last = true;
+}
+
 void ir_node_view_init(ir_node_view *v, const ir_graph *g, const ir_node *n) {
     int ni = n->n_inputs, nt = ni + n->n_outputs;
     v->t = oc_calloc((size_t)nt + 1, sizeof *v->t);

@@ -221,6 +221,9 @@ bool ir_tensor_int64_values(const ir_tensor *t, const int64_t **vals, int64_t *n
 /* The attribute (INT 1) of a channels-last node (ir_node.channels_last). */
 #define IR_ATTR_CHANNELS_LAST "outcore_channels_last"
 
+/* Makes node channels-last: the attribute (unless there) and the flag. */
+void ir_node_mark_channels_last(ir_graph *g, int node);
+
 /* Attribute lookup: NULL when absent. */
 const ir_attr *ir_attr_find(const ir_node *n, const char *name);
 int64_t ir_attr_int(const ir_node *n, const char *name, int64_t dflt);

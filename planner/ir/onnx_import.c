@@ -571,9 +571,7 @@ static int mark_channels_last(importer *im, const Onnx__ModelProto *m) {
                            ONNX_META_CHANNELS_LAST, (int)(len > 200 ? 200 : len), v,
                            found < 0 ? "which is no node of the graph"
                                      : "whose op does not read a channel axis");
-        if (!ir_attr_find(&g->nodes[found], IR_ATTR_CHANNELS_LAST))
-            ir_node_add_attr(
-                g, found, &(ir_attr){.name = IR_ATTR_CHANNELS_LAST, .type = IR_ATTR_INT, .i = 1});
+        ir_node_mark_channels_last(g, found);
         v = nl ? nl + 1 : NULL;
     }
     return OC_OK;

@@ -156,12 +156,8 @@ int grad_finish(grad_ctx *c, int node) {
     ir_graph *g = c->b->g;
     ir_node *n = &g->nodes[node];
     /* a channels-last node's gradients that read the channel axis are channels-last too */
-    if (grad_fwd(c)->channels_last && op_reads_channel_axis(n->op) &&
-        !ir_attr_find(n, IR_ATTR_CHANNELS_LAST)) {
-        ir_attr a = {.name = IR_ATTR_CHANNELS_LAST, .type = IR_ATTR_INT, .i = 1};
-        ir_node_add_attr(g, node, &a);
-        n = &g->nodes[node];
-    }
+    if (grad_fwd(c)->channels_last && op_reads_channel_axis(n->op))
+        ir_node_mark_channels_last(g, node);
     if (op_infer(g, n, c->b->err))
         return oc_fail_prefix(c->b->err, "gradient node '%s' (%s)", n->name, n->op_type);
     return OC_OK;

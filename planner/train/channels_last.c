@@ -142,14 +142,13 @@ static int converted(pass *p, int t, int to, int *at) {
     return y;
 }
 
-static int rewire(pass *p, int node, int k, int t) {
-    ir_graph *g = p->g;
+/* Input k of node reads t instead. */
+static void rewire(ir_graph *g, int node, int k, int t) {
     drop_consumer(&g->tensors[g->nodes[node].inputs[k]], node);
     g->nodes[node].inputs[k] = t;
     ir_tensor *x = &g->tensors[t];
     oc_grow((void **)&x->consumers, &x->cap_consumers, (size_t)x->n_consumers + 1, sizeof(int));
     x->consumers[x->n_consumers++] = node;
-    return OC_OK;
 }
 
 /* The Conv's kernel_shape, from its (N, C, H, W) filter, before that becomes (K, R, S, C). */
@@ -167,17 +166,14 @@ static int visit(pass *p, int *i, int *n_nodes) {
     if (how == 2 && g->nodes[*i].op == OP_CONV) pin_kernel_shape(g, *i); /* W still (K, C, R, S) */
     for (int k = 0; k < g->nodes[*i].n_inputs; k++) {
         int t = g->nodes[*i].inputs[k];
-        if (t < 0) continue;
-        bool want = how == 2 ? rank4(g, t) : how == 1 ? p->nhwc[t] || rank4(g, t) : false;
-        if (how == 1 && one_element(g, t)) want = p->nhwc[t];
+        if (t < 0 || (how == 1 && one_element(g, t))) continue; /* a scalar: either layout */
+        bool want = how != 0 && rank4(g, t);
         if (want == p->nhwc[t]) continue;
         int c = converted(p, t, want ? TO_NHWC : TO_NCHW, i);
-        if (c < 0 || rewire(p, *i, k, c)) return OC_ERR;
+        if (c < 0) return OC_ERR;
+        rewire(g, *i, k, c);
     }
-    if (how == 2) {
-        ir_node_add_attr(g, *i,
-                         &(ir_attr){.name = IR_ATTR_CHANNELS_LAST, .type = IR_ATTR_INT, .i = 1});
-    }
+    if (how == 2) ir_node_mark_channels_last(g, *i);
     ir_node *n = &g->nodes[*i];
     if (how && op_infer(g, n, p->err))
         return oc_fail_prefix(p->err, "node '%s' (%s) made channels-last", n->name, n->op_type);

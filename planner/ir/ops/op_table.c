@@ -175,7 +175,7 @@ int op_infer(ir_graph *g, ir_node *n, oc_err *err) {
     return decode(g, n, err);
 }
 
-int op_decode(const ir_graph *g, ir_node *n, oc_err *err) {
-    if (n->channels_last) return infer_logical((ir_graph *)g, n, false, err);
+int op_decode(ir_graph *g, ir_node *n, oc_err *err) {
+    if (n->channels_last) return infer_logical(g, n, false, err);
     return decode(g, n, err);
 }

@@ -85,7 +85,7 @@ typedef struct op_def {
 int op_infer(ir_graph *g, ir_node *n, oc_err *err);
 /* The decoder alone (after attributes that feed it changed, e.g. a plan's
  * recompute annotation restored); OC_OK for ops without one. */
-int op_decode(const ir_graph *g, ir_node *n, oc_err *err);
+int op_decode(ir_graph *g, ir_node *n, oc_err *err);
 
 /* Default cost: flops = elements written; bytes = inputs read + outputs written. */
 void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/ops/op_table.h"
+#include "train/channels_last.h"
 
 profile *profile_new(const profile_device *d, int64_t batch, profile_source src, int n) {
     profile *p = oc_calloc(1, sizeof *p);
@@ -149,6 +150,13 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err) {
     return OC_OK;
 }
 
+/* A layout Transpose missing on one side: the profile ran the other --layout. */
+static const char *layout_hint(const char *node) {
+    return strncmp(node, CHANNELS_LAST_PREFIX, strlen(CHANNELS_LAST_PREFIX)) == 0
+               ? " (a layout conversion: the profile was measured with another --layout)"
+               : "";
+}
+
 int profile_node_costs(const profile *p, const train_graph *tg, const char *what, double *time,
                        int64_t *workspace, oc_err *err) {
     const ir_graph *g = tg->g;
@@ -176,8 +184,8 @@ int profile_node_costs(const profile *p, const train_graph *tg, const char *what
                 break;
             }
         if (found < 0)
-            rc = oc_fail(err, "%s: node '%s' is not in the training graph of %s", what, name,
-                         g->model_path ? g->model_path : "the model");
+            rc = oc_fail(err, "%s: node '%s' is not in the training graph of %s%s", what, name,
+                         g->model_path ? g->model_path : "the model", layout_hint(name));
         else if (time[found] >= 0) rc = oc_fail(err, "%s: node '%s' appears twice", what, name);
         else {
             time[found] = p->nodes[r].time_s;
@@ -186,8 +194,8 @@ int profile_node_costs(const profile *p, const train_graph *tg, const char *what
     }
     for (int i = 0; i < g->n_nodes && rc == OC_OK; i++)
         if (time[i] < 0)
-            rc = oc_fail(err, "%s: no record for training-graph node '%s' (%s)", what,
-                         g->nodes[i].name, g->nodes[i].op_type);
+            rc = oc_fail(err, "%s: no record for training-graph node '%s' (%s)%s", what,
+                         g->nodes[i].name, g->nodes[i].op_type, layout_hint(g->nodes[i].name));
     oc_free(slot);
     return rc;
 }

@@ -231,6 +231,11 @@ expect_error "channels-last metadata naming an (N, C, H, W) Conv" "(Conv" "chann
     -- inspect "$tmp/cl_nchw.onnx" --batch 2
 expect_error "--layout with an unknown value" "--layout" "nchw, nhwc" -- \
     emit graphs/alexnet_op13.onnx --batch 2 --layout chwn -o "$tmp/never.onnx"
+"$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 --layout nhwc \
+    -o "$tmp/p_nhwc.json" >/dev/null 2>&1
+expect_error "a profile of the other --layout" "p_nhwc.json" "outcore/layout/" \
+    "measured with another --layout" -- \
+    plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/p_nhwc.json" --budget 1GiB
 
 # Profiles and device files with values no device has (issue 18, class 7).
 "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 -o "$tmp/p.json" >/dev/null

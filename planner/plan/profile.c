@@ -151,7 +151,7 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err) {
 }
 
 /* A layout Transpose missing on one side: the profile ran the other --layout. */
-static const char *layout_hint(const char *node) {
+static const char *other_layout_hint(const char *node) {
     return strncmp(node, CHANNELS_LAST_PREFIX, strlen(CHANNELS_LAST_PREFIX)) == 0
                ? " (a layout conversion: the profile was measured with another --layout)"
                : "";
@@ -185,7 +185,7 @@ int profile_node_costs(const profile *p, const train_graph *tg, const char *what
             }
         if (found < 0)
             rc = oc_fail(err, "%s: node '%s' is not in the training graph of %s%s", what, name,
-                         g->model_path ? g->model_path : "the model", layout_hint(name));
+                         g->model_path ? g->model_path : "the model", other_layout_hint(name));
         else if (time[found] >= 0) rc = oc_fail(err, "%s: node '%s' appears twice", what, name);
         else {
             time[found] = p->nodes[r].time_s;
@@ -194,8 +194,9 @@ int profile_node_costs(const profile *p, const train_graph *tg, const char *what
     }
     for (int i = 0; i < g->n_nodes && rc == OC_OK; i++)
         if (time[i] < 0)
-            rc = oc_fail(err, "%s: no record for training-graph node '%s' (%s)%s", what,
-                         g->nodes[i].name, g->nodes[i].op_type, layout_hint(g->nodes[i].name));
+            rc =
+                oc_fail(err, "%s: no record for training-graph node '%s' (%s)%s", what,
+                        g->nodes[i].name, g->nodes[i].op_type, other_layout_hint(g->nodes[i].name));
     oc_free(slot);
     return rc;
 }

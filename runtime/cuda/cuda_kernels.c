@@ -844,33 +844,13 @@ static int convert(const cuda_ctx *c, const kernel_view *v, int k, const void *s
                            t->dims[2] * t->dims[3], to_view);
 }
 
-/* The cuDNN convolutions, our BatchNorm kernels (cuda_norm_act.c), pooling
- * kernels and Concat read channels-last tensors themselves (the view keeps the bytes);
- * any other channels-last node would run on (N, C, H, W) copies. */
-static bool native_nhwc(const ir_node *n) {
-    switch (n->op) {
-    case OP_MAX_POOL:
-    case OP_MAX_POOL_GRAD:
-    case OP_AVERAGE_POOL:
-    case OP_AVERAGE_POOL_GRAD:
-    case OP_GLOBAL_AVERAGE_POOL:
-    case OP_GLOBAL_AVERAGE_POOL_GRAD:
-    case OP_CONCAT:
-    case OP_CONCAT_GRAD:
-    case OP_CONV:
-    case OP_CONV_BACKWARD_DATA:
-    case OP_CONV_BACKWARD_FILTER:
-    case OP_BATCH_NORM:
-    case OP_BATCH_NORM_GRAD:
-    case OP_BATCH_NORM_RELU:
-    case OP_BATCH_NORM_RELU_GRAD: return true;
-    default: return false;
-    }
-}
-
+/* Every op that can be channels-last (op_reads_channel_axis) reads the layout
+ * in place here — cuDNN's convolutions, our BatchNorm (cuda_norm_act.c),
+ * pooling and Concat kernels — so the view keeps the bytes (logical dims,
+ * channels_last set); only the cpu backend transposes. */
 static void view_of(kernel_view *v, const ir_graph *g, const ir_node *n) {
     bool widen = kernel_touches_half(g, n) && !cuda_native_half(g, n);
-    kernel_view_init(v, g, n, widen, n->channels_last && !native_nhwc(n));
+    kernel_view_init(v, g, n, widen, false);
 }
 
 /* The node on its view (kernels.h): copies of the moved slots in the front of

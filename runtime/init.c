@@ -72,7 +72,8 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
             *a = OC_INIT_STD_HALF_WIDTH;
             return FILL_UNIFORM;
         }
-        if ((n->op == OP_CONV || n->op == OP_CONV_TRANSPOSE || n->op == OP_GEMM) &&
+        if ((n->op == OP_CONV || n->op == OP_CONV_RELU || n->op == OP_CONV_TRANSPOSE ||
+             n->op == OP_GEMM) &&
             (slot == 1 || slot == 2)) {
             const ir_tensor *w = ir_node_in((ir_graph *)g, n, 1);
             if (!w || w->rank < 2) continue;

@@ -212,6 +212,24 @@ class AlexNetSmall(nn.Module):
         return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
 
 
+class VGGSmall(nn.Module):
+    """A small VGG-like model: Conv -> ReLU chains with biases and no BatchNorm or Dropout
+    (ConvRelu fusion against PyTorch)."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(inplace=True),
+                                      nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(inplace=True),
+                                      nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, padding=1),
+                                      nn.ReLU(inplace=True), nn.MaxPool2d(2))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Linear(16, 32), nn.ReLU(inplace=True),
+                                        nn.Linear(32, num_classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+
+
 def build_model(name, image_size):
     """A freshly initialised model (never downloaded weights)."""
     builders = {
@@ -228,6 +246,7 @@ def build_model(name, image_size):
         "googlenet_small": GoogLeNetSmall,
         "densenet_small": DenseNetSmall,
         "alexnet_small": AlexNetSmall,
+        "vgg_small": VGGSmall,
     }
     if name not in builders:
         sys.exit(f"export_models: unknown model '{name}' (known: {', '.join(builders)})")

@@ -173,7 +173,7 @@ static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const onnx_expor
     return np;
 }
 
-/* A standard node from names (the unfused chain of a BatchNormRelu). */
+/* A standard node from names (the unfused chain of a BatchNormRelu or ConvRelu). */
 static Onnx__NodeProto *named_node(pool *po, const char *name, const char *op_type, int n_in,
                                    const char *const *in, int n_out, const char *const *out) {
     Onnx__NodeProto *np = palloc(po, 1, sizeof *np);
@@ -237,6 +237,34 @@ static int unfused_nodes(pool *po, const ir_graph *g, const onnx_export_spec *s,
     return k;
 }
 
+/* ConvRelu (ir/ops/op_conv.c) written back as Conv -> Relu under their own
+ * node and tensor names, the Conv with the fused node's convolution attributes. */
+static int unfused_conv_relu(pool *po, const ir_graph *g, const onnx_export_spec *s,
+                             const ir_node *n, Onnx__NodeProto **dst) {
+    const ir_attr *mem = ir_attr_find(n, "members");
+    const char *z = ir_attr_string(n, "conv_output", NULL);
+    if (!mem || mem->type != IR_ATTR_STRINGS || mem->n != 2 || !z || n->n_inputs > 3) return 0;
+    const char *in[3];
+    for (int k = 0; k < n->n_inputs; k++) in[k] = tensor_name(g, s, n->inputs[k]);
+    Onnx__NodeProto *conv = named_node(po, mem->strings[0], "Conv", n->n_inputs, in, 1, &z);
+    conv->attribute = palloc(po, (size_t)n->n_attrs, sizeof *conv->attribute);
+    for (int i = 0; i < n->n_attrs; i++) {
+        const char *a = n->attrs[i].name;
+        if (strcmp(a, "members") && strcmp(a, "conv_output") && strncmp(a, "outcore_", 8))
+            conv->attribute[conv->n_attribute++] = attr_proto(po, &n->attrs[i]);
+    }
+    const char *y = g->tensors[n->outputs[0]].name;
+    dst[0] = conv;
+    dst[1] = named_node(po, mem->strings[1], "Relu", 1, &z, 1, &y);
+    return 2;
+}
+
+/* How many nodes n is written as with spec s (BatchNormRelu: 3 at most). */
+static int unfused_count(const onnx_export_spec *s, const ir_node *n) {
+    if (!s->unfuse) return 1;
+    return n->op == OP_BATCH_NORM_RELU ? 3 : n->op == OP_CONV_RELU ? 2 : 1;
+}
+
 int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8_t **out,
                              size_t *out_len, oc_err *err) {
     *out = NULL;
@@ -253,9 +281,9 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;
-        bool unfuse = s->unfuse && n->op == OP_BATCH_NORM_RELU;
-        n_written += unfuse ? 3 : 1;
-        uses_oc = uses_oc || (strcmp(n->domain, OC_DOMAIN) == 0 && !unfuse);
+        int count = unfused_count(s, n);
+        n_written += count;
+        uses_oc = uses_oc || (strcmp(n->domain, OC_DOMAIN) == 0 && count == 1);
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) used[tensor_source(s, n->inputs[k])] = true;
     }
@@ -280,9 +308,10 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;
-        int k = s->unfuse && n->op == OP_BATCH_NORM_RELU
+        int k = unfused_count(s, n) == 1 ? 0
+                : n->op == OP_BATCH_NORM_RELU
                     ? unfused_nodes(&po, g, s, n, gp->node + gp->n_node)
-                    : 0;
+                    : unfused_conv_relu(&po, g, s, n, gp->node + gp->n_node);
         if (k) gp->n_node += (size_t)k;
         else gp->node[gp->n_node++] = node_proto(&po, g, s, n);
     }

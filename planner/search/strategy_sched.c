@@ -10,8 +10,7 @@
 bool strategy_tinfo_is_conv(const strategy_tinfo *ti, int node) {
     if (node < 0 || node >= ti->tg->n_forward) return false;
     const ir_node *n = &ti->tg->g->nodes[node];
-    return node < ti->tg->n_forward && n->op == OP_CONV &&
-           (n->domain == NULL || n->domain[0] == '\0');
+    return node < ti->tg->n_forward && (n->op == OP_CONV || n->op == OP_CONV_RELU);
 }
 
 /* By producing node, then index (qsort_r context: the graph). */

@@ -31,6 +31,7 @@ static bool fusable_bn(const ir_graph *g, int p, int reader) {
 
 typedef struct match {
     int bn, add, relu; /* nodes (add -1: none) */
+    int conv;          /* a Conv -> Relu instead (bn -1) */
     int residual;      /* tensor R, or -1 */
     bool residual_first;
 } match;
@@ -38,8 +39,12 @@ typedef struct match {
 static bool match_at(const ir_graph *g, int r, match *m) {
     const ir_node *relu = &g->nodes[r];
     int t = relu->inputs[0], p = g->tensors[t].producer;
-    *m = (match){.bn = -1, .add = -1, .relu = r, .residual = -1};
+    *m = (match){.bn = -1, .add = -1, .relu = r, .residual = -1, .conv = -1};
     if (p < 0 || sole_reader(g, t) != r) return false;
+    if (g->nodes[p].op == OP_CONV && ir_dtype_is_compute(g->tensors[t].dtype)) {
+        m->conv = p;
+        return true;
+    }
     if (fusable_bn(g, p, r)) {
         m->bn = p;
         return true;
@@ -61,8 +66,50 @@ static bool match_at(const ir_graph *g, int r, match *m) {
 
 static void add_attr(ir_graph *g, int n, ir_attr a) { ir_node_add_attr(g, n, &a); }
 
+/* A node of kind op named after the Relu r, inserted before it, taking its
+ * output Y (the Relu writes a placeholder until removed). Its index. */
+static int insert_fused(ir_graph *g, int r, op_kind op) {
+    int y = g->nodes[r].outputs[0];
+    char *name = oc_sprintf("%s/fused", g->nodes[r].name);
+    char *dummy = oc_sprintf("%s/unfused", g->tensors[y].name);
+    int ph = ir_tensor_add(g, dummy, IR_DTYPE_FLOAT);
+    g->nodes[r].outputs[0] = ph;
+    g->tensors[ph].producer = r;
+    g->tensors[y].producer = -1;
+    int n = ir_node_insert(g, r, name, op_name(op), OC_DOMAIN);
+    g->nodes[n].op = op;
+    oc_free(name), oc_free(dummy);
+    return n;
+}
+
+static int infer_fused(ir_graph *g, int n, oc_err *err) {
+    int rc = op_infer(g, &g->nodes[n], err);
+    return rc ? oc_fail_prefix(err, "node '%s'", g->nodes[n].name) : OC_OK;
+}
+
+/* ConvRelu (ir/ops/op_conv.c): the Conv's inputs and attributes, the Relu's output. */
+static int replace_conv(ir_graph *g, const match *m, oc_err *err) {
+    char *members[2] = {oc_strdup(g->nodes[m->conv].name), oc_strdup(g->nodes[m->relu].name)};
+    char *z = oc_strdup(g->tensors[g->nodes[m->conv].outputs[0]].name);
+    int y = g->nodes[m->relu].outputs[0];
+    int n = insert_fused(g, m->relu, OP_CONV_RELU);
+    for (int k = 0; k < g->nodes[m->conv].n_inputs; k++)
+        ir_node_add_input(g, n, g->nodes[m->conv].inputs[k]);
+    ir_node_add_output(g, n, y);
+    for (int i = 0; i < g->nodes[m->conv].n_attrs; i++) {
+        ir_attr a = g->nodes[m->conv].attrs[i]; /* shallow view; ir_node_add_attr copies */
+        ir_node_add_attr(g, n, &a);
+    }
+    add_attr(g, n,
+             (ir_attr){.name = "members", .type = IR_ATTR_STRINGS, .n = 2, .strings = members});
+    add_attr(g, n, (ir_attr){.name = "conv_output", .type = IR_ATTR_STRING, .s = z});
+    oc_free(members[0]), oc_free(members[1]), oc_free(z);
+    return infer_fused(g, n, err);
+}
+
 /* The fused node takes the Relu's place and output; the chain's nodes go. */
 static int replace(ir_graph *g, const match *m, bool backward, oc_err *err) {
+    if (m->conv >= 0) return replace_conv(g, m, err);
     const ir_node *bn = &g->nodes[m->bn];
     const op_bn_args *ba = &op_args_of(bn)->bn;
     int y = g->nodes[m->relu].outputs[0];
@@ -76,15 +123,7 @@ static int replace(ir_graph *g, const match *m, bool backward, oc_err *err) {
         add_out = oc_strdup(g->tensors[g->nodes[m->add].outputs[0]].name);
     }
     members[nm++] = oc_strdup(g->nodes[m->relu].name);
-    char *name = oc_sprintf("%s/fused", g->nodes[m->relu].name);
-    char *dummy = oc_sprintf("%s/unfused", g->tensors[y].name);
-    /* the Relu lets go of Y (it writes a placeholder until removed) */
-    int ph = ir_tensor_add(g, dummy, IR_DTYPE_FLOAT);
-    g->nodes[m->relu].outputs[0] = ph;
-    g->tensors[ph].producer = m->relu;
-    g->tensors[y].producer = -1;
-    int n = ir_node_insert(g, m->relu, name, op_name(OP_BATCH_NORM_RELU), OC_DOMAIN);
-    g->nodes[n].op = OP_BATCH_NORM_RELU;
+    int n = insert_fused(g, m->relu, OP_BATCH_NORM_RELU);
     bn = &g->nodes[m->bn]; /* before the Relu: not moved, but the array may have been */
     for (int k = 0; k < 5; k++) ir_node_add_input(g, n, bn->inputs[k]);
     if (m->residual >= 0) ir_node_add_input(g, n, m->residual);
@@ -113,9 +152,7 @@ static int replace(ir_graph *g, const match *m, bool backward, oc_err *err) {
     for (int i = 0; i < nm; i++) oc_free(members[i]);
     for (int i = 0; i < no; i++) oc_free(bn_outs[i]);
     oc_free(add_out);
-    oc_free(name), oc_free(dummy);
-    int rc = op_infer(g, &g->nodes[n], err);
-    return rc ? oc_fail_prefix(err, "node '%s'", g->nodes[n].name) : OC_OK;
+    return infer_fused(g, n, err);
 }
 
 int fuse_norm_act(ir_graph *g, bool backward, int *n_fused, oc_err *err) {
@@ -132,12 +169,13 @@ int fuse_norm_act(ir_graph *g, bool backward, int *n_fused, oc_err *err) {
         /* the insert moved every node from the Relu on up by one */
         remove = oc_realloc(remove, ((size_t)g->n_nodes + 1) * sizeof(bool));
         memset(remove, 0, ((size_t)g->n_nodes + 1) * sizeof(bool));
-        remove[m.bn] = true; /* BN and Add precede the Relu, which moved up by one */
+        int head = m.conv >= 0 ? m.conv : m.bn;
+        remove[head] = true; /* Conv or BN, and Add, precede the Relu, which moved up by one */
         if (m.add >= 0) remove[m.add] = true;
         remove[m.relu + 1] = true;
         ir_graph_remove_nodes(g, remove);
         (*n_fused)++;
-        r = m.bn - 1; /* indices from the BN on changed */
+        r = head - 1; /* indices from the head on changed */
     }
     oc_free(remove);
     return OC_OK;

@@ -1,4 +1,4 @@
-/* fuse_norm_act.h — BatchNormalization, an optional residual Add and Relu as
+/* fuse_norm_act.h — a normalisation or convolution and the Relu after it as
  * one node: finds
  *   BatchNormalization -> Relu
  *   BatchNormalization -> Add(., R) | Add(R, .) -> Relu   (R of the same shape)
@@ -7,6 +7,10 @@
  * in its attributes. Neither BN(X) nor BN(X) + R is then written; without a
  * residual the backward can be one node too (BatchNormReluGrad: one write of
  * dZ less, one more tensor live while it runs — plan --fuse auto weighs it).
+ * And
+ *   Conv -> Relu   (the Conv's output read by the Relu alone)
+ * as ConvRelu (ir/ops/op_conv.c: cuDNN's convolution-bias-activation; VGG's
+ * and AlexNet's layers), its backward the chain's.
  * On by default; --no-fuse keeps the chains.
  *
  *   int n;

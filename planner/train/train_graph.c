@@ -714,7 +714,7 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
     int n_norm_act = 0;
     if (o->fuse != TRAIN_FUSE_NONE &&
         fuse_norm_act(fwd, o->fuse == TRAIN_FUSE_ALL, &n_norm_act, err)) {
-        oc_fail_prefix(err, "%s: fusing BatchNormalization and Relu",
+        oc_fail_prefix(err, "%s: fusing BatchNormalization / Conv and Relu",
                        fwd->model_path ? fwd->model_path : "model");
         train_graph_free(tg);
         return OC_ERR;

@@ -4,6 +4,7 @@
  * Every op of the family has an "x side" (N, C, D..), a "y side" (N, M, O..)
  * and a weight-shaped tensor; the slots are the same for all six ops:
  *   Conv                        x = in0,  y = out0, w = in1   Y = conv(X, W) + B
+ *   ConvRelu                    as Conv, then Y = max(Y, 0)
  *   ConvBackwardData            x = out0, y = in0,  w = in1   dX from dY, W
  *   ConvBackwardFilter          x = in1,  y = in0,  w = out0  dW (+ dB = out1) from dY, X
  *   ConvTranspose               x = in0,  y = out0, w = in1   Y = conv^T(X, W) + B
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "pointwise.h"
 
 typedef struct conv_sides {
     const ir_tensor *x, *y, *w;
@@ -126,6 +128,15 @@ int cpu_conv(const kernel_args *a, oc_err *err) {
                       0.0f, y + (n * s.M + g * mg) * s.O, s.O);
     }
     if (a->n->n_inputs > 2 && a->in[2]) add_bias(y, a->in[2], s.N, s.M, s.O);
+    return OC_OK;
+}
+
+/* ConvRelu: Conv's Y, then max(Y, 0) in place (oc_relu, the Relu kernel's). */
+int cpu_conv_relu(const kernel_args *a, oc_err *err) {
+    if (cpu_conv(a, err)) return OC_ERR;
+    float *y = a->out[0];
+    int64_t n = kernel_numel(kernel_out(a, 0));
+    for (int64_t i = 0; i < n; i++) y[i] = oc_relu(y[i]);
     return OC_OK;
 }
 

@@ -19,6 +19,7 @@ static const cpu_kernel_fn cpu_kernels[OP__COUNT] = {
 /* The kernels that need scratch; NULL: none. */
 static const cpu_scratch_fn cpu_scratch[OP__COUNT] = {
     [OP_CONV] = cpu_conv_scratch,
+    [OP_CONV_RELU] = cpu_conv_scratch,
     [OP_CONV_BACKWARD_DATA] = cpu_conv_scratch,
     [OP_CONV_BACKWARD_FILTER] = cpu_conv_scratch,
     [OP_CONV_TRANSPOSE] = cpu_conv_transpose_scratch,

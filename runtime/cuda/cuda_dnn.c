@@ -68,6 +68,11 @@ typedef struct algo_entry {
     cudnnConvolutionDescriptor_t conv_d;
     int algo; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
     size_t ws;
+    /* ConvRelu's fused call (fused_forward): made on first use; no_fused once
+     * cuDNN answered NOT_SUPPORTED for this shape (then conv, bias, relu apart) */
+    cudnnTensorDescriptor_t bias_d;
+    cudnnActivationDescriptor_t act_d;
+    bool no_fused;
     struct algo_entry *next;
 } algo_entry;
 
@@ -83,6 +88,8 @@ void cuda_algo_cache_free(cuda_algo_cache *ac) {
         if (e->out_d) (void)cudnnDestroyTensorDescriptor(e->out_d);
         if (e->w_d) (void)cudnnDestroyFilterDescriptor(e->w_d);
         if (e->conv_d) (void)cudnnDestroyConvolutionDescriptor(e->conv_d);
+        if (e->bias_d) (void)cudnnDestroyTensorDescriptor(e->bias_d);
+        if (e->act_d) (void)cudnnDestroyActivationDescriptor(e->act_d);
         oc_free(e->key);
         oc_free(e);
     }
@@ -153,6 +160,7 @@ static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err)
     memset(q, 0, sizeof *q);
     switch (n->op) {
     case OP_CONV:
+    case OP_CONV_RELU:
         q->kind = CONV_FWD;
         q->cin_slot = 0;
         q->cout_slot = -1;
@@ -454,6 +462,39 @@ size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, siz
 
 static void *slot_p(const kernel_args *a, int s) { return s >= 0 ? a->in[s] : a->out[-s - 1]; }
 
+/* A bias (C) as cuDNN broadcasts it onto y: dims 1 but the channels', packed. */
+static int bias_nd(const ir_tensor *y, bool nhwc, int *bdim, int *bs) {
+    int d[8], s[8], r = nd_dims(y, nhwc, d, s);
+    for (int i = 0; i < r; i++) bdim[i] = i == 1 ? d[1] : 1;
+    bs[r - 1] = 1;
+    for (int i = r - 2; i >= 0; i--) bs[i] = bs[i + 1] * bdim[i + 1];
+    return r;
+}
+
+/* ConvRelu, float32 with a bias: y = relu(conv(x, w) + bias) in one cuDNN call
+ * (cudnnConvolutionBiasActivationForward, z = y scaled by 0), with the
+ * entry's algorithm and workspace. */
+static cudnnStatus_t fused_forward(cuda_impl *im, algo_entry *e, const ir_tensor *yt, bool nhwc,
+                                   const void *x, const void *w, const void *bias, void *y,
+                                   void *ws) {
+    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+    if (!e->act_d) {
+        int bdim[8], bs[8], r = bias_nd(yt, nhwc, bdim, bs);
+        st = cudnnCreateTensorDescriptor(&e->bias_d);
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = cudnnSetTensorNdDescriptor(e->bias_d, CUDNN_DATA_FLOAT, r, bdim, bs);
+        if (st == CUDNN_STATUS_SUCCESS) st = cudnnCreateActivationDescriptor(&e->act_d);
+        if (st == CUDNN_STATUS_SUCCESS)
+            st = cudnnSetActivationDescriptor(e->act_d, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN,
+                                              0.0);
+        if (st != CUDNN_STATUS_SUCCESS) return st; /* descriptors freed with the cache */
+    }
+    const float one = 1.0f, zero = 0.0f;
+    return cudnnConvolutionBiasActivationForward(
+        im->dnn, &one, e->in_d, x, e->w_d, w, e->conv_d, (cudnnConvolutionFwdAlgo_t)e->algo, ws,
+        e->ws, &zero, e->out_d, y, e->bias_d, bias, e->act_d, e->out_d, y);
+}
+
 /* The conv family: one cuDNN call of q.kind (see the table above) + the bias. */
 static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     conv_geo q;
@@ -470,6 +511,19 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     CUDNN_CHECK(cudnnSetStream(im->dnn, c->stream));
     const float one = 1.0f, zero = 0.0f;
     void *cin = slot_p(a, q.cin_slot), *cout = slot_p(a, q.cout_slot), *w = slot_p(a, q.w_slot);
+    bool relu = a->n->op == OP_CONV_RELU;
+    bool fwd_op = a->n->op == OP_CONV || relu || a->n->op == OP_CONV_TRANSPOSE;
+    void *bias = fwd_op && a->n->n_inputs > 2 ? a->in[2] : NULL;
+    const ir_tensor *yt = kernel_out(a, 0);
+    if (relu && bias && q.dt == IR_DTYPE_FLOAT && !e->no_fused) {
+        cudnnStatus_t st = fused_forward(im, e, yt, q.nhwc, cin, w, bias, cout, a->scratch);
+        if (st == CUDNN_STATUS_SUCCESS) return OC_OK;
+        if (st != CUDNN_STATUS_NOT_SUPPORTED) CUDNN_CHECK(st);
+        e->no_fused = true; /* this shape: conv, bias and relu apart from now on */
+        if (im->verbose)
+            fprintf(stderr, "cuda: %s: no fused convolution-bias-activation (%s); unfused\n",
+                    a->n->name, cudnnGetErrorString(st));
+    }
     if (q.kind == CONV_FWD)
         CUDNN_CHECK(cudnnConvolutionForward(im->dnn, &one, e->in_d, cin, e->w_d, w, e->conv_d,
                                             (cudnnConvolutionFwdAlgo_t)e->algo, a->scratch, e->ws,
@@ -484,9 +538,6 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
             (cudnnConvolutionBwdFilterAlgo_t)e->algo, a->scratch, e->ws, &zero, e->w_d, w));
     /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
     if (bias_ws) return bias_grad(c, a, (char *)a->scratch + align_up(e->ws), err);
-    bool fwd_op = a->n->op == OP_CONV || a->n->op == OP_CONV_TRANSPOSE;
-    const ir_tensor *yt = kernel_out(a, 0);
-    void *bias = fwd_op && a->n->n_inputs > 2 ? a->in[2] : NULL;
     if (bias && q.dt != IR_DTYPE_FLOAT) { /* y rounded, then y + b rounded (as PyTorch's) */
         int64_t S = 1;
         for (int i = 2; i < yt->rank; i++) S *= yt->dims[i];
@@ -494,14 +545,13 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         int64_t rows = q.nhwc ? yt->dims[0] * S : yt->dims[0];
         CU_LAUNCH(cu_channel_bias(c->stream, slot_p(a, -1), cuda_float_kind(yt->dtype), bias,
                                   cuda_float_kind(kernel_in(a, 2)->dtype), rows, yt->dims[1],
-                                  q.nhwc ? 1 : S));
+                                  q.nhwc ? 1 : S, relu));
+        return OC_OK; /* the Relu applied with the bias */
     } else if (bias) {
         cudnnTensorDescriptor_t yd, bd;
         int d[8], s[8], r = nd_dims(yt, q.nhwc, d, s);
         int bdim[8], bs[8];
-        for (int i = 0; i < r; i++) bdim[i] = i == 1 ? d[1] : 1;
-        bs[r - 1] = 1;
-        for (int i = r - 2; i >= 0; i--) bs[i] = bs[i + 1] * bdim[i + 1];
+        bias_nd(yt, q.nhwc, bdim, bs);
         CUDNN_CHECK(cudnnCreateTensorDescriptor(&yd));
         CUDNN_CHECK(cudnnCreateTensorDescriptor(&bd));
         cudnnStatus_t st = cudnnSetTensorNdDescriptor(yd, CUDNN_DATA_FLOAT, r, d, s);
@@ -513,6 +563,9 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         (void)cudnnDestroyTensorDescriptor(bd);
         CUDNN_CHECK(st);
     }
+    if (relu) /* in place over Y, as the Relu node's kernel */
+        CU_LAUNCH(cu_pointwise(c->stream, OP_RELU, cuda_float_kind(yt->dtype), cout, cout,
+                               kernel_numel(yt), 0.0f, 0.0f));
     return OC_OK;
 }
 
@@ -521,6 +574,7 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         return conv_family(c, a, err);                                                             \
     }
 CONV_KERNEL(conv)
+CONV_KERNEL(conv_relu)
 CONV_KERNEL(conv_transpose)
 CONV_KERNEL(conv_backward_data)
 CONV_KERNEL(conv_backward_filter)

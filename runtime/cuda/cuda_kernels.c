@@ -938,6 +938,7 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
 static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
     switch (n->op) {
     case OP_CONV:
+    case OP_CONV_RELU:
     case OP_CONV_TRANSPOSE:
     case OP_CONV_BACKWARD_DATA:
     case OP_CONV_BACKWARD_FILTER:

@@ -1427,15 +1427,19 @@ extern "C" int cu_float_convert(void *stream, const void *x, int kx, void *y, in
 
 // ---- the channel bias of a half convolution and its gradient (cuda_dnn.c) ----
 __global__ void k_channel_bias(void *y, int ky, const void *b, int kb, int64_t C, int64_t S,
-                               int64_t n) {
-    GRID_LOOP(i, n) half_store(y, ky, i, half_load(y, ky, i) + half_load(b, kb, (i / S) % C));
+                               int64_t n, int relu) {
+    GRID_LOOP(i, n) {
+        float v = half_load(y, ky, i) + half_load(b, kb, (i / S) % C);
+        half_store(y, ky, i, relu ? oc_relu(v) : v);
+    }
 }
 
 extern "C" int cu_channel_bias(void *stream, void *y, int ky, const void *b, int kb, int64_t N,
-                               int64_t C, int64_t S) {
+                               int64_t C, int64_t S, int relu) {
     int64_t n = N * C * S;
     if (n == 0) return 0;
-    k_channel_bias<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(y, ky, b, kb, C, S, n);
+    k_channel_bias<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(y, ky, b, kb, C, S, n,
+                                                                        relu);
     return last_error();
 }
 

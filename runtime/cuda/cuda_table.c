@@ -75,6 +75,7 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     }
     switch (n->op) {
     case OP_CONV:
+    case OP_CONV_RELU:
     case OP_CONV_TRANSPOSE:
     case OP_CONV_BACKWARD_DATA:
     case OP_CONV_BACKWARD_FILTER:

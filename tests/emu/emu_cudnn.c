@@ -1184,6 +1184,57 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTens
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* y = act(alpha1 conv(x, w) + alpha2 z + bias): the convolution job, then the
+ * bias and the activation as element-wise jobs on the same stream. cuDNN's
+ * rules checked: z shaped as y, bias (1, C, 1..), RELU or IDENTITY (IDENTITY
+ * only with IMPLICIT_PRECOMP_GEMM). The emulator computes float data with
+ * alpha2 = 0 (z unread) only, and says so otherwise. */
+cudnnStatus_t cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t h, const void *alpha1, const cudnnTensorDescriptor_t xd, const void *x,
+    const cudnnFilterDescriptor_t wd, const void *w, const cudnnConvolutionDescriptor_t cd,
+    cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes, const void *alpha2,
+    const cudnnTensorDescriptor_t zd, const void *z, const cudnnTensorDescriptor_t bd,
+    const void *bias, const cudnnActivationDescriptor_t ad, const cudnnTensorDescriptor_t yd,
+    void *y) {
+    const char *call = "cudnnConvolutionBiasActivationForward";
+    cudnnStatus_t st;
+    cgeo q;
+    if ((st = conv_geo(call, xd, wd, cd, yd, &q))) return st;
+    if ((st = float_desc(call, "y", yd)) || (st = float_desc(call, "z", zd)) ||
+        (st = float_desc(call, "bias", bd)))
+        return st;
+    if (!ad || !ad->set) return fail(CUDNN_STATUS_BAD_PARAM, call, "activation descriptor unset");
+    if (ad->mode != CUDNN_ACTIVATION_RELU && ad->mode != CUDNN_ACTIVATION_IDENTITY)
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "activation mode %d (RELU or IDENTITY)",
+                    (int)ad->mode);
+    if (ad->mode == CUDNN_ACTIVATION_IDENTITY &&
+        algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                    "IDENTITY activation with algorithm %d (IMPLICIT_PRECOMP_GEMM only)",
+                    (int)algo);
+    if (zd->nb != yd->nb || bd->nb != yd->nb)
+        return fail(CUDNN_STATUS_BAD_PARAM, call, "z, bias and y differ in nbDims");
+    for (int i = 0; i < yd->nb; i++) {
+        if (zd->dim[i] != yd->dim[i])
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "z and y differ in dim %d", i);
+        if (bd->dim[i] != (i == 1 ? yd->dim[1] : 1))
+            return fail(CUDNN_STATUS_BAD_PARAM, call, "bias dim %d is %d, not %d", i, bd->dim[i],
+                        i == 1 ? yd->dim[1] : 1);
+    }
+    double a2 = 0, unused = 0;
+    if ((st = check_scalars(call, alpha2, alpha2, &a2, &unused))) return st;
+    if (a2 != 0.0)
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "alpha2 %g (emulator: 0 only)", a2);
+    if ((st = check_dev(call, "bias", bias, (size_t)t_extent(bd) * sizeof(float)))) return st;
+    (void)z;
+    const float zero = 0.0f, one = 1.0f;
+    if ((st = conv_enqueue(call, h, K_FWD, (int)algo, &q, alpha1, &zero, x, q.x_bytes, "x", w,
+                           q.w_bytes, "w", y, q.y_bytes, "y", ws, ws_bytes)))
+        return st;
+    if ((st = cudnnAddTensor(h, &one, bd, bias, &one, yd, y))) return st;
+    return cudnnActivationForward(h, ad, &one, yd, y, &zero, yd, y);
+}
+
 cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t h, const void *alpha,
                                            const cudnnTensorDescriptor_t dyd, const void *dy,
                                            const void *beta, const cudnnTensorDescriptor_t dbd,

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Gradients and SGD steps of outcore-run's cpu backend against PyTorch autograd.
 
-For resnet18 (64x64, see main), googlenet_small, densenet_small and the U-Net (32x32), exported with
+For resnet18 (64x64, see main), googlenet_small, densenet_small, the U-Net and vgg_small
+(32x32; Conv -> Relu chains, fused as ConvRelu), exported with
 weights at batch 2: the same input and labels go to PyTorch (model.train(), CrossEntropyLoss
 mean, SGD(lr, momentum, weight_decay)) and to outcore-run (--input/--labels TensorProto files).
 Asserts, with relative error ||a - b|| / ||b||, for each fusion level (--fuse all, the default:
-BatchNormRelu forward and backward; --fuse forward; --no-fuse: the model's own nodes) and
+BatchNormRelu forward and backward, ConvRelu; --fuse forward; --no-fuse: the model's own nodes) and
 channels-last (--layout nhwc, fused):
   - the loss and every parameter gradient after step 0 within 1e-4 (--dump-grads);
   - every weight and BN running statistic after 3 SGD-momentum steps within 1e-4 (--save);
@@ -195,6 +196,34 @@ def channels_last_graph(path, tmp):
         failures.append(f"--layout nhwc training graph: unlisted or unknown nodes {bad[:5]}")
 
 
+def conv_relu_graph(path, tmp):
+    """vgg_small's Conv -> Relu chains are ConvRelu nodes in the emitted training graph (none
+    with --no-fuse), which passes onnx.checker; --save writes the chains back: the node names
+    and types of the model itself."""
+    model = onnx.load(path)
+    chains = sum(1 for n in model.graph.node if n.op_type == "Relu" and any(
+        p.op_type == "Conv" and n.input[0] in p.output for p in model.graph.node))
+    counts = []
+    for extra in ([], ["--no-fuse"]):
+        train = os.path.join(tmp, f"train{len(extra)}.onnx")
+        subprocess.run([PLAN, "emit", path, "--batch", "2", "-o", train, *extra], check=True,
+                       capture_output=True)
+        m = onnx.load(train)
+        onnx.checker.check_model(m)
+        counts.append(sum(1 for n in m.graph.node if n.op_type == "ConvRelu"))
+    x = np.zeros((2, 3, 32, 32), np.float32)
+    _, saved, _ = run_outcore(path, tmp, x, np.array([1, 2], np.int64))
+    want = [(n.name, n.op_type) for n in model.graph.node]
+    got = [(n.name, n.op_type) for n in onnx.load(saved).graph.node]
+    ok = chains == 3 and counts == [chains, 0] and got == want
+    print(f"{'ok  ' if ok else 'FAIL'} {'vgg_small':16s} {'ConvRelu in graph, --save':28s}"
+          f" {counts[0]} of {chains} Conv -> Relu fused ({counts[1]} with --no-fuse),"
+          f" saved model's nodes {'as the model' if got == want else 'differ'}")
+    if not ok:
+        failures.append(f"vgg_small ConvRelu: {chains} chains, fused {counts}, saved nodes "
+                        f"{'equal' if got == want else 'differ: ' + str(got[:4])}")
+
+
 def bn_stats_written_once(path, tmp):
     """In the emitted training graph each running statistic has exactly one writer."""
     train = os.path.join(tmp, "train.onnx")
@@ -276,7 +305,7 @@ def main():
         # their input gradient is pure rounding noise, and PyTorch's own fp32 gradients differ
         # from its fp64 ones by 5e-2 (a 1e-4 comparison would measure noise).
         for name, size in [("resnet18", 64), ("googlenet_small", 32), ("densenet_small", 32),
-                           ("unet", 32)]:
+                           ("unet", 32), ("vgg_small", 32)]:
             d = os.path.join(tmp, name)
             os.makedirs(d)
             try:
@@ -288,6 +317,8 @@ def main():
             if name == "resnet18":
                 bn_stats_written_once(path, d)
                 channels_last_graph(path, d)
+            if name == "vgg_small":
+                conv_relu_graph(path, d)
         d = os.path.join(tmp, "dropout")
         os.makedirs(d)
         try:

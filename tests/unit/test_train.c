@@ -346,12 +346,18 @@ static void test_relu_clip(void **state) {
     (void)state;
     int a;
     ir_graph *g = graph_with_stem(13, &a);
+    /* the stem Conv -> relu is fused as ConvRelu "relu/fused" (saves X, W and Y) */
     int r = node(g, "relu", "Relu", 1, a, END);
     int c = node(g, "clip", "Clip", 1, out0(g, r), const_scalar_f(g, "lo", 0.0f),
                  const_scalar_f(g, "hi", 6.0f), END);
-    train_graph *tg = finish(g, out0(g, c));
-    check_rule(tg, "relu");
+    int r2 = node(g, "relu2", "Relu", 1, out0(g, c), END);
+    train_graph *tg = finish(g, out0(g, r2));
+    assert_int_equal(node_named(tg->g, "relu"), -1);
+    assert_int_equal(node_named(tg->g, "stem"), -1);
+    assert_int_equal(tg->g->nodes[node_named(tg->g, "relu/fused")].op, OP_CONV_RELU);
+    check_rule(tg, "relu/fused");
     check_rule(tg, "clip");
+    check_rule(tg, "relu2");
     train_graph_free(tg);
 }
 

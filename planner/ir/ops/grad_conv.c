@@ -1,13 +1,21 @@
-/* grad_conv.c — gradients of Conv and ConvTranspose.
+/* grad_conv.c — gradients of Conv, ConvTranspose and ConvRelu.
  *   Conv:          dX = ConvBackwardData(dY, W)           (needs W)
  *                  dW, dB = ConvBackwardFilter(dY, X)      (needs X)
+ *   ConvRelu:      dZ = ReluGrad(dY, Y), then Conv's with dZ (needs Y, W, X)
  *   ConvTranspose: dX = ConvTransposeBackwardData(dY, W)  (a forward conv of dY)
  *                  dW, dB = ConvTransposeBackwardFilter(dY, X) */
+#include <string.h>
+
 #include "ir/ops/grad_rules.h"
 
-/* Forward attributes, plus kernel_shape from W when the model left it out. */
+/* Forward attributes (ConvRelu's own two left out), plus kernel_shape from W
+ * when the model left it out. */
 static void conv_attrs(grad_ctx *c, int node) {
-    grad_copy_attrs(c, node);
+    for (int i = 0; i < grad_fwd(c)->n_attrs; i++) {
+        ir_attr a = grad_fwd(c)->attrs[i]; /* shallow view; ir_node_add_attr copies */
+        if (strcmp(a.name, "members") != 0 && strcmp(a.name, "conv_output") != 0)
+            ir_node_add_attr(grad_graph(c), node, &a);
+    }
     if (ir_attr_find(grad_fwd(c), "kernel_shape")) return;
     const ir_tensor *w = &grad_graph(c)->tensors[grad_fwd_in(c, 1)];
     int64_t k[IR_MAX_RANK];
@@ -17,8 +25,8 @@ static void conv_attrs(grad_ctx *c, int node) {
     grad_attr_ints(c, node, "kernel_shape", nk, k);
 }
 
-static int conv_like_grad(grad_ctx *c, op_kind data_op, op_kind filter_op) {
-    int dy = grad_dy(c, 0);
+/* dY: the gradient of the convolution's output (ConvRelu: dZ). */
+static int conv_like_grad(grad_ctx *c, int dy, op_kind data_op, op_kind filter_op) {
     if (dy < 0) return OC_OK;
     const ir_tensor *x = &grad_graph(c)->tensors[grad_fwd_in(c, 0)];
     int rank = x->rank;
@@ -48,9 +56,21 @@ static int conv_like_grad(grad_ctx *c, op_kind data_op, op_kind filter_op) {
 }
 
 int op_grad_conv(grad_ctx *c) {
-    return conv_like_grad(c, OP_CONV_BACKWARD_DATA, OP_CONV_BACKWARD_FILTER);
+    return conv_like_grad(c, grad_dy(c, 0), OP_CONV_BACKWARD_DATA, OP_CONV_BACKWARD_FILTER);
 }
 
 int op_grad_conv_transpose(grad_ctx *c) {
-    return conv_like_grad(c, OP_CONV_TRANSPOSE_BACKWARD_DATA, OP_CONV_TRANSPOSE_BACKWARD_FILTER);
+    return conv_like_grad(c, grad_dy(c, 0), OP_CONV_TRANSPOSE_BACKWARD_DATA,
+                          OP_CONV_TRANSPOSE_BACKWARD_FILTER);
+}
+
+int op_grad_conv_relu(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    int r = grad_node(c, "grad_relu", OP_RELU_GRAD);
+    grad_in(c, r, dy);
+    grad_in(c, r, grad_fwd_out(c, 0)); /* Y saved */
+    int dz = grad_out_tmp(c, r, "grad_relu_out");
+    if (grad_finish(c, r)) return OC_ERR;
+    return conv_like_grad(c, dz, OP_CONV_BACKWARD_DATA, OP_CONV_BACKWARD_FILTER);
 }

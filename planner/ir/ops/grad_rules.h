@@ -7,6 +7,7 @@
 
 int op_grad_conv(grad_ctx *c);
 int op_grad_conv_transpose(grad_ctx *c);
+int op_grad_conv_relu(grad_ctx *c);
 int op_grad_batch_norm(grad_ctx *c);
 /* A pointwise op whose gradient is grad_op(dY, Y): emits it, reading the saved Y. */
 int op_grad_pointwise_of_y(grad_ctx *c, op_kind grad_op);

@@ -1,4 +1,12 @@
-/* op_conv.c — Conv and ConvTranspose: shapes. */
+/* op_conv.c — Conv, ConvTranspose and ConvRelu: shapes, arguments, costs.
+ *   ConvRelu(X, W [, B]) -> Y = Relu(Conv(X, W) + B)   (ai.outcore; Conv's attributes)
+ * is a Conv and the Relu that alone reads it as one node (train/fuse_norm_act.c;
+ * --no-fuse keeps them apart): Conv's output Z is never written — cuDNN's
+ * fused convolution-bias-activation applies the bias and the Relu as it
+ * stores Y. Its gradient is the chain's, dZ = ReluGrad(dY, Y), then Conv's on
+ * dZ (grad_conv.c). Saved: X and W (as Conv), Y (as Relu). Attributes besides
+ * Conv's: members (the Conv's and the Relu's names) and conv_output (Z's name),
+ * so a saved model writes the chain back (onnx_export.c). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -130,6 +138,14 @@ static void conv_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     c->flops = op_conv_flops(&g->tensors[n->inputs[0]], &g->tensors[n->outputs[0]], n);
 }
 
+/* Conv's, and a max per output element. */
+static void conv_relu_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
+    conv_cost(g, n, c);
+    int64_t numel = 0;
+    ir_tensor_numel(&g->tensors[n->outputs[0]], &numel);
+    c->flops += (double)numel;
+}
+
 /* A transposed conv does the work of the conv from its output to its input. */
 static void conv_transpose_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
@@ -164,6 +180,22 @@ const op_def op_def_conv_transpose = {
     .cost = conv_transpose_cost,
     .grad = op_grad_conv_transpose,
     .saved_inputs = 0x3,
+    .decode = op_decode_conv,
+    .autocast = OP_AUTOCAST_LOWER,
+};
+
+const op_def op_def_conv_relu = {
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = conv_roles,
+    .n_roles = 3,
+    .infer = conv_infer,
+    .cost = conv_relu_cost,
+    .grad = op_grad_conv_relu,
+    .saved_inputs = 0x3,  /* X, W */
+    .saved_outputs = 0x1, /* Y: the Relu's mask */
     .decode = op_decode_conv,
     .autocast = OP_AUTOCAST_LOWER,
 };

@@ -30,6 +30,7 @@
     X(BATCH_NORM, "BatchNormalization", ONNX, batch_norm, batch_norm)                              \
     X(LAYER_NORM, "LayerNormalization", ONNX, layer_norm, layer_norm)                              \
     X(BATCH_NORM_RELU, "BatchNormRelu", OC, batch_norm_relu, batch_norm_relu)                      \
+    X(CONV_RELU, "ConvRelu", OC, conv_relu, conv_relu)                                             \
     X(RELU, "Relu", ONNX, relu, pointwise)                                                         \
     X(SIGMOID, "Sigmoid", ONNX, sigmoid, pointwise)                                                \
     X(TANH, "Tanh", ONNX, tanh, pointwise)                                                         \
@@ -154,7 +155,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 100
+#define OP_LIST_COUNT 101
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -73,6 +73,7 @@ void op_supported_list(char *buf, size_t cap) {
 bool op_reads_channel_axis(int op) {
     switch (op) {
     case OP_CONV:
+    case OP_CONV_RELU:
     case OP_CONV_BACKWARD_DATA:
     case OP_CONV_BACKWARD_FILTER:
     case OP_BATCH_NORM:

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 # op type -> class (the rows of the table); unknown op types are their own class
 CLASSES = {
-    "Conv": "convolution", "ConvTranspose": "convolution",
+    "Conv": "convolution", "ConvTranspose": "convolution", "ConvRelu": "convolution",
     "ConvBackwardData": "convolution backward", "ConvBackwardFilter": "convolution backward",
     "ConvTransposeBackwardData": "convolution backward",
     "ConvTransposeBackwardFilter": "convolution backward",

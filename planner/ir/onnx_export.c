@@ -210,7 +210,7 @@ static int unfused_nodes(pool *po, const ir_graph *g, const onnx_export_spec *s,
     const char *in[5];
     for (int k = 0; k < 5; k++) in[k] = tensor_name(g, s, n->inputs[k]);
     bool training = ir_attr_int(n, "training_mode", 0) != 0;
-    Onnx__NodeProto *bn = named_node(po, mem->strings[0], "BatchNormalization", 5, in, bo->n,
+    Onnx__NodeProto *bn = named_node(po, mem->strings[0], op_name(OP_BATCH_NORM), 5, in, bo->n,
                                      (const char *const *)bo->strings);
     add_attr(po, bn,
              (ir_attr){.name = "epsilon",
@@ -229,11 +229,11 @@ static int unfused_nodes(pool *po, const ir_graph *g, const onnx_export_spec *s,
         const char *r = tensor_name(g, s, n->inputs[5]);
         bool first = ir_attr_int(n, "residual_first", 0) != 0;
         const char *add_in[2] = {first ? r : z, first ? z : r};
-        dst[k++] = named_node(po, mem->strings[1], "Add", 2, add_in, 1, &add_out);
+        dst[k++] = named_node(po, mem->strings[1], op_name(OP_ADD), 2, add_in, 1, &add_out);
         z = add_out;
     }
     const char *relu_out[1] = {g->tensors[n->outputs[0]].name};
-    dst[k++] = named_node(po, mem->strings[mem->n - 1], "Relu", 1, &z, 1, relu_out);
+    dst[k++] = named_node(po, mem->strings[mem->n - 1], op_name(OP_RELU), 1, &z, 1, relu_out);
     return k;
 }
 
@@ -246,7 +246,8 @@ static int unfused_conv_relu(pool *po, const ir_graph *g, const onnx_export_spec
     if (!mem || mem->type != IR_ATTR_STRINGS || mem->n != 2 || !z || n->n_inputs > 3) return 0;
     const char *in[3];
     for (int k = 0; k < n->n_inputs; k++) in[k] = tensor_name(g, s, n->inputs[k]);
-    Onnx__NodeProto *conv = named_node(po, mem->strings[0], "Conv", n->n_inputs, in, 1, &z);
+    Onnx__NodeProto *conv =
+        named_node(po, mem->strings[0], op_name(OP_CONV), n->n_inputs, in, 1, &z);
     conv->attribute = palloc(po, (size_t)n->n_attrs, sizeof *conv->attribute);
     for (int i = 0; i < n->n_attrs; i++) {
         const char *a = n->attrs[i].name;
@@ -255,7 +256,7 @@ static int unfused_conv_relu(pool *po, const ir_graph *g, const onnx_export_spec
     }
     const char *y = g->tensors[n->outputs[0]].name;
     dst[0] = conv;
-    dst[1] = named_node(po, mem->strings[1], "Relu", 1, &z, 1, &y);
+    dst[1] = named_node(po, mem->strings[1], op_name(OP_RELU), 1, &z, 1, &y);
     return 2;
 }
 

@@ -75,7 +75,14 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
     c->n_forward = 0;
     while (c->n_forward < g->n_nodes && tg->phase[c->n_forward] == TRAIN_PHASE_FORWARD)
         c->n_forward++;
-    c->max_ops = g->n_nodes + tg->n_forward;
+    /* every node once, plus recompute ops: one recompute op re-produces one
+     * tensor at least (rc_insert) and a tensor is re-produced once per step,
+     * but a node with several outputs (Split, LayerNormalization, Dropout) can be
+     * recomputed once per output — so one per forward-produced tensor, not per node */
+    int fwd_outputs = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        fwd_outputs += g->tensors[t].producer >= 0 && g->tensors[t].producer < tg->n_forward;
+    c->max_ops = g->n_nodes + fwd_outputs;
     size_t nn = (size_t)c->n_nodes + 1, nt = (size_t)c->n_tensors + 1, no = (size_t)c->max_ops + 1;
     c->time = oc_calloc(nn, sizeof *c->time);
     c->ws = oc_calloc(nn, sizeof *c->ws);
@@ -342,6 +349,7 @@ static int plan_build(run_state *s, oc_err *err) {
                     rc_insert(s, t);
             }
         c->node_pos[i] = s->n_ops;
+        OC_ASSERT(s->n_ops < c->max_ops);
         c->op_node[s->n_ops] = i;
         c->op_rc[s->n_ops++] = 0;
     }

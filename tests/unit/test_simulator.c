@@ -371,6 +371,91 @@ static void test_checkpoint(void **state) {
     hand_free(h);
 }
 
+/* A node with K outputs is recomputed once per output a recompute reads
+ * when those outputs are not saved (each recompute op re-produces the tensor
+ * it was inserted for): the ops then outnumber nodes + forward nodes — GPT-2's
+ * q/k/v Split under the DP overflowed the op arrays that bound sized.
+ *   x -F1-> a -S-> s1..sK;  sk -Rk-> tk;  F3(t1..tK) -> c -L-> l
+ *   B3(l) -> g0;  Bk(g(k-1), tk) -> gk       saved t1..tK, all recomputed */
+enum { SPLIT_K = 6 };
+static int hand_named(ir_graph *g, const char *fmt, int k, int64_t bytes, ir_kind kind) {
+    char name[16];
+    snprintf(name, sizeof name, fmt, k);
+    return hand_tensor(g, name, bytes, kind);
+}
+
+static void test_multi_output_recompute(void **state) {
+    (void)state;
+    train_graph *tg = oc_calloc(1, sizeof *tg);
+    ir_graph *g = tg->g = ir_graph_new();
+    int x = hand_tensor(g, "x", 4, IR_KIND_INPUT), a = hand_tensor(g, "a", 400, IR_KIND_ACTIVATION);
+    ir_graph_add_input(g, x);
+    int s[SPLIT_K], t[SPLIT_K], gk[SPLIT_K + 1];
+    for (int k = 0; k < SPLIT_K; k++) {
+        s[k] = hand_named(g, "s%d", k + 1, 100, IR_KIND_ACTIVATION);
+        t[k] = hand_named(g, "t%d", k + 1, 100, IR_KIND_SAVED);
+    }
+    int c = hand_tensor(g, "c", 100, IR_KIND_ACTIVATION);
+    int l = hand_tensor(g, "l", 100, IR_KIND_ACTIVATION);
+    for (int k = 0; k <= SPLIT_K; k++) gk[k] = hand_named(g, "g%d", k, 100, IR_KIND_ACT_GRADIENT);
+    ir_graph_add_output(g, gk[SPLIT_K]);
+    hand_node(g, "F1", x, -1, a);
+    int sp = op_node_add(g, "S", OP_SPLIT);
+    ir_node_add_input(g, sp, a);
+    for (int k = 0; k < SPLIT_K; k++) ir_node_add_output(g, sp, s[k]);
+    char name[16];
+    for (int k = 0; k < SPLIT_K; k++) {
+        snprintf(name, sizeof name, "R%d", k + 1);
+        hand_node(g, name, s[k], -1, t[k]);
+    }
+    int f3 = op_node_add(g, "F3", OP_SUM);
+    for (int k = 0; k < SPLIT_K; k++) ir_node_add_input(g, f3, t[k]);
+    ir_node_add_output(g, f3, c);
+    int n_forward = g->n_nodes;
+    hand_node(g, "L", c, -1, l);
+    hand_node(g, "B0", l, -1, gk[0]);
+    for (int k = 0; k < SPLIT_K; k++) {
+        snprintf(name, sizeof name, "B%d", k + 1);
+        hand_node(g, name, gk[k], t[k], gk[k + 1]);
+    }
+    int nn = g->n_nodes;
+    tg->n_forward = n_forward;
+    tg->phase = oc_calloc((size_t)nn, sizeof *tg->phase);
+    tg->phase[n_forward] = TRAIN_PHASE_LOSS;
+    for (int i = n_forward + 1; i < nn; i++) tg->phase[i] = TRAIN_PHASE_BACKWARD;
+    tg->fwd_of = oc_malloc((size_t)nn * sizeof(int));
+    for (int i = 0; i < nn; i++) tg->fwd_of[i] = -1;
+    tg->alias_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    tg->grad_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    for (int i = 0; i < g->n_tensors; i++) tg->alias_of[i] = tg->grad_of[i] = -1;
+    tg->saved = oc_malloc(SPLIT_K * sizeof(int));
+    for (int k = 0; k < SPLIT_K; k++) tg->saved[k] = t[k];
+    tg->n_saved = SPLIT_K;
+    tg->loss_tensor = l;
+    tg->label_tensor = -1;
+    profile_device d = {"hand", 1 << 20, 1000, 1000, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0};
+    profile *p = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, nn);
+    for (int i = 0; i < nn; i++) profile_node_set(p, i, g->nodes[i].name, 1.0, 0);
+    sim_context *ctx;
+    oc_err err;
+    if (sim_context_new(tg, p, "hand", &ctx, &err)) fail_msg("%s", err.msg);
+    sim_plan *plan = sim_plan_new(tg);
+    for (int k = 0; k < SPLIT_K; k++) sim_plan_set(plan, t[k], SIM_DECISION_RECOMPUTE, -1);
+    sim_options o = {0};
+    sim_result r;
+    if (sim_run(ctx, plan, &o, &r, NULL, &err)) fail_msg("%s", err.msg);
+    assert_true(r.feasible);
+    /* F1 once (a is freed after the forward), S and Rk once per k: 4K + 6 ops
+     * in all, more than the nodes + forward nodes (3K + 8) */
+    assert_int_equal(r.n_recompute, 1 + 2 * SPLIT_K);
+    assert_true(nn + r.n_recompute > nn + n_forward);
+    assert_time(r.recompute_s, 1.0 + 2 * SPLIT_K);
+    sim_plan_free(plan);
+    sim_context_free(ctx);
+    profile_free(p);
+    train_graph_free(tg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_swap_hidden, teardown),
@@ -383,6 +468,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_plan_rejects_unsaved, teardown),
         cmocka_unit_test(test_keep_equals_liveness),
         cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_multi_output_recompute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

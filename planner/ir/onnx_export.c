@@ -277,14 +277,11 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     gp->name = g->name && *g->name ? g->name : "outcore";
     /* Initializers the written nodes read; data-less ones become typed inputs. */
     bool *used = palloc(&po, (size_t)g->n_tensors, sizeof(bool));
-    bool uses_oc = false;
     int n_written = 0;
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;
-        int count = unfused_count(s, n);
-        n_written += count;
-        uses_oc = uses_oc || (strcmp(n->domain, OC_DOMAIN) == 0 && count == 1);
+        n_written += unfused_count(s, n); /* at most */
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) used[tensor_source(s, n->inputs[k])] = true;
     }
@@ -316,6 +313,9 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         if (k) gp->n_node += (size_t)k;
         else gp->node[gp->n_node++] = node_proto(&po, g, s, n);
     }
+    bool uses_oc = false; /* a fused node without its chain recorded stays itself */
+    for (size_t i = 0; i < gp->n_node; i++)
+        uses_oc = uses_oc || strcmp(gp->node[i]->domain, OC_DOMAIN) == 0;
     gp->n_output = (size_t)s->n_outputs;
     gp->output = palloc(&po, gp->n_output, sizeof *gp->output);
     for (int i = 0; i < s->n_outputs; i++)

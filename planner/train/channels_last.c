@@ -73,7 +73,8 @@ static int takes(const pass *p, const ir_node *n) {
     bool from = p->nhwc[x] || g->tensors[x].producer < 0 || p->conv[TO_NHWC][x] >= 0;
     switch (n->op) {
     case OP_CONV:
-    case OP_CONV_RELU: return n->n_inputs >= 2 && rank4(g, n->inputs[1]) ? 2 : 0;
+    case OP_CONV_RELU:
+    case OP_CONV_TRANSPOSE: return n->n_inputs >= 2 && rank4(g, n->inputs[1]) ? 2 : 0;
     case OP_BATCH_NORM:
     case OP_BATCH_NORM_RELU:
     case OP_AVERAGE_POOL:
@@ -164,7 +165,8 @@ static void pin_kernel_shape(ir_graph *g, int node) {
 static int visit(pass *p, int *i, int *n_nodes) {
     ir_graph *g = p->g;
     int how = takes(p, &g->nodes[*i]);
-    bool conv = g->nodes[*i].op == OP_CONV || g->nodes[*i].op == OP_CONV_RELU;
+    int op = g->nodes[*i].op;
+    bool conv = op == OP_CONV || op == OP_CONV_RELU || op == OP_CONV_TRANSPOSE;
     if (how == 2 && conv) pin_kernel_shape(g, *i); /* W still (K, C, R, S) */
     for (int k = 0; k < g->nodes[*i].n_inputs; k++) {
         int t = g->nodes[*i].inputs[k];

@@ -3,7 +3,9 @@
  * cuDNN's fastest convolutions (tensor cores, TF32 or half) read and write
  * (N, H, W, C); with (N, C, H, W) tensors cuDNN transposes inside or picks
  * slower kernels. This pass, on the forward graph before autodiff, makes
- * every 2-d Conv channels-last and carries the layout downstream through the
+ * every 2-d Conv, ConvRelu and ConvTranspose channels-last (filters
+ * (K, C, R, S) -> (K, R, S, C): cuDNN's NHWC filter format, for ConvTranspose's
+ * (C, M, R, S) alike) and carries the layout downstream through the
  * nodes that can take it: BatchNormalization, BatchNormRelu, MaxPool (one
  * output), AveragePool, GlobalAveragePool (also when they read the model's
  * input or a parameter directly), Concat of channels-last tensors (their

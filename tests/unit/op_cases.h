@@ -14,6 +14,7 @@
  *                   b[3,4]       bool, true or false at random
  *                   h[2,3,4]     as [2,3,4], then cast to the case's half type
  *                                (!bf16 / !fp16) by a Cast node: a half activation
+ *                                (h+[2,3]: the same of +[2,3])
  *                   f=0.5  i64=3  b=1   a scalar (rank 0) float/int64/bool
  *                   -            an omitted input
  *     attributes  space-separated name=value: 2 (int), 0.5 (float),
@@ -40,6 +41,7 @@
  * (train_build, a probe loss after the node), and every gradient is checked
  * against central finite differences; then every other backend built in runs
  * the whole training step and is compared with cpu tensor by tensor.
+ * Each case draws its numbers from its own seed (a hash of its op and name).
  * OP_EXEMPT(KIND, "why") names an op no case can reach; the harness fails when
  * an op is neither reached by a case nor exempt, or exempt and reached. */
 
@@ -107,6 +109,12 @@ OP_CASE(CONV, "nhwc, group 2, stride, dilation", 13, 1, "[2,4,7,6] [6,2,3,2] [6]
 OP_CASE(CONV, "nhwc, 1x1, no bias", 13, 1, "[2,5,3,4] [6,5,1,1] -", "!nhwc")
 OP_CASE(CONV, "nhwc, bf16, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1] !nhwc !bf16")
 OP_CASE(CONV, "nhwc, fp16, stride 2", 13, 1, "[2,4,7,6] [6,4,3,3] [6]", "strides=[2,2] !nhwc !fp16")
+OP_CASE(CONV_TRANSPOSE, "nhwc, group 2, stride 2, output_padding", 13, 1, "[2,4,4,3] [4,3,3,2] [6]",
+        "group=2 strides=[2,1] pads=[1,0,1,0] dilations=[1,2] output_padding=[1,0] !nhwc")
+OP_CASE(CONV_TRANSPOSE, "nhwc, 2x2 stride 2 (U-Net up)", 13, 1, "[1,4,3,3] [4,2,2,2] [2]",
+        "strides=[2,2] kernel_shape=[2,2] !nhwc")
+OP_CASE(CONV_TRANSPOSE, "nhwc, bf16, no bias", 13, 1, "[2,4,3,3] [4,3,3,3] -",
+        "strides=[2,2] pads=[1,1,1,1] !nhwc !bf16")
 OP_CASE(CONV_RELU, "nhwc, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1] !nhwc")
 OP_CASE(CONV_RELU, "nhwc, bf16, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]",
         "pads=[1,1,1,1] !nhwc !bf16")
@@ -230,7 +238,7 @@ OP_CASE(ADD, "fp16, broadcast (a bias)", 13, 1, "h[2,1,4] h[3,1]", "!fp16")
 OP_CASE(MUL, "bf16, by a float32 scalar (GELU's 0.044715)", 13, 1, "h[2,3,4] f=0.044715", "!bf16")
 OP_CASE(MUL, "fp16, squeeze-excitation gate", 13, 1, "h[2,3,4,5] h[2,3,1,1]", "!fp16")
 OP_CASE(SUB, "bf16, broadcast both ways", 13, 1, "h[2,1,4] h[3,1]", "!bf16")
-OP_CASE(DIV, "fp16, float32 scalar dividend", 13, 1, "f=1.7 h[2,3]", "!fp16")
+OP_CASE(DIV, "fp16, float32 scalar dividend", 13, 1, "f=1.7 h+[2,3]", "!fp16")
 OP_CASE(DROPOUT, "bf16, ratio 0.3 as input, training", 13, 2, "h[4,5,6] f=0.3 b=1", "!bf16")
 OP_CASE(WHERE, "bf16, masked_fill with a float32 scalar", 13, 1, "b[1,1,4,4] f=-3.5 h[2,3,4,4]",
         "!bf16")

@@ -76,6 +76,9 @@ bool op_reads_channel_axis(int op) {
     case OP_CONV_RELU:
     case OP_CONV_BACKWARD_DATA:
     case OP_CONV_BACKWARD_FILTER:
+    case OP_CONV_TRANSPOSE:
+    case OP_CONV_TRANSPOSE_BACKWARD_DATA:
+    case OP_CONV_TRANSPOSE_BACKWARD_FILTER:
     case OP_BATCH_NORM:
     case OP_BATCH_NORM_GRAD:
     case OP_BATCH_NORM_RELU:

@@ -3,7 +3,8 @@
  * domains, attributes, inputs, outputs), tensor shapes/dtypes, initializer
  * data, phases, forward partners, tensor kinds, saved tensors, in-place
  * aliases, parameter gradients, optimizer settings;
- * structure-only initializers survive as data-less initializers. */
+ * structure-only initializers survive as data-less initializers; fused nodes
+ * written back as their chains. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +14,10 @@
 #include <cmocka.h>
 
 #include "init.h"
+#include "ir/onnx_export.h"
+#include "ir/ops/op_table.h"
 #include "loader.h"
+#include "onnx.pb-c.h"
 #include "train/train_export.h"
 
 static train_graph *build(const char *path, int64_t batch) {
@@ -143,12 +147,62 @@ static void alexnet_dropout(void **s) {
     round_trip("graphs/alexnet_op13.onnx", false);
 }
 
+/* The forward nodes exported with unfuse (what --save writes): op types of
+ * the written nodes counted; *n_opsets: the opsets declared. */
+static int count_exported(const train_graph *tg, const char *op_type, size_t *n_opsets) {
+    const ir_graph *g = tg->g;
+    int loss = tg->n_forward - 1, in = g->inputs[0], out = g->nodes[loss].inputs[0];
+    onnx_export_spec spec = {.node_begin = 0,
+                             .node_end = loss,
+                             .inputs = &in,
+                             .n_inputs = 1,
+                             .outputs = &out,
+                             .n_outputs = 1,
+                             .unfuse = true};
+    uint8_t *buf;
+    size_t len;
+    oc_err err;
+    if (onnx_export_graph_buffer(g, &spec, &buf, &len, &err)) fail_msg("%s", err.msg);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    assert_non_null(m);
+    int k = 0;
+    for (size_t i = 0; i < m->graph->n_node; i++)
+        k += strcmp(m->graph->node[i]->op_type, op_type) == 0;
+    *n_opsets = m->n_opset_import;
+    onnx__model_proto__free_unpacked(m, NULL);
+    oc_free(buf);
+    return k;
+}
+
+/* AlexNet's Conv -> Relu chains are ConvRelu nodes, written back as Conv and
+ * Relu (the standard opset alone); one without its chain recorded is written
+ * as itself, and the ai.outcore opset is then declared. */
+static void alexnet_conv_relu_unfused(void **s) {
+    (void)s;
+    train_graph *tg = build("graphs/alexnet_op13.onnx", 2);
+    int fused = 0, first = -1;
+    for (int i = 0; i < tg->n_forward; i++)
+        if (tg->g->nodes[i].op == OP_CONV_RELU) fused++, first = first < 0 ? i : first;
+    assert_int_equal(fused, 5);
+    size_t n_opsets;
+    assert_int_equal(count_exported(tg, "ConvRelu", &n_opsets), 0);
+    assert_int_equal(count_exported(tg, "Conv", &n_opsets), 5);
+    assert_int_equal(n_opsets, 1);
+    ir_attr *a = (ir_attr *)ir_attr_find(&tg->g->nodes[first], "members");
+    assert_non_null(a);
+    a->name[0] = 'X'; /* the chain no longer recorded */
+    assert_int_equal(count_exported(tg, "ConvRelu", &n_opsets), 1);
+    assert_int_equal(n_opsets, 2);
+    train_graph_free(tg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(resnet18_structure_only),
         cmocka_unit_test(resnet18_with_data),
         cmocka_unit_test(googlenet_op15),
         cmocka_unit_test(alexnet_dropout),
+        cmocka_unit_test(alexnet_conv_relu_unfused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

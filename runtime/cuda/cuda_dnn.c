@@ -518,11 +518,15 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (relu && bias && q.dt == IR_DTYPE_FLOAT && !e->no_fused) {
         cudnnStatus_t st = fused_forward(im, e, yt, q.nhwc, cin, w, bias, cout, a->scratch);
         if (st == CUDNN_STATUS_SUCCESS) return OC_OK;
-        if (st != CUDNN_STATUS_NOT_SUPPORTED) CUDNN_CHECK(st);
-        e->no_fused = true; /* this shape: conv, bias and relu apart from now on */
-        if (im->verbose)
-            fprintf(stderr, "cuda: %s: no fused convolution-bias-activation (%s); unfused\n",
-                    a->n->name, cudnnGetErrorString(st));
+        /* refused before anything ran (NOT_SUPPORTED; BAD_PARAM: e.g. a workspace
+         * the fused engine wants larger than the convolution's): this shape runs
+         * conv, bias and relu apart from now on, said once */
+        if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM) CUDNN_CHECK(st);
+        e->no_fused = true;
+        fprintf(stderr,
+                "cuda: %s: cuDNN refused the fused convolution-bias-activation (%s); "
+                "convolution, bias and Relu apart for this shape\n",
+                a->n->name, cudnnGetErrorString(st));
     }
     if (q.kind == CONV_FWD)
         CUDNN_CHECK(cudnnConvolutionForward(im->dnn, &one, e->in_d, cin, e->w_d, w, e->conv_d,

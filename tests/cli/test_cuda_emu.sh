@@ -97,6 +97,17 @@ else
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness8.out" | head -20
 fi
 
+# 1c''. again with cuDNN's fused convolution-bias-activation refused (EMU_CUDNN_REFUSE): the
+#     ConvRelu nodes fall back to convolution, bias and Relu apart, said once per shape
+if EMU_CUDNN_REFUSE=cudnnConvolutionBiasActivationForward "$EMU/tests/test_op_harness" \
+    --require cuda >"$T/harness_nofused.out" 2>&1 &&
+   [ "$(grep -c 'refused the fused convolution-bias-activation' "$T/harness_nofused.out")" -ge 3 ]; then
+    ok "op harness, cuda (emulated) vs cpu, cuDNN's fused conv-bias-relu refused: $(grep -c 'ConvRelu (.*cuda matches cpu' "$T/harness_nofused.out") ConvRelu cases match unfused"
+else
+    bad "op harness with the fused conv-bias-relu refused:"
+    grep -E '^(ERROR|not ok)|FAILED|refused' "$T/harness_nofused.out" | head -20
+fi
+
 # 1d. transformers on emulated cuda vs cpu: the tiny GPT (causal mask, tied head) and ViT,
 #     attention unfused and fused (FusedAttention in chunks of 3 batch-heads: several
 #     chunks, the last one short), 2 steps: losses within 1e-5 relative

@@ -1188,7 +1188,9 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTens
  * bias and the activation as element-wise jobs on the same stream. cuDNN's
  * rules checked: z shaped as y, bias (1, C, 1..), RELU or IDENTITY (IDENTITY
  * only with IMPLICIT_PRECOMP_GEMM). The emulator computes float data with
- * alpha2 = 0 (z unread) only, and says so otherwise. */
+ * alpha2 = 0 (z unread) only, and says so otherwise. EMU_CUDNN_REFUSE=<this
+ * function's name> makes it answer NOT_SUPPORTED (cuDNN's answer for a shape
+ * no fused engine takes), to test the caller's fallback. */
 cudnnStatus_t cudnnConvolutionBiasActivationForward(
     cudnnHandle_t h, const void *alpha1, const cudnnTensorDescriptor_t xd, const void *x,
     const cudnnFilterDescriptor_t wd, const void *w, const cudnnConvolutionDescriptor_t cd,
@@ -1199,6 +1201,9 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const char *call = "cudnnConvolutionBiasActivationForward";
     cudnnStatus_t st;
     cgeo q;
+    const char *refuse = getenv("EMU_CUDNN_REFUSE"); /* a test of the caller's fallback */
+    if (refuse && strcmp(refuse, call) == 0)
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "refused (EMU_CUDNN_REFUSE)");
     if ((st = conv_geo(call, xd, wd, cd, yd, &q))) return st;
     if ((st = float_desc(call, "y", yd)) || (st = float_desc(call, "z", zd)) ||
         (st = float_desc(call, "bias", bd)))

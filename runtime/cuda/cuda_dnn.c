@@ -69,7 +69,7 @@ typedef struct algo_entry {
     int algo; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
     size_t ws;
     /* ConvRelu's fused call (fused_forward): made on first use; no_fused once
-     * cuDNN answered NOT_SUPPORTED for this shape (then conv, bias, relu apart) */
+     * cuDNN refused it for this shape (then conv, bias, relu apart) */
     cudnnTensorDescriptor_t bias_d;
     cudnnActivationDescriptor_t act_d;
     bool no_fused;

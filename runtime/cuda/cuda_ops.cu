@@ -986,16 +986,25 @@ __global__ void k_bn_parts(const T *dy, const T *y, const T *x, const double *st
 }
 
 // Channels-last (x as rows of C): part p covers the rows [R p, R (p + 1)), a thread per
-// (p, c) — a warp reads 32 neighbouring channels of a row: coalesced — walking them in order,
-// sums in double, into the same part[2 (c P + p)] layout as k_bn_parts.
+// (p, c) — a warp reads 32 neighbouring channels of a row: coalesced — walking them four rows
+// at a time (rows alternating between two sums), sums in double, into the same
+// part[2 (c P + p)] layout as k_bn_parts.
 template <int GRAD, typename T>
 __global__ void k_bn_parts_nhwc(const T *dy, const T *y, const T *x, const double *stats,
                                 int64_t rows, int64_t C, int64_t R, int64_t P, double *part) {
     GRID_LOOP(u, C * P) {
         int64_t c = u % C, p = u / C, end = (p + 1) * R < rows ? (p + 1) * R : rows;
-        double m = GRAD ? stats[2 * c] : 0, is = GRAD ? stats[2 * c + 1] : 0, s = 0, q = 0;
-        for (int64_t r = p * R; r < end; r++) bn_acc<GRAD>(dy, y, x, r * C + c, m, is, s, q);
-        part[2 * (c * P + p)] = s, part[2 * (c * P + p) + 1] = q;
+        double m = GRAD ? stats[2 * c] : 0, is = GRAD ? stats[2 * c + 1] : 0;
+        double s0 = 0, q0 = 0, s1 = 0, q1 = 0;
+        int64_t r = p * R;
+        for (; r + 3 < end; r += 4) { // four independent loads per thread (as k_bn_parts)
+            bn_acc<GRAD>(dy, y, x, r * C + c, m, is, s0, q0);
+            bn_acc<GRAD>(dy, y, x, (r + 1) * C + c, m, is, s1, q1);
+            bn_acc<GRAD>(dy, y, x, (r + 2) * C + c, m, is, s0, q0);
+            bn_acc<GRAD>(dy, y, x, (r + 3) * C + c, m, is, s1, q1);
+        }
+        for (; r < end; r++) bn_acc<GRAD>(dy, y, x, r * C + c, m, is, s0, q0);
+        part[2 * (c * P + p)] = s0 + s1, part[2 * (c * P + p) + 1] = q0 + q1;
     }
 }
 
@@ -1037,17 +1046,20 @@ __global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, con
     }
 }
 
-// Channels-last: element i of channel i % C.
+// Channels-last (rows of C): a thread per channel of a block's rows, its coefficients in
+// registers, no division per element; k_bn_relu_apply's arithmetic.
 template <int RELU, typename T>
 __global__ void k_bn_relu_apply_nhwc(const T *x, const T *r, const double *stats,
                                      const float *scale, const float *bias, T *y, int64_t C,
-                                     int64_t n) {
-    GRID_LOOP(i, n) {
-        int64_t c = i % C;
-        float v =
-            (float)(((double)ld(x, i) - stats[2 * c]) * (stats[2 * c + 1] * scale[c]) + bias[c]);
-        if (r) v = v + ld(r, i);
-        st(y, i, RELU ? oc_relu(v) : v);
+                                     int64_t rows) {
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+        double m = stats[2 * c], a_c = stats[2 * c + 1] * scale[c], b_c = bias[c];
+        ROW_LOOP(row, rows) {
+            int64_t i = row * C + c;
+            float v = (float)(((double)ld(x, i) - m) * a_c + b_c);
+            if (r) v = v + ld(r, i);
+            st(y, i, RELU ? oc_relu(v) : v);
+        }
     }
 }
 
@@ -1084,7 +1096,7 @@ static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, co
     bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C);
     if (N * C * S > 0 && nhwc)
         k_bn_relu_apply_nhwc<RELU, T>
-            <<<blocks_for(N * C * S), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * C * S);
+            <<<warps_for(N * S), row_threads(C), 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
     else if (N * C * S > 0)
         k_bn_relu_apply<RELU, T>
             <<<warps_for(N * C), row_threads(S), 0, st>>>(x, r, ws, scale, bias, y, C, S, N * C);
@@ -1159,21 +1171,25 @@ __global__ void k_bnr_grad_apply(const T *dy, const T *y, const T *x, const doub
     }
 }
 
-// Channels-last: element i of channel i % C (k_bnr_grad_apply's arithmetic).
+// Channels-last (rows of C): a thread per channel of a block's rows, as
+// k_bn_relu_apply_nhwc; k_bnr_grad_apply's arithmetic.
 template <int GRAD, typename T>
 __global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *y, const T *x, const double *stats,
                                       const double *sums, const float *scale, int train, T *dx,
-                                      int64_t C, int64_t n, double M) {
-    GRID_LOOP(i, n) {
-        int64_t c = i % C;
-        double m = stats[2 * c], is = stats[2 * c + 1];
-        float d = bn_dz<GRAD>(dy, y, i);
-        if (!train) {
-            st(dx, i, (float)(scale[c] * is * d));
-            continue;
+                                      int64_t C, int64_t rows, double M) {
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+        double m = stats[2 * c], is = stats[2 * c + 1], k = scale[c] * is / M;
+        double sdy = sums[2 * c], sdyx = sums[2 * c + 1];
+        ROW_LOOP(row, rows) {
+            int64_t i = row * C + c;
+            float d = bn_dz<GRAD>(dy, y, i);
+            if (!train) {
+                st(dx, i, (float)(scale[c] * is * d));
+                continue;
+            }
+            double xhat = ((double)ld(x, i) - m) * is;
+            st(dx, i, (float)(k * (M * d - sdy - xhat * sdyx)));
         }
-        double xhat = ((double)ld(x, i) - m) * is;
-        st(dx, i, (float)(scale[c] * is / M * (M * d - sums[2 * c] - xhat * sums[2 * c + 1])));
     }
 }
 
@@ -1187,8 +1203,8 @@ static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *y, c
     bn_parts<GRAD, T>(st, nhwc, dy, y, x, stats, N, C, S, P, part);
     k_bnr_grad_finish<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, sums, ds, db);
     if (dx && N * C * S > 0 && nhwc)
-        k_bnr_grad_apply_nhwc<GRAD, T><<<blocks_for(N * C * S), THREADS, 0, st>>>(
-            dy, y, x, stats, sums, scale, train, dx, C, N * C * S, (double)(N * S));
+        k_bnr_grad_apply_nhwc<GRAD, T><<<warps_for(N * S), row_threads(C), 0, st>>>(
+            dy, y, x, stats, sums, scale, train, dx, C, N * S, (double)(N * S));
     else if (dx && N * C * S > 0)
         k_bnr_grad_apply<GRAD, T><<<warps_for(N * C), row_threads(S), 0, st>>>(
             dy, y, x, stats, sums, scale, train, dx, C, S, N * C, (double)(N * S));

@@ -401,7 +401,7 @@ static size_t bias_scratch(const ir_graph *g, const ir_node *n) {
     int64_t N, C, S;
     bias_dims(g, n, &N, &C, &S);
     if (n->channels_last) /* cu_channel_sum_nhwc */
-        return align_up((size_t)(cu_channel_parts(N * S) * C) * sizeof(double));
+        return align_up((size_t)(cu_channel_parts(N * S, C) * C) * sizeof(double));
     if (g->tensors[n->inputs[0]].dtype != IR_DTYPE_FLOAT) /* cu_channel_sum */
         return align_up((size_t)(N * C) * sizeof(double));
     return align_up((size_t)((S > N ? S : N) + N * C) * sizeof(float));

@@ -119,14 +119,20 @@ int cu_channel_bias(void *stream, void *y, int ky, const void *b, int kb, int64_
  * over n in order (deterministic). */
 int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, int64_t C, int64_t S, double *ws,
                    void *out, int kout);
+/* Parts of a channels-last reduction over rows of C channels (a thread per
+ * (part, channel)): about CU_NHWC_THREADS threads, enough to fill a GPU with
+ * loads in flight, and at least 64 rows a part — so the parts a channel's
+ * total adds up stay few (at most CU_NHWC_THREADS / C) however many rows. */
+#define CU_NHWC_THREADS 262144
+static inline int64_t cu_channel_parts(int64_t rows, int64_t C) {
+    int64_t p = C > 0 ? (CU_NHWC_THREADS + C - 1) / C : 1, most = (rows + 63) / 64;
+    if (p > most) p = most;
+    return p < 1 ? 1 : p;
+}
 /* Channels-last: out[c] = sum of x (rows, C) over the rows, rounded once to
  * out's kind (a channels-last conv's bias gradient): per-(part, c) sums in
- * double into ws (cu_channel_parts(rows) C doubles), the rows of a part in
- * order, then the parts in order (deterministic). */
-#define CU_CHANNEL_PART_ROWS 256
-static inline int64_t cu_channel_parts(int64_t rows) {
-    return (rows + CU_CHANNEL_PART_ROWS - 1) / CU_CHANNEL_PART_ROWS;
-}
+ * double into ws (cu_channel_parts(rows, C) C doubles), the rows of a part in
+ * order, then the parts in a fixed order (deterministic). */
 int cu_channel_sum_nhwc(void *stream, const void *x, int kx, int64_t rows, int64_t C, double *ws,
                         void *out, int kout);
 /* y = x between (N, S, C) and (N, C, S) (to_nchw: from the first), and

@@ -17,17 +17,20 @@ static void nchw(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
 }
 
 /* Parts of a channel's statistics: whole images, about 4096 elements each;
- * channels-last (nhwc): ranges of rows, 1024 rows each (a quarter as many:
- * a thread, not a warp, walks a part). OC_BN_PART_ELEMS overrides, for tests:
- * small values make many parts. */
-static int64_t bn_parts(int64_t N, int64_t S, bool nhwc) {
-    static int64_t elems = 0;
-    if (!elems) {
+ * channels-last (nhwc): ranges of rows, a thread walking each, as many as
+ * fill the GPU (cu_channel_parts: ResNet-50 b640's stem, 64 channels of 8.0M
+ * rows, 4096 parts of 1960 rows; its last stage, 2048 channels of 31360
+ * rows, 128 of 245). OC_BN_PART_ELEMS overrides, for tests: small values make
+ * many parts (channels-last: a quarter as many rows each). */
+static int64_t bn_parts(int64_t N, int64_t S, int64_t C, bool nhwc) {
+    static int64_t elems = -1;
+    if (elems < 0) {
         const char *e = getenv("OC_BN_PART_ELEMS");
         long long v = e ? atoll(e) : 0;
-        elems = v > 0 ? v : 4096;
+        elems = v > 0 ? v : 0;
     }
-    int64_t per = nhwc && elems >= 4 ? elems / 4 : elems;
+    if (nhwc && !elems) return cu_channel_parts(N * S, C);
+    int64_t per = !elems ? 4096 : nhwc && elems >= 4 ? elems / 4 : elems;
     int64_t p = (N * S + per - 1) / per;
     if (p > N && !nhwc) p = N;
     return p < 1 ? 1 : p;
@@ -44,7 +47,7 @@ static int x_slot(const ir_node *n) {
 /* X's dims and the parts of a node. */
 static int64_t node_dims(const ir_graph *g, const ir_node *n, int64_t *N, int64_t *C, int64_t *S) {
     nchw(&g->tensors[n->inputs[x_slot(n)]], N, C, S);
-    return bn_parts(*N, *S, n->channels_last);
+    return bn_parts(*N, *S, *C, n->channels_last);
 }
 
 static int want_types(const kernel_args *a, ir_dtype *dt, oc_err *err) {

@@ -1009,15 +1009,26 @@ __global__ void k_bn_parts_nhwc(const T *dy, const T *y, const T *x, const doubl
 }
 
 // stats[2c], stats[2c + 1]: the mean and 1 / sqrt(var + eps) BN normalises with.
+// A channel's parts added up: a warp per channel, lane l adding parts l, l + 32, .. in order,
+// then the lanes in warp_sum's fixed order (deterministic; channels-last nodes have up to
+// CU_NHWC_THREADS / C parts).
+__device__ static inline void parts_sum(const double *part, int64_t c, int64_t P, double &s,
+                                        double &q) {
+    s = 0, q = 0;
+    for (int64_t p = threadIdx.x; p < P; p += blockDim.x)
+        s += part[2 * (c * P + p)], q += part[2 * (c * P + p) + 1];
+    s = warp_sum(s), q = warp_sum(q);
+}
+
 __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int64_t M, float eps,
                                   int train, const float *rm, const float *rv, float momentum,
                                   float *om, float *ov, double *stats) {
-    GRID_LOOP(c, C) {
+    ROW_LOOP(c, C) {
+        double s = 0, q = 0;
+        if (train) parts_sum(part, c, P, s, q);
+        if (threadIdx.x != 0) continue;
         double mean = rm ? rm[c] : 0, var = rv ? rv[c] : 1;
         if (train) {
-            double s = 0, q = 0;
-            for (int64_t p = 0; p < P; p++)
-                s += part[2 * (c * P + p)], q += part[2 * (c * P + p) + 1];
             mean = M > 0 ? s / (double)M : 0;
             var = M > 0 ? q / (double)M - mean * mean : 0;
             if (var < 0) var = 0;
@@ -1084,8 +1095,8 @@ static void bn_stats(cudaStream_t st, int nhwc, const T *x, const float *rm, con
                      float momentum, float eps, int train, float *om, float *ov, int64_t N,
                      int64_t C, int64_t S, int64_t P, double *stats, double *part) {
     if (train) bn_parts<0, T>(st, nhwc, NULL, NULL, x, NULL, N, C, S, P, part);
-    k_bn_finish_stats<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, N * S, eps, train, rm, rv,
-                                                         momentum, om, ov, stats);
+    k_bn_finish_stats<<<warps_for(C), WARP, 0, st>>>(part, C, P, N * S, eps, train, rm, rv,
+                                                     momentum, om, ov, stats);
 }
 
 template <int RELU, typename T>
@@ -1142,9 +1153,10 @@ extern "C" int cu_bn_saved(void *stream, const double *stats, int64_t C, float e
 
 __global__ void k_bnr_grad_finish(const double *part, int64_t C, int64_t P, double *sums, float *ds,
                                   float *db) {
-    GRID_LOOP(c, C) {
-        double s = 0, q = 0;
-        for (int64_t p = 0; p < P; p++) s += part[2 * (c * P + p)], q += part[2 * (c * P + p) + 1];
+    ROW_LOOP(c, C) {
+        double s, q;
+        parts_sum(part, c, P, s, q);
+        if (threadIdx.x != 0) continue;
         sums[2 * c] = s, sums[2 * c + 1] = q;
         if (ds) ds[c] = (float)q;
         if (db) db[c] = (float)s;
@@ -1201,7 +1213,7 @@ static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *y, c
     double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
     bn_stats(st, nhwc, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
     bn_parts<GRAD, T>(st, nhwc, dy, y, x, stats, N, C, S, P, part);
-    k_bnr_grad_finish<<<blocks_for(C), THREADS, 0, st>>>(part, C, P, sums, ds, db);
+    k_bnr_grad_finish<<<warps_for(C), WARP, 0, st>>>(part, C, P, sums, ds, db);
     if (dx && N * C * S > 0 && nhwc)
         k_bnr_grad_apply_nhwc<GRAD, T><<<warps_for(N * S), row_threads(C), 0, st>>>(
             dy, y, x, stats, sums, scale, train, dx, C, N * S, (double)(N * S));
@@ -1469,12 +1481,14 @@ __global__ void k_row_sums(const void *x, int kx, int64_t rows, int64_t S, doubl
     }
 }
 
-// out[c] = sum over n of t[n C + c], in n order
+// out[c] = sum over n of t[n C + c]: a warp per column, lane l adding n = l, l + 32, ..
+// in order, then the lanes' sums in warp_sum's fixed order (deterministic)
 __global__ void k_col_sums(const double *t, int64_t N, int64_t C, void *out, int kout) {
-    GRID_LOOP(c, C) {
+    ROW_LOOP(c, C) {
         double acc = 0;
-        for (int64_t n = 0; n < N; n++) acc += t[n * C + c];
-        half_store(out, kout, c, (float)acc);
+        for (int64_t n = threadIdx.x; n < N; n += blockDim.x) acc += t[n * C + c];
+        acc = warp_sum(acc);
+        if (threadIdx.x == 0) half_store(out, kout, c, (float)acc);
     }
 }
 
@@ -1483,19 +1497,26 @@ extern "C" int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, in
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     if (N * C > 0) k_row_sums<<<warps_for(N * C), WARP, 0, st>>>(x, kx, N * C, S, ws);
-    k_col_sums<<<blocks_for(C), THREADS, 0, st>>>(ws, N, C, out, kout);
+    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, N, C, out, kout);
     return last_error();
 }
 
 // Channels-last: t[p C + c] = sum of x (rows, C) over the rows of part p, a
-// thread per (p, c), the rows in order; then over the parts in order.
+// thread per (p, c), the rows four at a time into two sums; then over the parts (k_col_sums).
 __global__ void k_part_channel_sums(const void *x, int kx, int64_t rows, int64_t C, int64_t R,
                                     int64_t P, double *t) {
     GRID_LOOP(i, P * C) {
         int64_t p = i / C, c = i % C, end = (p + 1) * R < rows ? (p + 1) * R : rows;
-        double acc = 0;
-        for (int64_t r = p * R; r < end; r++) acc += half_load(x, kx, r * C + c);
-        t[i] = acc;
+        double a0 = 0, a1 = 0;
+        int64_t r = p * R;
+        for (; r + 3 < end; r += 4) { // four independent loads per thread
+            a0 += half_load(x, kx, r * C + c);
+            a1 += half_load(x, kx, (r + 1) * C + c);
+            a0 += half_load(x, kx, (r + 2) * C + c);
+            a1 += half_load(x, kx, (r + 3) * C + c);
+        }
+        for (; r < end; r++) a0 += half_load(x, kx, r * C + c);
+        t[i] = a0 + a1;
     }
 }
 
@@ -1503,11 +1524,11 @@ extern "C" int cu_channel_sum_nhwc(void *stream, const void *x, int kx, int64_t 
                                    double *ws, void *out, int kout) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
-    int64_t P = cu_channel_parts(rows);
+    int64_t P = cu_channel_parts(rows, C);
     if (rows > 0)
         k_part_channel_sums<<<blocks_for(P * C), THREADS, 0, st>>>(x, kx, rows, C,
-                                                                   CU_CHANNEL_PART_ROWS, P, ws);
-    k_col_sums<<<blocks_for(C), THREADS, 0, st>>>(ws, rows > 0 ? P : 0, C, out, kout);
+                                                                   (rows + P - 1) / P, P, ws);
+    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, rows > 0 ? P : 0, C, out, kout);
     return last_error();
 }
 

@@ -46,8 +46,8 @@ EMU="${BUILD}-emu"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0
-ok() { echo "ok - $1"; }
-bad() { echo "not ok - $1"; fail=1; }
+ok() { echo "ok - $1 [${SECONDS} s]"; } # seconds since the start: where the time goes
+bad() { echo "not ok - $1 [${SECONDS} s]"; fail=1; }
 
 if [ ! -x "$EMU/outcore-run" ] || [ ! -x "$EMU/gpu-tests/test_cuda_conformance" ]; then
     echo "not ok - $EMU/outcore-run or $EMU/gpu-tests/test_cuda_conformance missing" \

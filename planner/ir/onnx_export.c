@@ -251,7 +251,7 @@ static int unfused_conv_relu(pool *po, const ir_graph *g, const onnx_export_spec
     conv->attribute = palloc(po, (size_t)n->n_attrs, sizeof *conv->attribute);
     for (int i = 0; i < n->n_attrs; i++) {
         const char *a = n->attrs[i].name;
-        if (strcmp(a, "members") && strcmp(a, "conv_output") && strncmp(a, "outcore_", 8))
+        if (!op_conv_relu_own_attr(a) && strncmp(a, "outcore_", 8))
             conv->attribute[conv->n_attribute++] = attr_proto(po, &n->attrs[i]);
     }
     const char *y = g->tensors[n->outputs[0]].name;

@@ -87,8 +87,9 @@ static int infer_fused(ir_graph *g, int n, oc_err *err) {
     return rc ? oc_fail_prefix(err, "node '%s'", g->nodes[n].name) : OC_OK;
 }
 
-/* ConvRelu (ir/ops/op_conv.c): the Conv's inputs and attributes, the Relu's output. */
-static int replace_conv(ir_graph *g, const match *m, oc_err *err) {
+/* ConvRelu (ir/ops/op_conv.c): the Conv's inputs and attributes, the Relu's
+ * output; backward: the bias gradient with dZ (fused_backward). */
+static int replace_conv(ir_graph *g, const match *m, bool backward, oc_err *err) {
     char *members[2] = {oc_strdup(g->nodes[m->conv].name), oc_strdup(g->nodes[m->relu].name)};
     char *z = oc_strdup(g->tensors[g->nodes[m->conv].outputs[0]].name);
     int y = g->nodes[m->relu].outputs[0];
@@ -103,13 +104,14 @@ static int replace_conv(ir_graph *g, const match *m, oc_err *err) {
     add_attr(g, n,
              (ir_attr){.name = "members", .type = IR_ATTR_STRINGS, .n = 2, .strings = members});
     add_attr(g, n, (ir_attr){.name = "conv_output", .type = IR_ATTR_STRING, .s = z});
+    if (backward) add_attr(g, n, (ir_attr){.name = "fused_backward", .type = IR_ATTR_INT, .i = 1});
     oc_free(members[0]), oc_free(members[1]), oc_free(z);
     return infer_fused(g, n, err);
 }
 
 /* The fused node takes the Relu's place and output; the chain's nodes go. */
 static int replace(ir_graph *g, const match *m, bool backward, oc_err *err) {
-    if (m->conv >= 0) return replace_conv(g, m, err);
+    if (m->conv >= 0) return replace_conv(g, m, backward, err);
     const ir_node *bn = &g->nodes[m->bn];
     const op_bn_args *ba = &op_args_of(bn)->bn;
     int y = g->nodes[m->relu].outputs[0];

@@ -131,6 +131,20 @@ int cpu_conv(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* ReluGradBias: dZ = ReluGrad(dY, Y) (oc_relu_grad, the ReluGrad kernel's),
+ * and dB summed as ConvBackwardFilter sums it (bias_grad): bitwise the two
+ * nodes it replaces. */
+int cpu_relu_grad_bias(const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const float *g = a->in[0], *y = a->in[1];
+    float *dz = a->out[0];
+    int64_t n = kernel_numel(dy), N = dy->dims[0], M = dy->dims[1];
+    for (int64_t i = 0; i < n; i++) dz[i] = oc_relu_grad(g[i], y[i]);
+    bias_grad(dz, a->out[1], N, M, N * M > 0 ? n / (N * M) : 0);
+    return OC_OK;
+}
+
 /* ConvRelu: Conv's Y, then max(Y, 0) in place (oc_relu, the Relu kernel's). */
 int cpu_conv_relu(const kernel_args *a, oc_err *err) {
     if (cpu_conv(a, err)) return OC_ERR;

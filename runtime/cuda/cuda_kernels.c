@@ -244,6 +244,35 @@ int cuda_pointwise_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* ReluGradBias (dY, Y -> dZ, dB over all but the channels): one pass; float32
+ * or one half type (read widened, stored rounded once). */
+static void relu_grad_bias_dims(const ir_graph *g, const ir_node *n, int64_t *N, int64_t *C,
+                                int64_t *S) {
+    const ir_tensor *dy = &g->tensors[n->inputs[0]]; /* the node's view: (N, C, ..) dims */
+    *N = dy->dims[0], *C = dy->dims[1], *S = 1;
+    for (int i = 2; i < dy->rank; i++) *S *= dy->dims[i];
+}
+
+static size_t relu_grad_bias_scratch(const ir_graph *g, const ir_node *n) {
+    int64_t N, C, S;
+    relu_grad_bias_dims(g, n, &N, &C, &S);
+    int64_t parts = n->channels_last ? cu_channel_parts(N * S, C) : N;
+    return (size_t)((parts > 0 ? parts : 1) * (C > 0 ? C : 1)) * sizeof(double);
+}
+
+int cuda_relu_grad_bias(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0);
+    if (!ir_dtype_is_half(dy->dtype) && kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    if (kernel_in(a, 1)->dtype != dy->dtype) return kernel_fail(a, err, "dY and Y differ in type");
+    int64_t N, C, S;
+    relu_grad_bias_dims(a->g, a->n, &N, &C, &S);
+    CU_LAUNCH(cu_relu_grad_bias(c->stream, cuda_float_kind(dy->dtype), a->in[0], a->in[1],
+                                a->out[0], a->out[1], cuda_float_kind(kernel_out(a, 1)->dtype), N,
+                                C, S, a->n->channels_last, a->scratch));
+    return OC_OK;
+}
+
 /* Dropout: the decoded ratio and training flag (plan-time values, as cpu_dropout
  * reads them); the same RNG key (cpu_rng_key), so masks agree bit for bit. */
 int cuda_dropout(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
@@ -944,6 +973,7 @@ static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, 
     case OP_CONV_BACKWARD_FILTER:
     case OP_CONV_TRANSPOSE_BACKWARD_DATA:
     case OP_CONV_TRANSPOSE_BACKWARD_FILTER: return cuda_conv_scratch(im, g, n, limit);
+    case OP_RELU_GRAD_BIAS: return relu_grad_bias_scratch(g, n);
     case OP_SOFTMAX_CROSS_ENTROPY:
     case OP_SOFTMAX_CROSS_ENTROPY_GRAD: {
         const ir_tensor *s = &g->tensors[n->inputs[0]];

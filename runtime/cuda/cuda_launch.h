@@ -135,6 +135,12 @@ static inline int64_t cu_channel_parts(int64_t rows, int64_t C) {
  * order, then the parts in a fixed order (deterministic). */
 int cu_channel_sum_nhwc(void *stream, const void *x, int kx, int64_t rows, int64_t C, double *ws,
                         void *out, int kout);
+/* ReluGradBias: dz = dy where y > 0 (oc_relu_grad), all of kind k (N, C, S), and
+ * db[c] (kind kb) its sum over N and S — per-(n, c) (nhwc: per-(part, c),
+ * cu_channel_parts) sums in double into ws (N C or P C doubles), then per
+ * channel in a fixed order (deterministic). */
+int cu_relu_grad_bias(void *stream, int k, const void *dy, const void *y, void *dz, void *db,
+                      int kb, int64_t N, int64_t C, int64_t S, int nhwc, double *ws);
 /* y = x between (N, S, C) and (N, C, S) (to_nchw: from the first), and
  * between float kinds as cu_float_convert; x and y do not overlap. */
 int cu_nhwc_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t N, int64_t C,

@@ -1501,6 +1501,54 @@ extern "C" int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, in
     return last_error();
 }
 
+// ReluGradBias: dz = relu'(y) dy written, and its per-(n, c) row sums in double into t
+// (a warp per row), as k_row_sums adds x
+__global__ void k_relu_grad_rows(const void *dy, const void *y, void *dz, int k, int64_t rows,
+                                 int64_t S, double *t) {
+    ROW_LOOP(r, rows) {
+        double acc = 0;
+        for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
+            int64_t o = r * S + i;
+            float d = oc_relu_grad(half_load(dy, k, o), half_load(y, k, o));
+            half_store(dz, k, o, d);
+            acc += d;
+        }
+        acc = warp_sum(acc);
+        if (threadIdx.x == 0) t[r] = acc;
+    }
+}
+
+// Channels-last: the same per (part, channel), as k_part_channel_sums adds x
+__global__ void k_relu_grad_parts(const void *dy, const void *y, void *dz, int k, int64_t rows,
+                                  int64_t C, int64_t R, int64_t P, double *t) {
+    GRID_LOOP(i, P * C) {
+        int64_t p = i / C, c = i % C, end = (p + 1) * R < rows ? (p + 1) * R : rows;
+        double acc = 0;
+        for (int64_t r = p * R; r < end; r++) {
+            int64_t o = r * C + c;
+            float d = oc_relu_grad(half_load(dy, k, o), half_load(y, k, o));
+            half_store(dz, k, o, d);
+            acc += d;
+        }
+        t[i] = acc;
+    }
+}
+
+extern "C" int cu_relu_grad_bias(void *stream, int k, const void *dy, const void *y, void *dz,
+                                 void *db, int kb, int64_t N, int64_t C, int64_t S, int nhwc,
+                                 double *ws) {
+    if (C == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    int64_t rows = N * S, P = nhwc ? cu_channel_parts(rows, C) : N;
+    if (nhwc && rows > 0)
+        k_relu_grad_parts<<<blocks_for(P * C), THREADS, 0, st>>>(dy, y, dz, k, rows, C,
+                                                                 (rows + P - 1) / P, P, ws);
+    else if (!nhwc && N * C > 0)
+        k_relu_grad_rows<<<warps_for(N * C), WARP, 0, st>>>(dy, y, dz, k, N * C, S, ws);
+    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, rows > 0 ? P : 0, C, db, kb);
+    return last_error();
+}
+
 // Channels-last: t[p C + c] = sum of x (rows, C) over the rows of part p, a
 // thread per (p, c), the rows four at a time into two sums; then over the parts (k_col_sums).
 __global__ void k_part_channel_sums(const void *x, int kx, int64_t rows, int64_t C, int64_t R,

@@ -117,6 +117,7 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_DIV: return operands_half(g, n, 0, 2);
     case OP_WHERE: return operands_half(g, n, 1, 2);
     case OP_WHERE_GRAD:
+    case OP_RELU_GRAD_BIAS:
     case OP_REDUCE_SUM_TO:
     case OP_DROPOUT:
     case OP_DROPOUT_GRAD: break;

@@ -77,10 +77,13 @@ OP_CASE(BATCH_NORM_RELU, "running statistics (frozen), residual", 15, 1,
         "[2,3,4,3] +[3] [3] [3] +[3] [2,3,4,3]", "training_mode=0")
 OP_CASE(CONV_RELU, "3x3 pad 1, bias (cuDNN's fused call)", 13, 1, "[2,3,6,5] [4,3,3,3] [4]",
         "pads=[1,1,1,1]")
+OP_CASE(CONV_RELU, "bias, fused backward (ReluGradBias)", 13, 1, "[2,3,6,5] [4,3,3,3] [4]",
+        "pads=[1,1,1,1] fused_backward=1")
 OP_CASE(CONV_RELU, "group 2, stride, dilation", 13, 1, "[2,4,7,6] [6,2,3,2] [6]",
         "group=2 strides=[2,1] pads=[1,0,1,0] dilations=[1,2] kernel_shape=[3,2]")
 OP_CASE(CONV_RELU, "1-d, no bias", 13, 1, "[2,3,9] [2,3,3] -", "strides=[2]")
-OP_CASE(CONV_RELU, "fp16, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1] !fp16")
+OP_CASE(CONV_RELU, "fp16, bias, fused backward", 13, 1, "[2,3,6,5] [4,3,3,3] [4]",
+        "pads=[1,1,1,1] fused_backward=1 !fp16")
 OP_CASE(LAYER_NORM, "last dim (ConvNeXt, channels-last)", 17, 1, "[2,3,4,6] +[6] [6]", "")
 OP_CASE(LAYER_NORM, "two dims, no bias", 17, 1, "[3,4,5] +[4,5]", "axis=1 epsilon=0.001")
 OP_CASE(RELU, "", 13, 1, "[2,3,4,5]", "")
@@ -116,8 +119,10 @@ OP_CASE(CONV_TRANSPOSE, "nhwc, 2x2 stride 2 (U-Net up)", 13, 1, "[1,4,3,3] [4,2,
 OP_CASE(CONV_TRANSPOSE, "nhwc, bf16, no bias", 13, 1, "[2,4,3,3] [4,3,3,3] -",
         "strides=[2,2] pads=[1,1,1,1] !nhwc !bf16")
 OP_CASE(CONV_RELU, "nhwc, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]", "pads=[1,1,1,1] !nhwc")
-OP_CASE(CONV_RELU, "nhwc, bf16, bias", 13, 1, "[2,3,6,5] [4,3,3,3] [4]",
-        "pads=[1,1,1,1] !nhwc !bf16")
+OP_CASE(CONV_RELU, "nhwc, bias, fused backward", 13, 1, "[2,3,6,5] [4,3,3,3] [4]",
+        "pads=[1,1,1,1] fused_backward=1 !nhwc")
+OP_CASE(CONV_RELU, "nhwc, bf16, bias, fused backward", 13, 1, "[2,3,6,5] [4,3,3,3] [4]",
+        "pads=[1,1,1,1] fused_backward=1 !nhwc !bf16")
 OP_CASE(BATCH_NORM, "nhwc, training (opset 15)", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2]",
         "training_mode=1 momentum=0.9 !nhwc")
 OP_CASE(BATCH_NORM, "nhwc, 5 outputs (opset 9)", 9, 5, "[4,3,5,2] +[3] [3] [3] +[3]",

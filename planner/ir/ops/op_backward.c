@@ -240,6 +240,17 @@ static int concat_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     return op_axis(ir_attr_int(n, "axis", 0), dy->rank, "axis", &p->axis, err);
 }
 
+/* ReluGradBias(dY, Y) -> dZ, dB: ReluGrad, and the sum of dZ over every axis
+ * but the channels (1) — a ConvRelu's bias gradient (grad_conv.c), in the pass
+ * that writes dZ instead of one more read of it. dB (C) of dZ's type. */
+static int relu_grad_bias_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    if (out0_like_in0(g, n, opset, err)) return OC_ERR;
+    const ir_tensor *dy = ir_node_in(g, n, 0);
+    if (dy->rank < 2) return oc_fail(err, "'%s' has no channel axis", dy->name);
+    op_set_out(g, n, 1, dy->dtype, 1, &dy->dims[1]);
+    return OC_OK;
+}
+
 static const op_role data_role[] = {OP_IN_DATA};
 
 /* A backward op's definition; BACKWARD_OP_OPT0 for ops whose output 0 may be
@@ -270,6 +281,7 @@ BACKWARD_OP(op_def_conv_transpose_backward_filter, 2, 2, 1, 2, conv_transpose_fi
             conv_transpose_filter_cost, op_decode_conv);
 BACKWARD_OP_OPT0(op_def_batch_norm_grad, 3, 5, 1, 3, bn_grad_infer, NULL, op_decode_batch_norm);
 BACKWARD_OP(op_def_relu_grad, 2, 2, 1, 1, out0_like_in0, NULL, NULL);
+BACKWARD_OP(op_def_relu_grad_bias, 2, 2, 2, 2, relu_grad_bias_infer, NULL, NULL);
 BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL, op_decode_clip);
 BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL, op_decode_dropout);
 BACKWARD_OP(op_def_max_pool_grad, 2, 2, 1, 1, pool_grad_infer, NULL, op_decode_pool);

@@ -4,9 +4,11 @@
  * --no-fuse keeps them apart): Conv's output Z is never written — cuDNN's
  * fused convolution-bias-activation applies the bias and the Relu as it
  * stores Y. Its gradient is the chain's, dZ = ReluGrad(dY, Y), then Conv's on
- * dZ (grad_conv.c). Saved: X and W (as Conv), Y (as Relu). Attributes besides
- * Conv's: members (the Conv's and the Relu's names) and conv_output (Z's name),
- * so a saved model writes the chain back (onnx_export.c). */
+ * dZ (grad_conv.c; with fused_backward 1 the bias gradient comes out of the
+ * pass writing dZ, ReluGradBias). Saved: X and W (as Conv), Y (as Relu).
+ * Attributes besides Conv's: members (the Conv's and the Relu's names) and
+ * conv_output (Z's name), so a saved model writes the chain back
+ * (onnx_export.c), and fused_backward. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -199,3 +201,8 @@ const op_def op_def_conv_relu = {
     .decode = op_decode_conv,
     .autocast = OP_AUTOCAST_LOWER,
 };
+
+bool op_conv_relu_own_attr(const char *name) {
+    return strcmp(name, "members") == 0 || strcmp(name, "conv_output") == 0 ||
+           strcmp(name, "fused_backward") == 0;
+}

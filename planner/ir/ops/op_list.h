@@ -91,6 +91,7 @@
     X(LAYER_NORM_GRAD, "LayerNormalizationGrad", OC, layer_norm_grad, layer_norm_grad)             \
     X(BATCH_NORM_RELU_GRAD, "BatchNormReluGrad", OC, batch_norm_relu_grad, batch_norm_relu_grad)   \
     X(RELU_GRAD, "ReluGrad", OC, relu_grad, pointwise_grad)                                        \
+    X(RELU_GRAD_BIAS, "ReluGradBias", OC, relu_grad_bias, relu_grad_bias)                          \
     X(SIGMOID_GRAD, "SigmoidGrad", OC, sigmoid_grad, pointwise_grad)                               \
     X(TANH_GRAD, "TanhGrad", OC, tanh_grad, pointwise_grad)                                        \
     X(HARD_SIGMOID_GRAD, "HardSigmoidGrad", OC, hard_sigmoid_grad, pointwise_grad)                 \
@@ -155,7 +156,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 101
+#define OP_LIST_COUNT 102
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

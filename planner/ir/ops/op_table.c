@@ -74,6 +74,7 @@ bool op_reads_channel_axis(int op) {
     switch (op) {
     case OP_CONV:
     case OP_CONV_RELU:
+    case OP_RELU_GRAD_BIAS: /* dB sums over all but the channels */
     case OP_CONV_BACKWARD_DATA:
     case OP_CONV_BACKWARD_FILTER:
     case OP_CONV_TRANSPOSE:

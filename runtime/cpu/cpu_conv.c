@@ -136,7 +136,10 @@ int cpu_conv(const kernel_args *a, oc_err *err) {
  * nodes it replaces. */
 int cpu_relu_grad_bias(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0);
-    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_out(a, 1), IR_DTYPE_FLOAT, err))
+        return OC_ERR;
     const float *g = a->in[0], *y = a->in[1];
     float *dz = a->out[0];
     int64_t n = kernel_numel(dy), N = dy->dims[0], M = dy->dims[1];

@@ -245,8 +245,10 @@ static int concat_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
  * that writes dZ instead of one more read of it. dB (C) of dZ's type. */
 static int relu_grad_bias_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (out0_like_in0(g, n, opset, err)) return OC_ERR;
-    const ir_tensor *dy = ir_node_in(g, n, 0);
+    const ir_tensor *dy = ir_node_in(g, n, 0), *y = ir_node_in(g, n, 1);
     if (dy->rank < 2) return oc_fail(err, "'%s' has no channel axis", dy->name);
+    if (!ir_dtype_is_compute(dy->dtype) || y->dtype != dy->dtype)
+        return oc_fail(err, "'%s' and '%s' must be float tensors of one type", dy->name, y->name);
     op_set_out(g, n, 1, dy->dtype, 1, &dy->dims[1]);
     return OC_OK;
 }

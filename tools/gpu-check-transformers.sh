@@ -14,24 +14,6 @@
 # profile, in-core run and plan alike; one more in-core run unfused, for reference.
 # Rows as the other checks (row, pl_* of tools/gpu-check-planner.sh's kind).
 TSTEPS=6
-tf_data() { # MODEL BATCH SAMPLE...: $LOG/<model>_x.pb, _y.pb (one fixed batch)
-    $PYTHON - "$LOG/$1_" "$2" "$3" <<'PY'
-import sys, numpy as np, onnx
-from onnx import numpy_helper
-d, n, spec = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-r = np.random.default_rng(0)
-dims = [int(v) for v in spec.split("x")]
-if len(dims) == 2:  # tokens: T, vocab
-    t, v = dims
-    s = r.integers(0, v, (n, t + 1)).astype(np.int64)
-    x, y = s[:, :-1], s[:, 1:]
-else:
-    x = r.standard_normal([n] + dims, dtype=np.float32)
-    y = r.integers(0, 1000 if dims[1] > 32 else 10, n).astype(np.int64)
-onnx.save_tensor(numpy_helper.from_array(np.ascontiguousarray(x), "input"), d + "x.pb")
-onnx.save_tensor(numpy_helper.from_array(np.ascontiguousarray(y), "labels"), d + "y.pb")
-PY
-}
 if [ $EMU = 1 ]; then
     TF_SPECS="tiny_gpt_range:4:32x64 tiny_vit:4:3x32x32"
 else

@@ -1,0 +1,206 @@
+# tools/gpu-check-headline.sh — `tools/gpu-check --headline`, sourced by tools/gpu-check after
+# its build: the must-shows of the open issues 22 (fast step), 23 (mixed precision) and 20
+# (transformers) that fit one 10-minute call, most telling first, each part skipped when
+# GPU_CHECK_SECONDS is spent (said so in its row). GPU_CHECK_PARTS picks and orders the parts
+# (default: all, in the order below), so a second call on the same warm machine can run the
+# rest (GPU_CHECK_NO_BUILD=1 there keeps the first call's build). The full per-issue checks
+# (--fast-step, --precision, --transformers) need more than one call each.
+#   harness    test_cuda_backend; the op x backend harness, every case cuda vs cpu (fp32 TF32
+#              off), with rows for the fused, channels-last, half and attention cases
+#   r50        ResNet-50 b640 fp32 in core: fused (the default), --no-fuse, --layout nhwc
+#   bf16       ResNet-50 b640 in core --precision bf16, nchw and nhwc
+#   gpt2       GPT-2 small T 1024 b16 fp32 in core, --attention fused
+#   torch_r50  PyTorch ResNet-50 b640: eager, torch.compile (fp32), torch.compile + bf16 autocast;
+#              outcore's best fp32 / best PyTorch fp32, outcore's best bf16 / compile + AMP
+#   vgg        VGG-16 b256 fp32 in core: fused, --no-fuse, nhwc; PyTorch eager and compile
+#   graph      ResNet-50 fused with --cuda-graph on (timed); --deterministic 2 steps with graph
+#              replay off and on, weights compared bit for bit
+#   trace      ResNet-50 traced --no-fuse and fused: tools/step_time.py's per-op-class table
+#   caps       16 GiB: ResNet-50 fused fp32 and bf16, GPT-2 (measured profile, plan, run), and
+#              PyTorch ResNet-50 checkpointing under the cap
+# (the emulator: ResNet-18 b4 64x64, alexnet_small b4, the tiny GPT; PyTorch on the CPU)
+HSTEPS=6
+if [ $EMU = 1 ]; then
+    R=resnet18 RB=4 RSZ=64 RCL=10 V=alexnet_small VB=4 VSZ=32 G=tiny_gpt_range GB=4 GS=32x64
+    HDEV="--device cpu --image-size 64" HVDEV="--device cpu --image-size 32"
+else
+    R=resnet50 RB=640 RSZ=224 RCL=1000 V=vgg16 VB=256 VSZ=224 G=gpt2_small GB=16 GS=1024x50257
+    HDEV="" HVDEV=""
+fi
+h_model() { # NAME SIZE -> $LOG/NAME_h.onnx (structure only)
+    [ -f "$LOG/$1_h.onnx" ] && return
+    $PYTHON tools/export_models.py --models "$1" --opset 13 --image-size "$2" --batch 2 --structure-only \
+        --out "$LOG/exp_$1" >/dev/null 2>&1 && mv "$LOG/exp_$1/$1_op13.onnx" "$LOG/$1_h.onnx"
+}
+h_left() { # SECONDS NAME: true when at least SECONDS of the budget are left, else a skipped row
+    [ "$(budget_left)" -gt "$1" ] && return 0
+    row "$2" "skipped (GPU_CHECK_SECONDS spent)"; return 1
+}
+h_run() { # TAG MODEL BATCH DATA FLAGS...: a timed in-core run -> $LOG/TAG.log and its row
+    local tag=$1 m=$2 b=$3 d=$4
+    shift 4
+    h_left 20 "$tag" || return 1
+    tbox 150 $RUN "$m" --backend cuda --batch "$b" --steps $HSTEPS --lr 0.01 $d "$@" >"$LOG/$tag.log" 2>&1
+    row "$tag ($*)" "$(ips "$LOG/$tag.log" || true) img/s, device $(dev_used "$LOG/$tag.log") B, loss falls: $(loss_falls "$LOG/$tag.log" && echo yes || echo "NO ($(tail -1 "$LOG/$tag.log" | cut -c1-80))")"
+}
+faster() { # A B: true when A > B (both numbers; an empty one loses)
+    [ -n "$1" ] && $PYTHON -c "import sys; sys.exit(not $1 > ${2:-0})"
+}
+h_torch() { # TAG ARGS...: one gpu_torch_bench.py mode -> row; its images/s in $TV
+    local tag=$1 out
+    shift
+    TV=
+    h_left 60 "  pytorch $tag" || return 1
+    out=$(tbox 240 $PYTHON tools/gpu_torch_bench.py "$@" --iters 5 2>"$LOG/torch_$tag.err" | tail -1)
+    row "  pytorch $tag" "${out:-FAILED ($(tail -1 "$LOG/torch_$tag.err"))}"
+    TV=$(echo "$out" | awk '{print ($4 == "channels-last") ? $5 : $4}')
+    [ "$TV" = OOM ] && TV=
+    return 0
+}
+h_ratio() { # NAME OURS THEIRS
+    [ -n "$2" ] && [ -n "$3" ] && row "$1" "$($PYTHON -c "print(f'{$2/$3:.3f}x ($2 / $3)')")"
+}
+
+part_harness() {
+    if tbox 60 $BUILD/tests/test_cuda_backend >"$LOG/unit.log" 2>&1 && grep -q "GPU present" "$LOG/unit.log"; then
+        row "test_cuda_backend" "ok: $(grep -o 'cuDNN [0-9.]*, cuBLAS [0-9]*' "$LOG/unit.log" | head -1)${TORCH_CUDNN:+ (the one PyTorch loads)}"
+    else
+        row "test_cuda_backend" "FAILED ($(tail -1 "$LOG/unit.log"))"
+    fi
+    NVIDIA_TF32_OVERRIDE=0 tbox 150 $BUILD/tests/test_op_harness --require cuda >"$LOG/op_harness.log" 2>&1
+    local rc=$? H=$LOG/op_harness.log
+    row "op harness cuda vs cpu (fp32 TF32 off)" "rc $rc: $(grep -c 'cuda matches cpu' "$H") cases match, $(grep -c 'cuda refuses it' "$H") refused as marked, $(grep -c '\[  FAILED  \] [A-Z]' "$H") failed"
+    local what pat
+    for what in "BatchNormRelu:^ok - BatchNormRelu" "ConvRelu:^ok - ConvRelu" "channels-last:^ok - .*nhwc" \
+                "fp16:^ok - .*fp16" "bf16:^ok - .*bf16" "attention:^ok - .*[Aa]ttention"; do
+        pat=${what#*:}
+        row "  $( printf '%-14s' "${what%%:*}") cases" "$(grep "$pat" "$H" | grep -c 'cuda matches cpu') match"
+    done
+    while IFS= read -r l; do row "    failed" "${l#*FAILED  \] }"; done < <(grep '\[  FAILED  \] [A-Z]' "$H" | head -12)
+    return 0
+}
+part_r50() {
+    h_model $R $RSZ && batch_files h_ $RB $RSZ $RCL
+    RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
+    h_run "$R b$RB fp32 fused" "$LOG/${R}_h.onnx" $RB "$RD"
+    h_run "$R b$RB fp32 no-fuse" "$LOG/${R}_h.onnx" $RB "$RD" --no-fuse
+    h_run "$R b$RB fp32 nhwc" "$LOG/${R}_h.onnx" $RB "$RD" --layout nhwc
+    R_FUSED=$(ips "$LOG/$R b$RB fp32 fused.log") R_NHWC=$(ips "$LOG/$R b$RB fp32 nhwc.log")
+    R_BEST=$R_FUSED R_L=
+    faster "$R_NHWC" "$R_FUSED" && R_BEST=$R_NHWC R_L="--layout nhwc"
+    h_ratio "  fused / no-fuse" "$R_FUSED" "$(ips "$LOG/$R b$RB fp32 no-fuse.log")"
+}
+part_bf16() {
+    h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
+    RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
+    h_run "$R b$RB bf16" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16
+    h_run "$R b$RB bf16 nhwc" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16 --layout nhwc
+    B_BEST=$(ips "$LOG/$R b$RB bf16.log") B_L=
+    faster "$(ips "$LOG/$R b$RB bf16 nhwc.log")" "$B_BEST" && B_BEST=$(ips "$LOG/$R b$RB bf16 nhwc.log") B_L="--layout nhwc"
+}
+part_gpt2() {
+    GM=$LOG/$G.onnx
+    if [ -f graphs/$G.onnx ]; then cp graphs/$G.onnx "$GM"
+    else $PYTHON tools/export_models.py --models $G --out "$LOG" >/dev/null 2>&1; fi
+    tf_data $G $GB $GS
+    GD="--input $LOG/${G}_x.pb --labels $LOG/${G}_y.pb"
+    h_run "$G b$GB fp32" "$GM" $GB "$GD" --attention fused
+    G_IPS=$(ips "$LOG/$G b$GB fp32.log")
+}
+part_torch_r50() {
+    local tf tb
+    h_torch "$R eager b$RB" $R eager $RB $HDEV; tf=$TV
+    h_torch "$R compile b$RB" $R compile $RB $HDEV; faster "$TV" "$tf" && tf=$TV
+    h_ratio "outcore $R fp32 (${R_L:-nchw}) / best PyTorch fp32" "${R_BEST:-}" "$tf"
+    h_torch "$R compile bf16-autocast b$RB" $R compile $RB --amp bf16 $HDEV; tb=$TV
+    h_ratio "outcore $R bf16 (${B_L:-nchw}) / PyTorch compile + AMP" "${B_BEST:-}" "$tb"
+    return 0
+}
+part_vgg() {
+    h_model $V $VSZ && batch_files hv_ $VB $VSZ $RCL
+    local VD="--input $LOG/hv_x.pb --labels $LOG/hv_y.pb" vf vn best tf
+    h_run "$V b$VB fp32 fused" "$LOG/${V}_h.onnx" $VB "$VD"
+    h_run "$V b$VB fp32 no-fuse" "$LOG/${V}_h.onnx" $VB "$VD" --no-fuse
+    h_run "$V b$VB fp32 nhwc" "$LOG/${V}_h.onnx" $VB "$VD" --layout nhwc
+    vf=$(ips "$LOG/$V b$VB fp32 fused.log") vn=$(ips "$LOG/$V b$VB fp32 nhwc.log") best=$vf
+    faster "$vn" "$vf" && best=$vn
+    h_ratio "  fused / no-fuse" "$vf" "$(ips "$LOG/$V b$VB fp32 no-fuse.log")"
+    h_torch "$V eager b$VB" $V eager $VB $HVDEV; tf=$TV
+    h_torch "$V compile b$VB" $V compile $VB $HVDEV; faster "$TV" "$tf" && tf=$TV
+    h_ratio "outcore $V fp32 (best layout) / best PyTorch fp32" "$best" "$tf"
+}
+part_graph() {
+    h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
+    RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
+    h_run "$R b$RB fp32 fused cuda-graph" "$LOG/${R}_h.onnx" $RB "$RD" ${R_L:-} --cuda-graph on
+    grep -m1 '^graph:' "$LOG/$R b$RB fp32 fused cuda-graph.log" | cut -c1-100 | while IFS= read -r l; do echo "    $l"; done
+    h_left 40 "graph replay vs streams, --deterministic" || return 0
+    local gm
+    for gm in off on; do
+        tbox 150 $RUN "$LOG/${R}_h.onnx" --backend cuda --batch $RB --steps 2 --lr 0.01 $RD ${R_L:-} --deterministic \
+            --cuda-graph $gm --save "$LOG/det_$gm.onnx" >"$LOG/det_$gm.log" 2>&1
+    done
+    row "graph replay vs streams, --deterministic, 2 steps" "$($PYTHON - "$LOG/det_off.onnx" "$LOG/det_on.onnx" <<'PY' 2>&1 | tail -1
+import sys, onnx
+from onnx import numpy_helper
+a, b = ({t.name: numpy_helper.to_array(t).tobytes() for t in onnx.load(p).graph.initializer} for p in sys.argv[1:3])
+d = [k for k in a if b.get(k) != a[k]]
+print(f"{len(a) - len(d)} of {len(a)} weights bitwise equal" + (f"; differ: {d[:3]}" if d else ""))
+PY
+)"
+}
+part_trace() {
+    h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
+    RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
+    local lvl
+    for lvl in no-fuse fused; do
+        h_left 30 "trace $lvl" || return 0
+        tbox 120 $RUN "$LOG/${R}_h.onnx" --backend cuda --batch $RB --steps 3 --lr 0.01 $RD \
+            $([ $lvl = no-fuse ] && echo --no-fuse) --trace-out "$LOG/trace_$lvl.json" >"$LOG/trace_$lvl.log" 2>&1
+    done
+    $PYTHON tools/step_time.py "--no-fuse=$LOG/trace_no-fuse.json" "fused=$LOG/trace_fused.json" \
+        >"$LOG/step_time.md" 2>&1
+    row "where the step goes ($R b$RB fp32, ms/step)" "step_time.md:"
+    while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time.md"
+}
+h_cap() { # TAG MODEL BATCH DATA IN-CORE-LOG IN-CORE-IPS FLAGS...: profile, plan, run under 16 GiB
+    local tag=$1 m=$2 b=$3 d=$4 ilog=$5 iips=$6 rc
+    shift 6
+    h_left 60 "$tag under 16 GiB" || return 1
+    tbox 150 $RUN "$m" --backend cuda --batch $b --steps 4 --lr 0.01 $d "$@" \
+        --profile-out "$LOG/${tag}_profile.json" >"$LOG/${tag}_profile.log" 2>&1
+    CAP=17179869184 BUDGET=$((17179869184 - $(over_of "$ilog")))
+    if [ $EMU = 1 ]; then # the emulator: half the saved activations below the in-core peak
+        $PLAN plan "$m" --batch $b "$@" --profile "$LOG/${tag}_profile.json" --strategy incore --json \
+            >"$LOG/${tag}_incore.json" 2>/dev/null
+        BUDGET=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${tag}_incore.json" 2>/dev/null || echo 0)
+        CAP=$((BUDGET * 16 / 15))
+    fi
+    PLAN_EXTRA="$*" pl_plan "$LOG/${tag}_profile.json" $BUDGET ${tag}_plan.onnx "$m" $b; rc=$?
+    pl_plan_row "$tag, cap $CAP B" "$LOG/${tag}_plan.json" $rc
+    [ $rc = 0 ] || return 1
+    EMU_DEVICE_BYTES=$CAP tbox 150 $RUN "$LOG/${tag}_plan.onnx" --backend cuda --steps $PSTEPS --lr 0.01 $d \
+        >"$LOG/${tag}_run.log" 2>&1
+    echo "(untraced)" >"$LOG/${tag}_trace.log"
+    pl_rows $tag "$LOG/${tag}_plan.json" "$iips" $b $CAP
+}
+part_caps() {
+    h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
+    RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
+    # the in-core runs of this call, or (a second call) made now for the arena's overhead
+    [ -f "$LOG/$R b$RB fp32 fused.log" ] || h_run "$R b$RB fp32 fused" "$LOG/${R}_h.onnx" $RB "$RD"
+    h_cap r50_fp32 "$LOG/${R}_h.onnx" $RB "$RD" "$LOG/$R b$RB fp32 fused.log" "$(ips "$LOG/$R b$RB fp32 fused.log")" ${R_L:-}
+    local cap_ips=$(ips "$LOG/r50_fp32_run.log")
+    h_torch "$R checkpoint b$RB (16 GiB cap)" $R checkpoint $RB --cap-gib 16 --fallback-batches 512,384,256 $HDEV
+    h_ratio "outcore $R fp32 @16 GiB / PyTorch checkpoint @16 GiB" "$cap_ips" "$TV"
+    [ -f "$LOG/$R b$RB bf16.log" ] || h_run "$R b$RB bf16" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16
+    h_cap r50_bf16 "$LOG/${R}_h.onnx" $RB "$RD" "$LOG/$R b$RB bf16.log" "$(ips "$LOG/$R b$RB bf16.log")" --precision bf16 ${B_L:-}
+    [ -n "${GM:-}" ] || part_gpt2
+    h_cap gpt2 "$GM" $GB "$GD" "$LOG/$G b$GB fp32.log" "${G_IPS:-}" --attention fused
+}
+
+for part in ${GPU_CHECK_PARTS:-harness r50 bf16 gpt2 torch_r50 vgg graph trace caps}; do
+    echo ">>> part $part ($(budget_left) s left)"
+    part_$part
+done
+finish 0

@@ -29,6 +29,9 @@ else
 fi
 h_model() { # NAME SIZE -> $LOG/NAME_h.onnx (structure only)
     [ -f "$LOG/$1_h.onnx" ] && return
+    # the bundled export (the GPU machine's torch 2.x exports through dynamo, which
+    # tools/export_models.py's structure-only path does not drive)
+    [ $EMU = 0 ] && [ -f graphs/$1_op13.onnx ] && { cp graphs/$1_op13.onnx "$LOG/$1_h.onnx"; return; }
     $PYTHON tools/export_models.py --models "$1" --opset 13 --image-size "$2" --batch 2 --structure-only \
         --out "$LOG/exp_$1" >/dev/null 2>&1 && mv "$LOG/exp_$1/$1_op13.onnx" "$LOG/$1_h.onnx"
 }
@@ -50,6 +53,7 @@ h_torch() { # TAG ARGS...: one gpu_torch_bench.py mode -> row; its images/s in $
     local tag=$1 out
     shift
     TV=
+    [ "${GPU_CHECK_NO_TORCH:-0}" = 1 ] && { row "  pytorch $tag" "not run (GPU_CHECK_NO_TORCH=1)"; return 1; }
     h_left 60 "  pytorch $tag" || return 1
     out=$(tbox 240 $PYTHON tools/gpu_torch_bench.py "$@" --iters 5 2>"$LOG/torch_$tag.err" | tail -1)
     row "  pytorch $tag" "${out:-FAILED ($(tail -1 "$LOG/torch_$tag.err"))}"
@@ -104,7 +108,7 @@ part_gpt2() {
     else $PYTHON tools/export_models.py --models $G --out "$LOG" >/dev/null 2>&1; fi
     tf_data $G $GB $GS
     GD="--input $LOG/${G}_x.pb --labels $LOG/${G}_y.pb"
-    h_run "$G b$GB fp32" "$GM" $GB "$GD" --attention fused
+    h_run "$G b$GB fp32" "$GM" $GB "$GD" --attention ${GPU_CHECK_ATTENTION:-fused}
     G_IPS=$(ips "$LOG/$G b$GB fp32.log")
 }
 part_torch_r50() {
@@ -196,7 +200,7 @@ part_caps() {
     [ -f "$LOG/$R b$RB bf16.log" ] || h_run "$R b$RB bf16" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16
     h_cap r50_bf16 "$LOG/${R}_h.onnx" $RB "$RD" "$LOG/$R b$RB bf16.log" "$(ips "$LOG/$R b$RB bf16.log")" --precision bf16 ${B_L:-}
     [ -n "${GM:-}" ] || part_gpt2
-    h_cap gpt2 "$GM" $GB "$GD" "$LOG/$G b$GB fp32.log" "${G_IPS:-}" --attention fused
+    h_cap gpt2 "$GM" $GB "$GD" "$LOG/$G b$GB fp32.log" "${G_IPS:-}" --attention ${GPU_CHECK_ATTENTION:-fused}
 }
 
 for part in ${GPU_CHECK_PARTS:-harness r50 bf16 gpt2 torch_r50 vgg graph trace caps}; do

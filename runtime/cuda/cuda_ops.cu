@@ -57,12 +57,21 @@ __device__ static inline void st(oc_bf16 *p, int64_t i, float v) { p[i].v = bf16
 static unsigned warps_for(int64_t rows) {
     return (unsigned)(rows < 1 ? 1 : rows > 65535LL * 16 ? 65535LL * 16 : rows);
 }
+// Under the emulator, a launch with other than WARP threads a block is an error (on a GPU the
+// shuffles would add lanes of other rows, or the same lane twice).
+#ifdef OC_CUDA_EMU
+#define WARP_BLOCK_ONLY() emu_require_block(WARP, __func__)
+#else
+#define WARP_BLOCK_ONLY() ((void)0)
+#endif
 __device__ static inline float warp_max(float v) {
+    WARP_BLOCK_ONLY();
     for (int o = (int)blockDim.x / 2; o > 0; o /= 2)
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 __device__ static inline double warp_sum(double v) {
+    WARP_BLOCK_ONLY();
     for (int o = (int)blockDim.x / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -728,7 +737,7 @@ extern "C" int cu_softmax_grad(void *stream, const float *dy, const float *y, fl
     return last_error();
 }
 
-// ---- FusedAttention (cpu_attention.c): one thread per row of scores ----
+// ---- FusedAttention (cpu_attention.c): a warp per row of scores ----
 __device__ static bool att_masked(const cu_att_mask &m, int64_t b, int64_t t, int64_t j) {
     if (!m.cond) return false;
     int64_t off = t * m.cs[m.rank - 2] + j * m.cs[m.rank - 1];
@@ -769,8 +778,8 @@ __global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int6
 extern "C" int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S,
                               int64_t b0, cu_att_mask m, const float *lse_in, float *lse_out) {
     if (rows == 0) return 0;
-    k_att_softmax<<<blocks_for(rows), THREADS, 0, (cudaStream_t)stream>>>(s, rows, T, S, b0, m,
-                                                                          lse_in, lse_out);
+    k_att_softmax<<<warps_for(rows), WARP, 0, (cudaStream_t)stream>>>(s, rows, T, S, b0, m, lse_in,
+                                                                      lse_out);
     return last_error();
 }
 
@@ -815,8 +824,8 @@ extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *d
                          int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
                          cu_rng key, float ratio) {
     if (rows == 0) return 0;
-    k_att_ds<<<blocks_for(rows), THREADS, 0, (cudaStream_t)stream>>>(ds, p, dy, y, rows, T, S, dv,
-                                                                     b0, m, key, ratio);
+    k_att_ds<<<warps_for(rows), WARP, 0, (cudaStream_t)stream>>>(ds, p, dy, y, rows, T, S, dv, b0,
+                                                                 m, key, ratio);
     return last_error();
 }
 

@@ -47,19 +47,32 @@ void emu_async_error(int cuda_error, const char *what);
 #ifdef __cplusplus
 }
 /* Kernel launch in the .cu files, rewritten from `k<<<grid, block, shm, s>>>(args)`
- * by tests/emu/cu2cpp.pl into `emu_launch(s, [=] { k(args); })`: the kernel runs
+ * by tests/emu/cu2cpp.pl into `emu_launch(s, block, [=] { k(args); })`: the kernel runs
  * once on stream s with blockIdx = threadIdx = 0 and blockDim = gridDim = 1, so
  * a grid-stride loop covers every index. (No __shared__, no __syncthreads.) */
 #include <new>
 #include <stdlib.h>
 #include <type_traits>
-template <typename F> static inline void emu_launch(cudaStream_t s, F f) {
+#include <stdio.h>
+/* The block size the running kernel was launched with (the emulated kernel itself sees
+ * blockDim 1): a kernel whose reductions assume one warp a block checks it, since the
+ * emulator's one lane would compute the right result whatever the launch said. */
+inline thread_local unsigned emu_launch_block = 1;
+static inline void emu_require_block(unsigned want, const char *what) {
+    if (emu_launch_block == want) return;
+    fprintf(stderr, "emu: %s needs blocks of %u threads; the kernel was launched with %u\n", what,
+            want, emu_launch_block);
+    abort();
+}
+template <typename F> static inline void emu_launch(cudaStream_t s, unsigned block, F f) {
     /* plain data (the kernel's arguments by value), so a graph replays a byte copy */
     static_assert(std::is_trivially_copyable<F>::value, "kernel arguments must be plain data");
     struct box {
         F f;
+        unsigned block;
         static void run(void *p) {
             box *b = (box *)p;
+            emu_launch_block = b->block;
             b->f();
             b->~box();
             free(b);
@@ -67,7 +80,7 @@ template <typename F> static inline void emu_launch(cudaStream_t s, F f) {
     };
     void *mem = malloc(sizeof(box));
     if (!mem) abort();
-    emu_stream_enqueue(s, box::run, new (mem) box{f}, sizeof(box));
+    emu_stream_enqueue(s, box::run, new (mem) box{f, block}, sizeof(box));
 }
 #endif
 

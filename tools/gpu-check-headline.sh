@@ -192,13 +192,18 @@ part_caps() {
     h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
     RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
     # the in-core runs of this call, or (a second call) made now for the arena's overhead
-    [ -f "$LOG/$R b$RB fp32 fused.log" ] || h_run "$R b$RB fp32 fused" "$LOG/${R}_h.onnx" $RB "$RD"
-    h_cap r50_fp32 "$LOG/${R}_h.onnx" $RB "$RD" "$LOG/$R b$RB fp32 fused.log" "$(ips "$LOG/$R b$RB fp32 fused.log")" ${R_L:-}
+    # (the slowdown is against the in-core run of the layout the plan uses)
+    local fl="$LOG/$R b$RB fp32 $([ -n "${R_L:-}" ] && echo nhwc || echo fused).log"
+    [ -f "$fl" ] || h_run "$R b$RB fp32 fused" "$LOG/${R}_h.onnx" $RB "$RD"
+    [ -f "$fl" ] || fl="$LOG/$R b$RB fp32 fused.log"
+    h_cap r50_fp32 "$LOG/${R}_h.onnx" $RB "$RD" "$fl" "$(ips "$fl")" ${R_L:-}
     local cap_ips=$(ips "$LOG/r50_fp32_run.log")
     h_torch "$R checkpoint b$RB (16 GiB cap)" $R checkpoint $RB --cap-gib 16 --fallback-batches 512,384,256 $HDEV
     h_ratio "outcore $R fp32 @16 GiB / PyTorch checkpoint @16 GiB" "$cap_ips" "$TV"
-    [ -f "$LOG/$R b$RB bf16.log" ] || h_run "$R b$RB bf16" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16
-    h_cap r50_bf16 "$LOG/${R}_h.onnx" $RB "$RD" "$LOG/$R b$RB bf16.log" "$(ips "$LOG/$R b$RB bf16.log")" --precision bf16 ${B_L:-}
+    local bl="$LOG/$R b$RB bf16$([ -n "${B_L:-}" ] && echo ' nhwc').log"
+    [ -f "$bl" ] || h_run "$R b$RB bf16" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16
+    [ -f "$bl" ] || bl="$LOG/$R b$RB bf16.log"
+    h_cap r50_bf16 "$LOG/${R}_h.onnx" $RB "$RD" "$bl" "$(ips "$bl")" --precision bf16 ${B_L:-}
     [ -n "${GM:-}" ] || part_gpt2
     h_cap gpt2 "$GM" $GB "$GD" "$LOG/$G b$GB fp32.log" "${G_IPS:-}" --attention ${GPU_CHECK_ATTENTION:-fused}
 }

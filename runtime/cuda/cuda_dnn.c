@@ -780,13 +780,14 @@ int cuda_layer_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* Each row's mean and 1/std (2 doubles per row): the scale / bias gradients read them. */
+/* Each row's mean and 1/std, and the scale / bias gradients' partial sums. */
 size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n) {
     const ir_tensor *x = &g->tensors[n->inputs[1]];
     int64_t D = 1, numel = 0;
     for (int d = (int)op_args_of(n)->ln.axis; d < x->rank; d++) D *= x->dims[d];
     ir_tensor_numel(x, &numel);
-    return 2 * (size_t)(D ? numel / D : 0) * sizeof(double) + sizeof(double);
+    return (size_t)cu_layer_norm_grad_doubles(D ? numel / D : 0, D) * sizeof(double) +
+           sizeof(double);
 }
 
 /* Frozen statistics (--bn frozen): dX = dY * scale / sqrt(var + eps) and the

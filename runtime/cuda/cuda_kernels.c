@@ -147,6 +147,8 @@ int cuda_broadcast_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 }
 int cuda_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return add_sum(c, a, err); }
 
+static size_t reduce_sum_to_scratch(const ir_graph *g, const ir_node *n);
+
 int cuda_reduce_sum_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     if (!(ir_dtype_is_half(dy->dtype) && dx->dtype == dy->dtype) && /* cuda_native_half */
@@ -157,9 +159,19 @@ int cuda_reduce_sum_to(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (p->rank != dy->rank) return kernel_fail(a, err, "the reduced shape's rank is not dY's");
     cu_shape kept = {.rank = p->rank};
     for (int i = 0; i < p->rank; i++) kept.d[i] = p->dims[i];
+    OC_ASSERT(a->scratch_bytes >= reduce_sum_to_scratch(a->g, a->n));
     CU_LAUNCH(cu_reduce_sum_to(c->stream, cuda_float_kind(dy->dtype), a->in[0], shape_of(dy),
-                               a->out[0], kept, p->scale));
+                               a->out[0], kept, p->scale, a->scratch));
     return OC_OK;
+}
+
+/* cu_reduce_sum_to's partial sums */
+static size_t reduce_sum_to_scratch(const ir_graph *g, const ir_node *n) {
+    const op_reduce_args *p = &op_args_of(n)->reduce;
+    cu_shape ys = shape_of(&g->tensors[n->inputs[0]]), kept = {.rank = p->rank};
+    for (int i = 0; i < p->rank && i < CU_MAX_RANK; i++) kept.d[i] = p->dims[i];
+    if (p->rank != ys.rank) return 0; /* refused when run */
+    return (size_t)cu_sum_to_scratch(ys, kept) * sizeof(double);
 }
 
 /* Clip bounds: device scalar inputs (first, first + 1) or the decoded attributes min/max. */
@@ -965,6 +977,8 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
 }
 
 static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
+    if (cuda_kernels[n->op] == cuda_reduce_sum_to) /* ReduceSumTo, ReduceSum, ReduceMean */
+        return reduce_sum_to_scratch(g, n);
     switch (n->op) {
     case OP_CONV:
     case OP_CONV_RELU:

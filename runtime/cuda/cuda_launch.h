@@ -87,9 +87,24 @@ int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, cu_rng k
 int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
               int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng key,
               float ratio);
+/* Parts of a channels-last reduction over rows of C channels (a thread per
+ * (part, channel)): about CU_NHWC_THREADS threads, enough to fill a GPU with
+ * loads in flight, and at least 64 rows a part — so the parts a channel's
+ * total adds up stay few (at most CU_NHWC_THREADS / C) however many rows. */
+#define CU_NHWC_THREADS 262144
+static inline int64_t cu_channel_parts(int64_t rows, int64_t C) {
+    int64_t p = C > 0 ? (CU_NHWC_THREADS + C - 1) / C : 1, most = (rows + 63) / 64;
+    if (p > most) p = most;
+    return p < 1 ? 1 : p;
+}
 int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y, int64_t R,
                   int64_t D, float eps);
-/* stats: 2 R doubles of scratch (each row's mean and 1/std, for dScale / dBias). */
+/* stats: cu_layer_norm_grad_doubles(R, D) doubles of scratch: each row's mean and 1/std,
+ * then dScale's and dBias's sums per (part of the rows, column) (cu_channel_parts),
+ * added per column in a fixed order (deterministic). */
+static inline int64_t cu_layer_norm_grad_doubles(int64_t R, int64_t D) {
+    return 2 * R + 2 * cu_channel_parts(R, D) * D;
+}
 int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const float *s, float *dx,
                        float *ds, float *db, double *stats, int64_t R, int64_t D, float eps);
 /* BatchNormalizationGrad with frozen statistics: dx = dy * scale / sqrt(var +
@@ -119,16 +134,6 @@ int cu_channel_bias(void *stream, void *y, int ky, const void *b, int kb, int64_
  * over n in order (deterministic). */
 int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, int64_t C, int64_t S, double *ws,
                    void *out, int kout);
-/* Parts of a channels-last reduction over rows of C channels (a thread per
- * (part, channel)): about CU_NHWC_THREADS threads, enough to fill a GPU with
- * loads in flight, and at least 64 rows a part — so the parts a channel's
- * total adds up stay few (at most CU_NHWC_THREADS / C) however many rows. */
-#define CU_NHWC_THREADS 262144
-static inline int64_t cu_channel_parts(int64_t rows, int64_t C) {
-    int64_t p = C > 0 ? (CU_NHWC_THREADS + C - 1) / C : 1, most = (rows + 63) / 64;
-    if (p > most) p = most;
-    return p < 1 ? 1 : p;
-}
 /* Channels-last: out[c] = sum of x (rows, C) over the rows, rounded once to
  * out's kind (a channels-last conv's bias gradient): per-(part, c) sums in
  * double into ws (cu_channel_parts(rows, C) C doubles), the rows of a part in
@@ -172,10 +177,46 @@ int cu_broadcast_to(void *stream, const float *dy, cu_shape kept, float *dx, cu_
 /* out = a + b, n elements of the same shape, one pass (the residual Add; out may be a or b).
  * The same values as cu_bcast_accumulate of a then b. */
 int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n);
-/* dX = scale * sum of dY over broadcast dims (cpu_reduce_sum_to; double, dY order); dY and dX
- * of element kind `kind` (0 float32, 1 float16, 2 bfloat16: dX rounded once). */
+/* ReduceSumTo's shape, its unit dims dropped and neighbouring dims of one kind merged:
+ * CU_SUM_TO_COLS (R, C) -> (C): rows summed (a bias gradient after a GEMM), P parts;
+ * CU_SUM_TO_ROWS (R, S) -> (R): each row's tail summed; CU_SUM_TO_MID (N, C, S) -> (C);
+ * CU_SUM_TO_ANY: another pattern (one thread per dX element). */
+enum { CU_SUM_TO_ANY, CU_SUM_TO_COLS, CU_SUM_TO_ROWS, CU_SUM_TO_MID };
+typedef struct cu_sum_to {
+    int kind;
+    int64_t a, b, c, parts; /* COLS: R, C; ROWS: R, S; MID: N, C, S */
+} cu_sum_to;
+static inline cu_sum_to cu_sum_to_of(cu_shape ys, cu_shape xs) {
+    int64_t g[CU_MAX_RANK];
+    int red[CU_MAX_RANK], n = 0;
+    for (int d = 0; d < ys.rank; d++) {
+        if (ys.d[d] == 1) continue;
+        int j = d - (ys.rank - xs.rank), r = j < 0 || xs.d[j] == 1;
+        if (n > 0 && red[n - 1] == r) g[n - 1] *= ys.d[d];
+        else g[n] = ys.d[d], red[n++] = r;
+    }
+    cu_sum_to k = {CU_SUM_TO_ANY, 0, 0, 0, 0};
+    if (n == 1 && red[0]) k = (cu_sum_to){CU_SUM_TO_COLS, g[0], 1, 0, 0};
+    else if (n == 2 && red[0]) k = (cu_sum_to){CU_SUM_TO_COLS, g[0], g[1], 0, 0};
+    else if (n == 2) k = (cu_sum_to){CU_SUM_TO_ROWS, g[0], g[1], 0, 0};
+    else if (n == 3 && red[0]) k = (cu_sum_to){CU_SUM_TO_MID, g[0], g[1], g[2], 0};
+    if (k.kind == CU_SUM_TO_COLS) k.parts = cu_channel_parts(k.a, k.b);
+    return k;
+}
+/* the doubles cu_reduce_sum_to needs in ws */
+static inline int64_t cu_sum_to_scratch(cu_shape ys, cu_shape xs) {
+    cu_sum_to k = cu_sum_to_of(ys, xs);
+    return k.kind == CU_SUM_TO_COLS   ? k.parts * k.b
+           : k.kind == CU_SUM_TO_ROWS ? k.a
+           : k.kind == CU_SUM_TO_MID  ? k.a * k.b
+                                      : 0;
+}
+/* dX = scale * sum of dY over broadcast dims (cpu_reduce_sum_to: double sums, rounded once);
+ * dY and dX of one kind (0 float, 1 fp16, 2 bf16). The patterns of cu_sum_to_of add partial
+ * sums in ws (cu_sum_to_scratch doubles) in a fixed order (deterministic); others one thread
+ * per dX element in dY order. */
 int cu_reduce_sum_to(void *stream, int kind, const void *dy, cu_shape dy_shape, void *dx,
-                     cu_shape dx_shape, float scale);
+                     cu_shape dx_shape, float scale, double *ws);
 /* Clip with bounds from device scalars (lo_p/hi_p, may be NULL) or values. */
 int cu_clip(void *stream, cu_dtype dt, const void *x, void *y, int64_t n, const void *lo_p,
             const void *hi_p, int has_lo_attr, double lo_attr, int has_hi_attr, double hi_attr);

@@ -279,8 +279,9 @@ extern "C" int cu_broadcast_to(void *stream, const float *dy, cu_shape ks, float
     return last_error();
 }
 
-// ---- ReduceSumTo (cpu_reduce_sum_to): one thread per dX element, loops the
-// reduced dims in dY order, double accumulation. ----
+// ---- ReduceSumTo (cpu_reduce_sum_to), patterns other than cu_sum_to_of's: one thread per
+// dX element, loops the reduced dims in dY order, double accumulation (cu_reduce_sum_to,
+// after the column sums below). ----
 template <typename T>
 __global__ void k_reduce_sum_to(const T *dy, cu_shape ys, cu_shape xs, T *dx, int64_t m,
                                 float scale) {
@@ -316,20 +317,6 @@ __global__ void k_reduce_sum_to(const T *dy, cu_shape ys, cu_shape xs, T *dx, in
         }
         st(dx, i, (float)(s * scale));
     }
-}
-
-extern "C" int cu_reduce_sum_to(void *stream, int kind, const void *dy, cu_shape ys, void *dx,
-                                cu_shape xs, float scale) {
-    int64_t m = numel(xs);
-    if (m == 0) return 0;
-    cudaStream_t s = (cudaStream_t)stream;
-    unsigned b = blocks_for(m);
-    if (kind == 1)
-        k_reduce_sum_to<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, ys, xs, (oc_f16 *)dx, m, scale);
-    else if (kind == 2)
-        k_reduce_sum_to<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, ys, xs, (oc_bf16 *)dx, m, scale);
-    else k_reduce_sum_to<<<b, THREADS, 0, s>>>((const float *)dy, ys, xs, (float *)dx, m, scale);
-    return last_error();
 }
 
 // ---- Clip / ClipGrad / ReluGrad (cpu_elementwise.c) ----
@@ -877,16 +864,23 @@ __global__ void k_layer_norm_dx(const float *dy, const float *x, const float *s,
     }
 }
 
-__global__ void k_layer_norm_dsb(const float *dy, const float *x, const double *stats, float *ds,
-                                 float *db, int64_t R, int64_t D) {
-    GRID_LOOP(i, D) {
+__global__ void k_col_sums(const double *t, int64_t N, int64_t C, void *out, int kout,
+                           float scale); // below, with the half kinds
+
+// dScale's and dBias's sums of the rows of part p, column i: t[p D + i], t[(P + p) D + i]
+__global__ void k_layer_norm_dsb_parts(const float *dy, const float *x, const double *stats,
+                                       int64_t R, int64_t D, int64_t rows_per, int64_t P,
+                                       double *t) {
+    GRID_LOOP(k, P * D) {
+        int64_t p = k / D, i = k % D, end = (p + 1) * rows_per < R ? (p + 1) * rows_per : R;
         double a = 0, c = 0;
-        for (int64_t r = 0; r < R; r++) {
-            a += (double)dy[r * D + i] * (((double)x[r * D + i] - stats[2 * r]) * stats[2 * r + 1]);
-            c += dy[r * D + i];
+        for (int64_t r = p * rows_per; r < end; r++) {
+            double g = dy[r * D + i];
+            a += g * (((double)x[r * D + i] - stats[2 * r]) * stats[2 * r + 1]);
+            c += g;
         }
-        if (ds) ds[i] = (float)a;
-        if (db) db[i] = (float)c;
+        t[k] = a;
+        t[P * D + k] = c;
     }
 }
 
@@ -902,8 +896,15 @@ extern "C" int cu_layer_norm_grad(void *stream, const float *dy, const float *x,
                                   int64_t D, float eps) {
     cudaStream_t st = (cudaStream_t)stream;
     if (R > 0) k_layer_norm_dx<<<warps_for(R), WARP, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
-    if ((ds || db) && D > 0)
-        k_layer_norm_dsb<<<blocks_for(D), THREADS, 0, st>>>(dy, x, stats, ds, db, R, D);
+    if ((!ds && !db) || D == 0) return last_error();
+    int64_t P = cu_channel_parts(R, D);
+    double *t = stats + 2 * R;
+    if (R > 0)
+        k_layer_norm_dsb_parts<<<blocks_for(P * D), THREADS, 0, st>>>(dy, x, stats, R, D,
+                                                                      (R + P - 1) / P, P, t);
+    int64_t parts = R > 0 ? P : 0;
+    if (ds) k_col_sums<<<warps_for(D), WARP, 0, st>>>(t, parts, D, ds, 0, 1.0f);
+    if (db) k_col_sums<<<warps_for(D), WARP, 0, st>>>(t + P * D, parts, D, db, 0, 1.0f);
     return last_error();
 }
 
@@ -1490,14 +1491,15 @@ __global__ void k_row_sums(const void *x, int kx, int64_t rows, int64_t S, doubl
     }
 }
 
-// out[c] = sum over n of t[n C + c]: a warp per column, lane l adding n = l, l + 32, ..
-// in order, then the lanes' sums in warp_sum's fixed order (deterministic)
-__global__ void k_col_sums(const double *t, int64_t N, int64_t C, void *out, int kout) {
+// out[c] = scale * sum over n of t[n C + c]: a warp per column, lane l adding n = l, l + 32,
+// .. in order, then the lanes' sums in warp_sum's fixed order (deterministic)
+__global__ void k_col_sums(const double *t, int64_t N, int64_t C, void *out, int kout,
+                           float scale) {
     ROW_LOOP(c, C) {
         double acc = 0;
         for (int64_t n = threadIdx.x; n < N; n += blockDim.x) acc += t[n * C + c];
         acc = warp_sum(acc);
-        if (threadIdx.x == 0) half_store(out, kout, c, (float)acc);
+        if (threadIdx.x == 0) half_store(out, kout, c, (float)(acc * scale));
     }
 }
 
@@ -1506,7 +1508,7 @@ extern "C" int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, in
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     if (N * C > 0) k_row_sums<<<warps_for(N * C), WARP, 0, st>>>(x, kx, N * C, S, ws);
-    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, N, C, out, kout);
+    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, N, C, out, kout, 1.0f);
     return last_error();
 }
 
@@ -1554,7 +1556,7 @@ extern "C" int cu_relu_grad_bias(void *stream, int k, const void *dy, const void
                                                                  (rows + P - 1) / P, P, ws);
     else if (!nhwc && N * C > 0)
         k_relu_grad_rows<<<warps_for(N * C), WARP, 0, st>>>(dy, y, dz, k, N * C, S, ws);
-    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, rows > 0 ? P : 0, C, db, kb);
+    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, rows > 0 ? P : 0, C, db, kb, 1.0f);
     return last_error();
 }
 
@@ -1585,7 +1587,40 @@ extern "C" int cu_channel_sum_nhwc(void *stream, const void *x, int kx, int64_t 
     if (rows > 0)
         k_part_channel_sums<<<blocks_for(P * C), THREADS, 0, st>>>(x, kx, rows, C,
                                                                    (rows + P - 1) / P, P, ws);
-    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, rows > 0 ? P : 0, C, out, kout);
+    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, rows > 0 ? P : 0, C, out, kout, 1.0f);
+    return last_error();
+}
+
+// ReduceSumTo: the bias gradient of a GEMM (rows summed), of a convolution (N and S), a
+// row's tail, with the kernels of the bias gradients above; anything else one thread per
+// dX element
+extern "C" int cu_reduce_sum_to(void *stream, int kind, const void *dy, cu_shape ys, void *dx,
+                                cu_shape xs, float scale, double *ws) {
+    int64_t m = numel(xs);
+    if (m == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    cu_sum_to k = cu_sum_to_of(ys, xs);
+    switch (k.kind) {
+    case CU_SUM_TO_COLS: /* (R, C): parts of rows, then the parts per column */
+        k_part_channel_sums<<<blocks_for(k.parts * k.b), THREADS, 0, s>>>(
+            dy, kind, k.a, k.b, (k.a + k.parts - 1) / k.parts, k.parts, ws);
+        k_col_sums<<<warps_for(k.b), WARP, 0, s>>>(ws, k.parts, k.b, dx, kind, scale);
+        return last_error();
+    case CU_SUM_TO_ROWS: /* (R, S): a warp per row, then each row's total scaled */
+        k_row_sums<<<warps_for(k.a), WARP, 0, s>>>(dy, kind, k.a, k.b, ws);
+        k_col_sums<<<warps_for(k.a), WARP, 0, s>>>(ws, 1, k.a, dx, kind, scale);
+        return last_error();
+    case CU_SUM_TO_MID: /* (N, C, S): per-(n, c) rows, then over n */
+        k_row_sums<<<warps_for(k.a * k.b), WARP, 0, s>>>(dy, kind, k.a * k.b, k.c, ws);
+        k_col_sums<<<warps_for(k.b), WARP, 0, s>>>(ws, k.a, k.b, dx, kind, scale);
+        return last_error();
+    }
+    unsigned b = blocks_for(m);
+    if (kind == 1)
+        k_reduce_sum_to<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, ys, xs, (oc_f16 *)dx, m, scale);
+    else if (kind == 2)
+        k_reduce_sum_to<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, ys, xs, (oc_bf16 *)dx, m, scale);
+    else k_reduce_sum_to<<<b, THREADS, 0, s>>>((const float *)dy, ys, xs, (float *)dx, m, scale);
     return last_error();
 }
 

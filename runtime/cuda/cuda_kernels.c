@@ -103,6 +103,10 @@ static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (n_in >= 2 && same_dims(kernel_in(a, 0), y) && same_dims(kernel_in(a, 1), y)) {
         CU_LAUNCH(cu_add2(c->stream, dt, a->in[0], a->in[1], a->out[0], kernel_numel(y)));
         i = 2;
+    } else if (n_in == 2 && (dt == CU_DT_F32 || dt == CU_DT_F64)) { /* a bias: one pass */
+        CU_LAUNCH(cu_binary(c->stream, dt, a->in[0], shape_of(kernel_in(a, 0)), a->in[1],
+                            shape_of(kernel_in(a, 1)), a->out[0], shape_of(y), CU_BC_ADD));
+        return OC_OK;
     }
     for (; i < n_in; i++)
         CU_LAUNCH(cu_bcast_accumulate(c->stream, dt, a->in[i], shape_of(kernel_in(a, i)), a->out[0],
@@ -125,10 +129,8 @@ int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int k = 0; k < 2; k++)
         if (kernel_in(a, k)->dtype != y->dtype)
             return kernel_fail(a, err, "inputs differ in dtype");
-    CU_LAUNCH(cu_bcast_apply(c->stream, dt, a->in[0], shape_of(kernel_in(a, 0)), a->out[0],
-                             shape_of(y), CU_BC_ASSIGN));
-    CU_LAUNCH(cu_bcast_apply(c->stream, dt, a->in[1], shape_of(kernel_in(a, 1)), a->out[0],
-                             shape_of(y), op));
+    CU_LAUNCH(cu_binary(c->stream, dt, a->in[0], shape_of(kernel_in(a, 0)), a->in[1],
+                        shape_of(kernel_in(a, 1)), a->out[0], shape_of(y), op));
     return OC_OK;
 }
 

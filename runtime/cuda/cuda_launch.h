@@ -177,6 +177,10 @@ int cu_broadcast_to(void *stream, const float *dy, cu_shape kept, float *dx, cu_
 /* out = a + b, n elements of the same shape, one pass (the residual Add; out may be a or b).
  * The same values as cu_bcast_accumulate of a then b. */
 int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n);
+/* y = a (op) b (CU_BC_ADD .. DIV), both broadcast into y's shape, one pass (float, double):
+ * the values of cu_bcast_apply of a (ASSIGN) then b (op). */
+int cu_binary(void *stream, cu_dtype dt, const void *a, cu_shape as, const void *b, cu_shape bs,
+              void *y, cu_shape ys, int op);
 /* ReduceSumTo's shape, its unit dims dropped and neighbouring dims of one kind merged:
  * CU_SUM_TO_COLS (R, C) -> (C): rows summed (a bias gradient after a GEMM), P parts;
  * CU_SUM_TO_ROWS (R, S) -> (R): each row's tail summed; CU_SUM_TO_MID (N, C, S) -> (C);

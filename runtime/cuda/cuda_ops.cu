@@ -105,6 +105,79 @@ __device__ static inline uint64_t rng_key(cu_rng r) {
     return rng_mix64(rng_mix64(r.seeded ^ (uint64_t)*r.step) ^ r.hash);
 }
 
+// ---- Broadcast / strided indexing shared by the elementwise kernels: the output's dims with
+// each operand's stride per dim (0 where it is broadcast), unit dims dropped and neighbouring
+// dims merged where every operand walks them as one (a bias over (N T, C) is 2 dims, a scalar
+// times (N, H, T, T) 1), so an element's offsets cost one div/mod per merged dim, shared by the
+// operands, in 32 bits when the output has under 2^31 elements. ----
+#define CU_BIDX_MAX CU_SUM_MAX
+struct cu_bidx {
+    int rank, small;
+    int64_t d[CU_MAX_RANK];
+    int64_t st[CU_BIDX_MAX][CU_MAX_RANK];
+};
+
+static void bidx_collapse(cu_bidx *b, int n_ops) {
+    int r = 0;
+    for (int k = 0; k < b->rank; k++) {
+        if (b->d[k] == 1) continue;
+        bool merge = r > 0;
+        for (int j = 0; j < n_ops && merge; j++) merge = b->st[j][r - 1] == b->st[j][k] * b->d[k];
+        if (merge) {
+            b->d[r - 1] *= b->d[k];
+            for (int j = 0; j < n_ops; j++) b->st[j][r - 1] = b->st[j][k];
+            continue;
+        }
+        b->d[r] = b->d[k];
+        for (int j = 0; j < n_ops; j++) b->st[j][r] = b->st[j][k];
+        r++;
+    }
+    if (r == 0) { // a single element
+        b->d[0] = 1;
+        for (int j = 0; j < n_ops; j++) b->st[j][0] = 0;
+        r = 1;
+    }
+    b->rank = r;
+    int64_t n = 1;
+    for (int k = 0; k < r; k++) n *= b->d[k];
+    b->small = n < ((int64_t)1 << 31);
+}
+
+// operands broadcast (numpy rules, right-aligned) into the output shape os
+static cu_bidx bidx_of(cu_shape os, const cu_shape *in, int n_ops) {
+    cu_bidx b = {};
+    b.rank = os.rank;
+    for (int k = 0; k < os.rank; k++) b.d[k] = os.d[k];
+    for (int j = 0; j < n_ops; j++) {
+        int64_t acc = 1;
+        for (int k = os.rank - 1; k >= 0; k--) {
+            int q = k - (os.rank - in[j].rank);
+            int64_t e = q >= 0 ? in[j].d[q] : 1;
+            b.st[j][k] = e == 1 ? 0 : acc;
+            acc *= e;
+        }
+    }
+    bidx_collapse(&b, n_ops);
+    return b;
+}
+
+// the offsets of output element i in each of the N operands, index arithmetic in I
+template <typename I, int N>
+__device__ static inline void bidx_walk(const cu_bidx &b, I u, int64_t (&off)[N]) {
+    for (int j = 0; j < N; j++) off[j] = 0;
+    for (int k = b.rank - 1; k > 0; k--) {
+        I e = (I)b.d[k], c = u % e;
+        u /= e;
+        for (int j = 0; j < N; j++) off[j] += (int64_t)c * b.st[j][k];
+    }
+    for (int j = 0; j < N; j++) off[j] += (int64_t)u * b.st[j][0];
+}
+template <int N>
+__device__ static inline void bidx_at(const cu_bidx &b, int64_t i, int64_t (&off)[N]) {
+    if (b.small) bidx_walk<uint32_t, N>(b, (uint32_t)i, off);
+    else bidx_walk<int64_t, N>(b, i, off);
+}
+
 // ---- Add / Sum with broadcast (cpu_add, cpu_sum) ----
 /* out (op)= in: CU_BC_ASSIGN, ADD, SUB, MUL, DIV (cuda_launch.h). */
 template <typename T> __device__ static inline T bc_apply(int op, T d, T s) {
@@ -117,22 +190,21 @@ template <typename T> __device__ static inline T bc_apply(int op, T d, T s) {
     }
 }
 
-template <typename T>
-__global__ void k_bcast(const T *in, cu_shape is, T *out, cu_shape os, int64_t n, int op) {
-    int64_t st[CU_MAX_RANK], acc = 1;
-    for (int d = is.rank - 1; d >= 0; d--) {
-        st[d] = acc;
-        acc *= is.d[d];
-    }
+template <typename T> __global__ void k_bcast(const T *in, cu_bidx bi, T *out, int64_t n, int op) {
     GRID_LOOP(i, n) {
-        int64_t rem = i, off = 0;
-        for (int d = os.rank - 1; d >= 0; d--) {
-            int64_t c = rem % os.d[d];
-            rem /= os.d[d];
-            int j = d - (os.rank - is.rank);
-            if (j >= 0 && is.d[j] != 1) off += c * st[j];
-        }
-        out[i] = bc_apply<T>(op, out[i], in[off]);
+        int64_t o[1];
+        bidx_at<1>(bi, i, o);
+        out[i] = bc_apply<T>(op, out[i], in[o[0]]);
+    }
+}
+
+// y = a (op) b, both broadcast, one pass (float, double)
+template <typename T>
+__global__ void k_binary(const T *a, const T *b, cu_bidx bi, T *y, int64_t n, int op) {
+    GRID_LOOP(i, n) {
+        int64_t o[2];
+        bidx_at<2>(bi, i, o);
+        y[i] = bc_apply<T>(op, a[o[0]], b[o[1]]);
     }
 }
 
@@ -223,24 +295,25 @@ extern "C" int cu_bcast_apply(void *stream, cu_dtype dt, const void *in, cu_shap
 #undef ACC
         return last_error();
     }
+    cu_bidx bi = bidx_of(os, &is, 1);
     switch (dt) {
     case CU_DT_F32:
-        k_bcast<<<b, THREADS, 0, s>>>((const float *)in, is, (float *)out, os, n, op);
+        k_bcast<<<b, THREADS, 0, s>>>((const float *)in, bi, (float *)out, n, op);
         break;
     case CU_DT_F64:
-        k_bcast<<<b, THREADS, 0, s>>>((const double *)in, is, (double *)out, os, n, op);
+        k_bcast<<<b, THREADS, 0, s>>>((const double *)in, bi, (double *)out, n, op);
         break;
     case CU_DT_I64:
-        k_bcast<<<b, THREADS, 0, s>>>((const int64_t *)in, is, (int64_t *)out, os, n, op);
+        k_bcast<<<b, THREADS, 0, s>>>((const int64_t *)in, bi, (int64_t *)out, n, op);
         break;
     case CU_DT_I32:
-        k_bcast<<<b, THREADS, 0, s>>>((const int32_t *)in, is, (int32_t *)out, os, n, op);
+        k_bcast<<<b, THREADS, 0, s>>>((const int32_t *)in, bi, (int32_t *)out, n, op);
         break;
     case CU_DT_I8:
-        k_bcast<<<b, THREADS, 0, s>>>((const int8_t *)in, is, (int8_t *)out, os, n, op);
+        k_bcast<<<b, THREADS, 0, s>>>((const int8_t *)in, bi, (int8_t *)out, n, op);
         break;
     case CU_DT_U8:
-        k_bcast<<<b, THREADS, 0, s>>>((const uint8_t *)in, is, (uint8_t *)out, os, n, op);
+        k_bcast<<<b, THREADS, 0, s>>>((const uint8_t *)in, bi, (uint8_t *)out, n, op);
         break;
     }
     return last_error();
@@ -251,23 +324,30 @@ extern "C" int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu
     return cu_bcast_apply(stream, dt, in, is, out, os, first ? CU_BC_ASSIGN : CU_BC_ADD);
 }
 
+extern "C" int cu_binary(void *stream, cu_dtype dt, const void *a, cu_shape as, const void *b,
+                         cu_shape bs, void *y, cu_shape ys, int op) {
+    int64_t n = numel(ys);
+    if (n == 0) return 0;
+    cu_shape in[2] = {as, bs};
+    cu_bidx bi = bidx_of(ys, in, 2);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (dt == CU_DT_F32)
+        k_binary<<<blocks_for(n), THREADS, 0, s>>>((const float *)a, (const float *)b, bi,
+                                                   (float *)y, n, op);
+    else if (dt == CU_DT_F64)
+        k_binary<<<blocks_for(n), THREADS, 0, s>>>((const double *)a, (const double *)b, bi,
+                                                   (double *)y, n, op);
+    else return (int)cudaErrorInvalidValue;
+    return last_error();
+}
+
 // ---- BroadcastTo (cpu_broadcast_to): dx = scale * dy broadcast; ks is dy's
 // shape in dx's rank. ----
-__global__ void k_broadcast_to(const float *dy, cu_shape ks, float *dx, cu_shape xs, int64_t n,
-                               float scale) {
-    int64_t st[CU_MAX_RANK], acc = 1;
-    for (int d = ks.rank - 1; d >= 0; d--) {
-        st[d] = acc;
-        acc *= ks.d[d];
-    }
+__global__ void k_broadcast_to(const float *dy, cu_bidx bi, float *dx, int64_t n, float scale) {
     GRID_LOOP(i, n) {
-        int64_t rem = i, off = 0;
-        for (int d = xs.rank - 1; d >= 0; d--) {
-            int64_t c = rem % xs.d[d];
-            rem /= xs.d[d];
-            if (ks.d[d] != 1) off += c * st[d];
-        }
-        dx[i] = dy[off] * scale;
+        int64_t o[1];
+        bidx_at<1>(bi, i, o);
+        dx[i] = dy[o[0]] * scale;
     }
 }
 
@@ -275,7 +355,8 @@ extern "C" int cu_broadcast_to(void *stream, const float *dy, cu_shape ks, float
                                float scale) {
     int64_t n = numel(xs);
     if (n == 0) return 0;
-    k_broadcast_to<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, ks, dx, xs, n, scale);
+    cu_bidx bi = bidx_of(xs, &ks, 1);
+    k_broadcast_to<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, bi, dx, n, scale);
     return last_error();
 }
 
@@ -548,21 +629,11 @@ extern "C" int cu_dropout(void *stream, int kind, const void *x, void *y, uint8_
     return last_error();
 }
 
-template <typename T>
-__global__ void k_transpose(const T *x, cu_shape xs, T *y, cu_shape ys, cu_shape perm, int64_t n) {
-    int64_t in_st[CU_MAX_RANK], st[CU_MAX_RANK], acc = 1;
-    for (int d = xs.rank - 1; d >= 0; d--) {
-        in_st[d] = acc;
-        acc *= xs.d[d];
-    }
-    for (int d = 0; d < ys.rank; d++) st[d] = in_st[perm.d[d]];
+template <typename T> __global__ void k_transpose(const T *x, cu_bidx bi, T *y, int64_t n) {
     GRID_LOOP(i, n) {
-        int64_t rem = i, off = 0;
-        for (int d = ys.rank - 1; d >= 0; d--) {
-            off += (rem % ys.d[d]) * st[d];
-            rem /= ys.d[d];
-        }
-        y[i] = x[off];
+        int64_t o[1];
+        bidx_at<1>(bi, i, o);
+        y[i] = x[o[0]];
     }
 }
 
@@ -572,19 +643,20 @@ extern "C" int cu_transpose(void *stream, int es, const void *x, cu_shape xs, vo
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(n);
+    cu_bidx bi = {}; // y's dims, each walking x with the stride of the dim perm names
+    int64_t in_st[CU_MAX_RANK], acc = 1;
+    for (int d = xs.rank - 1; d >= 0; d--) {
+        in_st[d] = acc;
+        acc *= xs.d[d];
+    }
+    bi.rank = ys.rank;
+    for (int d = 0; d < ys.rank; d++) bi.d[d] = ys.d[d], bi.st[0][d] = in_st[perm.d[d]];
+    bidx_collapse(&bi, 1);
     switch (es) {
-    case 1:
-        k_transpose<<<b, THREADS, 0, s>>>((const uint8_t *)x, xs, (uint8_t *)y, ys, perm, n);
-        break;
-    case 2:
-        k_transpose<<<b, THREADS, 0, s>>>((const uint16_t *)x, xs, (uint16_t *)y, ys, perm, n);
-        break;
-    case 4:
-        k_transpose<<<b, THREADS, 0, s>>>((const uint32_t *)x, xs, (uint32_t *)y, ys, perm, n);
-        break;
-    default:
-        k_transpose<<<b, THREADS, 0, s>>>((const uint64_t *)x, xs, (uint64_t *)y, ys, perm, n);
-        break;
+    case 1: k_transpose<<<b, THREADS, 0, s>>>((const uint8_t *)x, bi, (uint8_t *)y, n); break;
+    case 2: k_transpose<<<b, THREADS, 0, s>>>((const uint16_t *)x, bi, (uint16_t *)y, n); break;
+    case 4: k_transpose<<<b, THREADS, 0, s>>>((const uint32_t *)x, bi, (uint32_t *)y, n); break;
+    default: k_transpose<<<b, THREADS, 0, s>>>((const uint64_t *)x, bi, (uint64_t *)y, n); break;
     }
     return last_error();
 }
@@ -1643,45 +1715,28 @@ extern "C" int cu_nhwc_convert(void *stream, const void *x, int kx, void *y, int
     return last_error();
 }
 
-__device__ static int64_t bcast_offset(cu_shape in, cu_shape out, int64_t i) {
-    int64_t off = 0, stride = 1;
-    for (int d = out.rank - 1; d >= 0; d--) {
-        int64_t c = i % out.d[d];
-        i /= out.d[d];
-        int j = d - (out.rank - in.rank);
-        if (j < 0) continue;
-        if (in.d[j] != 1) off += c * stride;
-        stride *= in.d[j];
-    }
-    return off;
-}
-
 // Add / Sub / Mul / Div of two broadcast operands into a half y, one pass: each operand of
 // y's type or float32 (a plan-time scalar), the value computed in float32, rounded once.
 template <typename TA, typename TB, typename TO>
-__global__ void k_binary_h(const TA *a, cu_shape as, const TB *b, cu_shape bs, TO *y, cu_shape ys,
-                           int64_t n, int op) {
+__global__ void k_binary_h(const TA *a, const TB *b, cu_bidx bi, TO *y, int64_t n, int op) {
     GRID_LOOP(i, n) {
-        float u = ld(a, bcast_offset(as, ys, i)), v = ld(b, bcast_offset(bs, ys, i));
-        st(y, i, bc_apply<float>(op, u, v));
+        int64_t o[2];
+        bidx_at<2>(bi, i, o);
+        st(y, i, bc_apply<float>(op, ld(a, o[0]), ld(b, o[1])));
     }
 }
 
 template <typename TO>
-static void binary_launch(cudaStream_t s, int ka, const void *a, cu_shape as, int kb, const void *b,
-                          cu_shape bs, void *y, cu_shape ys, int64_t n, int op) {
+static void binary_launch(cudaStream_t s, int ka, const void *a, int kb, const void *b, cu_bidx bi,
+                          void *y, int64_t n, int op) {
     unsigned g = blocks_for(n);
     if (ka && kb)
-        k_binary_h<<<g, THREADS, 0, s>>>((const TO *)a, as, (const TO *)b, bs, (TO *)y, ys, n, op);
+        k_binary_h<<<g, THREADS, 0, s>>>((const TO *)a, (const TO *)b, bi, (TO *)y, n, op);
     else if (ka)
-        k_binary_h<<<g, THREADS, 0, s>>>((const TO *)a, as, (const float *)b, bs, (TO *)y, ys, n,
-                                         op);
+        k_binary_h<<<g, THREADS, 0, s>>>((const TO *)a, (const float *)b, bi, (TO *)y, n, op);
     else if (kb)
-        k_binary_h<<<g, THREADS, 0, s>>>((const float *)a, as, (const TO *)b, bs, (TO *)y, ys, n,
-                                         op);
-    else
-        k_binary_h<<<g, THREADS, 0, s>>>((const float *)a, as, (const float *)b, bs, (TO *)y, ys, n,
-                                         op);
+        k_binary_h<<<g, THREADS, 0, s>>>((const float *)a, (const TO *)b, bi, (TO *)y, n, op);
+    else k_binary_h<<<g, THREADS, 0, s>>>((const float *)a, (const float *)b, bi, (TO *)y, n, op);
 }
 
 extern "C" int cu_binary_half(void *stream, int ka, const void *a, cu_shape as, int kb,
@@ -1690,8 +1745,10 @@ extern "C" int cu_binary_half(void *stream, int ka, const void *a, cu_shape as, 
     if (n == 0) return 0;
     if ((ka && ka != ky) || (kb && kb != ky)) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
-    if (ky == 1) binary_launch<oc_f16>(s, ka, a, as, kb, b, bs, y, ys, n, op);
-    else if (ky == 2) binary_launch<oc_bf16>(s, ka, a, as, kb, b, bs, y, ys, n, op);
+    cu_shape in[2] = {as, bs};
+    cu_bidx bi = bidx_of(ys, in, 2);
+    if (ky == 1) binary_launch<oc_f16>(s, ka, a, kb, b, bi, y, n, op);
+    else if (ky == 2) binary_launch<oc_bf16>(s, ka, a, kb, b, bi, y, n, op);
     else return (int)cudaErrorInvalidValue;
     return last_error();
 }
@@ -1703,10 +1760,12 @@ __device__ static inline float sum_ld(const cu_sum_in &in, int j, int64_t o) {
     return in.kind[j] ? ld((const TO *)in.p[j], o) : ld((const float *)in.p[j], o);
 }
 
-template <typename TO> __global__ void k_sum_h(cu_sum_in in, TO *y, cu_shape ys, int64_t n) {
+template <typename TO> __global__ void k_sum_h(cu_sum_in in, cu_bidx bi, TO *y, int64_t n) {
     GRID_LOOP(i, n) {
-        float acc = sum_ld<TO>(in, 0, bcast_offset(in.shape[0], ys, i));
-        for (int j = 1; j < in.n; j++) acc += sum_ld<TO>(in, j, bcast_offset(in.shape[j], ys, i));
+        int64_t o[CU_SUM_MAX];
+        bidx_at<CU_SUM_MAX>(bi, i, o);
+        float acc = sum_ld<TO>(in, 0, o[0]);
+        for (int j = 1; j < in.n; j++) acc += sum_ld<TO>(in, j, o[j]);
         st(y, i, acc);
     }
 }
@@ -1718,66 +1777,72 @@ extern "C" int cu_sum_half(void *stream, cu_sum_in in, int ky, void *y, cu_shape
     for (int j = 0; j < in.n; j++)
         if (in.kind[j] && in.kind[j] != ky) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
-    if (ky == 1) k_sum_h<<<blocks_for(n), THREADS, 0, s>>>(in, (oc_f16 *)y, ys, n);
-    else if (ky == 2) k_sum_h<<<blocks_for(n), THREADS, 0, s>>>(in, (oc_bf16 *)y, ys, n);
+    cu_bidx bi = bidx_of(ys, in.shape, in.n);
+    if (ky == 1) k_sum_h<<<blocks_for(n), THREADS, 0, s>>>(in, bi, (oc_f16 *)y, n);
+    else if (ky == 2) k_sum_h<<<blocks_for(n), THREADS, 0, s>>>(in, bi, (oc_bf16 *)y, n);
     else return (int)cudaErrorInvalidValue;
     return last_error();
 }
 
-__global__ void k_less(const float *a, cu_shape as, const float *b, cu_shape bs, uint8_t *y,
-                       cu_shape ys, int64_t n) {
-    GRID_LOOP(i, n) y[i] = a[bcast_offset(as, ys, i)] < b[bcast_offset(bs, ys, i)];
+__global__ void k_less(const float *a, const float *b, cu_bidx bi, uint8_t *y, int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t o[2];
+        bidx_at<2>(bi, i, o);
+        y[i] = a[o[0]] < b[o[1]];
+    }
 }
 
 extern "C" int cu_less(void *stream, const float *a, cu_shape as, const float *b, cu_shape bs,
                        uint8_t *y, cu_shape ys) {
     int64_t n = numel(ys);
     if (n == 0) return 0;
-    k_less<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(a, as, b, bs, y, ys, n);
+    cu_shape in[2] = {as, bs};
+    cu_bidx bi = bidx_of(ys, in, 2);
+    k_less<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(a, b, bi, y, n);
     return last_error();
 }
 
-__global__ void k_where(const uint8_t *c, cu_shape cs, const float *x, cu_shape xs, const float *y,
-                        cu_shape ys, float *out, cu_shape os, int64_t n) {
-    GRID_LOOP(i, n)
-    out[i] = c[bcast_offset(cs, os, i)] ? x[bcast_offset(xs, os, i)] : y[bcast_offset(ys, os, i)];
+__global__ void k_where(const uint8_t *c, const float *x, const float *y, cu_bidx bi, float *out,
+                        int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t o[3];
+        bidx_at<3>(bi, i, o);
+        out[i] = c[o[0]] ? x[o[1]] : y[o[2]];
+    }
 }
 
 extern "C" int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float *x, cu_shape xs,
                         const float *y, cu_shape ys, float *out, cu_shape os) {
     int64_t n = numel(os);
     if (n == 0) return 0;
-    k_where<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(c, cs, x, xs, y, ys, out, os, n);
+    cu_shape in[3] = {cs, xs, ys};
+    cu_bidx bi = bidx_of(os, in, 3);
+    k_where<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(c, x, y, bi, out, n);
     return last_error();
 }
 
 // Where into a half out: x and y each of out's type or float32 (a fill scalar), rounded once.
 template <typename TX, typename TY, typename TO>
-__global__ void k_where_h(const uint8_t *c, cu_shape cs, const TX *x, cu_shape xs, const TY *y,
-                          cu_shape ys, TO *out, cu_shape os, int64_t n) {
+__global__ void k_where_h(const uint8_t *c, const TX *x, const TY *y, cu_bidx bi, TO *out,
+                          int64_t n) {
     GRID_LOOP(i, n) {
-        int64_t o = bcast_offset(cs, os, i);
-        st(out, i, c[o] ? ld(x, bcast_offset(xs, os, i)) : ld(y, bcast_offset(ys, os, i)));
+        int64_t o[3];
+        bidx_at<3>(bi, i, o);
+        st(out, i, c[o[0]] ? ld(x, o[1]) : ld(y, o[2]));
     }
 }
 
 template <typename TO>
-static void where_launch(cudaStream_t s, const uint8_t *c, cu_shape cs, int kx, const void *x,
-                         cu_shape xs, int ky, const void *y, cu_shape ys, void *out, cu_shape os,
-                         int64_t n) {
+static void where_launch(cudaStream_t s, const uint8_t *c, int kx, const void *x, int ky,
+                         const void *y, cu_bidx bi, void *out, int64_t n) {
     unsigned g = blocks_for(n);
     if (kx && ky)
-        k_where_h<<<g, THREADS, 0, s>>>(c, cs, (const TO *)x, xs, (const TO *)y, ys, (TO *)out, os,
-                                        n);
+        k_where_h<<<g, THREADS, 0, s>>>(c, (const TO *)x, (const TO *)y, bi, (TO *)out, n);
     else if (kx)
-        k_where_h<<<g, THREADS, 0, s>>>(c, cs, (const TO *)x, xs, (const float *)y, ys, (TO *)out,
-                                        os, n);
+        k_where_h<<<g, THREADS, 0, s>>>(c, (const TO *)x, (const float *)y, bi, (TO *)out, n);
     else if (ky)
-        k_where_h<<<g, THREADS, 0, s>>>(c, cs, (const float *)x, xs, (const TO *)y, ys, (TO *)out,
-                                        os, n);
-    else
-        k_where_h<<<g, THREADS, 0, s>>>(c, cs, (const float *)x, xs, (const float *)y, ys,
-                                        (TO *)out, os, n);
+        k_where_h<<<g, THREADS, 0, s>>>(c, (const float *)x, (const TO *)y, bi, (TO *)out, n);
+    else k_where_h<<<g, THREADS, 0, s>>>(c, (const float *)x, (const float *)y, bi, (TO *)out, n);
 }
 
 extern "C" int cu_where_half(void *stream, const uint8_t *c, cu_shape cs, int kx, const void *x,
@@ -1787,17 +1852,22 @@ extern "C" int cu_where_half(void *stream, const uint8_t *c, cu_shape cs, int kx
     if (n == 0) return 0;
     if ((kx && kx != ko) || (ky && ky != ko)) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
-    if (ko == 1) where_launch<oc_f16>(s, c, cs, kx, x, xs, ky, y, ys, out, os, n);
-    else if (ko == 2) where_launch<oc_bf16>(s, c, cs, kx, x, xs, ky, y, ys, out, os, n);
+    cu_shape in[3] = {cs, xs, ys};
+    cu_bidx bi = bidx_of(os, in, 3);
+    if (ko == 1) where_launch<oc_f16>(s, c, kx, x, ky, y, bi, out, n);
+    else if (ko == 2) where_launch<oc_bf16>(s, c, kx, x, ky, y, bi, out, n);
     else return (int)cudaErrorInvalidValue;
     return last_error();
 }
 
 template <typename T>
-__global__ void k_where_grad(const T *dy, const uint8_t *c, cu_shape cs, cu_shape os, T *dx,
-                             int select, int64_t n) {
-    GRID_LOOP(i, n)
-    st(dx, i, (c[bcast_offset(cs, os, i)] != 0) == (select != 0) ? ld(dy, i) : 0.0f);
+__global__ void k_where_grad(const T *dy, const uint8_t *c, cu_bidx bi, T *dx, int select,
+                             int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t o[1];
+        bidx_at<1>(bi, i, o);
+        st(dx, i, (c[o[0]] != 0) == (select != 0) ? ld(dy, i) : 0.0f);
+    }
 }
 
 extern "C" int cu_where_grad(void *stream, int kind, const void *dy, const uint8_t *c, cu_shape cs,
@@ -1806,12 +1876,12 @@ extern "C" int cu_where_grad(void *stream, int kind, const void *dy, const uint8
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(n);
+    cu_bidx bi = bidx_of(os, &cs, 1);
     if (kind == 1)
-        k_where_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, c, cs, os, (oc_f16 *)dx, select, n);
+        k_where_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, c, bi, (oc_f16 *)dx, select, n);
     else if (kind == 2)
-        k_where_grad<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, c, cs, os, (oc_bf16 *)dx, select,
-                                           n);
-    else k_where_grad<<<b, THREADS, 0, s>>>((const float *)dy, c, cs, os, (float *)dx, select, n);
+        k_where_grad<<<b, THREADS, 0, s>>>((const oc_bf16 *)dy, c, bi, (oc_bf16 *)dx, select, n);
+    else k_where_grad<<<b, THREADS, 0, s>>>((const float *)dy, c, bi, (float *)dx, select, n);
     return last_error();
 }
 

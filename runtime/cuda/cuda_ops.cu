@@ -2065,23 +2065,6 @@ __global__ void k_max_pool(const T *x, T *y, int64_t *ind, int64_t planes, cu_wi
     }
 }
 
-template <typename T>
-static void max_pool_launch(cudaStream_t s, const void *x, void *y, int64_t *indices,
-                            int64_t planes, cu_window w, int col_major) {
-    k_max_pool<T><<<blocks_for(planes * w.col_size), THREADS, 0, s>>>((const T *)x, (T *)y, indices,
-                                                                      planes, w, col_major);
-}
-
-extern "C" int cu_max_pool(void *stream, int kind, const void *x, void *y, int64_t *indices,
-                           int64_t planes, cu_window w, int col_major) {
-    if (planes * w.col_size == 0) return 0;
-    cudaStream_t s = (cudaStream_t)stream;
-    if (kind == 1) max_pool_launch<oc_f16>(s, x, y, indices, planes, w, col_major);
-    else if (kind == 2) max_pool_launch<oc_bf16>(s, x, y, indices, planes, w, col_major);
-    else max_pool_launch<float>(s, x, y, indices, planes, w, col_major);
-    return last_error();
-}
-
 // Gradients gather: one thread per input cell visits the output windows that
 // cover it in ascending output order (kernel offsets descending), as the cpu
 // kernel's scatter does, so the float sums match it bit for bit. MaxPool: the
@@ -2157,30 +2140,42 @@ struct pool2d {
     int64_t chan; // cu_window's
 };
 
+// The 2-d window's maximum (window order: rows, then columns, as win_argmax; NaN wins): its
+// in-plane input index (-1: no cell inside the image), the value in *bv. x's plane p starts at
+// `base`, its cells `step` apart (1, or the channels of a channels-last layout: cell_at).
 template <typename T>
-__global__ void k_max_argmax2d(const T *x, int32_t *arg, int64_t planes, pool2d q) {
-    int64_t per = (int64_t)q.oh * q.ow;
-    GRID_LOOP(u, planes * per) {
-        int64_t p, rr; // u: the window's element (its layout's order); arg planar
-        plane_cell(q.chan, u, per, &p, &rr);
-        int r = (int)rr, oy = r / q.ow, ox = r - oy * q.ow;
-        int64_t t = p * per + r, isz = (int64_t)q.ih * q.iw;
-        int best = -1;
-        float bv = 0.0f;
-        for (int ky = 0; ky < q.kh; ky++) { // window order: rows, then columns (win_argmax)
-            int iy = oy * q.sh - q.ph + ky * q.dh;
-            if (iy < 0 || iy >= q.ih) continue;
-            for (int kx = 0; kx < q.kw; kx++) {
-                int ix = ox * q.sw - q.pw + kx * q.dw;
-                if (ix < 0 || ix >= q.iw) continue;
-                float v = ld(x, cell_at(q.chan, p, iy * q.iw + ix, isz));
-                if (best < 0 || v > bv || (isnan(v) && !isnan(bv))) {
-                    best = iy * q.iw + ix;
-                    bv = v;
-                }
+__device__ static inline int win_max2d(const T *x, const pool2d &q, int64_t base, int64_t step,
+                                       int oy, int ox, float *bv) {
+    int best = -1;
+    *bv = 0.0f;
+    for (int ky = 0; ky < q.kh; ky++) {
+        int iy = oy * q.sh - q.ph + ky * q.dh;
+        if (iy < 0 || iy >= q.ih) continue;
+        for (int kx = 0; kx < q.kw; kx++) {
+            int ix = ox * q.sw - q.pw + kx * q.dw;
+            if (ix < 0 || ix >= q.iw) continue;
+            float v = ld(x, base + (int64_t)(iy * q.iw + ix) * step);
+            if (best < 0 || v > *bv || (isnan(v) && !isnan(*bv))) {
+                best = iy * q.iw + ix;
+                *bv = v;
             }
         }
-        arg[t] = best;
+    }
+    return best;
+}
+
+// y (and, given arg, each window's argmax) for every output cell u, in its layout's order
+template <typename T>
+__global__ void k_max_pool2d(const T *x, T *y, int32_t *arg, int64_t planes, pool2d q) {
+    int64_t per = (int64_t)q.oh * q.ow, isz = (int64_t)q.ih * q.iw, step = q.chan ? q.chan : 1;
+    GRID_LOOP(u, planes * per) {
+        int64_t p, rr;
+        plane_cell(q.chan, u, per, &p, &rr);
+        int r = (int)rr, oy = r / q.ow, ox = r - oy * q.ow;
+        float bv;
+        int best = win_max2d(x, q, cell_at(q.chan, p, 0, isz), step, oy, ox, &bv);
+        if (y) st(y, u, best >= 0 ? bv : -INFINITY);
+        if (arg) arg[u] = best;
     }
 }
 
@@ -2197,12 +2192,12 @@ __device__ static inline void cover_range(int i, int pad, int kn, int s, int d, 
 template <typename T>
 __global__ void k_max_pool_grad2d(const T *dy, const int32_t *arg, T *dx, int64_t planes,
                                   pool2d q) {
-    int64_t per = (int64_t)q.ih * q.iw, oper = (int64_t)q.oh * q.ow;
+    int64_t per = (int64_t)q.ih * q.iw, oper = (int64_t)q.oh * q.ow, step = q.chan ? q.chan : 1;
     GRID_LOOP(t, planes * per) {
         int64_t p, rr;
         plane_cell(q.chan, t, per, &p, &rr);
         int r = (int)rr, iy = r / q.iw, ix = r - iy * q.iw;
-        const int32_t *ap = arg + p * oper;
+        int64_t ob = cell_at(q.chan, p, 0, oper); // dy's and arg's plane (k_max_pool2d's order)
         int y0, y1, x0, x1;
         cover_range(iy, q.ph, q.kh, q.sh, q.dh, q.oh, &y0, &y1);
         cover_range(ix, q.pw, q.kw, q.sw, q.dw, q.ow, &x0, &x1);
@@ -2211,8 +2206,8 @@ __global__ void k_max_pool_grad2d(const T *dy, const int32_t *arg, T *dx, int64_
             if (q.dh > 1 && (iy + q.ph - oy * q.sh) % q.dh) continue;
             for (int ox = x0; ox <= x1; ox++) {
                 if (q.dw > 1 && (ix + q.pw - ox * q.sw) % q.dw) continue;
-                int o = oy * q.ow + ox;
-                if (ap[o] == r) acc += ld(dy, cell_at(q.chan, p, o, oper));
+                int64_t o = ob + (int64_t)(oy * q.ow + ox) * step;
+                if (arg[o] == r) acc += ld(dy, o);
             }
         }
         st(dx, t, acc);
@@ -2233,14 +2228,37 @@ static bool pool2d_of(const cu_window &w, pool2d *q) {
 }
 
 template <typename T>
+static void max_pool_launch(cudaStream_t s, const void *x, void *y, int64_t *indices,
+                            int64_t planes, cu_window w, int col_major) {
+    pool2d q;
+    if (!indices && pool2d_of(w, &q)) {
+        k_max_pool2d<T><<<blocks_for(planes * w.col_size), THREADS, 0, s>>>((const T *)x, (T *)y,
+                                                                            NULL, planes, q);
+        return;
+    }
+    k_max_pool<T><<<blocks_for(planes * w.col_size), THREADS, 0, s>>>((const T *)x, (T *)y, indices,
+                                                                      planes, w, col_major);
+}
+
+extern "C" int cu_max_pool(void *stream, int kind, const void *x, void *y, int64_t *indices,
+                           int64_t planes, cu_window w, int col_major) {
+    if (planes * w.col_size == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (kind == 1) max_pool_launch<oc_f16>(s, x, y, indices, planes, w, col_major);
+    else if (kind == 2) max_pool_launch<oc_bf16>(s, x, y, indices, planes, w, col_major);
+    else max_pool_launch<float>(s, x, y, indices, planes, w, col_major);
+    return last_error();
+}
+
+template <typename T>
 static void max_pool_grad_launch(cudaStream_t s, const T *dy, const T *x, T *dx, int64_t planes,
                                  cu_window w, int32_t *arg) {
     int64_t n = planes * w.img_size;
     pool2d q;
     if (arg && pool2d_of(w, &q)) {
         if (planes * w.col_size > 0)
-            k_max_argmax2d<T>
-                <<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, arg, planes, q);
+            k_max_pool2d<T>
+                <<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, NULL, arg, planes, q);
         k_max_pool_grad2d<T><<<blocks_for(n), THREADS, 0, s>>>(dy, arg, dx, planes, q);
         return;
     }

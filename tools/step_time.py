@@ -30,7 +30,7 @@ CLASSES = {
     "MaxPoolGrad": "pooling", "AveragePoolGrad": "pooling", "GlobalAveragePoolGrad": "pooling",
     "Gemm": "GEMM / MatMul", "MatMul": "GEMM / MatMul", "MatMulGradA": "GEMM / MatMul",
     "MatMulGradB": "GEMM / MatMul", "FusedAttention": "attention",
-    "FusedAttentionGrad": "attention", "ReduceSumTo": "GEMM / MatMul",
+    "FusedAttentionGrad": "attention", "ReduceSumTo": "bias / broadcast gradient sums",
     "SoftmaxCrossEntropyLoss": "loss", "SoftmaxCrossEntropyLossGrad": "loss",
     "SGDMomentum": "optimizer", "AdamW": "optimizer", "ClipGradNorm": "optimizer",
     "LayerNormalization": "LayerNorm", "LayerNormalizationGrad": "LayerNorm",

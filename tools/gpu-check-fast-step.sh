@@ -50,8 +50,7 @@ row "op harness: channels-last (nhwc) cases cuda vs cpu" "$(grep -c '(nhwc.*cuda
 for spec in $FS_SPECS; do
     IFS=: read -r fm fb fsz fcl <<<"$spec"
     M=$LOG/${fm}.onnx
-    $PYTHON tools/export_models.py --models $fm --opset 13 --image-size $fsz --batch 2 --structure-only \
-        --out "$LOG/exp_$fm" >/dev/null 2>&1 && mv "$LOG/exp_$fm/${fm}_op13.onnx" "$M"
+    model_file $fm $fsz "$M"
     batch_files ${fm}_ $fb $fsz $fcl
     D="--input $LOG/${fm}_x.pb --labels $LOG/${fm}_y.pb"
     for lvl in no-fuse fused nhwc; do

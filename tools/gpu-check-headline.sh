@@ -28,12 +28,7 @@ else
     HDEV="" HVDEV=""
 fi
 h_model() { # NAME SIZE -> $LOG/NAME_h.onnx (structure only)
-    [ -f "$LOG/$1_h.onnx" ] && return
-    # the bundled export (the GPU machine's torch 2.x exports through dynamo, which
-    # tools/export_models.py's structure-only path does not drive)
-    [ $EMU = 0 ] && [ -f graphs/$1_op13.onnx ] && { cp graphs/$1_op13.onnx "$LOG/$1_h.onnx"; return; }
-    $PYTHON tools/export_models.py --models "$1" --opset 13 --image-size "$2" --batch 2 --structure-only \
-        --out "$LOG/exp_$1" >/dev/null 2>&1 && mv "$LOG/exp_$1/$1_op13.onnx" "$LOG/$1_h.onnx"
+    [ -f "$LOG/$1_h.onnx" ] || model_file "$1" "$2" "$LOG/$1_h.onnx"
 }
 h_left() { # SECONDS NAME: true when at least SECONDS of the budget are left, else a skipped row
     [ "$(budget_left)" -gt "$1" ] && return 0

@@ -22,8 +22,7 @@ else
     P_TORCH="eager eager-amp compile-amp compile-amp+cl"
 fi
 M=$LOG/${PM}_p.onnx
-$PYTHON tools/export_models.py --models $PM --opset 13 --image-size $PSZ --batch 2 --structure-only \
-    --out "$LOG/exp_p" >/dev/null 2>&1 && mv "$LOG/exp_p/${PM}_op13.onnx" "$M"
+model_file $PM $PSZ "$M"
 batch_files p_ $PB $PSZ $PCL
 D="--input $LOG/p_x.pb --labels $LOG/p_y.pb"
 for pr in fp32 bf16 bf16-nhwc; do

@@ -19,6 +19,8 @@ typedef struct rw {
     int *op_node, n_ops, cap_ops;
     uint8_t *op_rc;
     int *op_target;                    /* rc ops: the tensor it was inserted for */
+    int *rc_op;                        /* per tensor: the rc op that re-produces it, -1 */
+    int block0;                        /* the first op of the block being built */
     int *block_start;                  /* per node */
     int *first_bwd, *issue, *prod_pos; /* per tensor (ops) */
     /* emission */
@@ -60,19 +62,29 @@ static void op_push(rw *s, int node, bool rc, int target) {
     s->op_target[s->n_ops++] = target;
 }
 
-/* simulator.c rc_insert: the producer's inputs first, then the producer. */
+/* simulator.c rc_insert: the producer's inputs first, then the producer; a producer this
+ * block already recomputes re-produces t in that clone. */
 static void rc_insert(rw *s, int t) {
-    const ir_node *p = &s->g->nodes[s->g->tensors[t].producer];
+    int pi = s->g->tensors[t].producer;
+    for (int q = s->block0; q < s->n_ops; q++)
+        if (s->op_rc[q] && s->op_node[q] == pi) {
+            s->rc_done[t] = 1;
+            s->rc_op[t] = q;
+            return;
+        }
+    const ir_node *p = &s->g->nodes[pi];
     int *in = oc_malloc(((size_t)p->n_inputs + 1) * sizeof(int));
     int k = distinct_inputs(p, in);
     for (int j = 0; j < k; j++)
         if (needs_rc(s, in[j]) && !s->rc_done[in[j]]) rc_insert(s, in[j]);
     oc_free(in);
-    op_push(s, s->g->tensors[t].producer, true, t);
+    op_push(s, pi, true, t);
     for (int j = 0; j < p->n_outputs; j++) {
         int o = p->outputs[j];
-        if (o >= 0 && (o == t || (needs_rc(s, o) && !s->rc_done[o] && s->is_saved[o])))
+        if (o >= 0 && (o == t || (needs_rc(s, o) && !s->rc_done[o] && s->is_saved[o]))) {
             s->rc_done[o] = 1;
+            s->rc_op[o] = s->n_ops - 1;
+        }
     }
 }
 
@@ -80,7 +92,7 @@ static int build_sequence(rw *s, oc_err *err) {
     const ir_graph *g = s->g;
     int *in = oc_malloc(((size_t)g->n_tensors + 1) * sizeof(int));
     for (int i = 0; i < s->nn; i++) {
-        s->block_start[i] = s->n_ops;
+        s->block_start[i] = s->block0 = s->n_ops;
         if (i >= s->fwd_end) {
             int k = distinct_inputs(&g->nodes[i], in);
             for (int j = 0; j < k; j++) {
@@ -239,7 +251,8 @@ static int emit_clone(rw *s, int q, oc_err *err) {
             oc_free(nm);
         }
         ir_node_add_output(s->ng, n, nt);
-        if (o >= 0 && (o == t || (needs_rc(s, o) && s->cur_rc[o] < 0 && s->is_saved[o])))
+        if (o >= 0 &&
+            (o == t || s->rc_op[o] == q || (needs_rc(s, o) && s->cur_rc[o] < 0 && s->is_saved[o])))
             s->cur_rc[o] = nt;
     }
     copy_attrs(s, n, src);
@@ -458,6 +471,7 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
     s.issue = oc_calloc(nt1, sizeof(int));
     s.prod_pos = oc_calloc(nt1, sizeof(int));
     s.cur_rc = oc_malloc(nt1 * sizeof(int));
+    s.rc_op = oc_malloc(nt1 * sizeof(int));
     s.swapin = oc_malloc(nt1 * sizeof(int));
     s.host = oc_malloc(nt1 * sizeof(int));
     s.n_clones = oc_calloc(nn1, sizeof(int));
@@ -465,7 +479,7 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
         const ir_tensor *x = &g->tensors[t];
         s.fwd_act[t] =
             !train_tensor_persistent(tg, t) && x->producer >= 0 && x->producer < tg->n_forward;
-        s.cur_rc[t] = s.swapin[t] = s.host[t] = -1;
+        s.cur_rc[t] = s.rc_op[t] = s.swapin[t] = s.host[t] = -1;
     }
     for (int i = 0; i < tg->n_saved; i++) s.is_saved[tg->saved[i]] = 1;
     int rc = OC_OK;
@@ -544,9 +558,9 @@ int rewrite_plan(const train_graph *tg, const sim_plan *p, const sim_timeline *t
             train_graph_free(ntg);
         }
     }
-    void *fr[] = {s.fwd_act,   s.is_saved,    s.rc_done,   s.op_node,  s.op_rc,
-                  s.op_target, s.block_start, s.first_bwd, s.issue,    s.prod_pos,
-                  s.cur_rc,    s.swapin,      s.host,      s.n_clones, s.src_node};
+    void *fr[] = {s.fwd_act,     s.is_saved,  s.rc_done,  s.op_node,  s.op_rc,  s.op_target,
+                  s.block_start, s.first_bwd, s.issue,    s.prod_pos, s.cur_rc, s.rc_op,
+                  s.swapin,      s.host,      s.n_clones, s.src_node};
     for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) oc_free(fr[i]);
     if (rc) memset(out, 0, sizeof *out);
     return rc;

@@ -248,6 +248,7 @@ typedef struct run_state {
     const sim_plan *plan;
     int n_ops;
     int n_swap;
+    int block0; /* the first op of the block being built */
 } run_state;
 
 /* Does tensor t have to be re-produced when a recompute reads it? */
@@ -258,10 +259,18 @@ static bool needs_rc(const run_state *s, int t) {
            (d == SIM_DECISION_RECOMPUTE || (!c->is_saved[t] && d != SIM_DECISION_CHECKPOINT));
 }
 
-/* Appends the recompute op of t's producer, after those of its inputs. */
+/* Appends the recompute op of t's producer, after those of its inputs — or, when this block
+ * already recomputes the producer for another of its outputs, that op re-produces t too (a
+ * node's recompute makes all its outputs: GPT-2's q/k/v Split once, not once per output;
+ * rewrite.c does the same). */
 static void rc_insert(run_state *s, int t) {
     sim_context *c = s->c;
     int p = c->tg->g->tensors[t].producer;
+    for (int q = s->block0; q < s->n_ops; q++)
+        if (c->op_rc[q] && c->op_node[q] == p) {
+            c->rc_pos[t] = q;
+            return;
+        }
     for (int j = c->in_off[p]; j < c->in_off[p + 1]; j++) {
         int u = c->in_idx[j];
         if (needs_rc(s, u) && c->rc_pos[u] < 0) rc_insert(s, u);
@@ -341,7 +350,7 @@ static int plan_build(run_state *s, oc_err *err) {
     /* The sequence. */
     s->n_ops = 0;
     for (int i = 0; i < c->n_nodes; i++) {
-        c->block_start[i] = s->n_ops;
+        c->block_start[i] = s->block0 = s->n_ops;
         if (i >= c->n_forward)
             for (int j = c->in_off[i]; j < c->in_off[i + 1]; j++) {
                 int t = c->in_idx[j];

@@ -384,8 +384,9 @@ static int hand_named(ir_graph *g, const char *fmt, int k, int64_t bytes, ir_kin
     return hand_tensor(g, name, bytes, kind);
 }
 
-static void test_multi_output_recompute(void **state) {
-    (void)state;
+/* The graph above; one_block: a single backward node B(l, t1..tK) -> g instead of the chain
+ * Bk, so every recompute lands in one block. Returns the sim result with all tk recomputed. */
+static void split_recompute(bool one_block, sim_result *r, int *n_nodes, int *n_forward) {
     train_graph *tg = oc_calloc(1, sizeof *tg);
     ir_graph *g = tg->g = ir_graph_new();
     int x = hand_tensor(g, "x", 4, IR_KIND_INPUT), a = hand_tensor(g, "a", 400, IR_KIND_ACTIVATION);
@@ -411,18 +412,25 @@ static void test_multi_output_recompute(void **state) {
     int f3 = op_node_add(g, "F3", OP_SUM);
     for (int k = 0; k < SPLIT_K; k++) ir_node_add_input(g, f3, t[k]);
     ir_node_add_output(g, f3, c);
-    int n_forward = g->n_nodes;
+    int nf = g->n_nodes;
     hand_node(g, "L", c, -1, l);
-    hand_node(g, "B0", l, -1, gk[0]);
-    for (int k = 0; k < SPLIT_K; k++) {
-        snprintf(name, sizeof name, "B%d", k + 1);
-        hand_node(g, name, gk[k], t[k], gk[k + 1]);
+    if (one_block) {
+        int b = op_node_add(g, "B", OP_SUM);
+        ir_node_add_input(g, b, l);
+        for (int k = 0; k < SPLIT_K; k++) ir_node_add_input(g, b, t[k]);
+        ir_node_add_output(g, b, gk[SPLIT_K]);
+    } else {
+        hand_node(g, "B0", l, -1, gk[0]);
+        for (int k = 0; k < SPLIT_K; k++) {
+            snprintf(name, sizeof name, "B%d", k + 1);
+            hand_node(g, name, gk[k], t[k], gk[k + 1]);
+        }
     }
     int nn = g->n_nodes;
-    tg->n_forward = n_forward;
+    tg->n_forward = nf;
     tg->phase = oc_calloc((size_t)nn, sizeof *tg->phase);
-    tg->phase[n_forward] = TRAIN_PHASE_LOSS;
-    for (int i = n_forward + 1; i < nn; i++) tg->phase[i] = TRAIN_PHASE_BACKWARD;
+    tg->phase[nf] = TRAIN_PHASE_LOSS;
+    for (int i = nf + 1; i < nn; i++) tg->phase[i] = TRAIN_PHASE_BACKWARD;
     tg->fwd_of = oc_malloc((size_t)nn * sizeof(int));
     for (int i = 0; i < nn; i++) tg->fwd_of[i] = -1;
     tg->alias_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
@@ -442,18 +450,37 @@ static void test_multi_output_recompute(void **state) {
     sim_plan *plan = sim_plan_new(tg);
     for (int k = 0; k < SPLIT_K; k++) sim_plan_set(plan, t[k], SIM_DECISION_RECOMPUTE, -1);
     sim_options o = {0};
-    sim_result r;
-    if (sim_run(ctx, plan, &o, &r, NULL, &err)) fail_msg("%s", err.msg);
-    assert_true(r.feasible);
-    /* F1 once (a is freed after the forward), S and Rk once per k: 4K + 6 ops
-     * in all, more than the nodes + forward nodes (3K + 8) */
-    assert_int_equal(r.n_recompute, 1 + 2 * SPLIT_K);
-    assert_true(nn + r.n_recompute > nn + n_forward);
-    assert_time(r.recompute_s, 1.0 + 2 * SPLIT_K);
+    if (sim_run(ctx, plan, &o, r, NULL, &err)) fail_msg("%s", err.msg);
+    *n_nodes = nn, *n_forward = nf;
     sim_plan_free(plan);
     sim_context_free(ctx);
     profile_free(p);
     train_graph_free(tg);
+}
+
+static void test_multi_output_recompute(void **state) {
+    (void)state;
+    sim_result r;
+    int nn, n_forward;
+    split_recompute(false, &r, &nn, &n_forward);
+    assert_true(r.feasible);
+    /* F1 once (a is freed after the forward), S and Rk once per k (each Bk its own block):
+     * 4K + 6 ops in all, more than the nodes + forward nodes (3K + 8) */
+    assert_int_equal(r.n_recompute, 1 + 2 * SPLIT_K);
+    assert_true(nn + r.n_recompute > nn + n_forward);
+    assert_time(r.recompute_s, 1.0 + 2 * SPLIT_K);
+}
+
+/* One backward node reads every tk: S is recomputed once for all its outputs (a node's
+ * recompute makes every output; rewrite.c emits one clone), F1 once, each Rk once. */
+static void test_multi_output_recompute_one_block(void **state) {
+    (void)state;
+    sim_result r;
+    int nn, n_forward;
+    split_recompute(true, &r, &nn, &n_forward);
+    assert_true(r.feasible);
+    assert_int_equal(r.n_recompute, 2 + SPLIT_K);
+    assert_time(r.recompute_s, 2.0 + SPLIT_K);
 }
 
 int main(void) {
@@ -469,6 +496,7 @@ int main(void) {
         cmocka_unit_test(test_keep_equals_liveness),
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_multi_output_recompute),
+        cmocka_unit_test(test_multi_output_recompute_one_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,14 +68,14 @@ part_harness() {
     fi
     NVIDIA_TF32_OVERRIDE=0 tbox 150 $BUILD/tests/test_op_harness --require cuda >"$LOG/op_harness.log" 2>&1
     local rc=$? H=$LOG/op_harness.log
-    row "op harness cuda vs cpu (fp32 TF32 off)" "rc $rc: $(grep -c 'cuda matches cpu' "$H") cases match, $(grep -c 'cuda refuses it' "$H") refused as marked, $(grep -c '\[  FAILED  \] [A-Z]' "$H") failed"
+    row "op harness cuda vs cpu (fp32 TF32 off)" "rc $rc: $(grep -c 'cuda matches cpu' "$H") cases match, $(grep -c 'cuda refuses it' "$H") refused as marked, $(grep '\[  FAILED  \] [A-Z]' "$H" | sort -u | wc -l) failed"
     local what pat
     for what in "BatchNormRelu:^ok - BatchNormRelu" "ConvRelu:^ok - ConvRelu" "channels-last:^ok - .*nhwc" \
                 "fp16:^ok - .*fp16" "bf16:^ok - .*bf16" "attention:^ok - .*[Aa]ttention"; do
         pat=${what#*:}
         row "  $( printf '%-14s' "${what%%:*}") cases" "$(grep "$pat" "$H" | grep -c 'cuda matches cpu') match"
     done
-    while IFS= read -r l; do row "    failed" "${l#*FAILED  \] }"; done < <(grep '\[  FAILED  \] [A-Z]' "$H" | head -12)
+    while IFS= read -r l; do row "    failed" "${l#*FAILED  \] }"; done < <(grep '\[  FAILED  \] [A-Z]' "$H" | sort -u | head -12)
     return 0
 }
 part_r50() {

@@ -182,13 +182,13 @@ int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, 
 int cu_binary(void *stream, cu_dtype dt, const void *a, cu_shape as, const void *b, cu_shape bs,
               void *y, cu_shape ys, int op);
 /* ReduceSumTo's shape, its unit dims dropped and neighbouring dims of one kind merged:
- * CU_SUM_TO_COLS (R, C) -> (C): rows summed (a bias gradient after a GEMM), P parts;
- * CU_SUM_TO_ROWS (R, S) -> (R): each row's tail summed; CU_SUM_TO_MID (N, C, S) -> (C);
+ * CU_SUM_TO_COLS (R, C) -> (C): rows summed (a bias gradient after a GEMM);
+ * CU_SUM_TO_MID (N, C, S) -> (C), N or S possibly 1 (a conv's bias gradient; a row's tail);
  * CU_SUM_TO_ANY: another pattern (one thread per dX element). */
-enum { CU_SUM_TO_ANY, CU_SUM_TO_COLS, CU_SUM_TO_ROWS, CU_SUM_TO_MID };
+enum { CU_SUM_TO_ANY, CU_SUM_TO_COLS, CU_SUM_TO_MID };
 typedef struct cu_sum_to {
     int kind;
-    int64_t a, b, c, parts; /* COLS: R, C; ROWS: R, S; MID: N, C, S */
+    int64_t a, b, c; /* COLS: R, C; MID: N, C, S */
 } cu_sum_to;
 static inline cu_sum_to cu_sum_to_of(cu_shape ys, cu_shape xs) {
     int64_t g[CU_MAX_RANK];
@@ -199,21 +199,18 @@ static inline cu_sum_to cu_sum_to_of(cu_shape ys, cu_shape xs) {
         if (n > 0 && red[n - 1] == r) g[n - 1] *= ys.d[d];
         else g[n] = ys.d[d], red[n++] = r;
     }
-    cu_sum_to k = {CU_SUM_TO_ANY, 0, 0, 0, 0};
-    if (n == 1 && red[0]) k = (cu_sum_to){CU_SUM_TO_COLS, g[0], 1, 0, 0};
-    else if (n == 2 && red[0]) k = (cu_sum_to){CU_SUM_TO_COLS, g[0], g[1], 0, 0};
-    else if (n == 2) k = (cu_sum_to){CU_SUM_TO_ROWS, g[0], g[1], 0, 0};
-    else if (n == 3 && red[0]) k = (cu_sum_to){CU_SUM_TO_MID, g[0], g[1], g[2], 0};
-    if (k.kind == CU_SUM_TO_COLS) k.parts = cu_channel_parts(k.a, k.b);
-    return k;
+    if (n == 1 && red[0]) return (cu_sum_to){CU_SUM_TO_COLS, g[0], 1, 0};
+    if (n == 2 && red[0]) return (cu_sum_to){CU_SUM_TO_COLS, g[0], g[1], 0};
+    if (n == 2) return (cu_sum_to){CU_SUM_TO_MID, 1, g[0], g[1]};
+    if (n == 3 && red[0]) return (cu_sum_to){CU_SUM_TO_MID, g[0], g[1], g[2]};
+    return (cu_sum_to){CU_SUM_TO_ANY, 0, 0, 0};
 }
 /* the doubles cu_reduce_sum_to needs in ws */
 static inline int64_t cu_sum_to_scratch(cu_shape ys, cu_shape xs) {
     cu_sum_to k = cu_sum_to_of(ys, xs);
-    return k.kind == CU_SUM_TO_COLS   ? k.parts * k.b
-           : k.kind == CU_SUM_TO_ROWS ? k.a
-           : k.kind == CU_SUM_TO_MID  ? k.a * k.b
-                                      : 0;
+    return k.kind == CU_SUM_TO_COLS  ? cu_channel_parts(k.a, k.b) * k.b
+           : k.kind == CU_SUM_TO_MID ? k.a * k.b
+                                     : 0;
 }
 /* dX = scale * sum of dY over broadcast dims (cpu_reduce_sum_to: double sums, rounded once);
  * dY and dX of one kind (0 float, 1 fp16, 2 bf16). The patterns of cu_sum_to_of add partial

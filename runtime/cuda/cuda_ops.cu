@@ -1575,13 +1575,19 @@ __global__ void k_col_sums(const double *t, int64_t N, int64_t C, void *out, int
     }
 }
 
+// scale * the sums of x (N, C, S) over N and S: per-(n, c) rows (a warp each) into ws, then
+// over n per column (cu_channel_sum, ReduceSumTo)
+static int sum_nsc(cudaStream_t st, const void *x, int kx, int64_t N, int64_t C, int64_t S,
+                   double *ws, void *out, int kout, float scale) {
+    if (C == 0) return 0;
+    if (N * C > 0) k_row_sums<<<warps_for(N * C), WARP, 0, st>>>(x, kx, N * C, S, ws);
+    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, N, C, out, kout, scale);
+    return last_error();
+}
+
 extern "C" int cu_channel_sum(void *stream, const void *x, int kx, int64_t N, int64_t C, int64_t S,
                               double *ws, void *out, int kout) {
-    if (C == 0) return 0;
-    cudaStream_t st = (cudaStream_t)stream;
-    if (N * C > 0) k_row_sums<<<warps_for(N * C), WARP, 0, st>>>(x, kx, N * C, S, ws);
-    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, N, C, out, kout, 1.0f);
-    return last_error();
+    return sum_nsc((cudaStream_t)stream, x, kx, N, C, S, ws, out, kout, 1.0f);
 }
 
 // ReluGradBias: dz = relu'(y) dy written, and its per-(n, c) row sums in double into t
@@ -1651,16 +1657,22 @@ __global__ void k_part_channel_sums(const void *x, int kx, int64_t rows, int64_t
     }
 }
 
-extern "C" int cu_channel_sum_nhwc(void *stream, const void *x, int kx, int64_t rows, int64_t C,
-                                   double *ws, void *out, int kout) {
+// scale * the column sums of x (rows, C): parts of rows per column (cu_channel_parts) into ws,
+// then the parts per column (cu_channel_sum_nhwc, ReduceSumTo)
+static int sum_cols(cudaStream_t st, const void *x, int kx, int64_t rows, int64_t C, double *ws,
+                    void *out, int kout, float scale) {
     if (C == 0) return 0;
-    cudaStream_t st = (cudaStream_t)stream;
     int64_t P = cu_channel_parts(rows, C);
     if (rows > 0)
         k_part_channel_sums<<<blocks_for(P * C), THREADS, 0, st>>>(x, kx, rows, C,
                                                                    (rows + P - 1) / P, P, ws);
-    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, rows > 0 ? P : 0, C, out, kout, 1.0f);
+    k_col_sums<<<warps_for(C), WARP, 0, st>>>(ws, rows > 0 ? P : 0, C, out, kout, scale);
     return last_error();
+}
+
+extern "C" int cu_channel_sum_nhwc(void *stream, const void *x, int kx, int64_t rows, int64_t C,
+                                   double *ws, void *out, int kout) {
+    return sum_cols((cudaStream_t)stream, x, kx, rows, C, ws, out, kout, 1.0f);
 }
 
 // ReduceSumTo: the bias gradient of a GEMM (rows summed), of a convolution (N and S), a
@@ -1672,21 +1684,8 @@ extern "C" int cu_reduce_sum_to(void *stream, int kind, const void *dy, cu_shape
     if (m == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     cu_sum_to k = cu_sum_to_of(ys, xs);
-    switch (k.kind) {
-    case CU_SUM_TO_COLS: /* (R, C): parts of rows, then the parts per column */
-        k_part_channel_sums<<<blocks_for(k.parts * k.b), THREADS, 0, s>>>(
-            dy, kind, k.a, k.b, (k.a + k.parts - 1) / k.parts, k.parts, ws);
-        k_col_sums<<<warps_for(k.b), WARP, 0, s>>>(ws, k.parts, k.b, dx, kind, scale);
-        return last_error();
-    case CU_SUM_TO_ROWS: /* (R, S): a warp per row, then each row's total scaled */
-        k_row_sums<<<warps_for(k.a), WARP, 0, s>>>(dy, kind, k.a, k.b, ws);
-        k_col_sums<<<warps_for(k.a), WARP, 0, s>>>(ws, 1, k.a, dx, kind, scale);
-        return last_error();
-    case CU_SUM_TO_MID: /* (N, C, S): per-(n, c) rows, then over n */
-        k_row_sums<<<warps_for(k.a * k.b), WARP, 0, s>>>(dy, kind, k.a * k.b, k.c, ws);
-        k_col_sums<<<warps_for(k.b), WARP, 0, s>>>(ws, k.a, k.b, dx, kind, scale);
-        return last_error();
-    }
+    if (k.kind == CU_SUM_TO_COLS) return sum_cols(s, dy, kind, k.a, k.b, ws, dx, kind, scale);
+    if (k.kind == CU_SUM_TO_MID) return sum_nsc(s, dy, kind, k.a, k.b, k.c, ws, dx, kind, scale);
     unsigned b = blocks_for(m);
     if (kind == 1)
         k_reduce_sum_to<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, ys, xs, (oc_f16 *)dx, m, scale);

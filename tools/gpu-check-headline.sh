@@ -18,6 +18,8 @@
 #   trace      ResNet-50 traced --no-fuse and fused: tools/step_time.py's per-op-class table
 #   caps       16 GiB: ResNet-50 fused fp32 and bf16, GPT-2 (measured profile, plan, run), and
 #              PyTorch ResNet-50 checkpointing under the cap
+#   gpt2_trace GPT-2 traced with --attention unfused and fused (tools/step_time.py --nodes)
+#   torch_gpt2 PyTorch GPT-2 eager in core (tools/gpu_torch_transformers.py)
 # (the emulator: ResNet-18 b4 64x64, alexnet_small b4, the tiny GPT; PyTorch on the CPU)
 HSTEPS=6
 if [ $EMU = 1 ]; then
@@ -161,6 +163,27 @@ part_trace() {
         >"$LOG/step_time.md" 2>&1
     row "where the step goes ($R b$RB fp32, ms/step)" "step_time.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time.md"
+}
+part_gpt2_trace() { # GPT-2 traced, attention unfused and fused: per op class and per node
+    [ -n "${GM:-}" ] || part_gpt2
+    local att
+    for att in unfused fused; do
+        h_left 40 "trace $G $att" || return 0
+        tbox 150 $RUN "$GM" --backend cuda --batch $GB --steps 3 --lr 0.01 $GD --attention $att \
+            --trace-out "$LOG/trace_${G}_$att.json" >"$LOG/trace_${G}_$att.log" 2>&1
+    done
+    $PYTHON tools/step_time.py "unfused=$LOG/trace_${G}_unfused.json" "fused=$LOG/trace_${G}_fused.json" \
+        --nodes 30 >"$LOG/step_time_$G.md" 2>&1
+    row "where the step goes ($G b$GB fp32, ms/step; nodes: unfused)" "step_time_$G.md:"
+    while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time_$G.md"
+}
+part_torch_gpt2() { # PyTorch GPT-2 eager in core, for the in-core ratio
+    [ "${GPU_CHECK_NO_TORCH:-0}" = 1 ] && { row "  pytorch $G eager" "not run (GPU_CHECK_NO_TORCH=1)"; return 0; }
+    h_left 60 "  pytorch $G eager b$GB" || return 0
+    local out
+    out=$(tbox 150 $PYTHON tools/gpu_torch_transformers.py $G eager $GB --iters 3 \
+          $([ $EMU = 1 ] && echo --device cpu) 2>"$LOG/torch_${G}_eager.err" | tail -1)
+    row "  pytorch $G eager b$GB" "${out:-FAILED ($(tail -1 "$LOG/torch_${G}_eager.err"))}"
 }
 h_cap() { # TAG MODEL BATCH DATA IN-CORE-LOG IN-CORE-IPS FLAGS...: profile, plan, run under 16 GiB
     local tag=$1 m=$2 b=$3 d=$4 ilog=$5 iips=$6 rc

@@ -76,6 +76,34 @@ __device__ static inline double warp_sum(double v) {
     return v;
 }
 
+// Row kernels with several rows a block: ROW_BLOCK threads, a warp (WARP lanes) per row, so a
+// block is not one warp (an SM holds at most 32 blocks: one-warp blocks fill half of it). On the
+// emulator (blockDim 1) one lane walks each row and the reductions do nothing.
+#define ROW_BLOCK 128
+#ifdef OC_CUDA_EMU
+#define ROW_BLOCK_ONLY() emu_require_block(ROW_BLOCK, __func__)
+#else
+#define ROW_BLOCK_ONLY() ((void)0)
+#endif
+__device__ static inline int row_lanes() { return blockDim.x < WARP ? (int)blockDim.x : WARP; }
+__device__ static inline int row_warps() { return blockDim.x < WARP ? 1 : (int)blockDim.x / WARP; }
+#define MROW_LOOP(r, rows)                                                                         \
+    for (int64_t r = (int64_t)blockIdx.x * row_warps() + threadIdx.x / WARP; r < (rows);          \
+         r += (int64_t)gridDim.x * row_warps())
+static unsigned row_blocks_for(int64_t rows) {
+    return warps_for((rows + ROW_BLOCK / WARP - 1) / (ROW_BLOCK / WARP));
+}
+__device__ static inline float lanes_max(float v) {
+    ROW_BLOCK_ONLY();
+    for (int o = row_lanes() / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ static inline float lanes_sum(float v) {
+    ROW_BLOCK_ONLY();
+    for (int o = row_lanes() / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
 // Four floats moved as one 16-byte access (ld/st.global.v4) where every pointer is
 // 16-byte aligned and n is a multiple of 4 (arena tensors are 256-byte aligned): the
 // memory-bound kernels below then run near the card's bandwidth.
@@ -178,6 +206,41 @@ __device__ static inline void bidx_at(const cu_bidx &b, int64_t i, int64_t (&off
     else bidx_walk<int64_t, N>(b, i, off);
 }
 
+// Four output elements a thread where the innermost merged dim is a multiple of 4 and every
+// operand walks it with stride 1 or 0 (a same-shape operand, a scalar, a bias along it, a mask
+// repeated over heads): the 4 offsets are one walk, a stride-1 operand's 4 values one 16-byte
+// load (its offset is then a multiple of 4: its other strides are multiples of that dim) and a
+// broadcast operand's one value. The pointers must be 16-byte aligned (bidx_v4_ok).
+static bool bidx_v4(const cu_bidx *b, int n_ops) {
+    if (b->d[b->rank - 1] % 4) return false;
+    for (int j = 0; j < n_ops; j++)
+        if (b->st[j][b->rank - 1] > 1) return false;
+    return true;
+}
+static bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
+// bytes of one element of a stride-1 operand times 4 must keep its 4-group aligned
+static bool bidx_v4_ok(const cu_bidx *b, int n_ops, const void *const *ptrs, const int *esize,
+                       const void *out, int out_esize) {
+    if (!bidx_v4(b, n_ops) || (uintptr_t)out % (4 * out_esize)) return false;
+    for (int j = 0; j < n_ops; j++)
+        if (b->st[j][b->rank - 1] == 1 && (uintptr_t)ptrs[j] % (4 * esize[j])) return false;
+    return true;
+}
+// the 4 values at off of an operand walking the inner dim with stride unit (1) or 0
+__device__ static inline f4 ld4(const float *p, int64_t off, bool unit) {
+    if (unit) return *(const f4 *)(p + off);
+    float v = p[off];
+    return f4{{v, v, v, v}};
+}
+struct alignas(4) u8x4 {
+    uint8_t v[4];
+};
+__device__ static inline u8x4 ld4(const uint8_t *p, int64_t off, bool unit) {
+    if (unit) return *(const u8x4 *)(p + off);
+    uint8_t v = p[off];
+    return u8x4{{v, v, v, v}};
+}
+
 // ---- Add / Sum with broadcast (cpu_add, cpu_sum) ----
 /* out (op)= in: CU_BC_ASSIGN, ADD, SUB, MUL, DIV (cuda_launch.h). */
 template <typename T> __device__ static inline T bc_apply(int op, T d, T s) {
@@ -205,6 +268,19 @@ __global__ void k_binary(const T *a, const T *b, cu_bidx bi, T *y, int64_t n, in
         int64_t o[2];
         bidx_at<2>(bi, i, o);
         y[i] = bc_apply<T>(op, a[o[0]], b[o[1]]);
+    }
+}
+
+// k_binary four elements a thread (bidx_v4)
+__global__ void k_binary4(const float *a, const float *b, cu_bidx bi, float *y, int64_t n4,
+                          int op) {
+    bool ua = bi.st[0][bi.rank - 1] == 1, ub = bi.st[1][bi.rank - 1] == 1;
+    GRID_LOOP(q, n4) {
+        int64_t o[2];
+        bidx_at<2>(bi, q * 4, o);
+        f4 x = ld4(a, o[0], ua), z = ld4(b, o[1], ub), r;
+        for (int e = 0; e < 4; e++) r.v[e] = bc_apply<float>(op, x.v[e], z.v[e]);
+        ((f4 *)y)[q] = r;
     }
 }
 
@@ -331,6 +407,13 @@ extern "C" int cu_binary(void *stream, cu_dtype dt, const void *a, cu_shape as, 
     cu_shape in[2] = {as, bs};
     cu_bidx bi = bidx_of(ys, in, 2);
     cudaStream_t s = (cudaStream_t)stream;
+    const void *ptrs[2] = {a, b};
+    const int es[2] = {4, 4};
+    if (dt == CU_DT_F32 && bidx_v4_ok(&bi, 2, ptrs, es, y, 4)) {
+        k_binary4<<<blocks_for(n / 4), THREADS, 0, s>>>((const float *)a, (const float *)b, bi,
+                                                        (float *)y, n / 4, op);
+        return last_error();
+    }
     if (dt == CU_DT_F32)
         k_binary<<<blocks_for(n), THREADS, 0, s>>>((const float *)a, (const float *)b, bi,
                                                    (float *)y, n, op);
@@ -615,11 +698,33 @@ __global__ void k_dropout(const T *x, T *y, uint8_t *mask, int64_t n, cu_rng r, 
     }
 }
 
+// float, training, 4 elements a thread (the same draw per element index as k_dropout)
+__global__ void k_dropout4(const f4 *x, f4 *y, u8x4 *mask, int64_t n4, cu_rng r, float ratio) {
+    float scale = 1.0f / (1.0f - ratio);
+    uint64_t key = rng_key(r);
+    GRID_LOOP(q, n4) {
+        f4 a = x[q], o;
+        u8x4 m;
+        for (int e = 0; e < 4; e++) {
+            bool keep = rng_uniform(key, (uint64_t)(q * 4 + e)) >= ratio;
+            o.v[e] = keep ? a.v[e] * scale : 0.0f;
+            m.v[e] = keep;
+        }
+        y[q] = o;
+        if (mask) mask[q] = m;
+    }
+}
+
 extern "C" int cu_dropout(void *stream, int kind, const void *x, void *y, uint8_t *mask, int64_t n,
                           cu_rng key, float ratio, int train) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(n);
+    if (kind == 0 && train && ratio != 0.0f && vec4_ok(n, x, y, y) && (uintptr_t)mask % 4 == 0) {
+        k_dropout4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)x, (f4 *)y, (u8x4 *)mask,
+                                                         n / 4, key, ratio);
+        return last_error();
+    }
     if (kind == 1)
         k_dropout<<<b, THREADS, 0, s>>>((const oc_f16 *)x, (oc_f16 *)y, mask, n, key, ratio, train);
     else if (kind == 2)
@@ -771,9 +876,111 @@ __global__ void k_softmax_grad_rows(const float *dy, const float *y, float *dx, 
     }
 }
 
+// The last axis, D a multiple of 4 and the rows 16-byte aligned (attention's scores): a warp per
+// row, the row held in registers (SM_V float4s a lane: D <= 1024 on a GPU; what does not fit is
+// read again), float arithmetic as PyTorch's kernel (the cpu's double sums agree to ~1e-7).
+#define SM_V 8
+#ifdef __CUDACC__
+#define UNROLL _Pragma("unroll")
+#else
+#define UNROLL
+#endif
+__device__ static inline float max4(float m, f4 a) {
+    return fmaxf(fmaxf(m, fmaxf(a.v[0], a.v[1])), fmaxf(a.v[2], a.v[3]));
+}
+__device__ static inline f4 softmax4(f4 a, float m, float ls, float inv, int log) {
+    f4 o;
+    for (int e = 0; e < 4; e++) o.v[e] = log ? a.v[e] - ls : expf(a.v[e] - m) * inv;
+    return o;
+}
+__device__ static inline f4 softmax_grad4(f4 g, f4 a, float sum, int log) {
+    f4 o;
+    for (int e = 0; e < 4; e++) o.v[e] = log ? g.v[e] - expf(a.v[e]) * sum : a.v[e] * (g.v[e] - sum);
+    return o;
+}
+__global__ void k_softmax_rows4(const float *x, float *y, int64_t rows, int64_t D4, int log) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(r, rows) {
+        const f4 *xr = (const f4 *)x + r * D4;
+        f4 *yr = (f4 *)y + r * D4;
+        f4 c[SM_V];
+        float m = -INFINITY;
+UNROLL
+        for (int k = 0; k < SM_V; k++) {
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D4) c[k] = xr[i], m = max4(m, c[k]);
+        }
+        for (int64_t i = lane + (int64_t)SM_V * L; i < D4; i += L) m = max4(m, xr[i]);
+        m = lanes_max(m);
+        if (m == -INFINITY) m = 0.0f;
+        float sum = 0.0f;
+UNROLL
+        for (int k = 0; k < SM_V; k++) {
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D4)
+                for (int e = 0; e < 4; e++) sum += expf(c[k].v[e] - m);
+        }
+        for (int64_t i = lane + (int64_t)SM_V * L; i < D4; i += L) {
+            f4 a = xr[i];
+            for (int e = 0; e < 4; e++) sum += expf(a.v[e] - m);
+        }
+        sum = lanes_sum(sum);
+        float ls = log ? m + logf(sum) : 0.0f, inv = 1.0f / sum;
+        UNROLL
+        for (int k = 0; k < SM_V; k++) { // (constant indices keep c[] in registers)
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D4) yr[i] = softmax4(c[k], m, ls, inv, log);
+        }
+        for (int64_t i = lane + (int64_t)SM_V * L; i < D4; i += L)
+            yr[i] = softmax4(xr[i], m, ls, inv, log);
+    }
+}
+
+// its gradient: dx = y (dy - sum(dy y)), or for LogSoftmax dx = dy - exp(y) sum(dy)
+__global__ void k_softmax_grad_rows4(const float *dy, const float *y, float *dx, int64_t rows,
+                                     int64_t D4, int log) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(r, rows) {
+        const f4 *gr = (const f4 *)dy + r * D4, *yr = (const f4 *)y + r * D4;
+        f4 *xr = (f4 *)dx + r * D4;
+        f4 cg[SM_V], cy[SM_V];
+        float sum = 0.0f;
+UNROLL
+        for (int k = 0; k < SM_V; k++) {
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D4) {
+                cg[k] = gr[i], cy[k] = yr[i];
+                for (int e = 0; e < 4; e++) sum += log ? cg[k].v[e] : cg[k].v[e] * cy[k].v[e];
+            }
+        }
+        for (int64_t i = lane + (int64_t)SM_V * L; i < D4; i += L) {
+            f4 g = gr[i], a = yr[i];
+            for (int e = 0; e < 4; e++) sum += log ? g.v[e] : g.v[e] * a.v[e];
+        }
+        sum = lanes_sum(sum);
+        UNROLL
+        for (int k = 0; k < SM_V; k++) {
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D4) xr[i] = softmax_grad4(cg[k], cy[k], sum, log);
+        }
+        for (int64_t i = lane + (int64_t)SM_V * L; i < D4; i += L)
+            xr[i] = softmax_grad4(gr[i], yr[i], sum, log);
+    }
+}
+
+static bool softmax_rows4_ok(int64_t D, int64_t inner, const void *a, const void *b,
+                             const void *c) {
+    return inner == 1 && D % 4 == 0 && ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 == 0;
+}
+
 extern "C" int cu_softmax(void *stream, const float *x, float *y, int64_t outer, int64_t D,
                           int64_t inner, int log) {
     if (outer * inner == 0) return 0;
+    if (softmax_rows4_ok(D, inner, x, y, y)) {
+        k_softmax_rows4<<<row_blocks_for(outer), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
+            x, y, outer, D / 4, log);
+        return last_error();
+    }
     if (inner == 1) {
         k_softmax_rows<<<warps_for(outer), WARP, 0, (cudaStream_t)stream>>>(x, y, outer, D, log);
         return last_error();
@@ -786,6 +993,11 @@ extern "C" int cu_softmax(void *stream, const float *x, float *y, int64_t outer,
 extern "C" int cu_softmax_grad(void *stream, const float *dy, const float *y, float *dx,
                                int64_t outer, int64_t D, int64_t inner, int log) {
     if (outer * inner == 0) return 0;
+    if (softmax_rows4_ok(D, inner, dy, y, dx)) {
+        k_softmax_grad_rows4<<<row_blocks_for(outer), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
+            dy, y, dx, outer, D / 4, log);
+        return last_error();
+    }
     if (inner == 1) {
         k_softmax_grad_rows<<<warps_for(outer), WARP, 0, (cudaStream_t)stream>>>(dy, y, dx, outer,
                                                                                  D, log);
@@ -1810,12 +2022,32 @@ __global__ void k_where(const uint8_t *c, const float *x, const float *y, cu_bid
     }
 }
 
+__global__ void k_where4(const uint8_t *c, const float *x, const float *y, cu_bidx bi, float *out,
+                         int64_t n4) {
+    int L = bi.rank - 1;
+    bool uc = bi.st[0][L] == 1, ux = bi.st[1][L] == 1, uy = bi.st[2][L] == 1;
+    GRID_LOOP(q, n4) {
+        int64_t o[3];
+        bidx_at<3>(bi, q * 4, o);
+        u8x4 m = ld4(c, o[0], uc);
+        f4 a = ld4(x, o[1], ux), b = ld4(y, o[2], uy), r;
+        for (int e = 0; e < 4; e++) r.v[e] = m.v[e] ? a.v[e] : b.v[e];
+        ((f4 *)out)[q] = r;
+    }
+}
+
 extern "C" int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float *x, cu_shape xs,
                         const float *y, cu_shape ys, float *out, cu_shape os) {
     int64_t n = numel(os);
     if (n == 0) return 0;
     cu_shape in[3] = {cs, xs, ys};
     cu_bidx bi = bidx_of(os, in, 3);
+    const void *ptrs[3] = {c, x, y};
+    const int es[3] = {1, 4, 4};
+    if (bidx_v4_ok(&bi, 3, ptrs, es, out, 4)) {
+        k_where4<<<blocks_for(n / 4), THREADS, 0, (cudaStream_t)stream>>>(c, x, y, bi, out, n / 4);
+        return last_error();
+    }
     k_where<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(c, x, y, bi, out, n);
     return last_error();
 }
@@ -1869,6 +2101,19 @@ __global__ void k_where_grad(const T *dy, const uint8_t *c, cu_bidx bi, T *dx, i
     }
 }
 
+__global__ void k_where_grad4(const float *dy, const uint8_t *c, cu_bidx bi, float *dx, int select,
+                              int64_t n4) {
+    bool uc = bi.st[0][bi.rank - 1] == 1;
+    GRID_LOOP(q, n4) {
+        int64_t o[1];
+        bidx_at<1>(bi, q * 4, o);
+        u8x4 m = ld4(c, o[0], uc);
+        f4 g = ((const f4 *)dy)[q], r;
+        for (int e = 0; e < 4; e++) r.v[e] = (m.v[e] != 0) == (select != 0) ? g.v[e] : 0.0f;
+        ((f4 *)dx)[q] = r;
+    }
+}
+
 extern "C" int cu_where_grad(void *stream, int kind, const void *dy, const uint8_t *c, cu_shape cs,
                              cu_shape os, void *dx, int select) {
     int64_t n = numel(os);
@@ -1876,6 +2121,13 @@ extern "C" int cu_where_grad(void *stream, int kind, const void *dy, const uint8
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(n);
     cu_bidx bi = bidx_of(os, &cs, 1);
+    const void *ptrs[1] = {c};
+    const int es[1] = {1};
+    if (kind == 0 && aligned16(dy) && bidx_v4_ok(&bi, 1, ptrs, es, dx, 4)) {
+        k_where_grad4<<<blocks_for(n / 4), THREADS, 0, s>>>((const float *)dy, c, bi, (float *)dx,
+                                                            select, n / 4);
+        return last_error();
+    }
     if (kind == 1)
         k_where_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, c, bi, (oc_f16 *)dx, select, n);
     else if (kind == 2)
@@ -1889,11 +2141,25 @@ __global__ void k_dropout_grad(const T *dy, const uint8_t *mask, T *dx, int64_t 
     GRID_LOOP(i, n) st(dx, i, mask[i] ? ld(dy, i) * scale : 0.0f);
 }
 
+__global__ void k_dropout_grad4(const f4 *dy, const u8x4 *mask, f4 *dx, int64_t n4, float scale) {
+    GRID_LOOP(q, n4) {
+        f4 g = dy[q], r;
+        u8x4 m = mask[q];
+        for (int e = 0; e < 4; e++) r.v[e] = m.v[e] ? g.v[e] * scale : 0.0f;
+        dx[q] = r;
+    }
+}
+
 extern "C" int cu_dropout_grad(void *stream, int kind, const void *dy, const uint8_t *mask,
                                void *dx, int64_t n, float scale) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(n);
+    if (kind == 0 && vec4_ok(n, dy, dx, dx) && (uintptr_t)mask % 4 == 0) {
+        k_dropout_grad4<<<blocks_for(n / 4), THREADS, 0, s>>>((const f4 *)dy, (const u8x4 *)mask,
+                                                              (f4 *)dx, n / 4, scale);
+        return last_error();
+    }
     if (kind == 1)
         k_dropout_grad<<<b, THREADS, 0, s>>>((const oc_f16 *)dy, mask, (oc_f16 *)dx, n, scale);
     else if (kind == 2)
@@ -2384,23 +2650,29 @@ __device__ static int64_t sce_label(const void *labels, int l64, int64_t i, int 
     return l;
 }
 
-// a warp per row (a language model's rows are vocabulary-wide)
+// A warp per row, several rows a block (a language model's rows are vocabulary-wide): the row's
+// max and sum of exponentials in one pass (the sum rescaled when the max grows), log-probabilities
+// in a second, float arithmetic (as PyTorch's kernel); the per-row loss in double for the total.
 __global__ void k_sce_rows(const float *s, const void *labels, int l64, int64_t N, int64_t C,
                            int has_ig, int64_t ig, int red, float *loss, float *lp, double *ws) {
-    ROW_LOOP(i, N) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(i, N) {
         const float *row = s + i * C;
-        float mxf = -INFINITY;
-        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) mxf = fmaxf(mxf, row[c]);
-        double mx = warp_max(mxf), se = 0;
-        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) se += exp((double)row[c] - mx);
-        se = warp_sum(se);
-        double lse = mx + log(se);
+        float m = -INFINITY, se = 0.0f;
+        for (int64_t c = lane; c < C; c += L) {
+            float x = row[c];
+            if (x > m) se = se * expf(m - x) + 1.0f, m = x;
+            else if (x != -INFINITY) se += expf(x - m);
+            else if (x != x) se = x; // NaN propagates
+        }
+        float mx = lanes_max(m);
+        se = lanes_sum(m == -INFINITY ? 0.0f : se * expf(m - mx));
+        float lse = mx + logf(se);
         if (lp)
-            for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-                lp[i * C + c] = (float)((double)row[c] - lse);
-        if (threadIdx.x == 0) {
+            for (int64_t c = lane; c < C; c += L) lp[i * C + c] = row[c] - lse;
+        if (lane == 0) {
             int64_t l = sce_label(labels, l64, i, has_ig, ig, C);
-            double li = l >= 0 ? lse - (double)row[l] : l == -2 ? NAN : 0.0;
+            double li = l >= 0 ? (double)lse - (double)row[l] : l == -2 ? NAN : 0.0;
             if (red == 2) loss[i] = (float)li;
             ws[i] = li;
         }
@@ -2424,8 +2696,8 @@ extern "C" int cu_sce(void *stream, const float *s, const void *labels, int labe
                       float *log_prob, double *ws) {
     cudaStream_t st = (cudaStream_t)stream;
     if (N > 0)
-        k_sce_rows<<<warps_for(N), WARP, 0, st>>>(s, labels, labels64, N, C, has_ignore, ignore,
-                                                  reduction, loss, log_prob, ws);
+        k_sce_rows<<<row_blocks_for(N), ROW_BLOCK, 0, st>>>(s, labels, labels64, N, C, has_ignore,
+                                                            ignore, reduction, loss, log_prob, ws);
     if (reduction != 2)
         k_sce_total<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, reduction, loss,
                                      ws);
@@ -2439,14 +2711,18 @@ __global__ void k_sce_count(const void *labels, int l64, int64_t N, int64_t C, i
     ws[0] = (double)count;
 }
 
+// a warp per row: no division per element; d = scale (exp(lp) - [c == label]) / count
 __global__ void k_sce_grad(const float *lp, const void *labels, int l64, int64_t N, int64_t C,
                            int has_ig, int64_t ig, int red, float *d, const double *ws,
                            const float *scale) {
-    double k = red == 0 ? ws[0] : 1.0, s = scale ? (double)*scale : 1.0;
-    GRID_LOOP(t, N * C) {
-        int64_t i = t / C, c = t % C;
+    float f = (float)((scale ? (double)*scale : 1.0) / (red == 0 ? ws[0] : 1.0));
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(i, N) {
         int64_t l = sce_label(labels, l64, i, has_ig, ig, C);
-        d[t] = l == -2 ? NAN : l < 0 ? 0.0f : (float)(s * (exp((double)lp[t]) - (c == l)) / k);
+        const float *r = lp + i * C;
+        float *dr = d + i * C;
+        for (int64_t c = lane; c < C; c += L)
+            dr[c] = l == -2 ? NAN : l < 0 ? 0.0f : f * (expf(r[c]) - (c == l ? 1.0f : 0.0f));
     }
 }
 
@@ -2456,8 +2732,8 @@ extern "C" int cu_sce_grad(void *stream, const float *lp, const void *labels, in
     cudaStream_t st = (cudaStream_t)stream;
     k_sce_count<<<1, 1, 0, st>>>(labels, labels64, N, C, has_ignore, ignore, ws);
     if (N * C > 0)
-        k_sce_grad<<<blocks_for(N * C), THREADS, 0, st>>>(lp, labels, labels64, N, C, has_ignore,
-                                                          ignore, reduction, d, ws, scale);
+        k_sce_grad<<<row_blocks_for(N), ROW_BLOCK, 0, st>>>(lp, labels, labels64, N, C, has_ignore,
+                                                            ignore, reduction, d, ws, scale);
     return last_error();
 }
 

@@ -274,6 +274,12 @@ OP_CASE(SOFTMAX, "last axis (attention)", 13, 1, "[2,3,5]", "")
 OP_CASE(SOFTMAX, "middle axis", 13, 1, "[2,4,3]", "axis=1")
 OP_CASE(SOFTMAX, "opset 11: dims from axis flattened", 11, 1, "[2,3,4]", "axis=1")
 OP_CASE(LOG_SOFTMAX, "last axis", 13, 1, "[3,7]", "")
+/* rows of a multiple of 4: cuda's float4 row kernels, the row in registers up to 1024
+ * (and past them: 1040), several rows a block */
+OP_CASE(SOFTMAX, "last axis, rows of 8 (float4 rows)", 13, 1, "[2,3,8]", "")
+OP_CASE(SOFTMAX, "last axis, 1040 columns (past the rows' registers)", 13, 1, "[1,2,1040]", "")
+OP_CASE(LOG_SOFTMAX, "last axis, rows of 12 (float4 rows)", 13, 1, "[5,12]", "")
+OP_CASE(MUL, "attention scores by a scalar (float4 path)", 13, 1, "[2,3,4,8] f=0.125", "")
 OP_CASE(LOG_SOFTMAX, "axis 0", 13, 1, "[4,3,2]", "axis=0")
 OP_CASE(EXPAND, "a class token over the batch (ViT)", 13, 1, "[1,1,5] i64=[3,4,1]", "")
 OP_CASE(EXPAND, "to a higher rank", 13, 1, "[3,1] i64=[2,1,4]", "")

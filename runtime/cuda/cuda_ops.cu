@@ -742,6 +742,16 @@ template <typename T> __global__ void k_transpose(const T *x, cu_bidx bi, T *y, 
     }
 }
 
+// 4-byte elements whose innermost dim stays innermost (attention's head split, (N, T, H, D) ->
+// (N, H, T, D)) with D a multiple of 4: 16 bytes a thread
+__global__ void k_transpose4(const float *x, cu_bidx bi, f4 *y, int64_t n4) {
+    GRID_LOOP(q, n4) {
+        int64_t o[1];
+        bidx_at<1>(bi, q * 4, o);
+        y[q] = *(const f4 *)(x + o[0]);
+    }
+}
+
 extern "C" int cu_transpose(void *stream, int es, const void *x, cu_shape xs, void *y, cu_shape ys,
                             cu_shape perm) {
     int64_t n = numel(ys);
@@ -757,6 +767,10 @@ extern "C" int cu_transpose(void *stream, int es, const void *x, cu_shape xs, vo
     bi.rank = ys.rank;
     for (int d = 0; d < ys.rank; d++) bi.d[d] = ys.d[d], bi.st[0][d] = in_st[perm.d[d]];
     bidx_collapse(&bi, 1);
+    if (es == 4 && bi.st[0][bi.rank - 1] == 1 && bidx_v4(&bi, 1) && aligned16(x) && aligned16(y)) {
+        k_transpose4<<<blocks_for(n / 4), THREADS, 0, s>>>((const float *)x, bi, (f4 *)y, n / 4);
+        return last_error();
+    }
     switch (es) {
     case 1: k_transpose<<<b, THREADS, 0, s>>>((const uint8_t *)x, bi, (uint8_t *)y, n); break;
     case 2: k_transpose<<<b, THREADS, 0, s>>>((const uint16_t *)x, bi, (uint16_t *)y, n); break;
@@ -1009,48 +1023,70 @@ extern "C" int cu_softmax_grad(void *stream, const float *dy, const float *y, fl
 }
 
 // ---- FusedAttention (cpu_attention.c): a warp per row of scores ----
-__device__ static bool att_masked(const cu_att_mask &m, int64_t b, int64_t t, int64_t j) {
-    if (!m.cond) return false;
-    int64_t off = t * m.cs[m.rank - 2] + j * m.cs[m.rank - 1];
+// the mask's offset for row (b, t) of the scores; element j of the row is at + j * cs[rank - 1]
+__device__ static int64_t att_mask_row(const cu_att_mask &m, int64_t b, int64_t t) {
+    if (!m.cond) return 0;
+    int64_t off = t * m.cs[m.rank - 2];
     for (int i = m.rank - 3; i >= 0; i--) {
         off += (b % m.bdims[i]) * m.cs[i];
         b /= m.bdims[i];
     }
-    bool c = m.cond[off] != 0;
+    return off;
+}
+__device__ static inline bool att_masked(const cu_att_mask &m, int64_t row_off, int64_t j) {
+    if (!m.cond) return false;
+    bool c = m.cond[row_off + j * m.cs[m.rank - 1]] != 0;
     return m.mode == 1 ? c : !c;
 }
 
+// A warp per row of scores, 4 rows a block, the row in registers (ATT_V a lane: S <= 1024 on a
+// GPU; the rest read again): mask, then row = exp(row - lse), lse = log(sum(exp(row))) computed
+// (forward, into lse_out) or given (backward's recompute: the forward's probabilities again).
+#define ATT_V 32
 __global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int64_t b0,
                               cu_att_mask m, const float *lse_in, float *lse_out) {
-    ROW_LOOP(r, rows) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(r, rows) {
         float *row = s + r * S;
-        int64_t b = b0 + r / T, t = r % T;
-        if (m.cond)
-            for (int64_t j = threadIdx.x; j < S; j += blockDim.x)
-                if (att_masked(m, b, t, j)) row[j] = m.fill;
-        double lse;
+        int64_t mo = att_mask_row(m, b0 + r / T, r % T);
+        float c[ATT_V], mx = -INFINITY;
+        UNROLL
+        for (int k = 0; k < ATT_V; k++) {
+            int64_t j = lane + (int64_t)k * L;
+            if (j < S) c[k] = att_masked(m, mo, j) ? m.fill : row[j], mx = fmaxf(mx, c[k]);
+        }
+        for (int64_t j = lane + (int64_t)ATT_V * L; j < S; j += L)
+            mx = fmaxf(mx, att_masked(m, mo, j) ? m.fill : row[j]);
+        float lse;
         if (lse_in) {
             lse = lse_in[r];
         } else {
-            float mx = -INFINITY;
-            for (int64_t j = threadIdx.x; j < S; j += blockDim.x) mx = fmaxf(mx, row[j]);
-            mx = warp_max(mx);
-            double sum = 0;
-            for (int64_t j = threadIdx.x; j < S; j += blockDim.x) sum += exp((double)row[j] - mx);
-            sum = warp_sum(sum);
-            lse = mx == -INFINITY ? -INFINITY : mx + ::log(sum);
-            if (threadIdx.x == 0) lse_out[r] = (float)lse;
+            mx = lanes_max(mx);
+            float sum = 0.0f;
+            UNROLL
+            for (int k = 0; k < ATT_V; k++)
+                if (lane + (int64_t)k * L < S) sum += expf(c[k] - mx);
+            for (int64_t j = lane + (int64_t)ATT_V * L; j < S; j += L)
+                sum += expf((att_masked(m, mo, j) ? m.fill : row[j]) - mx);
+            sum = lanes_sum(sum);
+            lse = mx == -INFINITY ? -INFINITY : mx + logf(sum);
+            if (lane == 0) lse_out[r] = lse;
         }
-        for (int64_t j = threadIdx.x; j < S; j += blockDim.x)
-            row[j] = (float)exp((double)row[j] - lse);
+        for (int64_t j = lane + (int64_t)ATT_V * L; j < S; j += L) // the tail first: row[j] read
+            row[j] = expf((att_masked(m, mo, j) ? m.fill : row[j]) - lse);
+        UNROLL
+        for (int k = 0; k < ATT_V; k++) {
+            int64_t j = lane + (int64_t)k * L;
+            if (j < S) row[j] = expf(c[k] - lse);
+        }
     }
 }
 
 extern "C" int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S,
                               int64_t b0, cu_att_mask m, const float *lse_in, float *lse_out) {
     if (rows == 0) return 0;
-    k_att_softmax<<<warps_for(rows), WARP, 0, (cudaStream_t)stream>>>(s, rows, T, S, b0, m, lse_in,
-                                                                      lse_out);
+    k_att_softmax<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
+        s, rows, T, S, b0, m, lse_in, lse_out);
     return last_error();
 }
 
@@ -1060,33 +1096,50 @@ __global__ void k_att_dropout(const float *p, float *out, int64_t n, cu_rng r, f
     uint64_t key = rng_key(r);
     GRID_LOOP(i, n) out[i] = rng_uniform(key, (uint64_t)(first + i)) >= ratio ? p[i] * scale : 0.0f;
 }
+__global__ void k_att_dropout4(const f4 *p, f4 *out, int64_t n4, cu_rng r, float ratio,
+                               int64_t first) {
+    float scale = 1.0f / (1.0f - ratio);
+    uint64_t key = rng_key(r);
+    GRID_LOOP(q, n4) {
+        f4 a = p[q], o;
+        for (int e = 0; e < 4; e++)
+            o.v[e] = rng_uniform(key, (uint64_t)(first + q * 4 + e)) >= ratio ? a.v[e] * scale : 0.0f;
+        out[q] = o;
+    }
+}
 
 extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, cu_rng key,
                               float ratio, int64_t first) {
     if (n == 0) return 0;
+    if (vec4_ok(n, p, out, out)) {
+        k_att_dropout4<<<blocks_for(n / 4), THREADS, 0, (cudaStream_t)stream>>>(
+            (const f4 *)p, (f4 *)out, n / 4, key, ratio, first);
+        return last_error();
+    }
     k_att_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(p, out, n, key, ratio,
                                                                        first);
     return last_error();
 }
 
+// dS = P (dP' - D) per row, D = sum(dY Y) over the row's dv outputs, dP' = dP with the forward's
+// dropout; 0 where masked. A warp per row, 4 rows a block.
 __global__ void k_att_ds(float *ds, const float *p, const float *dy, const float *y, int64_t rows,
                          int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng r,
                          float ratio) {
     float scale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;
     uint64_t key = ratio > 0.0f ? rng_key(r) : 0;
-    ROW_LOOP(r, rows) {
-        int64_t b = b0 + r / T, t = r % T;
-        double D = 0;
-        for (int64_t i = threadIdx.x; i < dv; i += blockDim.x)
-            D += (double)dy[r * dv + i] * y[r * dv + i];
-        D = warp_sum(D);
-        for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(r, rows) {
+        int64_t b = b0 + r / T, t = r % T, mo = att_mask_row(m, b, t);
+        float D = 0.0f;
+        for (int64_t i = lane; i < dv; i += L) D += dy[r * dv + i] * y[r * dv + i];
+        D = lanes_sum(D);
+        uint64_t at = (uint64_t)(b * T * S + t * S);
+        for (int64_t j = lane; j < S; j += L) {
             int64_t k = r * S + j;
             float dp = ds[k];
-            if (ratio > 0.0f)
-                dp = rng_uniform(key, (uint64_t)(b * T * S + t * S + j)) >= ratio ? dp * scale
-                                                                                  : 0.0f;
-            ds[k] = att_masked(m, b, t, j) ? 0.0f : (float)(p[k] * (dp - D));
+            if (ratio > 0.0f) dp = rng_uniform(key, at + (uint64_t)j) >= ratio ? dp * scale : 0.0f;
+            ds[k] = att_masked(m, mo, j) ? 0.0f : p[k] * (dp - D);
         }
     }
 }
@@ -1095,8 +1148,8 @@ extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *d
                          int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
                          cu_rng key, float ratio) {
     if (rows == 0) return 0;
-    k_att_ds<<<warps_for(rows), WARP, 0, (cudaStream_t)stream>>>(ds, p, dy, y, rows, T, S, dv, b0,
-                                                                 m, key, ratio);
+    k_att_ds<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
+        ds, p, dy, y, rows, T, S, dv, b0, m, key, ratio);
     return last_error();
 }
 

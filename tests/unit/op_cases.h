@@ -186,6 +186,8 @@ OP_CASE(SPLIT, "num_outputs, last part smaller", 18, 2, "[5,3]", "num_outputs=2"
 OP_CASE(SPLIT, "equal parts (opset 11)", 11, 2, "[2,4,6]", "axis=-1")
 OP_CASE(TRANSPOSE, "to channels-last", 13, 1, "[2,3,4,5]", "perm=[0,2,3,1]")
 OP_CASE(TRANSPOSE, "default (reversed)", 13, 1, "[3,4,2]", "")
+OP_CASE(TRANSPOSE, "attention's head split (inner dim kept: float4)", 13, 1, "[2,3,2,8]",
+        "perm=[0,2,1,3]")
 OP_CASE(SQUEEZE, "axes input", 13, 1, "[2,1,3,1] i64=[1,3]", "")
 OP_CASE(SQUEEZE, "every size-1 dim", 11, 1, "[1,3,1]", "")
 OP_CASE(CAST, "float to float (a copy)", 13, 1, "[2,3]", "to=1")
@@ -270,6 +272,10 @@ OP_CASE(FUSED_ATTENTION, "masked where not cond, dropout 0.3", 13, 2,
         "[2,3,4] [2,5,4] [2,5,3] b[3,5]",
         "scale=0.5 mask=2 fill=-3.0 dropout_ratio=0.3 "
         "dropout_key=attn/Dropout")
+/* rows of 1040 keys: cuda's row kernels hold 1024 in registers (32 a lane), the rest read again */
+OP_CASE(FUSED_ATTENTION, "1040 keys, masked, dropout 0.1", 13, 2,
+        "[1,2,3,4] [1,2,1040,4] [1,2,1040,2] b[3,1040]",
+        "scale=0.5 mask=1 fill=-4.0 dropout_ratio=0.1 dropout_key=attn/Dropout")
 OP_CASE(SOFTMAX, "last axis (attention)", 13, 1, "[2,3,5]", "")
 OP_CASE(SOFTMAX, "middle axis", 13, 1, "[2,4,3]", "axis=1")
 OP_CASE(SOFTMAX, "opset 11: dims from axis flattened", 11, 1, "[2,3,4]", "axis=1")

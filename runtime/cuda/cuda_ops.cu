@@ -88,7 +88,7 @@ __device__ static inline double warp_sum(double v) {
 __device__ static inline int row_lanes() { return blockDim.x < WARP ? (int)blockDim.x : WARP; }
 __device__ static inline int row_warps() { return blockDim.x < WARP ? 1 : (int)blockDim.x / WARP; }
 #define MROW_LOOP(r, rows)                                                                         \
-    for (int64_t r = (int64_t)blockIdx.x * row_warps() + threadIdx.x / WARP; r < (rows);          \
+    for (int64_t r = (int64_t)blockIdx.x * row_warps() + threadIdx.x / WARP; r < (rows);           \
          r += (int64_t)gridDim.x * row_warps())
 static unsigned row_blocks_for(int64_t rows) {
     return warps_for((rows + ROW_BLOCK / WARP - 1) / (ROW_BLOCK / WARP));
@@ -99,6 +99,11 @@ __device__ static inline float lanes_max(float v) {
     return v;
 }
 __device__ static inline float lanes_sum(float v) {
+    ROW_BLOCK_ONLY();
+    for (int o = row_lanes() / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ static inline double lanes_sum(double v) {
     ROW_BLOCK_ONLY();
     for (int o = row_lanes() / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -858,35 +863,66 @@ __global__ void k_softmax_grad(const float *dy, const float *y, float *dx, int64
     }
 }
 
-// inner == 1 (the last axis: attention): a warp per row
+// inner == 1, any D (ViT's 197 tokens): a warp per row, 4 rows a block, SM_R values a lane in
+// registers (D <= 256 on a GPU; the rest read again), float arithmetic
+#define SM_R 8
+#ifdef __CUDACC__
+#define UNROLL _Pragma("unroll")
+#else
+#define UNROLL
+#endif
 __global__ void k_softmax_rows(const float *x, float *y, int64_t rows, int64_t D, int log) {
-    ROW_LOOP(r, rows) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(r, rows) {
         const float *xr = x + r * D;
         float *yr = y + r * D;
-        float m = -INFINITY;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) m = fmaxf(m, xr[i]);
-        m = warp_max(m);
+        float c[SM_R], m = -INFINITY;
+        UNROLL
+        for (int k = 0; k < SM_R; k++) {
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D) c[k] = xr[i], m = fmaxf(m, c[k]);
+        }
+        for (int64_t i = lane + (int64_t)SM_R * L; i < D; i += L) m = fmaxf(m, xr[i]);
+        m = lanes_max(m);
         if (m == -INFINITY) m = 0.0f;
-        double s = 0;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) s += exp((double)xr[i] - m);
-        s = warp_sum(s);
-        double ls = log ? m + ::log(s) : 0;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
-            yr[i] = log ? (float)((double)xr[i] - ls) : (float)(exp((double)xr[i] - m) / s);
+        float sum = 0.0f;
+        UNROLL
+        for (int k = 0; k < SM_R; k++)
+            if (lane + (int64_t)k * L < D) sum += expf(c[k] - m);
+        for (int64_t i = lane + (int64_t)SM_R * L; i < D; i += L) sum += expf(xr[i] - m);
+        sum = lanes_sum(sum);
+        float ls = log ? m + logf(sum) : 0.0f, inv = 1.0f / sum;
+        UNROLL
+        for (int k = 0; k < SM_R; k++) {
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D) yr[i] = log ? c[k] - ls : expf(c[k] - m) * inv;
+        }
+        for (int64_t i = lane + (int64_t)SM_R * L; i < D; i += L)
+            yr[i] = log ? xr[i] - ls : expf(xr[i] - m) * inv;
     }
 }
 
 __global__ void k_softmax_grad_rows(const float *dy, const float *y, float *dx, int64_t rows,
                                     int64_t D, int log) {
-    ROW_LOOP(r, rows) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(r, rows) {
         const float *dr = dy + r * D, *yr = y + r * D;
-        double s = 0;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
-            s += log ? (double)dr[i] : (double)dr[i] * yr[i];
-        s = warp_sum(s);
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
-            dx[r * D + i] = log ? (float)((double)dr[i] - exp((double)yr[i]) * s)
-                                : (float)((double)yr[i] * ((double)dr[i] - s));
+        float cg[SM_R], cy[SM_R], sum = 0.0f;
+        UNROLL
+        for (int k = 0; k < SM_R; k++) {
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D) cg[k] = dr[i], cy[k] = yr[i], sum += log ? cg[k] : cg[k] * cy[k];
+        }
+        for (int64_t i = lane + (int64_t)SM_R * L; i < D; i += L)
+            sum += log ? dr[i] : dr[i] * yr[i];
+        sum = lanes_sum(sum);
+        UNROLL
+        for (int k = 0; k < SM_R; k++) {
+            int64_t i = lane + (int64_t)k * L;
+            if (i < D) dx[r * D + i] = log ? cg[k] - expf(cy[k]) * sum : cy[k] * (cg[k] - sum);
+        }
+        for (int64_t i = lane + (int64_t)SM_R * L; i < D; i += L)
+            dx[r * D + i] = log ? dr[i] - expf(yr[i]) * sum : yr[i] * (dr[i] - sum);
     }
 }
 
@@ -894,11 +930,6 @@ __global__ void k_softmax_grad_rows(const float *dy, const float *y, float *dx, 
 // row, the row held in registers (SM_V float4s a lane: D <= 1024 on a GPU; what does not fit is
 // read again), float arithmetic as PyTorch's kernel (the cpu's double sums agree to ~1e-7).
 #define SM_V 8
-#ifdef __CUDACC__
-#define UNROLL _Pragma("unroll")
-#else
-#define UNROLL
-#endif
 __device__ static inline float max4(float m, f4 a) {
     return fmaxf(fmaxf(m, fmaxf(a.v[0], a.v[1])), fmaxf(a.v[2], a.v[3]));
 }
@@ -909,7 +940,8 @@ __device__ static inline f4 softmax4(f4 a, float m, float ls, float inv, int log
 }
 __device__ static inline f4 softmax_grad4(f4 g, f4 a, float sum, int log) {
     f4 o;
-    for (int e = 0; e < 4; e++) o.v[e] = log ? g.v[e] - expf(a.v[e]) * sum : a.v[e] * (g.v[e] - sum);
+    for (int e = 0; e < 4; e++)
+        o.v[e] = log ? g.v[e] - expf(a.v[e]) * sum : a.v[e] * (g.v[e] - sum);
     return o;
 }
 __global__ void k_softmax_rows4(const float *x, float *y, int64_t rows, int64_t D4, int log) {
@@ -919,7 +951,7 @@ __global__ void k_softmax_rows4(const float *x, float *y, int64_t rows, int64_t 
         f4 *yr = (f4 *)y + r * D4;
         f4 c[SM_V];
         float m = -INFINITY;
-UNROLL
+        UNROLL
         for (int k = 0; k < SM_V; k++) {
             int64_t i = lane + (int64_t)k * L;
             if (i < D4) c[k] = xr[i], m = max4(m, c[k]);
@@ -928,7 +960,7 @@ UNROLL
         m = lanes_max(m);
         if (m == -INFINITY) m = 0.0f;
         float sum = 0.0f;
-UNROLL
+        UNROLL
         for (int k = 0; k < SM_V; k++) {
             int64_t i = lane + (int64_t)k * L;
             if (i < D4)
@@ -959,7 +991,7 @@ __global__ void k_softmax_grad_rows4(const float *dy, const float *y, float *dx,
         f4 *xr = (f4 *)dx + r * D4;
         f4 cg[SM_V], cy[SM_V];
         float sum = 0.0f;
-UNROLL
+        UNROLL
         for (int k = 0; k < SM_V; k++) {
             int64_t i = lane + (int64_t)k * L;
             if (i < D4) {
@@ -991,12 +1023,13 @@ extern "C" int cu_softmax(void *stream, const float *x, float *y, int64_t outer,
                           int64_t inner, int log) {
     if (outer * inner == 0) return 0;
     if (softmax_rows4_ok(D, inner, x, y, y)) {
-        k_softmax_rows4<<<row_blocks_for(outer), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
-            x, y, outer, D / 4, log);
+        k_softmax_rows4<<<row_blocks_for(outer), ROW_BLOCK, 0, (cudaStream_t)stream>>>(x, y, outer,
+                                                                                       D / 4, log);
         return last_error();
     }
     if (inner == 1) {
-        k_softmax_rows<<<warps_for(outer), WARP, 0, (cudaStream_t)stream>>>(x, y, outer, D, log);
+        k_softmax_rows<<<row_blocks_for(outer), ROW_BLOCK, 0, (cudaStream_t)stream>>>(x, y, outer,
+                                                                                      D, log);
         return last_error();
     }
     k_softmax<<<blocks_for(outer * inner), THREADS, 0, (cudaStream_t)stream>>>(x, y, outer, D,
@@ -1013,8 +1046,8 @@ extern "C" int cu_softmax_grad(void *stream, const float *dy, const float *y, fl
         return last_error();
     }
     if (inner == 1) {
-        k_softmax_grad_rows<<<warps_for(outer), WARP, 0, (cudaStream_t)stream>>>(dy, y, dx, outer,
-                                                                                 D, log);
+        k_softmax_grad_rows<<<row_blocks_for(outer), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
+            dy, y, dx, outer, D, log);
         return last_error();
     }
     k_softmax_grad<<<blocks_for(outer * inner), THREADS, 0, (cudaStream_t)stream>>>(
@@ -1085,8 +1118,8 @@ __global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int6
 extern "C" int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S,
                               int64_t b0, cu_att_mask m, const float *lse_in, float *lse_out) {
     if (rows == 0) return 0;
-    k_att_softmax<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
-        s, rows, T, S, b0, m, lse_in, lse_out);
+    k_att_softmax<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(s, rows, T, S, b0,
+                                                                                m, lse_in, lse_out);
     return last_error();
 }
 
@@ -1103,7 +1136,8 @@ __global__ void k_att_dropout4(const f4 *p, f4 *out, int64_t n4, cu_rng r, float
     GRID_LOOP(q, n4) {
         f4 a = p[q], o;
         for (int e = 0; e < 4; e++)
-            o.v[e] = rng_uniform(key, (uint64_t)(first + q * 4 + e)) >= ratio ? a.v[e] * scale : 0.0f;
+            o.v[e] =
+                rng_uniform(key, (uint64_t)(first + q * 4 + e)) >= ratio ? a.v[e] * scale : 0.0f;
         out[q] = o;
     }
 }
@@ -1148,55 +1182,111 @@ extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *d
                          int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
                          cu_rng key, float ratio) {
     if (rows == 0) return 0;
-    k_att_ds<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
-        ds, p, dy, y, rows, T, S, dv, b0, m, key, ratio);
+    k_att_ds<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(ds, p, dy, y, rows, T, S,
+                                                                           dv, b0, m, key, ratio);
     return last_error();
 }
 
 // ---- LayerNormalization (cpu_layer_norm): a warp per row; the scale and bias gradients one
 //      thread per column over the rows' statistics (computed once, in the caller's scratch) ----
-// mean and 1/sqrt(var + eps) of row r, in double (two passes, as the cpu kernel)
-__device__ static void ln_row_stats(const float *x, int64_t D, double eps, double *m, double *is) {
+// A warp per row, 4 rows a block, LN_V values a lane in registers (D <= 768 on a GPU: GPT-2's,
+// BERT's, ViT's; the rest read again); mean and 1/sqrt(var + eps) in double, two passes, as the
+// cpu kernel.
+#define LN_V 24
+struct ln_row {
+    const float *x;
+    int64_t D;
+    int L, lane;
+    float c[LN_V];
+};
+__device__ static inline void ln_load(ln_row &w) {
+    UNROLL
+    for (int k = 0; k < LN_V; k++) {
+        int64_t i = w.lane + (int64_t)k * w.L;
+        if (i < w.D) w.c[k] = w.x[i];
+    }
+}
+__device__ static inline void ln_row_stats(const ln_row &w, double eps, double *m, double *is) {
     double s = 0;
-    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) s += x[i];
-    s = warp_sum(s);
-    double mean = D ? s / (double)D : 0, q = 0;
-    for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
-        q += ((double)x[i] - mean) * ((double)x[i] - mean);
-    q = warp_sum(q);
+    UNROLL
+    for (int k = 0; k < LN_V; k++)
+        if (w.lane + (int64_t)k * w.L < w.D) s += w.c[k];
+    for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < w.D; i += w.L) s += w.x[i];
+    s = lanes_sum(s);
+    double mean = w.D ? s / (double)w.D : 0, q = 0;
+    UNROLL
+    for (int k = 0; k < LN_V; k++)
+        if (w.lane + (int64_t)k * w.L < w.D) q += ((double)w.c[k] - mean) * ((double)w.c[k] - mean);
+    for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < w.D; i += w.L)
+        q += ((double)w.x[i] - mean) * ((double)w.x[i] - mean);
+    q = lanes_sum(q);
     *m = mean;
-    *is = 1.0 / sqrt((D ? q / (double)D : 0) + eps);
+    *is = 1.0 / sqrt((w.D ? q / (double)w.D : 0) + eps);
 }
 
 __global__ void k_layer_norm(const float *x, const float *s, const float *b, float *y, int64_t R,
                              int64_t D, double eps) {
-    ROW_LOOP(r, R) {
+    ln_row w;
+    w.D = D, w.L = row_lanes(), w.lane = threadIdx.x % w.L;
+    MROW_LOOP(r, R) {
+        w.x = x + r * D;
+        ln_load(w);
         double m, is;
-        ln_row_stats(x + r * D, D, eps, &m, &is);
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
-            y[r * D + i] = (float)(((double)x[r * D + i] - m) * is * s[i] + (b ? b[i] : 0.0f));
+        ln_row_stats(w, eps, &m, &is);
+        float *yr = y + r * D;
+        UNROLL
+        for (int k = 0; k < LN_V; k++) {
+            int64_t i = w.lane + (int64_t)k * w.L;
+            if (i < D) yr[i] = (float)(((double)w.c[k] - m) * is * s[i] + (b ? b[i] : 0.0f));
+        }
+        for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < D; i += w.L)
+            yr[i] = (float)(((double)w.x[i] - m) * is * s[i] + (b ? b[i] : 0.0f));
     }
 }
 
 // dX per row; the row's mean and 1/std into stats[2r], stats[2r + 1] for the column kernel
 __global__ void k_layer_norm_dx(const float *dy, const float *x, const float *s, float *dx,
                                 double *stats, int64_t R, int64_t D, double eps) {
-    ROW_LOOP(r, R) {
-        const float *xr = x + r * D, *dr = dy + r * D;
+    ln_row w;
+    w.D = D, w.L = row_lanes(), w.lane = threadIdx.x % w.L;
+    MROW_LOOP(r, R) {
+        w.x = x + r * D;
+        ln_load(w);
+        const float *dr = dy + r * D;
         double m, is, sg = 0, sgx = 0;
-        ln_row_stats(xr, D, eps, &m, &is);
-        if (threadIdx.x == 0) stats[2 * r] = m, stats[2 * r + 1] = is;
+        ln_row_stats(w, eps, &m, &is);
+        if (w.lane == 0) stats[2 * r] = m, stats[2 * r + 1] = is;
         if (!dx) continue;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
-            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
+        float g[LN_V];
+        UNROLL
+        for (int k = 0; k < LN_V; k++) {
+            int64_t i = w.lane + (int64_t)k * w.L;
+            if (i < D) {
+                g[k] = dr[i];
+                double xh = ((double)w.c[k] - m) * is, gi = (double)g[k] * s[i];
+                sg += gi;
+                sgx += gi * xh;
+            }
+        }
+        for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < D; i += w.L) {
+            double xh = ((double)w.x[i] - m) * is, gi = (double)dr[i] * s[i];
             sg += gi;
             sgx += gi * xh;
         }
-        sg = warp_sum(sg);
-        sgx = warp_sum(sgx);
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
-            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
-            dx[r * D + i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
+        sg = lanes_sum(sg);
+        sgx = lanes_sum(sgx);
+        float *xr = dx + r * D;
+        UNROLL
+        for (int k = 0; k < LN_V; k++) {
+            int64_t i = w.lane + (int64_t)k * w.L;
+            if (i < D) {
+                double xh = ((double)w.c[k] - m) * is, gi = (double)g[k] * s[i];
+                xr[i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
+            }
+        }
+        for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < D; i += w.L) {
+            double xh = ((double)w.x[i] - m) * is, gi = (double)dr[i] * s[i];
+            xr[i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
         }
     }
 }
@@ -1224,7 +1314,7 @@ __global__ void k_layer_norm_dsb_parts(const float *dy, const float *x, const do
 extern "C" int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y,
                              int64_t R, int64_t D, float eps) {
     if (R == 0) return 0;
-    k_layer_norm<<<warps_for(R), WARP, 0, (cudaStream_t)stream>>>(x, s, b, y, R, D, eps);
+    k_layer_norm<<<row_blocks_for(R), ROW_BLOCK, 0, (cudaStream_t)stream>>>(x, s, b, y, R, D, eps);
     return last_error();
 }
 
@@ -1232,7 +1322,8 @@ extern "C" int cu_layer_norm_grad(void *stream, const float *dy, const float *x,
                                   float *dx, float *ds, float *db, double *stats, int64_t R,
                                   int64_t D, float eps) {
     cudaStream_t st = (cudaStream_t)stream;
-    if (R > 0) k_layer_norm_dx<<<warps_for(R), WARP, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
+    if (R > 0)
+        k_layer_norm_dx<<<row_blocks_for(R), ROW_BLOCK, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
     if ((!ds && !db) || D == 0) return last_error();
     int64_t P = cu_channel_parts(R, D);
     double *t = stats + 2 * R;
@@ -2706,17 +2797,25 @@ __device__ static int64_t sce_label(const void *labels, int l64, int64_t i, int 
 // A warp per row, several rows a block (a language model's rows are vocabulary-wide): the row's
 // max and sum of exponentials in one pass (the sum rescaled when the max grows), log-probabilities
 // in a second, float arithmetic (as PyTorch's kernel); the per-row loss in double for the total.
-__global__ void k_sce_rows(const float *s, const void *labels, int l64, int64_t N, int64_t C,
-                           int has_ig, int64_t ig, int red, float *loss, float *lp, double *ws) {
+__global__ void k_sce_rows(const float *__restrict__ s, const void *labels, int l64, int64_t N,
+                           int64_t C, int has_ig, int64_t ig, int red, float *loss,
+                           float *__restrict__ lp, double *ws) {
     int L = row_lanes(), lane = threadIdx.x % L;
     MROW_LOOP(i, N) {
         const float *row = s + i * C;
         float m = -INFINITY, se = 0.0f;
-        for (int64_t c = lane; c < C; c += L) {
-            float x = row[c];
-            if (x > m) se = se * expf(m - x) + 1.0f, m = x;
-            else if (x != -INFINITY) se += expf(x - m);
-            else if (x != x) se = x; // NaN propagates
+        for (int64_t c0 = lane; c0 < C; c0 += 4 * (int64_t)L) { // 4 loads in flight a lane
+            float x[4], bm = -INFINITY;
+            for (int u = 0; u < 4; u++) {
+                int64_t c = c0 + (int64_t)u * L;
+                x[u] = c < C ? row[c] : -INFINITY;
+                bm = x[u] > bm || x[u] != x[u] ? x[u] : bm; // a NaN wins (and propagates)
+            }
+            if (bm == -INFINITY) continue;
+            float nm = bm > m || bm != bm ? bm : m;
+            se = se * expf(m - nm);
+            for (int u = 0; u < 4; u++) se += expf(x[u] - nm);
+            m = nm;
         }
         float mx = lanes_max(m);
         se = lanes_sum(m == -INFINITY ? 0.0f : se * expf(m - mx));
@@ -2765,9 +2864,9 @@ __global__ void k_sce_count(const void *labels, int l64, int64_t N, int64_t C, i
 }
 
 // a warp per row: no division per element; d = scale (exp(lp) - [c == label]) / count
-__global__ void k_sce_grad(const float *lp, const void *labels, int l64, int64_t N, int64_t C,
-                           int has_ig, int64_t ig, int red, float *d, const double *ws,
-                           const float *scale) {
+__global__ void k_sce_grad(const float *__restrict__ lp, const void *labels, int l64, int64_t N,
+                           int64_t C, int has_ig, int64_t ig, int red, float *__restrict__ d,
+                           const double *ws, const float *scale) {
     float f = (float)((scale ? (double)*scale : 1.0) / (red == 0 ? ws[0] : 1.0));
     int L = row_lanes(), lane = threadIdx.x % L;
     MROW_LOOP(i, N) {

@@ -87,6 +87,8 @@ OP_CASE(CONV_RELU, "fp16, bias, fused backward", 13, 1, "[2,3,6,5] [4,3,3,3] [4]
 OP_CASE(LAYER_NORM, "last dim (ConvNeXt, channels-last)", 17, 1, "[2,3,4,6] +[6] [6]", "")
 OP_CASE(LAYER_NORM, "two dims, no bias", 17, 1, "[3,4,5] +[4,5]", "axis=1 epsilon=0.001")
 OP_CASE(LAYER_NORM, "320 rows (scale / bias gradients in parts)", 17, 1, "[4,80,16] +[16] [16]", "")
+OP_CASE(LAYER_NORM, "rows of 800 (past cuda's 768 in registers)", 17, 1, "[2,3,800] +[800] [800]",
+        "")
 OP_CASE(RELU, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(SIGMOID, "", 13, 1, "[2,3,4,5]", "")
 OP_CASE(CLIP, "bounds as inputs (ReLU6-like)", 13, 1, "[3,4,5] f=-0.3 f=0.4", "")
@@ -285,6 +287,8 @@ OP_CASE(LOG_SOFTMAX, "last axis", 13, 1, "[3,7]", "")
 OP_CASE(SOFTMAX, "last axis, rows of 8 (float4 rows)", 13, 1, "[2,3,8]", "")
 OP_CASE(SOFTMAX, "last axis, 1040 columns (past the rows' registers)", 13, 1, "[1,2,1040]", "")
 OP_CASE(LOG_SOFTMAX, "last axis, rows of 12 (float4 rows)", 13, 1, "[5,12]", "")
+OP_CASE(SOFTMAX, "last axis, 301 columns (past the scalar rows' registers)", 13, 1, "[1,2,301]",
+        "")
 OP_CASE(MUL, "attention scores by a scalar (float4 path)", 13, 1, "[2,3,4,8] f=0.125", "")
 OP_CASE(LOG_SOFTMAX, "axis 0", 13, 1, "[4,3,2]", "axis=0")
 OP_CASE(EXPAND, "a class token over the batch (ViT)", 13, 1, "[1,1,5] i64=[3,4,1]", "")

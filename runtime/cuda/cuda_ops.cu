@@ -64,12 +64,6 @@ static unsigned warps_for(int64_t rows) {
 #else
 #define WARP_BLOCK_ONLY() ((void)0)
 #endif
-__device__ static inline float warp_max(float v) {
-    WARP_BLOCK_ONLY();
-    for (int o = (int)blockDim.x / 2; o > 0; o /= 2)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
 __device__ static inline double warp_sum(double v) {
     WARP_BLOCK_ONLY();
     for (int o = (int)blockDim.x / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);

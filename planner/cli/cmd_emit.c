@@ -20,9 +20,10 @@ void cmd_emit_usage(FILE *f) {
            "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"
            "inputs data and labels, outputs the loss and every updated parameter and state.\n"
            "BatchNormalization [+ residual Add] + Relu chains are one BatchNormRelu node\n"
-           "(ai.outcore; --no-fuse keeps them apart). --layout nhwc: convolutions, BatchNorm\n"
-           "and pooling channels-last, with Transposes where the layout changes (the nodes\n"
-           "listed in metadata outcore.channels_last).\n"
+           "(ai.outcore), a decomposed GELU one Gelu (ai.outcore below opset 20); --no-fuse\n"
+           "keeps them apart. --layout nhwc: convolutions, BatchNorm and pooling channels-last,\n"
+           "with Transposes where the layout changes (the nodes listed in metadata\n"
+           "outcore.channels_last).\n"
            "Run it with: outcore-run TRAIN.onnx --backend cpu --steps K\n");
 }
 

@@ -158,6 +158,10 @@ static void set_string_attr(ir_graph *g, int node, const char *name, const char 
 
 static int new_node(rw *s, const char *name, op_kind op, int src, rewrite_stream st) {
     int n = op_node_add(s->ng, name, op);
+    if (src >= 0) { /* a copy keeps its domain (a Gelu below opset 20 is in OC_DOMAIN) */
+        oc_free(s->ng->nodes[n].domain);
+        s->ng->nodes[n].domain = oc_strdup(s->g->nodes[src].domain);
+    }
     if (n >= s->cap_new) {
         size_t cap = (size_t)s->cap_new;
         oc_grow((void **)&s->src_node, &cap, (size_t)n + 1, sizeof(int));

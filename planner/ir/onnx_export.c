@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "ir/half.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
 #include "ir/model_seal.h"
@@ -164,11 +165,13 @@ static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const onnx_expor
     for (int i = 0; i < nout; i++)
         np->output[i] = n->outputs[i] >= 0 ? g->tensors[n->outputs[i]].name : "";
     /* Standard ops reject unknown attributes (onnx.checker): a plan's outcore_*
-     * annotations on them travel in metadata (plan_file.c), never as attributes. */
+     * annotations on them travel in metadata (plan_file.c), never as attributes;
+     * a fusion's members (a Gelu from opset 20 on) are not written. */
     bool standard = strcmp(n->domain, OC_DOMAIN) != 0;
     np->attribute = palloc(po, (size_t)n->n_attrs, sizeof *np->attribute);
     for (int i = 0; i < n->n_attrs; i++)
-        if (!standard || strncmp(n->attrs[i].name, "outcore_", 8) != 0)
+        if (!standard || (strncmp(n->attrs[i].name, "outcore_", 8) != 0 &&
+                          strcmp(n->attrs[i].name, "members") != 0))
             np->attribute[np->n_attribute++] = attr_proto(po, &n->attrs[i]);
     return np;
 }
@@ -260,8 +263,82 @@ static int unfused_conv_relu(pool *po, const ir_graph *g, const onnx_export_spec
     return 2;
 }
 
-/* How many nodes n is written as with spec s (BatchNormRelu: 3 at most). */
-static int unfused_count(const onnx_export_spec *s, const ir_node *n) {
+/* A Gelu below opset 20 (ONNX has none there) written as the exporters write
+ * it: GPT-2's tanh form or BERT's erf form. Operands: GELU_X, a constant
+ * GELU_C(k), or step k's output. */
+#define GELU_X (-1)
+#define GELU_NONE (-2)
+#define GELU_C(k) (-3 - (k))
+typedef struct gelu_step {
+    const char *op;
+    int a, b;
+} gelu_step;
+static const gelu_step gelu_tanh[] = {
+    {"Mul", GELU_X, GELU_X}, {"Mul", GELU_X, 0},    {"Mul", 1, GELU_C(0)},
+    {"Add", GELU_X, 2},      {"Mul", 3, GELU_C(1)}, {"Tanh", 4, GELU_NONE},
+    {"Add", 5, GELU_C(2)},   {"Mul", GELU_X, 6},    {"Mul", 7, GELU_C(3)}};
+static const float gelu_tanh_c[] = {0.044715f, 0.7978845608f, 1.0f, 0.5f};
+static const gelu_step gelu_erf[] = {{"Div", GELU_X, GELU_C(0)},
+                                     {"Erf", 0, GELU_NONE},
+                                     {"Add", 1, GELU_C(1)},
+                                     {"Mul", GELU_X, 2},
+                                     {"Mul", 3, GELU_C(2)}};
+static const float gelu_erf_c[] = {1.41421356f, 1.0f, 0.5f};
+
+static bool gelu_decomposed(const ir_graph *g, const onnx_export_spec *s, const ir_node *n,
+                            bool *tanh_form) {
+    *tanh_form = strcmp(ir_attr_string(n, "approximate", "none"), "tanh") == 0;
+    return s->unfuse && n->op == OP_GELU && g->opset < OP_GELU_OPSET;
+}
+
+/* The decomposition of Gelu n into dst: its constants as Constant nodes (as
+ * the exporters write them: an initializer read as data would be a parameter
+ * when the model is loaded again), its names from the node's, except that
+ * fuse_gelu's "<Tanh or Erf>" OP_GELU_FUSED_SUFFIX names its Tanh or Erf back
+ * (so the model reloaded fuses to the same node). Returns how many nodes. */
+static int unfused_gelu(pool *po, const ir_graph *g, const onnx_export_spec *s, const ir_node *n,
+                        Onnx__NodeProto **dst) {
+    bool tanh_form;
+    gelu_decomposed(g, s, n, &tanh_form);
+    const gelu_step *st = tanh_form ? gelu_tanh : gelu_erf;
+    const float *cv = tanh_form ? gelu_tanh_c : gelu_erf_c;
+    int ns = tanh_form ? 9 : 5, nc = tanh_form ? 4 : 3, k = 0;
+    const char *x = tensor_name(g, s, n->inputs[0]), *c[4], *out[9];
+    ir_dtype dt = g->tensors[tensor_source(s, n->inputs[0])].dtype;
+    if (!ir_dtype_is_half(dt) || s->half_io_as_float) dt = IR_DTYPE_FLOAT;
+    for (int i = 0; i < nc; i++, k++) {
+        c[i] = pstr(po, oc_sprintf("%s/Constant_%d_output", n->name, i));
+        ir_tensor *t = palloc(po, 1, sizeof *t);
+        t->name = (char *)c[i], t->dtype = dt, t->rank = 0;
+        uint16_t h = dt == IR_DTYPE_FLOAT ? 0 : half_from_f32(dt, cv[i]);
+        t->data = palloc(po, 1, sizeof(float));
+        t->data_bytes = (size_t)ir_dtype_size(dt);
+        memcpy(t->data, dt == IR_DTYPE_FLOAT ? (const void *)&cv[i] : &h, t->data_bytes);
+        char *name = pstr(po, oc_sprintf("%s/Constant_%d", n->name, i));
+        dst[k] = named_node(po, name, "Constant", 0, NULL, 1, &c[i]);
+        add_attr(po, dst[k], (ir_attr){.name = "value", .type = IR_ATTR_TENSOR, .t = t});
+    }
+    size_t len = strlen(n->name), sl = strlen(OP_GELU_FUSED_SUFFIX);
+    bool fused = len > sl && strcmp(n->name + len - sl, OP_GELU_FUSED_SUFFIX) == 0;
+    for (int i = 0; i < ns; i++, k++) {
+        const char *in[2];
+        int ops[2] = {st[i].a, st[i].b}, n_in = st[i].b == GELU_NONE ? 1 : 2;
+        for (int j = 0; j < n_in; j++)
+            in[j] = ops[j] == GELU_X ? x : ops[j] >= 0 ? out[ops[j]] : c[-3 - ops[j]];
+        bool act = st[i].b == GELU_NONE; /* the Tanh or Erf */
+        char *name = act && fused ? pstr(po, oc_sprintf("%.*s", (int)(len - sl), n->name))
+                                  : pstr(po, oc_sprintf("%s/%s_%d", n->name, st[i].op, i));
+        out[i] = i == ns - 1 ? g->tensors[n->outputs[0]].name
+                             : pstr(po, oc_sprintf("%s/%s_%d_output", n->name, st[i].op, i));
+        dst[k] = named_node(po, name, st[i].op, n_in, in, 1, &out[i]);
+    }
+    return k;
+}
+
+/* How many nodes n is written as with spec s (a tanh Gelu: 13 at most). */
+static int unfused_count(const ir_graph *g, const onnx_export_spec *s, const ir_node *n) {
+    bool tanh_form;
+    if (gelu_decomposed(g, s, n, &tanh_form)) return tanh_form ? 13 : 8; /* with Constants */
     if (!s->unfuse) return 1;
     return n->op == OP_BATCH_NORM_RELU ? 3 : n->op == OP_CONV_RELU ? 2 : 1;
 }
@@ -281,7 +358,7 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;
-        n_written += unfused_count(s, n); /* at most */
+        n_written += unfused_count(g, s, n); /* at most */
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) used[tensor_source(s, n->inputs[k])] = true;
     }
@@ -306,7 +383,8 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;
-        int k = unfused_count(s, n) == 1 ? 0
+        int k = unfused_count(g, s, n) == 1 ? 0
+                : n->op == OP_GELU          ? unfused_gelu(&po, g, s, n, gp->node + gp->n_node)
                 : n->op == OP_BATCH_NORM_RELU
                     ? unfused_nodes(&po, g, s, n, gp->node + gp->n_node)
                     : unfused_conv_relu(&po, g, s, n, gp->node + gp->n_node);

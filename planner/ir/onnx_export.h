@@ -26,7 +26,8 @@ typedef struct onnx_export_spec {
     int n_meta;
     bool seal;   /* add outcore.seal last (ir/model_seal.h): plans and training graphs */
     bool unfuse; /* BatchNormRelu nodes written as their BatchNormalization [+ Add] + Relu,
-                  ConvRelu nodes as their Conv + Relu */
+                  ConvRelu nodes as their Conv + Relu, Gelu nodes below opset 20 (none in
+                  ONNX there) as the tanh or erf decomposition exporters write */
     /* Per tensor of g: the tensor read in its place (-1: itself; NULL: none) — a
      * model trained with --precision bf16 is saved without autocast's Casts
      * (skipped), their readers reading the float32 source; and graph inputs and

@@ -8,6 +8,7 @@
 #include "train/autocast.h"
 #include "train/autodiff_internal.h"
 #include "train/fuse_attention.h"
+#include "train/fuse_gelu.h"
 #include "train/fuse_norm_act.h"
 #include "train/channels_last.h"
 
@@ -719,6 +720,13 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         train_graph_free(tg);
         return OC_ERR;
     }
+    int n_gelu = 0;
+    if (o->fuse != TRAIN_FUSE_NONE && fuse_gelu(fwd, &n_gelu, err)) {
+        oc_fail_prefix(err, "%s: fusing GELU", fwd->model_path ? fwd->model_path : "model");
+        train_graph_free(tg);
+        return OC_ERR;
+    }
+    if (n_gelu) ir_graph_note(fwd, "%d GELU chains fused (Gelu)", n_gelu);
     int n_nhwc = 0, n_conversions = 0;
     if (o->channels_last && channels_last_pass(fwd, &n_nhwc, &n_conversions, err)) {
         oc_fail_prefix(err, "%s: --layout nhwc", fwd->model_path ? fwd->model_path : "model");

@@ -57,7 +57,8 @@ typedef struct train_opts {
     float beta1, beta2, epsilon; /* AdamW */
     float clip_grad_norm;        /* > 0: gradients scaled to at most this global L2 norm */
     bool fuse_attention;         /* --attention fused: FusedAttention nodes (fuse_attention.h) */
-    train_fuse fuse;    /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h) */
+    train_fuse fuse;    /* BatchNormalization [+ Add] + Relu as BatchNormRelu (fuse_norm_act.h);
+                           not NONE: decomposed GELUs as Gelu (fuse_gelu.h) */
     bool channels_last; /* --layout nhwc: convolutions and what follows them (channels_last.h) */
     train_precision precision;
     /* --loss-scale: GradScaler's initial scale (0: none; < 0: auto, 65536 with

@@ -35,6 +35,7 @@ int op_lookup(const char *domain, const char *op_type) {
     for (int k = 0; k < OP__COUNT; k++)
         if (strcmp(op_entries[k].name, op_type) == 0 && same_domain(op_entries[k].domain, domain))
             return k;
+    if (domain && strcmp(domain, OC_DOMAIN) == 0) return op_lookup("", op_type); /* op_table.h */
     return OP_UNKNOWN;
 }
 

@@ -19,6 +19,12 @@
 /* The project's domain: backward, loss-gradient, update and swap ops. */
 #define OC_DOMAIN "ai.outcore"
 #define OC_DOMAIN_VERSION 1
+/* ONNX has Gelu from opset 20: below it a fused Gelu (train/fuse_gelu.h) is in
+ * OC_DOMAIN, where op_lookup takes a standard op as well, and a saved model
+ * writes it decomposed (ir/onnx_export.c), its Tanh or Erf named as the fused
+ * node is less OP_GELU_FUSED_SUFFIX. */
+#define OP_GELU_OPSET 20
+#define OP_GELU_FUSED_SUFFIX "/gelu"
 
 struct grad_ctx; /* ir/ops/grad_api.h */
 
@@ -93,7 +99,9 @@ void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c);
 void op_cost_of(const ir_graph *g, const ir_node *n, op_cost *c);
 
 /* The kind of (domain, op_type) — domain "" or "ai.onnx" is the default —
- * or OP_UNKNOWN. The one name lookup; import and load call it per node. */
+ * or OP_UNKNOWN. The one name lookup; import and load call it per node.
+ * In OC_DOMAIN a standard op's name is that op (a standard op newer than the
+ * model's opset: Gelu below OP_GELU_OPSET). */
 int op_lookup(const char *domain, const char *op_type);
 /* The definition of a node's kind (a bug when node->op is unset). */
 const op_def *op_def_of(const ir_node *n);

@@ -12,15 +12,28 @@
 #      under the cap, torch.compile with activation_memory_budget lowered until it fits.
 # outcore runs with --attention fused (FusedAttention: the scores recomputed in backward),
 # profile, in-core run and plan alike; one more in-core run unfused, for reference.
-# Rows as the other checks (row, pl_* of tools/gpu-check-planner.sh's kind).
+# Rows as the other checks (row, pl_* of tools/gpu-check-planner.sh's kind), then the ratios
+# the issue asks for: outcore's faster in-core run / PyTorch eager, outcore at the cap /
+# PyTorch checkpointed and compiled at the cap. GPU_CHECK_TF_MODELS picks the models (default
+# both); a step that would not fit the time left (GPU_CHECK_SECONDS) is a skipped row.
 TSTEPS=6
 if [ $EMU = 1 ]; then
     TF_SPECS="tiny_gpt_range:4:32x64 tiny_vit:4:3x32x32"
 else
     TF_SPECS="gpt2_small:16:1024x50257 vit_b16:256:3x224x224"
 fi
+tf_left() { # SECONDS WHAT: true when SECONDS of the budget are left, else a skipped row
+    [ "$(budget_left)" -gt "$1" ] && return 0
+    row "$2" "skipped (GPU_CHECK_SECONDS spent)"; return 1
+}
+tf_ratio() { # NAME OURS THEIRS (samples/s; either may be empty)
+    [ -n "$2" ] && [ -n "$3" ] && row "$1" "$($PYTHON -c "print(f'{$2/$3:.3f}x ($2 / $3 samples/s)')")"
+    return 0
+}
 for spec in $TF_SPECS; do
     IFS=: read -r tm tb tsample <<<"$spec"
+    case " ${GPU_CHECK_TF_MODELS:-$tm} " in *" $tm "*) ;; *) continue ;; esac
+    tf_left 60 "$tm b$tb" || continue
     M=$LOG/$tm.onnx
     if [ -f graphs/$tm.onnx ]; then cp graphs/$tm.onnx "$M"
     else $PYTHON tools/export_models.py --models $tm --out "$LOG" >/dev/null 2>&1; fi
@@ -33,8 +46,14 @@ for spec in $TF_SPECS; do
     tbox 150 $RUN "$M" --backend cuda --batch $tb --steps $TSTEPS --lr 0.01 $D $ATT >"$LOG/${tm}_incore.log" 2>&1
     T_IPS=$(ips "$LOG/${tm}_incore.log")
     row "$tm b$tb: in core, fused (the ideal)" "${T_IPS:-FAILED ($(tail -1 "$LOG/${tm}_incore.log"))} samples/s, device $(dev_used "$LOG/${tm}_incore.log") B, loss falls: $(loss_falls "$LOG/${tm}_incore.log" && echo yes || echo NO)"
-    tbox 150 $RUN "$M" --backend cuda --batch $tb --steps $TSTEPS --lr 0.01 $D >"$LOG/${tm}_incore_unfused.log" 2>&1
-    row "$tm b$tb: in core, unfused" "$(ips "$LOG/${tm}_incore_unfused.log" || true) samples/s, device $(dev_used "$LOG/${tm}_incore_unfused.log") B"
+    U_IPS=
+    if tf_left 40 "$tm b$tb: in core, unfused"; then
+        tbox 150 $RUN "$M" --backend cuda --batch $tb --steps $TSTEPS --lr 0.01 $D >"$LOG/${tm}_incore_unfused.log" 2>&1
+        U_IPS=$(ips "$LOG/${tm}_incore_unfused.log" || true)
+        row "$tm b$tb: in core, unfused" "$U_IPS samples/s, device $(dev_used "$LOG/${tm}_incore_unfused.log") B"
+    fi
+    BEST=$T_IPS
+    [ -n "$U_IPS" ] && $PYTHON -c "import sys; sys.exit(not $U_IPS > ${T_IPS:-0})" && BEST=$U_IPS
     $PLAN plan "$M" --batch $tb --profile "$LOG/${tm}_profile.json" --strategy incore --json $ATT \
         >"$LOG/${tm}_plan_incore.json" 2>/dev/null
     P=$(pjson "$LOG/${tm}_plan_incore.json" iteration_time_s)
@@ -45,15 +64,28 @@ for spec in $TF_SPECS; do
         BUDGET=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${tm}_plan_incore.json" 2>/dev/null || echo 0)
         CAP=$((BUDGET * 16 / 15))
     fi
-    PLAN_EXTRA=$ATT pl_plan "$LOG/${tm}_profile.json" $BUDGET ${tm}_plan.onnx "$M" $tb; rc=$?
-    pl_plan_row "$tm b$tb, cap $CAP B" "$LOG/${tm}_plan.json" $rc
-    [ $rc = 0 ] && { pl_run ${tm}_plan.onnx $tm "$D" $CAP; pl_rows $tm "$LOG/${tm}_plan.json" "$T_IPS" $tb $CAP; }
+    CAP_IPS=
+    if tf_left 90 "$tm b$tb under the cap"; then
+        PLAN_EXTRA=$ATT pl_plan "$LOG/${tm}_profile.json" $BUDGET ${tm}_plan.onnx "$M" $tb; rc=$?
+        pl_plan_row "$tm b$tb, cap $CAP B" "$LOG/${tm}_plan.json" $rc
+        if [ $rc = 0 ]; then
+            pl_run ${tm}_plan.onnx $tm "$D" $CAP
+            pl_rows $tm "$LOG/${tm}_plan.json" "$T_IPS" $tb $CAP
+            CAP_IPS=$(ips "$LOG/${tm}_run.log" || true)
+        fi
+    fi
+    declare -A TV=()
     for mode in eager checkpoint $([ $EMU = 0 ] && echo compile); do
-        [ "$(budget_left)" -gt 40 ] || break
-        out=$(tbox 150 $PYTHON tools/gpu_torch_transformers.py $tm $mode $tb --iters 3 \
+        tf_left $([ $mode = compile ] && echo 120 || echo 40) "  pytorch $tm $mode" || continue
+        out=$(tbox 200 $PYTHON tools/gpu_torch_transformers.py $tm $mode $tb --iters 3 \
               $([ $EMU = 1 ] && echo --device cpu) 2>"$LOG/${tm}_torch_$mode.err" | tail -1)
         row "  pytorch $mode$([ $mode != eager ] && echo ' (16 GiB cap)')" "${out:-FAILED ($(tail -1 "$LOG/${tm}_torch_$mode.err"))}"
+        TV[$mode]=$(echo "$out" | awk '/samples\/s/ {print $1}')
     done
+    tf_ratio "$tm: outcore in core (faster of fused / unfused) / PyTorch eager" "$BEST" "${TV[eager]:-}"
+    tf_ratio "$tm: outcore at the cap / PyTorch checkpointed at the cap" "$CAP_IPS" "${TV[checkpoint]:-}"
+    tf_ratio "$tm: outcore at the cap / PyTorch compiled with a budget at the cap" "$CAP_IPS" "${TV[compile]:-}"
+    unset TV
 done
 if [ -n "${OUT:-}" ]; then
     tar -C "$LOG" -czf "$OUT/transformers-check.tar.gz" --exclude='*.pb' --exclude='*.onnx' . 2>/dev/null

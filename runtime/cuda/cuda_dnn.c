@@ -1020,7 +1020,7 @@ static cu_att_mask att_mask(const kernel_args *a, int at) {
 /* s = scale Q Kᵀ for batches [b0, b0 + cb), then the masked softmax. */
 static int att_scores(const cuda_ctx *c, const kernel_args *a, int at, const att_dims *d,
                       int64_t b0, int64_t cb, float *s, const float *lse_in, float *lse_out,
-                      cu_rng key, oc_err *err) {
+                      oc_err *err) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
     const float *Q = (const float *)a->in[at] + b0 * d->T * d->dh;
     const float *K = (const float *)a->in[at + 1] + b0 * d->S * d->dh;
@@ -1033,7 +1033,7 @@ static int att_scores(const cuda_ctx *c, const kernel_args *a, int at, const att
     if (rc) return rc;
     CU_LAUNCH(cu_att_softmax(c->stream, s, cb * d->T, d->T, d->S, b0, att_mask(a, at),
                              lse_in ? lse_in + b0 * d->T : NULL,
-                             lse_out ? lse_out + b0 * d->T : NULL, key, p->dropout_ratio));
+                             lse_out ? lse_out + b0 * d->T : NULL));
     return OC_OK;
 }
 
@@ -1047,8 +1047,10 @@ int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
     for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
         int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
-        /* P with the dropout, in the softmax's pass */
-        if (att_scores(c, a, 0, &d, b0, cb, s, NULL, a->out[1], key, err)) return OC_ERR;
+        if (att_scores(c, a, 0, &d, b0, cb, s, NULL, a->out[1], err)) return OC_ERR;
+        if (p->dropout_ratio > 0.0f)
+            CU_LAUNCH(cu_att_dropout(c->stream, s, s, cb * d.T * d.S, key, p->dropout_ratio,
+                                     b0 * d.T * d.S));
         if (sgemm_rm_batched(c, false, false, d.T, d.dv, d.S, s, d.S, d.T * d.S,
                              (const float *)a->in[2] + b0 * d.S * d.dv, d.dv, d.S * d.dv,
                              (float *)a->out[0] + b0 * d.T * d.dv, d.dv, d.T * d.dv, cb, a, err))
@@ -1074,28 +1076,24 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
         const float *K = (const float *)a->in[2] + b0 * S * dh;
         const float *V = (const float *)a->in[3] + b0 * S * dv;
         const float *Y = (const float *)a->in[5] + b0 * T * dv;
-        if (att_scores(c, a, 1, &d, b0, cb, P, a->in[6], NULL, key, err)) return OC_ERR;
-        if (!dQ && !dK) { /* dV alone: dV = (P with dropout)ᵀ dY */
+        if (att_scores(c, a, 1, &d, b0, cb, P, a->in[6], NULL, err)) return OC_ERR;
+        if (dV) { /* dV = (P with dropout)ᵀ dY */
             const float *Pd = P;
             if (p->dropout_ratio > 0.0f) {
                 CU_LAUNCH(cu_att_dropout(c->stream, P, dS, cb * T * S, key, p->dropout_ratio,
                                          b0 * T * S));
                 Pd = dS;
             }
-            if (dV && sgemm_rm_batched(c, true, false, S, dv, T, Pd, S, T * S, dY, dv, T * dv,
-                                       dV + b0 * S * dv, dv, S * dv, cb, a, err))
+            if (sgemm_rm_batched(c, true, false, S, dv, T, Pd, S, T * S, dY, dv, T * dv,
+                                 dV + b0 * S * dv, dv, S * dv, cb, a, err))
                 return OC_ERR;
-            continue;
         }
-        /* dP = dY Vᵀ; then dS and (for dV) P with the dropout over P, one draw of the mask */
+        if (!dQ && !dK) continue;
         if (sgemm_rm_batched(c, false, true, T, S, dv, dY, dv, T * dv, V, dv, S * dv, dS, S, T * S,
                              cb, a, err))
             return OC_ERR;
         CU_LAUNCH(cu_att_ds(c->stream, dS, P, dY, Y, cb * T, T, S, dv, b0, att_mask(a, 1), key,
-                            p->dropout_ratio, dV && p->dropout_ratio > 0.0f));
-        if (dV && sgemm_rm_batched(c, true, false, S, dv, T, P, S, T * S, dY, dv, T * dv,
-                                   dV + b0 * S * dv, dv, S * dv, cb, a, err))
-            return OC_ERR;
+                            p->dropout_ratio));
         if (dQ && gemm_rm_batched(c, false, p->k_transposed, T, dh, S, p->scale, dS, S, T * S, K,
                                   p->k_transposed ? S : dh, S * dh, dQ + b0 * T * dh, dh, T * dh,
                                   cb, a, err))

@@ -76,20 +76,17 @@ typedef struct cu_att_mask {
     int64_t cs[CU_MAX_RANK];    /* the condition's strides broadcast to the scores */
 } cu_att_mask;
 /* Masks s, then P = exp(s - lse) in place; lse_out non-NULL: the rows'
- * log-sum-exp computed and written (batch b0's first row at lse_out[0]), and
- * P written with Dropout when ratio > 0 (the key's draw of element b T S + t S + j,
- * as cu_att_dropout's); lse_in (backward's recompute): P without Dropout. */
+ * log-sum-exp computed and written (batch b0's first row at lse_out[0]). */
 int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S, int64_t b0,
-                   cu_att_mask m, const float *lse_in, float *lse_out, cu_rng key, float ratio);
+                   cu_att_mask m, const float *lse_in, float *lse_out);
 /* out = P with Dropout (kept / (1 - ratio) by the key's draw of element
  * first + i, else 0); out may be P. */
 int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, cu_rng key, float ratio,
                    int64_t first);
-/* ds (holding dY Vᵀ) = P (ds with the dropout mask - rowsum(dY Y)), 0 where masked;
- * pd_out: p then holds P with the Dropout (for dV), the mask drawn once for both. */
-int cu_att_ds(void *stream, float *ds, float *p, const float *dy, const float *y, int64_t rows,
-              int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng key, float ratio,
-              int pd_out);
+/* ds (holding dY Vᵀ) = P (ds with the dropout mask - rowsum(dY Y)), 0 where masked. */
+int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
+              int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng key,
+              float ratio);
 /* Parts of a channels-last reduction over rows of C channels (a thread per
  * (part, channel)): about CU_NHWC_THREADS threads, enough to fill a GPU with
  * loads in flight, and at least 64 rows a part — so the parts a channel's

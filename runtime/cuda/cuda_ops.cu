@@ -1071,16 +1071,11 @@ __device__ static inline bool att_masked(const cu_att_mask &m, int64_t row_off, 
 // (forward, into lse_out) or given (backward's recompute: the forward's probabilities again).
 #define ATT_V 32
 __global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int64_t b0,
-                              cu_att_mask m, const float *lse_in, float *lse_out, cu_rng rk,
-                              float ratio) {
+                              cu_att_mask m, const float *lse_in, float *lse_out) {
     int L = row_lanes(), lane = threadIdx.x % L;
-    bool drop = !lse_in && ratio > 0.0f;
-    float scale = drop ? 1.0f / (1.0f - ratio) : 1.0f;
-    uint64_t key = drop ? rng_key(rk) : 0;
     MROW_LOOP(r, rows) {
         float *row = s + r * S;
         int64_t mo = att_mask_row(m, b0 + r / T, r % T);
-        uint64_t at = (uint64_t)((b0 * T + r) * S); // this row's first draw
         float c[ATT_V], mx = -INFINITY;
         UNROLL
         for (int k = 0; k < ATT_V; k++) {
@@ -1104,29 +1099,21 @@ __global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int6
             lse = mx == -INFINITY ? -INFINITY : mx + logf(sum);
             if (lane == 0) lse_out[r] = lse;
         }
-        for (int64_t j = lane + (int64_t)ATT_V * L; j < S; j += L) { // the tail first: row[j] read
-            float pj = expf((att_masked(m, mo, j) ? m.fill : row[j]) - lse);
-            row[j] = !drop ? pj : rng_uniform(key, at + (uint64_t)j) >= ratio ? pj * scale : 0.0f;
-        }
+        for (int64_t j = lane + (int64_t)ATT_V * L; j < S; j += L) // the tail first: row[j] read
+            row[j] = expf((att_masked(m, mo, j) ? m.fill : row[j]) - lse);
         UNROLL
         for (int k = 0; k < ATT_V; k++) {
             int64_t j = lane + (int64_t)k * L;
-            if (j < S) {
-                float pj = expf(c[k] - lse);
-                row[j] = !drop                                         ? pj
-                         : rng_uniform(key, at + (uint64_t)j) >= ratio ? pj * scale
-                                                                       : 0.0f;
-            }
+            if (j < S) row[j] = expf(c[k] - lse);
         }
     }
 }
 
 extern "C" int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S,
-                              int64_t b0, cu_att_mask m, const float *lse_in, float *lse_out,
-                              cu_rng key, float ratio) {
+                              int64_t b0, cu_att_mask m, const float *lse_in, float *lse_out) {
     if (rows == 0) return 0;
-    k_att_softmax<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
-        s, rows, T, S, b0, m, lse_in, lse_out, key, ratio);
+    k_att_softmax<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(s, rows, T, S, b0,
+                                                                                m, lse_in, lse_out);
     return last_error();
 }
 
@@ -1163,11 +1150,10 @@ extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t 
 }
 
 // dS = P (dP' - D) per row, D = sum(dY Y) over the row's dv outputs, dP' = dP with the forward's
-// dropout; 0 where masked. With Pd = P with the dropout, P dP' = Pd dP, so pd_out writes Pd over P
-// (for dV) from the same draw. A warp per row, 4 rows a block.
-__global__ void k_att_ds(float *ds, float *p, const float *dy, const float *y, int64_t rows,
+// dropout; 0 where masked. A warp per row, 4 rows a block.
+__global__ void k_att_ds(float *ds, const float *p, const float *dy, const float *y, int64_t rows,
                          int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng r,
-                         float ratio, int pd_out) {
+                         float ratio) {
     float scale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;
     uint64_t key = ratio > 0.0f ? rng_key(r) : 0;
     int L = row_lanes(), lane = threadIdx.x % L;
@@ -1179,20 +1165,19 @@ __global__ void k_att_ds(float *ds, float *p, const float *dy, const float *y, i
         uint64_t at = (uint64_t)(b * T * S + t * S);
         for (int64_t j = lane; j < S; j += L) {
             int64_t k = r * S + j;
-            float pj = p[k], pd = pj;
-            if (ratio > 0.0f) pd = rng_uniform(key, at + (uint64_t)j) >= ratio ? pj * scale : 0.0f;
-            ds[k] = att_masked(m, mo, j) ? 0.0f : pd * ds[k] - pj * D;
-            if (pd_out) p[k] = pd;
+            float dp = ds[k];
+            if (ratio > 0.0f) dp = rng_uniform(key, at + (uint64_t)j) >= ratio ? dp * scale : 0.0f;
+            ds[k] = att_masked(m, mo, j) ? 0.0f : p[k] * (dp - D);
         }
     }
 }
 
-extern "C" int cu_att_ds(void *stream, float *ds, float *p, const float *dy, const float *y,
+extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
                          int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
-                         cu_rng key, float ratio, int pd_out) {
+                         cu_rng key, float ratio) {
     if (rows == 0) return 0;
-    k_att_ds<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
-        ds, p, dy, y, rows, T, S, dv, b0, m, key, ratio, pd_out);
+    k_att_ds<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(ds, p, dy, y, rows, T, S,
+                                                                           dv, b0, m, key, ratio);
     return last_error();
 }
 

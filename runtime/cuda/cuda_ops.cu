@@ -97,11 +97,6 @@ __device__ static inline float lanes_sum(float v) {
     for (int o = row_lanes() / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
-__device__ static inline double lanes_sum(double v) {
-    ROW_BLOCK_ONLY();
-    for (int o = row_lanes() / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 
 // Four floats moved as one 16-byte access (ld/st.global.v4) where every pointer is
 // 16-byte aligned and n is a multiple of 4 (arena tensors are 256-byte aligned): the
@@ -1183,104 +1178,48 @@ extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *d
 
 // ---- LayerNormalization (cpu_layer_norm): a warp per row; the scale and bias gradients one
 //      thread per column over the rows' statistics (computed once, in the caller's scratch) ----
-// A warp per row, 4 rows a block, LN_V values a lane in registers (D <= 768 on a GPU: GPT-2's,
-// BERT's, ViT's; the rest read again); mean and 1/sqrt(var + eps) in double, two passes, as the
-// cpu kernel.
-#define LN_V 24
-struct ln_row {
-    const float *x;
-    int64_t D;
-    int L, lane;
-    float c[LN_V];
-};
-__device__ static inline void ln_load(ln_row &w) {
-    UNROLL
-    for (int k = 0; k < LN_V; k++) {
-        int64_t i = w.lane + (int64_t)k * w.L;
-        if (i < w.D) w.c[k] = w.x[i];
-    }
-}
-__device__ static inline void ln_row_stats(const ln_row &w, double eps, double *m, double *is) {
+// mean and 1/sqrt(var + eps) of row r, in double (two passes, as the cpu kernel)
+__device__ static void ln_row_stats(const float *x, int64_t D, double eps, double *m, double *is) {
     double s = 0;
-    UNROLL
-    for (int k = 0; k < LN_V; k++)
-        if (w.lane + (int64_t)k * w.L < w.D) s += w.c[k];
-    for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < w.D; i += w.L) s += w.x[i];
-    s = lanes_sum(s);
-    double mean = w.D ? s / (double)w.D : 0, q = 0;
-    UNROLL
-    for (int k = 0; k < LN_V; k++)
-        if (w.lane + (int64_t)k * w.L < w.D) q += ((double)w.c[k] - mean) * ((double)w.c[k] - mean);
-    for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < w.D; i += w.L)
-        q += ((double)w.x[i] - mean) * ((double)w.x[i] - mean);
-    q = lanes_sum(q);
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) s += x[i];
+    s = warp_sum(s);
+    double mean = D ? s / (double)D : 0, q = 0;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+        q += ((double)x[i] - mean) * ((double)x[i] - mean);
+    q = warp_sum(q);
     *m = mean;
-    *is = 1.0 / sqrt((w.D ? q / (double)w.D : 0) + eps);
+    *is = 1.0 / sqrt((D ? q / (double)D : 0) + eps);
 }
 
 __global__ void k_layer_norm(const float *x, const float *s, const float *b, float *y, int64_t R,
                              int64_t D, double eps) {
-    ln_row w;
-    w.D = D, w.L = row_lanes(), w.lane = threadIdx.x % w.L;
-    MROW_LOOP(r, R) {
-        w.x = x + r * D;
-        ln_load(w);
+    ROW_LOOP(r, R) {
         double m, is;
-        ln_row_stats(w, eps, &m, &is);
-        float *yr = y + r * D;
-        UNROLL
-        for (int k = 0; k < LN_V; k++) {
-            int64_t i = w.lane + (int64_t)k * w.L;
-            if (i < D) yr[i] = (float)(((double)w.c[k] - m) * is * s[i] + (b ? b[i] : 0.0f));
-        }
-        for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < D; i += w.L)
-            yr[i] = (float)(((double)w.x[i] - m) * is * s[i] + (b ? b[i] : 0.0f));
+        ln_row_stats(x + r * D, D, eps, &m, &is);
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+            y[r * D + i] = (float)(((double)x[r * D + i] - m) * is * s[i] + (b ? b[i] : 0.0f));
     }
 }
 
 // dX per row; the row's mean and 1/std into stats[2r], stats[2r + 1] for the column kernel
 __global__ void k_layer_norm_dx(const float *dy, const float *x, const float *s, float *dx,
                                 double *stats, int64_t R, int64_t D, double eps) {
-    ln_row w;
-    w.D = D, w.L = row_lanes(), w.lane = threadIdx.x % w.L;
-    MROW_LOOP(r, R) {
-        w.x = x + r * D;
-        ln_load(w);
-        const float *dr = dy + r * D;
+    ROW_LOOP(r, R) {
+        const float *xr = x + r * D, *dr = dy + r * D;
         double m, is, sg = 0, sgx = 0;
-        ln_row_stats(w, eps, &m, &is);
-        if (w.lane == 0) stats[2 * r] = m, stats[2 * r + 1] = is;
+        ln_row_stats(xr, D, eps, &m, &is);
+        if (threadIdx.x == 0) stats[2 * r] = m, stats[2 * r + 1] = is;
         if (!dx) continue;
-        float g[LN_V];
-        UNROLL
-        for (int k = 0; k < LN_V; k++) {
-            int64_t i = w.lane + (int64_t)k * w.L;
-            if (i < D) {
-                g[k] = dr[i];
-                double xh = ((double)w.c[k] - m) * is, gi = (double)g[k] * s[i];
-                sg += gi;
-                sgx += gi * xh;
-            }
-        }
-        for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < D; i += w.L) {
-            double xh = ((double)w.x[i] - m) * is, gi = (double)dr[i] * s[i];
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
             sg += gi;
             sgx += gi * xh;
         }
-        sg = lanes_sum(sg);
-        sgx = lanes_sum(sgx);
-        float *xr = dx + r * D;
-        UNROLL
-        for (int k = 0; k < LN_V; k++) {
-            int64_t i = w.lane + (int64_t)k * w.L;
-            if (i < D) {
-                double xh = ((double)w.c[k] - m) * is, gi = (double)g[k] * s[i];
-                xr[i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
-            }
-        }
-        for (int64_t i = w.lane + (int64_t)LN_V * w.L; i < D; i += w.L) {
-            double xh = ((double)w.x[i] - m) * is, gi = (double)dr[i] * s[i];
-            xr[i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
+        sg = warp_sum(sg);
+        sgx = warp_sum(sgx);
+        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
+            dx[r * D + i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
         }
     }
 }
@@ -1308,7 +1247,7 @@ __global__ void k_layer_norm_dsb_parts(const float *dy, const float *x, const do
 extern "C" int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y,
                              int64_t R, int64_t D, float eps) {
     if (R == 0) return 0;
-    k_layer_norm<<<row_blocks_for(R), ROW_BLOCK, 0, (cudaStream_t)stream>>>(x, s, b, y, R, D, eps);
+    k_layer_norm<<<warps_for(R), WARP, 0, (cudaStream_t)stream>>>(x, s, b, y, R, D, eps);
     return last_error();
 }
 
@@ -1316,8 +1255,7 @@ extern "C" int cu_layer_norm_grad(void *stream, const float *dy, const float *x,
                                   float *dx, float *ds, float *db, double *stats, int64_t R,
                                   int64_t D, float eps) {
     cudaStream_t st = (cudaStream_t)stream;
-    if (R > 0)
-        k_layer_norm_dx<<<row_blocks_for(R), ROW_BLOCK, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
+    if (R > 0) k_layer_norm_dx<<<warps_for(R), WARP, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
     if ((!ds && !db) || D == 0) return last_error();
     int64_t P = cu_channel_parts(R, D);
     double *t = stats + 2 * R;

@@ -354,6 +354,7 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     gp->name = g->name && *g->name ? g->name : "outcore";
     /* Initializers the written nodes read; data-less ones become typed inputs. */
     bool *used = palloc(&po, (size_t)g->n_tensors, sizeof(bool));
+    bool *node_read = palloc(&po, (size_t)g->n_tensors, sizeof(bool));
     int n_written = 0;
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
@@ -362,7 +363,20 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0) used[tensor_source(s, n->inputs[k])] = true;
     }
-    for (int i = 0; i < s->n_extra; i++) used[s->extra[i]] = true;
+    memcpy(node_read, used, (size_t)g->n_tensors * sizeof(bool));
+    for (int i = 0; i < s->n_extra; i++) used[s->extra[i]] = true, node_read[s->extra[i]] = false;
+    /* A saved model's floating constants the nodes read (the exporters' Constant nodes: a
+     * LayerNorm's epsilon, an attention scale, a mask's fill) are written as Constant nodes
+     * again: as initializers read as data they would load as trainable parameters. */
+    int *as_constant = palloc(&po, (size_t)g->n_tensors, sizeof(int)), n_constants = 0;
+    bool *is_constant = palloc(&po, (size_t)g->n_tensors, sizeof(bool));
+    for (int t = 0; t < g->n_tensors && s->unfuse; t++) {
+        const ir_tensor *x = &g->tensors[t];
+        if (node_read[t] && x->is_initializer && x->kind == IR_KIND_CONSTANT &&
+            ir_dtype_is_float(x->dtype))
+            as_constant[n_constants++] = t, is_constant[t] = true;
+    }
+    n_written += n_constants;
     gp->initializer = palloc(&po, (size_t)g->n_tensors, sizeof *gp->initializer);
     gp->input = palloc(&po, (size_t)(g->n_tensors + s->n_inputs), sizeof *gp->input);
     for (int i = 0; i < s->n_inputs; i++)
@@ -375,11 +389,24 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         if (x->data_src == IR_DATA_EXTERNAL)
             rc = onnx_load_external(g, x, err); /* reads the bytes into x (inline) */
         if (rc) break;
+        if (is_constant[t] && x->data_src != IR_DATA_INLINE) {
+            rc = oc_fail(err, "constant '%s' has no data", x->name);
+            break;
+        }
+        if (is_constant[t]) continue; /* a Constant node, below */
         if (x->data_src == IR_DATA_INLINE)
             gp->initializer[gp->n_initializer++] = tensor_proto(&po, x, x->data, x->data_bytes);
         else gp->input[gp->n_input++] = value_info(&po, x, false);
     }
     gp->node = palloc(&po, (size_t)n_written, sizeof *gp->node);
+    for (int c = 0; c < n_constants && rc == OC_OK; c++) {
+        const ir_tensor *x = &g->tensors[as_constant[c]];
+        const char *name = x->name;
+        gp->node[gp->n_node] = named_node(&po, pstr(&po, oc_sprintf("%s/Constant", x->name)),
+                                          "Constant", 0, NULL, 1, &name);
+        add_attr(&po, gp->node[gp->n_node++],
+                 (ir_attr){.name = "value", .type = IR_ATTR_TENSOR, .t = (ir_tensor *)x});
+    }
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;

@@ -2312,9 +2312,29 @@ extern "C" int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int6
     return last_error();
 }
 
+// 16 bytes a thread (bits moved as they are) where the pointers, pitches and rows allow it
+// (attention's q/k/v Split of rows of 3 d floats); else cudaMemcpy2DAsync
+struct alignas(16) u32x4 {
+    uint32_t v[4];
+};
+__global__ void k_copy_rows16(u32x4 *dst, int64_t dp, const u32x4 *src, int64_t sp, int64_t cw,
+                              int64_t n) {
+    GRID_LOOP(q, n) {
+        int64_t r = q / cw, c = q % cw;
+        dst[r * dp + c] = src[r * sp + c];
+    }
+}
+
 extern "C" int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const void *src,
                             int64_t src_pitch, int64_t chunk, int64_t rows) {
     if (chunk == 0 || rows == 0) return 0;
+    uint64_t bits = (uintptr_t)dst | (uintptr_t)src | (uint64_t)(dst_pitch | src_pitch | chunk);
+    if (bits % 16 == 0) {
+        int64_t n = rows * (chunk / 16);
+        k_copy_rows16<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
+            (u32x4 *)dst, dst_pitch / 16, (const u32x4 *)src, src_pitch / 16, chunk / 16, n);
+        return last_error();
+    }
     return (int)cudaMemcpy2DAsync(dst, (size_t)dst_pitch, src, (size_t)src_pitch, (size_t)chunk,
                                   (size_t)rows, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
 }

@@ -267,6 +267,10 @@ static int plan_layout(rt_exec *x, const rt_exec_opts *o, oc_err *err) {
         while (tg->alias_of[r] >= 0) r = tg->alias_of[r];
         x->root[t] = r;
     }
+    for (int i = 0; i < g->n_nodes; i++) { /* in-place views: the layout's roots (lifetimes.h) */
+        int s = plan_view_source(tg, i);
+        if (s >= 0) x->root[g->nodes[i].outputs[0]] = x->root[s];
+    }
     /* Host space: graph inputs, the loss, then SwapOut outputs. */
     x->host_input_off = oc_calloc((size_t)g->n_inputs + 1, sizeof(int64_t));
     int64_t h = 0;
@@ -400,7 +404,10 @@ static void build_program(rt_exec *x) {
             if (n->inputs[k] >= 0) r[op->n_reads++] = region_of(x, n->inputs[k]);
         r += op->n_reads;
         op->writes = r;
-        for (int k = 0; k < n->n_outputs; k++)
+        /* an in-place view writes nothing (its kernel sees one pointer and returns): no
+         * wait for a copy still reading its input */
+        bool view = plan_view_source(x->tg, i) >= 0;
+        for (int k = 0; k < n->n_outputs && !view; k++)
             if (n->outputs[k] >= 0) r[op->n_writes++] = region_of(x, n->outputs[k]);
         /* A planned workspace region is written by its node: copies of tensors that
          * held those bytes before, or will after, are ordered against it. */

@@ -21,7 +21,8 @@ static int64_t prod(const int64_t *d, int from, int to) {
     return p;
 }
 
-/* X -> Y with the same bytes (Flatten, Reshape, Unsqueeze: only the shape changes). */
+/* X -> Y with the same bytes (Flatten, Reshape, Unsqueeze: only the shape changes);
+ * nothing to do for an in-place view (plan_view_source: one storage). */
 int cpu_copy(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     size_t es = esize(a, x, err);
@@ -29,7 +30,7 @@ int cpu_copy(const kernel_args *a, oc_err *err) {
     if (kernel_numel(x) != kernel_numel(y) || x->dtype != y->dtype)
         return kernel_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name,
                            y->name);
-    memcpy(a->out[0], a->in[0], (size_t)kernel_numel(x) * es);
+    if (a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], (size_t)kernel_numel(x) * es);
     return OC_OK;
 }
 

@@ -1,7 +1,8 @@
 /* test_verify.c — planner/plan_verify.c rejects hand-broken plans, naming the
  * node: overlapping offsets, a SwapIn without its SwapOut, a consumer before
  * its producer, a workspace on a live tensor; and accepts the unbroken plan
- * they start from. Also: layout_plan places node workspaces in the arena. */
+ * they start from. Also: layout_plan places node workspaces in the arena, and
+ * an in-place view (plan_view_source) shares its input's storage. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "ir/ops/op_table.h"
+#include "plan/plan_file.h"
 #include "unit/plan_fixture.h"
 
 typedef struct pv {
@@ -84,6 +87,42 @@ static void test_consumer_before_producer(void **state) {
     for (int k = 0; k < g->nodes[r].n_outputs; k++)
         if (g->nodes[r].outputs[k] >= 0) g->tensors[g->nodes[r].outputs[k]].producer = r;
     expect_reject(v, "/relu/Relu/fused", "produced later, by node '/conv1/Conv'");
+}
+
+/* The Flatten before the classifier is an in-place view: its output shares
+ * its input's storage (one root, one offset, no outcore_offsets of its own),
+ * which lives until the output's last use (here its SwapOut, the plan swapping
+ * every saved tensor); the verified plan above holds it. Not a view when its
+ * output is a graph output, nor for a node that is no view op. */
+static void test_view_in_place(void **state) {
+    pv *v = *state;
+    train_graph *tg = v->rw.tg;
+    ir_graph *g = tg->g;
+    int fl = pf_node(g, "/Flatten");
+    int t = g->nodes[fl].inputs[0], o = g->nodes[fl].outputs[0];
+    assert_int_equal(plan_view_source(tg, fl), t);
+    assert_int_equal(plan_view_source(tg, pf_node(g, "/conv1/Conv")), -1);
+    plan_lifetimes lt;
+    plan_lifetimes_compute(tg, &lt);
+    int r = lt.root[t];
+    assert_int_equal(lt.root[o], r);
+    assert_true(plan_lifetimes_device(&lt, r));
+    assert_false(plan_lifetimes_device(&lt, o));
+    int last_o = -1;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] == o) last_o = i;
+    assert_true(last_o > fl);
+    assert_true(op_is_swap_out(&g->nodes[last_o]) || last_o > fl + 1);
+    assert_int_equal(lt.last[r], last_o);
+    plan_lifetimes_free(&lt);
+    assert_int_equal(v->l.offset[o], v->l.offset[t]);
+    const int64_t *offs;
+    assert_int_equal(ir_attr_ints(&g->nodes[fl], PLAN_ATTR_OFFSETS, &offs), 1);
+    assert_int_equal(offs[0], -1);
+    g->tensors[o].is_graph_output = true;
+    assert_int_equal(plan_view_source(tg, fl), -1);
+    g->tensors[o].is_graph_output = false;
 }
 
 /* Budget below the arena. */
@@ -217,6 +256,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_consumer_before_producer, pv_setup, pv_teardown),
         cmocka_unit_test_setup_teardown(test_over_budget, pv_setup, pv_teardown),
         cmocka_unit_test_setup_teardown(test_workspaces_laid_out, pv_setup, pv_teardown),
+        cmocka_unit_test_setup_teardown(test_view_in_place, pv_setup, pv_teardown),
         cmocka_unit_test_setup_teardown(test_overlap_sweep_matches_brute_force, pv_setup,
                                         pv_teardown),
     };

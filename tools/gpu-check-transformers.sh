@@ -16,6 +16,9 @@
 # the issue asks for: outcore's faster in-core run / PyTorch eager, outcore at the cap /
 # PyTorch checkpointed and compiled at the cap. GPU_CHECK_TF_MODELS picks the models (default
 # both); a step that would not fit the time left (GPU_CHECK_SECONDS) is a skipped row.
+# GPU_CHECK_COMPILE_BUDGETS="0.1 0.05" gives the activation_memory_budget values to try (default
+# 0.5 down to 0.02: each is a compile; on the H200, GPT-2 b16 first fitted at 0.05, ViT-B/16 b256
+# ran out of memory at 0.5, 0.3 and 0.2).
 TSTEPS=6
 if [ $EMU = 1 ]; then
     TF_SPECS="tiny_gpt_range:4:32x64 tiny_vit:4:3x32x32"
@@ -78,7 +81,9 @@ for spec in $TF_SPECS; do
     for mode in eager checkpoint $([ $EMU = 0 ] && echo compile); do
         tf_left $([ $mode = compile ] && echo 120 || echo 40) "  pytorch $tm $mode" || continue
         out=$(tbox 200 $PYTHON tools/gpu_torch_transformers.py $tm $mode $tb --iters 3 \
-              $([ $EMU = 1 ] && echo --device cpu) 2>"$LOG/${tm}_torch_$mode.err" | tail -1)
+              $([ $EMU = 1 ] && echo --device cpu) \
+              ${GPU_CHECK_COMPILE_BUDGETS:+--budgets "$GPU_CHECK_COMPILE_BUDGETS"} \
+              2>"$LOG/${tm}_torch_$mode.err" | tail -1)
         row "  pytorch $mode$([ $mode != eager ] && echo ' (16 GiB cap)')" "${out:-FAILED ($(tail -1 "$LOG/${tm}_torch_$mode.err"))}"
         TV[$mode]=$(echo "$out" | awk '/samples\/s/ {print $1}')
     done

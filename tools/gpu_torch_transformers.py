@@ -8,7 +8,8 @@ optimizer (SGD lr 0.01, momentum 0.9, weight decay 1e-4) and a fixed batch.
 MODE: eager (no cap: the in-core anchor); checkpoint (every block under
 torch.utils.checkpoint, under the cap); compile (torch.compile with
 torch._functorch.config.activation_memory_budget lowered from 0.5 until the step fits the
-cap). The cap is torch.cuda.set_per_process_memory_fraction. Prints one line last:
+cap; --budgets B1,B2,.. tries those instead, in order: each try compiles anew, so a search that
+starts where the last run fitted saves minutes of device time). The cap is torch.cuda.set_per_process_memory_fraction. Prints one line last:
 "<samples/s> samples/s, peak <GiB> GiB[, budget <b>]" or "OOM ..." when nothing fits.
 """
 import argparse
@@ -100,11 +101,14 @@ def main():
     p.add_argument("--cap-gib", type=float, default=16.0)
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--device", default="cuda")
+    p.add_argument("--budgets", default="0.5,0.3,0.2,0.1,0.05,0.02",
+                   help="compile: activation_memory_budget values to try, in order")
     args = p.parse_args()
     if args.device == "cuda" and args.mode != "eager":
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, args.cap_gib * 2**30 / total))
-    budgets = [0.5, 0.3, 0.2, 0.1, 0.05, 0.02] if args.mode == "compile" else [None]
+    budgets = [float(b) for b in args.budgets.replace(" ", ",").split(",") if b] \
+        if args.mode == "compile" else [None]
     for b in budgets:
         try:
             sps, peak, losses = measure(args, b)

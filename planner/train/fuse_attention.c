@@ -41,8 +41,8 @@ static int k_transpose_fate(const ir_graph *g, const ir_node *n, int64_t perm[IR
 }
 
 typedef struct match {
-    int nodes[8], n_nodes; /* the pattern's nodes, to be removed */
-    int q, k, v, cond, y;  /* tensors */
+    int nodes[12], n_nodes; /* the pattern's nodes, to be removed */
+    int q, k, v, cond, y;   /* tensors */
     bool k_transposed;
     int k_reperm;                /* a Transpose node to give perm k_perm, or -1 */
     int64_t k_perm[IR_MAX_RANK]; /* (k_transpose_fate) */
@@ -50,12 +50,15 @@ typedef struct match {
     float scale, fill, ratio;
     const char *dropout; /* the Dropout node's name, or NULL */
     int at;              /* the final MatMul: the fused node takes its place */
+    int qk, kt;          /* the first MatMul; the Transpose removed from K (or -1) */
+    bool seq_first;      /* the head-split Transposes absorbed (match_seq_first) */
+    int y_tr;            /* then: the Transpose that wrote Y back to [N, T, H, d] */
 } match;
 
 /* The pattern ending at Softmax node s, or false. */
 static bool match_at(ir_graph *g, int s, match *m) {
     memset(m, 0, sizeof *m);
-    m->cond = -1, m->k_reperm = -1, m->scale = 1.0f;
+    m->cond = -1, m->k_reperm = -1, m->kt = -1, m->y_tr = -1, m->scale = 1.0f;
     const ir_node *sm = &g->nodes[s];
     const ir_tensor *sx = ir_node_in(g, sm, 0);
     const op_softmax_args *sa = &op_args_of(sm)->softmax;
@@ -88,13 +91,14 @@ static bool match_at(ir_graph *g, int s, match *m) {
         sole_consumer(g, t) != m->nodes[m->n_nodes - 1])
         return false;
     const ir_node *qk = &g->nodes[p];
+    m->qk = p;
     m->nodes[m->n_nodes++] = p;
     m->q = qk->inputs[0], m->k = qk->inputs[1], m->k_transposed = true;
     int tr = g->tensors[m->k].producer;
     if (tr >= 0 && g->nodes[tr].op == OP_TRANSPOSE && sole_consumer(g, m->k) == p) {
         int fate = k_transpose_fate(g, &g->nodes[tr], m->k_perm);
         if (fate == KT_GONE) {
-            m->k = g->nodes[tr].inputs[0], m->k_transposed = false;
+            m->k = g->nodes[tr].inputs[0], m->k_transposed = false, m->kt = tr;
             m->nodes[m->n_nodes++] = tr;
         } else if (fate == KT_REPERM) {
             m->k_reperm = tr, m->k_transposed = false;
@@ -121,6 +125,41 @@ static bool match_at(ir_graph *g, int s, match *m) {
     m->at = c;
     m->nodes[m->n_nodes++] = c;
     return true;
+}
+
+/* The Transpose (perm 0 2 1 3, rank 4) writing t and read by node `by` alone,
+ * or -1. */
+static int head_split_of(const ir_graph *g, int t, int by) {
+    int p = g->tensors[t].producer;
+    if (p < 0 || g->nodes[p].op != OP_TRANSPOSE || sole_consumer(g, t) != by) return -1;
+    const op_perm_args *a = &op_args_of(&g->nodes[p])->perm;
+    static const int64_t split[4] = {0, 2, 1, 3};
+    return a->rank == 4 && memcmp(a->perm, split, sizeof split) == 0 ? p : -1;
+}
+
+/* Q, K and V each the head split of a [N, T, H, d] tensor and Y read only by
+ * the Transpose back: the fused node reads and writes [N, T, H, d] itself
+ * (seq_first) and the four Transposes go, forward and (their gradients)
+ * backward. */
+static void match_seq_first(ir_graph *g, match *m) {
+    if (m->k_transposed) return; /* K read as Kᵀ: no Transpose to absorb */
+    int tq = head_split_of(g, m->q, m->qk);
+    static const int64_t split[4] = {0, 2, 1, 3};
+    int tk = m->kt >= 0 ? head_split_of(g, m->k, m->kt) : -1;
+    if (m->k_reperm >= 0 && op_args_of(&g->nodes[m->k_reperm])->perm.rank == 4 &&
+        memcmp(m->k_perm, split, sizeof split) == 0)
+        tk = m->k_reperm; /* Transpose(X, 0 2 3 1): X's head split once rewritten */
+    int tv = head_split_of(g, m->v, m->at);
+    int c = sole_consumer(g, m->y);
+    if (tq < 0 || tk < 0 || tv < 0 || c < 0) return;
+    const ir_node *back = &g->nodes[c];
+    const op_perm_args *a = back->op == OP_TRANSPOSE ? &op_args_of(back)->perm : NULL;
+    if (!a || a->rank != 4 || memcmp(a->perm, split, sizeof split) != 0) return;
+    m->q = g->nodes[tq].inputs[0], m->k = g->nodes[tk].inputs[0], m->v = g->nodes[tv].inputs[0];
+    m->nodes[m->n_nodes++] = tq, m->nodes[m->n_nodes++] = tk, m->nodes[m->n_nodes++] = tv;
+    m->nodes[m->n_nodes++] = c;
+    m->y = back->outputs[0], m->y_tr = c;
+    m->k_reperm = -1, m->k_transposed = false, m->seq_first = true;
 }
 
 static void add_attr_f(ir_graph *g, int n, const char *name, float v) {
@@ -158,9 +197,10 @@ static int replace(ir_graph *g, const match *m, oc_err *err) {
     char *name = oc_sprintf("%s/fused_attention", last->name);
     char *dummy = oc_sprintf("%s/unfused", g->tensors[m->y].name);
     /* the final MatMul lets go of Y (it writes a placeholder until removed) */
+    int writer = m->y_tr >= 0 ? m->y_tr : m->at; /* Y's writer until now */
     int ph = ir_tensor_add(g, dummy, IR_DTYPE_FLOAT);
-    g->nodes[m->at].outputs[0] = ph;
-    g->tensors[ph].producer = m->at;
+    g->nodes[writer].outputs[0] = ph;
+    g->tensors[ph].producer = writer;
     g->tensors[m->y].producer = -1;
     int n = ir_node_insert(g, m->at, name, op_name(OP_FUSED_ATTENTION), OC_DOMAIN);
     g->nodes[n].op = OP_FUSED_ATTENTION;
@@ -173,6 +213,7 @@ static int replace(ir_graph *g, const match *m, oc_err *err) {
     ir_node_add_output(g, n, ir_tensor_add(g, lse, IR_DTYPE_FLOAT));
     add_attr_f(g, n, "scale", m->scale);
     add_attr_i(g, n, "k_transposed", m->k_transposed);
+    if (m->seq_first) add_attr_i(g, n, "seq_first", 1);
     if (m->mask) {
         add_attr_i(g, n, "mask", m->mask);
         add_attr_f(g, n, "fill", m->fill);
@@ -193,6 +234,7 @@ int fuse_attention(ir_graph *g, int *n_fused, oc_err *err) {
         if (g->nodes[s].op != OP_SOFTMAX) continue;
         match m;
         if (!match_at(g, s, &m)) continue;
+        match_seq_first(g, &m);
         /* the Dropout's key name must outlive the removal: copy it */
         char *key = m.dropout ? oc_strdup(m.dropout) : NULL;
         m.dropout = key;

@@ -3,6 +3,8 @@
  *   MatMul(Q, Transpose(K) | Kᵀ) -> [Mul | Div by a scalar] ->
  *   [Where(cond, fill, .) | Where(cond, ., fill)] -> Softmax(last axis) ->
  *   [Dropout] -> MatMul(., V)
+ * (with the head-split Transposes around it absorbed, seq_first, where Q, K, V
+ * and Y are each one)
  * (every intermediate read once), and replaces it with FusedAttention
  * (ir/ops/op_attention.c): the [.., T, S] scores and probabilities are then
  * neither kept for backward nor written at all.

@@ -3,7 +3,8 @@
  * GEMMs for Q Kᵀ, P V and the gradient products, row loops for the softmax
  * (sums in double). Dropout's keep decision is Dropout's own (cpu_rng.h, the
  * element's index in [b.., T, S]), so a fused step draws the unfused step's
- * masks. */
+ * masks. seq_first nodes read and write [N, T, H, d] tensors: head h of image
+ * n is a block of rows H d floats apart (boff, pitch). */
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 /* The geometry of a node whose Q is input `at`. */
 typedef struct att_geom {
     int64_t nb, T, S, dh, dv;
+    int64_t H;               /* seq_first: heads (tensors [N, T, H, d]); 0: [b.., T, d] */
     const uint8_t *cond;     /* NULL: no mask */
     int64_t cs[IR_MAX_RANK]; /* the condition's strides broadcast to [b.., T, S] */
     int rank;
@@ -23,18 +25,32 @@ static void geom(const kernel_args *a, int at, att_geom *g) {
     const ir_tensor *q = kernel_in(a, at), *v = kernel_in(a, at + 2), *c = kernel_in(a, at + 3);
     const op_attention_args *p = &op_args_of(a->n)->attention;
     int r = q->rank;
+    int64_t qd[IR_MAX_RANK], vd[IR_MAX_RANK]; /* logical: [b.., T, d] */
+    memcpy(qd, q->dims, sizeof qd);
+    memcpy(vd, v->dims, sizeof vd);
+    g->H = p->seq_first ? q->dims[2] : 0;
+    if (p->seq_first)
+        qd[1] = q->dims[2], qd[2] = q->dims[1], vd[1] = v->dims[2], vd[2] = v->dims[1];
     g->rank = r;
-    g->T = q->dims[r - 2], g->dh = q->dims[r - 1], g->S = v->dims[r - 2], g->dv = v->dims[r - 1];
+    g->T = qd[r - 2], g->dh = qd[r - 1], g->S = vd[r - 2], g->dv = vd[r - 1];
     g->nb = 1;
-    for (int i = 0; i + 2 < r; i++) g->nb *= q->dims[i], g->bdims[i] = q->dims[i];
+    for (int i = 0; i + 2 < r; i++) g->nb *= qd[i], g->bdims[i] = qd[i];
     g->cond = p->mask && c ? a->in[at + 3] : NULL;
     if (g->cond) {
         int64_t od[IR_MAX_RANK];
-        memcpy(od, q->dims, sizeof od);
+        memcpy(od, qd, sizeof od);
         od[r - 1] = g->S;
         cpu_bcast_strides(c->rank, c->dims, r, od, g->cs);
     }
 }
+
+/* Where batch b's [rows, d] block of Q, K, V, Y or a gradient starts, and
+ * its row pitch: contiguous blocks, or (seq_first) head h of image n, rows
+ * H d apart. */
+static int64_t boff(const att_geom *g, int64_t b, int64_t rows, int64_t d) {
+    return g->H ? (b / g->H) * rows * g->H * d + (b % g->H) * d : b * rows * d;
+}
+static int64_t pitch(const att_geom *g, int64_t d) { return g->H ? g->H * d : d; }
 
 /* The condition's offset of batch b's element (0, 0). */
 static int64_t cond_base(const att_geom *g, int64_t b) {
@@ -59,9 +75,9 @@ static void scores_to_p(const kernel_args *a, const att_geom *g, int64_t b, cons
                         const float *K, float *s, const float *lse_in, float *lse_out) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
     int64_t T = g->T, S = g->S, dh = g->dh;
-    const float *Qb = Q + b * T * dh, *Kb = K + b * S * dh;
+    const float *Qb = Q + boff(g, b, T, dh), *Kb = K + boff(g, b, S, dh);
     if (p->k_transposed) cpu_sgemm(false, false, T, S, dh, p->scale, Qb, dh, Kb, S, 0.0f, s, S);
-    else cpu_sgemm(false, true, T, S, dh, p->scale, Qb, dh, Kb, dh, 0.0f, s, S);
+    else cpu_sgemm(false, true, T, S, dh, p->scale, Qb, pitch(g, dh), Kb, pitch(g, dh), 0.0f, s, S);
     int64_t base = g->cond ? cond_base(g, b) : 0;
     for (int64_t t = 0; t < T; t++) {
         float *row = s + t * S;
@@ -97,7 +113,9 @@ static void dropout_p(const kernel_args *a, const att_geom *g, int64_t b, float 
 size_t cpu_attention_scratch(const ir_graph *g, const ir_node *n) {
     int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
     const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
-    return 2 * (size_t)q->dims[q->rank - 2] * (size_t)v->dims[v->rank - 2] * sizeof(float);
+    int sq = ir_attr_int(n, "seq_first", 0) && q->rank == 4 ? 1 : q->rank - 2; /* T's dim */
+    int sv = ir_attr_int(n, "seq_first", 0) && v->rank == 4 ? 1 : v->rank - 2; /* S's dim */
+    return 2 * (size_t)q->dims[sq] * (size_t)v->dims[sv] * sizeof(float);
 }
 
 int cpu_fused_attention(const kernel_args *a, oc_err *err) {
@@ -111,8 +129,8 @@ int cpu_fused_attention(const kernel_args *a, oc_err *err) {
     for (int64_t b = 0; b < g.nb; b++) {
         scores_to_p(a, &g, b, Q, K, s, NULL, lse);
         dropout_p(a, &g, b, s);
-        cpu_sgemm(false, false, g.T, g.dv, g.S, 1.0f, s, g.S, V + b * g.S * g.dv, g.dv, 0.0f,
-                  Y + b * g.T * g.dv, g.dv);
+        cpu_sgemm(false, false, g.T, g.dv, g.S, 1.0f, s, g.S, V + boff(&g, b, g.S, g.dv),
+                  pitch(&g, g.dv), 0.0f, Y + boff(&g, b, g.T, g.dv), pitch(&g, g.dv));
     }
     return OC_OK;
 }
@@ -134,21 +152,24 @@ int cpu_fused_attention_grad(const kernel_args *a, oc_err *err) {
     float keep_scale = p->dropout_ratio > 0.0f ? 1.0f / (1.0f - p->dropout_ratio) : 1.0f;
     uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
     for (int64_t b = 0; b < g.nb; b++) {
-        const float *dYb = dY + b * T * dv, *Qb = Q + b * T * dh, *Kb = K + b * S * dh,
-                    *Vb = V + b * S * dv, *Yb = Y + b * T * dv;
+        int64_t lh = pitch(&g, dh), lv = pitch(&g, dv); /* row pitches */
+        const float *dYb = dY + boff(&g, b, T, dv), *Qb = Q + boff(&g, b, T, dh),
+                    *Kb = K + boff(&g, b, S, dh), *Vb = V + boff(&g, b, S, dv),
+                    *Yb = Y + boff(&g, b, T, dv);
         scores_to_p(a, &g, b, Q, K, P, lse, NULL);
         if (dV) { /* dV = (P with dropout)ᵀ dY */
             memcpy(dS, P, (size_t)(T * S) * sizeof(float));
             dropout_p(a, &g, b, dS);
-            cpu_sgemm(true, false, S, dv, T, 1.0f, dS, S, dYb, dv, 0.0f, dV + b * S * dv, dv);
+            cpu_sgemm(true, false, S, dv, T, 1.0f, dS, S, dYb, lv, 0.0f, dV + boff(&g, b, S, dv),
+                      lv);
         }
         if (!dQ && !dK) continue;
         /* dP = (dY Vᵀ) with the dropout mask; dS = P (dP - rowsum(dY Y)), 0 where masked */
-        cpu_sgemm(false, true, T, S, dv, 1.0f, dYb, dv, Vb, dv, 0.0f, dS, S);
+        cpu_sgemm(false, true, T, S, dv, 1.0f, dYb, lv, Vb, lv, 0.0f, dS, S);
         int64_t base = g.cond ? cond_base(&g, b) : 0;
         for (int64_t t = 0; t < T; t++) {
             double D = 0;
-            for (int64_t i = 0; i < dv; i++) D += (double)dYb[t * dv + i] * Yb[t * dv + i];
+            for (int64_t i = 0; i < dv; i++) D += (double)dYb[t * lv + i] * Yb[t * lv + i];
             for (int64_t j = 0; j < S; j++) {
                 int64_t k = t * S + j;
                 float dp = dS[k];
@@ -163,15 +184,15 @@ int cpu_fused_attention_grad(const kernel_args *a, oc_err *err) {
             if (p->k_transposed)
                 cpu_sgemm(false, true, T, dh, S, p->scale, dS, S, Kb, S, 0.0f, dQ + b * T * dh, dh);
             else
-                cpu_sgemm(false, false, T, dh, S, p->scale, dS, S, Kb, dh, 0.0f, dQ + b * T * dh,
-                          dh);
+                cpu_sgemm(false, false, T, dh, S, p->scale, dS, S, Kb, lh, 0.0f,
+                          dQ + boff(&g, b, T, dh), lh);
         }
         if (dK) { /* dK = scale dSᵀ Q, or dKᵀ = scale Qᵀ dS */
             if (p->k_transposed)
                 cpu_sgemm(true, false, dh, S, T, p->scale, Qb, dh, dS, S, 0.0f, dK + b * dh * S, S);
             else
-                cpu_sgemm(true, false, S, dh, T, p->scale, dS, S, Qb, dh, 0.0f, dK + b * S * dh,
-                          dh);
+                cpu_sgemm(true, false, S, dh, T, p->scale, dS, S, Qb, lh, 0.0f,
+                          dK + boff(&g, b, S, dh), lh);
         }
     }
     return OC_OK;

@@ -908,14 +908,6 @@ static int gemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64
                       C, ldc, sc, nb, a, err);
 }
 
-static int sgemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                            const float *A, int64_t lda, int64_t sa, const float *B, int64_t ldb,
-                            int64_t sb, float *C, int64_t ldc, int64_t sc, int64_t nb,
-                            const kernel_args *a, oc_err *err) {
-    return gemm_rm_batched(c, ta, tb, m, n, k, 1.0f, A, lda, sa, B, ldb, sb, C, ldc, sc, nb, a,
-                           err);
-}
-
 /* Row-major C_b = op(A_b) op(B_b), MatMul's batches (any float type). */
 static int mm_batched(const cuda_ctx *c, ir_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
                       int64_t k, const void *A, int64_t lda, int64_t sa, const void *B, int64_t ldb,
@@ -971,17 +963,22 @@ static int64_t att_chunk_override(void) {
 
 typedef struct att_dims {
     int64_t nb, T, S, dh, dv, chunk;
+    int64_t H; /* seq_first: heads (tensors [N, T, H, d]); 0: [b.., T, d] */
 } att_dims;
 
 static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
     int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
     const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
+    bool sf = ir_attr_int(n, "seq_first", 0) != 0 && q->rank == 4 && v->rank == 4;
+    int r = q->rank, tdim = sf ? 1 : r - 2; /* the sequence's dim */
     att_dims d = {.nb = 1,
-                  .T = q->dims[q->rank - 2],
-                  .dh = q->dims[q->rank - 1],
-                  .S = v->dims[v->rank - 2],
-                  .dv = v->dims[v->rank - 1]};
-    for (int i = 0; i + 2 < q->rank; i++) d.nb *= q->dims[i];
+                  .T = q->dims[tdim],
+                  .dh = q->dims[r - 1],
+                  .S = v->dims[tdim],
+                  .dv = v->dims[r - 1],
+                  .H = sf ? q->dims[2] : 0};
+    for (int i = 0; i + 1 < r; i++)
+        if (i != tdim) d.nb *= q->dims[i];
     size_t per = 2 * (size_t)d.T * (size_t)d.S * sizeof(float);
     d.chunk = per ? (int64_t)(ATT_SCRATCH_BYTES / per) : d.nb;
     if (att_chunk_override()) d.chunk = att_chunk_override();
@@ -997,16 +994,19 @@ size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n) {
 
 static cu_att_mask att_mask(const kernel_args *a, int at) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    const ir_tensor *q = kernel_in(a, at), *v = kernel_in(a, at + 2), *c = kernel_in(a, at + 3);
+    const ir_tensor *q = kernel_in(a, at), *c = kernel_in(a, at + 3);
+    att_dims d = att_dims_of(a->g, a->n);
     cu_att_mask m = {.cond = p->mask && c ? a->in[at + 3] : NULL,
                      .mode = p->mask,
                      .fill = p->fill,
                      .rank = q->rank};
-    for (int i = 0; i + 2 < q->rank; i++) m.bdims[i] = q->dims[i];
+    int64_t od[IR_MAX_RANK]; /* the logical scores [b.., T, S] */
+    memcpy(od, q->dims, sizeof od);
+    if (d.H) od[1] = d.H, od[2] = d.T;
+    od[q->rank - 1] = d.S;
+    for (int i = 0; i + 2 < q->rank; i++) m.bdims[i] = od[i];
     if (m.cond) { /* the condition's strides, right-aligned, 0 where it broadcasts */
-        int64_t od[IR_MAX_RANK], acc = 1;
-        memcpy(od, q->dims, sizeof od);
-        od[q->rank - 1] = v->dims[v->rank - 2];
+        int64_t acc = 1;
         for (int i = q->rank - 1; i >= 0; i--) {
             int ci = i - (q->rank - c->rank);
             int64_t dim = ci >= 0 ? c->dims[ci] : 1;
@@ -1017,19 +1017,61 @@ static cu_att_mask att_mask(const kernel_args *a, int at) {
     return m;
 }
 
+/* A GEMM operand of batch b: a tensor's [rows, cols] block (contiguous blocks,
+ * or seq_first: head h of image n, rows H cols apart) or the chunk's scratch
+ * (scratch: blocks from the chunk's first batch, contiguous). */
+typedef struct att_opnd {
+    const float *base;
+    int64_t rows, cols;
+    bool scratch;
+} att_opnd;
+
+static const float *opnd_at(const att_dims *d, const att_opnd *o, int64_t b, int64_t b0,
+                            int64_t *ld, int64_t *stride) {
+    if (o->scratch || !d->H) {
+        *ld = o->cols, *stride = o->rows * o->cols;
+        return o->base + (o->scratch ? b - b0 : b) * o->rows * o->cols;
+    }
+    *ld = d->H * o->cols, *stride = o->cols;
+    return o->base + (b / d->H) * o->rows * d->H * o->cols + (b % d->H) * o->cols;
+}
+
+/* C_b = alpha op(A_b) op(B_b) for the chunk's batches [b0, b0 + cb): one
+ * strided-batched GEMM, or (seq_first) one per image the chunk touches. */
+static int att_gemm(const cuda_ctx *c, const kernel_args *a, const att_dims *d, int64_t b0,
+                    int64_t cb, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                    att_opnd A, att_opnd B, att_opnd C, oc_err *err) {
+    for (int64_t b = b0; b < b0 + cb;) {
+        int64_t run = d->H ? (b / d->H + 1) * d->H - b : cb;
+        if (run > b0 + cb - b) run = b0 + cb - b;
+        int64_t la, sa, lb, sb, lc, sc;
+        const float *pa = opnd_at(d, &A, b, b0, &la, &sa), *pb = opnd_at(d, &B, b, b0, &lb, &sb);
+        float *pc = (float *)opnd_at(d, &C, b, b0, &lc, &sc);
+        if (gemm_rm_batched(c, ta, tb, M, N, K, alpha, pa, la, sa, pb, lb, sb, pc, lc, sc, run, a,
+                            err))
+            return OC_ERR;
+        b += run;
+    }
+    return OC_OK;
+}
+
+static att_opnd tensor_opnd(const void *p, int64_t rows, int64_t cols) {
+    return (att_opnd){(const float *)p, rows, cols, false};
+}
+static att_opnd scratch_opnd(const float *p, int64_t rows, int64_t cols) {
+    return (att_opnd){p, rows, cols, true};
+}
+
 /* s = scale Q Kᵀ for batches [b0, b0 + cb), then the masked softmax. */
 static int att_scores(const cuda_ctx *c, const kernel_args *a, int at, const att_dims *d,
                       int64_t b0, int64_t cb, float *s, const float *lse_in, float *lse_out,
                       oc_err *err) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    const float *Q = (const float *)a->in[at] + b0 * d->T * d->dh;
-    const float *K = (const float *)a->in[at + 1] + b0 * d->S * d->dh;
-    int rc =
-        p->k_transposed
-            ? gemm_rm_batched(c, false, false, d->T, d->S, d->dh, p->scale, Q, d->dh, d->T * d->dh,
-                              K, d->S, d->S * d->dh, s, d->S, d->T * d->S, cb, a, err)
-            : gemm_rm_batched(c, false, true, d->T, d->S, d->dh, p->scale, Q, d->dh, d->T * d->dh,
-                              K, d->dh, d->S * d->dh, s, d->S, d->T * d->S, cb, a, err);
+    att_opnd Q = tensor_opnd(a->in[at], d->T, d->dh), S = scratch_opnd(s, d->T, d->S);
+    int rc = p->k_transposed ? att_gemm(c, a, d, b0, cb, false, false, d->T, d->S, d->dh, p->scale,
+                                        Q, tensor_opnd(a->in[at + 1], d->dh, d->S), S, err)
+                             : att_gemm(c, a, d, b0, cb, false, true, d->T, d->S, d->dh, p->scale,
+                                        Q, tensor_opnd(a->in[at + 1], d->S, d->dh), S, err);
     if (rc) return rc;
     CU_LAUNCH(cu_att_softmax(c->stream, s, cb * d->T, d->T, d->S, b0, att_mask(a, at),
                              lse_in ? lse_in + b0 * d->T : NULL,
@@ -1051,9 +1093,9 @@ int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         if (p->dropout_ratio > 0.0f)
             CU_LAUNCH(cu_att_dropout(c->stream, s, s, cb * d.T * d.S, key, p->dropout_ratio,
                                      b0 * d.T * d.S));
-        if (sgemm_rm_batched(c, false, false, d.T, d.dv, d.S, s, d.S, d.T * d.S,
-                             (const float *)a->in[2] + b0 * d.S * d.dv, d.dv, d.S * d.dv,
-                             (float *)a->out[0] + b0 * d.T * d.dv, d.dv, d.T * d.dv, cb, a, err))
+        if (att_gemm(c, a, &d, b0, cb, false, false, d.T, d.dv, d.S, 1.0f,
+                     scratch_opnd(s, d.T, d.S), tensor_opnd(a->in[2], d.S, d.dv),
+                     tensor_opnd(a->out[0], d.T, d.dv), err))
             return OC_ERR;
     }
     return OC_OK;
@@ -1069,40 +1111,37 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
     int64_t T = d.T, S = d.S, dh = d.dh, dv = d.dv;
+    att_opnd dY = tensor_opnd(a->in[0], T, dv), Q = tensor_opnd(a->in[1], T, dh),
+             V = tensor_opnd(a->in[3], S, dv), sP = scratch_opnd(P, T, S),
+             sdS = scratch_opnd(dS, T, S);
     for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
         int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
-        const float *dY = (const float *)a->in[0] + b0 * T * dv;
-        const float *Q = (const float *)a->in[1] + b0 * T * dh;
-        const float *K = (const float *)a->in[2] + b0 * S * dh;
-        const float *V = (const float *)a->in[3] + b0 * S * dv;
-        const float *Y = (const float *)a->in[5] + b0 * T * dv;
         if (att_scores(c, a, 1, &d, b0, cb, P, a->in[6], NULL, err)) return OC_ERR;
         if (dV) { /* dV = (P with dropout)ᵀ dY */
-            const float *Pd = P;
+            att_opnd Pd = sP;
             if (p->dropout_ratio > 0.0f) {
                 CU_LAUNCH(cu_att_dropout(c->stream, P, dS, cb * T * S, key, p->dropout_ratio,
                                          b0 * T * S));
-                Pd = dS;
+                Pd = sdS;
             }
-            if (sgemm_rm_batched(c, true, false, S, dv, T, Pd, S, T * S, dY, dv, T * dv,
-                                 dV + b0 * S * dv, dv, S * dv, cb, a, err))
+            if (att_gemm(c, a, &d, b0, cb, true, false, S, dv, T, 1.0f, Pd, dY,
+                         tensor_opnd(dV, S, dv), err))
                 return OC_ERR;
         }
         if (!dQ && !dK) continue;
-        if (sgemm_rm_batched(c, false, true, T, S, dv, dY, dv, T * dv, V, dv, S * dv, dS, S, T * S,
-                             cb, a, err))
+        if (att_gemm(c, a, &d, b0, cb, false, true, T, S, dv, 1.0f, dY, V, sdS, err)) return OC_ERR;
+        CU_LAUNCH(cu_att_ds(c->stream, dS, P, (const float *)a->in[0], (const float *)a->in[5],
+                            cb * T, T, S, dv, d.H, b0, att_mask(a, 1), key, p->dropout_ratio));
+        if (dQ &&
+            (p->k_transposed ? att_gemm(c, a, &d, b0, cb, false, true, T, dh, S, p->scale, sdS,
+                                        tensor_opnd(a->in[2], dh, S), tensor_opnd(dQ, T, dh), err)
+                             : att_gemm(c, a, &d, b0, cb, false, false, T, dh, S, p->scale, sdS,
+                                        tensor_opnd(a->in[2], S, dh), tensor_opnd(dQ, T, dh), err)))
             return OC_ERR;
-        CU_LAUNCH(cu_att_ds(c->stream, dS, P, dY, Y, cb * T, T, S, dv, b0, att_mask(a, 1), key,
-                            p->dropout_ratio));
-        if (dQ && gemm_rm_batched(c, false, p->k_transposed, T, dh, S, p->scale, dS, S, T * S, K,
-                                  p->k_transposed ? S : dh, S * dh, dQ + b0 * T * dh, dh, T * dh,
-                                  cb, a, err))
-            return OC_ERR;
-        if (dK && (p->k_transposed
-                       ? gemm_rm_batched(c, true, false, dh, S, T, p->scale, Q, dh, T * dh, dS, S,
-                                         T * S, dK + b0 * dh * S, S, dh * S, cb, a, err)
-                       : gemm_rm_batched(c, true, false, S, dh, T, p->scale, dS, S, T * S, Q, dh,
-                                         T * dh, dK + b0 * S * dh, dh, S * dh, cb, a, err)))
+        if (dK && (p->k_transposed ? att_gemm(c, a, &d, b0, cb, true, false, dh, S, T, p->scale, Q,
+                                              sdS, tensor_opnd(dK, dh, S), err)
+                                   : att_gemm(c, a, &d, b0, cb, true, false, S, dh, T, p->scale,
+                                              sdS, Q, tensor_opnd(dK, S, dh), err)))
             return OC_ERR;
     }
     return OC_OK;

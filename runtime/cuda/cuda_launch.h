@@ -83,10 +83,12 @@ int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S, i
  * first + i, else 0); out may be P. */
 int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, cu_rng key, float ratio,
                    int64_t first);
-/* ds (holding dY Vᵀ) = P (ds with the dropout mask - rowsum(dY Y)), 0 where masked. */
+/* ds (holding dY Vᵀ) = P (ds with the dropout mask - rowsum(dY Y)), 0 where masked;
+ * rows = chunk batches x T from batch b0; dy and y the whole tensors, [b.., T, dv] (H 0)
+ * or [N, T, H, dv] (seq_first). */
 int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
-              int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng key,
-              float ratio);
+              int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t H, int64_t b0, cu_att_mask m,
+              cu_rng key, float ratio);
 /* Parts of a channels-last reduction over rows of C channels (a thread per
  * (part, channel)): about CU_NHWC_THREADS threads, enough to fill a GPU with
  * loads in flight, and at least 64 rows a part — so the parts a channel's

@@ -1147,15 +1147,17 @@ extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t 
 // dS = P (dP' - D) per row, D = sum(dY Y) over the row's dv outputs, dP' = dP with the forward's
 // dropout; 0 where masked. A warp per row, 4 rows a block.
 __global__ void k_att_ds(float *ds, const float *p, const float *dy, const float *y, int64_t rows,
-                         int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m, cu_rng r,
-                         float ratio) {
+                         int64_t T, int64_t S, int64_t dv, int64_t H, int64_t b0, cu_att_mask m,
+                         cu_rng r, float ratio) {
     float scale = ratio > 0.0f ? 1.0f / (1.0f - ratio) : 1.0f;
     uint64_t key = ratio > 0.0f ? rng_key(r) : 0;
     int L = row_lanes(), lane = threadIdx.x % L;
     MROW_LOOP(r, rows) {
         int64_t b = b0 + r / T, t = r % T, mo = att_mask_row(m, b, t);
+        // row t of batch b in dY and Y: [b.., T, dv] or (H > 0) [N, T, H, dv]
+        int64_t yo = H ? ((b / H * T + t) * H + b % H) * dv : (b * T + t) * dv;
         float D = 0.0f;
-        for (int64_t i = lane; i < dv; i += L) D += dy[r * dv + i] * y[r * dv + i];
+        for (int64_t i = lane; i < dv; i += L) D += dy[yo + i] * y[yo + i];
         D = lanes_sum(D);
         uint64_t at = (uint64_t)(b * T * S + t * S);
         for (int64_t j = lane; j < S; j += L) {
@@ -1168,11 +1170,11 @@ __global__ void k_att_ds(float *ds, const float *p, const float *dy, const float
 }
 
 extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const float *y,
-                         int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t b0, cu_att_mask m,
-                         cu_rng key, float ratio) {
+                         int64_t rows, int64_t T, int64_t S, int64_t dv, int64_t H, int64_t b0,
+                         cu_att_mask m, cu_rng key, float ratio) {
     if (rows == 0) return 0;
-    k_att_ds<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(ds, p, dy, y, rows, T, S,
-                                                                           dv, b0, m, key, ratio);
+    k_att_ds<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
+        ds, p, dy, y, rows, T, S, dv, H, b0, m, key, ratio);
     return last_error();
 }
 

@@ -280,6 +280,12 @@ OP_CASE(FUSED_ATTENTION, "masked where not cond, dropout 0.3", 13, 2,
 OP_CASE(FUSED_ATTENTION, "1040 keys, masked, dropout 0.1", 13, 2,
         "[1,2,3,4] [1,2,1040,4] [1,2,1040,2] b[3,1040]",
         "scale=0.5 mask=1 fill=-4.0 dropout_ratio=0.1 dropout_key=attn/Dropout")
+/* seq_first: Q, K, V, Y [N, T, H, d] (the head split absorbed), the mask and LSE logical */
+OP_CASE(FUSED_ATTENTION, "seq_first, masked, dropout 0.2", 13, 2,
+        "[2,3,2,4] [2,5,2,4] [2,5,2,3] b[1,1,3,5]",
+        "scale=0.5 seq_first=1 mask=1 fill=-2.0 dropout_ratio=0.2 dropout_key=attn/Dropout")
+OP_CASE(FUSED_ATTENTION, "seq_first, 3 heads, no mask", 13, 2, "[3,4,3,2] [3,6,3,2] [3,6,3,5]",
+        "scale=0.6 seq_first=1")
 OP_CASE(SOFTMAX, "last axis (attention)", 13, 1, "[2,3,5]", "")
 OP_CASE(SOFTMAX, "middle axis", 13, 1, "[2,4,3]", "axis=1")
 OP_CASE(SOFTMAX, "opset 11: dims from axis flattened", 11, 1, "[2,3,4]", "axis=1")

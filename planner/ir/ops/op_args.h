@@ -79,8 +79,9 @@ typedef struct op_where_args {
 /* FusedAttention and its gradient (op_attention.c). */
 typedef struct op_attention_args {
     float scale, fill, dropout_ratio;
-    bool k_transposed;         /* input 1 is Kᵀ [b.., dh, S] (else K [b.., S, dh]) */
-    int mask;                  /* 0 none; 1 s = fill where cond; 2 s = fill where not cond */
+    bool k_transposed; /* input 1 is Kᵀ [b.., dh, S] (else K [b.., S, dh]) */
+    bool seq_first;    /* Q, K, V, Y (and gradients) stored [N, T, H, d]: heads second-last */
+    int mask;          /* 0 none; 1 s = fill where cond; 2 s = fill where not cond */
     uint64_t dropout_key_hash; /* op_name_hash of the Dropout node it replaced */
 } op_attention_args;
 

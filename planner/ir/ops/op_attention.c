@@ -12,7 +12,11 @@
  * cond, Y, LSE) -> dQ, dK, dV recomputes the scores from Q, K and LSE (the
  * memory-efficient algorithm; D = rowsum(dY Y)). Attributes: scale,
  * k_transposed, mask (0 none, 1 masked where cond, 2 masked where not cond),
- * fill, dropout_ratio, dropout_key. */
+ * fill, dropout_ratio, dropout_key, seq_first. seq_first 1: Q, K, V and Y
+ * (and their gradients) are stored [N, T, H, d], the layout the exporters
+ * split heads from, for the logical [N, H, T, d] (the head-split Transposes
+ * around the pattern become strides of the kernels' GEMMs; K, not Kᵀ; LSE and
+ * the mask stay logical, [N, H, T] and against [N, H, T, S]). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -24,6 +28,8 @@ static int attention_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     op_attention_args *p = &op_args_new(n)->attention;
     p->scale = ir_attr_float(n, "scale", 1.0f);
     p->k_transposed = ir_attr_int(n, "k_transposed", 0) != 0;
+    p->seq_first = ir_attr_int(n, "seq_first", 0) != 0;
+    if (p->seq_first && p->k_transposed) return oc_fail(err, "seq_first with k_transposed");
     p->mask = (int)ir_attr_int(n, "mask", 0);
     p->fill = ir_attr_float(n, "fill", 0.0f);
     p->dropout_ratio = ir_attr_float(n, "dropout_ratio", 0.0f);
@@ -37,12 +43,25 @@ static int attention_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 
 /* Q, K (or Kᵀ), V and the optional condition of a forward or backward node
  * (offset: where Q sits); the dims T, S, dh, dv; fails naming what disagrees. */
+/* A seq_first tensor [N, T, H, d] as the logical [N, H, T, d] (a copy). */
+static ir_tensor logical(const ir_tensor *x, bool seq_first) {
+    ir_tensor l = *x;
+    if (seq_first && x->rank == 4) l.dims[1] = x->dims[2], l.dims[2] = x->dims[1];
+    return l;
+}
+
 static int attention_dims(ir_graph *g, ir_node *n, int at, bool k_transposed, int64_t d[4],
                           oc_err *err) {
-    ir_tensor *q, *k, *v;
-    if (op_in_shaped(g, n, at, &q, err) || op_in_shaped(g, n, at + 1, &k, err) ||
-        op_in_shaped(g, n, at + 2, &v, err))
+    ir_tensor *qs, *ks, *vs;
+    if (op_in_shaped(g, n, at, &qs, err) || op_in_shaped(g, n, at + 1, &ks, err) ||
+        op_in_shaped(g, n, at + 2, &vs, err))
         return OC_ERR;
+    bool sf = ir_attr_int(n, "seq_first", 0) != 0;
+    if (sf && (qs->rank != 4 || ks->rank != 4 || vs->rank != 4 || k_transposed))
+        return oc_fail(err, "seq_first takes '%s', '%s' and '%s' of rank 4, K not transposed",
+                       qs->name, ks->name, vs->name);
+    ir_tensor lq = logical(qs, sf), lk = logical(ks, sf), lv = logical(vs, sf);
+    ir_tensor *q = &lq, *k = &lk, *v = &lv;
     int r = q->rank;
     bool ok = r >= 3 && k->rank == r && v->rank == r && ir_dtype_is_compute(q->dtype) &&
               k->dtype == q->dtype && v->dtype == q->dtype;
@@ -82,8 +101,9 @@ static int attention_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
     int64_t y[IR_MAX_RANK];
     memcpy(y, q->dims, sizeof y);
     y[q->rank - 1] = d[3];
-    op_set_out(g, n, 0, q->dtype, q->rank, y);
-    op_set_out(g, n, 1, IR_DTYPE_FLOAT, q->rank - 1, q->dims); /* row statistics: float32 */
+    op_set_out(g, n, 0, q->dtype, q->rank, y); /* Y in Q's layout */
+    ir_tensor lq = logical(q, ir_attr_int(n, "seq_first", 0) != 0);
+    op_set_out(g, n, 1, IR_DTYPE_FLOAT, q->rank - 1, lq.dims); /* row statistics: float32 */
     return OC_OK;
 }
 
@@ -103,8 +123,10 @@ static int attention_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
 static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
     bool grad = n->op == OP_FUSED_ATTENTION_GRAD;
-    const ir_tensor *q = &g->tensors[n->inputs[grad ? 1 : 0]];
-    const ir_tensor *v = &g->tensors[n->inputs[grad ? 3 : 2]];
+    bool sf = op_args_of(n)->attention.seq_first;
+    ir_tensor lq = logical(&g->tensors[n->inputs[grad ? 1 : 0]], sf),
+              lv = logical(&g->tensors[n->inputs[grad ? 3 : 2]], sf);
+    const ir_tensor *q = &lq, *v = &lv;
     int64_t rows = 1;
     for (int i = 0; i + 1 < q->rank; i++) rows *= q->dims[i];
     double S = (double)v->dims[v->rank - 2], dh = (double)q->dims[q->rank - 1],

@@ -262,15 +262,7 @@ static int plan_layout(rt_exec *x, const rt_exec_opts *o, oc_err *err) {
     x->space = oc_calloc((size_t)nt, sizeof(rt_space));
     x->off = oc_calloc((size_t)nt, sizeof(int64_t));
     x->placed = oc_calloc((size_t)nt, sizeof(bool));
-    for (int t = 0; t < nt; t++) {
-        int r = t;
-        while (tg->alias_of[r] >= 0) r = tg->alias_of[r];
-        x->root[t] = r;
-    }
-    for (int i = 0; i < g->n_nodes; i++) { /* in-place views: the layout's roots (lifetimes.h) */
-        int s = plan_view_source(tg, i);
-        if (s >= 0) x->root[g->nodes[i].outputs[0]] = x->root[s];
-    }
+    plan_storage_roots(tg, x->root); /* the layout's: aliases and in-place views */
     /* Host space: graph inputs, the loss, then SwapOut outputs. */
     x->host_input_off = oc_calloc((size_t)g->n_inputs + 1, sizeof(int64_t));
     int64_t h = 0;

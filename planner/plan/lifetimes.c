@@ -37,6 +37,20 @@ int plan_view_source(const train_graph *tg, int node) {
     return t;
 }
 
+void plan_storage_roots(const train_graph *tg, int *root) {
+    const ir_graph *g = tg->g;
+    int nt = g->n_tensors;
+    for (int t = 0; t < nt; t++) {
+        int r = t, hops = 0;
+        while (tg->alias_of[r] >= 0 && hops++ <= nt) r = tg->alias_of[r];
+        root[t] = r;
+    }
+    for (int i = 0; i < g->n_nodes; i++) { /* in order: a view of a view takes the first's root */
+        int s = plan_view_source(tg, i);
+        if (s >= 0) root[g->nodes[i].outputs[0]] = root[s];
+    }
+}
+
 void plan_lifetimes_compute(const train_graph *tg, plan_lifetimes *lt) {
     const ir_graph *g = tg->g;
     int nt = g->n_tensors, nn = g->n_nodes;
@@ -46,16 +60,10 @@ void plan_lifetimes_compute(const train_graph *tg, plan_lifetimes *lt) {
     lt->last = oc_malloc(((size_t)nt + 1) * sizeof(int));
     lt->host = oc_calloc((size_t)nt + 1, 1);
     lt->bytes = oc_calloc((size_t)nt + 1, sizeof(int64_t));
+    plan_storage_roots(tg, lt->root);
     for (int t = 0; t < nt; t++) {
-        int r = t, hops = 0;
-        while (tg->alias_of[r] >= 0 && hops++ <= nt) r = tg->alias_of[r];
-        lt->root[t] = r;
         lt->first[t] = nn + 1;
         lt->last[t] = -2;
-    }
-    for (int i = 0; i < nn; i++) { /* in order: a view of a view takes the first's root */
-        int s = plan_view_source(tg, i);
-        if (s >= 0) lt->root[g->nodes[i].outputs[0]] = lt->root[s];
     }
 #define TOUCH(t, pos)                                                                              \
     do {                                                                                           \

@@ -49,6 +49,9 @@ void plan_lifetimes_compute(const train_graph *tg, plan_lifetimes *lt);
  * runtime's arena all see it through plan_lifetimes' roots, and the copy
  * kernels return at once when the two pointers agree. */
 int plan_view_source(const train_graph *tg, int node);
+/* root[t] (n_tensors, the caller's): the tensor whose storage t uses — alias_of
+ * followed, then in-place views. */
+void plan_storage_roots(const train_graph *tg, int *root);
 void plan_lifetimes_free(plan_lifetimes *lt);
 /* True when root tensor t (or workspace item n + i) needs arena storage. */
 bool plan_lifetimes_device(const plan_lifetimes *lt, int t);

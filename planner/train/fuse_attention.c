@@ -127,14 +127,18 @@ static bool match_at(ir_graph *g, int s, match *m) {
     return true;
 }
 
-/* The Transpose (perm 0 2 1 3, rank 4) writing t and read by node `by` alone,
- * or -1. */
+/* [N, T, H, d] <-> [N, H, T, d]: the head split and its inverse. */
+static const int64_t head_split[4] = {0, 2, 1, 3};
+static bool is_head_split(const int64_t *perm, int rank) {
+    return rank == 4 && memcmp(perm, head_split, sizeof head_split) == 0;
+}
+
+/* The Transpose (the head split) writing t and read by node `by` alone, or -1. */
 static int head_split_of(const ir_graph *g, int t, int by) {
     int p = g->tensors[t].producer;
     if (p < 0 || g->nodes[p].op != OP_TRANSPOSE || sole_consumer(g, t) != by) return -1;
     const op_perm_args *a = &op_args_of(&g->nodes[p])->perm;
-    static const int64_t split[4] = {0, 2, 1, 3};
-    return a->rank == 4 && memcmp(a->perm, split, sizeof split) == 0 ? p : -1;
+    return is_head_split(a->perm, a->rank) ? p : -1;
 }
 
 /* Q, K and V each the head split of a [N, T, H, d] tensor and Y read only by
@@ -144,17 +148,15 @@ static int head_split_of(const ir_graph *g, int t, int by) {
 static void match_seq_first(ir_graph *g, match *m) {
     if (m->k_transposed) return; /* K read as Kᵀ: no Transpose to absorb */
     int tq = head_split_of(g, m->q, m->qk);
-    static const int64_t split[4] = {0, 2, 1, 3};
     int tk = m->kt >= 0 ? head_split_of(g, m->k, m->kt) : -1;
-    if (m->k_reperm >= 0 && op_args_of(&g->nodes[m->k_reperm])->perm.rank == 4 &&
-        memcmp(m->k_perm, split, sizeof split) == 0)
+    if (m->k_reperm >= 0 && is_head_split(m->k_perm, op_args_of(&g->nodes[m->k_reperm])->perm.rank))
         tk = m->k_reperm; /* Transpose(X, 0 2 3 1): X's head split once rewritten */
     int tv = head_split_of(g, m->v, m->at);
     int c = sole_consumer(g, m->y);
     if (tq < 0 || tk < 0 || tv < 0 || c < 0) return;
     const ir_node *back = &g->nodes[c];
     const op_perm_args *a = back->op == OP_TRANSPOSE ? &op_args_of(back)->perm : NULL;
-    if (!a || a->rank != 4 || memcmp(a->perm, split, sizeof split) != 0) return;
+    if (!a || !is_head_split(a->perm, a->rank)) return;
     m->q = g->nodes[tq].inputs[0], m->k = g->nodes[tk].inputs[0], m->v = g->nodes[tv].inputs[0];
     m->nodes[m->n_nodes++] = tq, m->nodes[m->n_nodes++] = tk, m->nodes[m->n_nodes++] = tv;
     m->nodes[m->n_nodes++] = c;

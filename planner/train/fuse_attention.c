@@ -41,7 +41,7 @@ static int k_transpose_fate(const ir_graph *g, const ir_node *n, int64_t perm[IR
 }
 
 typedef struct match {
-    int nodes[12], n_nodes; /* the pattern's nodes, to be removed */
+    int nodes[16], n_nodes; /* the pattern's nodes, to be removed */
     int q, k, v, cond, y;   /* tensors */
     bool k_transposed;
     int k_reperm;                /* a Transpose node to give perm k_perm, or -1 */
@@ -52,7 +52,9 @@ typedef struct match {
     int at;              /* the final MatMul: the fused node takes its place */
     int qk, kt;          /* the first MatMul; the Transpose removed from K (or -1) */
     bool seq_first;      /* the head-split Transposes absorbed (match_seq_first) */
+    int64_t qkv_heads;   /* > 0: Q, K and V the thirds of one tensor (match_qkv_split) */
     int y_tr;            /* then: the Transpose that wrote Y back to [N, T, H, d] */
+    int tq, tk, tv;      /* then: the head splits Q, K and V came from */
 } match;
 
 /* The pattern ending at Softmax node s, or false. */
@@ -159,9 +161,51 @@ static void match_seq_first(ir_graph *g, match *m) {
     if (!a || !is_head_split(a->perm, a->rank)) return;
     m->q = g->nodes[tq].inputs[0], m->k = g->nodes[tk].inputs[0], m->v = g->nodes[tv].inputs[0];
     m->nodes[m->n_nodes++] = tq, m->nodes[m->n_nodes++] = tk, m->nodes[m->n_nodes++] = tv;
+    m->tq = tq, m->tk = tk, m->tv = tv;
     m->nodes[m->n_nodes++] = c;
     m->y = back->outputs[0], m->y_tr = c;
     m->k_reperm = -1, m->k_transposed = false, m->seq_first = true;
+}
+
+/* The Reshape [N, T, H d] -> [N, T, H, d] writing t (read by node `by`
+ * alone) of output `k` of a Split into thirds of X [N, T, 3 H d] along its
+ * last dim, that output read by the Reshape alone; its node, or -1. */
+static int qkv_third_of(const ir_graph *g, int t, int by, int k, int *split) {
+    int r = g->tensors[t].producer;
+    if (r < 0 || g->nodes[r].op != OP_RESHAPE || sole_consumer(g, t) != by) return -1;
+    int part = g->nodes[r].inputs[0], sp = g->tensors[part].producer;
+    if (sp < 0 || g->nodes[sp].op != OP_SPLIT || g->nodes[sp].n_outputs != 3 ||
+        g->nodes[sp].outputs[k] != part || sole_consumer(g, part) != r)
+        return -1;
+    const ir_tensor *x = &g->tensors[g->nodes[sp].inputs[0]], *p = &g->tensors[part],
+                    *y = &g->tensors[t];
+    if (x->rank != 3 || p->rank != 3 || y->rank != 4 || x->dims[2] != 3 * p->dims[2] ||
+        p->dims[0] != x->dims[0] || p->dims[1] != x->dims[1] || y->dims[0] != x->dims[0] ||
+        y->dims[1] != x->dims[1] || y->dims[2] * y->dims[3] != p->dims[2])
+        return -1;
+    *split = sp;
+    return r;
+}
+
+/* After match_seq_first: Q, K and V the [N, T, H, d] views of the three
+ * thirds of one Split of X [N, T, 3 H d] (the fused q/k/v projection): the
+ * fused node reads X itself (qkv_heads H) and the Split and the three Reshapes
+ * go; backward, its one gradient replaces the three and their Concat. */
+static void match_qkv_split(ir_graph *g, match *m) {
+    if (!m->seq_first) return;
+    int sq = -1, sk = -1, sv = -1;
+    int rq = qkv_third_of(g, m->q, m->tq, 0, &sq);
+    int rk = qkv_third_of(g, m->k, m->tk, 1, &sk);
+    int rv = qkv_third_of(g, m->v, m->tv, 2, &sv);
+    if (rq < 0 || rk < 0 || rv < 0 || sq != sk || sq != sv) return;
+    const ir_tensor *yq = &g->tensors[m->q];
+    if (g->tensors[m->k].dims[2] != yq->dims[2] || g->tensors[m->v].dims[2] != yq->dims[2] ||
+        g->tensors[m->k].dims[3] != yq->dims[3] || g->tensors[m->v].dims[3] != yq->dims[3])
+        return; /* thirds split into heads alike */
+    m->qkv_heads = yq->dims[2];
+    m->q = m->k = m->v = g->nodes[sq].inputs[0];
+    m->nodes[m->n_nodes++] = rq, m->nodes[m->n_nodes++] = rk, m->nodes[m->n_nodes++] = rv;
+    m->nodes[m->n_nodes++] = sq;
 }
 
 static void add_attr_f(ir_graph *g, int n, const char *name, float v) {
@@ -216,6 +260,7 @@ static int replace(ir_graph *g, const match *m, oc_err *err) {
     add_attr_f(g, n, "scale", m->scale);
     add_attr_i(g, n, "k_transposed", m->k_transposed);
     if (m->seq_first) add_attr_i(g, n, "seq_first", 1);
+    if (m->qkv_heads) add_attr_i(g, n, "qkv_heads", m->qkv_heads);
     if (m->mask) {
         add_attr_i(g, n, "mask", m->mask);
         add_attr_f(g, n, "fill", m->fill);
@@ -237,6 +282,7 @@ int fuse_attention(ir_graph *g, int *n_fused, oc_err *err) {
         match m;
         if (!match_at(g, s, &m)) continue;
         match_seq_first(g, &m);
+        match_qkv_split(g, &m);
         /* the Dropout's key name must outlive the removal: copy it */
         char *key = m.dropout ? oc_strdup(m.dropout) : NULL;
         m.dropout = key;

@@ -15,6 +15,8 @@
 typedef struct att_geom {
     int64_t nb, T, S, dh, dv;
     int64_t H;               /* seq_first: heads (tensors [N, T, H, d]); 0: [b.., T, d] */
+    int64_t wq, wv, wy;      /* seq_first: elements a row of Q and K, of V, of Y and dY */
+    int64_t koff, voff;      /* K's and V's first element in their tensors (qkv_heads) */
     const uint8_t *cond;     /* NULL: no mask */
     int64_t cs[IR_MAX_RANK]; /* the condition's strides broadcast to [b.., T, S] */
     int rank;
@@ -28,9 +30,19 @@ static void geom(const kernel_args *a, int at, att_geom *g) {
     int64_t qd[IR_MAX_RANK], vd[IR_MAX_RANK]; /* logical: [b.., T, d] */
     memcpy(qd, q->dims, sizeof qd);
     memcpy(vd, v->dims, sizeof vd);
-    g->H = p->seq_first ? q->dims[2] : 0;
-    if (p->seq_first)
+    g->H = p->qkv_heads ? p->qkv_heads : p->seq_first ? q->dims[2] : 0;
+    g->wq = q->dims[q->rank - 1] * (p->qkv_heads ? 1 : g->H);
+    g->koff = g->voff = 0;
+    if (p->qkv_heads) { /* [N, T, 3 H d] -> [N, H, T, d], a third each */
+        r = 4;
+        qd[1] = g->H, qd[2] = q->dims[1], qd[3] = q->dims[2] / (3 * g->H);
+        memcpy(vd, qd, sizeof vd);
+        g->koff = g->H * qd[3], g->voff = 2 * g->H * qd[3];
+    } else if (p->seq_first) {
         qd[1] = q->dims[2], qd[2] = q->dims[1], vd[1] = v->dims[2], vd[2] = v->dims[1];
+    }
+    g->wv = p->qkv_heads ? g->wq : g->H * vd[r - 1];
+    g->wy = g->H * vd[r - 1];
     g->rank = r;
     g->T = qd[r - 2], g->dh = qd[r - 1], g->S = vd[r - 2], g->dv = vd[r - 1];
     g->nb = 1;
@@ -45,12 +57,13 @@ static void geom(const kernel_args *a, int at, att_geom *g) {
 }
 
 /* Where batch b's [rows, d] block of Q, K, V, Y or a gradient starts, and
- * its row pitch: contiguous blocks, or (seq_first) head h of image n, rows
- * H d apart. */
-static int64_t boff(const att_geom *g, int64_t b, int64_t rows, int64_t d) {
-    return g->H ? (b / g->H) * rows * g->H * d + (b % g->H) * d : b * rows * d;
+ * its row pitch: contiguous blocks, or (seq_first) head h of image n, rows w
+ * elements apart (g->wq for Q, K and their gradients, g->wv for V, dV, g->wy
+ * for Y, dY). */
+static int64_t boff(const att_geom *g, int64_t b, int64_t rows, int64_t d, int64_t w) {
+    return g->H ? (b / g->H) * rows * w + (b % g->H) * d : b * rows * d;
 }
-static int64_t pitch(const att_geom *g, int64_t d) { return g->H ? g->H * d : d; }
+static int64_t pitch(const att_geom *g, int64_t d, int64_t w) { return g->H ? w : d; }
 
 /* The condition's offset of batch b's element (0, 0). */
 static int64_t cond_base(const att_geom *g, int64_t b) {
@@ -75,9 +88,11 @@ static void scores_to_p(const kernel_args *a, const att_geom *g, int64_t b, cons
                         const float *K, float *s, const float *lse_in, float *lse_out) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
     int64_t T = g->T, S = g->S, dh = g->dh;
-    const float *Qb = Q + boff(g, b, T, dh), *Kb = K + boff(g, b, S, dh);
+    const float *Qb = Q + boff(g, b, T, dh, g->wq), *Kb = K + g->koff + boff(g, b, S, dh, g->wq);
     if (p->k_transposed) cpu_sgemm(false, false, T, S, dh, p->scale, Qb, dh, Kb, S, 0.0f, s, S);
-    else cpu_sgemm(false, true, T, S, dh, p->scale, Qb, pitch(g, dh), Kb, pitch(g, dh), 0.0f, s, S);
+    else
+        cpu_sgemm(false, true, T, S, dh, p->scale, Qb, pitch(g, dh, g->wq), Kb, pitch(g, dh, g->wq),
+                  0.0f, s, S);
     int64_t base = g->cond ? cond_base(g, b) : 0;
     for (int64_t t = 0; t < T; t++) {
         float *row = s + t * S;
@@ -113,8 +128,8 @@ static void dropout_p(const kernel_args *a, const att_geom *g, int64_t b, float 
 size_t cpu_attention_scratch(const ir_graph *g, const ir_node *n) {
     int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
     const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
-    int sq = ir_attr_int(n, "seq_first", 0) && q->rank == 4 ? 1 : q->rank - 2; /* T's dim */
-    int sv = ir_attr_int(n, "seq_first", 0) && v->rank == 4 ? 1 : v->rank - 2; /* S's dim */
+    bool sf = ir_attr_int(n, "seq_first", 0) && (q->rank == 4 || ir_attr_int(n, "qkv_heads", 0));
+    int sq = sf ? 1 : q->rank - 2, sv = sf ? 1 : v->rank - 2; /* T's and S's dims */
     return 2 * (size_t)q->dims[sq] * (size_t)v->dims[sv] * sizeof(float);
 }
 
@@ -129,8 +144,9 @@ int cpu_fused_attention(const kernel_args *a, oc_err *err) {
     for (int64_t b = 0; b < g.nb; b++) {
         scores_to_p(a, &g, b, Q, K, s, NULL, lse);
         dropout_p(a, &g, b, s);
-        cpu_sgemm(false, false, g.T, g.dv, g.S, 1.0f, s, g.S, V + boff(&g, b, g.S, g.dv),
-                  pitch(&g, g.dv), 0.0f, Y + boff(&g, b, g.T, g.dv), pitch(&g, g.dv));
+        cpu_sgemm(false, false, g.T, g.dv, g.S, 1.0f, s, g.S,
+                  V + g.voff + boff(&g, b, g.S, g.dv, g.wv), pitch(&g, g.dv, g.wv), 0.0f,
+                  Y + boff(&g, b, g.T, g.dv, g.wy), pitch(&g, g.dv, g.wy));
     }
     return OC_OK;
 }
@@ -149,23 +165,26 @@ int cpu_fused_attention_grad(const kernel_args *a, oc_err *err) {
     float *dQ = a->n->n_outputs > 0 ? a->out[0] : NULL;
     float *dK = a->n->n_outputs > 1 ? a->out[1] : NULL;
     float *dV = a->n->n_outputs > 2 ? a->out[2] : NULL;
+    if (p->qkv_heads && dQ) /* one gradient, its column thirds */
+        dK = dQ + g.koff, dV = dQ + g.voff;
     float keep_scale = p->dropout_ratio > 0.0f ? 1.0f / (1.0f - p->dropout_ratio) : 1.0f;
     uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
     for (int64_t b = 0; b < g.nb; b++) {
-        int64_t lh = pitch(&g, dh), lv = pitch(&g, dv); /* row pitches */
-        const float *dYb = dY + boff(&g, b, T, dv), *Qb = Q + boff(&g, b, T, dh),
-                    *Kb = K + boff(&g, b, S, dh), *Vb = V + boff(&g, b, S, dv),
-                    *Yb = Y + boff(&g, b, T, dv);
+        /* row pitches: of Q, K and their gradients; of V, dV; of Y, dY */
+        int64_t lh = pitch(&g, dh, g.wq), lvq = pitch(&g, dv, g.wv), lv = pitch(&g, dv, g.wy);
+        const float *dYb = dY + boff(&g, b, T, dv, g.wy), *Qb = Q + boff(&g, b, T, dh, g.wq),
+                    *Kb = K + g.koff + boff(&g, b, S, dh, g.wq),
+                    *Vb = V + g.voff + boff(&g, b, S, dv, g.wv), *Yb = Y + boff(&g, b, T, dv, g.wy);
         scores_to_p(a, &g, b, Q, K, P, lse, NULL);
         if (dV) { /* dV = (P with dropout)ᵀ dY */
             memcpy(dS, P, (size_t)(T * S) * sizeof(float));
             dropout_p(a, &g, b, dS);
-            cpu_sgemm(true, false, S, dv, T, 1.0f, dS, S, dYb, lv, 0.0f, dV + boff(&g, b, S, dv),
-                      lv);
+            cpu_sgemm(true, false, S, dv, T, 1.0f, dS, S, dYb, lv, 0.0f,
+                      dV + boff(&g, b, S, dv, g.wv), lvq);
         }
         if (!dQ && !dK) continue;
         /* dP = (dY Vᵀ) with the dropout mask; dS = P (dP - rowsum(dY Y)), 0 where masked */
-        cpu_sgemm(false, true, T, S, dv, 1.0f, dYb, lv, Vb, lv, 0.0f, dS, S);
+        cpu_sgemm(false, true, T, S, dv, 1.0f, dYb, lv, Vb, lvq, 0.0f, dS, S);
         int64_t base = g.cond ? cond_base(&g, b) : 0;
         for (int64_t t = 0; t < T; t++) {
             double D = 0;
@@ -185,14 +204,14 @@ int cpu_fused_attention_grad(const kernel_args *a, oc_err *err) {
                 cpu_sgemm(false, true, T, dh, S, p->scale, dS, S, Kb, S, 0.0f, dQ + b * T * dh, dh);
             else
                 cpu_sgemm(false, false, T, dh, S, p->scale, dS, S, Kb, lh, 0.0f,
-                          dQ + boff(&g, b, T, dh), lh);
+                          dQ + boff(&g, b, T, dh, g.wq), lh);
         }
         if (dK) { /* dK = scale dSᵀ Q, or dKᵀ = scale Qᵀ dS */
             if (p->k_transposed)
                 cpu_sgemm(true, false, dh, S, T, p->scale, Qb, dh, dS, S, 0.0f, dK + b * dh * S, S);
             else
                 cpu_sgemm(true, false, S, dh, T, p->scale, dS, S, Qb, lh, 0.0f,
-                          dK + boff(&g, b, S, dh), lh);
+                          dK + boff(&g, b, S, dh, g.wq), lh);
         }
     }
     return OC_OK;

@@ -963,13 +963,16 @@ static int64_t att_chunk_override(void) {
 
 typedef struct att_dims {
     int64_t nb, T, S, dh, dv, chunk;
-    int64_t H; /* seq_first: heads (tensors [N, T, H, d]); 0: [b.., T, d] */
+    int64_t H;          /* seq_first: heads (tensors [N, T, H, d]); 0: [b.., T, d] */
+    int64_t wq, wv, wy; /* seq_first: elements a row of Q and K, of V, of Y and dY */
+    int64_t koff, voff; /* K's and V's first element in their tensors (qkv_heads) */
 } att_dims;
 
 static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
     int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
     const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
-    bool sf = ir_attr_int(n, "seq_first", 0) != 0 && q->rank == 4 && v->rank == 4;
+    int64_t qh = ir_attr_int(n, "qkv_heads", 0);
+    bool sf = ir_attr_int(n, "seq_first", 0) != 0 && (qh > 0 || (q->rank == 4 && v->rank == 4));
     int r = q->rank, tdim = sf ? 1 : r - 2; /* the sequence's dim */
     att_dims d = {.nb = 1,
                   .T = q->dims[tdim],
@@ -977,8 +980,16 @@ static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
                   .S = v->dims[tdim],
                   .dv = v->dims[r - 1],
                   .H = sf ? q->dims[2] : 0};
-    for (int i = 0; i + 1 < r; i++)
-        if (i != tdim) d.nb *= q->dims[i];
+    if (qh > 0) { /* [N, T, 3 H d]: Q, K, V its column thirds */
+        d.H = qh, d.dh = d.dv = q->dims[2] / (3 * qh);
+        d.nb = q->dims[0] * qh, d.wq = q->dims[2], d.koff = qh * d.dh, d.voff = 2 * qh * d.dh;
+    } else {
+        for (int i = 0; i + 1 < r; i++)
+            if (i != tdim) d.nb *= q->dims[i];
+        d.wq = d.H * d.dh;
+    }
+    d.wv = qh > 0 ? d.wq : d.H * d.dv;
+    d.wy = d.H * d.dv;
     size_t per = 2 * (size_t)d.T * (size_t)d.S * sizeof(float);
     d.chunk = per ? (int64_t)(ATT_SCRATCH_BYTES / per) : d.nb;
     if (att_chunk_override()) d.chunk = att_chunk_override();
@@ -1002,13 +1013,13 @@ static cu_att_mask att_mask(const kernel_args *a, int at) {
                      .rank = q->rank};
     int64_t od[IR_MAX_RANK]; /* the logical scores [b.., T, S] */
     memcpy(od, q->dims, sizeof od);
-    if (d.H) od[1] = d.H, od[2] = d.T;
-    od[q->rank - 1] = d.S;
-    for (int i = 0; i + 2 < q->rank; i++) m.bdims[i] = od[i];
+    if (d.H) m.rank = 4, od[1] = d.H, od[2] = d.T;
+    od[m.rank - 1] = d.S;
+    for (int i = 0; i + 2 < m.rank; i++) m.bdims[i] = od[i];
     if (m.cond) { /* the condition's strides, right-aligned, 0 where it broadcasts */
         int64_t acc = 1;
-        for (int i = q->rank - 1; i >= 0; i--) {
-            int ci = i - (q->rank - c->rank);
+        for (int i = m.rank - 1; i >= 0; i--) {
+            int ci = i - (m.rank - c->rank);
             int64_t dim = ci >= 0 ? c->dims[ci] : 1;
             m.cs[i] = ci >= 0 && dim == od[i] && dim != 1 ? acc : 0;
             if (ci >= 0) acc *= dim;
@@ -1018,11 +1029,11 @@ static cu_att_mask att_mask(const kernel_args *a, int at) {
 }
 
 /* A GEMM operand of batch b: a tensor's [rows, cols] block (contiguous blocks,
- * or seq_first: head h of image n, rows H cols apart) or the chunk's scratch
- * (scratch: blocks from the chunk's first batch, contiguous). */
+ * or seq_first: head h of image n, rows `width` elements apart) or the chunk's
+ * scratch (scratch: blocks from the chunk's first batch, contiguous). */
 typedef struct att_opnd {
     const float *base;
-    int64_t rows, cols;
+    int64_t rows, cols, width;
     bool scratch;
 } att_opnd;
 
@@ -1032,8 +1043,8 @@ static const float *opnd_at(const att_dims *d, const att_opnd *o, int64_t b, int
         *ld = o->cols, *stride = o->rows * o->cols;
         return o->base + (o->scratch ? b - b0 : b) * o->rows * o->cols;
     }
-    *ld = d->H * o->cols, *stride = o->cols;
-    return o->base + (b / d->H) * o->rows * d->H * o->cols + (b % d->H) * o->cols;
+    *ld = o->width, *stride = o->cols;
+    return o->base + (b / d->H) * o->rows * o->width + (b % d->H) * o->cols;
 }
 
 /* C_b = alpha op(A_b) op(B_b) for the chunk's batches [b0, b0 + cb): one
@@ -1055,11 +1066,12 @@ static int att_gemm(const cuda_ctx *c, const kernel_args *a, const att_dims *d, 
     return OC_OK;
 }
 
-static att_opnd tensor_opnd(const void *p, int64_t rows, int64_t cols) {
-    return (att_opnd){(const float *)p, rows, cols, false};
+/* A tensor operand (width: elements a row of it, when seq_first) or a scratch one. */
+static att_opnd tensor_opnd(const void *p, int64_t rows, int64_t cols, int64_t width) {
+    return (att_opnd){(const float *)p, rows, cols, width, false};
 }
 static att_opnd scratch_opnd(const float *p, int64_t rows, int64_t cols) {
-    return (att_opnd){p, rows, cols, true};
+    return (att_opnd){p, rows, cols, cols, true};
 }
 
 /* s = scale Q Kᵀ for batches [b0, b0 + cb), then the masked softmax. */
@@ -1067,11 +1079,12 @@ static int att_scores(const cuda_ctx *c, const kernel_args *a, int at, const att
                       int64_t b0, int64_t cb, float *s, const float *lse_in, float *lse_out,
                       oc_err *err) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    att_opnd Q = tensor_opnd(a->in[at], d->T, d->dh), S = scratch_opnd(s, d->T, d->S);
+    att_opnd Q = tensor_opnd(a->in[at], d->T, d->dh, d->wq), S = scratch_opnd(s, d->T, d->S);
+    const float *K = (const float *)a->in[at + 1] + d->koff;
     int rc = p->k_transposed ? att_gemm(c, a, d, b0, cb, false, false, d->T, d->S, d->dh, p->scale,
-                                        Q, tensor_opnd(a->in[at + 1], d->dh, d->S), S, err)
+                                        Q, tensor_opnd(K, d->dh, d->S, 0), S, err)
                              : att_gemm(c, a, d, b0, cb, false, true, d->T, d->S, d->dh, p->scale,
-                                        Q, tensor_opnd(a->in[at + 1], d->S, d->dh), S, err);
+                                        Q, tensor_opnd(K, d->S, d->dh, d->wq), S, err);
     if (rc) return rc;
     CU_LAUNCH(cu_att_softmax(c->stream, s, cb * d->T, d->T, d->S, b0, att_mask(a, at),
                              lse_in ? lse_in + b0 * d->T : NULL,
@@ -1087,6 +1100,8 @@ int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
     float *s = a->scratch;
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
+    att_opnd V = tensor_opnd((const float *)a->in[2] + d.voff, d.S, d.dv, d.wv),
+             Y = tensor_opnd(a->out[0], d.T, d.dv, d.wy);
     for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
         int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
         if (att_scores(c, a, 0, &d, b0, cb, s, NULL, a->out[1], err)) return OC_ERR;
@@ -1094,8 +1109,7 @@ int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
             CU_LAUNCH(cu_att_dropout(c->stream, s, s, cb * d.T * d.S, key, p->dropout_ratio,
                                      b0 * d.T * d.S));
         if (att_gemm(c, a, &d, b0, cb, false, false, d.T, d.dv, d.S, 1.0f,
-                     scratch_opnd(s, d.T, d.S), tensor_opnd(a->in[2], d.S, d.dv),
-                     tensor_opnd(a->out[0], d.T, d.dv), err))
+                     scratch_opnd(s, d.T, d.S), V, Y, err))
             return OC_ERR;
     }
     return OC_OK;
@@ -1109,11 +1123,14 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
     float *P = a->scratch, *dS = P + d.chunk * d.T * d.S;
     float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
+    if (p->qkv_heads && dQ) /* one gradient, its column thirds */
+        dK = dQ + d.koff, dV = dQ + d.voff;
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
     int64_t T = d.T, S = d.S, dh = d.dh, dv = d.dv;
-    att_opnd dY = tensor_opnd(a->in[0], T, dv), Q = tensor_opnd(a->in[1], T, dh),
-             V = tensor_opnd(a->in[3], S, dv), sP = scratch_opnd(P, T, S),
-             sdS = scratch_opnd(dS, T, S);
+    const float *K = (const float *)a->in[2] + d.koff;
+    att_opnd dY = tensor_opnd(a->in[0], T, dv, d.wy), Q = tensor_opnd(a->in[1], T, dh, d.wq),
+             V = tensor_opnd((const float *)a->in[3] + d.voff, S, dv, d.wv),
+             sP = scratch_opnd(P, T, S), sdS = scratch_opnd(dS, T, S);
     for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
         int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
         if (att_scores(c, a, 1, &d, b0, cb, P, a->in[6], NULL, err)) return OC_ERR;
@@ -1125,23 +1142,23 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
                 Pd = sdS;
             }
             if (att_gemm(c, a, &d, b0, cb, true, false, S, dv, T, 1.0f, Pd, dY,
-                         tensor_opnd(dV, S, dv), err))
+                         tensor_opnd(dV, S, dv, d.wv), err))
                 return OC_ERR;
         }
         if (!dQ && !dK) continue;
         if (att_gemm(c, a, &d, b0, cb, false, true, T, S, dv, 1.0f, dY, V, sdS, err)) return OC_ERR;
         CU_LAUNCH(cu_att_ds(c->stream, dS, P, (const float *)a->in[0], (const float *)a->in[5],
                             cb * T, T, S, dv, d.H, b0, att_mask(a, 1), key, p->dropout_ratio));
-        if (dQ &&
-            (p->k_transposed ? att_gemm(c, a, &d, b0, cb, false, true, T, dh, S, p->scale, sdS,
-                                        tensor_opnd(a->in[2], dh, S), tensor_opnd(dQ, T, dh), err)
-                             : att_gemm(c, a, &d, b0, cb, false, false, T, dh, S, p->scale, sdS,
-                                        tensor_opnd(a->in[2], S, dh), tensor_opnd(dQ, T, dh), err)))
+        if (dQ && (p->k_transposed
+                       ? att_gemm(c, a, &d, b0, cb, false, true, T, dh, S, p->scale, sdS,
+                                  tensor_opnd(K, dh, S, 0), tensor_opnd(dQ, T, dh, 0), err)
+                       : att_gemm(c, a, &d, b0, cb, false, false, T, dh, S, p->scale, sdS,
+                                  tensor_opnd(K, S, dh, d.wq), tensor_opnd(dQ, T, dh, d.wq), err)))
             return OC_ERR;
         if (dK && (p->k_transposed ? att_gemm(c, a, &d, b0, cb, true, false, dh, S, T, p->scale, Q,
-                                              sdS, tensor_opnd(dK, dh, S), err)
+                                              sdS, tensor_opnd(dK, dh, S, 0), err)
                                    : att_gemm(c, a, &d, b0, cb, true, false, S, dh, T, p->scale,
-                                              sdS, Q, tensor_opnd(dK, S, dh), err)))
+                                              sdS, Q, tensor_opnd(dK, S, dh, d.wq), err)))
             return OC_ERR;
     }
     return OC_OK;

@@ -225,8 +225,10 @@ fi
 
 # The head-split Transposes around GPT-2's attention (Q, V: perm 0 2 1 3; K: the legacy
 # exporter's 0 2 3 1, Kᵀ at once; Y back: 0 2 1 3) are absorbed into the fused node, which reads
-# and writes [N, T, H, d] itself (seq_first): no Transpose of a rank-4 tensor is left in GPT-2's
-# fused step, forward or backward; unfused, 4 a layer each way remain.
+# and writes [N, T, H, d] itself (seq_first), and so are the Split of the q/k/v projection into
+# thirds and their Reshapes (qkv_heads: the node reads the projection, its gradient is one
+# tensor): no Transpose of a rank-4 tensor, no Split and no Concat is left in GPT-2's fused step,
+# forward or backward; unfused, 4 Transposes a layer each way remain, and the Split and Concat.
 "$PLAN" emit graphs/gpt2_small.onnx --batch 1 --attention fused -o "$tmp/g2_fused.onnx" \
     >/dev/null 2>&1
 "$PLAN" emit graphs/gpt2_small.onnx --batch 1 --attention unfused -o "$tmp/g2_unfused.onnx" \
@@ -238,20 +240,22 @@ def head_transposes(path):
     n4, attrs = 0, []
     for n in g.node:
         perm = [list(a.ints) for a in n.attribute if a.name == "perm"]
-        if n.op_type == "Transpose" and perm and len(perm[0]) == 4:
+        if n.op_type in ("Split", "Concat") or (n.op_type == "Transpose" and perm and
+                                                 len(perm[0]) == 4):
             n4 += 1
         if n.op_type == "FusedAttention":
-            a = {x.name: x.i for x in n.attribute if x.name in ("k_transposed", "seq_first")}
-            attrs.append((a.get("k_transposed", 0), a.get("seq_first", 0)))
+            a = {x.name: x.i for x in n.attribute
+                 if x.name in ("k_transposed", "seq_first", "qkv_heads")}
+            attrs.append((a.get("k_transposed", 0), a.get("seq_first", 0), a.get("qkv_heads", 0)))
     return n4, attrs
 f4, fa = head_transposes(sys.argv[1])
 u4, _ = head_transposes(sys.argv[2])
-print(f"fused: {f4} rank-4 Transposes, {len(fa)} FusedAttention {sorted(set(fa))} "
-      f"(k_transposed, seq_first); unfused: {u4}")
-sys.exit(0 if f4 == 0 and len(fa) == 12 and set(fa) == {(0, 1)} and u4 == 96 else 1)
+print(f"fused: {f4} rank-4 Transposes, Splits and Concats, {len(fa)} FusedAttention "
+      f"{sorted(set(fa))} (k_transposed, seq_first, qkv_heads); unfused: {u4}")
+sys.exit(0 if f4 == 0 and len(fa) == 12 and set(fa) == {(0, 1, 12)} and u4 == 120 else 1)
 EOF
 ); then
-    ok "fused GPT-2: the head-split Transposes absorbed ($msg)"
+    ok "fused GPT-2: the head-split Transposes and the q/k/v Split absorbed ($msg)"
 else
     not_ok "fused GPT-2's head-split Transposes" "$msg"
 fi

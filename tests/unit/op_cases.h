@@ -286,6 +286,13 @@ OP_CASE(FUSED_ATTENTION, "seq_first, masked, dropout 0.2", 13, 2,
         "scale=0.5 seq_first=1 mask=1 fill=-2.0 dropout_ratio=0.2 dropout_key=attn/Dropout")
 OP_CASE(FUSED_ATTENTION, "seq_first, 3 heads, no mask", 13, 2, "[3,4,3,2] [3,6,3,2] [3,6,3,5]",
         "scale=0.6 seq_first=1")
+/* qkv_heads: Q, K and V the column thirds of one [N, T, 3 H d] tensor (the fused projection) */
+OP_CASE(FUSED_ATTENTION, "one q/k/v tensor, 2 heads, masked, dropout 0.2", 13, 2,
+        "[2,4,12] @0 @0 b[1,1,4,4]",
+        "scale=0.5 seq_first=1 qkv_heads=2 mask=1 fill=-2.0 dropout_ratio=0.2 "
+        "dropout_key=attn/Dropout")
+OP_CASE(FUSED_ATTENTION, "one q/k/v tensor, 3 heads", 13, 2, "[3,5,18] @0 @0",
+        "scale=0.7 seq_first=1 qkv_heads=3")
 OP_CASE(SOFTMAX, "last axis (attention)", 13, 1, "[2,3,5]", "")
 OP_CASE(SOFTMAX, "middle axis", 13, 1, "[2,4,3]", "axis=1")
 OP_CASE(SOFTMAX, "opset 11: dims from axis flattened", 11, 1, "[2,3,4]", "axis=1")

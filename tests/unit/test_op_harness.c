@@ -337,7 +337,13 @@ static ir_graph *case_graph(const op_case *c, uint64_t *rng) {
     char *spec = strdup(c->inputs), *save = NULL;
     for (char *tok = strtok_r(spec, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
         if (n_in == 16) fail_msg("case spec '%s': more than 16 inputs", c->inputs);
-        ins[n_in] = add_input(g, n_in, tok, rng, c);
+        if (tok[0] == '@') { /* "@k": input k again (one tensor read at two slots) */
+            int k = atoi(tok + 1);
+            if (k < 0 || k >= n_in) fail_msg("case spec '%s': no input %d yet", c->inputs, k);
+            ins[n_in] = ins[k];
+        } else {
+            ins[n_in] = add_input(g, n_in, tok, rng, c);
+        }
         n_in++;
     }
     free(spec);
@@ -769,7 +775,9 @@ static void check_gradients(session *s) {
                channels_last_is_conversion(&g->nodes[g->tensors[x].producer]))
             x = g->nodes[g->tensors[x].producer].inputs[0];
         if (x < 0 || g->tensors[x].kind != IR_KIND_PARAMETER) continue;
-        check_input_gradient(s, &p, x);
+        bool seen = false; /* one tensor at several slots ("@k"): checked once */
+        for (int k = 0; k < i; k++) seen = seen || f->inputs[k] == f->inputs[i];
+        if (!seen) check_input_gradient(s, &p, x);
         n_checked++;
     }
     for (int k = 0; k < p.n; k++) free(p.dy[k]);

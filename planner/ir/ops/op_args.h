@@ -81,6 +81,7 @@ typedef struct op_attention_args {
     float scale, fill, dropout_ratio;
     bool k_transposed; /* input 1 is Kᵀ [b.., dh, S] (else K [b.., S, dh]) */
     bool seq_first;    /* Q, K, V, Y (and gradients) stored [N, T, H, d]: heads second-last */
+    int64_t qkv_heads; /* > 0: Q, K, V one tensor [N, T, 3 H d] (its column thirds), H heads */
     int mask;          /* 0 none; 1 s = fill where cond; 2 s = fill where not cond */
     uint64_t dropout_key_hash; /* op_name_hash of the Dropout node it replaced */
 } op_attention_args;

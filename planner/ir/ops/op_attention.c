@@ -16,7 +16,10 @@
  * (and their gradients) are stored [N, T, H, d], the layout the exporters
  * split heads from, for the logical [N, H, T, d] (the head-split Transposes
  * around the pattern become strides of the kernels' GEMMs; K, not Kᵀ; LSE and
- * the mask stay logical, [N, H, T] and against [N, H, T, S]). */
+ * the mask stay logical, [N, H, T] and against [N, H, T, S]). qkv_heads H > 0
+ * (with seq_first): Q, K and V are one tensor X [N, T, 3 H d], read as its
+ * column thirds (the exporters' Split of the fused q/k/v projection, absorbed),
+ * Y [N, T, H, d]; the gradient then writes dX alone (one output). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -29,7 +32,10 @@ static int attention_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     p->scale = ir_attr_float(n, "scale", 1.0f);
     p->k_transposed = ir_attr_int(n, "k_transposed", 0) != 0;
     p->seq_first = ir_attr_int(n, "seq_first", 0) != 0;
+    p->qkv_heads = ir_attr_int(n, "qkv_heads", 0);
     if (p->seq_first && p->k_transposed) return oc_fail(err, "seq_first with k_transposed");
+    if (p->qkv_heads < 0 || (p->qkv_heads && !p->seq_first))
+        return oc_fail(err, "qkv_heads %" PRId64 " needs seq_first", p->qkv_heads);
     p->mask = (int)ir_attr_int(n, "mask", 0);
     p->fill = ir_attr_float(n, "fill", 0.0f);
     p->dropout_ratio = ir_attr_float(n, "dropout_ratio", 0.0f);
@@ -43,10 +49,19 @@ static int attention_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 
 /* Q, K (or Kᵀ), V and the optional condition of a forward or backward node
  * (offset: where Q sits); the dims T, S, dh, dv; fails naming what disagrees. */
-/* A seq_first tensor [N, T, H, d] as the logical [N, H, T, d] (a copy). */
-static ir_tensor logical(const ir_tensor *x, bool seq_first) {
+/* Q, K or V of node n as the logical [b.., T, d] (a copy): a seq_first tensor
+ * [N, T, H, d] as [N, H, T, d]; a qkv_heads one [N, T, 3 H d] as one third of it,
+ * [N, H, T, d] (rank 4; left as is when it does not divide: the checks fail). */
+static ir_tensor logical(const ir_node *n, const ir_tensor *x) {
     ir_tensor l = *x;
-    if (seq_first && x->rank == 4) l.dims[1] = x->dims[2], l.dims[2] = x->dims[1];
+    int64_t H = ir_attr_int(n, "qkv_heads", 0);
+    if (H > 0 && x->rank == 3 && x->dims[2] % (3 * H) == 0) {
+        l.rank = 4;
+        l.dims[0] = x->dims[0], l.dims[1] = H, l.dims[2] = x->dims[1];
+        l.dims[3] = x->dims[2] / (3 * H);
+    } else if (ir_attr_int(n, "seq_first", 0) != 0 && x->rank == 4) {
+        l.dims[1] = x->dims[2], l.dims[2] = x->dims[1];
+    }
     return l;
 }
 
@@ -57,10 +72,17 @@ static int attention_dims(ir_graph *g, ir_node *n, int at, bool k_transposed, in
         op_in_shaped(g, n, at + 2, &vs, err))
         return OC_ERR;
     bool sf = ir_attr_int(n, "seq_first", 0) != 0;
-    if (sf && (qs->rank != 4 || ks->rank != 4 || vs->rank != 4 || k_transposed))
+    int64_t H = ir_attr_int(n, "qkv_heads", 0);
+    if (H > 0 && (n->inputs[at] != n->inputs[at + 1] || n->inputs[at] != n->inputs[at + 2] ||
+                  qs->rank != 3 || qs->dims[2] % (3 * H) != 0))
+        return oc_fail(err,
+                       "qkv_heads %" PRId64 " reads Q, K and V from one tensor [N, T, 3 x %" PRId64
+                       " x d]; '%s' is not",
+                       H, H, qs->name);
+    if (sf && !H && (qs->rank != 4 || ks->rank != 4 || vs->rank != 4 || k_transposed))
         return oc_fail(err, "seq_first takes '%s', '%s' and '%s' of rank 4, K not transposed",
                        qs->name, ks->name, vs->name);
-    ir_tensor lq = logical(qs, sf), lk = logical(ks, sf), lv = logical(vs, sf);
+    ir_tensor lq = logical(n, qs), lk = logical(n, ks), lv = logical(n, vs);
     ir_tensor *q = &lq, *k = &lk, *v = &lv;
     int r = q->rank;
     bool ok = r >= 3 && k->rank == r && v->rank == r && ir_dtype_is_compute(q->dtype) &&
@@ -98,12 +120,13 @@ static int attention_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
     int64_t d[4];
     if (attention_dims(g, n, 0, ir_attr_int(n, "k_transposed", 0) != 0, d, err)) return OC_ERR;
     const ir_tensor *q = ir_node_in(g, n, 0);
-    int64_t y[IR_MAX_RANK];
-    memcpy(y, q->dims, sizeof y);
-    y[q->rank - 1] = d[3];
-    op_set_out(g, n, 0, q->dtype, q->rank, y); /* Y in Q's layout */
-    ir_tensor lq = logical(q, ir_attr_int(n, "seq_first", 0) != 0);
-    op_set_out(g, n, 1, IR_DTYPE_FLOAT, q->rank - 1, lq.dims); /* row statistics: float32 */
+    ir_tensor lq = logical(n, q);
+    int64_t y[IR_MAX_RANK]; /* logical [b.., T, dv]; stored [N, T, H, dv] when seq_first */
+    memcpy(y, lq.dims, sizeof y);
+    y[lq.rank - 1] = d[3];
+    if (ir_attr_int(n, "seq_first", 0) != 0) y[1] = lq.dims[2], y[2] = lq.dims[1];
+    op_set_out(g, n, 0, q->dtype, lq.rank, y);
+    op_set_out(g, n, 1, IR_DTYPE_FLOAT, lq.rank - 1, lq.dims); /* row statistics: float32 */
     return OC_OK;
 }
 
@@ -112,7 +135,10 @@ static int attention_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
     (void)opset;
     int64_t d[4];
     if (attention_dims(g, n, 1, ir_attr_int(n, "k_transposed", 0) != 0, d, err)) return OC_ERR;
-    for (int i = 0; i < 3; i++) op_set_out_like(g, n, i, ir_node_in(g, n, 1 + i));
+    if (ir_attr_int(n, "qkv_heads", 0) > 0 && n->n_outputs != 1)
+        return oc_fail(err, "with qkv_heads the gradient is one tensor (%d outputs)", n->n_outputs);
+    for (int i = 0; i < n->n_outputs && i < 3; i++)
+        op_set_out_like(g, n, i, ir_node_in(g, n, 1 + i));
     return OC_OK;
 }
 
@@ -123,9 +149,8 @@ static int attention_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
 static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
     bool grad = n->op == OP_FUSED_ATTENTION_GRAD;
-    bool sf = op_args_of(n)->attention.seq_first;
-    ir_tensor lq = logical(&g->tensors[n->inputs[grad ? 1 : 0]], sf),
-              lv = logical(&g->tensors[n->inputs[grad ? 3 : 2]], sf);
+    ir_tensor lq = logical(n, &g->tensors[n->inputs[grad ? 1 : 0]]),
+              lv = logical(n, &g->tensors[n->inputs[grad ? 3 : 2]]);
     const ir_tensor *q = &lq, *v = &lv;
     int64_t rows = 1;
     for (int i = 0; i + 1 < q->rank; i++) rows *= q->dims[i];
@@ -147,7 +172,9 @@ static int attention_grad(grad_ctx *c) {
     for (int i = 0; i < 4; i++) grad_in(c, b, grad_fwd_in(c, i));
     grad_in(c, b, grad_fwd_out(c, 0));
     grad_in(c, b, grad_fwd_out(c, 1));
-    for (int i = 0; i < 3; i++) grad_out_dx(c, b, i);
+    /* qkv_heads: inputs 0-2 are one tensor, its gradient one output */
+    int outs = op_args_of(grad_fwd(c))->attention.qkv_heads > 0 ? 1 : 3;
+    for (int i = 0; i < outs; i++) grad_out_dx(c, b, i);
     grad_copy_attrs(c, b);
     return grad_finish(c, b);
 }

@@ -128,7 +128,8 @@ static void dropout_p(const kernel_args *a, const att_geom *g, int64_t b, float 
 size_t cpu_attention_scratch(const ir_graph *g, const ir_node *n) {
     int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
     const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
-    bool sf = ir_attr_int(n, "seq_first", 0) && (q->rank == 4 || ir_attr_int(n, "qkv_heads", 0));
+    const op_attention_args *p = &op_args_of(n)->attention;
+    bool sf = p->seq_first && (q->rank == 4 || p->qkv_heads);
     int sq = sf ? 1 : q->rank - 2, sv = sf ? 1 : v->rank - 2; /* T's and S's dims */
     return 2 * (size_t)q->dims[sq] * (size_t)v->dims[sv] * sizeof(float);
 }

@@ -971,8 +971,9 @@ typedef struct att_dims {
 static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
     int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
     const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
-    int64_t qh = ir_attr_int(n, "qkv_heads", 0);
-    bool sf = ir_attr_int(n, "seq_first", 0) != 0 && (qh > 0 || (q->rank == 4 && v->rank == 4));
+    const op_attention_args *p = &op_args_of(n)->attention;
+    int64_t qh = p->qkv_heads;
+    bool sf = p->seq_first && (qh > 0 || (q->rank == 4 && v->rank == 4));
     int r = q->rank, tdim = sf ? 1 : r - 2; /* the sequence's dim */
     att_dims d = {.nb = 1,
                   .T = q->dims[tdim],

@@ -11,66 +11,41 @@
 #include "cpu/cpu_rng.h"
 #include "cpu_internal.h"
 
-/* The geometry of a node whose Q is input `at`. */
+/* The geometry of a node whose Q is input `at`: the op's (op_attention_geometry)
+ * and its mask. */
 typedef struct att_geom {
-    int64_t nb, T, S, dh, dv;
-    int64_t H;               /* seq_first: heads (tensors [N, T, H, d]); 0: [b.., T, d] */
-    int64_t wq, wv, wy;      /* seq_first: elements a row of Q and K, of V, of Y and dY */
-    int64_t koff, voff;      /* K's and V's first element in their tensors (qkv_heads) */
+    op_attention_geom a;
     const uint8_t *cond;     /* NULL: no mask */
     int64_t cs[IR_MAX_RANK]; /* the condition's strides broadcast to [b.., T, S] */
-    int rank;
-    int64_t bdims[IR_MAX_RANK]; /* the batch dims */
 } att_geom;
 
 static void geom(const kernel_args *a, int at, att_geom *g) {
-    const ir_tensor *q = kernel_in(a, at), *v = kernel_in(a, at + 2), *c = kernel_in(a, at + 3);
-    const op_attention_args *p = &op_args_of(a->n)->attention;
-    int r = q->rank;
-    int64_t qd[IR_MAX_RANK], vd[IR_MAX_RANK]; /* logical: [b.., T, d] */
-    memcpy(qd, q->dims, sizeof qd);
-    memcpy(vd, v->dims, sizeof vd);
-    g->H = p->qkv_heads ? p->qkv_heads : p->seq_first ? q->dims[2] : 0;
-    g->wq = q->dims[q->rank - 1] * (p->qkv_heads ? 1 : g->H);
-    g->koff = g->voff = 0;
-    if (p->qkv_heads) { /* [N, T, 3 H d] -> [N, H, T, d], a third each */
-        r = 4;
-        qd[1] = g->H, qd[2] = q->dims[1], qd[3] = q->dims[2] / (3 * g->H);
-        memcpy(vd, qd, sizeof vd);
-        g->koff = g->H * qd[3], g->voff = 2 * g->H * qd[3];
-    } else if (p->seq_first) {
-        qd[1] = q->dims[2], qd[2] = q->dims[1], vd[1] = v->dims[2], vd[2] = v->dims[1];
-    }
-    g->wv = p->qkv_heads ? g->wq : g->H * vd[r - 1];
-    g->wy = g->H * vd[r - 1];
-    g->rank = r;
-    g->T = qd[r - 2], g->dh = qd[r - 1], g->S = vd[r - 2], g->dv = vd[r - 1];
-    g->nb = 1;
-    for (int i = 0; i + 2 < r; i++) g->nb *= qd[i], g->bdims[i] = qd[i];
-    g->cond = p->mask && c ? a->in[at + 3] : NULL;
+    const ir_tensor *c = kernel_in(a, at + 3);
+    op_attention_geometry(a->g, a->n, &g->a);
+    g->cond = op_args_of(a->n)->attention.mask && c ? a->in[at + 3] : NULL;
     if (g->cond) {
         int64_t od[IR_MAX_RANK];
-        memcpy(od, qd, sizeof od);
-        od[r - 1] = g->S;
-        cpu_bcast_strides(c->rank, c->dims, r, od, g->cs);
+        memcpy(od, g->a.bdims, sizeof od);
+        od[g->a.rank - 2] = g->a.T, od[g->a.rank - 1] = g->a.S;
+        cpu_bcast_strides(c->rank, c->dims, g->a.rank, od, g->cs);
     }
 }
 
 /* Where batch b's [rows, d] block of Q, K, V, Y or a gradient starts, and
  * its row pitch: contiguous blocks, or (seq_first) head h of image n, rows w
- * elements apart (g->wq for Q, K and their gradients, g->wv for V, dV, g->wy
+ * elements apart (g->a.wq for Q, K and their gradients, g->a.wv for V, dV, g->a.wy
  * for Y, dY). */
 static int64_t boff(const att_geom *g, int64_t b, int64_t rows, int64_t d, int64_t w) {
-    return g->H ? (b / g->H) * rows * w + (b % g->H) * d : b * rows * d;
+    return g->a.H ? (b / g->a.H) * rows * w + (b % g->a.H) * d : b * rows * d;
 }
-static int64_t pitch(const att_geom *g, int64_t d, int64_t w) { return g->H ? w : d; }
+static int64_t pitch(const att_geom *g, int64_t d, int64_t w) { return g->a.H ? w : d; }
 
 /* The condition's offset of batch b's element (0, 0). */
 static int64_t cond_base(const att_geom *g, int64_t b) {
     int64_t off = 0;
-    for (int i = g->rank - 3; i >= 0; i--) {
-        off += (b % g->bdims[i]) * g->cs[i];
-        b /= g->bdims[i];
+    for (int i = g->a.rank - 3; i >= 0; i--) {
+        off += (b % g->a.bdims[i]) * g->cs[i];
+        b /= g->a.bdims[i];
     }
     return off;
 }
@@ -78,7 +53,7 @@ static int64_t cond_base(const att_geom *g, int64_t b) {
 /* Whether score (t, j) of batch b is replaced by the fill value. */
 static bool masked(const att_geom *g, int mode, int64_t base, int64_t t, int64_t j) {
     if (!g->cond) return false;
-    bool c = g->cond[base + t * g->cs[g->rank - 2] + j * g->cs[g->rank - 1]] != 0;
+    bool c = g->cond[base + t * g->cs[g->a.rank - 2] + j * g->cs[g->a.rank - 1]] != 0;
     return mode == 1 ? c : !c;
 }
 
@@ -87,12 +62,13 @@ static bool masked(const att_geom *g, int mode, int64_t base, int64_t t, int64_t
 static void scores_to_p(const kernel_args *a, const att_geom *g, int64_t b, const float *Q,
                         const float *K, float *s, const float *lse_in, float *lse_out) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    int64_t T = g->T, S = g->S, dh = g->dh;
-    const float *Qb = Q + boff(g, b, T, dh, g->wq), *Kb = K + g->koff + boff(g, b, S, dh, g->wq);
+    int64_t T = g->a.T, S = g->a.S, dh = g->a.dh;
+    const float *Qb = Q + boff(g, b, T, dh, g->a.wq),
+                *Kb = K + g->a.koff + boff(g, b, S, dh, g->a.wq);
     if (p->k_transposed) cpu_sgemm(false, false, T, S, dh, p->scale, Qb, dh, Kb, S, 0.0f, s, S);
     else
-        cpu_sgemm(false, true, T, S, dh, p->scale, Qb, pitch(g, dh, g->wq), Kb, pitch(g, dh, g->wq),
-                  0.0f, s, S);
+        cpu_sgemm(false, true, T, S, dh, p->scale, Qb, pitch(g, dh, g->a.wq), Kb,
+                  pitch(g, dh, g->a.wq), 0.0f, s, S);
     int64_t base = g->cond ? cond_base(g, b) : 0;
     for (int64_t t = 0; t < T; t++) {
         float *row = s + t * S;
@@ -119,19 +95,16 @@ static void dropout_p(const kernel_args *a, const att_geom *g, int64_t b, float 
     if (p->dropout_ratio <= 0.0f) return;
     uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
     float scale = 1.0f / (1.0f - p->dropout_ratio);
-    int64_t n = g->T * g->S, first = b * n;
+    int64_t n = g->a.T * g->a.S, first = b * n;
     for (int64_t i = 0; i < n; i++)
         P[i] =
             cpu_rng_uniform(key, (uint64_t)(first + i)) >= p->dropout_ratio ? P[i] * scale : 0.0f;
 }
 
 size_t cpu_attention_scratch(const ir_graph *g, const ir_node *n) {
-    int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
-    const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
-    const op_attention_args *p = &op_args_of(n)->attention;
-    bool sf = p->seq_first && (q->rank == 4 || p->qkv_heads);
-    int sq = sf ? 1 : q->rank - 2, sv = sf ? 1 : v->rank - 2; /* T's and S's dims */
-    return 2 * (size_t)q->dims[sq] * (size_t)v->dims[sv] * sizeof(float);
+    op_attention_geom a;
+    op_attention_geometry(g, n, &a);
+    return 2 * (size_t)a.T * (size_t)a.S * sizeof(float);
 }
 
 int cpu_fused_attention(const kernel_args *a, oc_err *err) {
@@ -142,12 +115,12 @@ int cpu_fused_attention(const kernel_args *a, oc_err *err) {
     float *s = a->scratch;
     const float *Q = a->in[0], *K = a->in[1], *V = a->in[2];
     float *Y = a->out[0], *lse = a->out[1];
-    for (int64_t b = 0; b < g.nb; b++) {
+    for (int64_t b = 0; b < g.a.nb; b++) {
         scores_to_p(a, &g, b, Q, K, s, NULL, lse);
         dropout_p(a, &g, b, s);
-        cpu_sgemm(false, false, g.T, g.dv, g.S, 1.0f, s, g.S,
-                  V + g.voff + boff(&g, b, g.S, g.dv, g.wv), pitch(&g, g.dv, g.wv), 0.0f,
-                  Y + boff(&g, b, g.T, g.dv, g.wy), pitch(&g, g.dv, g.wy));
+        cpu_sgemm(false, false, g.a.T, g.a.dv, g.a.S, 1.0f, s, g.a.S,
+                  V + g.a.voff + boff(&g, b, g.a.S, g.a.dv, g.a.wv), pitch(&g, g.a.dv, g.a.wv),
+                  0.0f, Y + boff(&g, b, g.a.T, g.a.dv, g.a.wy), pitch(&g, g.a.dv, g.a.wy));
     }
     return OC_OK;
 }
@@ -159,7 +132,7 @@ int cpu_fused_attention_grad(const kernel_args *a, oc_err *err) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
     att_geom g;
     geom(a, 1, &g);
-    int64_t T = g.T, S = g.S, dh = g.dh, dv = g.dv;
+    int64_t T = g.a.T, S = g.a.S, dh = g.a.dh, dv = g.a.dv;
     float *P = a->scratch, *dS = P + T * S;
     const float *dY = a->in[0], *Q = a->in[1], *K = a->in[2], *V = a->in[3], *Y = a->in[5],
                 *lse = a->in[6];
@@ -167,21 +140,22 @@ int cpu_fused_attention_grad(const kernel_args *a, oc_err *err) {
     float *dK = a->n->n_outputs > 1 ? a->out[1] : NULL;
     float *dV = a->n->n_outputs > 2 ? a->out[2] : NULL;
     if (p->qkv_heads && dQ) /* one gradient, its column thirds */
-        dK = dQ + g.koff, dV = dQ + g.voff;
+        dK = dQ + g.a.koff, dV = dQ + g.a.voff;
     float keep_scale = p->dropout_ratio > 0.0f ? 1.0f / (1.0f - p->dropout_ratio) : 1.0f;
     uint64_t key = cpu_rng_key(a->seed, a->step, p->dropout_key_hash);
-    for (int64_t b = 0; b < g.nb; b++) {
+    for (int64_t b = 0; b < g.a.nb; b++) {
         /* row pitches: of Q, K and their gradients; of V, dV; of Y, dY */
-        int64_t lh = pitch(&g, dh, g.wq), lvq = pitch(&g, dv, g.wv), lv = pitch(&g, dv, g.wy);
-        const float *dYb = dY + boff(&g, b, T, dv, g.wy), *Qb = Q + boff(&g, b, T, dh, g.wq),
-                    *Kb = K + g.koff + boff(&g, b, S, dh, g.wq),
-                    *Vb = V + g.voff + boff(&g, b, S, dv, g.wv), *Yb = Y + boff(&g, b, T, dv, g.wy);
+        int64_t lh = pitch(&g, dh, g.a.wq), lvq = pitch(&g, dv, g.a.wv), lv = pitch(&g, dv, g.a.wy);
+        const float *dYb = dY + boff(&g, b, T, dv, g.a.wy), *Qb = Q + boff(&g, b, T, dh, g.a.wq),
+                    *Kb = K + g.a.koff + boff(&g, b, S, dh, g.a.wq),
+                    *Vb = V + g.a.voff + boff(&g, b, S, dv, g.a.wv),
+                    *Yb = Y + boff(&g, b, T, dv, g.a.wy);
         scores_to_p(a, &g, b, Q, K, P, lse, NULL);
         if (dV) { /* dV = (P with dropout)ᵀ dY */
             memcpy(dS, P, (size_t)(T * S) * sizeof(float));
             dropout_p(a, &g, b, dS);
             cpu_sgemm(true, false, S, dv, T, 1.0f, dS, S, dYb, lv, 0.0f,
-                      dV + boff(&g, b, S, dv, g.wv), lvq);
+                      dV + boff(&g, b, S, dv, g.a.wv), lvq);
         }
         if (!dQ && !dK) continue;
         /* dP = (dY Vᵀ) with the dropout mask; dS = P (dP - rowsum(dY Y)), 0 where masked */
@@ -205,14 +179,14 @@ int cpu_fused_attention_grad(const kernel_args *a, oc_err *err) {
                 cpu_sgemm(false, true, T, dh, S, p->scale, dS, S, Kb, S, 0.0f, dQ + b * T * dh, dh);
             else
                 cpu_sgemm(false, false, T, dh, S, p->scale, dS, S, Kb, lh, 0.0f,
-                          dQ + boff(&g, b, T, dh, g.wq), lh);
+                          dQ + boff(&g, b, T, dh, g.a.wq), lh);
         }
         if (dK) { /* dK = scale dSᵀ Q, or dKᵀ = scale Qᵀ dS */
             if (p->k_transposed)
                 cpu_sgemm(true, false, dh, S, T, p->scale, Qb, dh, dS, S, 0.0f, dK + b * dh * S, S);
             else
                 cpu_sgemm(true, false, S, dh, T, p->scale, dS, S, Qb, lh, 0.0f,
-                          dK + boff(&g, b, S, dh, g.wq), lh);
+                          dK + boff(&g, b, S, dh, g.a.wq), lh);
         }
     }
     return OC_OK;

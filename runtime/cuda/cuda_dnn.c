@@ -961,61 +961,38 @@ static int64_t att_chunk_override(void) {
     return k > 0 ? (int64_t)k : 0;
 }
 
+/* The op's geometry (op_attention_geometry) and the batches a chunk holds. */
 typedef struct att_dims {
-    int64_t nb, T, S, dh, dv, chunk;
-    int64_t H;          /* seq_first: heads (tensors [N, T, H, d]); 0: [b.., T, d] */
-    int64_t wq, wv, wy; /* seq_first: elements a row of Q and K, of V, of Y and dY */
-    int64_t koff, voff; /* K's and V's first element in their tensors (qkv_heads) */
+    op_attention_geom a;
+    int64_t chunk;
 } att_dims;
 
 static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
-    int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
-    const ir_tensor *q = &g->tensors[n->inputs[at]], *v = &g->tensors[n->inputs[at + 2]];
-    const op_attention_args *p = &op_args_of(n)->attention;
-    int64_t qh = p->qkv_heads;
-    bool sf = p->seq_first && (qh > 0 || (q->rank == 4 && v->rank == 4));
-    int r = q->rank, tdim = sf ? 1 : r - 2; /* the sequence's dim */
-    att_dims d = {.nb = 1,
-                  .T = q->dims[tdim],
-                  .dh = q->dims[r - 1],
-                  .S = v->dims[tdim],
-                  .dv = v->dims[r - 1],
-                  .H = sf ? q->dims[2] : 0};
-    if (qh > 0) { /* [N, T, 3 H d]: Q, K, V its column thirds */
-        d.H = qh, d.dh = d.dv = q->dims[2] / (3 * qh);
-        d.nb = q->dims[0] * qh, d.wq = q->dims[2], d.koff = qh * d.dh, d.voff = 2 * qh * d.dh;
-    } else {
-        for (int i = 0; i + 1 < r; i++)
-            if (i != tdim) d.nb *= q->dims[i];
-        d.wq = d.H * d.dh;
-    }
-    d.wv = qh > 0 ? d.wq : d.H * d.dv;
-    d.wy = d.H * d.dv;
-    size_t per = 2 * (size_t)d.T * (size_t)d.S * sizeof(float);
-    d.chunk = per ? (int64_t)(ATT_SCRATCH_BYTES / per) : d.nb;
+    att_dims d;
+    op_attention_geometry(g, n, &d.a);
+    size_t per = 2 * (size_t)d.a.T * (size_t)d.a.S * sizeof(float);
+    d.chunk = per ? (int64_t)(ATT_SCRATCH_BYTES / per) : d.a.nb;
     if (att_chunk_override()) d.chunk = att_chunk_override();
     if (d.chunk < 1) d.chunk = 1;
-    if (d.chunk > d.nb) d.chunk = d.nb;
+    if (d.chunk > d.a.nb) d.chunk = d.a.nb;
     return d;
 }
 
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n) {
     att_dims d = att_dims_of(g, n);
-    return 2 * (size_t)(d.chunk * d.T * d.S) * sizeof(float);
+    return 2 * (size_t)(d.chunk * d.a.T * d.a.S) * sizeof(float);
 }
 
-static cu_att_mask att_mask(const kernel_args *a, int at) {
+static cu_att_mask att_mask(const kernel_args *a, int at, const att_dims *d) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    const ir_tensor *q = kernel_in(a, at), *c = kernel_in(a, at + 3);
-    att_dims d = att_dims_of(a->g, a->n);
+    const ir_tensor *c = kernel_in(a, at + 3);
     cu_att_mask m = {.cond = p->mask && c ? a->in[at + 3] : NULL,
                      .mode = p->mask,
                      .fill = p->fill,
-                     .rank = q->rank};
+                     .rank = d->a.rank};
     int64_t od[IR_MAX_RANK]; /* the logical scores [b.., T, S] */
-    memcpy(od, q->dims, sizeof od);
-    if (d.H) m.rank = 4, od[1] = d.H, od[2] = d.T;
-    od[m.rank - 1] = d.S;
+    memcpy(od, d->a.bdims, sizeof od);
+    od[m.rank - 2] = d->a.T, od[m.rank - 1] = d->a.S;
     for (int i = 0; i + 2 < m.rank; i++) m.bdims[i] = od[i];
     if (m.cond) { /* the condition's strides, right-aligned, 0 where it broadcasts */
         int64_t acc = 1;
@@ -1040,12 +1017,12 @@ typedef struct att_opnd {
 
 static const float *opnd_at(const att_dims *d, const att_opnd *o, int64_t b, int64_t b0,
                             int64_t *ld, int64_t *stride) {
-    if (o->scratch || !d->H) {
+    if (o->scratch || !d->a.H) {
         *ld = o->cols, *stride = o->rows * o->cols;
         return o->base + (o->scratch ? b - b0 : b) * o->rows * o->cols;
     }
     *ld = o->width, *stride = o->cols;
-    return o->base + (b / d->H) * o->rows * o->width + (b % d->H) * o->cols;
+    return o->base + (b / d->a.H) * o->rows * o->width + (b % d->a.H) * o->cols;
 }
 
 /* C_b = alpha op(A_b) op(B_b) for the chunk's batches [b0, b0 + cb): one
@@ -1054,7 +1031,7 @@ static int att_gemm(const cuda_ctx *c, const kernel_args *a, const att_dims *d, 
                     int64_t cb, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                     att_opnd A, att_opnd B, att_opnd C, oc_err *err) {
     for (int64_t b = b0; b < b0 + cb;) {
-        int64_t run = d->H ? (b / d->H + 1) * d->H - b : cb;
+        int64_t run = d->a.H ? (b / d->a.H + 1) * d->a.H - b : cb;
         if (run > b0 + cb - b) run = b0 + cb - b;
         int64_t la, sa, lb, sb, lc, sc;
         const float *pa = opnd_at(d, &A, b, b0, &la, &sa), *pb = opnd_at(d, &B, b, b0, &lb, &sb);
@@ -1080,16 +1057,18 @@ static int att_scores(const cuda_ctx *c, const kernel_args *a, int at, const att
                       int64_t b0, int64_t cb, float *s, const float *lse_in, float *lse_out,
                       oc_err *err) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    att_opnd Q = tensor_opnd(a->in[at], d->T, d->dh, d->wq), S = scratch_opnd(s, d->T, d->S);
-    const float *K = (const float *)a->in[at + 1] + d->koff;
-    int rc = p->k_transposed ? att_gemm(c, a, d, b0, cb, false, false, d->T, d->S, d->dh, p->scale,
-                                        Q, tensor_opnd(K, d->dh, d->S, 0), S, err)
-                             : att_gemm(c, a, d, b0, cb, false, true, d->T, d->S, d->dh, p->scale,
-                                        Q, tensor_opnd(K, d->S, d->dh, d->wq), S, err);
+    att_opnd Q = tensor_opnd(a->in[at], d->a.T, d->a.dh, d->a.wq),
+             S = scratch_opnd(s, d->a.T, d->a.S);
+    const float *K = (const float *)a->in[at + 1] + d->a.koff;
+    int rc = p->k_transposed
+                 ? att_gemm(c, a, d, b0, cb, false, false, d->a.T, d->a.S, d->a.dh, p->scale, Q,
+                            tensor_opnd(K, d->a.dh, d->a.S, 0), S, err)
+                 : att_gemm(c, a, d, b0, cb, false, true, d->a.T, d->a.S, d->a.dh, p->scale, Q,
+                            tensor_opnd(K, d->a.S, d->a.dh, d->a.wq), S, err);
     if (rc) return rc;
-    CU_LAUNCH(cu_att_softmax(c->stream, s, cb * d->T, d->T, d->S, b0, att_mask(a, at),
-                             lse_in ? lse_in + b0 * d->T : NULL,
-                             lse_out ? lse_out + b0 * d->T : NULL));
+    CU_LAUNCH(cu_att_softmax(c->stream, s, cb * d->a.T, d->a.T, d->a.S, b0, att_mask(a, at, d),
+                             lse_in ? lse_in + b0 * d->a.T : NULL,
+                             lse_out ? lse_out + b0 * d->a.T : NULL));
     return OC_OK;
 }
 
@@ -1101,16 +1080,16 @@ int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
     float *s = a->scratch;
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
-    att_opnd V = tensor_opnd((const float *)a->in[2] + d.voff, d.S, d.dv, d.wv),
-             Y = tensor_opnd(a->out[0], d.T, d.dv, d.wy);
-    for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
-        int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
+    att_opnd V = tensor_opnd((const float *)a->in[2] + d.a.voff, d.a.S, d.a.dv, d.a.wv),
+             Y = tensor_opnd(a->out[0], d.a.T, d.a.dv, d.a.wy);
+    for (int64_t b0 = 0; b0 < d.a.nb; b0 += d.chunk) {
+        int64_t cb = d.a.nb - b0 < d.chunk ? d.a.nb - b0 : d.chunk;
         if (att_scores(c, a, 0, &d, b0, cb, s, NULL, a->out[1], err)) return OC_ERR;
         if (p->dropout_ratio > 0.0f)
-            CU_LAUNCH(cu_att_dropout(c->stream, s, s, cb * d.T * d.S, key, p->dropout_ratio,
-                                     b0 * d.T * d.S));
-        if (att_gemm(c, a, &d, b0, cb, false, false, d.T, d.dv, d.S, 1.0f,
-                     scratch_opnd(s, d.T, d.S), V, Y, err))
+            CU_LAUNCH(cu_att_dropout(c->stream, s, s, cb * d.a.T * d.a.S, key, p->dropout_ratio,
+                                     b0 * d.a.T * d.a.S));
+        if (att_gemm(c, a, &d, b0, cb, false, false, d.a.T, d.a.dv, d.a.S, 1.0f,
+                     scratch_opnd(s, d.a.T, d.a.S), V, Y, err))
             return OC_ERR;
     }
     return OC_OK;
@@ -1122,18 +1101,18 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     const op_attention_args *p = &op_args_of(a->n)->attention;
     att_dims d = att_dims_of(a->g, a->n);
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
-    float *P = a->scratch, *dS = P + d.chunk * d.T * d.S;
+    float *P = a->scratch, *dS = P + d.chunk * d.a.T * d.a.S;
     float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
     if (p->qkv_heads && dQ) /* one gradient, its column thirds */
-        dK = dQ + d.koff, dV = dQ + d.voff;
+        dK = dQ + d.a.koff, dV = dQ + d.a.voff;
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
-    int64_t T = d.T, S = d.S, dh = d.dh, dv = d.dv;
-    const float *K = (const float *)a->in[2] + d.koff;
-    att_opnd dY = tensor_opnd(a->in[0], T, dv, d.wy), Q = tensor_opnd(a->in[1], T, dh, d.wq),
-             V = tensor_opnd((const float *)a->in[3] + d.voff, S, dv, d.wv),
+    int64_t T = d.a.T, S = d.a.S, dh = d.a.dh, dv = d.a.dv;
+    const float *K = (const float *)a->in[2] + d.a.koff;
+    att_opnd dY = tensor_opnd(a->in[0], T, dv, d.a.wy), Q = tensor_opnd(a->in[1], T, dh, d.a.wq),
+             V = tensor_opnd((const float *)a->in[3] + d.a.voff, S, dv, d.a.wv),
              sP = scratch_opnd(P, T, S), sdS = scratch_opnd(dS, T, S);
-    for (int64_t b0 = 0; b0 < d.nb; b0 += d.chunk) {
-        int64_t cb = d.nb - b0 < d.chunk ? d.nb - b0 : d.chunk;
+    for (int64_t b0 = 0; b0 < d.a.nb; b0 += d.chunk) {
+        int64_t cb = d.a.nb - b0 < d.chunk ? d.a.nb - b0 : d.chunk;
         if (att_scores(c, a, 1, &d, b0, cb, P, a->in[6], NULL, err)) return OC_ERR;
         if (dV) { /* dV = (P with dropout)ᵀ dY */
             att_opnd Pd = sP;
@@ -1143,23 +1122,25 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
                 Pd = sdS;
             }
             if (att_gemm(c, a, &d, b0, cb, true, false, S, dv, T, 1.0f, Pd, dY,
-                         tensor_opnd(dV, S, dv, d.wv), err))
+                         tensor_opnd(dV, S, dv, d.a.wv), err))
                 return OC_ERR;
         }
         if (!dQ && !dK) continue;
         if (att_gemm(c, a, &d, b0, cb, false, true, T, S, dv, 1.0f, dY, V, sdS, err)) return OC_ERR;
         CU_LAUNCH(cu_att_ds(c->stream, dS, P, (const float *)a->in[0], (const float *)a->in[5],
-                            cb * T, T, S, dv, d.H, b0, att_mask(a, 1), key, p->dropout_ratio));
-        if (dQ && (p->k_transposed
-                       ? att_gemm(c, a, &d, b0, cb, false, true, T, dh, S, p->scale, sdS,
-                                  tensor_opnd(K, dh, S, 0), tensor_opnd(dQ, T, dh, 0), err)
-                       : att_gemm(c, a, &d, b0, cb, false, false, T, dh, S, p->scale, sdS,
-                                  tensor_opnd(K, S, dh, d.wq), tensor_opnd(dQ, T, dh, d.wq), err)))
+                            cb * T, T, S, dv, d.a.H, b0, att_mask(a, 1, &d), key,
+                            p->dropout_ratio));
+        if (dQ &&
+            (p->k_transposed
+                 ? att_gemm(c, a, &d, b0, cb, false, true, T, dh, S, p->scale, sdS,
+                            tensor_opnd(K, dh, S, 0), tensor_opnd(dQ, T, dh, 0), err)
+                 : att_gemm(c, a, &d, b0, cb, false, false, T, dh, S, p->scale, sdS,
+                            tensor_opnd(K, S, dh, d.a.wq), tensor_opnd(dQ, T, dh, d.a.wq), err)))
             return OC_ERR;
         if (dK && (p->k_transposed ? att_gemm(c, a, &d, b0, cb, true, false, dh, S, T, p->scale, Q,
                                               sdS, tensor_opnd(dK, dh, S, 0), err)
                                    : att_gemm(c, a, &d, b0, cb, true, false, S, dh, T, p->scale,
-                                              sdS, Q, tensor_opnd(dK, S, dh, d.wq), err)))
+                                              sdS, Q, tensor_opnd(dK, S, dh, d.a.wq), err)))
             return OC_ERR;
     }
     return OC_OK;

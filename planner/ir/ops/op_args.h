@@ -86,6 +86,20 @@ typedef struct op_attention_args {
     uint64_t dropout_key_hash; /* op_name_hash of the Dropout node it replaced */
 } op_attention_args;
 
+/* FusedAttention's logical geometry, which both backends run by
+ * (op_attention_geometry): batches of [T, dh] queries against [S, dh] keys and
+ * [S, dv] values; the batch dims bdims of the logical scores [b.., T, S]
+ * (rank); seq_first: H heads, each tensor's row holding wq (Q, K and their
+ * gradients), wv (V, dV) or wy (Y, dY) elements, K and V at koff and voff of
+ * their tensors (qkv_heads: the column thirds of one); else H 0 and
+ * contiguous [T, d] blocks. */
+typedef struct op_attention_geom {
+    int64_t nb, T, S, dh, dv;
+    int64_t H, wq, wv, wy, koff, voff;
+    int rank;
+    int64_t bdims[IR_MAX_RANK];
+} op_attention_geom;
+
 typedef struct op_gemm_args {
     bool trans_a, trans_b;
     float alpha, beta;
@@ -269,6 +283,8 @@ typedef union op_args {
 uint64_t op_name_hash(const char *s);
 /* The decoded arguments of n (a bug when its op has a decoder that did not run). */
 const op_args *op_args_of(const ir_node *n);
+/* FusedAttention's or FusedAttentionGrad's geometry (decoded, shapes known). */
+void op_attention_geometry(const ir_graph *g, const ir_node *n, op_attention_geom *out);
 /* Fresh zeroed arguments attached to n, replacing earlier ones (decoders). */
 op_args *op_args_new(ir_node *n);
 

@@ -65,6 +65,26 @@ static ir_tensor logical(const ir_node *n, const ir_tensor *x) {
     return l;
 }
 
+void op_attention_geometry(const ir_graph *g, const ir_node *n, op_attention_geom *out) {
+    int at = n->op == OP_FUSED_ATTENTION ? 0 : 1;
+    const op_attention_args *p = &op_args_of(n)->attention;
+    const ir_tensor *qs = &g->tensors[n->inputs[at]];
+    ir_tensor q = logical(n, qs), v = logical(n, &g->tensors[n->inputs[at + 2]]);
+    int r = q.rank;
+    memset(out, 0, sizeof *out);
+    out->rank = r;
+    out->T = q.dims[r - 2], out->dh = q.dims[r - 1], out->S = v.dims[r - 2],
+    out->dv = v.dims[r - 1];
+    out->nb = 1;
+    for (int i = 0; i + 2 < r; i++) out->nb *= q.dims[i], out->bdims[i] = q.dims[i];
+    if (!p->seq_first) return;
+    out->H = q.dims[1];
+    out->wq = p->qkv_heads ? qs->dims[2] : out->H * out->dh;
+    out->wv = p->qkv_heads ? out->wq : out->H * out->dv;
+    out->wy = out->H * out->dv;
+    if (p->qkv_heads) out->koff = out->H * out->dh, out->voff = 2 * out->H * out->dh;
+}
+
 static int attention_dims(ir_graph *g, ir_node *n, int at, bool k_transposed, int64_t d[4],
                           oc_err *err) {
     ir_tensor *qs, *ks, *vs;

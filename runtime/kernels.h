@@ -51,6 +51,10 @@ typedef struct kernel_args {
     int64_t step;     /* training step, from 0 (Dropout) */
     void *scratch;    /* cpu_kernel_scratch_bytes(g, n) bytes, or NULL if 0 */
     size_t scratch_bytes;
+    /* per slot (inputs, then outputs): the type a tensor is stored in when the
+     * kernel runs on a widened view (below) — for a kernel that must round a
+     * value as its stored output was rounded; NULL: as g says */
+    const ir_dtype *stored;
 } kernel_args;
 
 /* Helpers every backend's kernels share. */

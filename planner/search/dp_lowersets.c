@@ -31,6 +31,7 @@ void dp_graph_free(dp_graph *g) {
     oc_free(g->mem);
     oc_free(g->mem_saved);
     oc_free(g->bwd_extra);
+    oc_free(g->mem_self);
     oc_free(g->node_of);
     oc_free(g->keepable);
     oc_free(g->succ);
@@ -96,6 +97,9 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
         }
     }
     g->bwd_extra = oc_calloc((size_t)n + 1, sizeof *g->bwd_extra);
+    g->mem_self = oc_calloc((size_t)n + 1, sizeof *g->mem_self);
+    /* self_read[t]: forward node f's saved output t is read by f's own backward */
+    bool *self_read = oc_calloc((size_t)ig->n_tensors + 1, sizeof *self_read);
     for (int b = tg->n_forward; b < ig->n_nodes; b++) {
         int f = tg->fwd_of[b];
         int v = f >= 0 && f < tg->n_forward ? dp_of[f] : -1;
@@ -109,7 +113,24 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
                 e += bytes;
         }
         if (e > g->bwd_extra[v]) g->bwd_extra[v] = e;
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int t = nd->inputs[k];
+            if (t >= 0 && ig->tensors[t].producer == f) self_read[t] = true;
+        }
     }
+    for (int i = 0; i < tg->n_forward; i++) {
+        int v = dp_of[i];
+        if (v < 0) continue;
+        const ir_node *nd = &ig->nodes[i];
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int t = nd->outputs[o];
+            int64_t b;
+            if (t >= 0 && saved[t] && self_read[t] && tg->alias_of[t] < 0 &&
+                !persistent_kind(ig->tensors[t].kind) && ir_tensor_bytes(&ig->tensors[t], &b))
+                g->mem_self[v] += b;
+        }
+    }
+    oc_free(self_read);
     oc_free(dp_of);
     oc_free(saved);
     *out = g;
@@ -121,6 +142,8 @@ void dp_graph_allow_checkpoints(dp_graph *g) {
         if (g->keepable[v]) continue;
         g->keepable[v] = 1;
         if (g->mem_saved) g->mem_saved[v] = g->mem[v];
+        /* a checkpoint's whole output stays until its block's backward ends */
+        if (g->mem_self) g->mem_self[v] = g->mem[v];
     }
     g->checkpoints = true;
 }
@@ -355,9 +378,9 @@ int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t 
         while (x) {
             int v = w * 64 + __builtin_ctzll(x);
             x &= x - 1;
-            prefix += dp_mem_resident(g, v);
-            int64_t at = prefix + dp_mem_frontier(g, v);
+            int64_t at = prefix + dp_mem_self(g, v) + dp_mem_frontier(g, v);
             if (at > peak) peak = at;
+            prefix += dp_mem_resident(g, v);
         }
     }
     return peak;

@@ -23,15 +23,19 @@
  * Two step-peak models (g->peak_model):
  *  - DP_PEAK_PAPER: P = 2·M(V') + M(A) + M(Bs), the paper's: the whole block
  *    recomputed at once plus a gradient for every node of it.
- *  - DP_PEAK_LAZY: P = max_{v∈V'} (R(V' ∩ [0, v]) + 2·M(v) + E(v)), what the
+ *  - DP_PEAK_LAZY: P = max_{v∈V'} (R(V' ∩ [0, v)) + S(v) + 2·M(v) + E(v)), what the
  *    simulator does (sim_plan.h): a dropped tensor is recomputed right before
  *    its first backward reader and freed after its last, gradients are freed
  *    as soon as they are consumed. Backward walks the block from its last
  *    node down; at node v the live set is the kept checkpoints of earlier
  *    blocks (ΣΔK), the block's recomputed or kept tensors not yet consumed
- *    (≈ those of nodes up to v, R(V' ∩ [0, v])), and the gradient frontier at
- *    v (its output's and its inputs' gradients ≈ 2·M(v), plus E(v)).
- *    E(v) = parameter-gradient bytes v's backward writes (g->bwd_extra).
+ *    (≈ those of nodes before v, R(V' ∩ [0, v)), and of v itself the saved
+ *    outputs its own backward reads, S(v): a BatchNormRelu whose gradient
+ *    reads X, not Y, or a Conv's, has its Y freed by Y's last reader's
+ *    backward), and the gradient frontier at v (its output's and its inputs'
+ *    gradients ≈ 2·M(v), plus E(v)).
+ *    E(v) = parameter-gradient bytes v's backward writes (g->bwd_extra);
+ *    S(v) = g->mem_self.
  *  - DP_PEAK_BLOCK: P = R(V') + R(K) + max_{v∈V'} (2·M(v) + E(v)): as LAZY,
  *    but the whole block's tensors live at once (a chain is recomputed in one
  *    go at the block's first backward reader) plus the gradients flowing in
@@ -51,7 +55,7 @@
 
 typedef enum dp_peak_model {
     DP_PEAK_PAPER = 0, /* P = 2·M(V') + M(A) + M(Bs) */
-    DP_PEAK_LAZY,      /* P = max_{v∈V'} (R(V'∩[0,v]) + 2·M(v) + E(v)), ΔK = R(K) */
+    DP_PEAK_LAZY,      /* P = max_{v∈V'} (R(V'∩[0,v)) + S(v) + 2·M(v) + E(v)), ΔK = R(K) */
     DP_PEAK_BLOCK,     /* P = R(V') + R(K) + max_{v∈V'} (2·M(v) + E(v)), ΔK = R(K) */
 } dp_peak_model;
 
@@ -67,6 +71,9 @@ typedef struct dp_graph {
                            recomputed; the rest is transient); NULL = mem (dp_graph_new) */
     int64_t *bwd_extra;       /* max over v's backward nodes of the parameter-gradient bytes they
                            write (live while v's backward runs); NULL = 0 (dp_graph_new) */
+    int64_t *mem_self;        /* bytes of v's saved outputs that v's own backward reads (still live
+                           when it runs; the rest were freed by their readers' backward);
+                           NULL = mem_saved (dp_graph_new) */
     int *node_of;             /* training-graph node per DP node (-1 for test graphs) */
     uint8_t *keepable;        /* 1 when v can be kept (has a saved output); all 1 from dp_graph_new.
                           Lower sets with an unkeepable boundary node are left out of
@@ -86,6 +93,12 @@ void dp_graph_allow_checkpoints(dp_graph *g);
  * DP_PEAK_LAZY (transient outputs are freed by their readers), else M(v). */
 static inline int64_t dp_mem_resident(const dp_graph *g, int v) {
     return g->peak_model != DP_PEAK_PAPER && g->mem_saved ? g->mem_saved[v] : g->mem[v];
+}
+
+/* Bytes of v still live when v's own backward runs (S(v) of DP_PEAK_LAZY):
+ * g->mem_self, or all of v's resident bytes for graphs without it. */
+static inline int64_t dp_mem_self(const dp_graph *g, int v) {
+    return g->peak_model != DP_PEAK_PAPER && g->mem_self ? g->mem_self[v] : dp_mem_resident(g, v);
 }
 
 /* The gradient-frontier term of DP_PEAK_LAZY for node v: 2·M(v) + E(v). */

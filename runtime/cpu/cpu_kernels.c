@@ -104,6 +104,7 @@ static int run_view(const kernel_args *a, oc_err *err) {
     b.n = &v.base.n;
     b.in = ptr;
     b.out = ptr + ni;
+    b.stored = v.was;
     int rc = cpu_kernels[n->op](&b, err);
     for (int k = ni; rc == OC_OK && k < nt; k++)
         if (kernel_view_moved(&v, k)) view_copy(&v, k, a->out[k - ni], ptr[k], false);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "ir/half.h"
 #include "pointwise.h"
 
 /* (N, C, S..) -> per-channel count, and the batch mean / biased variance. */
@@ -40,6 +41,12 @@ static void bn_dims(const ir_tensor *x, int64_t *N, int64_t *C, int64_t *S) {
     *C = x->dims[1];
     *S = 1;
     for (int i = 2; i < x->rank; i++) *S *= x->dims[i];
+}
+
+/* BN's value of x: (x - mean) * (invstd * scale) + bias, the subtraction first and
+ * in double (forward, and the fused gradient's Relu mask: the same bits). */
+static inline float bn_value(float x, double m, double a_c, double b_c) {
+    return (float)(((double)x - m) * a_c + b_c);
 }
 
 /* X (N, C, ..), scale, B, input_mean, input_var (C) -> Y (N, C, ..)
@@ -76,7 +83,7 @@ static int bn_forward(const kernel_args *a, const float *res, bool relu, oc_err 
         for (int64_t n = 0; n < N; n++) {
             const float *p = x + (n * C + c) * S, *r = res ? res + (n * C + c) * S : NULL;
             float *q = y + (n * C + c) * S;
-            for (int64_t i = 0; i < S; i++) q[i] = (float)(((double)p[i] - m) * a_c + b_c);
+            for (int64_t i = 0; i < S; i++) q[i] = bn_value(p[i], m, a_c, b_c);
             /* the epilogue over the slice just written (in cache): plain loops vectorize */
             for (int64_t i = 0; r && i < S; i++) q[i] = q[i] + r[i];
             for (int64_t i = 0; relu && i < S; i++) q[i] = oc_relu(q[i]);
@@ -190,17 +197,21 @@ int cpu_layer_norm_grad(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* dz[i] = dy[i] * (y[i] > 0) over one slice; returns dz. */
-static const float *relu_masked(const float *dy, const float *y, int64_t S, float *dz) {
-    for (int64_t i = 0; i < S; i++) dz[i] = oc_relu_grad(dy[i], y[i]);
+/* dz[i] = dy[i] * (BN(x[i]) > 0) over one slice, BN(x) rounded as Y was stored
+ * (dt: half under --precision), so the mask is Y > 0 exactly; returns dz. */
+static const float *relu_masked(const float *dy, const float *x, int64_t S, double m, double a_c,
+                                double b_c, ir_dtype dt, float *dz) {
+    for (int64_t i = 0; i < S; i++)
+        dz[i] = oc_relu_grad(dy[i], half_round(dt, bn_value(x[i], m, a_c, b_c)));
     return dz;
 }
 
-/* The gradient's inputs: dY at 0, X, scale [, mean, var] from slot x_at on;
- * y non-NULL (the fused BatchNormReluGrad): dY is Relu's, and the BN output's
- * gradient dz = dY * (y > 0) is taken slice by slice (one (n, c) plane), never
- * stored whole. */
-static int bn_backward(const kernel_args *a, int x_at, const float *y, oc_err *err) {
+/* The gradient's inputs: dY at 0, X at 1, scale at 2; bias non-NULL (the fused
+ * BatchNormReluGrad: B at 3): dY is Relu's, and the BN output's gradient dz =
+ * dY * (BN(X) > 0) is taken slice by slice (one (n, c) plane), never stored
+ * whole. Frozen: the running mean and var at stats_at, stats_at + 1. */
+static int bn_backward(const kernel_args *a, int stats_at, const float *bias, oc_err *err) {
+    const int x_at = 1;
     const int checked[] = {0, x_at, x_at + 1};
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, checked[i]), IR_DTYPE_FLOAT, err)) return OC_ERR;
@@ -212,23 +223,27 @@ static int bn_backward(const kernel_args *a, int x_at, const float *y, oc_err *e
     float *dscale = a->n->n_outputs > 1 ? a->out[1] : NULL;
     float *dbias = a->n->n_outputs > 2 ? a->out[2] : NULL;
     bool frozen = !op_args_of(a->n)->bn.training;
-    if (frozen && (kernel_want_dtype(a, kernel_in(a, x_at + 2), IR_DTYPE_FLOAT, err) ||
-                   kernel_want_dtype(a, kernel_in(a, x_at + 3), IR_DTYPE_FLOAT, err)))
+    if (frozen && (kernel_want_dtype(a, kernel_in(a, stats_at), IR_DTYPE_FLOAT, err) ||
+                   kernel_want_dtype(a, kernel_in(a, stats_at + 1), IR_DTYPE_FLOAT, err)))
         return OC_ERR;
     double *mean = oc_malloc((size_t)C * 2 * sizeof(double)), *var = mean + C;
     if (frozen) { /* the running statistics: no batch-statistics terms */
-        const float *rm = a->in[x_at + 2], *rv = a->in[x_at + 3];
+        const float *rm = a->in[stats_at], *rv = a->in[stats_at + 1];
         for (int64_t c = 0; c < C; c++) mean[c] = rm[c], var[c] = rv[c];
     } else {
         batch_stats(x, N, C, S, mean, var);
     }
     double M = (double)(N * S);
-    float *dz = y ? oc_malloc((size_t)(S ? S : 1) * sizeof(float)) : NULL; /* one slice */
+    /* the type Y was stored in (the mask rounds as it was): X's */
+    ir_dtype dt = a->stored ? a->stored[x_at] : IR_DTYPE_FLOAT;
+    float *dz = bias ? oc_malloc((size_t)(S ? S : 1) * sizeof(float)) : NULL; /* one slice */
     for (int64_t c = 0; c < C; c++) {
         double invstd = 1.0 / sqrt(var[c] + (double)eps), sdy = 0, sdyx = 0;
+        double a_c = invstd * scale[c], b_c = bias ? bias[c] : 0; /* bn_forward's */
+#define DZ(o) (bias ? relu_masked(dy + (o), x + (o), S, mean[c], a_c, b_c, dt, dz) : dy + (o))
         for (int64_t n = 0; n < N; n++) {
             int64_t o = (n * C + c) * S;
-            const float *p = x + o, *d = y ? relu_masked(dy + o, y + o, S, dz) : dy + o;
+            const float *p = x + o, *d = DZ(o);
             for (int64_t i = 0; i < S; i++) {
                 sdy += d[i];
                 sdyx += d[i] * ((double)p[i] - mean[c]) * invstd;
@@ -239,7 +254,7 @@ static int bn_backward(const kernel_args *a, int x_at, const float *y, oc_err *e
         double k = scale[c] * invstd / M;
         for (int64_t n = 0; dx && n < N; n++) { /* dX omitted: the input needs no gradient */
             int64_t o = (n * C + c) * S;
-            const float *p = x + o, *d = y ? relu_masked(dy + o, y + o, S, dz) : dy + o;
+            const float *p = x + o, *d = DZ(o);
             float *out = dx + o;
             for (int64_t i = 0; i < S; i++) {
                 double xhat = ((double)p[i] - mean[c]) * invstd;
@@ -248,16 +263,17 @@ static int bn_backward(const kernel_args *a, int x_at, const float *y, oc_err *e
             }
         }
     }
+#undef DZ
     oc_free(dz);
     oc_free(mean);
     return OC_OK;
 }
 
-int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) { return bn_backward(a, 1, NULL, err); }
+int cpu_batch_norm_grad(const kernel_args *a, oc_err *err) { return bn_backward(a, 3, NULL, err); }
 
-/* BatchNormReluGrad (op_bn_relu.c): dY, Y, X, scale [, mean, var] -> dX, dScale,
+/* BatchNormReluGrad (op_bn_relu.c): dY, X, scale, B [, mean, var] -> dX, dScale,
  * dBias. */
 int cpu_batch_norm_relu_grad(const kernel_args *a, oc_err *err) {
-    if (kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err)) return OC_ERR;
-    return bn_backward(a, 2, a->in[1], err);
+    if (kernel_want_dtype(a, kernel_in(a, 3), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    return bn_backward(a, 4, a->in[3], err);
 }

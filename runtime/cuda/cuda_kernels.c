@@ -937,6 +937,7 @@ static int run_view(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     b.n = &v.base.n;
     b.in = ptr;
     b.out = ptr + ni;
+    b.stored = v.was;
     b.scratch = a->scratch_bytes > need ? (uint8_t *)a->scratch + need : NULL;
     b.scratch_bytes = a->scratch_bytes - need;
     cuda_ctx cv = *c;

@@ -343,14 +343,15 @@ int cu_bn_relu(void *stream, int kind, int relu, const void *x, const void *r, c
 /* BatchNormalization's saved_mean / saved_var (opset <= 13: the batch mean and
  * biased variance) from the statistics cu_bn_relu left at the front of ws. */
 int cu_bn_saved(void *stream, const double *stats, int64_t C, float eps, float *sm, float *sv);
-/* With dz = dy * (y > 0) (relu 0: dz = dy, y unused; never stored): dx, ds =
- * sum dz xhat, db = sum dz (each may be NULL); train: batch statistics from x,
- * else the running rm, rv. dy, y, x, dx of one kind (as cu_bn_relu); ds, db
- * float32. */
-int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *y, const void *x,
-                    const float *scale, const float *rm, const float *rv, float eps, int train,
-                    void *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S, int nhwc,
-                    int64_t P, double *ws);
+/* With dz = dy * (BN(x) > 0) (relu 1: BN with scale and bias, the forward's
+ * arithmetic, so the mask is y > 0 exactly; relu 0: dz = dy, bias unused; dz
+ * never stored): dx, ds = sum dz xhat, db = sum dz (each may be NULL); train:
+ * batch statistics from x, else the running rm, rv. dy, x, dx of one kind (as
+ * cu_bn_relu); scale, bias, ds, db float32. */
+int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *x,
+                    const float *scale, const float *bias, const float *rm, const float *rv,
+                    float eps, int train, void *dx, float *ds, float *db, int64_t N, int64_t C,
+                    int64_t S, int nhwc, int64_t P, double *ws);
 /* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
 int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,
               int64_t outer, int64_t extent, int64_t ni, int64_t inner);

@@ -1,8 +1,9 @@
 /* cuda_norm_act.c — the fused BatchNormRelu and its gradient (op_bn_relu.c)
  * with our kernels (cu_bn_relu, cu_bn_relu_grad: cuda_ops.cu), the cpu
  * kernels' numerics: statistics in double, Y written in one pass over X (and
- * R), no intermediate tensor; the gradient's batch statistics again from X.
- * The data tensors (X, R, Y; dY, Y, X, dX) are float32 or all of one half type
+ * R), no intermediate tensor; the gradient's batch statistics again from X,
+ * and the Relu mask from them (BN(X) > 0, the forward's arithmetic: Y unread).
+ * The data tensors (X, R, Y; dY, X, dX) are float32 or all of one half type
  * (--precision: read widened, stored rounded once, the cpu backend's
  * emulation); scale, bias and the statistics are float32. The same kernels
  * without the Relu run BatchNormalization and its gradient on half data (float32
@@ -36,12 +37,9 @@ static int64_t bn_parts(int64_t N, int64_t S, int64_t C, bool nhwc) {
     return p < 1 ? 1 : p;
 }
 
-/* X's input slot: BatchNormRelu and BatchNormalization 0, BatchNormalizationGrad
- * 1 (dY, X, ..), BatchNormReluGrad 2 (dY, Y, X, ..). */
+/* X's input slot: BatchNormRelu and BatchNormalization 0, the gradients 1 (dY, X, ..). */
 static int x_slot(const ir_node *n) {
-    return n->op == OP_BATCH_NORM_RELU || n->op == OP_BATCH_NORM ? 0
-           : n->op == OP_BATCH_NORM_GRAD                         ? 1
-                                                                 : 2;
+    return n->op == OP_BATCH_NORM_RELU || n->op == OP_BATCH_NORM ? 0 : 1;
 }
 
 /* X's dims and the parts of a node. */
@@ -89,7 +87,7 @@ static int bn_forward_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_
     return OC_OK;
 }
 
-/* BatchNormReluGrad (relu 1: dY, Y, X, scale [, mean, var]) or
+/* BatchNormReluGrad (relu 1: dY, X, scale, B [, mean, var]) or
  * BatchNormalizationGrad on half data (relu 0: dY, X, scale [, mean, var]) ->
  * dX, dScale, dBias; the batch statistics again from X (the running ones when
  * frozen). */
@@ -99,12 +97,12 @@ static int bn_grad_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_err
     const op_bn_args *bn = &op_args_of(a->n)->bn;
     int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
-    int x = relu ? 2 : 1; /* X's slot; scale, mean and var follow it */
-    const float *rm = bn->training ? NULL : a->in[x + 2], *rv = bn->training ? NULL : a->in[x + 3];
-    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), relu, a->in[0],
-                              relu ? a->in[1] : NULL, a->in[x], a->in[x + 1], rm, rv, bn->epsilon,
-                              bn->training, out_or_null(a, 0), out_or_null(a, 1), out_or_null(a, 2),
-                              N, C, S, a->n->channels_last, P, a->scratch));
+    int st = relu ? 4 : 3; /* the running statistics' slot (after dY, X, scale [, B]) */
+    const float *rm = bn->training ? NULL : a->in[st], *rv = bn->training ? NULL : a->in[st + 1];
+    CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), relu, a->in[0], a->in[1], a->in[2],
+                              relu ? a->in[3] : NULL, rm, rv, bn->epsilon, bn->training,
+                              out_or_null(a, 0), out_or_null(a, 1), out_or_null(a, 2), N, C, S,
+                              a->n->channels_last, P, a->scratch));
     return OC_OK;
 }
 

@@ -46,8 +46,8 @@ __device__ static inline void st(float *p, int64_t i, float v) { p[i] = v; }
 __device__ static inline void st(oc_f16 *p, int64_t i, float v) { p[i].v = f16_from_f32(v); }
 __device__ static inline void st(oc_bf16 *p, int64_t i, float v) { p[i].v = bf16_from_f32(v); }
 
-// GRAD 0: statistics of x; 1: the gradient sums of dz = dy (y > 0) (BatchNormRelu);
-// 2: of dz = dy (BatchNormalization; y unused).
+// GRAD 0: statistics of x; 1: the gradient sums of dz = dy (BN(x) > 0) (BatchNormRelu);
+// 2: of dz = dy (BatchNormalization).
 
 // Row kernels with one warp per row (launched with blockDim.x = WARP): the lanes read a row
 // with coalesced strides and reduce with shuffles, in a fixed order (deterministic). On the
@@ -1315,16 +1315,32 @@ extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, 
 // thread per channel then adds the parts in order: deterministic, and every SM busy (ResNet-50's
 // stem at batch 640: 40960 warps). The elementwise passes go row by row (one block per (n, c)
 // row: no division per element).
+// BN's value of x (the forward's arithmetic: the fused gradient's Relu mask is Y > 0 exactly).
+__device__ static inline float bn_value(float x, double m, double a_c, double b_c) {
+    return (float)(((double)x - m) * a_c + b_c);
+}
+
+// v rounded as storing it in a T rounds it.
+template <typename T> __device__ static inline float stored_as(float v) {
+    T t;
+    st(&t, 0, v);
+    return ld(&t, 0);
+}
+
+// The BN output's gradient at o: dy, masked by BN(x) > 0 for BatchNormRelu (GRAD 1; a_c =
+// invstd scale, b_c = bias), BN(x) rounded as Y was stored: the mask is Y > 0 exactly.
 template <int GRAD, typename T>
-__device__ static inline float bn_dz(const T *dy, const T *y, int64_t o) {
-    return GRAD == 1 ? oc_relu_grad(ld(dy, o), ld(y, o)) : ld(dy, o);
+__device__ static inline float bn_dz(const T *dy, const T *x, int64_t o, double m, double a_c,
+                                     double b_c) {
+    if (GRAD != 1) return ld(dy, o);
+    return oc_relu_grad(ld(dy, o), stored_as<T>(bn_value(ld(x, o), m, a_c, b_c)));
 }
 
 template <int GRAD, typename T>
-__device__ static inline void bn_acc(const T *dy, const T *y, const T *x, int64_t o, double m,
-                                     double is, double &s, double &q) {
+__device__ static inline void bn_acc(const T *dy, const T *x, int64_t o, double m, double is,
+                                     double a_c, double b_c, double &s, double &q) {
     if (GRAD) { // sum dz, sum dz xhat
-        float d = bn_dz<GRAD>(dy, y, o);
+        float d = bn_dz<GRAD>(dy, x, o, m, a_c, b_c);
         s += d;
         q += d * ((double)ld(x, o) - m) * is;
     } else { // sum x, sum x^2
@@ -1334,23 +1350,29 @@ __device__ static inline void bn_acc(const T *dy, const T *y, const T *x, int64_
     }
 }
 
+// Channel c's mean, 1/sqrt(var + eps) and (GRAD 1) the mask's a_c, b_c.
+#define BN_CHANNEL(c)                                                                              \
+    double m = GRAD ? stats[2 * (c)] : 0, is = GRAD ? stats[2 * (c) + 1] : 0;                      \
+    double a_c = GRAD == 1 ? is * scale[c] : 0, b_c = GRAD == 1 ? (double)bias[c] : 0
+
 template <int GRAD, typename T>
-__global__ void k_bn_parts(const T *dy, const T *y, const T *x, const double *stats, int64_t N,
-                           int64_t C, int64_t S, int64_t P, double *part) {
+__global__ void k_bn_parts(const T *dy, const T *x, const double *stats, const float *scale,
+                           const float *bias, int64_t N, int64_t C, int64_t S, int64_t P,
+                           double *part) {
     ROW_LOOP(u, C * P) {
         int64_t c = u / P, p = u % P;
-        double m = GRAD ? stats[2 * c] : 0, is = GRAD ? stats[2 * c + 1] : 0;
+        BN_CHANNEL(c);
         double s0 = 0, q0 = 0, s1 = 0, q1 = 0;
         int64_t B = blockDim.x;
         for (int64_t n = N * p / P; n < N * (p + 1) / P; n++) {
             int64_t row = (n * C + c) * S, i = threadIdx.x;
             for (; i + 3 * B < S; i += 4 * B) { // four independent loads per lane
-                bn_acc<GRAD>(dy, y, x, row + i, m, is, s0, q0);
-                bn_acc<GRAD>(dy, y, x, row + i + B, m, is, s1, q1);
-                bn_acc<GRAD>(dy, y, x, row + i + 2 * B, m, is, s0, q0);
-                bn_acc<GRAD>(dy, y, x, row + i + 3 * B, m, is, s1, q1);
+                bn_acc<GRAD>(dy, x, row + i, m, is, a_c, b_c, s0, q0);
+                bn_acc<GRAD>(dy, x, row + i + B, m, is, a_c, b_c, s1, q1);
+                bn_acc<GRAD>(dy, x, row + i + 2 * B, m, is, a_c, b_c, s0, q0);
+                bn_acc<GRAD>(dy, x, row + i + 3 * B, m, is, a_c, b_c, s1, q1);
             }
-            for (; i < S; i += B) bn_acc<GRAD>(dy, y, x, row + i, m, is, s0, q0);
+            for (; i < S; i += B) bn_acc<GRAD>(dy, x, row + i, m, is, a_c, b_c, s0, q0);
         }
         double s = warp_sum(s0 + s1), q = warp_sum(q0 + q1);
         if (threadIdx.x == 0) part[2 * u] = s, part[2 * u + 1] = q;
@@ -1362,20 +1384,21 @@ __global__ void k_bn_parts(const T *dy, const T *y, const T *x, const double *st
 // at a time (rows alternating between two sums), sums in double, into the same
 // part[2 (c P + p)] layout as k_bn_parts.
 template <int GRAD, typename T>
-__global__ void k_bn_parts_nhwc(const T *dy, const T *y, const T *x, const double *stats,
-                                int64_t rows, int64_t C, int64_t R, int64_t P, double *part) {
+__global__ void k_bn_parts_nhwc(const T *dy, const T *x, const double *stats, const float *scale,
+                                const float *bias, int64_t rows, int64_t C, int64_t R, int64_t P,
+                                double *part) {
     GRID_LOOP(u, C * P) {
         int64_t c = u % C, p = u / C, end = (p + 1) * R < rows ? (p + 1) * R : rows;
-        double m = GRAD ? stats[2 * c] : 0, is = GRAD ? stats[2 * c + 1] : 0;
+        BN_CHANNEL(c);
         double s0 = 0, q0 = 0, s1 = 0, q1 = 0;
         int64_t r = p * R;
         for (; r + 3 < end; r += 4) { // four independent loads per thread (as k_bn_parts)
-            bn_acc<GRAD>(dy, y, x, r * C + c, m, is, s0, q0);
-            bn_acc<GRAD>(dy, y, x, (r + 1) * C + c, m, is, s1, q1);
-            bn_acc<GRAD>(dy, y, x, (r + 2) * C + c, m, is, s0, q0);
-            bn_acc<GRAD>(dy, y, x, (r + 3) * C + c, m, is, s1, q1);
+            bn_acc<GRAD>(dy, x, r * C + c, m, is, a_c, b_c, s0, q0);
+            bn_acc<GRAD>(dy, x, (r + 1) * C + c, m, is, a_c, b_c, s1, q1);
+            bn_acc<GRAD>(dy, x, (r + 2) * C + c, m, is, a_c, b_c, s0, q0);
+            bn_acc<GRAD>(dy, x, (r + 3) * C + c, m, is, a_c, b_c, s1, q1);
         }
-        for (; r < end; r++) bn_acc<GRAD>(dy, y, x, r * C + c, m, is, s0, q0);
+        for (; r < end; r++) bn_acc<GRAD>(dy, x, r * C + c, m, is, a_c, b_c, s0, q0);
         part[2 * (c * P + p)] = s0 + s1, part[2 * (c * P + p) + 1] = q0 + q1;
     }
 }
@@ -1422,7 +1445,7 @@ __global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, con
         int64_t c = row % C, o = row * S;
         double m = stats[2 * c], a_c = stats[2 * c + 1] * scale[c], b_c = bias[c];
         for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
-            float v = (float)(((double)ld(x, o + i) - m) * a_c + b_c);
+            float v = bn_value(ld(x, o + i), m, a_c, b_c);
             if (r) v = v + ld(r, o + i);
             st(y, o + i, RELU ? oc_relu(v) : v);
         }
@@ -1439,7 +1462,7 @@ __global__ void k_bn_relu_apply_nhwc(const T *x, const T *r, const double *stats
         double m = stats[2 * c], a_c = stats[2 * c + 1] * scale[c], b_c = bias[c];
         ROW_LOOP(row, rows) {
             int64_t i = row * C + c;
-            float v = (float)(((double)ld(x, i) - m) * a_c + b_c);
+            float v = bn_value(ld(x, i), m, a_c, b_c);
             if (r) v = v + ld(r, i);
             st(y, i, RELU ? oc_relu(v) : v);
         }
@@ -1453,20 +1476,22 @@ static unsigned row_threads(int64_t S) { // a block per row: up to 256 threads, 
 
 // The parts of the sums (statistics: GRAD 0; the gradient's: 1 or 2), either layout.
 template <int GRAD, typename T>
-static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *y, const T *x,
-                     const double *stats, int64_t N, int64_t C, int64_t S, int64_t P,
-                     double *part) {
+static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const double *stats,
+                     const float *scale, const float *bias, int64_t N, int64_t C, int64_t S,
+                     int64_t P, double *part) {
     if (nhwc)
         k_bn_parts_nhwc<GRAD, T><<<blocks_for(C * P), THREADS, 0, st>>>(
-            dy, y, x, stats, N * S, C, (N * S + P - 1) / P, P, part);
-    else k_bn_parts<GRAD, T><<<warps_for(C * P), WARP, 0, st>>>(dy, y, x, stats, N, C, S, P, part);
+            dy, x, stats, scale, bias, N * S, C, (N * S + P - 1) / P, P, part);
+    else
+        k_bn_parts<GRAD, T>
+            <<<warps_for(C * P), WARP, 0, st>>>(dy, x, stats, scale, bias, N, C, S, P, part);
 }
 
 template <typename T>
 static void bn_stats(cudaStream_t st, int nhwc, const T *x, const float *rm, const float *rv,
                      float momentum, float eps, int train, float *om, float *ov, int64_t N,
                      int64_t C, int64_t S, int64_t P, double *stats, double *part) {
-    if (train) bn_parts<0, T>(st, nhwc, NULL, NULL, x, NULL, N, C, S, P, part);
+    if (train) bn_parts<0, T>(st, nhwc, NULL, x, NULL, NULL, NULL, N, C, S, P, part);
     k_bn_finish_stats<<<warps_for(C), WARP, 0, st>>>(part, C, P, N * S, eps, train, rm, rv,
                                                      momentum, om, ov, stats);
 }
@@ -1536,15 +1561,16 @@ __global__ void k_bnr_grad_finish(const double *part, int64_t C, int64_t P, doub
 }
 
 template <int GRAD, typename T>
-__global__ void k_bnr_grad_apply(const T *dy, const T *y, const T *x, const double *stats,
-                                 const double *sums, const float *scale, int train, T *dx,
-                                 int64_t C, int64_t S, int64_t rows, double M) {
+__global__ void k_bnr_grad_apply(const T *dy, const T *x, const double *stats, const double *sums,
+                                 const float *scale, const float *bias, int train, T *dx, int64_t C,
+                                 int64_t S, int64_t rows, double M) {
     ROW_LOOP(row, rows) {
         int64_t c = row % C, o = row * S;
-        double m = stats[2 * c], is = stats[2 * c + 1], k = scale[c] * is / M;
+        BN_CHANNEL(c);
+        double k = scale[c] * is / M;
         double sdy = sums[2 * c], sdyx = sums[2 * c + 1];
         for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
-            float d = bn_dz<GRAD>(dy, y, o + i);
+            float d = bn_dz<GRAD>(dy, x, o + i, m, a_c, b_c);
             if (!train) {
                 st(dx, o + i, (float)(scale[c] * is * d));
                 continue;
@@ -1558,15 +1584,16 @@ __global__ void k_bnr_grad_apply(const T *dy, const T *y, const T *x, const doub
 // Channels-last (rows of C): a thread per channel of a block's rows, as
 // k_bn_relu_apply_nhwc; k_bnr_grad_apply's arithmetic.
 template <int GRAD, typename T>
-__global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *y, const T *x, const double *stats,
-                                      const double *sums, const float *scale, int train, T *dx,
-                                      int64_t C, int64_t rows, double M) {
+__global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *x, const double *stats,
+                                      const double *sums, const float *scale, const float *bias,
+                                      int train, T *dx, int64_t C, int64_t rows, double M) {
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-        double m = stats[2 * c], is = stats[2 * c + 1], k = scale[c] * is / M;
+        BN_CHANNEL(c);
+        double k = scale[c] * is / M;
         double sdy = sums[2 * c], sdyx = sums[2 * c + 1];
         ROW_LOOP(row, rows) {
             int64_t i = row * C + c;
-            float d = bn_dz<GRAD>(dy, y, i);
+            float d = bn_dz<GRAD>(dy, x, i, m, a_c, b_c);
             if (!train) {
                 st(dx, i, (float)(scale[c] * is * d));
                 continue;
@@ -1577,32 +1604,35 @@ __global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *y, const T *x, const
     }
 }
 
+#undef BN_CHANNEL
+
 template <int GRAD, typename T>
-static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *y, const T *x,
-                           const float *scale, const float *rm, const float *rv, float eps,
+static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *x, const float *scale,
+                           const float *bias, const float *rm, const float *rv, float eps,
                            int train, T *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S,
                            int64_t P, double *ws) {
     double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
     bn_stats(st, nhwc, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
-    bn_parts<GRAD, T>(st, nhwc, dy, y, x, stats, N, C, S, P, part);
+    bn_parts<GRAD, T>(st, nhwc, dy, x, stats, scale, bias, N, C, S, P, part);
     k_bnr_grad_finish<<<warps_for(C), WARP, 0, st>>>(part, C, P, sums, ds, db);
     if (dx && N * C * S > 0 && nhwc)
         k_bnr_grad_apply_nhwc<GRAD, T><<<warps_for(N * S), row_threads(C), 0, st>>>(
-            dy, y, x, stats, sums, scale, train, dx, C, N * S, (double)(N * S));
+            dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
     else if (dx && N * C * S > 0)
         k_bnr_grad_apply<GRAD, T><<<warps_for(N * C), row_threads(S), 0, st>>>(
-            dy, y, x, stats, sums, scale, train, dx, C, S, N * C, (double)(N * S));
+            dy, x, stats, sums, scale, bias, train, dx, C, S, N * C, (double)(N * S));
 }
 
-extern "C" int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *y,
-                               const void *x, const float *scale, const float *rm, const float *rv,
-                               float eps, int train, void *dx, float *ds, float *db, int64_t N,
-                               int64_t C, int64_t S, int nhwc, int64_t P, double *ws) {
+extern "C" int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *x,
+                               const float *scale, const float *bias, const float *rm,
+                               const float *rv, float eps, int train, void *dx, float *ds,
+                               float *db, int64_t N, int64_t C, int64_t S, int nhwc, int64_t P,
+                               double *ws) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
 #define BN_GRAD(G, T)                                                                              \
-    bn_grad_launch<G>(st, nhwc, (const T *)dy, (const T *)y, (const T *)x, scale, rm, rv, eps,     \
-                      train, (T *)dx, ds, db, N, C, S, P, ws)
+    bn_grad_launch<G>(st, nhwc, (const T *)dy, (const T *)x, scale, bias, rm, rv, eps, train,      \
+                      (T *)dx, ds, db, N, C, S, P, ws)
 #define BN_KINDS(G)                                                                                \
     if (kind == 1) BN_GRAD(G, oc_f16);                                                             \
     else if (kind == 2) BN_GRAD(G, oc_bf16);                                                       \

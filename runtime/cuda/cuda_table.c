@@ -20,13 +20,12 @@ static const bool cuda_has[OP__COUNT] = {
 bool cuda_kernel_supported(int op) { return op >= 0 && op < OP__COUNT && cuda_has[op]; }
 
 /* Input i holds data: BatchNormRelu's X, R; BatchNormalization's X;
- * BatchNormalizationGrad's dY, X; BatchNormReluGrad's dY, Y, X. */
+ * the gradients' dY, X. */
 static bool bn_data_input(const ir_node *n, int i) {
     switch (n->op) {
     case OP_BATCH_NORM_RELU: return i == 0 || i == 5;
     case OP_BATCH_NORM: return i == 0;
-    case OP_BATCH_NORM_GRAD: return i <= 1;
-    default: return i <= 2;
+    default: return i <= 1; /* the gradients: dY, X */
     }
 }
 

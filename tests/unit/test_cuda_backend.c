@@ -11,19 +11,27 @@
  *   - under --precision bf16 / fp16, every convolution, GEMM, BatchNorm[Relu],
  *     Relu, pooling, Add / Sum / Sub / Mul / Div, Where, Dropout and ReduceSumTo node of
  *     ResNet-50's, the U-Net's, GPT-2's and ViT-B/16's training graphs that
- *     computes in half runs on its half tensors natively (cuda_native_half). */
+ *     computes in half runs on its half tensors natively (cuda_native_half);
+ *   - on the emulator: the fused BatchNorm + Relu gradient's float16 mask is
+ *     Y > 0 as Y was stored (test_kernels.c's case, both layouts). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#ifdef OC_CUDA_EMU
+#include <cuda_runtime.h>
+#endif
 
 #include "backend.h"
 #include "cpu/cpu_rng.h"
 #include "cuda/backend_cuda.h"
 #include "cuda/cuda_launch.h"
+#include "ir/half.h"
 #include "ir/ops/op_table.h"
 #include "ir/shape_infer.h"
 #include "kernels.h"
@@ -196,6 +204,48 @@ static void test_rng_matches_cpu(void **state) {
 #endif
 }
 
+/* cu_bn_relu_grad on float16 data, X = (1, 3, 5, 3), bias 1e-8: BN(3) = 1e-8
+ * is a 0 in a float16 Y, so only x = 5 passes the mask (dBias 1, not 3). */
+static void test_bn_relu_grad_half_mask(void **state) {
+    (void)state;
+#ifdef OC_CUDA_EMU
+    const float xs[] = {1, 3, 5, 3};
+    cudaStream_t st;
+    assert_int_equal(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+    /* host (pinned) and device: x, dy (float16), then scale, bias, dScale, dBias */
+    uint8_t *h, *d;
+    double *ws;
+    const size_t bytes = 2 * 8 + 4 * sizeof(float);
+    assert_int_equal(cudaHostAlloc((void **)&h, bytes, 0), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&d, bytes), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&ws, 6 * sizeof(double)), cudaSuccess);
+    uint16_t *hx = (uint16_t *)h, *hdy = hx + 4;
+    float *hp = (float *)(h + 16), *dp = (float *)(d + 16);
+    for (int i = 0; i < 4; i++)
+        hx[i] = half_from_f32(IR_DTYPE_FLOAT16, xs[i]), hdy[i] = half_from_f32(IR_DTYPE_FLOAT16, 1);
+    hp[0] = 1.0f, hp[1] = 1e-8f; /* scale, bias */
+    for (int nhwc = 0; nhwc < 2; nhwc++) {
+        void *dx;
+        assert_int_equal(cudaMalloc(&dx, 8), cudaSuccess);
+        assert_int_equal(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, st), cudaSuccess);
+        /* nchw: N 2, C 1, S 2; channels-last: the same 4 rows of one channel */
+        assert_int_equal(cu_bn_relu_grad(st, 1, 1, d + 8, d, dp, dp + 1, NULL, NULL, 1e-5f, 1, dx,
+                                         dp + 2, dp + 3, 2, 1, 2, nhwc, 1, ws),
+                         0);
+        assert_int_equal(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, st), cudaSuccess);
+        assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
+        if (hp[3] != 1.0f) fail_msg("nhwc %d: dBias %g, want 1 (the float16 mask)", nhwc, hp[3]);
+        assert_true(fabs(hp[2] - 2.0 / sqrt(2.0 + 1e-5)) < 1e-6);
+        cudaFree(dx);
+    }
+    cudaFree(ws), cudaFree(d), cudaFreeHost(h);
+    cudaStreamDestroy(st);
+    printf("ok - emulated cuda: BatchNormReluGrad's float16 mask is Y > 0 as stored\n");
+#else
+    printf("# SKIP half-mask check: not the emulator\n");
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backend_new_or_skip),
@@ -204,6 +254,7 @@ int main(void) {
         cmocka_unit_test(test_training_graphs_supported),
         cmocka_unit_test(test_rng_matches_cpu),
         cmocka_unit_test(test_half_nodes_native),
+        cmocka_unit_test(test_bn_relu_grad_half_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,8 @@
  *   - MaxPool ties: the first maximum gets the gradient (PyTorch);
  *   - SGDMomentum and BatchNormalization's running statistics against hand
  *     computations (PyTorch's formulas);
+ *   - BatchNormReluGrad's Relu mask is Y > 0 as Y was stored (float16: a
+ *     BN value too small for a half is a 0 in Y, so no gradient flows);
  *   - Dropout: same (seed, step, node) -> same mask, another step -> another
  *     mask, the ratio honoured, DropoutGrad applies the forward's mask;
  *   - bitwise repeatability of a convolution.
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "ir/half.h"
 #include "ir/ops/op_table.h"
 
 /* |a - b| <= tol, in double, with both values in the message. */
@@ -239,6 +242,38 @@ static void test_batch_norm_running_stats(void **s) {
     kt_free(k);
 }
 
+/* BatchNormReluGrad(dY, X, scale, B) on float16 data takes its Relu mask from
+ * BN(X) rounded as Y was stored: X = (1, 3, 5, 3), bias 1e-8, so BN(3) = 1e-8,
+ * which float16 stores as 0 (its least subnormal is 6e-8) — Relu's gradient is
+ * 0 there, as PyTorch's (Y > 0); only x = 5 passes: dBias = sum dz = 1, dScale =
+ * xhat(5) = 2 / sqrt(2 + eps). Unrounded, the mask would pass three. */
+static void test_bn_relu_grad_mask_as_stored(void **s) {
+    (void)s;
+    kt *k = kt_new(15);
+    int dy = kt_tensor(k, "dY", IR_DTYPE_FLOAT16, 3, DIMS(2, 1, 2));
+    int x = kt_tensor(k, "X", IR_DTYPE_FLOAT16, 3, DIMS(2, 1, 2));
+    const float xs[] = {1, 3, 5, 3};
+    for (int i = 0; i < 4; i++) {
+        ((uint16_t *)k->buf[dy])[i] = half_from_f32(IR_DTYPE_FLOAT16, 1.0f);
+        ((uint16_t *)k->buf[x])[i] = half_from_f32(IR_DTYPE_FLOAT16, xs[i]);
+    }
+    int sc = kt_tensor(k, "s", IR_DTYPE_FLOAT, 1, DIMS(1)),
+        bi = kt_tensor(k, "b", IR_DTYPE_FLOAT, 1, DIMS(1));
+    *(float *)k->buf[sc] = 1, *(float *)k->buf[bi] = 1e-8f;
+    int dx = kt_out(k, "dX"), ds = kt_out(k, "dscale"), db = kt_out(k, "dbias");
+    int f = kt_node(k, "bnr_grad", "BatchNormReluGrad", "ai.outcore", IN(dy, x, sc, bi),
+                    OUT(dx, ds, db));
+    attr_f(k, f, "epsilon", 1e-5f);
+    kt_infer(k, f);
+    assert_int_equal(k->g->tensors[dx].dtype, IR_DTYPE_FLOAT16);
+    kt_run(k, f);
+    assert_near(*(float *)k->buf[db], 1.0, 1e-6);
+    assert_near(*(float *)k->buf[ds], 2.0 / sqrt(2.0 + 1e-5), 1e-6);
+    printf("ok - BatchNormReluGrad's float16 mask is Y > 0 as stored (dBias %g)\n",
+           (double)*(float *)k->buf[db]);
+    kt_free(k);
+}
+
 /* ---- Gemm ---- */
 
 static void test_gemm(void **s) {
@@ -404,6 +439,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_direct_and_repeatable),
         cmocka_unit_test(test_batch_norm_running_stats),
+        cmocka_unit_test(test_bn_relu_grad_mask_as_stored),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_max_pool_ties),
         cmocka_unit_test(test_sgd_momentum),

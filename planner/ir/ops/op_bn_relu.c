@@ -7,14 +7,15 @@
  *   statistics update in place as BatchNormalization's do.
  * The intermediate BN(X) (and BN(X) + R) never exists: one kernel reads X (and
  * R) and writes Y. Its gradient, with fused_backward 1 (no residual),
- *   BatchNormReluGrad(dY, Y, X, scale [, mean, var]) -> dX, dScale, dBias
- * takes the Relu mask from Y (which the next op usually saves anyway) and the
- * batch statistics again from X: dZ = dY * (Y > 0) is never written, but dY,
- * Y, X and dX are live at once (one more than either unfused node). Otherwise
- * (a residual needs dZ itself, or fused_backward 0) the unfused chain's
+ *   BatchNormReluGrad(dY, X, scale, B [, mean, var]) -> dX, dScale, dBias
+ * takes the batch statistics again from X and the Relu mask from them too:
+ * BN(X) > 0, the forward's own arithmetic, so the mask is Y > 0 bit for bit
+ * and Y is not read (the kernels pass over dY and X twice, not dY, Y and X).
+ * dZ = dY * (BN(X) > 0) is never written; dY, X and dX are live at once.
+ * Otherwise (a residual needs dZ itself, or fused_backward 0) the unfused chain's
  *   dZ = ReluGrad(dY, Y);  dX, dScale, dBias = BatchNormalizationGrad(dZ, X, scale)
- * with dZ passed to R as Add passes it. Saved: X, scale and Y either way, as
- * the unfused chain saves. Attributes: epsilon, momentum, training_mode (as
+ * with dZ passed to R as Add passes it. Saved: X, scale and B fused; X, scale
+ * and Y split, as the unfused chain saves. Attributes: epsilon, momentum, training_mode (as
  * BatchNormalization at opset 14), fused_backward, members (the fused nodes'
  * names: BN, [Add], Relu), bn_outputs (the BN's output names, as it had them),
  * add_output, residual_first (1: the Add was Add(R, BN)) — the last four so a
@@ -63,20 +64,19 @@ static int bn_relu_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
-/* BatchNormReluGrad(dY, Y, X, scale [, mean, var]). */
+/* BatchNormReluGrad(dY, X, scale, B [, mean, var]). */
 static int bn_relu_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    ir_tensor *x, *dy, *y;
+    ir_tensor *x, *dy;
     if (n->n_inputs == 5) return oc_fail(err, "frozen statistics need both mean and var");
-    if (channel_inputs(g, n, 2, 3, n->n_inputs, &x, err) || op_in_shaped(g, n, 0, &dy, err) ||
-        op_in_shaped(g, n, 1, &y, err))
+    if (channel_inputs(g, n, 1, 2, n->n_inputs, &x, err) || op_in_shaped(g, n, 0, &dy, err))
         return OC_ERR;
-    if (!same_dims(dy, x) || !same_dims(y, x))
-        return oc_fail(err, "gradient '%s', output '%s' and input '%s' do not agree in shape",
-                       dy->name, y->name, x->name);
+    if (!same_dims(dy, x) || dy->dtype != x->dtype)
+        return oc_fail(err, "gradient '%s' and input '%s' do not agree in shape or type", dy->name,
+                       x->name);
     op_set_out_like(g, n, 0, x);
-    op_set_out_like(g, n, 1, ir_node_in(g, n, 3));
-    op_set_out_like(g, n, 2, ir_node_in(g, n, 3));
+    op_set_out_like(g, n, 1, ir_node_in(g, n, 2));
+    op_set_out_like(g, n, 2, ir_node_in(g, n, 2));
     return OC_OK;
 }
 
@@ -87,7 +87,7 @@ static void bn_relu_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
     bool grad = n->op == OP_BATCH_NORM_RELU_GRAD;
     int64_t numel = 0;
-    ir_tensor_numel(&g->tensors[n->inputs[grad ? 2 : 0]], &numel);
+    ir_tensor_numel(&g->tensors[n->inputs[grad ? 1 : 0]], &numel);
     c->flops = (grad ? 14.0 : 10.0) * (double)numel;
 }
 
@@ -106,10 +106,10 @@ static int bn_relu_grad(grad_ctx *c) {
     bool residual = f->n_inputs > 5 && f->inputs[5] >= 0;
     if (!residual && ir_attr_int(f, "fused_backward", 0)) {
         int b = grad_node(c, "grad", OP_BATCH_NORM_RELU_GRAD);
-        grad_in(c, b, dy);                 /* dY */
-        grad_in(c, b, grad_fwd_out(c, 0)); /* Y saved: the mask */
-        grad_in(c, b, grad_fwd_in(c, 0));  /* X saved */
-        grad_in(c, b, grad_fwd_in(c, 1));  /* scale */
+        grad_in(c, b, dy);                /* dY */
+        grad_in(c, b, grad_fwd_in(c, 0)); /* X saved: the statistics and the mask */
+        grad_in(c, b, grad_fwd_in(c, 1)); /* scale */
+        grad_in(c, b, grad_fwd_in(c, 2)); /* B: the mask */
         frozen_stats(c, b);
         for (int i = 0; i < 3; i++) grad_out_dx(c, b, i); /* dX, dScale, dBias */
         grad_attr_float(c, b, "epsilon", eps);
@@ -148,8 +148,8 @@ const op_def op_def_batch_norm_relu = {
     .decode = op_decode_batch_norm,
     .cost = bn_relu_cost,
     .grad = bn_relu_grad,
-    .saved_inputs = 0x1b, /* X, scale; frozen: also the running mean and var */
-    .saved_outputs = 0x1, /* Y */
+    .saved_inputs = 0x1f, /* X, scale, B (fused backward); frozen: the running mean and var */
+    .saved_outputs = 0x1, /* Y (split backward) */
     .aliases = bn_relu_aliases,
     .n_aliases = 3,
     .autocast = OP_AUTOCAST_NORM,

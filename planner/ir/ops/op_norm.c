@@ -64,9 +64,9 @@ int op_decode_batch_norm(const ir_graph *g, ir_node *n, oc_err *err) {
     if (n->op == OP_BATCH_NORM_GRAD) { /* frozen: the running statistics are inputs 3 and 4 */
         p->training = n->n_inputs < 5;
         x = 1;
-    } else if (n->op == OP_BATCH_NORM_RELU_GRAD) { /* (dY, Y, X, scale [, mean, var]) */
+    } else if (n->op == OP_BATCH_NORM_RELU_GRAD) { /* (dY, X, scale, B [, mean, var]) */
         p->training = n->n_inputs < 6;
-        x = 2;
+        x = 1;
     } else if (n->op == OP_BATCH_NORM_RELU) { /* ai.outcore: always the attribute */
         p->training = ir_attr_int(n, "training_mode", 0) != 0;
     } else {

@@ -33,16 +33,13 @@
  *   1 - momentum (ONNX momentum) and cuDNN's unbiased running variance, the
  *   cpu backend's semantics; saved_var converted from cuDNN's inverse std.
  *   Its batch mean and inverse std are kept for BatchNormalizationGrad (as
- *   PyTorch keeps them) in a small per-BN device buffer outside the arena
- *   (2 C floats; the "statistics stash"), keyed by the graph tensor X, so the
+ *   PyTorch keeps them) in the statistics stash (cuda_bn_stash.c), so the
  *   backward skips cuDNN's extra pass over X (a fifth of ResNet-50's BN
- *   backward time at batch 640). The backward takes them only when the
- *   forward of this step wrote them for this X at this address (X read
- *   through a SwapIn counts as its SwapOut's source, a recomputed X as the
- *   original, op_bn_args.stats_key: a plan that recomputes a convolution before its BN's backward
- *   would otherwise pay the extra pass, 14% of BN backward time measured on
- *   an H200); otherwise, and always when deterministic, cuDNN recomputes them
- *   from X, so a plan's results stay bitwise its in-core run's.
+ *   backward time at batch 640; a plan that recomputes a convolution before
+ *   its BN's backward would otherwise pay it, 14% of BN backward time measured
+ *   on an H200); when the stash has none for this X, and always when
+ *   deterministic, cuDNN recomputes them from X, so a plan's results stay
+ *   bitwise its in-core run's.
  *   Gemm and MatMul (cuBLAS, fp32 math; TF32 per --tf32-matmul).
  *   Half tensors (--precision; cuda_native_half): the same convolutions with
  *   bfloat16 / float16 descriptors and float32 compute (tensor-op math, the
@@ -588,53 +585,6 @@ CONV_KERNEL(conv_transpose_backward_filter)
 
 /* ---- BatchNormalization ---- */
 
-typedef struct stash_entry {
-    const ir_graph *g;
-    int x; /* tensor index of X in g */
-    double eps;
-    int64_t channels;
-    float *dev;        /* mean[C], then inverse std[C]; cudaMalloc'd, freed with the stash */
-    int64_t step;      /* step whose forward wrote it, -1 before any */
-    const void *x_ptr; /* X's address then */
-    struct stash_entry *next;
-} stash_entry;
-
-struct cuda_bn_stash {
-    stash_entry *head;
-};
-
-void cuda_bn_stash_free(cuda_bn_stash *st) {
-    if (!st) return;
-    for (stash_entry *e = st->head, *nx; e; e = nx) {
-        nx = e->next;
-        if (e->dev) (void)cudaFree(e->dev);
-        oc_free(e);
-    }
-    oc_free(st);
-}
-
-/* The entry of (g, X, eps); with create, made (device buffer included) if missing.
- * NULL without create when missing; NULL + err on allocation failure. */
-static stash_entry *stash_get(cuda_impl *im, const ir_graph *g, int x, double eps, int64_t C,
-                              bool create, const ir_node *n, oc_err *err) {
-    if (!im->bn_stash) im->bn_stash = oc_calloc(1, sizeof *im->bn_stash);
-    for (stash_entry *e = im->bn_stash->head; e; e = e->next)
-        if (e->g == g && e->x == x && e->eps == eps && e->channels == C) return e;
-    if (!create) return NULL;
-    stash_entry *e = oc_calloc(1, sizeof *e);
-    *e = (stash_entry){.g = g, .x = x, .eps = eps, .channels = C, .step = -1};
-    cudaError_t rc = cudaMalloc((void **)&e->dev, 2 * (size_t)C * sizeof(float));
-    if (rc != cudaSuccess) {
-        oc_free(e);
-        cuda_fail_call(err, "cudaMalloc (BN statistics stash)", cudaGetErrorString(rc), __FILE__,
-                       __LINE__, n->name);
-        return NULL;
-    }
-    e->next = im->bn_stash->head;
-    im->bn_stash->head = e;
-    return e;
-}
-
 typedef struct bn_descs {
     cudnnTensorDescriptor_t x, p;
 } bn_descs;
@@ -688,23 +638,21 @@ static int bn_forward(const cuda_ctx *c, const kernel_args *a, const bn_descs *d
         CU_CHECK(cudaMemcpyAsync(rm, a->in[3], cb, cudaMemcpyDeviceToDevice, c->stream));
     if (rv && rv != a->in[4])
         CU_CHECK(cudaMemcpyAsync(rv, a->in[4], cb, cudaMemcpyDeviceToDevice, c->stream));
-    stash_entry *e = NULL;
+    cuda_bn_stats *e = NULL;
     if (!c->im->deterministic) { /* keep mean and inverse std for the backward */
-        e = stash_get(c->im, c->graph ? c->graph : a->g, op_args_of(a->n)->bn.stats_key, eps,
-                      x->dims[1], true, a->n, err);
+        e = cuda_bn_stash_entry(c, a, x->dims[1], err);
         if (!e) return OC_ERR;
     }
     CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
         c->im->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d->x, a->in[0], d->x, a->out[0], d->p,
-        a->in[1], a->in[2], 1.0 - (double)momentum, rm, rv, eps, e ? e->dev : sm,
-        e ? e->dev + x->dims[1] : sv));
+        a->in[1], a->in[2], 1.0 - (double)momentum, rm, rv, eps, e ? e->f : sm,
+        e ? e->f + x->dims[1] : sv));
     if (e) {
-        e->step = a->step;
-        e->x_ptr = a->in[0];
+        cuda_bn_stash_wrote(e, a, true, false);
         if (sm) { /* the opset <= 13 saved_mean / saved_var outputs, from the stash */
-            CU_CHECK(cudaMemcpyAsync(sm, e->dev, cb, cudaMemcpyDeviceToDevice, c->stream));
+            CU_CHECK(cudaMemcpyAsync(sm, e->f, cb, cudaMemcpyDeviceToDevice, c->stream));
             CU_CHECK(
-                cudaMemcpyAsync(sv, e->dev + x->dims[1], cb, cudaMemcpyDeviceToDevice, c->stream));
+                cudaMemcpyAsync(sv, e->f + x->dims[1], cb, cudaMemcpyDeviceToDevice, c->stream));
         }
     }
     if (sv) CU_LAUNCH(cu_invstd_to_var(c->stream, sv, x->dims[1], (float)eps));
@@ -824,20 +772,15 @@ int cuda_batch_norm_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (!ds) ds = tmp;
     if (!db) db = tmp + x->dims[1];
     CUDNN_CHECK(cudnnSetStream(c->im->dnn, c->stream));
-    /* X read where the forward read it, or through a swap (then at another address) */
-    int key = op_args_of(a->n)->bn.stats_key;
-    const stash_entry *e = c->im->deterministic ? NULL
-                                                : stash_get(c->im, c->graph ? c->graph : a->g, key,
-                                                            eps, x->dims[1], false, a->n, err);
-    if (e && (e->step != a->step || (key == a->n->inputs[1] && e->x_ptr != a->in[1]))) e = NULL;
+    const cuda_bn_stats *e = cuda_bn_stash_for_grad(c, a, x->dims[1], false);
     bn_descs d;
     int rc = bn_make(a, x, &d, err);
     const float one = 1.0f, zero = 0.0f;
     if (rc == OC_OK) {
         cudnnStatus_t st = cudnnBatchNormalizationBackward(
             c->im->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, d.x, a->in[1], d.x,
-            a->in[0], d.x, a->out[0], d.p, a->in[2], ds, db, eps, e ? e->dev : NULL,
-            e ? e->dev + x->dims[1] : NULL);
+            a->in[0], d.x, a->out[0], d.p, a->in[2], ds, db, eps, e ? e->f : NULL,
+            e ? e->f + x->dims[1] : NULL);
         if (st != CUDNN_STATUS_SUCCESS)
             rc = cuda_fail_call(err, "cudnnBatchNormalizationBackward", cudnnGetErrorString(st),
                                 __FILE__, __LINE__, a->n->name);

@@ -25,7 +25,8 @@ typedef struct cuda_prof_pair {
 } cuda_prof_pair;
 
 typedef struct cuda_algo_cache cuda_algo_cache; /* cuda_dnn.c */
-typedef struct cuda_bn_stash cuda_bn_stash;     /* cuda_dnn.c: BN statistics, forward -> backward */
+typedef struct cuda_bn_stash
+    cuda_bn_stash; /* cuda_bn_stash.c: BN statistics, forward -> backward */
 
 typedef struct cuda_impl {
     int device;
@@ -157,6 +158,29 @@ int cuda_capture_begin(rt_backend *b, oc_err *err);
 int cuda_capture_end(rt_backend *b, oc_err *err);
 void cuda_replay(rt_backend *b, int64_t step);
 void cuda_capture_free(rt_backend *b);
+
+/* The BN statistics stash (cuda_bn_stash.c: what it keeps and when a gradient
+ * may read it). */
+typedef struct cuda_bn_stats {
+    const ir_graph *g;
+    int key; /* op_bn_args.stats_key */
+    double eps;
+    int64_t channels;
+    float *f;  /* mean[C], then 1 / sqrt(var + eps)[C] (cuDNN's form); owns the block */
+    double *d; /* (mean, 1 / sqrt(var + eps)) per channel (ours: cu_bn_relu) */
+    int64_t f_step, d_step; /* the step whose forward wrote each form; -1 before any */
+    const void *x_ptr;      /* the forward's X then */
+    struct cuda_bn_stats *next;
+} cuda_bn_stats;
+/* A BN forward's entry (made on first use); NULL + err when cudaMalloc fails. */
+cuda_bn_stats *cuda_bn_stash_entry(const cuda_ctx *c, const kernel_args *a, int64_t C, oc_err *err);
+/* The forward a (X at input 0) wrote form f and / or d this step. */
+void cuda_bn_stash_wrote(cuda_bn_stats *e, const kernel_args *a, bool f, bool d);
+/* For the gradient a (X at input 1, training): the entry whose form d (exact)
+ * or f this step's forward wrote for this X; NULL when none (f: also when
+ * deterministic). */
+const cuda_bn_stats *cuda_bn_stash_for_grad(const cuda_ctx *c, const kernel_args *a, int64_t C,
+                                            bool exact);
 void cuda_bn_stash_free(cuda_bn_stash *st);
 /* The backend's profile_start / profile_write (backend.h; cuda_profile.c holds
  * the writer, backend_cuda.c the start). */

@@ -335,23 +335,26 @@ int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
  * batch statistics, running ones updated into om / ov (may be NULL, may be
  * rm / rv); else the running statistics rm, rv. x, r, y of one kind (0
  * float32, 1 float16, 2 bfloat16: read widened, y rounded once); scale, bias
- * and the statistics float32. */
+ * and the statistics float32. keep, keepf (may be NULL): where the batch
+ * statistics are also written, as (mean, 1 / sqrt(var + eps)) per channel in
+ * double and as mean[C], 1 / sqrt(var + eps)[C] in float (cuda_bn_stash.c). */
 int cu_bn_relu(void *stream, int kind, int relu, const void *x, const void *r, const float *scale,
                const float *bias, const float *rm, const float *rv, float momentum, float eps,
                int train, float *om, float *ov, void *y, int64_t N, int64_t C, int64_t S, int nhwc,
-               int64_t P, double *ws);
+               int64_t P, double *ws, double *keep, float *keepf);
 /* BatchNormalization's saved_mean / saved_var (opset <= 13: the batch mean and
  * biased variance) from the statistics cu_bn_relu left at the front of ws. */
 int cu_bn_saved(void *stream, const double *stats, int64_t C, float eps, float *sm, float *sv);
 /* With dz = dy * (BN(x) > 0) (relu 1: BN with scale and bias, the forward's
  * arithmetic, so the mask is y > 0 exactly; relu 0: dz = dy, bias unused; dz
  * never stored): dx, ds = sum dz xhat, db = sum dz (each may be NULL); train:
- * batch statistics from x, else the running rm, rv. dy, x, dx of one kind (as
- * cu_bn_relu); scale, bias, ds, db float32. */
+ * batch statistics from x (saved non-NULL: those, as cu_bn_relu's keep wrote
+ * them, and x is not read for them), else the running rm, rv. dy, x, dx of
+ * one kind (as cu_bn_relu); scale, bias, ds, db float32. */
 int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void *x,
                     const float *scale, const float *bias, const float *rm, const float *rv,
                     float eps, int train, void *dx, float *ds, float *db, int64_t N, int64_t C,
-                    int64_t S, int nhwc, int64_t P, double *ws);
+                    int64_t S, int nhwc, int64_t P, double *ws, const double *saved);
 /* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
 int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,
               int64_t outer, int64_t extent, int64_t ni, int64_t inner);

@@ -1,8 +1,10 @@
 /* cuda_norm_act.c — the fused BatchNormRelu and its gradient (op_bn_relu.c)
  * with our kernels (cu_bn_relu, cu_bn_relu_grad: cuda_ops.cu), the cpu
  * kernels' numerics: statistics in double, Y written in one pass over X (and
- * R), no intermediate tensor; the gradient's batch statistics again from X,
- * and the Relu mask from them (BN(X) > 0, the forward's arithmetic: Y unread).
+ * R), no intermediate tensor; the gradient's batch statistics the forward's
+ * (kept in the statistics stash, cuda_bn_stash.c: the bits X would give
+ * again) or again from X, and the Relu mask from them (BN(X) > 0, the
+ * forward's arithmetic: Y unread).
  * The data tensors (X, R, Y; dY, X, dX) are float32 or all of one half type
  * (--precision: read widened, stored rounded once, the cpu backend's
  * emulation); scale, bias and the statistics are float32. The same kernels
@@ -76,10 +78,13 @@ static int bn_forward_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_
     int64_t N, C, S, P = node_dims(a->g, a->n, &N, &C, &S);
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
     const void *r = relu && a->n->n_inputs > 5 ? a->in[5] : NULL;
+    cuda_bn_stats *e = NULL; /* the batch statistics kept for the gradient */
+    if (bn->training && !(e = cuda_bn_stash_entry(c, a, C, err))) return OC_ERR;
     CU_LAUNCH(cu_bn_relu(c->stream, cuda_float_kind(dt), relu, a->in[0], r, a->in[1], a->in[2],
                          a->in[3], a->in[4], bn->momentum, bn->epsilon, bn->training,
                          out_or_null(a, 1), out_or_null(a, 2), a->out[0], N, C, S,
-                         a->n->channels_last, P, a->scratch));
+                         a->n->channels_last, P, a->scratch, e ? e->d : NULL, e ? e->f : NULL));
+    if (e) cuda_bn_stash_wrote(e, a, true, true);
     float *sm = relu ? NULL : out_or_null(a, 3), *sv = relu ? NULL : out_or_null(a, 4);
     if (!sm != !sv)
         return kernel_fail(a, err, "saved_mean and saved_var must both be present or absent");
@@ -89,7 +94,7 @@ static int bn_forward_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_
 
 /* BatchNormReluGrad (relu 1: dY, X, scale, B [, mean, var]) or
  * BatchNormalizationGrad on half data (relu 0: dY, X, scale [, mean, var]) ->
- * dX, dScale, dBias; the batch statistics again from X (the running ones when
+ * dX, dScale, dBias; the batch statistics the forward's or again from X (the running ones when
  * frozen). */
 static int bn_grad_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_err *err) {
     ir_dtype dt;
@@ -99,10 +104,11 @@ static int bn_grad_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_err
     OC_ASSERT(a->scratch_bytes >= cuda_bn_relu_scratch(a->g, a->n));
     int st = relu ? 4 : 3; /* the running statistics' slot (after dY, X, scale [, B]) */
     const float *rm = bn->training ? NULL : a->in[st], *rv = bn->training ? NULL : a->in[st + 1];
+    const cuda_bn_stats *e = cuda_bn_stash_for_grad(c, a, C, true); /* the forward's statistics */
     CU_LAUNCH(cu_bn_relu_grad(c->stream, cuda_float_kind(dt), relu, a->in[0], a->in[1], a->in[2],
                               relu ? a->in[3] : NULL, rm, rv, bn->epsilon, bn->training,
                               out_or_null(a, 0), out_or_null(a, 1), out_or_null(a, 2), N, C, S,
-                              a->n->channels_last, P, a->scratch));
+                              a->n->channels_last, P, a->scratch, e ? e->d : NULL));
     return OC_OK;
 }
 

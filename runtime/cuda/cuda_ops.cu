@@ -1415,9 +1415,10 @@ __device__ static inline void parts_sum(const double *part, int64_t c, int64_t P
     s = warp_sum(s), q = warp_sum(q);
 }
 
+// keep / keepf (may be NULL): the statistics stash's two forms (cuda_bn_stash.c).
 __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int64_t M, float eps,
                                   int train, const float *rm, const float *rv, float momentum,
-                                  float *om, float *ov, double *stats) {
+                                  float *om, float *ov, double *stats, double *keep, float *keepf) {
     ROW_LOOP(c, C) {
         double s = 0, q = 0;
         if (train) parts_sum(part, c, P, s, q);
@@ -1434,6 +1435,8 @@ __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int6
         }
         stats[2 * c] = mean;
         stats[2 * c + 1] = 1.0 / sqrt(var + (double)eps);
+        if (keep) keep[2 * c] = stats[2 * c], keep[2 * c + 1] = stats[2 * c + 1];
+        if (keepf) keepf[c] = (float)stats[2 * c], keepf[C + c] = (float)stats[2 * c + 1];
     }
 }
 
@@ -1490,18 +1493,20 @@ static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const d
 template <typename T>
 static void bn_stats(cudaStream_t st, int nhwc, const T *x, const float *rm, const float *rv,
                      float momentum, float eps, int train, float *om, float *ov, int64_t N,
-                     int64_t C, int64_t S, int64_t P, double *stats, double *part) {
+                     int64_t C, int64_t S, int64_t P, double *stats, double *part, double *keep,
+                     float *keepf) {
     if (train) bn_parts<0, T>(st, nhwc, NULL, x, NULL, NULL, NULL, N, C, S, P, part);
     k_bn_finish_stats<<<warps_for(C), WARP, 0, st>>>(part, C, P, N * S, eps, train, rm, rv,
-                                                     momentum, om, ov, stats);
+                                                     momentum, om, ov, stats, keep, keepf);
 }
 
 template <int RELU, typename T>
 static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, const float *scale,
                            const float *bias, const float *rm, const float *rv, float momentum,
                            float eps, int train, float *om, float *ov, T *y, int64_t N, int64_t C,
-                           int64_t S, int64_t P, double *ws) {
-    bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C);
+                           int64_t S, int64_t P, double *ws, double *keep, float *keepf) {
+    bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C, keep,
+             keepf);
     if (N * C * S > 0 && nhwc)
         k_bn_relu_apply_nhwc<RELU, T>
             <<<warps_for(N * S), row_threads(C), 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
@@ -1513,12 +1518,13 @@ static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, co
 extern "C" int cu_bn_relu(void *stream, int kind, int relu, const void *x, const void *r,
                           const float *scale, const float *bias, const float *rm, const float *rv,
                           float momentum, float eps, int train, float *om, float *ov, void *y,
-                          int64_t N, int64_t C, int64_t S, int nhwc, int64_t P, double *ws) {
+                          int64_t N, int64_t C, int64_t S, int nhwc, int64_t P, double *ws,
+                          double *keep, float *keepf) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
 #define BN_APPLY(R, T)                                                                             \
     bn_relu_launch<R>(st, nhwc, (const T *)x, (const T *)r, scale, bias, rm, rv, momentum, eps,    \
-                      train, om, ov, (T *)y, N, C, S, P, ws)
+                      train, om, ov, (T *)y, N, C, S, P, ws, keep, keepf)
 #define BN_KINDS(R)                                                                                \
     if (kind == 1) BN_APPLY(R, oc_f16);                                                            \
     else if (kind == 2) BN_APPLY(R, oc_bf16);                                                      \
@@ -1610,9 +1616,13 @@ template <int GRAD, typename T>
 static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *x, const float *scale,
                            const float *bias, const float *rm, const float *rv, float eps,
                            int train, T *dx, float *ds, float *db, int64_t N, int64_t C, int64_t S,
-                           int64_t P, double *ws) {
-    double *stats = ws, *sums = ws + 2 * C, *part = ws + 4 * C;
-    bn_stats(st, nhwc, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, stats, part);
+                           int64_t P, double *ws, const double *saved) {
+    const double *stats = ws;
+    double *sums = ws + 2 * C, *part = ws + 4 * C;
+    if (train && saved) stats = saved; /* the forward's, from the stash: no pass over X */
+    else
+        bn_stats(st, nhwc, x, rm, rv, 0.0f, eps, train, NULL, NULL, N, C, S, P, ws, part, NULL,
+                 NULL);
     bn_parts<GRAD, T>(st, nhwc, dy, x, stats, scale, bias, N, C, S, P, part);
     k_bnr_grad_finish<<<warps_for(C), WARP, 0, st>>>(part, C, P, sums, ds, db);
     if (dx && N * C * S > 0 && nhwc)
@@ -1627,12 +1637,12 @@ extern "C" int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy,
                                const float *scale, const float *bias, const float *rm,
                                const float *rv, float eps, int train, void *dx, float *ds,
                                float *db, int64_t N, int64_t C, int64_t S, int nhwc, int64_t P,
-                               double *ws) {
+                               double *ws, const double *saved) {
     if (C == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
 #define BN_GRAD(G, T)                                                                              \
     bn_grad_launch<G>(st, nhwc, (const T *)dy, (const T *)x, scale, bias, rm, rv, eps, train,      \
-                      (T *)dx, ds, db, N, C, S, P, ws)
+                      (T *)dx, ds, db, N, C, S, P, ws, saved)
 #define BN_KINDS(G)                                                                                \
     if (kind == 1) BN_GRAD(G, oc_f16);                                                             \
     else if (kind == 2) BN_GRAD(G, oc_bf16);                                                       \

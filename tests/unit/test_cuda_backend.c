@@ -230,7 +230,7 @@ static void test_bn_relu_grad_half_mask(void **state) {
         assert_int_equal(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, st), cudaSuccess);
         /* nchw: N 2, C 1, S 2; channels-last: the same 4 rows of one channel */
         assert_int_equal(cu_bn_relu_grad(st, 1, 1, d + 8, d, dp, dp + 1, NULL, NULL, 1e-5f, 1, dx,
-                                         dp + 2, dp + 3, 2, 1, 2, nhwc, 1, ws),
+                                         dp + 2, dp + 3, 2, 1, 2, nhwc, 1, ws, NULL),
                          0);
         assert_int_equal(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, st), cudaSuccess);
         assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);

@@ -1336,18 +1336,25 @@ __device__ static inline float bn_dz(const T *dy, const T *x, int64_t o, double 
     return oc_relu_grad(ld(dy, o), stored_as<T>(bn_value(ld(x, o), m, a_c, b_c)));
 }
 
+// bn_acc on loaded values: dy (GRAD only) and x at one element.
 template <int GRAD, typename T>
-__device__ static inline void bn_acc(const T *dy, const T *x, int64_t o, double m, double is,
-                                     double a_c, double b_c, double &s, double &q) {
+__device__ static inline void bn_acc_v(float dy, float x, double m, double is, double a_c,
+                                       double b_c, double &s, double &q) {
     if (GRAD) { // sum dz, sum dz xhat
-        float d = bn_dz<GRAD>(dy, x, o, m, a_c, b_c);
+        float d = GRAD == 1 ? oc_relu_grad(dy, stored_as<T>(bn_value(x, m, a_c, b_c))) : dy;
         s += d;
-        q += d * ((double)ld(x, o) - m) * is;
+        q += d * ((double)x - m) * is;
     } else { // sum x, sum x^2
-        double v = ld(x, o);
+        double v = x;
         s += v;
         q += v * v;
     }
+}
+
+template <int GRAD, typename T>
+__device__ static inline void bn_acc(const T *dy, const T *x, int64_t o, double m, double is,
+                                     double a_c, double b_c, double &s, double &q) {
+    bn_acc_v<GRAD, T>(GRAD ? ld(dy, o) : 0.0f, ld(x, o), m, is, a_c, b_c, s, q);
 }
 
 // Channel c's mean, 1/sqrt(var + eps) and (GRAD 1) the mask's a_c, b_c.
@@ -1379,27 +1386,80 @@ __global__ void k_bn_parts(const T *dy, const T *x, const double *stats, const f
     }
 }
 
-// Channels-last (x as rows of C): part p covers the rows [R p, R (p + 1)), a thread per
-// (p, c) — a warp reads 32 neighbouring channels of a row: coalesced — walking them four rows
-// at a time (rows alternating between two sums), sums in double, into the same
-// part[2 (c P + p)] layout as k_bn_parts.
-template <int GRAD, typename T>
+// Channels-last BN passes, V channels a thread (V 4 where C is a multiple of 4 and every
+// tensor 4-element aligned: one 16-byte load of float32, 8 bytes of a half type; else 1),
+// each channel's arithmetic and order the same whatever V.
+template <typename T, int V> __device__ static inline void ldv(const T *p, int64_t i, float *v) {
+    if constexpr (V == 1) {
+        v[0] = ld(p, i);
+    } else {
+        struct alignas(V * sizeof(T)) box {
+            T e[V];
+        } b = *(const box *)(p + i);
+        UNROLL
+        for (int k = 0; k < V; k++) v[k] = ld(b.e, k);
+    }
+}
+template <typename T, int V> __device__ static inline void stv(T *p, int64_t i, const float *v) {
+    if constexpr (V == 1) {
+        st(p, i, v[0]);
+    } else {
+        struct alignas(V * sizeof(T)) box {
+            T e[V];
+        } b;
+        UNROLL
+        for (int k = 0; k < V; k++) st(b.e, k, v[k]);
+        *(box *)(p + i) = b;
+    }
+}
+// 4 channels a thread where C allows and every pointer is aligned to 4 elements.
+static int nhwc_vec(int64_t C, size_t es, const void *a, const void *b, const void *c,
+                    const void *d) {
+    uintptr_t u = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d;
+    return C % 4 == 0 && u % (4 * es) == 0 ? 4 : 1;
+}
+
+// The statistics' parts (x as rows of C): part p covers the rows [R p, R (p + 1)), a thread
+// per (p, group of V channels) — a warp reads neighbouring channels of a row: coalesced —
+// walking them four rows at a time (rows alternating between two sums per channel), sums in
+// double, into the same part[2 (c P + p)] layout as k_bn_parts.
+template <int GRAD, int V, typename T>
 __global__ void k_bn_parts_nhwc(const T *dy, const T *x, const double *stats, const float *scale,
                                 const float *bias, int64_t rows, int64_t C, int64_t R, int64_t P,
                                 double *part) {
-    GRID_LOOP(u, C * P) {
-        int64_t c = u % C, p = u / C, end = (p + 1) * R < rows ? (p + 1) * R : rows;
-        BN_CHANNEL(c);
-        double s0 = 0, q0 = 0, s1 = 0, q1 = 0;
+    const int64_t G = C / V;
+    GRID_LOOP(u, G * P) {
+        int64_t c0 = u % G * V, p = u / G, end = (p + 1) * R < rows ? (p + 1) * R : rows;
+        double m[V], is[V], a_c[V], b_c[V], s0[V], q0[V], s1[V], q1[V];
+        UNROLL
+        for (int k = 0; k < V; k++) {
+            int64_t c = c0 + k;
+            m[k] = GRAD ? stats[2 * c] : 0, is[k] = GRAD ? stats[2 * c + 1] : 0;
+            a_c[k] = GRAD == 1 ? is[k] * scale[c] : 0, b_c[k] = GRAD == 1 ? (double)bias[c] : 0;
+            s0[k] = q0[k] = s1[k] = q1[k] = 0;
+        }
+        float d[V] = {}, xv[V];
+#define BN_ROW(row, S, Q)                                                                          \
+    do {                                                                                           \
+        ldv<T, V>(x, (row)*C + c0, xv);                                                            \
+        if (GRAD) ldv<T, V>(dy, (row)*C + c0, d);                                                  \
+        UNROLL for (int k = 0; k < V; k++)                                                         \
+            bn_acc_v<GRAD, T>(d[k], xv[k], m[k], is[k], a_c[k], b_c[k], S[k], Q[k]);               \
+    } while (0)
         int64_t r = p * R;
         for (; r + 3 < end; r += 4) { // four independent loads per thread (as k_bn_parts)
-            bn_acc<GRAD>(dy, x, r * C + c, m, is, a_c, b_c, s0, q0);
-            bn_acc<GRAD>(dy, x, (r + 1) * C + c, m, is, a_c, b_c, s1, q1);
-            bn_acc<GRAD>(dy, x, (r + 2) * C + c, m, is, a_c, b_c, s0, q0);
-            bn_acc<GRAD>(dy, x, (r + 3) * C + c, m, is, a_c, b_c, s1, q1);
+            BN_ROW(r, s0, q0);
+            BN_ROW(r + 1, s1, q1);
+            BN_ROW(r + 2, s0, q0);
+            BN_ROW(r + 3, s1, q1);
         }
-        for (; r < end; r++) bn_acc<GRAD>(dy, x, r * C + c, m, is, a_c, b_c, s0, q0);
-        part[2 * (c * P + p)] = s0 + s1, part[2 * (c * P + p) + 1] = q0 + q1;
+        for (; r < end; r++) BN_ROW(r, s0, q0);
+#undef BN_ROW
+        UNROLL
+        for (int k = 0; k < V; k++) {
+            int64_t c = c0 + k;
+            part[2 * (c * P + p)] = s0[k] + s1[k], part[2 * (c * P + p) + 1] = q0[k] + q1[k];
+        }
     }
 }
 
@@ -1455,19 +1515,52 @@ __global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, con
     }
 }
 
-// Channels-last (rows of C): a thread per channel of a block's rows, its coefficients in
-// registers, no division per element; k_bn_relu_apply's arithmetic.
-template <int RELU, typename T>
+// Channels-last passes over every element: the grid as gx threads across the G = C / V
+// channel groups of a row by ry down the rows (threads past gx ry idle; on the emulator one
+// thread walks everything), so a thread keeps its channels' coefficients in registers and
+// divides nothing per element.
+struct cg_walk {
+    int64_t g0, gx, r0, ry;
+    bool idle;
+};
+__device__ static inline cg_walk cg_walk_of(int64_t G) {
+    int64_t T = (int64_t)gridDim.x * blockDim.x, t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t gx = G < T ? G : T, ry = T / gx;
+    return cg_walk{t % gx, gx, t / gx, ry, t >= gx * ry};
+}
+// At most 4096 blocks of THREADS (a million threads, more than any GPU holds at once), so a
+// thread walks several rows and its coefficient loads pay for themselves.
+static unsigned cg_blocks(int64_t rows, int64_t G) {
+    unsigned b = blocks_for(rows * G);
+    return b < 4096 ? b : 4096;
+}
+
+// k_bn_relu_apply's arithmetic, channels-last.
+template <int RELU, int V, typename T>
 __global__ void k_bn_relu_apply_nhwc(const T *x, const T *r, const double *stats,
                                      const float *scale, const float *bias, T *y, int64_t C,
                                      int64_t rows) {
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-        double m = stats[2 * c], a_c = stats[2 * c + 1] * scale[c], b_c = bias[c];
-        ROW_LOOP(row, rows) {
-            int64_t i = row * C + c;
-            float v = bn_value(ld(x, i), m, a_c, b_c);
-            if (r) v = v + ld(r, i);
-            st(y, i, RELU ? oc_relu(v) : v);
+    cg_walk w = cg_walk_of(C / V);
+    if (w.idle) return;
+    for (int64_t g = w.g0; g < C / V; g += w.gx) {
+        double m[V], a_c[V], b_c[V];
+        UNROLL
+        for (int k = 0; k < V; k++) {
+            int64_t c = g * V + k;
+            m[k] = stats[2 * c], a_c[k] = stats[2 * c + 1] * scale[c], b_c[k] = bias[c];
+        }
+        for (int64_t row = w.r0; row < rows; row += w.ry) {
+            int64_t i = row * C + g * V;
+            float v[V], rv[V];
+            ldv<T, V>(x, i, v);
+            if (r) ldv<T, V>(r, i, rv);
+            UNROLL
+            for (int k = 0; k < V; k++) {
+                float o = bn_value(v[k], m[k], a_c[k], b_c[k]);
+                if (r) o = o + rv[k];
+                v[k] = RELU ? oc_relu(o) : o;
+            }
+            stv<T, V>(y, i, v);
         }
     }
 }
@@ -1482,9 +1575,13 @@ template <int GRAD, typename T>
 static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const double *stats,
                      const float *scale, const float *bias, int64_t N, int64_t C, int64_t S,
                      int64_t P, double *part) {
-    if (nhwc)
-        k_bn_parts_nhwc<GRAD, T><<<blocks_for(C * P), THREADS, 0, st>>>(
-            dy, x, stats, scale, bias, N * S, C, (N * S + P - 1) / P, P, part);
+    int64_t R = (N * S + P - 1) / P;
+    if (nhwc && nhwc_vec(C, sizeof(T), x, dy, NULL, NULL) == 4)
+        k_bn_parts_nhwc<GRAD, 4, T><<<blocks_for(C / 4 * P), THREADS, 0, st>>>(
+            dy, x, stats, scale, bias, N * S, C, R, P, part);
+    else if (nhwc)
+        k_bn_parts_nhwc<GRAD, 1, T><<<blocks_for(C * P), THREADS, 0, st>>>(
+            dy, x, stats, scale, bias, N * S, C, R, P, part);
     else
         k_bn_parts<GRAD, T>
             <<<warps_for(C * P), WARP, 0, st>>>(dy, x, stats, scale, bias, N, C, S, P, part);
@@ -1507,9 +1604,12 @@ static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, co
                            int64_t S, int64_t P, double *ws, double *keep, float *keepf) {
     bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C, keep,
              keepf);
-    if (N * C * S > 0 && nhwc)
-        k_bn_relu_apply_nhwc<RELU, T>
-            <<<warps_for(N * S), row_threads(C), 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
+    if (N * C * S > 0 && nhwc && nhwc_vec(C, sizeof(T), x, r, y, NULL) == 4)
+        k_bn_relu_apply_nhwc<RELU, 4, T>
+            <<<cg_blocks(N * S, C / 4), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
+    else if (N * C * S > 0 && nhwc)
+        k_bn_relu_apply_nhwc<RELU, 1, T>
+            <<<cg_blocks(N * S, C), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
     else if (N * C * S > 0)
         k_bn_relu_apply<RELU, T>
             <<<warps_for(N * C), row_threads(S), 0, st>>>(x, r, ws, scale, bias, y, C, S, N * C);
@@ -1587,25 +1687,40 @@ __global__ void k_bnr_grad_apply(const T *dy, const T *x, const double *stats, c
     }
 }
 
-// Channels-last (rows of C): a thread per channel of a block's rows, as
-// k_bn_relu_apply_nhwc; k_bnr_grad_apply's arithmetic.
-template <int GRAD, typename T>
+// k_bnr_grad_apply's arithmetic, channels-last (as k_bn_relu_apply_nhwc).
+template <int GRAD, int V, typename T>
 __global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *x, const double *stats,
                                       const double *sums, const float *scale, const float *bias,
                                       int train, T *dx, int64_t C, int64_t rows, double M) {
-    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-        BN_CHANNEL(c);
-        double k = scale[c] * is / M;
-        double sdy = sums[2 * c], sdyx = sums[2 * c + 1];
-        ROW_LOOP(row, rows) {
-            int64_t i = row * C + c;
-            float d = bn_dz<GRAD>(dy, x, i, m, a_c, b_c);
-            if (!train) {
-                st(dx, i, (float)(scale[c] * is * d));
-                continue;
+    cg_walk w = cg_walk_of(C / V);
+    if (w.idle) return;
+    for (int64_t g = w.g0; g < C / V; g += w.gx) {
+        double m[V], is[V], a_c[V], b_c[V], kk[V], sdy[V], sdyx[V];
+        UNROLL
+        for (int k = 0; k < V; k++) {
+            int64_t c = g * V + k;
+            m[k] = stats[2 * c], is[k] = stats[2 * c + 1];
+            a_c[k] = GRAD == 1 ? is[k] * scale[c] : 0, b_c[k] = GRAD == 1 ? (double)bias[c] : 0;
+            kk[k] = train ? scale[c] * is[k] / M : scale[c] * is[k];
+            sdy[k] = sums[2 * c], sdyx[k] = sums[2 * c + 1];
+        }
+        for (int64_t row = w.r0; row < rows; row += w.ry) {
+            int64_t i = row * C + g * V;
+            float d[V], xv[V];
+            ldv<T, V>(dy, i, d);
+            ldv<T, V>(x, i, xv);
+            UNROLL
+            for (int k = 0; k < V; k++) {
+                if (GRAD == 1)
+                    d[k] = oc_relu_grad(d[k], stored_as<T>(bn_value(xv[k], m[k], a_c[k], b_c[k])));
+                if (!train) {
+                    d[k] = (float)(kk[k] * d[k]);
+                    continue;
+                }
+                double xhat = ((double)xv[k] - m[k]) * is[k];
+                d[k] = (float)(kk[k] * (M * d[k] - sdy[k] - xhat * sdyx[k]));
             }
-            double xhat = ((double)ld(x, i) - m) * is;
-            st(dx, i, (float)(k * (M * d - sdy - xhat * sdyx)));
+            stv<T, V>(dx, i, d);
         }
     }
 }
@@ -1625,8 +1740,11 @@ static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *x, c
                  NULL);
     bn_parts<GRAD, T>(st, nhwc, dy, x, stats, scale, bias, N, C, S, P, part);
     k_bnr_grad_finish<<<warps_for(C), WARP, 0, st>>>(part, C, P, sums, ds, db);
-    if (dx && N * C * S > 0 && nhwc)
-        k_bnr_grad_apply_nhwc<GRAD, T><<<warps_for(N * S), row_threads(C), 0, st>>>(
+    if (dx && N * C * S > 0 && nhwc && nhwc_vec(C, sizeof(T), dy, x, dx, NULL) == 4)
+        k_bnr_grad_apply_nhwc<GRAD, 4, T><<<cg_blocks(N * S, C / 4), THREADS, 0, st>>>(
+            dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
+    else if (dx && N * C * S > 0 && nhwc)
+        k_bnr_grad_apply_nhwc<GRAD, 1, T><<<cg_blocks(N * S, C), THREADS, 0, st>>>(
             dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
     else if (dx && N * C * S > 0)
         k_bnr_grad_apply<GRAD, T><<<warps_for(N * C), row_threads(S), 0, st>>>(

@@ -139,6 +139,14 @@ OP_CASE(BATCH_NORM_RELU, "nhwc, residual", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2] [
         "training_mode=1 !nhwc")
 OP_CASE(BATCH_NORM_RELU, "nhwc, running statistics, fused backward", 15, 1,
         "[2,3,3,4] +[3] [3] [3] +[3]", "fused_backward=1 !nhwc")
+/* 8 channels: the channels-last BN kernels' 4-channel vectors (cuda_ops.cu nhwc_vec; half
+ * data: test_cuda_backend.c) */
+OP_CASE(BATCH_NORM_RELU, "nhwc, 8 channels, fused backward", 15, 3,
+        "[3,8,3,2] +[8] [8] [8] +[8]", "training_mode=1 fused_backward=1 !nhwc")
+OP_CASE(BATCH_NORM_RELU, "nhwc, 8 channels, residual", 15, 3,
+        "[2,8,3,3] +[8] [8] [8] +[8] [2,8,3,3]", "training_mode=1 !nhwc")
+OP_CASE(BATCH_NORM_RELU, "nhwc, 8 channels, running statistics, fused backward", 15, 1,
+        "[2,8,3,2] +[8] [8] [8] +[8]", "fused_backward=1 !nhwc")
 OP_CASE(MAX_POOL, "nhwc, 3x3 stride 2 pad 1", 13, 1, "[2,3,7,6]",
         "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !nhwc")
 OP_CASE(AVERAGE_POOL, "nhwc, pad excluded", 13, 1, "[2,3,7,6]",

@@ -13,7 +13,10 @@
  *     ResNet-50's, the U-Net's, GPT-2's and ViT-B/16's training graphs that
  *     computes in half runs on its half tensors natively (cuda_native_half);
  *   - on the emulator: the fused BatchNorm + Relu gradient's float16 mask is
- *     Y > 0 as Y was stored (test_kernels.c's case, both layouts). */
+ *     Y > 0 as Y was stored (test_kernels.c's case, both layouts); the
+ *     channels-last BN kernels with 4-channel vectors give the bits of their
+ *     one-channel form (float32, float16, bfloat16; forward, gradient, with
+ *     the forward's statistics and without). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,6 +249,95 @@ static void test_bn_relu_grad_half_mask(void **state) {
 #endif
 }
 
+#ifdef OC_CUDA_EMU
+/* One channels-last BN forward + gradient on rows x C (C 8) of kind (0 float32,
+ * 1 float16, 2 bfloat16) placed off elements past 256-byte alignment (off 1:
+ * the kernels' one-channel form; 0: 4-channel vectors); every output's bytes
+ * into out (pinned), laid out as the device block. */
+enum { BNV_ROWS = 15, BNV_C = 8, BNV_P = 3 };
+static size_t bnv_run(int kind, int off, int relu, int residual, int saved, uint8_t *out) {
+    const size_t es = kind ? 2 : 4, n = BNV_ROWS * BNV_C, tb = (n + 4) * es, cb = BNV_C * 4;
+    const size_t ws_b = (4 * BNV_C + 2 * BNV_C * BNV_P) * 8,
+                 bytes = 5 * tb + 8 * cb + ws_b + 3 * cb * 2;
+    uint8_t *d, *h;
+    cudaStream_t st;
+    assert_int_equal(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&d, bytes), cudaSuccess);
+    assert_int_equal(cudaHostAlloc((void **)&h, bytes, 0), cudaSuccess);
+    memset(h, 0, bytes);
+    uint64_t rng = 99;
+    for (int t = 0; t < 5; t++) /* x, r, y, dy, dx: data at element off */
+        for (size_t i = 0; i < n; i++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            float v = (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+            uint8_t *e = h + t * tb + (off + i) * es;
+            if (kind == 0) memcpy(e, &v, 4);
+            else {
+                uint16_t b = half_from_f32(kind == 1 ? IR_DTYPE_FLOAT16 : IR_DTYPE_BFLOAT16, v);
+                memcpy(e, &b, 2);
+            }
+        }
+    float *hc = (float *)(h + 5 * tb); /* scale, bias, rm, rv, om, ov, ds, db */
+    for (int c = 0; c < BNV_C; c++)
+        hc[c] = 0.5f + 0.1f * (float)c, hc[BNV_C + c] = 0.2f - 0.05f * (float)c,
+        hc[2 * BNV_C + c] = 0.1f, hc[3 * BNV_C + c] = 1.0f;
+    assert_int_equal(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, st), cudaSuccess);
+    uint8_t *x = d + off * es, *r = x + tb, *y = r + tb, *dy = y + tb, *dx = dy + tb;
+    float *c = (float *)(d + 5 * tb);
+    double *ws = (double *)(d + 5 * tb + 8 * cb), *keep = (double *)((uint8_t *)ws + ws_b);
+    float *keepf = (float *)(keep + 2 * BNV_C);
+    assert_int_equal(cu_bn_relu(st, kind, relu, x, residual ? r : NULL, c, c + BNV_C, c + 2 * BNV_C,
+                                c + 3 * BNV_C, 0.9f, 1e-5f, 1, c + 4 * BNV_C, c + 5 * BNV_C, y, 3,
+                                BNV_C, 5, 1, BNV_P, ws, keep, keepf),
+                     0);
+    assert_int_equal(cu_bn_relu_grad(st, kind, relu, dy, x, c, c + BNV_C, NULL, NULL, 1e-5f, 1, dx,
+                                     c + 6 * BNV_C, c + 7 * BNV_C, 3, BNV_C, 5, 1, BNV_P, ws,
+                                     saved ? keep : NULL),
+                     0);
+    assert_int_equal(cudaMemcpyAsync(out, d, bytes, cudaMemcpyDeviceToHost, st), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
+    cudaFree(d), cudaFreeHost(h);
+    cudaStreamDestroy(st);
+    return bytes;
+}
+#endif
+
+static void test_bn_nhwc_vectors(void **state) {
+    (void)state;
+#ifdef OC_CUDA_EMU
+    int cases = 0;
+    uint8_t *a, *b;
+    assert_int_equal(cudaHostAlloc((void **)&a, 1 << 16, 0), cudaSuccess);
+    assert_int_equal(cudaHostAlloc((void **)&b, 1 << 16, 0), cudaSuccess);
+    for (int kind = 0; kind < 3; kind++)
+        for (int relu = 0; relu < 2; relu++)
+            for (int residual = 0; residual <= relu; residual++)
+                for (int saved = 0; saved < 2; saved++) {
+                    const size_t es = kind ? 2 : 4, tb = (BNV_ROWS * BNV_C + 4) * es;
+                    size_t bytes = bnv_run(kind, 0, relu, residual, saved, a);
+                    assert_true(bytes <= 1 << 16);
+                    bnv_run(kind, 1, relu, residual, saved, b);
+                    /* y, dx and the channel outputs (running stats, dScale, dBias) agree bit
+                     * for bit; the data tensors sit one element apart */
+                    for (int t = 2; t < 5; t += 2)
+                        if (memcmp(a + t * tb, b + t * tb + es, BNV_ROWS * BNV_C * es) != 0)
+                            fail_msg("kind %d relu %d residual %d saved %d: tensor %d differs",
+                                     kind, relu, residual, saved, t);
+                    if (memcmp(a + 5 * tb + 4 * BNV_C * 4, b + 5 * tb + 4 * BNV_C * 4,
+                               4 * BNV_C * 4) != 0)
+                        fail_msg("kind %d relu %d residual %d saved %d: channel outputs differ",
+                                 kind, relu, residual, saved);
+                    cases++;
+                }
+    cudaFreeHost(a), cudaFreeHost(b);
+    printf("ok - emulated cuda: channels-last BN, 4-channel vectors == one channel bit for bit "
+           "(%d cases)\n",
+           cases);
+#else
+    printf("# SKIP channels-last BN vector check: not the emulator\n");
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backend_new_or_skip),
@@ -255,6 +347,7 @@ int main(void) {
         cmocka_unit_test(test_rng_matches_cpu),
         cmocka_unit_test(test_half_nodes_native),
         cmocka_unit_test(test_bn_relu_grad_half_mask),
+        cmocka_unit_test(test_bn_nhwc_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1412,11 +1412,12 @@ template <typename T, int V> __device__ static inline void stv(T *p, int64_t i, 
         *(box *)(p + i) = b;
     }
 }
-// 4 channels a thread where C allows and every pointer is aligned to 4 elements.
-static int nhwc_vec(int64_t C, size_t es, const void *a, const void *b, const void *c,
-                    const void *d) {
+// 4 elements a thread where n (channels-last: C; else a row's S) is a multiple of 4 and every
+// pointer is aligned to 4 elements (arena tensors are); else 1.
+static int bn_vec(int64_t n, size_t es, const void *a, const void *b, const void *c,
+                  const void *d) {
     uintptr_t u = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d;
-    return C % 4 == 0 && u % (4 * es) == 0 ? 4 : 1;
+    return n % 4 == 0 && u % (4 * es) == 0 ? 4 : 1;
 }
 
 // The statistics' parts (x as rows of C): part p covers the rows [R p, R (p + 1)), a thread
@@ -1500,17 +1501,25 @@ __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int6
     }
 }
 
-// One block per row (n, c); r: the residual or NULL; RELU 0: BatchNormalization alone.
-template <int RELU, typename T>
+// One block per row (n, c), V elements a thread (4 where S is a multiple of 4 and the
+// tensors aligned: bn_vec); r: the residual or NULL; RELU 0: BatchNormalization alone.
+template <int RELU, int V, typename T>
 __global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, const float *scale,
                                 const float *bias, T *y, int64_t C, int64_t S, int64_t rows) {
     ROW_LOOP(row, rows) {
         int64_t c = row % C, o = row * S;
         double m = stats[2 * c], a_c = stats[2 * c + 1] * scale[c], b_c = bias[c];
-        for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
-            float v = bn_value(ld(x, o + i), m, a_c, b_c);
-            if (r) v = v + ld(r, o + i);
-            st(y, o + i, RELU ? oc_relu(v) : v);
+        for (int64_t i = threadIdx.x * V; i < S; i += blockDim.x * V) {
+            float v[V], rv[V];
+            ldv<T, V>(x, o + i, v);
+            if (r) ldv<T, V>(r, o + i, rv);
+            UNROLL
+            for (int k = 0; k < V; k++) {
+                float u = bn_value(v[k], m, a_c, b_c);
+                if (r) u = u + rv[k];
+                v[k] = RELU ? oc_relu(u) : u;
+            }
+            stv<T, V>(y, o + i, v);
         }
     }
 }
@@ -1576,7 +1585,7 @@ static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const d
                      const float *scale, const float *bias, int64_t N, int64_t C, int64_t S,
                      int64_t P, double *part) {
     int64_t R = (N * S + P - 1) / P;
-    if (nhwc && nhwc_vec(C, sizeof(T), x, dy, NULL, NULL) == 4)
+    if (nhwc && bn_vec(C, sizeof(T), x, dy, NULL, NULL) == 4)
         k_bn_parts_nhwc<GRAD, 4, T><<<blocks_for(C / 4 * P), THREADS, 0, st>>>(
             dy, x, stats, scale, bias, N * S, C, R, P, part);
     else if (nhwc)
@@ -1604,14 +1613,17 @@ static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, co
                            int64_t S, int64_t P, double *ws, double *keep, float *keepf) {
     bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C, keep,
              keepf);
-    if (N * C * S > 0 && nhwc && nhwc_vec(C, sizeof(T), x, r, y, NULL) == 4)
+    if (N * C * S > 0 && nhwc && bn_vec(C, sizeof(T), x, r, y, NULL) == 4)
         k_bn_relu_apply_nhwc<RELU, 4, T>
             <<<cg_blocks(N * S, C / 4), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
     else if (N * C * S > 0 && nhwc)
         k_bn_relu_apply_nhwc<RELU, 1, T>
             <<<cg_blocks(N * S, C), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
+    else if (N * C * S > 0 && bn_vec(S, sizeof(T), x, r, y, NULL) == 4)
+        k_bn_relu_apply<RELU, 4, T><<<warps_for(N * C), row_threads(S / 4), 0, st>>>(
+            x, r, ws, scale, bias, y, C, S, N * C);
     else if (N * C * S > 0)
-        k_bn_relu_apply<RELU, T>
+        k_bn_relu_apply<RELU, 1, T>
             <<<warps_for(N * C), row_threads(S), 0, st>>>(x, r, ws, scale, bias, y, C, S, N * C);
 }
 
@@ -1666,23 +1678,32 @@ __global__ void k_bnr_grad_finish(const double *part, int64_t C, int64_t P, doub
     }
 }
 
-template <int GRAD, typename T>
+// One block per row (n, c), V elements a thread (as k_bn_relu_apply).
+template <int GRAD, int V, typename T>
 __global__ void k_bnr_grad_apply(const T *dy, const T *x, const double *stats, const double *sums,
                                  const float *scale, const float *bias, int train, T *dx, int64_t C,
                                  int64_t S, int64_t rows, double M) {
     ROW_LOOP(row, rows) {
         int64_t c = row % C, o = row * S;
         BN_CHANNEL(c);
-        double k = scale[c] * is / M;
+        double k = train ? scale[c] * is / M : scale[c] * is;
         double sdy = sums[2 * c], sdyx = sums[2 * c + 1];
-        for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {
-            float d = bn_dz<GRAD>(dy, x, o + i, m, a_c, b_c);
-            if (!train) {
-                st(dx, o + i, (float)(scale[c] * is * d));
-                continue;
+        for (int64_t i = threadIdx.x * V; i < S; i += blockDim.x * V) {
+            float d[V], xv[V];
+            ldv<T, V>(dy, o + i, d);
+            ldv<T, V>(x, o + i, xv);
+            UNROLL
+            for (int j = 0; j < V; j++) {
+                if (GRAD == 1)
+                    d[j] = oc_relu_grad(d[j], stored_as<T>(bn_value(xv[j], m, a_c, b_c)));
+                if (!train) {
+                    d[j] = (float)(k * d[j]);
+                    continue;
+                }
+                double xhat = ((double)xv[j] - m) * is;
+                d[j] = (float)(k * (M * d[j] - sdy - xhat * sdyx));
             }
-            double xhat = ((double)ld(x, o + i) - m) * is;
-            st(dx, o + i, (float)(k * (M * d - sdy - xhat * sdyx)));
+            stv<T, V>(dx, o + i, d);
         }
     }
 }
@@ -1740,14 +1761,17 @@ static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *x, c
                  NULL);
     bn_parts<GRAD, T>(st, nhwc, dy, x, stats, scale, bias, N, C, S, P, part);
     k_bnr_grad_finish<<<warps_for(C), WARP, 0, st>>>(part, C, P, sums, ds, db);
-    if (dx && N * C * S > 0 && nhwc && nhwc_vec(C, sizeof(T), dy, x, dx, NULL) == 4)
+    if (dx && N * C * S > 0 && nhwc && bn_vec(C, sizeof(T), dy, x, dx, NULL) == 4)
         k_bnr_grad_apply_nhwc<GRAD, 4, T><<<cg_blocks(N * S, C / 4), THREADS, 0, st>>>(
             dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
     else if (dx && N * C * S > 0 && nhwc)
         k_bnr_grad_apply_nhwc<GRAD, 1, T><<<cg_blocks(N * S, C), THREADS, 0, st>>>(
             dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
+    else if (dx && N * C * S > 0 && bn_vec(S, sizeof(T), dy, x, dx, NULL) == 4)
+        k_bnr_grad_apply<GRAD, 4, T><<<warps_for(N * C), row_threads(S / 4), 0, st>>>(
+            dy, x, stats, sums, scale, bias, train, dx, C, S, N * C, (double)(N * S));
     else if (dx && N * C * S > 0)
-        k_bnr_grad_apply<GRAD, T><<<warps_for(N * C), row_threads(S), 0, st>>>(
+        k_bnr_grad_apply<GRAD, 1, T><<<warps_for(N * C), row_threads(S), 0, st>>>(
             dy, x, stats, sums, scale, bias, train, dx, C, S, N * C, (double)(N * S));
 }
 

@@ -13,9 +13,9 @@
  *     ResNet-50's, the U-Net's, GPT-2's and ViT-B/16's training graphs that
  *     computes in half runs on its half tensors natively (cuda_native_half);
  *   - on the emulator: the fused BatchNorm + Relu gradient's float16 mask is
- *     Y > 0 as Y was stored (test_kernels.c's case, both layouts); the
- *     channels-last BN kernels with 4-channel vectors give the bits of their
- *     one-channel form (float32, float16, bfloat16; forward, gradient, with
+ *     Y > 0 as Y was stored (test_kernels.c's case, both layouts); the BN
+ *     kernels moving 4 elements a thread give the bits of their one-element
+ *     form (both layouts; float32, float16, bfloat16; forward, gradient, with
  *     the forward's statistics and without). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -254,8 +254,9 @@ static void test_bn_relu_grad_half_mask(void **state) {
  * 1 float16, 2 bfloat16) placed off elements past 256-byte alignment (off 1:
  * the kernels' one-channel form; 0: 4-channel vectors); every output's bytes
  * into out (pinned), laid out as the device block. */
-enum { BNV_ROWS = 15, BNV_C = 8, BNV_P = 3 };
-static size_t bnv_run(int kind, int off, int relu, int residual, int saved, uint8_t *out) {
+enum { BNV_N = 3, BNV_S = 8, BNV_ROWS = BNV_N * BNV_S, BNV_C = 8, BNV_P = 3 };
+static size_t bnv_run(int kind, int nhwc, int off, int relu, int residual, int saved,
+                      uint8_t *out) {
     const size_t es = kind ? 2 : 4, n = BNV_ROWS * BNV_C, tb = (n + 4) * es, cb = BNV_C * 4;
     const size_t ws_b = (4 * BNV_C + 2 * BNV_C * BNV_P) * 8,
                  bytes = 5 * tb + 8 * cb + ws_b + 3 * cb * 2;
@@ -287,12 +288,12 @@ static size_t bnv_run(int kind, int off, int relu, int residual, int saved, uint
     double *ws = (double *)(d + 5 * tb + 8 * cb), *keep = (double *)((uint8_t *)ws + ws_b);
     float *keepf = (float *)(keep + 2 * BNV_C);
     assert_int_equal(cu_bn_relu(st, kind, relu, x, residual ? r : NULL, c, c + BNV_C, c + 2 * BNV_C,
-                                c + 3 * BNV_C, 0.9f, 1e-5f, 1, c + 4 * BNV_C, c + 5 * BNV_C, y, 3,
-                                BNV_C, 5, 1, BNV_P, ws, keep, keepf),
+                                c + 3 * BNV_C, 0.9f, 1e-5f, 1, c + 4 * BNV_C, c + 5 * BNV_C, y,
+                                BNV_N, BNV_C, BNV_S, nhwc, BNV_P, ws, keep, keepf),
                      0);
     assert_int_equal(cu_bn_relu_grad(st, kind, relu, dy, x, c, c + BNV_C, NULL, NULL, 1e-5f, 1, dx,
-                                     c + 6 * BNV_C, c + 7 * BNV_C, 3, BNV_C, 5, 1, BNV_P, ws,
-                                     saved ? keep : NULL),
+                                     c + 6 * BNV_C, c + 7 * BNV_C, BNV_N, BNV_C, BNV_S, nhwc, BNV_P,
+                                     ws, saved ? keep : NULL),
                      0);
     assert_int_equal(cudaMemcpyAsync(out, d, bytes, cudaMemcpyDeviceToHost, st), cudaSuccess);
     assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
@@ -310,27 +311,30 @@ static void test_bn_nhwc_vectors(void **state) {
     assert_int_equal(cudaHostAlloc((void **)&a, 1 << 16, 0), cudaSuccess);
     assert_int_equal(cudaHostAlloc((void **)&b, 1 << 16, 0), cudaSuccess);
     for (int kind = 0; kind < 3; kind++)
-        for (int relu = 0; relu < 2; relu++)
-            for (int residual = 0; residual <= relu; residual++)
-                for (int saved = 0; saved < 2; saved++) {
-                    const size_t es = kind ? 2 : 4, tb = (BNV_ROWS * BNV_C + 4) * es;
-                    size_t bytes = bnv_run(kind, 0, relu, residual, saved, a);
-                    assert_true(bytes <= 1 << 16);
-                    bnv_run(kind, 1, relu, residual, saved, b);
-                    /* y, dx and the channel outputs (running stats, dScale, dBias) agree bit
+        for (int nhwc = 0; nhwc < 2; nhwc++)
+            for (int relu = 0; relu < 2; relu++)
+                for (int residual = 0; residual <= relu; residual++)
+                    for (int saved = 0; saved < 2; saved++) {
+                        const size_t es = kind ? 2 : 4, tb = (BNV_ROWS * BNV_C + 4) * es;
+                        size_t bytes = bnv_run(kind, nhwc, 0, relu, residual, saved, a);
+                        assert_true(bytes <= 1 << 16);
+                        bnv_run(kind, nhwc, 1, relu, residual, saved, b);
+                        /* y, dx and the channel outputs (running stats, dScale, dBias) agree bit
                      * for bit; the data tensors sit one element apart */
-                    for (int t = 2; t < 5; t += 2)
-                        if (memcmp(a + t * tb, b + t * tb + es, BNV_ROWS * BNV_C * es) != 0)
-                            fail_msg("kind %d relu %d residual %d saved %d: tensor %d differs",
-                                     kind, relu, residual, saved, t);
-                    if (memcmp(a + 5 * tb + 4 * BNV_C * 4, b + 5 * tb + 4 * BNV_C * 4,
-                               4 * BNV_C * 4) != 0)
-                        fail_msg("kind %d relu %d residual %d saved %d: channel outputs differ",
-                                 kind, relu, residual, saved);
-                    cases++;
-                }
+                        for (int t = 2; t < 5; t += 2)
+                            if (memcmp(a + t * tb, b + t * tb + es, BNV_ROWS * BNV_C * es) != 0)
+                                fail_msg("kind %d nhwc %d relu %d residual %d saved %d: tensor %d "
+                                         "differs",
+                                         kind, nhwc, relu, residual, saved, t);
+                        if (memcmp(a + 5 * tb + 4 * BNV_C * 4, b + 5 * tb + 4 * BNV_C * 4,
+                                   4 * BNV_C * 4) != 0)
+                            fail_msg("kind %d nhwc %d relu %d residual %d saved %d: channel "
+                                     "outputs differ",
+                                     kind, nhwc, relu, residual, saved);
+                        cases++;
+                    }
     cudaFreeHost(a), cudaFreeHost(b);
-    printf("ok - emulated cuda: channels-last BN, 4-channel vectors == one channel bit for bit "
+    printf("ok - emulated cuda: BN kernels, 4 elements a thread == one bit for bit (both layouts) "
            "(%d cases)\n",
            cases);
 #else

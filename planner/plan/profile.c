@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/ops/op_table.h"
+#include "plan/lifetimes.h"
 #include "train/channels_last.h"
 
 profile *profile_new(const profile_device *d, int64_t batch, profile_source src, int n) {
@@ -36,6 +37,10 @@ profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_
     const ir_graph *g = tg->g;
     profile *p = profile_new(d, batch, PROFILE_SOURCE_ANALYTIC, g->n_nodes);
     for (int i = 0; i < g->n_nodes; i++) {
+        if (plan_view_source(tg, i) >= 0) { /* an in-place view: nothing runs */
+            profile_node_set(p, i, g->nodes[i].name, 0, 0);
+            continue;
+        }
         op_cost c = {0};
         op_cost_of(g, &g->nodes[i], &c);
         /* a node on half operands (autocast) at the tensor-core rate */

@@ -1310,11 +1310,11 @@ extern "C" int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, 
 
 // ---- BatchNormRelu and its gradient (cpu_norm.c bn_forward / bn_backward) ----
 // Statistics: part p of channel c covers the images [N p / P, N (p + 1) / P) (P from
-// cuda_norm_act.c: about 4096 elements each); one warp per part walks its rows (n, c), each S contiguous floats,
-// lanes striding by 32 with four loads in flight, sums in double, a fixed shuffle order; a
-// thread per channel then adds the parts in order: deterministic, and every SM busy (ResNet-50's
-// stem at batch 640: 40960 warps). The elementwise passes go row by row (one block per (n, c)
-// row: no division per element).
+// cuda_norm_act.c: about 4096 elements each); one warp per part walks its rows (n, c), each S
+// contiguous elements, lanes striding by 32 with four loads in flight, sums in double, a fixed
+// shuffle order; a warp per channel then adds the parts in order: deterministic, and every SM
+// busy (ResNet-50's stem at batch 640: 40960 warps). The elementwise passes go row by row (one
+// block per (n, c) row: no division per element). Channels-last: the _nhwc kernels below.
 // BN's value of x (the forward's arithmetic: the fused gradient's Relu mask is Y > 0 exactly).
 __device__ static inline float bn_value(float x, double m, double a_c, double b_c) {
     return (float)(((double)x - m) * a_c + b_c);
@@ -1327,13 +1327,11 @@ template <typename T> __device__ static inline float stored_as(float v) {
     return ld(&t, 0);
 }
 
-// The BN output's gradient at o: dy, masked by BN(x) > 0 for BatchNormRelu (GRAD 1; a_c =
-// invstd scale, b_c = bias), BN(x) rounded as Y was stored: the mask is Y > 0 exactly.
-template <int GRAD, typename T>
-__device__ static inline float bn_dz(const T *dy, const T *x, int64_t o, double m, double a_c,
-                                     double b_c) {
-    if (GRAD != 1) return ld(dy, o);
-    return oc_relu_grad(ld(dy, o), stored_as<T>(bn_value(ld(x, o), m, a_c, b_c)));
+// The BN output's gradient: dy where BN(x) > 0 (BatchNormRelu; a_c = invstd scale, b_c =
+// bias), BN(x) rounded as Y was stored, so the mask is Y > 0 exactly.
+template <typename T>
+__device__ static inline float bn_masked(float dy, float x, double m, double a_c, double b_c) {
+    return oc_relu_grad(dy, stored_as<T>(bn_value(x, m, a_c, b_c)));
 }
 
 // bn_acc on loaded values: dy (GRAD only) and x at one element.
@@ -1341,7 +1339,7 @@ template <int GRAD, typename T>
 __device__ static inline void bn_acc_v(float dy, float x, double m, double is, double a_c,
                                        double b_c, double &s, double &q) {
     if (GRAD) { // sum dz, sum dz xhat
-        float d = GRAD == 1 ? oc_relu_grad(dy, stored_as<T>(bn_value(x, m, a_c, b_c))) : dy;
+        float d = GRAD == 1 ? bn_masked<T>(dy, x, m, a_c, b_c) : dy;
         s += d;
         q += d * ((double)x - m) * is;
     } else { // sum x, sum x^2
@@ -1694,8 +1692,7 @@ __global__ void k_bnr_grad_apply(const T *dy, const T *x, const double *stats, c
             ldv<T, V>(x, o + i, xv);
             UNROLL
             for (int j = 0; j < V; j++) {
-                if (GRAD == 1)
-                    d[j] = oc_relu_grad(d[j], stored_as<T>(bn_value(xv[j], m, a_c, b_c)));
+                if (GRAD == 1) d[j] = bn_masked<T>(d[j], xv[j], m, a_c, b_c);
                 if (!train) {
                     d[j] = (float)(k * d[j]);
                     continue;
@@ -1732,8 +1729,7 @@ __global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *x, const double *sta
             ldv<T, V>(x, i, xv);
             UNROLL
             for (int k = 0; k < V; k++) {
-                if (GRAD == 1)
-                    d[k] = oc_relu_grad(d[k], stored_as<T>(bn_value(xv[k], m[k], a_c[k], b_c[k])));
+                if (GRAD == 1) d[k] = bn_masked<T>(d[k], xv[k], m[k], a_c[k], b_c[k]);
                 if (!train) {
                     d[k] = (float)(kk[k] * d[k]);
                     continue;

@@ -46,6 +46,38 @@ __device__ static inline void st(float *p, int64_t i, float v) { p[i] = v; }
 __device__ static inline void st(oc_f16 *p, int64_t i, float v) { p[i].v = f16_from_f32(v); }
 __device__ static inline void st(oc_bf16 *p, int64_t i, float v) { p[i].v = bf16_from_f32(v); }
 
+// V consecutive elements of T as one access (V 4: 16 bytes of float32, 8 of a half type),
+// widened / rounded one by one as ld / st do: a kernel moving V elements a thread does each
+// element's arithmetic as its one-element form.
+template <typename T, int V> __device__ static inline void ldv(const T *p, int64_t i, float *v) {
+    if constexpr (V == 1) {
+        v[0] = ld(p, i);
+    } else {
+        struct alignas(V * sizeof(T)) box {
+            T e[V];
+        } b = *(const box *)(p + i);
+        for (int k = 0; k < V; k++) v[k] = ld(b.e, k);
+    }
+}
+template <typename T, int V> __device__ static inline void stv(T *p, int64_t i, const float *v) {
+    if constexpr (V == 1) {
+        st(p, i, v[0]);
+    } else {
+        struct alignas(V * sizeof(T)) box {
+            T e[V];
+        } b;
+        for (int k = 0; k < V; k++) st(b.e, k, v[k]);
+        *(box *)(p + i) = b;
+    }
+}
+// 4 elements a thread where n (an element count; a row's, for row kernels) is a multiple of 4
+// and every pointer (NULL ones ignored) is aligned to 4 elements, as arena tensors are; else 1.
+static int vec_of(int64_t n, size_t es, const void *a, const void *b, const void *c,
+                  const void *d) {
+    uintptr_t u = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d;
+    return n % 4 == 0 && u % (4 * es) == 0 ? 4 : 1;
+}
+
 // GRAD 0: statistics of x; 1: the gradient sums of dz = dy (BN(x) > 0) (BatchNormRelu);
 // 2: of dz = dy (BatchNormalization).
 
@@ -320,20 +352,31 @@ __global__ void k_add2_f4(const f4 *a, const f4 *b, f4 *out, int64_t n4) {
     case CU_DT_U8: LAUNCH(uint8_t) break;                                                          \
     }
 
-template <typename T> __global__ void k_add2_h(const T *a, const T *b, T *out, int64_t n) {
-    GRID_LOOP(i, n) st(out, i, ld(a, i) + ld(b, i));
+// Half data, V elements a thread (vec_of).
+template <int V, typename T> __global__ void k_add2_h(const T *a, const T *b, T *out, int64_t n) {
+    GRID_LOOP(i, n / V) {
+        float x[V], y[V];
+        ldv<T, V>(a, i * V, x);
+        ldv<T, V>(b, i * V, y);
+        for (int k = 0; k < V; k++) x[k] = x[k] + y[k];
+        stv<T, V>(out, i * V, x);
+    }
+}
+
+template <typename T>
+static void add2_h(cudaStream_t s, const void *a, const void *b, void *out, int64_t n) {
+    if (vec_of(n, sizeof(T), a, b, out, NULL) == 4)
+        k_add2_h<4, T>
+            <<<blocks_for(n / 4), THREADS, 0, s>>>((const T *)a, (const T *)b, (T *)out, n);
+    else k_add2_h<1, T><<<blocks_for(n), THREADS, 0, s>>>((const T *)a, (const T *)b, (T *)out, n);
 }
 
 extern "C" int cu_add2_half(void *stream, int kind, const void *a, const void *b, void *out,
                             int64_t n) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
-    if (kind == 2)
-        k_add2_h<<<blocks_for(n), THREADS, 0, s>>>((const oc_bf16 *)a, (const oc_bf16 *)b,
-                                                   (oc_bf16 *)out, n);
-    else
-        k_add2_h<<<blocks_for(n), THREADS, 0, s>>>((const oc_f16 *)a, (const oc_f16 *)b,
-                                                   (oc_f16 *)out, n);
+    if (kind == 2) add2_h<oc_bf16>(s, a, b, out, n);
+    else add2_h<oc_f16>(s, a, b, out, n);
     return last_error();
 }
 
@@ -596,26 +639,53 @@ __global__ void k_pointwise_grad_f4(const f4 *dy, const f4 *s, f4 *dx, int64_t n
     }
 }
 
-template <int OP, typename T>
+// Half data, V elements a thread (vec_of).
+template <int OP, int V, typename T>
 __global__ void k_pointwise_h(const T *x, T *y, int64_t n, float p0, float p1) {
-    GRID_LOOP(i, n) st(y, i, pw_forward<OP>(ld(x, i), p0, p1));
+    GRID_LOOP(i, n / V) {
+        float v[V];
+        ldv<T, V>(x, i * V, v);
+        for (int k = 0; k < V; k++) v[k] = pw_forward<OP>(v[k], p0, p1);
+        stv<T, V>(y, i * V, v);
+    }
+}
+template <int OP, int V, typename T>
+__global__ void k_pointwise_grad_h(const T *dy, const T *s, T *dx, int64_t n, float p0, float p1) {
+    GRID_LOOP(i, n / V) {
+        float g[V], a[V];
+        ldv<T, V>(dy, i * V, g);
+        ldv<T, V>(s, i * V, a);
+        for (int k = 0; k < V; k++) g[k] = pw_grad<OP>(g[k], a[k], p0, p1);
+        stv<T, V>(dx, i * V, g);
+    }
 }
 template <int OP, typename T>
-__global__ void k_pointwise_grad_h(const T *dy, const T *s, T *dx, int64_t n, float p0, float p1) {
-    GRID_LOOP(i, n) st(dx, i, pw_grad<OP>(ld(dy, i), ld(s, i), p0, p1));
+static void pointwise_h(cudaStream_t s, const void *x, void *y, int64_t n, float p0, float p1) {
+    if (vec_of(n, sizeof(T), x, y, NULL, NULL) == 4)
+        k_pointwise_h<OP, 4, T>
+            <<<blocks_for(n / 4), THREADS, 0, s>>>((const T *)x, (T *)y, n, p0, p1);
+    else k_pointwise_h<OP, 1, T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (T *)y, n, p0, p1);
+}
+template <int OP, typename T>
+static void pointwise_grad_h(cudaStream_t s, const void *dy, const void *sv, void *dx, int64_t n,
+                             float p0, float p1) {
+    if (vec_of(n, sizeof(T), dy, sv, dx, NULL) == 4)
+        k_pointwise_grad_h<OP, 4, T><<<blocks_for(n / 4), THREADS, 0, s>>>(
+            (const T *)dy, (const T *)sv, (T *)dx, n, p0, p1);
+    else
+        k_pointwise_grad_h<OP, 1, T>
+            <<<blocks_for(n), THREADS, 0, s>>>((const T *)dy, (const T *)sv, (T *)dx, n, p0, p1);
 }
 
 template <int OP>
 static void pointwise_launch(cudaStream_t s, int kind, const void *xv, void *yv, int64_t n,
                              float p0, float p1) {
     if (kind == 1) {
-        k_pointwise_h<OP>
-            <<<blocks_for(n), THREADS, 0, s>>>((const oc_f16 *)xv, (oc_f16 *)yv, n, p0, p1);
+        pointwise_h<OP, oc_f16>(s, xv, yv, n, p0, p1);
         return;
     }
     if (kind == 2) {
-        k_pointwise_h<OP>
-            <<<blocks_for(n), THREADS, 0, s>>>((const oc_bf16 *)xv, (oc_bf16 *)yv, n, p0, p1);
+        pointwise_h<OP, oc_bf16>(s, xv, yv, n, p0, p1);
         return;
     }
     const float *x = (const float *)xv;
@@ -629,13 +699,11 @@ template <int OP>
 static void pointwise_grad_launch(cudaStream_t s, int kind, const void *dyv, const void *svv,
                                   void *dxv, int64_t n, float p0, float p1) {
     if (kind == 1) {
-        k_pointwise_grad_h<OP><<<blocks_for(n), THREADS, 0, s>>>(
-            (const oc_f16 *)dyv, (const oc_f16 *)svv, (oc_f16 *)dxv, n, p0, p1);
+        pointwise_grad_h<OP, oc_f16>(s, dyv, svv, dxv, n, p0, p1);
         return;
     }
     if (kind == 2) {
-        k_pointwise_grad_h<OP><<<blocks_for(n), THREADS, 0, s>>>(
-            (const oc_bf16 *)dyv, (const oc_bf16 *)svv, (oc_bf16 *)dxv, n, p0, p1);
+        pointwise_grad_h<OP, oc_bf16>(s, dyv, svv, dxv, n, p0, p1);
         return;
     }
     const float *dy = (const float *)dyv, *sv = (const float *)svv;
@@ -1384,40 +1452,6 @@ __global__ void k_bn_parts(const T *dy, const T *x, const double *stats, const f
     }
 }
 
-// Channels-last BN passes, V channels a thread (V 4 where C is a multiple of 4 and every
-// tensor 4-element aligned: one 16-byte load of float32, 8 bytes of a half type; else 1),
-// each channel's arithmetic and order the same whatever V.
-template <typename T, int V> __device__ static inline void ldv(const T *p, int64_t i, float *v) {
-    if constexpr (V == 1) {
-        v[0] = ld(p, i);
-    } else {
-        struct alignas(V * sizeof(T)) box {
-            T e[V];
-        } b = *(const box *)(p + i);
-        UNROLL
-        for (int k = 0; k < V; k++) v[k] = ld(b.e, k);
-    }
-}
-template <typename T, int V> __device__ static inline void stv(T *p, int64_t i, const float *v) {
-    if constexpr (V == 1) {
-        st(p, i, v[0]);
-    } else {
-        struct alignas(V * sizeof(T)) box {
-            T e[V];
-        } b;
-        UNROLL
-        for (int k = 0; k < V; k++) st(b.e, k, v[k]);
-        *(box *)(p + i) = b;
-    }
-}
-// 4 elements a thread where n (channels-last: C; else a row's S) is a multiple of 4 and every
-// pointer is aligned to 4 elements (arena tensors are); else 1.
-static int bn_vec(int64_t n, size_t es, const void *a, const void *b, const void *c,
-                  const void *d) {
-    uintptr_t u = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d;
-    return n % 4 == 0 && u % (4 * es) == 0 ? 4 : 1;
-}
-
 // The statistics' parts (x as rows of C): part p covers the rows [R p, R (p + 1)), a thread
 // per (p, group of V channels) — a warp reads neighbouring channels of a row: coalesced —
 // walking them four rows at a time (rows alternating between two sums per channel), sums in
@@ -1500,7 +1534,7 @@ __global__ void k_bn_finish_stats(const double *part, int64_t C, int64_t P, int6
 }
 
 // One block per row (n, c), V elements a thread (4 where S is a multiple of 4 and the
-// tensors aligned: bn_vec); r: the residual or NULL; RELU 0: BatchNormalization alone.
+// tensors aligned: vec_of); r: the residual or NULL; RELU 0: BatchNormalization alone.
 template <int RELU, int V, typename T>
 __global__ void k_bn_relu_apply(const T *x, const T *r, const double *stats, const float *scale,
                                 const float *bias, T *y, int64_t C, int64_t S, int64_t rows) {
@@ -1583,7 +1617,7 @@ static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const d
                      const float *scale, const float *bias, int64_t N, int64_t C, int64_t S,
                      int64_t P, double *part) {
     int64_t R = (N * S + P - 1) / P;
-    if (nhwc && bn_vec(C, sizeof(T), x, dy, NULL, NULL) == 4)
+    if (nhwc && vec_of(C, sizeof(T), x, dy, NULL, NULL) == 4)
         k_bn_parts_nhwc<GRAD, 4, T><<<blocks_for(C / 4 * P), THREADS, 0, st>>>(
             dy, x, stats, scale, bias, N * S, C, R, P, part);
     else if (nhwc)
@@ -1611,13 +1645,13 @@ static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, co
                            int64_t S, int64_t P, double *ws, double *keep, float *keepf) {
     bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C, keep,
              keepf);
-    if (N * C * S > 0 && nhwc && bn_vec(C, sizeof(T), x, r, y, NULL) == 4)
+    if (N * C * S > 0 && nhwc && vec_of(C, sizeof(T), x, r, y, NULL) == 4)
         k_bn_relu_apply_nhwc<RELU, 4, T>
             <<<cg_blocks(N * S, C / 4), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
     else if (N * C * S > 0 && nhwc)
         k_bn_relu_apply_nhwc<RELU, 1, T>
             <<<cg_blocks(N * S, C), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
-    else if (N * C * S > 0 && bn_vec(S, sizeof(T), x, r, y, NULL) == 4)
+    else if (N * C * S > 0 && vec_of(S, sizeof(T), x, r, y, NULL) == 4)
         k_bn_relu_apply<RELU, 4, T><<<warps_for(N * C), row_threads(S / 4), 0, st>>>(
             x, r, ws, scale, bias, y, C, S, N * C);
     else if (N * C * S > 0)
@@ -1757,13 +1791,13 @@ static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *x, c
                  NULL);
     bn_parts<GRAD, T>(st, nhwc, dy, x, stats, scale, bias, N, C, S, P, part);
     k_bnr_grad_finish<<<warps_for(C), WARP, 0, st>>>(part, C, P, sums, ds, db);
-    if (dx && N * C * S > 0 && nhwc && bn_vec(C, sizeof(T), dy, x, dx, NULL) == 4)
+    if (dx && N * C * S > 0 && nhwc && vec_of(C, sizeof(T), dy, x, dx, NULL) == 4)
         k_bnr_grad_apply_nhwc<GRAD, 4, T><<<cg_blocks(N * S, C / 4), THREADS, 0, st>>>(
             dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
     else if (dx && N * C * S > 0 && nhwc)
         k_bnr_grad_apply_nhwc<GRAD, 1, T><<<cg_blocks(N * S, C), THREADS, 0, st>>>(
             dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
-    else if (dx && N * C * S > 0 && bn_vec(S, sizeof(T), dy, x, dx, NULL) == 4)
+    else if (dx && N * C * S > 0 && vec_of(S, sizeof(T), dy, x, dx, NULL) == 4)
         k_bnr_grad_apply<GRAD, 4, T><<<warps_for(N * C), row_threads(S / 4), 0, st>>>(
             dy, x, stats, sums, scale, bias, train, dx, C, S, N * C, (double)(N * S));
     else if (dx && N * C * S > 0)

@@ -1402,7 +1402,8 @@ __device__ static inline float bn_masked(float dy, float x, double m, double a_c
     return oc_relu_grad(dy, stored_as<T>(bn_value(x, m, a_c, b_c)));
 }
 
-// bn_acc on loaded values: dy (GRAD only) and x at one element.
+// One element's terms of the sums (GRAD 0: x and x^2; else dz and dz xhat), dy read only when
+// GRAD.
 template <int GRAD, typename T>
 __device__ static inline void bn_acc_v(float dy, float x, double m, double is, double a_c,
                                        double b_c, double &s, double &q) {
@@ -1417,18 +1418,14 @@ __device__ static inline void bn_acc_v(float dy, float x, double m, double is, d
     }
 }
 
-template <int GRAD, typename T>
-__device__ static inline void bn_acc(const T *dy, const T *x, int64_t o, double m, double is,
-                                     double a_c, double b_c, double &s, double &q) {
-    bn_acc_v<GRAD, T>(GRAD ? ld(dy, o) : 0.0f, ld(x, o), m, is, a_c, b_c, s, q);
-}
-
 // Channel c's mean, 1/sqrt(var + eps) and (GRAD 1) the mask's a_c, b_c.
 #define BN_CHANNEL(c)                                                                              \
     double m = GRAD ? stats[2 * (c)] : 0, is = GRAD ? stats[2 * (c) + 1] : 0;                      \
     double a_c = GRAD == 1 ? is * scale[c] : 0, b_c = GRAD == 1 ? (double)bias[c] : 0
 
-template <int GRAD, typename T>
+// V elements a lane (vec_of: S a multiple of 4, the tensors aligned): the lanes' sums then
+// differ in order from V 1's, deterministic either way.
+template <int GRAD, int V, typename T>
 __global__ void k_bn_parts(const T *dy, const T *x, const double *stats, const float *scale,
                            const float *bias, int64_t N, int64_t C, int64_t S, int64_t P,
                            double *part) {
@@ -1436,17 +1433,25 @@ __global__ void k_bn_parts(const T *dy, const T *x, const double *stats, const f
         int64_t c = u / P, p = u % P;
         BN_CHANNEL(c);
         double s0 = 0, q0 = 0, s1 = 0, q1 = 0;
-        int64_t B = blockDim.x;
+        int64_t B = (int64_t)blockDim.x * V;
+        float d[V] = {}, xv[V];
+#define BN_AT(o, S_, Q_)                                                                           \
+    do {                                                                                           \
+        ldv<T, V>(x, (o), xv);                                                                     \
+        if (GRAD) ldv<T, V>(dy, (o), d);                                                           \
+        for (int k = 0; k < V; k++) bn_acc_v<GRAD, T>(d[k], xv[k], m, is, a_c, b_c, S_, Q_);       \
+    } while (0)
         for (int64_t n = N * p / P; n < N * (p + 1) / P; n++) {
-            int64_t row = (n * C + c) * S, i = threadIdx.x;
+            int64_t row = (n * C + c) * S, i = (int64_t)threadIdx.x * V;
             for (; i + 3 * B < S; i += 4 * B) { // four independent loads per lane
-                bn_acc<GRAD>(dy, x, row + i, m, is, a_c, b_c, s0, q0);
-                bn_acc<GRAD>(dy, x, row + i + B, m, is, a_c, b_c, s1, q1);
-                bn_acc<GRAD>(dy, x, row + i + 2 * B, m, is, a_c, b_c, s0, q0);
-                bn_acc<GRAD>(dy, x, row + i + 3 * B, m, is, a_c, b_c, s1, q1);
+                BN_AT(row + i, s0, q0);
+                BN_AT(row + i + B, s1, q1);
+                BN_AT(row + i + 2 * B, s0, q0);
+                BN_AT(row + i + 3 * B, s1, q1);
             }
-            for (; i < S; i += B) bn_acc<GRAD>(dy, x, row + i, m, is, a_c, b_c, s0, q0);
+            for (; i < S; i += B) BN_AT(row + i, s0, q0);
         }
+#undef BN_AT
         double s = warp_sum(s0 + s1), q = warp_sum(q0 + q1);
         if (threadIdx.x == 0) part[2 * u] = s, part[2 * u + 1] = q;
     }
@@ -1623,8 +1628,11 @@ static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const d
     else if (nhwc)
         k_bn_parts_nhwc<GRAD, 1, T><<<blocks_for(C * P), THREADS, 0, st>>>(
             dy, x, stats, scale, bias, N * S, C, R, P, part);
+    else if (vec_of(S, sizeof(T), x, dy, NULL, NULL) == 4)
+        k_bn_parts<GRAD, 4, T>
+            <<<warps_for(C * P), WARP, 0, st>>>(dy, x, stats, scale, bias, N, C, S, P, part);
     else
-        k_bn_parts<GRAD, T>
+        k_bn_parts<GRAD, 1, T>
             <<<warps_for(C * P), WARP, 0, st>>>(dy, x, stats, scale, bias, N, C, S, P, part);
 }
 

@@ -14,9 +14,9 @@
  *     computes in half runs on its half tensors natively (cuda_native_half);
  *   - on the emulator: the fused BatchNorm + Relu gradient's float16 mask is
  *     Y > 0 as Y was stored (test_kernels.c's case, both layouts); the BN
- *     kernels moving 4 elements a thread give the bits of their one-element
- *     form (both layouts; float32, float16, bfloat16; forward, gradient, with
- *     the forward's statistics and without). */
+ *     kernels moving 4 elements a thread agree with their one-element form
+ *     (channels-last bit for bit; float32, float16, bfloat16; forward,
+ *     gradient, with the forward's statistics and without). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -303,7 +303,38 @@ static size_t bnv_run(int kind, int nhwc, int off, int relu, int residual, int s
 }
 #endif
 
-static void test_bn_nhwc_vectors(void **state) {
+#ifdef OC_CUDA_EMU
+/* Element i of a data tensor of kind k (0 float32, 1 float16, 2 bfloat16) as a float. */
+static float bnv_at(const uint8_t *p, int kind, size_t i) {
+    if (kind == 0) {
+        float f;
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, p + 2 * i, 2);
+    return half_to_f32(kind == 1 ? IR_DTYPE_FLOAT16 : IR_DTYPE_BFLOAT16, h);
+}
+
+/* n elements of a and b (kinds as bnv_at) agree: bit for bit (tol 0), or each within tol of
+ * the largest magnitude. */
+static bool bnv_same(const uint8_t *a, const uint8_t *b, int kind, size_t n, double tol) {
+    if (tol == 0) return memcmp(a, b, n * (kind ? 2 : 4)) == 0;
+    double big = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(bnv_at(a, kind, i)) > big) big = fabs(bnv_at(a, kind, i));
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)bnv_at(a, kind, i) - bnv_at(b, kind, i)) <= tol * big)) return false;
+    return true;
+}
+#endif
+
+/* The 4-elements-a-thread forms against the one-element forms (a tensor one element off
+ * alignment takes those): channels-last bit for bit (each channel's arithmetic and order are
+ * the same); (N, C, H, W) the elementwise passes are too, but the statistics' lanes add in
+ * another order, so Y, dX and the channel outputs agree within float32's 1e-5 / a half's
+ * rounding (2e-2) of their largest value. */
+static void test_bn_vectors(void **state) {
     (void)state;
 #ifdef OC_CUDA_EMU
     int cases = 0;
@@ -316,29 +347,30 @@ static void test_bn_nhwc_vectors(void **state) {
                 for (int residual = 0; residual <= relu; residual++)
                     for (int saved = 0; saved < 2; saved++) {
                         const size_t es = kind ? 2 : 4, tb = (BNV_ROWS * BNV_C + 4) * es;
+                        const double tol = nhwc ? 0 : kind ? 2e-2 : 1e-5;
                         size_t bytes = bnv_run(kind, nhwc, 0, relu, residual, saved, a);
                         assert_true(bytes <= 1 << 16);
                         bnv_run(kind, nhwc, 1, relu, residual, saved, b);
-                        /* y, dx and the channel outputs (running stats, dScale, dBias) agree bit
-                     * for bit; the data tensors sit one element apart */
+                        /* y and dx (the data tensors sit one element apart), then the channel
+                         * outputs: running statistics, dScale, dBias */
                         for (int t = 2; t < 5; t += 2)
-                            if (memcmp(a + t * tb, b + t * tb + es, BNV_ROWS * BNV_C * es) != 0)
+                            if (!bnv_same(a + t * tb, b + t * tb + es, kind, BNV_ROWS * BNV_C, tol))
                                 fail_msg("kind %d nhwc %d relu %d residual %d saved %d: tensor %d "
                                          "differs",
                                          kind, nhwc, relu, residual, saved, t);
-                        if (memcmp(a + 5 * tb + 4 * BNV_C * 4, b + 5 * tb + 4 * BNV_C * 4,
-                                   4 * BNV_C * 4) != 0)
+                        if (!bnv_same(a + 5 * tb + 4 * BNV_C * 4, b + 5 * tb + 4 * BNV_C * 4, 0,
+                                      4 * BNV_C, nhwc ? 0 : 1e-5))
                             fail_msg("kind %d nhwc %d relu %d residual %d saved %d: channel "
                                      "outputs differ",
                                      kind, nhwc, relu, residual, saved);
                         cases++;
                     }
     cudaFreeHost(a), cudaFreeHost(b);
-    printf("ok - emulated cuda: BN kernels, 4 elements a thread == one bit for bit (both layouts) "
-           "(%d cases)\n",
+    printf("ok - emulated cuda: BN kernels, 4 elements a thread == one (channels-last bit for bit, "
+           "(N, C, H, W) within rounding) (%d cases)\n",
            cases);
 #else
-    printf("# SKIP channels-last BN vector check: not the emulator\n");
+    printf("# SKIP BN vector check: not the emulator\n");
 #endif
 }
 
@@ -351,7 +383,7 @@ int main(void) {
         cmocka_unit_test(test_rng_matches_cpu),
         cmocka_unit_test(test_half_nodes_native),
         cmocka_unit_test(test_bn_relu_grad_half_mask),
-        cmocka_unit_test(test_bn_nhwc_vectors),
+        cmocka_unit_test(test_bn_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

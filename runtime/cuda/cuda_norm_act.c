@@ -94,8 +94,8 @@ static int bn_forward_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_
 
 /* BatchNormReluGrad (relu 1: dY, X, scale, B [, mean, var]) or
  * BatchNormalizationGrad on half data (relu 0: dY, X, scale [, mean, var]) ->
- * dX, dScale, dBias; the batch statistics the forward's or again from X (the running ones when
- * frozen). */
+ * dX, dScale, dBias; the batch statistics the forward's (the stash) or again
+ * from X, the running ones when frozen. */
 static int bn_grad_run(const cuda_ctx *c, const kernel_args *a, int relu, oc_err *err) {
     ir_dtype dt;
     if (want_types(a, &dt, err)) return OC_ERR;

@@ -8,15 +8,16 @@
  * The intermediate BN(X) (and BN(X) + R) never exists: one kernel reads X (and
  * R) and writes Y. Its gradient, with fused_backward 1 (no residual),
  *   BatchNormReluGrad(dY, X, scale, B [, mean, var]) -> dX, dScale, dBias
- * takes the batch statistics again from X and the Relu mask from them too:
- * BN(X) > 0, the forward's own arithmetic, so the mask is Y > 0 bit for bit
- * and Y is not read (the kernels pass over dY and X twice, not dY, Y and X).
- * dZ = dY * (BN(X) > 0) is never written; dY, X and dX are live at once.
- * Otherwise (a residual needs dZ itself, or fused_backward 0) the unfused chain's
+ * takes the batch statistics from X (cpu) or the forward (cuda's stash) and
+ * the Relu mask from BN(X) > 0, the forward's own arithmetic rounded as Y was
+ * stored, so the mask is Y > 0 bit for bit and Y is not read (the kernels pass
+ * over dY and X twice, not dY, Y and X). dZ = dY * (BN(X) > 0) is never
+ * written; dY, X and dX are live at once. Otherwise (a residual needs dZ
+ * itself, or fused_backward 0) the unfused chain's
  *   dZ = ReluGrad(dY, Y);  dX, dScale, dBias = BatchNormalizationGrad(dZ, X, scale)
  * with dZ passed to R as Add passes it. Saved: X, scale and B fused; X, scale
- * and Y split, as the unfused chain saves. Attributes: epsilon, momentum, training_mode (as
- * BatchNormalization at opset 14), fused_backward, members (the fused nodes'
+ * and Y split, as the unfused chain saves. Attributes: epsilon, momentum,
+ * training_mode (as BatchNormalization at opset 14), fused_backward, members (the fused nodes'
  * names: BN, [Add], Relu), bn_outputs (the BN's output names, as it had them),
  * add_output, residual_first (1: the Add was Add(R, BN)) — the last four so a
  * saved model writes the chain back (onnx_export.c). */

@@ -18,7 +18,8 @@
 #   trace      ResNet-50 traced --no-fuse and fused: tools/step_time.py's per-op-class table
 #   caps       16 GiB: ResNet-50 fused fp32 and bf16, GPT-2 (measured profile, plan, run), and
 #              PyTorch ResNet-50 checkpointing under the cap
-#   gpt2_trace GPT-2 traced with --attention unfused and fused (tools/step_time.py --nodes)
+#   gpt2_trace GPT-2 traced with --attention unfused, fused, and fused with every score computed
+#              (OC_ATTENTION_BLOCK=0: no causal blocks skipped) (tools/step_time.py --nodes)
 #   torch_gpt2 PyTorch GPT-2 eager in core (tools/gpu_torch_transformers.py)
 # (the emulator: ResNet-18 b4 64x64, alexnet_small b4, the tiny GPT; PyTorch on the CPU)
 HSTEPS=6
@@ -164,16 +165,18 @@ part_trace() {
     row "where the step goes ($R b$RB fp32, ms/step)" "step_time.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time.md"
 }
-part_gpt2_trace() { # GPT-2 traced, attention unfused and fused: per op class and per node
+part_gpt2_trace() { # GPT-2 traced, attention unfused, fused, fused without causal blocks
     [ -n "${GM:-}" ] || part_gpt2
     local att
-    for att in unfused fused; do
+    for att in unfused fused fused-whole; do # fused-whole: OC_ATTENTION_BLOCK=0, every score computed
         h_left 40 "trace $G $att" || return 0
-        tbox 150 $RUN "$GM" --backend cuda --batch $GB --steps 3 --lr 0.01 $GD --attention $att \
-            --trace-out "$LOG/trace_${G}_$att.json" >"$LOG/trace_${G}_$att.log" 2>&1
+        ( [ $att = fused-whole ] && export OC_ATTENTION_BLOCK=0
+          tbox 150 $RUN "$GM" --backend cuda --batch $GB --steps 3 --lr 0.01 $GD \
+              --attention ${att%-whole} --trace-out "$LOG/trace_${G}_$att.json" \
+              >"$LOG/trace_${G}_$att.log" 2>&1 )
     done
     $PYTHON tools/step_time.py "unfused=$LOG/trace_${G}_unfused.json" "fused=$LOG/trace_${G}_fused.json" \
-        --nodes 30 >"$LOG/step_time_$G.md" 2>&1
+        "fused-whole=$LOG/trace_${G}_fused-whole.json" --nodes 30 >"$LOG/step_time_$G.md" 2>&1
     row "where the step goes ($G b$GB fp32, ms/step; nodes: unfused)" "step_time_$G.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time_$G.md"
 }

@@ -235,6 +235,18 @@ static int reperm_k(ir_graph *g, const match *m, oc_err *err) {
     return rc ? oc_fail_prefix(err, "node '%s'", n->name) : OC_OK;
 }
 
+/* Whether fused node n (shapes inferred) may skip the scores above the
+ * diagonal: its mask a plan-time value that hides exactly them (the
+ * exporters' causal Less or tril buffer, folded) and a fill that makes their
+ * probabilities exactly 0. */
+static bool causal(const ir_graph *g, const ir_node *n, const match *m) {
+    if (!m->mask || m->cond < 0 || !(m->fill <= OP_ATTENTION_CAUSAL_FILL)) return false;
+    const ir_tensor *c = &g->tensors[m->cond];
+    op_attention_geom a;
+    op_attention_geometry(g, n, &a);
+    return op_is_value(c) && op_attention_causal_mask(c, m->mask, a.T, a.S);
+}
+
 /* Replaces one match: the fused node takes the final MatMul's place and its
  * output; the pattern's nodes go. */
 static int replace(ir_graph *g, const match *m, oc_err *err) {
@@ -272,6 +284,10 @@ static int replace(ir_graph *g, const match *m, oc_err *err) {
     }
     oc_free(name), oc_free(dummy), oc_free(lse);
     int rc = op_infer(g, &g->nodes[n], err);
+    if (!rc && causal(g, &g->nodes[n], m)) {
+        add_attr_i(g, n, "causal", 1);
+        rc = op_infer(g, &g->nodes[n], err);
+    }
     return rc ? oc_fail_prefix(err, "node '%s'", g->nodes[n].name) : OC_OK;
 }
 

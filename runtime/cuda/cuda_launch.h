@@ -70,6 +70,8 @@ typedef struct cu_rng {
 typedef struct cu_att_mask {
     const uint8_t *cond; /* NULL: none */
     int mode;            /* 1: fill where cond; 2: fill where not cond */
+    int causal;          /* masked exactly where column j > row t (cond not read) */
+    int64_t blk;         /* > 0: row t's scores are columns [0, min(S, (t / blk + 1) blk)) alone */
     float fill;
     int rank;                   /* of the scores [b.., T, S] */
     int64_t bdims[CU_MAX_RANK]; /* batch dims */
@@ -80,9 +82,20 @@ typedef struct cu_att_mask {
 int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S, int64_t b0,
                    cu_att_mask m, const float *lse_in, float *lse_out);
 /* out = P with Dropout (kept / (1 - ratio) by the key's draw of element
- * first + i, else 0); out may be P. */
-int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, cu_rng key, float ratio,
-                   int64_t first);
+ * first + i, else 0); out may be P; P is rows of S (row r of batch r / T's
+ * row r % T), blk > 0: row t's first min(S, (t / blk + 1) blk) alone. */
+int cu_att_dropout(void *stream, const float *p, float *out, int64_t rows, int64_t T, int64_t S,
+                   int64_t blk, cu_rng key, float ratio, int64_t first);
+/* The pointer arrays of a blocked attention GEMM (cublasSgemmBatched), for
+ * operand o (0 A, 1 B, 2 C), block i and the chunk's batch b0 + j:
+ *   out[(i * 3 + o) * cb + j] = base[o] + (bb / h[o]) s1[o] + (bb % h[o]) s2[o] + i step[o],
+ *   bb = b0 + j - first[o] (elements). */
+typedef struct cu_att_ptrs {
+    const float *base[3];
+    int64_t first[3], h[3], s1[3], s2[3], step[3];
+} cu_att_ptrs;
+int cu_att_ptrs_fill(void *stream, const float **out, int64_t nblk, int64_t cb, int64_t b0,
+                     cu_att_ptrs p);
 /* ds (holding dY Vᵀ) = P (ds with the dropout mask - rowsum(dY Y)), 0 where masked;
  * rows = chunk batches x T from batch b0; dy and y the whole tensors, [b.., T, dv] (H 0)
  * or [N, T, H, dv] (seq_first). */

@@ -1123,10 +1123,17 @@ __device__ static int64_t att_mask_row(const cu_att_mask &m, int64_t b, int64_t 
     }
     return off;
 }
-__device__ static inline bool att_masked(const cu_att_mask &m, int64_t row_off, int64_t j) {
+__device__ static inline bool att_masked(const cu_att_mask &m, int64_t row_off, int64_t t,
+                                         int64_t j) {
+    if (m.causal) return j > t;
     if (!m.cond) return false;
     bool c = m.cond[row_off + j * m.cs[m.rank - 1]] != 0;
     return m.mode == 1 ? c : !c;
+}
+// the columns row t computes: all S, or (blocked) its row block's and those left of it
+__device__ static inline int64_t att_cols(const cu_att_mask &m, int64_t t, int64_t S) {
+    int64_t c = m.blk > 0 ? (t / m.blk + 1) * m.blk : S;
+    return c < S ? c : S;
 }
 
 // A warp per row of scores, 4 rows a block, the row in registers (ATT_V a lane: S <= 1024 on a
@@ -1138,15 +1145,15 @@ __global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int6
     int L = row_lanes(), lane = threadIdx.x % L;
     MROW_LOOP(r, rows) {
         float *row = s + r * S;
-        int64_t mo = att_mask_row(m, b0 + r / T, r % T);
+        int64_t t = r % T, mo = att_mask_row(m, b0 + r / T, t), n = att_cols(m, t, S);
         float c[ATT_V], mx = -INFINITY;
         UNROLL
         for (int k = 0; k < ATT_V; k++) {
             int64_t j = lane + (int64_t)k * L;
-            if (j < S) c[k] = att_masked(m, mo, j) ? m.fill : row[j], mx = fmaxf(mx, c[k]);
+            if (j < n) c[k] = att_masked(m, mo, t, j) ? m.fill : row[j], mx = fmaxf(mx, c[k]);
         }
-        for (int64_t j = lane + (int64_t)ATT_V * L; j < S; j += L)
-            mx = fmaxf(mx, att_masked(m, mo, j) ? m.fill : row[j]);
+        for (int64_t j = lane + (int64_t)ATT_V * L; j < n; j += L)
+            mx = fmaxf(mx, att_masked(m, mo, t, j) ? m.fill : row[j]);
         float lse;
         if (lse_in) {
             lse = lse_in[r];
@@ -1155,19 +1162,19 @@ __global__ void k_att_softmax(float *s, int64_t rows, int64_t T, int64_t S, int6
             float sum = 0.0f;
             UNROLL
             for (int k = 0; k < ATT_V; k++)
-                if (lane + (int64_t)k * L < S) sum += expf(c[k] - mx);
-            for (int64_t j = lane + (int64_t)ATT_V * L; j < S; j += L)
-                sum += expf((att_masked(m, mo, j) ? m.fill : row[j]) - mx);
+                if (lane + (int64_t)k * L < n) sum += expf(c[k] - mx);
+            for (int64_t j = lane + (int64_t)ATT_V * L; j < n; j += L)
+                sum += expf((att_masked(m, mo, t, j) ? m.fill : row[j]) - mx);
             sum = lanes_sum(sum);
             lse = mx == -INFINITY ? -INFINITY : mx + logf(sum);
             if (lane == 0) lse_out[r] = lse;
         }
-        for (int64_t j = lane + (int64_t)ATT_V * L; j < S; j += L) // the tail first: row[j] read
-            row[j] = expf((att_masked(m, mo, j) ? m.fill : row[j]) - lse);
+        for (int64_t j = lane + (int64_t)ATT_V * L; j < n; j += L) // the tail first: row[j] read
+            row[j] = expf((att_masked(m, mo, t, j) ? m.fill : row[j]) - lse);
         UNROLL
         for (int k = 0; k < ATT_V; k++) {
             int64_t j = lane + (int64_t)k * L;
-            if (j < S) row[j] = expf(c[k] - lse);
+            if (j < n) row[j] = expf(c[k] - lse);
         }
     }
 }
@@ -1199,9 +1206,32 @@ __global__ void k_att_dropout4(const f4 *p, f4 *out, int64_t n4, cu_rng r, float
     }
 }
 
-extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t n, cu_rng key,
-                              float ratio, int64_t first) {
+// Blocked rows: a warp per row, its first att_cols columns alone.
+__global__ void k_att_dropout_rows(const float *p, float *out, int64_t rows, int64_t T, int64_t S,
+                                   cu_att_mask m, cu_rng r, float ratio, int64_t first) {
+    float scale = 1.0f / (1.0f - ratio);
+    uint64_t key = rng_key(r);
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(q, rows) {
+        int64_t n = att_cols(m, q % T, S);
+        for (int64_t j = lane; j < n; j += L) {
+            int64_t i = q * S + j;
+            out[i] = rng_uniform(key, (uint64_t)(first + i)) >= ratio ? p[i] * scale : 0.0f;
+        }
+    }
+}
+
+extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t rows, int64_t T,
+                              int64_t S, int64_t blk, cu_rng key, float ratio, int64_t first) {
+    int64_t n = rows * S;
     if (n == 0) return 0;
+    if (blk > 0) {
+        cu_att_mask m = {};
+        m.blk = blk;
+        k_att_dropout_rows<<<row_blocks_for(rows), ROW_BLOCK, 0, (cudaStream_t)stream>>>(
+            p, out, rows, T, S, m, key, ratio, first);
+        return last_error();
+    }
     if (vec4_ok(n, p, out, out)) {
         k_att_dropout4<<<blocks_for(n / 4), THREADS, 0, (cudaStream_t)stream>>>(
             (const f4 *)p, (f4 *)out, n / 4, key, ratio, first);
@@ -1209,6 +1239,21 @@ extern "C" int cu_att_dropout(void *stream, const float *p, float *out, int64_t 
     }
     k_att_dropout<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(p, out, n, key, ratio,
                                                                        first);
+    return last_error();
+}
+
+__global__ void k_att_ptrs(const float **out, int64_t nblk, int64_t cb, int64_t b0, cu_att_ptrs p) {
+    GRID_LOOP(x, nblk * 3 * cb) {
+        int64_t i = x / (3 * cb), o = x / cb % 3, bb = b0 + x % cb - p.first[o];
+        out[x] = p.base[o] + bb / p.h[o] * p.s1[o] + bb % p.h[o] * p.s2[o] + i * p.step[o];
+    }
+}
+
+extern "C" int cu_att_ptrs_fill(void *stream, const float **out, int64_t nblk, int64_t cb,
+                                int64_t b0, cu_att_ptrs p) {
+    if (nblk * cb == 0) return 0;
+    k_att_ptrs<<<blocks_for(nblk * 3 * cb), THREADS, 0, (cudaStream_t)stream>>>(out, nblk, cb, b0,
+                                                                                p);
     return last_error();
 }
 
@@ -1228,11 +1273,11 @@ __global__ void k_att_ds(float *ds, const float *p, const float *dy, const float
         for (int64_t i = lane; i < dv; i += L) D += dy[yo + i] * y[yo + i];
         D = lanes_sum(D);
         uint64_t at = (uint64_t)(b * T * S + t * S);
-        for (int64_t j = lane; j < S; j += L) {
+        for (int64_t j = lane, n = att_cols(m, t, S); j < n; j += L) {
             int64_t k = r * S + j;
             float dp = ds[k];
             if (ratio > 0.0f) dp = rng_uniform(key, at + (uint64_t)j) >= ratio ? dp * scale : 0.0f;
-            ds[k] = att_masked(m, mo, j) ? 0.0f : p[k] * (dp - D);
+            ds[k] = att_masked(m, mo, t, j) ? 0.0f : p[k] * (dp - D);
         }
     }
 }

@@ -101,7 +101,16 @@ else
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness8.out" | head -20
 fi
 
-# 1c''. again with cuDNN's fused convolution-bias-activation refused (EMU_CUDNN_REFUSE): the
+# 1c''. again with causal FusedAttention in blocks of 4 rows (OC_ATTENTION_BLOCK): the 9-row
+#     cases run 3 blocks (the last of 1 row), the 130-row one 33
+if OC_ATTENTION_BLOCK=4 "$EMU/tests/test_op_harness" --require cuda >"$T/harness_blk.out" 2>&1; then
+    ok "op harness, cuda (emulated) vs cpu, causal attention in blocks of 4 rows: $(grep -c 'FusedAttention (causal.*cuda matches cpu' "$T/harness_blk.out") causal cases match"
+else
+    bad "op harness with OC_ATTENTION_BLOCK=4:"
+    grep -E '^(ERROR|not ok)|FAILED' "$T/harness_blk.out" | head -20
+fi
+
+# 1c'''. again with cuDNN's fused convolution-bias-activation refused (EMU_CUDNN_REFUSE): the
 #     ConvRelu nodes fall back to convolution, bias and Relu apart, said once per shape
 if EMU_CUDNN_REFUSE=cudnnConvolutionBiasActivationForward "$EMU/tests/test_op_harness" \
     --require cuda >"$T/harness_nofused.out" 2>&1 &&
@@ -114,13 +123,14 @@ fi
 
 # 1d. transformers on emulated cuda vs cpu: the tiny GPT (causal mask, tied head) and ViT,
 #     attention unfused and fused (FusedAttention in chunks of 3 batch-heads: several
-#     chunks, the last one short), 2 steps: losses within 1e-5 relative
+#     chunks, the last one short; the GPT's causal blocks of 8 rows: 4 of its 32), 2 steps:
+#     losses within 1e-5 relative
 for m in tiny_gpt tiny_vit; do
     for att in unfused fused; do
         args=("tests/data/torch2/${m}_legacy.onnx" --batch 2 --steps 2 --seed 3 --lr 0.01
               --attention "$att")
         if "$BUILD/outcore-run" "${args[@]}" --backend cpu >"$T/tf_cpu.out" 2>"$T/tf.err" &&
-           OC_ATTENTION_CHUNK=3 "$EMU/outcore-run" "${args[@]}" --backend cuda \
+           OC_ATTENTION_CHUNK=3 OC_ATTENTION_BLOCK=8 "$EMU/outcore-run" "${args[@]}" --backend cuda \
                >"$T/tf_cuda.out" 2>>"$T/tf.err" &&
            "$PY" - "$T/tf_cpu.out" "$T/tf_cuda.out" <<'PYEOF'
 import re, sys
@@ -274,15 +284,16 @@ if [ -n "$budget" ]; then
     fi
 fi
 # steps with per-step arguments (their step read from device memory): Dropout (alexnet_small),
-# AdamW with attention fused (the tiny GPT)
+# AdamW with attention fused (the tiny GPT; causal blocks of 8 rows: the pointer arrays of its
+# blocked GEMMs written by a kernel in the captured step)
 "$PY" tools/export_models.py --models alexnet_small --opset 13 --image-size 32 --batch 2 \
     --structure-only --out "$T/alex" >/dev/null 2>&1
 for spec in "alexnet_small:$T/alex/alexnet_small_op13.onnx:" \
             "tiny_gpt (AdamW):tests/data/torch2/tiny_gpt_legacy.onnx:--optimizer adamw --lr 0.001 --attention fused"; do
     IFS=: read -r gname gmodel gopts <<<"$spec"
     for gm in off on; do
-        "$EMU/outcore-run" "$gmodel" --batch 2 --backend cuda --steps 4 --seed 5 $gopts \
-            --cuda-graph $gm --save "$T/gp_$gm.onnx" >"$T/gp_$gm.out" 2>"$T/gp_$gm.err"
+        OC_ATTENTION_BLOCK=8 "$EMU/outcore-run" "$gmodel" --batch 2 --backend cuda --steps 4 \
+            --seed 5 $gopts --cuda-graph $gm --save "$T/gp_$gm.onnx" >"$T/gp_$gm.out" 2>"$T/gp_$gm.err"
     done
     if grep -q "graph: step 1 captured" "$T/gp_on.err" &&
        cmp -s <(grep '^step' "$T/gp_off.out") <(grep '^step' "$T/gp_on.out") &&

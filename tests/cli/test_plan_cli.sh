@@ -229,11 +229,15 @@ fi
 # thirds and their Reshapes (qkv_heads: the node reads the projection, its gradient is one
 # tensor): no Transpose of a rank-4 tensor, no Split and no Concat is left in GPT-2's fused step,
 # forward or backward; unfused, 4 Transposes a layer each way remain, and the Split and Concat.
+# Its mask (Less of two Ranges, folded) is proven causal, forward and backward nodes alike
+# (causal 1: the cuda kernels skip the blocks above the diagonal); ViT's unmasked attention not.
 "$PLAN" emit graphs/gpt2_small.onnx --batch 1 --attention fused -o "$tmp/g2_fused.onnx" \
     >/dev/null 2>&1
 "$PLAN" emit graphs/gpt2_small.onnx --batch 1 --attention unfused -o "$tmp/g2_unfused.onnx" \
     >/dev/null 2>&1
-if msg=$("$PY" - "$tmp/g2_fused.onnx" "$tmp/g2_unfused.onnx" <<'EOF'
+"$PLAN" emit tests/data/torch2/tiny_vit_legacy.onnx --batch 2 --attention fused \
+    -o "$tmp/vit_fused.onnx" >/dev/null 2>&1
+if msg=$("$PY" - "$tmp/g2_fused.onnx" "$tmp/g2_unfused.onnx" "$tmp/vit_fused.onnx" <<'EOF'
 import sys, onnx
 def head_transposes(path):
     g = onnx.load(path, load_external_data=False).graph
@@ -243,19 +247,24 @@ def head_transposes(path):
         if n.op_type in ("Split", "Concat") or (n.op_type == "Transpose" and perm and
                                                  len(perm[0]) == 4):
             n4 += 1
-        if n.op_type == "FusedAttention":
+        if n.op_type in ("FusedAttention", "FusedAttentionGrad"):
             a = {x.name: x.i for x in n.attribute
-                 if x.name in ("k_transposed", "seq_first", "qkv_heads")}
-            attrs.append((a.get("k_transposed", 0), a.get("seq_first", 0), a.get("qkv_heads", 0)))
+                 if x.name in ("k_transposed", "seq_first", "qkv_heads", "causal")}
+            attrs.append((n.op_type, a.get("k_transposed", 0), a.get("seq_first", 0),
+                          a.get("qkv_heads", 0), a.get("causal", 0)))
     return n4, attrs
 f4, fa = head_transposes(sys.argv[1])
 u4, _ = head_transposes(sys.argv[2])
-print(f"fused: {f4} rank-4 Transposes, Splits and Concats, {len(fa)} FusedAttention "
-      f"{sorted(set(fa))} (k_transposed, seq_first, qkv_heads); unfused: {u4}")
-sys.exit(0 if f4 == 0 and len(fa) == 12 and set(fa) == {(0, 1, 12)} and u4 == 120 else 1)
+_, va = head_transposes(sys.argv[3])
+print(f"fused: {f4} rank-4 Transposes, Splits and Concats, {len(fa)} FusedAttention(Grad) "
+      f"{sorted(set(fa))} (k_transposed, seq_first, qkv_heads, causal); unfused: {u4}; "
+      f"ViT: {sorted(set(va))}")
+want = {("FusedAttention", 0, 1, 12, 1), ("FusedAttentionGrad", 0, 1, 12, 1)}
+sys.exit(0 if f4 == 0 and len(fa) == 24 and set(fa) == want and u4 == 120 and va and
+         all(a[4] == 0 for a in va) else 1)
 EOF
 ); then
-    ok "fused GPT-2: the head-split Transposes and the q/k/v Split absorbed ($msg)"
+    ok "fused GPT-2: the head-split Transposes and the q/k/v Split absorbed, the mask causal ($msg)"
 else
     not_ok "fused GPT-2's head-split Transposes" "$msg"
 fi

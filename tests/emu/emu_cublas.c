@@ -2,6 +2,7 @@
  * handle's stream through OpenBLAS; GemmEx's half operands widened first. */
 #include <cblas.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "cublas_v2.h"
@@ -167,6 +168,69 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t tra
                                         B + b * strideB, ldb, beta, C + b * strideC, ldc);
         if (st != CUBLAS_STATUS_SUCCESS) return st;
     }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* As cuBLAS: the pointer arrays are device memory, read when the stream runs
+ * the product (a kernel before it on the stream may write them); each product
+ * checked then (a pointer outside a device block aborts: there is no status
+ * to return by then). */
+typedef struct sgemm_batched_job {
+    sgemm_job one; /* A, B, C unset */
+    int ar, ac, br, bc, nb;
+    const float *const *A, *const *B;
+    float *const *C;
+} sgemm_batched_job;
+
+static void sgemm_batched_run(void *p) {
+    sgemm_batched_job *j = p;
+    sgemm_job o = j->one;
+    for (int b = 0; b < j->nb; b++) {
+        if ((o.k > 0 && (!typed_matrix_ok(j->A[b], CUDA_R_32F, j->ar, j->ac, o.lda) ||
+                         !typed_matrix_ok(j->B[b], CUDA_R_32F, j->br, j->bc, o.ldb))) ||
+            !typed_matrix_ok(j->C[b], CUDA_R_32F, o.m, o.n, o.ldc)) {
+            fprintf(stderr, "emu cublasSgemmBatched: product %d's A, B or C is not device memory\n",
+                    b);
+            abort();
+        }
+        cblas_sgemm(CblasColMajor, o.ta, o.tb, o.m, o.n, o.k, o.alpha, j->A[b], o.lda, j->B[b],
+                    o.ldb, o.beta, j->C[b], o.ldc);
+    }
+    free(j);
+}
+
+cublasStatus_t cublasSgemmBatched(cublasHandle_t h, cublasOperation_t transa,
+                                  cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                                  const float *const Aarray[], int lda, const float *const Barray[],
+                                  int ldb, const float *beta, float *const Carray[], int ldc,
+                                  int batchCount) {
+    if (!handle_ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (batchCount < 0 || !alpha || !beta || (unsigned)transa > CUBLAS_OP_C ||
+        (unsigned)transb > CUBLAS_OP_C || m < 0 || n < 0 || k < 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (batchCount == 0 || m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+    size_t arr = (size_t)batchCount * sizeof(void *);
+    if (!emu_is_device_range(Aarray, arr) || !emu_is_device_range(Barray, arr) ||
+        !emu_is_device_range(Carray, arr))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
+    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
+    if (lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    sgemm_batched_job *j = malloc(sizeof *j);
+    if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
+    *j = (sgemm_batched_job){.one = {transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                                     transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k,
+                                     lda, ldb, ldc, *alpha, *beta, NULL, NULL, NULL},
+                             .ar = ar,
+                             .ac = ac,
+                             .br = br,
+                             .bc = bc,
+                             .nb = batchCount,
+                             .A = Aarray,
+                             .B = Barray,
+                             .C = Carray};
+    emu_stream_enqueue(h->stream, sgemm_batched_run, j, sizeof *j);
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -12,6 +12,8 @@
  *                   i64<5[4]     int64, uniform in [0, 5)
  *                   i64=[2,-1]   int64 values (rank 1; i64=[] is empty)
  *                   b[3,4]       bool, true or false at random
+ *                   bu[1,4,4]    bool, true above the last two dims' diagonal
+ *                                (a causal mask); bl[4,4]: true at and below it
  *                   h[2,3,4]     as [2,3,4], then cast to the case's half type
  *                                (!bf16 / !fp16) by a Cast node: a half activation
  *                                (h+[2,3]: the same of +[2,3])
@@ -301,6 +303,22 @@ OP_CASE(FUSED_ATTENTION, "one q/k/v tensor, 2 heads, masked, dropout 0.2", 13, 2
         "dropout_key=attn/Dropout")
 OP_CASE(FUSED_ATTENTION, "one q/k/v tensor, 3 heads", 13, 2, "[3,5,18] @0 @0",
         "scale=0.7 seq_first=1 qkv_heads=3")
+/* causal: the mask proven causal (fill -inf), so cuda skips the blocks of scores above the
+ * diagonal: 128 rows a block (130 rows: 2 blocks), or OC_ATTENTION_BLOCK's (test_cuda_emu.sh) */
+OP_CASE(FUSED_ATTENTION, "causal, K", 13, 2, "[2,2,9,4] [2,2,9,4] [2,2,9,3] bu[1,1,9,9]",
+        "scale=0.5 mask=1 fill=-inf causal=1")
+OP_CASE(FUSED_ATTENTION, "causal, Kᵀ, masked where not cond, dropout 0.2", 13, 2,
+        "[1,2,9,3] [1,2,3,9] [1,2,9,2] bl[9,9]",
+        "scale=0.7 k_transposed=1 mask=2 fill=-inf causal=1 dropout_ratio=0.2 "
+        "dropout_key=attn/Dropout")
+OP_CASE(FUSED_ATTENTION, "causal, seq_first, 130 rows", 13, 2,
+        "[1,130,2,2] [1,130,2,2] [1,130,2,3] bu[130,130]",
+        "scale=0.5 seq_first=1 mask=1 "
+        "fill=-inf causal=1")
+OP_CASE(FUSED_ATTENTION, "causal, one q/k/v tensor, 2 heads, dropout 0.2 (GPT-2's)", 13, 2,
+        "[2,9,12] @0 @0 bu[1,1,9,9]",
+        "scale=0.5 seq_first=1 qkv_heads=2 mask=1 fill=-inf causal=1 dropout_ratio=0.2 "
+        "dropout_key=attn/Dropout")
 OP_CASE(SOFTMAX, "last axis (attention)", 13, 1, "[2,3,5]", "")
 OP_CASE(SOFTMAX, "middle axis", 13, 1, "[2,4,3]", "axis=1")
 OP_CASE(SOFTMAX, "opset 11: dims from axis flattened", 11, 1, "[2,3,4]", "axis=1")

@@ -153,6 +153,9 @@ static int add_input(ir_graph *g, int slot, const char *tok, uint64_t *rng, cons
     else if (strncmp(p, "f=", 2) == 0) p += 1;
     else if (strncmp(p, "b=", 2) == 0) dt = IR_DTYPE_BOOL, p += 1;
     else if (strncmp(p, "b[", 2) == 0) dt = IR_DTYPE_BOOL, p += 1;
+    char tri = 0; /* bu[..] / bl[..]: a causal mask (cpu_attention.c), no draw */
+    if (strncmp(p, "bu[", 3) == 0 || strncmp(p, "bl[", 3) == 0)
+        dt = IR_DTYPE_BOOL, tri = p[1], p += 2;
     if (*p == '+') fill = RAND_POS, p++;
     if (*p == '<') {
         char *end;
@@ -192,6 +195,10 @@ static int add_input(ir_graph *g, int slot, const char *tok, uint64_t *rng, cons
         if (dt == IR_DTYPE_FLOAT) ((float *)data)[i] = (float)u;
         else if (dt == IR_DTYPE_INT64) ((int64_t *)data)[i] = (int64_t)u;
         else data[i] = fill == RAND ? u > 0 : u != 0;
+        if (tri) { /* true above the last two dims' diagonal (u), or at and below it (l) */
+            int64_t S = dims[rank - 1], j = i % S, r = i / S % dims[rank - 2];
+            data[i] = tri == 'u' ? j > r : j <= r;
+        }
     }
     ir_tensor_set_data(&g->tensors[t], data, (size_t)bytes);
     free(data);

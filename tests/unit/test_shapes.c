@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "ir/ops/op_util.h"
 #include "unit/fixture.h"
@@ -683,6 +684,56 @@ static void test_conv_transpose_overflow(void **state) {
     infer_fails(f, "'huge_opad'");
 }
 
+/* ---- FusedAttention's causal attribute: verified against its mask ---- */
+
+/* A FusedAttention over Q, K, V [1, 2, 6, 4] with a [6, 6] bool mask value
+ * (masked where cond), fill and causal as given; the mask true above the
+ * diagonal, except element (r, c) flipped when r >= 0. Returns op_infer's
+ * result, the message in err. */
+static int attention_infer(float fill, int causal, int r, int c, oc_err *err) {
+    ir_graph *g = ir_graph_new();
+    int64_t qd[4] = {1, 2, 6, 4}, md[2] = {6, 6};
+    int n = op_node_add(g, "att", OP_FUSED_ATTENTION);
+    const char *names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        int t = ir_tensor_add(g, names[i], IR_DTYPE_FLOAT);
+        ir_tensor_set_shape(&g->tensors[t], 4, qd);
+        ir_node_add_input(g, n, t);
+    }
+    uint8_t mask[36];
+    for (int i = 0; i < 36; i++) mask[i] = i % 6 > i / 6;
+    if (r >= 0) mask[r * 6 + c] ^= 1;
+    int m = ir_tensor_add(g, "cond", IR_DTYPE_BOOL);
+    ir_tensor_set_shape(&g->tensors[m], 2, md);
+    ir_tensor_set_data(&g->tensors[m], mask, sizeof mask);
+    g->tensors[m].is_initializer = true, g->tensors[m].kind = IR_KIND_CONSTANT;
+    ir_node_add_input(g, n, m);
+    ir_node_add_output(g, n, ir_tensor_add(g, "y", IR_DTYPE_FLOAT));
+    ir_node_add_output(g, n, ir_tensor_add(g, "lse", IR_DTYPE_FLOAT));
+    ir_attr a[3] = {{.name = "mask", .type = IR_ATTR_INT, .i = 1},
+                    {.name = "fill", .type = IR_ATTR_FLOAT, .f = fill},
+                    {.name = "causal", .type = IR_ATTR_INT, .i = causal}};
+    for (int i = 0; i < 3; i++) ir_node_add_attr(g, n, &a[i]);
+    int rc = op_infer(g, &g->nodes[n], err);
+    ir_graph_free(g);
+    return rc;
+}
+
+static void test_attention_causal_verified(void **state) {
+    (void)state;
+    oc_err err = {0};
+    assert_int_equal(attention_infer(-INFINITY, 1, -1, 0, &err), OC_OK);
+    assert_int_equal(attention_infer(-3.4e38f, 1, -1, 0, &err), OC_OK);
+    assert_int_equal(attention_infer(-1.0f, 0, 2, 1, &err), OC_OK); /* not claimed: any mask */
+    /* claimed, but a masked score would not be 0, or the mask is not causal */
+    assert_int_equal(attention_infer(-1e4f, 1, -1, 0, &err), OC_ERR);
+    assert_contains(err.msg, "causal needs");
+    assert_int_equal(attention_infer(-INFINITY, 1, 2, 1, &err), OC_ERR); /* (2, 1) masked */
+    assert_contains(err.msg, "'cond'");
+    assert_int_equal(attention_infer(-INFINITY, 1, 3, 5, &err), OC_ERR); /* (3, 5) kept */
+    assert_contains(err.msg, "above the diagonal");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void) {
@@ -726,6 +777,7 @@ int main(void) {
         T(test_pad_overflow),
         T(test_window_overflow),
         T(test_conv_transpose_overflow),
+        cmocka_unit_test(test_attention_causal_verified),
     };
     return cmocka_run_group_tests_name("shapes", tests, NULL, NULL);
 }

@@ -83,8 +83,17 @@ typedef struct op_attention_args {
     bool seq_first;    /* Q, K, V, Y (and gradients) stored [N, T, H, d]: heads second-last */
     int64_t qkv_heads; /* > 0: Q, K, V one tensor [N, T, 3 H d] (its column thirds), H heads */
     int mask;          /* 0 none; 1 s = fill where cond; 2 s = fill where not cond */
+    bool causal; /* the mask proven causal (op_attention_causal_mask): kernels may skip blocks */
     uint64_t dropout_key_hash; /* op_name_hash of the Dropout node it replaced */
 } op_attention_args;
+
+/* A causal FusedAttention's kernels compute the scores of row block i (rows
+ * [i B, (i + 1) B)) against columns [0, (i + 1) B) only; the rest is masked
+ * and its probabilities are exactly 0 (the cost model counts the same). */
+#define OP_ATTENTION_BLOCK 128
+/* A fill at or below this makes a masked score's exp(fill - row max) 0 in
+ * float32 and float64 whatever finite scores the row holds beside it. */
+#define OP_ATTENTION_CAUSAL_FILL (-1e30f)
 
 /* FusedAttention's logical geometry, which both backends run by
  * (op_attention_geometry): batches of [T, dh] queries against [S, dh] keys and
@@ -285,6 +294,10 @@ uint64_t op_name_hash(const char *s);
 const op_args *op_args_of(const ir_node *n);
 /* FusedAttention's or FusedAttentionGrad's geometry (decoded, shapes known). */
 void op_attention_geometry(const ir_graph *g, const ir_node *n, op_attention_geom *out);
+/* Whether the plan-time bool value cond, broadcast to scores [b.., T, S] and
+ * read in mask mode (1: masked where cond; 2: where not), masks exactly the
+ * scores above the diagonal (column j > row t) of every batch, T == S. */
+bool op_attention_causal_mask(const ir_tensor *cond, int mode, int64_t T, int64_t S);
 /* Fresh zeroed arguments attached to n, replacing earlier ones (decoders). */
 op_args *op_args_new(ir_node *n);
 

@@ -12,7 +12,11 @@
  * cond, Y, LSE) -> dQ, dK, dV recomputes the scores from Q, K and LSE (the
  * memory-efficient algorithm; D = rowsum(dY Y)). Attributes: scale,
  * k_transposed, mask (0 none, 1 masked where cond, 2 masked where not cond),
- * fill, dropout_ratio, dropout_key, seq_first. seq_first 1: Q, K, V and Y
+ * fill, dropout_ratio, dropout_key, seq_first, causal. causal 1: the mask is
+ * a plan-time value masking exactly the scores above the diagonal (T == S)
+ * with a fill at or below OP_ATTENTION_CAUSAL_FILL — checked here, so the
+ * kernels may skip the blocks of scores above the diagonal (OP_ATTENTION_BLOCK;
+ * fuse_attention proves it and sets it). seq_first 1: Q, K, V and Y
  * (and their gradients) are stored [N, T, H, d], the layout the exporters
  * split heads from, for the logical [N, H, T, d] (the head-split Transposes
  * around the pattern become strides of the kernels' GEMMs; K, not Kᵀ; LSE and
@@ -21,6 +25,7 @@
  * column thirds (the exporters' Split of the fused q/k/v projection, absorbed),
  * Y [N, T, H, d]; the gradient then writes dX alone (one output). */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
@@ -38,6 +43,7 @@ static int attention_decode(const ir_graph *g, ir_node *n, oc_err *err) {
         return oc_fail(err, "qkv_heads %" PRId64 " needs seq_first", p->qkv_heads);
     p->mask = (int)ir_attr_int(n, "mask", 0);
     p->fill = ir_attr_float(n, "fill", 0.0f);
+    p->causal = ir_attr_int(n, "causal", 0) != 0;
     p->dropout_ratio = ir_attr_float(n, "dropout_ratio", 0.0f);
     const char *key = ir_attr_string(n, "dropout_key", "");
     p->dropout_key_hash = op_name_hash(key);
@@ -63,6 +69,22 @@ static ir_tensor logical(const ir_node *n, const ir_tensor *x) {
         l.dims[1] = x->dims[2], l.dims[2] = x->dims[1];
     }
     return l;
+}
+
+bool op_attention_causal_mask(const ir_tensor *cond, int mode, int64_t T, int64_t S) {
+    int r = cond->rank;
+    int64_t n;
+    if (T != S || (mode != 1 && mode != 2) || cond->dtype != IR_DTYPE_BOOL || r < 2 ||
+        cond->data_src != IR_DATA_INLINE || !cond->data || cond->dims[r - 2] != T ||
+        cond->dims[r - 1] != S || !ir_tensor_numel(cond, &n) || cond->data_bytes != (size_t)n)
+        return false;
+    const uint8_t *c = cond->data;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t j = k % S, t = (k / S) % T;
+        bool masked = mode == 1 ? c[k] != 0 : c[k] == 0;
+        if (masked != (j > t)) return false;
+    }
+    return true;
 }
 
 void op_attention_geometry(const ir_graph *g, const ir_node *n, op_attention_geom *out) {
@@ -131,6 +153,17 @@ static int attention_dims(ir_graph *g, ir_node *n, int at, bool k_transposed, in
             if (od[i] != st.dims[i])
                 return oc_fail(err, "the mask '%s' must broadcast to the scores", c->name);
     }
+    if (ir_attr_int(n, "causal", 0) != 0) { /* the kernels skip what it masks: verify */
+        int mode = (int)ir_attr_int(n, "mask", 0);
+        bool causal = c && T == S && ir_attr_float(n, "fill", 0.0f) <= OP_ATTENTION_CAUSAL_FILL;
+        /* a value: checked; else (a mask read from a planned model's file) the plan's digest vouches */
+        if (causal && op_is_value(c)) causal = op_attention_causal_mask(c, mode, T, S);
+        if (!causal)
+            return oc_fail(err,
+                           "causal needs T == S (%" PRId64 ", %" PRId64 "), a fill <= %g and a "
+                           "mask that hides exactly the scores above the diagonal ('%s')",
+                           T, S, (double)OP_ATTENTION_CAUSAL_FILL, c ? c->name : "none");
+    }
     d[0] = T, d[1] = S, d[2] = dh, d[3] = v->dims[r - 1];
     return OC_OK;
 }
@@ -165,7 +198,8 @@ static int attention_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
 /* Two GEMMs forward (Q Kᵀ, P V) and the row softmax; backward four GEMMs and
  * the recomputed scores' one. The kernels pass each batch's [T, S] scores
  * through scratch: forward written and read twice each (GEMM, softmax, GEMM),
- * backward about three times that; counted as bytes moved. */
+ * backward about three times that; counted as bytes moved. Causal: the blocks
+ * at and below the diagonal alone, (nb + 1) / (2 nb) of it for nb blocks. */
 static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
     bool grad = n->op == OP_FUSED_ATTENTION_GRAD;
@@ -176,9 +210,14 @@ static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     for (int i = 0; i + 1 < q->rank; i++) rows *= q->dims[i];
     double S = (double)v->dims[v->rank - 2], dh = (double)q->dims[q->rank - 1],
            dv = (double)v->dims[v->rank - 1];
-    double fwd = 2.0 * (double)rows * S * (dh + dv) + 5.0 * (double)rows * S;
+    double part = 1.0;
+    if (op_args_of(n)->attention.causal) {
+        double nb = ceil(S / OP_ATTENTION_BLOCK);
+        part = nb > 0 ? (nb + 1) / (2 * nb) : 1.0;
+    }
+    double fwd = part * (2.0 * (double)rows * S * (dh + dv) + 5.0 * (double)rows * S);
     c->flops = grad ? 2.5 * fwd : fwd;
-    double scratch = 2.0 * (double)rows * S * sizeof(float) * (grad ? 3.0 : 1.0);
+    double scratch = part * 2.0 * (double)rows * S * sizeof(float) * (grad ? 3.0 : 1.0);
     c->bytes_read += scratch;
     c->bytes_written += scratch;
 }

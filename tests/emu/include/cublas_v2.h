@@ -83,6 +83,14 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long strideB, const float *beta, float *C, int ldc,
                                          long long strideC, int batchCount);
 
+/* nb products C_i = op(A_i) op(B_i) with A_i = Aarray[i] ...: the arrays in
+ * device memory, read when the stream runs it. */
+cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                  cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                                  const float *const Aarray[], int lda, const float *const Barray[],
+                                  int ldb, const float *beta, float *const Carray[], int ldc,
+                                  int batchCount);
+
 /* cublasGemmEx with the float compute types (alpha, beta: float): A and B of
  * one type (32F, 16F or 16BF), C of that type or 32F, as cuBLAS's table for
  * CUBLAS_COMPUTE_32F allows; anything else is CUBLAS_STATUS_NOT_SUPPORTED.

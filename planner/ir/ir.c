@@ -405,7 +405,13 @@ int64_t ir_graph_bytes_of_kind(const ir_graph *g, ir_kind k) {
 }
 
 void ir_graph_remove_nodes(ir_graph *g, const bool *remove) {
+    ir_graph_remove_nodes_map(g, remove, NULL, NULL);
+}
+
+void ir_graph_remove_nodes_map(ir_graph *g, const bool *remove, int *node_map_out,
+                               int *tensor_map_out) {
     int *node_map = oc_malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof(int));
+    int n_nodes_before = g->n_nodes, n_tensors_before = g->n_tensors;
     int kept_nodes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
@@ -464,6 +470,8 @@ void ir_graph_remove_nodes(ir_graph *g, const bool *remove) {
     for (int i = 0; i < g->n_inputs; i++) g->inputs[i] = tmap[g->inputs[i]];
     for (int i = 0; i < g->n_outputs; i++) g->outputs[i] = tmap[g->outputs[i]];
     index_rebuild(g, g->index_cap ? g->index_cap : 64);
+    if (node_map_out) memcpy(node_map_out, node_map, (size_t)n_nodes_before * sizeof(int));
+    if (tensor_map_out) memcpy(tensor_map_out, tmap, (size_t)n_tensors_before * sizeof(int));
     oc_free(used);
     oc_free(tmap);
     oc_free(node_map);

@@ -245,6 +245,9 @@ ir_tensor *ir_node_out(ir_graph *g, const ir_node *n, int i);
  * Outputs of removed nodes that are still used must hold data: they become
  * initializers. Node and tensor indices change; the name index is rebuilt. */
 void ir_graph_remove_nodes(ir_graph *g, const bool *remove);
+/* The same, and where each node and tensor went (-1: removed): node_map holds
+ * the node count before, tensor_map the tensor count before (either NULL). */
+void ir_graph_remove_nodes_map(ir_graph *g, const bool *remove, int *node_map, int *tensor_map);
 
 /* A graph of one node's own tensors — slot k: input k, then the outputs; -1
  * where omitted — as shallow copies (names and data shared; dtype, rank and

@@ -9,6 +9,7 @@
 #include "train/autodiff_internal.h"
 #include "train/fuse_attention.h"
 #include "train/fuse_gelu.h"
+#include "train/fuse_grad_sum.h"
 #include "train/fuse_norm_act.h"
 #include "train/channels_last.h"
 
@@ -779,6 +780,8 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
     /* grad_of grows to cover every tensor (-1 past the forward ones). */
     tg->grad_of = oc_realloc(tg->grad_of, (size_t)fwd->n_tensors * sizeof(int));
     for (int t = b.n_fwd_tensors; t < fwd->n_tensors; t++) tg->grad_of[t] = -1;
+    int n_sums = 0;
+    if (o->fuse == TRAIN_FUSE_ALL && !o->forward_only) fuse_grad_sum(tg, &n_sums);
     train_mark_aliases(tg);
     train_alias_kinds(tg);
     classify(tg);

@@ -41,13 +41,15 @@ int cpu_pointwise(const kernel_args *a, oc_err *err) {
     }
 }
 
-/* dY, S (the saved tensor) -> dX. */
+/* dY, S (the saved tensor) [, dY2] -> dX; dY2 (ReluGrad's, fuse_grad_sum.h):
+ * a second partial, dY + dY2 for dY. */
 int cpu_pointwise_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dyt = kernel_in(a, 0);
+    const ir_tensor *dyt = kernel_in(a, 0), *dy2t = kernel_in(a, 2);
     if (kernel_want_dtype(a, dyt, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err) ||
+        (dy2t && kernel_want_dtype(a, dy2t, IR_DTYPE_FLOAT, err)))
         return OC_ERR;
-    const float *dyp = a->in[0], *sp = a->in[1];
+    const float *dyp = a->in[0], *sp = a->in[1], *dy2p = dy2t ? a->in[2] : NULL;
     float *dx = a->out[0];
     int64_t n = kernel_numel(dyt);
     float p0, p1;
@@ -56,7 +58,7 @@ int cpu_pointwise_grad(const kernel_args *a, oc_err *err) {
 #define PW_CASE(kind, expr)                                                                        \
     case OP_##kind:                                                                                \
         for (int64_t i = 0; i < n; i++) {                                                          \
-            float dy = dyp[i], s = sp[i];                                                          \
+            float dy = dy2p ? dyp[i] + dy2p[i] : dyp[i], s = sp[i];                                \
             dx[i] = (expr);                                                                        \
         }                                                                                          \
         return OC_OK;

@@ -245,16 +245,18 @@ int cuda_pointwise(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* dY, S (the saved tensor) -> dX. */
+/* dY, S (the saved tensor) [, dY2: a second partial of dY] -> dX. */
 int cuda_pointwise_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = kernel_in(a, 0);
+    const ir_tensor *dy = kernel_in(a, 0), *dy2 = kernel_in(a, 2);
     if (!ir_dtype_is_half(dy->dtype) &&
         (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
          kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err)))
         return OC_ERR;
+    if (dy2 && dy2->dtype != dy->dtype) return kernel_fail(a, err, "dY and dY2 differ in type");
     op_pointwise_args p = pointwise_params(a->n);
-    CU_LAUNCH(cu_pointwise_grad(c->stream, a->n->op, cuda_float_kind(dy->dtype), a->in[0], a->in[1],
-                                a->out[0], kernel_numel(dy), p.p0, p.p1));
+    CU_LAUNCH(cu_pointwise_grad(c->stream, a->n->op, cuda_float_kind(dy->dtype), a->in[0],
+                                dy2 ? a->in[2] : NULL, a->in[1], a->out[0], kernel_numel(dy), p.p0,
+                                p.p1));
     return OC_OK;
 }
 

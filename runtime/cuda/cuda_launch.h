@@ -247,8 +247,9 @@ int cu_clip_grad(void *stream, const float *dy, const float *x, float *dx, int64
  * expression there. */
 int cu_pointwise(void *stream, int op, int ek, const void *x, void *y, int64_t n, float p0,
                  float p1);
-int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, const void *s, void *dx,
-                      int64_t n, float p0, float p1);
+/* dy2 (NULL: none): a second partial of the gradient, dy + dy2 taken for dy. */
+int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, const void *dy2, const void *s,
+                      void *dx, int64_t n, float p0, float p1);
 /* out = a + b elementwise, float16 (kind 1) or bfloat16 (2), summed in float32. */
 int cu_add2_half(void *stream, int kind, const void *a, const void *b, void *out, int64_t n);
 /* The operands of cu_sum_half, passed by value. */

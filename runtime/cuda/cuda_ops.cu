@@ -624,16 +624,21 @@ __global__ void k_pointwise_f4(const f4 *x, f4 *y, int64_t n4, float p0, float p
         y[i] = r;
     }
 }
+// dy2 (NULL: none): a second partial of the gradient, dy + dy2 for dy (fuse_grad_sum.h)
 template <int OP>
-__global__ void k_pointwise_grad(const float *dy, const float *s, float *dx, int64_t n, float p0,
-                                 float p1) {
-    GRID_LOOP(i, n) dx[i] = pw_grad<OP>(dy[i], s[i], p0, p1);
+__global__ void k_pointwise_grad(const float *dy, const float *dy2, const float *s, float *dx,
+                                 int64_t n, float p0, float p1) {
+    GRID_LOOP(i, n) dx[i] = pw_grad<OP>(dy2 ? dy[i] + dy2[i] : dy[i], s[i], p0, p1);
 }
 template <int OP>
-__global__ void k_pointwise_grad_f4(const f4 *dy, const f4 *s, f4 *dx, int64_t n4, float p0,
-                                    float p1) {
+__global__ void k_pointwise_grad_f4(const f4 *dy, const f4 *dy2, const f4 *s, f4 *dx, int64_t n4,
+                                    float p0, float p1) {
     GRID_LOOP(i, n4) {
         f4 g = dy[i], a = s[i], r;
+        if (dy2) {
+            f4 e = dy2[i];
+            for (int k = 0; k < 4; k++) g.v[k] += e.v[k];
+        }
         for (int k = 0; k < 4; k++) r.v[k] = pw_grad<OP>(g.v[k], a.v[k], p0, p1);
         dx[i] = r;
     }
@@ -650,10 +655,16 @@ __global__ void k_pointwise_h(const T *x, T *y, int64_t n, float p0, float p1) {
     }
 }
 template <int OP, int V, typename T>
-__global__ void k_pointwise_grad_h(const T *dy, const T *s, T *dx, int64_t n, float p0, float p1) {
+__global__ void k_pointwise_grad_h(const T *dy, const T *dy2, const T *s, T *dx, int64_t n,
+                                   float p0, float p1) {
     GRID_LOOP(i, n / V) {
         float g[V], a[V];
         ldv<T, V>(dy, i * V, g);
+        if (dy2) {
+            float e[V];
+            ldv<T, V>(dy2, i * V, e);
+            for (int k = 0; k < V; k++) g[k] += e[k];
+        }
         ldv<T, V>(s, i * V, a);
         for (int k = 0; k < V; k++) g[k] = pw_grad<OP>(g[k], a[k], p0, p1);
         stv<T, V>(dx, i * V, g);
@@ -667,14 +678,14 @@ static void pointwise_h(cudaStream_t s, const void *x, void *y, int64_t n, float
     else k_pointwise_h<OP, 1, T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (T *)y, n, p0, p1);
 }
 template <int OP, typename T>
-static void pointwise_grad_h(cudaStream_t s, const void *dy, const void *sv, void *dx, int64_t n,
-                             float p0, float p1) {
-    if (vec_of(n, sizeof(T), dy, sv, dx, NULL) == 4)
+static void pointwise_grad_h(cudaStream_t s, const void *dy, const void *dy2, const void *sv,
+                             void *dx, int64_t n, float p0, float p1) {
+    if (vec_of(n, sizeof(T), dy, sv, dx, dy2) == 4)
         k_pointwise_grad_h<OP, 4, T><<<blocks_for(n / 4), THREADS, 0, s>>>(
-            (const T *)dy, (const T *)sv, (T *)dx, n, p0, p1);
+            (const T *)dy, (const T *)dy2, (const T *)sv, (T *)dx, n, p0, p1);
     else
-        k_pointwise_grad_h<OP, 1, T>
-            <<<blocks_for(n), THREADS, 0, s>>>((const T *)dy, (const T *)sv, (T *)dx, n, p0, p1);
+        k_pointwise_grad_h<OP, 1, T><<<blocks_for(n), THREADS, 0, s>>>(
+            (const T *)dy, (const T *)dy2, (const T *)sv, (T *)dx, n, p0, p1);
 }
 
 template <int OP>
@@ -696,22 +707,22 @@ static void pointwise_launch(cudaStream_t s, int kind, const void *xv, void *yv,
     else k_pointwise<OP><<<blocks_for(n), THREADS, 0, s>>>(x, y, n, p0, p1);
 }
 template <int OP>
-static void pointwise_grad_launch(cudaStream_t s, int kind, const void *dyv, const void *svv,
-                                  void *dxv, int64_t n, float p0, float p1) {
+static void pointwise_grad_launch(cudaStream_t s, int kind, const void *dyv, const void *dy2v,
+                                  const void *svv, void *dxv, int64_t n, float p0, float p1) {
     if (kind == 1) {
-        pointwise_grad_h<OP, oc_f16>(s, dyv, svv, dxv, n, p0, p1);
+        pointwise_grad_h<OP, oc_f16>(s, dyv, dy2v, svv, dxv, n, p0, p1);
         return;
     }
     if (kind == 2) {
-        pointwise_grad_h<OP, oc_bf16>(s, dyv, svv, dxv, n, p0, p1);
+        pointwise_grad_h<OP, oc_bf16>(s, dyv, dy2v, svv, dxv, n, p0, p1);
         return;
     }
-    const float *dy = (const float *)dyv, *sv = (const float *)svv;
+    const float *dy = (const float *)dyv, *dy2 = (const float *)dy2v, *sv = (const float *)svv;
     float *dx = (float *)dxv;
-    if (vec4_ok(n, dy, sv, dx))
+    if (vec_of(n, sizeof(float), dy, sv, dx, dy2) == 4)
         k_pointwise_grad_f4<OP><<<blocks_for(n / 4), THREADS, 0, s>>>(
-            (const f4 *)dy, (const f4 *)sv, (f4 *)dx, n / 4, p0, p1);
-    else k_pointwise_grad<OP><<<blocks_for(n), THREADS, 0, s>>>(dy, sv, dx, n, p0, p1);
+            (const f4 *)dy, (const f4 *)dy2, (const f4 *)sv, (f4 *)dx, n / 4, p0, p1);
+    else k_pointwise_grad<OP><<<blocks_for(n), THREADS, 0, s>>>(dy, dy2, sv, dx, n, p0, p1);
 }
 
 extern "C" int cu_pointwise(void *stream, int op, int ek, const void *x, void *y, int64_t n,
@@ -728,13 +739,13 @@ extern "C" int cu_pointwise(void *stream, int op, int ek, const void *x, void *y
     return last_error();
 }
 
-extern "C" int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, const void *sv,
-                                 void *dx, int64_t n, float p0, float p1) {
+extern "C" int cu_pointwise_grad(void *stream, int op, int ek, const void *dy, const void *dy2,
+                                 const void *sv, void *dx, int64_t n, float p0, float p1) {
     if (n == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     switch (op) {
 #define PW_CASE(kind, expr)                                                                        \
-    case OP_##kind: pointwise_grad_launch<OP_##kind>(s, ek, dy, sv, dx, n, p0, p1); break;
+    case OP_##kind: pointwise_grad_launch<OP_##kind>(s, ek, dy, dy2, sv, dx, n, p0, p1); break;
         OC_POINTWISE_GRAD(PW_CASE)
 #undef PW_CASE
     default: return (int)cudaErrorInvalidValue;

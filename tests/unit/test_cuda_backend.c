@@ -16,7 +16,8 @@
  *     Y > 0 as Y was stored (test_kernels.c's case, both layouts); the BN
  *     kernels moving 4 elements a thread agree with their one-element form
  *     (channels-last bit for bit; float32, float16, bfloat16; forward,
- *     gradient, with the forward's statistics and without). */
+ *     gradient, with the forward's statistics and without); ReluGrad with a second
+ *     partial of dY is bit for bit the Sum then ReluGrad. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -374,6 +375,76 @@ static void test_bn_vectors(void **state) {
 #endif
 }
 
+/* ReluGrad with a second partial (fuse_grad_sum.h): dX = (dY + dY2) where Y > 0, rounded once
+ * to the tensors' type — bit for bit what the unfused Sum then ReluGrad store (the Sum rounds
+ * a + b, ReluGrad passes or zeroes it); float32, float16, bfloat16, 4 elements a thread (aligned)
+ * and one (a tensor one element off), and without dY2 the old result. */
+static void test_relu_grad_addend(void **state) {
+    (void)state;
+#ifdef OC_CUDA_EMU
+    enum { N = 36 };
+    int cases = 0;
+    cudaStream_t st;
+    assert_int_equal(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+    uint8_t *h, *d;
+    const size_t tb = (N + 4) * 4, bytes = 4 * tb;
+    assert_int_equal(cudaHostAlloc((void **)&h, bytes, 0), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&d, bytes), cudaSuccess);
+    for (int kind = 0; kind < 3; kind++)
+        for (int off = 0; off < 2; off++)
+            for (int two = 0; two < 2; two++) {
+                const size_t es = kind ? 2 : 4;
+                ir_dtype dt = kind == 1 ? IR_DTYPE_FLOAT16 : IR_DTYPE_BFLOAT16;
+                uint64_t rng = 7;
+                memset(h, 0, bytes);
+                for (int t = 0; t < 3; t++) /* dy, dy2, y */
+                    for (size_t i = 0; i < N; i++) {
+                        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+                        float v = (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1) * 3;
+                        uint8_t *e = h + t * tb + (off + i) * es;
+                        if (kind == 0) memcpy(e, &v, 4);
+                        else {
+                            uint16_t b = half_from_f32(dt, v);
+                            memcpy(e, &b, 2);
+                        }
+                    }
+                assert_int_equal(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, st),
+                                 cudaSuccess);
+                uint8_t *dy = d + off * es, *dy2 = dy + tb, *y = dy2 + tb, *dx = y + tb;
+                assert_int_equal(cu_pointwise_grad(st, OP_RELU_GRAD, kind, dy, two ? dy2 : NULL, y,
+                                                   dx, N, 0.0f, 0.0f),
+                                 0);
+                assert_int_equal(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, st),
+                                 cudaSuccess);
+                assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
+                for (size_t i = 0; i < N; i++) {
+                    const uint8_t *hd = h + 3 * tb + (off + i) * es;
+                    float g = bnv_at(h + (off + i) * es, kind, 0), yv;
+                    if (two) g += bnv_at(h + tb + (off + i) * es, kind, 0);
+                    yv = bnv_at(h + 2 * tb + (off + i) * es, kind, 0);
+                    float want = yv > 0.0f ? g : 0.0f;
+                    uint8_t wb[4];
+                    if (kind == 0) memcpy(wb, &want, 4);
+                    else {
+                        uint16_t b = half_from_f32(dt, want);
+                        memcpy(wb, &b, 2);
+                    }
+                    if (memcmp(hd, wb, es) != 0)
+                        fail_msg("kind %d off %d dY2 %d: element %zu is %g, want %g", kind, off,
+                                 two, i, (double)bnv_at(hd, kind, 0), (double)want);
+                }
+                cases++;
+            }
+    cudaFree(d), cudaFreeHost(h);
+    cudaStreamDestroy(st);
+    printf(
+        "ok - emulated cuda: ReluGrad(dY, Y, dY2) == Sum then ReluGrad, bit for bit (%d cases)\n",
+        cases);
+#else
+    printf("# SKIP ReluGrad addend check: not the emulator\n");
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backend_new_or_skip),
@@ -384,6 +455,7 @@ int main(void) {
         cmocka_unit_test(test_half_nodes_native),
         cmocka_unit_test(test_bn_relu_grad_half_mask),
         cmocka_unit_test(test_bn_vectors),
+        cmocka_unit_test(test_relu_grad_addend),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

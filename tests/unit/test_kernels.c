@@ -7,6 +7,7 @@
  *     computations (PyTorch's formulas);
  *   - BatchNormReluGrad's Relu mask is Y > 0 as Y was stored (float16: a
  *     BN value too small for a half is a 0 in Y, so no gradient flows);
+ *   - ReluGrad with a second partial of dY is bit for bit Sum then ReluGrad;
  *   - Dropout: same (seed, step, node) -> same mask, another step -> another
  *     mask, the ratio honoured, DropoutGrad applies the forward's mask;
  *   - bitwise repeatability of a convolution.
@@ -274,6 +275,46 @@ static void test_bn_relu_grad_mask_as_stored(void **s) {
     kt_free(k);
 }
 
+/* ReluGrad(dY, Y, dY2) (a gradient Sum folded in, train/fuse_grad_sum.h) is
+ * bit for bit Sum(dY, dY2) then ReluGrad(., Y), in float32 and both halves. */
+static void test_relu_grad_addend(void **s) {
+    (void)s;
+    const ir_dtype types[] = {IR_DTYPE_FLOAT, IR_DTYPE_BFLOAT16, IR_DTYPE_FLOAT16};
+    for (int ti = 0; ti < 3; ti++) {
+        ir_dtype dt = types[ti];
+        kt *k = kt_new(15);
+        int in[3];
+        const char *names[3] = {"a", "b", "y"};
+        for (int t = 0; t < 3; t++) {
+            in[t] = kt_tensor(k, names[t], dt, 2, DIMS(5, 7));
+            for (int i = 0; i < 35; i++) {
+                float v = (float)kt_rand(k) * 3.0f;
+                if (dt == IR_DTYPE_FLOAT) ((float *)k->buf[in[t]])[i] = v;
+                else ((uint16_t *)k->buf[in[t]])[i] = half_from_f32(dt, v);
+            }
+        }
+        int sum = ir_tensor_add(k->g, "sum", dt), dx1 = ir_tensor_add(k->g, "dx1", dt),
+            dx2 = ir_tensor_add(k->g, "dx2", dt);
+        int ns = kt_node(k, "sum", "Sum", "", IN(in[0], in[1]), OUT(sum));
+        kt_infer(k, ns);
+        kt_run(k, ns);
+        int n1 = kt_node(k, "rg", "ReluGrad", "ai.outcore", IN(sum, in[2]), OUT(dx1));
+        int n2 = kt_node(k, "rg2", "ReluGrad", "ai.outcore", IN(in[0], in[2], in[1]), OUT(dx2));
+        kt_infer(k, n1);
+        kt_infer(k, n2);
+        kt_run(k, n1);
+        kt_run(k, n2);
+        size_t es = (size_t)ir_dtype_size(dt);
+        assert_memory_equal(k->buf[dx1], k->buf[dx2], 35 * es);
+        int zeros = 0;
+        for (size_t i = 0; i < 35 * es; i += es)
+            zeros += memcmp((uint8_t *)k->buf[dx2] + i, "\0\0\0\0", es) == 0;
+        assert_true(zeros > 5 && zeros < 30); /* the mask passes some, stops some */
+        kt_free(k);
+    }
+    printf("ok - ReluGrad(dY, Y, dY2) == Sum then ReluGrad, bit for bit (float32, bf16, fp16)\n");
+}
+
 /* ---- Gemm ---- */
 
 static void test_gemm(void **s) {
@@ -440,6 +481,7 @@ int main(void) {
         cmocka_unit_test(test_conv_direct_and_repeatable),
         cmocka_unit_test(test_batch_norm_running_stats),
         cmocka_unit_test(test_bn_relu_grad_mask_as_stored),
+        cmocka_unit_test(test_relu_grad_addend),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_max_pool_ties),
         cmocka_unit_test(test_sgd_momentum),

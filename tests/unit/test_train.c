@@ -574,6 +574,79 @@ static train_graph *small_resnet_block(void) {
     return finish(g, out0(g, r2));
 }
 
+/* Two residual blocks: the first's end, Relu(BN(.) + stem), is read by the
+ * second's convolution and its Add, so its gradient is a Sum of two partials;
+ * the fused BN + Add + Relu's backward starts with ReluGrad on it. fuse_all:
+ * the default (the Sum folded into the ReluGrad), else --fuse forward. */
+static train_graph *two_residual_blocks(bool fuse_all) {
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int64_t wd[] = {4, 4, 3, 3}, pads[] = {1, 1, 1, 1};
+    int y = a;
+    for (int k = 0; k < 2; k++) {
+        char cn[16], bname[16], an[16], rn[16], wn[16];
+        snprintf(cn, sizeof cn, "conv%d", k), snprintf(bname, sizeof bname, "bn%d", k);
+        snprintf(an, sizeof an, "add%d", k), snprintf(rn, sizeof rn, "relu%d", k);
+        snprintf(wn, sizeof wn, "conv%d.w", k);
+        int c = node(g, cn, "Conv", 1, y, param(g, wn, 4, wd), END);
+        attr_ints(g, c, "pads", 4, pads);
+        int b = bn(g, bname, out0(g, c), 4, 5);
+        int s = node(g, an, "Add", 1, out0(g, b), y, END);
+        y = out0(g, node(g, rn, "Relu", 1, out0(g, s), END));
+    }
+    ir_graph_add_output(g, y);
+    oc_err err;
+    if (ir_infer_shapes(g, &err)) fail_msg("infer: %s", err.msg);
+    train_opts o = train_opts_default();
+    if (!fuse_all) o.fuse = TRAIN_FUSE_FORWARD;
+    train_graph *tg;
+    if (train_build(g, &o, &tg, &err)) fail_msg("train_build: %s", err.msg);
+    return tg;
+}
+
+/* ReluGrad nodes reading a second partial (3 inputs), and ReluGrad nodes
+ * whose dY is a Sum's output. */
+static void count_relu_grads(const train_graph *tg, int *with_addend, int *after_sum) {
+    const ir_graph *g = tg->g;
+    *with_addend = *after_sum = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op != OP_RELU_GRAD) continue;
+        *with_addend += n->n_inputs == 3;
+        int p = g->tensors[n->inputs[0]].producer;
+        *after_sum += p >= 0 && g->nodes[p].op == OP_SUM;
+    }
+}
+
+/* fuse_grad_sum: the first block's ReluGrad takes both partials, the Sum is
+ * gone, and the graph is still consistent (every rule's reads, the updates,
+ * the first block's gradient no tensor now); --fuse forward keeps the Sum. */
+static void test_grad_sum_folded(void **state) {
+    (void)state;
+    int addend, after_sum;
+    train_graph *tg = two_residual_blocks(true);
+    count_relu_grads(tg, &addend, &after_sum);
+    assert_int_equal(addend, 1);
+    assert_int_equal(after_sum, 0);
+    assert_int_equal(node_named(tg->g, "relu0_y0/grad_sum"), -1);
+    assert_true(node_named(tg->g, "stem_y0/grad_sum") >= 0); /* read by a Conv's backward: kept */
+    assert_int_equal(tg->grad_of[ir_tensor_find(tg->g, "relu0_y0")], -1);
+    check_rule(tg, "conv0"); /* conv1's input is relu0_y0: no gradient tensor, as said */
+    check_updates(tg);
+    for (int i = 0; i < tg->g->n_nodes; i++) /* phases and forward links followed the removal */
+        assert_true(i < tg->n_forward ? tg->fwd_of[i] == -1
+                                      : tg->fwd_of[i] >= -1 && tg->fwd_of[i] < tg->n_forward);
+    int64_t folded_peak = tg->incore_peak_bytes;
+    train_graph_free(tg);
+    tg = two_residual_blocks(false);
+    count_relu_grads(tg, &addend, &after_sum);
+    assert_int_equal(addend, 0);
+    assert_int_equal(after_sum, 1);
+    assert_true(node_named(tg->g, "relu0_y0/grad_sum") >= 0);
+    assert_true(folded_peak <= tg->incore_peak_bytes);
+    train_graph_free(tg);
+}
+
 static void test_deterministic_names(void **state) {
     (void)state;
     train_graph *x = small_resnet_block(), *y = small_resnet_block();
@@ -726,6 +799,7 @@ int main(void) {
         cmocka_unit_test(test_missing_rule_names_node),
         cmocka_unit_test(test_model_loss),
         cmocka_unit_test(test_reshaped_parameter_trains),
+        cmocka_unit_test(test_grad_sum_folded),
         cmocka_unit_test(test_deterministic_names),
         cmocka_unit_test(test_incore_peak_brute_force),
         cmocka_unit_test(test_autocast_rules),

@@ -79,6 +79,19 @@ static int out0_like_in0(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
+/* ReluGrad(dY, Y [, dY2]) -> dX = (dY + dY2) where Y > 0, else 0: dY2, a
+ * second partial of Y's gradient (train/fuse_grad_sum.c folds their Sum in),
+ * like dY. */
+static int relu_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    if (out0_like_in0(g, n, opset, err)) return OC_ERR;
+    ir_tensor *dy = ir_node_in(g, n, 0), *dy2;
+    if (n->n_inputs < 3 || n->inputs[2] < 0) return OC_OK;
+    if (op_in_shaped(g, n, 2, &dy2, err)) return OC_ERR;
+    if (!same_shape(dy, dy2) || dy2->dtype != dy->dtype)
+        return oc_fail(err, "'%s' and '%s' differ in shape or type", dy->name, dy2->name);
+    return OC_OK;
+}
+
 /* dY, X, scale -> dX (like X), dScale (C), dBias (C) */
 static int bn_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
@@ -282,7 +295,7 @@ BACKWARD_OP(op_def_conv_transpose_backward_data, 2, 2, 1, 1, backward_data_infer
 BACKWARD_OP(op_def_conv_transpose_backward_filter, 2, 2, 1, 2, conv_transpose_filter_infer,
             conv_transpose_filter_cost, op_decode_conv);
 BACKWARD_OP_OPT0(op_def_batch_norm_grad, 3, 5, 1, 3, bn_grad_infer, NULL, op_decode_batch_norm);
-BACKWARD_OP(op_def_relu_grad, 2, 2, 1, 1, out0_like_in0, NULL, NULL);
+BACKWARD_OP(op_def_relu_grad, 2, 3, 1, 1, relu_grad_infer, NULL, NULL);
 BACKWARD_OP(op_def_relu_grad_bias, 2, 2, 2, 2, relu_grad_bias_infer, NULL, NULL);
 BACKWARD_OP(op_def_clip_grad, 2, 4, 1, 1, out0_like_in0, NULL, op_decode_clip);
 BACKWARD_OP(op_def_dropout_grad, 2, 2, 1, 1, out0_like_in0, NULL, op_decode_dropout);

@@ -26,6 +26,7 @@ HSTEPS=6
 if [ $EMU = 1 ]; then
     R=resnet18 RB=4 RSZ=64 RCL=10 V=alexnet_small VB=4 VSZ=32 G=tiny_gpt_range GB=4 GS=32x64
     HDEV="--device cpu --image-size 64" HVDEV="--device cpu --image-size 32"
+    export OC_ATTENTION_BLOCK=8 # the tiny GPT's 32 rows in 4 causal blocks, as GPT-2's 1024 in 8
 else
     R=resnet50 RB=640 RSZ=224 RCL=1000 V=vgg16 VB=256 VSZ=224 G=gpt2_small GB=16 GS=1024x50257
     HDEV="" HVDEV=""

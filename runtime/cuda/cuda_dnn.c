@@ -945,7 +945,7 @@ static size_t att_ptrs_at(const att_dims *d) {
 
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n) {
     att_dims d = att_dims_of(g, n);
-    size_t ptrs = d.nblk > 1 ? 3 * (size_t)(d.nblk * d.chunk) * sizeof(float *) : 0;
+    size_t ptrs = d.a.H || d.nblk > 1 ? 3 * (size_t)(d.nblk * d.chunk) * sizeof(float *) : 0;
     return att_ptrs_at(&d) + ptrs;
 }
 
@@ -1041,9 +1041,11 @@ static int gemm_rm_ptrs(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t 
     return OC_OK;
 }
 
-/* A blocked seq_first GEMM: one kernel writes every block's pointers, then
- * one cublasSgemmBatched a block covers the chunk's batches (a strided batch
- * cannot: a batch's head and image stride differently). */
+/* A seq_first GEMM over a chunk of several images, or blocked: one kernel
+ * writes every block's pointers, then one cublasSgemmBatched a block covers
+ * the chunk's batches (a strided batch cannot: a batch's head and image
+ * stride differently; one strided call per image was 72 calls a GEMM a chunk
+ * for ViT-B/16's 864 batch-heads of 197 x 197 scores, launch-bound). */
 static int att_gemm_ptrs(const cuda_ctx *c, const kernel_args *a, const att_dims *d, int64_t b0,
                          int64_t cb, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                          const att_opnd *o[3], oc_err *err) {
@@ -1069,12 +1071,12 @@ static int att_gemm_ptrs(const cuda_ctx *c, const kernel_args *a, const att_dims
 
 /* C_b = alpha op(A_b) op(B_b) for the chunk's batches [b0, b0 + cb), M, N
  * and K counts or ATT_* cuts, block by block: one strided-batched GEMM, or
- * (seq_first) one per image the chunk touches, or (seq_first, blocked)
- * att_gemm_ptrs. */
+ * (seq_first, within one image) one strided-batched GEMM over its heads, or
+ * (seq_first, several images or blocked) att_gemm_ptrs. */
 static int att_gemm(const cuda_ctx *c, const kernel_args *a, const att_dims *d, int64_t b0,
                     int64_t cb, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                     att_opnd A, att_opnd B, att_opnd C, oc_err *err) {
-    if (d->nblk > 1 && d->a.H) {
+    if (d->a.H && (d->nblk > 1 || b0 / d->a.H != (b0 + cb - 1) / d->a.H)) {
         const att_opnd *o[3] = {&A, &B, &C};
         return att_gemm_ptrs(c, a, d, b0, cb, ta, tb, M, N, K, alpha, o, err);
     }

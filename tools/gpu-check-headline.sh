@@ -16,6 +16,8 @@
 #   graph      ResNet-50 fused with --cuda-graph on (timed); --deterministic 2 steps with graph
 #              replay off and on, weights compared bit for bit
 #   trace      ResNet-50 traced --no-fuse and fused: tools/step_time.py's per-op-class table
+#   trace_best ResNet-50 nhwc fp32 and bf16, VGG-16 nhwc traced: where the fastest steps go
+#              (not in the default list: a second call's)
 #   caps       16 GiB: ResNet-50 fused fp32 and bf16, GPT-2 (measured profile, plan, run), and
 #              PyTorch ResNet-50 checkpointing under the cap
 #   gpt2_trace GPT-2 traced with --attention unfused, fused, and fused with every score computed
@@ -165,6 +167,23 @@ part_trace() {
         >"$LOG/step_time.md" 2>&1
     row "where the step goes ($R b$RB fp32, ms/step)" "step_time.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time.md"
+}
+part_trace_best() { # the fastest layouts traced: ResNet-50 nhwc fp32 and bf16, VGG-16 nhwc
+    h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
+    h_model $V $VSZ && [ -f "$LOG/hv_x.pb" ] || batch_files hv_ $VB $VSZ $RCL
+    local spec tag m b d args files=()
+    for spec in "r50-nhwc:$R:$RB:h_:--layout nhwc" "r50-bf16-nhwc:$R:$RB:h_:--layout nhwc --precision bf16" \
+                "vgg-nhwc:$V:$VB:hv_:--layout nhwc"; do
+        IFS=: read -r tag m b d args <<<"$spec"
+        h_left 30 "trace $tag" || return 0
+        tbox 120 $RUN "$LOG/${m}_h.onnx" --backend cuda --batch $b --steps 3 --lr 0.01 \
+            --input "$LOG/${d}x.pb" --labels "$LOG/${d}y.pb" $args --trace-out "$LOG/trace_$tag.json" \
+            >"$LOG/trace_$tag.log" 2>&1
+        files+=("$tag=$LOG/trace_$tag.json")
+    done
+    $PYTHON tools/step_time.py "${files[@]}" --nodes 15 >"$LOG/step_time_best.md" 2>&1
+    row "where the step goes (fastest layouts, ms/step; nodes: the first)" "step_time_best.md:"
+    while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time_best.md"
 }
 part_gpt2_trace() { # GPT-2 traced, attention unfused, fused, fused without causal blocks
     [ -n "${GM:-}" ] || part_gpt2

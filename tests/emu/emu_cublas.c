@@ -106,10 +106,17 @@ static bool typed_matrix_ok(const void *p, cudaDataType t, int rows, int cols, i
 /* The checks cublasSgemm and cublasGemmEx share: arguments, leading dimensions,
  * and A, B, C each inside one device block for the extent they span.
  * *empty: nothing to compute (m or n is 0). */
-static cublasStatus_t gemm_args(cublasOperation_t transa, cublasOperation_t transb, int m, int n,
-                                int k, const void *alpha, const void *A, cudaDataType at, int lda,
-                                const void *B, cudaDataType bt, int ldb, const void *beta,
-                                const void *C, cudaDataType ct, int ldc, bool *empty) {
+/* The stored extents of A (ar x ac) and B (br x bc) of a product op(A) op(B)
+ * (m x k, k x n). */
+typedef struct gemm_shape {
+    int ar, ac, br, bc;
+} gemm_shape;
+
+/* The argument checks every product shares: sizes, operations, scalars and
+ * leading dimensions; *empty: nothing to compute (m or n is 0). */
+static cublasStatus_t gemm_shape_of(cublasOperation_t transa, cublasOperation_t transb, int m,
+                                    int n, int k, const void *alpha, const void *beta, int lda,
+                                    int ldb, int ldc, gemm_shape *s, bool *empty) {
     *empty = false;
     if (m < 0 || n < 0 || k < 0 || !alpha || !beta || (unsigned)transa > CUBLAS_OP_C ||
         (unsigned)transb > CUBLAS_OP_C)
@@ -118,11 +125,25 @@ static cublasStatus_t gemm_args(cublasOperation_t transa, cublasOperation_t tran
         *empty = true;
         return CUBLAS_STATUS_SUCCESS;
     }
-    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
-    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
-    if (lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
+    s->ar = transa == CUBLAS_OP_N ? m : k, s->ac = transa == CUBLAS_OP_N ? k : m;
+    s->br = transb == CUBLAS_OP_N ? k : n, s->bc = transb == CUBLAS_OP_N ? n : k;
+    if (lda < (s->ar > 1 ? s->ar : 1) || ldb < (s->br > 1 ? s->br : 1) || ldc < (m > 1 ? m : 1))
         return CUBLAS_STATUS_INVALID_VALUE;
-    if ((k > 0 && (!typed_matrix_ok(A, at, ar, ac, lda) || !typed_matrix_ok(B, bt, br, bc, ldb))) ||
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t gemm_args(cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                                int k, const void *alpha, const void *A, cudaDataType at, int lda,
+                                const void *B, cudaDataType bt, int ldb, const void *beta,
+                                const void *C, cudaDataType ct, int ldc, gemm_shape *sh,
+                                bool *empty) {
+    gemm_shape s = {0, 0, 0, 0};
+    cublasStatus_t st =
+        gemm_shape_of(transa, transb, m, n, k, alpha, beta, lda, ldb, ldc, &s, empty);
+    if (sh) *sh = s;
+    if (st != CUBLAS_STATUS_SUCCESS || *empty) return st;
+    if ((k > 0 &&
+         (!typed_matrix_ok(A, at, s.ar, s.ac, lda) || !typed_matrix_ok(B, bt, s.br, s.bc, ldb))) ||
         !typed_matrix_ok(C, ct, m, n, ldc))
         return CUBLAS_STATUS_INVALID_VALUE;
     return CUBLAS_STATUS_SUCCESS;
@@ -134,7 +155,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t transa, cublasOpe
     if (!handle_ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
     bool empty;
     cublasStatus_t st = gemm_args(transa, transb, m, n, k, alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F,
-                                  ldb, beta, C, CUDA_R_32F, ldc, &empty);
+                                  ldb, beta, C, CUDA_R_32F, ldc, NULL, &empty);
     if (st != CUBLAS_STATUS_SUCCESS || empty) return st;
     sgemm_job *j = malloc(sizeof *j);
     if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
@@ -177,7 +198,8 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t tra
  * to return by then). */
 typedef struct sgemm_batched_job {
     sgemm_job one; /* A, B, C unset */
-    int ar, ac, br, bc, nb;
+    gemm_shape s;
+    int nb;
     const float *const *A, *const *B;
     float *const *C;
 } sgemm_batched_job;
@@ -186,8 +208,8 @@ static void sgemm_batched_run(void *p) {
     sgemm_batched_job *j = p;
     sgemm_job o = j->one;
     for (int b = 0; b < j->nb; b++) {
-        if ((o.k > 0 && (!typed_matrix_ok(j->A[b], CUDA_R_32F, j->ar, j->ac, o.lda) ||
-                         !typed_matrix_ok(j->B[b], CUDA_R_32F, j->br, j->bc, o.ldb))) ||
+        if ((o.k > 0 && (!typed_matrix_ok(j->A[b], CUDA_R_32F, j->s.ar, j->s.ac, o.lda) ||
+                         !typed_matrix_ok(j->B[b], CUDA_R_32F, j->s.br, j->s.bc, o.ldb))) ||
             !typed_matrix_ok(j->C[b], CUDA_R_32F, o.m, o.n, o.ldc)) {
             fprintf(stderr, "emu cublasSgemmBatched: product %d's A, B or C is not device memory\n",
                     b);
@@ -205,27 +227,22 @@ cublasStatus_t cublasSgemmBatched(cublasHandle_t h, cublasOperation_t transa,
                                   int ldb, const float *beta, float *const Carray[], int ldc,
                                   int batchCount) {
     if (!handle_ok(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (batchCount < 0 || !alpha || !beta || (unsigned)transa > CUBLAS_OP_C ||
-        (unsigned)transb > CUBLAS_OP_C || m < 0 || n < 0 || k < 0)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if (batchCount == 0 || m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+    gemm_shape sh;
+    bool empty;
+    cublasStatus_t st =
+        gemm_shape_of(transa, transb, m, n, k, alpha, beta, lda, ldb, ldc, &sh, &empty);
+    if (batchCount < 0) st = CUBLAS_STATUS_INVALID_VALUE;
+    if (st != CUBLAS_STATUS_SUCCESS || empty || batchCount == 0) return st;
     size_t arr = (size_t)batchCount * sizeof(void *);
     if (!emu_is_device_range(Aarray, arr) || !emu_is_device_range(Barray, arr) ||
         !emu_is_device_range(Carray, arr))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
-    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
-    if (lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1))
         return CUBLAS_STATUS_INVALID_VALUE;
     sgemm_batched_job *j = malloc(sizeof *j);
     if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
     *j = (sgemm_batched_job){.one = {transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
                                      transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k,
                                      lda, ldb, ldc, *alpha, *beta, NULL, NULL, NULL},
-                             .ar = ar,
-                             .ac = ac,
-                             .br = br,
-                             .bc = bc,
+                             .s = sh,
                              .nb = batchCount,
                              .A = Aarray,
                              .B = Barray,
@@ -308,11 +325,10 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t transa, cublasOp
         (computeType == CUBLAS_COMPUTE_32F_FAST_TF32 && Atype != CUDA_R_32F))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     bool empty;
+    gemm_shape sh;
     cublasStatus_t st = gemm_args(transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
-                                  beta, C, Ctype, ldc, &empty);
+                                  beta, C, Ctype, ldc, &sh, &empty);
     if (st != CUBLAS_STATUS_SUCCESS || empty) return st;
-    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
-    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
     gemm_ex_job *j = malloc(sizeof *j);
     if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
     *j = (gemm_ex_job){.ta = transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
@@ -323,10 +339,10 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t transa, cublasOp
                        .lda = lda,
                        .ldb = ldb,
                        .ldc = ldc,
-                       .ar = ar,
-                       .ac = ac,
-                       .br = br,
-                       .bc = bc,
+                       .ar = sh.ar,
+                       .ac = sh.ac,
+                       .br = sh.br,
+                       .bc = sh.bc,
                        .alpha = *(const float *)alpha,
                        .beta = *(const float *)beta,
                        .A = A,

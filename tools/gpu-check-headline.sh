@@ -23,6 +23,9 @@
 #   gpt2_trace GPT-2 traced with --attention unfused, fused, and fused with every score computed
 #              (OC_ATTENTION_BLOCK=0: no causal blocks skipped) (tools/step_time.py --nodes)
 #   torch_gpt2 PyTorch GPT-2 eager in core (tools/gpu_torch_transformers.py)
+#   att_sweep  GPT-2 (causal) and ViT-B/16 fused in core, traced under FusedAttention's knobs
+#              (GPU_CHECK_ATT_VARIANTS: OC_ATTENTION_BLOCK, _SCRATCH_MIB, _DKV_ROWS): step and
+#              FusedAttention / FusedAttentionGrad ms per variant (not in the default list)
 # (the emulator: ResNet-18 b4 64x64, alexnet_small b4, the tiny GPT; PyTorch on the CPU)
 HSTEPS=6
 if [ $EMU = 1 ]; then
@@ -103,12 +106,15 @@ part_bf16() {
     B_BEST=$(ips "$LOG/$R b$RB bf16.log") B_L=
     faster "$(ips "$LOG/$R b$RB bf16 nhwc.log")" "$B_BEST" && B_BEST=$(ips "$LOG/$R b$RB bf16 nhwc.log") B_L="--layout nhwc"
 }
-part_gpt2() {
+gpt2_files() { # $GM, its batch's files ($GD)
     GM=$LOG/$G.onnx
     if [ -f graphs/$G.onnx ]; then cp graphs/$G.onnx "$GM"
     else $PYTHON tools/export_models.py --models $G --out "$LOG" >/dev/null 2>&1; fi
     tf_data $G $GB $GS
     GD="--input $LOG/${G}_x.pb --labels $LOG/${G}_y.pb"
+}
+part_gpt2() {
+    gpt2_files
     h_run "$G b$GB fp32" "$GM" $GB "$GD" --attention ${GPU_CHECK_ATTENTION:-fused}
     G_IPS=$(ips "$LOG/$G b$GB fp32.log")
 }
@@ -207,6 +213,41 @@ part_torch_gpt2() { # PyTorch GPT-2 eager in core, for the in-core ratio
     out=$(tbox 150 $PYTHON tools/gpu_torch_transformers.py $G eager $GB --iters 3 \
           $([ $EMU = 1 ] && echo --device cpu) 2>"$LOG/torch_${G}_eager.err" | tail -1)
     row "  pytorch $G eager b$GB" "${out:-FAILED ($(tail -1 "$LOG/torch_${G}_eager.err"))}"
+}
+# att_sweep: MODEL:VARIANT:ENV,ENV.. (ENV without spaces); gpt2 runs the GPT-2 part's model
+ATT_VARIANTS_DEFAULT="gpt2:default: gpt2:s1536-rows:OC_ATTENTION_SCRATCH_MIB=1536,OC_ATTENTION_DKV_ROWS=1
+  gpt2:rows:OC_ATTENTION_DKV_ROWS=1 gpt2:s1536:OC_ATTENTION_SCRATCH_MIB=1536 gpt2:whole:OC_ATTENTION_BLOCK=0
+  gpt2:s1536-whole:OC_ATTENTION_SCRATCH_MIB=1536,OC_ATTENTION_BLOCK=0
+  gpt2:s1536-b256-rows:OC_ATTENTION_SCRATCH_MIB=1536,OC_ATTENTION_BLOCK=256,OC_ATTENTION_DKV_ROWS=1
+  vit:default: vit:s1024:OC_ATTENTION_SCRATCH_MIB=1024"
+part_att_sweep() {
+    [ -n "${GM:-}" ] || gpt2_files
+    local VM=$LOG/vit_sweep.onnx VB=256 VS=3x224x224 VN=vit_b16 spec m tag envs f vd
+    [ $EMU = 1 ] && VB=4 VS=3x32x32 VN=tiny_vit
+    for spec in ${GPU_CHECK_ATT_VARIANTS:-$ATT_VARIANTS_DEFAULT}; do
+        IFS=: read -r m tag envs <<<"$spec"
+        h_left 25 "att_sweep $m $tag" || return 0
+        if [ $m = vit ] && [ ! -f "$VM" ]; then
+            if [ -f graphs/$VN.onnx ]; then cp graphs/$VN.onnx "$VM"
+            else $PYTHON tools/export_models.py --models $VN --out "$LOG/vit.d" >/dev/null 2>&1 &&
+                 mv "$LOG/vit.d/$VN.onnx" "$VM"; fi
+            tf_data $VN $VB $VS
+        fi
+        f=$LOG/att_${m}_$tag vd="--input $LOG/${VN}_x.pb --labels $LOG/${VN}_y.pb"
+        ( for e in ${envs//,/ }; do export "$e"; done
+          if [ $m = vit ]; then tbox 120 $RUN "$VM" --backend cuda --batch $VB --steps 3 --lr 0.01 $vd \
+                  --attention fused --trace-out "$f.json" >"$f.log" 2>&1
+          else tbox 120 $RUN "$GM" --backend cuda --batch $GB --steps 3 --lr 0.01 $GD \
+                  --attention fused --trace-out "$f.json" >"$f.log" 2>&1; fi )
+        $PYTHON tools/step_time.py "$tag=$f.json" --by-op >"$f.md" 2>&1
+        row "att_sweep $m $tag (${envs:-defaults})" "$($PYTHON - "$f.md" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+ms = lambda k: (re.search(r"^\| (?:\*\*)?" + k + r"(?:\*\*)? \| (?:\*\*)?([0-9.]+)", t, re.M) or [0, "?"])[1]
+print(f"step {ms('step')} ms, FusedAttention {ms('FusedAttention')} ms, FusedAttentionGrad {ms('FusedAttentionGrad')} ms")
+PY
+) $(loss_falls "$f.log" && echo "loss falls" || echo "FAILED: $(tail -1 "$f.log" | cut -c1-80)")"
+    done
 }
 h_cap() { # TAG MODEL BATCH DATA IN-CORE-LOG IN-CORE-IPS FLAGS...: profile, plan, run under 16 GiB
     local tag=$1 m=$2 b=$3 d=$4 ilog=$5 iips=$6 rc

@@ -842,12 +842,13 @@ static int gemm_rm(const cuda_ctx *c, ir_dtype dt, bool ta, bool tb, int64_t m, 
                       a, err);
 }
 
-/* Row-major C_b = alpha op(A_b) op(B_b) for b < nb, float (FusedAttention). */
+/* Row-major C_b = alpha op(A_b) op(B_b) + beta C_b for b < nb, float
+ * (FusedAttention). */
 static int gemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                            float alpha, const float *A, int64_t lda, int64_t sa, const float *B,
-                           int64_t ldb, int64_t sb, float *C, int64_t ldc, int64_t sc, int64_t nb,
-                           const kernel_args *a, oc_err *err) {
-    return gemm_typed(c, IR_DTYPE_FLOAT, true, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, 0.0f,
+                           int64_t ldb, int64_t sb, float beta, float *C, int64_t ldc, int64_t sc,
+                           int64_t nb, const kernel_args *a, oc_err *err) {
+    return gemm_typed(c, IR_DTYPE_FLOAT, true, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta,
                       C, ldc, sc, nb, a, err);
 }
 
@@ -898,12 +899,15 @@ int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
  * diagonal (masked, their probabilities exactly 0) neither computed nor read;
  * the gradients' column blocks sum over the rows at and below them. ---- */
 
-#define ATT_SCRATCH_BYTES ((size_t)256 << 20)
+#define ATT_SCRATCH_MIB 256
 
 /* A positive integer from the environment, or 0: OC_ATTENTION_CHUNK=K forces
  * K batches a chunk, OC_ATTENTION_BLOCK=B causal blocks of B rows (the tests'
  * way to run several chunks and blocks on small models; 0: whole rows, the
- * blocks above the diagonal computed too, gpu-check's comparison). */
+ * blocks above the diagonal computed too, gpu-check's comparison),
+ * OC_ATTENTION_SCRATCH_MIB=M the scores' scratch (default ATT_SCRATCH_MIB),
+ * OC_ATTENTION_DKV_ROWS=1 a causal dV and dK by row blocks (gpu-check's
+ * attention sweep compares them on the GPU). */
 static int64_t env_count(const char *name) {
     const char *e = getenv(name);
     long long k = e ? strtoll(e, NULL, 10) : 0;
@@ -918,6 +922,8 @@ typedef struct att_dims {
     int64_t blk;        /* causal: rows a block; 0: whole rows */
     int64_t nblk;       /* blocks of rows (1 unless causal) */
     int64_t bt;         /* what the GEMMs' dims are cut by: blk, or max(T, S) */
+    bool dkv_rows;      /* blocked dV, dK: by row blocks, each adding to the columns up to
+                           its end (else by column blocks, over the rows from the diagonal) */
     const float **ptrs; /* blocked seq_first GEMMs' pointer arrays (scratch), 3 nblk chunk */
 } att_dims;
 
@@ -925,13 +931,15 @@ static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
     att_dims d = {0};
     op_attention_geometry(g, n, &d.a);
     size_t per = 2 * (size_t)d.a.T * (size_t)d.a.S * sizeof(float);
-    d.chunk = per ? (int64_t)(ATT_SCRATCH_BYTES / per) : d.a.nb;
+    int64_t mib = env_count("OC_ATTENTION_SCRATCH_MIB");
+    d.chunk = per ? (int64_t)(((size_t)(mib ? mib : ATT_SCRATCH_MIB) << 20) / per) : d.a.nb;
     if (env_count("OC_ATTENTION_CHUNK")) d.chunk = env_count("OC_ATTENTION_CHUNK");
     if (d.chunk < 1) d.chunk = 1;
     if (d.chunk > d.a.nb) d.chunk = d.a.nb;
     if (op_args_of(n)->attention.causal && d.a.dh > 0 && d.a.dv > 0) { /* no empty products */
         d.blk = getenv("OC_ATTENTION_BLOCK") ? env_count("OC_ATTENTION_BLOCK") : OP_ATTENTION_BLOCK;
         d.nblk = d.blk ? (d.a.T + d.blk - 1) / d.blk : 1;
+        d.dkv_rows = env_count("OC_ATTENTION_DKV_ROWS") > 0;
     }
     if (d.nblk < 1) d.nblk = 1;
     d.bt = d.blk ? d.blk : d.a.T > d.a.S ? d.a.T : d.a.S;
@@ -1022,23 +1030,29 @@ static int64_t att_dim(const att_dims *d, int64_t v, int64_t i) {
     }
 }
 
-/* Row-major C_b = alpha op(A_b) op(B_b) for the nb pointers of each array
- * (device memory). */
+/* Row-major C_b = alpha op(A_b) op(B_b) + beta C_b for the nb pointers of
+ * each array (device memory). */
 static int gemm_rm_ptrs(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         float alpha, const float **A, int64_t lda, const float **B, int64_t ldb,
-                        const float **C, int64_t ldc, int64_t nb, const kernel_args *a,
+                        float beta, const float **C, int64_t ldc, int64_t nb, const kernel_args *a,
                         oc_err *err) {
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
         ldc > INT_MAX || nb > INT_MAX)
         return kernel_fail(a, err, "dims exceed cuBLAS's int range");
     if (m == 0 || n == 0 || nb == 0) return OC_OK;
     if (k == 0) return kernel_fail(a, err, "a blocked product of length 0"); /* att_dims_of: none */
-    float beta = 0.0f;
     CUBLAS_CHECK(cublasSetStream(c->im->blas, c->stream));
     CUBLAS_CHECK(cublasSgemmBatched(
         c->im->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
         (int)k, &alpha, B, (int)ldb, A, (int)lda, &beta, (float *const *)C, (int)ldc, (int)nb));
     return OC_OK;
+}
+
+/* Block j of a blocked GEMM's order: the blocks in order, or (acc) from the
+ * last to the first, the last writing C and the others adding to it. */
+static int64_t att_block(const att_dims *d, bool acc, int64_t j, float *beta) {
+    *beta = acc && j > 0 ? 1.0f : 0.0f;
+    return acc ? d->nblk - 1 - j : j;
 }
 
 /* A seq_first GEMM over a chunk of several images, or blocked: one kernel
@@ -1048,7 +1062,7 @@ static int gemm_rm_ptrs(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t 
  * for ViT-B/16's 864 batch-heads of 197 x 197 scores, launch-bound). */
 static int att_gemm_ptrs(const cuda_ctx *c, const kernel_args *a, const att_dims *d, int64_t b0,
                          int64_t cb, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                         const att_opnd *o[3], oc_err *err) {
+                         const att_opnd *o[3], bool acc, oc_err *err) {
     cu_att_ptrs p;
     for (int k = 0; k < 3; k++) {
         bool heads = !o[k]->scratch;
@@ -1059,28 +1073,33 @@ static int att_gemm_ptrs(const cuda_ctx *c, const kernel_args *a, const att_dims
         p.step[k] = opnd_step(d, o[k]);
     }
     CU_LAUNCH(cu_att_ptrs_fill(c->stream, d->ptrs, d->nblk, cb, b0, p));
-    for (int64_t i = 0; i < d->nblk; i++) {
+    for (int64_t j = 0; j < d->nblk; j++) {
+        float beta;
+        int64_t i = att_block(d, acc, j, &beta);
         const float **at = d->ptrs + i * 3 * cb;
         if (gemm_rm_ptrs(c, ta, tb, att_dim(d, M, i), att_dim(d, N, i), att_dim(d, K, i), alpha, at,
-                         opnd_ld(d, o[0]), at + cb, opnd_ld(d, o[1]), at + 2 * cb, opnd_ld(d, o[2]),
-                         cb, a, err))
+                         opnd_ld(d, o[0]), at + cb, opnd_ld(d, o[1]), beta, at + 2 * cb,
+                         opnd_ld(d, o[2]), cb, a, err))
             return OC_ERR;
     }
     return OC_OK;
 }
 
 /* C_b = alpha op(A_b) op(B_b) for the chunk's batches [b0, b0 + cb), M, N
- * and K counts or ATT_* cuts, block by block: one strided-batched GEMM, or
- * (seq_first, within one image) one strided-batched GEMM over its heads, or
- * (seq_first, several images or blocked) att_gemm_ptrs. */
-static int att_gemm(const cuda_ctx *c, const kernel_args *a, const att_dims *d, int64_t b0,
-                    int64_t cb, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                    att_opnd A, att_opnd B, att_opnd C, oc_err *err) {
+ * and K counts or ATT_* cuts, block by block (acc: see att_block): one
+ * strided-batched GEMM, or (seq_first, within one image) one strided-batched
+ * GEMM over its heads, or (seq_first, several images or blocked)
+ * att_gemm_ptrs. */
+static int att_gemm_blocks(const cuda_ctx *c, const kernel_args *a, const att_dims *d, int64_t b0,
+                           int64_t cb, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                           float alpha, att_opnd A, att_opnd B, att_opnd C, bool acc, oc_err *err) {
     if (d->a.H && (d->nblk > 1 || b0 / d->a.H != (b0 + cb - 1) / d->a.H)) {
         const att_opnd *o[3] = {&A, &B, &C};
-        return att_gemm_ptrs(c, a, d, b0, cb, ta, tb, M, N, K, alpha, o, err);
+        return att_gemm_ptrs(c, a, d, b0, cb, ta, tb, M, N, K, alpha, o, acc, err);
     }
-    for (int64_t i = 0; i < d->nblk; i++) {
+    for (int64_t j = 0; j < d->nblk; j++) {
+        float beta;
+        int64_t i = att_block(d, acc, j, &beta);
         int64_t m = att_dim(d, M, i), n = att_dim(d, N, i), k = att_dim(d, K, i);
         for (int64_t b = b0; b < b0 + cb;) {
             int64_t run = d->a.H ? (b / d->a.H + 1) * d->a.H - b : cb;
@@ -1089,13 +1108,18 @@ static int att_gemm(const cuda_ctx *c, const kernel_args *a, const att_dims *d, 
             const float *pa = opnd_at(d, &A, b, b0, &la, &sa) + i * opnd_step(d, &A),
                         *pb = opnd_at(d, &B, b, b0, &lb, &sb) + i * opnd_step(d, &B);
             float *pc = (float *)opnd_at(d, &C, b, b0, &lc, &sc) + i * opnd_step(d, &C);
-            if (gemm_rm_batched(c, ta, tb, m, n, k, alpha, pa, la, sa, pb, lb, sb, pc, lc, sc, run,
-                                a, err))
+            if (gemm_rm_batched(c, ta, tb, m, n, k, alpha, pa, la, sa, pb, lb, sb, beta, pc, lc, sc,
+                                run, a, err))
                 return OC_ERR;
             b += run;
         }
     }
     return OC_OK;
+}
+static int att_gemm(const cuda_ctx *c, const kernel_args *a, const att_dims *d, int64_t b0,
+                    int64_t cb, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                    att_opnd A, att_opnd B, att_opnd C, oc_err *err) {
+    return att_gemm_blocks(c, a, d, b0, cb, ta, tb, M, N, K, alpha, A, B, C, false, err);
 }
 
 /* A tensor operand (width: elements a row of it, when seq_first) or a scratch
@@ -1186,8 +1210,12 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
                                          p->dropout_ratio, b0 * T * S));
                 Pd = sdS;
             }
-            if (att_gemm(c, a, &d, b0, cb, true, false, ATT_COLS, dv, ATT_FROM, 1.0f,
-                         moved(Pd, 1, 1), dY, moved(tensor_opnd(dV, S, dv, d.a.wv), 1, 0), err))
+            if (d.dkv_rows ? att_gemm_blocks(c, a, &d, b0, cb, true, false, ATT_UPTO, dv, ATT_ROWS,
+                                             1.0f, moved(Pd, 1, 0), dY,
+                                             tensor_opnd(dV, S, dv, d.a.wv), true, err)
+                           : att_gemm(c, a, &d, b0, cb, true, false, ATT_COLS, dv, ATT_FROM, 1.0f,
+                                      moved(Pd, 1, 1), dY,
+                                      moved(tensor_opnd(dV, S, dv, d.a.wv), 1, 0), err))
                 return OC_ERR;
         }
         if (!dQ && !dK) continue;
@@ -1205,7 +1233,14 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
                                         p->scale, moved(sdS, 1, 0), tensor_opnd(K, S, dh, d.a.wq),
                                         moved(tensor_opnd(dQ, T, dh, d.a.wq), 1, 0), err)))
             return OC_ERR;
-        if (dK &&
+        if (dK && d.dkv_rows &&
+            (p->k_transposed
+                 ? att_gemm_blocks(c, a, &d, b0, cb, true, false, dh, ATT_UPTO, ATT_ROWS, p->scale,
+                                   Q, moved(sdS, 1, 0), tensor_opnd(dK, dh, S, 0), true, err)
+                 : att_gemm_blocks(c, a, &d, b0, cb, true, false, ATT_UPTO, dh, ATT_ROWS, p->scale,
+                                   moved(sdS, 1, 0), Q, tensor_opnd(dK, S, dh, d.a.wq), true, err)))
+            return OC_ERR;
+        if (dK && !d.dkv_rows &&
             (p->k_transposed
                  ? att_gemm(c, a, &d, b0, cb, true, false, dh, ATT_COLS, ATT_FROM, p->scale, Q,
                             moved(sdS, 1, 1), moved(tensor_opnd(dK, dh, S, 0), 0, 1), err)

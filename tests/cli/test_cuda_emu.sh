@@ -110,7 +110,17 @@ else
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness_blk.out" | head -20
 fi
 
-# 1c'''. again with cuDNN's fused convolution-bias-activation refused (EMU_CUDNN_REFUSE): the
+# 1c'''. the same blocks with dV and dK by row blocks, each block adding to the columns up to
+#     its end (OC_ATTENTION_DKV_ROWS, the GPU's attention sweep compares it with column blocks)
+if OC_ATTENTION_BLOCK=4 OC_ATTENTION_DKV_ROWS=1 "$EMU/tests/test_op_harness" --require cuda \
+    >"$T/harness_rows.out" 2>&1; then
+    ok "op harness, cuda (emulated) vs cpu, causal dV and dK by row blocks of 4: $(grep -c 'FusedAttention (causal.*cuda matches cpu' "$T/harness_rows.out") causal cases match"
+else
+    bad "op harness with OC_ATTENTION_DKV_ROWS=1:"
+    grep -E '^(ERROR|not ok)|FAILED' "$T/harness_rows.out" | head -20
+fi
+
+# 1c''''. again with cuDNN's fused convolution-bias-activation refused (EMU_CUDNN_REFUSE): the
 #     ConvRelu nodes fall back to convolution, bias and Relu apart, said once per shape
 if EMU_CUDNN_REFUSE=cudnnConvolutionBiasActivationForward "$EMU/tests/test_op_harness" \
     --require cuda >"$T/harness_nofused.out" 2>&1 &&

@@ -215,11 +215,9 @@ part_torch_gpt2() { # PyTorch GPT-2 eager in core, for the in-core ratio
     row "  pytorch $G eager b$GB" "${out:-FAILED ($(tail -1 "$LOG/torch_${G}_eager.err"))}"
 }
 # att_sweep: MODEL:VARIANT:ENV,ENV.. (ENV without spaces); gpt2 runs the GPT-2 part's model
-ATT_VARIANTS_DEFAULT="gpt2:default: gpt2:s1536-rows:OC_ATTENTION_SCRATCH_MIB=1536,OC_ATTENTION_DKV_ROWS=1
-  gpt2:rows:OC_ATTENTION_DKV_ROWS=1 gpt2:s1536:OC_ATTENTION_SCRATCH_MIB=1536 gpt2:whole:OC_ATTENTION_BLOCK=0
-  gpt2:s1536-whole:OC_ATTENTION_SCRATCH_MIB=1536,OC_ATTENTION_BLOCK=0
-  gpt2:s1536-b256-rows:OC_ATTENTION_SCRATCH_MIB=1536,OC_ATTENTION_BLOCK=256,OC_ATTENTION_DKV_ROWS=1
-  vit:default: vit:s1024:OC_ATTENTION_SCRATCH_MIB=1024"
+ATT_VARIANTS_DEFAULT="gpt2:default: gpt2:rows:OC_ATTENTION_DKV_ROWS=1 gpt2:s256:OC_ATTENTION_SCRATCH_MIB=256
+  gpt2:s256-cols:OC_ATTENTION_SCRATCH_MIB=256,OC_ATTENTION_DKV_ROWS=0 gpt2:whole:OC_ATTENTION_BLOCK=0
+  gpt2:b256:OC_ATTENTION_BLOCK=256 gpt2:b64:OC_ATTENTION_BLOCK=64 vit:default: vit:s1024:OC_ATTENTION_SCRATCH_MIB=1024"
 part_att_sweep() {
     [ -n "${GM:-}" ] || gpt2_files
     local VM=$LOG/vit_sweep.onnx VB=256 VS=3x224x224 VN=vit_b16 spec m tag envs f vd

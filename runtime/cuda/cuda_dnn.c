@@ -899,14 +899,24 @@ int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
  * diagonal (masked, their probabilities exactly 0) neither computed nor read;
  * the gradients' column blocks sum over the rows at and below them. ---- */
 
-#define ATT_SCRATCH_MIB 256
+/* The scores' scratch by default: room for ATT_CHUNK_WANT batches a chunk,
+ * within [ATT_SCRATCH_MIN_MIB, ATT_SCRATCH_MAX_MIB]. A chunk's GEMMs fill the
+ * GPU only with many batches (a causal block's row products are one
+ * [128, 64] tile a batch): on an H200, GPT-2 small b16 ran FusedAttention and
+ * its gradient in 112.6 ms a step in chunks of 32 (256 MiB), in 65.1 ms in
+ * one chunk of all 192 (1.5 GiB); ViT-B/16 b256's chunks of 864 (256 MiB)
+ * gained 1% in one of 3072. */
+#define ATT_CHUNK_WANT 192
+#define ATT_SCRATCH_MIN_MIB 256
+#define ATT_SCRATCH_MAX_MIB 1536
 
 /* A positive integer from the environment, or 0: OC_ATTENTION_CHUNK=K forces
  * K batches a chunk, OC_ATTENTION_BLOCK=B causal blocks of B rows (the tests'
  * way to run several chunks and blocks on small models; 0: whole rows, the
  * blocks above the diagonal computed too, gpu-check's comparison),
- * OC_ATTENTION_SCRATCH_MIB=M the scores' scratch (default ATT_SCRATCH_MIB),
- * OC_ATTENTION_DKV_ROWS=1 a causal dV and dK by row blocks (gpu-check's
+ * OC_ATTENTION_SCRATCH_MIB=M the scores' scratch (default: see ATT_CHUNK_WANT),
+ * OC_ATTENTION_DKV_ROWS=1 or 0 a causal dV and dK by row blocks or by column
+ * blocks (default: rows when a chunk holds fewer than ATT_CHUNK_WANT; gpu-check's
  * attention sweep compares them on the GPU). */
 static int64_t env_count(const char *name) {
     const char *e = getenv(name);
@@ -931,15 +941,24 @@ static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
     att_dims d = {0};
     op_attention_geometry(g, n, &d.a);
     size_t per = 2 * (size_t)d.a.T * (size_t)d.a.S * sizeof(float);
-    int64_t mib = env_count("OC_ATTENTION_SCRATCH_MIB");
-    d.chunk = per ? (int64_t)(((size_t)(mib ? mib : ATT_SCRATCH_MIB) << 20) / per) : d.a.nb;
+    size_t want = per * (size_t)(d.a.nb < ATT_CHUNK_WANT ? d.a.nb : ATT_CHUNK_WANT),
+           lo = (size_t)ATT_SCRATCH_MIN_MIB << 20, hi = (size_t)ATT_SCRATCH_MAX_MIB << 20;
+    size_t bytes = want < lo ? lo : want > hi ? hi : want;
+    if (env_count("OC_ATTENTION_SCRATCH_MIB"))
+        bytes = (size_t)env_count("OC_ATTENTION_SCRATCH_MIB") << 20;
+    d.chunk = per ? (int64_t)(bytes / per) : d.a.nb;
     if (env_count("OC_ATTENTION_CHUNK")) d.chunk = env_count("OC_ATTENTION_CHUNK");
     if (d.chunk < 1) d.chunk = 1;
     if (d.chunk > d.a.nb) d.chunk = d.a.nb;
     if (op_args_of(n)->attention.causal && d.a.dh > 0 && d.a.dv > 0) { /* no empty products */
         d.blk = getenv("OC_ATTENTION_BLOCK") ? env_count("OC_ATTENTION_BLOCK") : OP_ATTENTION_BLOCK;
         d.nblk = d.blk ? (d.a.T + d.blk - 1) / d.blk : 1;
-        d.dkv_rows = env_count("OC_ATTENTION_DKV_ROWS") > 0;
+        /* column blocks hold one [blk, dv] tile a batch: with few batches a
+         * chunk, rows (H200, GPT-2 in chunks of 32: FusedAttentionGrad 65.4
+         * ms a step by rows, 79.0 by columns; in one chunk of 192: 45.2, 43.3) */
+        const char *e = getenv("OC_ATTENTION_DKV_ROWS");
+        d.dkv_rows = e ? env_count("OC_ATTENTION_DKV_ROWS") > 0
+                       : d.chunk < ATT_CHUNK_WANT && d.chunk < d.a.nb;
     }
     if (d.nblk < 1) d.nblk = 1;
     d.bt = d.blk ? d.blk : d.a.T > d.a.S ? d.a.T : d.a.S;

@@ -9,6 +9,7 @@
 #include "train/autodiff_internal.h"
 #include "train/fuse_attention.h"
 #include "train/fuse_gelu.h"
+#include "train/skip_dropout.h"
 #include "train/fuse_grad_sum.h"
 #include "train/fuse_norm_act.h"
 #include "train/channels_last.h"
@@ -728,6 +729,11 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         return OC_ERR;
     }
     if (n_gelu) ir_graph_note(fwd, "%d GELU chains fused (Gelu)", n_gelu);
+    int n_skipped = 0;
+    skip_identity_dropouts(fwd, &n_skipped);
+    if (n_skipped)
+        ir_graph_note(fwd, "%d Dropout nodes of ratio 0 or not training skipped (the identity)",
+                      n_skipped);
     int n_nhwc = 0, n_conversions = 0;
     if (o->channels_last && channels_last_pass(fwd, &n_nhwc, &n_conversions, err)) {
         oc_fail_prefix(err, "%s: --layout nhwc", fwd->model_path ? fwd->model_path : "model");

@@ -658,6 +658,61 @@ static void test_deterministic_names(void **state) {
     train_graph_free(y);
 }
 
+static int const_bool(ir_graph *g, const char *name, bool v) {
+    int t = ir_tensor_add(g, name, IR_DTYPE_BOOL);
+    uint8_t b = v;
+    ir_tensor_set_data(&g->tensors[t], &b, 1);
+    g->tensors[t].is_initializer = true;
+    g->tensors[t].kind = IR_KIND_CONSTANT;
+    return t;
+}
+
+static int count_op(const ir_graph *g, int op) {
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) k += (int)g->nodes[i].op == op;
+    return k;
+}
+
+/* skip_identity_dropouts: a training Dropout of ratio 0 (its mask unread) and
+ * one not training leave the graph, their readers read their inputs (one of
+ * them twice, through an Add), no DropoutGrad for them; a ratio-0.25 Dropout
+ * stays with its DropoutGrad. */
+static void test_identity_dropouts_skipped(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int yes = const_bool(g, "train_yes", true), no = const_bool(g, "train_no", false);
+    int r0 = out0(g, node(g, "r0", "Relu", 1, a, END));
+    int d0 = node(g, "d0", "Dropout", 2, r0, const_scalar_f(g, "p0", 0.0f), yes, END);
+    int r1 = out0(g, node(g, "r1", "Relu", 1, out0(g, d0), END));
+    int d1 = node(g, "d1", "Dropout", 2, r1, const_scalar_f(g, "p1", 0.25f), yes, END);
+    int d2 = node(g, "d2", "Dropout", 1, out0(g, d1), const_scalar_f(g, "p2", 0.5f), no, END);
+    int s = node(g, "add", "Add", 1, out0(g, d0), out0(g, d2), END);
+    train_graph *tg = finish(g, out0(g, s));
+    const ir_graph *t = tg->g;
+    assert_int_equal(node_named(t, "d0"), -1);
+    assert_int_equal(node_named(t, "d2"), -1);
+    assert_true(node_named(t, "d1") >= 0);
+    assert_int_equal(ir_tensor_find(t, "d0_y0"), -1);
+    assert_int_equal(ir_tensor_find(t, "d0_y1"), -1); /* the unread mask went with it */
+    assert_int_equal(count_op(t, OP_DROPOUT), 1);
+    assert_int_equal(count_op(t, OP_DROPOUT_GRAD), 1);
+    const ir_node *add = &t->nodes[node_named(t, "add")];
+    assert_int_equal(add->inputs[0], ir_tensor_find(t, "r0_y0"));
+    assert_int_equal(add->inputs[1], ir_tensor_find(t, "d1_y0"));
+    assert_int_equal(t->nodes[node_named(t, "r1")].inputs[0], ir_tensor_find(t, "r0_y0"));
+    const ir_tensor *x = &t->tensors[ir_tensor_find(t, "r0_y0")];
+    bool by_r1 = false, by_add = false; /* the consumer lists followed */
+    for (int c = 0; c < x->n_consumers; c++) {
+        by_r1 |= x->consumers[c] == node_named(t, "r1");
+        by_add |= x->consumers[c] == node_named(t, "add");
+    }
+    assert_true(by_r1 && by_add);
+    check_rule(tg, "d1"); /* r0_y0's gradient Sum folds into r0's ReluGrad: no tensor */
+    check_updates(tg);
+    train_graph_free(tg);
+}
+
 /* Independent count: at node i, live = persistent + every non-persistent tensor
  * whose lifetime [first def, last use] contains i. */
 static void test_incore_peak_brute_force(void **state) {
@@ -800,6 +855,7 @@ int main(void) {
         cmocka_unit_test(test_model_loss),
         cmocka_unit_test(test_reshaped_parameter_trains),
         cmocka_unit_test(test_grad_sum_folded),
+        cmocka_unit_test(test_identity_dropouts_skipped),
         cmocka_unit_test(test_deterministic_names),
         cmocka_unit_test(test_incore_peak_brute_force),
         cmocka_unit_test(test_autocast_rules),

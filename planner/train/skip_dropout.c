@@ -9,8 +9,7 @@ static bool skippable(const ir_graph *g, const ir_node *n) {
     if (n->op != OP_DROPOUT || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 ||
         n->outputs[0] < 0)
         return false;
-    const op_dropout_args *p = &op_args_of(n)->dropout;
-    if (p->training && p->ratio != 0.0f) return false;
+    if (op_args_of(n)->dropout.ratio != 0.0f) return false;
     if (n->n_outputs > 1 && n->outputs[1] >= 0) {
         const ir_tensor *mask = &g->tensors[n->outputs[1]];
         if (mask->n_consumers > 0 || mask->is_graph_output) return false;

@@ -1,10 +1,12 @@
-/* skip_dropout.h — Dropout nodes that are the identity leave the training
- * graph: ratio 0 (the exporters write the modules' p, 0 in the bundled
- * transformers) or not training, the mask read by nobody, the output not a
- * graph output. Their readers read the input instead, so neither the forward
- * copy nor its DropoutGrad runs (on the H200, ViT-B/16 b256's 12 such nodes
- * took 3.1 ms of a 661 ms step). Exact: such a Dropout's output equals its
- * input bit for bit; the other Dropouts keep their keys (by name).
+/* skip_dropout.h — Dropout nodes of ratio 0 leave the training graph (the
+ * exporters write the modules' p, 0 in the bundled transformers), when their
+ * mask is read by nobody and their output is not a graph output. Their readers
+ * read the input instead, so neither the forward copy nor its DropoutGrad runs
+ * (on the H200, ViT-B/16 b256's 12 such nodes took 3.1 ms of a 661 ms step).
+ * Exact: such a Dropout's output equals its input bit for bit; the other
+ * Dropouts keep their keys (by name). A Dropout not training (its ratio above
+ * 0) is the identity too but stays: it runs as a copy, as the op harness
+ * checks it.
  *
  *   int n;
  *   skip_identity_dropouts(forward_graph, &n);  // args decoded

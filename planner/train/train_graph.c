@@ -732,8 +732,7 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
     int n_skipped = 0;
     skip_identity_dropouts(fwd, &n_skipped);
     if (n_skipped)
-        ir_graph_note(fwd, "%d Dropout nodes of ratio 0 or not training skipped (the identity)",
-                      n_skipped);
+        ir_graph_note(fwd, "%d Dropout nodes of ratio 0 skipped (the identity)", n_skipped);
     int n_nhwc = 0, n_conversions = 0;
     if (o->channels_last && channels_last_pass(fwd, &n_nhwc, &n_conversions, err)) {
         oc_fail_prefix(err, "%s: --layout nhwc", fwd->model_path ? fwd->model_path : "model");

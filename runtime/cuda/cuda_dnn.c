@@ -925,7 +925,10 @@ static int64_t env_count(const char *name) {
 }
 
 /* The op's geometry (op_attention_geometry), the batches a chunk holds and
- * the blocks its rows run by. */
+ * the blocks its rows run by. A chunk fits `limit` bytes of scratch (a plan's
+ * workspace for the node, SIZE_MAX without one) where one batch does: a plan
+ * made with a profile of a smaller scratch (another version, another
+ * OC_ATTENTION_SCRATCH_MIB) runs in smaller chunks inside its workspace. */
 typedef struct att_dims {
     op_attention_geom a;
     int64_t chunk;
@@ -937,7 +940,7 @@ typedef struct att_dims {
     const float **ptrs; /* blocked seq_first GEMMs' pointer arrays (scratch), 3 nblk chunk */
 } att_dims;
 
-static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
+static att_dims att_dims_of(const ir_graph *g, const ir_node *n, size_t limit) {
     att_dims d = {0};
     op_attention_geometry(g, n, &d.a);
     size_t per = 2 * (size_t)d.a.T * (size_t)d.a.S * sizeof(float);
@@ -953,6 +956,12 @@ static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
     if (op_args_of(n)->attention.causal && d.a.dh > 0 && d.a.dv > 0) { /* no empty products */
         d.blk = getenv("OC_ATTENTION_BLOCK") ? env_count("OC_ATTENTION_BLOCK") : OP_ATTENTION_BLOCK;
         d.nblk = d.blk ? (d.a.T + d.blk - 1) / d.blk : 1;
+    }
+    if (d.nblk < 1) d.nblk = 1;
+    size_t ptrs = d.a.H || d.nblk > 1 ? 3 * (size_t)d.nblk * sizeof(float *) : 0;
+    if (per && limit < (per + ptrs) * (size_t)d.chunk && limit / (per + ptrs) >= 1)
+        d.chunk = (int64_t)(limit / (per + ptrs));
+    if (d.blk) {
         /* column blocks hold one [blk, dv] tile a batch: with few batches a
          * chunk, rows (H200, GPT-2 in chunks of 32: FusedAttentionGrad 65.4
          * ms a step by rows, 79.0 by columns; in one chunk of 192: 45.2, 43.3) */
@@ -960,7 +969,6 @@ static att_dims att_dims_of(const ir_graph *g, const ir_node *n) {
         d.dkv_rows = e ? env_count("OC_ATTENTION_DKV_ROWS") > 0
                        : d.chunk < ATT_CHUNK_WANT && d.chunk < d.a.nb;
     }
-    if (d.nblk < 1) d.nblk = 1;
     d.bt = d.blk ? d.blk : d.a.T > d.a.S ? d.a.T : d.a.S;
     return d;
 }
@@ -970,8 +978,8 @@ static size_t att_ptrs_at(const att_dims *d) {
     return 2 * (size_t)(d->chunk * d->a.T * d->a.S) * sizeof(float);
 }
 
-size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n) {
-    att_dims d = att_dims_of(g, n);
+size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n, size_t limit) {
+    att_dims d = att_dims_of(g, n, limit);
     size_t ptrs = d.a.H || d.nblk > 1 ? 3 * (size_t)(d.nblk * d.chunk) * sizeof(float *) : 0;
     return att_ptrs_at(&d) + ptrs;
 }
@@ -1178,8 +1186,8 @@ int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    att_dims d = att_dims_of(a->g, a->n);
-    OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
+    att_dims d = att_dims_of(a->g, a->n, a->scratch_bytes);
+    OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n, a->scratch_bytes));
     float *s = a->scratch;
     d.ptrs = (const float **)((uint8_t *)a->scratch + att_ptrs_at(&d));
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
@@ -1203,8 +1211,8 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     for (int i = 0; i < 4; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    att_dims d = att_dims_of(a->g, a->n);
-    OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n));
+    att_dims d = att_dims_of(a->g, a->n, a->scratch_bytes);
+    OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n, a->scratch_bytes));
     float *P = a->scratch, *dS = P + d.chunk * d.a.T * d.a.S;
     d.ptrs = (const float **)((uint8_t *)a->scratch + att_ptrs_at(&d));
     float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);

@@ -141,7 +141,8 @@ bool cuda_pool_uses_cudnn(const ir_graph *g, const ir_node *n);
 int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 /* MaxPoolGrad's scratch (cuda_kernels.c): one int32 argmax per output window. */
 size_t cuda_max_pool_grad_scratch(const ir_graph *g, const ir_node *n);
-size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n); /* FusedAttention */
+size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n,
+                              size_t limit); /* FusedAttention */
 size_t cuda_layer_norm_grad_scratch(const ir_graph *g, const ir_node *n);
 size_t cuda_bn_relu_scratch(const ir_graph *g, const ir_node *n); /* cuda_norm_act.c */
 /* BatchNormalization[Grad] on our kernels (cuda_norm_act.c), not cuDNN's: half

@@ -1006,7 +1006,7 @@ static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, 
     case OP_BATCH_NORM_RELU_GRAD: return cuda_bn_relu_scratch(g, n);
     case OP_GATHER_GRAD: return gather_grad_scratch(g, n);
     case OP_FUSED_ATTENTION:
-    case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n);
+    case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n, limit);
     case OP_CLIP_GRAD_NORM:
     case OP_GRAD_SCALER: return (1 + CU_SUMSQ_SLOTS) * sizeof(double); /* cu_sumsq */
     case OP_BATCH_NORM: /* half or channels-last: our kernels */

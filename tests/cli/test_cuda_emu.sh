@@ -39,6 +39,8 @@
 #      one: step-0 gradients within 1e-5 (norm-wise, all at once) and not
 #      bit-identical (the forward's float statistics vs the emulator's double
 #      recomputation: the stash is used);
+#   4b. FusedAttention planned with a smaller workspace than its default scratch runs in
+#      smaller chunks inside it (nothing outside the plan), losses bitwise == in-core.
 set -u
 BUILD=${BUILD:-build}
 PY=${PY:-/usr/bin/python3}
@@ -464,5 +466,27 @@ if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 4 --seed 7 \
     ok "measured profile ($nws nodes with workspace) -> plan -> cuda run in a device of arena + 1 MiB: losses == in-core"
 else
     bad "measured-profile plan on cuda: $(tail -2 "$T/prof.out") $(cat "$T/wsplan.err") $(tail -3 "$T/wsrun.err") $(grep '^step' "$T/wsrun.out")"
+fi
+# 4b. a plan whose FusedAttention workspace is smaller than the kernel's default scratch (its
+#     profile measured in chunks of 1 batch-head: another version's, another
+#     OC_ATTENTION_SCRATCH_MIB): the run makes its chunks fit the planned workspace — nothing
+#     outside the plan, a device of the arena + 1 MiB — and its losses equal the in-core run's
+#     in the default chunks bit for bit (dV and dK by column blocks in both)
+TG=tests/data/torch2/tiny_gpt_legacy.onnx
+TGA=(--batch 2 --attention fused)
+if OC_ATTENTION_DKV_ROWS=0 "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 3 --seed 7 \
+       >"$T/att_incore.out" 2>&1 &&
+   OC_ATTENTION_CHUNK=1 "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 4 --seed 7 \
+       --profile-out "$T/att_prof.json" >"$T/att_prof.out" 2>&1 &&
+   "$PLAN" plan "$TG" "${TGA[@]}" --profile "$T/att_prof.json" --strategy incore \
+       -o "$T/att_plan.onnx" >/dev/null 2>"$T/att_plan.err" &&
+   arena=$("$PY" -c "import onnx,sys; print({p.key: p.value for p in onnx.load(sys.argv[1]).metadata_props}['outcore.arena_bytes'])" "$T/att_plan.onnx") &&
+   OC_ATTENTION_DKV_ROWS=0 EMU_DEVICE_BYTES=$((arena + 1048576)) "$EMU/outcore-run" "$T/att_plan.onnx" \
+       --backend cuda --steps 3 --seed 7 >"$T/att_run.out" 2>"$T/att_run.err" &&
+   ! grep -q "outside the plan" "$T/att_run.err" &&
+   cmp -s <(grep '^step ' "$T/att_run.out") <(grep '^step ' "$T/att_incore.out"); then
+    ok "a plan with a smaller FusedAttention workspace (profiled in chunks of 1): run inside it, losses bitwise == in-core"
+else
+    bad "FusedAttention in a smaller planned workspace: $(tail -2 "$T/att_plan.err") $(tail -3 "$T/att_run.err") $(grep '^step' "$T/att_run.out" "$T/att_incore.out")"
 fi
 exit $fail

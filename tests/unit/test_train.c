@@ -673,10 +673,11 @@ static int count_op(const ir_graph *g, int op) {
     return k;
 }
 
-/* skip_identity_dropouts: a training Dropout of ratio 0 (its mask unread) and
- * one not training leave the graph, their readers read their inputs (one of
- * them twice, through an Add), no DropoutGrad for them; a ratio-0.25 Dropout
- * stays with its DropoutGrad. */
+/* skip_identity_dropouts: a training Dropout of ratio 0 (its mask unread)
+ * and one of ratio 0 not training leave the graph, their readers read their
+ * inputs (r0's output twice: r1 and the Add), no DropoutGrad for them; a
+ * ratio-0.25 Dropout stays with its DropoutGrad, and one not training of ratio
+ * 0.5 stays (a copy; its gradient passes through). */
 static void test_identity_dropouts_skipped(void **state) {
     (void)state;
     int a;
@@ -687,19 +688,20 @@ static void test_identity_dropouts_skipped(void **state) {
     int r1 = out0(g, node(g, "r1", "Relu", 1, out0(g, d0), END));
     int d1 = node(g, "d1", "Dropout", 2, r1, const_scalar_f(g, "p1", 0.25f), yes, END);
     int d2 = node(g, "d2", "Dropout", 1, out0(g, d1), const_scalar_f(g, "p2", 0.5f), no, END);
-    int s = node(g, "add", "Add", 1, out0(g, d0), out0(g, d2), END);
+    int d3 = node(g, "d3", "Dropout", 1, out0(g, d2), const_scalar_f(g, "p3", 0.0f), no, END);
+    int s = node(g, "add", "Add", 1, out0(g, d0), out0(g, d3), END);
     train_graph *tg = finish(g, out0(g, s));
     const ir_graph *t = tg->g;
     assert_int_equal(node_named(t, "d0"), -1);
-    assert_int_equal(node_named(t, "d2"), -1);
-    assert_true(node_named(t, "d1") >= 0);
+    assert_int_equal(node_named(t, "d3"), -1);
+    assert_true(node_named(t, "d1") >= 0 && node_named(t, "d2") >= 0);
     assert_int_equal(ir_tensor_find(t, "d0_y0"), -1);
     assert_int_equal(ir_tensor_find(t, "d0_y1"), -1); /* the unread mask went with it */
-    assert_int_equal(count_op(t, OP_DROPOUT), 1);
+    assert_int_equal(count_op(t, OP_DROPOUT), 2);
     assert_int_equal(count_op(t, OP_DROPOUT_GRAD), 1);
     const ir_node *add = &t->nodes[node_named(t, "add")];
     assert_int_equal(add->inputs[0], ir_tensor_find(t, "r0_y0"));
-    assert_int_equal(add->inputs[1], ir_tensor_find(t, "d1_y0"));
+    assert_int_equal(add->inputs[1], ir_tensor_find(t, "d2_y0"));
     assert_int_equal(t->nodes[node_named(t, "r1")].inputs[0], ir_tensor_find(t, "r0_y0"));
     const ir_tensor *x = &t->tensors[ir_tensor_find(t, "r0_y0")];
     bool by_r1 = false, by_add = false; /* the consumer lists followed */

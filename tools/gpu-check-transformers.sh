@@ -9,7 +9,8 @@
 #      with that profile; the plan run: loss falls, device memory <= the cap, slowdown vs in
 #      core, predicted vs measured;
 #   4. PyTorch (tools/gpu_torch_transformers.py): eager in core, every block checkpointed
-#      under the cap, torch.compile with activation_memory_budget lowered until it fits.
+#      under the cap, torch.compile with activation_memory_budget lowered until it fits — and
+#      where no budget fits, torch.compile over the checkpointed blocks.
 # outcore runs with --attention fused (FusedAttention: the scores recomputed in backward),
 # profile, in-core run and plan alike; one more in-core run unfused, for reference.
 # Rows as the other checks (row, pl_* of tools/gpu-check-planner.sh's kind), then the ratios
@@ -17,14 +18,14 @@
 # PyTorch checkpointed and compiled at the cap. GPU_CHECK_TF_MODELS picks the models (default
 # both); a step that would not fit the time left (GPU_CHECK_SECONDS) is a skipped row.
 # GPU_CHECK_COMPILE_BUDGETS="0.1 0.05" gives the activation_memory_budget values to try (each is
-# a compile; default per model, from where the H200 runs fitted: GPT-2 b16 ran out of memory at
-# 0.5 to 0.1 and fitted at 0.05; ViT-B/16 b256 ran out of memory at 0.5 to 0.01 without expandable
-# segments, which tools/gpu_torch_transformers.py now sets).
+# a compile; default per model — GPT-2 0.05, 0.02; ViT 0.05, 0.01 — from the H200 runs: GPT-2 b16
+# ran out of memory at 0.5 to 0.1 and fitted at 0.05; ViT-B/16 b256 ran out of memory at 0.5 to
+# 0.01 without expandable segments, which tools/gpu_torch_transformers.py now sets).
 TSTEPS=6
 if [ $EMU = 1 ]; then
     TF_SPECS="tiny_gpt_range:4:32x64:0.5 tiny_vit:4:3x32x32:0.5"
 else
-    TF_SPECS="gpt2_small:16:1024x50257:0.05,0.02 vit_b16:256:3x224x224:0.1,0.05,0.02,0.01"
+    TF_SPECS="gpt2_small:16:1024x50257:0.05,0.02 vit_b16:256:3x224x224:0.05,0.01"
 fi
 tf_left() { # SECONDS WHAT: true when SECONDS of the budget are left, else a skipped row
     [ "$(budget_left)" -gt "$1" ] && return 0
@@ -79,8 +80,10 @@ for spec in $TF_SPECS; do
         fi
     fi
     declare -A TV=()
-    for mode in eager checkpoint $([ $EMU = 0 ] && echo compile); do
-        tf_left $([ $mode = compile ] && echo 120 || echo 40) "  pytorch $tm $mode" || continue
+    for mode in eager checkpoint $([ $EMU = 0 ] && echo compile compile-checkpoint); do
+        # compiled with every block checkpointed: only where no budget fitted
+        [ $mode = compile-checkpoint ] && [ -n "${TV[compile]:-}" ] && continue
+        tf_left $([ ${mode%-*} = compile ] && echo 120 || echo 40) "  pytorch $tm $mode" || continue
         out=$(tbox 200 $PYTHON tools/gpu_torch_transformers.py $tm $mode $tb --iters 3 \
               $([ $EMU = 1 ] && echo --device cpu) \
               --budgets "${GPU_CHECK_COMPILE_BUDGETS:-$tbudgets}" \
@@ -91,6 +94,8 @@ for spec in $TF_SPECS; do
     tf_ratio "$tm: outcore in core (faster of fused / unfused) / PyTorch eager" "$BEST" "${TV[eager]:-}"
     tf_ratio "$tm: outcore at the cap / PyTorch checkpointed at the cap" "$CAP_IPS" "${TV[checkpoint]:-}"
     tf_ratio "$tm: outcore at the cap / PyTorch compiled with a budget at the cap" "$CAP_IPS" "${TV[compile]:-}"
+    tf_ratio "$tm: outcore at the cap / PyTorch compiled, blocks checkpointed, at the cap" "$CAP_IPS" \
+        "${TV[compile-checkpoint]:-}"
     unset TV
 done
 if [ -n "${OUT:-}" ]; then

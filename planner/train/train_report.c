@@ -16,8 +16,10 @@ static void bytes_by_class(const train_graph *tg, int64_t *by) {
 }
 
 /* Saved activations by element type (float32, float16, bfloat16) and the part
- * of them that are autocast's half copies of parameters and graph inputs
- * (--precision; in float32 those are read in place, never saved). */
+ * of them that are autocast's half copies of parameters and graph inputs (in
+ * float32 read in place, never saved) or of activations saved in float32 too
+ * (e.g. attention's probabilities: float32 for SoftmaxGrad, half for the
+ * MatMul's gradient; in float32 one tensor serves both). */
 typedef struct saved_split {
     int64_t f32, f16, bf16, copies;
 } saved_split;
@@ -34,7 +36,8 @@ static saved_split split_saved(const train_graph *tg) {
         else s.f32 += b;
         const ir_node *p = x->producer >= 0 ? &g->nodes[x->producer] : NULL;
         ir_kind from = p && autocast_is_cast(p) ? g->tensors[p->inputs[0]].kind : IR_KIND__COUNT;
-        if (from == IR_KIND_PARAMETER || from == IR_KIND_INPUT) s.copies += b;
+        if (from == IR_KIND_PARAMETER || from == IR_KIND_INPUT || from == IR_KIND_SAVED)
+            s.copies += b;
     }
     return s;
 }
@@ -63,7 +66,9 @@ int train_report_text(const train_graph *tg, FILE *out) {
     saved_split sp = split_saved(tg);
     fprintf(out,
             "\nprecision %s; saved activations by type: float32 %" PRId64 ", float16 %" PRId64
-            ", bfloat16 %" PRId64 " (of which half copies of parameters and inputs: %" PRId64 ")\n",
+            ", bfloat16 %" PRId64
+            " (of which half copies of parameters, inputs and float32-saved activations: %" PRId64
+            ")\n",
             train_precision_name(tg->opts.precision), sp.f32, sp.f16, sp.bf16, sp.copies);
     fprintf(out, "\nin-core peak: %" PRId64 " bytes (%s) at node '%s'\n", tg->incore_peak_bytes,
             oc_fmt_bytes(tg->incore_peak_bytes, hb, sizeof hb),

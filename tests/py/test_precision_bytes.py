@@ -5,7 +5,9 @@ For each graphs/*.onnx and graphs/small/*.onnx, `outcore-plan inspect --training
 --precision fp32, bf16 and fp16. With S the float32 step's saved activation bytes, and for a
 half step H its saved bytes, F the part the autocast rules keep in float32 (losses, softmax,
 LayerNorm inputs, ...) and C autocast's half copies of parameters and inputs (read in place in
-float32, saved as the half operand of a convolution or GEMM in half), asserts exactly
+float32, saved as the half operand of a convolution or GEMM in half) and of activations saved
+in float32 too (attention's probabilities: float32 for SoftmaxGrad, half for the MatMul's
+gradient, where the float32 step saves one tensor for both), asserts exactly
     H - C == S / 2 + F / 2
 (every saved tensor is either half, half the bytes, or kept float32, the same bytes), that half
 tensors appear at all (H - F > 0), and that float16 and bfloat16 give the same bytes.
@@ -45,8 +47,8 @@ def main():
             ok = h - c == s // 2 + f // 2 and t["saved_bytes_by_dtype"][dtype] > 0 and s % 2 == 0
             seen.append((h, f, c))
             print(f"{'ok  ' if ok else 'FAIL'} {name:22s} {precision}: saved {h / 2**20:9.1f} MiB of "
-                  f"float32's {s / 2**20:9.1f} (kept float32 {f / 2**20:8.1f}, half copies of "
-                  f"parameters/inputs {c / 2**20:7.1f}); H - C = S/2 + F/2: {h - c} vs {s // 2 + f // 2}")
+                  f"float32's {s / 2**20:9.1f} (kept float32 {f / 2**20:8.1f}, half copies "
+                  f"{c / 2**20:7.1f}); H - C = S/2 + F/2: {h - c} vs {s // 2 + f // 2}")
             if not ok:
                 failures.append(f"{name} {precision}: {h} - {c} != {s} / 2 + {f} / 2")
         if seen[0] != seen[1]:

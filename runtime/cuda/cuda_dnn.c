@@ -904,8 +904,8 @@ int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
  * GPU only with many batches (a causal block's row products are one
  * [128, 64] tile a batch): on an H200, GPT-2 small b16 ran FusedAttention and
  * its gradient in 112.6 ms a step in chunks of 32 (256 MiB), in 65.1 ms in
- * one chunk of all 192 (1.5 GiB); ViT-B/16 b256's chunks of 864 (256 MiB)
- * gained 1% in one of 3072. */
+ * one chunk of all 192 (1.5 GiB); ViT-B/16 b256's, 93.8 ms in chunks of 864
+ * (256 MiB), 91.6 ms in one of 3072 (1 GiB): left at 256 MiB. */
 #define ATT_CHUNK_WANT 192
 #define ATT_SCRATCH_MIN_MIB 256
 #define ATT_SCRATCH_MAX_MIB 1536

@@ -106,12 +106,14 @@ part_bf16() {
     B_BEST=$(ips "$LOG/$R b$RB bf16.log") B_L=
     faster "$(ips "$LOG/$R b$RB bf16 nhwc.log")" "$B_BEST" && B_BEST=$(ips "$LOG/$R b$RB bf16 nhwc.log") B_L="--layout nhwc"
 }
+tf_files() { # NAME BATCH SAMPLE: $LOG/NAME.onnx (bundled, else exported) and one batch's files
+    if [ -f graphs/$1.onnx ]; then cp graphs/$1.onnx "$LOG/$1.onnx"
+    else $PYTHON tools/export_models.py --models $1 --out "$LOG" >/dev/null 2>&1; fi
+    tf_data $1 $2 $3
+}
 gpt2_files() { # $GM, its batch's files ($GD)
-    GM=$LOG/$G.onnx
-    if [ -f graphs/$G.onnx ]; then cp graphs/$G.onnx "$GM"
-    else $PYTHON tools/export_models.py --models $G --out "$LOG" >/dev/null 2>&1; fi
-    tf_data $G $GB $GS
-    GD="--input $LOG/${G}_x.pb --labels $LOG/${G}_y.pb"
+    tf_files $G $GB $GS
+    GM=$LOG/$G.onnx GD="--input $LOG/${G}_x.pb --labels $LOG/${G}_y.pb"
 }
 part_gpt2() {
     gpt2_files
@@ -220,23 +222,20 @@ ATT_VARIANTS_DEFAULT="gpt2:default: gpt2:rows:OC_ATTENTION_DKV_ROWS=1 gpt2:s256:
   gpt2:b256:OC_ATTENTION_BLOCK=256 gpt2:b64:OC_ATTENTION_BLOCK=64 vit:default: vit:s1024:OC_ATTENTION_SCRATCH_MIB=1024"
 part_att_sweep() {
     [ -n "${GM:-}" ] || gpt2_files
-    local VM=$LOG/vit_sweep.onnx VB=256 VS=3x224x224 VN=vit_b16 spec m tag envs f vd
+    local VB=256 VS=3x224x224 VN=vit_b16 spec m tag envs f mf mb md
     [ $EMU = 1 ] && VB=4 VS=3x32x32 VN=tiny_vit
     for spec in ${GPU_CHECK_ATT_VARIANTS:-$ATT_VARIANTS_DEFAULT}; do
         IFS=: read -r m tag envs <<<"$spec"
         h_left 25 "att_sweep $m $tag" || return 0
-        if [ $m = vit ] && [ ! -f "$VM" ]; then
-            if [ -f graphs/$VN.onnx ]; then cp graphs/$VN.onnx "$VM"
-            else $PYTHON tools/export_models.py --models $VN --out "$LOG/vit.d" >/dev/null 2>&1 &&
-                 mv "$LOG/vit.d/$VN.onnx" "$VM"; fi
-            tf_data $VN $VB $VS
+        mf=$GM mb=$GB md=$GD
+        if [ $m = vit ]; then
+            [ -f "$LOG/$VN.onnx" ] || tf_files $VN $VB $VS
+            mf=$LOG/$VN.onnx mb=$VB md="--input $LOG/${VN}_x.pb --labels $LOG/${VN}_y.pb"
         fi
-        f=$LOG/att_${m}_$tag vd="--input $LOG/${VN}_x.pb --labels $LOG/${VN}_y.pb"
+        f=$LOG/att_${m}_$tag
         ( for e in ${envs//,/ }; do export "$e"; done
-          if [ $m = vit ]; then tbox 120 $RUN "$VM" --backend cuda --batch $VB --steps 3 --lr 0.01 $vd \
-                  --attention fused --trace-out "$f.json" >"$f.log" 2>&1
-          else tbox 120 $RUN "$GM" --backend cuda --batch $GB --steps 3 --lr 0.01 $GD \
-                  --attention fused --trace-out "$f.json" >"$f.log" 2>&1; fi )
+          tbox 120 $RUN "$mf" --backend cuda --batch $mb --steps 3 --lr 0.01 $md \
+              --attention fused --trace-out "$f.json" >"$f.log" 2>&1 )
         $PYTHON tools/step_time.py "$tag=$f.json" --by-op >"$f.md" 2>&1
         row "att_sweep $m $tag (${envs:-defaults})" "$($PYTHON - "$f.md" <<'PY'
 import re, sys

@@ -978,7 +978,23 @@ static size_t att_ptrs_at(const att_dims *d) {
     return 2 * (size_t)(d->chunk * d->a.T * d->a.S) * sizeof(float);
 }
 
+/* By rows (cuda_attention.cu: no [T, S] scratch, the gradient's rowsum(dY Y) alone) where
+ * the heads fit its registers (OP_ATTENTION_ROWS_DMAX), unless OC_ATTENTION_KERNEL=gemm (the
+ * batched GEMMs over chunks of scores below; gpu-check's attention sweep times both). */
+static bool att_by_rows(const ir_graph *g, const ir_node *n) {
+    const char *e = getenv("OC_ATTENTION_KERNEL");
+    if (e && strcmp(e, "gemm") == 0) return false;
+    op_attention_geom a;
+    op_attention_geometry(g, n, &a);
+    return a.dh > 0 && a.dv > 0 && a.dh <= OP_ATTENTION_ROWS_DMAX && a.dv <= OP_ATTENTION_ROWS_DMAX;
+}
+
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n, size_t limit) {
+    if (att_by_rows(g, n)) {
+        op_attention_geom a;
+        op_attention_geometry(g, n, &a);
+        return n->op == OP_FUSED_ATTENTION_GRAD ? (size_t)(a.nb * a.T) * sizeof(float) : 0;
+    }
     att_dims d = att_dims_of(g, n, limit);
     size_t ptrs = d.a.H || d.nblk > 1 ? 3 * (size_t)(d.nblk * d.chunk) * sizeof(float *) : 0;
     return att_ptrs_at(&d) + ptrs;
@@ -1182,9 +1198,38 @@ static int att_scores(const cuda_ctx *c, const kernel_args *a, int at, const att
     return OC_OK;
 }
 
+/* The row kernels' arguments for a node whose Q sits at input `at`. */
+static cu_att_rows att_rows_of(const cuda_ctx *c, const kernel_args *a, int at) {
+    const op_attention_args *p = &op_args_of(a->n)->attention;
+    att_dims d = {0}; /* blk 0: att_mask's rows are whole */
+    op_attention_geometry(a->g, a->n, &d.a);
+    return (cu_att_rows){.q = a->in[at],
+                         .k = (const float *)a->in[at + 1] + d.a.koff,
+                         .v = (const float *)a->in[at + 2] + d.a.voff,
+                         .nb = d.a.nb,
+                         .T = d.a.T,
+                         .S = d.a.S,
+                         .dh = d.a.dh,
+                         .dv = d.a.dv,
+                         .H = d.a.H,
+                         .wq = d.a.wq,
+                         .wv = d.a.wv,
+                         .wy = d.a.wy,
+                         .kt = p->k_transposed,
+                         .scale = p->scale,
+                         .ratio = p->dropout_ratio,
+                         .m = att_mask(a, at, &d),
+                         .key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev}};
+}
+
 int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (att_by_rows(a->g, a->n)) {
+        cu_att_rows r = att_rows_of(c, a, 0);
+        CU_LAUNCH(cu_att_rows_fwd(c->stream, &r, a->out[0], a->out[1]));
+        return OC_OK;
+    }
     const op_attention_args *p = &op_args_of(a->n)->attention;
     att_dims d = att_dims_of(a->g, a->n, a->scratch_bytes);
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n, a->scratch_bytes));
@@ -1211,11 +1256,23 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     for (int i = 0; i < 4; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_attention_args *p = &op_args_of(a->n)->attention;
+    float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
+    if (att_by_rows(a->g, a->n)) {
+        OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n, a->scratch_bytes));
+        cu_att_rows r = att_rows_of(c, a, 1);
+        if (p->qkv_heads && dQ) { /* one gradient, its column thirds */
+            op_attention_geom g;
+            op_attention_geometry(a->g, a->n, &g);
+            dK = dQ + g.koff, dV = dQ + g.voff;
+        }
+        CU_LAUNCH(
+            cu_att_rows_grad(c->stream, &r, a->in[0], a->in[5], a->in[6], a->scratch, dQ, dK, dV));
+        return OC_OK;
+    }
     att_dims d = att_dims_of(a->g, a->n, a->scratch_bytes);
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n, a->scratch_bytes));
     float *P = a->scratch, *dS = P + d.chunk * d.a.T * d.a.S;
     d.ptrs = (const float **)((uint8_t *)a->scratch + att_ptrs_at(&d));
-    float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
     if (p->qkv_heads && dQ) /* one gradient, its column thirds */
         dK = dQ + d.a.koff, dV = dQ + d.a.voff;
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};

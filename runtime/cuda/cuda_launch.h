@@ -86,6 +86,26 @@ int cu_att_softmax(void *stream, float *s, int64_t rows, int64_t T, int64_t S, i
  * row r % T), blk > 0: row t's first min(S, (t / blk + 1) blk) alone. */
 int cu_att_dropout(void *stream, const float *p, float *out, int64_t rows, int64_t T, int64_t S,
                    int64_t blk, cu_rng key, float ratio, int64_t first);
+/* FusedAttention by rows (cuda_attention.cu): a thread per query row (forward, dQ) or key
+ * column (dK, dV), the scores recomputed, nothing [T, S] stored. Q, K, V the whole tensors
+ * at their offsets (qkv: the column thirds); H > 0: seq_first, rows of Q and K wq elements
+ * apart, of V wv, of Y and dY wy; else contiguous [nb, rows, d] blocks. kt: K given as
+ * Kᵀ [nb, dh, S] (its gradient alike). m.blk is 0; dh and dv at most 64
+ * (OP_ATTENTION_ROWS_DMAX), else cudaErrorInvalidValue. */
+typedef struct cu_att_rows {
+    const float *q, *k, *v;
+    int64_t nb, T, S, dh, dv, H, wq, wv, wy;
+    int kt;
+    float scale, ratio;
+    cu_att_mask m;
+    cu_rng key;
+} cu_att_rows;
+/* Y [b.., T, dv] and LSE [b.., T]. */
+int cu_att_rows_fwd(void *stream, const cu_att_rows *a, float *y, float *lse);
+/* dQ, dK, dV (each may be NULL: not computed) from dY, the forward's Y and LSE; dsum: nb T
+ * floats of scratch (rowsum(dY Y)). */
+int cu_att_rows_grad(void *stream, const cu_att_rows *a, const float *dy, const float *y,
+                     const float *lse, float *dsum, float *dq, float *dk, float *dv);
 /* The pointer arrays of a blocked attention GEMM (cublasSgemmBatched), for
  * operand o (0 A, 1 B, 2 C), block i and the chunk's batch b0 + j:
  *   out[(i * 3 + o) * cb + j] = base[o] + (bb / h[o]) s1[o] + (bb % h[o]) s2[o] + i step[o],

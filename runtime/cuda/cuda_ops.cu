@@ -16,21 +16,9 @@
 #include "ir/half.h"
 #include "pointwise.h"
 #include "resize_coord.h"
+#include "cu_device.h"
 
-#define THREADS 256
-
-static unsigned blocks_for(int64_t n) {
-    int64_t b = (n + THREADS - 1) / THREADS;
-    if (b < 1) b = 1;
-    if (b > 65535LL * 16) b = 65535LL * 16;
-    return (unsigned)b;
-}
-
-#define GRID_LOOP(i, n)                                                                            \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
-         i += (int64_t)gridDim.x * blockDim.x)
-
-static int last_error(void) { return (int)cudaGetLastError(); }
+extern "C" uint64_t cu_rng_u64_host(uint64_t key, uint64_t index) { return rng_u64(key, index); }
 
 // Storage types of the data tensors (float, or half: widened on load, rounded once on store).
 struct oc_f16 {
@@ -130,33 +118,8 @@ __device__ static inline float lanes_sum(float v) {
     return v;
 }
 
-// Four floats moved as one 16-byte access (ld/st.global.v4) where every pointer is
-// 16-byte aligned and n is a multiple of 4 (arena tensors are 256-byte aligned): the
-// memory-bound kernels below then run near the card's bandwidth.
-struct alignas(16) f4 {
-    float v[4];
-};
-
 static bool vec4_ok(int64_t n, const void *a, const void *b, const void *c) {
     return n % 4 == 0 && ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 == 0;
-}
-
-// ---- Dropout RNG: runtime/cpu/cpu_rng.c, same constants ----
-__host__ __device__ static inline uint64_t rng_mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-__host__ __device__ static inline uint64_t rng_u64(uint64_t key, uint64_t index) {
-    return rng_mix64(key + 0x9e3779b97f4a7c15ULL * (index + 1));
-}
-__host__ __device__ static inline float rng_uniform(uint64_t key, uint64_t index) {
-    return (float)(rng_u64(key, index) >> 40) * (1.0f / 16777216.0f);
-}
-extern "C" uint64_t cu_rng_u64_host(uint64_t key, uint64_t index) { return rng_u64(key, index); }
-// cpu_rng_key_from on the device
-__device__ static inline uint64_t rng_key(cu_rng r) {
-    return rng_mix64(rng_mix64(r.seeded ^ (uint64_t)*r.step) ^ r.hash);
 }
 
 // ---- Broadcast / strided indexing shared by the elementwise kernels: the output's dims with
@@ -934,11 +897,6 @@ __global__ void k_softmax_grad(const float *dy, const float *y, float *dx, int64
 // inner == 1, any D (ViT's 197 tokens): a warp per row, 4 rows a block, SM_R values a lane in
 // registers (D <= 256 on a GPU; the rest read again), float arithmetic
 #define SM_R 8
-#ifdef __CUDACC__
-#define UNROLL _Pragma("unroll")
-#else
-#define UNROLL
-#endif
 __global__ void k_softmax_rows(const float *x, float *y, int64_t rows, int64_t D, int log) {
     int L = row_lanes(), lane = threadIdx.x % L;
     MROW_LOOP(r, rows) {
@@ -1124,28 +1082,6 @@ extern "C" int cu_softmax_grad(void *stream, const float *dy, const float *y, fl
 }
 
 // ---- FusedAttention (cpu_attention.c): a warp per row of scores ----
-// the mask's offset for row (b, t) of the scores; element j of the row is at + j * cs[rank - 1]
-__device__ static int64_t att_mask_row(const cu_att_mask &m, int64_t b, int64_t t) {
-    if (!m.cond) return 0;
-    int64_t off = t * m.cs[m.rank - 2];
-    for (int i = m.rank - 3; i >= 0; i--) {
-        off += (b % m.bdims[i]) * m.cs[i];
-        b /= m.bdims[i];
-    }
-    return off;
-}
-__device__ static inline bool att_masked(const cu_att_mask &m, int64_t row_off, int64_t t,
-                                         int64_t j) {
-    if (m.causal) return j > t;
-    if (!m.cond) return false;
-    bool c = m.cond[row_off + j * m.cs[m.rank - 1]] != 0;
-    return m.mode == 1 ? c : !c;
-}
-// the columns row t computes: all S, or (blocked) its row block's and those left of it
-__device__ static inline int64_t att_cols(const cu_att_mask &m, int64_t t, int64_t S) {
-    int64_t c = m.blk > 0 ? (t / m.blk + 1) * m.blk : S;
-    return c < S ? c : S;
-}
 
 // A warp per row of scores, 4 rows a block, the row in registers (ATT_V a lane: S <= 1024 on a
 // GPU; the rest read again): mask, then row = exp(row - lse), lse = log(sum(exp(row))) computed

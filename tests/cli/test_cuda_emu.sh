@@ -39,8 +39,11 @@
 #      one: step-0 gradients within 1e-5 (norm-wise, all at once) and not
 #      bit-identical (the forward's float statistics vs the emulator's double
 #      recomputation: the stash is used);
-#   4b. FusedAttention planned with a smaller workspace than its default scratch runs in
-#      smaller chunks inside it (nothing outside the plan), losses bitwise == in-core.
+#   4b. FusedAttention through the GEMMs (OC_ATTENTION_KERNEL=gemm), planned with a smaller
+#      workspace than its default scratch, runs in smaller chunks inside it (nothing outside
+#      the plan), losses bitwise == in-core; 4c. by rows (the default: heads up to 64), a
+#      measured plan's workspaces are the rows' and the plan runs inside them. 1c, 1d and the
+#      graph replay run both.
 set -u
 BUILD=${BUILD:-build}
 PY=${PY:-/usr/bin/python3}
@@ -103,9 +106,18 @@ else
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness8.out" | head -20
 fi
 
-# 1c''. again with causal FusedAttention in blocks of 4 rows (OC_ATTENTION_BLOCK): the 9-row
+# 1c-gemm. again with FusedAttention through the batched GEMMs over chunks of scores
+#     (OC_ATTENTION_KERNEL=gemm; by default heads up to 64 run by rows, cuda_attention.cu)
+if OC_ATTENTION_KERNEL=gemm "$EMU/tests/test_op_harness" --require cuda >"$T/harness_gemm.out" 2>&1; then
+    ok "op harness, cuda (emulated) vs cpu, attention by GEMMs: $(grep -c 'FusedAttention (.*cuda matches cpu' "$T/harness_gemm.out") FusedAttention cases match"
+else
+    bad "op harness with OC_ATTENTION_KERNEL=gemm:"
+    grep -E '^(ERROR|not ok)|FAILED' "$T/harness_gemm.out" | head -20
+fi
+
+# 1c''. the GEMMs with causal FusedAttention in blocks of 4 rows (OC_ATTENTION_BLOCK): the 9-row
 #     cases run 3 blocks (the last of 1 row), the 130-row one 33
-if OC_ATTENTION_BLOCK=4 "$EMU/tests/test_op_harness" --require cuda >"$T/harness_blk.out" 2>&1; then
+if OC_ATTENTION_KERNEL=gemm OC_ATTENTION_BLOCK=4 "$EMU/tests/test_op_harness" --require cuda >"$T/harness_blk.out" 2>&1; then
     ok "op harness, cuda (emulated) vs cpu, causal attention in blocks of 4 rows: $(grep -c 'FusedAttention (causal.*cuda matches cpu' "$T/harness_blk.out") causal cases match"
 else
     bad "op harness with OC_ATTENTION_BLOCK=4:"
@@ -114,7 +126,8 @@ fi
 
 # 1c'''. the same blocks with dV and dK by row blocks, each block adding to the columns up to
 #     its end (OC_ATTENTION_DKV_ROWS, the GPU's attention sweep compares it with column blocks)
-if OC_ATTENTION_BLOCK=4 OC_ATTENTION_DKV_ROWS=1 "$EMU/tests/test_op_harness" --require cuda \
+if OC_ATTENTION_KERNEL=gemm OC_ATTENTION_BLOCK=4 OC_ATTENTION_DKV_ROWS=1 \
+   "$EMU/tests/test_op_harness" --require cuda \
     >"$T/harness_rows.out" 2>&1; then
     ok "op harness, cuda (emulated) vs cpu, causal dV and dK by row blocks of 4: $(grep -c 'FusedAttention (causal.*cuda matches cpu' "$T/harness_rows.out") causal cases match"
 else
@@ -134,16 +147,17 @@ else
 fi
 
 # 1d. transformers on emulated cuda vs cpu: the tiny GPT (causal mask, tied head) and ViT,
-#     attention unfused and fused (FusedAttention in chunks of 3 batch-heads: several
-#     chunks, the last one short; the GPT's causal blocks of 8 rows: 4 of its 32), 2 steps:
-#     losses within 1e-5 relative
+#     attention unfused, fused (by rows) and fused through the GEMMs (in chunks of 3
+#     batch-heads: several chunks, the last one short; the GPT's causal blocks of 8 rows: 4
+#     of its 32), 2 steps: losses within 1e-5 relative
 for m in tiny_gpt tiny_vit; do
-    for att in unfused fused; do
+    for att in unfused fused fused-gemm; do
         args=("tests/data/torch2/${m}_legacy.onnx" --batch 2 --steps 2 --seed 3 --lr 0.01
-              --attention "$att")
+              --attention "${att%-gemm}")
+        kern=rows && [ "$att" = fused-gemm ] && kern=gemm
         if "$BUILD/outcore-run" "${args[@]}" --backend cpu >"$T/tf_cpu.out" 2>"$T/tf.err" &&
-           OC_ATTENTION_CHUNK=3 OC_ATTENTION_BLOCK=8 "$EMU/outcore-run" "${args[@]}" --backend cuda \
-               >"$T/tf_cuda.out" 2>>"$T/tf.err" &&
+           OC_ATTENTION_KERNEL=$kern OC_ATTENTION_CHUNK=3 OC_ATTENTION_BLOCK=8 "$EMU/outcore-run" \
+               "${args[@]}" --backend cuda >"$T/tf_cuda.out" 2>>"$T/tf.err" &&
            "$PY" - "$T/tf_cpu.out" "$T/tf_cuda.out" <<'PYEOF'
 import re, sys
 a, b = ([float(v) for v in re.findall(r"^step \d+ loss (\S+)", open(f).read(), re.M)]
@@ -296,15 +310,16 @@ if [ -n "$budget" ]; then
     fi
 fi
 # steps with per-step arguments (their step read from device memory): Dropout (alexnet_small),
-# AdamW with attention fused (the tiny GPT; causal blocks of 8 rows: the pointer arrays of its
-# blocked GEMMs written by a kernel in the captured step)
+# AdamW with attention fused (the tiny GPT: by rows, and through the GEMMs in causal blocks of 8
+# rows, the pointer arrays of its blocked GEMMs written by a kernel in the captured step)
 "$PY" tools/export_models.py --models alexnet_small --opset 13 --image-size 32 --batch 2 \
     --structure-only --out "$T/alex" >/dev/null 2>&1
 for spec in "alexnet_small:$T/alex/alexnet_small_op13.onnx:" \
-            "tiny_gpt (AdamW):tests/data/torch2/tiny_gpt_legacy.onnx:--optimizer adamw --lr 0.001 --attention fused"; do
-    IFS=: read -r gname gmodel gopts <<<"$spec"
+            "tiny_gpt (AdamW):tests/data/torch2/tiny_gpt_legacy.onnx:--optimizer adamw --lr 0.001 --attention fused" \
+            "tiny_gpt (AdamW, attention by GEMMs):tests/data/torch2/tiny_gpt_legacy.onnx:--optimizer adamw --lr 0.001 --attention fused:gemm"; do
+    IFS=: read -r gname gmodel gopts gkern <<<"$spec"
     for gm in off on; do
-        OC_ATTENTION_BLOCK=8 "$EMU/outcore-run" "$gmodel" --batch 2 --backend cuda --steps 4 \
+        OC_ATTENTION_KERNEL=${gkern:-rows} OC_ATTENTION_BLOCK=8 "$EMU/outcore-run" "$gmodel" --batch 2 --backend cuda --steps 4 \
             --seed 5 $gopts --cuda-graph $gm --save "$T/gp_$gm.onnx" >"$T/gp_$gm.out" 2>"$T/gp_$gm.err"
     done
     if grep -q "graph: step 1 captured" "$T/gp_on.err" &&
@@ -471,9 +486,11 @@ fi
 #     profile measured in chunks of 1 batch-head: another version's, another
 #     OC_ATTENTION_SCRATCH_MIB): the run makes its chunks fit the planned workspace — nothing
 #     outside the plan, a device of the arena + 1 MiB — and its losses equal the in-core run's
-#     in the default chunks bit for bit (dV and dK by column blocks in both)
+#     in the default chunks bit for bit (dV and dK by column blocks in both; the GEMMs'
+#     path, OC_ATTENTION_KERNEL=gemm: by rows the workspace is rowsum(dY Y) alone)
 TG=tests/data/torch2/tiny_gpt_legacy.onnx
 TGA=(--batch 2 --attention fused)
+export OC_ATTENTION_KERNEL=gemm
 if OC_ATTENTION_DKV_ROWS=0 "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 3 --seed 7 \
        >"$T/att_incore.out" 2>&1 &&
    OC_ATTENTION_CHUNK=1 "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 4 --seed 7 \
@@ -488,5 +505,35 @@ if OC_ATTENTION_DKV_ROWS=0 "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda -
     ok "a plan with a smaller FusedAttention workspace (profiled in chunks of 1): run inside it, losses bitwise == in-core"
 else
     bad "FusedAttention in a smaller planned workspace: $(tail -2 "$T/att_plan.err") $(tail -3 "$T/att_run.err") $(grep '^step' "$T/att_run.out" "$T/att_incore.out")"
+fi
+unset OC_ATTENTION_KERNEL
+# 4c. by rows (the default): the measured profile gives FusedAttention no workspace and its
+#     gradient rowsum(dY Y) alone (batch-heads x rows floats: under one batch-head's [T, S]
+#     scores); the plan runs in a device of its arena + 1 MiB, nothing outside the plan,
+#     losses bitwise == in-core
+if "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 3 --seed 7 >"$T/r_incore.out" 2>&1 &&
+   "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 4 --seed 7 \
+       --profile-out "$T/r_prof.json" >"$T/r_prof.out" 2>&1 &&
+   ws=$("$PY" - "$T/r_prof.json" <<'PYEOF'
+import json, sys
+nodes = [n for n in json.load(open(sys.argv[1]))["nodes"] if n["name"].endswith(("fused_attention", "fused_attention/grad"))]
+fwd = [n["workspace_bytes"] for n in nodes if n["name"].endswith("fused_attention")]
+grad = [n["workspace_bytes"] for n in nodes if n["name"].endswith("/grad")]
+# the tiny GPT: batch 2, 4 heads, 32 rows: rowsum(dY Y) 2 * 4 * 32 floats; one [T, S] = 32 * 32 floats
+ok = fwd and grad and set(fwd) == {0} and set(grad) == {2 * 4 * 32 * 4}
+print(f"{len(fwd)} forward 0 B, {len(grad)} gradients {grad[0] if grad else '-'} B" if ok else "")
+sys.exit(not ok)
+PYEOF
+) &&
+   "$PLAN" plan "$TG" "${TGA[@]}" --profile "$T/r_prof.json" --strategy incore \
+       -o "$T/r_plan.onnx" >/dev/null 2>"$T/r_plan.err" &&
+   arena=$("$PY" -c "import onnx,sys; print({p.key: p.value for p in onnx.load(sys.argv[1]).metadata_props}['outcore.arena_bytes'])" "$T/r_plan.onnx") &&
+   EMU_DEVICE_BYTES=$((arena + 1048576)) "$EMU/outcore-run" "$T/r_plan.onnx" --backend cuda \
+       --steps 3 --seed 7 >"$T/r_run.out" 2>"$T/r_run.err" &&
+   ! grep -q "outside the plan" "$T/r_run.err" &&
+   cmp -s <(grep '^step ' "$T/r_run.out") <(grep '^step ' "$T/r_incore.out"); then
+    ok "attention by rows: measured workspaces ($ws), plan run in arena + 1 MiB, losses bitwise == in-core"
+else
+    bad "attention by rows in a measured plan: $(tail -2 "$T/r_prof.out") $(tail -2 "$T/r_plan.err") $(tail -3 "$T/r_run.err") $(grep '^step' "$T/r_run.out" "$T/r_incore.out")"
 fi
 exit $fail

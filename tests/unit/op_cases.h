@@ -319,6 +319,21 @@ OP_CASE(FUSED_ATTENTION, "causal, one q/k/v tensor, 2 heads, dropout 0.2 (GPT-2'
         "[2,9,12] @0 @0 bu[1,1,9,9]",
         "scale=0.5 seq_first=1 qkv_heads=2 mask=1 fill=-inf causal=1 dropout_ratio=0.2 "
         "dropout_key=attn/Dropout")
+/* heads of 16, 32 and 64 (dh == dv, aligned rows): cuda's row kernels' vector instances; of
+ * 64, the gradients' rows in two halves (att_split); dh 40 / dv 24 and Kᵀ: the element-wise
+ * instances of 64 (OC_ATTENTION_KERNEL=gemm runs them all through the GEMMs) */
+OP_CASE(FUSED_ATTENTION, "heads of 64, causal, one q/k/v tensor", 13, 2,
+        "[1,37,192] @0 @0 bu[1,1,37,37]",
+        "scale=0.125 seq_first=1 qkv_heads=1 mask=1 fill=-inf causal=1")
+OP_CASE(FUSED_ATTENTION, "heads of 32, no mask", 13, 2, "[2,1,20,32] [2,1,24,32] [2,1,24,32]",
+        "scale=0.2")
+OP_CASE(FUSED_ATTENTION, "heads of 16, seq_first, masked, dropout 0.2", 13, 2,
+        "[1,9,2,16] [1,11,2,16] [1,11,2,16] b[1,1,9,11]",
+        "scale=0.25 seq_first=1 mask=1 fill=-2.0 dropout_ratio=0.2 dropout_key=attn/Dropout")
+OP_CASE(FUSED_ATTENTION, "dh 40, dv 24", 13, 2, "[1,1,7,40] [1,1,9,40] [1,1,9,24]", "scale=0.15")
+OP_CASE(FUSED_ATTENTION, "heads of 64, Kᵀ, causal", 13, 2,
+        "[1,1,12,64] [1,1,64,12] [1,1,12,64] bu[1,1,12,12]",
+        "scale=0.125 k_transposed=1 mask=1 fill=-inf causal=1")
 OP_CASE(SOFTMAX, "last axis (attention)", 13, 1, "[2,3,5]", "")
 OP_CASE(SOFTMAX, "middle axis", 13, 1, "[2,4,3]", "axis=1")
 OP_CASE(SOFTMAX, "opset 11: dims from axis flattened", 11, 1, "[2,3,4]", "axis=1")

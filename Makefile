@@ -15,6 +15,11 @@
 #   make deps       install the Debian packages the build and tests need
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
+# Builds run a job per CPU unless the command line says -jN (the top-level make only: the
+# sub-makes share its jobs).
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 
 CC ?= cc
 SANITIZE ?= 0

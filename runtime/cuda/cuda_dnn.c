@@ -1257,14 +1257,14 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_attention_args *p = &op_args_of(a->n)->attention;
     float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
+    if (p->qkv_heads && dQ) { /* one gradient, its column thirds */
+        op_attention_geom g;
+        op_attention_geometry(a->g, a->n, &g);
+        dK = dQ + g.koff, dV = dQ + g.voff;
+    }
     if (att_by_rows(a->g, a->n)) {
         OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n, a->scratch_bytes));
         cu_att_rows r = att_rows_of(c, a, 1);
-        if (p->qkv_heads && dQ) { /* one gradient, its column thirds */
-            op_attention_geom g;
-            op_attention_geometry(a->g, a->n, &g);
-            dK = dQ + g.koff, dV = dQ + g.voff;
-        }
         CU_LAUNCH(
             cu_att_rows_grad(c->stream, &r, a->in[0], a->in[5], a->in[6], a->scratch, dQ, dK, dV));
         return OC_OK;
@@ -1273,8 +1273,6 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
     OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n, a->scratch_bytes));
     float *P = a->scratch, *dS = P + d.chunk * d.a.T * d.a.S;
     d.ptrs = (const float **)((uint8_t *)a->scratch + att_ptrs_at(&d));
-    if (p->qkv_heads && dQ) /* one gradient, its column thirds */
-        dK = dQ + d.a.koff, dV = dQ + d.a.voff;
     cu_rng key = {cpu_rng_seeded(a->seed), p->dropout_key_hash, c->im->step_dev};
     int64_t T = d.a.T, S = d.a.S, dh = d.a.dh, dv = d.a.dv;
     const float *K = (const float *)a->in[2] + d.a.koff;

@@ -39,6 +39,7 @@
 #      one: step-0 gradients within 1e-5 (norm-wise, all at once) and not
 #      bit-identical (the forward's float statistics vs the emulator's double
 #      recomputation: the stash is used);
+#   1e. column sums 4 columns a thread == 1 a thread, bitwise (OC_CUDA_SCALAR_SUMS);
 #   4b. FusedAttention through the GEMMs (OC_ATTENTION_KERNEL=gemm), planned with a smaller
 #      workspace than its default scratch, runs in smaller chunks inside it (nothing outside
 #      the plan), losses bitwise == in-core; 4c. by rows (the default: heads up to 64), a
@@ -220,6 +221,26 @@ if diff or set(a) != set(b):
     sys.exit(f"{len(diff)} weights differ, e.g. {diff[:3]}")
 PYEOF
 }
+# 1e. column sums four columns a thread (a Gemm's bias gradient by ReduceSumTo, LayerNorm's
+#     dScale and dBias; bfloat16 ones; a channels-last convolution's bias) give the bits of
+#     one column a thread (OC_CUDA_SCALAR_SUMS=1): 2 steps' losses and weights bitwise equal
+for spec in "tiny_gpt:tiny_gpt:--attention fused" "tiny_gpt bf16:tiny_gpt:--precision bf16" \
+            "tiny_vit nhwc:tiny_vit:--layout nhwc"; do
+    IFS=: read -r sname smodel sopts <<<"$spec"
+    sargs=("tests/data/torch2/${smodel}_legacy.onnx" --batch 2 --steps 2 --seed 3 --backend cuda)
+    # shellcheck disable=SC2086  # sopts: options without spaces inside
+    if "$EMU/outcore-run" "${sargs[@]}" $sopts --save "$T/sv4.onnx" >"$T/sv4.out" 2>"$T/sv.err" &&
+       OC_CUDA_SCALAR_SUMS=1 "$EMU/outcore-run" "${sargs[@]}" $sopts --save "$T/sv1.onnx" \
+           >"$T/sv1.out" 2>>"$T/sv.err" &&
+       cmp -s <(grep '^step' "$T/sv4.out") <(grep '^step' "$T/sv1.out") &&
+       grep -q '^step 1' "$T/sv4.out" &&
+       weights_cmp "$T/sv4.onnx" "$T/sv1.onnx" >"$T/sv.cmp" 2>&1; then
+        ok "$sname: column sums 4 columns a thread == 1 a thread, bitwise (losses, weights)"
+    else
+        bad "$sname: column sums by 4 vs 1: $(tail -2 "$T/sv.err") $(cat "$T/sv.cmp" 2>/dev/null)"
+    fi
+done
+
 if [ -z "$budget" ]; then
     bad "no swap-all plan of resnet18@64 below its in-core peak $peak: $(cat "$T/plan.err")"
 elif ! "$PLAN" show "$T/swap.onnx" 2>/dev/null | grep -q 'SwapIn'; then

@@ -125,6 +125,11 @@ __device__ static inline float lanes_sum(float v) {
     for (int o = row_lanes() / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+__device__ static inline double lanes_sum(double v) {
+    ROW_BLOCK_ONLY();
+    for (int o = row_lanes() / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
 
 static bool vec4_ok(int64_t n, const void *a, const void *b, const void *c) {
     return n % 4 == 0 && ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 == 0;
@@ -1246,50 +1251,81 @@ extern "C" int cu_att_ds(void *stream, float *ds, const float *p, const float *d
     return last_error();
 }
 
-// ---- LayerNormalization (cpu_layer_norm): a warp per row; the scale and bias gradients one
-//      thread per column over the rows' statistics (computed once, in the caller's scratch) ----
-// mean and 1/sqrt(var + eps) of row r, in double (two passes, as the cpu kernel)
-__device__ static void ln_row_stats(const float *x, int64_t D, double eps, double *m, double *is) {
-    double s = 0;
-    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) s += x[i];
-    s = warp_sum(s);
-    double mean = D ? s / (double)D : 0, q = 0;
-    for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
-        q += ((double)x[i] - mean) * ((double)x[i] - mean);
-    q = warp_sum(q);
+// ---- LayerNormalization (cpu_layer_norm): a warp per row, 4 rows a block, V elements a lane
+//      a load (4: a 16-byte load where D is a multiple of 4 and the tensors aligned); the scale
+//      and bias gradients by parts of the rows per column (the row statistics computed once,
+//      in the caller's scratch) ----
+// mean and 1/sqrt(var + eps) of row x, in double (two passes, as the cpu kernel)
+template <int V>
+__device__ static void ln_row_stats(const float *x, int64_t D, double eps, int lane, int L,
+                                    double *m, double *is) {
+    double s = 0, q = 0;
+    for (int64_t i = (int64_t)lane * V; i < D; i += (int64_t)L * V) {
+        float v[V];
+        ldv<float, V>(x, i, v);
+        for (int e = 0; e < V; e++) s += v[e];
+    }
+    s = lanes_sum(s);
+    double mean = D ? s / (double)D : 0;
+    for (int64_t i = (int64_t)lane * V; i < D; i += (int64_t)L * V) {
+        float v[V];
+        ldv<float, V>(x, i, v);
+        for (int e = 0; e < V; e++) q += ((double)v[e] - mean) * ((double)v[e] - mean);
+    }
+    q = lanes_sum(q);
     *m = mean;
     *is = 1.0 / sqrt((D ? q / (double)D : 0) + eps);
 }
 
+template <int V>
 __global__ void k_layer_norm(const float *x, const float *s, const float *b, float *y, int64_t R,
                              int64_t D, double eps) {
-    ROW_LOOP(r, R) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(r, R) {
         double m, is;
-        ln_row_stats(x + r * D, D, eps, &m, &is);
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
-            y[r * D + i] = (float)(((double)x[r * D + i] - m) * is * s[i] + (b ? b[i] : 0.0f));
+        ln_row_stats<V>(x + r * D, D, eps, lane, L, &m, &is);
+        for (int64_t i = (int64_t)lane * V; i < D; i += (int64_t)L * V) {
+            float v[V], o[V];
+            ldv<float, V>(x, r * D + i, v);
+            for (int e = 0; e < V; e++)
+                o[e] = (float)(((double)v[e] - m) * is * s[i + e] + (b ? b[i + e] : 0.0f));
+            stv<float, V>(y, r * D + i, o);
+        }
     }
 }
 
 // dX per row; the row's mean and 1/std into stats[2r], stats[2r + 1] for the column kernel
+template <int V>
 __global__ void k_layer_norm_dx(const float *dy, const float *x, const float *s, float *dx,
                                 double *stats, int64_t R, int64_t D, double eps) {
-    ROW_LOOP(r, R) {
+    int L = row_lanes(), lane = threadIdx.x % L;
+    MROW_LOOP(r, R) {
         const float *xr = x + r * D, *dr = dy + r * D;
         double m, is, sg = 0, sgx = 0;
-        ln_row_stats(xr, D, eps, &m, &is);
-        if (threadIdx.x == 0) stats[2 * r] = m, stats[2 * r + 1] = is;
+        ln_row_stats<V>(xr, D, eps, lane, L, &m, &is);
+        if (lane == 0) stats[2 * r] = m, stats[2 * r + 1] = is;
         if (!dx) continue;
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
-            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
-            sg += gi;
-            sgx += gi * xh;
+        for (int64_t i = (int64_t)lane * V; i < D; i += (int64_t)L * V) {
+            float xv[V], dv[V];
+            ldv<float, V>(xr, i, xv);
+            ldv<float, V>(dr, i, dv);
+            for (int e = 0; e < V; e++) {
+                double xh = ((double)xv[e] - m) * is, gi = (double)dv[e] * s[i + e];
+                sg += gi;
+                sgx += gi * xh;
+            }
         }
-        sg = warp_sum(sg);
-        sgx = warp_sum(sgx);
-        for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
-            double xh = ((double)xr[i] - m) * is, gi = (double)dr[i] * s[i];
-            dx[r * D + i] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
+        sg = lanes_sum(sg);
+        sgx = lanes_sum(sgx);
+        for (int64_t i = (int64_t)lane * V; i < D; i += (int64_t)L * V) {
+            float xv[V], dv[V], o[V];
+            ldv<float, V>(xr, i, xv);
+            ldv<float, V>(dr, i, dv);
+            for (int e = 0; e < V; e++) {
+                double xh = ((double)xv[e] - m) * is, gi = (double)dv[e] * s[i + e];
+                o[e] = (float)(is / (double)D * ((double)D * gi - sg - xh * sgx));
+            }
+            stv<float, V>(dx + r * D, i, o);
         }
     }
 }
@@ -1339,7 +1375,10 @@ __global__ void k_layer_norm_dsb_parts4(const float *dy, const float *x, const d
 extern "C" int cu_layer_norm(void *stream, const float *x, const float *s, const float *b, float *y,
                              int64_t R, int64_t D, float eps) {
     if (R == 0) return 0;
-    k_layer_norm<<<warps_for(R), WARP, 0, (cudaStream_t)stream>>>(x, s, b, y, R, D, eps);
+    cudaStream_t st = (cudaStream_t)stream;
+    if (vec_of(D, 4, x, y, NULL, NULL) == 4)
+        k_layer_norm<4><<<row_blocks_for(R), ROW_BLOCK, 0, st>>>(x, s, b, y, R, D, eps);
+    else k_layer_norm<1><<<row_blocks_for(R), ROW_BLOCK, 0, st>>>(x, s, b, y, R, D, eps);
     return last_error();
 }
 
@@ -1347,7 +1386,10 @@ extern "C" int cu_layer_norm_grad(void *stream, const float *dy, const float *x,
                                   float *dx, float *ds, float *db, double *stats, int64_t R,
                                   int64_t D, float eps) {
     cudaStream_t st = (cudaStream_t)stream;
-    if (R > 0) k_layer_norm_dx<<<warps_for(R), WARP, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
+    if (R > 0 && vec_of(D, 4, dy, x, dx, NULL) == 4)
+        k_layer_norm_dx<4><<<row_blocks_for(R), ROW_BLOCK, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
+    else if (R > 0)
+        k_layer_norm_dx<1><<<row_blocks_for(R), ROW_BLOCK, 0, st>>>(dy, x, s, dx, stats, R, D, eps);
     if ((!ds && !db) || D == 0) return last_error();
     int64_t P = cu_channel_parts(R, D);
     double *t = stats + 2 * R;

@@ -22,7 +22,7 @@ __device__ static inline int64_t att_row_at(int64_t b, int64_t t, int64_t rows, 
                                             int64_t width, int64_t H) {
     return H ? ((b / H) * rows + t) * width + (b % H) * d : (b * rows + t) * d;
 }
-// Where key j of batch b starts, and its elements' stride (K, or Kᵀ [b, dh, S]).
+// Where key j of batch b starts: its row of K, or its column of Kᵀ [b, dh, S] (elements S apart).
 __device__ static inline int64_t att_key_at(const cu_att_rows &a, int64_t b, int64_t j) {
     return a.kt ? b * a.dh * a.S + j : att_row_at(b, j, a.S, a.dh, a.wq, a.H);
 }

@@ -981,20 +981,22 @@ static size_t att_ptrs_at(const att_dims *d) {
 /* By rows (cuda_attention.cu: no [T, S] scratch, the gradient's rowsum(dY Y) alone) where
  * the heads fit its registers (OP_ATTENTION_ROWS_DMAX), unless OC_ATTENTION_KERNEL=gemm (the
  * batched GEMMs over chunks of scores below; gpu-check's attention sweep times both). */
-static bool att_by_rows(const ir_graph *g, const ir_node *n) {
+static bool att_by_rows(const op_attention_geom *a) {
     const char *e = getenv("OC_ATTENTION_KERNEL");
     if (e && strcmp(e, "gemm") == 0) return false;
-    op_attention_geom a;
-    op_attention_geometry(g, n, &a);
-    return a.dh > 0 && a.dv > 0 && a.dh <= OP_ATTENTION_ROWS_DMAX && a.dv <= OP_ATTENTION_ROWS_DMAX;
+    return a->dh > 0 && a->dv > 0 && a->dh <= OP_ATTENTION_ROWS_DMAX &&
+           a->dv <= OP_ATTENTION_ROWS_DMAX;
+}
+
+/* The row kernels' gradient workspace: rowsum(dY Y), a float a row. */
+static size_t att_rows_dsum_bytes(const op_attention_geom *a) {
+    return (size_t)(a->nb * a->T) * sizeof(float);
 }
 
 size_t cuda_attention_scratch(const ir_graph *g, const ir_node *n, size_t limit) {
-    if (att_by_rows(g, n)) {
-        op_attention_geom a;
-        op_attention_geometry(g, n, &a);
-        return n->op == OP_FUSED_ATTENTION_GRAD ? (size_t)(a.nb * a.T) * sizeof(float) : 0;
-    }
+    op_attention_geom a;
+    op_attention_geometry(g, n, &a);
+    if (att_by_rows(&a)) return n->op == OP_FUSED_ATTENTION_GRAD ? att_rows_dsum_bytes(&a) : 0;
     att_dims d = att_dims_of(g, n, limit);
     size_t ptrs = d.a.H || d.nblk > 1 ? 3 * (size_t)(d.nblk * d.chunk) * sizeof(float *) : 0;
     return att_ptrs_at(&d) + ptrs;
@@ -1198,11 +1200,11 @@ static int att_scores(const cuda_ctx *c, const kernel_args *a, int at, const att
     return OC_OK;
 }
 
-/* The row kernels' arguments for a node whose Q sits at input `at`. */
-static cu_att_rows att_rows_of(const cuda_ctx *c, const kernel_args *a, int at) {
+/* The row kernels' arguments for a node of geometry ge whose Q sits at input `at`. */
+static cu_att_rows att_rows_of(const cuda_ctx *c, const kernel_args *a, int at,
+                               const op_attention_geom *ge) {
     const op_attention_args *p = &op_args_of(a->n)->attention;
-    att_dims d = {0}; /* blk 0: att_mask's rows are whole */
-    op_attention_geometry(a->g, a->n, &d.a);
+    att_dims d = {.a = *ge}; /* blk 0: att_mask's rows are whole */
     return (cu_att_rows){.q = a->in[at],
                          .k = (const float *)a->in[at + 1] + d.a.koff,
                          .v = (const float *)a->in[at + 2] + d.a.voff,
@@ -1225,8 +1227,10 @@ static cu_att_rows att_rows_of(const cuda_ctx *c, const kernel_args *a, int at) 
 int cuda_fused_attention(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     for (int i = 0; i < 3; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
-    if (att_by_rows(a->g, a->n)) {
-        cu_att_rows r = att_rows_of(c, a, 0);
+    op_attention_geom ge;
+    op_attention_geometry(a->g, a->n, &ge);
+    if (att_by_rows(&ge)) {
+        cu_att_rows r = att_rows_of(c, a, 0, &ge);
         CU_LAUNCH(cu_att_rows_fwd(c->stream, &r, a->out[0], a->out[1]));
         return OC_OK;
     }
@@ -1257,14 +1261,13 @@ int cuda_fused_attention_grad(const cuda_ctx *c, const kernel_args *a, oc_err *e
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_attention_args *p = &op_args_of(a->n)->attention;
     float *dQ = out_or_null(a, 0), *dK = out_or_null(a, 1), *dV = out_or_null(a, 2);
-    if (p->qkv_heads && dQ) { /* one gradient, its column thirds */
-        op_attention_geom g;
-        op_attention_geometry(a->g, a->n, &g);
-        dK = dQ + g.koff, dV = dQ + g.voff;
-    }
-    if (att_by_rows(a->g, a->n)) {
-        OC_ASSERT(a->scratch_bytes >= cuda_attention_scratch(a->g, a->n, a->scratch_bytes));
-        cu_att_rows r = att_rows_of(c, a, 1);
+    op_attention_geom ge;
+    op_attention_geometry(a->g, a->n, &ge);
+    if (p->qkv_heads && dQ) /* one gradient, its column thirds */
+        dK = dQ + ge.koff, dV = dQ + ge.voff;
+    if (att_by_rows(&ge)) {
+        OC_ASSERT(a->scratch_bytes >= att_rows_dsum_bytes(&ge));
+        cu_att_rows r = att_rows_of(c, a, 1, &ge);
         CU_LAUNCH(
             cu_att_rows_grad(c->stream, &r, a->in[0], a->in[5], a->in[6], a->scratch, dQ, dK, dV));
         return OC_OK;

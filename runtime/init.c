@@ -33,9 +33,9 @@ typedef enum fill { FILL_NONE = 0, FILL_UNIFORM, FILL_CONST } fill;
 /* How to fill tensor t, from the first consumer that explains it:
  *   Conv / ConvTranspose / Gemm weight and bias: uniform +-1/sqrt(fan_in) (PyTorch's);
  *   MatMul weight (K, N), or a (N, K) weight read through a Transpose into
- *   MatMul (a Linear as exporters write it): the same with fan_in K;
+ *   MatMul (a Linear as exporters write it), or a Linear's: the same with fan_in K;
  *   LayerNormalization scale 1, bias 0; BN scale and var 1, bias and mean 0;
- *   a vector added by Add (a Linear's bias after MatMul) 0;
+ *   a vector added by Add (a Linear's bias after MatMul) or Linear's bias 0;
  *   an embedding table read by Gather, and any other trainable tensor (a class
  *   token, position embeddings): uniform with std 0.02 (GPT-2's, BERT's);
  *   optimizer state 0. */
@@ -59,6 +59,12 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
                     return FILL_UNIFORM;
                 }
             }
+        }
+        if (n->op == OP_LINEAR && slot >= 1) { /* W: fan_in K; B: 0 (as the chain's) */
+            bool tw = ir_attr_int(n, "trans_w", 1) != 0;
+            int64_t k = x->rank == 2 ? x->dims[tw ? 1 : 0] : 0;
+            *a = slot == 2 ? 0.0 : k > 0 ? 1.0 / sqrt((double)k) : 0;
+            return slot == 2 ? FILL_CONST : FILL_UNIFORM;
         }
         if (n->op == OP_LAYER_NORM && slot >= 1) {
             *a = slot == 1 ? 1.0 : 0.0;

@@ -176,6 +176,11 @@ int ir_tensor_find(const ir_graph *g, const char *name) {
     return -1;
 }
 
+int ir_tensor_sole_consumer(const ir_graph *g, int t) {
+    const ir_tensor *x = &g->tensors[t];
+    return x->n_consumers == 1 && !x->is_graph_output ? x->consumers[0] : -1;
+}
+
 int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype) {
     char *own = oc_strdup(name);
     for (int k = 1; ir_tensor_find(g, own) >= 0; k++) {

@@ -186,6 +186,8 @@ void ir_graph_print_notes(ir_graph *g, const char *prog, FILE *f);
 
 /* Tensor with this name, or -1. */
 int ir_tensor_find(const ir_graph *g, const char *name);
+/* The one node reading t, or -1 (t read by none or several, or a graph output). */
+int ir_tensor_sole_consumer(const ir_graph *g, int t);
 /* Adds a tensor named name, or name.<k> (the first k >= 1 free) when a tensor
  * already has that name: names the training graph derives ("<W>/momentum",
  * "<x>/bf16", "labels") never collide with a model's own. Returns its index. */

@@ -263,6 +263,39 @@ static int unfused_conv_relu(pool *po, const ir_graph *g, const onnx_export_spec
     return 2;
 }
 
+/* Linear (ir/ops/op_linear.c) written back as the chain it replaced: [Transpose(W)
+ * ->] MatMul -> [Add(., B) | Add(B, .)] under their own node and tensor names. */
+static int unfused_linear(pool *po, const ir_graph *g, const onnx_export_spec *s,
+                          const ir_node *n, Onnx__NodeProto **dst) {
+    const ir_attr *mem = ir_attr_find(n, "members");
+    const char *wt = ir_attr_string(n, "transpose_output", NULL),
+               *z = ir_attr_string(n, "matmul_output", NULL);
+    bool tw = ir_attr_int(n, "trans_w", 1) != 0, bias = n->n_inputs > 2 && n->inputs[2] >= 0;
+    if (!mem || mem->type != IR_ATTR_STRINGS || tw != (wt != NULL) || bias != (z != NULL) ||
+        mem->n != 1 + tw + bias)
+        return 0;
+    const char *x = tensor_name(g, s, n->inputs[0]), *w = tensor_name(g, s, n->inputs[1]),
+               *y = g->tensors[n->outputs[0]].name;
+    int k = 0;
+    if (tw) {
+        dst[k] = named_node(po, mem->strings[k], op_name(OP_TRANSPOSE), 1, &w, 1, &wt);
+        static int64_t perm[2] = {1, 0}; /* read when the model is packed */
+        add_attr(po, dst[k++],
+                 (ir_attr){.name = "perm", .type = IR_ATTR_INTS, .n = 2, .ints = perm});
+    }
+    const char *mm_in[2] = {x, tw ? wt : w};
+    dst[k] = named_node(po, mem->strings[k], op_name(OP_MATMUL), 2, mm_in, 1, bias ? &z : &y);
+    k++;
+    if (bias) {
+        const char *b = tensor_name(g, s, n->inputs[2]);
+        bool first = ir_attr_int(n, "bias_first", 0) != 0;
+        const char *add_in[2] = {first ? b : z, first ? z : b};
+        dst[k] = named_node(po, mem->strings[k], op_name(OP_ADD), 2, add_in, 1, &y);
+        k++;
+    }
+    return k;
+}
+
 /* A Gelu below opset 20 (ONNX has none there) written as the exporters write
  * it: GPT-2's tanh form or BERT's erf form. Operands: GELU_X, a constant
  * GELU_C(k), or step k's output. */
@@ -340,6 +373,9 @@ static int unfused_count(const ir_graph *g, const onnx_export_spec *s, const ir_
     bool tanh_form;
     if (gelu_decomposed(g, s, n, &tanh_form)) return tanh_form ? 13 : 8; /* with Constants */
     if (!s->unfuse) return 1;
+    if (n->op == OP_LINEAR)
+        return 1 + (ir_attr_find(n, "transpose_output") != NULL) +
+               (ir_attr_find(n, "matmul_output") != NULL);
     return n->op == OP_BATCH_NORM_RELU ? 3 : n->op == OP_CONV_RELU ? 2 : 1;
 }
 
@@ -412,6 +448,7 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         if (s->skip && s->skip[i]) continue;
         int k = unfused_count(g, s, n) == 1 ? 0
                 : n->op == OP_GELU          ? unfused_gelu(&po, g, s, n, gp->node + gp->n_node)
+                : n->op == OP_LINEAR        ? unfused_linear(&po, g, s, n, gp->node + gp->n_node)
                 : n->op == OP_BATCH_NORM_RELU
                     ? unfused_nodes(&po, g, s, n, gp->node + gp->n_node)
                     : unfused_conv_relu(&po, g, s, n, gp->node + gp->n_node);

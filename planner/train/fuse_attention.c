@@ -8,12 +8,6 @@
 #include "ir/ops/op_table.h"
 #include "ir/ops/op_util.h"
 
-/* The one node reading t, or -1 (t read by several, or a graph output). */
-static int sole_consumer(const ir_graph *g, int t) {
-    const ir_tensor *x = &g->tensors[t];
-    return x->n_consumers == 1 && !x->is_graph_output ? x->consumers[0] : -1;
-}
-
 /* Input k of node n when it is a float scalar plan-time value. */
 static bool scalar_value(ir_graph *g, const ir_node *n, int k, double *v) {
     const ir_tensor *t = ir_node_in(g, n, k);
@@ -68,7 +62,7 @@ static bool match_at(ir_graph *g, int s, match *m) {
     m->nodes[m->n_nodes++] = s;
     /* backwards: [Where] <- [Mul | Div by a scalar] <- MatMul(Q, Kᵀ) */
     int t = sm->inputs[0], p = g->tensors[t].producer;
-    if (p >= 0 && g->nodes[p].op == OP_WHERE && sole_consumer(g, t) == s) {
+    if (p >= 0 && g->nodes[p].op == OP_WHERE && ir_tensor_sole_consumer(g, t) == s) {
         const ir_node *w = &g->nodes[p];
         double f;
         int fill_at = scalar_value(g, w, 1, &f) ? 1 : scalar_value(g, w, 2, &f) ? 2 : 0;
@@ -78,7 +72,7 @@ static bool match_at(ir_graph *g, int s, match *m) {
         t = w->inputs[3 - fill_at], p = g->tensors[t].producer;
     }
     if (p >= 0 && (g->nodes[p].op == OP_MUL || g->nodes[p].op == OP_DIV) &&
-        sole_consumer(g, t) == m->nodes[m->n_nodes - 1]) {
+        ir_tensor_sole_consumer(g, t) == m->nodes[m->n_nodes - 1]) {
         const ir_node *u = &g->nodes[p];
         double c;
         int other = scalar_value(g, u, 1, &c)                        ? 0
@@ -90,14 +84,14 @@ static bool match_at(ir_graph *g, int s, match *m) {
         t = u->inputs[other], p = g->tensors[t].producer;
     }
     if (p < 0 || g->nodes[p].op != OP_MATMUL || !op_args_of(&g->nodes[p])->matmul.batched ||
-        sole_consumer(g, t) != m->nodes[m->n_nodes - 1])
+        ir_tensor_sole_consumer(g, t) != m->nodes[m->n_nodes - 1])
         return false;
     const ir_node *qk = &g->nodes[p];
     m->qk = p;
     m->nodes[m->n_nodes++] = p;
     m->q = qk->inputs[0], m->k = qk->inputs[1], m->k_transposed = true;
     int tr = g->tensors[m->k].producer;
-    if (tr >= 0 && g->nodes[tr].op == OP_TRANSPOSE && sole_consumer(g, m->k) == p) {
+    if (tr >= 0 && g->nodes[tr].op == OP_TRANSPOSE && ir_tensor_sole_consumer(g, m->k) == p) {
         int fate = k_transpose_fate(g, &g->nodes[tr], m->k_perm);
         if (fate == KT_GONE) {
             m->k = g->nodes[tr].inputs[0], m->k_transposed = false, m->kt = tr;
@@ -108,7 +102,7 @@ static bool match_at(ir_graph *g, int s, match *m) {
     }
     /* forwards: [Dropout] -> MatMul(P, V) */
     t = sm->outputs[0];
-    int c = sole_consumer(g, t);
+    int c = ir_tensor_sole_consumer(g, t);
     if (c >= 0 && g->nodes[c].op == OP_DROPOUT) {
         const ir_node *d = &g->nodes[c];
         const op_dropout_args *da = &op_args_of(d)->dropout;
@@ -118,7 +112,7 @@ static bool match_at(ir_graph *g, int s, match *m) {
         m->ratio = da->training ? da->ratio : 0.0f;
         m->dropout = d->name;
         m->nodes[m->n_nodes++] = c;
-        t = d->outputs[0], c = sole_consumer(g, t);
+        t = d->outputs[0], c = ir_tensor_sole_consumer(g, t);
     }
     if (c < 0 || g->nodes[c].op != OP_MATMUL || g->nodes[c].inputs[0] != t ||
         !op_args_of(&g->nodes[c])->matmul.batched)
@@ -138,7 +132,7 @@ static bool is_head_split(const int64_t *perm, int rank) {
 /* The Transpose (the head split) writing t and read by node `by` alone, or -1. */
 static int head_split_of(const ir_graph *g, int t, int by) {
     int p = g->tensors[t].producer;
-    if (p < 0 || g->nodes[p].op != OP_TRANSPOSE || sole_consumer(g, t) != by) return -1;
+    if (p < 0 || g->nodes[p].op != OP_TRANSPOSE || ir_tensor_sole_consumer(g, t) != by) return -1;
     const op_perm_args *a = &op_args_of(&g->nodes[p])->perm;
     return is_head_split(a->perm, a->rank) ? p : -1;
 }
@@ -154,7 +148,7 @@ static void match_seq_first(ir_graph *g, match *m) {
     if (m->k_reperm >= 0 && is_head_split(m->k_perm, op_args_of(&g->nodes[m->k_reperm])->perm.rank))
         tk = m->k_reperm; /* Transpose(X, 0 2 3 1): X's head split once rewritten */
     int tv = head_split_of(g, m->v, m->at);
-    int c = sole_consumer(g, m->y);
+    int c = ir_tensor_sole_consumer(g, m->y);
     if (tq < 0 || tk < 0 || tv < 0 || c < 0) return;
     const ir_node *back = &g->nodes[c];
     const op_perm_args *a = back->op == OP_TRANSPOSE ? &op_args_of(back)->perm : NULL;
@@ -172,10 +166,10 @@ static void match_seq_first(ir_graph *g, match *m) {
  * last dim, that output read by the Reshape alone; its node, or -1. */
 static int qkv_third_of(const ir_graph *g, int t, int by, int k, int *split) {
     int r = g->tensors[t].producer;
-    if (r < 0 || g->nodes[r].op != OP_RESHAPE || sole_consumer(g, t) != by) return -1;
+    if (r < 0 || g->nodes[r].op != OP_RESHAPE || ir_tensor_sole_consumer(g, t) != by) return -1;
     int part = g->nodes[r].inputs[0], sp = g->tensors[part].producer;
     if (sp < 0 || g->nodes[sp].op != OP_SPLIT || g->nodes[sp].n_outputs != 3 ||
-        g->nodes[sp].outputs[k] != part || sole_consumer(g, part) != r)
+        g->nodes[sp].outputs[k] != part || ir_tensor_sole_consumer(g, part) != r)
         return -1;
     const ir_tensor *x = &g->tensors[g->nodes[sp].inputs[0]], *p = &g->tensors[part],
                     *y = &g->tensors[t];

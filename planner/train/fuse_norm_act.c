@@ -6,12 +6,6 @@
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 
-/* The one node reading t, or -1 (t read by several, or a graph output). */
-static int sole_reader(const ir_graph *g, int t) {
-    const ir_tensor *x = &g->tensors[t];
-    return x->n_consumers == 1 && !x->is_graph_output ? x->consumers[0] : -1;
-}
-
 static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
     return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int64_t)) == 0;
 }
@@ -20,7 +14,7 @@ static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
 static bool fusable_bn(const ir_graph *g, int p, int reader) {
     if (p < 0 || g->nodes[p].op != OP_BATCH_NORM) return false;
     const ir_node *bn = &g->nodes[p];
-    if (sole_reader(g, bn->outputs[0]) != reader) return false;
+    if (ir_tensor_sole_consumer(g, bn->outputs[0]) != reader) return false;
     if (!ir_dtype_is_compute(g->tensors[bn->inputs[0]].dtype)) return false;
     for (int o = 3; o < bn->n_outputs; o++) { /* opset <= 13 saved statistics */
         int t = bn->outputs[o];
@@ -40,7 +34,7 @@ static bool match_at(const ir_graph *g, int r, match *m) {
     const ir_node *relu = &g->nodes[r];
     int t = relu->inputs[0], p = g->tensors[t].producer;
     *m = (match){.bn = -1, .add = -1, .relu = r, .residual = -1, .conv = -1};
-    if (p < 0 || sole_reader(g, t) != r) return false;
+    if (p < 0 || ir_tensor_sole_consumer(g, t) != r) return false;
     if (g->nodes[p].op == OP_CONV && ir_dtype_is_compute(g->tensors[t].dtype)) {
         m->conv = p;
         return true;

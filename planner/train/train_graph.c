@@ -9,6 +9,7 @@
 #include "train/autodiff_internal.h"
 #include "train/fuse_attention.h"
 #include "train/fuse_gelu.h"
+#include "train/fuse_linear.h"
 #include "train/skip_dropout.h"
 #include "train/fuse_grad_sum.h"
 #include "train/fuse_norm_act.h"
@@ -729,6 +730,13 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         return OC_ERR;
     }
     if (n_gelu) ir_graph_note(fwd, "%d GELU chains fused (Gelu)", n_gelu);
+    int n_linear = 0;
+    if (o->fuse != TRAIN_FUSE_NONE && fuse_linear(fwd, &n_linear, err)) {
+        oc_fail_prefix(err, "%s: fusing MatMul and bias", fwd->model_path ? fwd->model_path : "model");
+        train_graph_free(tg);
+        return OC_ERR;
+    }
+    if (n_linear) ir_graph_note(fwd, "%d MatMul [Transpose, bias] chains fused (Linear)", n_linear);
     int n_skipped = 0;
     skip_identity_dropouts(fwd, &n_skipped);
     if (n_skipped)

@@ -68,6 +68,28 @@ int cpu_matmul(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* Linear: Y (R, N) = X (R, K) W^T with W (N, K) (trans_w) or X W with W (K, N),
+ * then + B row by row (the float operations of the MatMul -> Add it fused). */
+int cpu_linear(const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *w = kernel_in(a, 1), *b = kernel_in(a, 2);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, w, IR_DTYPE_FLOAT, err) ||
+        (b && kernel_want_dtype(a, b, IR_DTYPE_FLOAT, err)))
+        return OC_ERR;
+    const op_linear_args *p = &op_args_of(a->n)->linear;
+    int64_t K = x->dims[x->rank - 1], N = p->trans_w ? w->dims[0] : w->dims[1], rows = 1;
+    for (int d = 0; d + 1 < x->rank; d++) rows *= x->dims[d];
+    float *y = a->out[0];
+    cpu_sgemm(false, p->trans_w, rows, N, K, 1.0f, a->in[0], K, a->in[1], p->trans_w ? K : N, 0.0f,
+              y, N);
+    if (p->bias) {
+        const float *bias = a->in[2];
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < N; j++) y[r * N + j] += bias[j];
+    }
+    return OC_OK;
+}
+
 /* A (M, K) or (K, M) with transA, B (K, N) or (N, K), C broadcast to (M, N). */
 int cpu_gemm(const kernel_args *a, oc_err *err) {
     const ir_tensor *ta_ = kernel_in(a, 0), *tb_ = kernel_in(a, 1), *tc = kernel_in(a, 2),

@@ -892,6 +892,24 @@ int cuda_matmul(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return gemm_rm(c, dt, true, false, K, N, rows, a->in[0], K, a->in[1], N, a->out[0], N, a, err);
 }
 
+/* Linear (cpu_linear): one GEMM reading W in place (transposed when trans_w);
+ * a bias is written to Y first (cu_rows_fill) and added by the GEMM (beta 1),
+ * so no pass over Y follows. Float, or every tensor of one half type. */
+int cuda_linear(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *w = kernel_in(a, 1), *b = kernel_in(a, 2);
+    ir_dtype dt = x->dtype;
+    if ((dt != IR_DTYPE_FLOAT && !ir_dtype_is_half(dt)) || w->dtype != dt ||
+        kernel_out(a, 0)->dtype != dt || (b && b->dtype != dt))
+        return kernel_fail(a, err, "takes float, float16 or bfloat16 tensors, all of one type");
+    const op_linear_args *p = &op_args_of(a->n)->linear;
+    int64_t K = x->dims[x->rank - 1], N = p->trans_w ? w->dims[0] : w->dims[1], rows = 1;
+    for (int d = 0; d + 1 < x->rank; d++) rows *= x->dims[d];
+    if (p->bias && rows > 0 && N > 0)
+        CU_LAUNCH(cu_rows_fill(c->stream, a->in[2], cuda_float_kind(dt), a->out[0], rows, N));
+    return gemm_typed(c, dt, false, false, p->trans_w, rows, N, K, 1.0f, a->in[0], K, 0, a->in[1],
+                      p->trans_w ? K : N, 0, p->bias ? 1.0f : 0.0f, a->out[0], N, 0, 1, a, err);
+}
+
 /* ---- FusedAttention (cpu_attention.c): batched cuBLAS GEMMs over chunks of
  * batches whose [T, S] scores fit the scratch, row kernels for the softmax.
  * A causal node (op_attention_args.causal) runs by blocks of B rows: row block

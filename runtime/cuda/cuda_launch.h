@@ -357,6 +357,8 @@ int cu_fill(void *stream, float *p, int64_t n, float v);
  * kind (0 float32, 1 float16, 2 bfloat16). */
 int cu_gemm_bias(void *stream, const void *c, int kind, int64_t s0, int64_t s1, float beta, void *y,
                  int64_t M, int64_t N);
+/* Y (rows, N) = b (N) in every row, both of kind `kind` (Linear's bias). */
+int cu_rows_fill(void *stream, const void *b, int kind, void *y, int64_t rows, int64_t N);
 /* saved_var = 1 / inv_std^2 - eps (cuDNN's saved inverse std to ONNX's variance). */
 int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps);
 /* BatchNormRelu and its gradient (cpu_norm.c's numerics): channel c's N images

@@ -3330,6 +3330,41 @@ extern "C" int cu_gemm_bias(void *stream, const void *c, int kind, int64_t s0, i
     return last_error();
 }
 
+// Y (rows, N) = b in every row (Linear's bias before its GEMM adds the product): a thread
+// per V columns and row block, holding its columns in registers and writing them to every
+// rb-th row from its block's first (one division per thread, not per element); V-wide
+// stores where N and the pointers allow.
+template <typename T, int V>
+__global__ void k_rows_fill(const T *b, T *y, int64_t rows, int64_t N, int64_t rb) {
+    int64_t groups = N / V;
+    GRID_LOOP(i, groups * rb) {
+        int64_t g = i % groups;
+        float v[V];
+        ldv<T, V>(b, g * V, v);
+        for (int64_t r = i / groups; r < rows; r += rb) stv<T, V>(y, r * N + g * V, v);
+    }
+}
+
+template <typename T>
+static void rows_fill(cudaStream_t s, const void *b, void *y, int64_t rows, int64_t N) {
+    int V = vec_of(N, sizeof(T), b, y, NULL, NULL);
+    int64_t groups = N / V, rb = ((int64_t)1 << 18) / groups; /* about 2^18 threads */
+    rb = rb < 1 ? 1 : rb > rows ? rows : rb;
+    unsigned nb = blocks_for(groups * rb);
+    if (V == 4) k_rows_fill<T, 4><<<nb, THREADS, 0, s>>>((const T *)b, (T *)y, rows, N, rb);
+    else k_rows_fill<T, 1><<<nb, THREADS, 0, s>>>((const T *)b, (T *)y, rows, N, rb);
+}
+
+extern "C" int cu_rows_fill(void *stream, const void *b, int kind, void *y, int64_t rows,
+                            int64_t N) {
+    if (rows * N == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (kind == 1) rows_fill<oc_f16>(s, b, y, rows, N);
+    else if (kind == 2) rows_fill<oc_bf16>(s, b, y, rows, N);
+    else rows_fill<float>(s, b, y, rows, N);
+    return last_error();
+}
+
 __global__ void k_invstd_to_var(float *v, int64_t n, float eps) {
     GRID_LOOP(i, n) v[i] = (float)(1.0 / ((double)v[i] * (double)v[i]) - (double)eps);
 }

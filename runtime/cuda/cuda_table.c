@@ -82,7 +82,8 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_CONV_TRANSPOSE_BACKWARD_FILTER:
     case OP_MATMUL:
     case OP_MATMUL_GRAD_A:
-    case OP_MATMUL_GRAD_B: break;
+    case OP_MATMUL_GRAD_B:
+    case OP_LINEAR: break;
     case OP_BATCH_NORM:
     case OP_BATCH_NORM_GRAD:
     case OP_BATCH_NORM_RELU:

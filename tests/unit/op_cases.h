@@ -225,6 +225,12 @@ OP_CASE(PAD, "edge, pads attribute (no gradient)", 9, 1, "[2,3,4]",
 OP_CASE(GEMM, "transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1")
 OP_CASE(MATMUL, "channels-last Linear (ConvNeXt)", 13, 1, "[2,3,2,5] [5,4]", "")
 OP_CASE(MATMUL, "matrices", 13, 1, "[3,6] [6,2]", "")
+OP_CASE(LINEAR, "W (N, K) as nn.Linear stores it, bias, rows of rank 3", 17, 1, "[2,3,5] [4,5] [4]",
+        "")
+OP_CASE(LINEAR, "W (K, N), bias (ConvNeXt's channels-last Linear)", 17, 1, "[2,3,2,5] [5,4] [4]",
+        "trans_w=0")
+OP_CASE(LINEAR, "W (N, K), no bias, 4-wide rows", 17, 1, "[7,8] [12,8]", "")
+OP_CASE(LINEAR, "updated by AdamW, gradients clipped", 17, 1, "[3,6] [2,6] [2]", "!adamw !clip")
 OP_CASE(MATMUL, "updated by AdamW, gradients clipped", 13, 1, "[3,6] [6,2]", "!adamw !clip")
 OP_CASE(GEMM, "updated by SGD, gradients clipped", 13, 1, "[3,6] [2,6] [2]", "transB=1 !clip")
 OP_CASE(GEMM, "updated by SGD, loss scaled (GradScaler)", 13, 1, "[3,6] [2,6] [2]",
@@ -241,6 +247,8 @@ OP_CASE(CONV_TRANSPOSE, "bf16, 2x2 stride 2, bias", 13, 1, "[1,4,3,3] [4,2,2,2] 
         "strides=[2,2] kernel_shape=[2,2] !bf16")
 OP_CASE(MATMUL, "bf16, batched (attention's Q K^T)", 13, 1, "[2,3,4,5] [2,3,5,4]", "!bf16")
 OP_CASE(MATMUL, "fp16, channels-last Linear", 13, 1, "[2,3,2,5] [5,4]", "!fp16")
+OP_CASE(LINEAR, "bf16, W (N, K), bias", 17, 1, "[2,3,8] [4,8] [4]", "!bf16")
+OP_CASE(LINEAR, "fp16, W (K, N), bias, 4-wide rows", 17, 1, "[3,4] [4,8] [8]", "trans_w=0 !fp16")
 OP_CASE(GEMM, "bf16, transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1 !bf16")
 OP_CASE(GEMM, "fp16, beta 0.5 (widened on cuda)", 13, 1, "[5,3] [5,4] [3,4]",
         "transA=1 alpha=0.7 beta=0.5 !fp16")

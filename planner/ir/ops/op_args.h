@@ -118,6 +118,11 @@ typedef struct op_gemm_args {
     float alpha, beta;
 } op_gemm_args;
 
+/* Linear (op_linear.c): Y = X W^T + B (trans_w; W [N, K]) or X W + B (W [K, N]). */
+typedef struct op_linear_args {
+    bool trans_w, bias;
+} op_linear_args;
+
 /* Clip and ClipGrad bounds given as attributes (opset < 11; ClipGrad copies
  * them). Bounds given as inputs are read from the inputs. */
 typedef struct op_clip_args {
@@ -268,6 +273,7 @@ typedef union op_args {
     op_pool_args pool;
     op_bn_args bn;
     op_gemm_args gemm;
+    op_linear_args linear;
     op_ln_args ln;
     op_softmax_args softmax;
     op_matmul_args matmul;

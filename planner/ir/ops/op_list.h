@@ -65,6 +65,7 @@
     X(PAD, "Pad", ONNX, pad, pad)                                                                  \
     X(GEMM, "Gemm", ONNX, gemm, gemm)                                                              \
     X(MATMUL, "MatMul", ONNX, matmul, matmul)                                                      \
+    X(LINEAR, "Linear", OC, linear, linear)                                                        \
     X(SOFTMAX_CROSS_ENTROPY, "SoftmaxCrossEntropyLoss", ONNX, softmax_cross_entropy,               \
       softmax_cross_entropy)                                                                       \
     X(FUSED_ATTENTION, "FusedAttention", OC, fused_attention, fused_attention)                     \
@@ -156,7 +157,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 102
+#define OP_LIST_COUNT 103
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

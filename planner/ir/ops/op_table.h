@@ -117,6 +117,8 @@ static inline bool op_is_swap_in(const ir_node *n) { return n->op == OP_SWAP_IN;
 /* An attribute ConvRelu has beyond Conv's (members, conv_output,
  * fused_backward: op_conv.c), left out where its Conv is written or differentiated. */
 bool op_conv_relu_own_attr(const char *name);
+/* Linear's own attributes (its chain's names), not the op's arguments. */
+bool op_linear_own_attr(const char *name);
 /* The op's rules and kernels depend on where the channel axis is (conv,
  * normalization, pooling and their gradients): what a channels-last node may
  * be (train/channels_last.h). Elementwise ops do not care. */

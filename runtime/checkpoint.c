@@ -47,11 +47,11 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
      * is what those read. */
     bool *skip = oc_calloc((size_t)g->n_nodes, sizeof(bool));
     for (int i = 0; i < loss_node; i++)
-        skip[i] = (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 &&
-                   g->nodes[i].op != OP_FUSED_ATTENTION && g->nodes[i].op != OP_BATCH_NORM_RELU &&
-                   g->nodes[i].op != OP_CONV_RELU && g->nodes[i].op != OP_GELU &&
-                   g->nodes[i].op != OP_LINEAR) ||
-                  strncmp(g->nodes[i].name, "outcore/", 8) == 0;
+        skip[i] =
+            (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 && g->nodes[i].op != OP_FUSED_ATTENTION &&
+             g->nodes[i].op != OP_BATCH_NORM_RELU && g->nodes[i].op != OP_CONV_RELU &&
+             g->nodes[i].op != OP_GELU && g->nodes[i].op != OP_LINEAR) ||
+            strncmp(g->nodes[i].name, "outcore/", 8) == 0;
     /* --precision bf16|fp16: the float32 model, without autocast's Casts;
      * --layout nhwc: the model's own layout, without the layout Transposes */
     int *source = oc_malloc((size_t)g->n_tensors * sizeof *source);

@@ -32,7 +32,7 @@ CLASSES = {
     "MaxPool": "pooling", "AveragePool": "pooling", "GlobalAveragePool": "pooling",
     "MaxPoolGrad": "pooling", "AveragePoolGrad": "pooling", "GlobalAveragePoolGrad": "pooling",
     "Gemm": "GEMM / MatMul", "MatMul": "GEMM / MatMul", "MatMulGradA": "GEMM / MatMul",
-    "MatMulGradB": "GEMM / MatMul", "FusedAttention": "attention",
+    "MatMulGradB": "GEMM / MatMul", "Linear": "GEMM / MatMul", "FusedAttention": "attention",
     "FusedAttentionGrad": "attention", "ReduceSumTo": "bias / broadcast gradient sums",
     "SoftmaxCrossEntropyLoss": "loss", "SoftmaxCrossEntropyLossGrad": "loss",
     "SGDMomentum": "optimizer", "AdamW": "optimizer", "ClipGradNorm": "optimizer",

@@ -265,8 +265,8 @@ static int unfused_conv_relu(pool *po, const ir_graph *g, const onnx_export_spec
 
 /* Linear (ir/ops/op_linear.c) written back as the chain it replaced: [Transpose(W)
  * ->] MatMul -> [Add(., B) | Add(B, .)] under their own node and tensor names. */
-static int unfused_linear(pool *po, const ir_graph *g, const onnx_export_spec *s,
-                          const ir_node *n, Onnx__NodeProto **dst) {
+static int unfused_linear(pool *po, const ir_graph *g, const onnx_export_spec *s, const ir_node *n,
+                          Onnx__NodeProto **dst) {
     const ir_attr *mem = ir_attr_find(n, "members");
     const char *wt = ir_attr_string(n, "transpose_output", NULL),
                *z = ir_attr_string(n, "matmul_output", NULL);

@@ -732,7 +732,8 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
     if (n_gelu) ir_graph_note(fwd, "%d GELU chains fused (Gelu)", n_gelu);
     int n_linear = 0;
     if (o->fuse != TRAIN_FUSE_NONE && fuse_linear(fwd, &n_linear, err)) {
-        oc_fail_prefix(err, "%s: fusing MatMul and bias", fwd->model_path ? fwd->model_path : "model");
+        oc_fail_prefix(err, "%s: fusing MatMul and bias",
+                       fwd->model_path ? fwd->model_path : "model");
         train_graph_free(tg);
         return OC_ERR;
     }

@@ -24,6 +24,9 @@ with the loss and every weight and running statistic after one SGD step in float
   - an export whose BatchNormalization was folded away (optimize=True) gets a notice naming it;
   - the transformers again with --attention fused (FusedAttention: scores recomputed in
     backward from the softmax statistics), one SGD step against the same float64 reference;
+  - nn.Linear as the exporters write it (MatMul of a Transpose of the weight, then Add of the
+    bias) is fused as one Linear node (the notice counts every such chain of the file); the
+    dynamo exports also run --no-fuse (the chains themselves) against the reference;
   - torch 1.13's opset-13 exports write GELU decomposed (Tanh / Erf and ~8 Mul/Add/Div): each
     one is fused as a Gelu (the notice counts every Tanh and Erf of the file), and with
     --no-fuse (the decomposition itself) the step matches the reference too;
@@ -137,6 +140,37 @@ def gelu_fused(name, exporter, path, stderr):
               f"decomposed GELUs fused as Gelu")
     if got != want:
         failures.append(f"{name}/{exporter}: {got} GELU chains fused, the export has {want}")
+    return want
+
+
+def linear_fused(name, exporter, path, stderr):
+    """Every MatMul reading a transposed 2-d initializer, or an initializer and then adding
+    a vector initializer, is counted by the notice as fused into a Linear."""
+    g = onnx.load(path).graph
+    inits = {t.name: len(t.dims) for t in g.initializer}
+    prod = {o: n for n in g.node for o in n.output}
+    readers = {}
+    for n in g.node:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    want = 0
+    for n in g.node:
+        if n.op_type != "MatMul":
+            continue
+        t = prod.get(n.input[1])
+        transposed = (t is not None and t.op_type == "Transpose" and inits.get(t.input[0]) == 2
+                      and len(readers[n.input[1]]) == 1)
+        r = readers.get(n.output[0], [])
+        bias = (len(r) == 1 and r[0].op_type == "Add"
+                and any(inits.get(i) == 1 for i in r[0].input if i != n.output[0]))
+        want += transposed or (inits.get(n.input[1]) == 2 and bias)
+    m = re.search(r"notice: (\d+) MatMul \[Transpose, bias\] chains fused", stderr)
+    got = int(m.group(1)) if m else 0
+    if want or got:
+        print(f"{'ok  ' if got == want else 'FAIL'} {name:18s} {exporter:8s} {got} of {want} "
+              f"MatMul [Transpose, bias] chains fused as Linear")
+    if got != want:
+        failures.append(f"{name}/{exporter}: {got} Linear chains fused, the export has {want}")
     return want
 
 
@@ -296,7 +330,9 @@ def main():
             for exporter, path in paths:
                 try:
                     err = compare(name, exporter, path, ref, tmp)
-                    if exporter == "1.13" and gelu_fused(name, exporter, path, err):
+                    gelus = exporter == "1.13" and gelu_fused(name, exporter, path, err)
+                    linears = linear_fused(name, exporter, path, err)
+                    if gelus or (linears and exporter == "dynamo"):
                         compare(name, exporter, path, ref, tmp, ("--no-fuse",))
                     if "adamw3/losses" in ref.files:
                         check_trajectories(name, exporter, path, ref, tmp)

@@ -30,8 +30,10 @@ static int linear_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (!ir_dtype_is_compute(x->dtype) || w->dtype != x->dtype)
         return oc_fail(err, "inputs '%s' and '%s' must be float of one type", x->name, w->name);
     if (x->rank < 2 || w->rank != 2)
-        return oc_fail(err, "'%s' (rank %d) times '%s' (rank %d): Linear takes X of rank >= 2 "
-                            "and a matrix W", x->name, x->rank, w->name, w->rank);
+        return oc_fail(err,
+                       "'%s' (rank %d) times '%s' (rank %d): Linear takes X of rank >= 2 "
+                       "and a matrix W",
+                       x->name, x->rank, w->name, w->rank);
     int64_t K, N;
     linear_kn(w, ir_attr_int(n, "trans_w", 1) != 0, &K, &N);
     if (x->dims[x->rank - 1] != K)

@@ -78,8 +78,8 @@ static int vec_of(int64_t n, size_t es, const void *a, const void *b, const void
 // 2: of dz = dy (BatchNormalization).
 
 // Row kernels with one warp per row (launched with blockDim.x = WARP): the lanes read a row
-// with coalesced strides and reduce with shuffles, in a fixed order (deterministic). On the
-// emulator (blockDim 1) lane 0 walks the whole row and the reductions do nothing.
+// with coalesced strides and reduce with shuffles, in a fixed order (deterministic; the
+// emulator runs the 32 lanes and their shuffles too: tests/emu/emu_grid.c).
 #define WARP 32
 #define ROW_LOOP(r, rows) for (int64_t r = blockIdx.x; r < (rows); r += gridDim.x)
 static unsigned warps_for(int64_t rows) {
@@ -99,8 +99,7 @@ __device__ static inline double warp_sum(double v) {
 }
 
 // Row kernels with several rows a block: ROW_BLOCK threads, a warp (WARP lanes) per row, so a
-// block is not one warp (an SM holds at most 32 blocks: one-warp blocks fill half of it). On the
-// emulator (blockDim 1) one lane walks each row and the reductions do nothing.
+// block is not one warp (an SM holds at most 32 blocks: one-warp blocks fill half of it).
 #define ROW_BLOCK 128
 #ifdef OC_CUDA_EMU
 #define ROW_BLOCK_ONLY() emu_require_block(ROW_BLOCK, __func__)

@@ -2,10 +2,10 @@
 # cu2cpp.pl — turns a .cu file into plain C++ for the CUDA emulator (emu.h):
 # every kernel launch `K<<<grid, block[, shm[, stream]]>>>(args);` (K possibly
 # templated, args spanning lines) becomes
-#   ((void)(grid), emu_launch(stream, (unsigned)(block), [=] { K(args); }));
-# (grid still evaluated, so no variable goes unused; the block size travels with the
-# launch, for the kernels that need a particular one: emu.h, emu_require_block). Dies, naming the
-# line, when a launch cannot be parsed or a `<<<` is left.
+#   ((void)(shm), emu_launch(stream, (unsigned)(grid), (unsigned)(block), [=] { K(args); }));
+# (the shared-memory size still evaluated, so no variable goes unused; the grid and block
+# travel with the launch: emu.h, emu_run_grid). Dies, naming the line, when a launch cannot
+# be parsed or a `<<<` is left.
 #   usage: perl tests/emu/cu2cpp.pl runtime/cuda/cuda_ops.cu > build/.../cuda_ops.cpp
 use strict;
 use warnings;
@@ -81,9 +81,9 @@ while ((my $at = index($src, '<<<', $pos)) >= 0) {
     my $q = $args_end;
     $q++ while substr($src, $q, 1) =~ /[ \t]/;
     die "cu2cpp: $file:$line: expected ; after the launch\n" unless substr($src, $q, 1) eq ';';
-    my $voids = join('', map { "(void)($_), " } @cfg[grep { $_ != 1 } 0 .. ($#cfg < 2 ? $#cfg : 2)]);
+    my $voids = @cfg > 2 ? "(void)($cfg[2]), " : '';
     $out .= substr($src, $pos, $k - $pos);
-    $out .= "($voids" . "emu_launch($stream, (unsigned)($cfg[1]), [=] { $kernel$args; }));";
+    $out .= "($voids" . "emu_launch($stream, (unsigned)($cfg[0]), (unsigned)($cfg[1]), [=] { $kernel$args; }));";
     $pos = $q + 1;
     $n++;
 }

@@ -9,8 +9,9 @@
  *   cudaMemcpyAsync(d, pinned, n, cudaMemcpyHostToDevice, s);  // runs on s's thread
  *   cudaStreamSynchronize(s);
  *
- * What differs from a GPU (on purpose): kernels run once per launch on the
- * stream's thread (emu.h: emu_launch); a copy whose pointers contradict its
+ * What differs from a GPU (on purpose): a launch's threads run one after
+ * another on the stream's thread, at most EMU_GRID_MAX blocks of them (emu.h:
+ * emu_launch, emu_run_grid; warp shuffles meet as on a GPU); a copy whose pointers contradict its
  * kind, or whose device side is not inside one cudaMalloc block, fails at the
  * call with cudaErrorInvalidValue; a device-to-pageable-host copy is always
  * asynchronous (a GPU may or may not block), a pageable-host-to-device copy
@@ -169,14 +170,25 @@ const char *cudaGetErrorName(cudaError_t error);
 struct emu_dim3 {
     unsigned x, y, z;
 };
-static const emu_dim3 blockIdx = {0, 0, 0};
-static const emu_dim3 threadIdx = {0, 0, 0};
-static const emu_dim3 blockDim = {1, 1, 1};
-static const emu_dim3 gridDim = {1, 1, 1};
-/* A warp of one lane: a shuffle is never reached by the reductions (their
- * loops run from blockDim.x / 2 down), it only has to compile. */
-template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
-/* One thread at a time: an atomic add is a plain one. */
+/* The running thread's coordinates (emu.h: emu_run_grid; 1-d launches only). */
+#define threadIdx (emu_dim3{emu_tid, 0, 0})
+#define blockIdx (emu_dim3{emu_bid, 0, 0})
+#define blockDim (emu_dim3{emu_bdim, 1, 1})
+#define gridDim (emu_dim3{emu_gdim, 1, 1})
+/* A block's shared memory: one array per stream thread, which runs a launch's blocks one
+ * after another and their threads on its fibers; __syncthreads: emu_grid.c's barrier. */
+#define __shared__ static thread_local
+static inline void __syncthreads(void) { emu_syncthreads(); }
+/* A warp's lanes exchange values (emu_grid.c: the warp's 32 lanes meet there). */
+template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "a register value");
+    unsigned long long b = 0;
+    memcpy(&b, &v, sizeof v);
+    b = emu_shfl_xor(mask, b, lane_mask);
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+/* One thread of a stream at a time: an atomic add is a plain one. */
 static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) {
     unsigned long long old = *p;
     *p += v;

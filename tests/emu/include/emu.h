@@ -39,6 +39,17 @@ void emu_stream_enqueue(cudaStream_t s, void (*fn)(void *ctx), void *ctx, size_t
 /* True when [p, p + bytes) lies inside one live cudaMalloc block. */
 bool emu_is_device_range(const void *p, size_t bytes);
 
+/* Runs a kernel launch on the calling (stream) thread: fn(ctx) once per thread of
+ * min(grid, EMU_GRID_MAX (default 2)) blocks of `block` threads, each with its own
+ * emu_tid / emu_bid and the launch's emu_bdim / emu_gdim (threadIdx.x, blockIdx.x,
+ * blockDim.x, gridDim.x of the .cu files; emu_grid.c). */
+void emu_run_grid(unsigned grid, unsigned block, void (*fn)(void *ctx), void *ctx);
+/* __shfl_xor_sync of the running thread's warp: v's 8 bytes exchanged (emu_grid.c). */
+unsigned long long emu_shfl_xor(unsigned mask, unsigned long long v, int lane_mask);
+/* __syncthreads: waits until every thread of the running block is there (emu_grid.c). */
+void emu_syncthreads(void);
+extern __thread unsigned emu_tid, emu_bid, emu_bdim, emu_gdim;
+
 /* Records an error of asynchronous work (as a kernel fault would): the next
  * cudaStreamSynchronize / cudaDeviceSynchronize / cudaGetLastError returns it.
  * what is printed to stderr once. */
@@ -47,16 +58,18 @@ void emu_async_error(int cuda_error, const char *what);
 #ifdef __cplusplus
 }
 /* Kernel launch in the .cu files, rewritten from `k<<<grid, block, shm, s>>>(args)`
- * by tests/emu/cu2cpp.pl into `emu_launch(s, block, [=] { k(args); })`: the kernel runs
- * once on stream s with blockIdx = threadIdx = 0 and blockDim = gridDim = 1, so
- * a grid-stride loop covers every index. (No __shared__, no __syncthreads.) */
+ * by tests/emu/cu2cpp.pl into `emu_launch(s, grid, block, [=] { k(args); })`: on
+ * stream s, every thread of the launch's blocks runs k (emu_run_grid; at most
+ * EMU_GRID_MAX blocks: the kernels are grid-stride loops), warp shuffles exchange
+ * lanes' values as on a GPU, __syncthreads holds a block's threads together,
+ * __shared__ arrays are static per stream thread (no dynamic shared memory). */
 #include <new>
 #include <stdlib.h>
 #include <type_traits>
 #include <stdio.h>
-/* The block size the running kernel was launched with (the emulated kernel itself sees
- * blockDim 1): a kernel whose reductions assume one warp a block checks it, since the
- * emulator's one lane would compute the right result whatever the launch said. */
+#include <string.h>
+/* The block size the running kernel was launched with: a kernel whose reductions
+ * assume one warp a block (or ROW_BLOCK threads) checks it at once, by name. */
 inline thread_local unsigned emu_launch_block = 1;
 static inline void emu_require_block(unsigned want, const char *what) {
     if (emu_launch_block == want) return;
@@ -64,23 +77,25 @@ static inline void emu_require_block(unsigned want, const char *what) {
             want, emu_launch_block);
     abort();
 }
-template <typename F> static inline void emu_launch(cudaStream_t s, unsigned block, F f) {
+template <typename F>
+static inline void emu_launch(cudaStream_t s, unsigned grid, unsigned block, F f) {
     /* plain data (the kernel's arguments by value), so a graph replays a byte copy */
     static_assert(std::is_trivially_copyable<F>::value, "kernel arguments must be plain data");
     struct box {
         F f;
-        unsigned block;
+        unsigned grid, block;
+        static void call(void *p) { (*(F *)p)(); }
         static void run(void *p) {
             box *b = (box *)p;
             emu_launch_block = b->block;
-            b->f();
+            emu_run_grid(b->grid, b->block, call, &b->f);
             b->~box();
             free(b);
         }
     };
     void *mem = malloc(sizeof(box));
     if (!mem) abort();
-    emu_stream_enqueue(s, box::run, new (mem) box{f, block}, sizeof(box));
+    emu_stream_enqueue(s, box::run, new (mem) box{f, grid, block}, sizeof(box));
 }
 #endif
 

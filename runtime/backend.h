@@ -48,6 +48,8 @@ typedef struct rt_backend_opts {
                           (torch.backends.cuda.matmul.allow_tf32 = True) */
     bool cuda_graph;   /* --cuda-graph on: the executor captures the step (cuBLAS gets a
                           workspace of its own, 32 MiB, so a capture allocates nothing) */
+    bool conv_measure; /* --conv-algo measure: each convolution shape's algorithm chosen by
+                          timing the heuristics' first few on its first run (cuda) */
 } rt_backend_opts;
 
 typedef struct rt_backend rt_backend;

@@ -7,12 +7,14 @@
 # (--fast-step, --precision, --transformers) need more than one call each.
 #   harness    test_cuda_backend; the op x backend harness, every case cuda vs cpu (fp32 TF32
 #              off), with rows for the fused, channels-last, half and attention cases
-#   r50        ResNet-50 b640 fp32 in core: fused (the default), --no-fuse, --layout nhwc
-#   bf16       ResNet-50 b640 in core --precision bf16, nchw and nhwc
+#   r50        ResNet-50 b640 fp32 in core: fused (the default), --no-fuse, --layout nhwc, nhwc
+#              with --conv-algo measure (each convolution's algorithm timed on its first run)
+#   bf16       ResNet-50 b640 in core --precision bf16, nchw, nhwc and nhwc measured
 #   gpt2       GPT-2 small T 1024 b16 fp32 in core, --attention fused
 #   torch_r50  PyTorch ResNet-50 b640: eager, torch.compile (fp32), torch.compile + bf16 autocast;
 #              outcore's best fp32 / best PyTorch fp32, outcore's best bf16 / compile + AMP
-#   vgg        VGG-16 b256 fp32 in core: fused, --no-fuse, nhwc; PyTorch eager and compile
+#   vgg        VGG-16 b256 fp32 in core: fused, --no-fuse, nhwc, nhwc measured; PyTorch eager
+#              and compile
 #   graph      ResNet-50 fused with --cuda-graph on (timed); --deterministic 2 steps with graph
 #              replay off and on, weights compared bit for bit
 #   trace      ResNet-50 traced --no-fuse and fused: tools/step_time.py's per-op-class table
@@ -94,9 +96,12 @@ part_r50() {
     h_run "$R b$RB fp32 fused" "$LOG/${R}_h.onnx" $RB "$RD"
     h_run "$R b$RB fp32 no-fuse" "$LOG/${R}_h.onnx" $RB "$RD" --no-fuse
     h_run "$R b$RB fp32 nhwc" "$LOG/${R}_h.onnx" $RB "$RD" --layout nhwc
+    h_run "$R b$RB fp32 nhwc measured" "$LOG/${R}_h.onnx" $RB "$RD" --layout nhwc --conv-algo measure
     R_FUSED=$(ips "$LOG/$R b$RB fp32 fused.log") R_NHWC=$(ips "$LOG/$R b$RB fp32 nhwc.log")
-    R_BEST=$R_FUSED R_L=
+    R_BEST=$R_FUSED R_L= R_A= # the best run's layout (the caps plan with it) and algorithm choice
     faster "$R_NHWC" "$R_FUSED" && R_BEST=$R_NHWC R_L="--layout nhwc"
+    faster "$(ips "$LOG/$R b$RB fp32 nhwc measured.log")" "$R_BEST" &&
+        R_BEST=$(ips "$LOG/$R b$RB fp32 nhwc measured.log") R_L="--layout nhwc" R_A="--conv-algo measure"
     h_ratio "  fused / no-fuse" "$R_FUSED" "$(ips "$LOG/$R b$RB fp32 no-fuse.log")"
 }
 part_bf16() {
@@ -104,8 +109,12 @@ part_bf16() {
     RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
     h_run "$R b$RB bf16" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16
     h_run "$R b$RB bf16 nhwc" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16 --layout nhwc
-    B_BEST=$(ips "$LOG/$R b$RB bf16.log") B_L=
+    h_run "$R b$RB bf16 nhwc measured" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16 --layout nhwc \
+        --conv-algo measure
+    B_BEST=$(ips "$LOG/$R b$RB bf16.log") B_L= B_A=
     faster "$(ips "$LOG/$R b$RB bf16 nhwc.log")" "$B_BEST" && B_BEST=$(ips "$LOG/$R b$RB bf16 nhwc.log") B_L="--layout nhwc"
+    faster "$(ips "$LOG/$R b$RB bf16 nhwc measured.log")" "$B_BEST" &&
+        B_BEST=$(ips "$LOG/$R b$RB bf16 nhwc measured.log") B_L="--layout nhwc" B_A="--conv-algo measure"
 }
 tf_files() { # NAME BATCH SAMPLE: $LOG/NAME.onnx (bundled, else exported) and one batch's files
     if [ -f graphs/$1.onnx ]; then cp graphs/$1.onnx "$LOG/$1.onnx"
@@ -125,9 +134,9 @@ part_torch_r50() {
     local tf tb
     h_torch "$R eager b$RB" $R eager $RB $HDEV; tf=$TV
     h_torch "$R compile b$RB" $R compile $RB $HDEV; faster "$TV" "$tf" && tf=$TV
-    h_ratio "outcore $R fp32 (${R_L:-nchw}) / best PyTorch fp32" "${R_BEST:-}" "$tf"
+    h_ratio "outcore $R fp32 (${R_L:-nchw}${R_A:+ $R_A}) / best PyTorch fp32" "${R_BEST:-}" "$tf"
     h_torch "$R compile bf16-autocast b$RB" $R compile $RB --amp bf16 $HDEV; tb=$TV
-    h_ratio "outcore $R bf16 (${B_L:-nchw}) / PyTorch compile + AMP" "${B_BEST:-}" "$tb"
+    h_ratio "outcore $R bf16 (${B_L:-nchw}${B_A:+ $B_A}) / PyTorch compile + AMP" "${B_BEST:-}" "$tb"
     return 0
 }
 part_vgg() {
@@ -136,8 +145,11 @@ part_vgg() {
     h_run "$V b$VB fp32 fused" "$LOG/${V}_h.onnx" $VB "$VD"
     h_run "$V b$VB fp32 no-fuse" "$LOG/${V}_h.onnx" $VB "$VD" --no-fuse
     h_run "$V b$VB fp32 nhwc" "$LOG/${V}_h.onnx" $VB "$VD" --layout nhwc
+    h_run "$V b$VB fp32 nhwc measured" "$LOG/${V}_h.onnx" $VB "$VD" --layout nhwc --conv-algo measure
     vf=$(ips "$LOG/$V b$VB fp32 fused.log") vn=$(ips "$LOG/$V b$VB fp32 nhwc.log") best=$vf
     faster "$vn" "$vf" && best=$vn
+    faster "$(ips "$LOG/$V b$VB fp32 nhwc measured.log")" "$best" &&
+        best=$(ips "$LOG/$V b$VB fp32 nhwc measured.log")
     h_ratio "  fused / no-fuse" "$vf" "$(ips "$LOG/$V b$VB fp32 no-fuse.log")"
     h_torch "$V eager b$VB" $V eager $VB $HVDEV; tf=$TV
     h_torch "$V compile b$VB" $V compile $VB $HVDEV; faster "$TV" "$tf" && tf=$TV

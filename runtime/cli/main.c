@@ -55,7 +55,8 @@ static void usage(FILE *f) {
         "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
         "                   [--trace-out T.json]\n"
         "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n"
-        "                   [--tf32-conv on|off] [--tf32-matmul on|off] [--cuda-graph on|off]\n\n"
+        "                   [--tf32-conv on|off] [--tf32-matmul on|off] [--cuda-graph on|off]\n"
+        "                   [--conv-algo heuristic|measure]\n\n"
         "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
         "for K steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform\n"
         "in [0, C)), the same batch every step from ONNX TensorProto files (--input), or a\n"
@@ -101,6 +102,9 @@ static void usage(FILE *f) {
         "  Convolutions take cuDNN's first-ranked algorithm that fits the workspace (as PyTorch\n"
         "  does); --deterministic (or OC_CUDNN_DETERMINISTIC=1) takes deterministic ones only,\n"
         "  so repeated runs, and a plan vs its in-core run, give the same bits.\n"
+        "  --conv-algo measure: each shape's fastest of the first 4 candidates that fit, timed\n"
+        "  on its first run (cudnn.benchmark's idea; the workspace is the largest of them;\n"
+        "  timings vary, so not with --deterministic, and runs may differ in the last bits).\n"
         "  --workspace-limit (or OC_CUDNN_WORKSPACE_LIMIT=BYTES) caps a convolution's workspace\n"
         "  (default 8 GiB); --verbose-algos (or OC_CUDNN_VERBOSE=1) prints every algorithm "
         "choice.\n"
@@ -142,6 +146,8 @@ static bool env_on(const char *name) {
 static int backend_opts_from_env(rt_backend_opts *bo, oc_err *err) {
     bo->deterministic = env_on("OC_CUDNN_DETERMINISTIC");
     bo->verbose = env_on("OC_CUDNN_VERBOSE");
+    const char *algo = getenv("OC_CUDNN_CONV_ALGO"); /* measure | heuristic (the default) */
+    bo->conv_measure = algo && strcmp(algo, "measure") == 0;
     const char *s = getenv("OC_CUDNN_WORKSPACE_LIMIT");
     int64_t v;
     if (s && *s) {
@@ -181,7 +187,7 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             "--lr",         "--momentum",    "--weight-decay", "--data",
             "--epochs",     "--eval-data",   "--eval-labels",  "--save-every",
             "--resume",     "--bn",          "--tf32-conv",    "--tf32-matmul",
-            "--cuda-graph", TRAIN_OPTS_FLAGS};
+            "--cuda-graph", "--conv-algo",   TRAIN_OPTS_FLAGS};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -209,6 +215,10 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             if (a[2] == 'c') o->bo.cuda_graph = v[1] == 'n';
             else if (a[7] == 'c') o->bo.no_tf32_conv = v[1] == 'f';
             else o->bo.tf32_matmul = v[1] == 'n';
+        } else if (strcmp(a, "--conv-algo") == 0) {
+            if (strcmp(v, "heuristic") && strcmp(v, "measure"))
+                return oc_fail(err, "--conv-algo: '%s' is not one of heuristic, measure", v);
+            o->bo.conv_measure = v[0] == 'm';
         } else if (strcmp(a, "--bn") == 0) {
             if (strcmp(v, "train") && strcmp(v, "frozen"))
                 return oc_fail(err, "--bn: '%s' is not one of train, frozen", v);

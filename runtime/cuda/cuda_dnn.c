@@ -47,6 +47,7 @@
  *   GEMMs by cublasGemmEx with CUBLAS_COMPUTE_32F; BatchNormalization on half
  *   data by the BatchNormRelu kernels (cuda_norm_act.c), not cuDNN. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,12 @@
 
 enum { CONV_FWD = 0, CONV_BWD_DATA, CONV_BWD_FILTER };
 
+/* --conv-algo measure times this many of the heuristics' first candidates (those that fit
+ * the workspace and the math and determinism rules), each run once to warm up, then
+ * MEASURE_RUNS times. */
+#define MEASURE_CANDS 4
+#define MEASURE_RUNS 2
+
 typedef struct algo_entry {
     char *key;
     int kind;
@@ -65,6 +72,12 @@ typedef struct algo_entry {
     cudnnConvolutionDescriptor_t conv_d;
     int algo; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
     size_t ws;
+    /* --conv-algo measure: the candidates timed on the first run (the heuristics' order;
+     * ws is the largest one's workspace, so any of them fits the node's region) */
+    int n_cand;
+    int cand[MEASURE_CANDS];
+    cudnnMathType_t cand_math[MEASURE_CANDS];
+    bool measured;
     /* ConvRelu's fused call (fused_forward): made on first use; no_fused once
      * cuDNN refused it for this shape (then conv, bias, relu apart) */
     cudnnTensorDescriptor_t bias_d;
@@ -318,12 +331,19 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
 #undef HEUR
     bool det_only = im->deterministic;
     int pick = -1;
-    for (int i = 0; i < got && pick < 0; i++)
-        if (c[i].status == CUDNN_STATUS_SUCCESS && c[i].memory <= limit &&
-            c[i].math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
-            (tensor_ok || c[i].math != CUDNN_TENSOR_OP_MATH) &&
-            (!det_only || c[i].det == CUDNN_DETERMINISTIC))
-            pick = i;
+    size_t ws_max = 0; /* measure: the largest candidate's workspace */
+    for (int i = 0; i < got; i++) {
+        if (c[i].status != CUDNN_STATUS_SUCCESS || c[i].memory > limit ||
+            c[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
+            (!tensor_ok && c[i].math == CUDNN_TENSOR_OP_MATH) ||
+            (det_only && c[i].det != CUDNN_DETERMINISTIC))
+            continue;
+        if (pick < 0) pick = i;
+        if (!im->conv_measure || e->n_cand == MEASURE_CANDS) break;
+        e->cand[e->n_cand] = c[i].algo;
+        e->cand_math[e->n_cand++] = tensor_ok ? c[i].math : CUDNN_FMA_MATH;
+        if (c[i].memory > ws_max) ws_max = c[i].memory;
+    }
     char list[1024];
     cands_text(c, got, list, sizeof list);
     if (pick < 0)
@@ -333,16 +353,18 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
                        n->name, n->op_type, det_only ? "deterministic " : "", limit, list);
     e->kind = q->kind;
     e->algo = c[pick].algo;
-    e->ws = c[pick].memory;
+    e->ws = e->n_cand > 1 ? ws_max : c[pick].memory;
     cudnnMathType_t math = tensor_ok ? c[pick].math : CUDNN_FMA_MATH;
+    e->measured = e->n_cand < 2; /* nothing to choose between */
     if (im->verbose)
         fprintf(stderr,
-                "cuda: %s: %s algo %d, math %s, workspace %zu B (limit %zu); candidates: %s\n",
+                "cuda: %s: %s algo %d, math %s, workspace %zu B (limit %zu)%s; candidates: %s\n",
                 n->name,
                 q->kind == CONV_FWD        ? "fwd"
                 : q->kind == CONV_BWD_DATA ? "bwd-data"
                                            : "bwd-filter",
-                e->algo, math_name(math), e->ws, limit, list);
+                e->algo, math_name(math), e->ws, limit,
+                e->measured ? "" : ", timed on the first run", list);
     CUDNN_CHECK_N(cudnnSetConvolutionMathType(e->conv_d, math), n);
     return OC_OK;
 }
@@ -492,6 +514,77 @@ static cudnnStatus_t fused_forward(cuda_impl *im, algo_entry *e, const ir_tensor
         e->ws, &zero, e->out_d, y, e->bias_d, bias, e->act_d, e->out_d, y);
 }
 
+/* e's convolution with algorithm `algo` (cin, cout, w: the table above), beta 0: the
+ * output is overwritten. */
+static cudnnStatus_t conv_call(cuda_impl *im, const algo_entry *e, int algo, void *cin, void *cout,
+                               void *w, void *ws) {
+    const float one = 1.0f, zero = 0.0f;
+    if (e->kind == CONV_FWD)
+        return cudnnConvolutionForward(im->dnn, &one, e->in_d, cin, e->w_d, w, e->conv_d,
+                                       (cudnnConvolutionFwdAlgo_t)algo, ws, e->ws, &zero, e->out_d,
+                                       cout);
+    if (e->kind == CONV_BWD_DATA)
+        return cudnnConvolutionBackwardData(im->dnn, &one, e->w_d, w, e->out_d, cout, e->conv_d,
+                                            (cudnnConvolutionBwdDataAlgo_t)algo, ws, e->ws, &zero,
+                                            e->in_d, cin);
+    return cudnnConvolutionBackwardFilter(im->dnn, &one, e->in_d, cin, e->out_d, cout, e->conv_d,
+                                          (cudnnConvolutionBwdFilterAlgo_t)algo, ws, e->ws, &zero,
+                                          e->w_d, w);
+}
+
+/* Candidate i's time: one warm-up call, then MEASURE_RUNS between two events; INFINITY
+ * when cuDNN refuses it for these tensors. */
+static int time_candidate(const cuda_ctx *c, const kernel_args *a, algo_entry *e, int i,
+                          cudaEvent_t ev[2], void *cin, void *cout, void *w, float *ms,
+                          oc_err *err) {
+    *ms = INFINITY;
+    CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[i]));
+    cudnnStatus_t st = conv_call(c->im, e, e->cand[i], cin, cout, w, a->scratch);
+    if (st != CUDNN_STATUS_SUCCESS) return OC_OK;
+    CU_CHECK(cudaEventRecord(ev[0], c->stream));
+    for (int r = 0; r < MEASURE_RUNS && st == CUDNN_STATUS_SUCCESS; r++)
+        st = conv_call(c->im, e, e->cand[i], cin, cout, w, a->scratch);
+    CU_CHECK(cudaEventRecord(ev[1], c->stream));
+    CU_CHECK(cudaEventSynchronize(ev[1]));
+    if (st == CUDNN_STATUS_SUCCESS) CU_CHECK(cudaEventElapsedTime(ms, ev[0], ev[1]));
+    return OC_OK;
+}
+
+/* --conv-algo measure, on the shape's first run: times e's candidates on this node's
+ * tensors and workspace (each writes the node's output; the real call then writes it
+ * again) and keeps the fastest. While the stream is captured into a CUDA graph nothing
+ * can wait for a timing: the heuristics' pick stays. */
+static int measure(const cuda_ctx *c, const kernel_args *a, algo_entry *e, void *cin, void *cout,
+                   void *w, oc_err *err) {
+    e->measured = true;
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CU_CHECK(cudaStreamIsCapturing(c->stream, &cs));
+    if (cs != cudaStreamCaptureStatusNone) return OC_OK;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    int rc = OC_OK, best = -1;
+    float t[MEASURE_CANDS];
+    if (cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess)
+        rc = kernel_fail(a, err, "cudaEventCreate failed while timing convolution algorithms");
+    for (int i = 0; i < e->n_cand && rc == OC_OK; i++) {
+        rc = time_candidate(c, a, e, i, ev, cin, cout, w, &t[i], err);
+        if (rc == OC_OK && t[i] < INFINITY && (best < 0 || t[i] < t[best])) best = i;
+    }
+    for (int k = 0; k < 2; k++)
+        if (ev[k]) (void)cudaEventDestroy(ev[k]);
+    if (rc) return rc;
+    if (best < 0) return kernel_fail(a, err, "cuDNN ran none of its %d candidates", e->n_cand);
+    e->algo = e->cand[best];
+    CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[best]));
+    if (c->im->verbose) {
+        fprintf(stderr, "cuda: %s: measured", a->n->name);
+        for (int i = 0; i < e->n_cand; i++)
+            fprintf(stderr, "%s algo %d %.4f ms", i ? "," : "", e->cand[i],
+                    (double)t[i] / MEASURE_RUNS);
+        fprintf(stderr, " -> algo %d\n", e->algo);
+    }
+    return OC_OK;
+}
+
 /* The conv family: one cuDNN call of q.kind (see the table above) + the bias. */
 static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     conv_geo q;
@@ -506,8 +599,9 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         return kernel_fail(a, err, "workspace %zu bytes exceeds the scratch of %zu bytes", need,
                            a->scratch_bytes);
     CUDNN_CHECK(cudnnSetStream(im->dnn, c->stream));
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f;
     void *cin = slot_p(a, q.cin_slot), *cout = slot_p(a, q.cout_slot), *w = slot_p(a, q.w_slot);
+    if (!e->measured && measure(c, a, e, cin, cout, w, err)) return OC_ERR;
     bool relu = a->n->op == OP_CONV_RELU;
     bool fwd_op = a->n->op == OP_CONV || relu || a->n->op == OP_CONV_TRANSPOSE;
     void *bias = fwd_op && a->n->n_inputs > 2 ? a->in[2] : NULL;
@@ -525,18 +619,7 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
                 "convolution, bias and Relu apart for this shape\n",
                 a->n->name, cudnnGetErrorString(st));
     }
-    if (q.kind == CONV_FWD)
-        CUDNN_CHECK(cudnnConvolutionForward(im->dnn, &one, e->in_d, cin, e->w_d, w, e->conv_d,
-                                            (cudnnConvolutionFwdAlgo_t)e->algo, a->scratch, e->ws,
-                                            &zero, e->out_d, cout));
-    else if (q.kind == CONV_BWD_DATA)
-        CUDNN_CHECK(cudnnConvolutionBackwardData(im->dnn, &one, e->w_d, w, e->out_d, cout,
-                                                 e->conv_d, (cudnnConvolutionBwdDataAlgo_t)e->algo,
-                                                 a->scratch, e->ws, &zero, e->in_d, cin));
-    else
-        CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-            im->dnn, &one, e->in_d, cin, e->out_d, cout, e->conv_d,
-            (cudnnConvolutionBwdFilterAlgo_t)e->algo, a->scratch, e->ws, &zero, e->w_d, w));
+    CUDNN_CHECK(conv_call(im, e, e->algo, cin, cout, w, a->scratch));
     /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
     if (bias_ws) return bias_grad(c, a, (char *)a->scratch + align_up(e->ws), err);
     if (bias && q.dt != IR_DTYPE_FLOAT) { /* y rounded, then y + b rounded (as PyTorch's) */

@@ -21,6 +21,9 @@
 #      recomputed input takes the forward's statistics (the stash maps a recompute
 #      clone's output to its original);
 #   3c. --tf32-conv off / --tf32-matmul on (PyTorch's TF32 switches) reach cuDNN / cuBLAS;
+#   3g. --conv-algo measure: every convolution shape with more than one candidate is timed
+#      on its first run and runs the fastest (on the emulator every algorithm computes the
+#      same bits, so the losses equal the heuristic run's); not with --deterministic;
 #   3e. loss scaling (GradScaler) at 3e38: the float32 gradients overflow, the first
 #      steps are skipped while the scale halves, then steps update: cuda's scales and
 #      skipped steps equal cpu's, and both skip and update;
@@ -361,6 +364,21 @@ if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 1 --seed 7 --verbo
     ok "--tf32-conv off: all $n convolution algorithms on FMA math; --tf32-matmul on accepted"
 else
     bad "TF32 switches: $(grep -m3 'TF32\|, math ' "$T/tf32.err") $(tail -2 "$T/tf32.err")"
+fi
+# 3g. --conv-algo measure: timed choices, the same losses; --deterministic does not time
+if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 2 --seed 7 --verbose-algos \
+     --conv-algo measure >"$T/meas.out" 2>"$T/meas.err" &&
+   "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 2 --seed 7 >"$T/heur.out" 2>&1 &&
+   "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 1 --seed 7 --verbose-algos \
+     --conv-algo measure --deterministic >"$T/measd.out" 2>"$T/measd.err" &&
+   n=$(grep -c ': measured algo .* -> algo ' "$T/meas.err") && [ "$n" -gt 0 ] &&
+   [ "$n" -eq "$(grep 'timed on the first run' "$T/meas.err" | cut -d: -f2 | sort -u | wc -l)" ] &&
+   ! grep -q 'measured\|timed on the first run' "$T/measd.err" &&
+   cmp -s <(grep '^step' "$T/meas.out") <(grep '^step' "$T/heur.out") &&
+   grep -q '^step 1' "$T/meas.out"; then
+    ok "--conv-algo measure: $n convolution shapes timed on their first run, losses == the heuristic run's; none with --deterministic"
+else
+    bad "--conv-algo measure: $(grep -m2 'measured' "$T/meas.err") $(tail -2 "$T/meas.err")"
 fi
 # 3e. loss scaling: the same scales and skipped steps on cuda as on cpu
 for be in cpu cuda; do

@@ -83,6 +83,7 @@ typedef struct algo_entry {
     cudnnTensorDescriptor_t bias_d;
     cudnnActivationDescriptor_t act_d;
     bool no_fused;
+    bool fusion_measured; /* --conv-algo measure: fused call vs apart timed (or not to be) */
     struct algo_entry *next;
 } algo_entry;
 
@@ -514,6 +515,20 @@ static cudnnStatus_t fused_forward(cuda_impl *im, algo_entry *e, const ir_tensor
         e->ws, &zero, e->out_d, y, e->bias_d, bias, e->act_d, e->out_d, y);
 }
 
+/* Y += bias (a forward op's input 2) and ConvRelu's Relu, one pass over Y (y + b rounded
+ * once, as cudnnAddTensor, then the Relu). */
+static int bias_relu(const cuda_ctx *c, const kernel_args *a, const conv_geo *q,
+                     const ir_tensor *yt, const void *bias, bool relu, oc_err *err) {
+    int64_t S = 1;
+    for (int i = 2; i < yt->rank; i++) S *= yt->dims[i];
+    /* channels-last: rows of C, the channel fastest */
+    int64_t rows = q->nhwc ? yt->dims[0] * S : yt->dims[0];
+    CU_LAUNCH(cu_channel_bias(c->stream, slot_p(a, -1), cuda_float_kind(yt->dtype), bias,
+                              cuda_float_kind(kernel_in(a, 2)->dtype), rows, yt->dims[1],
+                              q->nhwc ? 1 : S, relu));
+    return OC_OK;
+}
+
 /* e's convolution with algorithm `algo` (cin, cout, w: the table above), beta 0: the
  * output is overwritten. */
 static cudnnStatus_t conv_call(cuda_impl *im, const algo_entry *e, int algo, void *cin, void *cout,
@@ -532,6 +547,16 @@ static cudnnStatus_t conv_call(cuda_impl *im, const algo_entry *e, int algo, voi
                                           e->w_d, w);
 }
 
+/* The time since ev[0] (recorded on the stream before the timed calls): ev[1] recorded now
+ * and waited for. */
+static int elapsed_ms(const cuda_ctx *c, const kernel_args *a, cudaEvent_t ev[2], float *ms,
+                      oc_err *err) {
+    CU_CHECK(cudaEventRecord(ev[1], c->stream));
+    CU_CHECK(cudaEventSynchronize(ev[1]));
+    CU_CHECK(cudaEventElapsedTime(ms, ev[0], ev[1]));
+    return OC_OK;
+}
+
 /* Candidate i's time: one warm-up call, then MEASURE_RUNS between two events; INFINITY
  * when cuDNN refuses it for these tensors. */
 static int time_candidate(const cuda_ctx *c, const kernel_args *a, algo_entry *e, int i,
@@ -544,9 +569,9 @@ static int time_candidate(const cuda_ctx *c, const kernel_args *a, algo_entry *e
     CU_CHECK(cudaEventRecord(ev[0], c->stream));
     for (int r = 0; r < MEASURE_RUNS && st == CUDNN_STATUS_SUCCESS; r++)
         st = conv_call(c->im, e, e->cand[i], cin, cout, w, a->scratch);
-    CU_CHECK(cudaEventRecord(ev[1], c->stream));
-    CU_CHECK(cudaEventSynchronize(ev[1]));
-    if (st == CUDNN_STATUS_SUCCESS) CU_CHECK(cudaEventElapsedTime(ms, ev[0], ev[1]));
+    float t;
+    if (elapsed_ms(c, a, ev, &t, err)) return OC_ERR;
+    if (st == CUDNN_STATUS_SUCCESS) *ms = t;
     return OC_OK;
 }
 
@@ -585,6 +610,51 @@ static int measure(const cuda_ctx *c, const kernel_args *a, algo_entry *e, void 
     return OC_OK;
 }
 
+/* --conv-algo measure, ConvRelu with a float32 bias, on the shape's first run: cuDNN's fused
+ * call against the convolution then one bias + Relu pass (bias_relu), each warmed up once and
+ * timed over MEASURE_RUNS; the shape keeps the faster (no_fused when apart). Refused by
+ * cuDNN: apart, said once. Not while the stream is captured. */
+static int measure_fusion(const cuda_ctx *c, const kernel_args *a, algo_entry *e, const conv_geo *q,
+                          void *cin, void *cout, void *w, void *bias, oc_err *err) {
+    e->fusion_measured = true;
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CU_CHECK(cudaStreamIsCapturing(c->stream, &cs));
+    if (cs != cudaStreamCaptureStatusNone) return OC_OK;
+    const ir_tensor *yt = kernel_out(a, 0);
+    cudnnStatus_t st = fused_forward(c->im, e, yt, q->nhwc, cin, w, bias, cout, a->scratch);
+    if (st != CUDNN_STATUS_SUCCESS) return OC_OK; /* conv_family says why and runs apart */
+    cudaEvent_t ev[2] = {NULL, NULL};
+    float fused = INFINITY, apart = INFINITY;
+    int rc = OC_OK;
+    if (cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess)
+        rc = kernel_fail(a, err, "cudaEventCreate failed while timing the fused convolution");
+    if (rc == OC_OK && cudaEventRecord(ev[0], c->stream) != cudaSuccess)
+        rc = kernel_fail(a, err, "cudaEventRecord failed");
+    for (int r = 0; r < MEASURE_RUNS && rc == OC_OK && st == CUDNN_STATUS_SUCCESS; r++)
+        st = fused_forward(c->im, e, yt, q->nhwc, cin, w, bias, cout, a->scratch);
+    if (rc == OC_OK) rc = elapsed_ms(c, a, ev, &fused, err);
+    for (int r = 0; r <= MEASURE_RUNS && rc == OC_OK; r++) { /* the first: a warm-up */
+        if (r == 1 && cudaEventRecord(ev[0], c->stream) != cudaSuccess)
+            rc = kernel_fail(a, err, "cudaEventRecord failed");
+        if (rc == OC_OK && conv_call(c->im, e, e->algo, cin, cout, w, a->scratch))
+            rc = kernel_fail(a, err, "the convolution failed while timed");
+        if (rc == OC_OK) rc = bias_relu(c, a, q, yt, bias, true, err);
+    }
+    if (rc == OC_OK) rc = elapsed_ms(c, a, ev, &apart, err);
+    for (int k = 0; k < 2; k++)
+        if (ev[k]) (void)cudaEventDestroy(ev[k]);
+    if (rc) return rc;
+    if (st != CUDNN_STATUS_SUCCESS) fused = INFINITY;
+    e->no_fused = apart < fused;
+    if (c->im->verbose)
+        fprintf(stderr,
+                "cuda: %s: measured conv-bias-relu as one cuDNN call %.4f ms, apart %.4f ms -> "
+                "%s\n",
+                a->n->name, (double)fused / MEASURE_RUNS, (double)apart / MEASURE_RUNS,
+                e->no_fused ? "apart" : "one call");
+    return OC_OK;
+}
+
 /* The conv family: one cuDNN call of q.kind (see the table above) + the bias. */
 static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     conv_geo q;
@@ -599,13 +669,15 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         return kernel_fail(a, err, "workspace %zu bytes exceeds the scratch of %zu bytes", need,
                            a->scratch_bytes);
     CUDNN_CHECK(cudnnSetStream(im->dnn, c->stream));
-    const float one = 1.0f;
     void *cin = slot_p(a, q.cin_slot), *cout = slot_p(a, q.cout_slot), *w = slot_p(a, q.w_slot);
     if (!e->measured && measure(c, a, e, cin, cout, w, err)) return OC_ERR;
     bool relu = a->n->op == OP_CONV_RELU;
     bool fwd_op = a->n->op == OP_CONV || relu || a->n->op == OP_CONV_TRANSPOSE;
     void *bias = fwd_op && a->n->n_inputs > 2 ? a->in[2] : NULL;
     const ir_tensor *yt = kernel_out(a, 0);
+    if (relu && bias && q.dt == IR_DTYPE_FLOAT && im->conv_measure && !e->fusion_measured &&
+        !e->no_fused && measure_fusion(c, a, e, &q, cin, cout, w, bias, err))
+        return OC_ERR;
     if (relu && bias && q.dt == IR_DTYPE_FLOAT && !e->no_fused) {
         cudnnStatus_t st = fused_forward(im, e, yt, q.nhwc, cin, w, bias, cout, a->scratch);
         if (st == CUDNN_STATUS_SUCCESS) return OC_OK;
@@ -622,31 +694,7 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     CUDNN_CHECK(conv_call(im, e, e->algo, cin, cout, w, a->scratch));
     /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
     if (bias_ws) return bias_grad(c, a, (char *)a->scratch + align_up(e->ws), err);
-    if (bias && q.dt != IR_DTYPE_FLOAT) { /* y rounded, then y + b rounded (as PyTorch's) */
-        int64_t S = 1;
-        for (int i = 2; i < yt->rank; i++) S *= yt->dims[i];
-        /* channels-last: rows of C, the channel fastest */
-        int64_t rows = q.nhwc ? yt->dims[0] * S : yt->dims[0];
-        CU_LAUNCH(cu_channel_bias(c->stream, slot_p(a, -1), cuda_float_kind(yt->dtype), bias,
-                                  cuda_float_kind(kernel_in(a, 2)->dtype), rows, yt->dims[1],
-                                  q.nhwc ? 1 : S, relu));
-        return OC_OK; /* the Relu applied with the bias */
-    } else if (bias) {
-        cudnnTensorDescriptor_t yd, bd;
-        int d[8], s[8], r = nd_dims(yt, q.nhwc, d, s);
-        int bdim[8], bs[8];
-        bias_nd(yt, q.nhwc, bdim, bs);
-        CUDNN_CHECK(cudnnCreateTensorDescriptor(&yd));
-        CUDNN_CHECK(cudnnCreateTensorDescriptor(&bd));
-        cudnnStatus_t st = cudnnSetTensorNdDescriptor(yd, CUDNN_DATA_FLOAT, r, d, s);
-        if (st == CUDNN_STATUS_SUCCESS)
-            st = cudnnSetTensorNdDescriptor(bd, CUDNN_DATA_FLOAT, r, bdim, bs);
-        if (st == CUDNN_STATUS_SUCCESS)
-            st = cudnnAddTensor(im->dnn, &one, bd, bias, &one, yd, slot_p(a, -1));
-        (void)cudnnDestroyTensorDescriptor(yd);
-        (void)cudnnDestroyTensorDescriptor(bd);
-        CUDNN_CHECK(st);
-    }
+    if (bias) return bias_relu(c, a, &q, yt, bias, relu, err);
     if (relu) /* in place over Y, as the Relu node's kernel */
         CU_LAUNCH(cu_pointwise(c->stream, OP_RELU, cuda_float_kind(yt->dtype), cout, cout,
                                kernel_numel(yt), 0.0f, 0.0f));

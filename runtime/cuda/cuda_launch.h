@@ -161,7 +161,8 @@ int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
  * to nearest even (ir/half.h); x and y do not overlap. */
 int cu_float_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t n);
 /* y (N, C, S) += b[c], in float, then with relu max(., 0) (oc_relu), rounded
- * once to y's kind (a half conv's bias; ConvRelu's). */
+ * once to y's kind (a convolution's bias; ConvRelu's with its Relu): one pass,
+ * 4 elements a thread where the layout allows (S 1: rows of C, channels-last). */
 int cu_channel_bias(void *stream, void *y, int ky, const void *b, int kb, int64_t N, int64_t C,
                     int64_t S, int relu);
 /* out[c] = sum of x (N, C, S) over N and S, rounded once to out's kind (a half

@@ -2111,7 +2111,7 @@ extern "C" int cu_float_convert(void *stream, const void *x, int kx, void *y, in
     return last_error();
 }
 
-// ---- the channel bias of a half convolution and its gradient (cuda_dnn.c) ----
+// ---- the channel bias of a convolution (+ ConvRelu's Relu) and its gradient (cuda_dnn.c) ----
 __global__ void k_channel_bias(void *y, int ky, const void *b, int kb, int64_t C, int64_t S,
                                int64_t n, int relu) {
     GRID_LOOP(i, n) {
@@ -2120,12 +2120,71 @@ __global__ void k_channel_bias(void *y, int ky, const void *b, int kb, int64_t C
     }
 }
 
+// Channels-last y (rows, C) += b, then the Relu (relu): a thread per V channels and row
+// block, its biases in registers, every rb-th row from its block's first (k_rows_fill's
+// walk: no division per element), V-wide accesses where C and the pointers allow.
+template <typename T, int V>
+__global__ void k_bias_rows(T *y, const T *b, int64_t rows, int64_t C, int64_t rb, int relu) {
+    int64_t groups = C / V;
+    GRID_LOOP(i, groups * rb) {
+        int64_t g = i % groups;
+        float bv[V], v[V];
+        ldv<T, V>(b, g * V, bv);
+        for (int64_t r = i / groups; r < rows; r += rb) {
+            ldv<T, V>(y, r * C + g * V, v);
+            UNROLL
+            for (int k = 0; k < V; k++) v[k] = relu ? oc_relu(v[k] + bv[k]) : v[k] + bv[k];
+            stv<T, V>(y, r * C + g * V, v);
+        }
+    }
+}
+
+// (N C, S) planes: a block per (n, c) plane, V elements a thread.
+template <typename T, int V>
+__global__ void k_bias_planes(T *y, const T *b, int64_t C, int64_t S, int64_t planes, int relu) {
+    ROW_LOOP(pl, planes) {
+        float bc = ld(b, pl % C), v[V];
+        for (int64_t i = threadIdx.x * V; i < S; i += blockDim.x * V) {
+            ldv<T, V>(y, pl * S + i, v);
+            UNROLL
+            for (int k = 0; k < V; k++) v[k] = relu ? oc_relu(v[k] + bc) : v[k] + bc;
+            stv<T, V>(y, pl * S + i, v);
+        }
+    }
+}
+
+template <typename T>
+static void bias_act(cudaStream_t s, void *y, const void *b, int64_t N, int64_t C, int64_t S,
+                     int relu) {
+    if (S == 1) { // rows of C: channels-last, or (N, C, 1, ..)
+        int V = vec_of(C, sizeof(T), y, b, NULL, NULL);
+        int64_t groups = C / V, rb = ((int64_t)1 << 18) / groups;
+        rb = rb < 1 ? 1 : rb > N ? N : rb;
+        unsigned nb = blocks_for(groups * rb);
+        if (V == 4) k_bias_rows<T, 4><<<nb, THREADS, 0, s>>>((T *)y, (const T *)b, N, C, rb, relu);
+        else k_bias_rows<T, 1><<<nb, THREADS, 0, s>>>((T *)y, (const T *)b, N, C, rb, relu);
+        return;
+    }
+    int V = vec_of(S, sizeof(T), y, NULL, NULL, NULL);
+    unsigned nb = warps_for(N * C), nt = row_threads(S / V);
+    if (V == 4) k_bias_planes<T, 4><<<nb, nt, 0, s>>>((T *)y, (const T *)b, C, S, N * C, relu);
+    else k_bias_planes<T, 1><<<nb, nt, 0, s>>>((T *)y, (const T *)b, C, S, N * C, relu);
+}
+
 extern "C" int cu_channel_bias(void *stream, void *y, int ky, const void *b, int kb, int64_t N,
                                int64_t C, int64_t S, int relu) {
     int64_t n = N * C * S;
     if (n == 0) return 0;
-    k_channel_bias<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(y, ky, b, kb, C, S, n,
-                                                                        relu);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (ky != kb) {
+        k_channel_bias<<<blocks_for(n), THREADS, 0, s>>>(y, ky, b, kb, C, S, n, relu);
+    } else if (ky == 1) {
+        bias_act<oc_f16>(s, y, b, N, C, S, relu);
+    } else if (ky == 2) {
+        bias_act<oc_bf16>(s, y, b, N, C, S, relu);
+    } else {
+        bias_act<float>(s, y, b, N, C, S, relu);
+    }
     return last_error();
 }
 

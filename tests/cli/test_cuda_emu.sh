@@ -380,6 +380,18 @@ if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 2 --seed 7 --verbo
 else
     bad "--conv-algo measure: $(grep -m2 'measured' "$T/meas.err") $(tail -2 "$T/meas.err")"
 fi
+#     and AlexNet's Conv + bias + Relu (ConvRelu): cuDNN's one call timed against the
+#     convolution then one bias + Relu pass, per shape; the same losses either way
+aargs=("$T/alex/alexnet_small_op13.onnx" --batch 2 --steps 2 --seed 7 --backend cuda)
+if "$EMU/outcore-run" "${aargs[@]}" --conv-algo measure --verbose-algos >"$T/am.out" 2>"$T/am.err" &&
+   "$EMU/outcore-run" "${aargs[@]}" >"$T/ah.out" 2>&1 &&
+   nf=$(grep -c ': measured conv-bias-relu as one cuDNN call .* -> ' "$T/am.err") &&
+   [ "$nf" -ge 2 ] &&
+   cmp -s <(grep '^step' "$T/am.out") <(grep '^step' "$T/ah.out") && grep -q '^step 1' "$T/am.out"; then
+    ok "--conv-algo measure: $nf ConvRelu shapes timed as one cuDNN call and apart, losses == the heuristic run's"
+else
+    bad "--conv-algo measure, ConvRelu: $(grep -m2 'conv-bias-relu' "$T/am.err") $(tail -2 "$T/am.err")"
+fi
 # 3e. loss scaling: the same scales and skipped steps on cuda as on cpu
 for be in cpu cuda; do
     "$EMU/outcore-run" "$MODEL" --backend $be --batch 2 --steps 4 --seed 7 --loss-scale 3e38 \

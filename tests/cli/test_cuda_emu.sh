@@ -23,7 +23,8 @@
 #   3c. --tf32-conv off / --tf32-matmul on (PyTorch's TF32 switches) reach cuDNN / cuBLAS;
 #   3g. --conv-algo measure: every convolution shape with more than one candidate is timed
 #      on its first run and runs the fastest (on the emulator every algorithm computes the
-#      same bits, so the losses equal the heuristic run's); not with --deterministic;
+#      same bits, so the losses equal the heuristic run's); not with --deterministic; each
+#      AlexNet ConvRelu shape times cuDNN's fused call against the convolution + bias/Relu pass;
 #   3e. loss scaling (GradScaler) at 3e38: the float32 gradients overflow, the first
 #      steps are skipped while the scale halves, then steps update: cuda's scales and
 #      skipped steps equal cpu's, and both skip and update;

@@ -800,6 +800,51 @@ __global__ void k_transpose4(const float *x, cu_bidx bi, f4 *y, int64_t n4) {
     }
 }
 
+// A batched 2-d transpose, X (B, P, Q) -> Y (B, Q, P) (ViT's patch tokens (N, C, HW) -> (N, HW,
+// C) and back): 32 x 32 tiles through shared memory, read along Q and written along P, both
+// coalesced (one element a thread would read or write one element per 32-byte sector); a block
+// of 256 threads (8 rows of 32) a tile, the tiles grid-strided. The extra column keeps a
+// column's reads off one bank.
+#define TILE 32
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+    k_transpose_tiled(const T *x, T *y, int64_t B, int64_t P, int64_t Q) {
+    __shared__ T sh[TILE][TILE + 1];
+    int tx = (int)(threadIdx.x % TILE), ty = (int)(threadIdx.x / TILE);
+    int64_t tp = (P + TILE - 1) / TILE, tq = (Q + TILE - 1) / TILE;
+    for (int64_t t = blockIdx.x; t < B * tp * tq; t += gridDim.x) { // the same trips for the block
+        int64_t b = t / (tp * tq), p0 = t / tq % tp * TILE, q0 = t % tq * TILE;
+        const T *xb = x + b * P * Q;
+        T *yb = y + b * P * Q;
+        for (int j = ty; j < TILE; j += THREADS / TILE)
+            if (p0 + j < P && q0 + tx < Q) sh[j][tx] = xb[(p0 + j) * Q + q0 + tx];
+        __syncthreads();
+        for (int j = ty; j < TILE; j += THREADS / TILE)
+            if (q0 + j < Q && p0 + tx < P) yb[(q0 + j) * P + p0 + tx] = sh[tx][j];
+        __syncthreads(); // before the next tile overwrites sh
+    }
+}
+
+// bi (collapsed, one operand) walks X as a batched 2-d transpose (B, P, Q) -> (B, Q, P), both
+// sides at least a tile: *B, *P, *Q.
+static bool transpose_2d(const cu_bidx &bi, int64_t *B, int64_t *P, int64_t *Q) {
+    int r = bi.rank;
+    if (r < 2 || r > 3) return false;
+    int64_t q = bi.d[r - 2], p = bi.d[r - 1];
+    if (bi.st[0][r - 2] != 1 || bi.st[0][r - 1] != q || (r == 3 && bi.st[0][0] != p * q))
+        return false;
+    *B = r == 3 ? bi.d[0] : 1, *P = p, *Q = q;
+    return p >= TILE && q >= TILE;
+}
+
+template <typename T>
+static void transpose_tiled(cudaStream_t s, const void *x, void *y, int64_t B, int64_t P,
+                            int64_t Q) {
+    int64_t tiles = B * ((P + TILE - 1) / TILE) * ((Q + TILE - 1) / TILE);
+    unsigned nb = (unsigned)(tiles < 65535LL * 16 ? tiles : 65535LL * 16);
+    k_transpose_tiled<T><<<nb, THREADS, 0, s>>>((const T *)x, (T *)y, B, P, Q);
+}
+
 extern "C" int cu_transpose(void *stream, int es, const void *x, cu_shape xs, void *y, cu_shape ys,
                             cu_shape perm) {
     int64_t n = numel(ys);
@@ -817,6 +862,14 @@ extern "C" int cu_transpose(void *stream, int es, const void *x, cu_shape xs, vo
     bidx_collapse(&bi, 1);
     if (es == 4 && bi.st[0][bi.rank - 1] == 1 && bidx_v4(&bi, 1) && aligned16(x) && aligned16(y)) {
         k_transpose4<<<blocks_for(n / 4), THREADS, 0, s>>>((const float *)x, bi, (f4 *)y, n / 4);
+        return last_error();
+    }
+    int64_t B, P, Q;
+    if (transpose_2d(bi, &B, &P, &Q) && (es == 1 || es == 2 || es == 4 || es == 8)) {
+        if (es == 1) transpose_tiled<uint8_t>(s, x, y, B, P, Q);
+        else if (es == 2) transpose_tiled<uint16_t>(s, x, y, B, P, Q);
+        else if (es == 4) transpose_tiled<uint32_t>(s, x, y, B, P, Q);
+        else transpose_tiled<uint64_t>(s, x, y, B, P, Q);
         return last_error();
     }
     switch (es) {

@@ -6,6 +6,8 @@
 
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
+#include "train/autocast.h"
+#include "train/channels_last.h"
 
 static uint64_t mix64(uint64_t z) { /* splitmix64 finaliser */
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -30,7 +32,9 @@ typedef enum fill { FILL_NONE = 0, FILL_UNIFORM, FILL_CONST } fill;
 /* GPT-2's and BERT's initialisation scale: std 0.02 (uniform: half-width 0.02 sqrt 3). */
 #define OC_INIT_STD_HALF_WIDTH (0.02 * 1.7320508075688772)
 
-/* How to fill tensor t, from the first consumer that explains it:
+/* How to fill tensor t, from the first consumer that explains it (looking through
+ * autocast's Casts and the layout Transposes, so a model initialises alike in every
+ * precision and layout):
  *   Conv / ConvTranspose / Gemm weight and bias: uniform +-1/sqrt(fan_in) (PyTorch's);
  *   MatMul weight (K, N), or a (N, K) weight read through a Transpose into
  *   MatMul (a Linear as exporters write it), or a Linear's: the same with fan_in K;
@@ -43,6 +47,15 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
     const ir_tensor *x = &g->tensors[t];
     for (int c = 0; c < x->n_consumers; c++) {
         const ir_node *n = &g->nodes[x->consumers[c]];
+        /* through what the training graph put between a parameter and its reader: autocast's
+         * Cast to the half type, --layout nhwc's filter Transpose (the reader's rule sees the
+         * same fan-in: its weight input is the transposed copy) */
+        if ((autocast_is_cast(n) || channels_last_is_conversion(n)) && n->n_outputs > 0 &&
+            n->outputs[0] >= 0) {
+            fill f = rule_for(g, n->outputs[0], a);
+            if (f != FILL_NONE) return f;
+            continue;
+        }
         int slot = -1;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] == t) slot = k;

@@ -220,7 +220,7 @@ static void fiber_main(void) {
     abort(); /* never resumed */
 }
 
-static void fiber_start(grid_run *g, fiber *f, unsigned tid) {
+static void fiber_start(fiber *f, unsigned tid) {
     f->tid = tid;
     f->done = false, f->wait = 0;
     f->fake = NULL;
@@ -241,7 +241,6 @@ static void fiber_start(grid_run *g, fiber *f, unsigned tid) {
 #ifdef EMU_TSAN
     f->tsan = __tsan_create_fiber(0);
 #endif
-    (void)g;
 }
 
 static void fiber_end(fiber *f) {
@@ -327,7 +326,7 @@ static bool release(grid_run *g) {
 /* Runs threads [first, block) of the current block on fibers (thread 0 may be
  * one already, waiting), releasing shuffles and barriers as they fill. */
 static void block_on_fibers(grid_run *g, unsigned first) {
-    for (unsigned t = first; t < g->block; t++) fiber_start(g, &g->f[t], t);
+    for (unsigned t = first; t < g->block; t++) fiber_start(&g->f[t], t);
     for (;;) {
         bool live = false, progress = false;
         for (unsigned t = 0; t < g->block; t++) {
@@ -373,7 +372,7 @@ void emu_run_grid(unsigned grid, unsigned block, void (*fn)(void *), void *ctx) 
         memset(g->w, 0, ((block + WARP - 1) / WARP) * sizeof *g->w);
         g->bar_phase = g->bar_arrived = 0;
         if (b == 0) { /* thread 0 on a fiber tells whether the kernel ever waits */
-            fiber_start(g, &g->f[0], 0);
+            fiber_start(&g->f[0], 0);
             to_fiber(g, &g->f[0]);
             if (g->f[0].done) {
                 fiber_end(&g->f[0]);

@@ -15,24 +15,8 @@
 #include "ir/onnx_export.h"
 #include "ir/ops/op_table.h"
 #include "ir/shape_infer.h"
+#include "fuse_graph.h"
 #include "train/fuse_linear.h"
-
-#define END (-2)
-
-/* Node op(inputs..., END) with one fresh output "<name>_y"; returns the output. */
-static int op(ir_graph *g, const char *name, const char *type, ...) {
-    int n = ir_node_add(g, name, type, "");
-    g->nodes[n].op = op_lookup("", type);
-    va_list ap;
-    va_start(ap, type);
-    for (int t; (t = va_arg(ap, int)) != END;) ir_node_add_input(g, n, t);
-    va_end(ap);
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s_y", name);
-    int y = ir_tensor_add(g, buf, IR_DTYPE_UNDEFINED);
-    ir_node_add_output(g, n, y);
-    return y;
-}
 
 static int tensor(ir_graph *g, const char *name, int rank, const int64_t *d, bool init) {
     int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
@@ -61,18 +45,6 @@ static ir_graph *graph(int *x, int *w, int *b) {
     *w = tensor(g, "w", 2, dw, true);
     *b = tensor(g, "b", 1, db, true);
     return g;
-}
-
-static int count(const ir_graph *g, int kind) {
-    int c = 0;
-    for (int i = 0; i < g->n_nodes; i++) c += g->nodes[i].op == kind;
-    return c;
-}
-
-static const ir_node *find(const ir_graph *g, int kind) {
-    for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].op == kind) return &g->nodes[i];
-    return NULL;
 }
 
 static int fuse(ir_graph *g, int y) {
@@ -113,21 +85,7 @@ static void test_transposed_weight_and_bias(void **state) {
         assert_int_equal(yt->rank, 3);
         assert_int_equal(yt->dims[2], 6);
         /* saved: the chain again, under its names */
-        int in = g->inputs[0], out = g->outputs[0];
-        onnx_export_spec s = {.node_end = g->n_nodes,
-                              .inputs = &in,
-                              .n_inputs = 1,
-                              .outputs = &out,
-                              .n_outputs = 1,
-                              .unfuse = true};
-        uint8_t *buf;
-        size_t len;
-        oc_err err;
-        if (onnx_export_graph_buffer(g, &s, &buf, &len, &err)) fail_msg("%s", err.msg);
-        ir_graph *back;
-        ir_bind_opts bo = {0};
-        if (ir_load_model_buffer(buf, len, "saved", &bo, &back, &err)) fail_msg("%s", err.msg);
-        oc_free(buf);
+        ir_graph *back = saved_and_reloaded(g);
         assert_int_equal(back->n_nodes, 3);
         assert_int_equal(count(back, OP_TRANSPOSE), 1);
         assert_int_equal(count(back, OP_MATMUL), 1);

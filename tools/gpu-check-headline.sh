@@ -26,7 +26,8 @@
 #              (OC_ATTENTION_BLOCK=0: no causal blocks skipped) (tools/step_time.py --nodes)
 #   torch_gpt2 PyTorch GPT-2 eager in core (tools/gpu_torch_transformers.py)
 #   att_sweep  GPT-2 (causal) and ViT-B/16 fused in core, traced under FusedAttention's knobs
-#              (GPU_CHECK_ATT_VARIANTS; default: by rows, the default, and OC_ATTENTION_KERNEL=gemm;
+#              (GPU_CHECK_ATT_VARIANTS; default: the default, through the GEMMs, and by rows,
+#              OC_ATTENTION_KERNEL=rows; on an H200 4-6x slower: docs/gpu-check-2026-11-28-h200.txt;
 #              the GEMMs' OC_ATTENTION_BLOCK, _SCRATCH_MIB, _DKV_ROWS): step and
 #              FusedAttention / FusedAttentionGrad ms per variant (not in the default list)
 # (the emulator: ResNet-18 b4 64x64, alexnet_small b4, the tiny GPT; PyTorch on the CPU)
@@ -230,8 +231,8 @@ part_torch_gpt2() { # PyTorch GPT-2 eager in core, for the in-core ratio
     row "  pytorch $G eager b$GB" "${out:-FAILED ($(tail -1 "$LOG/torch_${G}_eager.err"))}"
 }
 # att_sweep: MODEL:VARIANT:ENV,ENV.. (ENV without spaces); gpt2 runs the GPT-2 part's model
-ATT_VARIANTS_DEFAULT="gpt2:default: gpt2:gemm:OC_ATTENTION_KERNEL=gemm vit:default:
-  vit:gemm:OC_ATTENTION_KERNEL=gemm"
+ATT_VARIANTS_DEFAULT="gpt2:default: gpt2:rows:OC_ATTENTION_KERNEL=rows vit:default:
+  vit:rows:OC_ATTENTION_KERNEL=rows"
 part_att_sweep() {
     [ -n "${GM:-}" ] || gpt2_files
     local VB=256 VS=3x224x224 VN=vit_b16 spec m tag envs f mf mb md

@@ -1127,14 +1127,15 @@ static size_t att_ptrs_at(const att_dims *d) {
     return 2 * (size_t)(d->chunk * d->a.T * d->a.S) * sizeof(float);
 }
 
-/* By rows (cuda_attention.cu: no [T, S] scratch, the gradient's rowsum(dY Y) alone) where
- * the heads fit its registers (OP_ATTENTION_ROWS_DMAX), unless OC_ATTENTION_KERNEL=gemm (the
- * batched GEMMs over chunks of scores below; gpu-check's attention sweep times both). */
+/* Through the batched GEMMs over chunks of scores (below) by default; by rows
+ * (cuda_attention.cu: no [T, S] scratch, the gradient's rowsum(dY Y) alone) only with
+ * OC_ATTENTION_KERNEL=rows and heads that fit its registers (OP_ATTENTION_ROWS_DMAX): on an
+ * H200 (docs/gpu-check-2026-11-28-h200.txt) GPT-2's FusedAttentionGrad took 281.2 ms a step
+ * by rows, 43.2 ms through the GEMMs (ViT-B/16: 355.7, 60.8). */
 static bool att_by_rows(const op_attention_geom *a) {
     const char *e = getenv("OC_ATTENTION_KERNEL");
-    if (e && strcmp(e, "gemm") == 0) return false;
-    return a->dh > 0 && a->dv > 0 && a->dh <= OP_ATTENTION_ROWS_DMAX &&
-           a->dv <= OP_ATTENTION_ROWS_DMAX;
+    return e && strcmp(e, "rows") == 0 && a->dh > 0 && a->dv > 0 &&
+           a->dh <= OP_ATTENTION_ROWS_DMAX && a->dv <= OP_ATTENTION_ROWS_DMAX;
 }
 
 /* The row kernels' gradient workspace: rowsum(dY Y), a float a row. */

@@ -44,11 +44,11 @@
 #      bit-identical (the forward's float statistics vs the emulator's double
 #      recomputation: the stash is used);
 #   1e. column sums 4 columns a thread == 1 a thread, bitwise (OC_CUDA_SCALAR_SUMS);
-#   4b. FusedAttention through the GEMMs (OC_ATTENTION_KERNEL=gemm), planned with a smaller
+#   4b. FusedAttention through the GEMMs (the default), planned with a smaller
 #      workspace than its default scratch, runs in smaller chunks inside it (nothing outside
-#      the plan), losses bitwise == in-core; 4c. by rows (the default: heads up to 64), a
-#      measured plan's workspaces are the rows' and the plan runs inside them. 1c, 1d and the
-#      graph replay run both.
+#      the plan), losses bitwise == in-core; 4c. by rows (OC_ATTENTION_KERNEL=rows: heads up
+#      to 64), a measured plan's workspaces are the rows' and the plan runs inside them. 1c,
+#      1d and the graph replay run both.
 set -u
 BUILD=${BUILD:-build}
 PY=${PY:-/usr/bin/python3}
@@ -111,13 +111,13 @@ else
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness8.out" | head -20
 fi
 
-# 1c-gemm. again with FusedAttention through the batched GEMMs over chunks of scores
-#     (OC_ATTENTION_KERNEL=gemm; by default heads up to 64 run by rows, cuda_attention.cu)
-if OC_ATTENTION_KERNEL=gemm "$EMU/tests/test_op_harness" --require cuda >"$T/harness_gemm.out" 2>&1; then
-    ok "op harness, cuda (emulated) vs cpu, attention by GEMMs: $(grep -c 'FusedAttention (.*cuda matches cpu' "$T/harness_gemm.out") FusedAttention cases match"
+# 1c-rows. again with FusedAttention by rows (OC_ATTENTION_KERNEL=rows, cuda_attention.cu: heads
+#     up to 64; by default through the batched GEMMs over chunks of scores)
+if OC_ATTENTION_KERNEL=rows "$EMU/tests/test_op_harness" --require cuda >"$T/harness_att_rows.out" 2>&1; then
+    ok "op harness, cuda (emulated) vs cpu, attention by rows: $(grep -c 'FusedAttention (.*cuda matches cpu' "$T/harness_att_rows.out") FusedAttention cases match"
 else
-    bad "op harness with OC_ATTENTION_KERNEL=gemm:"
-    grep -E '^(ERROR|not ok)|FAILED' "$T/harness_gemm.out" | head -20
+    bad "op harness with OC_ATTENTION_KERNEL=rows:"
+    grep -E '^(ERROR|not ok)|FAILED' "$T/harness_att_rows.out" | head -20
 fi
 
 # 1c''. the GEMMs with causal FusedAttention in blocks of 4 rows (OC_ATTENTION_BLOCK): the 9-row
@@ -539,10 +539,9 @@ fi
 #     OC_ATTENTION_SCRATCH_MIB): the run makes its chunks fit the planned workspace — nothing
 #     outside the plan, a device of the arena + 1 MiB — and its losses equal the in-core run's
 #     in the default chunks bit for bit (dV and dK by column blocks in both; the GEMMs'
-#     path, OC_ATTENTION_KERNEL=gemm: by rows the workspace is rowsum(dY Y) alone)
+#     path, the default: by rows the workspace is rowsum(dY Y) alone)
 TG=tests/data/torch2/tiny_gpt_legacy.onnx
 TGA=(--batch 2 --attention fused)
-export OC_ATTENTION_KERNEL=gemm
 if OC_ATTENTION_DKV_ROWS=0 "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 3 --seed 7 \
        >"$T/att_incore.out" 2>&1 &&
    OC_ATTENTION_CHUNK=1 "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 4 --seed 7 \
@@ -558,9 +557,9 @@ if OC_ATTENTION_DKV_ROWS=0 "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda -
 else
     bad "FusedAttention in a smaller planned workspace: $(tail -2 "$T/att_plan.err") $(tail -3 "$T/att_run.err") $(grep '^step' "$T/att_run.out" "$T/att_incore.out")"
 fi
-unset OC_ATTENTION_KERNEL
-# 4c. by rows (the default): the measured profile gives FusedAttention no workspace and its
-#     gradient rowsum(dY Y) alone (batch-heads x rows floats: under one batch-head's [T, S]
+export OC_ATTENTION_KERNEL=rows
+# 4c. by rows (OC_ATTENTION_KERNEL=rows): the measured profile gives FusedAttention no
+#     workspace and its gradient rowsum(dY Y) alone (batch-heads x rows floats: under one batch-head's [T, S]
 #     scores); the plan runs in a device of its arena + 1 MiB, nothing outside the plan,
 #     losses bitwise == in-core
 if "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 3 --seed 7 >"$T/r_incore.out" 2>&1 &&
@@ -588,4 +587,5 @@ PYEOF
 else
     bad "attention by rows in a measured plan: $(tail -2 "$T/r_prof.out") $(tail -2 "$T/r_plan.err") $(tail -3 "$T/r_run.err") $(grep '^step' "$T/r_run.out" "$T/r_incore.out")"
 fi
+unset OC_ATTENTION_KERNEL
 exit $fail

@@ -91,9 +91,10 @@ typedef struct op_attention_args {
  * [i B, (i + 1) B)) against columns [0, (i + 1) B) only; the rest is masked
  * and its probabilities are exactly 0 (the cost model counts the same). */
 #define OP_ATTENTION_BLOCK 128
-/* Heads (dh and dv) up to this run by rows on cuda (runtime/cuda/cuda_attention.cu): a thread
- * per query row or key column, the scores recomputed and never stored; wider ones through
- * chunks of [T, S] scores and batched GEMMs. The cost model counts the one that runs. */
+/* With OC_ATTENTION_KERNEL=rows, heads (dh and dv) up to this run by rows on cuda
+ * (runtime/cuda/cuda_attention.cu): a thread per query row or key column, the scores
+ * recomputed and never stored; by default, and wider heads always, through chunks of [T, S]
+ * scores and batched GEMMs (what the cost model counts). */
 #define OP_ATTENTION_ROWS_DMAX 64
 /* A fill at or below this makes a masked score's exp(fill - row max) 0 in
  * float32 and float64 whatever finite scores the row holds beside it. */

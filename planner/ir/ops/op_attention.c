@@ -195,17 +195,12 @@ static int attention_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *
     return OC_OK;
 }
 
-/* By rows (heads up to OP_ATTENTION_ROWS_DMAX): the forward's two products a score (Q Kᵀ, P
- * V); the gradient recomputes the scores for dQ (with dY Vᵀ and dS K), for dV (with Pᵀ dY)
- * and for dK (with dY Vᵀ and dSᵀ Q): 2 (5 dh + 3 dv) a score — 2 (7 dh + 5 dv) where a head
- * is over 32 wide, dQ's and dK's rows then halved between two threads that both compute the
- * scores — nothing but the tensors moved. Causal: the scores at and below the diagonal,
- * (S + 1) / (2 S) of them.
- * Wider heads: two GEMMs forward and the row softmax, backward four GEMMs and the
- * recomputed scores' one, each batch's [T, S] scores passed through scratch — forward
+/* As cuda runs it by default: two GEMMs forward and the row softmax, backward four GEMMs and
+ * the recomputed scores' one, each batch's [T, S] scores passed through scratch — forward
  * written and read twice each (GEMM, softmax, GEMM), backward about three times that —
  * counted as bytes moved; causal: the blocks at and below the diagonal, (nb + 1) / (2 nb)
- * of it for nb blocks. */
+ * of it for nb blocks. (OC_ATTENTION_KERNEL=rows runs another kernel, 4-6x slower on an
+ * H200: a profile measured with it times what ran.) */
 static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     op_cost_default(g, n, c);
     bool grad = n->op == OP_FUSED_ATTENTION_GRAD;
@@ -217,14 +212,6 @@ static void attention_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     double S = (double)v->dims[v->rank - 2], dh = (double)q->dims[q->rank - 1],
            dv = (double)v->dims[v->rank - 1];
     bool causal = op_args_of(n)->attention.causal;
-    if (dh <= OP_ATTENTION_ROWS_DMAX && dv <= OP_ATTENTION_ROWS_DMAX) {
-        double part = causal && S > 0 ? (S + 1) / (2 * S) : 1.0;
-        double scores = part * (double)rows * S;
-        double split = dh > 32 || dv > 32 ? 2.0 : 1.0; /* cuda_attention.cu's att_split */
-        c->flops = scores *
-                   (grad ? 2.0 * (2.0 * split * (dh + dv) + 3.0 * dh + dv) : 2.0 * (dh + dv) + 5.0);
-        return;
-    }
     double part = 1.0;
     if (causal) {
         double nb = ceil(S / OP_ATTENTION_BLOCK);

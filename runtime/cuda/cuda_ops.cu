@@ -2938,42 +2938,75 @@ struct pool2d {
     int64_t chan; // cu_window's
 };
 
-// The 2-d window's maximum (window order: rows, then columns, as win_argmax; NaN wins): its
-// in-plane input index (-1: no cell inside the image), the value in *bv. x's plane p starts at
-// `base`, its cells `step` apart (1, or the channels of a channels-last layout: cell_at).
-template <typename T>
-__device__ static inline int win_max2d(const T *x, const pool2d &q, int64_t base, int64_t step,
-                                       int oy, int ox, float *bv) {
-    int best = -1;
-    *bv = 0.0f;
+// The 2-d windows' maxima of V neighbouring planes (window order: rows, then columns, as
+// win_argmax; NaN wins): each one's in-plane input index in best[v] (-1: no cell inside the
+// image), its value in bv[v]. Plane v's cells are x[base + v + cell * step] (step 1 with V 1
+// planar, else the channels of a channels-last layout: cell_at).
+template <typename T, int V>
+__device__ static inline void win_max2d(const T *x, const pool2d &q, int64_t base, int64_t step,
+                                        int oy, int ox, float *bv, int *best) {
+    for (int v = 0; v < V; v++) best[v] = -1, bv[v] = 0.0f;
     for (int ky = 0; ky < q.kh; ky++) {
         int iy = oy * q.sh - q.ph + ky * q.dh;
         if (iy < 0 || iy >= q.ih) continue;
         for (int kx = 0; kx < q.kw; kx++) {
             int ix = ox * q.sw - q.pw + kx * q.dw;
             if (ix < 0 || ix >= q.iw) continue;
-            float v = ld(x, base + (int64_t)(iy * q.iw + ix) * step);
-            if (best < 0 || v > *bv || (isnan(v) && !isnan(*bv))) {
-                best = iy * q.iw + ix;
-                *bv = v;
+            int64_t at = base + (int64_t)(iy * q.iw + ix) * step;
+            for (int v = 0; v < V; v++) {
+                float e = ld(x, at + v);
+                if (best[v] < 0 || e > bv[v] || (isnan(e) && !isnan(bv[v]))) {
+                    best[v] = iy * q.iw + ix;
+                    bv[v] = e;
+                }
             }
         }
     }
-    return best;
 }
 
-// y (and, given arg, each window's argmax) for every output cell u, in its layout's order
-template <typename T>
-__global__ void k_max_pool2d(const T *x, T *y, int32_t *arg, int64_t planes, pool2d q) {
-    int64_t per = (int64_t)q.oh * q.ow, isz = (int64_t)q.ih * q.iw, step = q.chan ? q.chan : 1;
-    GRID_LOOP(u, planes * per) {
-        int64_t p, rr;
-        plane_cell(q.chan, u, per, &p, &rr);
+// Thread u's plane (planar, V 1: p = n C + c; channels-last: image n, its first channel *c0 of
+// the V neighbouring ones it owns) and cell *r of the plane's `per`, in I (int32 where the
+// tensor allows: 64-bit divisions were most of these kernels' time).
+template <typename I, int V>
+__device__ static inline void pool_cell(I u, I per, I chan, I *plane, I *c0, I *r) {
+    if (chan) {
+        I groups = chan / V, cell = u / groups;
+        *c0 = (u - cell * groups) * V;
+        *plane = cell / per;
+        *r = cell - *plane * per;
+    } else {
+        *plane = u / per;
+        *c0 = 0;
+        *r = u - *plane * per;
+    }
+}
+
+// Where plane `plane` (channel c0) of a tensor of `cells` cells a plane starts (cell_at's 0)
+__device__ static inline int64_t plane_at(int64_t plane, int64_t c0, int64_t cells, int64_t chan) {
+    return chan ? plane * cells * chan + c0 : plane * cells;
+}
+
+#define POOL_LOOP(u, n, I)                                                                         \
+    for (I u = (I)(blockIdx.x * blockDim.x + threadIdx.x); u < (n);                                \
+         u += (I)(gridDim.x * blockDim.x))
+
+// y (and, given arg, each window's argmax) for every output cell, in its layout's order
+template <typename T, typename I, int V>
+__global__ void k_max_pool2d(const T *x, T *y, int32_t *arg, I n, pool2d q) {
+    I per = (I)q.oh * q.ow, chan = (I)q.chan;
+    int64_t step = chan ? chan : 1;
+    POOL_LOOP(u, n, I) {
+        I p, c0, rr;
+        pool_cell<I, V>(u, per, chan, &p, &c0, &rr);
         int r = (int)rr, oy = r / q.ow, ox = r - oy * q.ow;
-        float bv;
-        int best = win_max2d(x, q, cell_at(q.chan, p, 0, isz), step, oy, ox, &bv);
-        if (y) st(y, u, best >= 0 ? bv : -INFINITY);
-        if (arg) arg[u] = best;
+        float bv[V];
+        int best[V];
+        win_max2d<T, V>(x, q, plane_at(p, c0, (int64_t)q.ih * q.iw, chan), step, oy, ox, bv, best);
+        int64_t at = plane_at(p, c0, per, chan) + (int64_t)r * step;
+        for (int v = 0; v < V; v++) {
+            if (y) st(y, at + v, best[v] >= 0 ? bv[v] : -INFINITY);
+            if (arg) arg[at + v] = best[v];
+        }
     }
 }
 
@@ -2987,28 +3020,31 @@ __device__ static inline void cover_range(int i, int pad, int kn, int s, int d, 
     if (*hi > on - 1) *hi = on - 1;
 }
 
-template <typename T>
-__global__ void k_max_pool_grad2d(const T *dy, const int32_t *arg, T *dx, int64_t planes,
-                                  pool2d q) {
-    int64_t per = (int64_t)q.ih * q.iw, oper = (int64_t)q.oh * q.ow, step = q.chan ? q.chan : 1;
-    GRID_LOOP(t, planes * per) {
-        int64_t p, rr;
-        plane_cell(q.chan, t, per, &p, &rr);
+template <typename T, typename I, int V>
+__global__ void k_max_pool_grad2d(const T *dy, const int32_t *arg, T *dx, I n, pool2d q) {
+    I per = (I)q.ih * q.iw, chan = (I)q.chan;
+    int64_t step = chan ? chan : 1;
+    POOL_LOOP(t, n, I) {
+        I p, c0, rr;
+        pool_cell<I, V>(t, per, chan, &p, &c0, &rr);
         int r = (int)rr, iy = r / q.iw, ix = r - iy * q.iw;
-        int64_t ob = cell_at(q.chan, p, 0, oper); // dy's and arg's plane (k_max_pool2d's order)
+        int64_t ob = plane_at(p, c0, (int64_t)q.oh * q.ow, chan); // dy's and arg's plane
         int y0, y1, x0, x1;
         cover_range(iy, q.ph, q.kh, q.sh, q.dh, q.oh, &y0, &y1);
         cover_range(ix, q.pw, q.kw, q.sw, q.dw, q.ow, &x0, &x1);
-        float acc = 0.0f;
+        float acc[V];
+        for (int v = 0; v < V; v++) acc[v] = 0.0f;
         for (int oy = y0; oy <= y1; oy++) { // ascending output order, as cpu_pool's scatter
             if (q.dh > 1 && (iy + q.ph - oy * q.sh) % q.dh) continue;
             for (int ox = x0; ox <= x1; ox++) {
                 if (q.dw > 1 && (ix + q.pw - ox * q.sw) % q.dw) continue;
                 int64_t o = ob + (int64_t)(oy * q.ow + ox) * step;
-                if (arg[o] == r) acc += ld(dy, o);
+                for (int v = 0; v < V; v++)
+                    if (arg[o + v] == r) acc[v] += ld(dy, o + v);
             }
         }
-        st(dx, t, acc);
+        int64_t at = plane_at(p, c0, per, chan) + (int64_t)r * step;
+        for (int v = 0; v < V; v++) st(dx, at + v, acc[v]);
     }
 }
 
@@ -3025,13 +3061,31 @@ static bool pool2d_of(const cu_window &w, pool2d *q) {
     return q->sh > 0 && q->sw > 0 && q->dh > 0 && q->dw > 0;
 }
 
+// Channels per thread: 4 where a channels-last tensor's channels come in fours, else 1. Index
+// arithmetic in int32 below POOL_I32_MAX threads' elements (a grid stride past it stays in range).
+static int pool2d_vec(const pool2d &q) { return q.chan > 0 && q.chan % 4 == 0 ? 4 : 1; }
+#define POOL_I32_MAX (INT64_C(1) << 30)
+
+// k_max_pool2d over the n output cells (y, arg or both)
+template <typename T>
+static void max_pool2d_launch(cudaStream_t s, const T *x, T *y, int32_t *arg, int64_t n,
+                              const pool2d &q) {
+    if (pool2d_vec(q) == 4 && n / 4 < POOL_I32_MAX)
+        k_max_pool2d<T, int32_t, 4>
+            <<<blocks_for(n / 4), THREADS, 0, s>>>(x, y, arg, (int32_t)(n / 4), q);
+    else if (pool2d_vec(q) == 4)
+        k_max_pool2d<T, int64_t, 4><<<blocks_for(n / 4), THREADS, 0, s>>>(x, y, arg, n / 4, q);
+    else if (n < POOL_I32_MAX)
+        k_max_pool2d<T, int32_t, 1><<<blocks_for(n), THREADS, 0, s>>>(x, y, arg, (int32_t)n, q);
+    else k_max_pool2d<T, int64_t, 1><<<blocks_for(n), THREADS, 0, s>>>(x, y, arg, n, q);
+}
+
 template <typename T>
 static void max_pool_launch(cudaStream_t s, const void *x, void *y, int64_t *indices,
                             int64_t planes, cu_window w, int col_major) {
     pool2d q;
     if (!indices && pool2d_of(w, &q)) {
-        k_max_pool2d<T><<<blocks_for(planes * w.col_size), THREADS, 0, s>>>((const T *)x, (T *)y,
-                                                                            NULL, planes, q);
+        max_pool2d_launch<T>(s, (const T *)x, (T *)y, NULL, planes * w.col_size, q);
         return;
     }
     k_max_pool<T><<<blocks_for(planes * w.col_size), THREADS, 0, s>>>((const T *)x, (T *)y, indices,
@@ -3054,10 +3108,18 @@ static void max_pool_grad_launch(cudaStream_t s, const T *dy, const T *x, T *dx,
     int64_t n = planes * w.img_size;
     pool2d q;
     if (arg && pool2d_of(w, &q)) {
-        if (planes * w.col_size > 0)
-            k_max_pool2d<T>
-                <<<blocks_for(planes * w.col_size), THREADS, 0, s>>>(x, NULL, arg, planes, q);
-        k_max_pool_grad2d<T><<<blocks_for(n), THREADS, 0, s>>>(dy, arg, dx, planes, q);
+        if (planes * w.col_size > 0) max_pool2d_launch<T>(s, x, NULL, arg, planes * w.col_size, q);
+        int v = pool2d_vec(q);
+        if (v == 4 && n / 4 < POOL_I32_MAX)
+            k_max_pool_grad2d<T, int32_t, 4>
+                <<<blocks_for(n / 4), THREADS, 0, s>>>(dy, arg, dx, (int32_t)(n / 4), q);
+        else if (v == 4)
+            k_max_pool_grad2d<T, int64_t, 4>
+                <<<blocks_for(n / 4), THREADS, 0, s>>>(dy, arg, dx, n / 4, q);
+        else if (n < POOL_I32_MAX)
+            k_max_pool_grad2d<T, int32_t, 1>
+                <<<blocks_for(n), THREADS, 0, s>>>(dy, arg, dx, (int32_t)n, q);
+        else k_max_pool_grad2d<T, int64_t, 1><<<blocks_for(n), THREADS, 0, s>>>(dy, arg, dx, n, q);
         return;
     }
     if (arg && planes * w.col_size > 0)

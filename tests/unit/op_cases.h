@@ -151,6 +151,10 @@ OP_CASE(BATCH_NORM_RELU, "nhwc, 8 channels, running statistics, fused backward",
         "[2,8,3,2] +[8] [8] [8] +[8]", "fused_backward=1 !nhwc")
 OP_CASE(MAX_POOL, "nhwc, 3x3 stride 2 pad 1", 13, 1, "[2,3,7,6]",
         "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !nhwc")
+OP_CASE(MAX_POOL, "nhwc, 8 channels (4 a thread), 3x3 stride 2 pad 1", 13, 1, "[2,8,7,6]",
+        "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !nhwc")
+OP_CASE(MAX_POOL, "nhwc, 4 channels, 2x2 stride 2, bf16", 13, 1, "[3,4,6,5]",
+        "kernel_shape=[2,2] strides=[2,2] !nhwc !bf16")
 OP_CASE(AVERAGE_POOL, "nhwc, pad excluded", 13, 1, "[2,3,7,6]",
         "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !nhwc")
 OP_CASE(GLOBAL_AVERAGE_POOL, "nhwc", 13, 1, "[2,3,4,5]", "!nhwc")

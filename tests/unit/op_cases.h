@@ -203,6 +203,10 @@ OP_CASE(SPLIT, "equal parts (opset 11)", 11, 2, "[2,4,6]", "axis=-1")
 OP_CASE(SPLIT, "q, k, v of rows of 24 (16-byte rows: cuda's row copy)", 11, 3, "[3,24]", "axis=-1")
 OP_CASE(TRANSPOSE, "to channels-last", 13, 1, "[2,3,4,5]", "perm=[0,2,3,1]")
 OP_CASE(TRANSPOSE, "default (reversed)", 13, 1, "[3,4,2]", "")
+OP_CASE(TRANSPOSE, "from channels-last (one side under a tile)", 13, 1, "[2,4,5,3]",
+        "perm=[0,3,1,2]")
+OP_CASE(TRANSPOSE, "a conv filter to channels-last (K, C, RS) -> (K, RS, C)", 13, 1, "[6,4,3,3]",
+        "perm=[0,2,3,1]")
 OP_CASE(TRANSPOSE, "batched 2-d, partial 32x32 tiles (ViT's patch tokens)", 13, 1, "[2,40,36]",
         "perm=[0,2,1]")
 OP_CASE(TRANSPOSE, "a matrix, one row past a tile", 13, 1, "[33,64]", "")
@@ -285,6 +289,7 @@ OP_CASE(SUM, "bf16, three inputs", 13, 1, "h[2,3,4] h[2,3,4] h[2,3,4]", "!bf16")
 OP_CASE(SUM, "fp16, three inputs, broadcast", 13, 1, "h[2,3,4] h[3,4] h[1]", "!fp16")
 OP_CASE(TRANSPOSE, "bf16, channel shuffle", 13, 1, "h[2,2,3,4,5]", "perm=[0,2,1,3,4] !bf16")
 OP_CASE(TRANSPOSE, "bf16, batched 2-d tiles", 13, 1, "h[2,36,40]", "perm=[0,2,1] !bf16")
+OP_CASE(TRANSPOSE, "bf16, to channels-last", 13, 1, "h[2,3,4,5]", "perm=[0,2,3,1] !bf16")
 OP_CASE(SLICE, "fp16, channel half", 13, 1, "h[2,6,3,3] i64=[3] i64=[6] i64=[1]", "!fp16")
 OP_CASE(CONCAT, "bf16, axis 1 (U-Net skip)", 13, 1, "h[2,3,4] h[2,2,4]", "axis=1 !bf16")
 OP_CASE(SPLIT, "fp16, split input", 13, 3, "h[2,6,3] i64=[1,3,2]", "axis=1 !fp16")

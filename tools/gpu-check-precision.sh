@@ -64,7 +64,5 @@ PLAN_EXTRA="--precision bf16 $L" pl_plan "$LOG/p_profile.json" $BUDGET p_plan.on
 pl_plan_row "$PM b$PB bf16, cap $CAP B" "$LOG/p_plan.json" $rc
 [ $rc = 0 ] && { pl_run p_plan.onnx p_capped "$D" $CAP; pl_rows p_capped "$LOG/p_plan.json" "$BF_IPS" $PB $CAP; }
 # 4. the loss curve against PyTorch AMP
-out=$(tbox 240 $PYTHON tools/gpu_amp_curve.py $CURVE --run $RUN --out "$LOG/amp_curve" \
-      --device $([ $EMU = 1 ] && echo cpu || echo cuda) 2>"$LOG/amp_curve.err" | tail -1)
-row "bf16 loss curve vs PyTorch AMP ($CURVE)" "${out:-FAILED ($(tail -1 "$LOG/amp_curve.err"))}"
+amp_curve_row $CURVE
 finish 0

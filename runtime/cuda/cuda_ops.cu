@@ -3003,7 +3003,7 @@ __device__ static inline void win_max2d(const T *x, const pool2d &q, int64_t bas
 
 // Thread u's plane (planar, V 1: p = n C + c; channels-last: image n, its first channel *c0 of
 // the V neighbouring ones it owns) and cell *r of the plane's `per`, in I (int32 where the
-// tensor allows: 64-bit divisions were most of these kernels' time).
+// tensor allows: six 64-bit divisions an element, the likely cost of the earlier kernels).
 template <typename I, int V>
 __device__ static inline void pool_cell(I u, I per, I chan, I *plane, I *c0, I *r) {
     if (chan) {

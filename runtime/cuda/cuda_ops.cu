@@ -859,16 +859,15 @@ static bool transpose_2d(const cu_bidx &bi, int64_t *B, int64_t *P, int64_t *Q) 
     return true;
 }
 
+// X (B, P, Q) -> Y (B, Q, P): by the narrow kernel where a side is under a tile, else by tiles
 template <typename T>
-static void transpose_narrow(cudaStream_t s, const void *x, void *y, int64_t B, int64_t P,
+static void transpose_2d_run(cudaStream_t s, const void *x, void *y, int64_t B, int64_t P,
                              int64_t Q) {
-    k_transpose_narrow<T>
-        <<<blocks_for(B * (P > Q ? P : Q)), THREADS, 0, s>>>((const T *)x, (T *)y, B, P, Q);
-}
-
-template <typename T>
-static void transpose_tiled(cudaStream_t s, const void *x, void *y, int64_t B, int64_t P,
-                            int64_t Q) {
+    if (P < TILE || Q < TILE) {
+        k_transpose_narrow<T>
+            <<<blocks_for(B * (P > Q ? P : Q)), THREADS, 0, s>>>((const T *)x, (T *)y, B, P, Q);
+        return;
+    }
     int64_t tiles = B * ((P + TILE - 1) / TILE) * ((Q + TILE - 1) / TILE);
     unsigned nb = (unsigned)(tiles < 65535LL * 16 ? tiles : 65535LL * 16);
     k_transpose_tiled<T><<<nb, THREADS, 0, s>>>((const T *)x, (T *)y, B, P, Q);
@@ -894,19 +893,11 @@ extern "C" int cu_transpose(void *stream, int es, const void *x, cu_shape xs, vo
         return last_error();
     }
     int64_t B, P, Q;
-    bool two_d = transpose_2d(bi, &B, &P, &Q) && (es == 1 || es == 2 || es == 4 || es == 8);
-    if (two_d && (P < TILE || Q < TILE)) {
-        if (es == 1) transpose_narrow<uint8_t>(s, x, y, B, P, Q);
-        else if (es == 2) transpose_narrow<uint16_t>(s, x, y, B, P, Q);
-        else if (es == 4) transpose_narrow<uint32_t>(s, x, y, B, P, Q);
-        else transpose_narrow<uint64_t>(s, x, y, B, P, Q);
-        return last_error();
-    }
-    if (two_d) {
-        if (es == 1) transpose_tiled<uint8_t>(s, x, y, B, P, Q);
-        else if (es == 2) transpose_tiled<uint16_t>(s, x, y, B, P, Q);
-        else if (es == 4) transpose_tiled<uint32_t>(s, x, y, B, P, Q);
-        else transpose_tiled<uint64_t>(s, x, y, B, P, Q);
+    if (transpose_2d(bi, &B, &P, &Q) && (es == 1 || es == 2 || es == 4 || es == 8)) {
+        if (es == 1) transpose_2d_run<uint8_t>(s, x, y, B, P, Q);
+        else if (es == 2) transpose_2d_run<uint16_t>(s, x, y, B, P, Q);
+        else if (es == 4) transpose_2d_run<uint32_t>(s, x, y, B, P, Q);
+        else transpose_2d_run<uint64_t>(s, x, y, B, P, Q);
         return last_error();
     }
     switch (es) {

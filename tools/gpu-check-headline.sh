@@ -284,7 +284,7 @@ h_cap() { # TAG MODEL BATCH DATA IN-CORE-LOG IN-CORE-IPS FLAGS...: profile, plan
 }
 part_amp_curve() { # issue 23's 100-step bf16 loss curve (as --precision's; not in the default list)
     h_left 60 "bf16 loss curve" || return 0
-    if [ $EMU = 1 ]; then amp_curve_row resnet18 64 4 10; else amp_curve_row resnet18 224 64 100; fi
+    amp_curve_row
 }
 part_caps() {
     h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL

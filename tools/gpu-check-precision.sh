@@ -15,10 +15,10 @@
 #      steps) against PyTorch AMP from the same weights and batch (tools/gpu_amp_curve.py).
 # Rows as the other checks; GPU_CHECK_SECONDS bounds the whole run.
 if [ $EMU = 1 ]; then
-    PM=resnet18 PB=4 PSZ=64 PCL=10 CURVE="resnet18 64 4 10" PDEV="--device cpu --image-size 64"
+    PM=resnet18 PB=4 PSZ=64 PCL=10 PDEV="--device cpu --image-size 64"
     P_TORCH="eager eager-amp compile-amp eager-amp+cl"
 else
-    PM=resnet50 PB=640 PSZ=224 PCL=1000 CURVE="resnet18 224 64 100" PDEV=""
+    PM=resnet50 PB=640 PSZ=224 PCL=1000 PDEV=""
     P_TORCH="eager eager-amp compile-amp compile-amp+cl"
 fi
 M=$LOG/${PM}_p.onnx
@@ -64,5 +64,5 @@ PLAN_EXTRA="--precision bf16 $L" pl_plan "$LOG/p_profile.json" $BUDGET p_plan.on
 pl_plan_row "$PM b$PB bf16, cap $CAP B" "$LOG/p_plan.json" $rc
 [ $rc = 0 ] && { pl_run p_plan.onnx p_capped "$D" $CAP; pl_rows p_capped "$LOG/p_plan.json" "$BF_IPS" $PB $CAP; }
 # 4. the loss curve against PyTorch AMP
-amp_curve_row $CURVE
+amp_curve_row
 finish 0

@@ -559,9 +559,9 @@ else
 fi
 export OC_ATTENTION_KERNEL=rows
 # 4c. by rows (OC_ATTENTION_KERNEL=rows): the measured profile gives FusedAttention no
-#     workspace and its gradient rowsum(dY Y) alone (batch-heads x rows floats: under one batch-head's [T, S]
-#     scores); the plan runs in a device of its arena + 1 MiB, nothing outside the plan,
-#     losses bitwise == in-core
+#     workspace and its gradient rowsum(dY Y) alone (batch-heads x rows floats: under one
+#     batch-head's [T, S] scores); the plan runs in a device of its arena + 1 MiB, nothing
+#     outside the plan, losses bitwise == in-core
 if "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 3 --seed 7 >"$T/r_incore.out" 2>&1 &&
    "$EMU/outcore-run" "$TG" "${TGA[@]}" --backend cuda --steps 4 --seed 7 \
        --profile-out "$T/r_prof.json" >"$T/r_prof.out" 2>&1 &&

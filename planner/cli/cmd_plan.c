@@ -134,9 +134,14 @@ void cmd_plan_usage(FILE *f) {
         "                  their backward where no residual needs it (one write less, one\n"
         "                  tensor more live); auto plans all and forward, keeps the faster;\n"
         "                  a decomposed GELU is one Gelu unless none\n"
+        "  --layout L      auto (default), nchw or nhwc: auto plans the step with 2-d\n"
+        "                  convolutions channels-last too (layout Transposes as nodes) and\n"
+        "                  keeps the faster feasible plan; a measured profile holds one\n"
+        "                  layout's nodes, and that layout is planned, unless a second\n"
+        "                  --profile measured with the other layout is given\n"
         "Training options as `emit` takes them (--lr, --momentum, --weight-decay, --loss,\n"
         "--bn, --optimizer sgd|adamw, --betas, --eps, --clip-grad-norm, --ignore-index,\n"
-        "--precision fp32|bf16|fp16, --loss-scale, --loss-scale-interval, --layout nchw|nhwc).\n"
+        "--precision fp32|bf16|fp16, --loss-scale, --loss-scale-interval).\n"
         "Exit status: 0 feasible plan, 3 no feasible plan (nothing written), 1 error.\n",
         names);
 }
@@ -290,8 +295,9 @@ static void env_free_loaded(cli_plan_env *x) {
 }
 
 /* One whole-step choice of `auto` options: the step built with the options
- * alt is planned too, unless it is the same graph (the model has no such
- * pattern, or the profile has no records for the other form); e becomes the
+ * alt (and the profile alt_profile, if not NULL) is planned too, unless it is
+ * the same graph (the model has no such pattern, or the profile has no
+ * records for the other form); e becomes the
  * faster feasible of the two (a tie keeps e's). Prints the choice on stderr
  * when either is feasible:
  *   --attention auto: alt FusedAttention, e's unfused (PyTorch's own graph)
@@ -299,10 +305,12 @@ static void env_free_loaded(cli_plan_env *x) {
  *   tensors live at once) */
 static int choose_variant(cli_plan_env *e, const strategy *st, bool made, plan_made *pm,
                           sim_plan **p, strategy_stats *stats, const train_opts *alt,
-                          const char *flag, const char *e_name, const char *alt_name, oc_err *err) {
+                          const char *alt_profile, const char *flag, const char *e_name,
+                          const char *alt_name, oc_err *err) {
     cli_plan_env f = *e;
     f.tg = NULL, f.prof = NULL, f.ctx = NULL;
     f.to = *alt;
+    if (alt_profile) f.profile = alt_profile;
     f.quiet = true;
     oc_err ferr;
     if (cli_plan_env_load(&f, &ferr) || f.tg->g->n_nodes == e->tg->g->n_nodes) {
@@ -329,7 +337,7 @@ static int choose_variant(cli_plan_env *e, const strategy *st, bool made, plan_m
             isinf(te) ? 0.0 : te * 1e3);
     if (take) { /* the other run replaces e's */
         plan_made_free(pm), sim_plan_free(*p), env_free_loaded(e);
-        e->tg = f.tg, e->prof = f.prof, e->ctx = f.ctx, e->to = f.to;
+        e->tg = f.tg, e->prof = f.prof, e->ctx = f.ctx, e->to = f.to, e->profile = f.profile;
         *pm = fpm, *p = fp, *stats = fs;
         ir_graph_print_notes(e->tg->g, "outcore-plan", stderr);
         return OC_OK;
@@ -340,8 +348,10 @@ static int choose_variant(cli_plan_env *e, const strategy *st, bool made, plan_m
 
 int cmd_plan(int argc, char **argv) {
     cli_plan_env e = {.to = train_opts_default()};
-    bool attention_auto = true; /* unless --attention fused|unfused */
-    bool fuse_auto = true;      /* unless --fuse all|forward|none or --no-fuse */
+    bool attention_auto = true;       /* unless --attention fused|unfused */
+    bool fuse_auto = true;            /* unless --fuse all|forward|none or --no-fuse */
+    bool layout_auto = true;          /* unless --layout nchw|nhwc */
+    const char *profile_other = NULL; /* a second --profile: the other layout's */
     const char *sname = "hybrid", *trace = NULL, *svg = NULL;
     const char *plan_out = NULL; /* -o: cmd_show.c writes it */
     bool json = false;
@@ -373,6 +383,21 @@ int cmd_plan(int argc, char **argv) {
             if (!fuse_auto && train_opts_parse(&e.to, "--fuse", v, &err) < 0) goto fail;
             continue;
         }
+        if (strcmp(s, "--profile") == 0 && e.profile) {
+            if (profile_other) {
+                oc_fail(&err, "--profile: at most two (one measured per --layout)");
+                goto fail;
+            }
+            if (cli_value(argc, argv, &i, &profile_other, &err)) goto fail;
+            continue;
+        }
+        if (strcmp(s, "--layout") == 0) {
+            const char *v;
+            if (cli_value(argc, argv, &i, &v, &err)) goto fail;
+            layout_auto = strcmp(v, "auto") == 0;
+            if (!layout_auto && train_opts_parse(&e.to, s, v, &err) < 0) goto fail;
+            continue;
+        }
         if (strcmp(s, "--strategy") == 0 || strcmp(s, "--trace") == 0 || strcmp(s, "--svg") == 0) {
             const char **dst = s[2] == 's' && s[3] == 't' ? &sname : s[2] == 't' ? &trace : &svg;
             if (cli_value(argc, argv, &i, dst, &err)) goto fail;
@@ -386,23 +411,48 @@ int cmd_plan(int argc, char **argv) {
         }
     }
     const strategy *st;
-    if (cli_plan_env_strategy("--strategy", sname, &st, &err) || cli_plan_env_load(&e, &err))
+    if (cli_plan_env_strategy("--strategy", sname, &st, &err)) goto fail;
+    /* a measured profile holds one layout's nodes: plan in that one (a second
+     * profile, the other layout's, is auto's alternative) */
+    if (layout_auto && e.profile && profile_layout_nhwc(e.profile, &e.to.channels_last, &err))
         goto fail;
+    if (profile_other) {
+        bool other_nhwc;
+        if (!layout_auto) {
+            oc_fail(&err, "two --profile files need --layout auto (one per layout)");
+            goto fail;
+        }
+        if (profile_layout_nhwc(profile_other, &other_nhwc, &err)) goto fail;
+        if (other_nhwc == e.to.channels_last) {
+            oc_fail(&err, "--profile %s and %s: both of %s steps (give one per layout)", e.profile,
+                    profile_other, other_nhwc ? "channels-last" : "NCHW");
+            goto fail;
+        }
+    }
+    if (cli_plan_env_load(&e, &err)) goto fail;
     strategy_stats stats;
     /* the figures printed are those of the plan written (after any re-plan) */
     if (plan_once(&e, st, plan_out != NULL, &pm, &p, &stats, &err)) goto fail;
     if (attention_auto) {
         train_opts alt = e.to;
         alt.fuse_attention = true;
-        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, "--attention",
+        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, NULL, "--attention",
                            "unfused", "fused", &err))
             goto fail;
     }
     if (fuse_auto) {
         train_opts alt = e.to;
         alt.fuse = TRAIN_FUSE_FORWARD;
-        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, "--fuse", "all",
+        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, NULL, "--fuse", "all",
                            "forward", &err))
+            goto fail;
+    }
+    if (layout_auto) {
+        train_opts alt = e.to;
+        alt.channels_last = !e.to.channels_last;
+        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, profile_other,
+                           "--layout", e.to.channels_last ? "nhwc" : "nchw",
+                           alt.channels_last ? "nhwc" : "nchw", &err))
             goto fail;
     }
     const sim_plan *shown = plan_out ? pm.plan : p;

@@ -8,11 +8,18 @@
 
 /* Data-sheet figures (docs/profile.md): fp32 non-tensor peak, HBM bandwidth,
  * effective pinned-copy bandwidth each way over the PCIe generation; last, the
- * dense fp16/bf16 tensor-core peak (V100: fp16 only; its bf16 is no faster). */
+ * dense fp16/bf16 tensor-core peak (V100: fp16 only; its bf16 is no faster);
+ * then the NCHW convolutions' slowdown. That one is measured, not a data sheet's: an H100 80GB HBM3's ResNet-50 b640 fp32 step
+ * (TF32 convolutions, 2026-11-27, docs/fast-step.md), convolutions 41.7 ms
+ * NCHW vs 26.7 ms channels-last, their gradients 95.2 vs 61.4 ms: 1.56x and
+ * 1.55x. v100 and a100: not measured, 0 (the layout Transposes alone). */
+#define H100_CONV_NCHW_SLOWDOWN 0.55
+
 static const profile_device presets[] = {
-    {"v100", 16 * GIB, 12 * GB, 12 * GB, true, 10e-6, 15.7e12, 900 * GB, 5e-6, 0, 0, 0, 125e12},
-    {"a100", 40 * GIB, 25 * GB, 25 * GB, true, 10e-6, 19.5e12, 1555 * GB, 5e-6, 0, 0, 0, 312e12},
-    {"h100", 80 * GIB, 50 * GB, 50 * GB, true, 10e-6, 51.0e12, 2000 * GB, 5e-6, 0, 0, 0, 756e12},
+    {"v100", 16 * GIB, 12 * GB, 12 * GB, true, 10e-6, 15.7e12, 900 * GB, 5e-6, 0, 0, 0, 125e12, 0},
+    {"a100", 40 * GIB, 25 * GB, 25 * GB, true, 10e-6, 19.5e12, 1555 * GB, 5e-6, 0, 0, 0, 312e12, 0},
+    {"h100", 80 * GIB, 50 * GB, 50 * GB, true, 10e-6, 51.0e12, 2000 * GB, 5e-6, 0, 0, 0, 756e12,
+     H100_CONV_NCHW_SLOWDOWN},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -74,8 +81,11 @@ int device_from_json(const json_t *o, const char *what, profile_device *d, oc_er
     if (json_object_get(o, "peak_flops_half") &&
         num_field(o, what, "peak_flops_half", false, &d->peak_flops_half, err))
         return OC_ERR;
+    if (json_object_get(o, "conv_nchw_slowdown") &&
+        num_field(o, what, "conv_nchw_slowdown", false, &d->conv_nchw_slowdown, err))
+        return OC_ERR;
     if (d->compute_slowdown_h2d > 100 || d->compute_slowdown_d2h > 100 ||
-        d->copy_slowdown_duplex > 100)
+        d->copy_slowdown_duplex > 100 || d->conv_nchw_slowdown > 100)
         return oc_fail(err, "%s: a slowdown factor above 100 is not a measurement", what);
     if (mem > DEVICE_MAX_MEMORY_BYTES || mem != (double)(int64_t)mem)
         return oc_fail(
@@ -94,6 +104,8 @@ json_t *device_to_json(const profile_device *d) {
                   d->mem_bandwidth_bytes_per_s, "launch_overhead_s", d->launch_overhead_s);
     if (d->peak_flops_half > 0)
         json_object_set_new(o, "peak_flops_half", json_real(d->peak_flops_half));
+    if (d->conv_nchw_slowdown > 0)
+        json_object_set_new(o, "conv_nchw_slowdown", json_real(d->conv_nchw_slowdown));
     if (d->compute_slowdown_h2d > 0 || d->compute_slowdown_d2h > 0 || d->copy_slowdown_duplex > 0) {
         json_object_set_new(o, "compute_slowdown_h2d", json_real(d->compute_slowdown_h2d));
         json_object_set_new(o, "compute_slowdown_d2h", json_real(d->compute_slowdown_d2h));

@@ -32,6 +32,12 @@ typedef struct profile_device {
     /* Dense float16/bfloat16 tensor-core FLOP/s (--precision bf16|fp16: a node
      * whose first input is half); optional in files, 0: peak_flops. */
     double peak_flops_half;
+    /* A 2-d convolution (forward or either gradient) on (N, C, H, W) tensors
+     * takes (1 + conv_nchw_slowdown) times its channels-last time: tensor-core
+     * kernels want (N, H, W, C), cuDNN transposes around them. What
+     * `outcore-plan plan --layout auto` weighs against the layout Transposes.
+     * Optional in files, 0: the layout does not matter. */
+    double conv_nchw_slowdown;
 } profile_device;
 
 /* Fills *d with the preset called name. OC_ERR naming the known presets otherwise. */

@@ -33,6 +33,22 @@ void profile_node_set(profile *p, int i, const char *name, double time_s, int64_
     p->nodes[i].workspace_bytes = workspace;
 }
 
+/* A 2-d convolution or convolution gradient on (N, C, H, W) tensors. */
+static bool conv_2d_nchw(const ir_graph *g, const ir_node *n) {
+    switch (n->op) {
+    case OP_CONV:
+    case OP_CONV_RELU:
+    case OP_CONV_TRANSPOSE:
+    case OP_CONV_BACKWARD_DATA:
+    case OP_CONV_BACKWARD_FILTER:
+    case OP_CONV_TRANSPOSE_BACKWARD_DATA:
+    case OP_CONV_TRANSPOSE_BACKWARD_FILTER: break;
+    default: return false;
+    }
+    return !n->channels_last && n->n_inputs > 0 && n->inputs[0] >= 0 &&
+           g->tensors[n->inputs[0]].rank == 4;
+}
+
 profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_t batch) {
     const ir_graph *g = tg->g;
     profile *p = profile_new(d, batch, PROFILE_SOURCE_ANALYTIC, g->n_nodes);
@@ -49,7 +65,9 @@ profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_
                     ir_dtype_is_half(g->tensors[n->inputs[0]].dtype) && d->peak_flops_half > 0;
         double tf = c.flops / (half ? d->peak_flops_half : d->peak_flops);
         double tb = (c.bytes_read + c.bytes_written) / d->mem_bandwidth_bytes_per_s;
-        profile_node_set(p, i, g->nodes[i].name, (tf > tb ? tf : tb) + d->launch_overhead_s, 0);
+        double t = tf > tb ? tf : tb;
+        if (conv_2d_nchw(g, n)) t *= 1.0 + d->conv_nchw_slowdown;
+        profile_node_set(p, i, g->nodes[i].name, t + d->launch_overhead_s, 0);
     }
     return p;
 }
@@ -152,6 +170,16 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err) {
     json_decref(root);
     if (rc != 0 || fputc('\n', f) == EOF)
         return oc_fail(err, "profile: write error: %s", strerror(errno));
+    return OC_OK;
+}
+
+int profile_layout_nhwc(const char *path, bool *nhwc, oc_err *err) {
+    profile *p;
+    if (profile_read(path, &p, err)) return OC_ERR;
+    *nhwc = false;
+    for (int i = 0; i < p->n_nodes && !*nhwc; i++)
+        *nhwc = strncmp(p->nodes[i].name, CHANNELS_LAST_PREFIX, strlen(CHANNELS_LAST_PREFIX)) == 0;
+    profile_free(p);
     return OC_OK;
 }
 

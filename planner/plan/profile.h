@@ -53,6 +53,9 @@ profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_
 int profile_read(const char *path, profile **out, oc_err *err);
 /* Parses from a JSON text; path is used in messages only. */
 int profile_parse(const char *text, const char *path, profile **out, oc_err *err);
+/* *nhwc: whether the profile file at path was taken of a channels-last step
+ * (it times layout Transposes: channels_last.h). Errors as profile_read's. */
+int profile_layout_nhwc(const char *path, bool *nhwc, oc_err *err);
 /* Writes p as JSON to f. OC_ERR on a write error. */
 int profile_write_file(const profile *p, FILE *f, oc_err *err);
 

@@ -235,7 +235,18 @@ expect_error "--layout with an unknown value" "--layout" "nchw, nhwc" -- \
     -o "$tmp/p_nhwc.json" >/dev/null 2>&1
 expect_error "a profile of the other --layout" "p_nhwc.json" "outcore/layout/" \
     "measured with another --layout" -- \
-    plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/p_nhwc.json" --budget 1GiB
+    plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/p_nhwc.json" --budget 1GiB \
+    --layout nchw
+# --layout auto takes a second profile, the other layout's: not one of the same layout, not
+# with a fixed layout, not a third.
+expect_error "two profiles of one layout" "p_nhwc.json" "both of channels-last steps" -- \
+    plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/p_nhwc.json" --profile "$tmp/p_nhwc.json"
+expect_error "two profiles and a fixed layout" "--layout auto" "one per layout" -- \
+    plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/p_nhwc.json" --layout nhwc \
+    --profile "$tmp/p_nhwc.json"
+expect_error "three profiles" "--profile" "at most two" -- \
+    plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/p_nhwc.json" \
+    --profile "$tmp/p_nhwc.json" --profile "$tmp/p_nhwc.json"
 
 # Profiles and device files with values no device has (issue 18, class 7).
 "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 -o "$tmp/p.json" >/dev/null

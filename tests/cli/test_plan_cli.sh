@@ -223,6 +223,47 @@ else
     not_ok "--attention auto" "$(cat "$tmp/att_auto.err") / unfused $t_un / $(cat "$tmp/att_cnn.err")"
 fi
 
+# --layout auto (plan's default): a model with 2-d convolutions is planned channels-last too
+# and the faster kept. The h100 preset counts NCHW convolutions 1.55x slower (measured on an
+# H100), so ResNet-18 goes channels-last there, and the plan written is the one --layout nhwc
+# writes; v100's preset knows no such slowdown, so in core the layout Transposes keep NCHW; a model
+# without convolutions gets no notice; a profile of a channels-last step plans channels-last.
+"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 --budget 450MB \
+    -o "$tmp/lay_auto.onnx" >/dev/null 2>"$tmp/lay_auto.err"
+rc_la=$?
+"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 --budget 450MB --layout nhwc \
+    -o "$tmp/lay_nhwc.onnx" >/dev/null 2>"$tmp/lay_nhwc.err"
+"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device v100 >/dev/null 2>"$tmp/lay_v100.err"
+"$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 --layout nhwc \
+    -o "$tmp/lay_prof.json" >/dev/null 2>&1
+"$PLAN" plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/lay_prof.json" \
+    >/dev/null 2>"$tmp/lay_prof.err"
+rc_lp=$?
+# Two profiles, one per layout (here the h100 preset's, written by `profile`): auto plans each
+# layout with its own, in either order, and writes the same plan as --device h100.
+for L in nchw nhwc; do
+    "$PLAN" profile graphs/resnet18_op13.onnx --batch 32 --device h100 --layout $L \
+        -o "$tmp/lay_$L.json" >/dev/null 2>&1
+done
+"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --budget 450MB --profile "$tmp/lay_nchw.json" \
+    --profile "$tmp/lay_nhwc.json" -o "$tmp/lay_2p.onnx" >/dev/null 2>"$tmp/lay_2p.err"
+"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --budget 450MB --profile "$tmp/lay_nhwc.json" \
+    --profile "$tmp/lay_nchw.json" -o "$tmp/lay_2q.onnx" >/dev/null 2>"$tmp/lay_2q.err"
+la=$(sed -n 's/.*--layout auto: nhwc (predicted step: nhwc \([0-9.]*\) ms, nchw \([0-9.]*\) ms).*/\1 \2/p' \
+    "$tmp/lay_auto.err")
+if [ $rc_la -eq 0 ] && [ -n "$la" ] && awk -v a="${la% *}" -v b="${la#* }" 'BEGIN{exit !(a < b)}' &&
+   cmp -s "$tmp/lay_auto.onnx" "$tmp/lay_nhwc.onnx" && ! grep -q "layout auto" "$tmp/lay_nhwc.err" &&
+   grep -q "layout auto: nchw (predicted step: nhwc" "$tmp/lay_v100.err" &&
+   ! grep -q "layout" "$tmp/att_auto.err" && [ $rc_lp -eq 0 ] &&
+   grep -q "nodes channels-last" "$tmp/lay_prof.err" && ! grep -q "layout auto" "$tmp/lay_prof.err" &&
+   grep -q "layout auto: nhwc (predicted step: nhwc" "$tmp/lay_2p.err" &&
+   grep -q "layout auto: nhwc (predicted step: nchw" "$tmp/lay_2q.err" &&
+   cmp -s "$tmp/lay_2p.onnx" "$tmp/lay_nhwc.onnx" && cmp -s "$tmp/lay_2q.onnx" "$tmp/lay_nhwc.onnx"; then
+    ok "--layout auto: ResNet-18 on h100 channels-last (nhwc, nchw ms: $la), the --layout nhwc plan byte for byte, also from a profile per layout in either order; nchw in core on v100; no notice for GPT-2; an nhwc profile plans nhwc"
+else
+    not_ok "--layout auto" "rc $rc_la/$rc_lp [$la] $(cat "$tmp/lay_auto.err" "$tmp/lay_v100.err" "$tmp/lay_prof.err" "$tmp/lay_2p.err" "$tmp/lay_2q.err")"
+fi
+
 # The head-split Transposes around GPT-2's attention (Q, V: perm 0 2 1 3; K: the legacy
 # exporter's 0 2 3 1, Kᵀ at once; Y back: 0 2 1 3) are absorbed into the fused node, which reads
 # and writes [N, T, H, d] itself (seq_first), and so are the Split of the q/k/v projection into

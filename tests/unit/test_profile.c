@@ -1,6 +1,7 @@
 /* test_profile.c — profile.json round trip, validation errors that name the
  * problem, mapping onto a training graph, batch scaling, analytic roofline. */
 #include <setjmp.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -199,11 +200,78 @@ static void test_analytic_roofline(void **state) {
     train_graph_free(tg);
 }
 
+/* A 2-d Conv x (2, 8, 16, 16) * w (8, 8, 3, 3) -> y (2, 8, 14, 14). */
+static train_graph *conv_graph(void) {
+    train_graph *tg = oc_calloc(1, sizeof *tg);
+    ir_graph *g = tg->g = ir_graph_new();
+    int64_t xd[] = {2, 8, 16, 16}, wd[] = {8, 8, 3, 3}, yd[] = {2, 8, 14, 14};
+    int x = ir_tensor_add(g, "x", IR_DTYPE_FLOAT), w = ir_tensor_add(g, "w", IR_DTYPE_FLOAT);
+    int y = ir_tensor_add(g, "y", IR_DTYPE_FLOAT);
+    ir_tensor_set_shape(&g->tensors[x], 4, xd);
+    ir_tensor_set_shape(&g->tensors[w], 4, wd);
+    ir_tensor_set_shape(&g->tensors[y], 4, yd);
+    int n = op_node_add(g, "conv", OP_CONV);
+    ir_node_add_input(g, n, x);
+    ir_node_add_input(g, n, w);
+    ir_node_add_output(g, n, y);
+    return tg;
+}
+
+static double conv_time(const train_graph *tg, double slowdown, bool nhwc) {
+    profile_device d;
+    oc_err err;
+    if (device_preset_find("v100", &d, &err)) fail_msg("%s", err.msg);
+    d.conv_nchw_slowdown = slowdown;
+    tg->g->nodes[0].channels_last = nhwc;
+    profile *p = profile_analytic(tg, &d, 1);
+    double t = p->nodes[0].time_s - d.launch_overhead_s;
+    profile_free(p);
+    return t;
+}
+
+/* conv_nchw_slowdown scales an NCHW convolution's analytic time, not a
+ * channels-last one's; it survives a write and a read; h100's is measured. */
+static void test_conv_nchw_slowdown(void **state) {
+    (void)state;
+    train_graph *tg = conv_graph();
+    double base = conv_time(tg, 0, false);
+    assert_true(base > 0);
+    assert_true(fabs(conv_time(tg, 0.5, false) - 1.5 * base) <= 1e-12 * base);
+    assert_true(conv_time(tg, 0.5, true) == conv_time(tg, 0, true));
+    train_graph_free(tg);
+    profile_device d;
+    oc_err err;
+    assert_int_equal(device_preset_find("h100", &d, &err), OC_OK);
+    assert_true(d.conv_nchw_slowdown > 0);
+    assert_int_equal(device_preset_find("v100", &d, &err), OC_OK);
+    assert_true(d.conv_nchw_slowdown == 0);
+    profile *p = tiny_profile(4), *q = NULL;
+    p->device.conv_nchw_slowdown = 0.75;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(profile_write_file(p, f, &err), OC_OK);
+    fclose(f);
+    if (profile_parse(text, "dev.json", &q, &err)) fail_msg("%s", err.msg);
+    assert_true(q->device.conv_nchw_slowdown == 0.75);
+    free(text);
+    profile_free(p);
+    profile_free(q);
+    expect_parse_error(
+        "{\"device\": {\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, "
+        "\"d2h_bytes_per_s\": 1e9, \"duplex\": true, \"copy_latency_s\": 0, "
+        "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, "
+        "\"launch_overhead_s\": 0, \"conv_nchw_slowdown\": -1}, \"batch\": 4, "
+        "\"source\": \"measured\", \"nodes\": []}",
+        "device", "conv_nchw_slowdown");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),          cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_contention_fields),   cmocka_unit_test(test_node_mapping_errors),
         cmocka_unit_test(test_batch_scaling_warns), cmocka_unit_test(test_analytic_roofline),
+        cmocka_unit_test(test_conv_nchw_slowdown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

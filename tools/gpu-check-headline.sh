@@ -20,7 +20,8 @@
 #   trace      ResNet-50 traced --no-fuse and fused: tools/step_time.py's per-op-class table
 #   trace_best ResNet-50 nhwc fp32 and bf16, VGG-16 nhwc traced: where the fastest steps go
 #              (not in the default list: a second call's)
-#   caps       16 GiB: ResNet-50 fused fp32 and bf16, GPT-2 (measured profile, plan, run), and
+#   caps       16 GiB: ResNet-50 fused fp32 and bf16 (a measured profile per layout, the
+#              layout chosen by plan --layout auto), GPT-2 (measured profile, plan, run), and
 #              PyTorch ResNet-50 under the cap: checkpointing, save_on_cpu, compile with a budget
 #   gpt2_trace GPT-2 traced with --attention unfused, fused, and fused with every score computed
 #              (OC_ATTENTION_BLOCK=0: no causal blocks skipped) (tools/step_time.py --nodes)
@@ -262,21 +263,35 @@ PY
     done
 }
 h_cap() { # TAG MODEL BATCH DATA IN-CORE-LOG IN-CORE-IPS FLAGS...: profile, plan, run under 16 GiB
-    local tag=$1 m=$2 b=$3 d=$4 ilog=$5 iips=$6 rc
+    # With CAP_NHWC_LOG (the in-core log of the same flags with --layout nhwc) set, a profile is
+    # measured in each layout and `plan --layout auto` chooses between them from those measured
+    # times; the slowdown is then against the in-core run of the layout it chose.
+    local tag=$1 m=$2 b=$3 d=$4 ilog=$5 iips=$6 rc two= over
     shift 6
     h_left 60 "$tag under 16 GiB" || return 1
     tbox 150 $RUN "$m" --backend cuda --batch $b --steps 4 --lr 0.01 $d "$@" \
         --profile-out "$LOG/${tag}_profile.json" >"$LOG/${tag}_profile.log" 2>&1
-    CAP=17179869184 BUDGET=$((17179869184 - $(over_of "$ilog")))
+    over=$(over_of "$ilog")
+    if [ -n "${CAP_NHWC_LOG:-}" ]; then
+        tbox 150 $RUN "$m" --backend cuda --batch $b --steps 4 --lr 0.01 $d "$@" --layout nhwc \
+            --profile-out "$LOG/${tag}_profile_nhwc.json" >"$LOG/${tag}_profile_nhwc.log" 2>&1
+        two="--profile $LOG/${tag}_profile_nhwc.json"
+        [ "$(over_of "$CAP_NHWC_LOG")" -gt "$over" ] && over=$(over_of "$CAP_NHWC_LOG")
+    fi
+    CAP=17179869184 BUDGET=$((17179869184 - over))
     if [ $EMU = 1 ]; then # the emulator: half the saved activations below the in-core peak
         $PLAN plan "$m" --batch $b "$@" --profile "$LOG/${tag}_profile.json" --strategy incore --json \
             >"$LOG/${tag}_incore.json" 2>/dev/null
         BUDGET=$($PYTHON -c 'import json,sys;d=json.load(open(sys.argv[1]));print(int(d["peak_bytes"]-sum(x["bytes"] for x in d["decisions"])//2))' "$LOG/${tag}_incore.json" 2>/dev/null || echo 0)
         CAP=$((BUDGET * 16 / 15))
     fi
-    PLAN_EXTRA="$*" pl_plan "$LOG/${tag}_profile.json" $BUDGET ${tag}_plan.onnx "$m" $b; rc=$?
+    PLAN_EXTRA="$* $two" pl_plan "$LOG/${tag}_profile.json" $BUDGET ${tag}_plan.onnx "$m" $b; rc=$?
     pl_plan_row "$tag, cap $CAP B" "$LOG/${tag}_plan.json" $rc
     [ $rc = 0 ] || return 1
+    if [ -n "$two" ]; then
+        row "  $tag: layout" "$(grep -o -- '--layout auto: .*' "$LOG/${tag}_plan.err" || echo "no choice printed")"
+        grep -q -- '--layout auto: nhwc' "$LOG/${tag}_plan.err" && ilog=$CAP_NHWC_LOG iips=$(ips "$CAP_NHWC_LOG")
+    fi
     EMU_DEVICE_BYTES=$CAP tbox 150 $RUN "$LOG/${tag}_plan.onnx" --backend cuda --steps $PSTEPS --lr 0.01 $d \
         >"$LOG/${tag}_run.log" 2>&1
     echo "(untraced)" >"$LOG/${tag}_trace.log"
@@ -286,15 +301,22 @@ part_amp_curve() { # issue 23's 100-step bf16 loss curve (as --precision's; not 
     h_left 60 "bf16 loss curve" || return 0
     amp_curve_row
 }
+h_incore_pair() { # NCHW-TAG NHWC-TAG FLAGS...: ResNet-50's in-core runs in both layouts (this
+    local t1=$1 t2=$2 # call's r50 / bf16 parts', else made now); CAP_NHWC_LOG: the nhwc one's log
+    shift 2
+    [ -f "$LOG/$t1.log" ] || h_run "$t1" "$LOG/${R}_h.onnx" $RB "$RD" "$@"
+    [ -f "$LOG/$t2.log" ] || h_run "$t2" "$LOG/${R}_h.onnx" $RB "$RD" "$@" --layout nhwc
+    CAP_NHWC_LOG="$LOG/$t2.log"
+    [ -f "$CAP_NHWC_LOG" ] || CAP_NHWC_LOG=
+}
 part_caps() {
     h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
     RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
-    # the in-core runs of this call, or (a second call) made now for the arena's overhead
-    # (the slowdown is against the in-core run of the layout the plan uses)
-    local fl="$LOG/$R b$RB fp32 $([ -n "${R_L:-}" ] && echo nhwc || echo fused).log"
-    [ -f "$fl" ] || h_run "$R b$RB fp32 fused" "$LOG/${R}_h.onnx" $RB "$RD"
-    [ -f "$fl" ] || fl="$LOG/$R b$RB fp32 fused.log"
-    h_cap r50_fp32 "$LOG/${R}_h.onnx" $RB "$RD" "$fl" "$(ips "$fl")" ${R_L:-}
+    # ResNet-50 fp32 and bf16: the layout chosen by `plan --layout auto` from a measured profile
+    # of each (h_cap), the slowdown against the in-core run of the layout chosen
+    h_incore_pair "$R b$RB fp32 fused" "$R b$RB fp32 nhwc"
+    h_cap r50_fp32 "$LOG/${R}_h.onnx" $RB "$RD" "$LOG/$R b$RB fp32 fused.log" \
+        "$(ips "$LOG/$R b$RB fp32 fused.log")"
     local cap_ips=$(ips "$LOG/r50_fp32_run.log")
     # issue 22's anchors at the cap: checkpointing, save_on_cpu, compile with the largest
     # activation_memory_budget that fits (each at b640, else the largest fallback batch that fits)
@@ -305,10 +327,10 @@ part_caps() {
         faster "$TV" "$best" && best=$TV
     done
     h_ratio "outcore $R fp32 @16 GiB / the best PyTorch @16 GiB (issue 22: >= 1.5)" "$cap_ips" "$best"
-    local bl="$LOG/$R b$RB bf16$([ -n "${B_L:-}" ] && echo ' nhwc').log"
-    [ -f "$bl" ] || h_run "$R b$RB bf16" "$LOG/${R}_h.onnx" $RB "$RD" --precision bf16
-    [ -f "$bl" ] || bl="$LOG/$R b$RB bf16.log"
-    h_cap r50_bf16 "$LOG/${R}_h.onnx" $RB "$RD" "$bl" "$(ips "$bl")" --precision bf16 ${B_L:-}
+    h_incore_pair "$R b$RB bf16" "$R b$RB bf16 nhwc" --precision bf16
+    h_cap r50_bf16 "$LOG/${R}_h.onnx" $RB "$RD" "$LOG/$R b$RB bf16.log" "$(ips "$LOG/$R b$RB bf16.log")" \
+        --precision bf16
+    CAP_NHWC_LOG=
     [ -n "${GM:-}" ] || part_gpt2
     h_cap gpt2 "$GM" $GB "$GD" "$LOG/$G b$GB fp32.log" "${G_IPS:-}" --attention ${GPU_CHECK_ATTENTION:-fused}
 }

@@ -73,7 +73,7 @@ static train_graph *hand_graph_new(int64_t b_bytes, int *a_out, int *b_out) {
 
 /* Every node 1 s except F1 (t_f1: the recompute cost of a); copies at bw B/s each way. */
 static profile *hand_profile_new(const train_graph *tg, double bw, double t_f1) {
-    profile_device d = {"hand", 1 << 20, bw, bw, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0};
+    profile_device d = {"hand", 1 << 20, bw, bw, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0, 0};
     profile *p = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, N_NODES);
     for (int i = 0; i < N_NODES; i++)
         profile_node_set(p, i, tg->g->nodes[i].name, i == F1 ? t_f1 : 1.0, 0);

@@ -441,7 +441,7 @@ static void split_recompute(bool one_block, sim_result *r, int *n_nodes, int *n_
     tg->n_saved = SPLIT_K;
     tg->loss_tensor = l;
     tg->label_tensor = -1;
-    profile_device d = {"hand", 1 << 20, 1000, 1000, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0};
+    profile_device d = {"hand", 1 << 20, 1000, 1000, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0, 0};
     profile *p = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, nn);
     for (int i = 0; i < nn; i++) profile_node_set(p, i, g->nodes[i].name, 1.0, 0);
     sim_context *ctx;

@@ -81,6 +81,9 @@ for spec in $TF_SPECS; do
     fi
     declare -A TV=()
     for mode in eager checkpoint $([ $EMU = 0 ] && echo compile compile-checkpoint); do
+        if [ "${GPU_CHECK_NO_TORCH:-0}" = 1 ]; then
+            row "  pytorch $tm $mode" "not run (GPU_CHECK_NO_TORCH=1)"; continue
+        fi
         # compiled with every block checkpointed: only where no budget fitted
         [ $mode = compile-checkpoint ] && [ -n "${TV[compile]:-}" ] && continue
         tf_left $([ ${mode%-*} = compile ] && echo 120 || echo 40) "  pytorch $tm $mode" || continue

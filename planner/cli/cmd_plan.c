@@ -117,7 +117,8 @@ void cmd_plan_usage(FILE *f) {
         "with one strategy, scores the plan with the simulator and prints each\n"
         "decision (with the swap-in issue node) and the predicted figures.\n"
         "\n"
-        "  --strategy S    one of: %s (default hybrid)\n"
+        "  --strategy S    one of: %s (default auto: every\n"
+        "                  strategy, then the local search from the best)\n"
         "  --budget B      device memory for the plan, e.g. 16GiB (default: the device's)\n"
         "  --max-leaves N  cap on leaves of exhaustive searches (hybrid default 1024)\n"
         "  --max-seconds S wall-clock cap per strategy (best plan so far is kept)\n"
@@ -352,7 +353,7 @@ int cmd_plan(int argc, char **argv) {
     bool fuse_auto = true;            /* unless --fuse all|forward|none or --no-fuse */
     bool layout_auto = true;          /* unless --layout nchw|nhwc */
     const char *profile_other = NULL; /* a second --profile: the other layout's */
-    const char *sname = "hybrid", *trace = NULL, *svg = NULL;
+    const char *sname = "auto", *trace = NULL, *svg = NULL;
     const char *plan_out = NULL; /* -o: cmd_show.c writes it */
     bool json = false;
     oc_err err;

@@ -89,6 +89,9 @@ cli 00 show t.onnx
 cli 00 plan m.onnx --dim N=3 --device a100 --strategy auto
 cli 00 inspect m.onnx --batch 2 --training --json --precision bf16
 cli 00 plan m.onnx --batch 2 --layout nhwc --device v100 --budget 300KiB -o out.onnx
+cli 00 plan m.onnx --batch 2 --device h100 --budget 300KiB --layout auto -o out.onnx
+cli 00 profile m.onnx --batch 2 --device h100 --layout nhwc -o q.json
+cli 00 plan m.onnx --batch 2 --profile p.json --profile q.json --budget 300KiB
 cli 01 m.onnx --batch 2 --precision fp16 --loss-scale 3e38 --loss-scale-interval 1 --steps 3
 cli 01 plan.onnx --backend cpu --steps 2 --budget 1MiB --seed 3 --lr 0.1
 cli 01 m.onnx --batch 2 --input x.pb --labels y.pb --save s.onnx --dump-grads d

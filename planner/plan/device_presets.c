@@ -9,10 +9,11 @@
 /* Data-sheet figures (docs/profile.md): fp32 non-tensor peak, HBM bandwidth,
  * effective pinned-copy bandwidth each way over the PCIe generation; last, the
  * dense fp16/bf16 tensor-core peak (V100: fp16 only; its bf16 is no faster);
- * then the NCHW convolutions' slowdown. That one is measured, not a data sheet's: an H100 80GB HBM3's ResNet-50 b640 fp32 step
- * (TF32 convolutions, 2026-11-27, docs/fast-step.md), convolutions 41.7 ms
- * NCHW vs 26.7 ms channels-last, their gradients 95.2 vs 61.4 ms: 1.56x and
- * 1.55x. v100 and a100: not measured, 0 (the layout Transposes alone). */
+ * then the NCHW convolutions' slowdown. That one is measured, not a data
+ * sheet's: an H100 80GB HBM3's ResNet-50 b640 fp32 step (TF32 convolutions,
+ * 2026-11-27, docs/fast-step.md), convolutions 41.7 ms NCHW vs 26.7 ms
+ * channels-last, their gradients 95.2 vs 61.4 ms: 1.56x and 1.55x. v100 and
+ * a100: not measured, 0 (the layout Transposes alone). */
 #define H100_CONV_NCHW_SLOWDOWN 0.55
 
 static const profile_device presets[] = {

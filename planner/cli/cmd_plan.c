@@ -468,6 +468,12 @@ int cmd_plan(int argc, char **argv) {
     if (sim_lower_bound(e.ctx, &so, &lb, &err)) goto fail;
     if (json) {
         json_t *o = stats_json(st, &stats, e.mo.batch);
+        /* the step's form (what the auto options chose) */
+        static const char *const fuse_names[] = {
+            [TRAIN_FUSE_ALL] = "all", [TRAIN_FUSE_FORWARD] = "forward", [TRAIN_FUSE_NONE] = "none"};
+        json_object_set_new(o, "layout", json_string(e.to.channels_last ? "nhwc" : "nchw"));
+        json_object_set_new(o, "fuse", json_string(fuse_names[e.to.fuse]));
+        json_object_set_new(o, "attention", json_string(e.to.fuse_attention ? "fused" : "unfused"));
         json_object_set_new(o, "lower_bound_s", lb.feasible ? json_real(lb.time_s) : json_null());
         if (!stats.feasible) json_object_set_new(o, "fit", cli_fit_json(&fit));
         json_t *dec = json_array();

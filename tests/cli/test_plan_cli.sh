@@ -228,12 +228,14 @@ fi
 # H100), so ResNet-18 goes channels-last there, and the plan written is the one --layout nhwc
 # writes; v100's preset knows no such slowdown, so in core the layout Transposes keep NCHW; a model
 # without convolutions gets no notice; a profile of a channels-last step plans channels-last.
+# --json names the step's form the auto options chose (layout, fuse, attention).
 "$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 --budget 450MB \
     -o "$tmp/lay_auto.onnx" >/dev/null 2>"$tmp/lay_auto.err"
 rc_la=$?
 "$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 --budget 450MB --layout nhwc \
     -o "$tmp/lay_nhwc.onnx" >/dev/null 2>"$tmp/lay_nhwc.err"
-"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device v100 >/dev/null 2>"$tmp/lay_v100.err"
+"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device v100 --json >"$tmp/lay_v100.json" \
+    2>"$tmp/lay_v100.err"
 "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device v100 --layout nhwc \
     -o "$tmp/lay_prof.json" >/dev/null 2>&1
 "$PLAN" plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/lay_prof.json" \
@@ -246,7 +248,7 @@ for L in nchw nhwc; do
         -o "$tmp/lay_$L.json" >/dev/null 2>&1
 done
 "$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --budget 450MB --profile "$tmp/lay_nchw.json" \
-    --profile "$tmp/lay_nhwc.json" -o "$tmp/lay_2p.onnx" >/dev/null 2>"$tmp/lay_2p.err"
+    --profile "$tmp/lay_nhwc.json" -o "$tmp/lay_2p.onnx" --json >"$tmp/lay_2p.json" 2>"$tmp/lay_2p.err"
 "$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --budget 450MB --profile "$tmp/lay_nhwc.json" \
     --profile "$tmp/lay_nchw.json" -o "$tmp/lay_2q.onnx" >/dev/null 2>"$tmp/lay_2q.err"
 la=$(sed -n 's/.*--layout auto: nhwc (predicted step: nhwc \([0-9.]*\) ms, nchw \([0-9.]*\) ms).*/\1 \2/p' \
@@ -258,7 +260,9 @@ if [ $rc_la -eq 0 ] && [ -n "$la" ] && awk -v a="${la% *}" -v b="${la#* }" 'BEGI
    grep -q "nodes channels-last" "$tmp/lay_prof.err" && ! grep -q "layout auto" "$tmp/lay_prof.err" &&
    grep -q "layout auto: nhwc (predicted step: nhwc" "$tmp/lay_2p.err" &&
    grep -q "layout auto: nhwc (predicted step: nchw" "$tmp/lay_2q.err" &&
-   cmp -s "$tmp/lay_2p.onnx" "$tmp/lay_nhwc.onnx" && cmp -s "$tmp/lay_2q.onnx" "$tmp/lay_nhwc.onnx"; then
+   cmp -s "$tmp/lay_2p.onnx" "$tmp/lay_nhwc.onnx" && cmp -s "$tmp/lay_2q.onnx" "$tmp/lay_nhwc.onnx" &&
+   grep -q '"layout": "nhwc"' "$tmp/lay_2p.json" && grep -q '"layout": "nchw"' "$tmp/lay_v100.json" &&
+   grep -q '"fuse": "all"' "$tmp/lay_v100.json" && grep -q '"attention": "fused"' "$tmp/att_auto.json"; then
     ok "--layout auto: ResNet-18 on h100 channels-last (nhwc, nchw ms: $la), the --layout nhwc plan byte for byte, also from a profile per layout in either order; nchw in core on v100; no notice for GPT-2; an nhwc profile plans nhwc"
 else
     not_ok "--layout auto" "rc $rc_la/$rc_lp [$la] $(cat "$tmp/lay_auto.err" "$tmp/lay_v100.err" "$tmp/lay_prof.err" "$tmp/lay_2p.err" "$tmp/lay_2q.err")"

@@ -1,4 +1,4 @@
-/* cmd_profile.c — `outcore-plan profile --device v100|a100|h100|--device-file F
+/* cmd_profile.c — `outcore-plan profile --device v100|a100|h100|h200|--device-file F
  * MODEL --batch N -o profile.json`: the analytic profile of the training step. */
 #include <stdio.h>
 #include <string.h>

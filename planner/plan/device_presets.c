@@ -15,16 +15,25 @@
  * channels-last, their gradients 95.2 vs 61.4 ms: 1.56x and 1.55x. v100 and
  * a100: not measured, 0 (the layout Transposes alone). */
 #define H100_CONV_NCHW_SLOWDOWN 0.55
+/* H200 SXM (141 GB HBM3e; the same GH100 compute as the H100 SXM, so its
+ * convolutions' slowdown): data-sheet FP32 67 TFLOP/s, 4.8 TB/s, dense BF16
+ * 989 TFLOP/s; measured on the H200s lent here (docs/gpu-check-2026-11-28-h200.txt):
+ * 143771 MiB (nvidia-smi), pinned copies 55.5 GB/s each way (52.8-55.5 in
+ * three measurements), each 9-20% slower beside the other (copy_slowdown_duplex
+ * 0.14), 10-13 us latency. */
+#define H200_MEMORY ((int64_t)143771 << 20)
 
 static const profile_device presets[] = {
     {"v100", 16 * GIB, 12 * GB, 12 * GB, true, 10e-6, 15.7e12, 900 * GB, 5e-6, 0, 0, 0, 125e12, 0},
     {"a100", 40 * GIB, 25 * GB, 25 * GB, true, 10e-6, 19.5e12, 1555 * GB, 5e-6, 0, 0, 0, 312e12, 0},
     {"h100", 80 * GIB, 50 * GB, 50 * GB, true, 10e-6, 51.0e12, 2000 * GB, 5e-6, 0, 0, 0, 756e12,
      H100_CONV_NCHW_SLOWDOWN},
+    {"h200", H200_MEMORY, 55.5 * GB, 55.5 * GB, true, 10e-6, 67.0e12, 4800 * GB, 5e-6, 0, 0, 0.14,
+     989e12, H100_CONV_NCHW_SLOWDOWN},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
-const char *device_preset_names(void) { return "v100, a100, h100"; }
+const char *device_preset_names(void) { return "v100, a100, h100, h200"; }
 
 int device_preset_find(const char *name, profile_device *d, oc_err *err) {
     for (size_t i = 0; i < N_PRESETS; i++)

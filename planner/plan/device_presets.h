@@ -2,7 +2,7 @@
  * device files that override them.
  *
  *   profile_device d;
- *   if (device_preset_find("v100", &d, &err)) ...          // v100 | a100 | h100
+ *   if (device_preset_find("v100", &d, &err)) ...          // v100 | a100 | h100 | h200
  *   if (device_read_file("my_gpu.json", &d, &err)) ...     // {"device": {...}} or {...}
  *
  * Figures are vendor data-sheet numbers (docs/profile.md cites them); copy
@@ -42,7 +42,7 @@ typedef struct profile_device {
 
 /* Fills *d with the preset called name. OC_ERR naming the known presets otherwise. */
 int device_preset_find(const char *name, profile_device *d, oc_err *err);
-/* "v100, a100, h100" — for usage text. */
+/* "v100, a100, h100, h200" — for usage text. */
 const char *device_preset_names(void);
 
 /* Parses a "device" object; every field is required and must be >= 0 (rates > 0).

@@ -243,6 +243,8 @@ static void test_conv_nchw_slowdown(void **state) {
     oc_err err;
     assert_int_equal(device_preset_find("h100", &d, &err), OC_OK);
     assert_true(d.conv_nchw_slowdown > 0);
+    assert_int_equal(device_preset_find("h200", &d, &err), OC_OK);
+    assert_true(d.conv_nchw_slowdown > 0 && d.memory_bytes > ((int64_t)140 << 30));
     assert_int_equal(device_preset_find("v100", &d, &err), OC_OK);
     assert_true(d.conv_nchw_slowdown == 0);
     profile *p = tiny_profile(4), *q = NULL;

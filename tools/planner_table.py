@@ -43,8 +43,10 @@ def main():
                                text=True)
             d = json.loads(r.stdout)
             t0 = time.time()
+            # the step compare plans (nchw, fuse all), not plan's auto layout and fusion
             subprocess.run([a.plan, "plan", model, "--batch", str(a.batch), "--device",
-                            a.device, "--budget", b, "--strategy", "auto"],
+                            a.device, "--budget", b, "--strategy", "auto", "--layout", "nchw",
+                            "--fuse", "all"],
                            capture_output=True)
             auto_s = time.time() - t0
             ideal, lb = d["ideal_time_s"], d["lower_bound_s"]

@@ -42,7 +42,7 @@ PY
 for t in /usr/share/libonnx-testdata/data/node/test_{conv,relu,maxpool,averagepool,batchnorm,gemm,concat,flatten,reshape,add,sigmoid,dropout,pad,gather,clip,softmax,mul,sub,unsqueeze,squeeze}*/model.onnx; do
     [ -f "$t" ] && cp "$t" "$OUT/import/$(basename "$(dirname "$t")").onnx"
 done
-for d in v100 a100 h100; do
+for d in v100 a100 h100 h200; do
     "$PLAN" profile "$F/m.onnx" --batch 2 --device $d -o "$OUT/profile/tiny_$d.json" >/dev/null
     "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device $d -o "$OUT/profile/alexnet_$d.json" >/dev/null
 done

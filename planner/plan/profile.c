@@ -35,17 +35,7 @@ void profile_node_set(profile *p, int i, const char *name, double time_s, int64_
 
 /* A 2-d convolution or convolution gradient on (N, C, H, W) tensors. */
 static bool conv_2d_nchw(const ir_graph *g, const ir_node *n) {
-    switch (n->op) {
-    case OP_CONV:
-    case OP_CONV_RELU:
-    case OP_CONV_TRANSPOSE:
-    case OP_CONV_BACKWARD_DATA:
-    case OP_CONV_BACKWARD_FILTER:
-    case OP_CONV_TRANSPOSE_BACKWARD_DATA:
-    case OP_CONV_TRANSPOSE_BACKWARD_FILTER: break;
-    default: return false;
-    }
-    return !n->channels_last && n->n_inputs > 0 && n->inputs[0] >= 0 &&
+    return op_is_conv(n->op) && !n->channels_last && n->n_inputs > 0 && n->inputs[0] >= 0 &&
            g->tensors[n->inputs[0]].rank == 4;
 }
 

@@ -985,14 +985,8 @@ size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, s
 static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit) {
     if (cuda_kernels[n->op] == cuda_reduce_sum_to) /* ReduceSumTo, ReduceSum, ReduceMean */
         return reduce_sum_to_scratch(g, n);
+    if (op_is_conv(n->op)) return cuda_conv_scratch(im, g, n, limit);
     switch (n->op) {
-    case OP_CONV:
-    case OP_CONV_RELU:
-    case OP_CONV_TRANSPOSE:
-    case OP_CONV_BACKWARD_DATA:
-    case OP_CONV_BACKWARD_FILTER:
-    case OP_CONV_TRANSPOSE_BACKWARD_DATA:
-    case OP_CONV_TRANSPOSE_BACKWARD_FILTER: return cuda_conv_scratch(im, g, n, limit);
     case OP_RELU_GRAD_BIAS: return relu_grad_bias_scratch(g, n);
     case OP_SOFTMAX_CROSS_ENTROPY:
     case OP_SOFTMAX_CROSS_ENTROPY_GRAD: {

@@ -71,16 +71,23 @@ void op_supported_list(char *buf, size_t cap) {
     }
 }
 
-bool op_reads_channel_axis(int op) {
+bool op_is_conv(int op) {
     switch (op) {
     case OP_CONV:
     case OP_CONV_RELU:
-    case OP_RELU_GRAD_BIAS: /* dB sums over all but the channels */
+    case OP_CONV_TRANSPOSE:
     case OP_CONV_BACKWARD_DATA:
     case OP_CONV_BACKWARD_FILTER:
-    case OP_CONV_TRANSPOSE:
     case OP_CONV_TRANSPOSE_BACKWARD_DATA:
-    case OP_CONV_TRANSPOSE_BACKWARD_FILTER:
+    case OP_CONV_TRANSPOSE_BACKWARD_FILTER: return true;
+    default: return false;
+    }
+}
+
+bool op_reads_channel_axis(int op) {
+    if (op_is_conv(op)) return true;
+    switch (op) {
+    case OP_RELU_GRAD_BIAS: /* dB sums over all but the channels */
     case OP_BATCH_NORM:
     case OP_BATCH_NORM_GRAD:
     case OP_BATCH_NORM_RELU:

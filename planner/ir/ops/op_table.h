@@ -123,6 +123,9 @@ bool op_linear_own_attr(const char *name);
  * normalization, pooling and their gradients): what a channels-last node may
  * be (train/channels_last.h). Elementwise ops do not care. */
 bool op_reads_channel_axis(int op);
+/* A convolution (Conv, ConvRelu, ConvTranspose) or one of its gradients: the
+ * cuDNN convolution family. */
+bool op_is_conv(int op);
 /* Role of input slot i of a node with this definition. */
 op_role op_input_role(const op_def *d, int i);
 

@@ -74,11 +74,12 @@ static void test_round_trip(void **state) {
     profile_free(q);
 }
 
-#define DEV                                                                                        \
-    "\"device\": {\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, "              \
+/* A device object's required fields; DEV the object itself. */
+#define DEV_FIELDS                                                                                 \
+    "\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, "                           \
     "\"d2h_bytes_per_s\": 1e9, \"duplex\": true, \"copy_latency_s\": 0, "                          \
-    "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, "                                  \
-    "\"launch_overhead_s\": 0}"
+    "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, \"launch_overhead_s\": 0"
+#define DEV "\"device\": {" DEV_FIELDS "}"
 
 static void expect_parse_error(const char *text, const char *part1, const char *part2) {
     profile *p = NULL;
@@ -125,13 +126,10 @@ static void test_contention_fields(void **state) {
     free(text);
     profile_free(p);
     profile_free(q);
-    expect_parse_error(
-        "{\"device\": {\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, "
-        "\"d2h_bytes_per_s\": 1e9, \"duplex\": true, \"copy_latency_s\": 0, "
-        "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, "
-        "\"launch_overhead_s\": 0, \"compute_slowdown_d2h\": -0.5}, \"batch\": 4, "
-        "\"source\": \"measured\", \"nodes\": []}",
-        "device", "compute_slowdown_d2h");
+    expect_parse_error("{\"device\": {" DEV_FIELDS
+                       ", \"compute_slowdown_d2h\": -0.5}, \"batch\": 4, "
+                       "\"source\": \"measured\", \"nodes\": []}",
+                       "device", "compute_slowdown_d2h");
 }
 
 static void test_node_mapping_errors(void **state) {
@@ -259,13 +257,9 @@ static void test_conv_nchw_slowdown(void **state) {
     free(text);
     profile_free(p);
     profile_free(q);
-    expect_parse_error(
-        "{\"device\": {\"name\": \"d\", \"memory_bytes\": 1e9, \"h2d_bytes_per_s\": 1e9, "
-        "\"d2h_bytes_per_s\": 1e9, \"duplex\": true, \"copy_latency_s\": 0, "
-        "\"peak_flops\": 1e12, \"mem_bandwidth_bytes_per_s\": 1e11, "
-        "\"launch_overhead_s\": 0, \"conv_nchw_slowdown\": -1}, \"batch\": 4, "
-        "\"source\": \"measured\", \"nodes\": []}",
-        "device", "conv_nchw_slowdown");
+    expect_parse_error("{\"device\": {" DEV_FIELDS ", \"conv_nchw_slowdown\": -1}, \"batch\": 4, "
+                       "\"source\": \"measured\", \"nodes\": []}",
+                       "device", "conv_nchw_slowdown");
 }
 
 int main(void) {

@@ -347,6 +347,16 @@ static int choose_variant(cli_plan_env *e, const strategy *st, bool made, plan_m
     return OC_OK;
 }
 
+/* A training option that plan also takes as `auto` (--attention, --fuse,
+ * --layout): *is_auto, or the value parsed into *to. */
+static int auto_or_value(int argc, char **argv, int *i, train_opts *to, bool *is_auto,
+                         oc_err *err) {
+    const char *flag = argv[*i], *v;
+    if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
+    *is_auto = strcmp(v, "auto") == 0;
+    return !*is_auto && train_opts_parse(to, flag, v, err) < 0 ? OC_ERR : OC_OK;
+}
+
 int cmd_plan(int argc, char **argv) {
     cli_plan_env e = {.to = train_opts_default()};
     bool attention_auto = true;       /* unless --attention fused|unfused */
@@ -370,18 +380,15 @@ int cmd_plan(int argc, char **argv) {
             if (cli_value(argc, argv, &i, &plan_out, &err)) goto fail;
             continue;
         }
-        if (strcmp(s, "--attention") == 0) {
-            const char *v;
-            if (cli_value(argc, argv, &i, &v, &err)) goto fail;
-            attention_auto = strcmp(v, "auto") == 0;
-            if (!attention_auto && train_opts_parse(&e.to, s, v, &err) < 0) goto fail;
+        if (strcmp(s, "--attention") == 0 || strcmp(s, "--fuse") == 0 ||
+            strcmp(s, "--layout") == 0) {
+            bool *is_auto = s[2] == 'a' ? &attention_auto : s[2] == 'f' ? &fuse_auto : &layout_auto;
+            if (auto_or_value(argc, argv, &i, &e.to, is_auto, &err)) goto fail;
             continue;
         }
-        if (strcmp(s, "--fuse") == 0 || strcmp(s, "--no-fuse") == 0) {
-            const char *v = "none";
-            if (s[2] == 'f' && cli_value(argc, argv, &i, &v, &err)) goto fail;
-            fuse_auto = strcmp(v, "auto") == 0;
-            if (!fuse_auto && train_opts_parse(&e.to, "--fuse", v, &err) < 0) goto fail;
+        if (strcmp(s, "--no-fuse") == 0) {
+            fuse_auto = false;
+            train_opts_parse(&e.to, "--fuse", "none", &err);
             continue;
         }
         if (strcmp(s, "--profile") == 0 && e.profile) {
@@ -390,13 +397,6 @@ int cmd_plan(int argc, char **argv) {
                 goto fail;
             }
             if (cli_value(argc, argv, &i, &profile_other, &err)) goto fail;
-            continue;
-        }
-        if (strcmp(s, "--layout") == 0) {
-            const char *v;
-            if (cli_value(argc, argv, &i, &v, &err)) goto fail;
-            layout_auto = strcmp(v, "auto") == 0;
-            if (!layout_auto && train_opts_parse(&e.to, s, v, &err) < 0) goto fail;
             continue;
         }
         if (strcmp(s, "--strategy") == 0 || strcmp(s, "--trace") == 0 || strcmp(s, "--svg") == 0) {

@@ -6,6 +6,7 @@
 
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_update.h"
 #include "train/autocast.h"
 #include "train/channels_last.h"
 
@@ -105,9 +106,9 @@ static fill rule_for(const ir_graph *g, int t, double *a) {
             *a = (slot == 1 || slot == 4) ? 1.0 : 0.0; /* scale, var: 1; bias, mean: 0 */
             return FILL_CONST;
         }
-        if ((n->op == OP_SGD_MOMENTUM && slot == 2) ||
-            (n->op == OP_ADAMW && (slot == 2 || slot == 3))) {
-            *a = 0;
+        int member, in_member;
+        if (op_update_slot(n, slot, &member, &in_member) && (in_member == 2 || in_member == 3)) {
+            *a = 0; /* the optimizer's moments start at 0 */
             return FILL_CONST;
         }
     }

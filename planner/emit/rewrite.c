@@ -226,7 +226,6 @@ static int emit_clone(rw *s, int q, oc_err *err) {
         if (bwd_name(s, src->inputs[j], err, &in)) return OC_ERR;
         ir_node_add_input(s->ng, n, in);
     }
-    const op_def *d = op_def_of(src);
     bool bn = src->op == OP_BATCH_NORM;
     int n_out = src->n_outputs;
     /* Opset <= 13 BatchNormalization trains when it has more than one output:
@@ -235,7 +234,7 @@ static int emit_clone(rw *s, int q, oc_err *err) {
     if (bn_saved_stats) n_out = 5;
     for (int j = 0; j < n_out; j++) {
         int o = j < src->n_outputs ? src->outputs[j] : -1;
-        bool alias = j < d->n_aliases && d->aliases[j] >= 0;
+        bool alias = op_output_alias(src, j) >= 0;
         if (alias) {
             ir_node_add_output(s->ng, n, -1);
             continue;

@@ -2,6 +2,7 @@
 #include "ir/shape_infer.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/onnx_import.h"
@@ -114,12 +115,17 @@ static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t, const boo
 }
 
 static int check_arity(const ir_node *n, const op_def *d, oc_err *err) {
-    if (n->n_inputs < d->min_inputs || (d->max_inputs >= 0 && n->n_inputs > d->max_inputs))
-        return oc_fail(err, "has %d inputs; %s takes %d to %d", n->n_inputs, n->op_type,
-                       d->min_inputs, d->max_inputs);
-    if (n->n_outputs < d->min_outputs || n->n_outputs > d->max_outputs)
-        return oc_fail(err, "has %d outputs; %s produces %d to %d", n->n_outputs, n->op_type,
-                       d->min_outputs, d->max_outputs);
+    char most[32];
+    if (n->n_inputs < d->min_inputs || (d->max_inputs >= 0 && n->n_inputs > d->max_inputs)) {
+        snprintf(most, sizeof most, d->max_inputs >= 0 ? "to %d" : "or more", d->max_inputs);
+        return oc_fail(err, "has %d inputs; %s takes %d %s", n->n_inputs, n->op_type,
+                       d->min_inputs, most);
+    }
+    if (n->n_outputs < d->min_outputs || (d->max_outputs >= 0 && n->n_outputs > d->max_outputs)) {
+        snprintf(most, sizeof most, d->max_outputs >= 0 ? "to %d" : "or more", d->max_outputs);
+        return oc_fail(err, "has %d outputs; %s produces %d %s", n->n_outputs, n->op_type,
+                       d->min_outputs, most);
+    }
     for (int i = 0; i < d->min_inputs; i++)
         if (n->inputs[i] < 0) return oc_fail(err, "required input %d is empty", i);
     if (n->outputs[0] < 0 && !d->output0_optional) return oc_fail(err, "output 0 is empty");

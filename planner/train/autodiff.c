@@ -172,7 +172,7 @@ int grad_fwd_add_output(grad_ctx *c, const char *suffix) {
     ir_node_add_output(g, c->fwd, t);
     ir_node *n = &g->nodes[c->fwd];
     const op_def *d = op_def_of(n);
-    if (n->n_outputs > d->max_outputs || op_infer(g, n, b->err))
+    if ((d->max_outputs >= 0 && n->n_outputs > d->max_outputs) || op_infer(g, n, b->err))
         return oc_fail_prefix(b->err, "node '%s' (%s): adding output '%s'", n->name, n->op_type,
                               g->tensors[t].name);
     return t;

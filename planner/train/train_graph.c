@@ -291,39 +291,52 @@ static void add_float_attr(ir_graph *g, int n, const char *name, float v) {
     ir_node_add_attr(g, n, &a);
 }
 
-/* The update of parameter w, in place, its state new optimizer-state tensors:
+/* The update of the k parameters ws (those a gradient reaches), in place, their
+ * state new optimizer-state tensors; one node (op_update.h):
  *   SGDMomentum(W, dW, M [, scale]) -> (W', M')
  *   AdamW(W, dW, M, V [, scale [, K]]) -> (W', M', V' [, K'])
- * scale: ClipGradNorm's or GradScaler's output, or -1; K, AdamW's count of the
- * updates made (PyTorch's state['step']), with loss scaling only: its skipped
- * steps do not count. */
-static int add_update(train_builder *b, int w, int scale) {
+ * per parameter, or over k of them (multi-tensor; attribute "members": the k
+ * per-parameter nodes' names). scale: ClipGradNorm's or GradScaler's output, or
+ * -1; K, AdamW's count of the updates made (PyTorch's state['step']), with loss
+ * scaling only: its skipped steps do not count. */
+static int add_update(train_builder *b, const int *ws, int k, int scale) {
     ir_graph *g = b->g;
     train_graph *tg = b->tg;
-    int dw = tg->grad_of[w];
-    if (dw < 0) return OC_OK; /* parameter that no gradient reaches */
-    bool adam = tg->opts.optimizer == TRAIN_OPT_ADAMW;
-    int m = add_state(g, w, adam ? "exp_avg" : "momentum");
-    int v = adam ? add_state(g, w, "exp_avg_sq") : -1;
-    char *name = oc_sprintf("%s/%s", g->tensors[w].name, adam ? "adamw" : "sgd");
+    bool adam = tg->opts.optimizer == TRAIN_OPT_ADAMW, counted = adam && b->loss_scale >= 0;
+    const char *opt = adam ? "adamw" : "sgd";
+    int *w = oc_malloc((size_t)(k ? k : 1) * sizeof(int)), n_w = 0;
+    for (int i = 0; i < k; i++)
+        if (tg->grad_of[ws[i]] >= 0) w[n_w++] = ws[i]; /* else no gradient reaches it */
+    if (n_w == 0) {
+        oc_free(w);
+        return OC_OK;
+    }
+    char *name = n_w == 1 ? oc_sprintf("%s/%s", g->tensors[w[0]].name, opt)
+                          : oc_sprintf("%s/%s+%d", g->tensors[w[0]].name, opt, n_w - 1);
     int n = tb_add_node(b, name, adam ? OP_ADAMW : OP_SGD_MOMENTUM, TRAIN_PHASE_UPDATE, -1);
     oc_free(name);
-    ir_node_add_input(g, n, w);
-    ir_node_add_input(g, n, dw);
-    ir_node_add_input(g, n, m);
-    if (adam) ir_node_add_input(g, n, v);
-    if (scale >= 0) ir_node_add_input(g, n, scale);
-    int k = -1, k2 = -1;
-    if (adam && b->loss_scale >= 0) {
-        char *kname = oc_sprintf("%s/step", g->tensors[w].name);
-        k = add_scalar_state(g, kname, 0.0f);
-        oc_free(kname);
-        ir_node_add_input(g, n, k);
+    int *outs = oc_malloc((size_t)n_w * 4 * sizeof(int)), *counts = outs + 3 * n_w;
+    for (int i = 0; i < n_w; i++) {
+        int m = add_state(g, w[i], adam ? "exp_avg" : "momentum");
+        int v = adam ? add_state(g, w[i], "exp_avg_sq") : -1;
+        ir_node_add_input(g, n, w[i]);
+        ir_node_add_input(g, n, tg->grad_of[w[i]]);
+        ir_node_add_input(g, n, m);
+        if (adam) ir_node_add_input(g, n, v);
+        if (counted) {
+            char *kname = oc_sprintf("%s/step", g->tensors[w[i]].name);
+            counts[i] = add_scalar_state(g, kname, 0.0f);
+            oc_free(kname);
+        }
     }
-    int w2 = add_updated(g, n, w, "updated");
-    int m2 = add_updated(g, n, w, adam ? "exp_avg/updated" : "momentum/updated");
-    int v2 = adam ? add_updated(g, n, w, "exp_avg_sq/updated") : -1;
-    if (k >= 0) k2 = add_updated(g, n, w, "step/updated");
+    if (scale >= 0) ir_node_add_input(g, n, scale);
+    for (int i = 0; counted && i < n_w; i++) ir_node_add_input(g, n, counts[i]);
+    for (int i = 0; i < n_w; i++) {
+        outs[3 * i] = add_updated(g, n, w[i], "updated");
+        outs[3 * i + 1] = add_updated(g, n, w[i], adam ? "exp_avg/updated" : "momentum/updated");
+        outs[3 * i + 2] = adam ? add_updated(g, n, w[i], "exp_avg_sq/updated") : -1;
+    }
+    for (int i = 0; counted && i < n_w; i++) counts[i] = add_updated(g, n, w[i], "step/updated");
     add_float_attr(g, n, "lr", tg->opts.lr);
     if (adam) {
         add_float_attr(g, n, "beta1", tg->opts.beta1);
@@ -333,13 +346,27 @@ static int add_update(train_builder *b, int w, int scale) {
         add_float_attr(g, n, "momentum", tg->opts.momentum);
     }
     add_float_attr(g, n, "weight_decay", tg->opts.weight_decay);
-    if (op_infer(g, &g->nodes[n], b->err))
-        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
-    g->tensors[w2].kind = IR_KIND_PARAMETER;
-    g->tensors[m2].kind = IR_KIND_OPT_STATE;
-    if (v2 >= 0) g->tensors[v2].kind = IR_KIND_OPT_STATE;
-    if (k2 >= 0) g->tensors[k2].kind = IR_KIND_OPT_STATE;
-    return OC_OK;
+    if (n_w > 1) {
+        char **members = oc_malloc((size_t)n_w * sizeof(char *));
+        for (int i = 0; i < n_w; i++)
+            members[i] = oc_sprintf("%s/%s", g->tensors[w[i]].name, opt);
+        ir_node_add_attr(g, n,
+                         &(ir_attr){.name = "members",
+                                    .type = IR_ATTR_STRINGS,
+                                    .n = n_w,
+                                    .strings = members});
+        for (int i = 0; i < n_w; i++) oc_free(members[i]);
+        oc_free(members);
+    }
+    int rc = op_infer(g, &g->nodes[n], b->err);
+    for (int i = 0; rc == OC_OK && i < n_w; i++) {
+        g->tensors[outs[3 * i]].kind = IR_KIND_PARAMETER;
+        g->tensors[outs[3 * i + 1]].kind = IR_KIND_OPT_STATE;
+        if (adam) g->tensors[outs[3 * i + 2]].kind = IR_KIND_OPT_STATE;
+        if (counted) g->tensors[counts[i]].kind = IR_KIND_OPT_STATE;
+    }
+    oc_free(w), oc_free(outs);
+    return rc ? oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name) : OC_OK;
 }
 
 /* A node reading [first,] every deferred parameter's final gradient. */
@@ -404,9 +431,27 @@ static int add_deferred_updates(train_builder *b) {
         if (op_infer(g, &g->nodes[n], b->err))
             return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
     }
+    if (tg->opts.fuse == TRAIN_FUSE_ALL) /* one multi-tensor update after the factor */
+        return add_update(b, b->deferred, b->n_deferred, factor);
     for (int i = 0; i < b->n_deferred; i++)
-        if (add_update(b, b->deferred[i], factor)) return OC_ERR;
+        if (add_update(b, &b->deferred[i], 1, factor)) return OC_ERR;
     return OC_OK;
+}
+
+/* --fuse all: parameter t's update joins the pending multi-tensor update, which
+ * is emitted once its parameters reach TRAIN_UPDATE_GROUP_BYTES: one kernel for
+ * many small parameters (a BatchNorm's scale and bias, biases), while a
+ * gradient waits at most for that many bytes of others before its update frees it. */
+static int group_update(train_builder *b, int t) {
+    int64_t bytes = 0;
+    ir_tensor_bytes(&b->g->tensors[t], &bytes);
+    b->group = oc_realloc(b->group, (size_t)(b->n_group + 1) * sizeof(int));
+    b->group[b->n_group++] = t;
+    b->group_bytes += bytes;
+    if (b->group_bytes < TRAIN_UPDATE_GROUP_BYTES) return OC_OK;
+    int rc = add_update(b, b->group, b->n_group, -1);
+    b->n_group = 0, b->group_bytes = 0;
+    return rc;
 }
 
 /* Walks the forward nodes in reverse, emitting each one's backward nodes and
@@ -447,12 +492,15 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
             if (b->tg->opts.clip_grad_norm > 0.0f || b->loss_scale >= 0) {
                 b->deferred = oc_realloc(b->deferred, (size_t)(b->n_deferred + 1) * sizeof(int));
                 b->deferred[b->n_deferred++] = t;
-            } else if (add_update(b, t, -1)) {
+            } else if (b->tg->opts.fuse == TRAIN_FUSE_ALL) {
+                if (group_update(b, t)) return OC_ERR;
+            } else if (add_update(b, &t, 1, -1)) {
                 return OC_ERR;
             }
             n = &g->nodes[i];
         }
     }
+    if (b->n_group && add_update(b, b->group, b->n_group, -1)) return OC_ERR;
     return add_deferred_updates(b);
 }
 
@@ -463,9 +511,8 @@ void train_mark_aliases(train_graph *tg) {
     for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        const op_def *d = op_def_of(n);
-        for (int o = 0; o < d->n_aliases && o < n->n_outputs; o++) {
-            int in = d->aliases[o];
+        for (int o = 0; o < n->n_outputs; o++) {
+            int in = op_output_alias(n, o);
             if (in >= 0 && n->outputs[o] >= 0 && in < n->n_inputs && n->inputs[in] >= 0)
                 tg->alias_of[n->outputs[o]] = n->inputs[in];
         }
@@ -785,7 +832,7 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         oc_free(b.n_grad_uses);
         oc_free(b.pending);
         oc_free(b.requires_grad);
-        oc_free(b.deferred);
+        oc_free(b.deferred), oc_free(b.group);
     }
     if (rc) {
         train_graph_free(tg);

@@ -1,6 +1,7 @@
 /* cpu_update.c — the optimizer ops (op_update.c), PyTorch's update rules, in
- * place (outputs alias W and the state; distinct buffers work too). g is dW
- * times the ClipGradNorm scale when the node has that input.
+ * place (outputs alias W and the state; distinct buffers work too), each
+ * member of a multi-tensor update (op_update.h) in turn, as its own node would
+ * be. g is dW times the ClipGradNorm scale when the node has that input.
  *   SGDMomentum (torch.optim.SGD, dampening 0, not Nesterov):
  *     g = g + weight_decay * W;  M = momentum * M + g (M starts at 0);  W -= lr * M
  *   AdamW (torch.optim.AdamW, t = step + 1, or K + 1 with the step count K, then K' = t):
@@ -21,68 +22,84 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "ir/ops/op_update.h"
 
-/* The ClipGradNorm scale the node reads as input i, or 1. */
-static float grad_scale(const kernel_args *a, int i) {
-    return a->n->n_inputs > i && a->in[i] ? *(const float *)a->in[i] : 1.0f;
+/* The ClipGradNorm / GradScaler scale the node reads (the layout's slot), or 1. */
+static float grad_scale(const kernel_args *a, const op_update_layout *l) {
+    return l->scale >= 0 && a->in[l->scale] ? *(const float *)a->in[l->scale] : 1.0f;
 }
 
-/* A skipped step (scale 0): outputs k = inputs aliases[k], copied unless in place. */
-static void keep_state(const kernel_args *a, const int *from, int n_out) {
-    int64_t bytes = kernel_numel(kernel_in(a, 0)) * (int64_t)sizeof(float);
-    for (int k = 0; k < n_out; k++)
-        if (a->out[k] != a->in[from[k]]) memcpy(a->out[k], a->in[from[k]], (size_t)bytes);
-}
-
-/* W, dW, M [, scale] -> W', M' */
-int cpu_sgd_momentum(const kernel_args *a, oc_err *err) {
-    for (int i = 0; i < 3; i++)
+/* The node's slots (op_update.h), its inputs float. */
+static int update_layout(const kernel_args *a, op_update_layout *l, oc_err *err) {
+    OC_ASSERT(op_update_layout_of(a->n, l)); /* checked at inference */
+    for (int i = 0; i < l->width * l->members; i++)
         if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    return OC_OK;
+}
+
+/* A skipped step (scale 0): every output its input, copied unless in place. */
+static void keep_state(const kernel_args *a) {
+    for (int o = 0; o < a->n->n_outputs; o++) {
+        int i = op_update_alias(a->n, o);
+        size_t bytes = (size_t)kernel_numel(kernel_in(a, i)) * sizeof(float);
+        if (a->out[o] != a->in[i]) memcpy(a->out[o], a->in[i], bytes);
+    }
+}
+
+/* W, dW, M [, scale] -> W', M' (per member) */
+int cpu_sgd_momentum(const kernel_args *a, oc_err *err) {
+    op_update_layout l;
+    if (update_layout(a, &l, err)) return OC_ERR;
     const op_sgd_args *p = &op_args_of(a->n)->sgd;
-    float lr = p->lr, mom = p->momentum, wd = p->weight_decay, s = grad_scale(a, 3);
+    float lr = p->lr, mom = p->momentum, wd = p->weight_decay, s = grad_scale(a, &l);
     if (s == 0.0f) {
-        keep_state(a, (const int[]){0, 2}, 2);
+        keep_state(a);
         return OC_OK;
     }
-    const float *w = a->in[0], *dw = a->in[1], *m = a->in[2];
-    float *wo = a->out[0], *mo = a->out[1];
-    int64_t n = kernel_numel(kernel_in(a, 0));
-    for (int64_t i = 0; i < n; i++) {
-        float g = dw[i] * s + wd * w[i];
-        float mi = mom * m[i] + g;
-        mo[i] = mi;
-        wo[i] = w[i] - lr * mi;
+    for (int k = 0; k < l.members; k++) {
+        int in = k * l.width, out = k * l.out_width;
+        const float *w = a->in[in], *dw = a->in[in + 1], *m = a->in[in + 2];
+        float *wo = a->out[out], *mo = a->out[out + 1];
+        int64_t n = kernel_numel(kernel_in(a, in));
+        for (int64_t i = 0; i < n; i++) {
+            float g = dw[i] * s + wd * w[i];
+            float mi = mom * m[i] + g;
+            mo[i] = mi;
+            wo[i] = w[i] - lr * mi;
+        }
     }
     return OC_OK;
 }
 
-/* W, dW, M, V [, scale [, K]] -> W', M', V' [, K'] */
+/* W, dW, M, V [, scale [, K]] -> W', M', V' [, K'] (per member) */
 int cpu_adamw(const kernel_args *a, oc_err *err) {
-    for (int i = 0; i < 4; i++)
-        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    op_update_layout l;
+    if (update_layout(a, &l, err)) return OC_ERR;
     const op_adamw_args *p = &op_args_of(a->n)->adamw;
-    bool counted = a->n->n_inputs > 5 && a->in[5];
-    double t = (counted ? (double)*(const float *)a->in[5] : (double)a->step) + 1.0;
-    float b1 = p->beta1, b2 = p->beta2, s = grad_scale(a, 4);
+    float b1 = p->beta1, b2 = p->beta2, s = grad_scale(a, &l);
     if (s == 0.0f) {
-        keep_state(a, (const int[]){0, 2, 3}, 3);
-        if (counted) *(float *)a->out[3] = *(const float *)a->in[5];
+        keep_state(a);
         return OC_OK;
     }
-    if (counted) *(float *)a->out[3] = (float)t;
     float decay = 1.0f - p->lr * p->weight_decay;
-    float step_size = (float)((double)p->lr / (1.0 - pow(b1, t)));
-    float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
-    const float *w = a->in[0], *dw = a->in[1], *m = a->in[2], *v = a->in[3];
-    float *wo = a->out[0], *mo = a->out[1], *vo = a->out[2];
-    int64_t n = kernel_numel(kernel_in(a, 0));
-    for (int64_t i = 0; i < n; i++) {
-        float g = dw[i] * s;
-        float mi = m[i] + (1.0f - b1) * (g - m[i]);
-        float vi = b2 * v[i] + (1.0f - b2) * g * g;
-        mo[i] = mi;
-        vo[i] = vi;
-        wo[i] = w[i] * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + p->epsilon);
+    for (int k = 0; k < l.members; k++) {
+        int in = k * l.width, out = k * l.out_width;
+        const float *count = l.counts >= 0 ? a->in[l.counts + k] : NULL;
+        double t = (count ? (double)*count : (double)a->step) + 1.0;
+        if (count) *(float *)a->out[l.out_width * l.members + k] = (float)t;
+        float step_size = (float)((double)p->lr / (1.0 - pow(b1, t)));
+        float bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
+        const float *w = a->in[in], *dw = a->in[in + 1], *m = a->in[in + 2], *v = a->in[in + 3];
+        float *wo = a->out[out], *mo = a->out[out + 1], *vo = a->out[out + 2];
+        int64_t n = kernel_numel(kernel_in(a, in));
+        for (int64_t i = 0; i < n; i++) {
+            float g = dw[i] * s;
+            float mi = m[i] + (1.0f - b1) * (g - m[i]);
+            float vi = b2 * v[i] + (1.0f - b2) * g * g;
+            mo[i] = mi;
+            vo[i] = vi;
+            wo[i] = w[i] * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + p->epsilon);
+        }
     }
     return OC_OK;
 }

@@ -10,6 +10,7 @@
 
 #include "cpu/cpu_rng.h"
 #include "cuda_internal.h"
+#include "ir/ops/op_update.h"
 
 /* ---- helpers ---- */
 
@@ -374,32 +375,56 @@ int cuda_dropout_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* The ClipGradNorm scale the node reads as input i (device), or NULL. */
-static const float *grad_scale(const kernel_args *a, int i) {
-    return a->n->n_inputs > i ? a->in[i] : NULL;
+/* The members of an update node (op_update.h) as the launcher's table; *scale: the
+ * ClipGradNorm / GradScaler factor (device) or NULL. Owned by the caller (oc_free). */
+static cu_update_member *update_members(const kernel_args *a, op_update_layout *l,
+                                        const float **scale, oc_err *err) {
+    OC_ASSERT(op_update_layout_of(a->n, l)); /* checked at inference */
+    for (int i = 0; i < l->width * l->members; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return NULL;
+    cu_update_member *m = oc_calloc((size_t)l->members, sizeof *m);
+    for (int k = 0; k < l->members; k++) {
+        int in = k * l->width, out = k * l->out_width;
+        m[k] = (cu_update_member){.w = a->in[in],
+                                  .dw = a->in[in + 1],
+                                  .m = a->in[in + 2],
+                                  .v = l->width > 3 ? a->in[in + 3] : NULL,
+                                  .wo = a->out[out],
+                                  .mo = a->out[out + 1],
+                                  .vo = l->out_width > 2 ? a->out[out + 2] : NULL,
+                                  .n = kernel_numel(kernel_in(a, in))};
+        if (l->counts >= 0)
+            m[k].count = a->in[l->counts + k],
+            m[k].count_out = a->out[l->out_width * l->members + k];
+    }
+    *scale = l->scale >= 0 ? a->in[l->scale] : NULL;
+    return m;
 }
 
 int cuda_sgd_momentum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    for (int i = 0; i < 3; i++)
-        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    op_update_layout l;
+    const float *scale;
+    cu_update_member *m = update_members(a, &l, &scale, err);
+    if (!m) return OC_ERR;
     const op_sgd_args *p = &op_args_of(a->n)->sgd;
-    CU_LAUNCH(cu_sgd_momentum(c->stream, a->in[0], a->in[1], a->in[2], grad_scale(a, 3), a->out[0],
-                              a->out[1], kernel_numel(kernel_in(a, 0)), p->lr, p->momentum,
-                              p->weight_decay));
+    int rc = cu_sgd_momentum(c->stream, m, l.members, scale, p->lr, p->momentum, p->weight_decay);
+    oc_free(m);
+    CU_LAUNCH(rc);
     return OC_OK;
 }
 
 /* cpu_adamw: the step's bias corrections, in double, from the step in device
  * memory (a captured step replays with the current one). */
 int cuda_adamw(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    for (int i = 0; i < 4; i++)
-        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    op_update_layout l;
+    const float *scale;
+    cu_update_member *m = update_members(a, &l, &scale, err);
+    if (!m) return OC_ERR;
     const op_adamw_args *p = &op_args_of(a->n)->adamw;
-    CU_LAUNCH(cu_adamw(c->stream, a->in[0], a->in[1], a->in[2], a->in[3], grad_scale(a, 4),
-                       a->out[0], a->out[1], a->out[2], kernel_numel(kernel_in(a, 0)), p->beta1,
-                       p->beta2, p->epsilon, 1.0f - p->lr * p->weight_decay, p->lr, c->im->step_dev,
-                       a->n->n_inputs > 5 ? a->in[5] : NULL,
-                       a->n->n_outputs > 3 ? a->out[3] : NULL));
+    int rc = cu_adamw(c->stream, m, l.members, scale, p->beta1, p->beta2, p->epsilon,
+                      1.0f - p->lr * p->weight_decay, p->lr, c->im->step_dev);
+    oc_free(m);
+    CU_LAUNCH(rc);
     return OC_OK;
 }
 

@@ -332,15 +332,24 @@ int cu_sce_grad(void *stream, const float *lp, const void *labels, int labels64,
                 const float *scale);
 /* The optimizer ops (cpu_update.c); scale: ClipGradNorm's or GradScaler's
  * output or NULL; a scale of 0 skips the step (outputs = inputs). */
-int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m,
-                    const float *scale, float *wo, float *mo, int64_t n, float lr, float mom,
-                    float wd);
+/* One parameter of an update (SGDMomentum: w, dw, m -> wo, mo; AdamW: and v -> vo,
+ * with loss scaling its step count -> count_out). */
+typedef struct cu_update_member {
+    const float *w, *dw, *m, *v, *count;
+    float *wo, *mo, *vo, *count_out;
+    int64_t n;
+} cu_update_member;
+/* The k members' updates as few launches (CU_UPDATE_LAUNCH members each; multi-tensor
+ * apply), every element's arithmetic the same whatever k: a grouped update gives the bits
+ * of the per-parameter ones. scale: the ClipGradNorm / GradScaler factor, or NULL; 0
+ * skips the step (outputs = inputs). */
+#define CU_UPDATE_LAUNCH 24
+int cu_sgd_momentum(void *stream, const cu_update_member *mem, int k, const float *scale,
+                    float lr, float mom, float wd);
 /* AdamW's bias corrections from the step in device memory (step + 1 updates made), or
- * from the parameter's own count (count + 1; count_out = count + 1 unless skipped). */
-int cu_adamw(void *stream, const float *w, const float *dw, const float *m, const float *v,
-             const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1, float b2,
-             float eps, float decay, float lr, const int64_t *step, const float *count,
-             float *count_out);
+ * from the member's own count (count + 1; count_out = count + 1 unless skipped). */
+int cu_adamw(void *stream, const cu_update_member *mem, int k, const float *scale, float b1,
+             float b2, float eps, float decay, float lr, const int64_t *step);
 /* ws[0] = (first ? 0 : ws[0]) + sum g^2, in a fixed order; ws holds
  * 1 + CU_SUMSQ_SLOTS doubles (the partial sums). */
 #define CU_SUMSQ_SLOTS 4096

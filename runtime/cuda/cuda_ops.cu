@@ -3369,75 +3369,126 @@ extern "C" int cu_sce_grad(void *stream, const float *lp, const void *labels, in
 }
 
 // ---- SGDMomentum, AdamW, ClipGradNorm (cpu_update.c) ----
-__global__ void k_sgd(const float *w, const float *dw, const float *m, const float *scale,
-                      float *wo, float *mo, int64_t n, float lr, float mom, float wd) {
-    float s = scale ? *scale : 1.0f;
-    if (s == 0.0f) { // GradScaler found inf/NaN: the step is skipped
-        GRID_LOOP(i, n) {
-            if (wo != w) wo[i] = w[i];
-            if (mo != m) mo[i] = m[i];
-        }
-        return;
-    }
-    GRID_LOOP(i, n) {
-        float g = dw[i] * s + wd * w[i];
-        float mi = mom * m[i] + g;
-        mo[i] = mi;
-        wo[i] = w[i] - lr * mi;
+// Multi-tensor apply: one launch updates up to CU_UPDATE_LAUNCH parameters. The table goes
+// by value (kernel parameters); parameter j owns the virtual blocks [first[j], first[j + 1])
+// of UPDATE_CHUNK elements each, which the grid walks (grid-stride over virtual blocks).
+#define UPDATE_CHUNK (4 * THREADS)
+struct update_table {
+    int k;
+    cu_update_member m[CU_UPDATE_LAUNCH];
+    int64_t first[CU_UPDATE_LAUNCH + 1];
+};
+
+// The member and element range of virtual block vb (a linear scan: a block's, not an
+// element's).
+__device__ static inline int update_block(const update_table &t, int64_t vb, int64_t &lo,
+                                          int64_t &hi) {
+    int j = 0;
+    while (vb >= t.first[j + 1]) j++;
+    lo = (vb - t.first[j]) * UPDATE_CHUNK;
+    hi = lo + UPDATE_CHUNK < t.m[j].n ? lo + UPDATE_CHUNK : t.m[j].n;
+    return j;
+}
+
+// The grid's walk over the virtual blocks, p the block's member.
+#define UPDATE_BLOCKS(t, p, lo, hi)                                                                \
+    for (int64_t vb = blockIdx.x, lo, hi; vb < (t).first[(t).k]; vb += gridDim.x)                  \
+        for (const cu_update_member *p = &(t).m[update_block((t), vb, lo, hi)]; p; p = NULL)
+
+// A skipped step (GradScaler found inf/NaN): outputs = inputs (copied unless in place).
+__device__ static inline void update_keep(const cu_update_member &p, int64_t lo, int64_t hi) {
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        if (p.wo != p.w) p.wo[i] = p.w[i];
+        if (p.mo != p.m) p.mo[i] = p.m[i];
+        if (p.v && p.vo != p.v) p.vo[i] = p.v[i];
     }
 }
 
-extern "C" int cu_sgd_momentum(void *stream, const float *w, const float *dw, const float *m,
-                               const float *scale, float *wo, float *mo, int64_t n, float lr,
-                               float mom, float wd) {
-    if (n == 0) return 0;
-    k_sgd<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, dw, m, scale, wo, mo, n, lr, mom,
-                                                               wd);
+__global__ void k_sgd(update_table t, const float *scale, float lr, float mom, float wd) {
+    float s = scale ? *scale : 1.0f;
+    UPDATE_BLOCKS(t, p, lo, hi) {
+        if (s == 0.0f) {
+            update_keep(*p, lo, hi);
+            continue;
+        }
+        for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+            float g = p->dw[i] * s + wd * p->w[i];
+            float mi = mom * p->m[i] + g;
+            p->mo[i] = mi;
+            p->wo[i] = p->w[i] - lr * mi;
+        }
+    }
+}
+
+// cpu_adamw's bias corrections, in double; t from the member's own count when it has one.
+__global__ void k_adamw(update_table t, const float *scale, float b1, float b2, float eps,
+                        float decay, float lr, const int64_t *step) {
+    float s = scale ? *scale : 1.0f;
+    UPDATE_BLOCKS(t, p, lo, hi) {
+        if (s == 0.0f) {
+            update_keep(*p, lo, hi);
+            continue;
+        }
+        double tt = (p->count ? (double)*p->count : (double)*step) + 1.0;
+        float step_size = (float)((double)lr / (1.0 - pow((double)b1, tt)));
+        float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, tt));
+        for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+            float g = p->dw[i] * s;
+            float mi = p->m[i] + (1.0f - b1) * (g - p->m[i]);
+            float vi = b2 * p->v[i] + (1.0f - b2) * g * g;
+            p->mo[i] = mi;
+            p->vo[i] = vi;
+            p->wo[i] = p->w[i] * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+        }
+    }
+}
+
+// The counts after the update (a kernel of its own: the update kernel's threads all read them).
+__global__ void k_adamw_counts(update_table t, const float *scale) {
+    GRID_LOOP(j, t.k) {
+        float c = *t.m[j].count;
+        *t.m[j].count_out = scale && *scale == 0.0f ? c : c + 1.0f;
+    }
+}
+
+// Members [from, from + k) as one table.
+static update_table update_table_of(const cu_update_member *mem, int k) {
+    update_table t = {};
+    t.k = k;
+    for (int j = 0; j < k; j++) {
+        t.m[j] = mem[j];
+        t.first[j + 1] = t.first[j] + (mem[j].n + UPDATE_CHUNK - 1) / UPDATE_CHUNK;
+    }
+    return t;
+}
+
+static unsigned update_blocks(const update_table &t) {
+    int64_t b = t.first[t.k];
+    return (unsigned)(b < 1 ? 1 : b > 65535LL * 16 ? 65535LL * 16 : b);
+}
+
+extern "C" int cu_sgd_momentum(void *stream, const cu_update_member *mem, int k,
+                               const float *scale, float lr, float mom, float wd) {
+    for (int from = 0; from < k; from += CU_UPDATE_LAUNCH) {
+        update_table t = update_table_of(mem + from, k - from < CU_UPDATE_LAUNCH ? k - from
+                                                                              : CU_UPDATE_LAUNCH);
+        if (t.first[t.k] > 0)
+            k_sgd<<<update_blocks(t), THREADS, 0, (cudaStream_t)stream>>>(t, scale, lr, mom, wd);
+    }
     return last_error();
 }
 
-__global__ void k_adamw(const float *w, const float *dw, const float *m, const float *v,
-                        const float *scale, float *wo, float *mo, float *vo, int64_t n, float b1,
-                        float b2, float eps, float decay, float lr, const int64_t *step,
-                        const float *count) {
-    float s = scale ? *scale : 1.0f;
-    if (s == 0.0f) { // GradScaler found inf/NaN: the step is skipped
-        GRID_LOOP(i, n) {
-            if (wo != w) wo[i] = w[i];
-            if (mo != m) mo[i] = m[i];
-            if (vo != v) vo[i] = v[i];
-        }
-        return;
-    }
-    // cpu_adamw's bias corrections, in double; t from the parameter's own count when it has one
-    double t = (count ? (double)*count : (double)*step) + 1.0;
-    float step_size = (float)((double)lr / (1.0 - pow((double)b1, t)));
-    float bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, t));
-    GRID_LOOP(i, n) {
-        float g = dw[i] * s;
-        float mi = m[i] + (1.0f - b1) * (g - m[i]);
-        float vi = b2 * v[i] + (1.0f - b2) * g * g;
-        mo[i] = mi;
-        vo[i] = vi;
-        wo[i] = w[i] * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
-    }
-}
-
-// The count after the update (a kernel of its own: the update kernel's threads all read it).
-__global__ void k_adamw_count(const float *scale, const float *count, float *count_out) {
-    float c = *count;
-    *count_out = scale && *scale == 0.0f ? c : c + 1.0f;
-}
-
-extern "C" int cu_adamw(void *stream, const float *w, const float *dw, const float *m,
-                        const float *v, const float *scale, float *wo, float *mo, float *vo,
-                        int64_t n, float b1, float b2, float eps, float decay, float lr,
-                        const int64_t *step, const float *count, float *count_out) {
+extern "C" int cu_adamw(void *stream, const cu_update_member *mem, int k, const float *scale,
+                        float b1, float b2, float eps, float decay, float lr,
+                        const int64_t *step) {
     cudaStream_t st = (cudaStream_t)stream;
-    if (n > 0)
-        k_adamw<<<blocks_for(n), THREADS, 0, st>>>(w, dw, m, v, scale, wo, mo, vo, n, b1, b2, eps,
-                                                   decay, lr, step, count);
-    if (count) k_adamw_count<<<1, 1, 0, st>>>(scale, count, count_out);
+    for (int from = 0; from < k; from += CU_UPDATE_LAUNCH) {
+        update_table t = update_table_of(mem + from, k - from < CU_UPDATE_LAUNCH ? k - from
+                                                                              : CU_UPDATE_LAUNCH);
+        if (t.first[t.k] > 0)
+            k_adamw<<<update_blocks(t), THREADS, 0, st>>>(t, scale, b1, b2, eps, decay, lr, step);
+        if (t.m[0].count) k_adamw_counts<<<1, WARP, 0, st>>>(t, scale);
+    }
     return last_error();
 }
 

@@ -466,9 +466,8 @@ static void session_open(session *s, rt_backend *b, const hcase *h) {
     for (int t = 0; t < g->n_tensors; t++) s->root[t] = t;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        const op_def *d = op_def_of(n);
-        for (int o = 0; o < d->n_aliases && o < n->n_outputs; o++) {
-            int k = d->aliases[o];
+        for (int o = 0; o < n->n_outputs; o++) {
+            int k = op_output_alias(n, o);
             if (k >= 0 && n->outputs[o] >= 0 && k < n->n_inputs && n->inputs[k] >= 0)
                 s->root[n->outputs[o]] = s->root[n->inputs[k]];
         }

@@ -115,6 +115,12 @@ static double tensor_bytes_d(const ir_graph *g, int t) {
     return (double)b;
 }
 
+int op_output_alias(const ir_node *n, int o) {
+    const op_def *d = op_def_of(n);
+    if (d->alias) return d->alias(n, o);
+    return o >= 0 && o < d->n_aliases && o < n->n_outputs ? d->aliases[o] : -1;
+}
+
 void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c) {
     c->flops = c->bytes_read = c->bytes_written = 0;
     for (int i = 0; i < n->n_inputs; i++) c->bytes_read += tensor_bytes_d(g, n->inputs[i]);

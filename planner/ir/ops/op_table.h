@@ -77,9 +77,11 @@ typedef struct op_def {
      * saved_inputs = input i, of saved_outputs = output i. Checked by tests
      * against what the rule really emits. */
     uint32_t saved_inputs, saved_outputs;
-    /* In-place outputs: output o reuses the storage of input aliases[o] (-1: none). */
+    /* In-place outputs: output o reuses the storage of input aliases[o] (-1: none);
+     * or, for ops of variadic in-place outputs, alias(n, o). Read through op_output_alias. */
     const int8_t *aliases;
     int n_aliases;
+    int (*alias)(const ir_node *n, int o);
     /* Output 0 may be omitted (every backend's kernel skips it); otherwise a
      * node without it is refused at load. */
     bool output0_optional;
@@ -92,6 +94,9 @@ int op_infer(ir_graph *g, ir_node *n, oc_err *err);
 /* The decoder alone (after attributes that feed it changed, e.g. a plan's
  * recompute annotation restored); OC_OK for ops without one. */
 int op_decode(ir_graph *g, ir_node *n, oc_err *err);
+
+/* The input whose storage output o of n reuses (in place), or -1. */
+int op_output_alias(const ir_node *n, int o);
 
 /* Default cost: flops = elements written; bytes = inputs read + outputs written. */
 void op_cost_default(const ir_graph *g, const ir_node *n, op_cost *c);

@@ -1,5 +1,6 @@
-/* op_update.c — the optimizer's ops, one per parameter, in place (output o
- * reuses input aliases[o]'s storage):
+/* op_update.c — the optimizer's ops, in place (each output reuses the storage
+ * of its input: op_update_alias), per parameter or over k of them at once
+ * (attribute "members"; the slots: op_update.h):
  *   SGDMomentum(W, dW, M [, scale]) -> W', M'        torch.optim.SGD
  *   AdamW(W, dW, M, V [, scale [, K]]) -> W', M', V' [, K']   torch.optim.AdamW
  * (K: the updates this parameter has had, one float, PyTorch's state['step'] —
@@ -18,48 +19,96 @@
  * reads coef first and clips the unscaled gradients. */
 #include <string.h>
 
+#include "ir/ops/op_update.h"
 #include "ir/ops/op_util.h"
+
+/* k from the "members" attribute (absent: 1). */
+static int update_members(const ir_node *n) {
+    const ir_attr *a = ir_attr_find(n, "members");
+    return a && a->type == IR_ATTR_STRINGS ? a->n : 1;
+}
+
+bool op_update_layout_of(const ir_node *n, op_update_layout *l) {
+    bool adam = n->op == OP_ADAMW;
+    if (!adam && n->op != OP_SGD_MOMENTUM) return false;
+    int k = update_members(n);
+    if (k < 1) return false;
+    *l = (op_update_layout){.members = k, .width = adam ? 4 : 3, .out_width = adam ? 3 : 2};
+    int extra = n->n_inputs - l->width * k; /* 0, 1 (the scale) or 1 + k (and the counts) */
+    if (extra == 1 || (adam && extra == 1 + k)) l->scale = l->width * k;
+    else if (extra == 0) l->scale = -1;
+    else return false;
+    l->counts = extra == 1 + k && extra > 1 ? l->width * k + 1 : -1;
+    return n->n_outputs == l->out_width * k + (l->counts >= 0 ? k : 0);
+}
+
+int op_update_alias(const ir_node *n, int o) {
+    op_update_layout l;
+    if (!op_update_layout_of(n, &l) || o < 0 || o >= n->n_outputs) return -1;
+    if (o >= l.out_width * l.members) return l.counts + (o - l.out_width * l.members);
+    int member = o / l.out_width, j = o % l.out_width;
+    return member * l.width + (j == 0 ? 0 : j + 1); /* W' <- W, M' <- M, V' <- V */
+}
+
+bool op_update_slot(const ir_node *n, int in, int *member, int *slot) {
+    op_update_layout l;
+    if (!op_update_layout_of(n, &l) || in < 0 || in >= n->n_inputs) return false;
+    if (in < l.width * l.members) {
+        *member = in / l.width, *slot = in % l.width;
+    } else if (in == l.scale) {
+        *member = -1, *slot = -1;
+    } else {
+        *member = in - l.counts, *slot = 4;
+    }
+    return true;
+}
 
 static bool same_shape(const ir_tensor *a, const ir_tensor *b) {
     return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
 }
 
-/* W, dW, state.. [, scale] -> W', state..' each like its input. */
-static int update_infer_n(ir_graph *g, ir_node *n, int n_state, oc_err *err) {
-    ir_tensor *w;
-    if (op_in_shaped(g, n, 0, &w, err)) return OC_ERR;
-    for (int i = 1; i <= 1 + n_state; i++) {
-        ir_tensor *t;
-        if (op_in_shaped(g, n, i, &t, err)) return OC_ERR;
-        if (!same_shape(w, t) || t->dtype != w->dtype)
-            return oc_fail(err, "'%s' and '%s' differ in shape or type", w->name, t->name);
-    }
-    ir_tensor *scale = ir_node_in(g, n, 2 + n_state);
+/* A float tensor of one element at input i. */
+static int one_float(ir_graph *g, ir_node *n, int i, const char *what, oc_err *err) {
+    ir_tensor *t;
     int64_t numel = 0;
-    if (scale && (!ir_tensor_shape_known(scale) || !ir_tensor_numel(scale, &numel) || numel != 1))
-        return oc_fail(err, "the gradient scale '%s' must have one element", scale->name);
-    op_set_out_like(g, n, 0, w);
-    for (int i = 1; i <= n_state; i++) op_set_out_like(g, n, i, ir_node_in(g, n, 1 + i));
+    if (op_in_shaped(g, n, i, &t, err)) return OC_ERR;
+    if (t->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(t, &numel) || numel != 1)
+        return oc_fail(err, "the %s '%s' must be one float", what, t->name);
     return OC_OK;
 }
 
-static int sgd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+/* Every member's W, dW, state.. alike; outputs like their inputs (the layout:
+ * op_update.h). */
+static int update_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    return update_infer_n(g, n, 1, err);
-}
-
-static int adamw_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    if (update_infer_n(g, n, 2, err)) return OC_ERR;
-    ir_tensor *k = ir_node_in(g, n, 5);
-    int64_t numel = 0;
-    if ((k != NULL) != (n->n_outputs > 3))
-        return oc_fail(err, "the step count is an input and an output (K, K') or neither");
-    if (k && (k->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(k, &numel) || numel != 1 ||
-              !ir_node_in(g, n, 4)))
-        return oc_fail(err, "the step count '%s' must be one float after the gradient scale",
-                       k->name);
-    if (k) op_set_out_like(g, n, 3, k);
+    op_update_layout l;
+    const ir_attr *mem = ir_attr_find(n, "members");
+    if (mem && (mem->type != IR_ATTR_STRINGS || mem->n < 2))
+        return oc_fail(err, "attribute 'members' must name two or more updates");
+    if (!op_update_layout_of(n, &l))
+        return oc_fail(err,
+                       "%d inputs and %d outputs fit no update of %d parameter(s) (each W, dW, "
+                       "state.. [, scale [, step counts]])",
+                       n->n_inputs, n->n_outputs, update_members(n));
+    for (int m = 0; m < l.members; m++) {
+        ir_tensor *w;
+        int base = m * l.width;
+        if (op_in_shaped(g, n, base, &w, err)) return OC_ERR;
+        for (int i = 1; i < l.width; i++) {
+            ir_tensor *t;
+            if (op_in_shaped(g, n, base + i, &t, err)) return OC_ERR;
+            if (!same_shape(w, t) || t->dtype != w->dtype)
+                return oc_fail(err, "'%s' and '%s' differ in shape or type", w->name, t->name);
+        }
+        op_set_out_like(g, n, m * l.out_width, w);
+        for (int j = 1; j < l.out_width; j++)
+            op_set_out_like(g, n, m * l.out_width + j, ir_node_in(g, n, base + 1 + j));
+    }
+    if (l.scale >= 0 && one_float(g, n, l.scale, "gradient scale", err)) return OC_ERR;
+    for (int m = 0; l.counts >= 0 && m < l.members; m++) {
+        if (one_float(g, n, l.counts + m, "step count", err)) return OC_ERR;
+        op_set_out_like(g, n, l.out_width * l.members + m, ir_node_in(g, n, l.counts + m));
+    }
     return OC_OK;
 }
 
@@ -164,32 +213,28 @@ static void clip_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
 }
 
 static const op_role data_role[] = {OP_IN_DATA};
-static const int8_t sgd_aliases[] = {0, 2};
-static const int8_t adamw_aliases[] = {0, 2, 3, 5};
 static const int8_t scaler_aliases[] = {-1, 0, 1};
 
 const op_def op_def_sgd_momentum = {
     .min_inputs = 3,
-    .max_inputs = 4,
+    .max_inputs = -1,
     .min_outputs = 2,
-    .max_outputs = 2,
+    .max_outputs = -1,
     .roles = data_role,
     .n_roles = 1,
-    .infer = sgd_infer,
-    .aliases = sgd_aliases,
-    .n_aliases = 2,
+    .infer = update_infer,
+    .alias = op_update_alias,
     .decode = sgd_decode,
 };
 const op_def op_def_adamw = {
     .min_inputs = 4,
-    .max_inputs = 6,
+    .max_inputs = -1,
     .min_outputs = 3,
-    .max_outputs = 4,
+    .max_outputs = -1,
     .roles = data_role,
     .n_roles = 1,
-    .infer = adamw_infer,
-    .aliases = adamw_aliases,
-    .n_aliases = 4,
+    .infer = update_infer,
+    .alias = op_update_alias,
     .decode = adamw_decode,
 };
 const op_def op_def_clip_grad_norm = {

@@ -441,19 +441,21 @@ int cmd_plan(int argc, char **argv) {
                            "unfused", "fused", &err))
             goto fail;
     }
-    if (fuse_auto) {
-        train_opts alt = e.to;
-        alt.fuse = TRAIN_FUSE_FORWARD;
-        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, NULL, "--fuse", "all",
-                           "forward", &err))
-            goto fail;
-    }
+    /* the layout (1.2-1.5x on convolutions) before the fusion (a few percent): the plan
+     * written is then the one --layout L (L the layout chosen) writes */
     if (layout_auto) {
         train_opts alt = e.to;
         alt.channels_last = !e.to.channels_last;
         if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, profile_other,
                            "--layout", e.to.channels_last ? "nhwc" : "nchw",
                            alt.channels_last ? "nhwc" : "nchw", &err))
+            goto fail;
+    }
+    if (fuse_auto) {
+        train_opts alt = e.to;
+        alt.fuse = TRAIN_FUSE_FORWARD;
+        if (choose_variant(&e, st, plan_out != NULL, &pm, &p, &stats, &alt, NULL, "--fuse", "all",
+                           "forward", &err))
             goto fail;
     }
     const sim_plan *shown = plan_out ? pm.plan : p;

@@ -118,8 +118,8 @@ static int check_arity(const ir_node *n, const op_def *d, oc_err *err) {
     char most[32];
     if (n->n_inputs < d->min_inputs || (d->max_inputs >= 0 && n->n_inputs > d->max_inputs)) {
         snprintf(most, sizeof most, d->max_inputs >= 0 ? "to %d" : "or more", d->max_inputs);
-        return oc_fail(err, "has %d inputs; %s takes %d %s", n->n_inputs, n->op_type,
-                       d->min_inputs, most);
+        return oc_fail(err, "has %d inputs; %s takes %d %s", n->n_inputs, n->op_type, d->min_inputs,
+                       most);
     }
     if (n->n_outputs < d->min_outputs || (d->max_outputs >= 0 && n->n_outputs > d->max_outputs)) {
         snprintf(most, sizeof most, d->max_outputs >= 0 ? "to %d" : "or more", d->max_outputs);

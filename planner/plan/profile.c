@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_update.h"
 #include "plan/lifetimes.h"
 #include "train/channels_last.h"
 
@@ -180,47 +181,104 @@ static const char *other_layout_hint(const char *node) {
                : "";
 }
 
+/* Names -> node indices through a small open-addressing table (names are unique). */
+typedef struct name_table {
+    const char **name;
+    int *node;
+    size_t cap;
+} name_table;
+
+static size_t name_hash(const char *s) {
+    size_t h = 5381;
+    for (; *s; s++) h = h * 33 + (unsigned char)*s;
+    return h;
+}
+
+static void name_table_init(name_table *t, size_t n) {
+    t->cap = 16;
+    while (t->cap < 2 * n) t->cap *= 2;
+    t->name = oc_calloc(t->cap, sizeof *t->name);
+    t->node = oc_malloc(t->cap * sizeof *t->node);
+}
+
+static void name_table_put(name_table *t, const char *name, int node) {
+    size_t h = name_hash(name);
+    while (t->name[h & (t->cap - 1)]) h++;
+    t->name[h & (t->cap - 1)] = name, t->node[h & (t->cap - 1)] = node;
+}
+
+static int name_table_get(const name_table *t, const char *name) {
+    for (size_t h = name_hash(name); t->name[h & (t->cap - 1)]; h++)
+        if (strcmp(t->name[h & (t->cap - 1)], name) == 0) return t->node[h & (t->cap - 1)];
+    return -1;
+}
+
+static void name_table_free(name_table *t) { oc_free(t->name), oc_free(t->node); }
+
+/* The "members" of a multi-tensor update (op_update.h), or NULL. */
+static const ir_attr *update_members(const ir_node *n) {
+    op_update_layout l;
+    const ir_attr *a = ir_attr_find(n, "members");
+    return op_update_layout_of(n, &l) && a && a->type == IR_ATTR_STRINGS ? a : NULL;
+}
+
 int profile_node_costs(const profile *p, const train_graph *tg, const char *what, double *time,
                        int64_t *workspace, oc_err *err) {
     const ir_graph *g = tg->g;
-    /* Name -> node through a small open-addressing table (names are unique). */
-    size_t cap = 16;
-    while (cap < 2 * (size_t)g->n_nodes) cap *= 2;
-    int *slot = oc_malloc(cap * sizeof *slot);
-    for (size_t i = 0; i < cap; i++) slot[i] = -1;
+    /* nodes by name; a multi-tensor update's members too: a profile of per-parameter
+     * updates (measured before they were grouped, or with --fuse forward) times the
+     * group as its members' sum, an upper bound (one launch for all is faster) */
+    name_table nodes, members;
+    size_t n_members = 0;
+    int *seen = oc_calloc((size_t)g->n_nodes + 1, sizeof *seen); /* member records per node */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_attr *m = update_members(&g->nodes[i]);
+        n_members += m ? (size_t)m->n : 0;
+    }
+    name_table_init(&nodes, (size_t)g->n_nodes);
+    name_table_init(&members, n_members);
     for (int i = 0; i < g->n_nodes; i++) {
         time[i] = -1;
-        size_t h = 5381;
-        for (const char *s = g->nodes[i].name; *s; s++) h = h * 33 + (unsigned char)*s;
-        while (slot[h & (cap - 1)] >= 0) h++;
-        slot[h & (cap - 1)] = i;
+        name_table_put(&nodes, g->nodes[i].name, i);
+        const ir_attr *m = update_members(&g->nodes[i]);
+        for (int k = 0; m && k < m->n; k++) name_table_put(&members, m->strings[k], i);
     }
     int rc = OC_OK;
     for (int r = 0; r < p->n_nodes && rc == OC_OK; r++) {
         const char *name = p->nodes[r].name;
-        size_t h = 5381;
-        for (const char *s = name; *s; s++) h = h * 33 + (unsigned char)*s;
-        int found = -1;
-        for (; slot[h & (cap - 1)] >= 0; h++)
-            if (strcmp(g->nodes[slot[h & (cap - 1)]].name, name) == 0) {
-                found = slot[h & (cap - 1)];
-                break;
-            }
-        if (found < 0)
+        int found = name_table_get(&nodes, name), group = -1;
+        if (found < 0 && (group = name_table_get(&members, name)) >= 0) {
+            if (time[group] >= 0 && !seen[group])
+                rc = oc_fail(err, "%s: node '%s' and its member '%s' both have records", what,
+                             g->nodes[group].name, name);
+            else if (seen[group] == update_members(&g->nodes[group])->n)
+                rc = oc_fail(err, "%s: node '%s' appears twice", what, name);
+            time[group] = (time[group] < 0 ? 0 : time[group]) + p->nodes[r].time_s;
+            if (!seen[group]++ || p->nodes[r].workspace_bytes > workspace[group])
+                workspace[group] = p->nodes[r].workspace_bytes;
+        } else if (found < 0)
             rc = oc_fail(err, "%s: node '%s' is not in the training graph of %s%s", what, name,
                          g->model_path ? g->model_path : "the model", other_layout_hint(name));
-        else if (time[found] >= 0) rc = oc_fail(err, "%s: node '%s' appears twice", what, name);
+        else if (time[found] >= 0)
+            rc = oc_fail(err, "%s: node '%s' %s", what, name,
+                         seen[found] ? "has records of its members too" : "appears twice");
         else {
             time[found] = p->nodes[r].time_s;
             workspace[found] = p->nodes[r].workspace_bytes;
         }
     }
-    for (int i = 0; i < g->n_nodes && rc == OC_OK; i++)
+    for (int i = 0; i < g->n_nodes && rc == OC_OK; i++) {
+        const ir_attr *m = seen[i] ? update_members(&g->nodes[i]) : NULL;
         if (time[i] < 0)
             rc =
                 oc_fail(err, "%s: no record for training-graph node '%s' (%s)%s", what,
                         g->nodes[i].name, g->nodes[i].op_type, other_layout_hint(g->nodes[i].name));
-    oc_free(slot);
+        else if (m && seen[i] < m->n)
+            rc = oc_fail(err, "%s: %d of the %d members of node '%s' (%s) have records", what,
+                         seen[i], m->n, g->nodes[i].name, g->nodes[i].op_type);
+    }
+    name_table_free(&nodes), name_table_free(&members);
+    oc_free(seen);
     return rc;
 }
 

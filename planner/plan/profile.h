@@ -61,7 +61,9 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err);
 
 /* Maps p onto tg's nodes: time[i], workspace[i] for node i of tg->g. Fails
  * naming the node when a graph node has no record, or a record names a node
- * the graph does not have (what = the profile's file name, for messages). */
+ * the graph does not have (what = the profile's file name, for messages). A
+ * multi-tensor update without a record of its own takes the sum of its
+ * members' (a profile of per-parameter updates), all of which must be there. */
 int profile_node_costs(const profile *p, const train_graph *tg, const char *what, double *time,
                        int64_t *workspace, oc_err *err);
 

@@ -22,7 +22,7 @@ typedef struct train_builder {
     int n_deferred;
     int *group; /* --fuse all: parameters whose multi-tensor update is not yet emitted */
     int n_group;
-    int64_t group_bytes; /* their bytes */
+    int64_t group_bytes;           /* their bytes */
     int loss_scale, scale_tracker; /* --loss-scale: GradScaler's state S and T, or -1 */
 } train_builder;
 

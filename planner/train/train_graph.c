@@ -348,13 +348,10 @@ static int add_update(train_builder *b, const int *ws, int k, int scale) {
     add_float_attr(g, n, "weight_decay", tg->opts.weight_decay);
     if (n_w > 1) {
         char **members = oc_malloc((size_t)n_w * sizeof(char *));
-        for (int i = 0; i < n_w; i++)
-            members[i] = oc_sprintf("%s/%s", g->tensors[w[i]].name, opt);
-        ir_node_add_attr(g, n,
-                         &(ir_attr){.name = "members",
-                                    .type = IR_ATTR_STRINGS,
-                                    .n = n_w,
-                                    .strings = members});
+        for (int i = 0; i < n_w; i++) members[i] = oc_sprintf("%s/%s", g->tensors[w[i]].name, opt);
+        ir_node_add_attr(
+            g, n,
+            &(ir_attr){.name = "members", .type = IR_ATTR_STRINGS, .n = n_w, .strings = members});
         for (int i = 0; i < n_w; i++) oc_free(members[i]);
         oc_free(members);
     }
@@ -438,25 +435,13 @@ static int add_deferred_updates(train_builder *b) {
     return OC_OK;
 }
 
-/* --fuse all: parameter t's update joins the pending multi-tensor update, which
- * is emitted once its parameters reach TRAIN_UPDATE_GROUP_BYTES: one kernel for
- * many small parameters (a BatchNorm's scale and bias, biases), while a
- * gradient waits at most for that many bytes of others before its update frees it. */
-static int group_update(train_builder *b, int t) {
-    int64_t bytes = 0;
-    ir_tensor_bytes(&b->g->tensors[t], &bytes);
-    b->group = oc_realloc(b->group, (size_t)(b->n_group + 1) * sizeof(int));
-    b->group[b->n_group++] = t;
-    b->group_bytes += bytes;
-    if (b->group_bytes < TRAIN_UPDATE_GROUP_BYTES) return OC_OK;
-    int rc = add_update(b, b->group, b->n_group, -1);
-    b->n_group = 0, b->group_bytes = 0;
-    return rc;
-}
-
 /* Walks the forward nodes in reverse, emitting each one's backward nodes and
  * each parameter's update as soon as its gradient is final (with gradient
- * clipping: every update after the last gradient). */
+ * clipping: every update after the last gradient). --fuse all: the parameters
+ * whose gradients became final at one forward node (a BatchNorm's scale and
+ * bias, a layer's weight and bias; a Linear's, a LayerNorm's) share one
+ * multi-tensor update there, which keeps no gradient longer than their own
+ * updates would: the plan's memory is the per-parameter updates'. */
 static int build_backward(train_builder *b, int n_fwd_nodes) {
     ir_graph *g = b->g;
     for (int i = n_fwd_nodes - 1; i >= 0; i--) {
@@ -492,15 +477,17 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
             if (b->tg->opts.clip_grad_norm > 0.0f || b->loss_scale >= 0) {
                 b->deferred = oc_realloc(b->deferred, (size_t)(b->n_deferred + 1) * sizeof(int));
                 b->deferred[b->n_deferred++] = t;
-            } else if (b->tg->opts.fuse == TRAIN_FUSE_ALL) {
-                if (group_update(b, t)) return OC_ERR;
+            } else if (b->tg->opts.fuse == TRAIN_FUSE_ALL) { /* one update after the loop */
+                b->group = oc_realloc(b->group, (size_t)(b->n_group + 1) * sizeof(int));
+                b->group[b->n_group++] = t;
             } else if (add_update(b, &t, 1, -1)) {
                 return OC_ERR;
             }
             n = &g->nodes[i];
         }
+        if (b->n_group && add_update(b, b->group, b->n_group, -1)) return OC_ERR;
+        b->n_group = 0;
     }
-    if (b->n_group && add_update(b, b->group, b->n_group, -1)) return OC_ERR;
     return add_deferred_updates(b);
 }
 

@@ -37,11 +37,9 @@ typedef enum train_fuse {
     TRAIN_FUSE_NONE = 0, /* --no-fuse: the model's own nodes */
     TRAIN_FUSE_FORWARD,  /* BatchNormRelu forward; backward as ReluGrad + BatchNormalizationGrad */
     TRAIN_FUSE_ALL,      /* also BatchNormReluGrad where no residual needs dZ, the gradient Sum
-                            in ReluGrad, and multi-tensor updates (the default) */
+                            in ReluGrad, and multi-tensor updates (each forward node's
+                            parameters; with clipping or loss scaling all) (the default) */
 } train_fuse;
-/* --fuse all: a multi-tensor update is emitted once its parameters reach this many bytes
- * (with --clip-grad-norm or --loss-scale one update after the last gradient takes them all). */
-#define TRAIN_UPDATE_GROUP_BYTES ((int64_t)4 << 20)
 
 /* Compute precision (--precision; train/autocast.h). Parameters, gradients and
  * the optimizer stay float32 whichever it is. */

@@ -344,8 +344,8 @@ typedef struct cu_update_member {
  * of the per-parameter ones. scale: the ClipGradNorm / GradScaler factor, or NULL; 0
  * skips the step (outputs = inputs). */
 #define CU_UPDATE_LAUNCH 24
-int cu_sgd_momentum(void *stream, const cu_update_member *mem, int k, const float *scale,
-                    float lr, float mom, float wd);
+int cu_sgd_momentum(void *stream, const cu_update_member *mem, int k, const float *scale, float lr,
+                    float mom, float wd);
 /* AdamW's bias corrections from the step in device memory (step + 1 updates made), or
  * from the member's own count (count + 1; count_out = count + 1 unless skipped). */
 int cu_adamw(void *stream, const cu_update_member *mem, int k, const float *scale, float b1,

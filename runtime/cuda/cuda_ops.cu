@@ -3467,11 +3467,11 @@ static unsigned update_blocks(const update_table &t) {
     return (unsigned)(b < 1 ? 1 : b > 65535LL * 16 ? 65535LL * 16 : b);
 }
 
-extern "C" int cu_sgd_momentum(void *stream, const cu_update_member *mem, int k,
-                               const float *scale, float lr, float mom, float wd) {
+extern "C" int cu_sgd_momentum(void *stream, const cu_update_member *mem, int k, const float *scale,
+                               float lr, float mom, float wd) {
     for (int from = 0; from < k; from += CU_UPDATE_LAUNCH) {
-        update_table t = update_table_of(mem + from, k - from < CU_UPDATE_LAUNCH ? k - from
-                                                                              : CU_UPDATE_LAUNCH);
+        update_table t =
+            update_table_of(mem + from, k - from < CU_UPDATE_LAUNCH ? k - from : CU_UPDATE_LAUNCH);
         if (t.first[t.k] > 0)
             k_sgd<<<update_blocks(t), THREADS, 0, (cudaStream_t)stream>>>(t, scale, lr, mom, wd);
     }
@@ -3479,12 +3479,11 @@ extern "C" int cu_sgd_momentum(void *stream, const cu_update_member *mem, int k,
 }
 
 extern "C" int cu_adamw(void *stream, const cu_update_member *mem, int k, const float *scale,
-                        float b1, float b2, float eps, float decay, float lr,
-                        const int64_t *step) {
+                        float b1, float b2, float eps, float decay, float lr, const int64_t *step) {
     cudaStream_t st = (cudaStream_t)stream;
     for (int from = 0; from < k; from += CU_UPDATE_LAUNCH) {
-        update_table t = update_table_of(mem + from, k - from < CU_UPDATE_LAUNCH ? k - from
-                                                                              : CU_UPDATE_LAUNCH);
+        update_table t =
+            update_table_of(mem + from, k - from < CU_UPDATE_LAUNCH ? k - from : CU_UPDATE_LAUNCH);
         if (t.first[t.k] > 0)
             k_adamw<<<update_blocks(t), THREADS, 0, st>>>(t, scale, b1, b2, eps, decay, lr, step);
         if (t.m[0].count) k_adamw_counts<<<1, WARP, 0, st>>>(t, scale);

@@ -155,6 +155,53 @@ static void test_node_mapping_errors(void **state) {
     train_graph_free(tg);
 }
 
+/* A profile of per-parameter updates maps onto a multi-tensor update (op_update.h): the
+ * group takes its members' summed times and largest workspace; a member missing, or a
+ * record of the group beside its members', is an error naming it. */
+static void test_grouped_update_from_members(void **state) {
+    (void)state;
+    train_graph *tg = tiny_graph();
+    ir_graph *g = tg->g;
+    int64_t n = 10;
+    int u = op_node_add(g, "a/sgd+1", OP_SGD_MOMENTUM);
+    const char *names[] = {"a", "a/grad", "a/momentum", "b", "b/grad", "b/momentum"};
+    for (int i = 0; i < 6; i++) {
+        int t = ir_tensor_add(g, names[i], IR_DTYPE_FLOAT);
+        ir_tensor_set_shape(&g->tensors[t], 1, &n);
+        ir_node_add_input(g, u, t);
+    }
+    for (int i = 0; i < 4; i++)
+        ir_node_add_output(g, u, ir_tensor_add(g, names[i], IR_DTYPE_FLOAT));
+    char *members[] = {"a/sgd", "b/sgd"};
+    ir_node_add_attr(
+        g, u, &(ir_attr){.name = "members", .type = IR_ATTR_STRINGS, .n = 2, .strings = members});
+    double t[3];
+    int64_t ws[3];
+    oc_err err;
+    profile *p = tiny_profile(4);
+    p->nodes = oc_realloc(p->nodes, 4 * sizeof *p->nodes);
+    memset(p->nodes + 2, 0, 2 * sizeof *p->nodes);
+    p->n_nodes = 4;
+    profile_node_set(p, 2, "b/sgd", 2.0, 64);
+    profile_node_set(p, 3, "a/sgd", 1.0, 0);
+    assert_int_equal(profile_node_costs(p, tg, "p.json", t, ws, &err), OC_OK);
+    assert_true(t[2] == 3.0 && ws[2] == 64);
+    p->n_nodes = 3; /* a/sgd missing */
+    assert_int_equal(profile_node_costs(p, tg, "p.json", t, ws, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "1 of the 2 members of node 'a/sgd+1'"));
+    p->n_nodes = 4;
+    profile_node_set(p, 3, "a/sgd+1", 1.0, 0); /* the group's own record beside b's */
+    assert_int_equal(profile_node_costs(p, tg, "p.json", t, ws, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "a/sgd+1"));
+    p->n_nodes = 3;
+    profile_node_set(p, 2, "a/sgd+1", 1.5, 0); /* its own record alone */
+    assert_int_equal(profile_node_costs(p, tg, "p.json", t, ws, &err), OC_OK);
+    assert_true(t[2] == 1.5);
+    p->n_nodes = 4; /* every name freed */
+    profile_free(p);
+    train_graph_free(tg);
+}
+
 static void test_batch_scaling_warns(void **state) {
     (void)state;
     profile *p = tiny_profile(32);
@@ -264,10 +311,14 @@ static void test_conv_nchw_slowdown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),          cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_contention_fields),   cmocka_unit_test(test_node_mapping_errors),
-        cmocka_unit_test(test_batch_scaling_warns), cmocka_unit_test(test_analytic_roofline),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_contention_fields),
+        cmocka_unit_test(test_node_mapping_errors),
+        cmocka_unit_test(test_batch_scaling_warns),
+        cmocka_unit_test(test_analytic_roofline),
         cmocka_unit_test(test_conv_nchw_slowdown),
+        cmocka_unit_test(test_grouped_update_from_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

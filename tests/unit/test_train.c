@@ -13,6 +13,7 @@
 
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_update.h"
 #include "ir/shape_infer.h"
 #include "train/eval_graph.h"
 #include "train/train_graph.h"
@@ -163,22 +164,26 @@ static void check_rule(const train_graph *tg, const char *fwd_name) {
     (void)emitted;
 }
 
-/* Every parameter is updated by exactly one SGDMomentum node, placed after
- * the node producing its final gradient with only that rule's nodes between. */
+/* Every parameter is updated by exactly one SGDMomentum node (its member, op_update.h),
+ * placed after the node producing its final gradient with only that rule's nodes between;
+ * a multi-tensor update (--fuse all) groups the parameters of one forward node. */
 static void check_updates(const train_graph *tg) {
     const ir_graph *g = tg->g;
     for (int t = 0; t < g->n_tensors; t++) {
         if (g->tensors[t].kind != IR_KIND_PARAMETER || tg->alias_of[t] >= 0) continue;
-        int updates = 0, at = -1;
-        for (int i = 0; i < g->n_nodes; i++)
-            if (strcmp(g->nodes[i].op_type, "SGDMomentum") == 0 && g->nodes[i].inputs[0] == t) {
-                updates++;
-                at = i;
-            }
+        int updates = 0, at = -1, member = -1;
+        op_update_layout l = {0};
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (strcmp(g->nodes[i].op_type, "SGDMomentum") != 0) continue;
+            assert_true(op_update_layout_of(&g->nodes[i], &l));
+            for (int k = 0; k < l.members; k++)
+                if (g->nodes[i].inputs[k * l.width] == t) updates++, at = i, member = k;
+        }
         if (updates != 1) fail_msg("parameter '%s' has %d updates", g->tensors[t].name, updates);
-        int dw = tg->grad_of[t];
-        assert_int_equal(g->nodes[at].inputs[1], dw);
-        int prod = g->tensors[dw].producer;
+        const ir_node *u = &g->nodes[at];
+        assert_true(op_update_layout_of(u, &l));
+        assert_int_equal(u->inputs[member * l.width + 1], tg->grad_of[t]);
+        int prod = g->tensors[tg->grad_of[t]].producer;
         assert_true(prod < at);
         for (int i = prod + 1; i < at; i++)
             if (tg->phase[i] == TRAIN_PHASE_BACKWARD && tg->fwd_of[i] != tg->fwd_of[prod])

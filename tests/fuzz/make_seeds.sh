@@ -60,6 +60,9 @@ done
 "$PLAN" emit "$F/m.onnx" --batch 2 -o "$OUT/plan/training.onnx" >/dev/null
 # mixed precision: half tensors, autocast's Casts, GradScaler and its in-place state
 "$PLAN" emit "$F/m.onnx" --batch 2 --precision fp16 --clip-grad-norm 1 -o "$OUT/plan/fp16.onnx" >/dev/null
+# multi-tensor AdamW updates with their step counts (fp16 loss scaling) and the SGD groups of
+# each forward node's parameters (op_update.h)
+"$PLAN" emit "$F/m.onnx" --batch 2 --precision fp16 --optimizer adamw -o "$OUT/plan/adamw_fp16.onnx" >/dev/null
 "$PLAN" plan "$F/m.onnx" --batch 2 --precision bf16 --device v100 --budget $((peak * 90 / 100)) \
     --strategy swap-all -o "$OUT/plan/bf16_swap.onnx" >/dev/null 2>&1 || true
 # channels-last: layout Transposes, the layout in metadata outcore.channels_last

@@ -32,14 +32,14 @@ bool op_update_layout_of(const ir_node *n, op_update_layout *l) {
     bool adam = n->op == OP_ADAMW;
     if (!adam && n->op != OP_SGD_MOMENTUM) return false;
     int k = update_members(n);
-    if (k < 1) return false;
+    if (k < 1 || k > n->n_inputs) return false; /* (a file's count; no product overflows) */
     *l = (op_update_layout){.members = k, .width = adam ? 4 : 3, .out_width = adam ? 3 : 2};
-    int extra = n->n_inputs - l->width * k; /* 0, 1 (the scale) or 1 + k (and the counts) */
+    int64_t extra = (int64_t)n->n_inputs - (int64_t)l->width * k; /* 0, 1 (the scale), 1 + k */
     if (extra == 1 || (adam && extra == 1 + k)) l->scale = l->width * k;
     else if (extra == 0) l->scale = -1;
     else return false;
     l->counts = extra == 1 + k && extra > 1 ? l->width * k + 1 : -1;
-    return n->n_outputs == l->out_width * k + (l->counts >= 0 ? k : 0);
+    return (int64_t)n->n_outputs == (int64_t)l->out_width * k + (l->counts >= 0 ? k : 0);
 }
 
 int op_update_alias(const ir_node *n, int o) {

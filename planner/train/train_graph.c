@@ -440,8 +440,8 @@ static int add_deferred_updates(train_builder *b) {
  * clipping: every update after the last gradient). --fuse all: the parameters
  * whose gradients became final at one forward node (a BatchNorm's scale and
  * bias, a layer's weight and bias; a Linear's, a LayerNorm's) share one
- * multi-tensor update there, which keeps no gradient longer than their own
- * updates would: the plan's memory is the per-parameter updates'. */
+ * multi-tensor update there: no gradient waits for another layer's (at most for
+ * the Sum that finalizes a later member's, a parameter read twice). */
 static int build_backward(train_builder *b, int n_fwd_nodes) {
     ir_graph *g = b->g;
     for (int i = n_fwd_nodes - 1; i >= 0; i--) {

@@ -22,6 +22,67 @@ void plan_made_free(plan_made *pm) {
     memset(pm, 0, sizeof *pm);
 }
 
+/* One try under the planned budget cur->sim.budget_bytes, replacing out's last: the
+ * strategy's plan into p, its timeline, the rewrite and the layout. *fits: the strategy
+ * found a plan and its arena is within the asked budget. */
+static int plan_try(const strategy *s, const strategy_input *cur, int64_t budget, sim_plan *p,
+                    plan_made *out, bool *fits, oc_err *err) {
+    rewrite_result_free(&out->rw);
+    layout_result_free(&out->layout);
+    sim_timeline_free(out->tl);
+    out->tl = NULL;
+    out->planned_budget = cur->sim.budget_bytes;
+    *fits = false;
+    int rc = strategy_run(s, cur, p, &out->stats, err);
+    if (rc || !out->stats.feasible) return rc;
+    out->tl = sim_timeline_new();
+    if ((rc = sim_run(cur->ctx, p, &cur->sim, &out->result, out->tl, err))) return rc;
+    if ((rc = rewrite_plan(cur->tg, p, out->tl, &out->rw, err))) return rc;
+    /* Each node's workspace is the profile's for the node it runs or clones. */
+    const int64_t *src_ws = sim_context_node_workspaces(cur->ctx);
+    int nn = out->rw.tg->g->n_nodes;
+    int64_t *ws = oc_calloc((size_t)nn + 1, sizeof(int64_t));
+    for (int i = 0; i < nn; i++)
+        if (out->rw.src_node[i] >= 0) ws[i] = src_ws[out->rw.src_node[i]];
+    int *hold = layout_swap_out_holds(out->rw.tg, out->rw.start, out->rw.end);
+    layout_plan(out->rw.tg, ws, hold, &out->layout);
+    oc_free(hold);
+    oc_free(ws);
+    *fits = budget <= 0 || out->layout.arena_bytes <= budget;
+    return OC_OK;
+}
+
+/* After re-plans found a layout that fits under the planned budget `fit` (out's), and the
+ * plan under `over` did not: the budgets between, bisected PLAN_MAX_REFINES times, may
+ * hold a faster plan that fits (a lowering by the overshoot can step far past what the
+ * layout needed: a plan a few percent faster or, past a cliff of the strategy's, much
+ * faster). out ends as the fastest that fits (re-run at its budget when it was not the
+ * last try; the strategies are deterministic). */
+static int plan_refine(const strategy *s, strategy_input *cur, int64_t budget, sim_plan *p,
+                       plan_made *out, int64_t fit, int64_t over, int64_t min_step, oc_err *err) {
+    int64_t best = fit;
+    double best_time = out->stats.result.time_s;
+    bool last_best = true, fits;
+    for (int k = 0; k < PLAN_MAX_REFINES && over - fit > 2 * min_step; k++) {
+        cur->sim.budget_bytes = fit + (over - fit) / 2;
+        int rc = plan_try(s, cur, budget, p, out, &fits, err);
+        if (rc) return rc;
+        last_best = false;
+        if (!fits) {
+            over = cur->sim.budget_bytes;
+            continue;
+        }
+        fit = cur->sim.budget_bytes;
+        if (out->stats.result.time_s < best_time)
+            best = fit, best_time = out->stats.result.time_s, last_best = true;
+    }
+    if (last_best) return OC_OK;
+    cur->sim.budget_bytes = best;
+    int rc = plan_try(s, cur, budget, p, out, &fits, err);
+    OC_ASSERT(rc || fits); /* the same plan as before */
+    return rc;
+}
+
 int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_err *err) {
     memset(out, 0, sizeof *out);
     out->budget_bytes = in->sim.budget_bytes;
@@ -34,19 +95,15 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
     if (own) cur.shared = own;
     sim_plan *p = sim_plan_new(in->tg);
     int rc = OC_OK;
-    int64_t prev_budget = in->sim.budget_bytes;
+    int64_t prev_budget = in->sim.budget_bytes, budget = in->sim.budget_bytes;
     /* lo: the largest lowered budget the strategy found nothing under; hi: the
      * smallest whose plan it found but whose layout did not fit. A lowering that
      * lands at or under lo bisects (lo, hi) instead. */
     int64_t lo = -1, hi = -1, min_step = in->sim.budget_bytes / 1000;
     for (int iter = 0; iter <= PLAN_MAX_REPLANS; iter++) {
-        rewrite_result_free(&out->rw);
-        layout_result_free(&out->layout);
-        sim_timeline_free(out->tl);
-        out->tl = NULL;
-        out->planned_budget = cur.sim.budget_bytes;
+        bool fits;
         out->replans = iter;
-        if ((rc = strategy_run(s, &cur, p, &out->stats, err))) break;
+        if ((rc = plan_try(s, &cur, budget, p, out, &fits, err))) break;
         if (!out->stats.feasible && hi > 0 && iter < PLAN_MAX_REPLANS &&
             hi - cur.sim.budget_bytes > 2 * min_step) {
             lo = cur.sim.budget_bytes;
@@ -65,22 +122,11 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
                      out->stats.notes);
             break;
         }
-        out->tl = sim_timeline_new();
-        if ((rc = sim_run(cur.ctx, p, &cur.sim, &out->result, out->tl, err))) break;
-        if ((rc = rewrite_plan(in->tg, p, out->tl, &out->rw, err))) break;
-        /* Each node's workspace is the profile's for the node it runs or clones. */
-        const int64_t *src_ws = sim_context_node_workspaces(cur.ctx);
-        int nn = out->rw.tg->g->n_nodes;
-        int64_t *ws = oc_calloc((size_t)nn + 1, sizeof(int64_t));
-        for (int i = 0; i < nn; i++)
-            if (out->rw.src_node[i] >= 0) ws[i] = src_ws[out->rw.src_node[i]];
-        int *hold = layout_swap_out_holds(out->rw.tg, out->rw.start, out->rw.end);
-        layout_plan(out->rw.tg, ws, hold, &out->layout);
-        oc_free(hold);
-        oc_free(ws);
-        int64_t budget = in->sim.budget_bytes, arena = out->layout.arena_bytes;
-        if (budget <= 0 || arena <= budget) {
+        int64_t arena = out->layout.arena_bytes;
+        if (fits) {
             out->feasible = true;
+            if (hi > 0)
+                rc = plan_refine(s, &cur, budget, p, out, cur.sim.budget_bytes, hi, min_step, err);
             break;
         }
         /* Ask the strategy for a plan whose simulated peak is lower by the layout's overshoot

@@ -14,7 +14,9 @@
  * the plan; when the arena exceeds the budget (fragmentation, or lifetimes that
  * differ from the simulator's), re-plans with the budget lowered by the
  * overshoot and 1% of the budget, up to PLAN_MAX_REPLANS times (bisecting
- * when a lowered budget leaves the strategy without a plan). The
+ * when a lowered budget leaves the strategy without a plan); once a layout fits,
+ * the budgets between it and the last that did not are bisected
+ * PLAN_MAX_REFINES times for a faster plan that fits (plan_refine). The
  * result is verified against the real budget. pm.feasible false: no plan fits
  * (the strategy found none, or re-planning ran out), with pm.reason set. */
 #ifndef OC_PLAN_WRITE_H
@@ -26,6 +28,7 @@
 #include "search/strategy.h"
 
 #define PLAN_MAX_REPLANS 8
+#define PLAN_MAX_REFINES 3
 
 typedef struct plan_made {
     bool feasible;
@@ -34,8 +37,8 @@ typedef struct plan_made {
     sim_result result;      /* scalars of its simulation (pointers invalid) */
     int64_t budget_bytes;   /* asked */
     int64_t planned_budget; /* the budget the strategy planned under */
-    int replans;
-    int64_t last_arena; /* arena of the last layout that did not fit */
+    int replans;            /* lowerings until a layout fitted (refinements not counted) */
+    int64_t last_arena;     /* arena of the last layout that did not fit */
     rewrite_result rw;
     layout_result layout;
     sim_timeline *tl;     /* the predicted timeline (source graph indices) */

@@ -53,17 +53,19 @@ static int plan_try(const strategy *s, const strategy_input *cur, int64_t budget
 }
 
 /* After re-plans found a layout that fits under the planned budget `fit` (out's), and the
- * plan under `over` did not: the budgets between, bisected PLAN_MAX_REFINES times, may
- * hold a faster plan that fits (a lowering by the overshoot can step far past what the
- * layout needed: a plan a few percent faster or, past a cliff of the strategy's, much
- * faster). out ends as the fastest that fits (re-run at its budget when it was not the
+ * plan under `over` did not: when that plan is more than PLAN_REFINE_GAIN slower than the
+ * first plan (`first_time`, under the asked budget), the budgets between, bisected up to
+ * PLAN_MAX_REFINES times, may hold a faster plan that fits (a lowering by the overshoot can
+ * step past a cliff of the strategy's). Stops once a plan within PLAN_REFINE_GAIN of the
+ * first fits. out ends as the fastest that fits (re-run at its budget when it was not the
  * last try; the strategies are deterministic). */
 static int plan_refine(const strategy *s, strategy_input *cur, int64_t budget, sim_plan *p,
-                       plan_made *out, int64_t fit, int64_t over, int64_t min_step, oc_err *err) {
+                       plan_made *out, int64_t fit, int64_t over, int64_t min_step,
+                       double first_time, oc_err *err) {
     int64_t best = fit;
-    double best_time = out->stats.result.time_s;
+    double best_time = out->stats.result.time_s, good = first_time * (1 + PLAN_REFINE_GAIN);
     bool last_best = true, fits;
-    for (int k = 0; k < PLAN_MAX_REFINES && over - fit > 2 * min_step; k++) {
+    for (int k = 0; k < PLAN_MAX_REFINES && over - fit > 2 * min_step && best_time > good; k++) {
         cur->sim.budget_bytes = fit + (over - fit) / 2;
         int rc = plan_try(s, cur, budget, p, out, &fits, err);
         if (rc) return rc;
@@ -100,6 +102,7 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
      * smallest whose plan it found but whose layout did not fit. A lowering that
      * lands at or under lo bisects (lo, hi) instead. */
     int64_t lo = -1, hi = -1, min_step = in->sim.budget_bytes / 1000;
+    double first_time = 0; /* the first plan's (under the asked budget) */
     for (int iter = 0; iter <= PLAN_MAX_REPLANS; iter++) {
         bool fits;
         out->replans = iter;
@@ -123,10 +126,12 @@ int plan_make(const strategy *s, const strategy_input *in, plan_made *out, oc_er
             break;
         }
         int64_t arena = out->layout.arena_bytes;
+        if (iter == 0) first_time = out->stats.result.time_s;
         if (fits) {
             out->feasible = true;
             if (hi > 0)
-                rc = plan_refine(s, &cur, budget, p, out, cur.sim.budget_bytes, hi, min_step, err);
+                rc = plan_refine(s, &cur, budget, p, out, cur.sim.budget_bytes, hi, min_step,
+                                 first_time, err);
             break;
         }
         /* Ask the strategy for a plan whose simulated peak is lower by the layout's overshoot

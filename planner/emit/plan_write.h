@@ -14,9 +14,10 @@
  * the plan; when the arena exceeds the budget (fragmentation, or lifetimes that
  * differ from the simulator's), re-plans with the budget lowered by the
  * overshoot and 1% of the budget, up to PLAN_MAX_REPLANS times (bisecting
- * when a lowered budget leaves the strategy without a plan); once a layout fits,
- * the budgets between it and the last that did not are bisected
- * PLAN_MAX_REFINES times for a faster plan that fits (plan_refine). The
+ * when a lowered budget leaves the strategy without a plan); once a layout fits
+ * with a plan more than PLAN_REFINE_GAIN slower than the first, the budgets
+ * between it and the last that did not fit are bisected up to PLAN_MAX_REFINES
+ * times for a faster plan that fits (plan_refine). The
  * result is verified against the real budget. pm.feasible false: no plan fits
  * (the strategy found none, or re-planning ran out), with pm.reason set. */
 #ifndef OC_PLAN_WRITE_H
@@ -29,6 +30,7 @@
 
 #define PLAN_MAX_REPLANS 8
 #define PLAN_MAX_REFINES 3
+#define PLAN_REFINE_GAIN 0.01
 
 typedef struct plan_made {
     bool feasible;

@@ -514,7 +514,12 @@ int cmd_plan(int argc, char **argv) {
         goto fail;
     if (stats.feasible && plan_out && cli_plan_write_made(&e, st, &pm, plan_out, &err)) goto fail;
     rc = stats.feasible ? 0 : 3;
-    if (!stats.feasible)
+    if (!stats.feasible && plan_out && pm.replans > 0) /* a plan, but its layouts never fit */
+        fprintf(stderr,
+                "outcore-plan plan: no plan written: the plan found under the budget needed a "
+                "larger arena, and %d re-plans under lower budgets ended with: %s\n",
+                pm.replans, pm.reason);
+    else if (!stats.feasible)
         fprintf(stderr, "outcore-plan plan: no feasible plan%s: %s (%s)\n",
                 trace || svg ? " (no trace/plot written)" : "", stats.result.reason, stats.notes);
     goto done;

@@ -332,4 +332,17 @@ else
     not_ok "re-plan refinement" "written ${rf_w:-?} ms vs the strategy's ${rf_s:-?} ms; $(grep -o 'arena.*' "$tmp/rf.out")"
 fi
 
+# A plan the strategy finds under the budget whose layouts never fit, even re-planned lower
+# (ResNet-50 b64 under 1100 MB on h100): exit 3, no file, and the message says so (before it
+# gave the last lowered run's deadlock as if at the budget asked).
+"$PLAN" plan graphs/resnet50_op13.onnx --batch 64 --device h100 --budget 1100MB \
+    -o "$tmp/nofit.onnx" >/dev/null 2>"$tmp/nofit.err"
+rc_nf=$?
+if [ $rc_nf -eq 3 ] && [ ! -e "$tmp/nofit.onnx" ] &&
+   grep -q "no plan written: the plan found under the budget needed a larger arena, and [1-9][0-9]* re-plans under lower budgets ended with: strategy auto found no feasible plan under [0-9]* bytes (lowered: the last layout needed [0-9]* bytes)" "$tmp/nofit.err"; then
+    ok "a plan whose layouts never fit: exit 3, nothing written, the re-plans said ($(grep -o '[0-9]* re-plans' "$tmp/nofit.err"))"
+else
+    not_ok "a plan whose layouts never fit" "rc $rc_nf: $(tail -1 "$tmp/nofit.err")"
+fi
+
 [ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }

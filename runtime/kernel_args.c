@@ -5,6 +5,8 @@
 
 #include "kernels.h"
 
+#include "ir/ops/op_update.h"
+
 const ir_tensor *kernel_in(const kernel_args *a, int i) {
     if (i >= a->n->n_inputs || a->n->inputs[i] < 0) return NULL;
     return &a->g->tensors[a->n->inputs[i]];
@@ -35,6 +37,13 @@ int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_
     if (t->dtype == dt) return OC_OK;
     return kernel_fail(a, err, "tensor '%s' has dtype %s; this kernel supports %s", t->name,
                        ir_dtype_name(t->dtype), ir_dtype_name(dt));
+}
+
+int kernel_update_layout(const kernel_args *a, op_update_layout *l, oc_err *err) {
+    OC_ASSERT(op_update_layout_of(a->n, l));
+    for (int i = 0; i < l->width * l->members; i++)
+        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    return OC_OK;
 }
 
 void kernel_softmax_rows(const kernel_args *a, const ir_tensor *t, int64_t *outer, int64_t *D,

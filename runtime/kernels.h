@@ -68,6 +68,10 @@ int kernel_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Fails naming the tensor unless its dtype is dt. */
 int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
+/* An optimizer update node's slots (ir/ops/op_update.h, checked at inference), its
+ * members' W, dW and state float32 (else an error naming the tensor). */
+struct op_update_layout;
+int kernel_update_layout(const kernel_args *a, struct op_update_layout *l, oc_err *err);
 
 /* Mixed precision: a node with float16/bfloat16 tensors runs its float32
  * kernel on a view of it (ir_node_view) with every half tensor retyped

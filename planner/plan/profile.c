@@ -215,11 +215,10 @@ static int name_table_get(const name_table *t, const char *name) {
 
 static void name_table_free(name_table *t) { oc_free(t->name), oc_free(t->node); }
 
-/* The "members" of a multi-tensor update (op_update.h), or NULL. */
+/* The "members" of a multi-tensor update whose slots are consistent, or NULL. */
 static const ir_attr *update_members(const ir_node *n) {
     op_update_layout l;
-    const ir_attr *a = ir_attr_find(n, "members");
-    return op_update_layout_of(n, &l) && a && a->type == IR_ATTR_STRINGS ? a : NULL;
+    return op_update_layout_of(n, &l) ? op_update_members(n) : NULL;
 }
 
 int profile_node_costs(const profile *p, const train_graph *tg, const char *what, double *time,

@@ -29,14 +29,6 @@ static float grad_scale(const kernel_args *a, const op_update_layout *l) {
     return l->scale >= 0 && a->in[l->scale] ? *(const float *)a->in[l->scale] : 1.0f;
 }
 
-/* The node's slots (op_update.h), its inputs float. */
-static int update_layout(const kernel_args *a, op_update_layout *l, oc_err *err) {
-    OC_ASSERT(op_update_layout_of(a->n, l)); /* checked at inference */
-    for (int i = 0; i < l->width * l->members; i++)
-        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return OC_ERR;
-    return OC_OK;
-}
-
 /* A skipped step (scale 0): every output its input, copied unless in place. */
 static void keep_state(const kernel_args *a) {
     for (int o = 0; o < a->n->n_outputs; o++) {
@@ -49,7 +41,7 @@ static void keep_state(const kernel_args *a) {
 /* W, dW, M [, scale] -> W', M' (per member) */
 int cpu_sgd_momentum(const kernel_args *a, oc_err *err) {
     op_update_layout l;
-    if (update_layout(a, &l, err)) return OC_ERR;
+    if (kernel_update_layout(a, &l, err)) return OC_ERR;
     const op_sgd_args *p = &op_args_of(a->n)->sgd;
     float lr = p->lr, mom = p->momentum, wd = p->weight_decay, s = grad_scale(a, &l);
     if (s == 0.0f) {
@@ -74,7 +66,7 @@ int cpu_sgd_momentum(const kernel_args *a, oc_err *err) {
 /* W, dW, M, V [, scale [, K]] -> W', M', V' [, K'] (per member) */
 int cpu_adamw(const kernel_args *a, oc_err *err) {
     op_update_layout l;
-    if (update_layout(a, &l, err)) return OC_ERR;
+    if (kernel_update_layout(a, &l, err)) return OC_ERR;
     const op_adamw_args *p = &op_args_of(a->n)->adamw;
     float b1 = p->beta1, b2 = p->beta2, s = grad_scale(a, &l);
     if (s == 0.0f) {

@@ -379,9 +379,7 @@ int cuda_dropout_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
  * ClipGradNorm / GradScaler factor (device) or NULL. Owned by the caller (oc_free). */
 static cu_update_member *update_members(const kernel_args *a, op_update_layout *l,
                                         const float **scale, oc_err *err) {
-    OC_ASSERT(op_update_layout_of(a->n, l)); /* checked at inference */
-    for (int i = 0; i < l->width * l->members; i++)
-        if (kernel_want_dtype(a, kernel_in(a, i), IR_DTYPE_FLOAT, err)) return NULL;
+    if (kernel_update_layout(a, l, err)) return NULL;
     cu_update_member *m = oc_calloc((size_t)l->members, sizeof *m);
     for (int k = 0; k < l->members; k++) {
         int in = k * l->width, out = k * l->out_width;

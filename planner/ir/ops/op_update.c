@@ -22,10 +22,16 @@
 #include "ir/ops/op_update.h"
 #include "ir/ops/op_util.h"
 
+const ir_attr *op_update_members(const ir_node *n) {
+    const ir_attr *a =
+        n->op == OP_SGD_MOMENTUM || n->op == OP_ADAMW ? ir_attr_find(n, "members") : NULL;
+    return a && a->type == IR_ATTR_STRINGS ? a : NULL;
+}
+
 /* k from the "members" attribute (absent: 1). */
 static int update_members(const ir_node *n) {
-    const ir_attr *a = ir_attr_find(n, "members");
-    return a && a->type == IR_ATTR_STRINGS ? a->n : 1;
+    const ir_attr *a = op_update_members(n);
+    return a ? a->n : 1;
 }
 
 bool op_update_layout_of(const ir_node *n, op_update_layout *l) {

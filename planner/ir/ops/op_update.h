@@ -27,6 +27,8 @@ typedef struct op_update_layout {
     int counts;    /* input slot of K1 (K1..Kk follow; outputs from out_width * k), or -1 */
 } op_update_layout;
 
+/* The "members" attribute of a multi-tensor update (strings), or NULL. */
+const ir_attr *op_update_members(const ir_node *n);
 /* False when n is no update node or its input / output counts fit no layout. */
 bool op_update_layout_of(const ir_node *n, op_update_layout *l);
 /* The input output o of update node n reuses (in place), or -1. */

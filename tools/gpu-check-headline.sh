@@ -60,14 +60,17 @@ h_run() { # TAG MODEL BATCH DATA FLAGS...: a timed in-core run -> $LOG/TAG.log a
 faster() { # A B: true when A > B (both numbers; an empty one loses)
     [ -n "$1" ] && $PYTHON -c "import sys; sys.exit(not $1 > ${2:-0})"
 }
-h_torch() { # TAG ARGS...: one gpu_torch_bench.py mode -> row; its images/s in $TV
+h_torch() { # TAG ARGS...: one gpu_torch_bench.py mode -> row; its images/s in $TV (HT_SECONDS: its time box)
     local tag=$1 out
     shift
     TV=
     [ "${GPU_CHECK_NO_TORCH:-0}" = 1 ] && { row "  pytorch $tag" "not run (GPU_CHECK_NO_TORCH=1)"; return 1; }
     h_left 60 "  pytorch $tag" || return 1
-    out=$(tbox 240 $PYTHON tools/gpu_torch_bench.py "$@" --iters 5 2>"$LOG/torch_$tag.err" | tail -1)
-    row "  pytorch $tag" "${out:-FAILED ($(tail -1 "$LOG/torch_$tag.err"))}"
+    local err=$LOG/torch_$tag.err last
+    out=$(tbox ${HT_SECONDS:-240} $PYTHON tools/gpu_torch_bench.py "$@" --iters 5 2>"$err" | tail -1)
+    # not finished: the last configuration it tried (its progress lines), else its last line
+    last=$(grep -E ' (config|segments) [0-9.]+: ' "$err" | tail -1)
+    row "  pytorch $tag" "${out:-FAILED or cut off (${last:+last tried: $last; }$(tail -1 "$err"))}"
     TV=$(echo "$out" | awk '{print ($4 == "channels-last") ? $5 : $4}')
     [ "$TV" = OOM ] && TV=
     return 0
@@ -321,8 +324,12 @@ part_caps() {
     # issue 22's anchors at the cap: checkpointing, save_on_cpu, compile with the largest
     # activation_memory_budget that fits (each at b640, else the largest fallback batch that fits)
     local best= mode
+    # compile-budget: each budget tried compiles anew (~50 s on an H200); its in-core peak is
+    # 51.2 GiB (2026-11-28), so budgets from 0.2 down (GPU_CHECK_R50_BUDGETS), and a longer box
     for mode in checkpoint save_on_cpu compile-budget; do
-        h_torch "$R $mode b$RB (16 GiB cap)" $R $mode $RB --cap-gib 16 --fallback-batches 512,384,256 $HDEV
+        HT_SECONDS=$([ $mode = compile-budget ] && echo 330 || echo 240) \
+        h_torch "$R $mode b$RB (16 GiB cap)" $R $mode $RB --cap-gib 16 --fallback-batches 512,384,256 $HDEV \
+            $([ $mode = compile-budget ] && echo --budgets "${GPU_CHECK_R50_BUDGETS:-0.2,0.1,0.05,0}")
         h_ratio "outcore $R fp32 @16 GiB / PyTorch $mode @16 GiB" "$cap_ips" "$TV"
         faster "$TV" "$best" && best=$TV
     done

@@ -9,7 +9,11 @@ on the GPU, one mode per process (the memory cap is per process).
   compile     torch.compile(model) (default mode), no cap
   compile-max torch.compile(model, mode="max-autotune-no-cudagraphs"), no cap
   compile-budget  16 GiB cap + torch.compile with torch._functorch.config.
-              activation_memory_budget lowered (0.5, 0.3, 0.2, 0.1, 0.05, 0) until it fits
+              activation_memory_budget lowered (0.5, 0.3, 0.2, 0.1, 0.05, 0) until it fits;
+              --budgets B1,B2,... tries those instead, in order (each try compiles anew: a
+              search that starts where the last run fitted saves minutes of device time)
+Each configuration tried is also said on stderr as it ends (fits / OOM), so a run cut off by a
+time box still says how far it got.
 --channels-last: model and input in torch.channels_last (NHWC) memory format.
 --amp bf16|fp16: the forward and loss under torch.autocast (fp16 with torch.amp.GradScaler),
 float32 parameters and optimizer (PyTorch AMP; outcore-run --precision's comparison).
@@ -23,7 +27,8 @@ MODEL: a torchvision model, or one of tools/export_models.py's small models.
 --device cpu (with a small --image-size) runs the same code without a GPU (tools/gpu-check --emu;
 no memory cap there, peak 0).
 Usage: gpu_torch_bench.py MODEL MODE BATCH [--iters N] [--cap-gib G] [--device D] [--image-size S]
-                         [--fallback-batches B,...] [--profile TABLE.txt] [--amp bf16|fp16]
+                         [--fallback-batches B,...] [--budgets B,...] [--profile TABLE.txt]
+                         [--amp bf16|fp16]
 """
 import argparse
 import inspect
@@ -146,7 +151,7 @@ def best_at(a, dev, model, batch):
         n = len(seq_parts(a, model))
         cands = sorted({max(1, int(math.sqrt(n))), n})
     elif a.mode == "compile-budget":  # the largest budget that fits is the fastest
-        cands = [0.5, 0.3, 0.2, 0.1, 0.05, 0.0]
+        cands = [float(b) for b in a.budgets.replace(" ", ",").split(",") if b]
     else:
         cands = [0]
     best = None
@@ -161,6 +166,9 @@ def best_at(a, dev, model, batch):
             ips = None
         if dev.type == "cuda":
             torch.cuda.empty_cache()
+        print(f"{a.model} {a.mode} {batch} {'segments' if a.mode == 'checkpoint' else 'config'} "
+              f"{segs}: " + (f"{ips:.1f} img/s, peak {peak:.2f} GiB" if ips else "OOM"),
+              file=sys.stderr, flush=True)
         if ips is not None and (best is None or ips > best[0]):
             best = (ips, peak, segs)
         if best and a.mode == "compile-budget":
@@ -179,6 +187,8 @@ def main():
     p.add_argument("--device", default="cuda")
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--fallback-batches", default="")
+    p.add_argument("--budgets", default="0.5,0.3,0.2,0.1,0.05,0",
+                   help="compile-budget: activation_memory_budget values to try, in order")
     p.add_argument("--profile", default="", help="write a torch.profiler table (eager) here")
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--tf32-matmul", action="store_true")

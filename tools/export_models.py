@@ -14,6 +14,7 @@ Weights are never downloaded: every model is built with weights=None and seeded.
 """
 
 import argparse
+import inspect
 import io
 import json
 import os
@@ -373,15 +374,24 @@ def map_shapes(graph, events, model_name):
 # Export and post-processing
 # ---------------------------------------------------------------------------------------------
 
+def legacy_exporter():
+    """torch.onnx.export's keyword for the TorchScript exporter where it has one (torch 2.x)."""
+    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+
+
 def export_onnx(model, x, opset):
-    """torch.onnx.export in training mode, batch dim dynamic; returns the ModelProto."""
+    """torch.onnx.export in training mode, batch dim dynamic; returns the ModelProto. The
+    TorchScript (legacy) exporter on every torch: the scopes write_shapes maps and ALLOWED_OPS are
+    its (torch >= 2.9 defaults to the dynamo exporter, whose opset-13 down-conversion of
+    ResNet-18's ReduceMean failed under torch 2.11)."""
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # the exporter warns once per in-place op
         torch.onnx.export(model.train(), x, buf, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=opset,
                           input_names=["input"], output_names=["output"],
-                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                          **legacy_exporter())
     return onnx.load_model_from_string(buf.getvalue())
 
 
@@ -481,7 +491,7 @@ def export_transformer(name, args):
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        kw = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
+        kw = legacy_exporter()
         torch.onnx.export(model, x, buf, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=17, input_names=["input"],
                           output_names=["output"],

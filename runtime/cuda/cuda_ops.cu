@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_launch.h"
 #define OC_HALF_NO_IR
@@ -26,6 +27,19 @@ extern "C" uint64_t cu_rng_u64_host(uint64_t key, uint64_t index) { return rng_u
 static bool scalar_sums(void) {
     const char *e = getenv("OC_CUDA_SCALAR_SUMS");
     return e && e[0] == '1';
+}
+
+// OC_BN_MATH=float: the channels-last BatchNorm[Relu] passes' per-element arithmetic in float
+// (the _nhwc kernels' FM 1: y = (x - mean) a + b, one rounding less than the default's double
+// arithmetic, the cpu kernels'; the sums still gathered in double). An experiment until a GPU
+// times both (tools/gpu-check-headline.sh bn_sweep); the statistics pass is double either way.
+static bool bn_float_math(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("OC_BN_MATH");
+        v = e && strcmp(e, "float") == 0;
+    }
+    return v == 1;
 }
 
 // Storage types of the data tensors (float, or half: widened on load, rounded once on store).
@@ -1549,6 +1563,25 @@ __device__ static inline float bn_masked(float dy, float x, double m, double a_c
     return oc_relu_grad(dy, stored_as<T>(bn_value(x, m, a_c, b_c)));
 }
 
+// The float forms (FM 1): channel c's mean mf, a = invstd scale and bias b as floats (rounded
+// once from the double statistics); the forward and the gradient's mask share this function,
+// so the mask is still Y > 0 exactly.
+struct bn_fc {
+    float m, a, b, is;
+};
+__device__ static inline bn_fc bn_fcoef(const double *stats, const float *scale, const float *bias,
+                                        int64_t c) {
+    double is = stats[2 * c + 1];
+    return bn_fc{(float)stats[2 * c], (float)(is * scale[c]), bias ? bias[c] : 0.0f, (float)is};
+}
+__device__ static inline float bn_value_f(float x, const bn_fc &f) {
+    return fmaf(x - f.m, f.a, f.b);
+}
+template <typename T>
+__device__ static inline float bn_masked_f(float dy, float x, const bn_fc &f) {
+    return oc_relu_grad(dy, stored_as<T>(bn_value_f(x, f)));
+}
+
 // One element's terms of the sums (GRAD 0: x and x^2; else dz and dz xhat), dy read only when
 // GRAD.
 template <int GRAD, typename T>
@@ -1608,7 +1641,25 @@ __global__ void k_bn_parts(const T *dy, const T *x, const double *stats, const f
 // per (p, group of V channels) — a warp reads neighbouring channels of a row: coalesced —
 // walking them four rows at a time (rows alternating between two sums per channel), sums in
 // double, into the same part[2 (c P + p)] layout as k_bn_parts.
+// One row's V channels into the float sums of k_bn_parts_nhwc's FM 1: dz (masked: GRAD 1)
+// and dz xhat.
 template <int GRAD, int V, typename T>
+__device__ static inline void bn_row_f(const T *dy, const T *x, int64_t i, const bn_fc *f,
+                                       float *fs, float *fq) {
+    float d[V], xv[V];
+    ldv<T, V>(x, i, xv);
+    ldv<T, V>(dy, i, d);
+    UNROLL
+    for (int k = 0; k < V; k++) {
+        float dz = GRAD == 1 ? bn_masked_f<T>(d[k], xv[k], f[k]) : d[k];
+        fs[k] += dz;
+        fq[k] = fmaf(dz, (xv[k] - f[k].m) * f[k].is, fq[k]);
+    }
+}
+
+// FM 1 (GRAD 1 or 2 only): each element's terms in float, four rows' worth summed in float,
+// then added to the double sums.
+template <int GRAD, int V, typename T, int FM>
 __global__ void k_bn_parts_nhwc(const T *dy, const T *x, const double *stats, const float *scale,
                                 const float *bias, int64_t rows, int64_t C, int64_t R, int64_t P,
                                 double *part) {
@@ -1624,6 +1675,26 @@ __global__ void k_bn_parts_nhwc(const T *dy, const T *x, const double *stats, co
             s0[k] = q0[k] = s1[k] = q1[k] = 0;
         }
         float d[V] = {}, xv[V];
+        if (FM && GRAD) {
+            bn_fc f[V];
+            UNROLL
+            for (int k = 0; k < V; k++)
+                f[k] = bn_fcoef(stats, scale, GRAD == 1 ? bias : NULL, c0 + k);
+            int64_t r = p * R;
+            for (; r + 3 < end; r += 4) { // four rows' loads in flight, summed in float
+                float fs[V] = {}, fq[V] = {};
+                UNROLL
+                for (int j = 0; j < 4; j++) bn_row_f<GRAD, V>(dy, x, (r + j) * C + c0, f, fs, fq);
+                UNROLL
+                for (int k = 0; k < V; k++) s0[k] += fs[k], q0[k] += fq[k];
+            }
+            for (; r < end; r++) {
+                float fs[V] = {}, fq[V] = {};
+                bn_row_f<GRAD, V>(dy, x, r * C + c0, f, fs, fq);
+                UNROLL
+                for (int k = 0; k < V; k++) s0[k] += fs[k], q0[k] += fq[k];
+            }
+        } else {
 #define BN_ROW(row, S, Q)                                                                          \
     do {                                                                                           \
         ldv<T, V>(x, (row)*C + c0, xv);                                                            \
@@ -1631,15 +1702,16 @@ __global__ void k_bn_parts_nhwc(const T *dy, const T *x, const double *stats, co
         UNROLL for (int k = 0; k < V; k++)                                                         \
             bn_acc_v<GRAD, T>(d[k], xv[k], m[k], is[k], a_c[k], b_c[k], S[k], Q[k]);               \
     } while (0)
-        int64_t r = p * R;
-        for (; r + 3 < end; r += 4) { // four independent loads per thread (as k_bn_parts)
-            BN_ROW(r, s0, q0);
-            BN_ROW(r + 1, s1, q1);
-            BN_ROW(r + 2, s0, q0);
-            BN_ROW(r + 3, s1, q1);
-        }
-        for (; r < end; r++) BN_ROW(r, s0, q0);
+            int64_t r = p * R;
+            for (; r + 3 < end; r += 4) { // four independent loads per thread (as k_bn_parts)
+                BN_ROW(r, s0, q0);
+                BN_ROW(r + 1, s1, q1);
+                BN_ROW(r + 2, s0, q0);
+                BN_ROW(r + 3, s1, q1);
+            }
+            for (; r < end; r++) BN_ROW(r, s0, q0);
 #undef BN_ROW
+        }
         UNROLL
         for (int k = 0; k < V; k++) {
             int64_t c = c0 + k;
@@ -1729,7 +1801,7 @@ static unsigned cg_blocks(int64_t rows, int64_t G) {
 }
 
 // k_bn_relu_apply's arithmetic, channels-last.
-template <int RELU, int V, typename T>
+template <int RELU, int V, typename T, int FM>
 __global__ void k_bn_relu_apply_nhwc(const T *x, const T *r, const double *stats,
                                      const float *scale, const float *bias, T *y, int64_t C,
                                      int64_t rows) {
@@ -1737,10 +1809,12 @@ __global__ void k_bn_relu_apply_nhwc(const T *x, const T *r, const double *stats
     if (w.idle) return;
     for (int64_t g = w.g0; g < C / V; g += w.gx) {
         double m[V], a_c[V], b_c[V];
+        bn_fc f[V];
         UNROLL
         for (int k = 0; k < V; k++) {
             int64_t c = g * V + k;
             m[k] = stats[2 * c], a_c[k] = stats[2 * c + 1] * scale[c], b_c[k] = bias[c];
+            if (FM) f[k] = bn_fcoef(stats, scale, bias, c);
         }
         for (int64_t row = w.r0; row < rows; row += w.ry) {
             int64_t i = row * C + g * V;
@@ -1749,7 +1823,7 @@ __global__ void k_bn_relu_apply_nhwc(const T *x, const T *r, const double *stats
             if (r) ldv<T, V>(r, i, rv);
             UNROLL
             for (int k = 0; k < V; k++) {
-                float o = bn_value(v[k], m[k], a_c[k], b_c[k]);
+                float o = FM ? bn_value_f(v[k], f[k]) : bn_value(v[k], m[k], a_c[k], b_c[k]);
                 if (r) o = o + rv[k];
                 v[k] = RELU ? oc_relu(o) : o;
             }
@@ -1763,18 +1837,39 @@ static unsigned row_threads(int64_t S) { // a block per row: up to 256 threads, 
     return (unsigned)(t > THREADS ? THREADS : t < WARP ? WARP : t);
 }
 
+// The channels-last launches, FM from OC_BN_MATH (bn_float_math).
+template <int GRAD, int V, typename T>
+static void bn_parts_nhwc(cudaStream_t st, bool fm, const T *dy, const T *x, const double *stats,
+                          const float *scale, const float *bias, int64_t rows, int64_t C, int64_t R,
+                          int64_t P, double *part) {
+    if (fm)
+        k_bn_parts_nhwc<GRAD, V, T, 1><<<blocks_for(C / V * P), THREADS, 0, st>>>(
+            dy, x, stats, scale, bias, rows, C, R, P, part);
+    else
+        k_bn_parts_nhwc<GRAD, V, T, 0><<<blocks_for(C / V * P), THREADS, 0, st>>>(
+            dy, x, stats, scale, bias, rows, C, R, P, part);
+}
+template <int RELU, int V, typename T>
+static void bn_apply_nhwc(cudaStream_t st, bool fm, const T *x, const T *r, const double *stats,
+                          const float *scale, const float *bias, T *y, int64_t C, int64_t rows) {
+    if (fm)
+        k_bn_relu_apply_nhwc<RELU, V, T, 1>
+            <<<cg_blocks(rows, C / V), THREADS, 0, st>>>(x, r, stats, scale, bias, y, C, rows);
+    else
+        k_bn_relu_apply_nhwc<RELU, V, T, 0>
+            <<<cg_blocks(rows, C / V), THREADS, 0, st>>>(x, r, stats, scale, bias, y, C, rows);
+}
 // The parts of the sums (statistics: GRAD 0; the gradient's: 1 or 2), either layout.
 template <int GRAD, typename T>
 static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const double *stats,
                      const float *scale, const float *bias, int64_t N, int64_t C, int64_t S,
                      int64_t P, double *part) {
     int64_t R = (N * S + P - 1) / P;
+    bool fm = GRAD && bn_float_math();
     if (nhwc && vec_of(C, sizeof(T), x, dy, NULL, NULL) == 4)
-        k_bn_parts_nhwc<GRAD, 4, T><<<blocks_for(C / 4 * P), THREADS, 0, st>>>(
-            dy, x, stats, scale, bias, N * S, C, R, P, part);
+        bn_parts_nhwc<GRAD, 4, T>(st, fm, dy, x, stats, scale, bias, N * S, C, R, P, part);
     else if (nhwc)
-        k_bn_parts_nhwc<GRAD, 1, T><<<blocks_for(C * P), THREADS, 0, st>>>(
-            dy, x, stats, scale, bias, N * S, C, R, P, part);
+        bn_parts_nhwc<GRAD, 1, T>(st, fm, dy, x, stats, scale, bias, N * S, C, R, P, part);
     else if (vec_of(S, sizeof(T), x, dy, NULL, NULL) == 4)
         k_bn_parts<GRAD, 4, T>
             <<<warps_for(C * P), WARP, 0, st>>>(dy, x, stats, scale, bias, N, C, S, P, part);
@@ -1801,11 +1896,9 @@ static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, co
     bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C, keep,
              keepf);
     if (N * C * S > 0 && nhwc && vec_of(C, sizeof(T), x, r, y, NULL) == 4)
-        k_bn_relu_apply_nhwc<RELU, 4, T>
-            <<<cg_blocks(N * S, C / 4), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
+        bn_apply_nhwc<RELU, 4, T>(st, bn_float_math(), x, r, ws, scale, bias, y, C, N * S);
     else if (N * C * S > 0 && nhwc)
-        k_bn_relu_apply_nhwc<RELU, 1, T>
-            <<<cg_blocks(N * S, C), THREADS, 0, st>>>(x, r, ws, scale, bias, y, C, N * S);
+        bn_apply_nhwc<RELU, 1, T>(st, bn_float_math(), x, r, ws, scale, bias, y, C, N * S);
     else if (N * C * S > 0 && vec_of(S, sizeof(T), x, r, y, NULL) == 4)
         k_bn_relu_apply<RELU, 4, T><<<warps_for(N * C), row_threads(S / 4), 0, st>>>(
             x, r, ws, scale, bias, y, C, S, N * C);
@@ -1895,7 +1988,9 @@ __global__ void k_bnr_grad_apply(const T *dy, const T *x, const double *stats, c
 }
 
 // k_bnr_grad_apply's arithmetic, channels-last (as k_bn_relu_apply_nhwc).
-template <int GRAD, int V, typename T>
+// FM 1: dx = a dz + (g xhat + h) in float, a = invstd scale, g = -a sum(dz xhat) / M and
+// h = -a sum(dz) / M (training; else dx = a dz), xhat = (x - mean) invstd.
+template <int GRAD, int V, typename T, int FM>
 __global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *x, const double *stats,
                                       const double *sums, const float *scale, const float *bias,
                                       int train, T *dx, int64_t C, int64_t rows, double M) {
@@ -1903,6 +1998,8 @@ __global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *x, const double *sta
     if (w.idle) return;
     for (int64_t g = w.g0; g < C / V; g += w.gx) {
         double m[V], is[V], a_c[V], b_c[V], kk[V], sdy[V], sdyx[V];
+        bn_fc f[V];
+        float fg[V], fh[V];
         UNROLL
         for (int k = 0; k < V; k++) {
             int64_t c = g * V + k;
@@ -1910,21 +2007,36 @@ __global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *x, const double *sta
             a_c[k] = GRAD == 1 ? is[k] * scale[c] : 0, b_c[k] = GRAD == 1 ? (double)bias[c] : 0;
             kk[k] = train ? scale[c] * is[k] / M : scale[c] * is[k];
             sdy[k] = sums[2 * c], sdyx[k] = sums[2 * c + 1];
+            if (FM) {
+                double a = is[k] * scale[c];
+                f[k] = bn_fcoef(stats, scale, bias, c);
+                fg[k] = train ? (float)(-a * sdyx[k] / M) : 0.0f;
+                fh[k] = train ? (float)(-a * sdy[k] / M) : 0.0f;
+            }
         }
         for (int64_t row = w.r0; row < rows; row += w.ry) {
             int64_t i = row * C + g * V;
             float d[V], xv[V];
             ldv<T, V>(dy, i, d);
             ldv<T, V>(x, i, xv);
-            UNROLL
-            for (int k = 0; k < V; k++) {
-                if (GRAD == 1) d[k] = bn_masked<T>(d[k], xv[k], m[k], a_c[k], b_c[k]);
-                if (!train) {
-                    d[k] = (float)(kk[k] * d[k]);
-                    continue;
+            if (FM) {
+                UNROLL
+                for (int k = 0; k < V; k++) {
+                    float dz = GRAD == 1 ? bn_masked_f<T>(d[k], xv[k], f[k]) : d[k];
+                    float xh = (xv[k] - f[k].m) * f[k].is;
+                    d[k] = fmaf(f[k].a, dz, fmaf(fg[k], xh, fh[k]));
                 }
-                double xhat = ((double)xv[k] - m[k]) * is[k];
-                d[k] = (float)(kk[k] * (M * d[k] - sdy[k] - xhat * sdyx[k]));
+            } else {
+                UNROLL
+                for (int k = 0; k < V; k++) {
+                    if (GRAD == 1) d[k] = bn_masked<T>(d[k], xv[k], m[k], a_c[k], b_c[k]);
+                    if (!train) {
+                        d[k] = (float)(kk[k] * d[k]);
+                        continue;
+                    }
+                    double xhat = ((double)xv[k] - m[k]) * is[k];
+                    d[k] = (float)(kk[k] * (M * d[k] - sdy[k] - xhat * sdyx[k]));
+                }
             }
             stv<T, V>(dx, i, d);
         }
@@ -1932,6 +2044,19 @@ __global__ void k_bnr_grad_apply_nhwc(const T *dy, const T *x, const double *sta
 }
 
 #undef BN_CHANNEL
+
+// (as bn_apply_nhwc)
+template <int GRAD, int V, typename T>
+static void bn_grad_nhwc(cudaStream_t st, bool fm, const T *dy, const T *x, const double *stats,
+                         const double *sums, const float *scale, const float *bias, int train,
+                         T *dx, int64_t C, int64_t rows) {
+    if (fm)
+        k_bnr_grad_apply_nhwc<GRAD, V, T, 1><<<cg_blocks(rows, C / V), THREADS, 0, st>>>(
+            dy, x, stats, sums, scale, bias, train, dx, C, rows, (double)rows);
+    else
+        k_bnr_grad_apply_nhwc<GRAD, V, T, 0><<<cg_blocks(rows, C / V), THREADS, 0, st>>>(
+            dy, x, stats, sums, scale, bias, train, dx, C, rows, (double)rows);
+}
 
 template <int GRAD, typename T>
 static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *x, const float *scale,
@@ -1947,11 +2072,11 @@ static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *x, c
     bn_parts<GRAD, T>(st, nhwc, dy, x, stats, scale, bias, N, C, S, P, part);
     k_bnr_grad_finish<<<warps_for(C), WARP, 0, st>>>(part, C, P, sums, ds, db);
     if (dx && N * C * S > 0 && nhwc && vec_of(C, sizeof(T), dy, x, dx, NULL) == 4)
-        k_bnr_grad_apply_nhwc<GRAD, 4, T><<<cg_blocks(N * S, C / 4), THREADS, 0, st>>>(
-            dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
+        bn_grad_nhwc<GRAD, 4, T>(st, bn_float_math(), dy, x, stats, sums, scale, bias, train, dx, C,
+                                 N * S);
     else if (dx && N * C * S > 0 && nhwc)
-        k_bnr_grad_apply_nhwc<GRAD, 1, T><<<cg_blocks(N * S, C), THREADS, 0, st>>>(
-            dy, x, stats, sums, scale, bias, train, dx, C, N * S, (double)(N * S));
+        bn_grad_nhwc<GRAD, 1, T>(st, bn_float_math(), dy, x, stats, sums, scale, bias, train, dx, C,
+                                 N * S);
     else if (dx && N * C * S > 0 && vec_of(S, sizeof(T), dy, x, dx, NULL) == 4)
         k_bnr_grad_apply<GRAD, 4, T><<<warps_for(N * C), row_threads(S / 4), 0, st>>>(
             dy, x, stats, sums, scale, bias, train, dx, C, S, N * C, (double)(N * S));

@@ -4,7 +4,8 @@
 # ${BUILD}-emu). Checks:
 #   1. the ONNX node conformance suite on the emulated cuda backend passes
 #      (exit 77 = "no GPU" is a failure here: the emulator always has one),
-#      and so does the op x backend harness (test_op_harness --require cuda);
+#      and so does the op x backend harness (test_op_harness --require cuda), also under
+#      the kernel knobs (BN parts, OC_BN_MATH=float, attention by rows / blocks);
 #   2. `outcore-run --backend cuda` vs `--backend cpu` on ResNet-18 (64x64,
 #      batch 2, exported with weights) and alexnet_small (32x32, Dropout): loss,
 #      every gradient and the weights after 3 steps within 1e-3 relative
@@ -109,6 +110,16 @@ if OC_BN_PART_ELEMS=8 "$EMU/tests/test_op_harness" --require cuda >"$T/harness8.
 else
     bad "op harness with OC_BN_PART_ELEMS=8:"
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness8.out" | head -20
+fi
+
+# 1c-bnf. again with the channels-last BatchNorm passes' per-element arithmetic in float
+#     (OC_BN_MATH=float, cuda_ops.cu's FM 1 kernels; cpu keeps double): the nhwc BN cases, bf16
+#     and fp16 among them, within the harness's tolerance of cpu
+if OC_BN_MATH=float OC_BN_PART_ELEMS=8 "$EMU/tests/test_op_harness" --require cuda >"$T/harness_bnf.out" 2>&1; then
+    ok "op harness, cuda (emulated) vs cpu, BN arithmetic in float: $(grep -c 'BatchNorm.*nhwc.*cuda matches cpu' "$T/harness_bnf.out") channels-last BatchNorm cases match"
+else
+    bad "op harness with OC_BN_MATH=float:"
+    grep -E '^(ERROR|not ok)|FAILED' "$T/harness_bnf.out" | head -20
 fi
 
 # 1c-rows. again with FusedAttention by rows (OC_ATTENTION_KERNEL=rows, cuda_attention.cu: heads

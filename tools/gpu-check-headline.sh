@@ -24,8 +24,9 @@
 #              layout chosen by plan --layout auto), GPT-2 (measured profile, plan, run), and
 #              PyTorch ResNet-50 under the cap: checkpointing, save_on_cpu, compile with a budget
 #   bn_sweep   ResNet-50 b640 nhwc fp32 and bf16 in core, the BN passes' per-element arithmetic
-#              in double (the default) and in float (OC_BN_MATH=float), timed and traced (not in
-#              the default list)
+#              in double (the default) and in float (OC_BN_MATH=float), and float with 4x the
+#              parts (OC_NHWC_THREADS; GPU_CHECK_BN_VARIANTS="math:threads ..."), each timed and
+#              traced (not in the default list)
 #   gpt2_trace GPT-2 traced with --attention unfused, fused, and fused with every score computed
 #              (OC_ATTENTION_BLOCK=0: no causal blocks skipped) (tools/step_time.py --nodes)
 #   torch_gpt2 PyTorch GPT-2 eager in core (tools/gpu_torch_transformers.py)
@@ -216,26 +217,30 @@ part_trace_best() { # the fastest layouts traced: ResNet-50 nhwc fp32 and bf16, 
     row "where the step goes (fastest layouts, ms/step; nodes: the first)" "step_time_best.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time_best.md"
 }
-part_bn_sweep() { # the channels-last BN passes in double (default) vs float arithmetic (OC_BN_MATH)
+part_bn_sweep() { # the channels-last BN passes: double (default) vs float arithmetic, part counts
     h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
     RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
-    local prec math tag files=()
+    local prec spec math thr tag v files=()
     for prec in fp32 bf16; do
-        for math in double float; do
-            tag="$R b$RB $prec nhwc bn-$math"
-            OC_BN_MATH=$math h_run "$tag" "$LOG/${R}_h.onnx" $RB "$RD" --layout nhwc \
-                $([ $prec = bf16 ] && echo --precision bf16) || return 0
+        for spec in ${GPU_CHECK_BN_VARIANTS:-double:0 float:0 float:1048576}; do
+            IFS=: read -r math thr <<<"$spec"
+            v=bn-$math$([ "$thr" != 0 ] && echo "-t$thr")
+            tag="$R b$RB $prec nhwc $v"
+            OC_BN_MATH=$math OC_NHWC_THREADS=$thr h_run "$tag" "$LOG/${R}_h.onnx" $RB "$RD" \
+                --layout nhwc $([ $prec = bf16 ] && echo --precision bf16) || return 0
             h_left 30 "trace $tag" || return 0
-            OC_BN_MATH=$math tbox 120 $RUN "$LOG/${R}_h.onnx" --backend cuda --batch $RB --steps 3 \
-                --lr 0.01 $RD --layout nhwc $([ $prec = bf16 ] && echo --precision bf16) \
-                --trace-out "$LOG/trace_bn_${prec}_$math.json" >"$LOG/trace_bn_${prec}_$math.log" 2>&1
-            files+=("$prec-$math=$LOG/trace_bn_${prec}_$math.json")
+            OC_BN_MATH=$math OC_NHWC_THREADS=$thr tbox 120 $RUN "$LOG/${R}_h.onnx" --backend cuda \
+                --batch $RB --steps 3 --lr 0.01 $RD --layout nhwc \
+                $([ $prec = bf16 ] && echo --precision bf16) --trace-out "$LOG/trace_$prec-$v.json" \
+                >"$LOG/trace_$prec-$v.log" 2>&1
+            files+=("$prec-$v=$LOG/trace_$prec-$v.json")
+            [ $v = bn-double ] ||
+                h_ratio "  $prec nhwc: $v / bn-double" "$(ips "$LOG/$tag.log")" \
+                    "$(ips "$LOG/$R b$RB $prec nhwc bn-double.log")"
         done
-        h_ratio "  $prec nhwc: bn-float / bn-double" "$(ips "$LOG/$R b$RB $prec nhwc bn-float.log")" \
-            "$(ips "$LOG/$R b$RB $prec nhwc bn-double.log")"
     done
     $PYTHON tools/step_time.py "${files[@]}" >"$LOG/step_time_bn.md" 2>&1
-    row "where the step goes (BN double vs float, ms/step)" "step_time_bn.md:"
+    row "where the step goes (BN variants, ms/step)" "step_time_bn.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time_bn.md"
 }
 part_gpt2_trace() { # GPT-2 traced, attention unfused, fused, fused without causal blocks

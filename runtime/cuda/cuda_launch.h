@@ -8,6 +8,7 @@
 #define OC_CUDA_LAUNCH_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -127,8 +128,19 @@ int cu_att_ds(void *stream, float *ds, const float *p, const float *dy, const fl
  * loads in flight, and at least 64 rows a part — so the parts a channel's
  * total adds up stay few (at most CU_NHWC_THREADS / C) however many rows. */
 #define CU_NHWC_THREADS 262144
+/* OC_NHWC_THREADS overrides it (at least 1024), for timing other part counts on a GPU
+ * (tools/gpu-check-headline.sh bn_sweep); the sums' order follows, so the bits do too. */
+static inline int64_t cu_nhwc_threads(void) {
+    static int64_t threads = 0;
+    if (!threads) {
+        const char *e = getenv("OC_NHWC_THREADS");
+        long long v = e ? atoll(e) : 0;
+        threads = v >= 1024 ? v : CU_NHWC_THREADS;
+    }
+    return threads;
+}
 static inline int64_t cu_channel_parts(int64_t rows, int64_t C) {
-    int64_t p = C > 0 ? (CU_NHWC_THREADS + C - 1) / C : 1, most = (rows + 63) / 64;
+    int64_t t = cu_nhwc_threads(), p = C > 0 ? (t + C - 1) / C : 1, most = (rows + 63) / 64;
     if (p > most) p = most;
     return p < 1 ? 1 : p;
 }

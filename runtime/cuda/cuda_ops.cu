@@ -1723,7 +1723,7 @@ __global__ void k_bn_parts_nhwc(const T *dy, const T *x, const double *stats, co
 // stats[2c], stats[2c + 1]: the mean and 1 / sqrt(var + eps) BN normalises with.
 // A channel's parts added up: a warp per channel, lane l adding parts l, l + 32, .. in order,
 // then the lanes in warp_sum's fixed order (deterministic; channels-last nodes have up to
-// CU_NHWC_THREADS / C parts).
+// cu_nhwc_threads() / C parts).
 __device__ static inline void parts_sum(const double *part, int64_t c, int64_t P, double &s,
                                         double &q) {
     s = 0, q = 0;

@@ -30,9 +30,9 @@ static bool scalar_sums(void) {
 }
 
 // OC_BN_MATH=float: the channels-last BatchNorm[Relu] passes' per-element arithmetic in float
-// (the _nhwc kernels' FM 1: y = (x - mean) a + b, one rounding less than the default's double
-// arithmetic, the cpu kernels'; the sums still gathered in double). An experiment until a GPU
-// times both (tools/gpu-check-headline.sh bn_sweep); the statistics pass is double either way.
+// (the _nhwc kernels' FM 1: y = (x - mean) a + b in float where the default's arithmetic is
+// double, the cpu kernels'; every sum still gathered in double, four rows' terms at a time).
+// An experiment until a GPU times both (tools/gpu-check-headline.sh bn_sweep).
 static bool bn_float_math(void) {
     static int v = -1;
     if (v < 0) {
@@ -1641,24 +1641,30 @@ __global__ void k_bn_parts(const T *dy, const T *x, const double *stats, const f
 // per (p, group of V channels) — a warp reads neighbouring channels of a row: coalesced —
 // walking them four rows at a time (rows alternating between two sums per channel), sums in
 // double, into the same part[2 (c P + p)] layout as k_bn_parts.
-// One row's V channels into the float sums of k_bn_parts_nhwc's FM 1: dz (masked: GRAD 1)
-// and dz xhat.
+// One row's V channels into the float sums of k_bn_parts_nhwc's FM 1: x and x^2 (GRAD 0),
+// else dz (masked: GRAD 1) and dz xhat.
 template <int GRAD, int V, typename T>
 __device__ static inline void bn_row_f(const T *dy, const T *x, int64_t i, const bn_fc *f,
                                        float *fs, float *fq) {
     float d[V], xv[V];
     ldv<T, V>(x, i, xv);
-    ldv<T, V>(dy, i, d);
+    if (GRAD) ldv<T, V>(dy, i, d);
     UNROLL
     for (int k = 0; k < V; k++) {
+        if (!GRAD) {
+            fs[k] += xv[k];
+            fq[k] = fmaf(xv[k], xv[k], fq[k]);
+            continue;
+        }
         float dz = GRAD == 1 ? bn_masked_f<T>(d[k], xv[k], f[k]) : d[k];
         fs[k] += dz;
         fq[k] = fmaf(dz, (xv[k] - f[k].m) * f[k].is, fq[k]);
     }
 }
 
-// FM 1 (GRAD 1 or 2 only): each element's terms in float, four rows' worth summed in float,
-// then added to the double sums.
+// FM 1: each element's terms in float, four rows' worth summed in float, then added to the
+// double sums (the statistics too: E[x^2] - mean^2 is still taken in double, over sums whose
+// terms lost at most float rounding).
 template <int GRAD, int V, typename T, int FM>
 __global__ void k_bn_parts_nhwc(const T *dy, const T *x, const double *stats, const float *scale,
                                 const float *bias, int64_t rows, int64_t C, int64_t R, int64_t P,
@@ -1675,11 +1681,11 @@ __global__ void k_bn_parts_nhwc(const T *dy, const T *x, const double *stats, co
             s0[k] = q0[k] = s1[k] = q1[k] = 0;
         }
         float d[V] = {}, xv[V];
-        if (FM && GRAD) {
+        if (FM) {
             bn_fc f[V];
             UNROLL
             for (int k = 0; k < V; k++)
-                f[k] = bn_fcoef(stats, scale, GRAD == 1 ? bias : NULL, c0 + k);
+                f[k] = GRAD ? bn_fcoef(stats, scale, GRAD == 1 ? bias : NULL, c0 + k) : bn_fc{};
             int64_t r = p * R;
             for (; r + 3 < end; r += 4) { // four rows' loads in flight, summed in float
                 float fs[V] = {}, fq[V] = {};
@@ -1865,7 +1871,7 @@ static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const d
                      const float *scale, const float *bias, int64_t N, int64_t C, int64_t S,
                      int64_t P, double *part) {
     int64_t R = (N * S + P - 1) / P;
-    bool fm = GRAD && bn_float_math();
+    bool fm = bn_float_math();
     if (nhwc && vec_of(C, sizeof(T), x, dy, NULL, NULL) == 4)
         bn_parts_nhwc<GRAD, 4, T>(st, fm, dy, x, stats, scale, bias, N * S, C, R, P, part);
     else if (nhwc)

@@ -23,6 +23,7 @@
 #   caps       16 GiB: ResNet-50 fused fp32 and bf16 (a measured profile per layout, the
 #              layout chosen by plan --layout auto), GPT-2 (measured profile, plan, run), and
 #              PyTorch ResNet-50 under the cap: checkpointing, save_on_cpu, compile with a budget
+#              (GPU_CHECK_CAP_MODES picks those; GPU_CHECK_R50_BUDGETS the budgets compile tries)
 #   bn_sweep   ResNet-50 b640 nhwc fp32 and bf16 in core, the BN passes' per-element arithmetic
 #              in double (the default) and in float (OC_BN_MATH=float), and float with 4x the
 #              parts (OC_NHWC_THREADS; GPU_CHECK_BN_VARIANTS="math:threads ..."), each timed and
@@ -356,7 +357,7 @@ part_caps() {
     local best= mode
     # compile-budget: each budget tried compiles anew (~50 s on an H200); its in-core peak is
     # 51.2 GiB (2026-11-28), so budgets from 0.2 down (GPU_CHECK_R50_BUDGETS), and a longer box
-    for mode in checkpoint save_on_cpu compile-budget; do
+    for mode in ${GPU_CHECK_CAP_MODES:-checkpoint save_on_cpu compile-budget}; do
         HT_SECONDS=$([ $mode = compile-budget ] && echo 330 || echo 240) \
         h_torch "$R $mode b$RB (16 GiB cap)" $R $mode $RB --cap-gib 16 --fallback-batches 512,384,256 $HDEV \
             $([ $mode = compile-budget ] && echo --budgets "${GPU_CHECK_R50_BUDGETS:-0.2,0.1,0.05,0}")

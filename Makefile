@@ -173,7 +173,7 @@ test-threads: $(BUILD)/tests/test_streams $(BUILD)/outcore-run cuda-emu
 cuda-emu:
 	$(if $(filter emu,$(CUDA)),,$(MAKE) CUDA=emu BUILD=$(BUILD)-emu SANITIZE=$(SANITIZE) all gpu-tests \
 	  $(patsubst tests/unit/%.c,$(BUILD)-emu/tests/%,$(wildcard tests/unit/test_emu_*.c)) \
-	  $(BUILD)-emu/tests/test_op_harness)
+	  $(BUILD)-emu/tests/test_op_harness $(BUILD)-emu/tests/test_cuda_backend)
 
 # Runs every suite; the last line is "N passed, M failed".
 test: $(PLAN_BIN) $(RUN_BIN) $(UNIT_BIN) $(TEST_TOOLS) cuda-emu

@@ -25,9 +25,10 @@
 #              PyTorch ResNet-50 under the cap: checkpointing, save_on_cpu, compile with a budget
 #              (GPU_CHECK_CAP_MODES picks those; GPU_CHECK_R50_BUDGETS the budgets compile tries)
 #   bn_sweep   ResNet-50 b640 nhwc fp32 and bf16 in core, the BN passes' per-element arithmetic
-#              in double (the default) and in float (OC_BN_MATH=float), and float with 4x the
-#              parts (OC_NHWC_THREADS; GPU_CHECK_BN_VARIANTS="math:threads ..."), each timed and
-#              traced (not in the default list)
+#              in double (the default) and in float (OC_BN_MATH=float), float with 4x the
+#              parts (OC_NHWC_THREADS), float 8-wide on bf16 (OC_BN_V8);
+#              GPU_CHECK_BN_VARIANTS="math:threads:v8 ..."; each timed and traced (not in the
+#              default list)
 #   gpt2_trace GPT-2 traced with --attention unfused, fused, and fused with every score computed
 #              (OC_ATTENTION_BLOCK=0: no causal blocks skipped) (tools/step_time.py --nodes)
 #   torch_gpt2 PyTorch GPT-2 eager in core (tools/gpu_torch_transformers.py)
@@ -221,25 +222,28 @@ part_trace_best() { # the fastest layouts traced: ResNet-50 nhwc fp32 and bf16, 
 part_bn_sweep() { # the channels-last BN passes: double (default) vs float arithmetic, part counts
     h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
     RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
-    local prec spec math thr tag v files=()
+    local prec spec math thr v8 tag v files=()
     for prec in fp32 bf16; do
-        for spec in ${GPU_CHECK_BN_VARIANTS:-double:0 float:0 float:1048576}; do
-            IFS=: read -r math thr <<<"$spec"
-            v=bn-$math$([ "$thr" != 0 ] && echo "-t$thr")
+        for spec in ${GPU_CHECK_BN_VARIANTS:-double:0:0 float:0:0 float:1048576:0 float:0:1}; do
+            IFS=: read -r math thr v8 <<<"$spec"
+            [ "${v8:-0}" = 1 ] && [ $prec = fp32 ] && continue # 8-wide: half data only
+            v=bn-$math$([ "$thr" != 0 ] && echo "-t$thr")$([ "${v8:-0}" = 1 ] && echo "-v8")
             tag="$R b$RB $prec nhwc $v"
-            OC_BN_MATH=$math OC_NHWC_THREADS=$thr h_run "$tag" "$LOG/${R}_h.onnx" $RB "$RD" \
-                --layout nhwc $([ $prec = bf16 ] && echo --precision bf16) || return 0
-            h_left 30 "trace $tag" || return 0
-            OC_BN_MATH=$math OC_NHWC_THREADS=$thr tbox 120 $RUN "$LOG/${R}_h.onnx" --backend cuda \
-                --batch $RB --steps 3 --lr 0.01 $RD --layout nhwc \
-                $([ $prec = bf16 ] && echo --precision bf16) --trace-out "$LOG/trace_$prec-$v.json" \
-                >"$LOG/trace_$prec-$v.log" 2>&1
+            export OC_BN_MATH=$math OC_NHWC_THREADS=$thr OC_BN_V8=${v8:-0}
+            h_run "$tag" "$LOG/${R}_h.onnx" $RB "$RD" --layout nhwc \
+                $([ $prec = bf16 ] && echo --precision bf16) || break 2
+            h_left 30 "trace $tag" || break 2
+            tbox 120 $RUN "$LOG/${R}_h.onnx" --backend cuda --batch $RB --steps 3 --lr 0.01 $RD \
+                --layout nhwc $([ $prec = bf16 ] && echo --precision bf16) \
+                --trace-out "$LOG/trace_$prec-$v.json" >"$LOG/trace_$prec-$v.log" 2>&1
             files+=("$prec-$v=$LOG/trace_$prec-$v.json")
             [ $v = bn-double ] ||
                 h_ratio "  $prec nhwc: $v / bn-double" "$(ips "$LOG/$tag.log")" \
                     "$(ips "$LOG/$R b$RB $prec nhwc bn-double.log")"
         done
     done
+    unset OC_BN_MATH OC_NHWC_THREADS OC_BN_V8
+    [ ${#files[@]} -gt 0 ] || return 0
     $PYTHON tools/step_time.py "${files[@]}" >"$LOG/step_time_bn.md" 2>&1
     row "where the step goes (BN variants, ms/step)" "step_time_bn.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time_bn.md"

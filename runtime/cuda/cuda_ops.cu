@@ -42,6 +42,19 @@ static bool bn_float_math(void) {
     return v == 1;
 }
 
+// OC_BN_V8=1: the channels-last BN passes 8 elements a thread on half data (16-byte accesses,
+// not 8) where C is a multiple of 8 and every pointer (NULL ones ignored) 16-byte aligned;
+// an experiment, as OC_BN_MATH.
+static bool bn_v8(int64_t C, size_t es, const void *a, const void *b, const void *c) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("OC_BN_V8");
+        v = e && e[0] == '1';
+    }
+    uintptr_t u = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c;
+    return v == 1 && es == 2 && C % 8 == 0 && u % 16 == 0;
+}
+
 // Storage types of the data tensors (float, or half: widened on load, rounded once on store).
 struct oc_f16 {
     uint16_t v;
@@ -1872,7 +1885,10 @@ static void bn_parts(cudaStream_t st, int nhwc, const T *dy, const T *x, const d
                      int64_t P, double *part) {
     int64_t R = (N * S + P - 1) / P;
     bool fm = bn_float_math();
-    if (nhwc && vec_of(C, sizeof(T), x, dy, NULL, NULL) == 4)
+    if (nhwc && bn_v8(C, sizeof(T), x, dy, NULL)) {
+        if constexpr (sizeof(T) == 2)
+            bn_parts_nhwc<GRAD, 8, T>(st, fm, dy, x, stats, scale, bias, N * S, C, R, P, part);
+    } else if (nhwc && vec_of(C, sizeof(T), x, dy, NULL, NULL) == 4)
         bn_parts_nhwc<GRAD, 4, T>(st, fm, dy, x, stats, scale, bias, N * S, C, R, P, part);
     else if (nhwc)
         bn_parts_nhwc<GRAD, 1, T>(st, fm, dy, x, stats, scale, bias, N * S, C, R, P, part);
@@ -1901,7 +1917,10 @@ static void bn_relu_launch(cudaStream_t st, int nhwc, const T *x, const T *r, co
                            int64_t S, int64_t P, double *ws, double *keep, float *keepf) {
     bn_stats(st, nhwc, x, rm, rv, momentum, eps, train, om, ov, N, C, S, P, ws, ws + 4 * C, keep,
              keepf);
-    if (N * C * S > 0 && nhwc && vec_of(C, sizeof(T), x, r, y, NULL) == 4)
+    if (N * C * S > 0 && nhwc && bn_v8(C, sizeof(T), x, r, y)) {
+        if constexpr (sizeof(T) == 2)
+            bn_apply_nhwc<RELU, 8, T>(st, bn_float_math(), x, r, ws, scale, bias, y, C, N * S);
+    } else if (N * C * S > 0 && nhwc && vec_of(C, sizeof(T), x, r, y, NULL) == 4)
         bn_apply_nhwc<RELU, 4, T>(st, bn_float_math(), x, r, ws, scale, bias, y, C, N * S);
     else if (N * C * S > 0 && nhwc)
         bn_apply_nhwc<RELU, 1, T>(st, bn_float_math(), x, r, ws, scale, bias, y, C, N * S);
@@ -2077,7 +2096,11 @@ static void bn_grad_launch(cudaStream_t st, int nhwc, const T *dy, const T *x, c
                  NULL);
     bn_parts<GRAD, T>(st, nhwc, dy, x, stats, scale, bias, N, C, S, P, part);
     k_bnr_grad_finish<<<warps_for(C), WARP, 0, st>>>(part, C, P, sums, ds, db);
-    if (dx && N * C * S > 0 && nhwc && vec_of(C, sizeof(T), dy, x, dx, NULL) == 4)
+    if (dx && N * C * S > 0 && nhwc && bn_v8(C, sizeof(T), dy, x, dx)) {
+        if constexpr (sizeof(T) == 2)
+            bn_grad_nhwc<GRAD, 8, T>(st, bn_float_math(), dy, x, stats, sums, scale, bias, train,
+                                     dx, C, N * S);
+    } else if (dx && N * C * S > 0 && nhwc && vec_of(C, sizeof(T), dy, x, dx, NULL) == 4)
         bn_grad_nhwc<GRAD, 4, T>(st, bn_float_math(), dy, x, stats, sums, scale, bias, train, dx, C,
                                  N * S);
     else if (dx && N * C * S > 0 && nhwc)

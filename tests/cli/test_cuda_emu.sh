@@ -5,7 +5,8 @@
 #   1. the ONNX node conformance suite on the emulated cuda backend passes
 #      (exit 77 = "no GPU" is a failure here: the emulator always has one),
 #      and so does the op x backend harness (test_op_harness --require cuda), also under
-#      the kernel knobs (BN parts, OC_BN_MATH=float, attention by rows / blocks);
+#      the kernel knobs (BN parts, OC_BN_MATH=float, attention by rows / blocks), and
+#      test_cuda_backend's emulator cases (with OC_BN_V8=1 too);
 #   2. `outcore-run --backend cuda` vs `--backend cpu` on ResNet-18 (64x64,
 #      batch 2, exported with weights) and alexnet_small (32x32, Dropout): loss,
 #      every gradient and the weights after 3 steps within 1e-3 relative
@@ -89,6 +90,21 @@ for t in "$EMU"/tests/test_emu_*; do
     else
         bad "$(basename "$t") (emulated build):"
         tail -20 "$T/emu_unit.out"
+    fi
+done
+
+# 1b'. test_cuda_backend on the emulator: its OC_CUDA_EMU cases (the BN kernels' vector forms
+#     against the one-element forms bit for bit, masks, ReluGrad's addend), also with the
+#     8-element half vectors (OC_BN_V8=1) and with them in float arithmetic (OC_BN_MATH=float)
+for envs in "" "OC_BN_V8=1" "OC_BN_V8=1 OC_BN_MATH=float"; do
+    if [ ! -x "$EMU/tests/test_cuda_backend" ]; then
+        bad "$EMU/tests/test_cuda_backend missing (make test builds it)"; break
+    elif env $envs "$EMU/tests/test_cuda_backend" >"$T/cuda_backend.out" 2>&1 &&
+         grep -q "^ok - emulated cuda: BN kernels" "$T/cuda_backend.out"; then
+        ok "test_cuda_backend (emulated build${envs:+, $envs}): $(grep -o 'BN kernels.*(\([0-9]*\) cases)' "$T/cuda_backend.out" | grep -o '[0-9]* cases')"
+    else
+        bad "test_cuda_backend (emulated build${envs:+, $envs}):"
+        grep -E '^(ERROR|not ok)|FAILED' "$T/cuda_backend.out" | head -10
     fi
 done
 

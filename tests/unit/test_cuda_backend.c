@@ -256,9 +256,12 @@ static void test_bn_relu_grad_half_mask(void **state) {
  * the kernels' one-channel form; 0: 4-channel vectors); every output's bytes
  * into out (pinned), laid out as the device block. */
 enum { BNV_N = 3, BNV_S = 8, BNV_ROWS = BNV_N * BNV_S, BNV_C = 8, BNV_P = 3 };
+/* A data tensor's bytes with room for the offset, whole 16-byte units (so every tensor of a
+ * half kind is aligned for OC_BN_V8's 8-element vectors at off 0) */
+static size_t bnv_bytes(size_t es) { return ((BNV_ROWS * BNV_C + 4) * es + 15) / 16 * 16; }
 static size_t bnv_run(int kind, int nhwc, int off, int relu, int residual, int saved,
                       uint8_t *out) {
-    const size_t es = kind ? 2 : 4, n = BNV_ROWS * BNV_C, tb = (n + 4) * es, cb = BNV_C * 4;
+    const size_t es = kind ? 2 : 4, n = BNV_ROWS * BNV_C, tb = bnv_bytes(es), cb = BNV_C * 4;
     const size_t ws_b = (4 * BNV_C + 2 * BNV_C * BNV_P) * 8,
                  bytes = 5 * tb + 8 * cb + ws_b + 3 * cb * 2;
     uint8_t *d, *h;
@@ -330,8 +333,8 @@ static bool bnv_same(const uint8_t *a, const uint8_t *b, int kind, size_t n, dou
 }
 #endif
 
-/* The 4-elements-a-thread forms against the one-element forms (a tensor one element off
- * alignment takes those): channels-last bit for bit (each channel's arithmetic and order are
+/* The 4-elements-a-thread forms (8 for half data under OC_BN_V8=1) against the one-element
+ * forms (a tensor one element off alignment takes those): channels-last bit for bit (each channel's arithmetic and order are
  * the same); (N, C, H, W) the elementwise passes are too, but the statistics' lanes add in
  * another order, so Y, dX and the channel outputs agree within float32's 1e-5 / a half's
  * rounding (2e-2) of their largest value. */
@@ -347,7 +350,7 @@ static void test_bn_vectors(void **state) {
             for (int relu = 0; relu < 2; relu++)
                 for (int residual = 0; residual <= relu; residual++)
                     for (int saved = 0; saved < 2; saved++) {
-                        const size_t es = kind ? 2 : 4, tb = (BNV_ROWS * BNV_C + 4) * es;
+                        const size_t es = kind ? 2 : 4, tb = bnv_bytes(es);
                         const double tol = nhwc ? 0 : kind ? 2e-2 : 1e-5;
                         size_t bytes = bnv_run(kind, nhwc, 0, relu, residual, saved, a);
                         assert_true(bytes <= 1 << 16);

@@ -1650,10 +1650,6 @@ __global__ void k_bn_parts(const T *dy, const T *x, const double *stats, const f
     }
 }
 
-// The statistics' parts (x as rows of C): part p covers the rows [R p, R (p + 1)), a thread
-// per (p, group of V channels) — a warp reads neighbouring channels of a row: coalesced —
-// walking them four rows at a time (rows alternating between two sums per channel), sums in
-// double, into the same part[2 (c P + p)] layout as k_bn_parts.
 // One row's V channels into the float sums of k_bn_parts_nhwc's FM 1: x and x^2 (GRAD 0),
 // else dz (masked: GRAD 1) and dz xhat.
 template <int GRAD, int V, typename T>
@@ -1675,6 +1671,10 @@ __device__ static inline void bn_row_f(const T *dy, const T *x, int64_t i, const
     }
 }
 
+// The statistics' parts (x as rows of C): part p covers the rows [R p, R (p + 1)), a thread
+// per (p, group of V channels) — a warp reads neighbouring channels of a row: coalesced —
+// walking them four rows at a time (rows alternating between two sums per channel), sums in
+// double, into the same part[2 (c P + p)] layout as k_bn_parts.
 // FM 1: each element's terms in float, four rows' worth summed in float, then added to the
 // double sums (the statistics too: E[x^2] - mean^2 is still taken in double, over sums whose
 // terms lost at most float rounding).

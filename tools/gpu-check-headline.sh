@@ -237,6 +237,13 @@ part_bn_sweep() { # the channels-last BN passes: double (default) vs float arith
                 --layout nhwc $([ $prec = bf16 ] && echo --precision bf16) \
                 --trace-out "$LOG/trace_$prec-$v.json" >"$LOG/trace_$prec-$v.log" 2>&1
             files+=("$prec-$v=$LOG/trace_$prec-$v.json")
+            # the fastest variant so far is each precision's best (torch_r50's ratios, when it
+            # runs after this part and r50 / bf16 did not run)
+            if [ $prec = fp32 ] && faster "$(ips "$LOG/$tag.log")" "${R_BEST:-}"; then
+                R_BEST=$(ips "$LOG/$tag.log") R_L="--layout nhwc" R_A=$v
+            elif [ $prec = bf16 ] && faster "$(ips "$LOG/$tag.log")" "${B_BEST:-}"; then
+                B_BEST=$(ips "$LOG/$tag.log") B_L="--layout nhwc" B_A=$v
+            fi
             [ $v = bn-double ] ||
                 h_ratio "  $prec nhwc: $v / bn-double" "$(ips "$LOG/$tag.log")" \
                     "$(ips "$LOG/$R b$RB $prec nhwc bn-double.log")"

@@ -149,6 +149,10 @@ OP_CASE(BATCH_NORM_RELU, "nhwc, 8 channels, residual", 15, 3,
         "[2,8,3,3] +[8] [8] [8] +[8] [2,8,3,3]", "training_mode=1 !nhwc")
 OP_CASE(BATCH_NORM_RELU, "nhwc, 8 channels, running statistics, fused backward", 15, 1,
         "[2,8,3,2] +[8] [8] [8] +[8]", "fused_backward=1 !nhwc")
+/* inputs in [0.5, 1.5): a mean 3.5x the spread, for statistics summed in float first
+ * (OC_BN_MATH=float, test_cuda_emu.sh 1c-bnf) */
+OP_CASE(BATCH_NORM_RELU, "nhwc, 8 channels, offset inputs, fused backward", 15, 3,
+        "+[4,8,4,4] +[8] [8] [8] +[8]", "training_mode=1 fused_backward=1 !nhwc")
 OP_CASE(MAX_POOL, "nhwc, 3x3 stride 2 pad 1", 13, 1, "[2,3,7,6]",
         "kernel_shape=[3,3] strides=[2,2] pads=[1,1,1,1] !nhwc")
 OP_CASE(MAX_POOL, "nhwc, 8 channels (4 a thread), 3x3 stride 2 pad 1", 13, 1, "[2,8,7,6]",

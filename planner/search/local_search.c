@@ -19,10 +19,21 @@ static uint64_t rng_next(uint64_t *s) {
 static int rng_below(uint64_t *s, int n) { return (int)(rng_next(s) % (uint64_t)n); }
 static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
 
+/* Fuzzing builds (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, the libFuzzer convention; `make
+ * fuzz` sets it) search LS_FUZZ_DIVISOR times shorter: the same moves and code paths within a
+ * fuzzer's time per input. Instrumented, a simulation runs about 30x slower, and one `plan -o`
+ * on a tiny model runs the search about 14 times (--fuse auto's two variants, each with its
+ * re-plans and refinements): 6 s in a plain build, minutes instrumented. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define LS_FUZZ_DIVISOR 50
+#else
+#define LS_FUZZ_DIVISOR 1
+#endif
+
 long local_default_sims(const strategy_input *in) {
     long n = in->tg->g->n_nodes > 0 ? in->tg->g->n_nodes : 1;
     long sims = 20000000L / n;
-    return sims < 2000 ? 2000 : sims > 50000 ? 50000 : sims;
+    return (sims < 2000 ? 2000 : sims > 50000 ? 50000 : sims) / LS_FUZZ_DIVISOR;
 }
 
 typedef struct ls_ctx {

@@ -28,9 +28,10 @@ for t in $TARGETS; do
     rm -rf "$W/cwd" "$W/crashes" && mkdir -p "$W/new" "$W/crashes" "$W/cwd" "$ROOT/tests/fuzz/corpus/$t"
     dict=()
     [ -f "$ROOT/tests/fuzz/$t.dict" ] && dict=(-dict="$ROOT/tests/fuzz/$t.dict")
-    # a unit may take 30 s (fuzz_cli 120: `compare` runs every strategy, and the local search
-    # on the scratch model takes 0.35 s in a plain build, 10 s instrumented, more beside others)
-    to=30 && [ "$t" = cli ] && to=120
+    # a unit may take 30 s (fuzz_cli 60: `plan -o` on the scratch model plans each --layout and
+    # --fuse variant with its re-plans, about 9 s instrumented even with the local search 50x
+    # shorter in fuzzing builds (local_search.c), more beside others)
+    to=30 && [ "$t" = cli ] && to=60
     start=$(date +%s)
     (cd "$W/cwd" && "$ROOT/$FB/fuzz/fuzz_$t" -max_total_time="$SECS" -timeout=$to -rss_limit_mb=4096 \
         -max_len=262144 -close_fd_mask=1 -print_final_stats=1 -artifact_prefix="$W/crashes/" \

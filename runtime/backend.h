@@ -50,6 +50,8 @@ typedef struct rt_backend_opts {
                           workspace of its own, 32 MiB, so a capture allocates nothing) */
     bool conv_measure; /* --conv-algo measure: each convolution shape's algorithm chosen by
                           timing the heuristics' first few on its first run (cuda) */
+    bool conv_graph;   /* --conv-api graph: convolutions through cuDNN's graph API, its
+                          heuristics' engine configurations (PyTorch's path; cuda) */
 } rt_backend_opts;
 
 typedef struct rt_backend rt_backend;

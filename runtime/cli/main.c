@@ -56,7 +56,7 @@ static void usage(FILE *f) {
         "                   [--trace-out T.json]\n"
         "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n"
         "                   [--tf32-conv on|off] [--tf32-matmul on|off] [--cuda-graph on|off]\n"
-        "                   [--conv-algo heuristic|measure]\n\n"
+        "                   [--conv-algo heuristic|measure] [--conv-api legacy|graph]\n\n"
         "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
         "for K steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform\n"
         "in [0, C)), the same batch every step from ONNX TensorProto files (--input), or a\n"
@@ -105,6 +105,10 @@ static void usage(FILE *f) {
         "  --conv-algo measure: each shape's fastest of the first 4 candidates that fit, timed\n"
         "  on its first run (cudnn.benchmark's idea; the workspace is the largest of them;\n"
         "  timings vary, so not with --deterministic, and runs may differ in the last bits).\n"
+        "  --conv-api graph (or OC_CUDNN_CONV_API=graph): convolutions through cuDNN's graph\n"
+        "  API, its heuristics' first engine configuration that fits (PyTorch's path; the\n"
+        "  legacy calls reach fewer kernels); a shape it refuses takes the legacy calls, said\n"
+        "  once; with --conv-algo measure its first 4 configurations are timed.\n"
         "  --workspace-limit (or OC_CUDNN_WORKSPACE_LIMIT=BYTES) caps a convolution's workspace\n"
         "  (default 8 GiB); --verbose-algos (or OC_CUDNN_VERBOSE=1) prints every algorithm "
         "choice.\n"
@@ -148,6 +152,8 @@ static int backend_opts_from_env(rt_backend_opts *bo, oc_err *err) {
     bo->verbose = env_on("OC_CUDNN_VERBOSE");
     const char *algo = getenv("OC_CUDNN_CONV_ALGO"); /* measure | heuristic (the default) */
     bo->conv_measure = algo && strcmp(algo, "measure") == 0;
+    const char *api = getenv("OC_CUDNN_CONV_API"); /* graph | legacy (the default) */
+    bo->conv_graph = api && strcmp(api, "graph") == 0;
     const char *s = getenv("OC_CUDNN_WORKSPACE_LIMIT");
     int64_t v;
     if (s && *s) {
@@ -187,7 +193,7 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             "--lr",         "--momentum",    "--weight-decay", "--data",
             "--epochs",     "--eval-data",   "--eval-labels",  "--save-every",
             "--resume",     "--bn",          "--tf32-conv",    "--tf32-matmul",
-            "--cuda-graph", "--conv-algo",   TRAIN_OPTS_FLAGS};
+            "--cuda-graph", "--conv-algo",   "--conv-api",     TRAIN_OPTS_FLAGS};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -219,6 +225,10 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             if (strcmp(v, "heuristic") && strcmp(v, "measure"))
                 return oc_fail(err, "--conv-algo: '%s' is not one of heuristic, measure", v);
             o->bo.conv_measure = v[0] == 'm';
+        } else if (strcmp(a, "--conv-api") == 0) {
+            if (strcmp(v, "legacy") && strcmp(v, "graph"))
+                return oc_fail(err, "--conv-api: '%s' is not one of legacy, graph", v);
+            o->bo.conv_graph = v[0] == 'g';
         } else if (strcmp(a, "--bn") == 0) {
             if (strcmp(v, "train") && strcmp(v, "frozen"))
                 return oc_fail(err, "--bn: '%s' is not one of train, frozen", v);

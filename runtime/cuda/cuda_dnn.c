@@ -54,6 +54,7 @@
 
 #include "arena.h"
 #include "cpu/cpu_rng.h"
+#include "cuda_dnn_graph.h"
 #include "cuda_internal.h"
 
 enum { CONV_FWD = 0, CONV_BWD_DATA, CONV_BWD_FILTER };
@@ -70,7 +71,10 @@ typedef struct algo_entry {
     cudnnTensorDescriptor_t in_d, out_d;
     cudnnFilterDescriptor_t w_d;
     cudnnConvolutionDescriptor_t conv_d;
-    int algo; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+    int algo; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t; with graph, a plan of it */
+    /* --conv-api graph: the convolution through cuDNN's graph API (cuda_dnn_graph.h); its
+     * candidates are its plans; NULL: the legacy calls */
+    dnn_graph_conv *graph;
     size_t ws;
     /* --conv-algo measure: the candidates timed on the first run (the heuristics' order;
      * ws is the largest one's workspace, so any of them fits the node's region) */
@@ -101,6 +105,7 @@ void cuda_algo_cache_free(cuda_algo_cache *ac) {
         if (e->conv_d) (void)cudnnDestroyConvolutionDescriptor(e->conv_d);
         if (e->bias_d) (void)cudnnDestroyTensorDescriptor(e->bias_d);
         if (e->act_d) (void)cudnnDestroyActivationDescriptor(e->act_d);
+        dnn_graph_conv_free(e->graph);
         oc_free(e->key);
         oc_free(e);
     }
@@ -274,6 +279,63 @@ static char *geo_key(const conv_geo *q) {
     return oc_sprintf("%s", buf);
 }
 
+/* --conv-api graph: e's convolution through cuDNN's graph API, its heuristics' first plan
+ * that fits limit (and with --conv-algo measure up to MEASURE_CANDS of them, timed on the
+ * first run). The legacy fused ConvRelu call is not made (bias and Relu in one pass after
+ * the convolution). OC_ERR, said on stderr: the legacy calls instead. */
+static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_t limit,
+                       algo_entry *e) {
+    dnn_conv_spec s = {.kind = q->kind,
+                       .dt = dnn_type(q->dt),
+                       .tensor_ok = q->dt != IR_DTYPE_FLOAT || im->tf32_conv,
+                       .det_only = im->deterministic,
+                       .limit = limit};
+    int d[8], st[8];
+    const ir_tensor *ts[3] = {q->cin, q->w, q->cout};
+    int64_t *dims[3] = {s.x_dim, s.w_dim, s.y_dim}, *strs[3] = {s.x_str, s.w_str, s.y_str};
+    for (int k = 0; k < 3; k++) {
+        s.rank = nd_dims(ts[k], q->nhwc, d, st);
+        for (int i = 0; i < s.rank; i++) dims[k][i] = d[i], strs[k][i] = st[i];
+    }
+    for (int i = 0; i < s.rank - 2; i++) {
+        s.pad[i] = i < q->nsp ? q->win.pad_begin[i] : 0;
+        s.stride[i] = i < q->nsp ? q->win.stride[i] : 1;
+        s.dilation[i] = i < q->nsp ? q->win.dilation[i] : 1;
+    }
+    char why[512];
+    if (dnn_graph_conv_build(im->dnn, &s, im->conv_measure ? MEASURE_CANDS : 1, &e->graph, why,
+                             sizeof why)) {
+        fprintf(stderr, "cuda: %s (%s): cuDNN's graph API: %s; the legacy calls instead\n", n->name,
+                n->op_type, why);
+        return OC_ERR;
+    }
+    int np = dnn_graph_conv_plans(e->graph);
+    e->kind = q->kind;
+    e->algo = 0;
+    e->ws = 0;
+    for (int i = 0; i < np; i++) {
+        size_t ws = dnn_graph_conv_workspace(e->graph, i);
+        if (ws > e->ws) e->ws = ws;
+        if (np > 1) e->cand[e->n_cand++] = i;
+    }
+    e->measured = np < 2;
+    e->no_fused = true;
+    if (im->verbose) {
+        fprintf(stderr,
+                "cuda: %s: %s graph plan 0, workspace %zu B (limit %zu)%s; engines:", n->name,
+                q->kind == CONV_FWD        ? "fwd"
+                : q->kind == CONV_BWD_DATA ? "bwd-data"
+                                           : "bwd-filter",
+                dnn_graph_conv_workspace(e->graph, 0), limit,
+                e->measured ? "" : ", timed on the first run");
+        for (int i = 0; i < np; i++)
+            fprintf(stderr, " %lld (%zu B)", (long long)dnn_graph_conv_engine(e->graph, i),
+                    dnn_graph_conv_workspace(e->graph, i));
+        fprintf(stderr, "\n");
+    }
+    return OC_OK;
+}
+
 /* Builds the descriptors and picks the algorithm (see the file comment). */
 static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_t limit,
                        algo_entry *e, oc_err *err) {
@@ -310,6 +372,7 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
                                                          : im->tf32_conv ? CUDNN_DEFAULT_MATH
                                                                          : CUDNN_FMA_MATH),
                   n);
+    if (im->conv_graph && graph_build(im, n, q, limit, e) == OC_OK) return OC_OK;
     int got = 0;
     algo_cand c[16];
 #define HEUR(perf_t, getter, ...)                                                                  \
@@ -533,6 +596,7 @@ static int bias_relu(const cuda_ctx *c, const kernel_args *a, const conv_geo *q,
  * output is overwritten. */
 static cudnnStatus_t conv_call(cuda_impl *im, const algo_entry *e, int algo, void *cin, void *cout,
                                void *w, void *ws) {
+    if (e->graph) return dnn_graph_conv_run(im->dnn, e->graph, algo, cin, w, cout, ws);
     const float one = 1.0f, zero = 0.0f;
     if (e->kind == CONV_FWD)
         return cudnnConvolutionForward(im->dnn, &one, e->in_d, cin, e->w_d, w, e->conv_d,
@@ -563,7 +627,7 @@ static int time_candidate(const cuda_ctx *c, const kernel_args *a, algo_entry *e
                           cudaEvent_t ev[2], void *cin, void *cout, void *w, float *ms,
                           oc_err *err) {
     *ms = INFINITY;
-    CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[i]));
+    if (!e->graph) CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[i]));
     cudnnStatus_t st = conv_call(c->im, e, e->cand[i], cin, cout, w, a->scratch);
     if (st != CUDNN_STATUS_SUCCESS) return OC_OK;
     CU_CHECK(cudaEventRecord(ev[0], c->stream));
@@ -599,13 +663,14 @@ static int measure(const cuda_ctx *c, const kernel_args *a, algo_entry *e, void 
     if (rc) return rc;
     if (best < 0) return kernel_fail(a, err, "cuDNN ran none of its %d candidates", e->n_cand);
     e->algo = e->cand[best];
-    CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[best]));
+    if (!e->graph) CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[best]));
     if (c->im->verbose) {
+        const char *what = e->graph ? "graph plan" : "algo";
         fprintf(stderr, "cuda: %s: measured", a->n->name);
         for (int i = 0; i < e->n_cand; i++)
-            fprintf(stderr, "%s algo %d %.4f ms", i ? "," : "", e->cand[i],
+            fprintf(stderr, "%s %s %d %.4f ms", i ? "," : "", what, e->cand[i],
                     (double)t[i] / MEASURE_RUNS);
-        fprintf(stderr, " -> algo %d\n", e->algo);
+        fprintf(stderr, " -> %s %d\n", what, e->algo);
     }
     return OC_OK;
 }

@@ -363,6 +363,120 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardBias(cudnnHandle_t handle, con
                                                        const cudnnTensorDescriptor_t dbDesc,
                                                        void *db);
 
+/* ---- the graph (backend) API: the subset runtime/cuda/cuda_dnn_graph.c uses, with
+ * cuDNN 9's values (cudnn_graph.h). Implementation: tests/emu/emu_cudnn_graph.c. ---- */
+typedef void *cudnnBackendDescriptor_t;
+
+typedef enum {
+    CUDNN_TYPE_HANDLE = 0,
+    CUDNN_TYPE_DATA_TYPE = 1,
+    CUDNN_TYPE_BOOLEAN = 2,
+    CUDNN_TYPE_INT64 = 3,
+    CUDNN_TYPE_FLOAT = 4,
+    CUDNN_TYPE_DOUBLE = 5,
+    CUDNN_TYPE_VOID_PTR = 6,
+    CUDNN_TYPE_CONVOLUTION_MODE = 7,
+    CUDNN_TYPE_HEUR_MODE = 8,
+    CUDNN_TYPE_NUMERICAL_NOTE = 11,
+    CUDNN_TYPE_BACKEND_DESCRIPTOR = 15,
+} cudnnBackendAttributeType_t;
+
+typedef enum {
+    CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR = 1,
+    CUDNN_BACKEND_ENGINE_DESCRIPTOR = 2,
+    CUDNN_BACKEND_ENGINECFG_DESCRIPTOR = 3,
+    CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR = 4,
+    CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR = 5,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR = 10,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR = 11,
+    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR = 12,
+    CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR = 15,
+    CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR = 16,
+    CUDNN_BACKEND_TENSOR_DESCRIPTOR = 17,
+} cudnnBackendDescriptorType_t;
+
+typedef enum {
+    CUDNN_ATTR_CONVOLUTION_COMP_TYPE = 100,
+    CUDNN_ATTR_CONVOLUTION_CONV_MODE = 101,
+    CUDNN_ATTR_CONVOLUTION_DILATIONS = 102,
+    CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES = 103,
+    CUDNN_ATTR_CONVOLUTION_POST_PADDINGS = 104,
+    CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS = 105,
+    CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS = 106,
+    CUDNN_ATTR_ENGINEHEUR_MODE = 200,
+    CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH = 201,
+    CUDNN_ATTR_ENGINEHEUR_RESULTS = 202,
+    CUDNN_ATTR_ENGINECFG_ENGINE = 300,
+    CUDNN_ATTR_EXECUTION_PLAN_HANDLE = 400,
+    CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG = 401,
+    CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE = 402,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA = 700,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA = 701,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC = 702,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W = 703,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X = 704,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y = 705,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA = 706,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA = 707,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC = 708,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W = 709,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX = 710,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY = 711,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA = 712,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA = 713,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC = 714,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW = 715,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X = 716,
+    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY = 717,
+    CUDNN_ATTR_OPERATIONGRAPH_HANDLE = 800,
+    CUDNN_ATTR_OPERATIONGRAPH_OPS = 801,
+    CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT = 900,
+    CUDNN_ATTR_TENSOR_DATA_TYPE = 901,
+    CUDNN_ATTR_TENSOR_DIMENSIONS = 902,
+    CUDNN_ATTR_TENSOR_STRIDES = 903,
+    CUDNN_ATTR_TENSOR_UNIQUE_ID = 906,
+    CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS = 1000,
+    CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS = 1001,
+    CUDNN_ATTR_VARIANT_PACK_WORKSPACE = 1003,
+    CUDNN_ATTR_ENGINE_GLOBAL_INDEX = 1301,
+    CUDNN_ATTR_ENGINE_NUMERICAL_NOTE = 1303,
+} cudnnBackendAttributeName_t;
+
+typedef enum {
+    CUDNN_NUMERICAL_NOTE_TENSOR_CORE = 0,
+    CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS = 1,
+    CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION = 2,
+    CUDNN_NUMERICAL_NOTE_FFT = 3,
+    CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC = 4,
+    CUDNN_NUMERICAL_NOTE_WINOGRAD = 5,
+    CUDNN_NUMERICAL_NOTE_TYPE_COUNT = 10,
+} cudnnBackendNumericalNote_t;
+
+typedef enum {
+    CUDNN_HEUR_MODE_INSTANT = 0,
+    CUDNN_HEUR_MODE_B = 1,
+    CUDNN_HEUR_MODE_FALLBACK = 2,
+    CUDNN_HEUR_MODE_A = 3,
+} cudnnBackendHeurMode_t;
+
+cudnnStatus_t CUDNNWINAPI cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType,
+                                                       cudnnBackendDescriptor_t *descriptor);
+cudnnStatus_t CUDNNWINAPI cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor);
+cudnnStatus_t CUDNNWINAPI cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor);
+cudnnStatus_t CUDNNWINAPI cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
+                                                   cudnnBackendAttributeName_t attributeName,
+                                                   cudnnBackendAttributeType_t attributeType,
+                                                   int64_t elementCount,
+                                                   const void *arrayOfElements);
+cudnnStatus_t CUDNNWINAPI cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor,
+                                                   cudnnBackendAttributeName_t attributeName,
+                                                   cudnnBackendAttributeType_t attributeType,
+                                                   int64_t requestedElementCount,
+                                                   int64_t *elementCount, void *arrayOfElements);
+cudnnStatus_t CUDNNWINAPI cudnnBackendExecute(cudnnHandle_t handle,
+                                              cudnnBackendDescriptor_t executionPlan,
+                                              cudnnBackendDescriptor_t variantPack);
+
 #ifdef __cplusplus
 }
 #endif

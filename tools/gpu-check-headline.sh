@@ -29,6 +29,10 @@
 #              parts (OC_NHWC_THREADS), float 8-wide on bf16 (OC_BN_V8);
 #              GPU_CHECK_BN_VARIANTS="math:threads:v8 ..."; each timed and traced (not in the
 #              default list)
+#   conv_api   ResNet-50 b640 nhwc fp32 and bf16, VGG-16 b256 nhwc fp32, in core, with the
+#              convolutions through the legacy cuDNN calls and through the graph API (--conv-api
+#              graph, PyTorch's path): images/s side by side, graph plans and fallbacks counted
+#              (not in the default list)
 #   gpt2_trace GPT-2 traced with --attention unfused, fused, and fused with every score computed
 #              (OC_ATTENTION_BLOCK=0: no causal blocks skipped) (tools/step_time.py --nodes)
 #   torch_gpt2 PyTorch GPT-2 eager in core (tools/gpu_torch_transformers.py)
@@ -254,6 +258,35 @@ part_bn_sweep() { # the channels-last BN passes: double (default) vs float arith
     $PYTHON tools/step_time.py "${files[@]}" >"$LOG/step_time_bn.md" 2>&1
     row "where the step goes (BN variants, ms/step)" "step_time_bn.md:"
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time_bn.md"
+}
+part_conv_api() { # convolutions through cuDNN's graph API (PyTorch's path) vs the legacy calls
+    h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
+    RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
+    local prec api tag m b d fb
+    for prec in fp32 bf16 vgg; do
+        m="$LOG/${R}_h.onnx" b=$RB d=$RD
+        if [ $prec = vgg ]; then
+            h_model $V $VSZ && [ -f "$LOG/hv_x.pb" ] || batch_files hv_ $VB $VSZ $RCL
+            m="$LOG/${V}_h.onnx" b=$VB d="--input $LOG/hv_x.pb --labels $LOG/hv_y.pb"
+        fi
+        for api in legacy graph; do
+            tag="$([ $prec = vgg ] && echo "$V b$VB fp32" || echo "$R b$RB $prec") nhwc conv-api $api"
+            h_run "$tag" "$m" $b "$d" --layout nhwc --conv-api $api --verbose-algos \
+                $([ $prec = bf16 ] && echo --precision bf16) || return 0
+            if [ $api = graph ]; then
+                fb=$(grep -c 'legacy calls instead' "$LOG/$tag.log")
+                row "  graph API plans / fallbacks to legacy" "$(grep -c ' graph plan 0, ' "$LOG/$tag.log") / $fb$([ "$fb" = 0 ] || echo " ($(grep -m1 'legacy calls instead' "$LOG/$tag.log" | cut -c1-160))")"
+                h_ratio "  $prec nhwc: graph / legacy" "$(ips "$LOG/$tag.log")" \
+                    "$(ips "$LOG/${tag% graph} legacy.log")"
+            fi
+            # the fastest run so far is the precision's best (torch_r50's ratios after this part)
+            if [ $prec = fp32 ] && faster "$(ips "$LOG/$tag.log")" "${R_BEST:-}"; then
+                R_BEST=$(ips "$LOG/$tag.log") R_L="--layout nhwc" R_A="--conv-api $api"
+            elif [ $prec = bf16 ] && faster "$(ips "$LOG/$tag.log")" "${B_BEST:-}"; then
+                B_BEST=$(ips "$LOG/$tag.log") B_L="--layout nhwc" B_A="--conv-api $api"
+            fi
+        done
+    done
 }
 part_gpt2_trace() { # GPT-2 traced, attention unfused, fused, fused without causal blocks
     [ -n "${GM:-}" ] || part_gpt2

@@ -27,6 +27,10 @@
 #      on its first run and runs the fastest (on the emulator every algorithm computes the
 #      same bits, so the losses equal the heuristic run's); not with --deterministic; each
 #      AlexNet ConvRelu shape times cuDNN's fused call against the convolution + bias/Relu pass;
+#   3j. --conv-api graph: every convolution through cuDNN's graph API (the emulator's fake
+#      engines), none falling back to the legacy calls: weights bitwise == the legacy run's
+#      (fp32 NCHW; bf16 channels-last with --deterministic and --cuda-graph on); TF32 off
+#      takes the no-tensor-core engine only; --conv-algo measure times its plans;
 #   3e. loss scaling (GradScaler) at 3e38: the float32 gradients overflow, the first
 #      steps are skipped while the scale halves, then steps update: cuda's scales and
 #      skipped steps equal cpu's, and both skip and update;
@@ -419,6 +423,31 @@ if "$EMU/outcore-run" "${aargs[@]}" --conv-algo measure --verbose-algos >"$T/am.
     ok "--conv-algo measure: $nf ConvRelu shapes timed as one cuDNN call and apart, losses == the heuristic run's"
 else
     bad "--conv-algo measure, ConvRelu: $(grep -m2 'conv-bias-relu' "$T/am.err") $(tail -2 "$T/am.err")"
+fi
+# 3j. --conv-api graph (the emulator's engines compute the legacy algorithms' bits)
+graph_run() { # TAG MODEL ARGS..: a 2-step cuda run saved to $T/TAG.save.onnx, stderr to TAG.err
+    local tag=$1 m=$2
+    shift 2
+    "$EMU/outcore-run" "$m" --backend cuda --steps 2 --seed 7 --save "$T/$tag.save.onnx" "$@" \
+        >"$T/$tag.out" 2>"$T/$tag.err"
+}
+"$PLAN" emit "$MODEL" --batch 2 --layout nhwc --precision bf16 -o "$T/gbf.onnx" >/dev/null 2>&1
+if graph_run gl "$T/incore.onnx" && graph_run gg "$T/incore.onnx" --conv-api graph --verbose-algos &&
+   graph_run gm "$T/incore.onnx" --conv-api graph --conv-algo measure --verbose-algos &&
+   graph_run gt "$T/incore.onnx" --conv-api graph --tf32-conv off --verbose-algos &&
+   graph_run bl "$T/gbf.onnx" --deterministic &&
+   graph_run bg "$T/gbf.onnx" --deterministic --conv-api graph --cuda-graph on --verbose-algos &&
+   ng=$(grep -c ': [a-z-]* graph plan 0, ' "$T/gg.err") && [ "$ng" -gt 0 ] &&
+   nb=$(grep -c ': [a-z-]* graph plan 0, ' "$T/bg.err") && [ "$nb" -gt 0 ] &&
+   nm=$(grep -c ': measured graph plan .* -> graph plan ' "$T/gm.err") && [ "$nm" -gt 0 ] &&
+   ! grep -q 'legacy calls instead' "$T/gg.err" "$T/gm.err" "$T/gt.err" "$T/bg.err" &&
+   ! grep 'graph plan 0, ' "$T/gt.err" | grep -vq 'engines: 4 ' &&
+   ! grep 'bwd-[a-z]* graph plan 0, ' "$T/bg.err" | grep -q 'engines: 2 ' &&
+   cmp -s "$T/gl.save.onnx" "$T/gg.save.onnx" && cmp -s "$T/gl.save.onnx" "$T/gm.save.onnx" &&
+   cmp -s "$T/gl.save.onnx" "$T/gt.save.onnx" && cmp -s "$T/bl.save.onnx" "$T/bg.save.onnx"; then
+    ok "--conv-api graph: $ng fp32 and $nb bf16 nhwc convolution shapes through the graph API, $nm timed; weights bitwise == the legacy calls' (TF32 off: engine 4 only; deterministic: no nondeterministic engine)"
+else
+    bad "--conv-api graph: $(grep -h 'legacy calls instead\|error' "$T"/g[gmt].err "$T/bg.err" | head -2) $(tail -1 "$T/bg.err")"
 fi
 # 3e. loss scaling: the same scales and skipped steps on cuda as on cpu
 for be in cpu cuda; do

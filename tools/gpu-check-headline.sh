@@ -60,11 +60,11 @@ h_left() { # SECONDS NAME: true when at least SECONDS of the budget are left, el
     [ "$(budget_left)" -gt "$1" ] && return 0
     row "$2" "skipped (GPU_CHECK_SECONDS spent)"; return 1
 }
-h_run() { # TAG MODEL BATCH DATA FLAGS...: a timed in-core run -> $LOG/TAG.log and its row
+h_run() { # TAG MODEL BATCH DATA FLAGS...: a timed in-core run -> $LOG/TAG.log and its row (HR_SECONDS: its box)
     local tag=$1 m=$2 b=$3 d=$4
     shift 4
     h_left 20 "$tag" || return 1
-    tbox 150 $RUN "$m" --backend cuda --batch "$b" --steps $HSTEPS --lr 0.01 $d "$@" >"$LOG/$tag.log" 2>&1
+    tbox ${HR_SECONDS:-150} $RUN "$m" --backend cuda --batch "$b" --steps $HSTEPS --lr 0.01 $d "$@" >"$LOG/$tag.log" 2>&1
     row "$tag ($*)" "$(ips "$LOG/$tag.log" || true) img/s, device $(dev_used "$LOG/$tag.log") B, loss falls: $(loss_falls "$LOG/$tag.log" && echo yes || echo "NO ($(tail -1 "$LOG/$tag.log" | cut -c1-80))")"
 }
 faster() { # A B: true when A > B (both numbers; an empty one loses)
@@ -271,11 +271,13 @@ part_conv_api() { # convolutions through cuDNN's graph API (PyTorch's path) vs t
         fi
         for api in legacy graph; do
             tag="$([ $prec = vgg ] && echo "$V b$VB fp32" || echo "$R b$RB $prec") nhwc conv-api $api"
-            h_run "$tag" "$m" $b "$d" --layout nhwc --conv-api $api --verbose-algos \
+            # a longer box for the graph API: its first step finalizes every shape's plans
+            HR_SECONDS=240 h_run "$tag" "$m" $b "$d" --layout nhwc --conv-api $api --verbose-algos \
                 $([ $prec = bf16 ] && echo --precision bf16) || return 0
             if [ $api = graph ]; then
                 fb=$(grep -c 'legacy calls instead' "$LOG/$tag.log")
                 row "  graph API plans / fallbacks to legacy" "$(grep -c ' graph plan 0, ' "$LOG/$tag.log") / $fb$([ "$fb" = 0 ] || echo " ($(grep -m1 'legacy calls instead' "$LOG/$tag.log" | cut -c1-160))")"
+                row "  graph plans' build time (first step)" "$(grep -o 'built in [0-9.]* ms' "$LOG/$tag.log" | awk '{t += $3; if ($3 > m) m = $3} END {printf "%.0f ms in all, the longest %.0f ms", t, m}')"
                 h_ratio "  $prec nhwc: graph / legacy" "$(ips "$LOG/$tag.log")" \
                     "$(ips "$LOG/${tag% graph} legacy.log")"
             fi

@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "arena.h"
 #include "cpu/cpu_rng.h"
@@ -303,8 +304,13 @@ static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
         s.dilation[i] = i < q->nsp ? q->win.dilation[i] : 1;
     }
     char why[512];
-    if (dnn_graph_conv_build(im->dnn, &s, im->conv_measure ? MEASURE_CANDS : 1, &e->graph, why,
-                             sizeof why)) {
+    struct timespec t0, t1; /* plans of runtime-compiled engines take long to finalize */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = dnn_graph_conv_build(im->dnn, &s, im->conv_measure ? MEASURE_CANDS : 1, &e->graph, why,
+                                  sizeof why);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+    if (rc) {
         fprintf(stderr, "cuda: %s (%s): cuDNN's graph API: %s; the legacy calls instead\n", n->name,
                 n->op_type, why);
         return OC_ERR;
@@ -322,11 +328,13 @@ static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     e->no_fused = true;
     if (im->verbose) {
         fprintf(stderr,
-                "cuda: %s: %s graph plan 0, workspace %zu B (limit %zu)%s; engines:", n->name,
+                "cuda: %s: %s graph plan 0, workspace %zu B (limit %zu), built in %.1f ms%s; "
+                "engines:",
+                n->name,
                 q->kind == CONV_FWD        ? "fwd"
                 : q->kind == CONV_BWD_DATA ? "bwd-data"
                                            : "bwd-filter",
-                dnn_graph_conv_workspace(e->graph, 0), limit,
+                dnn_graph_conv_workspace(e->graph, 0), limit, ms,
                 e->measured ? "" : ", timed on the first run");
         for (int i = 0; i < np; i++)
             fprintf(stderr, " %lld (%zu B)", (long long)dnn_graph_conv_engine(e->graph, i),

@@ -29,7 +29,8 @@
 #              parts (OC_NHWC_THREADS), float 8-wide on bf16 (OC_BN_V8);
 #              GPU_CHECK_BN_VARIANTS="math:threads:v8 ..."; each timed and traced (not in the
 #              default list)
-#   conv_api   ResNet-50 b640 nhwc fp32 and bf16, VGG-16 b256 nhwc fp32, in core, with the
+#   conv_api   the op harness with --conv-api graph (its convolution cases vs cpu on this cuDNN);
+#              ResNet-50 b640 nhwc fp32 and bf16, VGG-16 b256 nhwc fp32, in core, with the
 #              convolutions through the legacy cuDNN calls and through the graph API (--conv-api
 #              graph, PyTorch's path): images/s side by side, graph plans and fallbacks counted
 #              (not in the default list)
@@ -260,6 +261,12 @@ part_bn_sweep() { # the channels-last BN passes: double (default) vs float arith
     while IFS= read -r l; do ROWS+=("    $l"); echo "    $l"; done <"$LOG/step_time_bn.md"
 }
 part_conv_api() { # convolutions through cuDNN's graph API (PyTorch's path) vs the legacy calls
+    # first its correctness on this cuDNN: the op harness's convolution cases against cpu
+    OC_CUDNN_CONV_API=graph NVIDIA_TF32_OVERRIDE=0 tbox 150 $BUILD/tests/test_op_harness \
+        --require cuda >"$LOG/op_harness_graph.log" 2>&1
+    local rc=$? H=$LOG/op_harness_graph.log
+    row "op harness cuda vs cpu, --conv-api graph" "rc $rc: $(grep -c '^ok - Conv.*cuda matches cpu' "$H") convolution cases match, $(grep '\[  FAILED  \] [A-Z]' "$H" | sort -u | wc -l) failed, $(grep -c 'legacy calls instead' "$H") shapes fell back to legacy, $(grep -c 'refused the convolution with' "$H") epilogues refused"
+    while IFS= read -r l; do row "    " "$l"; done < <(grep -m3 'legacy calls instead\|refused the convolution with' "$H" | cut -c1-200)
     h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL
     RD="--input $LOG/h_x.pb --labels $LOG/h_y.pb"
     local prec api tag m b d fb

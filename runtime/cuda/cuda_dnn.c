@@ -73,9 +73,10 @@ typedef struct algo_entry {
     cudnnFilterDescriptor_t w_d;
     cudnnConvolutionDescriptor_t conv_d;
     int algo; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t; with graph, a plan of it */
-    /* --conv-api graph: the convolution through cuDNN's graph API (cuda_dnn_graph.h); its
+              /* --conv-api graph: the convolution through cuDNN's graph API (cuda_dnn_graph.h); its
      * candidates are its plans; NULL: the legacy calls */
     dnn_graph_conv *graph;
+    bool epi; /* graph: the bias / Relu of a Conv or ConvRelu are in the graph */
     size_t ws;
     /* --conv-algo measure: the candidates timed on the first run (the heuristics' order;
      * ws is the largest one's workspace, so any of them fits the node's region) */
@@ -160,6 +161,9 @@ typedef struct conv_geo {
     int nsp;
     ir_dtype dt; /* cin, cout and w alike: float, float16 or bfloat16 */
     bool nhwc;   /* channels-last (the node's view: logical dims, bytes NHWC / KRSC) */
+    /* Conv / ConvRelu: the bias (input 2, of type b_dt) and the Relu after the convolution */
+    bool epi_bias, epi_relu;
+    ir_dtype b_dt;
 } conv_geo;
 
 /* cuDNN's type of a float tensor of ours. */
@@ -219,6 +223,11 @@ static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err)
     default: OC_ASSERT(false && "geo_of: not a conv op");
     }
     q->nhwc = n->channels_last;
+    if (n->op == OP_CONV || n->op == OP_CONV_RELU) {
+        q->epi_relu = n->op == OP_CONV_RELU;
+                q->epi_bias = n->n_inputs > 2 && n->inputs[2] >= 0; /* an omitted bias: -1 */
+        if (q->epi_bias) q->b_dt = g->tensors[n->inputs[2]].dtype;
+    }
     q->cin = slot_t(g, n, q->cin_slot);
     q->cout = slot_t(g, n, q->cout_slot);
     q->w = slot_t(g, n, q->w_slot);
@@ -267,8 +276,8 @@ static int nd_dims(const ir_tensor *t, bool nhwc, int *d, int *s) {
 
 static char *geo_key(const conv_geo *q) {
     char buf[512];
-    int o = snprintf(buf, sizeof buf, "%d|%d|%d|%lld|", q->kind, (int)q->dt, (int)q->nhwc,
-                     (long long)q->groups);
+    int o = snprintf(buf, sizeof buf, "%d|%d|%d|%lld|%d%d%d|", q->kind, (int)q->dt, (int)q->nhwc,
+                     (long long)q->groups, (int)q->epi_bias, (int)q->epi_relu, (int)q->b_dt);
     const ir_tensor *ts[3] = {q->cin, q->cout, q->w};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ts[k]->rank; i++)
@@ -282,15 +291,20 @@ static char *geo_key(const conv_geo *q) {
 
 /* --conv-api graph: e's convolution through cuDNN's graph API, its heuristics' first plan
  * that fits limit (and with --conv-algo measure up to MEASURE_CANDS of them, timed on the
- * first run). The legacy fused ConvRelu call is not made (bias and Relu in one pass after
- * the convolution). OC_ERR, said on stderr: the legacy calls instead. */
+ * first run). A Conv / ConvRelu with a bias or a Relu: first with them in the graph
+ * (e->epi: one fused kernel where cuDNN has an engine for it); refused, the convolution
+ * alone, the bias and Relu in one pass after it (the legacy fused call is not made).
+ * OC_ERR, said on stderr: the legacy calls instead. */
 static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_t limit,
                        algo_entry *e) {
     dnn_conv_spec s = {.kind = q->kind,
                        .dt = dnn_type(q->dt),
                        .tensor_ok = q->dt != IR_DTYPE_FLOAT || im->tf32_conv,
                        .det_only = im->deterministic,
-                       .limit = limit};
+                       .limit = limit,
+                       .bias = q->epi_bias,
+                       .relu = q->epi_relu,
+                       .b_dt = dnn_type(q->b_dt)};
     int d[8], st[8];
     const ir_tensor *ts[3] = {q->cin, q->w, q->cout};
     int64_t *dims[3] = {s.x_dim, s.w_dim, s.y_dim}, *strs[3] = {s.x_str, s.w_str, s.y_str};
@@ -306,8 +320,19 @@ static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     char why[512];
     struct timespec t0, t1; /* plans of runtime-compiled engines take long to finalize */
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = dnn_graph_conv_build(im->dnn, &s, im->conv_measure ? MEASURE_CANDS : 1, &e->graph, why,
-                                  sizeof why);
+    int max_plans = im->conv_measure ? MEASURE_CANDS : 1, rc = 1;
+    if (s.bias || s.relu) {
+        rc = dnn_graph_conv_build(im->dnn, &s, max_plans, &e->graph, why, sizeof why);
+        if (rc)
+            fprintf(stderr,
+                    "cuda: %s (%s): cuDNN's graph API refused the convolution with its %s%s%s "
+                    "(%s); the convolution alone, then one pass\n",
+                    n->name, n->op_type, s.bias ? "bias" : "", s.bias && s.relu ? " and " : "",
+                    s.relu ? "Relu" : "", why);
+        e->epi = rc == 0;
+        s.bias = s.relu = false;
+    }
+    if (rc) rc = dnn_graph_conv_build(im->dnn, &s, max_plans, &e->graph, why, sizeof why);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
     if (rc) {
@@ -328,12 +353,16 @@ static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     e->no_fused = true;
     if (im->verbose) {
         fprintf(stderr,
-                "cuda: %s: %s graph plan 0, workspace %zu B (limit %zu), built in %.1f ms%s; "
+                "cuda: %s: %s%s graph plan 0, workspace %zu B (limit %zu), built in %.1f ms%s; "
                 "engines:",
                 n->name,
                 q->kind == CONV_FWD        ? "fwd"
                 : q->kind == CONV_BWD_DATA ? "bwd-data"
                                            : "bwd-filter",
+                e->epi ? (q->epi_bias && q->epi_relu ? "+bias+relu"
+                          : q->epi_bias              ? "+bias"
+                                                     : "+relu")
+                       : "",
                 dnn_graph_conv_workspace(e->graph, 0), limit, ms,
                 e->measured ? "" : ", timed on the first run");
         for (int i = 0; i < np; i++)
@@ -601,10 +630,10 @@ static int bias_relu(const cuda_ctx *c, const kernel_args *a, const conv_geo *q,
 }
 
 /* e's convolution with algorithm `algo` (cin, cout, w: the table above), beta 0: the
- * output is overwritten. */
+ * output is overwritten; with e->epi the bias and Relu too (bias: the node's, else unread). */
 static cudnnStatus_t conv_call(cuda_impl *im, const algo_entry *e, int algo, void *cin, void *cout,
-                               void *w, void *ws) {
-    if (e->graph) return dnn_graph_conv_run(im->dnn, e->graph, algo, cin, w, cout, ws);
+                               void *w, const void *bias, void *ws) {
+    if (e->graph) return dnn_graph_conv_run(im->dnn, e->graph, algo, cin, w, cout, bias, ws);
     const float one = 1.0f, zero = 0.0f;
     if (e->kind == CONV_FWD)
         return cudnnConvolutionForward(im->dnn, &one, e->in_d, cin, e->w_d, w, e->conv_d,
@@ -632,15 +661,15 @@ static int elapsed_ms(const cuda_ctx *c, const kernel_args *a, cudaEvent_t ev[2]
 /* Candidate i's time: one warm-up call, then MEASURE_RUNS between two events; INFINITY
  * when cuDNN refuses it for these tensors. */
 static int time_candidate(const cuda_ctx *c, const kernel_args *a, algo_entry *e, int i,
-                          cudaEvent_t ev[2], void *cin, void *cout, void *w, float *ms,
-                          oc_err *err) {
+                          cudaEvent_t ev[2], void *cin, void *cout, void *w, const void *bias,
+                          float *ms, oc_err *err) {
     *ms = INFINITY;
     if (!e->graph) CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[i]));
-    cudnnStatus_t st = conv_call(c->im, e, e->cand[i], cin, cout, w, a->scratch);
+    cudnnStatus_t st = conv_call(c->im, e, e->cand[i], cin, cout, w, bias, a->scratch);
     if (st != CUDNN_STATUS_SUCCESS) return OC_OK;
     CU_CHECK(cudaEventRecord(ev[0], c->stream));
     for (int r = 0; r < MEASURE_RUNS && st == CUDNN_STATUS_SUCCESS; r++)
-        st = conv_call(c->im, e, e->cand[i], cin, cout, w, a->scratch);
+        st = conv_call(c->im, e, e->cand[i], cin, cout, w, bias, a->scratch);
     float t;
     if (elapsed_ms(c, a, ev, &t, err)) return OC_ERR;
     if (st == CUDNN_STATUS_SUCCESS) *ms = t;
@@ -652,7 +681,7 @@ static int time_candidate(const cuda_ctx *c, const kernel_args *a, algo_entry *e
  * again) and keeps the fastest. While the stream is captured into a CUDA graph nothing
  * can wait for a timing: the heuristics' pick stays. */
 static int measure(const cuda_ctx *c, const kernel_args *a, algo_entry *e, void *cin, void *cout,
-                   void *w, oc_err *err) {
+                   void *w, const void *bias, oc_err *err) {
     e->measured = true;
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     CU_CHECK(cudaStreamIsCapturing(c->stream, &cs));
@@ -663,7 +692,7 @@ static int measure(const cuda_ctx *c, const kernel_args *a, algo_entry *e, void 
     if (cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess)
         rc = kernel_fail(a, err, "cudaEventCreate failed while timing convolution algorithms");
     for (int i = 0; i < e->n_cand && rc == OC_OK; i++) {
-        rc = time_candidate(c, a, e, i, ev, cin, cout, w, &t[i], err);
+        rc = time_candidate(c, a, e, i, ev, cin, cout, w, bias, &t[i], err);
         if (rc == OC_OK && t[i] < INFINITY && (best < 0 || t[i] < t[best])) best = i;
     }
     for (int k = 0; k < 2; k++)
@@ -709,7 +738,7 @@ static int measure_fusion(const cuda_ctx *c, const kernel_args *a, algo_entry *e
     for (int r = 0; r <= MEASURE_RUNS && rc == OC_OK; r++) { /* the first: a warm-up */
         if (r == 1 && cudaEventRecord(ev[0], c->stream) != cudaSuccess)
             rc = kernel_fail(a, err, "cudaEventRecord failed");
-        if (rc == OC_OK && conv_call(c->im, e, e->algo, cin, cout, w, a->scratch))
+        if (rc == OC_OK && conv_call(c->im, e, e->algo, cin, cout, w, NULL, a->scratch))
             rc = kernel_fail(a, err, "the convolution failed while timed");
         if (rc == OC_OK) rc = bias_relu(c, a, q, yt, bias, true, err);
     }
@@ -743,10 +772,14 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
                            a->scratch_bytes);
     CUDNN_CHECK(cudnnSetStream(im->dnn, c->stream));
     void *cin = slot_p(a, q.cin_slot), *cout = slot_p(a, q.cout_slot), *w = slot_p(a, q.w_slot);
-    if (!e->measured && measure(c, a, e, cin, cout, w, err)) return OC_ERR;
     bool relu = a->n->op == OP_CONV_RELU;
     bool fwd_op = a->n->op == OP_CONV || relu || a->n->op == OP_CONV_TRANSPOSE;
     void *bias = fwd_op && a->n->n_inputs > 2 ? a->in[2] : NULL;
+    if (!e->measured && measure(c, a, e, cin, cout, w, bias, err)) return OC_ERR;
+    if (e->epi) { /* the graph's bias and Relu too */
+        CUDNN_CHECK(conv_call(im, e, e->algo, cin, cout, w, bias, a->scratch));
+        return OC_OK;
+    }
     const ir_tensor *yt = kernel_out(a, 0);
     if (relu && bias && q.dt == IR_DTYPE_FLOAT && im->conv_measure && !e->fusion_measured &&
         !e->no_fused && measure_fusion(c, a, e, &q, cin, cout, w, bias, err))
@@ -764,7 +797,7 @@ static int conv_family(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
                 "convolution, bias and Relu apart for this shape\n",
                 a->n->name, cudnnGetErrorString(st));
     }
-    CUDNN_CHECK(conv_call(im, e, e->algo, cin, cout, w, a->scratch));
+    CUDNN_CHECK(conv_call(im, e, e->algo, cin, cout, w, NULL, a->scratch));
     /* Bias (forward ops, input 2) onto the y side; dB (filter ops, output 1) from dY. */
     if (bias_ws) return bias_grad(c, a, (char *)a->scratch + align_up(e->ws), err);
     if (bias) return bias_relu(c, a, &q, yt, bias, relu, err);

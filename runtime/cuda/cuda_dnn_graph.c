@@ -8,12 +8,15 @@
 
 #include "ir/common.h"
 
-enum { UID_X = 1, UID_W = 2, UID_Y = 3 };
+enum { UID_X = 1, UID_W = 2, UID_Y = 3, UID_B = 4, UID_CONV = 5, UID_ADD = 6 };
 /* The heuristics' list is read up to this many configurations. */
 #define MAX_CFGS 64
 
 struct dnn_graph_conv {
     cudnnBackendDescriptor_t x, w, y, conv, op, graph;
+    /* the epilogue: the bias, the virtual conv and add outputs, the pointwise ops */
+    cudnnBackendDescriptor_t b, t_conv, t_add, pw_add, pw_relu, op_add, op_relu;
+    bool has_bias;
     int n_plans;
     cudnnBackendDescriptor_t cfg[DNN_GRAPH_MAX_PLANS], plan[DNN_GRAPH_MAX_PLANS];
     int64_t ws[DNN_GRAPH_MAX_PLANS], engine[DNN_GRAPH_MAX_PLANS];
@@ -28,6 +31,8 @@ void dnn_graph_conv_free(dnn_graph_conv *g) {
     if (!g) return;
     for (int i = 0; i < g->n_plans; i++) destroy(&g->plan[i]), destroy(&g->cfg[i]);
     destroy(&g->graph), destroy(&g->op), destroy(&g->conv);
+    destroy(&g->op_add), destroy(&g->op_relu), destroy(&g->pw_add), destroy(&g->pw_relu);
+    destroy(&g->t_conv), destroy(&g->t_add), destroy(&g->b);
     destroy(&g->x), destroy(&g->w), destroy(&g->y);
     oc_free(g);
 }
@@ -44,10 +49,12 @@ static cudnnStatus_t set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t
     return cudnnBackendSetAttribute(d, name, type, n, v);
 }
 
+/* virt: an intermediate of the graph (no memory) */
 static cudnnStatus_t make_tensor(cudnnBackendDescriptor_t *d, cudnnDataType_t dt, int rank,
-                                 const int64_t *dim, const int64_t *str, int64_t uid) {
+                                 const int64_t *dim, const int64_t *str, int64_t uid, bool virt) {
     int64_t align = 16; /* arena offsets and cudaMalloc blocks are 256-byte aligned */
     cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, d);
+    if (!st && virt) st = set(*d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt);
     if (!st) st = set(*d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
     if (!st) st = set(*d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, rank, dim);
     if (!st) st = set(*d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, rank, str);
@@ -106,11 +113,56 @@ static cudnnStatus_t make_op(dnn_graph_conv *g, const dnn_conv_spec *s) {
     cudnnStatus_t st = cudnnBackendCreateDescriptor(K[s->kind].type, &g->op);
     if (!st) st = set(g->op, K[s->kind].x, D, 1, &g->x);
     if (!st) st = set(g->op, K[s->kind].w, D, 1, &g->w);
-    if (!st) st = set(g->op, K[s->kind].y, D, 1, &g->y);
+    if (!st) st = set(g->op, K[s->kind].y, D, 1, g->t_conv ? &g->t_conv : &g->y);
     if (!st) st = set(g->op, K[s->kind].conv, D, 1, &g->conv);
     if (!st) st = set(g->op, K[s->kind].alpha, CUDNN_TYPE_FLOAT, 1, &one);
     if (!st) st = set(g->op, K[s->kind].beta, CUDNN_TYPE_FLOAT, 1, &zero);
     if (!st) st = cudnnBackendFinalize(g->op);
+    return st;
+}
+
+/* One pointwise operation y = mode(x[, b]) into *pw, *op. */
+static cudnnStatus_t make_pw(cudnnBackendDescriptor_t *pw, cudnnBackendDescriptor_t *op,
+                             cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                             cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y) {
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    cudnnBackendAttributeType_t D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+    cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw);
+    if (!st) st = set(*pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    if (!st) st = set(*pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (!st) st = cudnnBackendFinalize(*pw);
+    if (!st) st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op);
+    if (!st) st = set(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, D, 1, pw);
+    if (!st) st = set(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, D, 1, &x);
+    if (!st && b) st = set(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, D, 1, &b);
+    if (!st) st = set(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, D, 1, &y);
+    if (!st) st = cudnnBackendFinalize(*op);
+    return st;
+}
+
+/* The epilogue's tensors (before the convolution's operation, which writes t_conv). */
+static cudnnStatus_t make_epilogue_tensors(dnn_graph_conv *g, const dnn_conv_spec *s) {
+    int64_t bd[5], bs[5];
+    for (int i = 0; i < s->rank; i++) bd[i] = i == 1 ? s->y_dim[1] : 1;
+    bs[s->rank - 1] = 1;
+    for (int i = s->rank - 2; i >= 0; i--) bs[i] = bs[i + 1] * bd[i + 1];
+    cudnnStatus_t st =
+        make_tensor(&g->t_conv, CUDNN_DATA_FLOAT, s->rank, s->y_dim, s->y_str, UID_CONV, true);
+    if (!st && s->bias) st = make_tensor(&g->b, s->b_dt, s->rank, bd, bs, UID_B, false);
+    if (!st && s->bias && s->relu)
+        st = make_tensor(&g->t_add, CUDNN_DATA_FLOAT, s->rank, s->y_dim, s->y_str, UID_ADD, true);
+    return st;
+}
+
+/* conv -> [+ bias] -> [relu] -> y. */
+static cudnnStatus_t make_epilogue_ops(dnn_graph_conv *g, const dnn_conv_spec *s) {
+    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+    if (s->bias)
+        st = make_pw(&g->pw_add, &g->op_add, CUDNN_POINTWISE_ADD, g->t_conv, g->b,
+                     s->relu ? g->t_add : g->y);
+    if (!st && s->relu)
+        st = make_pw(&g->pw_relu, &g->op_relu, CUDNN_POINTWISE_RELU_FWD,
+                     s->bias ? g->t_add : g->t_conv, NULL, g->y);
     return st;
 }
 
@@ -221,20 +273,28 @@ int dnn_graph_conv_build(cudnnHandle_t h, const dnn_conv_spec *s, int max_plans,
     if (max_plans < 1) max_plans = 1;
     dnn_graph_conv *g = oc_calloc(1, sizeof *g);
     cfg_tally t = {0};
-    bool good = ok(make_tensor(&g->x, s->dt, s->rank, s->x_dim, s->x_str, UID_X), "tensor x", why,
-                   why_len) &&
-                ok(make_tensor(&g->w, s->dt, s->rank, s->w_dim, s->w_str, UID_W), "tensor w", why,
-                   why_len) &&
-                ok(make_tensor(&g->y, s->dt, s->rank, s->y_dim, s->y_str, UID_Y), "tensor y", why,
-                   why_len) &&
+    bool epi = s->kind == DNN_CONV_FWD && (s->bias || s->relu);
+    g->has_bias = epi && s->bias;
+    bool good = ok(make_tensor(&g->x, s->dt, s->rank, s->x_dim, s->x_str, UID_X, false), "tensor x",
+                   why, why_len) &&
+                ok(make_tensor(&g->w, s->dt, s->rank, s->w_dim, s->w_str, UID_W, false), "tensor w",
+                   why, why_len) &&
+                ok(make_tensor(&g->y, s->dt, s->rank, s->y_dim, s->y_str, UID_Y, false), "tensor y",
+                   why, why_len) &&
+                (!epi || ok(make_epilogue_tensors(g, s), "epilogue tensors", why, why_len)) &&
                 ok(make_conv(&g->conv, s), "convolution descriptor", why, why_len) &&
-                ok(make_op(g, s), "convolution operation", why, why_len);
+                ok(make_op(g, s), "convolution operation", why, why_len) &&
+                (!epi || ok(make_epilogue_ops(g, s), "epilogue operations", why, why_len));
     if (good) {
+        cudnnBackendDescriptor_t ops[3] = {g->op, NULL, NULL};
+        int64_t n_ops = 1;
+        if (g->op_add) ops[n_ops++] = g->op_add;
+        if (g->op_relu) ops[n_ops++] = g->op_relu;
         cudnnStatus_t st =
             cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph);
         if (!st)
-            st = set(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                     &g->op);
+            st = set(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n_ops,
+                     ops);
         if (!st) st = set(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
         if (!st) st = cudnnBackendFinalize(g->graph);
         good = ok(st, "operation graph", why, why_len) &&
@@ -261,13 +321,13 @@ size_t dnn_graph_conv_workspace(const dnn_graph_conv *g, int i) { return (size_t
 int64_t dnn_graph_conv_engine(const dnn_graph_conv *g, int i) { return g->engine[i]; }
 
 cudnnStatus_t dnn_graph_conv_run(cudnnHandle_t h, const dnn_graph_conv *g, int i, void *x, void *w,
-                                 void *y, void *ws) {
-    void *ptr[3] = {x, w, y};
-    int64_t uid[3] = {UID_X, UID_W, UID_Y};
+                                 void *y, const void *b, void *ws) {
+    void *ptr[4] = {x, w, y, (void *)b};
+    int64_t uid[4] = {UID_X, UID_W, UID_Y, UID_B}, n = g->has_bias ? 4 : 3;
     cudnnBackendDescriptor_t vp = NULL;
     cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
-    if (!st) st = set(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptr);
-    if (!st) st = set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uid);
+    if (!st) st = set(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptr);
+    if (!st) st = set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uid);
     if (!st) st = set(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
     if (!st) st = cudnnBackendFinalize(vp);
     if (!st) st = cudnnBackendExecute(h, g->plan[i], vp);

@@ -10,7 +10,7 @@
  *   if (dnn_graph_conv_build(handle, &s, 4, &g, why, sizeof why)) ... (legacy instead; why)
  *   for (int i = 0; i < dnn_graph_conv_plans(g); i++)
  *       ... dnn_graph_conv_workspace(g, i), dnn_graph_conv_engine(g, i) ...
- *   st = dnn_graph_conv_run(handle, g, 0, x, w, y, ws);   // beta 0: the output overwritten
+ *   st = dnn_graph_conv_run(handle, g, 0, x, w, y, NULL, ws);  // beta 0: y overwritten
  *   dnn_graph_conv_free(g);
  *
  * The operation graph holds the one convolution on x (N, C, spatial..), w (K, C / groups,
@@ -23,8 +23,12 @@
  *  - are deterministic when spec.det_only,
  *  - finalize into an execution plan for this handle's GPU,
  *  - need a workspace of at most spec.limit bytes.
+ * A forward convolution may carry an epilogue in the same graph (cuDNN's runtime fusion
+ * engines): y = relu(conv(x, w) + bias), bias (1, K, 1..) and relu each optional, the
+ * intermediates virtual float tensors, ConvRelu's pattern.
  * Any cuDNN refusal on the way ends the build with a non-zero return and the reason in
- * why: the caller runs the legacy path (nothing is left allocated). */
+ * why: the caller runs the convolution alone, or the legacy path (nothing is left
+ * allocated). */
 #ifndef OC_CUDA_DNN_GRAPH_H
 #define OC_CUDA_DNN_GRAPH_H
 
@@ -43,9 +47,11 @@ typedef struct dnn_conv_spec {
     int rank;           /* 4 or 5: rank - 2 spatial dims */
     int64_t x_dim[5], x_str[5], w_dim[5], w_str[5], y_dim[5], y_str[5];
     int64_t pad[3], stride[3], dilation[3];
-    bool tensor_ok; /* tensor-core engines allowed */
-    bool det_only;  /* deterministic engines only */
-    size_t limit;   /* the largest workspace a plan may take */
+    bool bias, relu;      /* forward only: the epilogue (see above) */
+    cudnnDataType_t b_dt; /* the bias's type */
+    bool tensor_ok;       /* tensor-core engines allowed */
+    bool det_only;        /* deterministic engines only */
+    size_t limit;         /* the largest workspace a plan may take */
 } dnn_conv_spec;
 
 typedef struct dnn_graph_conv dnn_graph_conv;
@@ -59,9 +65,10 @@ size_t dnn_graph_conv_workspace(const dnn_graph_conv *g, int i);
 /* The engine's global index (for --verbose-algos). */
 int64_t dnn_graph_conv_engine(const dnn_graph_conv *g, int i);
 /* Enqueues plan i on the handle's stream: x, w, y as in the spec (the kind's output
- * overwritten), ws at least dnn_graph_conv_workspace(g, i) bytes. */
+ * overwritten), b the bias (with spec.bias, else unused), ws at least
+ * dnn_graph_conv_workspace(g, i) bytes. */
 cudnnStatus_t dnn_graph_conv_run(cudnnHandle_t h, const dnn_graph_conv *g, int i, void *x, void *w,
-                                 void *y, void *ws);
+                                 void *y, const void *b, void *ws);
 void dnn_graph_conv_free(dnn_graph_conv *g);
 
 #endif

@@ -27,10 +27,13 @@
 #      on its first run and runs the fastest (on the emulator every algorithm computes the
 #      same bits, so the losses equal the heuristic run's); not with --deterministic; each
 #      AlexNet ConvRelu shape times cuDNN's fused call against the convolution + bias/Relu pass;
+#   1c-graph. the op harness with the convolutions through the graph API;
 #   3j. --conv-api graph: every convolution through cuDNN's graph API (the emulator's fake
 #      engines), none falling back to the legacy calls: weights bitwise == the legacy run's
 #      (fp32 NCHW; bf16 channels-last with --deterministic and --cuda-graph on); TF32 off
-#      takes the no-tensor-core engine only; --conv-algo measure times its plans;
+#      takes the no-tensor-core engine only; --conv-algo measure times its plans; AlexNet's
+#      ConvRelu with its bias and Relu in the graph (fp32), and on bf16 (refused by the
+#      emulator) the convolution alone then one pass: bitwise the legacy run's too;
 #   3e. loss scaling (GradScaler) at 3e38: the float32 gradients overflow, the first
 #      steps are skipped while the scale halves, then steps update: cuda's scales and
 #      skipped steps equal cpu's, and both skip and update;
@@ -140,6 +143,15 @@ if OC_BN_MATH=float OC_BN_PART_ELEMS=8 "$EMU/tests/test_op_harness" --require cu
 else
     bad "op harness with OC_BN_MATH=float:"
     grep -E '^(ERROR|not ok)|FAILED' "$T/harness_bnf.out" | head -20
+fi
+
+# 1c-graph. again with the convolutions through cuDNN's graph API (OC_CUDNN_CONV_API=graph:
+#     the emulator's backend API; Conv / ConvRelu with their bias and Relu in the graph)
+if OC_CUDNN_CONV_API=graph "$EMU/tests/test_op_harness" --require cuda >"$T/harness_graph.out" 2>&1; then
+    ok "op harness, cuda (emulated) vs cpu, convolutions through the graph API: $(grep -c '^ok - Conv.*cuda matches cpu' "$T/harness_graph.out") convolution cases match"
+else
+    bad "op harness with OC_CUDNN_CONV_API=graph:"
+    grep -E '^(ERROR|not ok)|FAILED' "$T/harness_graph.out" | head -20
 fi
 
 # 1c-rows. again with FusedAttention by rows (OC_ATTENTION_KERNEL=rows, cuda_attention.cu: heads
@@ -448,6 +460,20 @@ if graph_run gl "$T/incore.onnx" && graph_run gg "$T/incore.onnx" --conv-api gra
     ok "--conv-api graph: $ng fp32 and $nb bf16 nhwc convolution shapes through the graph API, $nm timed; weights bitwise == the legacy calls' (TF32 off: engine 4 only; deterministic: no nondeterministic engine)"
 else
     bad "--conv-api graph: $(grep -h 'legacy calls instead\|error' "$T"/g[gmt].err "$T/bg.err" | head -2) $(tail -1 "$T/bg.err")"
+fi
+#     AlexNet's ConvRelu (+ bias): the convolution, bias and Relu as one graph (fp32); the
+#     emulator refuses that on bfloat16 data, so there the convolution alone, then one pass
+AX="$T/alex/alexnet_small_op13.onnx"
+if graph_run xl "$AX" --batch 2 && graph_run xg "$AX" --batch 2 --conv-api graph --verbose-algos &&
+   graph_run hl "$AX" --batch 2 --precision bf16 &&
+   graph_run hg "$AX" --batch 2 --precision bf16 --conv-api graph --verbose-algos &&
+   ne=$(grep -c ': fwd+bias+relu graph plan 0, ' "$T/xg.err") && [ "$ne" -ge 2 ] &&
+   nr=$(grep -c 'refused the convolution with its bias and Relu' "$T/hg.err") && [ "$nr" -ge 2 ] &&
+   ! grep -q 'legacy calls instead' "$T/xg.err" "$T/hg.err" &&
+   cmp -s "$T/xl.save.onnx" "$T/xg.save.onnx" && cmp -s "$T/hl.save.onnx" "$T/hg.save.onnx"; then
+    ok "--conv-api graph, ConvRelu: $ne shapes with bias and Relu in the graph (fp32); bf16: $nr refused by the emulator, the convolution alone; weights bitwise == the legacy calls'"
+else
+    bad "--conv-api graph, ConvRelu: $(grep -h 'legacy calls instead\|refused\|error' "$T/xg.err" "$T/hg.err" | head -2) $(tail -1 "$T/xg.err")"
 fi
 # 3e. loss scaling: the same scales and skipped steps on cuda as on cpu
 for be in cpu cuda; do

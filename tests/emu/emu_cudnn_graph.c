@@ -1,23 +1,29 @@
 /* emu_cudnn_graph.c — the CUDA emulator's cuDNN graph (backend) API
- * (tests/emu/include/cudnn.h): single-convolution operation graphs, as
- * runtime/cuda/cuda_dnn_graph.c builds them, executed by the emulator's legacy
- * convolution calls (emu_cudnn.c).
+ * (tests/emu/include/cudnn.h): operation graphs of one convolution, a forward one
+ * optionally followed by a bias ADD and a RELU_FWD on virtual intermediates (float
+ * data only), as runtime/cuda/cuda_dnn_graph.c builds them, executed by the
+ * emulator's legacy calls (emu_cudnn.c: the convolution, cudnnAddTensor,
+ * cudnnActivationForward).
  *
  * Checked as cuDNN checks (BAD_PARAM / NOT_SUPPORTED, the reason on stderr as
  * "emu cudnn: <call>: ..."):
  *  - SetAttribute: a descriptor made by cudnnBackendCreateDescriptor, not yet
- *    finalized; an attribute of its type, with its attribute type and an element
- *    count in range;
- *  - Finalize: every required attribute set; tensors of 3 to 8 dims, strides as
- *    many, positive, a unique id, a power-of-two alignment, float / half /
- *    bfloat16 data; a convolution's paddings, strides and dilations as many as its
- *    spatial dims, float compute; an operation's tensors and convolution finalized,
+ *    finalized;
+an attribute of its type, with its attribute type and an element *count in range;
+*-Finalize : every required attribute set;
+tensors of 3 to 8 dims, strides as *many, positive, a unique id, a power - of - two alignment,
+    float / half / *bfloat16 data;
+a convolution's paddings, strides and dilations as many as its *spatial dims, float compute; an operation's tensors and convolution finalized,
  *    distinct ids, one data type, y = the convolution's output of x and w (groups =
- *    x's channels / w's), w packed KCRS or KRSC; a graph of one operation and a
- *    handle; a plan of a configuration the heuristics returned;
- *  - GetAttribute: the heuristics' results into ENGINECFG descriptors the caller
- *    created (count first with 0 requested), a configuration's engine into an
- *    ENGINE descriptor, an engine's notes and index, a plan's workspace;
+  *    x's channels / w's), w packed KCRS or KRSC;
+a pointwise ADD with a bias of *(1, K, 1..), a RELU_FWD without one;
+a graph of one convolution whose *pointwise operations chain from its output(conv->ADD->RELU),
+    every *intermediate virtual and the last output not, and a handle;
+a plan of a *configuration the heuristics returned;
+*-GetAttribute : the heuristics' results into ENGINECFG descriptors the caller *created(
+                     count first with 0 requested),
+    a configuration's engine into an *ENGINE descriptor,
+    an engine 's notes and index, a plan' s workspace;
  *  - Execute: a finalized plan and variant pack, a pointer for every tensor id of
  *    the graph, a workspace pointer when the plan needs one (the legacy call then
  *    checks every extent and fills the workspace with NaN bytes).
@@ -66,7 +72,10 @@ struct bdesc {
     size_t ws;
     int64_t uid[3]; /* x, w, y */
     float alpha, beta;
-    cudnnTensorDescriptor_t xd, yd;
+    int64_t bias_uid; /* the epilogue: 0 none */
+    bool relu;
+    cudnnTensorDescriptor_t xd, yd, bd;
+    cudnnActivationDescriptor_t act;
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
 };
@@ -114,6 +123,20 @@ static const rule RULES[] = {
     {CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, 1, true},
     {CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, 1,
      true},
+    {CUDNN_BACKEND_TENSOR_DESCRIPTOR, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, 1,
+     false},
+    {CUDNN_BACKEND_POINTWISE_DESCRIPTOR, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, 1,
+     true},
+    {CUDNN_BACKEND_POINTWISE_DESCRIPTOR, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, 1,
+     true},
+    {CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1, true},
+    {CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1, true},
+    {CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1, false},
+    {CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
+     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, 1, true},
     {CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE,
      1, 1, true},
     {CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
@@ -177,6 +200,7 @@ static size_t type_size(cudnnBackendAttributeType_t t) {
     case CUDNN_TYPE_VOID_PTR:
     case CUDNN_TYPE_BACKEND_DESCRIPTOR: return sizeof(void *);
     case CUDNN_TYPE_FLOAT: return sizeof(float);
+    case CUDNN_TYPE_BOOLEAN: return sizeof(bool);
     default: return sizeof(int); /* enums */
     }
 }
@@ -213,6 +237,13 @@ static double scalar_of(const bdesc *b, cudnnBackendAttributeName_t name) {
     return f;
 }
 
+static bool is_virtual(const bdesc *t) {
+    const battr *a = find(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL);
+    bool v = false;
+    if (a) memcpy(&v, a->data, sizeof v);
+    return v;
+}
+
 /* ---- create, destroy, set ---- */
 
 cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
@@ -234,6 +265,8 @@ cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t d) {
                      "not a backend descriptor");
     if (b->xd) (void)cudnnDestroyTensorDescriptor(b->xd);
     if (b->yd) (void)cudnnDestroyTensorDescriptor(b->yd);
+    if (b->bd) (void)cudnnDestroyTensorDescriptor(b->bd);
+    if (b->act) (void)cudnnDestroyActivationDescriptor(b->act);
     if (b->wd) (void)cudnnDestroyFilterDescriptor(b->wd);
     if (b->cd) (void)cudnnDestroyConvolutionDescriptor(b->cd);
     b->magic = 0;
@@ -365,11 +398,14 @@ static bool op_names_of(cudnnBackendDescriptorType_t t, op_names *o) {
 }
 
 /* The legacy descriptors of operation op into plan p (x, y: dims and strides; w: KCRS or
- * KRSC; the convolution with groups = x's channels / w's). */
-static cudnnStatus_t legacy_of(const bdesc *op, const op_names *o, bdesc *p, const char *call) {
-    bdesc *t[3] = {held(op, o->x, CUDNN_BACKEND_TENSOR_DESCRIPTOR),
-                   held(op, o->w, CUDNN_BACKEND_TENSOR_DESCRIPTOR),
-                   held(op, o->y, CUDNN_BACKEND_TENSOR_DESCRIPTOR)};
+ * KRSC; the convolution with groups = x's channels / w's). yout: the tensor the legacy
+ * call writes (the epilogue's last output), NULL: the operation's own y; a virtual y
+ * takes x's data type. */
+static cudnnStatus_t legacy_of(const bdesc *op, const op_names *o, const bdesc *yout, bdesc *p,
+                               const char *call) {
+    const bdesc *t[3] = {held(op, o->x, CUDNN_BACKEND_TENSOR_DESCRIPTOR),
+                         held(op, o->w, CUDNN_BACKEND_TENSOR_DESCRIPTOR),
+                         yout ? yout : held(op, o->y, CUDNN_BACKEND_TENSOR_DESCRIPTOR)};
     bdesc *cv = held(op, o->conv, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
     if (!t[0] || !t[1] || !t[2] || !cv)
         return gfail(CUDNN_STATUS_BAD_PARAM, call,
@@ -381,7 +417,7 @@ static cudnnStatus_t legacy_of(const bdesc *op, const op_names *o, bdesc *p, con
         p->uid[k] = i64(t[k], CUDNN_ATTR_TENSOR_UNIQUE_ID, 0);
         if (find(t[k], CUDNN_ATTR_TENSOR_DIMENSIONS)->n != nb || nb != nsp + 2)
             return gfail(CUDNN_STATUS_BAD_PARAM, call, "tensor ranks differ or != %d + 2", nsp);
-        if (enum_of(t[k], CUDNN_ATTR_TENSOR_DATA_TYPE) != dt)
+        if (enum_of(t[k], CUDNN_ATTR_TENSOR_DATA_TYPE) != dt && !is_virtual(t[k]))
             return gfail(CUDNN_STATUS_BAD_PARAM, call, "data types differ");
     }
     if (p->uid[0] == p->uid[1] || p->uid[0] == p->uid[2] || p->uid[1] == p->uid[2])
@@ -469,6 +505,81 @@ static const struct {
       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1}},
 };
 
+/* A graph's operations as the emulator runs them: the convolution, then an optional ADD of
+ * a (1, K, 1..) bias and an optional RELU, in that order, chained through virtual
+ * tensors into a real y. */
+typedef struct chain {
+    const bdesc *conv, *bias, *y;
+    op_names o;
+    bool relu;
+} chain;
+static cudnnStatus_t chain_of(const bdesc *graph, chain *ch, const char *call) {
+    memset(ch, 0, sizeof *ch);
+    const battr *ops = find(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS);
+    int n = (int)ops->n, used = 1;
+    const bdesc *op[MAX_ELEMS];
+    for (int i = 0; i < n; i++) {
+        op[i] = as_desc(ptr_of(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, i));
+        if (!op[i] || !op[i]->final)
+            return gfail(CUDNN_STATUS_BAD_PARAM, call, "operation %d not finalized", i);
+        op_names o;
+        if (op_names_of(op[i]->type, &o)) {
+            if (ch->conv)
+                return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "two convolutions (emulator)");
+            ch->conv = op[i], ch->o = o;
+        } else if (op[i]->type != CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
+            return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "operation type %d (emulator)",
+                         (int)op[i]->type);
+        }
+    }
+    if (!ch->conv) return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "no convolution (emulator)");
+    const bdesc *cur = held(ch->conv, ch->o.y, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    for (int stage = 0; stage < 2; stage++) { /* ADD, then RELU */
+        for (int i = 0; i < n; i++) {
+            if (op[i]->type != CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) continue;
+            const bdesc *x =
+                held(op[i], CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+            const bdesc *pw = held(op[i], CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                                   CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+            int mode = enum_of(pw, CUDNN_ATTR_POINTWISE_MODE);
+            if (x != cur || mode != (stage ? CUDNN_POINTWISE_RELU_FWD : CUDNN_POINTWISE_ADD))
+                continue;
+            if (!is_virtual(cur))
+                return gfail(CUDNN_STATUS_BAD_PARAM, call,
+                             "tensor %lld feeds an operation but "
+                             "is not virtual (emulator: real intermediates unsupported)",
+                             (long long)i64(cur, CUDNN_ATTR_TENSOR_UNIQUE_ID, 0));
+            if (stage == 0) {
+                ch->bias = held(op[i], CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+                                CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+                int64_t nb = find(cur, CUDNN_ATTR_TENSOR_DIMENSIONS)->n;
+                bool shaped = ch->bias && !is_virtual(ch->bias) &&
+                              find(ch->bias, CUDNN_ATTR_TENSOR_DIMENSIONS)->n == nb;
+                for (int k = 0; shaped && k < nb; k++)
+                    shaped = i64(ch->bias, CUDNN_ATTR_TENSOR_DIMENSIONS, k) ==
+                             (k == 1 ? i64(cur, CUDNN_ATTR_TENSOR_DIMENSIONS, 1) : 1);
+                if (!shaped)
+                    return gfail(CUDNN_STATUS_BAD_PARAM, call,
+                                 "ADD: b must be a real (1, K, 1..) tensor (emulator)");
+            } else {
+                ch->relu = true;
+            }
+            cur =
+                held(op[i], CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+            used++;
+            break;
+        }
+    }
+    if (used != n)
+        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                     "%d of %d operations not in a conv -> ADD -> RELU chain (emulator)", n - used,
+                     n);
+    if (!cur || is_virtual(cur))
+        return gfail(CUDNN_STATUS_BAD_PARAM, call, "the graph's last output is virtual");
+    ch->y = cur;
+    return CUDNN_STATUS_SUCCESS;
+}
+
 static cudnnStatus_t plan_final(bdesc *p, const char *call) {
     bdesc *cfg =
         held(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
@@ -479,11 +590,30 @@ static cudnnStatus_t plan_final(bdesc *p, const char *call) {
     int e = cfg->engine;
     if (ENGINES[e].refused)
         return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "engine %d refuses this graph (fake)", e);
-    bdesc *op = as_desc(ptr_of(cfg->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, 0));
-    op_names o;
-    if (!op || !op_names_of(op->type, &o))
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "the graph's operation is gone");
-    cudnnStatus_t st = legacy_of(op, &o, p, call);
+    chain ch;
+    cudnnStatus_t st = chain_of(cfg->graph, &ch, call);
+    if (st) return st;
+    op_names o = ch.o;
+    bool epi = ch.bias || ch.relu;
+    const bdesc *x = held(ch.conv, o.x, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    if (epi && enum_of(x, CUDNN_ATTR_TENSOR_DATA_TYPE) != CUDNN_DATA_FLOAT)
+        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "epilogues on float data only (emulator)");
+    if ((st = legacy_of(ch.conv, &o, ch.y, p, call))) return st;
+    if (ch.bias) {
+        int nb = (int)find(ch.bias, CUDNN_ATTR_TENSOR_DIMENSIONS)->n, d[8], str[8];
+        for (int k = 0; k < nb; k++)
+            d[k] = (int)i64(ch.bias, CUDNN_ATTR_TENSOR_DIMENSIONS, k),
+            str[k] = (int)i64(ch.bias, CUDNN_ATTR_TENSOR_STRIDES, k);
+        p->bias_uid = i64(ch.bias, CUDNN_ATTR_TENSOR_UNIQUE_ID, 0);
+        if (!st) st = cudnnCreateTensorDescriptor(&p->bd);
+        if (!st)
+            st = cudnnSetTensorNdDescriptor(
+                p->bd, (cudnnDataType_t)enum_of(ch.bias, CUDNN_ATTR_TENSOR_DATA_TYPE), nb, d, str);
+    }
+    p->relu = ch.relu;
+    if (!st && ch.relu) st = cudnnCreateActivationDescriptor(&p->act);
+    if (!st && ch.relu)
+        st = cudnnSetActivationDescriptor(p->act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0);
     if (st) return st;
     p->engine = e;
     p->algo = ENGINES[e].algo[o.kind];
@@ -514,20 +644,38 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
     else if (b->type == CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR) st = conv_final(b, call);
     else if (op_names_of(b->type, &o)) { /* checked on a scratch plan's descriptors */
         bdesc scratch = {.magic = MAGIC};
-        st = legacy_of(b, &o, &scratch, call);
+        st = legacy_of(b, &o, NULL, &scratch, call);
         scratch.magic = 0;
         if (scratch.xd) (void)cudnnDestroyTensorDescriptor(scratch.xd);
         if (scratch.yd) (void)cudnnDestroyTensorDescriptor(scratch.yd);
         if (scratch.wd) (void)cudnnDestroyFilterDescriptor(scratch.wd);
         if (scratch.cd) (void)cudnnDestroyConvolutionDescriptor(scratch.cd);
     } else if (b->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
-        bdesc *op = as_desc(ptr_of(b, CUDNN_ATTR_OPERATIONGRAPH_OPS, 0));
-        if (find(b, CUDNN_ATTR_OPERATIONGRAPH_OPS)->n != 1)
-            st = gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "graphs of one operation (emulator)");
-        else if (!op || !op->final || !op_names_of(op->type, &o))
-            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "not a finalized convolution operation");
+        chain ch;
+        if (find(b, CUDNN_ATTR_OPERATIONGRAPH_OPS)->n > 3)
+            st = gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "more than 3 operations (emulator)");
+        else if ((st = chain_of(b, &ch, call)))
+            ;
         else if (!ptr_of(b, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, 0))
             st = gfail(CUDNN_STATUS_BAD_PARAM, call, "NULL handle");
+    } else if (b->type == CUDNN_BACKEND_POINTWISE_DESCRIPTOR) {
+        int mode = enum_of(b, CUDNN_ATTR_POINTWISE_MODE);
+        if (mode != CUDNN_POINTWISE_ADD && mode != CUDNN_POINTWISE_RELU_FWD)
+            st = gfail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                       "pointwise mode %d (emulator: ADD, "
+                       "RELU_FWD)",
+                       mode);
+    } else if (b->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
+        const bdesc *pw = held(b, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                               CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+        bool binary = pw && enum_of(pw, CUDNN_ATTR_POINTWISE_MODE) == CUDNN_POINTWISE_ADD;
+        if (!pw ||
+            !held(b, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_BACKEND_TENSOR_DESCRIPTOR) ||
+            !held(b, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_BACKEND_TENSOR_DESCRIPTOR))
+            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "pointwise: descriptors not finalized");
+        else if (binary != (find(b, CUDNN_ATTR_OPERATION_POINTWISE_BDESC) != NULL))
+            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "pointwise: a B tensor %s",
+                       binary ? "is required" : "is not taken");
     } else if (b->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) {
         if (!held(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
                   CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR))
@@ -600,9 +748,8 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
     if (b->type == CUDNN_BACKEND_ENGINE_DESCRIPTOR && name == CUDNN_ATTR_ENGINE_NUMERICAL_NOTE) {
         cudnnBackendNumericalNote_t notes[4];
         int n = 0;
-        bdesc *op = as_desc(b->graph ? ptr_of(b->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, 0) : NULL);
-        op_names o = {0};
-        bool bwd = op && op_names_of(op->type, &o) && o.kind != K_FWD;
+        chain ch;
+        bool bwd = b->graph && !chain_of(b->graph, &ch, call) && ch.o.kind != K_FWD;
         if (ENGINES[b->engine].tensor) notes[n++] = CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
         if (ENGINES[b->engine].convert) notes[n++] = CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS;
         if (ENGINES[b->engine].nondet_bwd && bwd)
@@ -646,10 +793,23 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
                      "the plan needs %zu bytes of workspace, none "
                      "given",
                      p->ws);
-    if (p->kind == K_FWD)
-        return cudnnConvolutionForward(h, &p->alpha, p->xd, ptr[0], p->wd, ptr[1], p->cd,
-                                       (cudnnConvolutionFwdAlgo_t)p->algo, ws, p->ws, &p->beta,
-                                       p->yd, ptr[2]);
+    const void *bias = NULL;
+    for (int64_t i = 0; p->bias_uid && i < n; i++)
+        if (i64(v, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, (int)i) == p->bias_uid)
+            bias = ptr_of(v, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, (int)i);
+    if (p->bias_uid && !bias)
+        return gfail(CUDNN_STATUS_BAD_PARAM, call, "no pointer for the bias, tensor id %lld",
+                     (long long)p->bias_uid);
+    if (p->kind == K_FWD) {
+        const float one = 1.0f, zero = 0.0f;
+        cudnnStatus_t st = cudnnConvolutionForward(h, &p->alpha, p->xd, ptr[0], p->wd, ptr[1],
+                                                   p->cd, (cudnnConvolutionFwdAlgo_t)p->algo, ws,
+                                                   p->ws, &p->beta, p->yd, ptr[2]);
+        if (!st && bias) st = cudnnAddTensor(h, &one, p->bd, bias, &one, p->yd, ptr[2]);
+        if (!st && p->relu)
+            st = cudnnActivationForward(h, p->act, &one, p->yd, ptr[2], &zero, p->yd, ptr[2]);
+        return st;
+    }
     if (p->kind == K_BWD_DATA)
         return cudnnConvolutionBackwardData(h, &p->alpha, p->wd, ptr[1], p->yd, ptr[2], p->cd,
                                             (cudnnConvolutionBwdDataAlgo_t)p->algo, ws, p->ws,

@@ -9,6 +9,8 @@
  *     engines passed over; TF32 off (float data) leaves engine 4;
  *     deterministic leaves 3 for the backward kinds; a workspace limit passes
  *     over the plans that need more;
+ *   - a convolution + bias + relu graph gives the legacy fused call's bits; on
+ *     bfloat16 data the emulator refuses it and the convolution alone builds;
  *   - a refused graph (y of the wrong size) builds nothing and says why;
  *   - the emulator refuses what cuDNN refuses: a tensor without its unique id,
  *     an attribute of the wrong type, a second finalize, a run without one of
@@ -111,9 +113,10 @@ static void test_bits_equal_legacy(void **state) {
         dnn_graph_conv *g = build(&s, 1);
         size_t n = kind == DNN_CONV_FWD ? ny : kind == DNN_CONV_BWD_DATA ? nx : nw;
         /* the graph's output into out, the legacy call's into its own tensor */
-        cudnnStatus_t st = kind == DNN_CONV_FWD        ? dnn_graph_conv_run(H, g, 0, x, w, out, ws)
-                           : kind == DNN_CONV_BWD_DATA ? dnn_graph_conv_run(H, g, 0, out, w, y, ws)
-                                                       : dnn_graph_conv_run(H, g, 0, x, out, y, ws);
+        cudnnStatus_t st = kind == DNN_CONV_FWD ? dnn_graph_conv_run(H, g, 0, x, w, out, NULL, ws)
+                           : kind == DNN_CONV_BWD_DATA
+                               ? dnn_graph_conv_run(H, g, 0, out, w, y, NULL, ws)
+                               : dnn_graph_conv_run(H, g, 0, x, out, y, NULL, ws);
         assert_int_equal(st, CUDNN_STATUS_SUCCESS);
         void *keep = NULL; /* the legacy call's output */
         assert_int_equal(cudaMalloc(&keep, n * sizeof(float)), cudaSuccess);
@@ -174,6 +177,58 @@ static void test_filters(void **state) {
     dnn_graph_conv_free(g);
 }
 
+/* conv + bias + relu in one graph == the legacy fused call; on bfloat16 data the emulator
+ * refuses the epilogue (NOT_SUPPORTED: the caller's fallback), the convolution alone builds. */
+static void test_epilogue(void **state) {
+    (void)state;
+    const size_t nx = 2 * 4 * 36, nw = 3 * 4 * 9, ny = 2 * 3 * 36;
+    void *x = dev_fill(nx, 1), *w = dev_fill(nw, 2), *b = dev_fill(3, 4), *y = dev_fill(ny, 5);
+    void *ref = dev_fill(ny, 6), *ws = NULL;
+    assert_int_equal(cudaMalloc(&ws, 1 << 20), cudaSuccess);
+    dnn_conv_spec s = spec_of(DNN_CONV_FWD);
+    s.bias = s.relu = true;
+    s.b_dt = CUDNN_DATA_FLOAT;
+    dnn_graph_conv *g = build(&s, 1);
+    assert_int_equal(dnn_graph_conv_run(H, g, 0, x, w, y, b, ws), CUDNN_STATUS_SUCCESS);
+    assert_int_equal(dnn_graph_conv_run(H, g, 0, x, w, y, NULL, ws), CUDNN_STATUS_BAD_PARAM);
+    dnn_graph_conv_free(g);
+    cudnnTensorDescriptor_t xd, yd, bd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    cudnnActivationDescriptor_t ad;
+    cudnnCreateTensorDescriptor(&xd), cudnnCreateTensorDescriptor(&yd);
+    cudnnCreateTensorDescriptor(&bd), cudnnCreateActivationDescriptor(&ad);
+    cudnnCreateFilterDescriptor(&wd), cudnnCreateConvolutionDescriptor(&cd);
+    cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 2, 4, 6, 6);
+    cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 2, 3, 6, 6);
+    cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 3, 1, 1);
+    cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 3, 4, 3, 3);
+    cudnnSetConvolution2dDescriptor(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                    CUDNN_DATA_FLOAT);
+    cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0);
+    const float one = 1.0f, zero = 0.0f;
+    assert_int_equal(cudnnConvolutionBiasActivationForward(
+                         H, &one, xd, x, wd, w, cd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL,
+                         0, &zero, yd, ref, bd, b, ad, yd, ref),
+                     CUDNN_STATUS_SUCCESS);
+    float *a = host_of(y, ny), *r = host_of(ref, ny);
+    assert_memory_equal(a, r, ny * sizeof(float));
+    int zeros = 0, pos = 0;
+    for (size_t i = 0; i < ny; i++) zeros += a[i] == 0.0f, pos += a[i] > 0.0f;
+    assert_true(zeros > 0 && pos > 0); /* the Relu cut some, kept others */
+    free(a), free(r);
+    s.dt = CUDNN_DATA_BFLOAT16;
+    char why[512];
+    assert_int_not_equal(dnn_graph_conv_build(H, &s, 1, &g, why, sizeof why), 0);
+    s.bias = s.relu = false;
+    g = build(&s, 1);
+    dnn_graph_conv_free(g);
+    cudnnDestroyTensorDescriptor(xd), cudnnDestroyTensorDescriptor(yd);
+    cudnnDestroyTensorDescriptor(bd), cudnnDestroyActivationDescriptor(ad);
+    cudnnDestroyFilterDescriptor(wd), cudnnDestroyConvolutionDescriptor(cd);
+    cudaFree(x), cudaFree(w), cudaFree(b), cudaFree(y), cudaFree(ref), cudaFree(ws);
+}
+
 static void test_refused_graph_says_why(void **state) {
     (void)state;
     dnn_conv_spec s = spec_of(DNN_CONV_FWD);
@@ -216,7 +271,7 @@ static void test_emulator_refusals(void **state) {
     dnn_conv_spec s = spec_of(DNN_CONV_FWD);
     dnn_graph_conv *g = build(&s, 1);
     void *x = dev_fill(2 * 4 * 36, 1), *w = dev_fill(3 * 4 * 9, 2);
-    assert_int_equal(dnn_graph_conv_run(H, g, 0, x, w, NULL, NULL), CUDNN_STATUS_BAD_PARAM);
+    assert_int_equal(dnn_graph_conv_run(H, g, 0, x, w, NULL, NULL, NULL), CUDNN_STATUS_BAD_PARAM);
     dnn_graph_conv_free(g);
     cudaFree(x), cudaFree(w);
 }
@@ -236,9 +291,8 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bits_equal_legacy),
-        cmocka_unit_test(test_filters),
-        cmocka_unit_test(test_refused_graph_says_why),
+        cmocka_unit_test(test_bits_equal_legacy), cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_epilogue),          cmocka_unit_test(test_refused_graph_says_why),
         cmocka_unit_test(test_emulator_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

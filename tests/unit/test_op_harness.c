@@ -25,7 +25,8 @@
  *      or is listed by OP_EXEMPT (and an exempt op must not be reached).
  *
  * Usage: test_op_harness [--require BACKEND]... (tools/gpu-check and
- * tests/cli/test_cuda_emu.sh require cuda). */
+ * tests/cli/test_cuda_emu.sh require cuda); OC_CUDNN_CONV_API=graph: cuda's convolutions
+ * through cuDNN's graph API (outcore-run --conv-api graph). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -582,7 +583,9 @@ static rt_backend *backend_get(int k, const char **why) {
     OC_ASSERT(k < n && k < 8);
     static char msgs[8][256];
     if (!backends[k] && !backend_missing[k]) {
-        rt_backend_opts o = {.deterministic = true};
+        /* OC_CUDNN_CONV_API=graph: cuda's convolutions through cuDNN's graph API */
+        const char *api = getenv("OC_CUDNN_CONV_API");
+        rt_backend_opts o = {.deterministic = true, .conv_graph = api && strcmp(api, "graph") == 0};
         oc_err err;
         if (!kinds[k].built()) backend_missing[k] = "not built into this binary";
         else if (rt_backend_new(kinds[k].name, &o, &backends[k], &err)) {

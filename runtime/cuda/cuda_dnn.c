@@ -225,7 +225,7 @@ static int geo_of(const ir_graph *g, const ir_node *n, conv_geo *q, oc_err *err)
     q->nhwc = n->channels_last;
     if (n->op == OP_CONV || n->op == OP_CONV_RELU) {
         q->epi_relu = n->op == OP_CONV_RELU;
-                q->epi_bias = n->n_inputs > 2 && n->inputs[2] >= 0; /* an omitted bias: -1 */
+        q->epi_bias = n->n_inputs > 2 && n->inputs[2] >= 0; /* an omitted bias: -1 */
         if (q->epi_bias) q->b_dt = g->tensors[n->inputs[2]].dtype;
     }
     q->cin = slot_t(g, n, q->cin_slot);

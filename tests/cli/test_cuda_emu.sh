@@ -47,7 +47,8 @@
 #      of the model's own layout;
 #   3h. bf16 with a measured profile: --profile-out records the widening workspaces, the
 #      plan holds them, and the plan runs in a device of its arena + 1 MiB with nothing
-#      outside the plan (a SwapOut of a half tensor once asked for a workspace);
+#      outside the plan (a SwapOut of a half tensor once asked for a workspace); 3h'. so does
+#      fp32 with the convolutions through the graph API (profile and run);
 #   3b. the default run (BN statistics from the forward) and the --deterministic
 #      one: step-0 gradients within 1e-5 (norm-wise, all at once) and not
 #      bit-identical (the forward's float statistics vs the emulator's double
@@ -564,6 +565,22 @@ if "$EMU/outcore-run" "$T/bf16_incore.onnx" --backend cuda --steps 4 --seed 7 \
     ok "bf16 measured profile -> plan -> cuda run in a device of arena + 1 MiB, nothing outside the plan"
 else
     bad "bf16 measured-profile plan on cuda: $(tail -2 "$T/bf16_prof.out") $(cat "$T/bf16_wsplan.err") $(tail -3 "$T/bf16_wsrun.err")"
+fi
+# 3h'. the same workflow with the convolutions through the graph API (profile and run under
+#     OC_CUDNN_CONV_API=graph): each graph plan within the workspace the profile measured
+if OC_CUDNN_CONV_API=graph "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 4 --seed 7 \
+     --profile-out "$T/g_prof.json" >"$T/g_prof.out" 2>&1 &&
+   "$PLAN" plan "$MODEL" --batch 2 --profile "$T/g_prof.json" --budget 1TB --strategy incore \
+     -o "$T/g_wsplan.onnx" >/dev/null 2>"$T/g_wsplan.err" &&
+   garena=$("$PY" -c "import onnx,sys; print({p.key: p.value for p in onnx.load(sys.argv[1]).metadata_props}['outcore.arena_bytes'])" "$T/g_wsplan.onnx") &&
+   OC_CUDNN_CONV_API=graph EMU_DEVICE_BYTES=$((garena + 1048576)) "$EMU/outcore-run" \
+     "$T/g_wsplan.onnx" --backend cuda --steps 2 --seed 7 --verbose-algos >"$T/g_wsrun.out" \
+     2>"$T/g_wsrun.err" &&
+   ng=$(grep -c ' graph plan 0, ' "$T/g_wsrun.err") && [ "$ng" -gt 0 ] &&
+   ! grep -q "outside the plan\|legacy calls instead" "$T/g_wsrun.err" && grep -q '^step 1' "$T/g_wsrun.out"; then
+    ok "--conv-api graph: measured profile -> plan -> run in a device of arena + 1 MiB, $ng graph plans, nothing outside the plan"
+else
+    bad "--conv-api graph measured-profile plan: $(tail -2 "$T/g_prof.out") $(cat "$T/g_wsplan.err") $(grep -v '^cuda: .*graph plan' "$T/g_wsrun.err" | tail -3)"
 fi
 # 3g. fp16 + GradScaler on cuda against PyTorch's reference sequence
 if "$PY" - "$EMU/outcore-run" "$T" <<'PYEOF'

@@ -233,11 +233,11 @@ static bool plan_of(cudnnHandle_t h, dnn_graph_conv *g, cudnnBackendDescriptor_t
     return true;
 }
 
-/* The heuristics' configurations for g's graph, each made into a plan while they last. */
+/* The configurations heuristics mode `mode` lists for g's graph, each made into a plan while
+ * they last. */
 static cudnnStatus_t plans_of(cudnnHandle_t h, dnn_graph_conv *g, const dnn_conv_spec *s,
-                              int max_plans, cfg_tally *t) {
+                              cudnnBackendHeurMode_t mode, int max_plans, cfg_tally *t) {
     cudnnBackendDescriptor_t heur = NULL, cfg[MAX_CFGS] = {NULL};
-    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
     int64_t n = 0, got = 0;
     cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur);
     if (!st)
@@ -298,7 +298,12 @@ int dnn_graph_conv_build(cudnnHandle_t h, const dnn_conv_spec *s, int max_plans,
         if (!st) st = set(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
         if (!st) st = cudnnBackendFinalize(g->graph);
         good = ok(st, "operation graph", why, why_len) &&
-               ok(plans_of(h, g, s, max_plans, &t), "engine heuristics", why, why_len);
+               ok(plans_of(h, g, s, CUDNN_HEUR_MODE_A, max_plans, &t), "engine heuristics", why,
+                  why_len);
+        /* none of mode A's usable: the fallback list (functional engines), as PyTorch does */
+        if (good && g->n_plans == 0)
+            good = ok(plans_of(h, g, s, CUDNN_HEUR_MODE_FALLBACK, max_plans, &t),
+                      "fallback heuristics", why, why_len);
     }
     if (good && g->n_plans == 0) {
         snprintf(why, why_len,

@@ -16,7 +16,8 @@
  * The operation graph holds the one convolution on x (N, C, spatial..), w (K, C / groups,
  * kernel..) and y (N, K, spatial..), logical dims with the bytes' strides (channels-last:
  * NHWC / KRSC), float compute, cross-correlation. Heuristics mode A ranks the engine
- * configurations; kept, in that order, up to max_plans that
+ * configurations (none of them usable: then the fallback mode's list); kept, in that order,
+ * up to max_plans that
  *  - do not down-convert inputs or reduce in reduced precision (the legacy path refuses
  *    CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION alike),
  *  - use tensor cores only where allowed (spec.tensor_ok: half data, or float with TF32 on),

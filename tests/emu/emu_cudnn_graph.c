@@ -33,7 +33,8 @@ a plan of a *configuration the heuristics returned;
  *   1  tensor cores, down-converts its inputs,
  *   2  tensor cores; nondeterministic for the backward kinds,
  *   3  tensor cores (tensor-op math: a workspace 256 bytes larger),
- *   4  no notes, the zero-workspace algorithm where there is one.
+ *   4  no notes, the zero-workspace algorithm where there is one;
+ * the fallback mode (CUDNN_HEUR_MODE_FALLBACK) lists engine 4 alone.
  * Each runs one legacy algorithm; the emulator's convolutions sum in double in a
  * fixed order, so every engine gives the legacy calls' bits. */
 #include <stdarg.h>
@@ -717,15 +718,17 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
     if (b->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS) {
         if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR)
             return gfail(CUDNN_STATUS_BAD_PARAM, call, "attribute type %d", (int)type);
-        if (count) *count = N_ENGINES;
+        /* the fallback mode lists the plain engine (4) alone */
+        int first = enum_of(b, CUDNN_ATTR_ENGINEHEUR_MODE) == CUDNN_HEUR_MODE_FALLBACK ? 4 : 0;
+        if (count) *count = N_ENGINES - first;
         cudnnBackendDescriptor_t *cfg = out;
-        for (int64_t i = 0; i < req && i < N_ENGINES; i++) {
+        for (int64_t i = 0; i < req && i < N_ENGINES - first; i++) {
             bdesc *c = as_desc(cfg ? cfg[i] : NULL);
             if (!c || c->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)
                 return gfail(CUDNN_STATUS_BAD_PARAM, call,
                              "result %lld: not an ENGINECFG descriptor made by the caller",
                              (long long)i);
-            c->engine = (int)i;
+            c->engine = first + (int)i;
             c->graph = held(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
                             CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
             c->final = true;

@@ -150,9 +150,13 @@ static bool env_on(const char *name) {
 static int backend_opts_from_env(rt_backend_opts *bo, oc_err *err) {
     bo->deterministic = env_on("OC_CUDNN_DETERMINISTIC");
     bo->verbose = env_on("OC_CUDNN_VERBOSE");
-    const char *algo = getenv("OC_CUDNN_CONV_ALGO"); /* measure | heuristic (the default) */
+        const char *algo = getenv("OC_CUDNN_CONV_ALGO"); /* measure | heuristic (the default) */
+    if (algo && *algo && strcmp(algo, "measure") && strcmp(algo, "heuristic"))
+        return oc_fail(err, "OC_CUDNN_CONV_ALGO: '%s' is not one of heuristic, measure", algo);
     bo->conv_measure = algo && strcmp(algo, "measure") == 0;
     const char *api = getenv("OC_CUDNN_CONV_API"); /* graph | legacy (the default) */
+    if (api && *api && strcmp(api, "graph") && strcmp(api, "legacy"))
+        return oc_fail(err, "OC_CUDNN_CONV_API: '%s' is not one of legacy, graph", api);
     bo->conv_graph = api && strcmp(api, "graph") == 0;
     const char *s = getenv("OC_CUDNN_WORKSPACE_LIMIT");
     int64_t v;

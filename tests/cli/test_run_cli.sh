@@ -111,6 +111,9 @@ expect_error "--optimizer on a training graph" "$RUN" "$T/train.onnx" --optimize
 expect_error "--fuse some" "$RUN" "$M" --batch 2 --fuse some
 expect_error "--no-fuse on a training graph" "$RUN" "$T/train.onnx" --no-fuse
 expect_error "--tf32-conv maybe" "$RUN" "$M" --batch 2 --tf32-conv maybe
+expect_error "--conv-api v8" "$RUN" "$M" --batch 2 --conv-api v8
+expect_error "OC_CUDNN_CONV_API=grph" env OC_CUDNN_CONV_API=grph "$RUN" "$M" --batch 2
+expect_error "OC_CUDNN_CONV_ALGO=fastest" env OC_CUDNN_CONV_ALGO=fastest "$RUN" "$M" --batch 2
 expect_error "--precision fp8" "$RUN" "$M" --batch 2 --precision fp8
 expect_error "--loss-scale 0.5" "$RUN" "$M" --batch 2 --precision fp16 --loss-scale 0.5
 expect_error "--loss-scale-interval 0" "$RUN" "$M" --batch 2 --loss-scale-interval 0

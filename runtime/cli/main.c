@@ -150,7 +150,7 @@ static bool env_on(const char *name) {
 static int backend_opts_from_env(rt_backend_opts *bo, oc_err *err) {
     bo->deterministic = env_on("OC_CUDNN_DETERMINISTIC");
     bo->verbose = env_on("OC_CUDNN_VERBOSE");
-        const char *algo = getenv("OC_CUDNN_CONV_ALGO"); /* measure | heuristic (the default) */
+    const char *algo = getenv("OC_CUDNN_CONV_ALGO"); /* measure | heuristic (the default) */
     if (algo && *algo && strcmp(algo, "measure") && strcmp(algo, "heuristic"))
         return oc_fail(err, "OC_CUDNN_CONV_ALGO: '%s' is not one of heuristic, measure", algo);
     bo->conv_measure = algo && strcmp(algo, "measure") == 0;

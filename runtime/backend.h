@@ -52,6 +52,8 @@ typedef struct rt_backend_opts {
                           timing the heuristics' first few on its first run (cuda) */
     bool conv_graph;   /* --conv-api graph: convolutions through cuDNN's graph API, its
                           heuristics' engine configurations (PyTorch's path; cuda) */
+    bool conv_auto;    /* --conv-api auto: each convolution shape's graph plans and legacy
+                          algorithms timed on its first run, the fastest kept (cuda) */
 } rt_backend_opts;
 
 typedef struct rt_backend rt_backend;

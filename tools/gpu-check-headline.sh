@@ -31,8 +31,10 @@
 #              default list)
 #   conv_api   the op harness with --conv-api graph (its convolution cases vs cpu on this cuDNN);
 #              ResNet-50 b640 nhwc fp32 and bf16, VGG-16 b256 nhwc fp32, in core, with the
-#              convolutions through the legacy cuDNN calls and through the graph API (--conv-api
-#              graph, PyTorch's path): images/s side by side, graph plans and fallbacks counted
+#              convolutions through the legacy cuDNN calls, through the graph API (--conv-api
+#              graph, PyTorch's path) and each shape's faster of the two's 4 first, timed
+#              (--conv-api auto --conv-algo measure): images/s side by side, graph plans and
+#              fallbacks counted
 #              (not in the default list)
 #   gpt2_trace GPT-2 traced with --attention unfused, fused, and fused with every score computed
 #              (OC_ATTENTION_BLOCK=0: no causal blocks skipped) (tools/step_time.py --nodes)
@@ -276,17 +278,22 @@ part_conv_api() { # convolutions through cuDNN's graph API (PyTorch's path) vs t
             h_model $V $VSZ && [ -f "$LOG/hv_x.pb" ] || batch_files hv_ $VB $VSZ $RCL
             m="$LOG/${V}_h.onnx" b=$VB d="--input $LOG/hv_x.pb --labels $LOG/hv_y.pb"
         fi
-        for api in legacy graph; do
+                for api in legacy graph auto; do
             tag="$([ $prec = vgg ] && echo "$V b$VB fp32" || echo "$R b$RB $prec") nhwc conv-api $api"
             # a longer box for the graph API: its first step finalizes every shape's plans
-            HR_SECONDS=240 h_run "$tag" "$m" $b "$d" --layout nhwc --conv-api $api --verbose-algos \
+                        HR_SECONDS=240 h_run "$tag" "$m" $b "$d" --layout nhwc --conv-api $api --verbose-algos \
+                $([ $api = auto ] && echo --conv-algo measure) \
                 $([ $prec = bf16 ] && echo --precision bf16) || return 0
             if [ $api = graph ]; then
                 fb=$(grep -c 'legacy calls instead' "$LOG/$tag.log")
                 row "  graph API plans / fallbacks to legacy" "$(grep -c ' graph plan 0, ' "$LOG/$tag.log") / $fb$([ "$fb" = 0 ] || echo " ($(grep -m1 'legacy calls instead' "$LOG/$tag.log" | cut -c1-160))")"
                 row "  graph plans' build time (first step)" "$(grep -o 'built in [0-9.]* ms' "$LOG/$tag.log" | awk '{t += $3; if ($3 > m) m = $3} END {printf "%.0f ms in all, the longest %.0f ms", t, m}')"
-                h_ratio "  $prec nhwc: graph / legacy" "$(ips "$LOG/$tag.log")" \
+                                h_ratio "  $prec nhwc: graph / legacy" "$(ips "$LOG/$tag.log")" \
                     "$(ips "$LOG/${tag% graph} legacy.log")"
+            elif [ $api = auto ]; then
+                row "  shapes keeping a graph plan / a legacy algorithm" "$(grep -c -- '-> graph plan' "$LOG/$tag.log") / $(grep -c -- '-> algo' "$LOG/$tag.log")"
+                h_ratio "  $prec nhwc: auto (measured) / legacy" "$(ips "$LOG/$tag.log")" \
+                    "$(ips "$LOG/${tag% auto} legacy.log")"
             fi
             # the fastest run so far is the precision's best (torch_r50's ratios after this part)
             if [ $prec = fp32 ] && faster "$(ips "$LOG/$tag.log")" "${R_BEST:-}"; then

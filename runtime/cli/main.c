@@ -56,7 +56,8 @@ static void usage(FILE *f) {
         "                   [--trace-out T.json]\n"
         "                   [--deterministic] [--workspace-limit BYTES] [--verbose-algos]\n"
         "                   [--tf32-conv on|off] [--tf32-matmul on|off] [--cuda-graph on|off]\n"
-        "                   [--conv-algo heuristic|measure] [--conv-api legacy|graph]\n\n"
+        "                   [--conv-algo heuristic|measure]\n"
+        "                   [--conv-api legacy|graph|auto]\n\n"
         "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
         "for K steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform\n"
         "in [0, C)), the same batch every step from ONNX TensorProto files (--input), or a\n"
@@ -109,6 +110,9 @@ static void usage(FILE *f) {
         "  API, its heuristics' first engine configuration that fits (PyTorch's path; the\n"
         "  legacy calls reach fewer kernels); a shape it refuses takes the legacy calls, said\n"
         "  once; with --conv-algo measure its first 4 configurations are timed.\n"
+        "  --conv-api auto: each shape's graph API plan and legacy algorithm (4 of each with\n"
+        "  --conv-algo measure) timed on its first run, the fastest kept (not with\n"
+        "  --deterministic: then the legacy calls).\n"
         "  --workspace-limit (or OC_CUDNN_WORKSPACE_LIMIT=BYTES) caps a convolution's workspace\n"
         "  (default 8 GiB); --verbose-algos (or OC_CUDNN_VERBOSE=1) prints every algorithm "
         "choice.\n"
@@ -155,9 +159,10 @@ static int backend_opts_from_env(rt_backend_opts *bo, oc_err *err) {
         return oc_fail(err, "OC_CUDNN_CONV_ALGO: '%s' is not one of heuristic, measure", algo);
     bo->conv_measure = algo && strcmp(algo, "measure") == 0;
     const char *api = getenv("OC_CUDNN_CONV_API"); /* graph | legacy (the default) */
-    if (api && *api && strcmp(api, "graph") && strcmp(api, "legacy"))
-        return oc_fail(err, "OC_CUDNN_CONV_API: '%s' is not one of legacy, graph", api);
-    bo->conv_graph = api && strcmp(api, "graph") == 0;
+    if (api && *api && strcmp(api, "graph") && strcmp(api, "legacy") && strcmp(api, "auto"))
+        return oc_fail(err, "OC_CUDNN_CONV_API: '%s' is not one of legacy, graph, auto", api);
+    bo->conv_graph = api && (strcmp(api, "graph") == 0 || strcmp(api, "auto") == 0);
+    bo->conv_auto = api && strcmp(api, "auto") == 0;
     const char *s = getenv("OC_CUDNN_WORKSPACE_LIMIT");
     int64_t v;
     if (s && *s) {
@@ -230,9 +235,10 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
                 return oc_fail(err, "--conv-algo: '%s' is not one of heuristic, measure", v);
             o->bo.conv_measure = v[0] == 'm';
         } else if (strcmp(a, "--conv-api") == 0) {
-            if (strcmp(v, "legacy") && strcmp(v, "graph"))
-                return oc_fail(err, "--conv-api: '%s' is not one of legacy, graph", v);
-            o->bo.conv_graph = v[0] == 'g';
+            if (strcmp(v, "legacy") && strcmp(v, "graph") && strcmp(v, "auto"))
+                return oc_fail(err, "--conv-api: '%s' is not one of legacy, graph, auto", v);
+            o->bo.conv_graph = v[0] != 'l';
+            o->bo.conv_auto = v[0] == 'a';
         } else if (strcmp(a, "--bn") == 0) {
             if (strcmp(v, "train") && strcmp(v, "frozen"))
                 return oc_fail(err, "--bn: '%s' is not one of train, frozen", v);

@@ -316,7 +316,9 @@ static int impl_init(cuda_impl *im, const rt_backend_opts *opts, oc_err *err) {
     im->ws_limit = opts->workspace_limit ? opts->workspace_limit : (size_t)8 << 30;
     im->tf32_conv = !opts->no_tf32_conv;
     im->conv_measure = opts->conv_measure && !opts->deterministic; /* a timed choice varies */
-    im->conv_graph = opts->conv_graph;
+    /* auto times its choice, which varies: with --deterministic the legacy calls instead */
+    im->conv_auto = opts->conv_auto && !opts->deterministic;
+    im->conv_graph = opts->conv_graph && (im->conv_auto || !opts->conv_auto);
     CU_CHECK_N(cudaSetDevice(im->device), no_node);
     for (int s = 0; s < RT_STREAM__COUNT; s++)
         CU_CHECK_N(cudaStreamCreateWithFlags(&im->s[s], cudaStreamNonBlocking), no_node);

@@ -72,17 +72,19 @@ typedef struct algo_entry {
     cudnnTensorDescriptor_t in_d, out_d;
     cudnnFilterDescriptor_t w_d;
     cudnnConvolutionDescriptor_t conv_d;
-    int algo; /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t; with graph, a plan of it */
-              /* --conv-api graph: the convolution through cuDNN's graph API (cuda_dnn_graph.h); its
-     * candidates are its plans; NULL: the legacy calls */
+    /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, or < 0: plan -(algo + 1) of graph */
+    int algo;
+    /* --conv-api graph / auto: the convolution through cuDNN's graph API (cuda_dnn_graph.h);
+     * NULL: the legacy calls only */
     dnn_graph_conv *graph;
     bool epi; /* graph: the bias / Relu of a Conv or ConvRelu are in the graph */
     size_t ws;
-    /* --conv-algo measure: the candidates timed on the first run (the heuristics' order;
-     * ws is the largest one's workspace, so any of them fits the node's region) */
+    /* --conv-algo measure / --conv-api auto: the candidates timed on the first run (the
+     * heuristics' order, graph plans first; ws is the largest one's workspace, so any of them
+     * fits the node's region) */
     int n_cand;
-    int cand[MEASURE_CANDS];
-    cudnnMathType_t cand_math[MEASURE_CANDS];
+    int cand[2 * MEASURE_CANDS];
+    cudnnMathType_t cand_math[2 * MEASURE_CANDS];
     bool measured;
     /* ConvRelu's fused call (fused_forward): made on first use; no_fused once
      * cuDNN refused it for this shape (then conv, bias, relu apart) */
@@ -289,21 +291,26 @@ static char *geo_key(const conv_geo *q) {
     return oc_sprintf("%s", buf);
 }
 
+/* A graph plan's index as an algorithm value of algo_entry and back. */
+static int plan_algo(int i) { return -(i + 1); }
+static int algo_plan(int algo) { return -algo - 1; }
+
 /* --conv-api graph: e's convolution through cuDNN's graph API, its heuristics' first plan
  * that fits limit (and with --conv-algo measure up to MEASURE_CANDS of them, timed on the
  * first run). A Conv / ConvRelu with a bias or a Relu: first with them in the graph
  * (e->epi: one fused kernel where cuDNN has an engine for it); refused, the convolution
- * alone, the bias and Relu in one pass after it (the legacy fused call is not made).
- * OC_ERR, said on stderr: the legacy calls instead. */
+  * alone, the bias and Relu in one pass after it (the legacy fused call is not made).
+ * OC_ERR, said on stderr: the legacy calls instead. With `alone` false (--conv-api auto)
+ * the bare convolution's plans only join e's candidates, the legacy algorithms to follow. */
 static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_t limit,
-                       algo_entry *e) {
+                       algo_entry *e, bool alone) {
     dnn_conv_spec s = {.kind = q->kind,
                        .dt = dnn_type(q->dt),
                        .tensor_ok = q->dt != IR_DTYPE_FLOAT || im->tf32_conv,
                        .det_only = im->deterministic,
                        .limit = limit,
-                       .bias = q->epi_bias,
-                       .relu = q->epi_relu,
+                       .bias = alone && q->epi_bias,
+                       .relu = alone && q->epi_relu,
                        .b_dt = dnn_type(q->b_dt)};
     int d[8], st[8];
     const ir_tensor *ts[3] = {q->cin, q->w, q->cout};
@@ -342,15 +349,15 @@ static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     }
     int np = dnn_graph_conv_plans(e->graph);
     e->kind = q->kind;
-    e->algo = 0;
+    e->algo = plan_algo(0);
     e->ws = 0;
     for (int i = 0; i < np; i++) {
         size_t ws = dnn_graph_conv_workspace(e->graph, i);
         if (ws > e->ws) e->ws = ws;
-        if (np > 1) e->cand[e->n_cand++] = i;
+        if (np > 1 || !alone) e->cand[e->n_cand++] = plan_algo(i);
     }
     e->measured = np < 2;
-    e->no_fused = true;
+    e->no_fused = alone;
     if (im->verbose) {
         fprintf(stderr,
                 "cuda: %s: %s%s graph plan 0, workspace %zu B (limit %zu), built in %.1f ms%s; "
@@ -364,7 +371,9 @@ static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
                                                      : "+relu")
                        : "",
                 dnn_graph_conv_workspace(e->graph, 0), limit, ms,
-                e->measured ? "" : ", timed on the first run");
+                !alone        ? ", timed against the legacy algorithms"
+                : e->measured ? ""
+                              : ", timed on the first run");
         for (int i = 0; i < np; i++)
             fprintf(stderr, " %lld (%zu B)", (long long)dnn_graph_conv_engine(e->graph, i),
                     dnn_graph_conv_workspace(e->graph, i));
@@ -409,7 +418,11 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
                                                          : im->tf32_conv ? CUDNN_DEFAULT_MATH
                                                                          : CUDNN_FMA_MATH),
                   n);
-    if (im->conv_graph && graph_build(im, n, q, limit, e) == OC_OK) return OC_OK;
+    if (im->conv_graph && !im->conv_auto && graph_build(im, n, q, limit, e, true) == OC_OK)
+        return OC_OK;
+    /* auto: the graph's plans first among the candidates (refused: the legacy ones alone) */
+    size_t graph_ws = 0;
+    if (im->conv_auto && graph_build(im, n, q, limit, e, false) == OC_OK) graph_ws = e->ws;
     int got = 0;
     algo_cand c[16];
 #define HEUR(perf_t, getter, ...)                                                                  \
@@ -431,8 +444,9 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
              e->in_d, e->out_d, e->conv_d, e->w_d);
 #undef HEUR
     bool det_only = im->deterministic;
-    int pick = -1;
-    size_t ws_max = 0; /* measure: the largest candidate's workspace */
+    int pick = -1, per_api = im->conv_measure ? MEASURE_CANDS : 1, n_legacy = 0;
+    bool collect = im->conv_measure || im->conv_auto;
+    size_t ws_max = graph_ws; /* measure / auto: the largest candidate's workspace */
     for (int i = 0; i < got; i++) {
         if (c[i].status != CUDNN_STATUS_SUCCESS || c[i].memory > limit ||
             c[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
@@ -440,13 +454,19 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
             (det_only && c[i].det != CUDNN_DETERMINISTIC))
             continue;
         if (pick < 0) pick = i;
-        if (!im->conv_measure || e->n_cand == MEASURE_CANDS) break;
+        if (!collect || n_legacy++ == per_api) break;
         e->cand[e->n_cand] = c[i].algo;
         e->cand_math[e->n_cand++] = tensor_ok ? c[i].math : CUDNN_FMA_MATH;
         if (c[i].memory > ws_max) ws_max = c[i].memory;
     }
     char list[1024];
     cands_text(c, got, list, sizeof list);
+    if (pick < 0 && e->graph) { /* auto: no legacy algorithm fits, the graph's plans do */
+        e->measured = e->n_cand < 2;
+        e->no_fused = true;
+        e->ws = graph_ws;
+        return OC_OK;
+    }
     if (pick < 0)
         return oc_fail(err,
                        "node '%s' (%s): cuDNN offers no %salgorithm within a workspace of %zu "
@@ -633,7 +653,8 @@ static int bias_relu(const cuda_ctx *c, const kernel_args *a, const conv_geo *q,
  * output is overwritten; with e->epi the bias and Relu too (bias: the node's, else unread). */
 static cudnnStatus_t conv_call(cuda_impl *im, const algo_entry *e, int algo, void *cin, void *cout,
                                void *w, const void *bias, void *ws) {
-    if (e->graph) return dnn_graph_conv_run(im->dnn, e->graph, algo, cin, w, cout, bias, ws);
+    if (algo < 0)
+        return dnn_graph_conv_run(im->dnn, e->graph, algo_plan(algo), cin, w, cout, bias, ws);
     const float one = 1.0f, zero = 0.0f;
     if (e->kind == CONV_FWD)
         return cudnnConvolutionForward(im->dnn, &one, e->in_d, cin, e->w_d, w, e->conv_d,
@@ -664,7 +685,7 @@ static int time_candidate(const cuda_ctx *c, const kernel_args *a, algo_entry *e
                           cudaEvent_t ev[2], void *cin, void *cout, void *w, const void *bias,
                           float *ms, oc_err *err) {
     *ms = INFINITY;
-    if (!e->graph) CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[i]));
+    if (e->cand[i] >= 0) CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[i]));
     cudnnStatus_t st = conv_call(c->im, e, e->cand[i], cin, cout, w, bias, a->scratch);
     if (st != CUDNN_STATUS_SUCCESS) return OC_OK;
     CU_CHECK(cudaEventRecord(ev[0], c->stream));
@@ -688,7 +709,7 @@ static int measure(const cuda_ctx *c, const kernel_args *a, algo_entry *e, void 
     if (cs != cudaStreamCaptureStatusNone) return OC_OK;
     cudaEvent_t ev[2] = {NULL, NULL};
     int rc = OC_OK, best = -1;
-    float t[MEASURE_CANDS];
+    float t[2 * MEASURE_CANDS];
     if (cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess)
         rc = kernel_fail(a, err, "cudaEventCreate failed while timing convolution algorithms");
     for (int i = 0; i < e->n_cand && rc == OC_OK; i++) {
@@ -700,14 +721,16 @@ static int measure(const cuda_ctx *c, const kernel_args *a, algo_entry *e, void 
     if (rc) return rc;
     if (best < 0) return kernel_fail(a, err, "cuDNN ran none of its %d candidates", e->n_cand);
     e->algo = e->cand[best];
-    if (!e->graph) CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[best]));
+    if (e->algo >= 0) CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[best]));
+    else e->no_fused = true; /* the legacy fused call takes a legacy algorithm */
     if (c->im->verbose) {
-        const char *what = e->graph ? "graph plan" : "algo";
         fprintf(stderr, "cuda: %s: measured", a->n->name);
         for (int i = 0; i < e->n_cand; i++)
-            fprintf(stderr, "%s %s %d %.4f ms", i ? "," : "", what, e->cand[i],
-                    (double)t[i] / MEASURE_RUNS);
-        fprintf(stderr, " -> %s %d\n", what, e->algo);
+            fprintf(
+                stderr, "%s %s %d %.4f ms", i ? "," : "", e->cand[i] < 0 ? "graph plan" : "algo",
+                e->cand[i] < 0 ? algo_plan(e->cand[i]) : e->cand[i], (double)t[i] / MEASURE_RUNS);
+        fprintf(stderr, " -> %s %d\n", e->algo < 0 ? "graph plan" : "algo",
+                e->algo < 0 ? algo_plan(e->algo) : e->algo);
     }
     return OC_OK;
 }

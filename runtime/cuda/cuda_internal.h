@@ -42,6 +42,7 @@ typedef struct cuda_impl {
     bool tf32_conv;     /* convolutions may use TF32 tensor cores (cuDNN's default math) */
     bool conv_measure;  /* time the first candidates of each convolution shape (cuda_dnn.c) */
     bool conv_graph;    /* convolutions through cuDNN's graph API (cuda_dnn_graph.h) */
+    bool conv_auto;     /* both APIs' candidates timed per shape (cuda_dnn.c) */
     /* CUDA graphs (cuda_graph.c): the captured step, its fork / join events, and
      * cuBLAS's own workspace (set so that a capture allocates nothing) */
     cudaGraphExec_t graph;

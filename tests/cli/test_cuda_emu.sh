@@ -34,6 +34,8 @@
 #      takes the no-tensor-core engine only; --conv-algo measure times its plans; AlexNet's
 #      ConvRelu with its bias and Relu in the graph (fp32), and on bf16 (refused by the
 #      emulator) the convolution alone then one pass: bitwise the legacy run's too;
+#      --conv-api auto times each shape's graph plan against its legacy algorithm (none with
+#      --deterministic): bitwise the legacy run's;
 #   3e. loss scaling (GradScaler) at 3e38: the float32 gradients overflow, the first
 #      steps are skipped while the scale halves, then steps update: cuda's scales and
 #      skipped steps equal cpu's, and both skip and update;
@@ -461,6 +463,19 @@ if graph_run gl "$T/incore.onnx" && graph_run gg "$T/incore.onnx" --conv-api gra
     ok "--conv-api graph: $ng fp32 and $nb bf16 nhwc convolution shapes through the graph API, $nm timed; weights bitwise == the legacy calls' (TF32 off: engine 4 only; deterministic: no nondeterministic engine)"
 else
     bad "--conv-api graph: $(grep -h 'legacy calls instead\|error' "$T"/g[gmt].err "$T/bg.err" | head -2) $(tail -1 "$T/bg.err")"
+fi
+#     --conv-api auto: each shape's graph plan and legacy algorithm timed on its first run (with
+#     --conv-algo measure 4 of each); with --deterministic nothing timed, the legacy calls
+if graph_run ga "$T/incore.onnx" --conv-api auto --verbose-algos &&
+   graph_run gam "$T/incore.onnx" --conv-api auto --conv-algo measure --verbose-algos &&
+   graph_run gad "$T/incore.onnx" --conv-api auto --deterministic --verbose-algos &&
+   na=$(grep -c ': measured graph plan 0 .*, algo [0-9]* .* -> ' "$T/ga.err") && [ "$na" -gt 0 ] &&
+   nam=$(grep -c ': measured graph plan 0 .* graph plan 1 .*, algo [0-9]* .* -> ' "$T/gam.err") &&
+   [ "$nam" -gt 0 ] && ! grep -q 'measured\|graph plan' "$T/gad.err" &&
+      cmp -s "$T/gl.save.onnx" "$T/ga.save.onnx" && cmp -s "$T/gl.save.onnx" "$T/gam.save.onnx"; then
+    ok "--conv-api auto: $na shapes timed graph plan against legacy algorithm ($(grep -c -- '-> graph plan' "$T/ga.err") kept a graph plan), $nam with up to 4 of each; none with --deterministic; weights bitwise == the legacy calls'"
+else
+    bad "--conv-api auto: $(grep -m2 'measured' "$T/ga.err") $(tail -1 "$T/ga.err")"
 fi
 #     AlexNet's ConvRelu (+ bias): the convolution, bias and Relu as one graph (fp32); the
 #     emulator refuses that on bfloat16 data, so there the convolution alone, then one pass

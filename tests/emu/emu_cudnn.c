@@ -53,6 +53,7 @@
 
 #include "cudnn.h"
 #include "emu.h"
+#include "emu_cudnn_fail.h"
 #define OC_HALF_NO_IR
 #include "ir/half.h"
 
@@ -94,9 +95,7 @@ struct cudnnConvolutionStruct {
     cudnnMathType_t math;
 };
 
-static cudnnStatus_t fail(cudnnStatus_t st, const char *call, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static cudnnStatus_t fail(cudnnStatus_t st, const char *call, const char *fmt, ...) {
+cudnnStatus_t emu_cudnn_fail(cudnnStatus_t st, const char *call, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -133,7 +132,7 @@ const char *cudnnGetErrorString(cudnnStatus_t s) {
 }
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t *h) {
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreate", "handle is NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreate", "handle is NULL");
     *h = xcalloc(1, sizeof **h);
     return CUDNN_STATUS_SUCCESS;
 }
@@ -144,13 +143,13 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t h) {
 }
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream", "handle is NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream", "handle is NULL");
     h->stream = s;
     return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnGetStream(cudnnHandle_t h, cudaStream_t *s) {
-    if (!h || !s) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetStream", "NULL argument");
+    if (!h || !s) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetStream", "NULL argument");
     *s = h->stream;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -164,7 +163,9 @@ static bool dt_valid(cudnnDataType_t dt) {
 }
 
 cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *d) {
-    if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateTensorDescriptor", "NULL argument");
+    if (!d)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateTensorDescriptor",
+                              "NULL argument");
     *d = xcalloc(1, sizeof **d);
     return CUDNN_STATUS_SUCCESS;
 }
@@ -190,23 +191,25 @@ static int64_t t_numel(const struct cudnnTensorStruct *t) {
 cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t d, cudnnDataType_t dt, int nb,
                                          const int dim[], const int str[]) {
     const char *call = "cudnnSetTensorNdDescriptor";
-    if (!d || !dim || !str) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
-    if (!dt_valid(dt)) return fail(CUDNN_STATUS_BAD_PARAM, call, "invalid data type %d", (int)dt);
+    if (!d || !dim || !str) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
+    if (!dt_valid(dt))
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "invalid data type %d", (int)dt);
     /* cuDNN API reference: nbDims outside [3, CUDNN_DIM_MAX] is NOT_SUPPORTED
      * (2-d tensors are rejected); dims or strides <= 0 are BAD_PARAM. */
     if (nb < 3 || nb > CUDNN_DIM_MAX)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d outside [3, %d]", nb,
-                    CUDNN_DIM_MAX);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d outside [3, %d]", nb,
+                              CUDNN_DIM_MAX);
     int64_t numel = 1;
     for (int i = 0; i < nb; i++) {
         if (dim[i] <= 0 || str[i] <= 0)
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim[%d] = %d, stride[%d] = %d (must be > 0)",
-                        i, dim[i], i, str[i]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "dim[%d] = %d, stride[%d] = %d (must be > 0)", i, dim[i], i,
+                                  str[i]);
         numel *= dim[i];
     }
     if (numel > INT32_MAX)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%lld elements exceed 2^31 - 1",
-                    (long long)numel);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%lld elements exceed 2^31 - 1",
+                              (long long)numel);
     d->set = true;
     d->dt = dt;
     d->nb = nb;
@@ -222,7 +225,8 @@ cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorF
     } else if (fmt == CUDNN_TENSOR_NHWC) {
         str[1] = 1, str[3] = c, str[2] = w * c, str[0] = h * w * c;
     } else {
-        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetTensor4dDescriptor", "format %d", (int)fmt);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetTensor4dDescriptor", "format %d",
+                              (int)fmt);
     }
     return cudnnSetTensorNdDescriptor(d, dt, 4, dim, str);
 }
@@ -230,7 +234,7 @@ cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorF
 cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t d, int req,
                                          cudnnDataType_t *dt, int *nb, int dim[], int str[]) {
     if (!d || !d->set || !dt || !nb || req < 0)
-        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetTensorNdDescriptor", "bad argument");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetTensorNdDescriptor", "bad argument");
     *dt = d->dt;
     *nb = d->nb;
     for (int i = 0; i < req && i < d->nb; i++) {
@@ -243,7 +247,9 @@ cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t d, int re
 /* ---- filter descriptors ---- */
 
 cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *d) {
-    if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateFilterDescriptor", "NULL argument");
+    if (!d)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateFilterDescriptor",
+                              "NULL argument");
     *d = xcalloc(1, sizeof **d);
     return CUDNN_STATUS_SUCCESS;
 }
@@ -256,15 +262,16 @@ cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d) {
 cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t dt,
                                          cudnnTensorFormat_t fmt, int nb, const int dim[]) {
     const char *call = "cudnnSetFilterNdDescriptor";
-    if (!d || !dim) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
+    if (!d || !dim) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
     if (!dt_valid(dt) || (fmt != CUDNN_TENSOR_NCHW && fmt != CUDNN_TENSOR_NHWC))
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "data type %d / format %d", (int)dt, (int)fmt);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "data type %d / format %d", (int)dt,
+                              (int)fmt);
     if (nb < 3 || nb > CUDNN_DIM_MAX)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d outside [3, %d]", nb,
-                    CUDNN_DIM_MAX);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d outside [3, %d]", nb,
+                              CUDNN_DIM_MAX);
     for (int i = 0; i < nb; i++)
         if (dim[i] <= 0)
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "filterDimA[%d] = %d", i, dim[i]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "filterDimA[%d] = %d", i, dim[i]);
     d->set = true;
     d->dt = dt;
     d->fmt = fmt;
@@ -282,7 +289,9 @@ cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataTyp
 /* ---- activation descriptors ---- */
 
 cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *d) {
-    if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateActivationDescriptor", "NULL argument");
+    if (!d)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateActivationDescriptor",
+                              "NULL argument");
     *d = xcalloc(1, sizeof **d);
     return CUDNN_STATUS_SUCCESS;
 }
@@ -296,10 +305,11 @@ cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d,
                                            cudnnActivationMode_t mode, cudnnNanPropagation_t nan,
                                            double coef) {
     const char *call = "cudnnSetActivationDescriptor";
-    if (!d) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL descriptor");
+    if (!d) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL descriptor");
     if ((int)mode < 0 || mode > CUDNN_ACTIVATION_SWISH ||
         (nan != CUDNN_NOT_PROPAGATE_NAN && nan != CUDNN_PROPAGATE_NAN))
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d / NaN option %d", (int)mode, (int)nan);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d / NaN option %d", (int)mode,
+                              (int)nan);
     d->set = true;
     d->mode = mode;
     d->nan = nan;
@@ -311,7 +321,8 @@ cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d,
 
 cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *d) {
     if (!d)
-        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateConvolutionDescriptor", "NULL argument");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateConvolutionDescriptor",
+                              "NULL argument");
     *d = xcalloc(1, sizeof **d);
     (*d)->groups = 1;
     (*d)->math = CUDNN_DEFAULT_MATH;
@@ -325,21 +336,24 @@ cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) 
 
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t m) {
     if (!d || (int)m < 0 || m > CUDNN_FMA_MATH)
-        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionMathType", "math type %d", (int)m);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionMathType", "math type %d",
+                              (int)m);
     d->math = m;
     return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t *m) {
     if (!d || !m)
-        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetConvolutionMathType", "NULL argument");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetConvolutionMathType",
+                              "NULL argument");
     *m = d->math;
     return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int g) {
     if (!d || g < 1)
-        return fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionGroupCount", "group count %d", g);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetConvolutionGroupCount",
+                              "group count %d", g);
     d->groups = g;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -348,16 +362,19 @@ cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, in
                                               const int pad[], const int str[], const int dil[],
                                               cudnnConvolutionMode_t mode, cudnnDataType_t ctype) {
     const char *call = "cudnnSetConvolutionNdDescriptor";
-    if (!d || !pad || !str || !dil) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
+    if (!d || !pad || !str || !dil)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
     if (len < 1 || len > CUDNN_DIM_MAX - 2)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "arrayLength %d", len);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "arrayLength %d", len);
     if (mode != CUDNN_CONVOLUTION && mode != CUDNN_CROSS_CORRELATION)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
-    if (!dt_valid(ctype)) return fail(CUDNN_STATUS_BAD_PARAM, call, "compute type %d", (int)ctype);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
+    if (!dt_valid(ctype))
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "compute type %d", (int)ctype);
     for (int i = 0; i < len; i++)
         if (pad[i] < 0 || str[i] <= 0 || dil[i] <= 0)
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim %d: pad %d, stride %d, dilation %d", i,
-                        pad[i], str[i], dil[i]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "dim %d: pad %d, stride %d, dilation %d", i, pad[i], str[i],
+                                  dil[i]);
     d->set = true;
     d->nsp = len;
     for (int i = 0; i < len; i++) d->pad[i] = pad[i], d->str[i] = str[i], d->dil[i] = dil[i];
@@ -379,22 +396,24 @@ cudnnStatus_t cudnnGetConvolutionNdForwardOutputDim(const cudnnConvolutionDescri
                                                     int out[]) {
     const char *call = "cudnnGetConvolutionNdForwardOutputDim";
     if (!cd || !xd || !wd || !out || !cd->set || !xd->set || !wd->set)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL or unset argument");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL or unset argument");
     if (nb != xd->nb || wd->nb != nb || cd->nsp != nb - 2)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims %d, x %d, w %d, conv %d spatial", nb,
-                    xd->nb, wd->nb, cd->nsp);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "nbDims %d, x %d, w %d, conv %d spatial", nb, xd->nb, wd->nb,
+                              cd->nsp);
     if (xd->dim[1] != wd->dim[1] * cd->groups)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d channels, filter %d x %d groups",
-                    xd->dim[1], wd->dim[1], cd->groups);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "x has %d channels, filter %d x %d groups", xd->dim[1], wd->dim[1],
+                              cd->groups);
     out[0] = xd->dim[0];
     out[1] = wd->dim[0];
     for (int i = 0; i < cd->nsp; i++) {
         int span = (wd->dim[i + 2] - 1) * cd->dil[i] + 1;
         int num = xd->dim[i + 2] + 2 * cd->pad[i] - span;
         if (num < 0)
-            return fail(CUDNN_STATUS_BAD_PARAM, call,
-                        "spatial dim %d: filter span %d > padded input %d", i, span,
-                        xd->dim[i + 2] + 2 * cd->pad[i]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "spatial dim %d: filter span %d > padded input %d", i, span,
+                                  xd->dim[i + 2] + 2 * cd->pad[i]);
         out[i + 2] = 1 + num / cd->str[i];
     }
     return CUDNN_STATUS_SUCCESS;
@@ -420,10 +439,11 @@ static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd
                               const cudnnConvolutionDescriptor_t cd,
                               const cudnnTensorDescriptor_t yd, cgeo *q) {
     if (!xd || !wd || !cd || !yd || !xd->set || !wd->set || !cd->set || !yd->set)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "a descriptor is NULL or was never set");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "a descriptor is NULL or was never set");
     if (xd->dt != yd->dt || xd->dt != wd->dt)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "data types x %d, w %d, y %d differ", (int)xd->dt,
-                    (int)wd->dt, (int)yd->dt);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "data types x %d, w %d, y %d differ",
+                              (int)xd->dt, (int)wd->dt, (int)yd->dt);
     /* cuDNN's configurations: FLOAT_CONFIG, PSEUDO_HALF_CONFIG (half data, float
      * compute), TRUE_HALF_CONFIG, PSEUDO_BFLOAT16_CONFIG (bfloat16, float) */
     bool cfg = (xd->dt == CUDNN_DATA_FLOAT && cd->ctype == CUDNN_DATA_FLOAT) ||
@@ -431,36 +451,38 @@ static cudnnStatus_t conv_geo(const char *call, const cudnnTensorDescriptor_t xd
                 (cd->ctype == CUDNN_DATA_FLOAT || cd->ctype == CUDNN_DATA_HALF)) ||
                (xd->dt == CUDNN_DATA_BFLOAT16 && cd->ctype == CUDNN_DATA_FLOAT);
     if (!cfg)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                    "data type %d / compute type %d is not a cuDNN configuration (emulator: "
-                    "float, half or bfloat16 data)",
-                    (int)xd->dt, (int)cd->ctype);
+        return emu_cudnn_fail(
+            CUDNN_STATUS_NOT_SUPPORTED, call,
+            "data type %d / compute type %d is not a cuDNN configuration (emulator: "
+            "float, half or bfloat16 data)",
+            (int)xd->dt, (int)cd->ctype);
     int nb = xd->nb;
     if (yd->nb != nb || wd->nb != nb || cd->nsp != nb - 2)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims x %d, y %d, w %d, conv arrayLength %d",
-                    nb, yd->nb, wd->nb, cd->nsp);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "nbDims x %d, y %d, w %d, conv arrayLength %d", nb, yd->nb, wd->nb,
+                              cd->nsp);
     if (nb != 4 && nb != 5)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%d-d tensors (convolutions take 4-d or 5-d)",
-                    nb);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "%d-d tensors (convolutions take 4-d or 5-d)", nb);
     if (wd->fmt == CUDNN_TENSOR_NHWC && nb != 4)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "NHWC filter of %d dims (emulator: 4 only)",
-                    nb);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "NHWC filter of %d dims (emulator: 4 only)", nb);
     int G = cd->groups;
     if (wd->dim[0] % G != 0)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "%d output channels not divisible by %d groups",
-                    wd->dim[0], G);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "%d output channels not divisible by %d groups", wd->dim[0], G);
     if (xd->dim[1] != wd->dim[1] * G)
-        return fail(CUDNN_STATUS_BAD_PARAM, call,
-                    "x has %d channels, filter %d per group x %d groups", xd->dim[1], wd->dim[1],
-                    G);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "x has %d channels, filter %d per group x %d groups", xd->dim[1],
+                              wd->dim[1], G);
     int od[CUDNN_DIM_MAX];
     cudnnStatus_t st = cudnnGetConvolutionNdForwardOutputDim(cd, xd, wd, nb, od);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     for (int i = 0; i < nb; i++)
         if (yd->dim[i] != od[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call,
-                        "y dim %d is %d, cudnnGetConvolutionNdForwardOutputDim gives %d", i,
-                        yd->dim[i], od[i]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "y dim %d is %d, cudnnGetConvolutionNdForwardOutputDim gives %d",
+                                  i, yd->dim[i], od[i]);
     memset(q, 0, sizeof *q);
     q->N = xd->dim[0];
     q->C = xd->dim[1];
@@ -634,7 +656,7 @@ static void fake_entry(int kind, int i, const cgeo *q, int *algo, cudnnStatus_t 
 #define GET_V7(kind, perf_t, algo_t)                                                               \
     do {                                                                                           \
         if (!h || !ret || !perf || req < 1)                                                        \
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "bad argument");                             \
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "bad argument");                   \
         int n_ = FAKE_COUNT(kind) < req ? FAKE_COUNT(kind) : req;                                  \
         for (int i_ = 0; i_ < n_; i_++) {                                                          \
             int a_;                                                                                \
@@ -682,10 +704,10 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
 
 static cudnnStatus_t ws_query(const char *call, cudnnHandle_t h, int kind, int algo, const cgeo *q,
                               size_t *size) {
-    if (!h || !size) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
+    if (!h || !size) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
     if (!ws_need(kind, algo, q->math, q, size))
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                    "algorithm %d is not offered for this convolution", algo);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "algorithm %d is not offered for this convolution", algo);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -724,17 +746,19 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
 /* ---- shared argument checks ---- */
 
 static cudnnStatus_t check_dev(const char *call, const char *what, const void *p, size_t bytes) {
-    if (!p) return fail(CUDNN_STATUS_BAD_PARAM, call, "%s is NULL", what);
+    if (!p) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "%s is NULL", what);
     if (!emu_is_device_range(p, bytes))
-        return fail(CUDNN_STATUS_BAD_PARAM, call,
-                    "%s [%p, +%zu bytes) is not inside one cudaMalloc block", what, p, bytes);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "%s [%p, +%zu bytes) is not inside one cudaMalloc block", what, p,
+                              bytes);
     return CUDNN_STATUS_SUCCESS;
 }
 
 static cudnnStatus_t check_scalars(const char *call, const void *alpha, const void *beta, double *a,
                                    double *b) {
     *a = *b = 0;
-    if (!alpha || !beta) return fail(CUDNN_STATUS_BAD_PARAM, call, "alpha or beta is NULL");
+    if (!alpha || !beta)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "alpha or beta is NULL");
     /* host pointers to float for float data (cuDNN "scaling parameters") */
     *a = *(const float *)alpha;
     *b = *(const float *)beta;
@@ -968,7 +992,7 @@ static cudnnStatus_t conv_enqueue(const char *call, cudnnHandle_t h, int kind, i
                                   const void *in1, size_t in1_bytes, const char *in1_name,
                                   void *out, size_t out_bytes, const char *out_name, void *ws,
                                   size_t ws_bytes) {
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
     double a = 0, b = 0;
     cudnnStatus_t st = check_scalars(call, alpha, beta, &a, &b);
     if (st) return st;
@@ -978,14 +1002,16 @@ static cudnnStatus_t conv_enqueue(const char *call, cudnnHandle_t h, int kind, i
         return st;
     size_t need;
     if (!ws_need(kind, algo, q->math, q, &need))
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                    "algorithm %d is not offered for this convolution", algo);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "algorithm %d is not offered for this convolution", algo);
     if (!ws && ws_bytes)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "workSpace is NULL with %zu bytes", ws_bytes);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "workSpace is NULL with %zu bytes",
+                              ws_bytes);
     if (ws_bytes < need)
-        return fail(CUDNN_STATUS_BAD_PARAM, call,
-                    "workSpaceSizeInBytes %zu < %zu bytes algorithm %d needs under math type %d",
-                    ws_bytes, need, algo, (int)q->math);
+        return emu_cudnn_fail(
+            CUDNN_STATUS_BAD_PARAM, call,
+            "workSpaceSizeInBytes %zu < %zu bytes algorithm %d needs under math type %d", ws_bytes,
+            need, algo, (int)q->math);
     if (need && (st = check_dev(call, "workSpace", ws, need))) return st;
     conv_job *j = xcalloc(1, sizeof *j);
     *j = (conv_job){kind, *q, in0, in1, out, a, b, ws, need};
@@ -1124,10 +1150,10 @@ static void ew_run(void *p) {
 static cudnnStatus_t float_desc(const char *call, const char *what,
                                 const cudnnTensorDescriptor_t d) {
     if (!d || !d->set)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "%s descriptor is NULL or unset", what);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "%s descriptor is NULL or unset", what);
     if (d->dt != CUDNN_DATA_FLOAT)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%s data type %d (emulator: float only)",
-                    what, (int)d->dt);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "%s data type %d (emulator: float only)", what, (int)d->dt);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1139,12 +1165,14 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t h, cudnnActivationDescriptor_
     cudnnStatus_t st;
     double a = 0, b = 0;
     if (!h || !ad || !ad->set)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "handle or activation descriptor unset");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "handle or activation descriptor unset");
     if ((st = float_desc(call, "x", xd)) || (st = float_desc(call, "y", yd))) return st;
-    if (xd->nb != yd->nb) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in nbDims");
+    if (xd->nb != yd->nb)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in nbDims");
     for (int i = 0; i < xd->nb; i++)
         if (xd->dim[i] != yd->dim[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in dim %d", i);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in dim %d", i);
     if ((st = check_scalars(call, alpha, beta, &a, &b))) return st;
     if ((st = check_dev(call, "x", x, (size_t)t_extent(xd) * sizeof(float))) ||
         (st = check_dev(call, "y", y, (size_t)t_extent(yd) * sizeof(float))))
@@ -1163,15 +1191,16 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTens
     const char *call = "cudnnAddTensor";
     cudnnStatus_t st;
     double a = 0, b = 0;
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
     if ((st = float_desc(call, "A", ad)) || (st = float_desc(call, "C", cd))) return st;
     /* cuDNN: each dim of A matches C's or is 1 (and only up to 5-d). */
-    if (ad->nb != cd->nb) return fail(CUDNN_STATUS_BAD_PARAM, call, "A and C differ in nbDims");
-    if (cd->nb > 5) return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%d-d tensors", cd->nb);
+    if (ad->nb != cd->nb)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "A and C differ in nbDims");
+    if (cd->nb > 5) return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "%d-d tensors", cd->nb);
     for (int i = 0; i < ad->nb; i++)
         if (ad->dim[i] != 1 && ad->dim[i] != cd->dim[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "A dim %d is %d, C's %d", i, ad->dim[i],
-                        cd->dim[i]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "A dim %d is %d, C's %d", i,
+                                  ad->dim[i], cd->dim[i]);
     if ((st = check_scalars(call, alpha, beta, &a, &b))) return st;
     if ((st = check_dev(call, "A", A, (size_t)t_extent(ad) * sizeof(float))) ||
         (st = check_dev(call, "C", C, (size_t)t_extent(cd) * sizeof(float))))
@@ -1203,33 +1232,34 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     cgeo q;
     const char *refuse = getenv("EMU_CUDNN_REFUSE"); /* a test of the caller's fallback */
     if (refuse && strcmp(refuse, call) == 0)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "refused (EMU_CUDNN_REFUSE)");
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "refused (EMU_CUDNN_REFUSE)");
     if ((st = conv_geo(call, xd, wd, cd, yd, &q))) return st;
     if ((st = float_desc(call, "y", yd)) || (st = float_desc(call, "z", zd)) ||
         (st = float_desc(call, "bias", bd)))
         return st;
-    if (!ad || !ad->set) return fail(CUDNN_STATUS_BAD_PARAM, call, "activation descriptor unset");
+    if (!ad || !ad->set)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "activation descriptor unset");
     if (ad->mode != CUDNN_ACTIVATION_RELU && ad->mode != CUDNN_ACTIVATION_IDENTITY)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "activation mode %d (RELU or IDENTITY)",
-                    (int)ad->mode);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "activation mode %d (RELU or IDENTITY)", (int)ad->mode);
     if (ad->mode == CUDNN_ACTIVATION_IDENTITY &&
         algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                    "IDENTITY activation with algorithm %d (IMPLICIT_PRECOMP_GEMM only)",
-                    (int)algo);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "IDENTITY activation with algorithm %d (IMPLICIT_PRECOMP_GEMM only)",
+                              (int)algo);
     if (zd->nb != yd->nb || bd->nb != yd->nb)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "z, bias and y differ in nbDims");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "z, bias and y differ in nbDims");
     for (int i = 0; i < yd->nb; i++) {
         if (zd->dim[i] != yd->dim[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "z and y differ in dim %d", i);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "z and y differ in dim %d", i);
         if (bd->dim[i] != (i == 1 ? yd->dim[1] : 1))
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "bias dim %d is %d, not %d", i, bd->dim[i],
-                        i == 1 ? yd->dim[1] : 1);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "bias dim %d is %d, not %d", i,
+                                  bd->dim[i], i == 1 ? yd->dim[1] : 1);
     }
     double a2 = 0, unused = 0;
     if ((st = check_scalars(call, alpha2, alpha2, &a2, &unused))) return st;
     if (a2 != 0.0)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "alpha2 %g (emulator: 0 only)", a2);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "alpha2 %g (emulator: 0 only)", a2);
     if ((st = check_dev(call, "bias", bias, (size_t)t_extent(bd) * sizeof(float)))) return st;
     (void)z;
     const float zero = 0.0f, one = 1.0f;
@@ -1247,15 +1277,16 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t h, const void *alpha,
     const char *call = "cudnnConvolutionBackwardBias";
     cudnnStatus_t st;
     double a = 0, b = 0;
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
     if ((st = float_desc(call, "dy", dyd)) || (st = float_desc(call, "db", dbd))) return st;
     if (dyd->nb != dbd->nb || dyd->nb < 4)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims dy %d, db %d", dyd->nb, dbd->nb);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "nbDims dy %d, db %d", dyd->nb,
+                              dbd->nb);
     for (int i = 0; i < dbd->nb; i++)
         if (dbd->dim[i] != (i == 1 ? dyd->dim[1] : 1))
-            return fail(CUDNN_STATUS_BAD_PARAM, call,
-                        "db dim %d is %d (db must be 1 x C x 1 ..., C = %d)", i, dbd->dim[i],
-                        dyd->dim[1]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "db dim %d is %d (db must be 1 x C x 1 ..., C = %d)", i,
+                                  dbd->dim[i], dyd->dim[1]);
     if ((st = check_scalars(call, alpha, beta, &a, &b))) return st;
     if ((st = check_dev(call, "dy", dy, (size_t)t_extent(dyd) * sizeof(float))) ||
         (st = check_dev(call, "db", db, (size_t)t_extent(dbd) * sizeof(float))))
@@ -1283,7 +1314,7 @@ struct cudnnPoolingStruct {
 };
 
 cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *d) {
-    if (!d) return fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreatePoolingDescriptor", "NULL");
+    if (!d) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreatePoolingDescriptor", "NULL");
     *d = xcalloc(1, sizeof **d);
     return CUDNN_STATUS_SUCCESS;
 }
@@ -1297,20 +1328,23 @@ cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t d, const cudn
                                           const cudnnNanPropagation_t nan, int nb, const int win[],
                                           const int pad[], const int str[]) {
     const char *call = "cudnnSetPoolingNdDescriptor";
-    if (!d || !win || !pad || !str) return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
-    if (nb < 2 || nb > 3) return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d (2 or 3)", nb);
+    if (!d || !win || !pad || !str)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL argument");
+    if (nb < 2 || nb > 3)
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "nbDims %d (2 or 3)", nb);
     if (mode < CUDNN_POOLING_MAX || mode > CUDNN_POOLING_MAX_DETERMINISTIC)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
     for (int i = 0; i < nb; i++)
         if (win[i] < 1 || str[i] < 1 || pad[i] < 0 || pad[i] >= win[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "dim %d: window %d, padding %d, stride %d", i,
-                        win[i], pad[i], str[i]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "dim %d: window %d, padding %d, stride %d", i, win[i], pad[i],
+                                  str[i]);
     int64_t cells = 1;
     for (int i = 0; i < nb; i++) cells *= win[i];
     if (cells > POOL_MAX_CELLS)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                    "a window of %lld cells (emulator: at most %d)", (long long)cells,
-                    POOL_MAX_CELLS);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "a window of %lld cells (emulator: at most %d)", (long long)cells,
+                              POOL_MAX_CELLS);
     d->set = true, d->mode = mode, d->nan = nan, d->nsp = nb;
     for (int i = 0; i < 3; i++) {
         d->win[i] = i < nb ? win[i] : 1;
@@ -1415,15 +1449,17 @@ static cudnnStatus_t pool_check(const char *call, const cudnnPoolingDescriptor_t
                                 pool_job *j) {
     cudnnStatus_t st;
     if (!pd || !pd->set)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "pooling descriptor NULL or unset");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "pooling descriptor NULL or unset");
     if ((st = float_desc(call, "x", xd)) || (st = float_desc(call, "y", yd))) return st;
     if (xd->nb != pd->nsp + 2 || yd->nb != xd->nb)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "tensors of rank %d / %d for a %d-d pooling",
-                    xd->nb, yd->nb, pd->nsp);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "tensors of rank %d / %d for a %d-d pooling", xd->nb, yd->nb,
+                              pd->nsp);
     if (!packed(xd) || !packed(yd))
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, call, "strided tensors (emulator: packed only)");
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "strided tensors (emulator: packed only)");
     if (xd->dim[0] != yd->dim[0] || xd->dim[1] != yd->dim[1])
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in N or C");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in N or C");
     memset(j, 0, sizeof *j);
     j->p = *pd;
     j->planes = (int64_t)xd->dim[0] * xd->dim[1];
@@ -1432,9 +1468,9 @@ static cudnnStatus_t pool_check(const char *call, const cudnnPoolingDescriptor_t
         j->out[d] = d < pd->nsp ? yd->dim[2 + d] : 1;
         int64_t want = (j->in[d] + 2 * pd->pad[d] - pd->win[d]) / pd->str[d] + 1;
         if (j->in[d] + 2 * pd->pad[d] < pd->win[d] || j->out[d] != want)
-            return fail(CUDNN_STATUS_BAD_PARAM, call,
-                        "y spatial dim %d is %lld, the pooling gives %lld", d, (long long)j->out[d],
-                        (long long)want);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "y spatial dim %d is %lld, the pooling gives %lld", d,
+                                  (long long)j->out[d], (long long)want);
     }
     return CUDNN_STATUS_SUCCESS;
 }
@@ -1446,7 +1482,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
     const char *call = "cudnnPoolingForward";
     pool_job q;
     cudnnStatus_t st;
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "handle NULL");
     if ((st = pool_check(call, pd, xd, yd, &q)) ||
         (st = check_scalars(call, alpha, beta, &q.alpha, &q.beta)))
         return st;
@@ -1468,13 +1504,13 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, const cudnnPoolingDescriptor
     const char *call = "cudnnPoolingBackward";
     pool_job q, q2;
     cudnnStatus_t st;
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "handle NULL");
     if ((st = pool_check(call, pd, xd, yd, &q)) || (st = pool_check(call, pd, dxd, dyd, &q2)) ||
         (st = check_scalars(call, alpha, beta, &q.alpha, &q.beta)))
         return st;
     for (int d = 0; d < 3; d++)
         if (q.in[d] != q2.in[d] || q.out[d] != q2.out[d] || q.planes != q2.planes)
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "x/dx or y/dy shapes differ");
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x/dx or y/dy shapes differ");
     size_t xb = (size_t)t_numel(xd) * sizeof(float), yb = (size_t)t_numel(yd) * sizeof(float);
     if ((st = check_dev(call, "y", y, yb)) || (st = check_dev(call, "dy", dy, yb)) ||
         (st = check_dev(call, "x", x, xb)) || (st = check_dev(call, "dx", dx, xb)))
@@ -1491,12 +1527,12 @@ cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t dd,
                                             cudnnBatchNormMode_t mode) {
     const char *call = "cudnnDeriveBNTensorDescriptor";
     if (!dd || !xd || !xd->set)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "NULL or unset descriptor");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL or unset descriptor");
     if (xd->nb != 4 && xd->nb != 5)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d dims (4 or 5)", xd->nb);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d dims (4 or 5)", xd->nb);
     if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT &&
         mode != CUDNN_BATCHNORM_PER_ACTIVATION)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
     int dim[CUDNN_DIM_MAX], str[CUDNN_DIM_MAX];
     for (int i = 0; i < xd->nb; i++)
         dim[i] = i == 0 ? 1 : i == 1 || mode == CUDNN_BATCHNORM_PER_ACTIVATION ? xd->dim[i] : 1;
@@ -1521,29 +1557,30 @@ static cudnnStatus_t bn_check(const char *call, cudnnBatchNormMode_t mode,
     cudnnStatus_t st;
     if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
         if (mode == CUDNN_BATCHNORM_PER_ACTIVATION)
-            return fail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                        "PER_ACTIVATION (emulator: SPATIAL only)");
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
+            return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                                  "PER_ACTIVATION (emulator: SPATIAL only)");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "mode %d", (int)mode);
     }
     if ((st = float_desc(call, "x", xd)) || (st = float_desc(call, "y", yd)) ||
         (st = float_desc(call, "bnScaleBiasMeanVar", pd)))
         return st;
     if (xd->nb != 4 && xd->nb != 5)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d dims (4 or 5)", xd->nb);
-    if (yd->nb != xd->nb) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in nbDims");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x has %d dims (4 or 5)", xd->nb);
+    if (yd->nb != xd->nb)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in nbDims");
     for (int i = 0; i < xd->nb; i++)
         if (yd->dim[i] != xd->dim[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in dim %d", i);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x and y differ in dim %d", i);
     if (pd->nb != xd->nb)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "param tensor has %d dims", pd->nb);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "param tensor has %d dims", pd->nb);
     for (int i = 0; i < pd->nb; i++)
         if (pd->dim[i] != (i == 1 ? xd->dim[1] : 1))
-            return fail(CUDNN_STATUS_BAD_PARAM, call,
-                        "param dim %d is %d (must be 1 x C x 1 ..., C = %d)", i, pd->dim[i],
-                        xd->dim[1]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "param dim %d is %d (must be 1 x C x 1 ..., C = %d)", i,
+                                  pd->dim[i], xd->dim[1]);
     if (!(eps >= CUDNN_BN_MIN_EPSILON))
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "epsilon %g < CUDNN_BN_MIN_EPSILON %g", eps,
-                    CUDNN_BN_MIN_EPSILON);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "epsilon %g < CUDNN_BN_MIN_EPSILON %g",
+                              eps, CUDNN_BN_MIN_EPSILON);
     memset(g, 0, sizeof *g);
     g->N = xd->dim[0];
     g->C = xd->dim[1];
@@ -1664,16 +1701,16 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
     bn_geo g;
     double a = 0, b = 0;
     cudnnStatus_t st;
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
     if ((st = bn_check(call, mode, xd, yd, pd, eps, &g)) ||
         (st = check_scalars(call, alpha, beta, &a, &b)))
         return st;
     if (!rmean != !rvar)
-        return fail(CUDNN_STATUS_BAD_PARAM, call,
-                    "resultRunningMean and resultRunningVariance: one is NULL");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "resultRunningMean and resultRunningVariance: one is NULL");
     if (!smean != !sinv)
-        return fail(CUDNN_STATUS_BAD_PARAM, call,
-                    "resultSaveMean and resultSaveInvVariance: one is NULL");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "resultSaveMean and resultSaveInvVariance: one is NULL");
     size_t pb = bytes_of(pd);
     if ((st = check_dev(call, "x", x, bytes_of(xd))) ||
         (st = check_dev(call, "y", y, bytes_of(yd))) ||
@@ -1712,7 +1749,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(
     bn_geo g;
     double a = 0, b = 0;
     cudnnStatus_t st;
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
     if ((st = bn_check(call, mode, xd, yd, pd, eps, &g)) ||
         (st = check_scalars(call, alpha, beta, &a, &b)))
         return st;
@@ -1750,17 +1787,19 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
     bn_geo g;
     double a = 0, b = 0, ap = 0, bp = 0;
     cudnnStatus_t st;
-    if (!h) return fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
+    if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "handle is NULL");
     if ((st = bn_check(call, mode, xd, dyd, pd, eps, &g)) || (st = float_desc(call, "dx", dxd)) ||
         (st = check_scalars(call, alphaD, betaD, &a, &b)) ||
         (st = check_scalars(call, alphaP, betaP, &ap, &bp)))
         return st;
-    if (dxd->nb != xd->nb) return fail(CUDNN_STATUS_BAD_PARAM, call, "x and dx differ in nbDims");
+    if (dxd->nb != xd->nb)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x and dx differ in nbDims");
     for (int i = 0; i < xd->nb; i++)
         if (dxd->dim[i] != xd->dim[i])
-            return fail(CUDNN_STATUS_BAD_PARAM, call, "x and dx differ in dim %d", i);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "x and dx differ in dim %d", i);
     if (!smean != !sinv)
-        return fail(CUDNN_STATUS_BAD_PARAM, call, "savedMean and savedInvVariance: one is NULL");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "savedMean and savedInvVariance: one is NULL");
     size_t pb = bytes_of(pd);
     if ((st = check_dev(call, "x", x, bytes_of(xd))) ||
         (st = check_dev(call, "dy", dy, bytes_of(dyd))) ||

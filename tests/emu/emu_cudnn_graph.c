@@ -37,13 +37,13 @@ a plan of a *configuration the heuristics returned;
  * the fallback mode (CUDNN_HEUR_MODE_FALLBACK) lists engine 4 alone.
  * Each runs one legacy algorithm; the emulator's convolutions sum in double in a
  * fixed order, so every engine gives the legacy calls' bits. */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cudnn.h"
+#include "emu_cudnn_fail.h"
 
 #define MAGIC 0x67726170u /* "grap" */
 #define MAX_ATTRS 16
@@ -80,18 +80,6 @@ struct bdesc {
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
 };
-
-static cudnnStatus_t gfail(cudnnStatus_t st, const char *call, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static cudnnStatus_t gfail(cudnnStatus_t st, const char *call, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "emu cudnn: %s: %s -> %s\n", call, msg, cudnnGetErrorString(st));
-    return st;
-}
 
 static bdesc *as_desc(cudnnBackendDescriptor_t d) {
     bdesc *b = (bdesc *)d;
@@ -249,7 +237,9 @@ static bool is_virtual(const bdesc *t) {
 
 cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
                                            cudnnBackendDescriptor_t *d) {
-    if (!d) return gfail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendCreateDescriptor", "NULL descriptor");
+    if (!d)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendCreateDescriptor",
+                              "NULL descriptor");
     bdesc *b = calloc(1, sizeof *b);
     if (!b) abort();
     b->magic = MAGIC;
@@ -262,8 +252,8 @@ cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
 cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t d) {
     bdesc *b = as_desc(d);
     if (!b)
-        return gfail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendDestroyDescriptor",
-                     "not a backend descriptor");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnBackendDestroyDescriptor",
+                              "not a backend descriptor");
     if (b->xd) (void)cudnnDestroyTensorDescriptor(b->xd);
     if (b->yd) (void)cudnnDestroyTensorDescriptor(b->yd);
     if (b->bd) (void)cudnnDestroyTensorDescriptor(b->bd);
@@ -279,23 +269,25 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t d, cudnnBackendA
                                        cudnnBackendAttributeType_t type, int64_t n, const void *v) {
     const char *call = "cudnnBackendSetAttribute";
     bdesc *b = as_desc(d);
-    if (!b) return gfail(CUDNN_STATUS_BAD_PARAM, call, "not a backend descriptor");
+    if (!b) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "not a backend descriptor");
     if (b->final)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "descriptor type %d already finalized",
-                     (int)b->type);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "descriptor type %d already finalized",
+                              (int)b->type);
     const rule *r = NULL;
     for (int i = 0; i < N_RULES && !r; i++)
         if (RULES[i].desc == b->type && RULES[i].name == name) r = &RULES[i];
     if (!r)
-        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                     "attribute %d is not one of descriptor type %d's", (int)name, (int)b->type);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "attribute %d is not one of descriptor type %d's", (int)name,
+                              (int)b->type);
     bool type_ok = type == r->type || (r->type == CUDNN_TYPE_FLOAT && type == CUDNN_TYPE_DOUBLE);
     if (!type_ok)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "attribute %d given type %d, wants %d",
-                     (int)name, (int)type, (int)r->type);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "attribute %d given type %d, wants %d",
+                              (int)name, (int)type, (int)r->type);
     if (n < r->lo || n > r->hi || !v)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "attribute %d: %lld elements (%lld to %lld)",
-                     (int)name, (long long)n, (long long)r->lo, (long long)r->hi);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "attribute %d: %lld elements (%lld to %lld)", (int)name, (long long)n,
+                              (long long)r->lo, (long long)r->hi);
     battr *a = (battr *)find(b, name);
     if (!a) {
         if (b->n_attr == MAX_ATTRS) abort();
@@ -314,9 +306,9 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t d, cudnnBackendA
 static cudnnStatus_t need_attrs(const bdesc *b, const char *call) {
     for (int i = 0; i < N_RULES; i++)
         if (RULES[i].desc == b->type && RULES[i].required && !find(b, RULES[i].name))
-            return gfail(CUDNN_STATUS_BAD_PARAM, call,
-                         "descriptor type %d: required attribute %d not set", (int)b->type,
-                         (int)RULES[i].name);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "descriptor type %d: required attribute %d not set", (int)b->type,
+                                  (int)RULES[i].name);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -330,37 +322,39 @@ static bdesc *held(const bdesc *b, cudnnBackendAttributeName_t name,
 static cudnnStatus_t tensor_final(const bdesc *b, const char *call) {
     int64_t n = find(b, CUDNN_ATTR_TENSOR_DIMENSIONS)->n;
     if (n < 3 || n != find(b, CUDNN_ATTR_TENSOR_STRIDES)->n)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "tensor of %lld dims and %lld strides",
-                     (long long)n, (long long)find(b, CUDNN_ATTR_TENSOR_STRIDES)->n);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "tensor of %lld dims and %lld strides",
+                              (long long)n, (long long)find(b, CUDNN_ATTR_TENSOR_STRIDES)->n);
     for (int k = 0; k < n; k++)
         if (i64(b, CUDNN_ATTR_TENSOR_DIMENSIONS, k) < 1 || i64(b, CUDNN_ATTR_TENSOR_STRIDES, k) < 1)
-            return gfail(CUDNN_STATUS_BAD_PARAM, call, "tensor dim or stride %d not positive", k);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "tensor dim or stride %d not positive", k);
     int64_t al = i64(b, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 0);
     if (al < 1 || (al & (al - 1)))
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "alignment %lld", (long long)al);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "alignment %lld", (long long)al);
     int dt = enum_of(b, CUDNN_ATTR_TENSOR_DATA_TYPE);
     if (dt != CUDNN_DATA_FLOAT && dt != CUDNN_DATA_HALF && dt != CUDNN_DATA_BFLOAT16)
-        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                     "data type %d (emulator: float, half, "
-                     "bfloat16)",
-                     dt);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "data type %d (emulator: float, half, "
+                              "bfloat16)",
+                              dt);
     return CUDNN_STATUS_SUCCESS;
 }
 
 static cudnnStatus_t conv_final(const bdesc *b, const char *call) {
     int64_t nsp = i64(b, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 0);
     if (nsp < 1 || nsp > 3)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "%lld spatial dims", (long long)nsp);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "%lld spatial dims", (long long)nsp);
     static const cudnnBackendAttributeName_t arr[] = {
         CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
         CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES};
     for (int i = 0; i < 4; i++)
         if (find(b, arr[i])->n != nsp)
-            return gfail(CUDNN_STATUS_BAD_PARAM, call, "attribute %d: %lld values, %lld dims",
-                         (int)arr[i], (long long)find(b, arr[i])->n, (long long)nsp);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                  "attribute %d: %lld values, %lld dims", (int)arr[i],
+                                  (long long)find(b, arr[i])->n, (long long)nsp);
     if (enum_of(b, CUDNN_ATTR_CONVOLUTION_COMP_TYPE) != CUDNN_DATA_FLOAT)
-        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "compute type %d (emulator: float)",
-                     enum_of(b, CUDNN_ATTR_CONVOLUTION_COMP_TYPE));
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "compute type %d (emulator: float)",
+                              enum_of(b, CUDNN_ATTR_CONVOLUTION_COMP_TYPE));
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -409,33 +403,36 @@ static cudnnStatus_t legacy_of(const bdesc *op, const op_names *o, const bdesc *
                          yout ? yout : held(op, o->y, CUDNN_BACKEND_TENSOR_DESCRIPTOR)};
     bdesc *cv = held(op, o->conv, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
     if (!t[0] || !t[1] || !t[2] || !cv)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call,
-                     "the operation's tensors or convolution are not finalized descriptors");
+        return emu_cudnn_fail(
+            CUDNN_STATUS_BAD_PARAM, call,
+            "the operation's tensors or convolution are not finalized descriptors");
     int nb = (int)find(t[0], CUDNN_ATTR_TENSOR_DIMENSIONS)->n;
     int nsp = (int)i64(cv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 0);
     int dt = enum_of(t[0], CUDNN_ATTR_TENSOR_DATA_TYPE);
     for (int k = 0; k < 3; k++) {
         p->uid[k] = i64(t[k], CUDNN_ATTR_TENSOR_UNIQUE_ID, 0);
         if (find(t[k], CUDNN_ATTR_TENSOR_DIMENSIONS)->n != nb || nb != nsp + 2)
-            return gfail(CUDNN_STATUS_BAD_PARAM, call, "tensor ranks differ or != %d + 2", nsp);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "tensor ranks differ or != %d + 2",
+                                  nsp);
         if (enum_of(t[k], CUDNN_ATTR_TENSOR_DATA_TYPE) != dt && !is_virtual(t[k]))
-            return gfail(CUDNN_STATUS_BAD_PARAM, call, "data types differ");
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "data types differ");
     }
     if (p->uid[0] == p->uid[1] || p->uid[0] == p->uid[2] || p->uid[1] == p->uid[2])
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "tensor unique ids not distinct");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "tensor unique ids not distinct");
     int d[3][8], s[3][8], pad[3], str[3], dil[3];
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < nb; i++) {
             int64_t dv = i64(t[k], CUDNN_ATTR_TENSOR_DIMENSIONS, i),
                     sv = i64(t[k], CUDNN_ATTR_TENSOR_STRIDES, i);
             if (dv > 0x7fffffff || sv > 0x7fffffff)
-                return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "dim over int (emulator)");
+                return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "dim over int (emulator)");
             d[k][i] = (int)dv, s[k][i] = (int)sv;
         }
     for (int i = 0; i < nsp; i++) {
         pad[i] = (int)i64(cv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, i);
         if (pad[i] != i64(cv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, i))
-            return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "asymmetric padding (emulator)");
+            return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                                  "asymmetric padding (emulator)");
         str[i] = (int)i64(cv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, i);
         dil[i] = (int)i64(cv, CUDNN_ATTR_CONVOLUTION_DILATIONS, i);
     }
@@ -447,10 +444,11 @@ static cudnnStatus_t legacy_of(const bdesc *op, const op_names *o, const bdesc *
         krsc = s[1][1] == 1 && s[1][3] == d[1][1] && s[1][2] == d[1][1] * d[1][3] &&
                s[1][0] == d[1][1] * d[1][2] * d[1][3];
     if (!kcrs && !krsc)
-        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "w neither packed KCRS nor KRSC");
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "w neither packed KCRS nor KRSC");
     if (d[1][1] < 1 || d[0][1] % d[1][1] != 0 || d[1][0] % (d[0][1] / d[1][1]) != 0)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call,
-                     "x has %d channels, w %d per group and %d filters", d[0][1], d[1][1], d[1][0]);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "x has %d channels, w %d per group and %d filters", d[0][1], d[1][1],
+                              d[1][0]);
     cudnnDataType_t cdt = (cudnnDataType_t)dt;
     int mode = enum_of(cv, CUDNN_ATTR_CONVOLUTION_CONV_MODE);
     cudnnStatus_t st = cudnnCreateTensorDescriptor(&p->xd);
@@ -470,8 +468,8 @@ static cudnnStatus_t legacy_of(const bdesc *op, const op_names *o, const bdesc *
     if (!st) st = cudnnGetConvolutionNdForwardOutputDim(p->cd, p->xd, p->wd, nb, od);
     for (int i = 0; !st && i < nb; i++)
         if (od[i] != d[2][i])
-            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "y dim %d is %d, the convolution gives %d", i,
-                       d[2][i], od[i]);
+            st = emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                "y dim %d is %d, the convolution gives %d", i, d[2][i], od[i]);
     p->kind = o->kind;
     p->alpha = (float)scalar_of(op, o->alpha);
     p->beta = (float)scalar_of(op, o->beta);
@@ -522,18 +520,20 @@ static cudnnStatus_t chain_of(const bdesc *graph, chain *ch, const char *call) {
     for (int i = 0; i < n; i++) {
         op[i] = as_desc(ptr_of(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, i));
         if (!op[i] || !op[i]->final)
-            return gfail(CUDNN_STATUS_BAD_PARAM, call, "operation %d not finalized", i);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "operation %d not finalized", i);
         op_names o;
         if (op_names_of(op[i]->type, &o)) {
             if (ch->conv)
-                return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "two convolutions (emulator)");
+                return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                                      "two convolutions (emulator)");
             ch->conv = op[i], ch->o = o;
         } else if (op[i]->type != CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
-            return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "operation type %d (emulator)",
-                         (int)op[i]->type);
+            return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "operation type %d (emulator)",
+                                  (int)op[i]->type);
         }
     }
-    if (!ch->conv) return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "no convolution (emulator)");
+    if (!ch->conv)
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "no convolution (emulator)");
     const bdesc *cur = held(ch->conv, ch->o.y, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     for (int stage = 0; stage < 2; stage++) { /* ADD, then RELU */
         for (int i = 0; i < n; i++) {
@@ -546,10 +546,10 @@ static cudnnStatus_t chain_of(const bdesc *graph, chain *ch, const char *call) {
             if (x != cur || mode != (stage ? CUDNN_POINTWISE_RELU_FWD : CUDNN_POINTWISE_ADD))
                 continue;
             if (!is_virtual(cur))
-                return gfail(CUDNN_STATUS_BAD_PARAM, call,
-                             "tensor %lld feeds an operation but "
-                             "is not virtual (emulator: real intermediates unsupported)",
-                             (long long)i64(cur, CUDNN_ATTR_TENSOR_UNIQUE_ID, 0));
+                return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                      "tensor %lld feeds an operation but "
+                                      "is not virtual (emulator: real intermediates unsupported)",
+                                      (long long)i64(cur, CUDNN_ATTR_TENSOR_UNIQUE_ID, 0));
             if (stage == 0) {
                 ch->bias = held(op[i], CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
                                 CUDNN_BACKEND_TENSOR_DESCRIPTOR);
@@ -560,8 +560,8 @@ static cudnnStatus_t chain_of(const bdesc *graph, chain *ch, const char *call) {
                     shaped = i64(ch->bias, CUDNN_ATTR_TENSOR_DIMENSIONS, k) ==
                              (k == 1 ? i64(cur, CUDNN_ATTR_TENSOR_DIMENSIONS, 1) : 1);
                 if (!shaped)
-                    return gfail(CUDNN_STATUS_BAD_PARAM, call,
-                                 "ADD: b must be a real (1, K, 1..) tensor (emulator)");
+                    return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                          "ADD: b must be a real (1, K, 1..) tensor (emulator)");
             } else {
                 ch->relu = true;
             }
@@ -572,11 +572,11 @@ static cudnnStatus_t chain_of(const bdesc *graph, chain *ch, const char *call) {
         }
     }
     if (used != n)
-        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                     "%d of %d operations not in a conv -> ADD -> RELU chain (emulator)", n - used,
-                     n);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "%d of %d operations not in a conv -> ADD -> RELU chain (emulator)",
+                              n - used, n);
     if (!cur || is_virtual(cur))
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "the graph's last output is virtual");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "the graph's last output is virtual");
     ch->y = cur;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -585,12 +585,14 @@ static cudnnStatus_t plan_final(bdesc *p, const char *call) {
     bdesc *cfg =
         held(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
     if (!cfg || cfg->engine < 0 || !as_desc(cfg->graph))
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "not an engine configuration of the heuristics");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "not an engine configuration of the heuristics");
     if (!ptr_of(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, 0))
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "NULL handle");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL handle");
     int e = cfg->engine;
     if (ENGINES[e].refused)
-        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "engine %d refuses this graph (fake)", e);
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "engine %d refuses this graph (fake)", e);
     chain ch;
     cudnnStatus_t st = chain_of(cfg->graph, &ch, call);
     if (st) return st;
@@ -598,7 +600,8 @@ static cudnnStatus_t plan_final(bdesc *p, const char *call) {
     bool epi = ch.bias || ch.relu;
     const bdesc *x = held(ch.conv, o.x, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     if (epi && enum_of(x, CUDNN_ATTR_TENSOR_DATA_TYPE) != CUDNN_DATA_FLOAT)
-        return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "epilogues on float data only (emulator)");
+        return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                              "epilogues on float data only (emulator)");
     if ((st = legacy_of(ch.conv, &o, ch.y, p, call))) return st;
     if (ch.bias) {
         int nb = (int)find(ch.bias, CUDNN_ATTR_TENSOR_DIMENSIONS)->n, d[8], str[8];
@@ -636,8 +639,8 @@ static cudnnStatus_t plan_final(bdesc *p, const char *call) {
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
     const char *call = "cudnnBackendFinalize";
     bdesc *b = as_desc(d);
-    if (!b) return gfail(CUDNN_STATUS_BAD_PARAM, call, "not a backend descriptor");
-    if (b->final) return gfail(CUDNN_STATUS_BAD_PARAM, call, "already finalized");
+    if (!b) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "not a backend descriptor");
+    if (b->final) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "already finalized");
     cudnnStatus_t st = need_attrs(b, call);
     op_names o;
     if (st) return st;
@@ -654,18 +657,19 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
     } else if (b->type == CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR) {
         chain ch;
         if (find(b, CUDNN_ATTR_OPERATIONGRAPH_OPS)->n > 3)
-            st = gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "more than 3 operations (emulator)");
+            st = emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                                "more than 3 operations (emulator)");
         else if ((st = chain_of(b, &ch, call)))
             ;
         else if (!ptr_of(b, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, 0))
-            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "NULL handle");
+            st = emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL handle");
     } else if (b->type == CUDNN_BACKEND_POINTWISE_DESCRIPTOR) {
         int mode = enum_of(b, CUDNN_ATTR_POINTWISE_MODE);
         if (mode != CUDNN_POINTWISE_ADD && mode != CUDNN_POINTWISE_RELU_FWD)
-            st = gfail(CUDNN_STATUS_NOT_SUPPORTED, call,
-                       "pointwise mode %d (emulator: ADD, "
-                       "RELU_FWD)",
-                       mode);
+            st = emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                                "pointwise mode %d (emulator: ADD, "
+                                "RELU_FWD)",
+                                mode);
     } else if (b->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
         const bdesc *pw = held(b, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
                                CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
@@ -673,22 +677,25 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
         if (!pw ||
             !held(b, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_BACKEND_TENSOR_DESCRIPTOR) ||
             !held(b, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_BACKEND_TENSOR_DESCRIPTOR))
-            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "pointwise: descriptors not finalized");
+            st = emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                "pointwise: descriptors not finalized");
         else if (binary != (find(b, CUDNN_ATTR_OPERATION_POINTWISE_BDESC) != NULL))
-            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "pointwise: a B tensor %s",
-                       binary ? "is required" : "is not taken");
+            st = emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "pointwise: a B tensor %s",
+                                binary ? "is required" : "is not taken");
     } else if (b->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) {
         if (!held(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
                   CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR))
-            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "not a finalized operation graph");
+            st = emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "not a finalized operation graph");
     } else if (b->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
         st = plan_final(b, call);
     } else if (b->type == CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) {
         if (find(b, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS)->n !=
             find(b, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS)->n)
-            st = gfail(CUDNN_STATUS_BAD_PARAM, call, "pointers and unique ids differ in count");
+            st = emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                "pointers and unique ids differ in count");
     } else {
-        st = gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "descriptor type %d (emulator)", (int)b->type);
+        st = emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call, "descriptor type %d (emulator)",
+                            (int)b->type);
     }
     if (!st) b->final = true;
     return st;
@@ -699,10 +706,11 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
 static cudnnStatus_t give(const char *call, cudnnBackendAttributeType_t want,
                           cudnnBackendAttributeType_t type, int64_t req, int64_t *count, void *out,
                           const void *v, int64_t n) {
-    if (type != want) return gfail(CUDNN_STATUS_BAD_PARAM, call, "attribute type %d", (int)type);
+    if (type != want)
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "attribute type %d", (int)type);
     if (count) *count = n;
     if (req == 0) return CUDNN_STATUS_SUCCESS;
-    if (!out) return gfail(CUDNN_STATUS_BAD_PARAM, call, "NULL array");
+    if (!out) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "NULL array");
     memcpy(out, v, (size_t)(req < n ? req : n) * type_size(type));
     return CUDNN_STATUS_SUCCESS;
 }
@@ -714,10 +722,10 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
     const char *call = "cudnnBackendGetAttribute";
     bdesc *b = as_desc(d);
     if (!b || !b->final)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "not a finalized backend descriptor");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "not a finalized backend descriptor");
     if (b->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS) {
         if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR)
-            return gfail(CUDNN_STATUS_BAD_PARAM, call, "attribute type %d", (int)type);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "attribute type %d", (int)type);
         /* the fallback mode lists the plain engine (4) alone */
         int first = enum_of(b, CUDNN_ATTR_ENGINEHEUR_MODE) == CUDNN_HEUR_MODE_FALLBACK ? 4 : 0;
         if (count) *count = N_ENGINES - first;
@@ -725,9 +733,9 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
         for (int64_t i = 0; i < req && i < N_ENGINES - first; i++) {
             bdesc *c = as_desc(cfg ? cfg[i] : NULL);
             if (!c || c->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)
-                return gfail(CUDNN_STATUS_BAD_PARAM, call,
-                             "result %lld: not an ENGINECFG descriptor made by the caller",
-                             (long long)i);
+                return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                                      "result %lld: not an ENGINECFG descriptor made by the caller",
+                                      (long long)i);
             c->engine = first + (int)i;
             c->graph = held(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
                             CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
@@ -739,7 +747,7 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
         bdesc *e = as_desc(out ? *(cudnnBackendDescriptor_t *)out : NULL);
         if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR || req != 1 || !e ||
             e->type != CUDNN_BACKEND_ENGINE_DESCRIPTOR)
-            return gfail(CUDNN_STATUS_BAD_PARAM, call, "wants one ENGINE descriptor");
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "wants one ENGINE descriptor");
         e->engine = b->engine, e->graph = b->graph, e->final = true;
         if (count) *count = 1;
         return CUDNN_STATUS_SUCCESS;
@@ -764,8 +772,8 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
         int64_t v = (int64_t)b->ws;
         return give(call, CUDNN_TYPE_INT64, type, req, count, out, &v, 1);
     }
-    return gfail(CUDNN_STATUS_NOT_SUPPORTED, call, "attribute %d of descriptor type %d (emulator)",
-                 (int)name, (int)b->type);
+    return emu_cudnn_fail(CUDNN_STATUS_NOT_SUPPORTED, call,
+                          "attribute %d of descriptor type %d (emulator)", (int)name, (int)b->type);
 }
 
 /* ---- execute ---- */
@@ -777,7 +785,7 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
     if (!h || !p || !v || !p->final || !v->final ||
         p->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ||
         v->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "a finalized plan and variant pack");
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "a finalized plan and variant pack");
     void *ptr[3] = {NULL, NULL, NULL};
     int64_t n = find(v, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS)->n;
     for (int k = 0; k < 3; k++)
@@ -786,23 +794,23 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
                 ptr[k] = ptr_of(v, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, (int)i);
     for (int k = 0; k < 3; k++)
         if (!ptr[k])
-            return gfail(CUDNN_STATUS_BAD_PARAM, call, "no pointer for tensor id %lld",
-                         (long long)p->uid[k]);
+            return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call, "no pointer for tensor id %lld",
+                                  (long long)p->uid[k]);
     void *ws = find(v, CUDNN_ATTR_VARIANT_PACK_WORKSPACE)
                    ? ptr_of(v, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, 0)
                    : NULL;
     if (p->ws > 0 && !ws)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call,
-                     "the plan needs %zu bytes of workspace, none "
-                     "given",
-                     p->ws);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "the plan needs %zu bytes of workspace, none "
+                              "given",
+                              p->ws);
     const void *bias = NULL;
     for (int64_t i = 0; p->bias_uid && i < n; i++)
         if (i64(v, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, (int)i) == p->bias_uid)
             bias = ptr_of(v, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, (int)i);
     if (p->bias_uid && !bias)
-        return gfail(CUDNN_STATUS_BAD_PARAM, call, "no pointer for the bias, tensor id %lld",
-                     (long long)p->bias_uid);
+        return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, call,
+                              "no pointer for the bias, tensor id %lld", (long long)p->bias_uid);
     if (p->kind == K_FWD) {
         const float one = 1.0f, zero = 0.0f;
         cudnnStatus_t st = cudnnConvolutionForward(h, &p->alpha, p->xd, ptr[0], p->wd, ptr[1],

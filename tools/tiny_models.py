@@ -82,8 +82,29 @@ def tiny_fcn():
     return TinyFCN()
 
 
+def tiny_swin():
+    """Swin Transformer: patch embedding, window attention with a relative-position bias table
+    read through an index buffer (GatherND / Gather), shifted windows and their attention mask
+    (ScatterND / slice assignments into zeros), patch merging, LayerNorm, GELU MLPs."""
+    from torchvision.models import swin_transformer
+    return swin_transformer.SwinTransformer(patch_size=[4, 4], embed_dim=8, depths=[2, 2],
+                                            num_heads=[1, 2], window_size=[2, 2],
+                                            stochastic_depth_prob=0.0, num_classes=10)
+
+
+def tiny_maxvit():
+    """MaxViT: MBConv with squeeze-excitation, block and grid attention whose scores are
+    Einsums, a relative-position bias (GatherND), LayerNorm, GELU. The BatchNorm momentum is
+    given: torchvision 0.14 (Debian's) defaults to 0.99, later ones to 0.01."""
+    from torchvision.models import maxvit
+    return maxvit.MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2,
+                         block_channels=[8, 16], block_layers=[1, 1], head_dim=4,
+                         stochastic_depth_prob=0.0, num_classes=10,
+                         norm_layer=partial(nn.BatchNorm2d, eps=1e-3, momentum=0.01))
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
-        "tiny_fcn": tiny_fcn}
+        "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_maxvit": tiny_maxvit}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]

@@ -239,6 +239,25 @@ void ir_node_add_input(ir_graph *g, int node, int t) {
     x->consumers[x->n_consumers++] = node;
 }
 
+void ir_node_set_input(ir_graph *g, int node, int i, int t) {
+    ir_node *n = &g->nodes[node];
+    OC_ASSERT(i >= 0 && i < n->n_inputs && t >= 0);
+    if (n->inputs[i] >= 0) {
+        ir_tensor *old = &g->tensors[n->inputs[i]];
+        for (int c = 0; c < old->n_consumers; c++)
+            if (old->consumers[c] == node) { /* the order of the others kept */
+                memmove(old->consumers + c, old->consumers + c + 1,
+                        (size_t)(old->n_consumers - c - 1) * sizeof(int));
+                old->n_consumers--;
+                break;
+            }
+    }
+    n->inputs[i] = t;
+    ir_tensor *x = &g->tensors[t];
+    oc_grow((void **)&x->consumers, &x->cap_consumers, (size_t)x->n_consumers + 1, sizeof(int));
+    x->consumers[x->n_consumers++] = node;
+}
+
 void ir_node_add_output(ir_graph *g, int node, int t) {
     ir_node *n = &g->nodes[node];
     n->outputs = oc_realloc(n->outputs, (size_t)(n->n_outputs + 1) * sizeof *n->outputs);
@@ -442,6 +461,7 @@ void ir_graph_remove_nodes_map(ir_graph *g, const bool *remove, int *node_map_ou
     }
     for (int i = 0; i < g->n_inputs; i++) used[g->inputs[i]] = true;
     for (int i = 0; i < g->n_outputs; i++) used[g->outputs[i]] = true;
+    for (int t = 0; t < g->n_tensors; t++) used[t] = used[t] || g->tensors[t].keep_unread;
     int *tmap = oc_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof(int));
     int kept_t = 0;
     for (int t = 0; t < g->n_tensors; t++) {

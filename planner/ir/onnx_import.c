@@ -11,6 +11,7 @@
 #include "onnx.pb-c.h"
 #include "ir/onnx_export.h"
 #include "ir/ops/op_args.h"
+#include "ir/ops/op_einsum.h"
 #include "ir/ops/op_table.h"
 #include "ir/out_file.h"
 #include "ir/strmap.h"
@@ -385,42 +386,88 @@ static void note_folded_normalization(importer *im, const Onnx__GraphProto *gp) 
                       im->path, folded);
 }
 
+/* An input of np by name (-1 for an omitted one): produced earlier, a graph input
+ * or an initializer. */
+static int node_input(importer *im, const Onnx__NodeProto *np, const char *node, size_t i, int *t) {
+    const char *in = np->input[i];
+    ir_graph *g = im->g;
+    *t = -1;
+    if (!in || !*in) return OC_OK;
+    *t = ir_tensor_find(g, in);
+    if (*t < 0 || (g->tensors[*t].producer < 0 && !g->tensors[*t].is_initializer &&
+                   !g->tensors[*t].is_graph_input))
+        return oc_fail(im->err,
+                       "%s: node '%s' (%s): input '%s' is not produced by an "
+                       "earlier node, a graph input or an initializer",
+                       im->path, node, np->op_type, in);
+    return OC_OK;
+}
+
+/* np's one output, a new tensor (-1 for none). */
+static int node_output(importer *im, const Onnx__NodeProto *np, const char *node, size_t i,
+                       int *t) {
+    const char *out = np->output[i];
+    *t = -1;
+    if (!out || !*out) return OC_OK;
+    if (ir_tensor_find(im->g, out) >= 0)
+        return oc_fail(im->err, "%s: node '%s' (%s): output '%s' is already defined", im->path,
+                       node, np->op_type, out);
+    *t = ir_tensor_add(im->g, out, IR_DTYPE_UNDEFINED);
+    return OC_OK;
+}
+
+/* Einsum: lowered here into the ops it is made of (op_einsum.h). */
+static int import_einsum(importer *im, const Onnx__NodeProto *np, const char *name) {
+    const ProtobufCBinaryData *eq = NULL;
+    for (size_t i = 0; i < np->n_attribute && !eq; i++)
+        if (np->attribute[i]->name && strcmp(np->attribute[i]->name, "equation") == 0)
+            eq = &np->attribute[i]->s;
+    char equation[256];
+    if (!eq || !eq->data || eq->len >= sizeof equation || memchr(eq->data, 0, eq->len) ||
+        np->n_input < 1 || np->n_input > 2 || np->n_output != 1)
+        return oc_fail(im->err,
+                       "%s: node '%s' (Einsum): outcore takes one or two inputs, one output and "
+                       "an 'equation' of fewer than %zu characters",
+                       im->path, name, sizeof equation);
+    memcpy(equation, eq->data, eq->len);
+    equation[eq->len] = '\0';
+    int in[2], out;
+    for (size_t i = 0; i < np->n_input; i++) {
+        if (node_input(im, np, name, i, &in[i])) return OC_ERR;
+        if (in[i] < 0)
+            return oc_fail(im->err, "%s: node '%s' (Einsum): input %zu is empty", im->path, name,
+                           i);
+    }
+    if (node_output(im, np, name, 0, &out)) return OC_ERR;
+    if (out < 0)
+        return oc_fail(im->err, "%s: node '%s' (Einsum): output 0 is empty", im->path, name);
+    return op_einsum_lower(im->g, im->path, name, equation, in, (int)np->n_input, out, im->err);
+}
+
 static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
     ir_graph *g = im->g;
     if (!np->op_type || !*np->op_type)
         return oc_fail(im->err, "%s: node #%d has no op_type", im->path, index);
     char *name = unique_node_name(im, np, index);
     const char *domain = np->domain && strcmp(np->domain, "ai.onnx") != 0 ? np->domain : "";
+    if (op_lookup(domain, np->op_type) == OP_EINSUM) {
+        int rc = import_einsum(im, np, name);
+        oc_free(name);
+        return rc;
+    }
     int n = ir_node_add(g, name, np->op_type, domain);
     g->nodes[n].op = op_lookup(domain, np->op_type); /* the one name lookup */
     oc_free(name);
     name = g->nodes[n].name;
     for (size_t i = 0; i < np->n_input; i++) {
-        const char *in = np->input[i];
-        if (!in || !*in) {
-            ir_node_add_input(g, n, -1);
-            continue;
-        }
-        int t = ir_tensor_find(g, in);
-        if (t < 0 || (g->tensors[t].producer < 0 && !g->tensors[t].is_initializer &&
-                      !g->tensors[t].is_graph_input))
-            return oc_fail(im->err,
-                           "%s: node '%s' (%s): input '%s' is not produced by an "
-                           "earlier node, a graph input or an initializer",
-                           im->path, name, np->op_type, in);
+        int t;
+        if (node_input(im, np, name, i, &t)) return OC_ERR;
         ir_node_add_input(g, n, t);
     }
     for (size_t i = 0; i < np->n_output; i++) {
-        const char *out = np->output[i];
-        if (!out || !*out) {
-            ir_node_add_output(g, n, -1);
-            continue;
-        }
-        int t = ir_tensor_find(g, out);
-        if (t >= 0)
-            return oc_fail(im->err, "%s: node '%s' (%s): output '%s' is already defined", im->path,
-                           name, np->op_type, out);
-        ir_node_add_output(g, n, ir_tensor_add(g, out, IR_DTYPE_UNDEFINED));
+        int t;
+        if (node_output(im, np, name, i, &t)) return OC_ERR;
+        ir_node_add_output(g, n, t);
     }
     for (size_t i = 0; i < np->n_attribute; i++) {
         ir_attr a;

@@ -51,7 +51,10 @@ void train_graph_free(train_graph *tg) {
 }
 
 /* Drops nodes whose outputs were all folded to plan-time values (Constant and
- * shape subgraphs): their outputs become constant initializers. */
+ * shape subgraphs): their outputs become constant initializers. The model's
+ * own initializers only they read stay, unread (a module's buffer, e.g. Swin's
+ * relative-position index folded into a Gather's indices): --save writes them
+ * back under their names, so the saved model still loads as a state dict. */
 static void drop_folded_nodes(ir_graph *g) {
     bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
     for (int i = 0; i < g->n_nodes; i++) {
@@ -62,6 +65,13 @@ static void drop_folded_nodes(ir_graph *g) {
             if (y && (y->kind != IR_KIND_CONSTANT || y->data_src != IR_DATA_INLINE)) folded = false;
         }
         remove[i] = folded;
+    }
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_tensor *x = &g->tensors[t];
+        bool only_folded = x->is_initializer && x->kind == IR_KIND_CONSTANT && x->n_consumers > 0;
+        for (int c = 0; c < x->n_consumers && only_folded; c++)
+            only_folded = remove[x->consumers[c]];
+        x->keep_unread = x->keep_unread || only_folded;
     }
     ir_graph_remove_nodes(g, remove);
     oc_free(remove);

@@ -44,9 +44,10 @@
 #include "ir/shape_infer.h"
 
 #define DATA_DIR "/usr/share/libonnx-testdata/data/node"
+#define PROJECT_CASES_DIR "tests/data/node"
 #define RTOL 1e-3
 #define ATOL 1e-7
-#define MIN_PASS 289
+#define MIN_PASS 316
 
 typedef enum verdict {
     V_PASS,
@@ -72,6 +73,15 @@ static bool is_fold_op(int k) {
     return false;
 }
 
+/* An op the importer rewrites into others (OC_OPS_LOWERED: Einsum); what it becomes runs. */
+static bool is_lowered_op(int k) {
+#define LOWERED_KIND(kind, name, domain, def, kern)                                                \
+    if (k == OP_##kind) return true;
+    OC_OPS_LOWERED(LOWERED_KIND)
+#undef LOWERED_KIND
+    return false;
+}
+
 /* Op types of the model's nodes: all supported -> V_PASS placeholder;
  * some supported -> V_SKIP with the missing list; none -> V_NONE. */
 static verdict classify_ops(const char *model, char *missing, size_t cap) {
@@ -90,7 +100,7 @@ static verdict classify_ops(const char *model, char *missing, size_t cap) {
     for (size_t i = 0; i < m->graph->n_node; i++) {
         const Onnx__NodeProto *n = m->graph->node[i];
         int k = op_lookup(n->domain ? n->domain : "", n->op_type);
-        if (cpu_kernel_supported(k) || is_fold_op(k)) {
+        if (cpu_kernel_supported(k) || is_fold_op(k) || is_lowered_op(k)) {
             have++;
         } else {
             lack++;
@@ -357,12 +367,11 @@ static verdict run_case(const char *dir, char *msg, size_t cap, const char **not
     return v;
 }
 
-static void test_conformance(void **state) {
-    (void)state;
-    const char *root = getenv("OC_CONFORMANCE_DIR");
-    if (!root) root = DATA_DIR;
+/* Runs every test_* case under root, one line each; counts by verdict. refused: the
+ * cases whose names end in "_refused" (which must be REJECTED). */
+static void run_root(const char *root, int count[V__COUNT], int *refused_ok, int *refused_bad) {
     DIR *d = opendir(root);
-    if (!d) fail_msg("conformance data not found at %s (install libonnx-testdata)", root);
+    if (!d) fail_msg("conformance data not found at %s", root);
     char **names = NULL;
     size_t n = 0, cap = 0;
     for (struct dirent *e; (e = readdir(d));) {
@@ -372,7 +381,6 @@ static void test_conformance(void **state) {
     }
     closedir(d);
     qsort(names, n, sizeof *names, cmp_str);
-    int count[V__COUNT] = {0};
     for (size_t i = 0; i < n; i++) {
         char dir[1024], model[1100], msg[1200] = "", missing[512];
         const char *note = NULL;
@@ -381,6 +389,14 @@ static void test_conformance(void **state) {
         verdict v = classify_ops(model, missing, sizeof missing);
         if (v == V_SKIP) snprintf(msg, sizeof msg, "no cpu kernel for: %s", missing);
         else if (v == V_PASS) v = run_case(dir, msg, sizeof msg, &note);
+        size_t len = strlen(names[i]);
+        if (refused_ok && len > 8 && strcmp(names[i] + len - 8, "_refused") == 0) {
+            bool ok = v == V_REJECTED && *msg;
+            *(ok ? refused_ok : refused_bad) += 1;
+            printf("%-11s %s: %s\n", ok ? "REFUSED" : "NOT-REFUSED", names[i], msg);
+            free(names[i]);
+            continue;
+        }
         count[v]++;
         if (v != V_NONE)
             printf("%-11s %s%s%s%s%s%s\n", verdict_name[v], names[i], *msg ? ": " : "", msg,
@@ -389,12 +405,34 @@ static void test_conformance(void **state) {
         free(names[i]);
     }
     free(names);
+}
+
+static void test_conformance(void **state) {
+    (void)state;
+    const char *root = getenv("OC_CONFORMANCE_DIR");
+    int count[V__COUNT] = {0};
+    run_root(root ? root : DATA_DIR, count, NULL, NULL);
     printf("conformance: %d passed, %d failed, %d unsupported, %d rejected by the importer, "
            "%d skipped (other ops), %d cases without our ops\n",
            count[V_PASS], count[V_FAIL], count[V_UNSUPPORTED], count[V_REJECTED], count[V_SKIP],
            count[V_NONE]);
     assert_int_equal(count[V_FAIL], 0);
     assert_true(count[V_PASS] >= MIN_PASS);
+}
+
+/* outcore's own cases in the same layout (tools/node_cases.py: Einsum in float32): every
+ * one passes, and every *_refused one is rejected with a message. */
+static void test_project_cases(void **state) {
+    (void)state;
+    const char *root = getenv("OC_PROJECT_CASES_DIR");
+    int count[V__COUNT] = {0}, refused = 0, not_refused = 0;
+    run_root(root ? root : PROJECT_CASES_DIR, count, &refused, &not_refused);
+    int others =
+        count[V_FAIL] + count[V_UNSUPPORTED] + count[V_REJECTED] + count[V_SKIP] + count[V_NONE];
+    printf("project cases: %d passed, %d refused as they should be, %d otherwise\n", count[V_PASS],
+           refused, others + not_refused);
+    assert_int_equal(others + not_refused, 0);
+    assert_true(count[V_PASS] >= 15 && refused >= 3);
 }
 
 /* onnx_read_tensor_file: a known float input, an int64 one, and junk. */
@@ -434,6 +472,7 @@ static void test_read_tensor_file(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_read_tensor_file),
-                                       cmocka_unit_test(test_conformance)};
+                                       cmocka_unit_test(test_conformance),
+                                       cmocka_unit_test(test_project_cases)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* op_fold.c — the glue today's exporters put around a network, evaluated at
  * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, Not, Mod, Trilu,
- * ConstantOfShape
+ * ConstantOfShape, Max, Min (ScatterND, GatherND: op_fold_index.c)
  * (folded when their inputs are plan-time values, refused otherwise), and
  * Identity, Squeeze, Cast to the same type, which also run on activations as
  * copies. torch 2.x's exporter builds e.g. a Conv's zero bias as
@@ -11,132 +11,8 @@
 
 #include "ir/half.h"
 #include "ir/ops/grad_rules.h"
+#include "ir/ops/op_fold_num.h"
 #include "ir/ops/op_util.h"
-
-static bool fold_dtype(ir_dtype dt) {
-    return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE || dt == IR_DTYPE_INT32 ||
-           dt == IR_DTYPE_INT64 || dt == IR_DTYPE_BOOL || dt == IR_DTYPE_UINT8 ||
-           dt == IR_DTYPE_INT8 || ir_dtype_is_half(dt);
-}
-static bool is_float_dtype(ir_dtype dt) {
-    return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE || ir_dtype_is_half(dt);
-}
-
-/* Element i of a value, as a double (float types) or an int64 (the rest). */
-typedef struct num {
-    double f;
-    int64_t i;
-} num;
-
-static num num_get(const ir_tensor *t, int64_t k) {
-    const uint8_t *p = (const uint8_t *)t->data + (size_t)k * (size_t)ir_dtype_size(t->dtype);
-    num v = {0, 0};
-    switch (t->dtype) {
-    case IR_DTYPE_FLOAT: {
-        float f;
-        memcpy(&f, p, 4);
-        v.f = f;
-        break;
-    }
-    case IR_DTYPE_DOUBLE: memcpy(&v.f, p, 8); break;
-    case IR_DTYPE_FLOAT16:
-    case IR_DTYPE_BFLOAT16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        v.f = half_to_f32(t->dtype, h);
-        break;
-    }
-    case IR_DTYPE_INT32: {
-        int32_t x;
-        memcpy(&x, p, 4);
-        v.i = x;
-        break;
-    }
-    case IR_DTYPE_INT64: memcpy(&v.i, p, 8); break;
-    case IR_DTYPE_INT8: v.i = (int8_t)*p; break;
-    default: v.i = *p; break; /* bool, uint8 */
-    }
-    if (!is_float_dtype(t->dtype)) v.f = (double)v.i;
-    return v;
-}
-
-/* Stores v (read from a tensor of type from) as element k of a dt buffer. */
-static void num_put(uint8_t *buf, ir_dtype dt, int64_t k, num v, ir_dtype from) {
-    uint8_t *p = buf + (size_t)k * (size_t)ir_dtype_size(dt);
-    double f = v.f;
-    int64_t i = v.i;
-    if (is_float_dtype(from) && !is_float_dtype(dt)) /* float -> int truncates, NaN -> 0 */
-        i = isnan(f) ? 0 : f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
-    switch (dt) {
-    case IR_DTYPE_FLOAT: {
-        float x = (float)f;
-        memcpy(p, &x, 4);
-        break;
-    }
-    case IR_DTYPE_DOUBLE: memcpy(p, &f, 8); break;
-    case IR_DTYPE_FLOAT16:
-    case IR_DTYPE_BFLOAT16: { /* via float32 (as a double source would be cast at run time) */
-        uint16_t h = half_from_f32(dt, (float)f);
-        memcpy(p, &h, 2);
-        break;
-    }
-    case IR_DTYPE_INT32: {
-        int32_t x = (int32_t)i;
-        memcpy(p, &x, 4);
-        break;
-    }
-    case IR_DTYPE_INT64: memcpy(p, &i, 8); break;
-    case IR_DTYPE_BOOL: *p = is_float_dtype(from) ? f != 0.0 : i != 0; break;
-    default: *p = (uint8_t)i; break; /* uint8, int8 */
-    }
-}
-
-/* Offset into x of element o of a broadcast result of rank r and dims od. */
-static int64_t bcast_at(const ir_tensor *x, int r, const int64_t *od, int64_t o) {
-    int64_t off = 0, stride = 1;
-    for (int d = r - 1; d >= 0; d--) {
-        int64_t idx = o % od[d];
-        o /= od[d];
-        int xd = d - (r - x->rank);
-        if (xd < 0) continue;
-        if (x->dims[xd] != 1) off += idx * stride;
-        stride *= x->dims[xd];
-    }
-    return off;
-}
-
-/* Output 0 of n as a fresh buffer for a folded value (bytes checked). */
-static uint8_t *fold_out(ir_graph *g, ir_node *n, int64_t *numel, oc_err *err) {
-    int64_t bytes;
-    ir_tensor *y = ir_node_out(g, n, 0);
-    if (!ir_tensor_bytes(y, &bytes) || bytes > OP_FOLD_MAX_BYTES) {
-        oc_fail(err, "folding it would take more than %" PRId64 " bytes", OP_FOLD_MAX_BYTES);
-        return NULL;
-    }
-    ir_tensor_numel(y, numel);
-    return oc_malloc((size_t)bytes + 1);
-}
-
-static int fold_set(ir_graph *g, ir_node *n, uint8_t *buf, int64_t numel) {
-    ir_tensor *y = ir_node_out(g, n, 0);
-    ir_tensor_set_data(y, buf, (size_t)numel * (size_t)ir_dtype_size(y->dtype));
-    oc_free(buf);
-    return OC_OK;
-}
-
-/* Input i must be a plan-time value of a type folding handles. */
-static int need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err) {
-    if (op_in_shaped(g, n, i, t, err)) return OC_ERR;
-    if (!op_is_value(*t))
-        return oc_fail(err,
-                       "input '%s' is computed at run time; outcore evaluates %s only on "
-                       "plan-time values (constants, folded shape computations)",
-                       (*t)->name, n->op_type);
-    if (!fold_dtype((*t)->dtype))
-        return oc_fail(err, "input '%s' has type %s, which plan-time folding does not handle",
-                       (*t)->name, ir_dtype_name((*t)->dtype));
-    return OC_OK;
-}
 
 /* y = x converted to dt: folded for a value; at run time a copy when the type
  * stays, bool -> float (a dropout mask), or between float32, float16 and
@@ -156,14 +32,15 @@ static int cast_to(ir_graph *g, ir_node *n, ir_dtype dt, oc_err *err) {
                            x->name, ir_dtype_name(x->dtype), ir_dtype_name(dt));
         return OC_OK;
     }
-    if (!fold_dtype(x->dtype) || !fold_dtype(dt))
+    if (!op_fold_dtype(x->dtype) || !op_fold_dtype(dt))
         return oc_fail(err, "a cast from %s to %s is not folded", ir_dtype_name(x->dtype),
                        ir_dtype_name(dt));
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
-    for (int64_t k = 0; k < numel; k++) num_put(buf, dt, k, num_get(x, k), x->dtype);
-    return fold_set(g, n, buf, numel);
+    for (int64_t k = 0; k < numel; k++)
+        op_fold_num_put(buf, dt, k, op_fold_num_get(x, k), x->dtype);
+    return op_fold_set(g, n, buf, numel);
 }
 
 static int cast_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
@@ -245,35 +122,36 @@ int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err) {
     int64_t od[IR_MAX_RANK];
     if (op_broadcast(x, &shape, &r, od, err)) return OC_ERR;
     op_set_out(g, n, 0, x->dtype, r, od);
-    if (!op_is_value(x) || !fold_dtype(x->dtype)) return OC_OK;
+    if (!op_is_value(x) || !op_fold_dtype(x->dtype)) return OC_OK;
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     for (int64_t o = 0; o < numel; o++)
-        num_put(buf, x->dtype, o, num_get(x, bcast_at(x, r, od, o)), x->dtype);
-    return fold_set(g, n, buf, numel);
+        op_fold_num_put(buf, x->dtype, o, op_fold_num_get(x, op_fold_bcast_at(x, r, od, o)),
+                        x->dtype);
+    return op_fold_set(g, n, buf, numel);
 }
 
 int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1), *y = ir_node_out(g, n, 0);
-    if (!op_is_value(a) || !op_is_value(b) || !fold_dtype(a->dtype)) return OC_OK;
+    if (!op_is_value(a) || !op_is_value(b) || !op_fold_dtype(a->dtype)) return OC_OK;
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
-    bool fl = is_float_dtype(a->dtype), less = n->op == OP_LESS;
+    bool fl = op_fold_is_float(a->dtype), less = n->op == OP_LESS;
     for (int64_t o = 0; o < numel; o++) {
-        num x = num_get(a, bcast_at(a, y->rank, y->dims, o));
-        num z = num_get(b, bcast_at(b, y->rank, y->dims, o));
+        num x = op_fold_num_get(a, op_fold_bcast_at(a, y->rank, y->dims, o));
+        num z = op_fold_num_get(b, op_fold_bcast_at(b, y->rank, y->dims, o));
         buf[o] = less ? (fl ? x.f < z.f : x.i < z.i) : (fl ? x.f == z.f : x.i == z.i);
     }
-    return fold_set(g, n, buf, numel);
+    return op_fold_set(g, n, buf, numel);
 }
 
 /* Equal: a == b, broadcast, as bool (plan-time values only). */
 static int equal_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
-    if (need_value(g, n, 0, &a, err) || need_value(g, n, 1, &b, err)) return OC_ERR;
+    if (op_fold_need_value(g, n, 0, &a, err) || op_fold_need_value(g, n, 1, &b, err)) return OC_ERR;
     if (a->dtype != b->dtype) return oc_fail(err, "inputs differ in type");
     int r;
     int64_t od[IR_MAX_RANK];
@@ -286,14 +164,14 @@ static int equal_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 static int not_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x;
-    if (need_value(g, n, 0, &x, err)) return OC_ERR;
+    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
     if (x->dtype != IR_DTYPE_BOOL) return oc_fail(err, "input '%s' is not bool", x->name);
     op_set_out_like(g, n, 0, x);
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
-    for (int64_t o = 0; o < numel; o++) buf[o] = num_get(x, o).i == 0;
-    return fold_set(g, n, buf, numel);
+    for (int64_t o = 0; o < numel; o++) buf[o] = op_fold_num_get(x, o).i == 0;
+    return op_fold_set(g, n, buf, numel);
 }
 
 /* Mod: a mod b, broadcast; fmod 0 (integers): the sign of the divisor, as
@@ -301,20 +179,20 @@ static int not_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
-    if (need_value(g, n, 0, &a, err) || need_value(g, n, 1, &b, err)) return OC_ERR;
+    if (op_fold_need_value(g, n, 0, &a, err) || op_fold_need_value(g, n, 1, &b, err)) return OC_ERR;
     if (a->dtype != b->dtype) return oc_fail(err, "inputs differ in type");
-    bool fl = is_float_dtype(a->dtype), cmod = ir_attr_int(n, "fmod", 0) != 0;
+    bool fl = op_fold_is_float(a->dtype), cmod = ir_attr_int(n, "fmod", 0) != 0;
     if (fl && !cmod) return oc_fail(err, "fmod must be 1 for floating-point inputs");
     int r;
     int64_t od[IR_MAX_RANK];
     if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
     op_set_out(g, n, 0, a->dtype, r, od);
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     for (int64_t o = 0; o < numel; o++) {
-        num x = num_get(a, bcast_at(a, r, od, o)), y = num_get(b, bcast_at(b, r, od, o)),
-            z = {0, 0};
+        num x = op_fold_num_get(a, op_fold_bcast_at(a, r, od, o)),
+            y = op_fold_num_get(b, op_fold_bcast_at(b, r, od, o)), z = {0, 0};
         if (fl) {
             z.f = fmod(x.f, y.f);
         } else if (y.i == 0) {
@@ -325,9 +203,9 @@ static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
             if (!cmod && z.i != 0 && ((z.i < 0) != (y.i < 0))) z.i += y.i;
         }
         z.f = fl ? z.f : (double)z.i;
-        num_put(buf, a->dtype, o, z, a->dtype);
+        op_fold_num_put(buf, a->dtype, o, z, a->dtype);
     }
-    return fold_set(g, n, buf, numel);
+    return op_fold_set(g, n, buf, numel);
 }
 
 /* Trilu: the upper (upper=1, j - i >= k) or lower (j - i <= k) triangle of
@@ -335,7 +213,7 @@ static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 static int trilu_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x;
-    if (need_value(g, n, 0, &x, err)) return OC_ERR;
+    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
     if (x->rank < 2) return oc_fail(err, "input '%s' has rank %d (at least 2)", x->name, x->rank);
     int64_t k = 0;
     if (ir_node_in(g, n, 1)) {
@@ -348,15 +226,15 @@ static int trilu_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     bool upper = ir_attr_int(n, "upper", 1) != 0;
     op_set_out_like(g, n, 0, x);
     int64_t numel, R = x->dims[x->rank - 2], C = x->dims[x->rank - 1];
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     for (int64_t o = 0; o < numel; o++) {
         int64_t j = o % C, i = (o / C) % R;
         bool keep = upper ? j - i >= k : j - i <= k;
-        num v = keep ? num_get(x, o) : (num){0, 0};
-        num_put(buf, x->dtype, o, v, x->dtype);
+        num v = keep ? op_fold_num_get(x, o) : (num){0, 0};
+        op_fold_num_put(buf, x->dtype, o, v, x->dtype);
     }
-    return fold_set(g, n, buf, numel);
+    return op_fold_set(g, n, buf, numel);
 }
 
 /* Where of three plan-time values (output shape inferred): folded; does
@@ -368,14 +246,54 @@ int op_fold_where(ir_graph *g, ir_node *n, oc_err *err) {
     int r = out->rank;
     const int64_t *od = out->dims;
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     for (int64_t o = 0; o < numel; o++) {
-        bool pick = num_get(c, bcast_at(c, r, od, o)).i != 0;
+        bool pick = op_fold_num_get(c, op_fold_bcast_at(c, r, od, o)).i != 0;
         const ir_tensor *src = pick ? x : y;
-        num_put(buf, x->dtype, o, num_get(src, bcast_at(src, r, od, o)), x->dtype);
+        op_fold_num_put(buf, x->dtype, o, op_fold_num_get(src, op_fold_bcast_at(src, r, od, o)),
+                        x->dtype);
     }
-    return fold_set(g, n, buf, numel);
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* Max, Min: the elementwise extreme of one or more plan-time values of one type,
+ * broadcast (numpy's maximum / minimum: a NaN wins). torch 2.x's exporter takes
+ * Swin's relative-position index through a one-input Max. */
+static int min_max_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x[OP_FOLD_MAX_VARIADIC];
+    if (n->n_inputs > OP_FOLD_MAX_VARIADIC)
+        return oc_fail(err, "%d inputs; plan-time folding takes at most %d", n->n_inputs,
+                       OP_FOLD_MAX_VARIADIC);
+    ir_tensor shape = {.name = "the broadcast of the inputs"};
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (op_fold_need_value(g, n, i, &x[i], err)) return OC_ERR;
+        if (x[i]->dtype != x[0]->dtype) return oc_fail(err, "inputs differ in type");
+        if (i == 0) {
+            shape.rank = x[0]->rank;
+            memcpy(shape.dims, x[0]->dims, sizeof shape.dims);
+        } else if (op_broadcast(&shape, x[i], &shape.rank, shape.dims, err)) {
+            return OC_ERR;
+        }
+    }
+    op_set_out(g, n, 0, x[0]->dtype, shape.rank, shape.dims);
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    bool fl = op_fold_is_float(x[0]->dtype), max = n->op == OP_MAX;
+    for (int64_t o = 0; o < numel; o++) {
+        num v = op_fold_num_get(x[0], op_fold_bcast_at(x[0], shape.rank, shape.dims, o));
+        for (int i = 1; i < n->n_inputs; i++) {
+            num z = op_fold_num_get(x[i], op_fold_bcast_at(x[i], shape.rank, shape.dims, o));
+            bool take = fl    ? isnan(z.f) || (!isnan(v.f) && (max ? z.f > v.f : z.f < v.f))
+                        : max ? z.i > v.i
+                              : z.i < v.i;
+            if (take) v = z;
+        }
+        op_fold_num_put(buf, x[0]->dtype, o, v, x[0]->dtype);
+    }
+    return op_fold_set(g, n, buf, numel);
 }
 
 /* Range: start, start + delta, .. below limit (scalars). */
@@ -384,26 +302,26 @@ static int range_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     ir_tensor *t[3];
     for (int i = 0; i < 3; i++) {
         int64_t numel;
-        if (need_value(g, n, i, &t[i], err)) return OC_ERR;
+        if (op_fold_need_value(g, n, i, &t[i], err)) return OC_ERR;
         if (!ir_tensor_numel(t[i], &numel) || numel != 1)
             return oc_fail(err, "input '%s' is not a scalar", t[i]->name);
         if (t[i]->dtype != t[0]->dtype) return oc_fail(err, "inputs differ in type");
     }
-    num s = num_get(t[0], 0), l = num_get(t[1], 0), d = num_get(t[2], 0);
-    double count = is_float_dtype(t[0]->dtype) ? ceil((l.f - s.f) / d.f)
-                                               : ceil(((double)l.i - (double)s.i) / (double)d.i);
-    if (!(count == count) || isinf(count) || (is_float_dtype(t[0]->dtype) ? d.f == 0 : d.i == 0))
+    num s = op_fold_num_get(t[0], 0), l = op_fold_num_get(t[1], 0), d = op_fold_num_get(t[2], 0);
+    double count = op_fold_is_float(t[0]->dtype) ? ceil((l.f - s.f) / d.f)
+                                                 : ceil(((double)l.i - (double)s.i) / (double)d.i);
+    if (!(count == count) || isinf(count) || (op_fold_is_float(t[0]->dtype) ? d.f == 0 : d.i == 0))
         return oc_fail(err, "delta is zero or the range is not finite");
     int64_t len = count > 0 ? (int64_t)fmin(count, 1e15) : 0;
     op_set_out(g, n, 0, t[0]->dtype, 1, &len);
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     for (int64_t k = 0; k < numel; k++) {
         num v = {s.f + (double)k * d.f, s.i + k * d.i};
-        num_put(buf, t[0]->dtype, k, v, t[0]->dtype);
+        op_fold_num_put(buf, t[0]->dtype, k, v, t[0]->dtype);
     }
-    return fold_set(g, n, buf, numel);
+    return op_fold_set(g, n, buf, numel);
 }
 
 /* ConstantOfShape: a tensor of the plan-time shape filled with 'value'
@@ -423,7 +341,7 @@ static int constant_of_shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_er
     if (a) {
         int64_t numel;
         if (a->type != IR_ATTR_TENSOR || a->t->data_src != IR_DATA_INLINE ||
-            !ir_tensor_numel(a->t, &numel) || numel != 1 || !fold_dtype(a->t->dtype) ||
+            !ir_tensor_numel(a->t, &numel) || numel != 1 || !op_fold_dtype(a->t->dtype) ||
             a->t->data_bytes != (size_t)ir_dtype_size(a->t->dtype))
             return oc_fail(err, "attribute 'value' must be a one-element numeric tensor");
         dt = a->t->dtype;
@@ -431,11 +349,11 @@ static int constant_of_shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_er
     }
     op_set_out(g, n, 0, dt, (int)ns, s);
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     size_t es = (size_t)ir_dtype_size(dt);
     for (int64_t k = 0; k < numel; k++) memcpy(buf + (size_t)k * es, fill, es);
-    return fold_set(g, n, buf, numel);
+    return op_fold_set(g, n, buf, numel);
 }
 
 /* dX = dY (Identity, a same-type Cast). */
@@ -525,20 +443,27 @@ const op_def op_def_trilu = {.min_inputs = 1,
                              .infer = trilu_infer};
 FOLD_OP(op_def_range, 3, range_infer);
 FOLD_OP(op_def_constant_of_shape, 1, constant_of_shape_infer);
+const op_def op_def_min_max = {.min_inputs = 1,
+                               .max_inputs = -1,
+                               .min_outputs = 1,
+                               .max_outputs = 1,
+                               .roles = const_role,
+                               .n_roles = 1,
+                               .infer = min_max_infer};
 
 /* Mul, Sub, Div, Add of two plan-time values (shape arithmetic), broadcast. */
 int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1);
     ir_tensor *y = ir_node_out(g, n, 0);
-    if (!op_is_value(a) || !op_is_value(b) || !fold_dtype(a->dtype) || a->dtype == IR_DTYPE_BOOL)
+    if (!op_is_value(a) || !op_is_value(b) || !op_fold_dtype(a->dtype) || a->dtype == IR_DTYPE_BOOL)
         return OC_OK;
     int64_t numel;
-    uint8_t *buf = fold_out(g, n, &numel, err);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
-    bool fl = is_float_dtype(a->dtype);
+    bool fl = op_fold_is_float(a->dtype);
     for (int64_t o = 0; o < numel; o++) {
-        num x = num_get(a, bcast_at(a, y->rank, y->dims, o));
-        num z = num_get(b, bcast_at(b, y->rank, y->dims, o)), v = {0, 0};
+        num x = op_fold_num_get(a, op_fold_bcast_at(a, y->rank, y->dims, o));
+        num z = op_fold_num_get(b, op_fold_bcast_at(b, y->rank, y->dims, o)), v = {0, 0};
         switch (n->op) {
         case OP_ADD: v.f = x.f + z.f, v.i = (int64_t)((uint64_t)x.i + (uint64_t)z.i); break;
         case OP_SUB: v.f = x.f - z.f, v.i = (int64_t)((uint64_t)x.i - (uint64_t)z.i); break;
@@ -551,7 +476,7 @@ int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err) {
             v.f = x.f / z.f, v.i = fl ? 0 : x.i / z.i;
             break;
         }
-        num_put(buf, a->dtype, o, v, a->dtype);
+        op_fold_num_put(buf, a->dtype, o, v, a->dtype);
     }
-    return fold_set(g, n, buf, numel);
+    return op_fold_set(g, n, buf, numel);
 }

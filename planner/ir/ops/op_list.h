@@ -16,7 +16,8 @@
  *             (pointwise / pointwise_grad: the scalar math of runtime/pointwise.h)
  *
  * OC_OPS_COMPUTE lists the ops that run as kernels; OC_OPS_FOLD those only
- * evaluated at plan time (exporters' shape and constant glue); OC_OPS_COPY the plan's
+ * evaluated at plan time (exporters' shape and constant glue); OC_OPS_LOWERED those the
+ * importer rewrites into others (Einsum); OC_OPS_COPY the plan's
  * copies, which the executor runs on its copy streams (no kernel).
  * Adding an op: docs/adding-an-op.md. Pure preprocessor + one enum: C and
  * CUDA C++ include it alike. */
@@ -135,7 +136,14 @@
     X(MOD, "Mod", ONNX, mod, none)                                                                 \
     X(TRILU, "Trilu", ONNX, trilu, none)                                                           \
     X(RANGE, "Range", ONNX, range, none)                                                           \
-    X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)
+    X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)                         \
+    X(MAX, "Max", ONNX, min_max, none)                                                             \
+    X(MIN, "Min", ONNX, min_max, none)                                                             \
+    X(SCATTER_ND, "ScatterND", ONNX, scatter_nd, none)                                             \
+    X(GATHER_ND, "GatherND", ONNX, gather_nd, none)
+
+/* Ops the importer rewrites into others (op_einsum.c): never in a graph. */
+#define OC_OPS_LOWERED(X) X(EINSUM, "Einsum", ONNX, einsum, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -146,6 +154,7 @@ typedef enum op_kind {
 #define OP_LIST_ENUM(kind, name, domain, def, kern) OP_##kind,
     OC_OPS_COMPUTE(OP_LIST_ENUM)
     OC_OPS_FOLD(OP_LIST_ENUM)
+    OC_OPS_LOWERED(OP_LIST_ENUM)
     OC_OPS_COPY(OP_LIST_ENUM)
 #undef OP_LIST_ENUM
     OP__COUNT
@@ -157,7 +166,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 103
+#define OP_LIST_COUNT 108
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -7,6 +7,7 @@
 #define OP_LIST_DECL(kind, name, domain, def, kern) extern const op_def op_def_##def;
 OC_OPS_COMPUTE(OP_LIST_DECL)
 OC_OPS_FOLD(OP_LIST_DECL)
+OC_OPS_LOWERED(OP_LIST_DECL)
 OC_OPS_COPY(OP_LIST_DECL)
 #undef OP_LIST_DECL
 
@@ -19,7 +20,8 @@ typedef struct op_entry {
 
 static const op_entry op_entries[OP__COUNT] = {
 #define OP_LIST_ENTRY(kind, name, domain, def, kern) [OP_##kind] = {name, domain, &op_def_##def},
-    OC_OPS_COMPUTE(OP_LIST_ENTRY) OC_OPS_FOLD(OP_LIST_ENTRY) OC_OPS_COPY(OP_LIST_ENTRY)
+    OC_OPS_COMPUTE(OP_LIST_ENTRY) OC_OPS_FOLD(OP_LIST_ENTRY) OC_OPS_LOWERED(OP_LIST_ENTRY)
+        OC_OPS_COPY(OP_LIST_ENTRY)
 #undef OP_LIST_ENTRY
 };
 #undef ONNX

@@ -1,0 +1,271 @@
+/* op_einsum.c — Einsum lowered at import (op_einsum.h): MaxViT's attention is
+ * einsum("BGHID,BGHJD->BGHIJ", q, k) and ("BGHIJ,BGHJD->BGHID", a, v), batched
+ * matrix products. The lowered nodes are named <einsum>/<step>, so a message or
+ * a plan names the Einsum they came from. */
+#include "ir/ops/op_einsum.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ops/op_table.h"
+
+#define EINSUM_MAX_INDICES 52 /* a-z, A-Z */
+
+typedef struct lowering {
+    ir_graph *g;
+    const char *name;
+    int steps; /* nodes emitted: a suffix keeps names unique */
+    bool dry;  /* counting the steps only (the graph untouched) */
+    int total; /* the steps: the last one writes the Einsum's output */
+    int out;
+} lowering;
+
+/* An operand as it is lowered: its tensor and the index letter of each dim. */
+typedef struct operand {
+    int t;
+    char idx[EINSUM_MAX_INDICES + 1];
+} operand;
+
+static int new_tensor(lowering *w, const char *what, ir_dtype dt) {
+    char name[512];
+    snprintf(name, sizeof name, "%s/%s_%d", w->name, what, w->steps);
+    for (int s = 2; ir_tensor_find(w->g, name) >= 0; s++)
+        snprintf(name, sizeof name, "%s/%s_%d_%d", w->name, what, w->steps, s);
+    return ir_tensor_add(w->g, name, dt);
+}
+
+/* A node of kind k reading in0 (and in1 when >= 0), writing a new tensor (the
+ * Einsum's output for the last step); returns its node index (-1 when dry), *y
+ * the output. */
+static int emit(lowering *w, op_kind k, const char *what, int in0, int in1, int *y) {
+    if (w->dry) {
+        w->steps++;
+        *y = -1;
+        return -1;
+    }
+    char name[512];
+    snprintf(name, sizeof name, "%s/%s_%d", w->name, what, w->steps);
+    int n = op_node_add(w->g, name, k);
+    ir_node_add_input(w->g, n, in0);
+    if (in1 >= 0) ir_node_add_input(w->g, n, in1);
+    *y = ++w->steps == w->total ? w->out : new_tensor(w, what, IR_DTYPE_UNDEFINED);
+    ir_node_add_output(w->g, n, *y);
+    return n;
+}
+
+static void attr_ints(lowering *w, int node, const char *name, int n, const int64_t *v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INTS, .n = n, .ints = (int64_t *)v};
+    ir_node_add_attr(w->g, node, &a);
+}
+
+static void attr_int(lowering *w, int node, const char *name, int64_t v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
+    ir_node_add_attr(w->g, node, &a);
+}
+
+/* Unsqueeze / Squeeze / ReduceSum of x over axes: the axes an input from
+ * opset 13 on (an int64 initializer), the attribute before. */
+static int emit_axes(lowering *w, op_kind k, const char *what, int x, int n, const int64_t *axes) {
+    int y, node;
+    if (w->dry) {
+        emit(w, k, what, x, -1, &y);
+        return y;
+    }
+    if (w->g->opset >= 13) {
+        int a = new_tensor(w, "axes", IR_DTYPE_INT64);
+        ir_tensor *t = &w->g->tensors[a];
+        int64_t dims[1] = {n};
+        ir_tensor_set_shape(t, 1, dims);
+        ir_tensor_set_data(t, axes, (size_t)n * sizeof *axes);
+        t->is_initializer = true;
+        t->kind = IR_KIND_CONSTANT;
+        node = emit(w, k, what, x, a, &y);
+    } else {
+        node = emit(w, k, what, x, -1, &y);
+        attr_ints(w, node, "axes", n, axes);
+    }
+    if (k == OP_REDUCE_SUM) attr_int(w, node, "keepdims", 0);
+    return y;
+}
+
+/* o's dims reordered to the letters of `to` (a permutation of o->idx). */
+static void transpose_to(lowering *w, operand *o, const char *to) {
+    int r = (int)strlen(to);
+    int64_t perm[EINSUM_MAX_INDICES];
+    bool same = true;
+    for (int i = 0; i < r; i++) {
+        perm[i] = strchr(o->idx, to[i]) - o->idx;
+        same = same && perm[i] == i;
+    }
+    if (!same) {
+        int y, node = emit(w, OP_TRANSPOSE, "transpose", o->t, -1, &y);
+        if (node >= 0) attr_ints(w, node, "perm", r, perm);
+        o->t = y;
+    }
+    memcpy(o->idx, to, (size_t)r + 1);
+}
+
+/* Sums o over the letters that neither `keep` nor `other` holds. */
+static void sum_alone(lowering *w, operand *o, const char *keep, const char *other) {
+    int64_t axes[EINSUM_MAX_INDICES];
+    int n = 0, r = 0;
+    char left[EINSUM_MAX_INDICES + 1];
+    for (int i = 0; o->idx[i]; i++)
+        if (!strchr(keep, o->idx[i]) && !strchr(other, o->idx[i])) axes[n++] = i;
+        else left[r++] = o->idx[i];
+    left[r] = '\0';
+    if (n == 0) return;
+    o->t = emit_axes(w, OP_REDUCE_SUM, "sum", o->t, n, axes);
+    memcpy(o->idx, left, (size_t)r + 1);
+}
+
+/* Letters of `from` (in its order) that `in` holds (in != NULL) or lacks. */
+static void pick(const char *from, const char *in, bool holds, char *out) {
+    int r = 0;
+    for (int i = 0; from[i]; i++)
+        if ((strchr(in, from[i]) != NULL) == holds) out[r++] = from[i];
+    out[r] = '\0';
+}
+
+/* Parses "ab,bc->ac" (spaces ignored) into terms and the output letters. */
+static int parse(const char *eq, int n_in, char terms[2][EINSUM_MAX_INDICES + 1], char *outl,
+                 oc_err *err) {
+    int t = 0, len = 0, count[128] = {0};
+    bool arrow = false;
+    char *cur = terms[0];
+    for (const char *p = eq;; p++) {
+        char ch = *p;
+        if (ch == ' ') continue;
+        if (ch == '.') return oc_fail(err, "an ellipsis ('...') is not supported");
+        if (ch == ',' || ch == '-' || ch == '\0') {
+            cur[len] = '\0';
+            if (ch == '\0') break;
+            if (ch == '-') {
+                if (p[1] != '>' || arrow) return oc_fail(err, "'-' not followed by '>' once");
+                arrow = true, p++;
+                if (t + 1 != n_in) return oc_fail(err, "%d terms for %d inputs", t + 1, n_in);
+                cur = outl;
+            } else if (arrow || ++t >= n_in) {
+                return oc_fail(err, "more terms than the %d inputs", n_in);
+            } else {
+                cur = terms[t];
+            }
+            len = 0;
+            continue;
+        }
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
+            return oc_fail(err, "character '%c' is not an index letter", ch);
+        if (len >= EINSUM_MAX_INDICES || memchr(cur, ch, (size_t)len))
+            return oc_fail(err, "index '%c' repeats within a term (a diagonal): not supported", ch);
+        cur[len++] = ch;
+        if (!arrow) count[(int)ch]++;
+    }
+    if (!arrow) {
+        if (t + 1 != n_in) return oc_fail(err, "%d terms for %d inputs", t + 1, n_in);
+        int r = 0; /* implicit output: the letters seen once, in alphabetical (ASCII) order */
+        for (int ch = 'A'; ch <= 'z'; ch++)
+            if (count[ch] == 1) outl[r++] = (char)ch;
+        outl[r] = '\0';
+    }
+    for (int i = 0; outl[i]; i++)
+        if (!count[(int)outl[i]])
+            return oc_fail(err, "output index '%c' is in no input term", outl[i]);
+    return OC_OK;
+}
+
+/* Two operands, after sum_alone: one MatMul between transposes and
+ * unsqueezes; the result's letters in r. */
+static int contract(lowering *w, operand *a, operand *b, const char *outl, operand *r,
+                    oc_err *err) {
+    char S[EINSUM_MAX_INDICES + 1], K[EINSUM_MAX_INDICES + 1], M[EINSUM_MAX_INDICES + 1],
+        N[EINSUM_MAX_INDICES + 1], tmp[EINSUM_MAX_INDICES + 1];
+    pick(outl, a->idx, true, tmp);
+    pick(tmp, b->idx, true, S); /* kept by both: batch */
+    pick(a->idx, b->idx, true, tmp);
+    pick(tmp, outl, false, K); /* in both, summed: contracted */
+    pick(outl, b->idx, false, tmp);
+    pick(tmp, a->idx, true, M); /* a's alone (kept) */
+    pick(outl, a->idx, false, tmp);
+    pick(tmp, b->idx, true, N); /* b's alone */
+    size_t s = strlen(S), k = strlen(K), m = strlen(M), n = strlen(N);
+    if (k > 1)
+        return oc_fail(err, "it contracts %zu indices at once (%s); one at most is supported", k,
+                       K);
+    if (s > 0 && (m > 1 || n > 1))
+        return oc_fail(err,
+                       "batch indices '%s' with %zu free indices on one side; at most one a "
+                       "side is supported",
+                       S, m > n ? m : n);
+    if (m <= 1 && n > 1) { /* the side with many free indices goes first: MatMul's rows */
+        operand *t = a;
+        a = b, b = t;
+        memcpy(tmp, M, sizeof tmp), memcpy(M, N, sizeof M), memcpy(N, tmp, sizeof N);
+        size_t z = m;
+        m = n, n = z;
+    }
+    if (n > 1) return oc_fail(err, "both sides have several free indices; not supported");
+    /* a -> [S, M.., K|1] (M: one letter, or 1 when none, unless rows), b -> [S, K|1, N|1] */
+    char at[EINSUM_MAX_INDICES + 1], bt[EINSUM_MAX_INDICES + 1];
+    snprintf(at, sizeof at, "%s%s%s", S, M, K);
+    snprintf(bt, sizeof bt, "%s%s%s", S, K, N);
+    transpose_to(w, a, at);
+    transpose_to(w, b, bt);
+    int64_t ax[2];
+    int na = 0, nb = 0, nr = 0;
+    if (m == 0) ax[na++] = (int64_t)s;
+    if (k == 0) ax[na++] = (int64_t)(s + (m ? m : 1));
+    if (na) a->t = emit_axes(w, OP_UNSQUEEZE, "unsqueeze", a->t, na, ax);
+    int64_t bx[2], rx[2];
+    if (k == 0) bx[nb++] = (int64_t)s;
+    if (n == 0) bx[nb++] = (int64_t)s + 1;
+    if (nb) b->t = emit_axes(w, OP_UNSQUEEZE, "unsqueeze", b->t, nb, bx);
+    int y;
+    emit(w, OP_MATMUL, "matmul", a->t, b->t, &y);
+    if (m == 0) rx[nr++] = (int64_t)s;
+    if (n == 0) rx[nr++] = (int64_t)(s + (m ? m : 1));
+    if (nr) y = emit_axes(w, OP_SQUEEZE, "squeeze", y, nr, rx);
+    r->t = y;
+    snprintf(r->idx, sizeof r->idx, "%s%s%s", S, M, N);
+    return OC_OK;
+}
+
+/* One pass of the lowering (dry: counting its steps). */
+static int lower(lowering *w, const char terms[2][EINSUM_MAX_INDICES + 1], const char *outl,
+                 const int *in, int n_in, oc_err *err) {
+    operand a = {.t = in[0]}, b = {.t = n_in > 1 ? in[1] : -1}, r;
+    memcpy(a.idx, terms[0], sizeof a.idx);
+    memcpy(b.idx, terms[1], sizeof b.idx);
+    sum_alone(w, &a, outl, b.idx);
+    if (n_in == 2) sum_alone(w, &b, outl, a.idx);
+    if (n_in == 1) r = a;
+    else if (contract(w, &a, &b, outl, &r, err)) return OC_ERR;
+    transpose_to(w, &r, outl); /* the output's order */
+    return OC_OK;
+}
+
+int op_einsum_lower(ir_graph *g, const char *path, const char *name, const char *equation,
+                    const int *in, int n_in, int out, oc_err *err) {
+    char terms[2][EINSUM_MAX_INDICES + 1] = {{0}}, outl[EINSUM_MAX_INDICES + 1] = {0};
+    lowering w = {.g = g, .name = name, .dry = true, .out = out};
+    if (n_in < 1 || n_in > 2 || parse(equation, n_in, terms, outl, err) ||
+        lower(&w, (const char(*)[EINSUM_MAX_INDICES + 1]) terms, outl, in, n_in, err))
+        return oc_fail_prefix(err, "%s: node '%s' (Einsum \"%s\", %d inputs)", path, name, equation,
+                              n_in);
+    if (w.steps == 0) { /* "ij->ij": a copy */
+        int y;
+        w.dry = false, w.total = 1;
+        emit(&w, OP_IDENTITY, "identity", in[0], -1, &y);
+        return OC_OK;
+    }
+    w.total = w.steps, w.steps = 0, w.dry = false;
+    return lower(&w, (const char(*)[EINSUM_MAX_INDICES + 1]) terms, outl, in, n_in, err);
+}
+
+/* Never inferred: the importer lowers every Einsum (onnx_import.c). */
+static int einsum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)g, (void)n, (void)opset;
+    return oc_fail(err, "Einsum is lowered at import; this node should not exist");
+}
+
+const op_def op_def_einsum = {
+    .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .infer = einsum_infer};

@@ -1,0 +1,252 @@
+/* op_fold_index.c — ScatterND and GatherND, the index ops today's exporters
+ * write around a network: torch 2.x builds Swin's shifted-window attention mask
+ * with ScatterND (slice assignments into zeros) and reads its relative-position
+ * bias table with GatherND (table[index]).
+ * - ScatterND folds when data, indices and updates are plan-time values.
+ * - GatherND folds when both inputs are; with run-time data (a parameter, an
+ *   activation) and plan-time indices of one coordinate (batch_dims 0, the last
+ *   dim of indices 1) it is Gather(data, indices without that dim, axis 0): the
+ *   node becomes that Gather here, and Gather's kernels and gradient run it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ops/grad_rules.h"
+#include "ir/ops/op_fold_num.h"
+
+/* Element j of an int32 / int64 index value. */
+static int64_t index_value(const ir_tensor *t, int64_t j) { return op_fold_num_get(t, j).i; }
+
+/* The row-major offset (in slabs of the dims after the first k) of index row
+ * `row` of idx (last dim k) into dims; false when a coordinate is outside
+ * [-dim, dim) (negative ones count from the end). */
+static bool index_row_offset(const ir_tensor *idx, int64_t row, int k, const int64_t *dims,
+                             int64_t *off, int64_t *bad) {
+    *off = 0;
+    for (int t = 0; t < k; t++) {
+        int64_t v = index_value(idx, row * k + t);
+        *bad = v;
+        if (v < -dims[t] || v >= dims[t]) return false;
+        *off = *off * dims[t] + (v < 0 ? v + dims[t] : v);
+    }
+    return true;
+}
+
+static int index_input(ir_graph *g, ir_node *n, int i, ir_tensor **idx, oc_err *err) {
+    if (op_in_shaped(g, n, i, idx, err)) return OC_ERR;
+    if ((*idx)->dtype != IR_DTYPE_INT64 && (*idx)->dtype != IR_DTYPE_INT32)
+        return oc_fail(err, "indices '%s' must be int64 (or int32)", (*idx)->name);
+    if ((*idx)->rank < 1) return oc_fail(err, "indices '%s' must have rank >= 1", (*idx)->name);
+    return OC_OK;
+}
+
+/* ScatterND(data, indices, updates): a copy of data where each index row's slab
+ * is replaced by (or, with `reduction`, combined with) its slab of updates. */
+static int scatter_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x, *idx, *u;
+    if (op_fold_need_value(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
+        op_fold_need_value(g, n, 1, &idx, err) || op_fold_need_value(g, n, 2, &u, err))
+        return OC_ERR;
+    int k = (int)idx->dims[idx->rank - 1];
+    if (k < 1 || k > x->rank)
+        return oc_fail(err, "indices '%s' have %d coordinates a row; data '%s' has rank %d",
+                       idx->name, k, x->name, x->rank);
+    /* updates: indices' dims but the last, then data's dims after the first k */
+    bool fits = u->dtype == x->dtype && u->rank == idx->rank - 1 + x->rank - k;
+    for (int d = 0; fits && d < u->rank; d++)
+        fits = u->dims[d] == (d < idx->rank - 1 ? idx->dims[d] : x->dims[d - (idx->rank - 1) + k]);
+    if (!fits)
+        return oc_fail(err,
+                       "updates '%s' do not have the shape (and type) indices '%s' and data "
+                       "'%s' give",
+                       u->name, idx->name, x->name);
+    const ir_attr *ra = ir_attr_find(n, "reduction");
+    const char *red = ra && ra->type == IR_ATTR_STRING ? ra->s : "none";
+    int mode = strcmp(red, "none") == 0  ? 0
+               : strcmp(red, "add") == 0 ? 1
+               : strcmp(red, "mul") == 0 ? 2
+               : strcmp(red, "max") == 0 ? 3
+               : strcmp(red, "min") == 0 ? 4
+                                         : -1;
+    if (mode < 0) return oc_fail(err, "reduction '%s' is not one of none, add, mul, max, min", red);
+    op_set_out_like(g, n, 0, x);
+    int64_t numel, rows = 1, slab = 1;
+    for (int d = 0; d + 1 < idx->rank; d++) rows *= idx->dims[d];
+    for (int d = k; d < x->rank; d++) slab *= x->dims[d];
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    size_t es = (size_t)ir_dtype_size(x->dtype);
+    memcpy(buf, x->data, (size_t)numel * es);
+    bool fl = op_fold_is_float(x->dtype);
+    ir_tensor cur = *x; /* the output as written so far, read by the reductions */
+    cur.data = buf;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off, bad;
+        if (!index_row_offset(idx, r, k, x->dims, &off, &bad)) {
+            oc_free(buf);
+            return oc_fail(
+                err, "indices '%s' row %" PRId64 ": coordinate %" PRId64 " is outside data '%s'",
+                idx->name, r, bad, x->name);
+        }
+        for (int64_t e = 0; e < slab; e++) {
+            int64_t at = off * slab + e;
+            if (mode == 0) {
+                memcpy(buf + (size_t)at * es,
+                       (const uint8_t *)u->data + (size_t)(r * slab + e) * es, es);
+                continue;
+            }
+            num a = op_fold_num_get(&cur, at), b = op_fold_num_get(u, r * slab + e), v = a;
+            switch (mode) {
+            case 1: v.f = a.f + b.f, v.i = (int64_t)((uint64_t)a.i + (uint64_t)b.i); break;
+            case 2: v.f = a.f * b.f, v.i = (int64_t)((uint64_t)a.i * (uint64_t)b.i); break;
+            case 3: v = (fl ? b.f > a.f : b.i > a.i) ? b : a; break;
+            default: v = (fl ? b.f < a.f : b.i < a.i) ? b : a; break;
+            }
+            if (!fl) v.f = (double)v.i;
+            op_fold_num_put(buf, x->dtype, at, v, x->dtype);
+        }
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* n (GatherND of run-time data x, one-coordinate plan-time indices idx) becomes
+ * Gather(x, idx without its last dim, axis 0); the new indices are a constant
+ * initializer named after the node. Range checked here. */
+static int gather_nd_as_gather(ir_graph *g, ir_node *n, oc_err *err) {
+    int node = (int)(n - g->nodes);
+    ir_tensor *x = ir_node_in(g, n, 0), *idx = ir_node_in(g, n, 1);
+    int64_t rows;
+    ir_tensor_numel(idx, &rows);
+    int64_t *v = oc_malloc((size_t)rows * sizeof *v + 1), dims[IR_MAX_RANK];
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off, bad;
+        if (!index_row_offset(idx, r, 1, x->dims, &off, &bad)) {
+            oc_free(v);
+            return oc_fail(err,
+                           "indices '%s' row %" PRId64 ": %" PRId64 " is outside [-%" PRId64
+                           ", %" PRId64 ")",
+                           idx->name, r, bad, x->dims[0], x->dims[0]);
+        }
+        v[r] = off;
+    }
+    int rank = idx->rank - 1;
+    memcpy(dims, idx->dims, sizeof dims);
+    char name[512];
+    snprintf(name, sizeof name, "%s/gather_indices", n->name);
+    for (int s = 2; ir_tensor_find(g, name) >= 0; s++)
+        snprintf(name, sizeof name, "%s/gather_indices_%d", n->name, s);
+    int t = ir_tensor_add(g, name, IR_DTYPE_INT64); /* may move g->tensors: x, idx stale */
+    ir_tensor *nt = &g->tensors[t];
+    ir_tensor_set_shape(nt, rank, dims);
+    ir_tensor_set_data(nt, v, (size_t)rows * sizeof *v);
+    nt->is_initializer = true;
+    nt->kind = IR_KIND_CONSTANT;
+    oc_free(v);
+    ir_node_set_input(g, node, 1, t);
+    n = &g->nodes[node];
+    n->op = OP_GATHER;
+    oc_free(n->op_type);
+    n->op_type = oc_strdup(op_name(OP_GATHER));
+    for (int a = 0; a < n->n_attrs; a++) /* batch_dims is 0; Gather's axis 0 is its default */
+        if (strcmp(n->attrs[a].name, "batch_dims") == 0) {
+            ir_attr_free(&n->attrs[a]);
+            n->attrs[a--] = n->attrs[--n->n_attrs];
+        }
+    x = ir_node_in(g, n, 0);
+    int64_t y[IR_MAX_RANK];
+    memcpy(y, dims, sizeof y);
+    for (int d = 1; d < x->rank; d++) y[rank + d - 1] = x->dims[d];
+    op_set_out(g, n, 0, x->dtype, rank + x->rank - 1, y);
+    return OC_OK;
+}
+
+/* GatherND(data, indices; batch_dims b): output indices' dims but the last,
+ * then data's dims after the first b + k (k: the last dim of indices); each
+ * row of indices (within its batch) picks a slab of data. */
+static int gather_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x, *idx;
+    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
+    int64_t b = ir_attr_int(n, "batch_dims", 0);
+    int k = (int)idx->dims[idx->rank - 1];
+    if (b < 0 || b >= idx->rank || b >= x->rank || k < 1 || b + k > x->rank)
+        return oc_fail(err,
+                       "batch_dims %" PRId64 " and %d coordinates a row do not fit data '%s' "
+                       "(rank %d) and indices '%s' (rank %d)",
+                       b, k, x->name, x->rank, idx->name, idx->rank);
+    for (int d = 0; d < b; d++)
+        if (idx->dims[d] != x->dims[d])
+            return oc_fail(err, "batch dim %d: data '%s' has %" PRId64 ", indices '%s' %" PRId64, d,
+                           x->name, x->dims[d], idx->name, idx->dims[d]);
+    if (!op_is_value(idx))
+        return oc_fail(err,
+                       "indices '%s' are computed at run time; outcore takes GatherND with "
+                       "plan-time indices",
+                       idx->name);
+    if (!op_is_value(x)) {
+        if (b == 0 && k == 1) return gather_nd_as_gather(g, n, err);
+        return oc_fail(err,
+                       "data '%s' is computed at run time; outcore runs GatherND on run-time "
+                       "data with batch_dims 0 and one coordinate a row (x[indices]), not "
+                       "batch_dims %" PRId64 " and %d",
+                       x->name, b, k);
+    }
+    if (op_fold_need_value(g, n, 0, &x, err) || op_fold_need_value(g, n, 1, &idx, err))
+        return OC_ERR;
+    int64_t y[IR_MAX_RANK], rank = 0, batches = 1, rows = 1, slab = 1;
+    for (int d = 0; d + 1 < idx->rank; d++) y[rank++] = idx->dims[d];
+    for (int d = (int)b + k; d < x->rank; d++) y[rank++] = x->dims[d], slab *= x->dims[d];
+    if (rank > IR_MAX_RANK) return oc_fail(err, "output rank %" PRId64 " is too large", rank);
+    for (int d = 0; d < b; d++) batches *= idx->dims[d];
+    for (int d = (int)b; d + 1 < idx->rank; d++) rows *= idx->dims[d];
+    op_set_out(g, n, 0, x->dtype, (int)rank, y);
+    int64_t numel, per_batch = 1; /* data elements a batch */
+    for (int d = (int)b; d < x->rank; d++) per_batch *= x->dims[d];
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    size_t es = (size_t)ir_dtype_size(x->dtype), chunk = (size_t)slab * es;
+    for (int64_t bi = 0; bi < batches; bi++)
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t off, bad, row = bi * rows + r;
+            if (!index_row_offset(idx, row, k, x->dims + b, &off, &bad)) {
+                oc_free(buf);
+                return oc_fail(err,
+                               "indices '%s' row %" PRId64 ": coordinate %" PRId64
+                               " is outside data '%s'",
+                               idx->name, row, bad, x->name);
+            }
+            memcpy(buf + (size_t)row * chunk,
+                   (const uint8_t *)x->data +
+                       ((size_t)(bi * per_batch) + (size_t)(off * slab)) * es,
+                   chunk);
+        }
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* Never reached: a GatherND of run-time data is a Gather once shapes are
+ * inferred, one of values a constant. Present so that gradients are traced
+ * through its data input to the parameter behind it (shape_infer.c's float flow). */
+static int gather_nd_grad(grad_ctx *c) {
+    return oc_fail(grad_err(c), "GatherND reached the gradient builder; it should be a Gather");
+}
+
+static const op_role const_role[] = {OP_IN_CONST};
+static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
+
+const op_def op_def_scatter_nd = {.min_inputs = 3,
+                                  .max_inputs = 3,
+                                  .min_outputs = 1,
+                                  .max_outputs = 1,
+                                  .roles = const_role,
+                                  .n_roles = 1,
+                                  .infer = scatter_nd_infer};
+/* Input 0 may be a parameter (a bias table): a data role, so it keeps its kind. */
+const op_def op_def_gather_nd = {.min_inputs = 2,
+                                 .max_inputs = 2,
+                                 .min_outputs = 1,
+                                 .max_outputs = 1,
+                                 .roles = data_then_const,
+                                 .n_roles = 2,
+                                 .infer = gather_nd_infer,
+                                 .grad = gather_nd_grad};

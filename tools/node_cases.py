@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Writes outcore's own ONNX node test cases (tests/data/node), in the layout of the ONNX
+backend test data (model.onnx, test_data_set_0/input_*.pb, output_0.pb), for
+tests/unit/test_conformance.c. The official data checks Einsum in float64 only, which
+outcore's MatMul does not take; these cases are float32, references from numpy in float64.
+A case named *_refused must be rejected by the importer with a message.
+
+    /usr/bin/python3 tools/node_cases.py      # Debian's python3-onnx and numpy
+"""
+import os
+import shutil
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "data", "node")
+DIMS = {c: 2 + i % 3 for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
+DIMS.update({"B": 2, "G": 3, "H": 2, "I": 4, "J": 4, "D": 3})
+
+# (case name, equation, refused?)
+EINSUM = [
+    ("batch_matmul", "bij,bjk->bik", False),
+    ("maxvit_scores", "BGHID,BGHJD->BGHIJ", False),  # MaxViT's q k^T
+    ("maxvit_values", "BGHIJ,BGHJD->BGHID", False),  # and attention times v
+    ("heads_transposed", "bqhd,bkhd->bhqk", False),
+    ("inner_implicit", "i,i", False),
+    ("matmul_implicit", "ij,jk", False),
+    ("outer", "i,j->ij", False),
+    ("rows", "bij,jk->bik", False),  # b and i both MatMul's rows
+    ("rows_second", "jk,bij->bik", False),  # the same, operands swapped
+    ("elementwise", "ab,ab->ab", False),
+    ("sum_alone", "ijk,jl->il", False),  # k summed before the contraction
+    ("sum_rows", "ij->i", False),
+    ("sum_all", "abc->", False),
+    ("transpose_sum", "abc->ca", False),
+    ("identity", "ab->ab", False),
+    ("diagonal_refused", "ii->i", True),
+    ("ellipsis_refused", "...ij,...jk->...ik", True),
+    ("two_contractions_refused", "ijk,ijl->kl", True),
+]
+
+
+def shape_of(term):
+    return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
+
+
+def write_case(name, nodes, inputs, outputs):
+    d = os.path.join(OUT, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, "test_data_set_0"))
+    vi = lambda n, a: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
+    graph = helper.make_graph(nodes, name, [vi(n, a) for n, a in inputs],
+                              [vi(n, a) for n, a in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="tools/node_cases.py")
+    model.ir_version = 7
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for k, (n, a) in enumerate(inputs):
+        onnx.save_tensor(numpy_helper.from_array(a, n),
+                         os.path.join(d, "test_data_set_0", f"input_{k}.pb"))
+    for k, (n, a) in enumerate(outputs):
+        onnx.save_tensor(numpy_helper.from_array(a, n),
+                         os.path.join(d, "test_data_set_0", f"output_{k}.pb"))
+
+
+def main():
+    rng = np.random.default_rng(7)
+    for name, eq, refused in EINSUM:
+        terms = eq.replace(" ", "").split("->")[0].split(",")
+        xs = [rng.standard_normal(shape_of(t)).astype(np.float32) for t in terms]
+        names = [f"x{k}" for k in range(len(xs))]
+        if refused:
+            y = np.zeros([2], np.float32)
+        else:
+            y = np.einsum(eq, *[x.astype(np.float64) for x in xs]).astype(np.float32)
+            y = np.asarray(y, np.float32)
+        node = helper.make_node("Einsum", names, ["y"], equation=eq)
+        write_case(f"test_einsum_f32_{name}", [node], list(zip(names, xs)), [("y", y)])
+    print(f"{len(EINSUM)} cases in {OUT}")
+
+
+if __name__ == "__main__":
+    main()

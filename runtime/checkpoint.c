@@ -28,9 +28,6 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
     ir_graph *g = tg->g;
     int *extra = oc_malloc((size_t)g->n_tensors * sizeof *extra), n_extra = 0, rc = OC_OK;
     for (int t = 0; t < g->n_tensors && rc == OC_OK; t++) {
-        const ir_tensor *c = &g->tensors[t];
-        if (c->keep_unread && c->n_consumers == 0 && c->data_src == IR_DATA_INLINE)
-            extra[n_extra++] = t; /* a buffer only folded nodes read (train_graph.c) */
         if (!saved_kind(tg, t, ck != NULL)) continue;
         ir_tensor *s = &g->tensors[t];
         int64_t bytes = 0;

@@ -310,6 +310,7 @@ static void copy_tensors(rw *s) {
         if (x->rank >= 0) ir_tensor_set_shape(y, x->rank, x->dims);
         y->kind = x->kind;
         y->is_initializer = x->is_initializer;
+        y->keep_unread = x->keep_unread;
         y->data_src = x->data_src;
         if (x->data_src == IR_DATA_INLINE) {
             ir_tensor_set_data(y, x->data, x->data_bytes);

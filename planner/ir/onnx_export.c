@@ -401,6 +401,9 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     }
     memcpy(node_read, used, (size_t)g->n_tensors * sizeof(bool));
     for (int i = 0; i < s->n_extra; i++) used[s->extra[i]] = true, node_read[s->extra[i]] = false;
+    for (int t = 0; t < g->n_tensors; t++) /* buffers only folded nodes read (ir.h), unread */
+        if (g->tensors[t].keep_unread && g->tensors[t].data_src == IR_DATA_INLINE && !used[t])
+            used[t] = true, node_read[t] = false;
     /* A saved model's floating constants the nodes read (the exporters' Constant nodes: a
      * LayerNorm's epsilon, an attention scale, a mask's fill) are written as Constant nodes
      * again: as initializers read as data they would load as trainable parameters. */

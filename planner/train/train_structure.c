@@ -170,7 +170,10 @@ static int parse_kind(reader *r, char *s) {
     int t = take_tensor(r, &p);
     if (t < 0) return OC_ERR;
     if (*p) return bad(r, "trailing text", p);
-    r->tg->g->tensors[t].kind = (ir_kind)k;
+    ir_tensor *x = &r->tg->g->tensors[t];
+    x->kind = (ir_kind)k;
+    /* an initializer the step never reads: a buffer of the model kept for --save (ir.h) */
+    x->keep_unread = x->is_initializer && x->n_consumers == 0 && !x->is_graph_input;
     return OC_OK;
 }
 

@@ -323,6 +323,37 @@ def check_frozen(tmp):
         failures.append(f"--bn frozen: worst {worst}, statistics unchanged {stats_same}")
 
 
+def check_plan_buffers(tmp):
+    """Swin's relative-position index only folded nodes read: a plan of the model under a
+    budget below its in-core peak loads and runs, and its --save holds the buffer, with
+    every tensor bitwise the in-core run's."""
+    name = "tiny_swin"
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    path = os.path.join(DATA, f"{name}_dynamo.onnx")
+    plan = os.path.join(tmp, "swin_plan.onnx")
+    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "plan", path, "--batch", "2",
+                        "--device", "h100", "--budget", "300KiB", "-o", plan],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"{name} plan under 300 KiB: {r.stderr.strip()[-300:]}")
+        return
+    x, y = ref["input"], ref["labels"]
+    try:
+        planned, got, _ = outcore_step(plan, x, y, tmp, steps=2)
+        incore, want, _ = outcore_step(path, x, y, tmp, steps=2)
+    except RuntimeError as e:
+        failures.append(f"{name} plan under 300 KiB: {str(e)[-300:]}")
+        print(f"FAIL {name:18s} plan under 300 KiB: {str(e)[-300:]}")
+        return
+    buffers = [k for k in want if k.endswith("relative_position_index")]
+    same = sorted(got) == sorted(want) and all(np.array_equal(got[k], want[k]) for k in want)
+    ok = same and len(buffers) == 4 and planned == incore
+    print(f"{'ok  ' if ok else 'FAIL'} {name:18s} plan under 300 KiB: losses {planned} (in core "
+          f"{incore}), --save bitwise the in-core run's, {len(buffers)} index buffers kept")
+    if not ok:
+        failures.append(f"{name} plan: same {same}, buffers {buffers}, {planned} vs {incore}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in MODELS:
@@ -349,6 +380,7 @@ def main():
                     failures.append(f"{name}/{exporter}: {e}")
                     print(f"FAIL {name} {exporter}: {e}")
         check_notices(tmp)
+        check_plan_buffers(tmp)
         check_random(tmp)
         check_frozen(tmp)
     for f in failures:

@@ -684,6 +684,103 @@ static void test_conv_transpose_overflow(void **state) {
     infer_fails(f, "'huge_opad'");
 }
 
+/* ---- Swin's and MaxViT's glue: GatherND, ScatterND, Max; Einsum lowered ---- */
+
+/* GatherND of a parameter (a bias table) at plan-time one-coordinate indices is
+ * the Gather it is: the node's op, its squeezed constant indices, the shape. */
+static void test_gather_nd_param_becomes_gather(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "4,3");
+    mb_init_floats(m, "table", MB_DIMS(5, 3), 15,
+                   (const float[15]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+    mb_init_int64s(m, "index", MB_DIMS(4, 1), 4, (const int64_t[]){4, 0, -1, 2});
+    mb_node(m, "GatherND", "bias", "table,index", "b");
+    mb_node(m, "Add", "add", "x,b", "y");
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "b", "[4, 3]");
+    const ir_node *n = &g->nodes[fx_tensor(g, "b")->producer];
+    assert_int_equal(n->op, OP_GATHER);
+    assert_string_equal(n->op_type, "Gather");
+    assert_string_equal(g->tensors[n->inputs[0]].name, "table");
+    assert_values(g, g->tensors[n->inputs[1]].name, 4, (const int64_t[]){4, 0, 4, 2});
+    assert_int_equal(fx_tensor(g, "table")->kind, IR_KIND_PARAMETER);
+}
+
+/* Output ranks past IR_MAX_RANK are refused before anything is written. */
+static void test_gather_nd_rank_too_large(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "1,1,1,1,1,1,1,1");
+    mb_init(m, "table", MB_FLOAT, MB_DIMS(2, 1, 1, 1, 1, 1, 1, 1));
+    mb_init_int64s(m, "index", MB_DIMS(1, 1, 1, 1, 1, 1, 1, 1), 1, (const int64_t[]){1});
+    mb_node(m, "GatherND", "deep", "table,index", "b");
+    mb_node(m, "Add", "add", "x,b", "y");
+    mb_output(m, "y");
+    infer_fails(f, "output rank 14 is too large");
+}
+
+/* ScatterND of constants folds (reduction none and add); run-time data is refused. */
+static void test_scatter_nd_folds(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(16);
+    mb_init_int64s(m, "zeros", MB_DIMS(2, 3), 6, (const int64_t[]){0, 0, 0, 1, 1, 1});
+    mb_init_int64s(m, "rows", MB_DIMS(2, 1), 2, (const int64_t[]){1, -2});
+    mb_init_int64s(m, "upd", MB_DIMS(2, 3), 6, (const int64_t[]){7, 8, 9, 4, 5, 6});
+    mb_node(m, "ScatterND", "set", "zeros,rows,upd", "s");
+    Onnx__NodeProto *a = mb_node(m, "ScatterND", "acc", "zeros,rows,upd", "t");
+    mb_attr_string(m, a, "reduction", "add");
+    mb_node(m, "Max", "max", "s,t", "u");
+    mb_output(m, "u");
+    ir_graph *g = infer_ok(f);
+    assert_values(g, "s", 6, (const int64_t[]){4, 5, 6, 7, 8, 9});
+    assert_values(g, "t", 6, (const int64_t[]){4, 5, 6, 8, 9, 10});
+    assert_values(g, "u", 6, (const int64_t[]){4, 5, 6, 8, 9, 10});
+}
+
+static void test_scatter_nd_run_time_refused(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(16);
+    mb_input(m, "x", MB_FLOAT, "2,3");
+    mb_init_int64s(m, "rows", MB_DIMS(1, 1), 1, (const int64_t[]){1});
+    mb_init_floats(m, "upd", MB_DIMS(1, 3), 3, (const float[3]){1, 2, 3});
+    mb_node(m, "ScatterND", "set", "x,rows,upd", "y");
+    mb_output(m, "y");
+    infer_fails(f, "computed at run time");
+    assert_contains(f->err.msg, "'set'");
+}
+
+/* Transpose's perm of the wrong length is refused before it is read. */
+static void test_transpose_perm_length(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,3");
+    Onnx__NodeProto *n = mb_node(m, "Transpose", "t", "x", "y");
+    mb_attr_ints(m, n, "perm", 0, NULL);
+    mb_output(m, "y");
+    infer_fails(f, "perm has 0 values for rank 2");
+}
+
+/* Einsum is lowered at import: MaxViT's q k^T is one MatMul after a Transpose. */
+static void test_einsum_lowered(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "q", MB_FLOAT, "2,3,4,5,8");
+    mb_input(m, "k", MB_FLOAT, "2,3,4,6,8");
+    Onnx__NodeProto *n = mb_node(m, "Einsum", "scores", "q,k", "y");
+    mb_attr_string(m, n, "equation", "B G H I D, B G H J D -> B G H I J");
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[2, 3, 4, 5, 6]");
+    int ops[OP__COUNT] = {0};
+    for (int i = 0; i < g->n_nodes; i++) ops[g->nodes[i].op]++;
+    assert_int_equal(g->n_nodes, 2);
+    assert_int_equal(ops[OP_TRANSPOSE], 1);
+    assert_int_equal(ops[OP_MATMUL], 1);
+    assert_string_equal(g->nodes[fx_tensor(g, "y")->producer].name, "scores/matmul_1");
+}
+
 /* ---- FusedAttention's causal attribute: verified against its mask ---- */
 
 /* A FusedAttention over Q, K, V [1, 2, 6, 4] with a [6, 6] bool mask value
@@ -777,6 +874,12 @@ int main(void) {
         T(test_pad_overflow),
         T(test_window_overflow),
         T(test_conv_transpose_overflow),
+        T(test_gather_nd_param_becomes_gather),
+        T(test_gather_nd_rank_too_large),
+        T(test_scatter_nd_folds),
+        T(test_scatter_nd_run_time_refused),
+        T(test_transpose_perm_length),
+        T(test_einsum_lowered),
         cmocka_unit_test(test_attention_causal_verified),
     };
     return cmocka_run_group_tests_name("shapes", tests, NULL, NULL);

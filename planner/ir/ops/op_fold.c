@@ -9,7 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "ir/half.h"
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_fold_num.h"
 #include "ir/ops/op_util.h"

@@ -48,10 +48,12 @@ static int scatter_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err)
     if (op_fold_need_value(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
         op_fold_need_value(g, n, 1, &idx, err) || op_fold_need_value(g, n, 2, &u, err))
         return OC_ERR;
-    int k = (int)idx->dims[idx->rank - 1];
-    if (k < 1 || k > x->rank)
-        return oc_fail(err, "indices '%s' have %d coordinates a row; data '%s' has rank %d",
-                       idx->name, k, x->name, x->rank);
+    int64_t kk = idx->dims[idx->rank - 1];
+    if (kk < 1 || kk > x->rank)
+        return oc_fail(err,
+                       "indices '%s' have %" PRId64 " coordinates a row; data '%s' has rank %d",
+                       idx->name, kk, x->name, x->rank);
+    int k = (int)kk;
     /* updates: indices' dims but the last, then data's dims after the first k */
     bool fits = u->dtype == x->dtype && u->rank == idx->rank - 1 + x->rank - k;
     for (int d = 0; fits && d < u->rank; d++)
@@ -168,13 +170,17 @@ static int gather_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
     (void)opset;
     ir_tensor *x, *idx;
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
-    int64_t b = ir_attr_int(n, "batch_dims", 0);
-    int k = (int)idx->dims[idx->rank - 1];
-    if (b < 0 || b >= idx->rank || b >= x->rank || k < 1 || b + k > x->rank)
+    int64_t b = ir_attr_int(n, "batch_dims", 0), kk = idx->dims[idx->rank - 1];
+    if (b < 0 || b >= idx->rank || b >= x->rank || kk < 1 || b + kk > x->rank)
         return oc_fail(err,
-                       "batch_dims %" PRId64 " and %d coordinates a row do not fit data '%s' "
-                       "(rank %d) and indices '%s' (rank %d)",
-                       b, k, x->name, x->rank, idx->name, idx->rank);
+                       "batch_dims %" PRId64 " and %" PRId64 " coordinates a row do not fit "
+                       "data '%s' (rank %d) and indices '%s' (rank %d)",
+                       b, kk, x->name, x->rank, idx->name, idx->rank);
+    int k = (int)kk;
+    /* output: indices' dims but the last, then data's after the first b + k */
+    if (idx->rank - 1 + x->rank - b - k > IR_MAX_RANK)
+        return oc_fail(err, "output rank %" PRId64 " is too large",
+                       idx->rank - 1 + x->rank - b - k);
     for (int d = 0; d < b; d++)
         if (idx->dims[d] != x->dims[d])
             return oc_fail(err, "batch dim %d: data '%s' has %" PRId64 ", indices '%s' %" PRId64, d,
@@ -197,7 +203,6 @@ static int gather_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
     int64_t y[IR_MAX_RANK], rank = 0, batches = 1, rows = 1, slab = 1;
     for (int d = 0; d + 1 < idx->rank; d++) y[rank++] = idx->dims[d];
     for (int d = (int)b + k; d < x->rank; d++) y[rank++] = x->dims[d], slab *= x->dims[d];
-    if (rank > IR_MAX_RANK) return oc_fail(err, "output rank %" PRId64 " is too large", rank);
     for (int d = 0; d < b; d++) batches *= idx->dims[d];
     for (int d = (int)b; d + 1 < idx->rank; d++) rows *= idx->dims[d];
     op_set_out(g, n, 0, x->dtype, (int)rank, y);

@@ -12,9 +12,9 @@ static int read_perm(const ir_node *n, int rank, int64_t *perm, oc_err *err) {
     const int64_t *p;
     int k = ir_attr_ints(n, "perm", &p);
     bool seen[IR_MAX_RANK] = {false};
+    if (k >= 0 && k != rank) return oc_fail(err, "perm has %d values for rank %d", k, rank);
     for (int i = 0; i < rank; i++) {
         perm[i] = k < 0 ? rank - 1 - i : p[i];
-        if (k >= 0 && k != rank) return oc_fail(err, "perm has %d values for rank %d", k, rank);
         if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]])
             return oc_fail(err, "perm is not a permutation of 0..%d", rank - 1);
         seen[perm[i]] = true;

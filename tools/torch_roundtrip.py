@@ -49,6 +49,8 @@ CLASSIFIERS = [
     "wide_resnet50_2",
 ]
 SEGMENTATION = ["fcn_resnet50", "deeplabv3_resnet50"]
+# torchvision.models.video: clips [N, 3, T, H, W] (`sweep --models video`)
+VIDEO = ["r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v1_b", "mvit_v2_s", "swin3d_t"]
 TRANSFORMERS = {"swin_t": "issue 20", "vit_b_16": "issue 20", "maxvit_t": "issue 20"}
 
 
@@ -71,6 +73,11 @@ def no_randomness(model):
 
 
 def build(name, num_classes=10):
+    if name in VIDEO:
+        if not hasattr(tvm.video, name):
+            raise LookupError(f"not in torchvision {__import__('torchvision').__version__}")
+        torch.manual_seed(0)
+        return no_randomness(getattr(tvm.video, name)(weights=None, num_classes=num_classes))
     if not hasattr(tvm, name) and not hasattr(tvm.segmentation, name):
         raise LookupError(f"not in torchvision {__import__('torchvision').__version__}")
     torch.manual_seed(0)
@@ -86,6 +93,20 @@ def build(name, num_classes=10):
 
 IMAGE_SIZE = 64
 BATCH = 2
+
+
+def clip_shape(name):
+    """A video model's clip (T, H, W): MViT's positional embeddings fix 16x224x224, S3D's
+    last pooling window needs it; the others take 8 frames of 64x64."""
+    return (16, 224, 224) if name in ("s3d", "mvit_v1_b", "mvit_v2_s") else (8, 64, 64)
+
+
+def input_shape(name):
+    """The batch's shape: [N, 3, T, H, W] clips for VIDEO, [N, 3, S, S] images otherwise."""
+    if name in VIDEO:
+        return (BATCH, 3) + clip_shape(name)
+    s = image_size(name)
+    return (BATCH, 3, s, s)
 
 
 def image_size(name):
@@ -260,7 +281,7 @@ def sweep_one(name, exporter, tmp):
         return "-", str(e)
     s = image_size(name)
     g = torch.Generator().manual_seed(123)
-    x = torch.randn(BATCH, 3, s, s, generator=g)
+    x = torch.randn(*input_shape(name), generator=g)
     y = torch.randint(0, 10, (BATCH,) + ((s, s) if name in SEGMENTATION else ()), generator=g)
     path = os.path.join(tmp, f"{name}_{exporter}.onnx")
     try:
@@ -296,6 +317,8 @@ def cmd_sweep(args):
     IMAGE_SIZE, BATCH, DRAWS = args.image_size, args.batch, args.draws
     torch_imports()
     models = args.models.split(",") if args.models else CLASSIFIERS + SEGMENTATION
+    if models == ["video"]:
+        models = VIDEO
     exporters = args.exporters.split(",")
     out = open(args.table, "w") if args.table else sys.stdout
     out.write(f"torch {torch.__version__}; lr {LR}, momentum {MOMENTUM}, weight decay {WD}; "
@@ -318,6 +341,8 @@ def cmd_sweep(args):
                 cells.append(f"{status} {detail} ({time.time() - t0:.0f} s)")
         size = image_size(name)
         label = name if size == IMAGE_SIZE else f"{name} ({size}x{size})"
+        if name in VIDEO:
+            label = f"{name} ({'x'.join(map(str, clip_shape(name)))})"
         out.write(f"| {label} | " + " | ".join(cells) + " |\n")
         out.flush()
 

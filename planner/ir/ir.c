@@ -241,7 +241,7 @@ void ir_node_add_input(ir_graph *g, int node, int t) {
 
 void ir_node_set_input(ir_graph *g, int node, int i, int t) {
     ir_node *n = &g->nodes[node];
-    OC_ASSERT(i >= 0 && i < n->n_inputs && t >= 0);
+    OC_ASSERT(i >= 0 && i < n->n_inputs && t >= -1);
     if (n->inputs[i] >= 0) {
         ir_tensor *old = &g->tensors[n->inputs[i]];
         for (int c = 0; c < old->n_consumers; c++)
@@ -253,6 +253,7 @@ void ir_node_set_input(ir_graph *g, int node, int i, int t) {
             }
     }
     n->inputs[i] = t;
+    if (t < 0) return;
     ir_tensor *x = &g->tensors[t];
     oc_grow((void **)&x->consumers, &x->cap_consumers, (size_t)x->n_consumers + 1, sizeof(int));
     x->consumers[x->n_consumers++] = node;

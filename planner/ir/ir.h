@@ -203,7 +203,7 @@ int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *
 int ir_node_insert(ir_graph *g, int at, const char *name, const char *op_type, const char *domain);
 /* Appends tensor t (or -1 for an omitted input) as the next input; records the use. */
 void ir_node_add_input(ir_graph *g, int node, int t);
-/* Input i of node becomes tensor t (>= 0): one use moves from the old tensor to t. */
+/* Input i of node becomes tensor t (-1: omitted): one use moves from the old tensor to t. */
 void ir_node_set_input(ir_graph *g, int node, int i, int t);
 /* Appends tensor t as the next output; sets its producer (must have none). */
 void ir_node_add_output(ir_graph *g, int node, int t);

@@ -131,6 +131,43 @@ static void test_conv_channel_mismatch(void **state) {
     assert_contains(f->err.msg, "'w4'");
 }
 
+/* The default exporter's conv3d writes a missing bias as zeros of shape [M, 2]
+ * (Expand(CastLike(0, x), [M, 2])): taken as none, said once; a nonzero one of
+ * that shape is refused. */
+static void conv_bias_model(fixture *f, float fill) {
+    mb_model *m = f->m = mb_new(18);
+    mb_input(m, "x", MB_FLOAT, "1,2,4,6,6");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(3, 2, 1, 3, 3));
+    Onnx__NodeProto *k = mb_node(m, "Constant", "zero", "", "z");
+    mb_attr_float(m, k, "value_float", fill);
+    mb_node(m, "CastLike", "cast", "z,x", "zc");
+    mb_init_int64s(m, "bshape", MB_DIMS(2), 2, (const int64_t[]){3, 2});
+    mb_node(m, "Expand", "expand", "zc,bshape", "b");
+    mb_node(m, "Conv", "conv3d", "x,w,b", "y");
+    mb_node(m, "Conv", "conv3d_b", "x,w,b", "y2");
+    mb_output(m, "y");
+    mb_output(m, "y2");
+}
+
+static void test_conv_zero_bias_of_other_shape(void **state) {
+    fixture *f = *state;
+    conv_bias_model(f, 0.0f);
+    ir_graph *g = infer_ok(f);
+    assert_shape(g, "y", "[1, 3, 4, 4, 4]");
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == OP_CONV) assert_int_equal(g->nodes[i].inputs[2], -1);
+    assert_int_equal(fx_tensor(g, "b")->n_consumers, 0);
+    assert_int_equal(g->n_notes, 1);
+    assert_contains(g->notes[0], "taken as none");
+    assert_contains(g->notes[0], "[3, 2]");
+}
+
+static void test_conv_nonzero_bias_of_other_shape(void **state) {
+    fixture *f = *state;
+    conv_bias_model(f, 0.5f);
+    infer_fails(f, "bias 'b' must have shape [3]");
+}
+
 /* ---- ConvTranspose: O = s (D - 1) + output_padding + (k - 1) d + 1 - pads ---- */
 
 static void test_conv_transpose(void **state) {
@@ -840,6 +877,8 @@ int main(void) {
         T(test_conv_group),
         T(test_conv_auto_pad),
         T(test_conv_channel_mismatch),
+        T(test_conv_zero_bias_of_other_shape),
+        T(test_conv_nonzero_bias_of_other_shape),
         T(test_conv_transpose),
         T(test_conv_transpose_output_padding),
         T(test_bn_opset13_five_outputs),

@@ -15,6 +15,14 @@
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
+/* A plan-time value whose bytes are all zero. */
+static bool zero_value(const ir_tensor *t) {
+    if (!op_is_value(t)) return false;
+    for (size_t i = 0; i < t->data_bytes; i++)
+        if (((const uint8_t *)t->data)[i]) return false;
+    return true;
+}
+
 /* X (N, C, D1..Dk), W (M, C/group, k1..kk), B (M) -> Y (N, M, O1..Ok) */
 static int conv_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
@@ -31,8 +39,24 @@ static int conv_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
                        "expects %" PRId64 " x group %" PRId64,
                        x->name, x->dims[1], w->name, w->dims[1], group);
     ir_tensor *b = ir_node_in(g, n, 2);
-    if (b && (!ir_tensor_shape_known(b) || b->rank != 1 || b->dims[0] != w->dims[0]))
-        return oc_fail(err, "bias '%s' must have shape [%" PRId64 "]", b->name, w->dims[0]);
+    if (b && (!ir_tensor_shape_known(b) || b->rank != 1 || b->dims[0] != w->dims[0])) {
+        if (!zero_value(b))
+            return oc_fail(err, "bias '%s' must have shape [%" PRId64 "]", b->name, w->dims[0]);
+        /* onnxscript 0.7's conv3d writes a missing bias as zeros of shape [M, 2]: no bias
+         * (said once a model) */
+        static const char said[] = "zero biases of another shape than [M] are taken as none";
+        bool noted = false;
+        for (int i = 0; i < g->n_notes && !noted; i++)
+            noted = strncmp(g->notes[i], said, sizeof said - 1) == 0;
+        char shape[128];
+        if (!noted)
+            ir_graph_note(g,
+                          "%s (the default exporter's conv3d writes a missing bias so), e.g. "
+                          "'%s' of shape %s at '%s'",
+                          said, b->name, ir_shape_str(b, shape, sizeof shape), n->name);
+        ir_node_set_input(g, (int)(n - g->nodes), 2, -1);
+        b = NULL;
+    }
     int nsp = x->rank - 2;
     op_window win;
     if (op_window_read(n, nsp, x->dims + 2, w->dims + 2, &win, err)) return OC_ERR;

@@ -1,6 +1,6 @@
 /* op_fold.c — the glue today's exporters put around a network, evaluated at
  * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, Not, Mod, Trilu,
- * ConstantOfShape, Max, Min (ScatterND, GatherND: op_fold_index.c)
+ * ConstantOfShape, Max, Min, Neg (ScatterND, GatherND: op_fold_index.c)
  * (folded when their inputs are plan-time values, refused otherwise), and
  * Identity, Squeeze, Cast to the same type, which also run on activations as
  * copies. torch 2.x's exporter builds e.g. a Conv's zero bias as
@@ -170,6 +170,27 @@ static int not_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     for (int64_t o = 0; o < numel; o++) buf[o] = op_fold_num_get(x, o).i == 0;
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* Neg: -x of a plan-time number (torch.roll's negative shifts in Swin3D's export). */
+static int neg_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
+    if (x->dtype == IR_DTYPE_BOOL || x->dtype == IR_DTYPE_UINT8)
+        return oc_fail(err, "input '%s' has type %s, which Neg does not take", x->name,
+                       ir_dtype_name(x->dtype));
+    op_set_out_like(g, n, 0, x);
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++) {
+        num v = op_fold_num_get(x, o);
+        v.f = -v.f,
+        v.i = (int64_t)(0 - (uint64_t)v.i); /* INT64_MIN stays, as in two's complement */
+        op_fold_num_put(buf, x->dtype, o, v, x->dtype);
+    }
     return op_fold_set(g, n, buf, numel);
 }
 
@@ -432,6 +453,7 @@ const op_def op_def_cast_like = {
 };
 FOLD_OP(op_def_equal, 2, equal_infer);
 FOLD_OP(op_def_not, 1, not_infer);
+FOLD_OP(op_def_neg, 1, neg_infer);
 FOLD_OP(op_def_mod, 2, mod_infer);
 const op_def op_def_trilu = {.min_inputs = 1,
                              .max_inputs = 2,

@@ -133,6 +133,7 @@
 #define OC_OPS_FOLD(X)                                                                             \
     X(EQUAL, "Equal", ONNX, equal, none)                                                           \
     X(NOT, "Not", ONNX, not, none)                                                                 \
+    X(NEG, "Neg", ONNX, neg, none)                                                                 \
     X(MOD, "Mod", ONNX, mod, none)                                                                 \
     X(TRILU, "Trilu", ONNX, trilu, none)                                                           \
     X(RANGE, "Range", ONNX, range, none)                                                           \
@@ -166,7 +167,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 108
+#define OP_LIST_COUNT 109
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -103,8 +103,29 @@ def tiny_maxvit():
                          norm_layer=partial(nn.BatchNorm2d, eps=1e-3, momentum=0.01))
 
 
+def tiny_r3d():
+    """A video ResNet (R3D): Conv3d stem without bias (the default exporter writes the missing
+    bias as zeros of shape [M, 2]), BatchNorm3d, torchvision's video BasicBlock with
+    Conv3DSimple and a strided Conv2Plus1D block, global average pooling over (T, H, W).
+    Clips [N, 3, 4, 16, 16] (CLIPS)."""
+    from torchvision.models.video import resnet as vr
+    down = nn.Sequential(nn.Conv3d(8, 16, 1, stride=2, bias=False), nn.BatchNorm3d(16))
+    return nn.Sequential(
+        nn.Conv3d(3, 8, (3, 3, 3), padding=1, bias=False), nn.BatchNorm3d(8), nn.ReLU(inplace=True),
+        vr.BasicBlock(8, 8, vr.Conv3DSimple),
+        vr.BasicBlock(8, 16, vr.Conv2Plus1D, stride=2, downsample=down),
+        nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(16, 10))
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
-        "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_maxvit": tiny_maxvit}
+        "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_maxvit": tiny_maxvit,
+        "tiny_r3d": tiny_r3d}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
+CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
+
+
+def example_shape(name):
+    """The fixture's input shape."""
+    return CLIPS.get(name, (2, 3, 32, 32))

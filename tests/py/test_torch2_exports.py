@@ -6,7 +6,7 @@ torch 2.x (tests/data/torch2/VERSION): tiny members of torchvision's families
 (tools/tiny_models.py: ResNet, MobileNetV3, EfficientNet, RegNetY, ShuffleNetV2, ConvNeXt,
 an FCN-like segmentation head: dilated convolution, bilinear Resize, a class per pixel; Swin:
 shifted-window attention, its mask built by ScatterND, a bias table read by GatherND; MaxViT:
-block and grid attention as Einsum;
+block and grid attention as Einsum; a video ResNet: Conv3d, BatchNorm3d, (2+1)-d blocks;
 tools/tiny_transformers.py: a GPT -- embeddings, causal attention, LayerNorm, tanh GELU, a
 head tied to the token embedding, token labels [N, T] with some -100s ignored),
 each exported by
@@ -23,6 +23,8 @@ with the loss and every weight and running statistic after one SGD step in float
     oneDNN and native convolutions; e.g. a BN bias whose gradient is zero in exact
     arithmetic: then every float32 result is rounding noise);
   - the inference-form BatchNormalization is trained, and a notice says so (dynamo);
+  - the default exporter's conv3d writes a missing bias as zeros of shape [M, 2]: taken as
+    none, with a notice (tiny_r3d);
   - an export whose BatchNormalization was folded away (optimize=True) gets a notice naming it;
   - the transformers again with --attention fused (FusedAttention: scores recomputed in
     backward from the softmax statistics), one SGD step against the same float64 reference;
@@ -56,8 +58,8 @@ from torch_roundtrip import (ADAMW, CLIP, LR, MOMENTUM, TOL, WD,  # noqa: E402
                              restore_initializers)
 
 MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet",
-          "tiny_shufflenet", "tiny_convnext", "tiny_fcn", "tiny_swin", "tiny_maxvit", "tiny_gpt",
-          "tiny_bert", "tiny_vit"]
+          "tiny_shufflenet", "tiny_convnext", "tiny_fcn", "tiny_swin", "tiny_maxvit", "tiny_r3d",
+          "tiny_gpt", "tiny_bert", "tiny_vit"]
 failures = []
 
 
@@ -124,8 +126,9 @@ def debian_export(name, weights_from, out):
                            for k, v in state.items()})
     model.train()
     from tiny_transformers import SEQUENCE
+    from tiny_models import example_shape
     example = (torch.zeros(2, T, dtype=torch.long) if name in SEQUENCE
-               else torch.zeros(2, 3, 32, 32))
+               else torch.zeros(*example_shape(name)))
     torch.onnx.export(model, example, out, opset_version=13,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                       input_names=["input"])
@@ -367,6 +370,8 @@ def main():
             for exporter, path in paths:
                 try:
                     err = compare(name, exporter, path, ref, tmp)
+                    if name == "tiny_r3d" and exporter == "dynamo" and "taken as none" not in err:
+                        failures.append("tiny_r3d/dynamo: no notice for conv3d's [M, 2] zero bias")
                     gelus = exporter == "1.13" and gelu_fused(name, exporter, path, err)
                     linears = linear_fused(name, exporter, path, err)
                     if gelus or (linears and exporter == "dynamo"):

@@ -399,18 +399,6 @@ static int cast_grad(grad_ctx *c) {
 
 static const op_role data_role[] = {OP_IN_DATA};
 static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
-static const op_role const_role[] = {OP_IN_CONST};
-
-/* An op of OC_OPS_FOLD: n plan-time inputs, one output, its shape function folds. */
-#define FOLD_OP(ident, n, fn)                                                                      \
-    const op_def ident = {.min_inputs = n,                                                         \
-                          .max_inputs = n,                                                         \
-                          .min_outputs = 1,                                                        \
-                          .max_outputs = 1,                                                        \
-                          .roles = const_role,                                                     \
-                          .n_roles = 1,                                                            \
-                          .infer = fn}
-
 const op_def op_def_identity = {
     .min_inputs = 1,
     .max_inputs = 1,
@@ -455,22 +443,10 @@ FOLD_OP(op_def_equal, 2, equal_infer);
 FOLD_OP(op_def_not, 1, not_infer);
 FOLD_OP(op_def_neg, 1, neg_infer);
 FOLD_OP(op_def_mod, 2, mod_infer);
-const op_def op_def_trilu = {.min_inputs = 1,
-                             .max_inputs = 2,
-                             .min_outputs = 1,
-                             .max_outputs = 1,
-                             .roles = const_role,
-                             .n_roles = 1,
-                             .infer = trilu_infer};
+FOLD_OP_N(op_def_trilu, 1, 2, trilu_infer);
 FOLD_OP(op_def_range, 3, range_infer);
 FOLD_OP(op_def_constant_of_shape, 1, constant_of_shape_infer);
-const op_def op_def_min_max = {.min_inputs = 1,
-                               .max_inputs = -1,
-                               .min_outputs = 1,
-                               .max_outputs = 1,
-                               .roles = const_role,
-                               .n_roles = 1,
-                               .infer = min_max_infer};
+FOLD_OP_N(op_def_min_max, 1, -1, min_max_infer); /* variadic */
 
 /* Mul, Sub, Div, Add of two plan-time values (shape arithmetic), broadcast. */
 int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err) {

@@ -236,16 +236,9 @@ static int gather_nd_grad(grad_ctx *c) {
     return oc_fail(grad_err(c), "GatherND reached the gradient builder; it should be a Gather");
 }
 
-static const op_role const_role[] = {OP_IN_CONST};
 static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
 
-const op_def op_def_scatter_nd = {.min_inputs = 3,
-                                  .max_inputs = 3,
-                                  .min_outputs = 1,
-                                  .max_outputs = 1,
-                                  .roles = const_role,
-                                  .n_roles = 1,
-                                  .infer = scatter_nd_infer};
+FOLD_OP(op_def_scatter_nd, 3, scatter_nd_infer);
 /* Input 0 may be a parameter (a bias table): a data role, so it keeps its kind. */
 const op_def op_def_gather_nd = {.min_inputs = 2,
                                  .max_inputs = 2,

@@ -7,6 +7,8 @@
 
 #include "ir/half.h"
 
+const op_role op_fold_const_role[1] = {OP_IN_CONST};
+
 bool op_fold_dtype(ir_dtype dt) {
     return dt == IR_DTYPE_FLOAT || dt == IR_DTYPE_DOUBLE || dt == IR_DTYPE_INT32 ||
            dt == IR_DTYPE_INT64 || dt == IR_DTYPE_BOOL || dt == IR_DTYPE_UINT8 ||

@@ -31,4 +31,17 @@ int op_fold_set(ir_graph *g, ir_node *n, uint8_t *buf, int64_t numel);
 /* Input i must be a plan-time value of a type folding handles (OC_ERR naming it). */
 int op_fold_need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err);
 
+/* The definition of an op of OC_OPS_FOLD: lo..hi plan-time inputs (hi -1: any
+ * number), one output, its shape function folds. */
+extern const op_role op_fold_const_role[1];
+#define FOLD_OP_N(ident, lo, hi, fn)                                                               \
+    const op_def ident = {.min_inputs = lo,                                                        \
+                          .max_inputs = hi,                                                        \
+                          .min_outputs = 1,                                                        \
+                          .max_outputs = 1,                                                        \
+                          .roles = op_fold_const_role,                                             \
+                          .n_roles = 1,                                                            \
+                          .infer = fn}
+#define FOLD_OP(ident, n, fn) FOLD_OP_N(ident, n, n, fn)
+
 #endif

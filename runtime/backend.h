@@ -59,6 +59,9 @@ typedef struct rt_backend_opts {
 typedef struct rt_backend rt_backend;
 struct rt_backend {
     const char *name;
+    /* The device's own name (cudaDeviceProp.name: "NVIDIA H100 80GB HBM3"); "" on the
+     * cpu. outcore-run's --layout auto finds the device preset it weighs by it. */
+    char device_name[128];
     void *impl;
     /* Device memory (one arena per run). OC_ERR when the device has not got it. */
     int (*dev_alloc)(rt_backend *b, size_t bytes, void **p, oc_err *err);

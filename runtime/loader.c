@@ -8,6 +8,7 @@
 
 #include "ir/shape_infer.h"
 #include "plan/plan_file.h"
+#include "plan/profile.h"
 #include "plan/plan_verify.h"
 
 /* A training graph or plan (plan_file_read); a plan's layout is verified
@@ -53,6 +54,48 @@ static int load_training_graph(const uint8_t *buf, size_t len, const char *path,
     return OC_OK;
 }
 
+/* A forward model's in-core training step built with to; *batch its input's. */
+static int build_step(const uint8_t *buf, size_t len, const char *path, const rt_load_opts *o,
+                      const train_opts *to, train_graph **out, int64_t *batch, oc_err *err) {
+    ir_graph *g;
+    ir_bind_opts b = {.batch = o->batch};
+    if (ir_load_model_buffer(buf, len, path, &b, &g, err)) return OC_ERR;
+    *batch = g->n_inputs ? g->tensors[g->inputs[0]].dims[0] : 0;
+    return train_build(g, to, out, err) ? OC_ERR : OC_OK;
+}
+
+/* --layout auto: *tg (NCHW) against the channels-last step, each the sum of its
+ * analytic node times on o->layout_device (the planner's --layout auto weighs the
+ * same figures, with its simulator); the faster stays in *tg. A model whose
+ * channels-last step is the same graph (no convolution) is not weighed, and one
+ * that does not build channels-last stays NCHW, as `outcore-plan plan` does. */
+static void weigh_layout(const uint8_t *buf, size_t len, const char *path, const rt_load_opts *o,
+                         train_graph **tg, rt_model_info *info) {
+    train_opts alt = o->train;
+    alt.channels_last = true;
+    train_graph *nhwc = NULL;
+    int64_t batch;
+    oc_err ignored;
+    if (build_step(buf, len, path, o, &alt, &nhwc, &batch, &ignored) ||
+        nhwc->g->n_nodes == (*tg)->g->n_nodes) {
+        train_graph_free(nhwc);
+        return;
+    }
+    profile *pa = profile_analytic(*tg, o->layout_device, info->batch);
+    profile *pb = profile_analytic(nhwc, o->layout_device, info->batch);
+    info->layout_weighed = true;
+    info->layout_nchw_s = profile_total_s(pa);
+    info->layout_nhwc_s = profile_total_s(pb);
+    info->layout_nhwc = info->layout_nhwc_s < info->layout_nchw_s;
+    profile_free(pa), profile_free(pb);
+    if (info->layout_nhwc) {
+        train_graph_free(*tg);
+        *tg = nhwc;
+    } else {
+        train_graph_free(nhwc);
+    }
+}
+
 void rt_model_info_free(rt_model_info *info) {
     oc_free(info->plan_offsets);
     info->plan_offsets = NULL;
@@ -73,14 +116,9 @@ int rt_load_buffer(const uint8_t *buf, size_t len, const char *path, const rt_lo
                      path, kind);
     } else {
         snprintf(info->source_model, sizeof info->source_model, "%s", path);
-        ir_graph *g;
-        ir_bind_opts b = {.batch = o->batch};
-        rc = ir_load_model_buffer(buf, len, path, &b, &g, err);
-        if (rc == OC_OK) {
-            info->batch = g->n_inputs ? g->tensors[g->inputs[0]].dims[0] : 0;
-            rc = train_build(g, &o->train, out, err);
-        }
-        rc = rc ? OC_ERR : OC_OK;
+        rc = build_step(buf, len, path, o, &o->train, out, &info->batch, err);
+        if (rc == OC_OK && o->layout_device && !o->train.channels_last)
+            weigh_layout(buf, len, path, o, out, info);
     }
     oc_free(kind);
     return rc;

@@ -21,6 +21,7 @@
 #ifndef OC_LOADER_H
 #define OC_LOADER_H
 
+#include "plan/device_presets.h"
 #include "train/train_graph.h"
 
 typedef struct rt_load_opts {
@@ -29,6 +30,10 @@ typedef struct rt_load_opts {
     bool lr_set, momentum_set, weight_decay_set; /* training graphs: override the file's */
     const char *structure_set; /* an option that shapes the step (--optimizer, ..): forward
                                   models only; a training graph or plan has it built in */
+    /* --layout auto (forward models, train.channels_last false): the step is built in
+     * both layouts, each priced by profile_analytic on this device, and the faster kept
+     * (info->layout_*). NULL: the layout train says. */
+    const profile_device *layout_device;
 } rt_load_opts;
 
 typedef struct rt_model_info {
@@ -40,6 +45,10 @@ typedef struct rt_model_info {
     int64_t *plan_offsets; /* per tensor arena offset, -1 none; owned: rt_model_info_free */
     int64_t plan_arena_bytes;
     char plan_strategy[64];
+    /* --layout auto weighed both layouts (layout_device, a model with convolutions):
+     * the predicted in-core steps, and whether channels-last was kept. */
+    bool layout_weighed, layout_nhwc;
+    double layout_nchw_s, layout_nhwc_s;
 } rt_model_info;
 void rt_model_info_free(rt_model_info *info);
 

@@ -54,7 +54,9 @@ for spec in $FS_SPECS; do
     batch_files ${fm}_ $fb $fsz $fcl
     D="--input $LOG/${fm}_x.pb --labels $LOG/${fm}_y.pb"
     for lvl in no-fuse fused nhwc; do
-        F=$(case $lvl in (no-fuse) echo --no-fuse ;; (nhwc) echo --layout nhwc ;; esac)
+        # (outcore-run's default --layout auto would pick by the GPU's preset: pinned here)
+        F=$(case $lvl in (no-fuse) echo --no-fuse --layout nchw ;; (nhwc) echo --layout nhwc ;;
+            (*) echo --layout nchw ;; esac)
         tbox 150 $RUN "$M" --backend cuda --batch $fb --steps $FSTEPS --lr 0.01 $D $F \
             >"$LOG/${fm}_${lvl}.log" 2>&1
         tbox 120 $RUN "$M" --backend cuda --batch $fb --steps 4 --lr 0.01 $D $F \
@@ -71,11 +73,11 @@ for spec in $FS_SPECS; do
     LNAME=${L:-nchw}
     row "  outcore best layout ($fm)" "${LNAME#--layout }: $FUSED_IPS img/s"
     # CUDA graphs: timed, and --deterministic replay == stream execution bit for bit
-    tbox 150 $RUN "$M" --backend cuda --batch $fb --steps $FSTEPS --lr 0.01 $D $L --cuda-graph on \
+    tbox 150 $RUN "$M" --backend cuda --batch $fb --steps $FSTEPS --lr 0.01 $D ${L:---layout nchw} --cuda-graph on \
         >"$LOG/${fm}_graph.log" 2>&1
     row "$fm b$fb in core, fused, --cuda-graph on" "$(ips "$LOG/${fm}_graph.log" || true) img/s ($(grep -m1 '^graph:' "$LOG/${fm}_graph.log" | cut -c1-90))"
     for gm in off on; do
-        tbox 150 $RUN "$M" --backend cuda --batch $fb --steps 3 --lr 0.01 $D $L --deterministic \
+        tbox 150 $RUN "$M" --backend cuda --batch $fb --steps 3 --lr 0.01 $D ${L:---layout nchw} --deterministic \
             --cuda-graph $gm --save "$LOG/${fm}_det_$gm.onnx" >"$LOG/${fm}_det_$gm.log" 2>&1
     done
     row "  graph replay vs streams, --deterministic" "$($PYTHON - "$LOG/${fm}_det_off.onnx" "$LOG/${fm}_det_on.onnx" <<'PY' 2>&1 | tail -1
@@ -96,7 +98,7 @@ PY
         row "  outcore (best layout) / best PyTorch in core" "$($PYTHON -c "print(f'{$FUSED_IPS/$best:.3f}x (best: $bestm, $best img/s)')")"
     [ "$fm" = resnet50 ] || [ "$fm" = resnet18 ] || continue
     # 4. the 16 GiB cap (the emulator: half the in-core peak's saved activations)
-    tbox 150 $RUN "$M" --backend cuda --batch $fb --steps 5 --lr 0.01 $D $L \
+    tbox 150 $RUN "$M" --backend cuda --batch $fb --steps 5 --lr 0.01 $D ${L:---layout nchw} \
         --profile-out "$LOG/${fm}_fs_profile.json" >"$LOG/${fm}_fs_profile.log" 2>&1
     $PLAN emit "$M" --batch $fb $L -o "$LOG/${fm}_train.onnx" >/dev/null 2>&1 &&
         $PYTHON tools/step_time.py "fused, measured profile=$LOG/${fm}_fs_profile.json@$LOG/${fm}_train.onnx" \

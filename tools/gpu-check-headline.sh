@@ -63,9 +63,14 @@ h_left() { # SECONDS NAME: true when at least SECONDS of the budget are left, el
     [ "$(budget_left)" -gt "$1" ] && return 0
     row "$2" "skipped (GPU_CHECK_SECONDS spent)"; return 1
 }
+nchw_unless_layout() { # FLAGS...: "--layout nchw" unless they name a layout (outcore-run's own
+    # default, --layout auto, picks one by the GPU's preset; these runs compare layouts)
+    case " $* " in (*" --layout "*) ;; (*) echo --layout nchw ;; esac
+}
 h_run() { # TAG MODEL BATCH DATA FLAGS...: a timed in-core run -> $LOG/TAG.log and its row (HR_SECONDS: its box)
     local tag=$1 m=$2 b=$3 d=$4
     shift 4
+    set -- "$@" $(nchw_unless_layout "$@")
     h_left 20 "$tag" || return 1
     tbox ${HR_SECONDS:-150} $RUN "$m" --backend cuda --batch "$b" --steps $HSTEPS --lr 0.01 $d "$@" >"$LOG/$tag.log" 2>&1
     row "$tag ($*)" "$(ips "$LOG/$tag.log" || true) img/s, device $(dev_used "$LOG/$tag.log") B, loss falls: $(loss_falls "$LOG/$tag.log" && echo yes || echo "NO ($(tail -1 "$LOG/$tag.log" | cut -c1-80))")"
@@ -183,7 +188,7 @@ part_graph() {
     h_left 40 "graph replay vs streams, --deterministic" || return 0
     local gm
     for gm in off on; do
-        tbox 150 $RUN "$LOG/${R}_h.onnx" --backend cuda --batch $RB --steps 2 --lr 0.01 $RD ${R_L:-} --deterministic \
+        tbox 150 $RUN "$LOG/${R}_h.onnx" --backend cuda --batch $RB --steps 2 --lr 0.01 $RD ${R_L:---layout nchw} --deterministic \
             --cuda-graph $gm --save "$LOG/det_$gm.onnx" >"$LOG/det_$gm.log" 2>&1
     done
     row "graph replay vs streams, --deterministic, 2 steps" "$($PYTHON - "$LOG/det_off.onnx" "$LOG/det_on.onnx" <<'PY' 2>&1 | tail -1
@@ -202,7 +207,7 @@ part_trace() {
     for lvl in no-fuse fused; do
         h_left 30 "trace $lvl" || return 0
         tbox 120 $RUN "$LOG/${R}_h.onnx" --backend cuda --batch $RB --steps 3 --lr 0.01 $RD \
-            $([ $lvl = no-fuse ] && echo --no-fuse) --trace-out "$LOG/trace_$lvl.json" >"$LOG/trace_$lvl.log" 2>&1
+            $([ $lvl = no-fuse ] && echo --no-fuse) --layout nchw --trace-out "$LOG/trace_$lvl.json" >"$LOG/trace_$lvl.log" 2>&1
     done
     $PYTHON tools/step_time.py "--no-fuse=$LOG/trace_no-fuse.json" "fused=$LOG/trace_fused.json" \
         >"$LOG/step_time.md" 2>&1
@@ -363,7 +368,7 @@ h_cap() { # TAG MODEL BATCH DATA IN-CORE-LOG IN-CORE-IPS FLAGS...: profile, plan
     local tag=$1 m=$2 b=$3 d=$4 ilog=$5 iips=$6 rc two= over
     shift 6
     h_left 60 "$tag under 16 GiB" || return 1
-    tbox 150 $RUN "$m" --backend cuda --batch $b --steps 4 --lr 0.01 $d "$@" \
+    tbox 150 $RUN "$m" --backend cuda --batch $b --steps 4 --lr 0.01 $d "$@" $(nchw_unless_layout "$@") \
         --profile-out "$LOG/${tag}_profile.json" >"$LOG/${tag}_profile.log" 2>&1
     over=$(over_of "$ilog")
     if [ -n "${CAP_NHWC_LOG:-}" ]; then

@@ -27,7 +27,7 @@ batch_files p_ $PB $PSZ $PCL
 D="--input $LOG/p_x.pb --labels $LOG/p_y.pb"
 for pr in fp32 bf16 bf16-nhwc; do
     tbox 150 $RUN "$M" --backend cuda --batch $PB --steps 6 --lr 0.01 $D --precision ${pr%-nhwc} \
-        $([ $pr = bf16-nhwc ] && echo --layout nhwc) >"$LOG/p_$pr.log" 2>&1
+        --layout $([ $pr = bf16-nhwc ] && echo nhwc || echo nchw) >"$LOG/p_$pr.log" 2>&1
     row "$PM b$PB in core, --precision ${pr%-nhwc}$([ $pr = bf16-nhwc ] && echo ' --layout nhwc')" "$(ips "$LOG/p_$pr.log" || true) img/s, device $(dev_used "$LOG/p_$pr.log") B, loss falls: $(loss_falls "$LOG/p_$pr.log" && echo yes || echo NO)"
 done
 BF_IPS=$(ips "$LOG/p_bf16.log") L=  # L: the faster bf16 layout's flag (empty: nchw)
@@ -51,7 +51,7 @@ done
 [ -n "$BF_IPS" ] && [ -n "$bestm" ] &&
     row "  outcore bf16 / best PyTorch AMP in core" "$($PYTHON -c "print(f'{$BF_IPS/$best:.3f}x (best: $bestm, $best img/s)')")"
 # 3. bf16 under the cap, planned with a measured bf16 profile
-tbox 150 $RUN "$M" --backend cuda --batch $PB --steps 5 --lr 0.01 $D --precision bf16 $L \
+tbox 150 $RUN "$M" --backend cuda --batch $PB --steps 5 --lr 0.01 $D --precision bf16 ${L:---layout nchw} \
     --profile-out "$LOG/p_profile.json" >"$LOG/p_profile.log" 2>&1
 CAP=17179869184 BUDGET=$((17179869184 - $(over_of "$LOG/p_bf16.log")))
 if [ $EMU = 1 ]; then

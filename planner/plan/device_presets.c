@@ -35,6 +35,17 @@ static const profile_device presets[] = {
 
 const char *device_preset_names(void) { return "v100, a100, h100, h200"; }
 
+const char *device_preset_for_gpu(const char *gpu_name) {
+    /* the model as NVIDIA names it, a whole word ("H100", not "GH100"'s tail) */
+    static const char *const models[][2] = {
+        {"V100", "v100"}, {"A100", "a100"}, {"H100", "h100"}, {"H200", "h200"}};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        const char *at = gpu_name ? strstr(gpu_name, models[m][0]) : NULL;
+        if (at && (at == gpu_name || at[-1] == ' ')) return models[m][1];
+    }
+    return NULL;
+}
+
 int device_preset_find(const char *name, profile_device *d, oc_err *err) {
     for (size_t i = 0; i < N_PRESETS; i++)
         if (strcmp(presets[i].name, name) == 0) {

@@ -42,6 +42,9 @@ typedef struct profile_device {
 
 /* Fills *d with the preset called name. OC_ERR naming the known presets otherwise. */
 int device_preset_find(const char *name, profile_device *d, oc_err *err);
+/* The preset describing the GPU called gpu_name (cudaDeviceProp.name, e.g. "NVIDIA
+ * H100 80GB HBM3" -> "h100"), NULL when none does. */
+const char *device_preset_for_gpu(const char *gpu_name);
 /* "v100, a100, h100, h200" — for usage text. */
 const char *device_preset_names(void);
 

@@ -63,6 +63,12 @@ profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_
     return p;
 }
 
+double profile_total_s(const profile *p) {
+    double t = 0;
+    for (int i = 0; i < p->n_nodes; i++) t += p->nodes[i].time_s;
+    return t;
+}
+
 int profile_parse(const char *text, const char *path, profile **out, oc_err *err) {
     *out = NULL;
     json_error_t je;

@@ -48,6 +48,10 @@ void profile_node_set(profile *p, int i, const char *name, double time_s, int64_
  * executor runs nothing); workspace 0. Never fails. */
 profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_t batch);
 
+/* The sum of p's node times: an in-core step's time when its kernels run one after
+ * another on one stream (what the simulator predicts with nothing swapped). */
+double profile_total_s(const profile *p);
+
 /* Reads and validates a profile file: every field present, numbers >= 0,
  * node names unique. Errors name the file and the field or node. */
 int profile_read(const char *path, profile **out, oc_err *err);

@@ -32,6 +32,9 @@
 typedef struct run_opts {
     const char *model, *backend, *input, *labels, *save, *dump, *profile_out, *trace_out;
     const char *data, *eval_data, *eval_labels, *resume;
+    const char *device;      /* --device PRESET: the figures --layout auto weighs */
+    const char *device_file; /* --device-file FILE: the same from a device JSON */
+    bool layout_fixed;       /* --layout nchw|nhwc (else auto) */
     int64_t batch, steps, epochs, budget, save_every;
     bool steps_set;
     uint64_t seed;
@@ -49,7 +52,7 @@ static void usage(FILE *f) {
         "                   [--save OUT.onnx [--save-every N]] [--resume CKPT.onnx]\n"
         "                   [--bn train|frozen] [--optimizer sgd|adamw] [--betas B1,B2]\n"
         "                   [--eps E] [--clip-grad-norm MAX] [--ignore-index K] [--no-fuse]\n"
-        "                   [--layout nchw|nhwc]\n"
+        "                   [--layout auto|nchw|nhwc [--device PRESET|--device-file F]]\n"
         "                   [--precision fp32|bf16|fp16] [--loss-scale S|auto|none]\n"
         "                   [--loss-scale-interval N]\n"
         "                   [--dump-grads DIR] [--budget BYTES] [--profile-out P.json]\n"
@@ -91,7 +94,12 @@ static void usage(FILE *f) {
         "(opset < 20: Tanh or Erf and ~8 Mul/Add) as one Gelu; --no-fuse keeps them apart.\n"
         "--layout nhwc: convolutions, BatchNorm and pooling on channels-last (N, H, W, C)\n"
         "tensors, explicit Transposes where the layout changes (cuDNN's fastest convolutions;\n"
-        "the same numbers on cpu; docs/fast-step.md). Default nchw, the model's own.\n"
+        "the same numbers on cpu; docs/fast-step.md). --layout auto (the default): the step\n"
+        "is built in both layouts and the one predicted faster kept (one notice says which),\n"
+        "each node priced with the figures of --device PRESET (v100, a100, h100, h200; by\n"
+        "default the GPU's own by its name, as `outcore-plan plan --layout auto` would) or\n"
+        "of --device-file F (outcore-plan's device JSON, docs/profile.md);\n"
+        "nchw, the model's own, on the cpu or a GPU with no preset.\n"
         "--save: the forward model with the trained weights and BN statistics, each under its\n"
         "name in MODEL (PyTorch loads them by state-dict key), plus the momentum and the step\n"
         "reached: a checkpoint; written whole or not at all. --save-every N: also every N\n"
@@ -196,13 +204,14 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
             continue;
         }
         static const char *const with_value[] = {
-            "--backend",    "--input",       "--labels",       "--save",
-            "--dump-grads", "--profile-out", "--trace-out",    "--workspace-limit",
-            "--batch",      "--steps",       "--seed",         "--budget",
-            "--lr",         "--momentum",    "--weight-decay", "--data",
-            "--epochs",     "--eval-data",   "--eval-labels",  "--save-every",
-            "--resume",     "--bn",          "--tf32-conv",    "--tf32-matmul",
-            "--cuda-graph", "--conv-algo",   "--conv-api",     TRAIN_OPTS_FLAGS};
+            "--backend",     "--input",       "--labels",       "--save",
+            "--dump-grads",  "--profile-out", "--trace-out",    "--workspace-limit",
+            "--batch",       "--steps",       "--seed",         "--budget",
+            "--lr",          "--momentum",    "--weight-decay", "--data",
+            "--epochs",      "--eval-data",   "--eval-labels",  "--save-every",
+            "--resume",      "--bn",          "--tf32-conv",    "--tf32-matmul",
+            "--cuda-graph",  "--conv-algo",   "--conv-api",     "--device",
+            "--device-file", TRAIN_OPTS_FLAGS};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(a, with_value[k]) == 0;
@@ -210,6 +219,17 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         if (i + 1 >= argc) return oc_fail(err, "option %s needs a value", a);
         const char *v = argv[++i];
         int64_t n;
+        if (strcmp(a, "--layout") == 0 && strcmp(v, "auto") == 0) continue; /* the default */
+        o->layout_fixed = o->layout_fixed || strcmp(a, "--layout") == 0;
+        if (strncmp(a, "--device", 8) == 0) { /* checked here, read again in run() */
+            profile_device d;
+            bool file = a[8] == '-';
+            if (file ? device_read_file(v, &d, err) : device_preset_find(v, &d, err))
+                return oc_fail_prefix(err, "%s", a);
+            *(file ? &o->device_file : &o->device) = v;
+            o->lo.structure_set = a; /* weighs a forward model's step only */
+            continue;
+        }
         int shared = train_opts_parse(&o->lo.train, a, v, err);
         if (shared < 0) return OC_ERR;
         if (shared) o->lo.structure_set = a;
@@ -277,6 +297,11 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         }
     }
     if (!o->model) return oc_fail(err, "no MODEL given (see --help)");
+    if (o->device && o->device_file)
+        return oc_fail(err, "give --device or --device-file, not both");
+    if ((o->device || o->device_file) && o->layout_fixed)
+        return oc_fail(err, "%s weighs the layouts of --layout auto, not a fixed --layout",
+                       o->device ? "--device" : "--device-file");
     if (o->input && o->data) return oc_fail(err, "--input and --data exclude each other");
     if (!(o->input || o->data) != !o->labels)
         return oc_fail(err, "--labels goes with --input (TensorProto) or --data (NumPy)");
@@ -515,6 +540,12 @@ static int save_checkpoint(rt_exec *x, train_graph *tg, const run_opts *o, const
     return rt_save(x, tg, o->save, &ck, err);
 }
 
+static bool has_conv(const ir_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (op_is_conv(g->nodes[i].op)) return true;
+    return false;
+}
+
 static int run(const run_opts *o, oc_err *err) {
     train_graph *tg = NULL;
     rt_backend *b = NULL;
@@ -530,8 +561,31 @@ static int run(const run_opts *o, oc_err *err) {
         oc_fail(err, "--profile-out: backend '%s' has no profiler (cuda has)", b->name);
         goto out;
     }
-    if (rt_load(o->model, &o->lo, &tg, &info, err)) goto out;
+    rt_load_opts lo = o->lo;
+    profile_device dev;
+    const char *preset = o->device_file ? o->device_file
+                         : o->device    ? o->device
+                                        : device_preset_for_gpu(b->device_name);
+    if (!o->layout_fixed && preset) {
+        if (o->device_file ? device_read_file(preset, &dev, err)
+                           : device_preset_find(preset, &dev, err))
+            goto out;
+        lo.layout_device = &dev;
+    }
+    if (rt_load(o->model, &lo, &tg, &info, err)) goto out;
     ir_graph_print_notes(tg->g, "outcore-run", stderr);
+    if (info.layout_weighed)
+        fprintf(stderr,
+                "outcore-run: notice: --layout auto: %s (predicted in-core step on %s: nhwc "
+                "%.1f ms, nchw %.1f ms)\n",
+                info.layout_nhwc ? "nhwc" : "nchw", preset, info.layout_nhwc_s * 1e3,
+                info.layout_nchw_s * 1e3);
+    else if (!o->layout_fixed && !preset && b->device_name[0] && !info.is_training_graph &&
+             has_conv(tg->g))
+        fprintf(stderr,
+                "outcore-run: notice: --layout auto: nchw, the model's own (no device preset "
+                "for '%s'; --device PRESET weighs channels-last with its figures)\n",
+                b->device_name);
     if (tg->label_tensor < 0) {
         oc_fail(err, "%s: the training step has no label input", o->model);
         goto out;

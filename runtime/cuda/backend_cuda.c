@@ -343,6 +343,7 @@ static int impl_init(cuda_impl *im, const rt_backend_opts *opts, oc_err *err) {
     struct cudaDeviceProp prop;
     int blas_ver = 0;
     CU_CHECK_N(cudaGetDeviceProperties(&prop, im->device), no_node);
+    snprintf(im->device_name, sizeof im->device_name, "%s", prop.name);
     CUBLAS_CHECK_N(cublasGetVersion(im->blas, &blas_ver), no_node);
     size_t dnn_ver = cudnnGetVersion();
     fprintf(stderr,
@@ -405,6 +406,7 @@ int rt_backend_cuda_new(const rt_backend_opts *opts, rt_backend **out, oc_err *e
         cuda_be_destroy(b);
         return OC_ERR;
     }
+    snprintf(b->device_name, sizeof b->device_name, "%s", im->device_name);
     *out = b;
     return OC_OK;
 }

@@ -30,6 +30,7 @@ typedef struct cuda_bn_stash
 
 typedef struct cuda_impl {
     int device;
+    char device_name[128]; /* cudaDeviceProp.name */
     cudaStream_t s[RT_STREAM__COUNT];
     cudnnHandle_t dnn;
     cublasHandle_t blas;

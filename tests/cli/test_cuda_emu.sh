@@ -567,6 +567,25 @@ PYEOF
         bad "--layout nhwc $prec on cuda: budget '$nbudget' nchw [$(tr '\n' ' ' <"$T/nhwc_${prec}_ref.loss")] nhwc [$(tr '\n' ' ' <"$T/nhwc_$prec.loss")] swap [$(tr '\n' ' ' <"$T/nhwc_${prec}_swap.loss")] $(tail -2 "$T/nhwc.err" "$T/nhwc_${prec}_swap.save.onnx.err")"
     fi
 done
+# 3i'. --layout auto (the default) on a forward model: a device file whose NCHW convolutions
+#      are slow makes it build the channels-last step, the losses bitwise those of the emitted
+#      --layout nhwc graph; the emulator's name matches no preset: NCHW, said once
+printf '{"name": "slow-nchw", "memory_bytes": 1e10, "h2d_bytes_per_s": 1e10,
+  "d2h_bytes_per_s": 1e10, "duplex": true, "copy_latency_s": 0, "peak_flops": 1e13,
+  "mem_bandwidth_bytes_per_s": 1e12, "launch_overhead_s": 0, "conv_nchw_slowdown": 9}' \
+    >"$T/slow_nchw.json"
+MODE="--deterministic --lr 0.001 --batch 2 --device-file $T/slow_nchw.json" \
+    run_cuda "$MODEL" "$T/auto_nhwc.save.onnx" >"$T/auto_nhwc.loss"
+MODE="--deterministic --lr 0.001 --batch 2" run_cuda "$MODEL" "$T/auto_emu.save.onnx" \
+    >"$T/auto_emu.loss"
+if grep -q -- "--layout auto: nhwc (predicted" "$T/auto_nhwc.save.onnx.err" &&
+   grep -q "no device preset for 'outcore CUDA emulator'" "$T/auto_emu.save.onnx.err" &&
+   [ "$(wc -l <"$T/auto_nhwc.loss")" -eq 3 ] && cmp -s "$T/auto_nhwc.loss" "$T/nhwc_fp32.loss" &&
+   cmp -s "$T/auto_emu.loss" "$T/nhwc_fp32_ref.loss"; then
+    ok "--layout auto on cuda: channels-last by a device file's figures == --layout nhwc, bitwise; nchw on the emulator (no preset)"
+else
+    bad "--layout auto on cuda: [$(tr '\n' ' ' <"$T/auto_nhwc.loss")] vs nhwc [$(tr '\n' ' ' <"$T/nhwc_fp32.loss")]; [$(tr '\n' ' ' <"$T/auto_emu.loss")] vs nchw [$(tr '\n' ' ' <"$T/nhwc_fp32_ref.loss")] $(grep -h 'layout' "$T"/auto_*.err)"
+fi
 # 3h. bf16: measured profile -> plan -> run in a device of arena + 1 MiB, nothing outside
 if "$EMU/outcore-run" "$T/bf16_incore.onnx" --backend cuda --steps 4 --seed 7 \
      --profile-out "$T/bf16_prof.json" >"$T/bf16_prof.out" 2>&1 &&

@@ -216,4 +216,46 @@ PYEOF
 else
     bad "decomposed GELU --save round trip: $(cat "$T/e") $(tail -2 "$T/o")"
 fi
+
+# --layout auto (the default): with a device's figures (--device, or the GPU's own preset by
+# name) the step is built in both layouts and the faster kept: the same choice as
+# `outcore-plan plan --layout auto` in core, and then the same step as --layout L gives
+# (bitwise losses). On the cpu (no device name) the model's own layout, no notice.
+layout_ok=1
+for spec in resnet18_op13:2:h100 vgg16_op13:2:h100 resnet18_op13:2:v100 mobilenet_v2_op13:2:h200; do
+    IFS=: read -r m b dev <<<"$spec"
+    "$RUN" graphs/$m.onnx --batch $b --steps 2 --device $dev >"$T/la.out" 2>"$T/la.err"
+    run_pick=$(sed -n 's/.*--layout auto: \(n[a-z]*\) (predicted in-core step on .*/\1/p' "$T/la.err")
+    plan_pick=$("$PLAN" plan graphs/$m.onnx --batch $b --device $dev --budget 1TB --fuse all \
+                --json 2>/dev/null | sed -n 's/.*"layout": "\([a-z]*\)".*/\1/p')
+    "$RUN" graphs/$m.onnx --batch $b --steps 2 --layout "${run_pick:-none}" 2>/dev/null >"$T/lf.out"
+    if [ -z "$run_pick" ] || [ "$run_pick" != "$plan_pick" ] ||
+       ! cmp -s <(grep '^step' "$T/la.out") <(grep '^step' "$T/lf.out") ||
+       [ "$(grep -c '^step' "$T/la.out")" -ne 2 ]; then
+        bad "--layout auto $m b$b $dev: run '$run_pick', plan '$plan_pick' $(tail -1 "$T/la.err")"
+        layout_ok=0
+    else
+        picks="${picks:-}$m/$dev:$run_pick "
+    fi
+done
+"$RUN" graphs/vgg16_op13.onnx --batch 2 --steps 1 >/dev/null 2>"$T/la.err"
+if grep -q "layout" "$T/la.err"; then
+    bad "--layout auto on the cpu without --device: $(cat "$T/la.err")"
+elif [ $layout_ok = 1 ]; then
+    ok "--layout auto weighs with the device's figures as outcore-plan does ($picks), the same steps as --layout L; nchw on the cpu"
+fi
+printf '{"device": {"name": "slow-nchw", "memory_bytes": 1e10, "h2d_bytes_per_s": 1e10,
+  "d2h_bytes_per_s": 1e10, "duplex": true, "copy_latency_s": 0, "peak_flops": 1e13,
+  "mem_bandwidth_bytes_per_s": 1e12, "launch_overhead_s": 0, "conv_nchw_slowdown": 9}}' \
+    >"$T/dev.json"
+"$RUN" graphs/resnet18_op13.onnx --batch 2 --device-file "$T/dev.json" >/dev/null 2>"$T/la.err"
+grep -q -- "--layout auto: nhwc (predicted in-core step on $T/dev.json" "$T/la.err" &&
+    ok "--device-file: its conv_nchw_slowdown makes resnet18 b2 channels-last" ||
+    bad "--device-file: $(cat "$T/la.err")"
+expect_error "--device unknown" "$RUN" graphs/resnet18_op13.onnx --batch 2 --device b200
+expect_error "--device with a fixed --layout" "$RUN" graphs/resnet18_op13.onnx --batch 2 \
+    --device h100 --layout nchw
+expect_error "--device on a training graph" "$RUN" "$T/r18.onnx" --device h100
+expect_error "--device-file missing" "$RUN" graphs/resnet18_op13.onnx --batch 2 \
+    --device-file "$T/none.json"
 [ $fails -eq 0 ]

@@ -1045,7 +1045,9 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
     if (!prop) return fail(cudaErrorInvalidValue);
     if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
     memset(prop, 0, sizeof *prop);
-    snprintf(prop->name, sizeof prop->name, "outcore CUDA emulator");
+    /* EMU_DEVICE_NAME: another GPU's name (outcore-run picks device presets by it) */
+    const char *name = getenv("EMU_DEVICE_NAME");
+    snprintf(prop->name, sizeof prop->name, "%s", name && *name ? name : "outcore CUDA emulator");
     prop->totalGlobalMem = dev_total();
     prop->sharedMemPerBlock = 48 << 10;
     prop->warpSize = 32;

@@ -15,7 +15,9 @@
  * Environment: EMU_DEVICE_BYTES (default 80 GiB) is the emulated device's
  * memory; cudaMalloc past it fails with cudaErrorMemoryAllocation.
  * EMU_CAPTURE_FAIL_AT=N: the N-th item a stream capture records invalidates
- * it (the enqueuing call's cudaGetLastError says so), to test fallbacks. */
+ * it (the enqueuing call's cudaGetLastError says so), to test fallbacks.
+ * EMU_DEVICE_NAME: the name cudaGetDeviceProperties gives (default "outcore CUDA
+ * emulator", which matches no device preset), e.g. an H100's, to run as on one. */
 #ifndef OC_EMU_H
 #define OC_EMU_H
 

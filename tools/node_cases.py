@@ -36,9 +36,16 @@ EINSUM = [
     ("sum_all", "abc->", False),
     ("transpose_sum", "abc->ca", False),
     ("identity", "ab->ab", False),
+    # merged by Reshapes (shapes folded from the operands'):
+    ("two_contractions", "ijk,ijl->kl", False),
+    ("mvit_rel_pos", "bythwc,hkc->bythwk", False),  # MViTv2's relative positions
+    ("both_sides_free", "abk,kcd->abcd", False),
+    ("batch_free_both", "sabk,skcd->sacbd", False),
+    ("batch_contract_two", "bijk,bjkl->bil", False),
+    ("full_contraction", "ij,ij->", False),
+    ("outer_batch", "bi,bjk->bijk", False),
     ("diagonal_refused", "ii->i", True),
     ("ellipsis_refused", "...ij,...jk->...ik", True),
-    ("two_contractions_refused", "ijk,ijl->kl", True),
 ]
 
 
@@ -74,8 +81,7 @@ def main():
         if refused:
             y = np.zeros([2], np.float32)
         else:
-            y = np.einsum(eq, *[x.astype(np.float64) for x in xs]).astype(np.float32)
-            y = np.asarray(y, np.float32)
+            y = np.asarray(np.einsum(eq, *[x.astype(np.float64) for x in xs]), np.float32)
         node = helper.make_node("Einsum", names, ["y"], equation=eq)
         write_case(f"test_einsum_f32_{name}", [node], list(zip(names, xs)), [("y", y)])
     print(f"{len(EINSUM)} cases in {OUT}")

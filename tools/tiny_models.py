@@ -117,13 +117,31 @@ def tiny_r3d():
         nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(16, 10))
 
 
+def tiny_mvit():
+    """MViTv2: a Conv3d patch embedding, multiscale attention whose queries and keys are pooled
+    by depthwise Conv3d + LayerNorm, decomposed relative positions (Einsums with a batch index
+    and four free indices: "bythwc,hkc->bythwk", merged by Reshapes), residual pooling, a class
+    token. Clips [N, 3, 4, 16, 16] (CLIPS): 2 x 4 x 4 tokens."""
+    from torchvision.models.video import mvit
+    blocks = [mvit.MSBlockConfig(num_heads=1, input_channels=8, output_channels=8,
+                                 kernel_q=[3, 3, 3], kernel_kv=[3, 3, 3], stride_q=[1, 1, 1],
+                                 stride_kv=[1, 2, 2]),
+              mvit.MSBlockConfig(num_heads=2, input_channels=8, output_channels=16,
+                                 kernel_q=[3, 3, 3], kernel_kv=[3, 3, 3], stride_q=[1, 2, 2],
+                                 stride_kv=[1, 1, 1])]
+    return mvit.MViT(spatial_size=(16, 16), temporal_size=4, block_setting=blocks,
+                     residual_pool=True, residual_with_cls_embed=False, rel_pos_embed=True,
+                     proj_after_attn=True, dropout=0.0, stochastic_depth_prob=0.0,
+                     num_classes=10)
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_maxvit": tiny_maxvit,
-        "tiny_r3d": tiny_r3d}
+        "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
-CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
+CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 
 
 def example_shape(name):

@@ -336,3 +336,51 @@ int cpu_gather(const kernel_args *a, oc_err *err) {
         }
     return OC_OK;
 }
+
+/* Row r of ScatterND's indices (k coordinates into data's first k dims, negative
+ * from the end; checked at plan time): its slab's offset in slabs. */
+static int64_t scatter_block(const ir_tensor *ti, const void *idx, int64_t r, int k,
+                             const int64_t *dims) {
+    int64_t off = 0;
+    for (int t = 0; t < k; t++) {
+        int64_t v = ti->dtype == IR_DTYPE_INT64 ? ((const int64_t *)idx)[r * k + t]
+                                                : ((const int32_t *)idx)[r * k + t];
+        off = off * dims[t] + (v < 0 ? v + dims[t] : v);
+    }
+    return off;
+}
+
+/* ScatterND of run-time data (reduction none): y = data, each index row's slab
+ * replaced by its slab of updates. */
+int cpu_scatter_nd(const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
+    size_t es = esize(a, x, err);
+    if (!es) return OC_ERR;
+    int k = (int)ti->dims[ti->rank - 1];
+    int64_t rows = kernel_numel(ti) / k, slab = prod(x->dims, k, x->rank);
+    if (a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], (size_t)kernel_numel(x) * es);
+    for (int64_t r = 0; r < rows; r++)
+        memcpy((char *)a->out[0] + (size_t)(scatter_block(ti, a->in[1], r, k, x->dims) * slab) * es,
+               (const char *)a->in[2] + (size_t)(r * slab) * es, (size_t)slab * es);
+    return OC_OK;
+}
+
+/* ScatterNDGrad(dY, indices): dData (dY with the index rows' slabs 0) or, with
+ * updates, dUpdates (those slabs of dY, in index order). */
+int cpu_scatter_nd_grad(const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0), *ti = kernel_in(a, 1);
+    size_t es = esize(a, dy, err);
+    if (!es) return OC_ERR;
+    int k = (int)ti->dims[ti->rank - 1];
+    int64_t rows = kernel_numel(ti) / k, slab = prod(dy->dims, k, dy->rank);
+    bool updates = op_args_of(a->n)->scatter_nd_grad.updates;
+    if (!updates) memcpy(a->out[0], a->in[0], (size_t)kernel_numel(dy) * es);
+    for (int64_t r = 0; r < rows; r++) {
+        size_t at = (size_t)(scatter_block(ti, a->in[1], r, k, dy->dims) * slab) * es;
+        if (updates)
+            memcpy((char *)a->out[0] + (size_t)(r * slab) * es, (const char *)a->in[0] + at,
+                   (size_t)slab * es);
+        else memset((char *)a->out[0] + at, 0, (size_t)slab * es);
+    }
+    return OC_OK;
+}

@@ -829,6 +829,39 @@ int cuda_gather(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* ScatterND (reduction none, run-time data) and ScatterNDGrad: as cpu_shape.c's,
+ * a copy (or nothing) then cu_scatter_nd over the index rows' slabs. */
+static int scatter_nd_run(const cuda_ctx *c, const kernel_args *a, bool grad, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
+    size_t es = esize(a, x, err);
+    if (!es) return OC_ERR;
+    int k = (int)ti->dims[ti->rank - 1];
+    cu_shape dims = {.rank = k};
+    for (int d = 0; d < k; d++) dims.d[d] = x->dims[d];
+    int64_t rows = kernel_numel(ti) / k, slab = prod(x->dims, k, x->rank);
+    int i64 = ti->dtype == IR_DTYPE_INT64;
+    bool updates = grad && op_args_of(a->n)->scatter_nd_grad.updates;
+    if (updates) { /* dUpdates: the slabs of dY */
+        CU_LAUNCH(cu_scatter_nd(c->stream, (int)es, a->in[1], i64, rows, dims, slab, a->out[0],
+                                (void *)a->in[0], 1));
+        return OC_OK;
+    }
+    size_t n = (size_t)kernel_numel(x) * es;
+    if (n && a->out[0] != a->in[0])
+        CU_CHECK(cudaMemcpyAsync(a->out[0], a->in[0], n, cudaMemcpyDeviceToDevice, c->stream));
+    CU_LAUNCH(cu_scatter_nd(c->stream, (int)es, a->in[1], i64, rows, dims, slab,
+                            grad ? NULL : (void *)a->in[2], a->out[0], 0));
+    return OC_OK;
+}
+
+int cuda_scatter_nd(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return scatter_nd_run(c, a, false, err);
+}
+
+int cuda_scatter_nd_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    return scatter_nd_run(c, a, true, err);
+}
+
 /* ---- loss ---- */
 
 static int sce_setup(const kernel_args *a, const ir_tensor *s, const ir_tensor *l, oc_err *err) {

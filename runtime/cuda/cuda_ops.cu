@@ -3780,6 +3780,31 @@ extern "C" int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps) {
     return last_error();
 }
 
+__global__ void k_scatter_nd(int es, const void *idx, int idx64, int64_t rows, cu_shape dims,
+                             int64_t slab, uint8_t *small, uint8_t *big, int gather) {
+    int64_t row_bytes = slab * es;
+    GRID_LOOP(t, rows * row_bytes) {
+        int64_t r = t / row_bytes, b = t % row_bytes, off = 0;
+        for (int j = 0; j < dims.rank; j++) {
+            int64_t v = idx64 ? ((const int64_t *)idx)[r * dims.rank + j]
+                              : ((const int32_t *)idx)[r * dims.rank + j];
+            off = off * dims.d[j] + (v < 0 ? v + dims.d[j] : v);
+        }
+        uint8_t *at = big + off * row_bytes + b;
+        if (gather) small[t] = *at;
+        else *at = small ? small[t] : 0;
+    }
+}
+
+extern "C" int cu_scatter_nd(void *stream, int es, const void *idx, int idx64, int64_t rows,
+                             cu_shape dims, int64_t slab, void *small, void *big, int gather) {
+    int64_t n = rows * slab * es;
+    if (n == 0) return 0;
+    k_scatter_nd<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
+        es, idx, idx64, rows, dims, slab, (uint8_t *)small, (uint8_t *)big, gather);
+    return last_error();
+}
+
 __global__ void k_gather(int es, const uint8_t *in, const void *idx, int idx64, uint8_t *out,
                          int64_t outer, int64_t extent, int64_t ni, int64_t inner) {
     GRID_LOOP(t, outer * ni * inner * es) {

@@ -104,6 +104,8 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_CONCAT:
     case OP_CONCAT_GRAD:
     case OP_SPLIT:
+    case OP_SCATTER_ND:
+    case OP_SCATTER_ND_GRAD:
     case OP_MAX_POOL: /* own kernels (cuDNN's pooling takes float32 only here) */
     case OP_MAX_POOL_GRAD:
     case OP_AVERAGE_POOL:

@@ -11,6 +11,7 @@
  *                                state/constant by the op's input role)
  *                   i64<5[4]     int64, uniform in [0, 5)
  *                   i64=[2,-1]   int64 values (rank 1; i64=[] is empty)
+ *                   i64=[2,0,1,3]@[2,2]  the same in the shape given
  *                   b[3,4]       bool, true or false at random
  *                   bu[1,4,4]    bool, true above the last two dims' diagonal
  *                                (a causal mask); bl[4,4]: true at and below it
@@ -383,6 +384,12 @@ OP_CASE(SOFTMAX_CROSS_ENTROPY, "sum, ignore_index", 13, 1, "[5,3] i64=[0,2,1,2,1
         "reduction=sum ignore_index=2")
 OP_CASE(SHAPE, "start and end", 15, 1, "[2,3,4,5]", "start=1 end=-1")
 OP_CASE(GATHER, "axis 1, repeated index (gradients add)", 13, 1, "[3,4,2] i64=[3,0,0]", "axis=1")
+OP_CASE(SCATTER_ND, "rows of run-time data and updates", 16, 1, "[4,3,2] i64=[2,0]@[2,1] [2,3,2]",
+        "")
+OP_CASE(SCATTER_ND, "two coordinates, negative, one row", 13, 1, "[3,4,2] i64=[1,-1] [2]", "")
+OP_CASE(SCATTER_ND, "slab of a 4-d tensor, reduction none", 18, 1,
+        "[2,3,2,2] i64=[0,2,1,0]@[2,2] [2,2,2]", "reduction=none")
+OP_CASE(SCATTER_ND, "bf16 activations", 16, 1, "h[4,3,2] i64=[3,1]@[2,1] h[2,3,2]", "!bf16")
 OP_CASE(GATHER, "an embedding: a table row per token, repeats add up", 13, 1, "[7,3] i64<7[2,6]",
         "")
 OP_CASE(GATHER, "negative indices", 13, 1, "[5,2] i64=[-1,0,4,-5,-1]", "")

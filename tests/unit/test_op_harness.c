@@ -168,6 +168,14 @@ static int add_input(ir_graph *g, int slot, const char *tok, uint64_t *rng, cons
         if (*p == '[') {
             nv = parse_list(&p, v, 64, tok);
             rank = 1, dims[0] = nv;
+            if (*p == '@') { /* i64=[values]@[dims]: the values in that shape */
+                p++;
+                double d[IR_MAX_RANK];
+                rank = parse_list(&p, d, IR_MAX_RANK, tok);
+                int64_t count = 1;
+                for (int i = 0; i < rank; i++) dims[i] = (int64_t)d[i], count *= dims[i];
+                if (count != nv) fail_msg("case spec '%s': %d values for that shape", tok, nv);
+            }
         } else {
             char *end;
             v[0] = strtod(p, &end);

@@ -776,16 +776,49 @@ static void test_scatter_nd_folds(void **state) {
     assert_values(g, "u", 6, (const int64_t[]){4, 5, 6, 8, 9, 10});
 }
 
-static void test_scatter_nd_run_time_refused(void **state) {
-    fixture *f = *state;
+/* ScatterND of run-time data runs as a kernel (y like x, not a plan-time value)
+ * when its indices are plan-time values, each row once, and reduction is none;
+ * otherwise it is refused, named. `rows` holds the index rows, `red` the reduction. */
+static int scatter_nd_run_time(fixture *f, int n_rows, const int64_t *rows, const char *red,
+                               bool runtime_indices) {
+    ir_graph_free(f->g), mb_free(f->m); /* the previous case's */
+    f->g = NULL;
     mb_model *m = f->m = mb_new(16);
-    mb_input(m, "x", MB_FLOAT, "2,3");
-    mb_init_int64s(m, "rows", MB_DIMS(1, 1), 1, (const int64_t[]){1});
-    mb_init_floats(m, "upd", MB_DIMS(1, 3), 3, (const float[3]){1, 2, 3});
-    mb_node(m, "ScatterND", "set", "x,rows,upd", "y");
+    mb_input(m, "x", MB_FLOAT, "3,2");
+    if (runtime_indices) mb_input(m, "rows", MB_INT64, n_rows == 1 ? "1,1" : "2,1");
+    else mb_init_int64s(m, "rows", MB_DIMS(n_rows, 1), n_rows, rows);
+    mb_init_floats(m, "upd", MB_DIMS(n_rows, 2), 2 * n_rows, (const float[4]){1, 2, 3, 4});
+    Onnx__NodeProto *n = mb_node(m, "ScatterND", "set", "x,rows,upd", "y");
+    if (red) mb_attr_string(m, n, "reduction", red);
     mb_output(m, "y");
-    infer_fails(f, "computed at run time");
-    assert_contains(f->err.msg, "'set'");
+    return fx_infer(f, 0);
+}
+
+static void test_scatter_nd_run_time(void **state) {
+    fixture *f = *state;
+    if (scatter_nd_run_time(f, 2, (const int64_t[]){2, -3}, NULL, false))
+        fail_msg("inference failed: %s", f->err.msg);
+    assert_shape(f->g, "y", "[3, 2]");
+    assert_true(fx_tensor(f->g, "y")->kind != IR_KIND_CONSTANT);
+    static const struct {
+        int n;
+        int64_t rows[2];
+        const char *red, *why;
+        bool runtime_indices;
+    } bad[] = {
+        {2, {1, 1}, NULL, "row 1 repeats an earlier row", false},
+        {2, {0, -3}, NULL, "row 1 repeats an earlier row", false}, /* -3: row 0 */
+        {1, {3}, NULL, "coordinate 3 is outside data 'x'", false},
+        {1, {0}, "add", "with a reduction on run-time data", false},
+        {1, {0}, NULL, "indices 'rows' are computed at run time", true},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (scatter_nd_run_time(f, bad[i].n, bad[i].rows, bad[i].red, bad[i].runtime_indices) ==
+            OC_OK)
+            fail_msg("case %zu: inference succeeded; expected \"%s\"", i, bad[i].why);
+        assert_contains(f->err.msg, bad[i].why);
+        assert_contains(f->err.msg, "'set'");
+    }
 }
 
 /* Transpose's perm of the wrong length is refused before it is read. */
@@ -816,6 +849,34 @@ static void test_einsum_lowered(void **state) {
     assert_int_equal(ops[OP_TRANSPOSE], 1);
     assert_int_equal(ops[OP_MATMUL], 1);
     assert_string_equal(g->nodes[fx_tensor(g, "y")->producer].name, "scores/matmul_1");
+}
+
+/* MViTv2's relative positions: four free indices beside a batch index are merged
+ * into MatMul's rows by Reshapes whose shapes fold from the operands' (the batch a
+ * symbol bound at load); every shape computation is a plan-time value. */
+static void test_einsum_merged(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "q", MB_FLOAT, "N,2,3,4,5,8");
+    mb_input(m, "rh", MB_FLOAT, "4,7,8");
+    Onnx__NodeProto *n = mb_node(m, "Einsum", "rel_h", "q,rh", "y");
+    mb_attr_string(m, n, "equation", "bythwc,hkc->bythwk");
+    mb_output(m, "y");
+    if (fx_infer(f, 2)) fail_msg("inference failed: %s", f->err.msg); /* N = 2 */
+    ir_graph *g = f->g;
+    assert_shape(g, "y", "[2, 2, 3, 4, 5, 7]");
+    int ops[OP__COUNT] = {0}, runs = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *k = &g->nodes[i];
+        ops[k->op]++;
+        bool folded = g->tensors[k->outputs[0]].kind == IR_KIND_CONSTANT;
+        assert_true(folded == (k->op == OP_SHAPE || k->op == OP_GATHER || k->op == OP_MUL ||
+                               k->op == OP_CONCAT));
+        runs += !folded;
+    }
+    assert_int_equal(ops[OP_MATMUL], 1);
+    assert_int_equal(ops[OP_RESHAPE], 3); /* both operands, the result */
+    assert_int_equal(runs, 1 + 3 + 3);    /* and 3 Transposes: q, rh, the result */
 }
 
 /* ---- FusedAttention's causal attribute: verified against its mask ---- */
@@ -916,9 +977,10 @@ int main(void) {
         T(test_gather_nd_param_becomes_gather),
         T(test_gather_nd_rank_too_large),
         T(test_scatter_nd_folds),
-        T(test_scatter_nd_run_time_refused),
+        T(test_scatter_nd_run_time),
         T(test_transpose_perm_length),
         T(test_einsum_lowered),
+        T(test_einsum_merged),
         cmocka_unit_test(test_attention_causal_verified),
     };
     return cmocka_run_group_tests_name("shapes", tests, NULL, NULL);

@@ -76,6 +76,11 @@ typedef struct op_where_args {
     bool select;
 } op_where_args;
 
+/* ScatterNDGrad (op_fold_index.c): which gradient the node writes. */
+typedef struct op_scatter_nd_grad_args {
+    bool updates; /* dUpdates (the rows of dY at the indices); else dData (dY, those rows 0) */
+} op_scatter_nd_grad_args;
+
 /* FusedAttention and its gradient (op_attention.c). */
 typedef struct op_attention_args {
     float scale, fill, dropout_ratio;
@@ -279,6 +284,7 @@ typedef union op_args {
     op_softmax_args softmax;
     op_matmul_args matmul;
     op_where_args where;
+    op_scatter_nd_grad_args scatter_nd_grad;
     op_adamw_args adamw;
     op_clip_norm_args clip_norm;
     op_grad_scaler_args grad_scaler;

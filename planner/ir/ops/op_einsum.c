@@ -1,7 +1,10 @@
 /* op_einsum.c — Einsum lowered at import (op_einsum.h): MaxViT's attention is
  * einsum("BGHID,BGHJD->BGHIJ", q, k) and ("BGHIJ,BGHJD->BGHID", a, v), batched
- * matrix products. The lowered nodes are named <einsum>/<step>, so a message or
- * a plan names the Einsum they came from. */
+ * matrix products; MViTv2's relative positions ("bythwc,hkc->bythwk") merge
+ * several free indices into MatMul's rows by a Reshape whose shape comes from
+ * the operands' (Shape, Gather, Mul, Concat: folded at plan time, when shapes
+ * are known). The lowered nodes are named <einsum>/<step>, so a message or a
+ * plan names the Einsum they came from. */
 #include "ir/ops/op_einsum.h"
 
 #include <stdio.h>
@@ -63,6 +66,19 @@ static void attr_int(lowering *w, int node, const char *name, int64_t v) {
     ir_node_add_attr(w->g, node, &a);
 }
 
+/* A 1-d int64 initializer of the n values v (-1 when dry: nothing added). */
+static int const_ints(lowering *w, const char *what, int n, const int64_t *v) {
+    if (w->dry) return -1;
+    int a = new_tensor(w, what, IR_DTYPE_INT64);
+    ir_tensor *t = &w->g->tensors[a];
+    int64_t dims[1] = {n};
+    ir_tensor_set_shape(t, 1, dims);
+    ir_tensor_set_data(t, v, (size_t)n * sizeof *v);
+    t->is_initializer = true;
+    t->kind = IR_KIND_CONSTANT;
+    return a;
+}
+
 /* Unsqueeze / Squeeze / ReduceSum of x over axes: the axes an input from
  * opset 13 on (an int64 initializer), the attribute before. */
 static int emit_axes(lowering *w, op_kind k, const char *what, int x, int n, const int64_t *axes) {
@@ -72,19 +88,44 @@ static int emit_axes(lowering *w, op_kind k, const char *what, int x, int n, con
         return y;
     }
     if (w->g->opset >= 13) {
-        int a = new_tensor(w, "axes", IR_DTYPE_INT64);
-        ir_tensor *t = &w->g->tensors[a];
-        int64_t dims[1] = {n};
-        ir_tensor_set_shape(t, 1, dims);
-        ir_tensor_set_data(t, axes, (size_t)n * sizeof *axes);
-        t->is_initializer = true;
-        t->kind = IR_KIND_CONSTANT;
-        node = emit(w, k, what, x, a, &y);
+        node = emit(w, k, what, x, const_ints(w, "axes", n, axes), &y);
     } else {
         node = emit(w, k, what, x, -1, &y);
         attr_ints(w, node, "axes", n, axes);
     }
     if (k == OP_REDUCE_SUM) attr_int(w, node, "keepdims", 0);
+    return y;
+}
+
+/* Dims [from, from + n) of the shape tensor sh, as a 1-d int64 tensor of n
+ * values (Gather), or of their product, one value (Gather, then Mul); a
+ * constant [1] when n is 0. */
+static int shape_dims(lowering *w, int sh, int from, int n, bool product) {
+    int64_t idx[EINSUM_MAX_INDICES];
+    if (n == 0) return const_ints(w, "one", 1, (int64_t[]){1});
+    int y;
+    if (!product || n == 1) {
+        for (int i = 0; i < n; i++) idx[i] = from + i;
+        emit(w, OP_GATHER, "dims", sh, const_ints(w, "at", n, idx), &y);
+        return y;
+    }
+    int acc = shape_dims(w, sh, from, 1, false);
+    for (int i = 1; i < n; i++) {
+        int d = shape_dims(w, sh, from + i, 1, false);
+        emit(w, OP_MUL, "size", acc, d, &acc);
+    }
+    return acc;
+}
+
+/* x reshaped to the concatenation of the n 1-d int64 tensors parts. */
+static int reshape_to(lowering *w, int x, int n, const int *parts) {
+    int shape = -1, y;
+    int node = emit(w, OP_CONCAT, "shape", parts[0], n > 1 ? parts[1] : -1, &shape);
+    if (node >= 0) {
+        for (int i = 2; i < n; i++) ir_node_add_input(w->g, node, parts[i]);
+        attr_int(w, node, "axis", 0);
+    }
+    emit(w, OP_RESHAPE, "reshape", x, shape, &y);
     return y;
 }
 
@@ -173,6 +214,39 @@ static int parse(const char *eq, int n_in, char terms[2][EINSUM_MAX_INDICES + 1]
     return OC_OK;
 }
 
+/* The general case: a -> [S.., M.., K..] reshaped to [S.., prod M, prod K],
+ * b -> [S.., K.., N..] to [S.., prod K, prod N], one MatMul, its [S.., prod M,
+ * prod N] reshaped to [S.., M.., N..] (r's letters S M N). The sizes come from
+ * Shape nodes of the transposed operands, so they fold at plan time. */
+static void contract_merged(lowering *w, operand *a, operand *b, const char *S, const char *M,
+                            const char *K, const char *N, operand *r) {
+    int s = (int)strlen(S), m = (int)strlen(M), k = (int)strlen(K), n = (int)strlen(N);
+    char at[EINSUM_MAX_INDICES + 1], bt[EINSUM_MAX_INDICES + 1];
+    snprintf(at, sizeof at, "%s%s%s", S, M, K);
+    snprintf(bt, sizeof bt, "%s%s%s", S, K, N);
+    transpose_to(w, a, at);
+    transpose_to(w, b, bt);
+    int sa, sb, y;
+    emit(w, OP_SHAPE, "shape_of", a->t, -1, &sa);
+    emit(w, OP_SHAPE, "shape_of", b->t, -1, &sb);
+    int pa[3], pb[3], pr[2], na = 0, nb = 0;
+    if (s) pa[na++] = shape_dims(w, sa, 0, s, false);
+    pa[na++] = shape_dims(w, sa, s, m, true);
+    pa[na++] = shape_dims(w, sa, s + m, k, true);
+    if (s) pb[nb++] = shape_dims(w, sb, 0, s, false);
+    pb[nb++] = shape_dims(w, sb, s, k, true);
+    pb[nb++] = shape_dims(w, sb, s + k, n, true);
+    int np = 0; /* the result's shape: S and M's sizes, then N's */
+    if (s + m) pr[np++] = shape_dims(w, sa, 0, s + m, false);
+    if (n) pr[np++] = shape_dims(w, sb, s + k, n, false);
+    int a2 = reshape_to(w, a->t, na, pa), b2 = reshape_to(w, b->t, nb, pb);
+    emit(w, OP_MATMUL, "matmul", a2, b2, &y);
+    if (np) y = reshape_to(w, y, np, pr);
+    else y = emit_axes(w, OP_SQUEEZE, "squeeze", y, 2, (int64_t[]){0, 1}); /* a scalar */
+    r->t = y;
+    snprintf(r->idx, sizeof r->idx, "%s%s%s", S, M, N);
+}
+
 /* Two operands, after sum_alone: one MatMul between transposes and
  * unsqueezes; the result's letters in r. */
 static int contract(lowering *w, operand *a, operand *b, const char *outl, operand *r,
@@ -188,14 +262,13 @@ static int contract(lowering *w, operand *a, operand *b, const char *outl, opera
     pick(outl, a->idx, false, tmp);
     pick(tmp, b->idx, true, N); /* b's alone */
     size_t s = strlen(S), k = strlen(K), m = strlen(M), n = strlen(N);
-    if (k > 1)
-        return oc_fail(err, "it contracts %zu indices at once (%s); one at most is supported", k,
-                       K);
-    if (s > 0 && (m > 1 || n > 1))
-        return oc_fail(err,
-                       "batch indices '%s' with %zu free indices on one side; at most one a "
-                       "side is supported",
-                       S, m > n ? m : n);
+    /* several contracted indices, several free ones beside batch indices, or several
+     * free ones on both sides: merged by Reshapes */
+    if (k > 1 || (s > 0 && (m > 1 || n > 1)) || (m > 1 && n > 1)) {
+        contract_merged(w, a, b, S, M, K, N, r);
+        return OC_OK;
+    }
+    (void)err;
     if (m <= 1 && n > 1) { /* the side with many free indices goes first: MatMul's rows */
         operand *t = a;
         a = b, b = t;
@@ -203,7 +276,6 @@ static int contract(lowering *w, operand *a, operand *b, const char *outl, opera
         size_t z = m;
         m = n, n = z;
     }
-    if (n > 1) return oc_fail(err, "both sides have several free indices; not supported");
     /* a -> [S, M.., K|1] (M: one letter, or 1 when none, unless rows), b -> [S, K|1, N|1] */
     char at[EINSUM_MAX_INDICES + 1], bt[EINSUM_MAX_INDICES + 1];
     snprintf(at, sizeof at, "%s%s%s", S, M, K);

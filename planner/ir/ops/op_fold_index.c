@@ -2,7 +2,12 @@
  * write around a network: torch 2.x builds Swin's shifted-window attention mask
  * with ScatterND (slice assignments into zeros) and reads its relative-position
  * bias table with GatherND (table[index]).
- * - ScatterND folds when data, indices and updates are plan-time values.
+ * - ScatterND folds when data, indices and updates are plan-time values. With
+ *   run-time data or updates (a slice assignment to an activation, as MViTv2's
+ *   `attn[:, :, 1:, 1:] += rel_pos` exports) and plan-time indices, reduction
+ *   none and no index row twice, it runs as a kernel: y = data with the rows
+ *   replaced. Its gradient ScatterNDGrad(dY, indices) gives dData (dY with those
+ *   rows 0, attribute updates 0) and dUpdates (dY's rows, updates 1).
  * - GatherND folds when both inputs are; with run-time data (a parameter, an
  *   activation) and plan-time indices of one coordinate (batch_dims 0, the last
  *   dim of indices 1) it is Gather(data, indices without that dim, axis 0): the
@@ -40,13 +45,55 @@ static int index_input(ir_graph *g, ir_node *n, int i, ir_tensor **idx, oc_err *
     return OC_OK;
 }
 
+/* ScatterND on run-time data or updates (scatter_nd_infer checked the shapes
+ * and the reduction): plan-time indices inside data, each row once (the
+ * gradient of a row written twice would be ambiguous); the output like data. */
+static int scatter_nd_run_time(ir_graph *g, ir_node *n, const ir_tensor *x, const ir_tensor *idx,
+                               const ir_tensor *u, int k, int mode, oc_err *err) {
+    if (!op_is_value(idx))
+        return oc_fail(err,
+                       "indices '%s' are computed at run time; outcore takes ScatterND with "
+                       "plan-time indices",
+                       idx->name);
+    if (mode != 0)
+        return oc_fail(err,
+                       "ScatterND with a reduction on run-time data or updates ('%s', '%s') is "
+                       "not supported (reduction none is)",
+                       x->name, u->name);
+    if (!ir_dtype_is_compute(x->dtype))
+        return oc_fail(err, "ScatterND of %s tensors computed at run time is not supported",
+                       ir_dtype_name(x->dtype));
+    int64_t rows = 1, blocks = 1;
+    for (int d = 0; d + 1 < idx->rank; d++) rows *= idx->dims[d];
+    for (int d = 0; d < k; d++) blocks *= x->dims[d];
+    uint8_t *seen = oc_calloc((size_t)blocks + 1, 1);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off, bad;
+        bool inside = index_row_offset(idx, r, k, x->dims, &off, &bad);
+        if (!inside || seen[off]) {
+            oc_free(seen);
+            return inside ? oc_fail(err, "indices '%s' row %" PRId64 " repeats an earlier row",
+                                    idx->name, r)
+                          : oc_fail(err,
+                                    "indices '%s' row %" PRId64 ": coordinate %" PRId64
+                                    " is outside data '%s'",
+                                    idx->name, r, bad, x->name);
+        }
+        seen[off] = 1;
+    }
+    oc_free(seen);
+    op_set_out_like(g, n, 0, x);
+    return OC_OK;
+}
+
 /* ScatterND(data, indices, updates): a copy of data where each index row's slab
- * is replaced by (or, with `reduction`, combined with) its slab of updates. */
+ * is replaced by (or, with `reduction`, combined with) its slab of updates.
+ * Folded when all three are plan-time values, else a kernel (scatter_nd_run_time). */
 static int scatter_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x, *idx, *u;
-    if (op_fold_need_value(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
-        op_fold_need_value(g, n, 1, &idx, err) || op_fold_need_value(g, n, 2, &u, err))
+    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
+        op_in_shaped(g, n, 2, &u, err))
         return OC_ERR;
     int64_t kk = idx->dims[idx->rank - 1];
     if (kk < 1 || kk > x->rank)
@@ -72,6 +119,11 @@ static int scatter_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err)
                : strcmp(red, "min") == 0 ? 4
                                          : -1;
     if (mode < 0) return oc_fail(err, "reduction '%s' is not one of none, add, mul, max, min", red);
+    if (!op_is_value(x) || !op_is_value(u))
+        return scatter_nd_run_time(g, n, x, idx, u, k, mode, err);
+    if (op_fold_need_value(g, n, 0, &x, err) || op_fold_need_value(g, n, 1, &idx, err) ||
+        op_fold_need_value(g, n, 2, &u, err))
+        return OC_ERR;
     op_set_out_like(g, n, 0, x);
     int64_t numel, rows = 1, slab = 1;
     for (int d = 0; d + 1 < idx->rank; d++) rows *= idx->dims[d];
@@ -236,9 +288,70 @@ static int gather_nd_grad(grad_ctx *c) {
     return oc_fail(grad_err(c), "GatherND reached the gradient builder; it should be a Gather");
 }
 
-static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
+/* ScatterNDGrad(dY, indices; updates): dData, dY's shape, the indexed rows 0
+ * (updates 0), or dUpdates, indices' dims but the last then dY's after the
+ * first k, the indexed rows of dY (updates 1). */
+static int scatter_nd_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *dy, *idx;
+    if (op_in_shaped(g, n, 0, &dy, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
+    int64_t k = idx->dims[idx->rank - 1], y[IR_MAX_RANK];
+    int rank = 0;
+    if (k < 1 || k > dy->rank || idx->rank - 1 + dy->rank - k > IR_MAX_RANK)
+        return oc_fail(err, "indices '%s' do not fit '%s'", idx->name, dy->name);
+    if (ir_attr_int(n, "updates", 0) == 0) {
+        op_set_out_like(g, n, 0, dy);
+        return OC_OK;
+    }
+    for (int d = 0; d + 1 < idx->rank; d++) y[rank++] = idx->dims[d];
+    for (int d = (int)k; d < dy->rank; d++) y[rank++] = dy->dims[d];
+    op_set_out(g, n, 0, dy->dtype, rank, y);
+    return OC_OK;
+}
 
-FOLD_OP(op_def_scatter_nd, 3, scatter_nd_infer);
+static int scatter_nd_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g, (void)err;
+    op_args_new(n)->scatter_nd_grad.updates = ir_attr_int(n, "updates", 0) != 0;
+    return OC_OK;
+}
+
+/* dData = ScatterNDGrad(dY, indices; updates 0), dUpdates = (..; updates 1),
+ * each only when its input wants one. Reads the indices (a constant). */
+static int scatter_nd_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    for (int i = 0; i <= 2; i += 2) {
+        if (!grad_wants(c, i)) continue;
+        int b = grad_node(c, i ? "grad_updates" : "grad_data", OP_SCATTER_ND_GRAD);
+        grad_in(c, b, dy);
+        grad_in(c, b, grad_fwd_in(c, 1));
+        grad_attr_int(c, b, "updates", i == 2);
+        grad_out_dx(c, b, i);
+        if (grad_finish(c, b)) return OC_ERR;
+    }
+    return OC_OK;
+}
+
+static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
+static const op_role data_const_data[] = {OP_IN_DATA, OP_IN_CONST, OP_IN_DATA};
+
+const op_def op_def_scatter_nd = {.min_inputs = 3,
+                                  .max_inputs = 3,
+                                  .min_outputs = 1,
+                                  .max_outputs = 1,
+                                  .roles = data_const_data,
+                                  .n_roles = 3,
+                                  .infer = scatter_nd_infer,
+                                  .grad = scatter_nd_grad,
+                                  .saved_inputs = 0x2};
+const op_def op_def_scatter_nd_grad = {.min_inputs = 2,
+                                       .max_inputs = 2,
+                                       .min_outputs = 1,
+                                       .max_outputs = 1,
+                                       .roles = data_then_const,
+                                       .n_roles = 2,
+                                       .infer = scatter_nd_grad_infer,
+                                       .decode = scatter_nd_grad_decode};
 /* Input 0 may be a parameter (a bias table): a data role, so it keeps its kind. */
 const op_def op_def_gather_nd = {.min_inputs = 2,
                                  .max_inputs = 2,

@@ -73,6 +73,7 @@
     X(CONSTANT, "Constant", ONNX, constant, constant)                                              \
     X(SHAPE, "Shape", ONNX, shape, shape)                                                          \
     X(GATHER, "Gather", ONNX, gather, gather)                                                      \
+    X(SCATTER_ND, "ScatterND", ONNX, scatter_nd, scatter_nd)                                       \
     X(IDENTITY, "Identity", ONNX, identity, copy)                                                  \
     X(SQUEEZE, "Squeeze", ONNX, squeeze, copy)                                                     \
     X(TRANSPOSE, "Transpose", ONNX, transpose, transpose)                                          \
@@ -116,6 +117,7 @@
     X(BROADCAST_TO, "BroadcastTo", OC, broadcast_to, broadcast_to)                                 \
     X(SLICE_GRAD, "SliceGrad", OC, slice_grad, slice_grad)                                         \
     X(GATHER_GRAD, "GatherGrad", OC, gather_grad, gather_grad)                                     \
+    X(SCATTER_ND_GRAD, "ScatterNDGrad", OC, scatter_nd_grad, scatter_nd_grad)                      \
     X(RESIZE_GRAD, "ResizeGrad", OC, resize_grad, resize_grad)                                     \
     X(MATMUL_GRAD_A, "MatMulGradA", OC, matmul_grad_a, matmul)                                     \
     X(MATMUL_GRAD_B, "MatMulGradB", OC, matmul_grad_b, matmul)                                     \
@@ -140,7 +142,6 @@
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)                         \
     X(MAX, "Max", ONNX, min_max, none)                                                             \
     X(MIN, "Min", ONNX, min_max, none)                                                             \
-    X(SCATTER_ND, "ScatterND", ONNX, scatter_nd, none)                                             \
     X(GATHER_ND, "GatherND", ONNX, gather_nd, none)
 
 /* Ops the importer rewrites into others (op_einsum.c): never in a graph. */
@@ -167,7 +168,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 109
+#define OP_LIST_COUNT 110
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -128,6 +128,9 @@ part_r50() {
     faster "$(ips "$LOG/$R b$RB fp32 nhwc measured.log")" "$R_BEST" &&
         R_BEST=$(ips "$LOG/$R b$RB fp32 nhwc measured.log") R_L="--layout nhwc" R_A="--conv-algo measure"
     h_ratio "  fused / no-fuse" "$R_FUSED" "$(ips "$LOG/$R b$RB fp32 no-fuse.log")"
+    # outcore-run's own default: --layout auto weighs both layouts on the GPU's preset
+    h_run "$R b$RB fp32 default layout" "$LOG/${R}_h.onnx" $RB "$RD" --layout auto &&
+        row "  its choice" "$(grep -o -- '--layout auto: .*' "$LOG/$R b$RB fp32 default layout.log" || echo "no notice (no preset for this GPU's name?)")"
 }
 part_bf16() {
     h_model $R $RSZ && [ -f "$LOG/h_x.pb" ] || batch_files h_ $RB $RSZ $RCL

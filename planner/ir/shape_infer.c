@@ -77,7 +77,7 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
  * constant (one pass over the nodes in reverse; before shapes are known). A
  * float initializer read as data without such a path (a causal-mask buffer
  * compared with Equal) gets no gradient: it is a constant, not a parameter. */
-static bool *float_flow(const ir_graph *g) {
+static bool *float_flow_through(const ir_graph *g, bool scatter) {
     bool *flows = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
     for (int i = 0; i < g->n_outputs; i++) flows[g->outputs[i]] = true;
     for (int i = g->n_nodes - 1; i >= 0; i--) {
@@ -87,10 +87,44 @@ static bool *float_flow(const ir_graph *g) {
         for (int o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0 && flows[n->outputs[o]]) out = true;
         bool copy = n->op == OP_SWAP_OUT || n->op == OP_SWAP_IN;
-        if (!out || (!d->grad && !copy)) continue;
+        if (!out || (!d->grad && !copy) || (!scatter && n->op == OP_SCATTER_ND)) continue;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST) flows[n->inputs[k]] = true;
     }
+    return flows;
+}
+
+/* float_flow_through with ScatterND passing flow to a non-scalar only: a scalar
+ * float initializer whose one path to an output is a ScatterND's update (Swin's
+ * window-mask numbers, slice-assigned into a zeros buffer; torch.export lifts
+ * each into an initializer) is a constant, as it was while ScatterND ran at plan
+ * time only; a tensor one there trains (MViTv2's relative positions, added into
+ * the attention by a slice assignment). The scalars taken so are named in one
+ * notice. */
+static bool *float_flow(ir_graph *g) {
+    bool *flows = float_flow_through(g, false), *through = float_flow_through(g, true);
+    char names[256] = "";
+    int n = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const ir_tensor *x = &g->tensors[t];
+        int64_t numel = 0;
+        if (!x->is_initializer || !ir_dtype_is_float(x->dtype) || flows[t] || !through[t]) continue;
+        if (!ir_tensor_numel(x, &numel) || numel != 1) {
+            flows[t] = true;
+            continue;
+        }
+        if (n++ < 2)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'",
+                     n > 1 ? ", " : "", x->name);
+    }
+    if (n)
+        ir_graph_note(g,
+                      "%d scalar float initializer%s (%s%s) reach%s the loss only as a "
+                      "ScatterND's update (a number slice-assigned into a buffer): taken as "
+                      "constant%s, not trained",
+                      n, n > 1 ? "s" : "", names, n > 2 ? ", ..." : "", n > 1 ? "" : "es",
+                      n > 1 ? "s" : "");
+    oc_free(through);
     return flows;
 }
 

@@ -351,36 +351,28 @@ static int64_t scatter_block(const ir_tensor *ti, const void *idx, int64_t r, in
 }
 
 /* ScatterND of run-time data (reduction none): y = data, each index row's slab
- * replaced by its slab of updates. */
-int cpu_scatter_nd(const kernel_args *a, oc_err *err) {
+ * replaced by its slab of updates. ScatterNDGrad(dY, indices): dData (dY with
+ * those slabs 0) or, with updates, dUpdates (those slabs of dY, in index order). */
+static int scatter_nd_run(const kernel_args *a, bool grad, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
     size_t es = esize(a, x, err);
     if (!es) return OC_ERR;
     int k = (int)ti->dims[ti->rank - 1];
     int64_t rows = kernel_numel(ti) / k, slab = prod(x->dims, k, x->rank);
-    if (a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], (size_t)kernel_numel(x) * es);
-    for (int64_t r = 0; r < rows; r++)
-        memcpy((char *)a->out[0] + (size_t)(scatter_block(ti, a->in[1], r, k, x->dims) * slab) * es,
-               (const char *)a->in[2] + (size_t)(r * slab) * es, (size_t)slab * es);
-    return OC_OK;
-}
-
-/* ScatterNDGrad(dY, indices): dData (dY with the index rows' slabs 0) or, with
- * updates, dUpdates (those slabs of dY, in index order). */
-int cpu_scatter_nd_grad(const kernel_args *a, oc_err *err) {
-    const ir_tensor *dy = kernel_in(a, 0), *ti = kernel_in(a, 1);
-    size_t es = esize(a, dy, err);
-    if (!es) return OC_ERR;
-    int k = (int)ti->dims[ti->rank - 1];
-    int64_t rows = kernel_numel(ti) / k, slab = prod(dy->dims, k, dy->rank);
-    bool updates = op_args_of(a->n)->scatter_nd_grad.updates;
-    if (!updates) memcpy(a->out[0], a->in[0], (size_t)kernel_numel(dy) * es);
+    size_t row = (size_t)slab * es;
+    bool updates = grad && op_args_of(a->n)->scatter_nd_grad.updates;
+    if (!updates && a->out[0] != a->in[0])
+        memcpy(a->out[0], a->in[0], (size_t)kernel_numel(x) * es);
     for (int64_t r = 0; r < rows; r++) {
-        size_t at = (size_t)(scatter_block(ti, a->in[1], r, k, dy->dims) * slab) * es;
-        if (updates)
-            memcpy((char *)a->out[0] + (size_t)(r * slab) * es, (const char *)a->in[0] + at,
-                   (size_t)slab * es);
-        else memset((char *)a->out[0] + at, 0, (size_t)slab * es);
+        char *at = (char *)(updates ? a->in[0] : a->out[0]) +
+                   (size_t)scatter_block(ti, a->in[1], r, k, x->dims) * row;
+        if (updates) memcpy((char *)a->out[0] + (size_t)r * row, at, row);
+        else if (grad) memset(at, 0, row);
+        else memcpy(at, (const char *)a->in[2] + (size_t)r * row, row);
     }
     return OC_OK;
 }
+
+int cpu_scatter_nd(const kernel_args *a, oc_err *err) { return scatter_nd_run(a, false, err); }
+
+int cpu_scatter_nd_grad(const kernel_args *a, oc_err *err) { return scatter_nd_run(a, true, err); }

@@ -44,7 +44,7 @@ int cli_load(const cli_model_opts *o, ir_graph **g, oc_err *err) {
     if (!o->model) return oc_fail(err, "no MODEL given (see --help)");
     ir_bind_opts b = {.batch = o->batch, .dims = o->dims, .n_dims = o->n_dims};
     if (ir_load_model(o->model, &b, g, err)) return OC_ERR;
-    ir_graph_print_notes(*g, "outcore-plan", stderr);
+    ir_graph_print_notes(*g, "outcore-plan", o->quiet ? NULL : stderr);
     return OC_OK;
 }
 

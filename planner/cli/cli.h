@@ -16,6 +16,7 @@ typedef struct cli_model_opts {
     int64_t batch;
     ir_dim_binding *dims; /* owned (names point into argv) */
     int n_dims;
+    bool quiet; /* cli_load prints no notices (a second load of the same model) */
 } cli_model_opts;
 
 /* Training options: --loss softmax-ce|model, --lr, --momentum, --weight-decay.

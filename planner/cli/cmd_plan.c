@@ -59,7 +59,9 @@ int cli_plan_env_load(cli_plan_env *e, oc_err *err) {
     if (e->reserve && oc_parse_bytes(e->reserve, &e->reserve_bytes, err))
         return oc_fail_prefix(err, "--reserve");
     ir_graph *g;
-    if (e->quiet ? cli_load(&e->mo, &g, err) || train_build(g, &e->to, &e->tg, err)
+    cli_model_opts quiet_mo = e->mo; /* a second load: its notices were said by the first */
+    quiet_mo.quiet = true;
+    if (e->quiet ? cli_load(&quiet_mo, &g, err) || train_build(g, &e->to, &e->tg, err)
                  : cli_load_training(&e->mo, &e->to, &e->tg, err))
         return OC_ERR;
     if (e->profile) {

@@ -130,7 +130,7 @@ void ir_graph_free(ir_graph *g) {
 
 void ir_graph_print_notes(ir_graph *g, const char *prog, FILE *f) {
     for (int i = 0; i < g->n_notes; i++) {
-        fprintf(f, "%s: notice: %s\n", prog, g->notes[i]);
+        if (f) fprintf(f, "%s: notice: %s\n", prog, g->notes[i]);
         oc_free(g->notes[i]);
     }
     g->n_notes = 0;

@@ -184,7 +184,7 @@ ir_graph *ir_graph_new(void);
 void ir_graph_free(ir_graph *g);
 /* Records a notice (one line, no trailing newline). */
 void ir_graph_note(ir_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Prints the notices ("<prog>: notice: ...") to f and forgets them. */
+/* Prints the notices ("<prog>: notice: ...") to f (NULL: nowhere) and forgets them. */
 void ir_graph_print_notes(ir_graph *g, const char *prog, FILE *f);
 
 /* Tensor with this name, or -1. */

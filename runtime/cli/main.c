@@ -32,9 +32,10 @@
 typedef struct run_opts {
     const char *model, *backend, *input, *labels, *save, *dump, *profile_out, *trace_out;
     const char *data, *eval_data, *eval_labels, *resume;
-    const char *device;      /* --device PRESET: the figures --layout auto weighs */
-    const char *device_file; /* --device-file FILE: the same from a device JSON */
-    bool layout_fixed;       /* --layout nchw|nhwc (else auto) */
+    const char *device;            /* --device PRESET: the figures --layout auto weighs */
+    const char *device_file;       /* --device-file FILE: the same from a device JSON */
+    profile_device device_figures; /* what --device / --device-file gave (parsed once) */
+    bool layout_fixed;             /* --layout nchw|nhwc (else auto) */
     int64_t batch, steps, epochs, budget, save_every;
     bool steps_set;
     uint64_t seed;
@@ -221,10 +222,10 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         int64_t n;
         if (strcmp(a, "--layout") == 0 && strcmp(v, "auto") == 0) continue; /* the default */
         o->layout_fixed = o->layout_fixed || strcmp(a, "--layout") == 0;
-        if (strncmp(a, "--device", 8) == 0) { /* checked here, read again in run() */
-            profile_device d;
+        if (strncmp(a, "--device", 8) == 0) {
             bool file = a[8] == '-';
-            if (file ? device_read_file(v, &d, err) : device_preset_find(v, &d, err))
+            profile_device *d = &o->device_figures;
+            if (file ? device_read_file(v, d, err) : device_preset_find(v, d, err))
                 return oc_fail_prefix(err, "%s", a);
             *(file ? &o->device_file : &o->device) = v;
             o->lo.structure_set = a; /* weighs a forward model's step only */
@@ -562,14 +563,12 @@ static int run(const run_opts *o, oc_err *err) {
         goto out;
     }
     rt_load_opts lo = o->lo;
-    profile_device dev;
+    profile_device dev = o->device_figures;
     const char *preset = o->device_file ? o->device_file
                          : o->device    ? o->device
                                         : device_preset_for_gpu(b->device_name);
     if (!o->layout_fixed && preset) {
-        if (o->device_file ? device_read_file(preset, &dev, err)
-                           : device_preset_find(preset, &dev, err))
-            goto out;
+        if (!o->device && !o->device_file && device_preset_find(preset, &dev, err)) goto out;
         lo.layout_device = &dev;
     }
     if (rt_load(o->model, &lo, &tg, &info, err)) goto out;

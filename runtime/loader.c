@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ops/op_table.h"
 #include "ir/shape_infer.h"
 #include "plan/plan_file.h"
 #include "plan/profile.h"
@@ -54,6 +55,12 @@ static int load_training_graph(const uint8_t *buf, size_t len, const char *path,
     return OC_OK;
 }
 
+bool rt_graph_has_conv(const ir_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (op_is_conv(g->nodes[i].op)) return true;
+    return false;
+}
+
 /* A forward model's in-core training step built with to; *batch its input's. */
 static int build_step(const uint8_t *buf, size_t len, const char *path, const rt_load_opts *o,
                       const train_opts *to, train_graph **out, int64_t *batch, oc_err *err) {
@@ -76,6 +83,7 @@ static void weigh_layout(const uint8_t *buf, size_t len, const char *path, const
     train_graph *nhwc = NULL;
     int64_t batch;
     oc_err ignored;
+    if (!rt_graph_has_conv((*tg)->g)) return; /* nothing for the layout to move */
     if (build_step(buf, len, path, o, &alt, &nhwc, &batch, &ignored) ||
         nhwc->g->n_nodes == (*tg)->g->n_nodes) {
         train_graph_free(nhwc);

@@ -52,6 +52,9 @@ typedef struct rt_model_info {
 } rt_model_info;
 void rt_model_info_free(rt_model_info *info);
 
+/* True when g has a convolution (or a convolution gradient): a node the layout moves. */
+bool rt_graph_has_conv(const ir_graph *g);
+
 int rt_load(const char *path, const rt_load_opts *o, train_graph **out, rt_model_info *info,
             oc_err *err);
 /* The same on a file's bytes (path names it in messages; external data

@@ -541,12 +541,6 @@ static int save_checkpoint(rt_exec *x, train_graph *tg, const run_opts *o, const
     return rt_save(x, tg, o->save, &ck, err);
 }
 
-static bool has_conv(const ir_graph *g) {
-    for (int i = 0; i < g->n_nodes; i++)
-        if (op_is_conv(g->nodes[i].op)) return true;
-    return false;
-}
-
 static int run(const run_opts *o, oc_err *err) {
     train_graph *tg = NULL;
     rt_backend *b = NULL;
@@ -580,7 +574,7 @@ static int run(const run_opts *o, oc_err *err) {
                 info.layout_nhwc ? "nhwc" : "nchw", preset, info.layout_nhwc_s * 1e3,
                 info.layout_nchw_s * 1e3);
     else if (!o->layout_fixed && !preset && b->device_name[0] && !info.is_training_graph &&
-             has_conv(tg->g))
+             rt_graph_has_conv(tg->g))
         fprintf(stderr,
                 "outcore-run: notice: --layout auto: nchw, the model's own (no device preset "
                 "for '%s'; --device PRESET weighs channels-last with its figures)\n",

@@ -51,6 +51,50 @@ __host__ __device__
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.79788456f * (1.0f + 0.134145f * x * x);
 }
 
+/* Softplus as PyTorch computes it (beta 1, threshold 20): x above 20, else log(1 + e^x). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    oc_softplus(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+}
+
+/* d/dx Mish(x) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = log(1 + e^x): PyTorch's
+ * mish_backward. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    oc_mish_grad(float x) {
+    float t = tanhf(log1pf(expf(x))), sig = 1.0f / (1.0f + expf(-x));
+    return t + x * sig * (1.0f - t * t);
+}
+
+/* MinMaxGrad: the gradient of Max's / Min's input `input` (0: a, 1: b) at one element:
+ * dY where it won, half where they tie, both where a NaN is involved (torch.maximum's
+ * rule: where(a == b, dY / 2, dY) with 0 where it lost). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    oc_min_max_grad(float dy, float a, float b, int max, int input) {
+    float mine = input ? b : a, other = input ? a : b;
+    if (mine == other) return 0.5f * dy;
+    return (max ? mine < other : mine > other) ? 0.0f : dy;
+}
+
+/* PReluGrad at one element: dX (input 0) = x > 0 ? dY : slope dY; the slope's term
+ * (input 1) = x > 0 ? 0 : x dY (PyTorch's prelu backward). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    oc_prelu_grad(float dy, float x, float slope, int input) {
+    if (input) return x > 0.0f ? 0.0f : x * dy;
+    return x > 0.0f ? dy : slope * dy;
+}
+
 #define OC_POINTWISE_FORWARD(X)                                                                    \
     X(RELU, oc_relu(x))                                                                            \
     X(SIGMOID, 1.0f / (1.0f + expf(-x)))                                                           \
@@ -62,7 +106,19 @@ __host__ __device__
     X(POW, powf(x, p0)) /* p0: the constant exponent */                                            \
     /* p0 = 0: the erf form; p0 = 1: the tanh approximation */                                     \
     X(GELU, p0 == 0.0f ? 0.5f * x * (1.0f + erff(x * 0.70710678f))                                 \
-                       : 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x))))
+                       : 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x))))     \
+    X(NEG, -x)                                                                                     \
+    X(EXP, expf(x))                                                                                \
+    X(LOG, logf(x))                                                                                \
+    X(ABS, fabsf(x))                                                                               \
+    X(RECIPROCAL, 1.0f / x)                                                                        \
+    X(LEAKY_RELU, x < 0.0f ? p0 * x : x)             /* p0: alpha */                               \
+    X(ELU, x > 0.0f ? x : p0 * expm1f(x))            /* p0: alpha */                               \
+    X(SELU, x > 0.0f ? p1 * x : p1 * p0 * expm1f(x)) /* p0: alpha, p1: gamma */                    \
+    X(SOFTPLUS, oc_softplus(x))                                                                    \
+    X(MISH, x *tanhf(log1pf(expf(x))))                                                             \
+    X(SIN, sinf(x))                                                                                \
+    X(COS, cosf(x))
 
 #define OC_POINTWISE_GRAD(X)                                                                       \
     X(RELU_GRAD, oc_relu_grad(dy, s))                                                /* s = y */   \
@@ -71,9 +127,21 @@ __host__ __device__
     X(HARD_SIGMOID_GRAD, (p0 * s + p1 > 0.0f && p0 * s + p1 < 1.0f) ? dy *p0 : 0.0f) /* s = x */   \
     /* s = x; PyTorch's hardswish_backward: 0 below -3, dy above 3, else dy * (2x + 3) / 6 */      \
     X(HARD_SWISH_GRAD, s < -3.0f ? 0.0f : s <= 3.0f ? dy * (s * (1.0f / 3.0f) + 0.5f) : dy)        \
-    X(ERF_GRAD, dy * 1.12837917f * expf(-s * s)) /* s = x */                                       \
-    X(SQRT_GRAD, dy * 0.5f / s)                  /* s = y */                                       \
-    X(POW_GRAD, dy *p0 *powf(s, p0 - 1.0f))      /* s = x */                                       \
-    X(GELU_GRAD, dy *oc_gelu_grad(s, p0))        /* s = x */
+    X(ERF_GRAD, dy * 1.12837917f * expf(-s * s))       /* s = x */                                 \
+    X(SQRT_GRAD, dy * 0.5f / s)                        /* s = y */                                 \
+    X(POW_GRAD, dy *p0 *powf(s, p0 - 1.0f))            /* s = x */                                 \
+    X(GELU_GRAD, dy *oc_gelu_grad(s, p0))              /* s = x */                                 \
+    X(EXP_GRAD, dy *s)                                 /* s = y */                                 \
+    X(LOG_GRAD, dy / s)                                /* s = x */                                 \
+    X(ABS_GRAD, s > 0.0f ? dy : s < 0.0f ? -dy : 0.0f) /* s = x */                                 \
+    X(RECIPROCAL_GRAD, -dy *(s * s))                   /* s = y */                                 \
+    X(LEAKY_RELU_GRAD, s > 0.0f ? dy : dy * p0)        /* s = x */                                 \
+    /* s = x; PyTorch's elu_backward from the input (Selu: scale gamma) */                         \
+    X(ELU_GRAD, s <= 0.0f ? dy * p0 * expf(s) : dy)                                                \
+    X(SELU_GRAD, s <= 0.0f ? dy * p1 * p0 * expf(s) : dy * p1)                                     \
+    X(SOFTPLUS_GRAD, s > 20.0f ? dy : dy * (expf(s) / (expf(s) + 1.0f))) /* s = x */               \
+    X(MISH_GRAD, dy *oc_mish_grad(s))                                    /* s = x */               \
+    X(SIN_GRAD, dy *cosf(s))                                             /* s = x */               \
+    X(COS_GRAD, -dy *sinf(s))                                            /* s = x */
 
 #endif

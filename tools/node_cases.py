@@ -3,6 +3,8 @@
 backend test data (model.onnx, test_data_set_0/input_*.pb, output_0.pb), for
 tests/unit/test_conformance.c. The official data checks Einsum in float64 only, which
 outcore's MatMul does not take; these cases are float32, references from numpy in float64.
+Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
+(outcore reads 9 to 21) and no Mish: their spec formulas are written here at opsets 13 and 18.
 A case named *_refused must be rejected by the importer with a message.
 
     /usr/bin/python3 tools/node_cases.py      # Debian's python3-onnx and numpy
@@ -49,18 +51,34 @@ EINSUM = [
 ]
 
 
+SELU_A, SELU_G = 1.67326319217681884765625, 1.05070102214813232421875
+# (case name, op, attributes, reference of x in float64, opset)
+ACTIVATIONS = [
+    ("elu", "Elu", {"alpha": 2.0}, lambda x: np.where(x > 0, x, 2.0 * (np.exp(x) - 1)), 13),
+    ("elu_default", "Elu", {}, lambda x: np.where(x > 0, x, np.exp(x) - 1), 13),
+    ("selu", "Selu", {"alpha": 2.0, "gamma": 3.0},
+     lambda x: np.where(x > 0, 3.0 * x, 3.0 * 2.0 * (np.exp(x) - 1)), 13),
+    ("selu_default", "Selu", {},
+     lambda x: np.where(x > 0, SELU_G * x, SELU_G * SELU_A * (np.exp(x) - 1)), 13),
+    ("softplus", "Softplus", {}, lambda x: np.log1p(np.exp(x)), 13),
+    ("mish", "Mish", {}, lambda x: x * np.tanh(np.log1p(np.exp(x))), 18),
+    ("sin", "Sin", {}, np.sin, 13),
+    ("cos", "Cos", {}, np.cos, 13),
+]
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
 
-def write_case(name, nodes, inputs, outputs):
+def write_case(name, nodes, inputs, outputs, opset=13):
     d = os.path.join(OUT, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "test_data_set_0"))
     vi = lambda n, a: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
     graph = helper.make_graph(nodes, name, [vi(n, a) for n, a in inputs],
                               [vi(n, a) for n, a in outputs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="tools/node_cases.py")
     model.ir_version = 7
     onnx.save(model, os.path.join(d, "model.onnx"))
@@ -84,7 +102,21 @@ def main():
             y = np.asarray(np.einsum(eq, *[x.astype(np.float64) for x in xs]), np.float32)
         node = helper.make_node("Einsum", names, ["y"], equation=eq)
         write_case(f"test_einsum_f32_{name}", [node], list(zip(names, xs)), [("y", y)])
-    print(f"{len(EINSUM)} cases in {OUT}")
+    for name, op, attrs, ref, opset in ACTIVATIONS:
+        # both signs, a value at 0 and large ones (Softplus's and Mish's far tails)
+        x = np.concatenate([rng.standard_normal(22) * 3, [0.0, 30.0, -30.0]]).astype(np.float32)
+        x = x.reshape(5, 5)
+        y = ref(x.astype(np.float64)).astype(np.float32)
+        node = helper.make_node(op, ["x"], ["y"], **attrs)
+        write_case(f"test_{name}_f32_opset{opset}", [node], [("x", x)], [("y", y)], opset)
+    # Max and Min of activations with ties and NaNs (a NaN wins, as numpy's maximum)
+    a = np.array([[1.0, -2.0, 3.0, np.nan], [0.5, 0.5, -1.0, 2.0]], np.float32)
+    b = np.array([[1.0, 4.0, np.nan, 1.0], [0.5, -0.5, -1.0, 7.0]], np.float32)
+    for op, f in (("Max", np.maximum), ("Min", np.minimum)):
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        write_case(f"test_{op.lower()}_f32_ties_nan", [node], [("a", a), ("b", b)],
+                   [("y", f(a, b))])
+    print(f"{len(EINSUM) + len(ACTIVATIONS) + 2} cases in {OUT}")
 
 
 if __name__ == "__main__":

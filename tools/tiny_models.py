@@ -135,11 +135,47 @@ def tiny_mvit():
                      num_classes=10)
 
 
+class TinyActs(nn.Module):
+    """The pointwise activations beyond ReLU, each once, on a small CNN: LeakyReLU, ELU, PReLU
+    (a slope per channel), SELU, Softplus, Mish; torch.maximum of two convolutions and of an
+    activation with itself plus a shift initialised at 0 (every element ties: PyTorch gives
+    each side half, so the shift's first step is half the sum of its gradients), torch.minimum
+    with a learnt per-channel cap; exp, log, abs, neg and reciprocal of activations."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
+                                  nn.LeakyReLU(0.1))
+        self.c1 = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.ELU(0.7))
+        self.c2 = nn.Sequential(nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.PReLU(16))
+        self.c3 = nn.Sequential(nn.Conv2d(16, 16, 1), nn.SELU())
+        self.a = nn.Sequential(nn.Conv2d(16, 16, 1), nn.Softplus())
+        self.b = nn.Sequential(nn.Conv2d(16, 16, 1), nn.Mish())
+        self.shift = nn.Parameter(torch.zeros(16, 1, 1))
+        self.cap = nn.Parameter(torch.full((16, 1, 1), 0.7))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.c3(self.c2(self.c1(self.stem(x))))
+        m = torch.maximum(self.a(h), self.b(h))
+        m = torch.maximum(m, m + self.shift)
+        m = torch.minimum(m, self.cap)
+        g = torch.exp(torch.neg(torch.abs(h)))  # a gate in (0, 1]
+        r = torch.reciprocal(1.0 + torch.log(1.0 + m.abs()))
+        return self.fc((g * m + r).mean((2, 3)))
+
+
+def tiny_acts():
+    return TinyActs()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_maxvit": tiny_maxvit,
-        "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit}
+        "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -161,8 +161,105 @@ class TinyViT(nn.Module):
         return self.head(self.ln(x)[:, 0])
 
 
+class RMSNorm(nn.Module):
+    """Llama's RMSNorm: x / sqrt(mean(x^2) + eps) * weight (Pow, ReduceMean, Add, Sqrt,
+    Reciprocal or Div, Mul)."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class RotaryAttention(nn.Module):
+    """Llama's attention: Q, K, V and output projections without bias, rotary positions
+    applied to Q and K (x cos + rotate_half(x) sin: Slice, Neg, Concat), causal
+    scaled_dot_product_attention (written out where torch has none: Debian's 1.13)."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        n, t, d = x.shape
+        hd = d // self.heads
+        q, k, v = (p(x).view(n, t, self.heads, hd).transpose(1, 2) for p in (self.q, self.k, self.v))
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+            i = torch.arange(t, device=x.device)
+            att = att.masked_fill(i[:, None] < i[None, :], float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+        return self.o(y.transpose(1, 2).reshape(n, t, d))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.n1 = RMSNorm(d)
+        self.attn = RotaryAttention(d, heads)
+        self.n2 = RMSNorm(d)
+        self.gate = nn.Linear(d, 2 * d, bias=False)
+        self.up = nn.Linear(d, 2 * d, bias=False)
+        self.down = nn.Linear(2 * d, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        x = x + self.attn(self.n1(x), cos, sin)
+        h = self.n2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))  # SwiGLU
+
+
+class TinyLlama(nn.Module):
+    """Llama's structure: token embedding (no position embedding), pre-RMSNorm blocks with
+    rotary attention and a SwiGLU MLP, an untied head. The rotary table is computed in
+    forward as Hugging Face's LlamaRotaryEmbedding does: the outer product of positions
+    (arange) and a frequency buffer (inv_freq, not a parameter), its cos and sin."""
+
+    def __init__(self, vocab=VOCAB, d=D, heads=HEADS, layers=LAYERS):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(LlamaBlock(d, heads) for _ in range(layers))
+        self.norm = RMSNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        hd = d // heads
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, hd, 2).float() / hd),
+                             persistent=False)
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device).float()
+        freqs = pos[:, None] * self.inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        x = self.emb(idx)
+        for b in self.blocks:
+            x = b(x, cos, sin)
+        return self.head(self.norm(x))
+
+
 def tiny_gpt():
     return TinyGPT()
+
+
+def tiny_llama():
+    return TinyLlama()
 
 
 def tiny_bert():
@@ -173,8 +270,9 @@ def tiny_vit():
     return TinyViT()
 
 
-TRANSFORMERS = {"tiny_gpt": tiny_gpt, "tiny_bert": tiny_bert, "tiny_vit": tiny_vit}
-SEQUENCE = {"tiny_gpt", "tiny_bert"}  # token inputs [N, T] int64, labels [N, T]
+TRANSFORMERS = {"tiny_gpt": tiny_gpt, "tiny_bert": tiny_bert, "tiny_vit": tiny_vit,
+                "tiny_llama": tiny_llama}
+SEQUENCE = {"tiny_gpt", "tiny_bert", "tiny_llama"}  # token inputs [N, T] int64, labels [N, T]
 
 
 # The full-size members tools/export_models.py bundles (graphs/): GPT-2 small (124M, tied

@@ -71,14 +71,34 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
     return OC_OK;
 }
 
+/* data[t]: tensor t's values depend on a graph input's values (not only on its shape:
+ * Shape's output does not). */
+static bool *data_dependent(const ir_graph *g) {
+    bool *data = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!g->tensors[g->inputs[i]].is_initializer) data[g->inputs[i]] = true;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        bool dep = false;
+        for (int k = 0; k < n->n_inputs && n->op != OP_SHAPE; k++)
+            dep = dep || (n->inputs[k] >= 0 && data[n->inputs[k]]);
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) data[n->outputs[o]] = dep;
+    }
+    return data;
+}
+
 /* flows[t]: a path leads from tensor t to a graph output through ops with a
  * gradient rule (or a plan's SwapOut/SwapIn, which carry the value: a plan may
  * swap the loss's input), entering each by an input that is not a plan-time
  * constant (one pass over the nodes in reverse; before shapes are known). A
  * float initializer read as data without such a path (a causal-mask buffer
- * compared with Equal) gets no gradient: it is a constant, not a parameter. */
-static bool *float_flow_through(const ir_graph *g, bool scatter) {
+ * compared with Equal) gets no gradient: it is a constant, not a parameter.
+ * scatter: ScatterND passes the flow; trig: so do Sin and Cos of values that no
+ * graph input's values reach (else they do not: a position table). */
+static bool *float_flow_through(const ir_graph *g, bool scatter, bool trig) {
     bool *flows = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
+    bool *data = trig ? NULL : data_dependent(g);
     for (int i = 0; i < g->n_outputs; i++) flows[g->outputs[i]] = true;
     for (int i = g->n_nodes - 1; i >= 0; i--) {
         const ir_node *n = &g->nodes[i];
@@ -88,10 +108,18 @@ static bool *float_flow_through(const ir_graph *g, bool scatter) {
             if (n->outputs[o] >= 0 && flows[n->outputs[o]]) out = true;
         bool copy = n->op == OP_SWAP_OUT || n->op == OP_SWAP_IN;
         if (!out || (!d->grad && !copy) || (!scatter && n->op == OP_SCATTER_ND)) continue;
+        if (data && (n->op == OP_SIN || n->op == OP_COS) && !data[n->inputs[0]]) continue;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST) flows[n->inputs[k]] = true;
     }
+    oc_free(data);
     return flows;
+}
+
+/* Names up to two of n tensors into names (cap bytes), for a notice. */
+static void name_some(char *names, size_t cap, int n, const char *name) {
+    if (n <= 2)
+        snprintf(names + strlen(names), cap - strlen(names), "%s'%s'", n > 1 ? ", " : "", name);
 }
 
 /* float_flow_through with ScatterND passing flow to a non-scalar only: a scalar
@@ -99,32 +127,44 @@ static bool *float_flow_through(const ir_graph *g, bool scatter) {
  * window-mask numbers, slice-assigned into a zeros buffer; torch.export lifts
  * each into an initializer) is a constant, as it was while ScatterND ran at plan
  * time only; a tensor one there trains (MViTv2's relative positions, added into
- * the attention by a slice assignment). The scalars taken so are named in one
+ * the attention by a slice assignment). A float initializer whose paths to an
+ * output all pass a Sin or Cos of values no graph input reaches (a rotary table's
+ * frequencies, a buffer in PyTorch: torch.export writes buffers as initializers,
+ * as it does parameters) is a constant too. Each kind taken so is named in one
  * notice. */
 static bool *float_flow(ir_graph *g) {
-    bool *flows = float_flow_through(g, false), *through = float_flow_through(g, true);
-    char names[256] = "";
-    int n = 0;
+    bool *flows = float_flow_through(g, false, false);
+    bool *scatter = float_flow_through(g, true, false), *trig = float_flow_through(g, false, true);
+    char s_names[256] = "", t_names[256] = "";
+    int ns = 0, nt = 0;
     for (int t = 0; t < g->n_tensors; t++) {
         const ir_tensor *x = &g->tensors[t];
         int64_t numel = 0;
-        if (!x->is_initializer || !ir_dtype_is_float(x->dtype) || flows[t] || !through[t]) continue;
-        if (!ir_tensor_numel(x, &numel) || numel != 1) {
+        if (!x->is_initializer || !ir_dtype_is_float(x->dtype) || flows[t]) continue;
+        if (scatter[t] && (!ir_tensor_numel(x, &numel) || numel != 1)) {
             flows[t] = true;
-            continue;
+        } else if (scatter[t]) {
+            name_some(s_names, sizeof s_names, ++ns, x->name);
+        } else if (trig[t]) {
+            name_some(t_names, sizeof t_names, ++nt, x->name);
         }
-        if (n++ < 2)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'",
-                     n > 1 ? ", " : "", x->name);
     }
-    if (n)
+    if (ns)
         ir_graph_note(g,
                       "%d scalar float initializer%s (%s%s) reach%s the loss only as a "
                       "ScatterND's update (a number slice-assigned into a buffer): taken as "
                       "constant%s, not trained",
-                      n, n > 1 ? "s" : "", names, n > 2 ? ", ..." : "", n > 1 ? "" : "es",
-                      n > 1 ? "s" : "");
-    oc_free(through);
+                      ns, ns > 1 ? "s" : "", s_names, ns > 2 ? ", ..." : "", ns > 1 ? "" : "es",
+                      ns > 1 ? "s" : "");
+    if (nt)
+        ir_graph_note(g,
+                      "%d float initializer%s (%s%s) reach%s the loss only through Sin / Cos "
+                      "of values no input reaches (a position table's frequencies, a buffer "
+                      "in PyTorch): taken as constant%s, not trained",
+                      nt, nt > 1 ? "s" : "", t_names, nt > 2 ? ", ..." : "", nt > 1 ? "" : "es",
+                      nt > 1 ? "s" : "");
+    oc_free(scatter);
+    oc_free(trig);
     return flows;
 }
 

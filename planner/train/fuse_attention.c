@@ -41,20 +41,53 @@ typedef struct match {
     int k_reperm;                /* a Transpose node to give perm k_perm, or -1 */
     int64_t k_perm[IR_MAX_RANK]; /* (k_transpose_fate) */
     int mask;
+    int bias; /* an additive plan-time mask (0 or fill) the cond is made from, or -1 */
     float scale, fill, ratio;
     const char *dropout; /* the Dropout node's name, or NULL */
     int at;              /* the final MatMul: the fused node takes its place */
     int qk, kt;          /* the first MatMul; the Transpose removed from K (or -1) */
+    int q_by, k_by;      /* the pattern's nodes reading Q and K (qk, or the scales' Muls) */
     bool seq_first;      /* the head-split Transposes absorbed (match_seq_first) */
     int64_t qkv_heads;   /* > 0: Q, K and V the thirds of one tensor (match_qkv_split) */
     int y_tr;            /* then: the Transpose that wrote Y back to [N, T, H, d] */
     int tq, tk, tv;      /* then: the head splits Q, K and V came from */
 } match;
 
+/* Whether plan-time float tensor t holds only 0 and one other value *fill (at least once),
+ * at or below OP_ATTENTION_CAUSAL_FILL: an additive mask (scaled_dot_product_attention's
+ * causal bias, -inf or float's lowest above the diagonal). Then score + fill is fill itself
+ * in float32 for any score below about 1e22 (fill's half ulp), so the fused node's "fill
+ * where masked" is the sum; a milder bias (BERT's -10000) is not a mask. */
+static bool additive_mask(const ir_tensor *t, float *fill) {
+    int64_t n;
+    if (!op_is_value(t) || t->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(t, &n) ||
+        t->data_bytes != (size_t)n * sizeof(float))
+        return false;
+    const float *v = t->data;
+    bool seen = false;
+    for (int64_t i = 0; i < n; i++) {
+        if (v[i] == 0.0f) continue;
+        if (seen && v[i] != *fill) return false;
+        *fill = v[i], seen = true;
+    }
+    return seen && *fill <= OP_ATTENTION_CAUSAL_FILL;
+}
+
+/* Input k of n = X * c (c a plan-time scalar at either side), X's sole reader n: X and c. */
+static bool scaled_by(ir_graph *g, int t, int reader, int *x, double *c) {
+    int p = g->tensors[t].producer;
+    if (p < 0 || g->nodes[p].op != OP_MUL || ir_tensor_sole_consumer(g, t) != reader) return false;
+    const ir_node *u = &g->nodes[p];
+    int other = scalar_value(g, u, 1, c) ? 0 : scalar_value(g, u, 0, c) ? 1 : -1;
+    if (other < 0) return false;
+    *x = u->inputs[other];
+    return true;
+}
+
 /* The pattern ending at Softmax node s, or false. */
 static bool match_at(ir_graph *g, int s, match *m) {
     memset(m, 0, sizeof *m);
-    m->cond = -1, m->k_reperm = -1, m->kt = -1, m->y_tr = -1, m->scale = 1.0f;
+    m->cond = -1, m->bias = -1, m->k_reperm = -1, m->kt = -1, m->y_tr = -1, m->scale = 1.0f;
     const ir_node *sm = &g->nodes[s];
     const ir_tensor *sx = ir_node_in(g, sm, 0);
     const op_softmax_args *sa = &op_args_of(sm)->softmax;
@@ -70,6 +103,16 @@ static bool match_at(ir_graph *g, int s, match *m) {
         m->mask = fill_at, m->fill = (float)f, m->cond = w->inputs[0];
         m->nodes[m->n_nodes++] = p;
         t = w->inputs[3 - fill_at], p = g->tensors[t].producer;
+    } else if (p >= 0 && g->nodes[p].op == OP_ADD && ir_tensor_sole_consumer(g, t) == s) {
+        /* scaled_dot_product_attention's mask: scores + bias, bias 0 or fill (plan-time) */
+        const ir_node *a = &g->nodes[p];
+        int b = additive_mask(ir_node_in(g, a, 1), &m->fill)   ? 1
+                : additive_mask(ir_node_in(g, a, 0), &m->fill) ? 0
+                                                               : -1;
+        if (b < 0) return false;
+        m->mask = 1, m->bias = a->inputs[b];
+        m->nodes[m->n_nodes++] = p;
+        t = a->inputs[1 - b], p = g->tensors[t].producer;
     }
     if (p >= 0 && (g->nodes[p].op == OP_MUL || g->nodes[p].op == OP_DIV) &&
         ir_tensor_sole_consumer(g, t) == m->nodes[m->n_nodes - 1]) {
@@ -90,8 +133,19 @@ static bool match_at(ir_graph *g, int s, match *m) {
     m->qk = p;
     m->nodes[m->n_nodes++] = p;
     m->q = qk->inputs[0], m->k = qk->inputs[1], m->k_transposed = true;
+    m->q_by = m->k_by = p;
+    /* scaled_dot_product_attention's scale, its square root on each side: (Q c1)(Kᵀ c2) */
+    int q0, k0;
+    double c1, c2;
+    if (scaled_by(g, m->q, p, &q0, &c1) && scaled_by(g, m->k, p, &k0, &c2) && c1 * c2 != 0) {
+        m->q_by = g->tensors[m->q].producer, m->k_by = g->tensors[m->k].producer;
+        m->nodes[m->n_nodes++] = m->q_by;
+        m->nodes[m->n_nodes++] = m->k_by;
+        m->scale = (float)((double)m->scale * c1 * c2);
+        m->q = q0, m->k = k0;
+    }
     int tr = g->tensors[m->k].producer;
-    if (tr >= 0 && g->nodes[tr].op == OP_TRANSPOSE && ir_tensor_sole_consumer(g, m->k) == p) {
+    if (tr >= 0 && g->nodes[tr].op == OP_TRANSPOSE && ir_tensor_sole_consumer(g, m->k) == m->k_by) {
         int fate = k_transpose_fate(g, &g->nodes[tr], m->k_perm);
         if (fate == KT_GONE) {
             m->k = g->nodes[tr].inputs[0], m->k_transposed = false, m->kt = tr;
@@ -143,7 +197,7 @@ static int head_split_of(const ir_graph *g, int t, int by) {
  * backward. */
 static void match_seq_first(ir_graph *g, match *m) {
     if (m->k_transposed) return; /* K read as Kᵀ: no Transpose to absorb */
-    int tq = head_split_of(g, m->q, m->qk);
+    int tq = head_split_of(g, m->q, m->q_by);
     int tk = m->kt >= 0 ? head_split_of(g, m->k, m->kt) : -1;
     if (m->k_reperm >= 0 && is_head_split(m->k_perm, op_args_of(&g->nodes[m->k_reperm])->perm.rank))
         tk = m->k_reperm; /* Transpose(X, 0 2 3 1): X's head split once rewritten */
@@ -241,10 +295,33 @@ static bool causal(const ir_graph *g, const ir_node *n, const match *m) {
     return op_is_value(c) && op_attention_causal_mask(c, m->mask, a.T, a.S);
 }
 
+/* The bool mask "<bias>/mask" (true where the additive bias is not 0, a plan-time
+ * constant) the fused node reads in place of the bias; made once per bias. */
+static int mask_of_bias(ir_graph *g, int b) {
+    char *name = oc_sprintf("%s/mask", g->tensors[b].name);
+    int c = ir_tensor_find(g, name);
+    if (c < 0) {
+        c = ir_tensor_add(g, name, IR_DTYPE_BOOL);
+        const ir_tensor *bt = &g->tensors[b]; /* after the add: the array may have moved */
+        ir_tensor *ct = &g->tensors[c];
+        int64_t n = 0;
+        ir_tensor_numel(bt, &n);
+        uint8_t *v = oc_malloc((size_t)n + 1);
+        for (int64_t i = 0; i < n; i++) v[i] = ((const float *)bt->data)[i] != 0.0f;
+        ir_tensor_set_shape(ct, bt->rank, bt->dims);
+        ir_tensor_set_data(ct, v, (size_t)n);
+        ct->kind = IR_KIND_CONSTANT;
+        oc_free(v);
+    }
+    oc_free(name);
+    return c;
+}
+
 /* Replaces one match: the fused node takes the final MatMul's place and its
  * output; the pattern's nodes go. */
-static int replace(ir_graph *g, const match *m, oc_err *err) {
+static int replace(ir_graph *g, match *m, oc_err *err) {
     if (m->k_reperm >= 0 && reperm_k(g, m, err)) return OC_ERR;
+    if (m->bias >= 0) m->cond = mask_of_bias(g, m->bias);
     const ir_node *last = &g->nodes[m->at];
     char *name = oc_sprintf("%s/fused_attention", last->name);
     char *dummy = oc_sprintf("%s/unfused", g->tensors[m->y].name);

@@ -210,13 +210,18 @@ int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
 /* ---- Add, Sum (numpy broadcasting) ---- */
 
 /* out (op)= in broadcast to out's shape (op: BC_ASSIGN, BC_ADD, ...). */
-enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV };
+enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV, BC_MAX, BC_MIN, BC_PRELU };
+/* Max / Min: a NaN wins (s != s); PRelu: d the input, s the slope */
 #define BC_APPLY(T, d, s)                                                                          \
     ((T)(op == BC_ASSIGN ? (s)                                                                     \
          : op == BC_ADD  ? (d) + (s)                                                               \
          : op == BC_SUB  ? (d) - (s)                                                               \
          : op == BC_MUL  ? (d) * (s)                                                               \
-                         : (d) / (s)))
+         : op == BC_DIV  ? (d) / (s)                                                               \
+         : op == BC_MAX  ? ((s) != (s) || (s) > (d) ? (s) : (d))                                   \
+         : op == BC_MIN  ? ((s) != (s) || (s) < (d) ? (s) : (d))                                   \
+         : (d) < 0       ? (d) * (s)                                                               \
+                         : (d)))
 #define BCAST_LOOP(T)                                                                              \
     do {                                                                                           \
         const T *src = in;                                                                         \
@@ -268,20 +273,61 @@ int cpu_add(const kernel_args *a, oc_err *err) {
     return bcast_apply(a, kernel_in(a, 1), a->in[1], y, a->out[0], BC_ADD, err);
 }
 
-/* A, B -> C = A - B, A * B, A / B (broadcast; float, double). */
+/* A, B -> C = A - B, A * B, A / B, max, min, PRelu(A, slope B) (broadcast; float, double);
+ * a one-input Max / Min: C = A. */
 int cpu_binary(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
-    for (int i = 0; i < 2; i++)
+    int n_in = a->n->n_inputs;
+    for (int i = 0; i < n_in; i++)
         if (kernel_in(a, i)->dtype != y->dtype)
             return kernel_fail(a, err, "inputs differ in dtype");
-    int op = a->n->op == OP_SUB ? BC_SUB : a->n->op == OP_MUL ? BC_MUL : BC_DIV;
+    op_kind k = a->n->op;
+    int op = k == OP_SUB   ? BC_SUB
+             : k == OP_MUL ? BC_MUL
+             : k == OP_DIV ? BC_DIV
+             : k == OP_MAX ? BC_MAX
+             : k == OP_MIN ? BC_MIN
+                           : BC_PRELU;
     if (bcast_apply(a, kernel_in(a, 0), a->in[0], y, a->out[0], BC_ASSIGN, err)) return OC_ERR;
+    if (n_in == 1) return OC_OK;
     return bcast_apply(a, kernel_in(a, 1), a->in[1], y, a->out[0], op, err);
 }
 
-/* A, B (float) -> A < B (bool), broadcast. */
+/* dY, A, B -> the gradient of input `input` of Max / Min (MinMaxGrad) or PRelu (PReluGrad)
+ * in dY's shape, A and B broadcast (pointwise.h's oc_min_max_grad, oc_prelu_grad). */
+int cpu_binary_grad(const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0), *ta = kernel_in(a, 1), *tb = kernel_in(a, 2);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, ta, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    const op_binary_grad_args *p = &op_args_of(a->n)->binary_grad;
+    bool prelu = a->n->op == OP_PRELU_GRAD;
+    int r = dy->rank;
+    const int64_t *od = dy->dims;
+    int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, oa = 0, ob = 0;
+    cpu_bcast_strides(ta->rank, ta->dims, r, od, sa);
+    cpu_bcast_strides(tb->rank, tb->dims, r, od, sb);
+    const float *g = a->in[0], *pa = a->in[1], *pb = a->in[2];
+    float *out = a->out[0];
+    int64_t n = kernel_numel(dy);
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = prelu ? oc_prelu_grad(g[i], pa[oa], pb[ob], p->input)
+                       : oc_min_max_grad(g[i], pa[oa], pb[ob], p->max, p->input);
+        for (int d = r - 1; d >= 0; d--) {
+            oa += sa[d], ob += sb[d];
+            if (++o[d] < od[d]) break;
+            oa -= sa[d] * od[d], ob -= sb[d] * od[d];
+            o[d] = 0;
+        }
+    }
+    return OC_OK;
+}
+
+/* A, B (float) -> A < B (Less), A > B (Greater: B < A) (bool), broadcast. */
 int cpu_less(const kernel_args *a, oc_err *err) {
-    const ir_tensor *ta = kernel_in(a, 0), *tb = kernel_in(a, 1), *y = kernel_out(a, 0);
+    int l = a->n->op == OP_GREATER; /* the input on the left of < */
+    const ir_tensor *ta = kernel_in(a, l), *tb = kernel_in(a, 1 - l), *y = kernel_out(a, 0);
     if (kernel_want_dtype(a, ta, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, y, IR_DTYPE_BOOL, err))
@@ -291,7 +337,7 @@ int cpu_less(const kernel_args *a, oc_err *err) {
     int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, oa = 0, ob = 0;
     cpu_bcast_strides(ta->rank, ta->dims, r, od, sa);
     cpu_bcast_strides(tb->rank, tb->dims, r, od, sb);
-    const float *pa = a->in[0], *pb = a->in[1];
+    const float *pa = a->in[l], *pb = a->in[1 - l];
     uint8_t *out = a->out[0];
     int64_t n = kernel_numel(y);
     for (int64_t i = 0; i < n; i++) {

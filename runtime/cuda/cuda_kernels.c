@@ -117,21 +117,47 @@ static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 int cuda_add(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return add_sum(c, a, err); }
 
-/* A, B -> C = A - B, A * B, A / B (broadcast; float, double). */
+/* A, B -> C = A - B, A * B, A / B, max, min, PRelu(A, slope B) (broadcast; float, double,
+ * half: cuda_native_half); a one-input Max / Min: C = A. */
 int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
-    int op = a->n->op == OP_SUB ? CU_BC_SUB : a->n->op == OP_MUL ? CU_BC_MUL : CU_BC_DIV;
+    op_kind k = a->n->op;
+    int op = k == OP_SUB   ? CU_BC_SUB
+             : k == OP_MUL ? CU_BC_MUL
+             : k == OP_DIV ? CU_BC_DIV
+             : k == OP_MAX ? CU_BC_MAX
+             : k == OP_MIN ? CU_BC_MIN
+                           : CU_BC_PRELU;
     if (ir_dtype_is_half(y->dtype)) return binary_half(c, a, op, err);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
     if (dt != CU_DT_F32 && dt != CU_DT_F64)
         return kernel_fail(a, err, "dtype %s is not supported (float, double)",
                            ir_dtype_name(y->dtype));
-    for (int k = 0; k < 2; k++)
-        if (kernel_in(a, k)->dtype != y->dtype)
+    int n_in = a->n->n_inputs;
+    for (int i = 0; i < n_in; i++)
+        if (kernel_in(a, i)->dtype != y->dtype)
             return kernel_fail(a, err, "inputs differ in dtype");
+    if (n_in == 1) {
+        CU_LAUNCH(cu_bcast_apply(c->stream, dt, a->in[0], shape_of(kernel_in(a, 0)), a->out[0],
+                                 shape_of(y), CU_BC_ASSIGN));
+        return OC_OK;
+    }
     CU_LAUNCH(cu_binary(c->stream, dt, a->in[0], shape_of(kernel_in(a, 0)), a->in[1],
                         shape_of(kernel_in(a, 1)), a->out[0], shape_of(y), op));
+    return OC_OK;
+}
+
+/* dY, A, B -> the gradient of Max's / Min's or PRelu's input `input` in dY's shape (float). */
+int cuda_binary_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *dy = kernel_in(a, 0), *ta = kernel_in(a, 1), *tb = kernel_in(a, 2);
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, ta, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    const op_binary_grad_args *p = &op_args_of(a->n)->binary_grad;
+    CU_LAUNCH(cu_binary_grad(c->stream, a->in[0], shape_of(dy), a->in[1], shape_of(ta), a->in[2],
+                             shape_of(tb), a->out[0], a->n->op == OP_PRELU_GRAD, p->max, p->input));
     return OC_OK;
 }
 
@@ -313,15 +339,16 @@ int cuda_random_uniform_like(const cuda_ctx *c, const kernel_args *a, oc_err *er
     return OC_OK;
 }
 
-/* A, B (float) -> A < B (bool), broadcast. */
+/* A, B (float) -> A < B (Less), A > B (Greater: B < A) (bool), broadcast. */
 int cuda_less(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    const ir_tensor *ta = kernel_in(a, 0), *tb = kernel_in(a, 1), *y = kernel_out(a, 0);
+    int l = a->n->op == OP_GREATER; /* the input on the left of < */
+    const ir_tensor *ta = kernel_in(a, l), *tb = kernel_in(a, 1 - l), *y = kernel_out(a, 0);
     if (kernel_want_dtype(a, ta, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err) ||
         kernel_want_dtype(a, y, IR_DTYPE_BOOL, err))
         return OC_ERR;
-    CU_LAUNCH(
-        cu_less(c->stream, a->in[0], shape_of(ta), a->in[1], shape_of(tb), a->out[0], shape_of(y)));
+    CU_LAUNCH(cu_less(c->stream, a->in[l], shape_of(ta), a->in[1 - l], shape_of(tb), a->out[0],
+                      shape_of(y)));
     return OC_OK;
 }
 

@@ -215,8 +215,18 @@ int cu_less(void *stream, const float *a, cu_shape as, const float *b, cu_shape 
             cu_shape ys);
 int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
                         cu_shape out_shape, int first);
-/* out (op)= in broadcast to out's shape. */
-enum { CU_BC_ASSIGN, CU_BC_ADD, CU_BC_SUB, CU_BC_MUL, CU_BC_DIV };
+/* out (op)= in broadcast to out's shape. MAX, MIN: a NaN wins; PRELU: out the input, in the
+ * slope (cu_binary only). */
+enum {
+    CU_BC_ASSIGN,
+    CU_BC_ADD,
+    CU_BC_SUB,
+    CU_BC_MUL,
+    CU_BC_DIV,
+    CU_BC_MAX,
+    CU_BC_MIN,
+    CU_BC_PRELU
+};
 int cu_bcast_apply(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
                    cu_shape out_shape, int op);
 /* dx = scale * dy broadcast; kept: dy's shape in dx's rank (BroadcastTo). */
@@ -225,7 +235,11 @@ int cu_broadcast_to(void *stream, const float *dy, cu_shape kept, float *dx, cu_
 /* out = a + b, n elements of the same shape, one pass (the residual Add; out may be a or b).
  * The same values as cu_bcast_accumulate of a then b. */
 int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n);
-/* y = a (op) b (CU_BC_ADD .. DIV), both broadcast into y's shape, one pass (float, double):
+/* dx = the gradient of Max's / Min's (prelu 0) or PRelu's (prelu 1) input `input` in dy's
+ * shape (pointwise.h's oc_min_max_grad, oc_prelu_grad), a and b broadcast (float). */
+int cu_binary_grad(void *stream, const float *dy, cu_shape ys, const float *a, cu_shape as,
+                   const float *b, cu_shape bs, float *dx, int prelu, int max, int input);
+/* y = a (op) b (CU_BC_ADD .. PRELU), both broadcast into y's shape, one pass (float, double):
  * the values of cu_bcast_apply of a (ASSIGN) then b (op). */
 int cu_binary(void *stream, cu_dtype dt, const void *a, cu_shape as, const void *b, cu_shape bs,
               void *y, cu_shape ys, int op);

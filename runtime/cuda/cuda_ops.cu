@@ -277,7 +277,10 @@ template <typename T> __device__ static inline T bc_apply(int op, T d, T s) {
     case CU_BC_ADD: return (T)(d + s);
     case CU_BC_SUB: return (T)(d - s);
     case CU_BC_MUL: return (T)(d * s);
-    default: return (T)(d / s);
+    case CU_BC_DIV: return (T)(d / s);
+    case CU_BC_MAX: return s != s || s > d ? s : d;
+    case CU_BC_MIN: return s != s || s < d ? s : d;
+    default: return (double)d < 0.0 ? (T)(d * s) : d; /* PRelu: d the input, s the slope */
     }
 }
 
@@ -309,6 +312,17 @@ __global__ void k_binary4(const float *a, const float *b, cu_bidx bi, float *y, 
         f4 x = ld4(a, o[0], ua), z = ld4(b, o[1], ub), r;
         for (int e = 0; e < 4; e++) r.v[e] = bc_apply<float>(op, x.v[e], z.v[e]);
         ((f4 *)y)[q] = r;
+    }
+}
+
+// MinMaxGrad / PReluGrad: dy of y's shape, a and b broadcast to it
+__global__ void k_binary_grad(const float *dy, const float *a, const float *b, cu_bidx bi,
+                              float *dx, int64_t n, int prelu, int max, int input) {
+    GRID_LOOP(i, n) {
+        int64_t o[2];
+        bidx_at<2>(bi, i, o);
+        dx[i] = prelu ? oc_prelu_grad(dy[i], a[o[0]], b[o[1]], input)
+                      : oc_min_max_grad(dy[i], a[o[0]], b[o[1]], max, input);
     }
 }
 
@@ -437,6 +451,18 @@ extern "C" int cu_bcast_apply(void *stream, cu_dtype dt, const void *in, cu_shap
 extern "C" int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape is,
                                    void *out, cu_shape os, int first) {
     return cu_bcast_apply(stream, dt, in, is, out, os, first ? CU_BC_ASSIGN : CU_BC_ADD);
+}
+
+extern "C" int cu_binary_grad(void *stream, const float *dy, cu_shape ys, const float *a,
+                              cu_shape as, const float *b, cu_shape bs, float *dx, int prelu,
+                              int max, int input) {
+    int64_t n = numel(ys);
+    if (n == 0) return 0;
+    cu_shape in[2] = {as, bs};
+    cu_bidx bi = bidx_of(ys, in, 2);
+    k_binary_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, a, b, bi, dx, n, prelu,
+                                                                       max, input);
+    return last_error();
 }
 
 extern "C" int cu_binary(void *stream, cu_dtype dt, const void *a, cu_shape as, const void *b,

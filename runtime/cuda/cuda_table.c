@@ -116,7 +116,10 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_ADD:
     case OP_SUB:
     case OP_MUL:
-    case OP_DIV: return operands_half(g, n, 0, 2);
+    case OP_DIV:
+    case OP_PRELU: return operands_half(g, n, 0, 2);
+    case OP_MAX:
+    case OP_MIN: return n->n_inputs == 2 && operands_half(g, n, 0, 2);
     case OP_WHERE: return operands_half(g, n, 1, 2);
     case OP_WHERE_GRAD:
     case OP_RELU_GRAD_BIAS:

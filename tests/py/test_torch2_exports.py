@@ -8,9 +8,14 @@ an FCN-like segmentation head: dilated convolution, bilinear Resize, a class per
 shifted-window attention, its mask built by ScatterND, a bias table read by GatherND; MaxViT:
 block and grid attention as Einsum; a video ResNet: Conv3d, BatchNorm3d, (2+1)-d blocks;
 MViTv2: pooled attention, relative positions as Einsums with four free indices beside a batch
-index (merged by Reshapes), `attn[:, :, 1:, 1:] += rel_pos` as ScatterND on activations;
+index (merged by Reshapes), `attn[:, :, 1:, 1:] += rel_pos` as ScatterND on activations; a
+CNN through LeakyReLU, ELU, PReLU, SELU, Softplus (the default exporter's threshold as
+Greater + Where), Mish, torch.maximum / minimum (one with every element tied), exp, log,
+abs, neg and reciprocal;
 tools/tiny_transformers.py: a GPT -- embeddings, causal attention, LayerNorm, tanh GELU, a
-head tied to the token embedding, token labels [N, T] with some -100s ignored),
+head tied to the token embedding, token labels [N, T] with some -100s ignored; a Llama:
+RMSNorm, rotary positions from a frequency buffer (Sin / Cos; the buffer must not train),
+SwiGLU, causal scaled_dot_product_attention),
 each exported by
   - the default exporter with training semantics kept (torch.onnx.export(dynamo=True,
     optimize=False)): opset 18+, every BatchNormalization in inference form, zero biases as
@@ -62,7 +67,7 @@ from torch_roundtrip import (ADAMW, CLIP, LR, MOMENTUM, TOL, WD,  # noqa: E402
 
 MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet",
           "tiny_shufflenet", "tiny_convnext", "tiny_fcn", "tiny_swin", "tiny_maxvit", "tiny_r3d",
-          "tiny_mvit", "tiny_gpt", "tiny_bert", "tiny_vit"]
+          "tiny_mvit", "tiny_acts", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama"]
 # Exports outcore must refuse, with the reason named: the legacy exporters write MViT's
 # tensor_split (its pooling's class token) as a Loop.
 REFUSED = {("tiny_mvit", "legacy"): "Loop", ("tiny_mvit", "1.13"): "Loop"}

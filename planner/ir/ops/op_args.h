@@ -81,6 +81,13 @@ typedef struct op_scatter_nd_grad_args {
     bool updates; /* dUpdates (the rows of dY at the indices); else dData (dY, those rows 0) */
 } op_scatter_nd_grad_args;
 
+/* MinMaxGrad, PReluGrad (op_binary.c): which input's gradient the node writes, in the
+ * forward output's shape (summed to the input's after); MinMaxGrad: of Max or of Min. */
+typedef struct op_binary_grad_args {
+    int input; /* 0: A (PRelu: X), 1: B (PRelu: slope) */
+    bool max;
+} op_binary_grad_args;
+
 /* FusedAttention and its gradient (op_attention.c). */
 typedef struct op_attention_args {
     float scale, fill, dropout_ratio;
@@ -285,6 +292,7 @@ typedef union op_args {
     op_matmul_args matmul;
     op_where_args where;
     op_scatter_nd_grad_args scatter_nd_grad;
+    op_binary_grad_args binary_grad;
     op_adamw_args adamw;
     op_clip_norm_args clip_norm;
     op_grad_scaler_args grad_scaler;

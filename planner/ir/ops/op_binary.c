@@ -1,14 +1,15 @@
-/* op_binary.c — Add, Sub, Mul, Div (and Less) with numpy broadcasting (residuals,
- * squeeze-excitation gates, SiLU as x * Sigmoid(x), scaling): shapes, folding
- * of plan-time values, and the gradient rules of Sub, Mul and Div (Add's is
- * in grad_elementwise.c). A gradient whose input was broadcast is summed back
- * to that input's shape by ReduceSumTo. */
+/* op_binary.c — Add, Sub, Mul, Div, Max, Min, PRelu (and Less) with numpy broadcasting
+ * (residuals, squeeze-excitation gates, SiLU as x * Sigmoid(x), scaling, torch.maximum, a
+ * learnt leak): shapes, folding of plan-time values, and the gradient rules of Sub, Mul,
+ * Div, Max, Min and PRelu (Add's is in grad_elementwise.c). A gradient whose input was
+ * broadcast is summed back to that input's shape by ReduceSumTo. */
+#include <inttypes.h>
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_util.h"
 
-/* A, B -> C with numpy broadcasting; folded when both are plan-time values. */
+/* A, B -> C with numpy broadcasting; Add .. Div folded when both are plan-time values. */
 static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
@@ -20,7 +21,8 @@ static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     int64_t dims[IR_MAX_RANK];
     if (op_broadcast(a, b, &rank, dims, err)) return OC_ERR;
     op_set_out(g, n, 0, dt, rank, dims);
-    if (op_fold_arith(g, n, err)) return OC_ERR;
+    bool arith = n->op == OP_ADD || n->op == OP_SUB || n->op == OP_MUL || n->op == OP_DIV;
+    if (arith && op_fold_arith(g, n, err)) return OC_ERR;
     const ir_tensor *y = ir_node_out(g, n, 0);
     if (n->op != OP_ADD && y->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt) &&
         dt != IR_DTYPE_DOUBLE)
@@ -29,7 +31,7 @@ static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return OC_OK;
 }
 
-/* Less: A < B, broadcast, as bool; folded for plan-time values, float at
+/* Less: A < B, Greater: A > B, broadcast, as bool; folded for plan-time values, float at
  * run time. Not differentiable. */
 static int less_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
@@ -44,7 +46,7 @@ static int less_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     op_set_out(g, n, 0, IR_DTYPE_BOOL, rank, dims);
     if (op_fold_compare(g, n, err)) return OC_ERR;
     if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt))
-        return oc_fail(err, "Less of %s tensors computed at run time is not supported",
+        return oc_fail(err, "%s of %s tensors computed at run time is not supported", n->op_type,
                        ir_dtype_name(dt));
     return OC_OK;
 }
@@ -113,6 +115,107 @@ static int div_grad(grad_ctx *c) {
     return u < 0 ? OC_ERR : op_grad_sum_to_input(c, 1, u, "grad_b", -1.0f);
 }
 
+/* Max, Min: plan-time values of any number fold (op_fold_min_max); at run time one or two
+ * float inputs, broadcast (a NaN wins, as numpy's maximum and torch.maximum). */
+static int min_max_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    bool values = true;
+    for (int i = 0; i < n->n_inputs; i++) {
+        ir_tensor *t;
+        if (op_in_shaped(g, n, i, &t, err)) return OC_ERR;
+        values = values && op_is_value(t);
+    }
+    if (values) return op_fold_min_max(g, n, err);
+    if (n->n_inputs > 2)
+        return oc_fail(err, "%s of %d inputs computed at run time is not supported (at most 2)",
+                       n->op_type, n->n_inputs);
+    if (n->n_inputs == 2) return binary_infer(g, n, opset, err);
+    const ir_tensor *x = ir_node_in(g, n, 0);
+    if (!ir_dtype_is_compute(x->dtype))
+        return oc_fail(err, "%s of a %s tensor computed at run time is not supported", n->op_type,
+                       ir_dtype_name(x->dtype));
+    op_set_out_like(g, n, 0, x);
+    return OC_OK;
+}
+
+/* PRelu: Y = X < 0 ? slope X : X, the slope broadcast to X (unidirectionally). */
+static int prelu_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x, *s;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &s, err)) return OC_ERR;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    if (op_broadcast(x, s, &rank, dims, err)) return OC_ERR;
+    bool same = rank == x->rank && memcmp(dims, x->dims, (size_t)rank * sizeof dims[0]) == 0;
+    if (!same) return oc_fail(err, "slope '%s' does not broadcast to X '%s'", s->name, x->name);
+    return binary_infer(g, n, opset, err);
+}
+
+/* The gradient of input i of Max / Min / PRelu in Y's shape: grad_op(dY, A, B), attribute
+ * input i; then summed to the input's shape. */
+static int select_grad(grad_ctx *c, op_kind grad_op, int i) {
+    int dy = grad_dy(c, 0);
+    const char *sfx = i ? "grad_b_sel" : "grad_a_sel";
+    int b = grad_node(c, sfx, grad_op);
+    grad_in(c, b, dy);
+    grad_in(c, b, grad_fwd_in(c, 0));
+    grad_in(c, b, grad_fwd_in(c, 1));
+    int t = grad_out_tmp(c, b, sfx);
+    grad_attr_int(c, b, "input", i);
+    if (grad_op == OP_MIN_MAX_GRAD) grad_attr_int(c, b, "max", grad_fwd(c)->op == OP_MAX);
+    if (grad_finish(c, b)) return OC_ERR;
+    return op_grad_sum_to_input(c, i, t, i ? "grad_b" : "grad_a", 1.0f);
+}
+
+/* Max, Min: dY to the input that won, half to each where they tie (torch.maximum's rule;
+ * both where a NaN is involved); one input: dY. Reads A and B. */
+static int min_max_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    if (grad_fwd(c)->n_inputs == 1)
+        return grad_wants(c, 0) ? op_grad_sum_to_input(c, 0, dy, "grad", 1.0f) : OC_OK;
+    for (int i = 0; i < 2; i++)
+        if (grad_wants(c, i) && select_grad(c, OP_MIN_MAX_GRAD, i)) return OC_ERR;
+    return OC_OK;
+}
+
+/* PRelu: dX = X > 0 ? dY : slope dY; dSlope = sum of (X > 0 ? 0 : X dY) over the broadcast
+ * (PyTorch's prelu backward). Reads X and the slope. */
+static int prelu_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    for (int i = 0; i < 2; i++)
+        if (grad_wants(c, i) && select_grad(c, OP_PRELU_GRAD, i)) return OC_ERR;
+    return OC_OK;
+}
+
+/* MinMaxGrad / PReluGrad(dY, A, B) -> dY's shape (A and B broadcast to it). */
+static int binary_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *dy, *a, *b;
+    if (op_in_shaped(g, n, 0, &dy, err) || op_in_shaped(g, n, 1, &a, err) ||
+        op_in_shaped(g, n, 2, &b, err))
+        return OC_ERR;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    if (op_broadcast(a, b, &rank, dims, err)) return OC_ERR;
+    ir_tensor ab = {.name = "A and B", .rank = rank};
+    memcpy(ab.dims, dims, sizeof dims);
+    if (!same_dims(&ab, dy))
+        return oc_fail(err, "'%s' and '%s' do not broadcast to dY '%s'", a->name, b->name,
+                       dy->name);
+    op_set_out_like(g, n, 0, dy);
+    return OC_OK;
+}
+
+static int binary_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_binary_grad_args *p = &op_args_new(n)->binary_grad;
+    int64_t i = ir_attr_int(n, "input", 0);
+    if (i != 0 && i != 1) return oc_fail(err, "input %" PRId64 " is not 0 or 1", i);
+    p->input = (int)i;
+    p->max = ir_attr_int(n, "max", 1) != 0;
+    return OC_OK;
+}
+
 static const op_role data_role[] = {OP_IN_DATA};
 
 #define BINARY_OP(ident, rule, saved_in, saved_out)                                                \
@@ -143,3 +246,37 @@ const op_def op_def_less = {
     .n_roles = 1,
     .infer = less_infer,
 };
+
+const op_def op_def_min_max = {
+    .min_inputs = 1,
+    .max_inputs = -1, /* variadic: more than two only at plan time */
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = min_max_infer,
+    .grad = min_max_grad,
+    .saved_inputs = 0x3,
+};
+const op_def op_def_prelu = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = prelu_infer,
+    .grad = prelu_grad,
+    .saved_inputs = 0x3,
+};
+#define BINARY_GRAD_OP(ident)                                                                      \
+    const op_def ident = {.min_inputs = 3,                                                         \
+                          .max_inputs = 3,                                                         \
+                          .min_outputs = 1,                                                        \
+                          .max_outputs = 1,                                                        \
+                          .roles = data_role,                                                      \
+                          .n_roles = 1,                                                            \
+                          .infer = binary_grad_infer,                                              \
+                          .decode = binary_grad_decode}
+BINARY_GRAD_OP(op_def_min_max_grad);
+BINARY_GRAD_OP(op_def_prelu_grad);

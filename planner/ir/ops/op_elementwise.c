@@ -1,6 +1,6 @@
-/* op_elementwise.c — Relu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Dropout:
- * shapes; the pointwise ops' gradient rules and backward ops beside them;
- * gradient rule and backward op beside it. */
+/* op_elementwise.c — Relu, Sigmoid, Tanh, HardSigmoid, HardSwish, Erf, Gelu, Sqrt, Pow,
+ * Neg, Exp, Log, Abs, Reciprocal, LeakyRelu, Elu, Selu, Softplus, Mish, Clip, Dropout:
+ * shapes; the pointwise ops' gradient rules and backward ops beside them. */
 #include <math.h>
 #include <string.h>
 
@@ -15,6 +15,17 @@ static int same_shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err)
     op_set_out_like(g, n, 0, x);
     op_set_out(g, n, 1, IR_DTYPE_BOOL, x->rank, x->dims);
     return OC_OK;
+}
+
+/* A float pointwise op folded when X is a plan-time value (op_fold_unary), else run. */
+static int fold_or_run_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x)) return op_fold_unary(g, n, err);
+    if (!ir_dtype_is_compute(x->dtype))
+        return oc_fail(err, "%s of a %s tensor computed at run time is not supported", n->op_type,
+                       ir_dtype_name(x->dtype));
+    return same_shape_infer(g, n, opset, err);
 }
 
 static int dropout_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
@@ -68,19 +79,24 @@ int op_decode_dropout(const ir_graph *g, ir_node *n, oc_err *err) {
 static const op_role data_role[] = {OP_IN_DATA};
 
 /* A pointwise op X -> Y (shape kept) and its gradient op (dY, S) -> dX; decode:
- * its parameters (op_pointwise_args) or NULL; saved: the tensor S its rule reads. */
-#define POINTWISE_OP(ident, rule, decodefn, saved_in, saved_out)                                   \
+ * its parameters (op_pointwise_args) or NULL; saved: the tensor S its rule reads.
+ * POINTWISE_DEF: with its shape function (fold_or_run_infer: folded on plan-time values)
+ * and autocast rule (op_autocast). */
+#define POINTWISE_DEF(ident, inferfn, rule, decodefn, saved_in, saved_out, ac)                     \
     const op_def ident = {.min_inputs = 1,                                                         \
                           .max_inputs = 1,                                                         \
                           .min_outputs = 1,                                                        \
                           .max_outputs = 1,                                                        \
                           .roles = data_role,                                                      \
                           .n_roles = 1,                                                            \
-                          .infer = same_shape_infer,                                               \
+                          .infer = inferfn,                                                        \
                           .decode = decodefn,                                                      \
                           .grad = rule,                                                            \
                           .saved_inputs = saved_in,                                                \
-                          .saved_outputs = saved_out}
+                          .saved_outputs = saved_out,                                              \
+                          .autocast = ac}
+#define POINTWISE_OP(ident, rule, decodefn, saved_in, saved_out)                                   \
+    POINTWISE_DEF(ident, same_shape_infer, rule, decodefn, saved_in, saved_out, OP_AUTOCAST_FOLLOW)
 #define POINTWISE_GRAD_OP(ident, decodefn)                                                         \
     const op_def ident = {.min_inputs = 2,                                                         \
                           .max_inputs = 2,                                                         \
@@ -192,7 +208,7 @@ static int pow_grad_rule(grad_ctx *c) {
 
 static const op_role pow_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
-POINTWISE_OP(op_def_sqrt, sqrt_grad_rule, NULL, 0x0, 0x1);
+POINTWISE_DEF(op_def_sqrt, fold_or_run_infer, sqrt_grad_rule, NULL, 0x0, 0x1, OP_AUTOCAST_FOLLOW);
 const op_def op_def_pow = {
     .min_inputs = 2,
     .max_inputs = 2,
@@ -208,6 +224,102 @@ const op_def op_def_pow = {
 };
 POINTWISE_GRAD_OP(op_def_sqrt_grad, NULL);
 POINTWISE_GRAD_OP(op_def_pow_grad, pow_decode);
+
+/* Neg: -X; at plan time any number (op_fold_neg), at run time float. dX = -dY: a Neg. */
+static int neg_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x)) return op_fold_neg(g, n, err);
+    if (!ir_dtype_is_compute(x->dtype))
+        return oc_fail(err, "Neg of a %s tensor computed at run time is not supported",
+                       ir_dtype_name(x->dtype));
+    return same_shape_infer(g, n, opset, err);
+}
+static int neg_grad_rule(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
+    int b = grad_node(c, "grad", OP_NEG);
+    grad_in(c, b, dy);
+    grad_out_dx(c, b, 0);
+    return grad_finish(c, b);
+}
+const op_def op_def_neg = {
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = neg_infer,
+    .grad = neg_grad_rule,
+};
+
+/* Sin (dX = dY cos X), Cos (dX = -dY sin X): folded when X is a plan-time value (a rotary
+ * table from a frequency buffer and a Range), else run. */
+static int sin_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_SIN_GRAD); }
+static int cos_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_COS_GRAD); }
+
+POINTWISE_DEF(op_def_sin, fold_or_run_infer, sin_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FOLLOW);
+POINTWISE_DEF(op_def_cos, fold_or_run_infer, cos_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FOLLOW);
+POINTWISE_GRAD_OP(op_def_sin_grad, NULL);
+POINTWISE_GRAD_OP(op_def_cos_grad, NULL);
+
+/* Exp (dX = dY Y), Log (dY / X), Abs (dY sign(X), 0 at 0), Reciprocal (-dY Y^2): Exp,
+ * Log and Reciprocal in float32 under autocast, as PyTorch's list has them. */
+static int exp_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_y(c, OP_EXP_GRAD); }
+static int log_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_LOG_GRAD); }
+static int abs_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_ABS_GRAD); }
+static int reciprocal_grad_rule(grad_ctx *c) {
+    return op_grad_pointwise_of_y(c, OP_RECIPROCAL_GRAD);
+}
+
+POINTWISE_DEF(op_def_exp, fold_or_run_infer, exp_grad_rule, NULL, 0x0, 0x1, OP_AUTOCAST_FP32);
+POINTWISE_DEF(op_def_log, fold_or_run_infer, log_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FP32);
+POINTWISE_DEF(op_def_abs, fold_or_run_infer, abs_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FOLLOW);
+POINTWISE_DEF(op_def_reciprocal, fold_or_run_infer, reciprocal_grad_rule, NULL, 0x0, 0x1,
+              OP_AUTOCAST_FP32);
+POINTWISE_GRAD_OP(op_def_exp_grad, NULL);
+POINTWISE_GRAD_OP(op_def_log_grad, NULL);
+POINTWISE_GRAD_OP(op_def_abs_grad, NULL);
+POINTWISE_GRAD_OP(op_def_reciprocal_grad, NULL);
+
+/* LeakyRelu (alpha, ONNX default 0.01), Elu (alpha, 1), Selu (alpha, gamma: ONNX's and
+ * PyTorch's constants): p0 = alpha, p1 = gamma. Their gradients read X and the same
+ * attributes (copied onto the gradient node), as PyTorch's leaky_relu_backward and
+ * elu_backward (is_result false) do. */
+static int activation_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g;
+    op_pointwise_args *p = &op_args_new(n)->pointwise;
+    bool leaky = n->op == OP_LEAKY_RELU || n->op == OP_LEAKY_RELU_GRAD;
+    bool selu = n->op == OP_SELU || n->op == OP_SELU_GRAD;
+    p->p0 = ir_attr_float(n, "alpha", leaky ? 0.01f : selu ? 1.67326319217681884765625f : 1.0f);
+    p->p1 = selu ? ir_attr_float(n, "gamma", 1.05070102214813232421875f) : 0.0f;
+    if (!isfinite(p->p0) || !isfinite(p->p1)) return oc_fail(err, "alpha and gamma must be finite");
+    return OC_OK;
+}
+static int leaky_relu_grad_rule(grad_ctx *c) {
+    return op_grad_pointwise_of_x(c, OP_LEAKY_RELU_GRAD);
+}
+static int elu_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_ELU_GRAD); }
+static int selu_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_SELU_GRAD); }
+
+POINTWISE_OP(op_def_leaky_relu, leaky_relu_grad_rule, activation_decode, 0x1, 0x0);
+POINTWISE_OP(op_def_elu, elu_grad_rule, activation_decode, 0x1, 0x0);
+POINTWISE_OP(op_def_selu, selu_grad_rule, activation_decode, 0x1, 0x0);
+POINTWISE_GRAD_OP(op_def_leaky_relu_grad, activation_decode);
+POINTWISE_GRAD_OP(op_def_elu_grad, activation_decode);
+POINTWISE_GRAD_OP(op_def_selu_grad, activation_decode);
+
+/* Softplus (PyTorch's threshold 20; float32 under autocast) and Mish = X tanh(Softplus(X));
+ * both gradients read X. */
+static int softplus_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_SOFTPLUS_GRAD); }
+static int mish_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_MISH_GRAD); }
+
+POINTWISE_DEF(op_def_softplus, same_shape_infer, softplus_grad_rule, NULL, 0x1, 0x0,
+              OP_AUTOCAST_FP32);
+POINTWISE_OP(op_def_mish, mish_grad_rule, NULL, 0x1, 0x0);
+POINTWISE_GRAD_OP(op_def_softplus_grad, NULL);
+POINTWISE_GRAD_OP(op_def_mish_grad, NULL);
 
 const op_def op_def_clip = {
     .min_inputs = 1,

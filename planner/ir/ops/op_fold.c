@@ -1,6 +1,7 @@
 /* op_fold.c — the glue today's exporters put around a network, evaluated at
  * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, Not, Mod, Trilu,
- * ConstantOfShape, Max, Min, Neg (ScatterND, GatherND: op_fold_index.c)
+ * ConstantOfShape; the plan-time forms of Max, Min and Neg (ScatterND, GatherND:
+ * op_fold_index.c)
  * (folded when their inputs are plan-time values, refused otherwise), and
  * Identity, Squeeze, Cast to the same type, which also run on activations as
  * copies. torch 2.x's exporter builds e.g. a Conv's zero bias as
@@ -137,7 +138,11 @@ int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err) {
     int64_t numel;
     uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
-    bool fl = op_fold_is_float(a->dtype), less = n->op == OP_LESS;
+    bool fl = op_fold_is_float(a->dtype), less = n->op == OP_LESS || n->op == OP_GREATER;
+    if (n->op == OP_GREATER) { /* a > b is b < a */
+        ir_tensor *t = a;
+        a = b, b = t;
+    }
     for (int64_t o = 0; o < numel; o++) {
         num x = op_fold_num_get(a, op_fold_bcast_at(a, y->rank, y->dims, o));
         num z = op_fold_num_get(b, op_fold_bcast_at(b, y->rank, y->dims, o));
@@ -173,9 +178,9 @@ static int not_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return op_fold_set(g, n, buf, numel);
 }
 
-/* Neg: -x of a plan-time number (torch.roll's negative shifts in Swin3D's export). */
-static int neg_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
+/* Neg: -x of a plan-time number (torch.roll's negative shifts in Swin3D's export);
+ * called by Neg's shape function (op_elementwise.c) when X is a plan-time value. */
+int op_fold_neg(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *x;
     if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
     if (x->dtype == IR_DTYPE_BOOL || x->dtype == IR_DTYPE_UINT8)
@@ -189,6 +194,42 @@ static int neg_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         num v = op_fold_num_get(x, o);
         v.f = -v.f,
         v.i = (int64_t)(0 - (uint64_t)v.i); /* INT64_MIN stays, as in two's complement */
+        op_fold_num_put(buf, x->dtype, o, v, x->dtype);
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* One float of a unary pointwise op, in float32 as the kernels compute it (runtime/pointwise.h),
+ * so a folded value is the one a run would compute; double in double. */
+static double unary_float(op_kind op, double v, bool wide) {
+    float f = (float)v;
+    switch (op) {
+    case OP_SIN: return wide ? sin(v) : (double)sinf(f);
+    case OP_COS: return wide ? cos(v) : (double)cosf(f);
+    case OP_SQRT: return wide ? sqrt(v) : (double)sqrtf(f);
+    case OP_EXP: return wide ? exp(v) : (double)expf(f);
+    case OP_LOG: return wide ? log(v) : (double)logf(f);
+    case OP_ABS: return fabs(v);
+    default: return wide ? 1.0 / v : (double)(1.0f / f); /* Reciprocal */
+    }
+}
+
+/* Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal of a plan-time float value (a rotary table from
+ * a frequency buffer and a Range; scaled_dot_product_attention's scale, the square root of
+ * 1 / sqrt(E) with E from a Shape). */
+int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
+    ir_tensor *x;
+    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
+    if (!op_fold_is_float(x->dtype))
+        return oc_fail(err, "input '%s' has type %s, which %s does not take", x->name,
+                       ir_dtype_name(x->dtype), n->op_type);
+    op_set_out_like(g, n, 0, x);
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++) {
+        num v = op_fold_num_get(x, o);
+        v.f = unary_float(n->op, v.f, x->dtype == IR_DTYPE_DOUBLE);
         op_fold_num_put(buf, x->dtype, o, v, x->dtype);
     }
     return op_fold_set(g, n, buf, numel);
@@ -279,9 +320,9 @@ int op_fold_where(ir_graph *g, ir_node *n, oc_err *err) {
 
 /* Max, Min: the elementwise extreme of one or more plan-time values of one type,
  * broadcast (numpy's maximum / minimum: a NaN wins). torch 2.x's exporter takes
- * Swin's relative-position index through a one-input Max. */
-static int min_max_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
+ * Swin's relative-position index through a one-input Max. Called by their shape
+ * function (op_binary.c) when every input is a plan-time value. */
+int op_fold_min_max(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *x[OP_FOLD_MAX_VARIADIC];
     if (n->n_inputs > OP_FOLD_MAX_VARIADIC)
         return oc_fail(err, "%d inputs; plan-time folding takes at most %d", n->n_inputs,
@@ -441,12 +482,10 @@ const op_def op_def_cast_like = {
 };
 FOLD_OP(op_def_equal, 2, equal_infer);
 FOLD_OP(op_def_not, 1, not_infer);
-FOLD_OP(op_def_neg, 1, neg_infer);
 FOLD_OP(op_def_mod, 2, mod_infer);
 FOLD_OP_N(op_def_trilu, 1, 2, trilu_infer);
 FOLD_OP(op_def_range, 3, range_infer);
 FOLD_OP(op_def_constant_of_shape, 1, constant_of_shape_infer);
-FOLD_OP_N(op_def_min_max, 1, -1, min_max_infer); /* variadic */
 
 /* Mul, Sub, Div, Add of two plan-time values (shape arithmetic), broadcast. */
 int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err) {

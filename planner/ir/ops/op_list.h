@@ -39,6 +39,18 @@
     X(HARD_SWISH, "HardSwish", ONNX, hard_swish, pointwise)                                        \
     X(ERF, "Erf", ONNX, erf, pointwise)                                                            \
     X(GELU, "Gelu", ONNX, gelu, pointwise)                                                         \
+    X(NEG, "Neg", ONNX, neg, pointwise)                                                            \
+    X(EXP, "Exp", ONNX, exp, pointwise)                                                            \
+    X(LOG, "Log", ONNX, log, pointwise)                                                            \
+    X(ABS, "Abs", ONNX, abs, pointwise)                                                            \
+    X(RECIPROCAL, "Reciprocal", ONNX, reciprocal, pointwise)                                       \
+    X(LEAKY_RELU, "LeakyRelu", ONNX, leaky_relu, pointwise)                                        \
+    X(ELU, "Elu", ONNX, elu, pointwise)                                                            \
+    X(SELU, "Selu", ONNX, selu, pointwise)                                                         \
+    X(SOFTPLUS, "Softplus", ONNX, softplus, pointwise)                                             \
+    X(MISH, "Mish", ONNX, mish, pointwise)                                                         \
+    X(SIN, "Sin", ONNX, sin, pointwise)                                                            \
+    X(COS, "Cos", ONNX, cos, pointwise)                                                            \
     X(SQRT, "Sqrt", ONNX, sqrt, pointwise)                                                         \
     X(POW, "Pow", ONNX, pow, pointwise)                                                            \
     X(SOFTMAX, "Softmax", ONNX, softmax, softmax)                                                  \
@@ -52,7 +64,11 @@
     X(SUB, "Sub", ONNX, sub, binary)                                                               \
     X(MUL, "Mul", ONNX, mul, binary)                                                               \
     X(DIV, "Div", ONNX, div, binary)                                                               \
+    X(MAX, "Max", ONNX, min_max, binary)                                                           \
+    X(MIN, "Min", ONNX, min_max, binary)                                                           \
+    X(PRELU, "PRelu", ONNX, prelu, binary)                                                         \
     X(LESS, "Less", ONNX, less, less)                                                              \
+    X(GREATER, "Greater", ONNX, less, less)                                                        \
     X(WHERE, "Where", ONNX, where, where)                                                          \
     X(EXPAND, "Expand", ONNX, expand, expand)                                                      \
     X(RANDOM_UNIFORM_LIKE, "RandomUniformLike", ONNX, random_uniform_like, random_uniform_like)    \
@@ -101,9 +117,22 @@
     X(HARD_SWISH_GRAD, "HardSwishGrad", OC, hard_swish_grad, pointwise_grad)                       \
     X(ERF_GRAD, "ErfGrad", OC, erf_grad, pointwise_grad)                                           \
     X(GELU_GRAD, "GeluGrad", OC, gelu_grad, pointwise_grad)                                        \
+    X(EXP_GRAD, "ExpGrad", OC, exp_grad, pointwise_grad)                                           \
+    X(LOG_GRAD, "LogGrad", OC, log_grad, pointwise_grad)                                           \
+    X(ABS_GRAD, "AbsGrad", OC, abs_grad, pointwise_grad)                                           \
+    X(RECIPROCAL_GRAD, "ReciprocalGrad", OC, reciprocal_grad, pointwise_grad)                      \
+    X(LEAKY_RELU_GRAD, "LeakyReluGrad", OC, leaky_relu_grad, pointwise_grad)                       \
+    X(ELU_GRAD, "EluGrad", OC, elu_grad, pointwise_grad)                                           \
+    X(SELU_GRAD, "SeluGrad", OC, selu_grad, pointwise_grad)                                        \
+    X(SOFTPLUS_GRAD, "SoftplusGrad", OC, softplus_grad, pointwise_grad)                            \
+    X(MISH_GRAD, "MishGrad", OC, mish_grad, pointwise_grad)                                        \
+    X(SIN_GRAD, "SinGrad", OC, sin_grad, pointwise_grad)                                           \
+    X(COS_GRAD, "CosGrad", OC, cos_grad, pointwise_grad)                                           \
     X(SQRT_GRAD, "SqrtGrad", OC, sqrt_grad, pointwise_grad)                                        \
     X(POW_GRAD, "PowGrad", OC, pow_grad, pointwise_grad)                                           \
     X(WHERE_GRAD, "WhereGrad", OC, where_grad, where_grad)                                         \
+    X(MIN_MAX_GRAD, "MinMaxGrad", OC, min_max_grad, binary_grad)                                   \
+    X(PRELU_GRAD, "PReluGrad", OC, prelu_grad, binary_grad)                                        \
     X(FUSED_ATTENTION_GRAD, "FusedAttentionGrad", OC, fused_attention_grad, fused_attention_grad)  \
     X(SOFTMAX_GRAD, "SoftmaxGrad", OC, softmax_grad, softmax_grad)                                 \
     X(LOG_SOFTMAX_GRAD, "LogSoftmaxGrad", OC, log_softmax_grad, softmax_grad)                      \
@@ -135,13 +164,10 @@
 #define OC_OPS_FOLD(X)                                                                             \
     X(EQUAL, "Equal", ONNX, equal, none)                                                           \
     X(NOT, "Not", ONNX, not, none)                                                                 \
-    X(NEG, "Neg", ONNX, neg, none)                                                                 \
     X(MOD, "Mod", ONNX, mod, none)                                                                 \
     X(TRILU, "Trilu", ONNX, trilu, none)                                                           \
     X(RANGE, "Range", ONNX, range, none)                                                           \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)                         \
-    X(MAX, "Max", ONNX, min_max, none)                                                             \
-    X(MIN, "Min", ONNX, min_max, none)                                                             \
     X(GATHER_ND, "GatherND", ONNX, gather_nd, none)
 
 /* Ops the importer rewrites into others (op_einsum.c): never in a graph. */
@@ -168,7 +194,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 110
+#define OP_LIST_COUNT 136
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -92,6 +92,18 @@ def tiny_swin():
                                             stochastic_depth_prob=0.0, num_classes=10)
 
 
+def tiny_swin_v2():
+    """Swin Transformer V2: cosine attention (F.normalize: ReduceL2, Clip, Div) with a learnt
+    logit scale (Clip, Exp), a continuous relative-position bias from a small MLP over a
+    log-spaced coordinate table (a module buffer: it must not train), post-norm blocks,
+    PatchMergingV2. Not in Debian's torchvision 0.14."""
+    from torchvision.models import swin_transformer as st
+    return st.SwinTransformer(patch_size=[4, 4], embed_dim=8, depths=[2, 2], num_heads=[1, 2],
+                              window_size=[2, 2], stochastic_depth_prob=0.0, num_classes=10,
+                              block=st.SwinTransformerBlockV2,
+                              downsample_layer=st.PatchMergingV2)
+
+
 def tiny_maxvit():
     """MaxViT: MBConv with squeeze-excitation, block and grid attention whose scores are
     Einsums, a relative-position bias (GatherND), LayerNorm, GELU. The BatchNorm momentum is
@@ -174,7 +186,7 @@ def tiny_acts():
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
-        "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_maxvit": tiny_maxvit,
+        "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_swin_v2": tiny_swin_v2, "tiny_maxvit": tiny_maxvit,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)

@@ -311,6 +311,7 @@ static void copy_tensors(rw *s) {
         y->kind = x->kind;
         y->is_initializer = x->is_initializer;
         y->keep_unread = x->keep_unread;
+        y->is_buffer = x->is_buffer;
         y->data_src = x->data_src;
         if (x->data_src == IR_DATA_INLINE) {
             ir_tensor_set_data(y, x->data, x->data_bytes);

@@ -92,6 +92,9 @@ typedef struct ir_tensor {
     char *dim_params[IR_MAX_RANK]; /* symbolic dims (graph inputs) until bound; owned */
     ir_kind kind;
     bool is_initializer;
+    /* An initializer the exporter marks as a module's buffer (torch.export's input kind
+     * BUFFER): read as data it is a constant, never a parameter (shape_infer.c). */
+    bool is_buffer;
     bool is_graph_input;
     bool is_graph_output;
     /* A model initializer only folded nodes read (a module's buffer): kept, unread, by

@@ -57,6 +57,21 @@ static Onnx__TensorProto *tensor_proto(pool *po, const ir_tensor *t, const void 
     return tp;
 }
 
+static Onnx__ValueInfoProto *value_info(pool *po, const ir_tensor *t, bool half_as_float);
+
+/* The value info of a module's buffer: torch.export's mark (onnx_import.c reads it). */
+static Onnx__ValueInfoProto *buffer_info(pool *po, const ir_tensor *t) {
+    Onnx__ValueInfoProto *vi = value_info(po, t, false);
+    Onnx__StringStringEntryProto *kind = palloc(po, 1, sizeof *kind);
+    onnx__string_string_entry_proto__init(kind);
+    kind->key = "pkg.torch.export.graph_signature.InputSpec.kind";
+    kind->value = "BUFFER";
+    vi->n_metadata_props = 1;
+    vi->metadata_props = palloc(po, 1, sizeof *vi->metadata_props);
+    vi->metadata_props[0] = kind;
+    return vi;
+}
+
 static Onnx__ValueInfoProto *value_info(pool *po, const ir_tensor *t, bool half_as_float) {
     Onnx__ValueInfoProto *vi = palloc(po, 1, sizeof *vi);
     onnx__value_info_proto__init(vi);
@@ -406,13 +421,15 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
             used[t] = true, node_read[t] = false;
     /* A saved model's floating constants the nodes read (the exporters' Constant nodes: a
      * LayerNorm's epsilon, an attention scale, a mask's fill) are written as Constant nodes
-     * again: as initializers read as data they would load as trainable parameters. */
+     * again: as initializers read as data they would load as trainable parameters. A
+     * module's buffer stays an initializer, marked one as torch.export marks it (its value
+     * info's metadata), so the file still holds the state dict and loads it as a buffer. */
     int *as_constant = palloc(&po, (size_t)g->n_tensors, sizeof(int)), n_constants = 0;
     bool *is_constant = palloc(&po, (size_t)g->n_tensors, sizeof(bool));
     for (int t = 0; t < g->n_tensors && s->unfuse; t++) {
         const ir_tensor *x = &g->tensors[t];
         if (node_read[t] && x->is_initializer && x->kind == IR_KIND_CONSTANT &&
-            ir_dtype_is_float(x->dtype))
+            ir_dtype_is_float(x->dtype) && !x->is_buffer)
             as_constant[n_constants++] = t, is_constant[t] = true;
     }
     n_written += n_constants;
@@ -436,6 +453,10 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         if (x->data_src == IR_DATA_INLINE)
             gp->initializer[gp->n_initializer++] = tensor_proto(&po, x, x->data, x->data_bytes);
         else gp->input[gp->n_input++] = value_info(&po, x, false);
+        if (x->is_buffer) {
+            if (!gp->value_info) gp->value_info = palloc(&po, (size_t)g->n_tensors, sizeof(void *));
+            gp->value_info[gp->n_value_info++] = buffer_info(&po, x);
+        }
     }
     gp->node = palloc(&po, (size_t)n_written, sizeof *gp->node);
     for (int c = 0; c < n_constants && rc == OC_OK; c++) {

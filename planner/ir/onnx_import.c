@@ -444,14 +444,77 @@ static int import_einsum(importer *im, const Onnx__NodeProto *np, const char *na
     return op_einsum_lower(im->g, im->path, name, equation, in, (int)np->n_input, out, im->err);
 }
 
+/* A tensor "<name>/<what>" for a lowering's intermediate (ir_tensor_add keeps it unique). */
+static int lowered_tensor(importer *im, const char *name, const char *what, ir_dtype dt) {
+    char *s = oc_sprintf("%s/%s", name, what);
+    int t = ir_tensor_add(im->g, s, dt);
+    oc_free(s);
+    return t;
+}
+
+/* ReduceL2 (F.normalize, torch.linalg.vector_norm): lowered here into Sqrt(ReduceSum(X X))
+ * over the same axes, so it runs and differentiates as those three do. The ReduceSum takes
+ * the node's attributes; axes given as an attribute (opset < 18) become its input from
+ * opset 13 on, as ReduceSum takes them there. The gradient is X dY / Y, PyTorch's, except
+ * at an all-zero vector (PyTorch: 0; here Sqrt's gradient there is infinite, so NaN). */
+static int import_reduce_l2(importer *im, const Onnx__NodeProto *np, const char *name) {
+    ir_graph *g = im->g;
+    int x, axes = -1, out;
+    if (np->n_input < 1 || np->n_input > 2 || np->n_output != 1)
+        return oc_fail(im->err, "%s: node '%s' (ReduceL2): takes one or two inputs, one output",
+                       im->path, name);
+    if (node_input(im, np, name, 0, &x) || (np->n_input > 1 && node_input(im, np, name, 1, &axes)))
+        return OC_ERR;
+    if (x < 0)
+        return oc_fail(im->err, "%s: node '%s' (ReduceL2): input 0 is empty", im->path, name);
+    if (node_output(im, np, name, 0, &out)) return OC_ERR;
+    if (out < 0)
+        return oc_fail(im->err, "%s: node '%s' (ReduceL2): output 0 is empty", im->path, name);
+    int sq = lowered_tensor(im, name, "square", IR_DTYPE_UNDEFINED);
+    int sum = lowered_tensor(im, name, "sum_squares", IR_DTYPE_UNDEFINED);
+    char *mul_name = oc_sprintf("%s/square", name), *sum_name = oc_sprintf("%s/sum_squares", name);
+    int m = op_node_add(g, mul_name, OP_MUL);
+    ir_node_add_input(g, m, x);
+    ir_node_add_input(g, m, x);
+    ir_node_add_output(g, m, sq);
+    int r = op_node_add(g, sum_name, OP_REDUCE_SUM);
+    oc_free(mul_name), oc_free(sum_name);
+    ir_node_add_input(g, r, sq);
+    if (axes >= 0) ir_node_add_input(g, r, axes);
+    ir_node_add_output(g, r, sum);
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        ir_attr a;
+        if (attr_from_proto(im, name, np->attribute[i], &a)) return OC_ERR;
+        if (strcmp(a.name, "axes") == 0 && g->opset >= 13 && a.type == IR_ATTR_INTS) {
+            int c = lowered_tensor(im, name, "axes", IR_DTYPE_INT64);
+            ir_tensor *t = &g->tensors[c];
+            int64_t dims[1] = {a.n};
+            ir_tensor_set_shape(t, 1, dims);
+            ir_tensor_set_data(t, a.ints, (size_t)a.n * sizeof(int64_t));
+            t->is_initializer = true;
+            t->kind = IR_KIND_CONSTANT;
+            ir_node_add_input(g, r, c);
+        } else {
+            ir_node_add_attr(g, r, &a);
+        }
+        ir_attr_free(&a);
+    }
+    int q = op_node_add(g, name, OP_SQRT);
+    ir_node_add_input(g, q, sum);
+    ir_node_add_output(g, q, out);
+    return OC_OK;
+}
+
 static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
     ir_graph *g = im->g;
     if (!np->op_type || !*np->op_type)
         return oc_fail(im->err, "%s: node #%d has no op_type", im->path, index);
     char *name = unique_node_name(im, np, index);
     const char *domain = np->domain && strcmp(np->domain, "ai.onnx") != 0 ? np->domain : "";
-    if (op_lookup(domain, np->op_type) == OP_EINSUM) {
-        int rc = import_einsum(im, np, name);
+    op_kind lowered = op_lookup(domain, np->op_type);
+    if (lowered == OP_EINSUM || lowered == OP_REDUCE_L2) {
+        int rc =
+            lowered == OP_EINSUM ? import_einsum(im, np, name) : import_reduce_l2(im, np, name);
         oc_free(name);
         return rc;
     }
@@ -624,6 +687,23 @@ static int mark_channels_last(importer *im, const Onnx__ModelProto *m) {
     return OC_OK;
 }
 
+/* The initializers torch.export's exporter marks as a module's buffers: the value info
+ * of each carries metadata "pkg.torch.export.graph_signature.InputSpec.kind" = "BUFFER"
+ * (PARAMETER for parameters). Nothing else in the file tells the two apart. */
+static void mark_buffers(ir_graph *g, Onnx__ValueInfoProto *const *vis, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const Onnx__ValueInfoProto *vi = vis[i];
+        int t = vi->name ? ir_tensor_find(g, vi->name) : -1;
+        if (t < 0 || !g->tensors[t].is_initializer) continue;
+        for (size_t k = 0; k < vi->n_metadata_props; k++) {
+            const Onnx__StringStringEntryProto *p = vi->metadata_props[k];
+            if (p->key && p->value &&
+                strcmp(p->key, "pkg.torch.export.graph_signature.InputSpec.kind") == 0)
+                g->tensors[t].is_buffer = strcmp(p->value, "BUFFER") == 0;
+        }
+    }
+}
+
 static int import_model(importer *im, const Onnx__ModelProto *m) {
     ir_graph *g = im->g;
     const Onnx__GraphProto *gp = m->graph;
@@ -667,6 +747,8 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
         if (value_info_to_tensor(im, &g->tensors[t], vi)) return OC_ERR;
         ir_graph_add_input(g, t);
     }
+    mark_buffers(g, gp->value_info, gp->n_value_info);
+    mark_buffers(g, gp->input, gp->n_input);
     if (gp->n_node == 0) return oc_fail(im->err, "%s: graph has no nodes", im->path);
     for (size_t i = 0; i < gp->n_node; i++)
         if (import_node(im, gp->node[i], (int)i)) return OC_ERR;

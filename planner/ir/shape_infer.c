@@ -168,20 +168,24 @@ static bool *float_flow(ir_graph *g) {
     return flows;
 }
 
-/* Kind of an initializer from the role of its first consumer's input slot. */
+/* Kind of an initializer from the role of its first consumer's input slot that reads its
+ * values: CastLike's second input and Shape's read only its type or shape (torch.export's
+ * clamp of SwinV2's logit scale reads the parameter's type first). */
 static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t, const bool *flows) {
     for (int c = 0; c < t->n_consumers; c++) {
         const ir_node *n = &g->nodes[t->consumers[c]];
         const op_def *d = op_def_of(n);
         for (int i = 0; i < n->n_inputs; i++) {
             if (n->inputs[i] < 0 || &g->tensors[n->inputs[i]] != t) continue;
+            if ((n->op == OP_CAST_LIKE && i == 1) || n->op == OP_SHAPE) continue;
             switch (op_input_role(d, i)) {
             case OP_IN_STATE: return IR_KIND_STATE;
             case OP_IN_CONST: return IR_KIND_CONSTANT;
             case OP_IN_PARAM: return IR_KIND_PARAMETER;
             case OP_IN_DATA:
-                return ir_dtype_is_float(t->dtype) && flows[t - g->tensors] ? IR_KIND_PARAMETER
-                                                                            : IR_KIND_CONSTANT;
+                return ir_dtype_is_float(t->dtype) && flows[t - g->tensors] && !t->is_buffer
+                           ? IR_KIND_PARAMETER
+                           : IR_KIND_CONSTANT;
             }
         }
     }
@@ -220,10 +224,23 @@ static void mark_constant_outputs(ir_graph *g, const ir_node *n) {
 int ir_infer_shapes(ir_graph *g, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     bool *flows = float_flow(g);
-    for (int t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].is_initializer)
-            g->tensors[t].kind = initializer_kind(g, &g->tensors[t], flows);
+    char buffers[256] = "";
+    int nb = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_tensor *x = &g->tensors[t];
+        if (!x->is_initializer) continue;
+        x->kind = initializer_kind(g, x, flows);
+        /* a buffer a gradient would reach, read as data: it would have trained */
+        if (x->is_buffer && x->kind == IR_KIND_CONSTANT && flows[t] && ir_dtype_is_float(x->dtype))
+            name_some(buffers, sizeof buffers, ++nb, x->name);
+    }
     oc_free(flows);
+    if (nb)
+        ir_graph_note(g,
+                      "%d float initializer%s (%s%s) the exporter marks as module buffers "
+                      "reach%s the loss: taken as constant%s, not trained, as in PyTorch",
+                      nb, nb > 1 ? "s" : "", buffers, nb > 2 ? ", ..." : "", nb > 1 ? "" : "es",
+                      nb > 1 ? "s" : "");
     /* Every tensor's bytes, summed: sums over any subset (liveness, totals,
      * layouts, the training graph's gradients) then stay far from int64's limit. */
     int64_t total = 0, bytes;

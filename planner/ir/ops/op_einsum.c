@@ -333,11 +333,15 @@ int op_einsum_lower(ir_graph *g, const char *path, const char *name, const char 
     return lower(&w, (const char(*)[EINSUM_MAX_INDICES + 1]) terms, outl, in, n_in, err);
 }
 
-/* Never inferred: the importer lowers every Einsum (onnx_import.c). */
+/* Never inferred: the importer lowers every Einsum and ReduceL2 (onnx_import.c). */
 static int einsum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)g, (void)n, (void)opset;
-    return oc_fail(err, "Einsum is lowered at import; this node should not exist");
+    (void)g, (void)opset;
+    return oc_fail(err, "%s is lowered at import; this node should not exist", n->op_type);
 }
 
 const op_def op_def_einsum = {
+    .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .infer = einsum_infer};
+
+/* ReduceL2 likewise: lowered at import into Mul, ReduceSum and Sqrt (onnx_import.c). */
+const op_def op_def_reduce_l2 = {
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .infer = einsum_infer};

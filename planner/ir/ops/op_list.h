@@ -171,7 +171,9 @@
     X(GATHER_ND, "GatherND", ONNX, gather_nd, none)
 
 /* Ops the importer rewrites into others (op_einsum.c): never in a graph. */
-#define OC_OPS_LOWERED(X) X(EINSUM, "Einsum", ONNX, einsum, none)
+#define OC_OPS_LOWERED(X)                                                                          \
+    X(EINSUM, "Einsum", ONNX, einsum, none)                                                        \
+    X(REDUCE_L2, "ReduceL2", ONNX, reduce_l2, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -194,7 +196,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 136
+#define OP_LIST_COUNT 137
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -15,7 +15,7 @@ void cmd_emit_usage(FILE *f) {
            "                         [--eps E] [--clip-grad-norm MAX] [--ignore-index K]\n"
            "                         [--attention fused|unfused] [--no-fuse] [--layout nchw|nhwc]\n"
            "                         [--precision fp32|bf16|fp16] [--loss-scale S|auto|none]\n"
-           "                         [--loss-scale-interval N] -o TRAIN.onnx\n\n"
+           "                         [--loss-scale-interval N] [--freeze P[,P..]] -o TRAIN.onnx\n\n"
            "Writes the in-core training step (forward, loss, backward, SGD-momentum updates,\n"
            "in schedule order) as an ONNX model: backward/update nodes in domain ai.outcore,\n"
            "inputs data and labels, outputs the loss and every updated parameter and state.\n"

@@ -144,7 +144,7 @@ void cmd_plan_usage(FILE *f) {
         "                  --profile measured with the other layout is given\n"
         "Training options as `emit` takes them (--lr, --momentum, --weight-decay, --loss,\n"
         "--bn, --optimizer sgd|adamw, --betas, --eps, --clip-grad-norm, --ignore-index,\n"
-        "--precision fp32|bf16|fp16, --loss-scale, --loss-scale-interval).\n"
+        "--precision fp32|bf16|fp16, --loss-scale, --loss-scale-interval, --freeze).\n"
         "Exit status: 0 feasible plan, 3 no feasible plan (nothing written), 1 error.\n",
         names);
 }

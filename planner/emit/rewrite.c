@@ -312,6 +312,7 @@ static void copy_tensors(rw *s) {
         y->is_initializer = x->is_initializer;
         y->keep_unread = x->keep_unread;
         y->is_buffer = x->is_buffer;
+        y->is_frozen = x->is_frozen;
         y->data_src = x->data_src;
         if (x->data_src == IR_DATA_INLINE) {
             ir_tensor_set_data(y, x->data, x->data_bytes);

@@ -95,6 +95,9 @@ typedef struct ir_tensor {
     /* An initializer the exporter marks as a module's buffer (torch.export's input kind
      * BUFFER): read as data it is a constant, never a parameter (shape_infer.c). */
     bool is_buffer;
+    /* A parameter --freeze holds (train_graph.c): a constant in the training graph, written
+     * back by --save as the parameter it is in the model (not as a Constant node). */
+    bool is_frozen;
     bool is_graph_input;
     bool is_graph_output;
     /* A model initializer only folded nodes read (a module's buffer): kept, unread, by

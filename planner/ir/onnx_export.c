@@ -429,7 +429,7 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     for (int t = 0; t < g->n_tensors && s->unfuse; t++) {
         const ir_tensor *x = &g->tensors[t];
         if (node_read[t] && x->is_initializer && x->kind == IR_KIND_CONSTANT &&
-            ir_dtype_is_float(x->dtype) && !x->is_buffer)
+            ir_dtype_is_float(x->dtype) && !x->is_buffer && !x->is_frozen)
             as_constant[n_constants++] = t, is_constant[t] = true;
     }
     n_written += n_constants;

@@ -1,6 +1,7 @@
 /* train_graph.c — builds the training step (see train_graph.h): loss, reverse
  * walk over the forward nodes calling each op's gradient rule, gradient
  * summation, SGD updates, tensor classes and in-core liveness. */
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -726,6 +727,49 @@ static int autocast_step(train_graph *tg, oc_err *err) {
     return OC_OK;
 }
 
+/* --freeze: every parameter whose name matches one of the comma-separated patterns
+ * becomes a constant (no gradient, no update: requires_grad False in PyTorch); a
+ * BatchNormalization's running statistics still update. A pattern matching no
+ * parameter is refused, naming it. */
+static int freeze_parameters(ir_graph *g, const char *patterns, oc_err *err) {
+    int frozen = 0, total = 0;
+    int64_t elements = 0;
+    for (const char *p = patterns; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char *pat = oc_strndup(p, len);
+        int matched = 0;
+        total = 0;
+        for (int t = 0; t < g->n_tensors; t++) {
+            ir_tensor *x = &g->tensors[t];
+            if (!x->is_initializer || (x->kind != IR_KIND_PARAMETER && !x->is_frozen)) continue;
+            total++;
+            if (fnmatch(pat, x->name, 0) != 0) continue;
+            matched++;
+            if (x->is_frozen) continue; /* an earlier pattern took it */
+            int64_t n = 0;
+            ir_tensor_numel(x, &n);
+            x->kind = IR_KIND_CONSTANT, x->is_frozen = true;
+            frozen++, elements += n;
+        }
+        if (!matched) {
+            int rc = oc_fail(err, "--freeze: '%s' matches none of the model's %d parameters", pat,
+                             total);
+            oc_free(pat);
+            return rc;
+        }
+        oc_free(pat);
+        p += len + (end ? 1 : 0);
+    }
+    if (frozen == total)
+        return oc_fail(err, "--freeze: '%s' freezes all %d parameters: nothing would train",
+                       patterns, total);
+    ir_graph_note(
+        g, "--freeze: %d of %d parameters (%" PRId64 " elements) frozen: no gradient, no update",
+        frozen, total, elements);
+    return OC_OK;
+}
+
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err) {
     *out = NULL;
     ir_dtype stored;
@@ -744,6 +788,10 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
                       o->precision == TRAIN_PRECISION_FP32 ? " (--precision bf16|fp16 to compute "
                                                              "in half)"
                                                            : "");
+    if (!o->forward_only && o->freeze && freeze_parameters(fwd, o->freeze, err)) {
+        ir_graph_free(fwd);
+        return OC_ERR;
+    }
     if (!o->forward_only && (o->bn_frozen ? bn_freeze(fwd, err) : bn_to_training(fwd, err))) {
         ir_graph_free(fwd);
         return OC_ERR;

@@ -70,6 +70,10 @@ typedef struct train_opts {
     int64_t loss_scale_interval;
     bool forward_only; /* the forward pass and the loss, no backward or update (evaluation) */
     bool bn_frozen;    /* BatchNormalization on its running statistics, not updated (--bn frozen) */
+    /* --freeze P[,P..]: the parameters whose names match a pattern (fnmatch: * ? [..]) take
+     * no gradient and no update, as requires_grad False in PyTorch; NULL: none. Points into
+     * the caller's argument (not owned). */
+    const char *freeze;
     int64_t ignore_index; /* labels equal to it count in no loss (PyTorch's default -100) */
 } train_opts;
 /* softmax CE, SGD with lr 0.1, momentum 0.9, weight decay 1e-4; AdamW's betas
@@ -78,11 +82,12 @@ train_opts train_opts_default(void);
 /* One option of both command lines into o: --optimizer sgd|adamw, --betas B1,B2,
  * --eps E, --clip-grad-norm MAX, --ignore-index K, --attention fused|unfused,
  * --fuse all|forward|none (v is its value; --no-fuse is --fuse none), --layout nchw|nhwc,
- * --precision fp32|bf16|fp16, --loss-scale S|auto|none, --loss-scale-interval N.
+ * --precision fp32|bf16|fp16, --loss-scale S|auto|none, --loss-scale-interval N,
+ * --freeze P[,P..].
  * 1 when flag is one of them, 0 when it is not, OC_ERR (naming it) on a bad value. */
 #define TRAIN_OPTS_FLAGS                                                                           \
     "--optimizer", "--betas", "--eps", "--clip-grad-norm", "--ignore-index", "--attention",        \
-        "--fuse", "--layout", "--precision", "--loss-scale", "--loss-scale-interval"
+        "--fuse", "--layout", "--precision", "--loss-scale", "--loss-scale-interval", "--freeze"
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err);
 /* The initial loss scale o asks for (--loss-scale resolved), 0 for none. */
 float train_loss_scale(const train_opts *o);

@@ -1,6 +1,6 @@
 /* train_opts.c — the training options both command lines share (outcore-plan
- * and outcore-run): the optimizer, its AdamW settings, gradient clipping and
- * the loss's ignored label. See train_graph.h. */
+ * and outcore-run): the optimizer, its AdamW settings, gradient clipping, the
+ * loss's ignored label, frozen parameters. See train_graph.h. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -37,6 +37,12 @@ float train_loss_scale(const train_opts *o) {
 }
 
 int train_opts_parse(train_opts *o, const char *flag, const char *v, oc_err *err) {
+    if (strcmp(flag, "--freeze") == 0) {
+        if (!*v || v[0] == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+            return oc_fail(err, "--freeze: '%s' is not a comma-separated list of name patterns", v);
+        o->freeze = v;
+        return 1;
+    }
     if (strcmp(flag, "--optimizer") == 0) {
         if (strcmp(v, "sgd") == 0) o->optimizer = TRAIN_OPT_SGD;
         else if (strcmp(v, "adamw") == 0) o->optimizer = TRAIN_OPT_ADAMW;

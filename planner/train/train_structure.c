@@ -44,6 +44,12 @@ char *train_structure_format(const train_graph *tg) {
             fprintf(f, "\nkind %s\t", ir_kind_name(g->tensors[t].kind));
             put_name(f, g->tensors[t].name);
         }
+    for (int t = 0; t < g->n_tensors; t++) /* constants --save writes back as they came */
+        if ((g->tensors[t].is_frozen || g->tensors[t].is_buffer) &&
+            g->tensors[t].kind == IR_KIND_CONSTANT) {
+            fputs(g->tensors[t].is_frozen ? "\nfrozen " : "\nbuffer ", f);
+            put_name(f, g->tensors[t].name);
+        }
     for (int t = 0; t < g->n_tensors; t++)
         if (tg->grad_of[t] >= 0) {
             fputs("\ngrad ", f);
@@ -201,13 +207,19 @@ static int parse_line(reader *r, char *line, int *loss_node, bool *seen_saved) {
     if (strcmp(line, "fwd_of") == 0) return parse_fwd_of(r, v);
     if (strcmp(line, "kind") == 0) return parse_kind(r, v);
     if (strcmp(line, "grad") == 0) return parse_grad(r, v);
-    int t = strcmp(line, "loss") == 0 || strcmp(line, "label") == 0 || strcmp(line, "saved") == 0
+    bool mark = strcmp(line, "frozen") == 0 || strcmp(line, "buffer") == 0;
+    int t = mark || strcmp(line, "loss") == 0 || strcmp(line, "label") == 0 ||
+                    strcmp(line, "saved") == 0
                 ? take_tensor(r, &p)
                 : (bad(r, "unknown field", line), -1);
     if (t < 0) return OC_ERR;
     if (*p) return bad(r, "trailing text", p);
-    const ir_tensor *x = &tg->g->tensors[t];
-    if (strcmp(line, "loss") == 0) {
+    ir_tensor *x = &tg->g->tensors[t];
+    if (mark) { /* a frozen parameter or a module's buffer: a constant initializer */
+        if (!x->is_initializer || x->kind != IR_KIND_CONSTANT)
+            return bad(r, "not a constant initializer", x->name);
+        *(line[0] == 'f' ? &x->is_frozen : &x->is_buffer) = true;
+    } else if (strcmp(line, "loss") == 0) {
         if (x->producer != *loss_node)
             return bad(r, "the loss tensor is not produced by the loss node", x->name);
         tg->loss_tensor = t;

@@ -118,6 +118,12 @@ expect_error "--precision fp8" "$RUN" "$M" --batch 2 --precision fp8
 expect_error "--loss-scale 0.5" "$RUN" "$M" --batch 2 --precision fp16 --loss-scale 0.5
 expect_error "--loss-scale-interval 0" "$RUN" "$M" --batch 2 --loss-scale-interval 0
 expect_error "--precision on a training graph" "$RUN" "$T/train.onnx" --precision bf16
+expect_error "--freeze matching no parameter" "$RUN" "$M" --batch 2 --freeze 'nothing.*'
+grep -q "'nothing.\*' matches none of the model's" "$T/e" && ok "  ... naming the pattern" ||
+    bad "--freeze message: $(cat "$T/e")"
+expect_error "--freeze with an empty pattern" "$RUN" "$M" --batch 2 --freeze 'a,,b'
+expect_error "--freeze on a training graph" "$RUN" "$T/train.onnx" --freeze '*'
+expect_error "--freeze everything" "$RUN" "$M" --batch 2 --freeze '*'
 # a bf16 training graph saves the float32 model: autocast's Casts left out, float32 output
 "$BUILD/outcore-plan" emit "$M" --batch 2 --precision bf16 -o "$T/bf16.onnx" >/dev/null 2>&1 &&
     "$RUN" "$T/bf16.onnx" --steps 1 --save "$T/bf16_saved.onnx" >/dev/null 2>"$T/e" &&

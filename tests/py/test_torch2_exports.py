@@ -46,6 +46,7 @@ with the loss and every weight and running statistic after one SGD step in float
     --no-fuse (the decomposition itself) the step matches the reference too;
   - the export with Dropout and stochastic depth left on (RandomUniformLike -> Less -> Cast ->
     Div -> Mul) trains, its random numbers the same for the same --seed and not for another;
+  - --freeze (fine-tuning) is PyTorch's step with requires_grad False on those parameters;
   - --bn frozen (fine-tuning) is PyTorch's step with every BatchNorm module in eval mode
     (reference computed here in float64 by Debian's torch): running statistics unchanged.
 """
@@ -343,6 +344,69 @@ def check_frozen(tmp):
         failures.append(f"--bn frozen: worst {worst}, statistics unchanged {stats_same}")
 
 
+def check_freeze(tmp):
+    """--freeze against PyTorch with requires_grad False on the same parameters (float64,
+    Debian torch): the stem and first block of the tiny ResNet frozen; their weights bitwise
+    unchanged, their BatchNorms' running statistics still updated; the rest within 1e-4. The
+    step planned into a file (the frozen weights marked in its structure) gives the same
+    --save bits, the frozen weights written back as initializers. (Below its in-core peak
+    the frozen step has no plan: the peak is the frozen stem's forward, which holds nothing
+    a plan can move.)"""
+    import fnmatch
+    import torch
+    from tiny_models import TINY
+    name, patterns = "tiny_resnet", ["0.*", "1.*", "4.*"]
+    path = os.path.join(DATA, f"{name}_dynamo.onnx")
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    model = TINY[name]()
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    model.load_state_dict({k: torch.from_numpy(inits[k].copy()) if k in inits else v
+                           for k, v in model.state_dict().items()})
+    model = model.double().train()
+    frozen = [k for k, p in model.named_parameters()
+              if any(fnmatch.fnmatchcase(k, pat) for pat in patterns)]
+    for k, p in model.named_parameters():
+        p.requires_grad_(k not in frozen)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=LR,
+                          momentum=MOMENTUM, weight_decay=WD)
+    loss = torch.nn.functional.cross_entropy(model(torch.from_numpy(ref["input"]).double()),
+                                             torch.from_numpy(ref["labels"]))
+    loss.backward()
+    opt.step()
+    want = {k: v.detach().numpy() for k, v in model.state_dict().items()
+            if "num_batches_tracked" not in k}
+    flag = ("--freeze", ",".join(patterns))
+    try:
+        losses, got, err = outcore_step(path, ref["input"], ref["labels"], tmp, extra=flag)
+        plan = os.path.join(tmp, "freeze_plan.onnx")
+        r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "plan", path, "--batch",
+                            "2", "--device", "h100", "--budget", "1MiB", *flag, "-o", plan],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr.strip()[-300:])
+        _, got_plan, _ = outcore_step(plan, ref["input"], ref["labels"], tmp)
+    except RuntimeError as e:
+        failures.append(f"--freeze: {e}")
+        print(f"FAIL --freeze: {e}")
+        return
+    errs = [("loss", rel(losses[0], loss.item()))] + [(k, rel(got[k], v)) for k, v in want.items()]
+    worst = max(errs, key=lambda e: e[1])
+    kept = all(np.array_equal(got[k], inits[k]) for k in frozen)
+    stats = [k for k in want if "running" in k and k.split(".")[0] in ("1", "4")]
+    stats_moved = all(not np.array_equal(got[k], inits[k]) for k in stats)
+    same_plan = sorted(got_plan) == sorted(got) and all(np.array_equal(got_plan[k], got[k])
+                                                       for k in got)
+    ok = (worst[1] <= TOL and kept and stats_moved and same_plan and len(frozen) == 9 and
+          "9 of 20 parameters" in err)
+    print(f"{'ok  ' if ok else 'FAIL'} --freeze ({name}, dynamo): {len(errs)} tensors vs PyTorch "
+          f"(requires_grad False on {len(frozen)}) float64, worst {worst[1]:.1e} ({worst[0]}); "
+          f"frozen bitwise kept: {kept}; their BN statistics updated: {stats_moved}; a plan's "
+          f"--save bitwise the same: {same_plan}")
+    if not ok:
+        failures.append(f"--freeze: worst {worst}, kept {kept}, stats {stats_moved}, plan "
+                        f"{same_plan}, {len(frozen)} frozen")
+
+
 def check_refused(name, exporter, path, why, tmp):
     """An export outcore cannot run: refused before any step, naming why."""
     ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
@@ -457,6 +521,7 @@ def main():
         check_notices(tmp)
         check_plan_buffers(tmp)
         check_buffers(tmp)
+        check_freeze(tmp)
         check_random(tmp)
         check_frozen(tmp)
     for f in failures:

@@ -298,18 +298,25 @@ def check_random(tmp):
           f"seed 8 {c}, without dropout {d[0]:.6f}")
 
 
-def check_frozen(tmp):
-    """--bn frozen against PyTorch with the BN modules in eval mode (float64, Debian torch)."""
+def torch_model_of(name, path):
+    """The tiny model `name` in Debian's torch, float64, train mode, with the weights of the
+    export at path; and those weights by name."""
     import torch
     from tiny_models import TINY
-    name = "tiny_mobilenet_v3"
-    path = os.path.join(DATA, f"{name}_dynamo.onnx")
-    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
     model = TINY[name]()
     inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
     model.load_state_dict({k: torch.from_numpy(inits[k].copy()) if k in inits else v
                            for k, v in model.state_dict().items()})
-    model = model.double().train()
+    return model.double().train(), inits
+
+
+def check_frozen(tmp):
+    """--bn frozen against PyTorch with the BN modules in eval mode (float64, Debian torch)."""
+    import torch
+    name = "tiny_mobilenet_v3"
+    path = os.path.join(DATA, f"{name}_dynamo.onnx")
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    model, inits = torch_model_of(name, path)
     for m in model.modules():
         if isinstance(m, torch.nn.BatchNorm2d):
             m.eval()
@@ -354,15 +361,10 @@ def check_freeze(tmp):
     a plan can move.)"""
     import fnmatch
     import torch
-    from tiny_models import TINY
     name, patterns = "tiny_resnet", ["0.*", "1.*", "4.*"]
     path = os.path.join(DATA, f"{name}_dynamo.onnx")
     ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
-    model = TINY[name]()
-    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
-    model.load_state_dict({k: torch.from_numpy(inits[k].copy()) if k in inits else v
-                           for k, v in model.state_dict().items()})
-    model = model.double().train()
+    model, inits = torch_model_of(name, path)
     frozen = [k for k, p in model.named_parameters()
               if any(fnmatch.fnmatchcase(k, pat) for pat in patterns)]
     for k, p in model.named_parameters():

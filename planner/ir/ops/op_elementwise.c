@@ -17,7 +17,7 @@ static int same_shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err)
     return OC_OK;
 }
 
-/* A float pointwise op folded when X is a plan-time value (op_fold_unary), else run. */
+/* A pointwise op folded when X is a plan-time value (op_fold_unary), else run (float). */
 static int fold_or_run_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
@@ -225,16 +225,7 @@ const op_def op_def_pow = {
 POINTWISE_GRAD_OP(op_def_sqrt_grad, NULL);
 POINTWISE_GRAD_OP(op_def_pow_grad, pow_decode);
 
-/* Neg: -X; at plan time any number (op_fold_neg), at run time float. dX = -dY: a Neg. */
-static int neg_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    ir_tensor *x;
-    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
-    if (op_is_value(x)) return op_fold_neg(g, n, err);
-    if (!ir_dtype_is_compute(x->dtype))
-        return oc_fail(err, "Neg of a %s tensor computed at run time is not supported",
-                       ir_dtype_name(x->dtype));
-    return same_shape_infer(g, n, opset, err);
-}
+/* Neg: -X; at plan time any number (op_fold_unary), at run time float. dX = -dY: a Neg. */
 static int neg_grad_rule(grad_ctx *c) {
     int dy = grad_dy(c, 0);
     if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
@@ -250,7 +241,7 @@ const op_def op_def_neg = {
     .max_outputs = 1,
     .roles = data_role,
     .n_roles = 1,
-    .infer = neg_infer,
+    .infer = fold_or_run_infer,
     .grad = neg_grad_rule,
 };
 

@@ -178,27 +178,6 @@ static int not_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return op_fold_set(g, n, buf, numel);
 }
 
-/* Neg: -x of a plan-time number (torch.roll's negative shifts in Swin3D's export);
- * called by Neg's shape function (op_elementwise.c) when X is a plan-time value. */
-int op_fold_neg(ir_graph *g, ir_node *n, oc_err *err) {
-    ir_tensor *x;
-    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
-    if (x->dtype == IR_DTYPE_BOOL || x->dtype == IR_DTYPE_UINT8)
-        return oc_fail(err, "input '%s' has type %s, which Neg does not take", x->name,
-                       ir_dtype_name(x->dtype));
-    op_set_out_like(g, n, 0, x);
-    int64_t numel;
-    uint8_t *buf = op_fold_out(g, n, &numel, err);
-    if (!buf) return OC_ERR;
-    for (int64_t o = 0; o < numel; o++) {
-        num v = op_fold_num_get(x, o);
-        v.f = -v.f,
-        v.i = (int64_t)(0 - (uint64_t)v.i); /* INT64_MIN stays, as in two's complement */
-        op_fold_num_put(buf, x->dtype, o, v, x->dtype);
-    }
-    return op_fold_set(g, n, buf, numel);
-}
-
 /* One float of a unary pointwise op, in float32 as the kernels compute it (runtime/pointwise.h),
  * so a folded value is the one a run would compute; double in double. */
 static double unary_float(op_kind op, double v, bool wide) {
@@ -214,13 +193,15 @@ static double unary_float(op_kind op, double v, bool wide) {
     }
 }
 
-/* Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal of a plan-time float value (a rotary table from
- * a frequency buffer and a Range; scaled_dot_product_attention's scale, the square root of
- * 1 / sqrt(E) with E from a Shape). */
+/* Neg of a plan-time number (torch.roll's negative shifts in Swin3D's export: integers
+ * too); Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal of a plan-time float value (a rotary table
+ * from a frequency buffer and a Range; scaled_dot_product_attention's scale, the square
+ * root of 1 / sqrt(E) with E from a Shape). */
 int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *x;
     if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
-    if (!op_fold_is_float(x->dtype))
+    bool neg = n->op == OP_NEG;
+    if (neg ? x->dtype == IR_DTYPE_BOOL || x->dtype == IR_DTYPE_UINT8 : !op_fold_is_float(x->dtype))
         return oc_fail(err, "input '%s' has type %s, which %s does not take", x->name,
                        ir_dtype_name(x->dtype), n->op_type);
     op_set_out_like(g, n, 0, x);
@@ -229,7 +210,8 @@ int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
     if (!buf) return OC_ERR;
     for (int64_t o = 0; o < numel; o++) {
         num v = op_fold_num_get(x, o);
-        v.f = unary_float(n->op, v.f, x->dtype == IR_DTYPE_DOUBLE);
+        if (neg) v.i = (int64_t)(0 - (uint64_t)v.i); /* INT64_MIN stays, as in two's complement */
+        v.f = neg ? -v.f : unary_float(n->op, v.f, x->dtype == IR_DTYPE_DOUBLE);
         op_fold_num_put(buf, x->dtype, o, v, x->dtype);
     }
     return op_fold_set(g, n, buf, numel);

@@ -59,12 +59,10 @@ int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err);
 
 /* Expand's output shape; its value folded when X is a plan-time value. */
 int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err);
-/* Neg of a plan-time value, Max / Min of plan-time values (any number): output set and
- * folded; refused when an input is not a plan-time value. */
-int op_fold_neg(ir_graph *g, ir_node *n, oc_err *err);
+/* Max / Min of plan-time values (any number); Neg of a plan-time number, Sin, Cos, Sqrt,
+ * Exp, Log, Abs, Reciprocal of a plan-time float value: output set and folded; refused when
+ * an input is not a plan-time value. */
 int op_fold_min_max(ir_graph *g, ir_node *n, oc_err *err);
-/* Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal of a plan-time float value: output set and
- * folded. */
 int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err);
 /* Where of three plan-time values (output shape set): folded; else nothing. */
 int op_fold_where(ir_graph *g, ir_node *n, oc_err *err);

@@ -505,6 +505,47 @@ static int import_reduce_l2(importer *im, const Onnx__NodeProto *np, const char 
     return OC_OK;
 }
 
+/* Max / Min of more than two inputs: a chain of two-input ones, in input order
+ * ("<name>/part_k", the last one the node itself), which run, differentiate and fold on
+ * plan-time values as two-input ones do. */
+static int import_min_max_chain(importer *im, const Onnx__NodeProto *np, const char *name,
+                                op_kind k) {
+    ir_graph *g = im->g;
+    int acc, out;
+    if (np->n_output != 1)
+        return oc_fail(im->err, "%s: node '%s' (%s): one output", im->path, name, np->op_type);
+    if (node_input(im, np, name, 0, &acc)) return OC_ERR;
+    for (size_t i = 1; i < np->n_input; i++) {
+        int x;
+        if (node_input(im, np, name, i, &x)) return OC_ERR;
+        if (acc < 0 || x < 0)
+            return oc_fail(im->err, "%s: node '%s' (%s): an input is empty", im->path, name,
+                           np->op_type);
+        bool last = i + 1 == np->n_input;
+        char *part = oc_sprintf("%s/part_%zu", name, i);
+        if (last) {
+            if (node_output(im, np, name, 0, &out)) {
+                oc_free(part);
+                return OC_ERR;
+            }
+            if (out < 0) {
+                oc_free(part);
+                return oc_fail(im->err, "%s: node '%s' (%s): output 0 is empty", im->path, name,
+                               np->op_type);
+            }
+        } else {
+            out = ir_tensor_add(g, part, IR_DTYPE_UNDEFINED);
+        }
+        int n = op_node_add(g, last ? name : part, k);
+        oc_free(part);
+        ir_node_add_input(g, n, acc);
+        ir_node_add_input(g, n, x);
+        ir_node_add_output(g, n, out);
+        acc = out;
+    }
+    return OC_OK;
+}
+
 static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
     ir_graph *g = im->g;
     if (!np->op_type || !*np->op_type)
@@ -512,9 +553,11 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
     char *name = unique_node_name(im, np, index);
     const char *domain = np->domain && strcmp(np->domain, "ai.onnx") != 0 ? np->domain : "";
     op_kind lowered = op_lookup(domain, np->op_type);
-    if (lowered == OP_EINSUM || lowered == OP_REDUCE_L2) {
-        int rc =
-            lowered == OP_EINSUM ? import_einsum(im, np, name) : import_reduce_l2(im, np, name);
+    if (lowered == OP_EINSUM || lowered == OP_REDUCE_L2 ||
+        ((lowered == OP_MAX || lowered == OP_MIN) && np->n_input > 2)) {
+        int rc = lowered == OP_EINSUM      ? import_einsum(im, np, name)
+                 : lowered == OP_REDUCE_L2 ? import_reduce_l2(im, np, name)
+                                           : import_min_max_chain(im, np, name, lowered);
         oc_free(name);
         return rc;
     }

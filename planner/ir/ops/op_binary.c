@@ -116,7 +116,8 @@ static int div_grad(grad_ctx *c) {
 }
 
 /* Max, Min: plan-time values of any number fold (op_fold_min_max); at run time one or two
- * float inputs, broadcast (a NaN wins, as numpy's maximum and torch.maximum). */
+ * float inputs, broadcast (a NaN wins, as numpy's maximum and torch.maximum). The importer
+ * writes one of more inputs as a chain of two-input ones (onnx_import.c). */
 static int min_max_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     bool values = true;
     for (int i = 0; i < n->n_inputs; i++) {

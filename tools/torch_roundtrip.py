@@ -45,13 +45,14 @@ CLASSIFIERS = [
     "googlenet", "inception_v3", "maxvit_t", "mnasnet0_5", "mnasnet1_0", "mobilenet_v2",
     "mobilenet_v3_small", "mobilenet_v3_large", "regnet_x_400mf", "regnet_y_400mf",
     "resnet18", "resnet50", "resnext50_32x4d", "shufflenet_v2_x0_5", "shufflenet_v2_x1_0",
-    "squeezenet1_0", "squeezenet1_1", "swin_t", "vgg11", "vgg16_bn", "vit_b_16",
+    "squeezenet1_0", "squeezenet1_1", "swin_t", "swin_v2_t", "vgg11", "vgg16_bn", "vit_b_16",
     "wide_resnet50_2",
 ]
 SEGMENTATION = ["fcn_resnet50", "deeplabv3_resnet50"]
 # torchvision.models.video: clips [N, 3, T, H, W] (`sweep --models video`)
 VIDEO = ["r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v1_b", "mvit_v2_s", "swin3d_t"]
-TRANSFORMERS = {"swin_t": "issue 20", "vit_b_16": "issue 20", "maxvit_t": "issue 20"}
+TRANSFORMERS = {"swin_t": "issue 20", "swin_v2_t": "issue 20", "vit_b_16": "issue 20",
+                "maxvit_t": "issue 20"}
 
 
 def torch_imports():
@@ -113,7 +114,7 @@ def image_size(name):
     """Small images, except where the architecture needs more (inception_v3's stem, the
     transformers' fixed patch grids; alexnet and vgg's adaptive pooling to 6x6 / 7x7)."""
     fixed = {"inception_v3": 75, "maxvit_t": 224, "vit_b_16": 224, "swin_t": 224,
-             "alexnet": 224, "vgg11": 224, "vgg16_bn": 224}
+             "swin_v2_t": 224, "alexnet": 224, "vgg11": 224, "vgg16_bn": 224}
     return fixed.get(name, IMAGE_SIZE)
 
 

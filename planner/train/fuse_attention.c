@@ -73,7 +73,8 @@ static bool additive_mask(const ir_tensor *t, float *fill) {
     return seen && *fill <= OP_ATTENTION_CAUSAL_FILL;
 }
 
-/* Input k of n = X * c (c a plan-time scalar at either side), X's sole reader n: X and c. */
+/* Whether tensor t, read by node `reader` alone, is X * c (a Mul, c a plan-time scalar on
+ * either side): then *x = X and *c = c. */
 static bool scaled_by(ir_graph *g, int t, int reader, int *x, double *c) {
     int p = g->tensors[t].producer;
     if (p < 0 || g->nodes[p].op != OP_MUL || ir_tensor_sole_consumer(g, t) != reader) return false;

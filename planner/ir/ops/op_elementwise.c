@@ -234,16 +234,7 @@ static int neg_grad_rule(grad_ctx *c) {
     grad_out_dx(c, b, 0);
     return grad_finish(c, b);
 }
-const op_def op_def_neg = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = fold_or_run_infer,
-    .grad = neg_grad_rule,
-};
+POINTWISE_DEF(op_def_neg, fold_or_run_infer, neg_grad_rule, NULL, 0x0, 0x0, OP_AUTOCAST_FOLLOW);
 
 /* Sin (dX = dY cos X), Cos (dX = -dY sin X): folded when X is a plan-time value (a rotary
  * table from a frequency buffer and a Range), else run. */

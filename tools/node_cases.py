@@ -3,7 +3,8 @@
 backend test data (model.onnx, test_data_set_0/input_*.pb, output_0.pb), for
 tests/unit/test_conformance.c. The official data checks Einsum in float64 only, which
 outcore's MatMul does not take; these cases are float32, references from numpy in float64.
-Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
+MatMul's cases there are of equal batch dims only; here a vector on either side and batch
+dims that broadcast. Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
 (outcore reads 9 to 21) and no Mish: their spec formulas are written here at opsets 13 and 18.
 A case named *_refused must be rejected by the importer with a message.
 
@@ -50,6 +51,26 @@ EINSUM = [
     ("ellipsis_refused", "...ij,...jk->...ik", True),
 ]
 
+
+# numpy's MatMul beyond outcore's kernels' forms, rewritten at load (op_matmul.c):
+# (case name, A's shape, B's shape, opset, refused?)
+MATMUL = [
+    ("vector_left", [4], [4, 5], 13, False),
+    ("vector_right", [3, 4], [4], 13, False),
+    ("vector_left_batched", [4], [2, 4, 5], 13, False),
+    ("vector_right_batched", [2, 3, 4], [4], 13, False),
+    ("vector_left_opset11", [4], [2, 4, 5], 11, False),  # Unsqueeze's axes an attribute
+    ("matrix_left", [3, 4], [2, 4, 5], 13, False),
+    ("ones_right", [2, 3, 3, 4], [1, 4, 5], 13, False),  # B squeezed to its matrix
+    ("ones_right_opset11", [2, 3, 3, 4], [1, 1, 4, 5], 11, False),
+    ("ones_right_higher", [3, 4], [1, 1, 4, 5], 13, False),
+    ("broadcast_heads", [2, 3, 4, 5], [3, 5, 6], 13, False),
+    ("broadcast_both", [2, 1, 4, 5], [1, 3, 5, 6], 13, False),
+    ("broadcast_rank", [3, 4, 5], [2, 1, 5, 6], 13, False),
+    ("broadcast_left", [1, 3, 4, 5], [2, 3, 5, 6], 13, False),
+    ("dot_refused", [4], [4], 13, True),
+    ("batch_mismatch_refused", [2, 3, 4, 5], [4, 5, 6], 13, True),
+]
 
 SELU_A, SELU_G = 1.67326319217681884765625, 1.05070102214813232421875
 # (case name, op, attributes, reference of x in float64, opset)
@@ -116,7 +137,14 @@ def main():
         node = helper.make_node(op, ["a", "b"], ["y"])
         write_case(f"test_{op.lower()}_f32_ties_nan", [node], [("a", a), ("b", b)],
                    [("y", f(a, b))])
-    print(f"{len(EINSUM) + len(ACTIVATIONS) + 2} cases in {OUT}")
+    for name, sa, sb, opset, refused in MATMUL:
+        a = rng.standard_normal(sa).astype(np.float32)
+        b = rng.standard_normal(sb).astype(np.float32)
+        y = (np.zeros([2], np.float32) if refused else
+             np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.float32))
+        node = helper.make_node("MatMul", ["a", "b"], ["y"])
+        write_case(f"test_matmul_f32_{name}", [node], [("a", a), ("b", b)], [("y", y)], opset)
+    print(f"{len(EINSUM) + len(MATMUL) + len(ACTIVATIONS) + 2} cases in {OUT}")
 
 
 if __name__ == "__main__":

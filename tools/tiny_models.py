@@ -183,11 +183,45 @@ def tiny_acts():
     return TinyActs()
 
 
+class TinyMatMul(nn.Module):
+    """torch.matmul beyond equal batch dims, each with a gradient: per-head weights broadcast
+    over the batch ((N, H, T, d) @ (H, d, e)), a weight with a leading 1 ((1, e, e), the
+    matrix it is), batch dims that broadcast on both sides ((N, 1, T, d) @ (1, H, d, e)), a
+    vector on the right ((.., e) @ (e,)) and on the left ((T,) @ (N, T, C))."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                                  nn.AvgPool2d(4))  # (N, 8, 4, 4): 16 tokens of 8
+        self.heads = nn.Parameter(torch.randn(2, 4, 6) * 0.5)
+        self.shared = nn.Parameter(torch.randn(1, 6, 6) * 0.4)
+        self.v = nn.Parameter(torch.randn(6) * 0.4)
+        self.tw = nn.Parameter(torch.randn(16) * 0.3)
+        self.fc = nn.Linear(52, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.stem(x).flatten(2).transpose(1, 2)  # (N, 16, 8)
+        q = h.reshape(h.shape[0], 16, 2, 4).transpose(1, 2)  # (N, 2, 16, 4)
+        a = torch.tanh(torch.matmul(q, self.heads))  # (N, 2, 16, 6)
+        a = torch.matmul(a, self.shared)
+        s = torch.matmul(a, self.v)  # (N, 2, 16)
+        m = torch.matmul(q.mean(1, keepdim=True), self.heads.unsqueeze(0))  # (N, 2, 16, 6)
+        pooled = torch.matmul(self.tw, h)  # (N, 8)
+        return self.fc(torch.cat([s.flatten(1), pooled, m.mean(2).flatten(1)], 1))
+
+
+def tiny_matmul():
+    return TinyMatMul()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_swin_v2": tiny_swin_v2, "tiny_maxvit": tiny_maxvit,
-        "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts}
+        "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
+        "tiny_matmul": tiny_matmul}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -202,6 +202,17 @@ int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype) {
     return t;
 }
 
+int ir_const_int64s(ir_graph *g, const char *name, int n, const int64_t *v) {
+    int c = ir_tensor_add(g, name, IR_DTYPE_INT64);
+    ir_tensor *t = &g->tensors[c];
+    int64_t len = n;
+    ir_tensor_set_shape(t, 1, &len);
+    ir_tensor_set_data(t, v, (size_t)n * sizeof *v);
+    t->is_initializer = true;
+    t->kind = IR_KIND_CONSTANT;
+    return c;
+}
+
 int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *domain) {
     oc_grow((void **)&g->nodes, &g->cap_nodes, (size_t)g->n_nodes + 1, sizeof(ir_node));
     int n = g->n_nodes++;

@@ -201,6 +201,9 @@ int ir_tensor_sole_consumer(const ir_graph *g, int t);
  * already has that name: names the training graph derives ("<W>/momentum",
  * "<x>/bf16", "labels") never collide with a model's own. Returns its index. */
 int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype);
+/* Adds a 1-d int64 constant initializer of the n values v (axes, indices, shapes
+ * a rewrite needs), named as ir_tensor_add names. Returns its index. */
+int ir_const_int64s(ir_graph *g, const char *name, int n, const int64_t *v);
 
 /* Adds a node (no inputs/outputs yet). Returns its index. */
 int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *domain);

@@ -486,14 +486,9 @@ static int import_reduce_l2(importer *im, const Onnx__NodeProto *np, const char 
         ir_attr a;
         if (attr_from_proto(im, name, np->attribute[i], &a)) return OC_ERR;
         if (strcmp(a.name, "axes") == 0 && g->opset >= 13 && a.type == IR_ATTR_INTS) {
-            int c = lowered_tensor(im, name, "axes", IR_DTYPE_INT64);
-            ir_tensor *t = &g->tensors[c];
-            int64_t dims[1] = {a.n};
-            ir_tensor_set_shape(t, 1, dims);
-            ir_tensor_set_data(t, a.ints, (size_t)a.n * sizeof(int64_t));
-            t->is_initializer = true;
-            t->kind = IR_KIND_CONSTANT;
-            ir_node_add_input(g, r, c);
+            char *axes_name = oc_sprintf("%s/axes", name);
+            ir_node_add_input(g, r, ir_const_int64s(g, axes_name, a.n, a.ints));
+            oc_free(axes_name);
         } else {
             ir_node_add_attr(g, r, &a);
         }

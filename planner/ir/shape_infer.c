@@ -253,7 +253,15 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
         const op_def *d = op_def_of(n); /* the importer rejects unsupported ops */
-        if (check_arity(n, d, err) || op_infer(g, n, err))
+        bool lowered = false;
+        if (check_arity(n, d, err) || (d->lower && d->lower(g, i, &lowered, err)))
+            return oc_fail_prefix(err, "%s: node '%s' (%s, opset %" PRId64 ")", path,
+                                  g->nodes[i].name, g->nodes[i].op_type, g->opset);
+        if (lowered) { /* nodes inserted at i: infer them first */
+            i--;
+            continue;
+        }
+        if (op_infer(g, n, err))
             return oc_fail_prefix(err, "%s: node '%s' (%s, opset %" PRId64 ")", path, n->name,
                                   n->op_type, g->opset);
         for (int o = 0; o < n->n_outputs; o++) {

@@ -125,14 +125,8 @@ void grad_attr_float(grad_ctx *c, int node, const char *name, float v) {
 
 int grad_const_i64(grad_ctx *c, const char *suffix, int n, const int64_t *vals) {
     char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
-    int t = ir_tensor_add(c->b->g, name, IR_DTYPE_INT64);
+    int t = ir_const_int64s(c->b->g, name, n, vals);
     oc_free(name);
-    ir_tensor *x = &c->b->g->tensors[t];
-    int64_t len = n;
-    ir_tensor_set_shape(x, 1, &len);
-    ir_tensor_set_data(x, vals, (size_t)n * sizeof *vals);
-    x->is_initializer = true;
-    x->kind = IR_KIND_CONSTANT;
     return t;
 }
 

@@ -69,14 +69,9 @@ static void attr_int(lowering *w, int node, const char *name, int64_t v) {
 /* A 1-d int64 initializer of the n values v (-1 when dry: nothing added). */
 static int const_ints(lowering *w, const char *what, int n, const int64_t *v) {
     if (w->dry) return -1;
-    int a = new_tensor(w, what, IR_DTYPE_INT64);
-    ir_tensor *t = &w->g->tensors[a];
-    int64_t dims[1] = {n};
-    ir_tensor_set_shape(t, 1, dims);
-    ir_tensor_set_data(t, v, (size_t)n * sizeof *v);
-    t->is_initializer = true;
-    t->kind = IR_KIND_CONSTANT;
-    return a;
+    char name[512];
+    snprintf(name, sizeof name, "%s/%s_%d", w->name, what, w->steps);
+    return ir_const_int64s(w->g, name, n, v);
 }
 
 /* Unsqueeze / Squeeze / ReduceSum of x over axes: the axes an input from

@@ -5,9 +5,11 @@
  * P V: one GEMM per batch). Its gradient rule and the backward ops
  * MatMulGradA (dX = dY W^T) and MatMulGradB (dW = X^T dY, summed over every
  * row when W is a matrix, per batch when batched: attribute `batched`) are
- * beside it; the three share one kernel per backend. Batch dims that
- * broadcast (one side 1, or of different ranks) are refused. */
+ * beside it; the three share one kernel per backend. The rest of numpy's
+ * MatMul (a vector on either side, batch dims that broadcast) is rewritten
+ * at load into that (matmul_lower). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
@@ -24,6 +26,161 @@ static int batch_dims_agree(const ir_tensor *x, const ir_tensor *w, bool *batche
                        "'%s' and '%s': batch dims must be equal (broadcasting batch dims is "
                        "not supported)",
                        x->name, w->name);
+    return OC_OK;
+}
+
+/* --- numpy's MatMul rewritten into the forms above (op_def.lower) --- */
+
+typedef struct mm_rewrite {
+    ir_graph *g;
+    char *name; /* the MatMul's (owned): "<name>/<what>" names what is inserted */
+    int node;   /* the MatMul's index, moved up by every insert before it */
+} mm_rewrite;
+
+/* A node of kind k inserted at `at`, reading in0 and (when >= 0) in1, writing y
+ * (a new tensor when y < 0); returns y. */
+static int insert_at(mm_rewrite *w, int at, op_kind k, const char *what, int in0, int in1, int y) {
+    char *s = oc_sprintf("%s/%s", w->name, what);
+    int n = op_node_insert(w->g, at, s, k);
+    if (at <= w->node) w->node++;
+    ir_node_add_input(w->g, n, in0);
+    if (in1 >= 0) ir_node_add_input(w->g, n, in1);
+    if (y < 0) y = ir_tensor_add(w->g, s, IR_DTYPE_UNDEFINED);
+    oc_free(s);
+    ir_node_add_output(w->g, n, y);
+    return y;
+}
+
+/* Unsqueeze / Squeeze of x over the n axes at `at`: the axes an input from opset
+ * 13 on, the attribute before. */
+static int axes_at(mm_rewrite *w, int at, op_kind k, const char *what, int x, int n,
+                   const int64_t *axes, int y) {
+    if (w->g->opset >= 13) {
+        char *s = oc_sprintf("%s/%s_axes", w->name, what);
+        int a = ir_const_int64s(w->g, s, n, axes);
+        oc_free(s);
+        return insert_at(w, at, k, what, x, a, y);
+    }
+    y = insert_at(w, at, k, what, x, -1, y);
+    ir_attr a = {.name = "axes", .type = IR_ATTR_INTS, .n = n, .ints = (int64_t *)axes};
+    ir_node_add_attr(w->g, w->g->tensors[y].producer, &a);
+    return y;
+}
+
+/* x (.., M, K) broadcast to the batch dims of `other` as well: Expand(x, Concat(other's
+ * batch dims, [1, 1])), the batch dims read by Shape and Gather (folded at plan time, so
+ * the graph keeps no batch size of its own). Expand's gradient sums back over them. */
+static int expand_to(mm_rewrite *w, const char *what, int x, int other) {
+    ir_graph *g = w->g;
+    int64_t idx[IR_MAX_RANK], ones[2] = {1, 1};
+    int r = g->tensors[other].rank;
+    for (int d = 0; d + 2 < r; d++) idx[d] = d;
+    char *s = oc_sprintf("%s/%s_batch_at", w->name, what);
+    int at = ir_const_int64s(g, s, r - 2, idx);
+    oc_free(s);
+    s = oc_sprintf("%s/%s_rows_cols", w->name, what);
+    int tail = ir_const_int64s(g, s, 2, ones);
+    oc_free(s);
+    char sub[96];
+    snprintf(sub, sizeof sub, "%s_shape", what);
+    int sh = insert_at(w, w->node, OP_SHAPE, sub, other, -1, -1);
+    snprintf(sub, sizeof sub, "%s_batch", what);
+    int batch = insert_at(w, w->node, OP_GATHER, sub, sh, at, -1);
+    snprintf(sub, sizeof sub, "%s_to", what);
+    int to = insert_at(w, w->node, OP_CONCAT, sub, batch, tail, -1);
+    ir_attr axis = {.name = "axis", .type = IR_ATTR_INT, .i = 0};
+    ir_node_add_attr(g, g->tensors[to].producer, &axis);
+    return insert_at(w, w->node, OP_EXPAND, what, x, to, -1);
+}
+
+/* The MatMul writes a new tensor, and a Squeeze of the n axes after it writes its old
+ * output: the dims a vector operand was given back out of the product. */
+static void squeeze_product(mm_rewrite *w, int n, const int64_t *axes) {
+    ir_graph *g = w->g;
+    int out = g->nodes[w->node].outputs[0];
+    char *s = oc_sprintf("%s/product", w->name);
+    int y = ir_tensor_add(g, s, IR_DTYPE_UNDEFINED);
+    oc_free(s);
+    g->nodes[w->node].outputs[0] = y;
+    g->tensors[y].producer = w->node;
+    g->tensors[out].producer = -1;
+    axes_at(w, w->node + 1, OP_SQUEEZE, "squeeze", y, n, axes, out);
+}
+
+/* The batch dims of x (all but the last two), right-aligned to rank r - 2 with 1s. */
+static void batch_dims(const ir_tensor *x, int r, int64_t *b) {
+    for (int d = 0; d + 2 < r; d++) {
+        int s = d - (r - x->rank);
+        b[d] = s >= 0 ? x->dims[s] : 1;
+    }
+}
+
+static bool all_ones(const ir_tensor *x) {
+    for (int d = 0; d + 2 < x->rank; d++)
+        if (x->dims[d] != 1) return false;
+    return true;
+}
+
+/* A vector operand (rank 1) is Unsqueezed to a matrix, the product Squeezed back; then
+ * batch dims that differ: W's all 1 under an X of at least its rank are Squeezed away
+ * (W the matrix it is: no copy), otherwise each side whose batch dims are not the
+ * broadcast ones is Expanded to them. The MatMul comes back here each time, and is left
+ * as it is once its batch dims agree or W is a matrix. */
+static int matmul_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    const ir_node *n = &g->nodes[node];
+    const ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1);
+    if (a->rank < 1 || b->rank < 1) return OC_OK; /* unshaped or scalars: infer says so */
+    int ra = a->rank, rb = b->rank, r = ra > rb ? ra : rb;
+    if (ra == 1 && rb == 1)
+        return oc_fail(err,
+                       "'%s' times '%s': the product of two vectors (a dot product) is not "
+                       "supported; Mul and ReduceSum compute it",
+                       a->name, b->name);
+    int64_t ba[IR_MAX_RANK], bb[IR_MAX_RANK];
+    bool vector = ra == 1 || rb == 1, same = ra == rb;
+    if (!vector && rb > 2) {
+        batch_dims(a, r, ba);
+        batch_dims(b, r, bb);
+        for (int d = 0; d + 2 < r; d++) {
+            same = same && ba[d] == bb[d];
+            if (ba[d] != bb[d] && ba[d] != 1 && bb[d] != 1)
+                return oc_fail(err,
+                               "the batch dims of '%s' and '%s' do not broadcast (%" PRId64
+                               " and %" PRId64 " at the product's dim %d)",
+                               a->name, b->name, ba[d], bb[d], d);
+        }
+    }
+    if (!vector && (rb == 2 || same)) return OC_OK;
+    mm_rewrite w = {.g = g, .name = oc_strdup(n->name), .node = node};
+    int ia = n->inputs[0], ib = n->inputs[1];
+    if (vector) {
+        /* (K) -> (1, K) on the left, (K, 1) on the right; the product's rank is then
+         * max(2, the other's), and its dim of size 1 is the second last or the last */
+        int64_t row = 0, col = 1, out = ra == 1 ? (rb > 2 ? rb : 2) - 2 : ra - 1;
+        if (ra == 1) ia = axes_at(&w, w.node, OP_UNSQUEEZE, "row", ia, 1, &row, -1);
+        else ib = axes_at(&w, w.node, OP_UNSQUEEZE, "column", ib, 1, &col, -1);
+        ir_node_set_input(g, w.node, 0, ia);
+        ir_node_set_input(g, w.node, 1, ib);
+        squeeze_product(&w, 1, &out);
+    } else if (ra >= rb && all_ones(b)) {
+        int64_t axes[IR_MAX_RANK];
+        for (int d = 0; d + 2 < rb; d++) axes[d] = d;
+        ir_node_set_input(g, w.node, 1,
+                          axes_at(&w, w.node, OP_SQUEEZE, "matrix", ib, rb - 2, axes, -1));
+    } else {
+        bool grow_a = ra < r, grow_b = rb < r;
+        for (int d = 0; d + 2 < r; d++) {
+            int64_t common = ba[d] > bb[d] ? ba[d] : bb[d];
+            grow_a = grow_a || ba[d] != common;
+            grow_b = grow_b || bb[d] != common;
+        }
+        int ea = grow_a ? expand_to(&w, "expand_a", ia, ib) : ia;
+        int eb = grow_b ? expand_to(&w, "expand_b", ib, ia) : ib;
+        ir_node_set_input(g, w.node, 0, ea);
+        ir_node_set_input(g, w.node, 1, eb);
+    }
+    oc_free(w.name);
+    *changed = true;
     return OC_OK;
 }
 
@@ -145,6 +302,7 @@ const op_def op_def_matmul = {
     .roles = matmul_roles,
     .n_roles = 2,
     .infer = matmul_infer,
+    .lower = matmul_lower,
     .decode = matmul_decode,
     .cost = matmul_cost,
     .grad = matmul_grad,

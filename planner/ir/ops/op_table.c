@@ -64,6 +64,12 @@ int op_node_add(ir_graph *g, const char *name, op_kind k) {
     return n;
 }
 
+int op_node_insert(ir_graph *g, int at, const char *name, op_kind k) {
+    int n = ir_node_insert(g, at, name, op_name(k), op_domain(k));
+    g->nodes[n].op = (int)k;
+    return n;
+}
+
 void op_supported_list(char *buf, size_t cap) {
     size_t off = 0;
     buf[0] = '\0';

@@ -63,6 +63,11 @@ typedef struct op_def {
      * folded at plan time. Returns OC_ERR with a message on bad input (the
      * caller prefixes node name and op). */
     int (*infer)(ir_graph *g, ir_node *n, int64_t opset, oc_err *err);
+    /* Rewrite at load, before infer (NULL: none), for what the op's kernels do not
+     * take as it is: may insert nodes before and after g->nodes[node] (inputs
+     * shaped), setting *changed; ir_infer_shapes then resumes at index node (the
+     * first inserted), and the rewritten node comes back to it unchanged. */
+    int (*lower)(ir_graph *g, int node, bool *changed, oc_err *err);
     /* Argument decoder (op_args.h), run after infer with every shape known:
      * reads the attributes into node->args and checks them against the
      * shapes. NULL: the op has no arguments. */
@@ -114,6 +119,8 @@ const op_def *op_def_of(const ir_node *n);
 const char *op_name(op_kind k);
 /* Adds a node of kind k named name (op_type and domain from the list). */
 int op_node_add(ir_graph *g, const char *name, op_kind k);
+/* Inserts one at index at (ir_node_insert). */
+int op_node_insert(ir_graph *g, int at, const char *name, op_kind k);
 /* Comma-separated list of supported op types, for messages. */
 void op_supported_list(char *buf, size_t cap);
 /* The copies of a plan: SwapOut (device -> host) and SwapIn (host -> device). */

@@ -4,7 +4,7 @@ backend test data (model.onnx, test_data_set_0/input_*.pb, output_0.pb), for
 tests/unit/test_conformance.c. The official data checks Einsum in float64 only, which
 outcore's MatMul does not take; these cases are float32, references from numpy in float64.
 MatMul's cases there are of equal batch dims only; here a vector on either side and batch
-dims that broadcast. Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
+dims that broadcast. And, Or and Xor are there at opset 7 only; here at 13. Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
 (outcore reads 9 to 21) and no Mish: their spec formulas are written here at opsets 13 and 18.
 A case named *_refused must be rejected by the importer with a message.
 
@@ -96,7 +96,8 @@ def write_case(name, nodes, inputs, outputs, opset=13):
     d = os.path.join(OUT, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "test_data_set_0"))
-    vi = lambda n, a: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
+    vi = lambda n, a: helper.make_tensor_value_info(
+        n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], list(a.shape))
     graph = helper.make_graph(nodes, name, [vi(n, a) for n, a in inputs],
                               [vi(n, a) for n, a in outputs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
@@ -144,7 +145,14 @@ def main():
              np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.float32))
         node = helper.make_node("MatMul", ["a", "b"], ["y"])
         write_case(f"test_matmul_f32_{name}", [node], [("a", a), ("b", b)], [("y", y)], opset)
-    print(f"{len(EINSUM) + len(MATMUL) + len(ACTIVATIONS) + 2} cases in {OUT}")
+    # And, Or, Xor of masks (ONNX's own cases are opset 7, below the opsets outcore reads)
+    a = rng.standard_normal([3, 4]) > 0
+    b = rng.standard_normal([4]) > 0
+    for op, f in (("And", np.logical_and), ("Or", np.logical_or), ("Xor", np.logical_xor)):
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        write_case(f"test_{op.lower()}_bool_bcast_opset13", [node], [("a", a), ("b", b)],
+                   [("y", f(a, b))])
+    print(f"{len(EINSUM) + len(MATMUL) + len(ACTIVATIONS) + 5} cases in {OUT}")
 
 
 if __name__ == "__main__":

@@ -365,12 +365,12 @@ def strip_provenance(path):
     onnx.save(m, path)
 
 
-def fixture_exports_and_step(model, x, y, name, out):
-    """A fixture's two exports (<name>_dynamo.onnx, <name>_legacy.onnx; the default
+def fixture_exports_and_step(model, x, y, name, out, exporters=("dynamo", "legacy")):
+    """A fixture's exports (<name>_dynamo.onnx, <name>_legacy.onnx; the default
     exporter's node provenance stripped) and its reference arrays: input, labels, the loss and
     every tensor after one SGD step in float64, and PyTorch float32's own distance to float64
     per tensor."""
-    for ex in ("dynamo", "legacy"):
+    for ex in exporters:
         export(model, x, ex, os.path.join(out, f"{name}_{ex}.onnx"))
     strip_provenance(os.path.join(out, f"{name}_dynamo.onnx"))
     loss64, s64 = reference_step(model, x, y, torch.float64)
@@ -402,13 +402,25 @@ def cmd_fixtures(args):
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
     from tiny_transformers import SEQUENCE, TRANSFORMERS, VOCAB, T
-    for name, make in TRANSFORMERS.items():
+    models = dict(TRANSFORMERS)
+    try:  # Hugging Face's own modeling code, where the transformers package is installed
+        import tiny_hf
+        models.update(tiny_hf.HF)
+    except ImportError:
+        tiny_hf = None
+        print("transformers is not installed: the tiny_hf_* fixtures are not written")
+    for name, make in models.items():
         if only and name not in only:
             continue
         torch.manual_seed(0)
         model = no_randomness(make())
         g = torch.Generator().manual_seed(123)
-        if name in SEQUENCE:
+        hf = name not in TRANSFORMERS
+        if hf:
+            x = torch.randint(2, tiny_hf.VOCAB, (2, tiny_hf.T), generator=g)
+            y = (torch.randint(0, 10, (2,), generator=g) if tiny_hf.classifier(name) else
+                 torch.randint(0, tiny_hf.VOCAB, (2, tiny_hf.T), generator=g))
+        elif name in SEQUENCE:
             x = torch.randint(0, VOCAB, (2, T), generator=g)
             y = torch.randint(0, VOCAB, (2, T), generator=g)
             if name == "tiny_bert":  # masked LM: a target at 15% of the positions
@@ -418,7 +430,14 @@ def cmd_fixtures(args):
         else:
             x = torch.randn(2, 3, 32, 32, generator=g)
             y = torch.randint(0, 10, (2,), generator=g)
-        arrays = fixture_exports_and_step(model, x, y, name, args.out)
+        exporters = ("dynamo",) if hf and name in tiny_hf.NO_LEGACY else ("dynamo", "legacy")
+        arrays = fixture_exports_and_step(model, x, y, name, args.out, exporters)
+        if hf and name in tiny_hf.EXTERNAL_DATA:  # every initializer in <file>.data
+            import onnx
+            path = os.path.join(args.out, f"{name}_dynamo.onnx")
+            onnx.save(onnx.load(path), path, save_as_external_data=True,
+                      all_tensors_to_one_file=True, location=f"{name}_dynamo.onnx.data",
+                      size_threshold=0)
         # 3-step trajectories on the same batch: SGD; AdamW with clipping
         arrays["sgd3/losses"] = np.array(reference_run(model, x, y, torch.float64, 3)[0])
         losses, st = reference_run(model, x, y, torch.float64, 3, adamw=True, clip=CLIP)

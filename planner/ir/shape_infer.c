@@ -7,6 +7,7 @@
 
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_util.h"
 
 static bool binding_used(const ir_graph *g, const char *name) {
     for (int i = 0; i < g->n_inputs; i++) {
@@ -230,6 +231,13 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
         ir_tensor *x = &g->tensors[t];
         if (!x->is_initializer) continue;
         x->kind = initializer_kind(g, x, flows);
+        /* a constant's bytes in an external file (torch.export's default) are read now,
+         * so that what folds at plan time (buffers read as masks, indices) can */
+        if (x->kind == IR_KIND_CONSTANT && x->data_src == IR_DATA_EXTERNAL &&
+            x->ext_length <= OP_FOLD_MAX_BYTES && onnx_load_external(g, x, err)) {
+            oc_free(flows);
+            return OC_ERR;
+        }
         /* a buffer a gradient would reach, read as data: it would have trained */
         if (x->is_buffer && x->kind == IR_KIND_CONSTANT && flows[t] && ir_dtype_is_float(x->dtype))
             name_some(buffers, sizeof buffers, ++nb, x->name);

@@ -35,7 +35,7 @@ static int k_transpose_fate(const ir_graph *g, const ir_node *n, int64_t perm[IR
 }
 
 typedef struct match {
-    int nodes[16], n_nodes; /* the pattern's nodes, to be removed */
+    int nodes[24], n_nodes; /* the pattern's nodes, to be removed */
     int q, k, v, cond, y;   /* tensors */
     bool k_transposed;
     int k_reperm;                /* a Transpose node to give perm k_perm, or -1 */
@@ -85,6 +85,37 @@ static bool scaled_by(ir_graph *g, int t, int reader, int *x, double *c) {
     return true;
 }
 
+/* Whether plan-time float tensor t is all zeros (a padding mask that masks nothing:
+ * Hugging Face's BERT without an attention mask adds one). */
+static bool zero_bias(const ir_tensor *t) {
+    int64_t n;
+    if (!op_is_value(t) || t->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(t, &n) ||
+        t->data_bytes != (size_t)n * sizeof(float))
+        return false;
+    for (int64_t i = 0; i < n; i++)
+        if (((const float *)t->data)[i] != 0.0f) return false;
+    return true;
+}
+
+/* Node c, when it passes its input on unchanged: Identity (torch's clone), a Cast to
+ * the type the input has (Hugging Face's softmax(dtype=float32).to(float32)). */
+static bool is_copy(const ir_graph *g, int c) {
+    const ir_node *n = &g->nodes[c];
+    if (n->op == OP_IDENTITY) return true;
+    return n->op == OP_CAST && n->outputs[0] >= 0 &&
+           g->tensors[n->inputs[0]].dtype == g->tensors[n->outputs[0]].dtype;
+}
+
+/* Past the copies read by *c alone from *t on (at most 4): *t and *c the first tensor
+ * and reader beyond them; the copies join the pattern. */
+static void skip_copies(const ir_graph *g, int *t, int *c, match *m) {
+    for (int k = 0; k < 4 && *c >= 0 && is_copy(g, *c); k++) {
+        m->nodes[m->n_nodes++] = *c;
+        *t = g->nodes[*c].outputs[0];
+        *c = ir_tensor_sole_consumer(g, *t);
+    }
+}
+
 /* The pattern ending at Softmax node s, or false. */
 static bool match_at(ir_graph *g, int s, match *m) {
     memset(m, 0, sizeof *m);
@@ -110,8 +141,10 @@ static bool match_at(ir_graph *g, int s, match *m) {
         int b = additive_mask(ir_node_in(g, a, 1), &m->fill)   ? 1
                 : additive_mask(ir_node_in(g, a, 0), &m->fill) ? 0
                                                                : -1;
-        if (b < 0) return false;
-        m->mask = 1, m->bias = a->inputs[b];
+        int zero = zero_bias(ir_node_in(g, a, 1)) ? 1 : zero_bias(ir_node_in(g, a, 0)) ? 0 : -1;
+        if (b < 0 && zero < 0) return false;
+        if (b >= 0) m->mask = 1, m->bias = a->inputs[b];
+        else b = zero; /* adds nothing: no mask */
         m->nodes[m->n_nodes++] = p;
         t = a->inputs[1 - b], p = g->tensors[t].producer;
     }
@@ -155,9 +188,10 @@ static bool match_at(ir_graph *g, int s, match *m) {
             m->k_reperm = tr, m->k_transposed = false;
         }
     }
-    /* forwards: [Dropout] -> MatMul(P, V) */
+    /* forwards: [copies] [Dropout] [copies] -> MatMul(P, V) */
     t = sm->outputs[0];
     int c = ir_tensor_sole_consumer(g, t);
+    skip_copies(g, &t, &c, m);
     if (c >= 0 && g->nodes[c].op == OP_DROPOUT) {
         const ir_node *d = &g->nodes[c];
         const op_dropout_args *da = &op_args_of(d)->dropout;
@@ -168,6 +202,7 @@ static bool match_at(ir_graph *g, int s, match *m) {
         m->dropout = d->name;
         m->nodes[m->n_nodes++] = c;
         t = d->outputs[0], c = ir_tensor_sole_consumer(g, t);
+        skip_copies(g, &t, &c, m);
     }
     if (c < 0 || g->nodes[c].op != OP_MATMUL || g->nodes[c].inputs[0] != t ||
         !op_args_of(&g->nodes[c])->matmul.batched)

@@ -188,6 +188,7 @@ static int pow_decode(const ir_graph *g, ir_node *n, oc_err *err) {
         op_args_new(n)->pointwise.p0 = ir_attr_float(n, "exponent", 1.0f);
         return OC_OK;
     }
+    if (op_is_value(&g->tensors[n->inputs[0]])) return OC_OK; /* folded (pow_infer) */
     if (!op_in_scalar_f((ir_graph *)g, n, 1, &e) || !isfinite(e))
         return oc_fail(err, "the exponent must be a finite float scalar known at plan time");
     op_args_new(n)->pointwise.p0 = (float)e;
@@ -208,6 +209,14 @@ static int pow_grad_rule(grad_ctx *c) {
 
 static const op_role pow_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
+/* Pow of a plan-time base folds (op_fold_pow); of an activation it runs. */
+static int pow_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x)) return op_fold_pow(g, n, err);
+    return same_shape_infer(g, n, opset, err);
+}
+
 POINTWISE_DEF(op_def_sqrt, fold_or_run_infer, sqrt_grad_rule, NULL, 0x0, 0x1, OP_AUTOCAST_FOLLOW);
 const op_def op_def_pow = {
     .min_inputs = 2,
@@ -216,7 +225,7 @@ const op_def op_def_pow = {
     .max_outputs = 1,
     .roles = pow_roles,
     .n_roles = 2,
-    .infer = same_shape_infer,
+    .infer = pow_infer,
     .decode = pow_decode,
     .grad = pow_grad_rule,
     .saved_inputs = 0x1,

@@ -1,7 +1,8 @@
 /* op_fold.c — the glue today's exporters put around a network, evaluated at
- * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, Not, Mod, Trilu,
- * ConstantOfShape; the plan-time forms of Max, Min and Neg (ScatterND, GatherND:
- * op_fold_index.c)
+ * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, GreaterOrEqual,
+ * LessOrEqual, Not, Mod, Trilu, ConstantOfShape; the plan-time forms of Max, Min and Neg
+ * (ScatterND, GatherND, GatherElements: op_fold_index.c; CumSum, And, Or, Xor, Ceil,
+ * Floor, Round, Tile, Pow: op_fold_math.c)
  * (folded when their inputs are plan-time values, refused otherwise), and
  * Identity, Squeeze, Cast to the same type, which also run on activations as
  * copies. torch 2.x's exporter builds e.g. a Conv's zero bias as
@@ -138,20 +139,26 @@ int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err) {
     int64_t numel;
     uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
-    bool fl = op_fold_is_float(a->dtype), less = n->op == OP_LESS || n->op == OP_GREATER;
-    if (n->op == OP_GREATER) { /* a > b is b < a */
+    bool fl = op_fold_is_float(a->dtype);
+    /* a > b is b < a, a >= b is b <= a */
+    bool less = n->op == OP_LESS || n->op == OP_GREATER,
+         less_eq = n->op == OP_LESS_OR_EQUAL || n->op == OP_GREATER_OR_EQUAL;
+    if (n->op == OP_GREATER || n->op == OP_GREATER_OR_EQUAL) {
         ir_tensor *t = a;
         a = b, b = t;
     }
     for (int64_t o = 0; o < numel; o++) {
         num x = op_fold_num_get(a, op_fold_bcast_at(a, y->rank, y->dims, o));
         num z = op_fold_num_get(b, op_fold_bcast_at(b, y->rank, y->dims, o));
-        buf[o] = less ? (fl ? x.f < z.f : x.i < z.i) : (fl ? x.f == z.f : x.i == z.i);
+        buf[o] = less      ? (fl ? x.f < z.f : x.i < z.i)
+                 : less_eq ? (fl ? x.f <= z.f : x.i <= z.i)
+                           : (fl ? x.f == z.f : x.i == z.i);
     }
     return op_fold_set(g, n, buf, numel);
 }
 
-/* Equal: a == b, broadcast, as bool (plan-time values only). */
+/* Equal, GreaterOrEqual, LessOrEqual: a == b (a >= b, a <= b), broadcast, as
+ * bool (plan-time values only: position and mask arithmetic). */
 static int equal_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
@@ -193,15 +200,16 @@ static double unary_float(op_kind op, double v, bool wide) {
     }
 }
 
-/* Neg of a plan-time number (torch.roll's negative shifts in Swin3D's export: integers
- * too); Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal of a plan-time float value (a rotary table
+/* Neg and Abs of a plan-time number (torch.roll's negative shifts in Swin3D's export,
+ * T5's relative positions: integers too); Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal of a plan-time float value (a rotary table
  * from a frequency buffer and a Range; scaled_dot_product_attention's scale, the square
  * root of 1 / sqrt(E) with E from a Shape). */
 int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *x;
     if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
-    bool neg = n->op == OP_NEG;
-    if (neg ? x->dtype == IR_DTYPE_BOOL || x->dtype == IR_DTYPE_UINT8 : !op_fold_is_float(x->dtype))
+    bool neg = n->op == OP_NEG, ints = neg || n->op == OP_ABS; /* the two of any number */
+    if (ints ? x->dtype == IR_DTYPE_BOOL || x->dtype == IR_DTYPE_UINT8
+             : !op_fold_is_float(x->dtype))
         return oc_fail(err, "input '%s' has type %s, which %s does not take", x->name,
                        ir_dtype_name(x->dtype), n->op_type);
     op_set_out_like(g, n, 0, x);
@@ -210,7 +218,8 @@ int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
     if (!buf) return OC_ERR;
     for (int64_t o = 0; o < numel; o++) {
         num v = op_fold_num_get(x, o);
-        if (neg) v.i = (int64_t)(0 - (uint64_t)v.i); /* INT64_MIN stays, as in two's complement */
+        if (neg || (n->op == OP_ABS && v.i < 0)) /* INT64_MIN stays, as in two's complement */
+            v.i = (int64_t)(0 - (uint64_t)v.i);
         v.f = neg ? -v.f : unary_float(n->op, v.f, x->dtype == IR_DTYPE_DOUBLE);
         op_fold_num_put(buf, x->dtype, o, v, x->dtype);
     }
@@ -463,6 +472,8 @@ const op_def op_def_cast_like = {
     .grad = cast_grad,
 };
 FOLD_OP(op_def_equal, 2, equal_infer);
+FOLD_OP(op_def_greater_or_equal, 2, equal_infer);
+FOLD_OP(op_def_less_or_equal, 2, equal_infer);
 FOLD_OP(op_def_not, 1, not_infer);
 FOLD_OP(op_def_mod, 2, mod_infer);
 FOLD_OP_N(op_def_trilu, 1, 2, trilu_infer);

@@ -281,6 +281,52 @@ static int gather_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
     return op_fold_set(g, n, buf, numel);
 }
 
+/* GatherElements (torch.gather): y[i..] = data[i.. with index[i..] at axis]; indices
+ * of data's rank, each dim but the axis's at most data's. Plan-time values only:
+ * Hugging Face's BERT family reads its token-type buffer at the position ids so. */
+static int gather_elements_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x, *idx;
+    int64_t axis;
+    if (op_fold_need_value(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
+        op_fold_need_value(g, n, 1, &idx, err) ||
+        op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", &axis, err))
+        return OC_ERR;
+    if (idx->rank != x->rank)
+        return oc_fail(err, "indices '%s' (rank %d) and data '%s' (rank %d) differ in rank",
+                       idx->name, idx->rank, x->name, x->rank);
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && idx->dims[d] > x->dims[d])
+            return oc_fail(err, "indices '%s' have %" PRId64 " at dim %d, data '%s' only %" PRId64,
+                           idx->name, idx->dims[d], d, x->name, x->dims[d]);
+    op_set_out(g, n, 0, x->dtype, idx->rank, idx->dims);
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    size_t es = (size_t)ir_dtype_size(x->dtype);
+    for (int64_t o = 0; o < numel; o++) {
+        int64_t rest = o, off = 0, stride = 1, v = index_value(idx, o);
+        if (v < -x->dims[axis] || v >= x->dims[axis]) {
+            oc_free(buf);
+            return oc_fail(err,
+                           "indices '%s' element %" PRId64 ": %" PRId64 " is outside dim %" PRId64
+                           " of data '%s'",
+                           idx->name, o, v, axis, x->name);
+        }
+        for (int d = x->rank - 1; d >= 0; d--) { /* o's coordinates in indices, into data */
+            int64_t c = rest % idx->dims[d];
+            rest /= idx->dims[d];
+            if (d == axis) c = v < 0 ? v + x->dims[d] : v;
+            off += c * stride;
+            stride *= x->dims[d];
+        }
+        memcpy(buf + (size_t)o * es, (const uint8_t *)x->data + (size_t)off * es, es);
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+FOLD_OP(op_def_gather_elements, 2, gather_elements_infer);
+
 /* Never reached: a GatherND of run-time data is a Gather once shapes are
  * inferred, one of values a constant. Present so that gradients are traced
  * through its data input to the parameter behind it (shape_infer.c's float flow). */

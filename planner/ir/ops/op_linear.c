@@ -90,14 +90,8 @@ static int linear_grad(grad_ctx *c) {
         grad_out_dx(c, b, 1);
         if (grad_finish(c, b)) return OC_ERR;
     }
-    if (grad_fwd_in(c, 2) >= 0 && grad_wants(c, 2)) {
-        const ir_tensor *bias = &grad_graph(c)->tensors[grad_fwd_in(c, 2)];
-        int b = grad_node(c, "grad_b", OP_REDUCE_SUM_TO);
-        grad_in(c, b, dy);
-        grad_out_dx(c, b, 2);
-        grad_attr_ints(c, b, "input_shape", bias->rank, bias->dims);
-        if (grad_finish(c, b)) return OC_ERR;
-    }
+    if (grad_fwd_in(c, 2) >= 0 && grad_wants(c, 2)) /* dY summed to the bias's shape */
+        return op_grad_sum_to_input(c, 2, dy, "grad_b", 1.0f);
     return OC_OK;
 }
 

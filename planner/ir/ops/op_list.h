@@ -168,7 +168,18 @@
     X(TRILU, "Trilu", ONNX, trilu, none)                                                           \
     X(RANGE, "Range", ONNX, range, none)                                                           \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)                         \
-    X(GATHER_ND, "GatherND", ONNX, gather_nd, none)
+    X(GATHER_ND, "GatherND", ONNX, gather_nd, none)                                                \
+    X(GREATER_OR_EQUAL, "GreaterOrEqual", ONNX, greater_or_equal, none)                            \
+    X(LESS_OR_EQUAL, "LessOrEqual", ONNX, less_or_equal, none)                                     \
+    X(GATHER_ELEMENTS, "GatherElements", ONNX, gather_elements, none)                              \
+    X(CUM_SUM, "CumSum", ONNX, cum_sum, none)                                                      \
+    X(AND, "And", ONNX, and, none)                                                                 \
+    X(OR, "Or", ONNX, or, none)                                                                    \
+    X(XOR, "Xor", ONNX, xor, none)                                                                 \
+    X(CEIL, "Ceil", ONNX, ceil, none)                                                              \
+    X(FLOOR, "Floor", ONNX, floor, none)                                                           \
+    X(ROUND, "Round", ONNX, round, none)                                                           \
+    X(TILE, "Tile", ONNX, tile, none)
 
 /* Ops the importer rewrites into others (op_einsum.c): never in a graph. */
 #define OC_OPS_LOWERED(X)                                                                          \
@@ -196,7 +207,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 137
+#define OP_LIST_COUNT 148
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -20,9 +20,10 @@ static int constant_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         ir_tensor_set_shape(y, a->t->rank, a->t->dims);
         int64_t bytes;
         ir_tensor_bytes(y, &bytes);
-        if (a->t->data_src != IR_DATA_INLINE || (int64_t)a->t->data_bytes != bytes)
+        bool empty = bytes == 0; /* e.g. the shape [] of a scalar: no bytes to hold */
+        if (!empty && (a->t->data_src != IR_DATA_INLINE || (int64_t)a->t->data_bytes != bytes))
             return oc_fail(err, "attribute 'value' has no data or the wrong amount");
-        ir_tensor_set_data(y, a->t->data, a->t->data_bytes);
+        ir_tensor_set_data(y, a->t->data, empty ? 0 : a->t->data_bytes);
     } else if ((a = ir_attr_find(n, "value_float")) && a->type == IR_ATTR_FLOAT) {
         y->dtype = IR_DTYPE_FLOAT;
         ir_tensor_set_shape(y, 0, NULL);

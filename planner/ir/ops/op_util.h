@@ -64,6 +64,8 @@ int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err);
  * an input is not a plan-time value. */
 int op_fold_min_max(ir_graph *g, ir_node *n, oc_err *err);
 int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err);
+/* Pow of a plan-time base and exponent, broadcast (op_fold_math.c). */
+int op_fold_pow(ir_graph *g, ir_node *n, oc_err *err);
 /* Where of three plan-time values (output shape set): folded; else nothing. */
 int op_fold_where(ir_graph *g, ir_node *n, oc_err *err);
 

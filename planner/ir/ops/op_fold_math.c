@@ -1,0 +1,156 @@
+/* op_fold_math.c — more of the glue exporters write around a network, evaluated at
+ * plan time only (refused on run-time inputs, naming them): CumSum, And / Or / Xor,
+ * Ceil / Floor / Round, Tile, and Pow of plan-time values (op_fold_pow; Pow of an
+ * activation runs as a pointwise op). Hugging Face's models compute position ids, masks,
+ * relative-position buckets and ALiBi slopes so, from shapes and buffers. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "ir/ops/op_fold_num.h"
+
+/* CumSum: running sums of x along the axis (input 1, one value), from the end when
+ * reverse, each without its own element when exclusive. Plan-time values only:
+ * Hugging Face's position ids from an attention mask, its mask utilities. */
+static int cum_sum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x, *ax;
+    int64_t nax, axis;
+    if (op_fold_need_value(g, n, 0, &x, err) || op_fold_need_value(g, n, 1, &ax, err))
+        return OC_ERR;
+    if ((ax->dtype != IR_DTYPE_INT64 && ax->dtype != IR_DTYPE_INT32) ||
+        !ir_tensor_numel(ax, &nax) || nax != 1)
+        return oc_fail(err, "axis '%s' must be one int64 or int32 value", ax->name);
+    if (x->rank < 1) return oc_fail(err, "input '%s' is a scalar", x->name);
+    if (op_axis(op_fold_num_get(ax, 0).i, x->rank, "axis", &axis, err)) return OC_ERR;
+    bool exclusive = ir_attr_int(n, "exclusive", 0) != 0,
+         reverse = ir_attr_int(n, "reverse", 0) != 0;
+    op_set_out_like(g, n, 0, x);
+    int64_t numel, len = x->dims[axis], inner = 1;
+    for (int d = (int)axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    bool fl = op_fold_is_float(x->dtype);
+    for (int64_t o = 0; len > 0 && o < numel / len; o++) { /* each line along the axis */
+        int64_t base = (o / inner) * len * inner + o % inner;
+        double f = 0.0; /* float sums in double, rounded once a store */
+        uint64_t i = 0; /* integer sums wrap as int64's do in two's complement */
+        for (int64_t k = 0; k < len; k++) {
+            int64_t at = base + (reverse ? len - 1 - k : k) * inner;
+            num v = op_fold_num_get(x, at);
+            if (!exclusive) f += v.f, i += (uint64_t)v.i;
+            num sum = {fl ? f : (double)(int64_t)i, (int64_t)i};
+            op_fold_num_put(buf, x->dtype, at, sum, x->dtype);
+            if (exclusive) f += v.f, i += (uint64_t)v.i;
+        }
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* And, Or, Xor of two bool values, broadcast. */
+static int logic_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *a, *b;
+    if (op_fold_need_value(g, n, 0, &a, err) || op_fold_need_value(g, n, 1, &b, err)) return OC_ERR;
+    if (a->dtype != IR_DTYPE_BOOL || b->dtype != IR_DTYPE_BOOL)
+        return oc_fail(err, "inputs '%s' and '%s' must be bool", a->name, b->name);
+    int r;
+    int64_t od[IR_MAX_RANK];
+    if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
+    op_set_out(g, n, 0, IR_DTYPE_BOOL, r, od);
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++) {
+        bool x = op_fold_num_get(a, op_fold_bcast_at(a, r, od, o)).i != 0;
+        bool z = op_fold_num_get(b, op_fold_bcast_at(b, r, od, o)).i != 0;
+        buf[o] = n->op == OP_AND ? x && z : n->op == OP_OR ? x || z : x != z;
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* Ceil, Floor, Round (half to even, as ONNX's) of a float value. */
+static int rounding_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
+    if (!op_fold_is_float(x->dtype))
+        return oc_fail(err, "input '%s' has type %s, which %s does not take", x->name,
+                       ir_dtype_name(x->dtype), n->op_type);
+    op_set_out_like(g, n, 0, x);
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t o = 0; o < numel; o++) {
+        num v = op_fold_num_get(x, o);
+        v.f = n->op == OP_CEIL ? ceil(v.f) : n->op == OP_FLOOR ? floor(v.f) : nearbyint(v.f);
+        op_fold_num_put(buf, x->dtype, o, v, x->dtype);
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* Tile: x repeated repeats[d] times along each dim d. */
+static int tile_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    const int64_t *rep;
+    int64_t nrep;
+    if (op_fold_need_value(g, n, 0, &x, err) || op_in_int64s(g, n, 1, &rep, &nrep, err))
+        return OC_ERR;
+    if (nrep != x->rank)
+        return oc_fail(err, "repeats has %" PRId64 " values, input '%s' rank %d", nrep, x->name,
+                       x->rank);
+    int64_t y[IR_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        if (rep[d] < 0) return oc_fail(err, "repeats[%d] is negative (%" PRId64 ")", d, rep[d]);
+        if (rep[d] > 0 && x->dims[d] > INT64_MAX / rep[d])
+            return oc_fail(err, "repeats[%d] makes dim %d too large", d, d);
+        y[d] = x->dims[d] * rep[d];
+    }
+    op_set_out(g, n, 0, x->dtype, x->rank, y);
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    size_t es = (size_t)ir_dtype_size(x->dtype);
+    for (int64_t o = 0; o < numel; o++) {
+        int64_t rest = o, off = 0, stride = 1;
+        for (int d = x->rank - 1; d >= 0; d--) { /* o's coordinates, each mod x's dim */
+            off += (rest % y[d]) % x->dims[d] * stride;
+            rest /= y[d];
+            stride *= x->dims[d];
+        }
+        memcpy(buf + (size_t)o * es, (const uint8_t *)x->data + (size_t)off * es, es);
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+int op_fold_pow(ir_graph *g, ir_node *n, oc_err *err) {
+    ir_tensor *a, *b;
+    if (op_fold_need_value(g, n, 0, &a, err) || op_fold_need_value(g, n, 1, &b, err)) return OC_ERR;
+    int r;
+    int64_t od[IR_MAX_RANK];
+    if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
+    op_set_out(g, n, 0, a->dtype, r, od);
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    bool fl = op_fold_is_float(a->dtype), wide = a->dtype == IR_DTYPE_DOUBLE;
+    for (int64_t o = 0; o < numel; o++) {
+        double x = op_fold_num_get(a, op_fold_bcast_at(a, r, od, o)).f;
+        double e = op_fold_num_get(b, op_fold_bcast_at(b, r, od, o)).f;
+        double p = wide || !fl ? pow(x, e) : (double)powf((float)x, (float)e);
+        /* an integer base: the power truncated (NaN and out of range: 0 and the limits) */
+        num v = {p, isnan(p) ? 0 : p >= 9.2e18 ? INT64_MAX : p <= -9.2e18 ? INT64_MIN : (int64_t)p};
+        op_fold_num_put(buf, a->dtype, o, v, a->dtype);
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+FOLD_OP(op_def_cum_sum, 2, cum_sum_infer);
+FOLD_OP(op_def_and, 2, logic_infer);
+FOLD_OP(op_def_or, 2, logic_infer);
+FOLD_OP(op_def_xor, 2, logic_infer);
+FOLD_OP(op_def_ceil, 1, rounding_infer);
+FOLD_OP(op_def_floor, 1, rounding_infer);
+FOLD_OP(op_def_round, 1, rounding_infer);
+FOLD_OP(op_def_tile, 2, tile_infer);

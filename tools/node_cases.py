@@ -4,7 +4,7 @@ backend test data (model.onnx, test_data_set_0/input_*.pb, output_0.pb), for
 tests/unit/test_conformance.c. The official data checks Einsum in float64 only, which
 outcore's MatMul does not take; these cases are float32, references from numpy in float64.
 MatMul's cases there are of equal batch dims only; here a vector on either side and batch
-dims that broadcast. And, Or and Xor are there at opset 7 only; here at 13. Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
+dims that broadcast. And, Or and Xor are there at opset 7 only, InstanceNormalization at 6; here at 13 to 18. Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
 (outcore reads 9 to 21) and no Mish: their spec formulas are written here at opsets 13 and 18.
 A case named *_refused must be rejected by the importer with a message.
 
@@ -70,6 +70,16 @@ MATMUL = [
     ("broadcast_left", [1, 3, 4, 5], [2, 3, 5, 6], 13, False),
     ("dot_refused", [4], [4], 13, True),
     ("batch_mismatch_refused", [2, 3, 4, 5], [4, 5, 6], 13, True),
+]
+
+# (case name, X's shape, opset, scale and shift plan-time ones and zeros?)
+INSTANCE_NORM = [
+    ("opset13", [2, 3, 4, 5], 13, False),
+    ("opset17", [2, 3, 4, 5], 17, False),
+    ("group_form_opset18", [2, 4, 12], 18, True),
+    ("group_form_opset13", [2, 4, 12], 13, True),
+    ("3d_opset13", [2, 2, 3, 4, 2], 13, False),
+    ("rank2_refused", [4, 5], 17, False),
 ]
 
 SELU_A, SELU_G = 1.67326319217681884765625, 1.05070102214813232421875
@@ -152,7 +162,31 @@ def main():
         node = helper.make_node(op, ["a", "b"], ["y"])
         write_case(f"test_{op.lower()}_bool_bcast_opset13", [node], [("a", a), ("b", b)],
                    [("y", f(a, b))])
-    print(f"{len(EINSUM) + len(MATMUL) + len(ACTIVATIONS) + 5} cases in {OUT}")
+    # InstanceNormalization (ONNX's cases are opset 6): rewritten at load into
+    # LayerNormalization from opset 17, into its decomposition below; the GroupNorm form
+    # (scale ones, shift zeros as Constants: no affine after) and parameters as inputs
+    for name, shape, opset, const in INSTANCE_NORM:
+        x = rng.standard_normal(shape).astype(np.float32) * 2 + 1
+        c = shape[1] if len(shape) > 1 else 1
+        sc, sh = (np.ones(c, np.float32), np.zeros(c, np.float32)) if const else (
+            rng.standard_normal(c).astype(np.float32), rng.standard_normal(c).astype(np.float32))
+        if len(shape) < 3:
+            y = np.zeros([2], np.float32)
+        else:
+            x64, ax = x.astype(np.float64), tuple(range(2, len(shape)))
+            norm = (x64 - x64.mean(ax, keepdims=True)) / np.sqrt(x64.var(ax, keepdims=True) + 1e-3)
+            cs = [c] + [1] * (len(shape) - 2)
+            y = (norm * sc.reshape(cs) + sh.reshape(cs)).astype(np.float32)
+        nodes, inputs = [], [("x", x)]
+        if const:
+            nodes += [helper.make_node("Constant", [], [n], value=numpy_helper.from_array(v, n))
+                      for n, v in (("scale", sc), ("shift", sh))]
+        else:
+            inputs += [("scale", sc), ("shift", sh)]
+        nodes.append(helper.make_node("InstanceNormalization", ["x", "scale", "shift"], ["y"],
+                                      epsilon=1e-3))
+        write_case(f"test_instancenorm_f32_{name}", nodes, inputs, [("y", y)], opset)
+    print(f"{len(EINSUM) + len(MATMUL) + len(ACTIVATIONS) + len(INSTANCE_NORM) + 5} cases in {OUT}")
 
 
 if __name__ == "__main__":

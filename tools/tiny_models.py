@@ -216,12 +216,36 @@ def tiny_matmul():
     return TinyMatMul()
 
 
+class TinyNorms(nn.Module):
+    """GroupNorm with 4 groups and with 1 (PoolFormer's), and InstanceNorm2d with affine
+    parameters: every exporter writes each as InstanceNormalization (GroupNorm between two
+    Reshapes, its scale ones and shift zeros, its own affine after), SiLU and ReLU after."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.g1 = nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16)
+        self.c2, self.g2 = nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.GroupNorm(1, 16)
+        self.c3, self.n3 = nn.Conv2d(16, 16, 3, padding=1), nn.InstanceNorm2d(16, affine=True)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        import torch.nn.functional as F
+        h = F.silu(self.g1(self.c1(x)))
+        h = F.silu(self.g2(self.c2(h)))
+        h = F.relu(self.n3(self.c3(h)))
+        return self.fc(h.mean((2, 3)))
+
+
+def tiny_norms():
+    return TinyNorms()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_swin_v2": tiny_swin_v2, "tiny_maxvit": tiny_maxvit,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
-        "tiny_matmul": tiny_matmul}
+        "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

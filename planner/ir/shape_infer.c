@@ -90,7 +90,8 @@ static bool *data_dependent(const ir_graph *g) {
 }
 
 /* flows[t]: a path leads from tensor t to a graph output through ops with a
- * gradient rule (or a plan's SwapOut/SwapIn, which carry the value: a plan may
+ * gradient rule or rewritten at load into such (InstanceNormalization), or a
+ * plan's SwapOut/SwapIn (which carry the value: a plan may
  * swap the loss's input), entering each by an input that is not a plan-time
  * constant (one pass over the nodes in reverse; before shapes are known). A
  * float initializer read as data without such a path (a causal-mask buffer
@@ -108,7 +109,9 @@ static bool *float_flow_through(const ir_graph *g, bool scatter, bool trig) {
         for (int o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0 && flows[n->outputs[o]]) out = true;
         bool copy = n->op == OP_SWAP_OUT || n->op == OP_SWAP_IN;
-        if (!out || (!d->grad && !copy) || (!scatter && n->op == OP_SCATTER_ND)) continue;
+        bool lowered = d->lower != NULL; /* becomes ops with gradients (InstanceNormalization) */
+        if (!out || (!d->grad && !copy && !lowered) || (!scatter && n->op == OP_SCATTER_ND))
+            continue;
         if (data && (n->op == OP_SIN || n->op == OP_COS) && !data[n->inputs[0]]) continue;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST) flows[n->inputs[k]] = true;

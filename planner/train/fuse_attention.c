@@ -6,6 +6,7 @@
 
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
 /* Input k of node n when it is a float scalar plan-time value. */
@@ -85,18 +86,6 @@ static bool scaled_by(ir_graph *g, int t, int reader, int *x, double *c) {
     return true;
 }
 
-/* Whether plan-time float tensor t is all zeros (a padding mask that masks nothing:
- * Hugging Face's BERT without an attention mask adds one). */
-static bool zero_bias(const ir_tensor *t) {
-    int64_t n;
-    if (!op_is_value(t) || t->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(t, &n) ||
-        t->data_bytes != (size_t)n * sizeof(float))
-        return false;
-    for (int64_t i = 0; i < n; i++)
-        if (((const float *)t->data)[i] != 0.0f) return false;
-    return true;
-}
-
 /* Node c, when it passes its input on unchanged: Identity (torch's clone), a Cast to
  * the type the input has (Hugging Face's softmax(dtype=float32).to(float32)). */
 static bool is_copy(const ir_graph *g, int c) {
@@ -141,7 +130,10 @@ static bool match_at(ir_graph *g, int s, match *m) {
         int b = additive_mask(ir_node_in(g, a, 1), &m->fill)   ? 1
                 : additive_mask(ir_node_in(g, a, 0), &m->fill) ? 0
                                                                : -1;
-        int zero = zero_bias(ir_node_in(g, a, 1)) ? 1 : zero_bias(ir_node_in(g, a, 0)) ? 0 : -1;
+        /* or all zeros (BERT without a padding mask): no mask */
+        int zero = op_rewrite_all(ir_node_in(g, a, 1), 0.0f)   ? 1
+                   : op_rewrite_all(ir_node_in(g, a, 0), 0.0f) ? 0
+                                                               : -1;
         if (b < 0 && zero < 0) return false;
         if (b >= 0) m->mask = 1, m->bias = a->inputs[b];
         else b = zero; /* adds nothing: no mask */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
 /* W batched: same rank as X, equal leading dims. */
@@ -37,33 +38,17 @@ typedef struct mm_rewrite {
     int node;   /* the MatMul's index, moved up by every insert before it */
 } mm_rewrite;
 
-/* A node of kind k inserted at `at`, reading in0 and (when >= 0) in1, writing y
- * (a new tensor when y < 0); returns y. */
+/* op_rewrite_insert / op_rewrite_axes at `at`, keeping w->node on the MatMul. */
 static int insert_at(mm_rewrite *w, int at, op_kind k, const char *what, int in0, int in1, int y) {
-    char *s = oc_sprintf("%s/%s", w->name, what);
-    int n = op_node_insert(w->g, at, s, k);
+    y = op_rewrite_insert(w->g, at, w->name, what, k, in0, in1, y);
     if (at <= w->node) w->node++;
-    ir_node_add_input(w->g, n, in0);
-    if (in1 >= 0) ir_node_add_input(w->g, n, in1);
-    if (y < 0) y = ir_tensor_add(w->g, s, IR_DTYPE_UNDEFINED);
-    oc_free(s);
-    ir_node_add_output(w->g, n, y);
     return y;
 }
 
-/* Unsqueeze / Squeeze of x over the n axes at `at`: the axes an input from opset
- * 13 on, the attribute before. */
 static int axes_at(mm_rewrite *w, int at, op_kind k, const char *what, int x, int n,
                    const int64_t *axes, int y) {
-    if (w->g->opset >= 13) {
-        char *s = oc_sprintf("%s/%s_axes", w->name, what);
-        int a = ir_const_int64s(w->g, s, n, axes);
-        oc_free(s);
-        return insert_at(w, at, k, what, x, a, y);
-    }
-    y = insert_at(w, at, k, what, x, -1, y);
-    ir_attr a = {.name = "axes", .type = IR_ATTR_INTS, .n = n, .ints = (int64_t *)axes};
-    ir_node_add_attr(w->g, w->g->tensors[y].producer, &a);
+    y = op_rewrite_axes(w->g, at, w->name, what, k, x, n, axes, 13, y);
+    if (at <= w->node) w->node++;
     return y;
 }
 

@@ -1,0 +1,134 @@
+/* op_instance_norm.c — InstanceNormalization(X (N, C, D..), scale (C), B (C), epsilon):
+ * each (n, c) plane normalised by its own mean and biased variance, then scaled and
+ * shifted by c's. PyTorch's GroupNorm exports as one (X reshaped to (N, groups, ..), scale
+ * ones and B zeros, its own affine after), InstanceNorm2d as one with its parameters.
+ * Rewritten at load (op_def.lower) into what runs and differentiates already:
+ * - from opset 17, LayerNormalization over the dims from 2 on (the node itself, a plan-time
+ *   scale of ones, no shift);
+ * - below it (no LayerNormalization in the file's opset), its decomposition: ReduceMean,
+ *   Sub, Mul, ReduceMean, Add epsilon, Sqrt, Div;
+ * then Mul by the scale and Add of B as (C, 1, ..) tensors, each left out when plan-time
+ * ones / zeros. The new nodes are named <node>/<step>. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "ir/ops/op_rewrite.h"
+#include "ir/ops/op_util.h"
+
+/* (C) -> (C, 1, ..) of rank r - 1, a Reshape inserted at *at. */
+static int per_channel(ir_graph *g, int *at, const char *base, const char *what, int p, int r,
+                       int64_t c) {
+    int64_t shape[IR_MAX_RANK];
+    shape[0] = c;
+    for (int d = 1; d + 1 < r; d++) shape[d] = 1;
+    char *s = oc_sprintf("%s/%s_shape", base, what);
+    int sh = ir_const_int64s(g, s, r - 1, shape);
+    oc_free(s);
+    return op_rewrite_insert(g, (*at)++, base, what, OP_RESHAPE, p, sh, -1);
+}
+
+/* Below opset 17, inserted before the node at *at: *dev = X - mean, *sd = sqrt(var + eps)
+ * over the dims from 2 on (the node becomes the Div of the two). */
+static void decompose(ir_graph *g, int *at, const char *base, int x, int r, float eps, int *dev,
+                      int *sd) {
+    int64_t axes[IR_MAX_RANK], one = 1;
+    for (int d = 2; d < r; d++) axes[d - 2] = d;
+    int mean = op_rewrite_axes(g, (*at)++, base, "mean", OP_REDUCE_MEAN, x, r - 2, axes, 18, -1);
+    *dev = op_rewrite_insert(g, (*at)++, base, "centred", OP_SUB, x, mean, -1);
+    int sq = op_rewrite_insert(g, (*at)++, base, "squares", OP_MUL, *dev, *dev, -1);
+    int var =
+        op_rewrite_axes(g, (*at)++, base, "variance", OP_REDUCE_MEAN, sq, r - 2, axes, 18, -1);
+    int e = op_rewrite_fill(g, base, "epsilon", 1, &one, eps);
+    int ve = op_rewrite_insert(g, (*at)++, base, "variance_eps", OP_ADD, var, e, -1);
+    *sd = op_rewrite_insert(g, (*at)++, base, "std", OP_SQRT, ve, -1, -1);
+}
+
+/* Node `node` becomes an op of kind k reading in0 and in1 (-1: none), its attributes
+ * dropped but for LayerNormalization's. */
+static void become(ir_graph *g, int node, op_kind k, int in0, int in1) {
+    ir_node *n = &g->nodes[node];
+    oc_free(n->op_type);
+    n->op_type = oc_strdup(op_name(k));
+    n->op = (int)k;
+    ir_node_set_input(g, node, 0, in0);
+    ir_node_set_input(g, node, 1, in1);
+    ir_node_set_input(g, node, 2, -1);
+    if (k != OP_LAYER_NORM) { /* Div: two inputs, no epsilon */
+        n = &g->nodes[node];
+        n->n_inputs = 2;
+        for (int i = 0; i < n->n_attrs; i++) ir_attr_free(&n->attrs[i]);
+        n->n_attrs = 0;
+    }
+}
+
+static int instance_norm_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *s, *b;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &s, err) ||
+        op_in_shaped(g, n, 2, &b, err))
+        return OC_ERR;
+    if (x->rank < 3)
+        return oc_fail(err, "input '%s' has rank %d; it takes rank >= 3", x->name, x->rank);
+    if (x->dtype != IR_DTYPE_FLOAT) return oc_fail(err, "input '%s' is not float32", x->name);
+    int64_t c = x->dims[1];
+    for (int i = 1; i < 3; i++) {
+        const ir_tensor *p = i == 1 ? s : b;
+        if (p->rank != 1 || p->dims[0] != c || p->dtype != x->dtype)
+            return oc_fail(err, "'%s' must be float32 of shape (%" PRId64 ")", p->name, c);
+    }
+    float eps = ir_attr_float(n, "epsilon", 1e-5f);
+    if (!(eps > 0.0f)) return oc_fail(err, "epsilon %g must be positive", (double)eps);
+    char *base = oc_strdup(n->name);
+    int r = x->rank, xi = n->inputs[0], si = n->inputs[1], bi = n->inputs[2], out = n->outputs[0];
+    bool scale = !op_rewrite_all(s, 1.0f), shift = !op_rewrite_all(b, 0.0f);
+    if (g->opset >= 17) { /* LayerNormalization over the dims from 2 on, scale ones */
+        become(g, node, OP_LAYER_NORM, xi,
+               op_rewrite_fill(g, base, "ones", r - 2, x->dims + 2, 1.0f));
+        ir_attr a = {.name = "axis", .type = IR_ATTR_INT, .i = 2};
+        ir_node_add_attr(g, node, &a);
+    } else {
+        int at = node, dev, sd;
+        decompose(g, &at, base, xi, r, eps, &dev, &sd);
+        node = at; /* moved up by the inserts */
+        become(g, node, OP_DIV, dev, sd);
+    }
+    if (scale || shift) { /* the node writes a new tensor, the affine after it the output */
+        char *nm = oc_sprintf("%s/normalised", base);
+        int y = ir_tensor_add(g, nm, IR_DTYPE_UNDEFINED);
+        oc_free(nm);
+        g->nodes[node].outputs[0] = y;
+        g->tensors[y].producer = node;
+        g->tensors[out].producer = -1;
+        int at = node + 1;
+        if (scale) {
+            int sc = per_channel(g, &at, base, "scale", si, r, c);
+            y = op_rewrite_insert(g, at++, base, "scaled", OP_MUL, y, sc, shift ? -1 : out);
+        }
+        if (shift) {
+            int sh = per_channel(g, &at, base, "shift", bi, r, c);
+            op_rewrite_insert(g, at, base, "shifted", OP_ADD, y, sh, out);
+        }
+    }
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* Never reached: the node is rewritten before its shapes are inferred. */
+static int instance_norm_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)g, (void)n, (void)opset;
+    return oc_fail(err, "InstanceNormalization reached shape inference unrewritten");
+}
+
+static const op_role instance_norm_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
+
+const op_def op_def_instance_norm = {
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = instance_norm_roles,
+    .n_roles = 3,
+    .infer = instance_norm_infer,
+    .lower = instance_norm_lower,
+};

@@ -1,0 +1,58 @@
+/* op_rewrite.c — see op_rewrite.h. */
+#include "ir/ops/op_rewrite.h"
+
+#include "ir/ops/op_util.h"
+
+int op_rewrite_insert(ir_graph *g, int at, const char *base, const char *what, op_kind k, int in0,
+                      int in1, int y) {
+    char *s = oc_sprintf("%s/%s", base, what);
+    int n = op_node_insert(g, at, s, k);
+    ir_node_add_input(g, n, in0);
+    if (in1 >= 0) ir_node_add_input(g, n, in1);
+    if (y < 0) y = ir_tensor_add(g, s, IR_DTYPE_UNDEFINED);
+    oc_free(s);
+    ir_node_add_output(g, n, y);
+    return y;
+}
+
+int op_rewrite_axes(ir_graph *g, int at, const char *base, const char *what, op_kind k, int x,
+                    int n, const int64_t *axes, int axes_input_from, int y) {
+    if (g->opset >= axes_input_from) {
+        char *s = oc_sprintf("%s/%s_axes", base, what);
+        int a = ir_const_int64s(g, s, n, axes);
+        oc_free(s);
+        return op_rewrite_insert(g, at, base, what, k, x, a, y);
+    }
+    y = op_rewrite_insert(g, at, base, what, k, x, -1, y);
+    ir_attr a = {.name = "axes", .type = IR_ATTR_INTS, .n = n, .ints = (int64_t *)axes};
+    ir_node_add_attr(g, at, &a);
+    return y;
+}
+
+int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, const int64_t *dims,
+                    float v) {
+    char *s = oc_sprintf("%s/%s", base, what);
+    int c = ir_tensor_add(g, s, IR_DTYPE_FLOAT);
+    oc_free(s);
+    ir_tensor *t = &g->tensors[c];
+    ir_tensor_set_shape(t, rank, dims);
+    int64_t numel = 1;
+    ir_tensor_numel(t, &numel);
+    float *buf = oc_malloc((size_t)numel * sizeof *buf);
+    for (int64_t i = 0; i < numel; i++) buf[i] = v;
+    ir_tensor_set_data(t, buf, (size_t)numel * sizeof *buf);
+    oc_free(buf);
+    t->is_initializer = true;
+    t->kind = IR_KIND_CONSTANT;
+    return c;
+}
+
+bool op_rewrite_all(const ir_tensor *t, float v) {
+    int64_t n;
+    if (!op_is_value(t) || t->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(t, &n) ||
+        t->data_bytes != (size_t)n * sizeof(float))
+        return false;
+    for (int64_t i = 0; i < n; i++)
+        if (((const float *)t->data)[i] != v) return false;
+    return true;
+}

@@ -1,0 +1,25 @@
+/* op_rewrite.h — building blocks of the load-time rewrites (op_def.lower: MatMul's
+ * numpy forms, InstanceNormalization): nodes inserted at an index of the graph, named
+ * "<base>/<what>", so that messages and plans name the node they came from. */
+#ifndef OC_OP_REWRITE_H
+#define OC_OP_REWRITE_H
+
+#include "ir/ops/op_table.h"
+
+/* A node of kind k inserted at index `at` (ir_node_insert: later nodes move up one),
+ * reading in0 and, when >= 0, in1, writing y, or a new tensor "<base>/<what>" when y < 0.
+ * Returns the tensor written. */
+int op_rewrite_insert(ir_graph *g, int at, const char *base, const char *what, op_kind k, int in0,
+                      int in1, int y);
+/* The same for a node of kind k with the n axes as its second input when the graph's opset
+ * is at least axes_input_from (Unsqueeze, Squeeze, ReduceSum: 13; ReduceMean: 18), as an
+ * attribute below it. */
+int op_rewrite_axes(ir_graph *g, int at, const char *base, const char *what, op_kind k, int x,
+                    int n, const int64_t *axes, int axes_input_from, int y);
+/* A float32 constant "<base>/<what>" of the given shape, every element v. */
+int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, const int64_t *dims,
+                    float v);
+/* Whether t is a plan-time float32 value whose every element is v. */
+bool op_rewrite_all(const ir_tensor *t, float v);
+
+#endif

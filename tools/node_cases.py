@@ -48,7 +48,19 @@ EINSUM = [
     ("full_contraction", "ij,ij->", False),
     ("outer_batch", "bi,bjk->bijk", False),
     ("diagonal_refused", "ii->i", True),
-    ("ellipsis_refused", "...ij,...jk->...ik", True),
+]
+
+# Einsum with an ellipsis (spelled out at load as numpy broadcasts it): (name, equation,
+# the operands' shapes)
+ELLIPSIS = [
+    ("ellipsis_matmul", "...ij,...jk->...ik", [[2, 3, 4, 5], [2, 3, 5, 6]]),
+    ("ellipsis_ranks", "...ij,...jk->...ik", [[2, 3, 4, 5], [3, 5, 6]]),
+    ("ellipsis_ones", "...ij,...jk->...ik", [[2, 1, 4, 5], [1, 3, 5, 6]]),
+    ("ellipsis_implicit", "...ij,...jk", [[2, 4, 5], [2, 5, 6]]),
+    ("ellipsis_dot", "...d,d->...", [[2, 3, 4], [4]]),
+    ("ellipsis_scale", "...d,d->...d", [[2, 3, 4], [4]]),
+    ("ellipsis_one_operand", "...ij->...j", [[2, 3, 4, 5]]),
+    ("ellipsis_empty", "...ij,...jk->...ik", [[4, 5], [5, 6]]),
 ]
 
 
@@ -186,7 +198,13 @@ def main():
         nodes.append(helper.make_node("InstanceNormalization", ["x", "scale", "shift"], ["y"],
                                       epsilon=1e-3))
         write_case(f"test_instancenorm_f32_{name}", nodes, inputs, [("y", y)], opset)
-    print(f"{len(EINSUM) + len(MATMUL) + len(ACTIVATIONS) + len(INSTANCE_NORM) + 5} cases in {OUT}")
+    for name, eq, shapes in ELLIPSIS:
+        xs = [rng.standard_normal(sh).astype(np.float32) for sh in shapes]
+        names = [f"x{k}" for k in range(len(xs))]
+        y = np.asarray(np.einsum(eq, *[x.astype(np.float64) for x in xs]), np.float32)
+        node = helper.make_node("Einsum", names, ["y"], equation=eq)
+        write_case(f"test_einsum_f32_{name}", [node], list(zip(names, xs)), [("y", y)])
+    print(f"{len(EINSUM) + len(ELLIPSIS) + len(MATMUL) + len(ACTIVATIONS) + len(INSTANCE_NORM) + 5} cases in {OUT}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@
 #include "onnx.pb-c.h"
 #include "ir/onnx_export.h"
 #include "ir/ops/op_args.h"
-#include "ir/ops/op_einsum.h"
 #include "ir/ops/op_table.h"
 #include "ir/out_file.h"
 #include "ir/strmap.h"
@@ -416,34 +415,6 @@ static int node_output(importer *im, const Onnx__NodeProto *np, const char *node
     return OC_OK;
 }
 
-/* Einsum: lowered here into the ops it is made of (op_einsum.h). */
-static int import_einsum(importer *im, const Onnx__NodeProto *np, const char *name) {
-    const ProtobufCBinaryData *eq = NULL;
-    for (size_t i = 0; i < np->n_attribute && !eq; i++)
-        if (np->attribute[i]->name && strcmp(np->attribute[i]->name, "equation") == 0)
-            eq = &np->attribute[i]->s;
-    char equation[256];
-    if (!eq || !eq->data || eq->len >= sizeof equation || memchr(eq->data, 0, eq->len) ||
-        np->n_input < 1 || np->n_input > 2 || np->n_output != 1)
-        return oc_fail(im->err,
-                       "%s: node '%s' (Einsum): outcore takes one or two inputs, one output and "
-                       "an 'equation' of fewer than %zu characters",
-                       im->path, name, sizeof equation);
-    memcpy(equation, eq->data, eq->len);
-    equation[eq->len] = '\0';
-    int in[2], out;
-    for (size_t i = 0; i < np->n_input; i++) {
-        if (node_input(im, np, name, i, &in[i])) return OC_ERR;
-        if (in[i] < 0)
-            return oc_fail(im->err, "%s: node '%s' (Einsum): input %zu is empty", im->path, name,
-                           i);
-    }
-    if (node_output(im, np, name, 0, &out)) return OC_ERR;
-    if (out < 0)
-        return oc_fail(im->err, "%s: node '%s' (Einsum): output 0 is empty", im->path, name);
-    return op_einsum_lower(im->g, im->path, name, equation, in, (int)np->n_input, out, im->err);
-}
-
 /* A tensor "<name>/<what>" for a lowering's intermediate (ir_tensor_add keeps it unique). */
 static int lowered_tensor(importer *im, const char *name, const char *what, ir_dtype dt) {
     char *s = oc_sprintf("%s/%s", name, what);
@@ -548,11 +519,9 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
     char *name = unique_node_name(im, np, index);
     const char *domain = np->domain && strcmp(np->domain, "ai.onnx") != 0 ? np->domain : "";
     op_kind lowered = op_lookup(domain, np->op_type);
-    if (lowered == OP_EINSUM || lowered == OP_REDUCE_L2 ||
-        ((lowered == OP_MAX || lowered == OP_MIN) && np->n_input > 2)) {
-        int rc = lowered == OP_EINSUM      ? import_einsum(im, np, name)
-                 : lowered == OP_REDUCE_L2 ? import_reduce_l2(im, np, name)
-                                           : import_min_max_chain(im, np, name, lowered);
+    if (lowered == OP_REDUCE_L2 || ((lowered == OP_MAX || lowered == OP_MIN) && np->n_input > 2)) {
+        int rc = lowered == OP_REDUCE_L2 ? import_reduce_l2(im, np, name)
+                                         : import_min_max_chain(im, np, name, lowered);
         oc_free(name);
         return rc;
     }

@@ -1,16 +1,22 @@
-/* op_einsum.c — Einsum lowered at import (op_einsum.h): MaxViT's attention is
- * einsum("BGHID,BGHJD->BGHIJ", q, k) and ("BGHIJ,BGHJD->BGHID", a, v), batched
- * matrix products; MViTv2's relative positions ("bythwc,hkc->bythwk") merge
- * several free indices into MatMul's rows by a Reshape whose shape comes from
- * the operands' (Shape, Gather, Mul, Concat: folded at plan time, when shapes
- * are known). The lowered nodes are named <einsum>/<step>, so a message or a
- * plan names the Einsum they came from. */
-#include "ir/ops/op_einsum.h"
+/* op_einsum.c — Einsum, rewritten at load (op_def.lower, its operands' ranks known)
+ * into ops outcore runs and differentiates: Transpose, ReduceSum, Unsqueeze, MatMul,
+ * Squeeze. An ellipsis is spelled out first as numpy broadcasts it (spell_ellipsis).
+ * Indices of one operand alone are summed first; then at most one contracted index,
+ * either every kept shared index a batch index with at most one free index a side, or
+ * no batch index and one side's free indices MatMul's rows, shaped by Transposes and
+ * Unsqueezes; otherwise Reshapes merge the free and the contracted indices, their shapes
+ * from the operands' (Shape, Gather, Mul, Concat: folded at plan time). MaxViT's
+ * attention is einsum("BGHID,BGHJD->BGHIJ", q, k) and ("BGHIJ,BGHJD->BGHID", a, v);
+ * MViTv2's relative positions ("bythwc,hkc->bythwk"). A diagonal (an index twice in a
+ * term) is refused with the equation named. The new nodes are named <einsum>/<step>
+ * before the Einsum node, which becomes the last step. */
 
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_util.h"
 
 #define EINSUM_MAX_INDICES 52 /* a-z, A-Z */
 
@@ -21,6 +27,7 @@ typedef struct lowering {
     bool dry;  /* counting the steps only (the graph untouched) */
     int total; /* the steps: the last one writes the Einsum's output */
     int out;
+    int self; /* the Einsum node: the last step; the others inserted before it */
 } lowering;
 
 /* An operand as it is lowered: its tensor and the index letter of each dim. */
@@ -48,11 +55,13 @@ static int emit(lowering *w, op_kind k, const char *what, int in0, int in1, int 
     }
     char name[512];
     snprintf(name, sizeof name, "%s/%s_%d", w->name, what, w->steps);
-    int n = op_node_add(w->g, name, k);
+    bool last = w->steps + 1 == w->total;
+    int n = last ? w->self : op_node_insert(w->g, w->self++, name, k);
+    if (last) op_rewrite_become(w->g, n, k); /* it writes the output already */
     ir_node_add_input(w->g, n, in0);
     if (in1 >= 0) ir_node_add_input(w->g, n, in1);
     *y = ++w->steps == w->total ? w->out : new_tensor(w, what, IR_DTYPE_UNDEFINED);
-    ir_node_add_output(w->g, n, *y);
+    if (!last) ir_node_add_output(w->g, n, *y);
     return n;
 }
 
@@ -172,7 +181,6 @@ static int parse(const char *eq, int n_in, char terms[2][EINSUM_MAX_INDICES + 1]
     for (const char *p = eq;; p++) {
         char ch = *p;
         if (ch == ' ') continue;
-        if (ch == '.') return oc_fail(err, "an ellipsis ('...') is not supported");
         if (ch == ',' || ch == '-' || ch == '\0') {
             cur[len] = '\0';
             if (ch == '\0') break;
@@ -310,14 +318,15 @@ static int lower(lowering *w, const char terms[2][EINSUM_MAX_INDICES + 1], const
     return OC_OK;
 }
 
-int op_einsum_lower(ir_graph *g, const char *path, const char *name, const char *equation,
-                    const int *in, int n_in, int out, oc_err *err) {
+/* The Einsum node `self` (inputs in, output out) lowered: nodes before it, itself the
+ * last step. The equation has no ellipsis (einsum_lower spelled it out). */
+static int lower_node(ir_graph *g, int self, const char *name, const char *equation, const int *in,
+                      int n_in, int out, oc_err *err) {
     char terms[2][EINSUM_MAX_INDICES + 1] = {{0}}, outl[EINSUM_MAX_INDICES + 1] = {0};
-    lowering w = {.g = g, .name = name, .dry = true, .out = out};
+    lowering w = {.g = g, .name = name, .dry = true, .out = out, .self = self};
     if (n_in < 1 || n_in > 2 || parse(equation, n_in, terms, outl, err) ||
         lower(&w, (const char(*)[EINSUM_MAX_INDICES + 1]) terms, outl, in, n_in, err))
-        return oc_fail_prefix(err, "%s: node '%s' (Einsum \"%s\", %d inputs)", path, name, equation,
-                              n_in);
+        return OC_ERR;
     if (w.steps == 0) { /* "ij->ij": a copy */
         int y;
         w.dry = false, w.total = 1;
@@ -328,14 +337,124 @@ int op_einsum_lower(ir_graph *g, const char *path, const char *name, const char 
     return lower(&w, (const char(*)[EINSUM_MAX_INDICES + 1]) terms, outl, in, n_in, err);
 }
 
-/* Never inferred: the importer lowers every Einsum and ReduceL2 (onnx_import.c). */
-static int einsum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)g, (void)opset;
-    return oc_fail(err, "%s is lowered at import; this node should not exist", n->op_type);
+/* The equation with its ellipsis spelled out for operands of these ranks, as numpy
+ * broadcasts it: each operand's ellipsis the last of e fresh letters (e the most dims an
+ * ellipsis stands for), an implicit output the ellipsis's letters then the letters seen
+ * once, in order. An equation without one is copied. */
+static int spell_ellipsis(const char *eq, const int *rank, int n_in, char *outq, size_t cap,
+                          oc_err *err) {
+    const char *arrow = strstr(eq, "->");
+    bool used[128] = {false}, any = strstr(eq, "...") != NULL;
+    int count[128] = {0}, ell[2] = {0, 0}, e = 0, term = 0, letters = 0;
+    for (const char *p = eq;; p++) { /* letters a term, the ellipsis's dims */
+        bool end = *p == '\0' || *p == ',' || (arrow && p == arrow);
+        if (end) {
+            if (term < n_in) {
+                bool has = false;
+                for (const char *q = p - 1; q >= eq && *q != ',' && q[0] != '>'; q--)
+                    if (*q == '.') has = true;
+                ell[term] = has ? rank[term] - letters : 0;
+                if (!has && letters != rank[term] && any)
+                    return oc_fail(err, "term %d has %d indices, its input rank %d", term, letters,
+                                   rank[term]);
+                if (ell[term] < 0)
+                    return oc_fail(err,
+                                   "term %d has %d indices beside its ellipsis, its input "
+                                   "rank %d",
+                                   term, letters, rank[term]);
+                if (ell[term] > e) e = ell[term];
+            }
+            if (*p == '\0' || (arrow && p == arrow)) break;
+            term++, letters = 0;
+            continue;
+        }
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
+            letters++, used[(int)*p] = true, count[(int)*p]++;
+        }
+    }
+    if (!any) {
+        if (strlen(eq) >= cap) return oc_fail(err, "the equation is too long");
+        strcpy(outq, eq);
+        return OC_OK;
+    }
+    char fresh[EINSUM_MAX_INDICES + 1];
+    int nf = 0;
+    for (int ch = 'A'; ch <= 'z' && nf < e; ch++)
+        if (((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) && !used[ch])
+            fresh[nf++] = (char)ch;
+    if (nf < e) return oc_fail(err, "the ellipsis needs more index letters than are free");
+    size_t o = 0;
+    term = 0;
+    const char *p = eq;
+    for (; *p && !(arrow && p == arrow); p++) {
+        if (*p == ',') term++;
+        if (*p == '.') {
+            if (p[1] != '.' || p[2] != '.') return oc_fail(err, "a '.' not part of '...'");
+            for (int k = e - ell[term]; k < e && o + 1 < cap; k++) outq[o++] = fresh[k];
+            p += 2;
+        } else if (o + 1 < cap) {
+            outq[o++] = *p;
+        }
+    }
+    if (o + 4 >= cap) return oc_fail(err, "the equation is too long");
+    outq[o++] = '-', outq[o++] = '>';
+    if (arrow) {
+        for (p = arrow + 2; *p && o + 1 < cap; p++) {
+            if (*p == '.') {
+                if (p[1] != '.' || p[2] != '.') return oc_fail(err, "a '.' not part of '...'");
+                for (int k = 0; k < e && o + 1 < cap; k++) outq[o++] = fresh[k];
+                p += 2;
+            } else if (*p != ' ') {
+                outq[o++] = *p;
+            }
+        }
+    } else { /* numpy's implicit output: the ellipsis, then the letters seen once */
+        for (int k = 0; k < e && o + 1 < cap; k++) outq[o++] = fresh[k];
+        for (int ch = 'A'; ch <= 'z' && o + 1 < cap; ch++)
+            if (count[ch] == 1) outq[o++] = (char)ch;
+    }
+    outq[o] = '\0';
+    return OC_OK;
 }
 
-const op_def op_def_einsum = {
-    .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .infer = einsum_infer};
+/* op_def.lower: the Einsum, its operands' ranks known, becomes the ops it is made of. */
+static int einsum_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    const ir_node *n = &g->nodes[node];
+    const char *eq = ir_attr_string(n, "equation", NULL);
+    if (!eq || strlen(eq) >= 256)
+        return oc_fail(err, "takes an 'equation' attribute of fewer than 256 characters");
+    int in[2] = {-1, -1}, rank[2] = {0, 0}, n_in = n->n_inputs, out = n->outputs[0];
+    for (int i = 0; i < n_in; i++) {
+        ir_tensor *t;
+        if (op_in_shaped(g, (ir_node *)n, i, &t, err)) return OC_ERR;
+        in[i] = n->inputs[i], rank[i] = t->rank;
+    }
+    char spelled[512], *name = oc_strdup(n->name), *orig = oc_strdup(eq);
+    int rc = spell_ellipsis(orig, rank, n_in, spelled, sizeof spelled, err) ||
+             lower_node(g, node, name, spelled, in, n_in, out, err);
+    if (rc) oc_fail_prefix(err, "Einsum \"%s\"", orig);
+    oc_free(name), oc_free(orig);
+    *changed = rc == OC_OK;
+    return rc ? OC_ERR : OC_OK;
+}
+
+/* Never inferred: an Einsum is rewritten first (einsum_lower); ReduceL2 is lowered at
+ * import (onnx_import.c). */
+static int einsum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)g, (void)opset;
+    return oc_fail(err, "%s reached shape inference unrewritten", n->op_type);
+}
+
+static const op_role einsum_roles[] = {OP_IN_DATA};
+
+const op_def op_def_einsum = {.min_inputs = 1,
+                              .max_inputs = 2,
+                              .min_outputs = 1,
+                              .max_outputs = 1,
+                              .roles = einsum_roles,
+                              .n_roles = 1,
+                              .infer = einsum_infer,
+                              .lower = einsum_lower};
 
 /* ReduceL2 likewise: lowered at import into Mul, ReduceSum and Sqrt (onnx_import.c). */
 const op_def op_def_reduce_l2 = {

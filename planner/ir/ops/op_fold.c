@@ -196,12 +196,16 @@ static double unary_float(op_kind op, double v, bool wide) {
     case OP_EXP: return wide ? exp(v) : (double)expf(f);
     case OP_LOG: return wide ? log(v) : (double)logf(f);
     case OP_ABS: return fabs(v);
+    case OP_CEIL: return ceil(v); /* exact in float32 too */
+    case OP_FLOOR: return floor(v);
+    case OP_ROUND: return nearbyint(v);                  /* half to even */
     default: return wide ? 1.0 / v : (double)(1.0f / f); /* Reciprocal */
     }
 }
 
 /* Neg and Abs of a plan-time number (torch.roll's negative shifts in Swin3D's export,
- * T5's relative positions: integers too); Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal of a plan-time float value (a rotary table
+ * T5's relative positions: integers too); Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal, Ceil,
+ * Floor, Round of a plan-time float value (a rotary table
  * from a frequency buffer and a Range; scaled_dot_product_attention's scale, the square
  * root of 1 / sqrt(E) with E from a Shape). */
 int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {

@@ -69,24 +69,10 @@ static int logic_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return op_fold_set(g, n, buf, numel);
 }
 
-/* Ceil, Floor, Round (half to even, as ONNX's) of a float value. */
+/* Ceil, Floor, Round (half to even, as ONNX's) of a float value (op_fold_unary). */
 static int rounding_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    ir_tensor *x;
-    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
-    if (!op_fold_is_float(x->dtype))
-        return oc_fail(err, "input '%s' has type %s, which %s does not take", x->name,
-                       ir_dtype_name(x->dtype), n->op_type);
-    op_set_out_like(g, n, 0, x);
-    int64_t numel;
-    uint8_t *buf = op_fold_out(g, n, &numel, err);
-    if (!buf) return OC_ERR;
-    for (int64_t o = 0; o < numel; o++) {
-        num v = op_fold_num_get(x, o);
-        v.f = n->op == OP_CEIL ? ceil(v.f) : n->op == OP_FLOOR ? floor(v.f) : nearbyint(v.f);
-        op_fold_num_put(buf, x->dtype, o, v, x->dtype);
-    }
-    return op_fold_set(g, n, buf, numel);
+    return op_fold_unary(g, n, err);
 }
 
 /* Tile: x repeated repeats[d] times along each dim d. */

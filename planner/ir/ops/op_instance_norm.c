@@ -43,22 +43,11 @@ static void decompose(ir_graph *g, int *at, const char *base, int x, int r, floa
     *sd = op_rewrite_insert(g, (*at)++, base, "std", OP_SQRT, ve, -1, -1);
 }
 
-/* Node `node` becomes an op of kind k reading in0 and in1 (-1: none), its attributes
- * dropped but for LayerNormalization's. */
+/* Node `node` becomes an op of kind k reading in0 and in1. */
 static void become(ir_graph *g, int node, op_kind k, int in0, int in1) {
-    ir_node *n = &g->nodes[node];
-    oc_free(n->op_type);
-    n->op_type = oc_strdup(op_name(k));
-    n->op = (int)k;
-    ir_node_set_input(g, node, 0, in0);
-    ir_node_set_input(g, node, 1, in1);
-    ir_node_set_input(g, node, 2, -1);
-    if (k != OP_LAYER_NORM) { /* Div: two inputs, no epsilon */
-        n = &g->nodes[node];
-        n->n_inputs = 2;
-        for (int i = 0; i < n->n_attrs; i++) ir_attr_free(&n->attrs[i]);
-        n->n_attrs = 0;
-    }
+    op_rewrite_become(g, node, k);
+    ir_node_add_input(g, node, in0);
+    ir_node_add_input(g, node, in1);
 }
 
 static int instance_norm_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
@@ -81,11 +70,15 @@ static int instance_norm_lower(ir_graph *g, int node, bool *changed, oc_err *err
     char *base = oc_strdup(n->name);
     int r = x->rank, xi = n->inputs[0], si = n->inputs[1], bi = n->inputs[2], out = n->outputs[0];
     bool scale = !op_rewrite_all(s, 1.0f), shift = !op_rewrite_all(b, 0.0f);
+    int64_t rows[IR_MAX_RANK]; /* x's dims from 2 on: x moves when tensors are added */
+    memcpy(rows, x->dims + 2, (size_t)(r - 2) * sizeof *rows);
     if (g->opset >= 17) { /* LayerNormalization over the dims from 2 on, scale ones */
-        become(g, node, OP_LAYER_NORM, xi,
-               op_rewrite_fill(g, base, "ones", r - 2, x->dims + 2, 1.0f));
+        int ones = op_rewrite_fill(g, base, "ones", r - 2, rows, 1.0f);
+        become(g, node, OP_LAYER_NORM, xi, ones);
         ir_attr a = {.name = "axis", .type = IR_ATTR_INT, .i = 2};
         ir_node_add_attr(g, node, &a);
+        ir_attr e = {.name = "epsilon", .type = IR_ATTR_FLOAT, .f = eps};
+        ir_node_add_attr(g, node, &e);
     } else {
         int at = node, dev, sd;
         decompose(g, &at, base, xi, r, eps, &dev, &sd);

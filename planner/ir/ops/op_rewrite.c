@@ -47,6 +47,19 @@ int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, c
     return c;
 }
 
+void op_rewrite_become(ir_graph *g, int node, op_kind k) {
+    for (int i = 0; i < g->nodes[node].n_inputs; i++) ir_node_set_input(g, node, i, -1);
+    ir_node *n = &g->nodes[node];
+    n->n_inputs = 0;
+    for (int i = 0; i < n->n_attrs; i++) ir_attr_free(&n->attrs[i]);
+    n->n_attrs = 0;
+    oc_free(n->op_type);
+    oc_free(n->domain);
+    n->op_type = oc_strdup(op_name(k));
+    n->domain = oc_strdup("");
+    n->op = (int)k;
+}
+
 bool op_rewrite_all(const ir_tensor *t, float v) {
     int64_t n;
     if (!op_is_value(t) || t->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(t, &n) ||

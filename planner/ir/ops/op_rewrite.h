@@ -19,6 +19,9 @@ int op_rewrite_axes(ir_graph *g, int at, const char *base, const char *what, op_
 /* A float32 constant "<base>/<what>" of the given shape, every element v. */
 int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, const int64_t *dims,
                     float v);
+/* Node `node` made a node of kind k afresh: no inputs (its uses of them dropped), no
+ * attributes; its name, domain "" and outputs kept. */
+void op_rewrite_become(ir_graph *g, int node, op_kind k);
 /* Whether t is a plan-time float32 value whose every element is v. */
 bool op_rewrite_all(const ir_tensor *t, float v);
 

@@ -1,1 +1,1 @@
-BshiftJL?@>r8/À€Þ#¿
+BshiftJú¯ƒ¿sîW?XoË¿

@@ -776,6 +776,33 @@ static void test_scatter_nd_folds(void **state) {
     assert_values(g, "u", 6, (const int64_t[]){4, 5, 6, 8, 9, 10});
 }
 
+/* Flatten of a plan-time value is one (BART's legacy export flattens its causal mask's
+ * table, then gathers and compares it at plan time), and GatherElements, CumSum and
+ * GreaterOrEqual fold on it. */
+static void test_flatten_folds(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(17);
+    mb_init_int64s(m, "table", MB_DIMS(2, 1, 3), 6, (const int64_t[]){1, 2, 3, 4, 5, 6});
+    mb_init_int64s(m, "at", MB_DIMS(2, 2), 4, (const int64_t[]){2, 0, 1, -1});
+    mb_init_int64s(m, "axis", MB_DIMS(1), 1, (const int64_t[]){1});
+    mb_init_int64s(m, "three", MB_DIMS(1), 1, (const int64_t[]){3});
+    Onnx__NodeProto *fl = mb_node(m, "Flatten", "flat", "table", "f");
+    mb_attr_int(m, fl, "axis", 1);
+    Onnx__NodeProto *ge = mb_node(m, "GatherElements", "pick", "f,at", "p");
+    mb_attr_int(m, ge, "axis", 1);
+    mb_node(m, "CumSum", "run", "p,axis", "c");
+    mb_node(m, "GreaterOrEqual", "ge", "c,three", "y");
+    mb_output(m, "y");
+    ir_graph *g = infer_ok(f);
+    assert_values(g, "f", 6, (const int64_t[]){1, 2, 3, 4, 5, 6});
+    assert_values(g, "p", 4, (const int64_t[]){3, 1, 5, 6});
+    assert_values(g, "c", 4, (const int64_t[]){3, 4, 5, 11});
+    const ir_tensor *y = fx_tensor(g, "y");
+    assert_true(op_is_value(y) && y->dtype == IR_DTYPE_BOOL);
+    const uint8_t *b = y->data;
+    assert_true(b[0] == 1 && b[1] == 1 && b[2] == 1 && b[3] == 1);
+}
+
 /* ScatterND of run-time data runs as a kernel (y like x, not a plan-time value)
  * when its indices are plan-time values, each row once, and reduction is none;
  * otherwise it is refused, named. `rows` holds the index rows, `red` the reduction. */
@@ -980,6 +1007,7 @@ int main(void) {
         T(test_conv_transpose_overflow),
         T(test_gather_nd_param_becomes_gather),
         T(test_gather_nd_rank_too_large),
+        T(test_flatten_folds),
         T(test_scatter_nd_folds),
         T(test_scatter_nd_run_time),
         T(test_transpose_perm_length),

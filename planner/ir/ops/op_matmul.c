@@ -150,8 +150,9 @@ static int matmul_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     } else if (ra >= rb && all_ones(b)) {
         int64_t axes[IR_MAX_RANK];
         for (int d = 0; d + 2 < rb; d++) axes[d] = d;
-        ir_node_set_input(g, w.node, 1,
-                          axes_at(&w, w.node, OP_SQUEEZE, "matrix", ib, rb - 2, axes, -1));
+        /* the Squeeze goes in first: it moves the MatMul up (w.node) */
+        int mat = axes_at(&w, w.node, OP_SQUEEZE, "matrix", ib, rb - 2, axes, -1);
+        ir_node_set_input(g, w.node, 1, mat);
     } else {
         bool grow_a = ra < r, grow_b = rb < r;
         for (int d = 0; d + 2 < r; d++) {

@@ -261,6 +261,8 @@ static int flatten_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     int64_t y[2] = {1, 1};
     for (int i = 0; i < x->rank; i++) y[i < axis ? 0 : 1] *= x->dims[i];
     op_set_out(g, n, 0, x->dtype, 2, y);
+    /* a plan-time value stays one (BART's legacy export flattens its causal mask's table) */
+    if (in_has_value(g, n, 0)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
     return OC_OK;
 }
 

@@ -2,11 +2,13 @@
 download) for the PyTorch round-trip fixtures (tests/data/torch2): the glue their modeling
 code writes around the network, which torch.export puts in the ONNX file -- position ids
 from a cumulative sum, token types read from a buffer by torch.gather, masks combined with
-&, T5's relative-position buckets (integer abs, log, min), BLOOM's ALiBi slopes (pow, repeat)
--- and their layers: BERT (post-norm encoder, a pooler and classifier; its dynamo export
+&, T5's relative-position buckets (integer abs, log, min), BLOOM's ALiBi slopes (pow, repeat),
+BART's causal-mask table flattened before it is gathered from (legacy export) -- and their
+layers: BERT (post-norm encoder, a pooler and classifier; its dynamo export
 written with every initializer in an external data file, torch's default), Llama
 (grouped-query attention, RMSNorm, rotary positions, SwiGLU), T5 (encoder-decoder, relative
-attention bias, no scaling), BLOOM (ALiBi, fused QKV). Each wrapped to take token ids and
+attention bias, no scaling), BLOOM (ALiBi, fused QKV), BART (encoder-decoder, learnt positions
+with an offset, GELU). Each wrapped to take token ids and
 return logits: [N, classes] for BERT, [N, T, V] for the others (T5: the ids fed to both
 encoder and decoder). Attention is the eager implementation (softmax of Q K^T), dropout 0.
 """
@@ -24,6 +26,11 @@ CONFIGS = {
                                     vocab_size=VOCAB, dropout_rate=0.0, decoder_start_token_id=0)),
     "tiny_hf_bloom": ("bloom", "lm", dict(hidden_size=32, n_layer=2, n_head=4, vocab_size=VOCAB,
                                           hidden_dropout=0.0, attention_dropout=0.0)),
+    "tiny_hf_bart": ("bart", "t5", dict(d_model=32, encoder_layers=1, decoder_layers=1,
+                                        encoder_attention_heads=4, decoder_attention_heads=4,
+                                        encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=VOCAB,
+                                        max_position_embeddings=64, dropout=0.0,
+                                        attention_dropout=0.0, activation_dropout=0.0)),
 }
 # exported by the default exporter with its initializers in <file>.data
 EXTERNAL_DATA = {"tiny_hf_bert"}

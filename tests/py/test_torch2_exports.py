@@ -21,7 +21,7 @@ tools/tiny_transformers.py: a GPT -- embeddings, causal attention, LayerNorm, ta
 head tied to the token embedding, token labels [N, T] with some -100s ignored; a Llama:
 RMSNorm, rotary positions from a frequency buffer (Sin / Cos; the buffer must not train),
 SwiGLU, causal scaled_dot_product_attention); tools/tiny_hf.py: Hugging Face's own BERT,
-Llama, T5 and BLOOM (transformers 5, built from configs), whose modeling code puts
+Llama, T5, BLOOM and BART (transformers 5, built from configs), whose modeling code puts
 CumSum, GatherElements, And, GreaterOrEqual, integer Abs, Pow and Tile on plan-time values
 around the network (BERT's default export with every initializer in an external data file;
 Llama's legacy export refused by torch itself: no fixture),
@@ -79,7 +79,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_shufflenet", "tiny_convnext", "tiny_fcn", "tiny_swin", "tiny_swin_v2",
           "tiny_maxvit", "tiny_r3d",
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
-          "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom"]
+          "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart"]
 # Exports outcore must refuse, with the reason named: the legacy exporters write MViT's
 # tensor_split (its pooling's class token) as a Loop.
 REFUSED = {("tiny_mvit", "legacy"): "Loop", ("tiny_mvit", "1.13"): "Loop"}
@@ -87,7 +87,8 @@ REFUSED = {("tiny_mvit", "legacy"): "Loop", ("tiny_mvit", "1.13"): "Loop"}
 NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::zero (SwinV2's "
                              "attention mask)"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
-                  for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom")})
+                  for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
+                            "tiny_hf_bart")})
 # Fixtures without a legacy export (torch 2.x's legacy exporter refuses them), with the reason.
 NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama's mask code)"}
 # Transformers whose attention adds a bias that is not a mask (T5's learnt relative positions,
@@ -95,6 +96,10 @@ NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama'
 # match; T5's cross-attention adds zeros, fused where the export makes them a plan-time value
 # (the legacy one). Every other transformer must fuse.
 MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom"}
+# Module buffers a legacy export writes as plain initializers (nothing in the file marks them;
+# torch.export's files do, and outcore keeps those constant): the user's --freeze, as the
+# docs advise. BART's final_logits_bias is a zeros buffer added to the logits.
+FREEZE = {("tiny_hf_bart", "legacy"): "m.final_logits_bias"}
 failures = []
 
 
@@ -249,11 +254,11 @@ def compare(name, exporter, path, ref, tmp, extra=()):
     return stderr
 
 
-def check_trajectories(name, exporter, path, ref, tmp):
+def check_trajectories(name, exporter, path, ref, tmp, extra=()):
     """3 steps on the same batch: SGD's losses; AdamW with clipping, losses and weights."""
     x, y = ref["input"], ref["labels"]
-    sgd, _, _ = outcore_step(path, x, y, tmp, steps=3)
-    adam, trained, _ = outcore_step(path, x, y, tmp, steps=3, adamw=True)
+    sgd, _, _ = outcore_step(path, x, y, tmp, steps=3, extra=extra)
+    adam, trained, _ = outcore_step(path, x, y, tmp, steps=3, adamw=True, extra=extra)
     errs = [(f"SGD loss {i}", rel(a, b)) for i, (a, b) in enumerate(zip(sgd, ref["sgd3/losses"]))]
     errs += [(f"AdamW loss {i}", rel(a, b))
              for i, (a, b) in enumerate(zip(adam, ref["adamw3/losses"]))]
@@ -524,17 +529,18 @@ def main():
                 if (name, exporter) in REFUSED:
                     check_refused(name, exporter, path, REFUSED[(name, exporter)], tmp)
                     continue
+                frz = ("--freeze", FREEZE[(name, exporter)]) if (name, exporter) in FREEZE else ()
                 try:
-                    err = compare(name, exporter, path, ref, tmp)
+                    err = compare(name, exporter, path, ref, tmp, frz)
                     if name == "tiny_r3d" and exporter == "dynamo" and "taken as none" not in err:
                         failures.append("tiny_r3d/dynamo: no notice for conv3d's [M, 2] zero bias")
                     gelus = exporter == "1.13" and gelu_fused(name, exporter, path, err)
                     linears = linear_fused(name, exporter, path, err)
                     if gelus or (linears and exporter == "dynamo"):
-                        compare(name, exporter, path, ref, tmp, ("--no-fuse",))
+                        compare(name, exporter, path, ref, tmp, ("--no-fuse",) + frz)
                     if "adamw3/losses" in ref.files:
-                        check_trajectories(name, exporter, path, ref, tmp)
-                        err = compare(name, exporter, path, ref, tmp, ("--attention", "fused"))
+                        check_trajectories(name, exporter, path, ref, tmp, frz)
+                        err = compare(name, exporter, path, ref, tmp, ("--attention", "fused") + frz)
                         if "attention blocks fused" not in err and name not in MAY_NOT_FUSE:
                             failures.append(f"{name}/{exporter}: --attention fused fused nothing")
                 except RuntimeError as e:

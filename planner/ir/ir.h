@@ -165,6 +165,9 @@ typedef struct ir_graph {
     char *model_dir;  /* directory of the model file (external data), owned */
     char *model_path; /* for messages, owned */
     int64_t opset;    /* default-domain opset version */
+    /* > 0: --batch replaced this static batch dim of input 0 (an export's fixed batch),
+     * named by messages when a shape computed from the old one then disagrees */
+    int64_t exported_batch;
     int64_t ir_version;
     char *producer_name;
     ir_tensor *tensors;

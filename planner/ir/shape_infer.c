@@ -55,6 +55,7 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err) {
             bind_symbol(g, sym, o->batch);
             oc_free(sym);
         } else {
+            if (x->dims[0] != o->batch) g->exported_batch = x->dims[0];
             x->dims[0] = o->batch;
         }
     }
@@ -225,6 +226,22 @@ static void mark_constant_outputs(ir_graph *g, const ir_node *n) {
         if (n->outputs[i] >= 0) g->tensors[n->outputs[i]].kind = IR_KIND_CONSTANT;
 }
 
+/* A node's failure, prefixed with the file and node; when --batch replaced a batch the
+ * export fixed in the input's shape, what that likely means. */
+static int node_fail(const ir_graph *g, const char *path, const ir_node *n, oc_err *err) {
+    oc_fail_prefix(err, "%s: node '%s' (%s, opset %" PRId64 ")", path, n->name, n->op_type,
+                   g->opset);
+    if (g->exported_batch > 0) {
+        size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof err->msg - len,
+                 " (the model was exported at batch %" PRId64
+                 ": input '%s' has it in its shape, and shapes computed from it may too; export "
+                 "it with a dynamic batch dim, or leave --batch out)",
+                 g->exported_batch, g->tensors[g->inputs[0]].name);
+    }
+    return OC_ERR;
+}
+
 int ir_infer_shapes(ir_graph *g, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     bool *flows = float_flow(g);
@@ -266,15 +283,12 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
         const op_def *d = op_def_of(n); /* the importer rejects unsupported ops */
         bool lowered = false;
         if (check_arity(n, d, err) || (d->lower && d->lower(g, i, &lowered, err)))
-            return oc_fail_prefix(err, "%s: node '%s' (%s, opset %" PRId64 ")", path,
-                                  g->nodes[i].name, g->nodes[i].op_type, g->opset);
+            return node_fail(g, path, &g->nodes[i], err);
         if (lowered) { /* nodes inserted at i: infer them first */
             i--;
             continue;
         }
-        if (op_infer(g, n, err))
-            return oc_fail_prefix(err, "%s: node '%s' (%s, opset %" PRId64 ")", path, n->name,
-                                  n->op_type, g->opset);
+        if (op_infer(g, n, err)) return node_fail(g, path, n, err);
         for (int o = 0; o < n->n_outputs; o++) {
             ir_tensor *y = ir_node_out(g, n, o);
             if (y && (!ir_tensor_bytes(y, &bytes) || bytes > IR_MAX_TENSOR_BYTES))

@@ -124,6 +124,9 @@ expect_fail "plan: impossible budget -> exit 3, no trace written" 3 "no feasible
 expect_fail "compare: impossible budget -> exit 3, no trace written" 3 "no strategy found a feasible plan" -- \
     compare "$MODEL" --batch $BATCH --device v100 --budget 1MB "${CAPS[@]}" --json \
     --trace "$tmp/out.json"
+expect_fail "plan: --batch against an export's fixed batch says so" 1 \
+    "the model was exported at batch 2: input 'input' has it in its shape" -- \
+    plan tests/data/torch2/tiny_resnet_dynamo.onnx --batch 4 --device v100 --trace "$tmp/out.json"
 expect_fail "plan: unknown strategy names the list" 1 "is not one of incore, swap-all-nosched" -- \
     plan "$MODEL" --batch $BATCH --device v100 --strategy no-such --trace "$tmp/out.json"
 expect_fail "compare: unknown --of names the list" 1 "hybrid" -- \

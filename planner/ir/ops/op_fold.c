@@ -162,12 +162,10 @@ int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err) {
 static int equal_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
-    if (op_fold_need_value(g, n, 0, &a, err) || op_fold_need_value(g, n, 1, &b, err)) return OC_ERR;
-    if (a->dtype != b->dtype) return oc_fail(err, "inputs differ in type");
     int r;
     int64_t od[IR_MAX_RANK];
-    if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
-    op_set_out(g, n, 0, IR_DTYPE_BOOL, r, od);
+    if (op_fold_binary(g, n, IR_DTYPE_BOOL, &a, &b, &r, od, err)) return OC_ERR;
+    if (a->dtype != b->dtype) return oc_fail(err, "inputs differ in type");
     return op_fold_compare(g, n, err);
 }
 
@@ -235,14 +233,12 @@ int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
 static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
-    if (op_fold_need_value(g, n, 0, &a, err) || op_fold_need_value(g, n, 1, &b, err)) return OC_ERR;
+    int r;
+    int64_t od[IR_MAX_RANK];
+    if (op_fold_binary(g, n, IR_DTYPE_UNDEFINED, &a, &b, &r, od, err)) return OC_ERR;
     if (a->dtype != b->dtype) return oc_fail(err, "inputs differ in type");
     bool fl = op_fold_is_float(a->dtype), cmod = ir_attr_int(n, "fmod", 0) != 0;
     if (fl && !cmod) return oc_fail(err, "fmod must be 1 for floating-point inputs");
-    int r;
-    int64_t od[IR_MAX_RANK];
-    if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
-    op_set_out(g, n, 0, a->dtype, r, od);
     int64_t numel;
     uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;

@@ -51,13 +51,11 @@ static int cum_sum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 static int logic_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *a, *b;
-    if (op_fold_need_value(g, n, 0, &a, err) || op_fold_need_value(g, n, 1, &b, err)) return OC_ERR;
-    if (a->dtype != IR_DTYPE_BOOL || b->dtype != IR_DTYPE_BOOL)
-        return oc_fail(err, "inputs '%s' and '%s' must be bool", a->name, b->name);
     int r;
     int64_t od[IR_MAX_RANK];
-    if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
-    op_set_out(g, n, 0, IR_DTYPE_BOOL, r, od);
+    if (op_fold_binary(g, n, IR_DTYPE_BOOL, &a, &b, &r, od, err)) return OC_ERR;
+    if (a->dtype != IR_DTYPE_BOOL || b->dtype != IR_DTYPE_BOOL)
+        return oc_fail(err, "inputs '%s' and '%s' must be bool", a->name, b->name);
     int64_t numel;
     uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
@@ -112,11 +110,9 @@ static int tile_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 
 int op_fold_pow(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *a, *b;
-    if (op_fold_need_value(g, n, 0, &a, err) || op_fold_need_value(g, n, 1, &b, err)) return OC_ERR;
     int r;
     int64_t od[IR_MAX_RANK];
-    if (op_broadcast(a, b, &r, od, err)) return OC_ERR;
-    op_set_out(g, n, 0, a->dtype, r, od);
+    if (op_fold_binary(g, n, IR_DTYPE_UNDEFINED, &a, &b, &r, od, err)) return OC_ERR;
     int64_t numel;
     uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;

@@ -52,6 +52,15 @@ int op_fold_set(ir_graph *g, ir_node *n, uint8_t *buf, int64_t numel) {
 }
 
 /* Input i must be a plan-time value of a type folding handles. */
+int op_fold_binary(ir_graph *g, ir_node *n, ir_dtype dt, ir_tensor **a, ir_tensor **b, int *r,
+                   int64_t *od, oc_err *err) {
+    if (op_fold_need_value(g, n, 0, a, err) || op_fold_need_value(g, n, 1, b, err) ||
+        op_broadcast(*a, *b, r, od, err))
+        return OC_ERR;
+    op_set_out(g, n, 0, dt == IR_DTYPE_UNDEFINED ? (*a)->dtype : dt, *r, od);
+    return OC_OK;
+}
+
 int op_fold_need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err) {
     if (op_in_shaped(g, n, i, t, err)) return OC_ERR;
     if (!op_is_value(*t))

@@ -28,6 +28,11 @@ int64_t op_fold_bcast_at(const ir_tensor *x, int r, const int64_t *od, int64_t o
  * err when too large. op_fold_set stores it as the output's value and frees it. */
 uint8_t *op_fold_out(ir_graph *g, ir_node *n, int64_t *numel, oc_err *err);
 int op_fold_set(ir_graph *g, ir_node *n, uint8_t *buf, int64_t numel);
+/* Inputs 0 and 1 as plan-time values *a and *b (op_fold_need_value), output 0 of type dt
+ * (IR_DTYPE_UNDEFINED: a's) and their broadcast shape, rank *r and dims od (OC_ERR naming
+ * what fails). */
+int op_fold_binary(ir_graph *g, ir_node *n, ir_dtype dt, ir_tensor **a, ir_tensor **b, int *r,
+                   int64_t *od, oc_err *err);
 /* Input i must be a plan-time value of a type folding handles (OC_ERR naming it). */
 int op_fold_need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err);
 

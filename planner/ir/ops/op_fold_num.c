@@ -66,8 +66,13 @@ int op_fold_need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *er
     if (!op_is_value(*t))
         return oc_fail(err,
                        "input '%s' is computed at run time; outcore evaluates %s only on "
-                       "plan-time values (constants, folded shape computations)",
-                       (*t)->name, n->op_type);
+                       "plan-time values (constants, folded shape computations)%s",
+                       (*t)->name, n->op_type,
+                       ir_dtype_is_float((*t)->dtype)
+                           ? ""
+                           : "; integers computed from the model's inputs while it runs are "
+                             "not supported, e.g. position ids made from the token ids "
+                             "(RoBERTa's: export the model with position_ids given)");
     if (!op_fold_dtype((*t)->dtype))
         return oc_fail(err, "input '%s' has type %s, which plan-time folding does not handle",
                        (*t)->name, ir_dtype_name((*t)->dtype));

@@ -80,7 +80,8 @@ MATMUL = [
     ("broadcast_both", [2, 1, 4, 5], [1, 3, 5, 6], 13, False),
     ("broadcast_rank", [3, 4, 5], [2, 1, 5, 6], 13, False),
     ("broadcast_left", [1, 3, 4, 5], [2, 3, 5, 6], 13, False),
-    ("dot_refused", [4], [4], 13, True),
+    ("dot", [4], [4], 13, False),
+    ("dot_opset11", [4], [4], 11, False),  # ReduceSum's axes an attribute
     ("batch_mismatch_refused", [2, 3, 4, 5], [4, 5, 6], 13, True),
 ]
 

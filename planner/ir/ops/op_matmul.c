@@ -106,7 +106,8 @@ static bool all_ones(const ir_tensor *x) {
     return true;
 }
 
-/* A vector operand (rank 1) is Unsqueezed to a matrix, the product Squeezed back; then
+/* Two vectors: ReduceSum of their Mul. A vector operand (rank 1) is Unsqueezed to a
+ * matrix, the product Squeezed back; then
  * batch dims that differ: W's all 1 under an X of at least its rank are Squeezed away
  * (W the matrix it is: no copy), otherwise each side whose batch dims are not the
  * broadcast ones is Expanded to them. The MatMul comes back here each time, and is left
@@ -116,11 +117,27 @@ static int matmul_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     const ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1);
     if (a->rank < 1 || b->rank < 1) return OC_OK; /* unshaped or scalars: infer says so */
     int ra = a->rank, rb = b->rank, r = ra > rb ? ra : rb;
-    if (ra == 1 && rb == 1)
-        return oc_fail(err,
-                       "'%s' times '%s': the product of two vectors (a dot product) is not "
-                       "supported; Mul and ReduceSum compute it",
-                       a->name, b->name);
+    if (ra == 1 && rb == 1) { /* a dot product: ReduceSum(Mul(a, b)), the node the sum */
+        if (a->dims[0] != b->dims[0])
+            return oc_fail(err, "'%s' and '%s': inner dims differ: %" PRId64 " and %" PRId64,
+                           a->name, b->name, a->dims[0], b->dims[0]);
+        char *name = oc_strdup(n->name);
+        int ia = n->inputs[0], ib = n->inputs[1];
+        int64_t axis = 0;
+        int prod = op_rewrite_insert(g, node, name, "products", OP_MUL, ia, ib, -1);
+        op_rewrite_become(g, node + 1, OP_REDUCE_SUM);
+        ir_node_add_input(g, node + 1, prod);
+        char *s = oc_sprintf("%s/axes", name);
+        if (g->opset >= 13) ir_node_add_input(g, node + 1, ir_const_int64s(g, s, 1, &axis));
+        else
+            ir_node_add_attr(
+                g, node + 1,
+                &(ir_attr){.name = "axes", .type = IR_ATTR_INTS, .n = 1, .ints = &axis});
+        ir_node_add_attr(g, node + 1, &(ir_attr){.name = "keepdims", .type = IR_ATTR_INT, .i = 0});
+        oc_free(s), oc_free(name);
+        *changed = true;
+        return OC_OK;
+    }
     int64_t ba[IR_MAX_RANK], bb[IR_MAX_RANK];
     bool vector = ra == 1 || rb == 1, same = ra == rb;
     if (!vector && rb > 2) {

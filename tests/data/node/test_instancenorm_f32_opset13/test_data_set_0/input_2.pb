@@ -1,1 +1,1 @@
-BshiftJú¯ƒ¿sîW?XoË¿
+BshiftJµÍÀë¹>üPÝ>

@@ -113,7 +113,10 @@ static bool *float_flow_through(const ir_graph *g, bool scatter, bool trig) {
         bool lowered = d->lower != NULL; /* becomes ops with gradients (InstanceNormalization) */
         if (!out || (!d->grad && !copy && !lowered) || (!scatter && n->op == OP_SCATTER_ND))
             continue;
-        if (data && (n->op == OP_SIN || n->op == OP_COS) && !data[n->inputs[0]]) continue;
+        /* (arity is checked later: a Sin without its input flows nothing) */
+        if (data && (n->op == OP_SIN || n->op == OP_COS) &&
+            (n->n_inputs < 1 || n->inputs[0] < 0 || !data[n->inputs[0]]))
+            continue;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST) flows[n->inputs[k]] = true;
     }

@@ -776,6 +776,19 @@ static void test_scatter_nd_folds(void **state) {
     assert_values(g, "u", 6, (const int64_t[]){4, 5, 6, 8, 9, 10});
 }
 
+/* A Sin without its input is refused by its arity, after the gradient-flow pass that
+ * reads Sin's input first has skipped it (fuzz_import: crash-sin-without-input, an input
+ * index -1 read from the flow table under ASan). */
+static void test_sin_without_input(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(13);
+    mb_input(m, "x", MB_FLOAT, "2,3");
+    mb_node(m, "Sin", "s", "", "y");
+    mb_node(m, "Add", "a", "x,y", "z");
+    mb_output(m, "z");
+    infer_fails(f, "node 's' (Sin, opset 13): has 0 inputs");
+}
+
 /* Flatten of a plan-time value is one (BART's legacy export flattens its causal mask's
  * table, then gathers and compares it at plan time), and GatherElements, CumSum and
  * GreaterOrEqual fold on it. */
@@ -1007,6 +1020,7 @@ int main(void) {
         T(test_conv_transpose_overflow),
         T(test_gather_nd_param_becomes_gather),
         T(test_gather_nd_rank_too_large),
+        T(test_sin_without_input),
         T(test_flatten_folds),
         T(test_scatter_nd_folds),
         T(test_scatter_nd_run_time),

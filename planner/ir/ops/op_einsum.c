@@ -351,8 +351,8 @@ static int spell_ellipsis(const char *eq, const int *rank, int n_in, char *outq,
         if (end) {
             if (term < n_in) {
                 bool has = false;
-                for (const char *q = p - 1; q >= eq && *q != ',' && q[0] != '>'; q--)
-                    if (*q == '.') has = true;
+                for (const char *q = p; q > eq && q[-1] != ',' && q[-1] != '>'; q--)
+                    if (q[-1] == '.') has = true;
                 ell[term] = has ? rank[term] - letters : 0;
                 if (!has && letters != rank[term] && any)
                     return oc_fail(err, "term %d has %d indices, its input rank %d", term, letters,
@@ -387,7 +387,7 @@ static int spell_ellipsis(const char *eq, const int *rank, int n_in, char *outq,
     term = 0;
     const char *p = eq;
     for (; *p && !(arrow && p == arrow); p++) {
-        if (*p == ',') term++;
+        if (*p == ',' && ++term >= n_in) return oc_fail(err, "more terms than the %d inputs", n_in);
         if (*p == '.') {
             if (p[1] != '.' || p[2] != '.') return oc_fail(err, "a '.' not part of '...'");
             for (int k = e - ell[term]; k < e && o + 1 < cap; k++) outq[o++] = fresh[k];

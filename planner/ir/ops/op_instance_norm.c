@@ -70,8 +70,16 @@ static int instance_norm_lower(ir_graph *g, int node, bool *changed, oc_err *err
     char *base = oc_strdup(n->name);
     int r = x->rank, xi = n->inputs[0], si = n->inputs[1], bi = n->inputs[2], out = n->outputs[0];
     bool scale = !op_rewrite_all(s, 1.0f), shift = !op_rewrite_all(b, 0.0f);
-    int64_t rows[IR_MAX_RANK]; /* x's dims from 2 on: x moves when tensors are added */
+    int64_t rows[IR_MAX_RANK], plane = 1; /* x's dims from 2 on: x moves when tensors are added */
     memcpy(rows, x->dims + 2, (size_t)(r - 2) * sizeof *rows);
+    for (int d = 0; d + 2 < r; d++) plane *= rows[d]; /* x's bytes are bounded: no overflow */
+    if (g->opset >= 17 && plane > OP_FOLD_MAX_BYTES / (int64_t)sizeof(float)) {
+        oc_free(base);
+        return oc_fail(err,
+                       "a plane of '%s' has %" PRId64 " elements, more than its constant "
+                       "scale of ones may hold",
+                       x->name, plane);
+    }
     if (g->opset >= 17) { /* LayerNormalization over the dims from 2 on, scale ones */
         int ones = op_rewrite_fill(g, base, "ones", r - 2, rows, 1.0f);
         become(g, node, OP_LAYER_NORM, xi, ones);

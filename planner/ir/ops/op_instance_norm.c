@@ -94,13 +94,7 @@ static int instance_norm_lower(ir_graph *g, int node, bool *changed, oc_err *err
         become(g, node, OP_DIV, dev, sd);
     }
     if (scale || shift) { /* the node writes a new tensor, the affine after it the output */
-        char *nm = oc_sprintf("%s/normalised", base);
-        int y = ir_tensor_add(g, nm, IR_DTYPE_UNDEFINED);
-        oc_free(nm);
-        g->nodes[node].outputs[0] = y;
-        g->tensors[y].producer = node;
-        g->tensors[out].producer = -1;
-        int at = node + 1;
+        int y = op_rewrite_redirect(g, node, base, "normalised"), at = node + 1;
         if (scale) {
             int sc = per_channel(g, &at, base, "scale", si, r, c);
             y = op_rewrite_insert(g, at++, base, "scaled", OP_MUL, y, sc, shift ? -1 : out);

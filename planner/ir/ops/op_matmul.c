@@ -81,14 +81,8 @@ static int expand_to(mm_rewrite *w, const char *what, int x, int other) {
 /* The MatMul writes a new tensor, and a Squeeze of the n axes after it writes its old
  * output: the dims a vector operand was given back out of the product. */
 static void squeeze_product(mm_rewrite *w, int n, const int64_t *axes) {
-    ir_graph *g = w->g;
-    int out = g->nodes[w->node].outputs[0];
-    char *s = oc_sprintf("%s/product", w->name);
-    int y = ir_tensor_add(g, s, IR_DTYPE_UNDEFINED);
-    oc_free(s);
-    g->nodes[w->node].outputs[0] = y;
-    g->tensors[y].producer = w->node;
-    g->tensors[out].producer = -1;
+    int out = w->g->nodes[w->node].outputs[0];
+    int y = op_rewrite_redirect(w->g, w->node, w->name, "product");
     axes_at(w, w->node + 1, OP_SQUEEZE, "squeeze", y, n, axes, out);
 }
 

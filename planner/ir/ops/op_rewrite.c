@@ -60,6 +60,16 @@ void op_rewrite_become(ir_graph *g, int node, op_kind k) {
     n->op = (int)k;
 }
 
+int op_rewrite_redirect(ir_graph *g, int node, const char *base, const char *what) {
+    char *s = oc_sprintf("%s/%s", base, what);
+    int y = ir_tensor_add(g, s, IR_DTYPE_UNDEFINED);
+    oc_free(s);
+    g->tensors[g->nodes[node].outputs[0]].producer = -1;
+    g->nodes[node].outputs[0] = y;
+    g->tensors[y].producer = node;
+    return y;
+}
+
 bool op_rewrite_all(const ir_tensor *t, float v) {
     int64_t n;
     if (!op_is_value(t) || t->dtype != IR_DTYPE_FLOAT || !ir_tensor_numel(t, &n) ||

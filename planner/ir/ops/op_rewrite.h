@@ -22,6 +22,9 @@ int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, c
 /* Node `node` made a node of kind k afresh: no inputs (its uses of them dropped), no
  * attributes; its name, domain "" and outputs kept. */
 void op_rewrite_become(ir_graph *g, int node, op_kind k);
+/* Node `node`'s output 0 moved to a new tensor "<base>/<what>", returned: its old output is
+ * then free for a node inserted after it to write. */
+int op_rewrite_redirect(ir_graph *g, int node, const char *base, const char *what);
 /* Whether t is a plan-time float32 value whose every element is v. */
 bool op_rewrite_all(const ir_tensor *t, float v);
 

@@ -77,7 +77,7 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
         memcpy(meta, kv, sizeof kv);
         n_meta = 4;
     }
-    *data_input = g->inputs[0] == tg->label_tensor ? g->inputs[1] : g->inputs[0];
+    *data_input = g->inputs[train_data_input(tg)];
     *spec = (onnx_export_spec){.node_begin = 0,
                                .node_end = loss_node,
                                .inputs = data_input,
@@ -92,7 +92,8 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
                                .unfuse = true,
                                .source = source,
                                .half_io_as_float = tg->opts.precision != TRAIN_PRECISION_FP32,
-                               .logical_layout = true};
+                               .logical_layout = true,
+                               .host_inline = true};
     return rc;
 }
 

@@ -66,7 +66,7 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     rt_exec_opts eo = {.backend = b, .seed = 0, .keep = keep};
     if ((rc = rt_exec_new(eg, &eo, &ex, err)) || (rc = rt_exec_upload_initializers(ex, err)))
         goto out;
-    int li = G->inputs[0] == eg->label_tensor ? 0 : 1;
+    int di = train_data_input(eg), li = train_label_input(eg);
     logits = oc_malloc((size_t)(batch * per) * sizeof(float));
     idx = oc_malloc((size_t)batch * sizeof(int64_t));
     double loss = 0;
@@ -74,8 +74,7 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     for (int64_t at = 0; at < d->n && rc == OC_OK; at += batch) {
         int64_t rows = d->n - at < batch ? d->n - at : batch;
         for (int64_t k = 0; k < batch; k++) idx[k] = k < rows ? at + k : at; /* padding */
-        rt_dataset_gather(d, idx, batch, rt_exec_host_input(ex, 1 - li),
-                          rt_exec_host_input(ex, li));
+        rt_dataset_gather(d, idx, batch, rt_exec_host_input(ex, di), rt_exec_host_input(ex, li));
         float l;
         if ((rc = rt_exec_step(ex, 0, &l, err)) || (rc = rt_exec_read(ex, out, logits, err))) break;
         score(logits, rt_exec_host_input(ex, li), rows * spatial, classes, o.ignore_index, &loss,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/host_inputs.h"
 #include "plan/lifetimes.h"
 #include "ir/ops/op_table.h"
 
@@ -96,6 +97,7 @@ struct rt_exec {
     int64_t *off;            /* per tensor: offset in its space (roots; aliases copy) */
     bool *placed;            /* per root tensor: has storage (some op touches it) */
     int64_t *host_input_off; /* per graph input */
+    void **host_io;          /* g->host's inputs then outputs: their host buffers (host_inputs.h) */
     int64_t loss_off;
     rt_op *ops;
     int n_ops;
@@ -453,6 +455,30 @@ static void build_program(rt_exec *x) {
     x->events = oc_calloc((size_t)x->n_ops, sizeof(void *));
 }
 
+/* g->host's inputs and outputs are graph inputs of g of the same type and shape: their
+ * host buffers, where each step's evaluation reads the batch and writes what it gives. */
+static int bind_host_inputs(rt_exec *x, oc_err *err) {
+    const ir_graph *g = x->tg->g, *h = g->host;
+    x->host_io = oc_calloc((size_t)(h->n_inputs + h->n_outputs) + 1, sizeof(void *));
+    for (int k = 0; k < h->n_inputs + h->n_outputs; k++) {
+        const ir_tensor *ht =
+            &h->tensors[k < h->n_inputs ? h->inputs[k] : h->outputs[k - h->n_inputs]];
+        int t = ir_tensor_find(g, ht->name), i = 0;
+        while (i < g->n_inputs && g->inputs[i] != t) i++;
+        const ir_tensor *gt = i < g->n_inputs ? &g->tensors[t] : NULL;
+        if (!gt || gt->kind == IR_KIND_LABEL || gt->dtype != ht->dtype || gt->rank != ht->rank ||
+            memcmp(gt->dims, ht->dims, (size_t)gt->rank * sizeof(int64_t)) != 0 ||
+            (k >= h->n_inputs) != gt->is_host_input)
+            return oc_fail(err,
+                           "%s: host input program: '%s' is not a %s of the step of its type "
+                           "and shape",
+                           h->model_path, ht->name,
+                           k < h->n_inputs ? "data input" : "host-computed input");
+        x->host_io[k] = rt_exec_host_input(x, i);
+    }
+    return OC_OK;
+}
+
 int rt_exec_new(const train_graph *tg, const rt_exec_opts *o, rt_exec **out, oc_err *err) {
     *out = NULL;
     if (check_supported(tg, o->backend, err)) return OC_ERR;
@@ -469,6 +495,10 @@ int rt_exec_new(const train_graph *tg, const rt_exec_opts *o, rt_exec **out, oc_
     build_program(x);
     for (int i = 0; i < tg->g->n_nodes; i++) x->args[i].seed = o->seed;
     x->graph = o->graph ? graph_mode(x) : GRAPH_OFF;
+    if (tg->g->host && bind_host_inputs(x, err)) {
+        rt_exec_free(x);
+        return OC_ERR;
+    }
     *out = x;
     return OC_OK;
 }
@@ -488,6 +518,7 @@ void rt_exec_free(rt_exec *x) {
     oc_free(x->off);
     oc_free(x->placed);
     oc_free(x->host_input_off);
+    oc_free(x->host_io);
     oc_free(x->ops);
     oc_free(x->regions);
     oc_free(x->args);
@@ -536,6 +567,9 @@ static void run_graph(rt_exec *x, int64_t step) {
 }
 
 int rt_exec_step(rt_exec *x, int64_t step, float *loss, oc_err *err) {
+    ir_graph *h = x->tg->g->host;
+    if (h && host_inputs_eval(h, (const void *const *)x->host_io, x->host_io + h->n_inputs, err))
+        return oc_fail_prefix(err, "step %" PRId64, step);
     if (x->graph != GRAPH_OFF && x->steps_run > 0 && !x->stamps) run_graph(x, step);
     else rt_program_run(x->b, x->ops, x->n_ops, x->events, step, x->stamps != NULL);
     x->steps_run++;

@@ -95,9 +95,12 @@ void rt_exec_free(rt_exec *x);
 
 /* Copies every initializer's data into the arena. OC_ERR naming a tensor without data. */
 int rt_exec_upload_initializers(rt_exec *x, oc_err *err);
-/* Host (pinned) buffers of the graph inputs (data, then labels if any). */
+/* Host (pinned) buffers of the graph inputs (g->inputs order: the data, the host inputs
+ * if any, the labels; train_data_input says which is the data). */
 void *rt_exec_host_input(rt_exec *x, int i);
-/* One training step; *loss is the loss tensor's value. */
+/* One training step; *loss is the loss tensor's value. A model with host inputs
+ * (ir/host_inputs.h: position ids from token ids) has them computed first, on the host,
+ * from the batch in the host buffers; a shape the step was not planned with fails. */
 int rt_exec_step(rt_exec *x, int64_t step, float *loss, oc_err *err);
 
 /* Tracing: after rt_exec_trace_on, every step times each of its ops with the

@@ -125,6 +125,7 @@ void ir_graph_free(ir_graph *g) {
     oc_free(g->producer_name);
     for (int i = 0; i < g->n_notes; i++) oc_free(g->notes[i]);
     oc_free(g->notes);
+    ir_graph_free(g->host);
     oc_free(g);
 }
 

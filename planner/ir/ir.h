@@ -103,6 +103,9 @@ typedef struct ir_tensor {
     /* A model initializer only folded nodes read (a module's buffer): kept, unread, by
      * ir_graph_remove_nodes, so that --save writes it back (train_graph.c). */
     bool keep_unread;
+    /* A graph input computed each step on the host from the model's integer inputs
+     * (ir_graph.host; ir/host_inputs.h): RoBERTa's position ids from its token ids. */
+    bool is_host_input;
     int producer;   /* node index, -1 for inputs/initializers */
     int *consumers; /* node indices (a node appears once per use) */
     int n_consumers;
@@ -187,6 +190,9 @@ typedef struct ir_graph {
      * changed or found: ir_graph_note), printed by the command lines. */
     char **notes;
     int n_notes;
+    /* Integer glue the model computes from its integer inputs, moved out of the graph
+     * at load and run on the host each step (ir/host_inputs.h); NULL: none. Owned. */
+    struct ir_graph *host;
 } ir_graph;
 
 ir_graph *ir_graph_new(void);

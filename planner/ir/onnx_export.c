@@ -11,6 +11,7 @@
 
 #include "onnx.pb-c.h"
 #include "ir/half.h"
+#include "ir/host_inputs.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
 #include "ir/model_seal.h"
@@ -394,6 +395,48 @@ static int unfused_count(const ir_graph *g, const onnx_export_spec *s, const ir_
     return n->op == OP_BATCH_NORM_RELU ? 3 : n->op == OP_CONV_RELU ? 2 : 1;
 }
 
+/* g->host's nodes (host_inputs.h) into out: a Constant node per value they read, then
+ * the nodes; returns the count (out NULL: only counts). */
+static size_t host_node_protos(pool *po, const ir_graph *h, Onnx__NodeProto **out) {
+    size_t n = 0;
+    onnx_export_spec plain = {0};
+    for (int t = 0; t < h->n_tensors; t++) {
+        const ir_tensor *x = &h->tensors[t];
+        const char *name = x->name;
+        if (!x->is_initializer) continue;
+        if (out) {
+            out[n] = named_node(po, pstr(po, oc_sprintf("%s/Constant", x->name)), "Constant", 0,
+                                NULL, 1, &name);
+            add_attr(po, out[n],
+                     (ir_attr){.name = "value", .type = IR_ATTR_TENSOR, .t = (ir_tensor *)x});
+        }
+        n++;
+    }
+    for (int i = 0; i < h->n_nodes; i++, n++)
+        if (out) out[n] = node_proto(po, h, &plain, &h->nodes[i]);
+    return n;
+}
+
+/* g->host as the model-local function HOST_INPUTS_FUNCTION of OC_DOMAIN. */
+static Onnx__FunctionProto *host_function(pool *po, const ir_graph *h,
+                                          Onnx__OperatorSetIdProto **opset) {
+    Onnx__FunctionProto *fn = palloc(po, 1, sizeof *fn);
+    onnx__function_proto__init(fn);
+    fn->name = HOST_INPUTS_FUNCTION;
+    fn->domain = OC_DOMAIN;
+    fn->n_input = (size_t)h->n_inputs;
+    fn->input = palloc(po, fn->n_input, sizeof(char *));
+    for (int i = 0; i < h->n_inputs; i++) fn->input[i] = h->tensors[h->inputs[i]].name;
+    fn->n_output = (size_t)h->n_outputs;
+    fn->output = palloc(po, fn->n_output, sizeof(char *));
+    for (int i = 0; i < h->n_outputs; i++) fn->output[i] = h->tensors[h->outputs[i]].name;
+    fn->node = palloc(po, host_node_protos(po, h, NULL), sizeof *fn->node);
+    fn->n_node = host_node_protos(po, h, fn->node);
+    fn->n_opset_import = 1;
+    fn->opset_import = opset;
+    return fn;
+}
+
 int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8_t **out,
                              size_t *out_len, oc_err *err) {
     *out = NULL;
@@ -433,6 +476,8 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
             as_constant[n_constants++] = t, is_constant[t] = true;
     }
     n_written += n_constants;
+    const ir_graph *host = g->host && s->host_inline ? g->host : NULL;
+    if (host) n_written += (int)host_node_protos(&po, host, NULL);
     gp->initializer = palloc(&po, (size_t)g->n_tensors, sizeof *gp->initializer);
     gp->input = palloc(&po, (size_t)(g->n_tensors + s->n_inputs), sizeof *gp->input);
     for (int i = 0; i < s->n_inputs; i++)
@@ -467,6 +512,7 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
         add_attr(&po, gp->node[gp->n_node++],
                  (ir_attr){.name = "value", .type = IR_ATTR_TENSOR, .t = (ir_tensor *)x});
     }
+    if (host) gp->n_node += host_node_protos(&po, host, gp->node + gp->n_node);
     for (int i = s->node_begin; i < s->node_end; i++) {
         const ir_node *n = &g->nodes[i];
         if (s->skip && s->skip[i]) continue;
@@ -501,8 +547,10 @@ int onnx_export_graph_buffer(const ir_graph *g, const onnx_export_spec *s, uint8
     ops[0].has_version = true, ops[0].version = g->opset;
     ops[1].domain = OC_DOMAIN;
     ops[1].has_version = true, ops[1].version = OC_DOMAIN_VERSION;
-    m.n_opset_import = uses_oc ? 2 : 1;
+    m.n_opset_import = uses_oc || (g->host && !s->host_inline) ? 2 : 1;
     m.opset_import = opp;
+    Onnx__FunctionProto *fn = g->host && !s->host_inline ? host_function(&po, g->host, opp) : NULL;
+    if (fn) m.n_functions = 1, m.functions = &fn;
     /* metadata: the caller's, plus outcore.data_inputs (graph inputs that are data)
      * and ONNX_META_CHANNELS_LAST when a standard node is channels-last */
     char *channels_last = NULL;

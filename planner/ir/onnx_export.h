@@ -38,6 +38,11 @@ typedef struct onnx_export_spec {
      * attribute and without ONNX_META_CHANNELS_LAST (a saved model, whose
      * layout Transposes are skipped, their readers reading the sources). */
     bool logical_layout;
+    /* g->host (ir/host_inputs.h), when there is one: its nodes written before the nodes,
+     * computing the host inputs as the model did (a saved forward model: the inputs are
+     * then not declared), or (false) as the model-local function HOST_INPUTS_FUNCTION
+     * beside a graph that declares them as inputs (training graphs and plans). */
+    bool host_inline;
 } onnx_export_spec;
 
 /* Metadata naming the channels-last standard nodes, one per line (the

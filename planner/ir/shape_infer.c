@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/host_inputs.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
 #include "ir/ops/op_util.h"
@@ -245,7 +246,9 @@ static int node_fail(const ir_graph *g, const char *path, const ir_node *n, oc_e
     return OC_ERR;
 }
 
-int ir_infer_shapes(ir_graph *g, oc_err *err) {
+/* Shapes of every node in order; with scan (a user's model at load), integer glue is
+ * found on the way and moved to the host at the end (host_inputs.h). */
+static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     bool *flows = float_flow(g);
     char buffers[256] = "";
@@ -291,7 +294,9 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
             i--;
             continue;
         }
-        if (op_infer(g, n, err)) return node_fail(g, path, n, err);
+        bool on_host = false;
+        if (scan && host_scan_node(scan, g, i, &on_host, err)) return node_fail(g, path, n, err);
+        if (!on_host && op_infer(g, n, err)) return node_fail(g, path, n, err);
         for (int o = 0; o < n->n_outputs; o++) {
             ir_tensor *y = ir_node_out(g, n, o);
             if (y && (!ir_tensor_bytes(y, &bytes) || bytes > IR_MAX_TENSOR_BYTES))
@@ -305,10 +310,12 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) {
                                "%" PRId64 " bytes at this batch",
                                path, n->name, n->op_type, IR_MAX_TOTAL_BYTES);
         }
-        mark_constant_outputs(g, n);
+        if (!on_host) mark_constant_outputs(g, n);
     }
-    return OC_OK;
+    return scan ? host_scan_finish(scan, g, err) : OC_OK;
 }
+
+int ir_infer_shapes(ir_graph *g, oc_err *err) { return infer_all(g, NULL, err); }
 
 /* A user's model holds no project-domain node but the fused forward ops
  * outcore itself writes into the models it saves (FusedAttention). */
@@ -327,10 +334,14 @@ int ir_load_model_buffer(const uint8_t *buf, size_t len, const char *path, const
     ir_graph *g;
     *out = NULL;
     if (onnx_import_buffer(buf, len, path, &g, err)) return OC_ERR;
-    if (refuse_project_ops(g, path, err) || ir_bind_dims(g, o, err) || ir_infer_shapes(g, err)) {
+    host_scan *scan = NULL;
+    if (refuse_project_ops(g, path, err) || ir_bind_dims(g, o, err) ||
+        infer_all(g, scan = host_scan_new(g), err)) {
+        host_scan_free(scan);
         ir_graph_free(g);
         return OC_ERR;
     }
+    host_scan_free(scan);
     *out = g;
     return OC_OK;
 }

@@ -40,6 +40,19 @@ train_opts train_opts_default(void) {
                         .loss_scale_interval = 2000};
 }
 
+int train_data_input(const train_graph *tg) {
+    const ir_graph *g = tg->g;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] != tg->label_tensor && !g->tensors[g->inputs[i]].is_host_input) return i;
+    return 0;
+}
+
+int train_label_input(const train_graph *tg) {
+    for (int i = 0; i < tg->g->n_inputs; i++)
+        if (tg->g->inputs[i] == tg->label_tensor) return i;
+    return -1;
+}
+
 void train_graph_free(train_graph *tg) {
     if (!tg) return;
     ir_graph_free(tg->g);

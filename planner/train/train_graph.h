@@ -113,6 +113,11 @@ typedef struct train_graph {
  * gradient has no rule, or the model has no usable output for the loss. */
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err);
 void train_graph_free(train_graph *tg);
+/* Index in g->inputs of the data input: the first that is neither the labels nor
+ * computed on the host (ir/host_inputs.h). */
+int train_data_input(const train_graph *tg);
+/* Index in g->inputs of the labels, or -1. */
+int train_label_input(const train_graph *tg);
 
 /* Fills tg->alias_of (allocated here; replaced if set) from the op table's
  * in-place outputs (BN running statistics, SGDMomentum). Kinds are not touched. */

@@ -464,6 +464,7 @@ static void synth_batch(rt_exec *x, const train_graph *tg, uint64_t seed, int64_
     for (int i = 0; i < g->n_inputs; i++) {
         const ir_tensor *t = &g->tensors[g->inputs[i]];
         int64_t numel = 0;
+        if (t->is_host_input) continue; /* computed from the batch (rt_exec_step) */
         ir_tensor_numel(t, &numel);
         void *dst = rt_exec_host_input(x, i);
         uint64_t stream = (uint64_t)step * 16 + (uint64_t)i;
@@ -506,8 +507,8 @@ static void data_run_free(data_run *d) {
 static int data_open(const run_opts *o, const train_graph *tg, int64_t batch, data_run *d,
                      oc_err *err) {
     const ir_graph *g = tg->g;
-    int li = g->inputs[0] == tg->label_tensor ? 0 : 1;
-    const ir_tensor *xt = &g->tensors[g->inputs[1 - li]], *yt = &g->tensors[g->inputs[li]];
+    const ir_tensor *xt = &g->tensors[g->inputs[train_data_input(tg)]],
+                    *yt = &g->tensors[tg->label_tensor];
     if (rt_npy_open(o->data, &d->x, err) || rt_npy_open(o->labels, &d->y, err) ||
         rt_dataset_bind(&d->train, &d->x, &d->y, xt, yt, n_classes(tg), tg->opts.ignore_index, err))
         return OC_ERR;
@@ -533,9 +534,9 @@ static void data_batch(rt_exec *x, const train_graph *tg, data_run *d, uint64_t 
         d->order = rt_dataset_order(d->train.n, seed, epoch);
         d->order_epoch = epoch;
     }
-    int li = tg->g->inputs[0] == tg->label_tensor ? 0 : 1;
-    rt_dataset_gather(&d->train, d->order + at * batch, batch, rt_exec_host_input(x, 1 - li),
-                      rt_exec_host_input(x, li));
+    rt_dataset_gather(&d->train, d->order + at * batch, batch,
+                      rt_exec_host_input(x, train_data_input(tg)),
+                      rt_exec_host_input(x, train_label_input(tg)));
 }
 
 static int save_checkpoint(rt_exec *x, train_graph *tg, const run_opts *o, const data_run *d,
@@ -640,9 +641,9 @@ static int run(const run_opts *o, oc_err *err) {
     }
     const ir_graph *g = tg->g;
     if (o->input) {
-        int li = g->inputs[0] == tg->label_tensor ? 0 : 1;
-        if (rt_tensor_read_pb(o->input, &g->tensors[g->inputs[1 - li]],
-                              rt_exec_host_input(x, 1 - li), err) ||
+        int di = train_data_input(tg), li = train_label_input(tg);
+        if (rt_tensor_read_pb(o->input, &g->tensors[g->inputs[di]], rt_exec_host_input(x, di),
+                              err) ||
             rt_tensor_read_pb(o->labels, &g->tensors[g->inputs[li]], rt_exec_host_input(x, li),
                               err))
             goto out;

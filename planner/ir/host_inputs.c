@@ -1,0 +1,335 @@
+/* host_inputs.c — integer glue run on the host (host_inputs.h). */
+#include "ir/host_inputs.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "ir/ops/op_table.h"
+#include "ir/ops/op_util.h"
+
+struct host_scan {
+    bool *host;      /* per tensor: computed from the integer inputs */
+    uint8_t **value; /* per tensor: its stand-in value (owned) */
+    bool *glue;      /* per node: moves to the host */
+    int cap_t, cap_n, n_glue;
+};
+
+host_scan *host_scan_new(const ir_graph *g) {
+    host_scan *s = oc_calloc(1, sizeof *s);
+    s->cap_t = g->n_tensors, s->cap_n = g->n_nodes;
+    s->host = oc_calloc((size_t)s->cap_t + 1, sizeof(bool));
+    s->value = oc_calloc((size_t)s->cap_t + 1, sizeof(uint8_t *));
+    s->glue = oc_calloc((size_t)s->cap_n + 1, sizeof(bool));
+    for (int i = 0; i < g->n_inputs; i++) {
+        const ir_tensor *x = &g->tensors[g->inputs[i]];
+        s->host[g->inputs[i]] =
+            x->kind == IR_KIND_INPUT && (x->dtype == IR_DTYPE_INT64 || x->dtype == IR_DTYPE_INT32);
+    }
+    return s;
+}
+
+void host_scan_free(host_scan *s) {
+    if (!s) return;
+    for (int t = 0; t < s->cap_t; t++) oc_free(s->value[t]);
+    oc_free(s->host), oc_free(s->value), oc_free(s->glue), oc_free(s);
+}
+
+/* Lowering adds tensors and nodes while the scan runs: the tables follow. */
+static void grow(host_scan *s, const ir_graph *g) {
+    if (g->n_tensors > s->cap_t) {
+        size_t n = (size_t)g->n_tensors, old = (size_t)s->cap_t;
+        s->host = oc_realloc(s->host, n * sizeof(bool));
+        s->value = oc_realloc(s->value, n * sizeof(uint8_t *));
+        memset(s->host + old, 0, (n - old) * sizeof(bool));
+        memset(s->value + old, 0, (n - old) * sizeof(uint8_t *));
+        s->cap_t = g->n_tensors;
+    }
+    if (g->n_nodes > s->cap_n) { /* inserted nodes go at the node being scanned, or after */
+        size_t n = (size_t)g->n_nodes, old = (size_t)s->cap_n;
+        s->glue = oc_realloc(s->glue, n * sizeof(bool));
+        memset(s->glue + old, 0, (n - old) * sizeof(bool));
+        s->cap_n = g->n_nodes;
+    }
+}
+
+static void drop_data(ir_tensor *x) {
+    oc_free(x->data);
+    x->data = NULL;
+    x->data_bytes = 0;
+    x->data_src = IR_DATA_NONE;
+}
+
+int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err) {
+    (void)err;
+    *done = false;
+    grow(s, g);
+    ir_node *n = &g->nodes[i];
+    if (n->op == OP_SHAPE) return OC_OK; /* shapes are plan-time */
+    bool any = false;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int t = n->inputs[k];
+        if (t < 0) continue;
+        if (s->host[t]) any = true;
+        else if (!op_is_value(&g->tensors[t])) return OC_OK; /* reads a run-time tensor */
+    }
+    if (!any) return OC_OK;
+    for (int k = 0; k < n->n_inputs; k++) { /* the stand-ins, as plan-time values */
+        int t = n->inputs[k];
+        ir_tensor *x = t >= 0 ? &g->tensors[t] : NULL;
+        int64_t bytes = 0;
+        if (!x || !s->host[t] || !ir_tensor_bytes(x, &bytes)) continue;
+        if (!s->value[t]) s->value[t] = oc_calloc((size_t)bytes + 1, 1); /* an input: zeros */
+        ir_tensor_set_data(x, s->value[t], (size_t)bytes);
+        x->kind = IR_KIND_CONSTANT;
+    }
+    oc_err ignored;
+    bool folded = op_infer(g, n, &ignored) == OC_OK;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int t = n->inputs[k];
+        if (t < 0 || !s->host[t]) continue;
+        drop_data(&g->tensors[t]);
+        g->tensors[t].kind = g->tensors[t].producer < 0 ? IR_KIND_INPUT : IR_KIND_ACTIVATION;
+    }
+    for (int o = 0; o < n->n_outputs; o++) {
+        const ir_tensor *y = ir_node_out(g, n, o);
+        folded = folded && (!y || y->data_src == IR_DATA_INLINE);
+    }
+    for (int o = 0; o < n->n_outputs; o++) {
+        ir_tensor *y = ir_node_out(g, n, o);
+        if (!y) continue;
+        if (folded) { /* its value, kept as the stand-in its readers see */
+            oc_free(s->value[n->outputs[o]]);
+            s->value[n->outputs[o]] = y->data;
+            y->data = NULL;
+            s->host[n->outputs[o]] = true;
+        }
+        drop_data(y);
+        y->kind = IR_KIND_ACTIVATION;
+    }
+    if (!folded) return OC_OK; /* stays in the graph: the caller infers it as usual */
+    s->glue[i] = *done = true;
+    s->n_glue++;
+    return OC_OK;
+}
+
+/* x as a new tensor of dst named name: dtype, shape, and a value's data (value). */
+static int copy_tensor(ir_graph *dst, const ir_tensor *x, const char *name, bool value) {
+    int t = ir_tensor_add(dst, name, x->dtype);
+    ir_tensor *y = &dst->tensors[t];
+    ir_tensor_set_shape(y, x->rank, x->dims);
+    y->kind = IR_KIND_ACTIVATION;
+    if (value) {
+        ir_tensor_set_data(y, x->data, x->data_bytes);
+        y->is_initializer = true;
+        y->kind = IR_KIND_CONSTANT;
+    }
+    return t;
+}
+
+/* Node n of src appended to dst, its tensors through map (src index -> dst, -1 unmapped:
+ * outputs are added; an input unmapped here is an error of the caller). */
+static void copy_node(ir_graph *dst, const ir_graph *src, const ir_node *n, int *map) {
+    int k = ir_node_add(dst, n->name, n->op_type, n->domain);
+    dst->nodes[k].op = n->op;
+    for (int i = 0; i < n->n_inputs; i++)
+        ir_node_add_input(dst, k, n->inputs[i] < 0 ? -1 : map[n->inputs[i]]);
+    for (int o = 0; o < n->n_outputs; o++) {
+        int t = n->outputs[o];
+        if (t >= 0 && map[t] < 0)
+            map[t] = copy_tensor(dst, &src->tensors[t], src->tensors[t].name, false);
+        ir_node_add_output(dst, k, t < 0 ? -1 : map[t]);
+    }
+    for (int a = 0; a < n->n_attrs; a++) ir_node_add_attr(dst, k, &n->attrs[a]);
+}
+
+static int add_input(ir_graph *h, const ir_tensor *x) {
+    int t = copy_tensor(h, x, x->name, false);
+    h->tensors[t].kind = IR_KIND_INPUT;
+    h->tensors[t].is_graph_input = true;
+    ir_graph_add_input(h, t);
+    return t;
+}
+
+static ir_graph *new_like(const ir_graph *g) {
+    ir_graph *h = ir_graph_new();
+    oc_free(h->name);
+    h->name = oc_strdup(HOST_INPUTS_FUNCTION);
+    h->model_path = oc_strdup(g->model_path ? g->model_path : "model");
+    h->model_dir = oc_strdup(g->model_dir ? g->model_dir : ".");
+    h->producer_name = oc_strdup("outcore");
+    h->opset = g->opset, h->ir_version = g->ir_version;
+    return h;
+}
+
+/* The glue nodes of g as a graph of their own. */
+static ir_graph *extract(const host_scan *s, const ir_graph *g) {
+    ir_graph *h = new_like(g);
+    int *map = oc_malloc(((size_t)g->n_tensors + 1) * sizeof(int));
+    for (int t = 0; t < g->n_tensors; t++) map[t] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (!s->glue[i]) continue;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0 || map[t] >= 0) continue;
+            const ir_tensor *x = &g->tensors[t];
+            if (s->host[t]) { /* not made by a glue node before it: an integer input */
+                map[t] = add_input(h, x);
+            } else { /* a plan-time value, under a name of its own */
+                char *name = oc_sprintf("%s%s", HOST_INPUTS_PREFIX, x->name);
+                map[t] = copy_tensor(h, x, name, true);
+                oc_free(name);
+            }
+        }
+        copy_node(h, g, n, map);
+    }
+    for (int t = 0; t < g->n_tensors; t++) { /* what the rest of g reads */
+        const ir_tensor *x = &g->tensors[t];
+        bool read = false;
+        if (x->producer < 0 || !s->glue[x->producer]) continue;
+        for (int c = 0; c < x->n_consumers; c++) read = read || !s->glue[x->consumers[c]];
+        if (read) ir_graph_add_output(h, map[t]);
+    }
+    oc_free(map);
+    return h;
+}
+
+int host_scan_finish(host_scan *s, ir_graph *g, oc_err *err) {
+    if (!s->n_glue) return OC_OK;
+    grow(s, g);
+    for (int i = 0; i < g->n_outputs; i++) {
+        const ir_tensor *y = &g->tensors[g->outputs[i]];
+        if (y->producer >= 0 && s->glue[y->producer])
+            return oc_fail(err,
+                           "%s: the model's output '%s' is computed from its integer inputs "
+                           "alone; nothing in it can train",
+                           g->model_path, y->name);
+    }
+    ir_graph *h = extract(s, g);
+    if (host_inputs_infer(h, err)) {
+        ir_graph_free(h);
+        return OC_ERR;
+    }
+    bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    memcpy(remove, s->glue, (size_t)g->n_nodes * sizeof(bool));
+    for (int i = g->n_nodes - 1; i >= 0; i--) { /* values only the glue read (Constants) */
+        const ir_node *n = &g->nodes[i];
+        bool dead = !remove[i];
+        for (int o = 0; o < n->n_outputs && dead; o++) {
+            const ir_tensor *y = ir_node_out(g, n, o);
+            dead = !y || (op_is_value(y) && !y->is_graph_output);
+            for (int c = 0; y && c < y->n_consumers && dead; c++) dead = remove[y->consumers[c]];
+        }
+        remove[i] = remove[i] || dead;
+    }
+    char names[160] = "";
+    for (int j = 0; j < h->n_outputs; j++) {
+        int t = ir_tensor_find(g, h->tensors[h->outputs[j]].name);
+        ir_tensor *x = &g->tensors[t];
+        x->is_graph_input = x->is_host_input = true;
+        x->kind = IR_KIND_INPUT;
+        ir_graph_add_input(g, t);
+        size_t len = strlen(names);
+        if (j < 2) snprintf(names + len, sizeof names - len, "%s'%s'", j ? ", " : "", x->name);
+    }
+    ir_graph_remove_nodes(g, remove);
+    oc_free(remove);
+    ir_graph_note(g,
+                  "%d nodes compute %s%s from the integer input%s %s'%s' (position ids from "
+                  "token ids): they run on the host each step, and the device reads what they "
+                  "give as inputs",
+                  s->n_glue, names, h->n_outputs > 2 ? ", ..." : "", h->n_inputs > 1 ? "s" : "",
+                  h->n_inputs > 1 ? "including " : "", h->tensors[h->inputs[0]].name);
+    g->host = h;
+    return OC_OK;
+}
+
+/* Runs every node of h on the values its inputs hold; outputs whose shape is known keep it. */
+static int run(ir_graph *h, oc_err *err) {
+    for (int i = 0; i < h->n_nodes; i++) {
+        ir_node *n = &h->nodes[i];
+        int rank[8];
+        int64_t dims[8][IR_MAX_RANK];
+        for (int o = 0; o < n->n_outputs && o < 8; o++) {
+            ir_tensor *y = ir_node_out(h, n, o);
+            rank[o] = y && ir_tensor_shape_known(y) ? y->rank : -1;
+            if (rank[o] >= 0) memcpy(dims[o], y->dims, sizeof dims[o]);
+            if (y) drop_data(y);
+        }
+        if (op_infer(h, n, err))
+            return oc_fail_prefix(err, "%s: host input node '%s' (%s)", h->model_path, n->name,
+                                  n->op_type);
+        for (int o = 0; o < n->n_outputs; o++) {
+            ir_tensor *y = ir_node_out(h, n, o);
+            char want[96], got[96];
+            if (!y) continue;
+            if (y->data_src != IR_DATA_INLINE)
+                return oc_fail(err,
+                               "%s: host input node '%s' (%s): '%s' is not computed by folding",
+                               h->model_path, n->name, n->op_type, y->name);
+            if (o < 8 && rank[o] >= 0 &&
+                (y->rank != rank[o] || memcmp(y->dims, dims[o], (size_t)y->rank * 8) != 0)) {
+                ir_tensor planned = *y;
+                planned.rank = rank[o];
+                memcpy(planned.dims, dims[o], sizeof planned.dims);
+                return oc_fail(err,
+                               "%s: host input node '%s' (%s): '%s' has shape %s for this "
+                               "batch, the step was planned with %s",
+                               h->model_path, n->name, n->op_type, y->name,
+                               ir_shape_str(y, got, sizeof got),
+                               ir_shape_str(&planned, want, sizeof want));
+            }
+            y->kind = IR_KIND_CONSTANT;
+        }
+    }
+    return OC_OK;
+}
+
+int host_inputs_infer(ir_graph *h, oc_err *err) {
+    int rc = OC_OK;
+    for (int i = 0; i < h->n_inputs && rc == OC_OK; i++) {
+        ir_tensor *x = &h->tensors[h->inputs[i]];
+        int64_t bytes = 0;
+        if (!ir_tensor_bytes(x, &bytes))
+            return oc_fail(err, "%s: host input '%s' has no static shape", h->model_path, x->name);
+        uint8_t *zeros = oc_calloc((size_t)bytes + 1, 1);
+        ir_tensor_set_data(x, zeros, (size_t)bytes);
+        x->kind = IR_KIND_CONSTANT;
+        oc_free(zeros);
+    }
+    return run(h, err);
+}
+
+int host_inputs_eval(ir_graph *h, const void *const *in, void *const *out, oc_err *err) {
+    for (int i = 0; i < h->n_inputs; i++) {
+        ir_tensor *x = &h->tensors[h->inputs[i]];
+        int64_t bytes = 0;
+        ir_tensor_bytes(x, &bytes);
+        ir_tensor_set_data(x, in[i], (size_t)bytes);
+        x->kind = IR_KIND_CONSTANT;
+    }
+    if (run(h, err)) return OC_ERR;
+    for (int j = 0; j < h->n_outputs; j++) {
+        const ir_tensor *y = &h->tensors[h->outputs[j]];
+        memcpy(out[j], y->data, y->data_bytes);
+    }
+    return OC_OK;
+}
+
+ir_graph *host_inputs_clone(const ir_graph *h) {
+    ir_graph *c = new_like(h);
+    int *map = oc_malloc(((size_t)h->n_tensors + 1) * sizeof(int));
+    for (int t = 0; t < h->n_tensors; t++) map[t] = -1;
+    for (int i = 0; i < h->n_inputs; i++)
+        map[h->inputs[i]] = add_input(c, &h->tensors[h->inputs[i]]);
+    for (int t = 0; t < h->n_tensors; t++)
+        if (map[t] < 0 && h->tensors[t].is_initializer)
+            map[t] = copy_tensor(c, &h->tensors[t], h->tensors[t].name, true);
+    for (int i = 0; i < h->n_nodes; i++) copy_node(c, h, &h->nodes[i], map);
+    for (int j = 0; j < h->n_outputs; j++) ir_graph_add_output(c, map[h->outputs[j]]);
+    oc_free(map);
+    oc_err err;
+    int rc = host_inputs_infer(c, &err); /* decodes the copy's nodes, as h's were */
+    OC_ASSERT(rc == OC_OK);
+    return c;
+}

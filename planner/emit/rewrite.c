@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/host_inputs.h"
 #include "ir/ops/op_table.h"
 
 typedef struct rw {
@@ -302,6 +303,7 @@ static void copy_tensors(rw *s) {
     ng->producer_name = g->producer_name ? oc_strdup(g->producer_name) : NULL;
     ng->opset = g->opset;
     ng->ir_version = g->ir_version;
+    ng->host = g->host ? host_inputs_clone(g->host) : NULL;
     for (int t = 0; t < g->n_tensors; t++) {
         const ir_tensor *x = &g->tensors[t];
         int u = ir_tensor_add(ng, x->name, x->dtype);
@@ -313,6 +315,7 @@ static void copy_tensors(rw *s) {
         y->keep_unread = x->keep_unread;
         y->is_buffer = x->is_buffer;
         y->is_frozen = x->is_frozen;
+        y->is_host_input = x->is_host_input;
         y->data_src = x->data_src;
         if (x->data_src == IR_DATA_INLINE) {
             ir_tensor_set_data(y, x->data, x->data_bytes);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "onnx.pb-c.h"
+#include "ir/host_inputs.h"
 #include "ir/onnx_export.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
@@ -802,6 +803,75 @@ int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_grap
     }
     *out = im.g;
     return OC_OK;
+}
+
+/* *fn: the file's host function, or NULL. */
+static int host_function(const Onnx__ModelProto *m, const char *path,
+                         const Onnx__FunctionProto **fn, oc_err *err) {
+    *fn = NULL;
+    for (size_t i = 0; i < m->n_functions; i++) {
+        const Onnx__FunctionProto *f = m->functions[i];
+        if (!f->name || strcmp(f->name, HOST_INPUTS_FUNCTION) != 0 || !f->domain ||
+            strcmp(f->domain, OC_DOMAIN) != 0)
+            continue;
+        if (*fn)
+            return oc_fail(err, "%s: function %s.%s is defined twice", path, OC_DOMAIN,
+                           HOST_INPUTS_FUNCTION);
+        *fn = f;
+    }
+    return OC_OK;
+}
+
+static int import_host_function(importer *im, const ir_graph *g, const Onnx__FunctionProto *fn) {
+    ir_graph *h = im->g;
+    h->opset = g->opset, h->ir_version = g->ir_version;
+    if (fn->n_node > IR_MAX_NODES || fn->n_input + fn->n_node > IR_MAX_TENSORS)
+        return oc_fail(im->err, "%s: %zu nodes", im->path, fn->n_node);
+    for (size_t i = 0; i < fn->n_input; i++) {
+        const char *name = fn->input[i] ? fn->input[i] : "";
+        int t = ir_tensor_find(g, name);
+        if (t < 0 || !g->tensors[t].is_graph_input)
+            return oc_fail(im->err, "%s: input '%s' is not a graph input of the step", im->path,
+                           name);
+        if (ir_tensor_find(h, name) >= 0)
+            return oc_fail(im->err, "%s: input '%s' is listed twice", im->path, name);
+        int u = ir_tensor_add(h, name, g->tensors[t].dtype);
+        ir_tensor_set_shape(&h->tensors[u], g->tensors[t].rank, g->tensors[t].dims);
+        h->tensors[u].kind = IR_KIND_INPUT;
+        h->tensors[u].is_graph_input = true;
+        ir_graph_add_input(h, u);
+    }
+    for (size_t i = 0; i < fn->n_node; i++)
+        if (import_node(im, fn->node[i], (int)i)) return OC_ERR;
+    for (size_t i = 0; i < fn->n_output; i++) {
+        const char *name = fn->output[i] ? fn->output[i] : "";
+        int t = ir_tensor_find(h, name);
+        if (t < 0 || h->tensors[t].producer < 0)
+            return oc_fail(im->err, "%s: output '%s' is not produced by any node", im->path, name);
+        ir_graph_add_output(h, t);
+    }
+    return check_ops_supported(im);
+}
+
+int onnx_import_host_function(const uint8_t *buf, size_t len, const char *path, ir_graph *g,
+                              oc_err *err) {
+    Onnx__ModelProto *m = len ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
+    if (!m) return oc_fail(err, "%s: not a valid ONNX model", path);
+    const Onnx__FunctionProto *fn;
+    int rc = host_function(m, path, &fn, err);
+    if (rc == OC_OK && fn) {
+        char *where = oc_sprintf("%s: function %s.%s", path, OC_DOMAIN, HOST_INPUTS_FUNCTION);
+        importer im = {.g = ir_graph_new(), .path = where, .err = err, .node_names = strmap_new()};
+        im.g->model_path = oc_strdup(where);
+        im.g->model_dir = dir_of(path);
+        rc = import_host_function(&im, g, fn);
+        strmap_free(im.node_names);
+        oc_free(where);
+        if (rc) ir_graph_free(im.g);
+        else g->host = im.g;
+    }
+    onnx__model_proto__free_unpacked(m, NULL);
+    return rc;
 }
 
 int onnx_import_file(const char *path, ir_graph **out, oc_err *err) {

@@ -22,6 +22,13 @@ int onnx_import_file(const char *path, ir_graph **out, oc_err *err);
 int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_graph **out,
                        oc_err *err);
 
+/* The model-local function HOST_INPUTS_FUNCTION (ir/host_inputs.h) of a training graph
+ * or plan, when the file has one, as g->host: its inputs are graph inputs of g (their
+ * types and shapes taken from g), its outputs what it computes. Shapes past the inputs
+ * stay unknown until host_inputs_infer. OC_ERR naming the file and function. */
+int onnx_import_host_function(const uint8_t *buf, size_t len, const char *path, ir_graph *g,
+                              oc_err *err);
+
 /* Reads the bytes of an IR_DATA_EXTERNAL initializer into t->data (turning it
  * into IR_DATA_INLINE). */
 int onnx_load_external(const ir_graph *g, ir_tensor *t, oc_err *err);

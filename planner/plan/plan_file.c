@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
+#include "ir/host_inputs.h"
 #include "ir/model_seal.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_args.h"
@@ -256,6 +257,37 @@ static char *meta_or_empty(const uint8_t *buf, size_t len, const char *key) {
     return v ? v : oc_strdup("");
 }
 
+/* The graph inputs the host function computes (host_inputs.h). */
+static int mark_host_inputs(ir_graph *g, oc_err *err) {
+    const ir_graph *h = g->host;
+    for (int j = 0; h && j < h->n_outputs; j++) {
+        int t = ir_tensor_find(g, h->tensors[h->outputs[j]].name);
+        if (t < 0 || !g->tensors[t].is_graph_input || h->tensors[h->outputs[j]].is_graph_input)
+            return oc_fail(err, "%s: '%s' is not a graph input of the step", h->model_path,
+                           h->tensors[h->outputs[j]].name);
+        g->tensors[t].is_host_input = true;
+    }
+    return OC_OK;
+}
+
+/* Evaluated once on zeros, the host function gives each host input its declared type
+ * and shape. */
+static int check_host_inputs(ir_graph *g, oc_err *err) {
+    ir_graph *h = g->host;
+    if (host_inputs_infer(h, err)) return OC_ERR;
+    for (int j = 0; j < h->n_outputs; j++) {
+        const ir_tensor *y = &h->tensors[h->outputs[j]];
+        const ir_tensor *x = &g->tensors[ir_tensor_find(g, y->name)];
+        char a[96], b[96];
+        if (x->dtype != y->dtype || x->rank != y->rank ||
+            memcmp(x->dims, y->dims, (size_t)x->rank * sizeof(int64_t)) != 0)
+            return oc_fail(err, "%s: '%s' is %s %s; the step declares it %s %s", h->model_path,
+                           y->name, ir_dtype_name(y->dtype), ir_shape_str(y, a, sizeof a),
+                           ir_dtype_name(x->dtype), ir_shape_str(x, b, sizeof b));
+    }
+    return OC_OK;
+}
+
 int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_read_opts *o,
                    plan_read *out, oc_err *err) {
     memset(out, 0, sizeof *out);
@@ -301,7 +333,11 @@ int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_
         if (o->momentum_set) set_sgd_attr(g, "momentum", o->momentum);
         if (o->weight_decay_set) set_sgd_attr(g, "weight_decay", o->weight_decay);
         ir_bind_opts b = {0};
-        rc = ir_bind_dims(g, &b, err) || ir_infer_shapes(g, err) ? OC_ERR : OC_OK;
+        rc = onnx_import_host_function(buf, len, path, g, err) || mark_host_inputs(g, err) ||
+                     ir_bind_dims(g, &b, err) || ir_infer_shapes(g, err) ||
+                     (g->host && check_host_inputs(g, err))
+                 ? OC_ERR
+                 : OC_OK;
     }
     if (rc == OC_OK && out->is_plan) /* first: it names a plan of another graph as such */
         rc = plan_file_restore(g, buf, len, path, &out->offsets, &out->arena_bytes, err);

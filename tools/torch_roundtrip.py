@@ -417,7 +417,7 @@ def cmd_fixtures(args):
         g = torch.Generator().manual_seed(123)
         hf = name not in TRANSFORMERS
         if hf:
-            x = torch.randint(2, tiny_hf.VOCAB, (2, tiny_hf.T), generator=g)
+            x = tiny_hf.pad(name, torch.randint(2, tiny_hf.VOCAB, (2, tiny_hf.T), generator=g))
             y = (torch.randint(0, 10, (2,), generator=g) if tiny_hf.classifier(name) else
                  torch.randint(0, tiny_hf.VOCAB, (2, tiny_hf.T), generator=g))
         elif name in SEQUENCE:

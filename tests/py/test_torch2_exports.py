@@ -79,7 +79,8 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_shufflenet", "tiny_convnext", "tiny_fcn", "tiny_swin", "tiny_swin_v2",
           "tiny_maxvit", "tiny_r3d",
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
-          "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart"]
+          "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
+          "tiny_hf_roberta"]
 # Exports outcore must refuse, with the reason named: the legacy exporters write MViT's
 # tensor_split (its pooling's class token) as a Loop.
 REFUSED = {("tiny_mvit", "legacy"): "Loop", ("tiny_mvit", "1.13"): "Loop"}
@@ -88,7 +89,7 @@ NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::z
                              "attention mask)"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
-                            "tiny_hf_bart")})
+                            "tiny_hf_bart", "tiny_hf_roberta")})
 # Fixtures without a legacy export (torch 2.x's legacy exporter refuses them), with the reason.
 NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama's mask code)"}
 # Transformers whose attention adds a bias that is not a mask (T5's learnt relative positions,

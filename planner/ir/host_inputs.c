@@ -244,6 +244,16 @@ int host_scan_finish(host_scan *s, ir_graph *g, oc_err *err) {
     return OC_OK;
 }
 
+/* Node n's outputs back to the shapes they were planned with (a failed evaluation must
+ * not change what the next is checked against). */
+static void restore_shapes(ir_graph *h, const ir_node *n, const int *rank,
+                           int64_t (*dims)[IR_MAX_RANK]) {
+    for (int o = 0; o < n->n_outputs && o < 8; o++) {
+        ir_tensor *y = ir_node_out(h, n, o);
+        if (y && rank[o] >= 0) ir_tensor_set_shape(y, rank[o], dims[o]);
+    }
+}
+
 /* Runs every node of h on the values its inputs hold; outputs whose shape is known keep it. */
 static int run(ir_graph *h, oc_err *err) {
     for (int i = 0; i < h->n_nodes; i++) {
@@ -256,28 +266,35 @@ static int run(ir_graph *h, oc_err *err) {
             if (rank[o] >= 0) memcpy(dims[o], y->dims, sizeof dims[o]);
             if (y) drop_data(y);
         }
-        if (op_infer(h, n, err))
+        if (op_infer(h, n, err)) {
+            restore_shapes(h, n, rank, dims);
             return oc_fail_prefix(err, "%s: host input node '%s' (%s)", h->model_path, n->name,
                                   n->op_type);
+        }
         for (int o = 0; o < n->n_outputs; o++) {
             ir_tensor *y = ir_node_out(h, n, o);
             char want[96], got[96];
             if (!y) continue;
-            if (y->data_src != IR_DATA_INLINE)
-                return oc_fail(err,
-                               "%s: host input node '%s' (%s): '%s' is not computed by folding",
-                               h->model_path, n->name, n->op_type, y->name);
-            if (o < 8 && rank[o] >= 0 &&
-                (y->rank != rank[o] || memcmp(y->dims, dims[o], (size_t)y->rank * 8) != 0)) {
-                ir_tensor planned = *y;
+            int rc = OC_OK;
+            if (y->data_src != IR_DATA_INLINE) {
+                rc = oc_fail(err, "%s: host input node '%s' (%s): '%s' is not computed by folding",
+                             h->model_path, n->name, n->op_type, y->name);
+            } else if (o < 8 && rank[o] >= 0 &&
+                       (y->rank != rank[o] ||
+                        memcmp(y->dims, dims[o], (size_t)y->rank * sizeof(int64_t)) != 0)) {
+                ir_tensor planned = *y; /* shares y's fields: only rank and dims change */
                 planned.rank = rank[o];
                 memcpy(planned.dims, dims[o], sizeof planned.dims);
-                return oc_fail(err,
-                               "%s: host input node '%s' (%s): '%s' has shape %s for this "
-                               "batch, the step was planned with %s",
-                               h->model_path, n->name, n->op_type, y->name,
-                               ir_shape_str(y, got, sizeof got),
-                               ir_shape_str(&planned, want, sizeof want));
+                rc = oc_fail(err,
+                             "%s: host input node '%s' (%s): '%s' has shape %s for this batch, "
+                             "the step was planned with %s",
+                             h->model_path, n->name, n->op_type, y->name,
+                             ir_shape_str(y, got, sizeof got),
+                             ir_shape_str(&planned, want, sizeof want));
+            }
+            if (rc) {
+                restore_shapes(h, n, rank, dims);
+                return OC_ERR;
             }
             y->kind = IR_KIND_CONSTANT;
         }

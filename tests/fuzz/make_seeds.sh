@@ -5,7 +5,7 @@
 #                 outcore's own (tests/data/node: Einsum)
 #   OUT/profile/  profiles: analytic ones on each device preset
 #   OUT/plan/     plans of the tiny CNN (every strategy, budgets from in-core
-#                 down) and its training graph
+#                 down) and its training graph; RoBERTa's (host inputs)
 #   OUT/cli/      command lines (NUL-separated; first byte 0: outcore-plan,
 #                 1: outcore-run)
 #   OUT/tensor/   TensorProto files (raw and typed data, float and int64)
@@ -71,6 +71,12 @@ done
 "$PLAN" emit "$F/m.onnx" --batch 2 --layout nhwc -o "$OUT/plan/nhwc.onnx" >/dev/null
 "$PLAN" plan "$F/m.onnx" --batch 2 --layout nhwc --device v100 --budget $((peak * 90 / 100)) \
     --strategy hybrid -o "$OUT/plan/nhwc_hybrid.onnx" >/dev/null 2>&1 || true
+# host inputs (ir/host_inputs.h): RoBERTa's position ids from its token ids, the function
+# ai.outcore.HostInputs beside the graph inputs it computes
+R=tests/data/torch2/tiny_hf_roberta_legacy.onnx
+"$PLAN" emit "$R" --batch 2 -o "$OUT/plan/host_inputs.onnx" >/dev/null
+"$PLAN" plan "$R" --batch 2 --device v100 --budget 250KiB --strategy hybrid \
+    -o "$OUT/plan/host_inputs_hybrid.onnx" >/dev/null 2>&1 || true
 cp "$OUT/plan/nhwc.onnx" "$OUT/import/"
 cp "$OUT/plan/training.onnx" "$F/t.onnx"
 cp "$OUT/plan/swap-all_110.onnx" "$F/plan.onnx"

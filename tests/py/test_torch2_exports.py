@@ -509,6 +509,77 @@ def check_plan_buffers(tmp):
         failures.append(f"{name} plan: same {same}, buffers {buffers}, {planned} vs {incore}")
 
 
+def check_host_inputs(tmp):
+    """RoBERTa's position ids, computed from its token ids on the host each step
+    (ir/host_inputs.h): a plan under a budget below the in-core peak runs bitwise the
+    in-core losses and weights; --save writes the nodes back inline (the saved model takes
+    the token ids alone and passes onnx.checker where it knows the IR version); a training graph whose host function is
+    forged after emit (an output retyped, one renamed) is refused, named."""
+    name = "tiny_hf_roberta"
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    path = os.path.join(DATA, f"{name}_legacy.onnx")
+    plan, train = os.path.join(tmp, "roberta_plan.onnx"), os.path.join(tmp, "roberta_train.onnx")
+    plan_bin = os.path.join(ROOT, BUILD, "outcore-plan")
+    for cmd in ([plan_bin, "plan", path, "--batch", "2", "--device", "v100", "--budget", "250KiB",
+                 "--strategy", "hybrid", "--attention", "fused", "-o", plan],
+                [plan_bin, "emit", path, "--batch", "2", "-o", train]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"{name} {cmd[1]}: {r.stderr.strip()[-300:]}")
+            return
+    x, y = ref["input"], ref["labels"]
+    try:
+        planned, got, _ = outcore_step(plan, x, y, tmp, steps=2)
+        incore, want, err = outcore_step(path, x, y, tmp, steps=2, extra=("--attention", "fused"))
+    except RuntimeError as e:
+        failures.append(f"{name} plan under 250 KiB: {str(e)[-300:]}")
+        return
+    saved = onnx.load(os.path.join(tmp, "trained.onnx"))
+    if saved.ir_version <= onnx.IR_VERSION:  # Debian's onnx 1.12 checks IR 8 at most
+        onnx.checker.check_model(saved)
+    inputs = [i.name for i in saved.graph.input if i.name not in want]
+    same = sorted(got) == sorted(want) and all(np.array_equal(got[k], want[k]) for k in want)
+    ok = same and planned == incore and inputs == ["input"] and "run on the host" in err
+    print(f"{'ok  ' if ok else 'FAIL'} {name:18s} host inputs: plan under 250 KiB losses "
+          f"{planned} (in core {incore}), weights bitwise; --save takes {inputs} alone")
+    if not ok:
+        failures.append(f"{name} host inputs: same {same}, {planned} vs {incore}, {inputs}")
+    fns = [f for f in onnx.load(train).functions if f.name == "HostInputs"]
+    if len(fns) != 1 or list(fns[0].input) != ["input"]:
+        failures.append(f"{name}: the training graph has no HostInputs function of 'input'")
+        return
+    out = fns[0].output[0]
+
+    def forge(edit, needle):
+        m = onnx.load(train)
+        edit([f for f in m.functions if f.name == "HostInputs"][0])
+        forged = os.path.join(tmp, "forged.onnx")
+        onnx.save(m, forged)
+        subprocess.run([os.path.join(ROOT, BUILD, "tests", "tools", "reseal"), forged], check=True)
+        r = subprocess.run([RUN, forged, "--backend", "cpu", "--steps", "1"], capture_output=True,
+                           text=True)
+        said = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+        good = r.returncode != 0 and needle in said
+        print(f"{'ok  ' if good else 'FAIL'} {name:18s} host function forged: {said[:150]}")
+        if not good:
+            failures.append(f"{name} forged host function: exit {r.returncode}, {said}")
+
+    def retype(f):  # the output computed as int32
+        for n in f.node:
+            for vs in (n.input, n.output):
+                for i, v in enumerate(vs):
+                    if v == out:
+                        vs[i] = out + "/int64"
+        f.node.append(onnx.helper.make_node("Cast", [out + "/int64"], [out],
+                                            to=onnx.TensorProto.INT32))
+
+    def rename(f):  # an output no graph input takes
+        f.node.append(onnx.helper.make_node("Identity", [out], ["no_such_input"]))
+        f.output[0] = "no_such_input"
+    forge(retype, f"'{out}' is int32 [2, 16]; the step declares it int64 [2, 16]")
+    forge(rename, "'no_such_input' is not a graph input of the step")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in MODELS:
@@ -549,6 +620,7 @@ def main():
                     print(f"FAIL {name} {exporter}: {e}")
         check_notices(tmp)
         check_plan_buffers(tmp)
+        check_host_inputs(tmp)
         check_buffers(tmp)
         check_freeze(tmp)
         check_random(tmp)

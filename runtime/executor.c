@@ -296,13 +296,15 @@ static int plan_layout(rt_exec *x, const rt_exec_opts *o, oc_err *err) {
         items[t].first = INT32_MAX;
         items[t].last = -1;
     }
-    for (int i = 0; i < g->n_inputs; i++) items[x->root[g->inputs[i]]].first = i;
 #define TOUCH(t, op)                                                                               \
     do {                                                                                           \
         int r_ = x->root[t];                                                                       \
         if ((op) < items[r_].first) items[r_].first = (op);                                        \
         if ((op) > items[r_].last) items[r_].last = (op);                                          \
     } while (0)
+    /* An input's copy writes it even when no node reads it (token ids only the host
+     * reads, ir/host_inputs.h): it has storage for that op at least. */
+    for (int i = 0; i < g->n_inputs; i++) TOUCH(g->inputs[i], i);
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         int op = g->n_inputs + i;

@@ -3,7 +3,9 @@
  * embedding Gathers and reads the ids as an input), evaluate exactly on a padded batch,
  * survive a copy and both ways of writing them (the training graph's function and a saved
  * model's inline nodes); a shape that depends on the ids' values and changes with the
- * batch is refused when evaluated, named; a node folding cannot run stays in the graph. */
+ * batch is refused when evaluated, named; a node folding cannot run stays in the graph;
+ * token ids only the host reads still have storage for their copy (one step's loss is the
+ * model's without the host's Reshape, bitwise). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +14,12 @@
 
 #include "unit/fixture.h"
 
+#include "backend.h"
+#include "executor.h"
+#include "init.h"
 #include "ir/host_inputs.h"
 #include "ir/onnx_export.h"
+#include "loader.h"
 
 /* ids [2, 5] -> RoBERTa's create_position_ids_from_input_ids (pad 1) -> Gather of a
  * position table, plus the word embedding of the ids. */
@@ -178,12 +184,66 @@ static void test_unfoldable_node_stays(void **state) {
     assert_int_equal(f->g->n_nodes, 2);
 }
 
+/* A language model over ids [2, 5] (Gather of a 8 x 3 table as the logits, 3 classes)
+ * reading the ids directly, or through a Reshape only the host runs: the device then reads
+ * nothing of the ids, but their copy still lands in storage of its own. */
+static float lm_loss(bool reshaped) {
+    mb_model *m = mb_new(17);
+    mb_input(m, "ids", MB_INT64, "2,5");
+    float table[24];
+    for (int i = 0; i < 24; i++) table[i] = (float)((i * 7) % 11) / 10.0f;
+    mb_init_floats(m, "emb", MB_DIMS(8, 3), 24, table);
+    if (reshaped) {
+        mb_init_int64s(m, "shape", MB_DIMS(2), 2, (const int64_t[]){2, 5});
+        mb_node(m, "Reshape", "view", "ids,shape", "ids2");
+    }
+    mb_node(m, "Gather", "embed", reshaped ? "emb,ids2" : "emb,ids", "logits");
+    mb_output(m, "logits");
+    size_t len;
+    const uint8_t *buf = mb_pack(m, &len);
+    oc_err err;
+    rt_load_opts o = {.batch = 2, .train = train_opts_default()};
+    train_graph *tg;
+    rt_model_info info = {0};
+    rt_backend *b;
+    rt_backend_opts bo = {0};
+    rt_exec *x = NULL;
+    rt_exec_opts eo = {.seed = 1};
+    int n_init;
+    float loss = -1;
+    if (rt_load_buffer(buf, len, FX_PATH, &o, &tg, &info, &err)) fail_msg("%s", err.msg);
+    assert_true(reshaped == (tg->g->host != NULL));
+    if (rt_backend_new("cpu", &bo, &b, &err)) fail_msg("%s", err.msg);
+    eo.backend = b;
+    if (rt_init_missing(tg, 1, &n_init, &err) || rt_exec_new(tg, &eo, &x, &err) ||
+        rt_exec_upload_initializers(x, &err))
+        fail_msg("%s", err.msg);
+    int64_t labels[10] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
+    memcpy(rt_exec_host_input(x, train_data_input(tg)), IDS, sizeof IDS);
+    memcpy(rt_exec_host_input(x, train_label_input(tg)), labels, sizeof labels);
+    if (rt_exec_step(x, 0, &loss, &err)) fail_msg("%s", err.msg);
+    rt_exec_free(x);
+    rt_backend_free(b);
+    train_graph_free(tg);
+    rt_model_info_free(&info);
+    mb_free(m);
+    return loss;
+}
+
+static void test_ids_only_the_host_reads(void **state) {
+    (void)state;
+    float direct = lm_loss(false), reshaped = lm_loss(true);
+    assert_true(direct > 0);
+    assert_memory_equal(&direct, &reshaped, sizeof direct);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_position_ids_move_to_the_host, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_written_and_read_back, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_shape_from_values_refused, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unfoldable_node_stays, fx_setup, fx_teardown),
+        cmocka_unit_test(test_ids_only_the_host_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

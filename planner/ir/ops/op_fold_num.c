@@ -70,9 +70,9 @@ int op_fold_need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *er
                        (*t)->name, n->op_type,
                        ir_dtype_is_float((*t)->dtype)
                            ? ""
-                           : "; integers computed from the model's inputs while it runs are "
-                             "not supported, e.g. position ids made from the token ids "
-                             "(RoBERTa's: export the model with position_ids given)");
+                           : "; an integer computed while the model runs is supported where "
+                             "it comes from the model's integer inputs and plan-time values "
+                             "alone (the host computes it each step: RoBERTa's position ids)");
     if (!op_fold_dtype((*t)->dtype))
         return oc_fail(err, "input '%s' has type %s, which plan-time folding does not handle",
                        (*t)->name, ir_dtype_name((*t)->dtype));

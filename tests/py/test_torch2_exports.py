@@ -478,28 +478,37 @@ def check_buffers(tmp):
                         f"after reload, notice {noticed}")
 
 
+def plan_and_incore(name, path, budget, tmp, plan_args=(), run_args=()):
+    """Two steps of a plan of the model under budget (-o tmp/<name>_plan.onnx) and of the model
+    in core: (plan losses, its --save, in-core losses, its --save, in-core stderr), or None
+    with the failure recorded."""
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    plan = os.path.join(tmp, f"{name}_plan.onnx")
+    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "plan", path, "--batch", "2",
+                        "--budget", budget, "-o", plan, *plan_args], capture_output=True, text=True)
+    try:
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr.strip())
+        x, y = ref["input"], ref["labels"]
+        planned, got, _ = outcore_step(plan, x, y, tmp, steps=2)
+        incore, want, err = outcore_step(path, x, y, tmp, steps=2, extra=run_args)
+    except RuntimeError as e:
+        failures.append(f"{name} plan under {budget}: {str(e)[-300:]}")
+        print(f"FAIL {name:18s} plan under {budget}: {str(e)[-300:]}")
+        return None
+    return planned, got, incore, want, err
+
+
 def check_plan_buffers(tmp):
     """Swin's relative-position index only folded nodes read: a plan of the model under a
     budget below its in-core peak loads and runs, and its --save holds the buffer, with
     every tensor bitwise the in-core run's."""
     name = "tiny_swin"
-    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
-    path = os.path.join(DATA, f"{name}_dynamo.onnx")
-    plan = os.path.join(tmp, "swin_plan.onnx")
-    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "plan", path, "--batch", "2",
-                        "--device", "h100", "--budget", "300KiB", "-o", plan],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        failures.append(f"{name} plan under 300 KiB: {r.stderr.strip()[-300:]}")
+    runs = plan_and_incore(name, os.path.join(DATA, f"{name}_dynamo.onnx"), "300KiB", tmp,
+                           ("--device", "h100"))
+    if runs is None:
         return
-    x, y = ref["input"], ref["labels"]
-    try:
-        planned, got, _ = outcore_step(plan, x, y, tmp, steps=2)
-        incore, want, _ = outcore_step(path, x, y, tmp, steps=2)
-    except RuntimeError as e:
-        failures.append(f"{name} plan under 300 KiB: {str(e)[-300:]}")
-        print(f"FAIL {name:18s} plan under 300 KiB: {str(e)[-300:]}")
-        return
+    planned, got, incore, want, _ = runs
     buffers = [k for k in want if k.endswith("relative_position_index")]
     same = sorted(got) == sorted(want) and all(np.array_equal(got[k], want[k]) for k in want)
     ok = same and len(buffers) == 4 and planned == incore
@@ -513,27 +522,23 @@ def check_host_inputs(tmp):
     """RoBERTa's position ids, computed from its token ids on the host each step
     (ir/host_inputs.h): a plan under a budget below the in-core peak runs bitwise the
     in-core losses and weights; --save writes the nodes back inline (the saved model takes
-    the token ids alone and passes onnx.checker where it knows the IR version); a training graph whose host function is
-    forged after emit (an output retyped, one renamed) is refused, named."""
+    the token ids alone and passes onnx.checker where it knows the IR version); a training
+    graph whose host function is forged after emit (an output retyped, one renamed) is
+    refused, named."""
     name = "tiny_hf_roberta"
-    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
     path = os.path.join(DATA, f"{name}_legacy.onnx")
-    plan, train = os.path.join(tmp, "roberta_plan.onnx"), os.path.join(tmp, "roberta_train.onnx")
-    plan_bin = os.path.join(ROOT, BUILD, "outcore-plan")
-    for cmd in ([plan_bin, "plan", path, "--batch", "2", "--device", "v100", "--budget", "250KiB",
-                 "--strategy", "hybrid", "--attention", "fused", "-o", plan],
-                [plan_bin, "emit", path, "--batch", "2", "-o", train]):
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            failures.append(f"{name} {cmd[1]}: {r.stderr.strip()[-300:]}")
-            return
-    x, y = ref["input"], ref["labels"]
-    try:
-        planned, got, _ = outcore_step(plan, x, y, tmp, steps=2)
-        incore, want, err = outcore_step(path, x, y, tmp, steps=2, extra=("--attention", "fused"))
-    except RuntimeError as e:
-        failures.append(f"{name} plan under 250 KiB: {str(e)[-300:]}")
+    train = os.path.join(tmp, "roberta_train.onnx")
+    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit", path, "--batch", "2",
+                        "-o", train], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"{name} emit: {r.stderr.strip()[-300:]}")
         return
+    runs = plan_and_incore(name, path, "250KiB", tmp, ("--device", "v100", "--strategy", "hybrid",
+                                                       "--attention", "fused"),
+                           ("--attention", "fused"))
+    if runs is None:
+        return
+    planned, got, incore, want, err = runs
     saved = onnx.load(os.path.join(tmp, "trained.onnx"))
     if saved.ir_version <= onnx.IR_VERSION:  # Debian's onnx 1.12 checks IR 8 at most
         onnx.checker.check_model(saved)

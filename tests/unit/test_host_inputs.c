@@ -45,11 +45,13 @@ static const int64_t IDS[10] = {5, 7, 1, 1, 1, 1, 4, 1, 6, 1};
 /* mask 1 1 0 0 0 / 0 1 0 1 0: cumsum 1 2 2 2 2 / 0 1 1 2 2, times the mask, plus 1 */
 static const int64_t POSITIONS[10] = {2, 3, 1, 1, 1, 1, 2, 1, 3, 1};
 
-static int load(fixture *f, const uint8_t *buf, size_t len) {
+/* f->m packed and loaded as a user's model (host inputs moved out); fails the test on error. */
+static ir_graph *load(fixture *f) {
     ir_bind_opts b = {0};
-    ir_graph_free(f->g);
-    f->g = NULL;
-    return ir_load_model_buffer(buf, len, FX_PATH, &b, &f->g, &f->err);
+    size_t len;
+    const uint8_t *buf = mb_pack(f->m, &len);
+    if (ir_load_model_buffer(buf, len, FX_PATH, &b, &f->g, &f->err)) fail_msg("%s", f->err.msg);
+    return f->g;
 }
 
 static void eval_positions(ir_graph *h, const int64_t *ids, int64_t *got) {
@@ -61,12 +63,8 @@ static void eval_positions(ir_graph *h, const int64_t *ids, int64_t *got) {
 
 static void test_position_ids_move_to_the_host(void **state) {
     fixture *f = *state;
-    f->m = mb_new(17);
-    roberta(f->m);
-    size_t len;
-    const uint8_t *buf = mb_pack(f->m, &len);
-    if (load(f, buf, len)) fail_msg("%s", f->err.msg);
-    ir_graph *g = f->g, *h = g->host;
+    roberta(f->m = mb_new(17));
+    ir_graph *g = load(f), *h = g->host;
     assert_non_null(h);
     assert_int_equal(h->n_nodes, 6); /* Equal, Not, Cast, CumSum, Mul, Add */
     assert_int_equal(h->n_inputs, 1);
@@ -96,12 +94,8 @@ static void test_position_ids_move_to_the_host(void **state) {
  * (the nodes inline, the input not declared) give back the same program. */
 static void test_written_and_read_back(void **state) {
     fixture *f = *state;
-    f->m = mb_new(17);
-    roberta(f->m);
-    size_t len;
-    const uint8_t *buf = mb_pack(f->m, &len);
-    if (load(f, buf, len)) fail_msg("%s", f->err.msg);
-    ir_graph *g = f->g;
+    roberta(f->m = mb_new(17));
+    ir_graph *g = load(f);
     int data = ir_tensor_find(g, "ids");
     for (int inline_nodes = 0; inline_nodes < 2; inline_nodes++) {
         onnx_export_spec s = {.node_end = g->n_nodes,
@@ -150,10 +144,7 @@ static void test_shape_from_values_refused(void **state) {
     mb_node(f->m, "Range", "range", "zero,lim,one", "r");
     mb_node(f->m, "Gather", "g", "emb,r", "y");
     mb_output(f->m, "y");
-    size_t len;
-    const uint8_t *buf = mb_pack(f->m, &len);
-    if (load(f, buf, len)) fail_msg("%s", f->err.msg);
-    ir_graph *h = f->g->host;
+    ir_graph *h = load(f)->host;
     assert_non_null(h);
     assert_shape(f->g, "r", "[1]");
     int64_t ids[8] = {6, 1, 0, 2, 0, 0, 3, 0}, r[8];
@@ -177,10 +168,7 @@ static void test_unfoldable_node_stays(void **state) {
     mb_attr_int(f->m, mb_node(f->m, "RandomUniformLike", "draw", "ids", "u"), "dtype", MB_FLOAT);
     mb_node(f->m, "Mul", "mul", "u,w", "y");
     mb_output(f->m, "y");
-    size_t len;
-    const uint8_t *buf = mb_pack(f->m, &len);
-    if (load(f, buf, len)) fail_msg("%s", f->err.msg);
-    assert_null(f->g->host);
+    assert_null(load(f)->host);
     assert_int_equal(f->g->n_nodes, 2);
 }
 

@@ -2,6 +2,7 @@
 #include "ir/onnx_import.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,11 +425,13 @@ static int lowered_tensor(importer *im, const char *name, const char *what, ir_d
     return t;
 }
 
-/* ReduceL2 (F.normalize, torch.linalg.vector_norm): lowered here into Sqrt(ReduceSum(X X))
- * over the same axes, so it runs and differentiates as those three do. The ReduceSum takes
- * the node's attributes; axes given as an attribute (opset < 18) become its input from
- * opset 13 on, as ReduceSum takes them there. The gradient is X dY / Y, PyTorch's, except
- * at an all-zero vector (PyTorch: 0; here Sqrt's gradient there is infinite, so NaN). */
+/* ReduceL2 (F.normalize, torch.linalg.vector_norm): lowered here into
+ * Sqrt(Max(ReduceSum(X X), FLT_MIN)) over the same axes, so it runs and differentiates as
+ * those do. The ReduceSum takes the node's attributes; axes given as an attribute (opset <
+ * 18) become its input from opset 13 on, as ReduceSum takes them there. The gradient is
+ * X dY / Y, PyTorch's, and 0 at an all-zero vector as PyTorch's is: the floor takes it there
+ * (Sqrt's own gradient at 0 is infinite, and 0 times it NaN). It costs a norm below
+ * sqrt(FLT_MIN), 1.1e-19, its value (that floor instead) and its gradient (0). */
 static int import_reduce_l2(importer *im, const Onnx__NodeProto *np, const char *name) {
     ir_graph *g = im->g;
     int x, axes = -1, out;
@@ -466,8 +469,20 @@ static int import_reduce_l2(importer *im, const Onnx__NodeProto *np, const char 
         }
         ir_attr_free(&a);
     }
+    static const float floor_value = FLT_MIN;
+    int fl = lowered_tensor(im, name, "floor", IR_DTYPE_FLOAT);
+    ir_tensor_set_shape(&g->tensors[fl], 0, NULL);
+    ir_tensor_set_data(&g->tensors[fl], &floor_value, sizeof floor_value);
+    g->tensors[fl].is_initializer = true;
+    int floored = lowered_tensor(im, name, "floored", IR_DTYPE_UNDEFINED);
+    char *max_name = oc_sprintf("%s/floor", name);
+    int mx = op_node_add(g, max_name, OP_MAX);
+    oc_free(max_name);
+    ir_node_add_input(g, mx, sum);
+    ir_node_add_input(g, mx, fl);
+    ir_node_add_output(g, mx, floored);
     int q = op_node_add(g, name, OP_SQRT);
-    ir_node_add_input(g, q, sum);
+    ir_node_add_input(g, q, floored);
     ir_node_add_output(g, q, out);
     return OC_OK;
 }

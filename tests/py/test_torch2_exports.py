@@ -16,7 +16,8 @@ Greater + Where), Mish, torch.maximum / minimum (one with every element tied), e
 abs, neg and reciprocal; torch.matmul with batch dims that broadcast (per-head weights over
 the batch, (N, 1, ..) against (1, H, ..)), a weight with a leading 1 and vector operands
 (Expand, Squeeze, Unsqueeze inserted at load); GroupNorm with 4 groups and 1, InstanceNorm2d
-with parameters (InstanceNormalization, rewritten at load);
+with parameters (InstanceNormalization, rewritten at load), F.normalize of a zero row
+(ReduceL2; PyTorch's gradient there is 0);
 tools/tiny_transformers.py: a GPT -- embeddings, causal attention, LayerNorm, tanh GELU, a
 head tied to the token embedding, token labels [N, T] with some -100s ignored; a Llama:
 RMSNorm, rotary positions from a frequency buffer (Sin / Cos; the buffer must not train),
@@ -240,8 +241,8 @@ def compare(name, exporter, path, ref, tmp, extra=()):
             rows.append((k, rel(got, ref["w64/" + k]), float(ref["fp32_dist/" + k])))
     strict = [r for r in rows if r[1] <= TOL]
     ties = [r for r in rows if r[1] > TOL and r[1] <= 3 * r[2]]
-    bad = [r for r in rows if r[1] > TOL and r[1] > 3 * r[2]]
-    worst = max(strict, key=lambda r: r[1])
+    bad = [r for r in rows if r not in strict and r not in ties]  # NaN among them
+    worst = max(strict, key=lambda r: r[1]) if strict else ("none", float("nan"))
     ok = not bad and not missing and rows[0][1] <= TOL
     print(f"{'ok  ' if ok else 'FAIL'} {name:18s} {exporter:8s} {len(rows):3d} tensors: "
           f"{len(strict)} within {TOL} (worst {worst[1]:.1e} {worst[0]}), {len(ties)} float32 "
@@ -275,8 +276,9 @@ def check_trajectories(name, exporter, path, ref, tmp, extra=()):
             ties.append((k, e, d32))
         else:
             errs.append((k, e))
-    worst = max(errs, key=lambda e: e[1])
-    ok = worst[1] <= TOL and len(sgd) == 3 and len(adam) == 3
+    failing = [e for e in errs if not e[1] <= TOL]  # NaN among them
+    worst = failing[0] if failing else max(errs, key=lambda e: e[1])
+    ok = not failing and len(sgd) == 3 and len(adam) == 3
     print(f"{'ok  ' if ok else 'FAIL'} {name:18s} {exporter:8s} 3 steps: SGD losses, AdamW "
           f"(clip {CLIP}) losses and {len(keys) - len(ties)} of {len(keys)} tensors within "
           f"{TOL} of float64 (worst {worst[1]:.1e} {worst[0]}), {len(ties)} float32 ties"

@@ -6,6 +6,8 @@ outcore's MatMul does not take; these cases are float32, references from numpy i
 MatMul's cases there are of equal batch dims only; here a vector on either side and batch
 dims that broadcast. And, Or and Xor are there at opset 7 only, InstanceNormalization at 6; here at 13 to 18. Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
 (outcore reads 9 to 21) and no Mish: their spec formulas are written here at opsets 13 and 18.
+GatherElements' cases there take the indices as an input; here they are a Constant (the
+exporters' torch.gather with a fixed index), the data an input.
 A case named *_refused must be rejected by the importer with a message.
 
     /usr/bin/python3 tools/node_cases.py      # Debian's python3-onnx and numpy
@@ -94,6 +96,30 @@ INSTANCE_NORM = [
     ("3d_opset13", [2, 2, 3, 4, 2], 13, False),
     ("rank2_refused", [4, 5], 17, False),
 ]
+
+# (case name, data shape, indices, axis): GatherElements of run-time data at plan-time
+# indices (a Constant), lowered at load into a Gather of the flattened data; refused: an
+# index outside its dim
+GATHER_ELEMENTS = [
+    ("axis0", [3, 4], [[1, 2, 0, 2], [0, 0, 1, 2]], 0),
+    ("axis1_negative", [3, 4], [[-1, 0], [2, -4], [3, 3]], 1),
+    ("rank3_axis_negative", [2, 3, 4], [[[0, 2, 1, 1], [2, 2, 0, 1]], [[1, 0, 0, 2], [0, 1, 2, 2]]],
+     -2),
+    ("smaller_than_data", [3, 4], [[3, 0, 1], [2, 2, 2]], 1),
+    ("out_of_range_refused", [3, 4], [[0, 4], [1, 2]], 1),
+]
+
+
+def gather_elements(x, idx, axis):
+    """ONNX GatherElements, element by element (indices may be smaller than data)."""
+    axis = axis % x.ndim
+    y = np.zeros(idx.shape, x.dtype)
+    for c in np.ndindex(*idx.shape):
+        at = list(c)
+        at[axis] = idx[c] % x.shape[axis]
+        y[c] = x[tuple(at)]
+    return y
+
 
 SELU_A, SELU_G = 1.67326319217681884765625, 1.05070102214813232421875
 # (case name, op, attributes, reference of x in float64, opset)
@@ -205,7 +231,29 @@ def main():
         y = np.asarray(np.einsum(eq, *[x.astype(np.float64) for x in xs]), np.float32)
         node = helper.make_node("Einsum", names, ["y"], equation=eq)
         write_case(f"test_einsum_f32_{name}", [node], list(zip(names, xs)), [("y", y)])
-    print(f"{len(EINSUM) + len(ELLIPSIS) + len(MATMUL) + len(ACTIVATIONS) + len(INSTANCE_NORM) + 5} cases in {OUT}")
+    for name, shape, idx, axis in GATHER_ELEMENTS:
+        x = rng.standard_normal(shape).astype(np.float32)
+        idx = np.array(idx, np.int64)
+        y = (np.zeros([2], np.float32) if name.endswith("_refused") else
+             gather_elements(x, idx, axis))
+        nodes = [helper.make_node("Constant", [], ["i"], value=numpy_helper.from_array(idx, "i")),
+                 helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)]
+        write_case(f"test_gatherelements_f32_{name}", nodes, [("x", x)], [("y", y)])
+    # Dropout that leaves a plan-time value as it is (ratio 0 in training mode: the exporters'
+    # dropout of a position table) folds: Pow then reads its exponent at plan time
+    x = rng.standard_normal([3, 4]).astype(np.float32)
+    nodes = [helper.make_node("Constant", [], ["e"], value=numpy_helper.from_array(
+                 np.array(3.0, np.float32), "e")),
+             helper.make_node("Constant", [], ["r"], value=numpy_helper.from_array(
+                 np.array(0.0, np.float32), "r")),
+             helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(
+                 np.array(True), "t")),
+             helper.make_node("Dropout", ["e", "r", "t"], ["e_kept", "mask"]),
+             helper.make_node("Pow", ["x", "e_kept"], ["y"])]
+    write_case("test_pow_f32_exponent_through_dropout", nodes, [("x", x)],
+               [("y", (x.astype(np.float64) ** 3).astype(np.float32))])
+    n = len(EINSUM) + len(ELLIPSIS) + len(MATMUL) + len(ACTIVATIONS) + len(INSTANCE_NORM)
+    print(f"{n + len(GATHER_ELEMENTS) + 6} cases in {OUT}")
 
 
 if __name__ == "__main__":

@@ -245,12 +245,43 @@ def tiny_norms():
     return TinyNorms()
 
 
+class TinyGather(nn.Module):
+    """torch.gather (GatherElements) of activations at fixed indices, each with a gradient:
+    a relative shift along the tokens (Transformer-XL's, Funnel's: row i read from i + j mod
+    T), and a gather along the channels that reads some twice and some never (the gradient
+    adds the twice-read ones)."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                                  nn.AvgPool2d(4))  # (N, 8, 4, 4): 16 tokens of 8
+        self.q = nn.Linear(8, 16)
+        t = torch.arange(16)
+        self.register_buffer("shift", ((t[:, None] + t[None, :]) % 16).expand(2, 16, 16).clone())
+        self.register_buffer("pick", torch.tensor([0, 2, 2, 5, 7, 7, 1, 3]).view(1, 1, 8)
+                             .expand(2, 16, 8).clone())
+        self.fc = nn.Linear(16 + 8, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.stem(x).flatten(2).transpose(1, 2)  # (N, 16, 8)
+        s = torch.tanh(self.q(h))  # (N, 16, 16): a score per token pair
+        r = torch.gather(s, 2, self.shift)  # (N, 16, 16): row i shifted by i
+        c = torch.gather(h, 2, self.pick)  # (N, 16, 8): channels 2 and 7 twice, 4 and 6 never
+        return self.fc(torch.cat([r.mean(1), c.mean(1)], 1))
+
+
+def tiny_gather():
+    return TinyGather()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_swin_v2": tiny_swin_v2, "tiny_maxvit": tiny_maxvit,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
-        "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms}
+        "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -28,11 +28,36 @@ static int fold_or_run_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err
     return same_shape_infer(g, n, opset, err);
 }
 
+/* Dropout of a plan-time value that leaves it as it is (ratio 0, or not training: the
+ * exporters' dropout of a position table, Funnel's sin/cos) folds: the value, and a mask of
+ * ones. Ratio and mode are read as op_decode_dropout reads them. */
+static int dropout_fold(ir_graph *g, ir_node *n, oc_err *err) {
+    ir_node probe = *n;
+    probe.args = NULL;
+    if (op_decode_dropout(g, &probe, err)) return OC_ERR;
+    bool identity = op_args_of(&probe)->dropout.ratio == 0 || !op_args_of(&probe)->dropout.training;
+    oc_free(probe.args);
+    const ir_tensor *x = ir_node_in(g, n, 0);
+    if (!identity || !op_is_value(x)) return OC_OK;
+    ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);
+    ir_tensor *mask = ir_node_out(g, n, 1);
+    if (mask) {
+        int64_t numel = 0;
+        ir_tensor_numel(mask, &numel);
+        uint8_t *ones = oc_malloc((size_t)numel + 1);
+        memset(ones, 1, (size_t)numel);
+        ir_tensor_set_data(mask, ones, (size_t)numel);
+        oc_free(ones);
+    }
+    return OC_OK;
+}
+
 static int dropout_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     double ratio;
     if (ir_node_in(g, n, 1) && !op_in_scalar_f(g, n, 1, &ratio))
         return oc_fail(err, "ratio must be a float scalar known at plan time");
-    return same_shape_infer(g, n, opset, err);
+    if (same_shape_infer(g, n, opset, err)) return OC_ERR;
+    return dropout_fold(g, n, err);
 }
 
 /* Bounds given as attributes (opset < 11 Clip; ClipGrad copies them). */

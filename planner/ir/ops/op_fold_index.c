@@ -18,6 +18,7 @@
 
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_fold_num.h"
+#include "ir/ops/op_rewrite.h"
 
 /* Element j of an int32 / int64 index value. */
 static int64_t index_value(const ir_tensor *t, int64_t j) { return op_fold_num_get(t, j).i; }
@@ -284,48 +285,126 @@ static int gather_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
 /* GatherElements (torch.gather): y[i..] = data[i.. with index[i..] at axis]; indices
  * of data's rank, each dim but the axis's at most data's. Plan-time values only:
  * Hugging Face's BERT family reads its token-type buffer at the position ids so. */
+/* GatherElements' shapes checked; *axis normalized. */
+static int gather_elements_check(const ir_node *n, const ir_tensor *x, const ir_tensor *idx,
+                                 int64_t *axis, oc_err *err) {
+    if (op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", axis, err)) return OC_ERR;
+    if (idx->rank != x->rank)
+        return oc_fail(err, "indices '%s' (rank %d) and data '%s' (rank %d) differ in rank",
+                       idx->name, idx->rank, x->name, x->rank);
+    for (int d = 0; d < x->rank; d++)
+        if (d != *axis && idx->dims[d] > x->dims[d])
+            return oc_fail(err, "indices '%s' have %" PRId64 " at dim %d, data '%s' only %" PRId64,
+                           idx->name, idx->dims[d], d, x->name, x->dims[d]);
+    return OC_OK;
+}
+
+/* Element o of GatherElements' output: its offset in data (row-major), the index read along
+ * the axis; false when that index is outside the axis' dim. */
+static bool gather_elements_offset(const ir_tensor *x, const ir_tensor *idx, int64_t axis,
+                                   int64_t o, int64_t *off, int64_t *v) {
+    int64_t rest = o, stride = 1;
+    *v = index_value(idx, o);
+    *off = 0;
+    if (*v < -x->dims[axis] || *v >= x->dims[axis]) return false;
+    for (int d = x->rank - 1; d >= 0; d--) { /* o's coordinates in indices, into data */
+        int64_t c = rest % idx->dims[d];
+        rest /= idx->dims[d];
+        if (d == axis) c = *v < 0 ? *v + x->dims[d] : *v;
+        *off += c * stride;
+        stride *= x->dims[d];
+    }
+    return true;
+}
+
+static int gather_elements_outside(const ir_tensor *x, const ir_tensor *idx, int64_t axis,
+                                   int64_t o, int64_t v, oc_err *err) {
+    return oc_fail(err,
+                   "indices '%s' element %" PRId64 ": %" PRId64 " is outside dim %" PRId64
+                   " of data '%s'",
+                   idx->name, o, v, axis, x->name);
+}
+
 static int gather_elements_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x, *idx;
     int64_t axis;
     if (op_fold_need_value(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
-        op_fold_need_value(g, n, 1, &idx, err) ||
-        op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", &axis, err))
+        op_fold_need_value(g, n, 1, &idx, err) || gather_elements_check(n, x, idx, &axis, err))
         return OC_ERR;
-    if (idx->rank != x->rank)
-        return oc_fail(err, "indices '%s' (rank %d) and data '%s' (rank %d) differ in rank",
-                       idx->name, idx->rank, x->name, x->rank);
-    for (int d = 0; d < x->rank; d++)
-        if (d != axis && idx->dims[d] > x->dims[d])
-            return oc_fail(err, "indices '%s' have %" PRId64 " at dim %d, data '%s' only %" PRId64,
-                           idx->name, idx->dims[d], d, x->name, x->dims[d]);
     op_set_out(g, n, 0, x->dtype, idx->rank, idx->dims);
     int64_t numel;
     uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     size_t es = (size_t)ir_dtype_size(x->dtype);
     for (int64_t o = 0; o < numel; o++) {
-        int64_t rest = o, off = 0, stride = 1, v = index_value(idx, o);
-        if (v < -x->dims[axis] || v >= x->dims[axis]) {
+        int64_t off, v;
+        if (!gather_elements_offset(x, idx, axis, o, &off, &v)) {
             oc_free(buf);
-            return oc_fail(err,
-                           "indices '%s' element %" PRId64 ": %" PRId64 " is outside dim %" PRId64
-                           " of data '%s'",
-                           idx->name, o, v, axis, x->name);
-        }
-        for (int d = x->rank - 1; d >= 0; d--) { /* o's coordinates in indices, into data */
-            int64_t c = rest % idx->dims[d];
-            rest /= idx->dims[d];
-            if (d == axis) c = v < 0 ? v + x->dims[d] : v;
-            off += c * stride;
-            stride *= x->dims[d];
+            return gather_elements_outside(x, idx, axis, o, v, err);
         }
         memcpy(buf + (size_t)o * es, (const uint8_t *)x->data + (size_t)off * es, es);
     }
     return op_fold_set(g, n, buf, numel);
 }
 
-FOLD_OP(op_def_gather_elements, 2, gather_elements_infer);
+/* op_def.lower: GatherElements of run-time data (an activation, a parameter) with plan-time
+ * indices (torch.gather with a fixed index: Funnel's relative-position shift) is a Gather of
+ * the data flattened, at the elements' offsets: Reshape(data, [-1]) then the node as
+ * Gather(flat, offsets, axis 0), whose kernels and gradient (a scatter-add) run it. */
+static int gather_elements_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *idx;
+    int64_t axis, numel;
+    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
+    if (op_is_value(x) || !op_is_value(idx)) return OC_OK; /* folds, or refused by infer */
+    if (gather_elements_check(n, x, idx, &axis, err) || !ir_tensor_numel(idx, &numel))
+        return OC_ERR;
+    if (numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t))
+        return oc_fail(err, "indices '%s' have more than %" PRId64 " elements", idx->name,
+                       OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t));
+    int64_t *offs = oc_malloc((size_t)(numel ? numel : 1) * sizeof(int64_t));
+    for (int64_t o = 0; o < numel; o++) {
+        int64_t v;
+        if (!gather_elements_offset(x, idx, axis, o, &offs[o], &v)) {
+            oc_free(offs);
+            return gather_elements_outside(x, idx, axis, o, v, err);
+        }
+    }
+    int xt = n->inputs[0];
+    idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
+    int64_t idims[IR_MAX_RANK], flat_dim = -1;
+    int irank = idx->rank;
+    memcpy(idims, idx->dims, sizeof idims);
+    char *base = oc_strdup(n->name), *s = oc_sprintf("%s/offsets", base);
+    int ot = ir_const_int64s(g, s, (int)numel, offs); /* 1-D, then shaped as the indices */
+    ir_tensor_set_shape(&g->tensors[ot], irank, idims);
+    oc_free(s), oc_free(offs);
+    s = oc_sprintf("%s/flat_shape", base);
+    int shape = ir_const_int64s(g, s, 1, &flat_dim);
+    oc_free(s);
+    int flat = op_rewrite_insert(g, node, base, "flat", OP_RESHAPE, xt, shape, -1);
+    op_rewrite_become(g, node + 1, OP_GATHER);
+    ir_node_add_input(g, node + 1, flat);
+    ir_node_add_input(g, node + 1, ot);
+    ir_attr a = {.name = "axis", .type = IR_ATTR_INT, .i = 0};
+    ir_node_add_attr(g, node + 1, &a);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* Data differentiable (the lowered Gather's), indices plan-time. */
+static const op_role gather_elements_roles[] = {OP_IN_DATA, OP_IN_CONST};
+
+const op_def op_def_gather_elements = {.min_inputs = 2,
+                                       .max_inputs = 2,
+                                       .min_outputs = 1,
+                                       .max_outputs = 1,
+                                       .roles = gather_elements_roles,
+                                       .n_roles = 2,
+                                       .infer = gather_elements_infer,
+                                       .lower = gather_elements_lower};
 
 /* Never reached: a GatherND of run-time data is a Gather once shapes are
  * inferred, one of values a constant. Present so that gradients are traced

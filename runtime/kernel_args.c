@@ -102,3 +102,12 @@ bool kernel_view_nhwc(const kernel_view *v, int k) {
 bool kernel_view_moved(const kernel_view *v, int k) {
     return kernel_view_half(v, k) || kernel_view_nhwc(v, k);
 }
+
+oc_resize_kind kernel_resize_kind(const kernel_args *a) {
+    const op_resize_args *p = &op_args_of(a->n)->resize;
+    return (oc_resize_kind){.mode = (int)p->mode,
+                            .coord = (int)p->coord,
+                            .nearest = (int)p->nearest,
+                            .exclude_outside = p->exclude_outside,
+                            .cubic_a = p->cubic_a};
+}

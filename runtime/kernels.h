@@ -41,6 +41,7 @@
 #include "ir/ir.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
+#include "resize_coord.h"
 
 typedef struct kernel_args {
     const ir_graph *g;
@@ -66,6 +67,8 @@ int64_t kernel_numel(const ir_tensor *t);
 /* OC_ERR with "node '<name>' (<op>): <message>". */
 int kernel_fail(const kernel_args *a, oc_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A Resize's or ResizeGrad's taps, as runtime/resize_coord.h reads them. */
+oc_resize_kind kernel_resize_kind(const kernel_args *a);
 /* Fails naming the tensor unless its dtype is dt. */
 int kernel_want_dtype(const kernel_args *a, const ir_tensor *t, ir_dtype dt, oc_err *err);
 /* An optimizer update node's slots (ir/ops/op_update.h, checked at inference), its

@@ -276,12 +276,39 @@ def tiny_gather():
     return TinyGather()
 
 
+class TinyBicubic(nn.Module):
+    """F.interpolate(mode="bicubic"), each with a gradient: a learnt position table resized
+    to the feature map as DINOv2 and ViTs with interpolate_pos_encoding do (3x3 to 4x4,
+    align_corners False), and the features upsampled x2 (align_corners True)."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                                  nn.AvgPool2d(4))  # (N, 8, 4, 4)
+        self.pos = nn.Parameter(torch.randn(1, 8, 3, 3) * 0.5)
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        import torch.nn.functional as F
+        h = self.stem(x)
+        h = h + F.interpolate(self.pos, size=(4, 4), mode="bicubic", align_corners=False)
+        h = F.interpolate(h, scale_factor=2, mode="bicubic", align_corners=True)
+        return self.fc(self.conv(h).relu().mean((2, 3)))
+
+
+def tiny_bicubic():
+    return TinyBicubic()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_swin_v2": tiny_swin_v2, "tiny_maxvit": tiny_maxvit,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
-        "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather}
+        "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather,
+        "tiny_bicubic": tiny_bicubic}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

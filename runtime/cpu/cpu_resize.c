@@ -1,16 +1,16 @@
-/* cpu_resize.c — Resize / Upsample (nearest, linear) and ResizeGrad over up to
- * three spatial dims: per dim, each output index reads two input indices with
- * weights (1 - w, w) (nearest: one, w = 0; runtime/resize_coord.h); an output
- * element is the weighted sum over the 2^nsp corners. The gradient scatters
- * each output's value back with the same weights, in output order. */
+/* cpu_resize.c — Resize / Upsample (nearest, linear, cubic) and ResizeGrad over
+ * up to three spatial dims: per dim, each output index reads up to four input
+ * indices with weights (runtime/resize_coord.h); an output element is the
+ * weighted sum over the taps' product over the dims. The gradient scatters each
+ * output's value back with the same weights, in output order. */
 #include <string.h>
 
 #include "cpu_internal.h"
-#include "resize_coord.h"
 
 typedef struct sp_table {
-    int64_t *i0, *i1;
+    int64_t *idx; /* per output index, OC_RESIZE_MAX_TAPS taps */
     double *w;
+    int taps;
 } sp_table;
 
 static int resize_run(const kernel_args *a, bool grad, oc_err *err) {
@@ -21,36 +21,38 @@ static int resize_run(const kernel_args *a, bool grad, oc_err *err) {
     int nsp = p->nsp;
     if (small->rank != nsp + 2 || big->rank != nsp + 2)
         return kernel_fail(a, err, "the spatial rank is not the tensors'");
+    oc_resize_kind k = kernel_resize_kind(a);
     sp_table t[OP_RESIZE_MAX_SP];
+    int combos = 1;
     for (int d = 0; d < nsp; d++) {
         int64_t n = small->dims[2 + d], m = big->dims[2 + d];
-        t[d].i0 = oc_malloc((size_t)(m ? m : 1) * sizeof(int64_t));
-        t[d].i1 = oc_malloc((size_t)(m ? m : 1) * sizeof(int64_t));
-        t[d].w = oc_malloc((size_t)(m ? m : 1) * sizeof(double));
+        t[d].idx = oc_malloc((size_t)(m ? m : 1) * OC_RESIZE_MAX_TAPS * sizeof(int64_t));
+        t[d].w = oc_malloc((size_t)(m ? m : 1) * OC_RESIZE_MAX_TAPS * sizeof(double));
+        t[d].taps = 1;
         for (int64_t o = 0; o < m; o++)
-            oc_resize_src(o, n, m, p->scale[d], p->linear, (int)p->coord, (int)p->nearest,
-                          &t[d].i0[o], &t[d].i1[o], &t[d].w[o]);
+            t[d].taps = oc_resize_taps(o, n, m, p->scale[d], &k, t[d].idx + o * OC_RESIZE_MAX_TAPS,
+                                       t[d].w + o * OC_RESIZE_MAX_TAPS);
+        combos *= t[d].taps;
     }
     int64_t planes = small->dims[0] * small->dims[1], sin = 1, sout = 1;
     for (int d = 0; d < nsp; d++) sin *= small->dims[2 + d], sout *= big->dims[2 + d];
     const float *src = a->in[0];
     float *dst = a->out[0];
     if (grad) memset(dst, 0, (size_t)kernel_numel(out) * sizeof(float));
-    int corners = 1 << nsp;
     for (int64_t pl = 0; pl < planes; pl++)
         for (int64_t o = 0; o < sout; o++) {
             int64_t oi[OP_RESIZE_MAX_SP], rem = o;
             for (int d = nsp - 1; d >= 0; d--)
                 oi[d] = rem % big->dims[2 + d], rem /= big->dims[2 + d];
             double acc = 0;
-            for (int c = 0; c < corners; c++) {
+            for (int c = 0; c < combos; c++) {
                 double w = 1;
                 int64_t off = 0;
-                for (int d = 0; d < nsp; d++) {
-                    bool hi = (c >> d) & 1;
-                    double wd = hi ? t[d].w[oi[d]] : 1.0 - t[d].w[oi[d]];
-                    w *= wd;
-                    off = off * small->dims[2 + d] + (hi ? t[d].i1[oi[d]] : t[d].i0[oi[d]]);
+                for (int d = 0, cr = c; d < nsp; d++) {
+                    int j = cr % t[d].taps;
+                    cr /= t[d].taps;
+                    w *= t[d].w[oi[d] * OC_RESIZE_MAX_TAPS + j];
+                    off = off * small->dims[2 + d] + t[d].idx[oi[d] * OC_RESIZE_MAX_TAPS + j];
                 }
                 if (w == 0.0) continue;
                 if (grad) dst[pl * sin + off] += (float)(w * src[pl * sout + o]);
@@ -58,7 +60,7 @@ static int resize_run(const kernel_args *a, bool grad, oc_err *err) {
             }
             if (!grad) dst[pl * sout + o] = (float)acc;
         }
-    for (int d = 0; d < nsp; d++) oc_free(t[d].i0), oc_free(t[d].i1), oc_free(t[d].w);
+    for (int d = 0; d < nsp; d++) oc_free(t[d].idx), oc_free(t[d].w);
     return OC_OK;
 }
 

@@ -609,9 +609,9 @@ static int resize_run(const cuda_ctx *c, const kernel_args *a, bool grad, oc_err
     const ir_tensor *small = grad ? out : in, *big = grad ? in : out;
     if (small->rank != p->nsp + 2 || big->rank != p->nsp + 2)
         return kernel_fail(a, err, "the spatial rank is not the tensors'");
-    CU_LAUNCH(cu_resize(c->stream, a->in[0], a->out[0], grad, p->nsp, p->linear, (int)p->coord,
-                        (int)p->nearest, small->dims + 2, big->dims + 2, p->scale,
-                        small->dims[0] * small->dims[1]));
+    oc_resize_kind k = kernel_resize_kind(a);
+    CU_LAUNCH(cu_resize(c->stream, a->in[0], a->out[0], grad, p->nsp, &k, small->dims + 2,
+                        big->dims + 2, p->scale, small->dims[0] * small->dims[1]));
     return OC_OK;
 }
 

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "resize_coord.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -165,8 +167,8 @@ int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, fl
                    int64_t outer, int64_t extent, int64_t ni, int64_t inner, int64_t *ws);
 /* Resize (grad 0: in is X, out Y) or ResizeGrad (grad 1: in is dY, out dX) over
  * nsp spatial dims of input extents n and output extents m (runtime/resize_coord.h). */
-int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, int linear, int coord,
-              int nearest, const int64_t *n, const int64_t *m, const double *scale, int64_t planes);
+int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, const oc_resize_kind *k,
+              const int64_t *n, const int64_t *m, const double *scale, int64_t planes);
 /* y = x ? 1 : 0 (bool -> float). */
 int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
 /* y = x between float types (kinds: 0 float32, 1 float16, 2 bfloat16), rounded

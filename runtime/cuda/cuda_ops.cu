@@ -2230,9 +2230,10 @@ extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, in
     return last_error();
 }
 
-// ---- Resize / ResizeGrad (cpu_resize.c; coordinates: runtime/resize_coord.h) ----
+// ---- Resize / ResizeGrad (cpu_resize.c; taps: runtime/resize_coord.h) ----
 struct resize_geo {
-    int nsp, linear, coord, nearest;
+    int nsp;
+    oc_resize_kind k;
     int64_t n[3], m[3]; // input and output extents of the spatial dims
     double scale[3];
 };
@@ -2242,19 +2243,22 @@ __global__ void k_resize(const float *x, float *y, resize_geo g, int64_t planes,
     GRID_LOOP(t, planes * sout) {
         int64_t pl = t / sout, o = t % sout, oi[3], rem = o;
         for (int d = g.nsp - 1; d >= 0; d--) oi[d] = rem % g.m[d], rem /= g.m[d];
-        int64_t i0[3], i1[3];
-        double w[3];
-        for (int d = 0; d < g.nsp; d++)
-            oc_resize_src(oi[d], g.n[d], g.m[d], g.scale[d], g.linear, g.coord, g.nearest, &i0[d],
-                          &i1[d], &w[d]);
+        int64_t idx[3][OC_RESIZE_MAX_TAPS];
+        double w[3][OC_RESIZE_MAX_TAPS];
+        int taps[3], combos = 1;
+        for (int d = 0; d < g.nsp; d++) {
+            taps[d] = oc_resize_taps(oi[d], g.n[d], g.m[d], g.scale[d], &g.k, idx[d], w[d]);
+            combos *= taps[d];
+        }
         double acc = 0;
-        for (int c = 0; c < (1 << g.nsp); c++) {
+        for (int c = 0; c < combos; c++) {
             double wt = 1;
             int64_t off = 0;
-            for (int d = 0; d < g.nsp; d++) {
-                int hi = (c >> d) & 1;
-                wt *= hi ? w[d] : 1.0 - w[d];
-                off = off * g.n[d] + (hi ? i1[d] : i0[d]);
+            for (int d = 0, cr = c; d < g.nsp; d++) {
+                int j = cr % taps[d];
+                cr /= taps[d];
+                wt *= w[d][j];
+                off = off * g.n[d] + idx[d][j];
             }
             if (wt != 0.0) acc += wt * x[pl * sin + off];
         }
@@ -2264,10 +2268,11 @@ __global__ void k_resize(const float *x, float *y, resize_geo g, int64_t planes,
 
 /* The weight output index o of dim d gives input index i. */
 __device__ static double resize_coef(const resize_geo &g, int d, int64_t o, int64_t i) {
-    int64_t a, b;
-    double w;
-    oc_resize_src(o, g.n[d], g.m[d], g.scale[d], g.linear, g.coord, g.nearest, &a, &b, &w);
-    return (a == i ? 1.0 - w : 0.0) + (b == i ? w : 0.0);
+    int64_t idx[OC_RESIZE_MAX_TAPS];
+    double w[OC_RESIZE_MAX_TAPS], sum = 0.0;
+    int taps = oc_resize_taps(o, g.n[d], g.m[d], g.scale[d], &g.k, idx, w);
+    for (int j = 0; j < taps; j++) sum += idx[j] == i ? w[j] : 0.0;
+    return sum;
 }
 
 // One thread per input element: the outputs that read it (a contiguous range
@@ -2307,11 +2312,11 @@ __global__ void k_resize_grad(const float *dy, float *dx, resize_geo g, int64_t 
     }
 }
 
-extern "C" int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, int linear,
-                         int coord, int nearest, const int64_t *n, const int64_t *m,
+extern "C" int cu_resize(void *stream, const float *in, float *out, int grad, int nsp,
+                         const oc_resize_kind *k, const int64_t *n, const int64_t *m,
                          const double *scale, int64_t planes) {
     resize_geo g;
-    g.nsp = nsp, g.linear = linear, g.coord = coord, g.nearest = nearest;
+    g.nsp = nsp, g.k = *k;
     int64_t sin = 1, sout = 1;
     for (int d = 0; d < 3; d++) {
         g.n[d] = d < nsp ? n[d] : 1, g.m[d] = d < nsp ? m[d] : 1;

@@ -18,7 +18,8 @@ the batch, (N, 1, ..) against (1, H, ..)), a weight with a leading 1 and vector 
 (Expand, Squeeze, Unsqueeze inserted at load); GroupNorm with 4 groups and 1, InstanceNorm2d
 with parameters (InstanceNormalization, rewritten at load), F.normalize of a zero row
 (ReduceL2; PyTorch's gradient there is 0); torch.gather of activations at fixed indices
-(GatherElements, lowered at load into a Gather of the flattened data);
+(GatherElements, lowered at load into a Gather of the flattened data); F.interpolate
+bicubic of a learnt position table (DINOv2's) and of features (Resize mode cubic);
 tools/tiny_transformers.py: a GPT -- embeddings, causal attention, LayerNorm, tanh GELU, a
 head tied to the token embedding, token labels [N, T] with some -100s ignored; a Llama:
 RMSNorm, rotary positions from a frequency buffer (Sin / Cos; the buffer must not train),
@@ -80,7 +81,8 @@ from torch_roundtrip import (ADAMW, CLIP, LR, MOMENTUM, TOL, WD,  # noqa: E402
 MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet",
           "tiny_shufflenet", "tiny_convnext", "tiny_fcn", "tiny_swin", "tiny_swin_v2",
           "tiny_maxvit", "tiny_r3d",
-          "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
+          "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
+          "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
 # Exports outcore must refuse, with the reason named: the legacy exporters write MViT's

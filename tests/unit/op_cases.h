@@ -228,6 +228,12 @@ OP_CASE(RESIZE, "nearest x2, scales (asymmetric floor)", 13, 1, "[1,2,3,3] - f=[
         "coordinate_transformation_mode=asymmetric nearest_mode=floor")
 OP_CASE(RESIZE, "linear 1-d downsample, pytorch_half_pixel", 13, 1, "[2,2,9] - - i64=[2,2,4]",
         "mode=linear coordinate_transformation_mode=pytorch_half_pixel")
+OP_CASE(RESIZE, "bicubic 3x3 -> 4x4, half_pixel (DINOv2's position table)", 13, 1,
+        "[1,2,3,3] - - i64=[1,2,4,4]", "mode=cubic coordinate_transformation_mode=half_pixel")
+OP_CASE(RESIZE, "bicubic x2, align_corners, 3-d", 13, 1, "[1,1,2,3,2] - f=[1,1,2,2,2]",
+        "mode=cubic coordinate_transformation_mode=align_corners cubic_coeff_a=-0.5")
+OP_CASE(RESIZE, "cubic downsample, exclude_outside", 13, 1, "[2,1,7,5] - - i64=[2,1,3,4]",
+        "mode=cubic exclude_outside=1")
 OP_CASE(UPSAMPLE, "nearest x2 (opset 9)", 9, 1, "[1,1,2,3] f=[1,1,2,2]", "")
 OP_CASE(SPLIT, "split input", 13, 3, "[2,6,3] i64=[1,3,2]", "axis=1")
 OP_CASE(SPLIT, "num_outputs, last part smaller", 18, 2, "[5,3]", "num_outputs=2")

@@ -188,8 +188,9 @@ typedef struct op_split_args {
 } op_split_args;
 
 /* Resize (Upsample) and ResizeGrad over the spatial dims (from 2 on, at most
- * OP_RESIZE_MAX_SP): nearest or linear, ONNX's coordinate transformation, per
- * dim the scale (output / input extent, or the scales input). */
+ * OP_RESIZE_MAX_SP): nearest, linear or cubic, ONNX's coordinate transformation, per
+ * dim the scale (output / input extent, or the scales input). The taps each output
+ * reads: runtime/resize_coord.h. */
 #define OP_RESIZE_MAX_SP 3
 typedef enum op_resize_coord {
     OP_RESIZE_HALF_PIXEL = 0,
@@ -203,8 +204,15 @@ typedef enum op_resize_nearest {
     OP_NEAREST_FLOOR,
     OP_NEAREST_CEIL,
 } op_resize_nearest;
+typedef enum op_resize_mode {
+    OP_RESIZE_NEAREST = 0,
+    OP_RESIZE_LINEAR,
+    OP_RESIZE_CUBIC,
+} op_resize_mode;
 typedef struct op_resize_args {
-    bool linear; /* else nearest */
+    op_resize_mode mode;
+    double cubic_a;       /* cubic: cubic_coeff_a (ONNX's default and PyTorch's -0.75) */
+    bool exclude_outside; /* cubic: taps outside the input get weight 0, the rest renormalised */
     op_resize_coord coord;
     op_resize_nearest nearest;
     int nsp;

@@ -1,6 +1,7 @@
-/* op_resize.c — Resize (opset 10 on) and Upsample (opset 9): nearest and
- * linear interpolation over the spatial dims (FCN and DeepLabV3 upsample their
- * logits with F.interpolate), shapes from sizes or scales known at plan time;
+/* op_resize.c — Resize (opset 10 on) and Upsample (opset 9): nearest, linear and
+ * cubic interpolation over the spatial dims (FCN and DeepLabV3 upsample their
+ * logits with F.interpolate; DINOv2 resizes its position table bicubically),
+ * shapes from sizes or scales known at plan time;
  * its gradient rule and the backward op ResizeGrad (every output's weights
  * scattered back) beside it. The source coordinates: runtime/resize_coord.h. */
 #include <inttypes.h>
@@ -12,9 +13,14 @@
 
 static int parse_mode(const ir_node *n, int64_t opset, op_resize_args *p, oc_err *err) {
     const char *mode = ir_attr_string(n, "mode", "nearest");
-    if (strcmp(mode, "nearest") == 0) p->linear = false;
-    else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0) p->linear = true;
-    else return oc_fail(err, "mode '%s' is not supported (nearest, linear)", mode);
+    if (strcmp(mode, "nearest") == 0) p->mode = OP_RESIZE_NEAREST;
+    else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0)
+        p->mode = OP_RESIZE_LINEAR;
+    else if (strcmp(mode, "cubic") == 0 || strcmp(mode, "bicubic") == 0) p->mode = OP_RESIZE_CUBIC;
+    else return oc_fail(err, "mode '%s' is not supported (nearest, linear, cubic)", mode);
+    p->cubic_a = ir_attr_float(n, "cubic_coeff_a", -0.75f);
+    p->exclude_outside = ir_attr_int(n, "exclude_outside", 0) != 0;
+    if (!isfinite(p->cubic_a)) return oc_fail(err, "cubic_coeff_a is not finite");
     /* Upsample and opset-10 Resize map output to input by x / scale. */
     bool old = n->op == OP_UPSAMPLE || (n->op == OP_RESIZE && opset < 11);
     const char *ct =
@@ -32,11 +38,11 @@ static int parse_mode(const ir_node *n, int64_t opset, op_resize_args *p, oc_err
     for (int i = 0; i < 4; i++)
         if (strcmp(nm, nms[i]) == 0) p->nearest = (op_resize_nearest)i;
     if ((int)p->nearest < 0) return oc_fail(err, "nearest_mode '%s' is not supported", nm);
-    if (ir_attr_int(n, "antialias", 0) || ir_attr_int(n, "exclude_outside", 0) ||
-        ir_attr_find(n, "axes") ||
+    if (p->exclude_outside && p->mode != OP_RESIZE_CUBIC)
+        return oc_fail(err, "exclude_outside is supported in mode cubic only");
+    if (ir_attr_int(n, "antialias", 0) || ir_attr_find(n, "axes") ||
         strcmp(ir_attr_string(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
-        return oc_fail(err, "antialias, exclude_outside, axes and keep_aspect_ratio_policy are "
-                            "not supported");
+        return oc_fail(err, "antialias, axes and keep_aspect_ratio_policy are not supported");
     return OC_OK;
 }
 
@@ -121,7 +127,8 @@ static int resize_grad(grad_ctx *c) {
     static const char *const cts[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                       "asymmetric"};
     static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-    const char *ct = cts[p->coord], *nm = nms[p->nearest], *mode = p->linear ? "linear" : "nearest";
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    const char *ct = cts[p->coord], *nm = nms[p->nearest], *mode = modes[p->mode];
     int64_t sc[OP_RESIZE_MAX_SP], dims[IR_MAX_RANK];
     int nsp = p->nsp;
     for (int d = 0; d < nsp; d++) sc[d] = (int64_t)llround(p->scale[d] * 1e9);
@@ -136,6 +143,10 @@ static int resize_grad(grad_ctx *c) {
     grad_attr_string(c, b, "mode", mode);
     grad_attr_string(c, b, "coordinate_transformation_mode", ct);
     grad_attr_string(c, b, "nearest_mode", nm);
+    if (p->mode == OP_RESIZE_CUBIC) {
+        grad_attr_float(c, b, "cubic_coeff_a", (float)p->cubic_a);
+        grad_attr_int(c, b, "exclude_outside", p->exclude_outside);
+    }
     return grad_finish(c, b);
 }
 

@@ -73,6 +73,13 @@ int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err) {
         else if (!op_is_value(&g->tensors[t])) return OC_OK; /* reads a run-time tensor */
     }
     if (!any) return OC_OK;
+    for (int k = 0; k < n->n_inputs; k++) { /* folding takes no larger value */
+        int64_t bytes = 0;
+        int t = n->inputs[k];
+        if (t >= 0 && s->host[t] &&
+            (!ir_tensor_bytes(&g->tensors[t], &bytes) || bytes > OP_FOLD_MAX_BYTES))
+            return OC_OK;
+    }
     for (int k = 0; k < n->n_inputs; k++) { /* the stand-ins, as plan-time values */
         int t = n->inputs[k];
         ir_tensor *x = t >= 0 ? &g->tensors[t] : NULL;
@@ -303,12 +310,13 @@ static int run(ir_graph *h, oc_err *err) {
 }
 
 int host_inputs_infer(ir_graph *h, oc_err *err) {
-    int rc = OC_OK;
-    for (int i = 0; i < h->n_inputs && rc == OC_OK; i++) {
+    for (int i = 0; i < h->n_inputs; i++) {
         ir_tensor *x = &h->tensors[h->inputs[i]];
         int64_t bytes = 0;
-        if (!ir_tensor_bytes(x, &bytes))
-            return oc_fail(err, "%s: host input '%s' has no static shape", h->model_path, x->name);
+        if (!ir_tensor_bytes(x, &bytes) || bytes > OP_FOLD_MAX_BYTES)
+            return oc_fail(err,
+                           "%s: host input '%s' has no static shape of at most %" PRId64 " bytes",
+                           h->model_path, x->name, OP_FOLD_MAX_BYTES);
         uint8_t *zeros = oc_calloc((size_t)bytes + 1, 1);
         ir_tensor_set_data(x, zeros, (size_t)bytes);
         x->kind = IR_KIND_CONSTANT;

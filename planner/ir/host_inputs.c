@@ -65,6 +65,8 @@ int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err) {
     grow(s, g);
     ir_node *n = &g->nodes[i];
     if (n->op == OP_SHAPE) return OC_OK; /* shapes are plan-time */
+    if (n->op == OP_CAST_LIKE && n->n_inputs > 0 && n->inputs[0] >= 0 && !s->host[n->inputs[0]])
+        return OC_OK; /* reads only the type of its second input */
     bool any = false;
     for (int k = 0; k < n->n_inputs; k++) {
         int t = n->inputs[k];

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dataset.h"
 #include "ir/onnx_export.h"
 #include "ir/onnx_import.h"
 #include "ir/out_file.h"
@@ -23,7 +24,7 @@ static bool saved_kind(const train_graph *tg, int t, bool with_opt) {
 /* Fills s (its arrays: the caller frees skip and extra) for the forward model
  * with x's current weights; ck non-NULL: with the optimizer state too. */
 static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_export_spec *spec,
-                     char text[4][32], const char *meta[8], int *data_input, int *out,
+                     char text[4][32], const char *meta[8], int *data_inputs, int *out,
                      oc_err *err) {
     ir_graph *g = tg->g;
     int *extra = oc_malloc((size_t)g->n_tensors * sizeof *extra), n_extra = 0, rc = OC_OK;
@@ -77,11 +78,12 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
         memcpy(meta, kv, sizeof kv);
         n_meta = 4;
     }
-    *data_input = g->inputs[train_data_input(tg)];
+    int n_data = train_data_inputs(tg, data_inputs, RT_DATA_MAX); /* the model's inputs */
+    for (int i = 0; i < n_data && i < RT_DATA_MAX; i++) data_inputs[i] = g->inputs[data_inputs[i]];
     *spec = (onnx_export_spec){.node_begin = 0,
                                .node_end = loss_node,
-                               .inputs = data_input,
-                               .n_inputs = 1,
+                               .inputs = data_inputs,
+                               .n_inputs = n_data < RT_DATA_MAX ? n_data : RT_DATA_MAX,
                                .outputs = out,
                                .n_outputs = 1,
                                .skip = skip,
@@ -102,8 +104,8 @@ int rt_save_buffer(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, uint8_t
     onnx_export_spec s;
     char text[4][32];
     const char *meta[8];
-    int data_input, out;
-    int rc = save_spec(x, tg, ck, &s, text, meta, &data_input, &out, err);
+    int data_inputs[RT_DATA_MAX], out;
+    int rc = save_spec(x, tg, ck, &s, text, meta, data_inputs, &out, err);
     if (rc == OC_OK) rc = onnx_export_graph_buffer(tg->g, &s, buf, len, err);
     oc_free((void *)s.skip);
     oc_free((void *)s.extra);

@@ -137,25 +137,37 @@ static int sample_shape(const rt_npy *a, const ir_tensor *t, const char *what, i
     return OC_OK;
 }
 
-int rt_dataset_bind(rt_dataset *d, const rt_npy *x, const rt_npy *y, const ir_tensor *data,
-                    const ir_tensor *labels, int64_t classes, int64_t ignore_index, oc_err *err) {
-    memset(d, 0, sizeof *d);
-    if (data->dtype != IR_DTYPE_FLOAT && data->dtype != IR_DTYPE_INT64)
+/* x against the model's data input t. */
+static int bind_data(const rt_npy *x, const ir_tensor *t, int64_t *per, oc_err *err) {
+    if (t->dtype != IR_DTYPE_FLOAT && t->dtype != IR_DTYPE_INT64)
         return oc_fail(err, "the model's input '%s' is %s; data sets feed float32 or int64 inputs",
-                       data->name, ir_dtype_name(data->dtype));
-    if (x->dtype != data->dtype)
+                       t->name, ir_dtype_name(t->dtype));
+    if (x->dtype != t->dtype)
         return oc_fail(err, "%s: data must be %s ('%s'), as the model's input '%s'", x->path,
-                       data->dtype == IR_DTYPE_FLOAT ? "float32" : "int64 token ids",
-                       data->dtype == IR_DTYPE_FLOAT ? "<f4" : "<i8", data->name);
+                       t->dtype == IR_DTYPE_FLOAT ? "float32" : "int64",
+                       t->dtype == IR_DTYPE_FLOAT ? "<f4" : "<i8", t->name);
+    return sample_shape(x, t, "data", per, err);
+}
+
+int rt_dataset_bind(rt_dataset *d, int n_x, const rt_npy *const *x, const rt_npy *y,
+                    const ir_tensor *const *data, const ir_tensor *labels, int64_t classes,
+                    int64_t ignore_index, oc_err *err) {
+    memset(d, 0, sizeof *d);
+    OC_ASSERT(n_x >= 1 && n_x <= RT_DATA_MAX);
+    for (int i = 0; i < n_x; i++) {
+        if (bind_data(x[i], data[i], &d->x_sample[i], err)) return OC_ERR;
+        if (x[i]->dims[0] != x[0]->dims[0])
+            return oc_fail(err, "%s has %" PRId64 " samples, %s has %" PRId64, x[i]->path,
+                           x[i]->dims[0], x[0]->path, x[0]->dims[0]);
+        d->x[i] = x[i];
+    }
     if (y->dtype == IR_DTYPE_FLOAT)
         return oc_fail(err, "%s: labels must be int64 or int32", y->path);
-    if (sample_shape(x, data, "data", &d->x_sample, err) ||
-        sample_shape(y, labels, "labels", &d->y_sample, err))
-        return OC_ERR;
-    if (x->dims[0] != y->dims[0])
-        return oc_fail(err, "%s has %" PRId64 " samples, %s has %" PRId64, x->path, x->dims[0],
-                       y->path, y->dims[0]);
-    d->x = x, d->y = y, d->n = x->dims[0];
+    if (sample_shape(y, labels, "labels", &d->y_sample, err)) return OC_ERR;
+    if (x[0]->dims[0] != y->dims[0])
+        return oc_fail(err, "%s has %" PRId64 " samples, %s has %" PRId64, x[0]->path,
+                       x[0]->dims[0], y->path, y->dims[0]);
+    d->n_x = n_x, d->y = y, d->n = x[0]->dims[0];
     int64_t n = d->n * d->y_sample;
     for (int64_t i = 0; i < n; i++) {
         int64_t v;
@@ -187,11 +199,14 @@ int64_t *rt_dataset_order(int64_t n, uint64_t seed, int64_t epoch) {
     return p;
 }
 
-void rt_dataset_gather(const rt_dataset *d, const int64_t *idx, int64_t count, void *x,
+void rt_dataset_gather(const rt_dataset *d, const int64_t *idx, int64_t count, void *const *x,
                        int64_t *y) {
-    size_t xs = (size_t)d->x_sample * (size_t)ir_dtype_size(d->x->dtype);
+    for (int i = 0; i < d->n_x; i++) {
+        size_t xs = (size_t)d->x_sample[i] * (size_t)ir_dtype_size(d->x[i]->dtype);
+        for (int64_t k = 0; k < count; k++)
+            memcpy((uint8_t *)x[i] + (size_t)k * xs, d->x[i]->data + (size_t)idx[k] * xs, xs);
+    }
     for (int64_t k = 0; k < count; k++) {
-        memcpy((uint8_t *)x + (size_t)k * xs, d->x->data + (size_t)idx[k] * xs, xs);
         for (int64_t j = 0; j < d->y_sample; j++) {
             int64_t at = idx[k] * d->y_sample + j, v;
             if (d->y->dtype == IR_DTYPE_INT64) memcpy(&v, d->y->data + at * 8, 8);

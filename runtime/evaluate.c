@@ -66,7 +66,15 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     rt_exec_opts eo = {.backend = b, .seed = 0, .keep = keep};
     if ((rc = rt_exec_new(eg, &eo, &ex, err)) || (rc = rt_exec_upload_initializers(ex, err)))
         goto out;
-    int di = train_data_input(eg), li = train_label_input(eg);
+    int di[RT_DATA_MAX], li = train_label_input(eg),
+                         n_data = train_data_inputs(eg, di, RT_DATA_MAX);
+    void *bufs[RT_DATA_MAX];
+    if (n_data != d->n_x) {
+        rc = oc_fail(err, "the evaluation model has %d data inputs, the data set %d", n_data,
+                     d->n_x);
+        goto out;
+    }
+    for (int i = 0; i < n_data; i++) bufs[i] = rt_exec_host_input(ex, di[i]);
     logits = oc_malloc((size_t)(batch * per) * sizeof(float));
     idx = oc_malloc((size_t)batch * sizeof(int64_t));
     double loss = 0;
@@ -74,7 +82,7 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     for (int64_t at = 0; at < d->n && rc == OC_OK; at += batch) {
         int64_t rows = d->n - at < batch ? d->n - at : batch;
         for (int64_t k = 0; k < batch; k++) idx[k] = k < rows ? at + k : at; /* padding */
-        rt_dataset_gather(d, idx, batch, rt_exec_host_input(ex, di), rt_exec_host_input(ex, li));
+        rt_dataset_gather(d, idx, batch, bufs, rt_exec_host_input(ex, li));
         float l;
         if ((rc = rt_exec_step(ex, 0, &l, err)) || (rc = rt_exec_read(ex, out, logits, err))) break;
         score(logits, rt_exec_host_input(ex, li), rows * spatial, classes, o.ignore_index, &loss,

@@ -36,9 +36,11 @@ CONFIGS = {
 }
 # exported by the default exporter with its initializers in <file>.data
 EXTERNAL_DATA = {"tiny_hf_bert"}
-# Batches right-padded with the pad token (id 1): RoBERTa's position ids count only the
-# tokens that are not padding (a cumulative sum of ids != pad, computed from the ids in the
-# model: outcore runs it on the host each step), the padding's all equal to the pad id.
+# Batches right-padded with the pad token (id 1), and the attention mask of the padding as a
+# second input: RoBERTa's position ids count only the tokens that are not padding (a
+# cumulative sum of ids != pad, computed from the ids in the model), the padding's all equal
+# to the pad id, and the mask turns into the attention's additive bias; outcore runs both on
+# the host each step.
 PADDED = {"tiny_hf_roberta": 1}
 # the legacy exporter refuses Llama's mask code (aten::diff)
 NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (the mask code)"}
@@ -51,10 +53,10 @@ class Wrap(torch.nn.Module):
         super().__init__()
         self.m, self.kind = m, kind
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
         if self.kind == "t5":
             return self.m(input_ids=x, decoder_input_ids=x).logits
-        return self.m(input_ids=x).logits
+        return self.m(input_ids=x, attention_mask=mask).logits
 
 
 def build(name):
@@ -76,11 +78,15 @@ def build(name):
 
 
 def pad(name, x):
-    """The fixture's batch x with its rows right-padded (PADDED): 3 and 6 pad tokens."""
-    if name in PADDED:
-        x[0, -3:] = PADDED[name]
-        x[1, -6:] = PADDED[name]
-    return x
+    """The fixture's batch: x, or for PADDED models x with its rows right-padded (3 and 6 pad
+    tokens) and the attention mask of that padding (int64, 1 where a token is)."""
+    if name not in PADDED:
+        return x
+    mask = torch.ones_like(x)
+    for row, n in ((0, 3), (1, 6)):
+        x[row, -n:] = PADDED[name]
+        mask[row, -n:] = 0
+    return x, mask
 
 
 def classifier(name):

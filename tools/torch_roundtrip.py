@@ -118,22 +118,34 @@ def image_size(name):
     return fixed.get(name, IMAGE_SIZE)
 
 
+def as_inputs(x):
+    """A model's inputs as a tuple: x, or the tensors of a tuple x (token ids and an attention
+    mask)."""
+    return tuple(x) if isinstance(x, tuple) else (x,)
+
+
+def input_names(x):
+    """The exported inputs' names: "input", then "input_1", .. (the fixtures' arrays too)."""
+    return ["input"] + [f"input_{i}" for i in range(1, len(as_inputs(x)))]
+
+
 def export(model, x, exporter, path):
     """Exports a copy: exporting runs the model, which in train mode moves its BN statistics."""
     import copy
     from torch.onnx import TrainingMode
     state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
     model = copy.deepcopy(model).train()
+    args = as_inputs(x)
     if exporter == "dynamo":
-        torch.onnx.export(model, (x,), path, dynamo=True, optimize=False, external_data=False,
+        torch.onnx.export(model, args, path, dynamo=True, optimize=False, external_data=False,
                           training=TrainingMode.TRAINING)
     elif exporter == "dynamo-optimized":  # the exporter's defaults: BN folded (outcore warns)
-        torch.onnx.export(model, (x,), path, dynamo=True, external_data=False,
+        torch.onnx.export(model, args, path, dynamo=True, external_data=False,
                           training=TrainingMode.TRAINING)
     elif exporter == "legacy":
         kw = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
-        torch.onnx.export(model, (x,), path, training=TrainingMode.TRAINING,
-                          do_constant_folding=False, input_names=["input"], **kw)
+        torch.onnx.export(model, args, path, training=TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=input_names(x), **kw)
     else:
         raise ValueError(exporter)
     restore_initializers(path, state)
@@ -161,7 +173,7 @@ def reference_run(model, x, y, dtype, steps=1, adamw=False, clip=None):
            torch.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD))
     losses = []
     for _ in range(steps):
-        out = m(x.to(dtype) if x.is_floating_point() else x)
+        out = m(*[t.to(dtype) if t.is_floating_point() else t for t in as_inputs(x)])
         if isinstance(out, dict):  # segmentation models
             out = out["out"]
         yy = y
@@ -375,8 +387,9 @@ def fixture_exports_and_step(model, x, y, name, out, exporters=("dynamo", "legac
     strip_provenance(os.path.join(out, f"{name}_dynamo.onnx"))
     loss64, s64 = reference_step(model, x, y, torch.float64)
     loss32, s32 = float32_spread(model, x, y, (loss64, s64), 0)
-    arrays = {"input": x.numpy(), "labels": y.numpy().astype(np.int64),
-              "loss": np.float64(loss64), "loss_fp32": np.float64(loss32)}
+    arrays = {"labels": y.numpy().astype(np.int64), "loss": np.float64(loss64),
+              "loss_fp32": np.float64(loss32)}
+    arrays.update({n: t.numpy() for n, t in zip(input_names(x), as_inputs(x))})
     for k, v in s64.items():
         arrays["w64/" + k] = v
         arrays["fp32_dist/" + k] = np.float64(rel(s32[k], v))

@@ -243,12 +243,18 @@ int host_scan_finish(host_scan *s, ir_graph *g, oc_err *err) {
     }
     ir_graph_remove_nodes(g, remove);
     oc_free(remove);
+    char roots[160] = "";
+    for (int j = 0; j < h->n_inputs && j < 2; j++) {
+        size_t len = strlen(roots);
+        snprintf(roots + len, sizeof roots - len, "%s'%s'", j ? ", " : "",
+                 h->tensors[h->inputs[j]].name);
+    }
     ir_graph_note(g,
-                  "%d nodes compute %s%s from the integer input%s %s'%s' (position ids from "
-                  "token ids): they run on the host each step, and the device reads what they "
-                  "give as inputs",
+                  "%d nodes run on the host each step (integer glue: position ids, attention "
+                  "masks), computing %s%s from the model's integer input%s %s%s; the device "
+                  "reads what they give as inputs",
                   s->n_glue, names, h->n_outputs > 2 ? ", ..." : "", h->n_inputs > 1 ? "s" : "",
-                  h->n_inputs > 1 ? "including " : "", h->tensors[h->inputs[0]].name);
+                  roots, h->n_inputs > 2 ? ", ..." : "");
     g->host = h;
     return OC_OK;
 }

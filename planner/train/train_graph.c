@@ -40,11 +40,20 @@ train_opts train_opts_default(void) {
                         .loss_scale_interval = 2000};
 }
 
-int train_data_input(const train_graph *tg) {
+int train_data_inputs(const train_graph *tg, int *idx, int cap) {
     const ir_graph *g = tg->g;
+    int n = 0;
     for (int i = 0; i < g->n_inputs; i++)
-        if (g->inputs[i] != tg->label_tensor && !g->tensors[g->inputs[i]].is_host_input) return i;
-    return 0;
+        if (g->inputs[i] != tg->label_tensor && !g->tensors[g->inputs[i]].is_host_input) {
+            if (n < cap) idx[n] = i;
+            n++;
+        }
+    return n;
+}
+
+int train_data_input(const train_graph *tg) {
+    int i = 0;
+    return train_data_inputs(tg, &i, 1) ? i : 0;
 }
 
 int train_label_input(const train_graph *tg) {

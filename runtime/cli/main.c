@@ -64,8 +64,11 @@ static void usage(FILE *f) {
         "                   [--conv-api legacy|graph|auto]\n\n"
         "Trains MODEL (a training graph from `outcore-plan emit`, a plan, or a forward model)\n"
         "for K steps (default 1). Data: synthetic from --seed (inputs N(0,1), labels uniform\n"
-        "in [0, C)), the same batch every step from ONNX TensorProto files (--input), or a\n"
-        "data set (--data: NumPy float32 [N, ...] and int64/int32 labels [N], memory-mapped),\n"
+        "in [0, C); token ids uniform in [0, C), further integer inputs ones: an attention\n"
+        "mask that masks nothing), the same batch every step from ONNX TensorProto files\n"
+        "(--input), or a data set (--data: NumPy float32 or int64 [N, ...] and int64/int32\n"
+        "labels [N], memory-mapped); a model with several data inputs (token ids and an\n"
+        "attention mask) takes one file each, comma-separated, in its input order,\n"
         "visited in a new shuffled order each epoch (from --seed), full batches only, for\n"
         "--epochs E (default 1) or --steps K; --eval-data/--eval-labels: after each epoch, the\n"
         "mean loss and accuracy of the held-out set in inference mode (BN running statistics,\n"
@@ -461,6 +464,7 @@ static int print_loss_scaling(const train_graph *tg) {
 
 static void synth_batch(rt_exec *x, const train_graph *tg, uint64_t seed, int64_t step) {
     const ir_graph *g = tg->g;
+    bool ids_done = false; /* the first integer data input: token ids; the rest: ones */
     for (int i = 0; i < g->n_inputs; i++) {
         const ir_tensor *t = &g->tensors[g->inputs[i]];
         int64_t numel = 0;
@@ -468,11 +472,15 @@ static void synth_batch(rt_exec *x, const train_graph *tg, uint64_t seed, int64_
         ir_tensor_numel(t, &numel);
         void *dst = rt_exec_host_input(x, i);
         uint64_t stream = (uint64_t)step * 16 + (uint64_t)i;
-        if (t->dtype == IR_DTYPE_INT64) {
+        if (t->dtype == IR_DTYPE_INT64 && g->inputs[i] != tg->label_tensor && ids_done) {
+            int64_t *v = dst;
+            for (int64_t k = 0; k < numel; k++) v[k] = 1;
+        } else if (t->dtype == IR_DTYPE_INT64) {
             int64_t c = n_classes(tg), *v = dst;
             for (int64_t k = 0; k < numel; k++)
                 v[k] =
                     (int64_t)(rt_init_uniform(seed ^ 0x5eed, stream, (uint64_t)k) * (double)c) % c;
+            ids_done = ids_done || g->inputs[i] != tg->label_tensor;
         } else if (t->dtype == IR_DTYPE_FLOAT) {
             float *v = dst;
             for (int64_t k = 0; k < numel; k++) { /* Box-Muller */
@@ -491,8 +499,41 @@ static double now_s(void) {
 }
 
 /* A --data run's state: the training and held-out sets, the epoch's order. */
+/* A comma-separated list of files, one per data input of the model (token ids, then an
+ * attention mask, ..: train_data_inputs' order). */
+typedef struct path_list {
+    char *buf; /* the list, split in place; owned */
+    const char *path[RT_DATA_MAX];
+    int n;
+} path_list;
+
+static int path_list_split(const char *flag, const char *list, const train_graph *tg,
+                           path_list *out, oc_err *err) {
+    int idx[RT_DATA_MAX], want = train_data_inputs(tg, idx, RT_DATA_MAX);
+    memset(out, 0, sizeof *out);
+    out->buf = oc_strdup(list);
+    for (char *p = out->buf, *next; p; p = next) {
+        next = strchr(p, ',');
+        if (next) *next++ = '\0';
+        if (out->n < RT_DATA_MAX) out->path[out->n] = p;
+        out->n++;
+    }
+    if (out->n == want) return OC_OK;
+    char names[256] = "";
+    for (int i = 0; i < want && i < RT_DATA_MAX; i++) {
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s'%s'", i ? ", " : "",
+                 tg->g->tensors[tg->g->inputs[idx[i]]].name);
+    }
+    return oc_fail(err,
+                   "%s gives %d file%s; the model has %d data input%s (%s): one file each, "
+                   "comma-separated, in that order",
+                   flag, out->n, out->n == 1 ? "" : "s", want, want == 1 ? "" : "s", names);
+}
+
+/* A --data run's state: the training and held-out sets, the epoch's order. */
 typedef struct data_run {
-    rt_npy x, y, ex, ey;
+    rt_npy x[RT_DATA_MAX], y, ex[RT_DATA_MAX], ey;
     rt_dataset train, eval;
     int64_t per_epoch; /* full batches per epoch */
     int64_t *order, order_epoch;
@@ -500,22 +541,39 @@ typedef struct data_run {
 } data_run;
 
 static void data_run_free(data_run *d) {
-    rt_npy_close(&d->x), rt_npy_close(&d->y), rt_npy_close(&d->ex), rt_npy_close(&d->ey);
+    for (int i = 0; i < RT_DATA_MAX; i++) rt_npy_close(&d->x[i]), rt_npy_close(&d->ex[i]);
+    rt_npy_close(&d->y), rt_npy_close(&d->ey);
     oc_free(d->order);
+}
+
+/* The arrays of list (one per data input) and labels opened and bound as *set. */
+static int data_set_open(const char *flag, const char *list, const char *labels,
+                         const train_graph *tg, rt_npy *x, rt_npy *y, rt_dataset *set,
+                         oc_err *err) {
+    const ir_graph *g = tg->g;
+    int idx[RT_DATA_MAX];
+    train_data_inputs(tg, idx, RT_DATA_MAX);
+    path_list pl;
+    int rc = path_list_split(flag, list, tg, &pl, err);
+    const rt_npy *xs[RT_DATA_MAX];
+    const ir_tensor *ts[RT_DATA_MAX];
+    for (int i = 0; i < pl.n && rc == OC_OK; i++) {
+        rc = rt_npy_open(pl.path[i], &x[i], err);
+        xs[i] = &x[i], ts[i] = &g->tensors[g->inputs[idx[i]]];
+    }
+    if (rc == OC_OK) rc = rt_npy_open(labels, y, err);
+    if (rc == OC_OK)
+        rc = rt_dataset_bind(set, pl.n, xs, y, ts, &g->tensors[tg->label_tensor], n_classes(tg),
+                             tg->opts.ignore_index, err);
+    oc_free(pl.buf);
+    return rc;
 }
 
 static int data_open(const run_opts *o, const train_graph *tg, int64_t batch, data_run *d,
                      oc_err *err) {
-    const ir_graph *g = tg->g;
-    const ir_tensor *xt = &g->tensors[g->inputs[train_data_input(tg)]],
-                    *yt = &g->tensors[tg->label_tensor];
-    if (rt_npy_open(o->data, &d->x, err) || rt_npy_open(o->labels, &d->y, err) ||
-        rt_dataset_bind(&d->train, &d->x, &d->y, xt, yt, n_classes(tg), tg->opts.ignore_index, err))
-        return OC_ERR;
-    if (o->eval_data &&
-        (rt_npy_open(o->eval_data, &d->ex, err) || rt_npy_open(o->eval_labels, &d->ey, err) ||
-         rt_dataset_bind(&d->eval, &d->ex, &d->ey, xt, yt, n_classes(tg), tg->opts.ignore_index,
-                         err)))
+    if (data_set_open("--data", o->data, o->labels, tg, d->x, &d->y, &d->train, err) ||
+        (o->eval_data && data_set_open("--eval-data", o->eval_data, o->eval_labels, tg, d->ex,
+                                       &d->ey, &d->eval, err)))
         return OC_ERR;
     d->per_epoch = d->train.n / batch;
     if (d->per_epoch == 0)
@@ -523,6 +581,13 @@ static int data_open(const run_opts *o, const train_graph *tg, int64_t batch, da
                        d->train.n, batch);
     d->order_epoch = -1;
     return OC_OK;
+}
+
+/* The host buffers of the data inputs, in train_data_inputs' order. */
+static int data_buffers(rt_exec *x, const train_graph *tg, void **bufs) {
+    int idx[RT_DATA_MAX], n = train_data_inputs(tg, idx, RT_DATA_MAX);
+    for (int i = 0; i < n && i < RT_DATA_MAX; i++) bufs[i] = rt_exec_host_input(x, idx[i]);
+    return n;
 }
 
 /* The batch of global step `step`: epoch step / per_epoch, in that epoch's order. */
@@ -534,8 +599,9 @@ static void data_batch(rt_exec *x, const train_graph *tg, data_run *d, uint64_t 
         d->order = rt_dataset_order(d->train.n, seed, epoch);
         d->order_epoch = epoch;
     }
-    rt_dataset_gather(&d->train, d->order + at * batch, batch,
-                      rt_exec_host_input(x, train_data_input(tg)),
+    void *bufs[RT_DATA_MAX];
+    data_buffers(x, tg, bufs);
+    rt_dataset_gather(&d->train, d->order + at * batch, batch, bufs,
                       rt_exec_host_input(x, train_label_input(tg)));
 }
 
@@ -586,6 +652,11 @@ static int run(const run_opts *o, oc_err *err) {
                 b->device_name);
     if (tg->label_tensor < 0) {
         oc_fail(err, "%s: the training step has no label input", o->model);
+        goto out;
+    }
+    if (train_data_inputs(tg, NULL, 0) > RT_DATA_MAX) {
+        oc_fail(err, "%s: the model has %d data inputs; outcore-run feeds at most %d", o->model,
+                train_data_inputs(tg, NULL, 0), RT_DATA_MAX);
         goto out;
     }
     if (rt_init_missing(tg, o->seed, &n_init, err)) goto out;
@@ -641,11 +712,16 @@ static int run(const run_opts *o, oc_err *err) {
     }
     const ir_graph *g = tg->g;
     if (o->input) {
-        int di = train_data_input(tg), li = train_label_input(tg);
-        if (rt_tensor_read_pb(o->input, &g->tensors[g->inputs[di]], rt_exec_host_input(x, di),
-                              err) ||
-            rt_tensor_read_pb(o->labels, &g->tensors[g->inputs[li]], rt_exec_host_input(x, li),
-                              err))
+        int di[RT_DATA_MAX], li = train_label_input(tg);
+        train_data_inputs(tg, di, RT_DATA_MAX);
+        path_list pl;
+        int rc_in = path_list_split("--input", o->input, tg, &pl, err);
+        for (int i = 0; i < pl.n && rc_in == OC_OK; i++)
+            rc_in = rt_tensor_read_pb(pl.path[i], &g->tensors[g->inputs[di[i]]],
+                                      rt_exec_host_input(x, di[i]), err);
+        oc_free(pl.buf);
+        if (rc_in || rt_tensor_read_pb(o->labels, &g->tensors[g->inputs[li]],
+                                       rt_exec_host_input(x, li), err))
             goto out;
         const int64_t *lab = rt_exec_host_input(x, li);
         int64_t nl = 0, c = n_classes(tg);

@@ -30,11 +30,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ir_tensor xt = {.name = "input", .dtype = IR_DTYPE_FLOAT, .rank = 4, .dims = {2, 3, 2, 2}};
     ir_tensor yt = {.name = "labels", .dtype = IR_DTYPE_INT64, .rank = 1, .dims = {2}};
     rt_dataset d;
+    const rt_npy *xs[] = {&x};
+    const ir_tensor *xts[] = {&xt};
     if (rx == OC_OK && ry == OC_OK &&
-        rt_dataset_bind(&d, &x, &y, &xt, &yt, 4, -100, &err) == OC_OK && d.n >= 1) {
+        rt_dataset_bind(&d, 1, xs, &y, xts, &yt, 4, -100, &err) == OC_OK && d.n >= 1) {
         float xb[24];
         int64_t yb[2], idx[2] = {0, d.n - 1};
-        rt_dataset_gather(&d, idx, 2, xb, yb);
+        void *bufs[] = {xb};
+        rt_dataset_gather(&d, idx, 2, bufs, yb);
         int64_t *order = rt_dataset_order(d.n < 64 ? d.n : 64, 7, 1);
         oc_free(order);
     }

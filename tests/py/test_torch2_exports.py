@@ -99,8 +99,10 @@ NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama'
 # Transformers whose attention adds a bias that is not a mask (T5's learnt relative positions,
 # BLOOM's ALiBi slopes): --attention fused leaves those blocks as they are, and must still
 # match; T5's cross-attention adds zeros, fused where the export makes them a plan-time value
-# (the legacy one). Every other transformer must fuse.
-MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom"}
+# (the legacy one). RoBERTa's padding mask is a run-time input (the attention mask, made an
+# additive bias on the host): FusedAttention takes plan-time masks only, so its blocks stay
+# unfused. Every other transformer must fuse.
+MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_roberta"}
 # Module buffers a legacy export writes as plain initializers (nothing in the file marks them;
 # torch.export's files do, and outcore keeps those constant): the user's --freeze, as the
 # docs advise. BART's final_logits_bias is a zeros buffer added to the logits.
@@ -114,10 +116,23 @@ def rel(a, b):
     return float(np.linalg.norm(a - b) / (nb if nb > 0 else 1.0))
 
 
+def inputs_of(ref):
+    """A fixture's inputs: its "input" array, or the list of "input", "input_1", .. of a model
+    with several (token ids and an attention mask)."""
+    xs = [ref["input"]] + [ref[f"input_{i}"] for i in range(1, 8) if f"input_{i}" in ref.files]
+    return xs if len(xs) > 1 else xs[0]
+
+
 def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False, extra=()):
-    xp, yp, saved = (os.path.join(tmp, f) for f in ("x.pb", "y.pb", "trained.onnx"))
-    onnx.save_tensor(numpy_helper.from_array(x, "input"), xp)
+    """outcore-run's steps on the batch (x: an array, or one per data input), the losses, the
+    trained tensors (--save) and stderr."""
+    xs = x if isinstance(x, list) else [x]
+    xps = [os.path.join(tmp, f"x{i}.pb") for i in range(len(xs))]
+    yp, saved = (os.path.join(tmp, f) for f in ("y.pb", "trained.onnx"))
+    for a, p in zip(xs, xps):
+        onnx.save_tensor(numpy_helper.from_array(a, "input"), p)
     onnx.save_tensor(numpy_helper.from_array(y, "labels"), yp)
+    xp, x = ",".join(xps), xs[0]
     opt = (["--optimizer", "adamw", "--lr", str(ADAMW["lr"]), "--betas",
             ",".join(str(b) for b in ADAMW["betas"]), "--eps", str(ADAMW["eps"]),
             "--weight-decay", str(ADAMW["weight_decay"]), "--clip-grad-norm", str(CLIP)]
@@ -229,7 +244,7 @@ def linear_fused(name, exporter, path, stderr):
 
 
 def compare(name, exporter, path, ref, tmp, extra=()):
-    x, y = ref["input"], ref["labels"]
+    x, y = inputs_of(ref), ref["labels"]
     losses, trained, stderr = outcore_step(path, x, y, tmp, extra=extra)
     if extra:
         exporter = f"{exporter} {' '.join(extra)}"
@@ -261,7 +276,7 @@ def compare(name, exporter, path, ref, tmp, extra=()):
 
 def check_trajectories(name, exporter, path, ref, tmp, extra=()):
     """3 steps on the same batch: SGD's losses; AdamW with clipping, losses and weights."""
-    x, y = ref["input"], ref["labels"]
+    x, y = inputs_of(ref), ref["labels"]
     sgd, _, _ = outcore_step(path, x, y, tmp, steps=3, extra=extra)
     adam, trained, _ = outcore_step(path, x, y, tmp, steps=3, adamw=True, extra=extra)
     errs = [(f"SGD loss {i}", rel(a, b)) for i, (a, b) in enumerate(zip(sgd, ref["sgd3/losses"]))]
@@ -494,7 +509,7 @@ def plan_and_incore(name, path, budget, tmp, plan_args=(), run_args=()):
     try:
         if r.returncode != 0:
             raise RuntimeError(r.stderr.strip())
-        x, y = ref["input"], ref["labels"]
+        x, y = inputs_of(ref), ref["labels"]
         planned, got, _ = outcore_step(plan, x, y, tmp, steps=2)
         incore, want, err = outcore_step(path, x, y, tmp, steps=2, extra=run_args)
     except RuntimeError as e:
@@ -527,7 +542,8 @@ def check_host_inputs(tmp):
     """RoBERTa's position ids, computed from its token ids on the host each step
     (ir/host_inputs.h): a plan under a budget below the in-core peak runs bitwise the
     in-core losses and weights; --save writes the nodes back inline (the saved model takes
-    the token ids alone and passes onnx.checker where it knows the IR version); a training
+    the token ids and the attention mask alone and passes onnx.checker where it knows the IR
+    version); a training
     graph whose host function is forged after emit (an output retyped, one renamed) is
     refused, named."""
     name = "tiny_hf_roberta"
@@ -549,16 +565,17 @@ def check_host_inputs(tmp):
         onnx.checker.check_model(saved)
     inputs = [i.name for i in saved.graph.input if i.name not in want]
     same = sorted(got) == sorted(want) and all(np.array_equal(got[k], want[k]) for k in want)
-    ok = same and planned == incore and inputs == ["input"] and "run on the host" in err
+    ok = (same and planned == incore and inputs == ["input", "input_1"] and
+          "run on the host" in err)
     print(f"{'ok  ' if ok else 'FAIL'} {name:18s} host inputs: plan under 250 KiB losses "
-          f"{planned} (in core {incore}), weights bitwise; --save takes {inputs} alone")
+          f"{planned} (in core {incore}), weights bitwise; --save takes {inputs}")
     if not ok:
         failures.append(f"{name} host inputs: same {same}, {planned} vs {incore}, {inputs}")
     fns = [f for f in onnx.load(train).functions if f.name == "HostInputs"]
-    if len(fns) != 1 or list(fns[0].input) != ["input"]:
-        failures.append(f"{name}: the training graph has no HostInputs function of 'input'")
+    if len(fns) != 1 or list(fns[0].input) != ["input", "input_1"]:
+        failures.append(f"{name}: the training graph has no HostInputs function of its inputs")
         return
-    out = fns[0].output[0]
+    out = [o for o in fns[0].output if "Add" in o][0]  # the position ids
 
     def forge(edit, needle):
         m = onnx.load(train)
@@ -588,6 +605,43 @@ def check_host_inputs(tmp):
         f.output[0] = "no_such_input"
     forge(retype, f"'{out}' is int32 [2, 16]; the step declares it int64 [2, 16]")
     forge(rename, "'no_such_input' is not a graph input of the step")
+
+
+def check_data_inputs(tmp):
+    """A model with two data inputs (RoBERTa's token ids and attention mask) trains from a
+    data set of two arrays (--data ids.npy,mask.npy): the step on the fixture's two rows (one
+    batch: the loss does not depend on their order) is PyTorch's float64 loss within 1e-4,
+    and a held-out set of the same two arrays evaluates; one array alone is refused, naming
+    the inputs; the mask of all ones instead gives another loss."""
+    name = "tiny_hf_roberta"
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    path = os.path.join(DATA, f"{name}_legacy.onnx")
+    ids, mask = inputs_of(ref)
+    files = {n: os.path.join(tmp, f"{n}.npy") for n in ("ids", "mask", "ones", "labels")}
+    for n, a in (("ids", ids), ("mask", mask), ("ones", np.ones_like(mask)),
+                 ("labels", ref["labels"])):
+        np.save(files[n], a)
+
+    def run(data, *extra):
+        r = subprocess.run([RUN, path, "--backend", "cpu", "--batch", "2", "--data", data,
+                            "--labels", files["labels"], "--lr", str(LR), *extra],
+                           capture_output=True, text=True)
+        loss = re.findall(r"^step 0 loss (\S+)$", r.stdout, re.M)
+        return r, float(loss[0]) if loss else None
+    r, masked = run(f"{files['ids']},{files['mask']}", "--eval-data",
+                    f"{files['ids']},{files['mask']}", "--eval-labels", files["labels"])
+    evaluated = "eval loss" in r.stdout and "(2 samples)" in r.stdout
+    _, unmasked = run(f"{files['ids']},{files['ones']}")
+    one, _ = run(files["ids"])
+    refused = one.returncode != 0 and "the model has 2 data inputs ('input', 'input_1')" in one.stderr
+    e = rel(masked, ref["loss"]) if masked is not None else float("nan")
+    ok = e <= TOL and evaluated and refused and unmasked is not None and unmasked != masked
+    print(f"{'ok  ' if ok else 'FAIL'} {name:18s} --data ids.npy,mask.npy: loss {masked} (rel "
+          f"{e:.1e} to PyTorch float64; mask of ones {unmasked}), held-out set evaluated, one "
+          f"array refused")
+    if not ok:
+        failures.append(f"{name} --data with two inputs: rel {e}, evaluated {evaluated}, refused "
+                        f"{refused} ({one.stderr.strip()[-200:]}), {masked} vs {unmasked}")
 
 
 def main():
@@ -631,6 +685,7 @@ def main():
         check_notices(tmp)
         check_plan_buffers(tmp)
         check_host_inputs(tmp)
+        check_data_inputs(tmp)
         check_buffers(tmp)
         check_freeze(tmp)
         check_random(tmp)

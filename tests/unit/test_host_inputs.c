@@ -79,7 +79,8 @@ static void test_position_ids_move_to_the_host(void **state) {
     assert_shape(g, "position_ids", "[2, 5]");
     assert_int_equal(ir_tensor_find(g, "mask"), -1);
     assert_int_equal(g->n_notes, 1);
-    assert_contains(g->notes[0], "6 nodes compute 'position_ids' from the integer input 'ids'");
+    assert_contains(g->notes[0], "6 nodes run on the host each step");
+    assert_contains(g->notes[0], "computing 'position_ids' from the model's integer input 'ids';");
     int64_t got[10] = {0};
     eval_positions(h, IDS, got);
     assert_memory_equal(got, POSITIONS, sizeof got);

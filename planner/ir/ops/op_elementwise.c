@@ -34,9 +34,11 @@ static int fold_or_run_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err
 static int dropout_fold(ir_graph *g, ir_node *n, oc_err *err) {
     ir_node probe = *n;
     probe.args = NULL;
-    if (op_decode_dropout(g, &probe, err)) return OC_ERR;
-    bool identity = op_args_of(&probe)->dropout.ratio == 0 || !op_args_of(&probe)->dropout.training;
-    oc_free(probe.args);
+    int rc = op_decode_dropout(g, &probe, err);
+    bool identity = rc == OC_OK && (op_args_of(&probe)->dropout.ratio == 0 ||
+                                    !op_args_of(&probe)->dropout.training);
+    oc_free(probe.args); /* the probe's own, on failure too */
+    if (rc) return OC_ERR;
     const ir_tensor *x = ir_node_in(g, n, 0);
     if (!identity || !op_is_value(x)) return OC_OK;
     ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);

@@ -144,7 +144,7 @@ static int bind_data(const rt_npy *x, const ir_tensor *t, int64_t *per, oc_err *
                        t->name, ir_dtype_name(t->dtype));
     if (x->dtype != t->dtype)
         return oc_fail(err, "%s: data must be %s ('%s'), as the model's input '%s'", x->path,
-                       t->dtype == IR_DTYPE_FLOAT ? "float32" : "int64",
+                       t->dtype == IR_DTYPE_FLOAT ? "float32" : "int64 token ids (or mask values)",
                        t->dtype == IR_DTYPE_FLOAT ? "<f4" : "<i8", t->name);
     return sample_shape(x, t, "data", per, err);
 }

@@ -18,7 +18,26 @@ static void inspect_totals_compute(const ir_graph *g, const int *alias_of, inspe
 }
 
 static const char *producer_name(const ir_graph *g, const ir_tensor *x) {
-    return x->producer >= 0 ? g->nodes[x->producer].name : NULL;
+    return x->producer >= 0 ? g->nodes[x->producer].name : x->is_host_input ? "(host)" : NULL;
+}
+
+/* The host program (ir/host_inputs.h): one line a node, its inputs and outputs. */
+static void print_host(const ir_graph *h, FILE *out) {
+    fprintf(out, "\nhost inputs: %d nodes run on the host each step (ir/host_inputs.h):\n",
+            h->n_nodes);
+    for (int i = 0; i < h->n_nodes; i++) {
+        const ir_node *n = &h->nodes[i];
+        fprintf(out, "  %s (%s):", n->name, n->op_type);
+        for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            fprintf(out, "%s %s",
+                    k == n->n_inputs ? " ->"
+                    : k              ? ","
+                                     : "",
+                    t >= 0 ? h->tensors[t].name : "");
+        }
+        fprintf(out, "\n");
+    }
 }
 
 int inspect_print_text(const ir_graph *g, const int *alias_of, int64_t batch, FILE *out) {
@@ -44,6 +63,7 @@ int inspect_print_text(const ir_graph *g, const int *alias_of, int64_t batch, FI
                 (int)wshape, ir_shape_str(x, shape, sizeof shape), ir_dtype_name(x->dtype), b,
                 ir_kind_name(x->kind), p ? p : "-");
     }
+    if (g->host) print_host(g->host, out);
     inspect_totals t;
     inspect_totals_compute(g, alias_of, &t);
     fprintf(out, "\ntotals:\n");
@@ -76,7 +96,8 @@ int inspect_print_json(const ir_graph *g, const int *alias_of, int64_t batch, js
         json_object_set_new(o, "dtype", json_string(ir_dtype_name(x->dtype)));
         json_object_set_new(o, "bytes", json_integer(b));
         json_object_set_new(o, "kind", json_string(ir_kind_name(x->kind)));
-        json_object_set_new(o, "producer", p ? json_string(p) : json_null());
+        json_object_set_new(o, "producer", p && !x->is_host_input ? json_string(p) : json_null());
+        if (x->is_host_input) json_object_set_new(o, "host", json_true());
         json_array_append_new(tensors, o);
     }
     inspect_totals t;

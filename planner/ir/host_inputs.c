@@ -366,3 +366,26 @@ ir_graph *host_inputs_clone(const ir_graph *h) {
     OC_ASSERT(rc == OC_OK);
     return c;
 }
+
+const ir_node *host_inputs_producer(const ir_graph *g, int t) {
+    if (!g->host || t < 0 || !g->tensors[t].is_host_input) return NULL;
+    int ht = ir_tensor_find(g->host, g->tensors[t].name);
+    return ht >= 0 && g->host->tensors[ht].producer >= 0
+               ? &g->host->nodes[g->host->tensors[ht].producer]
+               : NULL;
+}
+
+int host_inputs_export(ir_graph *g, int ht) {
+    ir_graph *h = g->host;
+    const ir_tensor *x = &h->tensors[ht];
+    int t = ir_tensor_find(g, x->name);
+    if (t >= 0) return t; /* given already (or a name of g's: never a host tensor's) */
+    t = ir_tensor_add(g, x->name, x->dtype);
+    ir_tensor *y = &g->tensors[t];
+    ir_tensor_set_shape(y, x->rank, x->dims);
+    y->kind = IR_KIND_INPUT;
+    y->is_graph_input = y->is_host_input = true;
+    ir_graph_add_input(g, t);
+    ir_graph_add_output(h, ht);
+    return t;
+}

@@ -55,5 +55,10 @@ int host_inputs_infer(ir_graph *h, oc_err *err);
 int host_inputs_eval(ir_graph *h, const void *const *in, void *const *out, oc_err *err);
 /* A copy of h (its nodes, shapes and values). */
 ir_graph *host_inputs_clone(const ir_graph *h);
+/* The node of g->host that computes host input t of g, or NULL. */
+const ir_node *host_inputs_producer(const ir_graph *g, int t);
+/* Tensor ht of g->host given to g too (an output of the host program, a host input of g;
+ * FusedAttention's padding mask): its index in g. */
+int host_inputs_export(ir_graph *g, int ht);
 
 #endif

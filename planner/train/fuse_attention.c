@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir/host_inputs.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "ir/ops/op_rewrite.h"
@@ -42,7 +43,8 @@ typedef struct match {
     int k_reperm;                /* a Transpose node to give perm k_perm, or -1 */
     int64_t k_perm[IR_MAX_RANK]; /* (k_transpose_fate) */
     int mask;
-    int bias; /* an additive plan-time mask (0 or fill) the cond is made from, or -1 */
+    int bias;      /* an additive plan-time mask (0 or fill) the cond is made from, or -1 */
+    int host_cond; /* a padding mask computed on the host: its condition in g->host, or -1 */
     float scale, fill, ratio;
     const char *dropout; /* the Dropout node's name, or NULL */
     int at;              /* the final MatMul: the fused node takes its place */
@@ -72,6 +74,41 @@ static bool additive_mask(const ir_tensor *t, float *fill) {
         *fill = v[i], seen = true;
     }
     return seen && *fill <= OP_ATTENTION_CAUSAL_FILL;
+}
+
+/* Whether plan-time float tensor t (an initializer) holds one value everywhere: *v. */
+static bool uniform_value(const ir_tensor *t, double *v) {
+    int64_t n;
+    if (!t || !t->is_initializer || !op_is_value(t) || !ir_tensor_numel(t, &n) || n < 1 ||
+        (t->dtype != IR_DTYPE_FLOAT && t->dtype != IR_DTYPE_DOUBLE))
+        return false;
+    for (int64_t i = 0; i < n; i++) {
+        double x =
+            t->dtype == IR_DTYPE_FLOAT ? ((const float *)t->data)[i] : ((const double *)t->data)[i];
+        if (i && x != *v) return false;
+        *v = x;
+    }
+    return true;
+}
+
+/* Whether score bias t is a padding mask the host computes each step: Where(cond, fill, 0)
+ * or Where(cond, 0, fill) of plan-time values, fill at or below OP_ATTENTION_CAUSAL_FILL (an
+ * attention mask as Hugging Face's modeling code makes it, finfo.min where not attended).
+ * Then m holds the mask (mode 1: masked where cond, 2: where not) and cond's tensor in
+ * g->host (exported to g when the match is replaced). */
+static bool host_mask(const ir_graph *g, int t, match *m) {
+    const ir_node *w = host_inputs_producer(g, t);
+    if (!w || w->op != OP_WHERE || w->n_inputs != 3) return false;
+    const ir_graph *h = g->host;
+    double a, b;
+    if (!uniform_value(ir_node_in((ir_graph *)h, w, 1), &a) ||
+        !uniform_value(ir_node_in((ir_graph *)h, w, 2), &b))
+        return false;
+    if (b == 0.0 && a <= OP_ATTENTION_CAUSAL_FILL) m->mask = 1, m->fill = (float)a;
+    else if (a == 0.0 && b <= OP_ATTENTION_CAUSAL_FILL) m->mask = 2, m->fill = (float)b;
+    else return false;
+    m->host_cond = w->inputs[0];
+    return true;
 }
 
 /* Whether tensor t, read by node `reader` alone, is X * c (a Mul, c a plan-time scalar on
@@ -108,7 +145,8 @@ static void skip_copies(const ir_graph *g, int *t, int *c, match *m) {
 /* The pattern ending at Softmax node s, or false. */
 static bool match_at(ir_graph *g, int s, match *m) {
     memset(m, 0, sizeof *m);
-    m->cond = -1, m->bias = -1, m->k_reperm = -1, m->kt = -1, m->y_tr = -1, m->scale = 1.0f;
+    m->cond = -1, m->bias = -1, m->host_cond = -1, m->k_reperm = -1, m->kt = -1, m->y_tr = -1;
+    m->scale = 1.0f;
     const ir_node *sm = &g->nodes[s];
     const ir_tensor *sx = ir_node_in(g, sm, 0);
     const op_softmax_args *sa = &op_args_of(sm)->softmax;
@@ -134,9 +172,14 @@ static bool match_at(ir_graph *g, int s, match *m) {
         int zero = op_rewrite_all(ir_node_in(g, a, 1), 0.0f)   ? 1
                    : op_rewrite_all(ir_node_in(g, a, 0), 0.0f) ? 0
                                                                : -1;
-        if (b < 0 && zero < 0) return false;
+        /* or a padding mask the host computes each step (ir/host_inputs.h) */
+        int hb = b < 0 && zero < 0 ? (host_mask(g, a->inputs[1], m)   ? 1
+                                      : host_mask(g, a->inputs[0], m) ? 0
+                                                                      : -1)
+                                   : -1;
+        if (b < 0 && zero < 0 && hb < 0) return false;
         if (b >= 0) m->mask = 1, m->bias = a->inputs[b];
-        else b = zero; /* adds nothing: no mask */
+        else b = hb >= 0 ? hb : zero; /* a host mask (m set), or adds nothing: no mask */
         m->nodes[m->n_nodes++] = p;
         t = a->inputs[1 - b], p = g->tensors[t].producer;
     }
@@ -350,6 +393,7 @@ static int mask_of_bias(ir_graph *g, int b) {
 static int replace(ir_graph *g, match *m, oc_err *err) {
     if (m->k_reperm >= 0 && reperm_k(g, m, err)) return OC_ERR;
     if (m->bias >= 0) m->cond = mask_of_bias(g, m->bias);
+    if (m->host_cond >= 0) m->cond = host_inputs_export(g, m->host_cond);
     const ir_node *last = &g->nodes[m->at];
     char *name = oc_sprintf("%s/fused_attention", last->name);
     char *dummy = oc_sprintf("%s/unfused", g->tensors[m->y].name);

@@ -99,10 +99,10 @@ NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama'
 # Transformers whose attention adds a bias that is not a mask (T5's learnt relative positions,
 # BLOOM's ALiBi slopes): --attention fused leaves those blocks as they are, and must still
 # match; T5's cross-attention adds zeros, fused where the export makes them a plan-time value
-# (the legacy one). RoBERTa's padding mask is a run-time input (the attention mask, made an
-# additive bias on the host): FusedAttention takes plan-time masks only, so its blocks stay
-# unfused. Every other transformer must fuse.
-MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_roberta"}
+# (the legacy one). Every other transformer must fuse: RoBERTa's too, whose padding mask is a
+# run-time input (the attention mask, made an additive bias on the host: its condition goes
+# to FusedAttention, ir/host_inputs.h).
+MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom"}
 # Module buffers a legacy export writes as plain initializers (nothing in the file marks them;
 # torch.export's files do, and outcore keeps those constant): the user's --freeze, as the
 # docs advise. BART's final_logits_bias is a zeros buffer added to the logits.

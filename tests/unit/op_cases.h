@@ -345,6 +345,13 @@ OP_CASE(FUSED_ATTENTION, "masked where not cond, dropout 0.3", 13, 2,
         "[2,3,4] [2,5,4] [2,5,3] b[3,5]",
         "scale=0.5 mask=2 fill=-3.0 dropout_ratio=0.3 "
         "dropout_key=attn/Dropout")
+/* a padding mask: each sample's own keys, broadcast over heads and rows (the attention mask
+ * a padded batch comes with, made on the host; Hugging Face's fill, finfo.min) */
+OP_CASE(FUSED_ATTENTION, "padding mask [N,1,1,S], masked where not cond", 13, 2,
+        "[2,2,4,3] [2,2,5,3] [2,2,5,2] b[2,1,1,5]", "scale=0.5 mask=2 fill=-3.4028234e38")
+OP_CASE(FUSED_ATTENTION, "seq_first, padding mask [N,1,T,S]", 13, 2,
+        "[2,3,2,4] [2,5,2,4] [2,5,2,3] b[2,1,3,5]",
+        "scale=0.5 seq_first=1 mask=1 fill=-3.4028234e38")
 /* rows of 1040 keys: cuda's row kernels hold 1024 in registers (32 a lane), the rest read again */
 OP_CASE(FUSED_ATTENTION, "1040 keys, masked, dropout 0.1", 13, 2,
         "[1,2,3,4] [1,2,1040,4] [1,2,1040,2] b[3,1040]",

@@ -389,3 +389,47 @@ int host_inputs_export(ir_graph *g, int ht) {
     ir_graph_add_output(h, ht);
     return t;
 }
+
+void host_inputs_prune(ir_graph *g) {
+    ir_graph *h = g->host;
+    if (!h) return;
+    int kept = 0;
+    bool pruned = false;
+    for (int i = 0; i < g->n_inputs; i++) {
+        ir_tensor *x = &g->tensors[g->inputs[i]];
+        int ht = x->is_host_input ? ir_tensor_find(h, x->name) : -1;
+        if (ht < 0 || x->n_consumers || x->is_graph_output) {
+            g->inputs[kept++] = g->inputs[i];
+            continue;
+        }
+        x->is_graph_input = x->is_host_input = false;
+        h->tensors[ht].is_graph_output = false;
+        int ko = 0;
+        for (int j = 0; j < h->n_outputs; j++)
+            if (h->outputs[j] != ht) h->outputs[ko++] = h->outputs[j];
+        h->n_outputs = ko;
+        pruned = true;
+    }
+    g->n_inputs = kept;
+    if (!pruned) return;
+    bool *dead = oc_calloc((size_t)h->n_nodes + 1, sizeof(bool));
+    for (int i = h->n_nodes - 1; i >= 0; i--) { /* readers come after: one pass back */
+        const ir_node *n = &h->nodes[i];
+        bool d = true;
+        for (int o = 0; o < n->n_outputs && d; o++) {
+            const ir_tensor *y = ir_node_out(h, n, o);
+            d = !y || !y->is_graph_output;
+            for (int c = 0; y && c < y->n_consumers && d; c++) d = dead[y->consumers[c]];
+        }
+        dead[i] = d;
+    }
+    ir_graph_remove_nodes(h, dead);
+    oc_free(dead);
+    bool *none = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    ir_graph_remove_nodes(g, none); /* the tensors no longer given */
+    oc_free(none);
+    if (h->n_nodes == 0) {
+        ir_graph_free(h);
+        g->host = NULL;
+    }
+}

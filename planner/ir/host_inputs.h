@@ -60,5 +60,9 @@ const ir_node *host_inputs_producer(const ir_graph *g, int t);
 /* Tensor ht of g->host given to g too (an output of the host program, a host input of g;
  * FusedAttention's padding mask): its index in g. */
 int host_inputs_export(ir_graph *g, int ht);
+/* Host inputs of g no node reads any more (a padding mask's float bias once FusedAttention
+ * masks by its condition) stop being computed and copied: out of g's inputs and the host
+ * program's outputs, and the nodes only they needed gone; an empty program is freed. */
+void host_inputs_prune(ir_graph *g);
 
 #endif

@@ -107,7 +107,15 @@ static bool host_mask(const ir_graph *g, int t, match *m) {
     if (b == 0.0 && a <= OP_ATTENTION_CAUSAL_FILL) m->mask = 1, m->fill = (float)a;
     else if (a == 0.0 && b <= OP_ATTENTION_CAUSAL_FILL) m->mask = 2, m->fill = (float)b;
     else return false;
-    m->host_cond = w->inputs[0];
+    /* an Expand's input broadcasts as its output does: the host computes the smaller one
+     * ([N, 1, 1, S] rather than [N, 1, T, S]) */
+    int c = w->inputs[0];
+    for (int hops = 0; hops < 4 && h->tensors[c].producer >= 0; hops++) {
+        const ir_node *e = &h->nodes[h->tensors[c].producer];
+        if (e->op != OP_EXPAND || e->inputs[0] < 0) break;
+        c = e->inputs[0];
+    }
+    m->host_cond = c;
     return true;
 }
 
@@ -457,5 +465,6 @@ int fuse_attention(ir_graph *g, int *n_fused, oc_err *err) {
         (*n_fused)++;
         s = -1; /* indices changed: scan again (fused Softmaxes are gone) */
     }
+    if (*n_fused) host_inputs_prune(g); /* a padding mask's bias no node reads now */
     return OC_OK;
 }

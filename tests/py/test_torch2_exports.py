@@ -60,6 +60,7 @@ with the loss and every weight and running statistic after one SGD step in float
   - --bn frozen (fine-tuning) is PyTorch's step with every BatchNorm module in eval mode
     (reference computed here in float64 by Debian's torch): running statistics unchanged.
 """
+import json
 import os
 import re
 import subprocess
@@ -571,6 +572,15 @@ def check_host_inputs(tmp):
           f"{planned} (in core {incore}), weights bitwise; --save takes {inputs}")
     if not ok:
         failures.append(f"{name} host inputs: same {same}, {planned} vs {incore}, {inputs}")
+    # fused, the padding mask's float bias is no longer computed: the host gives its condition
+    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "inspect", path, "--batch",
+                        "2", "--training", "--attention", "fused", "--json"],
+                       capture_output=True, text=True)
+    host = [(t["name"], t["dtype"]) for t in json.loads(r.stdout)["tensors"] if t.get("host")]
+    fused_ok = host and all(d in ("int64", "bool") for _, d in host)
+    print(f"{'ok  ' if fused_ok else 'FAIL'} {name:18s} fused: host inputs {host}")
+    if not fused_ok:
+        failures.append(f"{name}: fused, the host still gives {host}")
     fns = [f for f in onnx.load(train).functions if f.name == "HostInputs"]
     if len(fns) != 1 or list(fns[0].input) != ["input", "input_1"]:
         failures.append(f"{name}: the training graph has no HostInputs function of its inputs")

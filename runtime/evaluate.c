@@ -66,15 +66,14 @@ int rt_evaluate(rt_exec *x, train_graph *tg, rt_backend *b, const rt_dataset *d,
     rt_exec_opts eo = {.backend = b, .seed = 0, .keep = keep};
     if ((rc = rt_exec_new(eg, &eo, &ex, err)) || (rc = rt_exec_upload_initializers(ex, err)))
         goto out;
-    int di[RT_DATA_MAX], li = train_label_input(eg),
-                         n_data = train_data_inputs(eg, di, RT_DATA_MAX);
+    int li = train_label_input(eg);
     void *bufs[RT_DATA_MAX];
+    int n_data = rt_exec_data_buffers(ex, bufs, RT_DATA_MAX);
     if (n_data != d->n_x) {
         rc = oc_fail(err, "the evaluation model has %d data inputs, the data set %d", n_data,
                      d->n_x);
         goto out;
     }
-    for (int i = 0; i < n_data; i++) bufs[i] = rt_exec_host_input(ex, di[i]);
     logits = oc_malloc((size_t)(batch * per) * sizeof(float));
     idx = oc_malloc((size_t)batch * sizeof(int64_t));
     double loss = 0;

@@ -540,6 +540,14 @@ int rt_exec_upload_initializers(rt_exec *x, oc_err *err) {
     return x->b->sync(x->b, err);
 }
 
+int rt_exec_data_buffers(rt_exec *x, void **bufs, int cap) {
+    int *idx = oc_malloc((size_t)(cap > 0 ? cap : 1) * sizeof(int));
+    int n = train_data_inputs(x->tg, idx, cap);
+    for (int i = 0; i < n && i < cap; i++) bufs[i] = rt_exec_host_input(x, idx[i]);
+    oc_free(idx);
+    return n;
+}
+
 void *rt_exec_host_input(rt_exec *x, int i) {
     OC_ASSERT(i >= 0 && i < x->tg->g->n_inputs);
     return x->host + x->host_input_off[i];

@@ -98,6 +98,9 @@ int rt_exec_upload_initializers(rt_exec *x, oc_err *err);
 /* Host (pinned) buffers of the graph inputs (g->inputs order: the data, the host inputs
  * if any, the labels; train_data_input says which is the data). */
 void *rt_exec_host_input(rt_exec *x, int i);
+/* The host buffers of the data inputs (train_data_inputs' order: token ids, then a mask, ..)
+ * into bufs, cap at most; returns how many data inputs there are. */
+int rt_exec_data_buffers(rt_exec *x, void **bufs, int cap);
 /* One training step; *loss is the loss tensor's value. A model with host inputs
  * (ir/host_inputs.h: position ids from token ids) has them computed first, on the host,
  * from the batch in the host buffers; a shape the step was not planned with fails. */

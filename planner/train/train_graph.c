@@ -51,11 +51,6 @@ int train_data_inputs(const train_graph *tg, int *idx, int cap) {
     return n;
 }
 
-int train_data_input(const train_graph *tg) {
-    int i = 0;
-    return train_data_inputs(tg, &i, 1) ? i : 0;
-}
-
 int train_label_input(const train_graph *tg) {
     for (int i = 0; i < tg->g->n_inputs; i++)
         if (tg->g->inputs[i] == tg->label_tensor) return i;

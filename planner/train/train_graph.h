@@ -113,11 +113,9 @@ typedef struct train_graph {
  * gradient has no rule, or the model has no usable output for the loss. */
 int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *err);
 void train_graph_free(train_graph *tg);
-/* Index in g->inputs of the data input: the first that is neither the labels nor
- * computed on the host (ir/host_inputs.h). */
-int train_data_input(const train_graph *tg);
-/* Indices in g->inputs of every data input (token ids, then an attention mask, ..), in
- * graph order, into idx (cap entries at most); returns how many there are. */
+/* Indices in g->inputs of every data input — neither the labels nor computed on the host
+ * (ir/host_inputs.h): token ids, then an attention mask, .. — in graph order, into idx (cap
+ * entries at most); returns how many there are. */
 int train_data_inputs(const train_graph *tg, int *idx, int cap);
 /* Index in g->inputs of the labels, or -1. */
 int train_label_input(const train_graph *tg);

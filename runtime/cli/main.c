@@ -583,13 +583,6 @@ static int data_open(const run_opts *o, const train_graph *tg, int64_t batch, da
     return OC_OK;
 }
 
-/* The host buffers of the data inputs, in train_data_inputs' order. */
-static int data_buffers(rt_exec *x, const train_graph *tg, void **bufs) {
-    int idx[RT_DATA_MAX], n = train_data_inputs(tg, idx, RT_DATA_MAX);
-    for (int i = 0; i < n && i < RT_DATA_MAX; i++) bufs[i] = rt_exec_host_input(x, idx[i]);
-    return n;
-}
-
 /* The batch of global step `step`: epoch step / per_epoch, in that epoch's order. */
 static void data_batch(rt_exec *x, const train_graph *tg, data_run *d, uint64_t seed, int64_t batch,
                        int64_t step) {
@@ -600,7 +593,7 @@ static void data_batch(rt_exec *x, const train_graph *tg, data_run *d, uint64_t 
         d->order_epoch = epoch;
     }
     void *bufs[RT_DATA_MAX];
-    data_buffers(x, tg, bufs);
+    rt_exec_data_buffers(x, bufs, RT_DATA_MAX);
     rt_dataset_gather(&d->train, d->order + at * batch, batch, bufs,
                       rt_exec_host_input(x, train_label_input(tg)));
 }

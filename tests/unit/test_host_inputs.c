@@ -208,7 +208,9 @@ static float lm_loss(bool reshaped) {
         rt_exec_upload_initializers(x, &err))
         fail_msg("%s", err.msg);
     int64_t labels[10] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
-    memcpy(rt_exec_host_input(x, train_data_input(tg)), IDS, sizeof IDS);
+    void *ids;
+    assert_int_equal(rt_exec_data_buffers(x, &ids, 1), 1);
+    memcpy(ids, IDS, sizeof IDS);
     memcpy(rt_exec_host_input(x, train_label_input(tg)), labels, sizeof labels);
     if (rt_exec_step(x, 0, &loss, &err)) fail_msg("%s", err.msg);
     rt_exec_free(x);

@@ -87,7 +87,7 @@ EMU_CXXFLAGS := -std=c++17 $(OPT) -Wall -Wextra -Werror -Itests/emu/include -Ipl
 NVCCFLAGS := -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
   -Xcompiler -Wall,-Wextra -Werror all-warnings -Iplanner -Iruntime -Iruntime/cuda
 # What the .cu files include besides the CUDA headers.
-CU_DEPS := runtime/cuda/cuda_launch.h runtime/cuda/cu_device.h runtime/pointwise.h runtime/resize_coord.h \
+CU_DEPS := runtime/cuda/cuda_launch.h runtime/cuda/cu_device.h runtime/pointwise.h runtime/resize_coord.h runtime/pad_coord.h \
   planner/ir/ops/op_list.h
 RUN_CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard runtime/cli/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

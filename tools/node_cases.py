@@ -6,8 +6,10 @@ outcore's MatMul does not take; these cases are float32, references from numpy i
 MatMul's cases there are of equal batch dims only; here a vector on either side and batch
 dims that broadcast. And, Or and Xor are there at opset 7 only, InstanceNormalization at 6; here at 13 to 18. Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
 (outcore reads 9 to 21) and no Mish: their spec formulas are written here at opsets 13 and 18.
-GatherElements' cases there take the indices as an input; here they are a Constant (the
-exporters' torch.gather with a fixed index), the data an input.
+GatherElements' and ScatterElements' cases there take the indices as an input; here they are a
+Constant (the exporters' torch.gather / scatter with a fixed index), the data an input. Tile of
+run-time data, BatchNormalization with computed statistics, SplitToSequence with chunks no node
+reads: forms of torch 2.x's exports of timm's models.
 A case named *_refused must be rejected by the importer with a message.
 
     /usr/bin/python3 tools/node_cases.py      # Debian's python3-onnx and numpy
@@ -120,6 +122,35 @@ def gather_elements(x, idx, axis):
         y[c] = x[tuple(at)]
     return y
 
+
+# (case name, data shape, indices, axis, reduction): ScatterElements of run-time data and
+# updates at plan-time indices, lowered at load into ScatterND; refused: an index outside
+# its dim
+SCATTER_ELEMENTS = [
+    ("axis0", [3, 4], [[1, 2, 0, 2], [0, 1, 2, 1]], 0, "none"),
+    ("axis1_negative", [3, 4], [[-1, 0], [2, -4], [3, 1]], 1, "none"),
+    ("rank3_add_plan_time", [2, 3, 4],
+     [[[0, 2, 1, 1], [2, 2, 0, 1]], [[1, 0, 0, 2], [0, 1, 2, 2]]], -2, "add"),
+    # ScatterND's reductions run on plan-time values only
+    ("add_on_run_time_data_refused", [3, 4], [[0, 2], [1, 1]], 1, "add"),
+    ("out_of_range_refused", [3, 4], [[0, 4], [1, 2]], 1, "none"),
+]
+
+
+def scatter_elements(x, idx, u, axis, reduction):
+    """ONNX ScatterElements, element by element in index order."""
+    axis = axis % x.ndim
+    y = x.copy()
+    for c in np.ndindex(*idx.shape):
+        at = list(c)
+        at[axis] = idx[c] % x.shape[axis]
+        y[tuple(at)] = y[tuple(at)] + u[c] if reduction == "add" else u[c]
+    return y
+
+
+# (case name, data shape, repeats): Tile of run-time data
+TILE = [("batch", [1, 3, 4], [2, 1, 1]), ("every_dim", [2, 3], [2, 3]), ("ones", [2, 3], [1, 1]),
+        ("zero", [2, 3], [0, 2])]
 
 SELU_A, SELU_G = 1.67326319217681884765625, 1.05070102214813232421875
 # (case name, op, attributes, reference of x in float64, opset)
@@ -239,6 +270,64 @@ def main():
         nodes = [helper.make_node("Constant", [], ["i"], value=numpy_helper.from_array(idx, "i")),
                  helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)]
         write_case(f"test_gatherelements_f32_{name}", nodes, [("x", x)], [("y", y)])
+    for name, shape, idx, axis, red in SCATTER_ELEMENTS:
+        x = rng.standard_normal(shape).astype(np.float32)
+        idx = np.array(idx, np.int64)
+        u = rng.standard_normal(idx.shape).astype(np.float32)
+        y = (np.zeros([2], np.float32) if name.endswith("_refused") else
+             scatter_elements(x.astype(np.float64), idx, u, axis, red).astype(np.float32))
+        const = lambda a, n: helper.make_node("Constant", [], [n],
+                                              value=numpy_helper.from_array(a, n))
+        nodes = [const(idx, "i"),
+                 helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=axis,
+                                  reduction=red)]
+        inputs = [("x", x), ("u", u)]
+        if name.endswith("_plan_time"):  # data and updates Constants: it folds; z + it runs
+            nodes = [const(x, "x"), const(u, "u")] + nodes[:1] + [nodes[1]]
+            nodes[-1].output[0] = "s"
+            z = rng.standard_normal(shape).astype(np.float32)
+            nodes.append(helper.make_node("Add", ["z", "s"], ["y"]))
+            inputs, y = [("z", z)], (z.astype(np.float64) + y).astype(np.float32)
+        write_case(f"test_scatterelements_f32_{name}", nodes, inputs, [("y", y)], 16)
+    for name, shape, reps in TILE:
+        x = rng.standard_normal(shape).astype(np.float32)
+        r = np.array(reps, np.int64)
+        nodes = [helper.make_node("Constant", [], ["r"], value=numpy_helper.from_array(r, "r")),
+                 helper.make_node("Tile", ["x", "r"], ["y"])]
+        write_case(f"test_tile_f32_{name}", nodes, [("x", x)], [("y", np.tile(x, reps))])
+    # BatchNormalization in inference form whose statistics the graph computes (torch 2.x's
+    # export of F.batch_norm(w, None, None, training=True): NFNet's weight standardization)
+    w = rng.standard_normal([1, 4, 6]).astype(np.float32)
+    sc, sh = (rng.standard_normal([4]).astype(np.float32) for _ in range(2))
+    w64 = w.astype(np.float64)
+    mean, var = w64.mean((0, 2)), w64.var((0, 2))
+    y = ((w64 - mean[:, None]) / np.sqrt(var[:, None] + 1e-5) * sc[:, None] + sh[:, None])
+    nodes = [helper.make_node("ReduceMean", ["w"], ["mean"], axes=[0, 2], keepdims=0),
+             helper.make_node("ReduceMean", ["w"], ["mean_k"], axes=[0, 2], keepdims=1),
+             helper.make_node("Sub", ["w", "mean_k"], ["dev"]),
+             helper.make_node("Mul", ["dev", "dev"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[0, 2], keepdims=0),
+             helper.make_node("BatchNormalization", ["w", "scale", "shift", "mean", "var"],
+                              ["y"], epsilon=1e-5)]
+    write_case("test_batchnorm_f32_computed_statistics", nodes,
+               [("w", w), ("scale", sc), ("shift", sh)], [("y", y.astype(np.float32))], 15)
+    # SplitToSequence whose first and last chunks no node reads (timm's SelectiveKernel),
+    # and one by sizes whose second chunk no node reads (MixNet)
+    x = rng.standard_normal([2, 8, 3]).astype(np.float32)
+    at = lambda seq, k, out: [
+        helper.make_node("Constant", [], [f"{out}_pos"], value=numpy_helper.from_array(
+            np.array(k, np.int64), f"{out}_pos")),
+        helper.make_node("SequenceAt", [seq, f"{out}_pos"], [out])]
+    nodes = ([helper.make_node("Constant", [], ["two"], value=numpy_helper.from_array(
+                 np.array(2, np.int64), "two")),
+              helper.make_node("Constant", [], ["sizes"], value=numpy_helper.from_array(
+                 np.array([5, 3], np.int64), "sizes")),
+              helper.make_node("SplitToSequence", ["x", "two"], ["seq"], axis=1),
+              helper.make_node("SplitToSequence", ["x", "sizes"], ["seq2"], axis=1)] +
+             at("seq", 1, "b") + at("seq", 2, "c") + at("seq2", 0, "f") +
+             [helper.make_node("Concat", ["b", "c"], ["y"], axis=1)])
+    write_case("test_splittosequence_f32_chunks_unread", nodes, [("x", x)],
+               [("y", x[:, 2:6]), ("f", x[:, :5])], 13)
     # Dropout that leaves a plan-time value as it is (ratio 0 in training mode: the exporters'
     # dropout of a position table) folds: Pow then reads its exponent at plan time
     x = rng.standard_normal([3, 4]).astype(np.float32)
@@ -253,7 +342,8 @@ def main():
     write_case("test_pow_f32_exponent_through_dropout", nodes, [("x", x)],
                [("y", (x.astype(np.float64) ** 3).astype(np.float32))])
     n = len(EINSUM) + len(ELLIPSIS) + len(MATMUL) + len(ACTIVATIONS) + len(INSTANCE_NORM)
-    print(f"{n + len(GATHER_ELEMENTS) + 6} cases in {OUT}")
+    n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + 3
+    print(f"{n + 6} cases in {OUT}")
 
 
 if __name__ == "__main__":

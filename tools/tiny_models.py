@@ -302,13 +302,68 @@ def tiny_bicubic():
     return TinyBicubic()
 
 
+class TinyTimm(nn.Module):
+    """Layers of timm's CNNs that torchvision's lack, each with a gradient: NFNet's scaled
+    weight standardization (ScaledStdConv2d: the weight normalised per output channel by
+    F.batch_norm(w, None, None, training=True), which the default exporter writes as an
+    inference-form BatchNormalization whose statistics are ReduceMeans of the weight);
+    torch.split results read in part (SelectiveKernel's and Res2Net's chunks, the first and
+    the last never read; MixNet's split by sizes, the second never read); TResNet's
+    reflect padding before its blur, with an edge (replicate) padding; XCiT's positional
+    encoding, a convolution of fixed features repeated over the batch (Tile of run-time
+    data; here also twice along the width); and ConViT's relative positions, written into a zeros tensor by index
+    (select_scatter: ScatterElements of plan-time values) then projected."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.w1 = nn.Parameter(torch.randn(8, 3, 3, 3) * 0.5)
+        self.gain = nn.Parameter(torch.ones(8, 1, 1, 1) + 0.1 * torch.randn(8, 1, 1, 1))
+        self.b1 = nn.Parameter(torch.zeros(8))
+        self.c2 = nn.Conv2d(4, 8, 3, padding=1)
+        self.c3 = nn.Conv2d(5, 6, 3)
+        self.pos = nn.Conv2d(4, 6, 1)
+        self.rel = nn.Linear(3, 6)
+        self.fc = nn.Linear(6, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        scale = (self.gain * 27 ** -0.5).view(-1)
+        w = F.batch_norm(self.w1.reshape(1, 8, -1), None, None, weight=scale, training=True,
+                         momentum=0.0, eps=1e-6).reshape_as(self.w1)
+        h = F.relu(F.conv2d(x, w, self.b1, stride=2, padding=1))  # (N, 8, 16, 16)
+        _, b, c, _ = torch.split(h, 2, 1)  # chunks 0 and 3 never read
+        h = F.relu(self.c2(torch.cat([b, c], 1)))  # (N, 8, 16, 16)
+        first, _ = torch.split(h, [5, 3], 1)  # by sizes, the second never read
+        h = F.pad(first, (1, 2, 2, 1), mode="reflect")  # (N, 5, 19, 19)
+        h = F.pad(h, (0, 1, 1, 0), mode="replicate")  # (N, 5, 20, 20)
+        h = F.relu(self.c3(h))  # (N, 6, 18, 18)
+        t = torch.linspace(-1, 1, 18, dtype=x.dtype)
+        feats = torch.stack([t.sin(), t.cos(), (2 * t).sin(), (2 * t).cos()])  # (4, 18)
+        feats = (feats[:, :, None] * feats[:, None, :9]).unsqueeze(0)  # (1, 4, 18, 9)
+        h = h + self.pos(feats).repeat(x.shape[0], 1, 1, 2)  # over the batch and the width
+        ind = torch.arange(6)
+        d = (ind[None, :] - ind[:, None]).to(x.dtype)  # (6, 6)
+        rel = torch.zeros(1, 6, 6, 3, dtype=x.dtype)
+        rel[:, :, :, 2] = d ** 2
+        rel[:, :, :, 1] = d
+        rel[:, :, :, 0] = -d
+        bias = self.rel(rel).mean((1, 2))  # (1, 6)
+        return self.fc(h.mean((2, 3)) + bias)
+
+
+def tiny_timm():
+    return TinyTimm()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_swin_v2": tiny_swin_v2, "tiny_maxvit": tiny_maxvit,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
         "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather,
-        "tiny_bicubic": tiny_bicubic}
+        "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -51,6 +51,36 @@ CLASSIFIERS = [
 SEGMENTATION = ["fcn_resnet50", "deeplabv3_resnet50"]
 # torchvision.models.video: clips [N, 3, T, H, W] (`sweep --models video`)
 VIDEO = ["r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v1_b", "mvit_v2_s", "swin3d_t"]
+# timm's architectures (`sweep --models timm`, names "timm/<name>"): one small variant of each
+# family, the image size it is built for (64 unless its layers need more; the ViT family
+# takes img_size, so its patch grid is made small)
+TIMM = {
+    # CNNs
+    "resnet18d": 64, "resnest14d": 64, "res2net50_14w_8s": 64, "seresnext26d_32x4d": 64,
+    "skresnet18": 64, "cspresnet50": 64, "dla34": 64, "dpn48b": 64, "hrnet_w18_small": 64,
+    "tf_efficientnet_b0": 64, "mixnet_s": 64, "mobilenetv3_small_100": 64, "ghostnet_100": 64,
+    "ghostnetv2_100": 64, "rexnet_100": 64, "regnety_002": 64, "nf_resnet26": 64,
+    "convnext_atto": 64, "convnextv2_atto": 64, "repvgg_a0": 64, "mobileone_s0": 64,
+    "lcnet_050": 64, "hgnetv2_b0": 64, "ese_vovnet19b_dw": 64, "selecsls42b": 64,
+    "tresnet_m": 64, "inception_v4": 96, "xception41": 64, "gernet_s": 64,
+    "eca_resnet33ts": 64, "gcresnet33ts": 64, "botnet26t_256": 256, "halonet26t": 256,
+    "lambda_resnet26t": 256, "fbnetv3_b": 64, "tinynet_a": 64, "starnet_s1": 64,
+    "fastvit_t8": 64, "inception_next_tiny": 64, "repvit_m1": 64, "mambaout_femto": 64,
+    "efficientvit_b0": 64, "efficientvit_m0": 64, "edgenext_xx_small": 64,
+    "poolformerv2_s12": 64, "mobilevit_xxs": 64, "mobilevitv2_050": 64,
+    # transformers and hybrids
+    "vit_tiny_patch16_224": 64, "deit_tiny_patch16_224": 64, "eva02_tiny_patch14_224": 56,
+    "cait_xxs24_224": 64, "xcit_nano_12_p16_224": 64, "levit_128s": 224, "pit_ti_224": 224,
+    "tnt_s_patch16_224": 64, "twins_pcpvt_small": 64, "twins_svt_small": 64,
+    "visformer_tiny": 224, "convit_tiny": 64, "coat_lite_tiny": 224, "crossvit_tiny_240": 240,
+    "swin_tiny_patch4_window7_224": 224, "maxvit_nano_rw_256": 256, "coatnet_nano_rw_224": 224,
+    "efficientformer_l1": 224, "efficientformerv2_s0": 224, "mixer_s16_224": 64,
+    "gmlp_ti16_224": 64, "resmlp_12_224": 64, "sequencer2d_s": 224, "nest_tiny_jx": 64,
+    "davit_tiny": 64, "focalnet_tiny_srf": 64, "gcvit_xxtiny": 224, "tiny_vit_5m_224": 224,
+    "hiera_tiny_224": 224, "pvt_v2_b0": 64, "volo_d1_224": 224, "mvitv2_tiny": 224,
+}
+IMG_SIZE_ARG = ("vit_", "deit_", "eva02_", "cait_", "xcit_", "tnt_", "convit_", "mixer_",
+                "gmlp_", "resmlp_", "nest_")
 TRANSFORMERS = {"swin_t": "issue 20", "swin_v2_t": "issue 20", "vit_b_16": "issue 20",
                 "maxvit_t": "issue 20"}
 
@@ -70,10 +100,33 @@ def no_randomness(model):
             m.p = 0.0
         if isinstance(m, StochasticDepth):
             m.p = 0.0
+        if type(m).__name__ == "DropPath":  # timm's stochastic depth
+            m.drop_prob = 0.0
     return model
 
 
+def build_timm(name, num_classes=10):
+    import timm
+    arch = name[len("timm/"):]
+    if arch not in TIMM:
+        raise LookupError(f"not in tools/torch_roundtrip.py's TIMM list")
+    kw = {"pretrained": False, "num_classes": num_classes, "drop_rate": 0.0,
+          "drop_path_rate": 0.0}
+    if arch.startswith(IMG_SIZE_ARG):
+        kw["img_size"] = TIMM[arch]
+    for drop in ("drop_path_rate", "drop_rate", None):  # not every family takes both
+        try:
+            torch.manual_seed(0)
+            return no_randomness(timm.create_model(arch, **kw))
+        except TypeError as e:
+            if drop is None or f"'{drop}'" not in str(e):
+                raise
+            kw.pop(drop)
+
+
 def build(name, num_classes=10):
+    if name.startswith("timm/"):
+        return build_timm(name, num_classes)
     if name in VIDEO:
         if not hasattr(tvm.video, name):
             raise LookupError(f"not in torchvision {__import__('torchvision').__version__}")
@@ -113,6 +166,8 @@ def input_shape(name):
 def image_size(name):
     """Small images, except where the architecture needs more (inception_v3's stem, the
     transformers' fixed patch grids; alexnet and vgg's adaptive pooling to 6x6 / 7x7)."""
+    if name.startswith("timm/"):
+        return TIMM[name[len("timm/"):]]
     fixed = {"inception_v3": 75, "maxvit_t": 224, "vit_b_16": 224, "swin_t": 224,
              "swin_v2_t": 224, "alexnet": 224, "vgg11": 224, "vgg16_bn": 224}
     return fixed.get(name, IMAGE_SIZE)
@@ -292,11 +347,13 @@ def sweep_one(name, exporter, tmp):
         model = build(name)
     except LookupError as e:
         return "-", str(e)
+    except Exception as e:  # noqa: BLE001 -- a library's model this version cannot build
+        return "-", f"not built: {str(e).strip().splitlines()[0][:120]}"
     s = image_size(name)
     g = torch.Generator().manual_seed(123)
     x = torch.randn(*input_shape(name), generator=g)
     y = torch.randint(0, 10, (BATCH,) + ((s, s) if name in SEGMENTATION else ()), generator=g)
-    path = os.path.join(tmp, f"{name}_{exporter}.onnx")
+    path = os.path.join(tmp, f"{name.replace('/', '_')}_{exporter}.onnx")
     try:
         export(model, x, exporter, path)
     except Exception as e:  # noqa: BLE001
@@ -310,6 +367,15 @@ def sweep_one(name, exporter, tmp):
         loss, trained, notices = run_outcore(path, x.numpy(), y.numpy().astype(np.int64), tmp)
     except RuntimeError as e:
         return "refused", str(e)[:200]
+    shared = {}  # a module used in several places (CoaT's shared convolutional position
+    for k, v in model.state_dict(keep_vars=True).items():  # encoding): one initializer
+        shared.setdefault(v.data_ptr(), []).append(k)
+    for names in shared.values():
+        for k in names:
+            if k not in trained:
+                saved = [a for a in names if a in trained]
+                if saved:
+                    trained[k] = trained[saved[0]]
     strict, tie, bad, missing = compare(ref64, ref32, loss, trained)
     if missing:
         return "✗", f"--save lacks {len(missing)} tensors, e.g. {missing[0]}"
@@ -332,6 +398,8 @@ def cmd_sweep(args):
     models = args.models.split(",") if args.models else CLASSIFIERS + SEGMENTATION
     if models == ["video"]:
         models = VIDEO
+    if models == ["timm"]:
+        models = ["timm/" + n for n in TIMM]
     exporters = args.exporters.split(",")
     out = open(args.table, "w") if args.table else sys.stdout
     out.write(f"torch {torch.__version__}; lr {LR}, momentum {MOMENTUM}, weight decay {WD}; "

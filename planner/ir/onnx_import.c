@@ -626,7 +626,8 @@ static bool import_scalar(const ir_graph *g, int t, int64_t *v) {
  * sequence only SequenceAt nodes read, at constant positions. outcore has no
  * sequence type: that is one Split whose outputs are the SequenceAt outputs
  * in position order (a scalar split, a chunk size, stays a scalar: op_slice.c
- * reads it so). Every chunk must be read exactly once. */
+ * reads it so, and adds the chunks after the last one read). A chunk is read at most once;
+ * one never read is an output nothing reads (timm's SelectiveKernel reads half). */
 static int fuse_split_to_sequence(importer *im) {
     ir_graph *g = im->g;
     bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
@@ -655,9 +656,12 @@ static int fuse_split_to_sequence(importer *im) {
             }
         }
         for (int k = 0; k < n && rc == OC_OK; k++)
-            if (outs[k] < 0)
-                rc = oc_fail(im->err, "%s: node '%s' (SplitToSequence): chunk %d is never read",
-                             im->path, s->name, k);
+            if (outs[k] < 0) { /* a chunk the model never reads: an output no node reads */
+                char *name = oc_sprintf("%s/chunk_%d", s->name, k);
+                outs[k] = ir_tensor_add(g, name, g->tensors[s->inputs[0]].dtype);
+                oc_free(name);
+                s = &g->nodes[i];
+            }
         if (rc == OC_OK && (ir_attr_int(s, "keepdims", 1) == 0 && s->n_inputs < 2))
             rc = oc_fail(im->err, "%s: node '%s' (SplitToSequence): keepdims=0 is not supported",
                          im->path, s->name);

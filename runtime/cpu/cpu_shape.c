@@ -6,6 +6,7 @@
 
 #include "cpu_internal.h"
 #include "ir/half.h"
+#include "pad_coord.h"
 
 static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
     int s = ir_dtype_size(t->dtype);
@@ -171,21 +172,8 @@ int cpu_concat_grad(const kernel_args *a, oc_err *err) {
 
 /* ---- Pad ---- */
 
-/* Source index of output coordinate i (already shifted by the begin pad) in
- * an extent n, or -1 for the constant fill. */
-static int64_t pad_source(int64_t i, int64_t n, op_pad_mode m) {
-    if (i >= 0 && i < n) return i;
-    if (m == OP_PAD_CONSTANT || n == 0) return -1;
-    if (m == OP_PAD_EDGE) return i < 0 ? 0 : n - 1;
-    if (n == 1) return 0;
-    int64_t period = 2 * (n - 1);
-    i %= period;
-    if (i < 0) i += period;
-    return i < n ? i : period - i;
-}
-
 /* Generic copy: out (rank, od) from in (id) where out coordinate o reads
- * in coordinate pad_source(o - begin); fill (es bytes) where it is -1. */
+ * in coordinate oc_pad_source(o - begin) (pad_coord.h); fill (es bytes) where it is -1. */
 static void pad_copy(int rank, const int64_t *od, const int64_t *id, const int64_t *begin,
                      op_pad_mode m, size_t es, const void *in, void *out, const void *fill) {
     int64_t is[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, n = prod(od, 0, rank);
@@ -194,7 +182,7 @@ static void pad_copy(int rank, const int64_t *od, const int64_t *id, const int64
         int64_t off = 0;
         bool inside = true;
         for (int d = 0; d < rank && inside; d++) {
-            int64_t s = pad_source(o[d] - begin[d], id[d], m);
+            int64_t s = oc_pad_source(o[d] - begin[d], id[d], (int)m);
             if (s < 0) inside = false;
             off += s * is[d];
         }
@@ -247,17 +235,34 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* dY (padded) -> dX (input_shape) = the interior of dY at the begin pads
- * (constant mode; cells a negative pad cropped get 0). */
+/* dY (padded) -> dX (input_shape): constant mode, the interior of dY at the begin pads
+ * (cells a negative pad cropped get 0); reflect and edge (float32), each element the sum of
+ * dY at every index that read it (pad_coord.h, the cuda backend's order). */
 int cpu_pad_grad(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     size_t es = esize(a, dy, err);
     if (!es || es > 8) return es ? kernel_fail(a, err, "dtype not supported") : OC_ERR;
+    const op_pad_args *p = &op_args_of(a->n)->pad;
     int rank = dx->rank;
     int64_t begin[IR_MAX_RANK];
-    memcpy(begin, op_args_of(a->n)->pad.begin, (size_t)rank * sizeof *begin);
-    uint64_t zero = 0;
-    pad_copy(rank, dx->dims, dy->dims, begin, OP_PAD_CONSTANT, es, a->in[0], a->out[0], &zero);
+    memcpy(begin, p->begin, (size_t)rank * sizeof *begin);
+    if (p->mode == OP_PAD_CONSTANT) {
+        uint64_t zero = 0;
+        pad_copy(rank, dx->dims, dy->dims, begin, OP_PAD_CONSTANT, es, a->in[0], a->out[0], &zero);
+        return OC_OK;
+    }
+    if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int64_t os[IR_MAX_RANK], c[IR_MAX_RANK] = {0}, n = kernel_numel(dx);
+    cpu_strides(rank, dy->dims, os);
+    for (int d = 0; d < rank; d++) begin[d] = -begin[d]; /* the forward's begin pads */
+    float *out = a->out[0];
+    for (int64_t k = 0; k < n; k++) {
+        out[k] = oc_pad_grad_sum(rank, dx->dims, dy->dims, os, begin, (int)p->mode, c, a->in[0]);
+        for (int d = rank - 1; d >= 0; d--) {
+            if (++c[d] < dx->dims[d]) break;
+            c[d] = 0;
+        }
+    }
     return OC_OK;
 }
 

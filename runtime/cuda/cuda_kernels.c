@@ -789,8 +789,18 @@ int cuda_pad_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     size_t es = esize(a, dy, err);
     if (!es || es > 8) return es ? kernel_fail(a, err, "dtype not supported") : OC_ERR;
-    CU_LAUNCH(cu_pad(c->stream, (int)es, shape_of(dx), shape_of(dy), op_args_of(a->n)->pad.begin,
-                     OP_PAD_CONSTANT, a->in[0], a->out[0], 0));
+    const op_pad_args *p = &op_args_of(a->n)->pad;
+    if (p->mode == OP_PAD_CONSTANT) {
+        CU_LAUNCH(cu_pad(c->stream, (int)es, shape_of(dx), shape_of(dy), p->begin, OP_PAD_CONSTANT,
+                         a->in[0], a->out[0], 0));
+        return OC_OK;
+    }
+    if (dy->dtype != IR_DTYPE_FLOAT)
+        return kernel_fail(a, err, "reflect / edge padding's gradient takes float32");
+    int64_t begin[IR_MAX_RANK];
+    for (int d = 0; d < dx->rank; d++) begin[d] = -p->begin[d]; /* the forward's begin pads */
+    CU_LAUNCH(cu_pad_grad_sum(c->stream, shape_of(dy), shape_of(dx), begin, (int)p->mode, a->in[0],
+                              a->out[0]));
     return OC_OK;
 }
 

@@ -17,6 +17,7 @@
 #define OC_HALF_NO_IR
 #include "ir/half.h"
 #include "pointwise.h"
+#include "pad_coord.h"
 #include "resize_coord.h"
 #include "cu_device.h"
 
@@ -2899,17 +2900,6 @@ struct pad_begin {
     int64_t b[CU_MAX_RANK];
 };
 
-__device__ static int64_t pad_source(int64_t i, int64_t n, int m) {
-    if (i >= 0 && i < n) return i;
-    if (m == 0 || n == 0) return -1;
-    if (m == 2) return i < 0 ? 0 : n - 1;
-    if (n == 1) return 0;
-    int64_t period = 2 * (n - 1);
-    i %= period;
-    if (i < 0) i += period;
-    return i < n ? i : period - i;
-}
-
 template <typename T>
 __global__ void k_pad(cu_shape od, cu_shape id, pad_begin pb, int mode, const T *in, T *out, T fill,
                       int64_t n) {
@@ -2924,7 +2914,7 @@ __global__ void k_pad(cu_shape od, cu_shape id, pad_begin pb, int mode, const T 
         for (int d = od.rank - 1; d >= 0; d--) {
             int64_t o = rem % od.d[d];
             rem /= od.d[d];
-            int64_t s = pad_source(o - pb.b[d], id.d[d], mode);
+            int64_t s = oc_pad_source(o - pb.b[d], id.d[d], mode);
             if (s < 0) inside = false;
             else off += s * is[d];
         }
@@ -2959,6 +2949,36 @@ extern "C" int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int6
         break;
     default: return (int)cudaErrorInvalidValue;
     }
+    return last_error();
+}
+
+// Reflect / edge Pad's gradient (cpu_pad_grad): a thread per dX element sums dY at every
+// index that read it, in pad_coord.h's order (the cpu backend's).
+__global__ void k_pad_grad_sum(cu_shape od, cu_shape id, pad_begin pb, int mode, const float *dy,
+                               float *dx, int64_t n) {
+    int64_t os[CU_MAX_RANK], acc = 1;
+    for (int d = od.rank - 1; d >= 0; d--) {
+        os[d] = acc;
+        acc *= od.d[d];
+    }
+    GRID_LOOP(k, n) {
+        int64_t c[CU_MAX_RANK], rem = k;
+        for (int d = id.rank - 1; d >= 0; d--) {
+            c[d] = rem % id.d[d];
+            rem /= id.d[d];
+        }
+        dx[k] = oc_pad_grad_sum(id.rank, id.d, od.d, os, pb.b, mode, c, dy);
+    }
+}
+
+extern "C" int cu_pad_grad_sum(void *stream, cu_shape od, cu_shape id, const int64_t *begin,
+                               int mode, const float *dy, float *dx) {
+    int64_t n = numel(id);
+    if (n == 0) return 0;
+    pad_begin pb;
+    for (int i = 0; i < CU_MAX_RANK; i++) pb.b[i] = i < od.rank ? begin[i] : 0;
+    k_pad_grad_sum<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(od, id, pb, mode, dy, dx,
+                                                                        n);
     return last_error();
 }
 

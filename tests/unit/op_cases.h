@@ -267,10 +267,12 @@ OP_CASE(RESHAPE, "0 and -1", 13, 1, "[2,3,4] i64=[0,-1,2]", "")
 OP_CASE(UNSQUEEZE, "axes input", 13, 1, "[3,4] i64=[0,-1]", "")
 OP_CASE(UNSQUEEZE, "axes attribute", 11, 1, "[3,4]", "axes=[1]")
 OP_CASE(PAD, "constant, value input", 13, 1, "[2,3,4] i64=[0,1,2,0,0,1] f=0.5", "")
-OP_CASE(PAD, "reflect (no gradient)", 13, 1, "[1,2,4,5] i64=[0,0,1,2,0,0,2,1]",
-        "mode=reflect !forward")
-OP_CASE(PAD, "edge, pads attribute (no gradient)", 9, 1, "[2,3,4]",
-        "mode=edge pads=[0,2,1,0,1,0] !forward")
+OP_CASE(PAD, "reflect", 13, 1, "[1,2,4,5] i64=[0,0,1,2,0,0,2,1]", "mode=reflect")
+OP_CASE(PAD, "reflect past one period, a crop", 13, 1, "[1,2,3,4] i64=[0,0,5,-1,0,0,0,7]",
+        "mode=reflect")
+OP_CASE(PAD, "reflect, an extent of 1", 13, 1, "[2,1,3] i64=[0,0,2,0,0,1]", "mode=reflect")
+OP_CASE(PAD, "edge, pads attribute", 9, 1, "[2,3,4]", "mode=edge pads=[0,2,1,0,1,0]")
+OP_CASE(PAD, "edge, a crop", 13, 1, "[2,3,5] i64=[0,-1,3,0,2,-2]", "mode=edge")
 OP_CASE(GEMM, "transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1")
 OP_CASE(MATMUL, "channels-last Linear (ConvNeXt)", 13, 1, "[2,3,2,5] [5,4]", "")
 OP_CASE(MATMUL, "matrices", 13, 1, "[3,6] [6,2]", "")

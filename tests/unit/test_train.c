@@ -480,11 +480,10 @@ static void test_missing_rule_names_node(void **state) {
     (void)state;
     int a;
     ir_graph *g = graph_with_stem(13, &a);
-    /* Reflect padding has no gradient rule (only constant padding has). */
-    int64_t pads[] = {0, 0, 1, 1, 0, 0, 1, 1};
-    int pd = node(g, "pick", "Pad", 1, a, const_i64(g, "pads", 8, pads), END);
-    ir_attr mode = {.name = "mode", .type = IR_ATTR_STRING, .s = "reflect"};
-    ir_node_add_attr(g, pd, &mode);
+    /* Pad with an axes input has no gradient rule (Pad of every dim has). */
+    int64_t pads[] = {1, 1, 1, 1}, axes[] = {2, 3};
+    int pd = node(g, "pick", "Pad", 1, a, const_i64(g, "pads", 4, pads), -1,
+                  const_i64(g, "axes", 2, axes), END);
     int gap = node(g, "gap", "GlobalAveragePool", 1, out0(g, pd), END);
     ir_graph_add_output(g, out0(g, node(g, "flat", "Flatten", 1, out0(g, gap), END)));
     oc_err err;

@@ -44,15 +44,21 @@ int op_grad_reshape(grad_ctx *c) {
     return grad_finish(c, b);
 }
 
-/* Constant-mode Pad: dX = the interior of dY (PadGrad with the pads). */
+/* Pad: dX = PadGrad(dY) with the pads and the mode: constant, the interior of dY; reflect
+ * and edge (nn.ReflectionPad2d, ReplicationPad2d), also the pads' gradient added to the
+ * elements they copied. */
 int op_grad_pad(grad_ctx *c) {
     int dy = grad_dy(c, 0);
     if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
     const ir_node *f = grad_fwd(c);
     const ir_graph *g = grad_graph(c);
-    if (strcmp(ir_attr_string(f, "mode", "constant"), "constant") != 0)
-        return oc_fail(grad_err(c), "Pad mode '%s' has no gradient rule (only 'constant')",
-                       ir_attr_string(f, "mode", "constant"));
+    const char *mode = ir_attr_string(f, "mode", "constant"); /* PadGrad's: a literal */
+    mode = strcmp(mode, "reflect") == 0 ? "reflect"
+           : strcmp(mode, "edge") == 0  ? "edge"
+                                        : "constant";
+    if (strcmp(mode, "constant") != 0 && g->tensors[grad_fwd_in(c, 0)].dtype != IR_DTYPE_FLOAT)
+        return oc_fail(grad_err(c), "Pad mode '%s' has a gradient in float32 only, not %s", mode,
+                       ir_dtype_name(g->tensors[grad_fwd_in(c, 0)].dtype));
     if (grad_fwd_in(c, 3) >= 0)
         return oc_fail(grad_err(c), "Pad with an 'axes' input has no gradient rule");
     const ir_tensor *x = &g->tensors[grad_fwd_in(c, 0)];
@@ -72,5 +78,6 @@ int op_grad_pad(grad_ctx *c) {
     grad_out_dx(c, b, 0);
     grad_attr_ints(c, b, "pads", 2 * rank, pads);
     grad_attr_ints(c, b, "input_shape", rank, dims);
+    if (strcmp(mode, "constant") != 0) grad_attr_string(c, b, "mode", mode);
     return grad_finish(c, b);
 }

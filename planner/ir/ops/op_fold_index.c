@@ -406,6 +406,91 @@ const op_def op_def_gather_elements = {.min_inputs = 2,
                                        .infer = gather_elements_infer,
                                        .lower = gather_elements_lower};
 
+/* ScatterElements (Tensor.scatter, select_scatter's export): data with each element of
+ * updates written at its own coordinates, the axis' one read from indices (of updates'
+ * shape, data's rank). Plan-time indices: lowered at load into ScatterND at every update's
+ * full coordinates -- ScatterND(data, rows [numel, rank], Reshape(updates, [-1])), the same
+ * reduction -- which folds on plan-time values (ConViT's relative-position table) and runs,
+ * with its gradient, on run-time data and updates. */
+static int scatter_elements_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *idx, *u;
+    int64_t axis, numel;
+    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
+        op_in_shaped(g, n, 2, &u, err))
+        return OC_ERR;
+    if (!op_is_value(idx)) return OC_OK; /* refused by infer */
+    if (gather_elements_check(n, x, idx, &axis, err)) return OC_ERR;
+    bool same = u->rank == idx->rank;
+    for (int d = 0; same && d < u->rank; d++) same = u->dims[d] == idx->dims[d];
+    if (!same)
+        return oc_fail(err, "updates '%s' and indices '%s' differ in shape", u->name, idx->name);
+    if (!ir_tensor_numel(idx, &numel) ||
+        numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / (x->rank ? x->rank : 1))
+        return oc_fail(err, "indices '%s' have more than %" PRId64 " elements", idx->name,
+                       OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / (x->rank ? x->rank : 1));
+    int rank = x->rank;
+    int64_t *rows = oc_malloc((size_t)(numel ? numel : 1) * (size_t)rank * sizeof(int64_t));
+    for (int64_t o = 0; o < numel; o++) {
+        int64_t rest = o, v = index_value(idx, o);
+        if (v < -x->dims[axis] || v >= x->dims[axis]) {
+            oc_free(rows);
+            return gather_elements_outside(x, idx, axis, o, v, err);
+        }
+        for (int d = rank - 1; d >= 0; d--) { /* o's coordinates, the axis' from indices */
+            int64_t c = rest % idx->dims[d];
+            rest /= idx->dims[d];
+            rows[o * rank + d] = d == axis ? (v < 0 ? v + x->dims[d] : v) : c;
+        }
+    }
+    const ir_attr *ra = ir_attr_find(n, "reduction");
+    char *red = oc_strdup(ra && ra->type == IR_ATTR_STRING ? ra->s : "none");
+    int xt = n->inputs[0], ut = n->inputs[2];
+    idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
+    char *base = oc_strdup(n->name), *s = oc_sprintf("%s/rows", base);
+    int rt = ir_const_int64s(g, s, (int)(numel * rank), rows);
+    int64_t rdims[2] = {numel, rank}, flat_dim = -1;
+    ir_tensor_set_shape(&g->tensors[rt], 2, rdims);
+    oc_free(s), oc_free(rows);
+    s = oc_sprintf("%s/flat_shape", base);
+    int shape = ir_const_int64s(g, s, 1, &flat_dim);
+    oc_free(s);
+    int flat = op_rewrite_insert(g, node, base, "updates", OP_RESHAPE, ut, shape, -1);
+    op_rewrite_become(g, node + 1, OP_SCATTER_ND);
+    ir_node_add_input(g, node + 1, xt);
+    ir_node_add_input(g, node + 1, rt);
+    ir_node_add_input(g, node + 1, flat);
+    if (strcmp(red, "none") != 0) {
+        ir_attr a = {.name = "reduction", .type = IR_ATTR_STRING, .s = red};
+        ir_node_add_attr(g, node + 1, &a);
+    }
+    oc_free(red), oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* Reached with run-time indices only (plan-time ones are lowered). */
+static int scatter_elements_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *idx;
+    if (index_input(g, n, 1, &idx, err)) return OC_ERR;
+    return oc_fail(err,
+                   "indices '%s' are computed at run time; outcore takes ScatterElements' "
+                   "indices as plan-time values",
+                   idx->name);
+}
+
+static const op_role scatter_elements_roles[] = {OP_IN_DATA, OP_IN_CONST, OP_IN_DATA};
+
+const op_def op_def_scatter_elements = {.min_inputs = 3,
+                                        .max_inputs = 3,
+                                        .min_outputs = 1,
+                                        .max_outputs = 1,
+                                        .roles = scatter_elements_roles,
+                                        .n_roles = 3,
+                                        .infer = scatter_elements_infer,
+                                        .lower = scatter_elements_lower};
+
 /* Never reached: a GatherND of run-time data is a Gather once shapes are
  * inferred, one of values a constant. Present so that gradients are traced
  * through its data input to the parameter behind it (shape_infer.c's float flow). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir/ops/op_fold_num.h"
+#include "ir/ops/op_rewrite.h"
 
 /* CumSum: running sums of x along the axis (input 1, one value), from the end when
  * reverse, each without its own element when exclusive. Plan-time values only:
@@ -135,4 +136,75 @@ FOLD_OP(op_def_xor, 2, logic_infer);
 FOLD_OP(op_def_ceil, 1, rounding_infer);
 FOLD_OP(op_def_floor, 1, rounding_infer);
 FOLD_OP(op_def_round, 1, rounding_infer);
-FOLD_OP(op_def_tile, 2, tile_infer);
+/* op_def.lower: Tile of run-time data (an activation, a parameter: XCiT's positional
+ * encoding repeated over the batch) by plan-time repeats is a broadcast: x reshaped with a
+ * 1 before each repeated dim, Expanded to the repeats there, then reshaped to the tiled
+ * shape ("<node>/split", "<node>/copies", the node itself the last Reshape). Expand's
+ * gradient, a sum over the copies, is Tile's. */
+static int tile_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    const int64_t *rep;
+    int64_t nrep;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    const ir_tensor *rt = ir_node_in(g, n, 1);
+    if (op_is_value(x) || !rt || !op_is_value(rt)) return OC_OK; /* folds, or infer refuses */
+    if (op_in_int64s(g, n, 1, &rep, &nrep, err)) return OC_ERR;
+    if (nrep != x->rank) return OC_OK; /* infer names the mismatch */
+    int64_t split[2 * IR_MAX_RANK], wide[2 * IR_MAX_RANK], y[IR_MAX_RANK];
+    int rank = x->rank, r2 = 0;
+    for (int d = 0; d < rank; d++) {
+        if (rep[d] < 0) return oc_fail(err, "repeats[%d] is negative (%" PRId64 ")", d, rep[d]);
+        if (rep[d] > 0 && x->dims[d] > INT64_MAX / rep[d])
+            return oc_fail(err, "repeats[%d] makes dim %d too large", d, d);
+        if (rep[d] != 1) {
+            split[r2] = 1;
+            wide[r2++] = rep[d];
+        }
+        split[r2] = wide[r2] = x->dims[d];
+        r2++;
+        y[d] = x->dims[d] * rep[d];
+    }
+    if (r2 > IR_MAX_RANK)
+        return oc_fail(err,
+                       "Tile of run-time data '%s' repeats %d dims of %d: the broadcast it "
+                       "becomes would have rank %d, more than %d",
+                       x->name, r2 - rank, rank, r2, IR_MAX_RANK);
+    int xt = n->inputs[0];
+    char *base = oc_strdup(n->name);
+    if (r2 == rank) { /* every repeat 1: a copy */
+        op_rewrite_become(g, node, OP_IDENTITY);
+        ir_node_add_input(g, node, xt);
+    } else {
+        char *s = oc_sprintf("%s/split_shape", base);
+        int st = ir_const_int64s(g, s, r2, split);
+        oc_free(s);
+        s = oc_sprintf("%s/copies_shape", base);
+        int wt = ir_const_int64s(g, s, r2, wide);
+        oc_free(s);
+        s = oc_sprintf("%s/shape", base);
+        int yt = ir_const_int64s(g, s, rank, y);
+        oc_free(s);
+        int at = node;
+        int sp = op_rewrite_insert(g, at++, base, "split", OP_RESHAPE, xt, st, -1);
+        int cp = op_rewrite_insert(g, at++, base, "copies", OP_EXPAND, sp, wt, -1);
+        op_rewrite_become(g, at, OP_RESHAPE);
+        ir_node_add_input(g, at, cp);
+        ir_node_add_input(g, at, yt);
+    }
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* Data differentiable (the broadcast's), repeats plan-time. */
+static const op_role tile_roles[] = {OP_IN_DATA, OP_IN_CONST};
+
+const op_def op_def_tile = {.min_inputs = 2,
+                            .max_inputs = 2,
+                            .min_outputs = 1,
+                            .max_outputs = 1,
+                            .roles = tile_roles,
+                            .n_roles = 2,
+                            .infer = tile_infer,
+                            .lower = tile_lower};

@@ -15,18 +15,6 @@
 #include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
-/* (C) -> (C, 1, ..) of rank r - 1, a Reshape inserted at *at. */
-static int per_channel(ir_graph *g, int *at, const char *base, const char *what, int p, int r,
-                       int64_t c) {
-    int64_t shape[IR_MAX_RANK];
-    shape[0] = c;
-    for (int d = 1; d + 1 < r; d++) shape[d] = 1;
-    char *s = oc_sprintf("%s/%s_shape", base, what);
-    int sh = ir_const_int64s(g, s, r - 1, shape);
-    oc_free(s);
-    return op_rewrite_insert(g, (*at)++, base, what, OP_RESHAPE, p, sh, -1);
-}
-
 /* Below opset 17, inserted before the node at *at: *dev = X - mean, *sd = sqrt(var + eps)
  * over the dims from 2 on (the node becomes the Div of the two). */
 static void decompose(ir_graph *g, int *at, const char *base, int x, int r, float eps, int *dev,
@@ -68,7 +56,7 @@ static int instance_norm_lower(ir_graph *g, int node, bool *changed, oc_err *err
     float eps = ir_attr_float(n, "epsilon", 1e-5f);
     if (!(eps > 0.0f)) return oc_fail(err, "epsilon %g must be positive", (double)eps);
     char *base = oc_strdup(n->name);
-    int r = x->rank, xi = n->inputs[0], si = n->inputs[1], bi = n->inputs[2], out = n->outputs[0];
+    int r = x->rank, xi = n->inputs[0], si = n->inputs[1], bi = n->inputs[2];
     bool scale = !op_rewrite_all(s, 1.0f), shift = !op_rewrite_all(b, 0.0f);
     int64_t rows[IR_MAX_RANK], plane = 1; /* x's dims from 2 on: x moves when tensors are added */
     memcpy(rows, x->dims + 2, (size_t)(r - 2) * sizeof *rows);
@@ -93,17 +81,7 @@ static int instance_norm_lower(ir_graph *g, int node, bool *changed, oc_err *err
         node = at; /* moved up by the inserts */
         become(g, node, OP_DIV, dev, sd);
     }
-    if (scale || shift) { /* the node writes a new tensor, the affine after it the output */
-        int y = op_rewrite_redirect(g, node, base, "normalised"), at = node + 1;
-        if (scale) {
-            int sc = per_channel(g, &at, base, "scale", si, r, c);
-            y = op_rewrite_insert(g, at++, base, "scaled", OP_MUL, y, sc, shift ? -1 : out);
-        }
-        if (shift) {
-            int sh = per_channel(g, &at, base, "shift", bi, r, c);
-            op_rewrite_insert(g, at, base, "shifted", OP_ADD, y, sh, out);
-        }
-    }
+    op_rewrite_affine(g, node, base, scale ? si : -1, shift ? bi : -1, r, c);
     oc_free(base);
     *changed = true;
     return OC_OK;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
 static int bn_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
@@ -87,6 +88,63 @@ static void bn_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     c->flops = 8.0 * (double)numel;
 }
 
+/* Whether a BatchNormalization statistic is made by the graph at run time (not a plan-time
+ * value, an initializer, a graph input, or a plan's swapped-in copy of one). */
+static bool bn_stat_computed(const ir_graph *g, int t) {
+    if (t < 0) return false;
+    const ir_tensor *s = &g->tensors[t];
+    return s->producer >= 0 && g->nodes[s->producer].op != OP_SWAP_IN && !op_is_value(s);
+}
+
+/* op_def.lower: an inference-form BatchNormalization whose mean or variance the graph
+ * computes -- torch 2.x's export of F.batch_norm(w, None, None, training=True), the weight
+ * standardization of NFNets (timm's ScaledStdConv2d), its statistics made by ReduceMean --
+ * is no layer with a state: it is its formula, (X - mean) / sqrt(var + epsilon) * scale + B
+ * with the (C) tensors as (C, 1, ..), rewritten into those ops, whose gradients reach the
+ * statistics as PyTorch's does. Nodes "<node>/<step>"; scale and B left out when plan-time
+ * ones / zeros. */
+static int bn_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    if (n->n_inputs != 5 || n->n_outputs != 1 ||
+        (g->opset >= 14 && ir_attr_int(n, "training_mode", 0) != 0) ||
+        (!bn_stat_computed(g, n->inputs[3]) && !bn_stat_computed(g, n->inputs[4])))
+        return OC_OK;
+    ir_tensor *in[5];
+    for (int i = 0; i < 5; i++)
+        if (op_in_shaped(g, n, i, &in[i], err)) return OC_ERR;
+    if (in[0]->rank < 2) return oc_fail(err, "input '%s' must have rank >= 2", in[0]->name);
+    int64_t c = in[0]->dims[1];
+    for (int i = 0; i < 5; i++) {
+        if (in[i]->dtype != IR_DTYPE_FLOAT)
+            return oc_fail(err,
+                           "input '%s' is %s; a BatchNormalization with computed statistics "
+                           "takes float32",
+                           in[i]->name, ir_dtype_name(in[i]->dtype));
+        if (i > 0 && (in[i]->rank != 1 || in[i]->dims[0] != c))
+            return oc_fail(err, "input '%s' must have shape [%" PRId64 "]", in[i]->name, c);
+    }
+    float eps = ir_attr_float(n, "epsilon", 1e-5f);
+    if (!(eps > 0.0f)) return oc_fail(err, "epsilon %g must be positive", (double)eps);
+    bool scale = !op_rewrite_all(in[1], 1.0f), shift = !op_rewrite_all(in[2], 0.0f);
+    int r = in[0]->rank, t[5], at = node;
+    memcpy(t, n->inputs, sizeof t);
+    char *base = oc_strdup(n->name);
+    int64_t one = 1;
+    int mean = op_rewrite_per_channel(g, &at, base, "mean", t[3], r, c);
+    int dev = op_rewrite_insert(g, at++, base, "centred", OP_SUB, t[0], mean, -1);
+    int var = op_rewrite_per_channel(g, &at, base, "variance", t[4], r, c);
+    int e = op_rewrite_fill(g, base, "epsilon", 1, &one, eps);
+    int ve = op_rewrite_insert(g, at++, base, "variance_eps", OP_ADD, var, e, -1);
+    int sd = op_rewrite_insert(g, at++, base, "std", OP_SQRT, ve, -1, -1);
+    op_rewrite_become(g, at, OP_DIV); /* the node itself, moved up by the inserts */
+    ir_node_add_input(g, at, dev);
+    ir_node_add_input(g, at, sd);
+    op_rewrite_affine(g, at, base, scale ? t[1] : -1, shift ? t[2] : -1, r, c);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
 /* Running mean/var outputs update the state inputs in place. */
 static const int8_t bn_aliases[] = {-1, 3, 4};
 
@@ -100,6 +158,7 @@ const op_def op_def_batch_norm = {
     .roles = bn_roles,
     .n_roles = 5,
     .infer = bn_infer,
+    .lower = bn_lower,
     .cost = bn_cost,
     .grad = op_grad_batch_norm,
     .saved_inputs = 0x1b, /* X, scale; frozen: also the running mean and var */

@@ -79,3 +79,29 @@ bool op_rewrite_all(const ir_tensor *t, float v) {
         if (((const float *)t->data)[i] != v) return false;
     return true;
 }
+
+int op_rewrite_per_channel(ir_graph *g, int *at, const char *base, const char *what, int p, int r,
+                           int64_t c) {
+    int64_t shape[IR_MAX_RANK];
+    shape[0] = c;
+    for (int d = 1; d + 1 < r; d++) shape[d] = 1;
+    char *s = oc_sprintf("%s/%s_shape", base, what);
+    int sh = ir_const_int64s(g, s, r - 1, shape);
+    oc_free(s);
+    return op_rewrite_insert(g, (*at)++, base, what, OP_RESHAPE, p, sh, -1);
+}
+
+void op_rewrite_affine(ir_graph *g, int node, const char *base, int scale, int shift, int r,
+                       int64_t c) {
+    if (scale < 0 && shift < 0) return;
+    int out = g->nodes[node].outputs[0];
+    int y = op_rewrite_redirect(g, node, base, "normalised"), at = node + 1;
+    if (scale >= 0) {
+        int sc = op_rewrite_per_channel(g, &at, base, "scale", scale, r, c);
+        y = op_rewrite_insert(g, at++, base, "scaled", OP_MUL, y, sc, shift >= 0 ? -1 : out);
+    }
+    if (shift >= 0) {
+        int sh = op_rewrite_per_channel(g, &at, base, "shift", shift, r, c);
+        op_rewrite_insert(g, at, base, "shifted", OP_ADD, y, sh, out);
+    }
+}

@@ -25,6 +25,15 @@ void op_rewrite_become(ir_graph *g, int node, op_kind k);
 /* Node `node`'s output 0 moved to a new tensor "<base>/<what>", returned: its old output is
  * then free for a node inserted after it to write. */
 int op_rewrite_redirect(ir_graph *g, int node, const char *base, const char *what);
+/* A (C) tensor p as (C, 1, ..) of rank r - 1 (the per-channel operand of an X of rank r),
+ * a Reshape "<base>/<what>" inserted at *at, which moves up one. */
+int op_rewrite_per_channel(ir_graph *g, int *at, const char *base, const char *what, int p, int r,
+                           int64_t c);
+/* A normalization's affine tail: node `node`'s output becomes "<base>/normalised", then
+ * Mul by scale and Add of shift, each a (C) tensor or -1 for none, as (C, 1, ..) tensors
+ * write the node's old output ("<base>/scaled", "<base>/shifted"). */
+void op_rewrite_affine(ir_graph *g, int node, const char *base, int scale, int shift, int r,
+                       int64_t c);
 /* Whether t is a plan-time float32 value whose every element is v. */
 bool op_rewrite_all(const ir_tensor *t, float v);
 

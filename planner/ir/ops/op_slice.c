@@ -198,6 +198,38 @@ static int split_sizes(ir_graph *g, ir_node *n, const ir_tensor *x, op_split_arg
     return OC_OK;
 }
 
+/* op_def.lower: a Split from the importer's SplitToSequence (a chunk size, or sizes) whose
+ * last chunks the model never reads gets them as outputs nothing reads ("<node>/chunk_k"),
+ * so that the outputs cover the input (and its gradient, their Concat, has the input's
+ * shape): timm's MixNet reads the first of two. */
+static int split_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *st = g->opset >= 13 ? ir_node_in(g, n, 1) : NULL;
+    const int64_t *split;
+    int64_t ns, count = 0;
+    if (!st || st->rank > 1) return OC_OK;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_int64s(g, n, 1, &split, &ns, err)) return OC_ERR;
+    if (st->rank == 1) {
+        count = ns;
+    } else {
+        int64_t axis;
+        if (op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", &axis, err)) return OC_ERR;
+        int64_t dim = x->dims[axis], s = split[0];
+        if (s <= 0) return oc_fail(err, "chunk size %" PRId64 " is not positive", s);
+        count = (dim + s - 1) / s;
+    }
+    if (count <= n->n_outputs || count > OP_MAX_SPLIT) return OC_OK; /* infer says which */
+    ir_dtype dt = x->dtype;
+    for (int k = n->n_outputs; k < count; k++) {
+        char *name = oc_sprintf("%s/chunk_%d", g->nodes[node].name, k);
+        int t = ir_tensor_add(g, name, dt);
+        oc_free(name);
+        ir_node_add_output(g, node, t);
+    }
+    *changed = true;
+    return OC_OK;
+}
+
 static int split_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x;
@@ -279,6 +311,7 @@ const op_def op_def_split = {
     .roles = data_then_const,
     .n_roles = 2,
     .infer = split_infer,
+    .lower = split_lower,
     .decode = split_decode,
     .grad = split_grad,
 };

@@ -148,6 +148,36 @@ def scatter_elements(x, idx, u, axis, reduction):
     return y
 
 
+# (case name): (N, C, image_shape, block_shape, attributes): Col2Im (F.fold), lowered at
+# load into a ConvTranspose with a one-hot weight; refused: columns of the wrong count
+COL2IM = {
+    "3x3_pad1": (2, 3, [5, 4], [3, 3], {"pads": [1, 1, 1, 1]}),
+    "stride2_uneven": (1, 2, [7, 6], [3, 2], {"strides": [2, 2], "pads": [1, 0, 0, 1]}),
+    "dilation2": (1, 2, [6, 6], [2, 3], {"dilations": [2, 1]}),
+    "1d": (2, 2, [9], [3], {"strides": [2]}),
+    "wrong_columns_refused": (1, 2, [4, 4], [2, 2], {"strides": [3, 3]}),
+}
+
+
+def col2im(x, img, blk, dil, st, pads):
+    """ONNX Col2Im (F.fold): every column's block values summed into the image."""
+    ks = len(img)
+    n, cb, _ = x.shape
+    b = int(np.prod(blk))
+    c = cb // b
+    rows = [(img[d] + pads[d] + pads[d + ks] - dil[d] * (blk[d] - 1) - 1) // st[d] + 1
+            for d in range(ks)]
+    y = np.zeros([n, c] + list(img))
+    for ci in range(cb):
+        ch, j = divmod(ci, b)
+        kpos = np.unravel_index(j, blk)
+        for li, pos in enumerate(np.ndindex(*rows)):
+            at = [pos[d] * st[d] - pads[d] + kpos[d] * dil[d] for d in range(ks)]
+            if all(0 <= at[d] < img[d] for d in range(ks)):
+                y[(slice(None), ch) + tuple(at)] += x[:, ci, li]
+    return y
+
+
 # (case name, data shape, repeats): Tile of run-time data
 TILE = [("batch", [1, 3, 4], [2, 1, 1]), ("every_dim", [2, 3], [2, 3]), ("ones", [2, 3], [1, 1]),
         ("zero", [2, 3], [0, 2])]
@@ -342,7 +372,23 @@ def main():
     write_case("test_pow_f32_exponent_through_dropout", nodes, [("x", x)],
                [("y", (x.astype(np.float64) ** 3).astype(np.float32))])
     n = len(EINSUM) + len(ELLIPSIS) + len(MATMUL) + len(ACTIVATIONS) + len(INSTANCE_NORM)
-    n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + 3
+    for name, (n_, c, img, blk, attrs) in COL2IM.items():
+        ks = len(img)
+        dil, st = attrs.get("dilations", [1] * ks), attrs.get("strides", [1] * ks)
+        pads = attrs.get("pads", [0] * 2 * ks)
+        rows = [(img[d] + pads[d] + pads[d + ks] - dil[d] * (blk[d] - 1) - 1) // st[d] + 1
+                for d in range(ks)]
+        cols = int(np.prod(rows)) + name.endswith("_refused")  # one column too many
+        x = rng.standard_normal([n_, c * int(np.prod(blk)), cols]).astype(np.float32)
+        y = (np.zeros([2], np.float32) if name.endswith("_refused") else
+             col2im(x.astype(np.float64), img, blk, dil, st, pads).astype(np.float32))
+        nodes = [helper.make_node("Constant", [], ["img"], value=numpy_helper.from_array(
+                     np.array(img, np.int64), "img")),
+                 helper.make_node("Constant", [], ["blk"], value=numpy_helper.from_array(
+                     np.array(blk, np.int64), "blk")),
+                 helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], **attrs)]
+        write_case(f"test_col2im_f32_{name}", nodes, [("x", x)], [("y", y)], 18)
+    n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + 3
     print(f"{n + 6} cases in {OUT}")
 
 

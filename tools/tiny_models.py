@@ -311,8 +311,10 @@ class TinyTimm(nn.Module):
     the last never read; MixNet's split by sizes, the second never read); TResNet's
     reflect padding before its blur, with an edge (replicate) padding; XCiT's positional
     encoding, a convolution of fixed features repeated over the batch (Tile of run-time
-    data; here also twice along the width); and ConViT's relative positions, written into a zeros tensor by index
-    (select_scatter: ScatterElements of plan-time values) then projected."""
+    data; here also twice along the width); ConViT's relative positions, written into a zeros
+    tensor by index (select_scatter: ScatterElements of plan-time values) then projected; and
+    VOLO's outlook aggregation, F.unfold, a learnt weight per block offset, then F.fold (Col2Im)
+    with stride 2, whose blocks overlap."""
 
     def __init__(self):
         super().__init__()
@@ -324,6 +326,7 @@ class TinyTimm(nn.Module):
         self.c3 = nn.Conv2d(5, 6, 3)
         self.pos = nn.Conv2d(4, 6, 1)
         self.rel = nn.Linear(3, 6)
+        self.outlook = nn.Parameter(1 + 0.3 * torch.randn(54, 1))
         self.fc = nn.Linear(6, 10)
 
     def forward(self, x):
@@ -343,6 +346,8 @@ class TinyTimm(nn.Module):
         feats = torch.stack([t.sin(), t.cos(), (2 * t).sin(), (2 * t).cos()])  # (4, 18)
         feats = (feats[:, :, None] * feats[:, None, :9]).unsqueeze(0)  # (1, 4, 18, 9)
         h = h + self.pos(feats).repeat(x.shape[0], 1, 1, 2)  # over the batch and the width
+        cols = F.unfold(h, 3, padding=1, stride=2) * self.outlook  # (N, 54, 81)
+        h = h + F.fold(cols, (18, 18), 3, padding=1, stride=2)
         ind = torch.arange(6)
         d = (ind[None, :] - ind[:, None]).to(x.dtype)  # (6, 6)
         rel = torch.zeros(1, 6, 6, 3, dtype=x.dtype)

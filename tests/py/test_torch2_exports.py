@@ -92,7 +92,9 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
 REFUSED = {("tiny_mvit", "legacy"): "Loop", ("tiny_mvit", "1.13"): "Loop"}
 # Models Debian's torch 1.13 cannot export at all (its exporter refuses), with the reason.
 NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::zero (SwinV2's "
-                             "attention mask)"}
+                             "attention mask)",
+             "tiny_timm": "not exported: torch 1.13's exporter writes F.fold (aten::col2im) "
+                          "from opset 18 only, which it lacks"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
                             "tiny_hf_bart", "tiny_hf_roberta")})

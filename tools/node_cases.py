@@ -152,7 +152,7 @@ def scatter_elements(x, idx, u, axis, reduction):
 # load into a ConvTranspose with a one-hot weight; refused: columns of the wrong count
 COL2IM = {
     "3x3_pad1": (2, 3, [5, 4], [3, 3], {"pads": [1, 1, 1, 1]}),
-    "stride2_uneven": (1, 2, [7, 6], [3, 2], {"strides": [2, 2], "pads": [1, 0, 0, 1]}),
+    "stride2_uneven": (1, 2, [8, 7], [3, 2], {"strides": [2, 2], "pads": [1, 0, 1, 0]}),
     "dilation2": (1, 2, [6, 6], [2, 3], {"dilations": [2, 1]}),
     "1d": (2, 2, [9], [3], {"strides": [2]}),
     "wrong_columns_refused": (1, 2, [4, 4], [2, 2], {"strides": [3, 3]}),
@@ -177,6 +177,16 @@ def col2im(x, img, blk, dil, st, pads):
                 y[(slice(None), ch) + tuple(at)] += x[:, ci, li]
     return y
 
+
+# (case name, op, data shape, axes or None, keepdims, opset): ReduceMax / ReduceMin of run-time
+# data, lowered at load into a MaxPool; "_plan_time": of a Constant, folded
+EXTREMES = [
+    ("max_axis1_keep", "ReduceMax", [2, 5, 3], [1], 1, 13),
+    ("max_axes_02_opset18", "ReduceMax", [3, 2, 4], [0, 2], 0, 18),
+    ("max_all", "ReduceMax", [2, 3, 4], None, 1, 13),
+    ("min_last_negative", "ReduceMin", [2, 3, 4], [-1], 0, 18),
+    ("max_plan_time", "ReduceMax", [3, 4], [1], 0, 13),
+]
 
 # (case name, data shape, repeats): Tile of run-time data
 TILE = [("batch", [1, 3, 4], [2, 1, 1]), ("every_dim", [2, 3], [2, 3]), ("ones", [2, 3], [1, 1]),
@@ -388,7 +398,31 @@ def main():
                      np.array(blk, np.int64), "blk")),
                  helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], **attrs)]
         write_case(f"test_col2im_f32_{name}", nodes, [("x", x)], [("y", y)], 18)
-    n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + 3
+    for name, op, shape, axes, keep, opset in EXTREMES:
+        x = rng.standard_normal(shape).astype(np.float32)
+        f = np.max if op == "ReduceMax" else np.min
+        y = f(x, axis=None if axes is None else tuple(axes), keepdims=bool(keep))
+        kw, ins = {"keepdims": keep}, ["x"]
+        nodes = []
+        if axes is not None and opset >= 18:
+            nodes.append(helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(
+                np.array(axes, np.int64), "axes")))
+            ins.append("axes")
+        elif axes is not None:
+            kw["axes"] = axes
+        inputs = [("x", x)]
+        if name.endswith("_plan_time"):  # x a Constant: it folds; z + it runs
+            nodes.append(helper.make_node("Constant", [], ["x"],
+                                          value=numpy_helper.from_array(x, "x")))
+            z = rng.standard_normal(y.shape).astype(np.float32)
+            nodes += [helper.make_node(op, ins, ["m"], **kw),
+                      helper.make_node("Add", ["z", "m"], ["y"])]
+            inputs, y = [("z", z)], z + y
+        else:
+            nodes.append(helper.make_node(op, ins, ["y"], **kw))
+        write_case(f"test_reduce_f32_{name}", nodes, inputs, [("y", np.asarray(y, np.float32))],
+                   opset)
+    n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 3
     print(f"{n + 6} cases in {OUT}")
 
 

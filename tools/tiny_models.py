@@ -314,7 +314,8 @@ class TinyTimm(nn.Module):
     data; here also twice along the width); ConViT's relative positions, written into a zeros
     tensor by index (select_scatter: ScatterElements of plan-time values) then projected; and
     VOLO's outlook aggregation, F.unfold, a learnt weight per block offset, then F.fold (Col2Im)
-    with stride 2, whose blocks overlap."""
+    with stride 2, whose blocks overlap; and VOLO's head, the tokens' maximum (torch.max over
+    a dim, ReduceMax) beside their minimum (amin, ReduceMin)."""
 
     def __init__(self):
         super().__init__()
@@ -355,7 +356,9 @@ class TinyTimm(nn.Module):
         rel[:, :, :, 1] = d
         rel[:, :, :, 0] = -d
         bias = self.rel(rel).mean((1, 2))  # (1, 6)
-        return self.fc(h.mean((2, 3)) + bias)
+        tokens = h.flatten(2)  # (N, 6, 324)
+        pooled = h.mean((2, 3)) + 0.5 * tokens.max(2)[0] - 0.25 * tokens.amin(2)
+        return self.fc(pooled + bias)
 
 
 def tiny_timm():

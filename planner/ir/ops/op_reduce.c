@@ -6,14 +6,16 @@
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
+#include "ir/ops/op_fold_num.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
-/* The reduced dims of X: axes from an input (ReduceMean from opset 18,
- * ReduceSum from 13) or the attribute before; none given reduces every dim
+/* The reduced dims of X: axes from an input (ReduceMean, ReduceMax, ReduceMin from
+ * opset 18, ReduceSum from 13) or the attribute before; none given reduces every dim
  * unless noop_with_empty_axes. *noop: the node is an identity. */
 static int reduce_axes(ir_graph *g, ir_node *n, const ir_tensor *x, bool *red, bool *noop,
                        oc_err *err) {
-    int64_t axes_from_input = n->op == OP_REDUCE_MEAN ? 18 : 13;
+    int64_t axes_from_input = n->op == OP_REDUCE_SUM ? 13 : 18; /* Mean, Max, Min: 18 */
     const int64_t *axes = NULL;
     int64_t naxes = 0;
     if (g->opset >= axes_from_input) {
@@ -146,6 +148,109 @@ static void reduce_cost(const ir_graph *g, const ir_node *n, op_cost *c) {
     c->flops = ir_tensor_numel(x, &numel) ? (double)numel : 0.0;
 }
 
+/* ReduceMax / ReduceMin's output dims (reduce_infer's rule), any dtype. */
+static int extreme_shape(ir_graph *g, ir_node *n, const ir_tensor *x, bool *red, int *rank,
+                         int64_t *y, oc_err *err) {
+    bool noop;
+    if (reduce_axes(g, n, x, red, &noop, err)) return OC_ERR;
+    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    *rank = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (red[d] && x->dims[d] == 0)
+            return oc_fail(err, "input '%s' has no elements along reduced dim %d", x->name, d);
+        if (!red[d]) y[(*rank)++] = x->dims[d];
+        else if (keep) y[(*rank)++] = 1;
+    }
+    return OC_OK;
+}
+
+/* ReduceMax / ReduceMin of a plan-time value (shape glue): folded. Reached for a run-time
+ * input only when it is not float (a float one is lowered: extreme_lower). */
+static int extreme_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    bool red[IR_MAX_RANK];
+    int rank;
+    int64_t y[IR_MAX_RANK], numel, xn;
+    if (op_fold_need_value(g, n, 0, &x, err) || extreme_shape(g, n, x, red, &rank, y, err))
+        return OC_ERR;
+    op_set_out(g, n, 0, x->dtype, rank, y);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    bool *seen = oc_calloc((size_t)(numel ? numel : 1), sizeof *seen),
+         fl = op_fold_is_float(x->dtype);
+    bool max = n->op == OP_REDUCE_MAX;
+    num *best = oc_calloc((size_t)(numel ? numel : 1), sizeof *best);
+    ir_tensor_numel(x, &xn);
+    for (int64_t i = 0; i < xn; i++) {
+        int64_t rest = i, o = 0, stride = 1;
+        for (int d = x->rank - 1; d >= 0; d--) { /* i's output element: its kept coordinates */
+            int64_t c = rest % x->dims[d];
+            rest /= x->dims[d];
+            if (red[d]) continue;
+            o += c * stride;
+            stride *= x->dims[d];
+        }
+        num v = op_fold_num_get(x, i);
+        bool better = fl ? (max ? v.f > best[o].f : v.f < best[o].f)
+                         : (max ? v.i > best[o].i : v.i < best[o].i);
+        bool nan = fl && best[o].f != best[o].f; /* a NaN stays, as ONNX's */
+        if (!seen[o] || (fl && v.f != v.f) || (!nan && better)) best[o] = v;
+        seen[o] = true;
+    }
+    for (int64_t o = 0; o < numel; o++) op_fold_num_put(buf, x->dtype, o, best[o], x->dtype);
+    oc_free(seen), oc_free(best);
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* op_def.lower: ReduceMax / ReduceMin of run-time float data (torch.max(x, dim)[0], amax:
+ * VOLO's class-token head) is a max pooling, whose kernels and gradient (to the first
+ * maximum, as torch.max(dim)'s index) run it: X's reduced dims moved last ("<node>/moved"),
+ * viewed as [M, 1, 1, R] ("<node>/rows"), MaxPool with kernel [1, R] ("<node>/max"), then
+ * reshaped to the output (the node itself); ReduceMin negates before and after. */
+static int extreme_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x) || !ir_dtype_is_compute(x->dtype)) return OC_OK; /* folds, or refused */
+    bool red[IR_MAX_RANK];
+    int rank, r = x->rank, np = 0;
+    int64_t y[IR_MAX_RANK], perm[IR_MAX_RANK], m = 1, rr = 1;
+    if (extreme_shape(g, n, x, red, &rank, y, err)) return OC_ERR;
+    for (int d = 0; d < r; d++)
+        if (!red[d]) perm[np++] = d, m *= x->dims[d];
+    for (int d = 0; d < r; d++)
+        if (red[d]) perm[np++] = d, rr *= x->dims[d];
+    bool moved = false, min = n->op == OP_REDUCE_MIN;
+    for (int d = 0; d < r; d++) moved = moved || perm[d] != d;
+    int t = n->inputs[0], at = node;
+    char *base = oc_strdup(n->name), *s;
+    if (moved) {
+        t = op_rewrite_insert(g, at, base, "moved", OP_TRANSPOSE, t, -1, -1);
+        ir_attr a = {.name = "perm", .type = IR_ATTR_INTS, .n = r, .ints = perm};
+        ir_node_add_attr(g, at++, &a);
+    }
+    int64_t rows[4] = {m, 1, 1, rr}, kernel[2] = {1, rr};
+    s = oc_sprintf("%s/rows_shape", base);
+    int rs = ir_const_int64s(g, s, 4, rows);
+    oc_free(s);
+    t = op_rewrite_insert(g, at++, base, "rows", OP_RESHAPE, t, rs, -1);
+    if (min) t = op_rewrite_insert(g, at++, base, "negated", OP_NEG, t, -1, -1);
+    t = op_rewrite_insert(g, at, base, "max", OP_MAX_POOL, t, -1, -1);
+    ir_attr k = {.name = "kernel_shape", .type = IR_ATTR_INTS, .n = 2, .ints = kernel};
+    ir_node_add_attr(g, at++, &k);
+    if (min) t = op_rewrite_insert(g, at++, base, "min", OP_NEG, t, -1, -1);
+    s = oc_sprintf("%s/shape", base);
+    int ys = ir_const_int64s(g, s, rank, y);
+    oc_free(s);
+    op_rewrite_become(g, at, OP_RESHAPE);
+    ir_node_add_input(g, at, t);
+    ir_node_add_input(g, at, ys);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
 static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
 static const op_role data_role[] = {OP_IN_DATA};
 
@@ -183,4 +288,24 @@ const op_def op_def_broadcast_to = {
     .n_roles = 1,
     .infer = broadcast_to_infer,
     .decode = broadcast_to_decode,
+};
+const op_def op_def_reduce_max = {
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_then_const,
+    .n_roles = 2,
+    .infer = extreme_infer,
+    .lower = extreme_lower,
+};
+const op_def op_def_reduce_min = {
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_then_const,
+    .n_roles = 2,
+    .infer = extreme_infer,
+    .lower = extreme_lower,
 };

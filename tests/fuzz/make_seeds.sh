@@ -2,7 +2,7 @@
 # make_seeds.sh OUT — the fuzz targets' seed inputs, made by this build's
 # outcore-plan from the bundled graphs and a tiny CNN (tiny_model.py):
 #   OUT/import/   models: the bundled graphs, the tiny CNN, ONNX node tests and
-#                 outcore's own (tests/data/node: Einsum)
+#                 outcore's own (tests/data/node: Einsum, Col2Im, Tile, ..)
 #   OUT/profile/  profiles: analytic ones on each device preset
 #   OUT/plan/     plans of the tiny CNN (every strategy, budgets from in-core
 #                 down) and its training graph; RoBERTa's (host inputs)
@@ -40,7 +40,7 @@ pair("v2_int32", npy(x, (2, 0)), npy(np.array([1, 0, 2, 3], np.int32), (2, 0)))
 pair("float64", npy(x.astype(np.float64)), npy(np.array([0, 1, 1, 0], np.int64)))
 pair("labels_2d", npy(x), npy(np.zeros((4, 1), np.int64)))
 PY
-for t in /usr/share/libonnx-testdata/data/node/test_{conv,relu,maxpool,averagepool,batchnorm,gemm,concat,flatten,reshape,add,sigmoid,dropout,pad,gather,clip,softmax,mul,sub,unsqueeze,squeeze,einsum,scatternd,max_,min_}*/model.onnx \
+for t in /usr/share/libonnx-testdata/data/node/test_{conv,relu,maxpool,averagepool,batchnorm,gemm,concat,flatten,reshape,add,sigmoid,dropout,pad,gather,clip,softmax,mul,sub,unsqueeze,squeeze,einsum,scatternd,max_,min_,tile,scatter_elements,reduce_max,reduce_min}*/model.onnx \
     tests/data/node/test_*/model.onnx; do
     [ -f "$t" ] && cp "$t" "$OUT/import/$(basename "$(dirname "$t")").onnx"
 done

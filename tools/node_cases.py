@@ -422,7 +422,19 @@ def main():
             nodes.append(helper.make_node(op, ins, ["y"], **kw))
         write_case(f"test_reduce_f32_{name}", nodes, inputs, [("y", np.asarray(y, np.float32))],
                    opset)
-    n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 3
+    # Clip of plan-time values folds (timm's TF "SAME" padding, traced: the pad computed from
+    # the input's size, clipped at 0, then Div and Cast to int64), float and int64
+    for name, dt in (("f32", np.float32), ("i64", np.int64)):
+        v = np.array([-3, 0, 2, 5, 9], dt)
+        c = lambda a, nm: helper.make_node("Constant", [], [nm],
+                                           value=numpy_helper.from_array(np.asarray(a, dt), nm))
+        nodes = [c(v, "v"), c(0, "lo"), c(4, "hi"), helper.make_node("Clip", ["v", "lo", "hi"], ["k"]),
+                 helper.make_node("Cast", ["k"], ["kf"], to=TensorProto.FLOAT),
+                 helper.make_node("Add", ["z", "kf"], ["y"])]
+        z = rng.standard_normal([5]).astype(np.float32)
+        write_case(f"test_clip_{name}_plan_time", nodes, [("z", z)],
+                   [("y", z + np.clip(v, 0, 4).astype(np.float32))])
+    n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -90,10 +90,7 @@ static int col2im_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     oc_free(w);
     t->is_initializer = true;
     t->kind = IR_KIND_CONSTANT;
-    s = oc_sprintf("%s/grid_shape", base);
-    int sh = ir_const_int64s(g, s, k + 2, xshape);
-    oc_free(s);
-    int grid = op_rewrite_insert(g, node, base, "grid", OP_RESHAPE, xt, sh, -1);
+    int grid = op_rewrite_reshape(g, node, base, "grid", xt, k + 2, xshape);
     op_rewrite_become(g, node + 1, OP_CONV_TRANSPOSE);
     ir_node_add_input(g, node + 1, grid);
     ir_node_add_input(g, node + 1, wt);

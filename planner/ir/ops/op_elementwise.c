@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
+#include "ir/ops/op_fold_num.h"
 #include "ir/ops/op_util.h"
 
 /* X -> Y of the same shape (Relu, Clip); Dropout adds a bool mask of that shape. */
@@ -71,6 +72,45 @@ int op_decode_clip(const ir_graph *g, ir_node *n, oc_err *err) {
     p->min = ir_attr_float(n, "min", 0.0f);
     p->max = ir_attr_float(n, "max", 0.0f);
     return OC_OK;
+}
+
+/* Clip of a plan-time value with plan-time bounds (inputs from opset 11, attributes before)
+ * folds, in X's type: the exporters' shape glue (timm's TF "SAME" padding clips the pad it
+ * computes from the input's size at 0). Otherwise it runs (float). */
+static int clip_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x;
+    if (same_shape_infer(g, n, opset, err) || op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    const ir_tensor *lo = ir_node_in(g, n, 1), *hi = ir_node_in(g, n, 2);
+    if (!op_is_value(x) || (lo && !op_is_value(lo)) || (hi && !op_is_value(hi))) return OC_OK;
+    int64_t k;
+    for (int i = 1; i < 3; i++) {
+        const ir_tensor *b = ir_node_in(g, n, i);
+        if (b && (!ir_tensor_numel(b, &k) || k != 1))
+            return oc_fail(err, "bound '%s' is not a scalar", b->name);
+    }
+    bool fl = op_fold_is_float(x->dtype);
+    num vlo = {-INFINITY, INT64_MIN}, vhi = {INFINITY, INT64_MAX};
+    if (lo) vlo = op_fold_num_get(lo, 0);
+    if (hi) vhi = op_fold_num_get(hi, 0);
+    if (g->opset < 11) {
+        if (ir_attr_find(n, "min")) vlo.f = ir_attr_float(n, "min", 0.0f);
+        if (ir_attr_find(n, "max")) vhi.f = ir_attr_float(n, "max", 0.0f);
+    }
+    int64_t numel;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t i = 0; i < numel; i++) {
+        num v = op_fold_num_get(x, i);
+        if (fl) {
+            v.f = v.f < vlo.f ? vlo.f : v.f;
+            v.f = v.f > vhi.f ? vhi.f : v.f;
+        } else {
+            v.i = v.i < vlo.i ? vlo.i : v.i;
+            v.i = v.i > vhi.i ? vhi.i : v.i;
+        }
+        op_fold_num_put(buf, x->dtype, i, v, x->dtype);
+    }
+    return op_fold_set(g, n, buf, numel);
 }
 
 /* Ratio and training flag (opset >= 12: plan-time inputs 1 and 2; before:
@@ -346,7 +386,7 @@ const op_def op_def_clip = {
     .max_outputs = 1,
     .roles = clip_roles,
     .n_roles = 2,
-    .infer = same_shape_infer,
+    .infer = clip_infer,
     .grad = op_grad_clip,
     .saved_inputs = 0x7,
     .decode = op_decode_clip,

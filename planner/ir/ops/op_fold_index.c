@@ -373,17 +373,14 @@ static int gather_elements_lower(ir_graph *g, int node, bool *changed, oc_err *e
     }
     int xt = n->inputs[0];
     idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
-    int64_t idims[IR_MAX_RANK], flat_dim = -1;
+    int64_t idims[IR_MAX_RANK];
     int irank = idx->rank;
     memcpy(idims, idx->dims, sizeof idims);
-    char *base = oc_strdup(n->name), *s = oc_sprintf("%s/offsets", base);
-    int ot = ir_const_int64s(g, s, (int)numel, offs); /* 1-D, then shaped as the indices */
+    char *base = oc_strdup(n->name);
+    int ot = op_rewrite_ints(g, base, "offsets", (int)numel, offs); /* shaped as the indices */
     ir_tensor_set_shape(&g->tensors[ot], irank, idims);
-    oc_free(s), oc_free(offs);
-    s = oc_sprintf("%s/flat_shape", base);
-    int shape = ir_const_int64s(g, s, 1, &flat_dim);
-    oc_free(s);
-    int flat = op_rewrite_insert(g, node, base, "flat", OP_RESHAPE, xt, shape, -1);
+    oc_free(offs);
+    int flat = op_rewrite_flatten(g, node, base, "flat", xt);
     op_rewrite_become(g, node + 1, OP_GATHER);
     ir_node_add_input(g, node + 1, flat);
     ir_node_add_input(g, node + 1, ot);
@@ -447,15 +444,12 @@ static int scatter_elements_lower(ir_graph *g, int node, bool *changed, oc_err *
     char *red = oc_strdup(ra && ra->type == IR_ATTR_STRING ? ra->s : "none");
     int xt = n->inputs[0], ut = n->inputs[2];
     idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
-    char *base = oc_strdup(n->name), *s = oc_sprintf("%s/rows", base);
-    int rt = ir_const_int64s(g, s, (int)(numel * rank), rows);
-    int64_t rdims[2] = {numel, rank}, flat_dim = -1;
+    char *base = oc_strdup(n->name);
+    int rt = op_rewrite_ints(g, base, "rows", (int)(numel * rank), rows);
+    int64_t rdims[2] = {numel, rank};
     ir_tensor_set_shape(&g->tensors[rt], 2, rdims);
-    oc_free(s), oc_free(rows);
-    s = oc_sprintf("%s/flat_shape", base);
-    int shape = ir_const_int64s(g, s, 1, &flat_dim);
-    oc_free(s);
-    int flat = op_rewrite_insert(g, node, base, "updates", OP_RESHAPE, ut, shape, -1);
+    oc_free(rows);
+    int flat = op_rewrite_flatten(g, node, base, "updates", ut);
     op_rewrite_become(g, node + 1, OP_SCATTER_ND);
     ir_node_add_input(g, node + 1, xt);
     ir_node_add_input(g, node + 1, rt);

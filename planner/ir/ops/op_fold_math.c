@@ -176,21 +176,13 @@ static int tile_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         op_rewrite_become(g, node, OP_IDENTITY);
         ir_node_add_input(g, node, xt);
     } else {
-        char *s = oc_sprintf("%s/split_shape", base);
-        int st = ir_const_int64s(g, s, r2, split);
-        oc_free(s);
-        s = oc_sprintf("%s/copies_shape", base);
-        int wt = ir_const_int64s(g, s, r2, wide);
-        oc_free(s);
-        s = oc_sprintf("%s/shape", base);
-        int yt = ir_const_int64s(g, s, rank, y);
-        oc_free(s);
-        int at = node;
-        int sp = op_rewrite_insert(g, at++, base, "split", OP_RESHAPE, xt, st, -1);
-        int cp = op_rewrite_insert(g, at++, base, "copies", OP_EXPAND, sp, wt, -1);
-        op_rewrite_become(g, at, OP_RESHAPE);
-        ir_node_add_input(g, at, cp);
-        ir_node_add_input(g, at, yt);
+        int wt = op_rewrite_ints(g, base, "copies_shape", r2, wide);
+        int yt = op_rewrite_ints(g, base, "shape", rank, y);
+        int sp = op_rewrite_reshape(g, node, base, "split", xt, r2, split);
+        int cp = op_rewrite_insert(g, node + 1, base, "copies", OP_EXPAND, sp, wt, -1);
+        op_rewrite_become(g, node + 2, OP_RESHAPE);
+        ir_node_add_input(g, node + 2, cp);
+        ir_node_add_input(g, node + 2, yt);
     }
     oc_free(base);
     *changed = true;

@@ -224,25 +224,20 @@ static int extreme_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     bool moved = false, min = n->op == OP_REDUCE_MIN;
     for (int d = 0; d < r; d++) moved = moved || perm[d] != d;
     int t = n->inputs[0], at = node;
-    char *base = oc_strdup(n->name), *s;
+    char *base = oc_strdup(n->name);
     if (moved) {
         t = op_rewrite_insert(g, at, base, "moved", OP_TRANSPOSE, t, -1, -1);
         ir_attr a = {.name = "perm", .type = IR_ATTR_INTS, .n = r, .ints = perm};
         ir_node_add_attr(g, at++, &a);
     }
     int64_t rows[4] = {m, 1, 1, rr}, kernel[2] = {1, rr};
-    s = oc_sprintf("%s/rows_shape", base);
-    int rs = ir_const_int64s(g, s, 4, rows);
-    oc_free(s);
-    t = op_rewrite_insert(g, at++, base, "rows", OP_RESHAPE, t, rs, -1);
+    t = op_rewrite_reshape(g, at++, base, "rows", t, 4, rows);
     if (min) t = op_rewrite_insert(g, at++, base, "negated", OP_NEG, t, -1, -1);
     t = op_rewrite_insert(g, at, base, "max", OP_MAX_POOL, t, -1, -1);
     ir_attr k = {.name = "kernel_shape", .type = IR_ATTR_INTS, .n = 2, .ints = kernel};
     ir_node_add_attr(g, at++, &k);
     if (min) t = op_rewrite_insert(g, at++, base, "min", OP_NEG, t, -1, -1);
-    s = oc_sprintf("%s/shape", base);
-    int ys = ir_const_int64s(g, s, rank, y);
-    oc_free(s);
+    int ys = op_rewrite_ints(g, base, "shape", rank, y);
     op_rewrite_become(g, at, OP_RESHAPE);
     ir_node_add_input(g, at, t);
     ir_node_add_input(g, at, ys);

@@ -29,6 +29,26 @@ int op_rewrite_axes(ir_graph *g, int at, const char *base, const char *what, op_
     return y;
 }
 
+int op_rewrite_ints(ir_graph *g, const char *base, const char *what, int n, const int64_t *v) {
+    char *s = oc_sprintf("%s/%s", base, what);
+    int t = ir_const_int64s(g, s, n, v);
+    oc_free(s);
+    return t;
+}
+
+int op_rewrite_reshape(ir_graph *g, int at, const char *base, const char *what, int t, int rank,
+                       const int64_t *dims) {
+    char *s = oc_sprintf("%s_shape", what);
+    int sh = op_rewrite_ints(g, base, s, rank, dims);
+    oc_free(s);
+    return op_rewrite_insert(g, at, base, what, OP_RESHAPE, t, sh, -1);
+}
+
+int op_rewrite_flatten(ir_graph *g, int at, const char *base, const char *what, int t) {
+    static const int64_t flat = -1;
+    return op_rewrite_reshape(g, at, base, what, t, 1, &flat);
+}
+
 int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, const int64_t *dims,
                     float v) {
     char *s = oc_sprintf("%s/%s", base, what);
@@ -85,10 +105,7 @@ int op_rewrite_per_channel(ir_graph *g, int *at, const char *base, const char *w
     int64_t shape[IR_MAX_RANK];
     shape[0] = c;
     for (int d = 1; d + 1 < r; d++) shape[d] = 1;
-    char *s = oc_sprintf("%s/%s_shape", base, what);
-    int sh = ir_const_int64s(g, s, r - 1, shape);
-    oc_free(s);
-    return op_rewrite_insert(g, (*at)++, base, what, OP_RESHAPE, p, sh, -1);
+    return op_rewrite_reshape(g, (*at)++, base, what, p, r - 1, shape);
 }
 
 void op_rewrite_affine(ir_graph *g, int node, const char *base, int scale, int shift, int r,

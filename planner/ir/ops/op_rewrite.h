@@ -16,6 +16,14 @@ int op_rewrite_insert(ir_graph *g, int at, const char *base, const char *what, o
  * attribute below it. */
 int op_rewrite_axes(ir_graph *g, int at, const char *base, const char *what, op_kind k, int x,
                     int n, const int64_t *axes, int axes_input_from, int y);
+/* An int64 constant "<base>/<what>" of the n values v (1-D: a shape, axes, indices). */
+int op_rewrite_ints(ir_graph *g, const char *base, const char *what, int n, const int64_t *v);
+/* Reshape(t, [-1]) inserted at `at`, writing "<base>/<what>" (returned). */
+int op_rewrite_flatten(ir_graph *g, int at, const char *base, const char *what, int t);
+/* Reshape(t, dims) inserted at `at`, writing "<base>/<what>" (returned); the shape constant
+ * "<base>/<what>_shape". */
+int op_rewrite_reshape(ir_graph *g, int at, const char *base, const char *what, int t, int rank,
+                       const int64_t *dims);
 /* A float32 constant "<base>/<what>" of the given shape, every element v. */
 int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, const int64_t *dims,
                     float v);

@@ -59,8 +59,9 @@ static int col2im_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         rows[d] = span / str[d] + 1;
         opad[d] = span % str[d];
         kernel[d] = blk[d];
-        blocks *= blk[d];
-        l *= rows[d];
+        blocks *= blk[d]; /* at most 64^6 */
+        if (!oc_mul_i64(l, rows[d], &l))
+            return oc_fail(err, "the blocks' positions overflow int64 at dim %d", d);
     }
     int64_t cb = x->dims[1];
     if (cb % blocks || x->dims[2] != l)
@@ -68,9 +69,10 @@ static int col2im_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
                        "input '%s' is [%" PRId64 ", %" PRId64 ", %" PRId64
                        "]; these blocks need [N, C * %" PRId64 ", %" PRId64 "]",
                        x->name, x->dims[0], cb, x->dims[2], blocks, l);
-    int64_t c = cb / blocks, wn = cb * blocks;
-    if (wn > OP_FOLD_MAX_BYTES / (int64_t)sizeof(float))
-        return oc_fail(err, "its one-hot weight would have %" PRId64 " elements", wn);
+    int64_t c = cb / blocks, wn = 0;
+    if (!oc_mul_i64(cb, blocks, &wn) || wn > OP_FOLD_MAX_BYTES / (int64_t)sizeof(float))
+        return oc_fail(err, "its one-hot weight (%" PRId64 " x %" PRId64 ") is too large", cb,
+                       blocks);
     int64_t xshape[IR_MAX_RANK], wdims[IR_MAX_RANK];
     xshape[0] = x->dims[0];
     xshape[1] = cb;

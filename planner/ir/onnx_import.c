@@ -658,7 +658,7 @@ static int fuse_split_to_sequence(importer *im) {
         for (int k = 0; k < n && rc == OC_OK; k++)
             if (outs[k] < 0) { /* a chunk the model never reads: an output no node reads */
                 char *name = oc_sprintf("%s/chunk_%d", s->name, k);
-                outs[k] = ir_tensor_add(g, name, g->tensors[s->inputs[0]].dtype);
+                outs[k] = ir_tensor_add(g, name, IR_DTYPE_UNDEFINED); /* typed by infer */
                 oc_free(name);
                 s = &g->nodes[i];
             }

@@ -11,6 +11,10 @@
 #                   simulator throughput (sims/s); planning time;
 #                   cpu training step images/s (BASE=DIR: side by side with DIR/outcore-run, ratio)
 #   make fuzz       every libFuzzer target (tests/fuzz/) for FUZZ_SECONDS each (default 60)
+#   make sweep-torchvision / sweep-timm / sweep-hf   long sweeps against current PyTorch
+#                   (TORCH_PY: a venv's python with torch 2.x, onnx, onnxscript, timm,
+#                   transformers); tables into $(BUILD)/sweep-*.md, results in docs/torchvision.md,
+#                   docs/timm.md, docs/transformers.md
 #   make format     format the tree with clang-format (.clang-format; make test checks it)
 #   make deps       install the Debian packages the build and tests need
 .DEFAULT_GOAL := all
@@ -97,7 +101,8 @@ PLAN_BIN := $(BUILD)/outcore-plan
 RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
 LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a $(BUILD)/libcore.a
 
-.PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench format fuzz fuzz-bins
+.PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench format fuzz fuzz-bins \
+	sweep-torchvision sweep-timm sweep-hf
 all: $(PLAN_BIN) $(RUN_BIN)
 
 $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
@@ -220,6 +225,16 @@ bench: $(BUILD)/bench_sim $(BUILD)/bench_dp $(BUILD)/bench_plan $(PLAN_BIN) $(RU
 	$(BUILD)/bench_dp graphs/densenet121_op13.onnx 640
 	$(BUILD)/bench_plan graphs/resnet50_op13.onnx 640 hybrid 16
 	BUILD=$(BUILD) BASE=$(BASE) bash bench/bench_step.sh
+
+# The sweeps of today's exporters and model zoos (hours on 2 cores; not in `make test`, whose
+# fixtures tests/data/torch2 come from tools/torch_roundtrip.py fixtures).
+TORCH_PY ?= python3
+sweep-torchvision: $(RUN_BIN)
+	BUILD=$(BUILD) $(TORCH_PY) tools/torch_roundtrip.py sweep --image-size 128 --table $(BUILD)/sweep-torchvision.md
+sweep-timm: $(RUN_BIN)
+	BUILD=$(BUILD) $(TORCH_PY) tools/torch_roundtrip.py sweep --models timm --draws 8 --table $(BUILD)/sweep-timm.md
+sweep-hf: $(RUN_BIN)
+	BUILD=$(BUILD) $(TORCH_PY) tools/hf_sweep.py --table $(BUILD)/sweep-hf.md
 
 demo: $(PLAN_BIN)
 	$(PLAN_BIN) inspect graphs/resnet50_op13.onnx --batch 640 --training | \

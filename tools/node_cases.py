@@ -7,7 +7,10 @@ MatMul's cases there are of equal batch dims only; here a vector on either side 
 dims that broadcast. And, Or and Xor are there at opset 7 only, InstanceNormalization at 6; here at 13 to 18. Debian's copy of that data has Elu, Selu, Softplus, Sin and Cos at opsets 6, 1 and 7 only
 (outcore reads 9 to 21) and no Mish: their spec formulas are written here at opsets 13 and 18.
 GatherElements' and ScatterElements' cases there take the indices as an input; here they are a
-Constant (the exporters' torch.gather / scatter with a fixed index), the data an input. Tile of
+Constant (the exporters' torch.gather / scatter with a fixed index), the data an input. RNN, GRU and
+LSTM there are forward-only, of 1 to 2 steps; here both other directions, layout 1, states in
+and out, peepholes, torch's linear_before_reset, activations with alpha and beta, and sequences
+longer than one Split (references from the spec's equations, in float64). Tile of
 run-time data, BatchNormalization with computed statistics, SplitToSequence with chunks no node
 reads: forms of torch 2.x's exports of timm's models.
 A case named *_refused must be rejected by the importer with a message.
@@ -206,6 +209,143 @@ ACTIVATIONS = [
     ("sin", "Sin", {}, np.sin, 13),
     ("cos", "Cos", {}, np.cos, 13),
 ]
+
+
+# (case name): (cell, steps, batch, input, hidden, attributes, optional inputs given,
+# outputs given): RNN, GRU and LSTM, unrolled at load (op_rnn.c)
+RNNS = {
+    "lstm_bidirectional_states_peepholes": ("LSTM", 5, 2, 3, 4, {"direction": "bidirectional"},
+                                            "B seq h0 c0 P", "Y Y_h Y_c"),
+    "lstm_reverse_batch_first_c_only": ("LSTM", 4, 3, 2, 3, {"direction": "reverse", "layout": 1},
+                                        "B c0", "Y_c"),
+    "lstm_long": ("LSTM", 70, 1, 2, 3, {}, "B", "Y Y_h"),
+    "gru_torch_bidirectional": ("GRU", 6, 2, 3, 4, {"direction": "bidirectional",
+                                                    "linear_before_reset": 1}, "B h0", "Y Y_h"),
+    "gru_reverse_batch_first": ("GRU", 3, 2, 3, 2, {"direction": "reverse", "layout": 1},
+                                "B h0", "Y Y_h"),
+    "gru_lbr_no_state": ("GRU", 3, 2, 2, 3, {"linear_before_reset": 1}, "B", "Y"),
+    "rnn_bidirectional_alpha_beta": ("RNN", 4, 2, 3, 3, {
+        "direction": "bidirectional", "activations": ["LeakyRelu", "HardSigmoid"],
+        "activation_alpha": [0.1, 0.3], "activation_beta": [0.6]}, "B h0", "Y Y_h"),
+    "rnn_relu_long_groups": ("RNN", 130, 2, 2, 3, {"activations": ["Relu"]}, "", "Y"),
+    "lstm_packed_refused": ("LSTM", 3, 2, 2, 3, {}, "seq_short", "Y"),
+    "lstm_clip_refused": ("LSTM", 3, 2, 2, 3, {"clip": 1.0}, "", "Y"),
+    "gru_activation_refused": ("GRU", 3, 2, 2, 3, {"activations": ["Sigmoid", "Softsign"]}, "",
+                               "Y"),
+}
+
+
+def rnn_act(name, x, alpha, beta):
+    if name == "Sigmoid":
+        return 1 / (1 + np.exp(-x))
+    if name == "Tanh":
+        return np.tanh(x)
+    if name == "Relu":
+        return np.maximum(x, 0)
+    if name == "LeakyRelu":
+        return np.where(x >= 0, x, alpha * x)
+    if name == "HardSigmoid":
+        return np.clip(alpha * x + beta, 0, 1)
+    raise ValueError(name)
+
+
+def rnn_ref(cell, x, w, r, b, h0, c0, p, attrs):
+    """The spec's equations: Y [T, D, B, H], Y_h and Y_c [D, B, H] (layout 1: batch first)."""
+    first = attrs.get("layout", 0) == 1
+    if first:
+        x = x.transpose(1, 0, 2)
+        h0 = None if h0 is None else h0.transpose(1, 0, 2)
+        c0 = None if c0 is None else c0.transpose(1, 0, 2)
+    direction = attrs.get("direction", "forward")
+    dirs = 2 if direction == "bidirectional" else 1
+    steps, batch, hid = x.shape[0], x.shape[1], r.shape[2]
+    per = {"RNN": 1, "GRU": 2, "LSTM": 3}[cell]
+    names = attrs.get("activations", {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
+                                      "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[cell])
+    alphas, betas = list(attrs.get("activation_alpha", [])), list(attrs.get("activation_beta", []))
+    acts = []
+    for d in range(dirs):
+        for k in range(per):
+            nm = names[k if len(names) == per else d * per + k]
+            al = alphas.pop(0) if nm in ("LeakyRelu", "HardSigmoid") and alphas else \
+                {"LeakyRelu": 0.01, "HardSigmoid": 0.2}.get(nm)
+            be = betas.pop(0) if nm == "HardSigmoid" and betas else 0.5
+            acts.append((nm, al, be))
+    y = np.zeros([steps, dirs, batch, hid])
+    yh, yc = np.zeros([dirs, batch, hid]), np.zeros([dirs, batch, hid])
+    for d in range(dirs):
+        f = lambda k, v: rnn_act(acts[d * per + k][0], v, acts[d * per + k][1], acts[d * per + k][2])
+        gh = w.shape[1]
+        bd = b[d] if b is not None else np.zeros(2 * gh)
+        wb, rb = bd[:gh], bd[gh:]
+        h = h0[d] if h0 is not None else np.zeros([batch, hid])
+        c = c0[d] if c0 is not None else np.zeros([batch, hid])
+        order = range(steps - 1, -1, -1) if direction == "reverse" or d == 1 else range(steps)
+        for t in order:
+            xt = x[t]
+            if cell == "RNN":
+                h = f(0, xt @ w[d].T + h @ r[d].T + wb + rb)
+            elif cell == "LSTM":
+                g = xt @ w[d].T + h @ r[d].T + wb + rb
+                i, o, fg, cc = np.split(g, 4, axis=1)
+                pi, po, pf = np.split(p[d] if p is not None else np.zeros(3 * hid), 3)
+                i, fg, cc = f(0, i + pi * c), f(0, fg + pf * c), f(1, cc)
+                c = fg * c + i * cc
+                h = f(0, o + po * c) * f(2, c)
+            else:
+                xz, xr, xh = np.split(xt @ w[d].T + wb, 3, axis=1)
+                rz, rr, rh = np.split(r[d], 3, axis=0)
+                bz, br, bh = np.split(rb, 3)
+                z, rg = f(0, xz + h @ rz.T + bz), f(0, xr + h @ rr.T + br)
+                if attrs.get("linear_before_reset", 0):
+                    cand = f(1, xh + rg * (h @ rh.T + bh))
+                else:
+                    cand = f(1, xh + (rg * h) @ rh.T + bh)
+                h = (1 - z) * cand + z * h
+            y[t, d] = h
+        yh[d], yc[d] = h, c
+    if first:
+        y, yh, yc = y.transpose(2, 0, 1, 3), yh.transpose(1, 0, 2), yc.transpose(1, 0, 2)
+    return {"Y": y, "Y_h": yh, "Y_c": yc}
+
+
+def rnn_case(rng, name, spec):
+    cell, steps, batch, inp, hid, attrs, given, outs = spec
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[cell]
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    first = attrs.get("layout", 0) == 1
+    f32 = lambda *s: (0.5 * rng.standard_normal(s)).astype(np.float32)
+    x = f32(batch, steps, inp) if first else f32(steps, batch, inp)
+    w, r = f32(dirs, gates * hid, inp), f32(dirs, gates * hid, hid)
+    state = lambda: f32(batch, dirs, hid) if first else f32(dirs, batch, hid)
+    vals = {"B": f32(dirs, 2 * gates * hid), "h0": state(), "c0": state(), "P": f32(dirs, 3 * hid)}
+    given = given.split()
+    inputs = [("X", x), ("W", w), ("R", r)]
+    names = ["X", "W", "R", "", "", "", "", ""]
+    nodes = []
+    for k, nm in ((3, "B"), (5, "h0"), (6, "c0"), (7, "P")):
+        if nm in given:
+            inputs.append((nm, vals[nm]))
+            names[k] = nm
+    if "seq" in given or "seq_short" in given:  # a Constant: the full length, or one shorter
+        lens = np.full([batch], steps, np.int32)
+        lens[-1] -= "seq_short" in given
+        nodes.append(helper.make_node("Constant", [], ["lens"],
+                                      value=numpy_helper.from_array(lens, "lens")))
+        names[4] = "lens"
+    while names[-1] == "":
+        names.pop()
+    d64 = lambda nm: vals[nm].astype(np.float64) if nm in given else None
+    ref = ({} if name.endswith("_refused") else
+           rnn_ref(cell, x.astype(np.float64), w.astype(np.float64), r.astype(np.float64),
+                   d64("B"), d64("h0"), d64("c0"), d64("P"), attrs))
+    outs = outs.split()
+    out_names = [o if o in outs else "" for o in ("Y", "Y_h", "Y_c")[:3 if cell == "LSTM" else 2]]
+    while out_names[-1] == "":
+        out_names.pop()
+    nodes.append(helper.make_node(cell, names, out_names, hidden_size=hid, **attrs))
+    outputs = [(o, ref[o].astype(np.float32) if ref else np.zeros([1], np.float32)) for o in outs]
+    write_case("test_" + name.replace("_", "_f32_", 1), nodes, inputs, outputs, 14)
 
 
 def shape_of(term):
@@ -434,7 +574,10 @@ def main():
         z = rng.standard_normal([5]).astype(np.float32)
         write_case(f"test_clip_{name}_plan_time", nodes, [("z", z)],
                    [("y", z + np.clip(v, 0, 4).astype(np.float32))])
+    for name, spec in RNNS.items():
+        rnn_case(rng, name, spec)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
+    n += len(RNNS)
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -365,13 +365,51 @@ def tiny_timm():
     return TinyTimm()
 
 
+class TinyRnn(nn.Module):
+    """Recurrent layers (ONNX LSTM, GRU, RNN; unrolled at load): Sequencer2D's bidirectional
+    LSTMs along a feature map's rows and along its columns (batch_first, the image's rows or
+    columns as the batch), their outputs fused by a Linear; a 2-layer GRU (torch's
+    linear_before_reset) over the rows as steps from a learnt initial state; and a
+    bidirectional nn.RNN with ReLU over the GRU's outputs."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.stem = nn.Conv2d(3, 6, 4, stride=4)  # (N, 6, 8, 8)
+        self.along_w = nn.LSTM(6, 4, batch_first=True, bidirectional=True)
+        self.along_h = nn.LSTM(6, 4, batch_first=True, bidirectional=True)
+        self.fuse = nn.Linear(16, 6)
+        self.gru = nn.GRU(48, 5, num_layers=2)
+        self.h0 = nn.Parameter(0.1 * torch.randn(2, 1, 5))
+        self.relu_rnn = nn.RNN(5, 4, nonlinearity="relu", bidirectional=True)
+        self.fc = nn.Linear(6 + 8 + 5, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.stem(x).permute(0, 2, 3, 1)  # (N, H, W, C)
+        n, hh, ww, c = h.shape
+        rows, _ = self.along_w(h.reshape(n * hh, ww, c))
+        cols, _ = self.along_h(h.permute(0, 2, 1, 3).reshape(n * ww, hh, c))
+        rows = rows.reshape(n, hh, ww, 8)
+        cols = cols.reshape(n, ww, hh, 8).permute(0, 2, 1, 3)
+        h = h + self.fuse(torch.cat([rows, cols], -1))  # (N, H, W, 6)
+        seq = h.permute(1, 0, 2, 3).reshape(hh, n, ww * c)  # the rows as steps
+        g, last = self.gru(seq, self.h0.expand(2, n, 5).contiguous())
+        r, _ = self.relu_rnn(g)
+        return self.fc(torch.cat([h.mean((1, 2)), r.mean(0), last[-1]], -1))
+
+
+def tiny_rnn():
+    return TinyRnn()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_swin_v2": tiny_swin_v2, "tiny_maxvit": tiny_maxvit,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
         "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather,
-        "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm}
+        "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -241,6 +241,24 @@ int ir_node_insert(ir_graph *g, int at, const char *name, const char *op_type, c
     return at;
 }
 
+void ir_nodes_move_tail(ir_graph *g, int from, int at) {
+    OC_ASSERT(at >= 0 && at <= from && from <= g->n_nodes);
+    int n = g->n_nodes, k = n - from;
+    if (k == 0 || at == from) return;
+    ir_node *tail = oc_malloc((size_t)k * sizeof *tail);
+    memcpy(tail, &g->nodes[from], (size_t)k * sizeof *tail);
+    memmove(&g->nodes[at + k], &g->nodes[at], (size_t)(from - at) * sizeof(ir_node));
+    memcpy(&g->nodes[at], tail, (size_t)k * sizeof *tail);
+    oc_free(tail);
+#define MOVED(i) ((i) < at ? (i) : (i) < from ? (i) + k : at + (i)-from)
+    for (int t = 0; t < g->n_tensors; t++) {
+        ir_tensor *y = &g->tensors[t];
+        if (y->producer >= 0) y->producer = MOVED(y->producer);
+        for (int c = 0; c < y->n_consumers; c++) y->consumers[c] = MOVED(y->consumers[c]);
+    }
+#undef MOVED
+}
+
 void ir_node_add_input(ir_graph *g, int node, int t) {
     ir_node *n = &g->nodes[node];
     n->inputs = oc_realloc(n->inputs, (size_t)(n->n_inputs + 1) * sizeof *n->inputs);

@@ -219,6 +219,10 @@ int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *
 /* Inserts a node (no inputs/outputs yet) at index at, before the node there:
  * later nodes move up by one, every reference to them follows. Returns at. */
 int ir_node_insert(ir_graph *g, int at, const char *name, const char *op_type, const char *domain);
+/* Moves the nodes from index `from` on (added last) to index at <= from, the nodes at
+ * [at, from) after them; every producer and consumer index follows. One pass over the
+ * tensors, however many nodes move (ir_node_insert is one pass per node). */
+void ir_nodes_move_tail(ir_graph *g, int from, int at);
 /* Appends tensor t (or -1 for an omitted input) as the next input; records the use. */
 void ir_node_add_input(ir_graph *g, int node, int t);
 /* Input i of node becomes tensor t (-1: omitted): one use moves from the old tensor to t. */

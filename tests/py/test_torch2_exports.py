@@ -83,7 +83,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_shufflenet", "tiny_convnext", "tiny_fcn", "tiny_swin", "tiny_swin_v2",
           "tiny_maxvit", "tiny_r3d",
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
-          "tiny_timm",
+          "tiny_timm", "tiny_rnn",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
@@ -127,7 +127,7 @@ def inputs_of(ref):
     return xs if len(xs) > 1 else xs[0]
 
 
-def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False, extra=()):
+def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False, extra=(), lr=LR):
     """outcore-run's steps on the batch (x: an array, or one per data input), the losses, the
     trained tensors (--save) and stderr."""
     xs = x if isinstance(x, list) else [x]
@@ -140,7 +140,7 @@ def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False, extra=()):
     opt = (["--optimizer", "adamw", "--lr", str(ADAMW["lr"]), "--betas",
             ",".join(str(b) for b in ADAMW["betas"]), "--eps", str(ADAMW["eps"]),
             "--weight-decay", str(ADAMW["weight_decay"]), "--clip-grad-norm", str(CLIP)]
-           if adamw else ["--lr", str(LR), "--momentum", str(MOMENTUM), "--weight-decay", str(WD)])
+           if adamw else ["--lr", str(lr), "--momentum", str(MOMENTUM), "--weight-decay", str(WD)])
     cmd = [RUN, path, "--backend", "cpu", "--batch", str(x.shape[0]), "--steps", str(steps),
            *opt, "--seed", str(seed), "--input", xp, "--labels", yp, "--save", saved, *extra]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -249,7 +249,8 @@ def linear_fused(name, exporter, path, stderr):
 
 def compare(name, exporter, path, ref, tmp, extra=()):
     x, y = inputs_of(ref), ref["labels"]
-    losses, trained, stderr = outcore_step(path, x, y, tmp, extra=extra)
+    lr = float(ref["lr"]) if "lr" in ref.files else LR
+    losses, trained, stderr = outcore_step(path, x, y, tmp, extra=extra, lr=lr)
     if extra:
         exporter = f"{exporter} {' '.join(extra)}"
     rows = [("loss", rel(losses[0], ref["loss"]), rel(ref["loss_fp32"], ref["loss"]))]

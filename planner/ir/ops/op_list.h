@@ -184,14 +184,17 @@
     X(REDUCE_MIN, "ReduceMin", ONNX, reduce_min, none)
 
 /* Ops rewritten into others: by the importer (Einsum, ReduceL2: never in a graph) or at
- * load, before their shapes are inferred (InstanceNormalization, ScatterElements, Col2Im:
- * op_def.lower). */
+ * load, before their shapes are inferred (InstanceNormalization, ScatterElements, Col2Im,
+ * RNN / GRU / LSTM unrolled: op_def.lower). */
 #define OC_OPS_LOWERED(X)                                                                          \
     X(EINSUM, "Einsum", ONNX, einsum, none)                                                        \
     X(REDUCE_L2, "ReduceL2", ONNX, reduce_l2, none)                                                \
     X(INSTANCE_NORM, "InstanceNormalization", ONNX, instance_norm, none)                           \
     X(SCATTER_ELEMENTS, "ScatterElements", ONNX, scatter_elements, none)                           \
-    X(COL2IM, "Col2Im", ONNX, col2im, none)
+    X(COL2IM, "Col2Im", ONNX, col2im, none)                                                        \
+    X(RNN, "RNN", ONNX, rnn, none)                                                                 \
+    X(GRU, "GRU", ONNX, gru, none)                                                                 \
+    X(LSTM, "LSTM", ONNX, lstm, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -214,7 +217,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 153
+#define OP_LIST_COUNT 156
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -6,7 +6,7 @@
 int op_rewrite_insert(ir_graph *g, int at, const char *base, const char *what, op_kind k, int in0,
                       int in1, int y) {
     char *s = oc_sprintf("%s/%s", base, what);
-    int n = op_node_insert(g, at, s, k);
+    int n = at == g->n_nodes ? op_node_add(g, s, k) : op_node_insert(g, at, s, k);
     ir_node_add_input(g, n, in0);
     if (in1 >= 0) ir_node_add_input(g, n, in1);
     if (y < 0) y = ir_tensor_add(g, s, IR_DTYPE_UNDEFINED);

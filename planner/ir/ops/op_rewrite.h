@@ -6,7 +6,9 @@
 
 #include "ir/ops/op_table.h"
 
-/* A node of kind k inserted at index `at` (ir_node_insert: later nodes move up one),
+/* A node of kind k inserted at index `at` (ir_node_insert: later nodes move up one; at the
+ * graph's node count, added last: rewrites of many nodes add theirs last, then move them
+ * with one ir_nodes_move_tail),
  * reading in0 and, when >= 0, in1, writing y, or a new tensor "<base>/<what>" when y < 0.
  * Returns the tensor written. */
 int op_rewrite_insert(ir_graph *g, int at, const char *base, const char *what, op_kind k, int in0,

@@ -895,6 +895,58 @@ static void test_einsum_lowered(void **state) {
             assert_true(strncmp(g->nodes[i].name, "scores/", 7) == 0);
 }
 
+/* Every tensor's producer and consumers are the nodes that write and read it, and every
+ * node reads only what an earlier node (or no node) writes. */
+static void assert_wired(const ir_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0) assert_int_equal(g->tensors[n->outputs[k]].producer, i);
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] < 0) continue;
+            const ir_tensor *t = &g->tensors[n->inputs[k]];
+            assert_true(t->producer < i);
+            bool listed = false;
+            for (int c = 0; c < t->n_consumers; c++) listed = listed || t->consumers[c] == i;
+            assert_true(listed);
+        }
+    }
+}
+
+/* An LSTM is unrolled at load (op_rnn.c): between a node before it and one after, its
+ * steps' nodes in order, the LSTM node itself writing its last present output (Y_h). With
+ * no initial state the first step of each direction has no recurrent MatMul and no forget
+ * gate: 2 directions x (1 projection + 2 recurrent) MatMuls, 2 x (2 + 3 + 3) Sigmoids. */
+static void test_lstm_unrolled(void **state) {
+    fixture *f = *state;
+    mb_model *m = f->m = mb_new(14);
+    mb_input(m, "x", MB_FLOAT, "3,2,4");
+    mb_init(m, "w", MB_FLOAT, MB_DIMS(2, 20, 4));
+    mb_init(m, "r", MB_FLOAT, MB_DIMS(2, 20, 5));
+    mb_init(m, "b", MB_FLOAT, MB_DIMS(2, 40));
+    mb_node(m, "Relu", "before", "x", "xr");
+    Onnx__NodeProto *n = mb_node(m, "LSTM", "lstm", "xr,w,r,b", "y,y_h");
+    mb_attr_int(m, n, "hidden_size", 5);
+    mb_attr_string(m, n, "direction", "bidirectional");
+    mb_node(m, "Relu", "after", "y_h", "z");
+    mb_output(m, "y");
+    mb_output(m, "z");
+    if (fx_infer(f, 0)) fail_msg("%s", f->err.msg);
+    ir_graph *g = f->g;
+    assert_shape(g, "y", "[3, 2, 2, 5]");
+    assert_shape(g, "z", "[2, 2, 5]");
+    int ops[OP__COUNT] = {0};
+    for (int i = 0; i < g->n_nodes; i++) ops[g->nodes[i].op]++;
+    assert_int_equal(ops[OP_LSTM], 0);
+    assert_int_equal(ops[OP_MATMUL], 6);
+    assert_int_equal(ops[OP_SIGMOID], 16);
+    assert_string_equal(g->nodes[0].name, "before");
+    assert_string_equal(g->nodes[g->n_nodes - 1].name, "after");
+    assert_int_equal(fx_tensor(g, "y_h")->producer, g->n_nodes - 2);
+    assert_string_equal(g->nodes[g->n_nodes - 2].name, "lstm");
+    assert_wired(g);
+}
+
 /* MViTv2's relative positions: four free indices beside a batch index are merged
  * into MatMul's rows by Reshapes whose shapes fold from the operands' (the batch a
  * symbol bound at load); every shape computation is a plan-time value. */
@@ -1027,6 +1079,7 @@ int main(void) {
         T(test_transpose_perm_length),
         T(test_einsum_lowered),
         T(test_einsum_merged),
+        T(test_lstm_unrolled),
         cmocka_unit_test(test_attention_causal_verified),
     };
     return cmocka_run_group_tests_name("shapes", tests, NULL, NULL);

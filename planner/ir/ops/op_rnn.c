@@ -43,38 +43,37 @@ typedef struct unroll {
 
 /* ---- reading the node ---------------------------------------------------------------- */
 
+/* An activation named as ONNX names it (the names of the ops that compute it), with alpha
+ * and beta taken in turn by those that have them. */
 static int read_act(const char *name, const float *alpha, int n_alpha, int *ia, const float *beta,
                     int n_beta, int *ib, rnn_act *a, oc_err *err) {
     static const struct {
-        const char *name;
         op_kind kind;
         bool alpha, beta;
     } known[] = {
-        {"Sigmoid", OP_SIGMOID, false, false},
-        {"Tanh", OP_TANH, false, false},
-        {"Relu", OP_RELU, false, false},
-        {"LeakyRelu", OP_LEAKY_RELU, true, false},
-        {"Elu", OP_ELU, true, false},
-        {"HardSigmoid", OP_HARD_SIGMOID, true, true},
-        {"Softplus", OP_SOFTPLUS, false, false},
+        {OP_SIGMOID, false, false},   {OP_TANH, false, false}, {OP_RELU, false, false},
+        {OP_LEAKY_RELU, true, false}, {OP_ELU, true, false},   {OP_HARD_SIGMOID, true, true},
+        {OP_SOFTPLUS, false, false},
     };
+    char names[160];
+    size_t off = 0;
     for (size_t k = 0; k < sizeof known / sizeof *known; k++) {
-        if (strcmp(name, known[k].name) != 0) continue;
+        const char *op = op_name(known[k].kind);
+        if (off < sizeof names)
+            off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", k ? ", " : "", op);
+        if (strcmp(name, op) != 0) continue;
         memset(a, 0, sizeof *a);
         a->kind = known[k].kind;
         if (known[k].alpha && *ia < n_alpha) a->alpha = alpha[(*ia)++], a->has_alpha = true;
         if (known[k].beta && *ib < n_beta) a->beta = beta[(*ib)++], a->has_beta = true;
         return OC_OK;
     }
-    return oc_fail(err,
-                   "activation '%s' is not supported (Sigmoid, Tanh, Relu, LeakyRelu, Elu, "
-                   "HardSigmoid and Softplus are)",
-                   name);
+    return oc_fail(err, "activation '%s' is not supported (%s are)", name, names);
 }
 
 static int read_acts(const ir_node *n, unroll *u, oc_err *err) {
-    static const char *const dflt[3][3] = {
-        {"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+    static const op_kind dflt[3][3] = {
+        {OP_TANH}, {OP_SIGMOID, OP_TANH}, {OP_SIGMOID, OP_TANH, OP_TANH}};
     int per = u->cell == CELL_RNN ? 1 : u->cell == CELL_GRU ? 2 : 3;
     const ir_attr *names = ir_attr_find(n, "activations");
     const ir_attr *al = ir_attr_find(n, "activation_alpha"),
@@ -86,8 +85,8 @@ static int read_acts(const ir_node *n, unroll *u, oc_err *err) {
     int ia = 0, ib = 0;
     for (int d = 0; d < u->dirs; d++)
         for (int k = 0; k < per; k++) {
-            const char *s =
-                n_names ? names->strings[n_names == per ? k : d * per + k] : dflt[u->cell][k];
+            const char *s = n_names ? names->strings[n_names == per ? k : d * per + k]
+                                    : op_name(dflt[u->cell][k]);
             if (read_act(s, al && al->type == IR_ATTR_FLOATS ? al->floats : NULL,
                          al && al->type == IR_ATTR_FLOATS ? al->n : 0, &ia,
                          be && be->type == IR_ATTR_FLOATS ? be->floats : NULL,

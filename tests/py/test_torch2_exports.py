@@ -75,6 +75,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = os.path.join(ROOT, "tests", "data", "torch2")
 BUILD = os.environ.get("BUILD", "build")
 RUN = os.path.join(ROOT, BUILD, "outcore-run")
+BACKEND = "cpu"  # outcore_step's (test_torch2_backend.py runs the fixtures on another)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from torch_roundtrip import (ADAMW, CLIP, LR, MOMENTUM, TOL, WD,  # noqa: E402
                              restore_initializers)
@@ -141,7 +142,7 @@ def outcore_step(path, x, y, tmp, steps=1, seed=1, adamw=False, extra=(), lr=LR)
             ",".join(str(b) for b in ADAMW["betas"]), "--eps", str(ADAMW["eps"]),
             "--weight-decay", str(ADAMW["weight_decay"]), "--clip-grad-norm", str(CLIP)]
            if adamw else ["--lr", str(lr), "--momentum", str(MOMENTUM), "--weight-decay", str(WD)])
-    cmd = [RUN, path, "--backend", "cpu", "--batch", str(x.shape[0]), "--steps", str(steps),
+    cmd = [RUN, path, "--backend", BACKEND, "--batch", str(x.shape[0]), "--steps", str(steps),
            *opt, "--seed", str(seed), "--input", xp, "--labels", yp, "--save", saved, *extra]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:

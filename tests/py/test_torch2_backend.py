@@ -1,0 +1,42 @@
+#!/usr/bin/python3
+"""The torch 2.x fixtures (tests/data/torch2) on another backend of outcore-run: each
+fixture's default-exporter file takes one SGD step there, compared with PyTorch's float64 step
+exactly as test_torch2_exports.py compares the cpu backend (the loss and every tensor within
+1e-4, or a tie: within 3x PyTorch float32's own distance, the tensors whose gradient is zero
+in exact arithmetic, such as attention key biases and a BN bias before another BN).
+tests/cli/test_cuda_emu.sh runs it on the CUDA emulator's build; on a GPU it runs the same.
+
+    tests/py/test_torch2_backend.py BUILD_DIR [BACKEND [NAME ..]]   (BACKEND: cuda)
+"""
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_torch2_exports as T  # noqa: E402
+
+
+def main():
+    build = sys.argv[1]
+    T.BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cuda"
+    T.RUN = os.path.join(build, "outcore-run")
+    names = sys.argv[3:] or T.MODELS
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            ref = np.load(os.path.join(T.DATA, f"{name}.ref.npz"))
+            try:
+                T.compare(name, T.BACKEND, os.path.join(T.DATA, f"{name}_dynamo.onnx"), ref, tmp)
+            except RuntimeError as e:
+                T.failures.append(f"{name}: {e}")
+                print(f"FAIL {name}: {e}")
+    for f in T.failures:
+        print("FAIL", f)
+    print(f"{len(names) - len({f.split('/')[0].split(':')[0] for f in T.failures})} of "
+          f"{len(names)} fixtures agree on {T.BACKEND}")
+    sys.exit(1 if T.failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -290,6 +290,9 @@ dp_lowersets *dp_lowersets_exact(const dp_graph *g, int max_count) {
 dp_lowersets *dp_lowersets_approx(const dp_graph *g) {
     set_list l = {.words = g->words};
     int W = g->words;
+    /* every node's set, or every stride-th's (the last node's always) */
+    bool thin = g->n + 2 > DP_APPROX_MAX_SETS;
+    int stride = thin ? (g->n + DP_APPROX_MAX_SETS - 3) / (DP_APPROX_MAX_SETS - 2) : 1;
     /* anc[v] = v ∪ ancestors(v), built in topological order. */
     uint64_t *anc = oc_calloc((size_t)(g->n + 1) * (size_t)W, sizeof *anc);
     uint64_t *empty = oc_calloc((size_t)W, sizeof *empty);
@@ -297,17 +300,21 @@ dp_lowersets *dp_lowersets_approx(const dp_graph *g) {
     for (int v = 0; v < g->n; v++) {
         uint64_t *a = anc + (size_t)v * (size_t)W;
         const uint64_t *p = g->pred + (size_t)v * (size_t)W;
-        for (int u = 0; u < v; u++)
-            if (dp_set_has(p, u))
+        for (int pw = 0; pw < W; pw++)
+            for (uint64_t x = p[pw]; x; x &= x - 1) {
+                int u = pw * 64 + __builtin_ctzll(x);
                 for (int w = 0; w < W; w++) a[w] |= anc[(size_t)u * (size_t)W + (size_t)w];
+            }
         dp_set_add(a, v);
-        list_add(&l, a);
+        if ((v + 1) % stride == 0 || v + 1 == g->n) list_add(&l, a);
     }
     for (int v = 0; v < g->n; v++) dp_set_add(empty, v);
     list_add(&l, empty); /* V */
     oc_free(anc);
     oc_free(empty);
-    return finish(g, &l, DP_FAMILY_APPROX);
+    dp_lowersets *ls = finish(g, &l, DP_FAMILY_APPROX);
+    ls->max_span = thin ? DP_APPROX_MAX_SPAN : 0;
+    return ls;
 }
 
 dp_lowersets *dp_lowersets_build(const dp_graph *g, int max_exact) {
@@ -357,20 +364,21 @@ void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_s
 
 int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t *L2) {
     int64_t prefix = 0, peak = 0;
-    if (g->peak_model == DP_PEAK_BLOCK) { /* R(V') + R(K) + max frontier */
+    if (g->peak_model == DP_PEAK_BLOCK) { /* R(V') + R(K) + max frontier, over V' = L2 ∖ L */
         int64_t fmax = 0, rk = 0;
         int W = g->words;
-        for (int v = 0; v < g->n; v++) {
-            if (!dp_set_has(L2, v) || dp_set_has(L, v)) continue;
-            prefix += dp_mem_resident(g, v);
-            if (dp_mem_frontier(g, v) > fmax) fmax = dp_mem_frontier(g, v);
-            const uint64_t *sc = g->succ + (size_t)v * (size_t)W;
-            for (int w = 0; w < W; w++)
-                if (sc[w] & ~L2[w]) {
-                    rk += dp_mem_resident(g, v);
-                    break;
-                }
-        }
+        for (int vw = 0; vw < W; vw++)
+            for (uint64_t x = L2[vw] & ~L[vw]; x; x &= x - 1) {
+                int v = vw * 64 + __builtin_ctzll(x);
+                prefix += dp_mem_resident(g, v);
+                if (dp_mem_frontier(g, v) > fmax) fmax = dp_mem_frontier(g, v);
+                const uint64_t *sc = g->succ + (size_t)v * (size_t)W;
+                for (int w = 0; w < W; w++)
+                    if (sc[w] & ~L2[w]) {
+                        rk += dp_mem_resident(g, v);
+                        break;
+                    }
+            }
         return prefix + rk + fmax;
     }
     for (int w = 0; w < g->words; w++) {

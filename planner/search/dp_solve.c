@@ -94,7 +94,9 @@ static void table_build(const dp_graph *g, const dp_lowersets *ls, dp_table *t) 
     for (int j = 0; j < F; j++) {
         t->in_start[j] = (int)t->n_edges;
         const uint64_t *Lj = dp_lowersets_set(ls, j), *bj = bnd + (size_t)j * (size_t)W;
-        for (int i = 0; i < j; i++) {
+        /* steps of at most max_span sets, and from ∅ and into V always (∅ -> V among them) */
+        int near = ls->max_span && j + 1 < F && j > ls->max_span ? j - ls->max_span : 1;
+        for (int i = 0; i < j; i = i == 0 ? near : i + 1) {
             if (ls->size[i] >= ls->size[j]) break; /* sorted by size */
             const uint64_t *Li = dp_lowersets_set(ls, i);
             if (!dp_set_subset(Li, Lj, W, true)) continue;

@@ -227,6 +227,51 @@ static void test_family_bound(void **state) {
     dp_graph_free(g);
 }
 
+/* A long graph (an unrolled RNN's forward: a path of 5000 nodes, every third with a skip
+ * edge over two) gets a thinned approximate family: at most DP_APPROX_MAX_SETS sets, steps
+ * of at most DP_APPROX_MAX_SPAN of them (but from ∅ and into V). The memory-centric DP is
+ * still feasible and no worse than Chen's sqrt(n) segments, which the thinned family holds
+ * (every 5th prefix), nor than the single block ∅ -> V. */
+static void test_long_graph_thinned(void **state) {
+    (void)state;
+    rng_state = 99;
+    int n = 5000;
+    dp_graph *g = dp_graph_new(n);
+    for (int v = 0; v < n; v++) {
+        g->time[v] = 1 + rnd() % 5;
+        g->mem[v] = 1 + rnd() % 100;
+        if (v) dp_graph_edge_add(g, v - 1, v);
+        if (v >= 2 && v % 3 == 0) dp_graph_edge_add(g, v - 2, v);
+    }
+    dp_lowersets *ls = dp_lowersets_build(g, 2000);
+    assert_int_equal(ls->family, DP_FAMILY_APPROX);
+    assert_true(ls->count <= DP_APPROX_MAX_SETS && ls->count > DP_APPROX_MAX_SETS / 2);
+    assert_int_equal(ls->max_span, DP_APPROX_MAX_SPAN);
+    int *at = oc_malloc((size_t)(n + 1) * sizeof *at); /* the set holding the first s nodes */
+    for (int s = 0; s <= n; s++) at[s] = -1;
+    for (int i = 0; i < ls->count; i++) at[ls->size[i]] = i;
+    int chain[128], k = 0;
+    for (int end = 70; end < n; end += 70) {
+        assert_true(at[end] >= 0);
+        chain[k++] = at[end];
+    }
+    chain[k++] = ls->count - 1;
+    double ct;
+    int64_t cp, whole;
+    chain_cost(g, ls, chain, k, &ct, &cp);
+    chain_cost(g, ls, &chain[k - 1], 1, &ct, &whole);
+    dp_options om = {.mode = DP_MODE_MEMORY};
+    dp_solution sol;
+    dp_solve(g, ls, &om, &sol);
+    assert_true(sol.feasible);
+    assert_true(sol.peak <= cp);
+    assert_true(cp < whole);
+    dp_solution_free(&sol);
+    oc_free(at);
+    dp_lowersets_free(ls);
+    dp_graph_free(g);
+}
+
 typedef struct model_ctx {
     train_graph *tg;
     profile *prof;
@@ -342,6 +387,7 @@ int main(void) {
         cmocka_unit_test(test_dp_equals_brute_force),
         cmocka_unit_test(test_dp_le_chen_on_chains),
         cmocka_unit_test(test_family_bound),
+        cmocka_unit_test(test_long_graph_thinned),
         cmocka_unit_test(test_dp_min_le_chen_on_models),
         cmocka_unit_test(test_recompute_from_swapped_in),
     };

@@ -55,6 +55,41 @@ static int span_order(const void *a, const void *b) {
 
 typedef int (*order_cmp)(const void *, const void *, void *);
 
+/* The placed items, sorted by span (offset, then end): one walk over it finds a new item's gap
+ * when most of them are live beside it, where sorting those would cost more. */
+typedef struct placed_list {
+    int *item, n;
+} placed_list;
+
+static bool span_before(const int64_t *off, const plan_lifetimes *lt, int a, int b) {
+    if (off[a] != off[b]) return off[a] < off[b];
+    return off[a] + lt->bytes[a] < off[b] + lt->bytes[b];
+}
+
+static void placed_insert(placed_list *p, const int64_t *off, const plan_lifetimes *lt, int t) {
+    int lo = 0, hi = p->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (span_before(off, lt, p->item[mid], t)) lo = mid + 1;
+        else hi = mid;
+    }
+    memmove(&p->item[lo + 1], &p->item[lo], (size_t)(p->n - lo) * sizeof *p->item);
+    p->item[lo] = t;
+    p->n++;
+}
+
+/* The gap scan over spans in (offset, end) order: the lowest offset of the smallest gap that
+ * holds need bytes, or the end of the last span. */
+typedef struct gap_scan {
+    int64_t need, cur, best, best_gap;
+} gap_scan;
+
+static inline void gap_next(gap_scan *g, int64_t off, int64_t end) {
+    int64_t gap = off - g->cur;
+    if (gap >= g->need && gap < g->best_gap) g->best = g->cur, g->best_gap = gap;
+    if (end > g->cur) g->cur = end;
+}
+
 /* The items in order, each at the lowest offset of the smallest gap that fits
  * among the placed items live beside it (found through a live_index). */
 static int64_t greedy_in_order(const plan_lifetimes *lt, const int *order, int n, int64_t *off) {
@@ -66,6 +101,8 @@ static int64_t greedy_in_order(const plan_lifetimes *lt, const int *order, int n
         if (t > max_item) max_item = t;
     }
     live_index *ix = live_index_new(lo, hi, max_item + 1);
+    placed_list pl = {.item = oc_malloc(((size_t)n + 1) * sizeof(int))};
+    int *mark = oc_calloc((size_t)max_item + 1, sizeof *mark); /* i + 1: live beside item i */
     span *sp = NULL;
     int cap_sp = 0;
     int64_t top = 0;
@@ -73,24 +110,31 @@ static int64_t greedy_in_order(const plan_lifetimes *lt, const int *order, int n
         int t = order[i];
         const int *found;
         int ns = live_index_query(ix, lt->first[t], lt->last[t], &found);
-        if (ns > cap_sp) {
-            cap_sp = 2 * ns;
-            sp = oc_realloc(sp, (size_t)cap_sp * sizeof(span));
+        gap_scan g = {.need = lt->bytes[t], .cur = 0, .best = -1, .best_gap = INT64_MAX};
+        if ((int64_t)ns * 16 > pl.n) { /* most placed items are live beside it: walk them all */
+            for (int k = 0; k < ns; k++) mark[found[k]] = i + 1;
+            for (int k = 0; k < pl.n; k++) {
+                int p = pl.item[k];
+                if (mark[p] == i + 1) gap_next(&g, off[p], off[p] + lt->bytes[p]);
+            }
+        } else {
+            if (ns > cap_sp) {
+                cap_sp = 2 * ns;
+                sp = oc_realloc(sp, (size_t)cap_sp * sizeof(span));
+            }
+            for (int k = 0; k < ns; k++)
+                sp[k] = (span){off[found[k]], off[found[k]] + lt->bytes[found[k]]};
+            if (ns > 1) qsort(sp, (size_t)ns, sizeof(span), span_order);
+            for (int k = 0; k < ns; k++) gap_next(&g, sp[k].off, sp[k].end);
         }
-        for (int k = 0; k < ns; k++)
-            sp[k] = (span){off[found[k]], off[found[k]] + lt->bytes[found[k]]};
-        if (ns > 1) qsort(sp, (size_t)ns, sizeof(span), span_order);
-        int64_t need = lt->bytes[t], cur = 0, best = -1, best_gap = INT64_MAX;
-        for (int k = 0; k < ns; k++) {
-            int64_t gap = sp[k].off - cur;
-            if (gap >= need && gap < best_gap) best = cur, best_gap = gap;
-            if (sp[k].end > cur) cur = sp[k].end;
-        }
-        off[t] = best >= 0 ? best : cur;
-        if (off[t] + need > top) top = off[t] + need;
+        off[t] = g.best >= 0 ? g.best : g.cur;
+        if (off[t] + g.need > top) top = off[t] + g.need;
         live_index_add(ix, t, lt->first[t], lt->last[t]);
+        placed_insert(&pl, off, lt, t);
     }
     live_index_free(ix);
+    oc_free(pl.item);
+    oc_free(mark);
     oc_free(sp);
     return top;
 }

@@ -630,30 +630,17 @@ static int rnn_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 static const op_role rnn_roles[] = {OP_IN_DATA,  OP_IN_PARAM, OP_IN_PARAM, OP_IN_PARAM,
                                     OP_IN_CONST, OP_IN_DATA,  OP_IN_DATA,  OP_IN_PARAM};
 
-const op_def op_def_rnn = {.min_inputs = 3,
-                           .max_inputs = 6,
-                           .min_outputs = 1,
-                           .output0_optional = true,
-                           .max_outputs = 2,
-                           .roles = rnn_roles,
-                           .n_roles = 6,
-                           .infer = rnn_infer,
-                           .lower = plain_rnn_lower};
-const op_def op_def_gru = {.min_inputs = 3,
-                           .max_inputs = 6,
-                           .min_outputs = 1,
-                           .output0_optional = true,
-                           .max_outputs = 2,
-                           .roles = rnn_roles,
-                           .n_roles = 6,
-                           .infer = rnn_infer,
-                           .lower = gru_lower};
-const op_def op_def_lstm = {.min_inputs = 3,
-                            .max_inputs = 8,
-                            .min_outputs = 1,
-                            .output0_optional = true,
-                            .max_outputs = 3,
-                            .roles = rnn_roles,
-                            .n_roles = 8,
-                            .infer = rnn_infer,
-                            .lower = lstm_lower};
+/* RNN and GRU take inputs X .. initial_h and write Y, Y_h; LSTM also initial_c, P and Y_c. */
+#define RNN_DEF(name, inputs, outputs, lower_fn)                                                   \
+    const op_def name = {.min_inputs = 3,                                                          \
+                         .max_inputs = inputs,                                                     \
+                         .min_outputs = 1,                                                         \
+                         .output0_optional = true,                                                 \
+                         .max_outputs = outputs,                                                   \
+                         .roles = rnn_roles,                                                       \
+                         .n_roles = inputs,                                                        \
+                         .infer = rnn_infer,                                                       \
+                         .lower = lower_fn}
+RNN_DEF(op_def_rnn, 6, 2, plain_rnn_lower);
+RNN_DEF(op_def_gru, 6, 2, gru_lower);
+RNN_DEF(op_def_lstm, 8, 3, lstm_lower);

@@ -357,12 +357,14 @@ void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_s
         if (dp_set_has(A, v)) extra += g->mem[v];
         if (dp_set_has(Bs, v)) extra += g->mem[v];
     }
-    out->peak = g->peak_model != DP_PEAK_PAPER ? dp_lazy_block_peak(g, L, L2) : 2 * mv + extra;
+    out->peak =
+        g->peak_model != DP_PEAK_PAPER ? dp_lazy_block_peak(g, L, L2, NULL) : 2 * mv + extra;
     if (set_size(L2, W) == g->n) out->dt = 0; /* the last block is not dropped */
     oc_free(A);
 }
 
-int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t *L2) {
+int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t *L2,
+                           const uint64_t *bnd2) {
     int64_t prefix = 0, peak = 0;
     if (g->peak_model == DP_PEAK_BLOCK) { /* R(V') + R(K) + max frontier, over V' = L2 ∖ L */
         int64_t fmax = 0, rk = 0;
@@ -372,6 +374,10 @@ int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t 
                 int v = vw * 64 + __builtin_ctzll(x);
                 prefix += dp_mem_resident(g, v);
                 if (dp_mem_frontier(g, v) > fmax) fmax = dp_mem_frontier(g, v);
+                if (bnd2) {
+                    if (dp_set_has(bnd2, v)) rk += dp_mem_resident(g, v);
+                    continue;
+                }
                 const uint64_t *sc = g->succ + (size_t)v * (size_t)W;
                 for (int w = 0; w < W; w++)
                     if (sc[w] & ~L2[w]) {

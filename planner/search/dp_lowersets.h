@@ -163,8 +163,10 @@ typedef struct dp_step {
     int64_t peak; /* P: the step's peak term */
 } dp_step;
 void dp_step_cost(const dp_graph *g, const uint64_t *L, const uint64_t *L2, dp_step *out);
-/* The step peak of L -> L2 under DP_PEAK_LAZY or DP_PEAK_BLOCK (see above). */
-int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t *L2);
+/* The step peak of L -> L2 under DP_PEAK_LAZY or DP_PEAK_BLOCK (see above). bnd2: ∂L2, the
+ * nodes of L2 with a successor outside it, when the caller has it (else NULL: found here). */
+int64_t dp_lazy_block_peak(const dp_graph *g, const uint64_t *L, const uint64_t *L2,
+                           const uint64_t *bnd2);
 /* True when a ⊆ b; strict when also a != b. */
 bool dp_set_subset(const uint64_t *a, const uint64_t *b, int words, bool strict);
 

@@ -113,7 +113,7 @@ static void table_build(const dp_graph *g, const dp_lowersets *ls, dp_table *t) 
                 }
             }
             if (g->peak_model != DP_PEAK_PAPER) /* over V' = Lj ∖ Li */
-                mmax = dp_lazy_block_peak(g, Li, Lj);
+                mmax = dp_lazy_block_peak(g, Li, Lj, bj);
             oc_grow((void **)&t->edges, &cap, (size_t)t->n_edges + 1, sizeof *t->edges);
             dp_edge *e = &t->edges[t->n_edges++];
             e->from = i;

@@ -598,6 +598,11 @@ static int rnn_lower(ir_graph *g, int node, bool *changed, oc_err *err, rnn_cell
     unroll u = {.g = g, .at = node, .cell = cell};
     u.gates = cell == CELL_RNN ? 1 : cell == CELL_GRU ? 3 : 4;
     if (read_node(g, n, &u, err)) return OC_ERR;
+    /* a step is at most 24 nodes, a direction's set-up 16, the outputs' 8 + 2 per 64 steps */
+    int64_t adds = u.dirs * (u.steps * 24 + 16 + 2 * (u.steps / OP_MAX_SPLIT + 1)) + 16;
+    if (g->n_nodes + adds > IR_MAX_NODES)
+        return oc_fail(err, "unrolled over %" PRId64 " steps, the graph would pass %d nodes",
+                       u.steps, IR_MAX_NODES);
     u.base = oc_strdup(n->name);
     /* the node's outputs are written by what it becomes; its last by the node itself */
     for (int o = 0; o < n->n_outputs; o++)

@@ -599,6 +599,7 @@ static int check_ops_supported(importer *im) {
 /* The int64 (or int32) scalar value of tensor t at import: an initializer's
  * data or a Constant node's value attribute. */
 static bool import_scalar(const ir_graph *g, int t, int64_t *v) {
+    if (t < 0) return false; /* an empty input */
     const ir_tensor *x = &g->tensors[t];
     const ir_tensor *src = x->is_initializer ? x : NULL;
     if (!src && x->producer >= 0) {
@@ -635,15 +636,20 @@ static int fuse_split_to_sequence(importer *im) {
     for (int i = 0; i < g->n_nodes && rc == OC_OK; i++) {
         ir_node *s = &g->nodes[i];
         if (*s->domain || strcmp(s->op_type, "SplitToSequence") != 0) continue;
-        int seq = s->outputs[0], n = 0, outs[OP_MAX_SPLIT];
+        int seq = s->n_outputs == 1 ? s->outputs[0] : -1, n = 0, outs[OP_MAX_SPLIT];
         for (int k = 0; k < OP_MAX_SPLIT; k++) outs[k] = -1;
+        if (seq < 0) {
+            rc = oc_fail(im->err, "%s: node '%s' (SplitToSequence): it must have one output",
+                         im->path, s->name);
+            break;
+        }
         const ir_tensor *q = &g->tensors[seq];
         for (int c = 0; c < q->n_consumers && rc == OC_OK; c++) {
             ir_node *r = &g->nodes[q->consumers[c]];
             int64_t pos;
             if (*r->domain || strcmp(r->op_type, "SequenceAt") != 0 || r->n_inputs != 2 ||
-                r->inputs[0] != seq || !import_scalar(g, r->inputs[1], &pos) || pos < 0 ||
-                pos >= OP_MAX_SPLIT || outs[pos] >= 0)
+                r->n_outputs != 1 || r->inputs[0] != seq || !import_scalar(g, r->inputs[1], &pos) ||
+                pos < 0 || pos >= OP_MAX_SPLIT || outs[pos] >= 0)
                 rc = oc_fail(im->err,
                              "%s: node '%s' (SplitToSequence): its sequence is read by '%s' (%s); "
                              "outcore takes sequences only as SequenceAt at distinct constant "

@@ -544,6 +544,30 @@ def check_plan_buffers(tmp):
         failures.append(f"{name} plan: same {same}, buffers {buffers}, {planned} vs {incore}")
 
 
+def check_plan_recurrent(tmp):
+    """tiny_rnn's unrolled LSTMs, GRU and RNN under budgets below its in-core layout: the DP's
+    plan (steps' tensors recomputed) and the auto strategy's (swapped) run two steps with the
+    losses and every tensor of --save bitwise the in-core run's."""
+    name = "tiny_rnn"
+    path = os.path.join(DATA, f"{name}_dynamo.onnx")
+    for budget, strategy, what in (("230KiB", "dp", "recompute"), ("180KiB", "auto", "swap")):
+        runs = plan_and_incore(name, path, budget, tmp, ("--device", "h100", "--strategy",
+                                                         strategy))
+        if runs is None:
+            continue
+        planned, got, incore, want, _ = runs
+        plan = onnx.load(os.path.join(tmp, f"{name}_plan.onnx")).graph
+        moved = sum(1 for n in plan.node if (what == "swap" and n.op_type == "SwapIn") or
+                    (what == "recompute" and "/recompute" in n.name))
+        same = sorted(got) == sorted(want) and all(np.array_equal(got[k], want[k]) for k in want)
+        ok = same and planned == incore and moved > 0
+        print(f"{'ok  ' if ok else 'FAIL'} {name:18s} plan ({strategy}) under {budget}: {moved} "
+              f"{what} nodes, losses {planned} (in core {incore}), --save bitwise")
+        if not ok:
+            failures.append(f"{name} {strategy} plan under {budget}: same {same}, {moved} "
+                            f"{what} nodes, {planned} vs {incore}")
+
+
 def check_host_inputs(tmp):
     """RoBERTa's position ids, computed from its token ids on the host each step
     (ir/host_inputs.h): a plan under a budget below the in-core peak runs bitwise the
@@ -699,6 +723,7 @@ def main():
                     print(f"FAIL {name} {exporter}: {e}")
         check_notices(tmp)
         check_plan_buffers(tmp)
+        check_plan_recurrent(tmp)
         check_host_inputs(tmp)
         check_data_inputs(tmp)
         check_buffers(tmp)

@@ -177,7 +177,8 @@ static int auto_plan(const strategy_input *in_caller, sim_plan *out, strategy_st
                 strategy_note(stats, "chose %s", list[best]->name);
         } else {
             sim_plan_swap_all(out);
-            strategy_note(stats, "no strategy found a feasible plan");
+            strategy_note(stats, "no strategy found a feasible plan; the fallback swaps every "
+                                 "saved tensor");
         }
     }
     for (int i = 0; i < n; i++) sim_plan_free(plans[i]);

@@ -7,7 +7,7 @@
 # (--fast-step, --precision, --transformers) need more than one call each.
 #   harness    test_cuda_backend; the op x backend harness, every case cuda vs cpu (fp32 TF32
 #              off), with rows for the fused, channels-last, half and attention cases; the
-#              torch 2.x fixtures' SGD step on cuda vs PyTorch float64 (tests/py/test_torch2_backend.py)
+#              torch 2.x fixtures' SGD step on cuda vs PyTorch float64 (tests/py/torch2_on_backend.py)
 #   r50        ResNet-50 b640 fp32 in core: fused (the default), --no-fuse, --layout nhwc, nhwc
 #              with --conv-algo measure (each convolution's algorithm timed on its first run)
 #   bf16       ResNet-50 b640 in core --precision bf16, nchw, nhwc and nhwc measured
@@ -115,7 +115,7 @@ part_harness() {
     done
     while IFS= read -r l; do row "    failed" "${l#*FAILED  \] }"; done < <(grep '\[  FAILED  \] [A-Z]' "$H" | sort -u | head -12)
     # whole models: the torch 2.x fixtures' one SGD step on cuda against PyTorch float64
-    NVIDIA_TF32_OVERRIDE=0 tbox 90 $PYTHON tests/py/test_torch2_backend.py $BUILD cuda \
+    NVIDIA_TF32_OVERRIDE=0 tbox 90 $PYTHON tests/py/torch2_on_backend.py $BUILD cuda \
         >"$LOG/fixtures_cuda.log" 2>&1
     rc=$?
     row "torch 2.x fixtures on cuda vs PyTorch float64 (TF32 off)" "rc $rc: $(tail -1 "$LOG/fixtures_cuda.log")"

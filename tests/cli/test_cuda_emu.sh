@@ -14,7 +14,7 @@
 #      BatchNormalization sees 2 values per channel, whose gradient is rounding
 #      noise (cpu and cuda differ by 4e-2 there, and would on a GPU too);
 #   2b. the torch 2.x fixtures (tests/data/torch2) on --backend cuda: one SGD step each against
-#      PyTorch float64 (tests/py/test_torch2_backend.py), as the cpu backend is checked;
+#      PyTorch float64 (tests/py/torch2_on_backend.py), as the cpu backend is checked;
 #   3. a swap-all plan of the same model under a budget below its in-core peak,
 #      run on --backend cuda, gives bitwise the in-core cuda run's losses and
 #      trained weights (the emulator is deterministic, so any difference is a
@@ -244,7 +244,7 @@ fi
 # 2b. whole models from PyTorch: the torch 2.x fixtures' one SGD step on --backend cuda against
 # PyTorch's float64 step, as tests/py/test_torch2_exports.py checks cpu's (every tensor within
 # 1e-4 or a float32 tie; tiny_rnn's unrolled LSTMs, GRU and RNN among them)
-if "$PY" tests/py/test_torch2_backend.py "$EMU" cuda >"$T/fixtures.out" 2>&1; then
+if "$PY" tests/py/torch2_on_backend.py "$EMU" cuda >"$T/fixtures.out" 2>&1; then
     ok "torch 2.x fixtures on cuda: $(tail -1 "$T/fixtures.out")"
 else
     bad "torch 2.x fixtures on cuda:"

@@ -75,7 +75,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = os.path.join(ROOT, "tests", "data", "torch2")
 BUILD = os.environ.get("BUILD", "build")
 RUN = os.path.join(ROOT, BUILD, "outcore-run")
-BACKEND = "cpu"  # outcore_step's (test_torch2_backend.py runs the fixtures on another)
+BACKEND = "cpu"  # outcore_step's (torch2_on_backend.py runs the fixtures on another)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from torch_roundtrip import (ADAMW, CLIP, LR, MOMENTUM, TOL, WD,  # noqa: E402
                              restore_initializers)

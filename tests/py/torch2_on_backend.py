@@ -6,7 +6,7 @@ exactly as test_torch2_exports.py compares the cpu backend (the loss and every t
 in exact arithmetic, such as attention key biases and a BN bias before another BN).
 tests/cli/test_cuda_emu.sh runs it on the CUDA emulator's build; on a GPU it runs the same.
 
-    tests/py/test_torch2_backend.py BUILD_DIR [BACKEND [NAME ..]]   (BACKEND: cuda)
+    tests/py/torch2_on_backend.py BUILD_DIR [BACKEND [NAME ..]]   (BACKEND: cuda)
 """
 import os
 import sys

@@ -274,7 +274,7 @@ def rnn_ref(cell, x, w, r, b, h0, c0, p, attrs):
     y = np.zeros([steps, dirs, batch, hid])
     yh, yc = np.zeros([dirs, batch, hid]), np.zeros([dirs, batch, hid])
     for d in range(dirs):
-        f = lambda k, v: rnn_act(acts[d * per + k][0], v, acts[d * per + k][1], acts[d * per + k][2])
+        f = lambda k, v: rnn_act(acts[d * per + k][0], v, *acts[d * per + k][1:])
         gh = w.shape[1]
         bd = b[d] if b is not None else np.zeros(2 * gh)
         wb, rb = bd[:gh], bd[gh:]

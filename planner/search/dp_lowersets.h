@@ -128,10 +128,11 @@ typedef enum dp_family {
 } dp_family;
 
 /* The approximate family of a graph of more nodes than this takes the ancestor sets of
- * DP_APPROX_MAX_SETS evenly spaced nodes (in topological order), and the table's steps span at
- * most DP_APPROX_MAX_SPAN of them (but those from ∅ and into V): a step costs O(its nodes), and one per nested pair of n
- * sets made an unrolled RNN's 20000-node forward a table of hours. Blocks of a quarter of the
- * graph at most; nothing changes for graphs of fewer nodes. */
+ * DP_APPROX_MAX_SETS evenly spaced nodes (in topological order), and the table's steps span
+ * at most DP_APPROX_MAX_SPAN of them (but those from ∅ and into V): a step costs O(its
+ * nodes), and one per nested pair of n sets left an unrolled RNN's 20000-node forward
+ * unfinished after 15 minutes. Blocks of a quarter of the graph at most; nothing changes for
+ * graphs of fewer nodes. */
 #define DP_APPROX_MAX_SETS 1024
 #define DP_APPROX_MAX_SPAN 256
 const char *dp_family_name(dp_family f);
@@ -142,7 +143,7 @@ typedef struct dp_lowersets {
     int words;
     uint64_t *sets; /* count * words, sorted by size (ties: by discovery); [0] = ∅, [count-1] = V */
     int *size;      /* |set| */
-    int max_span; /* steps i -> j have j - i <= max_span (0: any), DP_APPROX_MAX_SPAN when thinned */
+    int max_span;   /* steps i -> j: j - i <= max_span (0: any); DP_APPROX_MAX_SPAN when thinned */
 } dp_lowersets;
 
 static inline const uint64_t *dp_lowersets_set(const dp_lowersets *ls, int i) {

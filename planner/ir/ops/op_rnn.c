@@ -203,8 +203,8 @@ static int read_node(ir_graph *g, ir_node *n, unroll *u, oc_err *err) {
 /* ---- emitting nodes -------------------------------------------------------------------- */
 
 /* A node of kind k added last (rnn_lower moves them before the rewritten node), or, when
- * y is the last output, the rewritten node become it; reads in0 (and in1 >= 0), writes y or a new tensor
- * "<base>/<what>". Returns the node's index; *out the tensor written. */
+ * y is the last output, the rewritten node become it; reads in0 (and in1 >= 0), writes y
+ * or a new tensor "<base>/<what>". Returns the node's index; *out the tensor written. */
 static int emit(unroll *u, const char *what, op_kind k, int in0, int in1, int y, int *out) {
     ir_graph *g = u->g;
     if (y >= 0 && y == u->out[u->last]) {

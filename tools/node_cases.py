@@ -9,7 +9,8 @@ dims that broadcast. And, Or and Xor are there at opset 7 only, InstanceNormaliz
 GatherElements' and ScatterElements' cases there take the indices as an input; here they are a
 Constant (the exporters' torch.gather / scatter with a fixed index), the data an input. RNN, GRU and
 LSTM there are forward-only, of 1 to 2 steps; here both other directions, layout 1, states in
-and out, peepholes, torch's linear_before_reset, activations with alpha and beta, and sequences
+and out, peepholes, torch's linear_before_reset, activations with alpha and beta, sequence
+lengths (packed sequences: each over its own length, 0 too), and sequences
 longer than one Split (references from the spec's equations, in float64). Tile of
 run-time data, BatchNormalization with computed statistics, SplitToSequence with chunks no node
 reads: forms of torch 2.x's exports of timm's models.
@@ -228,10 +229,17 @@ RNNS = {
         "direction": "bidirectional", "activations": ["LeakyRelu", "HardSigmoid"],
         "activation_alpha": [0.1, 0.3], "activation_beta": [0.6]}, "B h0", "Y Y_h"),
     "rnn_relu_long_groups": ("RNN", 130, 2, 2, 3, {"activations": ["Relu"]}, "", "Y"),
-    "lstm_packed_refused": ("LSTM", 3, 2, 2, 3, {}, "seq_short", "Y"),
     "lstm_clip_refused": ("LSTM", 3, 2, 2, 3, {"clip": 1.0}, "", "Y"),
     "gru_activation_refused": ("GRU", 3, 2, 2, 3, {"activations": ["Sigmoid", "Softsign"]}, "",
                                "Y"),
+    # sequence_lens (packed sequences): a Constant here, so the masks fold
+    "lstm_lengths": ("LSTM", 3, 2, 2, 3, {}, "B lens=3,2", "Y Y_h Y_c"),
+    "gru_lengths_bidirectional": ("GRU", 5, 3, 2, 3, {"direction": "bidirectional",
+                                                      "linear_before_reset": 1},
+                                  "B h0 lens=5,2,0", "Y Y_h"),
+    "rnn_lengths_reverse_batch_first": ("RNN", 4, 2, 3, 2, {"direction": "reverse", "layout": 1},
+                                        "B h0 lens=1,4", "Y Y_h"),
+    "lstm_length_over_refused": ("LSTM", 3, 2, 2, 3, {}, "lens=4,2", "Y"),
 }
 
 
@@ -249,8 +257,10 @@ def rnn_act(name, x, alpha, beta):
     raise ValueError(name)
 
 
-def rnn_ref(cell, x, w, r, b, h0, c0, p, attrs):
-    """The spec's equations: Y [T, D, B, H], Y_h and Y_c [D, B, H] (layout 1: batch first)."""
+def rnn_ref(cell, x, w, r, b, h0, c0, p, attrs, lens=None):
+    """The spec's equations: Y [T, D, B, H], Y_h and Y_c [D, B, H] (layout 1: batch first);
+    with lens, each sequence over its own length (reverse: from its last element), Y 0 past it
+    and Y_h / Y_c its last state."""
     first = attrs.get("layout", 0) == 1
     if first:
         x = x.transpose(1, 0, 2)
@@ -278,32 +288,35 @@ def rnn_ref(cell, x, w, r, b, h0, c0, p, attrs):
         gh = w.shape[1]
         bd = b[d] if b is not None else np.zeros(2 * gh)
         wb, rb = bd[:gh], bd[gh:]
-        h = h0[d] if h0 is not None else np.zeros([batch, hid])
-        c = c0[d] if c0 is not None else np.zeros([batch, hid])
-        order = range(steps - 1, -1, -1) if direction == "reverse" or d == 1 else range(steps)
-        for t in order:
-            xt = x[t]
-            if cell == "RNN":
-                h = f(0, xt @ w[d].T + h @ r[d].T + wb + rb)
-            elif cell == "LSTM":
-                g = xt @ w[d].T + h @ r[d].T + wb + rb
-                i, o, fg, cc = np.split(g, 4, axis=1)
-                pi, po, pf = np.split(p[d] if p is not None else np.zeros(3 * hid), 3)
-                i, fg, cc = f(0, i + pi * c), f(0, fg + pf * c), f(1, cc)
-                c = fg * c + i * cc
-                h = f(0, o + po * c) * f(2, c)
-            else:
-                xz, xr, xh = np.split(xt @ w[d].T + wb, 3, axis=1)
-                rz, rr, rh = np.split(r[d], 3, axis=0)
-                bz, br, bh = np.split(rb, 3)
-                z, rg = f(0, xz + h @ rz.T + bz), f(0, xr + h @ rr.T + br)
-                if attrs.get("linear_before_reset", 0):
-                    cand = f(1, xh + rg * (h @ rh.T + bh))
+        h_all = h0[d] if h0 is not None else np.zeros([batch, hid])
+        c_all = c0[d] if c0 is not None else np.zeros([batch, hid])
+        for bi in range(batch):  # each sequence over its own length
+            h, c = h_all[bi:bi + 1], c_all[bi:bi + 1]
+            n = steps if lens is None else int(lens[bi])
+            order = range(n - 1, -1, -1) if direction == "reverse" or d == 1 else range(n)
+            for t in order:
+                xt = x[t, bi:bi + 1]
+                if cell == "RNN":
+                    h = f(0, xt @ w[d].T + h @ r[d].T + wb + rb)
+                elif cell == "LSTM":
+                    g = xt @ w[d].T + h @ r[d].T + wb + rb
+                    i, o, fg, cc = np.split(g, 4, axis=1)
+                    pi, po, pf = np.split(p[d] if p is not None else np.zeros(3 * hid), 3)
+                    i, fg, cc = f(0, i + pi * c), f(0, fg + pf * c), f(1, cc)
+                    c = fg * c + i * cc
+                    h = f(0, o + po * c) * f(2, c)
                 else:
-                    cand = f(1, xh + (rg * h) @ rh.T + bh)
-                h = (1 - z) * cand + z * h
-            y[t, d] = h
-        yh[d], yc[d] = h, c
+                    xz, xr, xh = np.split(xt @ w[d].T + wb, 3, axis=1)
+                    rz, rr, rh = np.split(r[d], 3, axis=0)
+                    bz, br, bh = np.split(rb, 3)
+                    z, rg = f(0, xz + h @ rz.T + bz), f(0, xr + h @ rr.T + br)
+                    if attrs.get("linear_before_reset", 0):
+                        cand = f(1, xh + rg * (h @ rh.T + bh))
+                    else:
+                        cand = f(1, xh + (rg * h) @ rh.T + bh)
+                    h = (1 - z) * cand + z * h
+                y[t, d, bi] = h[0]
+            yh[d, bi], yc[d, bi] = h[0], c[0]
     if first:
         y, yh, yc = y.transpose(2, 0, 1, 3), yh.transpose(1, 0, 2), yc.transpose(1, 0, 2)
     return {"Y": y, "Y_h": yh, "Y_c": yc}
@@ -327,9 +340,10 @@ def rnn_case(rng, name, spec):
         if nm in given:
             inputs.append((nm, vals[nm]))
             names[k] = nm
-    if "seq" in given or "seq_short" in given:  # a Constant: the full length, or one shorter
-        lens = np.full([batch], steps, np.int32)
-        lens[-1] -= "seq_short" in given
+    lens = [g for g in given if g.startswith("lens=")] + (["lens=" + ",".join(
+        [str(steps)] * batch)] if "seq" in given else [])
+    if lens:  # a Constant of these lengths ("seq": the full length)
+        lens = np.array([int(v) for v in lens[0][5:].split(",")], np.int32)
         nodes.append(helper.make_node("Constant", [], ["lens"],
                                       value=numpy_helper.from_array(lens, "lens")))
         names[4] = "lens"
@@ -338,7 +352,8 @@ def rnn_case(rng, name, spec):
     d64 = lambda nm: vals[nm].astype(np.float64) if nm in given else None
     ref = ({} if name.endswith("_refused") else
            rnn_ref(cell, x.astype(np.float64), w.astype(np.float64), r.astype(np.float64),
-                   d64("B"), d64("h0"), d64("c0"), d64("P"), attrs))
+                   d64("B"), d64("h0"), d64("c0"), d64("P"), attrs,
+                   lens if len(lens) else None))
     outs = outs.split()
     out_names = [o if o in outs else "" for o in ("Y", "Y_h", "Y_c")[:3 if cell == "LSTM" else 2]]
     while out_names[-1] == "":

@@ -403,6 +403,29 @@ def tiny_rnn():
     return TinyRnn()
 
 
+class TinyRnnPacked(nn.Module):
+    """Packed sequences (torch's pack_padded_sequence with its default enforce_sorted, lengths
+    in decreasing order): a bidirectional LSTM and a GRU over sequences of their own lengths,
+    padded back with zeros, summed over time, then a Linear. The legacy exporter writes the
+    lengths as the recurrent nodes' run-time sequence_lens (torch.export cannot trace the
+    packing). Inputs: x [N, T, 4], lengths [N] (int64)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(10, 3, batch_first=True)
+        self.fc = nn.Linear(3, 10)
+
+    def forward(self, x, lengths):
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+        t = x.shape[1]
+        y, _ = self.lstm(pack_padded_sequence(x, lengths, batch_first=True))
+        y, _ = pad_packed_sequence(y, batch_first=True, total_length=t)
+        z, _ = self.gru(pack_padded_sequence(y, lengths, batch_first=True))
+        z, _ = pad_packed_sequence(z, batch_first=True, total_length=t)
+        return self.fc(z.sum(1))
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,

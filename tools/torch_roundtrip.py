@@ -41,7 +41,7 @@ TOL = 1e-4
 # Fixtures whose step takes another learning rate (stored in the references as "lr"): one
 # step at LR moves tiny_rnn's recurrent weights by 1e-5 of their size, which float32 barely
 # holds; at 10 by 1e-2, so that their gradients show in the comparison.
-FIXTURE_LR = {"tiny_rnn": 10.0}
+FIXTURE_LR = {"tiny_rnn": 10.0, "tiny_rnn_packed": 10.0}
 DRAWS = 32  # float32 steps on last-bit copies of the weights (float32_spread)
 
 CLASSIFIERS = [
@@ -456,7 +456,8 @@ def fixture_exports_and_step(model, x, y, name, out, exporters=("dynamo", "legac
     per tensor."""
     for ex in exporters:
         export(model, x, ex, os.path.join(out, f"{name}_{ex}.onnx"))
-    strip_provenance(os.path.join(out, f"{name}_dynamo.onnx"))
+    if "dynamo" in exporters:
+        strip_provenance(os.path.join(out, f"{name}_dynamo.onnx"))
     lr = FIXTURE_LR.get(name, LR)
     loss64, s64 = reference_step(model, x, y, torch.float64, lr)
     loss32, s32 = float32_spread(model, x, y, (loss64, s64), 0, lr)
@@ -550,6 +551,16 @@ def cmd_fixtures(args):
                     arrays["tied/" + k] = np.array([o for o in ks if o != k])
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_rnn_packed" in only:  # two inputs, the legacy exporter alone
+        from tiny_models import TinyRnnPacked
+        torch.manual_seed(0)
+        model = no_randomness(TinyRnnPacked())
+        g = torch.Generator().manual_seed(123)
+        x = (torch.randn(2, 6, 4, generator=g), torch.tensor([6, 3]))
+        y = torch.randint(0, 10, (2,), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_rnn_packed", args.out, ("legacy",))
+        np.savez_compressed(os.path.join(args.out, "tiny_rnn_packed.ref.npz"), **arrays)
+        print(f"tiny_rnn_packed: {sum(p.numel() for p in model.parameters())} parameters")
     if only:  # the extra fixtures below come with a full run
         return
     # Dropout 0.2 and stochastic depth 0.2 left on: the exporter's RandomUniformLike

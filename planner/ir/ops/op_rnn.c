@@ -6,8 +6,11 @@
  * Y. Gradients are those of the ops (back-propagation through time). Splits and Concats
  * over the steps go by groups of at most OP_MAX_SPLIT, so their gradients stay linear in
  * the sequence. A first state that is absent is zero: the first step's recurrent terms
- * are left out. sequence_lens must be known at plan time and the full length everywhere
- * (packed sequences are refused); clip and LSTM's input_forget are refused.
+ * are left out. sequence_lens (packed sequences: torch's pack_padded_sequence) makes a
+ * mask per step, 1 while t is within the sequence: past its length a sequence keeps its
+ * state and its Y is 0, as ONNX defines it (in reverse the state stays the first one until
+ * the sequence's last element) -- from the lengths at plan time, or on the host each step
+ * from the model's integer inputs. A cell clip and LSTM's input_forget are refused.
  * Nodes and tensors "<node>/d<dir>/t<step>/<what>". */
 #include <inttypes.h>
 #include <string.h>
@@ -37,6 +40,8 @@ typedef struct unroll {
     int gates, dirs, last; /* last: the last present output, written by the node itself */
     int64_t steps, batch, hidden;
     bool reverse_only, batch_first, lbr;
+    bool masked; /* sequence_lens shorter than T somewhere, or known only at run time */
+    int *masks;  /* masked: per step, [1, B, 1] of 1 where t < the sequence's length, else 0 */
     int in[8], out[3];
     rnn_act act[2][3];
 } unroll;
@@ -114,19 +119,20 @@ static int check_in(ir_graph *g, ir_node *n, int i, const char *what, int rank, 
                    want);
 }
 
-/* sequence_lens, when given: known at plan time, every sequence full length. */
-static int check_lengths(ir_graph *g, ir_node *n, const unroll *u, oc_err *err) {
+/* sequence_lens, when given: int32 or int64 [B]. u->masked unless it is a plan-time value
+ * of the full length everywhere; a plan-time length outside [0, T] is refused. */
+static int check_lengths(ir_graph *g, ir_node *n, unroll *u, oc_err *err) {
     ir_tensor *t = ir_node_in(g, n, IN_SEQ);
+    u->masked = false;
     if (!t) return OC_OK;
     int64_t numel;
     size_t esz = t->dtype == IR_DTYPE_INT32 ? 4 : t->dtype == IR_DTYPE_INT64 ? 8 : 0;
     if (!esz || t->rank != 1 || !ir_tensor_numel(t, &numel) || numel != u->batch)
         return oc_fail(err, "sequence_lens '%s' must be int32 [%" PRId64 "]", t->name, u->batch);
-    if (t->data_src != IR_DATA_INLINE || t->data_bytes != (size_t)numel * esz)
-        return oc_fail(err,
-                       "sequence_lens '%s' must be known at plan time (a constant): the "
-                       "unrolled sequence has one length",
-                       t->name);
+    if (t->data_src != IR_DATA_INLINE || t->data_bytes != (size_t)numel * esz) {
+        u->masked = true; /* known when the batch is: masks computed each step */
+        return OC_OK;
+    }
     for (int64_t b = 0; b < numel; b++) {
         int64_t v;
         if (esz == 4) {
@@ -136,11 +142,10 @@ static int check_lengths(ir_graph *g, ir_node *n, const unroll *u, oc_err *err) 
         } else {
             memcpy(&v, (const char *)t->data + b * 8, 8);
         }
-        if (v != u->steps)
-            return oc_fail(err,
-                           "sequence %" PRId64 " has length %" PRId64 " of %" PRId64
-                           ": sequences shorter than X (packed) are not supported",
-                           b, v, u->steps);
+        if (v < 0 || v > u->steps)
+            return oc_fail(err, "sequence %" PRId64 " has length %" PRId64 ", not 0 to %" PRId64, b,
+                           v, u->steps);
+        u->masked = u->masked || v < u->steps;
     }
     return OC_OK;
 }
@@ -395,6 +400,24 @@ static void step_split(unroll *u, const dir_ctx *c, int64_t t, const char *what,
     oc_free(w);
 }
 
+/* prev + m (.) (next - prev): next where the mask m is 1, prev where it is 0 (a zero state
+ * when prev is absent). */
+static int hold(unroll *u, const dir_ctx *c, int64_t t, const char *what, int m, int next,
+                int prev) {
+    char *w = step_name(c, t, what);
+    int y;
+    if (prev < 0) {
+        y = op2(u, w, OP_MUL, m, next);
+    } else {
+        char *d = oc_sprintf("%s_delta", w), *md = oc_sprintf("%s_masked", w);
+        int delta = op2(u, d, OP_SUB, next, prev);
+        y = op2(u, w, OP_ADD, prev, op2(u, md, OP_MUL, m, delta));
+        oc_free(d), oc_free(md);
+    }
+    oc_free(w);
+    return y;
+}
+
 /* One step of the cell on xw [1, B, G*H] (the input's projection and biases). */
 static void step(unroll *u, dir_ctx *c, int64_t t, int xw) {
     int64_t h = u->hidden, sizes[4] = {h, h, h, h};
@@ -533,8 +556,15 @@ static void direction(unroll *u, int d, int x, int *parts, int *hs, int *h_last,
     bool reverse = u->reverse_only || d == 1;
     for (int64_t k = 0; k < u->steps; k++) {
         int64_t t = reverse ? u->steps - 1 - k : k;
+        int h_prev = c.h, c_prev = c.c;
         step(u, &c, t, xs[t]);
         hs[t] = c.h;
+        if (!u->masked) continue;
+        /* past its length a sequence keeps its state (reverse: its first state until its
+         * last element), and its Y is 0 */
+        c.h = hold(u, &c, t, "h_held", u->masks[t], c.h, h_prev);
+        if (u->cell == CELL_LSTM) c.c = hold(u, &c, t, "c_held", u->masks[t], c.c, c_prev);
+        hs[t] = step_op(u, &c, t, "y", OP_MUL, u->masks[t], c.h);
     }
     oc_free(xs);
     *h_last = c.h;
@@ -555,8 +585,32 @@ static void final_state(unroll *u, const char *what, const int *last, int y) {
     }
 }
 
+/* Per step t, a float [1, B, 1]: 1 where t < sequence_lens[b], else 0 (from the lengths at
+ * plan time, folded; else on the host from the model's integer inputs, host_inputs.h). */
+static void step_masks(unroll *u, ir_dtype dt) {
+    ir_graph *g = u->g;
+    int lens = u->in[IN_SEQ], cast;
+    if (g->tensors[lens].dtype != IR_DTYPE_INT64) {
+        cast = emit(u, "lens_int64", OP_CAST, lens, -1, -1, &lens);
+        add_int(u, cast, "to", IR_DTYPE_INT64);
+    }
+    int64_t *pos = oc_malloc((size_t)u->steps * sizeof *pos);
+    for (int64_t t = 0; t < u->steps; t++) pos[t] = t;
+    int steps = op_rewrite_ints(g, u->base, "step_index", (int)u->steps, pos);
+    oc_free(pos);
+    steps = axis_op(u, "step_index_column", OP_UNSQUEEZE, steps, 1, -1); /* [T, 1] */
+    int valid = op2(u, "step_valid", OP_LESS, steps, lens);              /* [T, B] */
+    int maskf;
+    cast = emit(u, "step_valid_float", OP_CAST, valid, -1, -1, &maskf);
+    add_int(u, cast, "to", dt);
+    maskf = axis_op(u, "step_mask", OP_UNSQUEEZE, maskf, 2, -1); /* [T, B, 1] */
+    u->masks = oc_malloc((size_t)u->steps * sizeof *u->masks);
+    split_steps(u, "step_masks", maskf, u->masks);
+}
+
 static void unroll_node(unroll *u) {
     int x = u->in[IN_X];
+    if (u->masked) step_masks(u, u->g->tensors[x].dtype);
     if (u->batch_first) { /* [B, T, I] and states [B, D, H]: sequence and directions first */
         static const int64_t perm[] = {1, 0, 2};
         x = transpose(u, "X_seq_first", x, 3, perm, -1);
@@ -591,6 +645,7 @@ static void unroll_node(unroll *u) {
     if (u->out[1] >= 0) final_state(u, "Y_h", h_last, u->out[1]);
     if (u->out[2] >= 0) final_state(u, "Y_c", c_last, u->out[2]);
     oc_free(hs);
+    oc_free(u->masks);
 }
 
 static int rnn_lower(ir_graph *g, int node, bool *changed, oc_err *err, rnn_cell cell) {
@@ -598,8 +653,9 @@ static int rnn_lower(ir_graph *g, int node, bool *changed, oc_err *err, rnn_cell
     unroll u = {.g = g, .at = node, .cell = cell};
     u.gates = cell == CELL_RNN ? 1 : cell == CELL_GRU ? 3 : 4;
     if (read_node(g, n, &u, err)) return OC_ERR;
-    /* a step is at most 24 nodes, a direction's set-up 16, the outputs' 8 + 2 per 64 steps */
-    int64_t adds = u.dirs * (u.steps * 24 + 16 + 2 * (u.steps / OP_MAX_SPLIT + 1)) + 16;
+    /* a step is at most 32 nodes (masks: 6 more), a direction's set-up 16, the outputs' and
+     * masks' 32 + 2 per 64 steps */
+    int64_t adds = u.dirs * (u.steps * 32 + 16 + 2 * (u.steps / OP_MAX_SPLIT + 1)) + 32;
     if (g->n_nodes + adds > IR_MAX_NODES)
         return oc_fail(err, "unrolled over %" PRId64 " steps, the graph would pass %d nodes",
                        u.steps, IR_MAX_NODES);

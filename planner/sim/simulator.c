@@ -30,9 +30,10 @@ struct sim_context {
     int *op_node;   /* per op: node */
     uint8_t *op_rc; /* per op: recompute */
     int64_t *op_alloc, *op_free;
-    int *wait_off, *wait_idx;                              /* per op: swapped tensors it reads */
-    int *block_start;                                      /* per node: first op of its block */
-    int *node_pos;                                         /* per node: its op */
+    int *wait_off, *wait_idx; /* per op: swapped tensors it reads */
+    int *block_start;         /* per node: first op of its block */
+    int *node_pos;            /* per node: its op */
+    int *rc_op; /* per node: its last recompute op (current when op_node and op_rc agree) */
     int *rc_pos, *eff_last, *fwd_last, *first_bwd, *issue; /* per tensor */
     int *so_list, *si_list, *tmp_list, *count;             /* queues; count: max_ops + 1 */
     int *pending;                         /* swapped tensors copied out, forward readers pending */
@@ -99,6 +100,7 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
     c->wait_off = oc_calloc(no + 1, sizeof(int));
     c->block_start = oc_calloc(nn, sizeof(int));
     c->node_pos = oc_calloc(nn, sizeof(int));
+    c->rc_op = oc_calloc(nn, sizeof(int));
     int **per_t[] = {&c->rc_pos,  &c->eff_last, &c->fwd_last, &c->first_bwd, &c->issue,
                      &c->so_list, &c->si_list,  &c->tmp_list, &c->pending};
     for (size_t i = 0; i < sizeof per_t / sizeof per_t[0]; i++)
@@ -181,13 +183,14 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
 
 void sim_context_free(sim_context *c) {
     if (!c) return;
-    void *p[] = {
-        c->time,     c->ws,       c->bytes,       c->fwd_act,    c->is_saved,    c->is_output,
-        c->in_off,   c->in_idx,   c->out_off,     c->out_idx,    c->op_node,     c->op_rc,
-        c->op_alloc, c->op_free,  c->wait_off,    c->wait_idx,   c->block_start, c->node_pos,
-        c->rc_pos,   c->eff_last, c->fwd_last,    c->first_bwd,  c->issue,       c->so_list,
-        c->si_list,  c->tmp_list, c->count,       c->pending,    c->so_done,     c->si_done,
-        c->in_done,  c->inputs,   c->reads_input, c->saved_list, c->act_list,    c->prod};
+    void *p[] = {c->time,      c->ws,          c->bytes,       c->fwd_act,    c->is_saved,
+                 c->is_output, c->in_off,      c->in_idx,      c->out_off,    c->out_idx,
+                 c->op_node,   c->op_rc,       c->op_alloc,    c->op_free,    c->wait_off,
+                 c->wait_idx,  c->block_start, c->node_pos,    c->rc_pos,     c->eff_last,
+                 c->fwd_last,  c->first_bwd,   c->issue,       c->so_list,    c->si_list,
+                 c->tmp_list,  c->count,       c->pending,     c->so_done,    c->si_done,
+                 c->in_done,   c->inputs,      c->reads_input, c->saved_list, c->act_list,
+                 c->prod,      c->rc_op};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     for (int i = 0; i < 8; i++) oc_free(c->res[i]);
     oc_free(c);
@@ -265,20 +268,20 @@ static bool needs_rc(const run_state *s, int t) {
  * rewrite.c does the same). */
 static void rc_insert(run_state *s, int t) {
     sim_context *c = s->c;
-    int p = c->tg->g->tensors[t].producer;
-    for (int q = s->block0; q < s->n_ops; q++)
-        if (c->op_rc[q] && c->op_node[q] == p) {
-            c->rc_pos[t] = q;
-            return;
-        }
+    int p = c->tg->g->tensors[t].producer, q = c->rc_op[p];
+    if (q >= s->block0 && q < s->n_ops && c->op_rc[q] && c->op_node[q] == p) {
+        c->rc_pos[t] = q; /* this block recomputes p already (once a block: no scan) */
+        return;
+    }
     for (int j = c->in_off[p]; j < c->in_off[p + 1]; j++) {
         int u = c->in_idx[j];
         if (needs_rc(s, u) && c->rc_pos[u] < 0) rc_insert(s, u);
     }
-    int q = s->n_ops++;
+    q = s->n_ops++;
     OC_ASSERT(q < c->max_ops);
     c->op_node[q] = p;
     c->op_rc[q] = 1;
+    c->rc_op[p] = q;
     for (int j = c->out_off[p]; j < c->out_off[p + 1]; j++) {
         int o = c->out_idx[j];
         if (o == t || (needs_rc(s, o) && c->rc_pos[o] < 0 && c->is_saved[o])) c->rc_pos[o] = q;

@@ -55,8 +55,9 @@ static int span_order(const void *a, const void *b) {
 
 typedef int (*order_cmp)(const void *, const void *, void *);
 
-/* The placed items, sorted by span (offset, then end): one walk over it finds a new item's gap
- * when most of them are live beside it, where sorting those would cost more. */
+/* The placed items, sorted by span (offset, then end): when a sixteenth of them or more are
+ * live beside a new item, one walk over this list finds its gap for less than sorting those
+ * (an unrolled RNN's thousands of long-lived states). */
 typedef struct placed_list {
     int *item, n;
 } placed_list;
@@ -111,7 +112,7 @@ static int64_t greedy_in_order(const plan_lifetimes *lt, const int *order, int n
         const int *found;
         int ns = live_index_query(ix, lt->first[t], lt->last[t], &found);
         gap_scan g = {.need = lt->bytes[t], .cur = 0, .best = -1, .best_gap = INT64_MAX};
-        if ((int64_t)ns * 16 > pl.n) { /* most placed items are live beside it: walk them all */
+        if ((int64_t)ns * 16 > pl.n) { /* walk the placed list, the live ones marked */
             for (int k = 0; k < ns; k++) mark[found[k]] = i + 1;
             for (int k = 0; k < pl.n; k++) {
                 int p = pl.item[k];

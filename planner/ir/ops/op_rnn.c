@@ -101,7 +101,7 @@ static int read_acts(const ir_node *n, unroll *u, oc_err *err) {
     return OC_OK;
 }
 
-/* Input i shaped as rank and dims (-1: any), its dtype x's; false with a message. */
+/* Input i shaped as rank and dims (-1: any) of dtype dt, or OC_ERR naming it. */
 static int check_in(ir_graph *g, ir_node *n, int i, const char *what, int rank, const int64_t *dims,
                     ir_dtype dt, oc_err *err) {
     ir_tensor *t;
@@ -175,7 +175,7 @@ static int read_node(ir_graph *g, ir_node *n, unroll *u, oc_err *err) {
     int64_t in = x->dims[2], gh;
     u->hidden = ir_attr_int(n, "hidden_size", r->rank == 3 ? r->dims[2] : -1);
     if (u->hidden < 1 || u->hidden > (INT64_C(1) << 30))
-        return oc_fail(err, "hidden_size %" PRId64 " is not positive", u->hidden);
+        return oc_fail(err, "hidden_size %" PRId64 " is not from 1 to 2^30", u->hidden);
     if (u->steps < 1 || u->steps > RNN_MAX_STEPS)
         return oc_fail(err, "a sequence of %" PRId64 " steps: from 1 to %d are supported", u->steps,
                        RNN_MAX_STEPS);

@@ -65,16 +65,6 @@ static int emit(lowering *w, op_kind k, const char *what, int in0, int in1, int 
     return n;
 }
 
-static void attr_ints(lowering *w, int node, const char *name, int n, const int64_t *v) {
-    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INTS, .n = n, .ints = (int64_t *)v};
-    ir_node_add_attr(w->g, node, &a);
-}
-
-static void attr_int(lowering *w, int node, const char *name, int64_t v) {
-    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
-    ir_node_add_attr(w->g, node, &a);
-}
-
 /* A 1-d int64 initializer of the n values v (-1 when dry: nothing added). */
 static int const_ints(lowering *w, const char *what, int n, const int64_t *v) {
     if (w->dry) return -1;
@@ -95,9 +85,9 @@ static int emit_axes(lowering *w, op_kind k, const char *what, int x, int n, con
         node = emit(w, k, what, x, const_ints(w, "axes", n, axes), &y);
     } else {
         node = emit(w, k, what, x, -1, &y);
-        attr_ints(w, node, "axes", n, axes);
+        op_rewrite_attr_ints(w->g, node, "axes", n, axes);
     }
-    if (k == OP_REDUCE_SUM) attr_int(w, node, "keepdims", 0);
+    if (k == OP_REDUCE_SUM) op_rewrite_attr_int(w->g, node, "keepdims", 0);
     return y;
 }
 
@@ -127,7 +117,7 @@ static int reshape_to(lowering *w, int x, int n, const int *parts) {
     int node = emit(w, OP_CONCAT, "shape", parts[0], n > 1 ? parts[1] : -1, &shape);
     if (node >= 0) {
         for (int i = 2; i < n; i++) ir_node_add_input(w->g, node, parts[i]);
-        attr_int(w, node, "axis", 0);
+        op_rewrite_attr_int(w->g, node, "axis", 0);
     }
     emit(w, OP_RESHAPE, "reshape", x, shape, &y);
     return y;
@@ -144,7 +134,7 @@ static void transpose_to(lowering *w, operand *o, const char *to) {
     }
     if (!same) {
         int y, node = emit(w, OP_TRANSPOSE, "transpose", o->t, -1, &y);
-        if (node >= 0) attr_ints(w, node, "perm", r, perm);
+        if (node >= 0) op_rewrite_attr_ints(w->g, node, "perm", r, perm);
         o->t = y;
     }
     memcpy(o->idx, to, (size_t)r + 1);

@@ -24,9 +24,18 @@ int op_rewrite_axes(ir_graph *g, int at, const char *base, const char *what, op_
         return op_rewrite_insert(g, at, base, what, k, x, a, y);
     }
     y = op_rewrite_insert(g, at, base, what, k, x, -1, y);
-    ir_attr a = {.name = "axes", .type = IR_ATTR_INTS, .n = n, .ints = (int64_t *)axes};
-    ir_node_add_attr(g, at, &a);
+    op_rewrite_attr_ints(g, at, "axes", n, axes);
     return y;
+}
+
+void op_rewrite_attr_ints(ir_graph *g, int node, const char *name, int n, const int64_t *v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INTS, .n = n, .ints = (int64_t *)v};
+    ir_node_add_attr(g, node, &a);
+}
+
+void op_rewrite_attr_int(ir_graph *g, int node, const char *name, int64_t v) {
+    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
+    ir_node_add_attr(g, node, &a);
 }
 
 int op_rewrite_ints(ir_graph *g, const char *base, const char *what, int n, const int64_t *v) {

@@ -231,16 +231,6 @@ static int op2(unroll *u, const char *what, op_kind k, int a, int b) {
     return y;
 }
 
-static void add_ints(unroll *u, int node, const char *name, int n, const int64_t *v) {
-    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INTS, .n = n, .ints = (int64_t *)v};
-    ir_node_add_attr(u->g, node, &a);
-}
-
-static void add_int(unroll *u, int node, const char *name, int64_t v) {
-    ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
-    ir_node_add_attr(u->g, node, &a);
-}
-
 /* Unsqueeze or Squeeze of one axis, its axes an input from opset 13. */
 static int axis_op(unroll *u, const char *what, op_kind k, int x, int64_t axis, int y) {
     int a = -1, node;
@@ -250,13 +240,13 @@ static int axis_op(unroll *u, const char *what, op_kind k, int x, int64_t axis, 
         oc_free(s);
     }
     node = emit(u, what, k, x, a, y, &y);
-    if (a < 0) add_ints(u, node, "axes", 1, &axis);
+    if (a < 0) op_rewrite_attr_ints(u->g, node, "axes", 1, &axis);
     return y;
 }
 
 static int transpose(unroll *u, const char *what, int x, int rank, const int64_t *perm, int y) {
     int node = emit(u, what, OP_TRANSPOSE, x, -1, y, &y);
-    add_ints(u, node, "perm", rank, perm);
+    op_rewrite_attr_ints(u->g, node, "perm", rank, perm);
     return y;
 }
 
@@ -277,15 +267,15 @@ static void split(unroll *u, const char *what, int x, int64_t axis, int n, const
         oc_free(w);
         ir_node_add_output(g, node, outs[i]);
     }
-    add_int(u, node, "axis", axis);
-    if (s < 0) add_ints(u, node, "split", n, sizes);
+    op_rewrite_attr_int(u->g, node, "axis", axis);
+    if (s < 0) op_rewrite_attr_ints(u->g, node, "split", n, sizes);
 }
 
 /* Concat of the n tensors ins along axis, writing y (or a new tensor). */
 static int concat(unroll *u, const char *what, int n, const int *ins, int64_t axis, int y) {
     int node = emit(u, what, OP_CONCAT, ins[0], n > 1 ? ins[1] : -1, y, &y);
     for (int i = 2; i < n; i++) ir_node_add_input(u->g, node, ins[i]);
-    add_int(u, node, "axis", axis);
+    op_rewrite_attr_int(u->g, node, "axis", axis);
     return y;
 }
 
@@ -592,7 +582,7 @@ static void step_masks(unroll *u, ir_dtype dt) {
     int lens = u->in[IN_SEQ], cast;
     if (g->tensors[lens].dtype != IR_DTYPE_INT64) {
         cast = emit(u, "lens_int64", OP_CAST, lens, -1, -1, &lens);
-        add_int(u, cast, "to", IR_DTYPE_INT64);
+        op_rewrite_attr_int(u->g, cast, "to", IR_DTYPE_INT64);
     }
     int64_t *pos = oc_malloc((size_t)u->steps * sizeof *pos);
     for (int64_t t = 0; t < u->steps; t++) pos[t] = t;
@@ -602,7 +592,7 @@ static void step_masks(unroll *u, ir_dtype dt) {
     int valid = op2(u, "step_valid", OP_LESS, steps, lens);              /* [T, B] */
     int maskf;
     cast = emit(u, "step_valid_float", OP_CAST, valid, -1, -1, &maskf);
-    add_int(u, cast, "to", dt);
+    op_rewrite_attr_int(u->g, cast, "to", dt);
     maskf = axis_op(u, "step_mask", OP_UNSQUEEZE, maskf, 2, -1); /* [T, B, 1] */
     u->masks = oc_malloc((size_t)u->steps * sizeof *u->masks);
     split_steps(u, "step_masks", maskf, u->masks);

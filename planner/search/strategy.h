@@ -46,6 +46,10 @@ typedef struct strategy_options {
      * cap makes the result depend on machine speed: tests may use it only
      * where what they assert holds for whatever plan comes back. */
     double max_seconds;
+    /* Simulation work one greedy pass may spend, in node-simulations (simulations x nodes of
+     * the step); <= 0: the pass's default. dp-swap's take-back of each swept chain (default
+     * 1e7, at least 64 simulations) takes swaps back in groups past it. */
+    long node_sims;
     /* ILP and other external solvers: node limit for applicability. */
     int max_nodes_exact;
     int verbose; /* > 0: strategies may put more detail in notes */

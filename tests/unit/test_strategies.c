@@ -344,6 +344,62 @@ static void check_model(const char *path, int64_t batch, int n_budgets, bool ver
     train_graph_free(tg);
 }
 
+/* dp-swap's take-back under a node-simulation allowance (strategy_options.node_sims): swaps go
+ * back in groups, so the pass simulates less (without groups the counts are equal), and the plan
+ * still fits the budget and is the same plan from the same start. */
+static void test_dp_swap_takeback_groups(void **state) {
+    (void)state;
+    oc_err err;
+    ir_graph *g;
+    train_graph *tg;
+    train_opts to = train_opts_default();
+    ir_bind_opts b = {.batch = 2};
+    const char *path = "graphs/resnet18_op13.onnx";
+    if (ir_load_model(path, &b, &g, &err) || train_build(g, &to, &tg, &err))
+        fail_msg("%s: %s", path, err.msg);
+    profile_device dev;
+    assert_int_equal(device_preset_find("v100", &dev, &err), OC_OK);
+    profile *prof = profile_analytic(tg, &dev, 2);
+    sim_context *ctx;
+    if (sim_context_new(tg, prof, "v100", &ctx, &err)) fail_msg("%s", err.msg);
+    sim_plan *p = sim_plan_new(tg), *q = sim_plan_new(tg);
+    sim_options unl = {0};
+    sim_result r;
+    assert_int_equal(sim_run(ctx, p, &unl, &r, NULL, &err), OC_OK);
+    int64_t hi = r.peak_bytes;
+    sim_plan_swap_all(p);
+    assert_int_equal(sim_run(ctx, p, &unl, &r, NULL, &err), OC_OK);
+    int64_t budget = r.peak_bytes + (hi - r.peak_bytes) / 3;
+    strategy_input in = {.tg = tg,
+                         .prof = prof,
+                         .ctx = ctx,
+                         .sim = {.budget_bytes = budget},
+                         .opts = strategy_options_default()};
+    strategy_stats one, grouped, again;
+    sim_plan_keep_all(p);
+    if (strategy_run(&strategy_dp_swap, &in, p, &one, &err)) fail_msg("%s", err.msg);
+    assert_true(one.feasible);
+    assert_null(strstr(one.notes, "taken back"));
+    in.opts.node_sims = 4L * tg->g->n_nodes; /* 4 simulations a chain */
+    sim_plan_keep_all(p);
+    if (strategy_run(&strategy_dp_swap, &in, p, &grouped, &err)) fail_msg("%s", err.msg);
+    assert_non_null(strstr(grouped.notes, "taken back"));
+    assert_true(grouped.sims < one.sims);
+    assert_true(grouped.feasible);
+    bool f;
+    int64_t peak = timeline_peak(ctx, p, &in.sim, &f);
+    assert_true(f && peak <= budget);
+    sim_plan_keep_all(q);
+    if (strategy_run(&strategy_dp_swap, &in, q, &again, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(again.sims, grouped.sims);
+    assert_memory_equal(p->decision, q->decision, (size_t)p->n_tensors);
+    sim_plan_free(p);
+    sim_plan_free(q);
+    sim_context_free(ctx);
+    profile_free(prof);
+    train_graph_free(tg);
+}
+
 static void test_feasible_plans_fit_budget(void **state) {
     (void)state;
     const char *pat = getenv("OC_TEST_STRATEGY_MODELS");
@@ -364,6 +420,7 @@ int main(void) {
         cmocka_unit_test(test_local_search_matches_brute_force),
         cmocka_unit_test(test_hybrid_incore_and_auto),
         cmocka_unit_test(test_swap_all_schedules_early),
+        cmocka_unit_test(test_dp_swap_takeback_groups),
         cmocka_unit_test(test_feasible_plans_fit_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

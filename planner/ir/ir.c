@@ -331,6 +331,17 @@ bool ir_tensor_bytes(const ir_tensor *t, int64_t *bytes) {
     return ir_tensor_numel(t, &n) && oc_mul_i64(n, ir_dtype_size(t->dtype), bytes);
 }
 
+int64_t ir_device_align_up(int64_t bytes) {
+    return (bytes + IR_DEVICE_ALIGN - 1) / IR_DEVICE_ALIGN * IR_DEVICE_ALIGN;
+}
+
+bool ir_tensor_device_bytes(const ir_tensor *t, int64_t *bytes) {
+    int64_t b;
+    if (!ir_tensor_bytes(t, &b) || b > INT64_MAX - (IR_DEVICE_ALIGN - 1)) return false;
+    *bytes = ir_device_align_up(b);
+    return true;
+}
+
 void ir_tensor_set_shape(ir_tensor *t, int rank, const int64_t *dims) {
     OC_ASSERT(rank >= 0 && rank <= IR_MAX_RANK);
     t->rank = rank;

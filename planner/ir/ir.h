@@ -237,6 +237,15 @@ void ir_graph_add_output(ir_graph *g, int t);
  * false if the shape is unknown, symbolic, or the size overflows int64. */
 bool ir_tensor_numel(const ir_tensor *t, int64_t *numel);
 bool ir_tensor_bytes(const ir_tensor *t, int64_t *bytes);
+/* The device arena's alignment: every tensor's storage (and every kernel workspace) starts at
+ * a multiple of it and takes its size rounded up to one (plan/lifetimes.h's PLAN_ALIGN, the
+ * runtime's arena). */
+#define IR_DEVICE_ALIGN 256
+int64_t ir_device_align_up(int64_t bytes); /* bytes <= INT64_MAX - IR_DEVICE_ALIGN + 1 */
+/* Bytes t takes in the device arena: ir_tensor_bytes aligned up (false as ir_tensor_bytes, or
+ * when aligning overflows). Memory is
+ * counted with it (simulator, in-core peak, the planners' models); copies move ir_tensor_bytes. */
+bool ir_tensor_device_bytes(const ir_tensor *t, int64_t *bytes);
 bool ir_tensor_shape_known(const ir_tensor *t);
 /* Sets a static shape (clears symbols). */
 void ir_tensor_set_shape(ir_tensor *t, int rank, const int64_t *dims);

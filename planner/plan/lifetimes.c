@@ -6,7 +6,7 @@
 #include "ir/ops/op_table.h"
 #include "plan/plan_file.h"
 
-int64_t plan_align_up(int64_t x) { return (x + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN; }
+int64_t plan_align_up(int64_t x) { return ir_device_align_up(x); }
 
 int plan_view_source(const train_graph *tg, int node) {
     const ir_graph *g = tg->g;

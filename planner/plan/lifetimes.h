@@ -26,7 +26,7 @@
 
 /* The one alignment of arena offsets and sizes (planner layout, verifier,
  * runtime arena, kernels' scratch regions). */
-#define PLAN_ALIGN 256
+#define PLAN_ALIGN IR_DEVICE_ALIGN
 int64_t plan_align_up(int64_t x);
 
 typedef struct plan_lifetimes {

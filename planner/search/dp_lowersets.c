@@ -77,7 +77,7 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
             int t = nd->outputs[o];
             if (t < 0 || tg->alias_of[t] >= 0 || persistent_kind(ig->tensors[t].kind)) continue;
             int64_t b;
-            if (!ir_tensor_bytes(&ig->tensors[t], &b)) {
+            if (!ir_tensor_device_bytes(&ig->tensors[t], &b)) {
                 dp_graph_free(g);
                 oc_free(saved);
                 oc_free(dp_of);
@@ -109,7 +109,7 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
         for (int o = 0; o < nd->n_outputs; o++) {
             int t = nd->outputs[o];
             if (t >= 0 && ig->tensors[t].kind == IR_KIND_GRADIENT &&
-                ir_tensor_bytes(&ig->tensors[t], &bytes))
+                ir_tensor_device_bytes(&ig->tensors[t], &bytes))
                 e += bytes;
         }
         if (e > g->bwd_extra[v]) g->bwd_extra[v] = e;
@@ -126,7 +126,8 @@ int dp_graph_from_train(const train_graph *tg, const double *node_time, dp_graph
             int t = nd->outputs[o];
             int64_t b;
             if (t >= 0 && saved[t] && self_read[t] && tg->alias_of[t] < 0 &&
-                !persistent_kind(ig->tensors[t].kind) && ir_tensor_bytes(&ig->tensors[t], &b))
+                !persistent_kind(ig->tensors[t].kind) &&
+                ir_tensor_device_bytes(&ig->tensors[t], &b))
                 g->mem_self[v] += b;
         }
     }

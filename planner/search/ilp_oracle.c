@@ -171,6 +171,8 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     } else {
         memcpy(tm_s, sim_context_node_times(in->ctx), (size_t)N * sizeof *tm_s);
     }
+    for (int i = 0; i < N; i++) /* the arena's region, as the simulator counts it */
+        ws[i] = ir_device_align_up(ws[i]);
     ilp_model *m = oc_calloc(1, sizeof *m);
     m->tg = tg;
     m->N = N;
@@ -222,7 +224,7 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     for (int t = 0; t < NT; t++) {
         const ir_tensor *x = &g->tensors[t];
         int64_t b;
-        if (!ir_tensor_bytes(x, &b) || b == 0) continue;
+        if (!ir_tensor_device_bytes(x, &b) || b == 0) continue;
         if (train_tensor_persistent(tg, t)) {
             if (tg->alias_of[t] < 0) persistent += (double)b;
             continue;
@@ -258,8 +260,8 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     }
     for (int k = 0; k < D; k++) {
         int t = m->dec[k];
-        double b = (double)m->ti->bytes[t];
-        m->mb[k] = b / 1e6;
+        double b = (double)m->ti->copy_bytes[t];
+        m->mb[k] = (double)m->ti->bytes[t] / 1e6;
         m->flast[k] = m->ti->fwd_last[t];
         m->fbr[k] = m->ti->first_bwd[t];
         m->can_rc[k] = m->ti->can_rc[t];

@@ -77,9 +77,12 @@ void *strategy_shared_get(const strategy_input *in, strategy_shared_slot slot,
 }
 
 strategy_options strategy_options_default(void) {
-    strategy_options o = {
-        .max_leaves = 0, .max_sims = 0, .max_seconds = 0, .node_sims = 0, .max_nodes_exact = 100,
-        .verbose = 0};
+    strategy_options o = {.max_leaves = 0,
+                          .max_sims = 0,
+                          .max_seconds = 0,
+                          .node_sims = 0,
+                          .max_nodes_exact = 100,
+                          .verbose = 0};
     return o;
 }
 

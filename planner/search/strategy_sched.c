@@ -30,6 +30,7 @@ strategy_tinfo *strategy_tinfo_new(const train_graph *tg) {
     ti->n_tensors = nt;
     while (ti->n_fwd < g->n_nodes && tg->phase[ti->n_fwd] == TRAIN_PHASE_FORWARD) ti->n_fwd++;
     ti->bytes = oc_calloc((size_t)nt, sizeof *ti->bytes);
+    ti->copy_bytes = oc_calloc((size_t)nt, sizeof *ti->copy_bytes);
     ti->fwd_last = oc_malloc((size_t)nt * sizeof *ti->fwd_last);
     ti->first_bwd = oc_malloc((size_t)nt * sizeof *ti->first_bwd);
     ti->can_rc = oc_calloc((size_t)nt, sizeof *ti->can_rc);
@@ -37,7 +38,8 @@ strategy_tinfo *strategy_tinfo_new(const train_graph *tg) {
     for (int t = 0; t < nt; t++) {
         const ir_tensor *x = &g->tensors[t];
         int64_t b = 0;
-        if (ir_tensor_bytes(x, &b)) ti->bytes[t] = b;
+        if (ir_tensor_bytes(x, &b)) ti->copy_bytes[t] = b;
+        if (ir_tensor_device_bytes(x, &b)) ti->bytes[t] = b;
         ti->fwd_last[t] = x->producer;
         ti->first_bwd[t] = -1;
         for (int j = 0; j < x->n_consumers; j++) {
@@ -69,6 +71,7 @@ strategy_tinfo *strategy_tinfo_new(const train_graph *tg) {
 void strategy_tinfo_free(strategy_tinfo *ti) {
     if (!ti) return;
     oc_free(ti->bytes);
+    oc_free(ti->copy_bytes);
     oc_free(ti->fwd_last);
     oc_free(ti->first_bwd);
     oc_free(ti->can_rc);

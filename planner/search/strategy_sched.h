@@ -15,14 +15,15 @@
 typedef struct strategy_tinfo {
     const train_graph *tg;
     int n_tensors;
-    int n_fwd;          /* leading FORWARD-phase nodes: the simulator's forward side
+    int n_fwd;           /* leading FORWARD-phase nodes: the simulator's forward side
                            (the loss counts as backward, as in simulator.c) */
-    int64_t *bytes;     /* per tensor (0 when unknown) */
-    int *fwd_last;      /* per tensor: last forward node reading or producing it, -1 */
-    int *first_bwd;     /* per tensor: first node >= n_forward reading it, -1 */
-    bool *can_rc;       /* per tensor: saved with a forward producer (RECOMPUTE allowed) */
-    bool *swappable;    /* per tensor: saved and read in backward (SWAP allowed) */
-    int *saved_by_prod; /* tg->saved sorted by production order (inputs first) */
+    int64_t *bytes;      /* per tensor, as the arena holds it (0 when unknown) */
+    int64_t *copy_bytes; /* per tensor: what a copy moves (ir_tensor_bytes) */
+    int *fwd_last;       /* per tensor: last forward node reading or producing it, -1 */
+    int *first_bwd;      /* per tensor: first node >= n_forward reading it, -1 */
+    bool *can_rc;        /* per tensor: saved with a forward producer (RECOMPUTE allowed) */
+    bool *swappable;     /* per tensor: saved and read in backward (SWAP allowed) */
+    int *saved_by_prod;  /* tg->saved sorted by production order (inputs first) */
     int n_saved;
     int *conv_bwd; /* backward nodes whose fwd_of is a Conv, ascending */
     int n_conv_bwd;

@@ -128,13 +128,14 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
     rc_item *it = oc_malloc(((size_t)tg->n_saved + 1) * sizeof *it);
     bool *saved = oc_calloc((size_t)g->n_tensors + 1, sizeof *saved);
     for (int i = 0; i < tg->n_saved; i++) saved[tg->saved[i]] = true;
-    int n_it = 0;
+    int n_it = 0, n_sized = 0;
     int64_t swappable = 0;
     for (int i = 0; i < tg->n_saved; i++) {
         int t = tg->saved[i], pr = g->tensors[t].producer;
         int64_t bytes = 0;
         if (!ir_tensor_bytes(&g->tensors[t], &bytes) || bytes <= 0) continue;
         swappable += bytes;
+        n_sized++;
         if (pr >= 0 && pr < tg->n_forward)
             it[n_it++] =
                 (rc_item){.per_byte = recompute_cost(tg, time, saved, t, bytes) / (double)bytes,
@@ -149,9 +150,14 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
         pre_b[i + 1] = pre_b[i] + it[i].bytes;
     }
     int64_t cap = o->budget_bytes > 0 ? o->budget_bytes - o->reserve_bytes : INT64_MAX;
+    /* The simulator's memory is aligned (ir_tensor_device_bytes); the items are the bytes a copy
+     * moves. Freeing e aligned bytes frees at least e less one alignment per saved tensor of
+     * them, so the bound asks that much of the items: a bound still, and an infeasibility
+     * verdict still certain. */
+    int64_t slack = (int64_t)(IR_DEVICE_ALIGN - 1) * n_sized;
     double before = input;
     for (int k = 0; k < n && b->feasible; k++) {
-        int64_t e = mem[k] - cap;
+        int64_t e = mem[k] - cap - slack;
         if (o->budget_bytes > 0 && e > 0) {
             bound_k q = {.before = before,
                          .tk = time[k],
@@ -168,7 +174,7 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
             if (lo > hi) {
                 b->feasible = false; /* more over the budget than all saved bytes */
                 b->at_node = k;
-                b->excess_bytes = e;
+                b->excess_bytes = mem[k] - cap;
                 break;
             }
             const double phi = 0.6180339887498949;
@@ -183,7 +189,7 @@ int sim_lower_bound(sim_context *ctx, const sim_options *o, sim_bound *b, oc_err
             if (v > b->time_s) {
                 b->time_s = v;
                 b->at_node = k;
-                b->excess_bytes = e;
+                b->excess_bytes = mem[k] - cap;
             }
         }
         before += time[k];

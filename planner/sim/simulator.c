@@ -19,9 +19,12 @@ struct sim_context {
     double *time; /* per node */
     int64_t *ws;  /* per node */
     double ideal_s;
-    int64_t *bytes;     /* per tensor: 0 when persistent, aliased or unsized */
-    int64_t base_bytes; /* persistent + graph inputs */
-    uint8_t *fwd_act;   /* per tensor: produced by a forward node, not persistent */
+    /* Memory is counted as the arena holds it (ir_tensor_device_bytes): each tensor and
+     * workspace aligned; a copy moves the tensor's own bytes. */
+    int64_t *bytes;      /* per tensor, aligned: 0 when persistent, aliased or unsized */
+    int64_t *copy_bytes; /* per tensor: bytes a swap or input copy moves */
+    int64_t base_bytes;  /* persistent + graph inputs, aligned */
+    uint8_t *fwd_act;    /* per tensor: produced by a forward node, not persistent */
     uint8_t *is_saved;
     uint8_t *is_output;   /* graph output */
     int *in_off, *in_idx; /* per node: distinct inputs (CSR) */
@@ -88,6 +91,7 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
     c->time = oc_calloc(nn, sizeof *c->time);
     c->ws = oc_calloc(nn, sizeof *c->ws);
     c->bytes = oc_calloc(nt, sizeof *c->bytes);
+    c->copy_bytes = oc_calloc(nt, sizeof *c->copy_bytes);
     c->fwd_act = oc_calloc(nt, 1);
     c->is_saved = oc_calloc(nt, 1);
     c->is_output = oc_calloc(nt, 1);
@@ -122,13 +126,14 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
         const ir_tensor *x = &g->tensors[t];
         if (!ir_tensor_bytes(x, &b)) b = 0;
         if (train_tensor_persistent(tg, t)) {
-            if (tg->alias_of[t] < 0) c->base_bytes += b;
+            if (tg->alias_of[t] < 0) c->base_bytes += ir_device_align_up(b);
             continue;
         }
         c->is_output[t] = x->is_graph_output;
         c->fwd_act[t] = x->producer >= 0 && x->producer < tg->n_forward;
         /* Producer-less tensors that are not graph inputs are never allocated. */
-        c->bytes[t] = x->producer >= 0 || x->is_graph_input ? b : 0;
+        c->copy_bytes[t] = x->producer >= 0 || x->is_graph_input ? b : 0;
+        c->bytes[t] = ir_device_align_up(c->copy_bytes[t]);
     }
     for (int i = 0; i < g->n_inputs; i++) {
         c->base_bytes += c->bytes[g->inputs[i]];
@@ -183,14 +188,14 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
 
 void sim_context_free(sim_context *c) {
     if (!c) return;
-    void *p[] = {c->time,      c->ws,          c->bytes,       c->fwd_act,    c->is_saved,
-                 c->is_output, c->in_off,      c->in_idx,      c->out_off,    c->out_idx,
-                 c->op_node,   c->op_rc,       c->op_alloc,    c->op_free,    c->wait_off,
-                 c->wait_idx,  c->block_start, c->node_pos,    c->rc_pos,     c->eff_last,
-                 c->fwd_last,  c->first_bwd,   c->issue,       c->so_list,    c->si_list,
-                 c->tmp_list,  c->count,       c->pending,     c->so_done,    c->si_done,
-                 c->in_done,   c->inputs,      c->reads_input, c->saved_list, c->act_list,
-                 c->prod,      c->rc_op};
+    void *p[] = {c->time,     c->ws,        c->bytes,       c->copy_bytes,  c->fwd_act,
+                 c->is_saved, c->is_output, c->in_off,      c->in_idx,      c->out_off,
+                 c->out_idx,  c->op_node,   c->op_rc,       c->op_alloc,    c->op_free,
+                 c->wait_off, c->wait_idx,  c->block_start, c->node_pos,    c->rc_pos,
+                 c->eff_last, c->fwd_last,  c->first_bwd,   c->issue,       c->so_list,
+                 c->si_list,  c->tmp_list,  c->count,       c->pending,     c->so_done,
+                 c->si_done,  c->in_done,   c->inputs,      c->reads_input, c->saved_list,
+                 c->act_list, c->prod,      c->rc_op};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     for (int i = 0; i < 8; i++) oc_free(c->res[i]);
     oc_free(c);
@@ -229,7 +234,7 @@ int64_t sim_memory_floor(const sim_context *c, int *node, int64_t *persistent_by
     for (int k = 0; k < c->n_inputs; k++) persistent -= c->bytes[c->inputs[k]];
     int at = -1;
     for (int n = 0; n < c->n_nodes; n++) {
-        int64_t need = persistent + c->ws[n];
+        int64_t need = persistent + ir_device_align_up(c->ws[n]);
         for (int j = c->in_off[n]; j < c->in_off[n + 1]; j++) need += c->bytes[c->in_idx[j]];
         for (int j = c->out_off[n]; j < c->out_off[n + 1]; j++) {
             int t = c->out_idx[j];
@@ -375,7 +380,7 @@ static int plan_build(run_state *s, oc_err *err) {
     }
     for (int q = 0; q < s->n_ops; q++) {
         int n = c->op_node[q];
-        c->op_free[q] = c->op_alloc[q] = c->ws[n];
+        c->op_free[q] = c->op_alloc[q] = ir_device_align_up(c->ws[n]);
         c->wait_off[q] = n_wait;
         for (int j = c->in_off[n]; j < c->in_off[n + 1]; j++) {
             int t = c->in_idx[j];
@@ -486,7 +491,7 @@ static void retime(stream_run *u, const profile_device *d, double now, sim_timel
 
 static double copy_time(const sim_context *c, const profile_device *d, int t, bool h2d) {
     return d->copy_latency_s +
-           (double)c->bytes[t] / (h2d ? d->h2d_bytes_per_s : d->d2h_bytes_per_s);
+           (double)c->copy_bytes[t] / (h2d ? d->h2d_bytes_per_s : d->d2h_bytes_per_s);
 }
 
 int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_result *r,
@@ -566,9 +571,9 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
             if (p < 0 || cq > c->node_pos[p]) { /* producer finished */
                 double end = now + copy_time(c, dev, t, false);
                 sost[t] = now;
-                r->d2h_bytes += c->bytes[t];
+                r->d2h_bytes += c->copy_bytes[t];
                 r->n_swap_out++;
-                tl_event(tl, SIM_STREAM_D2H, SIM_EVENT_SWAP_OUT, t, now, end, c->bytes[t]);
+                tl_event(tl, SIM_STREAM_D2H, SIM_EVENT_SWAP_OUT, t, now, end, c->copy_bytes[t]);
                 run_start(ud, end, &soen[t], tl);
                 di++;
             }
@@ -579,7 +584,7 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
             double end = now + copy_time(c, dev, t, true);
             h_input = true;
             h_begin = now;
-            tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_INPUT, t, now, end, c->bytes[t]);
+            tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_INPUT, t, now, end, c->copy_bytes[t]);
             run_start(uh, end, NULL, tl);
         } else if (engine_free && hi < n_sw && !c_mem_wait) {
             int t = c->si_list[hi];
@@ -588,9 +593,9 @@ int sim_run(sim_context *c, const sim_plan *plan, const sim_options *o, sim_resu
                 if (live > peak) peak = live;
                 double end = now + copy_time(c, dev, t, true);
                 sist[t] = now;
-                r->h2d_bytes += c->bytes[t];
+                r->h2d_bytes += c->copy_bytes[t];
                 r->n_swap_in++;
-                tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_SWAP_IN, t, now, end, c->bytes[t]);
+                tl_event(tl, SIM_STREAM_H2D, SIM_EVENT_SWAP_IN, t, now, end, c->copy_bytes[t]);
                 run_start(uh, end, &sien[t], tl);
                 tl_sample(tl, now, live);
                 hi++;

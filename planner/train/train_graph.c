@@ -589,7 +589,7 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
         const ir_tensor *x = &g->tensors[t];
         last[t] = x->producer;
         if (x->is_graph_output) last[t] = g->n_nodes - 1;
-        if (tg->alias_of[t] < 0 && train_tensor_persistent(tg, t) && ir_tensor_bytes(x, &b))
+        if (tg->alias_of[t] < 0 && train_tensor_persistent(tg, t) && ir_tensor_device_bytes(x, &b))
             persistent += b;
     }
     for (int i = 0; i < g->n_nodes; i++)
@@ -597,12 +597,13 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
             if (g->nodes[i].inputs[k] >= 0) last[g->nodes[i].inputs[k]] = i;
     /* Graph inputs (data, labels) are resident from the start. */
     for (int i = 0; i < g->n_inputs; i++)
-        if (ir_tensor_bytes(&g->tensors[g->inputs[i]], &b)) live += b;
+        if (ir_tensor_device_bytes(&g->tensors[g->inputs[i]], &b)) live += b;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         for (int o = 0; o < n->n_outputs; o++) {
             int t = n->outputs[o];
-            if (t >= 0 && !train_tensor_persistent(tg, t) && ir_tensor_bytes(&g->tensors[t], &b))
+            if (t >= 0 && !train_tensor_persistent(tg, t) &&
+                ir_tensor_device_bytes(&g->tensors[t], &b))
                 live += b;
         }
         if (live > peak) {
@@ -615,7 +616,7 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
             if (t < 0 || last[t] != i || train_tensor_persistent(tg, t)) continue;
             if (g->tensors[t].producer < 0 && !g->tensors[t].is_graph_input) continue;
             last[t] = -2; /* freed once even if listed twice */
-            if (ir_tensor_bytes(&g->tensors[t], &b)) live -= b;
+            if (ir_tensor_device_bytes(&g->tensors[t], &b)) live -= b;
         }
     }
     oc_free(last);

@@ -126,12 +126,13 @@ void train_mark_aliases(train_graph *tg);
 /* Gives every in-place output the kind of the tensor whose storage it reuses. */
 void train_alias_kinds(train_graph *tg);
 
-/* Liveness over the node order: first/last use per tensor. Persistent tensors
- * (parameters, state, optimizer state) live throughout. Returns the peak of
- * live bytes (aliases counted once) and the node where it occurs. */
 /* Parameters, state, optimizer state, constants and in-place aliases: on the
  * device for the whole step, never swapped, recomputed or freed. */
 bool train_tensor_persistent(const train_graph *tg, int t);
+/* Liveness over the node order: first/last use per tensor. Persistent tensors
+ * (parameters, state, optimizer state) live throughout. Returns the peak of
+ * live bytes as the arena holds them (ir_tensor_device_bytes; aliases counted
+ * once) and the node where it occurs. */
 int64_t train_liveness_peak(const train_graph *tg, int *peak_node);
 
 /* Backward nodes that read tensor t (for reports). Returns count; fills up to cap. */

@@ -8,6 +8,11 @@
  *   int a, b;
  *   train_graph *tg = hand_graph_new(40, &a, &b);     // caller frees: train_graph_free
  *   profile *p = hand_profile_new(tg, 1000.0, 1.0);   // caller frees: profile_free
+ *
+ * Sizes and bandwidths are in hand units of HAND_UNIT bytes: every tensor is then whole in
+ * the arena's alignment (the simulator counts memory aligned, ir_tensor_device_bytes), so the
+ * hand-worked byte counts hold in units and the copy times in seconds. Tests compare bytes
+ * as hand units x HAND_UNIT.
  */
 #ifndef OC_TEST_HAND_GRAPH_H
 #define OC_TEST_HAND_GRAPH_H
@@ -17,10 +22,11 @@
 #include "train/train_graph.h"
 
 enum { F1, F2, F3, L, B3, B2, B1, N_NODES };
+#define HAND_UNIT ((int64_t)IR_DEVICE_ALIGN)
 
 static int hand_tensor(ir_graph *g, const char *name, int64_t bytes, ir_kind k) {
     int t = ir_tensor_add(g, name, IR_DTYPE_FLOAT);
-    int64_t n = bytes / 4;
+    int64_t n = bytes * HAND_UNIT / 4; /* bytes: hand units */
     ir_tensor_set_shape(&g->tensors[t], 1, &n);
     g->tensors[t].kind = k;
     return t;
@@ -71,9 +77,11 @@ static train_graph *hand_graph_new(int64_t b_bytes, int *a_out, int *b_out) {
     return tg;
 }
 
-/* Every node 1 s except F1 (t_f1: the recompute cost of a); copies at bw B/s each way. */
+/* Every node 1 s except F1 (t_f1: the recompute cost of a); copies at bw hand units a
+ * second each way. */
 static profile *hand_profile_new(const train_graph *tg, double bw, double t_f1) {
-    profile_device d = {"hand", 1 << 20, bw, bw, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0, 0};
+    double b = bw * (double)HAND_UNIT;
+    profile_device d = {"hand", 1 << 20, b, b, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0, 0};
     profile *p = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, N_NODES);
     for (int i = 0; i < N_NODES; i++)
         profile_node_set(p, i, tg->g->nodes[i].name, i == F1 ? t_f1 : 1.0, 0);

@@ -1,7 +1,8 @@
 /* test_simulator.c — the simulator on hand-built training graphs whose
  * timelines are worked out by hand, and the in-core equivalence on ResNet-18.
  *
- * The hand graph (bytes in brackets; every node takes 1 s; copies 1000 B/s):
+ * The hand graph (hand units of HAND_UNIT bytes in brackets, hand_graph.h; every node takes
+ * 1 s; copies 1000 units/s):
  *   x[4] -F1-> a[1000] -F2-> b[40] -F3-> c[100] -L-> l[100]
  *   backward: B3(l) -> gc[100]; B2(gc, b) -> gb[100]; B1(gb, a) -> ga[100]
  * saved = {a, b}: a is read by B1, b by B2. Every step starts with x copied to
@@ -100,11 +101,11 @@ static void test_swap_hidden(void **state) {
     assert_time(r.ideal_s, 7.0);
     assert_time(r.input_s, IN); /* x's copy, first on the H2D queue */
     assert_time(r.node_start[F1], IN);
-    assert_int_equal(r.d2h_bytes, 1000);
-    assert_int_equal(r.h2d_bytes, 1000);
+    assert_int_equal(r.d2h_bytes, 1000 * HAND_UNIT);
+    assert_int_equal(r.h2d_bytes, 1000 * HAND_UNIT);
     /* a leaves the device after F2 (its copy is done at 2); the peak is during B3,
      * with a back: b + l + gc + a = 1240 (in forward at most a + b = 1040). */
-    assert_int_equal(r.peak_bytes, 1240);
+    assert_int_equal(r.peak_bytes, 1240 * HAND_UNIT);
 }
 
 /* Copies take 2.5 s. SwapIn(a) issued at B2 (t=5), done at 7.5; B2 overlaps
@@ -185,16 +186,17 @@ static void test_contention_duplex(void **state) {
 static void test_swap_waits_for_memory(void **state) {
     hand *h = *state = hand_new(1000);
     sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, B3);
-    sim_result r = run(h, 1200);
+    sim_result r = run(h, 1200 * HAND_UNIT);
     assert_true(r.feasible);
     assert_time(r.swap_in_start[h->a], IN + 6.0);
     assert_time(r.node_start[B1], IN + 7.0);
     assert_time(r.stall_s, IN + 1.0);
     assert_time(r.time_s, IN + 8.0);
-    assert_int_equal(r.peak_bytes, 1200);
+    assert_int_equal(r.peak_bytes, 1200 * HAND_UNIT);
     /* The timeline has every op and copy, and memory samples within budget. */
     assert_int_equal(h->tl->n_events, N_NODES + 3); /* + SwapOut, SwapIn, the input copy */
-    for (int i = 0; i < h->tl->n_samples; i++) assert_true(h->tl->samples[i].bytes <= 1200);
+    for (int i = 0; i < h->tl->n_samples; i++)
+        assert_true(h->tl->samples[i].bytes <= 1200 * HAND_UNIT);
 }
 
 /* Budget 1050: forward fits (at most a + b = 1040), but B1 needs a back, which
@@ -202,13 +204,13 @@ static void test_swap_waits_for_memory(void **state) {
 static void test_deadlock_infeasible(void **state) {
     hand *h = *state = hand_new(1000);
     sim_plan_set(h->plan, h->a, SIM_DECISION_SWAP, -1);
-    sim_result r = run(h, 1050);
+    sim_result r = run(h, 1050 * HAND_UNIT);
     assert_false(r.feasible);
     if (!strstr(r.reason, "deadlock") || !strstr(r.reason, "'B1'") || !strstr(r.reason, "'a'"))
         fail_msg("reason should name the deadlock, node B1 and tensor a: %s", r.reason);
     /* Keeping everything does not fit either: F3 needs a + b + c = 1140. */
     sim_plan_keep_all(h->plan);
-    r = run(h, 1050);
+    r = run(h, 1050 * HAND_UNIT);
     assert_false(r.feasible);
     assert_non_null(strstr(r.reason, "'F3'"));
 }
@@ -441,7 +443,8 @@ static void split_recompute(bool one_block, sim_result *r, int *n_nodes, int *n_
     tg->n_saved = SPLIT_K;
     tg->loss_tensor = l;
     tg->label_tensor = -1;
-    profile_device d = {"hand", 1 << 20, 1000, 1000, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0, 0};
+    double bw = 1000.0 * (double)HAND_UNIT;
+    profile_device d = {"hand", 1 << 20, bw, bw, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0, 0};
     profile *p = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, nn);
     for (int i = 0; i < nn; i++) profile_node_set(p, i, g->nodes[i].name, 1.0, 0);
     sim_context *ctx;

@@ -106,7 +106,8 @@ static void test_hybrid_matches_brute_force(void **state) {
     (void)state;
     const double bws[] = {1e6, 1000, 200};
     const double tf1[] = {0.1, 5.0};
-    const int64_t budgets[] = {0, 2000, 1700, 1400, 1200};
+    const int64_t budgets[] = {0, 2000 * HAND_UNIT, 1700 * HAND_UNIT, 1400 * HAND_UNIT,
+                               1200 * HAND_UNIT};
     int checked = 0;
     for (size_t i = 0; i < 3; i++)
         for (size_t j = 0; j < 2; j++) {
@@ -138,7 +139,8 @@ static void test_local_search_matches_brute_force(void **state) {
     (void)state;
     const double bws[] = {1e6, 1000, 200};
     const double tf1[] = {0.1, 5.0};
-    const int64_t budgets[] = {2000, 1700, 1400, 1200};
+    const int64_t budgets[] = {2000 * HAND_UNIT, 1700 * HAND_UNIT, 1400 * HAND_UNIT,
+                               1200 * HAND_UNIT};
     int checked = 0;
     for (size_t i = 0; i < 3; i++)
         for (size_t j = 0; j < 2; j++) {
@@ -189,7 +191,7 @@ static void test_hybrid_incore_and_auto(void **state) {
     assert_true(st.feasible);
     assert_int_equal(p->decision[h->a], SIM_DECISION_KEEP);
     assert_int_equal(p->decision[h->b], SIM_DECISION_KEEP);
-    const int64_t budgets[] = {1700, 1400, 1200};
+    const int64_t budgets[] = {1700 * HAND_UNIT, 1400 * HAND_UNIT, 1200 * HAND_UNIT};
     for (size_t k = 0; k < 3; k++) {
         strategy_stats au = plan_with(h, "auto", budgets[k], p);
         for (int i = 0; i < strategy_count(); i++) {

@@ -731,7 +731,8 @@ static void test_incore_peak_brute_force(void **state) {
         ir_kind k = g->tensors[t].kind;
         bool pers = tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
                     k == IR_KIND_OPT_STATE || k == IR_KIND_CONSTANT;
-        if (pers && tg->alias_of[t] < 0 && ir_tensor_device_bytes(&g->tensors[t], &b)) persistent += b;
+        if (pers && tg->alias_of[t] < 0 && ir_tensor_device_bytes(&g->tensors[t], &b))
+            persistent += b;
     }
     for (int i = 0; i < g->n_nodes; i++) {
         int64_t live = 0;

@@ -402,7 +402,7 @@ static void build_program(rt_exec *x) {
         op->writes = r;
         /* an in-place view writes nothing (its kernel sees one pointer and returns): no
          * wait for a copy still reading its input */
-        bool view = plan_view_source(x->tg, i) >= 0;
+        bool view = train_view_source(x->tg, i) >= 0;
         for (int k = 0; k < n->n_outputs && !view; k++)
             if (n->outputs[k] >= 0) r[op->n_writes++] = region_of(x, n->outputs[k]);
         /* A planned workspace region is written by its node: copies of tensors that

@@ -8,35 +8,6 @@
 
 int64_t plan_align_up(int64_t x) { return ir_device_align_up(x); }
 
-int plan_view_source(const train_graph *tg, int node) {
-    const ir_graph *g = tg->g;
-    const ir_node *n = &g->nodes[node];
-    switch (n->op) {
-    case OP_RESHAPE:
-    case OP_FLATTEN:
-    case OP_SQUEEZE:
-    case OP_UNSQUEEZE:
-    case OP_IDENTITY: break;
-    default: return -1;
-    }
-    if (n->n_inputs < 1 || n->n_outputs < 1) return -1;
-    int t = n->inputs[0], o = n->outputs[0];
-    if (t < 0 || o < 0 || t == o) return -1;
-    const ir_tensor *x = &g->tensors[t], *y = &g->tensors[o];
-    int p = x->producer;
-    if (p < 0 || p >= node || op_is_swap_out(&g->nodes[p]) || y->producer != node) return -1;
-    if (x->is_initializer || x->is_graph_input || x->is_graph_output || y->is_graph_output ||
-        x->data || y->data)
-        return -1;
-    if (tg->alias_of[t] >= 0 || tg->alias_of[o] >= 0 || train_tensor_persistent(tg, t) ||
-        train_tensor_persistent(tg, o))
-        return -1;
-    int64_t bx, by;
-    if (x->dtype != y->dtype || !ir_tensor_bytes(x, &bx) || !ir_tensor_bytes(y, &by) || bx != by)
-        return -1;
-    return t;
-}
-
 void plan_storage_roots(const train_graph *tg, int *root) {
     const ir_graph *g = tg->g;
     int nt = g->n_tensors;
@@ -46,7 +17,7 @@ void plan_storage_roots(const train_graph *tg, int *root) {
         root[t] = r;
     }
     for (int i = 0; i < g->n_nodes; i++) { /* in order: a view of a view takes the first's root */
-        int s = plan_view_source(tg, i);
+        int s = train_view_source(tg, i);
         if (s >= 0) root[g->nodes[i].outputs[0]] = root[s];
     }
 }

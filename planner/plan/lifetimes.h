@@ -13,7 +13,7 @@
  * output to n_nodes (the end); initializers that some node touches live
  * throughout. In-place outputs (alias_of) share their root's storage, which
  * lives over every use of any alias; so does the output of an in-place view
- * (plan_view_source: a Reshape's output is its input's bytes, nothing is
+ * (train_view_source: a Reshape's output is its input's bytes, nothing is
  * copied). SwapOut outputs are host tensors (no
  * arena storage). Two tensors live at a common position never share a byte:
  * a node's inputs and outputs are distinct storage.
@@ -39,16 +39,6 @@ typedef struct plan_lifetimes {
 } plan_lifetimes;
 
 void plan_lifetimes_compute(const train_graph *tg, plan_lifetimes *lt);
-/* In-place views: node i, a Reshape, Flatten, Squeeze, Unsqueeze or Identity,
- * whose output holds its data input's bytes unchanged, takes that input's
- * storage instead of a copy when the input is an activation on the device
- * (written by an earlier node, not a SwapOut; no parameter, state or constant,
- * no graph input or output) and the output is not a graph output. Sharing is
- * safe whenever the input is read later too: neither is ever written again.
- * Returns the input tensor, or -1. The layout, the plan verifier and the
- * runtime's arena all see it through plan_lifetimes' roots, and the copy
- * kernels return at once when the two pointers agree. */
-int plan_view_source(const train_graph *tg, int node);
 /* root[t] (n_tensors, the caller's): the tensor whose storage t uses — alias_of
  * followed, then in-place views. */
 void plan_storage_roots(const train_graph *tg, int *root);

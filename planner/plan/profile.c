@@ -44,7 +44,7 @@ profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_
     const ir_graph *g = tg->g;
     profile *p = profile_new(d, batch, PROFILE_SOURCE_ANALYTIC, g->n_nodes);
     for (int i = 0; i < g->n_nodes; i++) {
-        if (plan_view_source(tg, i) >= 0) { /* an in-place view: nothing runs */
+        if (train_view_source(tg, i) >= 0) { /* an in-place view: nothing runs */
             profile_node_set(p, i, g->nodes[i].name, 0, 0);
             continue;
         }

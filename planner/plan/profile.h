@@ -44,7 +44,7 @@ void profile_free(profile *p);
 void profile_node_set(profile *p, int i, const char *name, double time_s, int64_t workspace);
 
 /* Roofline: time = max(flops / peak, bytes / bandwidth) + launch overhead per
- * node of tg (op_cost_of); 0 for an in-place view (plan_view_source: the
+ * node of tg (op_cost_of); 0 for an in-place view (train_view_source: the
  * executor runs nothing); workspace 0. Never fails. */
 profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_t batch);
 

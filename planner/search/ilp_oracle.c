@@ -221,23 +221,40 @@ int ilp_model_new(const strategy_input *in, ilp_model **out, oc_err *err) {
     m->rc_mb = oc_calloc((size_t)D + 1, sizeof *m->rc_mb);
     double persistent = 0;
     double *delta = oc_calloc((size_t)N + 2, sizeof *delta);
+    /* An in-place view's output is its source's storage (train_view_source), which lives to
+     * the last reader of either: the simulator's all-keep count. */
+    int *root = oc_malloc((size_t)NT * sizeof *root), *last = oc_malloc((size_t)NT * sizeof *last);
+    for (int t = 0; t < NT; t++) {
+        const ir_tensor *x = &g->tensors[t];
+        root[t] = t;
+        last[t] = x->producer >= 0 ? x->producer : 0;
+        for (int c = 0; c < x->n_consumers; c++)
+            if (x->consumers[c] > last[t]) last[t] = x->consumers[c];
+        if (x->is_graph_output) last[t] = N - 1;
+    }
+    for (int i = 0; i < N; i++) {
+        int src = train_view_source(tg, i);
+        if (src < 0) continue;
+        int v = g->nodes[i].outputs[0];
+        root[v] = root[src];
+        if (last[v] > last[root[v]]) last[root[v]] = last[v];
+    }
     for (int t = 0; t < NT; t++) {
         const ir_tensor *x = &g->tensors[t];
         int64_t b;
-        if (!ir_tensor_device_bytes(x, &b) || b == 0) continue;
+        if (root[t] != t || !ir_tensor_device_bytes(x, &b) || b == 0) continue;
         if (train_tensor_persistent(tg, t)) {
             if (tg->alias_of[t] < 0) persistent += (double)b;
             continue;
         }
         if (x->producer < 0 && !x->is_graph_input) continue; /* never allocated */
-        int def = x->producer >= 0 ? x->producer : 0, last = def;
-        for (int c = 0; c < x->n_consumers; c++)
-            if (x->consumers[c] > last) last = x->consumers[c];
-        if (x->is_graph_output) last = N - 1;
+        int def = x->producer >= 0 ? x->producer : 0;
         if (x->producer >= 0) m->pre_mem[x->producer] -= (double)b / 1e6;
         delta[def] += (double)b;
-        delta[last + 1] -= (double)b;
+        delta[last[t] + 1] -= (double)b;
     }
+    oc_free(root);
+    oc_free(last);
     double acc = 0;
     for (int p = 0; p < N; p++) {
         acc += delta[p];

@@ -45,8 +45,15 @@ struct sim_context {
     uint8_t *reads_input;                 /* per node: reads a graph input with bytes */
     int *saved_list, n_saved;             /* the saved tensors (the only ones swapped) */
     int *act_list, n_act; /* non-persistent tensors, ascending: the ones a run tracks */
-    int *prod;            /* per tensor: producing node or -1 */
-    double *res[8];       /* node start/end, rc start/end, so start/end, si start/end */
+    /* In-place views (train_view_source): view_root[t] is the first source of t's chain of
+     * views (t itself when t is no view's output); view_list the views' outputs. Per run,
+     * group_shared[r] says whether r's group shares one storage (no member swapped or
+     * re-produced) and group_last[r] the last op that reads any member. */
+    int *view_root, *view_list, n_views;
+    uint8_t *group_shared;
+    int *group_last;
+    int *prod;      /* per tensor: producing node or -1 */
+    double *res[8]; /* node start/end, rc start/end, so start/end, si start/end */
 };
 
 const char *sim_stream_name(sim_stream s) {
@@ -177,6 +184,18 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
         c->rc_pos[t] = c->eff_last[t] = c->fwd_last[t] = c->first_bwd[t] = -1;
         if (!train_tensor_persistent(tg, t)) c->act_list[c->n_act++] = t;
     }
+    c->view_root = oc_calloc(nt, sizeof(int));
+    c->view_list = oc_calloc(nt, sizeof(int));
+    c->group_shared = oc_calloc(nt, 1);
+    c->group_last = oc_calloc(nt, sizeof(int));
+    for (int t = 0; t < c->n_tensors; t++) c->view_root[t] = t;
+    for (int i = 0; i < c->n_nodes; i++) { /* in order: a view of a view takes the first's root */
+        int src = train_view_source(tg, i);
+        if (src < 0) continue;
+        int v = g->nodes[i].outputs[0];
+        c->view_root[v] = c->view_root[src];
+        c->view_list[c->n_views++] = v;
+    }
     c->saved_list = oc_calloc((size_t)tg->n_saved + 1, sizeof(int));
     for (int i = 0; i < tg->n_saved; i++) c->saved_list[c->n_saved++] = tg->saved[i];
     /* Swap times stay -1 but for saved tensors (sim_run resets those). */
@@ -188,14 +207,14 @@ int sim_context_new(const train_graph *tg, const profile *prof, const char *what
 
 void sim_context_free(sim_context *c) {
     if (!c) return;
-    void *p[] = {c->time,     c->ws,        c->bytes,       c->copy_bytes,  c->fwd_act,
-                 c->is_saved, c->is_output, c->in_off,      c->in_idx,      c->out_off,
-                 c->out_idx,  c->op_node,   c->op_rc,       c->op_alloc,    c->op_free,
-                 c->wait_off, c->wait_idx,  c->block_start, c->node_pos,    c->rc_pos,
-                 c->eff_last, c->fwd_last,  c->first_bwd,   c->issue,       c->so_list,
-                 c->si_list,  c->tmp_list,  c->count,       c->pending,     c->so_done,
-                 c->si_done,  c->in_done,   c->inputs,      c->reads_input, c->saved_list,
-                 c->act_list, c->prod,      c->rc_op};
+    void *p[] = {
+        c->time,      c->ws,       c->bytes,     c->copy_bytes,  c->fwd_act,      c->is_saved,
+        c->is_output, c->in_off,   c->in_idx,    c->out_off,     c->out_idx,      c->op_node,
+        c->op_rc,     c->op_alloc, c->op_free,   c->wait_off,    c->wait_idx,     c->block_start,
+        c->node_pos,  c->rc_pos,   c->eff_last,  c->fwd_last,    c->first_bwd,    c->issue,
+        c->so_list,   c->si_list,  c->tmp_list,  c->count,       c->pending,      c->so_done,
+        c->si_done,   c->in_done,  c->inputs,    c->reads_input, c->saved_list,   c->act_list,
+        c->prod,      c->rc_op,    c->view_root, c->view_list,   c->group_shared, c->group_last};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) oc_free(p[i]);
     for (int i = 0; i < 8; i++) oc_free(c->res[i]);
     oc_free(c);
@@ -238,7 +257,8 @@ int64_t sim_memory_floor(const sim_context *c, int *node, int64_t *persistent_by
         for (int j = c->in_off[n]; j < c->in_off[n + 1]; j++) need += c->bytes[c->in_idx[j]];
         for (int j = c->out_off[n]; j < c->out_off[n + 1]; j++) {
             int t = c->out_idx[j];
-            bool read = false; /* an output that is also an input counts once */
+            bool read = c->view_root[t] != t; /* a view's output: its source's storage */
+            /* an output that is also an input counts once */
             for (int k = c->in_off[n]; k < c->in_off[n + 1] && !read; k++) read = c->in_idx[k] == t;
             if (!read) need += c->bytes[t];
         }
@@ -343,6 +363,36 @@ static int plan_check(const run_state *s, oc_err *err) {
     return OC_OK;
 }
 
+/* A tensor that stays on the device as it was first produced: kept (or a checkpoint), never
+ * re-produced by a recompute. */
+static bool stays(const run_state *s, int t) {
+    uint8_t d = s->plan->decision[t];
+    return (d == SIM_DECISION_KEEP || d == SIM_DECISION_CHECKPOINT) && s->c->rc_pos[t] < 0 &&
+           s->c->eff_last[t] >= 0;
+}
+
+/* In-place views, as the layout places them: a group (a source and its chain of views) whose
+ * members all stay is one storage, allocated with the source and freed after the last reader
+ * of any member; the views allocate nothing. A group with a member swapped or recomputed is
+ * counted member by member (where the layout shares less, the count is a little high). */
+static void views_share(run_state *s) {
+    sim_context *c = s->c;
+    for (int i = 0; i < c->n_views; i++) {
+        int r = c->view_root[c->view_list[i]];
+        c->group_shared[r] = stays(s, r);
+        c->group_last[r] = c->eff_last[r];
+    }
+    for (int i = 0; i < c->n_views; i++) {
+        int v = c->view_list[i], r = c->view_root[v];
+        if (!stays(s, v)) c->group_shared[r] = 0;
+        if (c->eff_last[v] > c->group_last[r]) c->group_last[r] = c->eff_last[v];
+    }
+    for (int i = 0; i < c->n_views; i++) {
+        int v = c->view_list[i];
+        if (c->group_shared[c->view_root[v]]) c->op_alloc[c->node_pos[c->prod[v]]] -= c->bytes[v];
+    }
+}
+
 static int plan_build(run_state *s, oc_err *err) {
     sim_context *c = s->c;
     const ir_graph *g = c->tg->g;
@@ -395,11 +445,17 @@ static int plan_build(run_state *s, oc_err *err) {
         }
     }
     c->wait_off[s->n_ops] = n_wait;
+    views_share(s);
     /* Frees at op end; swap queues. */
     int n_so = 0;
     for (int i = 0; i < c->n_act; i++) {
         int t = c->act_list[i];
         int64_t b = c->bytes[t];
+        int r = c->view_root[t];
+        if (c->group_shared[r]) { /* one storage: freed with the group's last reader */
+            if (r == t) c->op_free[c->group_last[r]] += b;
+            continue;
+        }
         if (dec[t] == SIM_DECISION_SWAP) {
             int at = s->plan->swap_in_at[t];
             c->issue[t] = at < 0 ? c->first_bwd[t] : c->block_start[at];

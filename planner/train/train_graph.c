@@ -574,6 +574,35 @@ static void classify(train_graph *tg) {
     oc_free(read_in_bwd);
 }
 
+int train_view_source(const train_graph *tg, int node) {
+    const ir_graph *g = tg->g;
+    const ir_node *n = &g->nodes[node];
+    switch (n->op) {
+    case OP_RESHAPE:
+    case OP_FLATTEN:
+    case OP_SQUEEZE:
+    case OP_UNSQUEEZE:
+    case OP_IDENTITY: break;
+    default: return -1;
+    }
+    if (n->n_inputs < 1 || n->n_outputs < 1) return -1;
+    int t = n->inputs[0], o = n->outputs[0];
+    if (t < 0 || o < 0 || t == o) return -1;
+    const ir_tensor *x = &g->tensors[t], *y = &g->tensors[o];
+    int p = x->producer;
+    if (p < 0 || p >= node || op_is_swap_out(&g->nodes[p]) || y->producer != node) return -1;
+    if (x->is_initializer || x->is_graph_input || x->is_graph_output || y->is_graph_output ||
+        x->data || y->data)
+        return -1;
+    if (tg->alias_of[t] >= 0 || tg->alias_of[o] >= 0 || train_tensor_persistent(tg, t) ||
+        train_tensor_persistent(tg, o))
+        return -1;
+    int64_t bx, by;
+    if (x->dtype != y->dtype || !ir_tensor_bytes(x, &bx) || !ir_tensor_bytes(y, &by) || bx != by)
+        return -1;
+    return t;
+}
+
 bool train_tensor_persistent(const train_graph *tg, int t) {
     ir_kind k = tg->g->tensors[t].kind;
     return tg->alias_of[t] >= 0 || k == IR_KIND_PARAMETER || k == IR_KIND_STATE ||
@@ -583,11 +612,13 @@ bool train_tensor_persistent(const train_graph *tg, int t) {
 int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
     const ir_graph *g = tg->g;
     int *last = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    int *root = oc_malloc((size_t)g->n_tensors * sizeof(int)); /* in-place views: the source */
     int64_t persistent = 0, live = 0, peak = 0, b;
     int at = 0;
     for (int t = 0; t < g->n_tensors; t++) {
         const ir_tensor *x = &g->tensors[t];
         last[t] = x->producer;
+        root[t] = t;
         if (x->is_graph_output) last[t] = g->n_nodes - 1;
         if (tg->alias_of[t] < 0 && train_tensor_persistent(tg, t) && ir_tensor_device_bytes(x, &b))
             persistent += b;
@@ -595,6 +626,13 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
     for (int i = 0; i < g->n_nodes; i++)
         for (int k = 0; k < g->nodes[i].n_inputs; k++)
             if (g->nodes[i].inputs[k] >= 0) last[g->nodes[i].inputs[k]] = i;
+    for (int i = 0; i < g->n_nodes; i++) { /* a view's storage lives to its group's last use */
+        int src = train_view_source(tg, i);
+        if (src < 0) continue;
+        int v = g->nodes[i].outputs[0];
+        root[v] = root[src];
+        if (last[v] > last[root[v]]) last[root[v]] = last[v];
+    }
     /* Graph inputs (data, labels) are resident from the start. */
     for (int i = 0; i < g->n_inputs; i++)
         if (ir_tensor_device_bytes(&g->tensors[g->inputs[i]], &b)) live += b;
@@ -602,7 +640,7 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
         const ir_node *n = &g->nodes[i];
         for (int o = 0; o < n->n_outputs; o++) {
             int t = n->outputs[o];
-            if (t >= 0 && !train_tensor_persistent(tg, t) &&
+            if (t >= 0 && root[t] == t && !train_tensor_persistent(tg, t) &&
                 ir_tensor_device_bytes(&g->tensors[t], &b))
                 live += b;
         }
@@ -610,16 +648,19 @@ int64_t train_liveness_peak(const train_graph *tg, int *peak_node) {
             peak = live;
             at = i;
         }
-        /* Free what dies here: inputs read for the last time, unread outputs. */
+        /* Free what dies here: storage whose last use (any member's) is here. */
         for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
             int t = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
-            if (t < 0 || last[t] != i || train_tensor_persistent(tg, t)) continue;
+            if (t < 0) continue;
+            t = root[t];
+            if (last[t] != i || train_tensor_persistent(tg, t)) continue;
             if (g->tensors[t].producer < 0 && !g->tensors[t].is_graph_input) continue;
             last[t] = -2; /* freed once even if listed twice */
             if (ir_tensor_device_bytes(&g->tensors[t], &b)) live -= b;
         }
     }
     oc_free(last);
+    oc_free(root);
     if (peak_node) *peak_node = at;
     return persistent + peak;
 }

@@ -126,13 +126,25 @@ void train_mark_aliases(train_graph *tg);
 /* Gives every in-place output the kind of the tensor whose storage it reuses. */
 void train_alias_kinds(train_graph *tg);
 
+/* In-place views: node i, a Reshape, Flatten, Squeeze, Unsqueeze or Identity,
+ * whose output holds its data input's bytes unchanged, takes that input's
+ * storage instead of a copy when the input is an activation on the device
+ * (written by an earlier node, not a SwapOut; no parameter, state or constant,
+ * no graph input or output) and the output is not a graph output. Sharing is
+ * safe whenever the input is read later too: neither is ever written again.
+ * Returns the input tensor, or -1. The layout, the plan verifier and the
+ * runtime's arena see it through plan_lifetimes' roots (plan/lifetimes.h), the simulator and
+ * the in-core peak count the two as one storage, and the copy
+ * kernels return at once when the two pointers agree. */
+int train_view_source(const train_graph *tg, int node);
 /* Parameters, state, optimizer state, constants and in-place aliases: on the
  * device for the whole step, never swapped, recomputed or freed. */
 bool train_tensor_persistent(const train_graph *tg, int t);
 /* Liveness over the node order: first/last use per tensor. Persistent tensors
  * (parameters, state, optimizer state) live throughout. Returns the peak of
  * live bytes as the arena holds them (ir_tensor_device_bytes; aliases counted
- * once) and the node where it occurs. */
+ * once; an in-place view's output is its source's storage, live to the last use
+ * of either) and the node where it occurs. */
 int64_t train_liveness_peak(const train_graph *tg, int *peak_node);
 
 /* Backward nodes that read tensor t (for reports). Returns count; fills up to cap. */

@@ -23,7 +23,7 @@ static int64_t prod(const int64_t *d, int from, int to) {
 }
 
 /* X -> Y with the same bytes (Flatten, Reshape, Unsqueeze: only the shape changes);
- * nothing to do for an in-place view (plan_view_source: one storage). */
+ * nothing to do for an in-place view (train_view_source: one storage). */
 int cpu_copy(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     size_t es = esize(a, x, err);

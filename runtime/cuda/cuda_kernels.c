@@ -596,7 +596,7 @@ int cuda_copy(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         return kernel_fail(a, err, "input '%s' and output '%s' differ in size or dtype", x->name,
                            y->name);
     size_t n = (size_t)kernel_numel(x) * es;
-    if (n && a->out[0] != a->in[0]) /* equal: an in-place view (plan_view_source) */
+    if (n && a->out[0] != a->in[0]) /* equal: an in-place view (train_view_source) */
         CU_CHECK(cudaMemcpyAsync(a->out[0], a->in[0], n, cudaMemcpyDeviceToDevice, c->stream));
     return OC_OK;
 }

@@ -2,7 +2,7 @@
  * node: overlapping offsets, a SwapIn without its SwapOut, a consumer before
  * its producer, a workspace on a live tensor; and accepts the unbroken plan
  * they start from. Also: layout_plan places node workspaces in the arena, and
- * an in-place view (plan_view_source) shares its input's storage. */
+ * an in-place view (train_view_source) shares its input's storage. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,8 +100,8 @@ static void test_view_in_place(void **state) {
     ir_graph *g = tg->g;
     int fl = pf_node(g, "/Flatten");
     int t = g->nodes[fl].inputs[0], o = g->nodes[fl].outputs[0];
-    assert_int_equal(plan_view_source(tg, fl), t);
-    assert_int_equal(plan_view_source(tg, pf_node(g, "/conv1/Conv")), -1);
+    assert_int_equal(train_view_source(tg, fl), t);
+    assert_int_equal(train_view_source(tg, pf_node(g, "/conv1/Conv")), -1);
     plan_lifetimes lt;
     plan_lifetimes_compute(tg, &lt);
     int r = lt.root[t];
@@ -121,7 +121,7 @@ static void test_view_in_place(void **state) {
     assert_int_equal(ir_attr_ints(&g->nodes[fl], PLAN_ATTR_OFFSETS, &offs), 1);
     assert_int_equal(offs[0], -1);
     g->tensors[o].is_graph_output = true;
-    assert_int_equal(plan_view_source(tg, fl), -1);
+    assert_int_equal(train_view_source(tg, fl), -1);
     g->tensors[o].is_graph_output = false;
 }
 

@@ -39,6 +39,27 @@ static void hand_node(ir_graph *g, const char *name, int in0, int in1, int out) 
     ir_node_add_output(g, n, out);
 }
 
+/* Makes g's nodes a training step: the first nf forward, the next the loss l, the rest backward;
+ * no aliases, gradients or forward twins; the n_saved tensors of saved. */
+static void hand_train_finish(train_graph *tg, int nf, int l, const int *saved, int n_saved) {
+    const ir_graph *g = tg->g;
+    int nn = g->n_nodes;
+    tg->n_forward = nf;
+    tg->phase = oc_calloc((size_t)nn, sizeof *tg->phase);
+    tg->phase[nf] = TRAIN_PHASE_LOSS;
+    for (int i = nf + 1; i < nn; i++) tg->phase[i] = TRAIN_PHASE_BACKWARD;
+    tg->fwd_of = oc_malloc((size_t)nn * sizeof(int));
+    for (int i = 0; i < nn; i++) tg->fwd_of[i] = -1;
+    tg->alias_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    tg->grad_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
+    for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = tg->grad_of[t] = -1;
+    tg->saved = oc_malloc((size_t)n_saved * sizeof(int));
+    for (int k = 0; k < n_saved; k++) tg->saved[k] = saved[k];
+    tg->n_saved = n_saved;
+    tg->loss_tensor = l;
+    tg->label_tensor = -1;
+}
+
 static train_graph *hand_graph_new(int64_t b_bytes, int *a_out, int *b_out) {
     train_graph *tg = oc_calloc(1, sizeof *tg);
     ir_graph *g = tg->g = ir_graph_new();
@@ -59,22 +80,18 @@ static train_graph *hand_graph_new(int64_t b_bytes, int *a_out, int *b_out) {
     hand_node(g, "B3", l, -1, gc);
     hand_node(g, "B2", gc, b, gb);
     hand_node(g, "B1", gb, a, ga);
-    tg->n_forward = 4;
-    tg->phase = oc_calloc(N_NODES, sizeof *tg->phase);
-    tg->phase[L] = TRAIN_PHASE_LOSS;
-    for (int i = B3; i < N_NODES; i++) tg->phase[i] = TRAIN_PHASE_BACKWARD;
-    tg->fwd_of = oc_malloc(N_NODES * sizeof(int));
-    for (int i = 0; i < N_NODES; i++) tg->fwd_of[i] = -1;
-    tg->alias_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
-    tg->grad_of = oc_malloc((size_t)g->n_tensors * sizeof(int));
-    for (int t = 0; t < g->n_tensors; t++) tg->alias_of[t] = tg->grad_of[t] = -1;
-    tg->saved = oc_malloc(2 * sizeof(int));
-    tg->saved[0] = a;
-    tg->saved[1] = b;
-    tg->n_saved = 2;
-    tg->loss_tensor = l;
-    tg->label_tensor = -1;
+    int saved[] = {a, b};
+    hand_train_finish(tg, 4, l, saved, 2);
     return tg;
+}
+
+/* Every node of tg 1 s; copies at 1000 hand units a second each way. */
+static inline profile *hand_profile_flat(const train_graph *tg) {
+    double bw = 1000.0 * (double)HAND_UNIT;
+    profile_device d = {"hand", 1 << 20, bw, bw, true, 0, 1e12, 1e12, 0, 0, 0, 0, 0, 0};
+    profile *p = profile_new(&d, 1, PROFILE_SOURCE_MEASURED, tg->g->n_nodes);
+    for (int i = 0; i < tg->g->n_nodes; i++) profile_node_set(p, i, tg->g->nodes[i].name, 1.0, 0);
+    return p;
 }
 
 /* Every node 1 s except F1 (t_f1: the recompute cost of a); copies at bw hand units a

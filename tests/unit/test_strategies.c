@@ -258,28 +258,54 @@ static int64_t timeline_peak(sim_context *ctx, const sim_plan *p, const sim_opti
     return q.peak_bytes;
 }
 
-static void check_model(const char *path, int64_t batch, int n_budgets, bool verbose) {
+/* A bundled model at batch on the v100 analytic profile: its step, profile and simulator
+ * context, and the peaks of the in-core (hi) and all-swap (lo) plans. model_close frees. */
+typedef struct model_run {
+    train_graph *tg;
+    profile *prof;
+    sim_context *ctx;
+    int64_t lo, hi;
+} model_run;
+
+static model_run model_open(const char *path, int64_t batch) {
+    model_run m;
     oc_err err;
     ir_graph *g;
-    train_graph *tg;
     train_opts to = train_opts_default();
     ir_bind_opts b = {.batch = batch};
-    if (ir_load_model(path, &b, &g, &err) || train_build(g, &to, &tg, &err))
+    if (ir_load_model(path, &b, &g, &err) || train_build(g, &to, &m.tg, &err))
         fail_msg("%s: %s", path, err.msg);
     profile_device dev;
     assert_int_equal(device_preset_find("v100", &dev, &err), OC_OK);
-    profile *prof = profile_analytic(tg, &dev, batch);
-    sim_context *ctx;
-    if (sim_context_new(tg, prof, "v100", &ctx, &err)) fail_msg("%s", err.msg);
-    sim_plan *p = sim_plan_new(tg);
+    m.prof = profile_analytic(m.tg, &dev, batch);
+    if (sim_context_new(m.tg, m.prof, "v100", &m.ctx, &err)) fail_msg("%s", err.msg);
+    sim_plan *p = sim_plan_new(m.tg);
     sim_options unl = {0};
     sim_result r;
-    assert_int_equal(sim_run(ctx, p, &unl, &r, NULL, &err), OC_OK);
-    int64_t hi = r.peak_bytes;
+    assert_int_equal(sim_run(m.ctx, p, &unl, &r, NULL, &err), OC_OK);
+    m.hi = r.peak_bytes;
     sim_plan_swap_all(p);
-    assert_int_equal(sim_run(ctx, p, &unl, &r, NULL, &err), OC_OK);
-    int64_t lo = r.peak_bytes;
-    assert_true(lo <= hi);
+    assert_int_equal(sim_run(m.ctx, p, &unl, &r, NULL, &err), OC_OK);
+    m.lo = r.peak_bytes;
+    assert_true(m.lo <= m.hi);
+    sim_plan_free(p);
+    return m;
+}
+
+static void model_close(model_run *m) {
+    sim_context_free(m->ctx);
+    profile_free(m->prof);
+    train_graph_free(m->tg);
+}
+
+static void check_model(const char *path, int64_t batch, int n_budgets, bool verbose) {
+    oc_err err;
+    model_run m = model_open(path, batch);
+    train_graph *tg = m.tg;
+    profile *prof = m.prof;
+    sim_context *ctx = m.ctx;
+    int64_t lo = m.lo, hi = m.hi;
+    sim_plan *p = sim_plan_new(tg);
     int n_feasible = 0, n_runs = 0;
     sim_plan *best = sim_plan_new(tg);
     for (int k = 0; k < n_budgets; k++) {
@@ -341,9 +367,7 @@ static void check_model(const char *path, int64_t batch, int n_budgets, bool ver
     assert_true(n_feasible > 0);
     assert_int_equal(n_runs, n_budgets * (strategy_count() - 1));
     sim_plan_free(p);
-    sim_context_free(ctx);
-    profile_free(prof);
-    train_graph_free(tg);
+    model_close(&m);
 }
 
 /* dp-swap's take-back under a node-simulation allowance (strategy_options.node_sims): swaps go
@@ -352,28 +376,13 @@ static void check_model(const char *path, int64_t batch, int n_budgets, bool ver
 static void test_dp_swap_takeback_groups(void **state) {
     (void)state;
     oc_err err;
-    ir_graph *g;
-    train_graph *tg;
-    train_opts to = train_opts_default();
-    ir_bind_opts b = {.batch = 2};
-    const char *path = "graphs/resnet18_op13.onnx";
-    if (ir_load_model(path, &b, &g, &err) || train_build(g, &to, &tg, &err))
-        fail_msg("%s: %s", path, err.msg);
-    profile_device dev;
-    assert_int_equal(device_preset_find("v100", &dev, &err), OC_OK);
-    profile *prof = profile_analytic(tg, &dev, 2);
-    sim_context *ctx;
-    if (sim_context_new(tg, prof, "v100", &ctx, &err)) fail_msg("%s", err.msg);
+    model_run m = model_open("graphs/resnet18_op13.onnx", 2);
+    train_graph *tg = m.tg;
+    sim_context *ctx = m.ctx;
     sim_plan *p = sim_plan_new(tg), *q = sim_plan_new(tg);
-    sim_options unl = {0};
-    sim_result r;
-    assert_int_equal(sim_run(ctx, p, &unl, &r, NULL, &err), OC_OK);
-    int64_t hi = r.peak_bytes;
-    sim_plan_swap_all(p);
-    assert_int_equal(sim_run(ctx, p, &unl, &r, NULL, &err), OC_OK);
-    int64_t budget = r.peak_bytes + (hi - r.peak_bytes) / 3;
+    int64_t budget = m.lo + (m.hi - m.lo) / 3;
     strategy_input in = {.tg = tg,
-                         .prof = prof,
+                         .prof = m.prof,
                          .ctx = ctx,
                          .sim = {.budget_bytes = budget},
                          .opts = strategy_options_default()};
@@ -397,9 +406,7 @@ static void test_dp_swap_takeback_groups(void **state) {
     assert_memory_equal(p->decision, q->decision, (size_t)p->n_tensors);
     sim_plan_free(p);
     sim_plan_free(q);
-    sim_context_free(ctx);
-    profile_free(prof);
-    train_graph_free(tg);
+    model_close(&m);
 }
 
 static void test_feasible_plans_fit_budget(void **state) {

@@ -11,7 +11,9 @@ Constant (the exporters' torch.gather / scatter with a fixed index), the data an
 LSTM there are forward-only, of 1 to 2 steps; here both other directions, layout 1, states in
 and out, peepholes, torch's linear_before_reset, activations with alpha and beta, sequence
 lengths (packed sequences: each over its own length, 0 too), and sequences
-longer than one Split (references from the spec's equations, in float64). Tile of
+longer than one Split (references from the spec's equations, in float64). Conv and
+ConvTranspose with pads that differ at a dim's two ends (ONNX's "asymmetric" cases differ
+between dims only). Tile of
 run-time data, BatchNormalization with computed statistics, SplitToSequence with chunks no node
 reads: forms of torch 2.x's exports of timm's models.
 A case named *_refused must be rejected by the importer with a message.
@@ -363,6 +365,59 @@ def rnn_case(rng, name, spec):
     write_case("test_" + name.replace("_", "_f32_", 1), nodes, inputs, outputs, 14)
 
 
+def conv_ref(x, w, b, pads, strides):
+    """Conv (group 1, dilation 1) in float64 with pads per dim (begins then ends)."""
+    ns = x.ndim - 2
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(pads[d], pads[d + ns])
+                                                          for d in range(ns)])
+    k = w.shape[2:]
+    out = [(xp.shape[2 + d] - k[d]) // strides[d] + 1 for d in range(ns)]
+    y = np.zeros([x.shape[0], w.shape[0]] + out)
+    for pos in np.ndindex(*out):
+        win = xp[(slice(None), slice(None)) +
+                 tuple(slice(pos[d] * strides[d], pos[d] * strides[d] + k[d]) for d in range(ns))]
+        y[(slice(None), slice(None)) + pos] = np.tensordot(win, w.astype(np.float64),
+                                                           axes=([1] + [2 + d for d in range(ns)],
+                                                                 [1] + [2 + d for d in range(ns)]))
+    return y + (b.astype(np.float64).reshape([1, -1] + [1] * ns) if b is not None else 0)
+
+
+def conv_transpose_ref(x, w, pads, strides):
+    """ConvTranspose (group 1, dilation 1): every input scattered times the kernel, then the
+    pads cropped (begins then ends)."""
+    ns = x.ndim - 2
+    k = w.shape[2:]
+    full = [(x.shape[2 + d] - 1) * strides[d] + k[d] for d in range(ns)]
+    y = np.zeros([x.shape[0], w.shape[1]] + full)
+    for pos in np.ndindex(*x.shape[2:]):
+        contrib = np.tensordot(x[(slice(None), slice(None)) + pos].astype(np.float64),
+                               w.astype(np.float64), axes=([1], [0]))
+        y[(slice(None), slice(None)) +
+          tuple(slice(pos[d] * strides[d], pos[d] * strides[d] + k[d]) for d in range(ns))] += contrib
+    return y[(slice(None), slice(None)) +
+             tuple(slice(pads[d], full[d] - pads[d + ns]) for d in range(ns))]
+
+
+# (case name, op, x shape, w shape, bias?, attributes, the pads they mean, strides, opset):
+# pads that differ at a dim's two ends (cuDNN pads both ends alike): a Pad before the Conv, a
+# Slice after the ConvTranspose, at load (op_conv.c); below opset 11 / 10 Pad's and Slice's
+# attribute forms
+UNEQUAL_PADS = [
+    ("conv_unequal_pads", "Conv", [1, 2, 6, 5], [3, 2, 3, 2], True,
+     {"pads": [1, 0, 0, 1]}, [1, 0, 0, 1], [1, 1], 13),
+    ("conv_unequal_pads_opset10", "Conv", [1, 2, 6, 5], [3, 2, 3, 2], True,
+     {"pads": [2, 0, 0, 1]}, [2, 0, 0, 1], [1, 1], 10),
+    ("conv_same_upper_even_kernel", "Conv", [2, 2, 6, 6], [2, 2, 2, 2], False,
+     {"auto_pad": "SAME_UPPER"}, [0, 0, 1, 1], [1, 1], 13),
+    ("conv_same_lower_stride2", "Conv", [1, 2, 8, 8], [3, 2, 3, 3], True,
+     {"auto_pad": "SAME_LOWER", "strides": [2, 2]}, [1, 1, 0, 0], [2, 2], 13),
+    ("convtranspose_unequal_pads", "ConvTranspose", [1, 2, 3, 3], [2, 2, 3, 3], False,
+     {"pads": [1, 0, 0, 1], "strides": [2, 2]}, [1, 0, 0, 1], [2, 2], 13),
+    ("convtranspose_unequal_pads_opset9", "ConvTranspose", [1, 2, 3, 4], [2, 3, 3, 2], False,
+     {"pads": [0, 2, 1, 0], "strides": [2, 1]}, [0, 2, 1, 0], [2, 1], 9),
+]
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -591,8 +646,17 @@ def main():
                    [("y", z + np.clip(v, 0, 4).astype(np.float32))])
     for name, spec in RNNS.items():
         rnn_case(rng, name, spec)
+    for name, op, xs, ws, bias, attrs, pads, strides, opset in UNEQUAL_PADS:
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal(ws).astype(np.float32)
+        b = rng.standard_normal(ws[0]).astype(np.float32) if bias else None
+        y = (conv_ref(x, w, b, pads, strides) if op == "Conv" else
+             conv_transpose_ref(x, w, pads, strides)).astype(np.float32)
+        inputs = [("x", x), ("w", w)] + ([("b", b)] if bias else [])
+        node = helper.make_node(op, [n for n, _ in inputs], ["y"], **attrs)
+        write_case(f"test_{name}", [node], inputs, [("y", y)], opset)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS)
+    n += len(RNNS) + len(UNEQUAL_PADS)
     print(f"{n + 6} cases in {OUT}")
 
 

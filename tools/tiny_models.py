@@ -426,13 +426,38 @@ class TinyRnnPacked(nn.Module):
         return self.fc(z.sum(1))
 
 
+class TinySamePad(nn.Module):
+    """Convolutions with padding="same" and even kernels: one more pad at a dim's end than at
+    its start, which the legacy exporters write as auto_pad SAME_UPPER and outcore turns into a
+    Pad before the Conv at load (cuDNN pads both ends alike); the default exporter writes the
+    Pad itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 4, padding="same")
+        self.b = nn.Conv2d(8, 8, (2, 3), padding="same", bias=False)
+        self.c = nn.Conv2d(8, 6, 2, padding="same")
+        self.fc = nn.Linear(6, 10)
+
+    def forward(self, x):
+        import torch
+        h = torch.relu(self.b(torch.relu(self.a(x))))
+        h = torch.tanh(self.c(nn.functional.max_pool2d(h, 2)))
+        return self.fc(h.mean((2, 3)))
+
+
+def tiny_same_pad():
+    return TinySamePad()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
         "tiny_fcn": tiny_fcn, "tiny_swin": tiny_swin, "tiny_swin_v2": tiny_swin_v2, "tiny_maxvit": tiny_maxvit,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
         "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather,
-        "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn}
+        "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn,
+        "tiny_same_pad": tiny_same_pad}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

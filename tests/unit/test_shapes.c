@@ -108,15 +108,33 @@ static void test_conv_auto_pad(void **state) {
     assert_shape(g, "l8", "[1, 4, 4, 4]");
     assert_shape(g, "v7", "[1, 4, 3, 3]"); /* VALID: (7 - 3) / 2 + 1 */
 
-    /* 8 with k3 s2 needs one pad: SAME_UPPER puts it at the end, SAME_LOWER at the start. */
-    const int64_t in[2] = {8, 8}, k[2] = {3, 3};
-    op_window w;
-    assert_int_equal(op_window_read(&g->nodes[1], 2, in, k, &w, &f->err), OC_OK);
-    assert_int_equal(w.pad_begin[0], 0);
-    assert_int_equal(w.pad_end[0], 1);
-    assert_int_equal(op_window_read(&g->nodes[2], 2, in, k, &w, &f->err), OC_OK);
-    assert_int_equal(w.pad_begin[0], 1);
-    assert_int_equal(w.pad_end[0], 0);
+    /* 8 with k3 s2 needs one pad: SAME_UPPER puts it at the end, SAME_LOWER at the start.
+     * cuDNN pads both ends alike: the Conv keeps none, a Pad before it adds the one
+     * (begins then ends, every dim); 7 needs two, one at each end, and stays as it is. */
+    static const struct {
+        const char *conv, *padded;
+        int64_t pads[8];
+    } lowered[] = {
+        {"same8", "same8/padded", {0, 0, 0, 0, 0, 0, 1, 1}},
+        {"lower8", "lower8/padded", {0, 0, 1, 1, 0, 0, 0, 0}},
+    };
+    for (int i = 0; i < 2; i++) {
+        int pt = ir_tensor_find(g, lowered[i].padded);
+        assert_true(pt >= 0);
+        assert_shape(g, lowered[i].padded, "[1, 2, 9, 9]");
+        const ir_node *pad = &g->nodes[g->tensors[pt].producer];
+        assert_int_equal(pad->op, OP_PAD);
+        const ir_tensor *pv = &g->tensors[pad->inputs[1]];
+        assert_int_equal(pv->data_bytes, sizeof lowered[i].pads);
+        assert_memory_equal(pv->data, lowered[i].pads, sizeof lowered[i].pads);
+        const ir_node *conv = &g->nodes[g->tensors[pt].consumers[0]];
+        assert_string_equal(conv->name, lowered[i].conv);
+        assert_string_equal(ir_attr_string(conv, "auto_pad", "NOTSET"), "NOTSET");
+        const int64_t *cp;
+        assert_int_equal(ir_attr_ints(conv, "pads", &cp), 4);
+        for (int k = 0; k < 4; k++) assert_int_equal(cp[k], 0);
+    }
+    assert_int_equal(ir_tensor_find(g, "same7/padded"), -1);
 }
 
 static void test_conv_channel_mismatch(void **state) {

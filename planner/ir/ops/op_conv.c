@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
 /* A plan-time value whose bytes are all zero. */
@@ -180,6 +181,106 @@ static void conv_transpose_cost(const ir_graph *g, const ir_node *n, op_cost *c)
 
 static const op_role conv_roles[] = {OP_IN_DATA, OP_IN_PARAM, OP_IN_PARAM};
 
+/* Node `node`'s window when its pads differ at some dim's two ends (explicit pads, or auto_pad
+ * SAME_UPPER / SAME_LOWER with an even span: torch's padding="same" with an even kernel), which
+ * cuDNN does not take: the pads both ends share (common, ONNX's begins-then-ends) and the rest
+ * at each end (extra_begin, extra_end, per spatial dim). False when the pads are equal, or the
+ * inputs or attributes are not right (the op's infer names what is wrong). */
+static bool unequal_pads(ir_graph *g, int node, int *nsp, int64_t *common, int64_t *extra_begin,
+                         int64_t *extra_end) {
+    const ir_node *n = &g->nodes[node];
+    ir_tensor *x = ir_node_in(g, n, 0), *w = ir_node_in(g, n, 1);
+    if (!x || !w || !ir_tensor_shape_known(x) || !ir_tensor_shape_known(w) || x->rank < 3 ||
+        w->rank != x->rank)
+        return false;
+    *nsp = x->rank - 2;
+    op_window win;
+    oc_err ignored;
+    if (op_window_read(n, *nsp, x->dims + 2, w->dims + 2, &win, &ignored)) return false;
+    bool unequal = false;
+    for (int i = 0; i < *nsp; i++) {
+        int64_t m = win.pad_begin[i] < win.pad_end[i] ? win.pad_begin[i] : win.pad_end[i];
+        common[i] = common[*nsp + i] = m;
+        extra_begin[i] = win.pad_begin[i] - m;
+        extra_end[i] = win.pad_end[i] - m;
+        unequal = unequal || extra_begin[i] || extra_end[i];
+    }
+    return unequal;
+}
+
+/* The window's explicit pads made `common` (auto_pad dropped). */
+static void set_pads(ir_graph *g, int node, int nsp, const int64_t *common) {
+    op_rewrite_attr_drop(g, node, "auto_pad");
+    op_rewrite_attr_drop(g, node, "pads");
+    op_rewrite_attr_ints(g, node, "pads", 2 * nsp, common);
+}
+
+/* Unequal pads (unequal_pads): the extra becomes a Pad of zeros before the Conv
+ * ("<conv>/padded"; the planner counts its bytes, its gradient is PadGrad's), the Conv keeping
+ * the common pads. Both backends run the pair (padded zeros add nothing to the sums). */
+static int conv_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    (void)err;
+    int nsp;
+    int64_t common[2 * IR_MAX_RANK], eb[IR_MAX_RANK], ee[IR_MAX_RANK];
+    if (!unequal_pads(g, node, &nsp, common, eb, ee)) return OC_OK;
+    int r = nsp + 2, xt = g->nodes[node].inputs[0], padded;
+    int64_t pads[2 * IR_MAX_RANK] = {0}; /* begins then ends, every dim */
+    for (int i = 0; i < nsp; i++) pads[2 + i] = eb[i], pads[r + 2 + i] = ee[i];
+    char *base = oc_strdup(g->nodes[node].name);
+    if (g->opset >= 11) {
+        int pt = op_rewrite_ints(g, base, "pads", 2 * r, pads);
+        padded = op_rewrite_insert(g, node, base, "padded", OP_PAD, xt, pt, -1);
+    } else {
+        padded = op_rewrite_insert(g, node, base, "padded", OP_PAD, xt, -1, -1);
+        op_rewrite_attr_ints(g, node, "pads", 2 * r, pads);
+    }
+    ir_node_set_input(g, node + 1, 0, padded);
+    set_pads(g, node + 1, nsp, common);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* Unequal pads on a ConvTranspose crop its output unequally: it keeps the common pads,
+ * writing "<node>/uncropped", and a Slice after it crops the extra at each end (its gradient
+ * is SliceGrad's). */
+static int conv_transpose_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    (void)err;
+    const ir_node *n = &g->nodes[node];
+    if (strcmp(ir_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") != 0 ||
+        ir_attr_find(n, "output_shape"))
+        return OC_OK; /* refused by conv_transpose_infer */
+    int nsp;
+    int64_t common[2 * IR_MAX_RANK], eb[IR_MAX_RANK], ee[IR_MAX_RANK];
+    if (!unequal_pads(g, node, &nsp, common, eb, ee)) return OC_OK;
+    int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK];
+    for (int i = 0; i < nsp; i++) {
+        starts[i] = eb[i];
+        ends[i] = ee[i] ? -ee[i] : INT64_MAX;
+        axes[i] = 2 + i;
+    }
+    char *base = oc_strdup(g->nodes[node].name);
+    int y = g->nodes[node].outputs[0];
+    set_pads(g, node, nsp, common);
+    int full = op_rewrite_redirect(g, node, base, "uncropped");
+    if (g->opset >= 10) {
+        int st = op_rewrite_ints(g, base, "crop_starts", nsp, starts);
+        int en = op_rewrite_ints(g, base, "crop_ends", nsp, ends);
+        int ax = op_rewrite_ints(g, base, "crop_axes", nsp, axes);
+        op_rewrite_insert(g, node + 1, base, "crop", OP_SLICE, full, st, y);
+        ir_node_add_input(g, node + 1, en);
+        ir_node_add_input(g, node + 1, ax);
+    } else {
+        op_rewrite_insert(g, node + 1, base, "crop", OP_SLICE, full, -1, y);
+        op_rewrite_attr_ints(g, node + 1, "starts", nsp, starts);
+        op_rewrite_attr_ints(g, node + 1, "ends", nsp, ends);
+        op_rewrite_attr_ints(g, node + 1, "axes", nsp, axes);
+    }
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
 const op_def op_def_conv = {
     .min_inputs = 2,
     .max_inputs = 3,
@@ -188,6 +289,7 @@ const op_def op_def_conv = {
     .roles = conv_roles,
     .n_roles = 3,
     .infer = conv_infer,
+    .lower = conv_lower,
     .cost = conv_cost,
     .grad = op_grad_conv,
     .saved_inputs = 0x3,
@@ -203,6 +305,7 @@ const op_def op_def_conv_transpose = {
     .roles = conv_roles,
     .n_roles = 3,
     .infer = conv_transpose_infer,
+    .lower = conv_transpose_lower,
     .cost = conv_transpose_cost,
     .grad = op_grad_conv_transpose,
     .saved_inputs = 0x3,

@@ -1,6 +1,8 @@
 /* op_rewrite.c — see op_rewrite.h. */
 #include "ir/ops/op_rewrite.h"
 
+#include <string.h>
+
 #include "ir/ops/op_util.h"
 
 int op_rewrite_insert(ir_graph *g, int at, const char *base, const char *what, op_kind k, int in0,
@@ -36,6 +38,16 @@ void op_rewrite_attr_ints(ir_graph *g, int node, const char *name, int n, const 
 void op_rewrite_attr_int(ir_graph *g, int node, const char *name, int64_t v) {
     ir_attr a = {.name = (char *)name, .type = IR_ATTR_INT, .i = v};
     ir_node_add_attr(g, node, &a);
+}
+
+void op_rewrite_attr_drop(ir_graph *g, int node, const char *name) {
+    ir_node *n = &g->nodes[node];
+    int k = 0;
+    for (int i = 0; i < n->n_attrs; i++) {
+        if (strcmp(n->attrs[i].name, name) == 0) ir_attr_free(&n->attrs[i]);
+        else n->attrs[k++] = n->attrs[i];
+    }
+    n->n_attrs = k;
 }
 
 int op_rewrite_ints(ir_graph *g, const char *base, const char *what, int n, const int64_t *v) {

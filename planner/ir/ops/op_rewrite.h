@@ -21,6 +21,8 @@ int op_rewrite_axes(ir_graph *g, int at, const char *base, const char *what, op_
 /* Attribute `name` of node `node`: the n ints v, or the int v. */
 void op_rewrite_attr_ints(ir_graph *g, int node, const char *name, int n, const int64_t *v);
 void op_rewrite_attr_int(ir_graph *g, int node, const char *name, int64_t v);
+/* Node `node` without its attributes named `name`. */
+void op_rewrite_attr_drop(ir_graph *g, int node, const char *name);
 /* An int64 constant "<base>/<what>" of the n values v (1-D: a shape, axes, indices). */
 int op_rewrite_ints(ir_graph *g, const char *base, const char *what, int n, const int64_t *v);
 /* Reshape(t, [-1]) inserted at `at`, writing "<base>/<what>" (returned). */

@@ -252,7 +252,10 @@ static int conv_transpose_lower(ir_graph *g, int node, bool *changed, oc_err *er
         return OC_OK; /* refused by conv_transpose_infer */
     int nsp;
     int64_t common[2 * IR_MAX_RANK], eb[IR_MAX_RANK], ee[IR_MAX_RANK];
-    if (!unequal_pads(g, node, &nsp, common, eb, ee)) return OC_OK;
+    oc_err check; /* a crop past the output (extent <= 0): left for infer to refuse, named */
+    if (!unequal_pads(g, node, &nsp, common, eb, ee) ||
+        conv_transpose_infer(g, &g->nodes[node], g->opset, &check))
+        return OC_OK;
     int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK];
     for (int i = 0; i < nsp; i++) {
         starts[i] = eb[i];

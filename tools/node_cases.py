@@ -364,6 +364,11 @@ def rnn_case(rng, name, spec):
     outputs = [(o, ref[o].astype(np.float32) if ref else np.zeros([1], np.float32)) for o in outs]
     write_case("test_" + name.replace("_", "_f32_", 1), nodes, inputs, outputs, 14)
 
+# Col2Im with pads unequal at a dim's ends: its ConvTranspose then a Slice (op_conv.c)
+COL2IM_UNEQUAL = {"unequal_pads": (1, 2, [6, 5], [3, 2], {"pads": [1, 0, 0, 1]}),
+                  "unequal_pads_strided": (2, 1, [7, 8], [2, 3],
+                                           {"strides": [2, 2], "pads": [0, 2, 1, 0]})}
+
 
 def conv_ref(x, w, b, pads, strides):
     """Conv (group 1, dilation 1) in float64 with pads per dim (begins then ends)."""
@@ -418,6 +423,25 @@ UNEQUAL_PADS = [
     ("convtranspose_crop_past_output_refused", "ConvTranspose", [1, 2, 2, 2], [2, 2, 3, 3],
      False, {"pads": [5, 0, 0, 1]}, [5, 0, 0, 1], [1, 1], 13),
 ]
+
+
+def col2im_case(rng, name, spec):
+    n_, c, img, blk, attrs = spec
+    ks = len(img)
+    dil, st = attrs.get("dilations", [1] * ks), attrs.get("strides", [1] * ks)
+    pads = attrs.get("pads", [0] * 2 * ks)
+    rows = [(img[d] + pads[d] + pads[d + ks] - dil[d] * (blk[d] - 1) - 1) // st[d] + 1
+            for d in range(ks)]
+    cols = int(np.prod(rows)) + name.endswith("_refused")  # one column too many
+    x = rng.standard_normal([n_, c * int(np.prod(blk)), cols]).astype(np.float32)
+    y = (np.zeros([2], np.float32) if name.endswith("_refused") else
+         col2im(x.astype(np.float64), img, blk, dil, st, pads).astype(np.float32))
+    nodes = [helper.make_node("Constant", [], ["img"], value=numpy_helper.from_array(
+                 np.array(img, np.int64), "img")),
+             helper.make_node("Constant", [], ["blk"], value=numpy_helper.from_array(
+                 np.array(blk, np.int64), "blk")),
+             helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], **attrs)]
+    write_case(f"test_col2im_f32_{name}", nodes, [("x", x)], [("y", y)], 18)
 
 
 def shape_of(term):
@@ -594,22 +618,8 @@ def main():
     write_case("test_pow_f32_exponent_through_dropout", nodes, [("x", x)],
                [("y", (x.astype(np.float64) ** 3).astype(np.float32))])
     n = len(EINSUM) + len(ELLIPSIS) + len(MATMUL) + len(ACTIVATIONS) + len(INSTANCE_NORM)
-    for name, (n_, c, img, blk, attrs) in COL2IM.items():
-        ks = len(img)
-        dil, st = attrs.get("dilations", [1] * ks), attrs.get("strides", [1] * ks)
-        pads = attrs.get("pads", [0] * 2 * ks)
-        rows = [(img[d] + pads[d] + pads[d + ks] - dil[d] * (blk[d] - 1) - 1) // st[d] + 1
-                for d in range(ks)]
-        cols = int(np.prod(rows)) + name.endswith("_refused")  # one column too many
-        x = rng.standard_normal([n_, c * int(np.prod(blk)), cols]).astype(np.float32)
-        y = (np.zeros([2], np.float32) if name.endswith("_refused") else
-             col2im(x.astype(np.float64), img, blk, dil, st, pads).astype(np.float32))
-        nodes = [helper.make_node("Constant", [], ["img"], value=numpy_helper.from_array(
-                     np.array(img, np.int64), "img")),
-                 helper.make_node("Constant", [], ["blk"], value=numpy_helper.from_array(
-                     np.array(blk, np.int64), "blk")),
-                 helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], **attrs)]
-        write_case(f"test_col2im_f32_{name}", nodes, [("x", x)], [("y", y)], 18)
+    for name, spec in COL2IM.items():
+        col2im_case(rng, name, spec)
     for name, op, shape, axes, keep, opset in EXTREMES:
         x = rng.standard_normal(shape).astype(np.float32)
         f = np.max if op == "ReduceMax" else np.min
@@ -658,8 +668,10 @@ def main():
         inputs = [("x", x), ("w", w)] + ([("b", b)] if bias else [])
         node = helper.make_node(op, [n for n, _ in inputs], ["y"], **attrs)
         write_case(f"test_{name}", [node], inputs, [("y", y)], opset)
+    for name, spec in COL2IM_UNEQUAL.items():
+        col2im_case(rng, name, spec)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS)
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL)
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -94,6 +94,8 @@ REFUSED = {("tiny_mvit", "legacy"): "Loop", ("tiny_mvit", "1.13"): "Loop"}
 # Models Debian's torch 1.13 cannot export at all (its exporter refuses), with the reason.
 NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::zero (SwinV2's "
                              "attention mask)",
+             "tiny_same_pad": "not exported: torch 1.13's exporter has no "
+                              "aten::_convolution_mode (padding=\"same\")",
              "tiny_timm": "not exported: torch 1.13's exporter writes F.fold (aten::col2im) "
                           "from opset 18 only, which it lacks"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"

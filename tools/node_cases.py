@@ -444,6 +444,99 @@ def col2im_case(rng, name, spec):
     write_case(f"test_col2im_f32_{name}", nodes, [("x", x)], [("y", y)], 18)
 
 
+def control_flow_cases(rng):
+    """Loop with a plan-time trip count (unrolled at load, op_loop.c): carried values, scan
+    outputs, a sequence of slices (torch's legacy tensor_split) read by SequenceAt and
+    ConcatFromSequence; If with a plan-time condition; and a condition the body computes,
+    refused."""
+    const = lambda nm, v: helper.make_node("Constant", [], [nm],
+                                           value=numpy_helper.from_array(np.asarray(v), nm))
+    vi = lambda nm, dt, shape=None: helper.make_tensor_value_info(nm, dt, shape)
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    x = rng.standard_normal([4, 3]).astype(np.float32)
+    y0 = rng.standard_normal([3]).astype(np.float32)
+    # y <- y * 0.5 + x[i] for i < 4; scan out: each y; the body also reads x from outside
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         const("one", np.int64(1)), helper.make_node("Add", ["i", "one"], ["end"]),
+         helper.make_node("Unsqueeze", ["i", "ax0"], ["s"]),
+         helper.make_node("Unsqueeze", ["end", "ax0"], ["e"]),
+         const("ax0", np.array([0], np.int64)),
+         helper.make_node("Slice", ["x", "s", "e"], ["row2"]),
+         helper.make_node("Squeeze", ["row2", "ax0"], ["row"]),
+         const("half", np.float32(0.5)),
+         helper.make_node("Mul", ["y_in", "half"], ["yh"]),
+         helper.make_node("Add", ["yh", "row"], ["y_out"]),
+         helper.make_node("Identity", ["y_out"], ["scan"])],
+        "body", [vi("i", i64, []), vi("c_in", b, []), vi("y_in", f, [3])],
+        [vi("c_out", b, []), vi("y_out", f, [3]), vi("scan", f, [3])])
+    # (the Unsqueeze's axes Constant comes after its reader: reorder for topological order)
+    nodes = list(body.node)
+    nodes.insert(3, nodes.pop(5))
+    del body.node[:]
+    body.node.extend(nodes)
+    ys, y = [], y0.astype(np.float64)
+    for k in range(4):
+        y = y * 0.5 + x[k]
+        ys.append(y)
+    nodes = [const("m", np.int64(4)), const("cond", np.bool_(True)),
+             helper.make_node("Loop", ["m", "cond", "y0"], ["y", "ys"], body=body)]
+    write_case("test_loop_f32_carried_scan", nodes, [("x", x), ("y0", y0)],
+               [("y", y.astype(np.float32)), ("ys", np.stack(ys).astype(np.float32))], 13)
+    # a sequence of x's rows split at plan-time points, as torch's legacy tensor_split: read
+    # back by SequenceAt and ConcatFromSequence (new axis); M from a Shape, as exported
+    split = np.array([0, 1, 3, 4], np.int64)
+    seq_body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Gather", ["pts", "i"], ["a"], axis=0),
+         const("one", np.int64(1)), helper.make_node("Add", ["i", "one"], ["i1"]),
+         helper.make_node("Gather", ["pts", "i1"], ["z"], axis=0),
+         const("ax0", np.array([0], np.int64)),
+         helper.make_node("Unsqueeze", ["a", "ax0"], ["a1"]),
+         helper.make_node("Unsqueeze", ["z", "ax0"], ["z1"]),
+         helper.make_node("Slice", ["x", "a1", "z1", "ax0"], ["part"]),
+         helper.make_node("ReduceSum", ["part", "ax0"], ["part_sum"], keepdims=0),
+         helper.make_node("SequenceInsert", ["s_in", "part_sum"], ["s_out"])],
+        "seq_body", [vi("i", i64, []), vi("c_in", b, []),
+                     helper.make_tensor_sequence_value_info("s_in", f, None)],
+        [vi("c_out", b, []), helper.make_tensor_sequence_value_info("s_out", f, None)])
+    sums = [x[split[k]:split[k + 1]].astype(np.float64).sum(0) for k in range(3)]
+    nodes = [const("pts", split), helper.make_node("Shape", ["pts"], ["n_pts"]),
+             const("one_", np.array([1], np.int64)),
+             helper.make_node("Sub", ["n_pts", "one_"], ["m1"]),
+             helper.make_node("Squeeze", ["m1"], ["m"]),
+             const("cond", np.bool_(True)),
+             helper.make_node("SequenceEmpty", [], ["empty"], dtype=f),
+             helper.make_node("Loop", ["m", "cond", "empty"], ["parts"], body=seq_body),
+             const("last", np.int64(-1)),
+             helper.make_node("SequenceAt", ["parts", "last"], ["tail"]),
+             helper.make_node("ConcatFromSequence", ["parts"], ["stacked"], axis=0, new_axis=1)]
+    write_case("test_loop_f32_sequence_split", nodes, [("x", x)],
+               [("tail", sums[-1].astype(np.float32)),
+                ("stacked", np.stack(sums).astype(np.float32))], 13)
+    # If on a plan-time test of a shape (torch's legacy export of MViT's residual pooling)
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"])], "then", [],
+                               [vi("t", f, [4, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                               [vi("e", f, [4, 3])])
+    nodes = [helper.make_node("Shape", ["x"], ["sh"]), const("k0", np.int64(0)),
+             helper.make_node("Gather", ["sh", "k0"], ["rows"], axis=0),
+             const("four", np.int64(4)), helper.make_node("Equal", ["rows", "four"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    write_case("test_if_f32_plan_time", nodes, [("x", x)], [("y", x * x)], 13)
+    # refused: a condition the body computes (a trip count given at run time is refused too,
+    # test_shapes: this runner makes inputs that nodes take as plan-time values constants)
+    cbody = helper.make_graph(
+        [const("two", np.int64(2)), helper.make_node("Less", ["i", "two"], ["c_out"]),
+         helper.make_node("Add", ["y_in", "y_in"], ["y_out"])],
+        "cbody", [vi("i", i64, []), vi("c_in", b, []), vi("y_in", f, [3])],
+        [vi("c_out", b, []), vi("y_out", f, [3])])
+    nodes = [const("m", np.int64(4)), const("cond", np.bool_(True)),
+             helper.make_node("Loop", ["m", "cond", "y0"], ["y"], body=cbody)]
+    write_case("test_loop_f32_condition_in_body_refused", nodes, [("y0", y0)],
+               [("y", np.zeros([2], np.float32))], 13)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -670,8 +763,9 @@ def main():
         write_case(f"test_{name}", [node], inputs, [("y", y)], opset)
     for name, spec in COL2IM_UNEQUAL.items():
         col2im_case(rng, name, spec)
+    control_flow_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL)
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4
     print(f"{n + 6} cases in {OUT}")
 
 

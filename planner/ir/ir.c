@@ -84,6 +84,7 @@ void ir_tensor_free_fields(ir_tensor *t) {
     oc_free(t->consumers);
     oc_free(t->data);
     oc_free(t->ext_location);
+    oc_free(t->items);
 }
 
 void ir_attr_free(ir_attr *a) {
@@ -97,6 +98,7 @@ void ir_attr_free(ir_attr *a) {
         ir_tensor_free_fields(a->t);
         oc_free(a->t);
     }
+    oc_free(a->graph);
 }
 
 static void node_free_fields(ir_node *n) {
@@ -451,6 +453,11 @@ void ir_node_add_attr(ir_graph *g, int node, const ir_attr *a) {
         for (int i = 0; i < a->n; i++) d->strings[i] = oc_strdup(a->strings[i]);
     }
     if (a->t) d->t = tensor_clone(a->t);
+    if (a->graph) {
+        d->graph = oc_malloc(a->graph_bytes);
+        memcpy(d->graph, a->graph, a->graph_bytes);
+        d->graph_bytes = a->graph_bytes;
+    }
 }
 
 ir_tensor *ir_node_in(ir_graph *g, const ir_node *n, int i) {

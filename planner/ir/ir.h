@@ -106,6 +106,13 @@ typedef struct ir_tensor {
     /* A graph input computed each step on the host from the model's integer inputs
      * (ir_graph.host; ir/host_inputs.h): RoBERTa's position ids from its token ids. */
     bool is_host_input;
+    /* A sequence of tensors whose every element is known at load (SequenceEmpty,
+     * SequenceInsert, a Loop's carried sequence: ops/op_sequence.c): items, its n_items
+     * element tensors (owned). It has no storage: the nodes writing sequences are removed
+     * once shapes are inferred, their readers having become reads of the elements. */
+    bool is_sequence;
+    int *items;
+    int n_items;
     int producer;   /* node index, -1 for inputs/initializers */
     int *consumers; /* node indices (a node appears once per use) */
     int n_consumers;
@@ -123,6 +130,7 @@ typedef enum ir_attr_type {
     IR_ATTR_INT = 2,
     IR_ATTR_STRING = 3,
     IR_ATTR_TENSOR = 4,
+    IR_ATTR_GRAPH = 5, /* a Loop's body: the packed ONNX GraphProto (ops/op_loop.c) */
     IR_ATTR_FLOATS = 6,
     IR_ATTR_INTS = 7,
     IR_ATTR_STRINGS = 8,
@@ -138,7 +146,9 @@ typedef struct ir_attr {
     int64_t *ints;  /* INTS, n */
     char **strings; /* STRINGS, n */
     int n;
-    ir_tensor *t; /* TENSOR: a detached tensor (name, dtype, dims, data) */
+    ir_tensor *t;   /* TENSOR: a detached tensor (name, dtype, dims, data) */
+    uint8_t *graph; /* GRAPH: graph_bytes of a packed GraphProto */
+    size_t graph_bytes;
 } ir_attr;
 
 union op_args;

@@ -29,6 +29,10 @@ static void *palloc(pool *po, size_t count, size_t size) {
     return p;
 }
 
+/* protobuf-c's allocator over the pool (an unpacked message freed with it). */
+static void *pool_alloc(void *data, size_t size) { return palloc(data, 1, size); }
+static void pool_nofree(void *data, void *p) { (void)data, (void)p; }
+
 static char *pstr(pool *po, char *s) { /* strings allocated here (oc_sprintf) */
     oc_grow((void **)&po->p, &po->cap, po->n + 1, sizeof *po->p);
     po->p[po->n++] = s;
@@ -148,6 +152,13 @@ static Onnx__AttributeProto *attr_proto(pool *po, const ir_attr *a) {
         ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
         ap->t = tensor_proto(po, a->t, a->t->data, a->t->data_bytes);
         break;
+    case IR_ATTR_GRAPH: { /* written back as read; its blocks freed with the pool */
+        ProtobufCAllocator al = {.alloc = pool_alloc, .free = pool_nofree, .allocator_data = po};
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+        ap->g = onnx__graph_proto__unpack(&al, a->graph_bytes, a->graph);
+        OC_ASSERT(ap->g); /* packed by the importer from a parsed GraphProto */
+        break;
+    }
     }
     return ap;
 }

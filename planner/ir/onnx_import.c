@@ -22,6 +22,7 @@ typedef struct importer {
     const char *path;
     oc_err *err;
     strmap *node_names; /* every node name given so far -> the next "#k" suffix to try */
+    bool body; /* a Loop's body: a name it does not define is the outer graph's (a placeholder) */
 } importer;
 
 /* ---- tensors ---- */
@@ -297,6 +298,13 @@ static int attr_from_proto(importer *im, const char *node, const Onnx__Attribute
         for (size_t i = 0; i < ap->n_strings; i++)
             a->strings[i] = oc_strndup((const char *)ap->strings[i].data, ap->strings[i].len);
         break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: /* kept packed: onnx_import_body */
+        if (!ap->g) break;
+        a->type = IR_ATTR_GRAPH;
+        a->graph_bytes = onnx__graph_proto__get_packed_size(ap->g);
+        a->graph = oc_malloc(a->graph_bytes ? a->graph_bytes : 1);
+        onnx__graph_proto__pack(ap->g, a->graph);
+        return OC_OK;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
         if (!ap->t) break;
         a->type = IR_ATTR_TENSOR;
@@ -316,7 +324,7 @@ static int attr_from_proto(importer *im, const char *node, const Onnx__Attribute
     if (a->type == 0)
         return oc_fail(im->err,
                        "%s: node '%s': attribute '%s' has unsupported type %d "
-                       "(graphs and sparse tensors are not supported)",
+                       "(sparse tensors and lists of graphs or tensors are not supported)",
                        im->path, node, a->name, (int)ap->type);
     return OC_OK;
 }
@@ -395,6 +403,11 @@ static int node_input(importer *im, const Onnx__NodeProto *np, const char *node,
     *t = -1;
     if (!in || !*in) return OC_OK;
     *t = ir_tensor_find(g, in);
+    if (im->body && (*t < 0 || (g->tensors[*t].producer < 0 && !g->tensors[*t].is_initializer &&
+                                !g->tensors[*t].is_graph_input))) {
+        if (*t < 0) *t = ir_tensor_add(g, in, IR_DTYPE_UNDEFINED); /* the outer graph's: a */
+        return OC_OK; /* placeholder the unrolling binds by name */
+    }
     if (*t < 0 || (g->tensors[*t].producer < 0 && !g->tensors[*t].is_initializer &&
                    !g->tensors[*t].is_graph_input))
         return oc_fail(im->err,
@@ -647,9 +660,10 @@ static int fuse_split_to_sequence(importer *im) {
         for (int c = 0; c < q->n_consumers && rc == OC_OK; c++) {
             ir_node *r = &g->nodes[q->consumers[c]];
             int64_t pos;
-            if (*r->domain || strcmp(r->op_type, "SequenceAt") != 0 || r->n_inputs != 2 ||
-                r->n_outputs != 1 || r->inputs[0] != seq || !import_scalar(g, r->inputs[1], &pos) ||
-                pos < 0 || pos >= OP_MAX_SPLIT || outs[pos] >= 0)
+            if (*r->domain || strcmp(r->op_type, op_name(OP_SEQUENCE_AT)) != 0 ||
+                r->n_inputs != 2 || r->n_outputs != 1 || r->inputs[0] != seq ||
+                !import_scalar(g, r->inputs[1], &pos) || pos < 0 || pos >= OP_MAX_SPLIT ||
+                outs[pos] >= 0)
                 rc = oc_fail(im->err,
                              "%s: node '%s' (SplitToSequence): its sequence is read by '%s' (%s); "
                              "outcore takes sequences only as SequenceAt at distinct constant "
@@ -831,6 +845,64 @@ int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_grap
 }
 
 /* *fn: the file's host function, or NULL. */
+static int import_body(importer *im, const Onnx__GraphProto *gp) {
+    ir_graph *g = im->g;
+    if (gp->n_sparse_initializer)
+        return oc_fail(im->err, "%s: sparse initializers are not supported", im->path);
+    if (gp->n_node > IR_MAX_NODES || gp->n_initializer + gp->n_input > IR_MAX_TENSORS)
+        return oc_fail(im->err, "%s: %zu nodes", im->path, gp->n_node);
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp->name || !*tp->name || ir_tensor_find(g, tp->name) >= 0)
+            return oc_fail(im->err, "%s: initializer #%zu has no name or one defined twice",
+                           im->path, i);
+        int t = ir_tensor_add(g, tp->name, IR_DTYPE_UNDEFINED);
+        g->tensors[t].is_initializer = true;
+        g->tensors[t].kind = IR_KIND_CONSTANT;
+        if (tensor_from_proto(im, &g->tensors[t], tp)) return OC_ERR;
+        if (g->tensors[t].data_src == IR_DATA_EXTERNAL)
+            return oc_fail(im->err, "%s: initializer '%s': external data in a body", im->path,
+                           tp->name);
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const char *name = gp->input[i]->name;
+        if (!name || !*name || ir_tensor_find(g, name) >= 0)
+            return oc_fail(im->err, "%s: input #%zu has no name or one defined twice", im->path, i);
+        int t = ir_tensor_add(g, name, IR_DTYPE_UNDEFINED);
+        g->tensors[t].kind = IR_KIND_INPUT;
+        ir_graph_add_input(g, t);
+    }
+    for (size_t i = 0; i < gp->n_node; i++)
+        if (import_node(im, gp->node[i], (int)i)) return OC_ERR;
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+        int t = *name ? ir_tensor_find(g, name) : -1;
+        if (t < 0 && *name) t = ir_tensor_add(g, name, IR_DTYPE_UNDEFINED); /* an outer value */
+        if (t < 0) return oc_fail(im->err, "%s: output #%zu has no name", im->path, i);
+        ir_graph_add_output(g, t);
+    }
+    return check_ops_supported(im);
+}
+
+int onnx_import_body(const ir_graph *outer, const ir_attr *a, const char *where, ir_graph **out,
+                     oc_err *err) {
+    *out = NULL;
+    Onnx__GraphProto *gp =
+        a->type == IR_ATTR_GRAPH ? onnx__graph_proto__unpack(NULL, a->graph_bytes, a->graph) : NULL;
+    if (!gp) return oc_fail(err, "%s: attribute '%s' is no graph", where, a->name);
+    importer im = {
+        .g = ir_graph_new(), .path = where, .err = err, .node_names = strmap_new(), .body = true};
+    im.g->opset = outer->opset, im.g->ir_version = outer->ir_version;
+    im.g->model_path = oc_strdup(where);
+    im.g->model_dir = oc_strdup(outer->model_dir ? outer->model_dir : ".");
+    int rc = import_body(&im, gp);
+    strmap_free(im.node_names);
+    onnx__graph_proto__free_unpacked(gp, NULL);
+    if (rc) ir_graph_free(im.g);
+    else *out = im.g;
+    return rc;
+}
+
 static int host_function(const Onnx__ModelProto *m, const char *path,
                          const Onnx__FunctionProto **fn, oc_err *err) {
     *fn = NULL;

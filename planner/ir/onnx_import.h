@@ -29,6 +29,14 @@ int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_grap
 int onnx_import_host_function(const uint8_t *buf, size_t len, const char *path, ir_graph *g,
                               oc_err *err);
 
+/* A Loop's body (an IR_ATTR_GRAPH attribute) as a graph of its own, for ops/op_loop.c to
+ * unroll: its inputs are its graph inputs, its initializers constants, its outputs graph
+ * outputs; a name it reads but does not define (a value of the graph around it) is a tensor
+ * with no producer, neither input nor initializer, for the unrolling to find in outer by name.
+ * Messages start with `where`. *out: the caller's (ir_graph_free). */
+int onnx_import_body(const ir_graph *outer, const ir_attr *a, const char *where, ir_graph **out,
+                     oc_err *err);
+
 /* Reads the bytes of an IR_DATA_EXTERNAL initializer into t->data (turning it
  * into IR_DATA_INLINE). */
 int onnx_load_external(const ir_graph *g, ir_tensor *t, oc_err *err);

@@ -111,7 +111,8 @@ static bool *float_flow_through(const ir_graph *g, bool scatter, bool trig) {
         for (int o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0 && flows[n->outputs[o]]) out = true;
         bool copy = n->op == OP_SWAP_OUT || n->op == OP_SWAP_IN;
-        bool lowered = d->lower != NULL; /* becomes ops with gradients (InstanceNormalization) */
+        /* becomes ops with gradients (InstanceNormalization); a sequence's element */
+        bool lowered = d->lower != NULL || n->op == OP_SEQUENCE_INSERT;
         if (!out || (!d->grad && !copy && !lowered) || (!scatter && n->op == OP_SCATTER_ND))
             continue;
         /* (arity is checked later: a Sin without its input flows nothing) */
@@ -120,6 +121,9 @@ static bool *float_flow_through(const ir_graph *g, bool scatter, bool trig) {
             continue;
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] >= 0 && op_input_role(d, k) != OP_IN_CONST) flows[n->inputs[k]] = true;
+        int nc = 0, *cap = d->captures ? d->captures(g, n, &nc) : NULL; /* a body's reads */
+        for (int k = 0; k < nc; k++) flows[cap[k]] = true;
+        oc_free(cap);
     }
     oc_free(data);
     return flows;
@@ -248,6 +252,29 @@ static int node_fail(const ir_graph *g, const char *path, const ir_node *n, oc_e
 
 /* Shapes of every node in order; with scan (a user's model at load), integer glue is
  * found on the way and moved to the host at the end (host_inputs.h). */
+/* Sequences known at load (ops/op_sequence.c) have no storage: their readers have become
+ * reads of their elements, so the nodes writing them go (and the sequences with them). A
+ * sequence the model outputs is refused, named. */
+static int drop_sequences(ir_graph *g, const char *path, oc_err *err) {
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->tensors[g->outputs[i]].is_sequence)
+            return oc_fail(err, "%s: the model's output '%s' is a sequence of tensors", path,
+                           g->tensors[g->outputs[i]].name);
+    bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    bool any = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        bool seq = n->n_outputs > 0;
+        for (int o = 0; o < n->n_outputs && seq; o++)
+            seq = n->outputs[o] >= 0 && g->tensors[n->outputs[o]].is_sequence;
+        remove[i] = seq;
+        any = any || seq;
+    }
+    if (any) ir_graph_remove_nodes(g, remove);
+    oc_free(remove);
+    return OC_OK;
+}
+
 static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     bool *flows = float_flow(g);
@@ -312,7 +339,8 @@ static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
         }
         if (!on_host) mark_constant_outputs(g, n);
     }
-    return scan ? host_scan_finish(scan, g, err) : OC_OK;
+    int rc = scan ? host_scan_finish(scan, g, err) : OC_OK;
+    return rc == OC_OK ? drop_sequences(g, path, err) : rc;
 }
 
 int ir_infer_shapes(ir_graph *g, oc_err *err) { return infer_all(g, NULL, err); }

@@ -275,6 +275,34 @@ expect_error "profile: a negative node time" "$tmp/neg_time.json" "time_s" -- \
 expect_error "profile: a negative copy latency" "$tmp/neg_latency.json" "copy_latency_s" -- \
     plan graphs/alexnet_op13.onnx --batch 2 --profile "$tmp/neg_latency.json"
 
+# control flow whose count or condition only the run knows: refused at load, naming the node
+"$PY" - "$tmp" <<'PYEOF' || { echo "not ok - making control-flow models with $PY"; exit 1; }
+import sys
+import onnx
+from onnx import TensorProto as T, helper as h
+d = sys.argv[1]
+vi = lambda n, t, s: h.make_tensor_value_info(n, t, s)
+body = h.make_graph([h.make_node("Identity", ["c"], ["c2"]),
+                     h.make_node("Add", ["y", "y"], ["y2"])], "b",
+                    [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("y", T.FLOAT, [2, 3])],
+                    [vi("c2", T.BOOL, []), vi("y2", T.FLOAT, [2, 3])])
+def save(name, nodes, inputs):
+    g = h.make_graph(nodes, name, inputs, [vi("out", T.FLOAT, [2, 3])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, f"{d}/{name}.onnx")
+x = vi("x", T.FLOAT, [2, 3])
+save("loop_count_input", [h.make_node("Loop", ["m", "", "x"], ["out"], name="my_loop",
+                                      body=body)], [x, vi("m", T.INT64, [])])
+br = lambda op: h.make_graph([h.make_node(op, ["x"], ["r"])], op, [], [vi("r", T.FLOAT, [2, 3])])
+save("if_cond_input", [h.make_node("If", ["c"], ["out"], name="my_if", then_branch=br("Relu"),
+                                   else_branch=br("Neg"))], [x, vi("c", T.BOOL, [])])
+PYEOF
+expect_error "a Loop's trip count given at run time" "my_loop" "trip count" "run time" -- \
+    inspect "$tmp/loop_count_input.onnx" --batch 2
+expect_error "an If's condition given at run time" "my_if" "condition" "run time" -- \
+    inspect "$tmp/if_cond_input.onnx" --batch 2
+
 check_json graphs/resnet50_op13.onnx 25557032 # torchvision resnet50 parameter count
 check_json graphs/resnet50_op15.onnx 25557032
 

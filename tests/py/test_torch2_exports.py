@@ -42,7 +42,8 @@ with the loss and every weight and running statistic after one SGD step in float
     oneDNN and native convolutions; e.g. a BN bias whose gradient is zero in exact
     arithmetic: then every float32 result is rounding noise);
   - the inference-form BatchNormalization is trained, and a notice says so (dynamo);
-  - MViTv2's legacy exports (torch 2.x and 1.13) write tensor_split as a Loop: refused, named;
+  - MViTv2's legacy exports (torch 2.x and 1.13) write tensor_split as a Loop over a sequence
+    and its residual pooling's shape test as an If: unrolled and inlined at load, they train;
   - the default exporter's conv3d writes a missing bias as zeros of shape [M, 2]: taken as
     none, with a notice (tiny_r3d);
   - an export whose BatchNormalization was folded away (optimize=True) gets a notice naming it;
@@ -88,9 +89,9 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
-# Exports outcore must refuse, with the reason named: the legacy exporters write MViT's
-# tensor_split (its pooling's class token) as a Loop.
-REFUSED = {("tiny_mvit", "legacy"): "Loop", ("tiny_mvit", "1.13"): "Loop"}
+# Exports outcore must refuse, with the reason named (none now: the legacy exporters' Loop
+# for MViT's tensor_split, refused until 2026-11-29, is unrolled at load).
+REFUSED = {}
 # Models Debian's torch 1.13 cannot export at all (its exporter refuses), with the reason.
 NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::zero (SwinV2's "
                              "attention mask)",

@@ -64,7 +64,17 @@ static int cast_like_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
 /* Identity: y = x (a value folds; an activation is copied). */
 static int identity_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    ir_tensor *x;
+    ir_tensor *x = ir_node_in(g, n, 0), *y = ir_node_out(g, n, 0);
+    if (x && x->is_sequence && y) { /* a sequence known at load (op_sequence.c): the same */
+        y->dtype = x->dtype;
+        ir_tensor_set_shape(y, 0, NULL);
+        y->is_sequence = true;
+        oc_free(y->items);
+        y->items = oc_malloc(((size_t)x->n_items + 1) * sizeof *y->items);
+        if (x->n_items) memcpy(y->items, x->items, (size_t)x->n_items * sizeof *x->items);
+        y->n_items = x->n_items;
+        return OC_OK;
+    }
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     op_set_out_like(g, n, 0, x);
     if (op_is_value(x)) ir_tensor_set_data(ir_node_out(g, n, 0), x->data, x->data_bytes);

@@ -185,7 +185,8 @@
 
 /* Ops rewritten into others: by the importer (Einsum, ReduceL2: never in a graph) or at
  * load, before their shapes are inferred (InstanceNormalization, ScatterElements, Col2Im,
- * RNN / GRU / LSTM unrolled: op_def.lower). */
+ * RNN / GRU / LSTM and Loop unrolled: op_def.lower). Sequences known at load (op_sequence.c)
+ * become their elements; the nodes writing them go once shapes are inferred. */
 #define OC_OPS_LOWERED(X)                                                                          \
     X(EINSUM, "Einsum", ONNX, einsum, none)                                                        \
     X(REDUCE_L2, "ReduceL2", ONNX, reduce_l2, none)                                                \
@@ -194,7 +195,13 @@
     X(COL2IM, "Col2Im", ONNX, col2im, none)                                                        \
     X(RNN, "RNN", ONNX, rnn, none)                                                                 \
     X(GRU, "GRU", ONNX, gru, none)                                                                 \
-    X(LSTM, "LSTM", ONNX, lstm, none)
+    X(LSTM, "LSTM", ONNX, lstm, none)                                                              \
+    X(LOOP, "Loop", ONNX, loop, none)                                                              \
+    X(IF, "If", ONNX, if, none)                                                                    \
+    X(SEQUENCE_EMPTY, "SequenceEmpty", ONNX, sequence_empty, none)                                 \
+    X(SEQUENCE_INSERT, "SequenceInsert", ONNX, sequence_insert, none)                              \
+    X(SEQUENCE_AT, "SequenceAt", ONNX, sequence_at, none)                                          \
+    X(CONCAT_FROM_SEQUENCE, "ConcatFromSequence", ONNX, concat_from_sequence, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -217,7 +224,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 156
+#define OP_LIST_COUNT 162
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

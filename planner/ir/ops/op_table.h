@@ -78,6 +78,10 @@ typedef struct op_def {
      * grad_ctx (grad_api.h). NULL: the op has no gradient (training a model
      * that needs one fails naming the node). */
     int (*grad)(struct grad_ctx *c);
+    /* Tensors of g the node reads besides its inputs: a Loop's or If's body reading the graph
+     * around it by name (before it is unrolled). Returns *count of them (oc_malloc'd; the
+     * caller frees), NULL for none. NULL: the node reads its inputs only. */
+    int *(*captures)(const ir_graph *g, const ir_node *n, int *count);
     /* The forward tensors the gradient reads ("saved tensors"): bit i of
      * saved_inputs = input i, of saved_outputs = output i. Checked by tests
      * against what the rule really emits. */

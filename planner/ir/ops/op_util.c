@@ -24,6 +24,11 @@ int op_operand_dtype(const ir_tensor *a, const ir_tensor *b, ir_dtype *dt, oc_er
 int op_in_shaped(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err) {
     ir_tensor *x = ir_node_in(g, n, i);
     if (!x) return oc_fail(err, "input %d is missing", i);
+    if (x->is_sequence)
+        return oc_fail(err,
+                       "input '%s' is a sequence of tensors; outcore reads sequences with "
+                       "SequenceAt, SequenceInsert and ConcatFromSequence only",
+                       x->name);
     if (!ir_tensor_shape_known(x))
         return oc_fail(err, "input '%s' has an unknown or unbound shape", x->name);
     *t = x;

@@ -1,0 +1,423 @@
+/* op_loop.c — Loop with a trip count known at load, unrolled before shapes are inferred
+ * (op_def.lower): the body (onnx_import_body) once per iteration, its nodes named
+ * "<loop>/iter<i>/<node>", reading the iteration number as a constant, the condition, the
+ * carried values of the iteration before (the Loop's inputs first) and the graph around it
+ * by name; the Loop's outputs are the last carried values (an Identity each) and its scan
+ * outputs the iterations' values stacked (Unsqueeze, Concat). Training then differentiates
+ * the unrolled ops. torch's legacy exporter writes tensor_split (MViT's pooling) as a Loop
+ * over a plan-time count that appends slices to a sequence (op_sequence.c).
+ * Refused, naming the node: a count or condition computed at run time, a condition the body
+ * changes, a Loop in a body, an unrolling past IR_MAX_NODES. An If whose condition is known
+ * at load is its branch's nodes. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/onnx_import.h"
+#include "ir/ops/op_rewrite.h"
+#include "ir/ops/op_util.h"
+
+#define LOOP_MAX_ITERATIONS 4096
+
+/* A plan-time scalar: an integer's value, or a bool's. */
+static bool scalar_value(const ir_tensor *t, int64_t *v) {
+    int64_t n;
+    if (!t || !op_is_value(t) || !ir_tensor_numel(t, &n) || n != 1) return false;
+    if (t->dtype == IR_DTYPE_INT64 && t->data_bytes == 8) memcpy(v, t->data, 8);
+    else if (t->dtype == IR_DTYPE_INT32 && t->data_bytes == 4) {
+        int32_t w;
+        memcpy(&w, t->data, 4);
+        *v = w;
+    } else if (t->dtype == IR_DTYPE_BOOL && t->data_bytes == 1) {
+        *v = ((const uint8_t *)t->data)[0] != 0;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* A rank-0 constant of type dt holding v (the iteration number, a true condition). */
+static int scalar_const(ir_graph *g, const char *name, ir_dtype dt, int64_t v) {
+    int c = ir_tensor_add(g, name, dt);
+    ir_tensor *t = &g->tensors[c];
+    ir_tensor_set_shape(t, 0, NULL);
+    uint8_t b = v != 0;
+    if (dt == IR_DTYPE_BOOL) ir_tensor_set_data(t, &b, 1);
+    else ir_tensor_set_data(t, &v, sizeof v);
+    t->is_initializer = true;
+    t->kind = IR_KIND_CONSTANT;
+    return c;
+}
+
+/* The outer tensor a body placeholder (a name the body reads but does not define) stands
+ * for: defined before the Loop node. */
+static int outer_tensor(const ir_graph *g, int node, const ir_tensor *p, int *t, oc_err *err) {
+    *t = ir_tensor_find(g, p->name);
+    const ir_tensor *x = *t >= 0 ? &g->tensors[*t] : NULL;
+    if (!x || (x->producer < 0 && !x->is_initializer && !x->is_graph_input) || x->producer >= node)
+        return oc_fail(err, "its body reads '%s', which is not defined before the Loop", p->name);
+    return OC_OK;
+}
+
+static bool placeholder(const ir_tensor *t) {
+    return t->producer < 0 && !t->is_initializer && !t->is_graph_input;
+}
+
+/* The body's condition output stays what the Loop was given: the condition input, or an
+ * Identity of it, or a plan-time true (an Identity of an outer one, torch's legacy export). */
+static int check_condition(const ir_graph *g, int node, const ir_graph *b, oc_err *err) {
+    int c = b->outputs[0], cin = b->inputs[1];
+    for (int hops = 0; hops < 4 && c != cin; hops++) {
+        const ir_tensor *x = &b->tensors[c];
+        int64_t v;
+        if (x->producer >= 0 && b->nodes[x->producer].op == OP_IDENTITY &&
+            b->nodes[x->producer].n_inputs == 1 && b->nodes[x->producer].inputs[0] >= 0) {
+            c = b->nodes[x->producer].inputs[0];
+            continue;
+        }
+        int t;
+        if (placeholder(x) && outer_tensor(g, node, x, &t, err) == OC_OK &&
+            scalar_value(&g->tensors[t], &v) && v)
+            return OC_OK;
+        if (x->is_initializer && scalar_value(x, &v) && v) return OC_OK;
+        break;
+    }
+    if (c == cin) return OC_OK;
+    return oc_fail(err, "its body computes the loop's condition; outcore unrolls loops that run "
+                        "their trip count");
+}
+
+typedef struct unroll {
+    ir_graph *g;
+    const ir_graph *b;
+    int node;   /* the Loop */
+    char *base; /* its name */
+    int *map;   /* per body tensor: its tensor in g for the iteration being written */
+    int *outer; /* per body tensor: the outer tensor or constant it reads, -1 */
+} unroll;
+
+/* u for body b (owned from here) of node `node`: the body's initializers as constants of g
+ * ("<node>/<name>", one for every iteration), its outer names bound (OC_ERR naming one not
+ * defined before the node). node < 0: nothing bound (u only to close). */
+static int unroll_open(unroll *u, ir_graph *g, ir_graph *b, int node, oc_err *err) {
+    *u = (unroll){.g = g, .b = b, .node = node};
+    u->map = oc_malloc(((size_t)b->n_tensors + 1) * sizeof *u->map);
+    u->outer = oc_malloc(((size_t)b->n_tensors + 1) * sizeof *u->outer);
+    u->base = oc_strdup(node >= 0 ? g->nodes[node].name : "");
+    int rc = OC_OK;
+    for (int t = 0; t < b->n_tensors; t++) u->outer[t] = -1;
+    for (int t = 0; t < b->n_tensors && rc == OC_OK && node >= 0; t++) {
+        const ir_tensor *x = &b->tensors[t];
+        if (x->is_initializer) {
+            char *name = oc_sprintf("%s/%s", u->base, x->name);
+            u->outer[t] = ir_tensor_add(g, name, x->dtype);
+            oc_free(name);
+            ir_tensor *y = &g->tensors[u->outer[t]];
+            ir_tensor_set_shape(y, x->rank, x->dims);
+            ir_tensor_set_data(y, x->data, x->data_bytes);
+            y->is_initializer = true;
+            y->kind = IR_KIND_CONSTANT;
+        } else if (placeholder(x)) {
+            rc = outer_tensor(g, node, x, &u->outer[t], err);
+        }
+    }
+    return rc;
+}
+
+static void unroll_close(unroll *u) {
+    oc_free(u->map), oc_free(u->outer), oc_free(u->base);
+    ir_graph_free((ir_graph *)u->b);
+}
+
+/* The body's nodes appended to g, named "<prefix>/<node>", reading u->map (set for the body's
+ * inputs and outer values; set here for what its nodes write). */
+static void emit_nodes(unroll *u, const char *prefix) {
+    ir_graph *g = u->g;
+    const ir_graph *b = u->b;
+    for (int i = 0; i < b->n_nodes; i++) {
+        const ir_node *bn = &b->nodes[i];
+        char *name = oc_sprintf("%s/%s", prefix, bn->name);
+        int n = ir_node_add(g, name, bn->op_type, bn->domain);
+        oc_free(name);
+        g->nodes[n].op = bn->op;
+        for (int k = 0; k < bn->n_inputs; k++)
+            ir_node_add_input(g, n, bn->inputs[k] >= 0 ? u->map[bn->inputs[k]] : -1);
+        for (int k = 0; k < bn->n_outputs; k++) {
+            int y = bn->outputs[k];
+            if (y >= 0) {
+                name = oc_sprintf("%s/%s", prefix, b->tensors[y].name);
+                u->map[y] = ir_tensor_add(g, name, IR_DTYPE_UNDEFINED);
+                oc_free(name);
+            }
+            ir_node_add_output(g, n, y >= 0 ? u->map[y] : -1);
+        }
+        for (int a = 0; a < bn->n_attrs; a++) ir_node_add_attr(g, n, &bn->attrs[a]);
+    }
+}
+
+/* Iteration it of the body, appended to g: the carried values cur (updated), its scan
+ * outputs' values into scan[k]. */
+static void emit_iteration(unroll *u, int64_t it, int cond, int *cur, int n_carried, int **scan,
+                           int n_scan) {
+    ir_graph *g = u->g;
+    const ir_graph *b = u->b;
+    char *prefix = oc_sprintf("%s/iter%" PRId64, u->base, it);
+    for (int t = 0; t < b->n_tensors; t++) u->map[t] = u->outer[t];
+    char *name = oc_sprintf("%s/iteration", prefix);
+    u->map[b->inputs[0]] = scalar_const(g, name, IR_DTYPE_INT64, it);
+    oc_free(name);
+    u->map[b->inputs[1]] = cond;
+    for (int j = 0; j < n_carried; j++) u->map[b->inputs[2 + j]] = cur[j];
+    emit_nodes(u, prefix);
+    for (int j = 0; j < n_carried; j++) cur[j] = u->map[b->outputs[1 + j]];
+    for (int k = 0; k < n_scan; k++) scan[k][it] = u->map[b->outputs[1 + n_carried + k]];
+    oc_free(prefix);
+}
+
+/* The n values of a scan output, each Unsqueezed to a new first axis (appended), into ins. */
+static void unsqueeze_all(unroll *u, const int *vals, int n, int k, int *ins) {
+    int64_t axis = 0;
+    for (int i = 0; i < n; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "scan%d/%d", k, i);
+        ins[i] = op_rewrite_axes(u->g, u->g->n_nodes, u->base, what, OP_UNSQUEEZE, vals[i], 1,
+                                 &axis, 13, -1);
+    }
+}
+
+/* Loop output j, y: the last carried value (an Identity) or the stacked scan values (a Concat
+ * on axis 0), written by the Loop node itself when last (after the appended nodes once they
+ * are moved before it), else by a node appended now. */
+static void write_output(unroll *u, int j, int y, bool last, const int *cur, int n_carried,
+                         int **scan, int64_t trips) {
+    ir_graph *g = u->g;
+    int n_in = j < n_carried ? 1 : (int)trips;
+    int *ins = oc_malloc(((size_t)n_in + 1) * sizeof *ins);
+    if (j < n_carried) ins[0] = cur[j];
+    else unsqueeze_all(u, scan[j - n_carried], n_in, j - n_carried, ins);
+    op_kind k = j < n_carried ? OP_IDENTITY : OP_CONCAT;
+    int at = u->node;
+    if (last) {
+        op_rewrite_become(g, at, k);
+    } else {
+        char *name = oc_sprintf("%s/output%d", u->base, j);
+        at = op_node_add(g, name, k);
+        oc_free(name);
+    }
+    for (int i = 0; i < n_in; i++) ir_node_add_input(g, at, ins[i]);
+    if (k == OP_CONCAT) op_rewrite_attr_int(g, at, "axis", 0);
+    ir_node_add_output(g, at, y);
+    oc_free(ins);
+}
+
+static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    int64_t trips, run = 1;
+    if (n->n_inputs < 2)
+        return oc_fail(err,
+                       "has %d inputs; a Loop lists its trip count and condition (either "
+                       "may be empty) before its carried values",
+                       n->n_inputs);
+    ir_tensor *m = ir_node_in(g, n, 0), *c = ir_node_in(g, n, 1);
+    if (!m)
+        return oc_fail(err, "no trip count: a loop that runs until its condition changes is "
+                            "not supported");
+    if (!scalar_value(m, &trips))
+        return oc_fail(err,
+                       "trip count '%s' is computed at run time; outcore unrolls loops whose "
+                       "count is known at load",
+                       m->name);
+    if (c && !scalar_value(c, &run))
+        return oc_fail(err, "condition '%s' is computed at run time", c->name);
+    if (trips < 0 || trips > LOOP_MAX_ITERATIONS)
+        return oc_fail(err, "trip count %" PRId64 " (outcore unrolls 0 to %d iterations)", trips,
+                       LOOP_MAX_ITERATIONS);
+    if (!run) trips = 0;
+    const ir_attr *ba = ir_attr_find(n, "body");
+    if (!ba || ba->type != IR_ATTR_GRAPH) return oc_fail(err, "attribute 'body' is required");
+    ir_graph *b;
+    if (onnx_import_body(g, ba, "body", &b, err)) return OC_ERR;
+    int n_carried = n->n_inputs - 2, n_scan = b->n_outputs - 1 - n_carried, rc = OC_OK;
+    if (b->n_inputs != 2 + n_carried || n_scan < 0 || n->n_outputs > n_carried + n_scan)
+        rc = oc_fail(err,
+                     "its body takes %d inputs and gives %d outputs; the Loop carries %d "
+                     "values and has %d outputs",
+                     b->n_inputs, b->n_outputs, n_carried, n->n_outputs);
+    for (int j = 0; j < n_carried && rc == OC_OK; j++)
+        if (n->inputs[2 + j] < 0) rc = oc_fail(err, "carried value %d has no initial value", j);
+    for (int i = 0; i < b->n_nodes && rc == OC_OK; i++)
+        if (b->nodes[i].op == OP_LOOP)
+            rc = oc_fail(err, "its body holds a Loop ('%s'), which is not supported",
+                         b->nodes[i].name);
+    if (rc == OC_OK &&
+        g->n_nodes + trips * (b->n_nodes + 2 + n_scan) + 2 * n->n_outputs > IR_MAX_NODES)
+        rc = oc_fail(err, "unrolled over %" PRId64 " iterations, the graph would pass %d nodes",
+                     trips, IR_MAX_NODES);
+    if (rc == OC_OK && n_scan > 0 && trips == 0)
+        rc = oc_fail(err, "a scan output of no iterations (an empty tensor)");
+    if (rc == OC_OK && trips > OP_MAX_SPLIT && n_scan > 0)
+        rc = oc_fail(err, "scan outputs over %" PRId64 " iterations (outcore stacks at most %d)",
+                     trips, OP_MAX_SPLIT);
+    if (rc == OC_OK) rc = check_condition(g, node, b, err);
+    unroll u;
+    if (rc == OC_OK) rc = unroll_open(&u, g, b, node, err);
+    else unroll_open(&u, g, b, -1, err);
+    int last_out = -1;
+    for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] >= 0) last_out = j;
+    if (rc == OC_OK && last_out < 0) rc = oc_fail(err, "the Loop has no output");
+    if (rc == OC_OK) {
+        n = &g->nodes[node];
+        int cond = c ? n->inputs[1] : -1, n_out = n->n_outputs;
+        int *outs = oc_malloc((size_t)n_out * sizeof *outs);
+        for (int j = 0; j < n_out; j++) {
+            outs[j] = n->outputs[j];
+            if (outs[j] >= 0) g->tensors[outs[j]].producer = -1;
+        }
+        n->n_outputs = 0;
+        if (cond < 0) {
+            char *name = oc_sprintf("%s/true", u.base);
+            cond = scalar_const(g, name, IR_DTYPE_BOOL, 1);
+            oc_free(name);
+        }
+        int *cur = oc_malloc(((size_t)n_carried + 1) * sizeof *cur);
+        for (int j = 0; j < n_carried; j++) cur[j] = g->nodes[node].inputs[2 + j];
+        int **scan = oc_calloc((size_t)n_scan + 1, sizeof *scan);
+        for (int k = 0; k < n_scan; k++) scan[k] = oc_malloc(((size_t)trips + 1) * sizeof **scan);
+        int first = g->n_nodes;
+        for (int64_t it = 0; it < trips; it++)
+            emit_iteration(&u, it, cond, cur, n_carried, scan, n_scan);
+        for (int j = 0; j < n_out; j++)
+            if (outs[j] >= 0 && j != last_out)
+                write_output(&u, j, outs[j], false, cur, n_carried, scan, trips);
+        write_output(&u, last_out, outs[last_out], true, cur, n_carried, scan, trips);
+        ir_nodes_move_tail(g, first, node);
+        for (int k = 0; k < n_scan; k++) oc_free(scan[k]);
+        oc_free(scan);
+        oc_free(cur);
+        oc_free(outs);
+        *changed = true;
+    }
+    unroll_close(&u);
+    return rc;
+}
+
+/* If with a condition known at load (torch's legacy export of a shape test: MViT's residual
+ * pooling): the chosen branch's nodes in its place ("<if>/then/<node>", "<if>/else/<node>"),
+ * its outputs the If's (an Identity each, the last by the If node itself). */
+static int if_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    const ir_node *n = &g->nodes[node];
+    int64_t cond;
+    ir_tensor *c = ir_node_in(g, n, 0);
+    if (!c || !scalar_value(c, &cond))
+        return oc_fail(err,
+                       "condition '%s' is computed at run time; outcore takes an If whose "
+                       "condition is known at load",
+                       c ? c->name : "");
+    const char *which = cond ? "then_branch" : "else_branch";
+    const ir_attr *ba = ir_attr_find(n, which);
+    if (!ba || ba->type != IR_ATTR_GRAPH) return oc_fail(err, "attribute '%s' is required", which);
+    ir_graph *b;
+    if (onnx_import_body(g, ba, which, &b, err)) return OC_ERR;
+    int rc = OC_OK, last = -1;
+    for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] >= 0) last = j;
+    if (b->n_inputs != 0 || b->n_outputs != n->n_outputs || last < 0)
+        rc = oc_fail(err, "its %s takes %d inputs and gives %d outputs for the If's %d", which,
+                     b->n_inputs, b->n_outputs, n->n_outputs);
+    for (int i = 0; i < b->n_nodes && rc == OC_OK; i++)
+        if (b->nodes[i].op == OP_LOOP || b->nodes[i].op == OP_IF)
+            rc = oc_fail(err, "its %s holds a %s ('%s'), which is not supported", which,
+                         b->nodes[i].op_type, b->nodes[i].name);
+    unroll u;
+    if (rc == OC_OK) rc = unroll_open(&u, g, b, node, err);
+    else unroll_open(&u, g, b, -1, err);
+    if (rc == OC_OK) {
+        int n_out = g->nodes[node].n_outputs, *outs = oc_malloc((size_t)n_out * sizeof *outs);
+        for (int j = 0; j < n_out; j++) {
+            outs[j] = g->nodes[node].outputs[j];
+            if (outs[j] >= 0) g->tensors[outs[j]].producer = -1;
+        }
+        g->nodes[node].n_outputs = 0;
+        int first = g->n_nodes;
+        for (int t = 0; t < b->n_tensors; t++) u.map[t] = u.outer[t];
+        char *prefix = oc_sprintf("%s/%s", u.base, cond ? "then" : "else");
+        emit_nodes(&u, prefix);
+        oc_free(prefix);
+        for (int j = 0; j < n_out; j++) {
+            if (outs[j] < 0) continue;
+            int at = node;
+            if (j == last) {
+                op_rewrite_become(g, node, OP_IDENTITY);
+            } else {
+                char *name = oc_sprintf("%s/output%d", u.base, j);
+                at = op_node_add(g, name, OP_IDENTITY);
+                oc_free(name);
+            }
+            ir_node_add_input(g, at, u.map[b->outputs[j]]);
+            ir_node_add_output(g, at, outs[j]);
+        }
+        ir_nodes_move_tail(g, first, node);
+        oc_free(outs);
+        *changed = true;
+    }
+    unroll_close(&u);
+    return rc;
+}
+
+/* The tensors of g the bodies (every GRAPH attribute) of node n read by name: their
+ * placeholders found in g (a body that does not import reads nothing here; its lowering
+ * names the problem). */
+static int *body_captures(const ir_graph *g, const ir_node *n, int *count) {
+    int *out = NULL, cap = 0;
+    *count = 0;
+    for (int a = 0; a < n->n_attrs; a++) {
+        if (n->attrs[a].type != IR_ATTR_GRAPH) continue;
+        ir_graph *b;
+        oc_err ignored;
+        if (onnx_import_body(g, &n->attrs[a], "body", &b, &ignored)) continue;
+        for (int t = 0; t < b->n_tensors; t++) {
+            int x = placeholder(&b->tensors[t]) ? ir_tensor_find(g, b->tensors[t].name) : -1;
+            if (x < 0) continue;
+            if (*count == cap) {
+                cap = cap ? 2 * cap : 8;
+                out = oc_realloc(out, (size_t)cap * sizeof *out);
+            }
+            out[(*count)++] = x;
+        }
+        ir_graph_free(b);
+    }
+    return out;
+}
+
+/* Never reached: unrolled before shapes are inferred. */
+static int loop_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)g, (void)opset;
+    return oc_fail(err, "%s reached shape inference unrolled", n->op_type);
+}
+
+static const op_role loop_roles[] = {OP_IN_CONST, OP_IN_CONST, OP_IN_DATA};
+
+static const op_role if_roles[] = {OP_IN_CONST};
+
+const op_def op_def_if = {.min_inputs = 1,
+                          .max_inputs = 1,
+                          .min_outputs = 1,
+                          .output0_optional = true,
+                          .max_outputs = -1,
+                          .roles = if_roles,
+                          .n_roles = 1,
+                          .infer = loop_infer,
+                          .lower = if_lower,
+                          .captures = body_captures};
+
+const op_def op_def_loop = {.min_inputs = 0, /* M and cond may be empty: loop_lower */
+                            .max_inputs = -1,
+                            .min_outputs = 1,
+                            .output0_optional = true,
+                            .max_outputs = -1,
+                            .roles = loop_roles,
+                            .n_roles = 3,
+                            .infer = loop_infer,
+                            .lower = loop_lower,
+                            .captures = body_captures};

@@ -66,13 +66,7 @@ static int identity_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x = ir_node_in(g, n, 0), *y = ir_node_out(g, n, 0);
     if (x && x->is_sequence && y) { /* a sequence known at load (op_sequence.c): the same */
-        y->dtype = x->dtype;
-        ir_tensor_set_shape(y, 0, NULL);
-        y->is_sequence = true;
-        oc_free(y->items);
-        y->items = oc_malloc(((size_t)x->n_items + 1) * sizeof *y->items);
-        if (x->n_items) memcpy(y->items, x->items, (size_t)x->n_items * sizeof *x->items);
-        y->n_items = x->n_items;
+        op_set_out_sequence(g, n, 0, x->dtype, x->items, x->n_items);
         return OC_OK;
     }
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;

@@ -12,20 +12,6 @@
 #include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
-/* Output i of n: the sequence of the n_items tensors items, of element type dt. */
-static void set_sequence(ir_graph *g, ir_node *n, int i, ir_dtype dt, const int *items,
-                         int n_items) {
-    ir_tensor *y = ir_node_out(g, n, i);
-    if (!y) return;
-    y->dtype = dt;
-    ir_tensor_set_shape(y, 0, NULL);
-    y->is_sequence = true;
-    oc_free(y->items);
-    y->items = oc_malloc(((size_t)n_items + 1) * sizeof *y->items);
-    if (n_items) memcpy(y->items, items, (size_t)n_items * sizeof *items);
-    y->n_items = n_items;
-}
-
 /* Input i, a sequence known at load, or OC_ERR naming it. */
 static int in_sequence(ir_graph *g, ir_node *n, int i, ir_tensor **s, oc_err *err) {
     ir_tensor *x = ir_node_in(g, n, i);
@@ -58,7 +44,7 @@ static int in_position(ir_graph *g, ir_node *n, int i, int count, int extra, int
 
 static int sequence_empty_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset, (void)err;
-    set_sequence(g, n, 0, (ir_dtype)ir_attr_int(n, "dtype", IR_DTYPE_FLOAT), NULL, 0);
+    op_set_out_sequence(g, n, 0, (ir_dtype)ir_attr_int(n, "dtype", IR_DTYPE_FLOAT), NULL, 0);
     return OC_OK;
 }
 
@@ -78,7 +64,7 @@ static int sequence_insert_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err 
     memcpy(items, s->items, (size_t)at * sizeof *items);
     items[at] = tid;
     memcpy(items + at + 1, s->items + at, (size_t)(s->n_items - at) * sizeof *items);
-    set_sequence(g, n, 0, g->tensors[tid].dtype, items, s->n_items + 1);
+    op_set_out_sequence(g, n, 0, g->tensors[tid].dtype, items, s->n_items + 1);
     oc_free(items);
     return OC_OK;
 }

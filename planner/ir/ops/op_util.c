@@ -21,6 +21,19 @@ int op_operand_dtype(const ir_tensor *a, const ir_tensor *b, ir_dtype *dt, oc_er
                    ir_dtype_name(a->dtype), b->name, ir_dtype_name(b->dtype));
 }
 
+void op_set_out_sequence(ir_graph *g, ir_node *n, int i, ir_dtype dt, const int *items,
+                         int n_items) {
+    ir_tensor *y = ir_node_out(g, n, i);
+    if (!y) return;
+    y->dtype = dt;
+    ir_tensor_set_shape(y, 0, NULL);
+    y->is_sequence = true;
+    oc_free(y->items);
+    y->items = oc_malloc(((size_t)n_items + 1) * sizeof *y->items);
+    if (n_items) memcpy(y->items, items, (size_t)n_items * sizeof *items);
+    y->n_items = n_items;
+}
+
 int op_in_shaped(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err) {
     ir_tensor *x = ir_node_in(g, n, i);
     if (!x) return oc_fail(err, "input %d is missing", i);

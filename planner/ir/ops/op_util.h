@@ -25,6 +25,10 @@ int op_in_int64s(ir_graph *g, ir_node *n, int i, const int64_t **v, int64_t *cou
 bool op_in_scalar_f(ir_graph *g, ir_node *n, int i, double *v);
 /* Sets output i (if present) to dtype and shape. */
 void op_set_out(ir_graph *g, ir_node *n, int i, ir_dtype dt, int rank, const int64_t *dims);
+/* Sets output i (if present) to the sequence of the n_items tensors items, of element type dt
+ * (op_sequence.c: no storage, no shape). */
+void op_set_out_sequence(ir_graph *g, ir_node *n, int i, ir_dtype dt, const int *items,
+                         int n_items);
 /* Sets output i like tensor src (dtype + shape). */
 void op_set_out_like(ir_graph *g, ir_node *n, int i, const ir_tensor *src);
 /* Normalises axis into [0, rank) or fails. */

@@ -472,7 +472,10 @@ static int import_reduce_l2(importer *im, const Onnx__NodeProto *np, const char 
     ir_node_add_output(g, r, sum);
     for (size_t i = 0; i < np->n_attribute; i++) {
         ir_attr a;
-        if (attr_from_proto(im, name, np->attribute[i], &a)) return OC_ERR;
+        if (attr_from_proto(im, name, np->attribute[i], &a)) {
+            ir_attr_free(&a); /* its name and what was read before the failure */
+            return OC_ERR;
+        }
         if (strcmp(a.name, "axes") == 0 && g->opset >= 13 && a.type == IR_ATTR_INTS) {
             char *axes_name = oc_sprintf("%s/axes", name);
             ir_node_add_input(g, r, ir_const_int64s(g, axes_name, a.n, a.ints));

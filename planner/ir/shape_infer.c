@@ -111,8 +111,8 @@ static bool *float_flow_through(const ir_graph *g, bool scatter, bool trig) {
         for (int o = 0; o < n->n_outputs; o++)
             if (n->outputs[o] >= 0 && flows[n->outputs[o]]) out = true;
         bool copy = n->op == OP_SWAP_OUT || n->op == OP_SWAP_IN;
-        /* becomes ops with gradients (InstanceNormalization); a sequence's element */
-        bool lowered = d->lower != NULL || n->op == OP_SEQUENCE_INSERT;
+        /* becomes ops with gradients (InstanceNormalization), or passes values on */
+        bool lowered = d->lower != NULL || d->passes_data;
         if (!out || (!d->grad && !copy && !lowered) || (!scatter && n->op == OP_SCATTER_ND))
             continue;
         /* (arity is checked later: a Sin without its input flows nothing) */

@@ -140,7 +140,8 @@ const op_def op_def_sequence_insert = {.min_inputs = 2,
                                        .max_outputs = 1,
                                        .roles = seq_roles,
                                        .n_roles = 3,
-                                       .infer = sequence_insert_infer};
+                                       .infer = sequence_insert_infer,
+                                       .passes_data = true};
 const op_def op_def_sequence_at = {.min_inputs = 2,
                                    .max_inputs = 2,
                                    .min_outputs = 1,

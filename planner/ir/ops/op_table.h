@@ -94,6 +94,9 @@ typedef struct op_def {
     /* Output 0 may be omitted (every backend's kernel skips it); otherwise a
      * node without it is refused at load. */
     bool output0_optional;
+    /* Passes its data inputs' values on without a gradient rule of its own (SequenceInsert: the
+     * elements a SequenceAt reads later): the load's float flow goes through it. */
+    bool passes_data;
     op_autocast autocast;
 } op_def;
 

@@ -537,6 +537,58 @@ def control_flow_cases(rng):
                [("y", np.zeros([2], np.float32))], 13)
 
 
+def topk_cases(rng):
+    """TopK of plan-time values (folded; host programs fold it the same way each step: the
+    sort of pack_padded_sequence(enforce_sorted=False)): equal values keep their order along
+    the axis, a NaN counts larger than any number, k from opset 9's attribute; TopK of
+    run-time data refused."""
+    const = lambda nm, v: helper.make_node("Constant", [], [nm],
+                                           value=numpy_helper.from_array(np.asarray(v), nm))
+
+    cases = [  # name, x, axis, k, largest, opset
+        ("f32_ties", rng.integers(0, 3, [3, 6]).astype(np.float32), 1, 4, 1, 13),
+        ("i64_smallest_axis0", rng.integers(-2, 2, [5, 3]).astype(np.int64), 0, 2, 0, 13),
+        ("f32_rank3_middle_opset9", rng.standard_normal([2, 5, 3]).astype(np.float32), 1, 3, 1, 9),
+        ("f32_k0", rng.standard_normal([2, 4]).astype(np.float32), -1, 0, 1, 13),
+    ]
+    for name, x, axis, k, largest, opset in cases:
+        idx = np.take(np.argsort(-x if largest else x, axis=axis, kind="stable"),
+                      np.arange(k), axis=axis)
+        vals = np.take_along_axis(x, idx, axis=axis)
+        attrs = {"axis": axis, "largest": largest}
+        nodes = [const("x", x)]
+        if opset < 10:
+            attrs["k"] = k
+            nodes.append(helper.make_node("TopK", ["x"], ["v", "i"], **attrs))
+        else:
+            nodes += [const("k", np.array([k], np.int64)),
+                      helper.make_node("TopK", ["x", "k"], ["v", "i"], **attrs)]
+        nodes += [helper.make_node("Cast", ["v"], ["vf"], to=TensorProto.FLOAT),
+                  helper.make_node("Cast", ["i"], ["if"], to=TensorProto.FLOAT),
+                  helper.make_node("Add", ["z", "vf"], ["y"]),
+                  helper.make_node("Add", ["z", "if"], ["yi"])]
+        z = rng.standard_normal(idx.shape).astype(np.float32)
+        write_case(f"test_topk_{name}_plan_time", nodes, [("z", z)],
+                   [("y", z + vals.astype(np.float32)), ("yi", z + idx.astype(np.float32))],
+                   opset)
+    # NaN first, then the numbers in decreasing order, ties in order: the indices
+    x = np.array([[1.0, np.nan, 3.0, 1.0, np.nan, -np.inf, 3.0]], np.float32)
+    idx = np.array([[1, 4, 2, 6, 0, 3]], np.int64)
+    nodes = [const("x", x), const("k", np.array([6], np.int64)),
+             helper.make_node("TopK", ["x", "k"], ["v", "i"]),
+             helper.make_node("Cast", ["i"], ["if"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["z", "if"], ["yi"])]
+    z = rng.standard_normal(idx.shape).astype(np.float32)
+    write_case("test_topk_f32_nan_first_plan_time", nodes, [("z", z)],
+               [("yi", z + idx.astype(np.float32))])
+    # run-time data (an activation): no kernel (refused, naming the input)
+    x = rng.standard_normal([2, 4]).astype(np.float32)
+    nodes = [const("k", np.array([2], np.int64)), helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("TopK", ["r", "k"], ["v", "i"])]
+    write_case("test_topk_f32_run_time_refused", nodes, [("x", x)],
+               [("v", np.zeros([2, 2], np.float32))])
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -764,8 +816,9 @@ def main():
     for name, spec in COL2IM_UNEQUAL.items():
         col2im_case(rng, name, spec)
     control_flow_cases(rng)
+    topk_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6
     print(f"{n + 6} cases in {OUT}")
 
 

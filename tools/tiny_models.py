@@ -408,7 +408,10 @@ class TinyRnnPacked(nn.Module):
     in decreasing order): a bidirectional LSTM and a GRU over sequences of their own lengths,
     padded back with zeros, summed over time, then a Linear. The legacy exporter writes the
     lengths as the recurrent nodes' run-time sequence_lens (torch.export cannot trace the
-    packing). Inputs: x [N, T, 4], lengths [N] (int64)."""
+    packing). Inputs: x [N, T, 4], lengths [N] (int64). enforce_sorted False (TinyRnnUnsorted):
+    lengths in any order, which the export sorts with a TopK and undoes with gathers."""
+
+    enforce_sorted = True
 
     def __init__(self):
         super().__init__()
@@ -419,11 +422,16 @@ class TinyRnnPacked(nn.Module):
     def forward(self, x, lengths):
         from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
         t = x.shape[1]
-        y, _ = self.lstm(pack_padded_sequence(x, lengths, batch_first=True))
+        s = self.enforce_sorted
+        y, _ = self.lstm(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=s))
         y, _ = pad_packed_sequence(y, batch_first=True, total_length=t)
-        z, _ = self.gru(pack_padded_sequence(y, lengths, batch_first=True))
+        z, _ = self.gru(pack_padded_sequence(y, lengths, batch_first=True, enforce_sorted=s))
         z, _ = pad_packed_sequence(z, batch_first=True, total_length=t)
         return self.fc(z.sum(1))
+
+
+class TinyRnnUnsorted(TinyRnnPacked):
+    enforce_sorted = False
 
 
 class TinySamePad(nn.Module):

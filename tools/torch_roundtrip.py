@@ -41,7 +41,7 @@ TOL = 1e-4
 # Fixtures whose step takes another learning rate (stored in the references as "lr"): one
 # step at LR moves tiny_rnn's recurrent weights by 1e-5 of their size, which float32 barely
 # holds; at 10 by 1e-2, so that their gradients show in the comparison.
-FIXTURE_LR = {"tiny_rnn": 10.0, "tiny_rnn_packed": 10.0}
+FIXTURE_LR = {"tiny_rnn": 10.0, "tiny_rnn_packed": 10.0, "tiny_rnn_unsorted": 10.0}
 DRAWS = 32  # float32 steps on last-bit copies of the weights (float32_spread)
 
 CLASSIFIERS = [
@@ -561,6 +561,16 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, "tiny_rnn_packed", args.out, ("legacy",))
         np.savez_compressed(os.path.join(args.out, "tiny_rnn_packed.ref.npz"), **arrays)
         print(f"tiny_rnn_packed: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_rnn_unsorted" in only:  # lengths in any order: TopK, gathers
+        from tiny_models import TinyRnnUnsorted
+        torch.manual_seed(0)
+        model = no_randomness(TinyRnnUnsorted())
+        g = torch.Generator().manual_seed(124)
+        x = (torch.randn(3, 6, 4, generator=g), torch.tensor([3, 6, 2]))
+        y = torch.randint(0, 10, (3,), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_rnn_unsorted", args.out, ("legacy",))
+        np.savez_compressed(os.path.join(args.out, "tiny_rnn_unsorted.ref.npz"), **arrays)
+        print(f"tiny_rnn_unsorted: {sum(p.numel() for p in model.parameters())} parameters")
     if only:  # the extra fixtures below come with a full run
         return
     # Dropout 0.2 and stochastic depth 0.2 left on: the exporter's RandomUniformLike

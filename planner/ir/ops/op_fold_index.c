@@ -87,6 +87,24 @@ static int scatter_nd_run_time(ir_graph *g, ir_node *n, const ir_tensor *x, cons
     return OC_OK;
 }
 
+/* The reduction attribute of ScatterND / ScatterElements: 0 none, 1 add, 2 mul, 3 max, 4 min. */
+static int scatter_mode(const ir_node *n, int *mode, oc_err *err) {
+    const ir_attr *ra = ir_attr_find(n, "reduction");
+    const char *red = ra && ra->type == IR_ATTR_STRING ? ra->s : "none";
+    *mode = strcmp(red, "none") == 0  ? 0
+            : strcmp(red, "add") == 0 ? 1
+            : strcmp(red, "mul") == 0 ? 2
+            : strcmp(red, "max") == 0 ? 3
+            : strcmp(red, "min") == 0 ? 4
+                                      : -1;
+    if (*mode < 0)
+        return oc_fail(err, "reduction '%s' is not one of none, add, mul, max, min", red);
+    return OC_OK;
+}
+
+static int scatter_nd_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const ir_tensor *idx,
+                           const ir_tensor *u, int k, int mode, oc_err *err);
+
 /* ScatterND(data, indices, updates): a copy of data where each index row's slab
  * is replaced by (or, with `reduction`, combined with) its slab of updates.
  * Folded when all three are plan-time values, else a kernel (scatter_nd_run_time). */
@@ -111,20 +129,19 @@ static int scatter_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err)
                        "updates '%s' do not have the shape (and type) indices '%s' and data "
                        "'%s' give",
                        u->name, idx->name, x->name);
-    const ir_attr *ra = ir_attr_find(n, "reduction");
-    const char *red = ra && ra->type == IR_ATTR_STRING ? ra->s : "none";
-    int mode = strcmp(red, "none") == 0  ? 0
-               : strcmp(red, "add") == 0 ? 1
-               : strcmp(red, "mul") == 0 ? 2
-               : strcmp(red, "max") == 0 ? 3
-               : strcmp(red, "min") == 0 ? 4
-                                         : -1;
-    if (mode < 0) return oc_fail(err, "reduction '%s' is not one of none, add, mul, max, min", red);
+    int mode;
+    if (scatter_mode(n, &mode, err)) return OC_ERR;
     if (!op_is_value(x) || !op_is_value(u))
         return scatter_nd_run_time(g, n, x, idx, u, k, mode, err);
     if (op_fold_need_value(g, n, 0, &x, err) || op_fold_need_value(g, n, 1, &idx, err) ||
         op_fold_need_value(g, n, 2, &u, err))
         return OC_ERR;
+    return scatter_nd_fold(g, n, x, idx, u, k, mode, err);
+}
+
+/* ScatterND's value: data x, index rows idx of k coordinates, updates u (checked). */
+static int scatter_nd_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const ir_tensor *idx,
+                           const ir_tensor *u, int k, int mode, oc_err *err) {
     op_set_out_like(g, n, 0, x);
     int64_t numel, rows = 1, slab = 1;
     for (int d = 0; d + 1 < idx->rank; d++) rows *= idx->dims[d];
@@ -391,6 +408,102 @@ static int gather_elements_lower(ir_graph *g, int node, bool *changed, oc_err *e
     return OC_OK;
 }
 
+/* TopK: the k largest (largest 0: smallest) elements of each line of x along the axis, in
+ * order, and their indices (int64). Equal values keep their order along the axis (the lower
+ * index first, as ONNX says); a NaN counts larger than any number (torch.topk's order). k
+ * is input 1 (opset 10 on) or attribute k. Plan-time values and integer glue the host
+ * evaluates each step (host_inputs.h): pack_padded_sequence(enforce_sorted=False) sorts its
+ * lengths so. */
+typedef struct topk_order {
+    const ir_tensor *x;
+    bool fl, largest;
+} topk_order;
+
+/* True when element a of x goes before element b (a < b along the line). */
+static bool topk_before(const topk_order *o, int64_t a, int64_t b) {
+    num va = op_fold_num_get(o->x, a), vb = op_fold_num_get(o->x, b);
+    if (o->fl) {
+        bool na = va.f != va.f, nb = vb.f != vb.f;
+        if (na || nb) return na && !nb ? o->largest : !na && nb ? !o->largest : false;
+        return o->largest ? va.f > vb.f : va.f < vb.f;
+    }
+    return o->largest ? va.i > vb.i : va.i < vb.i;
+}
+
+/* Stable merge sort of the offsets pos[0..n) by topk_before (tmp: n more). */
+static void topk_sort(const topk_order *o, int64_t *pos, int64_t *tmp, int64_t n) {
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = topk_before(o, pos[j], pos[i]) ? pos[j++] : pos[i++];
+            while (i < mid) tmp[k++] = pos[i++];
+            while (j < hi) tmp[k++] = pos[j++];
+        }
+        memcpy(pos, tmp, (size_t)n * sizeof *pos);
+    }
+}
+
+static int topk_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *x, *kt;
+    int64_t axis, k;
+    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
+    if (x->rank < 1) return oc_fail(err, "input '%s' is a scalar", x->name);
+    if (op_axis(ir_attr_int(n, "axis", -1), x->rank, "axis", &axis, err)) return OC_ERR;
+    if (opset >= 10 || n->n_inputs > 1) {
+        int64_t nk;
+        if (op_fold_need_value(g, n, 1, &kt, err)) return OC_ERR;
+        if ((kt->dtype != IR_DTYPE_INT64 && kt->dtype != IR_DTYPE_INT32) ||
+            !ir_tensor_numel(kt, &nk) || nk != 1)
+            return oc_fail(err, "k '%s' must be one int64 value", kt->name);
+        k = op_fold_num_get(kt, 0).i;
+    } else {
+        k = ir_attr_int(n, "k", -1);
+    }
+    int64_t len = x->dims[axis];
+    if (k < 0 || k > len)
+        return oc_fail(err,
+                       "k (%" PRId64 ") is outside [0, %" PRId64 "], dim %" PRId64 " of input '%s'",
+                       k, len, axis, x->name);
+    int64_t y[IR_MAX_RANK], inner = 1, numel;
+    memcpy(y, x->dims, sizeof y);
+    y[axis] = k;
+    for (int d = (int)axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    op_set_out(g, n, 0, x->dtype, x->rank, y);
+    op_set_out(g, n, 1, IR_DTYPE_INT64, x->rank, y);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    int64_t *ind = oc_malloc((size_t)(numel ? numel : 1) * sizeof *ind),
+            *pos = oc_malloc((size_t)(len ? 2 * len : 1) * sizeof *pos);
+    size_t es = (size_t)ir_dtype_size(x->dtype);
+    topk_order ord = {x, op_fold_is_float(x->dtype), ir_attr_int(n, "largest", 1) != 0};
+    for (int64_t line = 0; k > 0 && line < numel / k; line++) {
+        int64_t base = (line / inner) * len * inner + line % inner;
+        int64_t obase = (line / inner) * k * inner + line % inner;
+        for (int64_t j = 0; j < len; j++) pos[j] = base + j * inner;
+        topk_sort(&ord, pos, pos + len, len);
+        for (int64_t j = 0; j < k; j++) {
+            int64_t at = obase + j * inner;
+            memcpy(buf + (size_t)at * es, (const uint8_t *)x->data + (size_t)pos[j] * es, es);
+            ind[at] = (pos[j] - base) / inner;
+        }
+    }
+    oc_free(pos);
+    ir_tensor *yi = ir_node_out(g, n, 1);
+    if (yi) ir_tensor_set_data(yi, ind, (size_t)numel * sizeof *ind);
+    oc_free(ind);
+    return op_fold_set(g, n, buf, numel);
+}
+
+const op_def op_def_top_k = {.min_inputs = 1,
+                             .max_inputs = 2,
+                             .min_outputs = 2,
+                             .max_outputs = 2,
+                             .roles = op_fold_const_role,
+                             .n_roles = 1,
+                             .infer = topk_infer};
+
 /* Data differentiable (the lowered Gather's), indices plan-time. */
 static const op_role gather_elements_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
@@ -409,37 +522,48 @@ const op_def op_def_gather_elements = {.min_inputs = 2,
  * full coordinates -- ScatterND(data, rows [numel, rank], Reshape(updates, [-1])), the same
  * reduction -- which folds on plan-time values (ConViT's relative-position table) and runs,
  * with its gradient, on run-time data and updates. */
-static int scatter_elements_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
-    ir_node *n = &g->nodes[node];
-    ir_tensor *x, *idx, *u;
-    int64_t axis, numel;
-    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
-        op_in_shaped(g, n, 2, &u, err))
-        return OC_ERR;
-    if (!op_is_value(idx)) return OC_OK; /* refused by infer */
+/* ScatterElements' shapes checked, and each update's full coordinates in data: *rows
+ * ([*numel, x's rank], the caller frees), negative indices resolved. */
+static int scatter_elements_rows(const ir_node *n, const ir_tensor *x, const ir_tensor *idx,
+                                 const ir_tensor *u, int64_t *numel, int64_t **rows, oc_err *err) {
+    int64_t axis;
     if (gather_elements_check(n, x, idx, &axis, err)) return OC_ERR;
     bool same = u->rank == idx->rank;
     for (int d = 0; same && d < u->rank; d++) same = u->dims[d] == idx->dims[d];
     if (!same)
         return oc_fail(err, "updates '%s' and indices '%s' differ in shape", u->name, idx->name);
-    if (!ir_tensor_numel(idx, &numel) ||
-        numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / (x->rank ? x->rank : 1))
-        return oc_fail(err, "indices '%s' have more than %" PRId64 " elements", idx->name,
-                       OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / (x->rank ? x->rank : 1));
     int rank = x->rank;
-    int64_t *rows = oc_malloc((size_t)(numel ? numel : 1) * (size_t)rank * sizeof(int64_t));
-    for (int64_t o = 0; o < numel; o++) {
+    if (!ir_tensor_numel(idx, numel) ||
+        *numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / (rank ? rank : 1))
+        return oc_fail(err, "indices '%s' have more than %" PRId64 " elements", idx->name,
+                       OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / (rank ? rank : 1));
+    int64_t *r = oc_malloc((size_t)(*numel ? *numel : 1) * (size_t)rank * sizeof(int64_t));
+    for (int64_t o = 0; o < *numel; o++) {
         int64_t rest = o, v = index_value(idx, o);
         if (v < -x->dims[axis] || v >= x->dims[axis]) {
-            oc_free(rows);
+            oc_free(r);
             return gather_elements_outside(x, idx, axis, o, v, err);
         }
         for (int d = rank - 1; d >= 0; d--) { /* o's coordinates, the axis' from indices */
             int64_t c = rest % idx->dims[d];
             rest /= idx->dims[d];
-            rows[o * rank + d] = d == axis ? (v < 0 ? v + x->dims[d] : v) : c;
+            r[o * rank + d] = d == axis ? (v < 0 ? v + x->dims[d] : v) : c;
         }
     }
+    *rows = r;
+    return OC_OK;
+}
+
+static int scatter_elements_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *idx, *u;
+    int64_t numel, *rows;
+    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
+        op_in_shaped(g, n, 2, &u, err))
+        return OC_ERR;
+    if (!op_is_value(idx)) return OC_OK; /* folded by infer on the host, or refused there */
+    if (scatter_elements_rows(n, x, idx, u, &numel, &rows, err)) return OC_ERR;
+    int rank = x->rank;
     const ir_attr *ra = ir_attr_find(n, "reduction");
     char *red = oc_strdup(ra && ra->type == IR_ATTR_STRING ? ra->s : "none");
     int xt = n->inputs[0], ut = n->inputs[2];
@@ -463,15 +587,42 @@ static int scatter_elements_lower(ir_graph *g, int node, bool *changed, oc_err *
     return OC_OK;
 }
 
-/* Reached with run-time indices only (plan-time ones are lowered). */
+/* Reached with indices not known at load (plan-time ones are lowered): folded when the
+ * indices, data and updates are values -- integer glue the host evaluates each step
+ * (host_inputs.h: the inverse permutation of pack_padded_sequence(enforce_sorted=False)) --
+ * as the ScatterND at each update's full coordinates the lowering writes; else refused. */
 static int scatter_elements_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
-    ir_tensor *idx;
-    if (index_input(g, n, 1, &idx, err)) return OC_ERR;
-    return oc_fail(err,
-                   "indices '%s' are computed at run time; outcore takes ScatterElements' "
-                   "indices as plan-time values",
-                   idx->name);
+    ir_tensor *x, *idx, *u;
+    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
+        op_in_shaped(g, n, 2, &u, err))
+        return OC_ERR;
+    if (!op_is_value(idx))
+        return oc_fail(err,
+                       "indices '%s' are computed at run time from float data; outcore takes "
+                       "ScatterElements' indices as plan-time values or integer glue of the "
+                       "model's integer inputs",
+                       idx->name);
+    int mode;
+    int64_t numel, *rows;
+    if (scatter_mode(n, &mode, err) || op_fold_need_value(g, n, 0, &x, err) ||
+        op_fold_need_value(g, n, 2, &u, err))
+        return OC_ERR;
+    if (u->dtype != x->dtype)
+        return oc_fail(err, "updates '%s' and data '%s' differ in type", u->name, x->name);
+    if (scatter_elements_rows(n, x, idx, u, &numel, &rows, err)) return OC_ERR;
+    ir_tensor ri = {.name = idx->name,
+                    .dtype = IR_DTYPE_INT64,
+                    .rank = 2,
+                    .dims = {numel, x->rank},
+                    .data = rows,
+                    .data_src = IR_DATA_INLINE,
+                    .data_bytes = (size_t)(numel * x->rank) * sizeof(int64_t)};
+    ir_tensor uf = *u; /* the updates as one row */
+    uf.rank = 1, uf.dims[0] = numel;
+    int rc = scatter_nd_fold(g, n, x, &ri, &uf, x->rank, mode, err);
+    oc_free(rows);
+    return rc;
 }
 
 static const op_role scatter_elements_roles[] = {OP_IN_DATA, OP_IN_CONST, OP_IN_DATA};

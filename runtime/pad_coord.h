@@ -3,12 +3,15 @@
  * edge), and for the gradient of reflect and edge padding the sum, for one input
  * element, of the output gradient at every index that read it (reflect: the
  * element and its mirror images; edge: the border element and the pads beside
- * it). Every backend sums in the same order, so their results agree bit for bit.
+ * it). Every backend sums in the same order, in float32 (half gradients widened),
+ * so their results agree bit for bit.
  * Plain C: C and CUDA C++ include it alike. */
 #ifndef OC_PAD_COORD_H
 #define OC_PAD_COORD_H
 
 #include <stdint.h>
+
+#include "ir/half.h" /* bf16_to_f32, f16_to_f32 (OC_HALF_NO_IR or not, as the includer has it) */
 
 #ifdef __CUDACC__
 #define OC_HD __host__ __device__
@@ -71,12 +74,21 @@ OC_HD static inline int oc_pad_readers(int64_t i, int64_t n, int64_t lo, int64_t
     return 1;
 }
 
+/* Element i of dy stored as kind: 0 float32, 1 float16, 2 bfloat16 (widened exactly). */
+OC_HD static inline float oc_pad_load(const void *dy, int kind, int64_t i) {
+    if (kind == 0) return ((const float *)dy)[i];
+    uint16_t h = ((const uint16_t *)dy)[i];
+    return kind == 2 ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
 /* The gradient of one input element at coordinates ic (input dims id, rank
- * dims): the sum of dy (the padded tensor, dims od, its strides os) at every
- * index that read it, the begin pads `begin`; the last dim varies fastest. */
+ * dims): the sum of dy (the padded tensor, dims od, its strides os, stored as
+ * kind: oc_pad_load) at every index that read it, the begin pads `begin`; the
+ * last dim varies fastest. Summed in float32; a half result is rounded once,
+ * by the caller's store. */
 OC_HD static inline float oc_pad_grad_sum(int rank, const int64_t *id, const int64_t *od,
                                           const int64_t *os, const int64_t *begin, int mode,
-                                          const int64_t *ic, const float *dy) {
+                                          const int64_t *ic, const void *dy, int kind) {
     int64_t start[OC_PAD_MAX_RANK][2], step[OC_PAD_MAX_RANK][2], count[OC_PAD_MAX_RANK][2];
     int runs[OC_PAD_MAX_RANK], run[OC_PAD_MAX_RANK];
     int64_t k[OC_PAD_MAX_RANK];
@@ -92,7 +104,7 @@ OC_HD static inline float oc_pad_grad_sum(int rank, const int64_t *id, const int
         int64_t off = 0;
         for (int d = 0; d < rank; d++)
             off += (start[d][run[d]] + k[d] * step[d][run[d]] + begin[d]) * os[d];
-        sum += dy[off];
+        sum += oc_pad_load(dy, kind, off);
         int d = rank - 1; /* the next index: k within a run, then the next run */
         for (; d >= 0; d--) {
             if (++k[d] < count[d][run[d]]) break;

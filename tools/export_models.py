@@ -34,6 +34,12 @@ ALLOWED_OPS = {
     "Dropout", "Pad", "Constant", "Reshape", "Shape", "Gather", "Unsqueeze",
 }
 
+# Models whose export needs more: pad_small's ReflectionPad2d / ReplicationPad2d, which the
+# TorchScript exporter writes with the pads computed from constants (folded at load).
+EXTRA_OPS = {"pad_small": {"Mul", "Sub", "Cast", "ConstantOfShape", "Slice", "Transpose"}}
+# ... and SHAPED_OPS it writes as glue, not as a layer (pad_small's pads are a Concat).
+UNSHAPED_OPS = {"pad_small": {"Concat"}}
+
 # Node types whose first output gets a PyTorch-computed shape in .shapes.json (all must be mapped).
 SHAPED_OPS = {
     "Conv", "ConvTranspose", "BatchNormalization", "MaxPool", "AveragePool",
@@ -231,6 +237,26 @@ class VGGSmall(nn.Module):
         return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
 
 
+class PadSmall(nn.Module):
+    """A small CNN whose convolutions read reflect and edge padding (pix2pix / CycleGAN
+    generators, TResNet's anti-aliasing): the Pad gradients' mirror and border sums, in
+    float32 and under autocast (Pad runs in its input's type)."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.ReflectionPad2d(3), nn.Conv2d(3, 16, 7, bias=False), nn.BatchNorm2d(16),
+            nn.ReLU(inplace=True), nn.ReplicationPad2d((1, 2, 2, 1)),
+            nn.Conv2d(16, 32, 3, stride=2, bias=False), nn.BatchNorm2d(32), nn.ReLU(inplace=True),
+            nn.ReflectionPad2d(1), nn.Conv2d(32, 32, 3), nn.ReLU(inplace=True))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(32, num_classes)
+        nn.init.normal_(self.fc.weight, std=1.0)  # logits far from uniform: a loss bf16 moves
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.features(x)), 1))
+
+
 def build_model(name, image_size):
     """A freshly initialised model (never downloaded weights)."""
     builders = {
@@ -248,6 +274,7 @@ def build_model(name, image_size):
         "densenet_small": DenseNetSmall,
         "alexnet_small": AlexNetSmall,
         "vgg_small": VGGSmall,
+        "pad_small": PadSmall,
     }
     if name not in builders:
         sys.exit(f"export_models: unknown model '{name}' (known: {', '.join(builders)})")
@@ -348,8 +375,9 @@ def map_shapes(graph, events, model_name):
     for scope, func, shape in events:
         calls.setdefault(scope, []).append((func, shape))
     nodes = {}
+    shaped = SHAPED_OPS - UNSHAPED_OPS.get(model_name, set())
     for node in graph.node:
-        if node.op_type in SHAPED_OPS:
+        if node.op_type in shaped:
             nodes.setdefault(node_scope(node), []).append(node)
 
     tensors, errors = {}, []
@@ -396,8 +424,10 @@ def export_onnx(model, x, opset):
 
 
 def check_ops(graph, model_name, opset):
-    """Fail loudly, naming the nodes, if any op outside ALLOWED_OPS appears."""
-    bad = [(n.name, n.op_type) for n in graph.node if n.op_type not in ALLOWED_OPS]
+    """Fail loudly, naming the nodes, if any op outside ALLOWED_OPS (and the model's
+    EXTRA_OPS) appears."""
+    allowed = ALLOWED_OPS | EXTRA_OPS.get(model_name, set())
+    bad = [(n.name, n.op_type) for n in graph.node if n.op_type not in allowed]
     if bad:
         sys.exit(f"export_models: {model_name} opset {opset}: unsupported ops:\n"
                  + "\n".join(f"  {name}: {op}" for name, op in bad))

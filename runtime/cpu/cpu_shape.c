@@ -236,8 +236,9 @@ int cpu_pad(const kernel_args *a, oc_err *err) {
 }
 
 /* dY (padded) -> dX (input_shape): constant mode, the interior of dY at the begin pads
- * (cells a negative pad cropped get 0); reflect and edge (float32), each element the sum of
- * dY at every index that read it (pad_coord.h, the cuda backend's order). */
+ * (cells a negative pad cropped get 0); reflect and edge, each element the sum of dY at
+ * every index that read it (pad_coord.h, the cuda backend's order), in float32 (a half dY
+ * comes widened, the result is rounded once when stored: cpu_kernels.c). */
 int cpu_pad_grad(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     size_t es = esize(a, dy, err);
@@ -257,7 +258,7 @@ int cpu_pad_grad(const kernel_args *a, oc_err *err) {
     for (int d = 0; d < rank; d++) begin[d] = -begin[d]; /* the forward's begin pads */
     float *out = a->out[0];
     for (int64_t k = 0; k < n; k++) {
-        out[k] = oc_pad_grad_sum(rank, dx->dims, dy->dims, os, begin, (int)p->mode, c, a->in[0]);
+        out[k] = oc_pad_grad_sum(rank, dx->dims, dy->dims, os, begin, (int)p->mode, c, a->in[0], 0);
         for (int d = rank - 1; d >= 0; d--) {
             if (++c[d] < dx->dims[d]) break;
             c[d] = 0;

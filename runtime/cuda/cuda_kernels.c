@@ -795,12 +795,15 @@ int cuda_pad_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
                          a->in[0], a->out[0], 0));
         return OC_OK;
     }
-    if (dy->dtype != IR_DTYPE_FLOAT)
-        return kernel_fail(a, err, "reflect / edge padding's gradient takes float32");
+    if (!ir_dtype_is_compute(dy->dtype))
+        return kernel_fail(a, err,
+                           "reflect / edge padding's gradient takes float32, bfloat16 "
+                           "or float16, not %s",
+                           ir_dtype_name(dy->dtype));
     int64_t begin[IR_MAX_RANK];
     for (int d = 0; d < dx->rank; d++) begin[d] = -p->begin[d]; /* the forward's begin pads */
     CU_LAUNCH(cu_pad_grad_sum(c->stream, shape_of(dy), shape_of(dx), begin, (int)p->mode, a->in[0],
-                              a->out[0]));
+                              a->out[0], float_kind(dy->dtype)));
     return OC_OK;
 }
 

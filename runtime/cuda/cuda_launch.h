@@ -327,10 +327,11 @@ int cu_dropout_grad(void *stream, int kind, const void *dy, const uint8_t *mask,
  * (mode 0 constant, 1 reflect, 2 edge), fill of es bytes otherwise. */
 int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int64_t *begin, int mode,
            const void *in, void *out, uint64_t fill);
-/* Reflect / edge Pad's gradient (float32): dx (id) from dy (od), begin = the forward's
- * begin pads; each element the sum of dy at every index that read it (pad_coord.h). */
+/* Reflect / edge Pad's gradient: dx (id) from dy (od), both stored as kind (0 float32,
+ * 1 float16, 2 bfloat16), begin = the forward's begin pads; each element the sum in float32
+ * of dy at every index that read it (pad_coord.h), rounded once when stored. */
 int cu_pad_grad_sum(void *stream, cu_shape od, cu_shape id, const int64_t *begin, int mode,
-                    const float *dy, float *dx);
+                    const void *dy, void *dx, int kind);
 /* Strided row copy (Concat / ConcatGrad): rows of `chunk` bytes. */
 int cu_copy_rows(void *stream, void *dst, int64_t dst_pitch, const void *src, int64_t src_pitch,
                  int64_t chunk, int64_t rows);

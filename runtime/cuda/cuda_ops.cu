@@ -2953,9 +2953,10 @@ extern "C" int cu_pad(void *stream, int es, cu_shape od, cu_shape id, const int6
 }
 
 // Reflect / edge Pad's gradient (cpu_pad_grad): a thread per dX element sums dY at every
-// index that read it, in pad_coord.h's order (the cpu backend's).
-__global__ void k_pad_grad_sum(cu_shape od, cu_shape id, pad_begin pb, int mode, const float *dy,
-                               float *dx, int64_t n) {
+// index that read it, in pad_coord.h's order (the cpu backend's), in float32; kind as
+// half_load's (0 float32, 1 float16, 2 bfloat16), a half sum rounded once when stored.
+__global__ void k_pad_grad_sum(cu_shape od, cu_shape id, pad_begin pb, int mode, const void *dy,
+                               void *dx, int kind, int64_t n) {
     int64_t os[CU_MAX_RANK], acc = 1;
     for (int d = od.rank - 1; d >= 0; d--) {
         os[d] = acc;
@@ -2967,18 +2968,18 @@ __global__ void k_pad_grad_sum(cu_shape od, cu_shape id, pad_begin pb, int mode,
             c[d] = rem % id.d[d];
             rem /= id.d[d];
         }
-        dx[k] = oc_pad_grad_sum(id.rank, id.d, od.d, os, pb.b, mode, c, dy);
+        half_store(dx, kind, k, oc_pad_grad_sum(id.rank, id.d, od.d, os, pb.b, mode, c, dy, kind));
     }
 }
 
 extern "C" int cu_pad_grad_sum(void *stream, cu_shape od, cu_shape id, const int64_t *begin,
-                               int mode, const float *dy, float *dx) {
+                               int mode, const void *dy, void *dx, int kind) {
     int64_t n = numel(id);
     if (n == 0) return 0;
     pad_begin pb;
     for (int i = 0; i < CU_MAX_RANK; i++) pb.b[i] = i < od.rank ? begin[i] : 0;
     k_pad_grad_sum<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(od, id, pb, mode, dy, dx,
-                                                                        n);
+                                                                        kind, n);
     return last_error();
 }
 

@@ -106,6 +106,8 @@ bool cuda_native_half(const ir_graph *g, const ir_node *n) {
     case OP_SPLIT:
     case OP_SCATTER_ND:
     case OP_SCATTER_ND_GRAD:
+    case OP_PAD:      /* cu_pad moves bytes; */
+    case OP_PAD_GRAD: /* reflect / edge sum in float32, stored rounded once (pad_coord.h) */
     case OP_MAX_POOL: /* own kernels (cuDNN's pooling takes float32 only here) */
     case OP_MAX_POOL_GRAD:
     case OP_AVERAGE_POOL:

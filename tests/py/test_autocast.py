@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """--precision bf16 on outcore-run's cpu backend against PyTorch's CPU autocast (bfloat16).
 
-For resnet18 (64x64, batch 8), googlenet_small and the U-Net (32x32, batch 2), exported with
-weights: PyTorch trains under torch.autocast("cpu", torch.bfloat16) (convolutions and linears in
+For resnet18 (64x64, batch 8), googlenet_small and the U-Net (32x32, batch 2), and pad_small
+(reflect and edge padding, 32x32, batch 8), exported with weights: PyTorch trains under torch.autocast("cpu", torch.bfloat16) (convolutions and linears in
 bfloat16, cross-entropy in float32, BatchNorm on bfloat16 activations with float32 statistics,
 float32 parameters and SGD), and once in float32; outcore-run with --precision bf16, on the same
 batch for 10 steps. Relative errors |a - b| / |b| (norms for tensors). bfloat16 keeps 8 bits
@@ -35,7 +35,7 @@ BUILD = os.environ.get("BUILD", "build")
 RUN = os.path.join(ROOT, BUILD, "outcore-run")
 LOSS1_TOL, LOSS_TOL, TENSOR_TOL, SPREAD = 1e-3, 1e-2, 5e-2, 1.5
 LR, MOMENTUM, WD, STEPS = 0.001, 0.9, 1e-4, 10
-MODELS = [("resnet18", 64, 8), ("googlenet_small", 32, 2), ("unet", 32, 2)]
+MODELS = [("resnet18", 64, 8), ("googlenet_small", 32, 2), ("unet", 32, 2), ("pad_small", 32, 8)]
 failures = []
 
 

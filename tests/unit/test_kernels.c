@@ -25,6 +25,7 @@
 
 #include "kernels.h"
 #include "ir/half.h"
+#include "pad_coord.h"
 #include "ir/ops/op_table.h"
 
 /* |a - b| <= tol, in double, with both values in the message. */
@@ -315,6 +316,75 @@ static void test_relu_grad_addend(void **s) {
     printf("ok - ReluGrad(dY, Y, dY2) == Sum then ReluGrad, bit for bit (float32, bf16, fp16)\n");
 }
 
+/* PadGrad of reflect and edge padding: float32 against a direct scatter of dY through the
+ * forward's index map (pad_coord.h's oc_pad_source), in double; bf16 and fp16 dY give, bit for
+ * bit, the float32 gradient of the same (widened) values rounded once (the cpu backend widens;
+ * the cuda backend's native half kernel is held to it by the op harness's half cases). */
+static void test_pad_grad_half(void **s) {
+    (void)s;
+    const char *modes[2] = {"reflect", "edge"};
+    const int64_t pads[8] = {0, 1, 5, 0, 0, 0, 2, 3}, xd[4] = {1, 2, 3, 4}, yd[4] = {1, 3, 10, 7};
+    for (int m = 0; m < 2; m++) {
+        kt *k = kt_new(13);
+        int dyf = kt_randn(k, "dyf", 4, yd), dyh[2], dx[3];
+        const ir_dtype half[2] = {IR_DTYPE_BFLOAT16, IR_DTYPE_FLOAT16};
+        for (int h = 0; h < 2; h++) { /* dyf rounded to the half type, and kept in dyf widened */
+            dyh[h] = kt_tensor(k, h ? "dy16" : "dybf", half[h], 4, yd);
+            for (int64_t i = 0; i < 210; i++) {
+                uint16_t v = half_from_f32(half[h], ((float *)k->buf[dyf])[i]);
+                ((uint16_t *)k->buf[dyh[h]])[i] = v;
+            }
+        }
+        for (int v = 0; v < 3; v++) { /* float32 of the bf16 values, bf16, fp16 */
+            int src = v == 0 ? dyf : dyh[v - 1];
+            if (v == 0)
+                for (int64_t i = 0; i < 210; i++)
+                    ((float *)k->buf[dyf])[i] =
+                        half_to_f32(IR_DTYPE_BFLOAT16, ((uint16_t *)k->buf[dyh[0]])[i]);
+            dx[v] = ir_tensor_add(k->g,
+                                  v == 0   ? "dx"
+                                  : v == 1 ? "dxbf"
+                                           : "dx16",
+                                  k->g->tensors[src].dtype);
+            int n = kt_node(k, "pg", "PadGrad", "ai.outcore", IN(src), OUT(dx[v]));
+            attr_is(k, n, "pads", 8, pads);
+            attr_is(k, n, "input_shape", 4, xd);
+            ir_attr a = {.name = "mode", .type = IR_ATTR_STRING, .s = (char *)modes[m]};
+            ir_node_add_attr(k->g, n, &a);
+            kt_infer(k, n);
+            kt_run(k, n);
+        }
+        double want[24] = {0};
+        const float *dy = k->buf[dyf];
+        for (int64_t i = 0; i < 210; i++) { /* dY's element i read input element src */
+            int64_t rest = i, src = 0, stride = 1;
+            for (int d = 3; d >= 0; d--) {
+                int64_t c = rest % yd[d] - pads[d];
+                rest /= yd[d];
+                src += oc_pad_source(c, xd[d], m == 0 ? OC_PAD_REFLECT : OC_PAD_EDGE) * stride;
+                stride *= xd[d];
+            }
+            want[src] += dy[i];
+        }
+        const float *got = k->buf[dx[0]];
+        for (int i = 0; i < 24; i++) assert_near(got[i], want[i], 1e-5 * (1 + fabs(want[i])));
+        for (int h = 0; h < 2; h++) { /* the bf16 run: the float32 sums of the same values */
+            if (h == 1) {             /* fp16: the float32 sums of its own values */
+                for (int64_t i = 0; i < 210; i++)
+                    ((float *)k->buf[dyf])[i] =
+                        half_to_f32(IR_DTYPE_FLOAT16, ((uint16_t *)k->buf[dyh[1]])[i]);
+                kt_run(k, 0); /* the float32 node, again */
+            }
+            const uint16_t *gh = k->buf[dx[1 + h]];
+            for (int i = 0; i < 24; i++)
+                assert_int_equal(gh[i], half_from_f32(half[h], ((float *)k->buf[dx[0]])[i]));
+        }
+        kt_free(k);
+    }
+    printf("ok - PadGrad reflect / edge: float32 is the scatter of dY through the forward's map; "
+           "bf16 and fp16 the float32 sums rounded once, bit for bit\n");
+}
+
 /* ---- Gemm ---- */
 
 static void test_gemm(void **s) {
@@ -482,6 +552,7 @@ int main(void) {
         cmocka_unit_test(test_batch_norm_running_stats),
         cmocka_unit_test(test_bn_relu_grad_mask_as_stored),
         cmocka_unit_test(test_relu_grad_addend),
+        cmocka_unit_test(test_pad_grad_half),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_max_pool_ties),
         cmocka_unit_test(test_sgd_momentum),

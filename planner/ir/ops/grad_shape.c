@@ -56,9 +56,10 @@ int op_grad_pad(grad_ctx *c) {
     mode = strcmp(mode, "reflect") == 0 ? "reflect"
            : strcmp(mode, "edge") == 0  ? "edge"
                                         : "constant";
-    if (strcmp(mode, "constant") != 0 && g->tensors[grad_fwd_in(c, 0)].dtype != IR_DTYPE_FLOAT)
-        return oc_fail(grad_err(c), "Pad mode '%s' has a gradient in float32 only, not %s", mode,
-                       ir_dtype_name(g->tensors[grad_fwd_in(c, 0)].dtype));
+    if (strcmp(mode, "constant") != 0 && !ir_dtype_is_compute(g->tensors[grad_fwd_in(c, 0)].dtype))
+        return oc_fail(grad_err(c),
+                       "Pad mode '%s' has a gradient in float32, bfloat16 and float16, not %s",
+                       mode, ir_dtype_name(g->tensors[grad_fwd_in(c, 0)].dtype));
     if (grad_fwd_in(c, 3) >= 0)
         return oc_fail(grad_err(c), "Pad with an 'axes' input has no gradient rule");
     const ir_tensor *x = &g->tensors[grad_fwd_in(c, 0)];

@@ -434,6 +434,33 @@ class TinyRnnUnsorted(TinyRnnPacked):
     enforce_sorted = False
 
 
+class TinyGatherPick(nn.Module):
+    """torch.gather at indices the model takes as an input (a Q-value read at the actions
+    taken, a score read at given classes): GatherElements of an activation and of a
+    parameter at run-time int64 indices. Inputs: x [N, 8], picks [N, 3] (int64 in [0, 10)).
+    The offsets are folded on the host each step; the gather's gradient is a scatter-add
+    (two picks of one element add)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 10)
+        self.fc2 = nn.Linear(3, 10)
+        self.w = nn.Parameter(torch_randn(4, 5))
+
+    def forward(self, x, picks):
+        import torch
+        h = torch.tanh(self.fc1(x))  # (N, 10)
+        g = h.gather(1, picks)  # (N, 3)
+        # along dim 0 too: rows picked per column from the first 3 of the (4, 5) parameter's
+        r = self.w.gather(0, picks.remainder(2))  # (N, 3)
+        return self.fc2(g * r)
+
+
+def torch_randn(*shape):
+    import torch
+    return torch.randn(*shape)
+
+
 class TinySamePad(nn.Module):
     """Convolutions with padding="same" and even kernels: one more pad at a dim's end than at
     its start, which the legacy exporters write as auto_pad SAME_UPPER and outcore turns into a

@@ -561,6 +561,17 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, "tiny_rnn_packed", args.out, ("legacy",))
         np.savez_compressed(os.path.join(args.out, "tiny_rnn_packed.ref.npz"), **arrays)
         print(f"tiny_rnn_packed: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_gather_pick" in only:  # two inputs: run-time int64 indices
+        from tiny_models import TinyGatherPick
+        torch.manual_seed(0)
+        model = no_randomness(TinyGatherPick())
+        g = torch.Generator().manual_seed(125)
+        x = (torch.randn(4, 8, generator=g),
+             torch.tensor([[1, 9, 1], [0, 9, 3], [5, 5, 2], [7, 7, 0]]))
+        y = torch.randint(0, 10, (4,), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_gather_pick", args.out)
+        np.savez_compressed(os.path.join(args.out, "tiny_gather_pick.ref.npz"), **arrays)
+        print(f"tiny_gather_pick: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_rnn_unsorted" in only:  # lengths in any order: TopK, gathers
         from tiny_models import TinyRnnUnsorted
         torch.manual_seed(0)

@@ -571,33 +571,60 @@ def check_plan_recurrent(tmp):
                             f"{what} nodes, {planned} vs {incore}")
 
 
-def check_packed(tmp):
-    """Packed sequences (tiny_rnn_packed: pack_padded_sequence into a bidirectional LSTM and a
-    GRU, lengths 6 and 3 as the model's second input): the legacy export's run-time
-    sequence_lens become per-step masks the host computes from the lengths each step; one SGD
-    step (at lr 10) agrees with PyTorch float64. tiny_rnn_unsorted: the same with
-    enforce_sorted=False and lengths 3, 6, 2, which the export sorts (TopK) and unsorts
-    (ScatterElements of the order, gathers of the batch), the sort on the host each step. The
-    default exporter cannot trace the packing; Debian's torch 1.13 is not tried."""
-    for name, glue in (("tiny_rnn_packed", "step_mask"), ("tiny_rnn_unsorted", "/TopK")):
+def check_integer_inputs(tmp):
+    """Fixtures with a second, integer input whose glue runs on the host each step: packed
+    sequences (tiny_rnn_packed: pack_padded_sequence into a bidirectional LSTM and a GRU,
+    lengths 6 and 3): the legacy export's run-time sequence_lens become per-step masks;
+    tiny_rnn_unsorted: the same with enforce_sorted=False and lengths 3, 6, 2, which the
+    export sorts (TopK) and unsorts (ScatterElements of the order, gathers of the batch);
+    tiny_gather_pick: torch.gather of an activation and of a parameter at the input's
+    indices (GatherElements' offsets folded from them). One SGD step agrees with PyTorch
+    float64 (packed at lr 10). torch.export cannot trace the packing; Debian's torch 1.13 is
+    not tried."""
+    for name, exporters, glue in (("tiny_rnn_packed", ("legacy",), "step_mask"),
+                                  ("tiny_rnn_unsorted", ("legacy",), "/TopK"),
+                                  ("tiny_gather_pick", ("dynamo", "legacy"), "/offsets")):
         ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
-        try:
-            err = compare(name, "legacy", os.path.join(DATA, f"{name}_legacy.onnx"), ref, tmp)
-        except RuntimeError as e:
-            failures.append(f"{name}: {e}")
-            print(f"FAIL {name}: {e}")
-            continue
-        if "run on the host" not in err:
-            failures.append(f"{name}: no notice of the integer glue run on the host")
-        r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit",
-                            os.path.join(DATA, f"{name}_legacy.onnx"), "--batch",
-                            str(ref["labels"].shape[0]), "-o",
-                            os.path.join(tmp, "packed_train.onnx")],
-                           capture_output=True, text=True)
-        host = [f for f in onnx.load(os.path.join(tmp, "packed_train.onnx")).functions
-                if f.name == "HostInputs"] if r.returncode == 0 else []
-        if not host or not any(glue in n.name for n in host[0].node):
-            failures.append(f"{name}: {glue} is not among the host's nodes")
+        for exporter in exporters:
+            path = os.path.join(DATA, f"{name}_{exporter}.onnx")
+            try:
+                err = compare(name, exporter, path, ref, tmp)
+            except RuntimeError as e:
+                failures.append(f"{name} ({exporter}): {e}")
+                print(f"FAIL {name} ({exporter}): {e}")
+                continue
+            if "run on the host" not in err:
+                failures.append(f"{name}: no notice of the integer glue run on the host")
+            r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit", path,
+                                "--batch", str(ref["labels"].shape[0]), "-o",
+                                os.path.join(tmp, "integer_train.onnx")],
+                               capture_output=True, text=True)
+            host = [f for f in onnx.load(os.path.join(tmp, "integer_train.onnx")).functions
+                    if f.name == "HostInputs"] if r.returncode == 0 else []
+            if not host or not any(glue in n.name for n in host[0].node):
+                failures.append(f"{name} ({exporter}): {glue} is not among the host's nodes")
+    # ONNX's negative indices count from the end (torch.gather has none): -1 reads what 9
+    # does (h's width is 10), so the loss is the same; an index past the axis is refused at
+    # its step, naming the offsets node
+    ref = np.load(os.path.join(DATA, "tiny_gather_pick.ref.npz"))
+    path = os.path.join(DATA, "tiny_gather_pick_dynamo.onnx")
+    x, picks, y = ref["input"], ref["input_1"].copy(), ref["labels"]
+    assert picks[0, 1] == 9
+    base, _, _ = outcore_step(path, [x, picks], y, tmp)
+    picks[0, 1] = -1
+    negative, _, _ = outcore_step(path, [x, picks], y, tmp)
+    picks[0, 1] = 10
+    try:
+        outcore_step(path, [x, picks], y, tmp)
+        said = "trained"
+    except RuntimeError as e:
+        said = str(e).strip().splitlines()[-1]
+    ok = base == negative and "offsets" in said and "outside" in said
+    print(f"{'ok  ' if ok else 'FAIL'} tiny_gather_pick   index -1: loss {negative} (9: {base}); "
+          f"index 10: {said[:160]}")
+    if not ok:
+        failures.append(f"tiny_gather_pick negative / outside indices: {base} vs {negative}, "
+                        f"{said}")
 
 
 def check_host_inputs(tmp):
@@ -756,7 +783,7 @@ def main():
         check_notices(tmp)
         check_plan_buffers(tmp)
         check_plan_recurrent(tmp)
-        check_packed(tmp)
+        check_integer_inputs(tmp)
         check_host_inputs(tmp)
         check_data_inputs(tmp)
         check_buffers(tmp)

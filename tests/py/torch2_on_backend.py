@@ -22,17 +22,20 @@ import test_torch2_exports as T  # noqa: E402
 # even kernels as auto_pad SAME_UPPER (pads unequal at a dim's ends, which cuDNN does not take:
 # a Pad before each Conv at load); its default export writes the Pads itself. tiny_mvit's
 # writes tensor_split as a Loop over a sequence and a shape test as an If (unrolled, inlined).
-LEGACY_TOO = {"tiny_same_pad", "tiny_mvit"}
+# tiny_gather_pick's gathers at an integer input's indices (offsets folded on the host).
+LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick"}
 # Fixtures only the legacy exporter writes (torch.export cannot trace the packing): packed
 # sequences, their lengths sorted (TopK) and unsorted on the host each step.
 LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
+# Fixtures outside T.MODELS (a second, integer input: test_torch2_exports' check_integer_inputs).
+EXTRA = LEGACY_ONLY + ["tiny_gather_pick"]
 
 
 def main():
     build = sys.argv[1]
     T.BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cuda"
     T.RUN = os.path.join(build, "outcore-run")
-    names = sys.argv[3:] or list(T.MODELS) + LEGACY_ONLY
+    names = sys.argv[3:] or list(T.MODELS) + EXTRA
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             ref = np.load(os.path.join(T.DATA, f"{name}.ref.npz"))

@@ -365,6 +365,56 @@ static int gather_elements_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err 
     return op_fold_set(g, n, buf, numel);
 }
 
+/* GatherElements of run-time data at indices known only at run time: the integer glue of
+ * the model's integer inputs (`logits.gather(1, labels[:, None])`, a Q-value read at the
+ * actions taken: host_inputs.h). The offsets into the data are a GatherElements of a
+ * plan-time table -- table[c] = the row-major offset in data of coordinate c, c's dims
+ * the indices' but the axis' data's -- at the indices ("<node>/offsets"), which the host
+ * folds each step (negative indices counted from the end, one outside the axis refused,
+ * named); the node becomes Gather(Reshape(data, [-1]), offsets), whose gradient
+ * scatter-adds. Indices computed on the device from float data stay refused there. */
+static int gather_elements_run_time(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x = ir_node_in(g, n, 0), *idx = ir_node_in(g, n, 1);
+    int64_t axis, dims[IR_MAX_RANK], numel = 1;
+    if (gather_elements_check(n, x, idx, &axis, err)) return OC_ERR;
+    int rank = x->rank;
+    for (int d = 0; d < rank; d++) {
+        dims[d] = d == axis ? x->dims[d] : idx->dims[d];
+        if (dims[d] > 0 && numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / dims[d])
+            return oc_fail(err,
+                           "indices '%s' computed at run time: the offset table of data '%s' "
+                           "would pass %" PRId64 " bytes",
+                           idx->name, x->name, OP_FOLD_MAX_BYTES);
+        numel *= dims[d];
+    }
+    int64_t *table = oc_malloc((size_t)(numel ? numel : 1) * sizeof *table);
+    for (int64_t o = 0; o < numel; o++) { /* o's coordinates in the table, into data */
+        int64_t rest = o, off = 0, stride = 1;
+        for (int d = rank - 1; d >= 0; d--) {
+            off += rest % dims[d] * stride;
+            rest /= dims[d];
+            stride *= x->dims[d];
+        }
+        table[o] = off;
+    }
+    int xt = n->inputs[0], it = n->inputs[1];
+    char *base = oc_strdup(n->name);
+    int tt = op_rewrite_ints(g, base, "offset_table", (int)numel, table);
+    ir_tensor_set_shape(&g->tensors[tt], rank, dims);
+    oc_free(table);
+    int offs = op_rewrite_insert(g, node, base, "offsets", OP_GATHER_ELEMENTS, tt, it, -1);
+    op_rewrite_attr_int(g, node, "axis", axis);
+    int flat = op_rewrite_flatten(g, node + 1, base, "flat", xt);
+    op_rewrite_become(g, node + 2, OP_GATHER);
+    ir_node_add_input(g, node + 2, flat);
+    ir_node_add_input(g, node + 2, offs);
+    op_rewrite_attr_int(g, node + 2, "axis", 0);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
 /* op_def.lower: GatherElements of run-time data (an activation, a parameter) with plan-time
  * indices (torch.gather with a fixed index: Funnel's relative-position shift) is a Gather of
  * the data flattened, at the elements' offsets: Reshape(data, [-1]) then the node as
@@ -374,7 +424,8 @@ static int gather_elements_lower(ir_graph *g, int node, bool *changed, oc_err *e
     ir_tensor *x, *idx;
     int64_t axis, numel;
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
-    if (op_is_value(x) || !op_is_value(idx)) return OC_OK; /* folds, or refused by infer */
+    if (op_is_value(x)) return OC_OK; /* folds (on the host when the indices are its) */
+    if (!op_is_value(idx)) return gather_elements_run_time(g, node, changed, err);
     if (gather_elements_check(n, x, idx, &axis, err) || !ir_tensor_numel(idx, &numel))
         return OC_ERR;
     if (numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t))

@@ -137,8 +137,8 @@ SCATTER_ELEMENTS = [
     ("axis1_negative", [3, 4], [[-1, 0], [2, -4], [3, 1]], 1, "none"),
     ("rank3_add_plan_time", [2, 3, 4],
      [[[0, 2, 1, 1], [2, 2, 0, 1]], [[1, 0, 0, 2], [0, 1, 2, 2]]], -2, "add"),
-    # ScatterND's reductions run on plan-time values only
-    ("add_on_run_time_data_refused", [3, 4], [[0, 2], [1, 1]], 1, "add"),
+    # reduction add on run-time data: a scatter-add (Gather's gradient), repeats summed
+    ("add_on_run_time_data", [3, 4], [[0, 2], [1, 1]], 1, "add"),
     ("out_of_range_refused", [3, 4], [[0, 4], [1, 2]], 1, "none"),
 ]
 
@@ -589,6 +589,42 @@ def topk_cases(rng):
                [("v", np.zeros([2, 2], np.float32))])
 
 
+def scatter_reduction_cases(rng):
+    """Scatters with reduction add on run-time data or updates (lowered at load to Add(data,
+    GatherGrad(updates, offsets))): a graph network's messages summed into zeros at their
+    nodes (ScatterElements of a Constant zeros), ScatterND add with a row given twice, on
+    run-time data; reduction mul on run-time data stays refused."""
+    const = lambda a, n: helper.make_node("Constant", [], [n], value=numpy_helper.from_array(a, n))
+    # messages [6, 3] summed at nodes [4, 3] by their targets (two targets twice)
+    tgt = np.array([2, 0, 2, 3, 0, 1], np.int64)
+    idx = np.repeat(tgt[:, None], 3, axis=1)
+    msg = rng.standard_normal([6, 3]).astype(np.float32)
+    zeros = np.zeros([4, 3], np.float32)
+    y = scatter_elements(zeros.astype(np.float64), idx, msg, 0, "add").astype(np.float32)
+    nodes = [const(zeros, "z"), const(idx, "i"),
+             helper.make_node("ScatterElements", ["z", "i", "m"], ["y"], axis=0,
+                              reduction="add")]
+    write_case("test_scatterelements_f32_add_messages_into_zeros", nodes, [("m", msg)],
+               [("y", y)], 16)
+    x = rng.standard_normal([4, 2, 3]).astype(np.float32)
+    rows = np.array([[1, 0], [3, 1], [1, 0]], np.int64)
+    u = rng.standard_normal([3, 3]).astype(np.float32)
+    want = x.copy()
+    for r, (a, b) in enumerate(rows):
+        want[a, b] += u[r]
+    nodes = [const(rows, "r"), helper.make_node("ScatterND", ["x", "r", "u"], ["y"],
+                                                reduction="add")]
+    write_case("test_scatternd_f32_add_repeated_row", nodes, [("x", x), ("u", u)], [("y", want)],
+               16)
+    nodes = [const(np.array([[0, 2], [1, 1]], np.int64), "i"),
+             helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1,
+                              reduction="mul")]
+    x = rng.standard_normal([3, 4]).astype(np.float32)
+    u = rng.standard_normal([2, 2]).astype(np.float32)
+    write_case("test_scatterelements_f32_mul_on_run_time_data_refused", nodes,
+               [("x", x), ("u", u)], [("y", np.zeros([2], np.float32))], 16)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -817,8 +853,9 @@ def main():
         col2im_case(rng, name, spec)
     control_flow_cases(rng)
     topk_cases(rng)
+    scatter_reduction_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -456,6 +456,34 @@ class TinyGatherPick(nn.Module):
         return self.fc2(g * r)
 
 
+class TinyScatterAdd(nn.Module):
+    """Message passing as graph networks write it: per graph of the batch, node features
+    x [N, 5, 4], edges [N, 2, 7] (int64 source and target nodes, an input), messages from the
+    sources (gather at the edges: GatherElements at run-time indices), a Linear of them, summed
+    at their targets into zeros (scatter_add: ScatterElements, reduction add, run-time
+    indices), then summed again along a fixed pattern (a buffer: plan-time indices on
+    run-time data), pooled, a Linear. Both scatter-adds are lowered at load to Gather's
+    gradient; repeated targets add."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.msg = nn.Linear(4, 6)
+        self.fc = nn.Linear(6, 10)
+        self.register_buffer("pattern", torch.tensor([[0, 2, 2, 4, 1]] * 6).t().contiguous())
+
+    def forward(self, x, edges):
+        import torch
+        n, v, _ = x.shape
+        src = edges[:, 0, :, None].expand(-1, -1, x.shape[2])  # (N, 7, 4)
+        m = torch.tanh(self.msg(x.gather(1, src)))  # (N, 7, 6)
+        dst = edges[:, 1, :, None].expand(-1, -1, m.shape[2])  # (N, 7, 6)
+        h = torch.zeros(n, v, m.shape[2], dtype=x.dtype).scatter_add(1, dst, m)  # (N, 5, 6)
+        idx = self.pattern[None].expand(n, -1, -1)  # (N, 5, 6)
+        h = h.scatter_add(1, idx, torch.relu(h))  # run-time data, plan-time indices
+        return self.fc(h.mean(1))
+
+
 def torch_randn(*shape):
     import torch
     return torch.randn(*shape)

@@ -572,6 +572,18 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, "tiny_gather_pick", args.out)
         np.savez_compressed(os.path.join(args.out, "tiny_gather_pick.ref.npz"), **arrays)
         print(f"tiny_gather_pick: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_scatter_add" in only:  # edges as a second, integer input
+        from tiny_models import TinyScatterAdd
+        torch.manual_seed(0)
+        model = no_randomness(TinyScatterAdd())
+        g = torch.Generator().manual_seed(126)
+        edges = torch.stack([torch.randint(0, 5, (3, 7), generator=g),
+                             torch.tensor([[0, 0, 3, 4, 4, 4, 2]] * 3)], 1)  # (3, 2, 7)
+        x = (torch.randn(3, 5, 4, generator=g), edges)
+        y = torch.randint(0, 10, (3,), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_scatter_add", args.out)
+        np.savez_compressed(os.path.join(args.out, "tiny_scatter_add.ref.npz"), **arrays)
+        print(f"tiny_scatter_add: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_rnn_unsorted" in only:  # lengths in any order: TopK, gathers
         from tiny_models import TinyRnnUnsorted
         torch.manual_seed(0)

@@ -241,6 +241,7 @@ int host_scan_finish(host_scan *s, ir_graph *g, oc_err *err) {
         size_t len = strlen(names);
         if (j < 2) snprintf(names + len, sizeof names - len, "%s'%s'", j ? ", " : "", x->name);
     }
+    ir_keep_folded_initializers(g, remove); /* a buffer the removed folds read */
     ir_graph_remove_nodes(g, remove);
     oc_free(remove);
     char roots[160] = "";

@@ -293,6 +293,10 @@ ir_tensor *ir_node_out(ir_graph *g, const ir_node *n, int i);
  * Outputs of removed nodes that are still used must hold data: they become
  * initializers. Node and tensor indices change; the name index is rebuilt. */
 void ir_graph_remove_nodes(ir_graph *g, const bool *remove);
+/* Before removing nodes that computed plan-time values: the model's constant initializers
+ * that only nodes with remove[i] set read (a module's buffer folded into indices) are kept,
+ * unread (keep_unread), so that --save writes them back under their names. */
+void ir_keep_folded_initializers(ir_graph *g, const bool *remove);
 /* The same, and where each node and tensor went (-1: removed): node_map holds
  * the node count before, tensor_map the tensor count before (either NULL). */
 void ir_graph_remove_nodes_map(ir_graph *g, const bool *remove, int *node_map, int *tensor_map);

@@ -84,13 +84,7 @@ static void drop_folded_nodes(ir_graph *g) {
         }
         remove[i] = folded;
     }
-    for (int t = 0; t < g->n_tensors; t++) {
-        ir_tensor *x = &g->tensors[t];
-        bool only_folded = x->is_initializer && x->kind == IR_KIND_CONSTANT && x->n_consumers > 0;
-        for (int c = 0; c < x->n_consumers && only_folded; c++)
-            only_folded = remove[x->consumers[c]];
-        x->keep_unread = x->keep_unread || only_folded;
-    }
+    ir_keep_folded_initializers(g, remove);
     ir_graph_remove_nodes(g, remove);
     oc_free(remove);
 }

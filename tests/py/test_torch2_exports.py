@@ -578,12 +578,15 @@ def check_integer_inputs(tmp):
     tiny_rnn_unsorted: the same with enforce_sorted=False and lengths 3, 6, 2, which the
     export sorts (TopK) and unsorts (ScatterElements of the order, gathers of the batch);
     tiny_gather_pick: torch.gather of an activation and of a parameter at the input's
-    indices (GatherElements' offsets folded from them). One SGD step agrees with PyTorch
+    indices (GatherElements' offsets folded from them); tiny_scatter_add: message passing,
+    messages gathered at an edge input's sources and scatter_add-ed at its targets, then
+    scatter_add-ed along a buffer's fixed pattern (kept by --save). One SGD step agrees with PyTorch
     float64 (packed at lr 10). torch.export cannot trace the packing; Debian's torch 1.13 is
     not tried."""
     for name, exporters, glue in (("tiny_rnn_packed", ("legacy",), "step_mask"),
                                   ("tiny_rnn_unsorted", ("legacy",), "/TopK"),
-                                  ("tiny_gather_pick", ("dynamo", "legacy"), "/offsets")):
+                                  ("tiny_gather_pick", ("dynamo", "legacy"), "/offsets"),
+                                  ("tiny_scatter_add", ("dynamo", "legacy"), "/offsets")):
         ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
         for exporter in exporters:
             path = os.path.join(DATA, f"{name}_{exporter}.onnx")

@@ -22,13 +22,14 @@ import test_torch2_exports as T  # noqa: E402
 # even kernels as auto_pad SAME_UPPER (pads unequal at a dim's ends, which cuDNN does not take:
 # a Pad before each Conv at load); its default export writes the Pads itself. tiny_mvit's
 # writes tensor_split as a Loop over a sequence and a shape test as an If (unrolled, inlined).
-# tiny_gather_pick's gathers at an integer input's indices (offsets folded on the host).
-LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick"}
+# tiny_gather_pick's gathers and tiny_scatter_add's scatter-adds at an integer input's
+# indices (offsets folded on the host).
+LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick", "tiny_scatter_add"}
 # Fixtures only the legacy exporter writes (torch.export cannot trace the packing): packed
 # sequences, their lengths sorted (TopK) and unsorted on the host each step.
 LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
 # Fixtures outside T.MODELS (a second, integer input: test_torch2_exports' check_integer_inputs).
-EXTRA = LEGACY_ONLY + ["tiny_gather_pick"]
+EXTRA = LEGACY_ONLY + ["tiny_gather_pick", "tiny_scatter_add"]
 
 
 def main():

@@ -440,5 +440,11 @@ OP_CASE(SCATTER_ND, "bf16 activations", 16, 1, "h[4,3,2] i64=[3,1]@[2,1] h[2,3,2
 OP_CASE(GATHER, "an embedding: a table row per token, repeats add up", 13, 1, "[7,3] i64<7[2,6]",
         "")
 OP_CASE(GATHER, "negative indices", 13, 1, "[5,2] i64=[-1,0,4,-5,-1]", "")
+/* GatherGrad as a forward node: ScatterND / ScatterElements with reduction add on run-time
+ * data lowered at load (op_fold_index.c); its gradient gathers dY at the indices */
+OP_CASE(GATHER_GRAD, "a scatter-add, repeated offsets add", 13, 1, "[2,3] i64=[4,0,4,7,1,4]@[2,3]",
+        "input_shape=[9] axis=0")
+OP_CASE(GATHER_GRAD, "rows along axis 1", 13, 1, "[2,3,2] i64=[2,0,2]",
+        "input_shape=[2,4,2] axis=1")
 
 OP_EXEMPT(CONSTANT, "no inputs, its value is a tensor attribute: the conformance suite runs it")

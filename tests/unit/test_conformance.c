@@ -48,7 +48,7 @@
 #define PROJECT_CASES_DIR "tests/data/node"
 #define RTOL 1e-3
 #define ATOL 1e-7
-#define MIN_PASS 449
+#define MIN_PASS 450
 
 typedef enum verdict {
     V_PASS,
@@ -297,11 +297,12 @@ static verdict run_set(const char *dir, const char *set, char *msg, size_t cap, 
     bool folds = false;
     for (int i = 0; i < r.g->n_nodes; i++)
         folds = folds || (is_fold_op(r.g->nodes[i].op) && !lowers(r.g, &r.g->nodes[i]));
-    /* ScatterND with a reduction is evaluated at plan time only (op_fold_index.c) */
+    /* ScatterND with a reduction but add is evaluated at plan time only (op_fold_index.c;
+     * add on run-time data is a scatter-add, lowered at load) */
     for (int i = 0; i < r.g->n_nodes; i++) {
         const ir_attr *red = ir_attr_find(&r.g->nodes[i], "reduction");
         folds = folds || (r.g->nodes[i].op == OP_SCATTER_ND && red && red->type == IR_ATTR_STRING &&
-                          strcmp(red->s, "none") != 0);
+                          strcmp(red->s, "none") != 0 && strcmp(red->s, "add") != 0);
     }
     /* so are Max and Min of integers (op_binary.c) */
     for (int i = 0; i < r.g->n_nodes; i++) {

@@ -59,7 +59,7 @@ static int scatter_nd_run_time(ir_graph *g, ir_node *n, const ir_tensor *x, cons
     if (mode != 0)
         return oc_fail(err,
                        "ScatterND with a reduction on run-time data or updates ('%s', '%s') is "
-                       "not supported (reduction none is)",
+                       "not supported (reductions none and add are)",
                        x->name, u->name);
     if (!ir_dtype_is_compute(x->dtype))
         return oc_fail(err, "ScatterND of %s tensors computed at run time is not supported",
@@ -105,6 +105,95 @@ static int scatter_mode(const ir_node *n, int *mode, oc_err *err) {
 static int scatter_nd_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const ir_tensor *idx,
                            const ir_tensor *u, int k, int mode, oc_err *err);
 
+/* ScatterND's shapes: indices' last dim *k coordinates a row, updates indices' dims but the
+ * last then data's dims after the first k, of data's type. */
+static int scatter_nd_shapes(const ir_tensor *x, const ir_tensor *idx, const ir_tensor *u, int *k,
+                             oc_err *err) {
+    int64_t kk = idx->dims[idx->rank - 1];
+    if (kk < 1 || kk > x->rank)
+        return oc_fail(err,
+                       "indices '%s' have %" PRId64 " coordinates a row; data '%s' has rank %d",
+                       idx->name, kk, x->name, x->rank);
+    *k = (int)kk;
+    bool fits = u->dtype == x->dtype && u->rank == idx->rank - 1 + x->rank - *k;
+    for (int d = 0; fits && d < u->rank; d++)
+        fits = u->dims[d] == (d < idx->rank - 1 ? idx->dims[d] : x->dims[d - (idx->rank - 1) + *k]);
+    if (!fits)
+        return oc_fail(err,
+                       "updates '%s' do not have the shape (and type) indices '%s' and data "
+                       "'%s' give",
+                       u->name, idx->name, x->name);
+    return OC_OK;
+}
+
+/* A scatter with reduction add on run-time data or updates (scatter_add_, index_add_: a graph
+ * network's messages summed at their nodes), node `node`, rewritten once each update's
+ * offset in data is known (offs: int64, updates' shape; plan-time or computed on the host):
+ * Add(data, Reshape(GatherGrad(updates, offs; input_shape [numel(data)]), data's dims)).
+ * GatherGrad is Gather's gradient -- zeros, each update added at its offset, repeated offsets
+ * accumulating in index order -- and its own gradient gathers dY at the offsets, so the
+ * gradients reach data (all of dY) and updates. */
+static void scatter_add_lower(ir_graph *g, int node, int offs) {
+    ir_node *n = &g->nodes[node];
+    int xt = n->inputs[0], ut = n->inputs[2];
+    const ir_tensor *x = &g->tensors[xt];
+    int rank = x->rank;
+    int64_t dims[IR_MAX_RANK], numel = 1;
+    memcpy(dims, x->dims, sizeof dims);
+    for (int d = 0; d < rank; d++) numel *= dims[d];
+    char *base = oc_strdup(n->name);
+    int sc = op_rewrite_insert(g, node, base, "scattered", OP_GATHER_GRAD, ut, offs, -1);
+    op_rewrite_attr_ints(g, node, "input_shape", 1, &numel);
+    op_rewrite_attr_int(g, node, "axis", 0);
+    int sh = op_rewrite_reshape(g, node + 1, base, "summed", sc, rank, dims);
+    op_rewrite_become(g, node + 2, OP_ADD);
+    ir_node_add_input(g, node + 2, xt);
+    ir_node_add_input(g, node + 2, sh);
+    oc_free(base);
+}
+
+/* op_def.lower: ScatterND with reduction add on run-time data or updates, plan-time indices
+ * inside data: scatter_add_lower at each update's offset. Other reductions on run-time data
+ * stay refused by infer (scatter_nd_run_time), as does add at run-time indices. */
+static int scatter_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *idx, *u;
+    int k, mode;
+    int64_t numel, rows = 1, slab = 1;
+    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
+        op_in_shaped(g, n, 2, &u, err) || scatter_mode(n, &mode, err))
+        return OC_ERR;
+    if (mode != 1 || (op_is_value(x) && op_is_value(u)) || !op_is_value(idx)) return OC_OK;
+    if (scatter_nd_shapes(x, idx, u, &k, err) || !ir_tensor_numel(u, &numel)) return OC_ERR;
+    if (numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t))
+        return oc_fail(err, "updates '%s' have more than %" PRId64 " elements", u->name,
+                       OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t));
+    for (int d = 0; d + 1 < idx->rank; d++) rows *= idx->dims[d];
+    for (int d = k; d < x->rank; d++) slab *= x->dims[d];
+    int64_t *offs = oc_malloc((size_t)(numel ? numel : 1) * sizeof *offs);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off, bad;
+        if (!index_row_offset(idx, r, k, x->dims, &off, &bad)) {
+            oc_free(offs);
+            return oc_fail(
+                err, "indices '%s' row %" PRId64 ": coordinate %" PRId64 " is outside data '%s'",
+                idx->name, r, bad, x->name);
+        }
+        for (int64_t e = 0; e < slab; e++) offs[r * slab + e] = off * slab + e;
+    }
+    idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
+    int urank = u->rank;
+    int64_t udims[IR_MAX_RANK];
+    memcpy(udims, u->dims, sizeof udims);
+    char *base = oc_strdup(n->name);
+    int ot = op_rewrite_ints(g, base, "offsets", (int)numel, offs);
+    ir_tensor_set_shape(&g->tensors[ot], urank, udims);
+    oc_free(offs), oc_free(base);
+    scatter_add_lower(g, node, ot);
+    *changed = true;
+    return OC_OK;
+}
+
 /* ScatterND(data, indices, updates): a copy of data where each index row's slab
  * is replaced by (or, with `reduction`, combined with) its slab of updates.
  * Folded when all three are plan-time values, else a kernel (scatter_nd_run_time). */
@@ -114,23 +203,8 @@ static int scatter_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err)
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
         op_in_shaped(g, n, 2, &u, err))
         return OC_ERR;
-    int64_t kk = idx->dims[idx->rank - 1];
-    if (kk < 1 || kk > x->rank)
-        return oc_fail(err,
-                       "indices '%s' have %" PRId64 " coordinates a row; data '%s' has rank %d",
-                       idx->name, kk, x->name, x->rank);
-    int k = (int)kk;
-    /* updates: indices' dims but the last, then data's dims after the first k */
-    bool fits = u->dtype == x->dtype && u->rank == idx->rank - 1 + x->rank - k;
-    for (int d = 0; fits && d < u->rank; d++)
-        fits = u->dims[d] == (d < idx->rank - 1 ? idx->dims[d] : x->dims[d - (idx->rank - 1) + k]);
-    if (!fits)
-        return oc_fail(err,
-                       "updates '%s' do not have the shape (and type) indices '%s' and data "
-                       "'%s' give",
-                       u->name, idx->name, x->name);
-    int mode;
-    if (scatter_mode(n, &mode, err)) return OC_ERR;
+    int k, mode;
+    if (scatter_nd_shapes(x, idx, u, &k, err) || scatter_mode(n, &mode, err)) return OC_ERR;
     if (!op_is_value(x) || !op_is_value(u))
         return scatter_nd_run_time(g, n, x, idx, u, k, mode, err);
     if (op_fold_need_value(g, n, 0, &x, err) || op_fold_need_value(g, n, 1, &idx, err) ||
@@ -365,19 +439,18 @@ static int gather_elements_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err 
     return op_fold_set(g, n, buf, numel);
 }
 
-/* GatherElements of run-time data at indices known only at run time: the integer glue of
- * the model's integer inputs (`logits.gather(1, labels[:, None])`, a Q-value read at the
- * actions taken: host_inputs.h). The offsets into the data are a GatherElements of a
- * plan-time table -- table[c] = the row-major offset in data of coordinate c, c's dims
- * the indices' but the axis' data's -- at the indices ("<node>/offsets"), which the host
- * folds each step (negative indices counted from the end, one outside the axis refused,
- * named); the node becomes Gather(Reshape(data, [-1]), offsets), whose gradient
- * scatter-adds. Indices computed on the device from float data stay refused there. */
-static int gather_elements_run_time(ir_graph *g, int node, bool *changed, oc_err *err) {
-    ir_node *n = &g->nodes[node];
-    ir_tensor *x = ir_node_in(g, n, 0), *idx = ir_node_in(g, n, 1);
-    int64_t axis, dims[IR_MAX_RANK], numel = 1;
-    if (gather_elements_check(n, x, idx, &axis, err)) return OC_ERR;
+/* The offsets in data x of the elements that indices it (known only at run time: integer
+ * glue of the model's integer inputs, host_inputs.h) select along the axis, as
+ * GatherElements and ScatterElements read them: a GatherElements of a plan-time table --
+ * table[c] = the row-major offset in data of coordinate c, c's dims the indices' but the
+ * axis' data's -- at the indices, inserted at `node` ("<base>/offsets", returned in *offs),
+ * which the host folds each step (negative indices counted from the end, one outside the
+ * axis refused, naming the node). Indices computed on the device from float data are
+ * refused there. */
+static int elements_offsets(ir_graph *g, int node, const char *base, int xt, int it, int64_t axis,
+                            int *offs, oc_err *err) {
+    const ir_tensor *x = &g->tensors[xt], *idx = &g->tensors[it];
+    int64_t dims[IR_MAX_RANK], numel = 1;
     int rank = x->rank;
     for (int d = 0; d < rank; d++) {
         dims[d] = d == axis ? x->dims[d] : idx->dims[d];
@@ -398,13 +471,27 @@ static int gather_elements_run_time(ir_graph *g, int node, bool *changed, oc_err
         }
         table[o] = off;
     }
-    int xt = n->inputs[0], it = n->inputs[1];
-    char *base = oc_strdup(n->name);
     int tt = op_rewrite_ints(g, base, "offset_table", (int)numel, table);
     ir_tensor_set_shape(&g->tensors[tt], rank, dims);
     oc_free(table);
-    int offs = op_rewrite_insert(g, node, base, "offsets", OP_GATHER_ELEMENTS, tt, it, -1);
+    *offs = op_rewrite_insert(g, node, base, "offsets", OP_GATHER_ELEMENTS, tt, it, -1);
     op_rewrite_attr_int(g, node, "axis", axis);
+    return OC_OK;
+}
+
+/* GatherElements of run-time data at indices known only at run time (`logits.gather(1,
+ * labels[:, None])`, a Q-value read at the actions taken): the node becomes
+ * Gather(Reshape(data, [-1]), offsets) at elements_offsets', whose gradient scatter-adds. */
+static int gather_elements_run_time(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    int64_t axis;
+    int offs, xt = n->inputs[0], it = n->inputs[1];
+    if (gather_elements_check(n, &g->tensors[xt], &g->tensors[it], &axis, err)) return OC_ERR;
+    char *base = oc_strdup(n->name);
+    if (elements_offsets(g, node, base, xt, it, axis, &offs, err)) {
+        oc_free(base);
+        return OC_ERR;
+    }
     int flat = op_rewrite_flatten(g, node + 1, base, "flat", xt);
     op_rewrite_become(g, node + 2, OP_GATHER);
     ir_node_add_input(g, node + 2, flat);
@@ -605,6 +692,32 @@ static int scatter_elements_rows(const ir_node *n, const ir_tensor *x, const ir_
     return OC_OK;
 }
 
+/* ScatterElements at indices known only at run time: folded on the host when data and
+ * updates are values too (scatter_elements_infer); with reduction add on run-time data or
+ * updates (a graph network's messages summed at the nodes an integer input names), the
+ * scatter-add at elements_offsets'; else refused by infer. */
+static int scatter_elements_run_time(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    int mode, offs, xt = n->inputs[0], it = n->inputs[1];
+    int64_t axis;
+    const ir_tensor *x = &g->tensors[xt], *idx = &g->tensors[it], *u = ir_node_in(g, n, 2);
+    if (scatter_mode(n, &mode, err)) return OC_ERR;
+    if (mode != 1 || (op_is_value(x) && op_is_value(u))) return OC_OK;
+    if (gather_elements_check(n, x, idx, &axis, err)) return OC_ERR;
+    bool same = u->rank == idx->rank;
+    for (int d = 0; same && d < u->rank; d++) same = u->dims[d] == idx->dims[d];
+    if (!same || u->dtype != x->dtype)
+        return oc_fail(err, "updates '%s' and indices '%s' differ in shape (or data in type)",
+                       u->name, idx->name);
+    char *base = oc_strdup(n->name);
+    int rc = elements_offsets(g, node, base, xt, it, axis, &offs, err);
+    oc_free(base);
+    if (rc) return OC_ERR;
+    scatter_add_lower(g, node + 1, offs);
+    *changed = true;
+    return OC_OK;
+}
+
 static int scatter_elements_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
     ir_tensor *x, *idx, *u;
@@ -612,7 +725,7 @@ static int scatter_elements_lower(ir_graph *g, int node, bool *changed, oc_err *
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
         op_in_shaped(g, n, 2, &u, err))
         return OC_ERR;
-    if (!op_is_value(idx)) return OC_OK; /* folded by infer on the host, or refused there */
+    if (!op_is_value(idx)) return scatter_elements_run_time(g, node, changed, err);
     if (scatter_elements_rows(n, x, idx, u, &numel, &rows, err)) return OC_ERR;
     int rank = x->rank;
     const ir_attr *ra = ir_attr_find(n, "reduction");
@@ -748,6 +861,7 @@ const op_def op_def_scatter_nd = {.min_inputs = 3,
                                   .roles = data_const_data,
                                   .n_roles = 3,
                                   .infer = scatter_nd_infer,
+                                  .lower = scatter_nd_lower,
                                   .grad = scatter_nd_grad,
                                   .saved_inputs = 0x2};
 const op_def op_def_scatter_nd_grad = {.min_inputs = 2,

@@ -412,6 +412,19 @@ static int gather_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err
     return OC_OK;
 }
 
+/* GatherGrad as a forward node (a scatter-add: ScatterND / ScatterElements with reduction
+ * add on run-time data, op_fold_index.c): dUpdates = Gather(dY, indices, axis). */
+static int gather_grad_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0 || !grad_wants(c, 0)) return OC_OK;
+    int b = grad_node(c, "grad", OP_GATHER);
+    grad_in(c, b, dy);
+    grad_in(c, b, grad_fwd_in(c, 1));
+    grad_out_dx(c, b, 0);
+    grad_attr_int(c, b, "axis", op_args_of(grad_fwd(c))->axis.axis);
+    return grad_finish(c, b);
+}
+
 static int gather_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     (void)g, (void)err;
     op_args_new(n)->axis.axis = ir_attr_int(n, "axis", 0);
@@ -435,10 +448,12 @@ const op_def op_def_gather_grad = {
     .max_inputs = 2,
     .min_outputs = 1,
     .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
+    .roles = data_then_const,
+    .n_roles = 2,
     .infer = gather_grad_infer,
     .decode = gather_grad_decode,
+    .grad = gather_grad_grad,
+    .saved_inputs = 0x2,
 };
 const op_def op_def_unsqueeze = {
     .min_inputs = 1,

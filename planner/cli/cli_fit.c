@@ -67,6 +67,11 @@ void cli_fit_print(const cli_plan_env *e, const cli_fit *f, FILE *out) {
     else if (f->floor_bytes > e->budget_bytes)
         fprintf(out, "why             parameters, state and the batch alone need %s, over %s\n",
                 oc_fmt_bytes(f->floor_bytes, b2, sizeof b2), budget);
+    else if (f->swap_all_budget >= 0 && f->swap_all_budget <= e->budget_bytes)
+        fprintf(out,
+                "why             this strategy found no plan under %s, but one exists: every "
+                "saved tensor swapped out fits (--strategy swap-all, or auto)\n",
+                budget);
     else
         fprintf(out,
                 "why             every node fits on its own (the largest, '%s', needs %s), but "

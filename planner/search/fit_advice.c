@@ -5,7 +5,8 @@
 
 #include "search/strategy_sched.h"
 
-#define FIT_STEP (1LL << 20) /* budgets are searched to 1 MiB */
+#define FIT_STEP (1LL << 20) /* budgets are searched to 1 MiB, or 1/256 of the floor if less */
+#define FIT_FINE 256LL       /* ... but no finer than the arena's alignment */
 #define FIT_MAX (1LL << 50)  /* 1 PiB: beyond it, "none" */
 
 /* Is the all-swap, just-in-time plan feasible under budget b (reserve included)? */
@@ -49,14 +50,17 @@ int fit_advice_compute(const strategy_input *in, fit_advice *a, oc_err *err) {
     bool ok = false;
     int rc =
         fits(in, p, in->sim.budget_bytes, &ok, a->swap_all_reason, sizeof a->swap_all_reason, err);
-    /* Feasibility grows with the budget: double from the floor, then bisect. */
-    int64_t lo = a->floor_bytes - 1, hi = a->floor_bytes > FIT_STEP ? a->floor_bytes : FIT_STEP;
+    /* Feasibility grows with the budget: double from the floor, then bisect (to a step a
+     * small model's budgets are told in: kilobytes for a fixture, 1 MiB for a network). */
+    int64_t step = a->floor_bytes / 256;
+    step = step < FIT_FINE ? FIT_FINE : step > FIT_STEP ? FIT_STEP : step;
+    int64_t lo = a->floor_bytes - 1, hi = a->floor_bytes > step ? a->floor_bytes : step;
     ok = false;
     while (rc == OC_OK && hi <= FIT_MAX && (rc = fits(in, p, hi, &ok, NULL, 0, err)) == OC_OK &&
            !ok)
         lo = hi, hi *= 2;
     if (rc == OC_OK && ok) {
-        while (hi - lo > FIT_STEP && rc == OC_OK) {
+        while (hi - lo > step && rc == OC_OK) {
             int64_t mid = lo + (hi - lo) / 2;
             if ((rc = fits(in, p, mid, &ok, NULL, 0, err)) != OC_OK) break;
             if (ok) hi = mid;

@@ -16,7 +16,8 @@ typedef struct fit_advice {
     int64_t floor_bytes;      /* no plan fits a smaller budget (sim_memory_floor + reserve) */
     int floor_node;           /* the node whose working set sets it (-1: the start) */
     int64_t persistent_bytes; /* parameters, state, optimizer state (+ reserve) */
-    int64_t swap_all_budget;  /* smallest budget (to 1 MiB) the all-swap plan fits; -1: none */
+    int64_t swap_all_budget;  /* smallest budget the all-swap plan fits (to 1 MiB, or 1/256 of
+                                 the floor when less); -1: none */
     char swap_all_reason[sizeof(((sim_result *)0)->reason)]; /* why it fails in->sim's budget */
 } fit_advice;
 

@@ -581,12 +581,46 @@ def topk_cases(rng):
     z = rng.standard_normal(idx.shape).astype(np.float32)
     write_case("test_topk_f32_nan_first_plan_time", nodes, [("z", z)],
                [("yi", z + idx.astype(np.float32))])
-    # run-time data (an activation): no kernel (refused, naming the input)
+    # run-time data (an activation): TopKOffsets then a Gather; Relu's zeros tie, in order
     x = rng.standard_normal([2, 4]).astype(np.float32)
+    r = np.maximum(x, 0)
+    idx = np.argsort(-r, axis=1, kind="stable")[:, :2]
     nodes = [const("k", np.array([2], np.int64)), helper.make_node("Relu", ["x"], ["r"]),
              helper.make_node("TopK", ["r", "k"], ["v", "i"])]
-    write_case("test_topk_f32_run_time_refused", nodes, [("x", x)],
-               [("v", np.zeros([2, 2], np.float32))])
+    write_case("test_topk_f32_run_time", nodes, [("x", x)],
+               [("v", np.take_along_axis(r, idx, 1)), ("i", idx.astype(np.int64))])
+
+
+def topk_run_time_cases(rng):
+    """TopK of run-time data (lowered to TopKOffsets, a kernel, and a Gather): ties and NaN
+    in ONNX's order, the middle axis, smallest, k of the whole axis."""
+    const = lambda nm, v: helper.make_node("Constant", [], [nm],
+                                           value=numpy_helper.from_array(np.asarray(v), nm))
+    relu = rng.standard_normal([3, 7]).astype(np.float32)
+    relu[1, [1, 4]] = np.nan  # Relu keeps a NaN: first, in index order
+    cases = [  # name, x, Relu before it, axis, k, largest
+        ("ties_nan", relu, True, 1, 5, 1),
+        ("middle_axis_smallest", rng.standard_normal([2, 5, 3]).astype(np.float32), False, 1, 3,
+         0),
+        ("whole_axis", rng.standard_normal([4, 6]).astype(np.float32), False, 0, 4, 1),
+    ]
+    for name, x, rl, axis, k, largest in cases:
+        r = np.maximum(x, 0) if rl else x
+        r = np.where(np.isnan(x), np.nan, r).astype(np.float32)
+        key = np.where(np.isnan(r), np.inf, r)
+        order = np.argsort(-key if largest else key, axis=axis, kind="stable")  # ties by index
+        idx = np.take(order, np.arange(k), axis=axis)
+        vals = np.take_along_axis(r, idx, axis=axis)
+        nodes = [const("k", np.array([k], np.int64))]
+        nodes.append(helper.make_node("Relu" if rl else "Identity", ["x"], ["r"]))
+        nodes.append(helper.make_node("TopK", ["r", "k"], ["v", "i"], axis=axis,
+                                      largest=largest))
+        if np.isnan(vals).any():  # NaN values do not compare: the indices only
+            write_case(f"test_topk_f32_run_time_{name}", nodes, [("x", x)],
+                       [("i", idx.astype(np.int64))])
+        else:
+            write_case(f"test_topk_f32_run_time_{name}", nodes, [("x", x)],
+                       [("v", vals), ("i", idx.astype(np.int64))])
 
 
 def scatter_reduction_cases(rng):
@@ -854,8 +888,9 @@ def main():
     control_flow_cases(rng)
     topk_cases(rng)
     scatter_reduction_cases(rng)
+    topk_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 3
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -513,6 +513,29 @@ def tiny_same_pad():
     return TinySamePad()
 
 
+class TinyTopK(nn.Module):
+    """torch.topk of activations: k-max pooling (the 4 largest responses of each channel over
+    the image) and the 2 smallest channels of each pixel (largest=False), whose values train:
+    the gradient reaches the chosen elements only (TopK lowered at load to a TopKOffsets
+    kernel and a Gather)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.fc = nn.Linear(8 * 4 + 2, 10)
+
+    def forward(self, x):
+        import torch
+        h = torch.tanh(self.conv(x))  # (N, 8, 16, 16)
+        kmax = h.flatten(2).topk(4, dim=2).values.flatten(1)  # (N, 32)
+        low = h.topk(2, dim=1, largest=False).values.mean((2, 3))  # (N, 2)
+        return self.fc(torch.cat([kmax, low], 1))
+
+
+def tiny_topk():
+    return TinyTopK()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
@@ -520,7 +543,7 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
         "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather,
         "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn,
-        "tiny_same_pad": tiny_same_pad}
+        "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

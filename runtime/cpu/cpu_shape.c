@@ -7,6 +7,7 @@
 #include "cpu_internal.h"
 #include "ir/half.h"
 #include "pad_coord.h"
+#include "topk_order.h"
 
 static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
     int s = ir_dtype_size(t->dtype);
@@ -316,6 +317,24 @@ int cpu_gather_grad(const kernel_args *a, oc_err *err) {
             for (int64_t i = 0; i < inner; i++)
                 out[(o * extent + k) * inner + i] += in[(o * ni + j) * inner + i];
         }
+    return OC_OK;
+}
+
+/* x (float32; half inputs come widened) -> the indices along the axis of each line's k
+ * first elements in TopK's order, and their offsets in x (topk_order.h: the cuda backend's
+ * choice and order). */
+int cpu_top_k_offsets(const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_top_k_args *p = &op_args_of(a->n)->top_k;
+    int ax = (int)p->axis;
+    int64_t len = x->dims[ax], inner = prod(x->dims, ax + 1, x->rank);
+    int64_t lines = prod(x->dims, 0, ax) * inner;
+    for (int64_t l = 0; l < lines; l++) {
+        int64_t o = l / inner, i = l % inner;
+        oc_topk_line(a->in[0], o * len * inner + i, inner, len, p->k, p->largest, a->out[0],
+                     a->out[1], o * p->k * inner + i, inner);
+    }
     return OC_OK;
 }
 

@@ -856,6 +856,17 @@ int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+int cuda_top_k_offsets(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_top_k_args *p = &op_args_of(a->n)->top_k;
+    int ax = (int)p->axis;
+    CU_LAUNCH(cu_top_k_offsets(c->stream, a->in[0], prod(x->dims, 0, ax), x->dims[ax],
+                               prod(x->dims, ax + 1, x->rank), p->k, p->largest, a->out[0],
+                               a->out[1]));
+    return OC_OK;
+}
+
 int cuda_gather(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
     size_t es = esize(a, x, err);

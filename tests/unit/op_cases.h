@@ -430,6 +430,11 @@ OP_CASE(SOFTMAX_CROSS_ENTROPY, "mean, ignore_index", 13, 1, "[4,5] i64=[1,4,2,0]
 OP_CASE(SOFTMAX_CROSS_ENTROPY, "sum, ignore_index", 13, 1, "[5,3] i64=[0,2,1,2,1]",
         "reduction=sum ignore_index=2")
 OP_CASE(SHAPE, "start and end", 15, 1, "[2,3,4,5]", "start=1 end=-1")
+/* TopK of run-time data is lowered to TopKOffsets and a Gather: the kernel's choice and order
+ * (topk_order.h) on every backend; values drawn in [-1, 1) tie seldom: the conformance cases
+ * hold the ties and NaNs */
+OP_CASE(TOP_K_OFFSETS, "largest 3 along the last axis", 13, 2, "[3,7]", "k=3 axis=-1 largest=1")
+OP_CASE(TOP_K_OFFSETS, "smallest 2 along the middle axis", 13, 2, "[2,5,3]", "k=2 axis=1 largest=0")
 OP_CASE(GATHER, "axis 1, repeated index (gradients add)", 13, 1, "[3,4,2] i64=[3,0,0]", "axis=1")
 OP_CASE(SCATTER_ND, "rows of run-time data and updates", 16, 1, "[4,3,2] i64=[2,0]@[2,1] [2,3,2]",
         "")

@@ -237,6 +237,12 @@ typedef struct op_shape_args {
     int64_t start, end;
 } op_shape_args;
 
+/* TopKOffsets: the k first elements along the axis, largest (else smallest) first. */
+typedef struct op_top_k_args {
+    int64_t k, axis;
+    bool largest;
+} op_top_k_args;
+
 typedef enum op_reduction {
     OP_REDUCTION_MEAN = 0,
     OP_REDUCTION_SUM,
@@ -312,6 +318,7 @@ typedef union op_args {
     op_axis_args axis;
     op_split_args split;
     op_shape_args shape;
+    op_top_k_args top_k;
     op_perm_args perm;
     op_resize_args resize;
     op_slice_args slice;

@@ -583,22 +583,29 @@ static void topk_sort(const topk_order *o, int64_t *pos, int64_t *tmp, int64_t n
     }
 }
 
+/* TopK's k (input 1, or attribute k before opset 10) as a plan-time value. */
+static int topk_k(ir_graph *g, ir_node *n, int64_t opset, int64_t *k, oc_err *err) {
+    if (opset < 10 && n->n_inputs < 2) {
+        *k = ir_attr_int(n, "k", -1);
+        return OC_OK;
+    }
+    ir_tensor *kt;
+    int64_t nk;
+    if (op_fold_need_value(g, n, 1, &kt, err)) return OC_ERR;
+    if ((kt->dtype != IR_DTYPE_INT64 && kt->dtype != IR_DTYPE_INT32) || !ir_tensor_numel(kt, &nk) ||
+        nk != 1)
+        return oc_fail(err, "k '%s' must be one int64 value", kt->name);
+    *k = op_fold_num_get(kt, 0).i;
+    return OC_OK;
+}
+
 static int topk_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    ir_tensor *x, *kt;
+    ir_tensor *x;
     int64_t axis, k;
     if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
     if (x->rank < 1) return oc_fail(err, "input '%s' is a scalar", x->name);
     if (op_axis(ir_attr_int(n, "axis", -1), x->rank, "axis", &axis, err)) return OC_ERR;
-    if (opset >= 10 || n->n_inputs > 1) {
-        int64_t nk;
-        if (op_fold_need_value(g, n, 1, &kt, err)) return OC_ERR;
-        if ((kt->dtype != IR_DTYPE_INT64 && kt->dtype != IR_DTYPE_INT32) ||
-            !ir_tensor_numel(kt, &nk) || nk != 1)
-            return oc_fail(err, "k '%s' must be one int64 value", kt->name);
-        k = op_fold_num_get(kt, 0).i;
-    } else {
-        k = ir_attr_int(n, "k", -1);
-    }
+    if (topk_k(g, n, opset, &k, err)) return OC_ERR;
     int64_t len = x->dims[axis];
     if (k < 0 || k > len)
         return oc_fail(err,
@@ -634,13 +641,101 @@ static int topk_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     return op_fold_set(g, n, buf, numel);
 }
 
+/* op_def.lower: TopK of run-time float data (an activation: a mixture of experts' routing,
+ * k-max pooling) at a plan-time k: TopKOffsets(x) ("<node>/indices": the indices, and each
+ * element's offset in x, a kernel of its own, topk_order.h) then the values a Gather of x
+ * flattened at the offsets (the node itself), whose gradient scatter-adds dValues back to
+ * the chosen elements -- torch.topk's gradient. */
+static int topk_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    int64_t axis, k;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x) || !ir_dtype_is_compute(x->dtype)) return OC_OK; /* folds (the host) */
+    if (x->rank < 1) return oc_fail(err, "input '%s' is a scalar", x->name);
+    if (op_axis(ir_attr_int(n, "axis", -1), x->rank, "axis", &axis, err) ||
+        topk_k(g, n, g->opset, &k, err))
+        return OC_ERR;
+    if (k < 0 || k > x->dims[axis])
+        return oc_fail(err,
+                       "k (%" PRId64 ") is outside [0, %" PRId64 "], dim %" PRId64 " of input '%s'",
+                       k, x->dims[axis], axis, x->name);
+    bool largest = ir_attr_int(n, "largest", 1) != 0;
+    int xt = n->inputs[0], it = n->n_outputs > 1 ? n->outputs[1] : -1;
+    char *base = oc_strdup(n->name);
+    if (it >= 0) { /* the indices: TopKOffsets' output 0 */
+        n->n_outputs = 1;
+        g->tensors[it].producer = -1;
+    }
+    op_rewrite_insert(g, node, base, "indices", OP_TOP_K_OFFSETS, xt, -1, it);
+    char *oname = oc_sprintf("%s/offsets", base);
+    int ot = ir_tensor_add(g, oname, IR_DTYPE_UNDEFINED);
+    oc_free(oname);
+    ir_node_add_output(g, node, ot);
+    op_rewrite_attr_int(g, node, "k", k);
+    op_rewrite_attr_int(g, node, "axis", axis);
+    op_rewrite_attr_int(g, node, "largest", largest);
+    int flat = op_rewrite_flatten(g, node + 1, base, "flat", xt);
+    op_rewrite_become(g, node + 2, OP_GATHER);
+    ir_node_add_input(g, node + 2, flat);
+    ir_node_add_input(g, node + 2, ot);
+    op_rewrite_attr_int(g, node + 2, "axis", 0);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* x (run-time float data) stays data: the parameters behind it keep their gradients. */
+static const op_role topk_roles[] = {OP_IN_DATA, OP_IN_CONST};
+
 const op_def op_def_top_k = {.min_inputs = 1,
                              .max_inputs = 2,
                              .min_outputs = 2,
                              .max_outputs = 2,
-                             .roles = op_fold_const_role,
-                             .n_roles = 1,
-                             .infer = topk_infer};
+                             .roles = topk_roles,
+                             .n_roles = 2,
+                             .infer = topk_infer,
+                             .lower = topk_lower};
+
+/* TopKOffsets(x; k, axis, largest) -> indices, offsets: int64, x's dims with k along the
+ * axis. No gradient: the values are the Gather of topk_lower. */
+static int top_k_offsets_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    int64_t axis, k = ir_attr_int(n, "k", -1), y[IR_MAX_RANK];
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (!ir_dtype_is_compute(x->dtype))
+        return oc_fail(err, "input '%s' is %s; TopKOffsets takes float data", x->name,
+                       ir_dtype_name(x->dtype));
+    if (x->rank < 1 || op_axis(ir_attr_int(n, "axis", -1), x->rank, "axis", &axis, err))
+        return x->rank < 1 ? oc_fail(err, "input '%s' is a scalar", x->name) : OC_ERR;
+    if (k < 0 || k > x->dims[axis])
+        return oc_fail(err, "k (%" PRId64 ") is outside [0, %" PRId64 "]", k, x->dims[axis]);
+    memcpy(y, x->dims, sizeof y);
+    y[axis] = k;
+    op_set_out(g, n, 0, IR_DTYPE_INT64, x->rank, y);
+    op_set_out(g, n, 1, IR_DTYPE_INT64, x->rank, y);
+    return OC_OK;
+}
+
+static int top_k_offsets_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    const ir_tensor *x = ir_node_in((ir_graph *)g, n, 0);
+    op_top_k_args *p = &op_args_new(n)->top_k;
+    p->k = ir_attr_int(n, "k", 0);
+    p->largest = ir_attr_int(n, "largest", 1) != 0;
+    return op_axis(ir_attr_int(n, "axis", -1), x->rank, "axis", &p->axis, err);
+}
+
+static const op_role top_k_offsets_roles[] = {OP_IN_DATA};
+
+const op_def op_def_top_k_offsets = {.min_inputs = 1,
+                                     .max_inputs = 1,
+                                     .min_outputs = 2,
+                                     .max_outputs = 2,
+                                     .roles = top_k_offsets_roles,
+                                     .n_roles = 1,
+                                     .infer = top_k_offsets_infer,
+                                     .decode = top_k_offsets_decode};
 
 /* Data differentiable (the lowered Gather's), indices plan-time. */
 static const op_role gather_elements_roles[] = {OP_IN_DATA, OP_IN_CONST};

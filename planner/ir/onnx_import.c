@@ -14,6 +14,7 @@
 #include "ir/onnx_export.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_util.h"
 #include "ir/out_file.h"
 #include "ir/strmap.h"
 
@@ -627,16 +628,7 @@ static bool import_scalar(const ir_graph *g, int t, int64_t *v) {
             return true;
         }
     }
-    if (!src || src->data_src != IR_DATA_INLINE || src->rank != 0) return false;
-    if (src->dtype == IR_DTYPE_INT64 && src->data_bytes == 8) memcpy(v, src->data, 8);
-    else if (src->dtype == IR_DTYPE_INT32 && src->data_bytes == 4) {
-        int32_t w;
-        memcpy(&w, src->data, 4);
-        *v = w;
-    } else {
-        return false;
-    }
-    return true;
+    return src && src->rank == 0 && op_int_scalar(src, false, v);
 }
 
 /* torch 2.x's exporter writes torch.chunk / split as SplitToSequence whose

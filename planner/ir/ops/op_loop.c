@@ -19,23 +19,6 @@
 
 #define LOOP_MAX_ITERATIONS 4096
 
-/* A plan-time scalar: an integer's value, or a bool's. */
-static bool scalar_value(const ir_tensor *t, int64_t *v) {
-    int64_t n;
-    if (!t || !op_is_value(t) || !ir_tensor_numel(t, &n) || n != 1) return false;
-    if (t->dtype == IR_DTYPE_INT64 && t->data_bytes == 8) memcpy(v, t->data, 8);
-    else if (t->dtype == IR_DTYPE_INT32 && t->data_bytes == 4) {
-        int32_t w;
-        memcpy(&w, t->data, 4);
-        *v = w;
-    } else if (t->dtype == IR_DTYPE_BOOL && t->data_bytes == 1) {
-        *v = ((const uint8_t *)t->data)[0] != 0;
-    } else {
-        return false;
-    }
-    return true;
-}
-
 /* A rank-0 constant of type dt holding v (the iteration number, a true condition). */
 static int scalar_const(ir_graph *g, const char *name, ir_dtype dt, int64_t v) {
     int c = ir_tensor_add(g, name, dt);
@@ -77,9 +60,9 @@ static int check_condition(const ir_graph *g, int node, const ir_graph *b, oc_er
         }
         int t;
         if (placeholder(x) && outer_tensor(g, node, x, &t, err) == OC_OK &&
-            scalar_value(&g->tensors[t], &v) && v)
+            op_is_value(&g->tensors[t]) && op_int_scalar(&g->tensors[t], true, &v) && v)
             return OC_OK;
-        if (x->is_initializer && scalar_value(x, &v) && v) return OC_OK;
+        if (x->is_initializer && op_is_value(x) && op_int_scalar(x, true, &v) && v) return OC_OK;
         break;
     }
     if (c == cin) return OC_OK;
@@ -222,12 +205,12 @@ static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     if (!m)
         return oc_fail(err, "no trip count: a loop that runs until its condition changes is "
                             "not supported");
-    if (!scalar_value(m, &trips))
+    if (!(op_is_value(m) && op_int_scalar(m, true, &trips)))
         return oc_fail(err,
                        "trip count '%s' is computed at run time; outcore unrolls loops whose "
                        "count is known at load",
                        m->name);
-    if (c && !scalar_value(c, &run))
+    if (c && !(op_is_value(c) && op_int_scalar(c, true, &run)))
         return oc_fail(err, "condition '%s' is computed at run time", c->name);
     if (trips < 0 || trips > LOOP_MAX_ITERATIONS)
         return oc_fail(err, "trip count %" PRId64 " (outcore unrolls 0 to %d iterations)", trips,
@@ -309,7 +292,7 @@ static int if_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     const ir_node *n = &g->nodes[node];
     int64_t cond;
     ir_tensor *c = ir_node_in(g, n, 0);
-    if (!c || !scalar_value(c, &cond))
+    if (!c || !(op_is_value(c) && op_int_scalar(c, true, &cond)))
         return oc_fail(err,
                        "condition '%s' is computed at run time; outcore takes an If whose "
                        "condition is known at load",

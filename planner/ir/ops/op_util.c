@@ -8,6 +8,23 @@ bool op_is_value(const ir_tensor *t) {
     return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
 }
 
+bool op_int_scalar(const ir_tensor *t, bool with_bool, int64_t *v) {
+    int64_t n;
+    if (!t || t->data_src != IR_DATA_INLINE || !ir_tensor_numel(t, &n) || n != 1) return false;
+    if (t->dtype == IR_DTYPE_INT64 && t->data_bytes == 8) {
+        memcpy(v, t->data, 8);
+    } else if (t->dtype == IR_DTYPE_INT32 && t->data_bytes == 4) {
+        int32_t w;
+        memcpy(&w, t->data, 4);
+        *v = w;
+    } else if (with_bool && t->dtype == IR_DTYPE_BOOL && t->data_bytes == 1) {
+        *v = ((const uint8_t *)t->data)[0] != 0;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 int op_operand_dtype(const ir_tensor *a, const ir_tensor *b, ir_dtype *dt, oc_err *err) {
     *dt = a->dtype;
     if (a->dtype == b->dtype) return OC_OK;

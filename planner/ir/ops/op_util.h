@@ -12,6 +12,10 @@
  * a Constant). A parameter's weights are data too, but they change every step:
  * folding them would cut the parameter off from its gradient. */
 bool op_is_value(const ir_tensor *t);
+/* The one element of t's inline data as an integer: int64, int32, or (with_bool) bool as
+ * 0 / 1; false for any other type, count or storage. Whether t is a plan-time value is the
+ * caller's test (a loop's trip count, an importer's scalar: Constant attributes too). */
+bool op_int_scalar(const ir_tensor *t, bool with_bool, int64_t *v);
 /* The element type two operands compute in (Add, Mul, Where's X and Y): their
  * common type, or where one is a float plan-time value (an exporter's scalar)
  * and the other a half activation (autocast), the activation's: the value is

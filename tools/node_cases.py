@@ -621,6 +621,23 @@ def topk_run_time_cases(rng):
         else:
             write_case(f"test_topk_f32_run_time_{name}", nodes, [("x", x)],
                        [("v", vals), ("i", idx.astype(np.int64))])
+    # the indices used on the device: another activation gathered at them (ElementOffsets,
+    # then a Gather), and the values scatter-added back into zeros at them (a scatter-add)
+    x = rng.standard_normal([2, 6]).astype(np.float32)
+    d = rng.standard_normal([2, 6]).astype(np.float32)
+    r = np.maximum(x, 0)
+    idx = np.argsort(-r, axis=1, kind="stable")[:, :3]
+    vals = np.take_along_axis(r, idx, 1)
+    back = np.zeros([2, 6], np.float32)
+    np.put_along_axis(back, idx, vals, 1)
+    nodes = [const("k", np.array([3], np.int64)), helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("TopK", ["r", "k"], ["v", "i"]),
+             helper.make_node("Tanh", ["d"], ["t"]),
+             helper.make_node("GatherElements", ["t", "i"], ["g"], axis=1),
+             const("z", np.zeros([2, 6], np.float32)),
+             helper.make_node("ScatterElements", ["z", "i", "v"], ["b"], axis=1, reduction="add")]
+    write_case("test_topk_f32_run_time_indices_used", nodes, [("x", x), ("d", d)],
+               [("g", np.take_along_axis(np.tanh(d), idx, 1)), ("b", back)], 16)
 
 
 def scatter_reduction_cases(rng):
@@ -890,7 +907,7 @@ def main():
     scatter_reduction_cases(rng)
     topk_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 3
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -536,6 +536,31 @@ def tiny_topk():
     return TinyTopK()
 
 
+class TinyTokenSelect(nn.Module):
+    """Token selection as token-pruning vision transformers write it (EViT, DynamicViT): a
+    score per patch token, the top 5 tokens' features gathered at TopK's indices (the
+    indices computed on the device: GatherElements at an ElementOffsets kernel's offsets),
+    weighted by their scores' sigmoid, pooled. Gradients reach the chosen tokens and the
+    scorer through the values."""
+
+    def __init__(self):
+        super().__init__()
+        self.patch = nn.Conv2d(3, 8, 8, stride=8)  # (N, 8, 4, 4): 16 tokens
+        self.score = nn.Linear(8, 1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        t = self.patch(x).flatten(2).transpose(1, 2)  # (N, 16, 8)
+        s = self.score(t)  # (N, 16, 1)
+        v, i = s.topk(5, dim=1)  # (N, 5, 1)
+        chosen = t.gather(1, i.expand(-1, -1, t.shape[2]))  # (N, 5, 8)
+        return self.fc((chosen * v.sigmoid()).mean(1))
+
+
+def tiny_token_select():
+    return TinyTokenSelect()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
@@ -543,7 +568,8 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_r3d": tiny_r3d, "tiny_mvit": tiny_mvit, "tiny_acts": tiny_acts,
         "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather,
         "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn,
-        "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk}
+        "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk,
+        "tiny_token_select": tiny_token_select}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -355,7 +355,9 @@ int cpu_less(const kernel_args *a, oc_err *err) {
 /* X (float), shape -> X broadcast to the output's shape. */
 int cpu_expand(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    if (x->dtype != IR_DTYPE_INT64 && x->dtype != IR_DTYPE_INT32 &&
+        kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
     return bcast_apply(a, x, a->in[0], y, a->out[0], BC_ASSIGN, err);
 }
 

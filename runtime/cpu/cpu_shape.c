@@ -338,6 +338,34 @@ int cpu_top_k_offsets(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* indices (int32/int64) -> the row-major offset in data (data_shape) of each index's element
+ * along the axis (negative indices from the end; one outside the axis fails, named). */
+int cpu_element_offsets(const kernel_args *a, oc_err *err) {
+    const ir_tensor *ti = kernel_in(a, 0);
+    const op_element_offsets_args *p = &op_args_of(a->n)->element_offsets;
+    bool i64 = ti->dtype == IR_DTYPE_INT64;
+    if (!i64 && ti->dtype != IR_DTYPE_INT32)
+        return kernel_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
+    int64_t n = kernel_numel(ti), extent = p->dims[p->axis], *out = a->out[0];
+    for (int64_t o = 0; o < n; o++) {
+        int64_t v = i64 ? ((const int64_t *)a->in[0])[o] : ((const int32_t *)a->in[0])[o];
+        if (v < -extent || v >= extent)
+            return kernel_fail(a, err,
+                               "index %" PRId64 " (element %" PRId64 ") is outside [%" PRId64
+                               ", %" PRId64 ")",
+                               v, o, -extent, extent);
+        int64_t rest = o, off = 0, stride = 1;
+        for (int d = p->rank - 1; d >= 0; d--) {
+            int64_t c = rest % ti->dims[d];
+            rest /= ti->dims[d];
+            off += (d == p->axis ? (v < 0 ? v + extent : v) : c) * stride;
+            stride *= p->dims[d];
+        }
+        out[o] = off;
+    }
+    return OC_OK;
+}
+
 int cpu_gather(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
     size_t es = esize(a, x, err);

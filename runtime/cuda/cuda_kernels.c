@@ -355,9 +355,10 @@ int cuda_less(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 /* cpu_expand */
 int cuda_expand(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
-    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
-    CU_LAUNCH(cu_bcast_apply(c->stream, CU_DT_F32, a->in[0], shape_of(x), a->out[0], shape_of(y),
-                             CU_BC_ASSIGN));
+    int dt = x->dtype == IR_DTYPE_INT64 ? CU_DT_I64 : x->dtype == IR_DTYPE_INT32 ? CU_DT_I32 : -1;
+    if (dt < 0 && kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    CU_LAUNCH(cu_bcast_apply(c->stream, dt < 0 ? CU_DT_F32 : dt, a->in[0], shape_of(x), a->out[0],
+                             shape_of(y), CU_BC_ASSIGN));
     return OC_OK;
 }
 
@@ -853,6 +854,18 @@ int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     OC_ASSERT(a->scratch_bytes >= gather_grad_scratch(a->g, a->n));
     CU_LAUNCH(cu_gather_grad(c->stream, a->in[0], a->in[1], ti->dtype == IR_DTYPE_INT64, a->out[0],
                              outer, dx->dims[axis], kernel_numel(ti), inner, a->scratch));
+    return OC_OK;
+}
+
+int cuda_element_offsets(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *ti = kernel_in(a, 0);
+    const op_element_offsets_args *p = &op_args_of(a->n)->element_offsets;
+    if (ti->dtype != IR_DTYPE_INT64 && ti->dtype != IR_DTYPE_INT32)
+        return kernel_fail(a, err, "indices '%s' must be int32 or int64", ti->name);
+    cu_shape dd = {.rank = p->rank};
+    for (int d = 0; d < p->rank; d++) dd.d[d] = p->dims[d];
+    CU_LAUNCH(cu_element_offsets(c->stream, a->in[0], ti->dtype == IR_DTYPE_INT64, shape_of(ti), dd,
+                                 (int)p->axis, a->out[0]));
     return OC_OK;
 }
 

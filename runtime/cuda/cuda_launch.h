@@ -443,6 +443,10 @@ int cu_scatter_nd(void *stream, int es, const void *idx, int idx64, int64_t rows
 /* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
 int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,
               int64_t outer, int64_t extent, int64_t ni, int64_t inner);
+/* ElementOffsets: out[o] = the offset in data (dims dd) of index o's element (indices id,
+ * int64 when idx64, else int32) along the axis; INT64_MAX for one outside the axis. */
+int cu_element_offsets(void *stream, const void *idx, int idx64, cu_shape id, cu_shape dd, int axis,
+                       int64_t *out);
 /* TopKOffsets: per line (outer x inner lines of len along the axis) the indices and flat
  * offsets of its k first elements in topk_order.h's order, [outer, k, inner] each. */
 int cu_top_k_offsets(void *stream, const float *x, int64_t outer, int64_t len, int64_t inner,

@@ -3889,6 +3889,36 @@ extern "C" int cu_top_k_offsets(void *stream, const float *x, int64_t outer, int
     return last_error();
 }
 
+// ElementOffsets (cpu_element_offsets): an index outside the axis gives INT64_MAX, which
+// Gather reads as 0 and GatherGrad skips (gg_index); the cpu backend fails there instead.
+__global__ void k_element_offsets(const void *idx, int idx64, cu_shape id, cu_shape dd, int axis,
+                                  int64_t *out, int64_t n) {
+    GRID_LOOP(o, n) {
+        int64_t v = idx64 ? ((const int64_t *)idx)[o] : ((const int32_t *)idx)[o];
+        int64_t extent = dd.d[axis], rest = o, off = 0, stride = 1;
+        if (v < -extent || v >= extent) {
+            out[o] = INT64_MAX;
+            continue;
+        }
+        for (int d = id.rank - 1; d >= 0; d--) {
+            int64_t c = rest % id.d[d];
+            rest /= id.d[d];
+            off += (d == axis ? (v < 0 ? v + extent : v) : c) * stride;
+            stride *= dd.d[d];
+        }
+        out[o] = off;
+    }
+}
+
+extern "C" int cu_element_offsets(void *stream, const void *idx, int idx64, cu_shape id,
+                                  cu_shape dd, int axis, int64_t *out) {
+    int64_t n = numel(id);
+    if (n == 0) return 0;
+    k_element_offsets<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(idx, idx64, id, dd, axis,
+                                                                           out, n);
+    return last_error();
+}
+
 extern "C" int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64,
                          void *out, int64_t outer, int64_t extent, int64_t ni, int64_t inner) {
     int64_t n = outer * ni * inner * es;

@@ -435,6 +435,11 @@ OP_CASE(SHAPE, "start and end", 15, 1, "[2,3,4,5]", "start=1 end=-1")
  * hold the ties and NaNs */
 OP_CASE(TOP_K_OFFSETS, "largest 3 along the last axis", 13, 2, "[3,7]", "k=3 axis=-1 largest=1")
 OP_CASE(TOP_K_OFFSETS, "smallest 2 along the middle axis", 13, 2, "[2,5,3]", "k=2 axis=1 largest=0")
+/* ... and a gather at those indices: ElementOffsets, each index's element's offset in data */
+OP_CASE(ELEMENT_OFFSETS, "along the middle axis, indices narrower than data", 13, 1, "i64<5[2,4,2]",
+        "data_shape=[2,5,3] axis=1")
+OP_CASE(ELEMENT_OFFSETS, "negative indices from the end", 13, 1, "i64=[-1,0,-3,2]@[1,4]",
+        "data_shape=[2,3] axis=1")
 OP_CASE(GATHER, "axis 1, repeated index (gradients add)", 13, 1, "[3,4,2] i64=[3,0,0]", "axis=1")
 OP_CASE(SCATTER_ND, "rows of run-time data and updates", 16, 1, "[4,3,2] i64=[2,0]@[2,1] [2,3,2]",
         "")

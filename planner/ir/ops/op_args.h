@@ -237,6 +237,12 @@ typedef struct op_shape_args {
     int64_t start, end;
 } op_shape_args;
 
+/* ElementOffsets: the data's dims and the axis the indices select along. */
+typedef struct op_element_offsets_args {
+    int rank;
+    int64_t axis, dims[IR_MAX_RANK];
+} op_element_offsets_args;
+
 /* TopKOffsets: the k first elements along the axis, largest (else smallest) first. */
 typedef struct op_top_k_args {
     int64_t k, axis;
@@ -319,6 +325,7 @@ typedef union op_args {
     op_split_args split;
     op_shape_args shape;
     op_top_k_args top_k;
+    op_element_offsets_args element_offsets;
     op_perm_args perm;
     op_resize_args resize;
     op_slice_args slice;

@@ -439,19 +439,51 @@ static int gather_elements_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err 
     return op_fold_set(g, n, buf, numel);
 }
 
-/* The offsets in data x of the elements that indices it (known only at run time: integer
- * glue of the model's integer inputs, host_inputs.h) select along the axis, as
- * GatherElements and ScatterElements read them: a GatherElements of a plan-time table --
+/* Whether run-time integer tensor t is computed on the device: a TopK of an activation
+ * (TopKOffsets) is among what it is computed from (an Expand or Reshape of its indices); else
+ * it comes from the model's integer inputs, which the host computes from. */
+static bool device_indices(const ir_graph *g, int t) {
+    bool *seen = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
+    int *stack = oc_malloc((size_t)g->n_tensors * sizeof(int) + sizeof(int)), top = 0;
+    bool device = false;
+    stack[top++] = t;
+    seen[t] = true;
+    while (top > 0 && !device) {
+        const ir_tensor *x = &g->tensors[stack[--top]];
+        if (x->producer < 0 || op_is_value(x)) continue;
+        const ir_node *p = &g->nodes[x->producer];
+        device = p->op == OP_TOP_K_OFFSETS;
+        for (int k = 0; k < p->n_inputs && !device; k++) {
+            int u = p->inputs[k];
+            if (u >= 0 && !seen[u]) seen[u] = true, stack[top++] = u;
+        }
+    }
+    oc_free(seen), oc_free(stack);
+    return device;
+}
+
+/* The offsets in data x of the elements that indices it (known only at run time) select
+ * along the axis, as GatherElements and ScatterElements read them, by a node inserted at
+ * `node` ("<base>/offsets", returned in *offs). Indices a TopK of an activation gives (the
+ * top-k tokens' features gathered; device_indices) are an ElementOffsets kernel's. Integer glue of the
+ * model's integer inputs (host_inputs.h) is a GatherElements of a plan-time table --
  * table[c] = the row-major offset in data of coordinate c, c's dims the indices' but the
- * axis' data's -- at the indices, inserted at `node` ("<base>/offsets", returned in *offs),
- * which the host folds each step (negative indices counted from the end, one outside the
- * axis refused, naming the node). Indices computed on the device from float data are
- * refused there. */
+ * axis' data's -- at the indices, which the host folds each step (negative indices counted
+ * from the end, one outside the axis refused, naming the node). Indices computed otherwise
+ * on the device are refused there. */
 static int elements_offsets(ir_graph *g, int node, const char *base, int xt, int it, int64_t axis,
                             int *offs, oc_err *err) {
     const ir_tensor *x = &g->tensors[xt], *idx = &g->tensors[it];
     int64_t dims[IR_MAX_RANK], numel = 1;
     int rank = x->rank;
+    if (device_indices(g, it)) {
+        /* indices the device computes (a TopK of an activation): a kernel of its own */
+        memcpy(dims, x->dims, sizeof dims);
+        *offs = op_rewrite_insert(g, node, base, "offsets", OP_ELEMENT_OFFSETS, it, -1, -1);
+        op_rewrite_attr_ints(g, node, "data_shape", rank, dims);
+        op_rewrite_attr_int(g, node, "axis", axis);
+        return OC_OK;
+    }
     for (int d = 0; d < rank; d++) {
         dims[d] = d == axis ? x->dims[d] : idx->dims[d];
         if (dims[d] > 0 && numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / dims[d])
@@ -725,6 +757,46 @@ static int top_k_offsets_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     p->largest = ir_attr_int(n, "largest", 1) != 0;
     return op_axis(ir_attr_int(n, "axis", -1), x->rank, "axis", &p->axis, err);
 }
+
+/* ElementOffsets(indices; data_shape, axis) -> int64 offsets, the indices' shape: the
+ * row-major offset in data of each index's element (its own coordinates, the axis' from
+ * the index; negative ones count from the end). The indices must fit data but along the
+ * axis. No gradient: integers. */
+static int element_offsets_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *idx;
+    const int64_t *dims;
+    if (index_input(g, n, 0, &idx, err)) return OC_ERR;
+    int r = ir_attr_ints(n, "data_shape", &dims);
+    int64_t axis = ir_attr_int(n, "axis", 0);
+    if (r != idx->rank || axis < 0 || axis >= r)
+        return oc_fail(err, "data_shape, axis and indices '%s' do not agree", idx->name);
+    for (int d = 0; d < r; d++)
+        if (dims[d] < 0 || (d != axis && idx->dims[d] > dims[d]))
+            return oc_fail(err, "indices '%s' have %" PRId64 " at dim %d, data %" PRId64, idx->name,
+                           idx->dims[d], d, dims[d]);
+    op_set_out(g, n, 0, IR_DTYPE_INT64, idx->rank, idx->dims);
+    return OC_OK;
+}
+
+static int element_offsets_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g, (void)err;
+    op_element_offsets_args *p = &op_args_new(n)->element_offsets;
+    const int64_t *dims;
+    p->rank = ir_attr_ints(n, "data_shape", &dims);
+    memcpy(p->dims, dims, (size_t)p->rank * sizeof *dims);
+    p->axis = ir_attr_int(n, "axis", 0);
+    return OC_OK;
+}
+
+const op_def op_def_element_offsets = {.min_inputs = 1,
+                                       .max_inputs = 1,
+                                       .min_outputs = 1,
+                                       .max_outputs = 1,
+                                       .roles = op_fold_const_role,
+                                       .n_roles = 1,
+                                       .infer = element_offsets_infer,
+                                       .decode = element_offsets_decode};
 
 static const op_role top_k_offsets_roles[] = {OP_IN_DATA};
 

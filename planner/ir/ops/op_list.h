@@ -100,6 +100,7 @@
     X(CAST, "Cast", ONNX, cast, cast)                                                              \
     X(CAST_LIKE, "CastLike", ONNX, cast_like, cast)                                                \
     X(TOP_K_OFFSETS, "TopKOffsets", OC, top_k_offsets, top_k_offsets)                              \
+    X(ELEMENT_OFFSETS, "ElementOffsets", OC, element_offsets, element_offsets)                     \
     /* backward, loss gradient and update (OC_DOMAIN) */                                           \
     X(CONV_BACKWARD_DATA, "ConvBackwardData", OC, conv_backward_data, conv_backward_data)          \
     X(CONV_BACKWARD_FILTER, "ConvBackwardFilter", OC, conv_backward_filter, conv_backward_filter)  \
@@ -226,7 +227,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 164
+#define OP_LIST_COUNT 165
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -79,7 +79,10 @@ static int expand_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     if (op_expand_fold(g, n, err)) return OC_ERR;
     const ir_tensor *x = ir_node_in(g, n, 0);
-    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(x->dtype))
+    /* run-time int64 / int32: indices a TopK gave, broadcast for a gather (topk(..)[1]
+     * .expand(..)) */
+    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(x->dtype) &&
+        x->dtype != IR_DTYPE_INT64 && x->dtype != IR_DTYPE_INT32)
         return oc_fail(err, "Expand of a %s tensor computed at run time is not supported",
                        ir_dtype_name(x->dtype));
     return OC_OK;

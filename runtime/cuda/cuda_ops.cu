@@ -2168,6 +2168,8 @@ extern "C" int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy,
 
 // GatherGrad as a counting sort of the indices (deterministic, and the cpu kernel's order):
 // bucket e holds the positions j with idx[j] == e, ascending; dx[o, e, i] sums dy over them.
+// O(ni log c) for buckets of c positions (the placement was O(ni^2) before 2026-11-30: a
+// scatter-add of millions of elements, a graph network's messages, would not finish).
 __device__ static inline int64_t gg_index(const void *idx, int idx64, int64_t j, int64_t extent) {
     int64_t k = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
     if (k < 0) k += extent;
@@ -2190,14 +2192,36 @@ __global__ void k_gg_scan(const unsigned long long *in, unsigned long long *out,
     GRID_LOOP(i, n) out[i] = i >= d ? in[i] + in[i - d] : in[i];
 }
 
-// position j goes to its bucket's start plus the count of earlier positions in the bucket
-__global__ void k_gg_place(const void *idx, int idx64, int64_t ni, int64_t extent,
-                           const unsigned long long *start, int64_t *order) {
+// position j goes into its bucket, at a slot the bucket's cursor hands out (in any order)
+__global__ void k_gg_fill(const void *idx, int idx64, int64_t ni, int64_t extent,
+                          const unsigned long long *start, unsigned long long *cursor,
+                          int64_t *order) {
     GRID_LOOP(j, ni) {
-        int64_t k = gg_index(idx, idx64, j, extent), r = 0;
-        if (k < 0) continue;
-        for (int64_t q = 0; q < j; q++) r += gg_index(idx, idx64, q, extent) == k;
-        order[start[k] + r] = j;
+        int64_t k = gg_index(idx, idx64, j, extent);
+        if (k >= 0) order[start[k] + atomicAdd(&cursor[k], 1ULL)] = j;
+    }
+}
+
+// each bucket's positions sorted ascending (a heapsort in its thread: O(c log c) for a
+// bucket of c), so the sums run in index order whatever order the slots were handed out in
+__device__ static inline void gg_sift(int64_t *a, int64_t root, int64_t n) {
+    for (int64_t c = 2 * root + 1; c < n; root = c, c = 2 * root + 1) {
+        if (c + 1 < n && a[c + 1] > a[c]) c++;
+        if (a[root] >= a[c]) return;
+        int64_t t = a[root];
+        a[root] = a[c], a[c] = t;
+    }
+}
+
+__global__ void k_gg_sort(const unsigned long long *start, int64_t *order, int64_t extent) {
+    GRID_LOOP(e, extent) {
+        int64_t *a = order + start[e], n = (int64_t)(start[e + 1] - start[e]);
+        for (int64_t r = n / 2 - 1; r >= 0; r--) gg_sift(a, r, n);
+        for (int64_t end = n - 1; end > 0; end--) {
+            int64_t t = a[0];
+            a[0] = a[end], a[end] = t;
+            gg_sift(a, 0, end);
+        }
     }
 }
 
@@ -2227,7 +2251,11 @@ extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, in
         unsigned long long *t = a;
         a = b, b = t;
     }
-    if (ni > 0) k_gg_place<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a, order);
+    if (ni > 0) { /* b, the scan's other buffer, is free: the buckets' cursors */
+        k_gg_zero<<<blocks_for(m), THREADS, 0, st>>>(b, m);
+        k_gg_fill<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a, b, order);
+        k_gg_sort<<<blocks_for(extent), THREADS, 0, st>>>(a, order, extent);
+    }
     k_gg_sum<<<blocks_for(n), THREADS, 0, st>>>(dy, a, order, dx, extent, ni, inner, n);
     return last_error();
 }

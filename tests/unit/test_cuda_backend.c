@@ -448,6 +448,59 @@ static void test_relu_grad_addend(void **state) {
 #endif
 }
 
+/* GatherGrad on the emulator, bit for bit the sum of each index's dY rows in index order (the
+ * cpu kernel's): 3000 positions into 7 rows, so a row's positions lie on many threads of the
+ * grid-stride loop (the emulated grid is 2 blocks of 256 threads) and its slots are handed
+ * out out of order: the per-bucket sort puts them back (without it, the sums' order differs). */
+static void test_gather_grad_order(void **state) {
+    (void)state;
+#ifdef OC_CUDA_EMU
+    enum { NI = 3000, EXTENT = 7, INNER = 3 };
+    cudaStream_t st;
+    assert_int_equal(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+    static float dy[NI * INNER], dx[EXTENT * INNER];
+    static int64_t idx[NI];
+    uint64_t rng = 11;
+    for (int j = 0; j < NI; j++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        idx[j] = (int64_t)((rng >> 33) % (EXTENT + 1)) - 1; /* -1: the last row, from the end */
+        for (int i = 0; i < INNER; i++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            dy[j * INNER + i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+    }
+    size_t ws_count = 2 * (EXTENT + 1) + NI;
+    float *ddy, *ddx;
+    int64_t *didx, *ws;
+    assert_int_equal(cudaMalloc((void **)&ddy, sizeof dy), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&ddx, sizeof dx), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&didx, sizeof idx), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&ws, ws_count * sizeof *ws), cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(ddy, dy, sizeof dy, cudaMemcpyHostToDevice, st), cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(didx, idx, sizeof idx, cudaMemcpyHostToDevice, st),
+                     cudaSuccess);
+    assert_int_equal(cu_gather_grad(st, ddy, didx, 1, ddx, 1, EXTENT, NI, INNER, ws), 0);
+    assert_int_equal(cudaMemcpyAsync(dx, ddx, sizeof dx, cudaMemcpyDeviceToHost, st), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(st), cudaSuccess);
+    for (int e = 0; e < EXTENT; e++)
+        for (int i = 0; i < INNER; i++) {
+            float want = 0.0f;
+            for (int j = 0; j < NI; j++)
+                if ((idx[j] < 0 ? idx[j] + EXTENT : idx[j]) == e) want += dy[j * INNER + i];
+            if (memcmp(&dx[e * INNER + i], &want, 4) != 0)
+                fail_msg("row %d, element %d: %.9g, want %.9g (index order)", e, i,
+                         (double)dx[e * INNER + i], (double)want);
+        }
+    cudaFree(ddy), cudaFree(ddx), cudaFree(didx), cudaFree(ws);
+    cudaStreamDestroy(st);
+    printf("ok - emulated cuda: GatherGrad sums each row's %d positions in index order, bit for "
+           "bit\n",
+           NI / EXTENT);
+#else
+    printf("# SKIP GatherGrad order check: not the emulator\n");
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backend_new_or_skip),
@@ -459,6 +512,7 @@ int main(void) {
         cmocka_unit_test(test_bn_relu_grad_half_mask),
         cmocka_unit_test(test_bn_vectors),
         cmocka_unit_test(test_relu_grad_addend),
+        cmocka_unit_test(test_gather_grad_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -561,6 +561,29 @@ def tiny_token_select():
     return TinyTokenSelect()
 
 
+class TinyPixelShuffle(nn.Module):
+    """Sub-pixel convolution as super-resolution and GAN generators write it: a convolution to
+    4x the channels, nn.PixelShuffle(2) (the legacy exporter's DepthToSpace, CRD), CELU,
+    nn.PixelUnshuffle(4) (SpaceToDepth's reshapes), a convolution, pooled."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Conv2d(3, 16, 3, stride=2, padding=1)  # (N, 16, 16, 16)
+        self.shuffle = nn.PixelShuffle(2)  # (N, 4, 32, 32)
+        self.act = nn.CELU(0.7)
+        self.unshuffle = nn.PixelUnshuffle(4)  # (N, 64, 8, 8)
+        self.conv = nn.Conv2d(64, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = self.unshuffle(self.act(self.shuffle(self.up(x))))
+        return self.fc(self.conv(h).mean((2, 3)))
+
+
+def tiny_pixel_shuffle():
+    return TinyPixelShuffle()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
@@ -569,7 +592,7 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather,
         "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn,
         "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk,
-        "tiny_token_select": tiny_token_select}
+        "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -204,7 +204,11 @@
     X(SEQUENCE_EMPTY, "SequenceEmpty", ONNX, sequence_empty, none)                                 \
     X(SEQUENCE_INSERT, "SequenceInsert", ONNX, sequence_insert, none)                              \
     X(SEQUENCE_AT, "SequenceAt", ONNX, sequence_at, none)                                          \
-    X(CONCAT_FROM_SEQUENCE, "ConcatFromSequence", ONNX, concat_from_sequence, none)
+    X(CONCAT_FROM_SEQUENCE, "ConcatFromSequence", ONNX, concat_from_sequence, none)                \
+    X(DEPTH_TO_SPACE, "DepthToSpace", ONNX, depth_to_space, none)                                  \
+    X(SPACE_TO_DEPTH, "SpaceToDepth", ONNX, space_to_depth, none)                                  \
+    X(MEAN, "Mean", ONNX, mean, none)                                                              \
+    X(CELU, "Celu", ONNX, celu, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -227,7 +231,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 165
+#define OP_LIST_COUNT 169
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

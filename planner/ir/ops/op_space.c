@@ -1,0 +1,149 @@
+/* op_space.c — ops rewritten at load into others whose kernels and gradients run them
+ * (op_def.lower), none of them a kernel of its own:
+ * - DepthToSpace (nn.PixelShuffle's legacy export: super-resolution, GAN generators) and
+ *   SpaceToDepth (PixelUnshuffle, YOLOv5's Focus): Reshape, Transpose, Reshape;
+ * - Mean of several inputs: their Sum, scaled by 1/n;
+ * - Celu: alpha Elu(x / alpha). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "ir/ops/op_rewrite.h"
+#include "ir/ops/op_util.h"
+
+/* Node `node` rewritten as Reshape(x, a) -> Transpose(perm) -> Reshape(.., y), the node
+ * itself the last Reshape (its output kept). */
+static void reshape_transpose_reshape(ir_graph *g, int node, int xt, int ra, const int64_t *a,
+                                      const int64_t *perm, int ry, const int64_t *y) {
+    char *base = oc_strdup(g->nodes[node].name);
+    int t = op_rewrite_reshape(g, node, base, "blocks", xt, ra, a);
+    t = op_rewrite_insert(g, node + 1, base, "moved", OP_TRANSPOSE, t, -1, -1);
+    op_rewrite_attr_ints(g, node + 1, "perm", ra, perm);
+    int ys = op_rewrite_ints(g, base, "shape", ry, y);
+    op_rewrite_become(g, node + 2, OP_RESHAPE);
+    ir_node_add_input(g, node + 2, t);
+    ir_node_add_input(g, node + 2, ys);
+    oc_free(base);
+}
+
+/* DepthToSpace(x [N, C, H, W]; blocksize b, mode DCR or CRD) -> [N, C / b², H b, W b]:
+ * DCR reads the channels as (b, b, C / b²), CRD as (C / b², b, b). SpaceToDepth(x; b) ->
+ * [N, C b², H / b, W / b], the inverse of DCR. */
+static int space_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (x->rank != 4)
+        return oc_fail(err, "input '%s' has rank %d; it takes [N, C, H, W]", x->name, x->rank);
+    int64_t b = ir_attr_int(n, "blocksize", 0), N = x->dims[0], C = x->dims[1], H = x->dims[2],
+            W = x->dims[3];
+    if (b < 1 || b > 4096) return oc_fail(err, "blocksize %" PRId64 " is not in 1..4096", b);
+    int xt = n->inputs[0];
+    if (n->op == OP_SPACE_TO_DEPTH) {
+        if (H % b || W % b)
+            return oc_fail(err,
+                           "input '%s' is %" PRId64 " x %" PRId64 ", not a multiple of "
+                           "blocksize %" PRId64,
+                           x->name, H, W, b);
+        int64_t a[6] = {N, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4},
+                y[4] = {N, C * b * b, H / b, W / b};
+        reshape_transpose_reshape(g, node, xt, 6, a, perm, 4, y);
+    } else {
+        const char *mode = ir_attr_string(n, "mode", "DCR");
+        bool crd = strcmp(mode, "CRD") == 0;
+        if (!crd && strcmp(mode, "DCR") != 0)
+            return oc_fail(err, "mode '%s' is not DCR or CRD", mode);
+        if (C % (b * b))
+            return oc_fail(err,
+                           "input '%s' has %" PRId64 " channels, not a multiple of "
+                           "blocksize² %" PRId64,
+                           x->name, C, b * b);
+        int64_t c = C / (b * b), y[4] = {N, c, H * b, W * b};
+        int64_t dcr[6] = {N, b, b, c, H, W}, dcr_perm[6] = {0, 3, 4, 1, 5, 2};
+        int64_t crd_a[6] = {N, c, b, b, H, W}, crd_perm[6] = {0, 1, 4, 2, 5, 3};
+        reshape_transpose_reshape(g, node, xt, 6, crd ? crd_a : dcr, crd ? crd_perm : dcr_perm, 4,
+                                  y);
+    }
+    *changed = true;
+    return OC_OK;
+}
+
+/* Mean(x1, .., xn): Sum of them (broadcast), then Mul by 1/n (one input: the Sum of one, a
+ * copy). */
+static int mean_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    (void)err;
+    ir_node *n = &g->nodes[node];
+    int k = n->n_inputs, *ins = oc_malloc((size_t)k * sizeof *ins);
+    memcpy(ins, n->inputs, (size_t)k * sizeof *ins);
+    char *base = oc_strdup(n->name);
+    int s = op_rewrite_insert(g, node, base, "sum", OP_SUM, ins[0], -1, -1);
+    for (int i = 1; i < k; i++) ir_node_add_input(g, node, ins[i]);
+    int64_t one = 1;
+    int inv = op_rewrite_fill(g, base, "inverse_count", 0, &one, 1.0f / (float)k);
+    op_rewrite_become(g, node + 1, OP_MUL);
+    ir_node_add_input(g, node + 1, s);
+    ir_node_add_input(g, node + 1, inv);
+    oc_free(ins), oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* Celu(x; alpha) = max(0, x) + min(0, alpha (exp(x / alpha) - 1)) = alpha Elu(x / alpha). */
+static int celu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    float alpha = ir_attr_float(n, "alpha", 1.0f);
+    if (!(alpha > 0.0f)) return oc_fail(err, "alpha %g is not positive", (double)alpha);
+    int xt = n->inputs[0];
+    char *base = oc_strdup(n->name);
+    int64_t one = 1;
+    int inv = op_rewrite_fill(g, base, "inverse_alpha", 0, &one, 1.0f / alpha);
+    int sc = op_rewrite_fill(g, base, "alpha", 0, &one, alpha);
+    int t = op_rewrite_insert(g, node, base, "scaled", OP_MUL, xt, inv, -1);
+    t = op_rewrite_insert(g, node + 1, base, "elu", OP_ELU, t, -1, -1);
+    op_rewrite_become(g, node + 2, OP_MUL);
+    ir_node_add_input(g, node + 2, t);
+    ir_node_add_input(g, node + 2, sc);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* Never reached: the nodes are rewritten before their shapes are inferred. */
+static int lowered_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)g, (void)opset;
+    return oc_fail(err, "%s reached shape inference unrewritten", n->op_type);
+}
+
+static const op_role data_role[] = {OP_IN_DATA};
+
+const op_def op_def_depth_to_space = {.min_inputs = 1,
+                                      .max_inputs = 1,
+                                      .min_outputs = 1,
+                                      .max_outputs = 1,
+                                      .roles = data_role,
+                                      .n_roles = 1,
+                                      .infer = lowered_infer,
+                                      .lower = space_lower};
+const op_def op_def_space_to_depth = {.min_inputs = 1,
+                                      .max_inputs = 1,
+                                      .min_outputs = 1,
+                                      .max_outputs = 1,
+                                      .roles = data_role,
+                                      .n_roles = 1,
+                                      .infer = lowered_infer,
+                                      .lower = space_lower};
+const op_def op_def_mean = {.min_inputs = 1,
+                            .max_inputs = -1,
+                            .min_outputs = 1,
+                            .max_outputs = 1,
+                            .roles = data_role,
+                            .n_roles = 1,
+                            .infer = lowered_infer,
+                            .lower = mean_lower};
+const op_def op_def_celu = {.min_inputs = 1,
+                            .max_inputs = 1,
+                            .min_outputs = 1,
+                            .max_outputs = 1,
+                            .roles = data_role,
+                            .n_roles = 1,
+                            .infer = lowered_infer,
+                            .lower = celu_lower};

@@ -676,6 +676,49 @@ def scatter_reduction_cases(rng):
                [("x", x), ("u", u)], [("y", np.zeros([2], np.float32))], 16)
 
 
+def arg_run_time_cases(rng):
+    """ArgMax / ArgMin of run-time data (TopKOffsets with k 1, then a Reshape): Relu's zeros
+    tie (the first index, or the last with select_last_index), keepdims 0 and 1, a NaN wins
+    (numpy's and torch's argmax and argmin)."""
+    const = lambda nm, v: helper.make_node("Constant", [], [nm],
+                                           value=numpy_helper.from_array(np.asarray(v), nm))
+    x = rng.standard_normal([3, 4, 5]).astype(np.float32)
+    x[0, 1, :] = -1  # a line of Relu zeros: all tie
+    for op, axis, keep, last in (("ArgMax", 1, 1, 0), ("ArgMax", 2, 0, 1), ("ArgMin", 0, 0, 0),
+                                 ("ArgMin", -1, 1, 1)):
+        r = np.maximum(x, 0)
+        f = np.argmax if op == "ArgMax" else np.argmin
+        if last:
+            flip = np.flip(r, axis=axis)
+            want = r.shape[axis] - 1 - f(flip, axis=axis)
+        else:
+            want = f(r, axis=axis)
+        if keep:
+            want = np.expand_dims(want, axis)
+        nodes = [helper.make_node("Relu", ["x"], ["r"]),
+                 helper.make_node(op, ["r"], ["y"], axis=axis, keepdims=keep,
+                                  select_last_index=last)]
+        name = f"{op.lower()}_axis{axis % 3}_keep{keep}_last{last}"
+        write_case(f"test_{name}_f32_run_time", nodes, [("x", x)], [("y", want.astype(np.int64))])
+    x = rng.standard_normal([2, 5]).astype(np.float32)
+    x[1, 3] = np.nan
+    for op, f in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
+        nodes = [helper.make_node("Identity", ["x"], ["r"]),
+                 helper.make_node(op, ["r"], ["y"], axis=1, keepdims=0)]
+        write_case(f"test_{op.lower()}_f32_run_time_nan_wins", nodes, [("x", x)],
+                   [("y", f(x, axis=1).astype(np.int64))])
+    # plan-time values fold (the host folds its integer glue the same way): int64, ties
+    v = rng.integers(-2, 3, [4, 6]).astype(np.int64)
+    z = rng.standard_normal([6]).astype(np.float32)
+    nodes = [const("v", v), helper.make_node("ArgMin", ["v"], ["m"], axis=0, keepdims=0,
+                                             select_last_index=1),
+             helper.make_node("Cast", ["m"], ["mf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["z", "mf"], ["y"])]
+    want = 3 - np.argmin(np.flip(v, 0), axis=0)
+    write_case("test_argmin_i64_plan_time_last", nodes, [("z", z)],
+               [("y", z + want.astype(np.float32))])
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -906,8 +949,9 @@ def main():
     topk_cases(rng)
     scatter_reduction_cases(rng)
     topk_run_time_cases(rng)
+    arg_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -332,8 +332,10 @@ int cpu_top_k_offsets(const kernel_args *a, oc_err *err) {
     int64_t lines = prod(x->dims, 0, ax) * inner;
     for (int64_t l = 0; l < lines; l++) {
         int64_t o = l / inner, i = l % inner;
-        oc_topk_line(a->in[0], o * len * inner + i, inner, len, p->k, p->largest, a->out[0],
-                     a->out[1], o * p->k * inner + i, inner);
+        oc_topk_line(a->in[0], o * len * inner + i, inner, len, p->k,
+                     (p->largest ? OC_TOPK_LARGEST : 0) | (p->last ? OC_TOPK_LAST : 0) |
+                         (p->nan_first ? OC_TOPK_NAN_FIRST : 0),
+                     a->out[0], a->out[1], o * p->k * inner + i, inner);
     }
     return OC_OK;
 }

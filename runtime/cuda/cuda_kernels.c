@@ -10,6 +10,7 @@
 
 #include "cpu/cpu_rng.h"
 #include "cuda_internal.h"
+#include "topk_order.h"
 #include "ir/ops/op_update.h"
 
 /* ---- helpers ---- */
@@ -875,8 +876,10 @@ int cuda_top_k_offsets(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const op_top_k_args *p = &op_args_of(a->n)->top_k;
     int ax = (int)p->axis;
     CU_LAUNCH(cu_top_k_offsets(c->stream, a->in[0], prod(x->dims, 0, ax), x->dims[ax],
-                               prod(x->dims, ax + 1, x->rank), p->k, p->largest, a->out[0],
-                               a->out[1]));
+                               prod(x->dims, ax + 1, x->rank), p->k,
+                               (p->largest ? OC_TOPK_LARGEST : 0) | (p->last ? OC_TOPK_LAST : 0) |
+                                   (p->nan_first ? OC_TOPK_NAN_FIRST : 0),
+                               a->out[0], a->out[1]));
     return OC_OK;
 }
 

@@ -448,9 +448,10 @@ int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, 
 int cu_element_offsets(void *stream, const void *idx, int idx64, cu_shape id, cu_shape dd, int axis,
                        int64_t *out);
 /* TopKOffsets: per line (outer x inner lines of len along the axis) the indices and flat
- * offsets of its k first elements in topk_order.h's order, [outer, k, inner] each. */
+ * offsets of its k first elements in topk_order.h's order (how: OC_TOPK_*), [outer, k,
+ * inner] each. */
 int cu_top_k_offsets(void *stream, const float *x, int64_t outer, int64_t len, int64_t inner,
-                     int64_t k, int largest, int64_t *idx, int64_t *off);
+                     int64_t k, int how, int64_t *idx, int64_t *off);
 
 #ifdef __cplusplus
 }

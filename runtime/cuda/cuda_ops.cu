@@ -3900,20 +3900,20 @@ __global__ void k_gather(int es, const uint8_t *in, const void *idx, int idx64, 
 // TopKOffsets (cpu_top_k_offsets): a thread per line selects its k first elements in
 // topk_order.h's order (the cpu backend's).
 __global__ void k_top_k_offsets(const float *x, int64_t len, int64_t inner, int64_t lines,
-                                int64_t k, bool largest, int64_t *idx, int64_t *off) {
+                                int64_t k, int how, int64_t *idx, int64_t *off) {
     GRID_LOOP(l, lines) {
         int64_t o = l / inner, i = l % inner;
-        oc_topk_line(x, o * len * inner + i, inner, len, k, largest, idx, off, o * k * inner + i,
+        oc_topk_line(x, o * len * inner + i, inner, len, k, how, idx, off, o * k * inner + i,
                      inner);
     }
 }
 
 extern "C" int cu_top_k_offsets(void *stream, const float *x, int64_t outer, int64_t len,
-                                int64_t inner, int64_t k, int largest, int64_t *idx, int64_t *off) {
+                                int64_t inner, int64_t k, int how, int64_t *idx, int64_t *off) {
     int64_t lines = outer * inner;
     if (lines == 0 || k == 0) return 0;
-    k_top_k_offsets<<<blocks_for(lines), THREADS, 0, (cudaStream_t)stream>>>(
-        x, len, inner, lines, k, largest != 0, idx, off);
+    k_top_k_offsets<<<blocks_for(lines), THREADS, 0, (cudaStream_t)stream>>>(x, len, inner, lines,
+                                                                             k, how, idx, off);
     return last_error();
 }
 

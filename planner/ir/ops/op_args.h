@@ -246,7 +246,8 @@ typedef struct op_element_offsets_args {
 /* TopKOffsets: the k first elements along the axis, largest (else smallest) first. */
 typedef struct op_top_k_args {
     int64_t k, axis;
-    bool largest;
+    bool largest, last; /* last: equal values by the higher index first (ArgMax's option) */
+    bool nan_first;     /* a NaN first, smallest first too (ArgMin) */
 } op_top_k_args;
 
 typedef enum op_reduction {

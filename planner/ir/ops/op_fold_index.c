@@ -717,6 +717,111 @@ static int topk_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     return OC_OK;
 }
 
+/* ArgMax / ArgMin: the index along the axis of each line's largest (smallest) element, int64,
+ * the axis kept as 1 (keepdims) or dropped; equal values by the first index, or the last
+ * (select_last_index); a NaN wins (numpy's and torch's). Folded on plan-time values and the
+ * host's integer glue. */
+static bool arg_better(num v, num w, bool fl, bool max) {
+    if (fl) {
+        bool vn = v.f != v.f, wn = w.f != w.f;
+        if (vn || wn) return vn && !wn;
+        return max ? v.f > w.f : v.f < w.f;
+    }
+    return max ? v.i > w.i : v.i < w.i;
+}
+
+static int arg_shape(const ir_node *n, const ir_tensor *x, int64_t *axis, int *rank, int64_t *y,
+                     oc_err *err) {
+    if (x->rank < 1) return oc_fail(err, "input '%s' is a scalar", x->name);
+    if (op_axis(ir_attr_int(n, "axis", 0), x->rank, "axis", axis, err)) return OC_ERR;
+    if (x->dims[*axis] == 0)
+        return oc_fail(err, "input '%s' has no elements along axis %" PRId64, x->name, *axis);
+    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    *rank = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (d != *axis) y[(*rank)++] = x->dims[d];
+        else if (keep) y[(*rank)++] = 1;
+    return OC_OK;
+}
+
+static int arg_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    int64_t axis, y[IR_MAX_RANK], numel;
+    int rank;
+    if (op_fold_need_value(g, n, 0, &x, err) || arg_shape(n, x, &axis, &rank, y, err))
+        return OC_ERR;
+    op_set_out(g, n, 0, IR_DTYPE_INT64, rank, y);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    int64_t len = x->dims[axis], inner = 1, *out = (int64_t *)buf;
+    for (int d = (int)axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    bool fl = op_fold_is_float(x->dtype), max = n->op == OP_ARG_MAX,
+         last = ir_attr_int(n, "select_last_index", 0) != 0;
+    for (int64_t l = 0; l < numel; l++) {
+        int64_t base = (l / inner) * len * inner + l % inner, best = 0;
+        num bv = op_fold_num_get(x, base);
+        for (int64_t p = 1; p < len; p++) {
+            num v = op_fold_num_get(x, base + p * inner);
+            bool tie = !arg_better(v, bv, fl, max) && !arg_better(bv, v, fl, max);
+            if (arg_better(v, bv, fl, max) || (last && tie)) best = p, bv = v;
+        }
+        out[l] = best;
+    }
+    return op_fold_set(g, n, buf, numel);
+}
+
+/* op_def.lower: ArgMax / ArgMin of run-time float data: TopKOffsets with k 1 (its indices;
+ * a NaN first), then a Reshape to the output's dims (the axis dropped unless keepdims). */
+static int arg_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    int64_t axis, y[IR_MAX_RANK];
+    int rank;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x) || !ir_dtype_is_compute(x->dtype)) return OC_OK; /* folds (the host) */
+    if (arg_shape(n, x, &axis, &rank, y, err)) return OC_ERR;
+    bool max = n->op == OP_ARG_MAX, last = ir_attr_int(n, "select_last_index", 0) != 0;
+    int xt = n->inputs[0];
+    char *base = oc_strdup(n->name);
+    int it = op_rewrite_insert(g, node, base, "indices", OP_TOP_K_OFFSETS, xt, -1, -1);
+    char *oname = oc_sprintf("%s/offsets", base);
+    int ot = ir_tensor_add(g, oname, IR_DTYPE_UNDEFINED);
+    oc_free(oname);
+    ir_node_add_output(g, node, ot);
+    op_rewrite_attr_int(g, node, "k", 1);
+    op_rewrite_attr_int(g, node, "axis", axis);
+    op_rewrite_attr_int(g, node, "largest", max);
+    op_rewrite_attr_int(g, node, "last", last);
+    op_rewrite_attr_int(g, node, "nan_first", 1);
+    int ys = op_rewrite_ints(g, base, "shape", rank, y);
+    op_rewrite_become(g, node + 1, OP_RESHAPE); /* [.., 1, ..] as the output's dims */
+    ir_node_add_input(g, node + 1, it);
+    ir_node_add_input(g, node + 1, ys);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+static const op_role arg_roles[] = {OP_IN_DATA}; /* run-time data runs (arg_lower) */
+
+const op_def op_def_arg_max = {.min_inputs = 1,
+                               .max_inputs = 1,
+                               .min_outputs = 1,
+                               .max_outputs = 1,
+                               .roles = arg_roles,
+                               .n_roles = 1,
+                               .infer = arg_infer,
+                               .lower = arg_lower};
+const op_def op_def_arg_min = {.min_inputs = 1,
+                               .max_inputs = 1,
+                               .min_outputs = 1,
+                               .max_outputs = 1,
+                               .roles = arg_roles,
+                               .n_roles = 1,
+                               .infer = arg_infer,
+                               .lower = arg_lower};
+
 /* x (run-time float data) stays data: the parameters behind it keep their gradients. */
 static const op_role topk_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
@@ -755,6 +860,8 @@ static int top_k_offsets_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     op_top_k_args *p = &op_args_new(n)->top_k;
     p->k = ir_attr_int(n, "k", 0);
     p->largest = ir_attr_int(n, "largest", 1) != 0;
+    p->last = ir_attr_int(n, "last", 0) != 0;
+    p->nan_first = ir_attr_int(n, "nan_first", 0) != 0;
     return op_axis(ir_attr_int(n, "axis", -1), x->rank, "axis", &p->axis, err);
 }
 

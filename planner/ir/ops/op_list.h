@@ -184,7 +184,9 @@
     X(TILE, "Tile", ONNX, tile, none)                                                              \
     X(REDUCE_MAX, "ReduceMax", ONNX, reduce_max, none)                                             \
     X(REDUCE_MIN, "ReduceMin", ONNX, reduce_min, none)                                             \
-    X(TOP_K, "TopK", ONNX, top_k, none)
+    X(TOP_K, "TopK", ONNX, top_k, none)                                                            \
+    X(ARG_MAX, "ArgMax", ONNX, arg_max, none)                                                      \
+    X(ARG_MIN, "ArgMin", ONNX, arg_min, none)
 
 /* Ops rewritten into others: by the importer (Einsum, ReduceL2: never in a graph) or at
  * load, before their shapes are inferred (InstanceNormalization, ScatterElements, Col2Im,
@@ -231,7 +233,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 169
+#define OP_LIST_COUNT 171
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

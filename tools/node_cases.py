@@ -719,6 +719,21 @@ def arg_run_time_cases(rng):
                [("y", z + want.astype(np.float32))])
 
 
+def lrn_even_case(rng):
+    """LRN with an even size: ONNX's window runs floor((size - 1) / 2) channels before and
+    ceil((size - 1) / 2) after (PyTorch's local_response_norm the other way round), rank 3."""
+    x = rng.standard_normal([2, 7, 5]).astype(np.float32)
+    size, alpha, beta, bias = 4, 0.3, 0.6, 1.2
+    sq = x.astype(np.float64) ** 2
+    s = np.zeros_like(sq)
+    for c in range(7):
+        lo, hi = max(0, c - (size - 1) // 2), min(6, c + size // 2)
+        s[:, c] = sq[:, lo:hi + 1].sum(1)
+    y = (x / (bias + alpha / size * s) ** beta).astype(np.float32)
+    node = helper.make_node("LRN", ["x"], ["y"], size=size, alpha=alpha, beta=beta, bias=bias)
+    write_case("test_lrn_f32_even_size_rank3", [node], [("x", x)], [("y", y)])
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -950,8 +965,9 @@ def main():
     scatter_reduction_cases(rng)
     topk_run_time_cases(rng)
     arg_run_time_cases(rng)
+    lrn_even_case(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1
     print(f"{n + 6} cases in {OUT}")
 
 

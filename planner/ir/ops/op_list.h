@@ -210,7 +210,8 @@
     X(DEPTH_TO_SPACE, "DepthToSpace", ONNX, depth_to_space, none)                                  \
     X(SPACE_TO_DEPTH, "SpaceToDepth", ONNX, space_to_depth, none)                                  \
     X(MEAN, "Mean", ONNX, mean, none)                                                              \
-    X(CELU, "Celu", ONNX, celu, none)
+    X(CELU, "Celu", ONNX, celu, none)                                                              \
+    X(LRN, "LRN", ONNX, lrn, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -233,7 +234,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 171
+#define OP_LIST_COUNT 172
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -3,7 +3,9 @@
  * - DepthToSpace (nn.PixelShuffle's legacy export: super-resolution, GAN generators) and
  *   SpaceToDepth (PixelUnshuffle, YOLOv5's Focus): Reshape, Transpose, Reshape;
  * - Mean of several inputs: their Sum, scaled by 1/n;
- * - Celu: alpha Elu(x / alpha). */
+ * - Celu: alpha Elu(x / alpha);
+ * - LRN (AlexNet's and GoogLeNet v1's local response normalization, Caffe models): the
+ *   squares' sum over a window of channels as an AveragePool, then Add, Pow, Div. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -107,6 +109,49 @@ static int celu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     return OC_OK;
 }
 
+/* LRN(x [N, C, d..]; size, alpha, beta, bias): y = x / (bias + alpha / size * s)^beta, s the
+ * sum of x² over channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2) inside [0, C):
+ * Mul(x, x) viewed as [N, 1, C, D] (D the spatial size), AveragePool over [size, 1] with those
+ * pads, the pads counted (so it is s / size), back to x's dims, then alpha, bias, Pow, Div. */
+static int lrn_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (x->rank < 3)
+        return oc_fail(err, "input '%s' has rank %d; it takes [N, C, d..]", x->name, x->rank);
+    int64_t size = ir_attr_int(n, "size", 0);
+    float alpha = ir_attr_float(n, "alpha", 1e-4f), beta = ir_attr_float(n, "beta", 0.75f),
+          bias = ir_attr_float(n, "bias", 1.0f);
+    if (size < 1 || size > x->dims[1] + 4096)
+        return oc_fail(err, "size %" PRId64 " is not a window of channels", size);
+    int64_t dims[IR_MAX_RANK], D = 1, one = 1;
+    memcpy(dims, x->dims, sizeof dims);
+    int rank = x->rank, xt = n->inputs[0], at = node;
+    for (int d = 2; d < rank; d++) D *= dims[d];
+    char *base = oc_strdup(n->name);
+    int t = op_rewrite_insert(g, at++, base, "squares", OP_MUL, xt, xt, -1);
+    int64_t rows[4] = {dims[0], 1, dims[1], D};
+    t = op_rewrite_reshape(g, at++, base, "rows", t, 4, rows);
+    t = op_rewrite_insert(g, at, base, "window_mean", OP_AVERAGE_POOL, t, -1, -1);
+    int64_t kernel[2] = {size, 1}, pads[4] = {(size - 1) / 2, 0, size / 2, 0};
+    op_rewrite_attr_ints(g, at, "kernel_shape", 2, kernel);
+    op_rewrite_attr_ints(g, at, "pads", 4, pads);
+    op_rewrite_attr_int(g, at++, "count_include_pad", 1);
+    t = op_rewrite_reshape(g, at++, base, "window", t, rank, dims);
+    int ca = op_rewrite_fill(g, base, "alpha", 0, &one, alpha);
+    int cb = op_rewrite_fill(g, base, "bias", 0, &one, bias);
+    int ce = op_rewrite_fill(g, base, "beta", 0, &one, beta);
+    t = op_rewrite_insert(g, at++, base, "scaled", OP_MUL, t, ca, -1);
+    t = op_rewrite_insert(g, at++, base, "shifted", OP_ADD, t, cb, -1);
+    t = op_rewrite_insert(g, at++, base, "denominator", OP_POW, t, ce, -1);
+    op_rewrite_become(g, at, OP_DIV);
+    ir_node_add_input(g, at, xt);
+    ir_node_add_input(g, at, t);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
 /* Never reached: the nodes are rewritten before their shapes are inferred. */
 static int lowered_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)g, (void)opset;
@@ -147,3 +192,11 @@ const op_def op_def_celu = {.min_inputs = 1,
                             .n_roles = 1,
                             .infer = lowered_infer,
                             .lower = celu_lower};
+const op_def op_def_lrn = {.min_inputs = 1,
+                           .max_inputs = 1,
+                           .min_outputs = 1,
+                           .max_outputs = 1,
+                           .roles = data_role,
+                           .n_roles = 1,
+                           .infer = lowered_infer,
+                           .lower = lrn_lower};

@@ -584,6 +584,26 @@ def tiny_pixel_shuffle():
     return TinyPixelShuffle()
 
 
+class TinyNllLoss(nn.Module):
+    """A model that computes its own loss (outcore-plan emit --loss model): a per-pixel
+    classifier whose loss is F.nll_loss(F.log_softmax(..)) with class weights (a buffer) and
+    ignore_index 255 -- the legacy exporter writes a SoftmaxCrossEntropyLoss with weights over
+    [N, C, H, W], the default one LogSoftmax and the NLL's own ops (GatherElements at the
+    targets, Where, Div). Inputs: x [N, 3, 6, 6], targets [N, 6, 6] (int64). Output: the loss."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 5, 1)
+        self.register_buffer("class_weight", torch.tensor([1.0, 2.0, 0.5, 1.5, 3.0]))
+
+    def forward(self, x, targets):
+        import torch.nn.functional as F
+        logp = F.log_softmax(self.conv2(F.relu(self.conv1(x))), 1)
+        return F.nll_loss(logp, targets, weight=self.class_weight, ignore_index=255)
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,

@@ -61,7 +61,7 @@ static char *partial_name(train_builder *b, int t) {
     return oc_sprintf("%s/grad.%d", x->name, b->n_partials[t]);
 }
 
-static void tb_add_partial(train_builder *b, int t, int g) {
+void tb_add_partial(train_builder *b, int t, int g) {
     b->partials[t] = oc_realloc(b->partials[t], (size_t)(b->n_partials[t] + 1) * sizeof(int));
     b->partials[t][b->n_partials[t]++] = g;
 }

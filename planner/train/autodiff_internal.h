@@ -34,5 +34,7 @@ struct grad_ctx {
 
 /* Appends a node with its phase and forward origin. */
 int tb_add_node(train_builder *b, const char *name, op_kind op, train_phase phase, int fwd_of);
+/* Records g as a partial gradient of forward tensor t (the loss's seed, the rules' dX). */
+void tb_add_partial(train_builder *b, int t, int g);
 
 #endif

@@ -162,16 +162,16 @@ static int add_loss(train_builder *b, const train_opts *o) {
         if (g->tensors[out].rank != 0)
             return oc_fail(b->err, "%s: --loss model needs a scalar output; '%s' has rank %d",
                            g->model_path, g->tensors[out].name, g->tensors[out].rank);
-        /* The backward starts at the loss node, whose gradient rule takes
-         * dL/dloss = 1: only SoftmaxCrossEntropyLoss has such a rule. */
+        /* The backward starts at the loss node: SoftmaxCrossEntropyLoss's rule takes
+         * dL/dloss = 1 itself; any other (a loss the model writes out: F.nll_loss with class
+         * weights, label smoothing, a focal loss) gets that seed as its output's gradient
+         * (seed_loss_grad). */
         int p = g->tensors[out].producer;
-        if (p < 0 || g->nodes[p].op != OP_SOFTMAX_CROSS_ENTROPY)
+        if (p < 0 || !ir_dtype_is_compute(g->tensors[out].dtype))
             return oc_fail(b->err,
-                           "%s: --loss model: the output '%s' must be computed by a "
-                           "SoftmaxCrossEntropyLoss node (reduction mean or sum); it is %s%s",
-                           g->model_path, g->tensors[out].name,
-                           p < 0 ? "not computed by a node" : "computed by ",
-                           p < 0 ? "" : g->nodes[p].op_type);
+                           "%s: --loss model: the output '%s' must be a float scalar computed "
+                           "by the model",
+                           g->model_path, g->tensors[out].name);
         if (p != g->n_nodes - 1)
             return oc_fail(b->err,
                            "%s: --loss model: the loss node '%s' must be the last node "
@@ -454,6 +454,42 @@ static int add_deferred_updates(train_builder *b) {
         return add_update(b, b->deferred, b->n_deferred, factor);
     for (int i = 0; i < b->n_deferred; i++)
         if (add_update(b, &b->deferred[i], 1, factor)) return OC_ERR;
+    return OC_OK;
+}
+
+/* --loss model with a loss other than SoftmaxCrossEntropyLoss: the loss's gradient is the
+ * seed, 1 ("outcore/loss_grad", a constant), or with --loss-scale the scale S as a scalar
+ * (GradScaler's scaler.scale(loss)). */
+static int seed_loss_grad(train_builder *b) {
+    ir_graph *g = b->g;
+    int loss = b->tg->loss_tensor, p = g->tensors[loss].producer;
+    if (p < 0 || g->nodes[p].op == OP_SOFTMAX_CROSS_ENTROPY) return OC_OK;
+    int seed;
+    if (b->loss_scale >= 0) { /* S is [1]: squeezed to the loss's [] */
+        int64_t zero = 0;
+        int n = tb_add_node(b, "outcore/loss_grad", OP_SQUEEZE, TRAIN_PHASE_BACKWARD, p);
+        ir_node_add_input(g, n, b->loss_scale);
+        if (g->opset >= 13) {
+            ir_node_add_input(g, n, ir_const_int64s(g, "outcore/loss_grad_axes", 1, &zero));
+        } else {
+            ir_attr a = {.name = "axes", .type = IR_ATTR_INTS, .n = 1, .ints = &zero};
+            ir_node_add_attr(g, n, &a);
+        }
+        seed = ir_tensor_add(g, "outcore/loss_grad", IR_DTYPE_FLOAT);
+        ir_node_add_output(g, n, seed);
+        if (op_infer(g, &g->nodes[n], b->err)) return OC_ERR;
+    } else {
+        float one = 1.0f;
+        seed = ir_tensor_add(g, "outcore/loss_grad", IR_DTYPE_FLOAT);
+        ir_tensor_set_shape(&g->tensors[seed], 0, NULL);
+        ir_tensor_set_data(&g->tensors[seed], &one, sizeof one);
+        g->tensors[seed].kind = IR_KIND_CONSTANT;
+        g->tensors[seed].is_initializer = true; /* written with the step */
+    }
+    if (g->tensors[loss].dtype != IR_DTYPE_FLOAT)
+        return oc_fail(b->err, "%s: --loss model: the loss '%s' is %s, not float32", g->model_path,
+                       g->tensors[loss].name, ir_dtype_name(g->tensors[loss].dtype));
+    tb_add_partial(b, loss, seed);
     return OC_OK;
 }
 
@@ -918,11 +954,10 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
             b.loss_scale = add_scalar_state(fwd, "outcore/grad_scaler/scale", s0);
             b.scale_tracker = add_scalar_state(fwd, "outcore/grad_scaler/growth_tracker", 0.0f);
         }
-        rc = o->forward_only ? OC_OK : build_backward(&b, tg->n_forward);
+        if (!o->forward_only) rc = seed_loss_grad(&b);
+        if (rc == OC_OK && !o->forward_only) rc = build_backward(&b, tg->n_forward);
         if (rc == OC_OK && b.loss_scale >= 0 && fwd->tensors[b.loss_scale].n_consumers < 2)
-            rc = oc_fail(err,
-                         "%s: --loss-scale: the loss gradient does not read the scale (loss "
-                         "scaling needs the loss computed by SoftmaxCrossEntropyLoss)",
+            rc = oc_fail(err, "%s: --loss-scale: the loss gradient does not read the scale",
                          fwd->model_path ? fwd->model_path : "model");
         for (int t = 0; t < nt; t++) oc_free(b.partials[t]);
         oc_free(b.partials);

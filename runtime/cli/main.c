@@ -68,8 +68,9 @@ static void usage(FILE *f) {
         "mask that masks nothing), the same batch every step from ONNX TensorProto files\n"
         "(--input), or a data set (--data: NumPy float32 or int64 [N, ...] and int64/int32\n"
         "labels [N], memory-mapped); a model with several data inputs (token ids and an\n"
-        "attention mask) takes one file each, comma-separated, in its input order,\n"
-        "visited in a new shuffled order each epoch (from --seed), full batches only, for\n"
+        "attention mask) takes one file each, comma-separated, in its input order (a step\n"
+        "that computes its own loss, `emit --loss model`: all of them by --input, no labels),\n"
+        "a data set visited in a new shuffled order each epoch (from --seed), full batches only, for\n"
         "--epochs E (default 1) or --steps K; --eval-data/--eval-labels: after each epoch, the\n"
         "mean loss and accuracy of the held-out set in inference mode (BN running statistics,\n"
         "no dropout). Prints the loss per step, images/s, the arena high-water mark and\n"
@@ -311,8 +312,9 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
         return oc_fail(err, "%s weighs the layouts of --layout auto, not a fixed --layout",
                        o->device ? "--device" : "--device-file");
     if (o->input && o->data) return oc_fail(err, "--input and --data exclude each other");
-    if (!(o->input || o->data) != !o->labels)
+    if (o->labels && !(o->input || o->data))
         return oc_fail(err, "--labels goes with --input (TensorProto) or --data (NumPy)");
+    if (o->data && !o->labels) return oc_fail(err, "--data needs --labels");
     if (o->epochs && !o->data) return oc_fail(err, "--epochs needs --data");
     if (o->epochs && o->steps_set) return oc_fail(err, "give --epochs or --steps, not both");
     if (!o->eval_data != !o->eval_labels)
@@ -409,11 +411,13 @@ static int dump_grads(rt_exec *x, const train_graph *tg, const char *dir, oc_err
     return rc;
 }
 
-/* Classes C of the loss: dim 1 of the scores the loss node reads. */
+/* Classes C of the loss: dim 1 of the scores the loss node reads (a loss the model computes
+ * its own way, --loss model: its last node's first input, 1 when that is not [N, C, ..]). */
 static int64_t n_classes(const train_graph *tg) {
     const ir_graph *g = tg->g;
-    const ir_tensor *y = &g->tensors[g->nodes[tg->n_forward - 1].inputs[0]];
-    return y->rank >= 2 ? y->dims[1] : 1;
+    int s = g->nodes[tg->n_forward - 1].inputs[0];
+    const ir_tensor *y = s >= 0 ? &g->tensors[s] : NULL;
+    return y && y->rank >= 2 && y->dims[1] > 0 ? y->dims[1] : 1;
 }
 
 /* The optimizer in effect (the first update node's decoded arguments). */
@@ -571,6 +575,11 @@ static int data_set_open(const char *flag, const char *list, const char *labels,
 
 static int data_open(const run_opts *o, const train_graph *tg, int64_t batch, data_run *d,
                      oc_err *err) {
+    if (train_label_input(tg) < 0)
+        return oc_fail(err,
+                       "%s computes its own loss (--loss model): --data reads labels; give its "
+                       "inputs with --input",
+                       o->model);
     if (data_set_open("--data", o->data, o->labels, tg, d->x, &d->y, &d->train, err) ||
         (o->eval_data && data_set_open("--eval-data", o->eval_data, o->eval_labels, tg, d->ex,
                                        &d->ey, &d->eval, err)))
@@ -643,10 +652,6 @@ static int run(const run_opts *o, oc_err *err) {
                 "outcore-run: notice: --layout auto: nchw, the model's own (no device preset "
                 "for '%s'; --device PRESET weighs channels-last with its figures)\n",
                 b->device_name);
-    if (tg->label_tensor < 0) {
-        oc_fail(err, "%s: the training step has no label input", o->model);
-        goto out;
-    }
     if (train_data_inputs(tg, NULL, 0) > RT_DATA_MAX) {
         oc_fail(err, "%s: the model has %d data inputs; outcore-run feeds at most %d", o->model,
                 train_data_inputs(tg, NULL, 0), RT_DATA_MAX);
@@ -707,15 +712,27 @@ static int run(const run_opts *o, oc_err *err) {
     if (o->input) {
         int di[RT_DATA_MAX], li = train_label_input(tg);
         train_data_inputs(tg, di, RT_DATA_MAX);
+        if ((li < 0) != !o->labels) { /* a step computing its own loss has none */
+            if (li < 0)
+                oc_fail(err,
+                        "%s computes its own loss (--loss model): it takes no --labels; its "
+                        "inputs are all --input's",
+                        o->model);
+            else oc_fail(err, "--input needs --labels (the step's labels input)");
+            goto out;
+        }
         path_list pl;
         int rc_in = path_list_split("--input", o->input, tg, &pl, err);
         for (int i = 0; i < pl.n && rc_in == OC_OK; i++)
             rc_in = rt_tensor_read_pb(pl.path[i], &g->tensors[g->inputs[di[i]]],
                                       rt_exec_host_input(x, di[i]), err);
         oc_free(pl.buf);
-        if (rc_in || rt_tensor_read_pb(o->labels, &g->tensors[g->inputs[li]],
-                                       rt_exec_host_input(x, li), err))
+        if (rc_in || (li >= 0 && rt_tensor_read_pb(o->labels, &g->tensors[g->inputs[li]],
+                                                   rt_exec_host_input(x, li), err)))
             goto out;
+    }
+    if (o->input && train_label_input(tg) >= 0) {
+        int li = train_label_input(tg);
         const int64_t *lab = rt_exec_host_input(x, li);
         int64_t nl = 0, c = n_classes(tg);
         ir_tensor_numel(&g->tensors[g->inputs[li]], &nl);

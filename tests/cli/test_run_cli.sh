@@ -110,6 +110,27 @@ expect_error "--attention maybe" "$RUN" "$M" --batch 2 --attention maybe
 expect_error "--optimizer on a training graph" "$RUN" "$T/train.onnx" --optimizer adamw
 expect_error "--fuse some" "$RUN" "$M" --batch 2 --fuse some
 expect_error "--no-fuse on a training graph" "$RUN" "$T/train.onnx" --no-fuse
+# a step that computes its own loss (--loss model) takes all its inputs by --input, no labels;
+# a step with labels needs them
+"$PLAN" emit tests/data/torch2/tiny_nll_loss_legacy.onnx --loss model --batch 2 -o "$T/own.onnx" \
+    >/dev/null 2>&1 || bad "emit --loss model"
+"$PY" - "$T" <<'PYEOF' || bad "writing the own-loss inputs"
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+r = np.load("tests/data/torch2/tiny_nll_loss.ref.npz")
+onnx.save_tensor(numpy_helper.from_array(r["input"], "x"), sys.argv[1] + "/ox.pb")
+onnx.save_tensor(numpy_helper.from_array(r["input_1"], "t"), sys.argv[1] + "/ot.pb")
+np.save(sys.argv[1] + "/ox.npy", r["input"])
+PYEOF
+"$RUN" "$T/own.onnx" --steps 1 --input "$T/ox.pb,$T/ot.pb" >"$T/own.out" 2>&1 &&
+    grep -q "^step 0 loss" "$T/own.out" && ok "a step computing its own loss runs on --input alone" ||
+    bad "own-loss step: $(tail -1 "$T/own.out")"
+expect_error "--labels to a step computing its own loss" "$RUN" "$T/own.onnx" \
+    --input "$T/ox.pb,$T/ot.pb" --labels "$T/ot.pb"
+expect_error "--data to a step computing its own loss" "$RUN" "$T/own.onnx" --data "$T/ox.npy" \
+    --labels "$T/ox.npy"
+expect_error "--input without --labels to a step with labels" "$RUN" "$T/train.onnx" \
+    --input "$T/ox.pb"
 expect_error "--tf32-conv maybe" "$RUN" "$M" --batch 2 --tf32-conv maybe
 expect_error "--conv-api v8" "$RUN" "$M" --batch 2 --conv-api v8
 expect_error "OC_CUDNN_CONV_API=grph" env OC_CUDNN_CONV_API=grph "$RUN" "$M" --batch 2

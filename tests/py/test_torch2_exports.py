@@ -631,6 +631,45 @@ def check_integer_inputs(tmp):
                         f"{said}")
 
 
+def check_model_loss(tmp):
+    """A model that computes its own loss (tiny_nll_loss: F.nll_loss of log_softmax with class
+    weights and ignore_index 255 over [N, C, H, W]; the legacy export a weighted 4-d
+    SoftmaxCrossEntropyLoss, the default one LogSoftmax and the NLL decomposed): `outcore-plan
+    emit --loss model` (the loss's gradient seeded with 1), `outcore-run --input x,targets`
+    (no --labels), one SGD step at lr 0.1; the loss and both convolutions' weights within 1e-4
+    of PyTorch float64."""
+    name = "tiny_nll_loss"
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    xp, tp = os.path.join(tmp, "x.pb"), os.path.join(tmp, "t.pb")
+    onnx.save_tensor(numpy_helper.from_array(ref["input"], "x"), xp)
+    onnx.save_tensor(numpy_helper.from_array(ref["input_1"], "t"), tp)
+    for exporter in ("dynamo", "legacy"):
+        train, saved = os.path.join(tmp, "own_loss.onnx"), os.path.join(tmp, "own_trained.onnx")
+        r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit",
+                            os.path.join(DATA, f"{name}_{exporter}.onnx"), "--loss", "model",
+                            "--batch", "2", "--lr", "0.1", "--momentum", "0", "--weight-decay",
+                            "0", "-o", train], capture_output=True, text=True)
+        if r.returncode == 0:
+            r = subprocess.run([RUN, train, "--backend", BACKEND, "--steps", "1", "--input",
+                                f"{xp},{tp}", "--save", saved], capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"{name} ({exporter}): {r.stderr.strip()[-300:]}")
+            print(f"FAIL {name:18s} {exporter:8s} {r.stderr.strip()[-300:]}")
+            continue
+        loss = float(re.findall(r"^step 0 loss (\S+)$", r.stdout, re.M)[0])
+        got = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
+        errs = {"loss": abs(loss - float(ref["loss"])) / abs(float(ref["loss"]))}
+        for k in ref.files:
+            if k.startswith("w64/"):
+                errs[k[4:]] = rel(got[k[4:]], ref[k]) if k[4:] in got else float("inf")
+        worst = max(errs, key=errs.get)
+        ok = errs[worst] <= TOL and len(errs) == 5
+        print(f"{'ok  ' if ok else 'FAIL'} {name:18s} {exporter:8s} --loss model: loss and "
+              f"{len(errs) - 1} tensors within {errs[worst]:.1e} ({worst}) of PyTorch float64")
+        if not ok:
+            failures.append(f"{name} ({exporter}) --loss model: {worst} {errs[worst]:.2e}")
+
+
 def check_host_inputs(tmp):
     """RoBERTa's position ids, computed from its token ids on the host each step
     (ir/host_inputs.h): a plan under a budget below the in-core peak runs bitwise the
@@ -788,6 +827,7 @@ def main():
         check_plan_buffers(tmp)
         check_plan_recurrent(tmp)
         check_integer_inputs(tmp)
+        check_model_loss(tmp)
         check_host_inputs(tmp)
         check_data_inputs(tmp)
         check_buffers(tmp)

@@ -48,7 +48,7 @@
 #define PROJECT_CASES_DIR "tests/data/node"
 #define RTOL 1e-3
 #define ATOL 1e-7
-#define MIN_PASS 494
+#define MIN_PASS 580
 
 typedef enum verdict {
     V_PASS,
@@ -327,8 +327,12 @@ static verdict run_set(const char *dir, const char *set, char *msg, size_t cap, 
         ir_tensor_set_shape(t, in.rank, in.dims);
         t->dtype = in.dtype;
         ir_tensor_set_data(t, in.data, in.data_bytes);
-        /* an input some node takes as a plan-time value (ScatterND's indices) is one */
-        if (folds || takes_as_constant(r.g, r.g->inputs[i])) t->kind = IR_KIND_CONSTANT;
+        /* an input some node takes as a plan-time value (ScatterND's indices) is one, and so
+         * is an integer input, as outcore-run's host computes integer glue from the model's
+         * integer inputs before each step (host_inputs.h: a loss's labels masked) */
+        if (folds || takes_as_constant(r.g, r.g->inputs[i]) ||
+            (!ir_dtype_is_float(t->dtype) && t->dtype != IR_DTYPE_BOOL))
+            t->kind = IR_KIND_CONSTANT;
         ir_tensor_free_fields(&in);
     }
     if (ir_infer_shapes(r.g, &err)) {

@@ -497,8 +497,9 @@ static void test_missing_rule_names_node(void **state) {
 }
 
 /* --loss model: the model's own SoftmaxCrossEntropyLoss is the loss node and
- * the backward starts there (gradients reach the parameters); a scalar that
- * no such node computes is refused, naming it. */
+ * the backward starts there (gradients reach the parameters); a float scalar another
+ * node computes (a loss the model writes out) gets the seed 1 as its gradient; an
+ * integer scalar is refused, naming it. */
 static void test_model_loss(void **state) {
     (void)state;
     int a;
@@ -529,11 +530,26 @@ static void test_model_loss(void **state) {
                  END);
     ir_graph_add_output(g, out0(g, r));
     if (ir_infer_shapes(g, &err)) fail_msg("%s", err.msg);
+    if (train_build(g, &o, &tg, &err)) fail_msg("%s", err.msg);
+    int s = ir_tensor_find(tg->g, "s"), seed = ir_tensor_find(tg->g, "outcore/loss_grad");
+    assert_true(s >= 0 && seed >= 0 && tg->grad_of[s] >= 0);
+    float one_f = 0;
+    assert_int_equal(tg->g->tensors[seed].data_bytes, sizeof one_f);
+    memcpy(&one_f, tg->g->tensors[seed].data, sizeof one_f);
+    assert_true(one_f == 1.0f);
+    train_graph_free(tg);
+
+    g = graph_with_stem(13, &a);
+    int sh = node(g, "shape", "Shape", 1, a, END); /* the batch: [1] int64, then a scalar */
+    ir_attr end = {.name = "end", .type = IR_ATTR_INT, .i = 1};
+    ir_node_add_attr(g, sh, &end);
+    int r2 = node(g, "batch", "Reshape", 1, out0(g, sh), const_i64(g, "shape", 0, &none), END);
+    ir_graph_add_output(g, out0(g, r2));
+    if (ir_infer_shapes(g, &err)) fail_msg("%s", err.msg);
     assert_int_equal(train_build(g, &o, &tg, &err), OC_ERR);
-    assert_non_null(strstr(err.msg, "SoftmaxCrossEntropyLoss"));
-    assert_non_null(strstr(err.msg, "Reshape"));
-    printf("ok - --loss model: gradients from the model's SoftmaxCrossEntropyLoss; another "
-           "scalar refused: %s\n",
+    assert_non_null(strstr(err.msg, "float scalar"));
+    printf("ok - --loss model: gradients from the model's SoftmaxCrossEntropyLoss, and from "
+           "another float scalar seeded with 1; an integer one refused: %s\n",
            err.msg);
 }
 

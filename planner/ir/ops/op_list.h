@@ -211,7 +211,9 @@
     X(SPACE_TO_DEPTH, "SpaceToDepth", ONNX, space_to_depth, none)                                  \
     X(MEAN, "Mean", ONNX, mean, none)                                                              \
     X(CELU, "Celu", ONNX, celu, none)                                                              \
-    X(LRN, "LRN", ONNX, lrn, none)
+    X(LRN, "LRN", ONNX, lrn, none)                                                                 \
+    X(NEGATIVE_LOG_LIKELIHOOD_LOSS, "NegativeLogLikelihoodLoss", ONNX,                             \
+      negative_log_likelihood_loss, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -234,7 +236,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 172
+#define OP_LIST_COUNT 173
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -4,10 +4,11 @@
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
 /* scores (N, C), labels (N) int64 -> loss () for mean/sum or (N) for none,
- * log_prob (N, C). Class weights and extra spatial dims are not supported. */
+ * log_prob (N, C). Class weights and extra spatial dims: rewritten at load (sce_lower). */
 static int sce_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *s, *l;
@@ -58,6 +59,40 @@ int op_decode_sce(const ir_graph *g, ir_node *n, oc_err *err) {
     return OC_OK;
 }
 
+/* op_def.lower: a SoftmaxCrossEntropyLoss the kernels do not take -- scores [N, C, d..] of
+ * rank above 2 (a per-pixel loss) or class weights -- becomes what it is defined as:
+ * LogSoftmax(scores, axis 1) (the node's log_prob output, when it has one) then
+ * NegativeLogLikelihoodLoss with the same reduction, ignore_index and weights (itself
+ * rewritten into ops with gradients, op_lowered.c). */
+static int sce_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *s;
+    if (op_in_shaped(g, n, 0, &s, err)) return OC_ERR;
+    if (s->rank == 2 && !ir_node_in(g, n, 2)) return OC_OK; /* the kernels' own form */
+    int st = n->inputs[0], lt = n->inputs[1], wt = n->n_inputs > 2 ? n->inputs[2] : -1;
+    int lp = n->n_outputs > 1 ? n->outputs[1] : -1;
+    const ir_attr *ig = ir_attr_find(n, "ignore_index");
+    bool has_ig = ig != NULL;
+    int64_t ignore = ig ? ig->i : 0;
+    char *red = oc_strdup(ir_attr_string(n, "reduction", "mean")), *base = oc_strdup(n->name);
+    if (lp >= 0) { /* log_prob: LogSoftmax's output */
+        n->n_outputs = 1;
+        g->tensors[lp].producer = -1;
+    }
+    lp = op_rewrite_insert(g, node, base, "log_prob", OP_LOG_SOFTMAX, st, -1, lp);
+    op_rewrite_attr_int(g, node, "axis", 1);
+    op_rewrite_become(g, node + 1, OP_NEGATIVE_LOG_LIKELIHOOD_LOSS);
+    ir_node_add_input(g, node + 1, lp);
+    ir_node_add_input(g, node + 1, lt);
+    if (wt >= 0) ir_node_add_input(g, node + 1, wt);
+    ir_attr r = {.name = "reduction", .type = IR_ATTR_STRING, .s = red};
+    ir_node_add_attr(g, node + 1, &r);
+    if (has_ig) op_rewrite_attr_int(g, node + 1, "ignore_index", ignore);
+    oc_free(red), oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
 static const op_role sce_roles[] = {OP_IN_DATA, OP_IN_DATA, OP_IN_CONST};
 static const op_role data_role[] = {OP_IN_DATA};
 
@@ -69,6 +104,7 @@ const op_def op_def_softmax_cross_entropy = {
     .roles = sce_roles,
     .n_roles = 3,
     .infer = sce_infer,
+    .lower = sce_lower,
     .grad = op_grad_softmax_cross_entropy,
     .saved_inputs = 0x2,
     .saved_outputs = 0x2,

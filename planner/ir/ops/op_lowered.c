@@ -1,11 +1,13 @@
-/* op_space.c — ops rewritten at load into others whose kernels and gradients run them
+/* op_lowered.c — ops rewritten at load into others whose kernels and gradients run them
  * (op_def.lower), none of them a kernel of its own:
  * - DepthToSpace (nn.PixelShuffle's legacy export: super-resolution, GAN generators) and
  *   SpaceToDepth (PixelUnshuffle, YOLOv5's Focus): Reshape, Transpose, Reshape;
  * - Mean of several inputs: their Sum, scaled by 1/n;
  * - Celu: alpha Elu(x / alpha);
  * - LRN (AlexNet's and GoogLeNet v1's local response normalization, Caffe models): the
- *   squares' sum over a window of channels as an AveragePool, then Add, Pow, Div. */
+ *   squares' sum over a window of channels as an AveragePool, then Add, Pow, Div;
+ * - NegativeLogLikelihoodLoss (F.nll_loss in a model that computes its own loss): the
+ *   picked log-probabilities a GatherElements at the targets, weighted, reduced. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -152,6 +154,98 @@ static int lrn_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     return OC_OK;
 }
 
+/* NegativeLogLikelihoodLoss(x [N, C, d..], target [N, d..] (int), weight [C]; reduction,
+ * ignore_index): l = -x[n, t, d..] w[t] (0 where t is ignore_index); none: l, sum: its sum,
+ * mean: its sum over the weights' (PyTorch's). The targets are plan-time values or integer
+ * glue of the model's inputs (the host's), and so is everything computed from them: the
+ * safe targets Where(t == ignore, 0, t), the weights gathered at them and masked, their sum.
+ * x's side: GatherElements(x, Unsqueeze(t, 1), axis 1) (a Gather of x at offsets),
+ * Squeeze, Mul, Neg, ReduceSum, Div: ops with gradients. */
+static int nll_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *t;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &t, err)) return OC_ERR;
+    if (t->dtype != IR_DTYPE_INT64 && t->dtype != IR_DTYPE_INT32)
+        return oc_fail(err, "target '%s' must be int64 or int32", t->name);
+    if (x->rank < 2 || t->rank != x->rank - 1)
+        return oc_fail(err,
+                       "input '%s' (rank %d) and target '%s' (rank %d) do not fit [N, C, "
+                       "d..] and [N, d..]",
+                       x->name, x->rank, t->name, t->rank);
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] != x->dims[d ? d + 1 : 0])
+            return oc_fail(err, "target '%s' dim %d is %" PRId64 ", input '%s' has %" PRId64,
+                           t->name, d, t->dims[d], x->name, x->dims[d ? d + 1 : 0]);
+    const char *red = ir_attr_string(n, "reduction", "mean");
+    int mode = strcmp(red, "none") == 0   ? 0
+               : strcmp(red, "sum") == 0  ? 1
+               : strcmp(red, "mean") == 0 ? 2
+                                          : -1;
+    if (mode < 0) return oc_fail(err, "reduction '%s' is not none, sum or mean", red);
+    const ir_attr *ig = ir_attr_find(n, "ignore_index");
+    int xt = n->inputs[0], tt = n->inputs[1], wt = n->n_inputs > 2 ? n->inputs[2] : -1, at = node;
+    int rank = t->rank; /* x and t move as tensors are added below */
+    int64_t count = 1;
+    for (int d = 0; d < rank; d++) count *= t->dims[d];
+    int64_t zero = 0, one = 1, ax1 = 1;
+    char *base = oc_strdup(n->name);
+    int safe = tt, weights = -1;
+    if (ig) { /* the ignored targets read class 0, weighted 0 */
+        int64_t iv = ig->i;
+        int ic = op_rewrite_ints(g, base, "ignore_index", 1, &iv);
+        ir_tensor_set_shape(&g->tensors[ic], 0, NULL);
+        int zc = op_rewrite_ints(g, base, "zero", 1, &zero);
+        ir_tensor_set_shape(&g->tensors[zc], 0, NULL);
+        if (g->tensors[tt].dtype == IR_DTYPE_INT32) { /* Equal and Where take one type */
+            ic = op_rewrite_insert(g, at++, base, "ignore_index_i32", OP_CAST, ic, -1, -1);
+            op_rewrite_attr_int(g, at - 1, "to", IR_DTYPE_INT32);
+            zc = op_rewrite_insert(g, at++, base, "zero_i32", OP_CAST, zc, -1, -1);
+            op_rewrite_attr_int(g, at - 1, "to", IR_DTYPE_INT32);
+        }
+        int eq = op_rewrite_insert(g, at++, base, "ignored", OP_EQUAL, tt, ic, -1);
+        safe = op_rewrite_insert(g, at++, base, "safe_target", OP_WHERE, eq, zc, -1);
+        ir_node_add_input(g, at - 1, tt);
+        int keep = op_rewrite_insert(g, at++, base, "kept", OP_NOT, eq, -1, -1);
+        weights = op_rewrite_insert(g, at++, base, "kept_weight", OP_CAST, keep, -1, -1);
+        op_rewrite_attr_int(g, at - 1, "to", IR_DTYPE_FLOAT);
+    }
+    if (wt >= 0) {
+        int gw = op_rewrite_insert(g, at++, base, "class_weight", OP_GATHER, wt, safe, -1);
+        op_rewrite_attr_int(g, at - 1, "axis", 0);
+        weights =
+            weights < 0 ? gw : op_rewrite_insert(g, at++, base, "weight", OP_MUL, gw, weights, -1);
+    }
+    int ti = op_rewrite_axes(g, at++, base, "target_column", OP_UNSQUEEZE, safe, 1, &ax1, 13, -1);
+    int pk = op_rewrite_insert(g, at++, base, "picked", OP_GATHER_ELEMENTS, xt, ti, -1);
+    op_rewrite_attr_int(g, at - 1, "axis", 1);
+    int l = op_rewrite_axes(g, at++, base, "picked_rows", OP_SQUEEZE, pk, 1, &ax1, 13, -1);
+    if (weights >= 0) l = op_rewrite_insert(g, at++, base, "weighted", OP_MUL, l, weights, -1);
+    int64_t all[IR_MAX_RANK];
+    for (int d = 0; d < rank; d++) all[d] = d;
+    if (mode == 0) {
+        op_rewrite_become(g, at, OP_NEG);
+        ir_node_add_input(g, at, l);
+    } else {
+        int neg = op_rewrite_insert(g, at++, base, "losses", OP_NEG, l, -1, -1);
+        int s = op_rewrite_axes(g, at++, base, "sum", OP_REDUCE_SUM, neg, rank, all, 13, -1);
+        op_rewrite_attr_int(g, at - 1, "keepdims", 0);
+        int den = -1;
+        if (mode == 2 && weights >= 0) {
+            den = op_rewrite_axes(g, at++, base, "weight_sum", OP_REDUCE_SUM, weights, rank, all,
+                                  13, -1);
+            op_rewrite_attr_int(g, at - 1, "keepdims", 0);
+        } else if (mode == 2) {
+            den = op_rewrite_fill(g, base, "count", 0, &one, (float)count);
+        }
+        op_rewrite_become(g, at, den >= 0 ? OP_DIV : OP_IDENTITY);
+        ir_node_add_input(g, at, s);
+        if (den >= 0) ir_node_add_input(g, at, den);
+    }
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
 /* Never reached: the nodes are rewritten before their shapes are inferred. */
 static int lowered_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)g, (void)opset;
@@ -200,3 +294,13 @@ const op_def op_def_lrn = {.min_inputs = 1,
                            .n_roles = 1,
                            .infer = lowered_infer,
                            .lower = lrn_lower};
+static const op_role nll_roles[] = {OP_IN_DATA, OP_IN_CONST, OP_IN_CONST};
+
+const op_def op_def_negative_log_likelihood_loss = {.min_inputs = 2,
+                                                    .max_inputs = 3,
+                                                    .min_outputs = 1,
+                                                    .max_outputs = 1,
+                                                    .roles = nll_roles,
+                                                    .n_roles = 3,
+                                                    .infer = lowered_infer,
+                                                    .lower = nll_lower};

@@ -615,6 +615,22 @@ static void topk_sort(const topk_order *o, int64_t *pos, int64_t *tmp, int64_t n
     }
 }
 
+/* TopKOffsets(x; k, axis, largest[, nan_first]) inserted at `node`: its indices written to
+ * *it (a new "<base>/indices" when -1); returns its offsets ("<base>/offsets"). */
+static int insert_top_k_offsets(ir_graph *g, int node, const char *base, int xt, int *it, int64_t k,
+                                int64_t axis, bool largest, bool nan_first) {
+    *it = op_rewrite_insert(g, node, base, "indices", OP_TOP_K_OFFSETS, xt, -1, *it);
+    char *oname = oc_sprintf("%s/offsets", base);
+    int ot = ir_tensor_add(g, oname, IR_DTYPE_UNDEFINED);
+    oc_free(oname);
+    ir_node_add_output(g, node, ot);
+    op_rewrite_attr_int(g, node, "k", k);
+    op_rewrite_attr_int(g, node, "axis", axis);
+    op_rewrite_attr_int(g, node, "largest", largest);
+    if (nan_first) op_rewrite_attr_int(g, node, "nan_first", 1);
+    return ot;
+}
+
 /* TopK's k (input 1, or attribute k before opset 10) as a plan-time value. */
 static int topk_k(ir_graph *g, ir_node *n, int64_t opset, int64_t *k, oc_err *err) {
     if (opset < 10 && n->n_inputs < 2) {
@@ -699,14 +715,7 @@ static int topk_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         n->n_outputs = 1;
         g->tensors[it].producer = -1;
     }
-    op_rewrite_insert(g, node, base, "indices", OP_TOP_K_OFFSETS, xt, -1, it);
-    char *oname = oc_sprintf("%s/offsets", base);
-    int ot = ir_tensor_add(g, oname, IR_DTYPE_UNDEFINED);
-    oc_free(oname);
-    ir_node_add_output(g, node, ot);
-    op_rewrite_attr_int(g, node, "k", k);
-    op_rewrite_attr_int(g, node, "axis", axis);
-    op_rewrite_attr_int(g, node, "largest", largest);
+    int ot = insert_top_k_offsets(g, node, base, xt, &it, k, axis, largest, false);
     int flat = op_rewrite_flatten(g, node + 1, base, "flat", xt);
     op_rewrite_become(g, node + 2, OP_GATHER);
     ir_node_add_input(g, node + 2, flat);
@@ -784,16 +793,9 @@ static int arg_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     bool max = n->op == OP_ARG_MAX, last = ir_attr_int(n, "select_last_index", 0) != 0;
     int xt = n->inputs[0];
     char *base = oc_strdup(n->name);
-    int it = op_rewrite_insert(g, node, base, "indices", OP_TOP_K_OFFSETS, xt, -1, -1);
-    char *oname = oc_sprintf("%s/offsets", base);
-    int ot = ir_tensor_add(g, oname, IR_DTYPE_UNDEFINED);
-    oc_free(oname);
-    ir_node_add_output(g, node, ot);
-    op_rewrite_attr_int(g, node, "k", 1);
-    op_rewrite_attr_int(g, node, "axis", axis);
-    op_rewrite_attr_int(g, node, "largest", max);
-    op_rewrite_attr_int(g, node, "last", last);
-    op_rewrite_attr_int(g, node, "nan_first", 1);
+    int it = -1;
+    insert_top_k_offsets(g, node, base, xt, &it, 1, axis, max, true);
+    if (last) op_rewrite_attr_int(g, node, "last", 1);
     int ys = op_rewrite_ints(g, base, "shape", rank, y);
     op_rewrite_become(g, node + 1, OP_RESHAPE); /* [.., 1, ..] as the output's dims */
     ir_node_add_input(g, node + 1, it);

@@ -254,46 +254,23 @@ static int lowered_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 
 static const op_role data_role[] = {OP_IN_DATA};
 
-const op_def op_def_depth_to_space = {.min_inputs = 1,
-                                      .max_inputs = 1,
-                                      .min_outputs = 1,
-                                      .max_outputs = 1,
-                                      .roles = data_role,
-                                      .n_roles = 1,
-                                      .infer = lowered_infer,
-                                      .lower = space_lower};
-const op_def op_def_space_to_depth = {.min_inputs = 1,
-                                      .max_inputs = 1,
-                                      .min_outputs = 1,
-                                      .max_outputs = 1,
-                                      .roles = data_role,
-                                      .n_roles = 1,
-                                      .infer = lowered_infer,
-                                      .lower = space_lower};
-const op_def op_def_mean = {.min_inputs = 1,
-                            .max_inputs = -1,
-                            .min_outputs = 1,
-                            .max_outputs = 1,
-                            .roles = data_role,
-                            .n_roles = 1,
-                            .infer = lowered_infer,
-                            .lower = mean_lower};
-const op_def op_def_celu = {.min_inputs = 1,
-                            .max_inputs = 1,
-                            .min_outputs = 1,
-                            .max_outputs = 1,
-                            .roles = data_role,
-                            .n_roles = 1,
-                            .infer = lowered_infer,
-                            .lower = celu_lower};
-const op_def op_def_lrn = {.min_inputs = 1,
-                           .max_inputs = 1,
-                           .min_outputs = 1,
-                           .max_outputs = 1,
-                           .roles = data_role,
-                           .n_roles = 1,
-                           .infer = lowered_infer,
-                           .lower = lrn_lower};
+/* An op of data inputs lo..hi (hi -1: any number), one output, rewritten by fn. */
+#define LOWERED_OP(ident, lo, hi, fn)                                                              \
+    const op_def ident = {.min_inputs = lo,                                                        \
+                          .max_inputs = hi,                                                        \
+                          .min_outputs = 1,                                                        \
+                          .max_outputs = 1,                                                        \
+                          .roles = data_role,                                                      \
+                          .n_roles = 1,                                                            \
+                          .infer = lowered_infer,                                                  \
+                          .lower = fn}
+
+LOWERED_OP(op_def_depth_to_space, 1, 1, space_lower);
+LOWERED_OP(op_def_space_to_depth, 1, 1, space_lower);
+LOWERED_OP(op_def_mean, 1, -1, mean_lower);
+LOWERED_OP(op_def_celu, 1, 1, celu_lower);
+LOWERED_OP(op_def_lrn, 1, 1, lrn_lower);
+
 static const op_role nll_roles[] = {OP_IN_DATA, OP_IN_CONST, OP_IN_CONST};
 
 const op_def op_def_negative_log_likelihood_loss = {.min_inputs = 2,

@@ -161,6 +161,8 @@ int rt_dataset_bind(rt_dataset *d, int n_x, const rt_npy *const *x, const rt_npy
                            x[i]->dims[0], x[0]->path, x[0]->dims[0]);
         d->x[i] = x[i];
     }
+    d->n_x = n_x, d->n = x[0]->dims[0];
+    if (!y) return OC_OK; /* a step computing its own loss: no labels */
     if (y->dtype == IR_DTYPE_FLOAT)
         return oc_fail(err, "%s: labels must be int64 or int32", y->path);
     if (sample_shape(y, labels, "labels", &d->y_sample, err)) return OC_ERR;
@@ -206,7 +208,7 @@ void rt_dataset_gather(const rt_dataset *d, const int64_t *idx, int64_t count, v
         for (int64_t k = 0; k < count; k++)
             memcpy((uint8_t *)x[i] + (size_t)k * xs, d->x[i]->data + (size_t)idx[k] * xs, xs);
     }
-    for (int64_t k = 0; k < count; k++) {
+    for (int64_t k = 0; d->y && k < count; k++) {
         for (int64_t j = 0; j < d->y_sample; j++) {
             int64_t at = idx[k] * d->y_sample + j, v;
             if (d->y->dtype == IR_DTYPE_INT64) memcpy(&v, d->y->data + at * 8, 8);

@@ -48,7 +48,8 @@ typedef struct rt_dataset {
 } rt_dataset;
 
 /* Checks x[0..n_x) and y against the model's data inputs and labels (shapes past
- * the batch dim, dtypes, sample counts, label range: every label is read once). */
+ * the batch dim, dtypes, sample counts, label range: every label is read once). y NULL:
+ * no labels (a step that computes its own loss; labels and y of gather unused). */
 int rt_dataset_bind(rt_dataset *d, int n_x, const rt_npy *const *x, const rt_npy *y,
                     const ir_tensor *const *data, const ir_tensor *labels, int64_t classes,
                     int64_t ignore_index, oc_err *err);

@@ -69,8 +69,9 @@ static void usage(FILE *f) {
         "(--input), or a data set (--data: NumPy float32 or int64 [N, ...] and int64/int32\n"
         "labels [N], memory-mapped); a model with several data inputs (token ids and an\n"
         "attention mask) takes one file each, comma-separated, in its input order (a step\n"
-        "that computes its own loss, `emit --loss model`: all of them by --input, no labels),\n"
-        "a data set visited in a new shuffled order each epoch (from --seed), full batches only, for\n"
+        "that computes its own loss, `emit --loss model`: all of them, no labels),\n"
+        "a data set visited in a new shuffled order each epoch (from --seed), full batches only, "
+        "for\n"
         "--epochs E (default 1) or --steps K; --eval-data/--eval-labels: after each epoch, the\n"
         "mean loss and accuracy of the held-out set in inference mode (BN running statistics,\n"
         "no dropout). Prints the loss per step, images/s, the arena high-water mark and\n"
@@ -314,7 +315,6 @@ static int parse_args(int argc, char **argv, run_opts *o, oc_err *err) {
     if (o->input && o->data) return oc_fail(err, "--input and --data exclude each other");
     if (o->labels && !(o->input || o->data))
         return oc_fail(err, "--labels goes with --input (TensorProto) or --data (NumPy)");
-    if (o->data && !o->labels) return oc_fail(err, "--data needs --labels");
     if (o->epochs && !o->data) return oc_fail(err, "--epochs needs --data");
     if (o->epochs && o->steps_set) return oc_fail(err, "give --epochs or --steps, not both");
     if (!o->eval_data != !o->eval_labels)
@@ -565,9 +565,10 @@ static int data_set_open(const char *flag, const char *list, const char *labels,
         rc = rt_npy_open(pl.path[i], &x[i], err);
         xs[i] = &x[i], ts[i] = &g->tensors[g->inputs[idx[i]]];
     }
-    if (rc == OC_OK) rc = rt_npy_open(labels, y, err);
+    if (rc == OC_OK && labels) rc = rt_npy_open(labels, y, err);
     if (rc == OC_OK)
-        rc = rt_dataset_bind(set, pl.n, xs, y, ts, &g->tensors[tg->label_tensor], n_classes(tg),
+        rc = rt_dataset_bind(set, pl.n, xs, labels ? y : NULL, ts,
+                             labels ? &g->tensors[tg->label_tensor] : NULL, n_classes(tg),
                              tg->opts.ignore_index, err);
     oc_free(pl.buf);
     return rc;
@@ -575,11 +576,13 @@ static int data_set_open(const char *flag, const char *list, const char *labels,
 
 static int data_open(const run_opts *o, const train_graph *tg, int64_t batch, data_run *d,
                      oc_err *err) {
-    if (train_label_input(tg) < 0)
+    bool own = train_label_input(tg) < 0; /* a step computing its own loss: no labels */
+    if (own && (o->labels || o->eval_data))
         return oc_fail(err,
-                       "%s computes its own loss (--loss model): --data reads labels; give its "
-                       "inputs with --input",
-                       o->model);
+                       "%s computes its own loss (--loss model): it takes no %s; its inputs are "
+                       "all --data's",
+                       o->model, o->labels ? "--labels" : "--eval-data");
+    if (!own && !o->labels) return oc_fail(err, "--data needs --labels (the step's labels)");
     if (data_set_open("--data", o->data, o->labels, tg, d->x, &d->y, &d->train, err) ||
         (o->eval_data && data_set_open("--eval-data", o->eval_data, o->eval_labels, tg, d->ex,
                                        &d->ey, &d->eval, err)))
@@ -603,8 +606,9 @@ static void data_batch(rt_exec *x, const train_graph *tg, data_run *d, uint64_t 
     }
     void *bufs[RT_DATA_MAX];
     rt_exec_data_buffers(x, bufs, RT_DATA_MAX);
+    int li = train_label_input(tg);
     rt_dataset_gather(&d->train, d->order + at * batch, batch, bufs,
-                      rt_exec_host_input(x, train_label_input(tg)));
+                      li >= 0 ? rt_exec_host_input(x, li) : NULL);
 }
 
 static int save_checkpoint(rt_exec *x, train_graph *tg, const run_opts *o, const data_run *d,

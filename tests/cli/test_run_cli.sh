@@ -120,15 +120,20 @@ from onnx import numpy_helper
 r = np.load("tests/data/torch2/tiny_nll_loss.ref.npz")
 onnx.save_tensor(numpy_helper.from_array(r["input"], "x"), sys.argv[1] + "/ox.pb")
 onnx.save_tensor(numpy_helper.from_array(r["input_1"], "t"), sys.argv[1] + "/ot.pb")
-np.save(sys.argv[1] + "/ox.npy", r["input"])
+np.save(sys.argv[1] + "/ox.npy", np.concatenate([r["input"]] * 2))
+np.save(sys.argv[1] + "/ot.npy", np.concatenate([r["input_1"]] * 2))
 PYEOF
 "$RUN" "$T/own.onnx" --steps 1 --input "$T/ox.pb,$T/ot.pb" >"$T/own.out" 2>&1 &&
     grep -q "^step 0 loss" "$T/own.out" && ok "a step computing its own loss runs on --input alone" ||
     bad "own-loss step: $(tail -1 "$T/own.out")"
 expect_error "--labels to a step computing its own loss" "$RUN" "$T/own.onnx" \
     --input "$T/ox.pb,$T/ot.pb" --labels "$T/ot.pb"
-expect_error "--data to a step computing its own loss" "$RUN" "$T/own.onnx" --data "$T/ox.npy" \
-    --labels "$T/ox.npy"
+"$RUN" "$T/own.onnx" --data "$T/ox.npy,$T/ot.npy" --epochs 2 >"$T/own_data.out" 2>&1 &&
+    [ "$(grep -c '^epoch . train loss' "$T/own_data.out")" = 2 ] &&
+    ok "a step computing its own loss trains on --data alone (2 epochs of 2 steps)" ||
+    bad "own-loss step on --data: $(tail -1 "$T/own_data.out")"
+expect_error "--data and --labels to a step computing its own loss" "$RUN" "$T/own.onnx" \
+    --data "$T/ox.npy,$T/ot.npy" --labels "$T/ot.npy"
 expect_error "--input without --labels to a step with labels" "$RUN" "$T/train.onnx" \
     --input "$T/ox.pb"
 expect_error "--tf32-conv maybe" "$RUN" "$M" --batch 2 --tf32-conv maybe

@@ -734,6 +734,25 @@ def lrn_even_case(rng):
     write_case("test_lrn_f32_even_size_rank3", [node], [("x", x)], [("y", y)])
 
 
+def cumsum_run_time_cases(rng):
+    """CumSum of run-time float32 data (lowered to a MatMul by a triangle of ones, the axis
+    moved last): inclusive and exclusive, forward and reverse, the last axis and another."""
+    x = rng.standard_normal([2, 5, 3]).astype(np.float32)
+    for axis, excl, rev in ((2, 0, 0), (1, 1, 0), (1, 0, 1), (0, 1, 1)):
+        r = np.maximum(x, 0).astype(np.float64)
+        src = np.flip(r, axis) if rev else r
+        c = np.cumsum(src, axis=axis)
+        if excl:
+            c = c - src
+        want = (np.flip(c, axis) if rev else c).astype(np.float32)
+        nodes = [helper.make_node("Constant", [], ["ax"], value=numpy_helper.from_array(
+                     np.array(axis, np.int64), "ax")),
+                 helper.make_node("Relu", ["x"], ["r"]),
+                 helper.make_node("CumSum", ["r", "ax"], ["y"], exclusive=excl, reverse=rev)]
+        write_case(f"test_cumsum_f32_run_time_axis{axis}_excl{excl}_rev{rev}", nodes,
+                   [("x", x)], [("y", want)])
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -966,8 +985,9 @@ def main():
     topk_run_time_cases(rng)
     arg_run_time_cases(rng)
     lrn_even_case(rng)
+    cumsum_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4
     print(f"{n + 6} cases in {OUT}")
 
 

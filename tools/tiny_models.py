@@ -584,6 +584,30 @@ def tiny_pixel_shuffle():
     return TinyPixelShuffle()
 
 
+class TinyCumSum(nn.Module):
+    """Cumulative sums of activations (x.cumsum(dim): cumulative attention, stick-breaking
+    weights, running features): along the flattened image (the last axis, 256 long), along the
+    channels (not the last), and in reverse (flip, cumsum, flip). CumSum of run-time data is a
+    MatMul by a triangle of ones at load; its gradient the reverse sums."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)  # (N, 8, 16, 16)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        import torch
+        h = torch.tanh(self.conv(x)).flatten(2)  # (N, 8, 256)
+        a = h.cumsum(2) / 16.0
+        b = h.cumsum(1)
+        c = h.flip(2).cumsum(2).flip(2) / 16.0
+        return self.fc((a * b + c).mean(2))
+
+
+def tiny_cumsum():
+    return TinyCumSum()
+
+
 class TinyNllLoss(nn.Module):
     """A model that computes its own loss (outcore-plan emit --loss model): a per-pixel
     classifier whose loss is F.nll_loss(F.log_softmax(..)) with class weights (a buffer) and
@@ -612,7 +636,8 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_matmul": tiny_matmul, "tiny_norms": tiny_norms, "tiny_gather": tiny_gather,
         "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn,
         "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk,
-        "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle}
+        "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle,
+        "tiny_cumsum": tiny_cumsum}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -753,6 +753,40 @@ def cumsum_run_time_cases(rng):
                    [("x", x)], [("y", want)])
 
 
+def reduce_family_run_time_cases(rng):
+    """ReduceLogSumExp, ReduceL1, ReduceSumSquare, ReduceLogSum of run-time float32 data
+    (rewritten at load into ReduceSum and pointwise ops): LogSumExp over values near 100
+    (exp would overflow float32 unshifted), keepdims 0; every axis; opset 18's axes input."""
+    x = (rng.standard_normal([2, 3, 4]) + 100).astype(np.float32)
+    y = x.astype(np.float64)
+    cases = [
+        ("ReduceLogSumExp", [1], 0, 13,
+         np.log(np.exp(y - y.max(1, keepdims=True)).sum(1)) + y.max(1)),
+        ("ReduceL1", None, 1, 13, np.abs(y - 100).sum(keepdims=True)),
+        ("ReduceSumSquare", [-1, 0], 0, 18, ((y - 100) ** 2).sum((2, 0))),
+        ("ReduceLogSum", [2], 1, 18, np.log(y.sum(2, keepdims=True))),
+    ]
+    for op, axes, keep, opset, want in cases:
+        shift = op in ("ReduceL1", "ReduceSumSquare")  # about 0, both signs
+        nodes = []
+        if shift:
+            nodes.append(helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(
+                np.array(100, np.float32), "c")))
+            nodes.append(helper.make_node("Sub", ["x", "c"], ["r"]))
+        else:
+            nodes.append(helper.make_node("Identity", ["x"], ["r"]))
+        ins, kw = ["r"], {"keepdims": keep}
+        if axes is not None and opset >= 18:
+            nodes.append(helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(
+                np.array(axes, np.int64), "axes")))
+            ins.append("axes")
+        elif axes is not None:
+            kw["axes"] = axes
+        nodes.append(helper.make_node(op, ins, ["y"], **kw))
+        write_case(f"test_{op.lower()}_f32_run_time_keep{keep}_opset{opset}", nodes, [("x", x)],
+                   [("y", np.asarray(want, np.float32))], opset)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -986,8 +1020,9 @@ def main():
     arg_run_time_cases(rng)
     lrn_even_case(rng)
     cumsum_run_time_cases(rng)
+    reduce_family_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -608,6 +608,31 @@ def tiny_cumsum():
     return TinyCumSum()
 
 
+class TinyReductions(nn.Module):
+    """Reductions ONNX writes as ops of their own: torch.logsumexp (ReduceLogSumExp), std and
+    var (their element count a ReduceProd of the shape, folded), an L1 norm (ReduceL1), and a
+    sum of squares. ReduceL1, ReduceSumSquare and ReduceLogSumExp are rewritten at load into
+    ReduceSum with Abs, Mul, or a max-shifted Exp and Log."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)  # (N, 8, 16, 16)
+        self.fc = nn.Linear(8 * 4, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.conv(x).flatten(2)  # (N, 8, 256)
+        a = torch.logsumexp(h, -1)  # (N, 8)
+        b = h.std(-1)
+        c = h.var(1, keepdim=True).mean(-1).expand(-1, 8)
+        d = (h / h.norm(p=1, dim=-1, keepdim=True)).pow(2).sum(-1) * 100
+        return self.fc(torch.cat([a, b, c, d], 1))
+
+
+def tiny_reductions():
+    return TinyReductions()
+
+
 class TinyNllLoss(nn.Module):
     """A model that computes its own loss (outcore-plan emit --loss model): a per-pixel
     classifier whose loss is F.nll_loss(F.log_softmax(..)) with class weights (a buffer) and
@@ -637,7 +662,7 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn,
         "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk,
         "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle,
-        "tiny_cumsum": tiny_cumsum}
+        "tiny_cumsum": tiny_cumsum, "tiny_reductions": tiny_reductions}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

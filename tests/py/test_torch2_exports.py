@@ -86,7 +86,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_maxvit", "tiny_r3d",
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
           "tiny_timm", "tiny_rnn", "tiny_same_pad", "tiny_topk", "tiny_token_select",
-          "tiny_pixel_shuffle", "tiny_cumsum",
+          "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]

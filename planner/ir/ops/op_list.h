@@ -213,7 +213,12 @@
     X(CELU, "Celu", ONNX, celu, none)                                                              \
     X(LRN, "LRN", ONNX, lrn, none)                                                                 \
     X(NEGATIVE_LOG_LIKELIHOOD_LOSS, "NegativeLogLikelihoodLoss", ONNX,                             \
-      negative_log_likelihood_loss, none)
+      negative_log_likelihood_loss, none)                                                          \
+    X(REDUCE_L1, "ReduceL1", ONNX, reduce_l1, none)                                                \
+    X(REDUCE_SUM_SQUARE, "ReduceSumSquare", ONNX, reduce_sum_square, none)                         \
+    X(REDUCE_LOG_SUM, "ReduceLogSum", ONNX, reduce_log_sum, none)                                  \
+    X(REDUCE_LOG_SUM_EXP, "ReduceLogSumExp", ONNX, reduce_log_sum_exp, none)                       \
+    X(REDUCE_PROD, "ReduceProd", ONNX, reduce_prod, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -236,7 +241,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 173
+#define OP_LIST_COUNT 178
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

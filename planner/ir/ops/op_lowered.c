@@ -7,10 +7,14 @@
  * - LRN (AlexNet's and GoogLeNet v1's local response normalization, Caffe models): the
  *   squares' sum over a window of channels as an AveragePool, then Add, Pow, Div;
  * - NegativeLogLikelihoodLoss (F.nll_loss in a model that computes its own loss): the
- *   picked log-probabilities a GatherElements at the targets, weighted, reduced. */
+ *   picked log-probabilities a GatherElements at the targets, weighted, reduced;
+ * - ReduceL1, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp (torch.logsumexp, norm(p=1)):
+ *   ReduceSum with Abs, Mul, Log, or the max-shifted Exp / Log around it. */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
+#include "ir/ops/op_fold_num.h"
 #include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
@@ -246,6 +250,145 @@ static int nll_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     return OC_OK;
 }
 
+/* A reduce node's axes (attribute, or a plan-time input 1 from opset 18), normalised, in
+ * axes[0..*na) -- every axis when none is given -- and keepdims. noop_with_empty_axes with no
+ * axes: *na 0 (the input itself). */
+static int reduce_args(ir_graph *g, ir_node *n, const ir_tensor *x, int64_t *axes, int *na,
+                       bool *keep, oc_err *err) {
+    const int64_t *v = NULL;
+    int64_t count = 0;
+    if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+        if (op_in_int64s(g, n, 1, &v, &count, err)) return OC_ERR;
+    } else {
+        count = ir_attr_ints(n, "axes", &v);
+        if (count < 0) count = 0;
+    }
+    *keep = ir_attr_int(n, "keepdims", 1) != 0;
+    if (count > x->rank) return oc_fail(err, "%" PRId64 " axes for rank %d", count, x->rank);
+    if (count == 0) {
+        *na = ir_attr_int(n, "noop_with_empty_axes", 0) ? 0 : x->rank;
+        for (int d = 0; d < *na; d++) axes[d] = d;
+        return OC_OK;
+    }
+    *na = (int)count;
+    for (int i = 0; i < *na; i++)
+        if (op_axis(v[i], x->rank, "axis", &axes[i], err)) return OC_ERR;
+    return OC_OK;
+}
+
+/* ReduceL1 = ReduceSum(Abs(x)), ReduceSumSquare = ReduceSum(x x), ReduceLogSum =
+ * Log(ReduceSum(x)), ReduceLogSumExp = Log(ReduceSum(Exp(x - m))) + m with m = ReduceMax(x)
+ * over the same axes (kept, then reshaped to the output's dims): PyTorch's logsumexp, whose
+ * gradient through m cancels (softmax's). Empty axes with noop_with_empty_axes: the input's
+ * own transform (Abs, x x, Log, Log(Exp)). */
+static int reduce_family_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    int64_t axes[IR_MAX_RANK], ydims[IR_MAX_RANK], kdims[IR_MAX_RANK];
+    int na = 0, yrank = 0;
+    bool keep = true;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x) || !ir_dtype_is_compute(x->dtype))
+        return OC_OK; /* folds (reduce_family_fold), on the host too */
+    if (n->op == OP_REDUCE_PROD)
+        return oc_fail(err,
+                       "ReduceProd of '%s', computed at run time, is not supported (plan-time "
+                       "values fold: torch.std's element count)",
+                       x->name);
+    if (reduce_args(g, n, x, axes, &na, &keep, err)) return OC_ERR;
+    int r = x->rank;
+    for (int d = 0; d < r; d++) {
+        bool red = false;
+        for (int i = 0; i < na; i++) red = red || axes[i] == d;
+        kdims[d] = red ? 1 : x->dims[d];
+        if (!red || keep) ydims[yrank++] = kdims[d];
+    }
+    op_kind op = n->op;
+    int xt = n->inputs[0], at = node, t = xt, m = -1;
+    char *base = oc_strdup(n->name);
+    if (op == OP_REDUCE_LOG_SUM_EXP && na > 0) {
+        m = op_rewrite_axes(g, at++, base, "max", OP_REDUCE_MAX, xt, na, axes, 18, -1);
+        op_rewrite_attr_int(g, at - 1, "keepdims", 1);
+        t = op_rewrite_insert(g, at++, base, "shifted", OP_SUB, xt, m, -1);
+    }
+    if (op == OP_REDUCE_L1) t = op_rewrite_insert(g, at++, base, "abs", OP_ABS, t, -1, -1);
+    if (op == OP_REDUCE_SUM_SQUARE)
+        t = op_rewrite_insert(g, at++, base, "square", OP_MUL, t, t, -1);
+    if (op == OP_REDUCE_LOG_SUM_EXP) t = op_rewrite_insert(g, at++, base, "exp", OP_EXP, t, -1, -1);
+    if (na > 0) {
+        t = op_rewrite_axes(g, at++, base, "sum", OP_REDUCE_SUM, t, na, axes, 13, -1);
+        op_rewrite_attr_int(g, at - 1, "keepdims", keep);
+    }
+    bool logs = op == OP_REDUCE_LOG_SUM || op == OP_REDUCE_LOG_SUM_EXP;
+    if (m >= 0) {
+        t = op_rewrite_insert(g, at++, base, "log", OP_LOG, t, -1, -1);
+        if (!keep) m = op_rewrite_reshape(g, at++, base, "max_out", m, yrank, ydims);
+        op_rewrite_become(g, at, OP_ADD);
+        ir_node_add_input(g, at, t);
+        ir_node_add_input(g, at, m);
+    } else {
+        op_rewrite_become(g, at, logs ? OP_LOG : OP_IDENTITY);
+        ir_node_add_input(g, at, t);
+    }
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* The same ops, and ReduceProd, of a plan-time value (any float or integer type): folded in
+ * double (an integer product in int64, wrapping as two's complement). */
+static int reduce_family_fold(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    int64_t axes[IR_MAX_RANK], ydims[IR_MAX_RANK], numel, xn;
+    int na = 0, yrank = 0;
+    bool keep = true, red[IR_MAX_RANK] = {false};
+    if (op_fold_need_value(g, n, 0, &x, err) || reduce_args(g, n, x, axes, &na, &keep, err))
+        return OC_ERR;
+    for (int i = 0; i < na; i++) red[axes[i]] = true;
+    for (int d = 0; d < x->rank; d++)
+        if (!red[d] || keep) ydims[yrank++] = red[d] ? 1 : x->dims[d];
+    op_set_out(g, n, 0, x->dtype, yrank, ydims);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    double *acc = oc_calloc((size_t)(numel ? numel : 1), sizeof *acc),
+           *mx = oc_malloc((size_t)(numel ? numel : 1) * sizeof *mx);
+    bool prod = n->op == OP_REDUCE_PROD, fl = op_fold_is_float(x->dtype);
+    int64_t *iacc = oc_malloc((size_t)(numel ? numel : 1) * sizeof *iacc); /* integer product */
+    for (int64_t o = 0; o < numel; o++) mx[o] = -INFINITY, acc[o] = prod, iacc[o] = 1;
+    ir_tensor_numel(x, &xn);
+    for (int pass = n->op == OP_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++)
+        for (int64_t i = 0; i < xn; i++) {
+            int64_t rest = i, o = 0, stride = 1;
+            for (int d = x->rank - 1; d >= 0; d--) { /* i's output element */
+                int64_t c = rest % x->dims[d];
+                rest /= x->dims[d];
+                if (red[d]) continue;
+                o += c * stride;
+                stride *= x->dims[d];
+            }
+            double v = op_fold_num_get(x, i).f;
+            if (pass == 0) mx[o] = v > mx[o] ? v : mx[o];
+            else if (prod)
+                acc[o] *= v,
+                    iacc[o] = (int64_t)((uint64_t)iacc[o] * (uint64_t)op_fold_num_get(x, i).i);
+            else
+                acc[o] += n->op == OP_REDUCE_L1           ? fabs(v)
+                          : n->op == OP_REDUCE_SUM_SQUARE ? v * v
+                          : n->op == OP_REDUCE_LOG_SUM    ? v
+                                                          : exp(v - mx[o]);
+        }
+    for (int64_t o = 0; o < numel; o++) {
+        double v = n->op == OP_REDUCE_LOG_SUM       ? log(acc[o])
+                   : n->op == OP_REDUCE_LOG_SUM_EXP ? log(acc[o]) + mx[o]
+                                                    : acc[o];
+        num nv = {v, prod && !fl ? iacc[o] : (int64_t)v};
+        op_fold_num_put(buf, x->dtype, o, nv, fl ? IR_DTYPE_DOUBLE : x->dtype);
+    }
+    oc_free(acc), oc_free(mx), oc_free(iacc);
+    return op_fold_set(g, n, buf, numel);
+}
+
 /* Never reached: the nodes are rewritten before their shapes are inferred. */
 static int lowered_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)g, (void)opset;
@@ -270,6 +413,23 @@ LOWERED_OP(op_def_space_to_depth, 1, 1, space_lower);
 LOWERED_OP(op_def_mean, 1, -1, mean_lower);
 LOWERED_OP(op_def_celu, 1, 1, celu_lower);
 LOWERED_OP(op_def_lrn, 1, 1, lrn_lower);
+/* ReduceL1 and its kin: folded on plan-time values, rewritten on run-time ones */
+#define REDUCE_FAMILY_OP(ident)                                                                    \
+    const op_def ident = {.min_inputs = 1,                                                         \
+                          .max_inputs = 2,                                                         \
+                          .min_outputs = 1,                                                        \
+                          .max_outputs = 1,                                                        \
+                          .roles = data_then_const,                                                \
+                          .n_roles = 2,                                                            \
+                          .infer = reduce_family_fold,                                             \
+                          .lower = reduce_family_lower}
+
+static const op_role data_then_const[] = {OP_IN_DATA, OP_IN_CONST};
+REDUCE_FAMILY_OP(op_def_reduce_l1);
+REDUCE_FAMILY_OP(op_def_reduce_sum_square);
+REDUCE_FAMILY_OP(op_def_reduce_log_sum);
+REDUCE_FAMILY_OP(op_def_reduce_log_sum_exp);
+REDUCE_FAMILY_OP(op_def_reduce_prod);
 
 static const op_role nll_roles[] = {OP_IN_DATA, OP_IN_CONST, OP_IN_CONST};
 

@@ -1,9 +1,9 @@
 /* pad_coord.h — Pad's index map, written once for every backend (cpu_shape.c,
  * cuda_ops.cu): the input index a padded index reads (constant fill, reflect,
- * edge), and for the gradient of reflect and edge padding the sum, for one input
- * element, of the output gradient at every index that read it (reflect: the
- * element and its mirror images; edge: the border element and the pads beside
- * it). Every backend sums in the same order, in float32 (half gradients widened),
+ * edge, wrap), and for the gradient of reflect, edge and wrap padding the sum, for
+ * one input element, of the output gradient at every index that read it (reflect:
+ * the element and its mirror images; edge: the border element and the pads beside
+ * it; wrap: every index congruent to it modulo the extent). Every backend sums in the same order, in float32 (half gradients widened),
  * so their results agree bit for bit.
  * Plain C: C and CUDA C++ include it alike. */
 #ifndef OC_PAD_COORD_H
@@ -22,14 +22,15 @@
 #define OC_PAD_MAX_RANK 8 /* IR_MAX_RANK, CU_MAX_RANK */
 
 /* op_pad_mode's values (ir/ops/op_args.h). */
-enum { OC_PAD_CONSTANT = 0, OC_PAD_REFLECT = 1, OC_PAD_EDGE = 2 };
+enum { OC_PAD_CONSTANT = 0, OC_PAD_REFLECT = 1, OC_PAD_EDGE = 2, OC_PAD_WRAP = 3 };
 
 /* The input index that padded coordinate p (the output index minus the begin
- * pad) reads in an extent n, or -1 for the constant fill. */
+ * pad) reads in an extent n, or -1 for the constant fill (wrap: modulo n, circular). */
 OC_HD static inline int64_t oc_pad_source(int64_t p, int64_t n, int mode) {
     if (p >= 0 && p < n) return p;
     if (mode == OC_PAD_CONSTANT || n == 0) return -1;
     if (mode == OC_PAD_EDGE) return p < 0 ? 0 : n - 1;
+    if (mode == OC_PAD_WRAP) return (p % n + n) % n;
     if (n == 1) return 0;
     int64_t period = 2 * (n - 1);
     p %= period;
@@ -49,6 +50,14 @@ OC_HD static inline int64_t oc_pad_first(int64_t base, int64_t step, int64_t lo)
 OC_HD static inline int oc_pad_readers(int64_t i, int64_t n, int64_t lo, int64_t hi, int mode,
                                        int64_t *start, int64_t *step, int64_t *count) {
     int runs = 0;
+    if (mode == OC_PAD_WRAP) { /* p = i modulo n */
+        int64_t s = oc_pad_first(i, n, lo);
+        if (s >= hi) return 0;
+        start[0] = s;
+        step[0] = n;
+        count[0] = (hi - 1 - s) / n + 1;
+        return 1;
+    }
     if (mode == OC_PAD_REFLECT && n > 1) { /* p = +-i modulo the period */
         int64_t period = 2 * (n - 1);
         int64_t bases[2] = {i, period - i};

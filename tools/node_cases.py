@@ -787,6 +787,25 @@ def reduce_family_run_time_cases(rng):
                    [("y", np.asarray(want, np.float32))], opset)
 
 
+def wrap_pad_cases(rng):
+    """Pad mode wrap (circular, opset 19) of run-time data: pads past one extent (numpy's
+    np.pad(mode='wrap')); a negative pad (a crop) with wrap is refused: torch crops first and
+    wraps the rest, the coordinate map reflect and edge use would not."""
+    x = rng.standard_normal([2, 3, 4]).astype(np.float32)
+    for name, pads in (("past_extent", [0, 4, 1, 0, 5, 2]), ("crop_and_wrap", [0, -1, 2, 1, 0, -1])):
+        r = np.maximum(x, 0)
+        lo, hi = pads[:3], pads[3:]
+        crop = r[tuple(slice(max(0, -a), r.shape[d] - max(0, -b))
+                       for d, (a, b) in enumerate(zip(lo, hi)))]
+        want = np.pad(crop, [(max(0, a), max(0, b)) for a, b in zip(lo, hi)], mode="wrap")
+        nodes = [helper.make_node("Constant", [], ["p"], value=numpy_helper.from_array(
+                     np.array(pads, np.int64), "p")),
+                 helper.make_node("Relu", ["x"], ["r"]),
+                 helper.make_node("Pad", ["r", "p"], ["y"], mode="wrap")]
+        write_case(f"test_pad_f32_wrap_{name}{'_refused' if min(pads) < 0 else ''}", nodes,
+                   [("x", x)], [("y", want)], 19)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1021,8 +1040,9 @@ def main():
     lrn_even_case(rng)
     cumsum_run_time_cases(rng)
     reduce_family_run_time_cases(rng)
+    wrap_pad_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2
     print(f"{n + 6} cases in {OUT}")
 
 

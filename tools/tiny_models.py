@@ -633,6 +633,29 @@ def tiny_reductions():
     return TinyReductions()
 
 
+class TinyCircular(nn.Module):
+    """Circular padding, as periodic-domain models (Fourier neural operators, climate and
+    physics nets, some GAN generators) write it: convolutions with padding_mode="circular",
+    and F.pad(mode="circular") along both dims. torch 2.11's default
+    exporter writes Pad mode wrap (opset 19), its legacy one Slices and Concats."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1, padding_mode="circular")
+        self.c2 = nn.Conv2d(8, 8, 3, padding=(0, 2), padding_mode="circular")
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        import torch.nn.functional as F
+        h = F.relu(self.c1(x))  # (N, 8, 16, 16)
+        h = F.pad(h, (9, 3, 1, 1), mode="circular")  # (N, 8, 18, 28)
+        return self.fc(F.relu(self.c2(h)).mean((2, 3)))
+
+
+def tiny_circular():
+    return TinyCircular()
+
+
 class TinyNllLoss(nn.Module):
     """A model that computes its own loss (outcore-plan emit --loss model): a per-pixel
     classifier whose loss is F.nll_loss(F.log_softmax(..)) with class weights (a buffer) and
@@ -662,7 +685,8 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_bicubic": tiny_bicubic, "tiny_timm": tiny_timm, "tiny_rnn": tiny_rnn,
         "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk,
         "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle,
-        "tiny_cumsum": tiny_cumsum, "tiny_reductions": tiny_reductions}
+        "tiny_cumsum": tiny_cumsum, "tiny_reductions": tiny_reductions,
+        "tiny_circular": tiny_circular}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

@@ -86,20 +86,24 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_maxvit", "tiny_r3d",
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
           "tiny_timm", "tiny_rnn", "tiny_same_pad", "tiny_topk", "tiny_token_select",
-          "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions",
+          "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions", "tiny_circular",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
 # Exports outcore must refuse, with the reason named (none now: the legacy exporters' Loop
 # for MViT's tensor_split, refused until 2026-11-29, is unrolled at load).
 REFUSED = {}
-# Models Debian's torch 1.13 cannot export at all (its exporter refuses), with the reason.
+# Models Debian's torch 1.13 cannot export at all (its exporter refuses), or exports wrongly,
+# with the reason.
 NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::zero (SwinV2's "
                              "attention mask)",
              "tiny_same_pad": "not exported: torch 1.13's exporter has no "
                               "aten::_convolution_mode (padding=\"same\")",
              "tiny_timm": "not exported: torch 1.13's exporter writes F.fold (aten::col2im) "
-                          "from opset 18 only, which it lacks"}
+                          "from opset 18 only, which it lacks",
+             "tiny_circular": "not compared: torch 1.13's exporter writes circular padding's "
+                              "wrap-around Slices off by one (pad 1 takes [-2, -1), not the "
+                              "last element), so its file is not the model"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
                             "tiny_hf_bart", "tiny_hf_roberta")})

@@ -278,6 +278,9 @@ OP_CASE(PAD, "edge, a crop", 13, 1, "[2,3,5] i64=[0,-1,3,0,2,-2]", "mode=edge")
 OP_CASE(PAD, "reflect past one period, bf16", 13, 1, "h[1,2,3,4] i64=[0,0,5,-1,0,0,0,7]",
         "mode=reflect !bf16")
 OP_CASE(PAD, "edge, a crop, fp16", 13, 1, "h[2,3,5] i64=[0,-1,3,0,2,-2]", "mode=edge !fp16")
+OP_CASE(PAD, "wrap (circular), pads past one extent", 19, 1, "[1,2,3,4] i64=[0,0,4,1,0,0,2,6]",
+        "mode=wrap")
+OP_CASE(PAD, "wrap, bf16", 19, 1, "h[2,3,5] i64=[0,2,1,0,1,3]", "mode=wrap !bf16")
 OP_CASE(GEMM, "transB, bias row", 13, 1, "[3,5] [4,5] [4]", "transB=1")
 OP_CASE(MATMUL, "channels-last Linear (ConvNeXt)", 13, 1, "[2,3,2,5] [5,4]", "")
 OP_CASE(MATMUL, "matrices", 13, 1, "[3,6] [6,2]", "")

@@ -55,6 +55,7 @@ int op_grad_pad(grad_ctx *c) {
     const char *mode = ir_attr_string(f, "mode", "constant"); /* PadGrad's: a literal */
     mode = strcmp(mode, "reflect") == 0 ? "reflect"
            : strcmp(mode, "edge") == 0  ? "edge"
+           : strcmp(mode, "wrap") == 0  ? "wrap"
                                         : "constant";
     if (strcmp(mode, "constant") != 0 && !ir_dtype_is_compute(g->tensors[grad_fwd_in(c, 0)].dtype))
         return oc_fail(grad_err(c),

@@ -162,6 +162,7 @@ typedef enum op_pad_mode {
     OP_PAD_CONSTANT = 0,
     OP_PAD_REFLECT,
     OP_PAD_EDGE,
+    OP_PAD_WRAP, /* circular: index modulo the extent (opset 19) */
 } op_pad_mode;
 
 /* Pad (the pads of opset < 11 attributes; later ones come as an input) and

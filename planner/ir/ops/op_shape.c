@@ -283,8 +283,9 @@ static int pad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (np != 2 * naxes)
         return oc_fail(err, "pads has %" PRId64 " values, expected %" PRId64, np, 2 * naxes);
     const char *mode = ir_attr_string(n, "mode", "constant");
-    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
-        return oc_fail(err, "mode '%s' is not supported", mode);
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") &&
+        strcmp(mode, "wrap"))
+        return oc_fail(err, "mode '%s' is not supported (constant, reflect, edge, wrap)", mode);
     int64_t y[IR_MAX_RANK];
     memcpy(y, x->dims, sizeof y);
     for (int64_t i = 0; i < naxes; i++) {
@@ -293,6 +294,11 @@ static int pad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         if (!oc_add_i64(y[a], pads[i], &y[a]) || !oc_add_i64(y[a], pads[i + naxes], &y[a]))
             return oc_fail(err, "padding of dim %" PRId64 " overflows", a);
         if (y[a] < 0) return oc_fail(err, "padding makes dim %" PRId64 " negative", a);
+        if (strcmp(mode, "wrap") == 0 && (pads[i] < 0 || pads[i + naxes] < 0))
+            return oc_fail(err,
+                           "mode wrap with a negative pad (a crop) on dim %" PRId64
+                           " is not supported (torch crops, then wraps the rest)",
+                           a);
     }
     op_set_out(g, n, 0, x->dtype, x->rank, y);
     return OC_OK;
@@ -306,7 +312,8 @@ int op_decode_pad(const ir_graph *g, ir_node *n, oc_err *err) {
     if (strcmp(mode, "constant") == 0) p->mode = OP_PAD_CONSTANT;
     else if (strcmp(mode, "reflect") == 0) p->mode = OP_PAD_REFLECT;
     else if (strcmp(mode, "edge") == 0) p->mode = OP_PAD_EDGE;
-    else return oc_fail(err, "mode '%s' is not supported (constant, reflect, edge)", mode);
+    else if (strcmp(mode, "wrap") == 0) p->mode = OP_PAD_WRAP;
+    else return oc_fail(err, "mode '%s' is not supported (constant, reflect, edge, wrap)", mode);
     bool grad = n->op == OP_PAD_GRAD;
     if (!grad && g->opset >= 11) return OC_OK;
     const ir_tensor *x = grad ? ir_node_out((ir_graph *)g, n, 0) : ir_node_in((ir_graph *)g, n, 0);

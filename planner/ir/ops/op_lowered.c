@@ -382,7 +382,13 @@ static int reduce_family_fold(ir_graph *g, ir_node *n, int64_t opset, oc_err *er
         double v = n->op == OP_REDUCE_LOG_SUM       ? log(acc[o])
                    : n->op == OP_REDUCE_LOG_SUM_EXP ? log(acc[o]) + mx[o]
                                                     : acc[o];
-        num nv = {v, prod && !fl ? iacc[o] : (int64_t)v};
+        /* an integer result: the product as int64 wraps it; a sum, log or NaN saturates */
+        int64_t iv = prod && !fl    ? iacc[o]
+                     : v != v       ? 0
+                     : v >= 9.2e18  ? INT64_MAX
+                     : v <= -9.2e18 ? INT64_MIN
+                                    : (int64_t)v;
+        num nv = {v, iv};
         op_fold_num_put(buf, x->dtype, o, nv, fl ? IR_DTYPE_DOUBLE : x->dtype);
     }
     oc_free(acc), oc_free(mx), oc_free(iacc);

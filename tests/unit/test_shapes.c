@@ -835,8 +835,9 @@ static void test_flatten_folds(void **state) {
 }
 
 /* ScatterND of run-time data runs as a kernel (y like x, not a plan-time value)
- * when its indices are plan-time values, each row once, and reduction is none;
- * otherwise it is refused, named. `rows` holds the index rows, `red` the reduction. */
+ * when its indices are plan-time values, each row once, and reduction is none; with
+ * reduction add it becomes a scatter-add (Add of GatherGrad: rows may repeat); otherwise it
+ * is refused, named. `rows` holds the index rows, `red` the reduction. */
 static int scatter_nd_run_time(fixture *f, int n_rows, const int64_t *rows, const char *red,
                                bool runtime_indices) {
     ir_graph_free(f->g), mb_free(f->m); /* the previous case's */
@@ -858,6 +859,16 @@ static void test_scatter_nd_run_time(void **state) {
         fail_msg("inference failed: %s", f->err.msg);
     assert_shape(f->g, "y", "[3, 2]");
     assert_true(fx_tensor(f->g, "y")->kind != IR_KIND_CONSTANT);
+    /* reduction add, a row twice: x + the updates scatter-added, y written by the Add */
+    if (scatter_nd_run_time(f, 2, (const int64_t[]){1, 1}, "add", false))
+        fail_msg("inference failed: %s", f->err.msg);
+    assert_shape(f->g, "y", "[3, 2]");
+    const ir_tensor *y = fx_tensor(f->g, "y");
+    assert_true(y->kind != IR_KIND_CONSTANT && y->producer >= 0);
+    assert_int_equal(f->g->nodes[y->producer].op, OP_ADD);
+    bool scattered = false;
+    for (int i = 0; i < f->g->n_nodes; i++) scattered |= f->g->nodes[i].op == OP_GATHER_GRAD;
+    assert_true(scattered);
     static const struct {
         int n;
         int64_t rows[2];
@@ -867,7 +878,7 @@ static void test_scatter_nd_run_time(void **state) {
         {2, {1, 1}, NULL, "row 1 repeats an earlier row", false},
         {2, {0, -3}, NULL, "row 1 repeats an earlier row", false}, /* -3: row 0 */
         {1, {3}, NULL, "coordinate 3 is outside data 'x'", false},
-        {1, {0}, "add", "with a reduction on run-time data", false},
+        {1, {0}, "mul", "with a reduction on run-time data", false},
         {1, {0}, NULL, "indices 'rows' are computed at run time", true},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

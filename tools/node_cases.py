@@ -776,12 +776,7 @@ def reduce_family_run_time_cases(rng):
         else:
             nodes.append(helper.make_node("Identity", ["x"], ["r"]))
         ins, kw = ["r"], {"keepdims": keep}
-        if axes is not None and opset >= 18:
-            nodes.append(helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(
-                np.array(axes, np.int64), "axes")))
-            ins.append("axes")
-        elif axes is not None:
-            kw["axes"] = axes
+        reduce_axes(nodes, ins, kw, axes, opset)
         nodes.append(helper.make_node(op, ins, ["y"], **kw))
         write_case(f"test_{op.lower()}_f32_run_time_keep{keep}_opset{opset}", nodes, [("x", x)],
                    [("y", np.asarray(want, np.float32))], opset)
@@ -808,6 +803,16 @@ def wrap_pad_cases(rng):
 
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
+
+
+def reduce_axes(nodes, ins, kw, axes, opset):
+    """A reduce node's axes: an input from a Constant from opset 18, an attribute before."""
+    if axes is not None and opset >= 18:
+        nodes.append(helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(
+            np.array(axes, np.int64), "axes")))
+        ins.append("axes")
+    elif axes is not None:
+        kw["axes"] = axes
 
 
 def write_case(name, nodes, inputs, outputs, opset=13):
@@ -988,12 +993,7 @@ def main():
         y = f(x, axis=None if axes is None else tuple(axes), keepdims=bool(keep))
         kw, ins = {"keepdims": keep}, ["x"]
         nodes = []
-        if axes is not None and opset >= 18:
-            nodes.append(helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(
-                np.array(axes, np.int64), "axes")))
-            ins.append("axes")
-        elif axes is not None:
-            kw["axes"] = axes
+        reduce_axes(nodes, ins, kw, axes, opset)
         inputs = [("x", x)]
         if name.endswith("_plan_time"):  # x a Constant: it folds; z + it runs
             nodes.append(helper.make_node("Constant", [], ["x"],

@@ -936,16 +936,24 @@ const op_def op_def_gather_elements = {.min_inputs = 2,
  * full coordinates -- ScatterND(data, rows [numel, rank], Reshape(updates, [-1])), the same
  * reduction -- which folds on plan-time values (ConViT's relative-position table) and runs,
  * with its gradient, on run-time data and updates. */
+/* ScatterElements' shapes: indices as GatherElements' (gather_elements_check, *axis
+ * normalised), updates of the indices' shape. */
+static int scatter_elements_check(const ir_node *n, const ir_tensor *x, const ir_tensor *idx,
+                                  const ir_tensor *u, int64_t *axis, oc_err *err) {
+    if (gather_elements_check(n, x, idx, axis, err)) return OC_ERR;
+    bool same = u->rank == idx->rank;
+    for (int d = 0; same && d < u->rank; d++) same = u->dims[d] == idx->dims[d];
+    if (!same)
+        return oc_fail(err, "updates '%s' and indices '%s' differ in shape", u->name, idx->name);
+    return OC_OK;
+}
+
 /* ScatterElements' shapes checked, and each update's full coordinates in data: *rows
  * ([*numel, x's rank], the caller frees), negative indices resolved. */
 static int scatter_elements_rows(const ir_node *n, const ir_tensor *x, const ir_tensor *idx,
                                  const ir_tensor *u, int64_t *numel, int64_t **rows, oc_err *err) {
     int64_t axis;
-    if (gather_elements_check(n, x, idx, &axis, err)) return OC_ERR;
-    bool same = u->rank == idx->rank;
-    for (int d = 0; same && d < u->rank; d++) same = u->dims[d] == idx->dims[d];
-    if (!same)
-        return oc_fail(err, "updates '%s' and indices '%s' differ in shape", u->name, idx->name);
+    if (scatter_elements_check(n, x, idx, u, &axis, err)) return OC_ERR;
     int rank = x->rank;
     if (!ir_tensor_numel(idx, numel) ||
         *numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t) / (rank ? rank : 1))
@@ -979,12 +987,9 @@ static int scatter_elements_run_time(ir_graph *g, int node, bool *changed, oc_er
     const ir_tensor *x = &g->tensors[xt], *idx = &g->tensors[it], *u = ir_node_in(g, n, 2);
     if (scatter_mode(n, &mode, err)) return OC_ERR;
     if (mode != 1 || (op_is_value(x) && op_is_value(u))) return OC_OK;
-    if (gather_elements_check(n, x, idx, &axis, err)) return OC_ERR;
-    bool same = u->rank == idx->rank;
-    for (int d = 0; same && d < u->rank; d++) same = u->dims[d] == idx->dims[d];
-    if (!same || u->dtype != x->dtype)
-        return oc_fail(err, "updates '%s' and indices '%s' differ in shape (or data in type)",
-                       u->name, idx->name);
+    if (scatter_elements_check(n, x, idx, u, &axis, err)) return OC_ERR;
+    if (u->dtype != x->dtype)
+        return oc_fail(err, "updates '%s' and data '%s' differ in type", u->name, x->name);
     char *base = oc_strdup(n->name);
     int rc = elements_offsets(g, node, base, xt, it, axis, &offs, err);
     oc_free(base);

@@ -118,7 +118,24 @@ __host__ __device__
     X(SOFTPLUS, oc_softplus(x))                                                                    \
     X(MISH, x *tanhf(log1pf(expf(x))))                                                             \
     X(SIN, sinf(x))                                                                                \
-    X(COS, cosf(x))
+    X(COS, cosf(x))                                                                                \
+    X(TAN, tanf(x))                                                                                \
+    X(ASIN, asinf(x))                                                                              \
+    X(ACOS, acosf(x))                                                                              \
+    X(ATAN, atanf(x))                                                                              \
+    X(SINH, sinhf(x))                                                                              \
+    X(COSH, coshf(x))                                                                              \
+    X(ASINH, asinhf(x))                                                                            \
+    X(ACOSH, acoshf(x))                                                                            \
+    X(ATANH, atanhf(x))                                                                            \
+    X(SIGN, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x) /* 0 keeps its sign; NaN stays (ONNX's) */     \
+    X(FLOOR, floorf(x))                                                                            \
+    X(CEIL, ceilf(x))                                                                              \
+    X(ROUND, rintf(x)) /* half to even (the default rounding mode) */                              \
+    X(SOFTSIGN, x / (1.0f + fabsf(x)))                                                             \
+    X(THRESHOLDED_RELU, x > p0 ? x : 0.0f) /* p0: alpha */                                         \
+    /* p0: lambd, p1: bias (hardshrink: bias 0; softshrink: bias = lambd) */                       \
+    X(SHRINK, x<-p0 ? x + p1 : x> p0 ? x - p1 : 0.0f)
 
 #define OC_POINTWISE_GRAD(X)                                                                       \
     X(RELU_GRAD, oc_relu_grad(dy, s))                                                /* s = y */   \
@@ -142,6 +159,19 @@ __host__ __device__
     X(SOFTPLUS_GRAD, s > 20.0f ? dy : dy * (expf(s) / (expf(s) + 1.0f))) /* s = x */               \
     X(MISH_GRAD, dy *oc_mish_grad(s))                                    /* s = x */               \
     X(SIN_GRAD, dy *cosf(s))                                             /* s = x */               \
-    X(COS_GRAD, -dy *sinf(s))                                            /* s = x */
+    X(COS_GRAD, -dy *sinf(s))                                            /* s = x */               \
+    /* PyTorch's derivatives.yaml: Tan from y, the rest from x */                                  \
+    X(TAN_GRAD, dy *(1.0f + s * s))                                /* s = y */                     \
+    X(ASIN_GRAD, dy *(1.0f / sqrtf(1.0f - s * s)))                 /* s = x */                     \
+    X(ACOS_GRAD, -dy *(1.0f / sqrtf(1.0f - s * s)))                /* s = x */                     \
+    X(ATAN_GRAD, dy / (s * s + 1.0f))                              /* s = x */                     \
+    X(SINH_GRAD, dy *coshf(s))                                     /* s = x */                     \
+    X(COSH_GRAD, dy *sinhf(s))                                     /* s = x */                     \
+    X(ASINH_GRAD, dy *(1.0f / sqrtf(s * s + 1.0f)))                /* s = x */                     \
+    X(ACOSH_GRAD, dy *(1.0f / sqrtf(s * s - 1.0f)))                /* s = x */                     \
+    X(ATANH_GRAD, dy *(1.0f / (1.0f - s * s)))                     /* s = x */                     \
+    X(SOFTSIGN_GRAD, dy / ((1.0f + fabsf(s)) * (1.0f + fabsf(s)))) /* s = x */                     \
+    X(THRESHOLDED_RELU_GRAD, s > p0 ? dy : 0.0f)                   /* s = x */                     \
+    X(SHRINK_GRAD, s<-p0 || s> p0 ? dy : 0.0f) /* s = x; PyTorch's hardshrink_backward */
 
 #endif

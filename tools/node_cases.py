@@ -801,6 +801,63 @@ def wrap_pad_cases(rng):
                    [("x", x)], [("y", want)], 19)
 
 
+def math_run_time_cases(rng):
+    """The math ops and predicates of run-time float32 data: trigonometry in its domain,
+    Sign / Floor / Ceil / Round at their edges (zeros of both signs, halves: Round to even,
+    NaN), Softsign, ThresholdedRelu, Shrink (hard and soft); comparisons with ties and NaN,
+    And / Or / Xor / Not of run-time masks, IsInf's detect flags."""
+    x = rng.uniform(-0.9, 0.9, [2, 3, 4]).astype(np.float32)
+    big = rng.uniform(1.1, 3.0, [2, 3, 4]).astype(np.float32)
+    f64 = lambda a: a.astype(np.float64)
+    unary = [("Tan", x, np.tan), ("Asin", x, np.arcsin), ("Acos", x, np.arccos),
+             ("Atan", x * 4, np.arctan), ("Sinh", x * 3, np.sinh), ("Cosh", x * 3, np.cosh),
+             ("Asinh", x * 4, np.arcsinh), ("Acosh", big, np.arccosh),
+             ("Atanh", x, np.arctanh), ("Softsign", x * 4, lambda v: v / (1 + np.abs(v)))]
+    for op, v, ref in unary:
+        v = v.astype(np.float32)
+        write_case(f"test_{op.lower()}_f32_opset13", [helper.make_node(op, ["x"], ["y"])],
+                   [("x", v)], [("y", ref(f64(v)).astype(np.float32))])
+    edges = np.array([-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, 0.49999997, -3.7, 3.2,
+                      np.nan, np.inf, -np.inf], np.float32)
+    for op, ref in (("Sign", np.sign), ("Floor", np.floor), ("Ceil", np.ceil),
+                    ("Round", np.round)):
+        write_case(f"test_{op.lower()}_f32_edges", [helper.make_node(op, ["x"], ["y"])],
+                   [("x", edges)], [("y", ref(edges).astype(np.float32))])
+    v = (x * 2).astype(np.float32)
+    write_case("test_thresholded_relu_f32_alpha", [helper.make_node(
+        "ThresholdedRelu", ["x"], ["y"], alpha=0.4)], [("x", v)],
+        [("y", np.where(v > 0.4, v, 0).astype(np.float32))])
+    for name, lambd, bias in (("hard", 0.5, 0.0), ("soft", 0.3, 0.3)):
+        want = np.where(v < -lambd, v + bias, np.where(v > lambd, v - bias, 0))
+        write_case(f"test_shrink_f32_{name}", [helper.make_node(
+            "Shrink", ["x"], ["y"], lambd=lambd, bias=bias)], [("x", v)],
+            [("y", want.astype(np.float32))])
+    a = np.array([[1.0, np.nan, 2.0, -1.0], [0.5, 0.5, np.nan, 3.0]], np.float32)
+    b = np.array([1.0, np.nan, 3.0, -2.0], np.float32)
+    for op, ref in (("Equal", np.equal), ("LessOrEqual", np.less_equal),
+                    ("GreaterOrEqual", np.greater_equal)):
+        write_case(f"test_{op.lower()}_f32_run_time_ties_nan",
+                   [helper.make_node(op, ["a", "b"], ["y"])], [("a", a), ("b", b)],
+                   [("y", ref(a, b))], 16)
+    # masks computed from run-time data, then combined
+    lo, hi = np.float32(-0.3), np.float32(0.4)
+    consts = [helper.make_node("Constant", [], [n], value=numpy_helper.from_array(
+        np.array(c, np.float32), n)) for n, c in (("lo", lo), ("hi", hi))]
+    above, below = v > lo, v < hi
+    for op, ref in (("And", np.logical_and), ("Or", np.logical_or), ("Xor", np.logical_xor)):
+        nodes = consts + [helper.make_node("Greater", ["x", "lo"], ["above"]),
+                          helper.make_node("Less", ["x", "hi"], ["below"]),
+                          helper.make_node(op, ["above", "below"], ["m"]),
+                          helper.make_node("Not", ["m"], ["y"])]
+        write_case(f"test_{op.lower()}_not_run_time_masks", nodes, [("x", v)],
+                   [("y", np.logical_not(ref(above, below)))])
+    for pos, neg in ((1, 0), (0, 1), (0, 0)):
+        want = (np.isposinf(edges) & bool(pos)) | (np.isneginf(edges) & bool(neg))
+        write_case(f"test_isinf_f32_run_time_pos{pos}_neg{neg}", [helper.make_node(
+            "IsInf", ["x"], ["y"], detect_positive=pos, detect_negative=neg)],
+            [("x", edges)], [("y", want)], 20)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1041,8 +1098,9 @@ def main():
     cumsum_run_time_cases(rng)
     reduce_family_run_time_cases(rng)
     wrap_pad_cases(rng)
+    math_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25
     print(f"{n + 6} cases in {OUT}")
 
 

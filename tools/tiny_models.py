@@ -676,6 +676,39 @@ class TinyNllLoss(nn.Module):
         return F.nll_loss(logp, targets, weight=self.class_weight, ignore_index=255)
 
 
+class TinyMath(nn.Module):
+    """The element math and masks everyday models write on activations: hardshrink and
+    softshrink (wavelet / sparse-coding layers), softsign, tanhshrink, a threshold, atan2
+    of two feature maps (phase of a complex field), torch.sign, floor, round and ceil
+    (quantization glue: no gradient through them), asin of a tanh, nan_to_num and masked_fill from a comparison, and a mask from an ArgMax (one_hot)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 6, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        h = self.c1(x)  # (N, 8, 16, 16)
+        a = F.hardshrink(h, 0.3) + F.softshrink(h, 0.2) + F.softsign(2 * h)
+        b = F.tanhshrink(h) + torch.where(h > 0.1, h, -0.5) + torch.asin(0.9 * torch.tanh(h))
+        phase = 4 * torch.atan2(h[:, :4], h[:, 4:] + 0.05)  # (N, 4, 16, 16)
+        q = torch.sign(h) * h + (torch.floor(4 * h) - torch.round(3 * h) + torch.ceil(h)) * 0.1
+        m = torch.nan_to_num(torch.log(h.clamp(min=0.0)), neginf=-3.0)  # -inf where h <= 0
+        m = m.masked_fill(h.abs() <= 0.05, 0.25)
+        hot = F.one_hot(h.mean((2, 3)).argmax(1), 8).float()  # (N, 8), no gradient
+        g = F.relu(self.c2(a + b + q + m))
+        feats = [t.mean((2, 3)) for t in (g, phase.repeat(1, 2, 1, 1), g * hot[:, :, None, None])]
+        feats += [(g * g).amax((2, 3)), g.std((2, 3)), (a * b).mean((2, 3))]
+        return self.fc(torch.cat(feats, 1))
+
+
+def tiny_math():
+    return TinyMath()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
@@ -686,7 +719,7 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk,
         "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle,
         "tiny_cumsum": tiny_cumsum, "tiny_reductions": tiny_reductions,
-        "tiny_circular": tiny_circular}
+        "tiny_circular": tiny_circular, "tiny_math": tiny_math}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

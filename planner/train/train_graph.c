@@ -516,7 +516,7 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
             if (finalize_grad(b, y, TRAIN_PHASE_BACKWARD, i)) return OC_ERR;
             flows = flows || b->tg->grad_of[y] >= 0;
         }
-        if (wants && flows) {
+        if (wants && flows && !d->grad_zero) {
             if (!d->grad)
                 return oc_fail(b->err,
                                "%s: node '%s': op '%s' has no gradient rule; it cannot "

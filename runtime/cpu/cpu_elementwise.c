@@ -324,34 +324,6 @@ int cpu_binary_grad(const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* A, B (float) -> A < B (Less), A > B (Greater: B < A) (bool), broadcast. */
-int cpu_less(const kernel_args *a, oc_err *err) {
-    int l = a->n->op == OP_GREATER; /* the input on the left of < */
-    const ir_tensor *ta = kernel_in(a, l), *tb = kernel_in(a, 1 - l), *y = kernel_out(a, 0);
-    if (kernel_want_dtype(a, ta, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, y, IR_DTYPE_BOOL, err))
-        return OC_ERR;
-    int r = y->rank;
-    const int64_t *od = y->dims;
-    int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, oa = 0, ob = 0;
-    cpu_bcast_strides(ta->rank, ta->dims, r, od, sa);
-    cpu_bcast_strides(tb->rank, tb->dims, r, od, sb);
-    const float *pa = a->in[l], *pb = a->in[1 - l];
-    uint8_t *out = a->out[0];
-    int64_t n = kernel_numel(y);
-    for (int64_t i = 0; i < n; i++) {
-        out[i] = pa[oa] < pb[ob];
-        for (int d = r - 1; d >= 0; d--) {
-            oa += sa[d], ob += sb[d];
-            if (++o[d] < od[d]) break;
-            oa -= sa[d] * od[d], ob -= sb[d] * od[d];
-            o[d] = 0;
-        }
-    }
-    return OC_OK;
-}
-
 /* X (float), shape -> X broadcast to the output's shape. */
 int cpu_expand(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);

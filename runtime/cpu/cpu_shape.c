@@ -6,6 +6,7 @@
 
 #include "cpu_internal.h"
 #include "ir/half.h"
+#include "cast_rule.h"
 #include "pad_coord.h"
 #include "topk_order.h"
 
@@ -58,13 +59,22 @@ int cpu_cast(const kernel_args *a, oc_err *err) {
         cast_floats(a, x, y);
         return OC_OK;
     }
-    if (x->dtype != IR_DTYPE_BOOL || y->dtype != IR_DTYPE_FLOAT)
+    if (!oc_cast_runs(x->dtype, y->dtype))
         return kernel_fail(a, err, "a run-time cast from %s to %s is not supported",
                            ir_dtype_name(x->dtype), ir_dtype_name(y->dtype));
-    const uint8_t *in = a->in[0];
-    float *out = a->out[0];
     int64_t n = kernel_numel(x);
-    for (int64_t i = 0; i < n; i++) out[i] = in[i] ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < n; i++) { /* masks and indices: exact in int64 */
+        int64_t v = x->dtype == IR_DTYPE_INT64   ? ((const int64_t *)a->in[0])[i]
+                    : x->dtype == IR_DTYPE_INT32 ? ((const int32_t *)a->in[0])[i]
+                    : x->dtype == IR_DTYPE_FLOAT ? ((const float *)a->in[0])[i] != 0.0f
+                                                 : ((const uint8_t *)a->in[0])[i] != 0;
+        switch (y->dtype) {
+        case IR_DTYPE_FLOAT: ((float *)a->out[0])[i] = (float)v; break;
+        case IR_DTYPE_INT64: ((int64_t *)a->out[0])[i] = v; break;
+        case IR_DTYPE_INT32: ((int32_t *)a->out[0])[i] = (int32_t)v; break;
+        default: ((uint8_t *)a->out[0])[i] = v != 0; /* bool */
+        }
+    }
     return OC_OK;
 }
 

@@ -10,6 +10,8 @@
 
 #include "cpu/cpu_rng.h"
 #include "cuda_internal.h"
+#include "cast_rule.h"
+#include "predicate.h"
 #include "topk_order.h"
 #include "ir/ops/op_update.h"
 
@@ -340,16 +342,26 @@ int cuda_random_uniform_like(const cuda_ctx *c, const kernel_args *a, oc_err *er
     return OC_OK;
 }
 
-/* A, B (float) -> A < B (Less), A > B (Greater: B < A) (bool), broadcast. */
-int cuda_less(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
-    int l = a->n->op == OP_GREATER; /* the input on the left of < */
-    const ir_tensor *ta = kernel_in(a, l), *tb = kernel_in(a, 1 - l), *y = kernel_out(a, 0);
-    if (kernel_want_dtype(a, ta, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, y, IR_DTYPE_BOOL, err))
-        return OC_ERR;
-    CU_LAUNCH(cu_less(c->stream, a->in[l], shape_of(ta), a->in[1 - l], shape_of(tb), a->out[0],
-                      shape_of(y)));
+/* cpu_predicate: comparisons and logic of two operands of one type, broadcast; Not,
+ * IsNaN, IsInf of one. */
+int cuda_predicate(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    int code = oc_pred_code(a->n->op);
+    const ir_tensor *ta = kernel_in(a, 0), *y = kernel_out(a, 0);
+    const ir_tensor *tb = oc_pred_unary(code) ? ta : kernel_in(a, 1);
+    cu_dtype dt;
+    if (kernel_want_dtype(a, y, IR_DTYPE_BOOL, err) || dtype_of(a, ta, &dt, err)) return OC_ERR;
+    bool unary_ok = code == OC_PRED_NOT ? ta->dtype == IR_DTYPE_BOOL : dt == CU_DT_F32;
+    bool binary_ok =
+        dt == CU_DT_F32 || dt == CU_DT_I64 || dt == CU_DT_I32 || ta->dtype == IR_DTYPE_BOOL;
+    if (tb->dtype != ta->dtype || !(oc_pred_unary(code) ? unary_ok : binary_ok))
+        return kernel_fail(a, err,
+                           "inputs '%s' (%s) and '%s' (%s): this kernel compares two tensors "
+                           "of one type, float32, int64, int32 or bool",
+                           ta->name, ir_dtype_name(ta->dtype), tb->name, ir_dtype_name(tb->dtype));
+    const op_predicate_args *p = &op_args_of(a->n)->predicate;
+    CU_LAUNCH(cu_predicate(c->stream, code, dt, a->in[0], shape_of(ta),
+                           a->in[oc_pred_unary(code) ? 0 : 1], shape_of(tb), a->out[0], shape_of(y),
+                           p->detect_pos, p->detect_neg));
     return OC_OK;
 }
 
@@ -638,10 +650,12 @@ int cuda_cast(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
                                    float_kind(y->dtype), kernel_numel(x)));
         return OC_OK;
     }
-    if (x->dtype != IR_DTYPE_BOOL || y->dtype != IR_DTYPE_FLOAT)
+    if (!oc_cast_runs(x->dtype, y->dtype))
         return kernel_fail(a, err, "a run-time cast from %s to %s is not supported",
                            ir_dtype_name(x->dtype), ir_dtype_name(y->dtype));
-    CU_LAUNCH(cu_bool_to_float(c->stream, a->in[0], a->out[0], kernel_numel(x)));
+    cu_dtype from, to;
+    if (dtype_of(a, x, &from, err) || dtype_of(a, y, &to, err)) return OC_ERR;
+    CU_LAUNCH(cu_int_convert(c->stream, from, a->in[0], to, a->out[0], kernel_numel(x)));
     return OC_OK;
 }
 

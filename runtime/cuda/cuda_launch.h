@@ -170,7 +170,9 @@ int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, fl
 int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, const oc_resize_kind *k,
               const int64_t *n, const int64_t *m, const double *scale, int64_t planes);
 /* y = x ? 1 : 0 (bool -> float). */
-int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n);
+/* y = x cast (runtime/cast_rule.h's casts of masks and indices): from CU_DT_U8 (bool),
+ * _I32, _I64 to any of those or _F32; from _F32 to _U8 (bool: nonzero). */
+int cu_int_convert(void *stream, cu_dtype from, const void *x, cu_dtype to, void *y, int64_t n);
 /* y = x between float types (kinds: 0 float32, 1 float16, 2 bfloat16), rounded
  * to nearest even (ir/half.h); x and y do not overlap. */
 int cu_float_convert(void *stream, const void *x, int kx, void *y, int ky, int64_t n);
@@ -212,9 +214,10 @@ int cu_where_half(void *stream, const uint8_t *c, cu_shape cs, int kx, const voi
 /* dy, dx of element kind `kind` (0 float32, 1 float16, 2 bfloat16). */
 int cu_where_grad(void *stream, int kind, const void *dy, const uint8_t *c, cu_shape cs,
                   cu_shape os, void *dx, int select);
-/* y = a < b, broadcast (float in, bool out). */
-int cu_less(void *stream, const float *a, cu_shape as, const float *b, cu_shape bs, uint8_t *y,
-            cu_shape ys);
+/* y = the predicate `code` (predicate.h) of a and b broadcast, both of type dt (CU_DT_F32,
+ * _I64, _I32, _U8 for bool); a unary code reads a (float32; Not: bool) and ignores b. */
+int cu_predicate(void *stream, int code, cu_dtype dt, const void *a, cu_shape as, const void *b,
+                 cu_shape bs, uint8_t *y, cu_shape ys, int detect_pos, int detect_neg);
 int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
                         cu_shape out_shape, int first);
 /* out (op)= in broadcast to out's shape. MAX, MIN: a NaN wins; PRELU: out the input, in the

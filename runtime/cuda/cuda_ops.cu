@@ -17,6 +17,7 @@
 #define OC_HALF_NO_IR
 #include "ir/half.h"
 #include "pointwise.h"
+#include "predicate.h"
 #include "pad_coord.h"
 #include "topk_order.h"
 #include "resize_coord.h"
@@ -2374,13 +2375,28 @@ extern "C" int cu_random_uniform(void *stream, float *y, int64_t n, cu_rng key, 
     return last_error();
 }
 
-__global__ void k_bool_to_float(const uint8_t *x, float *y, int64_t n) {
-    GRID_LOOP(i, n) y[i] = x[i] ? 1.0f : 0.0f;
+// ---- casts of masks and indices (runtime/cast_rule.h) ----
+__global__ void k_int_convert(int from, const void *x, int to, void *y, int64_t n) {
+    GRID_LOOP(i, n) {
+        int64_t v = from == CU_DT_I64   ? ((const int64_t *)x)[i]
+                    : from == CU_DT_I32 ? ((const int32_t *)x)[i]
+                    : from == CU_DT_F32 ? ((const float *)x)[i] != 0.0f
+                                        : ((const uint8_t *)x)[i] != 0;
+        if (to == CU_DT_F32) ((float *)y)[i] = (float)v;
+        else if (to == CU_DT_I64) ((int64_t *)y)[i] = v;
+        else if (to == CU_DT_I32) ((int32_t *)y)[i] = (int32_t)v;
+        else ((uint8_t *)y)[i] = v != 0;
+    }
 }
 
-extern "C" int cu_bool_to_float(void *stream, const uint8_t *x, float *y, int64_t n) {
+extern "C" int cu_int_convert(void *stream, cu_dtype from, const void *x, cu_dtype to, void *y,
+                              int64_t n) {
     if (n == 0) return 0;
-    k_bool_to_float<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(x, y, n);
+    bool ints_from = from == CU_DT_U8 || from == CU_DT_I32 || from == CU_DT_I64;
+    bool ok = ints_from ? (to == CU_DT_U8 || to == CU_DT_I32 || to == CU_DT_I64 || to == CU_DT_F32)
+                        : from == CU_DT_F32 && to == CU_DT_U8;
+    if (!ok) return (int)cudaErrorInvalidValue;
+    k_int_convert<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(from, x, to, y, n);
     return last_error();
 }
 
@@ -2751,21 +2767,70 @@ extern "C" int cu_sum_half(void *stream, cu_sum_in in, int ky, void *y, cu_shape
     return last_error();
 }
 
-__global__ void k_less(const float *a, const float *b, cu_bidx bi, uint8_t *y, int64_t n) {
+__device__ static inline bool pred_of(int code, float a, float b) {
+    return oc_pred_f32(code, a, b);
+}
+__device__ static inline bool pred_of(int code, int64_t a, int64_t b) {
+    return oc_pred_i64(code, a, b);
+}
+__device__ static inline bool pred_of(int code, int32_t a, int32_t b) {
+    return oc_pred_i32(code, a, b);
+}
+__device__ static inline bool pred_of(int code, uint8_t a, uint8_t b) {
+    return oc_pred_u8(code, a, b);
+}
+
+template <typename T>
+__global__ void k_predicate(int code, const T *a, const T *b, cu_bidx bi, uint8_t *y, int64_t n) {
     GRID_LOOP(i, n) {
         int64_t o[2];
         bidx_at<2>(bi, i, o);
-        y[i] = a[o[0]] < b[o[1]];
+        y[i] = pred_of(code, a[o[0]], b[o[1]]);
     }
 }
 
-extern "C" int cu_less(void *stream, const float *a, cu_shape as, const float *b, cu_shape bs,
-                       uint8_t *y, cu_shape ys) {
+template <typename T>
+__global__ void k_predicate_unary(int code, const T *x, uint8_t *y, int64_t n, bool pos, bool neg) {
+    GRID_LOOP(i, n) y[i] = oc_pred_of(code, (float)x[i], pos, neg);
+}
+
+extern "C" int cu_predicate(void *stream, int code, cu_dtype dt, const void *a, cu_shape as,
+                            const void *b, cu_shape bs, uint8_t *y, cu_shape ys, int detect_pos,
+                            int detect_neg) {
     int64_t n = numel(ys);
     if (n == 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (oc_pred_unary(code)) {
+        if (code == OC_PRED_NOT && dt == CU_DT_U8)
+            k_predicate_unary<<<blocks_for(n), THREADS, 0, s>>>(code, (const uint8_t *)a, y, n,
+                                                                false, false);
+        else if (code != OC_PRED_NOT && dt == CU_DT_F32)
+            k_predicate_unary<<<blocks_for(n), THREADS, 0, s>>>(code, (const float *)a, y, n,
+                                                                detect_pos != 0, detect_neg != 0);
+        else return (int)cudaErrorInvalidValue;
+        return last_error();
+    }
     cu_shape in[2] = {as, bs};
     cu_bidx bi = bidx_of(ys, in, 2);
-    k_less<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(a, b, bi, y, n);
+    switch (dt) {
+    case CU_DT_F32:
+        k_predicate<<<blocks_for(n), THREADS, 0, s>>>(code, (const float *)a, (const float *)b, bi,
+                                                      y, n);
+        break;
+    case CU_DT_I64:
+        k_predicate<<<blocks_for(n), THREADS, 0, s>>>(code, (const int64_t *)a, (const int64_t *)b,
+                                                      bi, y, n);
+        break;
+    case CU_DT_I32:
+        k_predicate<<<blocks_for(n), THREADS, 0, s>>>(code, (const int32_t *)a, (const int32_t *)b,
+                                                      bi, y, n);
+        break;
+    case CU_DT_U8:
+        k_predicate<<<blocks_for(n), THREADS, 0, s>>>(code, (const uint8_t *)a, (const uint8_t *)b,
+                                                      bi, y, n);
+        break;
+    default: return (int)cudaErrorInvalidValue;
+    }
     return last_error();
 }
 

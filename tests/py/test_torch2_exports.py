@@ -86,7 +86,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_maxvit", "tiny_r3d",
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
           "tiny_timm", "tiny_rnn", "tiny_same_pad", "tiny_topk", "tiny_token_select",
-          "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions", "tiny_circular",
+          "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions", "tiny_circular", "tiny_math",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
@@ -103,7 +103,8 @@ NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::z
                           "from opset 18 only, which it lacks",
              "tiny_circular": "not compared: torch 1.13's exporter writes circular padding's "
                               "wrap-around Slices off by one (pad 1 takes [-2, -1), not the "
-                              "last element), so its file is not the model"}
+                              "last element), so its file is not the model",
+             "tiny_math": "not exported: torch 1.13's exporter has no aten::atan2"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
                             "tiny_hf_bart", "tiny_hf_roberta")})

@@ -303,6 +303,11 @@ typedef struct op_pointwise_args {
     float p0, p1;
 } op_pointwise_args;
 
+/* The predicate ops (runtime/predicate.h): IsInf's detect_positive / detect_negative. */
+typedef struct op_predicate_args {
+    bool detect_pos, detect_neg;
+} op_predicate_args;
+
 typedef union op_args {
     op_conv_args conv;
     op_pool_args pool;
@@ -335,6 +340,7 @@ typedef union op_args {
     op_sgd_args sgd;
     op_reduce_args reduce;
     op_pointwise_args pointwise;
+    op_predicate_args predicate;
 } op_args;
 
 /* 64-bit FNV-1a of a NUL-terminated string (Dropout's mask key). */

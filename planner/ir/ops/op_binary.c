@@ -1,4 +1,4 @@
-/* op_binary.c — Add, Sub, Mul, Div, Max, Min, PRelu (and Less) with numpy broadcasting
+/* op_binary.c — Add, Sub, Mul, Div, Max, Min, PRelu with numpy broadcasting
  * (residuals, squeeze-excitation gates, SiLU as x * Sigmoid(x), scaling, torch.maximum, a
  * learnt leak): shapes, folding of plan-time values, and the gradient rules of Sub, Mul,
  * Div, Max, Min and PRelu (Add's is in grad_elementwise.c). A gradient whose input was
@@ -26,26 +26,6 @@ static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     const ir_tensor *y = ir_node_out(g, n, 0);
     if (n->op != OP_ADD && y->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt) &&
         dt != IR_DTYPE_DOUBLE)
-        return oc_fail(err, "%s of %s tensors computed at run time is not supported", n->op_type,
-                       ir_dtype_name(dt));
-    return OC_OK;
-}
-
-/* Less: A < B, Greater: A > B, broadcast, as bool; folded for plan-time values, float at
- * run time. Not differentiable. */
-static int less_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    ir_tensor *a, *b;
-    ir_dtype dt;
-    if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err) ||
-        op_operand_dtype(a, b, &dt, err))
-        return OC_ERR;
-    int rank;
-    int64_t dims[IR_MAX_RANK];
-    if (op_broadcast(a, b, &rank, dims, err)) return OC_ERR;
-    op_set_out(g, n, 0, IR_DTYPE_BOOL, rank, dims);
-    if (op_fold_compare(g, n, err)) return OC_ERR;
-    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt))
         return oc_fail(err, "%s of %s tensors computed at run time is not supported", n->op_type,
                        ir_dtype_name(dt));
     return OC_OK;
@@ -237,16 +217,6 @@ BINARY_OP(op_def_add, op_grad_add, 0x0, 0x0);
 BINARY_OP(op_def_sub, sub_grad, 0x0, 0x0);
 BINARY_OP(op_def_mul, mul_grad, 0x3, 0x0);
 BINARY_OP(op_def_div, div_grad, 0x2, 0x1);
-
-const op_def op_def_less = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = less_infer,
-};
 
 const op_def op_def_min_max = {
     .min_inputs = 1,

@@ -6,10 +6,11 @@
 
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_fold_num.h"
+#include "ir/ops/op_pointwise.h"
 #include "ir/ops/op_util.h"
 
 /* X -> Y of the same shape (Relu, Clip); Dropout adds a bool mask of that shape. */
-static int same_shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+int op_pointwise_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
@@ -19,14 +20,14 @@ static int same_shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err)
 }
 
 /* A pointwise op folded when X is a plan-time value (op_fold_unary), else run (float). */
-static int fold_or_run_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+int op_pointwise_fold_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     if (op_is_value(x)) return op_fold_unary(g, n, err);
     if (!ir_dtype_is_compute(x->dtype))
         return oc_fail(err, "%s of a %s tensor computed at run time is not supported", n->op_type,
                        ir_dtype_name(x->dtype));
-    return same_shape_infer(g, n, opset, err);
+    return op_pointwise_infer(g, n, opset, err);
 }
 
 /* Dropout of a plan-time value that leaves it as it is (ratio 0, or not training: the
@@ -59,7 +60,7 @@ static int dropout_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     double ratio;
     if (ir_node_in(g, n, 1) && !op_in_scalar_f(g, n, 1, &ratio))
         return oc_fail(err, "ratio must be a float scalar known at plan time");
-    if (same_shape_infer(g, n, opset, err)) return OC_ERR;
+    if (op_pointwise_infer(g, n, opset, err)) return OC_ERR;
     return dropout_fold(g, n, err);
 }
 
@@ -79,7 +80,7 @@ int op_decode_clip(const ir_graph *g, ir_node *n, oc_err *err) {
  * computes from the input's size at 0). Otherwise it runs (float). */
 static int clip_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     ir_tensor *x;
-    if (same_shape_infer(g, n, opset, err) || op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_pointwise_infer(g, n, opset, err) || op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     const ir_tensor *lo = ir_node_in(g, n, 1), *hi = ir_node_in(g, n, 2);
     if (!op_is_value(x) || (lo && !op_is_value(lo)) || (hi && !op_is_value(hi))) return OC_OK;
     int64_t k;
@@ -143,36 +144,7 @@ int op_decode_dropout(const ir_graph *g, ir_node *n, oc_err *err) {
     return OC_OK;
 }
 
-static const op_role data_role[] = {OP_IN_DATA};
-
-/* A pointwise op X -> Y (shape kept) and its gradient op (dY, S) -> dX; decode:
- * its parameters (op_pointwise_args) or NULL; saved: the tensor S its rule reads.
- * POINTWISE_DEF: with its shape function (fold_or_run_infer: folded on plan-time values)
- * and autocast rule (op_autocast). */
-#define POINTWISE_DEF(ident, inferfn, rule, decodefn, saved_in, saved_out, ac)                     \
-    const op_def ident = {.min_inputs = 1,                                                         \
-                          .max_inputs = 1,                                                         \
-                          .min_outputs = 1,                                                        \
-                          .max_outputs = 1,                                                        \
-                          .roles = data_role,                                                      \
-                          .n_roles = 1,                                                            \
-                          .infer = inferfn,                                                        \
-                          .decode = decodefn,                                                      \
-                          .grad = rule,                                                            \
-                          .saved_inputs = saved_in,                                                \
-                          .saved_outputs = saved_out,                                              \
-                          .autocast = ac}
-#define POINTWISE_OP(ident, rule, decodefn, saved_in, saved_out)                                   \
-    POINTWISE_DEF(ident, same_shape_infer, rule, decodefn, saved_in, saved_out, OP_AUTOCAST_FOLLOW)
-#define POINTWISE_GRAD_OP(ident, decodefn)                                                         \
-    const op_def ident = {.min_inputs = 2,                                                         \
-                          .max_inputs = 2,                                                         \
-                          .min_outputs = 1,                                                        \
-                          .max_outputs = 1,                                                        \
-                          .roles = data_role,                                                      \
-                          .n_roles = 1,                                                            \
-                          .infer = same_shape_infer,                                               \
-                          .decode = decodefn}
+const op_role op_pointwise_roles[] = {OP_IN_DATA};
 static const op_role clip_roles[] = {OP_IN_DATA, OP_IN_CONST};
 
 const op_def op_def_relu = {
@@ -180,9 +152,9 @@ const op_def op_def_relu = {
     .max_inputs = 1,
     .min_outputs = 1,
     .max_outputs = 1,
-    .roles = data_role,
+    .roles = op_pointwise_roles,
     .n_roles = 1,
-    .infer = same_shape_infer,
+    .infer = op_pointwise_infer,
     .grad = op_grad_relu,
     .saved_outputs = 0x1,
 };
@@ -281,10 +253,11 @@ static int pow_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     if (op_is_value(x)) return op_fold_pow(g, n, err);
-    return same_shape_infer(g, n, opset, err);
+    return op_pointwise_infer(g, n, opset, err);
 }
 
-POINTWISE_DEF(op_def_sqrt, fold_or_run_infer, sqrt_grad_rule, NULL, 0x0, 0x1, OP_AUTOCAST_FOLLOW);
+POINTWISE_DEF(op_def_sqrt, op_pointwise_fold_infer, sqrt_grad_rule, NULL, 0x0, 0x1,
+              OP_AUTOCAST_FOLLOW);
 const op_def op_def_pow = {
     .min_inputs = 2,
     .max_inputs = 2,
@@ -310,15 +283,18 @@ static int neg_grad_rule(grad_ctx *c) {
     grad_out_dx(c, b, 0);
     return grad_finish(c, b);
 }
-POINTWISE_DEF(op_def_neg, fold_or_run_infer, neg_grad_rule, NULL, 0x0, 0x0, OP_AUTOCAST_FOLLOW);
+POINTWISE_DEF(op_def_neg, op_pointwise_fold_infer, neg_grad_rule, NULL, 0x0, 0x0,
+              OP_AUTOCAST_FOLLOW);
 
 /* Sin (dX = dY cos X), Cos (dX = -dY sin X): folded when X is a plan-time value (a rotary
  * table from a frequency buffer and a Range), else run. */
 static int sin_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_SIN_GRAD); }
 static int cos_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_COS_GRAD); }
 
-POINTWISE_DEF(op_def_sin, fold_or_run_infer, sin_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FOLLOW);
-POINTWISE_DEF(op_def_cos, fold_or_run_infer, cos_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FOLLOW);
+POINTWISE_DEF(op_def_sin, op_pointwise_fold_infer, sin_grad_rule, NULL, 0x1, 0x0,
+              OP_AUTOCAST_FOLLOW);
+POINTWISE_DEF(op_def_cos, op_pointwise_fold_infer, cos_grad_rule, NULL, 0x1, 0x0,
+              OP_AUTOCAST_FOLLOW);
 POINTWISE_GRAD_OP(op_def_sin_grad, NULL);
 POINTWISE_GRAD_OP(op_def_cos_grad, NULL);
 
@@ -331,10 +307,11 @@ static int reciprocal_grad_rule(grad_ctx *c) {
     return op_grad_pointwise_of_y(c, OP_RECIPROCAL_GRAD);
 }
 
-POINTWISE_DEF(op_def_exp, fold_or_run_infer, exp_grad_rule, NULL, 0x0, 0x1, OP_AUTOCAST_FP32);
-POINTWISE_DEF(op_def_log, fold_or_run_infer, log_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FP32);
-POINTWISE_DEF(op_def_abs, fold_or_run_infer, abs_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FOLLOW);
-POINTWISE_DEF(op_def_reciprocal, fold_or_run_infer, reciprocal_grad_rule, NULL, 0x0, 0x1,
+POINTWISE_DEF(op_def_exp, op_pointwise_fold_infer, exp_grad_rule, NULL, 0x0, 0x1, OP_AUTOCAST_FP32);
+POINTWISE_DEF(op_def_log, op_pointwise_fold_infer, log_grad_rule, NULL, 0x1, 0x0, OP_AUTOCAST_FP32);
+POINTWISE_DEF(op_def_abs, op_pointwise_fold_infer, abs_grad_rule, NULL, 0x1, 0x0,
+              OP_AUTOCAST_FOLLOW);
+POINTWISE_DEF(op_def_reciprocal, op_pointwise_fold_infer, reciprocal_grad_rule, NULL, 0x0, 0x1,
               OP_AUTOCAST_FP32);
 POINTWISE_GRAD_OP(op_def_exp_grad, NULL);
 POINTWISE_GRAD_OP(op_def_log_grad, NULL);
@@ -373,7 +350,7 @@ POINTWISE_GRAD_OP(op_def_selu_grad, activation_decode);
 static int softplus_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_SOFTPLUS_GRAD); }
 static int mish_grad_rule(grad_ctx *c) { return op_grad_pointwise_of_x(c, OP_MISH_GRAD); }
 
-POINTWISE_DEF(op_def_softplus, same_shape_infer, softplus_grad_rule, NULL, 0x1, 0x0,
+POINTWISE_DEF(op_def_softplus, op_pointwise_infer, softplus_grad_rule, NULL, 0x1, 0x0,
               OP_AUTOCAST_FP32);
 POINTWISE_OP(op_def_mish, mish_grad_rule, NULL, 0x1, 0x0);
 POINTWISE_GRAD_OP(op_def_softplus_grad, NULL);

@@ -1,8 +1,8 @@
 /* op_fold.c — the glue today's exporters put around a network, evaluated at
- * plan time: Cast, CastLike, Expand and Where (of values), Range, Equal, GreaterOrEqual,
- * LessOrEqual, Not, Mod, Trilu, ConstantOfShape; the plan-time forms of Max, Min and Neg
- * (ScatterND, GatherND, GatherElements: op_fold_index.c; CumSum, And, Or, Xor, Ceil,
- * Floor, Round, Tile, Pow: op_fold_math.c)
+ * plan time: Cast, CastLike, Expand and Where (of values), Range, Mod, Trilu,
+ * ConstantOfShape; the plan-time forms of Max, Min and Neg (ScatterND, GatherND,
+ * GatherElements: op_fold_index.c; CumSum, Ceil, Floor, Round, Tile, Pow: op_fold_math.c;
+ * the comparisons and logic: op_predicate.c)
  * (folded when their inputs are plan-time values, refused otherwise), and
  * Identity, Squeeze, Cast to the same type, which also run on activations as
  * copies. torch 2.x's exporter builds e.g. a Conv's zero bias as
@@ -14,22 +14,36 @@
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_fold_num.h"
 #include "ir/ops/op_util.h"
+#include "cast_rule.h"
+#include "pointwise.h"
 
-/* y = x converted to dt: folded for a value; at run time a copy when the type
- * stays, bool -> float (a dropout mask), or between float32, float16 and
- * bfloat16 (mixed precision: rounded to nearest even, ir/half.h). */
+/* Whether every reader of tensor t asks only its class (IsNaN, IsInf). */
+static bool read_by_class_only(const ir_graph *g, int t) {
+    const ir_tensor *y = &g->tensors[t];
+    for (int c = 0; c < y->n_consumers; c++) {
+        op_kind k = g->nodes[y->consumers[c]].op;
+        if (k != OP_IS_NAN && k != OP_IS_INF) return false;
+    }
+    return y->n_consumers > 0 && !y->is_graph_output;
+}
+
+/* y = x converted to dt: folded for a value; at run time the casts of
+ * runtime/cast_rule.h. A run-time float widened to float64 only for IsNaN / IsInf
+ * (torch.nan_to_num's legacy export) keeps its type: widening changes no value's class. */
 static int cast_to(ir_graph *g, ir_node *n, ir_dtype dt, oc_err *err) {
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (!op_is_value(x) && dt == IR_DTYPE_DOUBLE && ir_dtype_is_compute(x->dtype) &&
+        n->outputs[0] >= 0 && read_by_class_only(g, n->outputs[0]))
+        dt = x->dtype;
     op_set_out(g, n, 0, dt, x->rank, x->dims);
     if (!op_is_value(x)) {
-        bool mask = x->dtype == IR_DTYPE_BOOL && dt == IR_DTYPE_FLOAT; /* dropout patterns */
-        bool floats = ir_dtype_is_compute(x->dtype) && ir_dtype_is_compute(dt);
-        if (x->dtype != dt && !mask && !floats)
+        if (!oc_cast_runs(x->dtype, dt))
             return oc_fail(err,
                            "casting '%s' from %s to %s at run time is not supported (plan-time "
-                           "values convert; at run time a same-type cast, bool to float, and "
-                           "between float32, float16 and bfloat16)",
+                           "values convert; at run time a same-type cast, between float32, "
+                           "float16 and bfloat16, from bool, int32, int64 to those or float32, "
+                           "and float32 to bool)",
                            x->name, ir_dtype_name(x->dtype), ir_dtype_name(dt));
         return OC_OK;
     }
@@ -137,83 +151,55 @@ int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err) {
     return op_fold_set(g, n, buf, numel);
 }
 
-int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err) {
-    ir_tensor *a = ir_node_in(g, n, 0), *b = ir_node_in(g, n, 1), *y = ir_node_out(g, n, 0);
-    if (!op_is_value(a) || !op_is_value(b) || !op_fold_dtype(a->dtype)) return OC_OK;
-    int64_t numel;
-    uint8_t *buf = op_fold_out(g, n, &numel, err);
-    if (!buf) return OC_ERR;
-    bool fl = op_fold_is_float(a->dtype);
-    /* a > b is b < a, a >= b is b <= a */
-    bool less = n->op == OP_LESS || n->op == OP_GREATER,
-         less_eq = n->op == OP_LESS_OR_EQUAL || n->op == OP_GREATER_OR_EQUAL;
-    if (n->op == OP_GREATER || n->op == OP_GREATER_OR_EQUAL) {
-        ir_tensor *t = a;
-        a = b, b = t;
-    }
-    for (int64_t o = 0; o < numel; o++) {
-        num x = op_fold_num_get(a, op_fold_bcast_at(a, y->rank, y->dims, o));
-        num z = op_fold_num_get(b, op_fold_bcast_at(b, y->rank, y->dims, o));
-        buf[o] = less      ? (fl ? x.f < z.f : x.i < z.i)
-                 : less_eq ? (fl ? x.f <= z.f : x.i <= z.i)
-                           : (fl ? x.f == z.f : x.i == z.i);
-    }
-    return op_fold_set(g, n, buf, numel);
-}
-
-/* Equal, GreaterOrEqual, LessOrEqual: a == b (a >= b, a <= b), broadcast, as
- * bool (plan-time values only: position and mask arithmetic). */
-static int equal_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    ir_tensor *a, *b;
-    int r;
-    int64_t od[IR_MAX_RANK];
-    if (op_fold_binary(g, n, IR_DTYPE_BOOL, &a, &b, &r, od, err)) return OC_ERR;
-    if (a->dtype != b->dtype) return oc_fail(err, "inputs differ in type");
-    return op_fold_compare(g, n, err);
-}
-
-/* Not: logical negation of a bool plan-time value (a mask). */
-static int not_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    ir_tensor *x;
-    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
-    if (x->dtype != IR_DTYPE_BOOL) return oc_fail(err, "input '%s' is not bool", x->name);
-    op_set_out_like(g, n, 0, x);
-    int64_t numel;
-    uint8_t *buf = op_fold_out(g, n, &numel, err);
-    if (!buf) return OC_ERR;
-    for (int64_t o = 0; o < numel; o++) buf[o] = op_fold_num_get(x, o).i == 0;
-    return op_fold_set(g, n, buf, numel);
-}
-
-/* One float of a unary pointwise op, in float32 as the kernels compute it (runtime/pointwise.h),
- * so a folded value is the one a run would compute; double in double. */
-static double unary_float(op_kind op, double v, bool wide) {
-    float f = (float)v;
+/* One float32 of a parameterless pointwise op: the kernels' expression (runtime/pointwise.h),
+ * so a folded value is the one a run would compute. */
+static double unary_f32(op_kind op, float x) {
+    const float p0 = 0.0f, p1 = 0.0f; /* the expressions' parameters: none here */
+    (void)p0, (void)p1;
     switch (op) {
-    case OP_SIN: return wide ? sin(v) : (double)sinf(f);
-    case OP_COS: return wide ? cos(v) : (double)cosf(f);
-    case OP_SQRT: return wide ? sqrt(v) : (double)sqrtf(f);
-    case OP_EXP: return wide ? exp(v) : (double)expf(f);
-    case OP_LOG: return wide ? log(v) : (double)logf(f);
-    case OP_ABS: return fabs(v);
-    case OP_CEIL: return ceil(v); /* exact in float32 too */
-    case OP_FLOOR: return floor(v);
-    case OP_ROUND: return nearbyint(v);                  /* half to even */
-    default: return wide ? 1.0 / v : (double)(1.0f / f); /* Reciprocal */
+#define PW_CASE(kind, expr)                                                                        \
+    case OP_##kind: return (double)(expr);
+        OC_POINTWISE_FORWARD(PW_CASE)
+#undef PW_CASE
+    default: OC_ASSERT(false && "unary_f32: not a pointwise op"); return 0;
     }
 }
 
-/* Neg and Abs of a plan-time number (torch.roll's negative shifts in Swin3D's export,
- * T5's relative positions: integers too); Sin, Cos, Sqrt, Exp, Log, Abs, Reciprocal, Ceil,
- * Floor, Round of a plan-time float value (a rotary table
- * from a frequency buffer and a Range; scaled_dot_product_attention's scale, the square
- * root of 1 / sqrt(E) with E from a Shape). */
+/* The same of a double, in double. */
+static double unary_f64(op_kind op, double v) {
+    switch (op) {
+    case OP_SIN: return sin(v);
+    case OP_COS: return cos(v);
+    case OP_TAN: return tan(v);
+    case OP_ASIN: return asin(v);
+    case OP_ACOS: return acos(v);
+    case OP_ATAN: return atan(v);
+    case OP_SINH: return sinh(v);
+    case OP_COSH: return cosh(v);
+    case OP_ASINH: return asinh(v);
+    case OP_ACOSH: return acosh(v);
+    case OP_ATANH: return atanh(v);
+    case OP_SQRT: return sqrt(v);
+    case OP_EXP: return exp(v);
+    case OP_LOG: return log(v);
+    case OP_ABS: return fabs(v);
+    case OP_SIGN: return v > 0 ? 1.0 : v < 0 ? -1.0 : v;
+    case OP_CEIL: return ceil(v);
+    case OP_FLOOR: return floor(v);
+    case OP_ROUND: return nearbyint(v); /* half to even */
+    default: return 1.0 / v;            /* Reciprocal */
+    }
+}
+
+/* Neg, Abs and Sign of a plan-time number (torch.roll's negative shifts in Swin3D's export,
+ * T5's relative positions: integers too); the other parameterless pointwise ops (Sin, Cos,
+ * Sqrt, Exp, Log, Reciprocal, Ceil, Floor, Round, ..) of a plan-time float value (a rotary
+ * table from a frequency buffer and a Range; scaled_dot_product_attention's scale, the
+ * square root of 1 / sqrt(E) with E from a Shape). */
 int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *x;
     if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
-    bool neg = n->op == OP_NEG, ints = neg || n->op == OP_ABS; /* the two of any number */
+    bool neg = n->op == OP_NEG, ints = neg || n->op == OP_ABS || n->op == OP_SIGN; /* any number */
     if (ints ? x->dtype == IR_DTYPE_BOOL || x->dtype == IR_DTYPE_UINT8
              : !op_fold_is_float(x->dtype))
         return oc_fail(err, "input '%s' has type %s, which %s does not take", x->name,
@@ -226,7 +212,10 @@ int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
         num v = op_fold_num_get(x, o);
         if (neg || (n->op == OP_ABS && v.i < 0)) /* INT64_MIN stays, as in two's complement */
             v.i = (int64_t)(0 - (uint64_t)v.i);
-        v.f = neg ? -v.f : unary_float(n->op, v.f, x->dtype == IR_DTYPE_DOUBLE);
+        if (n->op == OP_SIGN) v.i = (v.i > 0) - (v.i < 0);
+        v.f = neg                           ? -v.f
+              : x->dtype == IR_DTYPE_DOUBLE ? unary_f64(n->op, v.f)
+                                            : unary_f32(n->op, (float)v.f);
         op_fold_num_put(buf, x->dtype, o, v, x->dtype);
     }
     return op_fold_set(g, n, buf, numel);
@@ -475,10 +464,6 @@ const op_def op_def_cast_like = {
     .infer = cast_like_infer,
     .grad = cast_grad,
 };
-FOLD_OP(op_def_equal, 2, equal_infer);
-FOLD_OP(op_def_greater_or_equal, 2, equal_infer);
-FOLD_OP(op_def_less_or_equal, 2, equal_infer);
-FOLD_OP(op_def_not, 1, not_infer);
 FOLD_OP(op_def_mod, 2, mod_infer);
 FOLD_OP_N(op_def_trilu, 1, 2, trilu_infer);
 FOLD_OP(op_def_range, 3, range_infer);

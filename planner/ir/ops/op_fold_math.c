@@ -1,7 +1,6 @@
 /* op_fold_math.c — more of the glue exporters write around a network, evaluated at
- * plan time only (refused on run-time inputs, naming them): CumSum, And / Or / Xor,
- * Ceil / Floor / Round, Tile, and Pow of plan-time values (op_fold_pow; Pow of an
- * activation runs as a pointwise op). Hugging Face's models compute position ids, masks,
+ * plan time only (refused on run-time inputs, naming them): CumSum, Tile, and Pow of
+ * plan-time values (op_fold_pow; Pow of an activation runs as a pointwise op). Hugging Face's models compute position ids, masks,
  * relative-position buckets and ALiBi slopes so, from shapes and buffers. */
 #include <inttypes.h>
 #include <math.h>
@@ -46,32 +45,6 @@ static int cum_sum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         }
     }
     return op_fold_set(g, n, buf, numel);
-}
-
-/* And, Or, Xor of two bool values, broadcast. */
-static int logic_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    ir_tensor *a, *b;
-    int r;
-    int64_t od[IR_MAX_RANK];
-    if (op_fold_binary(g, n, IR_DTYPE_BOOL, &a, &b, &r, od, err)) return OC_ERR;
-    if (a->dtype != IR_DTYPE_BOOL || b->dtype != IR_DTYPE_BOOL)
-        return oc_fail(err, "inputs '%s' and '%s' must be bool", a->name, b->name);
-    int64_t numel;
-    uint8_t *buf = op_fold_out(g, n, &numel, err);
-    if (!buf) return OC_ERR;
-    for (int64_t o = 0; o < numel; o++) {
-        bool x = op_fold_num_get(a, op_fold_bcast_at(a, r, od, o)).i != 0;
-        bool z = op_fold_num_get(b, op_fold_bcast_at(b, r, od, o)).i != 0;
-        buf[o] = n->op == OP_AND ? x && z : n->op == OP_OR ? x || z : x != z;
-    }
-    return op_fold_set(g, n, buf, numel);
-}
-
-/* Ceil, Floor, Round (half to even, as ONNX's) of a float value (op_fold_unary). */
-static int rounding_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    return op_fold_unary(g, n, err);
 }
 
 /* Tile: x repeated repeats[d] times along each dim d. */
@@ -198,12 +171,6 @@ const op_def op_def_cum_sum = {.min_inputs = 2,
                                .n_roles = 2,
                                .infer = cum_sum_infer,
                                .lower = cum_sum_lower};
-FOLD_OP(op_def_and, 2, logic_infer);
-FOLD_OP(op_def_or, 2, logic_infer);
-FOLD_OP(op_def_xor, 2, logic_infer);
-FOLD_OP(op_def_ceil, 1, rounding_infer);
-FOLD_OP(op_def_floor, 1, rounding_infer);
-FOLD_OP(op_def_round, 1, rounding_infer);
 /* op_def.lower: Tile of run-time data (an activation, a parameter: XCiT's positional
  * encoding repeated over the batch) by plan-time repeats is a broadcast: x reshaped with a
  * 1 before each repeated dim, Expanded to the repeats there, then reshaped to the tiled

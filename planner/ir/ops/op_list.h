@@ -51,6 +51,22 @@
     X(MISH, "Mish", ONNX, mish, pointwise)                                                         \
     X(SIN, "Sin", ONNX, sin, pointwise)                                                            \
     X(COS, "Cos", ONNX, cos, pointwise)                                                            \
+    X(TAN, "Tan", ONNX, tan, pointwise)                                                            \
+    X(ASIN, "Asin", ONNX, asin, pointwise)                                                         \
+    X(ACOS, "Acos", ONNX, acos, pointwise)                                                         \
+    X(ATAN, "Atan", ONNX, atan, pointwise)                                                         \
+    X(SINH, "Sinh", ONNX, sinh, pointwise)                                                         \
+    X(COSH, "Cosh", ONNX, cosh, pointwise)                                                         \
+    X(ASINH, "Asinh", ONNX, asinh, pointwise)                                                      \
+    X(ACOSH, "Acosh", ONNX, acosh, pointwise)                                                      \
+    X(ATANH, "Atanh", ONNX, atanh, pointwise)                                                      \
+    X(SIGN, "Sign", ONNX, sign, pointwise)                                                         \
+    X(FLOOR, "Floor", ONNX, floor, pointwise)                                                      \
+    X(CEIL, "Ceil", ONNX, ceil, pointwise)                                                         \
+    X(ROUND, "Round", ONNX, round, pointwise)                                                      \
+    X(SOFTSIGN, "Softsign", ONNX, softsign, pointwise)                                             \
+    X(THRESHOLDED_RELU, "ThresholdedRelu", ONNX, thresholded_relu, pointwise)                      \
+    X(SHRINK, "Shrink", ONNX, shrink, pointwise)                                                   \
     X(SQRT, "Sqrt", ONNX, sqrt, pointwise)                                                         \
     X(POW, "Pow", ONNX, pow, pointwise)                                                            \
     X(SOFTMAX, "Softmax", ONNX, softmax, softmax)                                                  \
@@ -67,8 +83,17 @@
     X(MAX, "Max", ONNX, min_max, binary)                                                           \
     X(MIN, "Min", ONNX, min_max, binary)                                                           \
     X(PRELU, "PRelu", ONNX, prelu, binary)                                                         \
-    X(LESS, "Less", ONNX, less, less)                                                              \
-    X(GREATER, "Greater", ONNX, less, less)                                                        \
+    X(LESS, "Less", ONNX, compare, predicate)                                                      \
+    X(GREATER, "Greater", ONNX, compare, predicate)                                                \
+    X(LESS_OR_EQUAL, "LessOrEqual", ONNX, compare, predicate)                                      \
+    X(GREATER_OR_EQUAL, "GreaterOrEqual", ONNX, compare, predicate)                                \
+    X(EQUAL, "Equal", ONNX, compare, predicate)                                                    \
+    X(AND, "And", ONNX, logic, predicate)                                                          \
+    X(OR, "Or", ONNX, logic, predicate)                                                            \
+    X(XOR, "Xor", ONNX, logic, predicate)                                                          \
+    X(NOT, "Not", ONNX, not, predicate)                                                            \
+    X(IS_NAN, "IsNaN", ONNX, is_class, predicate)                                                  \
+    X(IS_INF, "IsInf", ONNX, is_class, predicate)                                                  \
     X(WHERE, "Where", ONNX, where, where)                                                          \
     X(EXPAND, "Expand", ONNX, expand, expand)                                                      \
     X(RANDOM_UNIFORM_LIKE, "RandomUniformLike", ONNX, random_uniform_like, random_uniform_like)    \
@@ -130,6 +155,18 @@
     X(MISH_GRAD, "MishGrad", OC, mish_grad, pointwise_grad)                                        \
     X(SIN_GRAD, "SinGrad", OC, sin_grad, pointwise_grad)                                           \
     X(COS_GRAD, "CosGrad", OC, cos_grad, pointwise_grad)                                           \
+    X(TAN_GRAD, "TanGrad", OC, tan_grad, pointwise_grad)                                           \
+    X(ASIN_GRAD, "AsinGrad", OC, asin_grad, pointwise_grad)                                        \
+    X(ACOS_GRAD, "AcosGrad", OC, acos_grad, pointwise_grad)                                        \
+    X(ATAN_GRAD, "AtanGrad", OC, atan_grad, pointwise_grad)                                        \
+    X(SINH_GRAD, "SinhGrad", OC, sinh_grad, pointwise_grad)                                        \
+    X(COSH_GRAD, "CoshGrad", OC, cosh_grad, pointwise_grad)                                        \
+    X(ASINH_GRAD, "AsinhGrad", OC, asinh_grad, pointwise_grad)                                     \
+    X(ACOSH_GRAD, "AcoshGrad", OC, acosh_grad, pointwise_grad)                                     \
+    X(ATANH_GRAD, "AtanhGrad", OC, atanh_grad, pointwise_grad)                                     \
+    X(SOFTSIGN_GRAD, "SoftsignGrad", OC, softsign_grad, pointwise_grad)                            \
+    X(THRESHOLDED_RELU_GRAD, "ThresholdedReluGrad", OC, thresholded_relu_grad, pointwise_grad)     \
+    X(SHRINK_GRAD, "ShrinkGrad", OC, shrink_grad, pointwise_grad)                                  \
     X(SQRT_GRAD, "SqrtGrad", OC, sqrt_grad, pointwise_grad)                                        \
     X(POW_GRAD, "PowGrad", OC, pow_grad, pointwise_grad)                                           \
     X(WHERE_GRAD, "WhereGrad", OC, where_grad, where_grad)                                         \
@@ -164,23 +201,13 @@
 /* Ops evaluated at plan time only (op_fold.c): their inputs must be plan-time
  * values; a node of them never reaches a training graph, so no kernel. */
 #define OC_OPS_FOLD(X)                                                                             \
-    X(EQUAL, "Equal", ONNX, equal, none)                                                           \
-    X(NOT, "Not", ONNX, not, none)                                                                 \
     X(MOD, "Mod", ONNX, mod, none)                                                                 \
     X(TRILU, "Trilu", ONNX, trilu, none)                                                           \
     X(RANGE, "Range", ONNX, range, none)                                                           \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)                         \
     X(GATHER_ND, "GatherND", ONNX, gather_nd, none)                                                \
-    X(GREATER_OR_EQUAL, "GreaterOrEqual", ONNX, greater_or_equal, none)                            \
-    X(LESS_OR_EQUAL, "LessOrEqual", ONNX, less_or_equal, none)                                     \
     X(GATHER_ELEMENTS, "GatherElements", ONNX, gather_elements, none)                              \
     X(CUM_SUM, "CumSum", ONNX, cum_sum, none)                                                      \
-    X(AND, "And", ONNX, and, none)                                                                 \
-    X(OR, "Or", ONNX, or, none)                                                                    \
-    X(XOR, "Xor", ONNX, xor, none)                                                                 \
-    X(CEIL, "Ceil", ONNX, ceil, none)                                                              \
-    X(FLOOR, "Floor", ONNX, floor, none)                                                           \
-    X(ROUND, "Round", ONNX, round, none)                                                           \
     X(TILE, "Tile", ONNX, tile, none)                                                              \
     X(REDUCE_MAX, "ReduceMax", ONNX, reduce_max, none)                                             \
     X(REDUCE_MIN, "ReduceMin", ONNX, reduce_min, none)                                             \
@@ -218,7 +245,8 @@
     X(REDUCE_SUM_SQUARE, "ReduceSumSquare", ONNX, reduce_sum_square, none)                         \
     X(REDUCE_LOG_SUM, "ReduceLogSum", ONNX, reduce_log_sum, none)                                  \
     X(REDUCE_LOG_SUM_EXP, "ReduceLogSumExp", ONNX, reduce_log_sum_exp, none)                       \
-    X(REDUCE_PROD, "ReduceProd", ONNX, reduce_prod, none)
+    X(REDUCE_PROD, "ReduceProd", ONNX, reduce_prod, none)                                          \
+    X(ONE_HOT, "OneHot", ONNX, one_hot, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -241,7 +269,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 178
+#define OP_LIST_COUNT 206
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

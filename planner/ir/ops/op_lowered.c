@@ -9,7 +9,8 @@
  * - NegativeLogLikelihoodLoss (F.nll_loss in a model that computes its own loss): the
  *   picked log-probabilities a GatherElements at the targets, weighted, reduced;
  * - ReduceL1, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp (torch.logsumexp, norm(p=1)):
- *   ReduceSum with Abs, Mul, Log, or the max-shifted Exp / Log around it. */
+ *   ReduceSum with Abs, Mul, Log, or the max-shifted Exp / Log around it;
+ * - OneHot (F.one_hot's legacy export): Equal to the classes, Where. */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -110,6 +111,96 @@ static int celu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     op_rewrite_become(g, node + 2, OP_MUL);
     ir_node_add_input(g, node + 2, t);
     ir_node_add_input(g, node + 2, sc);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* A plan-time constant "<base>/<what>" of type dt and the given shape, element k vals[k]
+ * (read as numbers of type from). */
+static int typed_constant(ir_graph *g, const char *base, const char *what, ir_dtype dt, int rank,
+                          const int64_t *dims, const num *vals, ir_dtype from) {
+    char *s = oc_sprintf("%s/%s", base, what);
+    int c = ir_tensor_add(g, s, dt);
+    oc_free(s);
+    ir_tensor *t = &g->tensors[c];
+    ir_tensor_set_shape(t, rank, dims);
+    int64_t numel = 1;
+    ir_tensor_numel(t, &numel);
+    size_t bytes = (size_t)numel * (size_t)ir_dtype_size(dt);
+    uint8_t *buf = oc_malloc(bytes + 1);
+    for (int64_t k = 0; k < numel; k++) op_fold_num_put(buf, dt, k, vals[k], from);
+    ir_tensor_set_data(t, buf, bytes);
+    oc_free(buf);
+    t->is_initializer = true;
+    t->kind = IR_KIND_CONSTANT;
+    return c;
+}
+
+/* OneHot(indices, depth, values [off, on]; axis) (F.one_hot's legacy export, label
+ * smoothing's targets): a new axis of depth classes at `axis`, `on` where the index is the
+ * class (a negative index counting from the end), `off` elsewhere. Rewritten as the indices
+ * reshaped with a 1 at the axis, Equal to the classes c and to c - depth laid along it, Or,
+ * Where(mask, on, off): indices the host computes (labels) fold there, device ones (an
+ * ArgMax of activations) run. */
+#define ONE_HOT_MAX_DEPTH (1 << 24)
+static int one_hot_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *ix, *dt, *vt;
+    if (op_in_shaped(g, n, 0, &ix, err) || op_fold_need_value(g, n, 1, &dt, err) ||
+        op_fold_need_value(g, n, 2, &vt, err))
+        return OC_ERR;
+    int64_t nd, nv, axis;
+    if (!ir_tensor_numel(dt, &nd) || nd != 1)
+        return oc_fail(err, "depth '%s' must be one value", dt->name);
+    num dv = op_fold_num_get(dt, 0);
+    double depth_f = op_fold_is_float(dt->dtype) ? dv.f : (double)dv.i;
+    if (!(depth_f >= 1 && depth_f <= ONE_HOT_MAX_DEPTH))
+        return oc_fail(err, "depth %g is not in 1..%d", depth_f, ONE_HOT_MAX_DEPTH);
+    int64_t depth = (int64_t)depth_f;
+    if (!ir_tensor_numel(vt, &nv) || nv != 2)
+        return oc_fail(err, "values '%s' must hold two elements, [off, on]", vt->name);
+    if (ix->dtype != IR_DTYPE_INT64 && ix->dtype != IR_DTYPE_INT32 && ix->dtype != IR_DTYPE_FLOAT)
+        return oc_fail(err, "indices '%s' are %s (int64, int32 or float32 taken)", ix->name,
+                       ir_dtype_name(ix->dtype));
+    int r = ix->rank;
+    if (r + 1 > IR_MAX_RANK) return oc_fail(err, "indices '%s' have rank %d", ix->name, r);
+    if (op_axis(ir_attr_int(n, "axis", -1), r + 1, "axis", &axis, err)) return OC_ERR;
+    int64_t u[IR_MAX_RANK], cd[IR_MAX_RANK];
+    for (int d = 0, k = 0; d <= r; d++) {
+        u[d] = d == axis ? 1 : ix->dims[k++];
+        cd[d] = d == axis ? depth : 1;
+    }
+    num *cls = oc_malloc((size_t)depth * sizeof *cls);
+    char *base = oc_strdup(n->name);
+    int xt = n->inputs[0], vals = n->inputs[2], at = node, c[2];
+    for (int side = 0; side < 2; side++) { /* c, then c - depth */
+        for (int64_t k = 0; k < depth; k++) {
+            int64_t v = side ? k - depth : k;
+            cls[k] = (num){(double)v, v};
+        }
+        c[side] = typed_constant(g, base, side ? "classes_from_end" : "classes", ix->dtype, r + 1,
+                                 cd, cls, IR_DTYPE_INT64);
+    }
+    num lim[2] = {op_fold_num_get(&g->tensors[vals], 0), op_fold_num_get(&g->tensors[vals], 1)};
+    ir_dtype vdt = g->tensors[vals].dtype;
+    oc_free(cls);
+    int t = op_rewrite_reshape(g, at++, base, "column", xt, r + 1, u);
+    int e0 = op_rewrite_insert(g, at++, base, "is_class", OP_EQUAL, t, c[0], -1);
+    int e1 = op_rewrite_insert(g, at++, base, "is_class_from_end", OP_EQUAL, t, c[1], -1);
+    int m = op_rewrite_insert(g, at++, base, "mask", OP_OR, e0, e1, -1);
+    if (lim[0].f == 0 && lim[1].f == 1) { /* [0, 1], the default: the mask cast (any type) */
+        op_rewrite_become(g, at, OP_CAST);
+        ir_node_add_input(g, at, m);
+        op_rewrite_attr_int(g, at, "to", vdt);
+    } else {
+        int off = typed_constant(g, base, "off", vdt, 0, NULL, &lim[0], vdt);
+        int on = typed_constant(g, base, "on", vdt, 0, NULL, &lim[1], vdt);
+        op_rewrite_become(g, at, OP_WHERE);
+        ir_node_add_input(g, at, m);
+        ir_node_add_input(g, at, on);
+        ir_node_add_input(g, at, off);
+    }
     oc_free(base);
     *changed = true;
     return OC_OK;
@@ -419,6 +510,15 @@ LOWERED_OP(op_def_space_to_depth, 1, 1, space_lower);
 LOWERED_OP(op_def_mean, 1, -1, mean_lower);
 LOWERED_OP(op_def_celu, 1, 1, celu_lower);
 LOWERED_OP(op_def_lrn, 1, 1, lrn_lower);
+static const op_role one_hot_roles[] = {OP_IN_DATA, OP_IN_CONST, OP_IN_CONST};
+const op_def op_def_one_hot = {.min_inputs = 3,
+                               .max_inputs = 3,
+                               .min_outputs = 1,
+                               .max_outputs = 1,
+                               .roles = one_hot_roles,
+                               .n_roles = 3,
+                               .infer = lowered_infer,
+                               .lower = one_hot_lower};
 /* ReduceL1 and its kin: folded on plan-time values, rewritten on run-time ones */
 #define REDUCE_FAMILY_OP(ident)                                                                    \
     const op_def ident = {.min_inputs = 1,                                                         \

@@ -78,6 +78,9 @@ typedef struct op_def {
      * grad_ctx (grad_api.h). NULL: the op has no gradient (training a model
      * that needs one fails naming the node). */
     int (*grad)(struct grad_ctx *c);
+    /* Piecewise constant (Sign, Floor, Ceil, Round): the gradient is zero wherever it is
+     * defined, as PyTorch's, so none flows through the node (grad stays NULL). */
+    bool grad_zero;
     /* Tensors of g the node reads besides its inputs: a Loop's or If's body reading the graph
      * around it by name (before it is unrolled). Returns *count of them (oc_malloc'd; the
      * caller frees), NULL for none. NULL: the node reads its inputs only. */

@@ -62,8 +62,6 @@ int op_decode_sce(const ir_graph *g, ir_node *n, oc_err *err);
 /* Folds an Add, Sub, Mul or Div whose inputs are both plan-time values
  * (output shape inferred); does nothing otherwise. */
 int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err);
-/* The same for Equal, Less and Greater (bool output). */
-int op_fold_compare(ir_graph *g, ir_node *n, oc_err *err);
 
 /* Expand's output shape; its value folded when X is a plan-time value. */
 int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err);

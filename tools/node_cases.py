@@ -858,6 +858,22 @@ def math_run_time_cases(rng):
             [("x", edges)], [("y", want)], 20)
 
 
+def trilu_run_time_cases(rng):
+    """Trilu of run-time float32 data (torch.tril / triu of an activation, rewritten at load
+    as a Where of the plan-time triangle): upper and lower, k from -1 to 2, a NaN outside the
+    triangle zeroed as torch's, a non-square batch of matrices."""
+    x = rng.standard_normal([2, 3, 4]).astype(np.float32)
+    x[0, 0, 3] = np.nan
+    for upper, k in ((1, 0), (0, 0), (1, 2), (0, -1)):
+        want = (np.triu(x, k) if upper else np.tril(x, k)).astype(np.float32)  # NaN out: 0
+        nodes = [helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(
+                     np.array(k, np.int64), "k")),
+                 helper.make_node("Identity", ["x"], ["r"]),
+                 helper.make_node("Trilu", ["r", "k"], ["y"], upper=upper)]
+        write_case(f"test_trilu_f32_run_time_upper{upper}_k{k}".replace("-", "m"), nodes,
+                   [("x", x)], [("y", want)], 14)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1099,8 +1115,9 @@ def main():
     reduce_family_run_time_cases(rng)
     wrap_pad_cases(rng)
     math_run_time_cases(rng)
+    trilu_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -709,6 +709,48 @@ def tiny_math():
     return TinyMath()
 
 
+class TinyStn(nn.Module):
+    """F.grid_sample as spatial transformers and flow warping use it: a localization net's
+    affine theta applied to a base grid (a buffer: the legacy exporter has no affine_grid),
+    bilinear with zeros padding; a flow field a convolution predicts, added to the identity
+    grid, bilinear with border padding and align_corners; the same grid widened, nearest
+    with reflection padding."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.loc = nn.Conv2d(3, 4, 3, stride=4, padding=1)
+        self.theta = nn.Linear(4, 6)
+        with torch.no_grad():  # near the identity transform, as STNs start
+            self.theta.weight.mul_(0.1)
+            self.theta.bias.copy_(torch.tensor([1.0, 0.1, 0.05, -0.1, 0.9, 0.0]))
+        ys, xs = torch.meshgrid(torch.linspace(-1, 1, 16), torch.linspace(-1, 1, 16),
+                                indexing="ij")
+        self.register_buffer("base", torch.stack([xs, ys, torch.ones_like(xs)], -1).reshape(-1, 3))
+        self.register_buffer("ident", torch.stack([xs, ys], -1)[None])  # (1, 16, 16, 2)
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.flow = nn.Conv2d(8, 2, 3, padding=1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        n = x.shape[0]
+        theta = self.theta(F.relu(self.loc(x)).mean((2, 3))).view(n, 2, 3)
+        grid = (self.base @ theta.transpose(1, 2)).view(n, 16, 16, 2)
+        x1 = F.grid_sample(x, grid, align_corners=False)  # (N, 3, 16, 16)
+        h = F.relu(self.c1(x1))
+        g2 = self.ident + 0.3 * torch.tanh(self.flow(h)).permute(0, 2, 3, 1)
+        w1 = F.grid_sample(h, g2, padding_mode="border", align_corners=True)
+        w2 = F.grid_sample(h, 1.3 * g2, mode="nearest", padding_mode="reflection",
+                           align_corners=False)
+        return self.fc(torch.cat([w1.mean((2, 3)), (w1 * w2).mean((2, 3))], 1))
+
+
+def tiny_stn():
+    return TinyStn()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
@@ -719,7 +761,7 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk,
         "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle,
         "tiny_cumsum": tiny_cumsum, "tiny_reductions": tiny_reductions,
-        "tiny_circular": tiny_circular, "tiny_math": tiny_math}
+        "tiny_circular": tiny_circular, "tiny_math": tiny_math, "tiny_stn": tiny_stn}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 

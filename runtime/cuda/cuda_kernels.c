@@ -872,6 +872,42 @@ int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* GridSample's geometry from X (input xi) and the grid after it, and the node's arguments. */
+static cu_gs_geo grid_sample_geo(const ir_graph *g, const ir_node *n, int xi) {
+    const ir_tensor *x = &g->tensors[n->inputs[xi]], *grid = &g->tensors[n->inputs[xi + 1]];
+    const op_grid_sample_args *p = &op_args_of(n)->grid_sample;
+    return (cu_gs_geo){
+        x->dims[0], x->dims[1], x->dims[2],      x->dims[3], grid->dims[1] * grid->dims[2],
+        p->mode,    p->padding, p->align_corners};
+}
+
+static size_t grid_sample_grad_scratch(const ir_graph *g, const ir_node *n) {
+    if (op_args_of(n)->grid_sample.input != 0) return 0;
+    return (size_t)cu_grid_sample_scratch(grid_sample_geo(g, n, 1)) * sizeof(int64_t);
+}
+
+/* See cpu_grid_sample. */
+int cuda_grid_sample(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    if (kernel_want_dtype(a, kernel_in(a, 0), IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, kernel_in(a, 1), IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    CU_LAUNCH(
+        cu_grid_sample(c->stream, a->in[0], a->in[1], a->out[0], grid_sample_geo(a->g, a->n, 0)));
+    return OC_OK;
+}
+
+/* dGrid one thread a point; dX one thread a pixel, its points found by a counting sort
+ * (deterministic, no atomics on floats). */
+int cuda_grid_sample_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    for (int k = 0; k < 3; k++)
+        if (kernel_want_dtype(a, kernel_in(a, k), IR_DTYPE_FLOAT, err)) return OC_ERR;
+    int input = op_args_of(a->n)->grid_sample.input;
+    OC_ASSERT(a->scratch_bytes >= grid_sample_grad_scratch(a->g, a->n));
+    CU_LAUNCH(cu_grid_sample_grad(c->stream, input, a->in[0], a->in[1], a->in[2], a->out[0],
+                                  grid_sample_geo(a->g, a->n, 1), a->scratch));
+    return OC_OK;
+}
+
 int cuda_element_offsets(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *ti = kernel_in(a, 0);
     const op_element_offsets_args *p = &op_args_of(a->n)->element_offsets;
@@ -1136,6 +1172,7 @@ static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, 
     case OP_BATCH_NORM_RELU:
     case OP_BATCH_NORM_RELU_GRAD: return cuda_bn_relu_scratch(g, n);
     case OP_GATHER_GRAD: return gather_grad_scratch(g, n);
+    case OP_GRID_SAMPLE_GRAD: return grid_sample_grad_scratch(g, n);
     case OP_FUSED_ATTENTION:
     case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n, limit);
     case OP_CLIP_GRAD_NORM:

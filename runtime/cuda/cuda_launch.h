@@ -7,6 +7,7 @@
 #ifndef OC_CUDA_LAUNCH_H
 #define OC_CUDA_LAUNCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -161,6 +162,18 @@ int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const floa
 int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, const float *scale,
                       const float *mean, const float *var, float eps, float *dx, float *ds,
                       float *db, int64_t N, int64_t C, int64_t S);
+/* GridSample (runtime/grid_sample.h) of X [N, C, H, W] at grid [N, P, 2]: Y [N, C, P]. */
+typedef struct cu_gs_geo {
+    int64_t N, C, H, W, P;
+    int mode, padding;
+    bool align;
+} cu_gs_geo;
+int cu_grid_sample(void *stream, const float *x, const float *grid, float *y, cu_gs_geo g);
+/* input 0: dX (deterministic: a counting sort of the points by cell, in ws, whose int64s
+ * cu_grid_sample_scratch counts); 1: dGrid (ws unused). */
+int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x, const float *grid,
+                        float *out, cu_gs_geo g, int64_t *ws);
+int64_t cu_grid_sample_scratch(cu_gs_geo g);
 /* dx (outer, extent, inner) = sum over j with idx[j] == e of dy (outer, ni, inner), in
  * ascending j (the cpu kernel's order); ws: 2 (extent + 1) + ni int64 of scratch. */
 int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,

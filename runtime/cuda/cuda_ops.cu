@@ -17,6 +17,7 @@
 #define OC_HALF_NO_IR
 #include "ir/half.h"
 #include "pointwise.h"
+#include "grid_sample.h"
 #include "predicate.h"
 #include "pad_coord.h"
 #include "topk_order.h"
@@ -2237,14 +2238,14 @@ __global__ void k_gg_sum(const float *dy, const unsigned long long *start, const
     }
 }
 
-extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
-                              int64_t outer, int64_t extent, int64_t ni, int64_t inner,
-                              int64_t *ws) {
-    int64_t n = outer * extent * inner, m = extent + 1;
-    if (n == 0) return 0;
-    cudaStream_t st = (cudaStream_t)stream;
+// The counting sort of ni indices into extent buckets, in ws (2 (extent + 1) counters, then
+// ni positions): returns the buckets' starts; *order the positions, each bucket's ascending.
+static unsigned long long *gg_buckets(cudaStream_t st, const void *idx, int idx64, int64_t ni,
+                                      int64_t extent, int64_t *ws, int64_t **order) {
+    int64_t m = extent + 1;
     unsigned long long *a = (unsigned long long *)ws, *b = a + m;
-    int64_t *order = ws + 2 * m;
+    int64_t *ord = ws + 2 * m; /* a plain value in the launches (they may run later) */
+    *order = ord;
     k_gg_zero<<<blocks_for(m), THREADS, 0, st>>>(a, m);
     if (ni > 0) k_gg_count<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a);
     for (int64_t d = 1; d < m; d *= 2) {
@@ -2254,10 +2255,125 @@ extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, in
     }
     if (ni > 0) { /* b, the scan's other buffer, is free: the buckets' cursors */
         k_gg_zero<<<blocks_for(m), THREADS, 0, st>>>(b, m);
-        k_gg_fill<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a, b, order);
-        k_gg_sort<<<blocks_for(extent), THREADS, 0, st>>>(a, order, extent);
+        k_gg_fill<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a, b, ord);
+        k_gg_sort<<<blocks_for(extent), THREADS, 0, st>>>(a, ord, extent);
     }
-    k_gg_sum<<<blocks_for(n), THREADS, 0, st>>>(dy, a, order, dx, extent, ni, inner, n);
+    return a;
+}
+
+extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
+                              int64_t outer, int64_t extent, int64_t ni, int64_t inner,
+                              int64_t *ws) {
+    int64_t n = outer * extent * inner;
+    if (n == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    int64_t *order;
+    unsigned long long *start = gg_buckets(st, idx, idx64, ni, extent, ws, &order);
+    k_gg_sum<<<blocks_for(n), THREADS, 0, st>>>(dy, start, order, dx, extent, ni, inner, n);
+    return last_error();
+}
+
+// ---- GridSample / GridSampleGrad (cpu_grid_sample.c; arithmetic: runtime/grid_sample.h) ----
+__device__ static inline void gs_taps(const cu_gs_geo &g, const float *grid, int64_t n, int64_t q,
+                                      oc_gs_taps *t) {
+    const float *xy = grid + (n * g.P + q) * 2;
+    oc_gs_point(xy[0], xy[1], g.H, g.W, g.align, g.padding, g.mode, t);
+}
+
+__global__ void k_grid_sample(const float *x, const float *grid, float *y, cu_gs_geo g,
+                              int64_t total) {
+    GRID_LOOP(i, total) {
+        int64_t q = i % g.P, nc = i / g.P, n = nc / g.C;
+        oc_gs_taps t;
+        gs_taps(g, grid, n, q, &t);
+        const float *plane = x + nc * g.H * g.W;
+        float s = 0.0f;
+        for (int k = 0; k < 4; k++)
+            if (t.off[k] >= 0) s += t.wt[k] * plane[t.off[k]];
+        y[i] = s;
+    }
+}
+
+// dGrid: one thread a point, its channels summed in order
+__global__ void k_grid_sample_dgrid(const float *dy, const float *x, const float *grid,
+                                    float *dgrid, cu_gs_geo g, int64_t total) {
+    GRID_LOOP(j, total) {
+        int64_t n = j / g.P, q = j % g.P;
+        oc_gs_taps t;
+        gs_taps(g, grid, n, q, &t);
+        float ax = 0.0f, ay = 0.0f;
+        for (int64_t c = 0; c < g.C; c++) {
+            const float *plane = x + (n * g.C + c) * g.H * g.W;
+            float v[4];
+            for (int k = 0; k < 4; k++) v[k] = t.off[k] >= 0 ? plane[t.off[k]] : 0.0f;
+            oc_gs_grid_grad(&t, v, dy[(n * g.C + c) * g.P + q], &ax, &ay);
+        }
+        bool near = g.mode == OC_GS_NEAREST;
+        dgrid[j * 2] = near ? 0.0f : ax * t.gx;
+        dgrid[j * 2 + 1] = near ? 0.0f : ay * t.gy;
+    }
+}
+
+// each point's bucket: the cell of its first tap in its image (extent: no tap, skipped)
+__global__ void k_gs_keys(const float *grid, cu_gs_geo g, int64_t *keys, int64_t total) {
+    int64_t cells = (g.H + 1) * (g.W + 1);
+    GRID_LOOP(j, total) {
+        int64_t cell =
+            oc_gs_cell(grid[j * 2], grid[j * 2 + 1], g.H, g.W, g.align, g.padding, g.mode);
+        keys[j] = cell < 0 ? g.N * cells : (j / g.P) * cells + cell;
+    }
+}
+
+// dX: one thread a pixel; the points whose tap k is that pixel sit in the bucket of the cell
+// k steps up and left of it, each bucket's in point order: a fixed order, run to run
+__global__ void k_gs_dx(const float *dy, const float *grid, const unsigned long long *start,
+                        const int64_t *order, float *dx, cu_gs_geo g, int64_t total) {
+    int64_t cells = (g.H + 1) * (g.W + 1), taps = g.mode == OC_GS_NEAREST ? 1 : 4;
+    GRID_LOOP(i, total) {
+        int64_t xx = i % g.W, yy = (i / g.W) % g.H, nc = i / (g.W * g.H), n = nc / g.C;
+        float s = 0.0f;
+        for (int k = 0; k < taps; k++) {
+            int64_t x0 = xx - (k & 1), y0 = yy - (k >> 1);
+            int64_t b = n * cells + (y0 + 1) * (g.W + 1) + (x0 + 1);
+            for (unsigned long long r = start[b]; r < start[b + 1]; r++) {
+                int64_t q = order[r] % g.P;
+                oc_gs_taps t;
+                gs_taps(g, grid, n, q, &t);
+                if (t.off[k] == yy * g.W + xx) s += t.wt[k] * dy[nc * g.P + q];
+            }
+        }
+        dx[i] = s;
+    }
+}
+
+extern "C" int64_t cu_grid_sample_scratch(cu_gs_geo g) {
+    int64_t np = g.N * g.P, m = g.N * (g.H + 1) * (g.W + 1) + 1;
+    return np + 2 * m + np; /* int64s: the keys, the counters, the order */
+}
+
+extern "C" int cu_grid_sample(void *stream, const float *x, const float *grid, float *y,
+                              cu_gs_geo g) {
+    int64_t total = g.N * g.C * g.P;
+    if (total == 0) return 0;
+    k_grid_sample<<<blocks_for(total), THREADS, 0, (cudaStream_t)stream>>>(x, grid, y, g, total);
+    return last_error();
+}
+
+extern "C" int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x,
+                                   const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
+    cudaStream_t st = (cudaStream_t)stream;
+    int64_t np = g.N * g.P;
+    if (input == 1) {
+        if (np > 0)
+            k_grid_sample_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);
+        return last_error();
+    }
+    int64_t total = g.N * g.C * g.H * g.W, extent = g.N * (g.H + 1) * (g.W + 1);
+    if (total == 0) return 0;
+    int64_t *keys = ws, *order;
+    if (np > 0) k_gs_keys<<<blocks_for(np), THREADS, 0, st>>>(grid, g, keys, np);
+    unsigned long long *start = gg_buckets(st, keys, 1, np, extent, ws + np, &order);
+    k_gs_dx<<<blocks_for(total), THREADS, 0, st>>>(dy, grid, start, order, out, g, total);
     return last_error();
 }
 

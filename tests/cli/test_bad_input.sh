@@ -58,8 +58,8 @@ def model(node, dims):
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     g = helper.make_graph([node], "g", [x], [y])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-save(model(helper.make_node("Softsign", ["x"], ["y"], name="my_softsign"), ["batch", 4]),
-     out + "/softsign.onnx")
+save(model(helper.make_node("Hardmax", ["x"], ["y"], name="my_hardmax"), ["batch", 4]),
+     out + "/hardmax.onnx")
 save(model(helper.make_node("Relu", ["x"], ["y"], name="relu"), ["batch", 3, "height", 8]),
      out + "/height.onnx")
 # a project-domain backward op in a user's model (only plans may hold them)
@@ -68,7 +68,7 @@ m = model(helper.make_node("ReluGrad", ["x", "x"], ["y"], name="sneaky", domain=
 m.opset_import.append(helper.make_opsetid("ai.outcore", 1))
 save(m, out + "/project_op.onnx")
 # a node name with a newline and an escape sequence (an unsupported op, so the name is echoed)
-save(model(helper.make_node("Softsign", ["x"], ["y"], name="evil\nname\x1b[31m"), ["batch", 4]),
+save(model(helper.make_node("Hardmax", ["x"], ["y"], name="evil\nname\x1b[31m"), ["batch", 4]),
      out + "/control_name.onnx")
 # the same graph input listed twice
 m = model(helper.make_node("Relu", ["x"], ["y"], name="relu"), ["batch", 4])
@@ -86,8 +86,8 @@ EOF
 expect_error "missing file" "$tmp/missing.onnx" -- inspect "$tmp/missing.onnx" --batch 2
 expect_error "truncated model" "$tmp/truncated.onnx" -- inspect "$tmp/truncated.onnx" --batch 2
 expect_error "random bytes" "$tmp/random.onnx" -- inspect "$tmp/random.onnx" --batch 2
-expect_error "unsupported op" "$tmp/softsign.onnx" "my_softsign" "Softsign" "opset 13" "Conv" \
-    -- inspect "$tmp/softsign.onnx" --batch 2
+expect_error "unsupported op" "$tmp/hardmax.onnx" "my_hardmax" "Hardmax" "opset 13" "Conv" \
+    -- inspect "$tmp/hardmax.onnx" --batch 2
 expect_error "ai.outcore op in a model" "'sneaky'" "ReluGrad" "ai.outcore" \
     -- inspect "$tmp/project_op.onnx" --batch 2
 "$BUILD/outcore-run" "$tmp/project_op.onnx" --batch 2 --steps 1 >"$tmp/out" 2>"$tmp/err"

@@ -87,6 +87,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
           "tiny_timm", "tiny_rnn", "tiny_same_pad", "tiny_topk", "tiny_token_select",
           "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions", "tiny_circular", "tiny_math",
+          "tiny_stn",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
@@ -104,7 +105,9 @@ NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::z
              "tiny_circular": "not compared: torch 1.13's exporter writes circular padding's "
                               "wrap-around Slices off by one (pad 1 takes [-2, -1), not the "
                               "last element), so its file is not the model",
-             "tiny_math": "not exported: torch 1.13's exporter has no aten::atan2"}
+             "tiny_math": "not exported: torch 1.13's exporter has no aten::atan2",
+             "tiny_stn": "not exported: torch 1.13's exporter writes GridSample at opset 16, "
+                         "above the opset 13 it exports at"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
                             "tiny_hf_bart", "tiny_hf_roberta")})
@@ -119,8 +122,10 @@ NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama'
 MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom"}
 # Module buffers a legacy export writes as plain initializers (nothing in the file marks them;
 # torch.export's files do, and outcore keeps those constant): the user's --freeze, as the
-# docs advise. BART's final_logits_bias is a zeros buffer added to the logits.
-FREEZE = {("tiny_hf_bart", "legacy"): "m.final_logits_bias"}
+# docs advise. BART's final_logits_bias is a zeros buffer added to the logits; the spatial
+# transformer's base and identity grids.
+FREEZE = {("tiny_hf_bart", "legacy"): "m.final_logits_bias",
+          ("tiny_stn", "legacy"): "base,ident"}
 failures = []
 
 

@@ -11,6 +11,7 @@
  *                                state/constant by the op's input role)
  *                   ~[3]         float, uniform in [-0.5, 0.5)  (Asin's domain)
  *                   ++[3]        float, uniform in [1.5, 2.5)   (Acosh's domain)
+ *                   ^[3]         float, uniform in [-1.5, 1.5)  (a grid reaching outside)
  *                   i64<5[4]     int64, uniform in [0, 5)
  *                   i64=[2,-1]   int64 values (rank 1; i64=[] is empty)
  *                   i64=[2,0,1,3]@[2,2]  the same in the shape given
@@ -33,6 +34,8 @@
  *                   !clip           the step clips gradients to a global norm
  *                   !scaled         the loss is scaled (GradScaler at scale 1: the
  *                                   gradients stay comparable with finite differences)
+ *                   !zero:K         input K's gradient is zero everywhere (nearest
+ *                                   sampling's grid): checked zero, not required nonzero
  *                   !bf16 !fp16     the step is built with --precision bf16 / fp16
  *                                   (autocast's Casts around the node): no finite
  *                                   differences (the float32 cases check the rule);
@@ -254,6 +257,18 @@ OP_CASE(SLICE, "channel half (ShuffleNet)", 13, 1, "[2,6,3,3] i64=[3] i64=[6] i6
 OP_CASE(SLICE, "negative and clamped bounds, steps", 13, 1,
         "[3,7,5] i64=[-1,1,-100] i64=[-100,100,4] i64=[0,1,2] i64=[-1,2,3]", "")
 OP_CASE(SLICE, "attributes (opset 9)", 9, 1, "[4,5]", "starts=[1] ends=[3] axes=[1]")
+OP_CASE(GRID_SAMPLE, "bilinear, zeros (points outside)", 16, 1, "[2,3,5,6] ^[2,4,3,2]", "")
+OP_CASE(GRID_SAMPLE, "bilinear, border, align_corners", 16, 1, "[2,3,5,6] ^[2,4,3,2]",
+        "padding_mode=border align_corners=1")
+OP_CASE(GRID_SAMPLE, "bilinear, reflection", 16, 1, "[1,2,4,5] ^[1,3,4,2]",
+        "padding_mode=reflection")
+OP_CASE(GRID_SAMPLE, "bilinear, reflection, align_corners", 16, 1, "[1,2,4,5] ^[1,3,4,2]",
+        "padding_mode=reflection align_corners=1")
+OP_CASE(GRID_SAMPLE, "nearest, zeros (the grid's gradient zero)", 16, 1, "[2,3,5,6] ^[2,4,3,2]",
+        "mode=nearest !zero:1")
+OP_CASE(GRID_SAMPLE, "800 points on 64 pixels (cuda's buckets of many)", 16, 1,
+        "[2,3,8,8] ^[2,20,20,2]", "align_corners=1")
+OP_CASE(GRID_SAMPLE, "bf16 (float32 under autocast)", 16, 1, "h[2,3,5,6] h^[2,4,3,2]", "!bf16")
 OP_CASE(RESIZE, "bilinear x4, half_pixel (F.interpolate)", 13, 1, "[1,2,3,2] - - i64=[1,2,12,8]",
         "mode=linear coordinate_transformation_mode=half_pixel")
 OP_CASE(RESIZE, "bilinear, align_corners, odd sizes", 13, 1, "[2,1,3,4] - - i64=[2,1,5,7]",

@@ -308,6 +308,13 @@ typedef struct op_predicate_args {
     bool detect_pos, detect_neg;
 } op_predicate_args;
 
+/* GridSample / GridSampleGrad (runtime/grid_sample.h): OC_GS_BILINEAR / _NEAREST,
+ * OC_GS_ZEROS / _BORDER / _REFLECTION; the gradient's input (0: dX, 1: dGrid). */
+typedef struct op_grid_sample_args {
+    int mode, padding, input;
+    bool align_corners;
+} op_grid_sample_args;
+
 typedef union op_args {
     op_conv_args conv;
     op_pool_args pool;
@@ -341,6 +348,7 @@ typedef union op_args {
     op_reduce_args reduce;
     op_pointwise_args pointwise;
     op_predicate_args predicate;
+    op_grid_sample_args grid_sample;
 } op_args;
 
 /* 64-bit FNV-1a of a NUL-terminated string (Dropout's mask key). */

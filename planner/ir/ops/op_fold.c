@@ -13,6 +13,7 @@
 
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_fold_num.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 #include "cast_rule.h"
 #include "pointwise.h"
@@ -465,7 +466,57 @@ const op_def op_def_cast_like = {
     .grad = cast_grad,
 };
 FOLD_OP(op_def_mod, 2, mod_infer);
-FOLD_OP_N(op_def_trilu, 1, 2, trilu_infer);
+/* op_def.lower: Trilu of run-time float data (torch.tril / triu of an activation: a causal
+ * mask applied to scores, a Cholesky-style factor) is Where(plan-time triangle, x, 0): the
+ * elements outside it zero whatever they hold (NaN too, as torch's), their gradient zero. */
+static int trilu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x) || !ir_dtype_is_compute(x->dtype)) return OC_OK; /* folds */
+    if (x->rank < 2) return oc_fail(err, "input '%s' has rank %d (at least 2)", x->name, x->rank);
+    int64_t k = 0;
+    if (ir_node_in(g, n, 1)) {
+        const int64_t *v;
+        int64_t nv;
+        if (op_in_int64s(g, n, 1, &v, &nv, err)) return OC_ERR;
+        if (nv != 1) return oc_fail(err, "k must be a scalar");
+        k = v[0];
+    }
+    bool upper = ir_attr_int(n, "upper", 1) != 0;
+    int64_t R = x->dims[x->rank - 2], C = x->dims[x->rank - 1], dims[2] = {R, C}, one = 1;
+    char *base = oc_strdup(n->name), *mname = oc_sprintf("%s/triangle", base);
+    int m = ir_tensor_add(g, mname, IR_DTYPE_BOOL);
+    oc_free(mname);
+    ir_tensor *mt = &g->tensors[m];
+    ir_tensor_set_shape(mt, 2, dims);
+    uint8_t *keep = oc_malloc((size_t)(R * C) + 1);
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t j = 0; j < C; j++) keep[i * C + j] = upper ? j - i >= k : j - i <= k;
+    ir_tensor_set_data(mt, keep, (size_t)(R * C));
+    oc_free(keep);
+    mt->is_initializer = true;
+    mt->kind = IR_KIND_CONSTANT;
+    int zero = op_rewrite_fill(g, base, "zero", 0, &one, 0.0f);
+    int xt = n->inputs[0];
+    op_rewrite_become(g, node, OP_WHERE);
+    ir_node_add_input(g, node, m);
+    ir_node_add_input(g, node, xt);
+    ir_node_add_input(g, node, zero);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+static const op_role trilu_roles[] = {OP_IN_DATA, OP_IN_CONST};
+const op_def op_def_trilu = {.min_inputs = 1,
+                             .max_inputs = 2,
+                             .min_outputs = 1,
+                             .max_outputs = 1,
+                             .roles = trilu_roles,
+                             .n_roles = 2,
+                             .infer = trilu_infer,
+                             .lower = trilu_lower};
 FOLD_OP(op_def_range, 3, range_infer);
 FOLD_OP(op_def_constant_of_shape, 1, constant_of_shape_infer);
 

@@ -118,6 +118,7 @@
     X(IDENTITY, "Identity", ONNX, identity, copy)                                                  \
     X(SQUEEZE, "Squeeze", ONNX, squeeze, copy)                                                     \
     X(TRANSPOSE, "Transpose", ONNX, transpose, transpose)                                          \
+    X(GRID_SAMPLE, "GridSample", ONNX, grid_sample, grid_sample)                                   \
     X(RESIZE, "Resize", ONNX, resize, resize)                                                      \
     X(UPSAMPLE, "Upsample", ONNX, upsample, resize)                                                \
     X(SLICE, "Slice", ONNX, slice, slice)                                                          \
@@ -187,6 +188,7 @@
     X(GATHER_GRAD, "GatherGrad", OC, gather_grad, gather_grad)                                     \
     X(SCATTER_ND_GRAD, "ScatterNDGrad", OC, scatter_nd_grad, scatter_nd_grad)                      \
     X(RESIZE_GRAD, "ResizeGrad", OC, resize_grad, resize_grad)                                     \
+    X(GRID_SAMPLE_GRAD, "GridSampleGrad", OC, grid_sample_grad, grid_sample_grad)                  \
     X(MATMUL_GRAD_A, "MatMulGradA", OC, matmul_grad_a, matmul)                                     \
     X(MATMUL_GRAD_B, "MatMulGradB", OC, matmul_grad_b, matmul)                                     \
     X(PAD_GRAD, "PadGrad", OC, pad_grad, pad_grad)                                                 \
@@ -269,7 +271,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 206
+#define OP_LIST_COUNT 208
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

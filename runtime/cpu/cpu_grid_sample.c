@@ -1,0 +1,89 @@
+/* cpu_grid_sample.c — GridSample and GridSampleGrad (runtime/grid_sample.h): per grid point,
+ * its taps once, then every channel. The gradient: dX scattered back with the taps' weights
+ * in point order (deterministic), dGrid the derivative of each output along x and y summed
+ * over the channels. Float32. Shapes: X [N, C, H, W], grid [N, Ho, Wo, 2], Y [N, C, Ho, Wo]. */
+#include <string.h>
+
+#include "cpu_internal.h"
+#include "grid_sample.h"
+
+typedef struct gs_geo {
+    int64_t N, C, H, W, P; /* P = Ho * Wo */
+    const op_grid_sample_args *p;
+} gs_geo;
+
+static int geometry(const kernel_args *a, int xi, gs_geo *g, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, xi), *grid = kernel_in(a, xi + 1);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err) ||
+        kernel_want_dtype(a, grid, IR_DTYPE_FLOAT, err))
+        return OC_ERR;
+    *g = (gs_geo){x->dims[0],
+                  x->dims[1],
+                  x->dims[2],
+                  x->dims[3],
+                  grid->dims[1] * grid->dims[2],
+                  &op_args_of(a->n)->grid_sample};
+    return OC_OK;
+}
+
+static void taps_of(const gs_geo *g, const float *grid, int64_t n, int64_t q, oc_gs_taps *t) {
+    const float *xy = grid + (n * g->P + q) * 2;
+    oc_gs_point(xy[0], xy[1], g->H, g->W, g->p->align_corners, g->p->padding, g->p->mode, t);
+}
+
+int cpu_grid_sample(const kernel_args *a, oc_err *err) {
+    gs_geo g;
+    if (geometry(a, 0, &g, err)) return OC_ERR;
+    const float *x = a->in[0], *grid = a->in[1];
+    float *y = a->out[0];
+    int64_t S = g.H * g.W;
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t q = 0; q < g.P; q++) {
+            oc_gs_taps t;
+            taps_of(&g, grid, n, q, &t);
+            for (int64_t c = 0; c < g.C; c++) {
+                const float *plane = x + (n * g.C + c) * S;
+                float s = 0.0f;
+                for (int k = 0; k < 4; k++)
+                    if (t.off[k] >= 0) s += t.wt[k] * plane[t.off[k]];
+                y[(n * g.C + c) * g.P + q] = s;
+            }
+        }
+    return OC_OK;
+}
+
+/* GridSampleGrad(dY, X, grid) -> dX (input 0) or dGrid (input 1). */
+int cpu_grid_sample_grad(const kernel_args *a, oc_err *err) {
+    gs_geo g;
+    if (geometry(a, 1, &g, err)) return OC_ERR;
+    const float *dy = a->in[0], *x = a->in[1], *grid = a->in[2];
+    float *out = a->out[0];
+    int64_t S = g.H * g.W;
+    bool dx = g.p->input == 0;
+    if (dx) memset(out, 0, (size_t)(g.N * g.C * S) * sizeof(float));
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t q = 0; q < g.P; q++) {
+            oc_gs_taps t;
+            taps_of(&g, grid, n, q, &t);
+            float ax = 0.0f, ay = 0.0f;
+            for (int64_t c = 0; c < g.C; c++) {
+                float d = dy[(n * g.C + c) * g.P + q];
+                if (dx) {
+                    float *plane = out + (n * g.C + c) * S;
+                    for (int k = 0; k < 4; k++)
+                        if (t.off[k] >= 0) plane[t.off[k]] += t.wt[k] * d;
+                    continue;
+                }
+                const float *plane = x + (n * g.C + c) * S;
+                float v[4];
+                for (int k = 0; k < 4; k++) v[k] = t.off[k] >= 0 ? plane[t.off[k]] : 0.0f;
+                oc_gs_grid_grad(&t, v, d, &ax, &ay);
+            }
+            if (!dx) {
+                bool near = g.p->mode == OC_GS_NEAREST; /* no gradient: 0 */
+                out[(n * g.P + q) * 2] = near ? 0.0f : ax * t.gx;
+                out[(n * g.P + q) * 2 + 1] = near ? 0.0f : ay * t.gy;
+            }
+        }
+    return OC_OK;
+}

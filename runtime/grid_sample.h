@@ -1,0 +1,132 @@
+/* grid_sample.h — GridSample's arithmetic, written once for every backend (cpu_grid_sample.c,
+ * cuda_ops.cu) as PyTorch's grid_sampler_2d computes it: a grid coordinate in [-1, 1]
+ * unnormalized to the input's pixels (align_corners: -1 and 1 are the corner pixels'
+ * centres; else their outer edges), then padded (zeros: taps outside read 0; border: clipped
+ * to [0, size - 1]; reflection: mirrored at the edges, then clipped), each step's derivative
+ * carried along for the grid's gradient. Bilinear: four taps weighted by the fractions;
+ * nearest: the tap nearest (half to even). A coordinate that is not finite takes no tap.
+ * Plain C: C and CUDA C++ include it alike. */
+#ifndef OC_GRID_SAMPLE_H
+#define OC_GRID_SAMPLE_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define OC_GS_HD __host__ __device__
+#else
+#define OC_GS_HD
+#endif
+
+enum { OC_GS_BILINEAR, OC_GS_NEAREST };
+enum { OC_GS_ZEROS, OC_GS_BORDER, OC_GS_REFLECTION };
+
+/* x clipped to [0, limit]; *g the derivative (0 where clipped). */
+OC_GS_HD static inline float oc_gs_clip(float x, float limit, float *g) {
+    if (x < 0.0f) {
+        *g = 0.0f;
+        return 0.0f;
+    }
+    if (x > limit) {
+        *g = 0.0f;
+        return limit;
+    }
+    *g = 1.0f;
+    return x;
+}
+
+/* x mirrored into [twice_low / 2, twice_high / 2]; *g the derivative (+1 or -1). */
+OC_GS_HD static inline float oc_gs_reflect(float x, int64_t twice_low, int64_t twice_high,
+                                           float *g) {
+    if (twice_low == twice_high) {
+        *g = 0.0f;
+        return 0.0f;
+    }
+    float lo = (float)twice_low / 2, span = (float)(twice_high - twice_low) / 2, sign = 1.0f;
+    x -= lo;
+    if (x < 0.0f) sign = -1.0f, x = -x;
+    float extra = fmodf(x, span);
+    int64_t flips = (int64_t)floorf(x / span);
+    *g = flips % 2 == 0 ? sign : -sign;
+    return flips % 2 == 0 ? extra + lo : span - extra + lo;
+}
+
+/* The source coordinate along an axis of `size` pixels of grid coordinate v; *g its
+ * derivative with respect to v. */
+OC_GS_HD static inline float oc_gs_source(float v, int64_t size, bool align, int padding,
+                                          float *g) {
+    float x, d, gp = 1.0f, gc = 1.0f;
+    if (align) x = (v + 1.0f) / 2.0f * (float)(size - 1), d = (float)(size - 1) / 2.0f;
+    else x = ((v + 1.0f) * (float)size - 1.0f) / 2.0f, d = (float)size / 2.0f;
+    if (padding == OC_GS_BORDER) {
+        x = oc_gs_clip(x, (float)(size - 1), &gc);
+    } else if (padding == OC_GS_REFLECTION) {
+        x = align ? oc_gs_reflect(x, 0, 2 * (size - 1), &gp)
+                  : oc_gs_reflect(x, -1, 2 * size - 1, &gp);
+        x = oc_gs_clip(x, (float)(size - 1), &gc);
+    }
+    *g = d * gp * gc;
+    return x;
+}
+
+/* One grid point's taps in a plane of h x w pixels: off[k] the row-major offset of tap k
+ * (-1 outside), wt[k] its weight; bilinear: nw, ne, sw, se; nearest: tap 0 only. fx, fy:
+ * the fractions past the north-west tap; gx, gy: d(source)/d(grid). Returns the taps. */
+typedef struct oc_gs_taps {
+    int64_t off[4];
+    float wt[4], fx, fy, gx, gy;
+} oc_gs_taps;
+
+OC_GS_HD static inline int64_t oc_gs_at(int64_t x, int64_t y, int64_t w, int64_t h) {
+    return x >= 0 && x < w && y >= 0 && y < h ? y * w + x : -1;
+}
+
+OC_GS_HD static inline void oc_gs_point(float gx, float gy, int64_t h, int64_t w, bool align,
+                                        int padding, int mode, oc_gs_taps *t) {
+    float ix = oc_gs_source(gx, w, align, padding, &t->gx);
+    float iy = oc_gs_source(gy, h, align, padding, &t->gy);
+    for (int k = 0; k < 4; k++) t->off[k] = -1, t->wt[k] = 0.0f;
+    t->fx = t->fy = 0.0f;
+    /* far outside (or not finite): no tap; within, the int64 conversions are exact */
+    if (!(ix > -2.0f && ix < (float)w + 1.0f && iy > -2.0f && iy < (float)h + 1.0f)) return;
+    if (mode == OC_GS_NEAREST) {
+        t->off[0] = oc_gs_at((int64_t)nearbyintf(ix), (int64_t)nearbyintf(iy), w, h);
+        t->wt[0] = 1.0f;
+        return;
+    }
+    float x0 = floorf(ix), y0 = floorf(iy);
+    int64_t x = (int64_t)x0, y = (int64_t)y0;
+    t->fx = ix - x0, t->fy = iy - y0;
+    t->off[0] = oc_gs_at(x, y, w, h), t->wt[0] = (1.0f - t->fx) * (1.0f - t->fy);
+    t->off[1] = oc_gs_at(x + 1, y, w, h), t->wt[1] = t->fx * (1.0f - t->fy);
+    t->off[2] = oc_gs_at(x, y + 1, w, h), t->wt[2] = (1.0f - t->fx) * t->fy;
+    t->off[3] = oc_gs_at(x + 1, y + 1, w, h), t->wt[3] = t->fx * t->fy;
+}
+
+/* The cell of a point's first tap (bilinear: the north-west one, (x0, y0) in [-1, w) x
+ * [-1, h); nearest: its tap) in a (w + 1) x (h + 1) grid of cells, (x0 + 1, y0 + 1): the
+ * bucket cuda's deterministic dX finds a pixel's points in. -1: no tap inside. */
+OC_GS_HD static inline int64_t oc_gs_cell(float gx, float gy, int64_t h, int64_t w, bool align,
+                                          int padding, int mode) {
+    float g;
+    float ix = oc_gs_source(gx, w, align, padding, &g),
+          iy = oc_gs_source(gy, h, align, padding, &g);
+    if (!(ix > -2.0f && ix < (float)w + 1.0f && iy > -2.0f && iy < (float)h + 1.0f)) return -1;
+    bool near = mode == OC_GS_NEAREST;
+    int64_t x = (int64_t)(near ? nearbyintf(ix) : floorf(ix));
+    int64_t y = (int64_t)(near ? nearbyintf(iy) : floorf(iy));
+    int64_t lo = near ? 0 : -1;
+    if (x < lo || x >= w || y < lo || y >= h) return -1;
+    return (y + 1) * (w + 1) + (x + 1);
+}
+
+/* d(loss)/d(grid x, y) of one point in one plane: v the four taps' values (0 outside), d the
+ * output's gradient; accumulated into *ax, *ay (before the points' gx, gy factors). */
+OC_GS_HD static inline void oc_gs_grid_grad(const oc_gs_taps *t, const float v[4], float d,
+                                            float *ax, float *ay) {
+    *ax += ((v[1] - v[0]) * (1.0f - t->fy) + (v[3] - v[2]) * t->fy) * d;
+    *ay += ((v[2] - v[0]) * (1.0f - t->fx) + (v[3] - v[1]) * t->fx) * d;
+}
+
+#endif

@@ -874,6 +874,23 @@ def trilu_run_time_cases(rng):
                    [("x", x)], [("y", want)], 14)
 
 
+def gather_nd_run_time_cases(rng):
+    """GatherND of run-time float32 data with plan-time indices of two and three coordinates
+    a row (rewritten at load as a Gather of the flattened leading dims): negative
+    coordinates, a row twice, whole slabs and single elements."""
+    x = rng.standard_normal([4, 3, 5]).astype(np.float32)
+    for name, idx in (("k2_slabs", np.array([[[0, 1], [3, -1]], [[-4, 0], [0, 1]]], np.int64)),
+                      ("k3_elements", np.array([[1, 2, 4], [-1, 0, -5], [1, 2, 4]], np.int64))):
+        k = idx.shape[-1]
+        want = np.stack([x[tuple(r)] for r in idx.reshape(-1, k)]).reshape(
+            idx.shape[:-1] + x.shape[k:])
+        nodes = [helper.make_node("Constant", [], ["i"], value=numpy_helper.from_array(idx, "i")),
+                 helper.make_node("Relu", ["x"], ["r"]),
+                 helper.make_node("GatherND", ["r", "i"], ["y"])]
+        write_case(f"test_gathernd_f32_run_time_{name}", nodes, [("x", x)],
+                   [("y", np.maximum(want, 0).astype(np.float32))], 13)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1116,8 +1133,9 @@ def main():
     wrap_pad_cases(rng)
     math_run_time_cases(rng)
     trilu_run_time_cases(rng)
+    gather_nd_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2
     print(f"{n + 6} cases in {OUT}")
 
 

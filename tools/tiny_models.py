@@ -751,6 +751,37 @@ def tiny_stn():
     return TinyStn()
 
 
+class TinyPyramid(nn.Module):
+    """A pyramid pooling head (PSPNet's) over 10 x 10 features: adaptive average pools to 1, 2,
+    3 and 6 bins -- 3 and 6 do not divide 10, so bins overlap; torch.export writes those as
+    GatherND windows of two coordinates a row over [H, W, N, C], then sums -- each projected,
+    upsampled back and concatenated; and an AdaptiveAvgPool2d((7, 7)) over 10 x 10 (VGG's
+    classifier on a small input)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, stride=3, padding=1)  # (N, 8, 11, 11)
+        self.c10 = nn.Conv2d(8, 8, 2)  # (N, 8, 10, 10)
+        self.proj = nn.ModuleList([nn.Conv2d(8, 2, 1) for _ in range(4)])
+        self.fc = nn.Linear(16 + 8 * 49, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        h = F.relu(self.c10(F.relu(self.stem(x))))
+        levels = [h]
+        for bins, proj in zip((1, 2, 3, 6), self.proj):
+            p = proj(F.adaptive_avg_pool2d(h, bins))
+            levels.append(F.interpolate(p, size=(10, 10), mode="bilinear", align_corners=False))
+        feats = torch.cat(levels, 1)  # (N, 16, 10, 10)
+        seven = F.adaptive_avg_pool2d(h, (7, 7)).flatten(1)
+        return self.fc(torch.cat([feats.mean((2, 3)), seven], 1))
+
+
+def tiny_pyramid():
+    return TinyPyramid()
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,
@@ -761,8 +792,12 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_same_pad": tiny_same_pad, "tiny_topk": tiny_topk,
         "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle,
         "tiny_cumsum": tiny_cumsum, "tiny_reductions": tiny_reductions,
-        "tiny_circular": tiny_circular, "tiny_math": tiny_math, "tiny_stn": tiny_stn}
+        "tiny_circular": tiny_circular, "tiny_math": tiny_math, "tiny_stn": tiny_stn,
+        "tiny_pyramid": tiny_pyramid}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
+# exported by the default exporter alone: the legacy one refuses them (the reason in
+# tests/py/test_torch2_exports.py's NO_LEGACY)
+DYNAMO_ONLY = {"tiny_pyramid"}
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 
 

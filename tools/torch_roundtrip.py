@@ -474,7 +474,7 @@ def cmd_fixtures(args):
     """Small models for CI: exports + float64 references (see tests/py/test_torch2_exports.py)."""
     torch_imports()
     sys.path.insert(0, os.path.join(ROOT, "tools"))
-    from tiny_models import SEGMENTATION as SEG, TINY, example_shape
+    from tiny_models import DYNAMO_ONLY, SEGMENTATION as SEG, TINY, example_shape
     os.makedirs(args.out, exist_ok=True)
     only = set(args.models.split(",")) if args.models else None
     for name, make in TINY.items():
@@ -485,7 +485,8 @@ def cmd_fixtures(args):
         g = torch.Generator().manual_seed(123)
         x = torch.randn(*example_shape(name), generator=g)
         y = torch.randint(0, 10, (2, 32, 32) if name in SEG else (2,), generator=g)
-        arrays = fixture_exports_and_step(model, x, y, name, args.out)
+        exporters = ("dynamo",) if name in DYNAMO_ONLY else ("dynamo", "legacy")
+        arrays = fixture_exports_and_step(model, x, y, name, args.out, exporters)
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
     from tiny_transformers import SEQUENCE, TRANSFORMERS, VOCAB, T

@@ -87,7 +87,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
           "tiny_timm", "tiny_rnn", "tiny_same_pad", "tiny_topk", "tiny_token_select",
           "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions", "tiny_circular", "tiny_math",
-          "tiny_stn",
+          "tiny_stn", "tiny_pyramid",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
@@ -107,12 +107,16 @@ NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::z
                               "last element), so its file is not the model",
              "tiny_math": "not exported: torch 1.13's exporter has no aten::atan2",
              "tiny_stn": "not exported: torch 1.13's exporter writes GridSample at opset 16, "
-                         "above the opset 13 it exports at"}
+                         "above the opset 13 it exports at",
+             "tiny_pyramid": "not exported: torch 1.13's exporter refuses adaptive_avg_pool2d "
+                             "to sizes that do not divide the input's"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
                             "tiny_hf_bart", "tiny_hf_roberta")})
 # Fixtures without a legacy export (torch 2.x's legacy exporter refuses them), with the reason.
-NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama's mask code)"}
+NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama's mask code)",
+             "tiny_pyramid": "torch's legacy exporter refuses adaptive_avg_pool2d to sizes "
+                             "that do not divide the input's"}
 # Transformers whose attention adds a bias that is not a mask (T5's learnt relative positions,
 # BLOOM's ALiBi slopes): --attention fused leaves those blocks as they are, and must still
 # match; T5's cross-attention adds zeros, fused where the export makes them a plan-time value

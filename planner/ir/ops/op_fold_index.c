@@ -256,54 +256,52 @@ static int scatter_nd_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const ir
     return op_fold_set(g, n, buf, numel);
 }
 
-/* n (GatherND of run-time data x, one-coordinate plan-time indices idx) becomes
- * Gather(x, idx without its last dim, axis 0); the new indices are a constant
- * initializer named after the node. Range checked here. */
-static int gather_nd_as_gather(ir_graph *g, ir_node *n, oc_err *err) {
-    int node = (int)(n - g->nodes);
-    ir_tensor *x = ir_node_in(g, n, 0), *idx = ir_node_in(g, n, 1);
-    int64_t rows;
-    ir_tensor_numel(idx, &rows);
-    int64_t *v = oc_malloc((size_t)rows * sizeof *v + 1), dims[IR_MAX_RANK];
+/* op_def.lower: GatherND of run-time data x with plan-time indices and batch_dims 0
+ * (x[rows] and x[i, j] of advanced indexing; torch.export's adaptive pooling windows, read
+ * with two coordinates a row from [H, W, N, C]): x's first k dims flattened into one (a
+ * Reshape "<node>/rows", when k > 1), each index row's row-major offset there a constant
+ * "<node>/gather_indices", and the node a Gather along axis 0, whose gradient scatter-adds.
+ * Range checked here. */
+static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *idx;
+    if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
+    int64_t kk = idx->dims[idx->rank - 1];
+    if (op_is_value(x) || !op_is_value(idx) || ir_attr_int(n, "batch_dims", 0) != 0 || kk < 1 ||
+        kk > x->rank)
+        return OC_OK; /* folds, or gather_nd_infer names what it refuses */
+    int k = (int)kk, rank = idx->rank - 1, xrank = x->rank - k + 1;
+    int64_t rows = 1, flat[IR_MAX_RANK], dims[IR_MAX_RANK];
+    for (int d = 0; d < rank; d++) rows *= idx->dims[d], dims[d] = idx->dims[d];
+    flat[0] = 1;
+    for (int d = 0; d < x->rank; d++)
+        if (d < k) flat[0] *= x->dims[d];
+        else flat[d - k + 1] = x->dims[d];
+    int64_t *v = oc_malloc((size_t)rows * sizeof *v + 1);
     for (int64_t r = 0; r < rows; r++) {
-        int64_t off, bad;
-        if (!index_row_offset(idx, r, 1, x->dims, &off, &bad)) {
+        int64_t bad;
+        if (!index_row_offset(idx, r, k, x->dims, &v[r], &bad)) {
+            oc_fail(err,
+                    "indices '%s' row %" PRId64 ": coordinate %" PRId64 " is outside data '%s'",
+                    idx->name, r, bad, x->name);
             oc_free(v);
-            return oc_fail(err,
-                           "indices '%s' row %" PRId64 ": %" PRId64 " is outside [-%" PRId64
-                           ", %" PRId64 ")",
-                           idx->name, r, bad, x->dims[0], x->dims[0]);
+            return OC_ERR;
         }
-        v[r] = off;
     }
-    int rank = idx->rank - 1;
-    memcpy(dims, idx->dims, sizeof dims);
-    char name[512];
-    snprintf(name, sizeof name, "%s/gather_indices", n->name);
-    for (int s = 2; ir_tensor_find(g, name) >= 0; s++)
-        snprintf(name, sizeof name, "%s/gather_indices_%d", n->name, s);
-    int t = ir_tensor_add(g, name, IR_DTYPE_INT64); /* may move g->tensors: x, idx stale */
+    char *base = oc_strdup(n->name), *iname = oc_sprintf("%s/gather_indices", base);
+    int xt = n->inputs[0];
+    if (k > 1) xt = op_rewrite_reshape(g, node++, base, "rows", xt, xrank, flat);
+    int t = ir_tensor_add(g, iname, IR_DTYPE_INT64); /* may move g->tensors */
     ir_tensor *nt = &g->tensors[t];
     ir_tensor_set_shape(nt, rank, dims);
     ir_tensor_set_data(nt, v, (size_t)rows * sizeof *v);
     nt->is_initializer = true;
     nt->kind = IR_KIND_CONSTANT;
-    oc_free(v);
-    ir_node_set_input(g, node, 1, t);
-    n = &g->nodes[node];
-    n->op = OP_GATHER;
-    oc_free(n->op_type);
-    n->op_type = oc_strdup(op_name(OP_GATHER));
-    for (int a = 0; a < n->n_attrs; a++) /* batch_dims is 0; Gather's axis 0 is its default */
-        if (strcmp(n->attrs[a].name, "batch_dims") == 0) {
-            ir_attr_free(&n->attrs[a]);
-            n->attrs[a--] = n->attrs[--n->n_attrs];
-        }
-    x = ir_node_in(g, n, 0);
-    int64_t y[IR_MAX_RANK];
-    memcpy(y, dims, sizeof y);
-    for (int d = 1; d < x->rank; d++) y[rank + d - 1] = x->dims[d];
-    op_set_out(g, n, 0, x->dtype, rank + x->rank - 1, y);
+    op_rewrite_become(g, node, OP_GATHER); /* axis 0, Gather's default */
+    ir_node_add_input(g, node, xt);
+    ir_node_add_input(g, node, t);
+    oc_free(v), oc_free(iname), oc_free(base);
+    *changed = true;
     return OC_OK;
 }
 
@@ -334,14 +332,11 @@ static int gather_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
                        "indices '%s' are computed at run time; outcore takes GatherND with "
                        "plan-time indices",
                        idx->name);
-    if (!op_is_value(x)) {
-        if (b == 0 && k == 1) return gather_nd_as_gather(g, n, err);
+    if (!op_is_value(x)) /* batch_dims 0 was rewritten as a Gather (gather_nd_lower) */
         return oc_fail(err,
                        "data '%s' is computed at run time; outcore runs GatherND on run-time "
-                       "data with batch_dims 0 and one coordinate a row (x[indices]), not "
-                       "batch_dims %" PRId64 " and %d",
-                       x->name, b, k);
-    }
+                       "data with batch_dims 0 (x[indices]), not %" PRId64,
+                       x->name, b);
     if (op_fold_need_value(g, n, 0, &x, err) || op_fold_need_value(g, n, 1, &idx, err))
         return OC_ERR;
     int64_t y[IR_MAX_RANK], rank = 0, batches = 1, rows = 1, slab = 1;
@@ -1161,4 +1156,5 @@ const op_def op_def_gather_nd = {.min_inputs = 2,
                                  .roles = data_then_const,
                                  .n_roles = 2,
                                  .infer = gather_nd_infer,
+                                 .lower = gather_nd_lower,
                                  .grad = gather_nd_grad};

@@ -23,14 +23,20 @@
  * first too: ArgMin's, as torch.argmin and numpy's propagate a NaN). */
 enum { OC_TOPK_LARGEST = 1, OC_TOPK_LAST = 2, OC_TOPK_NAN_FIRST = 4 };
 
-/* Whether (v at index i) goes before (w at index j). */
-OC_TOPK_HD static inline bool oc_topk_before(float v, int64_t i, float w, int64_t j, int how) {
-    bool vn = v != v, wn = w != w, largest = (how & OC_TOPK_LARGEST) != 0;
-    if (vn != wn)
-        return vn ? largest || (how & OC_TOPK_NAN_FIRST) : !largest && !(how & OC_TOPK_NAN_FIRST);
-    if (!vn && v != w) return largest ? v > w : v < w;
-    return (how & OC_TOPK_LAST) ? i > j : i < j;
-}
+/* Whether (v at index i) goes before (w at index j): float32 for the kernels, double for
+ * plan-time folding (ir/ops/op_fold_index.c: TopK of any float type, exact in double). */
+#define OC_TOPK_BEFORE(name, T)                                                                    \
+    OC_TOPK_HD static inline bool name(T v, int64_t i, T w, int64_t j, int how) {                  \
+        bool vn = v != v, wn = w != w, largest = (how & OC_TOPK_LARGEST) != 0;                     \
+        if (vn != wn)                                                                              \
+            return vn ? largest || (how & OC_TOPK_NAN_FIRST)                                       \
+                      : !largest && !(how & OC_TOPK_NAN_FIRST);                                    \
+        if (!vn && v != w) return largest ? v > w : v < w;                                         \
+        return (how & OC_TOPK_LAST) ? i > j : i < j;                                               \
+    }
+OC_TOPK_BEFORE(oc_topk_before, float)
+OC_TOPK_BEFORE(oc_topk_before_f64, double)
+#undef OC_TOPK_BEFORE
 
 /* One line of x: its elements at base + p * stride, p < len. Its k first positions in
  * the order go to idx[obase + o * ostride] (p) and off[..] (the element's offset in x),

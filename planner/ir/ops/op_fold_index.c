@@ -19,6 +19,7 @@
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_fold_num.h"
 #include "ir/ops/op_rewrite.h"
+#include "topk_order.h"
 
 /* Element j of an int32 / int64 index value. */
 static int64_t index_value(const ir_tensor *t, int64_t j) { return op_fold_num_get(t, j).i; }
@@ -584,15 +585,12 @@ typedef struct topk_order {
     bool fl, largest;
 } topk_order;
 
-/* True when element a of x goes before element b (a < b along the line). */
+/* True when element a of x goes before element b (a < b along the line): the kernels'
+ * order (runtime/topk_order.h) for floats, exact for integers. */
 static bool topk_before(const topk_order *o, int64_t a, int64_t b) {
     num va = op_fold_num_get(o->x, a), vb = op_fold_num_get(o->x, b);
-    if (o->fl) {
-        bool na = va.f != va.f, nb = vb.f != vb.f;
-        if (na || nb) return na && !nb ? o->largest : !na && nb ? !o->largest : false;
-        return o->largest ? va.f > vb.f : va.f < vb.f;
-    }
-    return o->largest ? va.i > vb.i : va.i < vb.i;
+    if (o->fl) return oc_topk_before_f64(va.f, a, vb.f, b, o->largest ? OC_TOPK_LARGEST : 0);
+    return va.i != vb.i ? (o->largest ? va.i > vb.i : va.i < vb.i) : a < b;
 }
 
 /* Stable merge sort of the offsets pos[0..n) by topk_before (tmp: n more). */

@@ -79,6 +79,18 @@ int op_fold_need_value(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *er
     return OC_OK;
 }
 
+int64_t op_fold_reduced_at(const ir_tensor *x, const bool *red, int64_t i) {
+    int64_t rest = i, o = 0, stride = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        int64_t c = rest % x->dims[d];
+        rest /= x->dims[d];
+        if (red[d]) continue;
+        o += c * stride;
+        stride *= x->dims[d];
+    }
+    return o;
+}
+
 /* Element i of a value, as a double (float types) or an int64 (the rest). */
 num op_fold_num_get(const ir_tensor *t, int64_t k) {
     const uint8_t *p = (const uint8_t *)t->data + (size_t)k * (size_t)ir_dtype_size(t->dtype);

@@ -22,6 +22,9 @@ bool op_fold_is_float(ir_dtype dt);
 num op_fold_num_get(const ir_tensor *t, int64_t k);
 /* Stores v (read from a tensor of type from) as element k of a dt buffer. */
 void op_fold_num_put(uint8_t *buf, ir_dtype dt, int64_t k, num v, ir_dtype from);
+/* The output element a reduction of x over the dims red[d] (keepdims either way) adds
+ * element i of x into: i's kept coordinates, row-major. */
+int64_t op_fold_reduced_at(const ir_tensor *x, const bool *red, int64_t i);
 /* Offset into x of element o of a broadcast result of rank r and dims od. */
 int64_t op_fold_bcast_at(const ir_tensor *x, int r, const int64_t *od, int64_t o);
 /* Output 0 of n as a fresh buffer for a folded value (bytes checked); NULL and

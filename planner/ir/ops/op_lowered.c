@@ -450,14 +450,7 @@ static int reduce_family_fold(ir_graph *g, ir_node *n, int64_t opset, oc_err *er
     ir_tensor_numel(x, &xn);
     for (int pass = n->op == OP_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++)
         for (int64_t i = 0; i < xn; i++) {
-            int64_t rest = i, o = 0, stride = 1;
-            for (int d = x->rank - 1; d >= 0; d--) { /* i's output element */
-                int64_t c = rest % x->dims[d];
-                rest /= x->dims[d];
-                if (red[d]) continue;
-                o += c * stride;
-                stride *= x->dims[d];
-            }
+            int64_t o = op_fold_reduced_at(x, red, i);
             double v = op_fold_num_get(x, i).f;
             if (pass == 0) mx[o] = v > mx[o] ? v : mx[o];
             else if (prod)

@@ -183,14 +183,7 @@ static int extreme_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     num *best = oc_calloc((size_t)(numel ? numel : 1), sizeof *best);
     ir_tensor_numel(x, &xn);
     for (int64_t i = 0; i < xn; i++) {
-        int64_t rest = i, o = 0, stride = 1;
-        for (int d = x->rank - 1; d >= 0; d--) { /* i's output element: its kept coordinates */
-            int64_t c = rest % x->dims[d];
-            rest /= x->dims[d];
-            if (red[d]) continue;
-            o += c * stride;
-            stride *= x->dims[d];
-        }
+        int64_t o = op_fold_reduced_at(x, red, i);
         num v = op_fold_num_get(x, i);
         bool better = fl ? (max ? v.f > best[o].f : v.f < best[o].f)
                          : (max ? v.i > best[o].i : v.i < best[o].i);

@@ -891,6 +891,27 @@ def gather_nd_run_time_cases(rng):
                    [("y", np.maximum(want, 0).astype(np.float32))], 13)
 
 
+def pow_run_time_cases(rng):
+    """Pow of run-time data: an int64 scalar exponent (torch.export's |x| ** 3 in
+    vector_norm), and a positive plan-time base to a run-time exponent (torch.exp2, 10 ** x:
+    rewritten as Exp(x ln base)), the base broadcast; a negative base is refused."""
+    x = rng.standard_normal([2, 3]).astype(np.float32)
+    three = helper.make_node("Constant", [], ["e"], value=numpy_helper.from_array(
+        np.array(3, np.int64), "e"))
+    write_case("test_pow_f32_run_time_int64_exponent",
+               [three, helper.make_node("Pow", ["x", "e"], ["y"])], [("x", x)],
+               [("y", (x.astype(np.float64) ** 3).astype(np.float32))], 15)
+    for name, b in (("base_broadcast", np.array([2.0, 10.0, 0.5], np.float32)),
+                    ("base_negative_refused", np.array([2.0, -3.0, 0.5], np.float32))):
+        base = helper.make_node("Constant", [], ["b"], value=numpy_helper.from_array(b, "b"))
+        with np.errstate(invalid="ignore"):  # the refused case's NaN
+            want = (b.astype(np.float64) ** x.astype(np.float64)).astype(np.float32)
+        write_case(f"test_pow_f32_run_time_exponent_{name}",
+                   [base, helper.make_node("Identity", ["x"], ["r"]),
+                    helper.make_node("Pow", ["b", "r"], ["y"])], [("x", x)],
+                   [("y", want)], 15)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1134,8 +1155,9 @@ def main():
     math_run_time_cases(rng)
     trilu_run_time_cases(rng)
     gather_nd_run_time_cases(rng)
+    pow_run_time_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -798,6 +798,9 @@ SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)
 DYNAMO_ONLY = {"tiny_pyramid"}
+# also exported with the default exporter's own defaults (optimize=True: literals become
+# unmarked scalar initializers, which must not train)
+OPTIMIZED_TOO = {"tiny_math"}
 CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
 
 

@@ -456,8 +456,9 @@ def fixture_exports_and_step(model, x, y, name, out, exporters=("dynamo", "legac
     per tensor."""
     for ex in exporters:
         export(model, x, ex, os.path.join(out, f"{name}_{ex}.onnx"))
-    if "dynamo" in exporters:
-        strip_provenance(os.path.join(out, f"{name}_dynamo.onnx"))
+    for ex in exporters:
+        if ex.startswith("dynamo"):
+            strip_provenance(os.path.join(out, f"{name}_{ex}.onnx"))
     lr = FIXTURE_LR.get(name, LR)
     loss64, s64 = reference_step(model, x, y, torch.float64, lr)
     loss32, s32 = float32_spread(model, x, y, (loss64, s64), 0, lr)
@@ -474,7 +475,7 @@ def cmd_fixtures(args):
     """Small models for CI: exports + float64 references (see tests/py/test_torch2_exports.py)."""
     torch_imports()
     sys.path.insert(0, os.path.join(ROOT, "tools"))
-    from tiny_models import DYNAMO_ONLY, SEGMENTATION as SEG, TINY, example_shape
+    from tiny_models import DYNAMO_ONLY, OPTIMIZED_TOO, SEGMENTATION as SEG, TINY, example_shape
     os.makedirs(args.out, exist_ok=True)
     only = set(args.models.split(",")) if args.models else None
     for name, make in TINY.items():
@@ -486,6 +487,7 @@ def cmd_fixtures(args):
         x = torch.randn(*example_shape(name), generator=g)
         y = torch.randint(0, 10, (2, 32, 32) if name in SEG else (2,), generator=g)
         exporters = ("dynamo",) if name in DYNAMO_ONLY else ("dynamo", "legacy")
+        exporters += ("dynamo-optimized",) if name in OPTIMIZED_TOO else ()
         arrays = fixture_exports_and_step(model, x, y, name, args.out, exporters)
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")

@@ -315,6 +315,7 @@ static void copy_tensors(rw *s) {
         y->keep_unread = x->keep_unread;
         y->is_buffer = x->is_buffer;
         y->is_frozen = x->is_frozen;
+        y->is_export_constant = x->is_export_constant;
         y->is_host_input = x->is_host_input;
         y->data_src = x->data_src;
         if (x->data_src == IR_DATA_INLINE) {

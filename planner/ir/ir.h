@@ -95,6 +95,10 @@ typedef struct ir_tensor {
     /* An initializer the exporter marks as a module's buffer (torch.export's input kind
      * BUFFER): read as data it is a constant, never a parameter (shape_infer.c). */
     bool is_buffer;
+    /* An initializer a torch.export file does not mark as a module's parameter or buffer:
+     * the exporter's own constants (a literal's scalar, a lifted constant tensor). A
+     * constant whatever reads it (shape_infer.c). */
+    bool is_export_constant;
     /* A parameter --freeze holds (train_graph.c): a constant in the training graph, written
      * back by --save as the parameter it is in the model (not as a Constant node). */
     bool is_frozen;

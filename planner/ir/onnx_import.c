@@ -729,21 +729,40 @@ static int mark_channels_last(importer *im, const Onnx__ModelProto *m) {
     return OC_OK;
 }
 
-/* The initializers torch.export's exporter marks as a module's buffers: the value info
- * of each carries metadata "pkg.torch.export.graph_signature.InputSpec.kind" = "BUFFER"
- * (PARAMETER for parameters). Nothing else in the file tells the two apart. */
-static void mark_buffers(ir_graph *g, Onnx__ValueInfoProto *const *vis, size_t n) {
+/* The initializers' kinds torch.export's exporter writes: the value info of each of a
+ * module's parameters, buffers and lifted constant tensors carries metadata
+ * "pkg.torch.export.graph_signature.InputSpec.kind" = PARAMETER, BUFFER or CONSTANT_TENSOR;
+ * the constants the exporter makes itself (a literal's scalar) carry none. Nothing else in
+ * the file tells them apart. marked[t]: t carries a kind; returns whether any does. */
+static bool mark_input_kinds(ir_graph *g, Onnx__ValueInfoProto *const *vis, size_t n,
+                             bool *marked) {
+    bool any = false;
     for (size_t i = 0; i < n; i++) {
         const Onnx__ValueInfoProto *vi = vis[i];
         int t = vi->name ? ir_tensor_find(g, vi->name) : -1;
         if (t < 0 || !g->tensors[t].is_initializer) continue;
         for (size_t k = 0; k < vi->n_metadata_props; k++) {
             const Onnx__StringStringEntryProto *p = vi->metadata_props[k];
-            if (p->key && p->value &&
-                strcmp(p->key, "pkg.torch.export.graph_signature.InputSpec.kind") == 0)
-                g->tensors[t].is_buffer = strcmp(p->value, "BUFFER") == 0;
+            if (!p->key || !p->value ||
+                strcmp(p->key, "pkg.torch.export.graph_signature.InputSpec.kind") != 0)
+                continue;
+            any = marked[t] = true;
+            g->tensors[t].is_buffer = strcmp(p->value, "BUFFER") == 0;
+            g->tensors[t].is_export_constant = strcmp(p->value, "CONSTANT_TENSOR") == 0;
         }
     }
+    return any;
+}
+
+/* In a torch.export file, every initializer not marked a parameter is a constant: a
+ * literal's scalar (x * 0.1, huber's delta, 2 ** x's base) never trains in PyTorch. */
+static void mark_export_constants(ir_graph *g, const Onnx__GraphProto *gp) {
+    bool *marked = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
+    bool any = mark_input_kinds(g, gp->value_info, gp->n_value_info, marked);
+    any = mark_input_kinds(g, gp->input, gp->n_input, marked) || any;
+    for (int t = 0; any && t < g->n_tensors; t++)
+        if (g->tensors[t].is_initializer && !marked[t]) g->tensors[t].is_export_constant = true;
+    oc_free(marked);
 }
 
 static int import_model(importer *im, const Onnx__ModelProto *m) {
@@ -789,8 +808,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
         if (value_info_to_tensor(im, &g->tensors[t], vi)) return OC_ERR;
         ir_graph_add_input(g, t);
     }
-    mark_buffers(g, gp->value_info, gp->n_value_info);
-    mark_buffers(g, gp->input, gp->n_input);
+    mark_export_constants(g, gp);
     if (gp->n_node == 0) return oc_fail(im->err, "%s: graph has no nodes", im->path);
     for (size_t i = 0; i < gp->n_node; i++)
         if (import_node(im, gp->node[i], (int)i)) return OC_ERR;

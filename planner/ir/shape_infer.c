@@ -196,7 +196,8 @@ static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t, const boo
             case OP_IN_CONST: return IR_KIND_CONSTANT;
             case OP_IN_PARAM: return IR_KIND_PARAMETER;
             case OP_IN_DATA:
-                return ir_dtype_is_float(t->dtype) && flows[t - g->tensors] && !t->is_buffer
+                return ir_dtype_is_float(t->dtype) && flows[t - g->tensors] && !t->is_buffer &&
+                               !t->is_export_constant
                            ? IR_KIND_PARAMETER
                            : IR_KIND_CONSTANT;
             }

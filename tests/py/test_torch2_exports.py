@@ -330,6 +330,36 @@ def check_trajectories(name, exporter, path, ref, tmp, extra=()):
         failures.append(f"{name}/{exporter} 3-step trajectories: worst {worst}")
 
 
+def check_export_constants(tmp):
+    """The default exporter's own defaults (optimize=True) write a literal's scalar (x * 0.9,
+    a threshold, 4 * atan2) as an initializer no kind marks; torch.export marks the module's
+    parameters. outcore's parameters must be exactly the marked ones (before 2026-11-30 the
+    unmarked scalars trained, unseen in one step: they are in no state dict), and the step
+    must match PyTorch float64."""
+    import onnx
+    name = "tiny_math"
+    path = os.path.join(DATA, f"{name}_dynamo-optimized.onnx")
+    m = onnx.load(path)
+    key = "pkg.torch.export.graph_signature.InputSpec.kind"
+    marked = {vi.name for vi in list(m.graph.value_info) + list(m.graph.input)
+              if any(p.key == key and p.value == "PARAMETER"
+                     for p in getattr(vi, "metadata_props", []))}
+    inits = {i.name for i in m.graph.initializer}
+    if not hasattr(onnx.ValueInfoProto(), "metadata_props"):  # Debian's onnx predates it
+        marked = {n for n in inits if "." in n}  # the state dict's dotted names
+    out = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "inspect", path, "--batch", "2", "--json"], capture_output=True,
+                         text=True)
+    params = {t["name"] for t in json.loads(out.stdout)["tensors"] if t["kind"] == "parameter"}
+    unmarked = len(inits - marked)
+    ok = out.returncode == 0 and params == marked and unmarked > 0
+    print(f"{'ok  ' if ok else 'FAIL'} {name:18s} optimize=True: {len(params)} parameters, the "
+          f"{len(marked)} marked; {unmarked} unmarked scalar initializers constant")
+    if not ok:
+        failures.append(f"{name} optimize=True: parameters {sorted(params ^ marked)[:5]} differ "
+                        f"from the marked ones ({out.stderr.strip()[-200:]})")
+    compare(name, "dynamo-optimized", path, np.load(os.path.join(DATA, f"{name}.ref.npz")), tmp)
+
+
 def check_notices(tmp):
     ref = np.load(os.path.join(DATA, "tiny_resnet.ref.npz"))
     _, _, err = outcore_step(os.path.join(DATA, "tiny_resnet_dynamo.onnx"), ref["input"],
@@ -838,6 +868,7 @@ def main():
                     failures.append(f"{name}/{exporter}: {e}")
                     print(f"FAIL {name} {exporter}: {e}")
         check_notices(tmp)
+        check_export_constants(tmp)
         check_plan_buffers(tmp)
         check_plan_recurrent(tmp)
         check_integer_inputs(tmp)

@@ -7,6 +7,7 @@
 #include "ir/ops/grad_rules.h"
 #include "ir/ops/op_fold_num.h"
 #include "ir/ops/op_pointwise.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
 /* X -> Y of the same shape (Relu, Clip); Dropout adds a bool mask of that shape. */
@@ -229,7 +230,8 @@ static int pow_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     }
     if (op_is_value(&g->tensors[n->inputs[0]])) return OC_OK; /* folded (pow_infer) */
     if (!op_in_scalar_f((ir_graph *)g, n, 1, &e) || !isfinite(e))
-        return oc_fail(err, "the exponent must be a finite float scalar known at plan time");
+        return oc_fail(err, "the exponent must be a finite scalar known at plan time (or the "
+                            "base a positive plan-time value)");
     op_args_new(n)->pointwise.p0 = (float)e;
     return OC_OK;
 }
@@ -244,6 +246,38 @@ static int pow_grad_rule(grad_ctx *c) {
     grad_out_dx(c, b, 0);
     grad_attr_float(c, b, "exponent", e);
     return grad_finish(c, b);
+}
+
+/* op_def.lower: a plan-time positive base raised to a run-time exponent (torch.exp2, 2 ** x,
+ * a learnt temperature's 10 ** t) is Exp(exponent * ln(base)), ln(base) a plan-time constant
+ * "<node>/log_base"; Mul and Exp carry the gradient (dX = dY y ln base). A run-time base by a
+ * run-time exponent is refused (pow_decode names it). */
+static int pow_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x, *e;
+    if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &e, err)) return OC_ERR;
+    if (op_is_value(e) || !op_is_value(x) || !ir_dtype_is_compute(e->dtype)) return OC_OK;
+    if (!op_fold_is_float(x->dtype)) return OC_OK;
+    int64_t numel;
+    ir_tensor_numel(x, &numel);
+    for (int64_t i = 0; i < numel; i++)
+        if (!(op_fold_num_get(x, i).f > 0.0))
+            return oc_fail(err,
+                           "base '%s' has an element that is not positive (%g); a run-time "
+                           "exponent is taken with a positive plan-time base",
+                           x->name, op_fold_num_get(x, i).f);
+    char *base = oc_strdup(n->name);
+    int lb = op_rewrite_fill(g, base, "log_base", x->rank, x->dims, 0.0f);
+    float *lv = g->tensors[lb].data;
+    x = ir_node_in(g, &g->nodes[node], 0); /* the fill may move g->tensors */
+    for (int64_t i = 0; i < numel; i++) lv[i] = (float)log(op_fold_num_get(x, i).f);
+    int et = g->nodes[node].inputs[1];
+    int t = op_rewrite_insert(g, node, base, "scaled", OP_MUL, et, lb, -1);
+    op_rewrite_become(g, node + 1, OP_EXP);
+    ir_node_add_input(g, node + 1, t);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
 }
 
 static const op_role pow_roles[] = {OP_IN_DATA, OP_IN_CONST};
@@ -266,6 +300,7 @@ const op_def op_def_pow = {
     .roles = pow_roles,
     .n_roles = 2,
     .infer = pow_infer,
+    .lower = pow_lower,
     .decode = pow_decode,
     .grad = pow_grad_rule,
     .saved_inputs = 0x1,

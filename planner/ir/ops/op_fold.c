@@ -485,6 +485,11 @@ static int trilu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     }
     bool upper = ir_attr_int(n, "upper", 1) != 0;
     int64_t R = x->dims[x->rank - 2], C = x->dims[x->rank - 1], dims[2] = {R, C}, one = 1;
+    if (R > 0 && C > OP_FOLD_MAX_BYTES / R)
+        return oc_fail(err,
+                       "the triangle of input '%s' is %" PRId64 " x %" PRId64 " (at most %" PRId64
+                       " elements)",
+                       x->name, R, C, OP_FOLD_MAX_BYTES);
     char *base = oc_strdup(n->name), *mname = oc_sprintf("%s/triangle", base);
     int m = ir_tensor_add(g, mname, IR_DTYPE_BOOL);
     oc_free(mname);

@@ -143,7 +143,7 @@ static int typed_constant(ir_graph *g, const char *base, const char *what, ir_dt
  * reshaped with a 1 at the axis, Equal to the classes c and to c - depth laid along it, Or,
  * Where(mask, on, off): indices the host computes (labels) fold there, device ones (an
  * ArgMax of activations) run. */
-#define ONE_HOT_MAX_DEPTH (1 << 24)
+#define ONE_HOT_MAX_DEPTH (1 << 20)
 static int one_hot_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
     ir_tensor *ix, *dt, *vt;

@@ -4,6 +4,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "ir/ops/op_fold_num.h"
+
 bool op_is_value(const ir_tensor *t) {
     return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
 }
@@ -79,19 +81,11 @@ int op_in_int64s(ir_graph *g, ir_node *n, int i, const int64_t **v, int64_t *cou
 bool op_in_scalar_f(ir_graph *g, ir_node *n, int i, double *v) {
     ir_tensor *x = ir_node_in(g, n, i);
     int64_t numel;
-    if (!x || x->data_src != IR_DATA_INLINE || !ir_tensor_numel(x, &numel) || numel != 1)
+    if (!x || x->data_src != IR_DATA_INLINE || !ir_tensor_numel(x, &numel) || numel != 1 ||
+        !op_fold_dtype(x->dtype) || x->dtype == IR_DTYPE_BOOL)
         return false;
-    if (x->dtype == IR_DTYPE_FLOAT) {
-        float f;
-        memcpy(&f, x->data, 4);
-        *v = f;
-        return true;
-    }
-    if (x->dtype == IR_DTYPE_DOUBLE) {
-        memcpy(v, x->data, 8);
-        return true;
-    }
-    return false;
+    *v = op_fold_num_get(x, 0).f; /* integers too (.f holds them): torch.export's x ** 3 */
+    return true;
 }
 
 void op_set_out(ir_graph *g, ir_node *n, int i, ir_dtype dt, int rank, const int64_t *dims) {

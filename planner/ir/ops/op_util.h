@@ -25,7 +25,8 @@ int op_operand_dtype(const ir_tensor *a, const ir_tensor *b, ir_dtype *dt, oc_er
 int op_in_shaped(ir_graph *g, ir_node *n, int i, ir_tensor **t, oc_err *err);
 /* Input i with plan-time int64 values, or OC_ERR naming it. */
 int op_in_int64s(ir_graph *g, ir_node *n, int i, const int64_t **v, int64_t *count, oc_err *err);
-/* Reads a scalar float plan-time value of input i (float or double); false if not known. */
+/* Reads a scalar numeric plan-time value of input i (any float or integer type) as a double;
+ * false if not known. */
 bool op_in_scalar_f(ir_graph *g, ir_node *n, int i, double *v);
 /* Sets output i (if present) to dtype and shape. */
 void op_set_out(ir_graph *g, ir_node *n, int i, ir_dtype dt, int rank, const int64_t *dims);

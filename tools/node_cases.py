@@ -912,6 +912,23 @@ def pow_run_time_cases(rng):
                    [("y", want)], 15)
 
 
+def soft_target_sce_cases(rng):
+    """SoftmaxCrossEntropyLoss with class probabilities as its labels (torch 2.x's export of
+    F.cross_entropy of soft targets; outside ONNX's spec, taken as PyTorch defines it):
+    reductions none, sum and mean, [N, C] and [N, C, d]."""
+    for shape, red in (([3, 4], "none"), ([3, 4], "sum"), ([2, 4, 3], "mean")):
+        x = rng.standard_normal(shape).astype(np.float32)
+        p = rng.random(shape).astype(np.float32)
+        p = (p / p.sum(1, keepdims=True)).astype(np.float32)
+        x64 = x.astype(np.float64)
+        lsm = x64 - np.log(np.exp(x64).sum(1, keepdims=True))
+        per = -(p.astype(np.float64) * lsm).sum(1)
+        want = per if red == "none" else per.sum() if red == "sum" else per.mean()
+        node = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "p"], ["y"], reduction=red)
+        write_case(f"test_sce_f32_soft_targets_{red}_rank{len(shape)}", [node],
+                   [("x", x), ("p", p)], [("y", np.asarray(want, np.float32))], 13)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1156,8 +1173,9 @@ def main():
     trilu_run_time_cases(rng)
     gather_nd_run_time_cases(rng)
     pow_run_time_cases(rng)
+    soft_target_sce_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3
     print(f"{n + 6} cases in {OUT}")
 
 

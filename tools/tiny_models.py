@@ -782,6 +782,28 @@ def tiny_pyramid():
     return TinyPyramid()
 
 
+class TinySoftCe(nn.Module):
+    """A model whose own loss is F.cross_entropy of class probabilities (distillation's and
+    mixup's soft targets): per pixel over [N, C, H, W] with class weights (a buffer), plus the
+    image-level term over the pooled scores. Both exporters write SoftmaxCrossEntropyLoss with
+    the float targets as its labels. Inputs: x [N, 3, 6, 6], targets [N, 5, 6, 6] (float,
+    summing to 1 over the classes). Output: the loss."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 5, 1)
+        self.register_buffer("class_weight", torch.tensor([1.0, 2.0, 0.5, 1.5, 3.0]))
+
+    def forward(self, x, targets):
+        import torch.nn.functional as F
+        logits = self.conv2(F.relu(self.conv1(x)))
+        pixel = F.cross_entropy(logits, targets, weight=self.class_weight)
+        image = F.cross_entropy(logits.mean((2, 3)), targets.mean((2, 3)))
+        return pixel + 0.5 * image
+
+
 TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_efficientnet": tiny_efficientnet, "tiny_regnet": tiny_regnet,
         "tiny_shufflenet": tiny_shufflenet, "tiny_convnext": tiny_convnext,

@@ -587,28 +587,33 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, "tiny_scatter_add", args.out)
         np.savez_compressed(os.path.join(args.out, "tiny_scatter_add.ref.npz"), **arrays)
         print(f"tiny_scatter_add: {sum(p.numel() for p in model.parameters())} parameters")
-    if not only or "tiny_nll_loss" in only:  # the model's own loss: one SGD step, lr 0.1
-        from tiny_models import TinyNllLoss
+    from tiny_models import TinyNllLoss, TinySoftCe
+    for name, cls in (("tiny_nll_loss", TinyNllLoss), ("tiny_soft_ce", TinySoftCe)):
+        if only and name not in only:  # the model's own loss: one SGD step, lr 0.1
+            continue
         torch.manual_seed(0)
-        model = TinyNllLoss()
+        model = cls()
         g = torch.Generator().manual_seed(127)
         x = torch.randn(2, 3, 6, 6, generator=g)
-        t = torch.randint(0, 5, (2, 6, 6), generator=g)
-        t[0, :2] = 255  # ignored pixels
+        if name == "tiny_nll_loss":
+            t = torch.randint(0, 5, (2, 6, 6), generator=g)
+            t[0, :2] = 255  # ignored pixels
+        else:  # class probabilities
+            t = torch.softmax(2 * torch.randn(2, 5, 6, 6, generator=g), 1)
         for ex in ("dynamo", "legacy"):
-            export(model, (x, t), ex, os.path.join(args.out, f"tiny_nll_loss_{ex}.onnx"))
-        strip_provenance(os.path.join(args.out, "tiny_nll_loss_dynamo.onnx"))
-        m64 = TinyNllLoss().double()
+            export(model, (x, t), ex, os.path.join(args.out, f"{name}_{ex}.onnx"))
+        strip_provenance(os.path.join(args.out, f"{name}_dynamo.onnx"))
+        m64 = cls().double()
         m64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
-        loss = m64(x.double(), t)
+        loss = m64(x.double(), t.double() if t.is_floating_point() else t)
         loss.backward()
         arrays = {"input": x.numpy(), "input_1": t.numpy(), "loss": np.float64(loss.item()),
                   "lr": np.float64(0.1)}
         with torch.no_grad():
             for k, p in m64.named_parameters():
                 arrays["w64/" + k] = (p - 0.1 * p.grad).numpy()
-        np.savez_compressed(os.path.join(args.out, "tiny_nll_loss.ref.npz"), **arrays)
-        print(f"tiny_nll_loss: loss {loss.item():.6f}")
+        np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
+        print(f"{name}: loss {loss.item():.6f}")
     if not only or "tiny_rnn_unsorted" in only:  # lengths in any order: TopK, gathers
         from tiny_models import TinyRnnUnsorted
         torch.manual_seed(0)

@@ -676,13 +676,19 @@ def check_integer_inputs(tmp):
 
 
 def check_model_loss(tmp):
-    """A model that computes its own loss (tiny_nll_loss: F.nll_loss of log_softmax with class
+    """Models that compute their own loss: tiny_nll_loss (F.nll_loss of log_softmax with class
     weights and ignore_index 255 over [N, C, H, W]; the legacy export a weighted 4-d
-    SoftmaxCrossEntropyLoss, the default one LogSoftmax and the NLL decomposed): `outcore-plan
+    SoftmaxCrossEntropyLoss, the default one LogSoftmax and the NLL decomposed) and
+    tiny_soft_ce (F.cross_entropy of class probabilities, per pixel with class weights and
+    per image; both exporters write SoftmaxCrossEntropyLoss with float labels): `outcore-plan
     emit --loss model` (the loss's gradient seeded with 1), `outcore-run --input x,targets`
     (no --labels), one SGD step at lr 0.1; the loss and both convolutions' weights within 1e-4
     of PyTorch float64."""
-    name = "tiny_nll_loss"
+    for name in ("tiny_nll_loss", "tiny_soft_ce"):
+        model_loss(name, tmp)
+
+
+def model_loss(name, tmp):
     ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
     xp, tp = os.path.join(tmp, "x.pb"), os.path.join(tmp, "t.pb")
     onnx.save_tensor(numpy_helper.from_array(ref["input"], "x"), xp)

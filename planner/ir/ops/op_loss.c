@@ -64,10 +64,65 @@ int op_decode_sce(const ir_graph *g, ir_node *n, oc_err *err) {
  * LogSoftmax(scores, axis 1) (the node's log_prob output, when it has one) then
  * NegativeLogLikelihoodLoss with the same reduction, ignore_index and weights (itself
  * rewritten into ops with gradients, op_lowered.c). */
+/* Soft targets (F.cross_entropy of class probabilities: distillation, mixup, label
+ * smoothing done by hand; torch 2.x's default exporter writes them as the labels, outside
+ * ONNX's spec): -sum over classes of targets x LogSoftmax(scores) [x weights], then the
+ * reduction over every remaining element (PyTorch's mean divides by their count, weights or
+ * not). Nodes "<node>/log_prob", "/weighted", "/picked", the node the reduction (or Neg). */
+static int sce_soft_targets(ir_graph *g, int node, const ir_tensor *s, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    int st = n->inputs[0], tt = n->inputs[1], wt = n->n_inputs > 2 ? n->inputs[2] : -1, r = s->rank;
+    int lp = n->n_outputs > 1 ? n->outputs[1] : -1, at = node;
+    const char *red = ir_attr_string(n, "reduction", "mean");
+    bool none = strcmp(red, "none") == 0, sum = strcmp(red, "sum") == 0;
+    if (!none && !sum && strcmp(red, "mean") != 0)
+        return oc_fail(err, "reduction '%s' is not one of mean, sum, none", red);
+    char *base = oc_strdup(n->name);
+    if (lp >= 0) { /* log_prob: LogSoftmax's output */
+        n->n_outputs = 1;
+        g->tensors[lp].producer = -1;
+    }
+    lp = op_rewrite_insert(g, at, base, "log_prob", OP_LOG_SOFTMAX, st, -1, lp);
+    op_rewrite_attr_int(g, at++, "axis", 1);
+    int t = op_rewrite_insert(g, at++, base, "weighted", OP_MUL, lp, tt, -1);
+    if (wt >= 0) { /* weights (C) as (C, 1, ..) against [N, C, d..] */
+        int w = op_rewrite_per_channel(g, &at, base, "class_weight", wt, r, s->dims[1]);
+        t = op_rewrite_insert(g, at++, base, "class_weighted", OP_MUL, t, w, -1);
+    }
+    int64_t one = 1, all[IR_MAX_RANK];
+    t = op_rewrite_axes(g, at++, base, "picked", OP_REDUCE_SUM, t, 1, &one, 13, -1);
+    op_rewrite_attr_int(g, at - 1, "keepdims", 0);
+    if (!none) t = op_rewrite_insert(g, at++, base, "per_element", OP_NEG, t, -1, -1);
+    for (int d = 0; d < r - 1; d++) all[d] = d;
+    op_rewrite_become(g, at, none ? OP_NEG : sum ? OP_REDUCE_SUM : OP_REDUCE_MEAN);
+    ir_node_add_input(g, at, t);
+    if (!none) {
+        int from = sum ? 13 : 18;
+        if (g->opset >= from) {
+            char *an = oc_sprintf("%s/all_axes", base);
+            ir_node_add_input(g, at, ir_const_int64s(g, an, r - 1, all));
+            oc_free(an);
+        } else {
+            op_rewrite_attr_ints(g, at, "axes", r - 1, all);
+        }
+        op_rewrite_attr_int(g, at, "keepdims", 0);
+    }
+    oc_free(base);
+    return OC_OK;
+}
+
 static int sce_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
-    ir_tensor *s;
-    if (op_in_shaped(g, n, 0, &s, err)) return OC_ERR;
+    ir_tensor *s, *l;
+    if (op_in_shaped(g, n, 0, &s, err) || op_in_shaped(g, n, 1, &l, err)) return OC_ERR;
+    if (ir_dtype_is_compute(l->dtype)) { /* class probabilities, [N, C, d..] as the scores */
+        if (l->rank != s->rank || memcmp(l->dims, s->dims, (size_t)s->rank * sizeof s->dims[0]))
+            return oc_fail(err, "float targets '%s' must be shaped as the scores '%s'", l->name,
+                           s->name);
+        if (s->rank < 2) return oc_fail(err, "scores '%s' must be [N, C, d..]", s->name);
+        *changed = true;
+        return sce_soft_targets(g, node, s, err);
+    }
     if (s->rank == 2 && !ir_node_in(g, n, 2)) return OC_OK; /* the kernels' own form */
     int st = n->inputs[0], lt = n->inputs[1], wt = n->n_inputs > 2 ? n->inputs[2] : -1;
     int lp = n->n_outputs > 1 ? n->outputs[1] : -1;

@@ -254,6 +254,29 @@ class TinyLlama(nn.Module):
         return self.head(self.norm(x))
 
 
+class TinyEmbed(nn.Module):
+    """Token embeddings with a padding token (nn.Embedding(padding_idx=1), as BERT's and
+    most NLP models'): PyTorch gives its row no gradient, which only the default exporter's
+    node metadata still says (the legacy exporter writes a plain Gather). The padded
+    positions also reach the loss through a mean over the sequence."""
+
+    def __init__(self, vocab=VOCAB, d=D):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d, padding_idx=1)
+        self.pos = nn.Parameter(torch.randn(T, d) * 0.02)
+        self.mix = nn.Linear(d, d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        x = self.emb(idx) + self.pos[: idx.shape[1]]
+        x = x + F.gelu(self.mix(x)) + x.mean(1, keepdim=True)
+        return self.head(x)
+
+
+def tiny_embed():
+    return TinyEmbed()
+
+
 def tiny_gpt():
     return TinyGPT()
 
@@ -271,8 +294,9 @@ def tiny_vit():
 
 
 TRANSFORMERS = {"tiny_gpt": tiny_gpt, "tiny_bert": tiny_bert, "tiny_vit": tiny_vit,
-                "tiny_llama": tiny_llama}
-SEQUENCE = {"tiny_gpt", "tiny_bert", "tiny_llama"}  # token inputs [N, T] int64, labels [N, T]
+                "tiny_llama": tiny_llama, "tiny_embed": tiny_embed}
+SEQUENCE = {"tiny_gpt", "tiny_bert", "tiny_llama", "tiny_embed"}  # token inputs [N, T] int64, labels [N, T]
+PADDED = {"tiny_embed": 1}  # the padding token, at the sequences' last 5 positions
 
 
 # The full-size members tools/export_models.py bundles (graphs/): GPT-2 small (124M, tied

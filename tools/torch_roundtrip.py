@@ -433,7 +433,8 @@ def cmd_sweep(args):
 
 
 # Node metadata the default exporter writes for people (where in the Python source each
-# node came from), over half of a small model's file; outcore reads none of it.
+# node came from), over half of a small model's file; outcore reads none of it but an
+# embedding's fx_node, where its padding_idx is (onnx_import.c), kept.
 PROVENANCE = {"namespace", "pkg.torch.onnx.class_hierarchy", "pkg.torch.onnx.fx_node",
               "pkg.torch.onnx.name_scopes", "pkg.torch.onnx.stack_trace"}
 
@@ -443,7 +444,8 @@ def strip_provenance(path):
     import onnx
     m = onnx.load(path)
     for n in m.graph.node:
-        keep = [p for p in n.metadata_props if p.key not in PROVENANCE]
+        keep = [p for p in n.metadata_props if p.key not in PROVENANCE or
+                "aten.embedding.default" in p.value]
         del n.metadata_props[:]
         n.metadata_props.extend(keep)
     onnx.save(m, path)
@@ -491,7 +493,7 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, name, args.out, exporters)
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
-    from tiny_transformers import SEQUENCE, TRANSFORMERS, VOCAB, T
+    from tiny_transformers import PADDED, SEQUENCE, TRANSFORMERS, VOCAB, T
     models = dict(TRANSFORMERS)
     try:  # Hugging Face's own modeling code, where the transformers package is installed
         import tiny_hf
@@ -517,10 +519,13 @@ def cmd_fixtures(args):
                 y[torch.rand(2, T, generator=g) >= 0.15] = -100
             else:
                 y[0, :3] = -100  # PyTorch's default ignore_index: count in no loss
+            if name in PADDED:  # padding tokens, no targets there
+                x[:, -5:], y[:, -5:] = PADDED[name], -100
         else:
             x = torch.randn(2, 3, 32, 32, generator=g)
             y = torch.randint(0, 10, (2,), generator=g)
-        exporters = ("dynamo",) if hf and name in tiny_hf.NO_LEGACY else ("dynamo", "legacy")
+        exporters = (("dynamo",) if (hf and name in tiny_hf.NO_LEGACY) or name in PADDED else
+                     ("dynamo", "legacy"))
         arrays = fixture_exports_and_step(model, x, y, name, args.out, exporters)
         if hf and name in tiny_hf.EXTERNAL_DATA:  # every initializer in <file>.data
             import onnx

@@ -356,8 +356,9 @@ static char *unique_node_name(importer *im, const Onnx__NodeProto *np, int index
 }
 
 /* NodeProto.metadata_props (field 9, ONNX >= 1.16), which the build's older
- * schema leaves among the unknown fields: true when key's value contains needle. */
-static bool node_meta_contains(const Onnx__NodeProto *np, const char *key, const char *needle) {
+ * schema leaves among the unknown fields: the value of key when it contains needle
+ * (oc_malloc'd: the caller frees), else NULL. */
+static char *node_meta_value(const Onnx__NodeProto *np, const char *key, const char *needle) {
     for (unsigned i = 0; i < np->base.n_unknown_fields; i++) {
         const ProtobufCMessageUnknownField *f = &np->base.unknown_fields[i];
         if (f->tag != 9 || f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
@@ -369,11 +370,49 @@ static bool node_meta_contains(const Onnx__NodeProto *np, const char *key, const
         if (len != f->len - k) continue;
         Onnx__StringStringEntryProto *e =
             onnx__string_string_entry_proto__unpack(NULL, len, f->data + k);
-        bool hit = e && e->key && e->value && strcmp(e->key, key) == 0 && strstr(e->value, needle);
+        char *hit = e && e->key && e->value && strcmp(e->key, key) == 0 && strstr(e->value, needle)
+                        ? oc_strdup(e->value)
+                        : NULL;
         if (e) onnx__string_string_entry_proto__free_unpacked(e, NULL);
-        if (hit) return true;
+        if (hit) return hit;
     }
-    return false;
+    return NULL;
+}
+
+static bool node_meta_contains(const Onnx__NodeProto *np, const char *key, const char *needle) {
+    char *v = node_meta_value(np, key, needle);
+    oc_free(v);
+    return v != NULL;
+}
+
+/* An nn.Embedding's padding_idx (its row takes no gradient in PyTorch), which torch.export's
+ * exporter leaves only in the Gather's provenance: metadata pkg.torch.onnx.fx_node
+ * "... aten.embedding.default](args = (%weight, %indices, padding_idx[, scale_grad_by_freq
+ * [, sparse]]), ...". Sets the node's OC_ATTR_PADDING_IDX; scale_grad_by_freq is refused. */
+static int embedding_padding(importer *im, const Onnx__NodeProto *np, int node) {
+    static const char call[] = "aten.embedding.default](args = (";
+    char *v = node_meta_value(np, "pkg.torch.onnx.fx_node", call);
+    if (!v) return OC_OK;
+    char *args = strstr(v, call) + sizeof call - 1, *end = strchr(args, ')');
+    if (end) *end = '\0';
+    char *tok[5] = {NULL}, *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(args, ",", &save); t && n < 5; t = strtok_r(NULL, ",", &save))
+        tok[n++] = t + strspn(t, " ");
+    int rc = OC_OK;
+    char *after = NULL;
+    long long pad = n > 2 ? strtoll(tok[2], &after, 10) : -1;
+    if (n > 2 && after != tok[2] && pad != -1) {
+        ir_attr a = {.name = (char *)OC_ATTR_PADDING_IDX, .type = IR_ATTR_INT, .i = pad};
+        ir_node_add_attr(im->g, node, &a);
+    }
+    if (n > 3 && strncmp(tok[3], "True", 4) == 0)
+        rc = oc_fail(im->err,
+                     "%s: node '%s' (Gather): an nn.Embedding with scale_grad_by_freq=True "
+                     "is not supported",
+                     im->path, im->g->nodes[node].name);
+    oc_free(v);
+    return rc;
 }
 
 /* torch.onnx.export (dynamo, optimize=True, its default) folds every
@@ -579,6 +618,7 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
         ir_attr_free(&a);
         if (rc) return OC_ERR;
     }
+    if (g->nodes[n].op == OP_GATHER) return embedding_padding(im, np, n);
     return OC_OK;
 }
 

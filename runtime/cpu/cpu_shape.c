@@ -315,6 +315,7 @@ int cpu_gather_grad(const kernel_args *a, oc_err *err) {
     int64_t extent = dx->dims[axis], ni = kernel_numel(ti);
     float *out = a->out[0];
     const float *in = a->in[0];
+    const op_axis_args *p = &op_args_of(a->n)->axis;
     memset(out, 0, (size_t)kernel_numel(dx) * sizeof(float));
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < ni; j++) {
@@ -324,6 +325,7 @@ int cpu_gather_grad(const kernel_args *a, oc_err *err) {
             if (k < 0 || k >= extent)
                 return kernel_fail(a, err, "index %" PRId64 " out of range [0, %" PRId64 ")", k,
                                    extent);
+            if (p->has_skip && k == p->skip) continue; /* padding_idx: no gradient */
             for (int64_t i = 0; i < inner; i++)
                 out[(o * extent + k) * inner + i] += in[(o * ni + j) * inner + i];
         }

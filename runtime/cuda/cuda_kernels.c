@@ -867,8 +867,10 @@ int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     int64_t axis = op_args_of(a->n)->axis.axis;
     int64_t outer = prod(dx->dims, 0, (int)axis), inner = prod(dx->dims, (int)axis + 1, dx->rank);
     OC_ASSERT(a->scratch_bytes >= gather_grad_scratch(a->g, a->n));
+    const op_axis_args *p = &op_args_of(a->n)->axis;
     CU_LAUNCH(cu_gather_grad(c->stream, a->in[0], a->in[1], ti->dtype == IR_DTYPE_INT64, a->out[0],
-                             outer, dx->dims[axis], kernel_numel(ti), inner, a->scratch));
+                             outer, dx->dims[axis], kernel_numel(ti), inner,
+                             p->has_skip ? p->skip : -1, a->scratch));
     return OC_OK;
 }
 

@@ -175,9 +175,11 @@ int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x
                         float *out, cu_gs_geo g, int64_t *ws);
 int64_t cu_grid_sample_scratch(cu_gs_geo g);
 /* dx (outer, extent, inner) = sum over j with idx[j] == e of dy (outer, ni, inner), in
- * ascending j (the cpu kernel's order); ws: 2 (extent + 1) + ni int64 of scratch. */
+ * ascending j (the cpu kernel's order), no j whose index is skip (-1: none); ws:
+ * 2 (extent + 1) + ni int64 of scratch. */
 int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
-                   int64_t outer, int64_t extent, int64_t ni, int64_t inner, int64_t *ws);
+                   int64_t outer, int64_t extent, int64_t ni, int64_t inner, int64_t skip,
+                   int64_t *ws);
 /* Resize (grad 0: in is X, out Y) or ResizeGrad (grad 1: in is dY, out dX) over
  * nsp spatial dims of input extents n and output extents m (runtime/resize_coord.h). */
 int cu_resize(void *stream, const float *in, float *out, int grad, int nsp, const oc_resize_kind *k,

@@ -2172,18 +2172,20 @@ extern "C" int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy,
 // bucket e holds the positions j with idx[j] == e, ascending; dx[o, e, i] sums dy over them.
 // O(ni log c) for buckets of c positions (the placement was O(ni^2) before 2026-11-30: a
 // scatter-add of millions of elements, a graph network's messages, would not finish).
-__device__ static inline int64_t gg_index(const void *idx, int idx64, int64_t j, int64_t extent) {
+// index j's bucket, or -1: outside the extent, or skip (an nn.Embedding's padding_idx)
+__device__ static inline int64_t gg_index(const void *idx, int idx64, int64_t j, int64_t extent,
+                                          int64_t skip) {
     int64_t k = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
     if (k < 0) k += extent;
-    return k >= 0 && k < extent ? k : -1;
+    return k >= 0 && k < extent && k != skip ? k : -1;
 }
 
 __global__ void k_gg_zero(unsigned long long *c, int64_t n) { GRID_LOOP(i, n) c[i] = 0; }
 
-__global__ void k_gg_count(const void *idx, int idx64, int64_t ni, int64_t extent,
+__global__ void k_gg_count(const void *idx, int idx64, int64_t ni, int64_t extent, int64_t skip,
                            unsigned long long *count) {
     GRID_LOOP(j, ni) {
-        int64_t k = gg_index(idx, idx64, j, extent);
+        int64_t k = gg_index(idx, idx64, j, extent, skip);
         if (k >= 0) atomicAdd(&count[k + 1], 1ULL);
     }
 }
@@ -2195,11 +2197,11 @@ __global__ void k_gg_scan(const unsigned long long *in, unsigned long long *out,
 }
 
 // position j goes into its bucket, at a slot the bucket's cursor hands out (in any order)
-__global__ void k_gg_fill(const void *idx, int idx64, int64_t ni, int64_t extent,
+__global__ void k_gg_fill(const void *idx, int idx64, int64_t ni, int64_t extent, int64_t skip,
                           const unsigned long long *start, unsigned long long *cursor,
                           int64_t *order) {
     GRID_LOOP(j, ni) {
-        int64_t k = gg_index(idx, idx64, j, extent);
+        int64_t k = gg_index(idx, idx64, j, extent, skip);
         if (k >= 0) order[start[k] + atomicAdd(&cursor[k], 1ULL)] = j;
     }
 }
@@ -2241,13 +2243,13 @@ __global__ void k_gg_sum(const float *dy, const unsigned long long *start, const
 // The counting sort of ni indices into extent buckets, in ws (2 (extent + 1) counters, then
 // ni positions): returns the buckets' starts; *order the positions, each bucket's ascending.
 static unsigned long long *gg_buckets(cudaStream_t st, const void *idx, int idx64, int64_t ni,
-                                      int64_t extent, int64_t *ws, int64_t **order) {
+                                      int64_t extent, int64_t skip, int64_t *ws, int64_t **order) {
     int64_t m = extent + 1;
     unsigned long long *a = (unsigned long long *)ws, *b = a + m;
     int64_t *ord = ws + 2 * m; /* a plain value in the launches (they may run later) */
     *order = ord;
     k_gg_zero<<<blocks_for(m), THREADS, 0, st>>>(a, m);
-    if (ni > 0) k_gg_count<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a);
+    if (ni > 0) k_gg_count<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, skip, a);
     for (int64_t d = 1; d < m; d *= 2) {
         k_gg_scan<<<blocks_for(m), THREADS, 0, st>>>(a, b, m, d);
         unsigned long long *t = a;
@@ -2255,7 +2257,7 @@ static unsigned long long *gg_buckets(cudaStream_t st, const void *idx, int idx6
     }
     if (ni > 0) { /* b, the scan's other buffer, is free: the buckets' cursors */
         k_gg_zero<<<blocks_for(m), THREADS, 0, st>>>(b, m);
-        k_gg_fill<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, a, b, ord);
+        k_gg_fill<<<blocks_for(ni), THREADS, 0, st>>>(idx, idx64, ni, extent, skip, a, b, ord);
         k_gg_sort<<<blocks_for(extent), THREADS, 0, st>>>(a, ord, extent);
     }
     return a;
@@ -2263,12 +2265,12 @@ static unsigned long long *gg_buckets(cudaStream_t st, const void *idx, int idx6
 
 extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, int idx64, float *dx,
                               int64_t outer, int64_t extent, int64_t ni, int64_t inner,
-                              int64_t *ws) {
+                              int64_t skip, int64_t *ws) {
     int64_t n = outer * extent * inner;
     if (n == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     int64_t *order;
-    unsigned long long *start = gg_buckets(st, idx, idx64, ni, extent, ws, &order);
+    unsigned long long *start = gg_buckets(st, idx, idx64, ni, extent, skip, ws, &order);
     k_gg_sum<<<blocks_for(n), THREADS, 0, st>>>(dy, start, order, dx, extent, ni, inner, n);
     return last_error();
 }
@@ -2372,7 +2374,7 @@ extern "C" int cu_grid_sample_grad(void *stream, int input, const float *dy, con
     if (total == 0) return 0;
     int64_t *keys = ws, *order;
     if (np > 0) k_gs_keys<<<blocks_for(np), THREADS, 0, st>>>(grid, g, keys, np);
-    unsigned long long *start = gg_buckets(st, keys, 1, np, extent, ws + np, &order);
+    unsigned long long *start = gg_buckets(st, keys, 1, np, extent, -1, ws + np, &order);
     k_gs_dx<<<blocks_for(total), THREADS, 0, st>>>(dy, grid, start, order, out, g, total);
     return last_error();
 }

@@ -87,7 +87,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
           "tiny_timm", "tiny_rnn", "tiny_same_pad", "tiny_topk", "tiny_token_select",
           "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions", "tiny_circular", "tiny_math",
-          "tiny_stn", "tiny_pyramid",
+          "tiny_stn", "tiny_pyramid", "tiny_embed",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
@@ -109,14 +109,18 @@ NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::z
              "tiny_stn": "not exported: torch 1.13's exporter writes GridSample at opset 16, "
                          "above the opset 13 it exports at",
              "tiny_pyramid": "not exported: torch 1.13's exporter refuses adaptive_avg_pool2d "
-                             "to sizes that do not divide the input's"}
+                             "to sizes that do not divide the input's",
+             "tiny_embed": "not compared: torch 1.13's exporter writes nn.Embedding's "
+                           "padding_idx nowhere"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
                             "tiny_hf_bart", "tiny_hf_roberta")})
 # Fixtures without a legacy export (torch 2.x's legacy exporter refuses them), with the reason.
 NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama's mask code)",
              "tiny_pyramid": "torch's legacy exporter refuses adaptive_avg_pool2d to sizes "
-                             "that do not divide the input's"}
+                             "that do not divide the input's",
+             "tiny_embed": "not compared: the legacy exporter writes nn.Embedding's padding_idx "
+                           "nowhere (a plain Gather), so its padding row would train"}
 # Transformers whose attention adds a bias that is not a mask (T5's learnt relative positions,
 # BLOOM's ALiBi slopes): --attention fused leaves those blocks as they are, and must still
 # match; T5's cross-attention adds zeros, fused where the export makes them a plan-time value
@@ -358,6 +362,29 @@ def check_export_constants(tmp):
         failures.append(f"{name} optimize=True: parameters {sorted(params ^ marked)[:5]} differ "
                         f"from the marked ones ({out.stderr.strip()[-200:]})")
     compare(name, "dynamo-optimized", path, np.load(os.path.join(DATA, f"{name}.ref.npz")), tmp)
+
+
+def check_padding_idx(tmp):
+    """nn.Embedding(padding_idx=1): PyTorch gives the padding row no gradient; the default
+    exporter says so only in the Gather's metadata (pkg.torch.onnx.fx_node). The emitted
+    step's GatherGrad carries padding_idx, and after a step the row is PyTorch's exactly
+    (weight decay alone moves it): a row-level check, sharper than the tensor's norm."""
+    name = "tiny_embed"
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    path = os.path.join(DATA, f"{name}_dynamo.onnx")
+    _, trained, _ = outcore_step(path, inputs_of(ref), ref["labels"], tmp)
+    got, want = trained["emb.weight"][1], ref["w64/emb.weight"][1]
+    row = rel(got, want)
+    train = os.path.join(tmp, "embed_train.onnx")
+    subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit", path, "--batch", "2",
+                    "-o", train], capture_output=True, text=True)
+    pads = [a.i for n in onnx.load(train).graph.node if n.op_type == "GatherGrad"
+            for a in n.attribute if a.name == "padding_idx"]
+    ok = row < 1e-6 and pads == [1]
+    print(f"{'ok  ' if ok else 'FAIL'} {name:18s} padding_idx {pads}: the padding row after a "
+          f"step within {row:.1e} of PyTorch float64")
+    if not ok:
+        failures.append(f"{name}: padding row rel {row:.2e}, GatherGrad padding_idx {pads}")
 
 
 def check_notices(tmp):
@@ -875,6 +902,7 @@ def main():
                     print(f"FAIL {name} {exporter}: {e}")
         check_notices(tmp)
         check_export_constants(tmp)
+        check_padding_idx(tmp)
         check_plan_buffers(tmp)
         check_plan_recurrent(tmp)
         check_integer_inputs(tmp)

@@ -177,6 +177,9 @@ typedef struct op_pad_args {
 /* Concat, ConcatGrad, Gather, Flatten: one normalised axis. */
 typedef struct op_axis_args {
     int64_t axis;
+    /* GatherGrad: positions whose index is skip add nothing (nn.Embedding's padding_idx) */
+    bool has_skip;
+    int64_t skip;
 } op_axis_args;
 
 /* ConcatGrad: the axis and every output's extent along it (outputs may be

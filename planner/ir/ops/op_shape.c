@@ -393,6 +393,8 @@ static int gather_grad(grad_ctx *c) {
     grad_out_dx(c, b, 0);
     grad_attr_ints(c, b, "input_shape", rank, dims);
     grad_attr_int(c, b, "axis", axis);
+    const ir_attr *pad = ir_attr_find(grad_fwd(c), OC_ATTR_PADDING_IDX);
+    if (pad && pad->type == IR_ATTR_INT) grad_attr_int(c, b, "padding_idx", pad->i);
     return grad_finish(c, b);
 }
 
@@ -432,9 +434,23 @@ static int gather_grad_grad(grad_ctx *c) {
     return grad_finish(c, b);
 }
 
+/* axis; padding_idx (an nn.Embedding's: its row takes no gradient), normalized to
+ * [0, extent). */
 static int gather_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
-    (void)g, (void)err;
-    op_args_new(n)->axis.axis = ir_attr_int(n, "axis", 0);
+    (void)g;
+    op_axis_args *p = &op_args_new(n)->axis;
+    p->axis = ir_attr_int(n, "axis", 0);
+    p->has_skip = ir_attr_find(n, "padding_idx") != NULL;
+    p->skip = ir_attr_int(n, "padding_idx", 0);
+    if (p->has_skip) {
+        const int64_t *dims;
+        int r = ir_attr_ints(n, "input_shape", &dims);
+        int64_t e = p->axis >= 0 && p->axis < r ? dims[p->axis] : 0;
+        if (p->skip < -e || p->skip >= e)
+            return oc_fail(err, "padding_idx %" PRId64 " is outside [-%" PRId64 ", %" PRId64 ")",
+                           p->skip, e, e);
+        if (p->skip < 0) p->skip += e;
+    }
     return OC_OK;
 }
 

@@ -4,6 +4,9 @@
 
 /* Constant folding (shape subgraphs) makes results of at most this many bytes. */
 #define OP_FOLD_MAX_BYTES ((int64_t)1 << 28)
+/* A Gather's nn.Embedding padding_idx, read at import from torch.export's node metadata
+ * (onnx_import.c): GatherGrad leaves that row's gradient zero. Not written back to ONNX. */
+#define OC_ATTR_PADDING_IDX "outcore_padding_idx"
 
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"

@@ -40,19 +40,17 @@ static int save_spec(rt_exec *x, train_graph *tg, const rt_checkpoint *ck, onnx_
         if (s->kind == IR_KIND_OPT_STATE) extra[n_extra++] = t;
     }
     int loss_node = tg->n_forward - 1;
-    /* The forward model only: a plan's SwapOut/SwapIn nodes (project domain;
-     * FusedAttention stays: the importer takes it back; BatchNormRelu,
-     * ConvRelu and Linear are written as the chains they fused, a Gelu below
-     * opset 20 as its decomposition) and the nodes the appended loss reads
-     * through (outcore/: the scores and labels as rows) stay out; its output
-     * is what those read. */
+    /* The forward model only: a plan's SwapOut/SwapIn nodes and the nodes the
+     * appended loss reads through (outcore/: the scores and labels as rows) stay
+     * out; its output is what those read. The project-domain ops the forward
+     * graph holds stay (the importer takes them back: FusedAttention, a lowered
+     * ArgMax's TopKOffsets, a scatter-add's GatherGrad); BatchNormRelu, ConvRelu
+     * and Linear are written as the chains they fused, a Gelu below opset 20 as
+     * its decomposition. */
     bool *skip = oc_calloc((size_t)g->n_nodes, sizeof(bool));
     for (int i = 0; i < loss_node; i++)
-        skip[i] =
-            (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 && g->nodes[i].op != OP_FUSED_ATTENTION &&
-             g->nodes[i].op != OP_BATCH_NORM_RELU && g->nodes[i].op != OP_CONV_RELU &&
-             g->nodes[i].op != OP_GELU && g->nodes[i].op != OP_LINEAR) ||
-            strncmp(g->nodes[i].name, "outcore/", 8) == 0;
+        skip[i] = g->nodes[i].op == OP_SWAP_OUT || g->nodes[i].op == OP_SWAP_IN ||
+                  strncmp(g->nodes[i].name, "outcore/", 8) == 0;
     /* --precision bf16|fp16: the float32 model, without autocast's Casts;
      * --layout nhwc: the model's own layout, without the layout Transposes */
     int *source = oc_malloc((size_t)g->n_tensors * sizeof *source);

@@ -773,7 +773,8 @@ static int mark_channels_last(importer *im, const Onnx__ModelProto *m) {
  * module's parameters, buffers and lifted constant tensors carries metadata
  * "pkg.torch.export.graph_signature.InputSpec.kind" = PARAMETER, BUFFER or CONSTANT_TENSOR;
  * the constants the exporter makes itself (a literal's scalar) carry none. Nothing else in
- * the file tells them apart. marked[t]: t carries a kind; returns whether any does. */
+ * the file tells them apart. marked[t]: t carries a kind; returns whether any is PARAMETER
+ * (outcore's own files, a --save or a plan, mark only buffers). */
 static bool mark_input_kinds(ir_graph *g, Onnx__ValueInfoProto *const *vis, size_t n,
                              bool *marked) {
     bool any = false;
@@ -786,7 +787,8 @@ static bool mark_input_kinds(ir_graph *g, Onnx__ValueInfoProto *const *vis, size
             if (!p->key || !p->value ||
                 strcmp(p->key, "pkg.torch.export.graph_signature.InputSpec.kind") != 0)
                 continue;
-            any = marked[t] = true;
+            marked[t] = true;
+            any = any || strcmp(p->value, "PARAMETER") == 0;
             g->tensors[t].is_buffer = strcmp(p->value, "BUFFER") == 0;
             g->tensors[t].is_export_constant = strcmp(p->value, "CONSTANT_TENSOR") == 0;
         }
@@ -794,8 +796,9 @@ static bool mark_input_kinds(ir_graph *g, Onnx__ValueInfoProto *const *vis, size
     return any;
 }
 
-/* In a torch.export file, every initializer not marked a parameter is a constant: a
- * literal's scalar (x * 0.1, huber's delta, 2 ** x's base) never trains in PyTorch. */
+/* In a torch.export file (its parameters marked), every initializer not marked a parameter
+ * is a constant: a literal's scalar (x * 0.1, huber's delta, 2 ** x's base) never trains in
+ * PyTorch. */
 static void mark_export_constants(ir_graph *g, const Onnx__GraphProto *gp) {
     bool *marked = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
     bool any = mark_input_kinds(g, gp->value_info, gp->n_value_info, marked);

@@ -346,11 +346,18 @@ static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
 
 int ir_infer_shapes(ir_graph *g, oc_err *err) { return infer_all(g, NULL, err); }
 
-/* A user's model holds no project-domain node but the fused forward ops
- * outcore itself writes into the models it saves (FusedAttention). */
+/* The project-domain ops outcore itself writes into the forward models it saves (--save):
+ * FusedAttention, and the load-time rewrites' TopKOffsets (an ArgMax or TopK of
+ * activations), ElementOffsets and GatherGrad (a gather or scatter-add at them). */
+static bool saved_forward_op(op_kind k) {
+    return k == OP_FUSED_ATTENTION || k == OP_TOP_K_OFFSETS || k == OP_ELEMENT_OFFSETS ||
+           k == OP_GATHER_GRAD;
+}
+
+/* A user's model holds no project-domain node but those. */
 static int refuse_project_ops(const ir_graph *g, const char *path, oc_err *err) {
     for (int i = 0; i < g->n_nodes; i++)
-        if (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 && g->nodes[i].op != OP_FUSED_ATTENTION)
+        if (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 && !saved_forward_op(g->nodes[i].op))
             return oc_fail(err,
                            "%s: node '%s' is %s of the domain %s, which only outcore's own "
                            "training graphs and plans hold; a model may use standard ONNX ops only",

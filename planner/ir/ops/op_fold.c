@@ -256,27 +256,42 @@ static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
 
 /* Trilu: the upper (upper=1, j - i >= k) or lower (j - i <= k) triangle of
  * the last two dims, zeros elsewhere; k an optional scalar input (0). */
-static int trilu_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
-    ir_tensor *x;
-    if (op_fold_need_value(g, n, 0, &x, err)) return OC_ERR;
+typedef struct trilu_args {
+    int64_t k;
+    bool upper;
+} trilu_args;
+
+static int trilu_decode_args(ir_graph *g, ir_node *n, const ir_tensor *x, trilu_args *t,
+                             oc_err *err) {
     if (x->rank < 2) return oc_fail(err, "input '%s' has rank %d (at least 2)", x->name, x->rank);
-    int64_t k = 0;
+    t->k = 0;
     if (ir_node_in(g, n, 1)) {
         const int64_t *v;
         int64_t nv;
         if (op_in_int64s(g, n, 1, &v, &nv, err)) return OC_ERR;
         if (nv != 1) return oc_fail(err, "k must be a scalar");
-        k = v[0];
+        t->k = v[0];
     }
-    bool upper = ir_attr_int(n, "upper", 1) != 0;
+    t->upper = ir_attr_int(n, "upper", 1) != 0;
+    return OC_OK;
+}
+
+/* Whether element (i, j) of a matrix is in the triangle. */
+static bool trilu_keeps(const trilu_args *t, int64_t i, int64_t j) {
+    return t->upper ? j - i >= t->k : j - i <= t->k;
+}
+
+static int trilu_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    trilu_args t;
+    if (op_fold_need_value(g, n, 0, &x, err) || trilu_decode_args(g, n, x, &t, err)) return OC_ERR;
     op_set_out_like(g, n, 0, x);
     int64_t numel, R = x->dims[x->rank - 2], C = x->dims[x->rank - 1];
     uint8_t *buf = op_fold_out(g, n, &numel, err);
     if (!buf) return OC_ERR;
     for (int64_t o = 0; o < numel; o++) {
-        int64_t j = o % C, i = (o / C) % R;
-        bool keep = upper ? j - i >= k : j - i <= k;
+        bool keep = trilu_keeps(&t, (o / C) % R, o % C);
         num v = keep ? op_fold_num_get(x, o) : (num){0, 0};
         op_fold_num_put(buf, x->dtype, o, v, x->dtype);
     }
@@ -474,16 +489,8 @@ static int trilu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_tensor *x;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     if (op_is_value(x) || !ir_dtype_is_compute(x->dtype)) return OC_OK; /* folds */
-    if (x->rank < 2) return oc_fail(err, "input '%s' has rank %d (at least 2)", x->name, x->rank);
-    int64_t k = 0;
-    if (ir_node_in(g, n, 1)) {
-        const int64_t *v;
-        int64_t nv;
-        if (op_in_int64s(g, n, 1, &v, &nv, err)) return OC_ERR;
-        if (nv != 1) return oc_fail(err, "k must be a scalar");
-        k = v[0];
-    }
-    bool upper = ir_attr_int(n, "upper", 1) != 0;
+    trilu_args t;
+    if (trilu_decode_args(g, n, x, &t, err)) return OC_ERR;
     int64_t R = x->dims[x->rank - 2], C = x->dims[x->rank - 1], dims[2] = {R, C}, one = 1;
     if (R > 0 && C > OP_FOLD_MAX_BYTES / R)
         return oc_fail(err,
@@ -497,7 +504,7 @@ static int trilu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_tensor_set_shape(mt, 2, dims);
     uint8_t *keep = oc_malloc((size_t)(R * C) + 1);
     for (int64_t i = 0; i < R; i++)
-        for (int64_t j = 0; j < C; j++) keep[i * C + j] = upper ? j - i >= k : j - i <= k;
+        for (int64_t j = 0; j < C; j++) keep[i * C + j] = trilu_keeps(&t, i, j);
     ir_tensor_set_data(mt, keep, (size_t)(R * C));
     oc_free(keep);
     mt->is_initializer = true;

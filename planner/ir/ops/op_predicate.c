@@ -109,45 +109,18 @@ static int predicate_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     return OC_OK;
 }
 
-const op_def op_def_compare = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = binary_predicate_infer,
-    .decode = predicate_decode,
-    .autocast = OP_AUTOCAST_FP32,
-};
-const op_def op_def_logic = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = binary_predicate_infer,
-    .decode = predicate_decode,
-};
-const op_def op_def_not = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = unary_predicate_infer,
-    .decode = predicate_decode,
-};
-const op_def op_def_is_class = {
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = unary_predicate_infer,
-    .decode = predicate_decode,
-    .autocast = OP_AUTOCAST_FP32,
-};
+/* An op of n inputs, no gradient (bool output). */
+#define PREDICATE_DEF(ident, n, inferfn, ac)                                                       \
+    const op_def ident = {.min_inputs = n,                                                         \
+                          .max_inputs = n,                                                         \
+                          .min_outputs = 1,                                                        \
+                          .max_outputs = 1,                                                        \
+                          .roles = data_role,                                                      \
+                          .n_roles = 1,                                                            \
+                          .infer = inferfn,                                                        \
+                          .decode = predicate_decode,                                              \
+                          .autocast = ac}
+PREDICATE_DEF(op_def_compare, 2, binary_predicate_infer, OP_AUTOCAST_FP32);
+PREDICATE_DEF(op_def_logic, 2, binary_predicate_infer, OP_AUTOCAST_FOLLOW);
+PREDICATE_DEF(op_def_not, 1, unary_predicate_infer, OP_AUTOCAST_FOLLOW);
+PREDICATE_DEF(op_def_is_class, 1, unary_predicate_infer, OP_AUTOCAST_FP32);

@@ -277,6 +277,33 @@ def tiny_embed():
     return TinyEmbed()
 
 
+class TinyPool(nn.Module):
+    """Sequence classification by one token's features, as CLIP's text tower and Hugging
+    Face's GPT-2 / Llama sequence classifiers pool: x[arange(N), ids.argmax(-1)] (the
+    end-of-text token, the largest id) and x[arange(N), (ids != 0).sum(-1) - 1] (the last
+    token before padding). The indices are integer glue of the token ids (the host computes
+    them); torch.export writes GatherND of two coordinates a row, the legacy exporter Gathers
+    of flattened rows. Labels: a class per sequence."""
+
+    def __init__(self, vocab=VOCAB, d=D, classes=10):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.mix = nn.Linear(d, d)
+        self.head = nn.Linear(2 * d, classes)
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        x = x + F.gelu(self.mix(x))
+        rows = torch.arange(x.shape[0])
+        eot = x[rows, idx.argmax(-1)]
+        last = x[rows, (idx != 0).sum(-1) - 1]
+        return self.head(torch.cat([eot, last], -1))
+
+
+def tiny_pool():
+    return TinyPool()
+
+
 def tiny_gpt():
     return TinyGPT()
 
@@ -294,9 +321,10 @@ def tiny_vit():
 
 
 TRANSFORMERS = {"tiny_gpt": tiny_gpt, "tiny_bert": tiny_bert, "tiny_vit": tiny_vit,
-                "tiny_llama": tiny_llama, "tiny_embed": tiny_embed}
+                "tiny_llama": tiny_llama, "tiny_embed": tiny_embed, "tiny_pool": tiny_pool}
 SEQUENCE = {"tiny_gpt", "tiny_bert", "tiny_llama", "tiny_embed"}  # token inputs [N, T] int64, labels [N, T]
 PADDED = {"tiny_embed": 1}  # the padding token, at the sequences' last 5 positions
+POOLED = {"tiny_pool"}  # token inputs [N, T] (an end-of-text token, padding 0), labels [N]
 
 
 # The full-size members tools/export_models.py bundles (graphs/): GPT-2 small (124M, tied

@@ -493,7 +493,7 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, name, args.out, exporters)
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
-    from tiny_transformers import PADDED, SEQUENCE, TRANSFORMERS, VOCAB, T
+    from tiny_transformers import PADDED, POOLED, SEQUENCE, TRANSFORMERS, VOCAB, T
     models = dict(TRANSFORMERS)
     try:  # Hugging Face's own modeling code, where the transformers package is installed
         import tiny_hf
@@ -512,6 +512,11 @@ def cmd_fixtures(args):
             x = tiny_hf.pad(name, torch.randint(2, tiny_hf.VOCAB, (2, tiny_hf.T), generator=g))
             y = (torch.randint(0, 10, (2,), generator=g) if tiny_hf.classifier(name) else
                  torch.randint(0, tiny_hf.VOCAB, (2, tiny_hf.T), generator=g))
+        elif name in POOLED:  # lengths 20 and 27: content, the end-of-text token, zeros
+            x = torch.randint(1, VOCAB - 1, (2, T), generator=g)
+            for r, n in enumerate((20, 27)):
+                x[r, n - 1], x[r, n:] = VOCAB - 1, 0
+            y = torch.randint(0, 10, (2,), generator=g)
         elif name in SEQUENCE:
             x = torch.randint(0, VOCAB, (2, T), generator=g)
             y = torch.randint(0, VOCAB, (2, T), generator=g)

@@ -87,7 +87,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
           "tiny_timm", "tiny_rnn", "tiny_same_pad", "tiny_topk", "tiny_token_select",
           "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions", "tiny_circular", "tiny_math",
-          "tiny_stn", "tiny_pyramid", "tiny_embed",
+          "tiny_stn", "tiny_pyramid", "tiny_embed", "tiny_pool",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta"]
@@ -127,7 +127,7 @@ NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama'
 # (the legacy one). Every other transformer must fuse: RoBERTa's too, whose padding mask is a
 # run-time input (the attention mask, made an additive bias on the host: its condition goes
 # to FusedAttention, ir/host_inputs.h).
-MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom", "tiny_embed"}  # tiny_embed: no attention
+MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom", "tiny_embed", "tiny_pool"}  # the last two: no attention
 # Module buffers a legacy export writes as plain initializers (nothing in the file marks them;
 # torch.export's files do, and outcore keeps those constant): the user's --freeze, as the
 # docs advise. BART's final_logits_bias is a zeros buffer added to the logits; the spatial
@@ -212,9 +212,9 @@ def debian_export(name, weights_from, out):
                            if value_of(inits, name, k) is not None else v
                            for k, v in state.items()})
     model.train()
-    from tiny_transformers import SEQUENCE
+    from tiny_transformers import POOLED, SEQUENCE
     from tiny_models import example_shape
-    example = (torch.zeros(2, T, dtype=torch.long) if name in SEQUENCE
+    example = (torch.zeros(2, T, dtype=torch.long) if name in SEQUENCE | POOLED
                else torch.zeros(*example_shape(name)))
     torch.onnx.export(model, example, out, opset_version=13,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,

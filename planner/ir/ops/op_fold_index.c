@@ -263,14 +263,63 @@ static int scatter_nd_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const ir
  * Reshape "<node>/rows", when k > 1), each index row's row-major offset there a constant
  * "<node>/gather_indices", and the node a Gather along axis 0, whose gradient scatter-adds.
  * Range checked here. */
+static bool device_indices(const ir_graph *g, int t);
+
+/* Indices the host computes from the model's integer inputs (x[arange(N), eos] of CLIP's
+ * and GPT-2 sequence classification's pooling): their rows' offsets in x's first k dims
+ * computed on the host too, nodes inserted at *at: negative coordinates from the end
+ * (Where(Less(i, 0), Add(i, extents), i)), then ReduceSum(Mul(., strides)) over the last
+ * axis. Returns the offsets "<base>/offsets". */
+static int host_row_offsets(ir_graph *g, int *at, const char *base, int it, const ir_tensor *x,
+                            int k) {
+    int64_t ext[IR_MAX_RANK], str[IR_MAX_RANK], acc = 1, zero = 0, last = -1;
+    for (int d = k - 1; d >= 0; d--) ext[d] = x->dims[d], str[d] = acc, acc *= x->dims[d];
+    char *s = oc_sprintf("%s/extents", base);
+    int e = ir_const_int64s(g, s, k, ext);
+    oc_free(s);
+    s = oc_sprintf("%s/strides", base);
+    int st = ir_const_int64s(g, s, k, str);
+    oc_free(s);
+    s = oc_sprintf("%s/zero", base);
+    int z = ir_const_int64s(g, s, 1, &zero);
+    oc_free(s);
+    int neg = op_rewrite_insert(g, (*at)++, base, "negative", OP_LESS, it, z, -1);
+    int wrapped = op_rewrite_insert(g, (*at)++, base, "from_end", OP_ADD, it, e, -1);
+    int fixed = op_rewrite_insert(g, (*at)++, base, "coordinates", OP_WHERE, neg, wrapped, -1);
+    ir_node_add_input(g, *at - 1, it);
+    int scaled = op_rewrite_insert(g, (*at)++, base, "scaled", OP_MUL, fixed, st, -1);
+    int off = op_rewrite_axes(g, (*at)++, base, "offsets", OP_REDUCE_SUM, scaled, 1, &last, 13, -1);
+    op_rewrite_attr_int(g, *at - 1, "keepdims", 0);
+    return off;
+}
+
 static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
     ir_tensor *x, *idx;
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
     int64_t kk = idx->dims[idx->rank - 1];
-    if (op_is_value(x) || !op_is_value(idx) || ir_attr_int(n, "batch_dims", 0) != 0 || kk < 1 ||
-        kk > x->rank)
-        return OC_OK; /* folds, or gather_nd_infer names what it refuses */
+    if (op_is_value(x) || ir_attr_int(n, "batch_dims", 0) != 0 || kk < 1 || kk > x->rank)
+        return OC_OK;        /* folds, or gather_nd_infer names what it refuses */
+    if (!op_is_value(idx)) { /* the host's integer glue */
+        if (device_indices(g, n->inputs[1]) || idx->dtype != IR_DTYPE_INT64)
+            return OC_OK; /* gather_nd_infer refuses, naming them */
+        int k = (int)kk, xrank = x->rank - k + 1, at = node, it = n->inputs[1];
+        int64_t flat[IR_MAX_RANK];
+        flat[0] = 1;
+        for (int d = 0; d < x->rank; d++)
+            if (d < k) flat[0] *= x->dims[d];
+            else flat[d - k + 1] = x->dims[d];
+        char *base = oc_strdup(n->name);
+        int xt = n->inputs[0];
+        int off = host_row_offsets(g, &at, base, it, x, k);
+        if (k > 1) xt = op_rewrite_reshape(g, at++, base, "rows", xt, xrank, flat);
+        op_rewrite_become(g, at, OP_GATHER); /* axis 0 */
+        ir_node_add_input(g, at, xt);
+        ir_node_add_input(g, at, off);
+        oc_free(base);
+        *changed = true;
+        return OC_OK;
+    }
     int k = (int)kk, rank = idx->rank - 1, xrank = x->rank - k + 1;
     int64_t rows = 1, flat[IR_MAX_RANK], dims[IR_MAX_RANK];
     for (int d = 0; d < rank; d++) rows *= idx->dims[d], dims[d] = idx->dims[d];

@@ -41,12 +41,40 @@ static int reduce_axes(ir_graph *g, ir_node *n, const ir_tensor *x, bool *red, b
     return OC_OK;
 }
 
+/* ReduceSum of a plan-time value of any number type (the host's integer glue: a padding
+ * mask's count, `(ids != 0).sum(-1)`), ReduceMean of a float one: in double or int64 (which
+ * wraps as int64 does). */
+static int reduce_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const bool *red, oc_err *err) {
+    int64_t numel, xn;
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    ir_tensor_numel(x, &xn);
+    double *f = oc_calloc((size_t)(numel ? numel : 1), sizeof *f);
+    uint64_t *i = oc_calloc((size_t)(numel ? numel : 1), sizeof *i);
+    for (int64_t k = 0; k < xn; k++) {
+        int64_t o = op_fold_reduced_at(x, red, k);
+        num v = op_fold_num_get(x, k);
+        f[o] += v.f, i[o] += (uint64_t)v.i;
+    }
+    double scale = n->op == OP_REDUCE_MEAN && numel ? (double)numel / (double)xn : 1.0;
+    for (int64_t o = 0; o < numel; o++) {
+        num v = {f[o] * scale, (int64_t)i[o]};
+        op_fold_num_put(buf, x->dtype, o, v, x->dtype);
+    }
+    oc_free(f), oc_free(i);
+    return op_fold_set(g, n, buf, numel);
+}
+
 static int reduce_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *x;
     bool red[IR_MAX_RANK], noop;
     if (op_in_shaped(g, n, 0, &x, err) || reduce_axes(g, n, x, red, &noop, err)) return OC_ERR;
-    if (!ir_dtype_is_compute(x->dtype)) return oc_fail(err, "input '%s' is not float", x->name);
+    bool fold = op_is_value(x) && op_fold_dtype(x->dtype) && x->dtype != IR_DTYPE_BOOL &&
+                (n->op == OP_REDUCE_SUM || op_fold_is_float(x->dtype));
+    if (!fold && !ir_dtype_is_compute(x->dtype))
+        return oc_fail(err, "input '%s' is not float (plan-time integers fold: ReduceSum)",
+                       x->name);
     bool keep = ir_attr_int(n, "keepdims", 1) != 0;
     int64_t y[IR_MAX_RANK];
     int r = 0;
@@ -55,7 +83,7 @@ static int reduce_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
         else if (keep) y[r++] = 1;
     }
     op_set_out(g, n, 0, x->dtype, r, y);
-    return OC_OK;
+    return fold ? reduce_fold(g, n, x, red, err) : OC_OK;
 }
 
 /* The kept shape (X's rank) and scale: 1 / (elements summed) for the mean. */

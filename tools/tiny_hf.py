@@ -33,6 +33,11 @@ CONFIGS = {
                                         encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=VOCAB,
                                         max_position_embeddings=64, dropout=0.0,
                                         attention_dropout=0.0, activation_dropout=0.0)),
+    # GPT-2 classifying a sequence by its last token before the padding: logits[arange(N),
+    # last] at indices the host computes from the ids (a GatherND of the default export)
+    "tiny_hf_gpt2_cls": ("gpt2", "seq", dict(n_embd=32, n_layer=2, n_head=4, vocab_size=VOCAB,
+                                             n_positions=64, pad_token_id=1, resid_pdrop=0.0,
+                                             embd_pdrop=0.0, attn_pdrop=0.0, num_labels=10)),
 }
 # exported by the default exporter with its initializers in <file>.data
 EXTERNAL_DATA = {"tiny_hf_bert"}
@@ -41,7 +46,7 @@ EXTERNAL_DATA = {"tiny_hf_bert"}
 # cumulative sum of ids != pad, computed from the ids in the model), the padding's all equal
 # to the pad id, and the mask turns into the attention's additive bias; outcore runs both on
 # the host each step.
-PADDED = {"tiny_hf_roberta": 1}
+PADDED = {"tiny_hf_roberta": 1, "tiny_hf_gpt2_cls": 1}
 # the legacy exporter refuses Llama's mask code (aten::diff)
 NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (the mask code)"}
 

@@ -90,7 +90,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_stn", "tiny_pyramid", "tiny_embed", "tiny_pool",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
-          "tiny_hf_roberta"]
+          "tiny_hf_roberta", "tiny_hf_gpt2_cls"]
 # Exports outcore must refuse, with the reason named (none now: the legacy exporters' Loop
 # for MViT's tensor_split, refused until 2026-11-29, is unrolled at load).
 REFUSED = {}
@@ -114,7 +114,7 @@ NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::z
                            "padding_idx nowhere"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
-                            "tiny_hf_bart", "tiny_hf_roberta")})
+                            "tiny_hf_bart", "tiny_hf_roberta", "tiny_hf_gpt2_cls")})
 # Fixtures without a legacy export (torch 2.x's legacy exporter refuses them), with the reason.
 NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama's mask code)",
              "tiny_pyramid": "torch's legacy exporter refuses adaptive_avg_pool2d to sizes "

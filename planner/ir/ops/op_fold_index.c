@@ -14,6 +14,7 @@
  *   node becomes that Gather here, and Gather's kernels and gradient run it. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
@@ -47,6 +48,12 @@ static int index_input(ir_graph *g, ir_node *n, int i, ir_tensor **idx, oc_err *
     return OC_OK;
 }
 
+/* Offset, then row number: a repeated offset reports its later row. */
+static int cmp_offset_row(const void *a, const void *b) {
+    const int64_t *p = a, *q = b;
+    return p[0] != q[0] ? (p[0] < q[0] ? -1 : 1) : (p[1] > q[1]) - (p[1] < q[1]);
+}
+
 /* ScatterND on run-time data or updates (scatter_nd_infer checked the shapes
  * and the reduction): plan-time indices inside data, each row once (the
  * gradient of a row written twice would be ambiguous); the output like data. */
@@ -65,27 +72,28 @@ static int scatter_nd_run_time(ir_graph *g, ir_node *n, const ir_tensor *x, cons
     if (!ir_dtype_is_compute(x->dtype))
         return oc_fail(err, "ScatterND of %s tensors computed at run time is not supported",
                        ir_dtype_name(x->dtype));
-    int64_t rows = 1, blocks = 1;
+    int64_t rows = 1;
     for (int d = 0; d + 1 < idx->rank; d++) rows *= idx->dims[d];
-    for (int d = 0; d < k; d++) blocks *= x->dims[d];
-    uint8_t *seen = oc_calloc((size_t)blocks + 1, 1);
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t off, bad;
-        bool inside = index_row_offset(idx, r, k, x->dims, &off, &bad);
-        if (!inside || seen[off]) {
-            oc_free(seen);
-            return inside ? oc_fail(err, "indices '%s' row %" PRId64 " repeats an earlier row",
-                                    idx->name, r)
-                          : oc_fail(err,
-                                    "indices '%s' row %" PRId64 ": coordinate %" PRId64
-                                    " is outside data '%s'",
-                                    idx->name, r, bad, x->name);
-        }
-        seen[off] = 1;
+    /* each row's offset with its row number, sorted: a repeat sits next to its first (memory
+     * of the indices' size, not of data's: data may be an activation of any size) */
+    int64_t(*at)[2] = oc_malloc((size_t)(rows ? rows : 1) * sizeof *at);
+    int rc = OC_OK;
+    for (int64_t r = 0; r < rows && rc == OC_OK; r++) {
+        int64_t bad;
+        at[r][1] = r;
+        if (!index_row_offset(idx, r, k, x->dims, &at[r][0], &bad))
+            rc = oc_fail(
+                err, "indices '%s' row %" PRId64 ": coordinate %" PRId64 " is outside data '%s'",
+                idx->name, r, bad, x->name);
     }
-    oc_free(seen);
-    op_set_out_like(g, n, 0, x);
-    return OC_OK;
+    if (rc == OC_OK) qsort(at, (size_t)rows, sizeof *at, cmp_offset_row);
+    for (int64_t r = 1; r < rows && rc == OC_OK; r++)
+        if (at[r][0] == at[r - 1][0])
+            rc = oc_fail(err, "indices '%s' row %" PRId64 " repeats an earlier row", idx->name,
+                         at[r][1]);
+    oc_free(at);
+    if (rc == OC_OK) op_set_out_like(g, n, 0, x);
+    return rc;
 }
 
 /* The reduction attribute of ScatterND / ScatterElements: 0 none, 1 add, 2 mul, 3 max, 4 min. */

@@ -205,15 +205,25 @@ int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype) {
     return t;
 }
 
-int ir_const_int64s(ir_graph *g, const char *name, int n, const int64_t *v) {
-    int c = ir_tensor_add(g, name, IR_DTYPE_INT64);
+int ir_const_tensor(ir_graph *g, const char *name, ir_dtype dtype, int rank, const int64_t *dims,
+                    const void *data) {
+    int c = ir_tensor_add(g, name, dtype);
     ir_tensor *t = &g->tensors[c];
-    int64_t len = n;
-    ir_tensor_set_shape(t, 1, &len);
-    ir_tensor_set_data(t, v, (size_t)n * sizeof *v);
+    ir_tensor_set_shape(t, rank, dims);
+    int64_t bytes = 0;
+    bool sized = ir_tensor_bytes(t, &bytes);
+    OC_ASSERT(sized); /* the caller's shape: checked where it was read */
+    void *zeros = data ? NULL : oc_calloc(1, (size_t)bytes + 1);
+    ir_tensor_set_data(t, data ? data : zeros, (size_t)bytes);
+    oc_free(zeros);
     t->is_initializer = true;
     t->kind = IR_KIND_CONSTANT;
     return c;
+}
+
+int ir_const_int64s(ir_graph *g, const char *name, int n, const int64_t *v) {
+    int64_t len = n;
+    return ir_const_tensor(g, name, IR_DTYPE_INT64, 1, &len, v);
 }
 
 int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *domain) {

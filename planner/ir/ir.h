@@ -224,8 +224,13 @@ int ir_tensor_sole_consumer(const ir_graph *g, int t);
  * already has that name: names the training graph derives ("<W>/momentum",
  * "<x>/bf16", "labels") never collide with a model's own. Returns its index. */
 int ir_tensor_add(ir_graph *g, const char *name, ir_dtype dtype);
-/* Adds a 1-d int64 constant initializer of the n values v (axes, indices, shapes
- * a rewrite needs), named as ir_tensor_add names. Returns its index. */
+/* Adds a constant initializer of type dtype and the given shape, its elements copied
+ * from data (numel * ir_dtype_size(dtype) bytes; NULL: zeros), named as ir_tensor_add
+ * names. Returns its index. */
+int ir_const_tensor(ir_graph *g, const char *name, ir_dtype dtype, int rank, const int64_t *dims,
+                    const void *data);
+/* ir_const_tensor of a 1-d int64 constant of the n values v (axes, indices, shapes a
+ * rewrite needs). */
 int ir_const_int64s(ir_graph *g, const char *name, int n, const int64_t *v);
 
 /* Adds a node (no inputs/outputs yet). Returns its index. */

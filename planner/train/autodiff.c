@@ -2,6 +2,7 @@
  * walk that builds the backward part of the training graph (train_build in
  * train_graph.c drives it). */
 #include "train/autodiff_internal.h"
+#include "ir/ops/op_rewrite.h"
 
 #include <string.h>
 
@@ -124,26 +125,11 @@ void grad_attr_float(grad_ctx *c, int node, const char *name, float v) {
 }
 
 int grad_const_i64(grad_ctx *c, const char *suffix, int n, const int64_t *vals) {
-    char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
-    int t = ir_const_int64s(c->b->g, name, n, vals);
-    oc_free(name);
-    return t;
+    return op_rewrite_ints(c->b->g, grad_fwd(c)->name, suffix, n, vals);
 }
 
 int grad_const_zeros(grad_ctx *c, const char *suffix, ir_dtype dt, int rank, const int64_t *dims) {
-    char *name = oc_sprintf("%s/%s", grad_fwd(c)->name, suffix);
-    int t = ir_tensor_add(c->b->g, name, dt);
-    oc_free(name);
-    ir_tensor *x = &c->b->g->tensors[t];
-    ir_tensor_set_shape(x, rank, dims);
-    int64_t bytes = 0;
-    ir_tensor_bytes(x, &bytes);
-    void *z = oc_calloc(1, (size_t)bytes + 1);
-    ir_tensor_set_data(x, z, (size_t)bytes);
-    oc_free(z);
-    x->is_initializer = true;
-    x->kind = IR_KIND_CONSTANT;
-    return t;
+    return op_rewrite_constant(c->b->g, grad_fwd(c)->name, suffix, dt, rank, dims, NULL);
 }
 
 int grad_finish(grad_ctx *c, int node) {

@@ -96,13 +96,7 @@ static int add_fwd_node(train_builder *b, const char *name, op_kind op, int x, c
     int node = tb_add_node(b, name, op, TRAIN_PHASE_FORWARD, -1);
     ir_node_add_input(g, node, x);
     if (cname) {
-        int c = ir_tensor_add(g, cname, IR_DTYPE_INT64);
-        int64_t len = nv;
-        ir_tensor_set_shape(&g->tensors[c], 1, &len);
-        ir_tensor_set_data(&g->tensors[c], vals, (size_t)nv * sizeof *vals);
-        g->tensors[c].is_initializer = true;
-        g->tensors[c].kind = IR_KIND_CONSTANT;
-        ir_node_add_input(g, node, c);
+        ir_node_add_input(g, node, ir_const_int64s(g, cname, nv, vals));
     } else {
         ir_attr a = {.name = (char *)attr, .type = IR_ATTR_INTS, .ints = (int64_t *)vals, .n = nv};
         ir_node_add_attr(g, node, &a);
@@ -480,11 +474,8 @@ static int seed_loss_grad(train_builder *b) {
         if (op_infer(g, &g->nodes[n], b->err)) return OC_ERR;
     } else {
         float one = 1.0f;
-        seed = ir_tensor_add(g, "outcore/loss_grad", IR_DTYPE_FLOAT);
-        ir_tensor_set_shape(&g->tensors[seed], 0, NULL);
-        ir_tensor_set_data(&g->tensors[seed], &one, sizeof one);
-        g->tensors[seed].kind = IR_KIND_CONSTANT;
-        g->tensors[seed].is_initializer = true; /* written with the step */
+        /* written with the step */
+        seed = ir_const_tensor(g, "outcore/loss_grad", IR_DTYPE_FLOAT, 0, NULL, &one);
     }
     if (g->tensors[loss].dtype != IR_DTYPE_FLOAT)
         return oc_fail(b->err, "%s: --loss model: the loss '%s' is %s, not float32", g->model_path,

@@ -83,15 +83,9 @@ static int col2im_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     float *w = oc_calloc((size_t)wn, sizeof *w);
     for (int64_t i = 0; i < cb; i++) w[i * blocks + i % blocks] = 1.0f;
     int xt = n->inputs[0];
-    char *base = oc_strdup(n->name), *s = oc_sprintf("%s/weight", base);
-    int wt = ir_tensor_add(g, s, IR_DTYPE_FLOAT);
-    oc_free(s);
-    ir_tensor *t = &g->tensors[wt];
-    ir_tensor_set_shape(t, k + 2, wdims);
-    ir_tensor_set_data(t, w, (size_t)wn * sizeof *w);
+    char *base = oc_strdup(n->name);
+    int wt = op_rewrite_constant(g, base, "weight", IR_DTYPE_FLOAT, k + 2, wdims, w);
     oc_free(w);
-    t->is_initializer = true;
-    t->kind = IR_KIND_CONSTANT;
     int grid = op_rewrite_reshape(g, node, base, "grid", xt, k + 2, xshape);
     op_rewrite_become(g, node + 1, OP_CONV_TRANSPOSE);
     ir_node_add_input(g, node + 1, grid);

@@ -497,18 +497,12 @@ static int trilu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
                        "the triangle of input '%s' is %" PRId64 " x %" PRId64 " (at most %" PRId64
                        " elements)",
                        x->name, R, C, OP_FOLD_MAX_BYTES);
-    char *base = oc_strdup(n->name), *mname = oc_sprintf("%s/triangle", base);
-    int m = ir_tensor_add(g, mname, IR_DTYPE_BOOL);
-    oc_free(mname);
-    ir_tensor *mt = &g->tensors[m];
-    ir_tensor_set_shape(mt, 2, dims);
+    char *base = oc_strdup(n->name);
     uint8_t *keep = oc_malloc((size_t)(R * C) + 1);
     for (int64_t i = 0; i < R; i++)
         for (int64_t j = 0; j < C; j++) keep[i * C + j] = trilu_keeps(&t, i, j);
-    ir_tensor_set_data(mt, keep, (size_t)(R * C));
+    int m = op_rewrite_constant(g, base, "triangle", IR_DTYPE_BOOL, 2, dims, keep);
     oc_free(keep);
-    mt->is_initializer = true;
-    mt->kind = IR_KIND_CONSTANT;
     int zero = op_rewrite_fill(g, base, "zero", 0, &one, 0.0f);
     int xt = n->inputs[0];
     op_rewrite_become(g, node, OP_WHERE);

@@ -282,15 +282,9 @@ static int host_row_offsets(ir_graph *g, int *at, const char *base, int it, cons
                             int k) {
     int64_t ext[IR_MAX_RANK], str[IR_MAX_RANK], acc = 1, zero = 0, last = -1;
     for (int d = k - 1; d >= 0; d--) ext[d] = x->dims[d], str[d] = acc, acc *= x->dims[d];
-    char *s = oc_sprintf("%s/extents", base);
-    int e = ir_const_int64s(g, s, k, ext);
-    oc_free(s);
-    s = oc_sprintf("%s/strides", base);
-    int st = ir_const_int64s(g, s, k, str);
-    oc_free(s);
-    s = oc_sprintf("%s/zero", base);
-    int z = ir_const_int64s(g, s, 1, &zero);
-    oc_free(s);
+    int e = op_rewrite_ints(g, base, "extents", k, ext);
+    int st = op_rewrite_ints(g, base, "strides", k, str);
+    int z = op_rewrite_ints(g, base, "zero", 1, &zero);
     int neg = op_rewrite_insert(g, (*at)++, base, "negative", OP_LESS, it, z, -1);
     int wrapped = op_rewrite_insert(g, (*at)++, base, "from_end", OP_ADD, it, e, -1);
     int fixed = op_rewrite_insert(g, (*at)++, base, "coordinates", OP_WHERE, neg, wrapped, -1);
@@ -346,19 +340,14 @@ static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
             return OC_ERR;
         }
     }
-    char *base = oc_strdup(n->name), *iname = oc_sprintf("%s/gather_indices", base);
+    char *base = oc_strdup(n->name);
     int xt = n->inputs[0];
     if (k > 1) xt = op_rewrite_reshape(g, node++, base, "rows", xt, xrank, flat);
-    int t = ir_tensor_add(g, iname, IR_DTYPE_INT64); /* may move g->tensors */
-    ir_tensor *nt = &g->tensors[t];
-    ir_tensor_set_shape(nt, rank, dims);
-    ir_tensor_set_data(nt, v, (size_t)rows * sizeof *v);
-    nt->is_initializer = true;
-    nt->kind = IR_KIND_CONSTANT;
+    int t = op_rewrite_constant(g, base, "gather_indices", IR_DTYPE_INT64, rank, dims, v);
     op_rewrite_become(g, node, OP_GATHER); /* axis 0, Gather's default */
     ir_node_add_input(g, node, xt);
     ir_node_add_input(g, node, t);
-    oc_free(v), oc_free(iname), oc_free(base);
+    oc_free(v), oc_free(base);
     *changed = true;
     return OC_OK;
 }

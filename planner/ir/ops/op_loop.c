@@ -21,15 +21,8 @@
 
 /* A rank-0 constant of type dt holding v (the iteration number, a true condition). */
 static int scalar_const(ir_graph *g, const char *name, ir_dtype dt, int64_t v) {
-    int c = ir_tensor_add(g, name, dt);
-    ir_tensor *t = &g->tensors[c];
-    ir_tensor_set_shape(t, 0, NULL);
     uint8_t b = v != 0;
-    if (dt == IR_DTYPE_BOOL) ir_tensor_set_data(t, &b, 1);
-    else ir_tensor_set_data(t, &v, sizeof v);
-    t->is_initializer = true;
-    t->kind = IR_KIND_CONSTANT;
-    return c;
+    return ir_const_tensor(g, name, dt, 0, NULL, dt == IR_DTYPE_BOOL ? (const void *)&b : &v);
 }
 
 /* The outer tensor a body placeholder (a name the body reads but does not define) stands

@@ -99,9 +99,7 @@ static int sce_soft_targets(ir_graph *g, int node, const ir_tensor *s, oc_err *e
     if (!none) {
         int from = sum ? 13 : 18;
         if (g->opset >= from) {
-            char *an = oc_sprintf("%s/all_axes", base);
-            ir_node_add_input(g, at, ir_const_int64s(g, an, r - 1, all));
-            oc_free(an);
+            ir_node_add_input(g, at, op_rewrite_ints(g, base, "all_axes", r - 1, all));
         } else {
             op_rewrite_attr_ints(g, at, "axes", r - 1, all);
         }

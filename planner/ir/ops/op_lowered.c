@@ -120,20 +120,12 @@ static int celu_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
  * (read as numbers of type from). */
 static int typed_constant(ir_graph *g, const char *base, const char *what, ir_dtype dt, int rank,
                           const int64_t *dims, const num *vals, ir_dtype from) {
-    char *s = oc_sprintf("%s/%s", base, what);
-    int c = ir_tensor_add(g, s, dt);
-    oc_free(s);
-    ir_tensor *t = &g->tensors[c];
-    ir_tensor_set_shape(t, rank, dims);
     int64_t numel = 1;
-    ir_tensor_numel(t, &numel);
-    size_t bytes = (size_t)numel * (size_t)ir_dtype_size(dt);
-    uint8_t *buf = oc_malloc(bytes + 1);
+    for (int d = 0; d < rank; d++) numel *= dims[d];
+    uint8_t *buf = oc_malloc((size_t)numel * (size_t)ir_dtype_size(dt) + 1);
     for (int64_t k = 0; k < numel; k++) op_fold_num_put(buf, dt, k, vals[k], from);
-    ir_tensor_set_data(t, buf, bytes);
+    int c = op_rewrite_constant(g, base, what, dt, rank, dims, buf);
     oc_free(buf);
-    t->is_initializer = true;
-    t->kind = IR_KIND_CONSTANT;
     return c;
 }
 

@@ -60,11 +60,11 @@ static int expand_to(mm_rewrite *w, const char *what, int x, int other) {
     int64_t idx[IR_MAX_RANK], ones[2] = {1, 1};
     int r = g->tensors[other].rank;
     for (int d = 0; d + 2 < r; d++) idx[d] = d;
-    char *s = oc_sprintf("%s/%s_batch_at", w->name, what);
-    int at = ir_const_int64s(g, s, r - 2, idx);
+    char *s = oc_sprintf("%s_batch_at", what);
+    int at = op_rewrite_ints(g, w->name, s, r - 2, idx);
     oc_free(s);
-    s = oc_sprintf("%s/%s_rows_cols", w->name, what);
-    int tail = ir_const_int64s(g, s, 2, ones);
+    s = oc_sprintf("%s_rows_cols", what);
+    int tail = op_rewrite_ints(g, w->name, s, 2, ones);
     oc_free(s);
     char sub[96];
     snprintf(sub, sizeof sub, "%s_shape", what);
@@ -121,14 +121,14 @@ static int matmul_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         int prod = op_rewrite_insert(g, node, name, "products", OP_MUL, ia, ib, -1);
         op_rewrite_become(g, node + 1, OP_REDUCE_SUM);
         ir_node_add_input(g, node + 1, prod);
-        char *s = oc_sprintf("%s/axes", name);
-        if (g->opset >= 13) ir_node_add_input(g, node + 1, ir_const_int64s(g, s, 1, &axis));
+        if (g->opset >= 13)
+            ir_node_add_input(g, node + 1, op_rewrite_ints(g, name, "axes", 1, &axis));
         else
             ir_node_add_attr(
                 g, node + 1,
                 &(ir_attr){.name = "axes", .type = IR_ATTR_INTS, .n = 1, .ints = &axis});
         ir_node_add_attr(g, node + 1, &(ir_attr){.name = "keepdims", .type = IR_ATTR_INT, .i = 0});
-        oc_free(s), oc_free(name);
+        oc_free(name);
         *changed = true;
         return OC_OK;
     }

@@ -50,11 +50,17 @@ void op_rewrite_attr_drop(ir_graph *g, int node, const char *name) {
     n->n_attrs = k;
 }
 
-int op_rewrite_ints(ir_graph *g, const char *base, const char *what, int n, const int64_t *v) {
+int op_rewrite_constant(ir_graph *g, const char *base, const char *what, ir_dtype dtype, int rank,
+                        const int64_t *dims, const void *data) {
     char *s = oc_sprintf("%s/%s", base, what);
-    int t = ir_const_int64s(g, s, n, v);
+    int t = ir_const_tensor(g, s, dtype, rank, dims, data);
     oc_free(s);
     return t;
+}
+
+int op_rewrite_ints(ir_graph *g, const char *base, const char *what, int n, const int64_t *v) {
+    int64_t len = n;
+    return op_rewrite_constant(g, base, what, IR_DTYPE_INT64, 1, &len, v);
 }
 
 int op_rewrite_reshape(ir_graph *g, int at, const char *base, const char *what, int t, int rank,
@@ -72,19 +78,12 @@ int op_rewrite_flatten(ir_graph *g, int at, const char *base, const char *what, 
 
 int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, const int64_t *dims,
                     float v) {
-    char *s = oc_sprintf("%s/%s", base, what);
-    int c = ir_tensor_add(g, s, IR_DTYPE_FLOAT);
-    oc_free(s);
-    ir_tensor *t = &g->tensors[c];
-    ir_tensor_set_shape(t, rank, dims);
     int64_t numel = 1;
-    ir_tensor_numel(t, &numel);
-    float *buf = oc_malloc((size_t)numel * sizeof *buf);
+    for (int d = 0; d < rank; d++) numel *= dims[d];
+    float *buf = oc_malloc((size_t)numel * sizeof *buf + 1);
     for (int64_t i = 0; i < numel; i++) buf[i] = v;
-    ir_tensor_set_data(t, buf, (size_t)numel * sizeof *buf);
+    int c = op_rewrite_constant(g, base, what, IR_DTYPE_FLOAT, rank, dims, buf);
     oc_free(buf);
-    t->is_initializer = true;
-    t->kind = IR_KIND_CONSTANT;
     return c;
 }
 

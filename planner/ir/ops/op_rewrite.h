@@ -31,6 +31,10 @@ int op_rewrite_flatten(ir_graph *g, int at, const char *base, const char *what, 
  * "<base>/<what>_shape". */
 int op_rewrite_reshape(ir_graph *g, int at, const char *base, const char *what, int t, int rank,
                        const int64_t *dims);
+/* A constant "<base>/<what>" of type dtype and the given shape, its elements copied from data
+ * (ir_const_tensor). */
+int op_rewrite_constant(ir_graph *g, const char *base, const char *what, ir_dtype dtype, int rank,
+                        const int64_t *dims, const void *data);
 /* A float32 constant "<base>/<what>" of the given shape, every element v. */
 int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, const int64_t *dims,
                     float v);

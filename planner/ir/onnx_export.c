@@ -14,6 +14,7 @@
 #include "ir/host_inputs.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
+#include "ir/ops/op_util.h"
 #include "ir/model_seal.h"
 #include "ir/out_file.h"
 
@@ -174,6 +175,24 @@ static const char *tensor_name(const ir_graph *g, const onnx_export_spec *s, int
     return t < 0 ? "" : g->tensors[tensor_source(s, t)].name;
 }
 
+/* key = value in np's metadata_props (NodeProto field 9, ONNX >= 1.16), which the build's
+ * older schema lacks: an unknown field, its data the entry's length prefix and bytes, as
+ * protobuf-c stores one it read (onnx_import.c reads it back). */
+static void node_meta(pool *po, Onnx__NodeProto *np, const char *key, const char *value) {
+    Onnx__StringStringEntryProto e;
+    onnx__string_string_entry_proto__init(&e);
+    e.key = (char *)key, e.value = (char *)value;
+    size_t len = onnx__string_string_entry_proto__get_packed_size(&e), k = 0;
+    uint8_t *data = palloc(po, len + 10, 1);
+    for (size_t v = len; k == 0 || v; v >>= 7)
+        data[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+    onnx__string_string_entry_proto__pack(&e, data + k);
+    ProtobufCMessageUnknownField *f = palloc(po, 1, sizeof *f);
+    f->tag = 9, f->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+    f->len = k + len, f->data = data;
+    np->base.n_unknown_fields = 1, np->base.unknown_fields = f;
+}
+
 static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const onnx_export_spec *s,
                                    const ir_node *n) {
     Onnx__NodeProto *np = palloc(po, 1, sizeof *np);
@@ -200,6 +219,9 @@ static Onnx__NodeProto *node_proto(pool *po, const ir_graph *g, const onnx_expor
         if (!standard || (strncmp(n->attrs[i].name, "outcore_", 8) != 0 &&
                           strcmp(n->attrs[i].name, "members") != 0))
             np->attribute[np->n_attribute++] = attr_proto(po, &n->attrs[i]);
+    const ir_attr *pad = standard ? ir_attr_find(n, OC_ATTR_PADDING_IDX) : NULL;
+    if (pad && pad->type == IR_ATTR_INT)
+        node_meta(po, np, ONNX_META_PADDING_IDX, pstr(po, oc_sprintf("%" PRId64, pad->i)));
     return np;
 }
 

@@ -49,6 +49,9 @@ typedef struct onnx_export_spec {
  * attribute outcore_channels_last would fail onnx.checker); onnx_import
  * restores the attribute from it. */
 #define ONNX_META_CHANNELS_LAST "outcore.channels_last"
+/* A Gather's nn.Embedding padding_idx (OC_ATTR_PADDING_IDX), in the node's own metadata_props
+ * (a decimal integer): a model written back keeps its pad row out of training. */
+#define ONNX_META_PADDING_IDX "outcore.padding_idx"
 
 /* Writes nodes [begin, end) with every initializer they read. */
 int onnx_export_graph(const ir_graph *g, const onnx_export_spec *s, const char *path, oc_err *err);

@@ -388,9 +388,22 @@ static bool node_meta_contains(const Onnx__NodeProto *np, const char *key, const
 /* An nn.Embedding's padding_idx (its row takes no gradient in PyTorch), which torch.export's
  * exporter leaves only in the Gather's provenance: metadata pkg.torch.onnx.fx_node
  * "... aten.embedding.default](args = (%weight, %indices, padding_idx[, scale_grad_by_freq
- * [, sparse]]), ...". Sets the node's OC_ATTR_PADDING_IDX; scale_grad_by_freq is refused. */
+ * [, sparse]]), ...", and outcore's --save as ONNX_META_PADDING_IDX. Sets the node's
+ * OC_ATTR_PADDING_IDX; scale_grad_by_freq is refused. */
 static int embedding_padding(importer *im, const Onnx__NodeProto *np, int node) {
     static const char call[] = "aten.embedding.default](args = (";
+    char *saved = node_meta_value(np, ONNX_META_PADDING_IDX, ""), *end_saved = NULL;
+    if (saved) {
+        long long pad = strtoll(saved, &end_saved, 10);
+        bool ok = end_saved != saved && *end_saved == '\0';
+        oc_free(saved);
+        if (!ok)
+            return oc_fail(im->err, "%s: node '%s' (Gather): metadata %s is not an integer",
+                           im->path, im->g->nodes[node].name, ONNX_META_PADDING_IDX);
+        ir_attr a = {.name = (char *)OC_ATTR_PADDING_IDX, .type = IR_ATTR_INT, .i = pad};
+        ir_node_add_attr(im->g, node, &a);
+        return OC_OK;
+    }
     char *v = node_meta_value(np, "pkg.torch.onnx.fx_node", call);
     if (!v) return OC_OK;
     char *args = strstr(v, call) + sizeof call - 1, *end = strchr(args, ')');

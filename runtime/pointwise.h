@@ -95,6 +95,18 @@ __host__ __device__
     return x > 0.0f ? dy : slope * dy;
 }
 
+/* PowTensorGrad at one element (PyTorch's pow backward, in double, rounded once): dA (input 0)
+ * = dY b a^(b-1), 0 where b == 0; dB (input 1) = dY a^b ln a, 0 where a == 0 and b >= 0. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    oc_pow_grad(float dy, float a, float b, int input) {
+    if (input == 0) return b == 0.0f ? 0.0f : (float)((double)dy * b * pow(a, (double)b - 1.0));
+    if (a == 0.0f && b >= 0.0f) return 0.0f;
+    return (float)((double)dy * pow(a, (double)b) * log((double)a));
+}
+
 #define OC_POINTWISE_FORWARD(X)                                                                    \
     X(RELU, oc_relu(x))                                                                            \
     X(SIGMOID, 1.0f / (1.0f + expf(-x)))                                                           \

@@ -735,8 +735,8 @@ def lrn_even_case(rng):
 
 
 def cumsum_run_time_cases(rng):
-    """CumSum of run-time float32 data (lowered to a MatMul by a triangle of ones, the axis
-    moved last): inclusive and exclusive, forward and reverse, the last axis and another."""
+    """CumSum of run-time float32 data (a scan a line on each backend): inclusive and
+    exclusive, forward and reverse, the last axis and another."""
     x = rng.standard_normal([2, 5, 3]).astype(np.float32)
     for axis, excl, rev in ((2, 0, 0), (1, 1, 0), (1, 0, 1), (0, 1, 1)):
         r = np.maximum(x, 0).astype(np.float64)
@@ -927,6 +927,85 @@ def soft_target_sce_cases(rng):
         node = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "p"], ["y"], reduction=red)
         write_case(f"test_sce_f32_soft_targets_{red}_rank{len(shape)}", [node],
                    [("x", x), ("p", p)], [("y", np.asarray(want, np.float32))], 13)
+
+
+def mod_run_time_cases(rng):
+    """Mod of run-time data with fmod 1 (torch.fmod: C's fmod, the sign of the dividend), the
+    divisor broadcast and of either sign; fmod 0 of floats (outside ONNX's spec) refused."""
+    x = (rng.standard_normal([2, 3, 4]) * 3).astype(np.float32)
+    d = np.array([[1.5], [-0.7], [2.0]], np.float32)
+    for name, fm in (("fmod", 1), ("fmod0_refused", 0)):
+        write_case(f"test_mod_f32_run_time_{name}",
+                   [helper.make_node("Identity", ["x"], ["r"]),
+                    helper.make_node("Identity", ["d"], ["s"]),
+                    helper.make_node("Mod", ["r", "s"], ["y"], fmod=fm)],
+                   [("x", x), ("d", d)], [("y", np.fmod(x, d).astype(np.float32))], 13)
+
+
+def cumsum_long_cases(rng):
+    """CumSum of run-time float32 data along 6000 elements (past the 4096 the MatMul by a
+    triangle took until 2026-11-30), and of int64 data computed on the device (a mask of an
+    activation cast), refused: float32 only at run time."""
+    x = rng.standard_normal([2, 6000]).astype(np.float32)
+    ax = helper.make_node("Constant", [], ["ax"], value=numpy_helper.from_array(
+        np.array(1, np.int64), "ax"))
+    want = np.cumsum(np.maximum(x, 0).astype(np.float64), axis=1).astype(np.float32)
+    write_case("test_cumsum_f32_run_time_axis_6000",
+               [ax, helper.make_node("Relu", ["x"], ["r"]),
+                helper.make_node("CumSum", ["r", "ax"], ["y"])], [("x", x)], [("y", want)])
+    zero = helper.make_node("Constant", [], ["z"], value=numpy_helper.from_array(
+        np.array(0, np.float32), "z"))
+    ranks = np.cumsum((x > 0).astype(np.int64), axis=1)
+    write_case("test_cumsum_i64_run_time_refused",
+               [ax, zero, helper.make_node("Greater", ["x", "z"], ["m"]),
+                helper.make_node("Cast", ["m"], ["i"], to=TensorProto.INT64),
+                helper.make_node("CumSum", ["i", "ax"], ["y"])], [("x", x)], [("y", ranks)])
+
+
+def reduce_prod_run_time_cases(rng):
+    """ReduceProd of run-time float32 data (torch.prod of an activation: a chain of Muls over
+    the rows of the reduced axes moved first): two axes kept, axes an input (opset 18), zeros
+    among the factors (a ReLU's); the last axis, not kept (opset 13, axes an attribute);
+    72 factors a product refused (at most 64)."""
+    x = rng.standard_normal([2, 3, 4]).astype(np.float32)
+    r = np.maximum(x, 0).astype(np.float64) + np.where(x > -0.6, 0.0, 0.5)  # zeros, and not
+    axes = helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(
+        np.array([0, 2], np.int64), "axes"))
+    half = helper.make_node("Constant", [], ["h"], value=numpy_helper.from_array(
+        np.where(x > -0.6, 0.0, 0.5).astype(np.float32), "h"))
+    write_case("test_reduce_prod_f32_run_time_axes_02_keep_zeros",
+               [axes, half, helper.make_node("Relu", ["x"], ["rl"]),
+                helper.make_node("Add", ["rl", "h"], ["r"]),
+                helper.make_node("ReduceProd", ["r", "axes"], ["y"], keepdims=1)],
+               [("x", x)], [("y", r.prod((0, 2), keepdims=True).astype(np.float32))], 18)
+    write_case("test_reduce_prod_f32_run_time_last_axis",
+               [helper.make_node("Identity", ["x"], ["i"]),
+                helper.make_node("ReduceProd", ["i"], ["y"], axes=[-1], keepdims=0)],
+               [("x", x)], [("y", x.astype(np.float64).prod(-1).astype(np.float32))], 13)
+    w = (rng.random([2, 72]) + 0.5).astype(np.float32)
+    write_case("test_reduce_prod_f32_run_time_72_factors_refused",
+               [helper.make_node("Identity", ["w"], ["i"]),
+                helper.make_node("ReduceProd", ["i"], ["y"], axes=[1], keepdims=0)],
+               [("w", w)], [("y", w.astype(np.float64).prod(1).astype(np.float32))], 13)
+
+
+def pow_tensor_cases(rng):
+    """Pow of a run-time base by a run-time exponent (PowTensor: GeM pooling's learnt p is a
+    parameter, here an input), broadcast, with 0 ** 0 = 1 and 0 ** 2 = 0 among them; and by a
+    plan-time exponent that is not one number (a Constant tensor)."""
+    x = np.abs(rng.standard_normal([2, 3, 4])).astype(np.float32)
+    x[0, 0, :2] = 0.0
+    e = rng.uniform(-1.5, 2.5, [3, 1]).astype(np.float32)
+    e[0, 0] = 0.0
+    want = np.power(x.astype(np.float64), e.astype(np.float64)).astype(np.float32)
+    write_case("test_pow_f32_run_time_base_and_exponent",
+               [helper.make_node("Identity", ["x"], ["b"]), helper.make_node("Identity", ["e"], ["p"]),
+                helper.make_node("Pow", ["b", "p"], ["y"])],
+               [("x", x), ("e", e)], [("y", want)], 15)
+    c = helper.make_node("Constant", [], ["p"], value=numpy_helper.from_array(e, "p"))
+    write_case("test_pow_f32_run_time_base_constant_exponent_tensor",
+               [c, helper.make_node("Identity", ["x"], ["b"]),
+                helper.make_node("Pow", ["b", "p"], ["y"])], [("x", x)], [("y", want)], 15)
 
 
 def shape_of(term):
@@ -1174,8 +1253,12 @@ def main():
     gather_nd_run_time_cases(rng)
     pow_run_time_cases(rng)
     soft_target_sce_cases(rng)
+    mod_run_time_cases(rng)
+    cumsum_long_cases(rng)
+    reduce_prod_run_time_cases(rng)
+    pow_tensor_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -709,6 +709,91 @@ def tiny_math():
     return TinyMath()
 
 
+class TinyPeriodic(nn.Module):
+    """Wrapped coordinates as periodic encodings and phase models write them: torch.fmod of a
+    feature map by a constant (ONNX Mod, fmod 1) and by a divisor the network computes (its
+    gradient -trunc(a / b)), torch.remainder (Python's %: Sub, Mul, Floor, Div), and a sine
+    of the wrapped phase."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 3, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        h = self.c1(x)  # (N, 8, 16, 16)
+        wrapped = torch.fmod(3 * h, 0.7) + torch.remainder(h, 0.5)
+        period = F.softplus(h[:, 4:]) + 0.4  # a learnt divisor, > 0.4
+        phase = torch.fmod(2 * h[:, :4], period)  # (N, 4, 16, 16), |h| / period up to ~5
+        g = F.relu(self.c2(wrapped + torch.cat([torch.sin(6 * phase), phase], 1)))
+        feats = [g.mean((2, 3)), wrapped.mean((2, 3)), torch.cat([phase, period], 1).amax((2, 3))]
+        return self.fc(torch.cat(feats, 1))
+
+
+def tiny_periodic():
+    return TinyPeriodic()
+
+
+class TinyProd(nn.Module):
+    """torch.prod of activations: boxes' areas from their predicted sides, noisy-OR's product
+    of complements over channels, and products of two ReLU outputs, often zero."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.fc = nn.Linear(2 + 1 + 8, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        h = self.c1(x)  # (N, 8, 16, 16)
+        n = h.shape[0]
+        sides = torch.sigmoid(h[:, :4]).reshape(n, 2, 2, 16, 16)
+        areas = sides.prod(2)  # (N, 2, 16, 16)
+        noisy_or = 1 - (1 - torch.sigmoid(h[:, 4:])).prod(1)  # (N, 16, 16)
+        pairs = F.relu(h[:, :, 0, :2]).prod(-1)  # (N, 8), zero where either factor is
+        feats = [areas.mean((2, 3)), noisy_or.mean((1, 2))[:, None], pairs]
+        return self.fc(torch.cat(feats, 1))
+
+
+def tiny_prod():
+    return TinyProd()
+
+
+class TinyGem(nn.Module):
+    """Generalized-mean (GeM) pooling as image retrieval trains it: x.clamp(min=eps) ** p,
+    averaged over the image, then ** (1 / p), with p a learnt parameter (both Pows read it:
+    a run-time exponent, trained), and a second GeM with one p per channel."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.p = nn.Parameter(torch.ones(1) * 3.0)
+        self.p_channel = nn.Parameter(torch.linspace(1.5, 4.0, 8).reshape(1, 8, 1, 1))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        import torch.nn.functional as F
+        h = F.relu(self.c1(x))  # (N, 8, 16, 16)
+        g1 = F.avg_pool2d(h.clamp(min=1e-6).pow(self.p), (16, 16)).pow(1.0 / self.p)
+        g2 = h.clamp(min=1e-6).pow(self.p_channel).mean((2, 3), keepdim=True)
+        g2 = g2.pow(1.0 / self.p_channel)
+        return self.fc(torch_cat([g1.flatten(1), g2.flatten(1)]))
+
+
+def torch_cat(ts):
+    import torch
+    return torch.cat(ts, 1)
+
+
+def tiny_gem():
+    return TinyGem()
+
+
 class TinyStn(nn.Module):
     """F.grid_sample as spatial transformers and flow warping use it: a localization net's
     affine theta applied to a base grid (a buffer: the legacy exporter has no affine_grid),
@@ -815,7 +900,8 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_token_select": tiny_token_select, "tiny_pixel_shuffle": tiny_pixel_shuffle,
         "tiny_cumsum": tiny_cumsum, "tiny_reductions": tiny_reductions,
         "tiny_circular": tiny_circular, "tiny_math": tiny_math, "tiny_stn": tiny_stn,
-        "tiny_pyramid": tiny_pyramid}
+        "tiny_pyramid": tiny_pyramid, "tiny_periodic": tiny_periodic,
+        "tiny_prod": tiny_prod, "tiny_gem": tiny_gem}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)

@@ -348,10 +348,11 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) { return infer_all(g, NULL, err); 
 
 /* The project-domain ops outcore itself writes into the forward models it saves (--save):
  * FusedAttention, and the load-time rewrites' TopKOffsets (an ArgMax or TopK of
- * activations), ElementOffsets and GatherGrad (a gather or scatter-add at them). */
+ * activations), ElementOffsets and GatherGrad (a gather or scatter-add at them), PowTensor
+ * (a Pow by a run-time exponent). */
 static bool saved_forward_op(op_kind k) {
     return k == OP_FUSED_ATTENTION || k == OP_TOP_K_OFFSETS || k == OP_ELEMENT_OFFSETS ||
-           k == OP_GATHER_GRAD;
+           k == OP_GATHER_GRAD || k == OP_POW_TENSOR;
 }
 
 /* A user's model holds no project-domain node but those. */

@@ -210,8 +210,9 @@ int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
 /* ---- Add, Sum (numpy broadcasting) ---- */
 
 /* out (op)= in broadcast to out's shape (op: BC_ASSIGN, BC_ADD, ...). */
-enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV, BC_MAX, BC_MIN, BC_PRELU };
-/* Max / Min: a NaN wins (s != s); PRelu: d the input, s the slope */
+enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV, BC_MAX, BC_MIN, BC_FMOD, BC_POW, BC_PRELU };
+/* Max / Min: a NaN wins (s != s); Mod: C's fmod (exact); Pow in double, rounded once; PRelu:
+ * d the input, s the slope */
 #define BC_APPLY(T, d, s)                                                                          \
     ((T)(op == BC_ASSIGN ? (s)                                                                     \
          : op == BC_ADD  ? (d) + (s)                                                               \
@@ -220,6 +221,8 @@ enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV, BC_MAX, BC_MIN, BC_PRELU };
          : op == BC_DIV  ? (d) / (s)                                                               \
          : op == BC_MAX  ? ((s) != (s) || (s) > (d) ? (s) : (d))                                   \
          : op == BC_MIN  ? ((s) != (s) || (s) < (d) ? (s) : (d))                                   \
+         : op == BC_FMOD ? (T)fmod((double)(d), (double)(s))                                       \
+         : op == BC_POW  ? (T)pow((double)(d), (double)(s))                                        \
          : (d) < 0       ? (d) * (s)                                                               \
                          : (d)))
 #define BCAST_LOOP(T)                                                                              \
@@ -273,7 +276,8 @@ int cpu_add(const kernel_args *a, oc_err *err) {
     return bcast_apply(a, kernel_in(a, 1), a->in[1], y, a->out[0], BC_ADD, err);
 }
 
-/* A, B -> C = A - B, A * B, A / B, max, min, PRelu(A, slope B) (broadcast; float, double);
+/* A, B -> C = A - B, A * B, A / B, max, min, fmod, pow, PRelu(A, slope B) (broadcast; float,
+ * double);
  * a one-input Max / Min: C = A. */
 int cpu_binary(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
@@ -282,18 +286,21 @@ int cpu_binary(const kernel_args *a, oc_err *err) {
         if (kernel_in(a, i)->dtype != y->dtype)
             return kernel_fail(a, err, "inputs differ in dtype");
     op_kind k = a->n->op;
-    int op = k == OP_SUB   ? BC_SUB
-             : k == OP_MUL ? BC_MUL
-             : k == OP_DIV ? BC_DIV
-             : k == OP_MAX ? BC_MAX
-             : k == OP_MIN ? BC_MIN
-                           : BC_PRELU;
+    int op = k == OP_SUB          ? BC_SUB
+             : k == OP_MUL        ? BC_MUL
+             : k == OP_DIV        ? BC_DIV
+             : k == OP_MAX        ? BC_MAX
+             : k == OP_MIN        ? BC_MIN
+             : k == OP_MOD        ? BC_FMOD
+             : k == OP_POW_TENSOR ? BC_POW
+                                  : BC_PRELU;
     if (bcast_apply(a, kernel_in(a, 0), a->in[0], y, a->out[0], BC_ASSIGN, err)) return OC_ERR;
     if (n_in == 1) return OC_OK;
     return bcast_apply(a, kernel_in(a, 1), a->in[1], y, a->out[0], op, err);
 }
 
-/* dY, A, B -> the gradient of input `input` of Max / Min (MinMaxGrad) or PRelu (PReluGrad)
+/* dY, A, B -> the gradient of input `input` of Max / Min (MinMaxGrad), PRelu (PReluGrad) or
+ * PowTensor (PowTensorGrad)
  * in dY's shape, A and B broadcast (pointwise.h's oc_min_max_grad, oc_prelu_grad). */
 int cpu_binary_grad(const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *ta = kernel_in(a, 1), *tb = kernel_in(a, 2);
@@ -302,7 +309,7 @@ int cpu_binary_grad(const kernel_args *a, oc_err *err) {
         kernel_want_dtype(a, tb, IR_DTYPE_FLOAT, err))
         return OC_ERR;
     const op_binary_grad_args *p = &op_args_of(a->n)->binary_grad;
-    bool prelu = a->n->op == OP_PRELU_GRAD;
+    bool prelu = a->n->op == OP_PRELU_GRAD, pow_ = a->n->op == OP_POW_TENSOR_GRAD;
     int r = dy->rank;
     const int64_t *od = dy->dims;
     int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK], o[IR_MAX_RANK] = {0}, oa = 0, ob = 0;
@@ -312,8 +319,9 @@ int cpu_binary_grad(const kernel_args *a, oc_err *err) {
     float *out = a->out[0];
     int64_t n = kernel_numel(dy);
     for (int64_t i = 0; i < n; i++) {
-        out[i] = prelu ? oc_prelu_grad(g[i], pa[oa], pb[ob], p->input)
-                       : oc_min_max_grad(g[i], pa[oa], pb[ob], p->max, p->input);
+        out[i] = prelu  ? oc_prelu_grad(g[i], pa[oa], pb[ob], p->input)
+                 : pow_ ? oc_pow_grad(g[i], pa[oa], pb[ob], p->input)
+                        : oc_min_max_grad(g[i], pa[oa], pb[ob], p->max, p->input);
         for (int d = r - 1; d >= 0; d--) {
             oa += sa[d], ob += sb[d];
             if (++o[d] < od[d]) break;

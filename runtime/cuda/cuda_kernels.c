@@ -120,17 +120,19 @@ static int add_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 
 int cuda_add(const cuda_ctx *c, const kernel_args *a, oc_err *err) { return add_sum(c, a, err); }
 
-/* A, B -> C = A - B, A * B, A / B, max, min, PRelu(A, slope B) (broadcast; float, double,
- * half: cuda_native_half); a one-input Max / Min: C = A. */
+/* A, B -> C = A - B, A * B, A / B, max, min, fmod, pow, PRelu(A, slope B) (broadcast; float,
+ * double, half: cuda_native_half); a one-input Max / Min: C = A. */
 int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
     op_kind k = a->n->op;
-    int op = k == OP_SUB   ? CU_BC_SUB
-             : k == OP_MUL ? CU_BC_MUL
-             : k == OP_DIV ? CU_BC_DIV
-             : k == OP_MAX ? CU_BC_MAX
-             : k == OP_MIN ? CU_BC_MIN
-                           : CU_BC_PRELU;
+    int op = k == OP_SUB          ? CU_BC_SUB
+             : k == OP_MUL        ? CU_BC_MUL
+             : k == OP_DIV        ? CU_BC_DIV
+             : k == OP_MAX        ? CU_BC_MAX
+             : k == OP_MIN        ? CU_BC_MIN
+             : k == OP_MOD        ? CU_BC_FMOD
+             : k == OP_POW_TENSOR ? CU_BC_POW
+                                  : CU_BC_PRELU;
     if (ir_dtype_is_half(y->dtype)) return binary_half(c, a, op, err);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
@@ -151,7 +153,8 @@ int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* dY, A, B -> the gradient of Max's / Min's or PRelu's input `input` in dY's shape (float). */
+/* dY, A, B -> the gradient of Max's / Min's, PRelu's or PowTensor's input `input` in dY's
+ * shape (float). */
 int cuda_binary_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *dy = kernel_in(a, 0), *ta = kernel_in(a, 1), *tb = kernel_in(a, 2);
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err) ||
@@ -160,7 +163,11 @@ int cuda_binary_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         return OC_ERR;
     const op_binary_grad_args *p = &op_args_of(a->n)->binary_grad;
     CU_LAUNCH(cu_binary_grad(c->stream, a->in[0], shape_of(dy), a->in[1], shape_of(ta), a->in[2],
-                             shape_of(tb), a->out[0], a->n->op == OP_PRELU_GRAD, p->max, p->input));
+                             shape_of(tb), a->out[0],
+                             a->n->op == OP_PRELU_GRAD        ? CU_BG_PRELU
+                             : a->n->op == OP_POW_TENSOR_GRAD ? CU_BG_POW
+                                                              : CU_BG_MIN_MAX,
+                             p->max, p->input));
     return OC_OK;
 }
 
@@ -871,6 +878,18 @@ int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     CU_LAUNCH(cu_gather_grad(c->stream, a->in[0], a->in[1], ti->dtype == IR_DTYPE_INT64, a->out[0],
                              outer, dx->dims[axis], kernel_numel(ti), inner,
                              p->has_skip ? p->skip : -1, a->scratch));
+    return OC_OK;
+}
+
+/* See cpu_cum_sum. */
+int cuda_cum_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
+    const ir_tensor *x = kernel_in(a, 0);
+    if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
+    const op_cum_sum_args *p = &op_args_of(a->n)->cum_sum;
+    int64_t len = x->dims[p->axis], inner = 1, numel = kernel_numel(x);
+    for (int d = p->axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    CU_LAUNCH(cu_cum_sum(c->stream, a->in[0], a->out[0], len ? numel / len : 0, len, inner,
+                         p->exclusive, p->reverse));
     return OC_OK;
 }
 

@@ -162,6 +162,10 @@ int cu_layer_norm_grad(void *stream, const float *dy, const float *x, const floa
 int cu_bn_frozen_grad(void *stream, const float *dy, const float *x, const float *scale,
                       const float *mean, const float *var, float eps, float *dx, float *ds,
                       float *db, int64_t N, int64_t C, int64_t S);
+/* CumSum (runtime/cum_sum.h) of x along an axis of len elements, inner after it: lines =
+ * numel / len, one thread a line. */
+int cu_cum_sum(void *stream, const float *x, float *y, int64_t lines, int64_t len, int64_t inner,
+               bool exclusive, bool reverse);
 /* GridSample (runtime/grid_sample.h) of X [N, C, H, W] at grid [N, P, 2]: Y [N, C, P]. */
 typedef struct cu_gs_geo {
     int64_t N, C, H, W, P;
@@ -235,8 +239,8 @@ int cu_predicate(void *stream, int code, cu_dtype dt, const void *a, cu_shape as
                  cu_shape bs, uint8_t *y, cu_shape ys, int detect_pos, int detect_neg);
 int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
                         cu_shape out_shape, int first);
-/* out (op)= in broadcast to out's shape. MAX, MIN: a NaN wins; PRELU: out the input, in the
- * slope (cu_binary only). */
+/* out (op)= in broadcast to out's shape. MAX, MIN: a NaN wins; FMOD: C's fmod; PRELU: out the
+ * input, in the slope (FMOD, PRELU: cu_binary only). */
 enum {
     CU_BC_ASSIGN,
     CU_BC_ADD,
@@ -245,6 +249,8 @@ enum {
     CU_BC_DIV,
     CU_BC_MAX,
     CU_BC_MIN,
+    CU_BC_FMOD,
+    CU_BC_POW,
     CU_BC_PRELU
 };
 int cu_bcast_apply(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
@@ -255,10 +261,12 @@ int cu_broadcast_to(void *stream, const float *dy, cu_shape kept, float *dx, cu_
 /* out = a + b, n elements of the same shape, one pass (the residual Add; out may be a or b).
  * The same values as cu_bcast_accumulate of a then b. */
 int cu_add2(void *stream, cu_dtype dt, const void *a, const void *b, void *out, int64_t n);
-/* dx = the gradient of Max's / Min's (prelu 0) or PRelu's (prelu 1) input `input` in dy's
- * shape (pointwise.h's oc_min_max_grad, oc_prelu_grad), a and b broadcast (float). */
+/* dx = the gradient of Max's / Min's (kind CU_BG_MIN_MAX), PRelu's (CU_BG_PRELU) or
+ * PowTensor's (CU_BG_POW) input `input` in dy's shape (pointwise.h's oc_min_max_grad,
+ * oc_prelu_grad, oc_pow_grad), a and b broadcast (float). */
+enum { CU_BG_MIN_MAX, CU_BG_PRELU, CU_BG_POW };
 int cu_binary_grad(void *stream, const float *dy, cu_shape ys, const float *a, cu_shape as,
-                   const float *b, cu_shape bs, float *dx, int prelu, int max, int input);
+                   const float *b, cu_shape bs, float *dx, int kind, int max, int input);
 /* y = a (op) b (CU_BC_ADD .. PRELU), both broadcast into y's shape, one pass (float, double):
  * the values of cu_bcast_apply of a (ASSIGN) then b (op). */
 int cu_binary(void *stream, cu_dtype dt, const void *a, cu_shape as, const void *b, cu_shape bs,

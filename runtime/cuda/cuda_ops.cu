@@ -17,6 +17,7 @@
 #define OC_HALF_NO_IR
 #include "ir/half.h"
 #include "pointwise.h"
+#include "cum_sum.h"
 #include "grid_sample.h"
 #include "predicate.h"
 #include "pad_coord.h"
@@ -284,6 +285,8 @@ template <typename T> __device__ static inline T bc_apply(int op, T d, T s) {
     case CU_BC_DIV: return (T)(d / s);
     case CU_BC_MAX: return s != s || s > d ? s : d;
     case CU_BC_MIN: return s != s || s < d ? s : d;
+    case CU_BC_FMOD: return (T)fmod((double)d, (double)s);
+    case CU_BC_POW: return (T)pow((double)d, (double)s);
     default: return (double)d < 0.0 ? (T)(d * s) : d; /* PRelu: d the input, s the slope */
     }
 }
@@ -319,14 +322,15 @@ __global__ void k_binary4(const float *a, const float *b, cu_bidx bi, float *y, 
     }
 }
 
-// MinMaxGrad / PReluGrad: dy of y's shape, a and b broadcast to it
+// MinMaxGrad / PReluGrad / PowTensorGrad: dy of y's shape, a and b broadcast to it
 __global__ void k_binary_grad(const float *dy, const float *a, const float *b, cu_bidx bi,
-                              float *dx, int64_t n, int prelu, int max, int input) {
+                              float *dx, int64_t n, int kind, int max, int input) {
     GRID_LOOP(i, n) {
         int64_t o[2];
         bidx_at<2>(bi, i, o);
-        dx[i] = prelu ? oc_prelu_grad(dy[i], a[o[0]], b[o[1]], input)
-                      : oc_min_max_grad(dy[i], a[o[0]], b[o[1]], max, input);
+        dx[i] = kind == CU_BG_PRELU ? oc_prelu_grad(dy[i], a[o[0]], b[o[1]], input)
+                : kind == CU_BG_POW ? oc_pow_grad(dy[i], a[o[0]], b[o[1]], input)
+                                    : oc_min_max_grad(dy[i], a[o[0]], b[o[1]], max, input);
     }
 }
 
@@ -458,13 +462,13 @@ extern "C" int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu
 }
 
 extern "C" int cu_binary_grad(void *stream, const float *dy, cu_shape ys, const float *a,
-                              cu_shape as, const float *b, cu_shape bs, float *dx, int prelu,
+                              cu_shape as, const float *b, cu_shape bs, float *dx, int kind,
                               int max, int input) {
     int64_t n = numel(ys);
     if (n == 0) return 0;
     cu_shape in[2] = {as, bs};
     cu_bidx bi = bidx_of(ys, in, 2);
-    k_binary_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, a, b, bi, dx, n, prelu,
+    k_binary_grad<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(dy, a, b, bi, dx, n, kind,
                                                                        max, input);
     return last_error();
 }
@@ -2272,6 +2276,24 @@ extern "C" int cu_gather_grad(void *stream, const float *dy, const void *idx, in
     int64_t *order;
     unsigned long long *start = gg_buckets(st, idx, idx64, ni, extent, skip, ws, &order);
     k_gg_sum<<<blocks_for(n), THREADS, 0, st>>>(dy, start, order, dx, extent, ni, inner, n);
+    return last_error();
+}
+
+// ---- CumSum (cpu_cum_sum.c; the scan: runtime/cum_sum.h) ----
+// one thread a line: neighbouring threads read neighbouring elements when the axis is not last
+__global__ void k_cum_sum(const float *x, float *y, int64_t lines, int64_t len, int64_t inner,
+                          bool exclusive, bool reverse) {
+    GRID_LOOP(line, lines) {
+        int64_t at = oc_cum_sum_line_start(line, len, inner);
+        oc_cum_sum_line(x + at, y + at, len, inner, exclusive, reverse);
+    }
+}
+
+extern "C" int cu_cum_sum(void *stream, const float *x, float *y, int64_t lines, int64_t len,
+                          int64_t inner, bool exclusive, bool reverse) {
+    if (lines == 0 || len == 0) return 0;
+    k_cum_sum<<<blocks_for(lines), THREADS, 0, (cudaStream_t)stream>>>(x, y, lines, len, inner,
+                                                                       exclusive, reverse);
     return last_error();
 }
 

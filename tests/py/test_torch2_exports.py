@@ -87,7 +87,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_mvit", "tiny_acts", "tiny_matmul", "tiny_norms", "tiny_gather", "tiny_bicubic",
           "tiny_timm", "tiny_rnn", "tiny_same_pad", "tiny_topk", "tiny_token_select",
           "tiny_pixel_shuffle", "tiny_cumsum", "tiny_reductions", "tiny_circular", "tiny_math",
-          "tiny_stn", "tiny_pyramid", "tiny_embed", "tiny_pool",
+          "tiny_stn", "tiny_pyramid", "tiny_embed", "tiny_pool", "tiny_periodic", "tiny_prod", "tiny_gem",
           "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta", "tiny_hf_gpt2_cls"]
@@ -421,6 +421,31 @@ def check_padding_idx(tmp):
     if not ok:
         failures.append(f"{name}: padding row rel {row:.2e}, GatherGrad padding_idx {pads}, "
                         f"from its --save {saved_pads}")
+
+
+def check_gem_exponent(tmp):
+    """GeM pooling's learnt exponents (tiny_gem): a run-time exponent trains (PowTensor). Their
+    step is small beside their value (p = 3), so the tensor comparison would not see a
+    gradient 10% off; the step itself, trained minus initial, is compared with PyTorch's
+    float64 step, taken at 100 times the learning rate (SGD's first step, -lr (g + wd w), is
+    linear in lr) so that float32's rounding of p does not drown it."""
+    name, scale = "tiny_gem", 100.0
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    for exporter in ("dynamo", "legacy"):
+        path = os.path.join(DATA, f"{name}_{exporter}.onnx")
+        first = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+        lr = float(ref["lr"]) if "lr" in ref.files else LR
+        _, trained, _ = outcore_step(path, inputs_of(ref), ref["labels"], tmp, lr=lr * scale)
+        worst = 0.0
+        for key in ("p", "p_channel"):
+            start = value_of(first, name, key).astype(np.float64)
+            step = value_of(trained, name, key) - start
+            worst = max(worst, rel(step, scale * (ref[f"w64/{key}"] - start)))
+        ok = worst < 1e-3
+        print(f"{'ok  ' if ok else 'FAIL'} {name:18s} {exporter:10s} the exponents' step within "
+              f"{worst:.1e} of PyTorch float64's")
+        if not ok:
+            failures.append(f"{name}/{exporter}: the exponents' step rel {worst:.2e}")
 
 
 def check_notices(tmp):
@@ -937,6 +962,7 @@ def main():
                     failures.append(f"{name}/{exporter}: {e}")
                     print(f"FAIL {name} {exporter}: {e}")
         check_notices(tmp)
+        check_gem_exponent(tmp)
         check_export_constants(tmp)
         check_padding_idx(tmp)
         check_plan_buffers(tmp)

@@ -318,6 +318,12 @@ typedef struct op_grid_sample_args {
     bool align_corners;
 } op_grid_sample_args;
 
+/* CumSum: the normalised axis; exclusive, reverse (runtime/cum_sum.h). */
+typedef struct op_cum_sum_args {
+    int axis;
+    bool exclusive, reverse;
+} op_cum_sum_args;
+
 typedef union op_args {
     op_conv_args conv;
     op_pool_args pool;
@@ -352,6 +358,7 @@ typedef union op_args {
     op_pointwise_args pointwise;
     op_predicate_args predicate;
     op_grid_sample_args grid_sample;
+    op_cum_sum_args cum_sum;
 } op_args;
 
 /* 64-bit FNV-1a of a NUL-terminated string (Dropout's mask key). */

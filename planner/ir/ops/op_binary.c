@@ -1,7 +1,7 @@
-/* op_binary.c — Add, Sub, Mul, Div, Max, Min, PRelu with numpy broadcasting
+/* op_binary.c — Add, Sub, Mul, Div, Max, Min, PRelu, Mod with numpy broadcasting
  * (residuals, squeeze-excitation gates, SiLU as x * Sigmoid(x), scaling, torch.maximum, a
- * learnt leak): shapes, folding of plan-time values, and the gradient rules of Sub, Mul,
- * Div, Max, Min and PRelu (Add's is in grad_elementwise.c). A gradient whose input was
+ * learnt leak, torch.fmod): shapes, folding of plan-time values, and the gradient rules of
+ * Sub, Mul, Div, Max, Min, PRelu and Mod (Add's is in grad_elementwise.c). A gradient whose input was
  * broadcast is summed back to that input's shape by ReduceSumTo. */
 #include <inttypes.h>
 #include <string.h>
@@ -146,6 +146,17 @@ static int select_grad(grad_ctx *c, op_kind grad_op, int i) {
     return op_grad_sum_to_input(c, i, t, i ? "grad_b" : "grad_a", 1.0f);
 }
 
+/* PowTensor (Pow of a run-time base by a run-time or trainable exponent: GeM pooling's
+ * learnt p, op_elementwise.c lowers Pow to it): dA = dY b a^(b-1), dB = dY a^b ln a
+ * (pointwise.h's oc_pow_grad, PyTorch's masks at b == 0 and a == 0). Reads A and B. */
+static int pow_tensor_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    for (int i = 0; i < 2; i++)
+        if (grad_wants(c, i) && select_grad(c, OP_POW_TENSOR_GRAD, i)) return OC_ERR;
+    return OC_OK;
+}
+
 /* Max, Min: dY to the input that won, half to each where they tie (torch.maximum's rule;
  * both where a NaN is involved); one input: dY. Reads A and B. */
 static int min_max_grad(grad_ctx *c) {
@@ -168,7 +179,7 @@ static int prelu_grad(grad_ctx *c) {
     return OC_OK;
 }
 
-/* MinMaxGrad / PReluGrad(dY, A, B) -> dY's shape (A and B broadcast to it). */
+/* MinMaxGrad / PReluGrad / PowTensorGrad(dY, A, B) -> dY's shape (A and B broadcast to it). */
 static int binary_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *dy, *a, *b;
@@ -197,9 +208,39 @@ static int binary_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     return OC_OK;
 }
 
+/* Mod: plan-time values fold (op_fold_mod); at run time float data with fmod 1 (torch.fmod:
+ * C's fmod, the sign of the dividend, exact). Python's % of floats (torch.remainder) the
+ * exporters write as Sub, Mul, Floor and Div; ONNX allows fmod 0 for integers only. */
+static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    ir_tensor *a, *b;
+    if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err)) return OC_ERR;
+    if (op_is_value(a) && op_is_value(b)) return op_fold_mod(g, n, err);
+    if (ir_attr_int(n, "fmod", 0) != 1)
+        return oc_fail(err,
+                       "Mod of run-time data with fmod %" PRId64
+                       " is not supported (fmod 1, C's fmod of floats, is)",
+                       ir_attr_int(n, "fmod", 0));
+    return binary_infer(g, n, opset, err);
+}
+
+/* Y = fmod(A, B) = A - B * trunc(A / B): dA = dY, dB = -dY * trunc(A / B), the quotient read
+ * back as (A - Y) / B (torch.fmod's derivative; A - Y is B's whole multiple), each summed to
+ * its input's shape. Reads A, B and Y. */
+static int mod_grad(grad_ctx *c) {
+    int dy = grad_dy(c, 0);
+    if (dy < 0) return OC_OK;
+    if (grad_wants(c, 0) && op_grad_sum_to_input(c, 0, dy, "grad_a", 1.0f)) return OC_ERR;
+    if (!grad_wants(c, 1)) return OC_OK;
+    int whole = tmp_node(c, OP_SUB, grad_fwd_in(c, 0), grad_fwd_out(c, 0), "grad_whole");
+    int q = whole < 0 ? -1 : tmp_node(c, OP_DIV, whole, grad_fwd_in(c, 1), "grad_quotient");
+    int u = q < 0 ? -1 : tmp_node(c, OP_MUL, dy, q, "grad_b_mul");
+    return u < 0 ? OC_ERR : op_grad_sum_to_input(c, 1, u, "grad_b", -1.0f);
+}
+
 static const op_role data_role[] = {OP_IN_DATA};
 
-#define BINARY_OP(ident, rule, saved_in, saved_out)                                                \
+/* A two-input op with its shape function, gradient rule, saved tensors and autocast rule. */
+#define BINARY_DEF(ident, inferfn, rule, saved_in, saved_out, ac)                                  \
     const op_def ident = {                                                                         \
         .min_inputs = 2,                                                                           \
         .max_inputs = 2,                                                                           \
@@ -207,11 +248,14 @@ static const op_role data_role[] = {OP_IN_DATA};
         .max_outputs = 1,                                                                          \
         .roles = data_role,                                                                        \
         .n_roles = 1,                                                                              \
-        .infer = binary_infer,                                                                     \
+        .infer = inferfn,                                                                          \
         .grad = rule,                                                                              \
         .saved_inputs = saved_in,                                                                  \
         .saved_outputs = saved_out,                                                                \
+        .autocast = ac,                                                                            \
     }
+#define BINARY_OP(ident, rule, saved_in, saved_out)                                                \
+    BINARY_DEF(ident, binary_infer, rule, saved_in, saved_out, OP_AUTOCAST_FOLLOW)
 
 BINARY_OP(op_def_add, op_grad_add, 0x0, 0x0);
 BINARY_OP(op_def_sub, sub_grad, 0x0, 0x0);
@@ -229,17 +273,10 @@ const op_def op_def_min_max = {
     .grad = min_max_grad,
     .saved_inputs = 0x3,
 };
-const op_def op_def_prelu = {
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .roles = data_role,
-    .n_roles = 1,
-    .infer = prelu_infer,
-    .grad = prelu_grad,
-    .saved_inputs = 0x3,
-};
+BINARY_DEF(op_def_mod, mod_infer, mod_grad, 0x3, 0x1, OP_AUTOCAST_FOLLOW);
+/* PyTorch's autocast list: pow in float32 */
+BINARY_DEF(op_def_pow_tensor, binary_infer, pow_tensor_grad, 0x3, 0x0, OP_AUTOCAST_FP32);
+BINARY_DEF(op_def_prelu, prelu_infer, prelu_grad, 0x3, 0x0, OP_AUTOCAST_FOLLOW);
 #define BINARY_GRAD_OP(ident)                                                                      \
     const op_def ident = {.min_inputs = 3,                                                         \
                           .max_inputs = 3,                                                         \
@@ -251,3 +288,4 @@ const op_def op_def_prelu = {
                           .decode = binary_grad_decode}
 BINARY_GRAD_OP(op_def_min_max_grad);
 BINARY_GRAD_OP(op_def_prelu_grad);
+BINARY_GRAD_OP(op_def_pow_tensor_grad);

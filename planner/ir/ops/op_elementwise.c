@@ -229,7 +229,8 @@ static int pow_decode(const ir_graph *g, ir_node *n, oc_err *err) {
         return OC_OK;
     }
     if (op_is_value(&g->tensors[n->inputs[0]])) return OC_OK; /* folded (pow_infer) */
-    if (!op_in_scalar_f((ir_graph *)g, n, 1, &e) || !isfinite(e))
+    if (!op_is_value(&g->tensors[n->inputs[1]]) || !op_in_scalar_f((ir_graph *)g, n, 1, &e) ||
+        !isfinite(e))
         return oc_fail(err, "the exponent must be a finite scalar known at plan time (or the "
                             "base a positive plan-time value)");
     op_args_new(n)->pointwise.p0 = (float)e;
@@ -251,13 +252,26 @@ static int pow_grad_rule(grad_ctx *c) {
 /* op_def.lower: a plan-time positive base raised to a run-time exponent (torch.exp2, 2 ** x,
  * a learnt temperature's 10 ** t) is Exp(exponent * ln(base)), ln(base) a plan-time constant
  * "<node>/log_base"; Mul and Exp carry the gradient (dX = dY y ln base). A run-time base by a
- * run-time exponent is refused (pow_decode names it). */
+ * run-time or trainable exponent (GeM pooling's learnt p), or by a plan-time exponent that is
+ * not one number, becomes PowTensor (op_binary.c: both broadcast, both gradients). */
 static int pow_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
     ir_tensor *x, *e;
+    double scalar;
     if (op_in_shaped(g, n, 0, &x, err) || op_in_shaped(g, n, 1, &e, err)) return OC_ERR;
-    if (op_is_value(e) || !op_is_value(x) || !ir_dtype_is_compute(e->dtype)) return OC_OK;
-    if (!op_fold_is_float(x->dtype)) return OC_OK;
+    if (op_is_value(e) && (op_is_value(x) || op_in_scalar_f(g, n, 1, &scalar)))
+        return OC_OK; /* folds, or the pointwise Pow of a constant exponent */
+    if (!op_is_value(x)) {
+        if (!ir_dtype_is_compute(x->dtype) || !ir_dtype_is_compute(e->dtype))
+            return OC_OK; /* infer names the type */
+        int xt = n->inputs[0], et = n->inputs[1];
+        op_rewrite_become(g, node, OP_POW_TENSOR);
+        ir_node_add_input(g, node, xt);
+        ir_node_add_input(g, node, et);
+        *changed = true;
+        return OC_OK;
+    }
+    if (!ir_dtype_is_compute(e->dtype) || !op_fold_is_float(x->dtype)) return OC_OK;
     int64_t numel;
     ir_tensor_numel(x, &numel);
     for (int64_t i = 0; i < numel; i++)
@@ -280,7 +294,8 @@ static int pow_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     return OC_OK;
 }
 
-static const op_role pow_roles[] = {OP_IN_DATA, OP_IN_CONST};
+/* The exponent trains when it is a parameter (GeM's p): a data input. */
+static const op_role pow_roles[] = {OP_IN_DATA, OP_IN_DATA};
 
 /* Pow of a plan-time base folds (op_fold_pow); of an activation it runs. */
 static int pow_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {

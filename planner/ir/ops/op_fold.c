@@ -223,9 +223,9 @@ int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err) {
 }
 
 /* Mod: a mod b, broadcast; fmod 0 (integers): the sign of the divisor, as
- * Python's %; fmod 1: C's fmod (sign of the dividend). */
-static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
+ * Python's %; fmod 1: C's fmod (sign of the dividend). Called by its shape function
+ * (op_binary.c) when both inputs are plan-time values. */
+int op_fold_mod(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *a, *b;
     int r;
     int64_t od[IR_MAX_RANK];
@@ -480,7 +480,6 @@ const op_def op_def_cast_like = {
     .infer = cast_like_infer,
     .grad = cast_grad,
 };
-FOLD_OP(op_def_mod, 2, mod_infer);
 /* op_def.lower: Trilu of run-time float data (torch.tril / triu of an activation: a causal
  * mask applied to scores, a Cholesky-style factor) is Where(plan-time triangle, x, 0): the
  * elements outside it zero whatever they hold (NaN too, as torch's), their gradient zero. */

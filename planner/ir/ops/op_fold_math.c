@@ -1,6 +1,7 @@
 /* op_fold_math.c — more of the glue exporters write around a network, evaluated at
- * plan time only (refused on run-time inputs, naming them): CumSum, Tile, and Pow of
- * plan-time values (op_fold_pow; Pow of an activation runs as a pointwise op). Hugging Face's models compute position ids, masks,
+ * plan time: CumSum of plan-time values (op_fold_cum_sum; of an activation it runs,
+ * op_cum_sum.c), Tile (of run-time data rewritten as an Expand), and Pow of plan-time
+ * values (op_fold_pow; Pow of an activation runs as a pointwise op). Hugging Face's models compute position ids, masks,
  * relative-position buckets and ALiBi slopes so, from shapes and buffers. */
 #include <inttypes.h>
 #include <math.h>
@@ -9,11 +10,7 @@
 #include "ir/ops/op_fold_num.h"
 #include "ir/ops/op_rewrite.h"
 
-/* CumSum: running sums of x along the axis (input 1, one value), from the end when
- * reverse, each without its own element when exclusive. Plan-time values only:
- * Hugging Face's position ids from an attention mask, its mask utilities. */
-static int cum_sum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
-    (void)opset;
+int op_fold_cum_sum(ir_graph *g, ir_node *n, oc_err *err) {
     ir_tensor *x, *ax;
     int64_t nax, axis;
     if (op_fold_need_value(g, n, 0, &x, err) || op_fold_need_value(g, n, 1, &ax, err))
@@ -102,75 +99,6 @@ int op_fold_pow(ir_graph *g, ir_node *n, oc_err *err) {
     return op_fold_set(g, n, buf, numel);
 }
 
-/* op_def.lower: CumSum of run-time float data (x.cumsum(dim) of an activation) along an axis
- * of at most CUMSUM_MAX_RUN elements: a MatMul by the [L, L] triangle of ones the flags pick
- * (y_j = sum over i <= j, i < j exclusive, i >= j reverse, i > j both), the axis moved last
- * and back by Transposes; its gradient is the MatMul's (the triangle's transpose: the reverse
- * sums). O(L) work a element where a scan has O(1): long axes are refused, named. */
-#define CUMSUM_MAX_RUN 4096
-static int cum_sum_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
-    ir_node *n = &g->nodes[node];
-    ir_tensor *x, *ax;
-    int64_t nax, axis;
-    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
-    if (op_is_value(x) || !ir_dtype_is_compute(x->dtype)) return OC_OK; /* folds (the host) */
-    if (op_fold_need_value(g, n, 1, &ax, err)) return OC_ERR;
-    if ((ax->dtype != IR_DTYPE_INT64 && ax->dtype != IR_DTYPE_INT32) ||
-        !ir_tensor_numel(ax, &nax) || nax != 1)
-        return oc_fail(err, "axis '%s' must be one int64 or int32 value", ax->name);
-    if (x->rank < 1) return oc_fail(err, "input '%s' is a scalar", x->name);
-    if (op_axis(op_fold_num_get(ax, 0).i, x->rank, "axis", &axis, err)) return OC_ERR;
-    int64_t L = x->dims[axis], r = x->rank;
-    if (L > CUMSUM_MAX_RUN)
-        return oc_fail(err,
-                       "CumSum of run-time data along an axis of %" PRId64 " elements (at "
-                       "most %d: it runs as a MatMul by a triangle of ones)",
-                       L, CUMSUM_MAX_RUN);
-    bool exclusive = ir_attr_int(n, "exclusive", 0) != 0,
-         reverse = ir_attr_int(n, "reverse", 0) != 0;
-    int xt = n->inputs[0], at = node;
-    char *base = oc_strdup(n->name);
-    int64_t tri_dims[2] = {L, L}, perm[IR_MAX_RANK];
-    int tri = op_rewrite_fill(g, base, "triangle", 2, tri_dims, 0.0f);
-    float *u = g->tensors[tri].data;
-    for (int64_t i = 0; i < L; i++)
-        for (int64_t j = 0; j < L; j++)
-            u[i * L + j] = (reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j))
-                               ? 1.0f
-                               : 0.0f;
-    bool moved = axis != r - 1;
-    for (int d = 0; d < r; d++) perm[d] = d;
-    perm[axis] = r - 1, perm[r - 1] = axis; /* a swap: its own inverse */
-    int t = xt;
-    if (moved) {
-        t = op_rewrite_insert(g, at, base, "moved", OP_TRANSPOSE, t, -1, -1);
-        op_rewrite_attr_ints(g, at++, "perm", (int)r, perm);
-    }
-    if (moved) {
-        t = op_rewrite_insert(g, at++, base, "sums", OP_MATMUL, t, tri, -1);
-        op_rewrite_become(g, at, OP_TRANSPOSE);
-        ir_node_add_input(g, at, t);
-        op_rewrite_attr_ints(g, at, "perm", (int)r, perm);
-    } else {
-        op_rewrite_become(g, at, OP_MATMUL);
-        ir_node_add_input(g, at, t);
-        ir_node_add_input(g, at, tri);
-    }
-    oc_free(base);
-    *changed = true;
-    return OC_OK;
-}
-
-static const op_role cum_sum_roles[] = {OP_IN_DATA, OP_IN_CONST};
-
-const op_def op_def_cum_sum = {.min_inputs = 2,
-                               .max_inputs = 2,
-                               .min_outputs = 1,
-                               .max_outputs = 1,
-                               .roles = cum_sum_roles,
-                               .n_roles = 2,
-                               .infer = cum_sum_infer,
-                               .lower = cum_sum_lower};
 /* op_def.lower: Tile of run-time data (an activation, a parameter: XCiT's positional
  * encoding repeated over the batch) by plan-time repeats is a broadcast: x reshaped with a
  * 1 before each repeated dim, Expanded to the repeats there, then reshaped to the tiled

@@ -83,6 +83,9 @@
     X(MAX, "Max", ONNX, min_max, binary)                                                           \
     X(MIN, "Min", ONNX, min_max, binary)                                                           \
     X(PRELU, "PRelu", ONNX, prelu, binary)                                                         \
+    X(MOD, "Mod", ONNX, mod, binary)                                                               \
+    X(CUM_SUM, "CumSum", ONNX, cum_sum, cum_sum)                                                   \
+    X(POW_TENSOR, "PowTensor", OC, pow_tensor, binary)                                             \
     X(LESS, "Less", ONNX, compare, predicate)                                                      \
     X(GREATER, "Greater", ONNX, compare, predicate)                                                \
     X(LESS_OR_EQUAL, "LessOrEqual", ONNX, compare, predicate)                                      \
@@ -173,6 +176,7 @@
     X(WHERE_GRAD, "WhereGrad", OC, where_grad, where_grad)                                         \
     X(MIN_MAX_GRAD, "MinMaxGrad", OC, min_max_grad, binary_grad)                                   \
     X(PRELU_GRAD, "PReluGrad", OC, prelu_grad, binary_grad)                                        \
+    X(POW_TENSOR_GRAD, "PowTensorGrad", OC, pow_tensor_grad, binary_grad)                          \
     X(FUSED_ATTENTION_GRAD, "FusedAttentionGrad", OC, fused_attention_grad, fused_attention_grad)  \
     X(SOFTMAX_GRAD, "SoftmaxGrad", OC, softmax_grad, softmax_grad)                                 \
     X(LOG_SOFTMAX_GRAD, "LogSoftmaxGrad", OC, log_softmax_grad, softmax_grad)                      \
@@ -203,13 +207,11 @@
 /* Ops evaluated at plan time only (op_fold.c): their inputs must be plan-time
  * values; a node of them never reaches a training graph, so no kernel. */
 #define OC_OPS_FOLD(X)                                                                             \
-    X(MOD, "Mod", ONNX, mod, none)                                                                 \
     X(TRILU, "Trilu", ONNX, trilu, none)                                                           \
     X(RANGE, "Range", ONNX, range, none)                                                           \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)                         \
     X(GATHER_ND, "GatherND", ONNX, gather_nd, none)                                                \
     X(GATHER_ELEMENTS, "GatherElements", ONNX, gather_elements, none)                              \
-    X(CUM_SUM, "CumSum", ONNX, cum_sum, none)                                                      \
     X(TILE, "Tile", ONNX, tile, none)                                                              \
     X(REDUCE_MAX, "ReduceMax", ONNX, reduce_max, none)                                             \
     X(REDUCE_MIN, "ReduceMin", ONNX, reduce_min, none)                                             \
@@ -271,7 +273,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 208
+#define OP_LIST_COUNT 210
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -359,6 +359,65 @@ static int reduce_args(ir_graph *g, ir_node *n, const ir_tensor *x, int64_t *axe
     return OC_OK;
 }
 
+/* ReduceProd of run-time data (torch.prod of an activation: box areas from their sides,
+ * noisy-OR's product of complements) over at most REDUCE_PROD_MAX_FACTORS elements a
+ * product: the reduced axes moved first (a Transpose, when they are not), x reshaped to
+ * [K, kept dims..], Split into its K rows, their product a chain of Muls, reshaped to the
+ * output (the node itself). Mul's gradient is the product of the other factors: exact where
+ * a factor is zero, as torch.prod's. */
+#define REDUCE_PROD_MAX_FACTORS 64
+static int reduce_prod_lower(ir_graph *g, int node, const ir_tensor *x, const int64_t *axes, int na,
+                             const int64_t *ydims, int yrank, oc_err *err) {
+    int r = x->rank, np = 0;
+    int64_t perm[IR_MAX_RANK], rows[IR_MAX_RANK + 1], K = 1;
+    bool reduced[IR_MAX_RANK] = {false};
+    for (int i = 0; i < na; i++) reduced[axes[i]] = true;
+    for (int d = 0; d < r; d++)
+        if (reduced[d]) perm[np++] = d, K *= x->dims[d];
+    if (K > REDUCE_PROD_MAX_FACTORS)
+        return oc_fail(err,
+                       "ReduceProd of '%s', computed at run time, over %" PRId64
+                       " elements a product (at most %d: it runs as a chain of Muls)",
+                       x->name, K, REDUCE_PROD_MAX_FACTORS);
+    int nrows = 1;
+    rows[0] = K;
+    for (int d = 0; d < r; d++)
+        if (!reduced[d]) perm[np++] = d, rows[nrows++] = x->dims[d];
+    bool moved = false;
+    for (int d = 0; d < r; d++) moved = moved || perm[d] != d;
+    ir_node *n = &g->nodes[node];
+    int at = node, t = n->inputs[0];
+    char *base = oc_strdup(n->name);
+    if (moved) {
+        t = op_rewrite_insert(g, at, base, "reduced_first", OP_TRANSPOSE, t, -1, -1);
+        op_rewrite_attr_ints(g, at++, "perm", r, perm);
+    }
+    t = op_rewrite_reshape(g, at++, base, "factor_rows", t, nrows, rows);
+    if (K > 1) {
+        int64_t ones[REDUCE_PROD_MAX_FACTORS];
+        for (int64_t k = 0; k < K; k++) ones[k] = 1;
+        int sizes = g->opset >= 13 ? op_rewrite_ints(g, base, "factor_sizes", (int)K, ones) : -1;
+        int split = at, p = op_rewrite_insert(g, at++, base, "factor_0", OP_SPLIT, t, sizes, -1);
+        op_rewrite_attr_int(g, split, "axis", 0);
+        if (sizes < 0) op_rewrite_attr_ints(g, split, "split", (int)K, ones);
+        for (int64_t k = 1; k < K; k++) {
+            char *what = oc_sprintf("%s/factor_%" PRId64, base, k);
+            int f = ir_tensor_add(g, what, IR_DTYPE_UNDEFINED);
+            oc_free(what);
+            ir_node_add_output(g, split, f);
+            what = oc_sprintf("product_%" PRId64, k);
+            p = op_rewrite_insert(g, at++, base, what, OP_MUL, p, f, -1);
+            oc_free(what);
+        }
+        t = p;
+    }
+    op_rewrite_become(g, at, OP_RESHAPE);
+    ir_node_add_input(g, at, t);
+    ir_node_add_input(g, at, op_rewrite_ints(g, base, "output_shape", yrank, ydims));
+    oc_free(base);
+    return OC_OK;
+}
+
 /* ReduceL1 = ReduceSum(Abs(x)), ReduceSumSquare = ReduceSum(x x), ReduceLogSum =
  * Log(ReduceSum(x)), ReduceLogSumExp = Log(ReduceSum(Exp(x - m))) + m with m = ReduceMax(x)
  * over the same axes (kept, then reshaped to the output's dims): PyTorch's logsumexp, whose
@@ -373,11 +432,6 @@ static int reduce_family_lower(ir_graph *g, int node, bool *changed, oc_err *err
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     if (op_is_value(x) || !ir_dtype_is_compute(x->dtype))
         return OC_OK; /* folds (reduce_family_fold), on the host too */
-    if (n->op == OP_REDUCE_PROD)
-        return oc_fail(err,
-                       "ReduceProd of '%s', computed at run time, is not supported (plan-time "
-                       "values fold: torch.std's element count)",
-                       x->name);
     if (reduce_args(g, n, x, axes, &na, &keep, err)) return OC_ERR;
     int r = x->rank;
     for (int d = 0; d < r; d++) {
@@ -385,6 +439,11 @@ static int reduce_family_lower(ir_graph *g, int node, bool *changed, oc_err *err
         for (int i = 0; i < na; i++) red = red || axes[i] == d;
         kdims[d] = red ? 1 : x->dims[d];
         if (!red || keep) ydims[yrank++] = kdims[d];
+    }
+    if (n->op == OP_REDUCE_PROD) {
+        if (reduce_prod_lower(g, node, x, axes, na, ydims, yrank, err)) return OC_ERR;
+        *changed = true;
+        return OC_OK;
     }
     op_kind op = n->op;
     int xt = n->inputs[0], at = node, t = xt, m = -1;

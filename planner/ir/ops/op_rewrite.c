@@ -96,7 +96,7 @@ void op_rewrite_become(ir_graph *g, int node, op_kind k) {
     oc_free(n->op_type);
     oc_free(n->domain);
     n->op_type = oc_strdup(op_name(k));
-    n->domain = oc_strdup("");
+    n->domain = oc_strdup(op_domain(k));
     n->op = (int)k;
 }
 

@@ -39,7 +39,7 @@ int op_rewrite_constant(ir_graph *g, const char *base, const char *what, ir_dtyp
 int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, const int64_t *dims,
                     float v);
 /* Node `node` made a node of kind k afresh: no inputs (its uses of them dropped), no
- * attributes; its name, domain "" and outputs kept. */
+ * attributes, k's domain; its name and outputs kept. */
 void op_rewrite_become(ir_graph *g, int node, op_kind k);
 /* Node `node`'s output 0 moved to a new tensor "<base>/<what>", returned: its old output is
  * then free for a node inserted after it to write. */

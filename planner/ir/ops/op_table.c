@@ -53,7 +53,7 @@ const char *op_name(op_kind k) {
     return op_entries[k].name;
 }
 
-static const char *op_domain(op_kind k) {
+const char *op_domain(op_kind k) {
     OC_ASSERT(k >= 0 && k < OP__COUNT);
     return op_entries[k].domain;
 }

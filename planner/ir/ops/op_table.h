@@ -127,6 +127,8 @@ int op_lookup(const char *domain, const char *op_type);
 const op_def *op_def_of(const ir_node *n);
 /* ONNX op_type of a kind. */
 const char *op_name(op_kind k);
+/* Its domain: "" (ONNX) or OC_DOMAIN. */
+const char *op_domain(op_kind k);
 /* Adds a node of kind k named name (op_type and domain from the list). */
 int op_node_add(ir_graph *g, const char *name, op_kind k);
 /* Inserts one at index at (ir_node_insert). */

@@ -74,6 +74,12 @@ int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err);
  * an input is not a plan-time value. */
 int op_fold_min_max(ir_graph *g, ir_node *n, oc_err *err);
 int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err);
+/* Mod of plan-time values, broadcast (integers: fmod 0, Python's %, or 1; floats: fmod 1). */
+int op_fold_mod(ir_graph *g, ir_node *n, oc_err *err);
+/* CumSum of plan-time values: running sums of x along the axis (input 1, one value), from
+ * the end when reverse, each without its own element when exclusive (Hugging Face's position
+ * ids from an attention mask, its mask utilities; op_fold_math.c). */
+int op_fold_cum_sum(ir_graph *g, ir_node *n, oc_err *err);
 /* Pow of a plan-time base and exponent, broadcast (op_fold_math.c). */
 int op_fold_pow(ir_graph *g, ir_node *n, oc_err *err);
 /* Where of three plan-time values (output shape set): folded; else nothing. */

@@ -77,6 +77,6 @@ const op_def op_def_cum_sum = {
     .infer = cum_sum_infer,
     .decode = cum_sum_decode,
     .grad = cum_sum_grad,
-    .saved_inputs = 0x2, /* the axis (a plan-time constant) */
+    .saved_inputs = 0x2,          /* the axis (a plan-time constant) */
     .autocast = OP_AUTOCAST_FP32, /* PyTorch's list: cumsum in float32 */
 };

@@ -385,6 +385,9 @@ OP_CASE(MUL, "bf16, by a float32 scalar (GELU's 0.044715)", 13, 1, "h[2,3,4] f=0
 OP_CASE(MUL, "fp16, squeeze-excitation gate", 13, 1, "h[2,3,4,5] h[2,3,1,1]", "!fp16")
 OP_CASE(SUB, "bf16, broadcast both ways", 13, 1, "h[2,1,4] h[3,1]", "!bf16")
 OP_CASE(DIV, "fp16, float32 scalar dividend", 13, 1, "f=1.7 h+[2,3]", "!fp16")
+OP_CASE(MOD, "bf16 (both half)", 13, 1, "h[2,3,4] h+[3,1]", "fmod=1 !bf16")
+OP_CASE(CUM_SUM, "fp16 (float32 under autocast)", 14, 1, "h[2,5,3] i64=1", "!fp16")
+OP_CASE(POW_TENSOR, "bf16 (float32 under autocast)", 13, 1, "h+[2,3,4] h+[3,1]", "!bf16")
 OP_CASE(DROPOUT, "bf16, ratio 0.3 as input, training", 13, 2, "h[4,5,6] f=0.3 b=1", "!bf16")
 OP_CASE(WHERE, "bf16, masked_fill with a float32 scalar", 13, 1, "b[1,1,4,4] f=-3.5 h[2,3,4,4]",
         "!bf16")

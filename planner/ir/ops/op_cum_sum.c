@@ -41,7 +41,7 @@ static int cum_sum_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
     if (op_is_value(x)) return op_fold_cum_sum(g, n, err);
     if (cum_sum_axis(g, n, x, &axis, err)) return OC_ERR;
-    if (x->dtype != IR_DTYPE_FLOAT)
+    if (!ir_dtype_is_compute(x->dtype)) /* half data: float32 under autocast, as PyTorch's */
         return oc_fail(err, "CumSum of %s data computed at run time is not supported (float32)",
                        ir_dtype_name(x->dtype));
     op_set_out_like(g, n, 0, x);

@@ -57,7 +57,7 @@ EINSUM = [
     ("batch_contract_two", "bijk,bjkl->bil", False),
     ("full_contraction", "ij,ij->", False),
     ("outer_batch", "bi,bjk->bijk", False),
-    ("diagonal_refused", "ii->i", True),
+    ("diagonal_dims", "ii->i", False),  # refused (diagonal_refused) until 2026-11-30
 ]
 
 # Einsum with an ellipsis (spelled out at load as numpy broadcasts it): (name, equation,
@@ -1008,6 +1008,110 @@ def pow_tensor_cases(rng):
                 helper.make_node("Pow", ["b", "p"], ["y"])], [("x", x)], [("y", want)], 15)
 
 
+def diagonal_cases(rng):
+    """Diagonals of run-time data: Einsum with an index twice in a term (a trace "ii",
+    "ncii->nc", "nii,ni->n"; EINSUM's "ii->i"), a repeated output index refused; GatherND with
+    batch_dims 2 at plan-time indices (the legacy exporter's torch.diagonal)."""
+    x = rng.standard_normal([2, 3, 4, 4]).astype(np.float32)
+    m = rng.standard_normal([4, 4]).astype(np.float32)
+    v = rng.standard_normal([2, 4]).astype(np.float32)
+    cases = (("trace", "ii", [m], np.einsum("ii", m.astype(np.float64))),
+             ("batch_diagonal", "ncii->nc", [x], np.einsum("ncii->nc", x.astype(np.float64))),
+             ("diagonal_times", "nii,ni->n", [x[:, 0], v],
+              np.einsum("nii,ni->n", x[:, 0].astype(np.float64), v.astype(np.float64))),
+             ("output_repeats_refused", "i->ii", [v[0]], np.diag(v[0]).astype(np.float64)))
+    for name, eq, ins, want in cases:
+        names = [f"x{i}" for i in range(len(ins))]
+        nodes = [helper.make_node("Identity", [n], [f"r{n}"]) for n in names]
+        nodes.append(helper.make_node("Einsum", [f"r{n}" for n in names], ["y"], equation=eq))
+        write_case(f"test_einsum_f32_{name}", nodes, list(zip(names, ins)),
+                   [("y", np.asarray(want, np.float32))], 12)
+    idx = np.array([[[[0, 0], [1, 1], [2, 2], [3, 3]]] * 3] * 2, np.int64)  # [2, 3, 4, 2]
+    want = np.stack([np.stack([np.diagonal(x[a, b]) for b in range(3)]) for a in range(2)])
+    write_case("test_gathernd_f32_run_time_batch_dims2",
+               [helper.make_node("Constant", [], ["i"], value=numpy_helper.from_array(idx, "i")),
+                helper.make_node("Identity", ["x"], ["r"]),
+                helper.make_node("GatherND", ["r", "i"], ["y"], batch_dims=2)],
+               [("x", x)], [("y", want.astype(np.float32))], 13)
+
+
+def mask_count_cases(rng):
+    """A count of a run-time mask (Greater of an activation, cast to int64, ReduceSum) read as
+    float32: counted in float32; the same count read as int64 (a graph output) refused."""
+    x = rng.standard_normal([2, 3, 5]).astype(np.float32)
+    zero = helper.make_node("Constant", [], ["z"], value=numpy_helper.from_array(
+        np.array(0, np.float32), "z"))
+    axes = helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(
+        np.array([2], np.int64), "axes"))
+    count = (x > 0).sum(2)
+    head = [zero, axes, helper.make_node("Greater", ["x", "z"], ["m"]),
+            helper.make_node("Cast", ["m"], ["i"], to=TensorProto.INT64),
+            helper.make_node("ReduceSum", ["i", "axes"], ["c"], keepdims=0)]
+    write_case("test_reducesum_i64_run_time_mask_count",
+               head + [helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)],
+               [("x", x)], [("y", count.astype(np.float32))])
+    head[-1] = helper.make_node("ReduceSum", ["i", "axes"], ["y"], keepdims=0)
+    write_case("test_reducesum_i64_run_time_mask_count_as_int_refused", head, [("x", x)],
+               [("y", count.astype(np.int64))])
+
+
+def gathernd_device_cases(rng):
+    """GatherND of run-time data at indices the device computes: each row's position, then
+    an ArgMax of an activation (x[arange(N), s.argmax(1)], s through an Identity: the
+    runner gives inputs read only by folding ops as plan-time values), or a TopK's indices
+    (x[arange(N)[:, None], s.topk(3)]); two device columns (no position column) refused."""
+    x = rng.standard_normal([2, 5, 3]).astype(np.float32)
+    s = rng.standard_normal([2, 5]).astype(np.float32)
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.asarray(v), name))
+    am = s.argmax(1)
+    write_case("test_gathernd_f32_device_indices_argmax",
+               [c("rows", np.arange(2, dtype=np.int64)[:, None]), c("ax", np.array([1])),
+                helper.make_node("Identity", ["s"], ["sr"]),
+                helper.make_node("ArgMax", ["sr"], ["a"], axis=1, keepdims=1),
+                helper.make_node("Concat", ["rows", "a"], ["i"], axis=-1),
+                helper.make_node("Identity", ["x"], ["r"]),
+                helper.make_node("GatherND", ["r", "i"], ["y"])],
+               [("x", x), ("s", s)], [("y", x[np.arange(2), am])])
+    top = np.argsort(-s, axis=1, kind="stable")[:, :3]
+    write_case("test_gathernd_f32_device_indices_topk",
+               [c("rows", np.repeat(np.arange(2, dtype=np.int64)[:, None, None], 3, 1)),
+                c("k", np.array([3], np.int64)), c("last", np.array([-1], np.int64)),
+                helper.make_node("Identity", ["s"], ["sr"]),
+                helper.make_node("TopK", ["sr", "k"], ["v", "t"], axis=1),
+                helper.make_node("Unsqueeze", ["t", "last"], ["tc"]),
+                helper.make_node("Concat", ["rows", "tc"], ["i"], axis=-1),
+                helper.make_node("Identity", ["x"], ["r"]),
+                helper.make_node("GatherND", ["r", "i"], ["y"])],
+               [("x", x), ("s", s)], [("y", x[np.arange(2)[:, None], top])])
+    write_case("test_gathernd_f32_device_indices_no_positions_refused",
+               [helper.make_node("Identity", ["s"], ["sr"]),
+                helper.make_node("ArgMax", ["sr"], ["a"], axis=1, keepdims=1),
+                helper.make_node("Concat", ["a", "a"], ["i"], axis=-1),
+                helper.make_node("Identity", ["x"], ["r"]),
+                helper.make_node("GatherND", ["r", "i"], ["y"])],
+               [("x", x), ("s", s)], [("y", np.zeros([2, 3], np.float32))])
+
+
+def mod_device_index_cases(rng):
+    """Python's % of an ArgMax's indices by the axis' extent, then GatherElements
+    (torch.take_along_dim's export): the Mod is the identity there (the indices lie in
+    [0, 5)); by 3 it would change them: refused."""
+    x = rng.standard_normal([2, 5]).astype(np.float32)
+    s = rng.standard_normal([2, 5]).astype(np.float32)
+    am = s.argmax(1)[:, None]
+    for name, d in (("wrapped", 5), ("by_less_refused", 3)):
+        c = helper.make_node("Constant", [], ["d"], value=numpy_helper.from_array(
+            np.array(d, np.int64), "d"))
+        write_case(f"test_mod_i64_device_indices_{name}",
+                   [c, helper.make_node("Identity", ["s"], ["sr"]),
+                    helper.make_node("ArgMax", ["sr"], ["a"], axis=1, keepdims=1),
+                    helper.make_node("Mod", ["a", "d"], ["w"]),
+                    helper.make_node("Identity", ["x"], ["r"]),
+                    helper.make_node("GatherElements", ["r", "w"], ["y"], axis=1)],
+                   [("x", x), ("s", s)], [("y", np.take_along_axis(x, am % d, 1))])
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1257,8 +1361,12 @@ def main():
     cumsum_long_cases(rng)
     reduce_prod_run_time_cases(rng)
     pow_tensor_cases(rng)
+    diagonal_cases(rng)
+    mask_count_cases(rng)
+    gathernd_device_cases(rng)
+    mod_device_index_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -794,6 +794,101 @@ def tiny_gem():
     return TinyGem()
 
 
+class TinyDiag(nn.Module):
+    """Diagonals of activations as self-supervised and style losses read them: a Gram matrix
+    of each image's channels, its diagonal (torch.diagonal: EyeLike and a masked sum from the
+    default exporter, GatherND with batch_dims 2 from the legacy one), its trace
+    (einsum "nii->n") and its diagonal again by einsum ("nii->ni")."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.fc = nn.Linear(8 + 1 + 8, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.c1(x).flatten(2)  # (N, 8, 256)
+        gram = h @ h.transpose(1, 2) / 256.0  # (N, 8, 8)
+        d1 = torch.diagonal(gram, dim1=1, dim2=2)
+        trace = torch.einsum("nii->n", gram)[:, None]
+        d2 = torch.einsum("nii->ni", gram)
+        return self.fc(torch.cat([d1, trace, d2 * d1], 1))
+
+
+def tiny_diag():
+    return TinyDiag()
+
+
+class TinyCount(nn.Module):
+    """Counts of what an activation's comparison picks, read as floats: a mean over each
+    channel's positive responses ((h * m).sum() / m.sum(), m = h > 0: an integer sum of a
+    mask computed while the model runs) and the fraction of each channel above its mean."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.c1(x)  # (N, 8, 16, 16)
+        m = h > 0
+        positive_mean = (h * m).sum((2, 3)) / m.sum((2, 3)).float().clamp(min=1.0)
+        above = (h > h.mean((2, 3), keepdim=True)).sum((2, 3)).float() / 256.0
+        return self.fc(torch.cat([positive_mean, above * h.mean((2, 3))], 1))
+
+
+def tiny_count():
+    return TinyCount()
+
+
+class TinyPick(nn.Module):
+    """Features picked at indices an activation's ArgMax / TopK gives: Double DQN's
+    q[arange(N), q_other.argmax(1)] and token pruning's x[arange(N)[:, None], top-k ids]
+    (GatherND at device-computed indices from the default exporter)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.fc = nn.Linear(8 + 4 * 8, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.c1(x)  # (N, 8, 16, 16)
+        n = h.shape[0]
+        tokens = h.flatten(2).transpose(1, 2)  # (N, 256, 8)
+        score = tokens.mean(2)  # (N, 256)
+        best = tokens[torch.arange(n), score.argmax(1)]  # (N, 8)
+        top = tokens[torch.arange(n)[:, None], score.topk(4, dim=1)[1]]  # (N, 4, 8)
+        return self.fc(torch.cat([best, top.flatten(1)], 1))
+
+
+def tiny_pick():
+    return TinyPick()
+
+
+class TinyTake(nn.Module):
+    """torch.take_along_dim at an ArgMax of an activation (the default exporter wraps the
+    indices with Python's % by the axis' extent, then GatherElements)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.fc = nn.Linear(8 + 16, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.c1(x)  # (N, 8, 16, 16)
+        flat = h.flatten(2)  # (N, 8, 256)
+        peak = torch.take_along_dim(flat, flat.argmax(2, keepdim=True), 2)[..., 0]  # (N, 8)
+        rows = torch.take_along_dim(h.mean(3), h.mean((1, 3)).argmax(1)[:, None, None], 2)  # (N, 8, 1)
+        return self.fc(torch.cat([peak, rows[..., 0], peak * rows[..., 0]], 1))
+
+
+def tiny_take():
+    return TinyTake()
+
+
 class TinyStn(nn.Module):
     """F.grid_sample as spatial transformers and flow warping use it: a localization net's
     affine theta applied to a base grid (a buffer: the legacy exporter has no affine_grid),
@@ -901,11 +996,13 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_cumsum": tiny_cumsum, "tiny_reductions": tiny_reductions,
         "tiny_circular": tiny_circular, "tiny_math": tiny_math, "tiny_stn": tiny_stn,
         "tiny_pyramid": tiny_pyramid, "tiny_periodic": tiny_periodic,
-        "tiny_prod": tiny_prod, "tiny_gem": tiny_gem}
+        "tiny_prod": tiny_prod, "tiny_gem": tiny_gem,
+        "tiny_diag": tiny_diag, "tiny_count": tiny_count,
+        "tiny_pick": tiny_pick, "tiny_take": tiny_take}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)
-DYNAMO_ONLY = {"tiny_pyramid"}
+DYNAMO_ONLY = {"tiny_pyramid", "tiny_take"}
 # also exported with the default exporter's own defaults (optimize=True: literals become
 # unmarked scalar initializers, which must not train)
 OPTIMIZED_TOO = {"tiny_math"}

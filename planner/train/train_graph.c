@@ -68,13 +68,31 @@ void train_graph_free(train_graph *tg) {
     oc_free(tg);
 }
 
+/* Whether node i only computes integers or masks nobody reads (no reader but removed
+ * nodes, no graph output): index glue a load-time rewrite left behind (the Concat of
+ * coordinates a device GatherND read, a Max read only for its shape). */
+static bool unread_integer_node(const ir_graph *g, int i, const bool *remove, const bool *output) {
+    const ir_node *n = &g->nodes[i];
+    for (int o = 0; o < n->n_outputs; o++) {
+        if (n->outputs[o] < 0) continue;
+        const ir_tensor *y = &g->tensors[n->outputs[o]];
+        if (ir_dtype_is_float(y->dtype) || output[n->outputs[o]]) return false;
+        for (int c = 0; c < y->n_consumers; c++)
+            if (!remove[y->consumers[c]]) return false;
+    }
+    return n->n_outputs > 0 && !op_def_of(n)->aliases && !op_def_of(n)->alias;
+}
+
 /* Drops nodes whose outputs were all folded to plan-time values (Constant and
  * shape subgraphs): their outputs become constant initializers. The model's
  * own initializers only they read stay, unread (a module's buffer, e.g. Swin's
  * relative-position index folded into a Gather's indices): --save writes them
- * back under their names, so the saved model still loads as a state dict. */
+ * back under their names, so the saved model still loads as a state dict. Then
+ * integer glue nobody reads (unread_integer_node), to a fixed point. */
 static void drop_folded_nodes(ir_graph *g) {
     bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    bool *output = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
+    for (int o = 0; o < g->n_outputs; o++) output[g->outputs[o]] = true;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         bool folded = n->n_outputs > 0;
@@ -84,6 +102,12 @@ static void drop_folded_nodes(ir_graph *g) {
         }
         remove[i] = folded;
     }
+    for (bool more = true; more;) {
+        more = false;
+        for (int i = g->n_nodes - 1; i >= 0; i--)
+            if (!remove[i] && unread_integer_node(g, i, remove, output)) remove[i] = more = true;
+    }
+    oc_free(output);
     ir_keep_folded_initializers(g, remove);
     ir_graph_remove_nodes(g, remove);
     oc_free(remove);

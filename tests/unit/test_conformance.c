@@ -48,7 +48,7 @@
 #define PROJECT_CASES_DIR "tests/data/node"
 #define RTOL 1e-3
 #define ATOL 1e-7
-#define MIN_PASS 654
+#define MIN_PASS 658
 
 typedef enum verdict {
     V_PASS,
@@ -310,6 +310,9 @@ static verdict run_set(const char *dir, const char *set, char *msg, size_t cap, 
         if (n->op != OP_MAX && n->op != OP_MIN) continue;
         folds = folds || !ir_dtype_is_compute(r.g->tensors[n->inputs[0]].dtype);
     }
+    /* a project case named *_device_* computes its indices on the device from its float
+     * inputs (an ArgMax of an activation before a GatherND): never folded */
+    if (strstr(dir, "_device_")) folds = false;
     /* Inputs: shapes and values (plan-time values for Reshape shapes etc.). */
     for (int i = 0; i < r.g->n_inputs; i++) {
         ir_tensor in;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ir/ops/grad_rules.h"
+#include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
 /* A, B -> C with numpy broadcasting; Add .. Div folded when both are plan-time values. */
@@ -25,7 +26,7 @@ static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (arith && op_fold_arith(g, n, err)) return OC_ERR;
     const ir_tensor *y = ir_node_out(g, n, 0);
     if (n->op != OP_ADD && y->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt) &&
-        dt != IR_DTYPE_DOUBLE)
+        dt != IR_DTYPE_DOUBLE && !op_read_for_shape_only(g, n->outputs[0]))
         return oc_fail(err, "%s of %s tensors computed at run time is not supported", n->op_type,
                        ir_dtype_name(dt));
     return OC_OK;
@@ -146,16 +147,19 @@ static int select_grad(grad_ctx *c, op_kind grad_op, int i) {
     return op_grad_sum_to_input(c, i, t, i ? "grad_b" : "grad_a", 1.0f);
 }
 
+/* Both inputs' gradients by grad_op(dY, A, B; input i), each wanted one summed to its
+ * input's shape. */
+static int select_grads(grad_ctx *c, op_kind grad_op) {
+    if (grad_dy(c, 0) < 0) return OC_OK;
+    for (int i = 0; i < 2; i++)
+        if (grad_wants(c, i) && select_grad(c, grad_op, i)) return OC_ERR;
+    return OC_OK;
+}
+
 /* PowTensor (Pow of a run-time base by a run-time or trainable exponent: GeM pooling's
  * learnt p, op_elementwise.c lowers Pow to it): dA = dY b a^(b-1), dB = dY a^b ln a
  * (pointwise.h's oc_pow_grad, PyTorch's masks at b == 0 and a == 0). Reads A and B. */
-static int pow_tensor_grad(grad_ctx *c) {
-    int dy = grad_dy(c, 0);
-    if (dy < 0) return OC_OK;
-    for (int i = 0; i < 2; i++)
-        if (grad_wants(c, i) && select_grad(c, OP_POW_TENSOR_GRAD, i)) return OC_ERR;
-    return OC_OK;
-}
+static int pow_tensor_grad(grad_ctx *c) { return select_grads(c, OP_POW_TENSOR_GRAD); }
 
 /* Max, Min: dY to the input that won, half to each where they tie (torch.maximum's rule;
  * both where a NaN is involved); one input: dY. Reads A and B. */
@@ -164,20 +168,12 @@ static int min_max_grad(grad_ctx *c) {
     if (dy < 0) return OC_OK;
     if (grad_fwd(c)->n_inputs == 1)
         return grad_wants(c, 0) ? op_grad_sum_to_input(c, 0, dy, "grad", 1.0f) : OC_OK;
-    for (int i = 0; i < 2; i++)
-        if (grad_wants(c, i) && select_grad(c, OP_MIN_MAX_GRAD, i)) return OC_ERR;
-    return OC_OK;
+    return select_grads(c, OP_MIN_MAX_GRAD);
 }
 
 /* PRelu: dX = X > 0 ? dY : slope dY; dSlope = sum of (X > 0 ? 0 : X dY) over the broadcast
  * (PyTorch's prelu backward). Reads X and the slope. */
-static int prelu_grad(grad_ctx *c) {
-    int dy = grad_dy(c, 0);
-    if (dy < 0) return OC_OK;
-    for (int i = 0; i < 2; i++)
-        if (grad_wants(c, i) && select_grad(c, OP_PRELU_GRAD, i)) return OC_ERR;
-    return OC_OK;
-}
+static int prelu_grad(grad_ctx *c) { return select_grads(c, OP_PRELU_GRAD); }
 
 /* MinMaxGrad / PReluGrad / PowTensorGrad(dY, A, B) -> dY's shape (A and B broadcast to it). */
 static int binary_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
@@ -237,6 +233,25 @@ static int mod_grad(grad_ctx *c) {
     return u < 0 ? OC_ERR : op_grad_sum_to_input(c, 1, u, "grad_b", -1.0f);
 }
 
+/* op_def.lower: Python's % of device indices by their axis' extent (torch.take_along_dim's
+ * export wraps an ArgMax's indices so): an Identity when the indices already lie in
+ * [0, divisor) (op_index_range). */
+static int mod_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *a, *b;
+    int64_t lo, hi, d;
+    if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err)) return OC_ERR;
+    if (op_is_value(a) || !op_is_value(b) || ir_attr_int(n, "fmod", 0) != 0 || b->rank > a->rank ||
+        !op_int_scalar(b, false, &d) || d <= 0 || !op_index_range(g, n->inputs[0], &lo, &hi) ||
+        lo < 0 || hi >= d)
+        return OC_OK; /* folds, runs, or infer names it */
+    int at = n->inputs[0];
+    op_rewrite_become(g, node, OP_IDENTITY);
+    ir_node_add_input(g, node, at);
+    *changed = true;
+    return OC_OK;
+}
+
 static const op_role data_role[] = {OP_IN_DATA};
 
 /* A two-input op with its shape function, gradient rule, saved tensors and autocast rule. */
@@ -273,7 +288,19 @@ const op_def op_def_min_max = {
     .grad = min_max_grad,
     .saved_inputs = 0x3,
 };
-BINARY_DEF(op_def_mod, mod_infer, mod_grad, 0x3, 0x1, OP_AUTOCAST_FOLLOW);
+const op_def op_def_mod = {
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .roles = data_role,
+    .n_roles = 1,
+    .infer = mod_infer,
+    .lower = mod_lower,
+    .grad = mod_grad,
+    .saved_inputs = 0x3,
+    .saved_outputs = 0x1,
+};
 /* PyTorch's autocast list: pow in float32 */
 BINARY_DEF(op_def_pow_tensor, binary_infer, pow_tensor_grad, 0x3, 0x0, OP_AUTOCAST_FP32);
 BINARY_DEF(op_def_prelu, prelu_infer, prelu_grad, 0x3, 0x0, OP_AUTOCAST_FOLLOW);

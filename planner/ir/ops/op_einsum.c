@@ -7,10 +7,13 @@
  * Unsqueezes; otherwise Reshapes merge the free and the contracted indices, their shapes
  * from the operands' (Shape, Gather, Mul, Concat: folded at plan time). MaxViT's
  * attention is einsum("BGHID,BGHJD->BGHIJ", q, k) and ("BGHIJ,BGHJD->BGHID", a, v);
- * MViTv2's relative positions ("bythwc,hkc->bythwk"). A diagonal (an index twice in a
- * term) is refused with the equation named. The new nodes are named <einsum>/<step>
- * before the Einsum node, which becomes the last step. */
+ * MViTv2's relative positions ("bythwc,hkc->bythwk"). A diagonal (an index twice in an
+ * input term: "ii->i", a trace "ii", "ncii->nc") is taken first: the operand times a
+ * plan-time identity mask over the two dims, summed over the second (Mul's and
+ * ReduceSum's gradients put dY on the diagonal, as torch.diagonal's). The new nodes are
+ * named <einsum>/<step> before the Einsum node, which becomes the last step. */
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,9 +26,11 @@
 typedef struct lowering {
     ir_graph *g;
     const char *name;
-    int steps; /* nodes emitted: a suffix keeps names unique */
-    bool dry;  /* counting the steps only (the graph untouched) */
-    int total; /* the steps: the last one writes the Einsum's output */
+    int64_t size[128]; /* each index letter's extent, from the operands' shapes */
+    ir_dtype dtype;    /* the operands' */
+    int steps;         /* nodes emitted: a suffix keeps names unique */
+    bool dry;          /* counting the steps only (the graph untouched) */
+    int total;         /* the steps: the last one writes the Einsum's output */
     int out;
     int self; /* the Einsum node: the last step; the others inserted before it */
 } lowering;
@@ -140,6 +145,42 @@ static void transpose_to(lowering *w, operand *o, const char *to) {
     memcpy(o->idx, to, (size_t)r + 1);
 }
 
+/* o's diagonals: while a letter repeats in o->idx (dims p < q), o times the identity mask of
+ * those two dims (a plan-time constant, ones where the coordinates agree, broadcast over the
+ * others), summed over dim q. */
+static int take_diagonals(lowering *w, operand *o, oc_err *err) {
+    for (int q = 0; o->idx[q]; q++) {
+        const char *first = memchr(o->idx, o->idx[q], (size_t)q);
+        if (!first) continue;
+        int p = (int)(first - o->idx), r = (int)strlen(o->idx), y;
+        int64_t n = w->size[(int)o->idx[q]], dims[IR_MAX_RANK], axis = q;
+        if (r > IR_MAX_RANK) return oc_fail(err, "a diagonal of rank %d", r);
+        if (w->dtype != IR_DTYPE_FLOAT && w->dtype != IR_DTYPE_DOUBLE)
+            return oc_fail(err, "a diagonal of %s operands (float32, float64 taken)",
+                           ir_dtype_name(w->dtype));
+        if (n > 4096) return oc_fail(err, "a diagonal of %" PRId64 " (at most 4096)", n);
+        int mask = -1;
+        if (!w->dry) {
+            for (int d = 0; d < r; d++) dims[d] = d == p || d == q ? n : 1;
+            size_t es = (size_t)ir_dtype_size(w->dtype);
+            uint8_t *v = oc_calloc((size_t)(n * n) * es + 1, 1);
+            for (int64_t i = 0; i < n; i++) {
+                if (w->dtype == IR_DTYPE_FLOAT) ((float *)v)[i * n + i] = 1.0f;
+                else ((double *)v)[i * n + i] = 1.0;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "diagonal_mask_%d", w->steps);
+            mask = op_rewrite_constant(w->g, w->name, what, w->dtype, r, dims, v);
+            oc_free(v);
+        }
+        emit(w, OP_MUL, "diagonal", o->t, mask, &y);
+        o->t = emit_axes(w, OP_REDUCE_SUM, "diagonal_sum", y, 1, &axis);
+        memmove(o->idx + q, o->idx + q + 1, (size_t)(r - q));
+        q--;
+    }
+    return OC_OK;
+}
+
 /* Sums o over the letters that neither `keep` nor `other` holds. */
 static void sum_alone(lowering *w, operand *o, const char *keep, const char *other) {
     int64_t axes[EINSUM_MAX_INDICES];
@@ -189,8 +230,9 @@ static int parse(const char *eq, int n_in, char terms[2][EINSUM_MAX_INDICES + 1]
         }
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
             return oc_fail(err, "character '%c' is not an index letter", ch);
-        if (len >= EINSUM_MAX_INDICES || memchr(cur, ch, (size_t)len))
-            return oc_fail(err, "index '%c' repeats within a term (a diagonal): not supported", ch);
+        if (len >= EINSUM_MAX_INDICES) return oc_fail(err, "more than %d indices a term", len);
+        if (arrow && memchr(cur, ch, (size_t)len))
+            return oc_fail(err, "output index '%c' repeats", ch);
         cur[len++] = ch;
         if (!arrow) count[(int)ch]++;
     }
@@ -300,6 +342,7 @@ static int lower(lowering *w, const char terms[2][EINSUM_MAX_INDICES + 1], const
     operand a = {.t = in[0]}, b = {.t = n_in > 1 ? in[1] : -1}, r;
     memcpy(a.idx, terms[0], sizeof a.idx);
     memcpy(b.idx, terms[1], sizeof b.idx);
+    if (take_diagonals(w, &a, err) || (n_in == 2 && take_diagonals(w, &b, err))) return OC_ERR;
     sum_alone(w, &a, outl, b.idx);
     if (n_in == 2) sum_alone(w, &b, outl, a.idx);
     if (n_in == 1) r = a;
@@ -314,8 +357,23 @@ static int lower_node(ir_graph *g, int self, const char *name, const char *equat
                       int n_in, int out, oc_err *err) {
     char terms[2][EINSUM_MAX_INDICES + 1] = {{0}}, outl[EINSUM_MAX_INDICES + 1] = {0};
     lowering w = {.g = g, .name = name, .dry = true, .out = out, .self = self};
-    if (n_in < 1 || n_in > 2 || parse(equation, n_in, terms, outl, err) ||
-        lower(&w, (const char(*)[EINSUM_MAX_INDICES + 1]) terms, outl, in, n_in, err))
+    if (n_in < 1 || n_in > 2 || parse(equation, n_in, terms, outl, err)) return OC_ERR;
+    for (int i = 0; i < n_in; i++) { /* the letters' extents; a diagonal's two must agree */
+        const ir_tensor *t = &g->tensors[in[i]];
+        bool seen[128] = {false};
+        if ((int)strlen(terms[i]) != t->rank)
+            return oc_fail(err, "term %d has %d indices for operand '%s' of rank %d", i,
+                           (int)strlen(terms[i]), t->name, t->rank);
+        for (int d = 0; terms[i][d]; d++) {
+            int ch = terms[i][d];
+            if (seen[ch] && w.size[ch] != t->dims[d])
+                return oc_fail(err, "index '%c' repeats over dims of %" PRId64 " and %" PRId64, ch,
+                               w.size[ch], t->dims[d]);
+            seen[ch] = true, w.size[ch] = t->dims[d];
+        }
+        w.dtype = t->dtype;
+    }
+    if (lower(&w, (const char(*)[EINSUM_MAX_INDICES + 1]) terms, outl, in, n_in, err))
         return OC_ERR;
     if (w.steps == 0) { /* "ij->ij": a copy */
         int y;

@@ -417,6 +417,30 @@ static int constant_of_shape_infer(ir_graph *g, ir_node *n, int64_t opset, oc_er
     return op_fold_set(g, n, buf, numel);
 }
 
+/* EyeLike: a matrix shaped as input 0 -- only its shape is read, so it folds whatever the
+ * input holds -- with ones where column - row == k, zeros elsewhere; of type dtype, else the
+ * input's (torch.diagonal's and torch.trace's exports mask with it). */
+static int eye_like_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
+    (void)opset;
+    ir_tensor *x;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (x->rank != 2) return oc_fail(err, "input '%s' has rank %d (2 taken)", x->name, x->rank);
+    int64_t dt = ir_attr_int(n, "dtype", x->dtype), k = ir_attr_int(n, "k", 0);
+    if (dt < 0 || dt > INT32_MAX || !op_fold_dtype((ir_dtype)dt))
+        return oc_fail(err, "dtype %" PRId64 " is not a number type folding handles", dt);
+    int64_t rows = x->dims[0], cols = x->dims[1], numel;
+    op_set_out(g, n, 0, (ir_dtype)dt, 2, x->dims);
+    uint8_t *buf = op_fold_out(g, n, &numel, err);
+    if (!buf) return OC_ERR;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            bool on = j - i == k; /* |i|, |j| < 2^40 and k any int64: compared, not added */
+            num v = {on ? 1.0 : 0.0, on};
+            op_fold_num_put(buf, (ir_dtype)dt, i * cols + j, v, IR_DTYPE_INT64);
+        }
+    return op_fold_set(g, n, buf, numel);
+}
+
 /* dX = dY (Identity, a same-type Cast). */
 static int identity_grad(grad_ctx *c) {
     int dy = grad_dy(c, 0);
@@ -524,6 +548,7 @@ const op_def op_def_trilu = {.min_inputs = 1,
                              .lower = trilu_lower};
 FOLD_OP(op_def_range, 3, range_infer);
 FOLD_OP(op_def_constant_of_shape, 1, constant_of_shape_infer);
+FOLD_OP(op_def_eye_like, 1, eye_like_infer);
 
 /* Mul, Sub, Div, Add of two plan-time values (shape arithmetic), broadcast. */
 int op_fold_arith(ir_graph *g, ir_node *n, oc_err *err) {

@@ -9,9 +9,10 @@
  *   replaced. Its gradient ScatterNDGrad(dY, indices) gives dData (dY with those
  *   rows 0, attribute updates 0) and dUpdates (dY's rows, updates 1).
  * - GatherND folds when both inputs are; with run-time data (a parameter, an
- *   activation) and plan-time indices of one coordinate (batch_dims 0, the last
- *   dim of indices 1) it is Gather(data, indices without that dim, axis 0): the
- *   node becomes that Gather here, and Gather's kernels and gradient run it. */
+ *   activation) and plan-time indices (any batch_dims, any number of coordinates)
+ *   or indices the host computes (batch_dims 0) it is a Gather along axis 0 of the
+ *   data's leading dims flattened, at each row's offset: the node becomes that
+ *   Gather here, and Gather's kernels and gradient run it. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,10 +266,11 @@ static int scatter_nd_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const ir
     return op_fold_set(g, n, buf, numel);
 }
 
-/* op_def.lower: GatherND of run-time data x with plan-time indices and batch_dims 0
- * (x[rows] and x[i, j] of advanced indexing; torch.export's adaptive pooling windows, read
- * with two coordinates a row from [H, W, N, C]): x's first k dims flattened into one (a
- * Reshape "<node>/rows", when k > 1), each index row's row-major offset there a constant
+/* op_def.lower: GatherND of run-time data x with plan-time indices (x[rows] and x[i, j] of
+ * advanced indexing; torch.export's adaptive pooling windows, read with two coordinates a
+ * row from [H, W, N, C]; with batch_dims b, the legacy exporter's torch.diagonal): x's first
+ * b + k dims flattened into one (a Reshape "<node>/rows", when b + k > 1), each index row's
+ * row-major offset there -- its batch's coordinates first -- a constant
  * "<node>/gather_indices", and the node a Gather along axis 0, whose gradient scatter-adds.
  * Range checked here. */
 static bool device_indices(const ir_graph *g, int t);
@@ -295,16 +297,92 @@ static int host_row_offsets(ir_graph *g, int *at, const char *base, int it, cons
     return off;
 }
 
+/* Whether the plan-time coordinate column j of the index rows in part (a value [B.., w]) at
+ * columns [from, from + w) holds, at every row, that row's position along dim from + j: the
+ * leading coordinates of x[arange(N), ids] and x[arange(N)[:, None], ids]. */
+static bool position_columns(const ir_tensor *part, int from) {
+    int m = part->rank - 1;
+    int64_t w = part->dims[m], rows = 1;
+    for (int d = 0; d < m; d++) rows *= part->dims[d];
+    if (from + w > m) return false;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t pos[IR_MAX_RANK], rest = r;
+        for (int d = m - 1; d >= 0; d--) pos[d] = rest % part->dims[d], rest /= part->dims[d];
+        for (int64_t j = 0; j < w; j++)
+            if (index_value(part, r * w + j) != pos[from + j]) return false;
+    }
+    return true;
+}
+
+/* GatherND of run-time data at indices the device computes (an ArgMax or TopK of an
+ * activation: Double DQN's x[arange(N), q.argmax(1)], token pruning's x[arange(N)[:, None],
+ * topk_ids]) when the indices are Concat(.., last axis) of plan-time columns holding each
+ * row's leading positions (c of them) and one device column: the Gather of x's first c + 1
+ * dims flattened at ElementOffsets of that column (axis c of those dims; its rows' leading
+ * coordinates their own; negative from the end), reshaped to the indices' rows. Else the
+ * node stays, refused by gather_nd_infer. */
+static int gather_nd_device(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    const ir_tensor *x = ir_node_in(g, n, 0), *idx = ir_node_in(g, n, 1);
+    int m = idx->rank - 1, c = 0;
+    if (idx->producer < 0) return OC_OK;
+    const ir_node *cat = &g->nodes[idx->producer];
+    int64_t cat_axis = ir_attr_int(cat, "axis", 0);
+    if (cat->op != OP_CONCAT || (cat_axis != -1 && cat_axis != m) || cat->n_inputs < 1)
+        return OC_OK;
+    for (int p = 0; p + 1 < cat->n_inputs; p++) { /* the plan-time position columns */
+        const ir_tensor *part = cat->inputs[p] >= 0 ? &g->tensors[cat->inputs[p]] : NULL;
+        if (!part || !op_is_value(part) || part->rank != idx->rank ||
+            (part->dtype != IR_DTYPE_INT64 && part->dtype != IR_DTYPE_INT32) ||
+            !position_columns(part, c))
+            return OC_OK;
+        c += (int)part->dims[m];
+    }
+    int dev = cat->inputs[cat->n_inputs - 1];
+    const ir_tensor *d = dev >= 0 ? &g->tensors[dev] : NULL;
+    if (!d || op_is_value(d) || d->rank != idx->rank || d->dims[m] != 1 || c + 1 > x->rank || c > m)
+        return OC_OK;
+    for (int j = 0; j < c; j++)
+        if (idx->dims[j] > x->dims[j]) return OC_OK;
+    int64_t rows[IR_MAX_RANK], data[IR_MAX_RANK], flat[IR_MAX_RANK], out[IR_MAX_RANK], rest = 1;
+    for (int j = 0; j < c; j++) rows[j] = idx->dims[j], data[j] = x->dims[j];
+    for (int j = c; j < m; j++) rest *= idx->dims[j];
+    rows[c] = rest, data[c] = x->dims[c];
+    for (int j = 0; j < m; j++) out[j] = idx->dims[j];
+    flat[0] = 1;
+    for (int j = 0; j < x->rank; j++)
+        if (j <= c) flat[0] *= x->dims[j];
+        else flat[j - c] = x->dims[j];
+    int xt = n->inputs[0], xrank = x->rank - c, at = node;
+    char *base = oc_strdup(n->name);
+    int t = op_rewrite_reshape(g, at++, base, "index_rows", dev, c + 1, rows);
+    t = op_rewrite_insert(g, at, base, "offsets", OP_ELEMENT_OFFSETS, t, -1, -1);
+    op_rewrite_attr_ints(g, at, "data_shape", c + 1, data);
+    op_rewrite_attr_int(g, at++, "axis", c);
+    if (m != c + 1 || c == m) t = op_rewrite_reshape(g, at++, base, "row_offsets", t, m, out);
+    if (c > 0) xt = op_rewrite_reshape(g, at++, base, "rows", xt, xrank, flat);
+    op_rewrite_become(g, at, OP_GATHER); /* axis 0 */
+    ir_node_add_input(g, at, xt);
+    ir_node_add_input(g, at, t);
+    oc_free(base);
+    *changed = true;
+    (void)err;
+    return OC_OK;
+}
+
 static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
     ir_tensor *x, *idx;
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
-    int64_t kk = idx->dims[idx->rank - 1];
-    if (op_is_value(x) || ir_attr_int(n, "batch_dims", 0) != 0 || kk < 1 || kk > x->rank)
-        return OC_OK;        /* folds, or gather_nd_infer names what it refuses */
-    if (!op_is_value(idx)) { /* the host's integer glue */
-        if (device_indices(g, n->inputs[1]) || idx->dtype != IR_DTYPE_INT64)
-            return OC_OK; /* gather_nd_infer refuses, naming them */
+    int64_t kk = idx->dims[idx->rank - 1], bd = ir_attr_int(n, "batch_dims", 0);
+    if (op_is_value(x) || bd < 0 || bd >= idx->rank || kk < 1 || kk > x->rank - bd)
+        return OC_OK; /* folds, or gather_nd_infer names what it refuses */
+    for (int d = 0; d < bd; d++)
+        if (idx->dims[d] != x->dims[d]) return OC_OK; /* gather_nd_infer names it */
+    if (!op_is_value(idx)) {       /* the device's indices, or the host's integer glue */
+        if (bd != 0) return OC_OK; /* gather_nd_infer refuses it */
+        if (device_indices(g, n->inputs[1])) return gather_nd_device(g, node, changed, err);
+        if (idx->dtype != IR_DTYPE_INT64) return OC_OK; /* gather_nd_infer names it */
         int k = (int)kk, xrank = x->rank - k + 1, at = node, it = n->inputs[1];
         int64_t flat[IR_MAX_RANK];
         flat[0] = 1;
@@ -322,17 +400,21 @@ static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         *changed = true;
         return OC_OK;
     }
-    int k = (int)kk, rank = idx->rank - 1, xrank = x->rank - k + 1;
-    int64_t rows = 1, flat[IR_MAX_RANK], dims[IR_MAX_RANK];
+    int k = (int)kk, b = (int)bd, rank = idx->rank - 1, xrank = x->rank - b - k + 1;
+    int64_t rows = 1, flat[IR_MAX_RANK], dims[IR_MAX_RANK], per_batch = 1, slab = 1;
     for (int d = 0; d < rank; d++) rows *= idx->dims[d], dims[d] = idx->dims[d];
+    for (int d = b; d < rank; d++) per_batch *= idx->dims[d]; /* index rows a batch */
+    for (int d = b; d < b + k; d++) slab *= x->dims[d];       /* offsets a batch */
     flat[0] = 1;
     for (int d = 0; d < x->rank; d++)
-        if (d < k) flat[0] *= x->dims[d];
-        else flat[d - k + 1] = x->dims[d];
+        if (d < b + k) flat[0] *= x->dims[d];
+        else flat[d - b - k + 1] = x->dims[d];
     int64_t *v = oc_malloc((size_t)rows * sizeof *v + 1);
     for (int64_t r = 0; r < rows; r++) {
         int64_t bad;
-        if (!index_row_offset(idx, r, k, x->dims, &v[r], &bad)) {
+        bool inside = index_row_offset(idx, r, k, x->dims + b, &v[r], &bad);
+        v[r] += per_batch ? r / per_batch * slab : 0;
+        if (!inside) {
             oc_fail(err,
                     "indices '%s' row %" PRId64 ": coordinate %" PRId64 " is outside data '%s'",
                     idx->name, r, bad, x->name);
@@ -342,7 +424,7 @@ static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     }
     char *base = oc_strdup(n->name);
     int xt = n->inputs[0];
-    if (k > 1) xt = op_rewrite_reshape(g, node++, base, "rows", xt, xrank, flat);
+    if (b + k > 1) xt = op_rewrite_reshape(g, node++, base, "rows", xt, xrank, flat);
     int t = op_rewrite_constant(g, base, "gather_indices", IR_DTYPE_INT64, rank, dims, v);
     op_rewrite_become(g, node, OP_GATHER); /* axis 0, Gather's default */
     ir_node_add_input(g, node, xt);
@@ -377,13 +459,12 @@ static int gather_nd_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) 
     if (!op_is_value(idx))
         return oc_fail(err,
                        "indices '%s' are computed at run time; outcore takes GatherND with "
-                       "plan-time indices",
+                       "plan-time indices, indices the host computes from integer inputs, or "
+                       "device ones whose leading coordinates are each row's position "
+                       "(x[arange(N), ids], batch_dims 0)",
                        idx->name);
-    if (!op_is_value(x)) /* batch_dims 0 was rewritten as a Gather (gather_nd_lower) */
-        return oc_fail(err,
-                       "data '%s' is computed at run time; outcore runs GatherND on run-time "
-                       "data with batch_dims 0 (x[indices]), not %" PRId64,
-                       x->name, b);
+    if (!op_is_value(x)) /* not reached: gather_nd_lower made it a Gather */
+        return oc_fail(err, "data '%s' is computed at run time", x->name);
     if (op_fold_need_value(g, n, 0, &x, err) || op_fold_need_value(g, n, 1, &idx, err))
         return OC_ERR;
     int64_t y[IR_MAX_RANK], rank = 0, batches = 1, rows = 1, slab = 1;
@@ -1202,3 +1283,45 @@ const op_def op_def_gather_nd = {.min_inputs = 2,
                                  .infer = gather_nd_infer,
                                  .lower = gather_nd_lower,
                                  .grad = gather_nd_grad};
+
+bool op_index_range(const ir_graph *g, int t, int64_t *lo, int64_t *hi) {
+    for (int hops = 0; t >= 0 && hops < 64; hops++) {
+        const ir_tensor *x = &g->tensors[t];
+        if (x->dtype != IR_DTYPE_INT64 && x->dtype != IR_DTYPE_INT32) return false;
+        if (op_is_value(x)) {
+            int64_t n;
+            if (!ir_tensor_numel(x, &n) || n < 1) return false;
+            *lo = INT64_MAX, *hi = INT64_MIN;
+            for (int64_t i = 0; i < n; i++) {
+                int64_t v = index_value(x, i);
+                *lo = v < *lo ? v : *lo, *hi = v > *hi ? v : *hi;
+            }
+            return true;
+        }
+        if (x->producer < 0) return false;
+        const ir_node *p = &g->nodes[x->producer];
+        if (p->op == OP_TOP_K_OFFSETS && p->outputs[0] == t) { /* the indices along the axis */
+            const ir_tensor *in = &g->tensors[p->inputs[0]];
+            int64_t axis;
+            oc_err e;
+            if (op_axis(ir_attr_int(p, "axis", -1), in->rank, "axis", &axis, &e)) return false;
+            *lo = 0, *hi = in->dims[axis] - 1;
+            return true;
+        }
+        if (p->op == OP_CONCAT) { /* the union of its parts' */
+            int64_t a, b;
+            *lo = INT64_MAX, *hi = INT64_MIN;
+            for (int i = 0; i < p->n_inputs; i++) {
+                if (!op_index_range(g, p->inputs[i], &a, &b)) return false;
+                *lo = a < *lo ? a : *lo, *hi = b > *hi ? b : *hi;
+            }
+            return p->n_inputs > 0;
+        }
+        bool moves = p->op == OP_EXPAND || p->op == OP_RESHAPE || p->op == OP_UNSQUEEZE ||
+                     p->op == OP_SQUEEZE || p->op == OP_TRANSPOSE || p->op == OP_IDENTITY ||
+                     p->op == OP_FLATTEN || p->op == OP_CAST;
+        if (!moves || p->n_inputs < 1) return false;
+        t = p->inputs[0]; /* the same values, moved (a Cast between integer types) */
+    }
+    return false;
+}

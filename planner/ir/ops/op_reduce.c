@@ -282,6 +282,39 @@ const op_def op_def_reduce_mean = {
     .cost = reduce_cost,
     .grad = reduce_grad,
 };
+/* op_def.lower: ReduceSum of a run-time mask cast to integers (`(x > 0).sum()`, a count of
+ * what an activation's comparison picks, read as a float: masked means, accuracies) counts in
+ * float32, exact below 2^24 elements, when every reader of the count casts it to float32:
+ * the mask cast to float32 ("<node>/mask_as_float"), the ReduceSum's output float32 (its
+ * readers' Casts copy it). Other counts of run-time masks stay refused. */
+#define REDUCE_COUNT_MAX_ELEMENTS (INT64_C(1) << 24)
+static int reduce_sum_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    ir_tensor *x;
+    int64_t numel;
+    if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (op_is_value(x) || (x->dtype != IR_DTYPE_INT64 && x->dtype != IR_DTYPE_INT32) ||
+        x->producer < 0 || !ir_tensor_numel(x, &numel) || numel > REDUCE_COUNT_MAX_ELEMENTS)
+        return OC_OK; /* folds, or infer names it */
+    const ir_node *cast = &g->nodes[x->producer];
+    if (cast->op != OP_CAST || cast->n_inputs != 1 || cast->inputs[0] < 0) return OC_OK;
+    const ir_tensor *m = &g->tensors[cast->inputs[0]], *y = ir_node_out(g, n, 0);
+    if (m->dtype != IR_DTYPE_BOOL || op_is_value(m) || !y) return OC_OK;
+    for (int c = 0; c < y->n_consumers; c++) {
+        const ir_node *r = &g->nodes[y->consumers[c]];
+        if (r->op != OP_CAST || ir_attr_int(r, "to", 0) != IR_DTYPE_FLOAT) return OC_OK;
+    }
+    for (int o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o] == n->outputs[0]) return OC_OK;
+    char *base = oc_strdup(n->name);
+    int f = op_rewrite_insert(g, node, base, "mask_as_float", OP_CAST, cast->inputs[0], -1, -1);
+    op_rewrite_attr_int(g, node, "to", IR_DTYPE_FLOAT);
+    ir_node_set_input(g, node + 1, 0, f);
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
 const op_def op_def_reduce_sum = {
     .min_inputs = 1,
     .max_inputs = 2,
@@ -290,6 +323,7 @@ const op_def op_def_reduce_sum = {
     .roles = data_then_const,
     .n_roles = 2,
     .infer = reduce_infer,
+    .lower = reduce_sum_lower,
     .decode = reduce_decode,
     .cost = reduce_cost,
     .grad = reduce_grad,

@@ -207,3 +207,16 @@ int op_broadcast(const ir_tensor *a, const ir_tensor *b, int *rank, int64_t *out
     *rank = r;
     return OC_OK;
 }
+
+bool op_read_for_shape_only(const ir_graph *g, int t) {
+    const ir_tensor *x = &g->tensors[t];
+    for (int o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o] == t) return false;
+    for (int c = 0; c < x->n_consumers; c++) {
+        const ir_node *r = &g->nodes[x->consumers[c]];
+        bool type_only =
+            r->op == OP_CAST_LIKE && r->n_inputs > 1 && r->inputs[1] == t && r->inputs[0] != t;
+        if (r->op != OP_SHAPE && !type_only) return false;
+    }
+    return x->n_consumers > 0;
+}

@@ -74,6 +74,15 @@ int op_expand_fold(ir_graph *g, ir_node *n, oc_err *err);
  * an input is not a plan-time value. */
 int op_fold_min_max(ir_graph *g, ir_node *n, oc_err *err);
 int op_fold_unary(ir_graph *g, ir_node *n, oc_err *err);
+/* The range [*lo, *hi] of integer tensor t's values when its producers say it: a
+ * plan-time value's; a TopKOffsets' indices along its axis (an ArgMax or TopK of an
+ * activation); what Expand, Reshape, (Un)Squeeze, Transpose, Identity, Flatten and integer
+ * Casts move, and Concat joins, of those (op_fold_index.c). */
+bool op_index_range(const ir_graph *g, int t, int64_t *lo, int64_t *hi);
+/* Whether tensor t is read for its shape alone: every reader a Shape node (or CastLike's
+ * type input), and not a graph output. torch.export broadcasts indices by the shape of a
+ * Max of them, which then never runs. */
+bool op_read_for_shape_only(const ir_graph *g, int t);
 /* Mod of plan-time values, broadcast (integers: fmod 0, Python's %, or 1; floats: fmod 1). */
 int op_fold_mod(ir_graph *g, ir_node *n, oc_err *err);
 /* CumSum of plan-time values: running sums of x along the axis (input 1, one value), from

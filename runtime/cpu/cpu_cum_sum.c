@@ -7,14 +7,11 @@ int cpu_cum_sum(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
     if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_cum_sum_args *p = &op_args_of(a->n)->cum_sum;
-    int64_t len = x->dims[p->axis], inner = 1, numel = kernel_numel(x);
-    for (int d = p->axis + 1; d < x->rank; d++) inner *= x->dims[d];
-    if (len == 0 || numel == 0) return OC_OK;
     const float *in = a->in[0];
     float *out = a->out[0];
-    for (int64_t line = 0; line < numel / len; line++) {
-        int64_t at = oc_cum_sum_line_start(line, len, inner);
-        oc_cum_sum_line(in + at, out + at, len, inner, p->exclusive, p->reverse);
+    for (int64_t line = 0; line < p->lines; line++) {
+        int64_t at = oc_cum_sum_line_start(line, p->len, p->inner);
+        oc_cum_sum_line(in + at, out + at, p->len, p->inner, p->exclusive, p->reverse);
     }
     return OC_OK;
 }

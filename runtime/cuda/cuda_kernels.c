@@ -886,10 +886,8 @@ int cuda_cum_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0);
     if (kernel_want_dtype(a, x, IR_DTYPE_FLOAT, err)) return OC_ERR;
     const op_cum_sum_args *p = &op_args_of(a->n)->cum_sum;
-    int64_t len = x->dims[p->axis], inner = 1, numel = kernel_numel(x);
-    for (int d = p->axis + 1; d < x->rank; d++) inner *= x->dims[d];
-    CU_LAUNCH(cu_cum_sum(c->stream, a->in[0], a->out[0], len ? numel / len : 0, len, inner,
-                         p->exclusive, p->reverse));
+    CU_LAUNCH(cu_cum_sum(c->stream, a->in[0], a->out[0], p->lines, p->len, p->inner, p->exclusive,
+                         p->reverse));
     return OC_OK;
 }
 

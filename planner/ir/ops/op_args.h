@@ -318,9 +318,11 @@ typedef struct op_grid_sample_args {
     bool align_corners;
 } op_grid_sample_args;
 
-/* CumSum: the normalised axis; exclusive, reverse (runtime/cum_sum.h). */
+/* CumSum: the normalised axis; the geometry of its scan (lines of len elements, inner
+ * elements apart: the dims after the axis); exclusive, reverse (runtime/cum_sum.h). */
 typedef struct op_cum_sum_args {
     int axis;
+    int64_t lines, len, inner;
     bool exclusive, reverse;
 } op_cum_sum_args;
 

@@ -29,6 +29,12 @@ static int cum_sum_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     if (!x || cum_sum_axis(g, n, x, &axis, err)) return OC_ERR;
     op_cum_sum_args *p = &op_args_new(n)->cum_sum;
     p->axis = (int)axis;
+    int64_t numel = 1;
+    ir_tensor_numel(x, &numel);
+    p->len = x->dims[axis];
+    p->inner = 1;
+    for (int d = p->axis + 1; d < x->rank; d++) p->inner *= x->dims[d];
+    p->lines = p->len ? numel / p->len : 0;
     p->exclusive = ir_attr_int(n, "exclusive", 0) != 0;
     p->reverse = ir_attr_int(n, "reverse", 0) != 0;
     return OC_OK;

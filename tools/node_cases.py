@@ -1112,6 +1112,46 @@ def mod_device_index_cases(rng):
                    [("x", x), ("s", s)], [("y", np.take_along_axis(x, am % d, 1))])
 
 
+def unpool_device_cases(rng):
+    """max_unpool2d as the default exporter writes it: a MaxPool's indices (flat over the
+    tensor) made per plane by Sub of a kernel-1 MaxPool's sliced at each plane's start, times
+    1 (Mul), offset to each plane again (Add), then ScatterND of the pooled values into zeros
+    at those device indices. Windows of 2 at stride 1 overlap: a maximum two windows take is
+    written twice (the same value). With reduction add at device indices: refused."""
+    x = rng.standard_normal([1, 2, 4, 4]).astype(np.float32)
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.asarray(v), name))
+    pooled = np.zeros([1, 2, 3, 3], np.float32)
+    y = np.zeros(32, np.float32)
+    for ch in range(2):
+        for i in range(3):
+            for j in range(3):
+                w = x[0, ch, i:i + 2, j:j + 2]
+                a = int(np.argmax(w))
+                pooled[0, ch, i, j] = w.flat[a]
+                y[ch * 16 + (i + a // 2) * 4 + j + a % 2] = w.flat[a]
+    for name, red in (("unpool", "none"), ("add_refused", "add")):
+        write_case(f"test_scatternd_f32_device_indices_{name}",
+                   [c("starts", np.array([0, 0], np.int64)), c("ends", np.array([1, 1], np.int64)),
+                    c("axes", np.array([2, 3], np.int64)), c("one", np.array(1, np.int64)),
+                    c("planes", (np.arange(2, dtype=np.int64) * 16).reshape(1, 2, 1, 1)),
+                    c("flat", np.array([-1], np.int64)), c("last", np.array([-1], np.int64)),
+                    c("zeros", np.zeros(32, np.float32)), c("shape", np.array([1, 2, 4, 4])),
+                    helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2]),
+                    helper.make_node("MaxPool", ["x"], ["p1", "i1"], kernel_shape=[1, 1]),
+                    helper.make_node("Slice", ["i1", "starts", "ends", "axes"], ["base"]),
+                    helper.make_node("Sub", ["i", "base"], ["in_plane"]),
+                    helper.make_node("Mul", ["in_plane", "one"], ["times_one"]),
+                    helper.make_node("Add", ["times_one", "planes"], ["at"]),
+                    helper.make_node("Reshape", ["at", "flat"], ["at_flat"]),
+                    helper.make_node("Unsqueeze", ["at_flat", "last"], ["rows"]),
+                    helper.make_node("Reshape", ["p", "flat"], ["values"]),
+                    helper.make_node("ScatterND", ["zeros", "rows", "values"], ["u"],
+                                     reduction=red),
+                    helper.make_node("Reshape", ["u", "shape"], ["y"])],
+                   [("x", x)], [("y", y.reshape(1, 2, 4, 4))], 18)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1365,8 +1405,9 @@ def main():
     mask_count_cases(rng)
     gathernd_device_cases(rng)
     mod_device_index_cases(rng)
+    unpool_device_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -889,6 +889,38 @@ def tiny_take():
     return TinyTake()
 
 
+class TinyUnpool(nn.Module):
+    """SegNet's decoder: nn.MaxPool2d(return_indices=True) and nn.MaxUnpool2d at those
+    indices, non-overlapping (2, 2) windows and overlapping (3, stride 2) ones (a max taken
+    by two windows: both write it), BN and Relu between. The default exporter makes the
+    indices per plane (Sub of a stride-1 MaxPool's), offsets them (Add) and writes a
+    ScatterND into zeros; the legacy exporter has no aten::max_unpool2d."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.b1 = nn.BatchNorm2d(8)
+        self.p1 = nn.MaxPool2d(2, return_indices=True)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.p2 = nn.MaxPool2d(3, stride=2, return_indices=True)
+        self.u2 = nn.MaxUnpool2d(3, stride=2)
+        self.u1 = nn.MaxUnpool2d(2)
+        self.c3 = nn.Conv2d(8, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        import torch
+        h, i1 = self.p1(torch.relu(self.b1(self.c1(x))))  # (N, 8, 16, 16)
+        g, i2 = self.p2(self.c2(h))  # (N, 8, 7, 7)
+        h = self.u2(g * 2.0, i2, output_size=h.shape[-2:]) + h
+        h = self.u1(h, i1)  # (N, 8, 32, 32)
+        return self.fc(torch.relu(self.c3(h)).mean((2, 3)))
+
+
+def tiny_unpool():
+    return TinyUnpool()
+
+
 class TinyStn(nn.Module):
     """F.grid_sample as spatial transformers and flow warping use it: a localization net's
     affine theta applied to a base grid (a buffer: the legacy exporter has no affine_grid),
@@ -998,11 +1030,12 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_pyramid": tiny_pyramid, "tiny_periodic": tiny_periodic,
         "tiny_prod": tiny_prod, "tiny_gem": tiny_gem,
         "tiny_diag": tiny_diag, "tiny_count": tiny_count,
-        "tiny_pick": tiny_pick, "tiny_take": tiny_take}
+        "tiny_pick": tiny_pick, "tiny_take": tiny_take,
+        "tiny_unpool": tiny_unpool}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)
-DYNAMO_ONLY = {"tiny_pyramid", "tiny_take"}
+DYNAMO_ONLY = {"tiny_pyramid", "tiny_take", "tiny_unpool"}
 # also exported with the default exporter's own defaults (optimize=True: literals become
 # unmarked scalar initializers, which must not train)
 OPTIMIZED_TOO = {"tiny_math"}

@@ -247,7 +247,7 @@ static int bcast_apply(const kernel_args *a, const ir_tensor *ti, const void *in
     const int64_t *od = to->dims;
     int64_t s[IR_MAX_RANK], n = kernel_numel(to);
     cpu_bcast_strides(ti->rank, ti->dims, r, od, s);
-    if (op >= BC_MUL && to->dtype != IR_DTYPE_FLOAT && to->dtype != IR_DTYPE_DOUBLE)
+    if (op > BC_MUL && to->dtype != IR_DTYPE_FLOAT && to->dtype != IR_DTYPE_DOUBLE)
         return kernel_fail(a, err, "dtype %s is not supported (float, double)",
                            ir_dtype_name(to->dtype));
     switch (to->dtype) {
@@ -277,7 +277,7 @@ int cpu_add(const kernel_args *a, oc_err *err) {
 }
 
 /* A, B -> C = A - B, A * B, A / B, max, min, fmod, pow, PRelu(A, slope B) (broadcast; float,
- * double);
+ * double; Sub and Mul of integers too);
  * a one-input Max / Min: C = A. */
 int cpu_binary(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);

@@ -405,20 +405,24 @@ int cpu_gather(const kernel_args *a, oc_err *err) {
 }
 
 /* Row r of ScatterND's indices (k coordinates into data's first k dims, negative
- * from the end; checked at plan time): its slab's offset in slabs. */
+ * from the end; checked at plan time unless computed at run time): its slab's offset
+ * in slabs, or -1 with *bad the coordinate outside its dim. */
 static int64_t scatter_block(const ir_tensor *ti, const void *idx, int64_t r, int k,
-                             const int64_t *dims) {
+                             const int64_t *dims, int64_t *bad) {
     int64_t off = 0;
     for (int t = 0; t < k; t++) {
         int64_t v = ti->dtype == IR_DTYPE_INT64 ? ((const int64_t *)idx)[r * k + t]
                                                 : ((const int32_t *)idx)[r * k + t];
-        off = off * dims[t] + (v < 0 ? v + dims[t] : v);
+        *bad = v;
+        if (v < 0) v += dims[t];
+        if (v < 0 || v >= dims[t]) return -1;
+        off = off * dims[t] + v;
     }
     return off;
 }
 
 /* ScatterND of run-time data (reduction none): y = data, each index row's slab
- * replaced by its slab of updates. ScatterNDGrad(dY, indices): dData (dY with
+ * replaced by its slab of updates (of rows repeating an offset, the last one's). ScatterNDGrad(dY, indices): dData (dY with
  * those slabs 0) or, with updates, dUpdates (those slabs of dY, in index order). */
 static int scatter_nd_run(const kernel_args *a, bool grad, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *ti = kernel_in(a, 1);
@@ -431,8 +435,11 @@ static int scatter_nd_run(const kernel_args *a, bool grad, oc_err *err) {
     if (!updates && a->out[0] != a->in[0])
         memcpy(a->out[0], a->in[0], (size_t)kernel_numel(x) * es);
     for (int64_t r = 0; r < rows; r++) {
-        char *at = (char *)(updates ? a->in[0] : a->out[0]) +
-                   (size_t)scatter_block(ti, a->in[1], r, k, x->dims) * row;
+        int64_t bad, off = scatter_block(ti, a->in[1], r, k, x->dims, &bad);
+        if (off < 0)
+            return kernel_fail(a, err, "indices '%s' row %" PRId64 ": %" PRId64 " is outside '%s'",
+                               ti->name, r, bad, x->name);
+        char *at = (char *)(updates ? a->in[0] : a->out[0]) + (size_t)off * row;
         if (updates) memcpy((char *)a->out[0] + (size_t)r * row, at, row);
         else if (grad) memset(at, 0, row);
         else memcpy(at, (const char *)a->in[2] + (size_t)r * row, row);

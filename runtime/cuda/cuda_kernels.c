@@ -136,8 +136,10 @@ int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     if (ir_dtype_is_half(y->dtype)) return binary_half(c, a, op, err);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
-    if (dt != CU_DT_F32 && dt != CU_DT_F64)
-        return kernel_fail(a, err, "dtype %s is not supported (float, double)",
+    bool int_arith = (dt == CU_DT_I64 || dt == CU_DT_I32) && (op == CU_BC_SUB || op == CU_BC_MUL);
+    if (dt != CU_DT_F32 && dt != CU_DT_F64 && !int_arith)
+        return kernel_fail(a, err,
+                           "dtype %s is not supported (float, double; Sub, Mul: int64, int32)",
                            ir_dtype_name(y->dtype));
     int n_in = a->n->n_inputs;
     for (int i = 0; i < n_in; i++)
@@ -965,6 +967,21 @@ int cuda_gather(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
+/* ScatterND's indices computed at run time (not a plan-time value: rows may repeat). */
+static bool scatter_indices_at_run_time(const ir_graph *g, const ir_node *n) {
+    const ir_tensor *ti = &g->tensors[n->inputs[1]];
+    return !(ti->kind == IR_KIND_CONSTANT && ti->data_src != IR_DATA_NONE);
+}
+
+/* The owner slots of ScatterND at run-time indices: an unsigned per slab of data. */
+static size_t scatter_nd_scratch(const ir_graph *g, const ir_node *n) {
+    if (n->op != OP_SCATTER_ND || !scatter_indices_at_run_time(g, n)) return 0;
+    const ir_tensor *x = &g->tensors[n->inputs[0]], *ti = &g->tensors[n->inputs[1]];
+    int64_t slabs = 1;
+    for (int d = 0; d < ti->dims[ti->rank - 1] && d < x->rank; d++) slabs *= x->dims[d];
+    return (size_t)slabs * sizeof(unsigned);
+}
+
 /* ScatterND (reduction none, run-time data) and ScatterNDGrad: as cpu_shape.c's,
  * a copy (or nothing) then cu_scatter_nd over the index rows' slabs. */
 static int scatter_nd_run(const cuda_ctx *c, const kernel_args *a, bool grad, oc_err *err) {
@@ -979,14 +996,18 @@ static int scatter_nd_run(const cuda_ctx *c, const kernel_args *a, bool grad, oc
     bool updates = grad && op_args_of(a->n)->scatter_nd_grad.updates;
     if (updates) { /* dUpdates: the slabs of dY */
         CU_LAUNCH(cu_scatter_nd(c->stream, (int)es, a->in[1], i64, rows, dims, slab, a->out[0],
-                                (void *)a->in[0], 1));
+                                (void *)a->in[0], 1, NULL));
         return OC_OK;
     }
     size_t n = (size_t)kernel_numel(x) * es;
     if (n && a->out[0] != a->in[0])
         CU_CHECK(cudaMemcpyAsync(a->out[0], a->in[0], n, cudaMemcpyDeviceToDevice, c->stream));
+    size_t need = scatter_nd_scratch(a->g, a->n);
+    if (need && (!a->scratch || a->scratch_bytes < need))
+        return kernel_fail(a, err, "needs %zu bytes of scratch", need);
     CU_LAUNCH(cu_scatter_nd(c->stream, (int)es, a->in[1], i64, rows, dims, slab,
-                            grad ? NULL : (void *)a->in[2], a->out[0], 0));
+                            grad ? NULL : (void *)a->in[2], a->out[0], 0,
+                            need ? a->scratch : NULL));
     return OC_OK;
 }
 
@@ -1191,6 +1212,7 @@ static size_t float_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, 
     case OP_BATCH_NORM_RELU:
     case OP_BATCH_NORM_RELU_GRAD: return cuda_bn_relu_scratch(g, n);
     case OP_GATHER_GRAD: return gather_grad_scratch(g, n);
+    case OP_SCATTER_ND: return scatter_nd_scratch(g, n);
     case OP_GRID_SAMPLE_GRAD: return grid_sample_grad_scratch(g, n);
     case OP_FUSED_ATTENTION:
     case OP_FUSED_ATTENTION_GRAD: return cuda_attention_scratch(g, n, limit);

@@ -463,9 +463,11 @@ int cu_bn_relu_grad(void *stream, int kind, int relu, const void *dy, const void
 /* ScatterND's slabs of `slab` elements of es bytes: index row r (dims.rank
  * coordinates into dims, negative from the end; int64 or int32) names a slab of
  * `big`. gather 0: slab r of `small` (NULL: zeros) is written there; gather 1:
- * that slab of big is written to slab r of small. */
+ * that slab of big is written to slab r of small. A row outside dims writes
+ * nothing (gathers zeros). owner (NULL, or one unsigned a slab of big: indices
+ * computed at run time may repeat): only the last row naming a slab writes it. */
 int cu_scatter_nd(void *stream, int es, const void *idx, int idx64, int64_t rows, cu_shape dims,
-                  int64_t slab, void *small, void *big, int gather);
+                  int64_t slab, void *small, void *big, int gather, unsigned *owner);
 /* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
 int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,
               int64_t outer, int64_t extent, int64_t ni, int64_t inner);

@@ -299,7 +299,7 @@ template <typename T> __global__ void k_bcast(const T *in, cu_bidx bi, T *out, i
     }
 }
 
-// y = a (op) b, both broadcast, one pass (float, double)
+// y = a (op) b, both broadcast, one pass (float, double; int64, int32 for Sub, Mul)
 template <typename T>
 __global__ void k_binary(const T *a, const T *b, cu_bidx bi, T *y, int64_t n, int op) {
     GRID_LOOP(i, n) {
@@ -493,6 +493,12 @@ extern "C" int cu_binary(void *stream, cu_dtype dt, const void *a, cu_shape as, 
     else if (dt == CU_DT_F64)
         k_binary<<<blocks_for(n), THREADS, 0, s>>>((const double *)a, (const double *)b, bi,
                                                    (double *)y, n, op);
+    else if (dt == CU_DT_I64) /* index arithmetic: Sub, Mul (cuda_binary) */
+        k_binary<<<blocks_for(n), THREADS, 0, s>>>((const int64_t *)a, (const int64_t *)b, bi,
+                                                   (int64_t *)y, n, op);
+    else if (dt == CU_DT_I32)
+        k_binary<<<blocks_for(n), THREADS, 0, s>>>((const int32_t *)a, (const int32_t *)b, bi,
+                                                   (int32_t *)y, n, op);
     else return (int)cudaErrorInvalidValue;
     return last_error();
 }
@@ -4066,28 +4072,59 @@ extern "C" int cu_invstd_to_var(void *stream, float *v, int64_t n, float eps) {
     return last_error();
 }
 
+/* The slab offset of index row r (k coordinates, negative from the end); -1 when a
+ * coordinate lies outside dims (indices computed at run time are not checked at plan time). */
+__device__ static inline int64_t scatter_row_offset(const void *idx, int idx64, int64_t r,
+                                                    cu_shape dims) {
+    int64_t off = 0;
+    for (int j = 0; j < dims.rank; j++) {
+        int64_t v = idx64 ? ((const int64_t *)idx)[r * dims.rank + j]
+                          : ((const int32_t *)idx)[r * dims.rank + j];
+        if (v < 0) v += dims.d[j];
+        if (v < 0 || v >= dims.d[j]) return -1;
+        off = off * dims.d[j] + v;
+    }
+    return off;
+}
+
+/* owner[slab] = the last row (+ 1) writing it: of repeated rows the last one's slab is
+ * written, as the cpu kernel's sequential loop leaves it, whatever the threads' order. */
+__global__ void k_scatter_owner(const void *idx, int idx64, int64_t rows, cu_shape dims,
+                                unsigned *owner) {
+    GRID_LOOP(r, rows) {
+        int64_t off = scatter_row_offset(idx, idx64, r, dims);
+        if (off >= 0) atomicMax(owner + off, (unsigned)(r + 1));
+    }
+}
+
+/* gather: small[row] = big[slab]; else big[slab] = small[row] (or 0), rows outside
+ * skipped (gathered as 0), and with owner only the slab's last row written. */
 __global__ void k_scatter_nd(int es, const void *idx, int idx64, int64_t rows, cu_shape dims,
-                             int64_t slab, uint8_t *small, uint8_t *big, int gather) {
+                             int64_t slab, uint8_t *small, uint8_t *big, int gather,
+                             const unsigned *owner) {
     int64_t row_bytes = slab * es;
     GRID_LOOP(t, rows * row_bytes) {
-        int64_t r = t / row_bytes, b = t % row_bytes, off = 0;
-        for (int j = 0; j < dims.rank; j++) {
-            int64_t v = idx64 ? ((const int64_t *)idx)[r * dims.rank + j]
-                              : ((const int32_t *)idx)[r * dims.rank + j];
-            off = off * dims.d[j] + (v < 0 ? v + dims.d[j] : v);
-        }
-        uint8_t *at = big + off * row_bytes + b;
-        if (gather) small[t] = *at;
-        else *at = small ? small[t] : 0;
+        int64_t r = t / row_bytes, b = t % row_bytes;
+        int64_t off = scatter_row_offset(idx, idx64, r, dims);
+        if (gather) small[t] = off >= 0 ? big[off * row_bytes + b] : 0;
+        else if (off >= 0 && (!owner || owner[off] == (unsigned)(r + 1)))
+            big[off * row_bytes + b] = small ? small[t] : 0;
     }
 }
 
 extern "C" int cu_scatter_nd(void *stream, int es, const void *idx, int idx64, int64_t rows,
-                             cu_shape dims, int64_t slab, void *small, void *big, int gather) {
-    int64_t n = rows * slab * es;
+                             cu_shape dims, int64_t slab, void *small, void *big, int gather,
+                             unsigned *owner) {
+    int64_t n = rows * slab * es, slabs = numel(dims);
+    cudaStream_t s = (cudaStream_t)stream;
     if (n == 0) return 0;
-    k_scatter_nd<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(
-        es, idx, idx64, rows, dims, slab, (uint8_t *)small, (uint8_t *)big, gather);
+    if (owner) {
+        cudaError_t e = cudaMemsetAsync(owner, 0, (size_t)slabs * sizeof *owner, s);
+        if (e != cudaSuccess) return (int)e;
+        k_scatter_owner<<<blocks_for(rows), THREADS, 0, s>>>(idx, idx64, rows, dims, owner);
+    }
+    k_scatter_nd<<<blocks_for(n), THREADS, 0, s>>>(es, idx, idx64, rows, dims, slab,
+                                                   (uint8_t *)small, (uint8_t *)big, gather, owner);
     return last_error();
 }
 

@@ -25,7 +25,11 @@ static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     bool arith = n->op == OP_ADD || n->op == OP_SUB || n->op == OP_MUL || n->op == OP_DIV;
     if (arith && op_fold_arith(g, n, err)) return OC_ERR;
     const ir_tensor *y = ir_node_out(g, n, 0);
-    if (n->op != OP_ADD && y->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt) &&
+    /* integers at run time: Add, Sub and Mul of int64 / int32 (index arithmetic on device
+     * indices: a MaxPool's indices made per plane, offset into an unpooled tensor) */
+    bool int_ok = n->op == OP_ADD || ((n->op == OP_SUB || n->op == OP_MUL) &&
+                                      (dt == IR_DTYPE_INT64 || dt == IR_DTYPE_INT32));
+    if (!int_ok && y->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt) &&
         dt != IR_DTYPE_DOUBLE && !op_read_for_shape_only(g, n->outputs[0]))
         return oc_fail(err, "%s of %s tensors computed at run time is not supported", n->op_type,
                        ir_dtype_name(dt));

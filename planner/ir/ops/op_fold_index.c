@@ -6,7 +6,8 @@
  *   run-time data or updates (a slice assignment to an activation, as MViTv2's
  *   `attn[:, :, 1:, 1:] += rel_pos` exports) and plan-time indices, reduction
  *   none and no index row twice, it runs as a kernel: y = data with the rows
- *   replaced. Its gradient ScatterNDGrad(dY, indices) gives dData (dY with those
+ *   replaced; so it does at indices computed at run time (max_unpool's, from a
+ *   MaxPool's), reduction none, unchecked (scatter_nd_run_time). Its gradient ScatterNDGrad(dY, indices) gives dData (dY with those
  *   rows 0, attribute updates 0) and dUpdates (dY's rows, updates 1).
  * - GatherND folds when both inputs are; with run-time data (a parameter, an
  *   activation) and plan-time indices (any batch_dims, any number of coordinates)
@@ -57,14 +58,18 @@ static int cmp_offset_row(const void *a, const void *b) {
 
 /* ScatterND on run-time data or updates (scatter_nd_infer checked the shapes
  * and the reduction): plan-time indices inside data, each row once (the
- * gradient of a row written twice would be ambiguous); the output like data. */
+ * gradient of a row written twice would be ambiguous); the output like data.
+ * Indices computed at run time (max_unpool's, made from a MaxPool's) cannot be
+ * checked here: a row outside data fails on cpu and writes nothing on cuda (as
+ * Gather reads), and of rows repeating an offset the last one's slab is written
+ * on both backends. */
 static int scatter_nd_run_time(ir_graph *g, ir_node *n, const ir_tensor *x, const ir_tensor *idx,
                                const ir_tensor *u, int k, int mode, oc_err *err) {
-    if (!op_is_value(idx))
+    if (mode != 0 && !op_is_value(idx))
         return oc_fail(err,
-                       "indices '%s' are computed at run time; outcore takes ScatterND with "
-                       "plan-time indices",
-                       idx->name);
+                       "ScatterND with reduction %s at indices computed at run time ('%s') is "
+                       "not supported (reduction none is)",
+                       mode == 1 ? "add" : "mul, max or min", idx->name);
     if (mode != 0)
         return oc_fail(err,
                        "ScatterND with a reduction on run-time data or updates ('%s', '%s') is "
@@ -73,6 +78,10 @@ static int scatter_nd_run_time(ir_graph *g, ir_node *n, const ir_tensor *x, cons
     if (!ir_dtype_is_compute(x->dtype))
         return oc_fail(err, "ScatterND of %s tensors computed at run time is not supported",
                        ir_dtype_name(x->dtype));
+    if (!op_is_value(idx)) {
+        op_set_out_like(g, n, 0, x);
+        return OC_OK;
+    }
     int64_t rows = 1;
     for (int d = 0; d + 1 < idx->rank; d++) rows *= idx->dims[d];
     /* each row's offset with its row number, sorted: a repeat sits next to its first (memory

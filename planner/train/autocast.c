@@ -37,6 +37,15 @@ static bool castable(const ir_graph *g, const ir_node *n, int k) {
     return ir_dtype_is_compute(x->dtype) && (d->autocast == OP_AUTOCAST_LOWER || !op_is_value(x));
 }
 
+/* A plan-time float tensor a FOLLOW node writes into, as ScatterND's data (torch.export's
+ * zeros max_unpool2d scatters into, made in the activations' type by PyTorch): it takes the
+ * type the activations give, without voting for it (its kernels take one type). */
+static bool follows_only(const ir_graph *g, const ir_node *n, int k) {
+    int t = n->inputs[k];
+    return n->op == OP_SCATTER_ND && k == 0 && t >= 0 && ir_dtype_is_compute(g->tensors[t].dtype) &&
+           op_is_value(&g->tensors[t]);
+}
+
 /* The type each input of node i must have (IR_DTYPE_UNDEFINED: as it is). */
 static void wanted_types(const ir_graph *g, const ir_node *n, ir_dtype half, ir_dtype *want) {
     const op_def *d = op_def_of(n);
@@ -50,6 +59,7 @@ static void wanted_types(const ir_graph *g, const ir_node *n, ir_dtype half, ir_
     }
     ir_dtype follow = act != IR_DTYPE_UNDEFINED ? act : any;
     for (int k = 0; k < n->n_inputs; k++) {
+        if (d->autocast == OP_AUTOCAST_FOLLOW && follows_only(g, n, k)) want[k] = follow;
         if (!castable(g, n, k)) continue;
         switch (d->autocast) {
         case OP_AUTOCAST_LOWER: want[k] = half; break;

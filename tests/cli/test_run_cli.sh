@@ -72,6 +72,18 @@ grep -q '^arena high-water .* capacity' "$T/a.out" && grep -q '^images/s' "$T/a.
 "$PY" -c "import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m); \
 assert all(t.raw_data for t in m.graph.initializer if t.data_type == 1)" "$T/trained.onnx" \
   && ok "--save writes a checker-valid model with every weight" || bad "--save output invalid"
+# A ScatterND into plan-time zeros at device indices (torch.export's max_unpool2d) under
+# --precision bf16: the zeros take the bfloat16 updates' type (as PyTorch makes them), and
+# the first loss is the float32 run's within bfloat16's tolerance (refused before 2026-11-30).
+U=tests/data/torch2/tiny_unpool_dynamo.onnx
+u32=$("$RUN" "$U" --batch 2 --steps 1 2>&1 | awk '/^step 0/ {print $4}')
+u16=$("$RUN" "$U" --batch 2 --steps 1 --precision bf16 2>&1 | awk '/^step 0/ {print $4}')
+if [ -n "$u32" ] && [ -n "$u16" ] &&
+   awk -v a="$u32" -v b="$u16" 'BEGIN { d = (a - b) / a; exit !(d < 1e-2 && d > -1e-2) }'; then
+    ok "max_unpool2d trains under --precision bf16 (loss $u16 vs float32 $u32)"
+else
+    bad "max_unpool2d under --precision bf16: loss '$u16' vs float32 '$u32'"
+fi
 
 # expect_error NAME CMD...: exit != 0, exactly one stderr line, no step ran.
 expect_error() {

@@ -1152,6 +1152,28 @@ def unpool_device_cases(rng):
                    [("x", x)], [("y", y.reshape(1, 2, 4, 4))], 18)
 
 
+def diagonal_mask_cases(rng):
+    """torch.diagonal as both exporters write it: Mul by an identity mask (a plan-time value),
+    then ReduceSum over one of its two dims, gathered as the diagonal (O(n)) at load: kept
+    dims, the mask over the first and last dims summed over the first (the diagonal moved
+    back to its place), a rectangular mask, and one whose kept dim is longer than the summed
+    one (no partner for its last rows: left as Mul and ReduceSum)."""
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.asarray(v), name))
+    specs = [("keepdims", [2, 4, 4], np.eye(4, dtype=np.float32), [2], 1),
+             ("first_dim", [4, 3, 4], np.eye(4, dtype=np.float32).reshape(4, 1, 4), [0], 0),
+             ("rectangular", [3, 5], np.eye(3, 5, dtype=np.float32), [1], 0),
+             ("kept_longer", [5, 3], np.eye(5, 3, dtype=np.float32), [1], 0)]
+    for name, xs, e, axes, keep in specs:
+        x = rng.standard_normal(xs).astype(np.float32)
+        y = (x * e).sum(axis=tuple(axes), keepdims=bool(keep)).astype(np.float32)
+        write_case(f"test_reducesum_f32_diagonal_mask_{name}",
+                   [c("e", e), c("axes", np.array(axes, np.int64)),
+                    helper.make_node("Mul", ["x", "e"], ["p"]),
+                    helper.make_node("ReduceSum", ["p", "axes"], ["y"], keepdims=keep)],
+                   [("x", x)], [("y", y)])
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1406,8 +1428,9 @@ def main():
     gathernd_device_cases(rng)
     mod_device_index_cases(rng)
     unpool_device_cases(rng)
+    diagonal_mask_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -282,7 +282,98 @@ const op_def op_def_reduce_mean = {
     .cost = reduce_cost,
     .grad = reduce_grad,
 };
-/* op_def.lower: ReduceSum of a run-time mask cast to integers (`(x > 0).sum()`, a count of
+/* Whether e (a plan-time value, right-aligned to rank r) is 1 where coordinates a < b agree
+ * and 0 elsewhere, of dims da at a and db at b and 1 at every other dim. */
+static bool identity_mask(const ir_tensor *e, int r, int a, int b, int64_t da, int64_t db) {
+    if (!ir_dtype_is_float(e->dtype) || e->rank > r) return false;
+    for (int d = 0; d < r; d++) {
+        int64_t ed = d < r - e->rank ? 1 : e->dims[d - (r - e->rank)];
+        if (ed != (d == a ? da : d == b ? db : 1)) return false;
+    }
+    for (int64_t i = 0; i < da * db; i++)
+        if (op_fold_num_get(e, i).f != (i / db == i % db ? 1.0 : 0.0)) return false;
+    return true;
+}
+
+/* ReduceSum over one of two dims of Mul(X, E), E a plan-time identity mask over them
+ * (torch.diagonal from both exporters: EyeLike, Mul, ReduceSum; einsum's diagonals), the
+ * Mul read by nothing else: the diagonal gathered instead, O(n) where the product was
+ * O(n^2) in time and memory (a Barlow Twins loss's 8192 x 8192 correlation: 256 MiB the
+ * mask, 256 MiB the product). The Mul becomes a Transpose of X to (kept, summed, rest..),
+ * then GatherND at the rows (i, i) and a Reshape (the node) to the output's dims. Where the
+ * kept dim is longer than the summed one (no partner on the diagonal) nothing changes. */
+static int diagonal_lower(ir_graph *g, int node, const ir_tensor *x, bool *changed, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    if (!ir_dtype_is_compute(x->dtype) || x->n_consumers != 1 || x->producer < 0) return OC_OK;
+    for (int o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o] == n->inputs[0]) return OC_OK;
+    int mul = x->producer, r = x->rank;
+    const ir_node *m = &g->nodes[mul];
+    if (m->op != OP_MUL || m->n_inputs != 2 || m->inputs[0] < 0 || m->inputs[1] < 0) return OC_OK;
+    const ir_tensor *e = &g->tensors[m->inputs[1]];
+    int xt = m->inputs[0];
+    if (!op_is_value(e)) e = &g->tensors[m->inputs[0]], xt = m->inputs[1];
+    const ir_tensor *xin = &g->tensors[xt];
+    if (!op_is_value(e) || op_is_value(xin) || xin->rank != r ||
+        memcmp(xin->dims, x->dims, (size_t)r * sizeof x->dims[0]) != 0)
+        return OC_OK;
+    bool red[IR_MAX_RANK], noop;
+    if (reduce_axes(g, n, x, red, &noop, err)) return OC_ERR;
+    int s = -1, nred = 0;
+    for (int d = 0; d < r; d++)
+        if (red[d]) s = d, nred++;
+    if (noop || nred != 1) return OC_OK;
+    int k = -1; /* the mask's other dim */
+    for (int d = 0; d < r; d++) {
+        int64_t ed = d < r - e->rank ? 1 : e->dims[d - (r - e->rank)];
+        if (d != s && ed > 1) {
+            if (k >= 0) return OC_OK;
+            k = d;
+        }
+    }
+    if (k < 0 || x->dims[k] > x->dims[s]) return OC_OK;
+    int a = k < s ? k : s, b = k < s ? s : k;
+    if (!identity_mask(e, r, a, b, x->dims[a], x->dims[b])) return OC_OK;
+    /* the Mul: X transposed to (k, s, rest..) */
+    int64_t perm[IR_MAX_RANK], ydims[IR_MAX_RANK], diag = x->dims[k];
+    int np = 0, yrank = 0;
+    perm[np++] = k, perm[np++] = s;
+    for (int d = 0; d < r; d++)
+        if (d != k && d != s) perm[np++] = d;
+    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    for (int d = 0; d < r; d++)
+        if (d != s || keep) ydims[yrank++] = d == s ? 1 : x->dims[d];
+    op_rewrite_become(g, mul, OP_TRANSPOSE);
+    ir_node_add_input(g, mul, xt);
+    op_rewrite_attr_ints(g, mul, "perm", r, perm);
+    if (op_infer(g, &g->nodes[mul], err)) return OC_ERR;
+    /* GatherND at (i, i): (k, rest..); its positions moved to the output's order by the
+     * Reshape only when k is the output's first kept dim, else a Transpose first */
+    int64_t *rows = oc_malloc((size_t)diag * 2 * sizeof *rows);
+    for (int64_t i = 0; i < diag; i++) rows[2 * i] = rows[2 * i + 1] = i;
+    char *base = oc_strdup(g->nodes[node].name);
+    int idx = op_rewrite_constant(g, base, "diagonal_rows", IR_DTYPE_INT64, 2, (int64_t[]){diag, 2},
+                                  rows);
+    oc_free(rows);
+    int at = node;
+    int t = op_rewrite_insert(g, at++, base, "diagonal", OP_GATHER_ND, g->nodes[mul].outputs[0],
+                              idx, -1);
+    int kpos = k < s ? k : k - 1; /* k's place among the dims but s */
+    if (kpos > 0) {
+        int64_t back[IR_MAX_RANK];
+        for (int j = 0; j < r - 1; j++) back[j] = j < kpos ? j + 1 : j == kpos ? 0 : j;
+        t = op_rewrite_insert(g, at, base, "diagonal_in_place", OP_TRANSPOSE, t, -1, -1);
+        op_rewrite_attr_ints(g, at++, "perm", r - 1, back);
+    }
+    op_rewrite_become(g, at, OP_RESHAPE);
+    ir_node_add_input(g, at, t);
+    ir_node_add_input(g, at, op_rewrite_ints(g, base, "output_shape", yrank, ydims));
+    oc_free(base);
+    *changed = true;
+    return OC_OK;
+}
+
+/* op_def.lower: a diagonal (diagonal_lower); ReduceSum of a run-time mask cast to integers (`(x > 0).sum()`, a count of
  * what an activation's comparison picks, read as a float: masked means, accuracies) counts in
  * float32, exact below 2^24 elements, when every reader of the count casts it to float32:
  * the mask cast to float32 ("<node>/mask_as_float"), the ReduceSum's output float32 (its
@@ -293,6 +384,8 @@ static int reduce_sum_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_tensor *x;
     int64_t numel;
     if (op_in_shaped(g, n, 0, &x, err)) return OC_ERR;
+    if (!op_is_value(x) && ir_dtype_is_compute(x->dtype))
+        return diagonal_lower(g, node, x, changed, err);
     if (op_is_value(x) || (x->dtype != IR_DTYPE_INT64 && x->dtype != IR_DTYPE_INT32) ||
         x->producer < 0 || !ir_tensor_numel(x, &numel) || numel > REDUCE_COUNT_MAX_ELEMENTS)
         return OC_OK; /* folds, or infer names it */

@@ -1174,6 +1174,20 @@ def diagonal_mask_cases(rng):
                    [("x", x)], [("y", y)])
 
 
+def einsum_gathered_diagonal_cases(rng):
+    """Einsum diagonals gathered (a Transpose, then GatherND at (i, i)): an index three
+    times, two indices twice each, a repeat apart from its first (the dims moved first)."""
+    cases = (("diagonal_thrice", "iii->i", [3, 3, 3]), ("two_diagonals", "ijij->ij", [3, 4, 3, 4]),
+             ("diagonal_apart", "ijki->kji", [3, 2, 4, 3]))
+    for name, eq, shape in cases:
+        x = rng.standard_normal(shape).astype(np.float32)
+        want = np.einsum(eq, x.astype(np.float64)).astype(np.float32)
+        write_case(f"test_einsum_f32_{name}",
+                   [helper.make_node("Identity", ["x"], ["r"]),
+                    helper.make_node("Einsum", ["r"], ["y"], equation=eq)], [("x", x)],
+                   [("y", want)], 12)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1429,8 +1443,9 @@ def main():
     mod_device_index_cases(rng)
     unpool_device_cases(rng)
     diagonal_mask_cases(rng)
+    einsum_gathered_diagonal_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -8,9 +8,9 @@
  * from the operands' (Shape, Gather, Mul, Concat: folded at plan time). MaxViT's
  * attention is einsum("BGHID,BGHJD->BGHIJ", q, k) and ("BGHIJ,BGHJD->BGHID", a, v);
  * MViTv2's relative positions ("bythwc,hkc->bythwk"). A diagonal (an index twice in an
- * input term: "ii->i", a trace "ii", "ncii->nc") is taken first: the operand times a
- * plan-time identity mask over the two dims, summed over the second (Mul's and
- * ReduceSum's gradients put dY on the diagonal, as torch.diagonal's). The new nodes are
+ * input term: "ii->i", a trace "ii", "ncii->nc") is taken first: the operand transposed
+ * to the two dims first and gathered at (i, i) (GatherND; its gradient puts dY on the
+ * diagonal, as torch.diagonal's). The new nodes are
  * named <einsum>/<step> before the Einsum node, which becomes the last step. */
 
 #include <inttypes.h>
@@ -145,38 +145,43 @@ static void transpose_to(lowering *w, operand *o, const char *to) {
     memcpy(o->idx, to, (size_t)r + 1);
 }
 
-/* o's diagonals: while a letter repeats in o->idx (dims p < q), o times the identity mask of
- * those two dims (a plan-time constant, ones where the coordinates agree, broadcast over the
- * others), summed over dim q. */
+/* o's diagonals: while a letter repeats in o->idx (dims p < q), o transposed to (p, q,
+ * the rest..) and gathered at the rows (i, i) (GatherND: a Gather at plan-time offsets,
+ * whose gradient scatter-adds onto the diagonal, as torch.diagonal's): the letter once,
+ * first. O(n) where a mask over the two dims would be O(n^2). */
 static int take_diagonals(lowering *w, operand *o, oc_err *err) {
+    (void)err;
     for (int q = 0; o->idx[q]; q++) {
         const char *first = memchr(o->idx, o->idx[q], (size_t)q);
         if (!first) continue;
-        int p = (int)(first - o->idx), r = (int)strlen(o->idx), y;
-        int64_t n = w->size[(int)o->idx[q]], dims[IR_MAX_RANK], axis = q;
-        if (r > IR_MAX_RANK) return oc_fail(err, "a diagonal of rank %d", r);
-        if (w->dtype != IR_DTYPE_FLOAT && w->dtype != IR_DTYPE_DOUBLE)
-            return oc_fail(err, "a diagonal of %s operands (float32, float64 taken)",
-                           ir_dtype_name(w->dtype));
-        if (n > 4096) return oc_fail(err, "a diagonal of %" PRId64 " (at most 4096)", n);
-        int mask = -1;
+        int p = (int)(first - o->idx), r = (int)strlen(o->idx), np = 0, y;
+        int64_t n = w->size[(int)o->idx[q]], perm[EINSUM_MAX_INDICES];
+        char left[EINSUM_MAX_INDICES + 1];
+        perm[np++] = p, perm[np++] = q;
+        left[0] = o->idx[q];
+        for (int d = 0; d < r; d++)
+            if (d != p && d != q) left[np - 1] = o->idx[d], perm[np++] = d;
+        left[r - 1] = '\0';
+        bool moved = p != 0 || q != 1;
+        if (moved) {
+            int node = emit(w, OP_TRANSPOSE, "diagonal_first", o->t, -1, &y);
+            if (node >= 0) op_rewrite_attr_ints(w->g, node, "perm", r, perm);
+            o->t = y;
+        }
+        int rows = -1;
         if (!w->dry) {
-            for (int d = 0; d < r; d++) dims[d] = d == p || d == q ? n : 1;
-            size_t es = (size_t)ir_dtype_size(w->dtype);
-            uint8_t *v = oc_calloc((size_t)(n * n) * es + 1, 1);
-            for (int64_t i = 0; i < n; i++) {
-                if (w->dtype == IR_DTYPE_FLOAT) ((float *)v)[i * n + i] = 1.0f;
-                else ((double *)v)[i * n + i] = 1.0;
-            }
+            int64_t *v = oc_malloc((size_t)n * 2 * sizeof *v);
+            for (int64_t i = 0; i < n; i++) v[2 * i] = v[2 * i + 1] = i;
             char what[64];
-            snprintf(what, sizeof what, "diagonal_mask_%d", w->steps);
-            mask = op_rewrite_constant(w->g, w->name, what, w->dtype, r, dims, v);
+            snprintf(what, sizeof what, "diagonal_rows_%d", w->steps);
+            rows =
+                op_rewrite_constant(w->g, w->name, what, IR_DTYPE_INT64, 2, (int64_t[]){n, 2}, v);
             oc_free(v);
         }
-        emit(w, OP_MUL, "diagonal", o->t, mask, &y);
-        o->t = emit_axes(w, OP_REDUCE_SUM, "diagonal_sum", y, 1, &axis);
-        memmove(o->idx + q, o->idx + q + 1, (size_t)(r - q));
-        q--;
+        emit(w, OP_GATHER_ND, "diagonal", o->t, rows, &y);
+        o->t = y;
+        memcpy(o->idx, left, (size_t)r);
+        q = 0; /* the letter is first now: look again from the start */
     }
     return OC_OK;
 }

@@ -1188,6 +1188,40 @@ def einsum_gathered_diagonal_cases(rng):
                    [("y", want)], 12)
 
 
+def scatter_extreme_cases(rng):
+    """ScatterElements / ScatterND with reduction max or min on run-time data and updates at
+    plan-time indices (scatter_reduce amax / amin over a fixed graph): repeated targets (up
+    to 3 updates one element), a target written by one update, elements not written; the
+    data a plan-time value (include_self=False's fill) in one."""
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.asarray(v), name))
+    x = rng.standard_normal([3, 4]).astype(np.float32)
+    u = rng.standard_normal([5, 4]).astype(np.float32)
+    idx = np.array([[0, 2, 1, 0], [2, 2, 1, 0], [0, 0, 1, 1], [2, 0, 0, 0], [0, 2, 2, 1]],
+                   np.int64)
+    for red, fn in (("max", np.maximum), ("min", np.minimum)):
+        want = x.copy()
+        for i in range(5):
+            for j in range(4):
+                want[idx[i, j], j] = fn(want[idx[i, j], j], u[i, j])
+        write_case(f"test_scatterelements_f32_{red}_run_time",
+                   [c("i", idx), helper.make_node("Identity", ["x"], ["rx"]),
+                    helper.make_node("Identity", ["u"], ["ru"]),
+                    helper.make_node("ScatterElements", ["rx", "i", "ru"], ["y"], axis=0,
+                                     reduction=red)],
+                   [("x", x), ("u", u)], [("y", want)], 18)
+    fill = np.full([4, 3], -np.inf, np.float32)
+    rows = np.array([[1], [3], [1], [1]], np.int64)
+    v = rng.standard_normal([4, 3]).astype(np.float32)
+    want = fill.copy()
+    for r in range(4):
+        want[rows[r, 0]] = np.maximum(want[rows[r, 0]], v[r])
+    write_case("test_scatternd_f32_max_plan_time_data",
+               [c("d", fill), c("i", rows), helper.make_node("Identity", ["v"], ["rv"]),
+                helper.make_node("ScatterND", ["d", "i", "rv"], ["y"], reduction="max")],
+               [("v", v)], [("y", want)], 18)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1444,8 +1478,9 @@ def main():
     unpool_device_cases(rng)
     diagonal_mask_cases(rng)
     einsum_gathered_diagonal_cases(rng)
+    scatter_extreme_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3
     print(f"{n + 6} cases in {OUT}")
 
 

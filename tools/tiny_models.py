@@ -921,6 +921,40 @@ def tiny_unpool():
     return TinyUnpool()
 
 
+class TinyScatterMax(nn.Module):
+    """Max and min aggregation over a fixed graph (a mesh or point-cloud network's
+    scatter_reduce amax / amin at a buffer's indices): a 4x4 grid of nodes (a conv's
+    positions), each edge's message a Linear of its source, reduced at its destination
+    without (include_self=False) and with the destination's own features."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.c1 = nn.Conv2d(3, 8, 3, stride=8, padding=1)  # (N, 8, 4, 4)
+        self.msg = nn.Linear(8, 8)
+        src, dst = [], []
+        for i in range(16):
+            for j in (i - 4, i + 4, i - 1 if i % 4 else -1, i + 1 if i % 4 != 3 else -1):
+                if 0 <= j < 16:
+                    src.append(j), dst.append(i)
+        self.register_buffer("src", torch.tensor(src))
+        self.register_buffer("dst", torch.tensor(dst))
+        self.fc = nn.Linear(24, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.c1(x).flatten(2).transpose(1, 2)  # (N, 16, 8)
+        m = torch.relu(self.msg(h[:, self.src]))  # (N, E, 8)
+        idx = self.dst[None, :, None].expand(h.shape[0], -1, 8)
+        hi = torch.zeros_like(h).scatter_reduce(1, idx, m, "amax", include_self=False)
+        lo = h.scatter_reduce(1, idx, m - 1.0, "amin", include_self=True)
+        return self.fc(torch.cat([hi.mean(1), lo.mean(1), (hi * lo).mean(1)], 1))
+
+
+def tiny_scatter_max():
+    return TinyScatterMax()
+
+
 class TinyStn(nn.Module):
     """F.grid_sample as spatial transformers and flow warping use it: a localization net's
     affine theta applied to a base grid (a buffer: the legacy exporter has no affine_grid),
@@ -1031,11 +1065,11 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_prod": tiny_prod, "tiny_gem": tiny_gem,
         "tiny_diag": tiny_diag, "tiny_count": tiny_count,
         "tiny_pick": tiny_pick, "tiny_take": tiny_take,
-        "tiny_unpool": tiny_unpool}
+        "tiny_unpool": tiny_unpool, "tiny_scatter_max": tiny_scatter_max}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)
-DYNAMO_ONLY = {"tiny_pyramid", "tiny_take", "tiny_unpool"}
+DYNAMO_ONLY = {"tiny_pyramid", "tiny_take", "tiny_unpool", "tiny_scatter_max"}
 # also exported with the default exporter's own defaults (optimize=True: literals become
 # unmarked scalar initializers, which must not train)
 OPTIMIZED_TOO = {"tiny_math"}

@@ -297,12 +297,12 @@ static verdict run_set(const char *dir, const char *set, char *msg, size_t cap, 
     bool folds = false;
     for (int i = 0; i < r.g->n_nodes; i++)
         folds = folds || (is_fold_op(r.g->nodes[i].op) && !lowers(r.g, &r.g->nodes[i]));
-    /* ScatterND with a reduction but add is evaluated at plan time only (op_fold_index.c;
-     * add on run-time data is a scatter-add, lowered at load) */
+    /* ScatterND with reduction mul is evaluated at plan time only (op_fold_index.c; add on
+     * run-time data is a scatter-add, max and min a gather and reduction, lowered at load) */
     for (int i = 0; i < r.g->n_nodes; i++) {
         const ir_attr *red = ir_attr_find(&r.g->nodes[i], "reduction");
         folds = folds || (r.g->nodes[i].op == OP_SCATTER_ND && red && red->type == IR_ATTR_STRING &&
-                          strcmp(red->s, "none") != 0 && strcmp(red->s, "add") != 0);
+                          strcmp(red->s, "mul") == 0);
     }
     /* so are Max and Min of integers (op_binary.c) */
     for (int i = 0; i < r.g->n_nodes; i++) {

@@ -171,9 +171,84 @@ static void scatter_add_lower(ir_graph *g, int node, int offs) {
     oc_free(base);
 }
 
+/* Offset then position: a target's updates together, in index order. */
+static int cmp_pair(const void *a, const void *b) {
+    const int64_t *p = a, *q = b;
+    return p[0] != q[0] ? (p[0] < q[0] ? -1 : 1) : (p[1] > q[1]) - (p[1] < q[1]);
+}
+
+/* A scatter with reduction max or min (scatter_reduce amax / amin at fixed indices: a mesh
+ * or point-cloud network's max aggregation; ScatterElements' lowering reaches it as this
+ * ScatterND) on run-time data or updates, node `node`, each update element's offset in data
+ * offs[j] (plan-time): the T offsets written, each with its m_t updates, padded to M with
+ * the first of them (a repeat changes no max) -- Gather(Reshape(updates, [-1]), [T, M]
+ * positions), ReduceMax over the M (ReduceMin), Max with data's element there (Min),
+ * written back by ScatterND at those T offsets into data flattened, Reshape (the node) to
+ * data's dims. The gradients: to data where it won or was not written, to the update that
+ * won (the first of equal ones, as ReduceMax's). */
+static int scatter_extreme_lower(ir_graph *g, int node, const int64_t *offs, int64_t numel,
+                                 bool max, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    int xt = n->inputs[0], ut = n->inputs[2];
+    const ir_tensor *x = &g->tensors[xt];
+    int rank = x->rank;
+    int64_t dims[IR_MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    int64_t(*at)[2] = oc_malloc((size_t)(numel ? numel : 1) * sizeof *at);
+    for (int64_t j = 0; j < numel; j++) at[j][0] = offs[j], at[j][1] = j;
+    qsort(at, (size_t)numel, sizeof *at, cmp_pair);
+    int64_t T = 0, M = 0;
+    for (int64_t j = 0, run = 0; j < numel; j++) {
+        run = j > 0 && at[j][0] == at[j - 1][0] ? run + 1 : 1;
+        if (run == 1) T++;
+        if (run > M) M = run;
+    }
+    if (T * M > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t)) {
+        oc_free(at);
+        return oc_fail(err,
+                       "a %s reduction of %" PRId64 " offsets, up to %" PRId64
+                       " updates each: more than %" PRId64 " positions",
+                       max ? "max" : "min", T, M, OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t));
+    }
+    int64_t *pos = oc_malloc((size_t)(T * M > 0 ? T * M : 1) * sizeof *pos),
+            *tgt = oc_malloc((size_t)(T ? T : 1) * 2 * sizeof *tgt);
+    for (int64_t j = 0, t = -1, k = 0; j < numel; j++) {
+        if (j == 0 || at[j][0] != at[j - 1][0]) {
+            t++, k = 0;
+            tgt[t] = at[j][0];
+            for (int64_t e = 0; e < M; e++) pos[t * M + e] = at[j][1]; /* the first, as padding */
+        }
+        pos[t * M + k++] = at[j][1];
+    }
+    oc_free(at);
+    char *base = oc_strdup(n->name);
+    int pt = op_rewrite_constant(g, base, "positions", IR_DTYPE_INT64, 2, (int64_t[]){T, M}, pos);
+    int tt = op_rewrite_constant(g, base, "targets", IR_DTYPE_INT64, 1, &T, tgt);
+    int rt = op_rewrite_constant(g, base, "target_rows", IR_DTYPE_INT64, 2, (int64_t[]){T, 1}, tgt);
+    oc_free(pos), oc_free(tgt);
+    int k = node;
+    int uf = op_rewrite_flatten(g, k++, base, "updates_flat", ut);
+    int grid = op_rewrite_insert(g, k++, base, "by_target", OP_GATHER, uf, pt, -1);
+    int64_t one = 1;
+    int best = op_rewrite_axes(g, k++, base, max ? "best" : "least",
+                               max ? OP_REDUCE_MAX : OP_REDUCE_MIN, grid, 1, &one, 18, -1);
+    op_rewrite_attr_int(g, k - 1, "keepdims", 0);
+    int xf = op_rewrite_flatten(g, k++, base, "data_flat", xt);
+    int there = op_rewrite_insert(g, k++, base, "data_there", OP_GATHER, xf, tt, -1);
+    int won = op_rewrite_insert(g, k++, base, "with_data", max ? OP_MAX : OP_MIN, there, best, -1);
+    int out = op_rewrite_insert(g, k, base, "written", OP_SCATTER_ND, xf, rt, -1);
+    ir_node_add_input(g, k++, won);
+    op_rewrite_become(g, k, OP_RESHAPE);
+    ir_node_add_input(g, k, out);
+    ir_node_add_input(g, k, op_rewrite_ints(g, base, "data_shape", rank, dims));
+    oc_free(base);
+    return OC_OK;
+}
+
 /* op_def.lower: ScatterND with reduction add on run-time data or updates, plan-time indices
- * inside data: scatter_add_lower at each update's offset. Other reductions on run-time data
- * stay refused by infer (scatter_nd_run_time), as does add at run-time indices. */
+ * inside data: scatter_add_lower at each update's offset; max and min: scatter_extreme_lower.
+ * Mul on run-time data stays refused by infer (scatter_nd_run_time), as do reductions at
+ * run-time indices. */
 static int scatter_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
     ir_tensor *x, *idx, *u;
@@ -182,7 +257,9 @@ static int scatter_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
         op_in_shaped(g, n, 2, &u, err) || scatter_mode(n, &mode, err))
         return OC_ERR;
-    if (mode != 1 || (op_is_value(x) && op_is_value(u)) || !op_is_value(idx)) return OC_OK;
+    if ((mode != 1 && mode != 3 && mode != 4) || (op_is_value(x) && op_is_value(u)) ||
+        !op_is_value(idx))
+        return OC_OK;
     if (scatter_nd_shapes(x, idx, u, &k, err) || !ir_tensor_numel(u, &numel)) return OC_ERR;
     if (numel > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t))
         return oc_fail(err, "updates '%s' have more than %" PRId64 " elements", u->name,
@@ -201,6 +278,12 @@ static int scatter_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         for (int64_t e = 0; e < slab; e++) offs[r * slab + e] = off * slab + e;
     }
     idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
+    if (mode != 1) {
+        int rc = scatter_extreme_lower(g, node, offs, numel, mode == 3, err);
+        oc_free(offs);
+        if (rc == OC_OK) *changed = true;
+        return rc;
+    }
     int urank = u->rank;
     int64_t udims[IR_MAX_RANK];
     memcpy(udims, u->dims, sizeof udims);

@@ -107,6 +107,36 @@ __host__ __device__
     return (float)((double)dy * pow(a, (double)b) * log((double)a));
 }
 
+/* Integer Div and Mod of run-time index glue (torch.div(rounding_mode="floor"), bucketize's
+ * search), kind: 0 A / B truncated (ONNX's Div of integers), 1 A % B truncated (Mod fmod 1,
+ * C's), 2 A % B floored (Mod fmod 0, Python's: the sign of B). B == 0 gives 0 and B == -1
+ * wraps as two's complement: no input traps. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline long long
+    oc_int_div_mod(long long a, long long b, int kind) {
+    if (b == 0) return 0;
+    if (b == -1) return kind == 0 ? (long long)(0ull - (unsigned long long)a) : 0;
+    if (kind == 0) return a / b;
+    long long r = a % b;
+    return kind == 2 && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+/* A float32 as an integer by a run-time Cast (x.long(), (x * n).long() binning): truncated
+ * toward zero as C and PyTorch do; NaN gives 0 and values past int64's range saturate (no
+ * undefined conversion). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline long long
+    oc_float_to_int(float v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0f) return 9223372036854775807LL;
+    if (v <= -9223372036854775808.0f) return -9223372036854775807LL - 1;
+    return (long long)v;
+}
+
 #define OC_POINTWISE_FORWARD(X)                                                                    \
     X(RELU, oc_relu(x))                                                                            \
     X(SIGMOID, 1.0f / (1.0f + expf(-x)))                                                           \

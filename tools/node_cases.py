@@ -1059,7 +1059,8 @@ def gathernd_device_cases(rng):
     """GatherND of run-time data at indices the device computes: each row's position, then
     an ArgMax of an activation (x[arange(N), s.argmax(1)], s through an Identity: the
     runner gives inputs read only by folding ops as plan-time values), or a TopK's indices
-    (x[arange(N)[:, None], s.topk(3)]); two device columns (no position column) refused."""
+    (x[arange(N)[:, None], s.topk(3)]); two device columns (no position column: x[a, a], each
+    row's offset computed on the device; refused until 2026-11-30)."""
     x = rng.standard_normal([2, 5, 3]).astype(np.float32)
     s = rng.standard_normal([2, 5]).astype(np.float32)
     c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
@@ -1084,23 +1085,24 @@ def gathernd_device_cases(rng):
                 helper.make_node("Identity", ["x"], ["r"]),
                 helper.make_node("GatherND", ["r", "i"], ["y"])],
                [("x", x), ("s", s)], [("y", x[np.arange(2)[:, None], top])])
-    write_case("test_gathernd_f32_device_indices_no_positions_refused",
+    x5 = np.random.default_rng(5).standard_normal([5, 5, 3]).astype(np.float32)  # rng: untouched
+    write_case("test_gathernd_f32_device_indices_two_columns",
                [helper.make_node("Identity", ["s"], ["sr"]),
                 helper.make_node("ArgMax", ["sr"], ["a"], axis=1, keepdims=1),
                 helper.make_node("Concat", ["a", "a"], ["i"], axis=-1),
                 helper.make_node("Identity", ["x"], ["r"]),
                 helper.make_node("GatherND", ["r", "i"], ["y"])],
-               [("x", x), ("s", s)], [("y", np.zeros([2, 3], np.float32))])
+               [("x", x5), ("s", s)], [("y", x5[am, am])])
 
 
 def mod_device_index_cases(rng):
     """Python's % of an ArgMax's indices by the axis' extent, then GatherElements
     (torch.take_along_dim's export): the Mod is the identity there (the indices lie in
-    [0, 5)); by 3 it would change them: refused."""
+    [0, 5)); by 3 it changes them: an integer Mod on the device (refused until 2026-11-30)."""
     x = rng.standard_normal([2, 5]).astype(np.float32)
     s = rng.standard_normal([2, 5]).astype(np.float32)
     am = s.argmax(1)[:, None]
-    for name, d in (("wrapped", 5), ("by_less_refused", 3)):
+    for name, d in (("wrapped", 5), ("by_less", 3)):
         c = helper.make_node("Constant", [], ["d"], value=numpy_helper.from_array(
             np.array(d, np.int64), "d"))
         write_case(f"test_mod_i64_device_indices_{name}",
@@ -1220,6 +1222,39 @@ def scatter_extreme_cases(rng):
                [c("d", fill), c("i", rows), helper.make_node("Identity", ["v"], ["rv"]),
                 helper.make_node("ScatterND", ["d", "i", "rv"], ["y"], reduction="max")],
                [("v", v)], [("y", want)], 18)
+
+
+def int_glue_device_cases(rng):
+    """Integer glue of device values (bucketize's search, // and % of indices): int64 made
+    from an activation (Cast of whole floats), then Div (truncated, ONNX's), Mod fmod 0
+    (Python's %: the divisor's sign) and fmod 1 (C's), Where of int64, and GatherND of a
+    plan-time table at one coordinate a row (negative from the end)."""
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.asarray(v), name))
+    x = rng.integers(-9, 10, [2, 6]).astype(np.float32)
+    xi = x.astype(np.int64)
+    d = np.array([3, -4, 5, -2, 7, 2], np.int64)
+    glue = [helper.make_node("Identity", ["x"], ["r"]),
+            helper.make_node("Cast", ["r"], ["i"], to=onnx.TensorProto.INT64), c("d", d)]
+    trunc = (np.sign(xi) * np.sign(d) * (np.abs(xi) // np.abs(d))).astype(np.int64)
+    write_case("test_div_i64_device_truncated",
+               glue + [helper.make_node("Div", ["i", "d"], ["y"])], [("x", x)], [("y", trunc)])
+    for fmod, want in ((0, np.mod(xi, d)), (1, np.fmod(xi, d))):
+        write_case(f"test_mod_i64_device_fmod{fmod}",
+                   glue + [helper.make_node("Mod", ["i", "d"], ["y"], fmod=fmod)], [("x", x)],
+                   [("y", want.astype(np.int64))])
+    write_case("test_where_i64_device",
+               glue + [c("z", np.array(0, np.float32)),
+                       helper.make_node("Greater", ["r", "z"], ["pos"]),
+                       helper.make_node("Where", ["pos", "i", "d"], ["y"])],
+               [("x", x)], [("y", np.where(x > 0, xi, d).astype(np.int64))])
+    table = rng.standard_normal([10, 3]).astype(np.float32)
+    write_case("test_gathernd_f32_table_at_device_indices",
+               glue + [c("t", table), c("last", np.array([-1], np.int64)),
+                       helper.make_node("Unsqueeze", ["i", "last"], ["rows"]),
+                       helper.make_node("GatherND", ["t", "rows"], ["g"]),
+                       helper.make_node("Identity", ["g"], ["y"])],
+               [("x", x)], [("y", table[xi])])
 
 
 def shape_of(term):
@@ -1479,8 +1514,9 @@ def main():
     diagonal_mask_cases(rng)
     einsum_gathered_diagonal_cases(rng)
     scatter_extreme_cases(rng)
+    int_glue_device_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5
     print(f"{n + 6} cases in {OUT}")
 
 

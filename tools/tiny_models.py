@@ -955,6 +955,34 @@ def tiny_scatter_max():
     return TinyScatterMax()
 
 
+class TinyBucketize(nn.Module):
+    """torch.bucketize of an activation into learnt embeddings (a piecewise encoding of a
+    feature), and an index made from it with // and % (a bucket's row and column of a 2-d
+    table): the default exporter writes bucketize as a binary search of Where, Less, Div and
+    Mod of int64 and a GatherND of the boundaries; the legacy one has no aten::bucketize."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.c1 = nn.Conv2d(3, 4, 3, stride=4, padding=1)  # (N, 4, 8, 8)
+        self.register_buffer("edges", torch.tensor([-0.6, -0.2, 0.0, 0.3, 0.7]))
+        self.emb = nn.Embedding(6, 4)
+        self.grid = nn.Parameter(torch.randn(3, 2) * 0.5)
+        self.fc = nn.Linear(12, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.c1(x)
+        b = torch.bucketize(h.detach(), self.edges)  # (N, 4, 8, 8) in [0, 5]
+        e = self.emb(b).mean((1, 2, 3))  # (N, 4)
+        g = self.grid[b // 2, b % 2]  # (N, 4, 8, 8)
+        return self.fc(torch.cat([e, (h * g).mean((2, 3)), h.mean((2, 3))], 1))
+
+
+def tiny_bucketize():
+    return TinyBucketize()
+
+
 class TinyStn(nn.Module):
     """F.grid_sample as spatial transformers and flow warping use it: a localization net's
     affine theta applied to a base grid (a buffer: the legacy exporter has no affine_grid),
@@ -1065,11 +1093,13 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_prod": tiny_prod, "tiny_gem": tiny_gem,
         "tiny_diag": tiny_diag, "tiny_count": tiny_count,
         "tiny_pick": tiny_pick, "tiny_take": tiny_take,
-        "tiny_unpool": tiny_unpool, "tiny_scatter_max": tiny_scatter_max}
+        "tiny_unpool": tiny_unpool, "tiny_scatter_max": tiny_scatter_max,
+        "tiny_bucketize": tiny_bucketize}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)
-DYNAMO_ONLY = {"tiny_pyramid", "tiny_take", "tiny_unpool", "tiny_scatter_max"}
+DYNAMO_ONLY = {"tiny_pyramid", "tiny_take", "tiny_unpool", "tiny_scatter_max",
+               "tiny_bucketize"}
 # also exported with the default exporter's own defaults (optimize=True: literals become
 # unmarked scalar initializers, which must not train)
 OPTIMIZED_TOO = {"tiny_math"}

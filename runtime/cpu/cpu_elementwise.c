@@ -210,7 +210,19 @@ int cpu_dropout_grad(const kernel_args *a, oc_err *err) {
 /* ---- Add, Sum (numpy broadcasting) ---- */
 
 /* out (op)= in broadcast to out's shape (op: BC_ASSIGN, BC_ADD, ...). */
-enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV, BC_MAX, BC_MIN, BC_FMOD, BC_POW, BC_PRELU };
+enum {
+    BC_ASSIGN,
+    BC_ADD,
+    BC_SUB,
+    BC_MUL,
+    BC_DIV,
+    BC_MAX,
+    BC_MIN,
+    BC_FMOD,
+    BC_POW,
+    BC_PRELU,
+    BC_IMOD
+};
 /* Max / Min: a NaN wins (s != s); Mod: C's fmod (exact); Pow in double, rounded once; PRelu:
  * d the input, s the slope */
 #define BC_APPLY(T, d, s)                                                                          \
@@ -241,12 +253,34 @@ enum { BC_ASSIGN, BC_ADD, BC_SUB, BC_MUL, BC_DIV, BC_MAX, BC_MIN, BC_FMOD, BC_PO
         }                                                                                          \
     } while (0)
 
+/* out (op)= in for integers' Div and Mod (oc_int_div_mod: no input traps). */
+#define BCAST_LOOP_INT(T)                                                                          \
+    do {                                                                                           \
+        const T *src = in;                                                                         \
+        T *dst = out;                                                                              \
+        int kind = op == BC_DIV ? 0 : op == BC_FMOD ? 1 : 2;                                       \
+        int64_t o[IR_MAX_RANK] = {0}, off = 0;                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            dst[i] = (T)oc_int_div_mod(dst[i], src[off], kind);                                    \
+            for (int d = r - 1; d >= 0; d--) {                                                     \
+                off += s[d];                                                                       \
+                if (++o[d] < od[d]) break;                                                         \
+                off -= s[d] * od[d];                                                               \
+                o[d] = 0;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 static int bcast_apply(const kernel_args *a, const ir_tensor *ti, const void *in,
                        const ir_tensor *to, void *out, int op, oc_err *err) {
     int r = to->rank;
     const int64_t *od = to->dims;
     int64_t s[IR_MAX_RANK], n = kernel_numel(to);
     cpu_bcast_strides(ti->rank, ti->dims, r, od, s);
+    bool int_div = op == BC_DIV || op == BC_FMOD || op == BC_IMOD;
+    if (int_div && to->dtype == IR_DTYPE_INT64) BCAST_LOOP_INT(int64_t);
+    else if (int_div && to->dtype == IR_DTYPE_INT32) BCAST_LOOP_INT(int32_t);
+    if (int_div && (to->dtype == IR_DTYPE_INT64 || to->dtype == IR_DTYPE_INT32)) return OC_OK;
     if (op > BC_MUL && to->dtype != IR_DTYPE_FLOAT && to->dtype != IR_DTYPE_DOUBLE)
         return kernel_fail(a, err, "dtype %s is not supported (float, double)",
                            ir_dtype_name(to->dtype));
@@ -277,7 +311,7 @@ int cpu_add(const kernel_args *a, oc_err *err) {
 }
 
 /* A, B -> C = A - B, A * B, A / B, max, min, fmod, pow, PRelu(A, slope B) (broadcast; float,
- * double; Sub and Mul of integers too);
+ * double; Sub, Mul, Div and Mod (fmod 0: floored) of integers too);
  * a one-input Max / Min: C = A. */
 int cpu_binary(const kernel_args *a, oc_err *err) {
     const ir_tensor *y = kernel_out(a, 0);
@@ -291,7 +325,7 @@ int cpu_binary(const kernel_args *a, oc_err *err) {
              : k == OP_DIV        ? BC_DIV
              : k == OP_MAX        ? BC_MAX
              : k == OP_MIN        ? BC_MIN
-             : k == OP_MOD        ? BC_FMOD
+             : k == OP_MOD        ? (ir_attr_int(a->n, "fmod", 0) ? BC_FMOD : BC_IMOD)
              : k == OP_POW_TENSOR ? BC_POW
                                   : BC_PRELU;
     if (bcast_apply(a, kernel_in(a, 0), a->in[0], y, a->out[0], BC_ASSIGN, err)) return OC_ERR;
@@ -345,9 +379,10 @@ int cpu_expand(const kernel_args *a, oc_err *err) {
 int cpu_where(const kernel_args *a, oc_err *err) {
     const ir_tensor *tc = kernel_in(a, 0), *tx = kernel_in(a, 1), *ty = kernel_in(a, 2),
                     *y = kernel_out(a, 0);
-    if (kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err) ||
-        kernel_want_dtype(a, tx, IR_DTYPE_FLOAT, err) ||
-        kernel_want_dtype(a, ty, IR_DTYPE_FLOAT, err))
+    ir_dtype dt =
+        tx->dtype == IR_DTYPE_INT64 || tx->dtype == IR_DTYPE_INT32 ? tx->dtype : IR_DTYPE_FLOAT;
+    if (kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err) || kernel_want_dtype(a, tx, dt, err) ||
+        kernel_want_dtype(a, ty, dt, err))
         return OC_ERR;
     int r = y->rank;
     const int64_t *od = y->dims;
@@ -357,11 +392,12 @@ int cpu_where(const kernel_args *a, oc_err *err) {
     cpu_bcast_strides(tx->rank, tx->dims, r, od, sx);
     cpu_bcast_strides(ty->rank, ty->dims, r, od, sy);
     const uint8_t *pc = a->in[0];
-    const float *px = a->in[1], *py = a->in[2];
-    float *out = a->out[0];
+    size_t es = (size_t)ir_dtype_size(dt); /* float32, int64 or int32: copied as bytes */
+    const char *px = a->in[1], *py = a->in[2];
+    char *out = a->out[0];
     int64_t n = kernel_numel(y);
     for (int64_t i = 0; i < n; i++) {
-        out[i] = pc[oc] ? px[ox] : py[oy];
+        memcpy(out + (size_t)i * es, pc[oc] ? px + (size_t)ox * es : py + (size_t)oy * es, es);
         for (int d = r - 1; d >= 0; d--) {
             oc += sc[d], ox += sx[d], oy += sy[d];
             if (++o[d] < od[d]) break;

@@ -8,6 +8,7 @@
 #include "ir/half.h"
 #include "cast_rule.h"
 #include "pad_coord.h"
+#include "pointwise.h"
 #include "topk_order.h"
 
 static size_t esize(const kernel_args *a, const ir_tensor *t, oc_err *err) {
@@ -51,7 +52,8 @@ static void cast_floats(const kernel_args *a, const ir_tensor *x, const ir_tenso
 }
 
 /* Cast / CastLike at run time: a copy when the type stays, between the float
- * types (mixed precision), bool -> float (a dropout pattern's mask). */
+ * types (mixed precision), bool -> float (a dropout pattern's mask), the casts of masks and
+ * indices (runtime/cast_rule.h). */
 int cpu_cast(const kernel_args *a, oc_err *err) {
     const ir_tensor *x = kernel_in(a, 0), *y = kernel_out(a, 0);
     if (x->dtype == y->dtype) return cpu_copy(a, err);
@@ -64,14 +66,20 @@ int cpu_cast(const kernel_args *a, oc_err *err) {
                            ir_dtype_name(x->dtype), ir_dtype_name(y->dtype));
     int64_t n = kernel_numel(x);
     for (int64_t i = 0; i < n; i++) { /* masks and indices: exact in int64 */
+        float f = x->dtype == IR_DTYPE_FLOAT ? ((const float *)a->in[0])[i] : 0.0f;
         int64_t v = x->dtype == IR_DTYPE_INT64   ? ((const int64_t *)a->in[0])[i]
                     : x->dtype == IR_DTYPE_INT32 ? ((const int32_t *)a->in[0])[i]
-                    : x->dtype == IR_DTYPE_FLOAT ? ((const float *)a->in[0])[i] != 0.0f
-                                                 : ((const uint8_t *)a->in[0])[i] != 0;
+                    : x->dtype == IR_DTYPE_FLOAT
+                        ? (y->dtype == IR_DTYPE_BOOL ? f != 0.0f : oc_float_to_int(f))
+                        : ((const uint8_t *)a->in[0])[i] != 0;
         switch (y->dtype) {
         case IR_DTYPE_FLOAT: ((float *)a->out[0])[i] = (float)v; break;
         case IR_DTYPE_INT64: ((int64_t *)a->out[0])[i] = v; break;
-        case IR_DTYPE_INT32: ((int32_t *)a->out[0])[i] = (int32_t)v; break;
+        case IR_DTYPE_INT32:
+            ((int32_t *)a->out[0])[i] = (int32_t)(v > INT32_MAX   ? INT32_MAX
+                                                  : v < INT32_MIN ? INT32_MIN
+                                                                  : v);
+            break;
         default: ((uint8_t *)a->out[0])[i] = v != 0; /* bool */
         }
     }

@@ -130,17 +130,19 @@ int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
              : k == OP_DIV        ? CU_BC_DIV
              : k == OP_MAX        ? CU_BC_MAX
              : k == OP_MIN        ? CU_BC_MIN
-             : k == OP_MOD        ? CU_BC_FMOD
+             : k == OP_MOD        ? (ir_attr_int(a->n, "fmod", 0) ? CU_BC_FMOD : CU_BC_IMOD)
              : k == OP_POW_TENSOR ? CU_BC_POW
                                   : CU_BC_PRELU;
     if (ir_dtype_is_half(y->dtype)) return binary_half(c, a, op, err);
     cu_dtype dt;
     if (dtype_of(a, y, &dt, err)) return OC_ERR;
-    bool int_arith = (dt == CU_DT_I64 || dt == CU_DT_I32) && (op == CU_BC_SUB || op == CU_BC_MUL);
+    bool int_arith = (dt == CU_DT_I64 || dt == CU_DT_I32) &&
+                     (op == CU_BC_SUB || op == CU_BC_MUL || op == CU_BC_DIV || op == CU_BC_FMOD ||
+                      op == CU_BC_IMOD);
     if (dt != CU_DT_F32 && dt != CU_DT_F64 && !int_arith)
-        return kernel_fail(a, err,
-                           "dtype %s is not supported (float, double; Sub, Mul: int64, int32)",
-                           ir_dtype_name(y->dtype));
+        return kernel_fail(
+            a, err, "dtype %s is not supported (float, double; Sub, Mul, Div, Mod: int64, int32)",
+            ir_dtype_name(y->dtype));
     int n_in = a->n->n_inputs;
     for (int i = 0; i < n_in; i++)
         if (kernel_in(a, i)->dtype != y->dtype)
@@ -392,6 +394,15 @@ int cuda_where(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
         CU_LAUNCH(cu_where_half(c->stream, a->in[0], shape_of(tc), cuda_float_kind(tx->dtype),
                                 a->in[1], shape_of(tx), cuda_float_kind(ty->dtype), a->in[2],
                                 shape_of(ty), cuda_float_kind(y->dtype), a->out[0], shape_of(y)));
+        return OC_OK;
+    }
+    if (tx->dtype == IR_DTYPE_INT64 || tx->dtype == IR_DTYPE_INT32) { /* index glue */
+        if (kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err) ||
+            kernel_want_dtype(a, ty, tx->dtype, err))
+            return OC_ERR;
+        CU_LAUNCH(cu_where_int(c->stream, ir_dtype_size(tx->dtype), a->in[0], shape_of(tc),
+                               a->in[1], shape_of(tx), a->in[2], shape_of(ty), a->out[0],
+                               shape_of(y)));
         return OC_OK;
     }
     if (kernel_want_dtype(a, tc, IR_DTYPE_BOOL, err) ||

@@ -228,6 +228,9 @@ int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float *x, cu_sha
              const float *y, cu_shape ys, float *out, cu_shape os);
 /* Where into a half out of kind ko (1 float16, 2 bfloat16): x and y of kind ko or 0 (float32,
  * a fill scalar), the selected value rounded once. */
+/* Where of int64 (es 8) or int32 (es 4) X and Y. */
+int cu_where_int(void *stream, int es, const uint8_t *c, cu_shape cs, const void *x, cu_shape xs,
+                 const void *y, cu_shape ys, void *out, cu_shape os);
 int cu_where_half(void *stream, const uint8_t *c, cu_shape cs, int kx, const void *x, cu_shape xs,
                   int ky, const void *y, cu_shape ys, int ko, void *out, cu_shape os);
 /* dy, dx of element kind `kind` (0 float32, 1 float16, 2 bfloat16). */
@@ -240,7 +243,8 @@ int cu_predicate(void *stream, int code, cu_dtype dt, const void *a, cu_shape as
 int cu_bcast_accumulate(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
                         cu_shape out_shape, int first);
 /* out (op)= in broadcast to out's shape. MAX, MIN: a NaN wins; FMOD: C's fmod; PRELU: out the
- * input, in the slope (FMOD, PRELU: cu_binary only). */
+ * input, in the slope; IMOD: integers' floored Mod (integers' DIV, FMOD, IMOD:
+ * oc_int_div_mod) (FMOD, PRELU, IMOD: cu_binary only). */
 enum {
     CU_BC_ASSIGN,
     CU_BC_ADD,
@@ -251,7 +255,8 @@ enum {
     CU_BC_MIN,
     CU_BC_FMOD,
     CU_BC_POW,
-    CU_BC_PRELU
+    CU_BC_PRELU,
+    CU_BC_IMOD
 };
 int cu_bcast_apply(void *stream, cu_dtype dt, const void *in, cu_shape in_shape, void *out,
                    cu_shape out_shape, int op);

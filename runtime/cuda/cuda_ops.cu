@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "cuda_launch.h"
 #define OC_HALF_NO_IR
 #include "ir/half.h"
@@ -277,6 +279,9 @@ __device__ static inline u8x4 ld4(const uint8_t *p, int64_t off, bool unit) {
 // ---- Add / Sum with broadcast (cpu_add, cpu_sum) ----
 /* out (op)= in: CU_BC_ASSIGN, ADD, SUB, MUL, DIV (cuda_launch.h). */
 template <typename T> __device__ static inline T bc_apply(int op, T d, T s) {
+    if constexpr (std::is_integral<T>::value) /* index glue: no input traps */
+        if (op == CU_BC_DIV || op == CU_BC_FMOD || op == CU_BC_IMOD)
+            return (T)oc_int_div_mod(d, s, op == CU_BC_DIV ? 0 : op == CU_BC_FMOD ? 1 : 2);
     switch (op) {
     case CU_BC_ASSIGN: return s;
     case CU_BC_ADD: return (T)(d + s);
@@ -2524,13 +2529,17 @@ extern "C" int cu_random_uniform(void *stream, float *y, int64_t n, cu_rng key, 
 // ---- casts of masks and indices (runtime/cast_rule.h) ----
 __global__ void k_int_convert(int from, const void *x, int to, void *y, int64_t n) {
     GRID_LOOP(i, n) {
+        float f = from == CU_DT_F32 ? ((const float *)x)[i] : 0.0f;
         int64_t v = from == CU_DT_I64   ? ((const int64_t *)x)[i]
                     : from == CU_DT_I32 ? ((const int32_t *)x)[i]
-                    : from == CU_DT_F32 ? ((const float *)x)[i] != 0.0f
+                    : from == CU_DT_F32 ? (to == CU_DT_U8 ? f != 0.0f : oc_float_to_int(f))
                                         : ((const uint8_t *)x)[i] != 0;
         if (to == CU_DT_F32) ((float *)y)[i] = (float)v;
         else if (to == CU_DT_I64) ((int64_t *)y)[i] = v;
-        else if (to == CU_DT_I32) ((int32_t *)y)[i] = (int32_t)v;
+        else if (to == CU_DT_I32)
+            ((int32_t *)y)[i] = (int32_t)(v > INT32_MAX   ? INT32_MAX
+                                          : v < INT32_MIN ? INT32_MIN
+                                                          : v);
         else ((uint8_t *)y)[i] = v != 0;
     }
 }
@@ -2539,8 +2548,9 @@ extern "C" int cu_int_convert(void *stream, cu_dtype from, const void *x, cu_dty
                               int64_t n) {
     if (n == 0) return 0;
     bool ints_from = from == CU_DT_U8 || from == CU_DT_I32 || from == CU_DT_I64;
-    bool ok = ints_from ? (to == CU_DT_U8 || to == CU_DT_I32 || to == CU_DT_I64 || to == CU_DT_F32)
-                        : from == CU_DT_F32 && to == CU_DT_U8;
+    bool ok = ints_from
+                  ? (to == CU_DT_U8 || to == CU_DT_I32 || to == CU_DT_I64 || to == CU_DT_F32)
+                  : from == CU_DT_F32 && (to == CU_DT_U8 || to == CU_DT_I32 || to == CU_DT_I64);
     if (!ok) return (int)cudaErrorInvalidValue;
     k_int_convert<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(from, x, to, y, n);
     return last_error();
@@ -2980,8 +2990,8 @@ extern "C" int cu_predicate(void *stream, int code, cu_dtype dt, const void *a, 
     return last_error();
 }
 
-__global__ void k_where(const uint8_t *c, const float *x, const float *y, cu_bidx bi, float *out,
-                        int64_t n) {
+template <typename T>
+__global__ void k_where(const uint8_t *c, const T *x, const T *y, cu_bidx bi, T *out, int64_t n) {
     GRID_LOOP(i, n) {
         int64_t o[3];
         bidx_at<3>(bi, i, o);
@@ -3016,6 +3026,24 @@ extern "C" int cu_where(void *stream, const uint8_t *c, cu_shape cs, const float
         return last_error();
     }
     k_where<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(c, x, y, bi, out, n);
+    return last_error();
+}
+
+// Where of int64 / int32 (index glue: bucketize's search)
+extern "C" int cu_where_int(void *stream, int es, const uint8_t *c, cu_shape cs, const void *x,
+                            cu_shape xs, const void *y, cu_shape ys, void *out, cu_shape os) {
+    int64_t n = numel(os);
+    if (n == 0) return 0;
+    cu_shape in[3] = {cs, xs, ys};
+    cu_bidx bi = bidx_of(os, in, 3);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (es == 8)
+        k_where<<<blocks_for(n), THREADS, 0, s>>>(c, (const int64_t *)x, (const int64_t *)y, bi,
+                                                  (int64_t *)out, n);
+    else if (es == 4)
+        k_where<<<blocks_for(n), THREADS, 0, s>>>(c, (const int32_t *)x, (const int32_t *)y, bi,
+                                                  (int32_t *)out, n);
+    else return (int)cudaErrorInvalidValue;
     return last_error();
 }
 

@@ -25,10 +25,12 @@ static int binary_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     bool arith = n->op == OP_ADD || n->op == OP_SUB || n->op == OP_MUL || n->op == OP_DIV;
     if (arith && op_fold_arith(g, n, err)) return OC_ERR;
     const ir_tensor *y = ir_node_out(g, n, 0);
-    /* integers at run time: Add, Sub and Mul of int64 / int32 (index arithmetic on device
-     * indices: a MaxPool's indices made per plane, offset into an unpooled tensor) */
-    bool int_ok = n->op == OP_ADD || ((n->op == OP_SUB || n->op == OP_MUL) &&
-                                      (dt == IR_DTYPE_INT64 || dt == IR_DTYPE_INT32));
+    /* integers at run time: Add, Sub, Mul, Div (truncated) and Mod of int64 / int32 (index
+     * arithmetic on device indices: a MaxPool's indices made per plane, offset into an
+     * unpooled tensor; bucketize's search; oc_int_div_mod: a zero divisor gives 0) */
+    bool int_ok = n->op == OP_ADD ||
+                  ((n->op == OP_SUB || n->op == OP_MUL || n->op == OP_DIV || n->op == OP_MOD) &&
+                   (dt == IR_DTYPE_INT64 || dt == IR_DTYPE_INT32));
     if (!int_ok && y->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt) &&
         dt != IR_DTYPE_DOUBLE && !op_read_for_shape_only(g, n->outputs[0]))
         return oc_fail(err, "%s of %s tensors computed at run time is not supported", n->op_type,
@@ -116,7 +118,7 @@ static int min_max_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
                        n->op_type, n->n_inputs);
     if (n->n_inputs == 2) return binary_infer(g, n, opset, err);
     const ir_tensor *x = ir_node_in(g, n, 0);
-    if (!ir_dtype_is_compute(x->dtype))
+    if (!ir_dtype_is_compute(x->dtype) && !op_read_for_shape_only(g, n->outputs[0]))
         return oc_fail(err, "%s of a %s tensor computed at run time is not supported", n->op_type,
                        ir_dtype_name(x->dtype));
     op_set_out_like(g, n, 0, x);
@@ -209,13 +211,15 @@ static int binary_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 }
 
 /* Mod: plan-time values fold (op_fold_mod); at run time float data with fmod 1 (torch.fmod:
- * C's fmod, the sign of the dividend, exact). Python's % of floats (torch.remainder) the
- * exporters write as Sub, Mul, Floor and Div; ONNX allows fmod 0 for integers only. */
+ * C's fmod, the sign of the dividend, exact) and integers with either (fmod 0: Python's %,
+ * the sign of the divisor). Python's % of floats (torch.remainder) the exporters write as
+ * Sub, Mul, Floor and Div; ONNX allows fmod 0 for integers only. */
 static int mod_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     ir_tensor *a, *b;
     if (op_in_shaped(g, n, 0, &a, err) || op_in_shaped(g, n, 1, &b, err)) return OC_ERR;
     if (op_is_value(a) && op_is_value(b)) return op_fold_mod(g, n, err);
-    if (ir_attr_int(n, "fmod", 0) != 1)
+    bool ints = (a->dtype == IR_DTYPE_INT64 || a->dtype == IR_DTYPE_INT32) && b->dtype == a->dtype;
+    if (!ints && ir_attr_int(n, "fmod", 0) != 1)
         return oc_fail(err,
                        "Mod of run-time data with fmod %" PRId64
                        " is not supported (fmod 1, C's fmod of floats, is)",

@@ -44,7 +44,7 @@ static int cast_to(ir_graph *g, ir_node *n, ir_dtype dt, oc_err *err) {
                            "casting '%s' from %s to %s at run time is not supported (plan-time "
                            "values convert; at run time a same-type cast, between float32, "
                            "float16 and bfloat16, from bool, int32, int64 to those or float32, "
-                           "and float32 to bool)",
+                           "and float32 to bool, int32 or int64)",
                            x->name, ir_dtype_name(x->dtype), ir_dtype_name(dt));
         return OC_OK;
     }

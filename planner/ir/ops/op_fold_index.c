@@ -367,13 +367,14 @@ static int scatter_nd_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const ir
  * Range checked here. */
 static bool device_indices(const ir_graph *g, int t);
 
-/* Indices the host computes from the model's integer inputs (x[arange(N), eos] of CLIP's
- * and GPT-2 sequence classification's pooling): their rows' offsets in x's first k dims
- * computed on the host too, nodes inserted at *at: negative coordinates from the end
- * (Where(Less(i, 0), Add(i, extents), i)), then ReduceSum(Mul(., strides)) over the last
- * axis. Returns the offsets "<base>/offsets". */
-static int host_row_offsets(ir_graph *g, int *at, const char *base, int it, const ir_tensor *x,
-                            int k) {
+/* Index rows' offsets in x's first k dims, nodes inserted at *at: negative coordinates from
+ * the end (Where(Less(i, 0), Add(i, extents), i)), then times the strides and summed over the
+ * last axis -- by ReduceSum for indices the host computes from the model's integer inputs
+ * (x[arange(N), eos] of CLIP's and GPT-2 sequence classification's pooling: computed on the
+ * host too), by a Gather of each coordinate and Adds for the device's (grid[b // 2, b % 2]:
+ * integer sums run there as Add). Returns the offsets "<base>/offsets". */
+static int row_offsets(ir_graph *g, int *at, const char *base, int it, const ir_tensor *x, int k,
+                       bool device) {
     int64_t ext[IR_MAX_RANK], str[IR_MAX_RANK], acc = 1, zero = 0, last = -1;
     for (int d = k - 1; d >= 0; d--) ext[d] = x->dims[d], str[d] = acc, acc *= x->dims[d];
     int e = op_rewrite_ints(g, base, "extents", k, ext);
@@ -384,6 +385,18 @@ static int host_row_offsets(ir_graph *g, int *at, const char *base, int it, cons
     int fixed = op_rewrite_insert(g, (*at)++, base, "coordinates", OP_WHERE, neg, wrapped, -1);
     ir_node_add_input(g, *at - 1, it);
     int scaled = op_rewrite_insert(g, (*at)++, base, "scaled", OP_MUL, fixed, st, -1);
+    if (device) {
+        int rank = g->tensors[it].rank, off = -1;
+        for (int64_t d = 0; d < k; d++) {
+            char what[32];
+            snprintf(what, sizeof what, "coordinate_%" PRId64, d);
+            int col = op_rewrite_constant(g, base, what, IR_DTYPE_INT64, 0, NULL, &d);
+            int v = op_rewrite_insert(g, *at, base, what, OP_GATHER, scaled, col, -1);
+            op_rewrite_attr_int(g, (*at)++, "axis", rank - 1);
+            off = off < 0 ? v : op_rewrite_insert(g, (*at)++, base, "offsets", OP_ADD, off, v, -1);
+        }
+        return off;
+    }
     int off = op_rewrite_axes(g, (*at)++, base, "offsets", OP_REDUCE_SUM, scaled, 1, &last, 13, -1);
     op_rewrite_attr_int(g, *at - 1, "keepdims", 0);
     return off;
@@ -467,13 +480,38 @@ static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_tensor *x, *idx;
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err)) return OC_ERR;
     int64_t kk = idx->dims[idx->rank - 1], bd = ir_attr_int(n, "batch_dims", 0);
-    if (op_is_value(x) || bd < 0 || bd >= idx->rank || kk < 1 || kk > x->rank - bd)
+    bool table = op_is_value(x) && device_indices(g, n->inputs[1]); /* a constant at them */
+    if ((op_is_value(x) && !table) || bd < 0 || bd >= idx->rank || kk < 1 || kk > x->rank - bd)
         return OC_OK; /* folds, or gather_nd_infer names what it refuses */
     for (int d = 0; d < bd; d++)
         if (idx->dims[d] != x->dims[d]) return OC_OK; /* gather_nd_infer names it */
     if (!op_is_value(idx)) {       /* the device's indices, or the host's integer glue */
         if (bd != 0) return OC_OK; /* gather_nd_infer refuses it */
-        if (device_indices(g, n->inputs[1])) return gather_nd_device(g, node, changed, err);
+        if (device_indices(g, n->inputs[1])) {
+            if (gather_nd_device(g, node, changed, err)) return OC_ERR;
+            if (*changed) return OC_OK;
+            /* other device coordinates (bucketize's boundaries[i], grid[b // 2, b % 2]): a
+             * Gather along axis 0 of x's first k dims flattened, at the rows' offsets the
+             * device computes (one coordinate: the indices without their last dim, negative
+             * from the end as Gather reads them) */
+            int64_t dims[IR_MAX_RANK], flat[IR_MAX_RANK];
+            int k = (int)kk, rank = idx->rank - 1, xt = n->inputs[0], at = node;
+            memcpy(dims, idx->dims, (size_t)rank * sizeof dims[0]);
+            flat[0] = 1;
+            for (int d = 0; d < x->rank; d++)
+                if (d < k) flat[0] *= x->dims[d];
+                else flat[d - k + 1] = x->dims[d];
+            char *base = oc_strdup(n->name);
+            int r = k == 1 ? op_rewrite_reshape(g, at++, base, "rows", n->inputs[1], rank, dims)
+                           : row_offsets(g, &at, base, n->inputs[1], x, k, true);
+            if (k > 1) xt = op_rewrite_reshape(g, at++, base, "rows", xt, x->rank - k + 1, flat);
+            op_rewrite_become(g, at, OP_GATHER); /* axis 0 */
+            ir_node_add_input(g, at, xt);
+            ir_node_add_input(g, at, r);
+            oc_free(base);
+            *changed = true;
+            return OC_OK;
+        }
         if (idx->dtype != IR_DTYPE_INT64) return OC_OK; /* gather_nd_infer names it */
         int k = (int)kk, xrank = x->rank - k + 1, at = node, it = n->inputs[1];
         int64_t flat[IR_MAX_RANK];
@@ -483,7 +521,7 @@ static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
             else flat[d - k + 1] = x->dims[d];
         char *base = oc_strdup(n->name);
         int xt = n->inputs[0];
-        int off = host_row_offsets(g, &at, base, it, x, k);
+        int off = row_offsets(g, &at, base, it, x, k, false);
         if (k > 1) xt = op_rewrite_reshape(g, at++, base, "rows", xt, xrank, flat);
         op_rewrite_become(g, at, OP_GATHER); /* axis 0 */
         ir_node_add_input(g, at, xt);
@@ -655,8 +693,9 @@ static int gather_elements_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err 
 }
 
 /* Whether run-time integer tensor t is computed on the device: a TopK of an activation
- * (TopKOffsets) is among what it is computed from (an Expand or Reshape of its indices); else
- * it comes from the model's integer inputs, which the host computes from. */
+ * (TopKOffsets), or a float model input or parameter, is among what it is computed from (an
+ * Expand or Reshape of a TopK's indices; bucketize's search over comparisons of an
+ * activation); else it comes from the model's integer inputs, which the host computes from. */
 static bool device_indices(const ir_graph *g, int t) {
     bool *seen = oc_calloc((size_t)g->n_tensors + 1, sizeof(bool));
     int *stack = oc_malloc((size_t)g->n_tensors * sizeof(int) + sizeof(int)), top = 0;
@@ -665,7 +704,11 @@ static bool device_indices(const ir_graph *g, int t) {
     seen[t] = true;
     while (top > 0 && !device) {
         const ir_tensor *x = &g->tensors[stack[--top]];
-        if (x->producer < 0 || op_is_value(x)) continue;
+        if (op_is_value(x)) continue;
+        if (x->producer < 0) {
+            device = ir_dtype_is_compute(x->dtype);
+            continue;
+        }
         const ir_node *p = &g->nodes[x->producer];
         device = p->op == OP_TOP_K_OFFSETS;
         for (int k = 0; k < p->n_inputs && !device; k++) {

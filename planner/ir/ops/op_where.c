@@ -4,7 +4,8 @@
  * back to X's shape.
  * Where(cond, X, Y): X where cond, else Y, broadcast over all
  * three (masked_fill: attention's causal mask). Folded when all three are
- * plan-time values; otherwise a kernel, float X and Y, bool cond. Its
+ * plan-time values; otherwise a kernel, float (or int64 / int32: index glue, no
+ * gradient) X and Y, bool cond. Its
  * gradient rule and the backward op WhereGrad beside it:
  *   dX = WhereGrad(dY, cond) with select 1 (dY where cond, else 0),
  *   dY = WhereGrad(dY, cond) with select 0 (dY where not cond, else 0),
@@ -30,7 +31,8 @@ static int where_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     if (op_broadcast(c, &xy, &r, od, err)) return OC_ERR;
     op_set_out(g, n, 0, dt, r, od);
     if (op_fold_where(g, n, err)) return OC_ERR;
-    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt))
+    if (ir_node_out(g, n, 0)->data_src != IR_DATA_INLINE && !ir_dtype_is_compute(dt) &&
+        dt != IR_DTYPE_INT64 && dt != IR_DTYPE_INT32)
         return oc_fail(err, "Where of %s tensors computed at run time is not supported",
                        ir_dtype_name(dt));
     return OC_OK;

@@ -835,7 +835,8 @@ static void test_flatten_folds(void **state) {
 }
 
 /* ScatterND of run-time data runs as a kernel (y like x, not a plan-time value)
- * when its indices are plan-time values, each row once, and reduction is none; with
+ * when its indices are plan-time values, each row once, and reduction is none, or indices
+ * computed at run time (unchecked) and reduction none; with plan-time indices and
  * reduction add it becomes a scatter-add (Add of GatherGrad: rows may repeat); otherwise it
  * is refused, named. `rows` holds the index rows, `red` the reduction. */
 static int scatter_nd_run_time(fixture *f, int n_rows, const int64_t *rows, const char *red,
@@ -869,6 +870,10 @@ static void test_scatter_nd_run_time(void **state) {
     bool scattered = false;
     for (int i = 0; i < f->g->n_nodes; i++) scattered |= f->g->nodes[i].op == OP_GATHER_GRAD;
     assert_true(scattered);
+    /* indices computed at run time (an integer input here), reduction none: the kernel */
+    if (scatter_nd_run_time(f, 2, NULL, NULL, true)) fail_msg("inference failed: %s", f->err.msg);
+    y = fx_tensor(f->g, "y");
+    assert_true(y->kind != IR_KIND_CONSTANT && f->g->nodes[y->producer].op == OP_SCATTER_ND);
     static const struct {
         int n;
         int64_t rows[2];
@@ -879,7 +884,7 @@ static void test_scatter_nd_run_time(void **state) {
         {2, {0, -3}, NULL, "row 1 repeats an earlier row", false}, /* -3: row 0 */
         {1, {3}, NULL, "coordinate 3 is outside data 'x'", false},
         {1, {0}, "mul", "with a reduction on run-time data", false},
-        {1, {0}, NULL, "indices 'rows' are computed at run time", true},
+        {1, {0}, "add", "reduction add at indices computed at run time ('rows')", true},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (scatter_nd_run_time(f, bad[i].n, bad[i].rows, bad[i].red, bad[i].runtime_indices) ==

@@ -14,7 +14,8 @@ first forward the reference for "equal" is how far PyTorch's own bf16 run lies f
   - every float32 master weight's change over the 10 steps (w10 - w0) within max(5e-2, 1.5 x
     spread) of PyTorch's bf16 run;
   - bf16 is really computed: outcore's step-1 loss and its step-0 gradients (median over
-    parameters) lie nearer PyTorch's bf16 than PyTorch's fp32 does (an fp32 run fails here).
+    parameters) lie at least a quarter of bf16's spread from PyTorch's fp32 (an fp32 run lies
+    within ~1e-6 of it and fails).
 Prints one line per model and check with the worst error.
 """
 import os
@@ -138,13 +139,22 @@ def compare(name, image_size, batch, tmp):
     report(name, f"master weight change, {STEPS} steps",
            [(k, *tol(rel(trained[k] - inits[k], b_state[k] - inits[k]),
                      rel(f_state[k] - inits[k], b_state[k] - inits[k]))) for k in params])
-    seen = [("loss", rel(ours[0], b_loss[0]), rel(f_loss[0], b_loss[0])),
+    seen = [("loss", rel(ours[0], b_loss[0]), rel(f_loss[0], b_loss[0]),
+             rel(ours[0], f_loss[0])),
             ("gradients", float(np.median([rel(grads[k], b_grad[k]) for k in params])),
-             float(np.median([rel(f_grad[k], b_grad[k]) for k in params])))]
-    for what, ours_err, fp32_err in seen:
-        ok = ours_err < fp32_err
+             float(np.median([rel(f_grad[k], b_grad[k]) for k in params])),
+             float(np.median([rel(grads[k], f_grad[k]) for k in params])))]
+    for what, ours_err, fp32_err, off_fp32 in seen:
+        # Told apart from a float32 run by its distance from PyTorch's fp32: at least a quarter
+        # of bf16's spread (a float32 run lies within ~1e-6 of it: resnet18's loss 1.2e-7,
+        # gradients 3.4e-6, broken on purpose). Nearness to PyTorch's bf16 is the checks
+        # above: PyTorch's own bf16 moves with the CPU (oneDNN's AMX / AVX512-BF16 kernels on a
+        # Xeon that has them), and on one resnet18's loss lay 2.63e-4 from ours, 2.22e-4 from
+        # its fp32, while an fp32 run's "nearer" than fp32 is a tie at 2.22e-4.
+        ok = off_fp32 >= 0.25 * fp32_err
         print(f"{'ok  ' if ok else 'FAIL'} {name:16s} {'bf16 computed: ' + what:32s} ours vs torch "
-              f"bf16 {ours_err:.2e} < torch fp32 vs bf16 {fp32_err:.2e}")
+              f"fp32 {off_fp32:.2e} >= 1/4 of torch bf16 vs fp32 {fp32_err:.2e} (ours vs torch "
+              f"bf16 {ours_err:.2e})")
         if not ok:
             failures.append(f"{name}: step-0 {what} not nearer PyTorch's bf16 than its fp32 is")
 

@@ -109,5 +109,6 @@ oc_resize_kind kernel_resize_kind(const kernel_args *a) {
                             .coord = (int)p->coord,
                             .nearest = (int)p->nearest,
                             .exclude_outside = p->exclude_outside,
+                            .antialias = p->antialias,
                             .cubic_a = p->cubic_a};
 }

@@ -25,6 +25,7 @@ typedef struct oc_resize_kind {
     int coord;           /* op_resize_coord */
     int nearest;         /* op_resize_nearest */
     int exclude_outside; /* cubic: taps outside the input dropped, the rest renormalised */
+    int antialias;       /* linear, cubic: oc_resize_aa_span's taps */
     double cubic_a;
 } oc_resize_kind;
 
@@ -75,6 +76,42 @@ OC_HD static inline int oc_resize_taps(int64_t o, int64_t n, int64_t m, double s
     if (k->exclude_outside && sum != 0.0)
         for (int j = 0; j < 4; j++) w[j] /= sum;
     return 4;
+}
+
+/* Antialiased taps (Resize antialias 1, half_pixel, taps outside dropped: F.interpolate(
+ * antialias=True), PIL's resampling): the filter -- linear's triangle, cubic's Keys kernel --
+ * stretched by 1 / scale when downscaling (scale = output / input), centred on output o's
+ * source point, over the input indices [*first, *first + *count) it reaches, each tap
+ * oc_resize_aa_filter((i + 0.5 - *center) * *inv) / the total returned (0: no taps).
+ * PyTorch's _compute_weights_aa, in double. */
+OC_HD static inline double oc_resize_aa_filter(double x, const oc_resize_kind *k) {
+    x = fabs(x);
+    if (k->mode == 1) return x < 1.0 ? 1.0 - x : 0.0;
+    return x < 2.0 ? oc_resize_cubic(x, k->cubic_a) : 0.0;
+}
+
+OC_HD static inline double oc_resize_aa_span(int64_t o, int64_t n, double scale,
+                                             const oc_resize_kind *k, int64_t *first,
+                                             int64_t *count, double *center, double *inv) {
+    double s = 1.0 / scale, support = (k->mode == 1 ? 1.0 : 2.0) * (s >= 1.0 ? s : 1.0);
+    *inv = s >= 1.0 ? 1.0 / s : 1.0;
+    *center = s * ((double)o + 0.5);
+    int64_t lo = (int64_t)(*center - support + 0.5), hi = (int64_t)(*center + support + 0.5);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > n ? n : hi;
+    *first = lo, *count = hi > lo ? hi - lo : 0;
+    double total = 0.0;
+    for (int64_t j = 0; j < *count; j++)
+        total += oc_resize_aa_filter(((double)(lo + j) + 0.5 - *center) * *inv, k);
+    return total;
+}
+
+/* The most taps oc_resize_aa_span gives an output of a dim (n in, scale out / in). */
+OC_HD static inline int64_t oc_resize_aa_max_taps(int64_t n, double scale,
+                                                  const oc_resize_kind *k) {
+    double s = 1.0 / scale, support = (k->mode == 1 ? 1.0 : 2.0) * (s >= 1.0 ? s : 1.0);
+    int64_t t = (int64_t)ceil(2.0 * support) + 2;
+    return t < n ? t : n;
 }
 
 #endif

@@ -1257,6 +1257,51 @@ def int_glue_device_cases(rng):
                [("x", x)], [("y", table[xi])])
 
 
+def antialias_matrix(n, m, mode, a):
+    """Resize antialias's weights along one dim as an [m, n] matrix (PyTorch's
+    _compute_weights_aa, PIL's): the filter stretched by n / m when downscaling, centred on
+    (o + 0.5) n / m, the taps inside the input, normalised."""
+    s = n / m
+    support, inv = (1.0 if mode == "linear" else 2.0) * max(s, 1.0), 1.0 / max(s, 1.0)
+
+    def f(x):
+        x = abs(x)
+        if mode == "linear":
+            return max(0.0, 1.0 - x)
+        return ((a + 2) * x - (a + 3)) * x * x + 1 if x < 1 else \
+            ((a * x - 5 * a) * x + 8 * a) * x - 4 * a if x < 2 else 0.0
+    w = np.zeros([m, n])
+    for o in range(m):
+        c = s * (o + 0.5)
+        lo, hi = max(int(c - support + 0.5), 0), min(int(c + support + 0.5), n)
+        w[o, lo:hi] = [f((j + 0.5 - c) * inv) for j in range(lo, hi)]
+        w[o] /= w[o].sum()
+    return w
+
+
+def antialias_cases(rng):
+    """Resize with antialias 1 (F.interpolate(antialias=True)'s export): linear to a size
+    that does not divide the input's, cubic (a = -0.5) by half, linear up by 1.5; with
+    align_corners refused."""
+    for name, mode, a, n, m in (("linear_down", "linear", -0.75, (12, 10), (5, 7)),
+                                ("cubic_half", "cubic", -0.5, (12, 12), (6, 6)),
+                                ("linear_up", "linear", -0.75, (6, 4), (9, 6)),
+                                ("align_corners_refused", "linear", -0.75, (6, 6), (3, 3))):
+        x = rng.standard_normal([1, 2, *n]).astype(np.float32)
+        wh, ww = antialias_matrix(n[0], m[0], mode, a), antialias_matrix(n[1], m[1], mode, a)
+        y = np.einsum("oh,nchw,pw->ncop", wh, x.astype(np.float64), ww).astype(np.float32)
+        ct = "align_corners" if "align" in name else "half_pixel"
+        sizes = np.array([1, 2, *m], np.int64)
+        write_case(f"test_resize_f32_antialias_{name}",
+                   [helper.make_node("Constant", [], ["sz"],
+                                     value=numpy_helper.from_array(sizes, "sz")),
+                    helper.make_node("Identity", ["x"], ["r"]),
+                    helper.make_node("Resize", ["r", "", "", "sz"], ["y"], mode=mode, antialias=1,
+                                     exclude_outside=1, cubic_coeff_a=a,
+                                     coordinate_transformation_mode=ct)],
+                   [("x", x)], [("y", y)], 18)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1515,8 +1560,9 @@ def main():
     einsum_gathered_diagonal_cases(rng)
     scatter_extreme_cases(rng)
     int_glue_device_cases(rng)
+    antialias_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -983,6 +983,32 @@ def tiny_bucketize():
     return TinyBucketize()
 
 
+class TinyAntialias(nn.Module):
+    """F.interpolate(antialias=True): bilinear to a size that does not divide the input's,
+    bicubic by half (downscaling: the filter stretched) and bilinear up by 1.5 (antialias
+    leaves it as is but for taps past the edge); the default exporter writes Resize with
+    antialias 1 (opset 18), the legacy one has no aten::_upsample_bilinear2d_aa."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.c2 = nn.Conv2d(6, 4, 3, padding=1)
+        self.fc = nn.Linear(12, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        h = self.c1(x)  # (N, 6, 32, 32)
+        a = F.interpolate(h, size=(11, 13), mode="bilinear", antialias=True)
+        b = F.interpolate(self.c2(h), scale_factor=0.5, mode="bicubic", antialias=True)
+        u = F.interpolate(b, scale_factor=1.5, mode="bilinear", antialias=True)
+        return self.fc(torch.cat([a.mean((2, 3))[:, :4], b.mean((2, 3)), (u * u).mean((2, 3))], 1))
+
+
+def tiny_antialias():
+    return TinyAntialias()
+
+
 class TinyStn(nn.Module):
     """F.grid_sample as spatial transformers and flow warping use it: a localization net's
     affine theta applied to a base grid (a buffer: the legacy exporter has no affine_grid),
@@ -1094,12 +1120,12 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_diag": tiny_diag, "tiny_count": tiny_count,
         "tiny_pick": tiny_pick, "tiny_take": tiny_take,
         "tiny_unpool": tiny_unpool, "tiny_scatter_max": tiny_scatter_max,
-        "tiny_bucketize": tiny_bucketize}
+        "tiny_bucketize": tiny_bucketize, "tiny_antialias": tiny_antialias}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)
 DYNAMO_ONLY = {"tiny_pyramid", "tiny_take", "tiny_unpool", "tiny_scatter_max",
-               "tiny_bucketize"}
+               "tiny_bucketize", "tiny_antialias"}
 # also exported with the default exporter's own defaults (optimize=True: literals become
 # unmarked scalar initializers, which must not train)
 OPTIMIZED_TOO = {"tiny_math"}

@@ -2420,6 +2420,35 @@ struct resize_geo {
     double scale[3];
 };
 
+// Antialiased: each dim's span of taps (oc_resize_aa_span), weights computed per tap.
+__global__ void k_resize_aa(const float *x, float *y, resize_geo g, int64_t planes, int64_t sin,
+                            int64_t sout) {
+    GRID_LOOP(t, planes * sout) {
+        int64_t pl = t / sout, o = t % sout, oi[3], rem = o, first[3], count[3] = {1, 1, 1};
+        double center[3], inv[3], total[3];
+        for (int d = g.nsp - 1; d >= 0; d--) oi[d] = rem % g.m[d], rem /= g.m[d];
+        int64_t combos = 1;
+        for (int d = 0; d < g.nsp; d++) {
+            total[d] = oc_resize_aa_span(oi[d], g.n[d], g.scale[d], &g.k, &first[d], &count[d],
+                                         &center[d], &inv[d]);
+            combos *= total[d] != 0.0 ? count[d] : 0;
+        }
+        double acc = 0;
+        for (int64_t c = 0; c < combos; c++) {
+            double wt = 1;
+            int64_t off = 0, cr = c;
+            for (int d = 0; d < g.nsp; d++) {
+                int64_t i = first[d] + cr % count[d];
+                cr /= count[d];
+                wt *= oc_resize_aa_filter(((double)i + 0.5 - center[d]) * inv[d], &g.k) / total[d];
+                off = off * g.n[d] + i;
+            }
+            if (wt != 0.0) acc += wt * x[pl * sin + off];
+        }
+        y[t] = (float)acc;
+    }
+}
+
 __global__ void k_resize(const float *x, float *y, resize_geo g, int64_t planes, int64_t sin,
                          int64_t sout) {
     GRID_LOOP(t, planes * sout) {
@@ -2450,6 +2479,14 @@ __global__ void k_resize(const float *x, float *y, resize_geo g, int64_t planes,
 
 /* The weight output index o of dim d gives input index i. */
 __device__ static double resize_coef(const resize_geo &g, int d, int64_t o, int64_t i) {
+    if (g.k.antialias) {
+        int64_t first, count;
+        double center, inv;
+        double total =
+            oc_resize_aa_span(o, g.n[d], g.scale[d], &g.k, &first, &count, &center, &inv);
+        if (total == 0.0 || i < first || i >= first + count) return 0.0;
+        return oc_resize_aa_filter(((double)i + 0.5 - center) * inv, &g.k) / total;
+    }
     int64_t idx[OC_RESIZE_MAX_TAPS];
     double w[OC_RESIZE_MAX_TAPS], sum = 0.0;
     int taps = oc_resize_taps(o, g.n[d], g.m[d], g.scale[d], &g.k, idx, w);
@@ -2509,6 +2546,8 @@ extern "C" int cu_resize(void *stream, const float *in, float *out, int grad, in
     if (total == 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     if (grad) k_resize_grad<<<blocks_for(total), THREADS, 0, s>>>(in, out, g, planes, sin, sout);
+    else if (k->antialias)
+        k_resize_aa<<<blocks_for(total), THREADS, 0, s>>>(in, out, g, planes, sin, sout);
     else k_resize<<<blocks_for(total), THREADS, 0, s>>>(in, out, g, planes, sin, sout);
     return last_error();
 }

@@ -292,6 +292,13 @@ OP_CASE(RESIZE, "bicubic x2, align_corners, 3-d", 13, 1, "[1,1,2,3,2] - f=[1,1,2
         "mode=cubic coordinate_transformation_mode=align_corners cubic_coeff_a=-0.5")
 OP_CASE(RESIZE, "cubic downsample, exclude_outside", 13, 1, "[2,1,7,5] - - i64=[2,1,3,4]",
         "mode=cubic exclude_outside=1")
+/* antialias (F.interpolate(antialias=True)): the filter stretched when downscaling */
+OP_CASE(RESIZE, "bilinear antialias down to 3x5 (opset 18)", 18, 1, "[1,2,8,11] - - i64=[1,2,3,5]",
+        "mode=linear antialias=1 exclude_outside=1")
+OP_CASE(RESIZE, "bicubic antialias by half, a -0.5", 18, 1, "[2,1,8,6] - - i64=[2,1,4,3]",
+        "mode=cubic antialias=1 exclude_outside=1 cubic_coeff_a=-0.5")
+OP_CASE(RESIZE, "bilinear antialias up x1.5, 1-d", 18, 1, "[2,2,6] - - i64=[2,2,9]",
+        "mode=linear antialias=1 exclude_outside=1")
 OP_CASE(UPSAMPLE, "nearest x2 (opset 9)", 9, 1, "[1,1,2,3] f=[1,1,2,2]", "")
 OP_CASE(SPLIT, "split input", 13, 3, "[2,6,3] i64=[1,3,2]", "axis=1")
 OP_CASE(SPLIT, "num_outputs, last part smaller", 18, 2, "[5,3]", "num_outputs=2")

@@ -217,6 +217,7 @@ typedef struct op_resize_args {
     op_resize_mode mode;
     double cubic_a;       /* cubic: cubic_coeff_a (ONNX's default and PyTorch's -0.75) */
     bool exclude_outside; /* cubic: taps outside the input get weight 0, the rest renormalised */
+    bool antialias; /* linear, cubic: the filter stretched when downscaling (resize_coord.h) */
     op_resize_coord coord;
     op_resize_nearest nearest;
     int nsp;

@@ -38,11 +38,15 @@ static int parse_mode(const ir_node *n, int64_t opset, op_resize_args *p, oc_err
     for (int i = 0; i < 4; i++)
         if (strcmp(nm, nms[i]) == 0) p->nearest = (op_resize_nearest)i;
     if ((int)p->nearest < 0) return oc_fail(err, "nearest_mode '%s' is not supported", nm);
-    if (p->exclude_outside && p->mode != OP_RESIZE_CUBIC)
-        return oc_fail(err, "exclude_outside is supported in mode cubic only");
-    if (ir_attr_int(n, "antialias", 0) || ir_attr_find(n, "axes") ||
+    p->antialias = ir_attr_int(n, "antialias", 0) != 0 && p->mode != OP_RESIZE_NEAREST;
+    if (p->antialias && (p->coord != OP_RESIZE_HALF_PIXEL || !p->exclude_outside))
+        return oc_fail(err, "antialias is supported with coordinate_transformation_mode half_pixel "
+                            "and exclude_outside 1 (F.interpolate(antialias=True)'s)");
+    if (p->exclude_outside && p->mode != OP_RESIZE_CUBIC && !p->antialias)
+        return oc_fail(err, "exclude_outside is supported in mode cubic (or with antialias) only");
+    if (ir_attr_find(n, "axes") ||
         strcmp(ir_attr_string(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
-        return oc_fail(err, "antialias, axes and keep_aspect_ratio_policy are not supported");
+        return oc_fail(err, "axes and keep_aspect_ratio_policy are not supported");
     return OC_OK;
 }
 
@@ -143,10 +147,10 @@ static int resize_grad(grad_ctx *c) {
     grad_attr_string(c, b, "mode", mode);
     grad_attr_string(c, b, "coordinate_transformation_mode", ct);
     grad_attr_string(c, b, "nearest_mode", nm);
-    if (p->mode == OP_RESIZE_CUBIC) {
-        grad_attr_float(c, b, "cubic_coeff_a", (float)p->cubic_a);
+    if (p->mode == OP_RESIZE_CUBIC) grad_attr_float(c, b, "cubic_coeff_a", (float)p->cubic_a);
+    if (p->mode == OP_RESIZE_CUBIC || p->antialias)
         grad_attr_int(c, b, "exclude_outside", p->exclude_outside);
-    }
+    if (p->antialias) grad_attr_int(c, b, "antialias", 1);
     return grad_finish(c, b);
 }
 

@@ -237,31 +237,16 @@ enum {
          : op == BC_POW  ? (T)pow((double)(d), (double)(s))                                        \
          : (d) < 0       ? (d) * (s)                                                               \
                          : (d)))
-#define BCAST_LOOP(T)                                                                              \
+/* Integers' Div and Mod (oc_int_div_mod: no input traps). */
+#define BC_INT_DIV(T, d, s) ((T)oc_int_div_mod((d), (s), op == BC_DIV ? 0 : op == BC_FMOD ? 1 : 2))
+/* out (op)= in broadcast, element by element through APPLY (BC_APPLY, BC_INT_DIV). */
+#define BCAST_LOOP(T, APPLY)                                                                       \
     do {                                                                                           \
         const T *src = in;                                                                         \
         T *dst = out;                                                                              \
         int64_t o[IR_MAX_RANK] = {0}, off = 0;                                                     \
         for (int64_t i = 0; i < n; i++) {                                                          \
-            dst[i] = BC_APPLY(T, dst[i], src[off]);                                                \
-            for (int d = r - 1; d >= 0; d--) {                                                     \
-                off += s[d];                                                                       \
-                if (++o[d] < od[d]) break;                                                         \
-                off -= s[d] * od[d];                                                               \
-                o[d] = 0;                                                                          \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
-/* out (op)= in for integers' Div and Mod (oc_int_div_mod: no input traps). */
-#define BCAST_LOOP_INT(T)                                                                          \
-    do {                                                                                           \
-        const T *src = in;                                                                         \
-        T *dst = out;                                                                              \
-        int kind = op == BC_DIV ? 0 : op == BC_FMOD ? 1 : 2;                                       \
-        int64_t o[IR_MAX_RANK] = {0}, off = 0;                                                     \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            dst[i] = (T)oc_int_div_mod(dst[i], src[off], kind);                                    \
+            dst[i] = APPLY(T, dst[i], src[off]);                                                   \
             for (int d = r - 1; d >= 0; d--) {                                                     \
                 off += s[d];                                                                       \
                 if (++o[d] < od[d]) break;                                                         \
@@ -278,19 +263,19 @@ static int bcast_apply(const kernel_args *a, const ir_tensor *ti, const void *in
     int64_t s[IR_MAX_RANK], n = kernel_numel(to);
     cpu_bcast_strides(ti->rank, ti->dims, r, od, s);
     bool int_div = op == BC_DIV || op == BC_FMOD || op == BC_IMOD;
-    if (int_div && to->dtype == IR_DTYPE_INT64) BCAST_LOOP_INT(int64_t);
-    else if (int_div && to->dtype == IR_DTYPE_INT32) BCAST_LOOP_INT(int32_t);
+    if (int_div && to->dtype == IR_DTYPE_INT64) BCAST_LOOP(int64_t, BC_INT_DIV);
+    else if (int_div && to->dtype == IR_DTYPE_INT32) BCAST_LOOP(int32_t, BC_INT_DIV);
     if (int_div && (to->dtype == IR_DTYPE_INT64 || to->dtype == IR_DTYPE_INT32)) return OC_OK;
     if (op > BC_MUL && to->dtype != IR_DTYPE_FLOAT && to->dtype != IR_DTYPE_DOUBLE)
         return kernel_fail(a, err, "dtype %s is not supported (float, double)",
                            ir_dtype_name(to->dtype));
     switch (to->dtype) {
-    case IR_DTYPE_FLOAT: BCAST_LOOP(float); break;
-    case IR_DTYPE_DOUBLE: BCAST_LOOP(double); break;
-    case IR_DTYPE_INT32: BCAST_LOOP(int32_t); break;
-    case IR_DTYPE_INT64: BCAST_LOOP(int64_t); break;
-    case IR_DTYPE_INT8: BCAST_LOOP(int8_t); break;
-    case IR_DTYPE_UINT8: BCAST_LOOP(uint8_t); break;
+    case IR_DTYPE_FLOAT: BCAST_LOOP(float, BC_APPLY); break;
+    case IR_DTYPE_DOUBLE: BCAST_LOOP(double, BC_APPLY); break;
+    case IR_DTYPE_INT32: BCAST_LOOP(int32_t, BC_APPLY); break;
+    case IR_DTYPE_INT64: BCAST_LOOP(int64_t, BC_APPLY); break;
+    case IR_DTYPE_INT8: BCAST_LOOP(int8_t, BC_APPLY); break;
+    case IR_DTYPE_UINT8: BCAST_LOOP(uint8_t, BC_APPLY); break;
     default:
         return kernel_fail(a, err,
                            "dtype %s is not supported (float, double, int8, uint8, int32, "

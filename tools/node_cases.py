@@ -1302,6 +1302,43 @@ def antialias_cases(rng):
                    [("x", x)], [("y", y)], 18)
 
 
+def dft_cases(rng):
+    """DFT (opset 17) as torch.fft's export writes it, against numpy's fft: a real signal's
+    onesided transform (rfft), a complex one forward and inverse (fft, ifft), the inverse of
+    a half spectrum to an even and an odd length (irfft), a real signal zero-padded by
+    dft_length; onesided on a complex input refused."""
+    def cplx(v):
+        return v[..., 0] + 1j * v[..., 1]
+
+    def parts(z):
+        return np.stack([z.real, z.imag], -1).astype(np.float32)
+    real = rng.standard_normal([2, 6, 3, 1]).astype(np.float32)
+    comp = rng.standard_normal([2, 3, 5, 2]).astype(np.float32)
+    half = rng.standard_normal([2, 4, 2]).astype(np.float32)
+    specs = [("rfft", real, dict(axis=1, onesided=1), None,
+              parts(np.fft.rfft(real[..., 0].astype(np.float64), axis=1))),
+             ("fft_complex", comp, dict(axis=2), None, parts(np.fft.fft(cplx(comp.astype(np.float64)), axis=2))),
+             ("ifft_complex", comp, dict(axis=1, inverse=1), None,
+              parts(np.fft.ifft(cplx(comp.astype(np.float64)), axis=1))),
+             ("irfft_even", half, dict(axis=1, inverse=1, onesided=1), 6,
+              parts(np.fft.irfft(cplx(half.astype(np.float64)), 6, axis=1) + 0j)),
+             ("irfft_odd", half, dict(axis=1, inverse=1, onesided=1), 7,
+              parts(np.fft.irfft(cplx(half.astype(np.float64)), 7, axis=1) + 0j)),
+             ("rfft_padded", real, dict(axis=1, onesided=1), 9,
+              parts(np.fft.rfft(real[..., 0].astype(np.float64), 9, axis=1))),
+             ("onesided_complex_refused", comp, dict(axis=1, onesided=1), None,
+              np.zeros([2, 2, 5, 2], np.float32))]
+    for name, x, attrs, length, want in specs:
+        nodes = [helper.make_node("Identity", ["x"], ["r"])]
+        ins = ["r"]
+        if length is not None:
+            nodes.append(helper.make_node("Constant", [], ["n"], value=numpy_helper.from_array(
+                np.array(length, np.int64), "n")))
+            ins.append("n")
+        nodes.append(helper.make_node("DFT", ins, ["y"], **attrs))
+        write_case(f"test_dft_f32_{name}", nodes, [("x", x)], [("y", want)], 17)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1561,8 +1598,9 @@ def main():
     scatter_extreme_cases(rng)
     int_glue_device_cases(rng)
     antialias_cases(rng)
+    dft_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4 + 7
     print(f"{n + 6} cases in {OUT}")
 
 

@@ -1009,6 +1009,31 @@ def tiny_antialias():
     return TinyAntialias()
 
 
+class TinyFft(nn.Module):
+    """A GFNet global filter (rfft2, a learnt complex filter, irfft2, orthonormal) and the
+    magnitude of a 1-d rfft along the width (torch.fft as torch.export writes it: DFT nodes,
+    the complex product on the last dim of 2; the legacy exporter has no aten::fft_rfft2)."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.c1 = nn.Conv2d(3, 4, 3, stride=4, padding=1)  # (N, 4, 8, 8)
+        self.filt = nn.Parameter(torch.randn(4, 8, 5, 2) * 0.3)
+        self.fc = nn.Linear(4 + 5, 10)
+
+    def forward(self, x):
+        import torch
+        h = self.c1(x)
+        f = torch.fft.rfft2(h, norm="ortho") * torch.view_as_complex(self.filt)
+        g = torch.fft.irfft2(f, s=(8, 8), norm="ortho") + h
+        spec = torch.fft.rfft(g, dim=3).abs().mean((1, 2))  # (N, 5)
+        return self.fc(torch.cat([g.mean((2, 3)), spec], 1))
+
+
+def tiny_fft():
+    return TinyFft()
+
+
 class TinyStn(nn.Module):
     """F.grid_sample as spatial transformers and flow warping use it: a localization net's
     affine theta applied to a base grid (a buffer: the legacy exporter has no affine_grid),
@@ -1120,12 +1145,13 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_diag": tiny_diag, "tiny_count": tiny_count,
         "tiny_pick": tiny_pick, "tiny_take": tiny_take,
         "tiny_unpool": tiny_unpool, "tiny_scatter_max": tiny_scatter_max,
-        "tiny_bucketize": tiny_bucketize, "tiny_antialias": tiny_antialias}
+        "tiny_bucketize": tiny_bucketize, "tiny_antialias": tiny_antialias,
+        "tiny_fft": tiny_fft}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)
 DYNAMO_ONLY = {"tiny_pyramid", "tiny_take", "tiny_unpool", "tiny_scatter_max",
-               "tiny_bucketize", "tiny_antialias"}
+               "tiny_bucketize", "tiny_antialias", "tiny_fft"}
 # also exported with the default exporter's own defaults (optimize=True: literals become
 # unmarked scalar initializers, which must not train)
 OPTIMIZED_TOO = {"tiny_math"}

@@ -310,7 +310,7 @@ int cpu_binary(const kernel_args *a, oc_err *err) {
              : k == OP_DIV        ? BC_DIV
              : k == OP_MAX        ? BC_MAX
              : k == OP_MIN        ? BC_MIN
-             : k == OP_MOD        ? (ir_attr_int(a->n, "fmod", 0) ? BC_FMOD : BC_IMOD)
+             : k == OP_MOD        ? (op_args_of(a->n)->mod.fmod ? BC_FMOD : BC_IMOD)
              : k == OP_POW_TENSOR ? BC_POW
                                   : BC_PRELU;
     if (bcast_apply(a, kernel_in(a, 0), a->in[0], y, a->out[0], BC_ASSIGN, err)) return OC_ERR;

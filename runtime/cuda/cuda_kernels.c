@@ -130,7 +130,7 @@ int cuda_binary(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
              : k == OP_DIV        ? CU_BC_DIV
              : k == OP_MAX        ? CU_BC_MAX
              : k == OP_MIN        ? CU_BC_MIN
-             : k == OP_MOD        ? (ir_attr_int(a->n, "fmod", 0) ? CU_BC_FMOD : CU_BC_IMOD)
+             : k == OP_MOD        ? (op_args_of(a->n)->mod.fmod ? CU_BC_FMOD : CU_BC_IMOD)
              : k == OP_POW_TENSOR ? CU_BC_POW
                                   : CU_BC_PRELU;
     if (ir_dtype_is_half(y->dtype)) return binary_half(c, a, op, err);

@@ -319,6 +319,11 @@ typedef struct op_grid_sample_args {
     bool align_corners;
 } op_grid_sample_args;
 
+/* Mod: fmod 1 (C's, the dividend's sign) or 0 (integers only: floored, the divisor's). */
+typedef struct op_mod_args {
+    bool fmod;
+} op_mod_args;
+
 /* CumSum: the normalised axis; the geometry of its scan (lines of len elements, inner
  * elements apart: the dims after the axis); exclusive, reverse (runtime/cum_sum.h). */
 typedef struct op_cum_sum_args {
@@ -362,6 +367,7 @@ typedef union op_args {
     op_predicate_args predicate;
     op_grid_sample_args grid_sample;
     op_cum_sum_args cum_sum;
+    op_mod_args mod;
 } op_args;
 
 /* 64-bit FNV-1a of a NUL-terminated string (Dropout's mask key). */

@@ -296,6 +296,12 @@ const op_def op_def_min_max = {
     .grad = min_max_grad,
     .saved_inputs = 0x3,
 };
+static int mod_decode(const ir_graph *g, ir_node *n, oc_err *err) {
+    (void)g, (void)err;
+    op_args_new(n)->mod.fmod = ir_attr_int(n, "fmod", 0) != 0;
+    return OC_OK;
+}
+
 const op_def op_def_mod = {
     .min_inputs = 2,
     .max_inputs = 2,
@@ -305,6 +311,7 @@ const op_def op_def_mod = {
     .n_roles = 1,
     .infer = mod_infer,
     .lower = mod_lower,
+    .decode = mod_decode,
     .grad = mod_grad,
     .saved_inputs = 0x3,
     .saved_outputs = 0x1,

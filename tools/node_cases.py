@@ -1119,7 +1119,8 @@ def unpool_device_cases(rng):
     tensor) made per plane by Sub of a kernel-1 MaxPool's sliced at each plane's start, times
     1 (Mul), offset to each plane again (Add), then ScatterND of the pooled values into zeros
     at those device indices. Windows of 2 at stride 1 overlap: a maximum two windows take is
-    written twice (the same value). With reduction add at device indices: refused."""
+    written twice (the same value); with reduction add it is summed (refused until
+    2026-11-30)."""
     x = rng.standard_normal([1, 2, 4, 4]).astype(np.float32)
     c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
         np.asarray(v), name))
@@ -1132,7 +1133,14 @@ def unpool_device_cases(rng):
                 a = int(np.argmax(w))
                 pooled[0, ch, i, j] = w.flat[a]
                 y[ch * 16 + (i + a // 2) * 4 + j + a % 2] = w.flat[a]
-    for name, red in (("unpool", "none"), ("add_refused", "add")):
+    y_add = np.zeros(32, np.float32)
+    for ch in range(2):
+        for i in range(3):
+            for j in range(3):
+                w = x[0, ch, i:i + 2, j:j + 2]
+                a = int(np.argmax(w))
+                y_add[ch * 16 + (i + a // 2) * 4 + j + a % 2] += w.flat[a]
+    for name, red, want in (("unpool", "none", y), ("unpool_add", "add", y_add)):
         write_case(f"test_scatternd_f32_device_indices_{name}",
                    [c("starts", np.array([0, 0], np.int64)), c("ends", np.array([1, 1], np.int64)),
                     c("axes", np.array([2, 3], np.int64)), c("one", np.array(1, np.int64)),
@@ -1151,7 +1159,7 @@ def unpool_device_cases(rng):
                     helper.make_node("ScatterND", ["zeros", "rows", "values"], ["u"],
                                      reduction=red),
                     helper.make_node("Reshape", ["u", "shape"], ["y"])],
-                   [("x", x)], [("y", y.reshape(1, 2, 4, 4))], 18)
+                   [("x", x)], [("y", want.reshape(1, 2, 4, 4))], 18)
 
 
 def diagonal_mask_cases(rng):

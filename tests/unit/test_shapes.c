@@ -884,7 +884,11 @@ static void test_scatter_nd_run_time(void **state) {
         {2, {0, -3}, NULL, "row 1 repeats an earlier row", false}, /* -3: row 0 */
         {1, {3}, NULL, "coordinate 3 is outside data 'x'", false},
         {1, {0}, "mul", "with a reduction on run-time data", false},
-        {1, {0}, "add", "reduction add at indices computed at run time ('rows')", true},
+        {1,
+         {0},
+         "add",
+         "reduction add at indices computed at run time ('rows')",
+         true}, /* host's */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (scatter_nd_run_time(f, bad[i].n, bad[i].rows, bad[i].red, bad[i].runtime_indices) ==

@@ -68,7 +68,7 @@ static int scatter_nd_run_time(ir_graph *g, ir_node *n, const ir_tensor *x, cons
     if (mode != 0 && !op_is_value(idx))
         return oc_fail(err,
                        "ScatterND with reduction %s at indices computed at run time ('%s') is "
-                       "not supported (reduction none is)",
+                       "not supported (reduction none is; add at the device's indices)",
                        mode == 1 ? "add" : "mul, max or min", idx->name);
     if (mode != 0)
         return oc_fail(err,
@@ -249,6 +249,42 @@ static int scatter_extreme_lower(ir_graph *g, int node, const int64_t *offs, int
  * inside data: scatter_add_lower at each update's offset; max and min: scatter_extreme_lower.
  * Mul on run-time data stays refused by infer (scatter_nd_run_time), as do reductions at
  * run-time indices. */
+static bool device_indices(const ir_graph *g, int t);
+static int row_offsets(ir_graph *g, int *at, const char *base, int it, const ir_tensor *x, int k,
+                       bool device);
+
+/* ScatterND with reduction add at indices the device computes (a scatter-add to the rows an
+ * ArgMax picks, max_unpool's positions summed): each update element's offset, its row's
+ * (row_offsets, on the device) times the slab plus its place in the slab; then
+ * scatter_add_lower. Indices the host computes from integer inputs stay refused (infer). */
+static int scatter_add_device(ir_graph *g, int node, int k, oc_err *err) {
+    ir_node *n = &g->nodes[node];
+    const ir_tensor *x = ir_node_in(g, n, 0), *idx = ir_node_in(g, n, 1), *u = ir_node_in(g, n, 2);
+    int64_t slab = 1, rdims[IR_MAX_RANK], udims[IR_MAX_RANK];
+    int rrank = idx->rank, urank = u->rank;
+    for (int d = k; d < x->rank; d++) slab *= x->dims[d];
+    if (slab > OP_FOLD_MAX_BYTES / (int64_t)sizeof(int64_t))
+        return oc_fail(err, "slabs of %" PRId64 " elements", slab);
+    memcpy(rdims, idx->dims, sizeof rdims);
+    memcpy(udims, u->dims, sizeof udims);
+    rdims[rrank - 1] = 1; /* each row's offset, a slab's places along the last dim */
+    int64_t *place = oc_malloc((size_t)slab * sizeof *place);
+    for (int64_t e = 0; e < slab; e++) place[e] = e;
+    char *base = oc_strdup(n->name);
+    int at = node, it = n->inputs[1];
+    int row = row_offsets(g, &at, base, it, x, k, true);
+    int sl = op_rewrite_ints(g, base, "slab", 1, &slab);
+    int pl = op_rewrite_ints(g, base, "places", (int)slab, place);
+    oc_free(place);
+    row = op_rewrite_insert(g, at++, base, "row_start", OP_MUL, row, sl, -1);
+    row = op_rewrite_reshape(g, at++, base, "row_starts", row, rrank, rdims);
+    int offs = op_rewrite_insert(g, at++, base, "element_offsets", OP_ADD, row, pl, -1);
+    offs = op_rewrite_reshape(g, at++, base, "offsets", offs, urank, udims);
+    oc_free(base);
+    scatter_add_lower(g, at, offs);
+    return OC_OK;
+}
+
 static int scatter_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
     ir_tensor *x, *idx, *u;
@@ -257,6 +293,13 @@ static int scatter_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     if (op_in_shaped(g, n, 0, &x, err) || index_input(g, n, 1, &idx, err) ||
         op_in_shaped(g, n, 2, &u, err) || scatter_mode(n, &mode, err))
         return OC_ERR;
+    if (mode == 1 && !op_is_value(idx) && !(op_is_value(x) && op_is_value(u)) &&
+        device_indices(g, n->inputs[1])) {
+        if (scatter_nd_shapes(x, idx, u, &k, err) || scatter_add_device(g, node, k, err))
+            return OC_ERR;
+        *changed = true;
+        return OC_OK;
+    }
     if ((mode != 1 && mode != 3 && mode != 4) || (op_is_value(x) && op_is_value(u)) ||
         !op_is_value(idx))
         return OC_OK;
@@ -365,7 +408,6 @@ static int scatter_nd_fold(ir_graph *g, ir_node *n, const ir_tensor *x, const ir
  * row-major offset there -- its batch's coordinates first -- a constant
  * "<node>/gather_indices", and the node a Gather along axis 0, whose gradient scatter-adds.
  * Range checked here. */
-static bool device_indices(const ir_graph *g, int t);
 
 /* Index rows' offsets in x's first k dims, nodes inserted at *at: negative coordinates from
  * the end (Where(Less(i, 0), Add(i, extents), i)), then times the strides and summed over the

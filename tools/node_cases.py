@@ -1124,21 +1124,13 @@ def unpool_device_cases(rng):
     x = rng.standard_normal([1, 2, 4, 4]).astype(np.float32)
     c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
         np.asarray(v), name))
-    pooled = np.zeros([1, 2, 3, 3], np.float32)
-    y = np.zeros(32, np.float32)
+    y, y_add = np.zeros(32, np.float32), np.zeros(32, np.float32)  # written; summed
     for ch in range(2):
         for i in range(3):
             for j in range(3):
                 w = x[0, ch, i:i + 2, j:j + 2]
                 a = int(np.argmax(w))
-                pooled[0, ch, i, j] = w.flat[a]
                 y[ch * 16 + (i + a // 2) * 4 + j + a % 2] = w.flat[a]
-    y_add = np.zeros(32, np.float32)
-    for ch in range(2):
-        for i in range(3):
-            for j in range(3):
-                w = x[0, ch, i:i + 2, j:j + 2]
-                a = int(np.argmax(w))
                 y_add[ch * 16 + (i + a // 2) * 4 + j + a % 2] += w.flat[a]
     for name, red, want in (("unpool", "none", y), ("unpool_add", "add", y_add)):
         write_case(f"test_scatternd_f32_device_indices_{name}",

@@ -7,8 +7,11 @@
  *   `attn[:, :, 1:, 1:] += rel_pos` exports) and plan-time indices, reduction
  *   none and no index row twice, it runs as a kernel: y = data with the rows
  *   replaced; so it does at indices computed at run time (max_unpool's, from a
- *   MaxPool's), reduction none, unchecked (scatter_nd_run_time). Its gradient ScatterNDGrad(dY, indices) gives dData (dY with those
- *   rows 0, attribute updates 0) and dUpdates (dY's rows, updates 1).
+ *   MaxPool's), reduction none, unchecked (scatter_nd_run_time). Its gradient
+ *   ScatterNDGrad(dY, indices) gives dData (dY with those rows 0, attribute
+ *   updates 0) and dUpdates (dY's rows, updates 1). Reduction add at plan-time
+ *   indices or the device's is a scatter-add; max and min at plan-time indices a
+ *   gather and reduction (scatter_nd_lower).
  * - GatherND folds when both inputs are; with run-time data (a parameter, an
  *   activation) and plan-time indices (any batch_dims, any number of coordinates)
  *   or indices the host computes (batch_dims 0) it is a Gather along axis 0 of the
@@ -171,12 +174,6 @@ static void scatter_add_lower(ir_graph *g, int node, int offs) {
     oc_free(base);
 }
 
-/* Offset then position: a target's updates together, in index order. */
-static int cmp_pair(const void *a, const void *b) {
-    const int64_t *p = a, *q = b;
-    return p[0] != q[0] ? (p[0] < q[0] ? -1 : 1) : (p[1] > q[1]) - (p[1] < q[1]);
-}
-
 /* A scatter with reduction max or min (scatter_reduce amax / amin at fixed indices: a mesh
  * or point-cloud network's max aggregation; ScatterElements' lowering reaches it as this
  * ScatterND) on run-time data or updates, node `node`, each update element's offset in data
@@ -196,7 +193,7 @@ static int scatter_extreme_lower(ir_graph *g, int node, const int64_t *offs, int
     memcpy(dims, x->dims, sizeof dims);
     int64_t(*at)[2] = oc_malloc((size_t)(numel ? numel : 1) * sizeof *at);
     for (int64_t j = 0; j < numel; j++) at[j][0] = offs[j], at[j][1] = j;
-    qsort(at, (size_t)numel, sizeof *at, cmp_pair);
+    qsort(at, (size_t)numel, sizeof *at, cmp_offset_row); /* a target's updates together */
     int64_t T = 0, M = 0;
     for (int64_t j = 0, run = 0; j < numel; j++) {
         run = j > 0 && at[j][0] == at[j - 1][0] ? run + 1 : 1;

@@ -535,6 +535,7 @@ static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
              * from the end as Gather reads them) */
             int64_t dims[IR_MAX_RANK], flat[IR_MAX_RANK];
             int k = (int)kk, rank = idx->rank - 1, xt = n->inputs[0], at = node;
+            int xrank = x->rank - k + 1; /* x, n: not read once nodes and tensors are added */
             memcpy(dims, idx->dims, (size_t)rank * sizeof dims[0]);
             flat[0] = 1;
             for (int d = 0; d < x->rank; d++)
@@ -543,7 +544,7 @@ static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
             char *base = oc_strdup(n->name);
             int r = k == 1 ? op_rewrite_reshape(g, at++, base, "rows", n->inputs[1], rank, dims)
                            : row_offsets(g, &at, base, n->inputs[1], x, k, true);
-            if (k > 1) xt = op_rewrite_reshape(g, at++, base, "rows", xt, x->rank - k + 1, flat);
+            if (k > 1) xt = op_rewrite_reshape(g, at++, base, "rows", xt, xrank, flat);
             op_rewrite_become(g, at, OP_GATHER); /* axis 0 */
             ir_node_add_input(g, at, xt);
             ir_node_add_input(g, at, r);

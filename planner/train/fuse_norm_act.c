@@ -10,15 +10,19 @@ static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
     return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int64_t)) == 0;
 }
 
-/* A BatchNormalization whose only read output is Y, read by `reader` alone. */
+/* A BatchNormalization whose only read output is Y, read by `reader` alone: its running
+ * statistics read by no node (the fused node takes the Relu's place, after any reader of
+ * them between the two: a fuzzed model's, found 2026-11-30), its opset <= 13 saved ones
+ * not even a graph output. */
 static bool fusable_bn(const ir_graph *g, int p, int reader) {
     if (p < 0 || g->nodes[p].op != OP_BATCH_NORM) return false;
     const ir_node *bn = &g->nodes[p];
     if (ir_tensor_sole_consumer(g, bn->outputs[0]) != reader) return false;
     if (!ir_dtype_is_compute(g->tensors[bn->inputs[0]].dtype)) return false;
-    for (int o = 3; o < bn->n_outputs; o++) { /* opset <= 13 saved statistics */
+    for (int o = 1; o < bn->n_outputs; o++) {
         int t = bn->outputs[o];
-        if (t >= 0 && (g->tensors[t].n_consumers || g->tensors[t].is_graph_output)) return false;
+        if (t >= 0 && (g->tensors[t].n_consumers || (o >= 3 && g->tensors[t].is_graph_output)))
+            return false;
     }
     return true;
 }

@@ -382,7 +382,9 @@ int cpu_where(const kernel_args *a, oc_err *err) {
     char *out = a->out[0];
     int64_t n = kernel_numel(y);
     for (int64_t i = 0; i < n; i++) {
-        memcpy(out + (size_t)i * es, pc[oc] ? px + (size_t)ox * es : py + (size_t)oy * es, es);
+        const char *src = pc[oc] ? px + (size_t)ox * es : py + (size_t)oy * es;
+        if (es == 8) memcpy(out + (size_t)i * 8, src, 8); /* constant sizes: inlined copies */
+        else memcpy(out + (size_t)i * 4, src, 4);
         for (int d = r - 1; d >= 0; d--) {
             oc += sc[d], ox += sx[d], oy += sy[d];
             if (++o[d] < od[d]) break;

@@ -526,46 +526,33 @@ static int gather_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         if (idx->dims[d] != x->dims[d]) return OC_OK; /* gather_nd_infer names it */
     if (!op_is_value(idx)) {       /* the device's indices, or the host's integer glue */
         if (bd != 0) return OC_OK; /* gather_nd_infer refuses it */
-        if (device_indices(g, n->inputs[1])) {
+        bool device = device_indices(g, n->inputs[1]);
+        if (device) {
             if (gather_nd_device(g, node, changed, err)) return OC_ERR;
             if (*changed) return OC_OK;
-            /* other device coordinates (bucketize's boundaries[i], grid[b // 2, b % 2]): a
-             * Gather along axis 0 of x's first k dims flattened, at the rows' offsets the
-             * device computes (one coordinate: the indices without their last dim, negative
-             * from the end as Gather reads them) */
-            int64_t dims[IR_MAX_RANK], flat[IR_MAX_RANK];
-            int k = (int)kk, rank = idx->rank - 1, xt = n->inputs[0], at = node;
-            int xrank = x->rank - k + 1; /* x, n: not read once nodes and tensors are added */
-            memcpy(dims, idx->dims, (size_t)rank * sizeof dims[0]);
-            flat[0] = 1;
-            for (int d = 0; d < x->rank; d++)
-                if (d < k) flat[0] *= x->dims[d];
-                else flat[d - k + 1] = x->dims[d];
-            char *base = oc_strdup(n->name);
-            int r = k == 1 ? op_rewrite_reshape(g, at++, base, "rows", n->inputs[1], rank, dims)
-                           : row_offsets(g, &at, base, n->inputs[1], x, k, true);
-            if (k > 1) xt = op_rewrite_reshape(g, at++, base, "rows", xt, xrank, flat);
-            op_rewrite_become(g, at, OP_GATHER); /* axis 0 */
-            ir_node_add_input(g, at, xt);
-            ir_node_add_input(g, at, r);
-            oc_free(base);
-            *changed = true;
-            return OC_OK;
+        } else if (idx->dtype != IR_DTYPE_INT64) {
+            return OC_OK; /* gather_nd_infer names it */
         }
-        if (idx->dtype != IR_DTYPE_INT64) return OC_OK; /* gather_nd_infer names it */
-        int k = (int)kk, xrank = x->rank - k + 1, at = node, it = n->inputs[1];
-        int64_t flat[IR_MAX_RANK];
+        /* a Gather along axis 0 of x's first k dims flattened, at the rows' offsets computed
+         * where the indices are (row_offsets): the device's (bucketize's boundaries[i],
+         * grid[b // 2, b % 2]; one coordinate: the indices without their last dim, negative
+         * from the end as Gather reads them) or the host's */
+        int64_t dims[IR_MAX_RANK], flat[IR_MAX_RANK];
+        int k = (int)kk, rank = idx->rank - 1, xt = n->inputs[0], at = node;
+        int xrank = x->rank - k + 1; /* x, n: not read once nodes and tensors are added */
+        memcpy(dims, idx->dims, (size_t)rank * sizeof dims[0]);
         flat[0] = 1;
         for (int d = 0; d < x->rank; d++)
             if (d < k) flat[0] *= x->dims[d];
             else flat[d - k + 1] = x->dims[d];
         char *base = oc_strdup(n->name);
-        int xt = n->inputs[0];
-        int off = row_offsets(g, &at, base, it, x, k, false);
+        int r = device && k == 1
+                    ? op_rewrite_reshape(g, at++, base, "rows", n->inputs[1], rank, dims)
+                    : row_offsets(g, &at, base, n->inputs[1], x, k, device);
         if (k > 1) xt = op_rewrite_reshape(g, at++, base, "rows", xt, xrank, flat);
         op_rewrite_become(g, at, OP_GATHER); /* axis 0 */
         ir_node_add_input(g, at, xt);
-        ir_node_add_input(g, at, off);
+        ir_node_add_input(g, at, r);
         oc_free(base);
         *changed = true;
         return OC_OK;

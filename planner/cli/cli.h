@@ -77,6 +77,10 @@ typedef struct cli_plan_env {
     struct profile *prof;
     struct sim_context *ctx;
     int64_t budget_bytes, reserve_bytes;
+    /* --workspace fastest|smallest|BYTES: each profiled node's (time, workspace) pair under
+     * this cap (profile_capped); unset: the profile's records as they are */
+    bool workspace_capped;
+    int64_t workspace_cap;
     bool quiet; /* no warnings on stderr (the probes of cli_fit_explain) */
 } cli_plan_env;
 /* "lower bound ..." line of sim_bound.h (plan_s > 0: who's ratio to it). */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "emit/plan_write.h"
+#include "plan/profile_workspace.h"
 #include "sim/sim_bound.h"
 #include "sim/sim_svg.h"
 #include "sim/sim_trace.h"
@@ -29,6 +30,19 @@ int cli_plan_env_opt(cli_plan_env *e, int argc, char **argv, int *i, oc_err *err
             oc_parse_int(v, 1, 1L << 40, "--max-leaves", &n, err))
             return OC_ERR;
         e->max_leaves = (long)n;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--workspace") == 0) {
+        const char *v;
+        if (cli_value(argc, argv, i, &v, err)) return OC_ERR;
+        e->workspace_capped = true;
+        if (strcmp(v, "fastest") == 0) e->workspace_cap = INT64_MAX;
+        else if (strcmp(v, "smallest") == 0) e->workspace_cap = 0;
+        else if (oc_parse_bytes(v, &e->workspace_cap, err) || e->workspace_cap < 0)
+            return oc_fail(err,
+                           "--workspace: '%s' is not fastest, smallest or a byte count (or, for "
+                           "plan, auto)",
+                           v);
         return 1;
     }
     if (strcmp(argv[*i], "--max-seconds") == 0) {
@@ -67,6 +81,11 @@ int cli_plan_env_load(cli_plan_env *e, oc_err *err) {
     if (e->profile) {
         if (profile_read(e->profile, &e->prof, err)) return OC_ERR;
         if (e->mo.batch > 0) profile_scale_to_batch(e->prof, e->mo.batch, e->quiet ? NULL : stderr);
+        if (e->workspace_capped) {
+            profile *q = profile_capped(e->prof, e->workspace_cap, NULL);
+            profile_free(e->prof);
+            e->prof = q;
+        }
     } else {
         profile_device dev;
         if (e->device ? device_preset_find(e->device, &dev, err)
@@ -137,6 +156,11 @@ void cmd_plan_usage(FILE *f) {
         "                  their backward where no residual needs it (one write less, one\n"
         "                  tensor more live); auto plans all and forward, keeps the faster;\n"
         "                  a decomposed GELU is one Gelu unless none\n"
+        "  --workspace W   auto (default), fastest, smallest or a byte count: with a profile\n"
+        "                  whose nodes hold alternatives (profile --merge of profiles\n"
+        "                  measured under several workspace caps), each node runs its\n"
+        "                  fastest kernel within the cap; auto plans each cap the\n"
+        "                  profile offers and keeps the faster feasible plan\n"
         "  --layout L      auto (default), nchw or nhwc: auto plans the step with 2-d\n"
         "                  convolutions channels-last too (layout Transposes as nodes) and\n"
         "                  keeps the faster feasible plan; a measured profile holds one\n"
@@ -349,6 +373,68 @@ static int choose_variant(cli_plan_env *e, const strategy *st, bool made, plan_m
     return OC_OK;
 }
 
+/* --workspace auto (plan's default) on a profile with alternatives (profile --merge): the
+ * step planned again under each cap profile_workspace_levels offers, every node with
+ * alternatives running its fastest pair within the cap; e keeps the fastest feasible plan (a
+ * tie keeps the fastest kernels). When none is feasible e takes the smallest workspaces,
+ * so that `why` and `what would fit` speak of the least the step needs. */
+static int choose_workspace(cli_plan_env *e, const strategy *st, bool made, plan_made *pm,
+                            sim_plan **p, strategy_stats *stats, oc_err *err) {
+    int64_t levels[8];
+    int nl = profile_workspace_levels(e->prof, levels, 8);
+    if (nl == 0) return OC_OK;
+    profile *base = profile_copy(e->prof);
+    double fastest = plan_time(stats, made, pm), best = fastest;
+    int64_t chose = -1;
+    int chose_changed = 0, with_alts = 0, rc = OC_OK;
+    for (int i = 0; i < base->n_nodes; i++) with_alts += base->nodes[i].n_alts > 0;
+    for (int k = 0; k < nl && rc == OC_OK; k++) {
+        int changed;
+        cli_plan_env f = *e;
+        f.prof = profile_capped(base, levels[k], &changed);
+        f.ctx = NULL;
+        plan_made fpm = {0};
+        sim_plan *fp = NULL;
+        strategy_stats fs;
+        bool last = k == nl - 1;
+        if (changed == 0 ||
+            (rc = sim_context_new(e->tg, f.prof, e->profile ? e->profile : "profile", &f.ctx,
+                                  err)) != OC_OK ||
+            (rc = plan_once(&f, st, made, &fpm, &fp, &fs, err)) != OC_OK) {
+            plan_made_free(&fpm), sim_plan_free(fp), sim_context_free(f.ctx), profile_free(f.prof);
+            continue;
+        }
+        double t = plan_time(&fs, made, &fpm);
+        if (t < best || (isinf(best) && last)) { /* f replaces e's plan */
+            plan_made_free(pm), sim_plan_free(*p), sim_context_free(e->ctx), profile_free(e->prof);
+            e->prof = f.prof, e->ctx = f.ctx, *pm = fpm, *p = fp, *stats = fs;
+            e->workspace_capped = true, e->workspace_cap = levels[k];
+            best = t, chose = levels[k], chose_changed = changed;
+        } else {
+            plan_made_free(&fpm), sim_plan_free(fp), sim_context_free(f.ctx), profile_free(f.prof);
+        }
+    }
+    profile_free(base);
+    if (rc == OC_OK && !isinf(best)) {
+        char b1[32];
+        if (chose < 0)
+            fprintf(stderr,
+                    "outcore-plan: notice: --workspace auto: the fastest kernels (%d nodes with "
+                    "alternatives; predicted step %.1f ms, no smaller cap faster)\n",
+                    with_alts, best * 1e3);
+        else {
+            char fast[48] = "no plan";
+            if (!isinf(fastest)) snprintf(fast, sizeof fast, "%.1f ms", fastest * 1e3);
+            fprintf(stderr,
+                    "outcore-plan: notice: --workspace auto: cap %s: %d of %d nodes with "
+                    "alternatives take less workspace (predicted step %.1f ms; with the "
+                    "fastest kernels: %s)\n",
+                    oc_fmt_bytes(chose, b1, sizeof b1), chose_changed, with_alts, best * 1e3, fast);
+        }
+    }
+    return rc;
+}
+
 /* A training option that plan also takes as `auto` (--attention, --fuse,
  * --layout): *is_auto, or the value parsed into *to. */
 static int auto_or_value(int argc, char **argv, int *i, train_opts *to, bool *is_auto,
@@ -364,6 +450,7 @@ int cmd_plan(int argc, char **argv) {
     bool attention_auto = true;       /* unless --attention fused|unfused */
     bool fuse_auto = true;            /* unless --fuse all|forward|none or --no-fuse */
     bool layout_auto = true;          /* unless --layout nchw|nhwc */
+    bool workspace_auto = true;       /* unless --workspace fastest|smallest|BYTES */
     const char *profile_other = NULL; /* a second --profile: the other layout's */
     const char *sname = "auto", *trace = NULL, *svg = NULL;
     const char *plan_out = NULL; /* -o: cmd_show.c writes it */
@@ -386,6 +473,10 @@ int cmd_plan(int argc, char **argv) {
             strcmp(s, "--layout") == 0) {
             bool *is_auto = s[2] == 'a' ? &attention_auto : s[2] == 'f' ? &fuse_auto : &layout_auto;
             if (auto_or_value(argc, argv, &i, &e.to, is_auto, &err)) goto fail;
+            continue;
+        }
+        if (strcmp(s, "--workspace") == 0 && i + 1 < argc && strcmp(argv[i + 1], "auto") == 0) {
+            i++;
             continue;
         }
         if (strcmp(s, "--no-fuse") == 0) {
@@ -413,6 +504,7 @@ int cmd_plan(int argc, char **argv) {
             goto fail;
         }
     }
+    workspace_auto = !e.workspace_capped;
     const strategy *st;
     if (cli_plan_env_strategy("--strategy", sname, &st, &err)) goto fail;
     /* a measured profile holds one layout's nodes: plan in that one (a second
@@ -460,6 +552,9 @@ int cmd_plan(int argc, char **argv) {
                            "forward", &err))
             goto fail;
     }
+    /* last: the alternatives are the chosen layout's profile's */
+    if (workspace_auto && choose_workspace(&e, st, plan_out != NULL, &pm, &p, &stats, &err))
+        goto fail;
     const sim_plan *shown = plan_out ? pm.plan : p;
     if (plan_out && stats.feasible && !pm.feasible) {
         oc_fail(&err, "%s not written: %s", plan_out, pm.reason);
@@ -478,6 +573,10 @@ int cmd_plan(int argc, char **argv) {
         json_object_set_new(o, "layout", json_string(e.to.channels_last ? "nhwc" : "nchw"));
         json_object_set_new(o, "fuse", json_string(fuse_names[e.to.fuse]));
         json_object_set_new(o, "attention", json_string(e.to.fuse_attention ? "fused" : "unfused"));
+        json_object_set_new(o, "workspace_cap",
+                            e.workspace_capped && e.workspace_cap < INT64_MAX
+                                ? json_integer((json_int_t)e.workspace_cap)
+                                : json_null());
         json_object_set_new(o, "lower_bound_s", lb.feasible ? json_real(lb.time_s) : json_null());
         if (!stats.feasible) json_object_set_new(o, "fit", cli_fit_json(&fit));
         json_t *dec = json_array();

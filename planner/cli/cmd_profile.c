@@ -1,24 +1,69 @@
 /* cmd_profile.c — `outcore-plan profile --device v100|a100|h100|h200|--device-file F
- * MODEL --batch N -o profile.json`: the analytic profile of the training step. */
+ * MODEL --batch N -o profile.json`: the analytic profile of the training step;
+ * `outcore-plan profile --merge P1.json P2.json ... -o profile.json`: measured profiles of
+ * one step under several workspace caps as one, each node's choices as alternatives. */
 #include <stdio.h>
 #include <string.h>
 
-#include "plan/profile.h"
+#include "plan/profile_workspace.h"
 #include "cli.h"
 
 void cmd_profile_usage(FILE *f) {
     fprintf(f,
             "usage: outcore-plan profile MODEL.onnx --batch N (--device NAME | --device-file F)\n"
             "                            -o PROFILE.json [--dim NAME=V ...] [--loss L]\n"
+            "       outcore-plan profile --merge P1.json P2.json ... -o PROFILE.json\n"
             "\n"
             "Writes the analytic profile of MODEL's training step (forward, loss, backward,\n"
             "update): per node max(FLOPs / peak, bytes / memory bandwidth) + launch overhead,\n"
             "on a device preset (%s; vendor data-sheet figures) or a device file\n"
-            "(JSON: the \"device\" object of a profile). Format: docs/profile.md.\n",
+            "(JSON: the \"device\" object of a profile). Format: docs/profile.md.\n"
+            "\n"
+            "--merge: profiles of one step measured under different workspace caps\n"
+            "(outcore-run --profile-out --workspace-limit W) as one: each node's time and\n"
+            "workspace pairs that no other beats in both, the fastest the record, the others\n"
+            "its \"alternatives\"; `plan --workspace auto` (its default) then chooses a cap.\n",
             device_preset_names());
 }
 
+/* profile --merge P1 P2 ... -o OUT. */
+static int merge_profiles(int argc, char **argv, oc_err *err) {
+    const char *out_path = NULL, *paths[64];
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--merge") == 0) continue;
+        if (strcmp(argv[i], "-o") == 0) {
+            if (cli_value(argc, argv, &i, &out_path, err)) return OC_ERR;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return oc_fail(err, "--merge takes profile files and -o only, not '%s'", argv[i]);
+        } else if (n == 64) {
+            return oc_fail(err, "--merge: at most 64 profiles");
+        } else {
+            paths[n++] = argv[i];
+        }
+    }
+    if (n < 2) return oc_fail(err, "--merge: give two or more profiles (%d given)", n);
+    if (!out_path) return oc_fail(err, "no output: -o PROFILE.json (or -o - for standard output)");
+    profile *ps[64] = {0}, *m = NULL;
+    int rc = OC_OK;
+    for (int k = 0; k < n && rc == OC_OK; k++) rc = profile_read(paths[k], &ps[k], err);
+    if (rc == OC_OK) rc = profile_merge(ps, paths, n, &m, err);
+    cli_output out;
+    if (rc == OC_OK && (rc = cli_open_output(&out, out_path, err)) == OC_OK) {
+        int werr = profile_write_file(m, out.f, err);
+        rc = cli_close_output(&out, werr == OC_OK, err) || werr ? OC_ERR : OC_OK;
+    }
+    for (int k = 0; k < n; k++) profile_free(ps[k]);
+    profile_free(m);
+    return rc;
+}
+
 int cmd_profile(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--merge") == 0) {
+            oc_err err;
+            return merge_profiles(argc, argv, &err) ? cli_report("profile", &err) : 0;
+        }
     cli_model_opts mo = {0};
     train_opts to = train_opts_default();
     const char *dev_name = NULL, *dev_file = NULL, *out_path = NULL;

@@ -21,7 +21,7 @@ profile *profile_new(const profile_device *d, int64_t batch, profile_source src,
 
 void profile_free(profile *p) {
     if (!p) return;
-    for (int i = 0; i < p->n_nodes; i++) oc_free(p->nodes[i].name);
+    for (int i = 0; i < p->n_nodes; i++) oc_free(p->nodes[i].name), oc_free(p->nodes[i].alts);
     oc_free(p->nodes);
     oc_free(p);
 }
@@ -32,6 +32,55 @@ void profile_node_set(profile *p, int i, const char *name, double time_s, int64_
     p->nodes[i].name = oc_strdup(name);
     p->nodes[i].time_s = time_s;
     p->nodes[i].workspace_bytes = workspace;
+}
+
+profile *profile_copy(const profile *p) {
+    profile *q = profile_new(&p->device, p->batch, p->source, p->n_nodes);
+    for (int i = 0; i < p->n_nodes; i++) {
+        const profile_node *r = &p->nodes[i];
+        profile_node_set(q, i, r->name, r->time_s, r->workspace_bytes);
+        q->nodes[i].n_alts = r->n_alts;
+        q->nodes[i].alts = oc_malloc(((size_t)r->n_alts + 1) * sizeof *r->alts);
+        if (r->n_alts) memcpy(q->nodes[i].alts, r->alts, (size_t)r->n_alts * sizeof *r->alts);
+    }
+    return q;
+}
+
+/* A record's time_s / workspace_bytes pair (of a node or one of its alternatives) into
+ * *t, *w; what names it in messages. */
+static int time_and_workspace(const json_t *r, const char *path, const char *what, double *t,
+                              int64_t *w, oc_err *err) {
+    const json_t *jt = json_object_get(r, "time_s"), *jw = json_object_get(r, "workspace_bytes");
+    if (!json_is_number(jt) || !(json_number_value(jt) >= 0) || json_number_value(jt) > 1e9)
+        return oc_fail(err, "%s: %s: field 'time_s' %s", path, what,
+                       jt ? "must be a number >= 0" : "is missing");
+    if (!json_is_number(jw) || !(json_number_value(jw) >= 0) || json_number_value(jw) > 9e18)
+        return oc_fail(err, "%s: %s: field 'workspace_bytes' %s", path, what,
+                       jw ? "must be a number >= 0" : "is missing");
+    *t = json_number_value(jt), *w = (int64_t)json_number_value(jw);
+    return OC_OK;
+}
+
+/* Node record r's "alternatives" (optional) into node i of p. */
+static int parse_alternatives(const json_t *r, const char *path, const char *name, profile *p,
+                              int i, oc_err *err) {
+    const json_t *alts = json_object_get(r, "alternatives");
+    if (!alts) return OC_OK;
+    if (!json_is_array(alts) || json_array_size(alts) > PROFILE_MAX_ALTS)
+        return oc_fail(err, "%s: node '%s': field 'alternatives' must be an array of at most %d",
+                       path, name, PROFILE_MAX_ALTS);
+    profile_node *pn = &p->nodes[i];
+    pn->alts = oc_malloc((json_array_size(alts) + 1) * sizeof *pn->alts);
+    for (size_t k = 0; k < json_array_size(alts); k++) {
+        char what[300];
+        snprintf(what, sizeof what, "node '%s': alternatives[%zu]", name, k);
+        profile_alt *a = &pn->alts[pn->n_alts];
+        if (time_and_workspace(json_array_get(alts, k), path, what, &a->time_s, &a->workspace_bytes,
+                               err))
+            return OC_ERR;
+        pn->n_alts++;
+    }
+    return OC_OK;
 }
 
 /* A 2-d convolution or convolution gradient on (N, C, H, W) tensors. */
@@ -115,18 +164,13 @@ int profile_parse(const char *text, const char *path, profile **out, oc_err *err
             oc_fail(err, "%s: nodes[%d]: missing string field 'name'", path, i);
             goto done;
         }
-        const json_t *t = json_object_get(r, "time_s"), *w = json_object_get(r, "workspace_bytes");
-        if (!json_is_number(t) || !(json_number_value(t) >= 0) || json_number_value(t) > 1e9) {
-            oc_fail(err, "%s: node '%s': field 'time_s' %s", path, name,
-                    t ? "must be a number >= 0" : "is missing");
-            goto done;
-        }
-        if (!json_is_number(w) || !(json_number_value(w) >= 0) || json_number_value(w) > 9e18) {
-            oc_fail(err, "%s: node '%s': field 'workspace_bytes' %s", path, name,
-                    w ? "must be a number >= 0" : "is missing");
-            goto done;
-        }
-        profile_node_set(p, i, name, json_number_value(t), (int64_t)json_number_value(w));
+        char rec[300];
+        snprintf(rec, sizeof rec, "node '%s'", name);
+        double t;
+        int64_t w;
+        if (time_and_workspace(r, path, rec, &t, &w, err)) goto done;
+        profile_node_set(p, i, name, t, w);
+        if (parse_alternatives(r, path, name, p, i, err)) goto done;
     }
     rc = OC_OK;
 done:
@@ -158,10 +202,20 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err) {
         root, "source",
         json_string(p->source == PROFILE_SOURCE_MEASURED ? "measured" : "analytic"));
     json_t *nodes = json_array();
-    for (int i = 0; i < p->n_nodes; i++)
-        json_array_append_new(nodes, json_pack("{s:s, s:f, s:I}", "name", p->nodes[i].name,
-                                               "time_s", p->nodes[i].time_s, "workspace_bytes",
-                                               (json_int_t)p->nodes[i].workspace_bytes));
+    for (int i = 0; i < p->n_nodes; i++) {
+        const profile_node *r = &p->nodes[i];
+        json_t *o = json_pack("{s:s, s:f, s:I}", "name", r->name, "time_s", r->time_s,
+                              "workspace_bytes", (json_int_t)r->workspace_bytes);
+        if (r->n_alts) {
+            json_t *alts = json_array();
+            for (int k = 0; k < r->n_alts; k++)
+                json_array_append_new(alts, json_pack("{s:f, s:I}", "time_s", r->alts[k].time_s,
+                                                      "workspace_bytes",
+                                                      (json_int_t)r->alts[k].workspace_bytes));
+            json_object_set_new(o, "alternatives", alts);
+        }
+        json_array_append_new(nodes, o);
+    }
     json_object_set_new(root, "nodes", nodes);
     int rc = json_dumpf(root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     json_decref(root);
@@ -295,6 +349,9 @@ void profile_scale_to_batch(profile *p, int64_t batch, FILE *warn) {
                 "outcore-plan: warning: profile taken at batch %lld applied at batch %lld: "
                 "node times scaled by %.4g (workspaces unchanged)\n",
                 (long long)p->batch, (long long)batch, k);
-    for (int i = 0; i < p->n_nodes; i++) p->nodes[i].time_s *= k;
+    for (int i = 0; i < p->n_nodes; i++) {
+        p->nodes[i].time_s *= k;
+        for (int a = 0; a < p->nodes[i].n_alts; a++) p->nodes[i].alts[a].time_s *= k;
+    }
     p->batch = batch;
 }

@@ -23,10 +23,24 @@ typedef enum profile_source {
     PROFILE_SOURCE_MEASURED,
 } profile_source;
 
+/* One way to run a node: its time with that much workspace (a convolution's algorithm
+ * under a smaller workspace cap, measured by another --profile-out run). */
+typedef struct profile_alt {
+    double time_s;           /* >= 0 */
+    int64_t workspace_bytes; /* >= 0 */
+} profile_alt;
+
+#define PROFILE_MAX_ALTS 16 /* alternatives a node record may hold */
+
 typedef struct profile_node {
     char *name;              /* training-graph node name, owned */
     double time_s;           /* >= 0 */
     int64_t workspace_bytes; /* >= 0 */
+    /* other (time, workspace) choices of the node's kernel (profile_merge), owned; the
+     * record's own is the one planned unless a workspace cap picks another
+     * (profile_workspace.h) */
+    profile_alt *alts;
+    int n_alts;
 } profile_node;
 
 typedef struct profile {
@@ -40,8 +54,10 @@ typedef struct profile {
 /* A profile with n empty node records (names NULL), for producers and tests. */
 profile *profile_new(const profile_device *d, int64_t batch, profile_source src, int n);
 void profile_free(profile *p);
-/* Sets record i (name copied). */
+/* Sets record i (name copied; its alternatives kept). */
 void profile_node_set(profile *p, int i, const char *name, double time_s, int64_t workspace);
+/* A deep copy of p (names and alternatives). */
+profile *profile_copy(const profile *p);
 
 /* Roofline: time = max(flops / peak, bytes / bandwidth) + launch overhead per
  * node of tg (op_cost_of); 0 for an in-place view (train_view_source: the
@@ -53,7 +69,7 @@ profile *profile_analytic(const train_graph *tg, const profile_device *d, int64_
 double profile_total_s(const profile *p);
 
 /* Reads and validates a profile file: every field present, numbers >= 0,
- * node names unique. Errors name the file and the field or node. */
+ * node names unique, at most PROFILE_MAX_ALTS "alternatives" a node. Errors name the file and the field or node. */
 int profile_read(const char *path, profile **out, oc_err *err);
 /* Parses from a JSON text; path is used in messages only. */
 int profile_parse(const char *text, const char *path, profile **out, oc_err *err);
@@ -71,8 +87,8 @@ int profile_write_file(const profile *p, FILE *f, oc_err *err);
 int profile_node_costs(const profile *p, const train_graph *tg, const char *what, double *time,
                        int64_t *workspace, oc_err *err);
 
-/* Applies a profile taken at p->batch to batch: times scale by batch/p->batch
- * (workspaces are kept). Prints a warning to warn (if non-NULL) when the
+/* Applies a profile taken at p->batch to batch: times (and the alternatives') scale by
+ * batch/p->batch (workspaces are kept). Prints a warning to warn (if non-NULL) when the
  * batches differ; no-op otherwise. */
 void profile_scale_to_batch(profile *p, int64_t batch, FILE *warn);
 

@@ -1,13 +1,14 @@
 /* fuzz_profile.c — libFuzzer target: the profile reader (profile_parse: JSON,
- * device, node records) and what the planner does with a profile it accepted:
- * mapping it onto a training graph (AlexNet's, built once) and scaling it to
- * another batch. Inputs are profile JSON texts. */
+ * device, node records, alternatives) and what the planner does with a profile it
+ * accepted: mapping it onto a training graph (AlexNet's, built once), scaling it to
+ * another batch, the workspace caps (profile_workspace.h: levels, a capped copy, a
+ * merge with that copy). Inputs are profile JSON texts. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ir/shape_infer.h"
-#include "plan/profile.h"
+#include "plan/profile_workspace.h"
 #include "train/train_graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,6 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         profile_scale_to_batch(p, 3, NULL);
         profile_node_costs(p, tg, "fuzz.json", time, ws, &err);
         free(time), free(ws);
+        int64_t levels[4];
+        int nl = profile_workspace_levels(p, levels, 4);
+        profile *c = profile_capped(p, nl ? levels[nl - 1] : 0, NULL), *m = NULL;
+        profile *both[2] = {p, c};
+        const char *paths[2] = {"fuzz.json", "capped.json"};
+        if (profile_merge(both, paths, 2, &m, &err) == OC_OK) profile_free(m);
+        profile_free(c);
         profile_free(p);
     }
     free(text);

@@ -49,6 +49,17 @@ for d in v100 a100 h100 h200; do
     "$PLAN" profile graphs/alexnet_op13.onnx --batch 2 --device $d -o "$OUT/profile/alexnet_$d.json" >/dev/null
 done
 cp "$OUT/profile/tiny_v100.json" "$F/p.json"
+# alternatives (profile --merge): each node's time at the workspaces of two caps
+"$PY" - "$OUT/profile/tiny_v100.json" "$F/p_ws.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for i, n in enumerate(p["nodes"]):
+    n["time_s"] *= 0.5 if i % 2 else 1
+    n["workspace_bytes"] = 4096 * (i % 3)
+json.dump(p, open(sys.argv[2], "w"))
+PY
+"$PLAN" profile --merge "$F/p.json" "$F/p_ws.json" -o "$OUT/profile/tiny_merged.json" >/dev/null
+cp "$OUT/profile/tiny_merged.json" "$F/pm.json"
 "$PY" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['device']))" \
     "$F/p.json" >"$F/dev.json"
 peak=$("$PLAN" plan "$F/m.onnx" --batch 2 --device v100 --budget 1TB --strategy incore --json |
@@ -103,6 +114,9 @@ cli 00 plan m.onnx --batch 2 --layout nhwc --device v100 --budget 300KiB -o out.
 cli 00 plan m.onnx --batch 2 --device h100 --budget 300KiB --layout auto -o out.onnx
 cli 00 profile m.onnx --batch 2 --device h100 --layout nhwc -o q.json
 cli 00 plan m.onnx --batch 2 --profile p.json --profile q.json --budget 300KiB
+cli 00 profile --merge p.json pm.json -o q.json
+cli 00 plan m.onnx --batch 2 --profile pm.json --budget 300KiB --workspace auto -o out.onnx --json
+cli 00 compare m.onnx --batch 2 --profile pm.json --budget 300KiB --workspace 4KiB
 cli 01 m.onnx --batch 2 --precision fp16 --loss-scale 3e38 --loss-scale-interval 1 --steps 3
 cli 01 plan.onnx --backend cpu --steps 2 --budget 1MiB --seed 3 --lr 0.1
 cli 01 m.onnx --batch 2 --input x.pb --labels y.pb --save s.onnx --dump-grads d

@@ -1,5 +1,6 @@
-/* test_profile.c — profile.json round trip, validation errors that name the
- * problem, mapping onto a training graph, batch scaling, analytic roofline. */
+/* test_profile.c — profile.json round trip (with alternatives), validation errors that
+ * name the problem, merging profiles of several workspace caps and choosing under a cap,
+ * mapping onto a training graph, batch scaling, analytic roofline. */
 #include <setjmp.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #include "ir/ops/op_table.h"
 #include "plan/profile.h"
+#include "plan/profile_workspace.h"
 
 /* A two-node "training graph": names are all the profile needs. */
 static train_graph *tiny_graph(void) {
@@ -103,6 +105,95 @@ static void test_parse_errors(void **state) {
                        "\"source\": \"analytic\", \"nodes\": []}",
                        "device", "memory_bytes");
     expect_parse_error("{" DEV ", \"source\": \"analytic\", \"nodes\": []}", "batch", "");
+}
+
+/* Alternatives survive a write and a read; a bad one is named. */
+static void test_alternatives_round_trip(void **state) {
+    (void)state;
+    profile *p = tiny_profile(8), *q = NULL;
+    p->nodes[1].alts = oc_malloc(2 * sizeof *p->nodes[1].alts);
+    p->nodes[1].alts[0] = (profile_alt){0.75, 1024};
+    p->nodes[1].alts[1] = (profile_alt){1.5, 0};
+    p->nodes[1].n_alts = 2;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    oc_err err;
+    assert_int_equal(profile_write_file(p, f, &err), OC_OK);
+    fclose(f);
+    if (profile_parse(buf, "mem.json", &q, &err)) fail_msg("%s", err.msg);
+    free(buf);
+    assert_int_equal(q->nodes[0].n_alts, 0);
+    assert_int_equal(q->nodes[1].n_alts, 2);
+    assert_true(q->nodes[1].alts[0].time_s == 0.75 && q->nodes[1].alts[0].workspace_bytes == 1024);
+    assert_true(q->nodes[1].alts[1].time_s == 1.5 && q->nodes[1].alts[1].workspace_bytes == 0);
+    profile_scale_to_batch(q, 16, NULL); /* the alternatives' times scale too */
+    assert_true(q->nodes[1].alts[1].time_s == 3.0);
+    profile_free(p), profile_free(q);
+    expect_parse_error("{" DEV ", \"batch\": 4, \"source\": \"measured\", \"nodes\": "
+                       "[{\"name\": \"conv\", \"time_s\": 1, \"workspace_bytes\": 8, "
+                       "\"alternatives\": [{\"time_s\": 2}]}]}",
+                       "conv", "alternatives[0]");
+    expect_parse_error("{" DEV ", \"batch\": 4, \"source\": \"measured\", \"nodes\": "
+                       "[{\"name\": \"conv\", \"time_s\": 1, \"workspace_bytes\": 8, "
+                       "\"alternatives\": 3}]}",
+                       "conv", "alternatives");
+}
+
+/* Three profiles of one step under workspace caps: per node the pairs no other beats, the
+ * times of one workspace averaged, the fastest the record; a cap picks the fastest pair
+ * within it (else the smallest), and the levels are the distinct workspaces. */
+static void test_merge_and_caps(void **state) {
+    (void)state;
+    profile *ps[3];
+    const char *paths[3] = {"big.json", "mid.json", "none.json"};
+    /* relu: 0.25 s at no workspace everywhere; relu/grad: 0.5 s @ 4096, 0.9 @ 1024 (mid),
+     * 1.0 @ 0 (none) */
+    ps[0] = tiny_profile(8), ps[1] = tiny_profile(8), ps[2] = tiny_profile(8);
+    profile_node_set(ps[1], 1, "relu/grad", 0.9, 1024);
+    profile_node_set(ps[2], 1, "relu/grad", 1.0, 0);
+    profile_node_set(ps[2], 0, "relu", 0.35, 0); /* same workspace: averaged */
+    profile *m;
+    oc_err err;
+    if (profile_merge(ps, paths, 3, &m, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(m->nodes[0].n_alts, 0);
+    assert_true(fabs(m->nodes[0].time_s - (0.25 + 0.25 + 0.35) / 3) < 1e-12);
+    assert_true(m->nodes[1].time_s == 0.5 && m->nodes[1].workspace_bytes == 4096);
+    assert_int_equal(m->nodes[1].n_alts, 2);
+    assert_int_equal(m->nodes[1].alts[0].workspace_bytes, 1024); /* largest first */
+    assert_int_equal(m->nodes[1].alts[1].workspace_bytes, 0);
+    int64_t lv[8];
+    assert_int_equal(profile_workspace_levels(m, lv, 8), 3);
+    assert_true(lv[0] == 4096 && lv[1] == 1024 && lv[2] == 0);
+    assert_int_equal(profile_workspace_levels(m, lv, 2), 2); /* spread: largest, smallest */
+    assert_true(lv[0] == 4096 && lv[1] == 0);
+    int changed;
+    profile *c = profile_capped(m, 2000, &changed);
+    assert_int_equal(changed, 1);
+    assert_true(c->nodes[1].time_s == 0.9 && c->nodes[1].workspace_bytes == 1024);
+    assert_int_equal(c->nodes[1].n_alts, 2);             /* the pair given up kept */
+    profile *d = profile_capped(c, INT64_MAX, &changed); /* back to the fastest */
+    assert_true(d->nodes[1].time_s == 0.5 && changed == 1);
+    profile_free(d), profile_free(c);
+    c = profile_capped(m, 0, NULL);
+    assert_true(c->nodes[1].time_s == 1.0 && c->nodes[1].workspace_bytes == 0);
+    profile_free(c);
+    /* a slower pair with more workspace is dominated: dropped */
+    profile_node_set(ps[1], 1, "relu/grad", 2.0, 2048);
+    profile_free(m);
+    if (profile_merge(ps, paths, 3, &m, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(m->nodes[1].n_alts, 1);
+    assert_int_equal(m->nodes[1].alts[0].workspace_bytes, 0);
+    profile_free(m);
+    /* profiles of another step: the node named */
+    profile_node_set(ps[2], 1, "relu/grad2", 1.0, 0);
+    assert_int_equal(profile_merge(ps, paths, 3, &m, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "none.json"));
+    assert_non_null(strstr(err.msg, "relu/grad"));
+    ps[2]->batch = 16;
+    assert_int_equal(profile_merge(ps, paths, 3, &m, &err), OC_ERR);
+    assert_non_null(strstr(err.msg, "batch"));
+    for (int k = 0; k < 3; k++) profile_free(ps[k]);
 }
 
 /* The contention fields (tools/calibrate writes them): optional, >= 0, kept
@@ -313,6 +404,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_alternatives_round_trip),
+        cmocka_unit_test(test_merge_and_caps),
         cmocka_unit_test(test_contention_fields),
         cmocka_unit_test(test_node_mapping_errors),
         cmocka_unit_test(test_batch_scaling_warns),

@@ -73,6 +73,12 @@ void sim_timeline_free(sim_timeline *tl) {
 const double *sim_context_node_times(const sim_context *ctx) { return ctx->time; }
 const int64_t *sim_context_node_workspaces(const sim_context *ctx) { return ctx->ws; }
 
+void sim_context_set_node_cost(sim_context *ctx, int n, double time_s, int64_t workspace) {
+    OC_ASSERT(n >= 0 && n < ctx->n_nodes);
+    ctx->ideal_s += time_s - ctx->time[n];
+    ctx->time[n] = time_s, ctx->ws[n] = workspace;
+}
+
 int sim_context_new(const train_graph *tg, const profile *prof, const char *what, sim_context **out,
                     oc_err *err) {
     const ir_graph *g = tg->g;

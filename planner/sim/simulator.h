@@ -119,6 +119,8 @@ void sim_context_free(sim_context *ctx);
 /* The node times and workspaces the context uses (n = tg->g->n_nodes). */
 const double *sim_context_node_times(const sim_context *ctx);
 const int64_t *sim_context_node_workspaces(const sim_context *ctx);
+/* Node n's time and workspace from now on (another of its profile's alternatives). */
+void sim_context_set_node_cost(sim_context *ctx, int n, double time_s, int64_t workspace);
 /* The training graph the context was built for. */
 const train_graph *sim_context_graph(const sim_context *ctx);
 /* The device the context models (bandwidths, latency, duplex). */

@@ -12,6 +12,8 @@
 #   5. VGG-16 at b128 / 8 GiB cap and b256 / 12 GiB cap (b256 cannot fit 8 GiB: one ReLU's
 #      gradient needs 10.2 GiB; `outcore-plan plan` says so): profile (1 GiB workspaces), the
 #      ResNet-50 coefficients copied in, plan, run, trace; the ideal is the default in-core run
+#   5b. the same caps with profiles under 8 GiB and 128 MiB workspaces too (GPU_CHECK_VGG_WS_CAPS),
+#      merged (`outcore-plan profile --merge`), planned with --workspace auto, run, traced
 # Rows: slowdown vs in core, predicted vs measured; $OUT gets the table and a tarball of the
 # profiles, plans' JSON, traces and logs.
 M=$LOG/${BIG}.onnx
@@ -97,6 +99,22 @@ for spec in $VGG_SPECS; do
     pl_plan "$LOG/profile_$tag.json" $vbud plan$tag.onnx "$VGG_M" $vb; rc=$?
     pl_plan_row "$VGG b$vb, cap $vcap B (calibrated profile)" "$LOG/plan$tag.json" $rc
     [ $rc = 0 ] && { pl_run plan$tag.onnx $tag "$VD" $vcap; pl_rows $tag "$LOG/plan$tag.json" "$V_IPS" $vb $vcap; }
+    # 5b. the workspace as a planning choice: profiles under more caps beside the 1 GiB one,
+    # merged (`profile --merge`: each convolution's (time, workspace) pairs), planned with
+    # --workspace auto (the cap, then per node a faster pair where the plan has room)
+    ws_profiles=("$LOG/profile_$tag.json")
+    for wl in ${GPU_CHECK_VGG_WS_CAPS:-8GiB 128MiB}; do
+        tbox 100 $RUN "$VGG_M" --backend cuda --batch $vb --steps 5 --lr 0.01 $VD --workspace-limit $wl \
+            --profile-out "$LOG/profile_${tag}_$wl.json" >"$LOG/${tag}_profile_run_$wl.log" 2>&1 &&
+            ws_profiles+=("$LOG/profile_${tag}_$wl.json")
+    done
+    $PLAN profile --merge "${ws_profiles[@]}" -o "$LOG/profile_${tag}_ws.json" >"$LOG/${tag}_merge.log" 2>&1
+    row "$VGG b$vb: profiles merged (workspace caps 1GiB ${GPU_CHECK_VGG_WS_CAPS:-8GiB 128MiB})" \
+        "rc $?, $(grep -c '"alternatives"' "$LOG/profile_${tag}_ws.json" 2>/dev/null || echo 0) nodes with alternatives"
+    pl_plan "$LOG/profile_${tag}_ws.json" $vbud plan${tag}ws.onnx "$VGG_M" $vb; rc=$?
+    pl_plan_row "$VGG b$vb, cap $vcap B (--workspace auto)" "$LOG/plan${tag}ws.json" $rc
+    grep -h 'workspace auto' "$LOG/plan${tag}ws.err" | sed 's/^/    /'
+    [ $rc = 0 ] && { pl_run plan${tag}ws.onnx ${tag}ws "$VD" $vcap; pl_rows ${tag}ws "$LOG/plan${tag}ws.json" "$V_IPS" $vb $vcap; }
 done
 # every ResNet-50 trace at once: the fit the docs quote
 tools/calibrate --profile "$LOG/profile.json" --trace "$LOG/A_trace.json" --trace "$LOG/B_trace.json" \

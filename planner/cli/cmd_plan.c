@@ -513,6 +513,11 @@ static int choose_workspace(cli_plan_env *e, const strategy *st, bool made, plan
             plan_made_free(&fpm), sim_plan_free(fp), sim_context_free(f.ctx), profile_free(up);
         }
     }
+    if (rc == OC_OK && isinf(best))
+        fprintf(stderr,
+                "outcore-plan: notice: --workspace auto: no plan under any of %d "
+                "workspace caps; what follows is of the smallest workspaces\n",
+                nl);
     if (rc == OC_OK && !isinf(best)) {
         char b1[32];
         if (chose < 0)

@@ -158,6 +158,17 @@ else
     not_ok "80 GiB auto" "${msg:-$(tail -c 300 "$tmp/big_auto.err")}"
 fi
 
+# no cap fits: exit 3, and why / what would fit speak of the smallest workspaces
+"$PLAN" plan "$MODEL" --batch 128 --budget 3GiB --layout nchw --fuse all --max-seconds 20 \
+    --profile "$tmp/m.json" >"$tmp/small.out" 2>"$tmp/small.err"
+rc=$?
+if [ $rc = 3 ] && grep -q "no plan under any of" "$tmp/small.err" &&
+    grep -q "^why .*grad_relu' alone needs" "$tmp/small.out"; then
+    ok "3 GiB: no cap fits (exit 3), the smallest workspaces explained: $(grep '^why' "$tmp/small.out" | cut -c1-90)"
+else
+    not_ok "3 GiB auto" "exit $rc: $(grep '^why' "$tmp/small.out") $(tail -c 200 "$tmp/small.err")"
+fi
+
 # bad merges: named, nothing written
 sed 's#/features/features.1/Relu/fused"#/features/features.1/Relu/fusedX"#' "$tmp/p0.json" >"$tmp/other.json"
 if ! "$PLAN" profile --merge "$tmp/p8.json" "$tmp/other.json" -o "$tmp/bad.json" 2>"$tmp/err" &&

@@ -450,7 +450,8 @@ static profile *upgrade_nodes(const cli_plan_env *e, const sim_plan *plan, doubl
 /* --workspace auto (plan's default) on a profile with alternatives (profile --merge): the
  * step planned again under each cap profile_workspace_levels offers, every node with
  * alternatives running its fastest pair within the cap; e keeps the fastest feasible plan (a
- * tie keeps the fastest kernels). When none is feasible e takes the smallest workspaces,
+ * tie keeps the fastest kernels). Caps whose kernels alone take as long as the best plan so
+ * far are not planned. When none is feasible e takes the smallest workspaces,
  * so that `why` and `what would fit` speak of the least the step needs. */
 static int choose_workspace(cli_plan_env *e, const strategy *st, bool made, plan_made *pm,
                             sim_plan **p, strategy_stats *stats, oc_err *err) {
@@ -471,6 +472,12 @@ static int choose_workspace(cli_plan_env *e, const strategy *st, bool made, plan
         sim_plan *fp = NULL;
         strategy_stats fs;
         bool last = k == nl - 1;
+        /* a plan runs every kernel once on the compute stream: never faster than their sum,
+         * which only grows as the cap falls */
+        if (!isinf(best) && profile_total_s(f.prof) >= best) {
+            profile_free(f.prof);
+            break;
+        }
         if (changed == 0 ||
             (rc = sim_context_new(e->tg, f.prof, e->profile ? e->profile : "profile", &f.ctx,
                                   err)) != OC_OK ||

@@ -484,6 +484,26 @@ class TinyScatterAdd(nn.Module):
         return self.fc(h.mean(1))
 
 
+class TinyEmbeddingBag(nn.Module):
+    """nn.EmbeddingBag (a bag-of-words text classifier, a recommender's sparse features):
+    mean, sum and max bags of an id input [N, 5] (fixed-size bags: the offsets are implied),
+    beside a dense input. torch's legacy exporter writes each as a Loop over the bags whose
+    condition is a Cast of a true constant; the default exporter as a loop that runs until a
+    counter reaches the bag count. Inputs: x [N, 8], ids [N, 5] (int64 in [0, 12), repeats
+    within a bag)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mean = nn.EmbeddingBag(12, 4, mode="mean")
+        self.sum = nn.EmbeddingBag(12, 4, mode="sum")
+        self.max = nn.EmbeddingBag(12, 4, mode="max")
+        self.fc = nn.Linear(20, 10)
+
+    def forward(self, x, ids):
+        import torch
+        return self.fc(torch.cat([self.mean(ids), self.sum(ids), self.max(ids), x], 1))
+
+
 def torch_randn(*shape):
     import torch
     return torch.randn(*shape)

@@ -203,6 +203,11 @@ static ir_kind initializer_kind(const ir_graph *g, const ir_tensor *t, const boo
             }
         }
     }
+    /* read inside a Loop's or If's body only (torch's legacy nn.EmbeddingBag: its weight
+     * gathered per bag): a float one the loss depends on trains, as read as data */
+    if (t->n_consumers == 0 && ir_dtype_is_float(t->dtype) && flows[t - g->tensors] &&
+        !t->is_buffer && !t->is_export_constant)
+        return IR_KIND_PARAMETER;
     return IR_KIND_CONSTANT; /* unused initializer */
 }
 

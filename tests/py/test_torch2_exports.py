@@ -730,13 +730,18 @@ def check_integer_inputs(tmp):
     tiny_gather_pick: torch.gather of an activation and of a parameter at the input's
     indices (GatherElements' offsets folded from them); tiny_scatter_add: message passing,
     messages gathered at an edge input's sources and scatter_add-ed at its targets, then
-    scatter_add-ed along a buffer's fixed pattern (kept by --save). One SGD step agrees with PyTorch
+    scatter_add-ed along a buffer's fixed pattern (kept by --save); tiny_embedding_bag:
+    nn.EmbeddingBag mean, sum and max of an id input, the legacy export's Loop over the bags
+    unrolled (its weights read in the body only: they train), the bags' id slices on the host
+    (torch.export writes a loop that runs until a counter reaches the bag count: refused,
+    named). One SGD step agrees with PyTorch
     float64 (packed at lr 10). torch.export cannot trace the packing; Debian's torch 1.13 is
     not tried."""
     for name, exporters, glue in (("tiny_rnn_packed", ("legacy",), "step_mask"),
                                   ("tiny_rnn_unsorted", ("legacy",), "/TopK"),
                                   ("tiny_gather_pick", ("dynamo", "legacy"), "/offsets"),
-                                  ("tiny_scatter_add", ("dynamo", "legacy"), "/offsets")):
+                                  ("tiny_scatter_add", ("dynamo", "legacy"), "/offsets"),
+                                  ("tiny_embedding_bag", ("legacy",), "/Slice_1")):
         ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
         for exporter in exporters:
             path = os.path.join(DATA, f"{name}_{exporter}.onnx")

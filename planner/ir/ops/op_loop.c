@@ -40,15 +40,18 @@ static bool placeholder(const ir_tensor *t) {
 }
 
 /* The body's condition output stays what the Loop was given: the condition input, or an
- * Identity of it, or a plan-time true (an Identity of an outer one, torch's legacy export). */
+ * Identity of it, or a plan-time true (an Identity of an outer one, torch's legacy export;
+ * a Cast to bool of an outer nonzero one, its export of nn.EmbeddingBag). */
 static int check_condition(const ir_graph *g, int node, const ir_graph *b, oc_err *err) {
     int c = b->outputs[0], cin = b->inputs[1];
     for (int hops = 0; hops < 4 && c != cin; hops++) {
         const ir_tensor *x = &b->tensors[c];
         int64_t v;
-        if (x->producer >= 0 && b->nodes[x->producer].op == OP_IDENTITY &&
-            b->nodes[x->producer].n_inputs == 1 && b->nodes[x->producer].inputs[0] >= 0) {
-            c = b->nodes[x->producer].inputs[0];
+        const ir_node *p = x->producer >= 0 ? &b->nodes[x->producer] : NULL;
+        bool pass = p && (p->op == OP_IDENTITY ||
+                          (p->op == OP_CAST && ir_attr_int(p, "to", 0) == IR_DTYPE_BOOL));
+        if (pass && p->n_inputs == 1 && p->inputs[0] >= 0) {
+            c = p->inputs[0];
             continue;
         }
         int t;

@@ -447,8 +447,9 @@ def col2im_case(rng, name, spec):
 def control_flow_cases(rng):
     """Loop with a plan-time trip count (unrolled at load, op_loop.c): carried values, scan
     outputs, a sequence of slices (torch's legacy tensor_split) read by SequenceAt and
-    ConcatFromSequence; If with a plan-time condition; and a condition the body computes,
-    refused."""
+    ConcatFromSequence; If with a plan-time condition; a condition the body computes from
+    plan-time values (with a trip count, and without one with an If in the body reading the
+    body's names); and one it computes from run-time data, refused."""
     const = lambda nm, v: helper.make_node("Constant", [], [nm],
                                            value=numpy_helper.from_array(np.asarray(v), nm))
     vi = lambda nm, dt, shape=None: helper.make_tensor_value_info(nm, dt, shape)
@@ -524,8 +525,9 @@ def control_flow_cases(rng):
              const("four", np.int64(4)), helper.make_node("Equal", ["rows", "four"], ["c"]),
              helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
     write_case("test_if_f32_plan_time", nodes, [("x", x)], [("y", x * x)], 13)
-    # refused: a condition the body computes (a trip count given at run time is refused too,
-    # test_shapes: this runner makes inputs that nodes take as plan-time values constants)
+    # a condition the body computes from plan-time values (torch.export's nn.EmbeddingBag:
+    # a counter against the bag count), unrolled one iteration a visit: i < 2 after
+    # iterations 0, 1, 2 -> three iterations of the four M allows
     cbody = helper.make_graph(
         [const("two", np.int64(2)), helper.make_node("Less", ["i", "two"], ["c_out"]),
          helper.make_node("Add", ["y_in", "y_in"], ["y_out"])],
@@ -533,7 +535,47 @@ def control_flow_cases(rng):
         [vi("c_out", b, []), vi("y_out", f, [3])])
     nodes = [const("m", np.int64(4)), const("cond", np.bool_(True)),
              helper.make_node("Loop", ["m", "cond", "y0"], ["y"], body=cbody)]
-    write_case("test_loop_f32_condition_in_body_refused", nodes, [("y0", y0)],
+    write_case("test_loop_f32_condition_in_body", nodes, [("y0", y0)], [("y", y0 * 8)], 13)
+    # no trip count: a carried counter k, k + 1 < 3 to go on (three iterations); an If in the
+    # body, reading the body's own names (k, y_in, the sum s), doubles y at k = 1 and adds 1
+    # elsewhere; scan output: each y
+    lrng = np.random.default_rng(451)
+    w0 = lrng.standard_normal([3]).astype(np.float32)
+    then_g = helper.make_graph([helper.make_node("Mul", ["s", "y_in"], ["t"])], "then", [],
+                               [vi("t", f, [3])])
+    else_g = helper.make_graph([helper.make_node("Add", ["y_in", "one_f"], ["e"])], "else", [],
+                               [vi("e", f, [3])])
+    wbody = helper.make_graph(
+        [const("one", np.int64(1)), const("three", np.int64(3)), const("one_f", np.float32(1)),
+         helper.make_node("Add", ["k_in", "one"], ["k_out"]),
+         helper.make_node("Less", ["k_out", "three"], ["c_out"]),
+         helper.make_node("Add", ["one_f", "one_f"], ["s"]),
+         helper.make_node("Equal", ["k_in", "one"], ["is_one"]),
+         helper.make_node("If", ["is_one"], ["y_out"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Identity", ["y_out"], ["scan"])],
+        "wbody", [vi("i", i64, []), vi("c_in", b, []), vi("k_in", i64, []), vi("y_in", f, [3])],
+        [vi("c_out", b, []), vi("k_out", i64, []), vi("y_out", f, [3]), vi("scan", f, [3])])
+    ws, w = [], w0.astype(np.float64)
+    for k in range(3):
+        w = w * 2 if k == 1 else w + 1
+        ws.append(w)
+    nodes = [const("cond", np.bool_(True)), const("k0", np.int64(0)),
+             helper.make_node("Loop", ["", "cond", "k0", "w0"], ["k", "w", "ws"], body=wbody)]
+    write_case("test_loop_f32_while_nested_if", nodes, [("w0", w0)],
+               [("k", np.int64(3)), ("w", w.astype(np.float32)),
+                ("ws", np.stack(ws).astype(np.float32))], 13)
+    # refused: a condition the body computes from run-time data (a trip count given at run
+    # time is refused too, test_shapes: this runner makes inputs that nodes take as plan-time
+    # values constants)
+    rbody = helper.make_graph(
+        [helper.make_node("Add", ["y_in", "y_in"], ["y_out"]),
+         helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+         const("zero", np.float32(0)), helper.make_node("Less", ["total", "zero"], ["c_out"])],
+        "rbody", [vi("i", i64, []), vi("c_in", b, []), vi("y_in", f, [3])],
+        [vi("c_out", b, []), vi("y_out", f, [3])])
+    nodes = [const("m", np.int64(4)), const("cond", np.bool_(True)),
+             helper.make_node("Loop", ["m", "cond", "y0"], ["y"], body=rbody)]
+    write_case("test_loop_f32_condition_run_time_refused", nodes, [("y0", y0)],
                [("y", np.zeros([2], np.float32))], 13)
 
 
@@ -1600,7 +1642,7 @@ def main():
     antialias_cases(rng)
     dft_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4 + 7
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4 + 7 + 2
     print(f"{n + 6} cases in {OUT}")
 
 

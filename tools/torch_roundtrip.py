@@ -585,7 +585,7 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, "tiny_gather_pick", args.out)
         np.savez_compressed(os.path.join(args.out, "tiny_gather_pick.ref.npz"), **arrays)
         print(f"tiny_gather_pick: {sum(p.numel() for p in model.parameters())} parameters")
-    if not only or "tiny_embedding_bag" in only:  # ids as a second input, legacy exporter alone
+    if not only or "tiny_embedding_bag" in only:  # ids as a second, integer input
         from tiny_models import TinyEmbeddingBag
         torch.manual_seed(0)
         model = no_randomness(TinyEmbeddingBag())
@@ -593,7 +593,7 @@ def cmd_fixtures(args):
         ids = torch.tensor([[1, 3, 3, 11, 0], [7, 2, 9, 2, 2], [4, 4, 4, 4, 4], [10, 6, 5, 8, 1]])
         x = (torch.randn(4, 8, generator=g), ids)
         y = torch.randint(0, 10, (4,), generator=g)
-        arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag", args.out, ("legacy",))
+        arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag", args.out)
         np.savez_compressed(os.path.join(args.out, "tiny_embedding_bag.ref.npz"), **arrays)
         print(f"tiny_embedding_bag: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_scatter_add" in only:  # edges as a second, integer input

@@ -252,7 +252,8 @@
     X(REDUCE_LOG_SUM_EXP, "ReduceLogSumExp", ONNX, reduce_log_sum_exp, none)                       \
     X(REDUCE_PROD, "ReduceProd", ONNX, reduce_prod, none)                                          \
     X(ONE_HOT, "OneHot", ONNX, one_hot, none)                                                      \
-    X(DFT, "DFT", ONNX, dft, none)
+    X(DFT, "DFT", ONNX, dft, none)                                                                 \
+    X(SIZE, "Size", ONNX, size, none)
 
 #define OC_OPS_COPY(X)                                                                             \
     X(SWAP_OUT, "SwapOut", OC, swap_out, none)                                                     \
@@ -275,7 +276,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 212
+#define OP_LIST_COUNT 213
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

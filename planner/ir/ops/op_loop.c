@@ -1,14 +1,22 @@
-/* op_loop.c — Loop with a trip count known at load, unrolled before shapes are inferred
- * (op_def.lower): the body (onnx_import_body) once per iteration, its nodes named
+/* op_loop.c — Loop with a trip count or condition known at load, unrolled before shapes are
+ * inferred (op_def.lower): the body (onnx_import_body) once per iteration, its nodes named
  * "<loop>/iter<i>/<node>", reading the iteration number as a constant, the condition, the
  * carried values of the iteration before (the Loop's inputs first) and the graph around it
  * by name; the Loop's outputs are the last carried values (an Identity each) and its scan
  * outputs the iterations' values stacked (Unsqueeze, Concat). Training then differentiates
  * the unrolled ops. torch's legacy exporter writes tensor_split (MViT's pooling) as a Loop
  * over a plan-time count that appends slices to a sequence (op_sequence.c).
- * Refused, naming the node: a count or condition computed at run time, a condition the body
- * changes, a Loop in a body, an unrolling past IR_MAX_NODES. An If whose condition is known
- * at load is its branch's nodes. */
+ * A condition the body computes (torch.export's nn.EmbeddingBag: a counter against the bag
+ * count) is unrolled one iteration a visit: the iteration's nodes go before the Loop, which
+ * then reads their condition and carried values (its scan values so far appended to its
+ * inputs, the iterations done in its attribute outcore_iterations) and is visited again once
+ * they are inferred, until the condition folds to false or the trip count is reached.
+ * A node with a body of its own (an If in a Loop's body) is given the name prefixes of the
+ * bodies it was unrolled from (attribute outcore_scope, innermost first): its body's names
+ * are found there first.
+ * Refused, naming the node: a count or condition computed at run time, a Loop in a body, an
+ * unrolling past IR_MAX_NODES or LOOP_MAX_ITERATIONS. An If whose condition is known at load
+ * is its branch's nodes. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +26,8 @@
 #include "ir/ops/op_util.h"
 
 #define LOOP_MAX_ITERATIONS 4096
+#define SCOPE_ATTR "outcore_scope"           /* STRINGS: body name prefixes, innermost first */
+#define ITERATIONS_ATTR "outcore_iterations" /* INT: a stepped Loop's iterations so far */
 
 /* A rank-0 constant of type dt holding v (the iteration number, a true condition). */
 static int scalar_const(ir_graph *g, const char *name, ir_dtype dt, int64_t v) {
@@ -25,13 +35,27 @@ static int scalar_const(ir_graph *g, const char *name, ir_dtype dt, int64_t v) {
     return ir_const_tensor(g, name, dt, 0, NULL, dt == IR_DTYPE_BOOL ? (const void *)&b : &v);
 }
 
+/* The tensor of g a name a body of node n reads stands for: the name in the bodies n was
+ * unrolled from (SCOPE_ATTR, innermost first: "<prefix>/<name>"), else as it is; -1 none. */
+static int scoped_find(const ir_graph *g, const ir_node *n, const char *name) {
+    const ir_attr *s = ir_attr_find(n, SCOPE_ATTR);
+    for (int k = 0; s && s->type == IR_ATTR_STRINGS && k < s->n; k++) {
+        char *full = oc_sprintf("%s/%s", s->strings[k], name);
+        int t = ir_tensor_find(g, full);
+        oc_free(full);
+        if (t >= 0) return t;
+    }
+    return ir_tensor_find(g, name);
+}
+
 /* The outer tensor a body placeholder (a name the body reads but does not define) stands
  * for: defined before the Loop node. */
 static int outer_tensor(const ir_graph *g, int node, const ir_tensor *p, int *t, oc_err *err) {
-    *t = ir_tensor_find(g, p->name);
+    *t = scoped_find(g, &g->nodes[node], p->name);
     const ir_tensor *x = *t >= 0 ? &g->tensors[*t] : NULL;
     if (!x || (x->producer < 0 && !x->is_initializer && !x->is_graph_input) || x->producer >= node)
-        return oc_fail(err, "its body reads '%s', which is not defined before the Loop", p->name);
+        return oc_fail(err, "its body reads '%s', which is not defined before the %s", p->name,
+                       g->nodes[node].op_type);
     return OC_OK;
 }
 
@@ -39,10 +63,10 @@ static bool placeholder(const ir_tensor *t) {
     return t->producer < 0 && !t->is_initializer && !t->is_graph_input;
 }
 
-/* The body's condition output stays what the Loop was given: the condition input, or an
- * Identity of it, or a plan-time true (an Identity of an outer one, torch's legacy export;
- * a Cast to bool of an outer nonzero one, its export of nn.EmbeddingBag). */
-static int check_condition(const ir_graph *g, int node, const ir_graph *b, oc_err *err) {
+/* Whether the body's condition output stays what the Loop was given: the condition input,
+ * or an Identity of it, or a plan-time true (an Identity of an outer one, torch's legacy
+ * export; a Cast to bool of an outer nonzero one, its export of nn.EmbeddingBag). */
+static bool condition_kept(const ir_graph *g, int node, const ir_graph *b) {
     int c = b->outputs[0], cin = b->inputs[1];
     for (int hops = 0; hops < 4 && c != cin; hops++) {
         const ir_tensor *x = &b->tensors[c];
@@ -55,40 +79,45 @@ static int check_condition(const ir_graph *g, int node, const ir_graph *b, oc_er
             continue;
         }
         int t;
-        if (placeholder(x) && outer_tensor(g, node, x, &t, err) == OC_OK &&
+        oc_err ignored;
+        if (placeholder(x) && outer_tensor(g, node, x, &t, &ignored) == OC_OK &&
             op_is_value(&g->tensors[t]) && op_int_scalar(&g->tensors[t], true, &v) && v)
-            return OC_OK;
-        if (x->is_initializer && op_is_value(x) && op_int_scalar(x, true, &v) && v) return OC_OK;
+            return true;
+        if (x->is_initializer && op_is_value(x) && op_int_scalar(x, true, &v) && v) return true;
         break;
     }
-    if (c == cin) return OC_OK;
-    return oc_fail(err, "its body computes the loop's condition; outcore unrolls loops that run "
-                        "their trip count");
+    return c == cin;
 }
 
 typedef struct unroll {
     ir_graph *g;
     const ir_graph *b;
-    int node;   /* the Loop */
-    char *base; /* its name */
-    int *map;   /* per body tensor: its tensor in g for the iteration being written */
-    int *outer; /* per body tensor: the outer tensor or constant it reads, -1 */
+    int node;    /* the Loop */
+    char *base;  /* its name */
+    int *map;    /* per body tensor: its tensor in g for the iteration being written */
+    int *outer;  /* per body tensor: the outer tensor or constant it reads, -1 */
+    bool nested; /* a body node has a body of its own: its inputs are named tensors too */
 } unroll;
 
 /* u for body b (owned from here) of node `node`: the body's initializers as constants of g
- * ("<node>/<name>", one for every iteration), its outer names bound (OC_ERR naming one not
- * defined before the node). node < 0: nothing bound (u only to close). */
-static int unroll_open(unroll *u, ir_graph *g, ir_graph *b, int node, oc_err *err) {
+ * ("<consts>/<name>", consts NULL: "<node>/<name>", one for every iteration), its outer names
+ * bound (OC_ERR naming one not defined before the node). node < 0: nothing bound (u only to
+ * close). */
+static int unroll_open(unroll *u, ir_graph *g, ir_graph *b, int node, const char *consts,
+                       oc_err *err) {
     *u = (unroll){.g = g, .b = b, .node = node};
     u->map = oc_malloc(((size_t)b->n_tensors + 1) * sizeof *u->map);
     u->outer = oc_malloc(((size_t)b->n_tensors + 1) * sizeof *u->outer);
     u->base = oc_strdup(node >= 0 ? g->nodes[node].name : "");
+    for (int i = 0; i < b->n_nodes && !u->nested; i++)
+        for (int a = 0; a < b->nodes[i].n_attrs; a++)
+            u->nested = u->nested || b->nodes[i].attrs[a].type == IR_ATTR_GRAPH;
     int rc = OC_OK;
     for (int t = 0; t < b->n_tensors; t++) u->outer[t] = -1;
     for (int t = 0; t < b->n_tensors && rc == OC_OK && node >= 0; t++) {
         const ir_tensor *x = &b->tensors[t];
         if (x->is_initializer) {
-            char *name = oc_sprintf("%s/%s", u->base, x->name);
+            char *name = oc_sprintf("%s/%s", consts ? consts : u->base, x->name);
             u->outer[t] = ir_tensor_add(g, name, x->dtype);
             oc_free(name);
             ir_tensor *y = &g->tensors[u->outer[t]];
@@ -130,7 +159,22 @@ static void emit_nodes(unroll *u, const char *prefix) {
             }
             ir_node_add_output(g, n, y >= 0 ? u->map[y] : -1);
         }
-        for (int a = 0; a < bn->n_attrs; a++) ir_node_add_attr(g, n, &bn->attrs[a]);
+        bool has_body = false;
+        for (int a = 0; a < bn->n_attrs; a++) {
+            ir_node_add_attr(g, n, &bn->attrs[a]);
+            has_body = has_body || bn->attrs[a].type == IR_ATTR_GRAPH;
+        }
+        if (has_body) { /* its body reads this body's names: prefix, then the node's scopes */
+            const ir_attr *outer =
+                u->node >= 0 ? ir_attr_find(&g->nodes[u->node], SCOPE_ATTR) : NULL;
+            int ns = 1 + (outer && outer->type == IR_ATTR_STRINGS ? outer->n : 0);
+            char **scopes = oc_malloc((size_t)ns * sizeof *scopes);
+            scopes[0] = (char *)prefix;
+            for (int k = 1; k < ns; k++) scopes[k] = outer->strings[k - 1];
+            ir_attr sa = {.name = SCOPE_ATTR, .type = IR_ATTR_STRINGS, .n = ns, .strings = scopes};
+            ir_node_add_attr(g, n, &sa);
+            oc_free(scopes);
+        }
     }
 }
 
@@ -147,6 +191,17 @@ static void emit_iteration(unroll *u, int64_t it, int cond, int *cur, int n_carr
     oc_free(name);
     u->map[b->inputs[1]] = cond;
     for (int j = 0; j < n_carried; j++) u->map[b->inputs[2 + j]] = cur[j];
+    for (int k = 0; k < b->n_inputs && u->nested; k++) { /* named "<prefix>/<input>" for them */
+        int t = u->map[b->inputs[k]];
+        if (t < 0 || g->tensors[t].is_sequence) continue;
+        char *nm = oc_sprintf("%s/%s", prefix, b->tensors[b->inputs[k]].name);
+        int id = op_node_add(g, nm, OP_IDENTITY);
+        int y = ir_tensor_add(g, nm, IR_DTYPE_UNDEFINED);
+        oc_free(nm);
+        ir_node_add_input(g, id, t);
+        ir_node_add_output(g, id, y);
+        u->map[b->inputs[k]] = y;
+    }
     emit_nodes(u, prefix);
     for (int j = 0; j < n_carried; j++) cur[j] = u->map[b->outputs[1 + j]];
     for (int k = 0; k < n_scan; k++) scan[k][it] = u->map[b->outputs[1 + n_carried + k]];
@@ -189,47 +244,151 @@ static void write_output(unroll *u, int j, int y, bool last, const int *cur, int
     oc_free(ins);
 }
 
+/* The Loop's outputs from the carried values cur and the scan values scan (trips each), the
+ * Loop node itself the last; the nodes added moved before it. */
+static void write_outputs(unroll *u, const int *cur, int n_carried, int **scan, int64_t trips) {
+    ir_graph *g = u->g;
+    int node = u->node, n_out = g->nodes[node].n_outputs, last_out = -1;
+    int *outs = oc_malloc((size_t)n_out * sizeof *outs);
+    for (int j = 0; j < n_out; j++) {
+        outs[j] = g->nodes[node].outputs[j];
+        if (outs[j] >= 0) g->tensors[outs[j]].producer = -1, last_out = j;
+    }
+    g->nodes[node].n_outputs = 0;
+    int first = g->n_nodes;
+    for (int j = 0; j < n_out; j++)
+        if (outs[j] >= 0 && j != last_out)
+            write_output(u, j, outs[j], false, cur, n_carried, scan, trips);
+    write_output(u, last_out, outs[last_out], true, cur, n_carried, scan, trips);
+    ir_nodes_move_tail(g, first, node);
+    oc_free(outs);
+}
+
+/* One visit of a Loop whose body computes its condition (condition c, a plan-time value;
+ * trips: the trip count, -1 none): iteration `done` unrolled before the Loop, which then
+ * reads its condition, carried values and scan values; or, when the condition is false or
+ * the count reached, the Loop's outputs written. */
+static int loop_step(unroll *u, ir_tensor *c, int64_t trips, int64_t done, int n_carried,
+                     int n_scan, bool *changed, oc_err *err) {
+    ir_graph *g = u->g;
+    int node = u->node;
+    int64_t run;
+    if (!op_int_scalar(c, true, &run))
+        return oc_fail(err,
+                       "the condition its body computed after %" PRId64
+                       " iterations ('%s') is known only at run time",
+                       done, c->name);
+    int *cur = oc_malloc(((size_t)n_carried + 1) * sizeof *cur);
+    for (int j = 0; j < n_carried; j++) cur[j] = g->nodes[node].inputs[2 + j];
+    int rc = OC_OK;
+    if (run && (trips < 0 || done < trips)) { /* one more iteration */
+        if (done >= LOOP_MAX_ITERATIONS)
+            rc = oc_fail(err,
+                         "its condition still holds after %d iterations (outcore unrolls "
+                         "at most that many)",
+                         LOOP_MAX_ITERATIONS);
+        else if (g->n_nodes + 2 * (int64_t)u->b->n_nodes + 8 > IR_MAX_NODES)
+            rc = oc_fail(err, "unrolled over %" PRId64 " iterations, the graph would pass %d nodes",
+                         done + 1, IR_MAX_NODES);
+        if (rc == OC_OK) {
+            int first = g->n_nodes, *one = oc_malloc(((size_t)n_scan + 1) * sizeof *one);
+            int **scan = oc_malloc(((size_t)n_scan + 1) * sizeof *scan);
+            for (int k = 0; k < n_scan; k++) scan[k] = one + k - done; /* [done] is one[k] */
+            emit_iteration(u, done, g->nodes[node].inputs[1], cur, n_carried, scan, n_scan);
+            int cond = u->map[u->b->outputs[0]];
+            ir_node_set_input(g, node, 1, cond);
+            for (int j = 0; j < n_carried; j++) ir_node_set_input(g, node, 2 + j, cur[j]);
+            for (int k = 0; k < n_scan; k++) ir_node_add_input(g, node, one[k]);
+            op_rewrite_attr_drop(g, node, ITERATIONS_ATTR);
+            op_rewrite_attr_int(g, node, ITERATIONS_ATTR, done + 1);
+            ir_nodes_move_tail(g, first, node);
+            oc_free(scan), oc_free(one);
+        }
+    } else { /* the outputs: carried values, scan values stacked */
+        if (n_scan > 0 && done == 0)
+            rc = oc_fail(err, "a scan output of no iterations (an empty tensor)");
+        else if (n_scan > 0 && done > OP_MAX_SPLIT)
+            rc =
+                oc_fail(err, "scan outputs over %" PRId64 " iterations (outcore stacks at most %d)",
+                        done, OP_MAX_SPLIT);
+        if (rc == OC_OK) {
+            int **scan = oc_calloc((size_t)n_scan + 1, sizeof *scan);
+            for (int k = 0; k < n_scan; k++) {
+                scan[k] = oc_malloc(((size_t)done + 1) * sizeof **scan);
+                for (int64_t it = 0; it < done; it++)
+                    scan[k][it] = g->nodes[node].inputs[2 + n_carried + it * n_scan + k];
+            }
+            write_outputs(u, cur, n_carried, scan, done);
+            for (int k = 0; k < n_scan; k++) oc_free(scan[k]);
+            oc_free(scan);
+        }
+    }
+    oc_free(cur);
+    if (rc == OC_OK) *changed = true;
+    return rc;
+}
+
 static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
-    int64_t trips, run = 1;
+    int64_t trips = -1, run = 1, done = ir_attr_int(n, ITERATIONS_ATTR, 0);
     if (n->n_inputs < 2)
         return oc_fail(err,
                        "has %d inputs; a Loop lists its trip count and condition (either "
                        "may be empty) before its carried values",
                        n->n_inputs);
     ir_tensor *m = ir_node_in(g, n, 0), *c = ir_node_in(g, n, 1);
-    if (!m)
-        return oc_fail(err, "no trip count: a loop that runs until its condition changes is "
-                            "not supported");
-    if (!(op_is_value(m) && op_int_scalar(m, true, &trips)))
+    if (!m && !c)
+        return oc_fail(err, "neither a trip count nor a condition: a loop that never ends");
+    if (m && !(op_is_value(m) && op_int_scalar(m, true, &trips)))
         return oc_fail(err,
                        "trip count '%s' is computed at run time; outcore unrolls loops whose "
                        "count is known at load",
                        m->name);
-    if (c && !(op_is_value(c) && op_int_scalar(c, true, &run)))
+    if (c && done == 0 && !(op_is_value(c) && op_int_scalar(c, true, &run)))
         return oc_fail(err, "condition '%s' is computed at run time", c->name);
-    if (trips < 0 || trips > LOOP_MAX_ITERATIONS)
+    if (m && (trips < 0 || trips > LOOP_MAX_ITERATIONS))
         return oc_fail(err, "trip count %" PRId64 " (outcore unrolls 0 to %d iterations)", trips,
                        LOOP_MAX_ITERATIONS);
-    if (!run) trips = 0;
     const ir_attr *ba = ir_attr_find(n, "body");
     if (!ba || ba->type != IR_ATTR_GRAPH) return oc_fail(err, "attribute 'body' is required");
     ir_graph *b;
     if (onnx_import_body(g, ba, "body", &b, err)) return OC_ERR;
-    int n_carried = n->n_inputs - 2, n_scan = b->n_outputs - 1 - n_carried, rc = OC_OK;
-    if (b->n_inputs != 2 + n_carried || n_scan < 0 || n->n_outputs > n_carried + n_scan)
+    int n_carried = b->n_inputs - 2, n_scan = b->n_outputs - 1 - n_carried, rc = OC_OK;
+    if (n_carried < 0 || n_scan < 0 || n->n_inputs != 2 + n_carried + done * n_scan ||
+        n->n_outputs > n_carried + n_scan)
         rc = oc_fail(err,
                      "its body takes %d inputs and gives %d outputs; the Loop carries %d "
                      "values and has %d outputs",
-                     b->n_inputs, b->n_outputs, n_carried, n->n_outputs);
+                     b->n_inputs, b->n_outputs, n->n_inputs - 2, n->n_outputs);
     for (int j = 0; j < n_carried && rc == OC_OK; j++)
         if (n->inputs[2 + j] < 0) rc = oc_fail(err, "carried value %d has no initial value", j);
     for (int i = 0; i < b->n_nodes && rc == OC_OK; i++)
         if (b->nodes[i].op == OP_LOOP)
             rc = oc_fail(err, "its body holds a Loop ('%s'), which is not supported",
                          b->nodes[i].name);
+    int last_out = -1;
+    for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] >= 0) last_out = j;
+    if (rc == OC_OK && last_out < 0) rc = oc_fail(err, "the Loop has no output");
+    /* stepped: a condition the body computes, and the iterations of earlier visits */
+    bool stepped = rc == OC_OK && (done > 0 || (c && !condition_kept(g, node, b)));
+    if (rc == OC_OK && !stepped && !m)
+        rc = oc_fail(err, "no trip count, and a condition its body keeps: a loop that never ends");
+    unroll u;
+    char *consts = stepped ? oc_sprintf("%s/iter%" PRId64, g->nodes[node].name, done) : NULL;
+    if (rc == OC_OK) rc = unroll_open(&u, g, b, node, consts, err);
+    else unroll_open(&u, g, b, -1, NULL, err);
+    oc_free(consts);
+    if (rc == OC_OK && stepped) {
+        rc = loop_step(&u, ir_node_in(g, &g->nodes[node], 1), trips, done, n_carried, n_scan,
+                       changed, err);
+        unroll_close(&u);
+        return rc;
+    }
+    if (!run) trips = 0;
     if (rc == OC_OK &&
-        g->n_nodes + trips * (b->n_nodes + 2 + n_scan) + 2 * n->n_outputs > IR_MAX_NODES)
+        g->n_nodes + trips * (b->n_nodes + 2 + n_scan + b->n_inputs) + 2 * n->n_outputs >
+            IR_MAX_NODES)
         rc = oc_fail(err, "unrolled over %" PRId64 " iterations, the graph would pass %d nodes",
                      trips, IR_MAX_NODES);
     if (rc == OC_OK && n_scan > 0 && trips == 0)
@@ -237,23 +396,9 @@ static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     if (rc == OC_OK && trips > OP_MAX_SPLIT && n_scan > 0)
         rc = oc_fail(err, "scan outputs over %" PRId64 " iterations (outcore stacks at most %d)",
                      trips, OP_MAX_SPLIT);
-    if (rc == OC_OK) rc = check_condition(g, node, b, err);
-    unroll u;
-    if (rc == OC_OK) rc = unroll_open(&u, g, b, node, err);
-    else unroll_open(&u, g, b, -1, err);
-    int last_out = -1;
-    for (int j = 0; j < n->n_outputs; j++)
-        if (n->outputs[j] >= 0) last_out = j;
-    if (rc == OC_OK && last_out < 0) rc = oc_fail(err, "the Loop has no output");
     if (rc == OC_OK) {
         n = &g->nodes[node];
-        int cond = c ? n->inputs[1] : -1, n_out = n->n_outputs;
-        int *outs = oc_malloc((size_t)n_out * sizeof *outs);
-        for (int j = 0; j < n_out; j++) {
-            outs[j] = n->outputs[j];
-            if (outs[j] >= 0) g->tensors[outs[j]].producer = -1;
-        }
-        n->n_outputs = 0;
+        int cond = c ? n->inputs[1] : -1;
         if (cond < 0) {
             char *name = oc_sprintf("%s/true", u.base);
             cond = scalar_const(g, name, IR_DTYPE_BOOL, 1);
@@ -266,15 +411,13 @@ static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         int first = g->n_nodes;
         for (int64_t it = 0; it < trips; it++)
             emit_iteration(&u, it, cond, cur, n_carried, scan, n_scan);
-        for (int j = 0; j < n_out; j++)
-            if (outs[j] >= 0 && j != last_out)
-                write_output(&u, j, outs[j], false, cur, n_carried, scan, trips);
-        write_output(&u, last_out, outs[last_out], true, cur, n_carried, scan, trips);
+        int moved = g->n_nodes - first;
         ir_nodes_move_tail(g, first, node);
+        u.node = node + moved; /* the Loop, after its iterations */
+        write_outputs(&u, cur, n_carried, scan, trips);
         for (int k = 0; k < n_scan; k++) oc_free(scan[k]);
         oc_free(scan);
         oc_free(cur);
-        oc_free(outs);
         *changed = true;
     }
     unroll_close(&u);
@@ -305,12 +448,12 @@ static int if_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         rc = oc_fail(err, "its %s takes %d inputs and gives %d outputs for the If's %d", which,
                      b->n_inputs, b->n_outputs, n->n_outputs);
     for (int i = 0; i < b->n_nodes && rc == OC_OK; i++)
-        if (b->nodes[i].op == OP_LOOP || b->nodes[i].op == OP_IF)
+        if (b->nodes[i].op == OP_LOOP)
             rc = oc_fail(err, "its %s holds a %s ('%s'), which is not supported", which,
                          b->nodes[i].op_type, b->nodes[i].name);
     unroll u;
-    if (rc == OC_OK) rc = unroll_open(&u, g, b, node, err);
-    else unroll_open(&u, g, b, -1, err);
+    if (rc == OC_OK) rc = unroll_open(&u, g, b, node, NULL, err);
+    else unroll_open(&u, g, b, -1, NULL, err);
     if (rc == OC_OK) {
         int n_out = g->nodes[node].n_outputs, *outs = oc_malloc((size_t)n_out * sizeof *outs);
         for (int j = 0; j < n_out; j++) {
@@ -344,28 +487,70 @@ static int if_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     return rc;
 }
 
-/* The tensors of g the bodies (every GRAPH attribute) of node n read by name: their
- * placeholders found in g (a body that does not import reads nothing here; its lowering
- * names the problem). */
-static int *body_captures(const ir_graph *g, const ir_node *n, int *count) {
-    int *out = NULL, cap = 0;
-    *count = 0;
-    for (int a = 0; a < n->n_attrs; a++) {
+/* A growing list of names (not owned). */
+typedef struct name_list {
+    const char **v;
+    int n, cap;
+    ir_graph **keep; /* the imported bodies the names point into (freed by the caller) */
+    int n_keep, cap_keep;
+} name_list;
+
+static void names_push(name_list *l, const char *s) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->v = oc_realloc(l->v, (size_t)l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = s;
+}
+
+/* The names node n's bodies read from outside them, nested bodies' included: a body's
+ * placeholders, and what its own nodes' bodies read that it does not define (depth: the
+ * nesting left; a body that does not import reads nothing here, its lowering names it). */
+static void body_reads(const ir_graph *g, const ir_node *n, name_list *l, int depth) {
+    for (int a = 0; a < n->n_attrs && depth > 0; a++) {
         if (n->attrs[a].type != IR_ATTR_GRAPH) continue;
         ir_graph *b;
         oc_err ignored;
         if (onnx_import_body(g, &n->attrs[a], "body", &b, &ignored)) continue;
-        for (int t = 0; t < b->n_tensors; t++) {
-            int x = placeholder(&b->tensors[t]) ? ir_tensor_find(g, b->tensors[t].name) : -1;
-            if (x < 0) continue;
-            if (*count == cap) {
-                cap = cap ? 2 * cap : 8;
-                out = oc_realloc(out, (size_t)cap * sizeof *out);
-            }
-            out[(*count)++] = x;
+        if (l->n_keep == l->cap_keep) {
+            l->cap_keep = l->cap_keep ? 2 * l->cap_keep : 4;
+            l->keep = oc_realloc(l->keep, (size_t)l->cap_keep * sizeof *l->keep);
         }
-        ir_graph_free(b);
+        l->keep[l->n_keep++] = b;
+        for (int t = 0; t < b->n_tensors; t++)
+            if (placeholder(&b->tensors[t])) names_push(l, b->tensors[t].name);
+        for (int i = 0; i < b->n_nodes; i++) {
+            name_list inner = {0};
+            body_reads(b, &b->nodes[i], &inner, depth - 1);
+            for (int k = 0; k < inner.n; k++) {
+                int t = ir_tensor_find(b, inner.v[k]);
+                if (t < 0 || placeholder(&b->tensors[t])) names_push(l, inner.v[k]);
+            }
+            for (int k = 0; k < inner.n_keep; k++) { /* the names live on in l */
+                if (l->n_keep == l->cap_keep) {
+                    l->cap_keep *= 2;
+                    l->keep = oc_realloc(l->keep, (size_t)l->cap_keep * sizeof *l->keep);
+                }
+                l->keep[l->n_keep++] = inner.keep[k];
+            }
+            oc_free(inner.v), oc_free(inner.keep);
+        }
     }
+}
+
+/* The tensors of g the bodies (every GRAPH attribute) of node n read by name, nested
+ * bodies' reads included: found in g through n's scopes. */
+static int *body_captures(const ir_graph *g, const ir_node *n, int *count) {
+    name_list l = {0};
+    body_reads(g, n, &l, 8);
+    int *out = oc_malloc(((size_t)l.n + 1) * sizeof *out);
+    *count = 0;
+    for (int k = 0; k < l.n; k++) {
+        int x = scoped_find(g, n, l.v[k]);
+        if (x >= 0) out[(*count)++] = x;
+    }
+    for (int k = 0; k < l.n_keep; k++) ir_graph_free(l.keep[k]);
+    oc_free(l.v), oc_free(l.keep);
     return out;
 }
 

@@ -129,6 +129,23 @@ static int typed_constant(ir_graph *g, const char *base, const char *what, ir_dt
     return c;
 }
 
+/* Size(x): x's element count, an int64 scalar known from its shape at load (torch.export's
+ * nn.EmbeddingBag: the ids' count): a constant "<node>/count". */
+static int size_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    ir_tensor *x;
+    int64_t numel;
+    if (op_in_shaped(g, &g->nodes[node], 0, &x, err)) return OC_ERR;
+    if (!ir_tensor_numel(x, &numel))
+        return oc_fail(err, "input '%s' has too many elements", x->name);
+    char *base = oc_strdup(g->nodes[node].name);
+    int c = op_rewrite_constant(g, base, "count", IR_DTYPE_INT64, 0, NULL, &numel);
+    oc_free(base);
+    op_rewrite_become(g, node, OP_IDENTITY);
+    ir_node_add_input(g, node, c);
+    *changed = true;
+    return OC_OK;
+}
+
 /* OneHot(indices, depth, values [off, on]; axis) (F.one_hot's legacy export, label
  * smoothing's targets): a new axis of depth classes at `axis`, `on` where the index is the
  * class (a negative index counting from the end), `off` elsewhere. Rewritten as the indices
@@ -552,6 +569,7 @@ static const op_role data_role[] = {OP_IN_DATA};
 LOWERED_OP(op_def_depth_to_space, 1, 1, space_lower);
 LOWERED_OP(op_def_space_to_depth, 1, 1, space_lower);
 LOWERED_OP(op_def_mean, 1, -1, mean_lower);
+LOWERED_OP(op_def_size, 1, 1, size_lower);
 LOWERED_OP(op_def_celu, 1, 1, celu_lower);
 LOWERED_OP(op_def_lrn, 1, 1, lrn_lower);
 static const op_role one_hot_roles[] = {OP_IN_DATA, OP_IN_CONST, OP_IN_CONST};

@@ -59,12 +59,13 @@ static void grad_out_none(grad_ctx *c, int node) { ir_node_add_output(c->b->g, n
 static char *partial_name(train_builder *b, int t) {
     const ir_tensor *x = &b->g->tensors[t];
     if (b->n_grad_uses[t] <= 1) return oc_sprintf("%s/grad", x->name);
-    return oc_sprintf("%s/grad.%d", x->name, b->n_partials[t]);
+    return oc_sprintf("%s/grad.%d", x->name, b->n_partials_seen[t]);
 }
 
 void tb_add_partial(train_builder *b, int t, int g) {
     b->partials[t] = oc_realloc(b->partials[t], (size_t)(b->n_partials[t] + 1) * sizeof(int));
     b->partials[t][b->n_partials[t]++] = g;
+    b->n_partials_seen[t]++;
 }
 
 int grad_out_dx(grad_ctx *c, int node, int i) {

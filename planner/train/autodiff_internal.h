@@ -15,9 +15,11 @@ typedef struct train_builder {
     bool *requires_grad; /* per forward tensor */
     int **partials;      /* per forward tensor: partial gradients so far */
     int *n_partials;
-    int *n_grad_uses; /* per forward tensor: consumers that may send it a gradient */
-    int *pending;     /* per forward tensor: forward consumers not yet walked */
-    int *deferred;    /* --clip-grad-norm, --loss-scale: parameters whose update waits for
+    int *n_accumulated;   /* per forward tensor: its partials summed early (train_graph.c) */
+    int *n_partials_seen; /* per forward tensor: partials ever added (their names' index) */
+    int *n_grad_uses;     /* per forward tensor: consumers that may send it a gradient */
+    int *pending;         /* per forward tensor: forward consumers not yet walked */
+    int *deferred;        /* --clip-grad-norm, --loss-scale: parameters whose update waits for
                          every gradient */
     int n_deferred;
     int *group; /* --fuse all: parameters whose multi-tensor update is not yet emitted */

@@ -295,6 +295,33 @@ static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of)
     return OC_OK;
 }
 
+/* Partial gradients of one tensor kept apart at most: past this many, they are summed as
+ * they come (PyTorch's autograd adds each into a buffer as it arrives). A tensor read by
+ * many (a DenseNet layer's features, by every later layer of its block; an unrolled RNN's
+ * weights, by every step) then holds GRAD_FAN_IN + 1 partials at once, not one each;
+ * the sums add in the same order as one Sum of all, so the bits are the same. */
+#define GRAD_FAN_IN 16
+
+/* Forward tensor t's partial gradients summed into one now (a Sum "<t>/grad_acc<k>", in the
+ * backward of forward node fwd_of) when more than GRAD_FAN_IN have come and more may. */
+static int accumulate_grad(train_builder *b, int t, int fwd_of) {
+    ir_graph *g = b->g;
+    int np = b->n_partials[t];
+    if (np <= GRAD_FAN_IN || b->pending[t] <= 1) return OC_OK;
+    char *name = oc_sprintf("%s/grad_acc%d", g->tensors[t].name, b->n_accumulated[t]);
+    int n = tb_add_node(b, name, OP_SUM, TRAIN_PHASE_BACKWARD, fwd_of);
+    for (int i = 0; i < np; i++) ir_node_add_input(g, n, b->partials[t][i]);
+    int s = ir_tensor_add(g, name, g->tensors[t].dtype);
+    oc_free(name);
+    ir_node_add_output(g, n, s);
+    b->n_accumulated[t]++;
+    b->partials[t][0] = s;
+    b->n_partials[t] = 1;
+    if (op_infer(g, &g->nodes[n], b->err))
+        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
+    return OC_OK;
+}
+
 /* A new optimizer-state tensor "<W>/<what>" shaped like W, zero at start. */
 static int add_state(ir_graph *g, int w, const char *what) {
     char *name = oc_sprintf("%s/%s", g->tensors[w].name, what);
@@ -540,6 +567,9 @@ static int build_backward(train_builder *b, int n_fwd_nodes) {
             if (d->grad(&c))
                 return oc_fail_prefix(b->err, "%s: gradient of node '%s' (%s)", g->model_path,
                                       g->nodes[i].name, g->nodes[i].op_type);
+            for (int k = 0; k < g->nodes[i].n_inputs; k++) /* (g->nodes moves) */
+                if (g->nodes[i].inputs[k] >= 0 && accumulate_grad(b, g->nodes[i].inputs[k], i))
+                    return OC_ERR;
         }
         n = &g->nodes[i];
         for (int k = 0; k < n->n_inputs; k++) {
@@ -958,6 +988,8 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         b.requires_grad = oc_calloc((size_t)nt, sizeof(bool));
         b.partials = oc_calloc((size_t)nt, sizeof(int *));
         b.n_partials = oc_calloc((size_t)nt, sizeof(int));
+        b.n_accumulated = oc_calloc((size_t)nt, sizeof(int));
+        b.n_partials_seen = oc_calloc((size_t)nt, sizeof(int));
         b.n_grad_uses = oc_calloc((size_t)nt, sizeof(int));
         b.pending = oc_calloc((size_t)nt, sizeof(int));
         tg->grad_of = oc_malloc((size_t)nt * sizeof(int));
@@ -977,6 +1009,8 @@ int train_build(ir_graph *fwd, const train_opts *o, train_graph **out, oc_err *e
         for (int t = 0; t < nt; t++) oc_free(b.partials[t]);
         oc_free(b.partials);
         oc_free(b.n_partials);
+        oc_free(b.n_accumulated);
+        oc_free(b.n_partials_seen);
         oc_free(b.n_grad_uses);
         oc_free(b.pending);
         oc_free(b.requires_grad);

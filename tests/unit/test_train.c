@@ -667,6 +667,44 @@ static void test_grad_sum_folded(void **state) {
     train_graph_free(tg);
 }
 
+/* A tensor read by 40 nodes: its 40 partial gradients are summed as they come, by Sums of
+ * at most 17 (the running sum and 16 new), each partial in exactly one Sum. */
+static void test_many_partials_summed_as_they_come(void **state) {
+    (void)state;
+    int a;
+    ir_graph *g = graph_with_stem(13, &a);
+    int total = -1;
+    for (int k = 0; k < 40; k++) { /* total = relu0 + relu1 + ... (Adds) */
+        char name[16];
+        snprintf(name, sizeof name, "relu%d", k);
+        int r = out0(g, node(g, name, "Relu", 1, a, END));
+        snprintf(name, sizeof name, "add%d", k);
+        total = k == 0 ? r : out0(g, node(g, name, "Add", 1, total, r, END));
+    }
+    train_graph *tg = finish(g, total);
+    const ir_graph *tgg = tg->g;
+    int summed = 0, sums = 0, partial_inputs = 0;
+    for (int i = 0; i < tgg->n_nodes; i++) {
+        const ir_node *n = &tgg->nodes[i];
+        if (strncmp(n->name, "stem_y0/grad", 12) != 0 || n->op != OP_SUM) continue;
+        sums++;
+        assert_true(n->n_inputs <= 17);
+        for (int k = 0; k < n->n_inputs; k++) {
+            const char *in = tgg->tensors[n->inputs[k]].name;
+            if (strncmp(in, "stem_y0/grad.", 13) == 0) partial_inputs++;
+            else if (strncmp(in, "stem_y0/grad_acc", 16) == 0) summed++;
+            else fail_msg("%s reads '%s'", n->name, in);
+        }
+    }
+    assert_int_equal(partial_inputs, 40);
+    assert_int_equal(sums, 3);   /* 17 -> acc0, acc0 + 16 -> acc1, acc1 + 7 -> the gradient */
+    assert_int_equal(summed, 2); /* each running sum read once */
+    assert_true(node_named(tgg, "stem_y0/grad_acc0") >= 0);
+    assert_true(tg->grad_of[ir_tensor_find(tgg, "stem_y0")] >= 0);
+    check_rule(tg, "stem");
+    train_graph_free(tg);
+}
+
 static void test_deterministic_names(void **state) {
     (void)state;
     train_graph *x = small_resnet_block(), *y = small_resnet_block();
@@ -879,6 +917,7 @@ int main(void) {
         cmocka_unit_test(test_model_loss),
         cmocka_unit_test(test_reshaped_parameter_trains),
         cmocka_unit_test(test_grad_sum_folded),
+        cmocka_unit_test(test_many_partials_summed_as_they_come),
         cmocka_unit_test(test_identity_dropouts_skipped),
         cmocka_unit_test(test_deterministic_names),
         cmocka_unit_test(test_incore_peak_brute_force),

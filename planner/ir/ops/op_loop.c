@@ -229,6 +229,12 @@ static void write_output(unroll *u, int j, int y, bool last, const int *cur, int
     int *ins = oc_malloc(((size_t)n_in + 1) * sizeof *ins);
     if (j < n_carried) ins[0] = cur[j];
     else unsqueeze_all(u, scan[j - n_carried], n_in, j - n_carried, ins);
+    if (j >= n_carried) { /* past OP_MAX_SPLIT: by groups, appended (moved with the rest) */
+        char what[32];
+        snprintf(what, sizeof what, "scan%d", j - n_carried);
+        int end = g->n_nodes;
+        n_in = op_rewrite_concat_groups(g, &end, u->base, what, ins, n_in, 0);
+    }
     op_kind k = j < n_carried ? OP_IDENTITY : OP_CONCAT;
     int at = u->node;
     if (last) {
@@ -307,10 +313,10 @@ static int loop_step(unroll *u, ir_tensor *c, int64_t trips, int64_t done, int n
     } else { /* the outputs: carried values, scan values stacked */
         if (n_scan > 0 && done == 0)
             rc = oc_fail(err, "a scan output of no iterations (an empty tensor)");
-        else if (n_scan > 0 && done > OP_MAX_SPLIT)
+        else if (n_scan > 0 && done > OP_MAX_SPLIT * OP_MAX_SPLIT)
             rc =
                 oc_fail(err, "scan outputs over %" PRId64 " iterations (outcore stacks at most %d)",
-                        done, OP_MAX_SPLIT);
+                        done, OP_MAX_SPLIT * OP_MAX_SPLIT);
         if (rc == OC_OK) {
             int **scan = oc_calloc((size_t)n_scan + 1, sizeof *scan);
             for (int k = 0; k < n_scan; k++) {
@@ -393,9 +399,9 @@ static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
                      trips, IR_MAX_NODES);
     if (rc == OC_OK && n_scan > 0 && trips == 0)
         rc = oc_fail(err, "a scan output of no iterations (an empty tensor)");
-    if (rc == OC_OK && trips > OP_MAX_SPLIT && n_scan > 0)
+    if (rc == OC_OK && trips > OP_MAX_SPLIT * OP_MAX_SPLIT && n_scan > 0)
         rc = oc_fail(err, "scan outputs over %" PRId64 " iterations (outcore stacks at most %d)",
-                     trips, OP_MAX_SPLIT);
+                     trips, OP_MAX_SPLIT * OP_MAX_SPLIT);
     if (rc == OC_OK) {
         n = &g->nodes[node];
         int cond = c ? n->inputs[1] : -1;

@@ -1,6 +1,7 @@
 /* op_rewrite.c — see op_rewrite.h. */
 #include "ir/ops/op_rewrite.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/ops/op_util.h"
@@ -98,6 +99,24 @@ void op_rewrite_become(ir_graph *g, int node, op_kind k) {
     n->op_type = oc_strdup(op_name(k));
     n->domain = oc_strdup(op_domain(k));
     n->op = (int)k;
+}
+
+int op_rewrite_concat_groups(ir_graph *g, int *at, const char *base, const char *what, int *ins,
+                             int n, int64_t axis) {
+    if (n <= OP_MAX_SPLIT) return n;
+    OC_ASSERT(n <= OP_MAX_SPLIT * OP_MAX_SPLIT);
+    int groups = (n + OP_MAX_SPLIT - 1) / OP_MAX_SPLIT;
+    for (int k = 0; k < groups; k++) {
+        char w[96];
+        snprintf(w, sizeof w, "%s_group%d", what, k);
+        int lo = k * OP_MAX_SPLIT, hi = lo + OP_MAX_SPLIT < n ? lo + OP_MAX_SPLIT : n;
+        int y = op_rewrite_insert(g, *at, base, w, OP_CONCAT, ins[lo], -1, -1);
+        for (int i = lo + 1; i < hi; i++) ir_node_add_input(g, *at, ins[i]);
+        op_rewrite_attr_int(g, *at, "axis", axis);
+        ++*at;
+        ins[k] = y;
+    }
+    return groups;
 }
 
 int op_rewrite_redirect(ir_graph *g, int node, const char *base, const char *what) {

@@ -41,6 +41,12 @@ int op_rewrite_fill(ir_graph *g, const char *base, const char *what, int rank, c
 /* Node `node` made a node of kind k afresh: no inputs (its uses of them dropped), no
  * attributes, k's domain; its name and outputs kept. */
 void op_rewrite_become(ir_graph *g, int node, op_kind k);
+/* More than OP_MAX_SPLIT tensors to concatenate along axis (ConcatGrad splits into at most
+ * that many): Concats of OP_MAX_SPLIT of them each ("<base>/<what>_group<k>") inserted at
+ * *at (advanced past them), ins[0..] then the groups. Returns how many ins remain (n when
+ * n <= OP_MAX_SPLIT); n at most OP_MAX_SPLIT squared. */
+int op_rewrite_concat_groups(ir_graph *g, int *at, const char *base, const char *what, int *ins,
+                             int n, int64_t axis);
 /* Node `node`'s output 0 moved to a new tensor "<base>/<what>", returned: its old output is
  * then free for a node inserted after it to write. */
 int op_rewrite_redirect(ir_graph *g, int node, const char *base, const char *what);

@@ -91,15 +91,16 @@ static int sequence_lowered_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err
 }
 
 /* ConcatFromSequence(S; axis, new_axis): a Concat of the elements, each Unsqueezed at axis
- * first with new_axis 1 (Concat and Unsqueeze check the shapes and the axis). */
+ * first with new_axis 1 (Concat and Unsqueeze check the shapes and the axis); past
+ * OP_MAX_SPLIT elements, Concats of groups first. */
 static int concat_from_sequence_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     ir_node *n = &g->nodes[node];
     ir_tensor *s;
     if (in_sequence(g, n, 0, &s, err)) return OC_ERR;
     if (s->n_items == 0) return oc_fail(err, "sequence '%s' is empty", s->name);
-    if (s->n_items > OP_MAX_SPLIT)
+    if (s->n_items > OP_MAX_SPLIT * OP_MAX_SPLIT)
         return oc_fail(err, "sequence '%s' has %d tensors; outcore concatenates at most %d",
-                       s->name, s->n_items, OP_MAX_SPLIT);
+                       s->name, s->n_items, OP_MAX_SPLIT * OP_MAX_SPLIT);
     int64_t axis = ir_attr_int(n, "axis", 0);
     bool new_axis = ir_attr_int(n, "new_axis", 0) != 0;
     int count = s->n_items, *items = oc_malloc((size_t)count * sizeof *items);
@@ -107,16 +108,14 @@ static int concat_from_sequence_lower(ir_graph *g, int node, bool *changed, oc_e
     char *base = oc_strdup(n->name);
     op_rewrite_become(g, node, OP_CONCAT);
     int at = node;
-    for (int k = 0; k < count; k++) {
-        int x = items[k];
-        if (new_axis) {
-            char what[32];
-            snprintf(what, sizeof what, "unsqueezed_%d", k);
-            x = op_rewrite_axes(g, at, base, what, OP_UNSQUEEZE, x, 1, &axis, 13, -1);
-            at++;
-        }
-        ir_node_add_input(g, at, x);
+    for (int k = 0; k < count && new_axis; k++) {
+        char what[32];
+        snprintf(what, sizeof what, "unsqueezed_%d", k);
+        items[k] = op_rewrite_axes(g, at, base, what, OP_UNSQUEEZE, items[k], 1, &axis, 13, -1);
+        at++;
     }
+    count = op_rewrite_concat_groups(g, &at, base, "items", items, count, axis);
+    for (int k = 0; k < count; k++) ir_node_add_input(g, at, items[k]);
     op_rewrite_attr_int(g, at, "axis", axis);
     oc_free(items);
     oc_free(base);

@@ -129,6 +129,18 @@ struct strategy;
 struct plan_made;
 int cli_plan_write_made(const cli_plan_env *e, const struct strategy *s, struct plan_made *pm,
                         const char *path, oc_err *err);
+/* One planning run of e: plan_make's (made: with -o) or the strategy's alone (cmd_plan.c). */
+struct strategy_stats;
+int cli_plan_once(cli_plan_env *e, const struct strategy *st, bool made, struct plan_made *pm,
+                  struct sim_plan **p, struct strategy_stats *stats, oc_err *err);
+/* Its predicted step, INFINITY when no plan fits (made: nor its layout). */
+double cli_plan_time(const struct strategy_stats *s, bool made, const struct plan_made *pm);
+/* --workspace auto (cli_workspace.c): on a profile with alternatives, e, its plan (*p, *pm)
+ * and *stats become the fastest of the caps' plans and then of the per-node choices;
+ * a notice on stderr says which. No-op without alternatives. */
+int cli_choose_workspace(cli_plan_env *e, const struct strategy *st, bool made,
+                         struct plan_made *pm, struct sim_plan **p, struct strategy_stats *stats,
+                         oc_err *err);
 /* One strategy's figures as a JSON object (jansson json_t *, new reference). */
 struct json_t;
 struct strategy;

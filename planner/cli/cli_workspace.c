@@ -9,6 +9,8 @@
 #include "search/strategy.h"
 #include "cli.h"
 
+#define WORKSPACE_ROUNDS 3 /* per-node rounds after the cap */
+
 /* After cli_choose_workspace's cap: a node the cap slowed takes a faster pair of its own where
  * the plan found still runs in the budget and no slower (the simulator's verdict on the same
  * decisions: a convolution early in the forward pass, or late in the backward, has memory to
@@ -132,12 +134,13 @@ int cli_choose_workspace(cli_plan_env *e, const strategy *st, bool made, plan_ma
         }
     }
     profile_free(base);
+    /* rounds: a re-planned step may leave room for more */
     int upgraded = 0;
-    profile *up = rc == OC_OK && !isinf(best)
-                      ? upgrade_nodes(e, made ? pm->plan : *p, best, &upgraded, err)
-                      : NULL;
-    if (up) { /* re-planned with those pairs: kept when it is no slower */
-        cli_plan_env f = *e;
+    for (int round = 0; round < WORKSPACE_ROUNDS && rc == OC_OK && !isinf(best); round++) {
+        int more = 0;
+        profile *up = upgrade_nodes(e, made ? pm->plan : *p, best, &more, err);
+        if (!up) break;
+        cli_plan_env f = *e; /* re-planned with those pairs: kept when it is no slower */
         f.prof = up, f.ctx = NULL;
         plan_made fpm = {0};
         sim_plan *fp = NULL;
@@ -147,14 +150,13 @@ int cli_choose_workspace(cli_plan_env *e, const strategy *st, bool made, plan_ma
                 OC_OK &&
             (rc = cli_plan_once(&f, st, made, &fpm, &fp, &fs, err)) == OC_OK)
             t = cli_plan_time(&fs, made, &fpm);
-        if (t <= best) {
-            plan_made_free(pm), sim_plan_free(*p), sim_context_free(e->ctx), profile_free(e->prof);
-            e->prof = f.prof, e->ctx = f.ctx, *pm = fpm, *p = fp, *stats = fs;
-            best = t;
-        } else {
-            upgraded = 0;
+        if (t > best) {
             plan_made_free(&fpm), sim_plan_free(fp), sim_context_free(f.ctx), profile_free(up);
+            break;
         }
+        plan_made_free(pm), sim_plan_free(*p), sim_context_free(e->ctx), profile_free(e->prof);
+        e->prof = f.prof, e->ctx = f.ctx, *pm = fpm, *p = fp, *stats = fs;
+        best = t, upgraded += more;
     }
     if (rc == OC_OK && isinf(best))
         fprintf(stderr,

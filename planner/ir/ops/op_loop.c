@@ -179,9 +179,9 @@ static void emit_nodes(unroll *u, const char *prefix) {
 }
 
 /* Iteration it of the body, appended to g: the carried values cur (updated), its scan
- * outputs' values into scan[k]. */
-static void emit_iteration(unroll *u, int64_t it, int cond, int *cur, int n_carried, int **scan,
-                           int n_scan) {
+ * outputs' values into scan[k][slot]. */
+static void emit_iteration(unroll *u, int64_t it, int64_t slot, int cond, int *cur, int n_carried,
+                           int **scan, int n_scan) {
     ir_graph *g = u->g;
     const ir_graph *b = u->b;
     char *prefix = oc_sprintf("%s/iter%" PRId64, u->base, it);
@@ -204,7 +204,7 @@ static void emit_iteration(unroll *u, int64_t it, int cond, int *cur, int n_carr
     }
     emit_nodes(u, prefix);
     for (int j = 0; j < n_carried; j++) cur[j] = u->map[b->outputs[1 + j]];
-    for (int k = 0; k < n_scan; k++) scan[k][it] = u->map[b->outputs[1 + n_carried + k]];
+    for (int k = 0; k < n_scan; k++) scan[k][slot] = u->map[b->outputs[1 + n_carried + k]];
     oc_free(prefix);
 }
 
@@ -299,8 +299,8 @@ static int loop_step(unroll *u, ir_tensor *c, int64_t trips, int64_t done, int n
         if (rc == OC_OK) {
             int first = g->n_nodes, *one = oc_malloc(((size_t)n_scan + 1) * sizeof *one);
             int **scan = oc_malloc(((size_t)n_scan + 1) * sizeof *scan);
-            for (int k = 0; k < n_scan; k++) scan[k] = one + k - done; /* [done] is one[k] */
-            emit_iteration(u, done, g->nodes[node].inputs[1], cur, n_carried, scan, n_scan);
+            for (int k = 0; k < n_scan; k++) scan[k] = one + k; /* this iteration's: slot 0 */
+            emit_iteration(u, done, 0, g->nodes[node].inputs[1], cur, n_carried, scan, n_scan);
             int cond = u->map[u->b->outputs[0]];
             ir_node_set_input(g, node, 1, cond);
             for (int j = 0; j < n_carried; j++) ir_node_set_input(g, node, 2 + j, cur[j]);
@@ -416,7 +416,7 @@ static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         for (int k = 0; k < n_scan; k++) scan[k] = oc_malloc(((size_t)trips + 1) * sizeof **scan);
         int first = g->n_nodes;
         for (int64_t it = 0; it < trips; it++)
-            emit_iteration(&u, it, cond, cur, n_carried, scan, n_scan);
+            emit_iteration(&u, it, it, cond, cur, n_carried, scan, n_scan);
         int moved = g->n_nodes - first;
         ir_nodes_move_tail(g, first, node);
         u.node = node + moved; /* the Loop, after its iterations */

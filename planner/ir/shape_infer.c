@@ -360,14 +360,23 @@ static bool saved_forward_op(op_kind k) {
            k == OP_GATHER_GRAD || k == OP_POW_TENSOR;
 }
 
-/* A user's model holds no project-domain node but those. */
+/* A user's model holds no project-domain node but those, and no Loop or If with the
+ * attributes their unrolling keeps its state in (op_loop.c: outcore_iterations, outcore_scope). */
 static int refuse_project_ops(const ir_graph *g, const char *path, oc_err *err) {
-    for (int i = 0; i < g->n_nodes; i++)
-        if (strcmp(g->nodes[i].domain, OC_DOMAIN) == 0 && !saved_forward_op(g->nodes[i].op))
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (strcmp(n->domain, OC_DOMAIN) == 0 && !saved_forward_op(n->op))
             return oc_fail(err,
                            "%s: node '%s' is %s of the domain %s, which only outcore's own "
                            "training graphs and plans hold; a model may use standard ONNX ops only",
-                           path, g->nodes[i].name, g->nodes[i].op_type, OC_DOMAIN);
+                           path, n->name, n->op_type, OC_DOMAIN);
+        for (int a = 0; a < n->n_attrs && (n->op == OP_LOOP || n->op == OP_IF); a++)
+            if (strncmp(n->attrs[a].name, "outcore_", 8) == 0)
+                return oc_fail(err,
+                               "%s: node '%s' (%s): attribute '%s' is outcore's own (it unrolls "
+                               "control flow with it); a model may not set it",
+                               path, n->name, n->op_type, n->attrs[a].name);
+    }
     return OC_OK;
 }
 

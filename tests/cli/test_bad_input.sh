@@ -67,6 +67,18 @@ m = model(helper.make_node("ReluGrad", ["x", "x"], ["y"], name="sneaky", domain=
           ["batch", 4])
 m.opset_import.append(helper.make_opsetid("ai.outcore", 1))
 save(m, out + "/project_op.onnx")
+# a Loop carrying the attribute outcore's own unrolling keeps its state in
+body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"]),
+                          helper.make_node("Identity", ["v"], ["v_out"])], "body",
+                         [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                          helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                          helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
+                         [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                          helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
+m = model(helper.make_node("Loop", ["m", "", "x"], ["y"], name="looped", body=body,
+                           outcore_iterations=3), ["batch", 4])
+m.graph.initializer.append(helper.make_tensor("m", TensorProto.INT64, [], [2]))
+save(m, out + "/loop_state.onnx")
 # a node name with a newline and an escape sequence (an unsupported op, so the name is echoed)
 save(model(helper.make_node("Hardmax", ["x"], ["y"], name="evil\nname\x1b[31m"), ["batch", 4]),
      out + "/control_name.onnx")
@@ -96,6 +108,8 @@ if [ $? -ne 0 ] && grep -q "'sneaky'.*ai.outcore" "$tmp/err"; then
 else
     not_ok "outcore-run refuses an ai.outcore op in a model" "$(cat "$tmp/err")"
 fi
+expect_error "a Loop setting outcore's own attribute" "'looped'" "outcore_iterations" \
+    -- inspect "$tmp/loop_state.onnx" --batch 2
 expect_error "control bytes in a name are escaped" 'evil\x0aname\x1b[31m' \
     -- inspect "$tmp/control_name.onnx" --batch 2
 "$BUILD/outcore-run" "$tmp/control_name.onnx" --batch 2 --steps 1 >/dev/null 2>"$tmp/err"

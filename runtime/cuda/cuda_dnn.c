@@ -85,6 +85,9 @@ typedef struct algo_entry {
     int n_cand;
     int cand[2 * MEASURE_CANDS];
     cudnnMathType_t cand_math[2 * MEASURE_CANDS];
+    size_t cand_ws[2 * MEASURE_CANDS]; /* each candidate's own workspace */
+    float cand_ms[2 * MEASURE_CANDS];  /* once timed: each one's time (INFINITY: failed) */
+    int best;                          /* once timed: the candidate taken */
     bool measured;
     /* ConvRelu's fused call (fused_forward): made on first use; no_fused once
      * cuDNN refused it for this shape (then conv, bias, relu apart) */
@@ -354,7 +357,7 @@ static int graph_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
     for (int i = 0; i < np; i++) {
         size_t ws = dnn_graph_conv_workspace(e->graph, i);
         if (ws > e->ws) e->ws = ws;
-        if (np > 1 || !alone) e->cand[e->n_cand++] = plan_algo(i);
+        if (np > 1 || !alone) e->cand_ws[e->n_cand] = ws, e->cand[e->n_cand++] = plan_algo(i);
     }
     e->measured = np < 2;
     e->no_fused = alone;
@@ -456,6 +459,7 @@ static int entry_build(cuda_impl *im, const ir_node *n, const conv_geo *q, size_
         if (pick < 0) pick = i;
         if (!collect || n_legacy++ == per_api) break;
         e->cand[e->n_cand] = c[i].algo;
+        e->cand_ws[e->n_cand] = c[i].memory;
         e->cand_math[e->n_cand++] = tensor_ok ? c[i].math : CUDNN_FMA_MATH;
         if (c[i].memory > ws_max) ws_max = c[i].memory;
     }
@@ -505,6 +509,7 @@ static algo_entry *entry_get(cuda_impl *im, const ir_node *n, const conv_geo *q,
             return e;
         }
     algo_entry *e = oc_calloc(1, sizeof *e);
+    e->best = -1;
     e->key = key;
     e->next = im->algos->head;
     im->algos->head = e; /* freed with the cache even if the build fails */
@@ -598,6 +603,33 @@ size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, siz
         return 0;
     }
     return conv_need(e->ws, bias_ws);
+}
+
+int cuda_conv_alternatives(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t *own_ws,
+                           double *delta_s, size_t *ws, int max) {
+    conv_geo q;
+    oc_err err;
+    if (!op_is_conv(n->op) || geo_of(g, n, &q, &err)) return 0;
+    size_t bias_ws = bias_scratch(g, n);
+    /* the entry the node ran with: its shape's, timed (the run's limit was the shared
+     * workspace's, not the node's own) */
+    char *shape = geo_key(&q), *prefix = oc_sprintf("%s|ws", shape);
+    size_t plen = strlen(prefix);
+    algo_entry *e = NULL;
+    for (algo_entry *x = im->algos ? im->algos->head : NULL; x; x = x->next)
+        if (strncmp(x->key, prefix, plen) == 0 && x->best >= 0 && x->best < x->n_cand &&
+            x->n_cand >= 2 && x->cand_ms[x->best] < INFINITY && (!e || x->n_cand > e->n_cand))
+            e = x;
+    oc_free(shape), oc_free(prefix);
+    if (!e) return 0;
+    *own_ws = conv_need(e->cand_ws[e->best], bias_ws);
+    int k = 0;
+    for (int i = 0; i < e->n_cand && k < max; i++) {
+        if (i == e->best || !(e->cand_ms[i] < INFINITY)) continue;
+        delta_s[k] = ((double)e->cand_ms[i] - (double)e->cand_ms[e->best]) * 1e-3;
+        ws[k++] = conv_need(e->cand_ws[i], bias_ws);
+    }
+    return k;
 }
 
 static void *slot_p(const kernel_args *a, int s) { return s >= 0 ? a->in[s] : a->out[-s - 1]; }
@@ -720,6 +752,8 @@ static int measure(const cuda_ctx *c, const kernel_args *a, algo_entry *e, void 
         if (ev[k]) (void)cudaEventDestroy(ev[k]);
     if (rc) return rc;
     if (best < 0) return kernel_fail(a, err, "cuDNN ran none of its %d candidates", e->n_cand);
+    for (int i = 0; i < e->n_cand; i++) e->cand_ms[i] = t[i] / MEASURE_RUNS;
+    e->best = best;
     e->algo = e->cand[best];
     if (e->algo >= 0) CUDNN_CHECK(cudnnSetConvolutionMathType(e->conv_d, e->cand_math[best]));
     else e->no_fused = true; /* the legacy fused call takes a legacy algorithm */

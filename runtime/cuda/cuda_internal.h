@@ -138,6 +138,12 @@ static inline int cuda_float_kind(ir_dtype dt) {
 
 /* cuda_dnn.c: the conv family's cuDNN workspace (+ bias-gradient scratch). */
 size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
+/* --conv-algo measure, after node n ran: the candidates its shape was timed with, as the
+ * workspace the one taken needs (*own_ws) and, for up to max others, how much longer each
+ * took (delta_s[k] seconds) and the workspace it needs (ws[k]; the bias gradient's scratch
+ * included). Returns how many; 0 when n is not a convolution or nothing was timed. */
+int cuda_conv_alternatives(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t *own_ws,
+                           double *delta_s, size_t *ws, int max);
 
 /* cuda_pool.c: MaxPool through cuDNN pooling, when cuda_pool_uses_cudnn says
  * cuDNN expresses the window exactly (else the own kernel of cuda_ops.cu). */

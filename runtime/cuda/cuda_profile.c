@@ -95,6 +95,23 @@ static int measure_copies(cuda_impl *im, profile_device *d, oc_err *err) {
     return OC_OK;
 }
 
+/* --conv-algo measure: a convolution's record holds the workspace of the algorithm it
+ * took (not the largest candidate's), the other candidates as its alternatives (their
+ * time: the node's plus how much longer each took), for `plan --workspace`
+ * (profile_workspace.h). */
+static void add_alternatives(cuda_impl *im, const ir_graph *g, int i, profile *p) {
+    size_t own, ws[PROFILE_MAX_ALTS];
+    double delta[PROFILE_MAX_ALTS];
+    int k = cuda_conv_alternatives(im, g, &g->nodes[i], &own, delta, ws, PROFILE_MAX_ALTS);
+    if (k <= 0) return;
+    profile_node *r = &p->nodes[i];
+    r->workspace_bytes = (int64_t)own;
+    r->alts = oc_malloc((size_t)k * sizeof *r->alts);
+    for (int a = 0; a < k; a++)
+        r->alts[a] = (profile_alt){r->time_s + (delta[a] > 0 ? delta[a] : 0), (int64_t)ws[a]};
+    r->n_alts = k;
+}
+
 int cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, const char *path,
                        oc_err *err) {
     cuda_impl *im = b->impl;
@@ -117,6 +134,7 @@ int cuda_profile_write(rt_backend *b, const train_graph *tg, int64_t batch, cons
         missing += im->n_samples[i] == 0;
         profile_node_set(p, i, g->nodes[i].name, t,
                          (int64_t)cuda_kernel_scratch(im, g, &g->nodes[i], SIZE_MAX));
+        add_alternatives(im, g, i, p);
     }
     if (missing)
         fprintf(stderr, "cuda: profile: %d of %d nodes were never run as kernels (time 0)\n",

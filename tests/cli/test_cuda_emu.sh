@@ -49,6 +49,8 @@
 #      same steps at the same scales as torch.amp.GradScaler (tests/data/amp);
 #   3i. --layout nhwc (fp32) on cuda: a swap-all plan bitwise == in-core, losses within 1e-5
 #      of the model's own layout;
+#   3h''. --conv-algo measure --profile-out: the timed candidates as alternatives, a plan
+#      with --workspace smallest run in its regions, losses == in core's;
 #   3h. bf16 with a measured profile: --profile-out records the widening workspaces, the
 #      plan holds them, and the plan runs in a device of its arena + 1 MiB with nothing
 #      outside the plan (a SwapOut of a half tensor once asked for a workspace); 3h'. so does
@@ -627,6 +629,30 @@ if OC_CUDNN_CONV_API=graph "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --
     ok "--conv-api graph: measured profile -> plan -> run in a device of arena + 1 MiB, $ng graph plans, nothing outside the plan"
 else
     bad "--conv-api graph measured-profile plan: $(tail -2 "$T/g_prof.out") $(cat "$T/g_wsplan.err") $(grep -v '^cuda: .*graph plan' "$T/g_wsrun.err" | tail -3)"
+fi
+# 3h''. --conv-algo measure's timings as the profile's alternatives: each timed convolution's
+#     record holds the workspace of the algorithm it took, the other candidates as
+#     alternatives; planned with --workspace smallest and run with --conv-algo measure, every
+#     convolution runs in its smaller region: nothing outside the plan, losses == in core's
+if "$EMU/outcore-run" "$T/incore.onnx" --backend cuda --steps 4 --seed 7 --conv-algo measure \
+     --profile-out "$T/m_prof.json" >"$T/m_prof.out" 2>&1 &&
+   malt=$("$PY" -c "
+import json, sys
+p = json.load(open(sys.argv[1]))
+alts = [n for n in p['nodes'] if n.get('alternatives')]
+assert alts, 'no alternatives'
+print(len(alts), sum(1 for n in alts if min(a['workspace_bytes'] for a in n['alternatives']) < n['workspace_bytes']))
+" "$T/m_prof.json") &&
+   "$PLAN" plan "$MODEL" --batch 2 --profile "$T/m_prof.json" --budget 1TB --strategy incore \
+     --workspace smallest -o "$T/m_wsplan.onnx" >/dev/null 2>"$T/m_wsplan.err" &&
+   marena=$("$PY" -c "import onnx,sys; print({p.key: p.value for p in onnx.load(sys.argv[1]).metadata_props}['outcore.arena_bytes'])" "$T/m_wsplan.onnx") &&
+   EMU_DEVICE_BYTES=$((marena + 1048576)) "$EMU/outcore-run" "$T/m_wsplan.onnx" --backend cuda \
+     --steps 2 --seed 7 --conv-algo measure >"$T/m_wsrun.out" 2>"$T/m_wsrun.err" &&
+   ! grep -q "outside the plan" "$T/m_wsrun.err" &&
+   cmp -s <(grep '^step' "$T/m_wsrun.out") <(grep '^step' "$T/heur.out"); then
+    ok "--conv-algo measure --profile-out: $malt (nodes with alternatives, of them with a smaller one); --workspace smallest plan runs in its regions, losses == in core's"
+else
+    bad "measured alternatives: $(tail -2 "$T/m_prof.out") ${malt:-} $(cat "$T/m_wsplan.err") $(tail -3 "$T/m_wsrun.err")"
 fi
 # 3g. fp16 + GradScaler on cuda against PyTorch's reference sequence
 if "$PY" - "$EMU/outcore-run" "$T" <<'PYEOF'

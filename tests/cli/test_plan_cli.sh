@@ -207,11 +207,13 @@ done
 
 # Reproducible plans: auto on 1, 2 and 3 threads writes byte-identical plan
 # files (every search is bounded by counts and seeded; the machine's load and
-# the thread that ran a strategy do not matter).
+# the thread that ran a strategy do not matter). One layout and fusion (the step's
+# variants are planned one after another, each the same way).
 repro_ok=1
 for th in 1 2 3; do
     OUTCORE_THREADS=$th "$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 \
-        --budget 450MB --strategy auto -o "$tmp/repro_$th.onnx" >"$tmp/repro_$th.txt" 2>"$tmp/repro_$th.err" ||
+        --budget 450MB --strategy auto --layout nchw --fuse all -o "$tmp/repro_$th.onnx" \
+        >"$tmp/repro_$th.txt" 2>"$tmp/repro_$th.err" ||
         repro_ok=0
 done
 if [ $repro_ok -eq 1 ] && cmp -s "$tmp/repro_1.onnx" "$tmp/repro_2.onnx" &&
@@ -229,8 +231,8 @@ fi
 rc_auto=$?
 "$PLAN" plan graphs/gpt2_small.onnx --batch 16 --device h100 --budget 16GiB --json \
     --attention unfused >"$tmp/att_un.json" 2>"$tmp/att_un.err"
-"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 --budget 450MB \
-    >/dev/null 2>"$tmp/att_cnn.err"
+"$PLAN" plan graphs/resnet18_op13.onnx --batch 32 --device h100 --budget 450MB --layout nchw \
+    --fuse all >/dev/null 2>"$tmp/att_cnn.err"
 t_auto=$(sed -n 's/.*"iteration_time_s": \([0-9.e+-]*\).*/\1/p' "$tmp/att_auto.json")
 t_un=$(sed -n 's/.*"iteration_time_s": \([0-9.e+-]*\).*/\1/p' "$tmp/att_un.json")
 if [ $rc_auto -eq 0 ] && grep -q "attention auto: fused (predicted step: fused" "$tmp/att_auto.err" &&
@@ -352,10 +354,10 @@ else
 fi
 
 # A plan the strategy finds under the budget whose layouts never fit, even re-planned lower
-# (ResNet-50 b64 under 1100 MB on h100): exit 3, no file, and the message says so (before it
-# gave the last lowered run's deadlock as if at the budget asked).
+# (ResNet-50 b64 under 1100 MB on h100, one layout and fusion): exit 3, no file, and the
+# message says so (before it gave the last lowered run's deadlock as if at the budget asked).
 "$PLAN" plan graphs/resnet50_op13.onnx --batch 64 --device h100 --budget 1100MB \
-    -o "$tmp/nofit.onnx" >/dev/null 2>"$tmp/nofit.err"
+    --layout nchw --fuse all -o "$tmp/nofit.onnx" >/dev/null 2>"$tmp/nofit.err"
 rc_nf=$?
 if [ $rc_nf -eq 3 ] && [ ! -e "$tmp/nofit.onnx" ] &&
    grep -q "no plan written: the plan found under the budget needed a larger arena, and [1-9][0-9]* re-plans under lower budgets ended with: strategy auto found no feasible plan under [0-9]* bytes (lowered: the last layout needed [0-9]* bytes)" "$tmp/nofit.err"; then

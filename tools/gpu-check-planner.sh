@@ -110,7 +110,7 @@ for spec in $VGG_SPECS; do
     done
     $PLAN profile --merge "${ws_profiles[@]}" -o "$LOG/profile_${tag}_ws.json" >"$LOG/${tag}_merge.log" 2>&1
     row "$VGG b$vb: profiles merged (workspace caps 1GiB ${GPU_CHECK_VGG_WS_CAPS:-8GiB 128MiB})" \
-        "rc $?, $(grep -c '"alternatives"' "$LOG/profile_${tag}_ws.json" 2>/dev/null || echo 0) nodes with alternatives"
+        "rc $?, $(grep -c '"alternatives"' "$LOG/profile_${tag}_ws.json" 2>/dev/null) nodes with alternatives"
     pl_plan "$LOG/profile_${tag}_ws.json" $vbud plan${tag}ws.onnx "$VGG_M" $vb; rc=$?
     pl_plan_row "$VGG b$vb, cap $vcap B (--workspace auto)" "$LOG/plan${tag}ws.json" $rc
     grep -h 'workspace auto' "$LOG/plan${tag}ws.err" | sed 's/^/    /'

@@ -107,6 +107,20 @@ static void test_parse_errors(void **state) {
     expect_parse_error("{" DEV ", \"source\": \"analytic\", \"nodes\": []}", "batch", "");
 }
 
+/* p written as JSON and parsed back (what names it in messages); the caller frees it. */
+static profile *written_and_read(const profile *p, const char *what) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    oc_err err;
+    assert_int_equal(profile_write_file(p, f, &err), OC_OK);
+    fclose(f);
+    profile *q = NULL;
+    if (profile_parse(text, what, &q, &err)) fail_msg("%s", err.msg);
+    free(text);
+    return q;
+}
+
 /* Alternatives survive a write and a read; a bad one is named. */
 static void test_alternatives_round_trip(void **state) {
     (void)state;
@@ -115,14 +129,7 @@ static void test_alternatives_round_trip(void **state) {
     p->nodes[1].alts[0] = (profile_alt){0.75, 1024};
     p->nodes[1].alts[1] = (profile_alt){1.5, 0};
     p->nodes[1].n_alts = 2;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    oc_err err;
-    assert_int_equal(profile_write_file(p, f, &err), OC_OK);
-    fclose(f);
-    if (profile_parse(buf, "mem.json", &q, &err)) fail_msg("%s", err.msg);
-    free(buf);
+    q = written_and_read(p, "mem.json");
     assert_int_equal(q->nodes[0].n_alts, 0);
     assert_int_equal(q->nodes[1].n_alts, 2);
     assert_true(q->nodes[1].alts[0].time_s == 0.75 && q->nodes[1].alts[0].workspace_bytes == 1024);
@@ -204,17 +211,10 @@ static void test_contention_fields(void **state) {
     p->device.compute_slowdown_h2d = 0.125;
     p->device.compute_slowdown_d2h = 0.0625;
     p->device.copy_slowdown_duplex = 0.25;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    oc_err err;
-    assert_int_equal(profile_write_file(p, f, &err), OC_OK);
-    fclose(f);
-    if (profile_parse(text, "cal.json", &q, &err)) fail_msg("%s", err.msg);
+    q = written_and_read(p, "cal.json");
     assert_true(q->device.compute_slowdown_h2d == 0.125);
     assert_true(q->device.compute_slowdown_d2h == 0.0625);
     assert_true(q->device.copy_slowdown_duplex == 0.25);
-    free(text);
     profile_free(p);
     profile_free(q);
     expect_parse_error("{\"device\": {" DEV_FIELDS
@@ -385,14 +385,8 @@ static void test_conv_nchw_slowdown(void **state) {
     assert_true(d.conv_nchw_slowdown == 0);
     profile *p = tiny_profile(4), *q = NULL;
     p->device.conv_nchw_slowdown = 0.75;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_int_equal(profile_write_file(p, f, &err), OC_OK);
-    fclose(f);
-    if (profile_parse(text, "dev.json", &q, &err)) fail_msg("%s", err.msg);
+    q = written_and_read(p, "dev.json");
     assert_true(q->device.conv_nchw_slowdown == 0.75);
-    free(text);
     profile_free(p);
     profile_free(q);
     expect_parse_error("{\"device\": {" DEV_FIELDS ", \"conv_nchw_slowdown\": -1}, \"batch\": 4, "

@@ -564,6 +564,25 @@ def control_flow_cases(rng):
     write_case("test_loop_f32_while_nested_if", nodes, [("w0", w0)],
                [("k", np.int64(3)), ("w", w.astype(np.float32)),
                 ("ws", np.stack(ws).astype(np.float32))], 13)
+    # a trip count, an If in the body reading the body's own initializer (two_f) and input
+    then_g = helper.make_graph([helper.make_node("Mul", ["y_in", "two_f"], ["t"])], "then", [],
+                               [vi("t", f, [3])])
+    else_g = helper.make_graph([helper.make_node("Add", ["y_in", "two_f"], ["e"])], "else", [],
+                               [vi("e", f, [3])])
+    ibody = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Equal", ["i", "one"], ["is_one"]),
+         helper.make_node("If", ["is_one"], ["y_out"], then_branch=then_g, else_branch=else_g)],
+        "ibody", [vi("i", i64, []), vi("c_in", b, []), vi("y_in", f, [3])],
+        [vi("c_out", b, []), vi("y_out", f, [3])],
+        initializer=[numpy_helper.from_array(np.float32(2), "two_f"),
+                     numpy_helper.from_array(np.int64(1), "one")])
+    v0 = np.random.default_rng(452).standard_normal([3]).astype(np.float32)
+    nodes = [const("m", np.int64(3)), const("cond", np.bool_(True)),
+             helper.make_node("Loop", ["m", "cond", "v0"], ["v"], body=ibody)]
+    v = ((v0.astype(np.float64) + 2) * 2) + 2
+    write_case("test_loop_f32_if_reads_body_initializer", nodes, [("v0", v0)],
+               [("v", v.astype(np.float32))], 13)
     # refused: a condition the body computes from run-time data (a trip count given at run
     # time is refused too, test_shapes: this runner makes inputs that nodes take as plan-time
     # values constants)
@@ -1642,7 +1661,7 @@ def main():
     antialias_cases(rng)
     dft_cases(rng)
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4 + 7 + 2
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4 + 7 + 3
     print(f"{n + 6} cases in {OUT}")
 
 

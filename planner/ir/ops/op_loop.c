@@ -164,13 +164,15 @@ static void emit_nodes(unroll *u, const char *prefix) {
             ir_node_add_attr(g, n, &bn->attrs[a]);
             has_body = has_body || bn->attrs[a].type == IR_ATTR_GRAPH;
         }
-        if (has_body) { /* its body reads this body's names: prefix, then the node's scopes */
+        if (has_body) { /* its body reads this body's names: prefix, the body's constants
+                         * ("<node>/<name>", unroll_open), then the node's scopes */
             const ir_attr *outer =
                 u->node >= 0 ? ir_attr_find(&g->nodes[u->node], SCOPE_ATTR) : NULL;
-            int ns = 1 + (outer && outer->type == IR_ATTR_STRINGS ? outer->n : 0);
+            int ns = 2 + (outer && outer->type == IR_ATTR_STRINGS ? outer->n : 0);
             char **scopes = oc_malloc((size_t)ns * sizeof *scopes);
             scopes[0] = (char *)prefix;
-            for (int k = 1; k < ns; k++) scopes[k] = outer->strings[k - 1];
+            scopes[1] = u->base;
+            for (int k = 2; k < ns; k++) scopes[k] = outer->strings[k - 2];
             ir_attr sa = {.name = SCOPE_ATTR, .type = IR_ATTR_STRINGS, .n = ns, .strings = scopes};
             ir_node_add_attr(g, n, &sa);
             oc_free(scopes);

@@ -272,6 +272,20 @@ static void compute_requires_grad(train_builder *b) {
     }
 }
 
+/* The Sum node_name of forward tensor t's partial gradients, written to a new tensor
+ * out_name (t's dtype) and set in *sum; the partials stay listed (callers reset them). */
+static int sum_partials(train_builder *b, int t, const char *node_name, const char *out_name,
+                        train_phase phase, int fwd_of, int *sum) {
+    ir_graph *g = b->g;
+    int n = tb_add_node(b, node_name, OP_SUM, phase, fwd_of);
+    for (int i = 0; i < b->n_partials[t]; i++) ir_node_add_input(g, n, b->partials[t][i]);
+    *sum = ir_tensor_add(g, out_name, g->tensors[t].dtype);
+    ir_node_add_output(g, n, *sum);
+    if (op_infer(g, &g->nodes[n], b->err))
+        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
+    return OC_OK;
+}
+
 /* Makes the gradient of forward tensor t final: its one partial, or a Sum of all. */
 static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of) {
     ir_graph *g = b->g;
@@ -281,18 +295,12 @@ static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of)
         b->tg->grad_of[t] = b->partials[t][0];
         return OC_OK;
     }
-    char *name = oc_sprintf("%s/grad_sum", g->tensors[t].name);
-    int n = tb_add_node(b, name, OP_SUM, phase, fwd_of);
-    oc_free(name);
-    for (int i = 0; i < np; i++) ir_node_add_input(g, n, b->partials[t][i]);
-    name = oc_sprintf("%s/grad", g->tensors[t].name);
-    int s = ir_tensor_add(g, name, g->tensors[t].dtype);
-    oc_free(name);
-    ir_node_add_output(g, n, s);
-    b->tg->grad_of[t] = s;
-    if (op_infer(g, &g->nodes[n], b->err))
-        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
-    return OC_OK;
+    char *node_name = oc_sprintf("%s/grad_sum", g->tensors[t].name);
+    char *out_name = oc_sprintf("%s/grad", g->tensors[t].name);
+    int rc = sum_partials(b, t, node_name, out_name, phase, fwd_of, &b->tg->grad_of[t]);
+    oc_free(node_name);
+    oc_free(out_name);
+    return rc;
 }
 
 /* Partial gradients of one tensor kept apart at most: past this many, they are summed as
@@ -305,21 +313,15 @@ static int finalize_grad(train_builder *b, int t, train_phase phase, int fwd_of)
 /* Forward tensor t's partial gradients summed into one now (a Sum "<t>/grad_acc<k>", in the
  * backward of forward node fwd_of) when more than GRAD_FAN_IN have come and more may. */
 static int accumulate_grad(train_builder *b, int t, int fwd_of) {
-    ir_graph *g = b->g;
-    int np = b->n_partials[t];
-    if (np <= GRAD_FAN_IN || b->pending[t] <= 1) return OC_OK;
-    char *name = oc_sprintf("%s/grad_acc%d", g->tensors[t].name, b->n_accumulated[t]);
-    int n = tb_add_node(b, name, OP_SUM, TRAIN_PHASE_BACKWARD, fwd_of);
-    for (int i = 0; i < np; i++) ir_node_add_input(g, n, b->partials[t][i]);
-    int s = ir_tensor_add(g, name, g->tensors[t].dtype);
+    if (b->n_partials[t] <= GRAD_FAN_IN || b->pending[t] <= 1) return OC_OK;
+    char *name = oc_sprintf("%s/grad_acc%d", b->g->tensors[t].name, b->n_accumulated[t]);
+    int s = -1;
+    int rc = sum_partials(b, t, name, name, TRAIN_PHASE_BACKWARD, fwd_of, &s);
     oc_free(name);
-    ir_node_add_output(g, n, s);
     b->n_accumulated[t]++;
     b->partials[t][0] = s;
     b->n_partials[t] = 1;
-    if (op_infer(g, &g->nodes[n], b->err))
-        return oc_fail_prefix(b->err, "node '%s'", g->nodes[n].name);
-    return OC_OK;
+    return rc;
 }
 
 /* A new optimizer-state tensor "<W>/<what>" shaped like W, zero at start. */

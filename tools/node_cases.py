@@ -1400,6 +1400,38 @@ def dft_cases(rng):
         write_case(f"test_dft_f32_{name}", nodes, [("x", x)], [("y", want)], 17)
 
 
+def bag_slice_cases():
+    """Reductions of consecutive row slices of a run-time input stacked by a Concat (what
+    nn.EmbeddingBag's loop unrolls to): four equal slices summed (keepdims) and maxed
+    (Unsqueezed), which load as one ReduceSum / ReduceMax over a bag axis (ir/bag_reduce.c),
+    and slices of sizes 1, 2, 3, 6 averaged, which stay as they are."""
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal([12, 3]).astype(np.float32)
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.asarray(v, np.int64), name))
+    for case, bounds, op, keep in (("sum_keepdims", [0, 3, 6, 9, 12], "ReduceSum", 1),
+                                   ("max_unsqueezed", [0, 3, 6, 9, 12], "ReduceMax", 0),
+                                   ("mean_uneven", [0, 1, 3, 6, 12], "ReduceMean", 1)):
+        nodes = [helper.make_node("Identity", ["x"], ["rx"]), c("axes", [0])]
+        parts, want = [], []
+        for k in range(4):
+            lo, hi = bounds[k], bounds[k + 1]
+            nodes += [c(f"s{k}", [lo]), c(f"e{k}", [hi]),
+                      helper.make_node("Slice", ["rx", f"s{k}", f"e{k}", "axes"], [f"rows{k}"]),
+                      helper.make_node(op, [f"rows{k}", "axes"], [f"r{k}"], keepdims=keep)]
+            part = f"r{k}"
+            if not keep:
+                nodes.append(helper.make_node("Unsqueeze", [part, "axes"], [f"u{k}"]))
+                part = f"u{k}"
+            parts.append(part)
+            rows = x[lo:hi].astype(np.float64)
+            want.append({"ReduceSum": rows.sum(0), "ReduceMax": rows.max(0),
+                         "ReduceMean": rows.mean(0)}[op])
+        nodes.append(helper.make_node("Concat", parts, ["y"], axis=0))
+        write_case(f"test_bag_slices_f32_{case}", nodes, [("x", x)],
+                   [("y", np.stack(want).astype(np.float32))], 18)
+
+
 def shape_of(term):
     return [DIMS[c] for c in term if c != "."] if "." not in term else [2, 3, 4]
 
@@ -1660,8 +1692,9 @@ def main():
     int_glue_device_cases(rng)
     antialias_cases(rng)
     dft_cases(rng)
+    bag_slice_cases()
     n += len(GATHER_ELEMENTS) + len(SCATTER_ELEMENTS) + len(TILE) + len(COL2IM) + len(EXTREMES) + 5
-    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4 + 7 + 3
+    n += len(RNNS) + len(UNEQUAL_PADS) + len(COL2IM_UNEQUAL) + 4 + 6 + 3 + 4 + 7 + 1 + 4 + 4 + 2 + 25 + 4 + 2 + 3 + 3 + 2 + 2 + 3 + 2 + 5 + 2 + 3 + 2 + 2 + 4 + 3 + 3 + 5 + 4 + 7 + 3 + 3
     print(f"{n + 6} cases in {OUT}")
 
 

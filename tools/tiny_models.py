@@ -504,6 +504,28 @@ class TinyEmbeddingBag(nn.Module):
         return self.fc(torch.cat([self.mean(ids), self.sum(ids), self.max(ids), x], 1))
 
 
+class TinyEmbeddingBagMany(nn.Module):
+    """nn.EmbeddingBag over more bags than one Concat takes (130: the unrolled loop's scan
+    is a Concat of Concats of 64): max and sum bags of an id input [N, 3] (fixed-size bags,
+    reduced at load as one ReduceMax / ReduceSum over the bag axis), and mean bags of uneven
+    sizes 1, 2, 3, 4 (offsets a buffer) over the first ten ids, which stay unrolled. Input:
+    ids [N, 3] (int64 in [0, 12))."""
+
+    def __init__(self):
+        import torch
+        super().__init__()
+        self.max = nn.EmbeddingBag(12, 4, mode="max")
+        self.sum = nn.EmbeddingBag(12, 4, mode="sum")
+        self.uneven = nn.EmbeddingBag(12, 4, mode="mean")
+        self.register_buffer("offsets", torch.tensor([0, 1, 3, 6]))
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, ids):
+        import torch
+        uneven = self.uneven(ids.reshape(-1)[:10], self.offsets)  # [4, 4]
+        return self.fc(torch.cat([self.max(ids), self.sum(ids) + uneven.mean(0)], 1))
+
+
 def torch_randn(*shape):
     import torch
     return torch.randn(*shape)

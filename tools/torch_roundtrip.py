@@ -596,6 +596,16 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag", args.out)
         np.savez_compressed(os.path.join(args.out, "tiny_embedding_bag.ref.npz"), **arrays)
         print(f"tiny_embedding_bag: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_embedding_bag_many" in only:  # ids the only input
+        from tiny_models import TinyEmbeddingBagMany
+        torch.manual_seed(0)
+        model = no_randomness(TinyEmbeddingBagMany())
+        g = torch.Generator().manual_seed(129)
+        x = torch.randint(0, 12, (130, 3), generator=g)
+        y = torch.randint(0, 10, (130,), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag_many", args.out)
+        np.savez_compressed(os.path.join(args.out, "tiny_embedding_bag_many.ref.npz"), **arrays)
+        print(f"tiny_embedding_bag_many: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_scatter_add" in only:  # edges as a second, integer input
         from tiny_models import TinyScatterAdd
         torch.manual_seed(0)

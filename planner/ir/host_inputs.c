@@ -231,33 +231,40 @@ int host_scan_finish(host_scan *s, ir_graph *g, oc_err *err) {
         }
         remove[i] = remove[i] || dead;
     }
-    char names[160] = "";
     for (int j = 0; j < h->n_outputs; j++) {
-        int t = ir_tensor_find(g, h->tensors[h->outputs[j]].name);
-        ir_tensor *x = &g->tensors[t];
+        ir_tensor *x = &g->tensors[ir_tensor_find(g, h->tensors[h->outputs[j]].name)];
         x->is_graph_input = x->is_host_input = true;
         x->kind = IR_KIND_INPUT;
-        ir_graph_add_input(g, t);
-        size_t len = strlen(names);
-        if (j < 2) snprintf(names + len, sizeof names - len, "%s'%s'", j ? ", " : "", x->name);
+        ir_graph_add_input(g, (int)(x - g->tensors));
     }
     ir_keep_folded_initializers(g, remove); /* a buffer the removed folds read */
     ir_graph_remove_nodes(g, remove);
     oc_free(remove);
-    char roots[160] = "";
+    g->host = h;
+    return OC_OK;
+}
+
+void host_inputs_note(ir_graph *g) {
+    const ir_graph *h = g->host;
+    if (!h) return;
+    char names[160] = "", roots[160] = "";
+    for (int j = 0; j < h->n_outputs && j < 2; j++) {
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s'%s'", j ? ", " : "",
+                 h->tensors[h->outputs[j]].name);
+    }
     for (int j = 0; j < h->n_inputs && j < 2; j++) {
         size_t len = strlen(roots);
         snprintf(roots + len, sizeof roots - len, "%s'%s'", j ? ", " : "",
                  h->tensors[h->inputs[j]].name);
     }
     ir_graph_note(g,
-                  "%d nodes run on the host each step (integer glue: position ids, attention "
+                  "%d node%s on the host each step (integer glue: position ids, attention "
                   "masks), computing %s%s from the model's integer input%s %s%s; the device "
                   "reads what they give as inputs",
-                  s->n_glue, names, h->n_outputs > 2 ? ", ..." : "", h->n_inputs > 1 ? "s" : "",
-                  roots, h->n_inputs > 2 ? ", ..." : "");
-    g->host = h;
-    return OC_OK;
+                  h->n_nodes, h->n_nodes == 1 ? " runs" : "s run", names,
+                  h->n_outputs > 2 ? ", ..." : "", h->n_inputs > 1 ? "s" : "", roots,
+                  h->n_inputs > 2 ? ", ..." : "");
 }
 
 /* Node n's outputs back to the shapes they were planned with (a failed evaluation must

@@ -42,9 +42,12 @@ void host_scan_free(host_scan *s);
  * infers it as usual. A node folding cannot evaluate stays in the graph. */
 int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err);
 /* After the last node: moves the nodes found out into g->host (the values
- * they read copied under HOST_INPUTS_PREFIX), declares what g reads from them
- * as graph inputs, and notes it for the user. Nothing found: g unchanged. */
+ * they read copied under HOST_INPUTS_PREFIX) and declares what g reads from them
+ * as graph inputs. Nothing found: g unchanged. */
 int host_scan_finish(host_scan *s, ir_graph *g, oc_err *err);
+/* Notes g->host for the user (its node count, what it computes from which inputs), once
+ * the load-time rewrites that prune it (ir/bag_reduce.h) are done; no host program: nothing. */
+void host_inputs_note(ir_graph *g);
 
 /* A host graph read from a file (its outputs' shapes unknown): evaluates it
  * once on zeros, which decodes every node and gives each output its shape.

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/bag_reduce.h"
 #include "ir/host_inputs.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_table.h"
@@ -351,6 +352,25 @@ static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
 
 int ir_infer_shapes(ir_graph *g, oc_err *err) { return infer_all(g, NULL, err); }
 
+int ir_infer_inserted(ir_graph *g, int from, int *to, oc_err *err) {
+    const char *path = g->model_path ? g->model_path : "model";
+    for (int i = from; i < *to; i++) {
+        ir_node *n = &g->nodes[i];
+        const op_def *d = op_def_of(n);
+        bool lowered = false;
+        int before = g->n_nodes;
+        if (check_arity(n, d, err) || (d->lower && d->lower(g, i, &lowered, err)))
+            return node_fail(g, path, &g->nodes[i], err);
+        if (lowered) { /* nodes inserted at i: infer them first */
+            *to += g->n_nodes - before;
+            i--;
+            continue;
+        }
+        if (op_infer(g, n, err)) return node_fail(g, path, n, err);
+    }
+    return OC_OK;
+}
+
 /* The project-domain ops outcore itself writes into the forward models it saves (--save):
  * FusedAttention, and the load-time rewrites' TopKOffsets (an ArgMax or TopK of
  * activations), ElementOffsets and GatherGrad (a gather or scatter-add at them), PowTensor
@@ -387,11 +407,12 @@ int ir_load_model_buffer(const uint8_t *buf, size_t len, const char *path, const
     if (onnx_import_buffer(buf, len, path, &g, err)) return OC_ERR;
     host_scan *scan = NULL;
     if (refuse_project_ops(g, path, err) || ir_bind_dims(g, o, err) ||
-        infer_all(g, scan = host_scan_new(g), err)) {
+        infer_all(g, scan = host_scan_new(g), err) || ir_bag_reductions(g, NULL, err)) {
         host_scan_free(scan);
         ir_graph_free(g);
         return OC_ERR;
     }
+    host_inputs_note(g);
     host_scan_free(scan);
     *out = g;
     return OC_OK;

@@ -33,6 +33,10 @@ int ir_bind_dims(ir_graph *g, const ir_bind_opts *o, oc_err *err);
  * input/output counts, and assigns tensor kinds. Fails naming the node. */
 int ir_infer_shapes(ir_graph *g, oc_err *err);
 
+/* Nodes [from, *to) a rewrite inserted into an inferred graph (ir/bag_reduce.c): each
+ * lowered where its op lowers (*to grows by the nodes that inserts) and inferred, in order.
+ * Fails naming the node. */
+int ir_infer_inserted(ir_graph *g, int from, int *to, oc_err *err);
 /* Import + bind + infer of a user's forward model, the pipeline every command
  * runs. A model may hold only standard ops: a node of the project's domain
  * (ai.outcore: backward, update and copy ops, whose arguments only a plan's

@@ -1,0 +1,304 @@
+/* bag_reduce.c — nn.EmbeddingBag's unrolled loop as one reduction (bag_reduce.h).
+ *
+ * A bag, as op_loop.c unrolls either exporter's loop body (If branches resolved):
+ *
+ *   legacy:  [Unsqueeze 0] <- Reduce(axes 0) <- Gather(table, S)   S = Slice(ids, s, e) on the host
+ *   default: Reduce(axes 0, keepdims) <- Slice(rows, s, e)         rows = the ids' rows, gathered once
+ *
+ * Reduce is ReduceSum, ReduceMean, Div(ReduceSum, e - s) (torch.export's last mean bag) or
+ * ReduceMax as extreme_lower (op_reduce.c) left it: Reshape <- MaxPool [1, e - s] <-
+ * Reshape <- Transpose (the reduced axis moved last). */
+#include "ir/bag_reduce.h"
+
+#include <string.h>
+
+#include "ir/host_inputs.h"
+#include "ir/ops/op_args.h"
+#include "ir/ops/op_rewrite.h"
+#include "ir/ops/op_util.h"
+#include "ir/shape_infer.h"
+
+typedef enum bag_mode { BAG_SUM, BAG_MEAN, BAG_MAX } bag_mode;
+
+#define BAG_CHAIN 32 /* nodes of one bag at most (the If branches leave Identity nodes) */
+
+/* One bag as matched: the rows it reduces are rows [start, end) of `rows` (default
+ * exporter), or the table gathered at ids[start, end) (legacy: ids a tensor of g->host). */
+typedef struct bag {
+    bag_mode mode;
+    int rows, table, ids;
+    int64_t start, end, divisor;   /* divisor: Div's, else 0 */
+    int gather;                    /* the legacy Gather (its attributes copied), else -1 */
+    int n_chain, chain[BAG_CHAIN]; /* g's nodes computing the bag, removed once rewritten */
+} bag;
+
+/* The node writing t when t is read by that one node only (and is no graph output). */
+static const ir_node *sole_producer(const ir_graph *g, int t) {
+    if (t < 0) return NULL;
+    const ir_tensor *x = &g->tensors[t];
+    if (x->producer < 0 || x->n_consumers != 1 || x->is_graph_output) return NULL;
+    return &g->nodes[x->producer];
+}
+
+/* Node n added to b's chain; false when the chain is full. */
+static bool chained(const ir_graph *g, bag *b, const ir_node *n) {
+    if (!n || b->n_chain >= BAG_CHAIN) return false;
+    b->chain[b->n_chain++] = (int)(n - g->nodes);
+    return true;
+}
+
+/* The node writing t, read once, past the Identity nodes a resolved If leaves (chained). */
+static const ir_node *producer_of(const ir_graph *g, int t, bag *b) {
+    const ir_node *n = sole_producer(g, t);
+    while (n && n->op == OP_IDENTITY && chained(g, b, n)) n = sole_producer(g, n->inputs[0]);
+    return n && n->op != OP_IDENTITY ? n : NULL;
+}
+
+/* The int64 values of t, a plan-time value of g (in g->host: an initializer of the host
+ * program, not a value computed on stand-in ids), count *n; or NULL. */
+static const int64_t *const_ints(const ir_graph *g, int t, int64_t *n) {
+    if (t < 0) return NULL;
+    const ir_tensor *x = &g->tensors[t];
+    bool host = g->host == NULL && x->producer < 0 && x->data_src == IR_DATA_INLINE;
+    if (!(op_is_value(x) || host) || x->dtype != IR_DTYPE_INT64 || !ir_tensor_numel(x, n) ||
+        x->data_bytes != (size_t)*n * sizeof(int64_t))
+        return NULL;
+    return x->data;
+}
+
+/* Node n's axes (input i from opset `from`, else the attribute) are exactly {axis}. */
+static bool axes_are(const ir_graph *g, const ir_node *n, int64_t from, int i, int64_t axis) {
+    const int64_t *v;
+    int64_t count;
+    if (g->opset >= from) {
+        if (n->n_inputs <= i || !(v = const_ints(g, n->inputs[i], &count))) return false;
+    } else {
+        int k = ir_attr_ints(n, "axes", &v);
+        count = k;
+    }
+    return count == 1 && v[0] == axis;
+}
+
+/* Slice node n of graph sg: one axis (0), step 1, plan-time bounds of its data's first dim,
+ * normalized into [*s, *e). */
+static bool slice_bounds(const ir_graph *sg, const ir_node *n, int64_t *s, int64_t *e) {
+    if (n->op != OP_SLICE || n->n_inputs < 3) return false;
+    const ir_tensor *x = &sg->tensors[n->inputs[0]];
+    int64_t c1, c2, c3, c4;
+    const int64_t *st = const_ints(sg, n->inputs[1], &c1), *en = const_ints(sg, n->inputs[2], &c2);
+    const int64_t *ax =
+        n->n_inputs > 3 && n->inputs[3] >= 0 ? const_ints(sg, n->inputs[3], &c3) : NULL;
+    const int64_t *sp =
+        n->n_inputs > 4 && n->inputs[4] >= 0 ? const_ints(sg, n->inputs[4], &c4) : NULL;
+    if (!st || !en || c1 != 1 || c2 != 1 || x->rank < 1) return false;
+    if (n->n_inputs > 3 && n->inputs[3] >= 0 &&
+        (!ax || c3 != 1 || (ax[0] != 0 && ax[0] != -x->rank)))
+        return false;
+    if (n->n_inputs > 4 && n->inputs[4] >= 0 && (!sp || c4 != 1 || sp[0] != 1)) return false;
+    int64_t len = x->dims[0], a = st[0], b = en[0];
+    if (a < 0) a += len;
+    if (b < 0) b += len;
+    *s = a < 0 ? 0 : a > len ? len : a;
+    *e = b < 0 ? 0 : b > len ? len : b;
+    return *e > *s;
+}
+
+/* The rows reduced, x, as a slice: of rows gathered once, or (legacy) of the table at a host
+ * slice of the ids. */
+static bool match_rows(const ir_graph *g, int x, bag *b) {
+    const ir_node *n = producer_of(g, x, b);
+    if (!n) return false;
+    if (n->op == OP_SLICE) {
+        if (!slice_bounds(g, n, &b->start, &b->end)) return false;
+        b->rows = n->inputs[0];
+        b->table = b->ids = b->gather = -1;
+    } else if (n->op == OP_GATHER && ir_attr_int(n, "axis", 0) == 0) {
+        const ir_node *s = host_inputs_producer(g, n->inputs[1]);
+        if (!s || g->tensors[n->inputs[1]].n_consumers != 1 ||
+            g->host->tensors[s->inputs[0]].rank != 1 ||
+            !slice_bounds(g->host, s, &b->start, &b->end))
+            return false;
+        b->table = n->inputs[0];
+        b->ids = s->inputs[0];
+        b->rows = -1;
+        b->gather = (int)(n - g->nodes);
+    } else {
+        return false;
+    }
+    return chained(g, b, n);
+}
+
+/* extreme_lower's ReduceMax over axis 0 of x, ending in node r (a Reshape): its x. */
+static int match_max(const ir_graph *g, const ir_node *r, bag *b) {
+    const ir_node *pool = producer_of(g, r->inputs[0], b);
+    if (!pool || pool->op != OP_MAX_POOL || pool->n_outputs > 1) return -1;
+    const int64_t *k, *pads, *strides;
+    int nk = ir_attr_ints(pool, "kernel_shape", &k), np = ir_attr_ints(pool, "pads", &pads),
+        ns = ir_attr_ints(pool, "strides", &strides);
+    if (nk != 2 || k[0] != 1 || np >= 0 || ns >= 0 || ir_attr_find(pool, "dilations") ||
+        ir_attr_int(pool, "ceil_mode", 0))
+        return -1;
+    const ir_node *rows = producer_of(g, pool->inputs[0], b);
+    if (!rows || rows->op != OP_RESHAPE) return -1;
+    const ir_node *moved = producer_of(g, rows->inputs[0], b);
+    if (!moved || moved->op != OP_TRANSPOSE) return -1;
+    const int64_t *perm;
+    int r_in = ir_attr_ints(moved, "perm", &perm);
+    if (r_in < 2 || perm[r_in - 1] != 0) return -1;
+    for (int d = 0; d + 1 < r_in; d++)
+        if (perm[d] != d + 1) return -1;
+    b->mode = BAG_MAX;
+    b->divisor = k[1]; /* the bag's size, checked against the slice */
+    bool room = chained(g, b, pool) && chained(g, b, rows) && chained(g, b, moved);
+    return room ? moved->inputs[0] : -1;
+}
+
+/* Concat input p as one bag: [1, D..] (or [D..] Unsqueezed). */
+static bool match_bag(const ir_graph *g, int p, bag *b) {
+    memset(b, 0, sizeof *b);
+    const ir_node *n = producer_of(g, p, b);
+    bool squeezed = false;
+    if (n && n->op == OP_UNSQUEEZE && axes_are(g, n, 13, 1, 0)) {
+        squeezed = chained(g, b, n);
+        n = producer_of(g, n->inputs[0], b);
+    }
+    if (!chained(g, b, n)) return false;
+    int x = -1;
+    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    if (n->op == OP_REDUCE_SUM || n->op == OP_REDUCE_MEAN) {
+        if (keep == squeezed || !axes_are(g, n, n->op == OP_REDUCE_SUM ? 13 : 18, 1, 0))
+            return false;
+        b->mode = n->op == OP_REDUCE_SUM ? BAG_SUM : BAG_MEAN;
+        x = n->inputs[0];
+    } else if (n->op == OP_DIV && !squeezed) { /* the sum over the bag's size */
+        double d;
+        const ir_node *sum = producer_of(g, n->inputs[0], b);
+        if (!op_in_scalar_f((ir_graph *)g, (ir_node *)n, 1, &d) || !sum ||
+            sum->op != OP_REDUCE_SUM || !ir_attr_int(sum, "keepdims", 1) ||
+            !axes_are(g, sum, 13, 1, 0) || !(d >= 1 && d <= 1e15) || d != (double)(int64_t)d)
+            return false;
+        b->mode = BAG_MEAN;
+        b->divisor = (int64_t)d;
+        if (!chained(g, b, sum)) return false;
+        x = sum->inputs[0];
+    } else if (n->op == OP_RESHAPE) {
+        x = match_max(g, n, b);
+    }
+    if (x < 0 || !match_rows(g, x, b)) return false;
+    /* the reduced rows [e - s, D..]; the bag [1, D..] or [D..] */
+    const ir_tensor *xt = &g->tensors[x], *pt = &g->tensors[p];
+    if (b->divisor && b->divisor != b->end - b->start) return false;
+    if (xt->rank != pt->rank || pt->dims[0] != 1 || xt->dims[0] != b->end - b->start) return false;
+    for (int d = 1; d < xt->rank; d++)
+        if (xt->dims[d] != pt->dims[d]) return false;
+    return true;
+}
+
+/* The inputs of Concat node c (axis 0) and of the Concats of groups it reads, in order,
+ * into leaves (at most cap); those Concats into groups. False past cap. */
+static bool concat_leaves(const ir_graph *g, int c, int *leaves, int *n, int cap, int *groups,
+                          int *n_groups) {
+    const ir_node *node = &g->nodes[c];
+    for (int k = 0; k < node->n_inputs; k++) {
+        int t = node->inputs[k];
+        const ir_node *inner = sole_producer(g, t);
+        if (inner && inner->op == OP_CONCAT && ir_attr_int(inner, "axis", -1) == 0) {
+            int ic = (int)(inner - g->nodes);
+            if (*n_groups >= cap) return false;
+            groups[(*n_groups)++] = ic;
+            if (!concat_leaves(g, ic, leaves, n, cap, groups, n_groups)) return false;
+            continue;
+        }
+        if (*n >= cap || t < 0) return false;
+        leaves[(*n)++] = t;
+    }
+    return true;
+}
+
+/* Whether the bags are alike and the equal consecutive slices covering their rows. */
+static bool bags_fixed(const ir_graph *g, const bag *bags, int n) {
+    const bag *a = &bags[0];
+    int64_t size = a->end - a->start;
+    int64_t len = a->rows >= 0 ? g->tensors[a->rows].dims[0] : g->host->tensors[a->ids].dims[0];
+    if (a->start != 0 || size * n != len) return false;
+    for (int i = 1; i < n; i++) {
+        const bag *b = &bags[i];
+        if (b->mode != a->mode || b->rows != a->rows || b->table != a->table || b->ids != a->ids ||
+            b->start != i * size || b->end != b->start + size)
+            return false;
+    }
+    return true;
+}
+
+/* Concat node c (its bags matched) replaced: [Gather(table, ids) ->] Reshape [n, L, D..] ->
+ * the reduction over axis 1, writing c's output; then c, its groups and the bags' chains
+ * removed (*done). */
+static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups, int n_groups,
+                   bool *done, oc_err *err) {
+    const bag *a = &bags[0];
+    const ir_tensor *from = &g->tensors[a->rows >= 0 ? a->rows : a->table];
+    int rank = from->rank + 1;            /* the rows, with the bag axis */
+    if (rank > IR_MAX_RANK) return OC_OK; /* no room for it: left unrolled */
+    int64_t dims[IR_MAX_RANK];
+    dims[0] = n, dims[1] = (a->end - a->start);
+    for (int d = 2; d < rank; d++) dims[d] = from->dims[d - 1];
+    bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof *remove);
+    for (int i = 0; i < n_groups; i++) remove[groups[i]] = true;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < bags[i].n_chain; j++) remove[bags[i].chain[j]] = true;
+    char *base = oc_strdup(g->nodes[c].name);
+    int at = c, rows = a->rows;
+    if (rows < 0) { /* legacy: the table's rows at all the ids, gathered once */
+        int ids = host_inputs_export(g, a->ids);
+        rows = op_rewrite_insert(g, at, base, "bag_rows", OP_GATHER, a->table, ids, -1);
+        const ir_attr *pad = ir_attr_find(&g->nodes[a->gather], OC_ATTR_PADDING_IDX);
+        if (pad) ir_node_add_attr(g, at, pad);
+        at++;
+    }
+    int bagged = op_rewrite_reshape(g, at++, base, "bags", rows, rank, dims);
+    int y = g->nodes[at].outputs[0];
+    int unrolled = op_rewrite_redirect(g, at, base, "unrolled");
+    op_kind k = a->mode == BAG_SUM    ? OP_REDUCE_SUM
+                : a->mode == BAG_MEAN ? OP_REDUCE_MEAN
+                                      : OP_REDUCE_MAX;
+    int64_t axis = 1;
+    op_rewrite_axes(g, at, base, "reduced", k, bagged, 1, &axis, k == OP_REDUCE_SUM ? 13 : 18, y);
+    op_rewrite_attr_int(g, at, "keepdims", 0);
+    oc_free(base);
+    int end = at + 1;
+    int rc = ir_infer_inserted(g, c, &end, err);
+    if (rc == OC_OK) { /* nodes before c kept their indices; c moved to end */
+        remove = oc_realloc(remove, ((size_t)g->n_nodes + 1) * sizeof *remove);
+        memset(remove + c, 0, (size_t)(g->n_nodes + 1 - c) * sizeof *remove);
+        remove[g->tensors[unrolled].producer] = true;
+        ir_graph_remove_nodes(g, remove);
+        *done = true;
+    }
+    oc_free(remove);
+    return rc;
+}
+
+int ir_bag_reductions(ir_graph *g, int *n_rewritten, oc_err *err) {
+    int cap = OP_MAX_SPLIT * OP_MAX_SPLIT, count = 0, rc = OC_OK;
+    int *leaves = oc_malloc((size_t)cap * sizeof *leaves);
+    int *groups = oc_malloc((size_t)cap * sizeof *groups);
+    bag *bags = oc_malloc((size_t)cap * sizeof *bags);
+    /* the outermost Concat first; after a rewrite (nodes removed) the scan starts again */
+    for (int c = g->n_nodes - 1; c >= 0 && rc == OC_OK; c--) {
+        const ir_node *n = &g->nodes[c];
+        int nl = 0, ng = 0;
+        if (n->op != OP_CONCAT || ir_attr_int(n, "axis", -1) != 0 ||
+            !concat_leaves(g, c, leaves, &nl, cap, groups, &ng) || nl < 2)
+            continue;
+        bool ok = true;
+        for (int i = 0; i < nl && ok; i++) ok = match_bag(g, leaves[i], &bags[i]);
+        if (!ok || !bags_fixed(g, bags, nl)) continue;
+        bool done = false;
+        rc = rewrite(g, c, bags, nl, groups, ng, &done, err);
+        if (done) count++, c = g->n_nodes;
+    }
+    if (rc == OC_OK && count) host_inputs_prune(g); /* the host's slices of the ids, unread */
+    oc_free(bags), oc_free(groups), oc_free(leaves);
+    if (n_rewritten) *n_rewritten = count;
+    return rc;
+}

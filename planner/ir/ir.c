@@ -490,7 +490,7 @@ int64_t ir_graph_bytes_of_kind(const ir_graph *g, ir_kind k) {
 void ir_keep_folded_initializers(ir_graph *g, const bool *remove) {
     for (int t = 0; t < g->n_tensors; t++) {
         ir_tensor *x = &g->tensors[t];
-        bool only = x->is_initializer && x->kind == IR_KIND_CONSTANT && x->n_consumers > 0;
+        bool only = x->is_model_initializer && x->kind == IR_KIND_CONSTANT && x->n_consumers > 0;
         for (int c = 0; c < x->n_consumers && only; c++) only = remove[x->consumers[c]];
         x->keep_unread = x->keep_unread || only;
     }

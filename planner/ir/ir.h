@@ -107,6 +107,10 @@ typedef struct ir_tensor {
     /* A model initializer only folded nodes read (a module's buffer): kept, unread, by
      * ir_graph_remove_nodes, so that --save writes it back (train_graph.c). */
     bool keep_unread;
+    /* An initializer of the model file's own graph (not a Loop body's, not one a load-time
+     * rewrite made, such as an unrolled loop's iteration numbers): only these are kept
+     * unread for --save. */
+    bool is_model_initializer;
     /* A graph input computed each step on the host from the model's integer inputs
      * (ir_graph.host; ir/host_inputs.h): RoBERTa's position ids from its token ids. */
     bool is_host_input;

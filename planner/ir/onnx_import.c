@@ -847,7 +847,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
         if (ir_tensor_find(g, tp->name) >= 0)
             return oc_fail(im->err, "%s: initializer '%s' is defined twice", im->path, tp->name);
         int t = ir_tensor_add(g, tp->name, IR_DTYPE_UNDEFINED);
-        g->tensors[t].is_initializer = true;
+        g->tensors[t].is_initializer = g->tensors[t].is_model_initializer = true;
         g->tensors[t].kind = IR_KIND_PARAMETER; /* refined by op roles later */
         if (tensor_from_proto(im, &g->tensors[t], tp)) return OC_ERR;
     }

@@ -317,7 +317,7 @@ static int scatter_nd_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
         }
         for (int64_t e = 0; e < slab; e++) offs[r * slab + e] = off * slab + e;
     }
-    idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
+    idx->keep_unread = idx->keep_unread || idx->is_model_initializer; /* --save writes it back */
     if (mode != 1) {
         int rc = scatter_extreme_lower(g, node, offs, numel, mode == 3, err);
         oc_free(offs);
@@ -844,7 +844,7 @@ static int gather_elements_lower(ir_graph *g, int node, bool *changed, oc_err *e
         }
     }
     int xt = n->inputs[0];
-    idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
+    idx->keep_unread = idx->keep_unread || idx->is_model_initializer; /* --save writes it back */
     int64_t idims[IR_MAX_RANK];
     int irank = idx->rank;
     memcpy(idims, idx->dims, sizeof idims);
@@ -1294,7 +1294,7 @@ static int scatter_elements_lower(ir_graph *g, int node, bool *changed, oc_err *
     const ir_attr *ra = ir_attr_find(n, "reduction");
     char *red = oc_strdup(ra && ra->type == IR_ATTR_STRING ? ra->s : "none");
     int xt = n->inputs[0], ut = n->inputs[2];
-    idx->keep_unread = idx->keep_unread || idx->is_initializer; /* --save writes it back */
+    idx->keep_unread = idx->keep_unread || idx->is_model_initializer; /* --save writes it back */
     char *base = oc_strdup(n->name);
     int rt = op_rewrite_ints(g, base, "rows", (int)(numel * rank), rows);
     int64_t rdims[2] = {numel, rank};

@@ -241,15 +241,7 @@ int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *
 int ir_node_insert(ir_graph *g, int at, const char *name, const char *op_type, const char *domain) {
     OC_ASSERT(at >= 0 && at <= g->n_nodes);
     int n = ir_node_add(g, name, op_type, domain); /* the last slot, then moved to at */
-    ir_node x = g->nodes[n];
-    memmove(&g->nodes[at + 1], &g->nodes[at], (size_t)(n - at) * sizeof(ir_node));
-    g->nodes[at] = x;
-    for (int t = 0; t < g->n_tensors; t++) {
-        ir_tensor *y = &g->tensors[t];
-        if (y->producer >= at) y->producer++;
-        for (int c = 0; c < y->n_consumers; c++)
-            if (y->consumers[c] >= at) y->consumers[c]++;
-    }
+    ir_nodes_move_tail(g, n, at);
     return at;
 }
 
@@ -263,11 +255,21 @@ void ir_nodes_move_tail(ir_graph *g, int from, int at) {
     memcpy(&g->nodes[at], tail, (size_t)k * sizeof *tail);
     oc_free(tail);
 #define MOVED(i) ((i) < at ? (i) : (i) < from ? (i) + k : at + (i)-from)
-    for (int t = 0; t < g->n_tensors; t++) {
-        ir_tensor *y = &g->tensors[t];
-        if (y->producer >= 0) y->producer = MOVED(y->producer);
-        for (int c = 0; c < y->n_consumers; c++) y->consumers[c] = MOVED(y->consumers[c]);
+    /* Only a tensor a node now at `at` or later reads or writes holds an index that moved
+     * (graph order: a rewrite inserting near the end touches few): each renumbered once. */
+    bool *seen = oc_calloc((size_t)g->n_tensors + 1, sizeof *seen);
+    for (int i = at; i < n; i++) {
+        const ir_node *node = &g->nodes[i];
+        for (int e = 0; e < node->n_inputs + node->n_outputs; e++) {
+            int t = e < node->n_inputs ? node->inputs[e] : node->outputs[e - node->n_inputs];
+            if (t < 0 || seen[t]) continue;
+            seen[t] = true;
+            ir_tensor *y = &g->tensors[t];
+            if (y->producer >= 0) y->producer = MOVED(y->producer);
+            for (int c = 0; c < y->n_consumers; c++) y->consumers[c] = MOVED(y->consumers[c]);
+        }
     }
+    oc_free(seen);
 #undef MOVED
 }
 

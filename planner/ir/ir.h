@@ -244,7 +244,8 @@ int ir_node_add(ir_graph *g, const char *name, const char *op_type, const char *
 int ir_node_insert(ir_graph *g, int at, const char *name, const char *op_type, const char *domain);
 /* Moves the nodes from index `from` on (added last) to index at <= from, the nodes at
  * [at, from) after them; every producer and consumer index follows. One pass over the
- * tensors, however many nodes move (ir_node_insert is one pass per node). */
+ * nodes from `at` on and the tensors they touch, however many move (ir_node_insert is one
+ * such pass per node: rewrites of many nodes add theirs last, then move them here). */
 void ir_nodes_move_tail(ir_graph *g, int from, int at);
 /* Appends tensor t (or -1 for an omitted input) as the next input; records the use. */
 void ir_node_add_input(ir_graph *g, int node, int t);

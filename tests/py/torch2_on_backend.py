@@ -23,13 +23,17 @@ import test_torch2_exports as T  # noqa: E402
 # a Pad before each Conv at load); its default export writes the Pads itself. tiny_mvit's
 # writes tensor_split as a Loop over a sequence and a shape test as an If (unrolled, inlined).
 # tiny_gather_pick's gathers and tiny_scatter_add's scatter-adds at an integer input's
-# indices (offsets folded on the host).
-LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick", "tiny_scatter_add"}
+# indices (offsets folded on the host). tiny_embedding_bag(_many)'s loops over the bags
+# (fixed-size bags one reduction at load, uneven ones unrolled).
+LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick", "tiny_scatter_add",
+              "tiny_embedding_bag", "tiny_embedding_bag_many"}
 # Fixtures only the legacy exporter writes (torch.export cannot trace the packing): packed
 # sequences, their lengths sorted (TopK) and unsorted on the host each step.
 LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
-# Fixtures outside T.MODELS (a second, integer input: test_torch2_exports' check_integer_inputs).
-EXTRA = LEGACY_ONLY + ["tiny_gather_pick", "tiny_scatter_add"]
+# Fixtures outside T.MODELS (an integer input: test_torch2_exports' check_integer_inputs,
+# check_embedding_bags).
+EXTRA = LEGACY_ONLY + ["tiny_gather_pick", "tiny_scatter_add", "tiny_embedding_bag",
+                       "tiny_embedding_bag_many"]
 
 
 def main():

@@ -136,7 +136,7 @@ static int match_max(const ir_graph *g, const ir_node *r, bag *b) {
     int nk = ir_attr_ints(pool, "kernel_shape", &k), np = ir_attr_ints(pool, "pads", &pads),
         ns = ir_attr_ints(pool, "strides", &strides);
     if (nk != 2 || k[0] != 1 || np >= 0 || ns >= 0 || ir_attr_find(pool, "dilations") ||
-        ir_attr_int(pool, "ceil_mode", 0))
+        ir_attr_find(pool, "auto_pad") || ir_attr_int(pool, "ceil_mode", 0))
         return -1;
     const ir_node *rows = producer_of(g, pool->inputs[0], b);
     if (!rows || rows->op != OP_RESHAPE) return -1;

@@ -194,19 +194,20 @@ static bool match_bag(const ir_graph *g, int p, bag *b) {
     return true;
 }
 
-/* The inputs of Concat node c (axis 0) and of the Concats of groups it reads, in order,
- * into leaves (at most cap); those Concats into groups. False past cap. */
-static bool concat_leaves(const ir_graph *g, int c, int *leaves, int *n, int cap, int *groups,
-                          int *n_groups) {
+/* The inputs of Concat node c (axis 0) and, one level down (op_rewrite_concat_groups' only
+ * level), of the Concats of groups it reads, in order, into leaves (at most cap); those
+ * Concats into groups. False past cap. */
+static bool concat_leaves(const ir_graph *g, int c, bool top, int *leaves, int *n, int cap,
+                          int *groups, int *n_groups) {
     const ir_node *node = &g->nodes[c];
     for (int k = 0; k < node->n_inputs; k++) {
         int t = node->inputs[k];
-        const ir_node *inner = sole_producer(g, t);
+        const ir_node *inner = top ? sole_producer(g, t) : NULL;
         if (inner && inner->op == OP_CONCAT && ir_attr_int(inner, "axis", -1) == 0) {
             int ic = (int)(inner - g->nodes);
             if (*n_groups >= cap) return false;
             groups[(*n_groups)++] = ic;
-            if (!concat_leaves(g, ic, leaves, n, cap, groups, n_groups)) return false;
+            if (!concat_leaves(g, ic, false, leaves, n, cap, groups, n_groups)) return false;
             continue;
         }
         if (*n >= cap || t < 0) return false;
@@ -232,9 +233,9 @@ static bool bags_fixed(const ir_graph *g, const bag *bags, int n) {
 
 /* Concat node c (its bags matched) replaced: [Gather(table, ids) ->] Reshape [n, L, D..] ->
  * the reduction over axis 1, writing c's output; then c, its groups and the bags' chains
- * removed (*done). */
+ * removed; *next: the reduction's index then (-1: nothing done). */
 static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups, int n_groups,
-                   bool *done, oc_err *err) {
+                   int *next, oc_err *err) {
     const bag *a = &bags[0];
     const ir_tensor *from = &g->tensors[a->rows >= 0 ? a->rows : a->table];
     int rank = from->rank + 1;            /* the rows, with the bag axis */
@@ -271,8 +272,11 @@ static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups
         remove = oc_realloc(remove, ((size_t)g->n_nodes + 1) * sizeof *remove);
         memset(remove + c, 0, (size_t)(g->n_nodes + 1 - c) * sizeof *remove);
         remove[g->tensors[unrolled].producer] = true;
-        ir_graph_remove_nodes(g, remove);
-        *done = true;
+        int reduced = g->tensors[y].producer,
+            *moved = oc_malloc((size_t)g->n_nodes * sizeof *moved);
+        ir_graph_remove_nodes_map(g, remove, moved, NULL);
+        *next = moved[reduced];
+        oc_free(moved);
     }
     oc_free(remove);
     return rc;
@@ -283,19 +287,19 @@ int ir_bag_reductions(ir_graph *g, int *n_rewritten, oc_err *err) {
     int *leaves = oc_malloc((size_t)cap * sizeof *leaves);
     int *groups = oc_malloc((size_t)cap * sizeof *groups);
     bag *bags = oc_malloc((size_t)cap * sizeof *bags);
-    /* the outermost Concat first; after a rewrite (nodes removed) the scan starts again */
+    /* the outermost Concat first, from the last node back */
     for (int c = g->n_nodes - 1; c >= 0 && rc == OC_OK; c--) {
         const ir_node *n = &g->nodes[c];
         int nl = 0, ng = 0;
         if (n->op != OP_CONCAT || ir_attr_int(n, "axis", -1) != 0 ||
-            !concat_leaves(g, c, leaves, &nl, cap, groups, &ng) || nl < 2)
+            !concat_leaves(g, c, true, leaves, &nl, cap, groups, &ng) || nl < 2)
             continue;
         bool ok = true;
         for (int i = 0; i < nl && ok; i++) ok = match_bag(g, leaves[i], &bags[i]);
         if (!ok || !bags_fixed(g, bags, nl)) continue;
-        bool done = false;
-        rc = rewrite(g, c, bags, nl, groups, ng, &done, err);
-        if (done) count++, c = g->n_nodes;
+        int next = -1;
+        rc = rewrite(g, c, bags, nl, groups, ng, &next, err);
+        if (next >= 0) count++, c = next; /* the nodes after it are scanned, and unchanged */
     }
     if (rc == OC_OK && count) host_inputs_prune(g); /* the host's slices of the ids, unread */
     oc_free(bags), oc_free(groups), oc_free(leaves);

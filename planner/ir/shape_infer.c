@@ -282,6 +282,16 @@ static int drop_sequences(ir_graph *g, const char *path, oc_err *err) {
     return OC_OK;
 }
 
+/* Node i's arity checked and, where its op lowers, the lowering run (*lowered: nodes were
+ * inserted at i, to infer first). Fails naming the node. */
+static int lower_node(ir_graph *g, int i, const char *path, bool *lowered, oc_err *err) {
+    ir_node *n = &g->nodes[i];
+    const op_def *d = op_def_of(n); /* the importer rejects unsupported ops */
+    if (check_arity(n, d, err) || (d->lower && d->lower(g, i, lowered, err)))
+        return node_fail(g, path, &g->nodes[i], err);
+    return OC_OK;
+}
+
 static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     bool *flows = float_flow(g);
@@ -320,10 +330,8 @@ static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
                            path, IR_MAX_TOTAL_BYTES);
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
-        const op_def *d = op_def_of(n); /* the importer rejects unsupported ops */
         bool lowered = false;
-        if (check_arity(n, d, err) || (d->lower && d->lower(g, i, &lowered, err)))
-            return node_fail(g, path, &g->nodes[i], err);
+        if (lower_node(g, i, path, &lowered, err)) return OC_ERR;
         if (lowered) { /* nodes inserted at i: infer them first */
             i--;
             continue;
@@ -355,12 +363,10 @@ int ir_infer_shapes(ir_graph *g, oc_err *err) { return infer_all(g, NULL, err); 
 int ir_infer_inserted(ir_graph *g, int from, int *to, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     for (int i = from; i < *to; i++) {
-        ir_node *n = &g->nodes[i];
-        const op_def *d = op_def_of(n);
         bool lowered = false;
         int before = g->n_nodes;
-        if (check_arity(n, d, err) || (d->lower && d->lower(g, i, &lowered, err)))
-            return node_fail(g, path, &g->nodes[i], err);
+        if (lower_node(g, i, path, &lowered, err)) return OC_ERR;
+        ir_node *n = &g->nodes[i];
         if (lowered) { /* nodes inserted at i: infer them first */
             *to += g->n_nodes - before;
             i--;

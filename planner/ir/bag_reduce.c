@@ -282,7 +282,7 @@ static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups
     return rc;
 }
 
-int ir_bag_reductions(ir_graph *g, int *n_rewritten, oc_err *err) {
+int ir_bag_reductions(ir_graph *g, oc_err *err) {
     int cap = OP_MAX_SPLIT * OP_MAX_SPLIT, count = 0, rc = OC_OK;
     int *leaves = oc_malloc((size_t)cap * sizeof *leaves);
     int *groups = oc_malloc((size_t)cap * sizeof *groups);
@@ -303,6 +303,5 @@ int ir_bag_reductions(ir_graph *g, int *n_rewritten, oc_err *err) {
     }
     if (rc == OC_OK && count) host_inputs_prune(g); /* the host's slices of the ids, unread */
     oc_free(bags), oc_free(groups), oc_free(leaves);
-    if (n_rewritten) *n_rewritten = count;
     return rc;
 }

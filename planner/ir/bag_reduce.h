@@ -18,8 +18,8 @@
 
 #include "ir/ir.h"
 
-/* Every such Concat of g (inferred, its host program built) rewritten; *n_rewritten counts
- * them (may be NULL). Fails naming the node only where inferring the new nodes fails. */
-int ir_bag_reductions(ir_graph *g, int *n_rewritten, oc_err *err);
+/* Every such Concat of g (inferred, its host program built) rewritten. Fails naming the
+ * node only where inferring the new nodes fails. */
+int ir_bag_reductions(ir_graph *g, oc_err *err);
 
 #endif

@@ -413,7 +413,7 @@ int ir_load_model_buffer(const uint8_t *buf, size_t len, const char *path, const
     if (onnx_import_buffer(buf, len, path, &g, err)) return OC_ERR;
     host_scan *scan = NULL;
     if (refuse_project_ops(g, path, err) || ir_bind_dims(g, o, err) ||
-        infer_all(g, scan = host_scan_new(g), err) || ir_bag_reductions(g, NULL, err)) {
+        infer_all(g, scan = host_scan_new(g), err) || ir_bag_reductions(g, err)) {
         host_scan_free(scan);
         ir_graph_free(g);
         return OC_ERR;

@@ -526,6 +526,27 @@ class TinyEmbeddingBagMany(nn.Module):
         return self.fc(torch.cat([self.max(ids), self.sum(ids) + uneven.mean(0)], 1))
 
 
+class TinyEmbeddingBagOffsets(nn.Module):
+    """nn.EmbeddingBag with its offsets given at run time (a recommender's multi-hot features,
+    fastText's documents of any length): sum and mean bags of a flat id input [L] cut by an
+    offsets input [N] (bags of uneven sizes, empty ones among them), beside a dense input.
+    torch's legacy exporter writes a Loop over the bags that slices the ids from one offset to
+    the next; outcore sums each id's row into its bag by a scatter-add at bag indices the host
+    computes from the offsets each step (planner/ir/bag_reduce.c). torch.export's loop tests
+    each bag for emptiness at run time, which outcore refuses at load. Inputs: x [N, 8],
+    ids [L] (int64 in [0, 12)), offsets [N] (int64, ascending, the first 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.sum = nn.EmbeddingBag(12, 4, mode="sum")
+        self.mean = nn.EmbeddingBag(12, 4, mode="mean")
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x, ids, offsets):
+        import torch
+        return self.fc(torch.cat([self.sum(ids, offsets), self.mean(ids, offsets), x], 1))
+
+
 def torch_randn(*shape):
     import torch
     return torch.randn(*shape)

@@ -606,6 +606,22 @@ def cmd_fixtures(args):
         arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag_many", args.out)
         np.savez_compressed(os.path.join(args.out, "tiny_embedding_bag_many.ref.npz"), **arrays)
         print(f"tiny_embedding_bag_many: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_embedding_bag_offsets" in only:  # ids and offsets: integer inputs
+        from tiny_models import TinyEmbeddingBagOffsets
+        torch.manual_seed(0)
+        model = no_randomness(TinyEmbeddingBagOffsets())
+        g = torch.Generator().manual_seed(131)
+        ids = torch.tensor([1, 3, 3, 11, 0, 7, 2, 9, 2, 2, 4])
+        y = torch.randint(0, 10, (4,), generator=g)
+        # two batches of one plan: the same shapes, other offsets (empty bags at the start,
+        # inside, at the end); the legacy exporter only (torch.export's is refused)
+        for tag, offsets in (("", [0, 3, 3, 7]), ("_b", [0, 0, 10, 11])):
+            x = (torch.randn(4, 8, generator=g), ids, torch.tensor(offsets))
+            arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag_offsets", args.out,
+                                              ("legacy",))
+            np.savez_compressed(os.path.join(args.out, f"tiny_embedding_bag_offsets{tag}.ref.npz"),
+                                **arrays)
+        print(f"tiny_embedding_bag_offsets: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_scatter_add" in only:  # edges as a second, integer input
         from tiny_models import TinyScatterAdd
         torch.manual_seed(0)

@@ -7,7 +7,8 @@
  *
  * Reduce is ReduceSum, ReduceMean, Div(ReduceSum, e - s) (torch.export's last mean bag) or
  * ReduceMax as extreme_lower (op_reduce.c) left it: Reshape <- MaxPool [1, e - s] <-
- * Reshape <- Transpose (the reduced axis moved last). */
+ * Reshape <- Transpose (the reduced axis moved last). s and e are plan-time values, or
+ * (legacy, sum and mean) host values E[i] and E[i + 1] of one host tensor E. */
 #include "ir/bag_reduce.h"
 
 #include <string.h>
@@ -27,7 +28,8 @@ typedef enum bag_mode { BAG_SUM, BAG_MEAN, BAG_MAX } bag_mode;
 typedef struct bag {
     bag_mode mode;
     int rows, table, ids;
-    int64_t start, end, divisor;   /* divisor: Div's, else 0 */
+    int ext;                       /* run-time bounds: the host tensor they are elements of */
+    int64_t start, end, divisor;   /* divisor: Div's, else 0; with ext: indices into it */
     int gather;                    /* the legacy Gather (its attributes copied), else -1 */
     int n_chain, chain[BAG_CHAIN]; /* g's nodes computing the bag, removed once rewritten */
 } bag;
@@ -56,11 +58,17 @@ static const ir_node *producer_of(const ir_graph *g, int t, bag *b) {
 
 /* The int64 values of t, a plan-time value of g (in g->host: an initializer of the host
  * program, not a value computed on stand-in ids), count *n; or NULL. */
+static bool is_host_program(const ir_graph *g) {
+    return g->host == NULL && g->name && strcmp(g->name, HOST_INPUTS_FUNCTION) == 0;
+}
+
 static const int64_t *const_ints(const ir_graph *g, int t, int64_t *n) {
     if (t < 0) return NULL;
     const ir_tensor *x = &g->tensors[t];
-    bool host = g->host == NULL && x->producer < 0 && x->data_src == IR_DATA_INLINE;
-    if (!(op_is_value(x) || host) || x->dtype != IR_DTYPE_INT64 || !ir_tensor_numel(x, n) ||
+    bool host = is_host_program(g);
+    if (host && x->producer >= 0) return NULL; /* computed on the stand-in ids */
+    bool value = op_is_value(x) || (host && x->data_src == IR_DATA_INLINE);
+    if (!value || x->dtype != IR_DTYPE_INT64 || !ir_tensor_numel(x, n) ||
         x->data_bytes != (size_t)*n * sizeof(int64_t))
         return NULL;
     return x->data;
@@ -79,28 +87,97 @@ static bool axes_are(const ir_graph *g, const ir_node *n, int64_t from, int i, i
     return count == 1 && v[0] == axis;
 }
 
+/* Slice node n of graph sg along its data's first axis (axes absent or that one), step 1,
+ * its bounds whatever they are. */
+static bool slice_rows_only(const ir_graph *sg, const ir_node *n) {
+    if (n->op != OP_SLICE || n->n_inputs < 3) return false;
+    int rank = sg->tensors[n->inputs[0]].rank;
+    int64_t c3, c4;
+    bool has_ax = n->n_inputs > 3 && n->inputs[3] >= 0,
+         has_sp = n->n_inputs > 4 && n->inputs[4] >= 0;
+    const int64_t *ax = has_ax ? const_ints(sg, n->inputs[3], &c3) : NULL;
+    const int64_t *sp = has_sp ? const_ints(sg, n->inputs[4], &c4) : NULL;
+    return rank >= 1 && (!has_ax || (ax && c3 == 1 && (ax[0] == 0 || ax[0] == -rank))) &&
+           (!has_sp || (sp && c4 == 1 && sp[0] == 1));
+}
+
 /* Slice node n of graph sg: one axis (0), step 1, plan-time bounds of its data's first dim,
  * normalized into [*s, *e). */
 static bool slice_bounds(const ir_graph *sg, const ir_node *n, int64_t *s, int64_t *e) {
-    if (n->op != OP_SLICE || n->n_inputs < 3) return false;
+    if (!slice_rows_only(sg, n)) return false;
     const ir_tensor *x = &sg->tensors[n->inputs[0]];
-    int64_t c1, c2, c3, c4;
+    int64_t c1, c2;
     const int64_t *st = const_ints(sg, n->inputs[1], &c1), *en = const_ints(sg, n->inputs[2], &c2);
-    const int64_t *ax =
-        n->n_inputs > 3 && n->inputs[3] >= 0 ? const_ints(sg, n->inputs[3], &c3) : NULL;
-    const int64_t *sp =
-        n->n_inputs > 4 && n->inputs[4] >= 0 ? const_ints(sg, n->inputs[4], &c4) : NULL;
-    if (!st || !en || c1 != 1 || c2 != 1 || x->rank < 1) return false;
-    if (n->n_inputs > 3 && n->inputs[3] >= 0 &&
-        (!ax || c3 != 1 || (ax[0] != 0 && ax[0] != -x->rank)))
-        return false;
-    if (n->n_inputs > 4 && n->inputs[4] >= 0 && (!sp || c4 != 1 || sp[0] != 1)) return false;
+    if (!st || !en || c1 != 1 || c2 != 1) return false;
     int64_t len = x->dims[0], a = st[0], b = en[0];
     if (a < 0) a += len;
     if (b < 0) b += len;
     *s = a < 0 ? 0 : a > len ? len : a;
     *e = b < 0 ? 0 : b > len ? len : b;
     return *e > *s;
+}
+
+/* Element j of the 1-D int64 tensor x of host program h, as a slice of x reads it: through
+ * Slices of x from a plan-time start (step 1), down to the tensor x is a slice of: *base. */
+static bool element_of(const ir_graph *h, int x, int64_t j, int *base, int64_t *at) {
+    for (int hops = 0; hops < 8; hops++) {
+        const ir_tensor *xt = &h->tensors[x];
+        if (xt->rank != 1 || xt->dtype != IR_DTYPE_INT64 || xt->dims[0] < 1) return false;
+        if (j < 0) j += xt->dims[0];
+        if (j < 0 || j >= xt->dims[0]) return false;
+        const ir_node *p = xt->producer >= 0 ? &h->nodes[xt->producer] : NULL;
+        int64_t c1;
+        const int64_t *st = p && slice_rows_only(h, p) ? const_ints(h, p->inputs[1], &c1) : NULL;
+        const ir_tensor *from = st && c1 == 1 ? &h->tensors[p->inputs[0]] : NULL;
+        if (!from || from->rank != 1) {
+            *base = x, *at = j;
+            return true;
+        }
+        int64_t a = st[0] < 0 ? st[0] + from->dims[0] : st[0];
+        j += a < 0 ? 0 : a > from->dims[0] ? from->dims[0] : a;
+        x = p->inputs[0];
+    }
+    return false;
+}
+
+/* A bound of a host Slice, t: one element of a host tensor (Gather at one plan-time index,
+ * or a one-element Slice, through Unsqueeze / Reshape / Squeeze / Identity): the tensor it
+ * is ultimately a slice of, *base, and the element's index there, *at. */
+static bool host_element(const ir_graph *h, int t, int *base, int64_t *at) {
+    for (int hops = 0; hops < 8 && t >= 0; hops++) {
+        const ir_tensor *x = &h->tensors[t];
+        int64_t count, c;
+        if (x->dtype != IR_DTYPE_INT64 || !ir_tensor_numel(x, &count) || count != 1 ||
+            x->producer < 0)
+            return false;
+        const ir_node *p = &h->nodes[x->producer];
+        const int64_t *k;
+        if (p->op == OP_UNSQUEEZE || p->op == OP_RESHAPE || p->op == OP_SQUEEZE ||
+            p->op == OP_IDENTITY) {
+            t = p->inputs[0];
+        } else if (p->op == OP_GATHER && ir_attr_int(p, "axis", 0) == 0 && p->n_inputs == 2 &&
+                   (k = const_ints(h, p->inputs[1], &c)) && c == 1) {
+            return element_of(h, p->inputs[0], k[0], base, at);
+        } else if (p->op == OP_SLICE && p->n_inputs >= 2 && (k = const_ints(h, p->inputs[1], &c)) &&
+                   c == 1) {
+            return element_of(h, p->inputs[0], k[0], base, at); /* its one element: count 1 */
+        } else {
+            return false;
+        }
+    }
+    return false;
+}
+
+/* Bounds lo and hi (tensors of host program h) from one element of a host tensor to the next
+ * (legacy export with offsets given at run time: Concat(offsets, [len])[i], its [1:][i]):
+ * b->ext that tensor, b->start and b->end the two elements' indices. */
+static bool run_time_bounds(const ir_graph *h, int lo, int hi, bag *b) {
+    int e1, e2;
+    if (lo < 0 || hi < 0 || !host_element(h, lo, &e1, &b->start) ||
+        !host_element(h, hi, &e2, &b->end) || e1 != e2 || b->end != b->start + 1)
+        return false;
+    b->ext = e1;
+    return true;
 }
 
 /* The rows reduced, x, as a slice: of rows gathered once, or (legacy) of the table at a host
@@ -116,7 +193,9 @@ static bool match_rows(const ir_graph *g, int x, bag *b) {
         const ir_node *s = host_inputs_producer(g, n->inputs[1]);
         if (!s || g->tensors[n->inputs[1]].n_consumers != 1 ||
             g->host->tensors[s->inputs[0]].rank != 1 ||
-            !slice_bounds(g->host, s, &b->start, &b->end))
+            (!slice_bounds(g->host, s, &b->start, &b->end) &&
+             !(slice_rows_only(g->host, s) &&
+               run_time_bounds(g->host, s->inputs[1], s->inputs[2], b))))
             return false;
         b->table = n->inputs[0];
         b->ids = s->inputs[0];
@@ -156,6 +235,7 @@ static int match_max(const ir_graph *g, const ir_node *r, bag *b) {
 /* Concat input p as one bag: [1, D..] (or [D..] Unsqueezed). */
 static bool match_bag(const ir_graph *g, int p, bag *b) {
     memset(b, 0, sizeof *b);
+    b->ext = -1;
     const ir_node *n = producer_of(g, p, b);
     bool squeezed = false;
     if (n && n->op == OP_UNSQUEEZE && axes_are(g, n, 13, 1, 0)) {
@@ -187,8 +267,11 @@ static bool match_bag(const ir_graph *g, int p, bag *b) {
     if (x < 0 || !match_rows(g, x, b)) return false;
     /* the reduced rows [e - s, D..]; the bag [1, D..] or [D..] */
     const ir_tensor *xt = &g->tensors[x], *pt = &g->tensors[p];
+    if (b->ext >= 0 && (b->mode == BAG_MAX || b->divisor)) return false; /* sum, mean only */
     if (b->divisor && b->divisor != b->end - b->start) return false;
-    if (xt->rank != pt->rank || pt->dims[0] != 1 || xt->dims[0] != b->end - b->start) return false;
+    if (xt->rank != pt->rank || pt->dims[0] != 1 ||
+        (b->ext < 0 && xt->dims[0] != b->end - b->start))
+        return false;
     for (int d = 1; d < xt->rank; d++)
         if (xt->dims[d] != pt->dims[d]) return false;
     return true;
@@ -221,34 +304,122 @@ static bool bags_fixed(const ir_graph *g, const bag *bags, int n) {
     const bag *a = &bags[0];
     int64_t size = a->end - a->start;
     int64_t len = a->rows >= 0 ? g->tensors[a->rows].dims[0] : g->host->tensors[a->ids].dims[0];
-    if (a->start != 0 || size * n != len) return false;
+    if (a->ext >= 0 || a->start != 0 || size * n != len) return false;
     for (int i = 1; i < n; i++) {
         const bag *b = &bags[i];
         if (b->mode != a->mode || b->rows != a->rows || b->table != a->table || b->ids != a->ids ||
-            b->start != i * size || b->end != b->start + size)
+            b->ext >= 0 || b->start != i * size || b->end != b->start + size)
             return false;
     }
     return true;
 }
 
-/* Concat node c (its bags matched) replaced: [Gather(table, ids) ->] Reshape [n, L, D..] ->
- * the reduction over axis 1, writing c's output; then c, its groups and the bags' chains
- * removed; *next: the reduction's index then (-1: nothing done). */
+/* Slice(x, [lo], [hi], axes [0]) inserted at `at` of g, writing y (or "<base>/<what>"). */
+static int slice_rows(ir_graph *g, int at, const char *base, const char *what, int x, int64_t lo,
+                      int64_t hi, int y) {
+    char *s = oc_sprintf("%s_bounds", what);
+    int64_t zero = 0;
+    int a = op_rewrite_ints(g, base, s, 1, &lo), b = -1, ax = -1;
+    oc_free(s);
+    s = oc_sprintf("%s_end", what);
+    b = op_rewrite_ints(g, base, s, 1, &hi);
+    oc_free(s);
+    s = oc_sprintf("%s_axes", what);
+    ax = op_rewrite_ints(g, base, s, 1, &zero);
+    oc_free(s);
+    y = op_rewrite_insert(g, at, base, what, OP_SLICE, x, a, y);
+    ir_node_add_input(g, at, b);
+    ir_node_add_input(g, at, ax);
+    return y;
+}
+
+/* Run-time bags' host values, computed by nodes appended to g->host from b->ext (the n + 1
+ * bounds E) and evaluated on its stand-in values: *seg, each id's bag + 1 (0 before E[0],
+ * n + 1 from E[n] on): how many bounds are at or below its position, the CumSum of ones
+ * scatter-added at the bounds; *sizes (mean bags), each bag's size, at least 1, as [n, 1]
+ * of the table's type, else -1. Both given to g (host inputs). */
+static int host_segments(ir_graph *g, const bag *a, int n, const char *base, int *seg, int *sizes,
+                         oc_err *err) {
+    ir_graph *h = g->host;
+    int first = h->n_nodes, sz = -1;
+    int64_t len = h->tensors[a->ids].dims[0], marks_len = len + 1, zero = 0, one = 1;
+    char *hb = oc_sprintf("%s%s", HOST_INPUTS_PREFIX, base);
+    int64_t *ones = oc_malloc(((size_t)n + 1) * sizeof *ones);
+    for (int i = 0; i <= n; i++) ones[i] = 1;
+    int zeros = op_rewrite_constant(h, hb, "bag_marks_zeros", IR_DTYPE_INT64, 1, &marks_len, NULL);
+    int ones_t = op_rewrite_ints(h, hb, "bag_marks_ones", n + 1, ones);
+    oc_free(ones);
+    int k = h->n_nodes;
+    int marks = op_rewrite_insert(h, k, hb, "bag_marks", OP_SCATTER_ELEMENTS, zeros, a->ext, -1);
+    ir_node_add_input(h, k, ones_t);
+    ir_attr add = {.name = "reduction", .type = IR_ATTR_STRING, .s = (char *)"add"};
+    ir_node_add_attr(h, k, &add);
+    int axis = op_rewrite_ints(h, hb, "bag_cum_axis", 1, &zero);
+    int cum = op_rewrite_insert(h, h->n_nodes, hb, "bag_cum", OP_CUM_SUM, marks, axis, -1);
+    int sg = slice_rows(h, h->n_nodes, hb, "bag_segments", cum, 0, len, -1);
+    if (a->mode == BAG_MEAN) {
+        int hi = slice_rows(h, h->n_nodes, hb, "bag_ends", a->ext, 1, n + 1, -1);
+        int lo = slice_rows(h, h->n_nodes, hb, "bag_starts", a->ext, 0, n, -1);
+        int cnt = op_rewrite_insert(h, h->n_nodes, hb, "bag_counts", OP_SUB, hi, lo, -1);
+        int one_t = op_rewrite_ints(h, hb, "bag_one", 1, &one);
+        int at_least = op_rewrite_insert(h, h->n_nodes, hb, "bag_counts_1", OP_MAX, cnt, one_t, -1);
+        k = h->n_nodes;
+        int f = op_rewrite_insert(h, k, hb, "bag_counts_f", OP_CAST, at_least, -1, -1);
+        op_rewrite_attr_int(h, k, "to", g->tensors[a->rows >= 0 ? a->rows : a->table].dtype);
+        int64_t dims[2] = {n, 1};
+        sz = op_rewrite_reshape(h, h->n_nodes, hb, "bag_sizes", f, 2, dims);
+    }
+    oc_free(hb);
+    for (int i = first; i < h->n_nodes; i++) { /* as host_inputs_eval runs them */
+        ir_node *node = &h->nodes[i];
+        if (op_infer(h, node, err))
+            return oc_fail_prefix(err, "%s: host input node '%s' (%s)", g->model_path, node->name,
+                                  node->op_type);
+        for (int o = 0; o < node->n_outputs; o++) {
+            ir_tensor *y = ir_node_out(h, node, o);
+            if (y && y->data_src != IR_DATA_INLINE)
+                return oc_fail(err,
+                               "%s: host input node '%s' (%s): '%s' is not computed by folding",
+                               g->model_path, node->name, node->op_type, y->name);
+            if (y) y->kind = IR_KIND_CONSTANT;
+        }
+    }
+    *seg = host_inputs_export(g, sg);
+    *sizes = sz >= 0 ? host_inputs_export(g, sz) : -1;
+    return OC_OK;
+}
+
+/* Concat node c (its bags matched) replaced, writing its output: fixed-size bags by
+ * [Gather(table, ids) ->] Reshape [n, L, D..] -> the reduction over axis 1; run-time bags by
+ * Gather(table, ids) -> GatherGrad at the ids' bags + 1 (host_segments) into [n + 2, D..] ->
+ * its rows 1..n [-> Div by the bags' sizes]. Then c, its groups and the bags' chains
+ * removed; *next: the last new node's index then (-1: nothing done). */
 static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups, int n_groups,
                    int *next, oc_err *err) {
     const bag *a = &bags[0];
+    bool run_time = a->ext >= 0;
     const ir_tensor *from = &g->tensors[a->rows >= 0 ? a->rows : a->table];
     int rank = from->rank + 1;            /* the rows, with the bag axis */
     if (rank > IR_MAX_RANK) return OC_OK; /* no room for it: left unrolled */
     int64_t dims[IR_MAX_RANK];
-    dims[0] = n, dims[1] = (a->end - a->start);
-    for (int d = 2; d < rank; d++) dims[d] = from->dims[d - 1];
+    if (run_time) { /* the sums: the ids before the first bag, the bags, those past the last */
+        rank = from->rank;
+        dims[0] = n + 2;
+        for (int d = 1; d < rank; d++) dims[d] = from->dims[d];
+    } else {
+        dims[0] = n, dims[1] = a->end - a->start;
+        for (int d = 2; d < rank; d++) dims[d] = from->dims[d - 1];
+    }
+    char *base = oc_strdup(g->nodes[c].name);
+    int at = c, rows = a->rows, seg = -1, sizes = -1;
+    if (run_time && host_segments(g, a, n, base, &seg, &sizes, err)) {
+        oc_free(base);
+        return OC_ERR;
+    }
     bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof *remove);
     for (int i = 0; i < n_groups; i++) remove[groups[i]] = true;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < bags[i].n_chain; j++) remove[bags[i].chain[j]] = true;
-    char *base = oc_strdup(g->nodes[c].name);
-    int at = c, rows = a->rows;
     if (rows < 0) { /* legacy: the table's rows at all the ids, gathered once */
         int ids = host_inputs_export(g, a->ids);
         rows = op_rewrite_insert(g, at, base, "bag_rows", OP_GATHER, a->table, ids, -1);
@@ -256,15 +427,29 @@ static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups
         if (pad) ir_node_add_attr(g, at, pad);
         at++;
     }
-    int bagged = op_rewrite_reshape(g, at++, base, "bags", rows, rank, dims);
+    int x; /* what the last node, writing c's output, reads */
+    if (run_time) {
+        x = op_rewrite_insert(g, at, base, "bag_sums", OP_GATHER_GRAD, rows, seg, -1);
+        op_rewrite_attr_ints(g, at, "input_shape", rank, dims);
+        op_rewrite_attr_int(g, at++, "axis", 0);
+        if (sizes >= 0) x = slice_rows(g, at++, base, "bag_mean_sums", x, 1, n + 1, -1);
+    } else {
+        x = op_rewrite_reshape(g, at++, base, "bags", rows, rank, dims);
+    }
     int y = g->nodes[at].outputs[0];
     int unrolled = op_rewrite_redirect(g, at, base, "unrolled");
-    op_kind k = a->mode == BAG_SUM    ? OP_REDUCE_SUM
-                : a->mode == BAG_MEAN ? OP_REDUCE_MEAN
-                                      : OP_REDUCE_MAX;
-    int64_t axis = 1;
-    op_rewrite_axes(g, at, base, "reduced", k, bagged, 1, &axis, k == OP_REDUCE_SUM ? 13 : 18, y);
-    op_rewrite_attr_int(g, at, "keepdims", 0);
+    if (!run_time) {
+        op_kind k = a->mode == BAG_SUM    ? OP_REDUCE_SUM
+                    : a->mode == BAG_MEAN ? OP_REDUCE_MEAN
+                                          : OP_REDUCE_MAX;
+        int64_t axis = 1;
+        op_rewrite_axes(g, at, base, "reduced", k, x, 1, &axis, k == OP_REDUCE_SUM ? 13 : 18, y);
+        op_rewrite_attr_int(g, at, "keepdims", 0);
+    } else if (sizes >= 0) {
+        op_rewrite_insert(g, at, base, "bag_means", OP_DIV, x, sizes, y);
+    } else {
+        slice_rows(g, at, base, "bag_kept", x, 1, n + 1, y);
+    }
     oc_free(base);
     int end = at + 1;
     int rc = ir_infer_inserted(g, c, &end, err);
@@ -272,14 +457,27 @@ static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups
         remove = oc_realloc(remove, ((size_t)g->n_nodes + 1) * sizeof *remove);
         memset(remove + c, 0, (size_t)(g->n_nodes + 1 - c) * sizeof *remove);
         remove[g->tensors[unrolled].producer] = true;
-        int reduced = g->tensors[y].producer,
-            *moved = oc_malloc((size_t)g->n_nodes * sizeof *moved);
+        int last = g->tensors[y].producer, *moved = oc_malloc((size_t)g->n_nodes * sizeof *moved);
         ir_graph_remove_nodes_map(g, remove, moved, NULL);
-        *next = moved[reduced];
+        *next = moved[last];
         oc_free(moved);
     }
     oc_free(remove);
     return rc;
+}
+
+/* Whether the bags are alike and each reads its ids from one run-time bound to the next,
+ * E[i] to E[i + 1], of one host tensor E of n + 1 bounds. */
+static bool bags_run_time(const ir_graph *g, const bag *bags, int n) {
+    const bag *a = &bags[0];
+    if (a->ext < 0 || g->host->tensors[a->ext].dims[0] != (int64_t)n + 1) return false;
+    for (int i = 0; i < n; i++) {
+        const bag *b = &bags[i];
+        if (b->mode != a->mode || b->rows != a->rows || b->table != a->table || b->ids != a->ids ||
+            b->ext != a->ext || b->start != i || b->end != i + 1)
+            return false;
+    }
+    return true;
 }
 
 int ir_bag_reductions(ir_graph *g, oc_err *err) {
@@ -296,7 +494,7 @@ int ir_bag_reductions(ir_graph *g, oc_err *err) {
             continue;
         bool ok = true;
         for (int i = 0; i < nl && ok; i++) ok = match_bag(g, leaves[i], &bags[i]);
-        if (!ok || !bags_fixed(g, bags, nl)) continue;
+        if (!ok || !(bags_fixed(g, bags, nl) || bags_run_time(g, bags, nl))) continue;
         int next = -1;
         rc = rewrite(g, c, bags, nl, groups, ng, &next, err);
         if (next >= 0) count++, c = next; /* the nodes after it are scanned, and unchanged */

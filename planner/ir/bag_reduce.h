@@ -11,8 +11,18 @@
  *
  * of the rows gathered once (the legacy exporter gathers per bag: one Gather of the table
  * at all the ids is added), and the per-bag chains and the host slices of the ids go. The
- * reductions are the same; the order of a bag's sum too. Bags of unequal sizes, weighted
- * bags and anything else stay as unrolled. */
+ * reductions are the same; the order of a bag's sum too.
+ *
+ * Sum and mean bags whose bounds are run-time values (the legacy export with offsets given:
+ * bag i reads ids E[i] to E[i + 1], E = Concat(offsets, [L]), on the host) become
+ *
+ *   Gather(table, ids) -> GatherGrad at seg into [n + 2, D..] -> rows 1..n [-> Div by sizes]
+ *
+ * a scatter-add of each id's row into its bag, whose gradient is a Gather: seg (each id's bag
+ * + 1; 0 before E[0], n + 1 from E[n] on) and the bags' sizes (at least 1: an empty bag's mean
+ * is 0, as torch's) computed from E by nodes added to the host program, each step. Bags of
+ * unequal plan-time sizes, weighted bags, run-time max bags and anything else stay as
+ * unrolled. */
 #ifndef OC_BAG_REDUCE_H
 #define OC_BAG_REDUCE_H
 

@@ -836,6 +836,54 @@ def check_embedding_bags(tmp):
                                 f"per-bag reductions, {max_pools} MaxPools")
 
 
+def check_embedding_bag_offsets(tmp):
+    """nn.EmbeddingBag with offsets given at run time (planner/ir/bag_reduce.c), legacy export:
+    one plan's training graph, its bags a scatter-add of the gathered rows at the bags the
+    host computes from the offsets (GatherGrad '<loop>/bag_sums', no per-bag node left),
+    agrees with PyTorch float64 on two batches of other offsets (sum and mean bags of sizes
+    3, 0, 4, 4 and 0, 10, 1, 0: empty bags first, inside and last); and so does its plan
+    file (the host program's new nodes written as its HostInputs function, read back; the
+    gradient of the Concat of the bags and the dense input, whose ConcatGrad the file writes
+    without the trailing output no gradient is wanted of)."""
+    name = "tiny_embedding_bag_offsets"
+    path = os.path.join(DATA, f"{name}_legacy.onnx")
+    plan = os.path.join(tmp, "offsets_plan.onnx")
+    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "plan", path, "--batch", "4",
+                        "--device", "h100", "--budget", "1TB", "--strategy", "incore", "-o", plan],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"{name}: plan: {r.stderr.strip()[-300:]}")
+    for tag in ("", "_b"):
+        ref = np.load(os.path.join(DATA, f"{name}{tag}.ref.npz"))
+        try:
+            compare(name + tag, "legacy", path, ref, tmp)
+            if r.returncode == 0:
+                losses, _, _ = outcore_step(plan, inputs_of(ref), ref["labels"], tmp,
+                                            lr=float(ref["lr"]))
+                e = rel(losses[0], ref["loss"])
+                print(f"{'ok  ' if e <= TOL else 'FAIL'} {name}{tag} plan file: loss rel err "
+                      f"{e:.1e}")
+                if e > TOL:
+                    failures.append(f"{name}{tag}: the plan's loss rel err {e:.2e}")
+        except RuntimeError as e:
+            failures.append(f"{name}{tag}: {e}")
+            print(f"FAIL {name}{tag}: {e}")
+    step = os.path.join(tmp, "offsets_train.onnx")
+    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit", path, "--batch", "4",
+                        "-o", step], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"{name}: emit: {r.stderr.strip()[-300:]}")
+        return
+    nodes = onnx.load(step).graph.node
+    sums = [n.name for n in nodes if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
+    per_bag = [n.name for n in nodes if "/iter" in n.name]
+    ok = len(sums) == 2 and not per_bag
+    print(f"{'ok  ' if ok else 'FAIL'} {name} legacy: {len(sums)} bag scatter-adds (want 2), "
+          f"{len(per_bag)} per-bag nodes left (want 0)")
+    if not ok:
+        failures.append(f"{name}: {len(sums)} bag scatter-adds, per-bag nodes {per_bag[:3]}")
+
+
 def check_model_loss(tmp):
     """Models that compute their own loss: tiny_nll_loss (F.nll_loss of log_softmax with class
     weights and ignore_index 255 over [N, C, H, W]; the legacy export a weighted 4-d
@@ -1042,6 +1090,7 @@ def main():
         check_plan_recurrent(tmp)
         check_integer_inputs(tmp)
         check_embedding_bags(tmp)
+        check_embedding_bag_offsets(tmp)
         check_model_loss(tmp)
         check_host_inputs(tmp)
         check_data_inputs(tmp)

@@ -148,11 +148,22 @@ static int reduce_sum_to_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *e
               : oc_fail(err, "input_shape does not broadcast to the shape of '%s'", dy->name);
 }
 
+/* ConcatGrad's outputs, one per split size: a file omits the trailing ones no gradient is
+ * wanted of (an input of the Concat that needs none), as ONNX omits trailing optional
+ * outputs; they come back absent (-1). */
+static void concat_grad_pad_outputs(ir_graph *g, ir_node *n) {
+    const int64_t *split;
+    int k = ir_attr_ints(n, "split", &split);
+    while (n->n_outputs >= 1 && n->n_outputs < k && k <= OP_MAX_SPLIT)
+        ir_node_add_output(g, (int)(n - g->nodes), -1);
+}
+
 /* dY -> dX_1..dX_k split along axis by sizes "split" */
 static int concat_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
     ir_tensor *dy;
     if (op_in_shaped(g, n, 0, &dy, err)) return OC_ERR;
+    concat_grad_pad_outputs(g, n);
     const int64_t *split;
     int k = ir_attr_ints(n, "split", &split);
     int64_t axis;
@@ -243,6 +254,7 @@ static int reduce_sum_to_decode(const ir_graph *g, ir_node *n, oc_err *err) {
 /* ConcatGrad: axis and split sizes (checked by concat_grad_infer). */
 static int concat_grad_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     const ir_tensor *dy = ir_node_in((ir_graph *)g, n, 0);
+    concat_grad_pad_outputs((ir_graph *)g, n);
     op_split_args *p = &op_args_new(n)->split;
     const int64_t *split;
     p->n = ir_attr_ints(n, "split", &split);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xcalloc(size_t n, size_t sz) {
+void *emu_xcalloc(size_t n, size_t sz) {
     void *p = calloc(n ? n : 1, sz ? sz : 1);
     if (!p) {
         fputs("emu cudnn: out of host memory\n", stderr);
@@ -35,7 +35,7 @@ static void conv_fwd(const conv_job *j) {
     const float *x = j->in0, *w = j->in1;
     float *y = j->out;
     int64_t P = q->out[0] * q->out[1] * q->out[2];
-    double *acc = xcalloc((size_t)P, sizeof *acc);
+    double *acc = emu_xcalloc((size_t)P, sizeof *acc);
     for (int64_t n = 0; n < q->N; n++)
         for (int64_t k = 0; k < q->K; k++) {
             int64_t g = k / q->kg;
@@ -84,7 +84,7 @@ static void conv_bwd_data(const conv_job *j) {
     const float *w = j->in0, *dy = j->in1;
     float *dx = j->out;
     int64_t P = q->in[0] * q->in[1] * q->in[2];
-    double *acc = xcalloc((size_t)P, sizeof *acc);
+    double *acc = emu_xcalloc((size_t)P, sizeof *acc);
     for (int64_t n = 0; n < q->N; n++)
         for (int64_t ci = 0; ci < q->C; ci++) {
             int64_t g = ci / q->cg, c = ci % q->cg;

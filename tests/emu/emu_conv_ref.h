@@ -45,6 +45,9 @@ typedef struct conv_job {
     size_t ws_need;
 } conv_job;
 
+/* calloc, aborting with a message when the host is out of memory (the emulator's cuDNN). */
+void *emu_xcalloc(size_t n, size_t sz);
+
 /* out = alpha * conv + beta * out (out not read when beta == 0), by j->kind:
  * y from x, w; dx from w, dy; dw from x, dy. */
 void emu_conv_float(const conv_job *j);

@@ -106,15 +106,6 @@ cudnnStatus_t emu_cudnn_fail(cudnnStatus_t st, const char *call, const char *fmt
     return st;
 }
 
-static void *xcalloc(size_t n, size_t sz) {
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (!p) {
-        fputs("emu cudnn: out of host memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
 size_t cudnnGetVersion(void) { return CUDNN_VERSION; }
 
 const char *cudnnGetErrorString(cudnnStatus_t s) {
@@ -134,7 +125,7 @@ const char *cudnnGetErrorString(cudnnStatus_t s) {
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t *h) {
     if (!h) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreate", "handle is NULL");
-    *h = xcalloc(1, sizeof **h);
+    *h = emu_xcalloc(1, sizeof **h);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -167,7 +158,7 @@ cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *d) {
     if (!d)
         return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateTensorDescriptor",
                               "NULL argument");
-    *d = xcalloc(1, sizeof **d);
+    *d = emu_xcalloc(1, sizeof **d);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -251,7 +242,7 @@ cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *d) {
     if (!d)
         return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateFilterDescriptor",
                               "NULL argument");
-    *d = xcalloc(1, sizeof **d);
+    *d = emu_xcalloc(1, sizeof **d);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -293,7 +284,7 @@ cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *d) {
     if (!d)
         return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateActivationDescriptor",
                               "NULL argument");
-    *d = xcalloc(1, sizeof **d);
+    *d = emu_xcalloc(1, sizeof **d);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -324,7 +315,7 @@ cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *d) 
     if (!d)
         return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreateConvolutionDescriptor",
                               "NULL argument");
-    *d = xcalloc(1, sizeof **d);
+    *d = emu_xcalloc(1, sizeof **d);
     (*d)->groups = 1;
     (*d)->math = CUDNN_DEFAULT_MATH;
     return CUDNN_STATUS_SUCCESS;
@@ -764,7 +755,7 @@ static float half_in(cudnnDataType_t dt, uint16_t h) {
 
 static float *widen(cudnnDataType_t dt, const void *p, size_t bytes) {
     size_t n = bytes / sizeof(uint16_t);
-    float *w = xcalloc(n ? n : 1, sizeof *w);
+    float *w = emu_xcalloc(n ? n : 1, sizeof *w);
     const uint16_t *h = p;
     for (size_t i = 0; i < n; i++) w[i] = half_in(dt, h[i]);
     return w;
@@ -830,7 +821,7 @@ static cudnnStatus_t conv_enqueue(const char *call, cudnnHandle_t h, int kind, i
             "workSpaceSizeInBytes %zu < %zu bytes algorithm %d needs under math type %d", ws_bytes,
             need, algo, (int)q->math);
     if (need && (st = check_dev(call, "workSpace", ws, need))) return st;
-    conv_job *j = xcalloc(1, sizeof *j);
+    conv_job *j = emu_xcalloc(1, sizeof *j);
     *j = (conv_job){kind, *q, in0, in1, out, a, b, ws, need};
     emu_stream_enqueue(h->stream, conv_run, j, sizeof *j);
     return CUDNN_STATUS_SUCCESS;
@@ -942,7 +933,7 @@ static void ew_run(void *p) {
     ew_job *j = p;
     if (j->op == EW_BIAS_GRAD) { /* c = dbias (1, C, 1..): sum a over every dim but 1 */
         int64_t C = j->c.dim[1], n = tv_numel(&j->a);
-        double *s = xcalloc((size_t)C, sizeof *s);
+        double *s = emu_xcalloc((size_t)C, sizeof *s);
         for (int64_t i = 0; i < n; i++) {
             int64_t inner = n / j->a.dim[0] / C; /* row-major: (i / inner) % C is the channel */
             s[(i / inner) % C] += j->A[tv_off(&j->a, &j->a, i)];
@@ -994,7 +985,7 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t h, cudnnActivationDescriptor_
     if ((st = check_dev(call, "x", x, (size_t)t_extent(xd) * sizeof(float))) ||
         (st = check_dev(call, "y", y, (size_t)t_extent(yd) * sizeof(float))))
         return st;
-    ew_job *j = xcalloc(1, sizeof *j);
+    ew_job *j = emu_xcalloc(1, sizeof *j);
     j->op = EW_ACT;
     j->a = tv_of(xd), j->c = tv_of(yd);
     j->A = x, j->C = y, j->alpha = a, j->beta = b, j->act = *ad;
@@ -1022,7 +1013,7 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTens
     if ((st = check_dev(call, "A", A, (size_t)t_extent(ad) * sizeof(float))) ||
         (st = check_dev(call, "C", C, (size_t)t_extent(cd) * sizeof(float))))
         return st;
-    ew_job *j = xcalloc(1, sizeof *j);
+    ew_job *j = emu_xcalloc(1, sizeof *j);
     j->op = EW_ADD;
     j->a = tv_of(ad), j->c = tv_of(cd);
     j->A = A, j->C = C, j->alpha = a, j->beta = b;
@@ -1108,7 +1099,7 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t h, const void *alpha,
     if ((st = check_dev(call, "dy", dy, (size_t)t_extent(dyd) * sizeof(float))) ||
         (st = check_dev(call, "db", db, (size_t)t_extent(dbd) * sizeof(float))))
         return st;
-    ew_job *j = xcalloc(1, sizeof *j);
+    ew_job *j = emu_xcalloc(1, sizeof *j);
     j->op = EW_BIAS_GRAD;
     j->a = tv_of(dyd), j->c = tv_of(dbd);
     j->A = dy, j->C = db, j->alpha = a, j->beta = b;
@@ -1132,7 +1123,7 @@ struct cudnnPoolingStruct {
 
 cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *d) {
     if (!d) return emu_cudnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnCreatePoolingDescriptor", "NULL");
-    *d = xcalloc(1, sizeof **d);
+    *d = emu_xcalloc(1, sizeof **d);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1215,7 +1206,7 @@ static void pool_run(void *arg) {
     int64_t isz = j->in[0] * j->in[1] * j->in[2], osz = j->out[0] * j->out[1] * j->out[2];
     int64_t cell[POOL_MAX_CELLS];
     bool is_max = j->p.mode == CUDNN_POOLING_MAX || j->p.mode == CUDNN_POOLING_MAX_DETERMINISTIC;
-    double *acc = j->backward ? xcalloc((size_t)isz, sizeof *acc) : NULL;
+    double *acc = j->backward ? emu_xcalloc((size_t)isz, sizeof *acc) : NULL;
     for (int64_t pl = 0; pl < j->planes; pl++) {
         const float *x = j->x + pl * isz;
         if (j->backward) memset(acc, 0, (size_t)isz * sizeof *acc);
@@ -1306,7 +1297,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
     if ((st = check_dev(call, "x", x, (size_t)t_numel(xd) * sizeof(float))) ||
         (st = check_dev(call, "y", y, (size_t)t_numel(yd) * sizeof(float))))
         return st;
-    pool_job *j = xcalloc(1, sizeof *j);
+    pool_job *j = emu_xcalloc(1, sizeof *j);
     *j = q;
     j->x = x, j->dst = y;
     emu_stream_enqueue(h->stream, pool_run, j, sizeof *j);
@@ -1332,7 +1323,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, const cudnnPoolingDescriptor
     if ((st = check_dev(call, "y", y, yb)) || (st = check_dev(call, "dy", dy, yb)) ||
         (st = check_dev(call, "x", x, xb)) || (st = check_dev(call, "dx", dx, xb)))
         return st;
-    pool_job *j = xcalloc(1, sizeof *j);
+    pool_job *j = emu_xcalloc(1, sizeof *j);
     *j = q;
     j->x = x, j->y = y, j->dy = dy, j->dst = dx, j->backward = true;
     emu_stream_enqueue(h->stream, pool_run, j, sizeof *j);
@@ -1538,7 +1529,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
         (smean && ((st = check_dev(call, "resultSaveMean", smean, pb)) ||
                    (st = check_dev(call, "resultSaveInvVariance", sinv, pb)))))
         return st;
-    bn_job *j = xcalloc(1, sizeof *j);
+    bn_job *j = emu_xcalloc(1, sizeof *j);
     *j = (bn_job){.op = BN_TRAIN,
                   .g = g,
                   .x = x,
@@ -1578,7 +1569,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(
         (st = check_dev(call, "estimatedMean", emean, pb)) ||
         (st = check_dev(call, "estimatedVariance", evar, pb)))
         return st;
-    bn_job *j = xcalloc(1, sizeof *j);
+    bn_job *j = emu_xcalloc(1, sizeof *j);
     *j = (bn_job){.op = BN_INFER,
                   .g = g,
                   .x = x,
@@ -1628,7 +1619,7 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
                    (st = check_dev(call, "savedInvVariance", sinv, pb)))))
         return st;
     g.dx = tv_of(dxd);
-    bn_job *j = xcalloc(1, sizeof *j);
+    bn_job *j = emu_xcalloc(1, sizeof *j);
     *j = (bn_job){.op = BN_BWD,
                   .g = g,
                   .x = x,

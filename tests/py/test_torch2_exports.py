@@ -787,6 +787,16 @@ def check_integer_inputs(tmp):
                         f"{said}")
 
 
+def emit(what, path, batch, out):
+    """outcore-plan emit's training graph of path at batch into out; False (a failure noted,
+    named what) when it fails."""
+    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit", path, "--batch",
+                        str(batch), "-o", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"{what}: emit: {r.stderr.strip()[-300:]}")
+    return r.returncode == 0
+
+
 def check_embedding_bags(tmp):
     """nn.EmbeddingBag's unrolled loop as one reduction (planner/ir/bag_reduce.c): the
     training graphs of tiny_embedding_bag (mean, sum, max of 4 bags of 5) and
@@ -816,11 +826,7 @@ def check_embedding_bags(tmp):
                     failures.append(f"{name} ({exporter}): --save writes the unrolling's "
                                     f"constants {junk[:3]} ({len(junk)})")
             step = os.path.join(tmp, "bags_train.onnx")
-            r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit", path,
-                                "--batch", str(ref["labels"].shape[0]), "-o", step],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                failures.append(f"{name} ({exporter}): emit: {r.stderr.strip()[-300:]}")
+            if not emit(f"{name} ({exporter})", path, ref["labels"].shape[0], step):
                 continue
             nodes = onnx.load(step).graph.node
             reduced = [n.name for n in nodes if n.name.endswith("/reduced")]
@@ -869,10 +875,7 @@ def check_embedding_bag_offsets(tmp):
             failures.append(f"{name}{tag}: {e}")
             print(f"FAIL {name}{tag}: {e}")
     step = os.path.join(tmp, "offsets_train.onnx")
-    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit", path, "--batch", "4",
-                        "-o", step], capture_output=True, text=True)
-    if r.returncode != 0:
-        failures.append(f"{name}: emit: {r.stderr.strip()[-300:]}")
+    if not emit(name, path, 4, step):
         return
     nodes = onnx.load(step).graph.node
     sums = [n.name for n in nodes if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
@@ -940,10 +943,7 @@ def check_host_inputs(tmp):
     name = "tiny_hf_roberta"
     path = os.path.join(DATA, f"{name}_legacy.onnx")
     train = os.path.join(tmp, "roberta_train.onnx")
-    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "emit", path, "--batch", "2",
-                        "-o", train], capture_output=True, text=True)
-    if r.returncode != 0:
-        failures.append(f"{name} emit: {r.stderr.strip()[-300:]}")
+    if not emit(name, path, 2, train):
         return
     runs = plan_and_incore(name, path, "250KiB", tmp, ("--device", "v100", "--strategy", "hybrid",
                                                        "--attention", "fused"),

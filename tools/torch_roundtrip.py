@@ -621,6 +621,12 @@ def cmd_fixtures(args):
                                               ("legacy",))
             np.savez_compressed(os.path.join(args.out, f"tiny_embedding_bag_offsets{tag}.ref.npz"),
                                 **arrays)
+        # what outcore refuses, named: torch.export's form, and max bags (legacy)
+        export(model, x, "dynamo", os.path.join(args.out, "tiny_embedding_bag_offsets_dynamo.onnx"))
+        strip_provenance(os.path.join(args.out, "tiny_embedding_bag_offsets_dynamo.onnx"))
+        from tiny_models import TinyEmbeddingBagOffsetsMax
+        export(no_randomness(TinyEmbeddingBagOffsetsMax()), x, "legacy",
+               os.path.join(args.out, "tiny_embedding_bag_offsets_max_legacy.onnx"))
         print(f"tiny_embedding_bag_offsets: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_scatter_add" in only:  # edges as a second, integer input
         from tiny_models import TinyScatterAdd

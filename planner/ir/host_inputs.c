@@ -121,6 +121,8 @@ int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err) {
     return OC_OK;
 }
 
+bool host_scan_computed(const host_scan *s, int t) { return t >= 0 && t < s->cap_t && s->host[t]; }
+
 /* x as a new tensor of dst named name: dtype, shape, and a value's data (value). */
 static int copy_tensor(ir_graph *dst, const ir_tensor *x, const char *name, bool value) {
     int t = ir_tensor_add(dst, name, x->dtype);

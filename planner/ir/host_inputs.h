@@ -41,6 +41,8 @@ void host_scan_free(host_scan *s);
  * integer inputs as zeros) and sets *done; else *done is false and the caller
  * infers it as usual. A node folding cannot evaluate stays in the graph. */
 int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err);
+/* Whether tensor t of g was found computed from the integer inputs (its value a stand-in). */
+bool host_scan_computed(const host_scan *s, int t);
 /* After the last node: moves the nodes found out into g->host (the values
  * they read copied under HOST_INPUTS_PREFIX) and declares what g reads from them
  * as graph inputs. Nothing found: g unchanged. */

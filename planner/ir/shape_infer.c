@@ -292,6 +292,38 @@ static int lower_node(ir_graph *g, int i, const char *path, bool *lowered, oc_er
     return OC_OK;
 }
 
+/* After node n failed to lower or infer at load: where one of its inputs is empty and
+ * computed from a host value (the integer inputs' stand-in zeros), err says why that shape
+ * is not what a step will see; where it is an If on a host value, what writes such Ifs. */
+static void stand_in_hint(const ir_graph *g, const host_scan *scan, const ir_node *n, oc_err *err) {
+    size_t len = strlen(err->msg);
+    if (n->op == OP_IF && n->n_inputs > 0 && host_scan_computed(scan, n->inputs[0])) {
+        snprintf(err->msg + len, sizeof err->msg - len,
+                 " (it is computed from the model's integer inputs; torch.export writes one "
+                 "such If per bag of nn.EmbeddingBag with offsets given at run time, testing "
+                 "the bag for emptiness: torch's legacy export, dynamo=False, of sum and mean "
+                 "bags loads)");
+        return;
+    }
+    for (int k = 0; k < n->n_inputs; k++) {
+        int t = n->inputs[k];
+        int64_t count = 1;
+        if (t < 0 || !ir_tensor_numel(&g->tensors[t], &count) || count != 0) continue;
+        const ir_node *p = g->tensors[t].producer >= 0 ? &g->nodes[g->tensors[t].producer] : NULL;
+        bool stand_in = host_scan_computed(scan, t);
+        for (int j = 0; p && j < p->n_inputs && !stand_in; j++)
+            stand_in = host_scan_computed(scan, p->inputs[j]);
+        if (!stand_in) continue;
+        snprintf(err->msg + len, sizeof err->msg - len,
+                 " (input '%s' is empty at load: its shape follows the values of the model's "
+                 "integer inputs, taken as zeros at load, and a plan's shapes are static; "
+                 "nn.EmbeddingBag's max bags with offsets given at run time, for one, are "
+                 "refused)",
+                 g->tensors[t].name);
+        return;
+    }
+}
+
 static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     bool *flows = float_flow(g);
@@ -331,14 +363,21 @@ static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
         bool lowered = false;
-        if (lower_node(g, i, path, &lowered, err)) return OC_ERR;
+        if (lower_node(g, i, path, &lowered, err)) {
+            if (scan) stand_in_hint(g, scan, &g->nodes[i], err);
+            return OC_ERR;
+        }
         if (lowered) { /* nodes inserted at i: infer them first */
             i--;
             continue;
         }
         bool on_host = false;
         if (scan && host_scan_node(scan, g, i, &on_host, err)) return node_fail(g, path, n, err);
-        if (!on_host && op_infer(g, n, err)) return node_fail(g, path, n, err);
+        if (!on_host && op_infer(g, n, err)) {
+            node_fail(g, path, n, err);
+            if (scan) stand_in_hint(g, scan, n, err);
+            return OC_ERR;
+        }
         for (int o = 0; o < n->n_outputs; o++) {
             ir_tensor *y = ir_node_out(g, n, o);
             if (y && (!ir_tensor_bytes(y, &bytes) || bytes > IR_MAX_TENSOR_BYTES))

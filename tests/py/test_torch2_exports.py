@@ -850,7 +850,8 @@ def check_embedding_bag_offsets(tmp):
     3, 0, 4, 4 and 0, 10, 1, 0: empty bags first, inside and last); and so does its plan
     file (the host program's new nodes written as its HostInputs function, read back; the
     gradient of the Concat of the bags and the dense input, whose ConcatGrad the file writes
-    without the trailing output no gradient is wanted of)."""
+    without the trailing output no gradient is wanted of). torch.export's form of the model
+    and its legacy form with max bags are refused at load, saying why."""
     name = "tiny_embedding_bag_offsets"
     path = os.path.join(DATA, f"{name}_legacy.onnx")
     plan = os.path.join(tmp, "offsets_plan.onnx")
@@ -877,6 +878,17 @@ def check_embedding_bag_offsets(tmp):
     step = os.path.join(tmp, "offsets_train.onnx")
     if not emit(name, path, 4, step):
         return
+    # refused at load, saying why: torch.export's loop (an If per bag on a run-time
+    # condition) and max bags (their empty stand-in bag)
+    for f, why in (("dynamo", "torch.export writes one such If per bag of nn.EmbeddingBag"),
+                   ("max_legacy", "nn.EmbeddingBag's max bags with offsets given at run time")):
+        r = subprocess.run([RUN, os.path.join(DATA, f"{name}_{f}.onnx"), "--batch", "4"],
+                           capture_output=True, text=True)
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+        ok = r.returncode != 0 and why in last
+        print(f"{'ok  ' if ok else 'FAIL'} {name}_{f}: refused: {last[-150:]}")
+        if not ok:
+            failures.append(f"{name}_{f}: exit {r.returncode}, {last[-300:]}")
     nodes = onnx.load(step).graph.node
     sums = [n.name for n in nodes if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
     per_bag = [n.name for n in nodes if "/iter" in n.name]

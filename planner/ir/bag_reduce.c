@@ -370,20 +370,7 @@ static int host_segments(ir_graph *g, const bag *a, int n, const char *base, int
         sz = op_rewrite_reshape(h, h->n_nodes, hb, "bag_sizes", f, 2, dims);
     }
     oc_free(hb);
-    for (int i = first; i < h->n_nodes; i++) { /* as host_inputs_eval runs them */
-        ir_node *node = &h->nodes[i];
-        if (op_infer(h, node, err))
-            return oc_fail_prefix(err, "%s: host input node '%s' (%s)", g->model_path, node->name,
-                                  node->op_type);
-        for (int o = 0; o < node->n_outputs; o++) {
-            ir_tensor *y = ir_node_out(h, node, o);
-            if (y && y->data_src != IR_DATA_INLINE)
-                return oc_fail(err,
-                               "%s: host input node '%s' (%s): '%s' is not computed by folding",
-                               g->model_path, node->name, node->op_type, y->name);
-            if (y) y->kind = IR_KIND_CONSTANT;
-        }
-    }
+    if (host_inputs_infer_added(h, first, err)) return OC_ERR;
     *seg = host_inputs_export(g, sg);
     *sizes = sz >= 0 ? host_inputs_export(g, sz) : -1;
     return OC_OK;
@@ -399,11 +386,11 @@ static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups
     const bag *a = &bags[0];
     bool run_time = a->ext >= 0;
     const ir_tensor *from = &g->tensors[a->rows >= 0 ? a->rows : a->table];
-    int rank = from->rank + 1;            /* the rows, with the bag axis */
+    /* run-time bags: the sums' rank; else the rows with the bag axis */
+    int rank = run_time ? from->rank : from->rank + 1;
     if (rank > IR_MAX_RANK) return OC_OK; /* no room for it: left unrolled */
     int64_t dims[IR_MAX_RANK];
     if (run_time) { /* the sums: the ids before the first bag, the bags, those past the last */
-        rank = from->rank;
         dims[0] = n + 2;
         for (int d = 1; d < rank; d++) dims[d] = from->dims[d];
     } else {

@@ -279,9 +279,10 @@ static void restore_shapes(ir_graph *h, const ir_node *n, const int *rank,
     }
 }
 
-/* Runs every node of h on the values its inputs hold; outputs whose shape is known keep it. */
-static int run(ir_graph *h, oc_err *err) {
-    for (int i = 0; i < h->n_nodes; i++) {
+/* Runs nodes [first, end) of h on the values their inputs hold; outputs whose shape is known
+ * keep it. */
+static int run(ir_graph *h, int first, oc_err *err) {
+    for (int i = first; i < h->n_nodes; i++) {
         ir_node *n = &h->nodes[i];
         int rank[8];
         int64_t dims[8][IR_MAX_RANK];
@@ -345,8 +346,10 @@ int host_inputs_infer(ir_graph *h, oc_err *err) {
         x->kind = IR_KIND_CONSTANT;
         oc_free(zeros);
     }
-    return run(h, err);
+    return run(h, 0, err);
 }
+
+int host_inputs_infer_added(ir_graph *h, int first, oc_err *err) { return run(h, first, err); }
 
 int host_inputs_eval(ir_graph *h, const void *const *in, void *const *out, oc_err *err) {
     for (int i = 0; i < h->n_inputs; i++) {
@@ -356,7 +359,7 @@ int host_inputs_eval(ir_graph *h, const void *const *in, void *const *out, oc_er
         ir_tensor_set_data(x, in[i], (size_t)bytes);
         x->kind = IR_KIND_CONSTANT;
     }
-    if (run(h, err)) return OC_ERR;
+    if (run(h, 0, err)) return OC_ERR;
     for (int j = 0; j < h->n_outputs; j++) {
         const ir_tensor *y = &h->tensors[h->outputs[j]];
         memcpy(out[j], y->data, y->data_bytes);

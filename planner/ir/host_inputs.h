@@ -55,6 +55,10 @@ void host_inputs_note(ir_graph *g);
  * once on zeros, which decodes every node and gives each output its shape.
  * OC_ERR naming the node. */
 int host_inputs_infer(ir_graph *h, oc_err *err);
+/* Nodes [first, end) a load-time rewrite appended to h (ir/bag_reduce.c), whose earlier
+ * nodes hold their stand-in values: evaluated as each step evaluates them, giving their
+ * outputs shapes and values. OC_ERR naming the node. */
+int host_inputs_infer_added(ir_graph *h, int first, oc_err *err);
 /* One evaluation: in[i] holds h->inputs[i]'s elements, out[j] receives
  * h->outputs[j]'s. Each output must keep the shape it was planned with. */
 int host_inputs_eval(ir_graph *h, const void *const *in, void *const *out, oc_err *err);

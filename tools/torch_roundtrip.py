@@ -614,19 +614,20 @@ def cmd_fixtures(args):
         ids = torch.tensor([1, 3, 3, 11, 0, 7, 2, 9, 2, 2, 4])
         y = torch.randint(0, 10, (4,), generator=g)
         # two batches of one plan: the same shapes, other offsets (empty bags at the start,
-        # inside, at the end); the legacy exporter only (torch.export's is refused)
+        # inside, at the end); torch.export's form as written by default (optimized) too
         for tag, offsets in (("", [0, 3, 3, 7]), ("_b", [0, 0, 10, 11])):
             x = (torch.randn(4, 8, generator=g), ids, torch.tensor(offsets))
             arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag_offsets", args.out,
-                                              ("legacy",))
+                                              ("legacy", "dynamo", "dynamo-optimized"))
             np.savez_compressed(os.path.join(args.out, f"tiny_embedding_bag_offsets{tag}.ref.npz"),
                                 **arrays)
-        # what outcore refuses, named: torch.export's form, and max bags (legacy)
-        export(model, x, "dynamo", os.path.join(args.out, "tiny_embedding_bag_offsets_dynamo.onnx"))
-        strip_provenance(os.path.join(args.out, "tiny_embedding_bag_offsets_dynamo.onnx"))
+        # what outcore refuses, named: max bags (either exporter)
         from tiny_models import TinyEmbeddingBagOffsetsMax
-        export(no_randomness(TinyEmbeddingBagOffsetsMax()), x, "legacy",
-               os.path.join(args.out, "tiny_embedding_bag_offsets_max_legacy.onnx"))
+        for ex in ("legacy", "dynamo"):
+            path = os.path.join(args.out, f"tiny_embedding_bag_offsets_max_{ex}.onnx")
+            export(no_randomness(TinyEmbeddingBagOffsetsMax()), x, ex, path)
+            if ex == "dynamo":
+                strip_provenance(path)
         print(f"tiny_embedding_bag_offsets: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_scatter_add" in only:  # edges as a second, integer input
         from tiny_models import TinyScatterAdd

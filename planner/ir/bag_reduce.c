@@ -8,7 +8,11 @@
  * Reduce is ReduceSum, ReduceMean, Div(ReduceSum, e - s) (torch.export's last mean bag) or
  * ReduceMax as extreme_lower (op_reduce.c) left it: Reshape <- MaxPool [1, e - s] <-
  * Reshape <- Transpose (the reduced axis moved last). s and e are plan-time values, or
- * (legacy, sum and mean) host values E[i] and E[i + 1] of one host tensor E. */
+ * (sum and mean) host values E[i] and E[i + 1] of one host tensor E: offsets given at run
+ * time. torch.export then tests each bag for emptiness (zeros then) and its last mean bag
+ * divides by Cast(len - s) where that is above 0: op_loop.c took the branches (the Identity
+ * nodes marked IR_ATTR_RUN_TIME) and shape_infer.c the Slice at host bounds, for this rewrite
+ * to remove, which gives an empty bag zeros too. */
 #include "ir/bag_reduce.h"
 
 #include <string.h>
@@ -30,6 +34,7 @@ typedef struct bag {
     int rows, table, ids;
     int ext;                       /* run-time bounds: the host tensor they are elements of */
     int64_t start, end, divisor;   /* divisor: Div's, else 0; with ext: indices into it */
+    int64_t div_at, div_len;       /* a divisor computed on the host: div_len - ext[div_at] */
     int gather;                    /* the legacy Gather (its attributes copied), else -1 */
     int n_chain, chain[BAG_CHAIN]; /* g's nodes computing the bag, removed once rewritten */
 } bag;
@@ -180,13 +185,79 @@ static bool run_time_bounds(const ir_graph *h, int lo, int hi, bag *b) {
     return true;
 }
 
+/* Host input t of g as the tensor of g->host that computes it, or -1. */
+static int host_tensor(const ir_graph *g, int t) {
+    return g->host && t >= 0 && g->tensors[t].is_host_input
+               ? ir_tensor_find(g->host, g->tensors[t].name)
+               : -1;
+}
+
+/* The plan-time value of element `at` of the 1-D host tensor x of h (a Concat's input that
+ * is a value, through Identity nodes). */
+static bool host_const_element(const ir_graph *h, int x, int64_t at, int64_t *v) {
+    for (int hops = 0; hops < 8 && x >= 0; hops++) {
+        const ir_tensor *xt = &h->tensors[x];
+        int64_t count;
+        const int64_t *k = const_ints(h, x, &count);
+        if (k) {
+            if (at < 0 || at >= count) return false;
+            *v = k[at];
+            return true;
+        }
+        const ir_node *p = xt->producer >= 0 ? &h->nodes[xt->producer] : NULL;
+        if (p && p->op == OP_IDENTITY) {
+            x = p->inputs[0];
+        } else if (p && p->op == OP_CONCAT && xt->rank == 1) {
+            int i = 0;
+            for (; i < p->n_inputs && p->inputs[i] >= 0; i++) {
+                const ir_tensor *in = &h->tensors[p->inputs[i]];
+                if (in->rank != 1) return false;
+                if (at < in->dims[0]) break;
+                at -= in->dims[0];
+            }
+            if (i >= p->n_inputs || p->inputs[i] < 0) return false;
+            x = p->inputs[i];
+        } else {
+            return false;
+        }
+    }
+    return false;
+}
+
+/* torch.export's divisor of its last mean bag at run-time bounds, t: Cast[Like] (on the
+ * device, or on the host when optimized) of the host's Sub(len, E[s]): b->div_len len,
+ * b->div_at s (E is b->ext once the rows are matched). */
+static bool run_time_divisor(const ir_graph *g, int t, bag *b) {
+    const ir_graph *h = g->host;
+    const ir_node *c = host_inputs_producer(g, t), *sub = NULL;
+    if (c && c->op == OP_CAST) {
+        int x = c->inputs[0];
+        sub = h->tensors[x].producer >= 0 ? &h->nodes[h->tensors[x].producer] : NULL;
+    } else if (!c && (c = producer_of(g, t, b)) && (c->op == OP_CAST || c->op == OP_CAST_LIKE) &&
+               chained(g, b, c)) {
+        sub = host_inputs_producer(g, c->inputs[0]);
+    }
+    int64_t count;
+    int base;
+    const int64_t *len =
+        sub && sub->op == OP_SUB ? const_ints(g->host, sub->inputs[0], &count) : NULL;
+    if (!len || count != 1 || !host_element(g->host, sub->inputs[1], &base, &b->div_at))
+        return false;
+    b->div_len = len[0];
+    b->ext = base; /* checked against the rows' bounds */
+    return true;
+}
+
 /* The rows reduced, x, as a slice: of rows gathered once, or (legacy) of the table at a host
  * slice of the ids. */
 static bool match_rows(const ir_graph *g, int x, bag *b) {
     const ir_node *n = producer_of(g, x, b);
     if (!n) return false;
     if (n->op == OP_SLICE) {
-        if (!slice_bounds(g, n, &b->start, &b->end)) return false;
+        if (!slice_bounds(g, n, &b->start, &b->end) &&
+            !(slice_rows_only(g, n) && run_time_bounds(g->host, host_tensor(g, n->inputs[1]),
+                                                       host_tensor(g, n->inputs[2]), b)))
+            return false;
         b->rows = n->inputs[0];
         b->table = b->ids = b->gather = -1;
     } else if (n->op == OP_GATHER && ir_attr_int(n, "axis", 0) == 0) {
@@ -251,24 +322,33 @@ static bool match_bag(const ir_graph *g, int p, bag *b) {
         b->mode = n->op == OP_REDUCE_SUM ? BAG_SUM : BAG_MEAN;
         x = n->inputs[0];
     } else if (n->op == OP_DIV && !squeezed) { /* the sum over the bag's size */
-        double d;
+        double d = 0;
+        bool fixed = op_in_scalar_f((ir_graph *)g, (ir_node *)n, 1, &d);
         const ir_node *sum = producer_of(g, n->inputs[0], b);
-        if (!op_in_scalar_f((ir_graph *)g, (ir_node *)n, 1, &d) || !sum ||
-            sum->op != OP_REDUCE_SUM || !ir_attr_int(sum, "keepdims", 1) ||
-            !axes_are(g, sum, 13, 1, 0) || !(d >= 1 && d <= 1e15) || d != (double)(int64_t)d)
+        if (!sum || sum->op != OP_REDUCE_SUM || !ir_attr_int(sum, "keepdims", 1) ||
+            !axes_are(g, sum, 13, 1, 0) ||
+            (fixed ? !(d >= 1 && d <= 1e15) || d != (double)(int64_t)d
+                   : !run_time_divisor(g, n->inputs[1], b)))
             return false;
         b->mode = BAG_MEAN;
-        b->divisor = (int64_t)d;
+        b->divisor = fixed ? (int64_t)d : -1;
         if (!chained(g, b, sum)) return false;
         x = sum->inputs[0];
     } else if (n->op == OP_RESHAPE) {
         x = match_max(g, n, b);
     }
+    int div_ext = b->ext;
+    b->ext = -1;
     if (x < 0 || !match_rows(g, x, b)) return false;
     /* the reduced rows [e - s, D..]; the bag [1, D..] or [D..] */
     const ir_tensor *xt = &g->tensors[x], *pt = &g->tensors[p];
-    if (b->ext >= 0 && (b->mode == BAG_MAX || b->divisor)) return false; /* sum, mean only */
-    if (b->divisor && b->divisor != b->end - b->start) return false;
+    int64_t last;
+    if (b->divisor < 0 && /* len - E[s], E[e] that len: E[e] - E[s] */
+        (b->ext < 0 || b->ext != div_ext || b->div_at != b->start ||
+         !host_const_element(g->host, b->ext, b->end, &last) || last != b->div_len))
+        return false;
+    if (b->ext >= 0 && (b->mode == BAG_MAX || b->divisor > 0)) return false; /* sum, mean */
+    if (b->divisor > 0 && b->divisor != b->end - b->start) return false;
     if (xt->rank != pt->rank || pt->dims[0] != 1 ||
         (b->ext < 0 && xt->dims[0] != b->end - b->start))
         return false;
@@ -342,7 +422,8 @@ static int host_segments(ir_graph *g, const bag *a, int n, const char *base, int
                          oc_err *err) {
     ir_graph *h = g->host;
     int first = h->n_nodes, sz = -1;
-    int64_t len = h->tensors[a->ids].dims[0], marks_len = len + 1, zero = 0, one = 1;
+    int64_t len = a->ids >= 0 ? h->tensors[a->ids].dims[0] : g->tensors[a->rows].dims[0];
+    int64_t marks_len = len + 1, zero = 0, one = 1;
     char *hb = oc_sprintf("%s%s", HOST_INPUTS_PREFIX, base);
     int64_t *ones = oc_malloc(((size_t)n + 1) * sizeof *ones);
     for (int i = 0; i <= n; i++) ones[i] = 1;
@@ -467,6 +548,31 @@ static bool bags_run_time(const ir_graph *g, const bag *bags, int n) {
     return true;
 }
 
+/* A node taken at load for a rewrite to remove (IR_ATTR_RUN_TIME) that none removed:
+ * refused, as it would have been at once. */
+static int refuse_run_time(const ir_graph *g, oc_err *err) {
+    const char *path = g->model_path ? g->model_path : "model";
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const char *t = ir_attr_string(n, IR_ATTR_RUN_TIME, NULL);
+        if (!t) continue;
+        if (n->op == OP_IDENTITY) /* an If's branch */
+            return oc_fail(err,
+                           "%s: node '%s' (If): condition '%s' is computed at run time from the "
+                           "model's integer inputs; outcore takes such an If only as torch.export "
+                           "writes it in nn.EmbeddingBag's loop (an empty bag's test) when its sum "
+                           "or mean bags become one reduction, and these did not",
+                           path, n->name, t);
+        return oc_fail(err,
+                       "%s: node '%s' (%s): input '%s' is computed at run time from the model's "
+                       "integer inputs, and the node's shape follows its value; a plan's shapes "
+                       "are static (outcore takes such nodes only in nn.EmbeddingBag's sum and "
+                       "mean bags, which become one reduction)",
+                       path, n->name, n->op_type, t);
+    }
+    return OC_OK;
+}
+
 int ir_bag_reductions(ir_graph *g, oc_err *err) {
     int cap = OP_MAX_SPLIT * OP_MAX_SPLIT, count = 0, rc = OC_OK;
     int *leaves = oc_malloc((size_t)cap * sizeof *leaves);
@@ -488,5 +594,5 @@ int ir_bag_reductions(ir_graph *g, oc_err *err) {
     }
     if (rc == OC_OK && count) host_inputs_prune(g); /* the host's slices of the ids, unread */
     oc_free(bags), oc_free(groups), oc_free(leaves);
-    return rc;
+    return rc == OC_OK ? refuse_run_time(g, err) : rc;
 }

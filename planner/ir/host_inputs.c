@@ -59,6 +59,44 @@ static void drop_data(ir_tensor *x) {
     x->data_src = IR_DATA_NONE;
 }
 
+/* op_infer of node n with the host-computed tensors it reads holding their stand-in values
+ * as plan-time values, which they are not afterwards. */
+static int infer_on_stand_ins(host_scan *s, ir_graph *g, ir_node *n, oc_err *err) {
+    for (int k = 0; k < n->n_inputs; k++) {
+        int t = n->inputs[k];
+        ir_tensor *x = t >= 0 ? &g->tensors[t] : NULL;
+        int64_t bytes = 0;
+        if (!x || !s->host[t] || !ir_tensor_bytes(x, &bytes)) continue;
+        if (!s->value[t]) s->value[t] = oc_calloc((size_t)bytes + 1, 1); /* an input: zeros */
+        ir_tensor_set_data(x, s->value[t], (size_t)bytes);
+        x->kind = IR_KIND_CONSTANT;
+    }
+    int rc = op_infer(g, n, err);
+    for (int k = 0; k < n->n_inputs; k++) {
+        int t = n->inputs[k];
+        if (t < 0 || !s->host[t]) continue;
+        drop_data(&g->tensors[t]);
+        g->tensors[t].kind = g->tensors[t].producer < 0 ? IR_KIND_INPUT : IR_KIND_ACTIVATION;
+    }
+    return rc;
+}
+
+int host_scan_infer_stand_in(host_scan *s, ir_graph *g, int i, int *read) {
+    grow(s, g);
+    ir_node *n = &g->nodes[i];
+    *read = -1;
+    for (int k = 0; k < n->n_inputs && *read < 0; k++)
+        if (n->inputs[k] >= 0 && s->host[n->inputs[k]]) *read = n->inputs[k];
+    oc_err ignored;
+    if (*read < 0 || infer_on_stand_ins(s, g, n, &ignored)) return OC_ERR;
+    for (int o = 0; o < n->n_outputs; o++) {
+        ir_tensor *y = ir_node_out(g, n, o);
+        if (y && y->data_src == IR_DATA_INLINE) /* a stand-in's, not a plan-time value */
+            drop_data(y), y->kind = IR_KIND_ACTIVATION;
+    }
+    return OC_OK;
+}
+
 int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err) {
     (void)err;
     *done = false;
@@ -82,23 +120,8 @@ int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err) {
             (!ir_tensor_bytes(&g->tensors[t], &bytes) || bytes > OP_FOLD_MAX_BYTES))
             return OC_OK;
     }
-    for (int k = 0; k < n->n_inputs; k++) { /* the stand-ins, as plan-time values */
-        int t = n->inputs[k];
-        ir_tensor *x = t >= 0 ? &g->tensors[t] : NULL;
-        int64_t bytes = 0;
-        if (!x || !s->host[t] || !ir_tensor_bytes(x, &bytes)) continue;
-        if (!s->value[t]) s->value[t] = oc_calloc((size_t)bytes + 1, 1); /* an input: zeros */
-        ir_tensor_set_data(x, s->value[t], (size_t)bytes);
-        x->kind = IR_KIND_CONSTANT;
-    }
     oc_err ignored;
-    bool folded = op_infer(g, n, &ignored) == OC_OK;
-    for (int k = 0; k < n->n_inputs; k++) {
-        int t = n->inputs[k];
-        if (t < 0 || !s->host[t]) continue;
-        drop_data(&g->tensors[t]);
-        g->tensors[t].kind = g->tensors[t].producer < 0 ? IR_KIND_INPUT : IR_KIND_ACTIVATION;
-    }
+    bool folded = infer_on_stand_ins(s, g, n, &ignored) == OC_OK;
     for (int o = 0; o < n->n_outputs; o++) {
         const ir_tensor *y = ir_node_out(g, n, o);
         folded = folded && (!y || y->data_src == IR_DATA_INLINE);

@@ -41,6 +41,11 @@ void host_scan_free(host_scan *s);
  * integer inputs as zeros) and sets *done; else *done is false and the caller
  * infers it as usual. A node folding cannot evaluate stays in the graph. */
 int host_scan_node(host_scan *s, ir_graph *g, int i, bool *done, oc_err *err);
+/* Node i of g, which op_infer refused, reading a tensor computed from the integer inputs
+ * (a device Slice at host bounds: *read, the first such input): inferred with the stand-in values as plan-time values, its output shapes those of the
+ * stand-ins, not what a step sees: a load-time rewrite must remove it (IR_ATTR_RUN_TIME).
+ * OC_ERR when it does not apply or still fails. */
+int host_scan_infer_stand_in(host_scan *s, ir_graph *g, int i, int *read);
 /* Whether tensor t of g was found computed from the integer inputs (its value a stand-in). */
 bool host_scan_computed(const host_scan *s, int t);
 /* After the last node: moves the nodes found out into g->host (the values

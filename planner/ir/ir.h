@@ -283,6 +283,12 @@ bool ir_tensor_int64_values(const ir_tensor *t, const int64_t **vals, int64_t *n
 /* The attribute (INT 1) of a channels-last node (ir_node.channels_last). */
 #define IR_ATTR_CHANNELS_LAST "outcore_channels_last"
 
+/* The attribute (STRING: the tensor's name) of a node that reads a value computed at run
+ * time where outcore needs one known at load, taken at load only for a load-time rewrite to
+ * remove (bag_reduce.c, which refuses the model where one is left): the Identity an If on
+ * such a condition became (ops/op_loop.c), a device Slice at such bounds (shape_infer.c). */
+#define IR_ATTR_RUN_TIME "outcore_run_time"
+
 /* Makes node channels-last: the attribute (unless there) and the flag. */
 void ir_node_mark_channels_last(ir_graph *g, int node);
 

@@ -310,7 +310,10 @@ static void stand_in_hint(const ir_graph *g, const host_scan *scan, const ir_nod
         int64_t count = 1;
         if (t < 0 || !ir_tensor_numel(&g->tensors[t], &count) || count != 0) continue;
         const ir_node *p = g->tensors[t].producer >= 0 ? &g->nodes[g->tensors[t].producer] : NULL;
-        bool stand_in = host_scan_computed(scan, t);
+        while (p && p->op == OP_IDENTITY && !ir_attr_find(p, IR_ATTR_RUN_TIME) &&
+               g->tensors[p->inputs[0]].producer >= 0)
+            p = &g->nodes[g->tensors[p->inputs[0]].producer];
+        bool stand_in = host_scan_computed(scan, t) || (p && ir_attr_find(p, IR_ATTR_RUN_TIME));
         for (int j = 0; p && j < p->n_inputs && !stand_in; j++)
             stand_in = host_scan_computed(scan, p->inputs[j]);
         if (!stand_in) continue;
@@ -322,6 +325,21 @@ static void stand_in_hint(const ir_graph *g, const host_scan *scan, const ir_nod
                  g->tensors[t].name);
         return;
     }
+}
+
+/* Whether node i came from a branch of an If on a run-time condition that op_loop.c took
+ * for a load-time rewrite to remove (the Identity it became follows, named as a prefix of
+ * the branch's nodes): only there is a shape taken from stand-in values. */
+static bool in_guarded_branch(const ir_graph *g, int i) {
+    const char *name = g->nodes[i].name;
+    for (int j = i + 1; j < g->n_nodes; j++) {
+        const ir_node *n = &g->nodes[j];
+        size_t len = strlen(n->name);
+        if (n->op == OP_IDENTITY && ir_attr_find(n, IR_ATTR_RUN_TIME) &&
+            strncmp(name, n->name, len) == 0 && name[len] == '/')
+            return true;
+    }
+    return false;
 }
 
 static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
@@ -373,10 +391,20 @@ static int infer_all(ir_graph *g, host_scan *scan, oc_err *err) {
         }
         bool on_host = false;
         if (scan && host_scan_node(scan, g, i, &on_host, err)) return node_fail(g, path, n, err);
-        if (!on_host && op_infer(g, n, err)) {
+        int read = -1;
+        if (!on_host && op_infer(g, n, err) &&
+            !(scan && in_guarded_branch(g, i) &&
+              host_scan_infer_stand_in(scan, g, i, &read) == OC_OK)) {
             node_fail(g, path, n, err);
             if (scan) stand_in_hint(g, scan, n, err);
             return OC_ERR;
+        }
+        n = &g->nodes[i];
+        if (read >= 0) { /* shapes from stand-ins, for a load-time rewrite to remove */
+            ir_attr a = {.name = (char *)IR_ATTR_RUN_TIME,
+                         .type = IR_ATTR_STRING,
+                         .s = g->tensors[read].name};
+            ir_node_add_attr(g, i, &a);
         }
         for (int o = 0; o < n->n_outputs; o++) {
             ir_tensor *y = ir_node_out(g, n, o);
@@ -425,8 +453,9 @@ static bool saved_forward_op(op_kind k) {
            k == OP_GATHER_GRAD || k == OP_POW_TENSOR;
 }
 
-/* A user's model holds no project-domain node but those, and no Loop or If with the
- * attributes their unrolling keeps its state in (op_loop.c: outcore_iterations, outcore_scope). */
+/* A user's model holds no project-domain node but those, no Loop or If with the attributes
+ * their unrolling keeps its state in (op_loop.c: outcore_iterations, outcore_scope), and no
+ * node marked for a load-time rewrite (IR_ATTR_RUN_TIME). */
 static int refuse_project_ops(const ir_graph *g, const char *path, oc_err *err) {
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
@@ -435,8 +464,10 @@ static int refuse_project_ops(const ir_graph *g, const char *path, oc_err *err) 
                            "%s: node '%s' is %s of the domain %s, which only outcore's own "
                            "training graphs and plans hold; a model may use standard ONNX ops only",
                            path, n->name, n->op_type, OC_DOMAIN);
-        for (int a = 0; a < n->n_attrs && (n->op == OP_LOOP || n->op == OP_IF); a++)
-            if (strncmp(n->attrs[a].name, "outcore_", 8) == 0)
+        for (int a = 0; a < n->n_attrs; a++)
+            if ((n->op == OP_LOOP || n->op == OP_IF ||
+                 strcmp(n->attrs[a].name, IR_ATTR_RUN_TIME) == 0) &&
+                strncmp(n->attrs[a].name, "outcore_", 8) == 0)
                 return oc_fail(err,
                                "%s: node '%s' (%s): attribute '%s' is outcore's own (it unrolls "
                                "control flow with it); a model may not set it",

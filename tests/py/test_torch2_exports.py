@@ -843,45 +843,58 @@ def check_embedding_bags(tmp):
 
 
 def check_embedding_bag_offsets(tmp):
-    """nn.EmbeddingBag with offsets given at run time (planner/ir/bag_reduce.c), legacy export:
-    one plan's training graph, its bags a scatter-add of the gathered rows at the bags the
-    host computes from the offsets (GatherGrad '<loop>/bag_sums', no per-bag node left),
-    agrees with PyTorch float64 on two batches of other offsets (sum and mean bags of sizes
-    3, 0, 4, 4 and 0, 10, 1, 0: empty bags first, inside and last); and so does its plan
-    file (the host program's new nodes written as its HostInputs function, read back; the
-    gradient of the Concat of the bags and the dense input, whose ConcatGrad the file writes
-    without the trailing output no gradient is wanted of). torch.export's form of the model
-    and its legacy form with max bags are refused at load, saying why."""
+    """nn.EmbeddingBag with offsets given at run time (planner/ir/bag_reduce.c), from each
+    exporter: the legacy one's loop slicing the ids from one offset to the next, torch.export's
+    testing each bag for emptiness (an If on a run-time condition, zeros then) and slicing the
+    gathered rows, as written by default (optimized: the zeros folded, the last mean bag's
+    divisor cast on the host) and not. One plan's training graph, its bags a scatter-add of
+    the gathered rows at the bags the host computes from the offsets (GatherGrad
+    '<loop>/bag_sums', no per-bag node left), agrees with PyTorch float64 on two batches of
+    other offsets (sum and mean bags of sizes 3, 0, 4, 4 and 0, 10, 1, 0: empty bags first,
+    inside and last); and so does its plan file (the host program's new nodes written as its
+    HostInputs function, read back; the gradient of the Concat of the bags and the dense
+    input, whose ConcatGrad the file writes without the trailing output no gradient is
+    wanted of). Max bags are refused at load, from either exporter, saying why."""
     name = "tiny_embedding_bag_offsets"
-    path = os.path.join(DATA, f"{name}_legacy.onnx")
-    plan = os.path.join(tmp, "offsets_plan.onnx")
-    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "plan", path, "--batch", "4",
-                        "--device", "h100", "--budget", "1TB", "--strategy", "incore", "-o", plan],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        failures.append(f"{name}: plan: {r.stderr.strip()[-300:]}")
-    for tag in ("", "_b"):
-        ref = np.load(os.path.join(DATA, f"{name}{tag}.ref.npz"))
-        try:
-            compare(name + tag, "legacy", path, ref, tmp)
-            if r.returncode == 0:
-                losses, _, _ = outcore_step(plan, inputs_of(ref), ref["labels"], tmp,
-                                            lr=float(ref["lr"]))
-                e = rel(losses[0], ref["loss"])
-                print(f"{'ok  ' if e <= TOL else 'FAIL'} {name}{tag} plan file: loss rel err "
-                      f"{e:.1e}")
-                if e > TOL:
-                    failures.append(f"{name}{tag}: the plan's loss rel err {e:.2e}")
-        except RuntimeError as e:
-            failures.append(f"{name}{tag}: {e}")
-            print(f"FAIL {name}{tag}: {e}")
-    step = os.path.join(tmp, "offsets_train.onnx")
-    if not emit(name, path, 4, step):
-        return
-    # refused at load, saying why: torch.export's loop (an If per bag on a run-time
-    # condition) and max bags (their empty stand-in bag)
-    for f, why in (("dynamo", "torch.export writes one such If per bag of nn.EmbeddingBag"),
-                   ("max_legacy", "nn.EmbeddingBag's max bags with offsets given at run time")):
+    for exporter in ("legacy", "dynamo", "dynamo-optimized"):
+        path = os.path.join(DATA, f"{name}_{exporter}.onnx")
+        plan = os.path.join(tmp, "offsets_plan.onnx")
+        r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "plan", path, "--batch",
+                            "4", "--device", "h100", "--budget", "1TB", "--strategy", "incore",
+                            "-o", plan], capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"{name}/{exporter}: plan: {r.stderr.strip()[-300:]}")
+        for tag in ("", "_b"):
+            ref = np.load(os.path.join(DATA, f"{name}{tag}.ref.npz"))
+            try:
+                compare(name + tag, exporter, path, ref, tmp)
+                if r.returncode == 0:
+                    losses, _, _ = outcore_step(plan, inputs_of(ref), ref["labels"], tmp,
+                                                lr=float(ref["lr"]))
+                    e = rel(losses[0], ref["loss"])
+                    print(f"{'ok  ' if e <= TOL else 'FAIL'} {name}{tag}/{exporter} plan file: "
+                          f"loss rel err {e:.1e}")
+                    if e > TOL:
+                        failures.append(f"{name}{tag}/{exporter}: the plan's loss rel err {e:.2e}")
+            except RuntimeError as e:
+                failures.append(f"{name}{tag}/{exporter}: {e}")
+                print(f"FAIL {name}{tag}/{exporter}: {e}")
+        step = os.path.join(tmp, "offsets_train.onnx")
+        if not emit(f"{name}/{exporter}", path, 4, step):
+            continue
+        nodes = onnx.load(step).graph.node
+        sums = [n.name for n in nodes
+                if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
+        per_bag = [n.name for n in nodes if "/iter" in n.name]
+        ok = len(sums) == 2 and not per_bag
+        print(f"{'ok  ' if ok else 'FAIL'} {name} {exporter}: {len(sums)} bag scatter-adds "
+              f"(want 2), {len(per_bag)} per-bag nodes left (want 0)")
+        if not ok:
+            failures.append(f"{name}/{exporter}: {len(sums)} bag scatter-adds, per-bag nodes "
+                            f"{per_bag[:3]}")
+    # max bags, refused at load, saying why (their empty stand-in bag)
+    why = "nn.EmbeddingBag's max bags with offsets given at run time"
+    for f in ("max_legacy", "max_dynamo"):
         r = subprocess.run([RUN, os.path.join(DATA, f"{name}_{f}.onnx"), "--batch", "4"],
                            capture_output=True, text=True)
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
@@ -889,14 +902,6 @@ def check_embedding_bag_offsets(tmp):
         print(f"{'ok  ' if ok else 'FAIL'} {name}_{f}: refused: {last[-150:]}")
         if not ok:
             failures.append(f"{name}_{f}: exit {r.returncode}, {last[-300:]}")
-    nodes = onnx.load(step).graph.node
-    sums = [n.name for n in nodes if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
-    per_bag = [n.name for n in nodes if "/iter" in n.name]
-    ok = len(sums) == 2 and not per_bag
-    print(f"{'ok  ' if ok else 'FAIL'} {name} legacy: {len(sums)} bag scatter-adds (want 2), "
-          f"{len(per_bag)} per-bag nodes left (want 0)")
-    if not ok:
-        failures.append(f"{name}: {len(sums)} bag scatter-adds, per-bag nodes {per_bag[:3]}")
 
 
 def check_model_loss(tmp):

@@ -432,18 +432,97 @@ static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     return rc;
 }
 
+/* The node of body b writing its tensor t, or NULL. */
+static const ir_node *body_producer(const ir_graph *b, int t) {
+    return t >= 0 && b->tensors[t].producer >= 0 ? &b->nodes[b->tensors[t].producer] : NULL;
+}
+
+/* Whether x holds float data whose bytes are all 0. */
+static bool float_zeros(const ir_tensor *x) {
+    if (!x || !x->data || x->data_src != IR_DATA_INLINE || !ir_dtype_is_float(x->dtype))
+        return false;
+    const uint8_t *d = x->data;
+    bool all = true;
+    for (size_t i = 0; i < x->data_bytes; i++) all = all && d[i] == 0;
+    return all;
+}
+
+/* Whether tensor t of body b is a float Constant of zeros. */
+static bool body_zeros(const ir_graph *b, int t) {
+    const ir_node *p = body_producer(b, t);
+    const ir_attr *a = p && p->op == OP_CONSTANT && p->n_attrs == 1 ? &p->attrs[0] : NULL;
+    if (!a) return false;
+    if (strcmp(a->name, "value_float") == 0 && a->type == IR_ATTR_FLOAT) return a->f == 0;
+    bool all = true;
+    if (strcmp(a->name, "value_floats") == 0 && a->type == IR_ATTR_FLOATS) {
+        for (int i = 0; i < a->n; i++) all = all && a->floats[i] == 0;
+        return all && a->n > 0;
+    }
+    return strcmp(a->name, "value") == 0 && a->type == IR_ATTR_TENSOR && float_zeros(a->t);
+}
+
+/* Node n's branch `which` imported, its sole output's producer (*out: the output) or NULL;
+ * *b to free by the caller. */
+static const ir_node *branch_result(const ir_graph *g, const ir_node *n, const char *which,
+                                    ir_graph **b, int *out) {
+    const ir_attr *ba = ir_attr_find(n, which);
+    oc_err ignored;
+    *b = NULL;
+    *out = -1;
+    if (!ba || ba->type != IR_ATTR_GRAPH || onnx_import_body(g, ba, which, b, &ignored))
+        return NULL;
+    if ((*b)->n_inputs != 0 || (*b)->n_outputs != 1) return NULL;
+    *out = (*b)->outputs[0];
+    return body_producer(*b, *out);
+}
+
+/* An If on a condition computed at run time that outcore takes when a load-time rewrite
+ * turns what reads it into one reduction (bag_reduce.c), which refuses it otherwise: the
+ * branch taken, 1 then or 0 else, or -1. torch.export's nn.EmbeddingBag tests each bag for
+ * emptiness, Equal(start, end), and gives zeros then: else is taken (the reduction gives an
+ * empty bag zeros); its last mean bag divides by the ids from its start when there are
+ * any, Greater(d, 0) then Div(x, d) else x: then is taken (an empty bag is zeros already). */
+static int guarded_branch(const ir_graph *g, const ir_node *n, const ir_tensor *c) {
+    const ir_node *p = c->producer >= 0 ? &g->nodes[c->producer] : NULL;
+    if (!p || n->n_outputs != 1 || (p->op != OP_EQUAL && p->op != OP_GREATER)) return -1;
+    ir_graph *tb, *eb;
+    int to, eo, pick = -1;
+    const ir_node *t = branch_result(g, n, "then_branch", &tb, &to),
+                  *e = branch_result(g, n, "else_branch", &eb, &eo);
+    if (p->op == OP_EQUAL && e &&
+        ((t && t->op == OP_EXPAND && body_zeros(tb, t->inputs[0])) || /* torch.export's */
+         (tb && !t && to >= 0 && tb->tensors[to].is_initializer &&    /* optimized: folded */
+          float_zeros(&tb->tensors[to])))) {
+        pick = 0;
+    } else if (p->op == OP_GREATER && t && e && t->op == OP_DIV && e->op == OP_IDENTITY &&
+               t->n_inputs == 2 && e->n_inputs == 1 &&
+               strcmp(tb->tensors[t->inputs[0]].name, eb->tensors[e->inputs[0]].name) == 0) {
+        int64_t zero;
+        const ir_tensor *z = p->inputs[1] >= 0 ? &g->tensors[p->inputs[1]] : NULL;
+        if (z && op_is_value(z) && op_int_scalar(z, false, &zero) && zero == 0) pick = 1;
+    }
+    if (tb) ir_graph_free(tb);
+    if (eb) ir_graph_free(eb);
+    return pick;
+}
+
 /* If with a condition known at load (torch's legacy export of a shape test: MViT's residual
- * pooling): the chosen branch's nodes in its place ("<if>/then/<node>", "<if>/else/<node>"),
- * its outputs the If's (an Identity each, the last by the If node itself). */
+ * pooling), or one guarded_branch takes: the chosen branch's nodes in its place
+ * ("<if>/then/<node>", "<if>/else/<node>"), its outputs the If's (an Identity each, the last
+ * by the If node itself; a guarded one's marked with IR_ATTR_RUN_TIME, the condition's name). */
 static int if_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
     const ir_node *n = &g->nodes[node];
     int64_t cond;
     ir_tensor *c = ir_node_in(g, n, 0);
-    if (!c || !(op_is_value(c) && op_int_scalar(c, true, &cond)))
+    int guard = -1;
+    if (!c || !((op_is_value(c) && op_int_scalar(c, true, &cond)) ||
+                (guard = guarded_branch(g, n, c)) >= 0))
         return oc_fail(err,
                        "condition '%s' is computed at run time; outcore takes an If whose "
                        "condition is known at load",
                        c ? c->name : "");
+    if (guard >= 0) cond = guard;
+    char *guard_name = guard >= 0 ? oc_strdup(c->name) : NULL;
     const char *which = cond ? "then_branch" : "else_branch";
     const ir_attr *ba = ir_attr_find(n, which);
     if (!ba || ba->type != IR_ATTR_GRAPH) return oc_fail(err, "attribute '%s' is required", which);
@@ -486,12 +565,18 @@ static int if_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
             }
             ir_node_add_input(g, at, u.map[b->outputs[j]]);
             ir_node_add_output(g, at, outs[j]);
+            if (guard_name) {
+                ir_attr a = {
+                    .name = (char *)IR_ATTR_RUN_TIME, .type = IR_ATTR_STRING, .s = guard_name};
+                ir_node_add_attr(g, at, &a);
+            }
         }
         ir_nodes_move_tail(g, first, node);
         oc_free(outs);
         *changed = true;
     }
     unroll_close(&u);
+    oc_free(guard_name);
     return rc;
 }
 

@@ -691,6 +691,10 @@ def cmd_fixtures(args):
     torch.manual_seed(0)
     export(no_randomness(TINY["tiny_resnet"]()), torch.randn(2, 3, 32, 32), "dynamo-optimized",
            os.path.join(args.out, "tiny_resnet_dynamo_optimized.onnx"))
+    # ... and a parameter folded with what reads it (no BatchNormalization): named too.
+    torch.manual_seed(0)
+    export(no_randomness(TINY["tiny_gather"]()), torch.randn(2, 3, 32, 32), "dynamo-optimized",
+           os.path.join(args.out, "tiny_gather_dynamo_optimized.onnx"))
     with open(os.path.join(args.out, "VERSION"), "w") as f:
         f.write(f"torch {torch.__version__}\n")
 

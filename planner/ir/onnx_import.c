@@ -358,10 +358,11 @@ static char *unique_node_name(importer *im, const Onnx__NodeProto *np, int index
 /* NodeProto.metadata_props (field 9, ONNX >= 1.16), which the build's older
  * schema leaves among the unknown fields: the value of key when it contains needle
  * (oc_malloc'd: the caller frees), else NULL. */
-static char *node_meta_value(const Onnx__NodeProto *np, const char *key, const char *needle) {
-    for (unsigned i = 0; i < np->base.n_unknown_fields; i++) {
-        const ProtobufCMessageUnknownField *f = &np->base.unknown_fields[i];
-        if (f->tag != 9 || f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
+static char *meta_value(const ProtobufCMessage *m, uint32_t tag, const char *key,
+                        const char *needle) {
+    for (unsigned i = 0; i < m->n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *f = &m->unknown_fields[i];
+        if (f->tag != tag || f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
         size_t k = 0, len = 0; /* protobuf-c keeps the length prefix (a varint) in data */
         for (int shift = 0; k < f->len && shift < 35; shift += 7) {
             len |= (size_t)(f->data[k] & 0x7f) << shift;
@@ -377,6 +378,10 @@ static char *node_meta_value(const Onnx__NodeProto *np, const char *key, const c
         if (hit) return hit;
     }
     return NULL;
+}
+
+static char *node_meta_value(const Onnx__NodeProto *np, const char *key, const char *needle) {
+    return meta_value(&np->base, 9, key, needle); /* NodeProto.metadata_props (IR 10) */
 }
 
 static bool node_meta_contains(const Onnx__NodeProto *np, const char *key, const char *needle) {
@@ -446,6 +451,45 @@ static void note_folded_normalization(importer *im, const Onnx__GraphProto *gp) 
                       "optimize=False) or dynamo=False, training=torch.onnx.TrainingMode.TRAINING "
                       "(tools/outcore_torch.py does)",
                       im->path, folded);
+}
+
+/* torch.onnx.export's optimize=True also folds what is computed from parameters alone (a
+ * transposed weight, two biases' sum, a folded BatchNormalization's) into new initializers,
+ * and the parameters only they read leave the file: the file trains another network. The
+ * exported program's signature (graph metadata, GraphProto.metadata_props, IR 10) names its
+ * parameters: those the file lacks are noted. */
+static void note_folded_parameters(importer *im, const Onnx__GraphProto *gp) {
+    static const char key[] = "pkg.torch.export.ExportedProgram.graph_signature",
+                      mark[] = ": PARAMETER target='";
+    char *sig = meta_value(&gp->base, 16, key, mark), names[160] = "";
+    int missing = 0, total = 0;
+    for (char *at = sig ? strstr(sig, mark) : NULL; at; at = strstr(at, mark)) {
+        at += sizeof mark - 1;
+        char *end = strchr(at, '\'');
+        if (!end) break;
+        *end = '\0';
+        int t = ir_tensor_find(im->g, at);
+        total++;
+        if (t < 0 || !im->g->tensors[t].is_initializer) {
+            size_t len = strlen(names);
+            if (++missing <= 3)
+                snprintf(names + len, sizeof names - len, "%s'%s'", missing > 1 ? ", " : "", at);
+        }
+        at = end + 1;
+    }
+    oc_free(sig);
+    if (missing)
+        ir_graph_note(im->g,
+                      "%s: %d of the exported program's %d parameters %s not in the file (%s%s): "
+                      "torch.onnx.export's optimize=True folded each, with what reads it, into new "
+                      "tensors, so the file trains a different network than PyTorch does (a "
+                      "folded tensor an op takes as its weight trains in the parameter's place, "
+                      "any other stays constant) and a --save holds the folded tensors. "
+                      "Export with torch.onnx.export(..., dynamo=True, "
+                      "optimize=False) or dynamo=False, training=torch.onnx.TrainingMode.TRAINING "
+                      "(tools/outcore_torch.py does)",
+                      im->path, missing, total, missing > 1 ? "are" : "is", names,
+                      missing > 3 ? ", ..." : "");
 }
 
 /* An input of np by name (-1 for an omitted one): produced earlier, a graph input
@@ -878,6 +922,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
     }
     if (mark_channels_last(im, m)) return OC_ERR;
     note_folded_normalization(im, gp);
+    note_folded_parameters(im, gp);
     if (fuse_split_to_sequence(im)) return OC_ERR;
     return check_ops_supported(im);
 }

@@ -46,7 +46,9 @@ with the loss and every weight and running statistic after one SGD step in float
     and its residual pooling's shape test as an If: unrolled and inlined at load, they train;
   - the default exporter's conv3d writes a missing bias as zeros of shape [M, 2]: taken as
     none, with a notice (tiny_r3d);
-  - an export whose BatchNormalization was folded away (optimize=True) gets a notice naming it;
+  - an export whose BatchNormalization was folded away (optimize=True) gets a notice naming it,
+    and one whose parameters optimize=True folded away (the exported program's signature lists
+    them) a notice naming them;
   - the transformers again with --attention fused (FusedAttention: scores recomputed in
     backward from the softmax statistics), one SGD step against the same float64 reference;
   - nn.Linear as the exporters write it (MatMul of a Transpose of the weight, then Add of the
@@ -480,6 +482,23 @@ def check_notices(tmp):
     print(f"{'ok  ' if bn and folded else 'FAIL'} notices: inference-form BN trained "
           f"({bn.group(1) if bn else '?'} nodes), folded BN pointed out "
           f"({folded.group(1) if folded else '?'} nodes)")
+    # parameters optimize=True folded away, named from the exported program's signature:
+    # the BNs' and the first conv's bias (tiny_resnet), a Linear's weight whose transpose
+    # was folded (tiny_gather); none where nothing was (tiny_math optimized, unoptimized)
+    for f, want in (("tiny_resnet_dynamo_optimized", "12 of the exported program's 20 "
+                     "parameters are not in the file ('1.weight', '1.bias', '4.bn1.weight', ...)"),
+                    ("tiny_gather_dynamo_optimized", "1 of the exported program's 6 parameters "
+                     "is not in the file ('q.weight')"),
+                    ("tiny_math_dynamo-optimized", None), ("tiny_resnet_dynamo", None)):
+        r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "inspect",
+                            os.path.join(DATA, f"{f}.onnx"), "--batch", "2"],
+                           capture_output=True, text=True)
+        said = "parameters" in r.stderr and "not in the file" in r.stderr
+        ok = r.returncode == 0 and (want in r.stderr if want else not said)
+        print(f"{'ok  ' if ok else 'FAIL'} notices: {f}: folded parameters "
+              f"{'named' if want else 'none said'}")
+        if not ok:
+            failures.append(f"{f}: folded parameters notice: want {want!r}, got {r.stderr[-400:]}")
 
 
 def check_random(tmp):

@@ -26,17 +26,20 @@
 typedef enum bag_mode { BAG_SUM, BAG_MEAN, BAG_MAX } bag_mode;
 
 #define BAG_CHAIN 32 /* nodes of one bag at most (the If branches leave Identity nodes) */
+#define BAG_GUARDS 4 /* Ifs on run-time conditions taken in one bag at most */
 
 /* One bag as matched: the rows it reduces are rows [start, end) of `rows` (default
  * exporter), or the table gathered at ids[start, end) (legacy: ids a tensor of g->host). */
 typedef struct bag {
     bag_mode mode;
     int rows, table, ids;
-    int ext;                       /* run-time bounds: the host tensor they are elements of */
-    int64_t start, end, divisor;   /* divisor: Div's, else 0; with ext: indices into it */
-    int64_t div_at, div_len;       /* a divisor computed on the host: div_len - ext[div_at] */
-    int gather;                    /* the legacy Gather (its attributes copied), else -1 */
-    int n_chain, chain[BAG_CHAIN]; /* g's nodes computing the bag, removed once rewritten */
+    int ext;                         /* run-time bounds: the host tensor they are elements of */
+    int64_t start, end, divisor;     /* divisor: Div's, else 0; with ext: indices into it */
+    int64_t div_at, div_len;         /* a divisor computed on the host: div_len - ext[div_at] */
+    int div_d;                       /* ... that host tensor, d (Cast to the divisor) */
+    int n_guards, guard[BAG_GUARDS]; /* the conditions of the Ifs taken (host tensors) */
+    int gather;                      /* the legacy Gather (its attributes copied), else -1 */
+    int n_chain, chain[BAG_CHAIN];   /* g's nodes computing the bag, removed once rewritten */
 } bag;
 
 /* The node writing t when t is read by that one node only (and is no graph output). */
@@ -54,10 +57,17 @@ static bool chained(const ir_graph *g, bag *b, const ir_node *n) {
     return true;
 }
 
-/* The node writing t, read once, past the Identity nodes a resolved If leaves (chained). */
+/* The node writing t, read once, past the Identity nodes a resolved If leaves (chained;
+ * an If taken on a run-time condition, its condition kept in b->guard). */
 static const ir_node *producer_of(const ir_graph *g, int t, bag *b) {
     const ir_node *n = sole_producer(g, t);
-    while (n && n->op == OP_IDENTITY && chained(g, b, n)) n = sole_producer(g, n->inputs[0]);
+    while (n && n->op == OP_IDENTITY && chained(g, b, n)) {
+        const char *c = ir_attr_string(n, IR_ATTR_RUN_TIME, NULL);
+        int hc = c && g->host ? ir_tensor_find(g->host, c) : -1;
+        if (c && (hc < 0 || b->n_guards >= BAG_GUARDS)) return NULL;
+        if (c) b->guard[b->n_guards++] = hc;
+        n = sole_producer(g, n->inputs[0]);
+    }
     return n && n->op != OP_IDENTITY ? n : NULL;
 }
 
@@ -244,7 +254,36 @@ static bool run_time_divisor(const ir_graph *g, int t, bag *b) {
     if (!len || count != 1 || !host_element(g->host, sub->inputs[1], &base, &b->div_at))
         return false;
     b->div_len = len[0];
+    b->div_d = sub->outputs[0];
     b->ext = base; /* checked against the rows' bounds */
+    return true;
+}
+
+/* Whether the Ifs op_loop.c took in bag b test what the rewrite gives the same results for:
+ * Equal(E[s], E[e]), the bag's emptiness (either order), and Greater(d, 0), its divisor's
+ * d above 0 (op_loop.c took the branch that divides; the bag is empty otherwise). */
+static bool guards_hold(const ir_graph *g, const bag *b) {
+    const ir_graph *h = g->host;
+    for (int i = 0; i < b->n_guards; i++) {
+        const ir_tensor *c = &h->tensors[b->guard[i]];
+        const ir_node *p = c->producer >= 0 ? &h->nodes[c->producer] : NULL;
+        int e1, e2;
+        int64_t i1, i2, count;
+        const int64_t *zero;
+        if (!p || p->n_inputs != 2 || b->ext < 0) return false;
+        if (p->op == OP_EQUAL) {
+            if (!host_element(h, p->inputs[0], &e1, &i1) ||
+                !host_element(h, p->inputs[1], &e2, &i2) || e1 != b->ext || e2 != b->ext ||
+                !((i1 == b->start && i2 == b->end) || (i1 == b->end && i2 == b->start)))
+                return false;
+        } else if (p->op == OP_GREATER) {
+            zero = const_ints(h, p->inputs[1], &count);
+            if (b->divisor >= 0 || p->inputs[0] != b->div_d || !zero || count != 1 || zero[0])
+                return false;
+        } else {
+            return false;
+        }
+    }
     return true;
 }
 
@@ -348,6 +387,7 @@ static bool match_bag(const ir_graph *g, int p, bag *b) {
          !host_const_element(g->host, b->ext, b->end, &last) || last != b->div_len))
         return false;
     if (b->ext >= 0 && (b->mode == BAG_MAX || b->divisor > 0)) return false; /* sum, mean */
+    if (!guards_hold(g, b)) return false;
     if (b->divisor > 0 && b->divisor != b->end - b->start) return false;
     if (xt->rank != pt->rank || pt->dims[0] != 1 ||
         (b->ext < 0 && xt->dims[0] != b->end - b->start))

@@ -911,6 +911,33 @@ def check_embedding_bag_offsets(tmp):
         if not ok:
             failures.append(f"{name}/{exporter}: {len(sums)} bag scatter-adds, per-bag nodes "
                             f"{per_bag[:3]}")
+    # an If of that shape (zeros when two integer-input values are equal) outside a bag:
+    # taken at load only for the bag rewrite, which leaves it, so refused, named
+    from onnx import helper, TensorProto
+    branch = lambda name, nodes, out: helper.make_graph(nodes, name, [], [
+        helper.make_tensor_value_info(out, TensorProto.FLOAT, [2, 4])])
+    then = branch("then", [helper.make_node("Constant", [], ["z"], value_floats=[0.0]),
+                           helper.make_node("Constant", [], ["shape"], value_ints=[2, 4]),
+                           helper.make_node("Expand", ["z", "shape"], ["zeros"])], "zeros")
+    other = branch("else", [helper.make_node("Relu", ["x"], ["r"])], "r")
+    g = helper.make_graph(
+        [helper.make_node("Constant", [], ["zero"], value_ints=[0]),
+         helper.make_node("Equal", ["k", "zero"], ["cond"]),
+         helper.make_node("If", ["cond"], ["y"], name="guard", then_branch=then,
+                          else_branch=other)], "not_a_bag",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    path = os.path.join(tmp, "not_a_bag.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    r = subprocess.run([os.path.join(ROOT, BUILD, "outcore-plan"), "inspect", path],
+                       capture_output=True, text=True)
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    ok = r.returncode != 0 and "node 'guard' (If): condition 'cond' is computed at run time" in last
+    print(f"{'ok  ' if ok else 'FAIL'} an If of an empty bag's shape outside a bag: refused: "
+          f"{last[-120:]}")
+    if not ok:
+        failures.append(f"not_a_bag.onnx: exit {r.returncode}, {last[-300:]}")
     # max bags, refused at load, saying why (their empty stand-in bag)
     why = "nn.EmbeddingBag's max bags with offsets given at run time"
     for f in ("max_legacy", "max_dynamo"):

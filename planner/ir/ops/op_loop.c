@@ -497,9 +497,15 @@ static int guarded_branch(const ir_graph *g, const ir_node *n, const ir_tensor *
     } else if (p->op == OP_GREATER && t && e && t->op == OP_DIV && e->op == OP_IDENTITY &&
                t->n_inputs == 2 && e->n_inputs == 1 &&
                strcmp(tb->tensors[t->inputs[0]].name, eb->tensors[e->inputs[0]].name) == 0) {
-        int64_t zero;
+        int64_t zero; /* Div(x, Cast[Like](d)) where Greater(d, 0) */
         const ir_tensor *z = p->inputs[1] >= 0 ? &g->tensors[p->inputs[1]] : NULL;
-        if (z && op_is_value(z) && op_int_scalar(z, false, &zero) && zero == 0) pick = 1;
+        const ir_node *cast = body_producer(tb, t->inputs[1]);
+        int d = cast && (cast->op == OP_CAST || cast->op == OP_CAST_LIKE) && cast->inputs[0] >= 0
+                    ? scoped_find(g, n, tb->tensors[cast->inputs[0]].name)
+                    : -1;
+        if (d >= 0 && d == p->inputs[0] && z && op_is_value(z) && op_int_scalar(z, false, &zero) &&
+            zero == 0)
+            pick = 1;
     }
     if (tb) ir_graph_free(tb);
     if (eb) ir_graph_free(eb);
@@ -522,13 +528,13 @@ static int if_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
                        "condition is known at load",
                        c ? c->name : "");
     if (guard >= 0) cond = guard;
-    char *guard_name = guard >= 0 ? oc_strdup(c->name) : NULL;
     const char *which = cond ? "then_branch" : "else_branch";
     const ir_attr *ba = ir_attr_find(n, which);
     if (!ba || ba->type != IR_ATTR_GRAPH) return oc_fail(err, "attribute '%s' is required", which);
     ir_graph *b;
     if (onnx_import_body(g, ba, which, &b, err)) return OC_ERR;
     int rc = OC_OK, last = -1;
+    char *guard_name = guard >= 0 ? oc_strdup(c->name) : NULL; /* g's tensors move below */
     for (int j = 0; j < n->n_outputs; j++)
         if (n->outputs[j] >= 0) last = j;
     if (b->n_inputs != 0 || b->n_outputs != n->n_outputs || last < 0)

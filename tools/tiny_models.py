@@ -555,6 +555,35 @@ class TinyEmbeddingBagOffsetsMax(TinyEmbeddingBagOffsets):
         self.mean = nn.EmbeddingBag(12, 4, mode="max")
 
 
+class TinyDLRM(nn.Module):
+    """A DLRM-style recommender (Naumov et al. 2019) at toy size: dense features through a
+    bottom MLP, three sparse features as nn.EmbeddingBag (sum, mean, sum) of flat ids cut by
+    offsets given at run time, their pairwise dot products (bmm of the stacked vectors, the
+    strictly lower triangle gathered at index buffers), then a top MLP to 2 classes. Inputs:
+    dense [N, 13], then ids [3 N] (int64 in [0, 20)) and offsets [N] (ascending, the first
+    0) of each sparse feature."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.bot = nn.Sequential(nn.Linear(13, 16), nn.ReLU(), nn.Linear(16, 4), nn.ReLU())
+        self.emb = nn.ModuleList([nn.EmbeddingBag(20, 4, mode=m) for m in ("sum", "mean", "sum")])
+        n = 4
+        self.register_buffer("li", torch.tensor([i for i in range(n) for j in range(i)]),
+                             persistent=False)  # index tables, no state
+        self.register_buffer("lj", torch.tensor([j for i in range(n) for j in range(i)]),
+                             persistent=False)
+        self.top = nn.Sequential(nn.Linear(4 + 6, 8), nn.ReLU(), nn.Linear(8, 2))
+
+    def forward(self, dense, i0, o0, i1, o1, i2, o2):
+        import torch
+        x = self.bot(dense)
+        ly = [e(i, o) for e, i, o in zip(self.emb, (i0, i1, i2), (o0, o1, o2))]
+        t = torch.cat([x] + ly, dim=1).view(x.shape[0], -1, 4)
+        z = torch.bmm(t, t.transpose(1, 2))[:, self.li, self.lj]
+        return self.top(torch.cat([x, z], 1))
+
+
 def torch_randn(*shape):
     import torch
     return torch.randn(*shape)

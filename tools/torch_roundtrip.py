@@ -629,6 +629,21 @@ def cmd_fixtures(args):
             if ex == "dynamo":
                 strip_provenance(path)
         print(f"tiny_embedding_bag_offsets: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_dlrm" in only:  # a recommender: three bags' ids and offsets
+        from tiny_models import TinyDLRM
+        torch.manual_seed(0)
+        model = no_randomness(TinyDLRM())
+        g = torch.Generator().manual_seed(132)
+        x = [torch.randn(8, 13, generator=g)]
+        for _ in range(3):  # 24 ids in 8 bags of random sizes, empty ones among them
+            cuts = torch.sort(torch.randint(0, 25, (7,), generator=g)).values
+            x += [torch.randint(0, 20, (24,), generator=g),
+                  torch.cat([torch.zeros(1, dtype=torch.long), cuts])]
+        y = torch.randint(0, 2, (8,), generator=g)
+        arrays = fixture_exports_and_step(model, tuple(x), y, "tiny_dlrm", args.out,
+                                          ("legacy", "dynamo", "dynamo-optimized"))
+        np.savez_compressed(os.path.join(args.out, "tiny_dlrm.ref.npz"), **arrays)
+        print(f"tiny_dlrm: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_scatter_add" in only:  # edges as a second, integer input
         from tiny_models import TinyScatterAdd
         torch.manual_seed(0)

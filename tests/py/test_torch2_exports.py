@@ -950,6 +950,35 @@ def check_embedding_bag_offsets(tmp):
             failures.append(f"{name}_{f}: exit {r.returncode}, {last[-300:]}")
 
 
+def check_dlrm(tmp):
+    """A DLRM-style recommender (tools/tiny_models.py TinyDLRM: a bottom MLP, three
+    EmbeddingBags — sum, mean, sum — of ids cut by offsets given at run time, their pairwise
+    dot products by bmm and a gather of the lower triangle, a top MLP) from each exporter,
+    torch.export's as written by default too: one SGD step against PyTorch float64, and three
+    bag scatter-adds, no per-bag node, in each training graph."""
+    name = "tiny_dlrm"
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    for exporter in ("legacy", "dynamo", "dynamo-optimized"):
+        path = os.path.join(DATA, f"{name}_{exporter}.onnx")
+        try:
+            compare(name, exporter, path, ref, tmp)
+        except RuntimeError as e:
+            failures.append(f"{name}/{exporter}: {e}")
+            print(f"FAIL {name}/{exporter}: {e}")
+        step = os.path.join(tmp, "dlrm_train.onnx")
+        if not emit(f"{name}/{exporter}", path, 8, step):
+            continue
+        nodes = onnx.load(step).graph.node
+        sums = [n.name for n in nodes if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
+        per_bag = [n.name for n in nodes if "/iter" in n.name]
+        ok = len(sums) == 3 and not per_bag
+        print(f"{'ok  ' if ok else 'FAIL'} {name} {exporter}: {len(sums)} bag scatter-adds "
+              f"(want 3), {len(per_bag)} per-bag nodes left (want 0)")
+        if not ok:
+            failures.append(f"{name}/{exporter}: {len(sums)} bag scatter-adds, per-bag nodes "
+                            f"{per_bag[:3]}")
+
+
 def check_model_loss(tmp):
     """Models that compute their own loss: tiny_nll_loss (F.nll_loss of log_softmax with class
     weights and ignore_index 255 over [N, C, H, W]; the legacy export a weighted 4-d
@@ -1154,6 +1183,7 @@ def main():
         check_integer_inputs(tmp)
         check_embedding_bags(tmp)
         check_embedding_bag_offsets(tmp)
+        check_dlrm(tmp)
         check_model_loss(tmp)
         check_host_inputs(tmp)
         check_data_inputs(tmp)

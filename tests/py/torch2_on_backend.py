@@ -25,16 +25,18 @@ import test_torch2_exports as T  # noqa: E402
 # tiny_gather_pick's gathers and tiny_scatter_add's scatter-adds at an integer input's
 # indices (offsets folded on the host). tiny_embedding_bag(_many)'s loops over the bags
 # (fixed-size bags one reduction at load, uneven ones unrolled); tiny_embedding_bag_offsets'
-# with offsets given at run time (a scatter-add at bags the host computes, either exporter).
+# with offsets given at run time (a scatter-add at bags the host computes, either exporter),
+# and tiny_dlrm's three such bags in a recommender.
 LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick", "tiny_scatter_add",
-              "tiny_embedding_bag", "tiny_embedding_bag_many", "tiny_embedding_bag_offsets"}
+              "tiny_embedding_bag", "tiny_embedding_bag_many", "tiny_embedding_bag_offsets",
+              "tiny_dlrm"}
 # Fixtures only the legacy exporter writes (torch.export cannot trace the packing): packed
 # sequences, their lengths sorted (TopK) and unsorted on the host each step.
 LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
 # Fixtures outside T.MODELS (an integer input: test_torch2_exports' check_integer_inputs,
 # check_embedding_bags).
 EXTRA = LEGACY_ONLY + ["tiny_gather_pick", "tiny_scatter_add", "tiny_embedding_bag",
-                       "tiny_embedding_bag_many", "tiny_embedding_bag_offsets"]
+                       "tiny_embedding_bag_many", "tiny_embedding_bag_offsets", "tiny_dlrm"]
 
 
 def main():

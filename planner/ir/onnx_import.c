@@ -455,8 +455,10 @@ static void note_folded_normalization(importer *im, const Onnx__GraphProto *gp) 
 
 /* torch.onnx.export's optimize=True also folds what is computed from parameters alone (a
  * transposed weight, two biases' sum, a folded BatchNormalization's) into new initializers,
- * and the parameters only they read leave the file: the file trains another network. The
- * exported program's signature (graph metadata, GraphProto.metadata_props, IR 10) names its
+ * and merges parameters whose values are equal at export (fresh LayerNorms' weights): the
+ * parameters only those read leave the file. A --save lacks them, and where values were
+ * combined or merged training differs (a plain transpose trains the same). The exported
+ * program's signature (graph metadata, GraphProto.metadata_props, IR 10) names its
  * parameters: those the file lacks are noted. */
 static void note_folded_parameters(importer *im, const Onnx__GraphProto *gp) {
     static const char key[] = "pkg.torch.export.ExportedProgram.graph_signature",
@@ -479,17 +481,19 @@ static void note_folded_parameters(importer *im, const Onnx__GraphProto *gp) {
     }
     oc_free(sig);
     if (missing)
-        ir_graph_note(im->g,
-                      "%s: %d of the exported program's %d parameters %s not in the file (%s%s): "
-                      "torch.onnx.export's optimize=True folded each, with what reads it, into new "
-                      "tensors, so the file trains a different network than PyTorch does (a "
-                      "folded tensor an op takes as its weight trains in the parameter's place, "
-                      "any other stays constant) and a --save holds the folded tensors. "
-                      "Export with torch.onnx.export(..., dynamo=True, "
-                      "optimize=False) or dynamo=False, training=torch.onnx.TrainingMode.TRAINING "
-                      "(tools/outcore_torch.py does)",
-                      im->path, missing, total, missing > 1 ? "are" : "is", names,
-                      missing > 3 ? ", ..." : "");
+        ir_graph_note(
+            im->g,
+            "%s: %d of the exported program's %d parameters %s not in the file (%s%s): "
+            "torch.onnx.export's optimize=True folded each, with what reads it, into new "
+            "tensors, which a --save holds instead; where it combined or merged parameters "
+            "(a BatchNormalization folded into a Conv, two biases summed, parameters "
+            "equal at export, as fresh LayerNorms' ones, made one) training differs "
+            "from PyTorch's. "
+            "Export with torch.onnx.export(..., dynamo=True, "
+            "optimize=False) or dynamo=False, training=torch.onnx.TrainingMode.TRAINING "
+            "(tools/outcore_torch.py does)",
+            im->path, missing, total, missing > 1 ? "are" : "is", names,
+            missing > 3 ? ", ..." : "");
 }
 
 /* An input of np by name (-1 for an omitted one): produced earlier, a graph input

@@ -584,6 +584,20 @@ class TinyDLRM(nn.Module):
         return self.top(torch.cat([x, z], 1))
 
 
+class TinyTied(nn.Module):
+    """An embedding and an output layer sharing one weight (GPT-2's wte and lm_head): the
+    exported program lists both names, the file holds one. Input: ids [N, 5] in [0, 10)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+        self.head = nn.Linear(8, 10, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(self.emb(ids).mean(1))
+
+
 def torch_randn(*shape):
     import torch
     return torch.randn(*shape)

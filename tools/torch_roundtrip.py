@@ -706,10 +706,20 @@ def cmd_fixtures(args):
     torch.manual_seed(0)
     export(no_randomness(TINY["tiny_resnet"]()), torch.randn(2, 3, 32, 32), "dynamo-optimized",
            os.path.join(args.out, "tiny_resnet_dynamo_optimized.onnx"))
-    # ... and a parameter folded with what reads it (no BatchNormalization): named too.
-    torch.manual_seed(0)
-    export(no_randomness(TINY["tiny_gather"]()), torch.randn(2, 3, 32, 32), "dynamo-optimized",
-           os.path.join(args.out, "tiny_gather_dynamo_optimized.onnx"))
+    # ... a parameter folded away with what reads it (a transposed Linear weight), and
+    # parameters still there whose expression was folded (GeM's 1 / p): named too.
+    for name in ("tiny_gather", "tiny_gem"):
+        torch.manual_seed(0)
+        export(no_randomness(TINY[name]()), torch.randn(2, 3, 32, 32), "dynamo-optimized",
+               os.path.join(args.out, f"{name}_dynamo_optimized.onnx"))
+    # A tied weight (one initializer for two names, no aten call reading the second): not
+    # folded; the optimized export's transposed copy is (the tie broken). Both with their
+    # FX metadata (not stripped), which tells the two apart.
+    from tiny_models import TinyTied
+    for ex in ("dynamo", "dynamo-optimized"):
+        torch.manual_seed(0)
+        export(TinyTied(), torch.randint(0, 10, (2, 5)), ex,
+               os.path.join(args.out, f"tiny_tied_{ex.replace('-', '_')}.onnx"))
     with open(os.path.join(args.out, "VERSION"), "w") as f:
         f.write(f"torch {torch.__version__}\n")
 

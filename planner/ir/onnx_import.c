@@ -1,6 +1,7 @@
 /* onnx_import.c — see onnx_import.h. */
 #include "ir/onnx_import.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <inttypes.h>
@@ -453,47 +454,109 @@ static void note_folded_normalization(importer *im, const Onnx__GraphProto *gp) 
                       im->path, folded);
 }
 
-/* torch.onnx.export's optimize=True also folds what is computed from parameters alone (a
- * transposed weight, two biases' sum, a folded BatchNormalization's) into new initializers,
- * and merges parameters whose values are equal at export (fresh LayerNorms' weights): the
- * parameters only those read leave the file. A --save lacks them, and where values were
- * combined or merged training differs (a plain transpose trains the same). The exported
- * program's signature (graph metadata, GraphProto.metadata_props, IR 10) names its
- * parameters: those the file lacks are noted. */
+/* Adds to *m (made on first use) each name of a Python list literal "['a', 'b']". */
+static void put_list_names(strmap **m, const char *list) {
+    for (const char *p = strchr(list, '\''); p; p = strchr(p, '\'')) {
+        const char *end = strchr(++p, '\'');
+        if (!end) return;
+        char *name = oc_strndup(p, (size_t)(end - p));
+        if (!*m) *m = strmap_new();
+        strmap_put(*m, name, 1);
+        oc_free(name);
+        p = end + 1;
+    }
+}
+
+/* The placeholders ("%name") the nodes' FX metadata (pkg.torch.onnx.fx_node, the aten call
+ * each node was exported from) names, into *m. */
+static void put_fx_mentions(strmap **m, const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_node; i++) {
+        char *v = node_meta_value(gp->node[i], "pkg.torch.onnx.fx_node", "");
+        for (char *p = v ? strchr(v, '%') : NULL; p; p = strchr(p, '%')) {
+            char *name = ++p;
+            while (isalnum((unsigned char)*p) || *p == '_') p++;
+            char c = *p;
+            *p = '\0';
+            if (!*m) *m = strmap_new();
+            if (*name) strmap_put(*m, name, 1);
+            *p = c;
+        }
+        oc_free(v);
+    }
+}
+
+/* The names the optimizer's folded float tensors were computed from (value-info metadata
+ * pkg.onnxscript.optimizer.folded_from), into *m; an integer one read a parameter's shape
+ * (nn.EmbeddingBag's row width), not its values. */
+static void put_folded_from(strmap **m, const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = gp->value_info[i];
+        int32_t et = vi->type && vi->type->tensor_type ? vi->type->tensor_type->elem_type : 0;
+        if (et != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+            et != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 &&
+            et != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 &&
+            et != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+            continue;
+        for (size_t k = 0; k < vi->n_metadata_props; k++) {
+            const Onnx__StringStringEntryProto *e = vi->metadata_props[k];
+            if (e->key && e->value && strcmp(e->key, "pkg.onnxscript.optimizer.folded_from") == 0)
+                put_list_names(m, e->value);
+        }
+    }
+}
+
+/* torch.onnx.export's optimize=True (its default) constant-folds what is computed from
+ * parameters alone — a transposed weight, two biases' sum, 1 / p, a BatchNormalization into
+ * its Conv — into new initializers (their value info says what they were folded from), and
+ * merges initializers whose values are equal at export (a fresh model's LayerNorm weights):
+ * a parameter folded so no longer trains through what was folded, one merged trains as the
+ * other, and a --save holds the new tensors. The exported program's signature (graph
+ * metadata, GraphProto.metadata_props, IR 10) names every parameter and its placeholder:
+ * those folded from, and those the file lacks though an aten call read them (a tied
+ * parameter, GPT-2's head, has its own line and no initializer in any export, and no call
+ * reads it), are noted. Without the metadata nothing is said. */
 static void note_folded_parameters(importer *im, const Onnx__GraphProto *gp) {
     static const char key[] = "pkg.torch.export.ExportedProgram.graph_signature",
                       mark[] = ": PARAMETER target='";
     char *sig = meta_value(&gp->base, 16, key, mark), names[160] = "";
-    int missing = 0, total = 0;
-    for (char *at = sig ? strstr(sig, mark) : NULL; at; at = strstr(at, mark)) {
+    strmap *folded = NULL, *read = NULL;
+    if (sig) put_folded_from(&folded, gp), put_fx_mentions(&read, gp);
+    int hit = 0, total = 0;
+    for (char *at = folded || read ? strstr(sig, mark) : NULL; at; at = strstr(at, mark)) {
+        char *line = at;
+        while (line > sig && line[-1] != '\n') line--;
+        line += strspn(line, " ");
+        *at = '\0'; /* the placeholder: line .. at */
+        bool called = read && strmap_get(read, line);
         at += sizeof mark - 1;
         char *end = strchr(at, '\'');
         if (!end) break;
         *end = '\0';
         int t = ir_tensor_find(im->g, at);
+        bool absent = t < 0 || !im->g->tensors[t].is_initializer;
         total++;
-        if (t < 0 || !im->g->tensors[t].is_initializer) {
+        if ((folded && strmap_get(folded, at)) || (absent && called)) {
             size_t len = strlen(names);
-            if (++missing <= 3)
-                snprintf(names + len, sizeof names - len, "%s'%s'", missing > 1 ? ", " : "", at);
+            if (++hit <= 3)
+                snprintf(names + len, sizeof names - len, "%s'%s'", hit > 1 ? ", " : "", at);
         }
         at = end + 1;
     }
+    if (folded) strmap_free(folded);
+    if (read) strmap_free(read);
     oc_free(sig);
-    if (missing)
+    if (hit)
         ir_graph_note(
             im->g,
-            "%s: %d of the exported program's %d parameters %s not in the file (%s%s): "
-            "torch.onnx.export's optimize=True folded each, with what reads it, into new "
-            "tensors, which a --save holds instead; where it combined or merged parameters "
-            "(a BatchNormalization folded into a Conv, two biases summed, parameters "
-            "equal at export, as fresh LayerNorms' ones, made one) training differs "
-            "from PyTorch's. "
-            "Export with torch.onnx.export(..., dynamo=True, "
-            "optimize=False) or dynamo=False, training=torch.onnx.TrainingMode.TRAINING "
-            "(tools/outcore_torch.py does)",
-            im->path, missing, total, missing > 1 ? "are" : "is", names,
-            missing > 3 ? ", ..." : "");
+            "%s: %d of the exported program's %d parameters (%s%s) %s folded into constants "
+            "or merged with another by torch.onnx.export's optimize=True: what was folded no "
+            "longer trains with the parameter (two biases summed, 1 / p, a BatchNormalization "
+            "folded into a Conv), parameters equal at export (a fresh model's LayerNorm "
+            "weights) train as one, and a --save holds the new tensors; only a plain "
+            "transpose of a weight trains the same. Export with torch.onnx.export(..., "
+            "dynamo=True, optimize=False) or dynamo=False, "
+            "training=torch.onnx.TrainingMode.TRAINING (tools/outcore_torch.py does)",
+            im->path, hit, total, names, hit > 3 ? ", ..." : "", hit > 1 ? "were" : "was");
 }
 
 /* An input of np by name (-1 for an omitted one): produced earlier, a graph input

@@ -867,6 +867,23 @@ def check_embedding_bags(tmp):
                                 f"per-bag reductions, {max_pools} MaxPools")
 
 
+def bag_sums_only(name, exporter, path, batch, want, tmp):
+    """The training graph of path holds `want` '<loop>/bag_sums' scatter-adds (run-time bags,
+    bag_reduce.c) and no node of an unrolled iteration."""
+    step = os.path.join(tmp, "bags_train.onnx")
+    if not emit(f"{name}/{exporter}", path, batch, step):
+        return
+    nodes = onnx.load(step).graph.node
+    sums = [n.name for n in nodes if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
+    per_bag = [n.name for n in nodes if "/iter" in n.name]
+    ok = len(sums) == want and not per_bag
+    print(f"{'ok  ' if ok else 'FAIL'} {name} {exporter}: {len(sums)} bag scatter-adds "
+          f"(want {want}), {len(per_bag)} per-bag nodes left (want 0)")
+    if not ok:
+        failures.append(f"{name}/{exporter}: {len(sums)} bag scatter-adds, per-bag nodes "
+                        f"{per_bag[:3]}")
+
+
 def check_embedding_bag_offsets(tmp):
     """nn.EmbeddingBag with offsets given at run time (planner/ir/bag_reduce.c), from each
     exporter: the legacy one's loop slicing the ids from one offset to the next, torch.export's
@@ -904,19 +921,7 @@ def check_embedding_bag_offsets(tmp):
             except RuntimeError as e:
                 failures.append(f"{name}{tag}/{exporter}: {e}")
                 print(f"FAIL {name}{tag}/{exporter}: {e}")
-        step = os.path.join(tmp, "offsets_train.onnx")
-        if not emit(f"{name}/{exporter}", path, 4, step):
-            continue
-        nodes = onnx.load(step).graph.node
-        sums = [n.name for n in nodes
-                if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
-        per_bag = [n.name for n in nodes if "/iter" in n.name]
-        ok = len(sums) == 2 and not per_bag
-        print(f"{'ok  ' if ok else 'FAIL'} {name} {exporter}: {len(sums)} bag scatter-adds "
-              f"(want 2), {len(per_bag)} per-bag nodes left (want 0)")
-        if not ok:
-            failures.append(f"{name}/{exporter}: {len(sums)} bag scatter-adds, per-bag nodes "
-                            f"{per_bag[:3]}")
+        bag_sums_only(name, exporter, path, 4, 2, tmp)
     # an If of that shape (zeros when two integer-input values are equal) outside a bag:
     # taken at load only for the bag rewrite, which leaves it, so refused, named
     from onnx import helper, TensorProto
@@ -971,18 +976,7 @@ def check_dlrm(tmp):
         except RuntimeError as e:
             failures.append(f"{name}/{exporter}: {e}")
             print(f"FAIL {name}/{exporter}: {e}")
-        step = os.path.join(tmp, "dlrm_train.onnx")
-        if not emit(f"{name}/{exporter}", path, 8, step):
-            continue
-        nodes = onnx.load(step).graph.node
-        sums = [n.name for n in nodes if n.op_type == "GatherGrad" and n.name.endswith("/bag_sums")]
-        per_bag = [n.name for n in nodes if "/iter" in n.name]
-        ok = len(sums) == 3 and not per_bag
-        print(f"{'ok  ' if ok else 'FAIL'} {name} {exporter}: {len(sums)} bag scatter-adds "
-              f"(want 3), {len(per_bag)} per-bag nodes left (want 0)")
-        if not ok:
-            failures.append(f"{name}/{exporter}: {len(sums)} bag scatter-adds, per-bag nodes "
-                            f"{per_bag[:3]}")
+        bag_sums_only(name, exporter, path, 8, 3, tmp)
 
 
 def check_model_loss(tmp):

@@ -40,10 +40,12 @@ int cli_model_opt(cli_model_opts *o, int argc, char **argv, int *i, oc_err *err)
     return 0;
 }
 
-int cli_load(const cli_model_opts *o, ir_graph **g, oc_err *err) {
+int cli_load(cli_model_opts *o, ir_graph **g, oc_err *err) {
     if (!o->model) return oc_fail(err, "no MODEL given (see --help)");
     ir_bind_opts b = {.batch = o->batch, .dims = o->dims, .n_dims = o->n_dims};
     if (ir_load_model(o->model, &b, g, err)) return OC_ERR;
+    const ir_tensor *x = (*g)->n_inputs ? &(*g)->tensors[(*g)->inputs[0]] : NULL;
+    if (!o->batch && x && x->rank > 0) o->batch = x->dims[0]; /* bound: static */
     ir_graph_print_notes(*g, "outcore-plan", o->quiet ? NULL : stderr);
     return OC_OK;
 }
@@ -102,8 +104,7 @@ int cli_train_opt(train_opts *o, int argc, char **argv, int *i, oc_err *err) {
     return 0;
 }
 
-int cli_load_training(const cli_model_opts *mo, const train_opts *to, train_graph **tg,
-                      oc_err *err) {
+int cli_load_training(cli_model_opts *mo, const train_opts *to, train_graph **tg, oc_err *err) {
     ir_graph *g;
     if (cli_load(mo, &g, err) || train_build(g, to, tg, err)) return OC_ERR;
     ir_graph_print_notes((*tg)->g, "outcore-plan", stderr);

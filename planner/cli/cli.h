@@ -23,9 +23,9 @@ typedef struct cli_model_opts {
  * Same contract as cli_model_opt. */
 
 int cli_train_opt(train_opts *o, int argc, char **argv, int *i, oc_err *err);
-/* Loads the model and builds its training graph. */
-int cli_load_training(const cli_model_opts *mo, const train_opts *to, train_graph **tg,
-                      oc_err *err);
+/* Loads the model (cli_load: mo->batch set where it was not given) and builds its
+ * training graph. */
+int cli_load_training(cli_model_opts *mo, const train_opts *to, train_graph **tg, oc_err *err);
 /* Opens path for writing ("-" = stdout); the file is written to a temporary
  * name and renamed by cli_close_output on success, removed on failure. */
 typedef struct cli_output {
@@ -40,8 +40,10 @@ int cli_close_output(cli_output *o, bool ok, oc_err *err);
 int cli_model_opt(cli_model_opts *o, int argc, char **argv, int *i, oc_err *err);
 /* The value after option argv[*i]; OC_ERR if missing. */
 int cli_value(int argc, char **argv, int *i, const char **val, oc_err *err);
-/* Loads, binds and infers the model named by o. */
-int cli_load(const cli_model_opts *o, ir_graph **g, oc_err *err);
+/* Loads, binds and infers the model named by o. Without --batch, o->batch becomes the
+ * model's own: its first input's first dim, static in the file (a symbolic one must be
+ * bound and is refused unbound). */
+int cli_load(cli_model_opts *o, ir_graph **g, oc_err *err);
 void cli_model_opts_free(cli_model_opts *o);
 /* Prints "outcore-plan: error: msg" and returns the exit status for errors. */
 int cli_report(const char *cmd, const oc_err *err);

@@ -14,7 +14,7 @@
 
 void cmd_compare_usage(FILE *f) {
     fprintf(f,
-            "usage: outcore-plan compare MODEL.onnx --batch N (--profile P.json | --device D |\n"
+            "usage: outcore-plan compare MODEL.onnx [--batch N] (--profile P.json | --device D |\n"
             "                            --device-file F) [--budget B] [--reserve B] [--json]\n"
             "                            [--max-leaves N] [--max-seconds S]\n"
             "                            [--trace FILE] [--svg FILE] [--of STRATEGY] [--oracle]\n"

@@ -9,7 +9,7 @@
 
 void cmd_emit_usage(FILE *f) {
     fprintf(
-        f, "usage: outcore-plan emit MODEL.onnx --batch N [--dim NAME=V] [--lr X]\n"
+        f, "usage: outcore-plan emit MODEL.onnx [--batch N] [--dim NAME=V] [--lr X]\n"
            "                         [--momentum X] [--weight-decay X] [--loss softmax-ce|model]\n"
            "                         [--bn train|frozen] [--optimizer sgd|adamw] [--betas B1,B2]\n"
            "                         [--eps E] [--clip-grad-norm MAX] [--ignore-index K]\n"
@@ -51,11 +51,11 @@ int cmd_emit(int argc, char **argv) {
         oc_fail(&err, "no output given: -o TRAIN.onnx");
         goto fail;
     }
-    if (!mo.batch) {
+    if (cli_load_training(&mo, &to, &tg, &err)) goto fail;
+    if (!mo.batch) { /* a scalar first input: no batch dim to take */
         oc_fail(&err, "--batch N is required (the training graph has static shapes)");
         goto fail;
     }
-    if (cli_load_training(&mo, &to, &tg, &err)) goto fail;
     onnx_export_meta m = {.source_model = mo.model, .batch = mo.batch, .tool_version = OC_VERSION};
     if (onnx_export_training(tg, &m, out_path, &err)) goto fail;
     printf("%s: %d nodes (%d forward incl. loss), batch %lld, lr %g momentum %g weight decay %g\n",

@@ -78,6 +78,7 @@ int cli_plan_env_load(cli_plan_env *e, oc_err *err) {
     if (e->quiet ? cli_load(&quiet_mo, &g, err) || train_build(g, &e->to, &e->tg, err)
                  : cli_load_training(&e->mo, &e->to, &e->tg, err))
         return OC_ERR;
+    if (e->quiet) e->mo.batch = quiet_mo.batch; /* the model's own, where none was given */
     if (e->profile) {
         if (profile_read(e->profile, &e->prof, err)) return OC_ERR;
         if (e->mo.batch > 0) profile_scale_to_batch(e->prof, e->mo.batch, e->quiet ? NULL : stderr);
@@ -129,7 +130,7 @@ void cmd_plan_usage(FILE *f) {
     strategy_list(names, sizeof names);
     fprintf(
         f,
-        "usage: outcore-plan plan MODEL.onnx --batch N (--profile P.json | --device D |\n"
+        "usage: outcore-plan plan MODEL.onnx [--batch N] (--profile P.json | --device D |\n"
         "                         --device-file F) [--budget B] [--reserve B]\n"
         "                         [--strategy S] [--json] [--trace FILE] [--svg FILE]\n"
         "                         [--max-leaves N] [--max-seconds S]\n"
@@ -138,6 +139,8 @@ void cmd_plan_usage(FILE *f) {
         "with one strategy, scores the plan with the simulator and prints each\n"
         "decision (with the swap-in issue node) and the predicted figures.\n"
         "\n"
+        "  --batch N       leading dim of the first input (default: the model's own, where\n"
+        "                  the file fixes it, as torch.export's does)\n"
         "  --strategy S    one of: %s (default auto: every\n"
         "                  strategy, then the local search from the best)\n"
         "  --budget B      device memory for the plan, e.g. 16GiB (default: the device's)\n"

@@ -10,7 +10,7 @@
 
 void cmd_profile_usage(FILE *f) {
     fprintf(f,
-            "usage: outcore-plan profile MODEL.onnx --batch N (--device NAME | --device-file F)\n"
+            "usage: outcore-plan profile MODEL.onnx [--batch N] (--device NAME | --device-file F)\n"
             "                            -o PROFILE.json [--dim NAME=V ...] [--loss L]\n"
             "       outcore-plan profile --merge P1.json P2.json ... -o PROFILE.json\n"
             "\n"

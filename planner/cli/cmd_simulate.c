@@ -9,7 +9,7 @@
 
 void cmd_simulate_usage(FILE *f) {
     fprintf(f,
-            "usage: outcore-plan simulate MODEL.onnx --batch N (--profile P.json | --device D |\n"
+            "usage: outcore-plan simulate MODEL.onnx [--batch N] (--profile P.json | --device D |\n"
             "                             --device-file F) [--budget BYTES] [--reserve BYTES]\n"
             "                             [--plan keep|swap-all] [--trace FILE] [--svg FILE]\n"
             "\n"

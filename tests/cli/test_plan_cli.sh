@@ -9,6 +9,7 @@ set -u
 BUILD=${BUILD:-build}
 PY=${PY:-/usr/bin/python3}
 PLAN="$BUILD/outcore-plan"
+RUN="$BUILD/outcore-run"
 MODEL=graphs/resnet18_op13.onnx
 BATCH=4
 # Small caps: the contract, not the search quality, is under test.
@@ -366,6 +367,25 @@ if [ $rc_nf -eq 3 ] && [ ! -e "$tmp/nofit.onnx" ] &&
     ok "a plan whose layouts never fit: exit 3, nothing written, the re-plans said ($(grep -o '[0-9]* re-plans' "$tmp/nofit.err"))"
 else
     not_ok "a plan whose layouts never fit" "rc $rc_nf: $(tail -1 "$tmp/nofit.err")"
+fi
+
+# Without --batch, a model whose file fixes its batch (torch.export's default) is planned and
+# emitted at that batch: the plan's outcore.batch is it and outcore-run takes the plan (it
+# wrote batch 0, which outcore-run refused); a symbolic batch still asks for --batch.
+"$PLAN" plan tests/data/torch2/tiny_resnet_dynamo.onnx --device h100 --budget 1TB \
+    --strategy incore -o "$tmp/own_batch.onnx" >"$tmp/own_batch.out" 2>&1
+"$PLAN" emit tests/data/torch2/tiny_resnet_dynamo.onnx -o "$tmp/own_batch_train.onnx" \
+    >"$tmp/own_batch_emit.out" 2>&1
+"$PLAN" emit graphs/alexnet_op13.onnx -o "$tmp/no_batch.onnx" >/dev/null 2>"$tmp/no_batch.err"
+rc_nb=$?
+if "$RUN" "$tmp/own_batch.onnx" --steps 1 >"$tmp/own_batch.run" 2>&1 &&
+   "$RUN" "$tmp/own_batch_train.onnx" --steps 1 >"$tmp/own_batch_train.run" 2>&1 &&
+   grep -q "batch 2," "$tmp/own_batch_emit.out" &&
+   [ "$(grep '^step 0' "$tmp/own_batch.run")" = "$(grep '^step 0' "$tmp/own_batch_train.run")" ] &&
+   [ $rc_nb -ne 0 ] && grep -q "pass --batch N" "$tmp/no_batch.err" && [ ! -e "$tmp/no_batch.onnx" ]; then
+    ok "no --batch: the model's own (2) planned, emitted and run ($(grep '^step 0' "$tmp/own_batch.run")); a symbolic batch asks for it"
+else
+    not_ok "the model's own batch" "$(tail -1 "$tmp/own_batch.run") / $(tail -1 "$tmp/own_batch_emit.out") / rc $rc_nb $(tail -1 "$tmp/no_batch.err")"
 fi
 
 [ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }

@@ -547,6 +547,21 @@ class TinyEmbeddingBagOffsets(nn.Module):
         return self.fc(torch.cat([self.sum(ids, offsets), self.mean(ids, offsets), x], 1))
 
 
+class TinyEmbeddingBagWeighted(nn.Module):
+    """nn.EmbeddingBag's weighted sum bags (per_sample_weights, a float input) cut by run-time
+    offsets: torch.export multiplies the gathered rows by the weights before its loop, so the
+    bags become the same scatter-add; torch's legacy export slices the weights per bag, which
+    outcore refuses, named. Inputs: ids [40] (int64 in [0, 50)), offsets [8], weights [40]."""
+
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(50, 8, mode="sum")
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, ids, offsets, weights):
+        return self.fc(self.bag(ids, offsets, per_sample_weights=weights))
+
+
 class TinyEmbeddingBagOffsetsMax(TinyEmbeddingBagOffsets):
     """TinyEmbeddingBagOffsets with max bags, which outcore refuses at load, named."""
 

@@ -629,6 +629,20 @@ def cmd_fixtures(args):
             if ex == "dynamo":
                 strip_provenance(path)
         print(f"tiny_embedding_bag_offsets: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_embedding_bag_weighted" in only:  # ids, offsets, per-id weights
+        from tiny_models import TinyEmbeddingBagWeighted
+        torch.manual_seed(0)
+        model = no_randomness(TinyEmbeddingBagWeighted())
+        g = torch.Generator().manual_seed(133)
+        x = (torch.randint(0, 50, (40,), generator=g), torch.tensor([0, 3, 3, 10, 22, 30, 31, 40]),
+             torch.rand(40, generator=g))
+        y = torch.randint(0, 10, (8,), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag_weighted", args.out,
+                                          ("dynamo", "dynamo-optimized"))
+        np.savez_compressed(os.path.join(args.out, "tiny_embedding_bag_weighted.ref.npz"),
+                            **arrays)
+        export(model, x, "legacy", os.path.join(args.out, "tiny_embedding_bag_weighted_legacy.onnx"))
+        print(f"tiny_embedding_bag_weighted: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_dlrm" in only:  # a recommender: three bags' ids and offsets
         from tiny_models import TinyDLRM
         torch.manual_seed(0)

@@ -292,9 +292,10 @@ static int lower_node(ir_graph *g, int i, const char *path, bool *lowered, oc_er
     return OC_OK;
 }
 
-/* After node n failed to lower or infer at load: where one of its inputs is empty and
- * computed from a host value (the integer inputs' stand-in zeros), err says why that shape
- * is not what a step will see; where it is an If on a host value, what writes such Ifs. */
+/* After node n failed to lower or infer at load: where it is an If on a host value, what
+ * writes such Ifs; where a device node reads integer values the host computes, that its shape
+ * would follow them; where one of its inputs is empty and computed from a host value (the
+ * integer inputs' stand-in zeros), why that shape is not what a step will see. */
 static void stand_in_hint(const ir_graph *g, const host_scan *scan, const ir_node *n, oc_err *err) {
     size_t len = strlen(err->msg);
     if (n->op == OP_IF && n->n_inputs > 0 && host_scan_computed(scan, n->inputs[0])) {
@@ -303,6 +304,20 @@ static void stand_in_hint(const ir_graph *g, const host_scan *scan, const ir_nod
                  "such If per bag of nn.EmbeddingBag with offsets given at run time, testing "
                  "the bag for emptiness: torch's legacy export, dynamo=False, of sum and mean "
                  "bags loads)");
+        return;
+    }
+    /* a device node (its data, input 0, not the host's) at integer values the host computes */
+    for (int k = 1; k < n->n_inputs && n->inputs[0] >= 0 && !host_scan_computed(scan, n->inputs[0]);
+         k++) {
+        int t = n->inputs[k];
+        if (t < 0 || !host_scan_computed(scan, t) || ir_dtype_is_float(g->tensors[t].dtype))
+            continue;
+        snprintf(err->msg + len, sizeof err->msg - len,
+                 " (input '%s' is computed at run time from the model's integer inputs, and "
+                 "the node's shape would follow its value; torch's legacy export of "
+                 "nn.EmbeddingBag with per_sample_weights slices the weights so: torch.export's "
+                 "loads)",
+                 g->tensors[t].name);
         return;
     }
     for (int k = 0; k < n->n_inputs; k++) {

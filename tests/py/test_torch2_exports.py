@@ -961,6 +961,31 @@ def check_embedding_bag_offsets(tmp):
             failures.append(f"{name}_{f}: exit {r.returncode}, {last[-300:]}")
 
 
+def check_embedding_bag_weighted(tmp):
+    """nn.EmbeddingBag's weighted sum bags (per_sample_weights, a float input) cut by run-time
+    offsets, from torch.export with and without optimize: the rows are weighted before the
+    bag loop, so the bags are one scatter-add ('<loop>/bag_sums', no per-bag node) and one SGD
+    step agrees with PyTorch float64; the legacy export, which slices the weights per bag at
+    run-time bounds, is refused at load, saying so."""
+    name = "tiny_embedding_bag_weighted"
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    for exporter in ("dynamo", "dynamo-optimized"):
+        path = os.path.join(DATA, f"{name}_{exporter}.onnx")
+        try:
+            compare(name, exporter, path, ref, tmp)
+        except RuntimeError as e:
+            failures.append(f"{name}/{exporter}: {e}")
+            print(f"FAIL {name}/{exporter}: {e}")
+        bag_sums_only(name, exporter, path, 40, 1, tmp)
+    r = subprocess.run([RUN, os.path.join(DATA, f"{name}_legacy.onnx")], capture_output=True,
+                       text=True)
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    ok = r.returncode != 0 and "legacy export of nn.EmbeddingBag with per_sample_weights" in last
+    print(f"{'ok  ' if ok else 'FAIL'} {name}_legacy: refused: {last[-140:]}")
+    if not ok:
+        failures.append(f"{name}_legacy: exit {r.returncode}, {last[-300:]}")
+
+
 def check_dlrm(tmp):
     """A DLRM-style recommender (tools/tiny_models.py TinyDLRM: a bottom MLP, three
     EmbeddingBags — sum, mean, sum — of ids cut by offsets given at run time, their pairwise
@@ -1183,6 +1208,7 @@ def main():
         check_integer_inputs(tmp)
         check_embedding_bags(tmp)
         check_embedding_bag_offsets(tmp)
+        check_embedding_bag_weighted(tmp)
         check_dlrm(tmp)
         check_model_loss(tmp)
         check_host_inputs(tmp)

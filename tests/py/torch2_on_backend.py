@@ -36,7 +36,8 @@ LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
 # Fixtures outside T.MODELS (an integer input: test_torch2_exports' check_integer_inputs,
 # check_embedding_bags).
 EXTRA = LEGACY_ONLY + ["tiny_gather_pick", "tiny_scatter_add", "tiny_embedding_bag",
-                       "tiny_embedding_bag_many", "tiny_embedding_bag_offsets", "tiny_dlrm"]
+                       "tiny_embedding_bag_many", "tiny_embedding_bag_offsets", "tiny_dlrm",
+                       "tiny_embedding_bag_weighted"]
 
 
 def main():

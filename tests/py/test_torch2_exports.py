@@ -961,6 +961,20 @@ def check_embedding_bag_offsets(tmp):
             failures.append(f"{name}_{f}: exit {r.returncode}, {last[-300:]}")
 
 
+def bags_against_float64(name, exporters, batch, want, tmp):
+    """Fixture name's exports: one SGD step against its float64 reference (compare) and
+    `want` bag scatter-adds, no per-bag node, in each training graph (bag_sums_only)."""
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    for exporter in exporters:
+        path = os.path.join(DATA, f"{name}_{exporter}.onnx")
+        try:
+            compare(name, exporter, path, ref, tmp)
+        except RuntimeError as e:
+            failures.append(f"{name}/{exporter}: {e}")
+            print(f"FAIL {name}/{exporter}: {e}")
+        bag_sums_only(name, exporter, path, batch, want, tmp)
+
+
 def check_embedding_bag_weighted(tmp):
     """nn.EmbeddingBag's weighted sum bags (per_sample_weights, a float input) cut by run-time
     offsets, from torch.export with and without optimize: the rows are weighted before the
@@ -968,15 +982,7 @@ def check_embedding_bag_weighted(tmp):
     step agrees with PyTorch float64; the legacy export, which slices the weights per bag at
     run-time bounds, is refused at load, saying so."""
     name = "tiny_embedding_bag_weighted"
-    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
-    for exporter in ("dynamo", "dynamo-optimized"):
-        path = os.path.join(DATA, f"{name}_{exporter}.onnx")
-        try:
-            compare(name, exporter, path, ref, tmp)
-        except RuntimeError as e:
-            failures.append(f"{name}/{exporter}: {e}")
-            print(f"FAIL {name}/{exporter}: {e}")
-        bag_sums_only(name, exporter, path, 40, 1, tmp)
+    bags_against_float64(name, ("dynamo", "dynamo-optimized"), 40, 1, tmp)
     r = subprocess.run([RUN, os.path.join(DATA, f"{name}_legacy.onnx")], capture_output=True,
                        text=True)
     last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
@@ -992,16 +998,7 @@ def check_dlrm(tmp):
     dot products by bmm and a gather of the lower triangle, a top MLP) from each exporter,
     torch.export's as written by default too: one SGD step against PyTorch float64, and three
     bag scatter-adds, no per-bag node, in each training graph."""
-    name = "tiny_dlrm"
-    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
-    for exporter in ("legacy", "dynamo", "dynamo-optimized"):
-        path = os.path.join(DATA, f"{name}_{exporter}.onnx")
-        try:
-            compare(name, exporter, path, ref, tmp)
-        except RuntimeError as e:
-            failures.append(f"{name}/{exporter}: {e}")
-            print(f"FAIL {name}/{exporter}: {e}")
-        bag_sums_only(name, exporter, path, 8, 3, tmp)
+    bags_against_float64("tiny_dlrm", ("legacy", "dynamo", "dynamo-optimized"), 8, 3, tmp)
 
 
 def check_model_loss(tmp):

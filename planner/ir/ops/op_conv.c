@@ -16,14 +16,6 @@
 #include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
 
-/* A plan-time value whose bytes are all zero. */
-static bool zero_value(const ir_tensor *t) {
-    if (!op_is_value(t)) return false;
-    for (size_t i = 0; i < t->data_bytes; i++)
-        if (((const uint8_t *)t->data)[i]) return false;
-    return true;
-}
-
 /* X (N, C, D1..Dk), W (M, C/group, k1..kk), B (M) -> Y (N, M, O1..Ok) */
 static int conv_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
     (void)opset;
@@ -41,7 +33,7 @@ static int conv_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err) {
                        x->name, x->dims[1], w->name, w->dims[1], group);
     ir_tensor *b = ir_node_in(g, n, 2);
     if (b && (!ir_tensor_shape_known(b) || b->rank != 1 || b->dims[0] != w->dims[0])) {
-        if (!zero_value(b))
+        if (!op_is_value(b) || !op_data_zero(b))
             return oc_fail(err, "bias '%s' must have shape [%" PRId64 "]", b->name, w->dims[0]);
         /* onnxscript 0.7's conv3d writes a missing bias as zeros of shape [M, 2]: no bias
          * (said once a model) */

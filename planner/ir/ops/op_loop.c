@@ -439,12 +439,7 @@ static const ir_node *body_producer(const ir_graph *b, int t) {
 
 /* Whether x holds float data whose bytes are all 0. */
 static bool float_zeros(const ir_tensor *x) {
-    if (!x || !x->data || x->data_src != IR_DATA_INLINE || !ir_dtype_is_float(x->dtype))
-        return false;
-    const uint8_t *d = x->data;
-    bool all = true;
-    for (size_t i = 0; i < x->data_bytes; i++) all = all && d[i] == 0;
-    return all;
+    return x && ir_dtype_is_float(x->dtype) && op_data_zero(x);
 }
 
 /* Whether tensor t of body b is a float Constant of zeros. */

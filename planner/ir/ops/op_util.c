@@ -6,6 +6,13 @@
 
 #include "ir/ops/op_fold_num.h"
 
+bool op_data_zero(const ir_tensor *t) {
+    if (!t || !t->data || t->data_src != IR_DATA_INLINE) return false;
+    for (size_t i = 0; i < t->data_bytes; i++)
+        if (((const uint8_t *)t->data)[i]) return false;
+    return true;
+}
+
 bool op_is_value(const ir_tensor *t) {
     return t && t->data_src == IR_DATA_INLINE && t->kind == IR_KIND_CONSTANT;
 }

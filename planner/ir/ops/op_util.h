@@ -15,6 +15,8 @@
  * a Constant). A parameter's weights are data too, but they change every step:
  * folding them would cut the parameter off from its gradient. */
 bool op_is_value(const ir_tensor *t);
+/* True when t holds data in memory and every byte of it is 0 (a zero bias, a zero fill). */
+bool op_data_zero(const ir_tensor *t);
 /* The one element of t's inline data as an integer: int64, int32, or (with_bool) bool as
  * 0 / 1; false for any other type, count or storage. Whether t is a plan-time value is the
  * caller's test (a loop's trip count, an importer's scalar: Constant attributes too). */

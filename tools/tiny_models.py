@@ -613,6 +613,38 @@ class TinyTied(nn.Module):
         return self.head(self.emb(ids).mean(1))
 
 
+class TinyTiedLM(TinyTied):
+    """TinyTied as a language model: logits per position [N, 5, 10], whose head optimize=True
+    writes as a MatMul by the embedding's transpose folded into a new initializer (the tie
+    broken, unless given back)."""
+
+    def forward(self, ids):
+        return self.head(self.emb(ids))
+
+
+class TinyMerged(nn.Module):
+    """What torch.onnx.export's optimize=True does to a fresh transformer's parameters: two
+    LayerNorms (weights all ones, biases all zeros) and zero Linear biases merged into one
+    initializer each, the Linear weights (of [N, 3, 16] activations) folded transposed, and
+    the head's zero bias (a Gemm's) removed. Input: x [N, 3, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        self.fc1 = nn.Linear(8, 16)
+        self.ln1 = nn.LayerNorm(16)
+        self.fc2 = nn.Linear(16, 16)
+        self.ln2 = nn.LayerNorm(16)
+        self.head = nn.Linear(16, 4)
+        with torch.no_grad():
+            for m in (self.fc1, self.fc2, self.head):
+                m.bias.zero_()
+
+    def forward(self, x):
+        x = self.ln1(self.fc1(x)).relu()
+        return self.head(self.ln2(self.fc2(x) + x).mean(1))
+
+
 def torch_randn(*shape):
     import torch
     return torch.randn(*shape)

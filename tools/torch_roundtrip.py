@@ -451,15 +451,29 @@ def strip_provenance(path):
     onnx.save(m, path)
 
 
-def fixture_exports_and_step(model, x, y, name, out, exporters=("dynamo", "legacy")):
+def tied_keys(model):
+    """Tied weights, one tensor under several state-dict keys, which an export names once:
+    "tied/<key>" -> the other keys, per key of such a tensor."""
+    groups, arrays = {}, {}
+    for k, v in model.state_dict(keep_vars=True).items():
+        groups.setdefault(id(v), []).append(k)
+    for ks in groups.values():
+        for k in ks:
+            if len(ks) > 1:
+                arrays["tied/" + k] = np.array([o for o in ks if o != k])
+    return arrays
+
+
+def fixture_exports_and_step(model, x, y, name, out, exporters=("dynamo", "legacy"),
+                             strip=True):
     """A fixture's exports (<name>_dynamo.onnx, <name>_legacy.onnx; the default
-    exporter's node provenance stripped) and its reference arrays: input, labels, the loss and
-    every tensor after one SGD step in float64, and PyTorch float32's own distance to float64
-    per tensor."""
+    exporter's node provenance stripped unless strip is False) and its reference arrays:
+    input, labels, the loss and every tensor after one SGD step in float64, and PyTorch
+    float32's own distance to float64 per tensor."""
     for ex in exporters:
         export(model, x, ex, os.path.join(out, f"{name}_{ex}.onnx"))
     for ex in exporters:
-        if ex.startswith("dynamo"):
+        if ex.startswith("dynamo") and strip:
             strip_provenance(os.path.join(out, f"{name}_{ex}.onnx"))
     lr = FIXTURE_LR.get(name, LR)
     loss64, s64 = reference_step(model, x, y, torch.float64, lr)
@@ -470,6 +484,7 @@ def fixture_exports_and_step(model, x, y, name, out, exporters=("dynamo", "legac
     for k, v in s64.items():
         arrays["w64/" + k] = v
         arrays["fp32_dist/" + k] = np.float64(rel(s32[k], v))
+    arrays.update(tied_keys(model))
     return arrays
 
 
@@ -554,14 +569,7 @@ def cmd_fixtures(args):
         for k, v in st.items():
             arrays["adamw3/w64/" + k] = v
             arrays["adamw3/fp32_dist/" + k] = np.float64(max(rel(s[k], v) for s in st32))
-        # tied weights: one tensor under several state-dict keys; an export names it once
-        groups = {}
-        for k, v in model.state_dict(keep_vars=True).items():
-            groups.setdefault(id(v), []).append(k)
-        for ks in groups.values():
-            for k in ks:
-                if len(ks) > 1:
-                    arrays["tied/" + k] = np.array([o for o in ks if o != k])
+        arrays.update(tied_keys(model))
         np.savez_compressed(os.path.join(args.out, f"{name}.ref.npz"), **arrays)
         print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_rnn_packed" in only:  # two inputs, the legacy exporter alone
@@ -658,6 +666,23 @@ def cmd_fixtures(args):
                                           ("legacy", "dynamo", "dynamo-optimized"))
         np.savez_compressed(os.path.join(args.out, "tiny_dlrm.ref.npz"), **arrays)
         print(f"tiny_dlrm: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_merged" in only:  # what optimize=True merged, folded, removed
+        from tiny_models import TinyMerged
+        torch.manual_seed(0)
+        model = TinyMerged()
+        g = torch.Generator().manual_seed(133)
+        x, y = torch.randn(2, 3, 8, generator=g), torch.randint(0, 4, (2,), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_merged", args.out,
+                                          ("dynamo-optimized",), strip=False)
+        np.savez_compressed(os.path.join(args.out, "tiny_merged.ref.npz"), **arrays)
+        print(f"tiny_merged: {sum(p.numel() for p in model.parameters())} parameters")
+        from tiny_models import TinyTiedLM  # ... and a tie it broke by folding a transpose
+        torch.manual_seed(0)
+        model = TinyTiedLM()
+        x, y = torch.randint(0, 10, (2, 5), generator=g), torch.randint(0, 10, (2, 5), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_tied_lm", args.out,
+                                          ("dynamo-optimized",), strip=False)
+        np.savez_compressed(os.path.join(args.out, "tiny_tied_lm.ref.npz"), **arrays)
     if not only or "tiny_scatter_add" in only:  # edges as a second, integer input
         from tiny_models import TinyScatterAdd
         torch.manual_seed(0)

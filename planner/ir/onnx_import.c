@@ -13,6 +13,7 @@
 #include "onnx.pb-c.h"
 #include "ir/host_inputs.h"
 #include "ir/onnx_export.h"
+#include "ir/onnx_torch_meta.h"
 #include "ir/ops/op_args.h"
 #include "ir/ops/op_table.h"
 #include "ir/ops/op_util.h"
@@ -25,6 +26,7 @@ typedef struct importer {
     oc_err *err;
     strmap *node_names; /* every node name given so far -> the next "#k" suffix to try */
     bool body; /* a Loop's body: a name it does not define is the outer graph's (a placeholder) */
+    torch_repair *repair; /* the main graph of a torch.export file: what optimize=True did */
 } importer;
 
 /* ---- tensors ---- */
@@ -356,209 +358,6 @@ static char *unique_node_name(importer *im, const Onnx__NodeProto *np, int index
     }
 }
 
-/* NodeProto.metadata_props (field 9, ONNX >= 1.16), which the build's older
- * schema leaves among the unknown fields: the value of key when it contains needle
- * (oc_malloc'd: the caller frees), else NULL. */
-static char *meta_value(const ProtobufCMessage *m, uint32_t tag, const char *key,
-                        const char *needle) {
-    for (unsigned i = 0; i < m->n_unknown_fields; i++) {
-        const ProtobufCMessageUnknownField *f = &m->unknown_fields[i];
-        if (f->tag != tag || f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
-        size_t k = 0, len = 0; /* protobuf-c keeps the length prefix (a varint) in data */
-        for (int shift = 0; k < f->len && shift < 35; shift += 7) {
-            len |= (size_t)(f->data[k] & 0x7f) << shift;
-            if (!(f->data[k++] & 0x80)) break;
-        }
-        if (len != f->len - k) continue;
-        Onnx__StringStringEntryProto *e =
-            onnx__string_string_entry_proto__unpack(NULL, len, f->data + k);
-        char *hit = e && e->key && e->value && strcmp(e->key, key) == 0 && strstr(e->value, needle)
-                        ? oc_strdup(e->value)
-                        : NULL;
-        if (e) onnx__string_string_entry_proto__free_unpacked(e, NULL);
-        if (hit) return hit;
-    }
-    return NULL;
-}
-
-static char *node_meta_value(const Onnx__NodeProto *np, const char *key, const char *needle) {
-    return meta_value(&np->base, 9, key, needle); /* NodeProto.metadata_props (IR 10) */
-}
-
-static bool node_meta_contains(const Onnx__NodeProto *np, const char *key, const char *needle) {
-    char *v = node_meta_value(np, key, needle);
-    oc_free(v);
-    return v != NULL;
-}
-
-/* An nn.Embedding's padding_idx (its row takes no gradient in PyTorch), which torch.export's
- * exporter leaves only in the Gather's provenance: metadata pkg.torch.onnx.fx_node
- * "... aten.embedding.default](args = (%weight, %indices, padding_idx[, scale_grad_by_freq
- * [, sparse]]), ...", and outcore's --save as ONNX_META_PADDING_IDX. Sets the node's
- * OC_ATTR_PADDING_IDX; scale_grad_by_freq is refused. */
-static int embedding_padding(importer *im, const Onnx__NodeProto *np, int node) {
-    static const char call[] = "aten.embedding.default](args = (";
-    char *saved = node_meta_value(np, ONNX_META_PADDING_IDX, ""), *end_saved = NULL;
-    if (saved) {
-        long long pad = strtoll(saved, &end_saved, 10);
-        bool ok = end_saved != saved && *end_saved == '\0';
-        oc_free(saved);
-        if (!ok)
-            return oc_fail(im->err, "%s: node '%s' (Gather): metadata %s is not an integer",
-                           im->path, im->g->nodes[node].name, ONNX_META_PADDING_IDX);
-        ir_attr a = {.name = (char *)OC_ATTR_PADDING_IDX, .type = IR_ATTR_INT, .i = pad};
-        ir_node_add_attr(im->g, node, &a);
-        return OC_OK;
-    }
-    char *v = node_meta_value(np, "pkg.torch.onnx.fx_node", call);
-    if (!v) return OC_OK;
-    char *args = strstr(v, call) + sizeof call - 1, *end = strchr(args, ')');
-    if (end) *end = '\0';
-    char *tok[5] = {NULL}, *save = NULL;
-    int n = 0;
-    for (char *t = strtok_r(args, ",", &save); t && n < 5; t = strtok_r(NULL, ",", &save))
-        tok[n++] = t + strspn(t, " ");
-    int rc = OC_OK;
-    char *after = NULL;
-    long long pad = n > 2 ? strtoll(tok[2], &after, 10) : -1;
-    if (n > 2 && after != tok[2] && pad != -1) {
-        ir_attr a = {.name = (char *)OC_ATTR_PADDING_IDX, .type = IR_ATTR_INT, .i = pad};
-        ir_node_add_attr(im->g, node, &a);
-    }
-    if (n > 3 && strncmp(tok[3], "True", 4) == 0)
-        rc = oc_fail(im->err,
-                     "%s: node '%s' (Gather): an nn.Embedding with scale_grad_by_freq=True "
-                     "is not supported",
-                     im->path, im->g->nodes[node].name);
-    oc_free(v);
-    return rc;
-}
-
-/* torch.onnx.export (dynamo, optimize=True, its default) folds every
- * Conv -> BatchNormalization into the Conv, also in training mode, and says
- * so in each node's metadata: the file no longer holds the network the user
- * trains in PyTorch. Nothing can restore it; the user is told. */
-static void note_folded_normalization(importer *im, const Onnx__GraphProto *gp) {
-    int folded = 0;
-    for (size_t i = 0; i < gp->n_node; i++)
-        folded += node_meta_contains(gp->node[i], "pkg.onnxscript.rewriter.rule_name",
-                                     "FuseBatchNormIntoConv");
-    if (folded)
-        ir_graph_note(im->g,
-                      "%s: %d nodes had a BatchNormalization folded into them on export "
-                      "(torch.onnx.export's optimize=True): the file holds no batch normalization "
-                      "there, so training it trains a different network than model.train() does in "
-                      "PyTorch (it may diverge). Export with torch.onnx.export(..., dynamo=True, "
-                      "optimize=False) or dynamo=False, training=torch.onnx.TrainingMode.TRAINING "
-                      "(tools/outcore_torch.py does)",
-                      im->path, folded);
-}
-
-/* Adds to *m (made on first use) each name of a Python list literal "['a', 'b']". */
-static void put_list_names(strmap **m, const char *list) {
-    for (const char *p = strchr(list, '\''); p; p = strchr(p, '\'')) {
-        const char *end = strchr(++p, '\'');
-        if (!end) return;
-        char *name = oc_strndup(p, (size_t)(end - p));
-        if (!*m) *m = strmap_new();
-        strmap_put(*m, name, 1);
-        oc_free(name);
-        p = end + 1;
-    }
-}
-
-/* The placeholders ("%name") the nodes' FX metadata (pkg.torch.onnx.fx_node, the aten call
- * each node was exported from) names, into *m. */
-static void put_fx_mentions(strmap **m, const Onnx__GraphProto *gp) {
-    for (size_t i = 0; i < gp->n_node; i++) {
-        char *v = node_meta_value(gp->node[i], "pkg.torch.onnx.fx_node", "");
-        for (char *p = v ? strchr(v, '%') : NULL; p; p = strchr(p, '%')) {
-            char *name = ++p;
-            while (isalnum((unsigned char)*p) || *p == '_') p++;
-            char c = *p;
-            *p = '\0';
-            if (!*m) *m = strmap_new();
-            if (*name) strmap_put(*m, name, 1);
-            *p = c;
-        }
-        oc_free(v);
-    }
-}
-
-/* The names the optimizer's folded float tensors were computed from (value-info metadata
- * pkg.onnxscript.optimizer.folded_from), into *m; an integer one read a parameter's shape
- * (nn.EmbeddingBag's row width), not its values. */
-static void put_folded_from(strmap **m, const Onnx__GraphProto *gp) {
-    for (size_t i = 0; i < gp->n_value_info; i++) {
-        const Onnx__ValueInfoProto *vi = gp->value_info[i];
-        int32_t et = vi->type && vi->type->tensor_type ? vi->type->tensor_type->elem_type : 0;
-        if (et != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
-            et != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 &&
-            et != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 &&
-            et != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
-            continue;
-        for (size_t k = 0; k < vi->n_metadata_props; k++) {
-            const Onnx__StringStringEntryProto *e = vi->metadata_props[k];
-            if (e->key && e->value && strcmp(e->key, "pkg.onnxscript.optimizer.folded_from") == 0)
-                put_list_names(m, e->value);
-        }
-    }
-}
-
-/* torch.onnx.export's optimize=True (its default) constant-folds what is computed from
- * parameters alone — a transposed weight, two biases' sum, 1 / p, a BatchNormalization into
- * its Conv — into new initializers (their value info says what they were folded from), and
- * merges initializers whose values are equal at export (a fresh model's LayerNorm weights):
- * a parameter folded so no longer trains through what was folded, one merged trains as the
- * other, and a --save holds the new tensors. The exported program's signature (graph
- * metadata, GraphProto.metadata_props, IR 10) names every parameter and its placeholder:
- * those folded from, and those the file lacks though an aten call read them (a tied
- * parameter, GPT-2's head, has its own line and no initializer in any export, and no call
- * reads it), are noted. Without the metadata nothing is said. */
-static void note_folded_parameters(importer *im, const Onnx__GraphProto *gp) {
-    static const char key[] = "pkg.torch.export.ExportedProgram.graph_signature",
-                      mark[] = ": PARAMETER target='";
-    char *sig = meta_value(&gp->base, 16, key, mark), names[160] = "";
-    strmap *folded = NULL, *read = NULL;
-    if (sig) put_folded_from(&folded, gp), put_fx_mentions(&read, gp);
-    int hit = 0, total = 0;
-    for (char *at = folded || read ? strstr(sig, mark) : NULL; at; at = strstr(at, mark)) {
-        char *line = at;
-        while (line > sig && line[-1] != '\n') line--;
-        line += strspn(line, " ");
-        *at = '\0'; /* the placeholder: line .. at */
-        bool called = read && strmap_get(read, line);
-        at += sizeof mark - 1;
-        char *end = strchr(at, '\'');
-        if (!end) break;
-        *end = '\0';
-        int t = ir_tensor_find(im->g, at);
-        bool absent = t < 0 || !im->g->tensors[t].is_initializer;
-        total++;
-        if ((folded && strmap_get(folded, at)) || (absent && called)) {
-            size_t len = strlen(names);
-            if (++hit <= 3)
-                snprintf(names + len, sizeof names - len, "%s'%s'", hit > 1 ? ", " : "", at);
-        }
-        at = end + 1;
-    }
-    if (folded) strmap_free(folded);
-    if (read) strmap_free(read);
-    oc_free(sig);
-    if (hit)
-        ir_graph_note(
-            im->g,
-            "%s: %d of the exported program's %d parameters (%s%s) %s folded into constants "
-            "or merged with another by torch.onnx.export's optimize=True: what was folded no "
-            "longer trains with the parameter (two biases summed, 1 / p, a BatchNormalization "
-            "folded into a Conv), parameters equal at export (a fresh model's LayerNorm "
-            "weights) train as one, and a --save holds the new tensors; only a plain "
-            "transpose of a weight trains the same. Export with torch.onnx.export(..., "
-            "dynamo=True, optimize=False) or dynamo=False, "
-            "training=torch.onnx.TrainingMode.TRAINING (tools/outcore_torch.py does)",
-            im->path, hit, total, names, hit > 3 ? ", ..." : "", hit > 1 ? "were" : "was");
-}
-
 /* An input of np by name (-1 for an omitted one): produced earlier, a graph input
  * or an initializer. */
 static int node_input(importer *im, const Onnx__NodeProto *np, const char *node, size_t i, int *t) {
@@ -742,8 +541,9 @@ static int import_node(importer *im, const Onnx__NodeProto *np, int index) {
         ir_attr_free(&a);
         if (rc) return OC_ERR;
     }
-    if (g->nodes[n].op == OP_GATHER) return embedding_padding(im, np, n);
-    return OC_OK;
+    if (g->nodes[n].op == OP_GATHER && torch_meta_padding(g, im->path, np, n, im->err))
+        return OC_ERR;
+    return im->repair ? torch_repair_node(im->repair, np, n, im->err) : OC_OK;
 }
 
 static int read_opset(importer *im, const Onnx__ModelProto *m) {
@@ -977,6 +777,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
     }
     mark_export_constants(g, gp);
     if (gp->n_node == 0) return oc_fail(im->err, "%s: graph has no nodes", im->path);
+    im->repair = torch_repair_new(g, gp); /* the caller frees it */
     for (size_t i = 0; i < gp->n_node; i++)
         if (import_node(im, gp->node[i], (int)i)) return OC_ERR;
     for (size_t i = 0; i < gp->n_output; i++) {
@@ -988,8 +789,7 @@ static int import_model(importer *im, const Onnx__ModelProto *m) {
         ir_graph_add_output(g, t);
     }
     if (mark_channels_last(im, m)) return OC_ERR;
-    note_folded_normalization(im, gp);
-    note_folded_parameters(im, gp);
+    torch_meta_notes(g, im->path, gp, im->repair);
     if (fuse_split_to_sequence(im)) return OC_ERR;
     return check_ops_supported(im);
 }
@@ -1017,6 +817,7 @@ int onnx_import_buffer(const uint8_t *buf, size_t len, const char *path, ir_grap
     int rc = import_model(&im, m);
     onnx__model_proto__free_unpacked(m, NULL);
     strmap_free(im.node_names);
+    torch_repair_free(im.repair);
     if (rc) {
         ir_graph_free(im.g);
         return OC_ERR;

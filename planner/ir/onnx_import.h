@@ -1,5 +1,6 @@
-/* onnx_import.h — ONNX ModelProto -> ir_graph. The only planner code that sees
- * protobuf types; nothing generated from onnx.proto leaks past this interface.
+/* onnx_import.h — ONNX ModelProto -> ir_graph. With onnx_torch_meta.c (the metadata
+ * torch.onnx.export writes), the only planner code that sees protobuf types; nothing
+ * generated from onnx.proto leaks past this interface.
  *
  *   ir_graph *g; oc_err err;
  *   if (onnx_import_file("graphs/resnet50_op13.onnx", &g, &err)) { puts(err.msg); ... }

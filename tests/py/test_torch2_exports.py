@@ -483,15 +483,15 @@ def check_notices(tmp):
           f"({bn.group(1) if bn else '?'} nodes), folded BN pointed out "
           f"({folded.group(1) if folded else '?'} nodes)")
     # parameters optimize=True folded or merged, named from the exported program's
-    # signature: the BNs' (tiny_resnet), a Linear's weight whose transpose was folded
-    # (tiny_gather), GeM's exponents still there but 1 / p folded (tiny_gem); none where
-    # nothing was (tiny_math optimized: literals only; unoptimized exports), nor for a tied
-    # parameter, which no export holds twice and no aten call reads (tiny_tied's embedding and
-    # head, FX metadata kept; optimized too, its Gemm reading the one weight transposed)
+    # signature: the BNs' (tiny_resnet), GeM's exponents still there but 1 / p folded
+    # (tiny_gem); none where nothing was (tiny_math optimized: literals only; unoptimized
+    # exports), nor for a tied parameter, which no export holds twice and no aten call reads
+    # (tiny_tied's embedding and head, FX metadata kept; optimized too, its Gemm reading the
+    # one weight transposed), nor for a Linear's weight whose transpose was folded: given back
+    # (tiny_gather; check_given_back)
     for f, want in (("tiny_resnet_dynamo_optimized", "12 of the exported program's 20 "
                      "parameters ('1.weight', '1.bias', '4.bn1.weight', ...) were folded"),
-                    ("tiny_gather_dynamo_optimized", "1 of the exported program's 6 parameters "
-                     "('q.weight') was folded"),
+                    ("tiny_gather_dynamo_optimized", None),
                     ("tiny_gem_dynamo_optimized", "2 of the exported program's 6 parameters "
                      "('p', 'p_channel') were folded"),
                     ("tiny_math_dynamo-optimized", None), ("tiny_resnet_dynamo", None),
@@ -505,6 +505,58 @@ def check_notices(tmp):
               f"{'named' if want else 'none said'}")
         if not ok:
             failures.append(f"{f}: folded parameters notice: want {want!r}, got {r.stderr[-400:]}")
+
+
+def check_given_back(tmp):
+    """torch.onnx.export's default optimize=True merges parameters equal at export (a fresh
+    model's LayerNorm weights and zero biases), folds a Linear's weight (of 3-d activations)
+    transposed into a new initializer, and drops a Gemm's zero bias. outcore gives each back
+    from the exported program's metadata (tiny_merged keeps its FX metadata): one step must
+    match PyTorch float64 with every parameter saved under its own name, and the notices say
+    what was given back and that nothing is left folded. Also a fold of a Linear's weight
+    which is the transpose of a parameter still in the file: tiny_gather's q.weight."""
+    name = "tiny_merged"
+    path = os.path.join(DATA, f"{name}_dynamo-optimized.onnx")
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    params = {k[4:] for k in ref.files if k.startswith("w64/")}
+    inits = {i.name for i in onnx.load(path).graph.initializer}
+    lacking = sorted(params - inits)  # what the export merged, folded or dropped
+    try:
+        err = compare(name, "dynamo-optimized", path, ref, tmp)
+    except RuntimeError as e:
+        err = ""
+        failures.append(f"{name}/dynamo-optimized: {e}")
+    want = ("7 parameters ('fc1.weight', 'ln1.bias', 'fc2.weight', ...) that torch.onnx.export's "
+            "optimize=True merged with an equal one (4), folded as a Linear's transposed weight "
+            "(2) or removed as a bias of zeros (1) are given back")
+    ok = len(lacking) == 7 and want in err and "folded into constants or merged" not in err
+    print(f"{'ok  ' if ok else 'FAIL'} {name:18s} optimize=True: the {len(lacking)} parameters "
+          f"the file lacks ({', '.join(lacking[:3])}, ...) given back and said so")
+    if not ok:
+        failures.append(f"{name} optimize=True: {len(lacking)} lacking, notices {err[-600:]}")
+    # a tied weight whose transpose was folded (a language model's head): given back once
+    # checked to be the transpose of the parameter in the file, the tie kept
+    tref = np.load(os.path.join(DATA, "tiny_tied_lm.ref.npz"))
+    try:
+        err = compare("tiny_tied_lm", "dynamo-optimized",
+                      os.path.join(DATA, "tiny_tied_lm_dynamo-optimized.onnx"), tref, tmp)
+        if "('head.weight') that torch.onnx.export's optimize=True folded as a Linear's " \
+           "transposed weight (1) is given back" not in err:
+            failures.append(f"tiny_tied_lm optimize=True: no notice of the tie given back: {err}")
+    except RuntimeError as e:
+        failures.append(f"tiny_tied_lm/dynamo-optimized: {e}")
+    gref = np.load(os.path.join(DATA, "tiny_gather.ref.npz"))
+    gpath = os.path.join(DATA, "tiny_gather_dynamo_optimized.onnx")
+    _, trained, err = outcore_step(gpath, inputs_of(gref), gref["labels"], tmp)
+    w = trained.get("q.weight")
+    ok = (w is not None and w.shape == gref["w64/q.weight"].shape and
+          "folded as a Linear's transposed weight (1) is given back" in err and
+          rel(w, gref["w64/q.weight"]) < 1e-4)
+    print(f"{'ok  ' if ok else 'FAIL'} tiny_gather        optimize=True: q.weight given back "
+          f"from its transposed fold, saved as [out, in] and stepped as PyTorch's")
+    if not ok:
+        failures.append(f"tiny_gather optimize=True: q.weight {None if w is None else w.shape}, "
+                        f"{err[-400:]}")
 
 
 def check_random(tmp):
@@ -1199,6 +1251,7 @@ def main():
         check_notices(tmp)
         check_gem_exponent(tmp)
         check_export_constants(tmp)
+        check_given_back(tmp)
         check_padding_idx(tmp)
         check_plan_buffers(tmp)
         check_plan_recurrent(tmp)

@@ -453,8 +453,24 @@ static int slice_rows(ir_graph *g, int at, const char *base, const char *what, i
     return y;
 }
 
+/* The name of the host program input bounds x were computed from (the offsets: the first
+ * input reached going back through the first inputs), else x's own. */
+static const char *offsets_input(const ir_graph *h, int x) {
+    for (int hops = 0; hops < 64; hops++) {
+        const ir_tensor *t = &h->tensors[x];
+        if (t->is_graph_input || t->producer < 0) return t->name;
+        const ir_node *p = &h->nodes[t->producer];
+        int next = -1;
+        for (int i = 0; i < p->n_inputs && next < 0; i++) next = p->inputs[i];
+        if (next < 0) return t->name;
+        x = next;
+    }
+    return h->tensors[x].name;
+}
+
 /* Run-time bags' host values, computed by nodes appended to g->host from b->ext (the n + 1
- * bounds E) and evaluated on its stand-in values: *seg, each id's bag + 1 (0 before E[0],
+ * bounds E, checked to ascend within the ids each step: BagBounds, which the segments are
+ * exact for) and evaluated on its stand-in values: *seg, each id's bag + 1 (0 before E[0],
  * n + 1 from E[n] on): how many bounds are at or below its position, the CumSum of ones
  * scatter-added at the bounds; *sizes (mean bags), each bag's size, at least 1, as [n, 1]
  * of the table's type, else -1. Both given to g (host inputs). */
@@ -470,8 +486,13 @@ static int host_segments(ir_graph *g, const bag *a, int n, const char *base, int
     int zeros = op_rewrite_constant(h, hb, "bag_marks_zeros", IR_DTYPE_INT64, 1, &marks_len, NULL);
     int ones_t = op_rewrite_ints(h, hb, "bag_marks_ones", n + 1, ones);
     oc_free(ones);
-    int k = h->n_nodes;
-    int marks = op_rewrite_insert(h, k, hb, "bag_marks", OP_SCATTER_ELEMENTS, zeros, a->ext, -1);
+    int k = h->n_nodes; /* the bounds, checked each step (op_bag_bounds.c) */
+    int ext = op_rewrite_insert(h, k, hb, "bag_bounds", OP_BAG_BOUNDS, a->ext, -1, -1);
+    op_rewrite_attr_int(h, k, "ids", len);
+    ir_attr from = {.name = "input", .type = IR_ATTR_STRING, .s = (char *)offsets_input(h, a->ext)};
+    ir_node_add_attr(h, k, &from);
+    k = h->n_nodes;
+    int marks = op_rewrite_insert(h, k, hb, "bag_marks", OP_SCATTER_ELEMENTS, zeros, ext, -1);
     ir_node_add_input(h, k, ones_t);
     ir_attr add = {.name = "reduction", .type = IR_ATTR_STRING, .s = (char *)"add"};
     ir_node_add_attr(h, k, &add);
@@ -479,8 +500,8 @@ static int host_segments(ir_graph *g, const bag *a, int n, const char *base, int
     int cum = op_rewrite_insert(h, h->n_nodes, hb, "bag_cum", OP_CUM_SUM, marks, axis, -1);
     int sg = slice_rows(h, h->n_nodes, hb, "bag_segments", cum, 0, len, -1);
     if (a->mode == BAG_MEAN) {
-        int hi = slice_rows(h, h->n_nodes, hb, "bag_ends", a->ext, 1, n + 1, -1);
-        int lo = slice_rows(h, h->n_nodes, hb, "bag_starts", a->ext, 0, n, -1);
+        int hi = slice_rows(h, h->n_nodes, hb, "bag_ends", ext, 1, n + 1, -1);
+        int lo = slice_rows(h, h->n_nodes, hb, "bag_starts", ext, 0, n, -1);
         int cnt = op_rewrite_insert(h, h->n_nodes, hb, "bag_counts", OP_SUB, hi, lo, -1);
         int one_t = op_rewrite_ints(h, hb, "bag_one", 1, &one);
         int at_least = op_rewrite_insert(h, h->n_nodes, hb, "bag_counts_1", OP_MAX, cnt, one_t, -1);

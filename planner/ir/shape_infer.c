@@ -462,10 +462,10 @@ int ir_infer_inserted(ir_graph *g, int from, int *to, oc_err *err) {
 /* The project-domain ops outcore itself writes into the forward models it saves (--save):
  * FusedAttention, and the load-time rewrites' TopKOffsets (an ArgMax or TopK of
  * activations), ElementOffsets and GatherGrad (a gather or scatter-add at them), PowTensor
- * (a Pow by a run-time exponent). */
+ * (a Pow by a run-time exponent), BagBounds (run-time bags' bounds checked, on the host). */
 static bool saved_forward_op(op_kind k) {
     return k == OP_FUSED_ATTENTION || k == OP_TOP_K_OFFSETS || k == OP_ELEMENT_OFFSETS ||
-           k == OP_GATHER_GRAD || k == OP_POW_TENSOR;
+           k == OP_GATHER_GRAD || k == OP_POW_TENSOR || k == OP_BAG_BOUNDS;
 }
 
 /* A user's model holds no project-domain node but those, no Loop or If with the attributes

@@ -936,6 +936,30 @@ def bag_sums_only(name, exporter, path, batch, want, tmp):
                         f"{per_bag[:3]}")
 
 
+def bad_offsets_refused(name, exporter, path, tmp):
+    """Offsets the bags' scatter-add is not the exported slices for, given at run time:
+    refused by outcore-run each step (BagBounds on the host), naming the offsets input and the
+    offset; the good ones of the fixture run."""
+    ref = np.load(os.path.join(DATA, f"{name}.ref.npz"))
+    x, ids, offsets = inputs_of(ref)
+    where = "input_2" if exporter == "legacy" else "offsets"
+    n = len(ids)
+    for label, bad, want in (("descending", [0, 5, 3, 7], "offsets descend: offset 2 is 3, "
+                              "below offset 1's 5"),
+                             ("negative", [0, -1, 3, 7], "offset 1 is -1, negative"),
+                             ("past the ids", [0, 3, 7, n + 2], f"offset 3 is {n + 2}, past the "
+                              f"{n} ids")):
+        try:
+            outcore_step(path, [x, ids, np.array(bad, dtype=np.int64)], ref["labels"], tmp)
+            ok, said = False, "ran"
+        except RuntimeError as e:
+            said = str(e)
+            ok = f"input '{where}': nn.EmbeddingBag's {want}" in said
+        print(f"{'ok  ' if ok else 'FAIL'} {name}/{exporter}: {label} offsets {bad} refused")
+        if not ok:
+            failures.append(f"{name}/{exporter}: {label} offsets {bad}: {said[-400:]}")
+
+
 def check_embedding_bag_offsets(tmp):
     """nn.EmbeddingBag with offsets given at run time (planner/ir/bag_reduce.c), from each
     exporter: the legacy one's loop slicing the ids from one offset to the next, torch.export's
@@ -974,6 +998,7 @@ def check_embedding_bag_offsets(tmp):
                 failures.append(f"{name}{tag}/{exporter}: {e}")
                 print(f"FAIL {name}{tag}/{exporter}: {e}")
         bag_sums_only(name, exporter, path, 4, 2, tmp)
+        bad_offsets_refused(name, exporter, path, tmp)
     # an If of that shape (zeros when two integer-input values are equal) outside a bag:
     # taken at load only for the bag rewrite, which leaves it, so refused, named
     from onnx import helper, TensorProto

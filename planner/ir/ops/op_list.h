@@ -211,6 +211,7 @@
     X(RANGE, "Range", ONNX, range, none)                                                           \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", ONNX, constant_of_shape, none)                         \
     X(EYE_LIKE, "EyeLike", ONNX, eye_like, none)                                                   \
+    X(BAG_BOUNDS, "BagBounds", OC, bag_bounds, none)                                               \
     X(GATHER_ND, "GatherND", ONNX, gather_nd, none)                                                \
     X(GATHER_ELEMENTS, "GatherElements", ONNX, gather_elements, none)                              \
     X(TILE, "Tile", ONNX, tile, none)                                                              \
@@ -276,7 +277,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 213
+#define OP_LIST_COUNT 214
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

@@ -532,9 +532,9 @@ class TinyEmbeddingBagOffsets(nn.Module):
     offsets input [N] (bags of uneven sizes, empty ones among them), beside a dense input.
     torch's legacy exporter writes a Loop over the bags that slices the ids from one offset to
     the next; outcore sums each id's row into its bag by a scatter-add at bag indices the host
-    computes from the offsets each step (planner/ir/bag_reduce.c). torch.export's loop tests
-    each bag for emptiness at run time, which outcore refuses at load. Inputs: x [N, 8],
-    ids [L] (int64 in [0, 12)), offsets [N] (int64, ascending, the first 0)."""
+    computes from the offsets each step (planner/ir/bag_reduce.c); torch.export's loop tests
+    each bag for emptiness at run time, zeros then. Inputs: x [N, 8], ids [L] (int64 in
+    [0, 12)), offsets [N] (int64, ascending, the first 0)."""
 
     def __init__(self):
         super().__init__()
@@ -545,6 +545,22 @@ class TinyEmbeddingBagOffsets(nn.Module):
     def forward(self, x, ids, offsets):
         import torch
         return self.fc(torch.cat([self.sum(ids, offsets), self.mean(ids, offsets), x], 1))
+
+
+class TinyEmbeddingBagBatch(nn.Module):
+    """Sum and mean bags of a recommender's batch, more bags than outcore unrolls a loop over
+    (4096): each exporter's Loop is read whole (planner/ir/bag_loop.c). Inputs: ids [L]
+    (int64 in [0, 12)), offsets [N] (int64, ascending, the first 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.sum = nn.EmbeddingBag(12, 4, mode="sum")
+        self.mean = nn.EmbeddingBag(12, 4, mode="mean")
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, ids, offsets):
+        import torch
+        return self.fc(torch.cat([self.sum(ids, offsets), self.mean(ids, offsets)], 1))
 
 
 class TinyEmbeddingBagWeighted(nn.Module):

@@ -442,12 +442,18 @@ PROVENANCE = {"namespace", "pkg.torch.onnx.class_hierarchy", "pkg.torch.onnx.fx_
 def strip_provenance(path):
     """Drops PROVENANCE from every node's metadata (a committed fixture's size)."""
     import onnx
+
+    def strip(graph):
+        for n in graph.node:
+            keep = [p for p in n.metadata_props if p.key not in PROVENANCE or
+                    "aten.embedding.default" in p.value]
+            del n.metadata_props[:]
+            n.metadata_props.extend(keep)
+            for a in n.attribute:  # a Loop's body, an If's branches
+                if a.type == onnx.AttributeProto.GRAPH:
+                    strip(a.g)
     m = onnx.load(path)
-    for n in m.graph.node:
-        keep = [p for p in n.metadata_props if p.key not in PROVENANCE or
-                "aten.embedding.default" in p.value]
-        del n.metadata_props[:]
-        n.metadata_props.extend(keep)
+    strip(m.graph)
     onnx.save(m, path)
 
 
@@ -651,6 +657,20 @@ def cmd_fixtures(args):
                             **arrays)
         export(model, x, "legacy", os.path.join(args.out, "tiny_embedding_bag_weighted_legacy.onnx"))
         print(f"tiny_embedding_bag_weighted: {sum(p.numel() for p in model.parameters())} parameters")
+    if not only or "tiny_embedding_bag_batch" in only:  # 5000 bags: more than outcore unrolls
+        from tiny_models import TinyEmbeddingBagBatch
+        torch.manual_seed(0)
+        model = TinyEmbeddingBagBatch()
+        g = torch.Generator().manual_seed(134)
+        n = 5000
+        cuts = torch.sort(torch.randint(0, 3 * n + 1, (n - 1,), generator=g)).values
+        x = (torch.randint(0, 12, (3 * n,), generator=g),
+             torch.cat([torch.zeros(1, dtype=torch.long), cuts]))
+        y = torch.randint(0, 10, (n,), generator=g)
+        arrays = fixture_exports_and_step(model, x, y, "tiny_embedding_bag_batch", args.out,
+                                          ("legacy", "dynamo", "dynamo-optimized"))
+        np.savez_compressed(os.path.join(args.out, "tiny_embedding_bag_batch.ref.npz"), **arrays)
+        print(f"tiny_embedding_bag_batch: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_dlrm" in only:  # a recommender: three bags' ids and offsets
         from tiny_models import TinyDLRM
         torch.manual_seed(0)

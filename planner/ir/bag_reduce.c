@@ -486,7 +486,7 @@ static int host_segments(ir_graph *g, const bag *a, int n, const char *base, int
     int zeros = op_rewrite_constant(h, hb, "bag_marks_zeros", IR_DTYPE_INT64, 1, &marks_len, NULL);
     int ones_t = op_rewrite_ints(h, hb, "bag_marks_ones", n + 1, ones);
     oc_free(ones);
-    int k = h->n_nodes; /* the bounds, checked each step (op_bag_bounds.c) */
+    int k = h->n_nodes; /* the bounds, checked each step (op_bags.c) */
     int ext = op_rewrite_insert(h, k, hb, "bag_bounds", OP_BAG_BOUNDS, a->ext, -1, -1);
     op_rewrite_attr_int(h, k, "ids", len);
     ir_attr from = {.name = "input", .type = IR_ATTR_STRING, .s = (char *)offsets_input(h, a->ext)};
@@ -523,8 +523,8 @@ static int host_segments(ir_graph *g, const bag *a, int n, const char *base, int
  * Gather(table, ids) -> GatherGrad at the ids' bags + 1 (host_segments) into [n + 2, D..] ->
  * its rows 1..n [-> Div by the bags' sizes]. Then c, its groups and the bags' chains
  * removed; *next: the last new node's index then (-1: nothing done). */
-static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups, int n_groups,
-                   int *next, oc_err *err) {
+static int rewrite(ir_graph *g, int c, const bag *bags, int n, int n_matched, const int *groups,
+                   int n_groups, int *next, oc_err *err) {
     const bag *a = &bags[0];
     bool run_time = a->ext >= 0;
     const ir_tensor *from = &g->tensors[a->rows >= 0 ? a->rows : a->table];
@@ -547,7 +547,7 @@ static int rewrite(ir_graph *g, int c, const bag *bags, int n, const int *groups
     }
     bool *remove = oc_calloc((size_t)g->n_nodes + 1, sizeof *remove);
     for (int i = 0; i < n_groups; i++) remove[groups[i]] = true;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n_matched; i++)
         for (int j = 0; j < bags[i].n_chain; j++) remove[bags[i].chain[j]] = true;
     if (rows < 0) { /* legacy: the table's rows at all the ids, gathered once */
         int ids = host_inputs_export(g, a->ids);
@@ -609,12 +609,39 @@ static bool bags_run_time(const ir_graph *g, const bag *bags, int n) {
     return true;
 }
 
-/* A node taken at load for a rewrite to remove (IR_ATTR_RUN_TIME) that none removed:
- * refused, as it would have been at once. */
+/* BagReduce node c (bag_loop.c: a Loop over the bags, whole) as the run-time bags'
+ * scatter-add, its bounds those the host computes. */
+static int rewrite_loop(ir_graph *g, int c, int *next, oc_err *err) {
+    const ir_node *n = &g->nodes[c];
+    bag a = {.mode = ir_attr_int(n, "mode", 0) ? BAG_MEAN : BAG_SUM,
+             .rows = n->inputs[0],
+             .table = -1,
+             .ids = -1,
+             .ext = host_tensor(g, n->inputs[1]),
+             .end = 1,
+             .div_d = -1,
+             .gather = -1};
+    if (a.ext < 0)
+        return oc_fail(err,
+                       "%s: node '%s' (Loop): nn.EmbeddingBag's bounds '%s' are computed on the "
+                       "device; outcore computes bags on the host, from the model's integer inputs",
+                       g->model_path ? g->model_path : "model", n->name,
+                       g->tensors[n->inputs[1]].name);
+    int64_t bags = g->tensors[n->inputs[1]].dims[0] - 1;
+    return rewrite(g, c, &a, (int)bags, 1, NULL, 0, next, err);
+}
+
+/* A node taken at load for a rewrite to remove (IR_ATTR_RUN_TIME, BagReduce) that none
+ * removed: refused, as it would have been at once. */
 static int refuse_run_time(const ir_graph *g, oc_err *err) {
     const char *path = g->model_path ? g->model_path : "model";
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
+        if (n->op == OP_BAG_REDUCE)
+            return oc_fail(err,
+                           "%s: node '%s' (nn.EmbeddingBag's Loop): its bags could not become one "
+                           "reduction (rows of rank %d)",
+                           path, n->name, g->tensors[n->inputs[0]].rank);
         const char *t = ir_attr_string(n, IR_ATTR_RUN_TIME, NULL);
         if (!t) continue;
         if (n->op == OP_IDENTITY) /* an If's branch */
@@ -643,6 +670,12 @@ int ir_bag_reductions(ir_graph *g, oc_err *err) {
     for (int c = g->n_nodes - 1; c >= 0 && rc == OC_OK; c--) {
         const ir_node *n = &g->nodes[c];
         int nl = 0, ng = 0;
+        if (n->op == OP_BAG_REDUCE) { /* a whole Loop (bag_loop.c) */
+            int next = -1;
+            rc = rewrite_loop(g, c, &next, err);
+            if (next >= 0) count++, c = next;
+            continue;
+        }
         if (n->op != OP_CONCAT || ir_attr_int(n, "axis", -1) != 0 ||
             !concat_leaves(g, c, true, leaves, &nl, cap, groups, &ng) || nl < 2)
             continue;
@@ -650,7 +683,7 @@ int ir_bag_reductions(ir_graph *g, oc_err *err) {
         for (int i = 0; i < nl && ok; i++) ok = match_bag(g, leaves[i], &bags[i]);
         if (!ok || !(bags_fixed(g, bags, nl) || bags_run_time(g, bags, nl))) continue;
         int next = -1;
-        rc = rewrite(g, c, bags, nl, groups, ng, &next, err);
+        rc = rewrite(g, c, bags, nl, nl, groups, ng, &next, err);
         if (next >= 0) count++, c = next; /* the nodes after it are scanned, and unchanged */
     }
     if (rc == OC_OK && count) host_inputs_prune(g); /* the host's slices of the ids, unread */

@@ -1052,6 +1052,24 @@ def bags_against_float64(name, exporters, batch, want, tmp):
         bag_sums_only(name, exporter, path, batch, want, tmp)
 
 
+def check_embedding_bag_batch(tmp):
+    """5000 bags (a recommender's batch), more than outcore unrolls a Loop over (4096): each
+    exporter's Loop read whole (planner/ir/bag_loop.c), no iteration unrolled, the bags one
+    scatter-add each, and one SGD step against PyTorch float64. Then the small bag fixtures
+    once more with every loop unrolled and matched bag by bag (OC_UNROLL_BAG_LOOPS, the path
+    bag_loop.c leaves what it does not read to): the same steps."""
+    exporters = ("legacy", "dynamo", "dynamo-optimized")
+    bags_against_float64("tiny_embedding_bag_batch", exporters, 15000, 2, tmp)  # ids: first
+    os.environ["OC_UNROLL_BAG_LOOPS"] = "1"
+    try:
+        bags_against_float64("tiny_embedding_bag_offsets", exporters, 4, 2, tmp)
+        bags_against_float64("tiny_dlrm", exporters, 8, 3, tmp)
+        bags_against_float64("tiny_embedding_bag_weighted", ("dynamo", "dynamo-optimized"), 40, 1,
+                             tmp)
+    finally:
+        del os.environ["OC_UNROLL_BAG_LOOPS"]
+
+
 def check_embedding_bag_weighted(tmp):
     """nn.EmbeddingBag's weighted sum bags (per_sample_weights, a float input) cut by run-time
     offsets, from torch.export with and without optimize: the rows are weighted before the
@@ -1284,6 +1302,7 @@ def main():
         check_embedding_bags(tmp)
         check_embedding_bag_offsets(tmp)
         check_embedding_bag_weighted(tmp)
+        check_embedding_bag_batch(tmp)
         check_dlrm(tmp)
         check_model_loss(tmp)
         check_host_inputs(tmp)

@@ -227,6 +227,7 @@
  * become their elements; the nodes writing them go once shapes are inferred. */
 #define OC_OPS_LOWERED(X)                                                                          \
     X(EINSUM, "Einsum", ONNX, einsum, none)                                                        \
+    X(BAG_REDUCE, "BagReduce", OC, bag_reduce, none)                                               \
     X(REDUCE_L2, "ReduceL2", ONNX, reduce_l2, none)                                                \
     X(INSTANCE_NORM, "InstanceNormalization", ONNX, instance_norm, none)                           \
     X(SCATTER_ELEMENTS, "ScatterElements", ONNX, scatter_elements, none)                           \
@@ -277,7 +278,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 214
+#define OP_LIST_COUNT 215
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

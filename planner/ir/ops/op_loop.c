@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/bag_loop.h"
 #include "ir/onnx_import.h"
 #include "ir/ops/op_rewrite.h"
 #include "ir/ops/op_util.h"
@@ -337,6 +338,7 @@ static int loop_step(unroll *u, ir_tensor *c, int64_t trips, int64_t done, int n
 }
 
 static int loop_lower(ir_graph *g, int node, bool *changed, oc_err *err) {
+    if (bag_loop_lower(g, node)) return *changed = true, OC_OK; /* nn.EmbeddingBag's, whole */
     ir_node *n = &g->nodes[node];
     int64_t trips = -1, run = 1, done = ir_attr_int(n, ITERATIONS_ATTR, 0);
     if (n->n_inputs < 2)

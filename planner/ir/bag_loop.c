@@ -81,7 +81,9 @@ static int shifted_base(const ir_graph *g, int t, int64_t *shift) {
             t = p->inputs[0];
             continue;
         }
-        if (!p || p->op != OP_SLICE || p->n_inputs < 3 || x->rank != 1) return t;
+        if (!p || p->op != OP_SLICE || p->n_inputs < 3 || x->rank != 1 || p->inputs[0] < 0 ||
+            p->inputs[1] < 0 || p->inputs[2] < 0)
+            return t;
         const ir_tensor *d = &g->tensors[p->inputs[0]];
         int64_t s, e, ax = 0, st = 1;
         bool ok = d->rank == 1 && op_is_value(&g->tensors[p->inputs[1]]) &&
@@ -349,7 +351,8 @@ static bool ends_at(const ir_graph *g, int e, int64_t len) {
             e = p->inputs[0];
             continue;
         }
-        if (!p || p->op != OP_CONCAT || ir_attr_int(p, "axis", -1) != 0 || p->n_inputs < 2)
+        if (!p || p->op != OP_CONCAT || ir_attr_int(p, "axis", -1) != 0 || p->n_inputs < 2 ||
+            p->inputs[p->n_inputs - 1] < 0)
             return false;
         const ir_tensor *l = &g->tensors[p->inputs[p->n_inputs - 1]];
         int64_t v;
@@ -378,7 +381,9 @@ static scenario read_body(evaluator *ev, const ir_graph *b, int node, bool last)
         s.n = ev->n;
         return s;
     }
-    if (n_carried != 2 || b->n_outputs != 3) return s;
+    if (n_carried != 2 || b->n_outputs != 3 || loop->n_inputs != 4 || loop->inputs[2] < 0 ||
+        loop->inputs[3] < 0)
+        return s;
     int counter = -1, seq = -1;
     for (int j = 0; j < 2; j++) {
         const ir_tensor *init = &g->tensors[loop->inputs[2 + j]];
@@ -478,7 +483,7 @@ bool bag_loop_lower(ir_graph *g, int node) {
         last = read_body(&ev, b, node, true);
         ev.n = last.n;
         last = read_body(&ev, b, node, true);
-    } else if (ok && m && b->n_inputs == 2) {
+    } else if (ok && m && b->n_inputs == 2 && g->nodes[node].n_inputs == 2) {
         last = read_body(&ev, b, node, true);
     }
     int64_t n = ev.n;

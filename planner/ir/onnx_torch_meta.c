@@ -181,9 +181,12 @@ static void put_fx_mentions(strmap **m, const Onnx__GraphProto *gp) {
 }
 
 /* Value info vi's folded_from record (pkg.onnxscript.optimizer.folded_from: "['a', 'b']")
- * when vi is of a float type (an integer one read a parameter's shape, nn.EmbeddingBag's row
- * width, not its values); else NULL. */
-static const char *folded_from(const Onnx__ValueInfoProto *vi) {
+ * when vi names an initializer (inits: the file's), a constant folded so, of a float type (an
+ * integer one read a parameter's shape, nn.EmbeddingBag's row width, not its values); else
+ * NULL. A value computed at run time has the record too where a rewrite read an input's
+ * type only (CastLike to a parameter's type: nn.EmbeddingBag's result). */
+static const char *folded_from(const Onnx__ValueInfoProto *vi, const strmap *inits) {
+    if (!vi->name || !strmap_get(inits, vi->name)) return NULL;
     int32_t et = vi->type && vi->type->tensor_type ? vi->type->tensor_type->elem_type : 0;
     if (et != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
         et != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 &&
@@ -197,12 +200,22 @@ static const char *folded_from(const Onnx__ValueInfoProto *vi) {
     return NULL;
 }
 
+/* The file's initializers' names -> 1. */
+static strmap *initializer_names(const Onnx__GraphProto *gp) {
+    strmap *m = strmap_new();
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        if (gp->initializer[i]->name) strmap_put(m, gp->initializer[i]->name, 1);
+    return m;
+}
+
 /* The names the optimizer's folded float tensors were computed from, into *m. */
 static void put_folded_from(strmap **m, const Onnx__GraphProto *gp) {
+    strmap *inits = initializer_names(gp);
     for (size_t i = 0; i < gp->n_value_info; i++) {
-        const char *list = folded_from(gp->value_info[i]);
+        const char *list = folded_from(gp->value_info[i], inits);
         if (list) put_list_names(m, list);
     }
+    strmap_free(inits);
 }
 
 /* torch.onnx.export's optimize=True (its default) constant-folds what is computed from
@@ -273,7 +286,7 @@ torch_repair *torch_repair_new(ir_graph *g, const Onnx__GraphProto *gp) {
     if (!sig) return NULL;
     torch_repair *r = oc_calloc(1, sizeof *r);
     r->g = g;
-    r->by_ph = strmap_new(), r->by_name = strmap_new(), r->in_file = strmap_new();
+    r->by_ph = strmap_new(), r->by_name = strmap_new(), r->in_file = initializer_names(gp);
     r->folded = strmap_new(), r->repaired = strmap_new();
     for (char *at = strstr(sig, PARAMETER_MARK); at; at = strstr(at, PARAMETER_MARK)) {
         char *line = at, *name = at + sizeof PARAMETER_MARK - 1, *end = strchr(name, '\'');
@@ -293,13 +306,11 @@ torch_repair *torch_repair_new(ir_graph *g, const Onnx__GraphProto *gp) {
         at = end + 1;
     }
     oc_free(sig);
-    for (size_t i = 0; i < gp->n_initializer; i++)
-        if (gp->initializer[i]->name) strmap_put(r->in_file, gp->initializer[i]->name, 1);
     strmap *sources = NULL; /* a value folded from exactly one name: that name */
     r->from = oc_malloc((gp->n_value_info + 1) * sizeof *r->from);
     for (size_t i = 0; i < gp->n_value_info; i++) {
         const Onnx__ValueInfoProto *vi = gp->value_info[i];
-        const char *list = vi->name ? folded_from(vi) : NULL;
+        const char *list = folded_from(vi, r->in_file);
         if (!list) continue;
         put_list_names(&sources, list);
         const char *a = strchr(list, '\''), *b = a ? strchr(a + 1, '\'') : NULL;

@@ -26,10 +26,11 @@ import test_torch2_exports as T  # noqa: E402
 # indices (offsets folded on the host). tiny_embedding_bag(_many)'s loops over the bags
 # (fixed-size bags one reduction at load, uneven ones unrolled); tiny_embedding_bag_offsets'
 # with offsets given at run time (a scatter-add at bags the host computes, either exporter),
-# and tiny_dlrm's three such bags in a recommender.
+# and tiny_dlrm's three such bags in a recommender; tiny_embedding_bag_batch's 5000 bags, each
+# loop read whole.
 LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick", "tiny_scatter_add",
               "tiny_embedding_bag", "tiny_embedding_bag_many", "tiny_embedding_bag_offsets",
-              "tiny_dlrm"}
+              "tiny_dlrm", "tiny_embedding_bag_batch"}
 # Fixtures only the legacy exporter writes (torch.export cannot trace the packing): packed
 # sequences, their lengths sorted (TopK) and unsorted on the host each step.
 LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
@@ -37,7 +38,7 @@ LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
 # check_embedding_bags).
 EXTRA = LEGACY_ONLY + ["tiny_gather_pick", "tiny_scatter_add", "tiny_embedding_bag",
                        "tiny_embedding_bag_many", "tiny_embedding_bag_offsets", "tiny_dlrm",
-                       "tiny_embedding_bag_weighted"]
+                       "tiny_embedding_bag_weighted", "tiny_embedding_bag_batch"]
 
 
 def main():

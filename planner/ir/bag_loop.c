@@ -42,6 +42,7 @@ typedef struct av {
     bool keep;     /* AV_BAG: the reduced axis kept */
     bool legacy;   /* AV_ROWS, AV_BAG: a table gathered at ids */
     bool is_float; /* AV_DEN */
+    bool to_end;   /* AV_ROWS, AV_BAG: from E[k] to v, not E[k + 1] (the last max bag) */
     int bag;       /* AV_SEQ_BAG */
 } av;
 
@@ -109,6 +110,8 @@ static av outer_value(const ir_graph *g, int t) {
         return (av){.kind = AV_ZEROS};
     if (op_is_value(x) && !ir_dtype_is_float(x->dtype) && op_int_scalar(x, true, &v))
         return (av){.kind = AV_INT, .v = v, .rank = x->rank > 0};
+    if (op_is_value(x) && x->dtype == IR_DTYPE_INT64 && x->rank == 1)
+        return (av){.kind = AV_OUTER, .t = t}; /* bounds known at load: fixed-size bags */
     if (op_is_value(x) || x->is_sequence) return none;
     return (av){.kind = AV_OUTER, .t = t};
 }
@@ -270,6 +273,9 @@ static av eval_node(evaluator *ev, const ir_graph *b, const ir_node *n) {
             c.rank == 1 && e.rank == 1) /* a bag */
             return (av){
                 .kind = x->dtype == IR_DTYPE_INT64 ? AV_IDS : AV_ROWS, .t = a.t, .e = c.e, .u = -1};
+        if (c.kind == AV_BOUND && c.v == 0 && c.rank == 1 && e.kind == AV_INT && e.rank == 1 &&
+            ir_dtype_is_float(x->dtype)) /* the last bag, to the end: E must end there */
+            return (av){.kind = AV_ROWS, .t = a.t, .e = c.e, .u = -1, .to_end = true, .v = e.v};
         return none;
     }
     case OP_GATHER:
@@ -301,12 +307,14 @@ static av eval_node(evaluator *ev, const ir_graph *b, const ir_node *n) {
         if (a.kind == AV_K && a.v == 1 && c.kind == AV_INT) return (av){.kind = AV_MORE, .v = c.v};
         return none;
     case OP_REDUCE_SUM:
-    case OP_REDUCE_MEAN: {
+    case OP_REDUCE_MEAN:
+    case OP_REDUCE_MAX: {
         bool sum = n->op == OP_REDUCE_SUM;
         if (a.kind != AV_ROWS || ir_attr_int(n, "noop_with_empty_axes", 0) != 0 ||
             !axes_zero(ev, b, n, sum ? 13 : 18, 1))
             return none;
-        a.kind = AV_BAG, a.mode = sum ? 0 : 1, a.keep = ir_attr_int(n, "keepdims", 1) != 0;
+        a.kind = AV_BAG, a.mode = sum ? 0 : n->op == OP_REDUCE_MEAN ? 1 : 2;
+        a.keep = ir_attr_int(n, "keepdims", 1) != 0;
         return a;
     }
     case OP_DIV:
@@ -341,9 +349,14 @@ typedef struct scenario {
     int counter, seq; /* torch.export's: which carried value is which */
 } scenario;
 
-/* Whether E's last element is len: E = Concat(.., L) (through Identity nodes) with L the
- * plan-time [len]. */
+/* Whether E's last element is len: E known at load, or E = Concat(.., L) (through Identity
+ * nodes) with L the plan-time [len]. */
 static bool ends_at(const ir_graph *g, int e, int64_t len) {
+    const int64_t *ev;
+    int64_t count;
+    if (op_is_value(&g->tensors[e]))
+        return ir_tensor_int64_values(&g->tensors[e], &ev, &count) && count > 0 &&
+               ev[count - 1] == len;
     for (int hops = 0; hops < 8; hops++) {
         const ir_tensor *x = &g->tensors[e];
         const ir_node *p = x->producer >= 0 ? &g->nodes[x->producer] : NULL;
@@ -420,27 +433,53 @@ static bool concatenated(const ir_graph *g, int t) {
     return true;
 }
 
-/* The Loop replaced: BagReduce(rows, E) writing its scan output (legacy) or appended to an
- * empty sequence writing its sequence output (the counter's output, when read, n). */
-static void replace(ir_graph *g, int node, av bag, int64_t n, int seq, int counter) {
-    char *base = oc_strdup(g->nodes[node].name);
-    int at = node, rows = bag.t;
-    if (bag.legacy) {
-        rows = op_rewrite_insert(g, at++, base, "bag_rows", OP_GATHER, bag.t, bag.u, -1);
-        op_rewrite_attr_int(g, at - 1, "axis", 0);
+/* The bags as one tensor [n, D..], nodes inserted at *at: bounds known at load in equal
+ * steps of `size` ids, a reduction over the bag axis of the rows viewed [n, size, D..];
+ * else BagReduce(rows, E), which ir_bag_reductions makes a scatter-add once the host program
+ * is built. */
+static int emit_bags(ir_graph *g, int *at, const char *base, av bag, int64_t n, int64_t size) {
+    int rows = bag.t;
+    if (bag.legacy) { /* the table's rows at all the ids, gathered once */
+        rows = op_rewrite_insert(g, *at, base, "bag_rows", OP_GATHER, bag.t, bag.u, -1);
+        op_rewrite_attr_int(g, (*at)++, "axis", 0);
     }
-    if (!bag.legacy) { /* the counter's output, then the bags as a sequence of one */
-        g->tensors[seq].producer = -1;
-        if (counter >= 0) g->tensors[counter].producer = -1;
-        g->nodes[at].n_outputs = 0;
-        if (counter >= 0) {
-            char *name = oc_sprintf("%s/count", base);
-            int nt = ir_const_tensor(g, name, IR_DTYPE_INT64, 0, NULL, &n);
-            oc_free(name);
-            op_rewrite_insert(g, at++, base, "counted", OP_IDENTITY, nt, -1, counter);
-        }
-        int y = op_rewrite_insert(g, at, base, "bags", OP_BAG_REDUCE, rows, bag.e, -1);
-        op_rewrite_attr_int(g, at++, "mode", bag.mode);
+    if (size < 1) {
+        int y = op_rewrite_insert(g, *at, base, "bags", OP_BAG_REDUCE, rows, bag.e, -1);
+        op_rewrite_attr_int(g, (*at)++, "mode", bag.mode);
+        return y;
+    }
+    const ir_tensor *r = &g->tensors[bag.t]; /* legacy: the table, whose rows these are */
+    int64_t dims[IR_MAX_RANK], axis = 1;
+    dims[0] = n, dims[1] = size;
+    for (int d = 1; d < r->rank; d++) dims[d + 1] = r->dims[d];
+    int rank = r->rank + 1;
+    int x = op_rewrite_reshape(g, (*at)++, base, "bag_rows_viewed", rows, rank, dims);
+    op_kind k = bag.mode == 0 ? OP_REDUCE_SUM : bag.mode == 1 ? OP_REDUCE_MEAN : OP_REDUCE_MAX;
+    int y =
+        op_rewrite_axes(g, *at, base, "reduced", k, x, 1, &axis, k == OP_REDUCE_SUM ? 13 : 18, -1);
+    op_rewrite_attr_int(g, (*at)++, "keepdims", 0);
+    return y;
+}
+
+/* The Loop replaced by the bags (emit_bags): its scan output (legacy) an Identity of them;
+ * else a sequence of them alone, its sequence output (the counter's output, when read, n). */
+static void replace(ir_graph *g, int node, av bag, int64_t n, int64_t size, int seq, int counter) {
+    char *base = oc_strdup(g->nodes[node].name);
+    int at = node;
+    g->tensors[seq].producer = -1;
+    if (counter >= 0) g->tensors[counter].producer = -1;
+    g->nodes[at].n_outputs = 0;
+    if (counter >= 0) {
+        char *name = oc_sprintf("%s/count", base);
+        int nt = ir_const_tensor(g, name, IR_DTYPE_INT64, 0, NULL, &n);
+        oc_free(name);
+        op_rewrite_insert(g, at++, base, "counted", OP_IDENTITY, nt, -1, counter);
+    }
+    int y = emit_bags(g, &at, base, bag, n, size);
+    if (bag.legacy) {
+        op_rewrite_become(g, at, OP_IDENTITY);
+        ir_node_add_input(g, at, y);
+    } else {
         char *name = oc_sprintf("%s/bags_none", base);
         int k = op_node_insert(g, at, name, OP_SEQUENCE_EMPTY),
             empty = ir_tensor_add(g, name, IR_DTYPE_UNDEFINED);
@@ -450,14 +489,23 @@ static void replace(ir_graph *g, int node, av bag, int64_t n, int seq, int count
         op_rewrite_become(g, at, OP_SEQUENCE_INSERT);
         ir_node_add_input(g, at, empty);
         ir_node_add_input(g, at, y);
-        ir_node_add_output(g, at, seq);
-    } else {
-        op_rewrite_become(g, at, OP_BAG_REDUCE);
-        ir_node_add_input(g, at, rows);
-        ir_node_add_input(g, at, bag.e);
-        op_rewrite_attr_int(g, at, "mode", bag.mode);
     }
+    ir_node_add_output(g, at, seq);
     oc_free(base);
+}
+
+/* Bounds E known at load in equal steps from 0 to len (fixed-size bags): the step; else 0. */
+static int64_t fixed_size(const ir_graph *g, int e, int64_t n, int64_t len) {
+    const int64_t *v;
+    int64_t count;
+    if (!op_is_value(&g->tensors[e]) || !ir_tensor_int64_values(&g->tensors[e], &v, &count) ||
+        count != n + 1 || n < 1 || v[0] != 0 || v[n] != len)
+        return 0;
+    int64_t size = v[1];
+    if (size < 1 || len % size != 0 || len / size != n) return 0; /* i * size <= len below */
+    for (int64_t i = 0; i <= n; i++)
+        if (v[i] != i * size) return 0;
+    return size;
 }
 
 bool bag_loop_lower(ir_graph *g, int node) {
@@ -498,11 +546,17 @@ bool bag_loop_lower(ir_graph *g, int node) {
     } else if (ok && bag.kind == AV_BAG_DIV) { /* its sum over len - E[k]: E ends at len */
         bag.kind = AV_BAG, bag.mode = 1;
     }
-    if (ok && last.bag.kind == AV_BAG_DIV)
+    if (ok && (last.bag.kind == AV_BAG_DIV || last.bag.to_end)) /* to len: E ends there */
         ok = ends_at(g, last.bag.e, last.bag.v) && g->tensors[last.bag.t].dims[0] == last.bag.v;
     const ir_tensor *e = ok ? &g->tensors[bag.e] : NULL;
     ok = ok && e->dtype == IR_DTYPE_INT64 && e->rank == 1 && e->dims[0] == n + 1 &&
-         !op_is_value(e) && ir_dtype_is_float(g->tensors[bag.t].dtype);
+         ir_dtype_is_float(g->tensors[bag.t].dtype) && g->tensors[bag.t].rank >= 1 &&
+         g->tensors[bag.t].rank < IR_MAX_RANK;
+    /* bounds known at load: fixed-size bags (any mode), else left to the unrolling; at run
+     * time: sums and means only */
+    int64_t len = ok ? g->tensors[bag.legacy ? bag.u : bag.t].dims[0] : 0, size = 0;
+    if (ok && op_is_value(e)) ok = (size = fixed_size(g, bag.e, n, len)) > 0;
+    else if (ok) ok = bag.mode != 2;
     /* the output: legacy, the scan of bags without their axis; else the sequence, of
      * bags with it, concatenated */
     const ir_node *l = &g->nodes[node];
@@ -519,6 +573,6 @@ bool bag_loop_lower(ir_graph *g, int node) {
     strmap_free(ev.env);
     oc_free(ev.vals);
     ir_graph_free(b);
-    if (ok) replace(g, node, bag, n, seq, counter);
+    if (ok) replace(g, node, bag, n, size, seq, counter);
     return ok;
 }

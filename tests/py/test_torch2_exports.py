@@ -875,7 +875,8 @@ def emit(what, path, batch, out):
 
 
 def check_embedding_bags(tmp):
-    """nn.EmbeddingBag's unrolled loop as one reduction (planner/ir/bag_reduce.c): the
+    """nn.EmbeddingBag's loop over fixed-size bags as one reduction (planner/ir/bag_loop.c,
+    the loop read whole; unrolled, planner/ir/bag_reduce.c, check_embedding_bag_batch): the
     training graphs of tiny_embedding_bag (mean, sum, max of 4 bags of 5) and
     tiny_embedding_bag_many (max and sum of 130 bags of 3: the scan a Concat of Concats,
     beside mean bags of uneven sizes, which stay unrolled) hold one '<loop>/reduced' node
@@ -1066,6 +1067,13 @@ def check_embedding_bag_batch(tmp):
         bags_against_float64("tiny_dlrm", exporters, 8, 3, tmp)
         bags_against_float64("tiny_embedding_bag_weighted", ("dynamo", "dynamo-optimized"), 40, 1,
                              tmp)
+        ref = np.load(os.path.join(DATA, "tiny_embedding_bag_many.ref.npz"))  # fixed-size too
+        for exporter in ("dynamo", "legacy"):
+            try:
+                compare("tiny_embedding_bag_many", exporter,
+                        os.path.join(DATA, f"tiny_embedding_bag_many_{exporter}.onnx"), ref, tmp)
+            except RuntimeError as e:
+                failures.append(f"tiny_embedding_bag_many ({exporter}, unrolled): {e}")
     finally:
         del os.environ["OC_UNROLL_BAG_LOOPS"]
 

@@ -567,7 +567,8 @@ class TinyEmbeddingBagWeighted(nn.Module):
     """nn.EmbeddingBag's weighted sum bags (per_sample_weights, a float input) cut by run-time
     offsets: torch.export multiplies the gathered rows by the weights before its loop, so the
     bags become the same scatter-add; torch's legacy export slices the weights per bag, which
-    outcore refuses, named. Inputs: ids [40] (int64 in [0, 50)), offsets [8], weights [40]."""
+    outcore reads whole (planner/ir/bag_loop.c). Inputs: ids [40] (int64 in [0, 50)), offsets
+    [8], weights [40]."""
 
     def __init__(self):
         super().__init__()

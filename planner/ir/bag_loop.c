@@ -31,6 +31,7 @@ typedef enum av_kind {
     AV_MORE,      /* k + 1 < v: another iteration */
     AV_SEQ,       /* the carried sequence (empty at first) */
     AV_SEQ_BAG,   /* it with a bag appended: bag (an index of the values) */
+    AV_WEIGHTS,   /* legacy: per-id weights t from E[k] to E[k + 1], as a column [.., 1] */
 } av_kind;
 
 typedef struct av {
@@ -43,7 +44,9 @@ typedef struct av {
     bool legacy;   /* AV_ROWS, AV_BAG: a table gathered at ids */
     bool is_float; /* AV_DEN */
     bool to_end;   /* AV_ROWS, AV_BAG: from E[k] to v, not E[k + 1] (the last max bag) */
-    int bag;       /* AV_SEQ_BAG */
+    bool weighted; /* AV_ROWS, AV_BAG (legacy): each row times its weight, of tensor w */
+    int w;
+    int bag; /* AV_SEQ_BAG */
 } av;
 
 typedef struct evaluator {
@@ -158,10 +161,15 @@ static av constant_value(const ir_node *n) {
 }
 
 /* Whether axes (input i from opset `from`, else the attribute) are exactly {0}. */
-static bool axes_zero(evaluator *ev, const ir_graph *b, const ir_node *n, int64_t from, int i) {
-    if (ev->g->opset >= from) return n->n_inputs > i && is_int(value_of(ev, b, n->inputs[i]), 0);
+static bool axes_are(evaluator *ev, const ir_graph *b, const ir_node *n, int64_t from, int i,
+                     int64_t axis) {
+    if (ev->g->opset >= from) return n->n_inputs > i && is_int(value_of(ev, b, n->inputs[i]), axis);
     const int64_t *v;
-    return ir_attr_ints(n, "axes", &v) == 1 && v[0] == 0;
+    return ir_attr_ints(n, "axes", &v) == 1 && v[0] == axis;
+}
+
+static bool axes_zero(evaluator *ev, const ir_graph *b, const ir_node *n, int64_t from, int i) {
+    return axes_are(ev, b, n, from, i, 0);
 }
 
 static av eval_graph(evaluator *ev, const ir_graph *b, int out);
@@ -185,7 +193,8 @@ static av eval_branch(evaluator *ev, const ir_node *n, const char *which) {
 }
 
 static bool same_rows(av a, av b) {
-    return a.t == b.t && a.u == b.u && a.e == b.e && a.legacy == b.legacy;
+    return a.t == b.t && a.u == b.u && a.e == b.e && a.legacy == b.legacy &&
+           a.weighted == b.weighted && (!a.weighted || a.w == b.w);
 }
 
 static av eval_if(evaluator *ev, const ir_node *n, av c) {
@@ -291,7 +300,17 @@ static av eval_node(evaluator *ev, const ir_graph *b, const ir_node *n) {
         return none;
     case OP_UNSQUEEZE:
         if (a.kind == AV_BOUND && a.rank == 0 && axes_zero(ev, b, n, 13, 1)) return a.rank = 1, a;
+        if (a.kind == AV_ROWS && !a.legacy && !a.to_end && g->tensors[a.t].rank == 1 &&
+            axes_are(ev, b, n, 13, 1, 1)) /* per-id weights, as a column */
+            return (av){.kind = AV_WEIGHTS, .t = a.t, .e = a.e};
         return none;
+    case OP_MUL: { /* the legacy export's weighted bag: the rows times the weights' column */
+        av r = a.kind == AV_WEIGHTS ? c : a, w = a.kind == AV_WEIGHTS ? a : c;
+        if (r.kind == AV_ROWS && r.legacy && !r.weighted && w.kind == AV_WEIGHTS && r.e == w.e &&
+            g->tensors[r.t].rank == 2)
+            return r.weighted = true, r.w = w.t, r;
+        return none;
+    }
     case OP_EQUAL:
         if (a.kind == AV_BOUND && c.kind == AV_BOUND && a.e == c.e &&
             ((a.v == 0 && c.v == 1) || (a.v == 1 && c.v == 0)))
@@ -315,7 +334,7 @@ static av eval_node(evaluator *ev, const ir_graph *b, const ir_node *n) {
             return none;
         a.kind = AV_BAG, a.mode = sum ? 0 : n->op == OP_REDUCE_MEAN ? 1 : 2;
         a.keep = ir_attr_int(n, "keepdims", 1) != 0;
-        return a;
+        return a.weighted && !sum ? none : a; /* weights take sum bags only, as in torch */
     }
     case OP_DIV:
         if (a.kind == AV_BAG && a.mode == 0 && a.keep && c.kind == AV_DEN && c.is_float &&
@@ -442,6 +461,13 @@ static int emit_bags(ir_graph *g, int *at, const char *base, av bag, int64_t n, 
     if (bag.legacy) { /* the table's rows at all the ids, gathered once */
         rows = op_rewrite_insert(g, *at, base, "bag_rows", OP_GATHER, bag.t, bag.u, -1);
         op_rewrite_attr_int(g, (*at)++, "axis", 0);
+    }
+    if (bag.weighted) { /* each times its weight */
+        int64_t one = 1;
+        int col =
+            op_rewrite_axes(g, *at, base, "bag_weights", OP_UNSQUEEZE, bag.w, 1, &one, 13, -1);
+        (*at)++;
+        rows = op_rewrite_insert(g, (*at)++, base, "bag_rows_weighted", OP_MUL, rows, col, -1);
     }
     if (size < 1) {
         int y = op_rewrite_insert(g, *at, base, "bags", OP_BAG_REDUCE, rows, bag.e, -1);

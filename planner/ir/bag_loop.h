@@ -8,7 +8,8 @@
  * and for the last one, and when every iteration is provably the sum or the mean of rows
  * [E[k], E[k + 1]) of one run-time tensor, in the forms either exporter writes:
  *
- *   legacy:  ReduceSum|ReduceMean(Gather(table, Slice(ids, E[k], E[1:][k])), axes 0)
+ *   legacy:  ReduceSum|ReduceMean(Gather(table, Slice(ids, E[k], E[1:][k])), axes 0), a sum's
+ *            rows times Unsqueeze(Slice(weights, E[k], E[1:][k]), 1) when weighted
  *   default: If(E[k] == E[k + 1]) zeros else the mode's branch: ReduceSum|ReduceMean(
  *            Slice(rows, E[k], E[k + 1]), axes 0), the last mean bag dividing by len - E[k]
  *            where that is above 0 (E = Concat(offsets, [len]) checked)

@@ -30,7 +30,7 @@ import test_torch2_exports as T  # noqa: E402
 # loop read whole.
 LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick", "tiny_scatter_add",
               "tiny_embedding_bag", "tiny_embedding_bag_many", "tiny_embedding_bag_offsets",
-              "tiny_dlrm", "tiny_embedding_bag_batch"}
+              "tiny_dlrm", "tiny_embedding_bag_batch", "tiny_embedding_bag_weighted"}
 # Fixtures only the legacy exporter writes (torch.export cannot trace the packing): packed
 # sequences, their lengths sorted (TopK) and unsorted on the host each step.
 LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]

@@ -565,7 +565,8 @@ bool bag_loop_lower(ir_graph *g, int node) {
     ok = ok && n >= 1 && (bag.kind == AV_BAG || bag.kind == AV_BAG_DIV);
     if (ok && n >= 2) { /* a bag before the last: the same rows, the same mode */
         mid = read_body(&ev, b, node, false);
-        ok = mid.bag.kind == AV_BAG && same_rows(mid.bag, bag) && mid.n == last.n &&
+        ok = mid.bag.kind == AV_BAG && !mid.bag.to_end && same_rows(mid.bag, bag) &&
+             mid.n == last.n &&
              (bag.kind == AV_BAG_DIV ? mid.bag.mode == 1 && mid.bag.keep
                                      : mid.bag.mode == bag.mode && mid.bag.keep == bag.keep);
         if (ok && bag.kind == AV_BAG_DIV) bag = mid.bag; /* the mean, the last one's too: */
@@ -581,6 +582,8 @@ bool bag_loop_lower(ir_graph *g, int node) {
     /* bounds known at load: fixed-size bags (any mode), else left to the unrolling; at run
      * time: sums and means only */
     int64_t len = ok ? g->tensors[bag.legacy ? bag.u : bag.t].dims[0] : 0, size = 0;
+    if (ok && bag.weighted) /* a weight per id */
+        ok = g->tensors[bag.w].rank == 1 && g->tensors[bag.w].dims[0] == len;
     if (ok && op_is_value(e)) ok = (size = fixed_size(g, bag.e, n, len)) > 0;
     else if (ok) ok = bag.mode != 2;
     /* the output: legacy, the scan of bags without their axis; else the sequence, of

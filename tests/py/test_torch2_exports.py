@@ -1078,6 +1078,42 @@ def check_embedding_bag_batch(tmp):
         del os.environ["OC_UNROLL_BAG_LOOPS"]
 
 
+def bag_loop_not_a_bag(tmp):
+    """A Loop one step from a bag loop is not read as one: tiny_embedding_bag_offsets' legacy
+    export with its sum loop reading ids from E[k] to E[k + 2] (overlapping slices, the end
+    bound taken from a tensor E2 = Concat(E[2:], E[-1:]) of the same length as E[1:]) is no
+    scatter-add of consecutive bags; outcore leaves it unrolled, whose slices' lengths follow
+    the offsets, and refuses it at the first step, naming the slice."""
+    from onnx import helper, TensorProto
+    m = onnx.load(os.path.join(DATA, "tiny_embedding_bag_offsets_legacy.onnx"))
+    g = m.graph
+    at = [i for i, n in enumerate(g.node) if n.op_type == "Loop" and n.name.startswith("/sum/")]
+    ints = lambda name, v: helper.make_node("Constant", [], [name], value=helper.make_tensor(
+        name, TensorProto.INT64, [1], [v]))
+    e = "/sum/Concat_output_0"
+    for k, n in enumerate([ints("e2_from", 2), ints("e2_to", 2 ** 62), ints("e2_last", -1),
+                           helper.make_node("Slice", [e, "e2_from", "e2_to"], ["e2_tail"]),
+                           helper.make_node("Slice", [e, "e2_last", "e2_to"], ["e2_end"]),
+                           helper.make_node("Concat", ["e2_tail", "e2_end"], ["e2"], axis=0)]):
+        g.node.insert(at[0] + k, n)
+    body = g.node[at[0] + 6].attribute[0].g
+    ends = [n for n in body.node if n.op_type == "Gather" and n.input[0] == "/sum/Slice_output_0"]
+    ends[0].input[0] = "e2"  # E[k + 2], not E[1:][k]
+    path = os.path.join(tmp, "not_a_bag.onnx")
+    onnx.save(m, path)
+    ref = np.load(os.path.join(DATA, "tiny_embedding_bag_offsets.ref.npz"))
+    try:
+        outcore_step(path, inputs_of(ref), ref["labels"], tmp)
+        ok, said = False, "trained"
+    except RuntimeError as err:
+        said = str(err).strip().splitlines()[-1]
+        ok = "/sum/Loop/iter0//sum/Slice_1" in said and "the step was planned with" in said
+    print(f"{'ok  ' if ok else 'FAIL'} a loop of overlapping slices not read as bags: refused "
+          f"({said[-100:]})")
+    if not ok:
+        failures.append(f"a loop of overlapping slices: {said[-300:]}")
+
+
 def check_embedding_bag_weighted(tmp):
     """nn.EmbeddingBag's weighted sum bags (per_sample_weights, a float input) cut by run-time
     offsets, from each exporter: torch.export weights the rows before the bag loop, the legacy
@@ -1312,6 +1348,7 @@ def main():
         check_embedding_bag_offsets(tmp)
         check_embedding_bag_weighted(tmp)
         check_embedding_bag_batch(tmp)
+        bag_loop_not_a_bag(tmp)
         check_dlrm(tmp)
         check_model_loss(tmp)
         check_host_inputs(tmp)

@@ -246,15 +246,18 @@ static av eval_node(evaluator *ev, const ir_graph *b, const ir_node *n) {
         if (a.kind == AV_DEN && !a.is_float && ir_dtype_is_float(to)) return a.is_float = true, a;
         return none;
     }
-    case OP_ADD:
-        if (a.kind == AV_INT && c.kind == AV_K) return c.v += a.v, c.rank |= a.rank, c;
-        if (a.kind == AV_K && c.kind == AV_INT) return a.v += c.v, a.rank |= c.rank, a;
-        if (a.kind == AV_INT && c.kind == AV_INT) return a.v += c.v, a.rank |= c.rank, a;
-        return none;
+    case OP_ADD: { /* k + c, c + k, or constants; none past int64 */
+        av k = a.kind == AV_INT ? c : a, d = a.kind == AV_INT ? a : c;
+        if (d.kind != AV_INT || (k.kind != AV_K && k.kind != AV_INT) ||
+            __builtin_add_overflow(k.v, d.v, &k.v))
+            return none;
+        return k.rank |= d.rank, k;
+    }
     case OP_SUB:
         if (a.kind == AV_INT && c.kind == AV_BOUND && c.v == 0)
             return (av){.kind = AV_DEN, .v = a.v, .e = c.e, .rank = 1};
-        if (a.kind == AV_INT && c.kind == AV_INT) return a.v -= c.v, a.rank |= c.rank, a;
+        if (a.kind == AV_INT && c.kind == AV_INT && !__builtin_sub_overflow(a.v, c.v, &a.v))
+            return a.rank |= c.rank, a;
         return none;
     case OP_SHAPE: { /* of a tensor of g: one dim, as [d] */
         const ir_tensor *x = a.kind == AV_OUTER ? &g->tensors[a.t] : NULL;
@@ -272,8 +275,8 @@ static av eval_node(evaluator *ev, const ir_graph *b, const ir_node *n) {
         if (n->n_inputs <= 4 || n->inputs[4] < 0) st = (av){.kind = AV_INT, .v = 1};
         if (!is_int(ax, 0) || !is_int(st, 1) || a.kind != AV_OUTER) return none;
         const ir_tensor *x = &g->tensors[a.t];
-        if (c.kind == AV_K && e.kind == AV_K && e.v == c.v + 1 && x->dtype == IR_DTYPE_INT64 &&
-            x->rank == 1) { /* one bound */
+        if (c.kind == AV_K && e.kind == AV_K && c.v < INT32_MAX && c.v > -1 && e.v == c.v + 1 &&
+            x->dtype == IR_DTYPE_INT64 && x->rank == 1) { /* one bound */
             int64_t shift;
             int base = shifted_base(g, a.t, &shift);
             return (av){.kind = AV_BOUND, .e = base, .v = c.v + shift, .rank = 1};
@@ -289,8 +292,8 @@ static av eval_node(evaluator *ev, const ir_graph *b, const ir_node *n) {
     }
     case OP_GATHER:
         if (ir_attr_int(n, "axis", 0) != 0 || n->n_attrs > 1 || a.kind != AV_OUTER) return none;
-        if (c.kind == AV_K && c.rank == 0 && g->tensors[a.t].dtype == IR_DTYPE_INT64 &&
-            g->tensors[a.t].rank == 1) {
+        if (c.kind == AV_K && c.rank == 0 && c.v >= 0 && c.v < INT32_MAX &&
+            g->tensors[a.t].dtype == IR_DTYPE_INT64 && g->tensors[a.t].rank == 1) {
             int64_t shift;
             int base = shifted_base(g, a.t, &shift);
             return (av){.kind = AV_BOUND, .e = base, .v = c.v + shift, .rank = 0};
@@ -562,7 +565,7 @@ bool bag_loop_lower(ir_graph *g, int node) {
     }
     int64_t n = ev.n;
     av bag = last.bag;
-    ok = ok && n >= 1 && (bag.kind == AV_BAG || bag.kind == AV_BAG_DIV);
+    ok = ok && n >= 1 && n < INT32_MAX && (bag.kind == AV_BAG || bag.kind == AV_BAG_DIV);
     if (ok && n >= 2) { /* a bag before the last: the same rows, the same mode */
         mid = read_body(&ev, b, node, false);
         ok = mid.bag.kind == AV_BAG && !mid.bag.to_end && same_rows(mid.bag, bag) &&

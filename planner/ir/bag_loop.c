@@ -74,17 +74,24 @@ static void bind(evaluator *ev, const char *name, av v) {
 
 static const av none = {.kind = AV_NONE};
 
+/* The node writing tensor *t of g past Identity nodes (*t: the tensor they copy), or NULL. */
+static const ir_node *producer_past_copies(const ir_graph *g, int *t) {
+    for (int hops = 0; hops < 8; hops++) {
+        const ir_tensor *x = &g->tensors[*t];
+        const ir_node *p = x->producer >= 0 ? &g->nodes[x->producer] : NULL;
+        if (!p || p->op != OP_IDENTITY || p->n_inputs != 1 || p->inputs[0] < 0) return p;
+        *t = p->inputs[0];
+    }
+    return NULL;
+}
+
 /* A bound's tensor as a suffix of another: Slice(E, [s], [>= len], axes [0], steps [1])
  * of plan-time bounds is E shifted by s. */
 static int shifted_base(const ir_graph *g, int t, int64_t *shift) {
     *shift = 0;
     for (int hops = 0; hops < 4; hops++) {
+        const ir_node *p = producer_past_copies(g, &t);
         const ir_tensor *x = &g->tensors[t];
-        const ir_node *p = x->producer >= 0 ? &g->nodes[x->producer] : NULL;
-        if (p && p->op == OP_IDENTITY && p->n_inputs == 1) {
-            t = p->inputs[0];
-            continue;
-        }
         if (!p || p->op != OP_SLICE || p->n_inputs < 3 || x->rank != 1 || p->inputs[0] < 0 ||
             p->inputs[1] < 0 || p->inputs[2] < 0)
             return t;
@@ -379,22 +386,14 @@ static bool ends_at(const ir_graph *g, int e, int64_t len) {
     if (op_is_value(&g->tensors[e]))
         return ir_tensor_int64_values(&g->tensors[e], &ev, &count) && count > 0 &&
                ev[count - 1] == len;
-    for (int hops = 0; hops < 8; hops++) {
-        const ir_tensor *x = &g->tensors[e];
-        const ir_node *p = x->producer >= 0 ? &g->nodes[x->producer] : NULL;
-        if (p && p->op == OP_IDENTITY && p->n_inputs == 1) {
-            e = p->inputs[0];
-            continue;
-        }
-        if (!p || p->op != OP_CONCAT || ir_attr_int(p, "axis", -1) != 0 || p->n_inputs < 2 ||
-            p->inputs[p->n_inputs - 1] < 0)
-            return false;
-        const ir_tensor *l = &g->tensors[p->inputs[p->n_inputs - 1]];
-        int64_t v;
-        return op_is_value(l) && l->rank == 1 && l->dims[0] == 1 && op_int_scalar(l, false, &v) &&
-               v == len;
-    }
-    return false;
+    const ir_node *p = producer_past_copies(g, &e);
+    if (!p || p->op != OP_CONCAT || ir_attr_int(p, "axis", -1) != 0 || p->n_inputs < 2 ||
+        p->inputs[p->n_inputs - 1] < 0)
+        return false;
+    const ir_tensor *l = &g->tensors[p->inputs[p->n_inputs - 1]];
+    int64_t v;
+    return op_is_value(l) && l->rank == 1 && l->dims[0] == 1 && op_int_scalar(l, false, &v) &&
+           v == len;
 }
 
 /* The body b of Loop node `node` read for one scenario: legacy (no carried values, one scan

@@ -227,38 +227,29 @@ static void put_folded_from(strmap **m, const Onnx__GraphProto *gp) {
  * metadata, GraphProto.metadata_props, IR 10) names every parameter and its placeholder:
  * those folded from, and those the file lacks though an aten call read them (a tied
  * parameter, GPT-2's head, has its own line and no initializer in any export, and no call
- * reads it), are noted. Without the metadata nothing is said. */
+ * reads it), are noted, from the signature torch_repair_new read (r: NULL without it, and
+ * then nothing is said). */
 static void note_folded_parameters(ir_graph *g, const char *path, const Onnx__GraphProto *gp,
                                    const torch_repair *r) {
-    static const char mark[] = PARAMETER_MARK;
-    char *sig = onnx_meta_value(&gp->base, 16, SIGNATURE_KEY, mark), names[160] = "";
+    if (!r) return; /* no exported program's signature */
+    char names[160] = "";
     strmap *folded = NULL, *read = NULL;
-    if (sig) put_folded_from(&folded, gp), put_fx_mentions(&read, gp);
-    int hit = 0, total = 0;
-    for (char *at = folded || read ? strstr(sig, mark) : NULL; at; at = strstr(at, mark)) {
-        char *line = at;
-        while (line > sig && line[-1] != '\n') line--;
-        line += strspn(line, " ");
-        *at = '\0'; /* the placeholder: line .. at */
-        bool called = read && strmap_get(read, line);
-        at += sizeof mark - 1;
-        char *end = strchr(at, '\'');
-        if (!end) break;
-        *end = '\0';
-        int t = ir_tensor_find(g, at);
-        bool absent = t < 0 || !g->tensors[t].is_initializer;
-        total++;
-        bool given_back = r && strmap_get(r->repaired, at);
-        if (!given_back && ((folded && strmap_get(folded, at)) || (absent && called))) {
+    put_folded_from(&folded, gp), put_fx_mentions(&read, gp);
+    int hit = 0, total = r->n;
+    for (int k = 0; k < r->n; k++) {
+        const char *name = r->name[k];
+        int t = ir_tensor_find(g, name);
+        bool absent = t < 0 || !g->tensors[t].is_initializer,
+             called = read && strmap_get(read, r->ph[k]);
+        if (!strmap_get(r->repaired, name) &&
+            ((folded && strmap_get(folded, name)) || (absent && called))) {
             size_t len = strlen(names);
             if (++hit <= 3)
-                snprintf(names + len, sizeof names - len, "%s'%s'", hit > 1 ? ", " : "", at);
+                snprintf(names + len, sizeof names - len, "%s'%s'", hit > 1 ? ", " : "", name);
         }
-        at = end + 1;
     }
     if (folded) strmap_free(folded);
     if (read) strmap_free(read);
-    oc_free(sig);
     if (hit)
         ir_graph_note(
             g,

@@ -97,9 +97,10 @@ EMU_CXXFLAGS := -std=c++17 $(OPT) -Wall -Wextra -Werror -Itests/emu/include -Ipl
 # sm_90 (H100/H200) machine code + PTX for newer GPUs.
 NVCCFLAGS := -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
   -Xcompiler -Wall,-Wextra -Werror all-warnings -Iplanner -Iruntime -Iruntime/cuda
-# What the .cu files include besides the CUDA headers.
-CU_DEPS := runtime/cuda/cuda_launch.h runtime/cuda/cu_device.h runtime/pointwise.h runtime/resize_coord.h runtime/pad_coord.h \
-  planner/ir/ops/op_list.h
+# What the .cu files include besides the CUDA headers (the -MMD .d files list them all after a
+# first build; this list covers the first one).
+CU_DEPS := runtime/cuda/cuda_launch.h runtime/cuda/cu_device.h runtime/cuda/cu_kernels.h runtime/pointwise.h \
+  runtime/resize_coord.h runtime/pad_coord.h planner/ir/ops/op_list.h
 RUN_CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard runtime/cli/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -118,7 +119,7 @@ $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
 
 $(BUILD)/runtime/cuda/%.o: runtime/cuda/%.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/runtime/cuda/%.emu.cpp: runtime/cuda/%.cu tests/emu/cu2cpp.pl
 	@mkdir -p $(dir $@)
@@ -126,7 +127,7 @@ $(BUILD)/runtime/cuda/%.emu.cpp: runtime/cuda/%.cu tests/emu/cu2cpp.pl
 
 $(BUILD)/runtime/cuda/%.emu.o: $(BUILD)/runtime/cuda/%.emu.cpp $(CU_DEPS) tests/emu/include/emu.h \
   tests/emu/include/cuda_runtime.h
-	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
+	$(CXX) $(EMU_CXXFLAGS) -MMD -MP -x c++ -c $< -o $@
 
 $(BUILD)/libcore.a: $(CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -1,5 +1,5 @@
 /* cum_sum.h — CumSum's scan of one line, written once for every backend (cpu_cum_sum.c,
- * cuda_ops.cu): the running sums along the axis in double, each rounded once to float as it
+ * cuda_resize.cu): the running sums along the axis in double, each rounded once to float as it
  * is stored (the plan-time fold's arithmetic), from the line's end when reverse, each without
  * its own element when exclusive. Plain C: C and CUDA C++ include it alike. */
 #ifndef OC_CUM_SUM_H

@@ -1,5 +1,5 @@
 /* grid_sample.h — GridSample's arithmetic, written once for every backend (cpu_grid_sample.c,
- * cuda_ops.cu) as PyTorch's grid_sampler_2d computes it: a grid coordinate in [-1, 1]
+ * cuda_gather.cu) as PyTorch's grid_sampler_2d computes it: a grid coordinate in [-1, 1]
  * unnormalized to the input's pixels (align_corners: -1 and 1 are the corner pixels'
  * centres; else their outer edges), then padded (zeros: taps outside read 0; border: clipped
  * to [0, size - 1]; reflection: mirrored at the edges, then clipped), each step's derivative

@@ -1,5 +1,5 @@
 /* pad_coord.h — Pad's index map, written once for every backend (cpu_shape.c,
- * cuda_ops.cu): the input index a padded index reads (constant fill, reflect,
+ * cuda_pad_pool.cu): the input index a padded index reads (constant fill, reflect,
  * edge, wrap), and for the gradient of reflect, edge and wrap padding the sum, for
  * one input element, of the output gradient at every index that read it (reflect:
  * the element and its mirror images; edge: the border element and the pads beside

@@ -10,7 +10,7 @@
  *
  * Ops whose op-list kern is `pointwise` / `pointwise_grad` run through it:
  * cpu_pointwise* (runtime/cpu/cpu_elementwise.c) loop over it, one loop per
- * op; cu_pointwise* (runtime/cuda/cuda_ops.cu) instantiate a grid-stride
+ * op; cu_pointwise* (runtime/cuda/cuda_pointwise.cu) instantiate a grid-stride
  * kernel per op (16-byte accesses where aligned). A new pointwise op is its
  * op-list rows, its op definition (ir/ops/op_elementwise.c) and a row here:
  * docs/adding-an-op.md. Float tensors; expressions use <math.h>. Pure

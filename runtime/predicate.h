@@ -1,5 +1,5 @@
 /* predicate.h — the bool-valued elementwise ops, written once for every backend
- * (cpu_predicate.c, cuda_ops.cu) and for plan-time folding: comparisons (Less,
+ * (cpu_predicate.c, cuda_binary.cu) and for plan-time folding: comparisons (Less,
  * Greater, LessOrEqual, GreaterOrEqual, Equal) of two numbers, logic (And, Or,
  * Xor, Not) of bools, and the classes of a float (IsNaN, IsInf).
  *

@@ -1,5 +1,5 @@
 /* resize_coord.h — the source taps of Resize, written once for every backend
- * (cpu_resize.c, cuda_ops.cu): for output index o of a spatial dim of input
+ * (cpu_resize.c, cuda_resize.cu): for output index o of a spatial dim of input
  * extent n and output extent m, the input indices it reads and their weights:
  * one (nearest), two (linear) or four (cubic, Keys' kernel with coefficient a:
  * PyTorch's bicubic is a = -0.75, ONNX's default too; indices past the edge

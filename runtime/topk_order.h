@@ -1,5 +1,5 @@
 /* topk_order.h — TopK's order, written once for every backend (cpu_shape.c,
- * cuda_ops.cu): an element goes before another when its value is larger
+ * cuda_gather.cu): an element goes before another when its value is larger
  * (largest) or smaller, a NaN counting larger than any number, equal values
  * (and NaNs) by their index along the axis, the lower first — ONNX's tie rule (the
  * higher first for ArgMax / ArgMin's select_last_index).

@@ -4,7 +4,7 @@
  * cudaHostAlloc'd pinned host memory (the executor allocates it once; its size
  * is printed to stderr), three cudaStream_t (compute, D2H, H2D), events as
  * cudaEvent_t, cuDNN for convolutions, batch normalisation and max pooling, cuBLAS
- * for Gemm / MatMul, small kernels (cuda_ops.cu) for the rest; half tensors
+ * for Gemm / MatMul, small kernels (cuda_*.cu) for the rest; half tensors
  * natively where cuda_native_half says so (below). TF32 as PyTorch's defaults:
  * on in convolutions, off in matmuls (--tf32-conv, --tf32-matmul). Every CUDA,
  * cuDNN and cuBLAS call is checked (cuda_internal.h: CU_CHECK): a failure

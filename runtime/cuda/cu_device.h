@@ -1,4 +1,4 @@
-/* cu_device.h — device helpers shared by the .cu files (cuda_ops.cu, cuda_attention.cu):
+/* cu_device.h — device helpers shared by the .cu files (cu_kernels.h, cuda_attention.cu):
  * grid-stride loops, 16-byte float vectors, the Dropout RNG (cpu_rng.c's), FusedAttention's
  * mask. Included by .cu files only (CUDA C++, or C++ on the CUDA emulator). */
 #ifndef OC_CU_DEVICE_H
@@ -56,7 +56,7 @@ __device__ static inline uint64_t rng_key(cu_rng r) {
 
 // ---- FusedAttention's mask (cu_att_mask) ----
 // the mask's offset for row (b, t) of the scores; element j of the row is at + j * cs[rank - 1]
-__device__ static int64_t att_mask_row(const cu_att_mask &m, int64_t b, int64_t t) {
+__device__ static inline int64_t att_mask_row(const cu_att_mask &m, int64_t b, int64_t t) {
     if (!m.cond) return 0;
     int64_t off = t * m.cs[m.rank - 2];
     for (int i = m.rank - 3; i >= 0; i--) {

@@ -1,6 +1,6 @@
 /* cuda_internal.h — shared by the cuda backend's files (backend_cuda.c,
  * cuda_kernels.c, cuda_dnn.c, cuda_profile.c) and the launchers of
- * cuda_ops.cu. Not an interface for other modules (see backend_cuda.h).
+ * the cuda_*.cu kernel files. Not an interface for other modules (see backend_cuda.h).
  *
  * Errors: every CUDA / cuDNN / cuBLAS call goes through CU_CHECK, CUDNN_CHECK
  * or CUBLAS_CHECK, which turn a failure into an oc_err naming the call, the
@@ -124,7 +124,7 @@ int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 
 /* Kernels: cuda_<kern> for every op of the list (ir/ops/op_list.h), defined in
- * cuda_kernels.c (small kernels over cuda_ops.cu) and cuda_dnn.c (cuDNN /
+ * cuda_kernels.c (small kernels over the cuda_*.cu files) and cuda_dnn.c (cuDNN /
  * cuBLAS: the conv family, BatchNormalization, Gemm). */
 #define CUDA_KERNEL_DECL(kind, name, domain, def, kern)                                            \
     int cuda_##kern(const cuda_ctx *c, const kernel_args *a, oc_err *err);
@@ -146,7 +146,7 @@ int cuda_conv_alternatives(cuda_impl *im, const ir_graph *g, const ir_node *n, s
                            double *delta_s, size_t *ws, int max);
 
 /* cuda_pool.c: MaxPool through cuDNN pooling, when cuda_pool_uses_cudnn says
- * cuDNN expresses the window exactly (else the own kernel of cuda_ops.cu). */
+ * cuDNN expresses the window exactly (else the own kernel of cuda_pad_pool.cu). */
 bool cuda_pool_uses_cudnn(const ir_graph *g, const ir_node *n);
 int cuda_max_pool_cudnn(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 /* MaxPoolGrad's scratch (cuda_kernels.c): one int32 argmax per output window. */

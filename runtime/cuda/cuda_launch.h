@@ -1,4 +1,4 @@
-/* cuda_launch.h — the small kernels of cuda_ops.cu, as C-callable launchers.
+/* cuda_launch.h — the small kernels of the cuda_*.cu files, as C-callable launchers.
  * Each enqueues on `stream` (a cudaStream_t passed as void *) and returns
  * cudaGetLastError() as an int (0 = cudaSuccess); the caller checks it with
  * CU_LAUNCH. Element types: CU_DT_* (float, double, int64, int32, int8, uint8,

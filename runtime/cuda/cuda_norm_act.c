@@ -1,5 +1,5 @@
 /* cuda_norm_act.c — the fused BatchNormRelu and its gradient (op_bn_relu.c)
- * with our kernels (cu_bn_relu, cu_bn_relu_grad: cuda_ops.cu), the cpu
+ * with our kernels (cu_bn_relu, cu_bn_relu_grad: cuda_batch_norm.cu), the cpu
  * kernels' numerics: statistics in double, Y written in one pass over X (and
  * R), no intermediate tensor; the gradient's batch statistics the forward's
  * (kept in the statistics stash, cuda_bn_stash.c: the bits X would give

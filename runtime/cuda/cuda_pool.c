@@ -1,7 +1,7 @@
 /* cuda_pool.c — MaxPool through cuDNN pooling, where cuDNN can express the
  * window: float, no Indices output, dilation 1, symmetric pads, output dims of
  * the floor formula (no ceil-mode partial window). Otherwise (and for the
- * average pools) the own kernels of cuda_ops.cu run (cuda_kernels.c); both give
+ * average pools) the own kernels of cuda_pad_pool.cu run (cuda_kernels.c); both give
  * the cpu kernel's values: cudnnPoolingForward, CUDNN_POOLING_MAX_DETERMINISTIC,
  * NaN propagated (the cpu kernel: NaN wins a window). MaxPoolGrad is always the
  * own kernel (cuda_kernels.c: k_max_pool_grad): cuDNN's backward needs Y, which

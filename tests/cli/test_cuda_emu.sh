@@ -143,7 +143,7 @@ else
 fi
 
 # 1c-bnf. again with the channels-last BatchNorm passes' per-element arithmetic in float
-#     (OC_BN_MATH=float, cuda_ops.cu's FM 1 kernels; cpu keeps double): the nhwc BN cases, bf16
+#     (OC_BN_MATH=float, cuda_batch_norm.cu's FM 1 kernels; cpu keeps double): the nhwc BN cases, bf16
 #     and fp16 among them, within the harness's tolerance of cpu
 if OC_BN_MATH=float OC_BN_PART_ELEMS=8 "$EMU/tests/test_op_harness" --require cuda >"$T/harness_bnf.out" 2>&1; then
     ok "op harness, cuda (emulated) vs cpu, BN arithmetic in float: $(grep -c 'BatchNorm.*nhwc.*cuda matches cpu' "$T/harness_bnf.out") channels-last BatchNorm cases match"

@@ -6,7 +6,7 @@
 # (the shared-memory size still evaluated, so no variable goes unused; the grid and block
 # travel with the launch: emu.h, emu_run_grid). Dies, naming the line, when a launch cannot
 # be parsed or a `<<<` is left.
-#   usage: perl tests/emu/cu2cpp.pl runtime/cuda/cuda_ops.cu > build/.../cuda_ops.cpp
+#   usage: perl tests/emu/cu2cpp.pl runtime/cuda/cuda_binary.cu > build/.../cuda_binary.emu.cpp
 use strict;
 use warnings;
 

@@ -149,7 +149,7 @@ OP_CASE(BATCH_NORM_RELU, "nhwc, residual", 15, 3, "[3,2,4,3] +[2] [2] [2] +[2] [
         "training_mode=1 !nhwc")
 OP_CASE(BATCH_NORM_RELU, "nhwc, running statistics, fused backward", 15, 1,
         "[2,3,3,4] +[3] [3] [3] +[3]", "fused_backward=1 !nhwc")
-/* 8 channels: the channels-last BN kernels' 4-channel vectors (cuda_ops.cu vec_of; half
+/* 8 channels: the channels-last BN kernels' 4-channel vectors (cu_kernels.h vec_of; half
  * data: test_cuda_backend.c) */
 OP_CASE(BATCH_NORM_RELU, "nhwc, 8 channels, fused backward", 15, 3, "[3,8,3,2] +[8] [8] [8] +[8]",
         "training_mode=1 fused_backward=1 !nhwc")

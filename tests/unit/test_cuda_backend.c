@@ -6,7 +6,7 @@
  *     kernel, every default-domain op the importer supports that the cpu runs
  *     has a cuda kernel, and every node of the training graphs of the bundled
  *     models (what the planner emits) is supported by both;
- *   - the device Dropout RNG (cuda_ops.cu, compiled for host and device) is
+ *   - the device Dropout RNG (cu_device.h, compiled for host and device) is
  *     bit for bit runtime/cpu/cpu_rng.c's, in CUDA builds;
  *   - under --precision bf16 / fp16, every convolution, GEMM, BatchNorm[Relu],
  *     Relu, pooling, Add / Sum / Sub / Mul / Div, Where, Dropout and ReduceSumTo node of

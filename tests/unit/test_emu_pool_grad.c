@@ -1,5 +1,5 @@
 /* test_emu_pool_grad.c — the cuda backend's MaxPoolGrad (cuda_kernels.c:
- * k_max_pool_grad; the 2-D fast path and the generic path of cuda_ops.cu),
+ * k_max_pool_grad; the 2-D fast path and the generic path of cuda_pad_pool.cu),
  * run on the CUDA emulator, equals the cpu kernel bit for bit: the gradient
  * goes to each window's first maximum (NaN wins), and a cell covered by
  * several windows sums their gradients in ascending output order. Inputs come

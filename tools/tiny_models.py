@@ -580,7 +580,8 @@ class TinyEmbeddingBagWeighted(nn.Module):
 
 
 class TinyEmbeddingBagOffsetsMax(TinyEmbeddingBagOffsets):
-    """TinyEmbeddingBagOffsets with max bags, which outcore refuses at load, named."""
+    """TinyEmbeddingBagOffsets with max bags: at run-time offsets, one SegmentMax (each bag's
+    elementwise max, its gradient to the winning row; planner/ir/bag_reduce.c)."""
 
     def __init__(self):
         super().__init__()

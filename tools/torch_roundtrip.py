@@ -635,13 +635,17 @@ def cmd_fixtures(args):
                                               ("legacy", "dynamo", "dynamo-optimized"))
             np.savez_compressed(os.path.join(args.out, f"tiny_embedding_bag_offsets{tag}.ref.npz"),
                                 **arrays)
-        # what outcore refuses, named: max bags (either exporter)
+        # max bags (SegmentMax), the same batches: ties of a repeated id, empty bags
         from tiny_models import TinyEmbeddingBagOffsetsMax
-        for ex in ("legacy", "dynamo"):
-            path = os.path.join(args.out, f"tiny_embedding_bag_offsets_max_{ex}.onnx")
-            export(no_randomness(TinyEmbeddingBagOffsetsMax()), x, ex, path)
-            if ex == "dynamo":
-                strip_provenance(path)
+        torch.manual_seed(0)
+        model_max = no_randomness(TinyEmbeddingBagOffsetsMax())
+        g = torch.Generator().manual_seed(135)
+        for tag, offsets in (("", [0, 3, 3, 7]), ("_b", [0, 0, 10, 11])):
+            x = (torch.randn(4, 8, generator=g), ids, torch.tensor(offsets))
+            arrays = fixture_exports_and_step(model_max, x, y, "tiny_embedding_bag_offsets_max",
+                                              args.out, ("legacy", "dynamo", "dynamo-optimized"))
+            np.savez_compressed(
+                os.path.join(args.out, f"tiny_embedding_bag_offsets_max{tag}.ref.npz"), **arrays)
         print(f"tiny_embedding_bag_offsets: {sum(p.numel() for p in model.parameters())} parameters")
     if not only or "tiny_embedding_bag_weighted" in only:  # ids, offsets, per-id weights
         from tiny_models import TinyEmbeddingBagWeighted

@@ -582,12 +582,11 @@ bool bag_loop_lower(ir_graph *g, int node) {
          ir_dtype_is_float(g->tensors[bag.t].dtype) && g->tensors[bag.t].rank >= 1 &&
          g->tensors[bag.t].rank < IR_MAX_RANK;
     /* bounds known at load: fixed-size bags (any mode), else left to the unrolling; at run
-     * time: sums and means only */
+     * time: any mode (max bags: SegmentMax) */
     int64_t len = ok ? g->tensors[bag.legacy ? bag.u : bag.t].dims[0] : 0, size = 0;
     if (ok && bag.weighted) /* a weight per id */
         ok = g->tensors[bag.w].rank == 1 && g->tensors[bag.w].dims[0] == len;
     if (ok && op_is_value(e)) ok = (size = fixed_size(g, bag.e, n, len)) > 0;
-    else if (ok) ok = bag.mode != 2;
     /* the output: legacy, the scan of bags without their axis; else the sequence, of
      * bags with it, concatenated */
     const ir_node *l = &g->nodes[node];

@@ -16,7 +16,8 @@
  *
  * the Loop becomes BagReduce(rows, E) (ir/ops/op_bags.c; legacy: rows = Gather(table, ids)),
  * its sequence or scan output that [n, D..] tensor, which ir_bag_reductions turns into one
- * scatter-add at the bags the host computes from E each step. Bounds known at load in equal
+ * scatter-add at the bags the host computes from E each step (max bags: one SegmentMax at
+ * E, checked each step). Bounds known at load in equal
  * steps of L (an id input [n, L]) become the rows viewed [n, L, D..] reduced over the bag
  * axis, max bags too (torch.export slices its last max bag to the ids' count: E is checked to
  * end there). Anything else is left to the

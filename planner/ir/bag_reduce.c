@@ -468,6 +468,17 @@ static const char *offsets_input(const ir_graph *h, int x) {
     return h->tensors[x].name;
 }
 
+/* Bounds ext of bags of len ids (a tensor of host program h) checked each step (BagBounds,
+ * op_bags.c), the check appended to h: its output. */
+static int checked_bounds(ir_graph *h, int ext, const char *hb, int64_t len) {
+    int k = h->n_nodes;
+    int y = op_rewrite_insert(h, k, hb, "bag_bounds", OP_BAG_BOUNDS, ext, -1, -1);
+    op_rewrite_attr_int(h, k, "ids", len);
+    ir_attr from = {.name = "input", .type = IR_ATTR_STRING, .s = (char *)offsets_input(h, ext)};
+    ir_node_add_attr(h, k, &from);
+    return y;
+}
+
 /* Run-time bags' host values, computed by nodes appended to g->host from b->ext (the n + 1
  * bounds E, checked to ascend within the ids each step: BagBounds, which the segments are
  * exact for) and evaluated on its stand-in values: *seg, each id's bag + 1 (0 before E[0],
@@ -486,12 +497,7 @@ static int host_segments(ir_graph *g, const bag *a, int n, const char *base, int
     int zeros = op_rewrite_constant(h, hb, "bag_marks_zeros", IR_DTYPE_INT64, 1, &marks_len, NULL);
     int ones_t = op_rewrite_ints(h, hb, "bag_marks_ones", n + 1, ones);
     oc_free(ones);
-    int k = h->n_nodes; /* the bounds, checked each step (op_bags.c) */
-    int ext = op_rewrite_insert(h, k, hb, "bag_bounds", OP_BAG_BOUNDS, a->ext, -1, -1);
-    op_rewrite_attr_int(h, k, "ids", len);
-    ir_attr from = {.name = "input", .type = IR_ATTR_STRING, .s = (char *)offsets_input(h, a->ext)};
-    ir_node_add_attr(h, k, &from);
-    k = h->n_nodes;
+    int ext = checked_bounds(h, a->ext, hb, len), k = h->n_nodes;
     int marks = op_rewrite_insert(h, k, hb, "bag_marks", OP_SCATTER_ELEMENTS, zeros, ext, -1);
     ir_node_add_input(h, k, ones_t);
     ir_attr add = {.name = "reduction", .type = IR_ATTR_STRING, .s = (char *)"add"};
@@ -609,8 +615,27 @@ static bool bags_run_time(const ir_graph *g, const bag *bags, int n) {
     return true;
 }
 
+/* BagReduce node c of max bags (mode 2) made SegmentMax(rows, E), E the bounds host tensor
+ * ext checked each step (BagBounds). *next: c. */
+static int max_bags(ir_graph *g, int c, int ext, int *next, oc_err *err) {
+    ir_graph *h = g->host;
+    int first = h->n_nodes, rows = g->nodes[c].inputs[0];
+    char *hb = oc_sprintf("%s%s", HOST_INPUTS_PREFIX, g->nodes[c].name);
+    int e = checked_bounds(h, ext, hb, g->tensors[rows].dims[0]);
+    oc_free(hb);
+    if (host_inputs_infer_added(h, first, err)) return OC_ERR;
+    int bounds = host_inputs_export(g, e);
+    op_rewrite_become(g, c, OP_SEGMENT_MAX);
+    ir_node_add_input(g, c, rows);
+    ir_node_add_input(g, c, bounds);
+    int end = c + 1;
+    *next = c;
+    return ir_infer_inserted(g, c, &end, err);
+}
+
 /* BagReduce node c (bag_loop.c: a Loop over the bags, whole) as the run-time bags'
- * scatter-add, its bounds those the host computes. */
+ * scatter-add (sums and means) or SegmentMax (max bags), its bounds those the host
+ * computes. */
 static int rewrite_loop(ir_graph *g, int c, int *next, oc_err *err) {
     const ir_node *n = &g->nodes[c];
     bag a = {.mode = ir_attr_int(n, "mode", 0) ? BAG_MEAN : BAG_SUM,
@@ -627,6 +652,7 @@ static int rewrite_loop(ir_graph *g, int c, int *next, oc_err *err) {
                        "device; outcore computes bags on the host, from the model's integer inputs",
                        g->model_path ? g->model_path : "model", n->name,
                        g->tensors[n->inputs[1]].name);
+    if (ir_attr_int(n, "mode", 0) == 2) return max_bags(g, c, a.ext, next, err);
     int64_t bags = g->tensors[n->inputs[1]].dims[0] - 1;
     return rewrite(g, c, &a, (int)bags, 1, NULL, 0, next, err);
 }

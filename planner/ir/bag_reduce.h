@@ -20,9 +20,10 @@
  *
  * a scatter-add of each id's row into its bag, whose gradient is a Gather: seg (each id's bag
  * + 1; 0 before E[0], n + 1 from E[n] on) and the bags' sizes (at least 1: an empty bag's mean
- * is 0, as torch's) computed from E by nodes added to the host program, each step. Bags of
- * unequal plan-time sizes, weighted bags, run-time max bags and anything else stay as
- * unrolled. */
+ * is 0, as torch's) computed from E by nodes added to the host program, each step; a whole
+ * loop's max bags (BagReduce mode 2) become SegmentMax(rows, E) (ir/ops/op_bags.c). Unrolled
+ * bags of unequal plan-time sizes, weighted bags, run-time max bags and anything else stay
+ * as unrolled. */
 #ifndef OC_BAG_REDUCE_H
 #define OC_BAG_REDUCE_H
 

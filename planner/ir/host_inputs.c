@@ -338,10 +338,10 @@ static int run(ir_graph *h, int first, oc_err *err) {
                              "%s: host input node '%s' (%s): '%s' has shape %s for this batch, "
                              "the step was planned with %s (the shape depends on the values of "
                              "the integer inputs, taken as zeros at load, and a plan's shapes "
-                             "are static: nn.EmbeddingBag's max bags with offsets given at run "
-                             "time, for one; its sum and mean bags of torch's legacy export "
-                             "load as one scatter-add, and fixed-size bags of a 2-D id input as "
-                             "one reduction)",
+                             "are static: a loop over nn.EmbeddingBag's bags that outcore did "
+                             "not read whole, for one; the loops it reads whole load as one "
+                             "scatter-add (sum and mean bags), one SegmentMax (max bags) or, "
+                             "for fixed-size bags, one reduction)",
                              h->model_path, n->name, n->op_type, y->name,
                              ir_shape_str(y, got, sizeof got),
                              ir_shape_str(&planned, want, sizeof want));

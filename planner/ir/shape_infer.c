@@ -335,8 +335,8 @@ static void stand_in_hint(const ir_graph *g, const host_scan *scan, const ir_nod
         snprintf(err->msg + len, sizeof err->msg - len,
                  " (input '%s' is empty at load: its shape follows the values of the model's "
                  "integer inputs, taken as zeros at load, and a plan's shapes are static; "
-                 "nn.EmbeddingBag's max bags with offsets given at run time, for one, are "
-                 "refused)",
+                 "a loop over nn.EmbeddingBag's bags that outcore did not read whole, for "
+                 "one, is refused)",
                  g->tensors[t].name);
         return;
     }
@@ -462,10 +462,11 @@ int ir_infer_inserted(ir_graph *g, int from, int *to, oc_err *err) {
 /* The project-domain ops outcore itself writes into the forward models it saves (--save):
  * FusedAttention, and the load-time rewrites' TopKOffsets (an ArgMax or TopK of
  * activations), ElementOffsets and GatherGrad (a gather or scatter-add at them), PowTensor
- * (a Pow by a run-time exponent), BagBounds (run-time bags' bounds checked, on the host). */
+ * (a Pow by a run-time exponent), BagBounds (run-time bags' bounds checked, on the host),
+ * SegmentMax (max bags at those bounds). */
 static bool saved_forward_op(op_kind k) {
     return k == OP_FUSED_ATTENTION || k == OP_TOP_K_OFFSETS || k == OP_ELEMENT_OFFSETS ||
-           k == OP_GATHER_GRAD || k == OP_POW_TENSOR || k == OP_BAG_BOUNDS;
+           k == OP_GATHER_GRAD || k == OP_POW_TENSOR || k == OP_BAG_BOUNDS || k == OP_SEGMENT_MAX;
 }
 
 /* A user's model holds no project-domain node but those, no Loop or If with the attributes

@@ -1,5 +1,5 @@
 // cuda_gather.cu — Gather, GatherGrad (a counting sort, deterministic), GridSample and its
-// gradient (the same sort), ScatterND, TopK's and GatherElements' offsets.
+// gradient (the same sort), ScatterND, TopK's and GatherElements' offsets, SegmentMax.
 // Shared helpers and the rules every kernel keeps: cu_kernels.h.
 #include "cu_kernels.h"
 
@@ -340,3 +340,51 @@ extern "C" int cu_gather(void *stream, int es, const void *in, const void *idx, 
     return last_error();
 }
 
+// ---- SegmentMax / SegmentMaxGrad (cpu_bags.c): a thread per output element ----
+__global__ void k_segment_max(const float *x, const int64_t *bound, float *y, int64_t *arg,
+                              int64_t n, int64_t len, int64_t inner) {
+    GRID_LOOP(o, n * inner) {
+        int64_t i = o / inner, d = o % inner;
+        int64_t lo = bound[i], hi = bound[i + 1];
+        lo = lo < 0 ? 0 : lo > len ? len : lo;
+        hi = hi < lo ? lo : hi > len ? len : hi;
+        float best = 0.0f;
+        int64_t at = -1;
+        for (int64_t k = lo; k < hi; k++) {
+            float v = x[k * inner + d];
+            if (at < 0 || v > best || (v != v && best == best)) best = v, at = k;
+        }
+        y[o] = best;
+        if (arg) arg[o] = at;
+    }
+}
+
+extern "C" int cu_segment_max(void *stream, const float *x, const int64_t *bound, float *y,
+                              int64_t *arg, int64_t n, int64_t len, int64_t inner) {
+    if (n * inner == 0) return 0;
+    k_segment_max<<<blocks_for(n * inner), THREADS, 0, (cudaStream_t)stream>>>(x, bound, y, arg, n,
+                                                                               len, inner);
+    return last_error();
+}
+
+// Each row is in one bag, so no two elements of dy write one of dx.
+__global__ void k_segment_max_grad(const float *dy, const int64_t *arg, float *dx, int64_t m,
+                                   int64_t len, int64_t inner) {
+    GRID_LOOP(o, m) {
+        int64_t k = arg[o];
+        if (k >= 0 && k < len) dx[k * inner + o % inner] = dy[o];
+    }
+}
+
+extern "C" int cu_segment_max_grad(void *stream, const float *dy, const int64_t *arg, float *dx,
+                                   int64_t n, int64_t len, int64_t inner) {
+    cudaStream_t s = (cudaStream_t)stream;
+    if (len * inner > 0) {
+        int rc = (int)cudaMemsetAsync(dx, 0, (size_t)(len * inner) * sizeof(float), s);
+        if (rc) return rc;
+    }
+    if (n * inner == 0) return 0;
+    k_segment_max_grad<<<blocks_for(n * inner), THREADS, 0, s>>>(dy, arg, dx, n * inner, len,
+                                                                 inner);
+    return last_error();
+}

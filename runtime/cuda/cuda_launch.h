@@ -476,6 +476,14 @@ int cu_scatter_nd(void *stream, int es, const void *idx, int idx64, int64_t rows
 /* Gather along axis: out (outer, ni, inner) from in (outer, extent, inner); bad index: 0. */
 int cu_gather(void *stream, int es, const void *in, const void *idx, int idx64, void *out,
               int64_t outer, int64_t extent, int64_t ni, int64_t inner);
+/* SegmentMax: y (n, inner) the max of rows [bound[i], bound[i + 1]) of x (len, inner), 0
+ * for an empty bag; arg (NULL: none) its row, the first of equal ones (a NaN wins), -1 when
+ * empty. Bounds outside [0, len] or descending are clamped (the cpu kernel refuses them). */
+int cu_segment_max(void *stream, const float *x, const int64_t *bound, float *y, int64_t *arg,
+                   int64_t n, int64_t len, int64_t inner);
+/* SegmentMaxGrad: dx (len, inner) zeros, then dy (n, inner) at row arg (-1 or outside: none). */
+int cu_segment_max_grad(void *stream, const float *dy, const int64_t *arg, float *dx, int64_t n,
+                        int64_t len, int64_t inner);
 /* ElementOffsets: out[o] = the offset in data (dims dd) of index o's element (indices id,
  * int64 when idx64, else int32) along the axis; INT64_MAX for one outside the axis. */
 int cu_element_offsets(void *stream, const void *idx, int idx64, cu_shape id, cu_shape dd, int axis,

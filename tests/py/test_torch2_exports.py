@@ -973,7 +973,9 @@ def check_embedding_bag_offsets(tmp):
     inside and last); and so does its plan file (the host program's new nodes written as its
     HostInputs function, read back; the gradient of the Concat of the bags and the dense
     input, whose ConcatGrad the file writes without the trailing output no gradient is
-    wanted of). Max bags are refused at load, from either exporter, saying why."""
+    wanted of). Max bags (tiny_embedding_bag_offsets_max) likewise, each one SegmentMax (the
+    elementwise max of each bag's rows, 0 for an empty one; its gradient to the winning row)
+    and one SegmentMaxGrad in the training graph."""
     name = "tiny_embedding_bag_offsets"
     for exporter in ("legacy", "dynamo", "dynamo-optimized"):
         path = os.path.join(DATA, f"{name}_{exporter}.onnx")
@@ -1027,16 +1029,63 @@ def check_embedding_bag_offsets(tmp):
           f"{last[-120:]}")
     if not ok:
         failures.append(f"not_a_bag.onnx: exit {r.returncode}, {last[-300:]}")
-    # max bags, refused at load, saying why (their empty stand-in bag)
-    why = "nn.EmbeddingBag's max bags with offsets given at run time"
-    for f in ("max_legacy", "max_dynamo"):
-        r = subprocess.run([RUN, os.path.join(DATA, f"{name}_{f}.onnx"), "--batch", "4"],
-                           capture_output=True, text=True)
-        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
-        ok = r.returncode != 0 and why in last
-        print(f"{'ok  ' if ok else 'FAIL'} {name}_{f}: refused: {last[-150:]}")
+    # max bags: one SegmentMax each (and the sum bags' scatter-add), both batches, both
+    # exporters; bad offsets refused at each step as for sums
+    name = "tiny_embedding_bag_offsets_max"
+    for exporter in ("legacy", "dynamo", "dynamo-optimized"):
+        path = os.path.join(DATA, f"{name}_{exporter}.onnx")
+        for tag in ("", "_b"):
+            ref = np.load(os.path.join(DATA, f"{name}{tag}.ref.npz"))
+            try:
+                compare(name + tag, exporter, path, ref, tmp)
+            except RuntimeError as e:
+                failures.append(f"{name}{tag}/{exporter}: {e}")
+                print(f"FAIL {name}{tag}/{exporter}: {e}")
+        bag_sums_only(name, exporter, path, 4, 1, tmp)
+        step = os.path.join(tmp, "bags_train.onnx")
+        if emit(f"{name}/{exporter}", path, 4, step):
+            kinds = [n.op_type for n in onnx.load(step).graph.node]
+            ok = kinds.count("SegmentMax") == 1 and kinds.count("SegmentMaxGrad") == 1
+            print(f"{'ok  ' if ok else 'FAIL'} {name} {exporter}: {kinds.count('SegmentMax')} "
+                  f"SegmentMax, {kinds.count('SegmentMaxGrad')} SegmentMaxGrad (want 1 and 1)")
+            if not ok:
+                failures.append(f"{name}/{exporter}: SegmentMax nodes {kinds.count('SegmentMax')}")
+        bad_offsets_refused(name, exporter, path, tmp)
+    segment_max_bounds_checked(tmp)
+
+
+def segment_max_bounds_checked(tmp):
+    """A hand-written SegmentMax (a saved model's node kept, its bounds a run-time input
+    that no BagBounds checks): bounds that ascend within the rows run; descending ones and
+    one past the rows are refused by the cpu kernel at that step, naming the node and bound
+    (the cuda kernel clamps them instead)."""
+    from onnx import helper, TensorProto
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["rows"]),
+         helper.make_node("SegmentMax", ["rows", "bounds"], ["y"], name="bags",
+                          domain="ai.outcore")], "segment_max_by_hand",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3]),
+         helper.make_tensor_value_info("bounds", TensorProto.INT64, [5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+        [numpy_helper.from_array(np.eye(3, dtype=np.float32), "w")])
+    path = os.path.join(tmp, "segment_max_by_hand.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                  helper.make_opsetid("ai.outcore", 1)]), path)
+    x = np.random.RandomState(0).randn(4, 3).astype(np.float32)
+    labels = np.array([0, 1, 2, 0], dtype=np.int64)
+    for bounds, want in (([0, 1, 1, 3, 4], None),
+                         ([0, 3, 1, 3, 4], "node 'bags' (SegmentMax): bounds 'bounds': bound 2 "
+                          "is 1, not ascending within [0, 4]"),
+                         ([0, 1, 2, 3, 9], "bound 4 is 9, not ascending within [0, 4]")):
+        try:
+            outcore_step(path, [x, np.array(bounds, dtype=np.int64)], labels, tmp)
+            ok, said = want is None, "ran"
+        except RuntimeError as e:
+            said = str(e).strip().splitlines()[-1]
+            ok = want is not None and want in said
+        print(f"{'ok  ' if ok else 'FAIL'} SegmentMax by hand, bounds {bounds}: {said[-110:]}")
         if not ok:
-            failures.append(f"{name}_{f}: exit {r.returncode}, {last[-300:]}")
+            failures.append(f"segment_max_by_hand {bounds}: {said[-300:]}")
 
 
 def bags_against_float64(name, exporters, batch, want, tmp):

@@ -27,10 +27,11 @@ import test_torch2_exports as T  # noqa: E402
 # (fixed-size bags one reduction at load, uneven ones unrolled); tiny_embedding_bag_offsets'
 # with offsets given at run time (a scatter-add at bags the host computes, either exporter),
 # and tiny_dlrm's three such bags in a recommender; tiny_embedding_bag_batch's 5000 bags, each
-# loop read whole.
+# loop read whole; tiny_embedding_bag_offsets_max's max bags at run-time offsets (SegmentMax).
 LEGACY_TOO = {"tiny_same_pad", "tiny_mvit", "tiny_gather_pick", "tiny_scatter_add",
               "tiny_embedding_bag", "tiny_embedding_bag_many", "tiny_embedding_bag_offsets",
-              "tiny_dlrm", "tiny_embedding_bag_batch", "tiny_embedding_bag_weighted"}
+              "tiny_dlrm", "tiny_embedding_bag_batch", "tiny_embedding_bag_weighted",
+              "tiny_embedding_bag_offsets_max"}
 # Fixtures only the legacy exporter writes (torch.export cannot trace the packing): packed
 # sequences, their lengths sorted (TopK) and unsorted on the host each step.
 LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
@@ -38,7 +39,8 @@ LEGACY_ONLY = ["tiny_rnn_packed", "tiny_rnn_unsorted"]
 # check_embedding_bags).
 EXTRA = LEGACY_ONLY + ["tiny_gather_pick", "tiny_scatter_add", "tiny_embedding_bag",
                        "tiny_embedding_bag_many", "tiny_embedding_bag_offsets", "tiny_dlrm",
-                       "tiny_embedding_bag_weighted", "tiny_embedding_bag_batch"]
+                       "tiny_embedding_bag_weighted", "tiny_embedding_bag_batch",
+                       "tiny_embedding_bag_offsets_max"]
 
 
 def main():

@@ -525,5 +525,10 @@ OP_CASE(GATHER_GRAD, "a scatter-add, repeated offsets add", 13, 1, "[2,3] i64=[4
         "input_shape=[9] axis=0")
 OP_CASE(GATHER_GRAD, "rows along axis 1", 13, 1, "[2,3,2] i64=[2,0,2]",
         "input_shape=[2,4,2] axis=1")
+/* SegmentMax: nn.EmbeddingBag's max bags at run-time offsets (bag_reduce.c); its gradient
+ * reaches each bag's winning row, the winners added by the rule */
+OP_CASE(SEGMENT_MAX, "bags of 2, 0, 3 and 1 rows", 13, 1, "[6,3] i64=[0,2,2,5,6]", "")
+OP_CASE(SEGMENT_MAX, "rows of rank 3, one before the first bag and one after the last, winners", 13,
+        2, "[8,2,3] i64=[1,4,4,7]", "")
 
 OP_EXEMPT(CONSTANT, "no inputs, its value is a tensor attribute: the conformance suite runs it")

@@ -130,6 +130,7 @@
     X(CAST_LIKE, "CastLike", ONNX, cast_like, cast)                                                \
     X(TOP_K_OFFSETS, "TopKOffsets", OC, top_k_offsets, top_k_offsets)                              \
     X(ELEMENT_OFFSETS, "ElementOffsets", OC, element_offsets, element_offsets)                     \
+    X(SEGMENT_MAX, "SegmentMax", OC, segment_max, segment_max)                                     \
     /* backward, loss gradient and update (OC_DOMAIN) */                                           \
     X(CONV_BACKWARD_DATA, "ConvBackwardData", OC, conv_backward_data, conv_backward_data)          \
     X(CONV_BACKWARD_FILTER, "ConvBackwardFilter", OC, conv_backward_filter, conv_backward_filter)  \
@@ -190,6 +191,7 @@
     X(BROADCAST_TO, "BroadcastTo", OC, broadcast_to, broadcast_to)                                 \
     X(SLICE_GRAD, "SliceGrad", OC, slice_grad, slice_grad)                                         \
     X(GATHER_GRAD, "GatherGrad", OC, gather_grad, gather_grad)                                     \
+    X(SEGMENT_MAX_GRAD, "SegmentMaxGrad", OC, segment_max_grad, segment_max_grad)                  \
     X(SCATTER_ND_GRAD, "ScatterNDGrad", OC, scatter_nd_grad, scatter_nd_grad)                      \
     X(RESIZE_GRAD, "ResizeGrad", OC, resize_grad, resize_grad)                                     \
     X(GRID_SAMPLE_GRAD, "GridSampleGrad", OC, grid_sample_grad, grid_sample_grad)                  \
@@ -278,7 +280,7 @@ typedef enum op_kind {
 
 /* The count, checked at compile time: a change of the list is seen here, and
  * every per-op table indexed by op_kind is sized by OP__COUNT. */
-#define OP_LIST_COUNT 215
+#define OP_LIST_COUNT 217
 #ifdef __cplusplus
 static_assert(OP__COUNT == OP_LIST_COUNT, "op list changed: update OP_LIST_COUNT");
 #else

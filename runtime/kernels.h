@@ -24,7 +24,7 @@
  *     reduction order), so plans that swap or recompute match in-core bitwise.
  *     The cuda backend keeps this only with --deterministic (OC_CUDNN_DETERMINISTIC):
  *     by default it takes cuDNN's fastest algorithms, some of which use atomics,
- *     and reuses the forward's BatchNorm statistics (runtime/cuda/cuda_dnn.c).
+ *     and reuses the forward's BatchNorm statistics (runtime/cuda/cuda_norm.c).
  * Argument values the decoder accepts but a backend cannot run (a dtype, an
  * asymmetric cuDNN padding) are reported as errors naming the node, never
  * skipped silently.

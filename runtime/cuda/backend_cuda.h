@@ -9,7 +9,7 @@
  * on in convolutions, off in matmuls (--tf32-conv, --tf32-matmul). Every CUDA,
  * cuDNN and cuBLAS call is checked (cuda_internal.h: CU_CHECK): a failure
  * becomes an oc_err naming the call, file:line and node, reported by sync.
- * Options (rt_backend_opts): deterministic, verbose, workspace_limit (cuda_dnn.c).
+ * Options (rt_backend_opts): deterministic, verbose, workspace_limit (cuda_conv.c).
  * Its optional vtable entries: profile_start / profile_write (cuda_profile.c:
  * per-node CUDA-event medians, copy bandwidth and latency measured on pinned
  * buffers, as a "measured" profile.json) and device_used (cudaMemGetInfo).

@@ -43,7 +43,7 @@ __global__ void k_reduce_sum_to(const T *dy, cu_shape ys, cu_shape xs, T *dx, in
     }
 }
 
-// ---- the channel bias of a convolution (+ ConvRelu's Relu) and its gradient (cuda_dnn.c) ----
+// ---- the channel bias of a convolution (+ ConvRelu's Relu) and its gradient (cuda_conv.c) ----
 __global__ void k_channel_bias(void *y, int ky, const void *b, int kb, int64_t C, int64_t S,
                                int64_t n, int relu) {
     GRID_LOOP(i, n) {
@@ -318,7 +318,7 @@ extern "C" int cu_nhwc_convert(void *stream, const void *x, int kx, void *y, int
     return last_error();
 }
 
-// ---- fill (the ones vector of the conv bias gradient, cuda_dnn.c) ----
+// ---- fill (the ones vector of the conv bias gradient, cuda_conv.c) ----
 __global__ void k_fill(float *p, int64_t n, float v) { GRID_LOOP(i, n) p[i] = v; }
 
 extern "C" int cu_fill(void *stream, float *p, int64_t n, float v) {

@@ -1,5 +1,6 @@
 /* cuda_internal.h — shared by the cuda backend's files (backend_cuda.c,
- * cuda_kernels.c, cuda_dnn.c, cuda_profile.c) and the launchers of
+ * cuda_kernels.c, cuda_conv.c, cuda_norm.c, cuda_gemm.c, cuda_attention_gemm.c,
+ * cuda_profile.c) and the launchers of
  * the cuda_*.cu kernel files. Not an interface for other modules (see backend_cuda.h).
  *
  * Errors: every CUDA / cuDNN / cuBLAS call goes through CU_CHECK, CUDNN_CHECK
@@ -24,7 +25,7 @@ typedef struct cuda_prof_pair {
     cudaEvent_t start, end;
 } cuda_prof_pair;
 
-typedef struct cuda_algo_cache cuda_algo_cache; /* cuda_dnn.c */
+typedef struct cuda_algo_cache cuda_algo_cache; /* cuda_conv.c */
 typedef struct cuda_bn_stash
     cuda_bn_stash; /* cuda_bn_stash.c: BN statistics, forward -> backward */
 
@@ -41,9 +42,9 @@ typedef struct cuda_impl {
     bool verbose;       /* print each algorithm choice */
     size_t ws_limit;    /* a convolution's workspace cap */
     bool tf32_conv;     /* convolutions may use TF32 tensor cores (cuDNN's default math) */
-    bool conv_measure;  /* time the first candidates of each convolution shape (cuda_dnn.c) */
+    bool conv_measure;  /* time the first candidates of each convolution shape (cuda_conv.c) */
     bool conv_graph;    /* convolutions through cuDNN's graph API (cuda_dnn_graph.h) */
-    bool conv_auto;     /* both APIs' candidates timed per shape (cuda_dnn.c) */
+    bool conv_auto;     /* both APIs' candidates timed per shape (cuda_conv.c) */
     /* CUDA graphs (cuda_graph.c): the captured step, its fork / join events, and
      * cuBLAS's own workspace (set so that a capture allocates nothing) */
     cudaGraphExec_t graph;
@@ -120,12 +121,13 @@ typedef int (*cuda_kernel_fn)(const cuda_ctx *c, const kernel_args *a, oc_err *e
 int cuda_kernel_run(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 /* Workspace of the node's kernel given `limit` bytes (backend.h scratch_bytes):
  * cuDNN convolution algorithm workspace (chosen within limit and cached,
- * cuda_dnn.c); fixed small needs for losses and BN grads. */
+ * cuda_conv.c); fixed small needs for losses and BN grads. */
 size_t cuda_kernel_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 
 /* Kernels: cuda_<kern> for every op of the list (ir/ops/op_list.h), defined in
- * cuda_kernels.c (small kernels over the cuda_*.cu files) and cuda_dnn.c (cuDNN /
- * cuBLAS: the conv family, BatchNormalization, Gemm). */
+ * cuda_kernels.c (small kernels over the cuda_*.cu files), cuda_conv.c (cuDNN: the conv
+ * family), cuda_norm.c (cuDNN's BatchNormalization, Softmax, LayerNormalization), cuda_gemm.c
+ * (cuBLAS: Gemm, MatMul, Linear) and cuda_attention_gemm.c (FusedAttention by GEMMs). */
 #define CUDA_KERNEL_DECL(kind, name, domain, def, kern)                                            \
     int cuda_##kern(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 OC_OPS_COMPUTE(CUDA_KERNEL_DECL)
@@ -136,7 +138,7 @@ static inline int cuda_float_kind(ir_dtype dt) {
     return dt == IR_DTYPE_BFLOAT16 ? 2 : dt == IR_DTYPE_FLOAT16 ? 1 : 0;
 }
 
-/* cuda_dnn.c: the conv family's cuDNN workspace (+ bias-gradient scratch). */
+/* cuda_conv.c: the conv family's cuDNN workspace (+ bias-gradient scratch). */
 size_t cuda_conv_scratch(cuda_impl *im, const ir_graph *g, const ir_node *n, size_t limit);
 /* --conv-algo measure, after node n ran: the candidates its shape was timed with, as the
  * workspace the one taken needs (*own_ws) and, for up to max others, how much longer each
@@ -164,6 +166,12 @@ int cuda_batch_norm_half(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 int cuda_batch_norm_grad_half(const cuda_ctx *c, const kernel_args *a, oc_err *err);
 
 void cuda_algo_cache_free(cuda_algo_cache *ac);
+/* Row-major C_b = alpha op(A_b) op(B_b) + beta C_b for b < nb (strides sa, sb, sc
+ * elements), float, by one strided-batched cuBLAS call (cuda_gemm.c; FusedAttention). */
+int cuda_gemm_rm_batched(const cuda_ctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *A, int64_t lda, int64_t sa, const float *B,
+                         int64_t ldb, int64_t sb, float beta, float *C, int64_t ldc, int64_t sc,
+                         int64_t nb, const kernel_args *a, oc_err *err);
 /* backend.h capture_begin / capture_end / replay / capture_free (cuda_graph.c). */
 int cuda_capture_begin(rt_backend *b, oc_err *err);
 int cuda_capture_end(rt_backend *b, oc_err *err);

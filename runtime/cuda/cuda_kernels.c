@@ -1,7 +1,8 @@
 /* cuda_kernels.c — the cuda backend's dispatch table (one row per op of the
  * list, ir/ops/op_list.h: cuda_<kern>) and the host side of the small kernels:
  * take the decoded arguments (op_args_of) and shapes, check dtypes, call a
- * cuda_launch.h launcher. cuDNN / cuBLAS kernels are in cuda_dnn.c. */
+ * cuda_launch.h launcher. cuDNN / cuBLAS kernels are in cuda_conv.c,
+ * cuda_norm.c, cuda_gemm.c and cuda_attention_gemm.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdarg.h>

@@ -9,7 +9,7 @@
  * (--precision: read widened, stored rounded once, the cpu backend's
  * emulation); scale, bias and the statistics are float32. The same kernels
  * without the Relu run BatchNormalization and its gradient on half data (float32
- * ones go to cuDNN, cuda_dnn.c). */
+ * ones go to cuDNN, cuda_norm.c). */
 #include <stdlib.h>
 
 #include "cuda_internal.h"

@@ -1,5 +1,5 @@
 /* test_emu_algo_choice.c — the cuda backend's convolution algorithm choice
- * (runtime/cuda/cuda_dnn.c), run against the emulator's fake heuristics
+ * (runtime/cuda/cuda_conv.c), run against the emulator's fake heuristics
  * (tests/emu/emu_cudnn.c: backward lists start with a NON_DETERMINISTIC entry
  * needing no workspace, then an fp16-converting one, then deterministic ones,
  * the tensor-op ALGO_1 needing 256 bytes). Built only with CUDA=emu.

@@ -1,5 +1,5 @@
 /* cublas_v2.h (emulator) — the subset of cuBLAS the cuda backend uses
- * (runtime/cuda/cuda_dnn.c: cuda_gemm), implemented by tests/emu/emu_cublas.c:
+ * (runtime/cuda/cuda_gemm.c, cuda_attention_gemm.c), implemented by tests/emu/emu_cublas.c:
  * cublasSgemm is enqueued on the handle's stream (emu.h: emu_stream_enqueue)
  * and computed with OpenBLAS's cblas_sgemm (column-major, as cuBLAS).
  * Pointer arguments are checked at the call: A, B, C must each lie inside one

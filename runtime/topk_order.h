@@ -24,7 +24,7 @@
 enum { OC_TOPK_LARGEST = 1, OC_TOPK_LAST = 2, OC_TOPK_NAN_FIRST = 4 };
 
 /* Whether (v at index i) goes before (w at index j): float32 for the kernels, double for
- * plan-time folding (ir/ops/op_fold_index.c: TopK of any float type, exact in double). */
+ * plan-time folding (ir/ops/op_topk.c: TopK of any float type, exact in double). */
 #define OC_TOPK_BEFORE(name, T)                                                                    \
     OC_TOPK_HD static inline bool name(T v, int64_t i, T w, int64_t j, int how) {                  \
         bool vn = v != v, wn = w != w, largest = (how & OC_TOPK_LARGEST) != 0;                     \

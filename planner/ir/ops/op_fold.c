@@ -1,7 +1,8 @@
 /* op_fold.c — the glue today's exporters put around a network, evaluated at
  * plan time: Cast, CastLike, Expand and Where (of values), Range, Mod, Trilu,
  * ConstantOfShape; the plan-time forms of Max, Min and Neg (ScatterND, GatherND,
- * GatherElements: op_fold_index.c; CumSum, Ceil, Floor, Round, Tile, Pow: op_fold_math.c;
+ * GatherElements: op_fold_index.c; TopK, ArgMax, ArgMin: op_topk.c; CumSum, Ceil, Floor,
+ * Round, Tile, Pow: op_fold_math.c;
  * the comparisons and logic: op_predicate.c)
  * (folded when their inputs are plan-time values, refused otherwise), and
  * Identity, Squeeze, Cast to the same type, which also run on activations as

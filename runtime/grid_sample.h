@@ -5,7 +5,9 @@
  * to [0, size - 1]; reflection: mirrored at the edges, then clipped), each step's derivative
  * carried along for the grid's gradient. Bilinear: four taps weighted by the fractions;
  * nearest: the tap nearest (half to even). A coordinate that is not finite takes no tap.
- * Plain C: C and CUDA C++ include it alike. */
+ * Bicubic (oc_gs_cubic_*): 16 taps, the coordinate unnormalized but not padded, each tap
+ * padded on its own, cubic convolution weights with A = -0.75 (PyTorch's bicubic grid_sample,
+ * ONNX's cubic). Plain C: C and CUDA C++ include it alike. */
 #ifndef OC_GRID_SAMPLE_H
 #define OC_GRID_SAMPLE_H
 
@@ -19,7 +21,7 @@
 #define OC_GS_HD
 #endif
 
-enum { OC_GS_BILINEAR, OC_GS_NEAREST };
+enum { OC_GS_BILINEAR, OC_GS_NEAREST, OC_GS_BICUBIC };
 enum { OC_GS_ZEROS, OC_GS_BORDER, OC_GS_REFLECTION };
 
 /* x clipped to [0, limit]; *g the derivative (0 where clipped). */
@@ -52,13 +54,23 @@ OC_GS_HD static inline float oc_gs_reflect(float x, int64_t twice_low, int64_t t
     return flips % 2 == 0 ? extra + lo : span - extra + lo;
 }
 
+/* Grid coordinate v along an axis of `size` pixels in pixels (align_corners: -1 and 1 the
+ * corner pixels' centres; else their outer edges); *d its derivative. */
+OC_GS_HD static inline float oc_gs_unnormalize(float v, int64_t size, bool align, float *d) {
+    if (align) {
+        *d = (float)(size - 1) / 2.0f;
+        return (v + 1.0f) / 2.0f * (float)(size - 1);
+    }
+    *d = (float)size / 2.0f;
+    return ((v + 1.0f) * (float)size - 1.0f) / 2.0f;
+}
+
 /* The source coordinate along an axis of `size` pixels of grid coordinate v; *g its
  * derivative with respect to v. */
 OC_GS_HD static inline float oc_gs_source(float v, int64_t size, bool align, int padding,
                                           float *g) {
-    float x, d, gp = 1.0f, gc = 1.0f;
-    if (align) x = (v + 1.0f) / 2.0f * (float)(size - 1), d = (float)(size - 1) / 2.0f;
-    else x = ((v + 1.0f) * (float)size - 1.0f) / 2.0f, d = (float)size / 2.0f;
+    float d, gp = 1.0f, gc = 1.0f;
+    float x = oc_gs_unnormalize(v, size, align, &d);
     if (padding == OC_GS_BORDER) {
         x = oc_gs_clip(x, (float)(size - 1), &gc);
     } else if (padding == OC_GS_REFLECTION) {
@@ -127,6 +139,89 @@ OC_GS_HD static inline void oc_gs_grid_grad(const oc_gs_taps *t, const float v[4
                                             float *ax, float *ay) {
     *ax += ((v[1] - v[0]) * (1.0f - t->fy) + (v[3] - v[2]) * t->fy) * d;
     *ay += ((v[2] - v[0]) * (1.0f - t->fx) + (v[3] - v[1]) * t->fx) * d;
+}
+
+/* ---- bicubic ---- */
+
+/* One grid point's 16 taps: off[4 j + i] the offset of column x0 - 1 + i, row y0 - 1 + j
+ * (x0, y0 the floors of the source coordinates) after padding (-1: none), wx, wy the taps'
+ * weights along x and y, dwx, dwy their derivatives along the source coordinate, gx, gy:
+ * d(source)/d(grid) (padding does not enter, as in PyTorch's). */
+typedef struct oc_gs_cubic {
+    int64_t off[16];
+    float wx[4], wy[4], dwx[4], dwy[4], gx, gy;
+} oc_gs_cubic;
+
+/* The cubic convolution weights (A = -0.75) of taps -1, 0, 1, 2 at fraction t, and their
+ * derivatives along t. */
+OC_GS_HD static inline void oc_gs_cubic_coeffs(float t, float w[4], float d[4]) {
+    const float A = -0.75f;
+    float x = t + 1.0f, u = 1.0f - t, z = 2.0f - t;
+    w[0] = ((A * x - 5.0f * A) * x + 8.0f * A) * x - 4.0f * A;
+    w[1] = ((A + 2.0f) * t - (A + 3.0f)) * t * t + 1.0f;
+    w[2] = ((A + 2.0f) * u - (A + 3.0f)) * u * u + 1.0f;
+    w[3] = ((A * z - 5.0f * A) * z + 8.0f * A) * z - 4.0f * A;
+    d[0] = (3.0f * A * x - 10.0f * A) * x + 8.0f * A;
+    d[1] = (3.0f * (A + 2.0f) * t - 2.0f * (A + 3.0f)) * t;
+    d[2] = -(3.0f * (A + 2.0f) * u - 2.0f * (A + 3.0f)) * u;
+    d[3] = -((3.0f * A * z - 10.0f * A) * z + 8.0f * A);
+}
+
+/* Pixel c of an axis of `size` after padding (zeros: as it is; border: clipped; reflection:
+ * mirrored, then clipped), or -1 outside. */
+OC_GS_HD static inline int64_t oc_gs_cubic_tap(int64_t c, int64_t size, bool align, int padding) {
+    float x = (float)c, g;
+    if (padding == OC_GS_REFLECTION)
+        x = align ? oc_gs_reflect(x, 0, 2 * (size - 1), &g)
+                  : oc_gs_reflect(x, -1, 2 * size - 1, &g);
+    if (padding != OC_GS_ZEROS) x = oc_gs_clip(x, (float)(size - 1), &g);
+    int64_t i = (int64_t)x;
+    return i >= 0 && i < size ? i : -1;
+}
+
+/* A coordinate beyond 2^30 pixels or not finite takes no tap (no weights either). */
+OC_GS_HD static inline void oc_gs_cubic_point(float gx, float gy, int64_t h, int64_t w, bool align,
+                                              int padding, oc_gs_cubic *t) {
+    float ix = oc_gs_unnormalize(gx, w, align, &t->gx);
+    float iy = oc_gs_unnormalize(gy, h, align, &t->gy);
+    for (int k = 0; k < 16; k++) t->off[k] = -1;
+    for (int k = 0; k < 4; k++) t->wx[k] = t->wy[k] = t->dwx[k] = t->dwy[k] = 0.0f;
+    if (!(fabsf(ix) < 1073741824.0f && fabsf(iy) < 1073741824.0f)) return;
+    float x0 = floorf(ix), y0 = floorf(iy);
+    oc_gs_cubic_coeffs(ix - x0, t->wx, t->dwx);
+    oc_gs_cubic_coeffs(iy - y0, t->wy, t->dwy);
+    for (int j = 0; j < 4; j++) {
+        int64_t r = oc_gs_cubic_tap((int64_t)y0 - 1 + j, h, align, padding);
+        for (int i = 0; i < 4; i++) {
+            int64_t c = oc_gs_cubic_tap((int64_t)x0 - 1 + i, w, align, padding);
+            t->off[4 * j + i] = r >= 0 && c >= 0 ? r * w + c : -1;
+        }
+    }
+}
+
+/* The point's value in one plane: each row of taps along x, then the rows along y (PyTorch's
+ * order). */
+OC_GS_HD static inline float oc_gs_cubic_value(const oc_gs_cubic *t, const float *plane) {
+    float row[4];
+    for (int j = 0; j < 4; j++) {
+        float v[4];
+        for (int i = 0; i < 4; i++) v[i] = t->off[4 * j + i] >= 0 ? plane[t->off[4 * j + i]] : 0.0f;
+        row[j] = v[0] * t->wx[0] + v[1] * t->wx[1] + v[2] * t->wx[2] + v[3] * t->wx[3];
+    }
+    return row[0] * t->wy[0] + row[1] * t->wy[1] + row[2] * t->wy[2] + row[3] * t->wy[3];
+}
+
+/* d(loss)/d(source x, y) of one point in one plane, d the output's gradient, accumulated into
+ * *ax, *ay (before the point's gx, gy factors). */
+OC_GS_HD static inline void oc_gs_cubic_grid_grad(const oc_gs_cubic *t, const float *plane, float d,
+                                                  float *ax, float *ay) {
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 4; i++) {
+            int64_t o = t->off[4 * j + i];
+            float v = o >= 0 ? plane[o] : 0.0f;
+            *ax += v * t->dwx[i] * t->wy[j] * d;
+            *ay += v * t->dwy[j] * t->wx[i] * d;
+        }
 }
 
 #endif

@@ -1255,6 +1255,39 @@ def tiny_stn():
     return TinyStn()
 
 
+class TinyGridCubic(nn.Module):
+    """Bicubic F.grid_sample (ONNX GridSample mode cubic): a flow field a convolution predicts,
+    added to the identity grid (a buffer) and widened past the image, sampled three ways --
+    zeros padding, border padding with align_corners, reflection padding -- so the gradient
+    reaches the features and, through the grid, the flow convolution."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        ys, xs = torch.meshgrid(torch.linspace(-1, 1, 12), torch.linspace(-1, 1, 12),
+                                indexing="ij")
+        self.register_buffer("ident", torch.stack([xs, ys], -1)[None])  # (1, 12, 12, 2)
+        self.c1 = nn.Conv2d(3, 6, 3, stride=2, padding=1)  # (N, 6, 16, 16)
+        self.flow = nn.Conv2d(6, 2, 3, stride=2, padding=1)  # (N, 2, 8, 8)
+        self.fc = nn.Linear(18, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        h = F.relu(self.c1(x))
+        f = F.interpolate(torch.tanh(self.flow(h)), size=(12, 12), mode="bilinear",
+                          align_corners=False)
+        g = 1.2 * (self.ident + 0.3 * f.permute(0, 2, 3, 1))
+        a = F.grid_sample(h, g, mode="bicubic", padding_mode="zeros", align_corners=False)
+        b = F.grid_sample(h, g, mode="bicubic", padding_mode="border", align_corners=True)
+        c = F.grid_sample(h, g, mode="bicubic", padding_mode="reflection", align_corners=False)
+        return self.fc(torch.cat([a.mean((2, 3)), (b * b).mean((2, 3)), c.mean((2, 3))], 1))
+
+
+def tiny_grid_cubic():
+    return TinyGridCubic()
+
+
 class TinyPyramid(nn.Module):
     """A pyramid pooling head (PSPNet's) over 10 x 10 features: adaptive average pools to 1, 2,
     3 and 6 bins -- 3 and 6 do not divide 10, so bins overlap; torch.export writes those as
@@ -1325,7 +1358,7 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_pick": tiny_pick, "tiny_take": tiny_take,
         "tiny_unpool": tiny_unpool, "tiny_scatter_max": tiny_scatter_max,
         "tiny_bucketize": tiny_bucketize, "tiny_antialias": tiny_antialias,
-        "tiny_fft": tiny_fft}
+        "tiny_fft": tiny_fft, "tiny_grid_cubic": tiny_grid_cubic}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)

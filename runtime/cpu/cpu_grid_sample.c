@@ -1,5 +1,5 @@
 /* cpu_grid_sample.c — GridSample and GridSampleGrad (runtime/grid_sample.h): per grid point,
- * its taps once, then every channel. The gradient: dX scattered back with the taps' weights
+ * its taps once (bilinear and nearest: 4 at most; bicubic: 16), then every channel. The gradient: dX scattered back with the taps' weights
  * in point order (deterministic), dGrid the derivative of each output along x and y summed
  * over the channels. Float32. Shapes: X [N, C, H, W], grid [N, Ho, Wo, 2], Y [N, C, Ho, Wo]. */
 #include <string.h>
@@ -31,11 +31,56 @@ static void taps_of(const gs_geo *g, const float *grid, int64_t n, int64_t q, oc
     oc_gs_point(xy[0], xy[1], g->H, g->W, g->p->align_corners, g->p->padding, g->p->mode, t);
 }
 
+static void cubic_of(const gs_geo *g, const float *grid, int64_t n, int64_t q, oc_gs_cubic *t) {
+    const float *xy = grid + (n * g->P + q) * 2;
+    oc_gs_cubic_point(xy[0], xy[1], g->H, g->W, g->p->align_corners, g->p->padding, t);
+}
+
+/* Bicubic: Y, or (grad) dX or dGrid, as the bilinear paths below with 16 taps. */
+static void cubic_forward(const gs_geo *g, const float *x, const float *grid, float *y) {
+    int64_t S = g->H * g->W;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t q = 0; q < g->P; q++) {
+            oc_gs_cubic t;
+            cubic_of(g, grid, n, q, &t);
+            for (int64_t c = 0; c < g->C; c++)
+                y[(n * g->C + c) * g->P + q] = oc_gs_cubic_value(&t, x + (n * g->C + c) * S);
+        }
+}
+
+static void cubic_backward(const gs_geo *g, const float *dy, const float *x, const float *grid,
+                           float *out) {
+    int64_t S = g->H * g->W;
+    bool dx = g->p->input == 0;
+    if (dx) memset(out, 0, (size_t)(g->N * g->C * S) * sizeof(float));
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t q = 0; q < g->P; q++) {
+            oc_gs_cubic t;
+            cubic_of(g, grid, n, q, &t);
+            float ax = 0.0f, ay = 0.0f;
+            for (int64_t c = 0; c < g->C; c++) {
+                float d = dy[(n * g->C + c) * g->P + q];
+                if (!dx) {
+                    oc_gs_cubic_grid_grad(&t, x + (n * g->C + c) * S, d, &ax, &ay);
+                    continue;
+                }
+                float *plane = out + (n * g->C + c) * S;
+                for (int k = 0; k < 16; k++)
+                    if (t.off[k] >= 0) plane[t.off[k]] += t.wx[k % 4] * t.wy[k / 4] * d;
+            }
+            if (!dx) out[(n * g->P + q) * 2] = ax * t.gx, out[(n * g->P + q) * 2 + 1] = ay * t.gy;
+        }
+}
+
 int cpu_grid_sample(const kernel_args *a, oc_err *err) {
     gs_geo g;
     if (geometry(a, 0, &g, err)) return OC_ERR;
     const float *x = a->in[0], *grid = a->in[1];
     float *y = a->out[0];
+    if (g.p->mode == OC_GS_BICUBIC) {
+        cubic_forward(&g, x, grid, y);
+        return OC_OK;
+    }
     int64_t S = g.H * g.W;
     for (int64_t n = 0; n < g.N; n++)
         for (int64_t q = 0; q < g.P; q++) {
@@ -58,6 +103,10 @@ int cpu_grid_sample_grad(const kernel_args *a, oc_err *err) {
     if (geometry(a, 1, &g, err)) return OC_ERR;
     const float *dy = a->in[0], *x = a->in[1], *grid = a->in[2];
     float *out = a->out[0];
+    if (g.p->mode == OC_GS_BICUBIC) {
+        cubic_backward(&g, dy, x, grid, out);
+        return OC_OK;
+    }
     int64_t S = g.H * g.W;
     bool dx = g.p->input == 0;
     if (dx) memset(out, 0, (size_t)(g.N * g.C * S) * sizeof(float));

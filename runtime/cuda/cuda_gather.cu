@@ -183,7 +183,71 @@ __global__ void k_gs_dx(const float *dy, const float *grid, const unsigned long 
     }
 }
 
+// ---- bicubic: 16 taps a point (grid_sample.h: oc_gs_cubic_*) ----
+__device__ static inline void gs_cubic(const cu_gs_geo &g, const float *grid, int64_t j,
+                                       oc_gs_cubic *t) {
+    oc_gs_cubic_point(grid[j * 2], grid[j * 2 + 1], g.H, g.W, g.align, g.padding, t);
+}
+
+__global__ void k_grid_sample_cubic(const float *x, const float *grid, float *y, cu_gs_geo g,
+                                    int64_t total) {
+    GRID_LOOP(i, total) {
+        int64_t q = i % g.P, nc = i / g.P, n = nc / g.C;
+        oc_gs_cubic t;
+        gs_cubic(g, grid, n * g.P + q, &t);
+        y[i] = oc_gs_cubic_value(&t, x + nc * g.H * g.W);
+    }
+}
+
+__global__ void k_grid_sample_cubic_dgrid(const float *dy, const float *x, const float *grid,
+                                          float *dgrid, cu_gs_geo g, int64_t total) {
+    GRID_LOOP(j, total) {
+        int64_t n = j / g.P, q = j % g.P;
+        oc_gs_cubic t;
+        gs_cubic(g, grid, j, &t);
+        float ax = 0.0f, ay = 0.0f;
+        for (int64_t c = 0; c < g.C; c++)
+            oc_gs_cubic_grid_grad(&t, x + (n * g.C + c) * g.H * g.W, dy[(n * g.C + c) * g.P + q],
+                                  &ax, &ay);
+        dgrid[j * 2] = ax * t.gx;
+        dgrid[j * 2 + 1] = ay * t.gy;
+    }
+}
+
+// each (point, tap) entry's bucket: its pixel in its image (no tap: the extent, skipped)
+__global__ void k_gs_cubic_keys(const float *grid, cu_gs_geo g, int64_t *keys, int64_t total) {
+    GRID_LOOP(j, total) {
+        oc_gs_cubic t;
+        gs_cubic(g, grid, j, &t);
+        int64_t base = (j / g.P) * g.H * g.W;
+        for (int k = 0; k < 16; k++)
+            keys[j * 16 + k] = t.off[k] < 0 ? g.N * g.H * g.W : base + t.off[k];
+    }
+}
+
+// dX: one thread a pixel, its entries (point j, tap k: j * 16 + k) in ascending order, the
+// cpu kernel's (point by point, tap by tap)
+__global__ void k_gs_cubic_dx(const float *dy, const float *grid, const unsigned long long *start,
+                              const int64_t *order, float *dx, cu_gs_geo g, int64_t total) {
+    GRID_LOOP(i, total) {
+        int64_t pix = i % (g.H * g.W), nc = i / (g.H * g.W), n = nc / g.C;
+        int64_t b = n * g.H * g.W + pix;
+        float s = 0.0f;
+        for (unsigned long long r = start[b]; r < start[b + 1]; r++) {
+            int64_t j = order[r] / 16, k = order[r] % 16;
+            oc_gs_cubic t;
+            gs_cubic(g, grid, j, &t);
+            s += t.wx[k % 4] * t.wy[k / 4] * dy[nc * g.P + j % g.P];
+        }
+        dx[i] = s;
+    }
+}
+
 extern "C" int64_t cu_grid_sample_scratch(cu_gs_geo g) {
+    if (g.mode == OC_GS_BICUBIC) { /* the entries' keys, the counters, their order */
+        int64_t ne = g.N * g.P * 16, m = g.N * g.H * g.W + 1;
+        return ne + 2 * m + ne;
+    }
     int64_t np = g.N * g.P, m = g.N * (g.H + 1) * (g.W + 1) + 1;
     return np + 2 * m + np; /* int64s: the keys, the counters, the order */
 }
@@ -192,13 +256,36 @@ extern "C" int cu_grid_sample(void *stream, const float *x, const float *grid, f
                               cu_gs_geo g) {
     int64_t total = g.N * g.C * g.P;
     if (total == 0) return 0;
-    k_grid_sample<<<blocks_for(total), THREADS, 0, (cudaStream_t)stream>>>(x, grid, y, g, total);
+    if (g.mode == OC_GS_BICUBIC)
+        k_grid_sample_cubic<<<blocks_for(total), THREADS, 0, (cudaStream_t)stream>>>(x, grid, y, g,
+                                                                                     total);
+    else
+        k_grid_sample<<<blocks_for(total), THREADS, 0, (cudaStream_t)stream>>>(x, grid, y, g,
+                                                                               total);
+    return last_error();
+}
+
+static int grid_sample_cubic_grad(cudaStream_t st, int input, const float *dy, const float *x,
+                                  const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
+    int64_t np = g.N * g.P;
+    if (input == 1) {
+        if (np > 0)
+            k_grid_sample_cubic_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);
+        return last_error();
+    }
+    int64_t total = g.N * g.C * g.H * g.W, extent = g.N * g.H * g.W;
+    if (total == 0) return 0;
+    int64_t *keys = ws, *order;
+    if (np > 0) k_gs_cubic_keys<<<blocks_for(np), THREADS, 0, st>>>(grid, g, keys, np);
+    unsigned long long *start = gg_buckets(st, keys, 1, np * 16, extent, -1, ws + np * 16, &order);
+    k_gs_cubic_dx<<<blocks_for(total), THREADS, 0, st>>>(dy, grid, start, order, out, g, total);
     return last_error();
 }
 
 extern "C" int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x,
                                    const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
     cudaStream_t st = (cudaStream_t)stream;
+    if (g.mode == OC_GS_BICUBIC) return grid_sample_cubic_grad(st, input, dy, x, grid, out, g, ws);
     int64_t np = g.N * g.P;
     if (input == 1) {
         if (np > 0)

@@ -173,8 +173,9 @@ typedef struct cu_gs_geo {
     bool align;
 } cu_gs_geo;
 int cu_grid_sample(void *stream, const float *x, const float *grid, float *y, cu_gs_geo g);
-/* input 0: dX (deterministic: a counting sort of the points by cell, in ws, whose int64s
- * cu_grid_sample_scratch counts); 1: dGrid (ws unused). */
+/* input 0: dX (deterministic: a counting sort of the points by cell, bicubic's of each
+ * point's 16 taps by pixel, in ws, whose int64s cu_grid_sample_scratch counts); 1: dGrid (ws
+ * unused). */
 int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x, const float *grid,
                         float *out, cu_gs_geo g, int64_t *ws);
 int64_t cu_grid_sample_scratch(cu_gs_geo g);

@@ -92,7 +92,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_stn", "tiny_pyramid", "tiny_embed", "tiny_pool", "tiny_periodic", "tiny_prod", "tiny_gem",
           "tiny_diag", "tiny_count", "tiny_pick", "tiny_take", "tiny_unpool",
           "tiny_scatter_max", "tiny_bucketize", "tiny_antialias",
-          "tiny_fft", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
+          "tiny_fft", "tiny_grid_cubic", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta", "tiny_hf_gpt2_cls"]
 # Exports outcore must refuse, with the reason named (none now: the legacy exporters' Loop
@@ -123,7 +123,9 @@ NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::z
              "tiny_bucketize": "not exported: torch 1.13's exporter has no aten::bucketize",
              "tiny_antialias": "not exported: torch 1.13's exporter has no "
                                "aten::_upsample_bilinear2d_aa",
-             "tiny_fft": "not exported: torch 1.13's exporter has no aten::fft_rfft2"}
+             "tiny_fft": "not exported: torch 1.13's exporter has no aten::fft_rfft2",
+             "tiny_grid_cubic": "not exported: torch 1.13's exporter writes GridSample at "
+                                "opset 16, above the opset 13 it exports at"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
                             "tiny_hf_bart", "tiny_hf_roberta", "tiny_hf_gpt2_cls")})
@@ -150,9 +152,9 @@ MAY_NOT_FUSE = {"tiny_hf_t5", "tiny_hf_bloom", "tiny_embed", "tiny_pool"}  # the
 # Module buffers a legacy export writes as plain initializers (nothing in the file marks them;
 # torch.export's files do, and outcore keeps those constant): the user's --freeze, as the
 # docs advise. BART's final_logits_bias is a zeros buffer added to the logits; the spatial
-# transformer's base and identity grids.
+# transformer's base and identity grids, the bicubic sampler's identity grid.
 FREEZE = {("tiny_hf_bart", "legacy"): "m.final_logits_bias",
-          ("tiny_stn", "legacy"): "base,ident"}
+          ("tiny_stn", "legacy"): "base,ident", ("tiny_grid_cubic", "legacy"): "ident"}
 failures = []
 
 

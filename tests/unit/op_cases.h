@@ -278,6 +278,14 @@ OP_CASE(GRID_SAMPLE, "nearest, zeros (the grid's gradient zero)", 16, 1, "[2,3,5
 OP_CASE(GRID_SAMPLE, "800 points on 64 pixels (cuda's buckets of many)", 16, 1,
         "[2,3,8,8] ^[2,20,20,2]", "align_corners=1")
 OP_CASE(GRID_SAMPLE, "bf16 (float32 under autocast)", 16, 1, "h[2,3,5,6] h^[2,4,3,2]", "!bf16")
+OP_CASE(GRID_SAMPLE, "bicubic, zeros (points outside)", 16, 1, "[2,3,5,6] ^[2,4,3,2]",
+        "mode=bicubic")
+OP_CASE(GRID_SAMPLE, "bicubic, border, align_corners", 16, 1, "[2,2,5,6] ^[2,4,3,2]",
+        "mode=bicubic padding_mode=border align_corners=1")
+OP_CASE(GRID_SAMPLE, "bicubic, reflection (opset 20: cubic)", 20, 1, "[1,2,4,5] ^[1,3,4,2]",
+        "mode=cubic padding_mode=reflection")
+OP_CASE(GRID_SAMPLE, "bicubic, reflection, align_corners, 800 points on 64 pixels", 16, 1,
+        "[1,2,8,8] ^[1,20,40,2]", "mode=bicubic padding_mode=reflection align_corners=1")
 OP_CASE(RESIZE, "bilinear x4, half_pixel (F.interpolate)", 13, 1, "[1,2,3,2] - - i64=[1,2,12,8]",
         "mode=linear coordinate_transformation_mode=half_pixel")
 OP_CASE(RESIZE, "bilinear, align_corners, odd sizes", 13, 1, "[2,1,3,4] - - i64=[2,1,5,7]",

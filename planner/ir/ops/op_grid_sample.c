@@ -1,9 +1,9 @@
 /* op_grid_sample.c — GridSample (F.grid_sample: spatial transformers, optical-flow warping,
  * deformable attention's sampling, point sampling of mask heads): Y[n, c, p] = X[n, c] read
- * at grid[n, p] = (x, y) in [-1, 1], bilinear or nearest, zeros / border / reflection
- * padding, align_corners either way (runtime/grid_sample.h: PyTorch's arithmetic). 4-D X
- * only; bicubic is refused, named. GridSampleGrad(dY, X, grid; input 0 or 1) -> dX or dGrid,
- * each its own node; nearest sampling's dGrid is zeros, as PyTorch's. */
+ * at grid[n, p] = (x, y) in [-1, 1], bilinear, nearest or bicubic, zeros / border /
+ * reflection padding, align_corners either way (runtime/grid_sample.h: PyTorch's
+ * arithmetic). 4-D X only. GridSampleGrad(dY, X, grid; input 0 or 1) -> dX or dGrid, each
+ * its own node; nearest sampling's dGrid is zeros, as PyTorch's. */
 #include <string.h>
 
 #include "grid_sample.h"
@@ -17,7 +17,10 @@ static int grid_sample_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     const char *pad = ir_attr_string(n, "padding_mode", "zeros");
     if (!strcmp(mode, "bilinear") || !strcmp(mode, "linear")) p->mode = OC_GS_BILINEAR;
     else if (!strcmp(mode, "nearest")) p->mode = OC_GS_NEAREST;
-    else return oc_fail(err, "mode '%s' is not supported (bilinear / linear, nearest)", mode);
+    else if (!strcmp(mode, "bicubic") || !strcmp(mode, "cubic")) p->mode = OC_GS_BICUBIC;
+    else
+        return oc_fail(
+            err, "mode '%s' is not supported (bilinear / linear, nearest, bicubic / cubic)", mode);
     if (!strcmp(pad, "zeros")) p->padding = OC_GS_ZEROS;
     else if (!strcmp(pad, "border")) p->padding = OC_GS_BORDER;
     else if (!strcmp(pad, "reflection")) p->padding = OC_GS_REFLECTION;

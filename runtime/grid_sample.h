@@ -7,7 +7,9 @@
  * nearest: the tap nearest (half to even). A coordinate that is not finite takes no tap.
  * Bicubic (oc_gs_cubic_*): 16 taps, the coordinate unnormalized but not padded, each tap
  * padded on its own, cubic convolution weights with A = -0.75 (PyTorch's bicubic grid_sample,
- * ONNX's cubic). Plain C: C and CUDA C++ include it alike. */
+ * ONNX's cubic). Volumes (oc_gs_*3: X [N, C, D, H, W], grid [N, Do, Ho, Wo, 3] of (x, y, z)):
+ * trilinear (8 taps) or nearest, each axis padded as above. Plain C: C and CUDA C++ include
+ * it alike. */
 #ifndef OC_GRID_SAMPLE_H
 #define OC_GRID_SAMPLE_H
 
@@ -221,6 +223,65 @@ OC_GS_HD static inline void oc_gs_cubic_grid_grad(const oc_gs_cubic *t, const fl
             float v = o >= 0 ? plane[o] : 0.0f;
             *ax += v * t->dwx[i] * t->wy[j] * d;
             *ay += v * t->dwy[j] * t->wx[i] * d;
+        }
+}
+
+/* ---- volumes ---- */
+
+/* One grid point's taps in a volume of d x h x w voxels: tap k = (k & 1, (k >> 1) & 1, k >> 2)
+ * steps along (x, y, z) past the low corner (trilinear; nearest: tap 0 only), off[k] its
+ * row-major offset (-1 outside), wt[k] its weight; f: the fractions past the low corner; g:
+ * d(source)/d(grid) along x, y, z. */
+typedef struct oc_gs_taps3 {
+    int64_t off[8];
+    float wt[8], f[3], g[3];
+} oc_gs_taps3;
+
+OC_GS_HD static inline int64_t oc_gs_at3(int64_t x, int64_t y, int64_t z, int64_t w, int64_t h,
+                                         int64_t d) {
+    return x >= 0 && x < w && y >= 0 && y < h && z >= 0 && z < d ? (z * h + y) * w + x : -1;
+}
+
+/* The weight of tap k along axis a (0 x, 1 y, 2 z) of fractions f. */
+OC_GS_HD static inline float oc_gs_w3(const float f[3], int k, int a) {
+    return (k >> a) & 1 ? f[a] : 1.0f - f[a];
+}
+
+OC_GS_HD static inline void oc_gs_point3(const float *xyz, int64_t d, int64_t h, int64_t w,
+                                         bool align, int padding, int mode, oc_gs_taps3 *t) {
+    float ix = oc_gs_source(xyz[0], w, align, padding, &t->g[0]);
+    float iy = oc_gs_source(xyz[1], h, align, padding, &t->g[1]);
+    float iz = oc_gs_source(xyz[2], d, align, padding, &t->g[2]);
+    for (int k = 0; k < 8; k++) t->off[k] = -1, t->wt[k] = 0.0f;
+    t->f[0] = t->f[1] = t->f[2] = 0.0f;
+    /* far outside (or not finite): no tap; within, the int64 conversions are exact */
+    if (!(ix > -2.0f && ix < (float)w + 1.0f && iy > -2.0f && iy < (float)h + 1.0f && iz > -2.0f &&
+          iz < (float)d + 1.0f))
+        return;
+    if (mode == OC_GS_NEAREST) {
+        t->off[0] = oc_gs_at3((int64_t)nearbyintf(ix), (int64_t)nearbyintf(iy),
+                              (int64_t)nearbyintf(iz), w, h, d);
+        t->wt[0] = 1.0f;
+        return;
+    }
+    float x0 = floorf(ix), y0 = floorf(iy), z0 = floorf(iz);
+    t->f[0] = ix - x0, t->f[1] = iy - y0, t->f[2] = iz - z0;
+    for (int k = 0; k < 8; k++) {
+        t->off[k] = oc_gs_at3((int64_t)x0 + (k & 1), (int64_t)y0 + ((k >> 1) & 1),
+                              (int64_t)z0 + (k >> 2), w, h, d);
+        t->wt[k] = oc_gs_w3(t->f, k, 0) * oc_gs_w3(t->f, k, 1) * oc_gs_w3(t->f, k, 2);
+    }
+}
+
+/* d(loss)/d(source x, y, z) of one trilinear point in one volume: v the taps' values (0
+ * outside), d the output's gradient, accumulated into a[3] (before the point's g factors). */
+OC_GS_HD static inline void oc_gs_grid_grad3(const oc_gs_taps3 *t, const float v[8], float d,
+                                             float a[3]) {
+    for (int k = 0; k < 8; k++)
+        for (int ax = 0; ax < 3; ax++) {
+            float s = (k >> ax) & 1 ? 1.0f : -1.0f;
+            int b = ax == 0 ? 1 : 0, c = ax == 2 ? 1 : 2; /* the other two axes */
+            a[ax] += s * oc_gs_w3(t->f, k, b) * oc_gs_w3(t->f, k, c) * v[k] * d;
         }
 }
 

@@ -1288,6 +1288,44 @@ def tiny_grid_cubic():
     return TinyGridCubic()
 
 
+class TinyVoxelMorph(nn.Module):
+    """VoxelMorph's spatial transformer at toy size (Balakrishnan et al. 2019): a 3-D
+    convolutional net predicts a displacement field from a moving and a fixed volume, added to
+    the identity grid (a buffer), and F.grid_sample warps the moving volume with it -- a 5-D
+    GridSample (the default exporter's opset 20; the legacy one refuses volumes): trilinear
+    with border padding and align_corners (VoxelMorph's), trilinear with zeros padding, and
+    nearest with reflection padding (a label map's warp). Input [N, 2, 8, 8, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        import torch
+        zs, ys, xs = torch.meshgrid(*(torch.linspace(-1, 1, 8),) * 3, indexing="ij")
+        self.register_buffer("ident", torch.stack([xs, ys, zs], -1)[None])  # (1, 8, 8, 8, 3)
+        self.enc = nn.Conv3d(2, 4, 3, padding=1)
+        self.flow = nn.Conv3d(4, 3, 3, padding=1)
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        import torch
+        import torch.nn.functional as F
+        flow = 0.4 * torch.tanh(self.flow(F.relu(self.enc(x))))  # (N, 3, 8, 8, 8)
+        grid = self.ident + flow.permute(0, 2, 3, 4, 1)
+        moving = x[:, :1]
+        a = F.grid_sample(moving, grid, mode="bilinear", padding_mode="border", align_corners=True)
+        b = F.grid_sample(moving, 1.2 * grid, mode="bilinear", padding_mode="zeros",
+                          align_corners=False)
+        c = F.grid_sample(x[:, 1:], grid, mode="nearest", padding_mode="reflection",
+                          align_corners=False)
+        fixed = x[:, 1:]
+        feats = [((a - fixed) ** 2).mean((2, 3, 4)), (b * fixed).mean((2, 3, 4)),
+                 (c * a).mean((2, 3, 4)), (flow ** 2).mean((1, 2, 3, 4))[:, None]]
+        return self.fc(torch.cat(feats, 1))
+
+
+def tiny_voxelmorph():
+    return TinyVoxelMorph()
+
+
 class TinyPyramid(nn.Module):
     """A pyramid pooling head (PSPNet's) over 10 x 10 features: adaptive average pools to 1, 2,
     3 and 6 bins -- 3 and 6 do not divide 10, so bins overlap; torch.export writes those as
@@ -1358,16 +1396,18 @@ TINY = {"tiny_resnet": tiny_resnet, "tiny_mobilenet_v3": tiny_mobilenet_v3,
         "tiny_pick": tiny_pick, "tiny_take": tiny_take,
         "tiny_unpool": tiny_unpool, "tiny_scatter_max": tiny_scatter_max,
         "tiny_bucketize": tiny_bucketize, "tiny_antialias": tiny_antialias,
-        "tiny_fft": tiny_fft, "tiny_grid_cubic": tiny_grid_cubic}
+        "tiny_fft": tiny_fft, "tiny_grid_cubic": tiny_grid_cubic,
+        "tiny_voxelmorph": tiny_voxelmorph}
 SEGMENTATION = {"tiny_fcn"}  # labels [N, H, W]
 # exported by the default exporter alone: the legacy one refuses them (the reason in
 # tests/py/test_torch2_exports.py's NO_LEGACY)
 DYNAMO_ONLY = {"tiny_pyramid", "tiny_take", "tiny_unpool", "tiny_scatter_max",
-               "tiny_bucketize", "tiny_antialias", "tiny_fft"}
+               "tiny_bucketize", "tiny_antialias", "tiny_fft", "tiny_voxelmorph"}
 # also exported with the default exporter's own defaults (optimize=True: literals become
 # unmarked scalar initializers, which must not train)
 OPTIMIZED_TOO = {"tiny_math"}
-CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16)}  # video models' inputs; the others take (2, 3, 32, 32)
+CLIPS = {"tiny_r3d": (2, 3, 4, 16, 16), "tiny_mvit": (2, 3, 4, 16, 16),
+         "tiny_voxelmorph": (2, 2, 8, 8, 8)}  # video models' inputs; the others take (2, 3, 32, 32)
 
 
 def example_shape(name):

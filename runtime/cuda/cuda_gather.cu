@@ -243,7 +243,94 @@ __global__ void k_gs_cubic_dx(const float *dy, const float *grid, const unsigned
     }
 }
 
+// ---- volumes: 8 taps a point (grid_sample.h: oc_gs_*3) ----
+__device__ static inline void gs_taps3(const cu_gs_geo &g, const float *grid, int64_t j,
+                                       oc_gs_taps3 *t) {
+    oc_gs_point3(grid + j * 3, g.D, g.H, g.W, g.align, g.padding, g.mode, t);
+}
+
+__global__ void k_grid_sample3(const float *x, const float *grid, float *y, cu_gs_geo g,
+                               int64_t total) {
+    GRID_LOOP(i, total) {
+        int64_t q = i % g.P, nc = i / g.P, n = nc / g.C;
+        oc_gs_taps3 t;
+        gs_taps3(g, grid, n * g.P + q, &t);
+        const float *vol = x + nc * g.D * g.H * g.W;
+        float s = 0.0f;
+        for (int k = 0; k < 8; k++)
+            if (t.off[k] >= 0) s += t.wt[k] * vol[t.off[k]];
+        y[i] = s;
+    }
+}
+
+__global__ void k_grid_sample3_dgrid(const float *dy, const float *x, const float *grid,
+                                     float *dgrid, cu_gs_geo g, int64_t total) {
+    GRID_LOOP(j, total) {
+        int64_t n = j / g.P, q = j % g.P, S = g.D * g.H * g.W;
+        oc_gs_taps3 t;
+        gs_taps3(g, grid, j, &t);
+        float acc[3] = {0.0f, 0.0f, 0.0f};
+        for (int64_t c = 0; c < g.C; c++) {
+            const float *vol = x + (n * g.C + c) * S;
+            float v[8];
+            for (int k = 0; k < 8; k++) v[k] = t.off[k] >= 0 ? vol[t.off[k]] : 0.0f;
+            oc_gs_grid_grad3(&t, v, dy[(n * g.C + c) * g.P + q], acc);
+        }
+        bool near = g.mode == OC_GS_NEAREST;
+        for (int ax = 0; ax < 3; ax++) dgrid[j * 3 + ax] = near ? 0.0f : acc[ax] * t.g[ax];
+    }
+}
+
+// each (point, tap) entry's bucket: its voxel in its volume (no tap: the extent, skipped)
+__global__ void k_gs3_keys(const float *grid, cu_gs_geo g, int64_t *keys, int64_t total) {
+    int64_t S = g.D * g.H * g.W;
+    GRID_LOOP(j, total) {
+        oc_gs_taps3 t;
+        gs_taps3(g, grid, j, &t);
+        for (int k = 0; k < 8; k++)
+            keys[j * 8 + k] = t.off[k] < 0 ? g.N * S : (j / g.P) * S + t.off[k];
+    }
+}
+
+// dX: one thread a voxel, its entries (j * 8 + k) in ascending order, the cpu kernel's
+__global__ void k_gs3_dx(const float *dy, const float *grid, const unsigned long long *start,
+                         const int64_t *order, float *dx, cu_gs_geo g, int64_t total) {
+    int64_t S = g.D * g.H * g.W;
+    GRID_LOOP(i, total) {
+        int64_t nc = i / S, b = (nc / g.C) * S + i % S;
+        float s = 0.0f;
+        for (unsigned long long r = start[b]; r < start[b + 1]; r++) {
+            int64_t j = order[r] / 8, k = order[r] % 8;
+            oc_gs_taps3 t;
+            gs_taps3(g, grid, j, &t);
+            s += t.wt[k] * dy[nc * g.P + j % g.P];
+        }
+        dx[i] = s;
+    }
+}
+
+static int grid_sample3_grad(cudaStream_t st, int input, const float *dy, const float *x,
+                             const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
+    int64_t np = g.N * g.P;
+    if (input == 1) {
+        if (np > 0)
+            k_grid_sample3_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);
+        return last_error();
+    }
+    int64_t total = g.N * g.C * g.D * g.H * g.W, extent = g.N * g.D * g.H * g.W;
+    if (total == 0) return 0;
+    int64_t *keys = ws, *order;
+    if (np > 0) k_gs3_keys<<<blocks_for(np), THREADS, 0, st>>>(grid, g, keys, np);
+    unsigned long long *start = gg_buckets(st, keys, 1, np * 8, extent, -1, ws + np * 8, &order);
+    k_gs3_dx<<<blocks_for(total), THREADS, 0, st>>>(dy, grid, start, order, out, g, total);
+    return last_error();
+}
+
 extern "C" int64_t cu_grid_sample_scratch(cu_gs_geo g) {
+    if (g.D > 0) { /* a volume's entries: their keys, the counters, their order */
+        int64_t ne = g.N * g.P * 8, m = g.N * g.D * g.H * g.W + 1;
+        return ne + 2 * m + ne;
+    }
     if (g.mode == OC_GS_BICUBIC) { /* the entries' keys, the counters, their order */
         int64_t ne = g.N * g.P * 16, m = g.N * g.H * g.W + 1;
         return ne + 2 * m + ne;
@@ -256,7 +343,10 @@ extern "C" int cu_grid_sample(void *stream, const float *x, const float *grid, f
                               cu_gs_geo g) {
     int64_t total = g.N * g.C * g.P;
     if (total == 0) return 0;
-    if (g.mode == OC_GS_BICUBIC)
+    if (g.D > 0)
+        k_grid_sample3<<<blocks_for(total), THREADS, 0, (cudaStream_t)stream>>>(x, grid, y, g,
+                                                                                total);
+    else if (g.mode == OC_GS_BICUBIC)
         k_grid_sample_cubic<<<blocks_for(total), THREADS, 0, (cudaStream_t)stream>>>(x, grid, y, g,
                                                                                      total);
     else
@@ -285,6 +375,7 @@ static int grid_sample_cubic_grad(cudaStream_t st, int input, const float *dy, c
 extern "C" int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x,
                                    const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
     cudaStream_t st = (cudaStream_t)stream;
+    if (g.D > 0) return grid_sample3_grad(st, input, dy, x, grid, out, g, ws);
     if (g.mode == OC_GS_BICUBIC) return grid_sample_cubic_grad(st, input, dy, x, grid, out, g, ws);
     int64_t np = g.N * g.P;
     if (input == 1) {

@@ -935,9 +935,16 @@ int cuda_cum_sum(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
 static cu_gs_geo grid_sample_geo(const ir_graph *g, const ir_node *n, int xi) {
     const ir_tensor *x = &g->tensors[n->inputs[xi]], *grid = &g->tensors[n->inputs[xi + 1]];
     const op_grid_sample_args *p = &op_args_of(n)->grid_sample;
-    return (cu_gs_geo){
-        x->dims[0], x->dims[1], x->dims[2],      x->dims[3], grid->dims[1] * grid->dims[2],
-        p->mode,    p->padding, p->align_corners};
+    bool vol = x->rank == 5;
+    return (cu_gs_geo){.N = x->dims[0],
+                       .C = x->dims[1],
+                       .H = x->dims[vol ? 3 : 2],
+                       .W = x->dims[vol ? 4 : 3],
+                       .P = grid->dims[1] * grid->dims[2] * (vol ? grid->dims[3] : 1),
+                       .mode = p->mode,
+                       .padding = p->padding,
+                       .align = p->align_corners,
+                       .D = vol ? x->dims[2] : 0};
 }
 
 static size_t grid_sample_grad_scratch(const ir_graph *g, const ir_node *n) {

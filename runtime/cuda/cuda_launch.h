@@ -168,14 +168,15 @@ int cu_cum_sum(void *stream, const float *x, float *y, int64_t lines, int64_t le
                bool exclusive, bool reverse);
 /* GridSample (runtime/grid_sample.h) of X [N, C, H, W] at grid [N, P, 2]: Y [N, C, P]. */
 typedef struct cu_gs_geo {
-    int64_t N, C, H, W, P;
+    int64_t N, C, H, W, P; /* P: the points a sample, (Do *) Ho * Wo */
     int mode, padding;
     bool align;
+    int64_t D; /* a volume's depth (X [N, C, D, H, W], grid [.., 3]); 0: X [N, C, H, W] */
 } cu_gs_geo;
 int cu_grid_sample(void *stream, const float *x, const float *grid, float *y, cu_gs_geo g);
 /* input 0: dX (deterministic: a counting sort of the points by cell, bicubic's of each
- * point's 16 taps by pixel, in ws, whose int64s cu_grid_sample_scratch counts); 1: dGrid (ws
- * unused). */
+ * point's 16 taps by pixel, a volume's of its 8 taps by voxel, in ws, whose int64s
+ * cu_grid_sample_scratch counts); 1: dGrid (ws unused). */
 int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x, const float *grid,
                         float *out, cu_gs_geo g, int64_t *ws);
 int64_t cu_grid_sample_scratch(cu_gs_geo g);

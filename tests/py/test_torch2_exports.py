@@ -92,7 +92,7 @@ MODELS = ["tiny_resnet", "tiny_mobilenet_v3", "tiny_efficientnet", "tiny_regnet"
           "tiny_stn", "tiny_pyramid", "tiny_embed", "tiny_pool", "tiny_periodic", "tiny_prod", "tiny_gem",
           "tiny_diag", "tiny_count", "tiny_pick", "tiny_take", "tiny_unpool",
           "tiny_scatter_max", "tiny_bucketize", "tiny_antialias",
-          "tiny_fft", "tiny_grid_cubic", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
+          "tiny_fft", "tiny_grid_cubic", "tiny_voxelmorph", "tiny_gpt", "tiny_bert", "tiny_vit", "tiny_llama",
           "tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom", "tiny_hf_bart",
           "tiny_hf_roberta", "tiny_hf_gpt2_cls"]
 # Exports outcore must refuse, with the reason named (none now: the legacy exporters' Loop
@@ -125,7 +125,8 @@ NO_DEBIAN = {"tiny_swin_v2": "not exported: torch 1.13's exporter has no aten::z
                                "aten::_upsample_bilinear2d_aa",
              "tiny_fft": "not exported: torch 1.13's exporter has no aten::fft_rfft2",
              "tiny_grid_cubic": "not exported: torch 1.13's exporter writes GridSample at "
-                                "opset 16, above the opset 13 it exports at"}
+                                "opset 16, above the opset 13 it exports at",
+             "tiny_voxelmorph": "not exported: torch 1.13's exporter has no 5-D GridSample"}
 NO_DEBIAN.update({m: "built by Hugging Face's transformers, which Debian's python lacks"
                   for m in ("tiny_hf_bert", "tiny_hf_llama", "tiny_hf_t5", "tiny_hf_bloom",
                             "tiny_hf_bart", "tiny_hf_roberta", "tiny_hf_gpt2_cls")})
@@ -141,7 +142,8 @@ NO_LEGACY = {"tiny_hf_llama": "torch's legacy exporter has no aten::diff (Llama'
                                  "include_self=False",
              "tiny_bucketize": "torch's legacy exporter has no aten::bucketize",
              "tiny_antialias": "torch's legacy exporter has no aten::_upsample_bilinear2d_aa",
-             "tiny_fft": "torch's legacy exporter has no aten::fft_rfft2"}
+             "tiny_fft": "torch's legacy exporter has no aten::fft_rfft2",
+             "tiny_voxelmorph": "torch's legacy exporter refuses GridSample of a volume (5-D)"}
 # Transformers whose attention adds a bias that is not a mask (T5's learnt relative positions,
 # BLOOM's ALiBi slopes): --attention fused leaves those blocks as they are, and must still
 # match; T5's cross-attention adds zeros, fused where the export makes them a plan-time value

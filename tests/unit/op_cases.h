@@ -286,6 +286,16 @@ OP_CASE(GRID_SAMPLE, "bicubic, reflection (opset 20: cubic)", 20, 1, "[1,2,4,5] 
         "mode=cubic padding_mode=reflection")
 OP_CASE(GRID_SAMPLE, "bicubic, reflection, align_corners, 800 points on 64 pixels", 16, 1,
         "[1,2,8,8] ^[1,20,40,2]", "mode=bicubic padding_mode=reflection align_corners=1")
+OP_CASE(GRID_SAMPLE, "volume, trilinear, zeros (points outside)", 20, 1, "[2,2,3,4,5] ^[2,2,3,2,3]",
+        "mode=linear")
+OP_CASE(GRID_SAMPLE, "volume, trilinear, border, align_corners", 20, 1, "[1,2,3,4,5] ^[1,3,2,3,3]",
+        "mode=linear padding_mode=border align_corners=1")
+OP_CASE(GRID_SAMPLE, "volume, trilinear, reflection", 20, 1, "[1,2,4,3,5] ^[1,2,3,2,3]",
+        "mode=linear padding_mode=reflection")
+OP_CASE(GRID_SAMPLE, "volume, nearest (the grid's gradient zero)", 20, 1,
+        "[1,2,3,4,5] ^[1,2,3,2,3]", "mode=nearest !zero:1")
+OP_CASE(GRID_SAMPLE, "volume, 1000 points in 64 voxels", 20, 1, "[1,2,4,4,4] ^[1,10,10,10,3]",
+        "mode=linear align_corners=1")
 OP_CASE(RESIZE, "bilinear x4, half_pixel (F.interpolate)", 13, 1, "[1,2,3,2] - - i64=[1,2,12,8]",
         "mode=linear coordinate_transformation_mode=half_pixel")
 OP_CASE(RESIZE, "bilinear, align_corners, odd sizes", 13, 1, "[2,1,3,4] - - i64=[2,1,5,7]",

@@ -312,7 +312,7 @@ typedef struct op_predicate_args {
     bool detect_pos, detect_neg;
 } op_predicate_args;
 
-/* GridSample / GridSampleGrad (runtime/grid_sample.h): OC_GS_BILINEAR / _NEAREST,
+/* GridSample / GridSampleGrad (runtime/grid_sample.h): OC_GS_BILINEAR / _NEAREST / _BICUBIC,
  * OC_GS_ZEROS / _BORDER / _REFLECTION; the gradient's input (0: dX, 1: dGrid). */
 typedef struct op_grid_sample_args {
     int mode, padding, input;

@@ -2,8 +2,9 @@
  * deformable attention's sampling, point sampling of mask heads): Y[n, c, p] = X[n, c] read
  * at grid[n, p] = (x, y) in [-1, 1], bilinear, nearest or bicubic, zeros / border /
  * reflection padding, align_corners either way (runtime/grid_sample.h: PyTorch's
- * arithmetic). 4-D X only. GridSampleGrad(dY, X, grid; input 0 or 1) -> dX or dGrid, each
- * its own node; nearest sampling's dGrid is zeros, as PyTorch's. */
+ * arithmetic); a volume X [N, C, D, H, W] (VoxelMorph's spatial transformer, the default
+ * exporter's 5-D GridSample) trilinear or nearest. GridSampleGrad(dY, X, grid; input 0 or 1) ->
+ * dX or dGrid, each its own node; nearest sampling's dGrid is zeros, as PyTorch's. */
 #include <string.h>
 
 #include "grid_sample.h"
@@ -32,16 +33,22 @@ static int grid_sample_decode(const ir_graph *g, ir_node *n, oc_err *err) {
     return OC_OK;
 }
 
-/* X [N, C, H, W] and grid [N, Ho, Wo, 2], both float of one type. */
+/* X [N, C, H, W] and grid [N, Ho, Wo, 2], or a volume X [N, C, D, H, W] and grid
+ * [N, Do, Ho, Wo, 3] (not bicubic: PyTorch's is 2-D only), both float of one type. */
 static int shapes(ir_graph *g, ir_node *n, int xi, ir_tensor **x, ir_tensor **grid, oc_err *err) {
     if (op_in_shaped(g, n, xi, x, err) || op_in_shaped(g, n, xi + 1, grid, err)) return OC_ERR;
     const ir_tensor *a = *x, *b = *grid;
-    if (a->rank != 4)
-        return oc_fail(err, "input '%s' has rank %d; GridSample runs on [N, C, H, W]", a->name,
-                       a->rank);
-    if (b->rank != 4 || b->dims[3] != 2 || b->dims[0] != a->dims[0])
-        return oc_fail(err, "grid '%s' is not [N, Ho, Wo, 2] with N = %lld", b->name,
-                       (long long)a->dims[0]);
+    if (a->rank != 4 && a->rank != 5)
+        return oc_fail(err,
+                       "input '%s' has rank %d; GridSample runs on [N, C, H, W] or [N, C, D, H, W]",
+                       a->name, a->rank);
+    if (b->rank != a->rank || b->dims[b->rank - 1] != a->rank - 2 || b->dims[0] != a->dims[0])
+        return oc_fail(err, "grid '%s' is not [N, %s, %d] with N = %lld", b->name,
+                       a->rank == 4 ? "Ho, Wo" : "Do, Ho, Wo", a->rank - 2, (long long)a->dims[0]);
+    const char *mode = ir_attr_string(n, "mode", "");
+    if (a->rank == 5 && (!strcmp(mode, "bicubic") || !strcmp(mode, "cubic")))
+        return oc_fail(err, "mode '%s' samples [N, C, H, W] only; input '%s' is a volume", mode,
+                       a->name);
     if (!ir_dtype_is_compute(a->dtype) || a->dtype != b->dtype)
         return oc_fail(err, "input '%s' (%s) and grid '%s' (%s) must be float of one type", a->name,
                        ir_dtype_name(a->dtype), b->name, ir_dtype_name(b->dtype));
@@ -52,8 +59,8 @@ static int grid_sample_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err *err
     (void)opset;
     ir_tensor *x, *grid;
     if (shapes(g, n, 0, &x, &grid, err)) return OC_ERR;
-    int64_t y[4] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2]};
-    op_set_out(g, n, 0, x->dtype, 4, y);
+    int64_t y[5] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2], grid->dims[3]};
+    op_set_out(g, n, 0, x->dtype, x->rank, y);
     return OC_OK;
 }
 
@@ -62,8 +69,8 @@ static int grid_sample_grad_infer(ir_graph *g, ir_node *n, int64_t opset, oc_err
     (void)opset;
     ir_tensor *dy, *x, *grid;
     if (op_in_shaped(g, n, 0, &dy, err) || shapes(g, n, 1, &x, &grid, err)) return OC_ERR;
-    int64_t y[4] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2]};
-    if (dy->rank != 4 || memcmp(dy->dims, y, sizeof y))
+    int64_t y[5] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2], grid->dims[3]};
+    if (dy->rank != x->rank || memcmp(dy->dims, y, (size_t)x->rank * sizeof y[0]))
         return oc_fail(err, "dY '%s' is not shaped as GridSample's output", dy->name);
     op_set_out_like(g, n, 0, ir_attr_int(n, "input", 0) ? grid : x);
     return OC_OK;

@@ -214,35 +214,6 @@ __global__ void k_grid_sample_cubic_dgrid(const float *dy, const float *x, const
     }
 }
 
-// each (point, tap) entry's bucket: its pixel in its image (no tap: the extent, skipped)
-__global__ void k_gs_cubic_keys(const float *grid, cu_gs_geo g, int64_t *keys, int64_t total) {
-    GRID_LOOP(j, total) {
-        oc_gs_cubic t;
-        gs_cubic(g, grid, j, &t);
-        int64_t base = (j / g.P) * g.H * g.W;
-        for (int k = 0; k < 16; k++)
-            keys[j * 16 + k] = t.off[k] < 0 ? g.N * g.H * g.W : base + t.off[k];
-    }
-}
-
-// dX: one thread a pixel, its entries (point j, tap k: j * 16 + k) in ascending order, the
-// cpu kernel's (point by point, tap by tap)
-__global__ void k_gs_cubic_dx(const float *dy, const float *grid, const unsigned long long *start,
-                              const int64_t *order, float *dx, cu_gs_geo g, int64_t total) {
-    GRID_LOOP(i, total) {
-        int64_t pix = i % (g.H * g.W), nc = i / (g.H * g.W), n = nc / g.C;
-        int64_t b = n * g.H * g.W + pix;
-        float s = 0.0f;
-        for (unsigned long long r = start[b]; r < start[b + 1]; r++) {
-            int64_t j = order[r] / 16, k = order[r] % 16;
-            oc_gs_cubic t;
-            gs_cubic(g, grid, j, &t);
-            s += t.wx[k % 4] * t.wy[k / 4] * dy[nc * g.P + j % g.P];
-        }
-        dx[i] = s;
-    }
-}
-
 // ---- volumes: 8 taps a point (grid_sample.h: oc_gs_*3) ----
 __device__ static inline void gs_taps3(const cu_gs_geo &g, const float *grid, int64_t j,
                                        oc_gs_taps3 *t) {
@@ -281,58 +252,75 @@ __global__ void k_grid_sample3_dgrid(const float *dy, const float *x, const floa
     }
 }
 
-// each (point, tap) entry's bucket: its voxel in its volume (no tap: the extent, skipped)
-__global__ void k_gs3_keys(const float *grid, cu_gs_geo g, int64_t *keys, int64_t total) {
-    int64_t S = g.D * g.H * g.W;
-    GRID_LOOP(j, total) {
-        oc_gs_taps3 t;
+// ---- dX of bicubic and volume sampling: each point's taps as entries (point j, tap k:
+// j T + k), a counting sort of the entries by pixel / voxel, one thread a pixel summing its
+// entries in ascending order, the cpu kernel's (point by point, tap by tap) ----
+struct gs_cubic_taps { // bicubic: 16 taps
+    static const int T = 16;
+    oc_gs_cubic t;
+    __device__ void at(const cu_gs_geo &g, const float *grid, int64_t j) {
+        gs_cubic(g, grid, j, &t);
+    }
+    __device__ int64_t off(int k) const { return t.off[k]; }
+    __device__ float wt(int k) const { return t.wx[k % 4] * t.wy[k / 4]; }
+};
+struct gs_volume_taps { // a volume's trilinear: 8 taps (nearest: tap 0)
+    static const int T = 8;
+    oc_gs_taps3 t;
+    __device__ void at(const cu_gs_geo &g, const float *grid, int64_t j) {
         gs_taps3(g, grid, j, &t);
-        for (int k = 0; k < 8; k++)
-            keys[j * 8 + k] = t.off[k] < 0 ? g.N * S : (j / g.P) * S + t.off[k];
+    }
+    __device__ int64_t off(int k) const { return t.off[k]; }
+    __device__ float wt(int k) const { return t.wt[k]; }
+};
+
+// each entry's bucket: its pixel in its sample (S pixels; no tap: the extent N S, skipped)
+template <typename Taps>
+__global__ void k_gs_entry_keys(const float *grid, cu_gs_geo g, int64_t S, int64_t *keys,
+                                int64_t total) {
+    GRID_LOOP(j, total) {
+        Taps p;
+        p.at(g, grid, j);
+        for (int k = 0; k < Taps::T; k++)
+            keys[j * Taps::T + k] = p.off(k) < 0 ? g.N * S : (j / g.P) * S + p.off(k);
     }
 }
 
-// dX: one thread a voxel, its entries (j * 8 + k) in ascending order, the cpu kernel's
-__global__ void k_gs3_dx(const float *dy, const float *grid, const unsigned long long *start,
-                         const int64_t *order, float *dx, cu_gs_geo g, int64_t total) {
-    int64_t S = g.D * g.H * g.W;
+template <typename Taps>
+__global__ void k_gs_entry_dx(const float *dy, const float *grid, const unsigned long long *start,
+                              const int64_t *order, float *dx, cu_gs_geo g, int64_t S,
+                              int64_t total) {
     GRID_LOOP(i, total) {
         int64_t nc = i / S, b = (nc / g.C) * S + i % S;
         float s = 0.0f;
         for (unsigned long long r = start[b]; r < start[b + 1]; r++) {
-            int64_t j = order[r] / 8, k = order[r] % 8;
-            oc_gs_taps3 t;
-            gs_taps3(g, grid, j, &t);
-            s += t.wt[k] * dy[nc * g.P + j % g.P];
+            int64_t j = order[r] / Taps::T, k = order[r] % Taps::T;
+            Taps p;
+            p.at(g, grid, j);
+            s += p.wt((int)k) * dy[nc * g.P + j % g.P];
         }
         dx[i] = s;
     }
 }
 
-static int grid_sample3_grad(cudaStream_t st, int input, const float *dy, const float *x,
-                             const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
-    int64_t np = g.N * g.P;
-    if (input == 1) {
-        if (np > 0)
-            k_grid_sample3_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);
-        return last_error();
-    }
-    int64_t total = g.N * g.C * g.D * g.H * g.W, extent = g.N * g.D * g.H * g.W;
+// dX (X's samples of S pixels each) by entries; ws: cu_grid_sample_scratch's
+template <typename Taps>
+static int gs_entry_dx(cudaStream_t st, const float *dy, const float *grid, float *out, cu_gs_geo g,
+                       int64_t S, int64_t *ws) {
+    int64_t np = g.N * g.P, ne = np * Taps::T, total = g.N * g.C * S;
     if (total == 0) return 0;
-    int64_t *keys = ws, *order;
-    if (np > 0) k_gs3_keys<<<blocks_for(np), THREADS, 0, st>>>(grid, g, keys, np);
-    unsigned long long *start = gg_buckets(st, keys, 1, np * 8, extent, -1, ws + np * 8, &order);
-    k_gs3_dx<<<blocks_for(total), THREADS, 0, st>>>(dy, grid, start, order, out, g, total);
+    int64_t *order;
+    if (np > 0) k_gs_entry_keys<Taps><<<blocks_for(np), THREADS, 0, st>>>(grid, g, S, ws, np);
+    unsigned long long *start = gg_buckets(st, ws, 1, ne, g.N * S, -1, ws + ne, &order);
+    k_gs_entry_dx<Taps>
+        <<<blocks_for(total), THREADS, 0, st>>>(dy, grid, start, order, out, g, S, total);
     return last_error();
 }
 
 extern "C" int64_t cu_grid_sample_scratch(cu_gs_geo g) {
-    if (g.D > 0) { /* a volume's entries: their keys, the counters, their order */
-        int64_t ne = g.N * g.P * 8, m = g.N * g.D * g.H * g.W + 1;
-        return ne + 2 * m + ne;
-    }
-    if (g.mode == OC_GS_BICUBIC) { /* the entries' keys, the counters, their order */
-        int64_t ne = g.N * g.P * 16, m = g.N * g.H * g.W + 1;
+    if (g.D > 0 || g.mode == OC_GS_BICUBIC) { /* the entries' keys, the counters, their order */
+        int64_t ne = g.N * g.P * (g.D > 0 ? gs_volume_taps::T : gs_cubic_taps::T);
+        int64_t m = g.N * (g.D > 0 ? g.D : 1) * g.H * g.W + 1;
         return ne + 2 * m + ne;
     }
     int64_t np = g.N * g.P, m = g.N * (g.H + 1) * (g.W + 1) + 1;
@@ -355,29 +343,20 @@ extern "C" int cu_grid_sample(void *stream, const float *x, const float *grid, f
     return last_error();
 }
 
-static int grid_sample_cubic_grad(cudaStream_t st, int input, const float *dy, const float *x,
-                                  const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
-    int64_t np = g.N * g.P;
-    if (input == 1) {
-        if (np > 0)
-            k_grid_sample_cubic_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);
-        return last_error();
-    }
-    int64_t total = g.N * g.C * g.H * g.W, extent = g.N * g.H * g.W;
-    if (total == 0) return 0;
-    int64_t *keys = ws, *order;
-    if (np > 0) k_gs_cubic_keys<<<blocks_for(np), THREADS, 0, st>>>(grid, g, keys, np);
-    unsigned long long *start = gg_buckets(st, keys, 1, np * 16, extent, -1, ws + np * 16, &order);
-    k_gs_cubic_dx<<<blocks_for(total), THREADS, 0, st>>>(dy, grid, start, order, out, g, total);
-    return last_error();
-}
-
 extern "C" int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x,
                                    const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
     cudaStream_t st = (cudaStream_t)stream;
-    if (g.D > 0) return grid_sample3_grad(st, input, dy, x, grid, out, g, ws);
-    if (g.mode == OC_GS_BICUBIC) return grid_sample_cubic_grad(st, input, dy, x, grid, out, g, ws);
     int64_t np = g.N * g.P;
+    if (g.D > 0 || g.mode == OC_GS_BICUBIC) {
+        if (input == 0)
+            return g.D > 0 ? gs_entry_dx<gs_volume_taps>(st, dy, grid, out, g, g.D * g.H * g.W, ws)
+                           : gs_entry_dx<gs_cubic_taps>(st, dy, grid, out, g, g.H * g.W, ws);
+        if (np > 0 && g.D > 0)
+            k_grid_sample3_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);
+        else if (np > 0)
+            k_grid_sample_cubic_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);
+        return last_error();
+    }
     if (input == 1) {
         if (np > 0)
             k_grid_sample_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);

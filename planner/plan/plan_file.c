@@ -333,6 +333,7 @@ int plan_file_read(const uint8_t *buf, size_t len, const char *path, const plan_
         if (o->momentum_set) set_sgd_attr(g, "momentum", o->momentum);
         if (o->weight_decay_set) set_sgd_attr(g, "weight_decay", o->weight_decay);
         ir_bind_opts b = {0};
+        train_structure_mark_constants(g, structure);
         rc = onnx_import_host_function(buf, len, path, g, err) || mark_host_inputs(g, err) ||
                      ir_bind_dims(g, &b, err) || ir_infer_shapes(g, err) ||
                      (g->host && check_host_inputs(g, err))

@@ -106,6 +106,19 @@ static char *take_name(char **p) {
 }
 
 /* The tensor named by the (escaped) text at *p, or -1 after reporting. */
+void train_structure_mark_constants(ir_graph *g, const char *text) {
+    static const char key[] = "\nkind constant\t";
+    for (const char *at = strstr(text, key); at; at = strstr(at + 1, key)) {
+        const char *from = at + sizeof key - 1, *end = strchr(from, '\n');
+        char *line = oc_strndup(from, end ? (size_t)(end - from) : strlen(from)), *p = line;
+        char *name = take_name(&p);
+        int t = name && !*p ? ir_tensor_find(g, name) : -1;
+        if (t >= 0 && g->tensors[t].is_initializer) g->tensors[t].is_export_constant = true;
+        oc_free(name);
+        oc_free(line);
+    }
+}
+
 static int take_tensor(reader *r, char **p) {
     char *name = take_name(p);
     if (!name) return bad(r, "bad escape in a tensor name", ""), -1;

@@ -34,4 +34,12 @@ char *train_structure_format(const train_graph *tg);
  * input); tg's structure fields are then unset. */
 int train_structure_parse(train_graph *tg, const char *text, const char *path, oc_err *err);
 
+/* Before g (imported from the same file) is shape-inferred: every initializer the record
+ * lists as `kind constant` marked a constant whatever reads it (ir_tensor.is_export_constant),
+ * as the planner had it. Otherwise a float literal read as data (torch.export's exponent of
+ * `x ** 2`) would be taken for a parameter, its node lowered as for a trainable one (Pow into
+ * PowTensor), and the graph would not be the one emitted. Malformed lines are left to
+ * train_structure_parse. */
+void train_structure_mark_constants(ir_graph *g, const char *text);
+
 #endif

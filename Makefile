@@ -11,6 +11,8 @@
 #                   simulator throughput (sims/s); planning time;
 #                   cpu training step images/s (BASE=DIR: side by side with DIR/outcore-run, ratio)
 #   make fuzz       every libFuzzer target (tests/fuzz/) for FUZZ_SECONDS each (default 60)
+#   make sweep-plans  every torch 2.x fixture planned under 85% / 70% of its in-core peak and run
+#                   bitwise against its in-core step (tools/plan_sweep.py; docs/planner.md)
 #   make sweep-torchvision / sweep-timm / sweep-hf   long sweeps against current PyTorch
 #                   (TORCH_PY: a venv's python with torch 2.x, onnx, onnxscript, timm,
 #                   transformers); tables into $(BUILD)/sweep-*.md, results in docs/torchvision.md,
@@ -110,7 +112,7 @@ RUN_BIN := $(if $(RUN_CLI_OBJ),$(BUILD)/outcore-run)
 LINK_LIBS := $(BUILD)/libruntime.a $(BUILD)/libplanner.a $(BUILD)/libcore.a
 
 .PHONY: all test unit-tests gpu-tests cuda-emu test-threads demo deps help clean bench format fuzz fuzz-bins \
-	sweep-torchvision sweep-timm sweep-hf
+	sweep-torchvision sweep-timm sweep-hf sweep-plans
 all: $(PLAN_BIN) $(RUN_BIN)
 
 $(BUILD)/%.o: %.c $(PROTO_OUT)/onnx.pb-c.h
@@ -243,6 +245,10 @@ sweep-timm: $(RUN_BIN)
 	BUILD=$(BUILD) $(TORCH_PY) tools/torch_roundtrip.py sweep --models timm --draws 8 --table $(BUILD)/sweep-timm.md
 sweep-hf: $(RUN_BIN)
 	BUILD=$(BUILD) $(TORCH_PY) tools/hf_sweep.py --table $(BUILD)/sweep-hf.md
+# Every committed torch 2.x fixture planned under 85% and 70% of its in-core peak, each plan
+# run against the in-core step bit for bit (tools/plan_sweep.py; Debian's python suffices).
+sweep-plans: $(PLAN_BIN) $(RUN_BIN)
+	BUILD=$(BUILD) $(PY) tools/plan_sweep.py --table $(BUILD)/sweep-plans.md
 
 demo: $(PLAN_BIN)
 	$(PLAN_BIN) inspect graphs/resnet50_op13.onnx --batch 640 --training | \

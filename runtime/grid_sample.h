@@ -273,6 +273,27 @@ OC_GS_HD static inline void oc_gs_point3(const float *xyz, int64_t d, int64_t h,
     }
 }
 
+/* The cell of a point's first tap (trilinear: the low corner, in [-1, w) x [-1, h) x [-1, d);
+ * nearest: its tap) in a (w + 1) x (h + 1) x (d + 1) grid of cells, as oc_gs_cell in 2-D: the
+ * bucket cuda's deterministic dX finds a voxel's points in. -1: no tap inside. */
+OC_GS_HD static inline int64_t oc_gs_cell3(const float *xyz, int64_t d, int64_t h, int64_t w,
+                                           bool align, int padding, int mode) {
+    float g;
+    float ix = oc_gs_source(xyz[0], w, align, padding, &g);
+    float iy = oc_gs_source(xyz[1], h, align, padding, &g);
+    float iz = oc_gs_source(xyz[2], d, align, padding, &g);
+    if (!(ix > -2.0f && ix < (float)w + 1.0f && iy > -2.0f && iy < (float)h + 1.0f && iz > -2.0f &&
+          iz < (float)d + 1.0f))
+        return -1;
+    bool near = mode == OC_GS_NEAREST;
+    int64_t x = (int64_t)(near ? nearbyintf(ix) : floorf(ix));
+    int64_t y = (int64_t)(near ? nearbyintf(iy) : floorf(iy));
+    int64_t z = (int64_t)(near ? nearbyintf(iz) : floorf(iz));
+    int64_t lo = near ? 0 : -1;
+    if (x < lo || x >= w || y < lo || y >= h || z < lo || z >= d) return -1;
+    return ((z + 1) * (h + 1) + (y + 1)) * (w + 1) + (x + 1);
+}
+
 /* d(loss)/d(source x, y, z) of one trilinear point in one volume: v the taps' values (0
  * outside), d the output's gradient, accumulated into a[3] (before the point's g factors). */
 OC_GS_HD static inline void oc_gs_grid_grad3(const oc_gs_taps3 *t, const float v[8], float d,

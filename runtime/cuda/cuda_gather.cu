@@ -252,9 +252,44 @@ __global__ void k_grid_sample3_dgrid(const float *dy, const float *x, const floa
     }
 }
 
-// ---- dX of bicubic and volume sampling: each point's taps as entries (point j, tap k:
-// j T + k), a counting sort of the entries by pixel / voxel, one thread a pixel summing its
-// entries in ascending order, the cpu kernel's (point by point, tap by tap) ----
+// each point's bucket: the cell of its first tap in its volume (no tap: the extent, skipped)
+__global__ void k_gs3_keys(const float *grid, cu_gs_geo g, int64_t *keys, int64_t total) {
+    int64_t cells = (g.D + 1) * (g.H + 1) * (g.W + 1);
+    GRID_LOOP(j, total) {
+        int64_t cell = oc_gs_cell3(grid + j * 3, g.D, g.H, g.W, g.align, g.padding, g.mode);
+        keys[j] = cell < 0 ? g.N * cells : (j / g.P) * cells + cell;
+    }
+}
+
+// dX: one thread a voxel; the points whose tap k is that voxel sit in the bucket of the cell
+// k steps back along (x, y, z), each bucket's in point order (a fixed order, run to run; one
+// key a point where bicubic's entries take 16)
+__global__ void k_gs3_dx(const float *dy, const float *grid, const unsigned long long *start,
+                         const int64_t *order, float *dx, cu_gs_geo g, int64_t total) {
+    int64_t S = g.D * g.H * g.W, cells = (g.D + 1) * (g.H + 1) * (g.W + 1);
+    int taps = g.mode == OC_GS_NEAREST ? 1 : 8;
+    GRID_LOOP(i, total) {
+        int64_t v = i % S, nc = i / S, n = nc / g.C;
+        int64_t xx = v % g.W, yy = v / g.W % g.H, zz = v / (g.W * g.H);
+        float s = 0.0f;
+        for (int k = 0; k < taps; k++) {
+            int64_t x0 = xx - (k & 1), y0 = yy - ((k >> 1) & 1), z0 = zz - (k >> 2);
+            int64_t b = n * cells + ((z0 + 1) * (g.H + 1) + (y0 + 1)) * (g.W + 1) + (x0 + 1);
+            for (unsigned long long r = start[b]; r < start[b + 1]; r++) {
+                int64_t j = order[r];
+                oc_gs_taps3 t;
+                gs_taps3(g, grid, j, &t);
+                if (t.off[k] == v) s += t.wt[k] * dy[nc * g.P + j % g.P];
+            }
+        }
+        dx[i] = s;
+    }
+}
+
+// ---- bicubic's dX: each point's taps as entries (point j, tap k: j T + k), a counting sort
+// of the entries by pixel, one thread a pixel summing its entries in ascending order, the cpu
+// kernel's (point by point, tap by tap). Padding maps a tap anywhere (border: every point left
+// of the image taps column 0), so no neighbourhood of cells holds a pixel's points. ----
 struct gs_cubic_taps { // bicubic: 16 taps
     static const int T = 16;
     oc_gs_cubic t;
@@ -264,16 +299,6 @@ struct gs_cubic_taps { // bicubic: 16 taps
     __device__ int64_t off(int k) const { return t.off[k]; }
     __device__ float wt(int k) const { return t.wx[k % 4] * t.wy[k / 4]; }
 };
-struct gs_volume_taps { // a volume's trilinear: 8 taps (nearest: tap 0)
-    static const int T = 8;
-    oc_gs_taps3 t;
-    __device__ void at(const cu_gs_geo &g, const float *grid, int64_t j) {
-        gs_taps3(g, grid, j, &t);
-    }
-    __device__ int64_t off(int k) const { return t.off[k]; }
-    __device__ float wt(int k) const { return t.wt[k]; }
-};
-
 // each entry's bucket: its pixel in its sample (S pixels; no tap: the extent N S, skipped)
 template <typename Taps>
 __global__ void k_gs_entry_keys(const float *grid, cu_gs_geo g, int64_t S, int64_t *keys,
@@ -318,9 +343,12 @@ static int gs_entry_dx(cudaStream_t st, const float *dy, const float *grid, floa
 }
 
 extern "C" int64_t cu_grid_sample_scratch(cu_gs_geo g) {
-    if (g.D > 0 || g.mode == OC_GS_BICUBIC) { /* the entries' keys, the counters, their order */
-        int64_t ne = g.N * g.P * (g.D > 0 ? gs_volume_taps::T : gs_cubic_taps::T);
-        int64_t m = g.N * (g.D > 0 ? g.D : 1) * g.H * g.W + 1;
+    if (g.D > 0) { /* the points' keys, the cells' counters, the points' order */
+        int64_t np = g.N * g.P, m = g.N * (g.D + 1) * (g.H + 1) * (g.W + 1) + 1;
+        return np + 2 * m + np;
+    }
+    if (g.mode == OC_GS_BICUBIC) { /* the entries' keys, the counters, their order */
+        int64_t ne = g.N * g.P * gs_cubic_taps::T, m = g.N * g.H * g.W + 1;
         return ne + 2 * m + ne;
     }
     int64_t np = g.N * g.P, m = g.N * (g.H + 1) * (g.W + 1) + 1;
@@ -347,10 +375,18 @@ extern "C" int cu_grid_sample_grad(void *stream, int input, const float *dy, con
                                    const float *grid, float *out, cu_gs_geo g, int64_t *ws) {
     cudaStream_t st = (cudaStream_t)stream;
     int64_t np = g.N * g.P;
+    if (g.D > 0 && input == 0) { /* a volume's dX: its points sorted by cell */
+        int64_t total = g.N * g.C * g.D * g.H * g.W,
+                extent = g.N * (g.D + 1) * (g.H + 1) * (g.W + 1);
+        if (total == 0) return 0;
+        int64_t *order;
+        if (np > 0) k_gs3_keys<<<blocks_for(np), THREADS, 0, st>>>(grid, g, ws, np);
+        unsigned long long *start = gg_buckets(st, ws, 1, np, extent, -1, ws + np, &order);
+        k_gs3_dx<<<blocks_for(total), THREADS, 0, st>>>(dy, grid, start, order, out, g, total);
+        return last_error();
+    }
     if (g.D > 0 || g.mode == OC_GS_BICUBIC) {
-        if (input == 0)
-            return g.D > 0 ? gs_entry_dx<gs_volume_taps>(st, dy, grid, out, g, g.D * g.H * g.W, ws)
-                           : gs_entry_dx<gs_cubic_taps>(st, dy, grid, out, g, g.H * g.W, ws);
+        if (input == 0) return gs_entry_dx<gs_cubic_taps>(st, dy, grid, out, g, g.H * g.W, ws);
         if (np > 0 && g.D > 0)
             k_grid_sample3_dgrid<<<blocks_for(np), THREADS, 0, st>>>(dy, x, grid, out, g, np);
         else if (np > 0)

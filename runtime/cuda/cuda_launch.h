@@ -174,8 +174,8 @@ typedef struct cu_gs_geo {
     int64_t D; /* a volume's depth (X [N, C, D, H, W], grid [.., 3]); 0: X [N, C, H, W] */
 } cu_gs_geo;
 int cu_grid_sample(void *stream, const float *x, const float *grid, float *y, cu_gs_geo g);
-/* input 0: dX (deterministic: a counting sort of the points by cell, bicubic's of each
- * point's 16 taps by pixel, a volume's of its 8 taps by voxel, in ws, whose int64s
+/* input 0: dX (deterministic: a counting sort of the points by the cell of their first tap,
+ * a volume's too, bicubic's of each point's 16 taps by pixel, in ws, whose int64s
  * cu_grid_sample_scratch counts); 1: dGrid (ws unused). */
 int cu_grid_sample_grad(void *stream, int input, const float *dy, const float *x, const float *grid,
                         float *out, cu_gs_geo g, int64_t *ws);

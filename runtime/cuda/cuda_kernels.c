@@ -895,20 +895,13 @@ int cuda_gather_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     return OC_OK;
 }
 
-/* Rows per bag of a SegmentMax's rows or gradient: the product of dims 1.. */
-static int64_t row_inner(const ir_tensor *t) {
-    int64_t inner = 1;
-    for (int d = 1; d < t->rank; d++) inner *= t->dims[d];
-    return inner;
-}
-
 /* See cpu_segment_max (bounds clamped here, not refused: BagBounds checked them). */
 int cuda_segment_max(const cuda_ctx *c, const kernel_args *a, oc_err *err) {
     const ir_tensor *r = kernel_in(a, 0), *e = kernel_in(a, 1);
     if (kernel_want_dtype(a, r, IR_DTYPE_FLOAT, err)) return OC_ERR;
     CU_LAUNCH(cu_segment_max(c->stream, a->in[0], a->in[1], a->out[0],
                              a->n->n_outputs > 1 ? a->out[1] : NULL, e->dims[0] - 1, r->dims[0],
-                             row_inner(r)));
+                             prod(r->dims, 1, r->rank)));
     return OC_OK;
 }
 
@@ -917,7 +910,7 @@ int cuda_segment_max_grad(const cuda_ctx *c, const kernel_args *a, oc_err *err) 
     const ir_tensor *dy = kernel_in(a, 0), *dx = kernel_out(a, 0);
     if (kernel_want_dtype(a, dy, IR_DTYPE_FLOAT, err)) return OC_ERR;
     CU_LAUNCH(cu_segment_max_grad(c->stream, a->in[0], a->in[1], a->out[0], dy->dims[0],
-                                  dx->dims[0], row_inner(dy)));
+                                  dx->dims[0], prod(dy->dims, 1, dy->rank)));
     return OC_OK;
 }
 
